@@ -1,0 +1,153 @@
+/**
+ * Error classes and the stable error codes shared by the engine, the SDK and the CLI
+ * (protocol.md §7.2, sdk.md §7).
+ */
+import type { ErrorBody } from './protocol.ts'
+
+export type { ErrorBody }
+
+/**
+ * Stable error codes. Codes are the contract; messages may change.
+ * Engine codes travel on the wire; `NOT_CONNECTED`, `SHUTDOWN`, `UNKNOWN` and the client-side
+ * `TIMEOUT` never do.
+ */
+export const ErrorCode = {
+  FunctionNotFound: 'function_not_found',
+  FunctionNotInvokable: 'function_not_invokable',
+  InvocationFailed: 'invocation_failed',
+  InvocationStopped: 'invocation_stopped',
+  Timeout: 'TIMEOUT',
+  InvalidMessage: 'invalid_message',
+  InvalidNamespace: 'INVALID_NAMESPACE',
+  InvalidArguments: 'INVALID_ARGUMENTS',
+  NotFound: 'NOT_FOUND',
+  Forbidden: 'FORBIDDEN',
+  EnqueueError: 'enqueue_error',
+  QueueNotFound: 'queue_not_found',
+  TriggerRegistrationFailed: 'trigger_registration_failed',
+  TriggerTypeNotFound: 'trigger_type_not_found',
+  InvalidTriggerConfig: 'INVALID_TRIGGER_CONFIG',
+  RouteConflict: 'ROUTE_CONFLICT',
+  InternalError: 'internal_error',
+  AuthError: 'AUTH_ERROR',
+  FunctionNamespaceConflict: 'FUNCTION_NAMESPACE_CONFLICT',
+  NotConnected: 'NOT_CONNECTED',
+  Shutdown: 'SHUTDOWN',
+  Unknown: 'UNKNOWN',
+} as const
+export type ErrorCodeValue = (typeof ErrorCode)[keyof typeof ErrorCode]
+
+/** True when `value` has the ErrorBody shape `{code: string, message: string, stacktrace?: string}`. */
+export function isErrorBody(value: unknown): value is ErrorBody {
+  if (typeof value !== 'object' || value === null) return false
+  const v = value as Record<string, unknown>
+  return (
+    typeof v.code === 'string' &&
+    typeof v.message === 'string' &&
+    (v.stacktrace === undefined || typeof v.stacktrace === 'string')
+  )
+}
+
+export interface InvocationErrorInit {
+  code: string
+  message: string
+  function_id?: string
+  stacktrace?: string
+}
+
+/**
+ * A failed invocation, local or remote (sdk.md §7.1). `message` is `<code>: <detail>`; `detail`
+ * is the message as the remote side sent it.
+ *
+ * @example
+ * try { await client.trigger({ function_id: 'math::add', payload: {} }) }
+ * catch (err) { if (err instanceof InvocationError && err.code === 'function_not_found') retry() }
+ */
+export class InvocationError extends Error {
+  override readonly name = 'InvocationError'
+  readonly code: string
+  readonly detail: string
+  readonly function_id?: string
+  readonly stacktrace?: string
+
+  constructor(init: InvocationErrorInit) {
+    super(`${init.code}: ${init.message}`)
+    this.code = init.code
+    this.detail = init.message
+    if (init.function_id !== undefined) this.function_id = init.function_id
+    if (init.stacktrace !== undefined) this.stacktrace = init.stacktrace
+  }
+
+  /** Builds the error from a wire `error` value; a value that is not an ErrorBody becomes `UNKNOWN`. */
+  static fromWire(error: unknown, functionId?: string): InvocationError {
+    if (isErrorBody(error)) {
+      const init: InvocationErrorInit = { code: error.code, message: error.message }
+      if (functionId !== undefined) init.function_id = functionId
+      if (error.stacktrace !== undefined) init.stacktrace = error.stacktrace
+      return new InvocationError(init)
+    }
+    let text: string
+    try {
+      text = JSON.stringify(error) ?? String(error)
+    } catch {
+      text = String(error)
+    }
+    const init: InvocationErrorInit = { code: ErrorCode.Unknown, message: text }
+    if (functionId !== undefined) init.function_id = functionId
+    return new InvocationError(init)
+  }
+
+  /** The wire form of this error. */
+  toErrorBody(): ErrorBody {
+    const body: ErrorBody = { code: this.code, message: this.detail }
+    if (this.stacktrace !== undefined) body.stacktrace = this.stacktrace
+    return body
+  }
+}
+
+/** A fatal `registrationrejected` (any code but FUNCTION_NAMESPACE_CONFLICT; sdk.md §7.3). */
+export class RegistrationRejectedError extends Error {
+  override readonly name = 'RegistrationRejectedError'
+  readonly code: string
+  readonly namespace: string
+  readonly worker_name?: string
+  readonly function_id?: string
+  readonly owner_worker_id: string
+
+  constructor(init: {
+    code: string
+    message: string
+    namespace: string
+    worker_name?: string
+    function_id?: string
+    owner_worker_id: string
+  }) {
+    super(init.message)
+    this.code = init.code
+    this.namespace = init.namespace
+    if (init.worker_name !== undefined) this.worker_name = init.worker_name
+    if (init.function_id !== undefined) this.function_id = init.function_id
+    this.owner_worker_id = init.owner_worker_id
+  }
+}
+
+const CODE_PATTERN = /^[A-Za-z0-9_.:-]{1,64}$/
+
+/**
+ * Turns anything a handler threw into a wire ErrorBody (sdk.md §4): the error's own `code` when it
+ * is 1–64 characters of `[A-Za-z0-9_.:-]`, else `invocation_failed`.
+ */
+export function toErrorBody(thrown: unknown): ErrorBody {
+  if (thrown instanceof InvocationError) return thrown.toErrorBody()
+  if (thrown instanceof Error) {
+    const own = (thrown as { code?: unknown }).code
+    const body: ErrorBody = {
+      code: typeof own === 'string' && CODE_PATTERN.test(own) ? own : ErrorCode.InvocationFailed,
+      message: thrown.message,
+    }
+    if (thrown.stack) body.stacktrace = thrown.stack
+    return body
+  }
+  if (isErrorBody(thrown)) return { code: thrown.code, message: thrown.message }
+  return { code: ErrorCode.InvocationFailed, message: typeof thrown === 'string' ? thrown : String(thrown) }
+}

@@ -1,0 +1,184 @@
+/**
+ * Interfaces of the engine core that built-in workers and the CLI program against.
+ *
+ * Built-in workers run inside the engine process but register functions and trigger types through
+ * {@link LocalWorker}, the in-process equivalent of a worker connection (style.md: "each registers
+ * its functions and trigger types through the same interface an external worker uses").
+ */
+import type { FormatSchema, TriggerActionValue } from 'svc-sdk/protocol'
+
+/** What an in-process handler learns about the invocation it serves. */
+export interface InvocationContext {
+  /** Function id as invoked (after alias resolution). */
+  function_id: string
+  /** Per-invocation metadata (protocol.md §5.8), undefined when the caller sent none. */
+  metadata?: unknown
+  traceparent?: string
+  baggage?: string
+  /** Worker id of the calling connection; undefined for engine-originated calls. */
+  caller_worker_id?: string
+}
+
+/**
+ * An in-process function handler. Return the result (undefined means "no result"); throw an
+ * `EngineError` (or any error with a string `code`) to fail with that code.
+ */
+export type LocalHandler = (data: unknown, context: InvocationContext) => unknown
+
+export interface LocalFunctionOptions {
+  description?: string
+  metadata?: Record<string, unknown>
+  request_format?: FormatSchema
+  response_format?: FormatSchema
+}
+
+/** A binding as a provider sees it (protocol.md §8.3: `{id, function_id, config, metadata, namespace}`). */
+export interface BindingInfo {
+  id: string
+  trigger_type: string
+  function_id: string
+  config: unknown
+  metadata?: unknown
+  /** Namespace to invoke `function_id` in (the binding's target namespace, `default` when omitted). */
+  namespace: string
+}
+
+/**
+ * The provider side of an in-process trigger type. `registerTrigger` validates and activates a
+ * binding; throwing an error with a `code` (`INVALID_TRIGGER_CONFIG`, `ROUTE_CONFLICT`, …) refuses
+ * it and the engine reports that code to the registering worker (protocol.md §8.3). A provider may
+ * later accept a refused binding with {@link LocalWorker.reportTriggerResult}.
+ */
+export interface LocalTriggerProvider {
+  registerTrigger(binding: BindingInfo): void | Promise<void>
+  unregisterTrigger(binding: BindingInfo): void | Promise<void>
+}
+
+export interface LocalTriggerTypeOptions {
+  id: string
+  description: string
+  trigger_request_format?: FormatSchema
+  call_request_format?: FormatSchema
+}
+
+/** An invocation made from inside the engine (protocol.md §6). */
+export interface LocalInvokeRequest {
+  function_id: string
+  data: unknown
+  /** Target namespace; omitted means `default`, with the fallback of §6.1. */
+  namespace?: string
+  metadata?: unknown
+  action?: TriggerActionValue
+  /** Engine-originated calls time out in the engine (§6.5); default `internal_invocation_timeout_ms`. */
+  timeoutMs?: number
+  traceparent?: string
+  baggage?: string
+}
+
+/**
+ * The handle a built-in worker uses to take part in the protocol. Everything it registers is owned
+ * by this worker and removed when it stops.
+ */
+export interface LocalWorker {
+  readonly name: string
+  registerFunction(id: string, handler: LocalHandler, options?: LocalFunctionOptions): void
+  unregisterFunction(id: string): void
+  registerTriggerType(options: LocalTriggerTypeOptions, provider: LocalTriggerProvider): void
+  unregisterTriggerType(id: string): void
+  /**
+   * Invokes a function by id. Resolves with its result (undefined when none); rejects with an
+   * `EngineError` carrying the wire code (`function_not_found`, `TIMEOUT`, `invocation_stopped`,
+   * the handler's own code, …). A `void` action resolves at once with undefined.
+   */
+  invoke(request: LocalInvokeRequest): Promise<unknown>
+  /** Reports a late provider answer for a binding, e.g. a refused route promoted later (§8.3). */
+  reportTriggerResult(triggerId: string, error?: { code: string; message: string }): void
+  /** Addresses this worker listens on, shown as `listen_urls` by `engine::workers::info`. */
+  setListenUrls(urls: string[]): void
+}
+
+/** Engine logger; the observability worker will collect these later. */
+export interface Logger {
+  debug(message: string, data?: Record<string, unknown>): void
+  info(message: string, data?: Record<string, unknown>): void
+  warn(message: string, data?: Record<string, unknown>): void
+  error(message: string, data?: Record<string, unknown>): void
+}
+
+/** What a built-in worker receives when the engine starts it. */
+export interface BuiltinContext {
+  worker: LocalWorker
+  /** Absolute data directory (`data_dir`, default `<project>/.svc/data`), created by the engine. */
+  dataDir: string
+  /** `internal_invocation_timeout_ms` (protocol.md §12.2), for trigger deliveries and conditions. */
+  internalInvocationTimeoutMs: number
+  log: Logger
+}
+
+/**
+ * A worker built into the engine (builtins.md §1). `applySettings` is the one place a worker's
+ * settings take effect: at start with the config.yaml seed and, once the configuration worker
+ * exists, on every change. It must validate and either apply everything or throw and keep the
+ * previous settings (builtins.md §2.7).
+ */
+export interface BuiltinWorker {
+  /** Worker name as listed by `engine::workers::list`, e.g. `svc-http`. */
+  readonly name: string
+  start(context: BuiltinContext, settings: unknown): Promise<void>
+  applySettings(settings: unknown): Promise<void>
+  stop(): Promise<void>
+}
+
+/** One `svc-worker-manager` entry (protocol.md §12.3), defaults applied. */
+export interface ListenerConfig {
+  host: string
+  /** 0 picks a free port. */
+  port: number
+  handshake_timeout_ms: number
+  ping_interval_ms: number
+  idle_timeout_ms: number
+  max_message_bytes: number
+  backpressure_bytes: number
+  max_outbound_bytes: number
+}
+
+/** A built-in worker's entry of config.yaml: whether it runs and the seed of its settings. */
+export interface BuiltinEntry {
+  enabled: boolean
+  /** The `config` block, placeholders already expanded; undefined when absent. */
+  config?: unknown
+}
+
+/** A local worker entry of config.yaml (launched by the CLI supervisor, cli.md §5). */
+export interface LocalWorkerEntry {
+  name: string
+  worker_path: string
+  enabled: boolean
+  namespace?: string
+  env: Record<string, string>
+  config?: unknown
+  watch: boolean
+}
+
+/** The validated engine configuration (protocol.md §12), every default applied. */
+export interface EngineConfig {
+  listeners: ListenerConfig[]
+  registration_namespace_grace_ms: number
+  internal_invocation_timeout_ms: number
+  /** Absolute path. */
+  data_dir: string
+  /** Keyed by canonical built-in name (`svc-http`, `svc-state`, …). */
+  builtins: Record<string, BuiltinEntry>
+  local_workers: LocalWorkerEntry[]
+}
+
+export const LISTENER_DEFAULTS: ListenerConfig = {
+  host: '127.0.0.1',
+  port: 49134,
+  handshake_timeout_ms: 10000,
+  ping_interval_ms: 30000,
+  idle_timeout_ms: 90000,
+  max_message_bytes: 64 * 1024 * 1024,
+  backpressure_bytes: 1024 * 1024,
+  max_outbound_bytes: 64 * 1024 * 1024,
+}
