@@ -1,0 +1,339 @@
+/**
+ * Functions served by the engine itself (protocol.md §11.1–§11.2): introspection, the worker
+ * announce and the connection-less trigger helpers. All live in namespace `default`; inputs must
+ * be objects (§6.7).
+ */
+import { randomUUID } from 'node:crypto'
+import type { WorkerAnnounce } from 'svc-sdk/protocol'
+import { EngineError, Errors } from '../protocol/errors.ts'
+import type { BuiltinPeer } from './builtin-peer.ts'
+import type { Engine } from './engine.ts'
+import type { FunctionEntry } from './functions.ts'
+import type { Peer } from './peer.ts'
+import type { Binding, ProviderEntry } from './triggers.ts'
+import type { InvocationContext } from './types.ts'
+
+type Input = Record<string, unknown>
+
+function objectInput(id: string, data: unknown): Input {
+  if (data === null || data === undefined) return {}
+  if (typeof data !== 'object' || Array.isArray(data)) throw Errors.invalidArguments(id, 'input must be an object')
+  return data as Input
+}
+
+function optionalString(id: string, input: Input, field: string): string | undefined {
+  const v = input[field]
+  if (v === undefined || v === null) return undefined
+  if (typeof v !== 'string') throw Errors.invalidArguments(id, `${field} must be a string`)
+  return v
+}
+
+function isInternalId(id: string): boolean {
+  return id.startsWith('engine::') && !id.startsWith('engine::queue::')
+}
+
+function functionSummary(entry: FunctionEntry) {
+  const latest = entry.latest
+  const summary: Record<string, unknown> = {
+    function_id: entry.id,
+    namespace: entry.namespace,
+    worker_name: latest.peer.name,
+    replica_count: entry.replicas.length,
+  }
+  if (latest.description !== undefined) summary.description = latest.description
+  if (latest.metadata !== undefined) summary.metadata = latest.metadata
+  return summary
+}
+
+function configSummary(config: unknown): string {
+  const json = JSON.stringify(config) ?? 'null'
+  return json.length > 80 ? `${json.slice(0, 80)}…` : json
+}
+
+function bindingSummary(binding: Binding) {
+  return {
+    id: binding.id,
+    trigger_type: binding.trigger_type,
+    function_id: binding.function_id,
+    namespace: binding.namespace,
+    worker_name: binding.owner?.name ?? null,
+    status: binding.status,
+    config: binding.config,
+    config_summary: configSummary(binding.config),
+  }
+}
+
+function triggerTypeSummary(provider: ProviderEntry) {
+  return { id: provider.typeId, namespace: provider.namespace, worker_name: provider.peer.name, description: provider.description }
+}
+
+function matchesSearch(search: string | undefined, ...texts: (string | undefined | null)[]): boolean {
+  if (!search) return true
+  const needle = search.toLowerCase()
+  return texts.some((t) => typeof t === 'string' && t.toLowerCase().includes(needle))
+}
+
+/** Registers the engine's own functions on its internal peer. */
+export function registerEngineFunctions(engine: Engine, peer: BuiltinPeer): void {
+  const fn = (id: string, description: string, handler: (input: Input, context: InvocationContext) => unknown) =>
+    peer.registerFunction(id, (data, context) => handler(objectInput(id, data), context), { description })
+
+  const functionDetail = (entry: FunctionEntry) => {
+    const latest = entry.latest
+    const detail: Record<string, unknown> = functionSummary(entry)
+    if (latest.request_format !== undefined) detail.request_schema = latest.request_format
+    if (latest.response_format !== undefined) detail.response_schema = latest.response_format
+    if (latest.invocation) detail.invocation = { url: latest.invocation.url, method: latest.invocation.method ?? 'POST' }
+    detail.replicas = entry.replicas.map((r) => ({ worker_id: r.peer.workerId, worker_name: r.peer.name }))
+    detail.registered_triggers = engine.triggers
+      .allBindings()
+      .filter((b) => b.function_id === entry.id && b.namespace === entry.namespace)
+      .map((b) => ({ id: b.id, trigger_type: b.trigger_type, config: b.config, status: b.status }))
+    return detail
+  }
+
+  const triggerTypeDetail = (provider: ProviderEntry) => {
+    const detail: Record<string, unknown> = triggerTypeSummary(provider)
+    if (provider.trigger_request_format) detail.configuration_schema = provider.trigger_request_format
+    if (provider.call_request_format) detail.request_schema = provider.call_request_format
+    detail.instance_count = engine.triggers.instanceCount(provider.namespace, provider.typeId)
+    return detail
+  }
+
+  const workerSummary = (p: Peer) => ({
+    id: p.workerId,
+    name: p.name,
+    description: p.announce.description ?? null,
+    version: p.announce.version ?? null,
+    namespace: p.namespace,
+    runtime: p.announce.runtime ?? null,
+    os: p.announce.os ?? null,
+    pid: p.announce.pid ?? null,
+    isolation: p.announce.isolation ?? null,
+    ip_address: p.ipAddress,
+    status: p.kind === 'builtin' ? 'available' : 'connected',
+    function_count: engine.functions.countFor(p),
+    connected_at_ms: p.connectedAtMs,
+    active_invocations: p.activeInvocations,
+  })
+
+  const lookupFunction = (id: string, functionId: string, namespace: string | undefined): FunctionEntry => {
+    if (namespace !== undefined) {
+      const entry = engine.functions.get(namespace, functionId)
+      if (!entry) throw Errors.notFound(`Function '${functionId}' is not registered.`)
+      return entry
+    }
+    const inDefault = engine.functions.get('default', functionId)
+    if (inDefault) return inDefault
+    const others = engine.functions.namespacesOf(functionId, 'default')
+    if (others.length === 1) return engine.functions.get(others[0]!, functionId)!
+    if (others.length > 1) {
+      throw Errors.notFound(`Function '${functionId}' is ambiguous: it is registered in namespace(s): ${others.join(', ')}. Pass namespace.`)
+    }
+    void id
+    throw Errors.notFound(`Function '${functionId}' is not registered.`)
+  }
+
+  fn('engine::functions::list', 'List registered functions', (input) => {
+    const id = 'engine::functions::list'
+    const search = optionalString(id, input, 'search')
+    const prefix = optionalString(id, input, 'prefix')
+    const worker = optionalString(id, input, 'worker')
+    const namespace = optionalString(id, input, 'namespace')
+    const workers = Array.isArray(input.workers) ? (input.workers as unknown[]).filter((w) => typeof w === 'string') : undefined
+    const includeInternal = input.include_internal === true
+    const functions = [...engine.functions.entries()]
+      .filter((e) => includeInternal || (!isInternalId(e.id) && e.latest.metadata?.internal !== true))
+      .filter((e) => namespace === undefined || e.namespace === namespace)
+      .filter((e) => prefix === undefined || e.id.startsWith(prefix))
+      .filter((e) => matchesSearch(search, e.id, e.latest.description))
+      .filter((e) => worker === undefined || e.replicas.some((r) => r.peer.name === worker))
+      .filter((e) => workers === undefined || e.replicas.some((r) => r.peer.name !== null && workers.includes(r.peer.name)))
+      .sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : a.namespace < b.namespace ? -1 : 1))
+      .map(functionSummary)
+    return { functions }
+  })
+
+  fn('engine::functions::info', 'Describe one or more functions', (input) => {
+    const id = 'engine::functions::info'
+    const namespace = optionalString(id, input, 'namespace')
+    const single = optionalString(id, input, 'function_id')
+    const batch = input.function_ids
+    if ((single === undefined) === (batch === undefined || batch === null)) {
+      throw Errors.invalidArguments(id, 'give exactly one of function_id or function_ids')
+    }
+    if (single !== undefined) return functionDetail(lookupFunction(id, single, namespace))
+    if (!Array.isArray(batch) || batch.length === 0 || batch.length > 32 || batch.some((b) => typeof b !== 'string')) {
+      throw Errors.invalidArguments(id, 'function_ids must be an array of 1 to 32 strings')
+    }
+    return {
+      functions: (batch as string[]).map((functionId) => {
+        try {
+          return functionDetail(lookupFunction(id, functionId, namespace))
+        } catch {
+          return { function_id: functionId, error: 'not_found' }
+        }
+      }),
+    }
+  })
+
+  fn('engine::triggers::list', 'List trigger types', (input) => {
+    const id = 'engine::triggers::list'
+    const search = optionalString(id, input, 'search')
+    const prefix = optionalString(id, input, 'prefix')
+    const worker = optionalString(id, input, 'worker')
+    const includeInternal = input.include_internal === true
+    const triggers = [...engine.triggers.providers()]
+      .filter((p) => includeInternal || !p.typeId.startsWith('engine::'))
+      .filter((p) => prefix === undefined || p.typeId.startsWith(prefix))
+      .filter((p) => matchesSearch(search, p.typeId, p.description))
+      .filter((p) => worker === undefined || p.peer.name === worker)
+      .sort((a, b) => (a.typeId < b.typeId ? -1 : a.typeId > b.typeId ? 1 : a.namespace < b.namespace ? -1 : 1))
+      .map(triggerTypeSummary)
+    return { triggers }
+  })
+
+  fn('engine::triggers::info', 'Describe a trigger type', (input) => {
+    const id = 'engine::triggers::info'
+    const typeId = optionalString(id, input, 'id')
+    if (typeId === undefined) throw Errors.invalidArguments(id, 'id is required')
+    const namespace = optionalString(id, input, 'namespace') ?? 'default'
+    const provider = engine.triggers.activeProvider(namespace, typeId)
+    if (!provider) throw Errors.notFound(`Trigger type '${typeId}' is not registered in namespace '${namespace}'.`)
+    return triggerTypeDetail(provider)
+  })
+
+  fn('engine::registered-triggers::list', 'List registered triggers', (input) => {
+    const id = 'engine::registered-triggers::list'
+    const search = optionalString(id, input, 'search')
+    const triggerType = optionalString(id, input, 'trigger_type')
+    const functionId = optionalString(id, input, 'function_id')
+    const worker = optionalString(id, input, 'worker')
+    const status = optionalString(id, input, 'status')
+    const includeInternal = input.include_internal === true
+    const registered_triggers = engine.triggers
+      .allBindings()
+      .filter((b) => includeInternal || !b.function_id.startsWith('engine::'))
+      .filter((b) => triggerType === undefined || b.trigger_type === triggerType)
+      .filter((b) => functionId === undefined || b.function_id === functionId)
+      .filter((b) => worker === undefined || b.owner?.name === worker)
+      .filter((b) => status === undefined || b.status === status)
+      .filter((b) => matchesSearch(search, b.id, b.function_id, b.trigger_type))
+      .sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0))
+      .map(bindingSummary)
+    return { registered_triggers }
+  })
+
+  fn('engine::registered-triggers::info', 'Describe a registered trigger', (input) => {
+    const id = 'engine::registered-triggers::info'
+    const triggerId = optionalString(id, input, 'id')
+    if (triggerId === undefined) throw Errors.invalidArguments(id, 'id is required')
+    const binding = engine.triggers.getBinding(triggerId)
+    if (!binding) throw Errors.notFound(`Registered trigger '${triggerId}' was not found.`)
+    const detail: Record<string, unknown> = bindingSummary(binding)
+    if (binding.metadata !== undefined) detail.metadata = binding.metadata
+    detail.trigger = binding.deliveredTo ? triggerTypeDetail(binding.deliveredTo) : null
+    const fnEntry = engine.resolveFunction(binding.namespace, binding.function_id)
+    detail.function = fnEntry ? functionDetail(fnEntry) : null
+    return detail
+  })
+
+  fn('engine::workers::list', 'List connected and built-in workers', (input) => {
+    const id = 'engine::workers::list'
+    const search = optionalString(id, input, 'search')
+    const runtime = optionalString(id, input, 'runtime')
+    const status = optionalString(id, input, 'status')
+    const namespace = optionalString(id, input, 'namespace')
+    const workers = engine
+      .listedPeers()
+      .filter((p) => !(p as { internal?: boolean }).internal)
+      .map(workerSummary)
+      .filter((w) => runtime === undefined || w.runtime === runtime)
+      .filter((w) => status === undefined || w.status === status)
+      .filter((w) => namespace === undefined || w.namespace === namespace)
+      .filter((w) => matchesSearch(search, w.name, w.description))
+      .sort((a, b) => {
+        const an = a.name ?? '\uffff'
+        const bn = b.name ?? '\uffff'
+        return an < bn ? -1 : an > bn ? 1 : a.id < b.id ? -1 : 1
+      })
+    return { workers }
+  })
+
+  fn('engine::workers::info', 'Describe a worker', (input) => {
+    const id = 'engine::workers::info'
+    const workerId = optionalString(id, input, 'id')
+    const name = optionalString(id, input, 'name')
+    const namespace = optionalString(id, input, 'namespace')
+    let matches: Peer[]
+    if (workerId !== undefined) {
+      const p = engine.peerById(workerId)
+      matches = p ? [p] : []
+    } else if (name !== undefined) {
+      matches = engine.listedPeers().filter((p) => p.name === name && (namespace === undefined || p.namespace === namespace))
+    } else {
+      throw Errors.invalidArguments(id, 'id or name is required')
+    }
+    matches.sort((a, b) => b.connectedAtMs - a.connectedAtMs)
+    const peer = matches[0]
+    if (!peer) throw Errors.notFound(`Worker '${name ?? workerId}' is not connected.`)
+    const worker: Record<string, unknown> = { ...workerSummary(peer), internal: false }
+    if (peer.kind === 'builtin') {
+      const b = peer as BuiltinPeer
+      worker.listen_urls = b.listenUrls
+      if (b.lastConfigError !== undefined) worker.last_config_error = b.lastConfigError
+    }
+    return {
+      worker,
+      functions: [...engine.functions.entries()].filter((e) => e.replicas.some((r) => r.peer === peer)).map(functionSummary),
+      trigger_types: [...engine.triggers.providers()].filter((p) => p.peer === peer).map(triggerTypeSummary),
+      registered_triggers: engine.triggers.allBindings().filter((b) => b.owner === peer).map(bindingSummary),
+      matching_ids: matches.map((p) => p.workerId),
+    }
+  })
+
+  fn('engine::workers::register', 'Worker announce', (input, context) => engine.announce(context.caller_worker_id, input as WorkerAnnounce))
+
+  fn('engine::register_trigger', 'Register a trigger owned by no connection', (input) => {
+    const id = 'engine::register_trigger'
+    const triggerType = optionalString(id, input, 'trigger_type')
+    const functionId = optionalString(id, input, 'function_id')
+    if (triggerType === undefined) throw Errors.invalidArguments(id, 'trigger_type is required')
+    if (functionId === undefined) throw Errors.invalidArguments(id, 'function_id is required')
+    const namespace = optionalString(id, input, 'namespace')
+    const triggerNamespace = optionalString(id, input, 'trigger_namespace')
+    if ((namespace !== undefined && namespace.trim() === '') || (triggerNamespace !== undefined && triggerNamespace.trim() === '')) {
+      throw Errors.invalidNamespace()
+    }
+    const binding: Parameters<Engine['triggers']['addBinding']>[0] = {
+      id: randomUUID(),
+      trigger_type: triggerType,
+      function_id: functionId,
+      config: input.config ?? {},
+      namespace: namespace ?? 'default',
+      owner: null,
+    }
+    if (input.metadata !== undefined && input.metadata !== null) binding.metadata = input.metadata
+    if (triggerNamespace !== undefined) binding.trigger_namespace = triggerNamespace
+    return awaitProviderAnswer(engine, engine.triggers.addBinding(binding))
+  })
+
+  fn('engine::unregister_trigger', 'Remove a trigger', (input) => {
+    const id = 'engine::unregister_trigger'
+    const triggerId = optionalString(id, input, 'id')
+    if (triggerId === undefined) throw Errors.invalidArguments(id, 'id is required')
+    return { removed: engine.triggers.removeBinding(triggerId) }
+  })
+}
+
+/** Waits (at most 10 s) for the provider's answer to a binding made by `engine::register_trigger` (§8.3). */
+async function awaitProviderAnswer(engine: Engine, binding: Binding): Promise<{ id: string }> {
+  // Parked bindings succeed at once; delivered ones wait for the provider (10 s, then accepted).
+  if (binding.deliveredTo) await engine.triggers.waitForAnswer(binding.id, 10000)
+  if (binding.status === 'failed') {
+    const error = binding.lastError
+    engine.triggers.removeBinding(binding.id)
+    throw new EngineError('trigger_registration_failed', `${error?.code ?? 'error'}: ${error?.message ?? 'refused'}`)
+  }
+  return { id: binding.id }
+}

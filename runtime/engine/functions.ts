@@ -1,0 +1,151 @@
+/**
+ * The function registry: `(namespace, function_id)` → replica set (protocol.md §5.1, §6.1).
+ * Each replica is owned by one peer; a function exists while it has at least one replica.
+ */
+import type { FormatSchema, HttpInvocationConfig } from 'svc-sdk/protocol'
+import type { Peer } from './peer.ts'
+import type { LocalHandler } from './types.ts'
+
+export interface Replica {
+  readonly peer: Peer
+  description?: string
+  request_format?: FormatSchema
+  response_format?: FormatSchema
+  metadata?: Record<string, unknown>
+  /** Present for HTTP-invoked registrations (§6.8). */
+  invocation?: HttpInvocationConfig
+  /** Present for functions served inside the engine process. */
+  handler?: LocalHandler
+}
+
+/** Backpressure probe: how many bytes are waiting to be sent to a peer (0 for built-ins). */
+export type PendingBytes = (peer: Peer) => number
+
+export class FunctionEntry {
+  readonly namespace: string
+  readonly id: string
+  readonly replicas: Replica[] = []
+  /** The JSON encoding of `id`, computed once for frame building on the hot path. */
+  readonly idJson: string
+  /** `svc.function.id=<id>,iii.function.id=<id>`: the baggage added when the caller sent none. */
+  readonly baggage: string
+  private cursor = 0
+
+  constructor(namespace: string, id: string) {
+    this.namespace = namespace
+    this.id = id
+    this.idJson = JSON.stringify(id)
+    const v = encodeURIComponent(id)
+    this.baggage = `svc.function.id=${v},iii.function.id=${v}`
+  }
+
+  /** The replica whose description and formats listings show: the most recent registration. */
+  get latest(): Replica {
+    return this.replicas[this.replicas.length - 1]!
+  }
+
+  /**
+   * Picks a replica round-robin, skipping backpressured or dying peers; when every live replica is
+   * backpressured, the one with the least unsent data (§6.1). Undefined when none is alive.
+   */
+  pick(pendingBytes: PendingBytes, backpressureBytes: number): Replica | undefined {
+    const replicas = this.replicas
+    const n = replicas.length
+    if (n === 1) {
+      const only = replicas[0]!
+      return only.peer.alive ? only : undefined
+    }
+    let fallback: Replica | undefined
+    let fallbackBytes = Infinity
+    for (let i = 0; i < n; i++) {
+      const index = (this.cursor + i) % n
+      const replica = replicas[index]!
+      if (!replica.peer.alive) continue
+      const bytes = pendingBytes(replica.peer)
+      if (bytes <= backpressureBytes) {
+        this.cursor = (index + 1) % n
+        return replica
+      }
+      if (bytes < fallbackBytes) {
+        fallback = replica
+        fallbackBytes = bytes
+      }
+    }
+    return fallback
+  }
+}
+
+export class FunctionRegistry {
+  private readonly byNamespace = new Map<string, Map<string, FunctionEntry>>()
+
+  get(namespace: string, id: string): FunctionEntry | undefined {
+    return this.byNamespace.get(namespace)?.get(id)
+  }
+
+  /**
+   * Adds or replaces `peer`'s replica of `(namespace, id)`. Returns true when the function is new
+   * (the set of registered ids changed).
+   */
+  add(namespace: string, id: string, replica: Replica): boolean {
+    let ids = this.byNamespace.get(namespace)
+    if (!ids) {
+      ids = new Map()
+      this.byNamespace.set(namespace, ids)
+    }
+    let entry = ids.get(id)
+    const created = entry === undefined
+    if (!entry) {
+      entry = new FunctionEntry(namespace, id)
+      ids.set(id, entry)
+    }
+    const existing = entry.replicas.findIndex((r) => r.peer === replica.peer)
+    if (existing >= 0) entry.replicas.splice(existing, 1)
+    entry.replicas.push(replica)
+    return created
+  }
+
+  /** Removes `peer`'s replica only. Returns true when the function disappeared. */
+  remove(namespace: string, id: string, peer: Peer): boolean {
+    const ids = this.byNamespace.get(namespace)
+    const entry = ids?.get(id)
+    if (!ids || !entry) return false
+    const index = entry.replicas.findIndex((r) => r.peer === peer)
+    if (index < 0) return false
+    entry.replicas.splice(index, 1)
+    if (entry.replicas.length > 0) return false
+    ids.delete(id)
+    if (ids.size === 0) this.byNamespace.delete(namespace)
+    return true
+  }
+
+  /** Removes every replica owned by `peer`. Returns true when any function disappeared. */
+  removePeer(peer: Peer): boolean {
+    let changed = false
+    for (const [namespace, ids] of this.byNamespace) {
+      for (const id of [...ids.keys()]) {
+        if (this.remove(namespace, id, peer)) changed = true
+      }
+    }
+    return changed
+  }
+
+  /** Namespaces other than `except` in which `id` is registered, sorted. */
+  namespacesOf(id: string, except?: string): string[] {
+    const found: string[] = []
+    for (const [namespace, ids] of this.byNamespace) {
+      if (namespace !== except && ids.has(id)) found.push(namespace)
+    }
+    return found.sort()
+  }
+
+  *entries(): IterableIterator<FunctionEntry> {
+    for (const ids of this.byNamespace.values()) yield* ids.values()
+  }
+
+  /** Number of functions `peer` holds a replica of. */
+  countFor(peer: Peer): number {
+    let n = 0
+    for (const entry of this.entries()) if (entry.replicas.some((r) => r.peer === peer)) n++
+    return n
+  }
+}

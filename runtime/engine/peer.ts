@@ -1,0 +1,23 @@
+/**
+ * A participant of the protocol as the registries see it: a worker connection or a built-in worker
+ * running inside the engine. Registry entries are owned by `(peer, id)` (protocol.md §3.6).
+ */
+import type { WorkerAnnounce } from 'svc-sdk/protocol'
+
+export interface Peer {
+  /** Worker id (UUID v4), unique per connection or built-in. */
+  readonly workerId: string
+  readonly kind: 'connection' | 'builtin'
+  /** False once the peer started tearing down; such peers are never picked as replicas. */
+  readonly alive: boolean
+  /** Name from the announce (connections) or the built-in's name; null before any announce. */
+  readonly name: string | null
+  /** Namespace of the peer (`default` until resolved). */
+  readonly namespace: string
+  readonly connectedAtMs: number
+  /** Invocations currently being executed by this peer. */
+  activeInvocations: number
+  /** Metadata from the latest announce; built-ins fill runtime `builtin`. */
+  readonly announce: WorkerAnnounce
+  readonly ipAddress: string | null
+}

@@ -1,0 +1,61 @@
+/**
+ * Starts a real engine for tests: every port 0, a temporary data directory, the built-in workers
+ * of `createBuiltins()` unless `builtins` is given.
+ */
+import { mkdtemp, rm } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { Engine } from '../../runtime/engine/engine.ts'
+import { silentLogger } from '../../runtime/engine/logger.ts'
+import { LISTENER_DEFAULTS, type BuiltinWorker, type EngineConfig, type ListenerConfig, type Logger } from '../../runtime/engine/types.ts'
+
+export interface TestEngineOptions {
+  /** Reuse a data directory (restart tests); default: a new temporary one, removed by stop(). */
+  dataDir?: string
+  builtins?: BuiltinWorker[]
+  /** Settings seeds by built-in name, e.g. `{ 'svc-http': { max_body_bytes: 10 } }` (port 0 is added for svc-http). */
+  settings?: Record<string, unknown>
+  listener?: Partial<ListenerConfig>
+  config?: Partial<Omit<EngineConfig, 'listeners' | 'data_dir'>>
+  log?: Logger
+}
+
+export interface TestEngine {
+  engine: Engine
+  /** Worker URL, e.g. ws://127.0.0.1:40123 */
+  url: string
+  /** HTTP worker base URL, e.g. http://127.0.0.1:40124 (empty when svc-http is not running). */
+  httpUrl: string
+  dataDir: string
+  stop(): Promise<void>
+}
+
+export async function startTestEngine(options: TestEngineOptions = {}): Promise<TestEngine> {
+  const ownDir = options.dataDir === undefined
+  const dataDir = options.dataDir ?? (await mkdtemp(join(tmpdir(), 'svc-test-')))
+  const settings: Record<string, unknown> = { ...(options.settings ?? {}) }
+  settings['svc-http'] = { port: 0, ...((settings['svc-http'] as object | undefined) ?? {}) }
+  const config: EngineConfig = {
+    listeners: [{ ...LISTENER_DEFAULTS, port: 0, ...options.listener }],
+    registration_namespace_grace_ms: 250,
+    internal_invocation_timeout_ms: 30000,
+    data_dir: dataDir,
+    builtins: Object.fromEntries(Object.entries(settings).map(([name, config]) => [name, { enabled: true, config }])),
+    local_workers: [],
+    ...options.config,
+  }
+  const engineOptions: ConstructorParameters<typeof Engine>[1] = { log: options.log ?? silentLogger }
+  if (options.builtins) engineOptions.builtins = options.builtins
+  const engine = new Engine(config, engineOptions)
+  await engine.start()
+  return {
+    engine,
+    url: engine.workerUrls[0]!,
+    httpUrl: engine.listenUrls('svc-http')[0] ?? '',
+    dataDir,
+    async stop() {
+      await engine.stop()
+      if (ownDir) await rm(dataDir, { recursive: true, force: true })
+    },
+  }
+}
