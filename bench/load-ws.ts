@@ -1,0 +1,58 @@
+/**
+ * WebSocket load generator, one process. `echo <port>`: talks to the baseline echo server.
+ * `svc <engine_url>`: invokes `bench::echo` through the engine with svc-sdk. Prints one JSON line.
+ */
+import WebSocket from 'ws'
+import { registerWorker } from 'svc-sdk'
+import { sequential, throughput } from './measure.ts'
+import { PAYLOAD } from './payload.ts'
+
+const [mode, target] = process.argv.slice(2)
+const durationMs = Number(process.env.BENCH_DURATION_MS ?? 3000)
+const samples = Number(process.env.BENCH_SAMPLES ?? 5000)
+
+async function echoCaller(): Promise<{ call: () => Promise<unknown>; close: () => void }> {
+  const ws = new WebSocket(`ws://127.0.0.1:${target}`, { perMessageDeflate: false })
+  await new Promise((resolve, reject) => (ws.once('open', resolve), ws.once('error', reject)))
+  const pending = new Map<number, (v: unknown) => void>()
+  let next = 0
+  ws.on('message', (data) => {
+    const frame = JSON.parse(data.toString())
+    const resolve = pending.get(frame.id)
+    pending.delete(frame.id)
+    resolve?.(frame.result)
+  })
+  return {
+    call: () =>
+      new Promise((resolve) => {
+        const id = next++
+        pending.set(id, resolve)
+        ws.send(JSON.stringify({ id, data: PAYLOAD }))
+      }),
+    close: () => ws.close(),
+  }
+}
+
+async function svcCaller(): Promise<{ call: () => Promise<unknown>; close: () => void }> {
+  const client = registerWorker(target, { workerName: 'bench-caller' })
+  const call = () => client.trigger({ function_id: 'bench::echo', payload: PAYLOAD })
+  const deadline = Date.now() + 10000
+  for (;;) {
+    try {
+      await call()
+      break
+    } catch (err) {
+      if (Date.now() > deadline) throw err
+      await new Promise((r) => setTimeout(r, 50))
+    }
+  }
+  return { call, close: () => void client.shutdown() }
+}
+
+const caller = mode === 'echo' ? await echoCaller() : await svcCaller()
+const latency = await sequential(caller.call, samples, 1000)
+const rates: Record<string, number> = {}
+for (const inFlight of [1, 8, 64]) rates[inFlight] = await throughput(caller.call, inFlight, durationMs)
+console.log(JSON.stringify({ mode, ...latency, per_second: rates }))
+caller.close()
+process.exit(0)

@@ -1,0 +1,130 @@
+/**
+ * `npm run bench`: every benchmark in one run, each side in its own process, with the baselines
+ * measured in the same run (the machines are shared and noisy, so only ratios are comparable).
+ *
+ *   invocation  caller → engine → callee (svc-sdk both ends) vs. a direct WebSocket echo
+ *   http        requests/s through one route to a worker function, 1 vs 1000 registered routes
+ *
+ * `--write` replaces the results section of docs/benchmarks.md.
+ */
+import { spawn, type ChildProcess } from 'node:child_process'
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises'
+import { cpus, totalmem, tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { createInterface } from 'node:readline'
+import { fileURLToPath } from 'node:url'
+
+const ROOT = fileURLToPath(new URL('..', import.meta.url))
+const children: ChildProcess[] = []
+
+function start(args: string[], env: Record<string, string> = {}, cwd = ROOT): { child: ChildProcess; lines: AsyncIterableIterator<string> } {
+  const child = spawn(process.execPath, args, { cwd, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'inherit'] })
+  children.push(child)
+  return { child, lines: createInterface({ input: child.stdout! })[Symbol.asyncIterator]() }
+}
+
+async function firstJson(lines: AsyncIterableIterator<string>, key: string): Promise<Record<string, any>> {
+  for await (const line of lines) {
+    try {
+      const value = JSON.parse(line)
+      if (key in value) return value
+    } catch {
+      /* log line */
+    }
+  }
+  throw new Error(`process ended before printing ${key}`)
+}
+
+async function run(args: string[], env: Record<string, string> = {}): Promise<Record<string, any>> {
+  const { lines } = start(args, env)
+  let last: Record<string, any> | undefined
+  for await (const line of lines) {
+    try {
+      last = JSON.parse(line)
+    } catch {
+      /* ignore */
+    }
+  }
+  if (!last) throw new Error(`${args.join(' ')} printed no result`)
+  return last
+}
+
+function stop(child: ChildProcess): Promise<void> {
+  return new Promise((resolve) => {
+    if (child.exitCode !== null) return resolve()
+    child.once('exit', () => resolve())
+    child.kill('SIGTERM')
+  })
+}
+
+async function main(): Promise<void> {
+  const write = process.argv.includes('--write')
+  const project = await mkdtemp(join(tmpdir(), 'svc-bench-'))
+  await writeFile(join(project, 'config.yaml'), 'workers:\n  - name: svc-worker-manager\n    config: { port: 0 }\n  - name: svc-http\n    config: { port: 0 }\n')
+
+  // Baseline: direct WebSocket echo between two processes.
+  const echo = start(['bench/echo-server.ts'])
+  const { port } = await firstJson(echo.lines, 'port')
+  const direct = await run(['bench/load-ws.ts', 'echo', String(port)])
+  await stop(echo.child)
+
+  // svc: caller → engine → callee, three processes.
+  const engine = start(['bin/run.js', '--json'], { SVC_LOG_LEVEL: 'warn' }, project)
+  const ready = await firstJson(engine.lines, 'engine_url')
+  let callee = start(['bench/callee.ts', ready.engine_url])
+  await firstJson(callee.lines, 'ready')
+  const svc = await run(['bench/load-ws.ts', 'svc', ready.engine_url])
+
+  const http: Record<string, number> = {}
+  for (const routes of [1, 1000]) {
+    if (routes !== 1) {
+      await stop(callee.child)
+      callee = start(['bench/callee.ts', ready.engine_url], { BENCH_ROUTES: String(routes) })
+      await firstJson(callee.lines, 'ready')
+      await new Promise((r) => setTimeout(r, 1000))
+    }
+    for (const concurrency of [1, 32]) {
+      const result = await run(['bench/load-http.ts', `${ready.http_url}/bench/echo`, String(concurrency)])
+      http[`${routes}/${concurrency}`] = result.per_second
+    }
+  }
+  await stop(callee.child)
+  await stop(engine.child)
+  await rm(project, { recursive: true, force: true })
+
+  const pct = (a: number, b: number) => `${Math.round((a / b) * 100)}%`
+  const ratio = (a: number, b: number) => `${(a / b).toFixed(2)}×`
+  const machine = `${cpus().length} × ${cpus()[0]?.model ?? 'cpu'}, ${Math.round(totalmem() / 2 ** 30)} GiB, Node ${process.version}, ${process.platform}`
+  const table = [
+    `Machine: ${machine}. Date: ${new Date().toISOString().slice(0, 10)}.`,
+    '',
+    '| Invocation (≈100-byte payload) | direct WebSocket echo | svc caller → engine → callee | svc / echo |',
+    '|---|---|---|---|',
+    `| sequential p50 | ${direct.p50_us} µs | ${svc.p50_us} µs | ${ratio(svc.p50_us, direct.p50_us)} (target ≤ 2.5×) |`,
+    `| sequential p99 | ${direct.p99_us} µs | ${svc.p99_us} µs | ${ratio(svc.p99_us, direct.p99_us)} |`,
+    ...[1, 8, 64].map(
+      (n) => `| ${n} in flight | ${direct.per_second[n]}/s | ${svc.per_second[n]}/s | ${pct(svc.per_second[n], direct.per_second[n])}${n === 64 ? ' (target ≥ 45%, ≥ 35,000/s)' : ''} |`,
+    ),
+    '',
+    '| HTTP GET through one route to a worker function | 1 route | 1,000 routes | 1,000 / 1 |',
+    '|---|---|---|---|',
+    ...[1, 32].map((c) => `| ${c} connection${c > 1 ? 's' : ''} | ${http[`1/${c}`]}/s | ${http[`1000/${c}`]}/s | ${pct(http[`1000/${c}`]!, http[`1/${c}`]!)} (target within 15%) |`),
+  ].join('\n')
+  console.log(table)
+  if (write) {
+    const file = join(ROOT, 'docs', 'benchmarks.md')
+    const current = await readFile(file, 'utf8').catch(() => '# Benchmarks\n')
+    const marker = '<!-- results -->'
+    const head = current.includes(marker) ? current.slice(0, current.indexOf(marker)) : current + '\n'
+    await writeFile(file, `${head}${marker}\n${table}\n`)
+  }
+}
+
+main()
+  .catch((err) => {
+    console.error(err)
+    process.exitCode = 1
+  })
+  .finally(() => {
+    for (const child of children) if (child.exitCode === null) child.kill('SIGKILL')
+  })

@@ -1,0 +1,100 @@
+/**
+ * The example application end to end: the engine (`svc`) and the link-shortener worker run as
+ * separate processes and are driven with real HTTP requests.
+ */
+import assert from 'node:assert/strict'
+import { rm } from 'node:fs/promises'
+import { join } from 'node:path'
+import { after, before, describe, it } from 'node:test'
+import { ROOT, startEngineProcess, startWorkerProcess, tempProject, type RunningEngine } from './support/processes.ts'
+
+let project: string
+let engine: RunningEngine
+let worker: ReturnType<typeof startWorkerProcess>
+
+/** Waits until the worker's routes answer (the worker connects with backoff). */
+async function waitForRoutes(base: string): Promise<void> {
+  const deadline = Date.now() + 15000
+  while (Date.now() < deadline) {
+    const res = await fetch(`${base}/links/__probe__`).catch(() => undefined)
+    if (res && res.status === 404 && (await res.json()).error?.startsWith?.('no link')) return
+    await new Promise((r) => setTimeout(r, 100))
+  }
+  throw new Error(`routes never became available; worker output:\n${worker.output.join('')}`)
+}
+
+const post = (base: string, path: string, body: unknown, method = 'POST') =>
+  fetch(base + path, { method, headers: { 'content-type': 'application/json' }, body: JSON.stringify(body), redirect: 'manual' })
+
+describe('examples/link-shortener', () => {
+  before(async () => {
+    project = await tempProject()
+    engine = await startEngineProcess(project)
+    worker = startWorkerProcess(join(ROOT, 'examples/link-shortener/src/worker.js'), engine.engineUrl, join(ROOT, 'examples/link-shortener'))
+    await waitForRoutes(engine.httpUrl)
+  })
+  after(async () => {
+    await worker?.stop()
+    await engine?.stop()
+    await rm(project, { recursive: true, force: true })
+  })
+
+  it('creates a link with a chosen code, redirects, counts visits', async () => {
+    const base = engine.httpUrl
+    const created = await post(base, '/links', { url: 'https://example.com/docs?page=1', code: 'docs' })
+    assert.equal(created.status, 201)
+    assert.deepEqual(await created.json(), { code: 'docs', url: 'https://example.com/docs?page=1' })
+
+    for (let i = 0; i < 3; i++) {
+      const res = await fetch(`${base}/s/docs`, { redirect: 'manual' })
+      assert.equal(res.status, 302)
+      assert.equal(res.headers.get('location'), 'https://example.com/docs?page=1')
+    }
+    const shown = await fetch(`${base}/links/docs`)
+    assert.equal(shown.status, 200)
+    const link = await shown.json()
+    assert.equal(link.code, 'docs')
+    assert.equal(link.url, 'https://example.com/docs?page=1')
+    assert.equal(link.visits, 3)
+  })
+
+  it('generates a code when none is given', async () => {
+    const res = await post(engine.httpUrl, '/links', { url: 'https://example.org/' })
+    assert.equal(res.status, 201)
+    const body = await res.json()
+    assert.match(body.code, /^[A-Za-z0-9]{7}$/)
+    const redirect = await fetch(`${engine.httpUrl}/s/${body.code}`, { redirect: 'manual' })
+    assert.equal(redirect.headers.get('location'), 'https://example.org/')
+  })
+
+  it('answers 400 with error when url is missing or not a URL, 409 when the code exists', async () => {
+    const missing = await post(engine.httpUrl, '/links', { code: 'x1' })
+    assert.equal(missing.status, 400)
+    assert.deepEqual(await missing.json(), { error: 'url is required' })
+    const bad = await post(engine.httpUrl, '/links', { url: 'not a url' })
+    assert.equal(bad.status, 400)
+    assert.equal(typeof (await bad.json()).error, 'string')
+    await post(engine.httpUrl, '/links', { url: 'https://a.example/', code: 'taken' })
+    const again = await post(engine.httpUrl, '/links', { url: 'https://b.example/', code: 'taken' })
+    assert.equal(again.status, 409)
+    assert.equal(typeof (await again.json()).error, 'string')
+  })
+
+  it('updates a link with PUT, and refuses an update without url', async () => {
+    await post(engine.httpUrl, '/links', { url: 'https://old.example/', code: 'moving' })
+    const updated = await post(engine.httpUrl, '/links/moving', { url: 'https://new.example/' }, 'PUT')
+    assert.equal(updated.status, 200)
+    assert.deepEqual(await updated.json(), { code: 'moving', url: 'https://new.example/' })
+    const redirect = await fetch(`${engine.httpUrl}/s/moving`, { redirect: 'manual' })
+    assert.equal(redirect.headers.get('location'), 'https://new.example/')
+    const noUrl = await post(engine.httpUrl, '/links/moving', {}, 'PUT')
+    assert.equal(noUrl.status, 400)
+    assert.deepEqual(await noUrl.json(), { error: 'url is required' })
+  })
+
+  it('answers 404 for unknown codes', async () => {
+    const res = await fetch(`${engine.httpUrl}/s/nope`, { redirect: 'manual' })
+    assert.equal(res.status, 404)
+    assert.equal(typeof (await res.json()).error, 'string')
+  })
+})

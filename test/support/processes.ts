@@ -1,0 +1,89 @@
+/**
+ * Real processes for end-to-end tests: the `svc` CLI (built, from bin/run.js) and Node workers,
+ * each in its own process, with their output captured.
+ */
+import { spawn, type ChildProcess } from 'node:child_process'
+import { mkdtemp, writeFile } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { createInterface } from 'node:readline'
+import { fileURLToPath } from 'node:url'
+
+export const ROOT = fileURLToPath(new URL('../..', import.meta.url))
+export const SVC_BIN = join(ROOT, 'bin', 'run.js')
+
+export interface RunningEngine {
+  child: ChildProcess
+  engineUrl: string
+  httpUrl: string
+  output: string[]
+  /** SIGTERM and wait for exit; resolves with the exit code. */
+  stop(): Promise<number | null>
+  /** SIGKILL and wait for exit. */
+  kill9(): Promise<void>
+}
+
+/** A project folder with a config.yaml whose listener and HTTP ports are 0. */
+export async function tempProject(extraYaml = ''): Promise<string> {
+  const dir = await mkdtemp(join(tmpdir(), 'svc-e2e-'))
+  await writeFile(
+    join(dir, 'config.yaml'),
+    `workers:\n  - name: svc-worker-manager\n    config:\n      port: 0\n  - name: svc-http\n    config:\n      port: 0\n${extraYaml}`,
+  )
+  return dir
+}
+
+function exited(child: ChildProcess): Promise<number | null> {
+  if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve(child.exitCode)
+  return new Promise((resolve) => child.once('exit', (code) => resolve(code)))
+}
+
+/** Runs `svc --json` in `cwd` and waits for its `engine_ready` event. */
+export async function startEngineProcess(cwd: string, args: string[] = []): Promise<RunningEngine> {
+  const child = spawn(process.execPath, [SVC_BIN, '--json', ...args], { cwd, stdio: ['ignore', 'pipe', 'pipe'] })
+  const output: string[] = []
+  child.stderr!.on('data', (d) => output.push(String(d)))
+  const ready = await new Promise<{ engine_url: string; http_url: string }>((resolve, reject) => {
+    const lines = createInterface({ input: child.stdout! })
+    lines.on('line', (line) => {
+      output.push(line)
+      try {
+        const event = JSON.parse(line)
+        if (event.event === 'engine_ready') resolve(event)
+      } catch {
+        /* not JSON */
+      }
+    })
+    child.once('exit', (code) => reject(new Error(`svc exited with ${code} before it was ready:\n${output.join('\n')}`)))
+  })
+  return {
+    child,
+    engineUrl: ready.engine_url,
+    httpUrl: ready.http_url,
+    output,
+    stop() {
+      child.kill('SIGTERM')
+      return exited(child)
+    },
+    async kill9() {
+      child.kill('SIGKILL')
+      await exited(child)
+    },
+  }
+}
+
+/** Starts a Node worker script with SVC_URL set; its output is collected. */
+export function startWorkerProcess(script: string, engineUrl: string, cwd?: string): { child: ChildProcess; output: string[]; stop(): Promise<number | null> } {
+  const child = spawn(process.execPath, [script], { cwd: cwd ?? ROOT, env: { ...process.env, SVC_URL: engineUrl }, stdio: ['ignore', 'pipe', 'pipe'] })
+  const output: string[] = []
+  child.stdout!.on('data', (d) => output.push(String(d)))
+  child.stderr!.on('data', (d) => output.push(String(d)))
+  return {
+    child,
+    output,
+    stop() {
+      child.kill('SIGTERM')
+      return exited(child)
+    },
+  }
+}
