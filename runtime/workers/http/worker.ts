@@ -1,0 +1,873 @@
+/**
+ * The built-in HTTP worker `svc-http` (builtins.md §3): serves functions as HTTP routes.
+ *
+ * It provides the trigger type `http`; every binding is validated and compiled once, at
+ * registration, into the route table ({@link Router}) together with everything a request needs
+ * (trigger object, condition, middleware ids, metadata). A request then costs one trie walk, the
+ * body read, and the invocations.
+ *
+ * Not yet implemented (later issues): the `request_body` / `response` channel references of §3.4
+ * and streamed responses (§3.7) need engine channels; the SERVER span of §3.9 / §12.7 needs the
+ * observability worker. A handler that returns no result is answered 200 with an empty body.
+ */
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http'
+import type { AddressInfo } from 'node:net'
+import { errorBodyOf, EngineError } from '../../protocol/errors.ts'
+import type { BindingInfo, BuiltinContext, BuiltinWorker, LocalTriggerProvider } from '../../engine/types.ts'
+import { collectHeaders, INVALID_JSON, parseBody, parseUrlEncoded, type MultiValueMap } from './request.ts'
+import { describeInvalidResult, errorEnvelope, JSON_CONTENT_TYPE, mapResponse, newErrorId } from './response.ts'
+import { HTTP_METHODS, parsePattern, Router, type ActiveRoute, type HttpMethod } from './router.ts'
+import { parseHttpSettings, type HttpSettings } from './settings.ts'
+
+/** Worker name and configuration id of the HTTP worker (builtins.md §1). */
+export const HTTP_WORKER_NAME = 'svc-http'
+
+/** How long a replaced listener may finish in-flight requests after a rebind (§3.1). */
+const RETIRE_GRACE_MS = 10_000
+
+/** The `trigger` field of a request object (§3.4). */
+export interface HttpTriggerInfo {
+  readonly type: 'http'
+  /** The route pattern. */
+  readonly path: string
+  /** The route's method (GET for a HEAD request served by a GET route). */
+  readonly method: HttpMethod
+}
+
+/**
+ * The payload a route's handler and condition receive (builtins.md §3.4). The channel fields
+ * `request_body` and `response` are not delivered yet (channels are a later issue).
+ */
+export interface HttpRequest {
+  /** Request method, upper case. */
+  method: string
+  /** The concrete request path as received, without the query string. */
+  path: string
+  /** The pattern that matched. */
+  route: string
+  /** Decoded parameter values; the wildcard remainder under `*`. */
+  path_params: Record<string, string>
+  /** Decoded, `+` as space; repeated keys give arrays; a key without `=` gives `""`. */
+  query_params: MultiValueMap
+  /** Lower-case names; repeated headers give arrays. */
+  headers: MultiValueMap
+  /** Parsed body, §3.5. */
+  body: unknown
+  trigger: HttpTriggerInfo
+}
+
+/** What a binding compiles to at registration (everything a request needs from its trigger). */
+interface RouteBinding {
+  readonly triggerId: string
+  readonly functionId: string
+  readonly namespace: string
+  readonly metadata: unknown
+  readonly conditionFunctionId: string | undefined
+  readonly middleware: readonly string[]
+  readonly route: string
+  readonly trigger: HttpTriggerInfo
+}
+
+/** A validated `http` trigger config (§3.2). */
+export interface HttpTriggerConfig {
+  api_path: string
+  http_method: HttpMethod
+  condition_function_id?: string
+  middleware_function_ids: string[]
+}
+
+function invalidConfig(message: string): EngineError {
+  return new EngineError('INVALID_TRIGGER_CONFIG', message)
+}
+
+/**
+ * Validates an `http` trigger config (builtins.md §3.2).
+ *
+ * @throws EngineError `INVALID_TRIGGER_CONFIG` naming the field, e.g. `api_path is required for http triggers`.
+ */
+export function parseHttpTriggerConfig(config: unknown): HttpTriggerConfig {
+  if (typeof config !== 'object' || config === null || Array.isArray(config)) {
+    throw invalidConfig('config must be an object with api_path for http triggers')
+  }
+  const c = config as Record<string, unknown>
+  if (c.api_path === undefined || c.api_path === null) throw invalidConfig('api_path is required for http triggers')
+  if (typeof c.api_path !== 'string') throw invalidConfig('api_path must be a string')
+  let method: HttpMethod = 'GET'
+  if (c.http_method !== undefined && c.http_method !== null) {
+    const upper = typeof c.http_method === 'string' ? c.http_method.toUpperCase() : undefined
+    if (upper === undefined || !(HTTP_METHODS as readonly string[]).includes(upper)) {
+      throw invalidConfig(`http_method must be one of GET, POST, PUT, PATCH, DELETE, HEAD, OPTIONS, got ${JSON.stringify(c.http_method)}`)
+    }
+    method = upper as HttpMethod
+  }
+  const result: HttpTriggerConfig = { api_path: c.api_path, http_method: method, middleware_function_ids: [] }
+  const condition = c.condition_function_id
+  if (condition !== undefined && condition !== null) {
+    if (typeof condition !== 'string' || condition === '') throw invalidConfig('condition_function_id must be a non-empty string')
+    result.condition_function_id = condition
+  }
+  const middleware = c.middleware_function_ids
+  if (middleware !== undefined && middleware !== null) {
+    if (!Array.isArray(middleware) || !middleware.every((m) => typeof m === 'string' && m !== '')) {
+      throw invalidConfig('middleware_function_ids must be an array of non-empty strings')
+    }
+    result.middleware_function_ids = [...(middleware as string[])]
+  }
+  return result
+}
+
+// ---- settings, compiled ------------------------------------------------------------------------
+
+interface CompiledCors {
+  anyOrigin: boolean
+  origins: Set<string>
+  /** `Access-Control-Allow-Methods` value, or null to use the path's `Allow`. */
+  methods: string | null
+  /** `Access-Control-Allow-Headers` value, or null to echo the request's. */
+  headers: string | null
+  credentials: boolean
+  maxAge: string
+}
+
+/** Settings plus what is derived from them once per apply. */
+interface Compiled {
+  readonly settings: HttpSettings
+  readonly cors: CompiledCors | null
+  /** Global `preHandler` middleware ids in run order (ascending priority, ties in list order). */
+  readonly middleware: readonly string[]
+}
+
+function compile(settings: HttpSettings): Compiled {
+  const c = settings.cors
+  const cors: CompiledCors | null = c && {
+    anyOrigin: c.allowed_origins.includes('*'),
+    origins: new Set(c.allowed_origins),
+    methods: c.allowed_methods.length > 0 ? c.allowed_methods.join(', ') : null,
+    headers: c.allowed_headers.length > 0 ? c.allowed_headers.join(', ') : null,
+    credentials: c.allow_credentials,
+    maxAge: String(c.max_age_seconds),
+  }
+  const middleware = settings.middleware
+    .map((entry, index) => ({ entry, index }))
+    .filter(({ entry }) => entry.phase === 'preHandler')
+    .sort((a, b) => a.entry.priority - b.entry.priority || a.index - b.index)
+    .map(({ entry }) => entry.function_id)
+  return { settings, cors, middleware }
+}
+
+// ---- per-request state -------------------------------------------------------------------------
+
+/** Rejection reasons of the request pipeline that are not function failures. */
+const BODY_TOO_LARGE = { reason: 'body too large' }
+const CLIENT_GONE = { reason: 'client went away' }
+const BUDGET_EXCEEDED = { reason: 'default_timeout exceeded' }
+
+const STAGE_MIDDLEWARE = 0
+const STAGE_CONDITION = 1
+const STAGE_HANDLER = 2
+
+/** A failed invocation of one pipeline stage. */
+class StageFailure {
+  readonly stage: number
+  readonly functionId: string
+  readonly cause: unknown
+  constructor(stage: number, functionId: string, cause: unknown) {
+    this.stage = stage
+    this.functionId = functionId
+    this.cause = cause
+  }
+}
+
+/** One routed request, from arrival to its answer. */
+class Exchange {
+  readonly req: IncomingMessage
+  readonly res: ServerResponse
+  readonly compiled: Compiled
+  readonly route: ActiveRoute<RouteBinding>
+  readonly binding: RouteBinding
+  readonly params: Record<string, string>
+  readonly path: string
+  readonly query: string
+  readonly head: boolean
+  readonly cors: string[] | null
+  /** Date.now() value at which `default_timeout` runs out. */
+  readonly deadline: number
+  timer: NodeJS.Timeout | null = null
+  /** An answer was sent (or the request was abandoned): later outcomes are discarded. */
+  done = false
+  /** Holds a concurrency slot. */
+  started = false
+  /** The body is being read (a timeout then closes the connection). */
+  reading = false
+  /** Next exchange waiting for a slot. */
+  next: Exchange | null = null
+
+  constructor(
+    req: IncomingMessage,
+    res: ServerResponse,
+    compiled: Compiled,
+    route: ActiveRoute<RouteBinding>,
+    params: Record<string, string>,
+    path: string,
+    query: string,
+    cors: string[] | null,
+  ) {
+    this.req = req
+    this.res = res
+    this.compiled = compiled
+    this.route = route
+    this.binding = route.serving
+    this.params = params
+    this.path = path
+    this.query = query
+    this.head = req.method === 'HEAD'
+    this.cors = cors
+    this.deadline = Date.now() + compiled.settings.default_timeout
+  }
+}
+
+function onExchangeTimeout(worker: HttpWorker, x: Exchange): void {
+  worker.timedOut(x)
+}
+
+/** Reads a request body up to `limit` bytes; rejects with BODY_TOO_LARGE or CLIENT_GONE. */
+function readBody(req: IncomingMessage, limit: number): Promise<Buffer> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = []
+    let size = 0
+    const cleanup = () => {
+      req.off('data', onData)
+      req.off('end', onEnd)
+      req.off('error', onGone)
+      req.off('close', onGone)
+    }
+    const onData = (chunk: Buffer) => {
+      size += chunk.length
+      if (size > limit) {
+        cleanup()
+        reject(BODY_TOO_LARGE)
+      } else {
+        chunks.push(chunk)
+      }
+    }
+    const onEnd = () => {
+      cleanup()
+      resolve(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, size))
+    }
+    const onGone = () => {
+      cleanup()
+      reject(CLIENT_GONE)
+    }
+    req.on('data', onData)
+    req.on('end', onEnd)
+    req.on('error', onGone)
+    req.on('close', onGone)
+  })
+}
+
+const EMPTY_BODY = Buffer.alloc(0)
+const ERROR_HEADERS = ['content-type', JSON_CONTENT_TYPE] as const
+
+function firstHeader(value: string | string[] | undefined): string | undefined {
+  return Array.isArray(value) ? value[0] : value
+}
+
+/** Path and query of a request target; null for targets that are not paths (`*`). */
+function splitTarget(url: string): [string, string] | null {
+  let start = 0
+  if (url.charCodeAt(0) !== 47 /* '/' */) {
+    // absolute-form (`http://host/path`), sent to proxies but legal for origin servers too
+    const scheme = url.indexOf('://')
+    if (scheme === -1) return null
+    start = url.indexOf('/', scheme + 3)
+    if (start === -1) return ['/', '']
+  }
+  const q = url.indexOf('?', start)
+  if (q === -1) return [start === 0 ? url : url.slice(start), '']
+  return [url.slice(start, q), url.slice(q + 1)]
+}
+
+/** A URL clients can use to reach an address bound for `host`. */
+function listenUrl(host: string, port: number): string {
+  let shown = host
+  if (host === '0.0.0.0') shown = '127.0.0.1'
+  else if (host === '::') shown = '[::1]'
+  else if (host.includes(':')) shown = `[${host}]`
+  return `http://${shown}:${port}`
+}
+
+function listen(server: Server, host: string, port: number): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const onError = (err: Error) => reject(err)
+    server.once('error', onError)
+    server.listen({ host, port }, () => {
+      server.off('error', onError)
+      resolve()
+    })
+  })
+}
+
+/**
+ * The `svc-http` built-in worker (builtins.md §3).
+ *
+ * Settings (§3.1) take effect only through {@link HttpWorker.applySettings}, which validates the
+ * whole value first. A `host`/`port` change binds the new address before the old listener is
+ * retired; if binding fails, the old listener keeps serving and the call throws.
+ *
+ * @example
+ * const engine = new Engine(config, { builtins: [new HttpWorker()] })
+ * await engine.start()
+ * engine.listenUrls('svc-http') // ['http://127.0.0.1:3111']
+ */
+export class HttpWorker implements BuiltinWorker {
+  readonly name = HTTP_WORKER_NAME
+  private context: BuiltinContext | null = null
+  private compiled: Compiled | null = null
+  private server: Server | null = null
+  private urls: string[] = []
+  private readonly retiring = new Map<Server, NodeJS.Timeout>()
+  private applying: Promise<void> = Promise.resolve()
+  private stopped = false
+  private readonly router = new Router<RouteBinding>({ onPromote: (id) => this.promoted(id) })
+  /** Requests holding a concurrency slot. */
+  private active = 0
+  private waitHead: Exchange | null = null
+  private waitTail: Exchange | null = null
+
+  /** Addresses the listener is bound to, e.g. `['http://127.0.0.1:3111']` (empty before start). */
+  get listenUrls(): string[] {
+    return [...this.urls]
+  }
+
+  /** The effective settings (defaults applied); null before start. */
+  get settings(): HttpSettings | null {
+    return this.compiled?.settings ?? null
+  }
+
+  /**
+   * Binds the listener with `settings` (the config.yaml seed, §2.7), then provides the trigger
+   * type `http`. Throws when the settings are invalid or the address cannot be bound.
+   */
+  async start(context: BuiltinContext, settings: unknown): Promise<void> {
+    this.context = context
+    this.stopped = false
+    await this.applySettings(settings)
+    const provider: LocalTriggerProvider = {
+      registerTrigger: (binding) => this.registerTrigger(binding),
+      unregisterTrigger: (binding) => this.router.remove(binding.id),
+    }
+    context.worker.registerTriggerType(
+      {
+        id: 'http',
+        description: 'Serves a function as an HTTP route',
+        trigger_request_format: {
+          type: 'object',
+          required: ['api_path'],
+          properties: {
+            api_path: { type: 'string', description: 'route pattern: static, :name and a trailing * segments' },
+            http_method: { type: 'string', enum: [...HTTP_METHODS], description: 'default GET, any case' },
+            condition_function_id: { type: 'string' },
+            middleware_function_ids: { type: 'array', items: { type: 'string' } },
+          },
+        },
+      },
+      provider,
+    )
+  }
+
+  /**
+   * Validates and applies settings (builtins.md §3.1, §2.7); applies are serialised. Everything is
+   * validated before anything changes. On a `host`/`port` change the new address is bound first,
+   * the listen URLs are reported, then the old listener stops accepting and is closed after at most
+   * 10 s of in-flight requests.
+   *
+   * @throws EngineError `INVALID_ARGUMENTS` naming the key; or the bind error (`EADDRINUSE`, …), in
+   *   which case the previous settings and listener stay in effect.
+   */
+  applySettings(settings: unknown): Promise<void> {
+    const run = this.applying.then(() => this.apply(settings))
+    this.applying = run.catch(() => {})
+    return run
+  }
+
+  private async apply(value: unknown): Promise<void> {
+    if (!this.context || this.stopped) throw new EngineError('internal_error', 'svc-http is not running')
+    const next = compile(parseHttpSettings(value))
+    const previous = this.compiled?.settings
+    const rebind = !this.server || !previous || previous.host !== next.settings.host || previous.port !== next.settings.port
+    if (rebind) {
+      const server = createServer(this.onRequest)
+      await listen(server, next.settings.host, next.settings.port)
+      const old = this.server
+      this.server = server
+      this.urls = [listenUrl(next.settings.host, (server.address() as AddressInfo).port)]
+      this.context.worker.setListenUrls(this.urls)
+      this.context.log.info(`svc-http listening on ${this.urls[0]}`, { urls: this.urls })
+      if (old) this.retire(old)
+    }
+    this.compiled = next
+    // A larger limit frees waiting requests at once.
+    this.drain()
+  }
+
+  /** Stops accepting on `server`, lets in-flight requests finish for up to 10 s, then closes it. */
+  private retire(server: Server): void {
+    server.close()
+    server.closeIdleConnections()
+    const timer = setTimeout(() => {
+      this.retiring.delete(server)
+      server.closeAllConnections()
+    }, RETIRE_GRACE_MS)
+    timer.unref()
+    this.retiring.set(server, timer)
+    server.once('close', () => {
+      clearTimeout(timer)
+      this.retiring.delete(server)
+    })
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true
+    for (let x = this.waitHead; x; x = x.next) {
+      x.done = true
+      if (x.timer) clearTimeout(x.timer)
+    }
+    this.waitHead = this.waitTail = null
+    const servers = [...this.retiring.keys()]
+    for (const timer of this.retiring.values()) clearTimeout(timer)
+    this.retiring.clear()
+    if (this.server) servers.push(this.server)
+    this.server = null
+    await Promise.all(
+      servers.map(
+        (server) =>
+          new Promise<void>((resolve) => {
+            server.close(() => resolve())
+            server.closeAllConnections()
+          }),
+      ),
+    )
+    this.urls = []
+  }
+
+  // ---- trigger provider ------------------------------------------------------------------------
+
+  private registerTrigger(binding: BindingInfo): void {
+    const config = parseHttpTriggerConfig(binding.config)
+    const pattern = parsePattern(config.api_path)
+    const data: RouteBinding = {
+      triggerId: binding.id,
+      functionId: binding.function_id,
+      namespace: binding.namespace,
+      metadata: binding.metadata,
+      conditionFunctionId: config.condition_function_id,
+      middleware: Object.freeze(config.middleware_function_ids),
+      route: pattern.text,
+      // Shared by every request of the route; frozen because handlers in the engine process get it by reference.
+      trigger: Object.freeze({ type: 'http', path: pattern.text, method: config.http_method }),
+    }
+    this.router.add(
+      binding.id,
+      { method: config.http_method, pattern, functionId: binding.function_id, namespace: binding.namespace },
+      data,
+    )
+  }
+
+  /** A refused binding took over its route (§3.3): tell the engine, outside the router's call stack. */
+  private promoted(triggerId: string): void {
+    queueMicrotask(() => {
+      if (this.router.isActive(triggerId)) this.context?.worker.reportTriggerResult(triggerId)
+    })
+  }
+
+  // ---- requests --------------------------------------------------------------------------------
+
+  private readonly onRequest = (req: IncomingMessage, res: ServerResponse): void => {
+    try {
+      this.accept(req, res)
+    } catch (err) {
+      this.internalError(null, req, res, err)
+    }
+  }
+
+  /** Routes a request; answers 404/405/OPTIONS at once, else queues it for a slot. */
+  private accept(req: IncomingMessage, res: ServerResponse): void {
+    const compiled = this.compiled!
+    const method = req.method ?? 'GET'
+    const head = method === 'HEAD'
+    const cors = compiled.cors && this.corsHeaders(compiled.cors, req)
+    const target = splitTarget(req.url ?? '/')
+    if (target === null) {
+      this.writeError(res, head, cors, 404, 'NOT_FOUND', `No route matches ${method} ${req.url}`)
+      return
+    }
+    const [path, query] = target
+    const lookup = this.router.lookup(method, path)
+    switch (lookup.status) {
+      case 'found':
+        break
+      case 'not_found':
+        this.writeError(res, head, cors, 404, 'NOT_FOUND', `No route matches ${method} ${path}`)
+        return
+      case 'method_not_allowed':
+        this.writeError(res, head, cors, 405, 'METHOD_NOT_ALLOWED', `Method ${method} is not allowed on ${path}`, [
+          'allow',
+          lookup.allow,
+        ])
+        return
+      case 'options':
+        this.writeOptions(req, res, compiled.cors, cors, lookup.allow)
+        return
+    }
+    const x = new Exchange(req, res, compiled, lookup.route, lookup.params, path, query, cors)
+    x.timer = setTimeout(onExchangeTimeout, compiled.settings.default_timeout, this, x)
+    x.timer.unref()
+    if (this.active < compiled.settings.concurrency_request_limit) {
+      this.active++
+      x.started = true
+      void this.process(x)
+    } else if (this.waitTail) {
+      this.waitTail.next = x
+      this.waitTail = x
+    } else {
+      this.waitHead = this.waitTail = x
+    }
+  }
+
+  /** Gives freed slots to waiting requests, oldest first. */
+  private drain(): void {
+    const limit = this.compiled?.settings.concurrency_request_limit ?? 1
+    while (this.waitHead && this.active < limit) {
+      const x = this.waitHead
+      this.waitHead = x.next
+      if (!this.waitHead) this.waitTail = null
+      x.next = null
+      if (x.done) continue
+      this.active++
+      x.started = true
+      void this.process(x)
+    }
+  }
+
+  private async process(x: Exchange): Promise<void> {
+    try {
+      await this.serve(x)
+    } catch (err) {
+      try {
+        this.failed(x, err)
+      } catch (again) {
+        this.internalError(x, x.req, x.res, again)
+      }
+    } finally {
+      if (x.timer) clearTimeout(x.timer)
+      this.active--
+      this.drain()
+    }
+  }
+
+  /** The pipeline of §3.8: body read, global middleware, condition, route middleware, handler. */
+  private async serve(x: Exchange): Promise<void> {
+    const req = x.req
+    const settings = x.compiled.settings
+    let raw: Buffer = EMPTY_BODY
+    const length = req.headers['content-length']
+    if ((length !== undefined && length !== '0') || req.headers['transfer-encoding'] !== undefined) {
+      if (length !== undefined && Number(length) > settings.max_body_bytes) throw BODY_TOO_LARGE
+      x.reading = true
+      raw = await readBody(req, settings.max_body_bytes)
+      x.reading = false
+      if (x.done) return
+    }
+    const body = parseBody(raw, req.headers['content-type'])
+    if (body === INVALID_JSON) {
+      this.answerError(x, 400, 'INVALID_BODY', 'request body is not valid JSON')
+      return
+    }
+    const b = x.binding
+    const headers = collectHeaders(req.rawHeaders)
+    const query = x.query === '' ? {} : parseUrlEncoded(x.query)
+    const request: HttpRequest = {
+      method: req.method!,
+      path: x.path,
+      route: b.route,
+      path_params: x.params,
+      query_params: query,
+      headers,
+      body,
+      trigger: b.trigger,
+    }
+
+    const global = x.compiled.middleware
+    if (global.length > 0 || b.middleware.length > 0) {
+      const view = { method: request.method, path: x.path, route: b.route, path_params: x.params, query_params: query, headers }
+      for (const id of global) {
+        const answer = await this.call(x, STAGE_MIDDLEWARE, id, middlewarePayload(view), 'default', undefined)
+        if (x.done || this.middlewareResponded(x, id, answer)) return
+      }
+      if (b.conditionFunctionId !== undefined && !(await this.conditionPasses(x, request))) return
+      for (const id of b.middleware) {
+        const answer = await this.call(x, STAGE_MIDDLEWARE, id, middlewarePayload(view), b.namespace, b.metadata)
+        if (x.done || this.middlewareResponded(x, id, answer)) return
+      }
+    } else if (b.conditionFunctionId !== undefined && !(await this.conditionPasses(x, request))) {
+      return
+    }
+
+    const result = await this.call(x, STAGE_HANDLER, b.functionId, request, b.namespace, b.metadata)
+    if (x.done) return
+    if (result === undefined || result === null) {
+      // Streamed responses (§3.7) need channels; until then "no result" is an empty 200.
+      this.answer(x, 200, [], null)
+      return
+    }
+    if (typeof result !== 'object') {
+      this.answerError(x, 500, 'invalid_response', describeInvalidResult(result))
+      return
+    }
+    this.answerDescriptor(x, result)
+  }
+
+  /** Runs the route's condition (§2.2); answers 422 and returns false when it returned `false`. */
+  private async conditionPasses(x: Exchange, request: HttpRequest): Promise<boolean> {
+    const b = x.binding
+    const id = b.conditionFunctionId!
+    const verdict = await this.call(x, STAGE_CONDITION, id, request, b.namespace, b.metadata, this.context!.internalInvocationTimeoutMs)
+    if (x.done) return false
+    if (verdict !== false) return true
+    this.answerError(x, 422, 'CONDITION_NOT_MET', `condition ${id} returned false`, undefined, { skipped: true })
+    return false
+  }
+
+  /** Handles a middleware answer; true when it ended the request (§3.8 `respond`). */
+  private middlewareResponded(x: Exchange, id: string, answer: unknown): boolean {
+    if (typeof answer !== 'object' || answer === null) return false
+    const a = answer as { action?: unknown; response?: unknown }
+    if (a.action !== 'respond') return false
+    if (typeof a.response !== 'object' || a.response === null) {
+      this.answerError(x, 500, 'invalid_response', `middleware ${id} asked to respond without a response object`)
+    } else {
+      this.answerDescriptor(x, a.response)
+    }
+    return true
+  }
+
+  /**
+   * Invokes one pipeline function within what is left of `default_timeout` (capped by `cap` ms).
+   * Rejects with BUDGET_EXCEEDED when the request budget ran out, else with a StageFailure.
+   */
+  private async call(
+    x: Exchange,
+    stage: number,
+    functionId: string,
+    data: unknown,
+    namespace: string,
+    metadata: unknown,
+    cap?: number,
+  ): Promise<unknown> {
+    const remaining = x.deadline - Date.now()
+    if (remaining <= 0) throw BUDGET_EXCEEDED
+    const timeoutMs = cap !== undefined && cap < remaining ? cap : remaining
+    try {
+      return await this.context!.worker.invoke({
+        function_id: functionId,
+        data,
+        namespace,
+        metadata,
+        timeoutMs,
+        traceparent: firstHeader(x.req.headers.traceparent),
+        baggage: firstHeader(x.req.headers.baggage),
+      })
+    } catch (err) {
+      // The engine's own timeout of this call, set to the rest of the budget, is the request timeout.
+      if (timeoutMs === remaining && isEngineTimeout(err, timeoutMs)) throw BUDGET_EXCEEDED
+      if (Date.now() >= x.deadline) throw BUDGET_EXCEEDED
+      throw new StageFailure(stage, functionId, err)
+    }
+  }
+
+  /** @internal Called by the request timer: answers 504 unless an answer was already sent (§3.9). */
+  timedOut(x: Exchange): void {
+    x.timer = null
+    try {
+      // A request still waiting for a slot is answered here too; drain() then skips it. While the
+      // body is being read, the connection is closed instead of draining the rest of the upload.
+      this.answerError(x, 504, 'TIMEOUT', `request exceeded ${x.compiled.settings.default_timeout} ms`, undefined, undefined, x.reading)
+    } catch (err) {
+      this.internalError(x, x.req, x.res, err)
+    }
+  }
+
+  /** Maps a pipeline failure to its answer (§3.9). */
+  private failed(x: Exchange, err: unknown): void {
+    if (x.done) return
+    if (err === CLIENT_GONE) {
+      x.done = true
+      return
+    }
+    if (err === BODY_TOO_LARGE) {
+      const limit = x.compiled.settings.max_body_bytes
+      // Close the connection rather than drain a body we refused.
+      this.answerError(x, 413, 'PAYLOAD_TOO_LARGE', `request body exceeds max_body_bytes (${limit} bytes)`, undefined, undefined, true)
+      return
+    }
+    if (err === BUDGET_EXCEEDED) {
+      this.answerError(x, 504, 'TIMEOUT', `request exceeded ${x.compiled.settings.default_timeout} ms`)
+      return
+    }
+    if (err instanceof StageFailure) {
+      const body = errorBodyOf(err.cause)
+      if (err.stage === STAGE_HANDLER && body.code === 'function_not_found') {
+        this.answerError(x, 503, 'FUNCTION_UNAVAILABLE', `No live worker serves function ${err.functionId}`, body.message)
+      } else {
+        this.answerError(x, 500, body.code, body.message, body.stacktrace)
+      }
+      return
+    }
+    this.internalError(x, x.req, x.res, err)
+  }
+
+  // ---- writing ---------------------------------------------------------------------------------
+
+  private answerDescriptor(x: Exchange, descriptor: object): void {
+    const mapped = mapResponse(descriptor)
+    if ('invalid' in mapped) this.answerError(x, 500, 'invalid_response', mapped.invalid)
+    else this.answer(x, mapped.status, mapped.headers, mapped.body)
+  }
+
+  private answer(x: Exchange, status: number, headers: string[], body: string | null): void {
+    if (x.done) return
+    x.done = true
+    this.write(x.res, x.head, x.cors, status, headers, body, false)
+  }
+
+  /**
+   * Answers with the error envelope. 5xx answers get an `error_id` that is logged with `detail`
+   * (the underlying message or stack).
+   */
+  private answerError(
+    x: Exchange,
+    status: number,
+    code: string,
+    message: string,
+    detail?: string,
+    extra?: Record<string, unknown>,
+    close = false,
+  ): void {
+    if (x.done) return
+    x.done = true
+    let errorId: string | undefined
+    if (status >= 500) {
+      errorId = newErrorId()
+      this.context?.log.error(`svc-http ${status} ${code}: ${message}`, {
+        error_id: errorId,
+        method: x.req.method,
+        path: x.path,
+        route: x.route.pattern,
+        function_id: x.binding.functionId,
+        trigger_id: x.binding.triggerId,
+        ...(detail !== undefined ? { detail } : {}),
+      })
+    }
+    this.write(x.res, x.head, x.cors, status, [...ERROR_HEADERS], errorEnvelope(code, message, errorId, extra), close)
+  }
+
+  private writeError(
+    res: ServerResponse,
+    head: boolean,
+    cors: string[] | null,
+    status: number,
+    code: string,
+    message: string,
+    extraHeaders?: string[],
+  ): void {
+    const headers: string[] = [...ERROR_HEADERS]
+    if (extraHeaders) headers.push(...extraHeaders)
+    this.write(res, head, cors, status, headers, errorEnvelope(code, message), false)
+  }
+
+  /** An unexpected failure: 500 `internal_error`, logged with its error id; never thrown further. */
+  private internalError(x: Exchange | null, req: IncomingMessage, res: ServerResponse, err: unknown): void {
+    if (x) x.done = true
+    if (res.writableEnded) return
+    if (res.headersSent) {
+      // Too late for an answer: drop the connection so the client does not wait for the rest.
+      res.destroy()
+      return
+    }
+    const errorId = newErrorId()
+    this.context?.log.error(`svc-http internal error (${errorId})`, {
+      error_id: errorId,
+      method: req.method,
+      url: req.url,
+      error: err instanceof Error ? (err.stack ?? err.message) : String(err),
+    })
+    try {
+      const internal = new EngineError('internal_error', `Internal engine error (${errorId})`)
+      this.write(res, req.method === 'HEAD', x?.cors ?? null, 500, [...ERROR_HEADERS], errorEnvelope(internal.code, internal.message, errorId), true)
+    } catch {
+      res.destroy()
+    }
+  }
+
+  /** OPTIONS on a routed path without an OPTIONS route: 204 + Allow, or the CORS preflight answer. */
+  private writeOptions(
+    req: IncomingMessage,
+    res: ServerResponse,
+    cors: CompiledCors | null,
+    corsHeaders: string[] | null,
+    allow: string,
+  ): void {
+    const headers = ['allow', allow]
+    if (cors && corsHeaders && req.headers['access-control-request-method'] !== undefined) {
+      headers.push('access-control-allow-methods', cors.methods ?? allow)
+      const requested = req.headers['access-control-request-headers']
+      const allowHeaders = cors.headers ?? requested
+      if (allowHeaders !== undefined && allowHeaders !== '') headers.push('access-control-allow-headers', allowHeaders)
+      if (cors.headers === null && requested !== undefined) headers.push('vary', 'Access-Control-Request-Headers')
+      headers.push('access-control-max-age', cors.maxAge)
+    }
+    this.write(res, false, corsHeaders, 204, headers, null, false)
+  }
+
+  /** CORS headers for a request from an allowed origin (§3.1); null when none apply. */
+  private corsHeaders(cors: CompiledCors, req: IncomingMessage): string[] | null {
+    const origin = req.headers.origin
+    if (origin === undefined || (!cors.anyOrigin && !cors.origins.has(origin))) return null
+    // With credentials the browser needs the exact origin, never '*'.
+    if (cors.anyOrigin && !cors.credentials) return ['access-control-allow-origin', '*']
+    const headers = ['access-control-allow-origin', origin, 'vary', 'Origin']
+    if (cors.credentials) headers.push('access-control-allow-credentials', 'true')
+    return headers
+  }
+
+  private write(
+    res: ServerResponse,
+    head: boolean,
+    cors: string[] | null,
+    status: number,
+    headers: string[],
+    body: string | null,
+    close: boolean,
+  ): void {
+    if (res.headersSent || res.destroyed) return
+    if (cors) for (let i = 0; i < cors.length; i++) headers.push(cors[i]!)
+    if (status >= 200 && status !== 204 && status !== 304) {
+      headers.push('content-length', body === null ? '0' : String(Buffer.byteLength(body)))
+    }
+    if (close) headers.push('connection', 'close')
+    res.writeHead(status, headers)
+    // HEAD answers keep the headers of the GET answer, including its Content-Length, but no body (§3.6 rule 1).
+    if (head || body === null) res.end()
+    else res.end(body)
+  }
+}
+
+function middlewarePayload(view: object): { phase: 'preHandler'; request: object; context: object } {
+  return { phase: 'preHandler', request: view, context: {} }
+}
+
+/** True for the engine's timeout of an engine-originated call made with `timeoutMs` (protocol.md §6.5, §7.2). */
+function isEngineTimeout(err: unknown, timeoutMs: number): boolean {
+  const body = errorBodyOf(err)
+  return body.code === 'TIMEOUT' && body.message === `invocation timed out after ${timeoutMs}ms`
+}
