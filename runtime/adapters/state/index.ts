@@ -1,0 +1,86 @@
+/**
+ * State adapters by name (builtins.md §2.9, §13.1): parsing of an `adapter: {name, config?}` entry
+ * and opening the adapter it names.
+ */
+import { MemoryStateAdapter, parseMemoryStateConfig } from './memory/memory.ts'
+import { parseSqliteStateConfig, SqliteStateAdapter, sqliteStatePath, type SqliteStateConfig } from './sqlite/sqlite.ts'
+import type { StateAdapter, StateAdapterContext } from './types.ts'
+
+export type * from './types.ts'
+export { compareUtf8 } from './types.ts'
+export { MemoryStateAdapter } from './memory/memory.ts'
+export { SqliteStateAdapter } from './sqlite/sqlite.ts'
+
+/** Canonical adapter names the state worker can run today. */
+export type StateAdapterName = 'builtin' | 'memory'
+
+/** Accepted spellings of each adapter (builtins.md §13.1). */
+const ALIASES: Record<string, StateAdapterName> = {
+  builtin: 'builtin',
+  kv: 'builtin',
+  file_based: 'builtin',
+  local: 'builtin',
+  memory: 'memory',
+  in_memory: 'memory',
+}
+
+/** A validated adapter entry, name canonical. */
+export type StateAdapterSpec =
+  | { name: 'builtin'; config: SqliteStateConfig }
+  | { name: 'memory'; config: Record<string, never> }
+
+/** The default entry, `{name: "builtin"}`. */
+export const DEFAULT_STATE_ADAPTER: StateAdapterSpec = { name: 'builtin', config: {} }
+
+/**
+ * Validates an `adapter` settings entry. Undefined or null means the default.
+ *
+ * @throws Error with a message naming the field: unknown keys next to `name` and `config`, unknown
+ *   names, `redis` (not available yet), and unknown or ill-typed keys inside `config`.
+ * @example
+ * parseStateAdapterEntry({ name: 'kv', config: { path: 'my.db' } }) // { name: 'builtin', config: { path: 'my.db' } }
+ */
+export function parseStateAdapterEntry(entry: unknown): StateAdapterSpec {
+  if (entry === undefined || entry === null) return DEFAULT_STATE_ADAPTER
+  if (!isRecord(entry)) throw new Error('adapter must be an object like {name: "builtin"}')
+  for (const field of Object.keys(entry)) {
+    if (field !== 'name' && field !== 'config') throw new Error(`adapter.${field} is not allowed (only name and config)`)
+  }
+  if (entry.name === undefined || entry.name === null) throw new Error('adapter.name is required')
+  if (typeof entry.name !== 'string') throw new Error('adapter.name must be a string')
+  if (entry.name === 'redis') {
+    throw new Error('adapter redis is not available yet in this version of svc; use builtin or memory')
+  }
+  const name = Object.hasOwn(ALIASES, entry.name) ? ALIASES[entry.name] : undefined
+  if (name === undefined) {
+    throw new Error(
+      `adapter.name '${entry.name}' is unknown; use builtin (aliases kv, file_based, local) or memory (alias in_memory)`,
+    )
+  }
+  const config = entry.config ?? {}
+  if (!isRecord(config)) throw new Error('adapter.config must be an object')
+  return name === 'builtin'
+    ? { name, config: parseSqliteStateConfig(config) }
+    : { name, config: parseMemoryStateConfig(config) }
+}
+
+/**
+ * A string equal for two specs exactly when they open the same store, so that re-applying
+ * equivalent settings keeps the running adapter (a `builtin` entry without `path` and one with the
+ * default path are the same store).
+ */
+export function stateAdapterIdentity(spec: StateAdapterSpec, context: StateAdapterContext): string {
+  return spec.name === 'builtin' ? `builtin:${sqliteStatePath(spec.config, context)}` : 'memory'
+}
+
+/**
+ * Opens the adapter a spec names.
+ * @throws the adapter's own error when it cannot open (for example an unreadable SQLite file).
+ */
+export function openStateAdapter(spec: StateAdapterSpec, context: StateAdapterContext): StateAdapter {
+  return spec.name === 'builtin' ? SqliteStateAdapter.open(spec.config, context) : new MemoryStateAdapter()
+}
+
+function isRecord(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value)
+}

@@ -1,0 +1,378 @@
+/**
+ * The built-in state worker `svc-state` (builtins.md §4): a key-value store addressed by scope
+ * and key, with the `state::*` functions and the `state` trigger type.
+ *
+ * The worker validates payloads, enforces `max_value_bytes`, applies update operations (§5) and
+ * fans changes out to triggers (./triggers.ts); storage is an adapter (runtime/adapters/state/).
+ * Change events come from the adapter's change reports rather than from the handlers, so that an
+ * adapter shared by several engines (redis, later) can report writes made elsewhere.
+ */
+import {
+  openStateAdapter,
+  stateAdapterIdentity,
+  type StateAdapter,
+  type StateWriteOrigin,
+} from '../../adapters/state/index.ts'
+import type { FormatSchema } from 'svc-sdk/protocol'
+import type { BuiltinContext, BuiltinWorker, InvocationContext, LocalFunctionOptions } from '../../engine/types.ts'
+import { EngineError } from '../../protocol/errors.ts'
+import { applyUpdateOps, assertUpdateOps } from '../../update-ops/index.ts'
+import type { UpdateOpError } from '../../update-ops/types.ts'
+import { parseStateSettings, type StateSettings } from './settings.ts'
+import { StateTriggers } from './triggers.ts'
+
+export const STATE_WORKER_NAME = 'svc-state'
+
+/** `limit` of `list_keys` / `list_entries` when omitted, and its maximum (§4.2). */
+export const DEFAULT_PAGE_LIMIT = 100
+export const MAX_PAGE_LIMIT = 1000
+
+type Payload = Record<string, unknown>
+
+/** An adapter in use, with the operations still running on it (§2.9: they finish on the old one). */
+interface AdapterSlot {
+  readonly adapter: StateAdapter
+  readonly identity: string
+  inFlight: number
+  retired: boolean
+  readonly unsubscribe: () => void
+}
+
+/**
+ * `svc-state`. Settings (§4.1) take effect only through {@link StateWorker.applySettings}, which
+ * validates the whole value first and either applies all of it or throws and keeps the previous
+ * settings. An adapter change opens the new adapter first; operations already running finish on
+ * the old one, which is closed once they have.
+ *
+ * @example
+ * const engine = new Engine(config, { builtins: [new StateWorker()] })
+ * await engine.start()
+ * await engine.invoke({ function_id: 'state::set', data: { scope: 'users', key: 'u1', value: { name: 'Al' } } })
+ */
+export class StateWorker implements BuiltinWorker {
+  readonly name = STATE_WORKER_NAME
+  private context: BuiltinContext | null = null
+  private settings: StateSettings | null = null
+  private slot: AdapterSlot | null = null
+  private triggers: StateTriggers | null = null
+  /** Applies run one after another (§2.7). */
+  private applying: Promise<void> = Promise.resolve()
+
+  async start(context: BuiltinContext, settings: unknown): Promise<void> {
+    this.context = context
+    this.triggers = new StateTriggers({
+      worker: context.worker,
+      log: context.log,
+      timeoutMs: context.internalInvocationTimeoutMs,
+    })
+    await this.applySettings(settings)
+    this.registerFunctions()
+    context.worker.registerTriggerType(
+      {
+        id: 'state',
+        description: 'Fires on every change of a state key (state:created, state:updated, state:deleted)',
+        trigger_request_format: {
+          type: 'object',
+          properties: {
+            scope: { type: 'string', description: 'exact scope; absent matches every scope' },
+            key: { type: 'string', description: 'exact key; absent matches every key' },
+            condition_function_id: { type: 'string' },
+          },
+        },
+        call_request_format: {
+          type: 'object',
+          required: ['type', 'message_type', 'event_type', 'scope', 'key', 'old_value', 'new_value'],
+          properties: {
+            type: { type: 'string' },
+            message_type: { type: 'string' },
+            event_type: { type: 'string', enum: ['state:created', 'state:updated', 'state:deleted'] },
+            scope: { type: 'string' },
+            key: { type: 'string' },
+            old_value: {},
+            new_value: {},
+          },
+        },
+      },
+      this.triggers,
+    )
+  }
+
+  /**
+   * Validates and applies settings (§4.1). Serialised with other applies.
+   * @throws EngineError `INVALID_ARGUMENTS` for invalid settings, `STORAGE_ERROR` when the new
+   *   adapter cannot be opened; in both cases the previous settings stay in effect.
+   */
+  applySettings(settings: unknown): Promise<void> {
+    const run = this.applying.then(() => this.apply(settings))
+    this.applying = run.catch(() => {})
+    return run
+  }
+
+  async stop(): Promise<void> {
+    this.triggers?.stop()
+    const slot = this.slot
+    this.slot = null
+    if (slot) await this.retire(slot)
+  }
+
+  private async apply(value: unknown): Promise<void> {
+    const context = this.context
+    if (!context) throw new EngineError('internal_error', `${STATE_WORKER_NAME}: applySettings before start`)
+    const next = parseStateSettings(value)
+    const adapterContext = { dataDir: context.dataDir }
+    const identity = stateAdapterIdentity(next.adapter, adapterContext)
+
+    if (this.slot?.identity !== identity) {
+      let adapter: StateAdapter
+      try {
+        adapter = openStateAdapter(next.adapter, adapterContext)
+      } catch (error) {
+        throw new EngineError(
+          'STORAGE_ERROR',
+          `cannot open the ${next.adapter.name} state adapter: ${(error as Error).message}`,
+          { cause: error },
+        )
+      }
+      const triggers = this.triggers!
+      const unsubscribe = adapter.subscribe((change) => triggers.publish(change))
+      const previous = this.slot
+      this.slot = { adapter, identity, inFlight: 0, retired: false, unsubscribe }
+      if (previous) void this.retire(previous)
+      context.log.info(`${STATE_WORKER_NAME} uses the ${next.adapter.name} adapter`, { adapter: identity })
+    }
+    this.triggers!.setEnabled(next.triggers_enabled)
+    this.settings = next
+  }
+
+  /** Closes a replaced adapter once the operations running on it are done. */
+  private async retire(slot: AdapterSlot): Promise<void> {
+    slot.retired = true
+    if (slot.inFlight > 0) return
+    slot.unsubscribe()
+    try {
+      await slot.adapter.close()
+    } catch (error) {
+      this.context?.log.warn(`${STATE_WORKER_NAME}: closing the old adapter failed`, { error: String(error) })
+    }
+  }
+
+  /**
+   * Runs one adapter operation. Errors the worker raised on purpose (EngineError) pass through;
+   * anything else is an adapter failure, `STORAGE_ERROR` naming the function.
+   */
+  private async withAdapter<T>(functionId: string, operation: (adapter: StateAdapter) => Promise<T>): Promise<T> {
+    const slot = this.slot
+    if (!slot) throw new EngineError('STORAGE_ERROR', `${functionId} failed: the state worker is stopped`)
+    slot.inFlight++
+    try {
+      return await operation(slot.adapter)
+    } catch (error) {
+      if (error instanceof EngineError) throw error
+      throw new EngineError('STORAGE_ERROR', `${functionId} failed: ${(error as Error)?.message ?? String(error)}`, {
+        cause: error,
+      })
+    } finally {
+      slot.inFlight--
+      if (slot.retired && slot.inFlight === 0) void this.retire(slot)
+    }
+  }
+
+  /** Throws `VALUE_TOO_LARGE` when a limit is set and `value` encodes to more bytes (§4.1). */
+  private checkSize(value: unknown): void {
+    const limit = this.settings?.max_value_bytes
+    if (limit === null || limit === undefined) return
+    const text = JSON.stringify(value) ?? ''
+    // Each UTF-16 unit is at most 3 UTF-8 bytes, so short texts need no exact count.
+    if (text.length * 3 <= limit) return
+    const bytes = Buffer.byteLength(text, 'utf8')
+    if (bytes > limit) {
+      throw new EngineError('VALUE_TOO_LARGE', `value of ${bytes} bytes exceeds max_value_bytes ${limit}`)
+    }
+  }
+
+  private registerFunctions(): void {
+    const worker = this.context!.worker
+    const scopeKey = { scope: { type: 'string' }, key: { type: 'string' } }
+    const page: FormatSchema = {
+      type: 'object',
+      required: ['scope'],
+      properties: {
+        scope: { type: 'string' },
+        prefix: { type: 'string' },
+        offset: { type: 'integer', minimum: 0, default: 0 },
+        limit: { type: 'integer', minimum: 0, maximum: MAX_PAGE_LIMIT, default: DEFAULT_PAGE_LIMIT },
+      },
+    }
+    const register = (id: string, handler: (p: Payload, c: InvocationContext) => unknown, options: LocalFunctionOptions) =>
+      worker.registerFunction(id, (data, context) => handler(payloadOf(data), context), options)
+
+    register('state::get', (p) => this.get(p), {
+      description: 'Read a value; no result when the key is absent',
+      request_format: { type: 'object', required: ['scope', 'key'], properties: scopeKey },
+    })
+    register('state::set', (p, c) => this.set(p, c), {
+      description: 'Store a value; returns {old_value, new_value}',
+      request_format: { type: 'object', required: ['scope', 'key', 'value'], properties: { ...scopeKey, value: {} } },
+    })
+    register('state::delete', (p, c) => this.delete(p, c), {
+      description: 'Remove a key; returns {old_value}, or {} when it was absent',
+      request_format: { type: 'object', required: ['scope', 'key'], properties: scopeKey },
+    })
+    register('state::update', (p, c) => this.update(p, c), {
+      description: 'Apply update operations atomically; returns {old_value, new_value, errors?}',
+      request_format: {
+        type: 'object',
+        required: ['scope', 'key', 'ops'],
+        properties: { ...scopeKey, ops: { type: 'array', items: { type: 'object', required: ['type'] } } },
+      },
+    })
+    register('state::list', (p) => this.list(p), {
+      description: "The scope's values ordered by key",
+      request_format: { type: 'object', required: ['scope'], properties: { scope: { type: 'string' } } },
+    })
+    register('state::list_keys', (p) => this.listKeys(p), {
+      description: "A page of the scope's keys: {keys, total, offset, limit}",
+      request_format: page,
+    })
+    register('state::list_entries', (p) => this.listEntries(p), {
+      description: "A page of the scope's entries: {entries: [{key, value}], total, offset, limit}",
+      request_format: page,
+    })
+    register('state::list_groups', () => this.listGroups(), {
+      description: 'The scopes that hold at least one key: {groups}',
+      request_format: { type: 'object', properties: {} },
+    })
+  }
+
+  private get(p: Payload): Promise<unknown> {
+    const scope = requiredString(p, 'scope')
+    const key = requiredString(p, 'key')
+    return this.withAdapter('state::get', (adapter) => adapter.get(scope, key))
+  }
+
+  private async set(p: Payload, context: InvocationContext): Promise<{ old_value: unknown; new_value: unknown }> {
+    const scope = requiredString(p, 'scope')
+    const key = requiredString(p, 'key')
+    const value = p.value !== undefined ? p.value : p.data
+    if (value === undefined) throw invalid('value is required')
+    this.checkSize(value)
+    const old = await this.withAdapter('state::set', (adapter) => adapter.set(scope, key, value, originOf(context)))
+    return { old_value: old ?? null, new_value: value }
+  }
+
+  private async delete(p: Payload, context: InvocationContext): Promise<{ old_value?: unknown }> {
+    const scope = requiredString(p, 'scope')
+    const key = requiredString(p, 'key')
+    const old = await this.withAdapter('state::delete', (adapter) => adapter.delete(scope, key, originOf(context)))
+    return old === undefined ? {} : { old_value: old }
+  }
+
+  private async update(
+    p: Payload,
+    context: InvocationContext,
+  ): Promise<{ old_value: unknown; new_value: unknown; errors?: UpdateOpError[] }> {
+    const scope = requiredString(p, 'scope')
+    const key = requiredString(p, 'key')
+    if (p.ops === undefined || p.ops === null) throw invalid('ops is required')
+    const ops = p.ops
+    // Refuse a malformed ops list before touching storage.
+    assertUpdateOps(ops)
+    let errors: UpdateOpError[] = []
+    const { old_value, new_value } = await this.withAdapter('state::update', (adapter) =>
+      adapter.update(
+        scope,
+        key,
+        (current) => {
+          const result = applyUpdateOps(current, ops)
+          this.checkSize(result.value)
+          errors = result.errors
+          return result.value
+        },
+        originOf(context),
+      ),
+    )
+    const result: { old_value: unknown; new_value: unknown; errors?: UpdateOpError[] } = {
+      old_value: old_value ?? null,
+      new_value,
+    }
+    if (errors.length > 0) result.errors = errors
+    return result
+  }
+
+  private list(p: Payload): Promise<unknown[]> {
+    const scope = requiredString(p, 'scope')
+    return this.withAdapter('state::list', (adapter) => adapter.list(scope))
+  }
+
+  private async listKeys(p: Payload): Promise<{ keys: string[]; total: number; offset: number; limit: number }> {
+    const { scope, request } = pageOf(p)
+    const page = await this.withAdapter('state::list_keys', (adapter) => adapter.listKeys(scope, request))
+    return { keys: page.items, total: page.total, offset: request.offset, limit: request.limit }
+  }
+
+  private async listEntries(
+    p: Payload,
+  ): Promise<{ entries: Array<{ key: string; value: unknown }>; total: number; offset: number; limit: number }> {
+    const { scope, request } = pageOf(p)
+    const page = await this.withAdapter('state::list_entries', (adapter) => adapter.listEntries(scope, request))
+    return { entries: page.items, total: page.total, offset: request.offset, limit: request.limit }
+  }
+
+  private async listGroups(): Promise<{ groups: string[] }> {
+    return { groups: await this.withAdapter('state::list_groups', (adapter) => adapter.listGroups()) }
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Payload validation (builtins.md §2.1)
+
+function invalid(message: string): EngineError {
+  return new EngineError('INVALID_ARGUMENTS', message)
+}
+
+function payloadOf(data: unknown): Payload {
+  // A missing payload reads as {} so that `state::list_groups` may be called without one.
+  if (data === undefined || data === null) return {}
+  if (typeof data !== 'object' || Array.isArray(data)) throw invalid('payload must be an object')
+  return data as Payload
+}
+
+function requiredString(p: Payload, field: string): string {
+  const value = p[field]
+  if (value === undefined || value === null) throw invalid(`${field} is required`)
+  if (typeof value !== 'string' || value === '') throw invalid(`${field} must be a non-empty string`)
+  return value
+}
+
+function optionalInteger(p: Payload, field: string, fallback: number, max: number): number {
+  const value = p[field]
+  if (value === undefined || value === null) return fallback
+  if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < 0 || value > max) {
+    throw invalid(
+      max === Number.MAX_SAFE_INTEGER
+        ? `${field} must be a non-negative integer`
+        : `${field} must be an integer from 0 to ${max}`,
+    )
+  }
+  return value
+}
+
+function pageOf(p: Payload): { scope: string; request: { prefix?: string; offset: number; limit: number } } {
+  const scope = requiredString(p, 'scope')
+  const prefix = p.prefix
+  if (prefix !== undefined && prefix !== null && typeof prefix !== 'string') throw invalid('prefix must be a string')
+  const request: { prefix?: string; offset: number; limit: number } = {
+    offset: optionalInteger(p, 'offset', 0, Number.MAX_SAFE_INTEGER),
+    limit: optionalInteger(p, 'limit', DEFAULT_PAGE_LIMIT, MAX_PAGE_LIMIT),
+  }
+  if (typeof prefix === 'string' && prefix !== '') request.prefix = prefix
+  return { scope, request }
+}
+
+function originOf(context: InvocationContext): StateWriteOrigin | undefined {
+  if (context.traceparent === undefined && context.baggage === undefined) return undefined
+  const origin: StateWriteOrigin = {}
+  if (context.traceparent !== undefined) origin.traceparent = context.traceparent
+  if (context.baggage !== undefined) origin.baggage = context.baggage
+  return origin
+}
