@@ -1,0 +1,66 @@
+/**
+ * `svc-sdk`: connect a Node process to the svc engine as a worker, register functions, trigger
+ * types and triggers, and invoke functions by id (sdk.md §1–§8).
+ *
+ * @example
+ * import { registerWorker, TriggerAction } from 'svc-sdk'
+ *
+ * const client = registerWorker()           // SVC_URL, else ws://127.0.0.1:49134
+ * client.registerFunction('math::add', ({ a, b }: { a: number; b: number }) => ({ c: a + b }))
+ * const { c } = await client.trigger<{ a: number; b: number }, { c: number }>({
+ *   function_id: 'math::add', payload: { a: 2, b: 3 },
+ * })
+ * await client.trigger({ function_id: 'audit::record', payload: { c }, action: TriggerAction.Void() })
+ * await client.shutdown()
+ */
+import { WorkerClient } from './client.ts'
+import { resolveAddress, resolveOptions } from './options.ts'
+import type { InitOptions, SvcClient } from './types.ts'
+
+export { InvocationError, RegistrationRejectedError } from './errors.ts'
+export { DEFAULT_ENGINE_URL } from './options.ts'
+export { TriggerAction } from './trigger-action.ts'
+export type {
+  ConnectionState,
+  EnqueueResult,
+  FunctionHandler,
+  FunctionRef,
+  HttpAuthConfig,
+  HttpInvocationConfig,
+  HttpRequest,
+  HttpResponse,
+  InitOptions,
+  JsonValue,
+  ReconnectionConfig,
+  RegisterFunctionFormat,
+  RegisterFunctionOptions,
+  RegisterTriggerInput,
+  RegisterTriggerTypeInput,
+  RegistrationError,
+  SvcClient,
+  TelemetryOptions,
+  Trigger,
+  TriggerActionValue,
+  TriggerConfig,
+  TriggerHandler,
+  TriggerRequest,
+  TriggerTypeRef,
+} from './types.ts'
+
+/**
+ * Creates a worker client and starts connecting (sdk.md §2). Returns at once; connection failures
+ * never throw, they are retried with backoff (watch them with `addConnectionStateListener`).
+ *
+ * Address: `address`, else env `SVC_URL`, else {@link DEFAULT_ENGINE_URL}. Several clients may
+ * live in one process, each with its own connection.
+ *
+ * @throws TypeError when the address is not a `ws:`/`wss:` URL, for a blank `namespace`, or for
+ *   header names or values HTTP cannot carry.
+ *
+ * @example
+ * const client = registerWorker('ws://127.0.0.1:49134', { workerName: 'billing', namespace: 'prod' })
+ * client.addConnectionStateListener((state) => console.log('engine:', state))
+ */
+export function registerWorker(address?: string, options?: InitOptions): SvcClient {
+  return new WorkerClient(resolveAddress(address), resolveOptions(options))
+}

@@ -1,0 +1,170 @@
+/**
+ * Option resolution for `registerWorker` (sdk.md §2, protocol.md §2): address, defaults from the
+ * environment, reconnection backoff, and the announce payload. Pure functions, computed once per
+ * client.
+ */
+import { readFileSync } from 'node:fs'
+import { validateHeaderName, validateHeaderValue } from 'node:http'
+import { createRequire } from 'node:module'
+import { arch, hostname, platform, release } from 'node:os'
+import { basename, dirname, join } from 'node:path'
+import type { WorkerAnnounce } from './protocol.ts'
+import type { InitOptions, ReconnectionConfig, TelemetryOptions } from './types.ts'
+
+/** Address used when neither the argument nor `SVC_URL` names one (protocol.md §2). */
+export const DEFAULT_ENGINE_URL = 'ws://127.0.0.1:49134'
+
+/** Defaults of sdk.md §2. */
+export const DEFAULT_RECONNECTION_CONFIG: Readonly<ReconnectionConfig> = Object.freeze({
+  initialDelayMs: 1000,
+  maxDelayMs: 30000,
+  backoffMultiplier: 2,
+  jitterFactor: 0.3,
+  maxRetries: -1,
+})
+
+export const DEFAULT_INVOCATION_TIMEOUT_MS = 30000
+
+/** The SDK's own version, sent in the announce. `../package.json` holds from both src/ and dist/. */
+export const SDK_VERSION: string = (createRequire(import.meta.url)('../package.json') as { version: string }).version
+
+type Env = Record<string, string | undefined>
+
+/** A value of the environment, with the empty string counting as unset. */
+function envValue(env: Env, name: string): string | undefined {
+  const value = env[name]
+  return value === undefined || value === '' ? undefined : value
+}
+
+/**
+ * The engine address: the argument, else env `SVC_URL`, else {@link DEFAULT_ENGINE_URL}.
+ * @throws TypeError when the address is not a `ws:` or `wss:` URL.
+ */
+export function resolveAddress(address: string | undefined, env: Env = process.env): string {
+  const resolved = address ?? envValue(env, 'SVC_URL') ?? DEFAULT_ENGINE_URL
+  let url: URL
+  try {
+    url = new URL(resolved)
+  } catch {
+    throw new TypeError(`engine address is not a URL: ${JSON.stringify(resolved)}`)
+  }
+  if (url.protocol !== 'ws:' && url.protocol !== 'wss:') {
+    throw new TypeError(`engine address must be a ws:// or wss:// URL: ${resolved}`)
+  }
+  return resolved
+}
+
+/** Options after defaults, as the client uses them. */
+export interface ResolvedOptions {
+  workerName: string
+  workerDescription?: string
+  namespace?: string
+  invocationTimeoutMs: number
+  reconnection: ReconnectionConfig
+  headers?: Record<string, string>
+  telemetry: TelemetryOptions
+}
+
+function assertNumber(name: string, value: unknown, min: number, max = Number.POSITIVE_INFINITY): void {
+  if (typeof value !== 'number' || Number.isNaN(value) || value < min || value > max) {
+    throw new TypeError(`${name} must be a number between ${min} and ${max}, got ${String(value)}`)
+  }
+}
+
+/**
+ * Applies the defaults of sdk.md §2.
+ * @throws TypeError for a blank `namespace`, out-of-range numbers or invalid header names/values.
+ */
+export function resolveOptions(options: InitOptions = {}, env: Env = process.env): ResolvedOptions {
+  let namespace: string | undefined
+  if (options.namespace !== undefined) {
+    if (typeof options.namespace !== 'string' || options.namespace.trim() === '') {
+      throw new TypeError('namespace is empty: give it a name, or omit it to use `default`')
+    }
+    namespace = options.namespace
+  } else {
+    const fromEnv = envValue(env, 'SVC_NAMESPACE')
+    // A whitespace-only variable is treated like an empty one rather than failing the worker.
+    namespace = fromEnv !== undefined && fromEnv.trim() !== '' ? fromEnv : undefined
+  }
+
+  const invocationTimeoutMs = options.invocationTimeoutMs ?? DEFAULT_INVOCATION_TIMEOUT_MS
+  assertNumber('invocationTimeoutMs', invocationTimeoutMs, 1)
+
+  const reconnection: ReconnectionConfig = { ...DEFAULT_RECONNECTION_CONFIG }
+  for (const [key, value] of Object.entries(options.reconnectionConfig ?? {})) {
+    if (value !== undefined && key in reconnection) (reconnection as unknown as Record<string, number>)[key] = value
+  }
+  assertNumber('reconnectionConfig.initialDelayMs', reconnection.initialDelayMs, 0)
+  assertNumber('reconnectionConfig.maxDelayMs', reconnection.maxDelayMs, 0)
+  assertNumber('reconnectionConfig.backoffMultiplier', reconnection.backoffMultiplier, 0)
+  assertNumber('reconnectionConfig.jitterFactor', reconnection.jitterFactor, 0, 1)
+  assertNumber('reconnectionConfig.maxRetries', reconnection.maxRetries, -1)
+
+  const resolved: ResolvedOptions = {
+    workerName: options.workerName ?? envValue(env, 'SVC_WORKER_NAME') ?? `${hostname()}:${process.pid}`,
+    invocationTimeoutMs,
+    reconnection,
+    telemetry: options.telemetry ?? {},
+  }
+  if (options.workerDescription !== undefined) resolved.workerDescription = options.workerDescription
+  if (namespace !== undefined) resolved.namespace = namespace
+  if (options.headers !== undefined) {
+    for (const [name, value] of Object.entries(options.headers)) {
+      validateHeaderName(name)
+      validateHeaderValue(name, value)
+    }
+    resolved.headers = options.headers
+  }
+  return resolved
+}
+
+/**
+ * Delay before reconnect attempt `attempt` (0-based), ms (sdk.md §2):
+ * `d = min(initial × multiplier^attempt, max)`, then `floor(d + d × jitter × (2·random − 1))`.
+ */
+export function backoffDelay(attempt: number, config: ReconnectionConfig, random: () => number = Math.random): number {
+  const d = Math.min(config.initialDelayMs * config.backoffMultiplier ** attempt, config.maxDelayMs)
+  return Math.max(0, Math.floor(d + d * config.jitterFactor * (2 * random() - 1)))
+}
+
+/** `name` of the nearest package.json at or above `dir`, else the base name of `dir`. */
+function detectProjectName(dir: string): string {
+  for (let current = dir; ; current = dirname(current)) {
+    try {
+      const pkg = JSON.parse(readFileSync(join(current, 'package.json'), 'utf8')) as { name?: unknown }
+      if (typeof pkg.name === 'string' && pkg.name !== '') return pkg.name
+    } catch {
+      // no readable package.json here; keep walking up
+    }
+    if (dirname(current) === current) return basename(dir)
+  }
+}
+
+function detectLanguage(): string {
+  const entry = process.argv[1] ?? ''
+  return /\.[mc]?ts$/.test(entry) ? 'typescript' : 'javascript'
+}
+
+/** The announce payload of sdk.md §2 / protocol.md §3.2. */
+export function buildAnnounce(options: ResolvedOptions, env: Env = process.env): WorkerAnnounce {
+  const announce: WorkerAnnounce = {
+    runtime: 'node',
+    version: SDK_VERSION,
+    name: options.workerName,
+    os: `${platform()} ${release()} (${arch()})`,
+    pid: process.pid,
+    isolation: envValue(env, 'SVC_ISOLATION') ?? null,
+  }
+  if (options.workerDescription !== undefined) announce.description = options.workerDescription
+  if (options.namespace !== undefined) announce.namespace = options.namespace
+  const t = options.telemetry
+  const telemetry: NonNullable<WorkerAnnounce['telemetry']> = {
+    language: t.language ?? detectLanguage(),
+    project_name: t.project_name ?? detectProjectName(process.cwd()),
+    framework: t.framework ?? 'svc-node',
+  }
+  if (t.amplitude_api_key !== undefined) telemetry.amplitude_api_key = t.amplitude_api_key
+  announce.telemetry = telemetry
+  return announce
+}
