@@ -69,7 +69,7 @@ async function main(): Promise<void> {
   await stop(echo.child)
 
   // svc: caller → engine → callee, three processes.
-  const engine = start(['bin/run.js', '--json'], { SVC_LOG_LEVEL: 'warn' }, project)
+  const engine = start([join(ROOT, 'bin', 'run.js'), '--json'], { SVC_LOG_LEVEL: 'warn' }, project)
   const ready = await firstJson(engine.lines, 'engine_url')
   let callee = start(['bench/callee.ts', ready.engine_url])
   await firstJson(callee.lines, 'ready')

@@ -1,0 +1,121 @@
+/**
+ * `svc trigger` (alias `svc t`): invoke a function of a running engine from the command line
+ * (cli.md §4.6).
+ */
+import { Args, Flags } from '@oclif/core'
+import { InvocationError } from 'svc-sdk'
+import { SvcCommand } from '../lib/command.ts'
+import { CliError, ExitCode, toCliError, usageError } from '../lib/errors.ts'
+import { PayloadError, resolveTriggerInput } from '../lib/payload.ts'
+import { resolveEngineUrl } from '../lib/project.ts'
+import { triggerOnce } from '../lib/trigger.ts'
+
+export default class Trigger extends SvcCommand {
+  static override hiddenAliases = ['t']
+  static override usage = [
+    'trigger [FUNCTION_ID] [KEY=VALUE...] [-n <ns>] [-d <json>] [--void | --enqueue <queue>] [--timeout-ms <ms>] [--engine <url>] [--describe] [--json]',
+    'trigger --function-id=<id> [--payload=<json>] [same flags]',
+  ]
+  static override summary = 'Invoke a function of the running engine'
+  static override description =
+    'Builds the payload from --data (any JSON, default {}) and KEY=VALUE arguments (the value is JSON when it parses, ' +
+    'else text; applied left to right as a shallow merge), invokes FUNCTION_ID once and prints its result as JSON.'
+
+  static override examples = [
+    '<%= config.bin %> trigger math::add a=2 b=3',
+    `<%= config.bin %> trigger state::get --data '{"scope":"users","key":"ada"}'`,
+    '<%= config.bin %> t orders::process id=42 --void',
+    '<%= config.bin %> trigger emails::send to=ada@example.com --enqueue emails',
+  ]
+
+  // KEY=VALUE tokens follow FUNCTION_ID in any number.
+  static override strict = false
+
+  static override args = {
+    function_id: Args.string({ description: 'Function to invoke, e.g. math::add', required: false }),
+  }
+
+  static override flags = {
+    namespace: Flags.string({ char: 'n', summary: 'Namespace to invoke the function in (default: default)' }),
+    data: Flags.string({ char: 'd', summary: 'Payload base as JSON (default {})' }),
+    void: Flags.boolean({ summary: 'Fire and forget: exit once sent, print nothing', exclusive: ['enqueue', 'describe'] }),
+    enqueue: Flags.string({ summary: 'Enqueue on this queue and print the receipt', exclusive: ['void', 'describe'] }),
+    'timeout-ms': Flags.integer({ summary: 'How long to wait for the result, ms', default: 30000, min: 1 }),
+    engine: Flags.string({ aliases: ['url'], summary: 'Engine URL (default: SVC_URL, else the listener of config.yaml, else ws://127.0.0.1:49134)' }),
+    describe: Flags.boolean({ summary: "Print the function's description, schemas and triggers instead of invoking it" }),
+    json: Flags.boolean({ summary: 'Print one JSON object: {ok, result | error, duration_ms}' }),
+    'function-id': Flags.string({ summary: 'Legacy form of FUNCTION_ID', hidden: true }),
+    payload: Flags.string({ summary: 'Legacy form of --data', hidden: true }),
+  }
+
+  protected override jsonErrorFields(): Record<string, unknown> {
+    return { ok: false }
+  }
+
+  async run(): Promise<void> {
+    const { flags, argv } = await this.parse(Trigger)
+    let input
+    try {
+      input = resolveTriggerInput({
+        positionals: argv as string[],
+        data: flags.data,
+        functionIdFlag: flags['function-id'],
+        payloadFlag: flags.payload,
+      })
+    } catch (err) {
+      if (err instanceof PayloadError) throw usageError(err.message)
+      throw err
+    }
+    if (input.functionId === undefined) {
+      throw usageError('Missing FUNCTION_ID', 'pass the function to invoke, e.g. svc trigger math::add a=1 b=2')
+    }
+
+    const url = resolveEngineUrl({ flag: flags.engine, cwd: process.cwd() })
+    const call = flags.describe
+      ? {
+          url,
+          functionId: 'engine::functions::info',
+          payload: flags.namespace === undefined ? { function_id: input.functionId } : { function_id: input.functionId, namespace: flags.namespace },
+          mode: 'sync' as const,
+          timeoutMs: flags['timeout-ms'],
+        }
+      : {
+          url,
+          functionId: input.functionId,
+          payload: input.payload,
+          namespace: flags.namespace,
+          mode: flags.void ? ('void' as const) : flags.enqueue !== undefined ? ('enqueue' as const) : ('sync' as const),
+          queue: flags.enqueue,
+          timeoutMs: flags['timeout-ms'],
+        }
+
+    const started = performance.now()
+    let outcome
+    try {
+      outcome = await triggerOnce(call)
+    } catch (err) {
+      const error = toCliError(err)
+      if (!flags.json) throw error
+      process.stdout.write(`${JSON.stringify({ ok: false, error: jsonError(error), duration_ms: Math.round(performance.now() - started) })}\n`)
+      this.exit(error.exitCode)
+      return
+    }
+
+    if (flags.json) {
+      process.stdout.write(`${JSON.stringify({ ok: true, result: outcome.result ?? null, duration_ms: outcome.durationMs })}\n`)
+    } else if (outcome.result !== undefined) {
+      process.stdout.write(`${JSON.stringify(outcome.result, null, 2)}\n`)
+    }
+  }
+}
+
+/** `{code, message, stacktrace?}`: the function's own error as it sent it, else the CLI's. */
+function jsonError(error: CliError): Record<string, unknown> {
+  const cause = error.cause
+  if (error.exitCode === ExitCode.Failure && cause instanceof InvocationError) {
+    const body: Record<string, unknown> = { code: cause.code, message: cause.detail }
+    if (cause.stacktrace !== undefined) body.stacktrace = cause.stacktrace
+    return body
+  }
+  return { code: error.code, message: error.message }
+}

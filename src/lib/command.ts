@@ -1,0 +1,35 @@
+/**
+ * Base class of svc commands: one place that turns any failure into the output and exit code of
+ * cli.md §1 (`Error: …`/`Hint: …` on stderr, or `{"error":{"code","message"}}` on stdout with --json).
+ */
+import { Command } from '@oclif/core'
+import { debugEnabled, formatHumanError, formatJsonError, toCliError } from './errors.ts'
+import type { CliError } from './errors.ts'
+
+/**
+ * Every svc command extends this instead of oclif's `Command`: a thrown {@link CliError} (or any
+ * error, through `toCliError`) becomes the message and exit code of cli.md §1.1, and oclif's own
+ * parse errors (unknown flag, bad option value) exit 2 in the same format.
+ */
+export abstract class SvcCommand extends Command {
+  /** True when `--json` appears before any `--` (known before flags are parsed, so parse errors follow it). */
+  protected jsonRequested(): boolean {
+    const end = this.argv.indexOf('--')
+    return (end < 0 ? this.argv : this.argv.slice(0, end)).includes('--json')
+  }
+
+  /** Fields added to the `--json` error object (e.g. `ok: false` for svc trigger). */
+  protected jsonErrorFields(): Record<string, unknown> {
+    return {}
+  }
+
+  override async catch(err: Error & { code?: unknown; oclif?: { exit?: number } }): Promise<unknown> {
+    // this.exit() throws an ExitError; let it through so oclif exits with its code quietly.
+    if (err.code === 'EEXIT') throw err
+    const error = toCliError(err)
+    if (this.jsonRequested()) process.stdout.write(formatJsonError(error, this.jsonErrorFields()))
+    else process.stderr.write(formatHumanError(error, debugEnabled()))
+    this.exit(error.exitCode)
+    return undefined
+  }
+}

@@ -1,0 +1,169 @@
+import assert from 'node:assert/strict'
+import { describe, it } from 'node:test'
+import { buildPayload, PayloadError, parseToken, resolveTriggerInput } from './payload.ts'
+
+function failsWith(fn: () => unknown, message: string | RegExp) {
+  assert.throws(fn, (err: unknown) => {
+    assert.ok(err instanceof PayloadError, `expected a PayloadError, got ${String(err)}`)
+    assert.equal(err.code, 'INVALID_ARGUMENT')
+    if (typeof message === 'string') assert.equal(err.message, message)
+    else assert.match(err.message, message)
+    return true
+  })
+}
+
+describe('svc trigger tokens: the table of cli.md §4.6', () => {
+  // Each row as the shell hands the token to the CLI (quotes already removed by the shell).
+  const table: Array<[string, string, unknown]> = [
+    ['a=10', 'a', 10],
+    ['ok=true', 'ok', true],
+    ['x=null', 'x', null],
+    ['name=alice', 'name', 'alice'],
+    ['zip=01234', 'zip', '01234'],
+    ['s="true"', 's', 'true'],
+    ['o={"k":1}', 'o', { k: 1 }],
+    ['l=[1,2]', 'l', [1, 2]],
+    ['e=', 'e', ''],
+    ['a.b=1', 'a.b', 1],
+  ]
+  for (const [token, key, value] of table) {
+    it(`${token} gives ${JSON.stringify({ [key]: value })}`, () => {
+      assert.deepEqual(parseToken(token), { key, value })
+      assert.deepEqual(buildPayload(undefined, [token]), { [key]: value })
+    })
+  }
+
+  it('keeps a shell-quoted value with spaces as one string', () => {
+    assert.deepEqual(buildPayload(undefined, ['name=Ada Lovelace']), { name: 'Ada Lovelace' })
+  })
+
+  it('splits at the first = only', () => {
+    assert.deepEqual(buildPayload(undefined, ['q=a=b', 'expr==1']), { q: 'a=b', expr: '=1' })
+  })
+
+  it('parses other JSON forms: negatives, floats, exponents, nested objects', () => {
+    assert.deepEqual(buildPayload(undefined, ['n=-1.5', 'big=1e3', 'deep={"a":{"b":[null]}}']), {
+      n: -1.5,
+      big: 1000,
+      deep: { a: { b: [null] } },
+    })
+  })
+
+  it('keeps text that only looks like JSON as text', () => {
+    assert.deepEqual(buildPayload(undefined, ['t=True', "u='x'", 'v={k:1}', 'w=[1,']), {
+      t: 'True',
+      u: "'x'",
+      v: '{k:1}',
+      w: '[1,',
+    })
+  })
+})
+
+describe('buildPayload: base and merge rules', () => {
+  it('is {} with neither --data nor tokens', () => {
+    assert.deepEqual(buildPayload(undefined, []), {})
+  })
+
+  it('uses --data as given, any JSON value, when there are no tokens', () => {
+    assert.deepEqual(buildPayload('{"a":1}', []), { a: 1 })
+    assert.deepEqual(buildPayload('[1,2]', []), [1, 2])
+    assert.equal(buildPayload('"text"', []), 'text')
+    assert.equal(buildPayload('42', []), 42)
+    assert.equal(buildPayload('null', []), null)
+  })
+
+  it('applies tokens left to right over --data, later ones winning (shallow merge)', () => {
+    assert.deepEqual(buildPayload('{"a":1,"b":{"c":1},"keep":true}', ['a=2', 'b={"d":2}', 'a=3']), {
+      a: 3,
+      b: { d: 2 },
+      keep: true,
+    })
+  })
+
+  it('treats a __proto__ key as a plain field', () => {
+    const payload = buildPayload(undefined, ['__proto__={"polluted":true}']) as Record<string, unknown>
+    assert.equal(JSON.stringify(payload), '{"__proto__":{"polluted":true}}')
+    assert.equal(({} as Record<string, unknown>).polluted, undefined)
+    assert.equal(Object.getPrototypeOf(payload), Object.prototype)
+  })
+
+  it('rejects invalid --data JSON with the parser message', () => {
+    failsWith(() => buildPayload('{a:1}', []), /^--data: invalid JSON \(.+\)$/)
+    failsWith(() => buildPayload('', []), /^--data: invalid JSON \(.+\)$/)
+  })
+
+  it('rejects tokens over --data that is not an object', () => {
+    for (const data of ['[1]', '"s"', '1', 'null', 'true']) {
+      failsWith(() => buildPayload(data, ['a=1']), '--data must be a JSON object when key=value arguments are given')
+    }
+  })
+
+  it('rejects a token without = and an empty key', () => {
+    failsWith(() => buildPayload(undefined, ['x']), "Invalid argument 'x': expected key=value")
+    failsWith(() => buildPayload(undefined, ['a=1', '=x']), "Invalid argument '=x': empty key")
+  })
+})
+
+describe('resolveTriggerInput: positional and legacy forms', () => {
+  it('takes the first positional as the function id and the rest as tokens', () => {
+    assert.deepEqual(resolveTriggerInput({ positionals: ['math::add', 'a=1', 'b=2'] }), {
+      functionId: 'math::add',
+      payload: { a: 1, b: 2 },
+    })
+    assert.deepEqual(resolveTriggerInput({ positionals: ['math::add'], data: '{"a":5}' }), {
+      functionId: 'math::add',
+      payload: { a: 5 },
+    })
+  })
+
+  it('reports no function id when there is none', () => {
+    assert.deepEqual(resolveTriggerInput({ positionals: [] }), { functionId: undefined, payload: {} })
+  })
+
+  it('refuses a key=value where the function id should be', () => {
+    failsWith(
+      () => resolveTriggerInput({ positionals: ['a=1'] }),
+      "Missing FUNCTION_ID: the first argument 'a=1' looks like key=value; put the function id first",
+    )
+  })
+
+  it('accepts --function-id with --payload, defaulting the payload to {}', () => {
+    assert.deepEqual(resolveTriggerInput({ positionals: [], functionIdFlag: 'math::add', payloadFlag: '{"a":1}' }), {
+      functionId: 'math::add',
+      payload: { a: 1 },
+    })
+    assert.deepEqual(resolveTriggerInput({ positionals: [], functionIdFlag: 'math::add' }), {
+      functionId: 'math::add',
+      payload: {},
+    })
+    assert.deepEqual(resolveTriggerInput({ positionals: [], functionIdFlag: 'x', payloadFlag: '[1]' }), {
+      functionId: 'x',
+      payload: [1],
+    })
+  })
+
+  it('refuses to mix the legacy form with positional arguments', () => {
+    for (const positionals of [['math::add'], ['a=1']]) {
+      failsWith(
+        () => resolveTriggerInput({ positionals, functionIdFlag: 'math::add' }),
+        '--function-id/--payload cannot be combined with positional arguments',
+      )
+      failsWith(
+        () => resolveTriggerInput({ positionals, payloadFlag: '{}' }),
+        '--function-id/--payload cannot be combined with positional arguments',
+      )
+    }
+  })
+
+  it('refuses --payload without --function-id, and --payload with --data', () => {
+    failsWith(() => resolveTriggerInput({ positionals: [], payloadFlag: '{}' }), '--payload requires --function-id')
+    failsWith(
+      () => resolveTriggerInput({ positionals: [], functionIdFlag: 'f', payloadFlag: '{}', data: '{}' }),
+      /^--payload and --data cannot be combined/,
+    )
+  })
+
+  it('reports invalid legacy --payload JSON like --data', () => {
+    failsWith(() => resolveTriggerInput({ positionals: [], functionIdFlag: 'f', payloadFlag: '{' }), /^--payload: invalid JSON/)
+  })
+})

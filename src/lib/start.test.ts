@@ -1,0 +1,124 @@
+import assert from 'node:assert/strict'
+import { describe, it } from 'node:test'
+import type { LoadedConfig } from '../../runtime/config/loader.ts'
+import { loadConfig } from '../../runtime/config/loader.ts'
+import { handleSignals, portInUse } from './start.ts'
+import type { RunningEngine } from './start.ts'
+
+class Exited extends Error {
+  readonly code: number
+  constructor(code: number) {
+    super(`exit ${code}`)
+    this.code = code
+  }
+}
+
+/** A running engine whose stop() finishes only when the test says so. */
+function fakeEngine() {
+  let finish!: () => void
+  let stops = 0
+  const stopped = new Promise<void>((resolve) => (finish = resolve))
+  const running = {
+    stop() {
+      stops++
+      return stopped
+    },
+  } as unknown as RunningEngine
+  return { running, finish, stops: () => stops }
+}
+
+function withHandlers(json = false) {
+  const out: string[] = []
+  const signals = handleSignals({
+    json,
+    stdout: (t) => out.push(t),
+    stderr: (t) => out.push(t),
+    exit: (code) => {
+      throw new Exited(code)
+    },
+  })
+  return { signals, out }
+}
+
+describe('shutdown on signals (cli.md §3, Shutdown)', () => {
+  it('stops the engine on SIGTERM and resolves exit code 0', async () => {
+    const { signals, out } = withHandlers(true)
+    const engine = fakeEngine()
+    try {
+      const done = signals.attach(engine.running)
+      process.emit('SIGTERM', 'SIGTERM')
+      assert.equal(engine.stops(), 1)
+      assert.deepEqual(out, ['{"event":"shutdown","signal":"SIGTERM"}\n'])
+      engine.finish()
+      assert.equal(await done, 0)
+    } finally {
+      signals.dispose()
+    }
+  })
+
+  it('a second SIGINT while stopping exits 130 at once; a second SIGTERM is ignored', async () => {
+    const { signals } = withHandlers()
+    const engine = fakeEngine()
+    try {
+      void signals.attach(engine.running)
+      process.emit('SIGINT', 'SIGINT')
+      process.emit('SIGTERM', 'SIGTERM')
+      assert.throws(() => process.emit('SIGINT', 'SIGINT'), (err: unknown) => err instanceof Exited && err.code === 130)
+      assert.equal(engine.stops(), 1)
+    } finally {
+      signals.dispose()
+      engine.finish()
+    }
+  })
+
+  it('a signal during start-up stops the engine as soon as it is attached', async () => {
+    const { signals, out } = withHandlers()
+    const engine = fakeEngine()
+    try {
+      process.emit('SIGINT', 'SIGINT')
+      assert.match(out.join(''), /Received SIGINT; stopping svc/)
+      assert.equal(engine.stops(), 0)
+      const done = signals.attach(engine.running)
+      assert.equal(engine.stops(), 1)
+      engine.finish()
+      assert.equal(await done, 0)
+    } finally {
+      signals.dispose()
+    }
+  })
+
+  it('dispose removes the handlers', () => {
+    const before = process.listenerCount('SIGINT')
+    const { signals } = withHandlers()
+    assert.equal(process.listenerCount('SIGINT'), before + 1)
+    signals.dispose()
+    assert.equal(process.listenerCount('SIGINT'), before)
+  })
+})
+
+describe('port in use (cli.md §3 step 4)', () => {
+  const config: LoadedConfig = loadConfig(undefined, { cwd: '/p', env: {}, overrides: { port: 4000 } })
+  const inUse = (port: number) => Object.assign(new Error(`listen EADDRINUSE: address already in use 127.0.0.1:${port}`), { code: 'EADDRINUSE', port })
+
+  it('names the engine listener and --port', () => {
+    assert.equal(
+      portInUse(inUse(4000), config)?.message,
+      'Port 4000 is already in use (svc-worker-manager). Is another svc running? Set port in the svc-worker-manager entry of config.yaml or pass --port.',
+    )
+  })
+
+  it('names the built-in whose default or seeded port it is, and its settings file', () => {
+    assert.equal(
+      portInUse(inUse(3111), config)?.message,
+      'Port 3111 is already in use (svc-http). Is another svc running? Change port in config/svc-http.yaml.',
+    )
+    const seeded = { ...config, builtins: { ...config.builtins, 'svc-stream': { enabled: true, config: { port: 9000 } } } }
+    assert.match(portInUse(new Error('wrapped', { cause: inUse(9000) }), seeded)?.message ?? '', /^Port 9000 is already in use \(svc-stream\)/)
+    assert.equal(portInUse(inUse(3111), config)?.exitCode, 1)
+  })
+
+  it('leaves other errors alone', () => {
+    assert.equal(portInUse(new Error('boom'), config), undefined)
+    assert.equal(portInUse(Object.assign(new Error('x'), { code: 'EACCES', port: 80 }), config), undefined)
+  })
+})

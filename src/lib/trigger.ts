@@ -1,0 +1,144 @@
+/**
+ * One invocation from the command line (cli.md §4.6, Execution): connect as a short-lived worker
+ * named `svc-cli:trigger`, invoke, disconnect, and map every outcome to output and exit code.
+ */
+import { InvocationError, registerWorker, TriggerAction } from 'svc-sdk'
+import type { InitOptions, SvcClient, TriggerRequest } from 'svc-sdk'
+import { CliError, ExitCode } from './errors.ts'
+
+/** Worker name the CLI announces while it triggers. */
+export const TRIGGER_WORKER_NAME = 'svc-cli:trigger'
+
+/** Hint printed with `function_not_found` (cli.md §4.6 outcome table). */
+export const NOT_FOUND_HINT = 'the worker may still be installing or starting; check svc worker list and retry'
+
+export interface TriggerCall {
+  /** `ws://…` of the engine. */
+  url: string
+  functionId: string
+  payload: unknown
+  /** `-n`; undefined sends no namespace (the engine uses `default`). */
+  namespace?: string | undefined
+  /** `sync` waits for the result, `void` returns once sent, `enqueue` returns the receipt. */
+  mode: 'sync' | 'void' | 'enqueue'
+  /** Queue name for `enqueue`. */
+  queue?: string | undefined
+  /** Timeout of a sync or enqueue call, ms (default 30000 in the command). */
+  timeoutMs: number
+}
+
+export interface TriggerOutcome {
+  /** The function's result; undefined when it returned none (or for `void`). */
+  result: unknown
+  durationMs: number
+}
+
+/** `Cannot connect to the engine at <url> (<reason>). Is svc running?` (exit 3). */
+export function unreachableError(url: string, cause: unknown): CliError {
+  const reason = reasonOf(cause)
+  return new CliError({
+    code: 'ENGINE_UNREACHABLE',
+    message: `Cannot connect to the engine at ${url}${reason ? ` (${reason})` : ''}. Is svc running?`,
+    exitCode: ExitCode.Unreachable,
+    cause,
+  })
+}
+
+function reasonOf(cause: unknown): string | undefined {
+  if (!(cause instanceof Error)) return undefined
+  const code = (cause as { code?: unknown }).code
+  if (typeof code === 'string' && code !== 'NOT_CONNECTED') return code
+  const inner = (cause as { errors?: unknown[] }).errors?.[0]
+  if (inner) return reasonOf(inner)
+  return cause.message || undefined
+}
+
+/** Opens the connection; resolves once connected, rejects with the exit-3 error if it fails. */
+export function connect(url: string): Promise<SvcClient> {
+  const options: InitOptions & { otel?: { enabled: boolean }; enableMetricsReporting?: boolean } = {
+    workerName: TRIGGER_WORKER_NAME,
+    workerDescription: 'svc trigger (command line)',
+    reconnectionConfig: { maxRetries: 0 },
+    // Telemetry off (cli.md §4.6); honoured once the SDK has its telemetry pipeline.
+    otel: { enabled: false },
+    enableMetricsReporting: false,
+  }
+  let client: SvcClient
+  try {
+    client = registerWorker(url, options)
+  } catch (err) {
+    throw new CliError({
+      code: 'INVALID_ARGUMENT',
+      message: `Invalid engine URL '${url}': ${(err as Error).message}`,
+      exitCode: ExitCode.Usage,
+      cause: err,
+    })
+  }
+  return new Promise((resolve, reject) => {
+    const remove = client.addConnectionStateListener((state) => {
+      if (state === 'connected') {
+        queueMicrotask(() => remove())
+        resolve(client)
+      } else if (state === 'failed' || state === 'disconnected') {
+        queueMicrotask(() => remove())
+        const cause = client.getLastError()
+        void client.shutdown()
+        reject(unreachableError(url, cause))
+      }
+    })
+  })
+}
+
+/**
+ * Runs one invocation and disconnects.
+ *
+ * @throws {CliError} exit 3 when the engine is unreachable, exit 4 `Timed out after <ms> ms waiting
+ *   for <id>`, exit 1 `<code>: <message>` (stack trace as details) for a function error, with the
+ *   retry hint for `function_not_found`
+ */
+export async function triggerOnce(call: TriggerCall): Promise<TriggerOutcome> {
+  const client = await connect(call.url)
+  const started = performance.now()
+  try {
+    const request: TriggerRequest = { function_id: call.functionId, payload: call.payload, timeoutMs: call.timeoutMs }
+    if (call.namespace !== undefined) request.namespace = call.namespace
+    if (call.mode === 'void') request.action = TriggerAction.Void()
+    else if (call.mode === 'enqueue') request.action = TriggerAction.Enqueue({ queue: call.queue ?? '' })
+    let result: unknown
+    try {
+      result = await client.trigger(request as TriggerRequest & { action?: undefined })
+    } catch (err) {
+      throw invocationFailure(err, call)
+    }
+    return { result, durationMs: Math.round(performance.now() - started) }
+  } finally {
+    await client.shutdown()
+  }
+}
+
+/** Maps a rejected trigger to the outcome table of cli.md §4.6. */
+export function invocationFailure(err: unknown, call: Pick<TriggerCall, 'functionId' | 'timeoutMs' | 'url'>): CliError {
+  if (!(err instanceof InvocationError)) {
+    return new CliError({ code: 'internal_error', message: (err as Error).message ?? String(err), exitCode: ExitCode.Failure, cause: err })
+  }
+  // Only the SDK's own deadline for this call is "timed out" (exit 4); a TIMEOUT a function
+  // reports about its own downstream call is that function's error (exit 1).
+  if (err.code === 'TIMEOUT' && err.detail === `invocation timed out after ${call.timeoutMs}ms`) {
+    return new CliError({
+      code: 'TIMEOUT',
+      message: `Timed out after ${call.timeoutMs} ms waiting for ${call.functionId}`,
+      exitCode: ExitCode.Timeout,
+      cause: err,
+    })
+  }
+  if (err.code === 'NOT_CONNECTED') return unreachableError(call.url, err)
+  const init: ConstructorParameters<typeof CliError>[0] = {
+    code: err.code,
+    message: `${err.code}: ${err.detail}`,
+    exitCode: ExitCode.Failure,
+    cause: err,
+  }
+  if (err.stacktrace) init.details = err.stacktrace
+  if (err.code === 'function_not_found') init.hint = NOT_FOUND_HINT
+  return new CliError(init)
+}

@@ -1,0 +1,302 @@
+/**
+ * End to end: `svc trigger` (cli.md §4.6) against a real engine started with the built CLI, with a
+ * real SDK worker (this test process) serving test functions. Needs `npm run build`.
+ */
+import assert from 'node:assert/strict'
+import { spawn, type ChildProcess } from 'node:child_process'
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { createServer } from 'node:net'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { createInterface } from 'node:readline'
+import { fileURLToPath } from 'node:url'
+import { after, before, describe, it } from 'node:test'
+import { registerWorker, type SvcClient } from 'svc-sdk'
+
+const SVC_BIN = fileURLToPath(new URL('../bin/run.js', import.meta.url))
+const NOT_FOUND_HINT = 'Hint: the worker may still be installing or starting; check svc worker list and retry\n'
+
+const dir = mkdtempSync(join(tmpdir(), 'svc-cli-trigger-'))
+writeFileSync(
+  join(dir, 'config.yaml'),
+  'workers:\n  - name: svc-worker-manager\n    config:\n      port: 0\n  - name: svc-http\n    config:\n      port: 0\n',
+)
+
+let engine: ChildProcess | undefined
+let engineExit: Promise<number | null>
+let engineUrl = ''
+let worker: SvcClient | undefined
+let billing: SvcClient | undefined
+const voidCalls: unknown[] = []
+let voidArrived: (() => void) | undefined
+
+function cleanEnv(extra: Record<string, string> = {}): NodeJS.ProcessEnv {
+  const env = { ...process.env, ...extra }
+  for (const key of ['SVC_URL', 'DEBUG']) if (!(key in extra)) delete env[key]
+  return env
+}
+
+interface Finished {
+  code: number | null
+  stdout: string
+  stderr: string
+}
+
+/** Runs `svc <args>` to completion in the project directory. */
+function svc(args: string[], options: { env?: Record<string, string>; cwd?: string } = {}): Promise<Finished> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [SVC_BIN, ...args], {
+      cwd: options.cwd ?? dir,
+      env: cleanEnv(options.env),
+      stdio: ['ignore', 'pipe', 'pipe'],
+    })
+    let stdout = ''
+    let stderr = ''
+    child.stdout.on('data', (d) => (stdout += d))
+    child.stderr.on('data', (d) => (stderr += d))
+    child.on('error', reject)
+    child.on('close', (code) => resolve({ code, stdout, stderr }))
+  })
+}
+
+/** `svc trigger <args> --engine <url>` against the test engine. */
+function trigger(...args: string[]): Promise<Finished> {
+  return svc(['trigger', ...args, '--engine', engineUrl])
+}
+
+/** A port nothing listens on: bound, read, released. */
+async function closedPort(): Promise<number> {
+  const server = createServer()
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+  const { port } = server.address() as { port: number }
+  await new Promise<void>((resolve) => server.close(() => resolve()))
+  return port
+}
+
+/** Waits until `ids` are all listed by the engine (registrations are asynchronous). */
+async function registered(client: SvcClient, ids: string[]): Promise<void> {
+  for (;;) {
+    const { functions } = (await client.trigger({ function_id: 'engine::functions::list', payload: {} })) as {
+      functions: Array<{ function_id: string }>
+    }
+    if (ids.every((id) => functions.some((f) => f.function_id === id))) return
+    await new Promise((resolve) => setTimeout(resolve, 20))
+  }
+}
+
+before(async () => {
+  const child = spawn(process.execPath, [SVC_BIN, '--json'], { cwd: dir, env: cleanEnv(), stdio: ['ignore', 'pipe', 'inherit'] })
+  engine = child
+  engineExit = new Promise((resolve) => child.on('close', (code) => resolve(code)))
+  engineUrl = await new Promise<string>((resolve, reject) => {
+    createInterface({ input: child.stdout! }).on('line', (line) => {
+      const event = JSON.parse(line) as { event: string; engine_url?: string }
+      if (event.event === 'engine_ready') resolve(event.engine_url!)
+    })
+    void engineExit.then((code) => reject(new Error(`svc exited with ${code} before it was ready`)))
+  })
+
+  worker = registerWorker(engineUrl, { workerName: 'cli-trigger-test' })
+  worker.registerFunction('test::echo', (data: unknown) => data)
+  worker.registerFunction('test::nothing', () => undefined)
+  worker.registerFunction('test::fail', () => {
+    throw Object.assign(new Error('the ledger is closed'), { code: 'LEDGER_CLOSED' })
+  })
+  worker.registerFunction('test::slow', () => new Promise((resolve) => setTimeout(() => resolve('late'), 5000).unref()))
+  worker.registerFunction('test::sink', (data: unknown) => {
+    voidCalls.push(data)
+    voidArrived?.()
+    return undefined
+  })
+  billing = registerWorker(engineUrl, { workerName: 'cli-trigger-billing', namespace: 'billing' })
+  billing.registerFunction('test::where', () => 'billing')
+  await registered(worker, ['test::echo', 'test::nothing', 'test::fail', 'test::slow', 'test::sink'])
+})
+
+after(async () => {
+  await worker?.shutdown()
+  await billing?.shutdown()
+  if (engine && engine.exitCode === null) {
+    engine.kill('SIGTERM')
+    await engineExit
+  }
+  rmSync(dir, { recursive: true, force: true })
+})
+
+describe('svc trigger (cli.md §4.6)', () => {
+  it('prints the result as pretty JSON (2-space indent), payload built from key=value tokens', async () => {
+    const result = await trigger('test::echo', 'a=10', 'ok=true', 'x=null', 'name=alice', 'zip=01234', 'o={"k":1}', 'l=[1,2]', 'e=', 'a.b=1')
+    assert.equal(result.code, 0, result.stderr)
+    assert.equal(result.stderr, '')
+    const expected = { a: 10, ok: true, x: null, name: 'alice', zip: '01234', o: { k: 1 }, l: [1, 2], e: '', 'a.b': 1 }
+    assert.equal(result.stdout, `${JSON.stringify(expected, null, 2)}\n`)
+  })
+
+  it('merges tokens over --data, and sends {} with neither', async () => {
+    const merged = await trigger('test::echo', '--data', '{"a":1,"b":2}', 'b=3')
+    assert.deepEqual(JSON.parse(merged.stdout), { a: 1, b: 3 })
+    const empty = await trigger('test::echo')
+    assert.equal(empty.stdout, '{}\n')
+    const array = await trigger('test::echo', '-d', '[1,"two"]')
+    assert.deepEqual(JSON.parse(array.stdout), [1, 'two'])
+  })
+
+  it('prints nothing for a function without result', async () => {
+    const result = await trigger('test::nothing')
+    assert.deepEqual(result, { code: 0, stdout: '', stderr: '' })
+  })
+
+  it('invokes built-in functions: state::set then state::get', async () => {
+    const set = await trigger('state::set', 'scope=cli', 'key=ada', 'value={"born":1815}')
+    assert.equal(set.code, 0, set.stderr)
+    const get = await trigger('state::get', 'scope=cli', 'key=ada')
+    assert.equal(get.code, 0, get.stderr)
+    assert.deepEqual(JSON.parse(get.stdout), { born: 1815 })
+    const list = await trigger('engine::functions::list')
+    const ids = (JSON.parse(list.stdout) as { functions: Array<{ function_id: string }> }).functions.map((f) => f.function_id)
+    assert.ok(ids.includes('test::echo') && ids.includes('state::get'), ids.join(','))
+  })
+
+  it('a function error prints Error: <code>: <message> and the stack on stderr, exit 1', async () => {
+    const result = await trigger('test::fail')
+    assert.equal(result.code, 1)
+    assert.equal(result.stdout, '')
+    assert.match(result.stderr, /^Error: LEDGER_CLOSED: the ledger is closed\nError: the ledger is closed\n\s+at /)
+    assert.doesNotMatch(result.stderr, /Hint:/)
+  })
+
+  it('function_not_found adds the retry hint, exit 1', async () => {
+    const result = await trigger('nope::missing')
+    assert.equal(result.code, 1)
+    assert.equal(result.stderr, `Error: function_not_found: Function nope::missing not found\n${NOT_FOUND_HINT}`)
+  })
+
+  it('--json prints one object per outcome', async () => {
+    const ok = await trigger('test::echo', 'a=1', '--json')
+    assert.equal(ok.code, 0)
+    const okBody = JSON.parse(ok.stdout) as Record<string, unknown>
+    assert.deepEqual({ ...okBody, duration_ms: 0 }, { ok: true, result: { a: 1 }, duration_ms: 0 })
+    assert.equal(typeof okBody.duration_ms, 'number')
+
+    const none = await trigger('test::nothing', '--json')
+    assert.equal(JSON.parse(none.stdout).result, null)
+
+    const failed = await trigger('test::fail', '--json')
+    assert.equal(failed.code, 1)
+    assert.equal(failed.stderr, '')
+    const body = JSON.parse(failed.stdout) as { ok: boolean; error: { code: string; message: string; stacktrace?: string } }
+    assert.equal(body.ok, false)
+    assert.equal(body.error.code, 'LEDGER_CLOSED')
+    assert.equal(body.error.message, 'the ledger is closed')
+    assert.match(body.error.stacktrace ?? '', /^Error: the ledger is closed\n\s+at /)
+
+    const usage = await trigger('test::echo', 'oops', '--json')
+    assert.equal(usage.code, 2)
+    assert.deepEqual(JSON.parse(usage.stdout), {
+      ok: false,
+      error: { code: 'INVALID_ARGUMENT', message: "Invalid argument 'oops': expected key=value" },
+    })
+  })
+
+  it('times out after --timeout-ms with exit 4', async () => {
+    const result = await trigger('test::slow', '--timeout-ms', '300')
+    assert.equal(result.code, 4)
+    assert.equal(result.stderr, 'Error: Timed out after 300 ms waiting for test::slow\n')
+    const json = await trigger('test::slow', '--timeout-ms', '300', '--json')
+    assert.equal(json.code, 4)
+    assert.deepEqual(JSON.parse(json.stdout).error, { code: 'TIMEOUT', message: 'Timed out after 300 ms waiting for test::slow' })
+  })
+
+  it('--void sends without waiting and prints nothing; the function still runs', async () => {
+    const arrived = new Promise<void>((resolve) => (voidArrived = resolve))
+    const result = await trigger('test::sink', 'n=1', '--void')
+    assert.deepEqual(result, { code: 0, stdout: '', stderr: '' })
+    await arrived
+    assert.deepEqual(voidCalls, [{ n: 1 }])
+  })
+
+  it('-n invokes in the given namespace', async () => {
+    await registered(billing!, ['test::where'])
+    const result = await trigger('test::where', '-n', 'billing')
+    assert.equal(result.code, 0, result.stderr)
+    assert.equal(result.stdout, '"billing"\n')
+  })
+
+  it('--enqueue without a queue worker fails with enqueue_error, exit 1', async () => {
+    const result = await trigger('test::sink', '--enqueue', 'default')
+    assert.equal(result.code, 1)
+    assert.match(result.stderr, /^Error: (enqueue_error|queue_not_found): /)
+  })
+
+  it('--describe prints the function details from engine::functions::info', async () => {
+    const result = await trigger('state::get', '--describe')
+    assert.equal(result.code, 0, result.stderr)
+    const detail = JSON.parse(result.stdout) as { function_id: string }
+    assert.equal(detail.function_id, 'state::get')
+  })
+
+  it('accepts the legacy --function-id/--payload form', async () => {
+    const result = await trigger('--function-id=test::echo', '--payload={"legacy":true}')
+    assert.equal(result.code, 0, result.stderr)
+    assert.deepEqual(JSON.parse(result.stdout), { legacy: true })
+    const noPayload = await trigger('--function-id', 'test::echo')
+    assert.equal(noPayload.stdout, '{}\n')
+  })
+
+  it('finds the engine through SVC_URL and the --url alias', async () => {
+    const viaEnv = await svc(['trigger', 'test::echo', 'via=env'], { env: { SVC_URL: engineUrl } })
+    assert.equal(viaEnv.code, 0, viaEnv.stderr)
+    assert.deepEqual(JSON.parse(viaEnv.stdout), { via: 'env' })
+    const viaAlias = await svc(['t', 'test::echo', 'via=url', '--url', engineUrl])
+    assert.deepEqual(JSON.parse(viaAlias.stdout), { via: 'url' })
+  })
+
+  it('finds the engine through the listener of the nearest config.yaml', async () => {
+    const project = mkdtempSync(join(tmpdir(), 'svc-cli-trigger-project-'))
+    try {
+      const port = new URL(engineUrl).port
+      writeFileSync(join(project, 'config.yaml'), `workers:\n  - name: svc-worker-manager\n    config:\n      host: 0.0.0.0\n      port: ${port}\n`)
+      const result = await svc(['trigger', 'test::echo', 'via=config'], { cwd: project })
+      assert.equal(result.code, 0, result.stderr)
+      assert.deepEqual(JSON.parse(result.stdout), { via: 'config' })
+    } finally {
+      rmSync(project, { recursive: true, force: true })
+    }
+  })
+})
+
+describe('svc trigger failures before any invocation', () => {
+  it('an unreachable engine exits 3 with the message of cli.md §4.6', async () => {
+    const port = await closedPort()
+    const result = await svc(['trigger', 'math::add', 'a=1', '--engine', `ws://127.0.0.1:${port}`])
+    assert.equal(result.code, 3)
+    assert.equal(result.stderr, `Error: Cannot connect to the engine at ws://127.0.0.1:${port} (ECONNREFUSED). Is svc running?\n`)
+    const json = await svc(['trigger', 'math::add', '--json', '--engine', `ws://127.0.0.1:${port}`])
+    assert.equal(json.code, 3)
+    assert.equal(JSON.parse(json.stdout).error.code, 'ENGINE_UNREACHABLE')
+  })
+
+  it('malformed key=value and bad --data exit 2 without contacting the engine', async () => {
+    const cases: Array<[string[], string]> = [
+      [['math::add', 'x'], "Error: Invalid argument 'x': expected key=value\n"],
+      [['math::add', '=x'], "Error: Invalid argument '=x': empty key\n"],
+      [['math::add', '--data', '{bad'], `Error: --data: invalid JSON (Expected property name or '}' in JSON at position 1 (line 1 column 2))\n`],
+      [['math::add', '--data', '[1]', 'a=1'], 'Error: --data must be a JSON object when key=value arguments are given\n'],
+      [['--function-id=math::add', 'a=1'], 'Error: --function-id/--payload cannot be combined with positional arguments\n'],
+      [['math::add', '--payload={}'], 'Error: --function-id/--payload cannot be combined with positional arguments\n'],
+      [['--payload={}'], 'Error: --payload requires --function-id\n'],
+    ]
+    // An engine URL nothing listens on: reaching it would exit 3, not 2.
+    const port = await closedPort()
+    for (const [args, stderr] of cases) {
+      const result = await svc(['trigger', ...args, '--engine', `ws://127.0.0.1:${port}`])
+      assert.deepEqual({ args, code: result.code, stderr: result.stderr }, { args, code: 2, stderr })
+    }
+  })
+
+  it('no FUNCTION_ID exits 2 with a hint', async () => {
+    const result = await svc(['trigger'])
+    assert.equal(result.code, 2)
+    assert.equal(result.stderr, 'Error: Missing FUNCTION_ID\nHint: pass the function to invoke, e.g. svc trigger math::add a=1 b=2\n')
+  })
+})
