@@ -17,11 +17,13 @@ async function waitForRoutes(base: string): Promise<void> {
   const deadline = Date.now() + 15000
   while (Date.now() < deadline) {
     const res = await fetch(`${base}/links/__probe__`).catch(() => undefined)
-    if (res && res.status === 404 && (await res.json()).error?.startsWith?.('no link')) return
+    if (res && res.status === 404 && (await json(res)).error?.startsWith?.('no link')) return
     await new Promise((r) => setTimeout(r, 100))
   }
   throw new Error(`routes never became available; worker output:\n${worker.output.join('')}`)
 }
+
+const json = (res: Response): Promise<any> => res.json()
 
 const post = (base: string, path: string, body: unknown, method = 'POST') =>
   fetch(base + path, { method, headers: { 'content-type': 'application/json' }, body: JSON.stringify(body), redirect: 'manual' })
@@ -43,7 +45,7 @@ describe('examples/link-shortener', () => {
     const base = engine.httpUrl
     const created = await post(base, '/links', { url: 'https://example.com/docs?page=1', code: 'docs' })
     assert.equal(created.status, 201)
-    assert.deepEqual(await created.json(), { code: 'docs', url: 'https://example.com/docs?page=1' })
+    assert.deepEqual(await json(created), { code: 'docs', url: 'https://example.com/docs?page=1' })
 
     for (let i = 0; i < 3; i++) {
       const res = await fetch(`${base}/s/docs`, { redirect: 'manual' })
@@ -52,7 +54,7 @@ describe('examples/link-shortener', () => {
     }
     const shown = await fetch(`${base}/links/docs`)
     assert.equal(shown.status, 200)
-    const link = await shown.json()
+    const link = await json(shown)
     assert.equal(link.code, 'docs')
     assert.equal(link.url, 'https://example.com/docs?page=1')
     assert.equal(link.visits, 3)
@@ -61,7 +63,7 @@ describe('examples/link-shortener', () => {
   it('generates a code when none is given', async () => {
     const res = await post(engine.httpUrl, '/links', { url: 'https://example.org/' })
     assert.equal(res.status, 201)
-    const body = await res.json()
+    const body = await json(res)
     assert.match(body.code, /^[A-Za-z0-9]{7}$/)
     const redirect = await fetch(`${engine.httpUrl}/s/${body.code}`, { redirect: 'manual' })
     assert.equal(redirect.headers.get('location'), 'https://example.org/')
@@ -70,31 +72,31 @@ describe('examples/link-shortener', () => {
   it('answers 400 with error when url is missing or not a URL, 409 when the code exists', async () => {
     const missing = await post(engine.httpUrl, '/links', { code: 'x1' })
     assert.equal(missing.status, 400)
-    assert.deepEqual(await missing.json(), { error: 'url is required' })
+    assert.deepEqual(await json(missing), { error: 'url is required' })
     const bad = await post(engine.httpUrl, '/links', { url: 'not a url' })
     assert.equal(bad.status, 400)
-    assert.equal(typeof (await bad.json()).error, 'string')
+    assert.equal(typeof (await json(bad)).error, 'string')
     await post(engine.httpUrl, '/links', { url: 'https://a.example/', code: 'taken' })
     const again = await post(engine.httpUrl, '/links', { url: 'https://b.example/', code: 'taken' })
     assert.equal(again.status, 409)
-    assert.equal(typeof (await again.json()).error, 'string')
+    assert.equal(typeof (await json(again)).error, 'string')
   })
 
   it('updates a link with PUT, and refuses an update without url', async () => {
     await post(engine.httpUrl, '/links', { url: 'https://old.example/', code: 'moving' })
     const updated = await post(engine.httpUrl, '/links/moving', { url: 'https://new.example/' }, 'PUT')
     assert.equal(updated.status, 200)
-    assert.deepEqual(await updated.json(), { code: 'moving', url: 'https://new.example/' })
+    assert.deepEqual(await json(updated), { code: 'moving', url: 'https://new.example/' })
     const redirect = await fetch(`${engine.httpUrl}/s/moving`, { redirect: 'manual' })
     assert.equal(redirect.headers.get('location'), 'https://new.example/')
     const noUrl = await post(engine.httpUrl, '/links/moving', {}, 'PUT')
     assert.equal(noUrl.status, 400)
-    assert.deepEqual(await noUrl.json(), { error: 'url is required' })
+    assert.deepEqual(await json(noUrl), { error: 'url is required' })
   })
 
   it('answers 404 for unknown codes', async () => {
     const res = await fetch(`${engine.httpUrl}/s/nope`, { redirect: 'manual' })
     assert.equal(res.status, 404)
-    assert.equal(typeof (await res.json()).error, 'string')
+    assert.equal(typeof (await json(res)).error, 'string')
   })
 })
