@@ -15,3 +15,4 @@ for (let i = 1; i < routes; i++) {
 client.addConnectionStateListener((state) => {
   if (state === 'connected') console.log(JSON.stringify({ ready: true }))
 })
+process.on('SIGTERM', () => process.exit(0))

@@ -8,6 +8,7 @@
  * inbound frame one `JSON.parse`. Everything that can be computed once (announce, registration
  * frames, timer callbacks) is.
  */
+import { sendCoalesced } from './coalesce.ts'
 import { randomUUID } from 'node:crypto'
 import WebSocket from 'ws'
 import { ErrorCode, InvocationError, RegistrationRejectedError, isErrorBody, toErrorBody } from './errors.ts'
@@ -564,7 +565,7 @@ export class WorkerClient implements SvcClient {
         error: { code: ErrorCode.InvocationFailed, message: `result is not JSON-serialisable: ${errorMessage(err)}` },
       })
     }
-    socket.send(text)
+    sendCoalesced(socket, text)
   }
 
   #onRejected(msg: RegistrationRejectedMessage): void {
@@ -701,7 +702,7 @@ export class WorkerClient implements SvcClient {
   // ---------------------------------------------------------------- sending
 
   #sendOn(socket: WebSocket, text: string): void {
-    if (socket === this.#socket && this.#connected) socket.send(text)
+    if (socket === this.#socket && this.#connected) sendCoalesced(socket, text)
   }
 
   /** Sends a frame now when connected; otherwise drops it (registrations are replayed, not queued). */
@@ -751,7 +752,7 @@ export class WorkerClient implements SvcClient {
       )
     }
     if (id === undefined) {
-      if (this.#connected) (this.#socket as WebSocket).send(text)
+      if (this.#connected) sendCoalesced(this.#socket as WebSocket, text)
       else this.#queue.push(text)
       return RESOLVED
     }
@@ -761,7 +762,7 @@ export class WorkerClient implements SvcClient {
     call.timer = setTimeout(WorkerClient.#onTimeout, timeoutMs, this, call, timeoutMs)
     if (this.#connected) {
       call.sent = true
-      ;(this.#socket as WebSocket).send(text)
+      sendCoalesced(this.#socket as WebSocket, text)
     } else {
       call.frame = text
       this.#queue.push(call)
