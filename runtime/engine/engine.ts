@@ -468,28 +468,23 @@ export class Engine implements BuiltinHost {
     return Errors.functionNotFound(functionId, namespace, this.functions.namespacesOf(functionId, namespace))
   }
 
-  /** A W→E `invokefunction` (§6.2–§6.4). */
+  /** A W→E `invokefunction` (§6.2–§6.4). The hot path: no closures or lookups beyond routing. */
   private invokeFromConnection(caller: Connection, message: InvokeFunctionMessage): void {
     const invocationId = message.action?.type === 'void' ? undefined : message.invocation_id
     const namespace = message.namespace ?? 'default'
-    const fail = (error: EngineError) => {
-      if (invocationId !== undefined) {
-        caller.send(resultFrame(invocationId, JSON.stringify(message.function_id), undefined, error.toErrorBody()))
-      } else {
-        this.log.debug(`void invocation of ${message.function_id} failed: ${error.message}`)
-      }
+    if (message.namespace !== undefined && namespace.trim() === '') {
+      return this.failCall(caller, invocationId, message.function_id, Errors.invalidNamespace())
     }
-    if (message.namespace !== undefined && namespace.trim() === '') return fail(Errors.invalidNamespace())
     if (message.action?.type === 'enqueue') {
       this.enqueue(message, caller).then(
-        (result) => invocationId !== undefined && caller.send(resultFrame(invocationId, JSON.stringify(message.function_id), result, undefined)),
-        (err: unknown) => fail(err instanceof EngineError ? err : new EngineError('enqueue_error', String(err))),
+        (result) => this.answerCall(caller, invocationId, message.function_id, result),
+        (err: unknown) => this.failCall(caller, invocationId, message.function_id, err instanceof EngineError ? err : new EngineError('enqueue_error', String(err))),
       )
       return
     }
     const entry = this.resolveFunction(namespace, message.function_id)
     const replica = entry?.pick(pendingBytesOf, this.backpressureBytes)
-    if (!entry || !replica) return fail(this.notFound(namespace, message.function_id))
+    if (!entry || !replica) return this.failCall(caller, invocationId, message.function_id, this.notFound(namespace, message.function_id))
     const peer = replica.peer
     if (peer.kind === 'connection' && !replica.invocation) {
       const legId = randomUUID()
@@ -504,9 +499,25 @@ export class Engine implements BuiltinHost {
     if (message.traceparent !== undefined) context.traceparent = message.traceparent
     context.baggage = mergeBaggage(message.baggage, entry)
     this.runInProcess(replica, message.data, context).then(
-      (result) => invocationId !== undefined && caller.send(resultFrame(invocationId, JSON.stringify(message.function_id), result, undefined)),
-      (err: unknown) => fail(err instanceof EngineError ? err : toEngineError(err)),
+      (result) => this.answerCall(caller, invocationId, message.function_id, result),
+      (err: unknown) => this.failCall(caller, invocationId, message.function_id, err instanceof EngineError ? err : toEngineError(err)),
     )
+  }
+
+  private answerCall(caller: Connection, invocationId: string | undefined, functionId: string, result: unknown): void {
+    if (invocationId !== undefined) caller.send(resultFrame(invocationId, JSON.stringify(functionId), result, undefined))
+  }
+
+  /** Reports a failed call to a synchronous caller; void calls only log (§6.3). */
+  private failCall(caller: Connection, invocationId: string | undefined, functionId: string, error: EngineError): void {
+    if (invocationId !== undefined) {
+      const body = error.toErrorBody()
+      const stack = (error as { stacktrace?: unknown }).stacktrace
+      if (typeof stack === 'string') body.stacktrace = stack
+      caller.send(resultFrame(invocationId, JSON.stringify(functionId), undefined, body))
+    } else {
+      this.log.debug(`void invocation of ${functionId} failed: ${error.message}`)
+    }
   }
 
   /** Runs a replica the engine executes itself: a built-in handler or an HTTP-invoked function. */

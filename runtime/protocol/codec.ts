@@ -65,6 +65,17 @@ export function decodeText(text: string): Decoded {
   return { kind: 'message', message: raw as unknown as Message }
 }
 
+
+/** Optional fields per message type; `null` in them counts as omitted (§1 conventions). */
+const INVOKE_OPTIONAL = ['invocation_id', 'metadata', 'action', 'namespace', 'traceparent', 'baggage'] as const
+const RESULT_OPTIONAL = ['result', 'error', 'traceparent', 'baggage', 'function_id'] as const
+const FUNCTION_OPTIONAL = ['description', 'request_format', 'response_format', 'metadata', 'invocation'] as const
+const TRIGGER_TYPE_OPTIONAL = ['description', 'trigger_request_format', 'call_request_format', 'namespace'] as const
+const NAMESPACE_OPTIONAL = ['namespace'] as const
+const TRIGGER_OPTIONAL = ['metadata', 'namespace', 'trigger_namespace'] as const
+const UNREGISTER_TRIGGER_OPTIONAL = ['trigger_type', 'function_id'] as const
+const ERROR_OPTIONAL = ['error'] as const
+
 function dropNulls(raw: Record<string, unknown>, fields: readonly string[]): void {
   for (const f of fields) if (raw[f] === null) delete raw[f]
 }
@@ -92,7 +103,7 @@ function optionalObject(raw: Record<string, unknown>, field: string): string | u
 function normalize(type: string, raw: Record<string, unknown>): string | undefined {
   switch (type) {
     case 'invokefunction': {
-      dropNulls(raw, ['invocation_id', 'metadata', 'action', 'namespace', 'traceparent', 'baggage'])
+      dropNulls(raw, INVOKE_OPTIONAL)
       if (raw.data === undefined) raw.data = null
       const action = raw.action
       if (action !== undefined) {
@@ -110,10 +121,10 @@ function normalize(type: string, raw: Record<string, unknown>): string | undefin
       )
     }
     case 'invocationresult':
-      dropNulls(raw, ['result', 'error', 'traceparent', 'baggage', 'function_id'])
+      dropNulls(raw, RESULT_OPTIONAL)
       return requireString(raw, 'invocation_id') ?? optionalString(raw, 'function_id')
     case 'registerfunction':
-      dropNulls(raw, ['description', 'request_format', 'response_format', 'metadata', 'invocation'])
+      dropNulls(raw, FUNCTION_OPTIONAL)
       return (
         requireString(raw, 'id') ??
         optionalString(raw, 'description') ??
@@ -125,14 +136,14 @@ function normalize(type: string, raw: Record<string, unknown>): string | undefin
     case 'unregisterfunction':
       return requireString(raw, 'id')
     case 'registertriggertype':
-      dropNulls(raw, ['description', 'trigger_request_format', 'call_request_format', 'namespace'])
+      dropNulls(raw, TRIGGER_TYPE_OPTIONAL)
       if (raw.description === undefined) raw.description = ''
       return requireString(raw, 'id') ?? optionalString(raw, 'description') ?? optionalString(raw, 'namespace')
     case 'unregistertriggertype':
-      dropNulls(raw, ['namespace'])
+      dropNulls(raw, NAMESPACE_OPTIONAL)
       return requireString(raw, 'id') ?? optionalString(raw, 'namespace')
     case 'registertrigger':
-      dropNulls(raw, ['metadata', 'namespace', 'trigger_namespace'])
+      dropNulls(raw, TRIGGER_OPTIONAL)
       if (raw.config === undefined || raw.config === null) raw.config = {}
       return (
         requireString(raw, 'id') ??
@@ -142,10 +153,10 @@ function normalize(type: string, raw: Record<string, unknown>): string | undefin
         optionalString(raw, 'trigger_namespace')
       )
     case 'unregistertrigger':
-      dropNulls(raw, ['trigger_type', 'function_id'])
+      dropNulls(raw, UNREGISTER_TRIGGER_OPTIONAL)
       return requireString(raw, 'id')
     case 'triggerregistrationresult':
-      dropNulls(raw, ['error'])
+      dropNulls(raw, ERROR_OPTIONAL)
       return requireString(raw, 'id')
     case 'reattach':
       return requireString(raw, 'previous_worker_id') ?? requireString(raw, 'reattach_token')
