@@ -1,7 +1,7 @@
 /**
  * Public types of `svc-sdk` (sdk.md §1–§8). The implementation is in `client.ts`.
  */
-import type { HttpAuth, HttpInvocationConfig as WireHttpInvocationConfig, TriggerActionValue } from './protocol.ts'
+import type { FormatSchema, HttpAuth, HttpInvocationConfig as WireHttpInvocationConfig, TriggerActionValue } from './protocol.ts'
 
 export type { TriggerActionValue }
 
@@ -70,15 +70,7 @@ export type ConnectionState = 'disconnected' | 'connecting' | 'connected' | 'rec
 export type FunctionHandler<TIn = any, TOut = any> = (data: TIn, metadata?: JsonValue) => TOut | Promise<TOut>
 
 /** Describes a value; JSON Schema documents are valid formats (protocol.md §4 FormatSchema). */
-export interface RegisterFunctionFormat {
-  description?: string
-  name?: string
-  type?: 'string' | 'number' | 'integer' | 'boolean' | 'object' | 'array' | 'null' | 'map'
-  properties?: Record<string, unknown>
-  items?: unknown
-  required?: string[]
-  [key: string]: unknown
-}
+export type RegisterFunctionFormat = FormatSchema
 
 /** Options of `registerFunction` (sdk.md §4). */
 export interface RegisterFunctionOptions {

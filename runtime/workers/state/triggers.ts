@@ -19,7 +19,7 @@ export const MAX_QUEUED_EVENTS = 10_000
 const DROP_LOG_EVERY = 1000
 
 interface Delivery {
-  event: StateEventData
+  event: StateEventData<unknown>
   origin: StateWriteOrigin | undefined
 }
 
@@ -71,7 +71,7 @@ export function parseStateTriggerConfig(config: unknown): StateTriggerConfig {
 }
 
 /** The event payload of a committed change (§4.3). */
-export function stateEvent(change: StateChange): StateEventData {
+export function stateEvent(change: StateChange): StateEventData<unknown> {
   const event_type =
     change.new_value === undefined ? 'state:deleted' : change.old_value === undefined ? 'state:created' : 'state:updated'
   return {
