@@ -9,7 +9,7 @@ import { readFileSync } from 'node:fs'
 import { dirname, isAbsolute, resolve } from 'node:path'
 import { isAlias, isMap, isScalar, isSeq, LineCounter, parseDocument } from 'yaml'
 import type { Document, Node, Pair } from 'yaml'
-import type { BuiltinEntry, EngineConfig, ListenerConfig, LocalWorkerEntry } from '../engine/types.ts'
+import type { BuiltinEntry, EngineConfig, HttpFunctionsPolicy, ListenerConfig, LocalWorkerEntry } from '../engine/types.ts'
 import { LISTENER_DEFAULTS } from '../engine/types.ts'
 import {
   BUILTIN_ALIASES,
@@ -57,11 +57,7 @@ export interface LoadedListenerConfig extends ListenerConfig {
 }
 
 /** `http_functions` (protocol.md §12.4), defaults applied. */
-export interface HttpFunctionsConfig {
-  url_allowlist: string[]
-  block_private_ips: boolean
-  require_https: boolean
-}
+export type HttpFunctionsConfig = HttpFunctionsPolicy
 
 /** A built-in entry; `config` is the expanded seed, `raw_config` the block as written. */
 export interface LoadedBuiltinEntry extends BuiltinEntry {

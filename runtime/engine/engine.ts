@@ -525,7 +525,7 @@ export class Engine implements BuiltinHost {
     const peer = replica.peer
     peer.activeInvocations++
     try {
-      if (replica.invocation) return await invokeOverHttp(replica.invocation, context.function_id, data, context)
+      if (replica.invocation) return await invokeOverHttp(replica.invocation, context.function_id, data, context, this.config.http_functions)
       return await replica.handler!(data, context)
     } finally {
       peer.activeInvocations--

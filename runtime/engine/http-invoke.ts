@@ -7,16 +7,7 @@ import { lookup } from 'node:dns/promises'
 import { isIP } from 'node:net'
 import type { HttpInvocationConfig } from 'svc-sdk/protocol'
 import { EngineError } from '../protocol/errors.ts'
-import type { InvocationContext } from './types.ts'
-
-/** `http_functions` of config.yaml (protocol.md §12.4). */
-export interface HttpFunctionsPolicy {
-  url_allowlist: string[]
-  block_private_ips: boolean
-  require_https: boolean
-}
-
-export const HTTP_FUNCTIONS_DEFAULTS: HttpFunctionsPolicy = { url_allowlist: [], block_private_ips: true, require_https: true }
+import { HTTP_FUNCTIONS_DEFAULTS, type HttpFunctionsPolicy, type InvocationContext } from './types.ts'
 
 function allowlisted(host: string, allowlist: string[]): boolean {
   return allowlist.some((pattern) => (pattern.startsWith('*.') ? host.endsWith(pattern.slice(1)) : host === pattern))

@@ -160,6 +160,18 @@ export interface LocalWorkerEntry {
   watch: boolean
 }
 
+/** `http_functions` of config.yaml (protocol.md §12.4): the URL policy of HTTP-invoked functions. */
+export interface HttpFunctionsPolicy {
+  /** Host names or IPs (`*.example.com` allowed) exempt from the two rules below. */
+  url_allowlist: string[]
+  /** Refuse URLs whose host resolves to a loopback, private, link-local or unique-local address. */
+  block_private_ips: boolean
+  /** Refuse `http:` URLs. */
+  require_https: boolean
+}
+
+export const HTTP_FUNCTIONS_DEFAULTS: HttpFunctionsPolicy = { url_allowlist: [], block_private_ips: true, require_https: true }
+
 /** The validated engine configuration (protocol.md §12), every default applied. */
 export interface EngineConfig {
   listeners: ListenerConfig[]
@@ -170,6 +182,8 @@ export interface EngineConfig {
   /** Keyed by canonical built-in name (`svc-http`, `svc-state`, …). */
   builtins: Record<string, BuiltinEntry>
   local_workers: LocalWorkerEntry[]
+  /** Default {@link HTTP_FUNCTIONS_DEFAULTS}. */
+  http_functions?: HttpFunctionsPolicy
 }
 
 export const LISTENER_DEFAULTS: ListenerConfig = {
