@@ -478,3 +478,40 @@ describe('engine functions', () => {
     assert.equal(r.error.message, 'Invalid input for engine::functions::list: input must be an object')
   })
 })
+
+describe('engine trigger types', () => {
+  it('engine::workers-available fires on connect, announce and disconnect', async () => {
+    const watcher = await worker({ name: 'watcher' })
+    const events: Array<{ event: string; worker_id: string }> = []
+    watcher.serve('watch::workers', (data) => void events.push(data))
+    watcher.send({ type: 'registertrigger', id: 'watch-w', trigger_type: 'engine::workers-available', function_id: 'watch::workers', config: {} })
+    await eventually(() => t.engine.triggers.getBinding('watch-w')?.status === 'active')
+    const subject = await RawWorker.connect(t.url)
+    subject.announce({ name: 'subject' })
+    await eventually(() => events.filter((e) => e.worker_id === subject.workerId).length === 2)
+    await subject.close()
+    await eventually(() => events.filter((e) => e.worker_id === subject.workerId).length === 3)
+    assert.deepEqual(
+      events.filter((e) => e.worker_id === subject.workerId).map((e) => e.event),
+      ['worker_connected', 'worker_metadata_updated', 'worker_disconnected'],
+    )
+  })
+
+  it('engine::functions-available fires once for a burst of registrations, listing every function', async () => {
+    const watcher = await worker({ name: 'fn-watcher' })
+    const fires: Array<{ event: string; functions: Array<{ function_id: string }> }> = []
+    watcher.serve('watch::functions', (data) => void fires.push(data))
+    watcher.send({ type: 'registertrigger', id: 'watch-f', trigger_type: 'engine::functions-available', function_id: 'watch::functions', config: {} })
+    await eventually(() => t.engine.triggers.getBinding('watch-f')?.status === 'active')
+    await new Promise((r) => setTimeout(r, 700))
+    fires.length = 0
+    const burst = await worker({ name: 'burst' })
+    for (const id of ['burst::a', 'burst::b', 'burst::c']) burst.serve(id, () => null)
+    await eventually(() => fires.length === 1)
+    await new Promise((r) => setTimeout(r, 700))
+    assert.equal(fires.length, 1)
+    assert.equal(fires[0]!.event, 'functions_changed')
+    const ids = fires[0]!.functions.map((f) => f.function_id)
+    for (const id of ['burst::a', 'burst::b', 'burst::c', 'engine::functions::list']) assert.ok(ids.includes(id), id)
+  })
+})

@@ -32,7 +32,8 @@ function isInternalId(id: string): boolean {
   return id.startsWith('engine::') && !id.startsWith('engine::queue::')
 }
 
-function functionSummary(entry: FunctionEntry) {
+/** FunctionSummary of protocol.md §11.1. */
+export function functionSummary(entry: FunctionEntry) {
   const latest = entry.latest
   const summary: Record<string, unknown> = {
     function_id: entry.id,

@@ -16,7 +16,8 @@ import { decodeFrame } from '../protocol/codec.ts'
 import { EngineError, Errors, RejectionMessages, errorBodyOf } from '../protocol/errors.ts'
 import { BuiltinPeer, type BuiltinHost } from './builtin-peer.ts'
 import { Connection } from './connection.ts'
-import { registerEngineFunctions } from './engine-functions.ts'
+import { functionSummary, registerEngineFunctions } from './engine-functions.ts'
+import { EngineTriggers } from './engine-triggers.ts'
 import { FunctionRegistry, type FunctionEntry, type Replica } from './functions.ts'
 import { invokeOverHttp } from './http-invoke.ts'
 import { Listener } from './listener.ts'
@@ -101,6 +102,7 @@ export class Engine implements BuiltinHost {
   private readonly requestedBuiltins: BuiltinWorker[] | undefined
   private readonly runningBuiltins: BuiltinWorker[] = []
   private readonly enginePeer: BuiltinPeer
+  private engineTriggers: EngineTriggers | undefined
   private readonly backpressureBytes: number
   private started = false
   private stopping = false
@@ -134,6 +136,9 @@ export class Engine implements BuiltinHost {
     this.started = true
     await mkdir(this.config.data_dir, { recursive: true })
     registerEngineFunctions(this, this.enginePeer)
+    this.engineTriggers = new EngineTriggers(this.enginePeer, this.log, () =>
+      [...this.functions.entries()].sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0)).map(functionSummary),
+    )
     try {
       for (const listenerConfig of this.config.listeners) {
         const listener = new Listener(listenerConfig, this.log, (socket, request) =>
@@ -169,6 +174,7 @@ export class Engine implements BuiltinHost {
   async stop(): Promise<void> {
     if (this.stopping) return
     this.stopping = true
+    this.engineTriggers?.stop()
     for (const connection of [...this.connections.values()]) {
       connection.socket.close(1001, 'engine shutting down')
       this.cleanup(connection)
@@ -216,6 +222,7 @@ export class Engine implements BuiltinHost {
     connection.send(
       JSON.stringify({ type: 'workerregistered', worker_id: connection.workerId, reattach_token: connection.reattachToken }),
     )
+    this.engineTriggers?.workerEvent('worker_connected', connection.workerId)
   }
 
   private onFrame(connection: Connection, decoded: ReturnType<typeof decodeFrame>): void {
@@ -297,11 +304,11 @@ export class Engine implements BuiltinHost {
         if (message.response_format !== undefined) replica.response_format = message.response_format
         if (message.metadata !== undefined) replica.metadata = message.metadata
         if (message.invocation !== undefined) replica.invocation = message.invocation
-        this.functions.add(connection.namespace, id, replica)
+        if (this.functions.add(connection.namespace, id, replica)) this.engineTriggers?.functionsChanged()
         return
       }
       case 'unregisterfunction':
-        this.functions.remove(connection.namespace, message.id, connection)
+        if (this.functions.remove(connection.namespace, message.id, connection)) this.engineTriggers?.functionsChanged()
         return
       case 'registertriggertype': {
         const { id } = message
@@ -403,7 +410,7 @@ export class Engine implements BuiltinHost {
   private cleanup(connection: Connection): void {
     if (!this.connections.has(connection.workerId)) return
     connection.retire()
-    this.functions.removePeer(connection)
+    if (this.functions.removePeer(connection)) this.engineTriggers?.functionsChanged()
     for (const [legId, leg] of this.legs) {
       if (leg.callee === connection) {
         this.legs.delete(legId)
@@ -422,6 +429,7 @@ export class Engine implements BuiltinHost {
     this.triggers.removeBindingsOf(connection)
     this.triggers.removeProviderPeer(connection)
     this.connections.delete(connection.workerId)
+    this.engineTriggers?.workerEvent('worker_disconnected', connection.workerId)
   }
 
   // ---- announce ------------------------------------------------------------------------------
@@ -451,6 +459,7 @@ export class Engine implements BuiltinHost {
       announce.namespace = connection.namespace
       connection.announce = announce
     }
+    this.engineTriggers?.workerEvent('worker_metadata_updated', connection.workerId)
     return { success: true }
   }
 
@@ -680,11 +689,11 @@ export class Engine implements BuiltinHost {
     if (options.metadata !== undefined) replica.metadata = options.metadata
     if (options.request_format !== undefined) replica.request_format = options.request_format
     if (options.response_format !== undefined) replica.response_format = options.response_format
-    this.functions.add('default', id, replica)
+    if (this.functions.add('default', id, replica)) this.engineTriggers?.functionsChanged()
   }
 
   unregisterLocalFunction(peer: BuiltinPeer, id: string): void {
-    this.functions.remove('default', id, peer)
+    if (this.functions.remove('default', id, peer)) this.engineTriggers?.functionsChanged()
   }
 
   registerLocalTriggerType(peer: BuiltinPeer, options: LocalTriggerTypeOptions, provider: LocalTriggerProvider): void {
@@ -704,7 +713,7 @@ export class Engine implements BuiltinHost {
 
   private removeBuiltinPeer(peer: BuiltinPeer): void {
     peer.alive = false
-    this.functions.removePeer(peer)
+    if (this.functions.removePeer(peer)) this.engineTriggers?.functionsChanged()
     this.triggers.removeBindingsOf(peer)
     this.triggers.removeProviderPeer(peer)
     this.builtinPeers.delete(peer.name)
