@@ -137,6 +137,21 @@ describe('invocation', () => {
     await eventually(async () => (await caller.call('fail::now', {})).error?.code === 'ORDER_INVALID')
   })
 
+  it('removes only this connection’s replica on unregisterfunction', async () => {
+    const a = await worker({ name: 'a' })
+    const b = await worker({ name: 'b' })
+    a.serve('unreg::fn', () => 'a')
+    b.serve('unreg::fn', () => 'b')
+    await eventually(() => t.engine.functions.get('default', 'unreg::fn')?.replicas.length === 2)
+    a.send({ type: 'unregisterfunction', id: 'unreg::fn' })
+    a.send({ type: 'unregisterfunction', id: 'never::registered' })
+    await eventually(() => t.engine.functions.get('default', 'unreg::fn')?.replicas.length === 1)
+    const caller = await worker()
+    assert.equal((await caller.call('unreg::fn', null)).result, 'b')
+    b.send({ type: 'unregisterfunction', id: 'unreg::fn' })
+    await eventually(async () => (await caller.call('unreg::fn', null)).error?.code === 'function_not_found')
+  })
+
   it('answers an unknown function with the exact not-found message', async () => {
     const caller = await worker()
     const r = await caller.call('missing::fn', {})
@@ -248,6 +263,9 @@ describe('lenient decoding and malformed frames', () => {
     const w = await worker()
     w.send({ type: 'invokefunction', invocation_id: 'bad-void', action: { type: 'void' } })
     w.send({ type: 'somethingnew', invocation_id: 'x' })
+    w.send({ type: 'registerservice', id: 'billing', name: 'Billing' })
+    w.send({ type: 'pong' })
+    w.send({ type: 'workerregistered', worker_id: 'x', reattach_token: 'y' })
     w.send('   ')
     w.send('not json')
     assert.ok(await w.silent((f) => f.type !== 'pong'))
