@@ -10,7 +10,7 @@ import type { BuiltinPeer } from './builtin-peer.ts'
 import type { Engine } from './engine.ts'
 import type { FunctionEntry } from './functions.ts'
 import type { Peer } from './peer.ts'
-import type { Binding, ProviderEntry } from './triggers.ts'
+import type { Binding, BindingInput, ProviderEntry } from './triggers.ts'
 import type { InvocationContext } from './types.ts'
 
 type Input = Record<string, unknown>
@@ -306,7 +306,7 @@ export function registerEngineFunctions(engine: Engine, peer: BuiltinPeer): void
     if ((namespace !== undefined && namespace.trim() === '') || (triggerNamespace !== undefined && triggerNamespace.trim() === '')) {
       throw Errors.invalidNamespace()
     }
-    const binding: Parameters<Engine['triggers']['addBinding']>[0] = {
+    const binding: BindingInput = {
       id: randomUUID(),
       trigger_type: triggerType,
       function_id: functionId,

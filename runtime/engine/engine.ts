@@ -23,7 +23,7 @@ import { invokeOverHttp } from './http-invoke.ts'
 import { Listener } from './listener.ts'
 import { consoleLogger } from './logger.ts'
 import type { Peer } from './peer.ts'
-import { TriggerRegistry, type Binding, type ProviderEntry } from './triggers.ts'
+import { TriggerRegistry, type Binding, type BindingInput, type ProviderEntry } from './triggers.ts'
 import type {
   BuiltinWorker,
   EngineConfig,
@@ -347,7 +347,7 @@ export class Engine implements BuiltinHost {
           )
           return
         }
-        const input: Parameters<TriggerRegistry['addBinding']>[0] = {
+        const input: BindingInput = {
           id: message.id,
           trigger_type: message.trigger_type,
           function_id: message.function_id,

@@ -41,6 +41,9 @@ export interface Binding {
   lastError?: ErrorBody
 }
 
+/** What a registration supplies; the registry fills in the rest. */
+export type BindingInput = Omit<Binding, 'status' | 'deliveredTo' | 'seq' | 'lastError'>
+
 /** How the registry's decisions reach providers and consumers. */
 export interface TriggerDelivery {
   /** Hand a binding to a provider (E→W `registertrigger`, or the local provider's handler). */
@@ -137,16 +140,7 @@ export class TriggerRegistry {
    * Stores a binding (replacing one with the same id and taking over its ownership, §5.5) and
    * resolves its provider: parked when none, delivered otherwise (§8.1).
    */
-  addBinding(input: {
-    id: string
-    trigger_type: string
-    function_id: string
-    config: unknown
-    metadata?: unknown
-    namespace: string
-    trigger_namespace?: string
-    owner: Peer | null
-  }): Binding {
+  addBinding(input: BindingInput): Binding {
     const previous = this.bindings.get(input.id)
     if (previous) this.removeBinding(input.id)
     const binding: Binding = {
