@@ -187,18 +187,30 @@ describe('svc start (cli.md §3)', () => {
     assert.equal(await running.exited, 0)
   })
 
-  it('lists local workers in the banner without launching them, with a note', async () => {
+  it('lists local workers in the banner with their states; --no-workers launches none', async () => {
     const dir = project(`${PORT0_CONFIG}  - name: math-worker\n    worker_path: ./workers/math\n  - name: off-worker\n    worker_path: ./workers/off\n    enabled: false\n`)
     const running = await startCli(['--json'], dir)
+    // workers/math does not exist: the worker fails, the engine keeps running.
     assert.deepEqual(running.ready.workers, [
-      { name: 'math-worker', state: 'declared' },
+      { name: 'math-worker', state: 'failed' },
       { name: 'off-worker', state: 'disabled' },
     ])
-    await new Promise((resolve) => setTimeout(resolve, 50))
+    const events = running.lines.map((l) => JSON.parse(l) as Record<string, unknown>)
+    assert.deepEqual(
+      events.find((e) => e.event === 'worker_state'),
+      { event: 'worker_state', worker: 'math-worker', state: 'failed', error: `Worker directory ${join('workers', 'math')} does not exist`, error_code: 'UNKNOWN_WORKER' },
+    )
     running.child.kill('SIGTERM')
     assert.equal(await running.exited, 0)
-    const notes = running.lines.map((l) => JSON.parse(l) as Record<string, unknown>).filter((e) => e.event === 'log' && e.source === 'svc')
-    assert.ok(notes.some((n) => n.level === 'warn' && String(n.message).endsWith('start them yourself: math-worker')), JSON.stringify(notes))
+
+    const skipped = await startCli(['--json', '--no-workers'], dir)
+    assert.deepEqual(skipped.ready.workers, [
+      { name: 'math-worker', state: 'skipped' },
+      { name: 'off-worker', state: 'disabled' },
+    ])
+    assert.ok(!skipped.lines.some((l) => l.includes('worker_state')))
+    skipped.child.kill('SIGTERM')
+    assert.equal(await skipped.exited, 0)
   })
 
   it('an invalid config.yaml exits 2 pointing at file:line:col', async () => {

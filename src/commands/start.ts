@@ -9,7 +9,8 @@ export default class Start extends SvcCommand {
   static override summary = 'Start the engine of the project in this directory'
   static override description =
     'Reads config.yaml (--config, else the nearest config.yaml in this directory or a parent; built-in defaults when there is none), ' +
-    'starts the engine and its built-in workers, prints where they listen, and runs until SIGINT or SIGTERM.'
+    'starts the engine and its built-in workers, launches the local workers of config.yaml (installed, watched and restarted on change), ' +
+    'prints where everything listens, and runs until SIGINT or SIGTERM.'
 
   static override examples = [
     '<%= config.bin %>',
@@ -25,7 +26,7 @@ export default class Start extends SvcCommand {
     workers: Flags.boolean({ summary: 'Launch the local workers of config.yaml', default: true, allowNo: true }),
     watch: Flags.boolean({ summary: 'Watch config.yaml and worker files', default: true, allowNo: true }),
     'log-level': Flags.string({ summary: 'Lowest log level printed', options: [...LOG_LEVELS], default: 'info' }),
-    json: Flags.boolean({ summary: 'Print one JSON event per line (engine_ready, log, shutdown)' }),
+    json: Flags.boolean({ summary: 'Print one JSON event per line (engine_ready, worker_state, log, shutdown)' }),
   }
 
   async run(): Promise<void> {

@@ -13,7 +13,11 @@ export interface ReadyInfo {
   httpUrls: string[]
   /** `listen_urls` of svc-stream. */
   streamUrls: string[]
-  /** Local worker entries of config.yaml and what became of them. */
+  /**
+   * Local worker entries of config.yaml and their state when the banner is printed: a supervisor
+   * state (`running`, `starting`, `installing`, `failed`, …), `disabled` (`enabled: false`) or
+   * `skipped` (`--no-workers`).
+   */
   workers: Array<{ name: string; state: string }>
   /** Absolute path of the config file, undefined when running on built-in defaults. */
   configFile: string | undefined
@@ -32,7 +36,7 @@ function line(label: string, value: string): string {
  * svc 0.1.0 ready in 420 ms
  *   engine    ws://127.0.0.1:49134
  *   http      http://127.0.0.1:3111
- *   workers   math-worker declared · caller-worker disabled
+ *   workers   math-worker running · caller-worker installing · old-worker disabled
  * ```
  */
 export function formatBanner(info: ReadyInfo): string {

@@ -1,9 +1,10 @@
 /**
  * The engine lifecycle behind `svc start` (cli.md §3): locate and load config.yaml, lock the data
- * directory, start the engine, announce it, and stop it cleanly on SIGINT/SIGTERM.
+ * directory, start the engine, launch the local workers, announce it, and stop it all cleanly on
+ * SIGINT/SIGTERM.
  */
 import { loadConfig } from '../../runtime/config/loader.ts'
-import type { LoadedConfig } from '../../runtime/config/loader.ts'
+import type { LoadedConfig, LoadedLocalWorkerEntry } from '../../runtime/config/loader.ts'
 import { Engine } from '../../runtime/engine/engine.ts'
 import { consoleLogger } from '../../runtime/engine/logger.ts'
 import type { LogLevel, LogRecord } from '../../runtime/engine/logger.ts'
@@ -14,6 +15,9 @@ import { CliError, ExitCode } from './errors.ts'
 import { lockDataDir } from './lock.ts'
 import type { DataDirLock } from './lock.ts'
 import { locateConfig } from './project.ts'
+import { diffConfig, watchConfigFile } from './reload.ts'
+import { superviseWorker } from '../supervisor/supervisor.ts'
+import type { OutputLine, RegistrationProbe, SupervisedWorker, WorkerState } from '../supervisor/types.ts'
 
 export const LOG_LEVELS = ['trace', 'debug', 'info', 'warn', 'error'] as const
 
@@ -43,16 +47,27 @@ export interface RunningEngine {
   readonly engine: Engine
   readonly config: LoadedConfig
   readonly ready: ReadyInfo
-  /** Stops the engine and releases the lock. Idempotent. */
+  /** The supervised local workers (empty with `--no-workers`). */
+  readonly workers: SupervisedWorker[]
+  /** Stops every worker (in parallel), then the engine, and releases the lock. Idempotent. */
   stop(): Promise<void>
 }
+
+/**
+ * How long the banner waits for freshly launched workers to register, so that it can say
+ * `running` rather than `starting`; workers that take longer are reported as they are.
+ */
+const BANNER_WAIT_MS = 3000
 
 /** Default ports of built-ins that listen, to name the owner of a port that is in use. */
 const BUILTIN_DEFAULT_PORTS: Record<string, number> = { 'svc-http': 3111, 'svc-stream': 3112, console: 3113 }
 
 /**
- * Loads the configuration, locks the data directory and starts the engine; prints the banner (or
- * the `engine_ready` event) once every listener is bound.
+ * Loads the configuration, locks the data directory, starts the engine and supervises the enabled
+ * local workers (unless `workers` is false); prints the banner (or the `engine_ready` event) once
+ * every listener is bound and the workers have registered or 3 s have passed. Worker output is
+ * logged under the worker's name (INFO for stdout, WARN for stderr); with `json`, every worker
+ * transition is a `worker_state` event (`worker`, `state`, `pid?`, `error?`, `error_code?`).
  *
  * @throws {CliError} `Config file <path> not found` and invalid files (exit 2), a port in use or a
  *   locked data directory (exit 1)
@@ -81,13 +96,77 @@ export async function startEngine(options: StartOptions): Promise<RunningEngine>
     throw portInUse(err, config) ?? err
   }
 
+  const readyMs = Math.round(performance.now())
+
+  // cli.md §3 step 5: launch the enabled local workers (§5).
+  const supervised = new Map<string, SupervisedWorker>()
+  const engineUrl = engine.workerUrls[0] ?? 'ws://127.0.0.1:49134'
+  const launch = (entry: LoadedLocalWorkerEntry): SupervisedWorker => {
+    const worker = launchLocalWorker(entry, {
+      engine,
+      engineUrl,
+      projectRoot: config.project_root,
+      watch: options.watch,
+      log: note,
+      output: makeLogger(entry.name),
+      emit: options.json ? emit : undefined,
+    })
+    supervised.set(entry.name, worker)
+    return worker
+  }
+  if (options.workers) {
+    for (const entry of config.local_workers) if (entry.enabled) launch(entry)
+    await Promise.all([...supervised.values()].map((w) => w.start()))
+    await settled([...supervised.values()], BANNER_WAIT_MS)
+  }
+
+  // cli.md §2.1 Reload: local worker entries apply while svc runs; built-in and listener changes
+  // need a restart (their settings come from config/ once the configuration worker exists).
+  let current = config
+  const reloader =
+    options.watch && config.file
+      ? watchConfigFile(config.file, {
+          load: () =>
+            loadConfig(located.label, { cwd: options.cwd, env: options.env, overrides: { port: options.port, host: options.host, dataDir: options.dataDir } }),
+          onReload: async (next) => {
+            const changes = diffConfig(current, next)
+            current = next
+            if (options.workers) {
+              const stopping = [...changes.stopped, ...changes.restarted.map((e) => e.name)]
+              await Promise.all(
+                stopping.map(async (name) => {
+                  const worker = supervised.get(name)
+                  supervised.delete(name)
+                  await worker?.stop().catch((err: unknown) => note.error(`${name}: ${(err as Error).message}`))
+                }),
+              )
+              await Promise.all([...changes.started, ...changes.restarted].map((entry) => launch(entry).start()))
+            }
+            for (const name of changes.builtins) note.warn(`config.yaml: the ${name} entry changed; restart svc to apply it`)
+            if (changes.listeners) note.warn('config.yaml: a svc-worker-manager entry changed; restart svc to apply it')
+            const summary = {
+              started: changes.started.map((e) => e.name),
+              stopped: changes.stopped,
+              restarted: changes.restarted.map((e) => e.name),
+            }
+            if (options.json) emit({ event: 'config_reloaded', ...summary })
+            else note.info('config.yaml reloaded', summary)
+          },
+          onError: (err) => {
+            const problem = err instanceof Error ? err.message : String(err)
+            if (options.json) emit({ event: 'config_error', error: problem })
+            note.error(`${problem}; keeping the previous configuration`)
+          },
+        })
+      : undefined
+
   const workers = config.local_workers.map((w) => ({
     name: w.name,
-    state: w.enabled ? (options.workers ? 'declared' : 'skipped') : 'disabled',
+    state: supervised.get(w.name)?.state ?? (w.enabled ? 'skipped' : 'disabled'),
   }))
   const ready: ReadyInfo = {
     version: options.version,
-    readyMs: Math.round(performance.now()),
+    readyMs,
     engineUrls: engine.workerUrls,
     httpUrls: engine.listenUrls('svc-http'),
     streamUrls: engine.listenUrls('svc-stream'),
@@ -97,21 +176,105 @@ export async function startEngine(options: StartOptions): Promise<RunningEngine>
   }
   if (options.json) emit(readyEvent(ready))
   else stdout(formatBanner(ready))
-  const pending = workers.filter((w) => w.state === 'declared').map((w) => w.name)
-  if (pending.length > 0) {
-    note.warn(`Local workers are not launched by this version of svc yet; start them yourself: ${pending.join(', ')}`)
-  }
 
   let stopped: Promise<void> | undefined
   return {
     engine,
     config,
     ready,
+    get workers() {
+      return [...supervised.values()]
+    },
     stop() {
-      stopped ??= engine.stop().finally(() => lock.release())
+      stopped ??= Promise.resolve(reloader?.close())
+        .then(() => Promise.all([...supervised.values()].map((w) => w.stop().catch((err: unknown) => note.error(`${w.name}: ${(err as Error).message}`)))))
+        .then(() => engine.stop())
+        .finally(() => lock.release())
       return stopped
     },
   }
+}
+
+/** What {@link launchLocalWorker} needs from `svc start`. */
+interface LaunchContext {
+  engine: Engine
+  engineUrl: string
+  projectRoot: string
+  /** False with `--no-watch`. */
+  watch: boolean
+  /** Supervisor transitions (source `svc`). */
+  log: Logger
+  /** The worker's own output lines (source = the worker's name): INFO for stdout, WARN for stderr. */
+  output: Logger
+  /** Set with `--json`: `worker_state` events. */
+  emit: ((event: Record<string, unknown>) => void) | undefined
+}
+
+/**
+ * Supervises one local worker entry of config.yaml (cli.md §5, environment base `engine`). The
+ * worker counts as registered once the engine has a connection announced under the entry's name
+ * in the entry's namespace, opened after the current process was started.
+ */
+function launchLocalWorker(entry: LoadedLocalWorkerEntry, context: LaunchContext): SupervisedWorker {
+  const namespace = entry.namespace ?? 'default'
+  const spec: Parameters<typeof superviseWorker>[0] = {
+    name: entry.name,
+    directory: entry.worker_path,
+    namespace,
+    engineUrl: context.engineUrl,
+    projectRoot: context.projectRoot,
+    envBase: 'engine',
+    env: entry.env,
+    watch: context.watch && entry.watch,
+    isRegistered: (probe) => hasConnection(context.engine, entry.name, namespace, probe),
+  }
+  if (entry.config !== undefined) spec.config = entry.config
+  if (entry.isolation !== undefined) spec.isolation = entry.isolation
+  const worker = superviseWorker(spec, { log: context.log })
+  worker.on('output', (line: OutputLine) => {
+    if (line.stream === 'stderr') context.output.warn(line.text)
+    else context.output.info(line.text)
+  })
+  const emit = context.emit
+  if (emit) {
+    worker.on('state', (state: WorkerState) => {
+      const event: Record<string, unknown> = { event: 'worker_state', worker: entry.name, state }
+      if (worker.pid !== undefined) event.pid = worker.pid
+      if ((state === 'failed' || state === 'crashed') && worker.lastError) {
+        event.error = worker.lastError
+        if (worker.failure) event.error_code = worker.failure.code
+      }
+      emit(event)
+    })
+  }
+  return worker
+}
+
+/** True when a connection announced as `name` in `namespace` was opened since `probe.startedAtMs`. */
+function hasConnection(engine: Engine, name: string, namespace: string, probe: RegistrationProbe): boolean {
+  for (const connection of engine.connections.values()) {
+    if (!connection.alive || !connection.namespaceResolved) continue
+    if (connection.name === name && connection.namespace === namespace && connection.connectedAtMs >= probe.startedAtMs) return true
+  }
+  return false
+}
+
+/** Resolves once no worker is `declared`, `starting` or `restarting`, or after `timeoutMs`. */
+function settled(workers: SupervisedWorker[], timeoutMs: number): Promise<void> {
+  const busy = () => workers.some((w) => w.state === 'declared' || w.state === 'starting' || w.state === 'restarting')
+  if (!busy()) return Promise.resolve()
+  return new Promise<void>((resolve) => {
+    const done = () => {
+      clearTimeout(timer)
+      for (const w of workers) w.off('state', check)
+      resolve()
+    }
+    const check = () => {
+      if (!busy()) done()
+    }
+    const timer = setTimeout(done, timeoutMs)
+    for (const w of workers) w.on('state', check)
+  })
 }
 
 function logEvent(record: LogRecord): Record<string, unknown> {

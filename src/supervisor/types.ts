@@ -4,6 +4,7 @@
  * Implementation: `supervisor.ts`; manifests: `manifest.ts`; KVM check: `kvm.ts`.
  */
 import type { EventEmitter } from 'node:events'
+import type { Logger } from '../../runtime/engine/types.ts'
 
 /** Supervisor states (cli.md §4.5, §5.3–§5.5). */
 export type WorkerState =
@@ -74,9 +75,99 @@ export interface WorkerSpec {
   stateFile?: string
   /**
    * True once the worker appears in the engine under its name and namespace; polled every 200 ms
-   * while `starting` to move to `running` (cli.md §5.3).
+   * while `starting` to move to `running` (cli.md §5.3). `probe` describes the process being
+   * started, so a connection older than `probe.startedAtMs` (the previous process, not yet
+   * disconnected) need not count.
    */
-  isRegistered: () => boolean | Promise<boolean>
+  isRegistered: (probe: RegistrationProbe) => boolean | Promise<boolean>
+}
+
+/** The process a {@link WorkerSpec.isRegistered} poll is about. */
+export interface RegistrationProbe {
+  /** Pid of the process group leader (the shell running the start command). */
+  pid: number | undefined
+  /** `Date.now()` just before the start command was spawned. */
+  startedAtMs: number
+}
+
+/** Options of `superviseWorker`. */
+export interface SupervisorOptions {
+  /** Transitions and warnings (`math-worker exited with code 1; restarting in 2 s (2/5)`). */
+  log: Logger
+  /** Overrides of the timings of cli.md §5.3–§5.5 (tests; default `SUPERVISOR_TIMINGS`). */
+  timings?: Partial<SupervisorTimings>
+}
+
+/** Timings of the supervisor, in ms (defaults in `SUPERVISOR_TIMINGS`, supervisor.ts). */
+export interface SupervisorTimings {
+  /** Quiet time after the last change of a burst before one action runs (§5.4: 500). */
+  debounceMs: number
+  /** Registration poll while `starting` (§5.3: 200). */
+  registrationPollMs: number
+  /** First crash-restart delay, doubled per consecutive crash up to `backoffMaxMs` (§5.5: 1000, 30000). */
+  backoffStartMs: number
+  backoffMaxMs: number
+  /** Unrequested exits counted in this window; `crashLimit` of them make the worker `crashed` (§5.5: 60000, 5). */
+  crashWindowMs: number
+  crashLimit: number
+  /** A process that ran this long before exiting starts the backoff over (60000). */
+  healthyRunMs: number
+  /** Default SIGTERM → SIGKILL delay (§5.1: 5000); `WorkerSpec.stopTimeoutMs` wins. */
+  stopTimeoutMs: number
+  /** Upper bound for `post_run`, which has no timeout of its own (60000). */
+  postRunTimeoutMs: number
+  /** When a worker that has not registered gets a note saying what it must do (15000). */
+  registrationNoteMs: number
+}
+
+/**
+ * Why a worker is `failed` or `crashed`. Codes: `INVALID_MANIFEST`, `NO_START_SCRIPT`,
+ * `UNKNOWN_WORKER` (manifest.ts), `KVM_NOT_ACCESSIBLE` and `MICROVM_NOT_AVAILABLE` (cli.md §5.7),
+ * `RESERVED_ENV_OVERRIDE` (compose env, §5.2), `SETUP_FAILED`, `INSTALL_FAILED` (§5.3),
+ * `PRE_RUN_FAILED` (compose `pre_run`), `SPAWN_FAILED` (the shell could not be started),
+ * `CRASHED` (§5.5).
+ */
+export interface SupervisorFailure {
+  code: string
+  message: string
+  hint?: string
+}
+
+/** Payload of the `exit` event: the worker process ended. */
+export interface WorkerExit {
+  /** Exit code, null when killed by a signal. */
+  code: number | null
+  signal: NodeJS.Signals | null
+  /** True when svc stopped it (stop, restart, file change). */
+  requested: boolean
+}
+
+/**
+ * Content of `.svc/state/workers/<name>.json` (JSON, written on every transition): what
+ * `svc worker list` reads, and the install/setup records of cli.md §5.3. Fields may be added.
+ */
+export interface WorkerStateRecord {
+  name: string
+  namespace: string
+  directory: string
+  state: WorkerState
+  /** Pid of the worker's process group leader while it runs, else null. */
+  pid: number | null
+  /** Pid of the svc process supervising it; the record is stale when that process is gone. */
+  supervisor_pid: number
+  /** ISO time the current process started, else null. */
+  started_at: string | null
+  /** Restarts since the supervisor started (crash restarts and file-change restarts). */
+  restarts: number
+  last_error: string | null
+  last_error_code: string | null
+  updated_at: string
+  /** `scripts.setup` text that last succeeded (setup runs again only when it changes). */
+  setup_command?: string
+  /** `scripts.install` text and dependency-manifest hash after the last successful install. */
+  install_command?: string
+  install_hash?: string
+  installed_at?: string
 }
 
 export interface OutputLine {
@@ -87,7 +178,8 @@ export interface OutputLine {
 
 /**
  * One supervised worker. Events: `state` (state: WorkerState, detail?: string) on every transition,
- * `output` (line: OutputLine) for every line the process prints.
+ * `output` (line: OutputLine) for every line the process prints (setup, install and hooks too),
+ * `exit` (exit: WorkerExit) whenever the worker process ends.
  */
 export interface SupervisedWorker extends EventEmitter {
   readonly name: string
@@ -95,12 +187,24 @@ export interface SupervisedWorker extends EventEmitter {
   readonly pid: number | undefined
   /** The error that put the worker in `failed` or `crashed`, or the last exit description. */
   readonly lastError: string | undefined
+  /** Code and hint of the error that put the worker in `failed` or `crashed`; undefined otherwise. */
+  readonly failure: SupervisorFailure | undefined
+  /** The manifest in use (undefined until read, or when it is invalid). */
+  readonly manifest: WorkerManifest | undefined
+  /** Restarts since the supervisor was created (crash restarts, file-change restarts, `restart()`). */
+  readonly restarts: number
+  /** When the current process started. */
+  readonly startedAt: Date | undefined
   /** Validates the manifest, installs when needed, starts the process and the watcher. */
   start(): Promise<void>
   /** Stops watching and the process (SIGTERM to the group, then SIGKILL after the stop timeout). */
   stop(): Promise<void>
   /** Stop then start (state `restarting`). */
   restart(): Promise<void>
-  /** Resolves when the worker reaches `running`; rejects when it fails, crashes or exits first, or after `timeoutMs`. */
+  /**
+   * Resolves when the worker reaches `running`; rejects when it fails, crashes or exits first, or
+   * after `timeoutMs`. The rejection is a `SupervisorError` whose `code` is the failure's code,
+   * `CHILD_EXITED_BEFORE_REGISTRATION`, `STARTUP_TIMEOUT` or `STOPPED`.
+   */
   waitUntilRunning(timeoutMs: number): Promise<void>
 }

@@ -1,0 +1,24 @@
+/**
+ * The worker supervisor (cli.md §5): manifests, the KVM check and `superviseWorker`.
+ */
+export * from './types.ts'
+export { superviseWorker, SupervisorError, SUPERVISOR_TIMINGS } from './supervisor.ts'
+export {
+  loadManifest,
+  parseManifest,
+  detectManifest,
+  inferScripts,
+  isDependencyManifest,
+  workerNameFor,
+  ManifestError,
+  MANIFEST_FILE,
+  WORKER_NAME_PATTERN,
+  DEPENDENCY_MANIFESTS,
+  RUNTIME_KINDS,
+  PACKAGE_MANAGERS,
+} from './manifest.ts'
+export type { LoadManifestOptions, ManifestErrorCode, RuntimeKind, PackageManager, InferredScripts } from './manifest.ts'
+export { checkKvm, KVM_MESSAGES } from './kvm.ts'
+export type { KvmCheck, KvmCheckOptions } from './kvm.ts'
+export { RESERVED_ENV, BASELINE_ENV, buildWorkerEnv, reservedNamesIn } from './env.ts'
+export { readWorkerState, stateFilePath, logFilePath, dependencyHash } from './state-file.ts'

@@ -1,0 +1,579 @@
+/**
+ * Worker manifests (cli.md §2.2): `svc.worker.yaml` read with positions and validated, scripts
+ * inferred from `runtime`, and directories without a manifest detected from their files.
+ */
+import { existsSync, readFileSync, statSync } from 'node:fs'
+import { basename, join, resolve } from 'node:path'
+import { isAlias, isMap, isScalar, isSeq, LineCounter, parseDocument } from 'yaml'
+import type { Document, Node, Pair } from 'yaml'
+import { didYouMean } from '../../runtime/config/catalogue.ts'
+import type { WorkerManifest } from './types.ts'
+
+/** The manifest's file name inside a worker directory. */
+export const MANIFEST_FILE = 'svc.worker.yaml'
+
+/** Worker names (cli.md §2.1, §2.2): 1–64 characters, lower-case letters, digits, `_` and `-`. */
+export const WORKER_NAME_PATTERN = /^[a-z0-9][a-z0-9_-]{0,63}$/
+
+export const RUNTIME_KINDS = ['typescript', 'javascript', 'bun', 'python', 'rust'] as const
+export const PACKAGE_MANAGERS = ['npm', 'pnpm', 'yarn', 'bun'] as const
+export type RuntimeKind = (typeof RUNTIME_KINDS)[number]
+export type PackageManager = (typeof PACKAGE_MANAGERS)[number]
+
+/** MicroVM size bounds (cli.md §2.2): defaults 2 CPUs and 2048 MiB. */
+export const RESOURCE_LIMITS = { cpus: { min: 1, max: 4 }, memory_mib: { min: 128, max: 4096 } } as const
+
+/**
+ * Dependency manifests (cli.md §5.3): their hash decides whether `scripts.install` runs again.
+ * Only files directly in the worker directory count.
+ */
+export const DEPENDENCY_MANIFESTS = [
+  'package.json',
+  'package-lock.json',
+  'npm-shrinkwrap.json',
+  'pnpm-lock.yaml',
+  'yarn.lock',
+  'bun.lock',
+  'bun.lockb',
+  'pyproject.toml',
+  'requirements*.txt',
+  'poetry.lock',
+  'uv.lock',
+  'Pipfile',
+  'Pipfile.lock',
+  'Cargo.toml',
+  'Cargo.lock',
+  'go.mod',
+  'go.sum',
+] as const
+
+/** True when a file name (no directory) is one of {@link DEPENDENCY_MANIFESTS}. */
+export function isDependencyManifest(fileName: string): boolean {
+  if (/^requirements.*\.txt$/.test(fileName)) return true
+  return (DEPENDENCY_MANIFESTS as readonly string[]).includes(fileName)
+}
+
+/** Codes of {@link ManifestError}. */
+export type ManifestErrorCode = 'INVALID_MANIFEST' | 'NO_START_SCRIPT' | 'UNKNOWN_WORKER'
+
+/**
+ * A worker directory that cannot be used. `message` is compiler style,
+ * `workers/math/svc.worker.yaml:3:5: unknown field 'scirpts' (did you mean 'scripts'?)`, or the plain
+ * problem when it has no place in a file (`Cannot determine how to start ./x: add a svc.worker.yaml
+ * with scripts.start`). Codes: `INVALID_MANIFEST` (the manifest is wrong), `NO_START_SCRIPT` (no
+ * manifest and nothing detected), `UNKNOWN_WORKER` (the directory does not exist).
+ * `svc worker add` maps it to exit 2; at launch it puts the worker in state `failed`.
+ */
+export class ManifestError extends Error {
+  override readonly name = 'ManifestError'
+  readonly code: ManifestErrorCode
+  /** The manifest file as named in the message (relative when the directory was given relative), or the directory. */
+  readonly file: string
+  /** 1-based line; undefined when the problem has no place in a file. */
+  readonly line: number | undefined
+  /** 1-based column. */
+  readonly column: number | undefined
+  /** The message without the `file:line:col: ` prefix. */
+  readonly problem: string
+
+  constructor(init: { code?: ManifestErrorCode; file: string; line?: number; column?: number; problem: string; plain?: boolean }) {
+    const where = init.line === undefined ? init.file : `${init.file}:${init.line}:${init.column ?? 1}`
+    super(init.plain ? init.problem : `${where}: ${init.problem}`)
+    this.code = init.code ?? 'INVALID_MANIFEST'
+    this.file = init.file
+    this.line = init.line
+    this.column = init.column
+    this.problem = init.problem
+  }
+}
+
+export interface LoadManifestOptions {
+  /**
+   * When false, a missing and uninferable start command is not an error and `scripts.start` is
+   * `''` (compose containers whose `scripts.run` replaces it). Default true.
+   */
+  requireStart?: boolean
+  /** How the directory is named in messages; default `dir` as given. */
+  label?: string
+}
+
+/**
+ * Reads `<dir>/svc.worker.yaml` and validates it, inferring missing scripts from `runtime` (or, when
+ * the manifest names no `runtime.kind`, from the directory's files); without a manifest, detects the
+ * directory (cli.md §2.2): `package.json` → `<manager> install` and `<manager> run dev` (or `start`),
+ * the manager being bun, pnpm or yarn when their lockfile exists, else npm; `pyproject.toml` or
+ * `requirements.txt` → python; `Cargo.toml` → rust. A detected directory is named after its base name.
+ *
+ * @throws {ManifestError} `INVALID_MANIFEST` with file, line and column for unknown fields, wrong
+ *   types, a bad name, an unknown `runtime.kind`/`package_manager`/`isolation`, `resources` out of
+ *   bounds (cpus 1–4, memory_mib 128–4096) or a start command that is neither given nor inferable;
+ *   `NO_START_SCRIPT` for an undetectable directory without a manifest; `UNKNOWN_WORKER` when `dir`
+ *   is not a directory.
+ * @example
+ * const manifest = loadManifest('./workers/math-worker')
+ * manifest.scripts.start // 'npx tsx src/index.ts'
+ */
+export function loadManifest(dir: string, options: LoadManifestOptions = {}): WorkerManifest {
+  const label = options.label ?? dir
+  const absolute = resolve(dir)
+  let isDir = false
+  try {
+    isDir = statSync(absolute).isDirectory()
+  } catch {
+    /* reported below */
+  }
+  if (!isDir) {
+    throw new ManifestError({ code: 'UNKNOWN_WORKER', file: label, problem: `Worker directory ${label} does not exist`, plain: true })
+  }
+  const file = join(absolute, MANIFEST_FILE)
+  if (!existsSync(file)) return detectManifest(absolute, { ...options, label })
+  let text: string
+  try {
+    text = readFileSync(file, 'utf8')
+  } catch (err) {
+    throw new ManifestError({ file: join(label, MANIFEST_FILE), problem: `cannot be read (${(err as Error).message})` })
+  }
+  return parseManifest(text, { ...options, directory: absolute, fileLabel: join(label, MANIFEST_FILE) })
+}
+
+/**
+ * Validates manifest text (the work of {@link loadManifest} without the read). `directory` is the
+ * absolute worker directory (for inference from its files); `fileLabel` names the file in messages.
+ *
+ * @throws {ManifestError} `INVALID_MANIFEST`
+ */
+export function parseManifest(
+  text: string,
+  options: { directory: string; fileLabel?: string; requireStart?: boolean },
+): WorkerManifest {
+  const file = options.fileLabel ?? MANIFEST_FILE
+  const reader = new ManifestReader(text, file)
+  const manifest = reader.read()
+  manifest.file = join(options.directory, MANIFEST_FILE)
+  const kind = manifest.runtime.kind
+  const inferred = kind
+    ? inferScripts(kind, manifest.runtime.package_manager ?? defaultManager(kind), manifest.runtime.entry, options.directory)
+    : detectScripts(options.directory)
+  if (manifest.scripts.install === undefined && inferred?.install !== undefined) manifest.scripts.install = inferred.install
+  if (!manifest.scripts.start) {
+    if (inferred?.start) manifest.scripts.start = inferred.start
+    else if (options.requireStart !== false) reader.missingStart(kind, manifest.runtime.entry)
+    else manifest.scripts.start = ''
+  }
+  if (kind && !manifest.runtime.package_manager && isJavaScriptKind(kind)) manifest.runtime.package_manager = defaultManager(kind)
+  return manifest
+}
+
+function isJavaScriptKind(kind: RuntimeKind): boolean {
+  return kind === 'typescript' || kind === 'javascript' || kind === 'bun'
+}
+
+function defaultManager(kind: RuntimeKind): PackageManager {
+  return kind === 'bun' ? 'bun' : 'npm'
+}
+
+/** Scripts inferred for a directory; `start` undefined when it cannot be inferred. */
+export interface InferredScripts {
+  install?: string
+  start?: string
+}
+
+/**
+ * The inference table of cli.md §2.2. `entry` is needed for every kind but rust; without it only
+ * `install` is inferred. Python: `install` uses `-e .` when `pyproject.toml` exists in `directory`,
+ * else `-r requirements.txt`; an entry ending in `.py` is run as a file, anything else with `-m`.
+ * TypeScript with bun runs `bun run <entry>` (bun runs TypeScript itself).
+ */
+export function inferScripts(kind: RuntimeKind, manager: PackageManager, entry: string | undefined, directory?: string): InferredScripts {
+  const quoted = entry === undefined ? undefined : shellQuote(entry)
+  switch (kind) {
+    case 'typescript': {
+      const install = `${manager} install`
+      if (quoted === undefined) return { install }
+      if (manager === 'npm') return { install, start: `npx tsx ${quoted}` }
+      if (manager === 'bun') return { install, start: `bun run ${quoted}` }
+      return { install, start: `${manager} exec tsx ${quoted}` }
+    }
+    case 'javascript':
+      return quoted === undefined ? { install: `${manager} install` } : { install: `${manager} install`, start: `node ${quoted}` }
+    case 'bun':
+      return quoted === undefined ? { install: 'bun install' } : { install: 'bun install', start: `bun run ${quoted}` }
+    case 'python': {
+      const usesPyproject = directory === undefined || existsSync(join(directory, 'pyproject.toml')) || !existsSync(join(directory, 'requirements.txt'))
+      const install = `python3 -m venv .venv && .venv/bin/pip install ${usesPyproject ? '-e .' : '-r requirements.txt'}`
+      if (entry === undefined) return { install }
+      return { install, start: entry.endsWith('.py') ? `.venv/bin/python ${quoted}` : `.venv/bin/python -m ${quoted}` }
+    }
+    case 'rust':
+      return { install: 'cargo build --release', start: 'cargo run --release' }
+  }
+}
+
+/** What {@link detectScripts} found in a directory. */
+interface Detected extends InferredScripts {
+  kind: RuntimeKind
+  manager?: PackageManager
+}
+
+/**
+ * Detection of a directory without manifest (cli.md §2.2), or undefined when nothing is recognised.
+ * `start` is undefined when the project type is known but not how to start it.
+ */
+function detectScripts(directory: string): Detected | undefined {
+  const has = (name: string) => existsSync(join(directory, name))
+  if (has('package.json')) {
+    const manager: PackageManager = has('bun.lock') || has('bun.lockb') ? 'bun' : has('pnpm-lock.yaml') ? 'pnpm' : has('yarn.lock') ? 'yarn' : 'npm'
+    let scripts: Record<string, unknown> = {}
+    try {
+      const parsed = JSON.parse(readFileSync(join(directory, 'package.json'), 'utf8')) as { scripts?: unknown }
+      if (parsed.scripts && typeof parsed.scripts === 'object') scripts = parsed.scripts as Record<string, unknown>
+    } catch {
+      /* an unreadable package.json starts nothing; the install step will report it */
+    }
+    const script = typeof scripts.dev === 'string' ? 'dev' : typeof scripts.start === 'string' ? 'start' : undefined
+    const detected: Detected = { kind: manager === 'bun' ? 'bun' : 'javascript', manager, install: `${manager} install` }
+    if (script) detected.start = `${manager} run ${script}`
+    return detected
+  }
+  if (has('pyproject.toml') || has('requirements.txt')) {
+    const module = has('main.py') ? 'main.py' : pythonModuleName(directory)
+    const inferred = inferScripts('python', 'npm', module, directory)
+    return { kind: 'python', ...inferred }
+  }
+  if (has('Cargo.toml')) return { kind: 'rust', ...inferScripts('rust', 'npm', undefined) }
+  return undefined
+}
+
+/** `[project] name` of pyproject.toml as an importable module name, if any. */
+function pythonModuleName(directory: string): string | undefined {
+  try {
+    const text = readFileSync(join(directory, 'pyproject.toml'), 'utf8')
+    const section = /^\[project\]\s*$([\s\S]*?)(?=^\[|(?![\s\S]))/m.exec(text)?.[1] ?? ''
+    const name = /^\s*name\s*=\s*["']([^"']+)["']/m.exec(section)?.[1]
+    return name ? name.replace(/[-.]/g, '_') : undefined
+  } catch {
+    return undefined
+  }
+}
+
+/**
+ * The manifest of a directory without `svc.worker.yaml` (cli.md §2.2): named after the directory
+ * (lower-cased, other characters replaced by `-`), scripts detected from its files.
+ *
+ * @throws {ManifestError} `NO_START_SCRIPT`: `Cannot determine how to start <path>: add a svc.worker.yaml with scripts.start`
+ */
+export function detectManifest(directory: string, options: LoadManifestOptions = {}): WorkerManifest {
+  const absolute = resolve(directory)
+  const label = options.label ?? directory
+  const detected = detectScripts(absolute)
+  if (!detected?.start && options.requireStart !== false) {
+    throw new ManifestError({
+      code: 'NO_START_SCRIPT',
+      file: label,
+      problem: `Cannot determine how to start ${label}: add a svc.worker.yaml with scripts.start`,
+      plain: true,
+    })
+  }
+  const manifest: WorkerManifest = {
+    name: workerNameFor(absolute),
+    runtime: {},
+    scripts: { start: detected?.start ?? '' },
+    env: {},
+    isolation: 'process',
+    watch: { enabled: true, ignore: [] },
+  }
+  if (detected) {
+    manifest.runtime.kind = detected.kind
+    if (detected.manager) manifest.runtime.package_manager = detected.manager
+    if (detected.install) manifest.scripts.install = detected.install
+  }
+  return manifest
+}
+
+/** A valid worker name derived from a directory's base name (`My App` → `my-app`). */
+export function workerNameFor(directory: string): string {
+  const name = basename(resolve(directory))
+    .toLowerCase()
+    .replace(/[^a-z0-9_-]+/g, '-')
+    .replace(/^[^a-z0-9]+/, '')
+    .slice(0, 64)
+  return name === '' ? 'worker' : name
+}
+
+/** Quotes a path for `sh -c` when it holds anything but safe characters. */
+function shellQuote(text: string): string {
+  return /^[A-Za-z0-9_./:@%+=,-]+$/.test(text) ? text : `'${text.replace(/'/g, `'\\''`)}'`
+}
+
+// ---------------------------------------------------------------------------------------------
+
+const TOP_KEYS = ['name', 'description', 'runtime', 'scripts', 'env', 'isolation', 'resources', 'watch'] as const
+const RUNTIME_KEYS = ['kind', 'package_manager', 'entry', 'base_image'] as const
+const SCRIPT_KEYS = ['setup', 'install', 'start'] as const
+const RESOURCE_KEYS = ['cpus', 'memory_mib'] as const
+const WATCH_KEYS = ['enabled', 'ignore'] as const
+
+type AnyPair = Pair<Node | null, Node | null>
+
+/** Walks the YAML tree so every error names its line and column (same style as config.yaml). */
+class ManifestReader {
+  private readonly text: string
+  private readonly file: string
+  private readonly lines = new LineCounter()
+  private doc!: Document.Parsed
+  private scriptsNode: Node | null = null
+  private runtimeNode: Node | null = null
+
+  constructor(text: string, file: string) {
+    this.text = text
+    this.file = file
+  }
+
+  read(): WorkerManifest {
+    this.doc = parseDocument(this.text, { lineCounter: this.lines, prettyErrors: false, uniqueKeys: true })
+    const syntax = this.doc.errors[0]
+    if (syntax) {
+      const pos = this.lines.linePos(syntax.pos[0])
+      throw new ManifestError({ file: this.file, line: pos.line, column: pos.col, problem: `invalid YAML: ${syntax.message}` })
+    }
+    const top = this.deref(this.doc.contents)
+    if (top === null || (isScalar(top) && top.value === null)) this.fail(null, "the manifest is empty; it needs at least 'name'")
+    if (!isMap(top)) this.fail(top, `the manifest must be a mapping of fields such as name and scripts${describe(top)}`)
+
+    const manifest: WorkerManifest = {
+      name: '',
+      runtime: {},
+      scripts: { start: '' },
+      env: {},
+      isolation: 'process',
+      watch: { enabled: true, ignore: [] },
+    }
+    let named = false
+    for (const pair of top.items as AnyPair[]) {
+      const key = this.keyOf(pair)
+      switch (key) {
+        case 'name': {
+          const name = this.string(pair, 'name')
+          if (!WORKER_NAME_PATTERN.test(name)) {
+            this.fail(pair.value, `invalid name '${name}': use 1-64 characters a-z, 0-9, '_' and '-', starting with a letter or digit`)
+          }
+          manifest.name = name
+          named = true
+          break
+        }
+        case 'description':
+          manifest.description = this.string(pair, 'description', true)
+          break
+        case 'runtime':
+          this.runtimeNode = pair.key
+          this.readRuntime(pair, manifest)
+          break
+        case 'scripts':
+          this.scriptsNode = pair.key
+          this.readScripts(pair, manifest)
+          break
+        case 'env':
+          manifest.env = this.readEnv(pair)
+          break
+        case 'isolation':
+          manifest.isolation = this.oneOf(pair, 'isolation', ['process', 'microvm'] as const)
+          break
+        case 'resources':
+          this.readResources(pair, manifest)
+          break
+        case 'watch':
+          this.readWatch(pair, manifest)
+          break
+        default:
+          this.failKey(pair, `unknown field '${key}'${didYouMean(key, TOP_KEYS)}`)
+      }
+    }
+    if (!named) this.fail(null, "missing required field 'name'")
+    return manifest
+  }
+
+  /** The error for a start command that is neither given nor inferable. */
+  missingStart(kind: RuntimeKind | undefined, entry: string | undefined): never {
+    let why: string
+    if (!kind) why = 'give scripts.start, or runtime.kind and runtime.entry to infer it'
+    else if (entry === undefined) why = `give scripts.start, or runtime.entry to infer it for ${kind}`
+    else why = 'give scripts.start'
+    this.fail(this.scriptsNode ?? this.runtimeNode, `missing scripts.start: ${why}`)
+  }
+
+  private readRuntime(owner: AnyPair, manifest: WorkerManifest): void {
+    const block = this.mapping(owner, 'runtime')
+    for (const pair of (block?.items ?? []) as AnyPair[]) {
+      const key = this.keyOf(pair)
+      switch (key) {
+        case 'kind':
+          manifest.runtime.kind = this.oneOf(pair, 'runtime.kind', RUNTIME_KINDS)
+          break
+        case 'package_manager':
+          manifest.runtime.package_manager = this.oneOf(pair, 'runtime.package_manager', PACKAGE_MANAGERS)
+          break
+        case 'entry':
+          manifest.runtime.entry = this.string(pair, 'runtime.entry')
+          break
+        case 'base_image':
+          manifest.runtime.base_image = this.string(pair, 'runtime.base_image')
+          break
+        default:
+          this.failKey(pair, `unknown field 'runtime.${key}'${didYouMean(key, RUNTIME_KEYS)}`)
+      }
+    }
+    const kind = manifest.runtime.kind
+    if (kind && (kind === 'python' || kind === 'rust') && manifest.runtime.package_manager) {
+      const pair = (block!.items as AnyPair[]).find((p) => this.keyOf(p) === 'package_manager')!
+      this.fail(pair.value, `runtime.package_manager applies to JavaScript kinds only, not ${kind}`)
+    }
+  }
+
+  private readScripts(owner: AnyPair, manifest: WorkerManifest): void {
+    const block = this.mapping(owner, 'scripts')
+    for (const pair of (block?.items ?? []) as AnyPair[]) {
+      const key = this.keyOf(pair)
+      if (!(SCRIPT_KEYS as readonly string[]).includes(key)) {
+        this.failKey(pair, `unknown field 'scripts.${key}'${didYouMean(key, SCRIPT_KEYS)}`)
+      }
+      manifest.scripts[key as (typeof SCRIPT_KEYS)[number]] = this.string(pair, `scripts.${key}`)
+    }
+  }
+
+  private readEnv(owner: AnyPair): Record<string, string> {
+    const block = this.mapping(owner, 'env')
+    const env: Record<string, string> = {}
+    for (const pair of (block?.items ?? []) as AnyPair[]) {
+      const key = this.keyOf(pair)
+      const node = this.deref(pair.value)
+      // Numbers and booleans are accepted as their text, as in config.yaml `env`.
+      if (node === null || !isScalar(node) || node.value === null || typeof node.value === 'object') {
+        this.fail(node ?? pair.key, `env.${key} must be a string${describe(node)}`)
+      }
+      env[key] = String(node.value)
+    }
+    return env
+  }
+
+  private readResources(owner: AnyPair, manifest: WorkerManifest): void {
+    const block = this.mapping(owner, 'resources')
+    const resources: NonNullable<WorkerManifest['resources']> = {}
+    for (const pair of (block?.items ?? []) as AnyPair[]) {
+      const key = this.keyOf(pair)
+      if (key !== 'cpus' && key !== 'memory_mib') this.failKey(pair, `unknown field 'resources.${key}'${didYouMean(key, RESOURCE_KEYS)}`)
+      const node = this.deref(pair.value)
+      const value = node !== null && isScalar(node) ? node.value : undefined
+      const limits = RESOURCE_LIMITS[key]
+      if (typeof value !== 'number' || !Number.isInteger(value)) this.fail(node ?? pair.key, `resources.${key} must be an integer${describe(node)}`)
+      if (value < limits.min || value > limits.max) {
+        this.fail(node, `resources.${key} must be between ${limits.min} and ${limits.max} (got ${value})`)
+      }
+      resources[key] = value
+    }
+    manifest.resources = resources
+  }
+
+  private readWatch(owner: AnyPair, manifest: WorkerManifest): void {
+    const node = this.deref(owner.value)
+    // `watch: false` is accepted as a short form of `watch: { enabled: false }`.
+    if (node !== null && isScalar(node) && typeof node.value === 'boolean') {
+      manifest.watch.enabled = node.value
+      return
+    }
+    const block = this.mapping(owner, 'watch')
+    for (const pair of (block?.items ?? []) as AnyPair[]) {
+      const key = this.keyOf(pair)
+      if (key === 'enabled') {
+        const value = this.deref(pair.value)
+        if (value === null || !isScalar(value) || typeof value.value !== 'boolean') {
+          this.fail(value ?? pair.key, `watch.enabled must be true or false${describe(value)}`)
+        }
+        manifest.watch.enabled = value.value as boolean
+      } else if (key === 'ignore') {
+        const list = this.deref(pair.value)
+        if (list === null || (isScalar(list) && list.value === null)) continue
+        if (!isSeq(list)) this.fail(list, `watch.ignore must be a list of glob patterns${describe(list)}`)
+        manifest.watch.ignore = (list.items as Array<Node | null>).map((raw) => {
+          const item = this.deref(raw)
+          if (item === null || !isScalar(item) || typeof item.value !== 'string' || item.value === '') {
+            this.fail(item ?? list, `watch.ignore entries must be non-empty glob strings${describe(item)}`)
+          }
+          return item.value as string
+        })
+      } else {
+        this.failKey(pair, `unknown field 'watch.${key}'${didYouMean(key, WATCH_KEYS)}`)
+      }
+    }
+  }
+
+  // -- typed values ----------------------------------------------------------------------------
+
+  private string(pair: AnyPair, field: string, allowEmpty = false): string {
+    const node = this.deref(pair.value)
+    if (node === null || !isScalar(node) || typeof node.value !== 'string') {
+      this.fail(node ?? pair.key, `${field} must be a string${describe(node)}`)
+    }
+    const text = node.value as string
+    if (!allowEmpty && text.trim() === '') this.fail(node, `${field} must not be empty`)
+    return text
+  }
+
+  private oneOf<T extends string>(pair: AnyPair, field: string, values: readonly T[]): T {
+    const node = this.deref(pair.value)
+    const value = node !== null && isScalar(node) ? node.value : undefined
+    if (typeof value !== 'string' || !(values as readonly string[]).includes(value)) {
+      const list = values.map((v) => `'${v}'`)
+      const options = `${list.slice(0, -1).join(', ')} or ${list[list.length - 1]}`
+      const hint = typeof value === 'string' ? didYouMean(value, values) : ''
+      this.fail(node ?? pair.key, `${field} must be ${options}${describe(node)}${hint}`)
+    }
+    return value as T
+  }
+
+  private mapping(owner: AnyPair, field: string) {
+    const node = this.deref(owner.value)
+    if (node === null || (isScalar(node) && node.value === null)) return undefined
+    if (!isMap(node)) this.fail(node, `${field} must be a mapping${describe(node)}`)
+    return node
+  }
+
+  // -- positions -------------------------------------------------------------------------------
+
+  private keyOf(pair: AnyPair): string {
+    const key = this.deref(pair.key)
+    if (key === null || !isScalar(key) || (typeof key.value !== 'string' && typeof key.value !== 'number')) {
+      this.fail(key ?? pair.value, 'keys must be plain strings')
+    }
+    return String(key.value)
+  }
+
+  private deref(node: Node | null | undefined): Node | null {
+    if (node === null || node === undefined) return null
+    if (isAlias(node)) {
+      const target = node.resolve(this.doc)
+      if (!target) this.fail(node, `unknown alias *${node.source}`)
+      return target as Node
+    }
+    return node
+  }
+
+  private fail(node: Node | null | undefined, problem: string): never {
+    const pos = this.lines.linePos(node?.range?.[0] ?? 0)
+    throw new ManifestError({ file: this.file, line: pos.line, column: pos.col, problem })
+  }
+
+  private failKey(pair: AnyPair, problem: string): never {
+    this.fail(pair.key ?? pair.value, problem)
+  }
+}
+
+/** ` (got …)` describing the value found where another type was expected. */
+function describe(node: Node | null, value?: unknown): string {
+  if (node === null) return ' (got nothing)'
+  if (isMap(node)) return ' (got a mapping)'
+  if (isSeq(node)) return ' (got a list)'
+  const v = value !== undefined ? value : isScalar(node) ? node.value : undefined
+  if (v === null || v === undefined) return ' (got nothing)'
+  if (typeof v === 'string') return ` (got '${v}')`
+  return ` (got ${String(v)})`
+}

@@ -1,0 +1,210 @@
+/**
+ * Process plumbing of the supervisor (cli.md §5.1): commands through the platform shell, each in
+ * its own process group, signalled as a group, and waited for until every member is gone.
+ */
+import { readdirSync, readFileSync } from 'node:fs'
+import { createInterface } from 'node:readline'
+import { execa } from 'execa'
+import type { ResultPromise } from 'execa'
+
+const WINDOWS = process.platform === 'win32'
+
+/** How a command ended. */
+export interface CommandExit {
+  /** Exit code; null when killed by a signal or never started. */
+  code: number | null
+  signal: NodeJS.Signals | null
+  /** Set when the shell could not be started at all (e.g. the directory vanished). */
+  spawnError?: string
+}
+
+/** A command started by {@link runShell}. */
+export interface ShellProcess {
+  readonly pid: number | undefined
+  /** `Date.now()` just before the spawn. */
+  readonly startedAtMs: number
+  /** Resolves when the shell (the group leader) has exited; never rejects. */
+  readonly done: Promise<CommandExit>
+  /** True once `done` has resolved. */
+  exited: boolean
+  /** True when svc asked it to stop (so the exit is not a crash). */
+  requested: boolean
+}
+
+/** Every group started and not yet seen gone, killed if svc itself exits without stopping them. */
+const liveGroups = new Set<number>()
+let exitHookInstalled = false
+
+function installExitHook(): void {
+  if (exitHookInstalled) return
+  exitHookInstalled = true
+  // A svc that exits abruptly (second Ctrl-C, uncaught error) must not leave workers behind: they
+  // run in their own process groups, so nothing else would signal them.
+  process.on('exit', () => {
+    for (const pgid of liveGroups) signalGroup(pgid, 'SIGKILL')
+  })
+}
+
+/**
+ * Runs `command` through the platform shell (`sh -c` on POSIX, `cmd.exe /d /s /c` on Windows) in
+ * `cwd` with exactly `env`, as the leader of a new process group (POSIX), stdin closed. Every
+ * stdout/stderr line goes to `onLine`.
+ */
+export function runShell(
+  command: string,
+  options: { cwd: string; env: Record<string, string>; onLine: (stream: 'stdout' | 'stderr', text: string) => void },
+): ShellProcess {
+  installExitHook()
+  const startedAtMs = Date.now()
+  const subprocess: ResultPromise = execa(command, {
+    shell: true,
+    cwd: options.cwd,
+    env: options.env,
+    extendEnv: false,
+    detached: !WINDOWS,
+    stdin: 'ignore',
+    stdout: 'pipe',
+    stderr: 'pipe',
+    buffer: false,
+    reject: false,
+    // The supervisor owns the lifetime: execa must not kill or wait on its own terms.
+    cleanup: false,
+    windowsHide: true,
+  })
+  const pid = subprocess.pid
+  if (pid !== undefined && !WINDOWS) liveGroups.add(pid)
+  for (const stream of ['stdout', 'stderr'] as const) {
+    const source = subprocess[stream]
+    if (!source) continue
+    const lines = createInterface({ input: source, crlfDelay: Infinity })
+    lines.on('line', (text) => options.onLine(stream, text))
+    // A stream error (EPIPE after the group was killed) ends the output, not the supervisor.
+    source.on('error', () => {})
+  }
+  const proc: ShellProcess = {
+    pid,
+    startedAtMs,
+    exited: false,
+    requested: false,
+    done: new Promise<CommandExit>((resolve) => {
+      let settled = false
+      const finish = (exit: CommandExit) => {
+        if (settled) return
+        settled = true
+        proc.exited = true
+        // Forget a group that ended with its leader, so the exit hook never signals a reused id.
+        if (pid !== undefined && !WINDOWS) groupAlive(pid)
+        resolve(exit)
+      }
+      // 'exit' fires when the leader exits, even while a grandchild still holds the pipes open.
+      subprocess.once('exit', (code: number | null, signal: NodeJS.Signals | null) => finish({ code, signal }))
+      subprocess.then(
+        (result) => {
+          if (result.exitCode === undefined && result.signal === undefined) {
+            finish({ code: null, signal: null, spawnError: result.originalMessage || result.shortMessage })
+          } else finish({ code: result.exitCode ?? null, signal: (result.signal as NodeJS.Signals | undefined) ?? null })
+        },
+        (err: unknown) => finish({ code: null, signal: null, spawnError: (err as Error).message }),
+      )
+    }),
+  }
+  return proc
+}
+
+/** Sends `signal` to the process group led by `pgid` (Windows: the process tree). False when it is gone. */
+export function signalGroup(pgid: number, signal: NodeJS.Signals): boolean {
+  if (WINDOWS) {
+    if (signal === 'SIGKILL' || signal === 'SIGTERM') {
+      execa('taskkill', ['/pid', String(pgid), '/T', '/F'], { reject: false, windowsHide: true }).catch(() => {})
+    }
+    return true
+  }
+  try {
+    process.kill(-pgid, signal)
+    return true
+  } catch {
+    return false
+  }
+}
+
+/**
+ * True while a process of group `pgid` is alive. On Linux the process table is read so that
+ * zombies (members whose parent died and that no init reaps, as in some containers) do not count.
+ */
+export function groupAlive(pgid: number): boolean {
+  if (WINDOWS) {
+    try {
+      process.kill(pgid, 0)
+      return true
+    } catch {
+      return false
+    }
+  }
+  try {
+    process.kill(-pgid, 0)
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'EPERM') {
+      liveGroups.delete(pgid)
+      return false
+    }
+  }
+  if (process.platform !== 'linux') return true
+  let entries: string[]
+  try {
+    entries = readdirSync('/proc')
+  } catch {
+    return true
+  }
+  for (const entry of entries) {
+    if (!/^\d+$/.test(entry)) continue
+    let stat: string
+    try {
+      stat = readFileSync(`/proc/${entry}/stat`, 'utf8')
+    } catch {
+      continue
+    }
+    // Fields after the command name (which may contain spaces and parentheses): state ppid pgrp …
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ')
+    if (Number(fields[2]) === pgid && fields[0] !== 'Z' && fields[0] !== 'X') return true
+  }
+  liveGroups.delete(pgid)
+  return false
+}
+
+/** Polls `check` every `intervalMs` until it is true (resolves true) or `timeoutMs` passes (false). */
+export async function waitFor(check: () => boolean, timeoutMs: number, intervalMs = 50): Promise<boolean> {
+  const deadline = Date.now() + timeoutMs
+  for (;;) {
+    if (check()) return true
+    if (Date.now() >= deadline) return false
+    await new Promise((resolve) => setTimeout(resolve, intervalMs))
+  }
+}
+
+/**
+ * Stops a command's whole process group: SIGTERM, then SIGKILL when the leader or any member is
+ * still alive after `timeoutMs`. Resolves once the group is gone (or 2 s after the SIGKILL, for
+ * processes the kernel will not let go of). Returns true when SIGKILL was needed.
+ */
+export async function stopGroup(proc: ShellProcess, timeoutMs: number): Promise<boolean> {
+  proc.requested = true
+  const pid = proc.pid
+  if (pid === undefined) {
+    await proc.done
+    return false
+  }
+  const gone = () => proc.exited && !groupAlive(pid)
+  if (gone()) return false
+  signalGroup(pid, 'SIGTERM')
+  if (await waitFor(gone, timeoutMs)) return false
+  signalGroup(pid, 'SIGKILL')
+  await waitFor(gone, 2000)
+  return true
+}
+
+/** Describes an exit for messages: `exited with code 1`, `was killed by SIGKILL`, `could not be started (…)`. */
+export function describeExit(exit: CommandExit): string {
+  if (exit.spawnError !== undefined) return `could not be started (${exit.spawnError})`
+  if (exit.signal) return `was killed by ${exit.signal}`
+  return `exited with code ${exit.code}`
+}

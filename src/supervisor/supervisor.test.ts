@@ -1,0 +1,453 @@
+/**
+ * The supervisor with real child processes in temporary directories (cli.md §5): tiny Node
+ * workers that print `ready` where a real worker would register with the engine.
+ */
+import assert from 'node:assert/strict'
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { dirname, join } from 'node:path'
+import { after, describe, it } from 'node:test'
+import type { Logger } from '../../runtime/engine/types.ts'
+import { checkKvm } from './kvm.ts'
+import { superviseWorker } from './supervisor.ts'
+import type { SupervisorError } from './supervisor.ts'
+import type { OutputLine, SupervisedWorker, SupervisorTimings, WorkerSpec, WorkerState } from './types.ts'
+
+const root = mkdtempSync(join(tmpdir(), 'svc-supervisor-'))
+const started: SupervisedWorker[] = []
+const pids = new Set<number>()
+after(async () => {
+  await Promise.all(started.map((w) => w.stop().catch(() => {})))
+  for (const pid of pids) {
+    try {
+      process.kill(pid, 'SIGKILL')
+    } catch {
+      /* gone */
+    }
+  }
+  rmSync(root, { recursive: true, force: true })
+})
+
+let count = 0
+/** A worker directory under the project root with `files`. */
+function workerDir(files: Record<string, string>): { dir: string; name: string } {
+  const name = `w${count++}`
+  const dir = join(root, 'workers', name)
+  mkdirSync(dir, { recursive: true })
+  for (const [file, content] of Object.entries(files)) {
+    mkdirSync(dirname(join(dir, file)), { recursive: true })
+    writeFileSync(join(dir, file), content)
+  }
+  return { dir, name }
+}
+
+/** A worker script: prints `ready <tag> <pid>` (our stand-in for registering), then idles. */
+function script(tag: string, extra = ''): string {
+  return `${extra}\nconsole.log('ready ${tag} ' + process.pid)\nsetInterval(() => {}, 1000)\n`
+}
+
+const manifest = (name: string, more = '') => `name: ${name}\nscripts:\n  start: node worker.mjs\n${more}`
+
+interface Harness {
+  worker: SupervisedWorker
+  dir: string
+  name: string
+  lines: OutputLine[]
+  logs: Array<{ level: string; message: string }>
+  states: WorkerState[]
+  /** Waits until `check` is true, failing with the worker's story after `timeoutMs`. */
+  until(check: () => boolean, what: string, timeoutMs?: number): Promise<void>
+  /** The `ready <tag> <pid>` lines printed so far. */
+  readies(): string[]
+}
+
+function supervise(
+  files: Record<string, string>,
+  spec: Partial<WorkerSpec> = {},
+  timings: Partial<SupervisorTimings> = {},
+): Harness {
+  const { dir, name } = workerDir(files)
+  const lines: OutputLine[] = []
+  const logs: Array<{ level: string; message: string }> = []
+  const states: WorkerState[] = []
+  const readyAt: number[] = []
+  const log = Object.fromEntries(
+    (['debug', 'info', 'warn', 'error'] as const).map((level) => [level, (message: string) => void logs.push({ level, message })]),
+  ) as unknown as Logger
+  const worker = superviseWorker(
+    {
+      name,
+      directory: dir,
+      namespace: 'default',
+      engineUrl: 'ws://127.0.0.1:1',
+      projectRoot: root,
+      envBase: 'engine',
+      env: {},
+      watch: true,
+      isRegistered: (probe) => readyAt.some((t) => t >= probe.startedAtMs),
+      ...spec,
+    },
+    { log, timings },
+  )
+  worker.on('output', (line: OutputLine) => {
+    lines.push(line)
+    if (line.text.startsWith('ready')) {
+      readyAt.push(Date.now())
+      const pid = Number(line.text.split(' ').pop())
+      if (pid) pids.add(pid)
+    }
+  })
+  worker.on('state', (state: WorkerState) => states.push(state))
+  started.push(worker)
+  const story = () =>
+    `state ${worker.state}, states ${states.join(' → ')}\nlogs:\n${logs.map((l) => `  ${l.level} ${l.message}`).join('\n')}\noutput:\n${lines
+      .map((l) => `  ${l.stream} ${l.text}`)
+      .join('\n')}`
+  return {
+    worker,
+    dir,
+    name,
+    lines,
+    logs,
+    states,
+    async until(check, what, timeoutMs = 20_000) {
+      const deadline = Date.now() + timeoutMs
+      while (!check()) {
+        if (Date.now() > deadline) assert.fail(`timed out waiting for ${what}\n${story()}`)
+        await new Promise((resolve) => setTimeout(resolve, 25))
+      }
+    },
+    readies: () => lines.filter((l) => l.text.startsWith('ready')).map((l) => l.text),
+  }
+}
+
+/** Alive and not a zombie. */
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0)
+  } catch {
+    return false
+  }
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8')
+    return !/^[ZX]$/.test(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[0]!)
+  } catch {
+    return process.platform !== 'linux'
+  }
+}
+
+describe('superviseWorker (cli.md §5)', () => {
+  it('runs the start command in the worker directory with the environment of §5.2, and reaches running', async () => {
+    const h = supervise(
+      {
+        'svc.worker.yaml': manifest('env-worker', 'env:\n  FROM_MANIFEST: m\n  SHARED: manifest\n  SVC_URL: ws://ignored\n'),
+        'worker.mjs': script(
+          'env',
+          `const keys = ['SVC_URL','SVC_WORKER_NAME','SVC_NAMESPACE','SVC_ISOLATION','SVC_WORKER_CONFIG','SVC_PROJECT_ROOT','III_URL','III_WORKER_NAME','III_NAMESPACE','FROM_MANIFEST','FROM_ENTRY','SHARED']
+console.log('env ' + JSON.stringify({ ...Object.fromEntries(keys.map((k) => [k, process.env[k]])), cwd: process.cwd(), node: process.execPath, path0: process.env.PATH.split(':')[0] }))`,
+        ),
+      },
+      { namespace: 'shop', env: { FROM_ENTRY: 'e', SHARED: 'entry', SVC_NAMESPACE: 'nope' }, config: { greeting: 'hello' } },
+    )
+    await h.worker.start()
+    await h.worker.waitUntilRunning(20_000)
+    assert.equal(h.worker.state, 'running')
+    assert.deepEqual(h.states, ['starting', 'running'])
+    const line = h.lines.find((l) => l.text.startsWith('env '))!
+    const env = JSON.parse(line.text.slice(4))
+    assert.deepEqual(env, {
+      SVC_URL: 'ws://127.0.0.1:1',
+      SVC_WORKER_NAME: h.name,
+      SVC_NAMESPACE: 'shop',
+      SVC_ISOLATION: 'process',
+      SVC_WORKER_CONFIG: '{"greeting":"hello"}',
+      SVC_PROJECT_ROOT: root,
+      III_URL: 'ws://127.0.0.1:1',
+      III_WORKER_NAME: h.name,
+      III_NAMESPACE: 'shop',
+      FROM_MANIFEST: 'm',
+      FROM_ENTRY: 'e',
+      SHARED: 'entry',
+      cwd: h.dir,
+      // `node` in the start command is the Node svc runs on.
+      node: process.execPath,
+      path0: dirname(process.execPath),
+    })
+    const warnings = h.logs.filter((l) => l.level === 'warn').map((l) => l.message)
+    assert.ok(warnings.some((w) => w.includes('manifest env sets SVC_URL')), warnings.join('\n'))
+    assert.ok(warnings.some((w) => w.includes('entry env sets SVC_NAMESPACE')), warnings.join('\n'))
+    await h.worker.stop()
+    assert.equal(h.worker.state, 'stopped')
+    assert.equal(h.worker.pid, undefined)
+  })
+
+  it('installs before the first start, not again while the dependency manifests are unchanged, and again after package.json changes', async () => {
+    const files = {
+      'svc.worker.yaml': manifest('installer', 'scripts:\n  install: node install.mjs\n  start: node worker.mjs\n').replace(/scripts:\n  start: node worker.mjs\n/, ''),
+      'package.json': '{"name":"installer","version":"1.0.0"}\n',
+      'install.mjs': `import { appendFileSync, writeFileSync } from 'node:fs'
+appendFileSync('installs.txt', 'x')
+// Like npm: the install writes a lockfile, which must not count as a new change.
+writeFileSync('package-lock.json', JSON.stringify({ at: Date.now() }))
+console.log('installed')`,
+      'worker.mjs': script('inst'),
+    }
+    const h = supervise(files)
+    const installs = () => (existsSync(join(h.dir, 'installs.txt')) ? readFileSync(join(h.dir, 'installs.txt'), 'utf8').length : 0)
+    await h.worker.start()
+    await h.worker.waitUntilRunning(20_000)
+    assert.equal(installs(), 1)
+    assert.deepEqual(h.states.slice(0, 3), ['installing', 'starting', 'running'])
+    const state = JSON.parse(readFileSync(join(root, '.svc', 'state', 'workers', `${h.name}.json`), 'utf8'))
+    assert.equal(state.install_command, 'node install.mjs')
+    assert.match(state.install_hash, /^sha256:[0-9a-f]{64}$/)
+
+    // A new supervisor on the same state file (svc restarted): no second install.
+    await h.worker.stop()
+    const again = superviseWorker(
+      {
+        name: h.name,
+        directory: h.dir,
+        namespace: 'default',
+        engineUrl: 'ws://127.0.0.1:1',
+        projectRoot: root,
+        envBase: 'engine',
+        env: {},
+        watch: false,
+        isRegistered: () => true,
+      },
+      { log: { debug() {}, info() {}, warn() {}, error() {} } },
+    )
+    started.push(again)
+    await again.start()
+    await again.waitUntilRunning(20_000)
+    assert.equal(installs(), 1)
+    await again.stop()
+
+    // package.json changes while it runs: install, then restart.
+    await h.worker.start()
+    await h.worker.waitUntilRunning(20_000)
+    const before = h.readies().length
+    writeFileSync(join(h.dir, 'package.json'), '{"name":"installer","version":"1.0.1","dependencies":{}}\n')
+    await h.until(() => installs() === 2 && h.readies().length > before && h.worker.state === 'running', 'the second install and a restart')
+    assert.equal(installs(), 2)
+  })
+
+  it('a source edit restarts the worker: new pid, new behaviour; setup does not run again', async () => {
+    const h = supervise({
+      'svc.worker.yaml': manifest('editor', 'scripts:\n  setup: node -e "require(\'fs\').appendFileSync(\'setups.txt\', \'x\')"\n  start: node worker.mjs\n').replace(
+        /scripts:\n  start: node worker.mjs\n/,
+        '',
+      ),
+      'worker.mjs': script('v1'),
+      'src/lib.mjs': 'export const x = 1\n',
+    })
+    await h.worker.start()
+    await h.worker.waitUntilRunning(20_000)
+    const firstPid = h.worker.pid
+    assert.match(h.readies()[0]!, /^ready v1 /)
+    writeFileSync(join(h.dir, 'worker.mjs'), script('v2'))
+    await h.until(() => h.readies().some((l) => l.startsWith('ready v2')) && h.worker.state === 'running', 'the edited worker to run')
+    assert.notEqual(h.worker.pid, firstPid)
+    assert.ok(h.states.includes('restarting'))
+    assert.equal(h.worker.restarts, 1)
+    assert.ok(h.logs.some((l) => l.message === `${h.name}: worker.mjs changed; restarting`), JSON.stringify(h.logs))
+    assert.equal(readFileSync(join(h.dir, 'setups.txt'), 'utf8'), 'x')
+    // an ignored path (node_modules, *.log) changes nothing; a nested source does
+    const count = h.readies().length
+    mkdirSync(join(h.dir, 'node_modules'), { recursive: true })
+    writeFileSync(join(h.dir, 'node_modules', 'x.js'), '1')
+    writeFileSync(join(h.dir, 'debug.log'), '1')
+    writeFileSync(join(h.dir, 'src', 'lib.mjs'), 'export const x = 2\n')
+    await h.until(() => h.readies().length === count + 1 && h.worker.state === 'running', 'a restart for src/lib.mjs')
+    assert.ok(h.logs.some((l) => l.message === `${h.name}: ${join('src', 'lib.mjs')} changed; restarting`), JSON.stringify(h.logs.map((l) => l.message)))
+  })
+
+  it('a killed worker is restarted after 1 s and logs the attempt', async () => {
+    const h = supervise({ 'svc.worker.yaml': manifest('victim'), 'worker.mjs': script('k') })
+    await h.worker.start()
+    await h.worker.waitUntilRunning(20_000)
+    const pid = h.worker.pid!
+    process.kill(pid, 'SIGKILL')
+    await h.until(() => h.worker.state === 'running' && h.worker.pid !== pid, 'the restarted worker')
+    assert.ok(h.logs.some((l) => l.level === 'warn' && l.message === `${h.name} was killed by SIGKILL; restarting in 1 s (1/5)`), JSON.stringify(h.logs))
+    assert.deepEqual(h.states.slice(-3), ['restarting', 'starting', 'running'])
+  })
+
+  it('5 quick crashes → crashed with doubling delays; a file change starts it again', async () => {
+    const h = supervise(
+      { 'svc.worker.yaml': manifest('crasher'), 'worker.mjs': "console.error('boom'); process.exit(3)\n" },
+      {},
+      { backoffStartMs: 50 },
+    )
+    await h.worker.start()
+    await h.until(() => h.worker.state === 'crashed', 'crashed')
+    const restarts = h.logs.filter((l) => l.message.includes('restarting in')).map((l) => l.message)
+    assert.deepEqual(restarts, [
+      `${h.name} exited with code 3; restarting in 50 ms (1/5)`,
+      `${h.name} exited with code 3; restarting in 100 ms (2/5)`,
+      `${h.name} exited with code 3; restarting in 200 ms (3/5)`,
+      `${h.name} exited with code 3; restarting in 400 ms (4/5)`,
+    ])
+    assert.equal(h.worker.failure?.code, 'CRASHED')
+    assert.equal(h.worker.lastError, 'exited with code 3; 5 unrequested exits within 60 s')
+    await assert.rejects(h.worker.waitUntilRunning(1000), (err: SupervisorError) => err.code === 'CRASHED')
+    assert.ok(h.lines.some((l) => l.stream === 'stderr' && l.text === 'boom'))
+
+    writeFileSync(join(h.dir, 'worker.mjs'), script('fixed'))
+    await h.until(() => h.worker.state === 'running', 'the fixed worker to run')
+    assert.ok(h.readies().some((l) => l.startsWith('ready fixed')))
+  })
+
+  it('exit code 0 → stopped, started again by the next file change', async () => {
+    const h = supervise({ 'svc.worker.yaml': manifest('quitter'), 'worker.mjs': "console.log('bye')\n" })
+    await h.worker.start()
+    await h.until(() => h.worker.state === 'stopped', 'stopped')
+    assert.ok(h.logs.some((l) => l.message === `${h.name} exited with code 0; it starts again on the next file change`))
+    await assert.rejects(h.worker.waitUntilRunning(1000), { code: 'STOPPED' })
+    writeFileSync(join(h.dir, 'worker.mjs'), script('back'))
+    await h.until(() => h.worker.state === 'running', 'the worker to run again')
+    assert.ok(h.readies().some((l) => l.startsWith('ready back')))
+  })
+
+  it('stop() ends the whole process group, grandchildren included', async () => {
+    const h = supervise(
+      {
+        'svc.worker.yaml': manifest('parent'),
+      'worker.mjs': `import { spawn } from 'node:child_process'
+const child = spawn(process.execPath, ['-e', 'process.on("SIGTERM", () => {}); console.log("grandchild armed"); setInterval(() => {}, 1000)'], { stdio: 'inherit' })
+console.log('grandchild ' + child.pid)
+${script('parent')}`,
+      },
+      { stopTimeoutMs: 1000 },
+    )
+    await h.worker.start()
+    await h.worker.waitUntilRunning(20_000)
+    await h.until(() => h.lines.some((l) => l.text === 'grandchild armed'), 'the grandchild to ignore SIGTERM')
+    const grandchild = Number(h.lines.find((l) => /^grandchild \d+$/.test(l.text))!.text.split(' ')[1])
+    pids.add(grandchild)
+    const leader = h.worker.pid!
+    assert.ok(alive(grandchild))
+    await h.worker.stop()
+    assert.equal(alive(leader), false, 'the worker is gone')
+    assert.equal(alive(grandchild), false, 'the grandchild (which ignores SIGTERM) is gone')
+    assert.ok(h.logs.some((l) => l.message.includes('did not stop within 1 s; killed it (SIGKILL)')))
+  })
+
+  it('writes every output line to .svc/logs/<name>.log', async () => {
+    const h = supervise({ 'svc.worker.yaml': manifest('logger'), 'worker.mjs': `console.error('to stderr')\n${script('log')}` })
+    await h.worker.start()
+    await h.worker.waitUntilRunning(20_000)
+    await h.worker.stop()
+    const text = readFileSync(join(root, '.svc', 'logs', `${h.name}.log`), 'utf8')
+    assert.match(text, /^\S+Z svc \$ node worker\.mjs$/m)
+    assert.match(text, /^\S+Z stderr to stderr$/m)
+    assert.match(text, /^\S+Z stdout ready log \d+$/m)
+  })
+
+  it('an install that fails → failed, with exit code and output in the log; a fix retries', async () => {
+    const h = supervise({
+      'svc.worker.yaml': 'name: bad-install\nscripts:\n  install: node -e "console.log(\'npm ERR! nope\'); process.exit(7)"\n  start: node worker.mjs\n',
+      'package.json': '{}',
+      'worker.mjs': script('after-fix'),
+    })
+    await h.worker.start()
+    assert.equal(h.worker.state, 'failed')
+    assert.equal(h.worker.failure?.code, 'INSTALL_FAILED')
+    assert.equal(h.worker.lastError, `install 'node -e "console.log('npm ERR! nope'); process.exit(7)"' exited with code 7`)
+    await assert.rejects(h.worker.waitUntilRunning(1000), { code: 'INSTALL_FAILED' })
+    const logFile = join(root, '.svc', 'logs', `${h.name}.log`)
+    await h.until(() => existsSync(logFile) && /install exited with code 7/.test(readFileSync(logFile, 'utf8')), 'the log file')
+    assert.match(readFileSync(logFile, 'utf8'), /stdout npm ERR! nope/)
+    writeFileSync(join(h.dir, 'svc.worker.yaml'), 'name: bad-install\nscripts:\n  install: node -e "0"\n  start: node worker.mjs\n')
+    await h.until(() => h.worker.state === 'running', 'the worker to run after the fix')
+  })
+
+  it('an invalid manifest → failed with file:line:col; fixing it starts the worker', async () => {
+    const h = supervise({ 'svc.worker.yaml': 'name: m\nscripts:\n  start: node worker.mjs\n  strat: x\n', 'worker.mjs': script('valid') })
+    await h.worker.start()
+    assert.equal(h.worker.state, 'failed')
+    assert.equal(h.worker.failure?.code, 'INVALID_MANIFEST')
+    assert.equal(h.worker.lastError, `${join('workers', h.name, 'svc.worker.yaml')}:4:3: unknown field 'scripts.strat' (did you mean 'start'?)`)
+    writeFileSync(join(h.dir, 'svc.worker.yaml'), 'name: m\nscripts:\n  start: node worker.mjs\n')
+    await h.until(() => h.worker.state === 'running', 'the worker to run after the fix')
+  })
+
+  it('isolation: microvm → failed with the KVM message, or, with KVM usable, a later-milestone hint', async () => {
+    const h = supervise({ 'svc.worker.yaml': manifest('vm', 'isolation: microvm\n'), 'worker.mjs': script('vm') })
+    await h.worker.start()
+    assert.equal(h.worker.state, 'failed')
+    assert.equal(h.worker.pid, undefined)
+    const kvm = checkKvm()
+    if (kvm.ok) {
+      assert.equal(h.worker.failure?.code, 'MICROVM_NOT_AVAILABLE')
+      assert.match(h.worker.failure!.hint!, /microVM runner itself is a later milestone/)
+    } else {
+      assert.equal(h.worker.failure?.code, 'KVM_NOT_ACCESSIBLE')
+      assert.match(h.worker.lastError!, /^KVM not accessible -- /)
+      assert.equal(h.worker.lastError, kvm.message)
+    }
+    // the entry's isolation wins over the manifest's
+    const p = supervise({ 'svc.worker.yaml': manifest('vm2', 'isolation: microvm\n'), 'worker.mjs': script('proc') }, { isolation: 'process' })
+    await p.worker.start()
+    await p.worker.waitUntilRunning(20_000)
+  })
+
+  it('waitUntilRunning rejects when the worker exits before it registers', async () => {
+    const h = supervise({ 'svc.worker.yaml': manifest('early'), 'worker.mjs': 'setTimeout(() => process.exit(2), 300)\n' })
+    await h.worker.start()
+    await assert.rejects(h.worker.waitUntilRunning(20_000), (err: SupervisorError) => {
+      assert.equal(err.code, 'CHILD_EXITED_BEFORE_REGISTRATION')
+      assert.equal(err.message, `${h.name} exited with code 2 before it registered with the engine`)
+      return true
+    })
+  })
+
+  it('restart() gives a new process; a worker that never registers times out with STARTUP_TIMEOUT', async () => {
+    const h = supervise({ 'svc.worker.yaml': manifest('restarter'), 'worker.mjs': script('r') }, { watch: false })
+    await h.worker.start()
+    await h.worker.waitUntilRunning(20_000)
+    const pid = h.worker.pid
+    await h.worker.restart()
+    await h.worker.waitUntilRunning(20_000)
+    assert.notEqual(h.worker.pid, pid)
+    assert.equal(h.worker.restarts, 1)
+
+    const silent = supervise({ 'svc.worker.yaml': manifest('silent'), 'worker.mjs': 'setInterval(() => {}, 1000)\n' })
+    await silent.worker.start()
+    await assert.rejects(silent.worker.waitUntilRunning(300), (err: SupervisorError) => {
+      assert.equal(err.code, 'STARTUP_TIMEOUT')
+      assert.equal(err.message, `${silent.name} did not register within 300 ms (state: starting)`)
+      return true
+    })
+  })
+
+  it('compose extras: reserved env fails, pre_run gates each start, post_run runs after stop, startCommand replaces start', async () => {
+    const reserved = supervise({ 'worker.mjs': script('r') }, { envBase: 'compose', env: { SVC_URL: 'x' }, startCommand: 'node worker.mjs' })
+    await reserved.worker.start()
+    assert.equal(reserved.worker.failure?.code, 'RESERVED_ENV_OVERRIDE')
+
+    const failing = supervise({ 'worker.mjs': script('f') }, { envBase: 'compose', startCommand: 'node worker.mjs', preRun: { command: 'exit 4', timeoutMs: 10_000 } })
+    await failing.worker.start()
+    assert.equal(failing.worker.failure?.code, 'PRE_RUN_FAILED')
+    assert.equal(failing.worker.lastError, "pre_run 'exit 4' exited with code 4")
+
+    const slow = supervise({ 'worker.mjs': script('s') }, { envBase: 'compose', startCommand: 'node worker.mjs', preRun: { command: 'sleep 30', timeoutMs: 200 } })
+    await slow.worker.start()
+    assert.equal(slow.worker.lastError, "pre_run 'sleep 30' did not finish within 200 ms")
+
+    const ok = supervise(
+      { 'worker.mjs': script('c') },
+      {
+        envBase: 'compose',
+        startCommand: 'node worker.mjs',
+        preRun: { command: 'echo pre >> hooks.txt', timeoutMs: 10_000 },
+        postRun: 'echo post >> hooks.txt',
+      },
+    )
+    await ok.worker.start()
+    await ok.worker.waitUntilRunning(20_000)
+    await ok.worker.stop()
+    assert.equal(readFileSync(join(ok.dir, 'hooks.txt'), 'utf8'), 'pre\npost\n')
+  })
+})

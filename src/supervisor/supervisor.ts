@@ -1,0 +1,804 @@
+/**
+ * The worker supervisor (cli.md §5): installs, starts, watches and restarts one local worker.
+ * Used by `svc start` for the local workers of config.yaml and by the compose daemon for path
+ * containers.
+ */
+import { EventEmitter } from 'node:events'
+import { statSync } from 'node:fs'
+import { basename, dirname, isAbsolute, join, relative } from 'node:path'
+import { watch } from 'chokidar'
+import type { FSWatcher } from 'chokidar'
+import type { Logger } from '../../runtime/engine/types.ts'
+import { buildWorkerEnv, reservedNamesIn } from './env.ts'
+import { checkKvm } from './kvm.ts'
+import { LogFile } from './log-file.ts'
+import { isDependencyManifest, loadManifest, MANIFEST_FILE, ManifestError } from './manifest.ts'
+import { describeExit, groupAlive, runShell, signalGroup, stopGroup } from './process.ts'
+import type { CommandExit, ShellProcess } from './process.ts'
+import { dependencyHash, logFilePath, StateFile, stateFilePath } from './state-file.ts'
+import type {
+  OutputLine,
+  SupervisedWorker,
+  SupervisorFailure,
+  SupervisorOptions,
+  SupervisorTimings,
+  WorkerExit,
+  WorkerManifest,
+  WorkerSpec,
+  WorkerState,
+  WorkerStateRecord,
+} from './types.ts'
+import { ignoreMatcher } from './watch.ts'
+
+/** Timings of cli.md §5.3–§5.5 (see {@link SupervisorTimings}). */
+export const SUPERVISOR_TIMINGS: Readonly<SupervisorTimings> = {
+  debounceMs: 500,
+  registrationPollMs: 200,
+  backoffStartMs: 1000,
+  backoffMaxMs: 30_000,
+  crashWindowMs: 60_000,
+  crashLimit: 5,
+  healthyRunMs: 60_000,
+  stopTimeoutMs: 5000,
+  postRunTimeoutMs: 60_000,
+  registrationNoteMs: 15_000,
+}
+
+/**
+ * How long after a spawn a change event may still be one the process started with (file system
+ * events arrive late); later events always count.
+ */
+const STALE_EVENT_WINDOW_MS = 2000
+
+/** A `waitUntilRunning` failure, or a failure of the worker (`code` as in {@link SupervisorFailure}). */
+export class SupervisorError extends Error {
+  override readonly name = 'SupervisorError'
+  readonly code: string
+  readonly hint: string | undefined
+
+  constructor(code: string, message: string, hint?: string) {
+    super(message)
+    this.code = code
+    this.hint = hint
+  }
+}
+
+/**
+ * Supervises one local worker (cli.md §5). Nothing happens until `start()`.
+ *
+ * @example
+ * const worker = superviseWorker({
+ *   name: 'math-worker', directory: '/app/workers/math-worker', namespace: 'default',
+ *   engineUrl: 'ws://127.0.0.1:49134', projectRoot: '/app', envBase: 'engine', env: {}, watch: true,
+ *   isRegistered: () => engineHasWorker('math-worker'),
+ * }, { log })
+ * worker.on('output', (line) => console.log(`${line.worker}: ${line.text}`))
+ * await worker.start()
+ * await worker.waitUntilRunning(120_000)
+ */
+export function superviseWorker(spec: WorkerSpec, options: SupervisorOptions): SupervisedWorker {
+  return new WorkerSupervisor(spec, options)
+}
+
+/** What the state file keeps across runs. */
+type InstallRecord = Pick<WorkerStateRecord, 'setup_command' | 'install_command' | 'install_hash' | 'installed_at'>
+
+class WorkerSupervisor extends EventEmitter implements SupervisedWorker {
+  readonly name: string
+  readonly #spec: WorkerSpec
+  readonly #log: Logger
+  readonly #logFile: LogFile
+  readonly #stateFile: StateFile
+  readonly #stopTimeoutMs: number
+  readonly #t: SupervisorTimings
+
+  #state: WorkerState = 'declared'
+  #failure: SupervisorFailure | undefined
+  #lastError: string | undefined
+  #manifest: WorkerManifest | undefined
+  #install: InstallRecord
+  /** The worker process. */
+  #proc: ShellProcess | undefined
+  /** setup, install, pre_run or post_run while it runs (stop() kills it). */
+  #task: ShellProcess | undefined
+  /** Group of a process that exited on its own, signalled and checked before the next start. */
+  #orphanGroup: number | undefined
+  #active = false
+  /** Bumped by stop(): queued and running actions of an older generation give up. */
+  #generation = 0
+  #chain: Promise<void> = Promise.resolve()
+  #busy = 0
+  #watcher: FSWatcher | undefined
+  #watchKey: string | undefined
+  #watcherReady: (() => void) | undefined
+  /** Changed paths of the current burst, with when each event arrived. */
+  #changes = new Map<string, number>()
+  #debounce: NodeJS.Timeout | undefined
+  #backoff: NodeJS.Timeout | undefined
+  #poll: NodeJS.Timeout | undefined
+  /** Times of unrequested exits within the crash window. */
+  #exits: number[] = []
+  /** Consecutive quick unrequested exits (drives the backoff). */
+  #streak = 0
+  #restarts = 0
+  #startedAt: Date | undefined
+  /** Set after a failure that only a configuration change can clear (KVM, §5.7). */
+  #waitForManifest = false
+  #warnedNoInstall = false
+  #stopping: Promise<void> | undefined
+
+  constructor(spec: WorkerSpec, options: SupervisorOptions) {
+    super()
+    this.name = spec.name
+    this.#spec = spec
+    this.#log = options.log
+    this.#t = { ...SUPERVISOR_TIMINGS, ...options.timings }
+    this.#stopTimeoutMs = spec.stopTimeoutMs ?? this.#t.stopTimeoutMs
+    this.#logFile = new LogFile(spec.logFile ?? logFilePath(spec.projectRoot, spec.name), {
+      onError: (err) => this.#log.warn(`${this.name}: cannot write its log file: ${err.message}`),
+    })
+    this.#stateFile = new StateFile(spec.stateFile ?? stateFilePath(spec.projectRoot, spec.name))
+    const previous = this.#stateFile.read()
+    this.#install = {}
+    for (const key of ['setup_command', 'install_command', 'install_hash', 'installed_at'] as const) {
+      if (typeof previous?.[key] === 'string') this.#install[key] = previous[key]
+    }
+  }
+
+  get state(): WorkerState {
+    return this.#state
+  }
+
+  get pid(): number | undefined {
+    return this.#proc?.pid
+  }
+
+  get lastError(): string | undefined {
+    return this.#lastError
+  }
+
+  get failure(): SupervisorFailure | undefined {
+    return this.#failure
+  }
+
+  get manifest(): WorkerManifest | undefined {
+    return this.#manifest
+  }
+
+  get restarts(): number {
+    return this.#restarts
+  }
+
+  get startedAt(): Date | undefined {
+    return this.#proc ? this.#startedAt : undefined
+  }
+
+  // ---- public lifecycle ----------------------------------------------------------------------
+
+  async start(): Promise<void> {
+    if (this.#stopping) await this.#stopping
+    if (this.#active) return this.#chain
+    this.#active = true
+    const generation = ++this.#generation
+    this.#exits = []
+    this.#streak = 0
+    await this.#enqueue(generation, () => this.#launch(generation, true))
+  }
+
+  stop(): Promise<void> {
+    this.#stopping ??= this.#stop().finally(() => (this.#stopping = undefined))
+    return this.#stopping
+  }
+
+  async #stop(): Promise<void> {
+    this.#active = false
+    ++this.#generation
+    for (const timer of [this.#debounce, this.#backoff, this.#poll]) clearTimeout(timer)
+    this.#debounce = this.#backoff = this.#poll = undefined
+    this.#changes.clear()
+    await this.#closeWatcher()
+    const task = this.#task
+    if (task) await stopGroup(task, this.#stopTimeoutMs)
+    // The running action sees the new generation after its current step and returns.
+    await this.#chain
+    const proc = this.#proc
+    if (proc) {
+      await this.#stopProcess(proc)
+      await this.#postRun(undefined)
+    }
+    this.#reapOrphans()
+    this.#failure = undefined
+    this.#waitForManifest = false
+    this.#setState('stopped', 'stopped by svc')
+    this.#log.info(`${this.name} stopped`)
+    await this.#logFile.flush()
+    await this.#stateFile.write(this.#record())
+  }
+
+  async restart(): Promise<void> {
+    if (!this.#active) return this.start()
+    const generation = this.#generation
+    this.#resetCrashPolicy()
+    this.#waitForManifest = false
+    await this.#enqueue(generation, () => this.#launch(generation, true, 'restart requested'))
+  }
+
+  waitUntilRunning(timeoutMs: number): Promise<void> {
+    return new Promise<void>((resolve, reject) => {
+      const cleanup = () => {
+        clearTimeout(timer)
+        this.off('state', onState)
+        this.off('exit', onExit)
+      }
+      const fail = (error: SupervisorError) => {
+        cleanup()
+        reject(error)
+      }
+      const failureError = () => {
+        const failure = this.#failure ?? { code: 'FAILED', message: this.#lastError ?? `${this.name} failed` }
+        return new SupervisorError(failure.code, failure.message, failure.hint)
+      }
+      const onState = (state: WorkerState) => {
+        if (state === 'running') {
+          cleanup()
+          resolve()
+        } else if (state === 'failed' || state === 'crashed') fail(failureError())
+        else if (state === 'stopped' && !this.#active) fail(new SupervisorError('STOPPED', `${this.name} was stopped before it registered`))
+      }
+      const onExit = (exit: WorkerExit) => {
+        if (exit.requested) return
+        fail(
+          new SupervisorError(
+            'CHILD_EXITED_BEFORE_REGISTRATION',
+            `${this.name} ${describeExit({ code: exit.code, signal: exit.signal })} before it registered with the engine`,
+            `see ${this.#logFile.path}`,
+          ),
+        )
+      }
+      const timer = setTimeout(() => {
+        fail(
+          new SupervisorError(
+            'STARTUP_TIMEOUT',
+            `${this.name} did not register within ${formatSeconds(timeoutMs)} (state: ${this.#state})`,
+            `the worker must connect to SVC_URL with the name in SVC_WORKER_NAME and namespace SVC_NAMESPACE; see ${this.#logFile.path}`,
+          ),
+        )
+      }, timeoutMs)
+      this.on('state', onState)
+      this.on('exit', onExit)
+      if (this.#state === 'running') onState('running')
+      else if (this.#busy === 0) {
+        if (this.#state === 'failed' || this.#state === 'crashed') fail(failureError())
+        else if (this.#state === 'stopped') {
+          fail(new SupervisorError('STOPPED', `${this.name} is stopped (${this.#lastError ?? 'not started'})`))
+        }
+      }
+    })
+  }
+
+  // ---- actions -------------------------------------------------------------------------------
+
+  /** Runs `action` after the ones queued before it, unless stop() came in between. */
+  #enqueue(generation: number, action: () => Promise<unknown>): Promise<void> {
+    this.#busy++
+    const run = this.#chain.then(() => (generation === this.#generation ? action() : undefined))
+    this.#chain = run.then(
+      () => void this.#busy--,
+      (err: unknown) => {
+        this.#busy--
+        this.#log.error(`${this.name}: supervisor error: ${(err as Error).stack ?? String(err)}`)
+      },
+    )
+    return this.#chain
+  }
+
+  /**
+   * Brings the worker to a fresh process: (re-)reads the manifest when `reload`, runs setup and
+   * install when needed, stops the current process (`restarting`), then starts a new one.
+   */
+  async #launch(generation: number, reload: boolean, reason?: string): Promise<void> {
+    if (reload || !this.#manifest) {
+      if (!(await this.#prepare(generation))) return
+    }
+    if (!(await this.#installIfNeeded(generation))) return
+    if (generation !== this.#generation) return
+    const proc = this.#proc
+    if (proc) {
+      this.#restarts++
+      this.#setState('restarting', reason)
+      await this.#stopProcess(proc)
+      await this.#postRun(generation)
+      if (generation !== this.#generation) return
+    }
+    await this.#spawn(generation)
+  }
+
+  /** Validates the configuration and the manifest and sets up the watcher; false after a failure. */
+  async #prepare(generation: number): Promise<boolean> {
+    const spec = this.#spec
+    this.#waitForManifest = false
+    if (spec.envBase === 'compose') {
+      const reserved = reservedNamesIn(spec.env)
+      if (reserved.length > 0) {
+        await this.#syncWatcher(generation)
+        return this.#fail(generation, {
+          code: 'RESERVED_ENV_OVERRIDE',
+          message: `env_file or environment sets reserved variable${reserved.length > 1 ? 's' : ''} ${reserved.join(', ')}`,
+          hint: 'svc sets SVC_* and III_* variables for every worker; remove them from env_file and environment',
+        })
+      }
+    }
+    // The host check comes before anything else when the entry asks for a microVM (§5.7).
+    if (spec.isolation === 'microvm') return this.#failMicrovm(generation)
+    let manifest: WorkerManifest
+    try {
+      manifest = loadManifest(spec.directory, { requireStart: spec.startCommand === undefined, label: this.#directoryLabel() })
+    } catch (err) {
+      if (!(err instanceof ManifestError)) throw err
+      this.#manifest = undefined
+      await this.#syncWatcher(generation)
+      const hint =
+        err.code === 'UNKNOWN_WORKER'
+          ? 'check worker_path'
+          : `fix ${err.code === 'NO_START_SCRIPT' ? 'the directory' : MANIFEST_FILE}; svc retries after the next file change`
+      return this.#fail(generation, { code: err.code, message: err.message, hint })
+    }
+    if (generation !== this.#generation) return false
+    this.#manifest = manifest
+    const env = buildWorkerEnv({ spec, manifest, isolation: 'process' })
+    for (const ignored of env.ignored) this.#log.warn(`${this.name}: ${ignored}, which svc sets itself; ignoring it`)
+    await this.#syncWatcher(generation)
+    if (manifest.isolation === 'microvm' && spec.isolation === undefined) return this.#failMicrovm(generation)
+    return generation === this.#generation
+  }
+
+  /** microVM isolation: the KVM check of §5.7, then the honest answer that the runner is not here yet. */
+  async #failMicrovm(generation: number): Promise<false> {
+    this.#manifest = undefined
+    await this.#syncWatcher(generation)
+    const kvm = checkKvm()
+    const failure: SupervisorFailure = kvm.ok
+      ? {
+          code: 'MICROVM_NOT_AVAILABLE',
+          message: `microVM isolation is not available in this version of svc (KVM is usable on this host)`,
+          hint: 'the microVM runner itself is a later milestone; set isolation: process to run this worker now',
+        }
+      : { code: kvm.code, message: kvm.message, hint: 'set isolation: process to run this worker now' }
+    this.#fail(generation, failure)
+    this.#waitForManifest = true
+    return false
+  }
+
+  /** §5.3 steps 1–2. False when a step failed (the worker is then `failed`) or stop() came. */
+  async #installIfNeeded(generation: number): Promise<boolean> {
+    const manifest = this.#manifest!
+    const setup = manifest.scripts.setup
+    if (setup && this.#install.setup_command !== setup) {
+      this.#setState('installing', 'setup')
+      this.#log.info(`${this.name} setup: ${setup}`)
+      const exit = await this.#runTask('setup', setup)
+      if (generation !== this.#generation) return false
+      if (exit.code !== 0) {
+        return this.#fail(generation, {
+          code: 'SETUP_FAILED',
+          message: `setup '${setup}' ${describeExit(exit)}`,
+          hint: `its output is in ${this.#logFile.path}; svc retries after the next file change`,
+        })
+      }
+      this.#install.setup_command = setup
+    }
+    const install = manifest.scripts.install
+    if (!install) {
+      if (!this.#warnedNoInstall) {
+        this.#log.warn(`${this.name}: no install step (scripts.install is not set and cannot be inferred); skipping it`)
+        this.#warnedNoInstall = true
+      }
+      return true
+    }
+    if (!this.#installNeeded()) return true
+    this.#setState('installing', install)
+    this.#log.info(`${this.name} installing: ${install}`)
+    const started = Date.now()
+    const exit = await this.#runTask('install', install)
+    if (generation !== this.#generation) return false
+    if (exit.code !== 0) {
+      return this.#fail(generation, {
+        code: 'INSTALL_FAILED',
+        message: `install '${install}' ${describeExit(exit)}`,
+        hint: `its output is in ${this.#logFile.path}; svc retries after the next file change`,
+      })
+    }
+    this.#install.install_command = install
+    this.#install.install_hash = dependencyHash(this.#spec.directory)
+    this.#install.installed_at = new Date().toISOString()
+    this.#log.info(`${this.name} installed in ${formatSeconds(Date.now() - started)}`)
+    await this.#stateFile.write(this.#record())
+    return true
+  }
+
+  /** True when the install command or the dependency-manifest hash differs from the last successful install. */
+  #installNeeded(): boolean {
+    const install = this.#manifest?.scripts.install
+    if (!install) return false
+    return this.#install.install_command !== install || this.#install.install_hash !== dependencyHash(this.#spec.directory)
+  }
+
+  /** Runs pre_run (compose), then the start command; state `starting` until it registers. */
+  async #spawn(generation: number): Promise<void> {
+    const spec = this.#spec
+    const manifest = this.#manifest!
+    clearTimeout(this.#backoff)
+    this.#backoff = undefined
+    this.#reapOrphans()
+    if (spec.preRun) {
+      this.#setState('starting', 'pre_run')
+      const exit = await this.#runTask('pre_run', spec.preRun.command, spec.preRun.timeoutMs)
+      if (generation !== this.#generation) return
+      if (exit.code !== 0) {
+        const what = exit.timedOut ? `did not finish within ${formatSeconds(spec.preRun.timeoutMs)}` : describeExit(exit)
+        this.#fail(generation, {
+          code: 'PRE_RUN_FAILED',
+          message: `pre_run '${spec.preRun.command}' ${what}`,
+          hint: `its output is in ${this.#logFile.path}`,
+        })
+        return
+      }
+    }
+    const command = spec.startCommand ?? manifest.scripts.start
+    if (!command) {
+      this.#fail(generation, {
+        code: 'NO_START_SCRIPT',
+        message: `Cannot determine how to start ${this.#directoryLabel()}: add a svc.worker.yaml with scripts.start`,
+      })
+      return
+    }
+    this.#writeLog('svc', `$ ${command}`)
+    const proc = runShell(command, {
+      cwd: spec.directory,
+      env: this.#env(),
+      onLine: (stream, text) => this.#output(stream, text),
+    })
+    this.#proc = proc
+    this.#startedAt = new Date(proc.startedAtMs)
+    this.#failure = undefined
+    this.#setState('starting', proc.pid === undefined ? undefined : `pid ${proc.pid}`)
+    this.#log.info(`${this.name} starting: ${command}${proc.pid === undefined ? '' : ` (pid ${proc.pid})`}`)
+    void proc.done.then((exit) => this.#onExit(proc, exit))
+    this.#watchRegistration(proc)
+  }
+
+  /** Polls `isRegistered` every 200 ms while `starting` (§5.3). */
+  #watchRegistration(proc: ShellProcess): void {
+    let noted = false
+    const tick = async () => {
+      this.#poll = undefined
+      if (this.#proc !== proc || proc.exited || this.#state !== 'starting') return
+      let registered = false
+      try {
+        registered = await this.#spec.isRegistered({ pid: proc.pid, startedAtMs: proc.startedAtMs })
+      } catch (err) {
+        this.#log.debug(`${this.name}: registration check failed: ${(err as Error).message}`)
+      }
+      if (this.#proc !== proc || proc.exited || this.#state !== 'starting') return
+      if (registered) {
+        this.#setState('running')
+        this.#log.info(`${this.name} running (registered after ${formatSeconds(Date.now() - proc.startedAtMs)})`)
+        return
+      }
+      if (!noted && Date.now() - proc.startedAtMs >= this.#t.registrationNoteMs) {
+        noted = true
+        this.#log.warn(
+          `${this.name} has not registered after ${formatSeconds(Date.now() - proc.startedAtMs)}; it must connect to SVC_URL ` +
+            `with the name in SVC_WORKER_NAME (${this.name}) and namespace SVC_NAMESPACE (${this.#spec.namespace})`,
+        )
+      }
+      this.#poll = setTimeout(tick, this.#t.registrationPollMs)
+    }
+    this.#poll = setTimeout(tick, this.#t.registrationPollMs)
+  }
+
+  /** The worker process ended. Requested exits are handled by whoever asked; the rest follow §5.5. */
+  #onExit(proc: ShellProcess, exit: CommandExit): void {
+    if (this.#proc === proc) {
+      this.#proc = undefined
+      clearTimeout(this.#poll)
+      this.#poll = undefined
+    }
+    const description = describeExit(exit)
+    this.#writeLog('svc', `process ${description}`)
+    this.emit('exit', { code: exit.code, signal: exit.signal, requested: proc.requested } satisfies WorkerExit)
+    if (proc.requested) return
+    this.#lastError = description
+    // What the worker left behind in its group (a dev server's children) must not outlive it.
+    if (proc.pid !== undefined && signalGroup(proc.pid, 'SIGTERM')) this.#orphanGroup = proc.pid
+    const generation = this.#generation
+    void this.#enqueue(generation, () => this.#afterExit(generation, proc, exit))
+  }
+
+  async #afterExit(generation: number, proc: ShellProcess, exit: CommandExit): Promise<void> {
+    if (this.#proc) return // a file change or restart() already started a new process
+    await this.#postRun(generation)
+    if (generation !== this.#generation || this.#proc) return
+    const description = describeExit(exit)
+    if (exit.spawnError !== undefined) {
+      // Not a crash of the worker: the shell never ran (the directory vanished, no shell).
+      this.#fail(generation, { code: 'SPAWN_FAILED', message: `start command ${description}`, hint: 'svc retries after the next file change' })
+      return
+    }
+    if (exit.code === 0) {
+      this.#setState('stopped', description)
+      this.#log.info(`${this.name} ${description}; it starts again on the next file change`)
+      return
+    }
+    const now = Date.now()
+    this.#streak = now - proc.startedAtMs >= this.#t.healthyRunMs ? 1 : this.#streak + 1
+    this.#exits = this.#exits.filter((t) => now - t < this.#t.crashWindowMs)
+    this.#exits.push(now)
+    const count = this.#exits.length
+    const limit = this.#t.crashLimit
+    if (count >= limit) {
+      this.#failure = {
+        code: 'CRASHED',
+        message: `${description}; ${count} unrequested exits within ${formatSeconds(this.#t.crashWindowMs)}`,
+        hint: `see ${this.#logFile.path}; svc starts it again after the next file change`,
+      }
+      this.#lastError = this.#failure.message
+      this.#setState('crashed', description)
+      this.#log.error(`${this.name} ${description}; crashed (${count}/${limit} exits within ${formatSeconds(this.#t.crashWindowMs)}), waiting for a file change`)
+      return
+    }
+    const delay = Math.min(this.#t.backoffStartMs * 2 ** (this.#streak - 1), this.#t.backoffMaxMs)
+    this.#setState('restarting', description)
+    this.#log.warn(`${this.name} ${description}; restarting in ${formatSeconds(delay)} (${count}/${limit})`)
+    this.#backoff = setTimeout(() => {
+      this.#backoff = undefined
+      void this.#enqueue(generation, async () => {
+        if (this.#proc || this.#state !== 'restarting') return
+        this.#restarts++
+        await this.#spawn(generation)
+      })
+    }, delay)
+  }
+
+  /** Runs `post_run` (compose) after the worker process ended. */
+  async #postRun(generation: number | undefined): Promise<void> {
+    const command = this.#spec.postRun
+    if (!command) return
+    const exit = await this.#runTask('post_run', command, this.#t.postRunTimeoutMs, generation === undefined)
+    if (exit.code !== 0 && (generation === undefined || generation === this.#generation)) {
+      this.#log.warn(`${this.name}: post_run '${command}' ${exit.timedOut ? 'timed out' : describeExit(exit)}`)
+    }
+  }
+
+  /** Puts the worker in `failed`, stopping its process if one runs. Always returns false. */
+  #fail(generation: number, failure: SupervisorFailure): false {
+    if (generation !== this.#generation) return false
+    this.#failure = failure
+    this.#lastError = failure.message
+    const proc = this.#proc
+    if (proc) {
+      // Stopped in the background: the failure is reported now, not 5 s later.
+      void this.#stopProcess(proc)
+    }
+    this.#setState('failed', failure.message)
+    this.#log.error(`${this.name} failed: ${failure.message}${failure.hint ? ` (hint: ${failure.hint})` : ''}`)
+    return false
+  }
+
+  async #stopProcess(proc: ShellProcess): Promise<void> {
+    if (this.#proc === proc) {
+      clearTimeout(this.#poll)
+      this.#poll = undefined
+    }
+    const killed = await stopGroup(proc, this.#stopTimeoutMs)
+    if (killed) this.#log.warn(`${this.name} did not stop within ${formatSeconds(this.#stopTimeoutMs)}; killed it (SIGKILL)`)
+    if (this.#proc === proc) this.#proc = undefined
+  }
+
+  /** Kills what is left of a group whose leader exited on its own. */
+  #reapOrphans(): void {
+    const group = this.#orphanGroup
+    this.#orphanGroup = undefined
+    if (group !== undefined && groupAlive(group)) signalGroup(group, 'SIGKILL')
+  }
+
+  /** Runs setup, install or a hook to its end (or `timeoutMs`), output to the log; stop() kills it. */
+  async #runTask(
+    step: string,
+    command: string,
+    timeoutMs?: number,
+    detached = false,
+  ): Promise<CommandExit & { timedOut?: boolean }> {
+    this.#writeLog('svc', `${step}: $ ${command}`)
+    const task = runShell(command, { cwd: this.#spec.directory, env: this.#env(), onLine: (stream, text) => this.#output(stream, text) })
+    // post_run during stop() must not be killed by stop() itself.
+    if (!detached) this.#task = task
+    let timedOut = false
+    const timer =
+      timeoutMs === undefined
+        ? undefined
+        : setTimeout(() => {
+            timedOut = true
+            void stopGroup(task, this.#stopTimeoutMs)
+          }, timeoutMs)
+    const exit = await task.done
+    clearTimeout(timer)
+    if (this.#task === task) this.#task = undefined
+    this.#writeLog('svc', `${step} ${describeExit(exit)}`)
+    return { ...exit, timedOut }
+  }
+
+  #env(): Record<string, string> {
+    return buildWorkerEnv({ spec: this.#spec, manifest: this.#manifest, isolation: 'process' }).env
+  }
+
+  // ---- watching ------------------------------------------------------------------------------
+
+  /** Creates, replaces or removes the watcher to match the entry and the manifest (§5.4). */
+  async #syncWatcher(generation: number): Promise<void> {
+    const manifest = this.#manifest
+    const enabled = this.#spec.watch && (manifest?.watch.enabled ?? true)
+    const patterns = manifest?.watch.ignore ?? []
+    const key = enabled ? JSON.stringify(patterns) : undefined
+    if (key === this.#watchKey && (key === undefined || this.#watcher)) return
+    await this.#closeWatcher()
+    if (key === undefined || generation !== this.#generation) return
+    const spec = this.#spec
+    const root = spec.projectRoot
+    const logPath = this.#logFile.path
+    const ignored = ignoreMatcher({
+      directory: spec.directory,
+      patterns,
+      paths: [
+        join(root, 'config.yaml'),
+        join(root, 'worker-compose.yaml'),
+        join(root, 'config'),
+        logPath,
+        `${logPath}.1`,
+        `${logPath}.2`,
+        this.#stateFile.path,
+      ],
+    })
+    const stateTemp = `${this.#stateFile.path}.`
+    const watcher = watch(spec.directory, {
+      ignoreInitial: true,
+      ignored: (path: string) => ignored(path) || path.startsWith(stateTemp),
+    })
+    this.#watcher = watcher
+    this.#watchKey = key
+    watcher.on('all', (event, path) => {
+      if (event === 'addDir') return
+      this.#onFileChange(path)
+    })
+    watcher.on('error', (err) => this.#log.warn(`${this.name}: file watcher error: ${(err as Error).message}`))
+    // Changes count from the moment the watcher has scanned the directory; a watcher closed by
+    // stop() before that never gets ready, so closing releases the wait too.
+    await new Promise<void>((resolve) => {
+      this.#watcherReady = resolve
+      watcher.once('ready', () => resolve())
+    })
+    this.#watcherReady = undefined
+  }
+
+  async #closeWatcher(): Promise<void> {
+    const watcher = this.#watcher
+    this.#watcher = undefined
+    this.#watchKey = undefined
+    this.#watcherReady?.()
+    this.#watcherReady = undefined
+    if (watcher) await watcher.close()
+  }
+
+  #onFileChange(path: string): void {
+    if (!this.#active) return
+    this.#changes.set(path, Date.now())
+    clearTimeout(this.#debounce)
+    this.#debounce = setTimeout(() => {
+      this.#debounce = undefined
+      const changes = new Map(this.#changes)
+      this.#changes.clear()
+      const generation = this.#generation
+      void this.#enqueue(generation, () => this.#onChanges(generation, changes))
+    }, this.#t.debounceMs)
+  }
+
+  /** One debounced burst of changes (§5.4). */
+  async #onChanges(generation: number, changes: Map<string, number>): Promise<void> {
+    const dir = this.#spec.directory
+    const proc = this.#proc
+    // Changes the running process already started with: files written by setup or install, whose
+    // events arrive after the spawn. An event that arrived before the spawn is one; so is one that
+    // arrived shortly after it for a file last modified before it.
+    const paths = [...changes]
+      .filter(([path, arrivedAt]) => !proc || !this.#startedWith(proc, path, arrivedAt))
+      .map(([path]) => path)
+    if (paths.length === 0) return
+    const isManifest = (p: string) => p === join(dir, MANIFEST_FILE)
+    const isDependency = (p: string) => dirname(p) === dir && isDependencyManifest(basename(p))
+    const manifestChanged = paths.some(isManifest)
+    const sourceChanged = paths.some((p) => !isManifest(p) && !isDependency(p))
+    if (this.#waitForManifest && !manifestChanged) return
+    if (proc) {
+      // Only dependency manifests, with the hash that was installed: e.g. the lockfile written by
+      // the install itself. Nothing to do.
+      if (!manifestChanged && !sourceChanged && !this.#installNeeded()) return
+    }
+    this.#resetCrashPolicy()
+    const names = paths.map((p) => relative(dir, p) || p)
+    const shown = names.length > 3 ? `${names.slice(0, 3).join(', ')} and ${names.length - 3} more` : names.join(', ')
+    this.#log.info(`${this.name}: ${shown} changed; ${proc ? 'restarting' : 'starting'}`)
+    const reload = manifestChanged || !this.#manifest || this.#state === 'failed'
+    await this.#launch(generation, reload, `${shown} changed`)
+  }
+
+  #startedWith(proc: ShellProcess, path: string, arrivedAt: number): boolean {
+    if (arrivedAt < proc.startedAtMs) return true
+    if (arrivedAt - proc.startedAtMs > STALE_EVENT_WINDOW_MS) return false
+    try {
+      return statSync(path).mtimeMs < proc.startedAtMs
+    } catch {
+      return false
+    }
+  }
+
+  #resetCrashPolicy(): void {
+    this.#exits = []
+    this.#streak = 0
+    clearTimeout(this.#backoff)
+    this.#backoff = undefined
+  }
+
+  // ---- output and state ----------------------------------------------------------------------
+
+  #output(stream: 'stdout' | 'stderr', text: string): void {
+    this.#writeLog(stream, text)
+    this.emit('output', { worker: this.name, stream, text } satisfies OutputLine)
+  }
+
+  #writeLog(stream: 'stdout' | 'stderr' | 'svc', text: string): void {
+    this.#logFile.write(`${new Date().toISOString()} ${stream} ${text}`)
+  }
+
+  #setState(state: WorkerState, detail?: string): void {
+    if (state !== 'failed' && state !== 'crashed' && state !== 'stopped') {
+      if (state !== 'restarting') this.#failure = undefined
+    }
+    const changed = state !== this.#state
+    this.#state = state
+    if (changed) this.#writeLog('svc', `state ${state}${detail ? ` (${detail})` : ''}`)
+    void this.#stateFile.write(this.#record())
+    if (changed) this.emit('state', state, detail)
+  }
+
+  #record(): WorkerStateRecord {
+    const proc = this.#proc
+    return {
+      name: this.name,
+      namespace: this.#spec.namespace,
+      directory: this.#spec.directory,
+      state: this.#state,
+      pid: proc?.pid ?? null,
+      supervisor_pid: process.pid,
+      started_at: proc && this.#startedAt ? this.#startedAt.toISOString() : null,
+      restarts: this.#restarts,
+      last_error: this.#lastError ?? null,
+      last_error_code: this.#failure?.code ?? null,
+      updated_at: new Date().toISOString(),
+      ...this.#install,
+    }
+  }
+
+  /** The worker directory as shown in messages: relative to the project root when inside it. */
+  #directoryLabel(): string {
+    const rel = relative(this.#spec.projectRoot, this.#spec.directory)
+    if (rel === '') return '.'
+    return rel.startsWith('..') || isAbsolute(rel) ? this.#spec.directory : rel
+  }
+}
+
+/** `2 s`, `1.5 s`, `200 ms`. */
+function formatSeconds(ms: number): string {
+  if (ms < 1000) return `${Math.round(ms)} ms`
+  const seconds = ms / 1000
+  return `${Number.isInteger(seconds) ? seconds : seconds.toFixed(1)} s`
+}

@@ -1,0 +1,478 @@
+/**
+ * End to end: the compose daemon (cli.md §4.7) as a real `svc compose` process against a real
+ * engine process, running tiny svc-sdk workers as path containers under the supervisor.
+ * Needs `npm run build` (bin/run.js runs dist/).
+ */
+import assert from 'node:assert/strict'
+import { spawn, type ChildProcess } from 'node:child_process'
+import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { join } from 'node:path'
+import { createInterface } from 'node:readline'
+import { after, before, describe, it } from 'node:test'
+import { registerWorker, type SvcClient } from 'svc-sdk'
+import { ROOT, startEngineProcess, SVC_BIN, tempProject, type RunningEngine } from './support/processes.ts'
+
+const SDK = join(ROOT, 'packages', 'sdk', 'dist', 'index.js')
+const NS = 'e2e-otter'
+
+let dir = ''
+let engine: RunningEngine | undefined
+let client: SvcClient | undefined
+const daemons = new Set<Daemon>()
+/** Container pids seen in results: killed in `after` should anything survive. */
+const containerPids = new Set<number>()
+let unreachable: Promise<{ code: number | null; stdout: string; stderr: string }> | undefined
+
+interface Daemon {
+  child: ChildProcess
+  events: Array<Record<string, unknown>>
+  stderr: string[]
+  exited: Promise<number | null>
+}
+
+/** A worker directory whose process registers `functions` (id → handler source) under SVC_WORKER_NAME. */
+function writeWorker(name: string, body: string, manifest = `name: ${name}\nscripts:\n  start: node index.js\n`): void {
+  const workerDir = join(dir, 'workers', name)
+  mkdirSync(workerDir, { recursive: true })
+  writeFileSync(join(workerDir, 'svc.worker.yaml'), manifest)
+  writeFileSync(join(workerDir, 'index.js'), `import { registerWorker } from ${JSON.stringify(SDK)}\n${body}\n`)
+}
+
+function cleanEnv(): NodeJS.ProcessEnv {
+  const env = { ...process.env }
+  for (const key of ['SVC_URL', 'SVC_NAMESPACE', 'SVC_WORKER_NAME', 'DEBUG', 'CI']) delete env[key]
+  return env
+}
+
+/** Starts `svc compose [up] -n <ns> --engine <url> --json …` in the project directory. */
+function spawnDaemon(args: string[]): Daemon {
+  const child = spawn(process.execPath, [SVC_BIN, 'compose', ...args, '--engine', engine!.engineUrl, '--json'], {
+    cwd: dir,
+    env: cleanEnv(),
+    stdio: ['ignore', 'pipe', 'pipe'],
+  })
+  const daemon: Daemon = {
+    child,
+    events: [],
+    stderr: [],
+    exited: new Promise((resolve) => child.once('exit', (code) => resolve(code))),
+  }
+  createInterface({ input: child.stdout! }).on('line', (line) => {
+    try {
+      daemon.events.push(JSON.parse(line))
+    } catch {
+      daemon.stderr.push(`stdout: ${line}`)
+    }
+  })
+  child.stderr!.on('data', (d) => daemon.stderr.push(String(d)))
+  daemons.add(daemon)
+  return daemon
+}
+
+/** Waits for an event matching `match`, or for the process to exit (then rejects with its output). */
+async function waitForEvent(daemon: Daemon, match: (e: Record<string, unknown>) => boolean, timeoutMs = 60_000): Promise<Record<string, unknown>> {
+  const deadline = Date.now() + timeoutMs
+  let exited = false
+  void daemon.exited.then(() => (exited = true))
+  for (;;) {
+    const found = daemon.events.find(match)
+    if (found) return found
+    if (exited || Date.now() > deadline) {
+      throw new Error(`no such event (exited: ${exited}):\n${JSON.stringify(daemon.events, null, 1)}\n${daemon.stderr.join('')}`)
+    }
+    await new Promise((r) => setTimeout(r, 50))
+  }
+}
+
+/** Calls a function in the test namespace and returns its result, or `{error}` when it failed. */
+async function call(functionId: string, payload: Record<string, unknown> = {}, timeoutMs = 90_000): Promise<any> {
+  try {
+    return await client!.trigger({ function_id: functionId, payload, namespace: NS, timeoutMs })
+  } catch (err) {
+    const e = err as { code?: string; detail?: string; message: string }
+    return { error: { code: e.code, message: e.detail ?? e.message } }
+  }
+}
+
+function remember(result: any): any {
+  const containers = result?.containers ?? result?.up?.containers ?? []
+  for (const c of containers) if (typeof c.pid === 'number') containerPids.add(c.pid)
+  return result
+}
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0)
+    return true
+  } catch {
+    return false
+  }
+}
+
+async function waitUntil(predicate: () => boolean | Promise<boolean>, what: string, timeoutMs = 20_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs
+  while (!(await predicate())) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting until ${what}`)
+    await new Promise((r) => setTimeout(r, 100))
+  }
+}
+
+/** Runs `svc <args>` to completion in the project directory. */
+function svc(args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [SVC_BIN, ...args], { cwd: dir, env: cleanEnv(), stdio: ['ignore', 'pipe', 'pipe'] })
+    let stdout = ''
+    let stderr = ''
+    child.stdout.on('data', (d) => (stdout += d))
+    child.stderr.on('data', (d) => (stderr += d))
+    child.on('error', reject)
+    child.on('close', (code) => resolve({ code, stdout, stderr }))
+  })
+}
+
+const COMPOSE = `# shop project: web needs api
+containers:
+  web:
+    worker: path://./workers/web
+    depends_on: [api]   # api first
+    environment: { GREETING: "\${GREETING:hi}" }
+  # the API
+  api:
+    worker: path://./workers/api
+    env_file: .env.api
+`
+
+before(async () => {
+  dir = await tempProject()
+  writeWorker(
+    'api',
+    `registerWorker().registerFunction('api::hello', (p) => ({ hello: p?.name ?? 'world', worker: process.env.SVC_WORKER_NAME, ns: process.env.SVC_NAMESPACE, tone: process.env.TONE }))`,
+  )
+  writeFileSync(join(dir, '.env.api'), '# read at start\nTONE="warm"\n')
+  writeFileSync(join(dir, '.env.reserved'), 'SVC_NAMESPACE=elsewhere\n')
+  writeFileSync(join(dir, 'reserved.yaml'), 'containers:\n  sneaky:\n    worker: path://./workers/base\n    env_file: [.env.reserved]\n')
+  writeWorker(
+    'web',
+    `const svc = registerWorker()\nsvc.registerFunction('web::greet', async (p) => ({ greeting: process.env.GREETING, inner: await svc.trigger({ function_id: 'api::hello', payload: p }) }))`,
+  )
+  writeWorker('extra', `registerWorker().registerFunction('extra::ping', () => ({ pong: true }))`)
+  writeWorker('base', `registerWorker().registerFunction('base::ok', () => ({ ok: true }))`)
+  writeWorker('broken', `console.error('broken: giving up'); process.exit(3)`)
+  writeWorker('misnamed', `registerWorker(undefined, { workerName: 'not-my-key' }).registerFunction('misnamed::x', () => 1)`)
+  // `slow` registers only once `fast` has: a sequential start of the two would time out.
+  writeWorker(
+    'slow',
+    [
+      "const probe = registerWorker(undefined, { workerName: 'probe', namespace: 'default' })",
+      'for (;;) {',
+      "  const { workers } = await probe.trigger({ function_id: 'engine::workers::list', payload: { namespace: process.env.SVC_NAMESPACE } })",
+      "  if (workers.some((w) => w.name === 'fast')) break",
+      '  await new Promise((r) => setTimeout(r, 100))',
+      '}',
+      'await probe.shutdown()',
+      "registerWorker().registerFunction('slow::x', () => 1)",
+    ].join('\n'),
+  )
+  writeWorker('fast', `registerWorker().registerFunction('fast::x', () => 1)`)
+  writeFileSync(join(dir, 'parallel.yaml'), 'startup_timeout: 60s\ncontainers:\n  slow:\n    worker: path://./workers/slow\n  fast:\n    worker: path://./workers/fast\n')
+  writeFileSync(join(dir, 'worker-compose.yaml'), COMPOSE)
+  writeFileSync(
+    join(dir, 'failing.yaml'),
+    'containers:\n  base:\n    worker: path://./workers/base\n  broken:\n    worker: path://./workers/broken\n    depends_on: [base]\n  after-broken:\n    worker: path://./workers/extra\n    depends_on: [broken]\n',
+  )
+  writeFileSync(join(dir, 'misnamed.yaml'), 'startup_timeout: 4s\ncontainers:\n  misnamed:\n    worker: path://./workers/misnamed\n')
+  writeFileSync(
+    join(dir, 'builtins.yaml'),
+    'containers:\n  kv:\n    worker: builtin://state\n    config: { triggers_enabled: "${KEEP_ME}" }\n  streams:\n    worker: builtin://stream\n',
+  )
+  writeFileSync(join(dir, 'invalid.yaml'), 'containers:\n  api:\n    worker: path://./workers/api\n    enviroment: { A: b }\n')
+  engine = await startEngineProcess(dir)
+  // Started now, checked last: it waits out the 10 s connection deadline beside the other tests.
+  unreachable = svc(['compose', '-n', 'e2e-nowhere', '--engine', 'ws://127.0.0.1:9', '--json'])
+  client = registerWorker(engine.engineUrl, { workerName: 'compose-e2e' })
+})
+
+after(async () => {
+  await unreachable
+  await client?.shutdown()
+  for (const d of daemons) {
+    if (d.child.exitCode === null && d.child.signalCode === null) {
+      d.child.kill('SIGTERM')
+      const timer = setTimeout(() => d.child.kill('SIGKILL'), 15_000)
+      await d.exited
+      clearTimeout(timer)
+    }
+  }
+  for (const pid of containerPids) {
+    if (!alive(pid)) continue
+    try {
+      process.kill(-pid, 'SIGKILL')
+    } catch {
+      /* gone */
+    }
+  }
+  await engine?.stop()
+  if (dir) rmSync(dir, { recursive: true, force: true })
+})
+
+describe('svc compose', () => {
+  let daemon: Daemon
+
+  it('starts the daemon and announces it', async () => {
+    daemon = spawnDaemon(['-n', NS])
+    const ready = await waitForEvent(daemon, (e) => e.event === 'compose_ready')
+    assert.equal(ready.namespace, NS)
+    assert.equal(ready.engine_url, engine!.engineUrl)
+    assert.equal(ready.pid, daemon.child.pid)
+  })
+
+  it('refuses a second daemon in the same namespace (exit 1)', async () => {
+    const second = spawnDaemon(['-n', NS])
+    assert.equal(await second.exited, 1)
+    const error = second.events.find((e) => e.error) as { error: { code: string; message: string } }
+    assert.equal(error.error.code, 'DAEMON_ALREADY_SERVING')
+    assert.equal(error.error.message, `DAEMON_ALREADY_SERVING: a compose daemon already serves namespace ${NS} (pid ${daemon.child.pid})`)
+  })
+
+  it('validates files, pointing at line and column', async () => {
+    assert.deepEqual(await call('compose::validate'), { valid: true, namespace: NS, start_order: ['api', 'web'] })
+    const invalid = await call('compose::validate', { file: 'invalid.yaml' })
+    assert.equal(invalid.error.code, 'INVALID_COMPOSE_FILE')
+    assert.equal(invalid.error.message, "invalid.yaml:4:5: unknown key 'enviroment' in container 'api' (did you mean 'environment'?)")
+    assert.equal((await call('compose::status', { file: 'missing.yaml' })).error.code, 'NO_COMPOSE_FILE')
+    assert.equal((await call('compose::up', { namespace: 'elsewhere' })).error.code, 'WRONG_DAEMON')
+    const reserved = await call('compose::up', { file: 'reserved.yaml' })
+    assert.equal(reserved.status, 'failed')
+    assert.equal(reserved.containers[0].error.code, 'RESERVED_ENV_OVERRIDE')
+    assert.match(reserved.containers[0].error.message, /^\.env\.reserved:1: env_file of container sneaky sets SVC_NAMESPACE/)
+  })
+
+  it('brings two dependent path containers up in order', async () => {
+    const up = remember(await call('compose::up'))
+    assert.equal(up.status, 'ok', JSON.stringify(up))
+    assert.equal(up.changed, true)
+    assert.match(up.operation_id, /^op_[0-9a-f]{4}$/)
+    assert.deepEqual(
+      up.containers.map((c: any) => [c.container, c.state, c.changed, typeof c.pid]),
+      [
+        ['api', 'ready', true, 'number'],
+        ['web', 'ready', true, 'number'],
+      ],
+    )
+    const status = await call('compose::status')
+    assert.equal(status.namespace, NS)
+    assert.equal(status.file, 'worker-compose.yaml')
+    assert.equal(status.daemon_pid, daemon.child.pid)
+    assert.deepEqual(
+      status.containers.map((c: any) => [c.container, c.worker, c.state, c.restarts, c.last_error]),
+      [
+        ['web', 'path://./workers/web', 'ready', 0, null],
+        ['api', 'path://./workers/api', 'ready', 0, null],
+      ],
+    )
+    // A second up starts nothing.
+    const again = await call('compose::up')
+    assert.equal(again.changed, false)
+    assert.ok(existsSync(join(dir, '.svc', 'logs', NS, 'api.log')))
+    const state = JSON.parse(readFileSync(join(dir, '.svc', 'compose', NS, 'state.json'), 'utf8'))
+    assert.equal(state.namespace, NS)
+  })
+
+  it('lets svc trigger -n reach the containers in the namespace', async () => {
+    const result = await svc(['trigger', '-n', NS, 'web::greet', 'name=ada', '--engine', engine!.engineUrl])
+    assert.equal(result.code, 0, result.stderr)
+    assert.deepEqual(JSON.parse(result.stdout), { greeting: 'hi', inner: { hello: 'ada', worker: 'api', ns: NS, tone: 'warm' } })
+  })
+
+  it('adds a worker to the running project, editing the file in place', async () => {
+    const added = remember(await call('compose::add', { worker: './workers/extra' }))
+    assert.equal(added.status, 'ok', JSON.stringify(added))
+    assert.equal(added.container, 'extra')
+    assert.equal(added.changed, true)
+    assert.equal(added.detail, 'added extra (path://./workers/extra)')
+    assert.deepEqual(
+      added.up.containers.map((c: any) => [c.container, c.state, c.changed]),
+      [
+        ['api', 'ready', false],
+        ['web', 'ready', false],
+        ['extra', 'ready', true],
+      ],
+    )
+    assert.equal(readFileSync(join(dir, 'worker-compose.yaml'), 'utf8'), `${COMPOSE}  extra:\n    worker: path://./workers/extra\n`)
+    assert.deepEqual(await call('extra::ping'), { pong: true })
+
+    const again = await call('compose::add', { worker: './workers/extra' })
+    assert.equal(again.changed, false)
+    assert.equal(again.detail, 'already declared')
+    assert.deepEqual(await call('compose::add', {}), { error: { code: 'INVALID_ARGUMENTS', message: 'worker is required' } })
+    assert.equal((await call('compose::add', { worker: 'nope' })).error.code, 'UNKNOWN_WORKER')
+    assert.equal((await call('compose::add', { worker: 'svc-observability' })).error.code, 'RESERVED_WORKER')
+
+    // A built-in, into a file that does not exist yet.
+    const builtin = await call('compose::add', { worker: 'state', file: 'kv.yaml' })
+    assert.equal(builtin.status, 'ok', JSON.stringify(builtin))
+    assert.equal(builtin.detail, 'added svc-state (builtin://svc-state)')
+    assert.deepEqual(builtin.up.containers, [{ container: 'svc-state', state: 'ready', changed: true }])
+    assert.equal(readFileSync(join(dir, 'kv.yaml'), 'utf8'), 'containers:\n  svc-state:\n    worker: builtin://svc-state\n')
+  })
+
+  it('restarts one container and removes it again, restoring the file', async () => {
+    const before = (await call('compose::status')).containers.find((c: any) => c.container === 'extra').pid
+    const restarted = remember(await call('compose::restart', { container: 'extra' }))
+    assert.equal(restarted.status, 'ok', JSON.stringify(restarted))
+    const extra = restarted.containers.find((c: any) => c.container === 'extra')
+    assert.equal(extra.changed, true)
+    assert.notEqual(extra.pid, before)
+    assert.equal((await call('compose::restart', { container: 'nope' })).error.code, 'UNKNOWN_CONTAINER')
+    assert.match((await call('compose::remove', { container: 'api' })).error.message, /cannot remove api: web depends on it/)
+
+    const removed = await call('compose::remove', { container: 'extra' })
+    assert.equal(removed.status, 'ok')
+    assert.equal(removed.changed, true)
+    assert.deepEqual(removed.down.containers.map((c: any) => [c.container, c.state, c.changed]), [['extra', 'stopped', true]])
+    assert.equal(readFileSync(join(dir, 'worker-compose.yaml'), 'utf8'), COMPOSE)
+    await waitUntil(() => !alive(extra.pid), 'extra is gone')
+    const added = remember(await call('compose::add', { worker: './workers/extra' }))
+    assert.equal(added.status, 'ok')
+  })
+
+  it('checks built-in containers against the engine', async () => {
+    const up = await call('compose::up', { file: 'builtins.yaml' })
+    assert.equal(up.status, 'failed', JSON.stringify(up))
+    const [kv, streams] = up.containers
+    assert.equal(kv.container, 'kv')
+    assert.equal(kv.state, 'stopped')
+    assert.equal(kv.rolled_back, true)
+    assert.match(kv.detail, /config accepted but not applied/)
+    assert.equal(streams.error.code, 'BUILTIN_DISABLED')
+    assert.match(streams.error.message, /does not run the built-in worker svc-stream/)
+  })
+
+  it('starts independent containers concurrently', async () => {
+    const up = remember(await call('compose::up', { file: 'parallel.yaml' }))
+    assert.equal(up.status, 'ok', JSON.stringify(up))
+    assert.deepEqual(up.containers.map((c: any) => [c.container, c.state]), [
+      ['slow', 'ready'],
+      ['fast', 'ready'],
+    ])
+    assert.equal((await call('compose::down', { file: 'parallel.yaml' })).status, 'ok')
+  })
+
+  it('rolls back a failed up and reports each container', async () => {
+    const up = remember(await call('compose::up', { file: 'failing.yaml' }))
+    assert.equal(up.status, 'failed', JSON.stringify(up))
+    const byKey = Object.fromEntries(up.containers.map((c: any) => [c.container, c]))
+    assert.equal(byKey.base.state, 'stopped')
+    assert.equal(byKey.base.rolled_back, true)
+    assert.equal(byKey.broken.state, 'failed')
+    assert.equal(byKey.broken.error.code, 'CHILD_EXITED_BEFORE_REGISTRATION')
+    assert.match(byKey.broken.error.message, /exited with code 3/)
+    assert.match(byKey.broken.error.message, /broken: giving up/)
+    assert.equal(byKey['after-broken'].error.code, 'DEPENDENCY_FAILED')
+    const workers = (await client!.trigger<unknown, { workers: Array<{ name: string }> }>({ function_id: 'engine::workers::list', payload: { namespace: NS } })).workers
+    assert.ok(!workers.some((w) => w.name === 'base'), 'base was stopped again')
+    // The first project is untouched.
+    assert.deepEqual((await call('compose::status')).containers.map((c: any) => c.state), ['ready', 'ready', 'ready'])
+  })
+
+  it('says so when a worker registers under another name', async () => {
+    const up = await call('compose::up', { file: 'misnamed.yaml' })
+    assert.equal(up.status, 'failed')
+    assert.equal(up.containers[0].error.code, 'STARTUP_TIMEOUT')
+    assert.match(up.containers[0].error.message, /misnamed did not register within 4 s/)
+    assert.match(up.containers[0].error.message, /'not-my-key'.*must use SVC_WORKER_NAME/)
+  })
+
+  it('lists its projects', async () => {
+    const list = await call('compose::list')
+    assert.equal(list.namespace, NS)
+    const projects = Object.fromEntries(list.projects.map((p: any) => [p.file, p]))
+    assert.equal(projects['worker-compose.yaml'].state, 'up')
+    assert.deepEqual(projects['worker-compose.yaml'].containers, ['api', 'web', 'extra'])
+    assert.equal(projects['failing.yaml'].state, 'failed')
+  })
+
+  it('brings the project down in reverse order', async () => {
+    const before = (await call('compose::status')).containers.map((c: any) => c.pid as number)
+    const down = await call('compose::down')
+    assert.equal(down.status, 'ok')
+    assert.deepEqual(
+      down.containers.map((c: any) => [c.container, c.state, c.changed]),
+      [
+        ['api', 'stopped', true],
+        ['web', 'stopped', true],
+        ['extra', 'stopped', true],
+      ],
+    )
+    await waitUntil(() => before.every((pid: number) => !alive(pid)), 'the container processes are gone')
+    assert.deepEqual((await call('compose::status')).containers.map((c: any) => c.state), ['stopped', 'stopped', 'stopped'])
+  })
+
+  it('stops on compose::stop with exit 0', async () => {
+    remember(await call('compose::up'))
+    const pids = (await call('compose::status')).containers.map((c: any) => c.pid as number)
+    assert.deepEqual(await call('compose::stop'), { stopping: true })
+    assert.equal(await daemon.exited, 0, daemon.stderr.join(''))
+    await waitUntil(() => pids.every((pid: number) => !alive(pid)), 'the container processes are gone')
+    assert.ok(daemon.events.some((e) => e.event === 'stopped'))
+  })
+})
+
+describe('svc compose up', () => {
+  it('exits 2 with INVALID_COMPOSE_FILE and the place for an invalid file', async () => {
+    const result = await svc(['compose', 'up', '-n', 'e2e-invalid', '-f', 'invalid.yaml', '--engine', engine!.engineUrl])
+    assert.equal(result.code, 2)
+    assert.equal(result.stderr, "Error: invalid.yaml:4:5: unknown key 'enviroment' in container 'api' (did you mean 'environment'?)\n")
+  })
+
+  it('exits 1 with PROJECT_DID_NOT_START when the project fails', async () => {
+    const d = spawnDaemon(['up', '-n', 'e2e-fail', '-f', 'failing.yaml'])
+    assert.equal(await d.exited, 1)
+    const error = d.events.find((e) => e.error) as { error: { code: string; message: string } }
+    assert.equal(error.error.code, 'PROJECT_DID_NOT_START')
+    assert.match(error.error.message, /broken \(CHILD_EXITED_BEFORE_REGISTRATION\)/)
+    const up = d.events.find((e) => e.event === 'project_up') as any
+    for (const c of up.containers) if (typeof c.pid === 'number') assert.ok(!alive(c.pid))
+  })
+
+  it('brings the file up, keeps serving, and stops everything on SIGTERM (exit 0)', async () => {
+    const d = spawnDaemon(['up', '-n', 'e2e-up'])
+    const up = remember(await waitForEvent(d, (e) => e.event === 'project_up')) as any
+    assert.equal(up.status, 'ok', JSON.stringify(up))
+    const result = await svc(['trigger', '-n', 'e2e-up', 'api::hello', '--engine', engine!.engineUrl])
+    assert.deepEqual(JSON.parse(result.stdout), { hello: 'world', worker: 'api', ns: 'e2e-up', tone: 'warm' })
+    d.child.kill('SIGTERM')
+    assert.equal(await d.exited, 0)
+    for (const c of up.containers) assert.ok(!alive(c.pid), `${c.container} stopped`)
+  })
+
+  it('re-adopts the containers of a daemon that was killed', async () => {
+    const first = spawnDaemon(['up', '-n', 'e2e-adopt'])
+    const up = remember(await waitForEvent(first, (e) => e.event === 'project_up')) as any
+    assert.equal(up.status, 'ok', JSON.stringify(up))
+    first.child.kill('SIGKILL')
+    await first.exited
+    await waitUntil(async () => {
+      const { workers } = await client!.trigger<unknown, { workers: Array<{ name: string }> }>({ function_id: 'engine::workers::list', payload: { namespace: 'e2e-adopt' } })
+      return !workers.some((w) => w.name === 'compose')
+    }, 'the killed daemon is disconnected')
+
+    const second = spawnDaemon(['-n', 'e2e-adopt'])
+    await waitForEvent(second, (e) => e.event === 'compose_ready')
+    const status = await client!.trigger<unknown, any>({ function_id: 'compose::status', payload: {}, namespace: 'e2e-adopt' })
+    const byName = (a: any[], b: any[]) => (a[0] < b[0] ? -1 : 1)
+    assert.deepEqual(
+      status.containers.map((c: any) => [c.container, c.state, c.pid]).sort(byName),
+      up.containers.map((c: any) => [c.container, 'ready', c.pid]).sort(byName),
+    )
+    second.child.kill('SIGTERM')
+    assert.equal(await second.exited, 0)
+    await waitUntil(() => up.containers.every((c: any) => !alive(c.pid)), 'the adopted processes are stopped')
+  })
+
+  it('exits 3 when the engine is not reachable within 10 s', async () => {
+    const result = await unreachable!
+    assert.equal(result.code, 3)
+    assert.equal(JSON.parse(result.stdout.trim().split('\n').pop()!).error.code, 'ENGINE_UNREACHABLE')
+  })
+})
