@@ -1,0 +1,144 @@
+/**
+ * `svc project init` (cli.md §4.1): check the directory, copy the template, write
+ * `.svc/project.ini`, install dependencies, each step shown with listr2 (cli.md §6 Progress).
+ */
+import { Listr, LISTR_LOGGER_STDERR_LEVELS, ListrLogger, ListrLogLevels, PRESET_TIMER } from 'listr2'
+import type { ListrTask } from 'listr2'
+import { installDirectories, installFailedError, runInstall } from './install.ts'
+import type { InstallOutcome } from './install.ts'
+import { nextSteps } from './next-steps.ts'
+import { copyTemplate, writeProjectIni } from './scaffold.ts'
+import { checkTargetDirectory, displayDirectory } from './target.ts'
+import { requireTemplate } from './templates.ts'
+import type { InitOptions, InitResult } from './types.ts'
+
+interface InitContext {
+  files: string[]
+  /** Every install's outcome, in directory order; undefined when nothing was installed. */
+  installs?: Promise<InstallOutcome[]>
+}
+
+/**
+ * Scaffolds a project (or, for the `worker` template, a worker directory) as `options` says and
+ * reports what it wrote. Progress goes to stdout through listr2's `options.renderer`.
+ *
+ * The scaffold is kept when the install fails.
+ *
+ * @throws {CliError} `DIRECTORY_NOT_EMPTY` / `NOT_A_DIRECTORY` (exit 1) before anything is written;
+ *   `UNKNOWN_TEMPLATE` (exit 2); `INSTALL_FAILED` (exit 1) naming the first directory (in path
+ *   order) whose install failed, e.g. `Project created, but installing dependencies failed in
+ *   workers/caller-worker (npm exited with 1). Run npm install there.`
+ */
+export async function initProject(options: InitOptions): Promise<InitResult> {
+  const template = requireTemplate(options.template)
+  const shown = displayDirectory(options.directory, options.cwd)
+  const manager = options.packageManager
+
+  const steps: ListrTask<InitContext>[] = [
+    {
+      title: `Check directory ${shown}`,
+      task: () => {
+        checkTargetDirectory(options.directory, options.cwd, options.force)
+      },
+    },
+    {
+      title: `Copy template ${template.name}`,
+      task: (ctx, task) => {
+        ctx.files = copyTemplate({
+          name: options.name,
+          template,
+          directory: options.directory,
+          cliRoot: options.cliRoot,
+          cliVersion: options.cliVersion,
+          packageManager: manager,
+        })
+        task.title = `Copy template ${template.name} (${ctx.files.length} files)`
+      },
+    },
+    {
+      title: 'Write .svc/project.ini',
+      enabled: template.kind === 'project',
+      task: (ctx) => {
+        ctx.files.push(writeProjectIni(options.directory, { project_name: options.name, template: template.name, created_with: options.cliVersion }))
+      },
+    },
+    {
+      title: `Install dependencies (${manager})`,
+      skip: (ctx) => {
+        if (!options.install) return '--no-install'
+        if (installDirectories(ctx.files).length === 0) return 'no package.json'
+        return false
+      },
+      task: (ctx, task) => {
+        const directories = installDirectories(ctx.files)
+        // All installs start at once; each directory's step shows its own.
+        const installs = directories.map((directory) => runInstall(options.directory, directory, manager))
+        ctx.installs = Promise.all(installs)
+        return task.newListr(
+          directories.map((directory, i) => ({
+            title: `${directory === '' ? shown : directory}: ${manager} install`,
+            task: async () => {
+              const outcome = await installs[i]!
+              if (!outcome.ok) {
+                // Let every other install finish (and show) before the failure stops the list.
+                await ctx.installs
+                throw new Error(outcome.reason)
+              }
+            },
+          })),
+          { concurrent: true },
+        )
+      },
+    },
+  ]
+
+  const ctx: InitContext = { files: [] }
+  // A Ctrl-C during an install should end svc as a signal does (exit 130), not with listr2's 127.
+  const common = { ctx, registerSignalListeners: false } as const
+  const tasks =
+    options.renderer === 'default'
+      ? new Listr<InitContext, 'default', 'simple'>(steps, {
+          ...common,
+          renderer: 'default',
+          rendererOptions: { collapseSubtasks: false, showSkipMessage: false, timer: PRESET_TIMER },
+        })
+      : options.renderer === 'simple'
+        ? new Listr<InitContext, 'simple', 'simple'>(steps, { ...common, renderer: 'simple', rendererOptions: { logger: new FinishedStepLogger() } })
+        : new Listr<InitContext, 'silent', 'silent'>(steps, { ...common, renderer: 'silent' })
+
+  try {
+    await tasks.run()
+  } catch (err) {
+    // The list stops with an install's short reason; report the failure of cli.md §4.1 instead.
+    const failed = (await ctx.installs)?.find((o) => !o.ok)
+    if (failed) throw installFailedError(failed, manager, template.kind === 'project' ? 'Project' : 'Worker', shown)
+    throw err
+  }
+  const outcomes = (await ctx.installs) ?? []
+
+  return {
+    project: options.name,
+    directory: options.directory,
+    template: template.name,
+    files: [...ctx.files].sort(),
+    // True when nothing is left to install (also for a template without package.json).
+    installed: options.install && outcomes.every((o) => o.ok),
+    next_steps: nextSteps(template, options.directory, options.cwd).map((s) => s.command),
+  }
+}
+
+/**
+ * listr2's simple renderer logs a line when a step starts and another when it ends; cli.md §6 wants
+ * one plain line per finished step, so start lines are dropped. A failed step is logged without
+ * the error text: the command prints it right after as `Error: …`.
+ */
+class FinishedStepLogger extends ListrLogger<ListrLogLevels> {
+  constructor() {
+    super({ useIcons: true, toStderr: LISTR_LOGGER_STDERR_LEVELS })
+  }
+
+  override log(level: ListrLogLevels, message: string | any[], options?: Parameters<ListrLogger['log']>[2]): void {
+    if (level === ListrLogLevels.STARTED) return
+    super.log(level, message, level === ListrLogLevels.FAILED ? undefined : options)
+  }
+}

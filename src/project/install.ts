@@ -1,0 +1,81 @@
+/**
+ * Installing a new project's dependencies (cli.md §4.1): `<manager> install` in each directory the
+ * template put a package.json in.
+ */
+import { execa } from 'execa'
+import { join, posix } from 'node:path'
+import { CliError, ExitCode } from '../lib/errors.ts'
+import type { PackageManager } from './types.ts'
+
+/**
+ * Directories (relative to the project, `/`-separated, `''` for the project itself) holding a
+ * package.json among `files`, the paths a template wrote. Sorted, the project first. Only the
+ * template's files count, so a `--force` init never installs in directories it did not create.
+ */
+export function installDirectories(files: readonly string[]): string[] {
+  const dirs = files.filter((f) => posix.basename(f) === 'package.json').map((f) => posix.dirname(f).replace(/^\.$/, ''))
+  return [...new Set(dirs)].sort()
+}
+
+/**
+ * The install command for `manager`: `<manager> install`; npm also gets `--no-audit --no-fund`,
+ * which only skip the advisory requests and messages of a first install.
+ */
+export function installCommand(manager: PackageManager): { file: string; args: string[] } {
+  return { file: manager, args: manager === 'npm' ? ['install', '--no-audit', '--no-fund'] : ['install'] }
+}
+
+/** How one install ended. */
+export interface InstallOutcome {
+  /** Relative directory, as in {@link installDirectories}. */
+  directory: string
+  ok: boolean
+  /** For a failure: `npm exited with 1`, `pnpm was not found`, `npm was killed by SIGTERM`. */
+  reason?: string
+  /** The last lines the package manager printed (stdout and stderr interleaved). */
+  output: string
+}
+
+const OUTPUT_TAIL_LINES = 30
+
+/** Runs the install in `<project>/<directory>`; never throws for a failed install. */
+export async function runInstall(project: string, directory: string, manager: PackageManager): Promise<InstallOutcome> {
+  const { file, args } = installCommand(manager)
+  const result = await execa(file, args, {
+    cwd: join(project, ...directory.split('/').filter(Boolean)),
+    all: true,
+    reject: false,
+    stdin: 'ignore',
+  })
+  const output = (result.all ?? '').split(/\r?\n/).slice(-OUTPUT_TAIL_LINES).join('\n')
+  if (!result.failed) return { directory, ok: true, output }
+  let reason: string
+  if ((result as { code?: string }).code === 'ENOENT') reason = `${manager} was not found`
+  else if (result.signal) reason = `${manager} was killed by ${result.signal}`
+  else if (result.exitCode !== undefined) reason = `${manager} exited with ${result.exitCode}`
+  else reason = `${manager} could not be run: ${result.shortMessage}`
+  return { directory, ok: false, reason, output }
+}
+
+/**
+ * The failure of cli.md §4.1: `Project created, but installing dependencies failed in
+ * workers/caller-worker (npm exited with 1). Run npm install there.` (`INSTALL_FAILED`, exit 1),
+ * with the package manager's last lines as details. `shownRoot` names the project directory when
+ * the package.json is at its root.
+ */
+export function installFailedError(outcome: InstallOutcome, manager: PackageManager, what: 'Project' | 'Worker', shownRoot: string): CliError {
+  const where = outcome.directory === '' ? shownRoot : outcome.directory
+  return new CliError({
+    code: 'INSTALL_FAILED',
+    message: `${what} created, but installing dependencies failed in ${where} (${outcome.reason}). Run ${manager} install there.`,
+    exitCode: ExitCode.Failure,
+    details: outcome.output.trim() === '' ? undefined : indent(outcome.output.trim()),
+  })
+}
+
+function indent(text: string): string {
+  return text
+    .split('\n')
+    .map((line) => `  ${line}`)
+    .join('\n')
+}

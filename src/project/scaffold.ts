@@ -1,0 +1,78 @@
+/**
+ * Writing a template into the target directory (cli.md §4.1 "copy template", "write
+ * .svc/project.ini").
+ */
+import { existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs'
+import { dirname, join, posix } from 'node:path'
+import { dependencySpecifiers, withDependencySpecifiers, withPackageManager } from './dependencies.ts'
+import { formatProjectIni, PROJECT_INI, projectIdentity } from './project-ini.ts'
+import { substitute, workerNameFor } from './substitute.ts'
+import { templateFiles } from './templates.ts'
+import type { PackageManager, TemplateInfo } from './types.ts'
+
+export interface CopyTemplateOptions {
+  /** Project (or, for the `worker` template, worker) name. */
+  name: string
+  template: TemplateInfo
+  /** Absolute target directory; created when missing. */
+  directory: string
+  cliRoot: string
+  cliVersion: string
+  packageManager: PackageManager
+}
+
+/**
+ * Copies the template's files into `directory`: placeholders substituted, svc package specifiers
+ * set in every package.json, worker manifests set to the package manager. A file already there is
+ * replaced, except `.gitignore`, which gets the template's lines it lacks appended.
+ *
+ * @returns the paths written, relative to `directory`, `/`-separated, sorted
+ */
+export function copyTemplate(options: CopyTemplateOptions): string[] {
+  const specifiers = dependencySpecifiers(options.cliRoot, options.cliVersion)
+  const written: string[] = []
+  for (const file of templateFiles(options.cliRoot, options.template)) {
+    const target = join(options.directory, ...file.path.split('/'))
+    mkdirSync(dirname(target), { recursive: true })
+    const bytes = readFileSync(file.source)
+    const mode = statSync(file.source).mode & 0o777
+    if (bytes.includes(0)) {
+      // Binary: copied as is.
+      writeFileSync(target, bytes, { mode })
+    } else {
+      let text = substitute(bytes.toString('utf8'), {
+        project_name: options.name,
+        worker_name: workerNameFor(file.path, options.name),
+        svc_version: options.cliVersion,
+      })
+      const base = posix.basename(file.path)
+      if (base === 'package.json') text = withDependencySpecifiers(text, specifiers)
+      if (base === 'svc.worker.yaml') text = withPackageManager(text, options.packageManager)
+      if (file.path === '.gitignore' && existsSync(target)) text = mergeLines(readFileSync(target, 'utf8'), text)
+      writeFileSync(target, text, { mode })
+    }
+    written.push(file.path)
+  }
+  return written
+}
+
+/** `existing` followed by the lines of `added` it does not already have (blank and comment lines aside). */
+export function mergeLines(existing: string, added: string): string {
+  const have = new Set(existing.split(/\r?\n/).map((l) => l.trim()))
+  const missing = added.split(/\r?\n/).filter((l) => l.trim() !== '' && !l.trim().startsWith('#') && !have.has(l.trim()))
+  if (missing.length === 0) return existing
+  const separator = existing === '' || existing.endsWith('\n') ? '' : '\n'
+  return `${existing}${separator}${existing === '' ? '' : '\n'}# svc\n${missing.join('\n')}\n`
+}
+
+/**
+ * Writes `.svc/project.ini` (cli.md §2), keeping the `project_id` of one already there.
+ * @returns the path written, relative to `directory`
+ */
+export function writeProjectIni(directory: string, fields: { project_name: string; template: string; created_with: string }): string {
+  const file = join(directory, ...PROJECT_INI.split('/'))
+  const identity = projectIdentity(file, fields)
+  mkdirSync(dirname(file), { recursive: true })
+  writeFileSync(file, formatProjectIni(identity))
+  return PROJECT_INI
+}

@@ -1,0 +1,156 @@
+/**
+ * The worker commands' view of a running engine: a short-lived connection (named
+ * `svc-cli:worker`) and the introspection calls they need (protocol.md §11.1).
+ */
+import { registerWorker } from 'svc-sdk'
+import type { InitOptions, SvcClient } from 'svc-sdk'
+import { CliError, ExitCode } from '../lib/errors.ts'
+import { unreachableError } from '../lib/trigger.ts'
+
+/** Name under which the worker commands connect; such connections are never listed as workers. */
+export const CLI_WORKER_NAME = 'svc-cli:worker'
+
+/** How long to wait for the WebSocket to open before calling the engine not running, ms. */
+export const CONNECT_TIMEOUT_MS = 5000
+
+/** How long one introspection call may take, ms. */
+const CALL_TIMEOUT_MS = 10000
+
+/** A WorkerSummary of `engine::workers::list` (protocol.md §11.1), the fields the CLI reads. */
+export interface EngineWorker {
+  id: string
+  name: string | null
+  namespace: string
+  runtime: string | null
+  pid: number | null
+  /** `connected` for connections, `available` for built-ins inside the engine. */
+  status: string
+  function_count: number
+  connected_at_ms: number
+}
+
+/** A FunctionSummary of `engine::functions::list`, the fields the CLI reads. */
+export interface EngineFunction {
+  function_id: string
+  namespace: string
+  worker_name: string | null
+}
+
+/** An open connection to the engine; close it when done. */
+export class EngineSession {
+  readonly url: string
+  private readonly client: SvcClient
+
+  private constructor(url: string, client: SvcClient) {
+    this.url = url
+    this.client = client
+  }
+
+  /**
+   * Connects without retrying. Resolves undefined when nothing answers at `url` (refused, reset,
+   * not a svc engine, or no answer within {@link CONNECT_TIMEOUT_MS}).
+   *
+   * @throws {CliError} `INVALID_ARGUMENT` (exit 2) for a URL the SDK rejects
+   */
+  static async open(url: string, timeoutMs = CONNECT_TIMEOUT_MS): Promise<EngineSession | undefined> {
+    const options: InitOptions & { otel?: { enabled: boolean }; enableMetricsReporting?: boolean } = {
+      workerName: CLI_WORKER_NAME,
+      workerDescription: 'svc worker (command line)',
+      reconnectionConfig: { maxRetries: 0 },
+      otel: { enabled: false },
+      enableMetricsReporting: false,
+    }
+    let client: SvcClient
+    try {
+      client = registerWorker(url, options)
+    } catch (err) {
+      throw new CliError({ code: 'INVALID_ARGUMENT', message: `Invalid engine URL '${url}': ${(err as Error).message}`, exitCode: ExitCode.Usage, cause: err })
+    }
+    const connected = await new Promise<boolean>((resolve) => {
+      const timer = setTimeout(() => finish(false), timeoutMs)
+      let remove: (() => void) | undefined
+      let done = false
+      function finish(ok: boolean): void {
+        if (done) return
+        done = true
+        clearTimeout(timer)
+        queueMicrotask(() => remove?.())
+        resolve(ok)
+      }
+      remove = client.addConnectionStateListener((state) => {
+        if (state === 'connected') finish(true)
+        else if (state === 'failed' || state === 'disconnected') finish(false)
+      })
+      if (done) remove()
+    })
+    if (!connected) {
+      await client.shutdown().catch(() => undefined)
+      return undefined
+    }
+    return new EngineSession(url, client)
+  }
+
+  /**
+   * Workers the engine lists (built-ins and connections), without the CLI's own connections.
+   *
+   * @throws {CliError} exit 3 when the connection is lost
+   */
+  async listWorkers(filter: { namespace?: string } = {}): Promise<EngineWorker[]> {
+    const result = (await this.call('engine::workers::list', filter)) as { workers?: EngineWorker[] }
+    const own = this.client.getWorkerId()
+    return (result.workers ?? []).filter((w) => w.id !== own && !(w.name ?? '').startsWith('svc-cli:'))
+  }
+
+  /**
+   * Functions the engine lists (internal ones hidden), optionally of one worker name.
+   *
+   * @throws {CliError} exit 3 when the connection is lost
+   */
+  async listFunctions(filter: { worker?: string; namespace?: string } = {}): Promise<EngineFunction[]> {
+    const result = (await this.call('engine::functions::list', filter)) as { functions?: EngineFunction[] }
+    return result.functions ?? []
+  }
+
+  /** Closes the connection. Idempotent. */
+  async close(): Promise<void> {
+    await this.client.shutdown().catch(() => undefined)
+  }
+
+  private async call(functionId: string, payload: Record<string, unknown>): Promise<unknown> {
+    try {
+      return await this.client.trigger({ function_id: functionId, payload, timeoutMs: CALL_TIMEOUT_MS })
+    } catch (err) {
+      const code = (err as { code?: unknown }).code
+      if (code === 'NOT_CONNECTED' || code === 'TIMEOUT') throw unreachableError(this.url, err)
+      throw new CliError({ code: typeof code === 'string' ? code : 'internal_error', message: `${functionId} failed: ${(err as Error).message}`, exitCode: ExitCode.Failure, cause: err })
+    }
+  }
+}
+
+/** The engine's start time, ms since the epoch: when its built-in workers attached, else undefined. */
+export function engineStartedAtMs(workers: readonly EngineWorker[]): number | undefined {
+  const times = workers.filter((w) => w.runtime === 'builtin').map((w) => w.connected_at_ms)
+  return times.length === 0 ? undefined : Math.min(...times)
+}
+
+/** One connection per command run, opened on first use; `get()` resolves undefined when the engine is not running. */
+export class EngineAccess {
+  readonly url: string
+  private opening: Promise<EngineSession | undefined> | undefined
+
+  constructor(url: string) {
+    this.url = url
+  }
+
+  /** @throws {CliError} exit 2 for an invalid URL (see {@link EngineSession.open}) */
+  get(): Promise<EngineSession | undefined> {
+    this.opening ??= EngineSession.open(this.url)
+    return this.opening
+  }
+
+  /** Closes the connection if one was opened. */
+  async close(): Promise<void> {
+    const session = await this.opening?.catch(() => undefined)
+    await session?.close()
+  }
+}

@@ -1,0 +1,396 @@
+/**
+ * End to end: `svc project init` as a user runs it (cli.md §4.1), the built CLI (bin/run.js) in a
+ * child process with stdin not a TTY, in a temporary directory; then the new projects started with
+ * `svc` and driven over real HTTP and `svc trigger`, as a newcomer would. Needs `npm run build`.
+ *
+ * The quickstart smoke test installs from the npm registry (tsx, typescript, @types/node); svc-sdk
+ * comes from this checkout (a `file:` specifier).
+ */
+import assert from 'node:assert/strict'
+import { spawn, type ChildProcess } from 'node:child_process'
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { createServer } from 'node:http'
+import type { AddressInfo } from 'node:net'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { after, describe, it } from 'node:test'
+import { SVC_BIN, startEngineProcess, type RunningEngine } from './support/processes.ts'
+
+const scratch = mkdtempSync(join(tmpdir(), 'svc-project-init-'))
+const children = new Set<ChildProcess>()
+const engines = new Set<RunningEngine>()
+
+after(async () => {
+  for (const engine of engines) await stopEngine(engine)
+  for (const child of children) if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL')
+  rmSync(scratch, { recursive: true, force: true })
+})
+
+let dirs = 0
+/** A fresh, empty working directory. */
+function workdir(): string {
+  const dir = join(scratch, `w${dirs++}`)
+  mkdirSync(dir)
+  return dir
+}
+
+/** The environment of a user who has set nothing svc-specific. */
+function cleanEnv(extra: NodeJS.ProcessEnv = {}): NodeJS.ProcessEnv {
+  const env = { ...process.env, ...extra }
+  for (const key of ['SVC_URL', 'DEBUG', 'HTTP_PORT']) delete env[key]
+  return env
+}
+
+interface Finished {
+  code: number | null
+  signal: NodeJS.Signals | null
+  stdout: string
+  stderr: string
+}
+
+/** Runs the CLI to completion, stdin not a TTY. */
+function svc(args: string[], cwd: string, env: NodeJS.ProcessEnv = {}): Promise<Finished> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [SVC_BIN, ...args], { cwd, env: cleanEnv(env), stdio: ['ignore', 'pipe', 'pipe'] })
+    children.add(child)
+    let stdout = ''
+    let stderr = ''
+    child.stdout.on('data', (d) => (stdout += d))
+    child.stderr.on('data', (d) => (stderr += d))
+    child.on('error', reject)
+    child.on('close', (code, signal) => {
+      children.delete(child)
+      resolve({ code, signal, stdout, stderr })
+    })
+  })
+}
+
+const PROJECT_FILES = ['.gitignore', '.svc/project.ini', 'README.md', 'config.yaml', 'worker-compose.yaml']
+const tsWorker = (dir: string) => [`${dir}package.json`, `${dir}src/index.ts`, `${dir}svc.worker.yaml`, `${dir}tsconfig.json`]
+
+describe('svc project init --list-templates (cli.md §4.1)', () => {
+  it('prints the table of templates; --list is the same', async () => {
+    const cwd = workdir()
+    const listed = await svc(['project', 'init', '--list-templates'], cwd)
+    assert.equal(listed.code, 0, listed.stderr)
+    const lines = listed.stdout.trimEnd().split('\n')
+    assert.match(lines[0]!, /^TEMPLATE\s+DESCRIPTION$/)
+    assert.deepEqual(
+      lines.slice(1).map((l) => l.split(/\s+/)[0]),
+      ['bare', 'quickstart', 'link-shortener', 'worker'],
+    )
+    const short = await svc(['project', 'init', '--list'], cwd)
+    assert.equal(short.code, 0)
+    assert.equal(short.stdout, listed.stdout)
+    const json = await svc(['project', 'init', '--list', '--json'], cwd)
+    assert.deepEqual(
+      JSON.parse(json.stdout).templates.map((t: { name: string; kind: string }) => [t.name, t.kind]),
+      [
+        ['bare', 'project'],
+        ['quickstart', 'project'],
+        ['link-shortener', 'project'],
+        ['worker', 'worker'],
+      ],
+    )
+  })
+})
+
+describe('svc project init: every template (cli.md §4.1)', () => {
+  const expected: Record<string, string[]> = {
+    bare: PROJECT_FILES,
+    quickstart: [...PROJECT_FILES, ...tsWorker('workers/caller-worker/'), ...tsWorker('workers/math-worker/')],
+    'link-shortener': [
+      ...PROJECT_FILES,
+      'workers/links/package.json',
+      'workers/links/src/links.js',
+      'workers/links/src/worker.js',
+      'workers/links/svc.worker.yaml',
+    ],
+    worker: tsWorker(''),
+  }
+
+  for (const [template, files] of Object.entries(expected)) {
+    it(`${template}: --json prints the result and the files exist`, async () => {
+      const cwd = workdir()
+      const run = await svc(['project', 'init', 'demo', '--template', template, '--no-install', '--json'], cwd)
+      assert.equal(run.code, 0, run.stderr)
+      assert.equal(run.stderr, '')
+      const result = JSON.parse(run.stdout)
+      assert.deepEqual(Object.keys(result), ['project', 'directory', 'template', 'files', 'installed', 'next_steps'])
+      assert.equal(result.project, 'demo')
+      assert.equal(result.directory, join(cwd, 'demo'))
+      assert.equal(result.template, template)
+      assert.equal(result.installed, false)
+      assert.deepEqual(result.files, files)
+      for (const file of files) assert.ok(existsSync(join(cwd, 'demo', file)), file)
+      if (template === 'worker') {
+        assert.deepEqual(result.next_steps, ['svc worker add ./demo'])
+      } else {
+        assert.deepEqual(result.next_steps.slice(0, 3), ['cd demo', 'svc', 'svc console'])
+        const ini = readFileSync(join(cwd, 'demo', '.svc', 'project.ini'), 'utf8')
+        assert.match(ini, new RegExp(`^project_id = [0-9a-f-]{36}\\nproject_name = demo\\ntemplate = ${template}\\ncreated_with = \\d+\\.\\d+\\.\\d+\\n$`))
+      }
+    })
+  }
+
+  it('shows each step, one line per finished step, then the next steps', async () => {
+    const cwd = workdir()
+    const run = await svc(['project', 'init', 'my-app', '-t', 'quickstart', '--no-install'], cwd)
+    assert.equal(run.code, 0, run.stderr)
+    const lines = run.stdout.split('\n')
+    assert.deepEqual(
+      lines.filter((l) => /^[✔↓] /.test(l)),
+      ['✔ Check directory ./my-app', '✔ Copy template quickstart (12 files)', '✔ Write .svc/project.ini', '↓ Install dependencies (npm) [SKIPPED: --no-install]'],
+    )
+    assert.ok(
+      run.stdout.endsWith(
+        [
+          'Next steps:',
+          '  cd my-app',
+          '  svc                                         # engine, built-ins and workers',
+          '  svc console                                 # web console on http://127.0.0.1:3113',
+          '  svc trigger math::add_two_numbers a=1 b=2   # calls math::add in math-worker',
+          '',
+        ].join('\n'),
+      ),
+      run.stdout,
+    )
+  })
+
+  it('-d/--dir chooses the directory; the template defaults to bare', async () => {
+    const cwd = workdir()
+    const run = await svc(['project', 'init', 'billing', '-d', 'services/billing', '--no-install', '--json'], cwd)
+    assert.equal(run.code, 0, run.stderr)
+    const result = JSON.parse(run.stdout)
+    assert.equal(result.directory, join(cwd, 'services', 'billing'))
+    assert.equal(result.template, 'bare')
+    assert.deepEqual(result.next_steps, ['cd services/billing', 'svc', 'svc console'])
+    assert.match(readFileSync(join(cwd, 'services/billing/README.md'), 'utf8'), /^# billing\n/)
+  })
+})
+
+describe('svc project init: errors and exit codes (cli.md §1.1, §4.1)', () => {
+  it('an invalid NAME exits 2', async () => {
+    const run = await svc(['project', 'init', 'My_App'], workdir())
+    assert.equal(run.code, 2)
+    assert.match(run.stderr, /^Error: Invalid project name 'My_App': use lower-case letters, digits, '-' and '_' \(max 64\)\n/)
+  })
+
+  it('a missing NAME exits 2 when not interactive (stdin not a TTY, or --yes)', async () => {
+    const cwd = workdir()
+    for (const extra of [[], ['--yes'], ['--json']]) {
+      const run = await svc(['project', 'init', '-t', 'bare', ...extra], cwd)
+      assert.equal(run.code, 2, extra.join(' '))
+      if (extra[0] === '--json') assert.deepEqual(JSON.parse(run.stdout), { error: { code: 'INVALID_ARGUMENT', message: 'Missing argument NAME' } })
+      else assert.match(run.stderr, /^Error: Missing argument NAME\n/)
+    }
+  })
+
+  it('an unknown template exits 2 listing the templates', async () => {
+    const run = await svc(['project', 'init', 'demo', '--template', 'startr'], workdir())
+    assert.equal(run.code, 2)
+    assert.match(run.stderr, /^Error: Unknown template 'startr'\. Available templates: bare, quickstart, link-shortener, worker\n/)
+  })
+
+  it('an unknown package manager exits 2', async () => {
+    const run = await svc(['project', 'init', 'demo', '--package-manager', 'pip'], workdir())
+    assert.equal(run.code, 2)
+    assert.match(run.stderr, /^Error: .*--package-manager/)
+  })
+
+  it('a non-empty directory exits 1 unless --force; dotfiles do not count', async () => {
+    const cwd = workdir()
+    mkdirSync(join(cwd, 'my-app'))
+    writeFileSync(join(cwd, 'my-app', 'notes.txt'), 'mine\n')
+    const refused = await svc(['project', 'init', 'my-app', '--no-install'], cwd)
+    assert.equal(refused.code, 1)
+    assert.match(refused.stderr, /^(✖ Check directory \.\/my-app\n)?Error: Directory \.\/my-app is not empty; pass --force to scaffold into it anyway\n/)
+    assert.equal(existsSync(join(cwd, 'my-app', 'config.yaml')), false)
+
+    const json = await svc(['project', 'init', 'my-app', '--no-install', '--json'], cwd)
+    assert.equal(json.code, 1)
+    assert.deepEqual(JSON.parse(json.stdout), {
+      error: { code: 'DIRECTORY_NOT_EMPTY', message: 'Directory ./my-app is not empty; pass --force to scaffold into it anyway' },
+    })
+
+    const forced = await svc(['project', 'init', 'my-app', '--no-install', '--force'], cwd)
+    assert.equal(forced.code, 0, forced.stderr)
+    assert.equal(readFileSync(join(cwd, 'my-app', 'notes.txt'), 'utf8'), 'mine\n')
+    assert.ok(existsSync(join(cwd, 'my-app', 'config.yaml')))
+
+    // Only dotfiles, such as a git repository and an earlier project identity: allowed.
+    mkdirSync(join(cwd, 'dotted', '.git'), { recursive: true })
+    mkdirSync(join(cwd, 'dotted', '.svc'), { recursive: true })
+    writeFileSync(join(cwd, 'dotted', '.svc', 'project.ini'), 'project_id = 0b0c3f0e-56a2-4a5e-9a41-1f6c2d0e9b11\n')
+    const dotted = await svc(['project', 'init', 'dotted', '--no-install', '--json'], cwd)
+    assert.equal(dotted.code, 0, dotted.stdout)
+    assert.match(readFileSync(join(cwd, 'dotted', '.svc', 'project.ini'), 'utf8'), /^project_id = 0b0c3f0e-56a2-4a5e-9a41-1f6c2d0e9b11\nproject_name = dotted\n/)
+  })
+
+  it('a failed install keeps the scaffold and exits 1 with the message of cli.md §4.1', async () => {
+    // A registry that knows no package: npm fails for real, quickly, without the network.
+    const registry = createServer((req, res) => {
+      res.writeHead(404, { 'content-type': 'application/json' })
+      res.end('{"error":"not found"}')
+    })
+    await new Promise<void>((resolve) => registry.listen(0, '127.0.0.1', resolve))
+    try {
+      const cwd = workdir()
+      const env = {
+        npm_config_registry: `http://127.0.0.1:${(registry.address() as AddressInfo).port}/`,
+        npm_config_cache: join(cwd, '.npm-cache'),
+        npm_config_fetch_retries: '0',
+        npm_config_offline: 'false',
+      }
+      const run = await svc(['project', 'init', 'demo', '-t', 'quickstart'], cwd, env)
+      assert.equal(run.code, 1, run.stdout + run.stderr)
+      assert.match(
+        run.stderr,
+        /^Error: Project created, but installing dependencies failed in workers\/caller-worker \(npm exited with \d+\)\. Run npm install there\.$/m,
+      )
+      assert.ok(existsSync(join(cwd, 'demo', 'workers', 'math-worker', 'src', 'index.ts')), 'the scaffold is kept')
+      assert.ok(existsSync(join(cwd, 'demo', '.svc', 'project.ini')))
+
+      const json = await svc(['project', 'init', 'again', '-t', 'worker', '--json'], cwd, env)
+      assert.equal(json.code, 1)
+      assert.deepEqual(JSON.parse(json.stdout).error.code, 'INSTALL_FAILED')
+      assert.match(JSON.parse(json.stdout).error.message, /^Worker created, but installing dependencies failed in \.\/again \(npm exited with \d+\)\. Run npm install there\.$/)
+    } finally {
+      registry.close()
+    }
+  })
+})
+
+/** Rewrites the listener and svc-http ports of a scaffolded config.yaml to 0 (free ports). */
+function useFreePorts(project: string): void {
+  const file = join(project, 'config.yaml')
+  const text = readFileSync(file, 'utf8')
+  const patched = text.replace(/^(\s+port:) 49134$/m, '$1 0').replace('${HTTP_PORT:3111}', '0')
+  assert.notEqual(patched, text)
+  writeFileSync(file, patched)
+}
+
+/** Polls `probe` until it returns a value, or fails after `timeoutMs` with `explain()`. */
+async function eventually<T>(probe: () => Promise<T | undefined>, timeoutMs: number, explain: () => string): Promise<T> {
+  const deadline = Date.now() + timeoutMs
+  for (;;) {
+    const value = await probe().catch(() => undefined)
+    if (value !== undefined) return value
+    if (Date.now() > deadline) throw new Error(`gave up after ${timeoutMs} ms\n${explain()}`)
+    await new Promise((r) => setTimeout(r, 250))
+  }
+}
+
+/** Starts `svc` in a new project, remembering it (and its workers' process groups) for cleanup. */
+async function startProject(project: string): Promise<RunningEngine> {
+  const engine = await startEngineProcess(project)
+  engines.add(engine)
+  return engine
+}
+
+/** SIGTERM, then SIGKILL for svc and any worker process group it reported, should it hang. */
+async function stopEngine(engine: RunningEngine): Promise<void> {
+  if (!engines.delete(engine)) return
+  const workerPids = new Set<number>()
+  for (const line of engine.output) {
+    try {
+      const event = JSON.parse(line)
+      if (event.event === 'worker_state' && typeof event.pid === 'number') workerPids.add(event.pid)
+    } catch {
+      /* not an event */
+    }
+  }
+  const stopped = await Promise.race([engine.stop(), new Promise<'hung'>((r) => setTimeout(() => r('hung'), 15000))])
+  if (stopped === 'hung') await engine.kill9()
+  for (const pid of workerPids) {
+    try {
+      process.kill(-pid, 'SIGKILL')
+    } catch {
+      /* already gone */
+    }
+  }
+}
+
+const post = (url: string, body: unknown) =>
+  fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body), redirect: 'manual' })
+
+describe('a new user: init, start, use (issue 3)', () => {
+  it('quickstart: installs, svc serves POST /math/add-two-numbers, svc trigger math::add answers {"c": 3}', { timeout: 360_000 }, async () => {
+    const cwd = workdir()
+    const init = await svc(['project', 'init', 'demo', '--template', 'quickstart'], cwd)
+    assert.equal(init.code, 0, init.stdout + init.stderr)
+    assert.match(init.stdout, /✔ workers\/math-worker: npm install/)
+    assert.match(init.stdout, /✔ workers\/caller-worker: npm install/)
+    const demo = join(cwd, 'demo')
+    assert.ok(existsSync(join(demo, 'workers', 'math-worker', 'node_modules', 'svc-sdk', 'package.json')))
+    assert.ok(existsSync(join(demo, 'workers', 'caller-worker', 'node_modules', '.bin', 'tsx')))
+
+    useFreePorts(demo)
+    const engine = await startProject(demo)
+    try {
+      // The workers install (already done) and start under the supervisor; poll until the route answers.
+      const answer = await eventually(
+        async () => {
+          const res = await post(`${engine.httpUrl}/math/add-two-numbers`, { a: 1, b: 2 })
+          if (res.status !== 200) return undefined
+          return res.json()
+        },
+        120_000,
+        () => engine.output.join('\n'),
+      )
+      assert.deepEqual(answer, { c: 3 })
+
+      const trigger = await svc(['trigger', 'math::add', 'a=1', 'b=2', '--engine', engine.engineUrl], demo)
+      assert.equal(trigger.code, 0, `signal ${trigger.signal}; ${trigger.stdout}${trigger.stderr}`)
+      assert.deepEqual(JSON.parse(trigger.stdout), { c: 3 })
+
+      const bad = await post(`${engine.httpUrl}/math/add-two-numbers`, { a: 'one' })
+      assert.equal(bad.status, 400)
+    } finally {
+      await stopEngine(engine)
+    }
+  })
+
+  it('link-shortener: installs, svc serves POST /links and GET /s/:code, GET /links/:code counts visits', { timeout: 240_000 }, async () => {
+    const cwd = workdir()
+    const init = await svc(['project', 'init', 'links', '--template', 'link-shortener', '--json'], cwd)
+    assert.equal(init.code, 0, init.stdout + init.stderr)
+    assert.equal(JSON.parse(init.stdout).installed, true)
+    const project = join(cwd, 'links')
+
+    useFreePorts(project)
+    const engine = await startProject(project)
+    try {
+      const created = await eventually(
+        async () => {
+          const res = await post(`${engine.httpUrl}/links`, { url: 'https://nodejs.org/en', code: 'node' })
+          return res.status === 404 || res.status === 503 ? undefined : res
+        },
+        120_000,
+        () => engine.output.join('\n'),
+      )
+      assert.equal(created.status, 201)
+      assert.deepEqual(await created.json(), { code: 'node', url: 'https://nodejs.org/en' })
+
+      const visit = await fetch(`${engine.httpUrl}/s/node`, { redirect: 'manual' })
+      assert.equal(visit.status, 302)
+      assert.equal(visit.headers.get('location'), 'https://nodejs.org/en')
+
+      const shown = await fetch(`${engine.httpUrl}/links/node`)
+      assert.equal(shown.status, 200)
+      const link = (await shown.json()) as { visits: number; url: string }
+      assert.equal(link.visits, 1)
+      assert.equal(link.url, 'https://nodejs.org/en')
+
+      const renamed = await fetch(`${engine.httpUrl}/links/node`, {
+        method: 'PUT',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ url: 'https://nodejs.org/docs' }),
+      })
+      assert.equal(renamed.status, 200)
+      assert.deepEqual(await renamed.json(), { code: 'node', url: 'https://nodejs.org/docs' })
+    } finally {
+      await stopEngine(engine)
+    }
+  })
+})
