@@ -126,7 +126,7 @@ describe('svc project init: every template (cli.md §4.1)', () => {
       if (template === 'worker') {
         assert.deepEqual(result.next_steps, ['svc worker add ./demo'])
       } else {
-        assert.deepEqual(result.next_steps.slice(0, 3), ['cd demo', 'svc', 'svc console'])
+        assert.deepEqual(result.next_steps.slice(0, 2), ['cd demo', 'svc'])
         const ini = readFileSync(join(cwd, 'demo', '.svc', 'project.ini'), 'utf8')
         assert.match(ini, new RegExp(`^project_id = [0-9a-f-]{36}\\nproject_name = demo\\ntemplate = ${template}\\ncreated_with = \\d+\\.\\d+\\.\\d+\\n$`))
       }
@@ -148,8 +148,7 @@ describe('svc project init: every template (cli.md §4.1)', () => {
           'Next steps:',
           '  cd my-app',
           '  svc                                         # engine, built-ins and workers',
-          '  svc console                                 # web console on http://127.0.0.1:3113',
-          '  svc trigger math::add_two_numbers a=1 b=2   # calls math::add in math-worker',
+            '  svc trigger math::add_two_numbers a=1 b=2   # calls math::add in math-worker',
           '',
         ].join('\n'),
       ),
@@ -164,7 +163,7 @@ describe('svc project init: every template (cli.md §4.1)', () => {
     const result = JSON.parse(run.stdout)
     assert.equal(result.directory, join(cwd, 'services', 'billing'))
     assert.equal(result.template, 'bare')
-    assert.deepEqual(result.next_steps, ['cd services/billing', 'svc', 'svc console'])
+    assert.deepEqual(result.next_steps, ['cd services/billing', 'svc'])
     assert.match(readFileSync(join(cwd, 'services/billing/README.md'), 'utf8'), /^# billing\n/)
   })
 })

@@ -224,7 +224,6 @@ describe('next steps (cli.md §4.1)', () => {
         'Next steps:',
         '  cd my-app',
         '  svc                                         # engine, built-ins and workers',
-        '  svc console                                 # web console on http://127.0.0.1:3113',
         '  svc trigger math::add_two_numbers a=1 b=2   # calls math::add in math-worker',
         '',
       ].join('\n'),
@@ -234,7 +233,7 @@ describe('next steps (cli.md §4.1)', () => {
   it('leaves out cd for the current directory and quotes odd paths', () => {
     assert.deepEqual(
       nextSteps(requireTemplate('bare'), '/w', '/w').map((s) => s.command),
-      ['svc', 'svc console'],
+      ['svc'],
     )
     assert.equal(nextSteps(requireTemplate('bare'), '/w/my app', '/w')[0]!.command, "cd 'my app'")
   })

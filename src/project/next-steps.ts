@@ -8,8 +8,9 @@ import type { NextStep, TemplateInfo } from './types.ts'
 const MAX_ALIGNED_COMMAND = 48
 
 /**
- * Next steps for a new project at `directory`: `cd` there (unless it is `cwd`), `svc`,
- * `svc console`, then the template's own example; for the `worker` template, `svc worker add`.
+ * Next steps for a new project at `directory`: `cd` there (unless it is `cwd`), `svc`, then the
+ * template's own example; for the `worker` template, `svc worker add`. (`svc console` joins the
+ * list when the console ships.)
  */
 export function nextSteps(template: TemplateInfo, directory: string, cwd: string): NextStep[] {
   const shown = displayDirectory(directory, cwd)
@@ -19,7 +20,6 @@ export function nextSteps(template: TemplateInfo, directory: string, cwd: string
   const steps: NextStep[] = []
   if (shown !== '.') steps.push({ command: `cd ${shellWord(shown.replace(/^\.\//, ''))}` })
   steps.push({ command: 'svc', comment: 'engine, built-ins and workers' })
-  steps.push({ command: 'svc console', comment: 'web console on http://127.0.0.1:3113' })
   if (template.tryIt) steps.push(template.tryIt)
   return steps
 }
