@@ -1,26 +1,27 @@
 /**
- * The example application end to end: the engine (`svc`) and the link-shortener worker run as
- * separate processes and are driven with real HTTP requests.
+ * The example application end to end, started the way the README does: `svc --config
+ * examples/link-shortener/config.yaml` (ports 0, a temporary data directory). svc launches the
+ * links worker as its own process; the test drives both with real HTTP requests.
  */
 import assert from 'node:assert/strict'
-import { rm } from 'node:fs/promises'
+import { mkdtemp, rm } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { after, before, describe, it } from 'node:test'
-import { ROOT, startEngineProcess, startWorkerProcess, tempProject, type RunningEngine } from './support/processes.ts'
+import { ROOT, startEngineProcess, type RunningEngine } from './support/processes.ts'
 
-let project: string
+let dataDir: string
 let engine: RunningEngine
-let worker: ReturnType<typeof startWorkerProcess>
 
-/** Waits until the worker's routes answer (the worker connects with backoff). */
+/** Waits until the worker's routes answer (svc starts it after the engine is up). */
 async function waitForRoutes(base: string): Promise<void> {
-  const deadline = Date.now() + 15000
+  const deadline = Date.now() + 30000
   while (Date.now() < deadline) {
     const res = await fetch(`${base}/links/__probe__`).catch(() => undefined)
     if (res && res.status === 404 && (await json(res)).error?.startsWith?.('no link')) return
     await new Promise((r) => setTimeout(r, 100))
   }
-  throw new Error(`routes never became available; worker output:\n${worker.output.join('')}`)
+  throw new Error(`routes never became available; svc output:\n${engine.output.join('\n')}`)
 }
 
 const json = (res: Response): Promise<any> => res.json()
@@ -30,15 +31,16 @@ const post = (base: string, path: string, body: unknown, method = 'POST') =>
 
 describe('examples/link-shortener', () => {
   before(async () => {
-    project = await tempProject()
-    engine = await startEngineProcess(project)
-    worker = startWorkerProcess(join(ROOT, 'examples/link-shortener/src/worker.js'), engine.engineUrl, join(ROOT, 'examples/link-shortener'))
+    dataDir = await mkdtemp(join(tmpdir(), 'svc-example-'))
+    engine = await startEngineProcess(ROOT, ['--config', 'examples/link-shortener/config.yaml', '--data-dir', dataDir], {
+      SVC_ENGINE_PORT: '0',
+      HTTP_PORT: '0',
+    })
     await waitForRoutes(engine.httpUrl)
   })
   after(async () => {
-    await worker?.stop()
-    await engine?.stop()
-    await rm(project, { recursive: true, force: true })
+    assert.equal(await engine?.stop(), 0)
+    await rm(dataDir, { recursive: true, force: true })
   })
 
   it('creates a link with a chosen code, redirects, counts visits', async () => {

@@ -38,9 +38,9 @@ function exited(child: ChildProcess): Promise<number | null> {
   return new Promise((resolve) => child.once('exit', (code) => resolve(code)))
 }
 
-/** Runs `svc --json` in `cwd` and waits for its `engine_ready` event. */
-export async function startEngineProcess(cwd: string, args: string[] = []): Promise<RunningEngine> {
-  const child = spawn(process.execPath, [SVC_BIN, '--json', ...args], { cwd, stdio: ['ignore', 'pipe', 'pipe'] })
+/** Runs `svc --json` in `cwd` (with `env` added to the environment) and waits for its `engine_ready` event. */
+export async function startEngineProcess(cwd: string, args: string[] = [], env: Record<string, string> = {}): Promise<RunningEngine> {
+  const child = spawn(process.execPath, [SVC_BIN, '--json', ...args], { cwd, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] })
   const output: string[] = []
   child.stderr!.on('data', (d) => output.push(String(d)))
   const ready = await new Promise<{ engine_url: string; http_url: string }>((resolve, reject) => {
@@ -68,22 +68,6 @@ export async function startEngineProcess(cwd: string, args: string[] = []): Prom
     async kill9() {
       child.kill('SIGKILL')
       await exited(child)
-    },
-  }
-}
-
-/** Starts a Node worker script with SVC_URL set; its output is collected. */
-export function startWorkerProcess(script: string, engineUrl: string, cwd?: string): { child: ChildProcess; output: string[]; stop(): Promise<number | null> } {
-  const child = spawn(process.execPath, [script], { cwd: cwd ?? ROOT, env: { ...process.env, SVC_URL: engineUrl }, stdio: ['ignore', 'pipe', 'pipe'] })
-  const output: string[] = []
-  child.stdout!.on('data', (d) => output.push(String(d)))
-  child.stderr!.on('data', (d) => output.push(String(d)))
-  return {
-    child,
-    output,
-    stop() {
-      child.kill('SIGTERM')
-      return exited(child)
     },
   }
 }
