@@ -7,8 +7,9 @@
  */
 import { readFileSync } from 'node:fs'
 import { dirname, isAbsolute, resolve } from 'node:path'
-import { isAlias, isMap, isScalar, isSeq, LineCounter, parseDocument } from 'yaml'
+import { isMap, isScalar, isSeq } from 'yaml'
 import type { Document, Node, Pair } from 'yaml'
+import { YamlSource, type Fail } from './yaml-source.ts'
 import type { BuiltinEntry, EngineConfig, HttpFunctionsPolicy, ListenerConfig, LocalWorkerEntry } from '../engine/types.ts'
 import { LISTENER_DEFAULTS } from '../engine/types.ts'
 import {
@@ -247,25 +248,24 @@ type Internal = LoadedConfig & { listenersDeclared?: boolean }
 
 /** Walks the YAML syntax tree so that every error can name its line and column. */
 class Reader {
-  private readonly text: string
+  private readonly source: YamlSource
   private readonly file: string
   private readonly env: Env
-  private readonly lines = new LineCounter()
-  private doc!: Document.Parsed
+  private readonly failAt: Fail = (node, problem) => this.fail(node, problem)
 
   constructor(text: string, file: string, env: Env) {
-    this.text = text
+    this.source = new YamlSource(text)
     this.file = file
     this.env = env
   }
 
+  private get doc(): Document.Parsed {
+    return this.source.doc
+  }
+
   read(root: string): Internal {
-    this.doc = parseDocument(this.text, { lineCounter: this.lines, prettyErrors: false, uniqueKeys: true })
-    const syntax = this.doc.errors[0]
-    if (syntax) {
-      const pos = this.lines.linePos(syntax.pos[0])
-      throw new ConfigError({ file: this.file, line: pos.line, column: pos.col, problem: `invalid YAML: ${syntax.message}` })
-    }
+    const syntax = this.source.syntaxError
+    if (syntax) throw new ConfigError({ file: this.file, line: syntax.place.line, column: syntax.place.column, problem: `invalid YAML: ${syntax.message}` })
     const config: Internal = defaultsFor(root)
     const top = this.deref(this.doc.contents)
     if (top === null || (isScalar(top) && top.value === null)) return config
@@ -360,7 +360,7 @@ class Reader {
       if (earlier) {
         this.fail(nameNode, `worker '${key}' is declared twice (first at line ${earlier.line})`)
       }
-      seen.set(key, this.placeOf(nameNode))
+      seen.set(key, this.source.placeOf(nameNode))
 
       if (canonical !== undefined) {
         if (canonical === 'configuration' && !enabled) this.fail(enabledPair!.value ?? enabledPair!.key, 'configuration always runs and cannot be disabled')
@@ -632,22 +632,11 @@ class Reader {
   // -- positions -------------------------------------------------------------------------------
 
   private keyOf(pair: Pair<Node | null, Node | null>): string {
-    const key = this.deref(pair.key)
-    if (key === null || !isScalar(key) || (typeof key.value !== 'string' && typeof key.value !== 'number')) {
-      this.fail(key ?? pair.value, 'keys must be plain strings')
-    }
-    return String(key.value)
+    return this.source.keyOf(pair, this.failAt)
   }
 
-  /** Follows `*alias` references; an alias to nothing is an error at the alias. */
   private deref(node: Node | null | undefined): Node | null {
-    if (node === null || node === undefined) return null
-    if (isAlias(node)) {
-      const target = node.resolve(this.doc)
-      if (!target) this.fail(node, `unknown alias *${node.source}`)
-      return target as Node
-    }
-    return node
+    return this.source.deref(node, this.failAt)
   }
 
   /** The node at `path` below `node`, for errors found after conversion to plain values. */
@@ -667,14 +656,8 @@ class Reader {
     return current
   }
 
-  private placeOf(node: Node | null | undefined): Place {
-    const offset = node?.range?.[0] ?? 0
-    const pos = this.lines.linePos(offset)
-    return { line: pos.line, column: pos.col }
-  }
-
   private fail(node: Node | null | undefined, problem: string, fallback?: Pair<Node | null, Node | null>): never {
-    const place = this.placeOf(node ?? fallback?.key ?? null)
+    const place = this.source.placeOf(node ?? fallback?.key ?? null)
     throw new ConfigError({ file: this.file, line: place.line, column: place.column, problem })
   }
 

@@ -4,8 +4,9 @@
  * `worker-compose.yaml:7:5: unknown key 'enviroment' in container 'api' (did you mean 'environment'?)`.
  */
 import { readFileSync } from 'node:fs'
-import { isAlias, isMap, isScalar, isSeq, LineCounter, parseDocument } from 'yaml'
+import { isMap, isScalar, isSeq } from 'yaml'
 import type { Document, Node, Pair, YAMLMap } from 'yaml'
+import { YamlSource, type Fail } from '../../runtime/config/yaml-source.ts'
 import { BUILTIN_NAMES, canonicalBuiltinName, didYouMean } from '../../runtime/config/catalogue.ts'
 import type { BuiltinName } from '../../runtime/config/catalogue.ts'
 import { ExpandError, expandPlaceholders, expandString } from '../../runtime/config/placeholders.ts'
@@ -201,25 +202,26 @@ type AnyPair = Pair<Node | null, Node | null>
 
 /** Walks the YAML syntax tree so that every error names its line and column. */
 class Reader {
-  private readonly text: string
+  private readonly source: YamlSource
+  private readonly failAt: Fail = (node, problem) => this.fail(node, problem)
   private readonly label: string
   private readonly env: Env
-  private readonly lines = new LineCounter()
-  private doc!: Document.Parsed
 
   constructor(text: string, label: string, env: Env) {
-    this.text = text
+    // Duplicate keys are found while walking so the message can name the key.
+    this.source = new YamlSource(text, { uniqueKeys: false })
     this.label = label
     this.env = env
   }
 
+  private get doc(): Document.Parsed {
+    return this.source.doc
+  }
+
   read(): ComposeFile {
-    // Duplicate keys are found while walking so the message can name the key.
-    this.doc = parseDocument(this.text, { lineCounter: this.lines, prettyErrors: false, uniqueKeys: false })
-    const syntax = this.doc.errors[0]
+    const syntax = this.source.syntaxError
     if (syntax) {
-      const pos = this.lines.linePos(syntax.pos[0])
-      throw new ComposeError('INVALID_COMPOSE_FILE', `${this.label}:${pos.line}:${pos.col}: invalid YAML: ${firstLine(syntax.message)}`)
+      throw new ComposeError('INVALID_COMPOSE_FILE', `${this.label}:${syntax.place.line}:${syntax.place.column}: invalid YAML: ${firstLine(syntax.message)}`)
     }
     const top = this.deref(this.doc.contents)
     if (top === null || (isScalar(top) && top.value === null)) {
@@ -562,23 +564,15 @@ class Reader {
   }
 
   private keyOf(pair: AnyPair): string {
-    const key = this.deref(pair.key)
-    if (key === null || !isScalar(key) || (typeof key.value !== 'string' && typeof key.value !== 'number')) {
-      this.fail(key ?? pair.value ?? this.doc.contents!, 'keys must be plain strings')
-    }
-    return String(key.value)
+    return this.source.keyOf(pair, this.failAt)
   }
 
   private deref(node: unknown): Node | null {
-    if (node === null || node === undefined) return null
-    if (isAlias(node)) return (node.resolve(this.doc) as Node | undefined) ?? null
-    return node as Node
+    return this.source.deref(node, this.failAt)
   }
 
   private placeOf(node: Node | null | undefined): Place {
-    const offset = node?.range?.[0] ?? 0
-    const pos = this.lines.linePos(offset)
-    return { line: pos.line, column: pos.col }
+    return this.source.placeOf(node)
   }
 
   private fail(node: Node | null | undefined, problem: string, code: ComposeErrorCode = 'INVALID_COMPOSE_FILE'): never {

@@ -4,8 +4,9 @@
  */
 import { existsSync, readFileSync, statSync } from 'node:fs'
 import { basename, join, resolve } from 'node:path'
-import { isAlias, isMap, isScalar, isSeq, LineCounter, parseDocument } from 'yaml'
+import { isMap, isScalar, isSeq } from 'yaml'
 import type { Document, Node, Pair } from 'yaml'
+import { YamlSource, type Fail } from '../../runtime/config/yaml-source.ts'
 import { didYouMean } from '../../runtime/config/catalogue.ts'
 import type { WorkerManifest } from './types.ts'
 
@@ -317,25 +318,24 @@ type AnyPair = Pair<Node | null, Node | null>
 
 /** Walks the YAML tree so every error names its line and column (same style as config.yaml). */
 class ManifestReader {
-  private readonly text: string
+  private readonly source: YamlSource
+  private readonly failAt: Fail = (node, problem) => this.fail(node, problem)
   private readonly file: string
-  private readonly lines = new LineCounter()
-  private doc!: Document.Parsed
   private scriptsNode: Node | null = null
   private runtimeNode: Node | null = null
 
   constructor(text: string, file: string) {
-    this.text = text
+    this.source = new YamlSource(text)
     this.file = file
   }
 
+  private get doc(): Document.Parsed {
+    return this.source.doc
+  }
+
   read(): WorkerManifest {
-    this.doc = parseDocument(this.text, { lineCounter: this.lines, prettyErrors: false, uniqueKeys: true })
-    const syntax = this.doc.errors[0]
-    if (syntax) {
-      const pos = this.lines.linePos(syntax.pos[0])
-      throw new ManifestError({ file: this.file, line: pos.line, column: pos.col, problem: `invalid YAML: ${syntax.message}` })
-    }
+    const syntax = this.source.syntaxError
+    if (syntax) throw new ManifestError({ file: this.file, line: syntax.place.line, column: syntax.place.column, problem: `invalid YAML: ${syntax.message}` })
     const top = this.deref(this.doc.contents)
     if (top === null || (isScalar(top) && top.value === null)) this.fail(null, "the manifest is empty; it needs at least 'name'")
     if (!isMap(top)) this.fail(top, `the manifest must be a mapping of fields such as name and scripts${describe(top)}`)
@@ -540,26 +540,16 @@ class ManifestReader {
   // -- positions -------------------------------------------------------------------------------
 
   private keyOf(pair: AnyPair): string {
-    const key = this.deref(pair.key)
-    if (key === null || !isScalar(key) || (typeof key.value !== 'string' && typeof key.value !== 'number')) {
-      this.fail(key ?? pair.value, 'keys must be plain strings')
-    }
-    return String(key.value)
+    return this.source.keyOf(pair, this.failAt)
   }
 
   private deref(node: Node | null | undefined): Node | null {
-    if (node === null || node === undefined) return null
-    if (isAlias(node)) {
-      const target = node.resolve(this.doc)
-      if (!target) this.fail(node, `unknown alias *${node.source}`)
-      return target as Node
-    }
-    return node
+    return this.source.deref(node, this.failAt)
   }
 
   private fail(node: Node | null | undefined, problem: string): never {
-    const pos = this.lines.linePos(node?.range?.[0] ?? 0)
-    throw new ManifestError({ file: this.file, line: pos.line, column: pos.col, problem })
+    const place = this.source.placeOf(node)
+    throw new ManifestError({ file: this.file, line: place.line, column: place.column, problem })
   }
 
   private failKey(pair: AnyPair, problem: string): never {
