@@ -53,19 +53,22 @@ function reasonOf(cause: unknown): string | undefined {
   return cause.message || undefined
 }
 
-/** Opens the connection; resolves once connected, rejects with the exit-3 error if it fails. */
-export function connect(url: string): Promise<SvcClient> {
+/**
+ * Registers a short-lived worker for a CLI command (cli.md §4.6): no reconnection, telemetry off.
+ *
+ * @throws {CliError} `INVALID_ARGUMENT` (exit 2) for a URL the SDK rejects
+ */
+export function registerCliWorker(url: string, workerName: string, workerDescription: string): SvcClient {
   const options: InitOptions & { otel?: { enabled: boolean }; enableMetricsReporting?: boolean } = {
-    workerName: TRIGGER_WORKER_NAME,
-    workerDescription: 'svc trigger (command line)',
+    workerName,
+    workerDescription,
     reconnectionConfig: { maxRetries: 0 },
-    // Telemetry off (cli.md §4.6); honoured once the SDK has its telemetry pipeline.
+    // Telemetry off; honoured once the SDK has its telemetry pipeline.
     otel: { enabled: false },
     enableMetricsReporting: false,
   }
-  let client: SvcClient
   try {
-    client = registerWorker(url, options)
+    return registerWorker(url, options)
   } catch (err) {
     throw new CliError({
       code: 'INVALID_ARGUMENT',
@@ -74,6 +77,11 @@ export function connect(url: string): Promise<SvcClient> {
       cause: err,
     })
   }
+}
+
+/** Opens the connection; resolves once connected, rejects with the exit-3 error if it fails. */
+export function connect(url: string): Promise<SvcClient> {
+  const client = registerCliWorker(url, TRIGGER_WORKER_NAME, 'svc trigger (command line)')
   return new Promise((resolve, reject) => {
     const remove = client.addConnectionStateListener((state) => {
       if (state === 'connected') {

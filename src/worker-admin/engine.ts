@@ -2,10 +2,9 @@
  * The worker commands' view of a running engine: a short-lived connection (named
  * `svc-cli:worker`) and the introspection calls they need (protocol.md §11.1).
  */
-import { registerWorker } from 'svc-sdk'
-import type { InitOptions, SvcClient } from 'svc-sdk'
+import type { SvcClient } from 'svc-sdk'
 import { CliError, ExitCode } from '../lib/errors.ts'
-import { unreachableError } from '../lib/trigger.ts'
+import { registerCliWorker, unreachableError } from '../lib/trigger.ts'
 
 /** Name under which the worker commands connect; such connections are never listed as workers. */
 export const CLI_WORKER_NAME = 'svc-cli:worker'
@@ -53,19 +52,7 @@ export class EngineSession {
    * @throws {CliError} `INVALID_ARGUMENT` (exit 2) for a URL the SDK rejects
    */
   static async open(url: string, timeoutMs = CONNECT_TIMEOUT_MS): Promise<EngineSession | undefined> {
-    const options: InitOptions & { otel?: { enabled: boolean }; enableMetricsReporting?: boolean } = {
-      workerName: CLI_WORKER_NAME,
-      workerDescription: 'svc worker (command line)',
-      reconnectionConfig: { maxRetries: 0 },
-      otel: { enabled: false },
-      enableMetricsReporting: false,
-    }
-    let client: SvcClient
-    try {
-      client = registerWorker(url, options)
-    } catch (err) {
-      throw new CliError({ code: 'INVALID_ARGUMENT', message: `Invalid engine URL '${url}': ${(err as Error).message}`, exitCode: ExitCode.Usage, cause: err })
-    }
+    const client = registerCliWorker(url, CLI_WORKER_NAME, 'svc worker (command line)')
     const connected = await new Promise<boolean>((resolve) => {
       const timer = setTimeout(() => finish(false), timeoutMs)
       let remove: (() => void) | undefined
