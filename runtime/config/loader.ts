@@ -9,7 +9,7 @@ import { readFileSync } from 'node:fs'
 import { dirname, isAbsolute, resolve } from 'node:path'
 import { isMap, isScalar, isSeq } from 'yaml'
 import type { Document, Node, Pair } from 'yaml'
-import { YamlSource, type Fail } from './yaml-source.ts'
+import { describeFound as describe, YamlSource, type Fail } from './yaml-source.ts'
 import type { BuiltinEntry, EngineConfig, HttpFunctionsPolicy, ListenerConfig, LocalWorkerEntry } from '../engine/types.ts'
 import { LISTENER_DEFAULTS } from '../engine/types.ts'
 import {
@@ -666,13 +666,3 @@ class Reader {
   }
 }
 
-/** ` (got …)` describing the value found where another type was expected. */
-function describe(node: Node | null, value?: unknown): string {
-  if (node === null) return ' (got nothing)'
-  if (isMap(node)) return ' (got a mapping)'
-  if (isSeq(node)) return ' (got a list)'
-  const v = value !== undefined ? value : isScalar(node) ? node.value : undefined
-  if (v === null || v === undefined) return ' (got nothing)'
-  if (typeof v === 'string') return ` (got '${v}')`
-  return ` (got ${String(v)})`
-}

@@ -3,7 +3,7 @@
  * of config.yaml, svc.worker.yaml and worker-compose.yaml, so that each of their errors can name
  * `file:line:column` (cli.md §1: errors point at the place).
  */
-import { isAlias, isScalar, LineCounter, parseDocument } from 'yaml'
+import { isAlias, isMap, isScalar, isSeq, LineCounter, parseDocument } from 'yaml'
 import type { Document, Node, Pair } from 'yaml'
 
 export type AnyPair = Pair<Node | null, Node | null>
@@ -57,4 +57,15 @@ export class YamlSource {
     }
     return String(key.value)
   }
+}
+
+/** ` (got …)`: describes the value found where another type was expected, for error messages. */
+export function describeFound(node: Node | null, value?: unknown): string {
+  if (node === null) return ' (got nothing)'
+  if (isMap(node)) return ' (got a mapping)'
+  if (isSeq(node)) return ' (got a list)'
+  const v = value !== undefined ? value : isScalar(node) ? node.value : undefined
+  if (v === null || v === undefined) return ' (got nothing)'
+  if (typeof v === 'string') return ` (got '${v}')`
+  return ` (got ${String(v)})`
 }

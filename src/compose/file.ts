@@ -11,6 +11,7 @@ import { BUILTIN_NAMES, canonicalBuiltinName, didYouMean } from '../../runtime/c
 import type { BuiltinName } from '../../runtime/config/catalogue.ts'
 import { ExpandError, expandPlaceholders, expandString } from '../../runtime/config/placeholders.ts'
 import type { Env } from '../../runtime/config/placeholders.ts'
+import { RESERVED_ENV } from '../supervisor/env.ts'
 import { ComposeError } from './errors.ts'
 import type { ComposeErrorCode } from './errors.ts'
 
@@ -23,17 +24,7 @@ export const DEFAULT_PRE_RUN_TIMEOUT_MS = 60_000
 /** Container keys (cli.md §2.3); the same rule as worker names (§2.2). */
 export const CONTAINER_KEY_PATTERN = /^[a-z0-9][a-z0-9_-]{0,63}$/
 /** Variables the launcher sets itself (cli.md §5.2); `env_file`/`environment` may not set them. */
-export const RESERVED_ENV_NAMES: readonly string[] = [
-  'SVC_URL',
-  'SVC_WORKER_NAME',
-  'SVC_NAMESPACE',
-  'SVC_ISOLATION',
-  'SVC_WORKER_CONFIG',
-  'SVC_PROJECT_ROOT',
-  'III_URL',
-  'III_WORKER_NAME',
-  'III_NAMESPACE',
-]
+export const RESERVED_ENV_NAMES: readonly string[] = RESERVED_ENV
 /** builtins.md §1: the explanation given when `svc-observability` is declared in a compose file. */
 export const OBSERVABILITY_IN_COMPOSE_MESSAGE =
   'svc-observability is injected by the engine and must not be declared in worker-compose.yaml; change its settings in config/svc-observability.yaml'

@@ -6,7 +6,7 @@ import { existsSync, readFileSync, statSync } from 'node:fs'
 import { basename, join, resolve } from 'node:path'
 import { isMap, isScalar, isSeq } from 'yaml'
 import type { Document, Node, Pair } from 'yaml'
-import { YamlSource, type Fail } from '../../runtime/config/yaml-source.ts'
+import { describeFound as describe, YamlSource, type Fail } from '../../runtime/config/yaml-source.ts'
 import { didYouMean } from '../../runtime/config/catalogue.ts'
 import type { WorkerManifest } from './types.ts'
 
@@ -557,13 +557,3 @@ class ManifestReader {
   }
 }
 
-/** ` (got …)` describing the value found where another type was expected. */
-function describe(node: Node | null, value?: unknown): string {
-  if (node === null) return ' (got nothing)'
-  if (isMap(node)) return ' (got a mapping)'
-  if (isSeq(node)) return ' (got a list)'
-  const v = value !== undefined ? value : isScalar(node) ? node.value : undefined
-  if (v === null || v === undefined) return ' (got nothing)'
-  if (typeof v === 'string') return ` (got '${v}')`
-  return ` (got ${String(v)})`
-}

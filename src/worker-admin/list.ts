@@ -11,20 +11,11 @@ import type { WorkerProject } from './project.ts'
 import { BUILTIN_REGISTRY } from './registry.ts'
 import type { BuiltinInfo } from './registry.ts'
 import { readWorkerState } from './state-files.ts'
+import type { WorkerState } from '../supervisor/types.ts'
 import type { WorkerStateView } from './state-files.ts'
 
-/** Status values of cli.md §4.5. */
-export type ListStatus =
-  | 'declared'
-  | 'installing'
-  | 'starting'
-  | 'running'
-  | 'restarting'
-  | 'crashed'
-  | 'stopped'
-  | 'failed'
-  | 'disabled'
-  | 'engine not running'
+/** Status values of cli.md §4.5: the supervisor's states, plus two only a listing knows. */
+export type ListStatus = WorkerState | 'disabled' | 'engine not running'
 
 /** One row; also the `--json` shape of cli.md §4.5. */
 export interface ListedWorker {
