@@ -86,13 +86,4 @@ export interface ValidateResult {
   start_order: string[]
 }
 
-/** `engine::workers::list` entries as the daemon reads them (protocol.md §11.1 WorkerSummary). */
-export interface WorkerSummary {
-  id: string
-  name: string | null
-  namespace: string
-  runtime: string | null
-  pid: number | null
-  status: string
-  connected_at_ms: number
-}
+export type { WorkerSummary } from 'svc-sdk/engine'

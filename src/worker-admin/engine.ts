@@ -3,6 +3,7 @@
  * `svc-cli:worker`) and the introspection calls they need (protocol.md §11.1).
  */
 import type { SvcClient } from 'svc-sdk'
+import type { FunctionSummary, WorkerSummary } from 'svc-sdk/engine'
 import { CliError, ExitCode } from '../lib/errors.ts'
 import { registerCliWorker, unreachableError } from '../lib/trigger.ts'
 
@@ -15,25 +16,9 @@ export const CONNECT_TIMEOUT_MS = 5000
 /** How long one introspection call may take, ms. */
 const CALL_TIMEOUT_MS = 10000
 
-/** A WorkerSummary of `engine::workers::list` (protocol.md §11.1), the fields the CLI reads. */
-export interface EngineWorker {
-  id: string
-  name: string | null
-  namespace: string
-  runtime: string | null
-  pid: number | null
-  /** `connected` for connections, `available` for built-ins inside the engine. */
-  status: string
-  function_count: number
-  connected_at_ms: number
-}
-
-/** A FunctionSummary of `engine::functions::list`, the fields the CLI reads. */
-export interface EngineFunction {
-  function_id: string
-  namespace: string
-  worker_name: string | null
-}
+/** Entries of `engine::workers::list` and `engine::functions::list` (protocol.md §11.1). */
+export type EngineWorker = WorkerSummary
+export type EngineFunction = FunctionSummary
 
 /** An open connection to the engine; close it when done. */
 export class EngineSession {
