@@ -10,6 +10,7 @@ import { join } from 'node:path'
 import { createInterface } from 'node:readline'
 import { fileURLToPath } from 'node:url'
 import { after, describe, it } from 'node:test'
+import { cliEnv, runSvc, type Finished } from './support/cli.ts'
 
 const SVC_BIN = fileURLToPath(new URL('../bin/run.js', import.meta.url))
 const PORT0_CONFIG =
@@ -32,30 +33,11 @@ function project(yaml?: string): string {
 }
 
 /** The environment of a user who has set nothing svc-specific. */
-function cleanEnv(): NodeJS.ProcessEnv {
-  const env = { ...process.env }
-  for (const key of ['SVC_URL', 'DEBUG', 'SVC_NAMESPACE_GRACE_MS', 'SVC_LOG_LEVEL']) delete env[key]
-  return env
-}
-
-interface Finished {
-  code: number | null
-  stdout: string
-  stderr: string
-}
+const cleanEnv = () => cliEnv()
 
 /** Runs the CLI to completion. */
 function runCli(args: string[], cwd: string): Promise<Finished> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [SVC_BIN, ...args], { cwd, env: cleanEnv(), stdio: ['ignore', 'pipe', 'pipe'] })
-    children.add(child)
-    let stdout = ''
-    let stderr = ''
-    child.stdout.on('data', (d) => (stdout += d))
-    child.stderr.on('data', (d) => (stderr += d))
-    child.on('error', reject)
-    child.on('close', (code) => resolve({ code, stdout, stderr }))
-  })
+  return runSvc(args, { cwd, onSpawn: (child) => children.add(child) })
 }
 
 interface Running {

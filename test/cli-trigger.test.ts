@@ -12,6 +12,7 @@ import { createInterface } from 'node:readline'
 import { fileURLToPath } from 'node:url'
 import { after, before, describe, it } from 'node:test'
 import { registerWorker, type SvcClient } from 'svc-sdk'
+import { cliEnv, runSvc, type Finished } from './support/cli.ts'
 
 const SVC_BIN = fileURLToPath(new URL('../bin/run.js', import.meta.url))
 const NOT_FOUND_HINT = 'Hint: the worker may still be installing or starting; check svc worker list and retry\n'
@@ -30,37 +31,15 @@ let billing: SvcClient | undefined
 const voidCalls: unknown[] = []
 let voidArrived: (() => void) | undefined
 
-function cleanEnv(extra: Record<string, string> = {}): NodeJS.ProcessEnv {
-  const env = { ...process.env, ...extra }
-  for (const key of ['SVC_URL', 'DEBUG']) if (!(key in extra)) delete env[key]
-  return env
-}
-
-interface Finished {
-  code: number | null
-  stdout: string
-  stderr: string
-}
+const cleanEnv = cliEnv
 
 /** Runs `svc <args>` to completion in the project directory. */
-function svc(args: string[], options: { env?: Record<string, string>; cwd?: string } = {}): Promise<Finished> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [SVC_BIN, ...args], {
-      cwd: options.cwd ?? dir,
-      env: cleanEnv(options.env),
-      stdio: ['ignore', 'pipe', 'pipe'],
-    })
-    let stdout = ''
-    let stderr = ''
-    child.stdout.on('data', (d) => (stdout += d))
-    child.stderr.on('data', (d) => (stderr += d))
-    child.on('error', reject)
-    child.on('close', (code) => resolve({ code, stdout, stderr }))
-  })
+function svc(args: string[], options: { env?: Record<string, string>; cwd?: string } = {}): Promise<Omit<Finished, 'signal'>> {
+  return runSvc(args, { cwd: options.cwd ?? dir, env: cliEnv(options.env) }).then(({ code, stdout, stderr }) => ({ code, stdout, stderr }))
 }
 
 /** `svc trigger <args> --engine <url>` against the test engine. */
-function trigger(...args: string[]): Promise<Finished> {
+function trigger(...args: string[]): Promise<Omit<Finished, 'signal'>> {
   return svc(['trigger', ...args, '--engine', engineUrl])
 }
 

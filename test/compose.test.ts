@@ -11,6 +11,7 @@ import { createInterface } from 'node:readline'
 import { after, before, describe, it } from 'node:test'
 import { registerWorker, type SvcClient } from 'svc-sdk'
 import { ROOT, startEngineProcess, SVC_BIN, tempProject, type RunningEngine } from './support/processes.ts'
+import { cliEnv, runSvc, type Finished } from './support/cli.ts'
 
 const SDK = join(ROOT, 'packages', 'sdk', 'dist', 'index.js')
 const NS = 'e2e-otter'
@@ -38,11 +39,7 @@ function writeWorker(name: string, body: string, manifest = `name: ${name}\nscri
   writeFileSync(join(workerDir, 'index.js'), `import { registerWorker } from ${JSON.stringify(SDK)}\n${body}\n`)
 }
 
-function cleanEnv(): NodeJS.ProcessEnv {
-  const env = { ...process.env }
-  for (const key of ['SVC_URL', 'SVC_NAMESPACE', 'SVC_WORKER_NAME', 'DEBUG', 'CI']) delete env[key]
-  return env
-}
+const cleanEnv = () => cliEnv()
 
 /** Starts `svc compose [up] -n <ns> --engine <url> --json …` in the project directory. */
 function spawnDaemon(args: string[]): Daemon {
@@ -118,16 +115,8 @@ async function waitUntil(predicate: () => boolean | Promise<boolean>, what: stri
 }
 
 /** Runs `svc <args>` to completion in the project directory. */
-function svc(args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [SVC_BIN, ...args], { cwd: dir, env: cleanEnv(), stdio: ['ignore', 'pipe', 'pipe'] })
-    let stdout = ''
-    let stderr = ''
-    child.stdout.on('data', (d) => (stdout += d))
-    child.stderr.on('data', (d) => (stderr += d))
-    child.on('error', reject)
-    child.on('close', (code) => resolve({ code, stdout, stderr }))
-  })
+function svc(args: string[]): Promise<Finished> {
+  return runSvc(args, { cwd: dir })
 }
 
 const COMPOSE = `# shop project: web needs api

@@ -7,7 +7,7 @@
  * comes from this checkout (a `file:` specifier).
  */
 import assert from 'node:assert/strict'
-import { spawn, type ChildProcess } from 'node:child_process'
+import type { ChildProcess } from 'node:child_process'
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { createServer } from 'node:http'
 import type { AddressInfo } from 'node:net'
@@ -15,6 +15,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { after, describe, it } from 'node:test'
 import { SVC_BIN, startEngineProcess, type RunningEngine } from './support/processes.ts'
+import { cliEnv, runSvc, type Finished } from './support/cli.ts'
 
 const scratch = mkdtempSync(join(tmpdir(), 'svc-project-init-'))
 const children = new Set<ChildProcess>()
@@ -35,33 +36,13 @@ function workdir(): string {
 }
 
 /** The environment of a user who has set nothing svc-specific. */
-function cleanEnv(extra: NodeJS.ProcessEnv = {}): NodeJS.ProcessEnv {
-  const env = { ...process.env, ...extra }
-  for (const key of ['SVC_URL', 'DEBUG', 'HTTP_PORT']) delete env[key]
-  return env
-}
-
-interface Finished {
-  code: number | null
-  signal: NodeJS.Signals | null
-  stdout: string
-  stderr: string
-}
+const cleanEnv = cliEnv
 
 /** Runs the CLI to completion, stdin not a TTY. */
 function svc(args: string[], cwd: string, env: NodeJS.ProcessEnv = {}): Promise<Finished> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [SVC_BIN, ...args], { cwd, env: cleanEnv(env), stdio: ['ignore', 'pipe', 'pipe'] })
-    children.add(child)
-    let stdout = ''
-    let stderr = ''
-    child.stdout.on('data', (d) => (stdout += d))
-    child.stderr.on('data', (d) => (stderr += d))
-    child.on('error', reject)
-    child.on('close', (code, signal) => {
-      children.delete(child)
-      resolve({ code, signal, stdout, stderr })
-    })
+  let spawned: ChildProcess | undefined
+  return runSvc(args, { cwd, env: cliEnv(env), onSpawn: (child) => children.add((spawned = child)) }).finally(() => {
+    if (spawned) children.delete(spawned)
   })
 }
 

@@ -3,7 +3,6 @@
  * projects, with and without a running engine. Needs `npm run build`.
  */
 import assert from 'node:assert/strict'
-import { spawn } from 'node:child_process'
 import { closeSync, mkdirSync, mkdtempSync, openSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { createServer } from 'node:net'
 import { tmpdir } from 'node:os'
@@ -13,6 +12,7 @@ import { registerWorker } from 'svc-sdk'
 import type { SvcClient } from 'svc-sdk'
 import { KVM_MESSAGES } from '../src/supervisor/kvm.ts'
 import { startEngineProcess, SVC_BIN } from './support/processes.ts'
+import { cliEnv, runSvc, type Finished } from './support/cli.ts'
 import type { RunningEngine } from './support/processes.ts'
 
 /** A commented config.yaml: every edit must keep these bytes (aligned comments included). */
@@ -88,27 +88,9 @@ function project(manifests: Record<string, string> = {}): string {
 
 const manifest = (name: string, extra = '') => `name: ${name}\nruntime:\n  kind: javascript\n  entry: index.mjs\nscripts:\n  start: node index.mjs\n${extra}`
 
-interface Finished {
-  code: number | null
-  signal: NodeJS.Signals | null
-  stdout: string
-  stderr: string
-}
-
 /** Runs `svc <args>` in `cwd` to completion; SVC_URL is the given engine, else a closed port. */
 function svc(cwd: string, args: string[], engineUrl = closedUrl): Promise<Finished> {
-  return new Promise((resolve, reject) => {
-    const env: NodeJS.ProcessEnv = { ...process.env, SVC_URL: engineUrl, NO_COLOR: '1' }
-    delete env.DEBUG
-    delete env.CI
-    const child = spawn(process.execPath, [SVC_BIN, ...args], { cwd, env, stdio: ['ignore', 'pipe', 'pipe'] })
-    let stdout = ''
-    let stderr = ''
-    child.stdout.on('data', (d) => (stdout += d))
-    child.stderr.on('data', (d) => (stderr += d))
-    child.on('error', reject)
-    child.on('close', (code, signal) => resolve({ code, signal, stdout, stderr }))
-  })
+  return runSvc(args, { cwd, env: cliEnv({ SVC_URL: engineUrl, NO_COLOR: '1' }) })
 }
 
 const config = (dir: string) => readFileSync(join(dir, 'config.yaml'), 'utf8')
