@@ -8,7 +8,8 @@ import { SvcCommand } from '../lib/command.ts'
 import { CliError, ExitCode, toCliError, usageError } from '../lib/errors.ts'
 import { PayloadError, resolveTriggerInput } from '../lib/payload.ts'
 import { resolveEngineUrl } from '../lib/project.ts'
-import { triggerOnce } from '../lib/trigger.ts'
+import { pickFunction, triggerOnce } from '../lib/trigger.ts'
+import { isInteractiveProcess } from '../lib/interactive.ts'
 
 export default class Trigger extends SvcCommand {
   static override hiddenAliases = ['t']
@@ -66,11 +67,13 @@ export default class Trigger extends SvcCommand {
       if (err instanceof PayloadError) throw usageError(err.message)
       throw err
     }
-    if (input.functionId === undefined) {
-      throw usageError('Missing FUNCTION_ID', 'pass the function to invoke, e.g. svc trigger math::add a=1 b=2')
-    }
-
     const url = resolveEngineUrl({ flag: flags.engine, cwd: process.cwd() })
+    if (input.functionId === undefined) {
+      if (!isInteractiveProcess({ json: flags.json })) {
+        throw usageError('Missing FUNCTION_ID', 'pass the function to invoke, e.g. svc trigger math::add a=1 b=2')
+      }
+      input.functionId = await pickFunction(url, flags.namespace)
+    }
     const call = flags.describe
       ? {
           url,

@@ -4,7 +4,9 @@
  */
 import { InvocationError, registerWorker, TriggerAction } from 'svc-sdk'
 import type { InitOptions, SvcClient, TriggerRequest } from 'svc-sdk'
+import type { FunctionSummary } from 'svc-sdk/engine'
 import { CliError, ExitCode } from './errors.ts'
+import { interruptible } from './interactive.ts'
 
 /** Worker name the CLI announces while it triggers. */
 export const TRIGGER_WORKER_NAME = 'svc-cli:trigger'
@@ -149,4 +151,37 @@ export function invocationFailure(err: unknown, call: Pick<TriggerCall, 'functio
   if (err.stacktrace) init.details = err.stacktrace
   if (err.code === 'function_not_found') init.hint = NOT_FOUND_HINT
   return new CliError(init)
+}
+
+/**
+ * The searchable function list of an interactive `svc trigger` without FUNCTION_ID (cli.md §4.6),
+ * built from `engine::functions::list`.
+ *
+ * @throws {CliError} exit 3 when the engine is unreachable, exit 1 when no function is registered,
+ *   exit 130 on Ctrl-C
+ */
+export async function pickFunction(url: string, namespace: string | undefined): Promise<string> {
+  const client = await connect(url)
+  let functions: FunctionSummary[]
+  try {
+    const payload = namespace === undefined ? {} : { namespace }
+    functions = ((await client.trigger({ function_id: 'engine::functions::list', payload })) as { functions: FunctionSummary[] }).functions
+  } finally {
+    await client.shutdown()
+  }
+  if (functions.length === 0) {
+    throw new CliError({ code: 'function_not_found', message: 'No functions are registered', hint: 'start a worker first (svc, or svc worker add)', exitCode: ExitCode.Failure })
+  }
+  const { search } = await import('@inquirer/prompts')
+  return interruptible(
+    search<string>({
+      message: 'Function to invoke',
+      source: (term) => {
+        const needle = (term ?? '').toLowerCase()
+        return functions
+          .filter((f) => f.function_id.toLowerCase().includes(needle) || (f.description ?? '').toLowerCase().includes(needle))
+          .map((f) => ({ name: f.function_id, value: f.function_id, description: f.description }))
+      },
+    }),
+  )
 }

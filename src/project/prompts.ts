@@ -3,7 +3,7 @@
  * Used only in interactive runs; every prompt has a flag equivalent (NAME, --template).
  */
 import { input, select } from '@inquirer/prompts'
-import { CliError, ExitCode } from '../lib/errors.ts'
+import { interruptible } from '../lib/interactive.ts'
 import type { Prompter } from './request.ts'
 
 /** Prompts on the terminal; Ctrl-C while a prompt is open exits 130. */
@@ -19,13 +19,4 @@ export const terminalPrompter: Prompter = {
     ),
 }
 
-async function interruptible<T>(prompt: Promise<T>): Promise<T> {
-  try {
-    return await prompt
-  } catch (err) {
-    if (err instanceof Error && err.name === 'ExitPromptError') {
-      throw new CliError({ code: 'INTERRUPTED', message: 'Interrupted', exitCode: ExitCode.Interrupted })
-    }
-    throw err
-  }
-}
+

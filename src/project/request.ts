@@ -10,13 +10,6 @@ import { targetDirectory } from './target.ts'
 import { DEFAULT_TEMPLATE, requireTemplate, TEMPLATES } from './templates.ts'
 import type { TemplateInfo } from './types.ts'
 
-/**
- * True when prompts may be shown (cli.md §1): stdin and stdout are TTYs, `CI` is unset, and neither
- * `--json` nor `--yes` was given.
- */
-export function isInteractive(context: { stdinIsTTY: boolean; stdoutIsTTY: boolean; env: NodeJS.ProcessEnv; json: boolean; yes: boolean }): boolean {
-  return context.stdinIsTTY && context.stdoutIsTTY && context.env.CI === undefined && !context.json && !context.yes
-}
 
 /** Asks the user for what the command line left out (see prompts.ts for the terminal one). */
 export interface Prompter {

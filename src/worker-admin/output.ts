@@ -30,13 +30,6 @@ export function silentOutput(): Output {
   return { line: () => undefined, warn: () => undefined, error: () => undefined }
 }
 
-/**
- * True when prompts may be shown (cli.md §1 Interactive): stdin and stdout are TTYs, `CI` is
- * unset, and neither `--json` nor `--yes` was given.
- */
-export function isInteractive(flags: { json?: boolean; yes?: boolean }, env: NodeJS.ProcessEnv = process.env): boolean {
-  return Boolean(process.stdin.isTTY && process.stdout.isTTY && env.CI === undefined && !flags.json && !flags.yes)
-}
 
 /** The `{code, message}` of a failure in `--json` results. */
 export function jsonError(err: CliError): { code: string; message: string } {

@@ -3,11 +3,11 @@
  */
 import { Args, Flags } from '@oclif/core'
 import { SvcCommand } from '../../lib/command.ts'
+import { isInteractive } from '../../lib/interactive.ts'
 import {
   formatNextSteps,
   formatTemplateTable,
   initProject,
-  isInteractive,
   nextSteps,
   PACKAGE_MANAGERS,
   requireTemplate,

@@ -4,8 +4,8 @@
 import { confirm } from '@inquirer/prompts'
 import { Args, Flags } from '@oclif/core'
 import { SvcCommand } from '../../lib/command.ts'
-import { CliError, ExitCode } from '../../lib/errors.ts'
-import { EngineAccess, humanOutput, isInteractive, openProject, printJsonReport, removeWorkers, silentOutput } from '../../worker-admin/index.ts'
+import { interruptible, isInteractiveProcess } from '../../lib/interactive.ts'
+import { EngineAccess, humanOutput, openProject, printJsonReport, removeWorkers, silentOutput } from '../../worker-admin/index.ts'
 
 export default class WorkerRemove extends SvcCommand {
   static override summary = 'Remove workers from config.yaml, or disable built-ins'
@@ -40,7 +40,7 @@ export default class WorkerRemove extends SvcCommand {
         project,
         output: flags.json ? silentOutput() : humanOutput(),
         engine,
-        confirm: isInteractive(flags) ? ask : undefined,
+        confirm: isInteractiveProcess(flags) ? ask : undefined,
       })
     } finally {
       await engine.close()
@@ -51,13 +51,6 @@ export default class WorkerRemove extends SvcCommand {
 }
 
 /** `? Stop and remove math-worker? (Y/n)`; Ctrl-C at the prompt exits 130 (cli.md §1.1). */
-async function ask(message: string): Promise<boolean> {
-  try {
-    return await confirm({ message, default: true })
-  } catch (err) {
-    if ((err as Error).name === 'ExitPromptError') {
-      throw new CliError({ code: 'INTERRUPTED', message: 'Interrupted', exitCode: ExitCode.Interrupted, cause: err })
-    }
-    throw err
-  }
+function ask(message: string): Promise<boolean> {
+  return interruptible(confirm({ message, default: true }))
 }
