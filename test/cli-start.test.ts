@@ -3,7 +3,7 @@
  * child process inside a temporary project directory. Needs `npm run build` (npm test does it).
  */
 import assert from 'node:assert/strict'
-import { spawn, type ChildProcess } from 'node:child_process'
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process'
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -293,5 +293,23 @@ describe('svc start (cli.md §3)', () => {
     const result = await runCli(['--version'], project())
     assert.equal(result.code, 0)
     assert.equal(result.stdout, `svc/0.1.0 ${process.platform}-${process.arch} node-${process.version}\n`)
+  })
+})
+
+describe('an older Node', () => {
+  /** A node binary on this machine older than 22.13 (the system one here is 20), if any. */
+  const oldNode = ['/usr/bin/node', '/usr/local/bin/node', '/bin/node'].find((candidate) => {
+    try {
+      const [major, minor] = spawnSync(candidate, ['-p', 'process.versions.node'], { encoding: 'utf8' }).stdout.trim().split('.').map(Number)
+      return major! < 22 || (major === 22 && minor! < 13)
+    } catch {
+      return false
+    }
+  })
+
+  it('svc refuses to run with a clear message and exit 1', { skip: oldNode ? false : 'no Node older than 22.13 on this machine' }, () => {
+    const result = spawnSync(oldNode!, [SVC_BIN, '--version'], { encoding: 'utf8' })
+    assert.equal(result.status, 1)
+    assert.match(result.stderr, /^Error: svc needs Node\.js 22\.13 or newer; this is Node v\d+\.\d+\.\d+\.\nHint: /)
   })
 })
