@@ -118,7 +118,7 @@ export function registerEngineFunctions(engine: Engine, peer: BuiltinPeer): void
     active_invocations: p.activeInvocations,
   })
 
-  const lookupFunction = (id: string, functionId: string, namespace: string | undefined): FunctionEntry => {
+  const lookupFunction = (functionId: string, namespace: string | undefined): FunctionEntry => {
     if (namespace !== undefined) {
       const entry = engine.functions.get(namespace, functionId)
       if (!entry) throw Errors.notFound(`Function '${functionId}' is not registered.`)
@@ -131,7 +131,6 @@ export function registerEngineFunctions(engine: Engine, peer: BuiltinPeer): void
     if (others.length > 1) {
       throw Errors.notFound(`Function '${functionId}' is ambiguous: it is registered in namespace(s): ${others.join(', ')}. Pass namespace.`)
     }
-    void id
     throw Errors.notFound(`Function '${functionId}' is not registered.`)
   }
 
@@ -163,14 +162,14 @@ export function registerEngineFunctions(engine: Engine, peer: BuiltinPeer): void
     if ((single === undefined) === (batch === undefined || batch === null)) {
       throw Errors.invalidArguments(id, 'give exactly one of function_id or function_ids')
     }
-    if (single !== undefined) return functionDetail(lookupFunction(id, single, namespace))
+    if (single !== undefined) return functionDetail(lookupFunction(single, namespace))
     if (!Array.isArray(batch) || batch.length === 0 || batch.length > 32 || batch.some((b) => typeof b !== 'string')) {
       throw Errors.invalidArguments(id, 'function_ids must be an array of 1 to 32 strings')
     }
     return {
       functions: (batch as string[]).map((functionId) => {
         try {
-          return functionDetail(lookupFunction(id, functionId, namespace))
+          return functionDetail(lookupFunction(functionId, namespace))
         } catch {
           return { function_id: functionId, error: 'not_found' }
         }

@@ -485,7 +485,7 @@ export class Engine implements BuiltinHost {
       return this.failCall(caller, invocationId, message.function_id, Errors.invalidNamespace())
     }
     if (message.action?.type === 'enqueue') {
-      this.enqueue(message, caller).then(
+      this.enqueue(message).then(
         (result) => this.answerCall(caller, invocationId, message.function_id, result),
         (err: unknown) => this.failCall(caller, invocationId, message.function_id, err instanceof EngineError ? err : new EngineError('enqueue_error', String(err))),
       )
@@ -560,7 +560,7 @@ export class Engine implements BuiltinHost {
   invokeLocal(request: LocalInvokeRequest, caller: Peer | null): Promise<unknown> {
     const namespace = request.namespace ?? 'default'
     if (request.namespace !== undefined && namespace.trim() === '') return Promise.reject(Errors.invalidNamespace())
-    if (request.action?.type === 'enqueue') return this.enqueue({ ...request, type: 'invokefunction', data: request.data ?? null }, null)
+    if (request.action?.type === 'enqueue') return this.enqueue({ ...request, type: 'invokefunction', data: request.data ?? null })
     const entry = this.resolveFunction(namespace, request.function_id)
     const replica = entry?.pick(pendingBytesOf, this.backpressureBytes)
     if (!entry || !replica) {
@@ -605,7 +605,7 @@ export class Engine implements BuiltinHost {
   }
 
   /** The enqueue action (§6.4): handed to `engine::queue::enqueue` when a queue worker provides it. */
-  private async enqueue(message: InvokeFunctionMessage, _caller: Connection | null): Promise<unknown> {
+  private async enqueue(message: InvokeFunctionMessage): Promise<unknown> {
     const action = message.action as { type: 'enqueue'; queue: string; delay_ms?: number; idempotency_key?: string }
     if (!this.functions.get('default', 'engine::queue::enqueue')) throw Errors.enqueueNoProvider()
     const payload: Record<string, unknown> = {
