@@ -3,7 +3,7 @@
  * {@link LocalWorker} handle the built-in programs against (runtime/engine/types.ts).
  */
 import { randomUUID } from 'node:crypto'
-import type { WorkerAnnounce } from 'svc-sdk/protocol'
+import type { WorkerAnnounce } from 'svc-protocol'
 import type { Peer } from './peer.ts'
 import type {
   LocalFunctionOptions,

@@ -4,7 +4,7 @@
  */
 import { randomUUID } from 'node:crypto'
 import type { WebSocket } from 'ws'
-import type { Message, WorkerAnnounce } from 'svc-sdk/protocol'
+import type { Message, WorkerAnnounce } from 'svc-protocol'
 import type { Peer } from './peer.ts'
 import type { ListenerConfig } from './types.ts'
 

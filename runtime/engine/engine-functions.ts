@@ -4,8 +4,8 @@
  * be objects (§6.7).
  */
 import { randomUUID } from 'node:crypto'
-import type { WorkerAnnounce } from 'svc-sdk/protocol'
-import { EngineError, Errors } from '../protocol/errors.ts'
+import type { WorkerAnnounce } from 'svc-protocol'
+import { SvcError, Errors } from 'svc-protocol/errors'
 import type { BuiltinPeer } from './builtin-peer.ts'
 import type { Engine } from './engine.ts'
 import type { FunctionEntry } from './functions.ts'
@@ -17,14 +17,14 @@ type Input = Record<string, unknown>
 
 function objectInput(id: string, data: unknown): Input {
   if (data === null || data === undefined) return {}
-  if (typeof data !== 'object' || Array.isArray(data)) throw Errors.invalidArguments(id, 'input must be an object')
+  if (typeof data !== 'object' || Array.isArray(data)) throw Errors.invalidInput(id, 'input must be an object')
   return data as Input
 }
 
 function optionalString(id: string, input: Input, field: string): string | undefined {
   const v = input[field]
   if (v === undefined || v === null) return undefined
-  if (typeof v !== 'string') throw Errors.invalidArguments(id, `${field} must be a string`)
+  if (typeof v !== 'string') throw Errors.invalidInput(id, `${field} must be a string`)
   return v
 }
 
@@ -160,11 +160,11 @@ export function registerEngineFunctions(engine: Engine, peer: BuiltinPeer): void
     const single = optionalString(id, input, 'function_id')
     const batch = input.function_ids
     if ((single === undefined) === (batch === undefined || batch === null)) {
-      throw Errors.invalidArguments(id, 'give exactly one of function_id or function_ids')
+      throw Errors.invalidInput(id, 'give exactly one of function_id or function_ids')
     }
     if (single !== undefined) return functionDetail(lookupFunction(single, namespace))
     if (!Array.isArray(batch) || batch.length === 0 || batch.length > 32 || batch.some((b) => typeof b !== 'string')) {
-      throw Errors.invalidArguments(id, 'function_ids must be an array of 1 to 32 strings')
+      throw Errors.invalidInput(id, 'function_ids must be an array of 1 to 32 strings')
     }
     return {
       functions: (batch as string[]).map((functionId) => {
@@ -196,7 +196,7 @@ export function registerEngineFunctions(engine: Engine, peer: BuiltinPeer): void
   fn('engine::triggers::info', 'Describe a trigger type', (input) => {
     const id = 'engine::triggers::info'
     const typeId = optionalString(id, input, 'id')
-    if (typeId === undefined) throw Errors.invalidArguments(id, 'id is required')
+    if (typeId === undefined) throw Errors.invalidInput(id, 'id is required')
     const namespace = optionalString(id, input, 'namespace') ?? 'default'
     const provider = engine.triggers.activeProvider(namespace, typeId)
     if (!provider) throw Errors.notFound(`Trigger type '${typeId}' is not registered in namespace '${namespace}'.`)
@@ -227,7 +227,7 @@ export function registerEngineFunctions(engine: Engine, peer: BuiltinPeer): void
   fn('engine::registered-triggers::info', 'Describe a registered trigger', (input) => {
     const id = 'engine::registered-triggers::info'
     const triggerId = optionalString(id, input, 'id')
-    if (triggerId === undefined) throw Errors.invalidArguments(id, 'id is required')
+    if (triggerId === undefined) throw Errors.invalidInput(id, 'id is required')
     const binding = engine.triggers.getBinding(triggerId)
     if (!binding) throw Errors.notFound(`Registered trigger '${triggerId}' was not found.`)
     const detail: Record<string, unknown> = bindingSummary(binding)
@@ -272,7 +272,7 @@ export function registerEngineFunctions(engine: Engine, peer: BuiltinPeer): void
     } else if (name !== undefined) {
       matches = engine.listedPeers().filter((p) => p.name === name && (namespace === undefined || p.namespace === namespace))
     } else {
-      throw Errors.invalidArguments(id, 'id or name is required')
+      throw Errors.invalidInput(id, 'id or name is required')
     }
     matches.sort((a, b) => b.connectedAtMs - a.connectedAtMs)
     const peer = matches[0]
@@ -298,8 +298,8 @@ export function registerEngineFunctions(engine: Engine, peer: BuiltinPeer): void
     const id = 'engine::register_trigger'
     const triggerType = optionalString(id, input, 'trigger_type')
     const functionId = optionalString(id, input, 'function_id')
-    if (triggerType === undefined) throw Errors.invalidArguments(id, 'trigger_type is required')
-    if (functionId === undefined) throw Errors.invalidArguments(id, 'function_id is required')
+    if (triggerType === undefined) throw Errors.invalidInput(id, 'trigger_type is required')
+    if (functionId === undefined) throw Errors.invalidInput(id, 'function_id is required')
     const namespace = optionalString(id, input, 'namespace')
     const triggerNamespace = optionalString(id, input, 'trigger_namespace')
     if ((namespace !== undefined && namespace.trim() === '') || (triggerNamespace !== undefined && triggerNamespace.trim() === '')) {
@@ -321,7 +321,7 @@ export function registerEngineFunctions(engine: Engine, peer: BuiltinPeer): void
   fn('engine::unregister_trigger', 'Remove a trigger', (input) => {
     const id = 'engine::unregister_trigger'
     const triggerId = optionalString(id, input, 'id')
-    if (triggerId === undefined) throw Errors.invalidArguments(id, 'id is required')
+    if (triggerId === undefined) throw Errors.invalidInput(id, 'id is required')
     return { removed: engine.triggers.removeBinding(triggerId) }
   })
 }
@@ -333,7 +333,7 @@ async function awaitProviderAnswer(engine: Engine, binding: Binding): Promise<{ 
   if (binding.status === 'failed') {
     const error = binding.lastError
     engine.triggers.removeBinding(binding.id)
-    throw new EngineError('trigger_registration_failed', `${error?.code ?? 'error'}: ${error?.message ?? 'refused'}`)
+    throw new SvcError('trigger_registration_failed', `${error?.code ?? 'error'}: ${error?.message ?? 'refused'}`)
   }
   return { id: binding.id }
 }

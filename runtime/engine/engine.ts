@@ -11,9 +11,9 @@
  */
 import { randomUUID } from 'node:crypto'
 import { mkdir } from 'node:fs/promises'
-import type { ErrorBody, InvokeFunctionMessage, Message, WorkerAnnounce } from 'svc-sdk/protocol'
+import type { ErrorBody, InvokeFunctionMessage, Message, WorkerAnnounce } from 'svc-protocol'
 import { decodeFrame } from '../protocol/codec.ts'
-import { EngineError, Errors, RejectionMessages, errorBodyOf } from '../protocol/errors.ts'
+import { SvcError, Errors, RejectionMessages, errorBodyOf } from 'svc-protocol/errors'
 import { BuiltinPeer, type BuiltinHost } from './builtin-peer.ts'
 import { Connection } from './connection.ts'
 import { functionSummary, registerEngineFunctions } from './engine-functions.ts'
@@ -80,7 +80,7 @@ interface Leg {
   /** JSON of the function id the caller asked for, used in the relayed result. */
   readonly requestedIdJson: string
   resolve?: (value: unknown) => void
-  reject?: (error: EngineError) => void
+  reject?: (error: SvcError) => void
   timer?: NodeJS.Timeout
 }
 
@@ -199,7 +199,7 @@ export class Engine implements BuiltinHost {
   /**
    * Runs one invocation in-process, like a worker's `trigger` (Fastify's `inject()` idea): routing,
    * fallback and timeouts are those of an engine-originated call (§6.5).
-   * @throws EngineError with the wire code of the failure.
+   * @throws SvcError with the wire code of the failure.
    */
   invoke(request: LocalInvokeRequest): Promise<unknown> {
     return this.invokeLocal(request, null)
@@ -473,7 +473,7 @@ export class Engine implements BuiltinHost {
     return entry
   }
 
-  private notFound(namespace: string, functionId: string): EngineError {
+  private notFound(namespace: string, functionId: string): SvcError {
     return Errors.functionNotFound(functionId, namespace, this.functions.namespacesOf(functionId, namespace))
   }
 
@@ -487,7 +487,7 @@ export class Engine implements BuiltinHost {
     if (message.action?.type === 'enqueue') {
       this.enqueue(message).then(
         (result) => this.answerCall(caller, invocationId, message.function_id, result),
-        (err: unknown) => this.failCall(caller, invocationId, message.function_id, err instanceof EngineError ? err : new EngineError('enqueue_error', String(err))),
+        (err: unknown) => this.failCall(caller, invocationId, message.function_id, err instanceof SvcError ? err : new SvcError('enqueue_error', String(err))),
       )
       return
     }
@@ -509,7 +509,7 @@ export class Engine implements BuiltinHost {
     context.baggage = mergeBaggage(message.baggage, entry)
     this.runInProcess(replica, message.data, context).then(
       (result) => this.answerCall(caller, invocationId, message.function_id, result),
-      (err: unknown) => this.failCall(caller, invocationId, message.function_id, err instanceof EngineError ? err : toEngineError(err)),
+      (err: unknown) => this.failCall(caller, invocationId, message.function_id, err instanceof SvcError ? err : toEngineError(err)),
     )
   }
 
@@ -518,7 +518,7 @@ export class Engine implements BuiltinHost {
   }
 
   /** Reports a failed call to a synchronous caller; void calls only log (§6.3). */
-  private failCall(caller: Connection, invocationId: string | undefined, functionId: string, error: EngineError): void {
+  private failCall(caller: Connection, invocationId: string | undefined, functionId: string, error: SvcError): void {
     if (invocationId !== undefined) {
       const body = error.toErrorBody()
       const stack = (error as { stacktrace?: unknown }).stacktrace
@@ -551,7 +551,7 @@ export class Engine implements BuiltinHost {
     if (leg.caller) {
       leg.caller.send(resultFrame(leg.callerInvocationId!, leg.requestedIdJson, result, errorBody))
     } else if (leg.resolve) {
-      if (errorBody) leg.reject!(new EngineError(errorBody.code, errorBody.message))
+      if (errorBody) leg.reject!(new SvcError(errorBody.code, errorBody.message))
       else leg.resolve(result ?? undefined)
     }
   }
@@ -600,7 +600,7 @@ export class Engine implements BuiltinHost {
       return Promise.resolve(undefined)
     }
     return promise.catch((err: unknown) => {
-      throw err instanceof EngineError ? err : toEngineError(err)
+      throw err instanceof SvcError ? err : toEngineError(err)
     })
   }
 
@@ -624,7 +624,7 @@ export class Engine implements BuiltinHost {
       await this.invokeLocal({ function_id: 'engine::queue::enqueue', data: payload }, null)
     } catch (err) {
       const body = errorBodyOf(err)
-      if (body.code === 'queue_not_found' || body.code === 'invalid_message_group') throw new EngineError(body.code, body.message)
+      if (body.code === 'queue_not_found' || body.code === 'invalid_message_group') throw new SvcError(body.code, body.message)
       throw Errors.enqueueFailed(body.code, body.message)
     }
     return { messageReceiptId: payload.messageReceiptId }
@@ -795,10 +795,10 @@ function normalizeError(error: unknown): ErrorBody {
   return { code: 'UNKNOWN', message: text }
 }
 
-function toEngineError(err: unknown): EngineError {
+function toEngineError(err: unknown): SvcError {
   const body = errorBodyOf(err)
-  const error = new EngineError(body.code, body.message)
-  if (body.stacktrace) (error as EngineError & { stacktrace?: string }).stacktrace = body.stacktrace
+  const error = new SvcError(body.code, body.message)
+  if (body.stacktrace) (error as SvcError & { stacktrace?: string }).stacktrace = body.stacktrace
   return error
 }
 

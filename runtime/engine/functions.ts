@@ -2,7 +2,7 @@
  * The function registry: `(namespace, function_id)` → replica set (protocol.md §5.1, §6.1).
  * Each replica is owned by one peer; a function exists while it has at least one replica.
  */
-import type { FormatSchema, HttpInvocationConfig } from 'svc-sdk/protocol'
+import type { FormatSchema, HttpInvocationConfig } from 'svc-protocol'
 import type { Peer } from './peer.ts'
 import type { LocalHandler } from './types.ts'
 

@@ -5,8 +5,8 @@
 import { createHmac, randomUUID } from 'node:crypto'
 import { lookup } from 'node:dns/promises'
 import { isIP } from 'node:net'
-import type { HttpInvocationConfig } from 'svc-sdk/protocol'
-import { EngineError } from '../protocol/errors.ts'
+import type { HttpInvocationConfig } from 'svc-protocol'
+import { SvcError } from 'svc-protocol/errors'
 import { HTTP_FUNCTIONS_DEFAULTS, type HttpFunctionsPolicy, type InvocationContext } from './types.ts'
 
 function allowlisted(host: string, allowlist: string[]): boolean {
@@ -27,31 +27,31 @@ async function checkUrl(url: string, policy: HttpFunctionsPolicy): Promise<void>
   try {
     parsed = new URL(url)
   } catch {
-    throw new EngineError('url_validation_failed', `URL ${url} is not allowed: not a valid URL`)
+    throw new SvcError('url_validation_failed', `URL ${url} is not allowed: not a valid URL`)
   }
   const host = parsed.hostname.replace(/^\[|\]$/g, '')
   if (allowlisted(host, policy.url_allowlist)) return
   if (policy.require_https && parsed.protocol !== 'https:') {
-    throw new EngineError('url_validation_failed', `URL ${url} is not allowed: https is required (http_functions.require_https)`)
+    throw new SvcError('url_validation_failed', `URL ${url} is not allowed: https is required (http_functions.require_https)`)
   }
   if (policy.block_private_ips) {
     const addresses = isIP(host) ? [host] : (await lookup(host, { all: true }).catch(() => [])).map((a) => a.address)
     if (addresses.some(isPrivateAddress)) {
-      throw new EngineError('url_validation_failed', `URL ${url} is not allowed: private address (http_functions.block_private_ips)`)
+      throw new SvcError('url_validation_failed', `URL ${url} is not allowed: private address (http_functions.block_private_ips)`)
     }
   }
 }
 
 function secret(name: string): string {
   const value = process.env[name]
-  if (value === undefined) throw new EngineError('secret_not_set', `Environment variable ${name} is not set`)
+  if (value === undefined) throw new SvcError('secret_not_set', `Environment variable ${name} is not set`)
   return value
 }
 
 /**
  * Executes one call of an HTTP-invoked function.
  * @returns the parsed JSON body, or undefined for an empty 2xx body.
- * @throws EngineError `url_validation_failed`, `secret_not_set`, `http_error`, `http_request_failed`,
+ * @throws SvcError `url_validation_failed`, `secret_not_set`, `http_error`, `http_request_failed`,
  *   `invalid_response`, or the code of an `{"error":{code,message}}` body.
  */
 export async function invokeOverHttp(
@@ -91,7 +91,7 @@ export async function invokeOverHttp(
     })
   } catch (err) {
     const detail = (err as Error).name === 'TimeoutError' ? `timed out after ${config.timeout_ms ?? 30000}ms` : (err as Error).message
-    throw new EngineError('http_request_failed', `HTTP request to ${config.url} failed: ${detail}`)
+    throw new SvcError('http_request_failed', `HTTP request to ${config.url} failed: ${detail}`)
   }
   const text = await response.text()
   if (response.status >= 200 && response.status < 300) {
@@ -99,16 +99,16 @@ export async function invokeOverHttp(
     try {
       return JSON.parse(text)
     } catch {
-      throw new EngineError('invalid_response', `Response of ${config.url} is not JSON`)
+      throw new SvcError('invalid_response', `Response of ${config.url} is not JSON`)
     }
   }
   try {
     const parsed = JSON.parse(text) as { error?: { code?: unknown; message?: unknown } }
     if (typeof parsed.error?.code === 'string' && typeof parsed.error.message === 'string') {
-      throw new EngineError(parsed.error.code, parsed.error.message)
+      throw new SvcError(parsed.error.code, parsed.error.message)
     }
   } catch (err) {
-    if (err instanceof EngineError) throw err
+    if (err instanceof SvcError) throw err
   }
-  throw new EngineError('http_error', `HTTP ${response.status} ${response.statusText}`)
+  throw new SvcError('http_error', `HTTP ${response.status} ${response.statusText}`)
 }

@@ -2,7 +2,7 @@
  * A participant of the protocol as the registries see it: a worker connection or a built-in worker
  * running inside the engine. Registry entries are owned by `(peer, id)` (protocol.md §3.6).
  */
-import type { WorkerAnnounce } from 'svc-sdk/protocol'
+import type { WorkerAnnounce } from 'svc-protocol'
 
 export interface Peer {
   /** Worker id (UUID v4), unique per connection or built-in. */

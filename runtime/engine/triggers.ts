@@ -3,7 +3,7 @@
  * (protocol.md §5.3–§5.7, §8). The registry decides which provider serves each binding; the
  * engine carries the messages through {@link TriggerDelivery}.
  */
-import type { ErrorBody, FormatSchema } from 'svc-sdk/protocol'
+import type { ErrorBody, FormatSchema } from 'svc-protocol'
 import type { Peer } from './peer.ts'
 import type { LocalTriggerProvider } from './types.ts'
 

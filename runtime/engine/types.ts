@@ -5,7 +5,7 @@
  * {@link LocalWorker}, the in-process equivalent of a worker connection (style.md: "each registers
  * its functions and trigger types through the same interface an external worker uses").
  */
-import type { FormatSchema, TriggerActionValue } from 'svc-sdk/protocol'
+import type { FormatSchema, TriggerActionValue } from 'svc-protocol'
 
 /** What an in-process handler learns about the invocation it serves. */
 export interface InvocationContext {
@@ -21,7 +21,7 @@ export interface InvocationContext {
 
 /**
  * An in-process function handler. Return the result (undefined means "no result"); throw an
- * `EngineError` (or any error with a string `code`) to fail with that code.
+ * `SvcError` (or any error with a string `code`) to fail with that code.
  */
 export type LocalHandler = (data: unknown, context: InvocationContext) => unknown
 
@@ -87,7 +87,7 @@ export interface LocalWorker {
   unregisterTriggerType(id: string): void
   /**
    * Invokes a function by id. Resolves with its result (undefined when none); rejects with an
-   * `EngineError` carrying the wire code (`function_not_found`, `TIMEOUT`, `invocation_stopped`,
+   * `SvcError` carrying the wire code (`function_not_found`, `TIMEOUT`, `invocation_stopped`,
    * the handler's own code, …). A `void` action resolves at once with undefined.
    */
   invoke(request: LocalInvokeRequest): Promise<unknown>

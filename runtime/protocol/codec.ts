@@ -4,7 +4,7 @@
  * as omitted, unknown fields are ignored, and a malformed frame is reported with enough of its
  * content for the engine to owe the right reply.
  */
-import type { Message } from 'svc-sdk/protocol'
+import type { Message } from 'svc-protocol'
 
 export type Decoded =
   | { kind: 'message'; message: Message }

@@ -1,10 +1,10 @@
 /**
  * Shapes of the update operations shared by `state::update`, `stream::update` and
  * `configuration::update` (builtins.md §5). The same shapes are exported to users by
- * `svc-sdk/state` and `svc-sdk/stream` (sdk.md §10).
+ * `svc-sdk/state` and `svc-sdk/stream` (sdk.md §10), defined in `svc-protocol`.
  */
 
-import type { MergePath, UpdateOp, UpdateOpError } from 'svc-sdk/state'
+import type { MergePath, UpdateOp, UpdateOpError } from 'svc-protocol'
 
 export type { MergePath, UpdateOp, UpdateOpError }
 

@@ -6,7 +6,7 @@
  * `value`. Nothing passed in is mutated; containers are copied the first time an operation changes
  * them (copy on write), so the result may share untouched subtrees with the input.
  */
-import { EngineError } from '../protocol/errors.ts'
+import { SvcError } from 'svc-protocol/errors'
 import type { UpdateOp, UpdateOpError, UpdateOpsResult, UpdateOpType } from './types.ts'
 
 /** Limits of builtins.md §5.1–§5.2. */
@@ -32,7 +32,7 @@ type JsonObject = Record<string, unknown>
  * meaningless throw; everything with a per-operation code (§5.1–§5.2) is left to
  * {@link applyUpdateOps}, which records it and moves on.
  *
- * @throws EngineError `INVALID_ARGUMENTS` when `ops` is not an array, an element is not an object,
+ * @throws SvcError `INVALID_ARGUMENTS` when `ops` is not an array, an element is not an object,
  *   has no known `type`, has a `path` that is neither a string nor an array of strings, or lacks the
  *   `value` its type requires (`set`, `merge`, `append`; builtins.md §2.1, §5.3).
  * @example
@@ -73,7 +73,7 @@ export function assertUpdateOps(ops: unknown): asserts ops is UpdateOp[] {
  *   the path: `root`, `'field'` or `[a, b]`); later operations still run.
  *
  * @returns `{value, errors}`: the value to store (never undefined) and the skipped operations.
- * @throws EngineError `INVALID_ARGUMENTS` for a malformed `ops` value (see {@link assertUpdateOps}).
+ * @throws SvcError `INVALID_ARGUMENTS` for a malformed `ops` value (see {@link assertUpdateOps}).
  * @example
  * applyUpdateOps({ count: 1 }, [{ type: 'increment', path: 'count' }, { type: 'append', path: 'tags', value: 'a' }])
  * // => { value: { count: 2, tags: 'a' }, errors: [] }
@@ -432,6 +432,6 @@ function typeName(value: unknown): string {
   return typeof value
 }
 
-function invalid(message: string): EngineError {
-  return new EngineError('INVALID_ARGUMENTS', message)
+function invalid(message: string): SvcError {
+  return new SvcError('INVALID_ARGUMENTS', message)
 }

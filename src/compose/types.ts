@@ -86,4 +86,4 @@ export interface ValidateResult {
   start_order: string[]
 }
 
-export type { WorkerSummary } from 'svc-sdk/engine'
+export type { WorkerSummary } from 'svc-protocol'

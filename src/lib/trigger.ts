@@ -4,7 +4,7 @@
  */
 import { InvocationError, registerWorker, TriggerAction } from 'svc-sdk'
 import type { InitOptions, SvcClient, TriggerRequest } from 'svc-sdk'
-import type { FunctionSummary } from 'svc-sdk/engine'
+import type { FunctionSummary } from 'svc-protocol'
 import { CliError, ExitCode } from './errors.ts'
 import { interruptible } from './interactive.ts'
 

@@ -3,7 +3,7 @@
  * `svc-cli:worker`) and the introspection calls they need (protocol.md §11.1).
  */
 import type { SvcClient } from 'svc-sdk'
-import type { FunctionSummary, WorkerSummary } from 'svc-sdk/engine'
+import type { FunctionSummary, WorkerSummary } from 'svc-protocol'
 import { CliError, ExitCode } from '../lib/errors.ts'
 import { registerCliWorker, unreachableError } from '../lib/trigger.ts'
 

@@ -2,51 +2,20 @@
  * Error classes and the stable error codes shared by the engine, the SDK and the CLI
  * (protocol.md §7.2, sdk.md §7).
  */
-import type { ErrorBody } from './protocol.ts'
+import { Codes, isErrorBody, OWN_CODE_PATTERN, type Code, type ErrorBody } from 'svc-protocol/errors'
 
 export type { ErrorBody }
 
 /**
- * Stable error codes. Codes are the contract; messages may change.
- * Engine codes travel on the wire; `NOT_CONNECTED`, `SHUTDOWN`, `UNKNOWN` and the client-side
- * `TIMEOUT` never do.
+ * Stable error codes (protocol.md §7.2 and the built-in workers' codes), from the catalogue the
+ * engine, the SDK and the CLI share (`svc-protocol/errors`). Codes are the contract; messages may
+ * change. `NOT_CONNECTED`, `SHUTDOWN`, `UNKNOWN` and the client-side `TIMEOUT` never travel on the
+ * wire.
  */
-export const ErrorCode = {
-  FunctionNotFound: 'function_not_found',
-  FunctionNotInvokable: 'function_not_invokable',
-  InvocationFailed: 'invocation_failed',
-  InvocationStopped: 'invocation_stopped',
-  Timeout: 'TIMEOUT',
-  InvalidMessage: 'invalid_message',
-  InvalidNamespace: 'INVALID_NAMESPACE',
-  InvalidArguments: 'INVALID_ARGUMENTS',
-  NotFound: 'NOT_FOUND',
-  Forbidden: 'FORBIDDEN',
-  EnqueueError: 'enqueue_error',
-  QueueNotFound: 'queue_not_found',
-  TriggerRegistrationFailed: 'trigger_registration_failed',
-  TriggerTypeNotFound: 'trigger_type_not_found',
-  InvalidTriggerConfig: 'INVALID_TRIGGER_CONFIG',
-  RouteConflict: 'ROUTE_CONFLICT',
-  InternalError: 'internal_error',
-  AuthError: 'AUTH_ERROR',
-  FunctionNamespaceConflict: 'FUNCTION_NAMESPACE_CONFLICT',
-  NotConnected: 'NOT_CONNECTED',
-  Shutdown: 'SHUTDOWN',
-  Unknown: 'UNKNOWN',
-} as const
-export type ErrorCodeValue = (typeof ErrorCode)[keyof typeof ErrorCode]
+export const ErrorCode = Codes
+export type ErrorCodeValue = Code
 
-/** True when `value` has the ErrorBody shape `{code: string, message: string, stacktrace?: string}`. */
-export function isErrorBody(value: unknown): value is ErrorBody {
-  if (typeof value !== 'object' || value === null) return false
-  const v = value as Record<string, unknown>
-  return (
-    typeof v.code === 'string' &&
-    typeof v.message === 'string' &&
-    (v.stacktrace === undefined || typeof v.stacktrace === 'string')
-  )
-}
+export { isErrorBody }
 
 export interface InvocationErrorInit {
   code: string
@@ -131,8 +100,6 @@ export class RegistrationRejectedError extends Error {
   }
 }
 
-const CODE_PATTERN = /^[A-Za-z0-9_.:-]{1,64}$/
-
 /**
  * Turns anything a handler threw into a wire ErrorBody (sdk.md §4): the error's own `code` when it
  * is 1–64 characters of `[A-Za-z0-9_.:-]`, else `invocation_failed`.
@@ -142,7 +109,7 @@ export function toErrorBody(thrown: unknown): ErrorBody {
   if (thrown instanceof Error) {
     const own = (thrown as { code?: unknown }).code
     const body: ErrorBody = {
-      code: typeof own === 'string' && CODE_PATTERN.test(own) ? own : ErrorCode.InvocationFailed,
+      code: typeof own === 'string' && OWN_CODE_PATTERN.test(own) ? own : ErrorCode.InvocationFailed,
       message: thrown.message,
     }
     if (thrown.stack) body.stacktrace = thrown.stack

@@ -1,12 +1,16 @@
 /**
  * Public types of `svc-sdk` (sdk.md §1–§8). The implementation is in `client.ts`.
  */
-import type { FormatSchema, HttpAuth, HttpInvocationConfig as WireHttpInvocationConfig, TriggerActionValue } from './protocol.ts'
+import type {
+  FormatSchema,
+  HttpAuth,
+  HttpInvocationConfig as WireHttpInvocationConfig,
+  JsonValue,
+  TriggerActionValue,
+} from 'svc-protocol/messages'
 
-export type { TriggerActionValue }
-
-/** Any JSON value. */
-export type JsonValue = string | number | boolean | null | JsonValue[] | { [key: string]: JsonValue }
+export type { JsonValue, TriggerActionValue }
+export type { HttpRequest, HttpResponse, HttpTriggerInfo } from 'svc-protocol/payloads/http'
 
 /**
  * Reconnection backoff (sdk.md §2). Delay before reconnect attempt `n` (0-based, reset on every
@@ -198,31 +202,6 @@ export interface RegistrationError {
   namespace?: string
   trigger_type?: string
   function_id?: string
-}
-
-/** Request an `http` trigger delivers (sdk.md §11). The channel fields arrive with channels (§9). */
-export interface HttpRequest<TBody = unknown> {
-  /** Upper case. */
-  method: string
-  /** Concrete request path. */
-  path: string
-  /** Registered pattern, e.g. `/s/:code`. */
-  route: string
-  /** Percent-decoded; a trailing `*` segment arrives as `'*'`. */
-  path_params: Record<string, string>
-  /** Repeated keys give arrays. */
-  query_params: Record<string, string | string[]>
-  /** Lower-case names. */
-  headers: Record<string, string | string[]>
-  /** Parsed JSON, text, form object, or null. */
-  body: TBody
-}
-
-/** What a function bound to an `http` trigger returns (sdk.md §11). */
-export interface HttpResponse<TBody = unknown> {
-  status_code: number
-  headers?: Record<string, string>
-  body?: TBody
 }
 
 /**

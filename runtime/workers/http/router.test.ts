@@ -1,6 +1,6 @@
 import { describe, it } from 'node:test'
 import assert from 'node:assert/strict'
-import { EngineError } from '../../protocol/errors.ts'
+import { SvcError } from 'svc-protocol/errors'
 import { parsePattern, Router, type HttpMethod, type Lookup } from './router.ts'
 
 function spec(method: HttpMethod, pattern: string, functionId = `fn ${method} ${pattern}`, namespace = 'default') {
@@ -37,7 +37,7 @@ function assertInvalid(pattern: string, reason: RegExp) {
   assert.throws(
     () => parsePattern(pattern),
     (err: unknown) => {
-      assert.ok(err instanceof EngineError)
+      assert.ok(err instanceof SvcError)
       assert.equal(err.code, 'INVALID_TRIGGER_CONFIG')
       assert.ok(err.message.startsWith(`api_path '${pattern}' is invalid: `), err.message)
       assert.match(err.message, reason)
@@ -303,7 +303,7 @@ describe('Router conflicts and promotion (builtins.md §3.3)', () => {
     const conflict = (id: string, s: ReturnType<typeof spec>, message: string) =>
       assert.throws(
         () => router.add(id, s, id),
-        (err: unknown) => err instanceof EngineError && err.code === 'ROUTE_CONFLICT' && err.message === message,
+        (err: unknown) => err instanceof SvcError && err.code === 'ROUTE_CONFLICT' && err.message === message,
       )
     conflict('other-param', spec('GET', '/a/:y', 'owner::fn'), "Route 'GET /a/:y' conflicts with 'GET /a/:x' bound to function owner::fn")
     conflict('other-fn', spec('GET', 'a/:x', 'other::fn'), "Route 'GET /a/:x' conflicts with 'GET /a/:x' bound to function owner::fn")

@@ -11,7 +11,7 @@
  * backtracking). Per-node counts of active routes per method prune branches that cannot answer the
  * requested method, so the cost depends on the path length and never on the number of routes.
  */
-import { EngineError } from '../../protocol/errors.ts'
+import { SvcError } from 'svc-protocol/errors'
 
 /** Methods an `http` trigger may bind (builtins.md §3.2), in the order `Allow` lists them. */
 export const HTTP_METHODS = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'] as const
@@ -62,8 +62,8 @@ export interface ParsedPattern {
   readonly wildcard: boolean
 }
 
-function invalidPattern(text: string, reason: string): EngineError {
-  return new EngineError('INVALID_TRIGGER_CONFIG', `api_path '${text}' is invalid: ${reason}`)
+function invalidPattern(text: string, reason: string): SvcError {
+  return new SvcError('INVALID_TRIGGER_CONFIG', `api_path '${text}' is invalid: ${reason}`)
 }
 
 /**
@@ -82,7 +82,7 @@ export function decodeSegment(segment: string): string {
 /**
  * Parses and validates a route pattern (builtins.md §3.3).
  *
- * @throws EngineError `INVALID_TRIGGER_CONFIG`, message `api_path '<pattern>' is invalid: <reason>`.
+ * @throws SvcError `INVALID_TRIGGER_CONFIG`, message `api_path '<pattern>' is invalid: <reason>`.
  * @example parsePattern('users/:id') // { text: '/users/:id', paramNames: ['id'], wildcard: false, … }
  */
 export function parsePattern(pattern: string): ParsedPattern {
@@ -280,7 +280,7 @@ export class Router<T> {
    * Adds a binding. A known trigger id is a replacement (protocol.md §5.5): the old binding is
    * removed first, unless it stays on the same route, in which case only its data is updated.
    *
-   * @throws EngineError `ROUTE_CONFLICT` when another function (or another pattern text, or the
+   * @throws SvcError `ROUTE_CONFLICT` when another function (or another pattern text, or the
    *   same function in another namespace) holds the shape. The binding is kept as refused and is
    *   promoted, with `onPromote`, when the shape is released.
    */
@@ -308,7 +308,7 @@ export class Router<T> {
       return
     }
     slot.pending.push(entry)
-    throw new EngineError(
+    throw new SvcError(
       'ROUTE_CONFLICT',
       `Route '${spec.method} ${spec.pattern.text}' conflicts with '${active.method} ${active.pattern}' bound to function ${active.functionId}`,
     )

@@ -1,12 +1,12 @@
 import { describe, it } from 'node:test'
 import assert from 'node:assert/strict'
-import { EngineError } from '../../protocol/errors.ts'
+import { SvcError } from 'svc-protocol/errors'
 import { HTTP_SETTINGS_DEFAULTS, parseHttpSettings } from './settings.ts'
 
 function rejects(value: unknown, message: string) {
   assert.throws(
     () => parseHttpSettings(value),
-    (err: unknown) => err instanceof EngineError && err.code === 'INVALID_ARGUMENTS' && err.message === message,
+    (err: unknown) => err instanceof SvcError && err.code === 'INVALID_ARGUMENTS' && err.message === message,
   )
 }
 

@@ -2,7 +2,7 @@
  * Settings of the HTTP worker (builtins.md §3.1): defaults, validation and the JSON Schema the
  * worker will register with the configuration worker.
  */
-import { EngineError } from '../../protocol/errors.ts'
+import { SvcError } from 'svc-protocol/errors'
 
 /** CORS settings (§3.1); absent or null `cors` means no CORS headers are ever added. */
 export interface CorsSettings {
@@ -50,8 +50,8 @@ export const HTTP_SETTINGS_DEFAULTS: Readonly<HttpSettings> = Object.freeze({
   middleware: [],
 })
 
-function invalid(message: string): EngineError {
-  return new EngineError('INVALID_ARGUMENTS', message)
+function invalid(message: string): SvcError {
+  return new SvcError('INVALID_ARGUMENTS', message)
 }
 
 function isObject(value: unknown): value is Record<string, unknown> {
@@ -113,7 +113,7 @@ function parseMiddleware(value: unknown): MiddlewareEntry[] {
  * Validates a settings value and applies the defaults of §3.1. `undefined` and `null` give the
  * defaults; a key set to `null` takes its default; unknown keys are ignored.
  *
- * @throws EngineError `INVALID_ARGUMENTS` whose message starts with the offending key, e.g.
+ * @throws SvcError `INVALID_ARGUMENTS` whose message starts with the offending key, e.g.
  *   `port must be an integer from 0 to 65535, got 70000` or `middleware[0].function_id must be a non-empty string`.
  * @example parseHttpSettings({ port: 0 }).host // '127.0.0.1'
  */

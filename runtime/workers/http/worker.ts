@@ -12,7 +12,7 @@
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http'
 import type { AddressInfo } from 'node:net'
-import { errorBodyOf, EngineError } from '../../protocol/errors.ts'
+import { errorBodyOf, SvcError } from 'svc-protocol/errors'
 import type { BindingInfo, BuiltinContext, BuiltinWorker, LocalTriggerProvider } from '../../engine/types.ts'
 import { collectHeaders, INVALID_JSON, parseBody, parseUrlEncoded, type MultiValueMap } from './request.ts'
 import { describeInvalidResult, errorEnvelope, JSON_CONTENT_TYPE, mapResponse, newErrorId } from './response.ts'
@@ -76,14 +76,14 @@ export interface HttpTriggerConfig {
   middleware_function_ids: string[]
 }
 
-function invalidConfig(message: string): EngineError {
-  return new EngineError('INVALID_TRIGGER_CONFIG', message)
+function invalidConfig(message: string): SvcError {
+  return new SvcError('INVALID_TRIGGER_CONFIG', message)
 }
 
 /**
  * Validates an `http` trigger config (builtins.md §3.2).
  *
- * @throws EngineError `INVALID_TRIGGER_CONFIG` naming the field, e.g. `api_path is required for http triggers`.
+ * @throws SvcError `INVALID_TRIGGER_CONFIG` naming the field, e.g. `api_path is required for http triggers`.
  */
 export function parseHttpTriggerConfig(config: unknown): HttpTriggerConfig {
   if (typeof config !== 'object' || config === null || Array.isArray(config)) {
@@ -381,7 +381,7 @@ export class HttpWorker implements BuiltinWorker {
    * the listen URLs are reported, then the old listener stops accepting and is closed after at most
    * 10 s of in-flight requests.
    *
-   * @throws EngineError `INVALID_ARGUMENTS` naming the key; or the bind error (`EADDRINUSE`, …), in
+   * @throws SvcError `INVALID_ARGUMENTS` naming the key; or the bind error (`EADDRINUSE`, …), in
    *   which case the previous settings and listener stay in effect.
    */
   applySettings(settings: unknown): Promise<void> {
@@ -391,7 +391,7 @@ export class HttpWorker implements BuiltinWorker {
   }
 
   private async apply(value: unknown): Promise<void> {
-    if (!this.context || this.stopped) throw new EngineError('internal_error', 'svc-http is not running')
+    if (!this.context || this.stopped) throw new SvcError('internal_error', 'svc-http is not running')
     const next = compile(parseHttpSettings(value))
     const previous = this.compiled?.settings
     const rebind = !this.server || !previous || previous.host !== next.settings.host || previous.port !== next.settings.port
@@ -802,7 +802,7 @@ export class HttpWorker implements BuiltinWorker {
       error: err instanceof Error ? (err.stack ?? err.message) : String(err),
     })
     try {
-      const internal = new EngineError('internal_error', `Internal engine error (${errorId})`)
+      const internal = new SvcError('internal_error', `Internal engine error (${errorId})`)
       this.write(res, req.method === 'HEAD', x?.cors ?? null, 500, [...ERROR_HEADERS], errorEnvelope(internal.code, internal.message, errorId), true)
     } catch {
       res.destroy()

@@ -3,7 +3,7 @@
  * worker will register with the configuration worker.
  */
 import { parseStateAdapterEntry, type StateAdapterSpec } from '../../adapters/state/index.ts'
-import { EngineError } from '../../protocol/errors.ts'
+import { SvcError } from 'svc-protocol/errors'
 
 /** The effective settings of `svc-state`, every default applied (§4.1). */
 export interface StateSettings {
@@ -15,8 +15,8 @@ export interface StateSettings {
   max_value_bytes: number | null
 }
 
-function invalid(message: string): EngineError {
-  return new EngineError('INVALID_ARGUMENTS', message)
+function invalid(message: string): SvcError {
+  return new SvcError('INVALID_ARGUMENTS', message)
 }
 
 /**
@@ -24,7 +24,7 @@ function invalid(message: string): EngineError {
  * defaults; a key set to `null` takes its default; unknown top-level keys are ignored, unknown keys
  * of the adapter entry are refused (§2.9).
  *
- * @throws EngineError `INVALID_ARGUMENTS` whose message starts with the offending key, e.g.
+ * @throws SvcError `INVALID_ARGUMENTS` whose message starts with the offending key, e.g.
  *   `max_value_bytes must be an integer >= 1 or null, got 0` or
  *   `adapter redis is not available yet in this version of svc; use builtin or memory`.
  * @example parseStateSettings({ adapter: { name: 'in_memory' } }).adapter // { name: 'memory', config: {} }

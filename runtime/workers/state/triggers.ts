@@ -7,7 +7,7 @@
  * on a later turn of the event loop, so the writer's answer always leaves first.
  */
 import { performance } from 'node:perf_hooks'
-import { EngineError, errorBodyOf, Errors } from '../../protocol/errors.ts'
+import { SvcError, errorBodyOf, Errors } from 'svc-protocol/errors'
 import type { StateChange, StateWriteOrigin } from '../../adapters/state/types.ts'
 import type { BindingInfo, LocalInvokeRequest, LocalTriggerProvider, LocalWorker, Logger } from '../../engine/types.ts'
 import type { StateEventData, StateTriggerConfig } from './types.ts'
@@ -43,12 +43,12 @@ export interface StateTriggerDeps {
 
 /**
  * Validates a `state` trigger config (§4.3). Missing or `null` config and fields mean "no filter".
- * @throws EngineError `INVALID_TRIGGER_CONFIG` naming the field.
+ * @throws SvcError `INVALID_TRIGGER_CONFIG` naming the field.
  */
 export function parseStateTriggerConfig(config: unknown): StateTriggerConfig {
   if (config === undefined || config === null) return {}
   if (typeof config !== 'object' || Array.isArray(config)) {
-    throw new EngineError('INVALID_TRIGGER_CONFIG', 'config must be an object for state triggers')
+    throw new SvcError('INVALID_TRIGGER_CONFIG', 'config must be an object for state triggers')
   }
   const source = config as Record<string, unknown>
   const result: StateTriggerConfig = {}
@@ -56,14 +56,14 @@ export function parseStateTriggerConfig(config: unknown): StateTriggerConfig {
     const value = source[field]
     if (value === undefined || value === null) continue
     if (typeof value !== 'string') {
-      throw new EngineError('INVALID_TRIGGER_CONFIG', `${field} must be a string for state triggers`)
+      throw new SvcError('INVALID_TRIGGER_CONFIG', `${field} must be a string for state triggers`)
     }
     result[field] = value
   }
   const condition = source.condition_function_id
   if (condition !== undefined && condition !== null) {
     if (typeof condition !== 'string' || condition === '') {
-      throw new EngineError('INVALID_TRIGGER_CONFIG', 'condition_function_id must be a non-empty string for state triggers')
+      throw new SvcError('INVALID_TRIGGER_CONFIG', 'condition_function_id must be a non-empty string for state triggers')
     }
     result.condition_function_id = condition
   }

@@ -19,4 +19,4 @@ export type {
   StateUpdateResult,
   UpdateOp,
   UpdateOpError,
-} from 'svc-sdk/state'
+} from 'svc-protocol'

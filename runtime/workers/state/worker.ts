@@ -13,9 +13,9 @@ import {
   type StateAdapter,
   type StateWriteOrigin,
 } from '../../adapters/state/index.ts'
-import type { FormatSchema } from 'svc-sdk/protocol'
+import type { FormatSchema } from 'svc-protocol'
 import type { BuiltinContext, BuiltinWorker, InvocationContext, LocalFunctionOptions } from '../../engine/types.ts'
-import { EngineError } from '../../protocol/errors.ts'
+import { SvcError } from 'svc-protocol/errors'
 import { applyUpdateOps, assertUpdateOps } from '../../update-ops/index.ts'
 import type { UpdateOpError } from '../../update-ops/types.ts'
 import { parseStateSettings, type StateSettings } from './settings.ts'
@@ -99,7 +99,7 @@ export class StateWorker implements BuiltinWorker {
 
   /**
    * Validates and applies settings (§4.1). Serialised with other applies.
-   * @throws EngineError `INVALID_ARGUMENTS` for invalid settings, `STORAGE_ERROR` when the new
+   * @throws SvcError `INVALID_ARGUMENTS` for invalid settings, `STORAGE_ERROR` when the new
    *   adapter cannot be opened; in both cases the previous settings stay in effect.
    */
   applySettings(settings: unknown): Promise<void> {
@@ -117,7 +117,7 @@ export class StateWorker implements BuiltinWorker {
 
   private async apply(value: unknown): Promise<void> {
     const context = this.context
-    if (!context) throw new EngineError('internal_error', `${STATE_WORKER_NAME}: applySettings before start`)
+    if (!context) throw new SvcError('internal_error', `${STATE_WORKER_NAME}: applySettings before start`)
     const next = parseStateSettings(value)
     const adapterContext = { dataDir: context.dataDir }
     const identity = stateAdapterIdentity(next.adapter, adapterContext)
@@ -127,7 +127,7 @@ export class StateWorker implements BuiltinWorker {
       try {
         adapter = openStateAdapter(next.adapter, adapterContext)
       } catch (error) {
-        throw new EngineError(
+        throw new SvcError(
           'STORAGE_ERROR',
           `cannot open the ${next.adapter.name} state adapter: ${(error as Error).message}`,
           { cause: error },
@@ -157,18 +157,18 @@ export class StateWorker implements BuiltinWorker {
   }
 
   /**
-   * Runs one adapter operation. Errors the worker raised on purpose (EngineError) pass through;
+   * Runs one adapter operation. Errors the worker raised on purpose (SvcError) pass through;
    * anything else is an adapter failure, `STORAGE_ERROR` naming the function.
    */
   private async withAdapter<T>(functionId: string, operation: (adapter: StateAdapter) => Promise<T>): Promise<T> {
     const slot = this.slot
-    if (!slot) throw new EngineError('STORAGE_ERROR', `${functionId} failed: the state worker is stopped`)
+    if (!slot) throw new SvcError('STORAGE_ERROR', `${functionId} failed: the state worker is stopped`)
     slot.inFlight++
     try {
       return await operation(slot.adapter)
     } catch (error) {
-      if (error instanceof EngineError) throw error
-      throw new EngineError('STORAGE_ERROR', `${functionId} failed: ${(error as Error)?.message ?? String(error)}`, {
+      if (error instanceof SvcError) throw error
+      throw new SvcError('STORAGE_ERROR', `${functionId} failed: ${(error as Error)?.message ?? String(error)}`, {
         cause: error,
       })
     } finally {
@@ -186,7 +186,7 @@ export class StateWorker implements BuiltinWorker {
     if (text.length * 3 <= limit) return
     const bytes = Buffer.byteLength(text, 'utf8')
     if (bytes > limit) {
-      throw new EngineError('VALUE_TOO_LARGE', `value of ${bytes} bytes exceeds max_value_bytes ${limit}`)
+      throw new SvcError('VALUE_TOO_LARGE', `value of ${bytes} bytes exceeds max_value_bytes ${limit}`)
     }
   }
 
@@ -326,8 +326,8 @@ export class StateWorker implements BuiltinWorker {
 // ---------------------------------------------------------------------------------------------
 // Payload validation (builtins.md §2.1)
 
-function invalid(message: string): EngineError {
-  return new EngineError('INVALID_ARGUMENTS', message)
+function invalid(message: string): SvcError {
+  return new SvcError('INVALID_ARGUMENTS', message)
 }
 
 function payloadOf(data: unknown): Payload {

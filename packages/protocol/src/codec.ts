@@ -1,0 +1,435 @@
+/**
+ * Frame decoding and encoding (protocol.md §3.5, §4–§5).
+ *
+ * Decoding is lenient as §3.5 requires (missing optional fields take their defaults, `null` in an
+ * optional field counts as omitted, unknown fields and types are ignored) and strict at the edge:
+ * every frame is scanned as JSON once, refused when it nests deeper than {@link MAX_JSON_DEPTH} or
+ * carries an id that is not a well-formed string, and reported as malformed with enough of its
+ * content for the engine to owe the right reply.
+ *
+ * Payloads and results are not decoded: `invokefunction.data` / `.metadata` and
+ * `invocationresult.result` arrive as {@link RawJson}, the exact text received, so the engine
+ * forwards them without a decode and a re-encode (each costs a full pass over the payload).
+ *
+ * Never throws.
+ */
+import { wireErrorBody, type ErrorBody } from './errors.ts'
+import { idProblem, JsonSyntaxError, MAX_JSON_DEPTH, scanObjectMembers } from './json.ts'
+import type {
+  InvocationResultMessage,
+  InvokeFunctionMessage,
+  Message,
+  RegisterTriggerMessage,
+  TriggerActionValue,
+  TriggerRegistrationResultMessage,
+} from './messages.ts'
+
+/**
+ * A JSON value kept as the text it arrived as. `value` decodes it on first use; {@link encodeJson}
+ * writes the text back unchanged.
+ */
+export class RawJson {
+  readonly text: string
+  #value: unknown
+  #decoded = false
+
+  constructor(text: string) {
+    this.text = text
+  }
+
+  /** The decoded value (decoded once, then cached; treat it as read-only). */
+  get value(): unknown {
+    if (!this.#decoded) {
+      this.#value = JSON.parse(this.text)
+      this.#decoded = true
+    }
+    return this.#value
+  }
+
+  /** True for the JSON text `null`. */
+  get isNull(): boolean {
+    return this.text === 'null'
+  }
+
+  /** A RawJson holding `value` (encoded now). @throws TypeError for values JSON cannot encode. */
+  static of(value: unknown): RawJson {
+    const text = JSON.stringify(value)
+    if (text === undefined) throw new TypeError(`${typeof value} is not a JSON value`)
+    const raw = new RawJson(text)
+    raw.#value = value
+    raw.#decoded = true
+    return raw
+  }
+}
+
+export const RAW_NULL = new RawJson('null')
+
+/** A value to put in a frame: already-encoded text, or a value to encode. */
+export type JsonInput = RawJson | unknown
+
+/** The JSON text of `value`: a {@link RawJson}'s text as it is, anything else `JSON.stringify`d (`null` for undefined). */
+export function encodeJson(value: JsonInput): string {
+  if (value instanceof RawJson) return value.text
+  return JSON.stringify(value) ?? 'null'
+}
+
+/** The decoded value of `value`, whichever form it is in. */
+export function decodeJson(value: JsonInput): unknown {
+  return value instanceof RawJson ? value.value : value
+}
+
+/** An `invokefunction` as the engine receives it: payload and metadata undecoded. */
+export interface InboundInvoke extends Omit<InvokeFunctionMessage, 'data' | 'metadata'> {
+  data: RawJson
+  metadata?: RawJson
+}
+
+/** An `invocationresult` as the engine receives it: result undecoded, error read as an ErrorBody. */
+export interface InboundResult extends Omit<InvocationResultMessage, 'result' | 'error' | 'function_id'> {
+  function_id?: string
+  result?: RawJson
+  error?: ErrorBody
+}
+
+export type InboundMessage = Exclude<Message, InvokeFunctionMessage | InvocationResultMessage> | InboundInvoke | InboundResult
+
+export type TelemetryPrefix = 'OTLP' | 'MTRC' | 'LOGS'
+
+export type Decoded =
+  | { kind: 'message'; message: InboundMessage }
+  /** Empty or whitespace-only text, or an unknown type (§3.5). */
+  | { kind: 'ignored'; reason?: string }
+  /** An `OTLP`, `MTRC` or `LOGS` binary frame (§10.2); `json` is the text after the prefix. */
+  | { kind: 'telemetry'; prefix: TelemetryPrefix; json: string }
+  /** `raw` holds the frame's top-level fields when it was JSON at all, to owe the right reply. */
+  | { kind: 'malformed'; reason: string; raw: Record<string, unknown> | undefined }
+
+const KNOWN_TYPES = new Set([
+  'registerfunction',
+  'unregisterfunction',
+  'registertriggertype',
+  'unregistertriggertype',
+  'registertrigger',
+  'unregistertrigger',
+  'triggerregistrationresult',
+  'invokefunction',
+  'invocationresult',
+  'workerregistered',
+  'registrationrejected',
+  'reattach',
+  'registerservice',
+  'ping',
+  'pong',
+  'error',
+])
+
+const utf8 = new TextDecoder('utf-8', { fatal: true })
+
+/** Decodes one WebSocket frame from a worker (text, or binary: telemetry or UTF-8 JSON). */
+export function decodeFrame(data: string | Uint8Array, isBinary: boolean): Decoded {
+  if (typeof data === 'string') return decodeText(data)
+  if (isBinary && data.length >= 4) {
+    const prefix = String.fromCharCode(data[0]!, data[1]!, data[2]!, data[3]!)
+    if (prefix === 'OTLP' || prefix === 'MTRC' || prefix === 'LOGS') {
+      try {
+        return { kind: 'telemetry', prefix, json: utf8.decode(data.subarray(4)) }
+      } catch {
+        return { kind: 'ignored', reason: `${prefix} frame is not valid UTF-8` }
+      }
+    }
+  }
+  let text: string
+  try {
+    text = utf8.decode(data)
+  } catch {
+    return { kind: 'malformed', reason: 'frame is not valid UTF-8', raw: undefined }
+  }
+  return decodeText(text)
+}
+
+/** Decodes one text frame. */
+export function decodeText(text: string): Decoded {
+  let members: Map<string, [number, number]> | undefined
+  try {
+    members = scanObjectMembers(text, MAX_JSON_DEPTH)
+  } catch (err) {
+    if (text.trim() === '') return { kind: 'ignored' }
+    const reason = err instanceof JsonSyntaxError ? err.message : String(err)
+    if (err instanceof JsonSyntaxError && reason.startsWith('nesting deeper')) {
+      // Well-formed but too deep: read the top-level fields (JSON.parse itself is not recursive)
+      // so a call still gets its invalid_message answer.
+      return { kind: 'malformed', reason, raw: topLevelFields(text) }
+    }
+    return { kind: 'malformed', reason: `not JSON (${reason})`, raw: undefined }
+  }
+  if (members === undefined) return { kind: 'malformed', reason: 'frame is not a JSON object', raw: undefined }
+  const typeSpan = members.get('type')
+  const type = typeSpan === undefined ? undefined : JSON.parse(text.slice(typeSpan[0], typeSpan[1]))
+  if (typeof type !== 'string') return { kind: 'malformed', reason: 'type must be a string', raw: parseObject(text) }
+  if (!KNOWN_TYPES.has(type)) return { kind: 'ignored', reason: `unknown type '${type.slice(0, 64)}'` }
+  if (type === 'invokefunction') return decodeInvoke(text, members)
+  if (type === 'invocationresult') return decodeResult(text, members)
+  const raw = parseObject(text)!
+  const problem = normalize(type, raw)
+  if (problem !== undefined) return { kind: 'malformed', reason: problem, raw }
+  return { kind: 'message', message: raw as unknown as InboundMessage }
+}
+
+function parseObject(text: string): Record<string, unknown> | undefined {
+  const value = JSON.parse(text) as unknown
+  return typeof value === 'object' && value !== null && !Array.isArray(value) ? (value as Record<string, unknown>) : undefined
+}
+
+function topLevelFields(text: string): Record<string, unknown> | undefined {
+  try {
+    return parseObject(text)
+  } catch {
+    return undefined
+  }
+}
+
+type Spans = Map<string, [number, number]>
+
+/** The value of a small field (null counts as omitted). */
+function field(text: string, spans: Spans, name: string): unknown {
+  const span = spans.get(name)
+  if (span === undefined) return undefined
+  const value = JSON.parse(text.slice(span[0], span[1])) as unknown
+  return value === null ? undefined : value
+}
+
+/** A field kept as text (null counts as omitted). */
+function rawField(text: string, spans: Spans, name: string): RawJson | undefined {
+  const span = spans.get(name)
+  if (span === undefined) return undefined
+  const slice = text.slice(span[0], span[1])
+  return slice === 'null' ? undefined : new RawJson(slice)
+}
+
+function malformedWith(text: string, reason: string): Decoded {
+  return { kind: 'malformed', reason, raw: parseObject(text) }
+}
+
+function decodeInvoke(text: string, spans: Spans): Decoded {
+  const message = { type: 'invokefunction' } as InboundInvoke
+  const invocationId = field(text, spans, 'invocation_id')
+  if (invocationId !== undefined) {
+    if (typeof invocationId !== 'string') return malformedWith(text, 'invocation_id must be a string')
+    message.invocation_id = invocationId
+  }
+  const functionId = field(text, spans, 'function_id')
+  if (functionId === undefined) return malformedWith(text, 'function_id is required')
+  if (typeof functionId !== 'string') return malformedWith(text, 'function_id must be a string')
+  const idIssue = idProblem(functionId)
+  if (idIssue !== undefined) return malformedWith(text, `function_id ${idIssue}`)
+  message.function_id = functionId
+  message.data = rawField(text, spans, 'data') ?? RAW_NULL
+  const metadata = rawField(text, spans, 'metadata')
+  if (metadata !== undefined) message.metadata = metadata
+  const action = field(text, spans, 'action')
+  if (action !== undefined) {
+    const problem = actionProblem(action)
+    if (problem !== undefined) return malformedWith(text, problem)
+    message.action = action as TriggerActionValue
+  }
+  for (const name of ['namespace', 'traceparent', 'baggage'] as const) {
+    const value = field(text, spans, name)
+    if (value === undefined) continue
+    if (typeof value !== 'string') return malformedWith(text, `${name} must be a string`)
+    message[name] = value
+  }
+  return { kind: 'message', message }
+}
+
+function actionProblem(action: unknown): string | undefined {
+  if (typeof action !== 'object' || action === null || Array.isArray(action)) return 'action must be an object'
+  const a = action as Record<string, unknown>
+  if (a.type !== 'void' && a.type !== 'enqueue') return "action.type must be 'void' or 'enqueue'"
+  if (a.type === 'enqueue') {
+    if (typeof a.queue !== 'string') return 'action.queue must be a string'
+    if (a.delay_ms !== undefined && a.delay_ms !== null && (typeof a.delay_ms !== 'number' || !Number.isFinite(a.delay_ms))) {
+      return 'action.delay_ms must be a number'
+    }
+    if (a.idempotency_key !== undefined && a.idempotency_key !== null && typeof a.idempotency_key !== 'string') {
+      return 'action.idempotency_key must be a string'
+    }
+  }
+  return undefined
+}
+
+function decodeResult(text: string, spans: Spans): Decoded {
+  const invocationId = field(text, spans, 'invocation_id')
+  if (invocationId === undefined) return malformedWith(text, 'invocation_id is required')
+  if (typeof invocationId !== 'string') return malformedWith(text, 'invocation_id must be a string')
+  const message = { type: 'invocationresult', invocation_id: invocationId } as InboundResult
+  const functionId = field(text, spans, 'function_id')
+  if (functionId !== undefined) {
+    if (typeof functionId !== 'string') return malformedWith(text, 'function_id must be a string')
+    message.function_id = functionId
+  }
+  const error = field(text, spans, 'error')
+  if (error !== undefined) message.error = wireErrorBody(error)
+  else {
+    const result = rawField(text, spans, 'result')
+    if (result !== undefined) message.result = result
+  }
+  for (const name of ['traceparent', 'baggage'] as const) {
+    const value = field(text, spans, name)
+    if (typeof value === 'string') message[name] = value
+  }
+  return { kind: 'message', message }
+}
+
+/** Optional fields per message type; `null` in them counts as omitted (§1 conventions). */
+const OPTIONAL: Record<string, readonly string[]> = {
+  registerfunction: ['description', 'request_format', 'response_format', 'metadata', 'invocation'],
+  registertriggertype: ['description', 'trigger_request_format', 'call_request_format', 'namespace'],
+  unregistertriggertype: ['namespace'],
+  registertrigger: ['metadata', 'namespace', 'trigger_namespace'],
+  unregistertrigger: ['trigger_type', 'function_id'],
+  triggerregistrationresult: ['error'],
+  registerservice: ['name', 'description', 'parent_service_id'],
+}
+
+function requireString(raw: Record<string, unknown>, field: string): string | undefined {
+  const v = raw[field]
+  if (v === undefined) return `${field} is required`
+  if (typeof v !== 'string') return `${field} must be a string`
+  return undefined
+}
+
+function requireId(raw: Record<string, unknown>, field: string): string | undefined {
+  const problem = requireString(raw, field)
+  if (problem !== undefined) return problem
+  const issue = idProblem(raw[field] as string)
+  return issue === undefined ? undefined : `${field} ${issue}`
+}
+
+function optionalString(raw: Record<string, unknown>, field: string): string | undefined {
+  const v = raw[field]
+  if (v !== undefined && typeof v !== 'string') return `${field} must be a string`
+  return undefined
+}
+
+function optionalObject(raw: Record<string, unknown>, field: string): string | undefined {
+  const v = raw[field]
+  if (v !== undefined && (typeof v !== 'object' || v === null || Array.isArray(v))) return `${field} must be an object`
+  return undefined
+}
+
+/** Applies defaults in place; returns a reason when the frame is still malformed. */
+function normalize(type: string, raw: Record<string, unknown>): string | undefined {
+  for (const f of OPTIONAL[type] ?? []) if (raw[f] === null) delete raw[f]
+  switch (type) {
+    case 'registerfunction':
+      return (
+        requireId(raw, 'id') ??
+        optionalString(raw, 'description') ??
+        optionalObject(raw, 'metadata') ??
+        optionalObject(raw, 'request_format') ??
+        optionalObject(raw, 'response_format') ??
+        invocationProblem(raw.invocation)
+      )
+    case 'unregisterfunction':
+      return requireString(raw, 'id')
+    case 'registertriggertype':
+      if (raw.description === undefined) raw.description = ''
+      return requireId(raw, 'id') ?? optionalString(raw, 'description') ?? optionalString(raw, 'namespace')
+    case 'unregistertriggertype':
+      return requireString(raw, 'id') ?? optionalString(raw, 'namespace')
+    case 'registertrigger':
+      if (raw.config === undefined || raw.config === null) raw.config = {}
+      return (
+        requireId(raw, 'id') ??
+        requireId(raw, 'trigger_type') ??
+        requireId(raw, 'function_id') ??
+        optionalString(raw, 'namespace') ??
+        optionalString(raw, 'trigger_namespace')
+      )
+    case 'unregistertrigger':
+      return requireString(raw, 'id')
+    case 'triggerregistrationresult':
+      if (raw.error !== undefined) raw.error = wireErrorBody(raw.error)
+      return requireString(raw, 'id')
+    case 'reattach':
+      return requireString(raw, 'previous_worker_id') ?? requireString(raw, 'reattach_token')
+    case 'registerservice':
+      return requireString(raw, 'id')
+    default:
+      return undefined
+  }
+}
+
+function invocationProblem(value: unknown): string | undefined {
+  if (value === undefined) return undefined
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) return 'invocation must be an object'
+  const v = value as Record<string, unknown>
+  if (typeof v.url !== 'string') return 'invocation.url must be a string'
+  if (v.method !== undefined && !['GET', 'POST', 'PUT', 'PATCH', 'DELETE'].includes(v.method as string)) {
+    return 'invocation.method must be one of GET, POST, PUT, PATCH, DELETE'
+  }
+  return undefined
+}
+
+// ---- encoding --------------------------------------------------------------------------------
+// Frames the engine sends on the hot path are built by concatenation: no intermediate object, and
+// payloads that arrived as RawJson are written back as the text they were.
+
+/** An E→W `invokefunction` (§5.8): never `action` or `namespace`. */
+export function encodeInvoke(
+  invocationId: string,
+  functionIdJson: string,
+  data: JsonInput,
+  metadata: JsonInput | undefined,
+  traceparent: string | undefined,
+  baggage: string | undefined,
+): string {
+  let frame = '{"type":"invokefunction","invocation_id":"' + invocationId + '","function_id":' + functionIdJson + ',"data":' + encodeJson(data)
+  if (metadata !== undefined) frame += ',"metadata":' + encodeJson(metadata)
+  if (traceparent !== undefined) frame += ',"traceparent":' + JSON.stringify(traceparent)
+  if (baggage !== undefined) frame += ',"baggage":' + JSON.stringify(baggage)
+  return frame + '}'
+}
+
+/** An `invocationresult` (§5.9): `error` wins over `result`; an undefined or null result is omitted. */
+export function encodeResult(invocationId: string, functionIdJson: string, result: JsonInput | undefined, error: ErrorBody | undefined): string {
+  let frame = '{"type":"invocationresult","invocation_id":' + JSON.stringify(invocationId) + ',"function_id":' + functionIdJson
+  if (error !== undefined) frame += ',"error":' + JSON.stringify(error)
+  else if (result !== undefined && result !== null && !(result instanceof RawJson && result.isNull)) frame += ',"result":' + encodeJson(result)
+  return frame + '}'
+}
+
+/** E→W `registertrigger` delivering a binding to a worker provider (§5.5). */
+export function encodeRegisterTrigger(binding: {
+  id: string
+  trigger_type: string
+  function_id: string
+  config: unknown
+  metadata?: unknown
+  namespace: string
+  trigger_namespace?: string
+}): string {
+  const frame: RegisterTriggerMessage = {
+    type: 'registertrigger',
+    id: binding.id,
+    trigger_type: binding.trigger_type,
+    function_id: binding.function_id,
+    config: binding.config,
+  }
+  if (binding.metadata !== undefined) frame.metadata = binding.metadata
+  if (binding.namespace !== 'default') frame.namespace = binding.namespace
+  if (binding.trigger_namespace !== undefined && binding.trigger_namespace !== 'default') frame.trigger_namespace = binding.trigger_namespace
+  return JSON.stringify(frame)
+}
+
+/** A `triggerregistrationresult` (§5.7); `error` only on failure. */
+export function encodeTriggerResult(id: string, triggerType: string, functionId: string, error?: ErrorBody): string {
+  const frame: TriggerRegistrationResultMessage = { type: 'triggerregistrationresult', id, trigger_type: triggerType, function_id: functionId }
+  if (error !== undefined) frame.error = error
+  return JSON.stringify(frame)
+}
+
+/** Any other frame: optional fields left undefined are omitted. */
+export function encodeFrame(message: Message): string {
+  return JSON.stringify(message)
+}

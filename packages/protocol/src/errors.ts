@@ -1,0 +1,331 @@
+/**
+ * The error catalogue of svc (protocol.md §7, builtins.md §2.1 and the error tables of each
+ * built-in worker): every code the engine, its built-in workers and the SDKs produce, with its
+ * message template, the HTTP status it takes where it surfaces over HTTP, and the exit class the
+ * CLI gives it. Engine, SDK and CLI all build their errors from here, so a code means the same
+ * thing everywhere and `docs/reference/errors.md` can list them all.
+ *
+ * Codes are the stable contract; messages are normative only where protocol.md marks them "exact".
+ *
+ * @example
+ * throw Errors.functionNotFound('math::add', 'shop', ['default'])
+ * // SvcError: Function math::add not found in namespace shop. It is registered in namespace(s): default
+ */
+
+/** `{code, message, stacktrace?}`: every failure on the wire (protocol.md §7.1). */
+export interface ErrorBody {
+  code: string
+  message: string
+  stacktrace?: string
+}
+
+/**
+ * How the CLI exits when an operation fails with a code (cli.md §1.1): `failure` 1, `usage` 2,
+ * `unreachable` 3, `timeout` 4. A function's own error is a `failure` whatever its code.
+ */
+export type ExitClass = 'failure' | 'usage' | 'unreachable' | 'timeout'
+
+export const EXIT_CODES: Readonly<Record<ExitClass, number>> = { failure: 1, usage: 2, unreachable: 3, timeout: 4 }
+
+/** Who produces a code (protocol.md §7.2 "Produced by"). */
+export type ErrorSource = 'engine' | 'sdk' | 'provider' | 'http' | 'state' | 'queue' | 'cli'
+
+/** One code of the catalogue. */
+export interface CatalogueEntry {
+  readonly code: string
+  /** HTTP status where the error itself is the answer (HTTP worker, console backend). */
+  readonly status: number
+  readonly exit: ExitClass
+  readonly source: readonly ErrorSource[]
+  /** When the code is produced, one sentence (reference docs). */
+  readonly when: string
+  /** False for codes that never travel on the wire (client-side only, protocol.md §7.2). */
+  readonly wire: boolean
+}
+
+/**
+ * An error with a stable `code`: thrown by engine code, built-in handlers and the CLI, and turned
+ * into the wire ErrorBody `{code, message, stacktrace?}` (the SDK's public error class is
+ * `InvocationError`, sdk.md §7.1, built from the same codes).
+ */
+export class SvcError extends Error {
+  override name = 'SvcError'
+  readonly code: string
+  /** A remote stack, kept when an ErrorBody carried one. */
+  stacktrace?: string
+
+  constructor(code: string, message: string, options?: { cause?: unknown; stacktrace?: string }) {
+    super(message, options?.cause === undefined ? undefined : { cause: options.cause })
+    this.code = code
+    if (options?.stacktrace !== undefined) this.stacktrace = options.stacktrace
+  }
+
+  toErrorBody(): ErrorBody {
+    const body: ErrorBody = { code: this.code, message: this.message }
+    if (this.stacktrace !== undefined) body.stacktrace = this.stacktrace
+    return body
+  }
+
+  /** The error an ErrorBody describes (stack kept). */
+  static fromBody(body: ErrorBody): SvcError {
+    return new SvcError(body.code, body.message, body.stacktrace === undefined ? undefined : { stacktrace: body.stacktrace })
+  }
+}
+
+/** True when `value` has the ErrorBody shape `{code: string, message: string, stacktrace?: string}`. */
+export function isErrorBody(value: unknown): value is ErrorBody {
+  if (typeof value !== 'object' || value === null) return false
+  const v = value as Record<string, unknown>
+  return typeof v.code === 'string' && typeof v.message === 'string' && (v.stacktrace === undefined || typeof v.stacktrace === 'string')
+}
+
+/** Codes an error may carry of its own: 1–64 characters of `[A-Za-z0-9_.:-]` (sdk.md §4). */
+export const OWN_CODE_PATTERN = /^[A-Za-z0-9_.:-]{1,64}$/
+
+/**
+ * Turns anything thrown into an ErrorBody: an {@link SvcError} or any object with a valid string
+ * `code` and a string `message` keeps them; another `Error` becomes `invocation_failed` with its
+ * message and stack; anything else `invocation_failed` with its text.
+ */
+export function errorBodyOf(thrown: unknown): ErrorBody {
+  if (thrown instanceof SvcError) return thrown.toErrorBody()
+  if (typeof thrown === 'object' && thrown !== null) {
+    const t = thrown as { code?: unknown; message?: unknown; stacktrace?: unknown; stack?: unknown }
+    if (typeof t.code === 'string' && OWN_CODE_PATTERN.test(t.code) && typeof t.message === 'string') {
+      const body: ErrorBody = { code: t.code, message: t.message }
+      if (typeof t.stacktrace === 'string') body.stacktrace = t.stacktrace
+      else if (thrown instanceof Error && typeof t.stack === 'string') body.stacktrace = t.stack
+      return body
+    }
+    if (thrown instanceof Error) {
+      const body: ErrorBody = { code: Codes.InvocationFailed, message: thrown.message }
+      if (thrown.stack) body.stacktrace = thrown.stack
+      return body
+    }
+  }
+  return { code: Codes.InvocationFailed, message: typeof thrown === 'string' ? thrown : safeText(thrown) }
+}
+
+/** The {@link SvcError} for anything thrown (see {@link errorBodyOf}). */
+export function toSvcError(thrown: unknown): SvcError {
+  return thrown instanceof SvcError ? thrown : SvcError.fromBody(errorBodyOf(thrown))
+}
+
+/**
+ * Reads a wire `error` value: an ErrorBody as it is, anything else `UNKNOWN` with its JSON text
+ * (sdk.md §7.1: no error ever reads `[object Object]`).
+ */
+export function wireErrorBody(value: unknown): ErrorBody {
+  if (isErrorBody(value)) {
+    const body: ErrorBody = { code: value.code, message: value.message }
+    if (value.stacktrace !== undefined) body.stacktrace = value.stacktrace
+    return body
+  }
+  return { code: Codes.Unknown, message: safeText(value) }
+}
+
+function safeText(value: unknown): string {
+  try {
+    return JSON.stringify(value) ?? String(value)
+  } catch {
+    return String(value)
+  }
+}
+
+/** Every code of the catalogue by name; the names are those `svc-sdk` exports as `ErrorCode`. */
+export const Codes = {
+  // protocol.md §7.2
+  FunctionNotFound: 'function_not_found',
+  FunctionNotInvokable: 'function_not_invokable',
+  InvocationFailed: 'invocation_failed',
+  InvocationStopped: 'invocation_stopped',
+  Timeout: 'TIMEOUT',
+  InvalidMessage: 'invalid_message',
+  InvalidNamespace: 'INVALID_NAMESPACE',
+  InvalidArguments: 'INVALID_ARGUMENTS',
+  NotFound: 'NOT_FOUND',
+  Forbidden: 'FORBIDDEN',
+  EnqueueError: 'enqueue_error',
+  QueueNotFound: 'queue_not_found',
+  TriggerRegistrationFailed: 'trigger_registration_failed',
+  TriggerTypeNotFound: 'trigger_type_not_found',
+  InvalidTriggerConfig: 'INVALID_TRIGGER_CONFIG',
+  RouteConflict: 'ROUTE_CONFLICT',
+  HttpError: 'http_error',
+  HttpRequestFailed: 'http_request_failed',
+  InvalidResponse: 'invalid_response',
+  UrlValidationFailed: 'url_validation_failed',
+  SecretNotSet: 'secret_not_set',
+  InternalError: 'internal_error',
+  AuthError: 'AUTH_ERROR',
+  FunctionNamespaceConflict: 'FUNCTION_NAMESPACE_CONFLICT',
+  NotConnected: 'NOT_CONNECTED',
+  Shutdown: 'SHUTDOWN',
+  Unknown: 'UNKNOWN',
+  // engine limits (svc additions, docs/decisions.md)
+  TooManyInvocations: 'TOO_MANY_INVOCATIONS',
+  // builtins.md §3.9 (HTTP worker)
+  InvalidBody: 'INVALID_BODY',
+  PayloadTooLarge: 'PAYLOAD_TOO_LARGE',
+  MethodNotAllowed: 'METHOD_NOT_ALLOWED',
+  ConditionNotMet: 'CONDITION_NOT_MET',
+  FunctionUnavailable: 'FUNCTION_UNAVAILABLE',
+  // builtins.md §4.2, §13.4 (state and other stores)
+  ValueTooLarge: 'VALUE_TOO_LARGE',
+  StorageError: 'STORAGE_ERROR',
+  AdapterUnavailable: 'ADAPTER_UNAVAILABLE',
+  // builtins.md §2.8
+  ExpandFailed: 'EXPAND_FAILED',
+  // builtins.md §7 (queue, through the enqueue action)
+  InvalidMessageGroup: 'invalid_message_group',
+} as const
+export type Code = (typeof Codes)[keyof typeof Codes]
+
+const entries = new Map<string, CatalogueEntry>()
+
+function entry(code: Code, status: number, exit: ExitClass, source: ErrorSource[], when: string, wire = true): void {
+  entries.set(code, { code, status, exit, source, when, wire })
+}
+
+entry(Codes.FunctionNotFound, 404, 'failure', ['engine', 'sdk'], 'No live replica for the id after namespace fallback.')
+entry(Codes.FunctionNotInvokable, 500, 'failure', ['sdk'], 'A worker was asked to run a function it registered as HTTP-invoked.')
+entry(Codes.InvocationFailed, 500, 'failure', ['sdk'], 'A handler threw an error without a code of its own.')
+entry(Codes.InvocationStopped, 502, 'failure', ['engine', 'sdk'], 'The executing replica or the caller disconnected mid-call.')
+entry(Codes.Timeout, 504, 'timeout', ['engine', 'sdk'], 'An engine-originated call, or a caller waiting for a result, exceeded its timeout.')
+entry(Codes.InvalidMessage, 400, 'failure', ['engine'], 'A malformed frame that owes a reply.')
+entry(Codes.InvalidNamespace, 400, 'usage', ['engine'], 'A namespace field is present but blank.')
+entry(Codes.InvalidArguments, 400, 'failure', ['engine', 'http', 'state', 'queue'], 'The input of a built-in function has the wrong shape.')
+entry(Codes.NotFound, 404, 'failure', ['engine', 'http'], 'An engine::*::info lookup found nothing; no HTTP route matches.')
+entry(Codes.Forbidden, 403, 'failure', ['engine'], 'Access control denied an invocation, a trigger target, a trigger type or a namespace.')
+entry(Codes.EnqueueError, 503, 'failure', ['engine'], 'The enqueue provider is missing or failed.')
+entry(Codes.QueueNotFound, 404, 'failure', ['queue'], 'The queue is not declared in queue_configs.')
+entry(Codes.TriggerRegistrationFailed, 400, 'failure', ['sdk', 'engine'], "A provider refused a binding; engine::register_trigger failed.")
+entry(Codes.TriggerTypeNotFound, 404, 'failure', ['sdk'], 'A worker received a binding for a type it does not provide.')
+entry(Codes.InvalidTriggerConfig, 400, 'failure', ['provider'], "A binding's config is invalid for its type.")
+entry(Codes.RouteConflict, 409, 'failure', ['http'], 'Another function already binds the same method and path shape.')
+entry(Codes.HttpError, 502, 'failure', ['engine'], 'An HTTP-invoked function answered non-2xx without an error body.')
+entry(Codes.HttpRequestFailed, 502, 'failure', ['engine'], 'An HTTP-invoked function was unreachable or timed out.')
+entry(Codes.InvalidResponse, 500, 'failure', ['engine', 'http'], 'A response could not be read: a non-JSON body, or no valid response descriptor.')
+entry(Codes.UrlValidationFailed, 400, 'failure', ['engine'], 'The URL of an HTTP-invoked function violates the http_functions policy.')
+entry(Codes.SecretNotSet, 500, 'failure', ['engine'], 'An auth *_key names an unset environment variable.')
+entry(Codes.InternalError, 500, 'failure', ['engine', 'http'], 'Unexpected engine failure.')
+entry(Codes.AuthError, 401, 'failure', ['engine'], 'Authentication of a connection failed (error frame, close 1008).')
+entry(Codes.FunctionNamespaceConflict, 409, 'failure', ['engine'], 'Code of every registrationrejected: one registration was refused.')
+entry(Codes.NotConnected, 503, 'unreachable', ['sdk'], 'A call was made while the client is failed or shut down.', false)
+entry(Codes.Shutdown, 503, 'failure', ['sdk'], 'Pending calls rejected by shutdown().', false)
+entry(Codes.Unknown, 500, 'failure', ['sdk'], 'A remote error value was not an ErrorBody.', false)
+entry(Codes.TooManyInvocations, 429, 'failure', ['engine'], 'The engine holds the maximum number of open invocations for this connection or in all.')
+entry(Codes.InvalidBody, 400, 'failure', ['http'], 'The request body is not valid JSON or UTF-8, or nests too deeply.')
+entry(Codes.PayloadTooLarge, 413, 'failure', ['http'], 'The request body exceeds max_body_bytes.')
+entry(Codes.MethodNotAllowed, 405, 'failure', ['http'], 'The path matches a route but the method does not.')
+entry(Codes.ConditionNotMet, 422, 'failure', ['http'], "The route's condition returned false.")
+entry(Codes.FunctionUnavailable, 503, 'failure', ['http'], 'The route exists but no live worker serves its function.')
+entry(Codes.ValueTooLarge, 413, 'failure', ['state'], 'A value is larger than max_value_bytes.')
+entry(Codes.StorageError, 500, 'failure', ['state'], 'The storage adapter failed.')
+entry(Codes.AdapterUnavailable, 503, 'failure', ['state'], 'A remote storage adapter (Redis) is not reachable.')
+entry(Codes.ExpandFailed, 400, 'usage', ['engine'], 'A settings placeholder names an unset environment variable.')
+entry(Codes.InvalidMessageGroup, 400, 'failure', ['queue'], 'A fifo queue message lacks its message_group_field.')
+
+/** Every catalogue entry, in catalogue order. */
+export function catalogue(): CatalogueEntry[] {
+  return [...entries.values()]
+}
+
+/** The entry of a code, undefined for codes outside the catalogue (a handler's own codes). */
+export function catalogueEntry(code: string): CatalogueEntry | undefined {
+  return entries.get(code)
+}
+
+/** HTTP status of a code; 500 for codes outside the catalogue. */
+export function httpStatusOf(code: string): number {
+  return entries.get(code)?.status ?? 500
+}
+
+/** CLI exit code for an operation that failed with `code` (cli.md §1.1); 1 outside the catalogue. */
+export function exitCodeOf(code: string): number {
+  return EXIT_CODES[entries.get(code)?.exit ?? 'failure']
+}
+
+const make = (code: Code, message: string) => new SvcError(code, message)
+
+/**
+ * The message templates of the catalogue, one factory per template (protocol.md §7.2; a code with
+ * several templates has several factories).
+ */
+export const Errors = {
+  functionNotFound(id: string, namespace = 'default', elsewhere: readonly string[] = []): SvcError {
+    let message = namespace === 'default' ? `Function ${id} not found` : `Function ${id} not found in namespace ${namespace}`
+    if (elsewhere.length > 0) message += `. It is registered in namespace(s): ${elsewhere.join(', ')}`
+    return make(Codes.FunctionNotFound, message)
+  },
+  /** SDK side: the engine asked for an id this worker does not hold. */
+  functionNotHeld: (id: string) => make(Codes.FunctionNotFound, `Function ${id} not found`),
+  functionNotInvokable: (id: string) => make(Codes.FunctionNotInvokable, `Function ${id} is HTTP-invoked and cannot be invoked locally`),
+  invocationStopped: () => make(Codes.InvocationStopped, 'Invocation stopped'),
+  /** SDK side: the caller's own connection dropped after the call was sent. */
+  connectionLost: () => make(Codes.InvocationStopped, 'Invocation stopped: connection to the engine was lost'),
+  timeout: (ms: number) => make(Codes.Timeout, `invocation timed out after ${ms}ms`),
+  invalidMessage: (reason: string) => make(Codes.InvalidMessage, `Invalid message: ${reason}`),
+  invalidNamespace: () => make(Codes.InvalidNamespace, 'namespace is empty: give it a name, or omit it to use `default`'),
+  /** Input of an engine function (§6.7): `Invalid input for <id>: <detail>`. */
+  invalidInput: (functionId: string, detail: string) => make(Codes.InvalidArguments, `Invalid input for ${functionId}: ${detail}`),
+  /** Payload of a built-in worker's function (builtins.md §2.1): `<field> is required`, `<field> must be <type>`. */
+  invalidArguments: (detail: string) => make(Codes.InvalidArguments, detail),
+  notFound: (message: string) => make(Codes.NotFound, message),
+  forbiddenNotExposed: (id: string) => make(Codes.Forbidden, `function '${id}' not allowed (add to rbac.expose_functions)`),
+  forbiddenListed: (id: string) => make(Codes.Forbidden, `function '${id}' not allowed (remove from forbidden_functions)`),
+  forbiddenInNamespace: (id: string, namespace: string) => make(Codes.Forbidden, `function '${id}' not allowed in namespace '${namespace}'`),
+  forbiddenNamespace: (namespace: string, permitted: readonly string[]) =>
+    make(Codes.Forbidden, `namespace '${namespace}' not allowed for this session (permitted: ${permitted.join(', ')})`),
+  forbiddenTriggerType: (type: string) => make(Codes.Forbidden, `trigger type '${type}' not allowed for this session`),
+  /** A registration hook refused a binding (§13.5). */
+  forbiddenByHook: (hook: string, detail: string) => make(Codes.Forbidden, `registration denied by ${hook}: ${detail}`),
+  enqueueNoProvider: () => make(Codes.EnqueueError, 'No queue provider is installed; enable the queue worker (svc worker add queue)'),
+  enqueueFailed: (providerCode: string, providerMessage: string) => make(Codes.EnqueueError, `${providerCode}: ${providerMessage}`),
+  queueNotFound: (name: string) => make(Codes.QueueNotFound, `Queue '${name}' is not declared in queue_configs`),
+  triggerRegistrationFailed: (message: string) => make(Codes.TriggerRegistrationFailed, message),
+  triggerTypeNotFound: () => make(Codes.TriggerTypeNotFound, 'Trigger type not found'),
+  invalidTriggerConfig: (message: string) => make(Codes.InvalidTriggerConfig, message),
+  routeConflict: (route: string, other: string, functionId: string) =>
+    make(Codes.RouteConflict, `Route '${route}' conflicts with '${other}' bound to function ${functionId}`),
+  httpError: (status: number, reason: string) => make(Codes.HttpError, `HTTP ${status} ${reason}`),
+  httpRequestFailed: (url: string, detail: string) => make(Codes.HttpRequestFailed, `HTTP request to ${url} failed: ${detail}`),
+  responseNotJson: (url: string) => make(Codes.InvalidResponse, `Response of ${url} is not JSON`),
+  invalidResponse: (detail: string) => make(Codes.InvalidResponse, detail),
+  urlNotAllowed: (url: string, rule: string) => make(Codes.UrlValidationFailed, `URL ${url} is not allowed: ${rule}`),
+  secretNotSet: (name: string) => make(Codes.SecretNotSet, `Environment variable ${name} is not set`),
+  internal: (errorId: string) => make(Codes.InternalError, `Internal engine error (${errorId})`),
+  authFailed: (message: string) => make(Codes.AuthError, message),
+  authNoResult: () => make(Codes.AuthError, 'auth function returned no result'),
+  authInvalidResult: (detail: string) => make(Codes.AuthError, `invalid auth result: ${detail}`),
+  notConnected: () => make(Codes.NotConnected, 'not connected to the engine'),
+  shutdown: () => make(Codes.Shutdown, 'worker is shutting down'),
+  tooManyInvocations: (scope: 'connection' | 'engine', limit: number) =>
+    make(
+      Codes.TooManyInvocations,
+      scope === 'connection'
+        ? `this connection already has ${limit} invocations open; wait for some to finish`
+        : `the engine already holds ${limit} open invocations; retry later`,
+    ),
+  invalidBody: (detail: string) => make(Codes.InvalidBody, detail),
+  payloadTooLarge: (limit: number) => make(Codes.PayloadTooLarge, `request body exceeds max_body_bytes (${limit})`),
+  valueTooLarge: (bytes: number, limit: number) => make(Codes.ValueTooLarge, `value of ${bytes} bytes exceeds max_value_bytes ${limit}`),
+  storageError: (message: string, cause?: unknown) => new SvcError(Codes.StorageError, message, { cause }),
+  adapterUnavailable: (message: string, cause?: unknown) => new SvcError(Codes.AdapterUnavailable, message, { cause }),
+  expandFailed: (name: string) => make(Codes.ExpandFailed, `environment variable ${name} is not set`),
+} as const
+
+/** Why a `registrationrejected` was sent (protocol.md §5.11). */
+export type RejectionReason = 'reserved_id' | 'forbidden' | 'hook_denied' | 'invalid'
+
+/** `registrationrejected` messages by reason (protocol.md §7.2, FUNCTION_NAMESPACE_CONFLICT). */
+export const RejectionMessages = {
+  reservedId: (id: string) => `function id '${id}' is reserved by the engine`,
+  engineIdOutsideDefault: () => "'engine::' ids may only be registered in namespace `default`",
+  reservedTriggerType: (id: string) => `trigger type id '${id}' is reserved by the engine`,
+  functionsForbidden: () => 'function registration is not allowed for this session',
+  triggerTypesForbidden: () => 'trigger type registration is not allowed for this session',
+  hookDenied: (hook: string, detail: string) => `registration denied by ${hook}: ${detail}`,
+  invalid: () => 'registration has no id',
+  invalidId: (detail: string) => `registration id is invalid: ${detail}`,
+} as const

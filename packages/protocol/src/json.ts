@@ -1,0 +1,268 @@
+/**
+ * JSON at the edge: a validating scanner that finds where each top-level field of a frame starts
+ * and ends without building the values, so the engine can forward payloads and results it does
+ * not read as the exact text it received (no decode, no re-encode), and the guards every value
+ * from outside passes: a nesting limit and well-formed identifiers.
+ *
+ * The scanner accepts exactly what `JSON.parse` accepts (RFC 8259), and additionally refuses
+ * nesting deeper than the limit it is given, because deep values crash recursive encoders
+ * (`JSON.stringify` overflows the stack at a few thousand levels) on every side of a call.
+ */
+
+/** Deepest nesting of arrays and objects accepted in a payload, result or registration (levels). */
+export const MAX_JSON_DEPTH = 128
+
+/** Longest id (function id, trigger type id, trigger id) accepted, in UTF-16 code units. */
+export const MAX_ID_LENGTH = 1024
+
+/** A JSON text that is not well formed, or nests too deeply; `index` is where scanning stopped. */
+export class JsonSyntaxError extends Error {
+  override name = 'JsonSyntaxError'
+  readonly index: number
+  constructor(message: string, index: number) {
+    super(message)
+    this.index = index
+  }
+}
+
+const OBJECT = 1
+const ARRAY = 2
+const SHARED_STACK = new Uint8Array(1024)
+
+function fail(s: string, i: number, what: string): never {
+  if (i >= s.length) throw new JsonSyntaxError(`unexpected end of JSON (${what})`, i)
+  throw new JsonSyntaxError(`unexpected character ${JSON.stringify(s[i])} at position ${i} (${what})`, i)
+}
+
+function skipWhitespace(s: string, i: number): number {
+  for (;;) {
+    const c = s.charCodeAt(i)
+    if (c === 32 || c === 10 || c === 13 || c === 9) i++
+    else return i
+  }
+}
+
+function isHex(c: number): boolean {
+  return (c >= 48 && c <= 57) || (c >= 97 && c <= 102) || (c >= 65 && c <= 70)
+}
+
+/** `s[i]` is `"`; returns the index after the closing quote. */
+function scanString(s: string, i: number): number {
+  const n = s.length
+  i++
+  for (;;) {
+    if (i >= n) fail(s, i, 'unterminated string')
+    const c = s.charCodeAt(i)
+    if (c === 34) return i + 1
+    if (c === 92) {
+      const e = s.charCodeAt(i + 1)
+      if (e === 117) {
+        if (!(isHex(s.charCodeAt(i + 2)) && isHex(s.charCodeAt(i + 3)) && isHex(s.charCodeAt(i + 4)) && isHex(s.charCodeAt(i + 5)))) {
+          fail(s, i, 'bad \\u escape')
+        }
+        i += 6
+      } else if (e === 34 || e === 92 || e === 47 || e === 98 || e === 102 || e === 110 || e === 114 || e === 116) {
+        i += 2
+      } else {
+        fail(s, i + 1, 'bad escape')
+      }
+    } else if (c < 32) {
+      fail(s, i, 'control character in string')
+    } else {
+      i++
+    }
+  }
+}
+
+function scanDigits(s: string, i: number): number {
+  const start = i
+  for (;;) {
+    const c = s.charCodeAt(i)
+    if (c >= 48 && c <= 57) i++
+    else break
+  }
+  if (i === start) fail(s, i, 'digit expected')
+  return i
+}
+
+function scanNumber(s: string, i: number): number {
+  if (s.charCodeAt(i) === 45) i++
+  const c = s.charCodeAt(i)
+  if (c === 48) i++
+  else if (c >= 49 && c <= 57) i = scanDigits(s, i)
+  else fail(s, i, 'digit expected')
+  if (s.charCodeAt(i) === 46) i = scanDigits(s, i + 1)
+  const e = s.charCodeAt(i)
+  if (e === 101 || e === 69) {
+    i++
+    const sign = s.charCodeAt(i)
+    if (sign === 43 || sign === 45) i++
+    i = scanDigits(s, i)
+  }
+  return i
+}
+
+function scanLiteral(s: string, i: number, word: string): number {
+  if (s.startsWith(word, i)) return i + word.length
+  return fail(s, i, 'value expected')
+}
+
+/** After `{` or `,` in an object: scans `"key"` and `:`, returns the index of the value. */
+function scanKey(s: string, i: number): number {
+  if (s.charCodeAt(i) !== 34) fail(s, i, 'property name expected')
+  i = skipWhitespace(s, scanString(s, i))
+  if (s.charCodeAt(i) !== 58) fail(s, i, "':' expected")
+  return i + 1
+}
+
+/**
+ * Scans one JSON value that starts at `start` (leading whitespace allowed) and returns the index
+ * just after it. Iterative, so any depth up to `maxDepth` costs no stack.
+ *
+ * @throws JsonSyntaxError when the text is not a well-formed value or nests deeper than `maxDepth`.
+ */
+export function scanValue(s: string, start: number, maxDepth: number = MAX_JSON_DEPTH): number {
+  // Not re-entrant, so one buffer serves every call that fits in it.
+  const stack = maxDepth < SHARED_STACK.length ? SHARED_STACK : new Uint8Array(maxDepth + 1)
+  let depth = 0
+  let i = start
+  for (;;) {
+    // A value.
+    i = skipWhitespace(s, i)
+    const c = s.charCodeAt(i)
+    if (c === 123 || c === 91) {
+      if (depth === maxDepth) throw new JsonSyntaxError(`nesting deeper than ${maxDepth} levels`, i)
+      i = skipWhitespace(s, i + 1)
+      if (c === 123) {
+        stack[depth++] = OBJECT
+        if (s.charCodeAt(i) === 125) {
+          i++
+          depth--
+        } else {
+          i = scanKey(s, i)
+          continue
+        }
+      } else {
+        stack[depth++] = ARRAY
+        if (s.charCodeAt(i) === 93) {
+          i++
+          depth--
+        } else {
+          continue
+        }
+      }
+    } else if (c === 34) i = scanString(s, i)
+    else if (c === 45 || (c >= 48 && c <= 57)) i = scanNumber(s, i)
+    else if (c === 116) i = scanLiteral(s, i, 'true')
+    else if (c === 102) i = scanLiteral(s, i, 'false')
+    else if (c === 110) i = scanLiteral(s, i, 'null')
+    else fail(s, i, 'value expected')
+    // After a value: close containers until one continues with a comma.
+    for (;;) {
+      if (depth === 0) return i
+      i = skipWhitespace(s, i)
+      const d = s.charCodeAt(i)
+      const kind = stack[depth - 1]
+      if (d === 44) {
+        i = skipWhitespace(s, i + 1)
+        if (kind === OBJECT) i = scanKey(s, i)
+        break
+      }
+      if ((d === 125 && kind === OBJECT) || (d === 93 && kind === ARRAY)) {
+        i++
+        depth--
+        continue
+      }
+      fail(s, i, kind === OBJECT ? "',' or '}' expected" : "',' or ']' expected")
+    }
+  }
+}
+
+/**
+ * Checks that `text` is one well-formed JSON value nesting at most `maxDepth` levels.
+ * @throws JsonSyntaxError
+ */
+export function assertJson(text: string, maxDepth: number = MAX_JSON_DEPTH): void {
+  const end = skipWhitespace(text, scanValue(text, 0, maxDepth))
+  if (end !== text.length) fail(text, end, 'end of JSON expected')
+}
+
+/** `JSON.parse` with the nesting limit of {@link scanValue} checked first. @throws JsonSyntaxError */
+export function parseJson(text: string, maxDepth: number = MAX_JSON_DEPTH): unknown {
+  assertJson(text, maxDepth)
+  return JSON.parse(text)
+}
+
+/**
+ * The top-level members of a JSON object text: for each, the decoded key and the `[start, end)`
+ * span of its value in `text`. A repeated key keeps its last value, as `JSON.parse` does.
+ *
+ * @throws JsonSyntaxError when `text` is not one well-formed object nesting at most `maxDepth`
+ *   levels (the object itself counts as one).
+ * @returns undefined when `text` is well-formed JSON but not an object.
+ */
+export function scanObjectMembers(text: string, maxDepth: number = MAX_JSON_DEPTH): Map<string, [number, number]> | undefined {
+  let i = skipWhitespace(text, 0)
+  if (text.charCodeAt(i) !== 123) {
+    assertJson(text, maxDepth)
+    return undefined
+  }
+  const members = new Map<string, [number, number]>()
+  i = skipWhitespace(text, i + 1)
+  if (text.charCodeAt(i) === 125) {
+    i = skipWhitespace(text, i + 1)
+    if (i !== text.length) fail(text, i, 'end of JSON expected')
+    return members
+  }
+  for (;;) {
+    if (text.charCodeAt(i) !== 34) fail(text, i, 'property name expected')
+    const keyEnd = scanString(text, i)
+    const raw = text.slice(i + 1, keyEnd - 1)
+    const key = raw.includes('\\') ? (JSON.parse(text.slice(i, keyEnd)) as string) : raw
+    i = skipWhitespace(text, keyEnd)
+    if (text.charCodeAt(i) !== 58) fail(text, i, "':' expected")
+    const start = skipWhitespace(text, i + 1)
+    const end = scanValue(text, start, maxDepth - 1)
+    members.set(key, [start, end])
+    i = skipWhitespace(text, end)
+    const c = text.charCodeAt(i)
+    if (c === 44) {
+      i = skipWhitespace(text, i + 1)
+      continue
+    }
+    if (c === 125) break
+    fail(text, i, "',' or '}' expected")
+  }
+  i = skipWhitespace(text, i + 1)
+  if (i !== text.length) fail(text, i, 'end of JSON expected')
+  return members
+}
+
+/**
+ * Why `id` cannot name a function, trigger type or trigger, or undefined when it can: it must be
+ * a well-formed Unicode string (no lone surrogate) of at most {@link MAX_ID_LENGTH} code units
+ * without control characters. Emptiness is checked by the callers, whose messages differ.
+ */
+export function idProblem(id: string): string | undefined {
+  if (id.length > MAX_ID_LENGTH) return `longer than ${MAX_ID_LENGTH} characters`
+  if (!id.isWellFormed()) return 'contains a lone UTF-16 surrogate'
+  // eslint-disable-next-line no-control-regex
+  if (/[\u0000-\u001f\u007f]/.test(id)) return 'contains a control character'
+  return undefined
+}
+
+/**
+ * The depth of a parsed value (0 for a scalar, 1 for `[]` or `{}`), counted without recursion and
+ * stopping once it exceeds `limit`, for values built in-process rather than read from text.
+ */
+export function jsonDepthExceeds(value: unknown, limit: number = MAX_JSON_DEPTH): boolean {
+  const stack: Array<[unknown, number]> = [[value, 0]]
+  while (stack.length > 0) {
+    const [v, d] = stack.pop()!
+    if (typeof v !== 'object' || v === null) continue
+    if (d + 1 > limit) return true
+    if (Array.isArray(v)) for (const item of v) stack.push([item, d + 1])
+    else for (const key in v) stack.push([(v as Record<string, unknown>)[key], d + 1])
+  }
+  return false
+}

@@ -1,0 +1,235 @@
+/**
+ * Wire messages of the svc worker protocol (protocol.md §4–§5).
+ *
+ * Every frame is one JSON object with a lower-case string `type`; field names are snake_case.
+ * Engine-to-worker frames omit optional fields rather than sending `null`.
+ */
+import type { ErrorBody } from './errors.ts'
+
+export type { ErrorBody }
+
+/** The wire `type` values (protocol.md §4). */
+export const MessageType = {
+  RegisterFunction: 'registerfunction',
+  UnregisterFunction: 'unregisterfunction',
+  RegisterTriggerType: 'registertriggertype',
+  UnregisterTriggerType: 'unregistertriggertype',
+  RegisterTrigger: 'registertrigger',
+  UnregisterTrigger: 'unregistertrigger',
+  TriggerRegistrationResult: 'triggerregistrationresult',
+  InvokeFunction: 'invokefunction',
+  InvocationResult: 'invocationresult',
+  WorkerRegistered: 'workerregistered',
+  RegistrationRejected: 'registrationrejected',
+  Reattach: 'reattach',
+  RegisterService: 'registerservice',
+  Ping: 'ping',
+  Pong: 'pong',
+  Error: 'error',
+} as const
+export type MessageTypeValue = (typeof MessageType)[keyof typeof MessageType]
+
+/** Any JSON value. */
+export type JsonValue = string | number | boolean | null | JsonValue[] | { [key: string]: JsonValue }
+
+/** Routing action of an invocation (protocol.md §4, §6.3–§6.4). Absent means synchronous. */
+export type TriggerActionValue =
+  | { type: 'void' }
+  | { type: 'enqueue'; queue: string; delay_ms?: number; idempotency_key?: string }
+
+/** Describes a value; JSON Schema documents are valid FormatSchemas (protocol.md §4). */
+export interface FormatSchema {
+  description?: string
+  name?: string
+  type?: 'string' | 'number' | 'integer' | 'boolean' | 'object' | 'array' | 'null' | 'map'
+  properties?: Record<string, unknown>
+  items?: unknown
+  required?: string[]
+  [key: string]: unknown
+}
+
+export type HttpAuth =
+  | { type: 'hmac'; secret_key: string }
+  | { type: 'bearer'; token_key: string }
+  | { type: 'api_key'; header: string; value_key: string }
+
+/** Config of a function the engine executes by HTTP (protocol.md §6.8). */
+export interface HttpInvocationConfig {
+  url: string
+  method?: 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE'
+  headers?: Record<string, string>
+  timeout_ms?: number
+  auth?: HttpAuth
+}
+
+/** §5.1 */
+export interface RegisterFunctionMessage {
+  type: 'registerfunction'
+  id: string
+  description?: string
+  request_format?: FormatSchema
+  response_format?: FormatSchema
+  metadata?: Record<string, unknown>
+  invocation?: HttpInvocationConfig
+}
+
+/** §5.2 */
+export interface UnregisterFunctionMessage {
+  type: 'unregisterfunction'
+  id: string
+}
+
+/** §5.3 */
+export interface RegisterTriggerTypeMessage {
+  type: 'registertriggertype'
+  id: string
+  description: string
+  trigger_request_format?: FormatSchema
+  call_request_format?: FormatSchema
+  namespace?: string
+}
+
+/** §5.4 */
+export interface UnregisterTriggerTypeMessage {
+  type: 'unregistertriggertype'
+  id: string
+  namespace?: string
+}
+
+/** §5.5 — sent by consumers (W→E) and by the engine to providers (E→W). */
+export interface RegisterTriggerMessage {
+  type: 'registertrigger'
+  id: string
+  trigger_type: string
+  function_id: string
+  config: unknown
+  metadata?: unknown
+  namespace?: string
+  trigger_namespace?: string
+}
+
+/** §5.6 */
+export interface UnregisterTriggerMessage {
+  type: 'unregistertrigger'
+  id: string
+  trigger_type?: string
+  function_id?: string
+}
+
+/** §5.7 */
+export interface TriggerRegistrationResultMessage {
+  type: 'triggerregistrationresult'
+  id: string
+  trigger_type: string
+  function_id: string
+  error?: ErrorBody
+}
+
+/** §5.8 */
+export interface InvokeFunctionMessage {
+  type: 'invokefunction'
+  invocation_id?: string
+  function_id: string
+  data: unknown
+  metadata?: unknown
+  action?: TriggerActionValue
+  namespace?: string
+  traceparent?: string
+  baggage?: string
+}
+
+/** §5.9 */
+export interface InvocationResultMessage {
+  type: 'invocationresult'
+  invocation_id: string
+  function_id: string
+  result?: unknown
+  error?: ErrorBody
+  traceparent?: string
+  baggage?: string
+}
+
+/** §5.10 */
+export interface WorkerRegisteredMessage {
+  type: 'workerregistered'
+  worker_id: string
+  reattach_token: string
+}
+
+/** §5.11 */
+export interface RegistrationRejectedMessage {
+  type: 'registrationrejected'
+  code: string
+  reason: 'reserved_id' | 'forbidden' | 'hook_denied' | 'invalid'
+  message: string
+  namespace: string
+  function_id?: string
+  trigger_type_id?: string
+  worker_name?: string
+  owner_worker_id: string
+}
+
+/** §5.12 */
+export interface ReattachMessage {
+  type: 'reattach'
+  previous_worker_id: string
+  reattach_token: string
+}
+
+/** §5.13 */
+export interface RegisterServiceMessage {
+  type: 'registerservice'
+  id: string
+  name?: string
+  description?: string
+  parent_service_id?: string
+}
+
+export interface PingMessage {
+  type: 'ping'
+}
+export interface PongMessage {
+  type: 'pong'
+}
+
+/** §5.15 */
+export interface ErrorMessage {
+  type: 'error'
+  error: ErrorBody
+}
+
+export type Message =
+  | RegisterFunctionMessage
+  | UnregisterFunctionMessage
+  | RegisterTriggerTypeMessage
+  | UnregisterTriggerTypeMessage
+  | RegisterTriggerMessage
+  | UnregisterTriggerMessage
+  | TriggerRegistrationResultMessage
+  | InvokeFunctionMessage
+  | InvocationResultMessage
+  | WorkerRegisteredMessage
+  | RegistrationRejectedMessage
+  | ReattachMessage
+  | RegisterServiceMessage
+  | PingMessage
+  | PongMessage
+  | ErrorMessage
+
+/** Payload of the announce, `engine::workers::register` (protocol.md §3.2). */
+export interface WorkerAnnounce {
+  runtime?: string
+  version?: string
+  name?: string
+  description?: string
+  os?: string
+  pid?: number
+  isolation?: string | null
+  namespace?: string
+  telemetry?: {
+    language?: string
+    project_name?: string
+    framework?: string
+    amplitude_api_key?: string
+  }
+}

@@ -1,0 +1,64 @@
+/**
+ * The transport seam (NATS.js's `Transport` idea): the engine and the SDKs speak the protocol over
+ * a {@link Transport} and never know what kind of connection carries it. Implementations: Node
+ * `ws` (`svc-protocol/transport/ws`, with write coalescing) and in-memory
+ * (`svc-protocol/transport/memory`, for tests and in-process workers); the browser one comes with
+ * `svc-browser-sdk`.
+ */
+
+/** What a transport reports. Each `setHandlers` call replaces every handler. */
+export interface TransportHandlers {
+  /** The connection is open (client transports; server transports are open when handed over). */
+  open?(): void
+  /** One inbound frame: a string for text frames, bytes for binary ones. */
+  message(data: string | Uint8Array, isBinary: boolean): void
+  /** The connection ended, cleanly or not; fired once. 1005 when no code was received, 1006 for an abnormal end. */
+  close(code: number, reason: string): void
+  /** A ping or pong arrived: proof of life without a message (keepalive, protocol.md §3.3). */
+  alive?(): void
+  /** A connection-level error; `close` follows. */
+  error?(error: Error): void
+}
+
+/**
+ * One end of an ordered, message-framed, bidirectional connection.
+ *
+ * Frames sent keep their order. A transport may hold frames sent in one turn of the event loop
+ * and write them together (write coalescing); they still leave before the next turn's frames.
+ */
+export interface Transport {
+  /** Sends one text frame. Dropped silently once the transport is closing or closed. */
+  send(text: string): void
+  /** Bytes accepted by `send` and not yet written to the network (backpressure, protocol.md §3.5). */
+  readonly bufferedAmount: number
+  /** True between open and the start of closing. */
+  readonly isOpen: boolean
+  /** Starts a clean close (close frame with `code` and `reason`); `close` fires when done. */
+  close(code?: number, reason?: string): void
+  /** Ends the connection at once, without a closing handshake. */
+  terminate(): void
+  /** Sends a keepalive ping (a WebSocket ping frame); does nothing where the transport has none. */
+  ping(): void
+  setHandlers(handlers: TransportHandlers): void
+}
+
+/** Options of a client connection. */
+export interface ConnectOptions {
+  /** Extra HTTP headers on the WebSocket upgrade (the auth function's input, protocol.md §13.2). */
+  headers?: Record<string, string>
+  /** Deadline of the opening handshake, ms; past it the transport closes with code 1006. */
+  handshakeTimeoutMs?: number
+}
+
+/** Opens a client transport to `url` (a `ws:`/`wss:` URL); `open` or `close` follows. */
+export type Connector = (url: string, options: ConnectOptions) => Transport
+
+/** What the accepting side learns about a client when its transport is handed over. */
+export interface PeerInfo {
+  /** Client address, null when unknown. */
+  ip: string | null
+  /** Upgrade request headers, names lower-cased, repeated ones joined with `, ` (protocol.md §13.2). */
+  headers: Record<string, string>
+  /** Query parameters of the upgrade URL, decoded; a key without `=` gives `[""]`. */
+  query: Record<string, string[]>
+}
