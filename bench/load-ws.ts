@@ -4,14 +4,12 @@
  */
 import WebSocket from 'ws'
 import { registerWorker } from 'svc-sdk'
-import { sequential, throughput } from './measure.ts'
+import { reportCaller, type Caller } from './measure.ts'
 import { PAYLOAD } from './payload.ts'
 
 const [mode, target] = process.argv.slice(2)
-const durationMs = Number(process.env.BENCH_DURATION_MS ?? 3000)
-const samples = Number(process.env.BENCH_SAMPLES ?? 5000)
 
-async function echoCaller(): Promise<{ call: () => Promise<unknown>; close: () => void }> {
+async function echoCaller(): Promise<Caller> {
   const ws = new WebSocket(`ws://127.0.0.1:${target}`, { perMessageDeflate: false })
   await new Promise((resolve, reject) => (ws.once('open', resolve), ws.once('error', reject)))
   const pending = new Map<number, (v: unknown) => void>()
@@ -33,7 +31,7 @@ async function echoCaller(): Promise<{ call: () => Promise<unknown>; close: () =
   }
 }
 
-async function svcCaller(): Promise<{ call: () => Promise<unknown>; close: () => void }> {
+async function svcCaller(): Promise<Caller> {
   const client = registerWorker(target, { workerName: 'bench-caller' })
   const call = () => client.trigger({ function_id: 'bench::echo', payload: PAYLOAD })
   const deadline = Date.now() + 10000
@@ -49,10 +47,4 @@ async function svcCaller(): Promise<{ call: () => Promise<unknown>; close: () =>
   return { call, close: () => void client.shutdown() }
 }
 
-const caller = mode === 'echo' ? await echoCaller() : await svcCaller()
-const latency = await sequential(caller.call, samples, 1000)
-const rates: Record<string, number> = {}
-for (const inFlight of [1, 8, 64]) rates[inFlight] = await throughput(caller.call, inFlight, durationMs)
-console.log(JSON.stringify({ mode, ...latency, per_second: rates }))
-caller.close()
-process.exit(0)
+await reportCaller(mode!, mode === 'echo' ? await echoCaller() : await svcCaller())

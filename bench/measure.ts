@@ -1,10 +1,20 @@
-/** Latency and throughput loops shared by the WebSocket load generators. */
+/** Latency and throughput loops shared by the load generators (svc, the direct echo and the peers). */
 
 export interface LatencyResult {
   p50_us: number
   p99_us: number
   samples: number
 }
+
+/** One caller process's way to invoke the benchmark's echo function, whichever system carries it. */
+export interface Caller {
+  /** Sends `PAYLOAD` and resolves with the answer. */
+  call: () => Promise<unknown>
+  close: () => void | Promise<void>
+}
+
+/** The in-flight counts every load generator is measured at. */
+export const IN_FLIGHT = [1, 8, 64] as const
 
 /** Runs `call` one at a time and reports percentiles in microseconds. */
 export async function sequential(call: () => Promise<unknown>, samples: number, warmup: number): Promise<LatencyResult> {
@@ -34,6 +44,23 @@ export async function throughput(call: () => Promise<unknown>, inFlight: number,
   await Promise.all(Array.from({ length: inFlight }, lane))
   clearTimeout(timer)
   return Math.round(done / ((performance.now() - start) / 1000))
+}
+
+/**
+ * Measures `caller` the same way for every row of the invocation table, prints one JSON line
+ * `{ mode, p50_us, p99_us, samples, per_second: { 1, 8, 64 } }` (µs, calls/s), closes the caller
+ * and ends the process. Sequential latency over BENCH_SAMPLES calls (default 5,000) after 1,000
+ * warm-up calls, then each in-flight count for BENCH_DURATION_MS (default 3,000 ms).
+ */
+export async function reportCaller(mode: string, caller: Caller): Promise<never> {
+  const durationMs = Number(process.env.BENCH_DURATION_MS ?? 3000)
+  const samples = Number(process.env.BENCH_SAMPLES ?? 5000)
+  const latency = await sequential(caller.call, samples, 1000)
+  const rates: Record<string, number> = {}
+  for (const inFlight of IN_FLIGHT) rates[inFlight] = await throughput(caller.call, inFlight, durationMs)
+  console.log(JSON.stringify({ mode, ...latency, per_second: rates }))
+  await caller.close()
+  process.exit(0)
 }
 
 const round = (n: number) => Math.round(n * 10) / 10

@@ -2,7 +2,9 @@
  * `npm run bench`: every benchmark in one run, each side in its own process, with the baselines
  * measured in the same run (the machines are shared and noisy, so only ratios are comparable).
  *
- *   invocation  caller → engine → callee (svc-sdk both ends) vs. a direct WebSocket echo
+ *   invocation  caller → engine → callee (svc-sdk both ends) vs. a direct WebSocket echo, and vs.
+ *               two peers through a private nats-server: Moleculer on its NATS transporter, and
+ *               raw NATS request/reply
  *   http        requests/s through one route to a worker function, 1 vs 1000 registered routes
  *
  * `--write` replaces the results section of docs/benchmarks.md.
@@ -13,6 +15,8 @@ import { cpus, totalmem, tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { createInterface } from 'node:readline'
 import { fileURLToPath } from 'node:url'
+import { IN_FLIGHT } from './measure.ts'
+import { natsServerPath, startNatsServer } from './peers/nats-server.ts'
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url))
 const children: ChildProcess[] = []
@@ -57,8 +61,28 @@ function stop(child: ChildProcess): Promise<void> {
   })
 }
 
+/** The peer rows: caller and callee processes talking through one nats-server started here. */
+async function measurePeers(): Promise<{ moleculer: Record<string, any>; nats: Record<string, any> }> {
+  const server = await startNatsServer((child) => children.push(child))
+  try {
+    const moleculerCallee = start(['bench/peers/moleculer-callee.ts', server.url])
+    await firstJson(moleculerCallee.lines, 'ready')
+    const moleculer = await run(['bench/peers/moleculer-caller.ts', server.url])
+    await stop(moleculerCallee.child)
+
+    const responder = start(['bench/peers/nats.ts', 'responder', server.url])
+    await firstJson(responder.lines, 'ready')
+    const nats = await run(['bench/peers/nats.ts', 'requester', server.url])
+    await stop(responder.child)
+    return { moleculer, nats }
+  } finally {
+    await server.stop()
+  }
+}
+
 async function main(): Promise<void> {
   const write = process.argv.includes('--write')
+  natsServerPath() // fail before measuring anything if the peers cannot run
   const project = await mkdtemp(join(tmpdir(), 'svc-bench-'))
   await writeFile(join(project, 'config.yaml'), 'workers:\n  - name: svc-worker-manager\n    config: { port: 0 }\n  - name: svc-http\n    config: { port: 0 }\n')
 
@@ -98,19 +122,27 @@ async function main(): Promise<void> {
   await stop(engine.child)
   await rm(project, { recursive: true, force: true })
 
+  // Peers, with the engine stopped: only the processes of the row being measured run.
+  const { moleculer, nats } = await measurePeers()
+
   const pct = (a: number, b: number) => `${Math.round((a / b) * 100)}%`
   const ratio = (a: number, b: number) => `${(a / b).toFixed(2)}×`
   const machine = `${cpus().length} × ${cpus()[0]?.model ?? 'cpu'}, ${Math.round(totalmem() / 2 ** 30)} GiB, Node ${process.version}, ${process.platform}`
   const table = [
     `Machine: ${machine}. Date: ${new Date().toISOString().slice(0, 10)}.`,
     '',
-    '| Invocation (≈100-byte payload) | direct WebSocket echo | svc caller → engine → callee | svc / echo |',
-    '|---|---|---|---|',
-    `| sequential p50 | ${direct.p50_us} µs | ${svc.p50_us} µs | ${ratio(svc.p50_us, direct.p50_us)} (target ≤ 2.5×) |`,
-    `| sequential p99 | ${direct.p99_us} µs | ${svc.p99_us} µs | ${ratio(svc.p99_us, direct.p99_us)} |`,
-    ...[1, 8, 64].map(
-      (n) => `| ${n} in flight | ${direct.per_second[n]}/s | ${svc.per_second[n]}/s | ${pct(svc.per_second[n], direct.per_second[n])}${n === 64 ? ' (target ≥ 45%, ≥ 35,000/s)' : ''} |`,
-    ),
+    '| Invocation (≈100-byte payload) | direct WebSocket echo | svc caller → engine → callee | Moleculer caller → nats-server → callee | NATS request → nats-server → responder | svc / echo | svc / Moleculer |',
+    '|---|---|---|---|---|---|---|',
+    ...(['p50', 'p99'] as const).map((p) => {
+      const key = `${p}_us`
+      const target = p === 'p50' ? ' (target ≤ 2.5×)' : ''
+      return `| sequential ${p} | ${direct[key]} µs | ${svc[key]} µs | ${moleculer[key]} µs | ${nats[key]} µs | ${ratio(svc[key], direct[key])}${target} | ${ratio(svc[key], moleculer[key])} |`
+    }),
+    ...IN_FLIGHT.map((n) => {
+      const target = n === 64 ? ' (target ≥ 45%, ≥ 35,000/s)' : ''
+      const rate = (row: Record<string, any>) => row.per_second[n] as number
+      return `| ${n} in flight | ${rate(direct)}/s | ${rate(svc)}/s | ${rate(moleculer)}/s | ${rate(nats)}/s | ${pct(rate(svc), rate(direct))}${target} | ${pct(rate(svc), rate(moleculer))} |`
+    }),
     '',
     '| HTTP GET through one route to a worker function (median of 3) | 1 route | 1,000 routes | 1,000 / 1 |',
     '|---|---|---|---|',
