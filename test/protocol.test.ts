@@ -46,14 +46,14 @@ describe('session', () => {
   })
 
   it('accepts telemetry sockets on /otel without listing them as workers, and 404s other paths', async () => {
-    const before = (await t.engine.invoke({ function_id: 'engine::workers::list', data: {} })) as { workers: unknown[] }
+    const before = (await t.engine.inject({ function_id: 'engine::workers::list', data: {} })) as { workers: unknown[] }
     const otel = new WebSocket(`${t.url}/otel`)
     await new Promise((resolve, reject) => (otel.once('open', resolve), otel.once('error', reject)))
     otel.send(Buffer.concat([Buffer.from('OTLP'), Buffer.from('{"resourceSpans":[]}')]))
     otel.send('{"type":"ping"}')
     const pong = await new Promise<string>((resolve) => otel.once('message', (d) => resolve(d.toString())))
     assert.equal(pong, '{"type":"pong"}')
-    const listed = (await t.engine.invoke({ function_id: 'engine::workers::list', data: {} })) as { workers: unknown[] }
+    const listed = (await t.engine.inject({ function_id: 'engine::workers::list', data: {} })) as { workers: unknown[] }
     assert.equal(listed.workers.length, before.workers.length)
     otel.close()
 
@@ -181,7 +181,7 @@ describe('invocation', () => {
     b.serve('rr::fn', () => ++counts.b)
     const caller = await worker()
     await eventually(async () => {
-      const list = (await t.engine.invoke({ function_id: 'engine::functions::info', data: { function_id: 'rr::fn' } })) as { replica_count: number }
+      const list = (await t.engine.inject({ function_id: 'engine::functions::info', data: { function_id: 'rr::fn' } })) as { replica_count: number }
       return list.replica_count === 2
     })
     for (let i = 0; i < 6; i++) await caller.call('rr::fn', null)
@@ -219,7 +219,7 @@ describe('invocation', () => {
     const callee = await worker()
     callee.serve('never::answers', () => new Promise(() => {}))
     await eventually(() => t.engine.functions.get('default', 'never::answers') !== undefined)
-    await assert.rejects(t.engine.invoke({ function_id: 'never::answers', data: null, timeoutMs: 50 }), {
+    await assert.rejects(t.engine.inject({ function_id: 'never::answers', data: null, timeoutMs: 50 }), {
       code: 'TIMEOUT',
       message: 'invocation timed out after 50ms',
     })
@@ -357,7 +357,7 @@ describe('triggers', () => {
     const consumer = await worker({ name: 'consumer' })
     consumer.send({ type: 'registertrigger', id: 'wh-1', trigger_type: 'webhook', function_id: 'orders::on', config: { path: '/a' }, metadata: { team: 'x' } })
     await eventually(async () => {
-      const info = (await t.engine.invoke({ function_id: 'engine::registered-triggers::info', data: { id: 'wh-1' } }).catch(() => null)) as { status: string } | null
+      const info = (await t.engine.inject({ function_id: 'engine::registered-triggers::info', data: { id: 'wh-1' } }).catch(() => null)) as { status: string } | null
       return info?.status === 'pending'
     })
     const provider = await worker({ name: 'provider' })
@@ -379,7 +379,7 @@ describe('triggers', () => {
     provider.send({ type: 'triggerregistrationresult', id: 'wh-2', trigger_type: 'webhook', function_id: 'orders::on', error: { code: 'trigger_registration_failed', message: 'path is required' } })
     const failure = await consumer.next((f) => f.type === 'triggerregistrationresult')
     assert.deepEqual(failure.error, { code: 'trigger_registration_failed', message: 'path is required' })
-    const listed = (await t.engine.invoke({ function_id: 'engine::registered-triggers::list', data: { trigger_type: 'webhook' } })) as {
+    const listed = (await t.engine.inject({ function_id: 'engine::registered-triggers::list', data: { trigger_type: 'webhook' } })) as {
       registered_triggers: Array<{ id: string; status: string; config_summary: string; worker_name: string }>
     }
     assert.deepEqual(
@@ -438,7 +438,7 @@ describe('triggers', () => {
     assert.deepEqual(refused.error, { code: 'trigger_registration_failed', message: 'trigger_registration_failed: every is required' })
     await caller.close()
     assert.equal(t.engine.triggers.getBinding(ok.result.id)?.status, 'active')
-    const removed = (await t.engine.invoke({ function_id: 'engine::unregister_trigger', data: { id: ok.result.id } })) as { removed: boolean }
+    const removed = (await t.engine.inject({ function_id: 'engine::unregister_trigger', data: { id: ok.result.id } })) as { removed: boolean }
     assert.equal(removed.removed, true)
   })
 })

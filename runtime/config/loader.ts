@@ -10,7 +10,7 @@ import { dirname, isAbsolute, resolve } from 'node:path'
 import { isMap, isScalar, isSeq } from 'yaml'
 import type { Document, Node, Pair } from 'yaml'
 import { describeFound as describe, YamlSource, type Fail } from './yaml-source.ts'
-import type { BuiltinEntry, EngineConfig, HttpFunctionsPolicy, ListenerConfig, LocalWorkerEntry } from '../engine/types.ts'
+import type { BuiltinEntry, EngineConfig, ExposeRule, HttpFunctionsPolicy, ListenerConfig, LocalWorkerEntry, RbacConfig } from '../engine/types.ts'
 import { LISTENER_DEFAULTS } from '../engine/types.ts'
 import {
   BUILTIN_ALIASES,
@@ -36,26 +36,10 @@ export const CONFIG_DEFAULTS = {
 /** Built-ins that run without an entry (builtins.md §1); `console` runs only when declared. */
 const DEFAULT_BUILTINS: readonly BuiltinName[] = BUILTIN_NAMES.filter((name) => name !== 'console')
 
-/** A `rbac` rule of `expose_functions` (protocol.md §13.3). */
-export type ExposeRule =
-  | string
-  | { match: string; namespace?: string }
-  | { metadata: Record<string, unknown>; namespace?: string }
+export type { ExposeRule, RbacConfig }
 
-/** The `rbac` block of a listener (protocol.md §13.1). */
-export interface RbacConfig {
-  auth_function_id?: string
-  expose_functions: ExposeRule[]
-  on_function_registration_function_id?: string
-  on_trigger_registration_function_id?: string
-  on_trigger_type_registration_function_id?: string
-}
-
-/** A listener with the access-control keys of protocol.md §12.3 that {@link ListenerConfig} lacks. */
-export interface LoadedListenerConfig extends ListenerConfig {
-  middleware_function_id?: string
-  rbac?: RbacConfig
-}
+/** A listener as config.yaml declares it (protocol.md §12.3). */
+export type LoadedListenerConfig = ListenerConfig
 
 /** `http_functions` (protocol.md §12.4), defaults applied. */
 export type HttpFunctionsConfig = HttpFunctionsPolicy

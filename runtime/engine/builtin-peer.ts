@@ -1,9 +1,12 @@
 /**
  * The in-process side of a built-in worker: a {@link Peer} for the registries and the
- * {@link LocalWorker} handle the built-in programs against (runtime/engine/types.ts).
+ * {@link LocalWorker} handle the built-in programs against (runtime/engine/types.ts). Its functions
+ * are replicas whose callee runs the handler in-process.
  */
 import { randomUUID } from 'node:crypto'
 import type { WorkerAnnounce } from 'svc-protocol'
+import { LocalCallee } from './callees.ts'
+import type { Replica } from './functions.ts'
 import type { Peer } from './peer.ts'
 import type {
   LocalFunctionOptions,
@@ -16,11 +19,11 @@ import type {
 
 /** What the engine core offers a built-in peer; implemented by `Engine`. */
 export interface BuiltinHost {
-  registerLocalFunction(peer: BuiltinPeer, id: string, handler: LocalHandler, options: LocalFunctionOptions): void
-  unregisterLocalFunction(peer: BuiltinPeer, id: string): void
+  addReplica(namespace: string, id: string, replica: Replica): void
+  removeReplica(peer: Peer, namespace: string, id: string): void
   registerLocalTriggerType(peer: BuiltinPeer, options: LocalTriggerTypeOptions, provider: LocalTriggerProvider): void
   unregisterLocalTriggerType(peer: BuiltinPeer, id: string): void
-  invokeLocal(request: LocalInvokeRequest, caller: Peer | null): Promise<unknown>
+  invokeAs(caller: Peer | null, request: LocalInvokeRequest): Promise<unknown>
   reportLocalTriggerResult(peer: BuiltinPeer, triggerId: string, error?: { code: string; message: string }): void
 }
 
@@ -48,11 +51,16 @@ export class BuiltinPeer implements Peer, LocalWorker {
   }
 
   registerFunction(id: string, handler: LocalHandler, options: LocalFunctionOptions = {}): void {
-    this.host.registerLocalFunction(this, id, handler, options)
+    const replica: Replica = { peer: this, callee: new LocalCallee(this, handler), wireIdJson: JSON.stringify(id) }
+    if (options.description !== undefined) replica.description = options.description
+    if (options.metadata !== undefined) replica.metadata = options.metadata
+    if (options.request_format !== undefined) replica.request_format = options.request_format
+    if (options.response_format !== undefined) replica.response_format = options.response_format
+    this.host.addReplica('default', id, replica)
   }
 
   unregisterFunction(id: string): void {
-    this.host.unregisterLocalFunction(this, id)
+    this.host.removeReplica(this, 'default', id)
   }
 
   registerTriggerType(options: LocalTriggerTypeOptions, provider: LocalTriggerProvider): void {
@@ -64,7 +72,7 @@ export class BuiltinPeer implements Peer, LocalWorker {
   }
 
   invoke(request: LocalInvokeRequest): Promise<unknown> {
-    return this.host.invokeLocal(request, this)
+    return this.host.invokeAs(this, request)
   }
 
   reportTriggerResult(triggerId: string, error?: { code: string; message: string }): void {

@@ -4,13 +4,13 @@
  * be objects (§6.7).
  */
 import { randomUUID } from 'node:crypto'
-import type { WorkerAnnounce } from 'svc-protocol'
-import { SvcError, Errors } from 'svc-protocol/errors'
-import type { BuiltinPeer } from './builtin-peer.ts'
+import { isInternalId, SvcError, Errors, type WorkerAnnounce } from 'svc-protocol'
+import type { AccessPolicy } from './access/policy.ts'
+import { BuiltinPeer } from './builtin-peer.ts'
 import type { Engine } from './engine.ts'
 import type { FunctionEntry } from './functions.ts'
 import type { Peer } from './peer.ts'
-import type { Binding, BindingInput, ProviderEntry } from './triggers.ts'
+import type { Binding, ProviderEntry } from './triggers.ts'
 import type { InvocationContext } from './types.ts'
 
 type Input = Record<string, unknown>
@@ -26,10 +26,6 @@ function optionalString(id: string, input: Input, field: string): string | undef
   if (v === undefined || v === null) return undefined
   if (typeof v !== 'string') throw Errors.invalidInput(id, `${field} must be a string`)
   return v
-}
-
-function isInternalId(id: string): boolean {
-  return id.startsWith('engine::') && !id.startsWith('engine::queue::')
 }
 
 /** FunctionSummary of protocol.md §11.1. */
@@ -79,6 +75,9 @@ export function registerEngineFunctions(engine: Engine, peer: BuiltinPeer): void
   const fn = (id: string, description: string, handler: (input: Input, context: InvocationContext) => unknown) =>
     peer.registerFunction(id, (data, context) => handler(objectInput(id, data), context), { description })
 
+  const visible = (access: AccessPolicy, entry: FunctionEntry) => access.canSee(entry.id, entry.namespace, entry.latest.metadata)
+  const bindingVisible = (access: AccessPolicy, b: Binding) => access.canSee(b.function_id, b.namespace, engine.functions.resolve(b.namespace, b.function_id)?.latest.metadata)
+
   const functionDetail = (entry: FunctionEntry) => {
     const latest = entry.latest
     const detail: Record<string, unknown> = functionSummary(entry)
@@ -118,7 +117,14 @@ export function registerEngineFunctions(engine: Engine, peer: BuiltinPeer): void
     active_invocations: p.activeInvocations,
   })
 
-  const lookupFunction = (functionId: string, namespace: string | undefined): FunctionEntry => {
+  /** `engine::functions::info` lookup (§11.1): strict with a namespace, else `default`, else a unique other one. */
+  const lookupFunction = (functionId: string, namespace: string | undefined, access: AccessPolicy): FunctionEntry => {
+    const entry = findFunction(functionId, namespace)
+    if (!visible(access, entry)) throw new SvcError('FORBIDDEN', `Function '${functionId}' is not visible to this session.`)
+    return entry
+  }
+
+  const findFunction = (functionId: string, namespace: string | undefined): FunctionEntry => {
     if (namespace !== undefined) {
       const entry = engine.functions.get(namespace, functionId)
       if (!entry) throw Errors.notFound(`Function '${functionId}' is not registered.`)
@@ -134,7 +140,7 @@ export function registerEngineFunctions(engine: Engine, peer: BuiltinPeer): void
     throw Errors.notFound(`Function '${functionId}' is not registered.`)
   }
 
-  fn('engine::functions::list', 'List registered functions', (input) => {
+  fn('engine::functions::list', 'List registered functions', (input, context) => {
     const id = 'engine::functions::list'
     const search = optionalString(id, input, 'search')
     const prefix = optionalString(id, input, 'prefix')
@@ -142,19 +148,20 @@ export function registerEngineFunctions(engine: Engine, peer: BuiltinPeer): void
     const namespace = optionalString(id, input, 'namespace')
     const workers = Array.isArray(input.workers) ? (input.workers as unknown[]).filter((w) => typeof w === 'string') : undefined
     const includeInternal = input.include_internal === true
-    const functions = [...engine.functions.entries()]
+    const functions = engine.functions
+      .list()
       .filter((e) => includeInternal || (!isInternalId(e.id) && e.latest.metadata?.internal !== true))
+      .filter((e) => visible(context.access, e))
       .filter((e) => namespace === undefined || e.namespace === namespace)
       .filter((e) => prefix === undefined || e.id.startsWith(prefix))
       .filter((e) => matchesSearch(search, e.id, e.latest.description))
       .filter((e) => worker === undefined || e.replicas.some((r) => r.peer.name === worker))
       .filter((e) => workers === undefined || e.replicas.some((r) => r.peer.name !== null && workers.includes(r.peer.name)))
-      .sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : a.namespace < b.namespace ? -1 : 1))
       .map(functionSummary)
     return { functions }
   })
 
-  fn('engine::functions::info', 'Describe one or more functions', (input) => {
+  fn('engine::functions::info', 'Describe one or more functions', (input, context) => {
     const id = 'engine::functions::info'
     const namespace = optionalString(id, input, 'namespace')
     const single = optionalString(id, input, 'function_id')
@@ -162,16 +169,16 @@ export function registerEngineFunctions(engine: Engine, peer: BuiltinPeer): void
     if ((single === undefined) === (batch === undefined || batch === null)) {
       throw Errors.invalidInput(id, 'give exactly one of function_id or function_ids')
     }
-    if (single !== undefined) return functionDetail(lookupFunction(single, namespace))
+    if (single !== undefined) return functionDetail(lookupFunction(single, namespace, context.access))
     if (!Array.isArray(batch) || batch.length === 0 || batch.length > 32 || batch.some((b) => typeof b !== 'string')) {
       throw Errors.invalidInput(id, 'function_ids must be an array of 1 to 32 strings')
     }
     return {
       functions: (batch as string[]).map((functionId) => {
         try {
-          return functionDetail(lookupFunction(functionId, namespace))
-        } catch {
-          return { function_id: functionId, error: 'not_found' }
+          return functionDetail(lookupFunction(functionId, namespace, context.access))
+        } catch (err) {
+          return { function_id: functionId, error: (err as SvcError).code === 'FORBIDDEN' ? 'forbidden' : 'not_found' }
         }
       }),
     }
@@ -203,7 +210,7 @@ export function registerEngineFunctions(engine: Engine, peer: BuiltinPeer): void
     return triggerTypeDetail(provider)
   })
 
-  fn('engine::registered-triggers::list', 'List registered triggers', (input) => {
+  fn('engine::registered-triggers::list', 'List registered triggers', (input, context) => {
     const id = 'engine::registered-triggers::list'
     const search = optionalString(id, input, 'search')
     const triggerType = optionalString(id, input, 'trigger_type')
@@ -214,6 +221,7 @@ export function registerEngineFunctions(engine: Engine, peer: BuiltinPeer): void
     const registered_triggers = engine.triggers
       .allBindings()
       .filter((b) => includeInternal || !b.function_id.startsWith('engine::'))
+      .filter((b) => bindingVisible(context.access, b))
       .filter((b) => triggerType === undefined || b.trigger_type === triggerType)
       .filter((b) => functionId === undefined || b.function_id === functionId)
       .filter((b) => worker === undefined || b.owner?.name === worker)
@@ -224,17 +232,17 @@ export function registerEngineFunctions(engine: Engine, peer: BuiltinPeer): void
     return { registered_triggers }
   })
 
-  fn('engine::registered-triggers::info', 'Describe a registered trigger', (input) => {
+  fn('engine::registered-triggers::info', 'Describe a registered trigger', (input, context) => {
     const id = 'engine::registered-triggers::info'
     const triggerId = optionalString(id, input, 'id')
     if (triggerId === undefined) throw Errors.invalidInput(id, 'id is required')
     const binding = engine.triggers.getBinding(triggerId)
-    if (!binding) throw Errors.notFound(`Registered trigger '${triggerId}' was not found.`)
+    if (!binding || !bindingVisible(context.access, binding)) throw Errors.notFound(`Registered trigger '${triggerId}' was not found.`)
     const detail: Record<string, unknown> = bindingSummary(binding)
     if (binding.metadata !== undefined) detail.metadata = binding.metadata
     detail.trigger = binding.deliveredTo ? triggerTypeDetail(binding.deliveredTo) : null
-    const fnEntry = engine.resolveFunction(binding.namespace, binding.function_id)
-    detail.function = fnEntry ? functionDetail(fnEntry) : null
+    const fnEntry = engine.functions.resolve(binding.namespace, binding.function_id)
+    detail.function = fnEntry && visible(context.access, fnEntry) ? functionDetail(fnEntry) : null
     return detail
   })
 
@@ -246,7 +254,6 @@ export function registerEngineFunctions(engine: Engine, peer: BuiltinPeer): void
     const namespace = optionalString(id, input, 'namespace')
     const workers = engine
       .listedPeers()
-      .filter((p) => !(p as { internal?: boolean }).internal)
       .map(workerSummary)
       .filter((w) => runtime === undefined || w.runtime === runtime)
       .filter((w) => status === undefined || w.status === status)
@@ -260,7 +267,7 @@ export function registerEngineFunctions(engine: Engine, peer: BuiltinPeer): void
     return { workers }
   })
 
-  fn('engine::workers::info', 'Describe a worker', (input) => {
+  fn('engine::workers::info', 'Describe a worker', (input, context) => {
     const id = 'engine::workers::info'
     const workerId = optionalString(id, input, 'id')
     const name = optionalString(id, input, 'name')
@@ -278,23 +285,22 @@ export function registerEngineFunctions(engine: Engine, peer: BuiltinPeer): void
     const peer = matches[0]
     if (!peer) throw Errors.notFound(`Worker '${name ?? workerId}' is not connected.`)
     const worker: Record<string, unknown> = { ...workerSummary(peer), internal: false }
-    if (peer.kind === 'builtin') {
-      const b = peer as BuiltinPeer
-      worker.listen_urls = b.listenUrls
-      if (b.lastConfigError !== undefined) worker.last_config_error = b.lastConfigError
+    if (isBuiltin(peer)) {
+      worker.listen_urls = peer.listenUrls
+      if (peer.lastConfigError !== undefined) worker.last_config_error = peer.lastConfigError
     }
     return {
       worker,
-      functions: [...engine.functions.entries()].filter((e) => e.replicas.some((r) => r.peer === peer)).map(functionSummary),
+      functions: engine.functions.ofPeer(peer).filter((e) => visible(context.access, e)).map(functionSummary),
       trigger_types: [...engine.triggers.providers()].filter((p) => p.peer === peer).map(triggerTypeSummary),
-      registered_triggers: engine.triggers.allBindings().filter((b) => b.owner === peer).map(bindingSummary),
+      registered_triggers: engine.triggers.allBindings().filter((b) => b.owner === peer && bindingVisible(context.access, b)).map(bindingSummary),
       matching_ids: matches.map((p) => p.workerId),
     }
   })
 
-  fn('engine::workers::register', 'Worker announce', (input, context) => engine.announce(context.caller_worker_id, input as WorkerAnnounce))
+  fn('engine::workers::register', 'Worker announce', (input, context) => engine.announce(context.caller, input as WorkerAnnounce))
 
-  fn('engine::register_trigger', 'Register a trigger owned by no connection', (input) => {
+  fn('engine::register_trigger', 'Register a trigger owned by no connection', async (input, context) => {
     const id = 'engine::register_trigger'
     const triggerType = optionalString(id, input, 'trigger_type')
     const functionId = optionalString(id, input, 'function_id')
@@ -302,20 +308,17 @@ export function registerEngineFunctions(engine: Engine, peer: BuiltinPeer): void
     if (functionId === undefined) throw Errors.invalidInput(id, 'function_id is required')
     const namespace = optionalString(id, input, 'namespace')
     const triggerNamespace = optionalString(id, input, 'trigger_namespace')
-    if ((namespace !== undefined && namespace.trim() === '') || (triggerNamespace !== undefined && triggerNamespace.trim() === '')) {
-      throw Errors.invalidNamespace()
-    }
-    const binding: BindingInput = {
+    const prepared = await engine.prepareBinding(context.access, {
       id: randomUUID(),
       trigger_type: triggerType,
       function_id: functionId,
       config: input.config ?? {},
-      namespace: namespace ?? 'default',
-      owner: null,
-    }
-    if (input.metadata !== undefined && input.metadata !== null) binding.metadata = input.metadata
-    if (triggerNamespace !== undefined) binding.trigger_namespace = triggerNamespace
-    return awaitProviderAnswer(engine, engine.triggers.addBinding(binding))
+      metadata: input.metadata,
+      namespace,
+      trigger_namespace: triggerNamespace,
+    })
+    if (prepared instanceof SvcError) throw prepared
+    return awaitProviderAnswer(engine, engine.triggers.addBinding(prepared))
   })
 
   fn('engine::unregister_trigger', 'Remove a trigger', (input) => {
@@ -336,4 +339,8 @@ async function awaitProviderAnswer(engine: Engine, binding: Binding): Promise<{ 
     throw new SvcError('trigger_registration_failed', `${error?.code ?? 'error'}: ${error?.message ?? 'refused'}`)
   }
   return { id: binding.id }
+}
+
+function isBuiltin(peer: Peer): peer is BuiltinPeer {
+  return peer instanceof BuiltinPeer
 }

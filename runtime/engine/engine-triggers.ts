@@ -18,10 +18,13 @@ export class EngineTriggers {
   private readonly workerBindings = new Map<string, BindingInfo>()
   private readonly functionBindings = new Map<string, BindingInfo>()
   private functionsTimer: NodeJS.Timeout | undefined
-  private readonly listFunctions: () => unknown[]
+  private readonly listFunctions: (binding: BindingInfo) => unknown[]
 
-  /** `listFunctions` returns the FunctionSummary list a fire carries (every namespace, internal included). */
-  constructor(peer: BuiltinPeer, log: Logger, listFunctions: () => unknown[]) {
+  /**
+   * `listFunctions` returns the FunctionSummary list a fire carries to one binding: every function
+   * its owner's session may see, in every namespace, internal ones included (§11.6).
+   */
+  constructor(peer: BuiltinPeer, log: Logger, listFunctions: (binding: BindingInfo) => unknown[]) {
     this.peer = peer
     this.log = log
     this.listFunctions = listFunctions
@@ -40,7 +43,7 @@ export class EngineTriggers {
   }
 
   workerEvent(event: WorkerEvent, workerId: string): void {
-    if (this.workerBindings.size > 0) this.fire(this.workerBindings, { event, worker_id: workerId })
+    if (this.workerBindings.size > 0) this.fire(this.workerBindings, () => ({ event, worker_id: workerId }))
   }
 
   /** Call after any change of the registered function set; fires once per 500 ms window. */
@@ -48,7 +51,7 @@ export class EngineTriggers {
     if (this.functionBindings.size === 0 || this.functionsTimer) return
     this.functionsTimer = setTimeout(() => {
       this.functionsTimer = undefined
-      this.fire(this.functionBindings, { event: 'functions_changed', functions: this.listFunctions() })
+      this.fire(this.functionBindings, (binding) => ({ event: 'functions_changed', functions: this.listFunctions(binding) }))
     }, FUNCTIONS_AVAILABLE_DEBOUNCE_MS)
     this.functionsTimer.unref()
   }
@@ -58,9 +61,14 @@ export class EngineTriggers {
     this.functionsTimer = undefined
   }
 
-  private fire(bindings: Map<string, BindingInfo>, data: unknown): void {
+  private fire(bindings: Map<string, BindingInfo>, payload: (binding: BindingInfo) => unknown): void {
     for (const binding of bindings.values()) {
-      const request: Parameters<BuiltinPeer['invoke']>[0] = { function_id: binding.function_id, data, namespace: binding.namespace, action: { type: 'void' } }
+      const request: Parameters<BuiltinPeer['invoke']>[0] = {
+        function_id: binding.function_id,
+        data: payload(binding),
+        namespace: binding.namespace,
+        action: { type: 'void' },
+      }
       if (binding.metadata !== undefined) request.metadata = binding.metadata
       this.peer.invoke(request).catch((err: unknown) => this.log.debug(`${binding.trigger_type} delivery failed`, { error: String(err) }))
     }

@@ -1,35 +1,66 @@
 /**
- * The svc engine: worker listeners, the function and trigger registries, invocation routing and
- * the lifecycle of the built-in workers (protocol.md §2–§8, §11).
+ * The svc engine: worker listeners, sessions, the function and trigger registries, the invocation
+ * pipeline, access control and the lifecycle of the built-in workers (protocol.md §2–§8, §11, §13).
+ * `docs/architecture.md` shows how the parts fit.
+ *
+ * Sessions run over any {@link Transport}: the listeners hand over WebSocket transports, and
+ * {@link Engine.connect} accepts in-memory ones, so the whole session protocol runs without sockets
+ * in tests. {@link Engine.inject} runs one invocation in-process (Fastify's `inject()` idea).
  *
  * @example
- * const engine = new Engine(config)
+ * const engine = new Engine(config, { builtins: createBuiltins(config) })
  * await engine.start()
  * console.log(engine.workerUrls)          // ['ws://127.0.0.1:49134']
- * await engine.invoke({ function_id: 'state::get', data: { scope: 'links', key: 'abc' } })
+ * await engine.inject({ function_id: 'state::get', data: { scope: 'links', key: 'abc' } })
  * await engine.stop()
  */
-import { randomUUID } from 'node:crypto'
+import { randomBytes } from 'node:crypto'
 import { mkdir } from 'node:fs/promises'
-import type { ErrorBody, InvokeFunctionMessage, Message, WorkerAnnounce } from 'svc-protocol'
-import { decodeFrame } from '../protocol/codec.ts'
-import { SvcError, Errors, RejectionMessages, errorBodyOf } from 'svc-protocol/errors'
+import { isIP } from 'node:net'
+import {
+  decodeFrame,
+  encodeFrame,
+  encodeRegisterTrigger,
+  encodeTriggerResult,
+  ENGINE_PREFIX,
+  errorBodyOf,
+  Errors,
+  idProblem,
+  RejectionMessages,
+  RESERVED_FUNCTION_IDS,
+  RESERVED_TRIGGER_TYPES,
+  SvcError,
+  type AuthInput,
+  type Decoded,
+  type ErrorBody,
+  type InboundInvoke,
+  type InboundMessage,
+  type PeerInfo,
+  type RegisterFunctionMessage,
+  type RegisterTriggerMessage,
+  type RegisterTriggerTypeMessage,
+  type RejectionReason,
+  type Transport,
+  type WorkerAnnounce,
+} from 'svc-protocol'
+import { AccessPolicy, ListenerAccess, PERMISSIVE, readAuthResult } from './access/policy.ts'
 import { BuiltinPeer, type BuiltinHost } from './builtin-peer.ts'
-import { Connection } from './connection.ts'
+import { DEFAULT_LEG_LIMITS, HttpCallee, LegTable, RemoteCallee, type LegLimits } from './callees.ts'
 import { functionSummary, registerEngineFunctions } from './engine-functions.ts'
 import { EngineTriggers } from './engine-triggers.ts'
-import { FunctionRegistry, type FunctionEntry, type Replica } from './functions.ts'
-import { invokeOverHttp } from './http-invoke.ts'
-import { Listener } from './listener.ts'
+import { FunctionRegistry, type Replica } from './functions.ts'
+import { Keepalive } from './keepalive.ts'
+import { Listener, type LinkKind } from './listener.ts'
 import { consoleLogger } from './logger.ts'
 import type { Peer } from './peer.ts'
+import { DiscardReply, InvocationPipeline, PromiseReply, RelayReply, type Invocation, type PipelineHost } from './pipeline.ts'
+import { MAX_BUFFERED_FRAMES, Session } from './session.ts'
 import { TriggerRegistry, type Binding, type BindingInput, type ProviderEntry } from './triggers.ts'
 import type {
+  BindingInfo,
   BuiltinWorker,
   EngineConfig,
-  InvocationContext,
-  LocalFunctionOptions,
-  LocalHandler,
+  ListenerConfig,
   LocalInvokeRequest,
   LocalTriggerProvider,
   LocalTriggerTypeOptions,
@@ -38,80 +69,63 @@ import type {
 
 export const ENGINE_VERSION = '0.1.0'
 
-/** Ids served by the engine and its always-on workers; workers cannot register them (§6.9). */
-const RESERVED_FUNCTION_IDS = new Set([
-  'engine::functions::list',
-  'engine::functions::info',
-  'engine::triggers::list',
-  'engine::triggers::info',
-  'engine::registered-triggers::list',
-  'engine::registered-triggers::info',
-  'engine::workers::list',
-  'engine::workers::info',
-  'engine::workers::register',
-  'engine::register_trigger',
-  'engine::unregister_trigger',
-  'engine::channels::create',
-  'engine::log::info',
-  'engine::log::warn',
-  'engine::log::error',
-  'engine::log::debug',
-  'engine::log::trace',
-  'engine::logs::list',
-  'engine::logs::clear',
-  'engine::traces::list',
-  'engine::traces::tree',
-  'engine::traces::clear',
-  'engine::traces::group_by',
-  'engine::metrics::list',
-  'engine::baggage::get',
-  'engine::baggage::set',
-  'engine::baggage::get_all',
-  'engine::health::check',
-])
-const RESERVED_TRIGGER_TYPES = new Set(['engine::functions-available', 'engine::workers-available'])
-
-/** One leg of an invocation waiting for a worker's `invocationresult` (§6.2). */
-interface Leg {
-  readonly callee: Connection
-  /** Remote caller to relay the result to; null for engine-originated and void calls. */
-  readonly caller: Connection | null
-  readonly callerInvocationId: string | undefined
-  /** JSON of the function id the caller asked for, used in the relayed result. */
-  readonly requestedIdJson: string
-  resolve?: (value: unknown) => void
-  reject?: (error: SvcError) => void
-  timer?: NodeJS.Timeout
-}
-
 export interface EngineOptions {
   log?: Logger
-  /** Built-in workers to run; default: every enabled worker of `createBuiltins()`. */
+  /** Built-in workers to run (the composition root passes them, e.g. `createBuiltins(config)`); default none. */
   builtins?: BuiltinWorker[]
+  /** Bounds on open invocations (defaults {@link DEFAULT_LEG_LIMITS}). */
+  limits?: Partial<LegLimits>
 }
 
-export class Engine implements BuiltinHost {
+/** A refusal by a registration hook (§13.5). */
+class HookDenied extends Error {
+  readonly hook: string
+  readonly detail: string
+  constructor(hook: string, detail: string) {
+    super(RejectionMessages.hookDenied(hook, detail))
+    this.hook = hook
+    this.detail = detail
+  }
+}
+
+/** Where a session's registrations ended up, so that unregistering by the sent id finds them. */
+interface SessionIds {
+  /** Sent function id → stored id (prefix and hook mapping applied). */
+  functions: Map<string, string>
+  /** Sent trigger id → stored trigger id. */
+  triggers: Map<string, string>
+}
+
+export class Engine implements BuiltinHost, PipelineHost {
   readonly config: EngineConfig
   readonly log: Logger
   readonly functions = new FunctionRegistry()
   readonly triggers: TriggerRegistry
-  readonly connections = new Map<string, Connection>()
-  readonly builtinPeers = new Map<string, BuiltinPeer>()
-  private readonly legs = new Map<string, Leg>()
+  readonly pipeline: InvocationPipeline
+  readonly internalTimeoutMs: number
+  readonly backpressureBytes: number
+  private readonly sessions = new Map<string, Session>()
+  private readonly ids = new WeakMap<Session, SessionIds>()
+  private readonly builtinPeers = new Map<string, BuiltinPeer>()
+  private readonly legs: LegTable
   private readonly listeners: Listener[] = []
-  private readonly requestedBuiltins: BuiltinWorker[] | undefined
+  private readonly keepalives = new Map<ListenerConfig, Keepalive>()
+  private readonly access = new Map<ListenerConfig, ListenerAccess>()
+  private readonly builtins: BuiltinWorker[]
   private readonly runningBuiltins: BuiltinWorker[] = []
   private readonly enginePeer: BuiltinPeer
   private engineTriggers: EngineTriggers | undefined
-  private readonly backpressureBytes: number
   private started = false
   private stopping = false
 
   constructor(config: EngineConfig, options: EngineOptions = {}) {
     this.config = config
     this.log = options.log ?? consoleLogger('engine')
-    this.requestedBuiltins = options.builtins
+    this.builtins = options.builtins ?? []
+    this.internalTimeoutMs = config.internal_invocation_timeout_ms
     this.backpressureBytes = Math.min(...config.listeners.map((l) => l.backpressure_bytes), Infinity)
+    this.legs = new LegTable({ ...DEFAULT_LEG_LIMITS, ...options.limits })
+    this.pipeline = new InvocationPipeline(this)
     this.triggers = new TriggerRegistry({
       deliver: (provider, binding) => this.deliverBinding(provider, binding),
       withdraw: (provider, binding) => this.withdrawBinding(provider, binding),
@@ -135,32 +149,32 @@ export class Engine implements BuiltinHost {
     if (this.started) throw new Error('engine already started')
     this.started = true
     await mkdir(this.config.data_dir, { recursive: true })
+    for (const listener of this.config.listeners) {
+      if (listener.rbac) this.access.set(listener, new ListenerAccess(listener.rbac, listener.middleware_function_id))
+    }
     registerEngineFunctions(this, this.enginePeer)
-    this.engineTriggers = new EngineTriggers(this.enginePeer, this.log, () =>
-      [...this.functions.entries()].sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0)).map(functionSummary),
-    )
+    this.engineTriggers = new EngineTriggers(this.enginePeer, this.log, (binding) => this.functionsVisibleTo(binding))
     try {
-      for (const listenerConfig of this.config.listeners) {
-        const listener = new Listener(listenerConfig, this.log, (socket, request) =>
-          this.acceptConnection(socket, listenerConfig, request.socket.remoteAddress ?? null),
-        )
+      for (const config of this.config.listeners) {
+        const listener = new Listener(config, this.log, (transport, kind, info) => this.accept(transport, kind, info, config))
         await listener.start()
         this.listeners.push(listener)
+        this.keepalives.set(config, new Keepalive(config.ping_interval_ms, config.idle_timeout_ms, this.log))
+        if (!config.rbac && !isLoopback(config.host)) {
+          this.log.warn(
+            `worker listener ${listener.url} accepts connections from other hosts and has no rbac block: any client can register and invoke every function`,
+            { host: config.host },
+          )
+        }
       }
-      const workers = this.requestedBuiltins ?? (await defaultBuiltins(this.config))
-      for (const worker of workers) {
+      for (const worker of this.builtins) {
         const entry = this.config.builtins[worker.name]
         if (entry && entry.enabled === false) continue
         const peer = new BuiltinPeer(this, worker.name, ENGINE_VERSION)
         this.builtinPeers.set(worker.name, peer)
         this.runningBuiltins.push(worker)
         await worker.start(
-          {
-            worker: peer,
-            dataDir: this.config.data_dir,
-            internalInvocationTimeoutMs: this.config.internal_invocation_timeout_ms,
-            log: this.log,
-          },
+          { worker: peer, dataDir: this.config.data_dir, internalInvocationTimeoutMs: this.internalTimeoutMs, log: this.log },
           entry?.config,
         )
       }
@@ -170,16 +184,17 @@ export class Engine implements BuiltinHost {
     }
   }
 
-  /** Closes every connection (code 1001), stops the built-ins and the listeners. Idempotent. */
+  /** Closes every session (code 1001), stops the built-ins and the listeners. Idempotent. */
   async stop(): Promise<void> {
     if (this.stopping) return
     this.stopping = true
     this.engineTriggers?.stop()
-    for (const connection of [...this.connections.values()]) {
-      connection.socket.close(1001, 'engine shutting down')
-      this.cleanup(connection)
+    for (const session of [...this.sessions.values()]) {
+      session.transport.close(1001, 'engine shutting down')
+      this.cleanup(session)
     }
     await Promise.all(this.listeners.map((l) => l.stop()))
+    for (const keepalive of this.keepalives.values()) keepalive.stop()
     for (const worker of [...this.runningBuiltins].reverse()) {
       try {
         await worker.stop()
@@ -189,189 +204,296 @@ export class Engine implements BuiltinHost {
       const peer = this.builtinPeers.get(worker.name)
       if (peer) this.removeBuiltinPeer(peer)
     }
-    for (const leg of this.legs.values()) {
-      if (leg.timer) clearTimeout(leg.timer)
-      leg.reject?.(Errors.invocationStopped())
-    }
-    this.legs.clear()
   }
 
   /**
-   * Runs one invocation in-process, like a worker's `trigger` (Fastify's `inject()` idea): routing,
-   * fallback and timeouts are those of an engine-originated call (§6.5).
+   * Runs one invocation in-process, without sockets (Fastify's `inject()` idea): the whole
+   * pipeline with the routing, fallback and timeouts of an engine-originated call (§6.5).
+   * @returns the result (undefined when none); a void action resolves at once.
    * @throws SvcError with the wire code of the failure.
    */
-  invoke(request: LocalInvokeRequest): Promise<unknown> {
-    return this.invokeLocal(request, null)
+  inject(request: LocalInvokeRequest): Promise<unknown> {
+    return this.invokeAs(null, request)
   }
 
-  // ---- connections ---------------------------------------------------------------------------
+  /**
+   * Accepts a worker session over any transport, as if it had connected to a listener (the first
+   * by default; its access rules apply). With an in-memory transport this runs the whole session
+   * protocol without sockets.
+   */
+  connect(transport: Transport, info: Partial<PeerInfo> = {}, listener: ListenerConfig = this.config.listeners[0]!): void {
+    this.accept(transport, 'worker', { ip: info.ip ?? null, headers: info.headers ?? {}, query: info.query ?? {} }, listener)
+  }
 
-  private acceptConnection(socket: import('ws').WebSocket, listenerConfig: EngineConfig['listeners'][number], ip: string | null): void {
-    const connection = new Connection(socket, listenerConfig, ip)
-    this.connections.set(connection.workerId, connection)
-    connection.graceTimer = setTimeout(() => this.resolveNamespace(connection, 'default'), this.config.registration_namespace_grace_ms)
-    socket.on('message', (data, isBinary) => {
-      if (!connection.alive) return
-      this.onFrame(connection, decodeFrame(data as Buffer, isBinary))
+  // ---- queries -------------------------------------------------------------------------------
+
+  /** Workers listed by `engine::workers::*`: open sessions and running built-ins. */
+  listedPeers(): Peer[] {
+    return [...this.sessions.values(), ...[...this.builtinPeers.values()].filter((p) => !p.internal)]
+  }
+
+  peerById(workerId: string): Peer | undefined {
+    return this.sessions.get(workerId) ?? [...this.builtinPeers.values()].find((p) => p.workerId === workerId && !p.internal)
+  }
+
+  /** Open sessions, most recent last. */
+  openSessions(): Session[] {
+    return [...this.sessions.values()]
+  }
+
+  /** The access rules a peer acts under: a session's own, permissive for built-ins. */
+  accessOf(peer: Peer | null | undefined): AccessPolicy {
+    return peer instanceof Session ? peer.access : PERMISSIVE
+  }
+
+  // ---- sessions ------------------------------------------------------------------------------
+
+  private accept(transport: Transport, kind: LinkKind, info: PeerInfo, listener: ListenerConfig): void {
+    if (this.stopping) {
+      transport.terminate()
+      return
+    }
+    const keepalive = this.keepalives.get(listener)
+    const touch = keepalive?.track(transport) ?? noop
+    const listenerAccess = this.access.get(listener)
+    if (kind === 'telemetry') return this.acceptTelemetry(transport, listenerAccess, info, touch, keepalive)
+    const session = new Session(transport, listener, info)
+    transport.setHandlers({
+      message: (data, isBinary) => {
+        touch()
+        this.receive(session, data, isBinary)
+      },
+      alive: touch,
+      close: () => {
+        keepalive?.untrack(transport)
+        this.cleanup(session)
+      },
+      error: (err) => this.log.debug('worker socket error', { worker_id: session.workerId, error: err.message }),
     })
-    socket.on('close', () => this.cleanup(connection))
-    socket.on('error', (err) => {
-      this.log.debug('worker socket error', { worker_id: connection.workerId, error: err.message })
-    })
-    connection.send(
-      JSON.stringify({ type: 'workerregistered', worker_id: connection.workerId, reattach_token: connection.reattachToken }),
+    if (listenerAccess?.rbac.auth_function_id === undefined) {
+      this.open(session, listenerAccess === undefined ? PERMISSIVE : new AccessPolicy(listenerAccess))
+      return
+    }
+    this.authenticate(listenerAccess, info).then(
+      (policy) => this.open(session, policy),
+      (error: ErrorBody) => this.refuse(session.transport, error, () => session.retire()),
     )
-    this.engineTriggers?.workerEvent('worker_connected', connection.workerId)
   }
 
-  private onFrame(connection: Connection, decoded: ReturnType<typeof decodeFrame>): void {
-    switch (decoded.kind) {
-      case 'message':
-        if (connection.shouldHold(decoded.message)) {
-          if (connection.hold(decoded.message)) this.resolveNamespace(connection, 'default')
-          return
-        }
-        this.handleMessage(connection, decoded.message)
+  /**
+   * Runs the listener's auth function (§3.1 step 1, §13.2) and builds the session's rules from its
+   * result. Rejects with the AUTH_ERROR body to send.
+   */
+  private async authenticate(listenerAccess: ListenerAccess, info: PeerInfo): Promise<AccessPolicy> {
+    const input: AuthInput = { headers: { ...info.headers }, query_params: { ...info.query }, ip_address: info.ip ?? '' }
+    let result: unknown
+    try {
+      result = await this.invokeAs(null, { function_id: listenerAccess.rbac.auth_function_id!, data: input, timeoutMs: this.internalTimeoutMs })
+    } catch (err) {
+      throw Errors.authFailed(errorBodyOf(err).message).toErrorBody()
+    }
+    if (result === undefined || result === null) throw Errors.authNoResult().toErrorBody()
+    const read = readAuthResult(result)
+    if (typeof read === 'string') throw Errors.authInvalidResult(read).toErrorBody()
+    return new AccessPolicy(listenerAccess, read)
+  }
+
+  /** Sends the AUTH_ERROR frame and closes with 1008 (§3.1, §5.15); nothing is registered. */
+  private refuse(transport: Transport, error: ErrorBody, retire: () => void): void {
+    retire()
+    if (!transport.isOpen) return
+    this.log.info(`connection refused by the auth function: ${error.message}`)
+    transport.send(encodeFrame({ type: 'error', error }))
+    transport.close(1008, 'authentication failed')
+  }
+
+  /** Session start, steps 2–6 of §3.1. */
+  private open(session: Session, access: AccessPolicy): void {
+    if (session.state !== 'authenticating' || !session.transport.isOpen || this.stopping) return
+    session.access = access
+    session.state = 'open'
+    session.callee = new RemoteCallee(session, this.legs)
+    this.ids.set(session, { functions: new Map(), triggers: new Map() })
+    this.sessions.set(session.workerId, session)
+    session.graceTimer = setTimeout(() => this.resolveNamespace(session, 'default'), this.config.registration_namespace_grace_ms)
+    session.send(encodeFrame({ type: 'workerregistered', worker_id: session.workerId, reattach_token: session.reattachToken }))
+    this.engineTriggers?.workerEvent('worker_connected', session.workerId)
+    session.blocked = false
+    this.drain(session)
+  }
+
+  /** `/otel` (§10.2): authenticated like `/`, never registered; a JSON ping is answered, telemetry dropped until the observability worker lands. */
+  private acceptTelemetry(transport: Transport, listenerAccess: ListenerAccess | undefined, info: PeerInfo, touch: () => void, keepalive: Keepalive | undefined): void {
+    let accepted = listenerAccess?.rbac.auth_function_id === undefined
+    transport.setHandlers({
+      message: (data, isBinary) => {
+        touch()
+        if (!accepted || isBinary) return
+        const text = typeof data === 'string' ? data : Buffer.from(data).toString()
+        if (text.length < 64 && /"type"\s*:\s*"ping"/.test(text)) transport.send('{"type":"pong"}')
+      },
+      alive: touch,
+      close: () => keepalive?.untrack(transport),
+    })
+    if (accepted) return
+    this.authenticate(listenerAccess!, info).then(
+      () => {
+        accepted = true
+      },
+      (error: ErrorBody) => this.refuse(transport, error, noop),
+    )
+  }
+
+  /** An inbound frame: handled now, or queued behind an asynchronous step that is still running. */
+  private receive(session: Session, data: string | Uint8Array, isBinary: boolean): void {
+    if (session.state === 'closed') return
+    if (session.blocked || session.backlog.length > 0) {
+      if (session.backlog.length >= MAX_BUFFERED_FRAMES) {
+        this.log.warn('closing a connection that sent too many frames while its session was busy', { worker_id: session.workerId })
+        session.transport.close(1008, `more than ${MAX_BUFFERED_FRAMES} frames queued`)
         return
-      case 'telemetry':
-      case 'ignored':
-        if (decoded.kind === 'ignored' && decoded.reason) this.log.debug(`ignored frame: ${decoded.reason}`)
-        return
-      case 'malformed':
-        this.onMalformed(connection, decoded.reason, decoded.raw)
+      }
+      session.backlog.push({ data, isBinary })
+      return
+    }
+    this.process(session, decodeFrame(data, isBinary))
+  }
+
+  /** Takes queued frames in order until the queue is empty or a step blocks it again. */
+  private drain(session: Session): void {
+    const backlog = session.backlog
+    while (!session.blocked && backlog.length > 0 && session.state !== 'closed') {
+      const item = backlog.shift()!
+      if ('type' in item) this.step(session, item)
+      else this.process(session, decodeFrame(item.data, item.isBinary))
     }
   }
 
+  /** The error boundary of one frame: whatever happens, the engine keeps running. */
+  private process(session: Session, decoded: Decoded): void {
+    try {
+      switch (decoded.kind) {
+        case 'message':
+          if (session.shouldHold(decoded.message)) {
+            if (session.hold(decoded.message)) this.resolveNamespace(session, 'default')
+            return
+          }
+          this.step(session, decoded.message)
+          return
+        case 'telemetry':
+          return
+        case 'ignored':
+          if (decoded.reason) this.log.debug(`ignored frame: ${decoded.reason}`)
+          return
+        case 'malformed':
+          this.onMalformed(session, decoded.reason, decoded.raw)
+      }
+    } catch (err) {
+      this.frameFailed(session, err)
+    }
+  }
+
+  /** Handles one message; an asynchronous handling (a hook) holds the session's later frames. */
+  private step(session: Session, message: InboundMessage): void {
+    let pending: Promise<void> | void
+    try {
+      pending = this.handleMessage(session, message)
+    } catch (err) {
+      this.frameFailed(session, err)
+      return
+    }
+    if (pending === undefined) return
+    session.blocked = true
+    pending
+      .catch((err: unknown) => this.frameFailed(session, err))
+      .finally(() => {
+        session.blocked = false
+        this.drain(session)
+      })
+  }
+
+  private frameFailed(session: Session, err: unknown): void {
+    const errorId = randomBytes(6).toString('hex')
+    this.log.error('a frame could not be handled; the connection stays open', {
+      worker_id: session.workerId,
+      error_id: errorId,
+      error: err instanceof Error ? (err.stack ?? err.message) : String(err),
+    })
+  }
+
   /** Answers malformed frames that owe a reply (§3.5); logs the rest. */
-  private onMalformed(connection: Connection, reason: string, raw: Record<string, unknown> | undefined): void {
+  private onMalformed(session: Session, reason: string, raw: Record<string, unknown> | undefined): void {
     const type = raw?.type
     const invocationId = raw?.invocation_id
     const action = raw?.action as { type?: unknown } | undefined
     const isVoid = typeof action === 'object' && action !== null && action.type === 'void'
+    const text = (v: unknown) => (typeof v === 'string' && idProblem(v) === undefined ? v : '')
     if (typeof invocationId === 'string' && !isVoid && (type === 'invokefunction' || typeof type !== 'string')) {
-      const functionId = typeof raw?.function_id === 'string' ? raw.function_id : ''
-      connection.send(resultFrame(invocationId, JSON.stringify(functionId), undefined, Errors.invalidMessage(reason).toErrorBody()))
+      new RelayReply(session, invocationId, JSON.stringify(text(raw?.function_id))).error(Errors.invalidMessage(reason).toErrorBody())
       return
     }
-    if ((type === 'registerfunction' || type === 'registertriggertype') && (typeof raw?.id !== 'string' || raw.id === '')) {
-      this.reject(connection, 'invalid', RejectionMessages.invalid(), type === 'registerfunction' ? { function_id: '' } : { trigger_type_id: '' })
-      return
+    if (type === 'registerfunction' || type === 'registertriggertype') {
+      const id = raw?.id
+      if (typeof id !== 'string' || id === '') {
+        this.reject(session, 'invalid', RejectionMessages.invalid(), session.namespace, type === 'registerfunction' ? { function_id: '' } : { trigger_type_id: '' })
+        return
+      }
+      const problem = idProblem(id)
+      if (problem !== undefined) {
+        this.reject(session, 'invalid', RejectionMessages.invalidId(problem), session.namespace, type === 'registerfunction' ? { function_id: '' } : { trigger_type_id: '' })
+        return
+      }
     }
     if (type === 'registertrigger' && typeof raw?.id === 'string') {
-      connection.send(
-        JSON.stringify({
-          type: 'triggerregistrationresult',
-          id: raw.id,
-          trigger_type: typeof raw.trigger_type === 'string' ? raw.trigger_type : '',
-          function_id: typeof raw.function_id === 'string' ? raw.function_id : '',
-          error: Errors.invalidMessage(reason).toErrorBody(),
-        }),
-      )
+      session.send(encodeTriggerResult(text(raw.id), text(raw.trigger_type), text(raw.function_id), Errors.invalidMessage(reason).toErrorBody()))
       return
     }
-    this.log.warn(`malformed frame ignored: ${reason}`, { worker_id: connection.workerId })
+    this.log.warn(`malformed frame ignored: ${reason}`, { worker_id: session.workerId })
   }
 
-  private resolveNamespace(connection: Connection, namespace: string): void {
-    if (connection.namespaceResolved || !connection.alive) return
-    for (const message of connection.resolveNamespace(namespace)) {
-      if (!connection.alive) return
-      this.handleMessage(connection, message)
-    }
+  private resolveNamespace(session: Session, namespace: string): void {
+    if (session.namespaceResolved || session.state !== 'open') return
+    const held = session.resolveNamespace(namespace)
+    if (held.length === 0) return
+    // Held frames go before anything that arrived later (§3.4), even if one of them blocks.
+    session.backlog.unshift(...held)
+    this.drain(session)
   }
 
-  private handleMessage(connection: Connection, message: Message): void {
+  private handleMessage(session: Session, message: InboundMessage): Promise<void> | void {
     switch (message.type) {
       case 'invokefunction':
-        this.invokeFromConnection(connection, message)
-        return
+        return this.invokeFromSession(session, message)
       case 'invocationresult':
-        this.onInvocationResult(connection, message.invocation_id, message.result, message.error)
-        return
-      case 'registerfunction': {
-        const { id } = message
-        if (id === '') return this.reject(connection, 'invalid', RejectionMessages.invalid(), { function_id: '' })
-        if (RESERVED_FUNCTION_IDS.has(id)) {
-          return this.reject(connection, 'reserved_id', RejectionMessages.reservedId(id), { function_id: id })
-        }
-        if (id.startsWith('engine::') && connection.namespace !== 'default') {
-          return this.reject(connection, 'reserved_id', RejectionMessages.engineIdOutsideDefault(), { function_id: id })
-        }
-        const replica: Replica = { peer: connection }
-        if (message.description !== undefined) replica.description = message.description
-        if (message.request_format !== undefined) replica.request_format = message.request_format
-        if (message.response_format !== undefined) replica.response_format = message.response_format
-        if (message.metadata !== undefined) replica.metadata = message.metadata
-        if (message.invocation !== undefined) replica.invocation = message.invocation
-        if (this.functions.add(connection.namespace, id, replica)) this.engineTriggers?.functionsChanged()
+        return this.legs.complete(session, message.invocation_id, message.result, message.error)
+      case 'registerfunction':
+        return this.registerFunction(session, message)
+      case 'unregisterfunction': {
+        const ids = this.ids.get(session)!
+        const stored = ids.functions.get(message.id) ?? session.access.stored(message.id)
+        ids.functions.delete(message.id)
+        if (this.functions.remove(session.namespace, stored, session)) this.engineTriggers?.functionsChanged()
         return
       }
-      case 'unregisterfunction':
-        if (this.functions.remove(connection.namespace, message.id, connection)) this.engineTriggers?.functionsChanged()
-        return
-      case 'registertriggertype': {
-        const { id } = message
-        if (id === '') return this.reject(connection, 'invalid', RejectionMessages.invalid(), { trigger_type_id: '' })
-        if (message.namespace !== undefined && message.namespace.trim() === '') {
-          return this.reject(connection, 'invalid', Errors.invalidNamespace().message, { trigger_type_id: id })
-        }
-        if (RESERVED_TRIGGER_TYPES.has(id)) {
-          return this.reject(connection, 'reserved_id', RejectionMessages.reservedTriggerType(id), { trigger_type_id: id })
-        }
-        const entry: ProviderEntry = {
-          peer: connection,
-          namespace: message.namespace ?? connection.namespace,
-          typeId: id,
-          description: message.description ?? '',
-        }
-        if (message.trigger_request_format) entry.trigger_request_format = message.trigger_request_format
-        if (message.call_request_format) entry.call_request_format = message.call_request_format
-        this.triggers.addProvider(entry)
-        return
-      }
+      case 'registertriggertype':
+        return this.registerTriggerType(session, message)
       case 'unregistertriggertype':
-        this.triggers.removeProvider(connection, message.namespace ?? connection.namespace, message.id)
-        return
-      case 'registertrigger': {
-        const blank = (v: string | undefined) => v !== undefined && v.trim() === ''
-        if (blank(message.namespace) || blank(message.trigger_namespace)) {
-          connection.send(
-            JSON.stringify({
-              type: 'triggerregistrationresult',
-              id: message.id,
-              trigger_type: message.trigger_type,
-              function_id: message.function_id,
-              error: Errors.invalidNamespace().toErrorBody(),
-            }),
-          )
-          return
-        }
-        const input: BindingInput = {
-          id: message.id,
-          trigger_type: message.trigger_type,
-          function_id: message.function_id,
-          config: message.config,
-          namespace: message.namespace ?? 'default',
-          owner: connection,
-        }
-        if (message.metadata !== undefined) input.metadata = message.metadata
-        if (message.trigger_namespace !== undefined) input.trigger_namespace = message.trigger_namespace
-        this.triggers.addBinding(input)
+        return this.triggers.removeProvider(session, message.namespace ?? session.namespace, message.id)
+      case 'registertrigger':
+        return this.registerTrigger(session, message)
+      case 'unregistertrigger': {
+        const ids = this.ids.get(session)!
+        const stored = ids.triggers.get(message.id) ?? message.id
+        ids.triggers.delete(message.id)
+        this.triggers.removeBinding(stored)
         return
       }
-      case 'unregistertrigger':
-        this.triggers.removeBinding(message.id)
-        return
       case 'triggerregistrationresult':
-        this.triggers.providerAnswer(connection, message.id, message.error)
-        return
+        return this.triggers.providerAnswer(session, message.id, message.error)
       case 'reattach':
-        this.reattach(connection, message.previous_worker_id, message.reattach_token)
-        return
+        return this.reattach(session, message.previous_worker_id, message.reattach_token)
       case 'ping':
-        connection.send('{"type":"pong"}')
-        return
+        return session.send('{"type":"pong"}')
       default:
         // pong, registerservice (console metadata, later), and E→W-only types sent by a worker.
         return
@@ -379,321 +501,385 @@ export class Engine implements BuiltinHost {
   }
 
   private reject(
-    connection: Connection,
-    reason: 'reserved_id' | 'forbidden' | 'hook_denied' | 'invalid',
+    session: Session,
+    reason: RejectionReason,
     message: string,
+    namespace: string,
     ids: { function_id?: string; trigger_type_id?: string },
   ): void {
-    connection.send(
-      JSON.stringify({
-        type: 'registrationrejected',
-        code: 'FUNCTION_NAMESPACE_CONFLICT',
-        reason,
-        message,
-        namespace: connection.namespace,
-        ...ids,
-        owner_worker_id: '',
-      }),
+    session.send(
+      encodeFrame({ type: 'registrationrejected', code: 'FUNCTION_NAMESPACE_CONFLICT', reason, message, namespace, ...ids, owner_worker_id: '' }),
     )
   }
 
+  /** `registerfunction` (§5.1): gates and hook (§13.5), prefix, reserved ids, then the replica. */
+  private registerFunction(session: Session, message: RegisterFunctionMessage): Promise<void> | void {
+    const access = session.access
+    const sentId = message.id
+    if (!access.allowFunctionRegistration) {
+      return this.reject(session, 'forbidden', RejectionMessages.functionsForbidden(), session.namespace, { function_id: sentId })
+    }
+    const hook = access.listener?.rbac.on_function_registration_function_id
+    if (hook === undefined) return this.addFunction(session, message, sentId)
+    return this.callHook(hook, {
+      function_id: sentId,
+      description: message.description ?? null,
+      metadata: message.metadata ?? null,
+      namespace: session.namespace,
+      context: access.context,
+    }).then(
+      (mapped) => {
+        const id = mappedString(mapped, 'function_id', sentId)
+        const next: RegisterFunctionMessage = { ...message, id }
+        if (Object.hasOwn(mapped, 'description')) {
+          if (typeof mapped.description === 'string') next.description = mapped.description
+          else delete next.description
+        }
+        if (Object.hasOwn(mapped, 'metadata')) {
+          if (isRecord(mapped.metadata)) next.metadata = mapped.metadata
+          else delete next.metadata
+        }
+        if (session.state === 'open') this.addFunction(session, next, sentId)
+      },
+      (err: unknown) => this.reject(session, 'hook_denied', hookMessage(hook, err), session.namespace, { function_id: sentId }),
+    )
+  }
+
+  private addFunction(session: Session, message: RegisterFunctionMessage, sentId: string): void {
+    const stored = session.access.stored(message.id)
+    if (RESERVED_FUNCTION_IDS.has(stored)) {
+      return this.reject(session, 'reserved_id', RejectionMessages.reservedId(stored), session.namespace, { function_id: sentId })
+    }
+    if (stored.startsWith(ENGINE_PREFIX) && session.namespace !== 'default') {
+      return this.reject(session, 'reserved_id', RejectionMessages.engineIdOutsideDefault(), session.namespace, { function_id: sentId })
+    }
+    const callee = message.invocation ? new HttpCallee(session, message.invocation, () => this.config.http_functions) : session.callee
+    const replica: Replica = { peer: session, callee, wireIdJson: JSON.stringify(sentId) }
+    if (message.description !== undefined) replica.description = message.description
+    if (message.request_format !== undefined) replica.request_format = message.request_format
+    if (message.response_format !== undefined) replica.response_format = message.response_format
+    if (message.metadata !== undefined) replica.metadata = message.metadata
+    if (message.invocation !== undefined) replica.invocation = message.invocation
+    const ids = this.ids.get(session)!
+    const previous = ids.functions.get(sentId)
+    if (previous !== undefined && previous !== stored && this.functions.remove(session.namespace, previous, session)) this.engineTriggers?.functionsChanged()
+    ids.functions.set(sentId, stored)
+    if (this.functions.add(session.namespace, stored, replica)) this.engineTriggers?.functionsChanged()
+  }
+
+  /** `registertriggertype` (§5.3): namespace, gate and hook, engine-owned ids, then the provider. */
+  private registerTriggerType(session: Session, message: RegisterTriggerTypeMessage): Promise<void> | void {
+    const namespace = message.namespace ?? session.namespace
+    if (message.namespace !== undefined && message.namespace.trim() === '') {
+      return this.reject(session, 'invalid', Errors.invalidNamespace().message, session.namespace, { trigger_type_id: message.id })
+    }
+    const access = session.access
+    if (!access.allowTriggerTypeRegistration) {
+      return this.reject(session, 'forbidden', RejectionMessages.triggerTypesForbidden(), namespace, { trigger_type_id: message.id })
+    }
+    const hook = access.listener?.rbac.on_trigger_type_registration_function_id
+    if (hook === undefined) return this.addTriggerType(session, message, namespace)
+    return this.callHook(hook, { trigger_type_id: message.id, description: message.description ?? '', context: access.context }).then(
+      (mapped) => {
+        const next: RegisterTriggerTypeMessage = {
+          ...message,
+          id: mappedString(mapped, 'trigger_type_id', message.id),
+          description: typeof mapped.description === 'string' ? mapped.description : message.description,
+        }
+        if (session.state === 'open') this.addTriggerType(session, next, namespace)
+      },
+      (err: unknown) => this.reject(session, 'hook_denied', hookMessage(hook, err), namespace, { trigger_type_id: message.id }),
+    )
+  }
+
+  private addTriggerType(session: Session, message: RegisterTriggerTypeMessage, namespace: string): void {
+    if (RESERVED_TRIGGER_TYPES.has(message.id)) {
+      return this.reject(session, 'reserved_id', RejectionMessages.reservedTriggerType(message.id), namespace, { trigger_type_id: message.id })
+    }
+    const entry: ProviderEntry = { peer: session, namespace, typeId: message.id, description: message.description ?? '' }
+    if (message.trigger_request_format) entry.trigger_request_format = message.trigger_request_format
+    if (message.call_request_format) entry.call_request_format = message.call_request_format
+    this.triggers.addProvider(entry)
+  }
+
+  /** A W→E `registertrigger` (§8.1): failures are answered with `triggerregistrationresult`. */
+  private registerTrigger(session: Session, message: RegisterTriggerMessage): Promise<void> | void {
+    const fail = (error: SvcError) =>
+      session.send(encodeTriggerResult(message.id, message.trigger_type, message.function_id, error.toErrorBody()))
+    const prepared = this.prepareBinding(session.access, {
+      id: message.id,
+      trigger_type: message.trigger_type,
+      function_id: message.function_id,
+      config: message.config,
+      metadata: message.metadata,
+      namespace: message.namespace,
+      trigger_namespace: message.trigger_namespace,
+    })
+    const store = (input: BindingInput | SvcError) => {
+      if (input instanceof SvcError) return fail(input)
+      if (session.state !== 'open') return
+      input.owner = session
+      this.ids.get(session)!.triggers.set(message.id, input.id)
+      this.triggers.addBinding(input)
+    }
+    if (prepared instanceof Promise) return prepared.then(store)
+    store(prepared)
+  }
+
+  /**
+   * The session rules of §8.1 for a new binding, shared by `registertrigger` and
+   * `engine::register_trigger`: blank namespaces, `allowed_trigger_types`, the trigger hook (which
+   * may map id, type, target and config), the prefix, and whether the session may invoke the target.
+   * @returns the binding to store (owner unset), or the error to report.
+   */
+  prepareBinding(
+    access: AccessPolicy,
+    request: { id: string; trigger_type: string; function_id: string; config: unknown; metadata?: unknown; namespace?: string | undefined; trigger_namespace?: string | undefined },
+  ): BindingInput | SvcError | Promise<BindingInput | SvcError> {
+    const blank = (v: string | undefined) => v !== undefined && v.trim() === ''
+    if (blank(request.namespace) || blank(request.trigger_namespace)) return Errors.invalidNamespace()
+    const typeDenied = access.checkTriggerType(request.trigger_type)
+    if (typeDenied !== undefined) return typeDenied
+    const finish = (id: string, type: string, functionId: string, config: unknown): BindingInput | SvcError => {
+      const namespace = request.namespace ?? 'default'
+      const stored = access.stored(functionId)
+      if (access.restricted) {
+        const target = this.functions.resolve(namespace, stored)
+        const denial = access.checkInvoke(target?.id ?? stored, target?.namespace ?? namespace, target?.latest.metadata)
+        if (denial !== undefined) return denial
+      }
+      const input: BindingInput = { id, trigger_type: type, function_id: stored, config, namespace, owner: null }
+      if (request.metadata !== undefined && request.metadata !== null) input.metadata = request.metadata
+      if (request.trigger_namespace !== undefined) input.trigger_namespace = request.trigger_namespace
+      return input
+    }
+    const hook = access.listener?.rbac.on_trigger_registration_function_id
+    if (hook === undefined) return finish(request.id, request.trigger_type, request.function_id, request.config)
+    return this.callHook(hook, {
+      trigger_id: request.id,
+      trigger_type: request.trigger_type,
+      function_id: request.function_id,
+      config: request.config,
+      metadata: request.metadata ?? null,
+      namespace: request.namespace ?? 'default',
+      context: access.context,
+    }).then(
+      (mapped) => {
+        const type = mappedString(mapped, 'trigger_type', request.trigger_type)
+        const denied = type === request.trigger_type ? undefined : access.checkTriggerType(type)
+        if (denied !== undefined) return denied
+        return finish(
+          mappedString(mapped, 'trigger_id', request.id),
+          type,
+          mappedString(mapped, 'function_id', request.function_id),
+          Object.hasOwn(mapped, 'config') ? mapped.config : request.config,
+        )
+      },
+      (err: unknown) => Errors.forbiddenByHook(hook, hookDetail(err)),
+    )
+  }
+
+  /**
+   * Calls a registration hook (§13.5) in `default` with the internal timeout. Resolves with the
+   * returned object; rejects with a {@link HookDenied} when it throws or returns a non-object.
+   */
+  private async callHook(hook: string, input: object): Promise<Record<string, unknown>> {
+    let result: unknown
+    try {
+      result = await this.invokeAs(null, { function_id: hook, data: input, timeoutMs: this.internalTimeoutMs })
+    } catch (err) {
+      throw new HookDenied(hook, errorBodyOf(err).message)
+    }
+    if (result === undefined || result === null) throw new HookDenied(hook, 'the hook returned no result')
+    if (!isRecord(result)) throw new HookDenied(hook, 'the hook returned a value that is not an object')
+    for (const field of ['function_id', 'trigger_id', 'trigger_type', 'trigger_type_id']) {
+      const value = result[field]
+      if (value === undefined) continue
+      if (typeof value !== 'string' || value === '' || idProblem(value) !== undefined) {
+        throw new HookDenied(hook, `the hook returned an invalid ${field}`)
+      }
+    }
+    return result
+  }
+
   /** Retires the worker's previous connection before the replay (§3.7). */
-  private reattach(connection: Connection, previousWorkerId: string, token: string): void {
-    if (previousWorkerId === connection.workerId) return
-    const previous = this.connections.get(previousWorkerId)
+  private reattach(session: Session, previousWorkerId: string, token: string): void {
+    if (previousWorkerId === session.workerId) return
+    const previous = this.sessions.get(previousWorkerId)
     if (!previous || previous.reattachToken !== token) return
-    previous.socket.terminate()
+    previous.transport.terminate()
     this.cleanup(previous)
   }
 
-  /** Disconnect cleanup, run once per connection in the order of §3.6. */
-  private cleanup(connection: Connection): void {
-    if (!this.connections.has(connection.workerId)) return
-    connection.retire()
-    if (this.functions.removePeer(connection)) this.engineTriggers?.functionsChanged()
-    for (const [legId, leg] of this.legs) {
-      if (leg.callee === connection) {
-        this.legs.delete(legId)
-        if (leg.timer) clearTimeout(leg.timer)
-        const stopped = Errors.invocationStopped()
-        if (leg.caller && leg.callerInvocationId !== undefined) {
-          leg.caller.send(resultFrame(leg.callerInvocationId, leg.requestedIdJson, undefined, stopped.toErrorBody()))
-        }
-        leg.reject?.(stopped)
-      } else if (leg.caller === connection) {
-        // The callee may still answer; the answer is then ignored (unknown leg).
-        this.legs.delete(legId)
-        leg.callee.activeInvocations--
-      }
-    }
-    this.triggers.removeBindingsOf(connection)
-    this.triggers.removeProviderPeer(connection)
-    this.connections.delete(connection.workerId)
-    this.engineTriggers?.workerEvent('worker_disconnected', connection.workerId)
+  /** Disconnect cleanup, run once per session in the order of §3.6. */
+  private cleanup(session: Session): void {
+    const wasOpen = session.state === 'open'
+    if (session.state === 'closed') return
+    session.retire()
+    if (!wasOpen) return
+    if (this.functions.removePeer(session)) this.engineTriggers?.functionsChanged()
+    this.legs.sessionEnded(session)
+    this.triggers.removeBindingsOf(session)
+    this.triggers.removeProviderPeer(session)
+    this.sessions.delete(session.workerId)
+    this.engineTriggers?.workerEvent('worker_disconnected', session.workerId)
   }
 
   // ---- announce ------------------------------------------------------------------------------
 
-  /** `engine::workers::register` (§3.2), called with the announcing connection. */
-  announce(workerId: string | undefined, payload: WorkerAnnounce): { success: true } {
-    const connection = workerId ? this.connections.get(workerId) : undefined
-    if (!connection) return { success: true }
+  /** `engine::workers::register` (§3.2), called with the announcing peer. */
+  announce(caller: Peer | undefined, payload: WorkerAnnounce): { success: true } {
+    if (!(caller instanceof Session) || caller.state !== 'open') return { success: true }
+    const session = caller
     if (payload.namespace !== undefined && payload.namespace !== null) {
       if (typeof payload.namespace !== 'string' || payload.namespace.trim() === '') throw Errors.invalidNamespace()
+      if (!session.namespaceResolved) {
+        const denied = session.access.checkNamespace(payload.namespace)
+        if (denied !== undefined) throw denied
+      }
     }
     const clean = (v: unknown) =>
-      typeof v === 'string' ? v.replace(/[\u0000-\u001f\u007f\u202a-\u202e\u2066-\u2069]/g, '').trim().slice(0, 280) : undefined
-    const announce: WorkerAnnounce = { ...connection.announce, ...payload }
+      typeof v === 'string' ? v.replace(/[\u0000-\u001f\u007f\u202a-\u202e\u2066-\u2069]/g, '').trim().slice(0, 280).toWellFormed() : undefined
+    const announce: WorkerAnnounce = { ...session.announce }
+    for (const key of ['runtime', 'version', 'os', 'isolation'] as const) {
+      const value = payload[key]
+      if (typeof value === 'string') announce[key] = clean(value)!
+      else if (value === null && key === 'isolation') announce.isolation = null
+    }
+    if (typeof payload.pid === 'number' && Number.isSafeInteger(payload.pid)) announce.pid = payload.pid
     const name = clean(payload.name)
     if (name !== undefined) announce.name = name
     const description = clean(payload.description)
     if (description !== undefined) announce.description = description
-    if (announce.telemetry) delete announce.telemetry.amplitude_api_key
-    if (!connection.namespaceResolved) {
-      connection.announce = announce
-      this.resolveNamespace(connection, payload.namespace ?? 'default')
-    } else {
-      if (payload.namespace !== undefined && payload.namespace !== connection.namespace) {
-        this.log.warn('ignoring namespace change in a later announce', { worker_id: connection.workerId })
+    if (isRecord(payload.telemetry)) {
+      const telemetry: NonNullable<WorkerAnnounce['telemetry']> = {}
+      for (const key of ['language', 'project_name', 'framework'] as const) {
+        const value = clean(payload.telemetry[key])
+        if (value !== undefined) telemetry[key] = value
       }
-      announce.namespace = connection.namespace
-      connection.announce = announce
+      announce.telemetry = telemetry
     }
-    this.engineTriggers?.workerEvent('worker_metadata_updated', connection.workerId)
+    if (!session.namespaceResolved) {
+      if (typeof payload.namespace === 'string') announce.namespace = payload.namespace
+      session.announce = announce
+      this.resolveNamespace(session, payload.namespace ?? 'default')
+    } else {
+      if (payload.namespace !== undefined && payload.namespace !== session.namespace) {
+        this.log.warn('ignoring namespace change in a later announce', { worker_id: session.workerId })
+      }
+      announce.namespace = session.namespace
+      session.announce = announce
+    }
+    this.engineTriggers?.workerEvent('worker_metadata_updated', session.workerId)
     return { success: true }
   }
 
   // ---- invocation ----------------------------------------------------------------------------
 
-  /** Resolves `(namespace, id)` with the `iii::` alias and the `default` fallback (§6.1). */
-  resolveFunction(namespace: string, functionId: string): FunctionEntry | undefined {
-    let entry = this.functions.get(namespace, functionId)
-    if (!entry && namespace !== 'default') entry = this.functions.get('default', functionId)
-    if (!entry && functionId.startsWith('iii::')) return this.resolveFunction(namespace, `svc::${functionId.slice(5)}`)
-    return entry
-  }
-
-  private notFound(namespace: string, functionId: string): SvcError {
-    return Errors.functionNotFound(functionId, namespace, this.functions.namespacesOf(functionId, namespace))
-  }
-
-  /** A W→E `invokefunction` (§6.2–§6.4). The hot path: no closures or lookups beyond routing. */
-  private invokeFromConnection(caller: Connection, message: InvokeFunctionMessage): void {
+  /** A W→E `invokefunction` (§6.2–§6.4): the hot path. */
+  private invokeFromSession(session: Session, message: InboundInvoke): void {
     const invocationId = message.action?.type === 'void' ? undefined : message.invocation_id
-    const namespace = message.namespace ?? 'default'
-    if (message.namespace !== undefined && namespace.trim() === '') {
-      return this.failCall(caller, invocationId, message.function_id, Errors.invalidNamespace())
+    const invocation: Invocation = {
+      requestedId: message.function_id,
+      functionId: message.function_id,
+      namespace: message.namespace ?? 'default',
+      data: message.data,
+      caller: session,
+      access: session.access,
+      reply:
+        invocationId === undefined
+          ? new DiscardReply(message.function_id, this.log)
+          : new RelayReply(session, invocationId, JSON.stringify(message.function_id)),
     }
-    if (message.action?.type === 'enqueue') {
-      this.enqueue(message).then(
-        (result) => this.answerCall(caller, invocationId, message.function_id, result),
-        (err: unknown) => this.failCall(caller, invocationId, message.function_id, err instanceof SvcError ? err : new SvcError('enqueue_error', String(err))),
-      )
-      return
-    }
-    const entry = this.resolveFunction(namespace, message.function_id)
-    const replica = entry?.pick(pendingBytesOf, this.backpressureBytes)
-    if (!entry || !replica) return this.failCall(caller, invocationId, message.function_id, this.notFound(namespace, message.function_id))
-    const peer = replica.peer
-    if (peer.kind === 'connection' && !replica.invocation) {
-      const legId = randomUUID()
-      const requestedIdJson = message.function_id === entry.id ? entry.idJson : JSON.stringify(message.function_id)
-      this.legs.set(legId, { callee: peer as Connection, caller: invocationId !== undefined ? caller : null, callerInvocationId: invocationId, requestedIdJson })
-      peer.activeInvocations++
-      ;(peer as Connection).send(invokeFrame(legId, entry, message.data, message.metadata, message.traceparent, mergeBaggage(message.baggage, entry)))
-      return
-    }
-    const context: InvocationContext = { function_id: entry.id, caller_worker_id: caller.workerId }
-    if (message.metadata !== undefined) context.metadata = message.metadata
-    if (message.traceparent !== undefined) context.traceparent = message.traceparent
-    context.baggage = mergeBaggage(message.baggage, entry)
-    this.runInProcess(replica, message.data, context).then(
-      (result) => this.answerCall(caller, invocationId, message.function_id, result),
-      (err: unknown) => this.failCall(caller, invocationId, message.function_id, err instanceof SvcError ? err : toEngineError(err)),
-    )
+    if (message.metadata !== undefined) invocation.metadata = message.metadata
+    if (message.action !== undefined) invocation.action = message.action
+    if (message.traceparent !== undefined) invocation.traceparent = message.traceparent
+    if (message.baggage !== undefined) invocation.baggage = message.baggage
+    this.pipeline.run(invocation)
   }
 
-  private answerCall(caller: Connection, invocationId: string | undefined, functionId: string, result: unknown): void {
-    if (invocationId !== undefined) caller.send(resultFrame(invocationId, JSON.stringify(functionId), result, undefined))
-  }
-
-  /** Reports a failed call to a synchronous caller; void calls only log (§6.3). */
-  private failCall(caller: Connection, invocationId: string | undefined, functionId: string, error: SvcError): void {
-    if (invocationId !== undefined) {
-      const body = error.toErrorBody()
-      const stack = (error as { stacktrace?: unknown }).stacktrace
-      if (typeof stack === 'string') body.stacktrace = stack
-      caller.send(resultFrame(invocationId, JSON.stringify(functionId), undefined, body))
-    } else {
-      this.log.debug(`void invocation of ${functionId} failed: ${error.message}`)
+  /**
+   * An invocation made inside the engine process (built-ins, engine functions, auth, hooks,
+   * {@link inject}): timed out by the engine (§6.5), under the caller's access rules.
+   */
+  invokeAs(caller: Peer | null, request: LocalInvokeRequest): Promise<unknown> {
+    const isVoid = request.action?.type === 'void'
+    const reply = isVoid ? new DiscardReply(request.function_id, this.log) : new PromiseReply()
+    const invocation: Invocation = {
+      requestedId: request.function_id,
+      functionId: request.function_id,
+      namespace: request.namespace ?? 'default',
+      data: request.data === undefined ? null : request.data,
+      caller,
+      access: this.accessOf(caller),
+      timeoutMs: request.timeoutMs ?? this.internalTimeoutMs,
+      reply,
     }
-  }
-
-  /** Runs a replica the engine executes itself: a built-in handler or an HTTP-invoked function. */
-  private async runInProcess(replica: Replica, data: unknown, context: InvocationContext): Promise<unknown> {
-    const peer = replica.peer
-    peer.activeInvocations++
-    try {
-      if (replica.invocation) return await invokeOverHttp(replica.invocation, context.function_id, data, context, this.config.http_functions)
-      return await replica.handler!(data, context)
-    } finally {
-      peer.activeInvocations--
-    }
-  }
-
-  private onInvocationResult(from: Connection, legId: string, result: unknown, error: unknown): void {
-    const leg = this.legs.get(legId)
-    if (!leg || leg.callee !== from) return
-    this.legs.delete(legId)
-    from.activeInvocations--
-    if (leg.timer) clearTimeout(leg.timer)
-    const errorBody = error === undefined ? undefined : normalizeError(error)
-    if (leg.caller) {
-      leg.caller.send(resultFrame(leg.callerInvocationId!, leg.requestedIdJson, result, errorBody))
-    } else if (leg.resolve) {
-      if (errorBody) leg.reject!(new SvcError(errorBody.code, errorBody.message))
-      else leg.resolve(result ?? undefined)
-    }
-  }
-
-  /** Invocation made inside the engine process (built-ins, engine functions, `engine.invoke`). */
-  invokeLocal(request: LocalInvokeRequest, caller: Peer | null): Promise<unknown> {
-    const namespace = request.namespace ?? 'default'
-    if (request.namespace !== undefined && namespace.trim() === '') return Promise.reject(Errors.invalidNamespace())
-    if (request.action?.type === 'enqueue') return this.enqueue({ ...request, type: 'invokefunction', data: request.data ?? null })
-    const entry = this.resolveFunction(namespace, request.function_id)
-    const replica = entry?.pick(pendingBytesOf, this.backpressureBytes)
-    if (!entry || !replica) {
-      const error = this.notFound(namespace, request.function_id)
-      if (request.action?.type === 'void') {
-        this.log.debug(`void invocation of ${request.function_id} failed: ${error.message}`)
-        return Promise.resolve(undefined)
-      }
-      return Promise.reject(error)
-    }
-    const timeoutMs = request.timeoutMs ?? this.config.internal_invocation_timeout_ms
-    const baggage = mergeBaggage(request.baggage, entry)
-    const data = request.data === undefined ? null : request.data
-    let promise: Promise<unknown>
-    if (replica.peer.kind === 'connection' && !replica.invocation) {
-      const callee = replica.peer as Connection
-      promise = new Promise((resolve, reject) => {
-        const legId = randomUUID()
-        const leg: Leg = { callee, caller: null, callerInvocationId: undefined, requestedIdJson: entry.idJson, resolve, reject }
-        leg.timer = setTimeout(() => {
-          if (this.legs.delete(legId)) callee.activeInvocations--
-          reject(Errors.timeout(timeoutMs))
-        }, timeoutMs)
-        this.legs.set(legId, leg)
-        callee.activeInvocations++
-        callee.send(invokeFrame(legId, entry, data, request.metadata, request.traceparent, baggage))
-      })
-    } else {
-      const context: InvocationContext = { function_id: entry.id, baggage }
-      if (caller) context.caller_worker_id = caller.workerId
-      if (request.metadata !== undefined) context.metadata = request.metadata
-      if (request.traceparent !== undefined) context.traceparent = request.traceparent
-      promise = withTimeout(this.runInProcess(replica, data, context), timeoutMs)
-    }
-    if (request.action?.type === 'void') {
-      promise.catch((err: unknown) => this.log.debug(`void invocation of ${request.function_id} failed: ${(err as Error).message}`))
-      return Promise.resolve(undefined)
-    }
-    return promise.catch((err: unknown) => {
-      throw err instanceof SvcError ? err : toEngineError(err)
-    })
-  }
-
-  /** The enqueue action (§6.4): handed to `engine::queue::enqueue` when a queue worker provides it. */
-  private async enqueue(message: InvokeFunctionMessage): Promise<unknown> {
-    const action = message.action as { type: 'enqueue'; queue: string; delay_ms?: number; idempotency_key?: string }
-    if (!this.functions.get('default', 'engine::queue::enqueue')) throw Errors.enqueueNoProvider()
-    const payload: Record<string, unknown> = {
-      queue: action.queue,
-      function_id: message.function_id,
-      data: message.data ?? null,
-      messageReceiptId: randomUUID(),
-    }
-    if (message.namespace !== undefined && message.namespace !== 'default') payload.namespace = message.namespace
-    if (message.metadata !== undefined) payload.metadata = message.metadata
-    if (message.traceparent !== undefined) payload.traceparent = message.traceparent
-    if (message.baggage !== undefined) payload.baggage = message.baggage
-    if (action.delay_ms !== undefined) payload.delay_ms = action.delay_ms
-    if (action.idempotency_key !== undefined) payload.idempotency_key = action.idempotency_key
-    try {
-      await this.invokeLocal({ function_id: 'engine::queue::enqueue', data: payload }, null)
-    } catch (err) {
-      const body = errorBodyOf(err)
-      if (body.code === 'queue_not_found' || body.code === 'invalid_message_group') throw new SvcError(body.code, body.message)
-      throw Errors.enqueueFailed(body.code, body.message)
-    }
-    return { messageReceiptId: payload.messageReceiptId }
+    if (request.metadata !== undefined) invocation.metadata = request.metadata
+    if (request.action !== undefined) invocation.action = request.action
+    if (request.traceparent !== undefined) invocation.traceparent = request.traceparent
+    if (request.baggage !== undefined) invocation.baggage = request.baggage
+    this.pipeline.run(invocation)
+    return reply instanceof PromiseReply ? reply.promise : Promise.resolve(undefined)
   }
 
   // ---- trigger delivery ----------------------------------------------------------------------
 
   private deliverBinding(provider: ProviderEntry, binding: Binding): void {
     if (provider.local) {
+      const local = provider.local
       const info = bindingInfo(binding)
       Promise.resolve()
-        .then(() => provider.local!.registerTrigger(info))
+        .then(() => local.registerTrigger(info))
         .then(
           () => this.triggers.providerAnswer(provider.peer, binding.id, undefined),
           (err: unknown) => this.triggers.providerAnswer(provider.peer, binding.id, errorBodyOf(err)),
         )
+        .catch((err: unknown) => this.log.error(`delivering trigger ${binding.id} failed`, { error: String(err) }))
       return
     }
-    const frame: Record<string, unknown> = {
-      type: 'registertrigger',
-      id: binding.id,
-      trigger_type: binding.trigger_type,
-      function_id: binding.function_id,
-      config: binding.config,
-    }
-    if (binding.metadata !== undefined) frame.metadata = binding.metadata
-    if (binding.namespace !== 'default') frame.namespace = binding.namespace
-    if (binding.trigger_namespace !== undefined && binding.trigger_namespace !== 'default') {
-      frame.trigger_namespace = binding.trigger_namespace
-    }
-    ;(provider.peer as Connection).send(JSON.stringify(frame))
+    if (provider.peer instanceof Session) provider.peer.send(encodeRegisterTrigger(binding))
   }
 
   private withdrawBinding(provider: ProviderEntry, binding: Binding): void {
     if (provider.local) {
+      const local = provider.local
       Promise.resolve()
-        .then(() => provider.local!.unregisterTrigger(bindingInfo(binding)))
+        .then(() => local.unregisterTrigger(bindingInfo(binding)))
         .catch((err: unknown) => this.log.warn(`unregisterTrigger failed for ${binding.id}`, { error: String(err) }))
       return
     }
-    ;(provider.peer as Connection).send(
-      JSON.stringify({ type: 'unregistertrigger', id: binding.id, trigger_type: binding.trigger_type, function_id: binding.function_id }),
-    )
+    if (provider.peer instanceof Session) {
+      provider.peer.send(encodeFrame({ type: 'unregistertrigger', id: binding.id, trigger_type: binding.trigger_type, function_id: binding.function_id }))
+    }
   }
 
   private reportBindingFailure(binding: Binding, error: ErrorBody): void {
     const owner = binding.owner
-    if (!owner || owner.kind !== 'connection') {
+    if (!(owner instanceof Session)) {
       this.log.warn(`trigger ${binding.id} (${binding.trigger_type}) refused: ${error.code}: ${error.message}`)
       return
     }
-    ;(owner as Connection).send(
-      JSON.stringify({ type: 'triggerregistrationresult', id: binding.id, trigger_type: binding.trigger_type, function_id: binding.function_id, error }),
-    )
+    owner.send(encodeTriggerResult(binding.id, binding.trigger_type, binding.function_id, error))
+  }
+
+  /** `functions` of an `engine::functions-available` fire: what the binding owner's session may see (§11.6). */
+  private functionsVisibleTo(info: BindingInfo): unknown[] {
+    const access = this.accessOf(this.triggers.getBinding(info.id)?.owner)
+    return this.functions
+      .list()
+      .filter((e) => access.canSee(e.id, e.namespace, e.latest.metadata))
+      .map(functionSummary)
   }
 
   // ---- BuiltinHost ---------------------------------------------------------------------------
 
-  registerLocalFunction(peer: BuiltinPeer, id: string, handler: LocalHandler, options: LocalFunctionOptions): void {
-    const replica: Replica = { peer, handler }
-    if (options.description !== undefined) replica.description = options.description
-    if (options.metadata !== undefined) replica.metadata = options.metadata
-    if (options.request_format !== undefined) replica.request_format = options.request_format
-    if (options.response_format !== undefined) replica.response_format = options.response_format
-    if (this.functions.add('default', id, replica)) this.engineTriggers?.functionsChanged()
+  addReplica(namespace: string, id: string, replica: Replica): void {
+    if (this.functions.add(namespace, id, replica)) this.engineTriggers?.functionsChanged()
   }
 
-  unregisterLocalFunction(peer: BuiltinPeer, id: string): void {
-    if (this.functions.remove('default', id, peer)) this.engineTriggers?.functionsChanged()
+  removeReplica(peer: Peer, namespace: string, id: string): void {
+    if (this.functions.remove(namespace, id, peer)) this.engineTriggers?.functionsChanged()
   }
 
   registerLocalTriggerType(peer: BuiltinPeer, options: LocalTriggerTypeOptions, provider: LocalTriggerProvider): void {
@@ -718,28 +904,39 @@ export class Engine implements BuiltinHost {
     this.triggers.removeProviderPeer(peer)
     this.builtinPeers.delete(peer.name)
   }
-
-  /** Peers listed by `engine::workers::*`: connections and running built-ins. */
-  listedPeers(): Peer[] {
-    return [...this.connections.values(), ...this.builtinPeers.values()]
-  }
-
-  peerById(workerId: string): Peer | undefined {
-    return this.connections.get(workerId) ?? [...this.builtinPeers.values()].find((p) => p.workerId === workerId)
-  }
 }
 
 // ---- helpers ---------------------------------------------------------------------------------
 
-const pendingBytesOf = (peer: Peer): number => (peer.kind === 'connection' ? (peer as Connection).pendingBytes : 0)
+const noop = () => {}
 
-async function defaultBuiltins(config: EngineConfig): Promise<BuiltinWorker[]> {
-  const { createBuiltins } = await import('../workers/index.ts')
-  return createBuiltins(config)
+function isRecord(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value)
 }
 
-function bindingInfo(binding: Binding) {
-  const info: import('./types.ts').BindingInfo = {
+/** A string field a hook returned, or the original when the hook left it out. */
+function mappedString(mapped: Record<string, unknown>, field: string, original: string): string {
+  const value = mapped[field]
+  return typeof value === 'string' ? value : original
+}
+
+function hookDetail(err: unknown): string {
+  return err instanceof HookDenied ? err.detail : errorBodyOf(err).message
+}
+
+function hookMessage(hook: string, err: unknown): string {
+  return RejectionMessages.hookDenied(hook, hookDetail(err))
+}
+
+/** True for addresses only this host can reach. */
+function isLoopback(host: string): boolean {
+  if (host === 'localhost') return true
+  if (isIP(host) === 4) return host.startsWith('127.')
+  return host === '::1'
+}
+
+function bindingInfo(binding: Binding): BindingInfo {
+  const info: BindingInfo = {
     id: binding.id,
     trigger_type: binding.trigger_type,
     function_id: binding.function_id,
@@ -750,64 +947,3 @@ function bindingInfo(binding: Binding) {
   return info
 }
 
-/** An `invokefunction` E→W frame, built by concatenation to avoid an intermediate object. */
-function invokeFrame(legId: string, entry: FunctionEntry, data: unknown, metadata: unknown, traceparent: string | undefined, baggage: string): string {
-  let frame = '{"type":"invokefunction","invocation_id":"' + legId + '","function_id":' + entry.idJson + ',"data":' + (JSON.stringify(data) ?? 'null')
-  if (metadata !== undefined) frame += ',"metadata":' + JSON.stringify(metadata)
-  if (traceparent !== undefined) frame += ',"traceparent":' + JSON.stringify(traceparent)
-  return frame + ',"baggage":' + JSON.stringify(baggage) + '}'
-}
-
-/** An `invocationresult` frame; `error` wins over `result`, an undefined result is omitted (§5.9). */
-function resultFrame(invocationId: string, functionIdJson: string, result: unknown, error: ErrorBody | undefined): string {
-  let frame = '{"type":"invocationresult","invocation_id":' + JSON.stringify(invocationId) + ',"function_id":' + functionIdJson
-  if (error !== undefined) frame += ',"error":' + JSON.stringify(error)
-  else if (result !== undefined && result !== null) frame += ',"result":' + JSON.stringify(result)
-  return frame + '}'
-}
-
-/** Sets `svc.function.id` (and `iii.function.id`) in W3C baggage, keeping other entries (§10.1). */
-function mergeBaggage(baggage: string | undefined, entry: FunctionEntry): string {
-  if (baggage === undefined || baggage === '') return entry.baggage
-  const kept = baggage
-    .split(',')
-    .map((s) => s.trim())
-    .filter((s) => s !== '' && !/^(svc|iii)\.function\.id\s*=/.test(s))
-  kept.push(entry.baggage)
-  return kept.join(',')
-}
-
-function normalizeError(error: unknown): ErrorBody {
-  if (typeof error === 'object' && error !== null) {
-    const e = error as Record<string, unknown>
-    if (typeof e.code === 'string' && typeof e.message === 'string') {
-      const body: ErrorBody = { code: e.code, message: e.message }
-      if (typeof e.stacktrace === 'string') body.stacktrace = e.stacktrace
-      return body
-    }
-  }
-  let text: string
-  try {
-    text = JSON.stringify(error) ?? String(error)
-  } catch {
-    text = String(error)
-  }
-  return { code: 'UNKNOWN', message: text }
-}
-
-function toEngineError(err: unknown): SvcError {
-  const body = errorBodyOf(err)
-  const error = new SvcError(body.code, body.message)
-  if (body.stacktrace) (error as SvcError & { stacktrace?: string }).stacktrace = body.stacktrace
-  return error
-}
-
-function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {
-  let timer: NodeJS.Timeout
-  return Promise.race([
-    promise,
-    new Promise<never>((_, reject) => {
-      timer = setTimeout(() => reject(Errors.timeout(ms)), ms)
-    }),
-  ]).finally(() => clearTimeout(timer))
-}

@@ -2,24 +2,24 @@
  * The function registry: `(namespace, function_id)` → replica set (protocol.md §5.1, §6.1).
  * Each replica is owned by one peer; a function exists while it has at least one replica.
  */
-import type { FormatSchema, HttpInvocationConfig } from 'svc-protocol'
+import { svcAlias, type FormatSchema, type HttpInvocationConfig } from 'svc-protocol'
 import type { Peer } from './peer.ts'
-import type { LocalHandler } from './types.ts'
+import type { Callee } from './pipeline.ts'
 
+/** One peer's registration of a function. */
 export interface Replica {
   readonly peer: Peer
+  /** Executes calls routed to this replica: the session, an in-process handler or an HTTP request. */
+  readonly callee: Callee
+  /** JSON of the id as the worker sent it: frames to the worker keep it (§5.8, §13.5). */
+  readonly wireIdJson: string
   description?: string
   request_format?: FormatSchema
   response_format?: FormatSchema
   metadata?: Record<string, unknown>
-  /** Present for HTTP-invoked registrations (§6.8). */
+  /** Present for HTTP-invoked registrations (§6.8), for listings. */
   invocation?: HttpInvocationConfig
-  /** Present for functions served inside the engine process. */
-  handler?: LocalHandler
 }
-
-/** Backpressure probe: how many bytes are waiting to be sent to a peer (0 for built-ins). */
-export type PendingBytes = (peer: Peer) => number
 
 export class FunctionEntry {
   readonly namespace: string
@@ -48,7 +48,7 @@ export class FunctionEntry {
    * Picks a replica round-robin, skipping backpressured or dying peers; when every live replica is
    * backpressured, the one with the least unsent data (§6.1). Undefined when none is alive.
    */
-  pick(pendingBytes: PendingBytes, backpressureBytes: number): Replica | undefined {
+  pick(backpressureBytes: number): Replica | undefined {
     const replicas = this.replicas
     const n = replicas.length
     if (n === 1) {
@@ -61,7 +61,7 @@ export class FunctionEntry {
       const index = (this.cursor + i) % n
       const replica = replicas[index]!
       if (!replica.peer.alive) continue
-      const bytes = pendingBytes(replica.peer)
+      const bytes = replica.callee.pendingBytes
       if (bytes <= backpressureBytes) {
         this.cursor = (index + 1) % n
         return replica
@@ -75,11 +75,31 @@ export class FunctionEntry {
   }
 }
 
+/**
+ * `(namespace, function_id)` → replica set. Entries are owned by `(peer, id)`; callers query it
+ * through methods, never through its maps.
+ */
 export class FunctionRegistry {
   private readonly byNamespace = new Map<string, Map<string, FunctionEntry>>()
 
   get(namespace: string, id: string): FunctionEntry | undefined {
     return this.byNamespace.get(namespace)?.get(id)
+  }
+
+  /**
+   * Resolution of §6.1 steps 2–3: `(namespace, id)`, else `('default', id)`; an `iii::` id not
+   * registered under its exact spelling resolves as its `svc::` spelling.
+   */
+  resolve(namespace: string, id: string): FunctionEntry | undefined {
+    const entry = this.byNamespace.get(namespace)?.get(id) ?? (namespace === 'default' ? undefined : this.byNamespace.get('default')?.get(id))
+    if (entry !== undefined) return entry
+    const alias = svcAlias(id)
+    return alias === undefined ? undefined : this.resolve(namespace, alias)
+  }
+
+  /** The id a call of `id` targets when nothing is registered yet: its `svc::` spelling for `iii::` ids. */
+  aliasTarget(id: string): string {
+    return svcAlias(id) ?? id
   }
 
   /**
@@ -140,6 +160,16 @@ export class FunctionRegistry {
 
   *entries(): IterableIterator<FunctionEntry> {
     for (const ids of this.byNamespace.values()) yield* ids.values()
+  }
+
+  /** Every function, sorted by id then namespace. */
+  list(): FunctionEntry[] {
+    return [...this.entries()].sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : a.namespace < b.namespace ? -1 : a.namespace > b.namespace ? 1 : 0))
+  }
+
+  /** The functions `peer` holds a replica of. */
+  ofPeer(peer: Peer): FunctionEntry[] {
+    return [...this.entries()].filter((entry) => entry.replicas.some((r) => r.peer === peer))
   }
 
   /** Number of functions `peer` holds a replica of. */

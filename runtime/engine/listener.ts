@@ -1,27 +1,31 @@
 /**
- * One worker listener (`svc-worker-manager` entry, protocol.md §2, §3.3, §12.3): an HTTP server
- * whose upgrades on `/` become worker connections and on `/otel` telemetry sockets; every other
- * path answers 404. The listener owns keepalive: it pings every socket every `ping_interval_ms`
- * and terminates one that has been silent for `idle_timeout_ms`.
+ * One worker listener (`svc-worker-manager` entry, protocol.md §2, §12.3): an HTTP server whose
+ * WebSocket upgrades on `/` become worker sessions and on `/otel` telemetry links; every other path
+ * answers 404. It only turns sockets into {@link Transport}s: sessions, authentication and
+ * keepalive belong to the engine, which handles in-memory transports the same way.
  */
 import { createServer, type IncomingMessage, type Server } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import type { Duplex } from 'node:stream'
-import { WebSocketServer, type WebSocket } from 'ws'
+import { WebSocketServer } from 'ws'
+import type { PeerInfo, Transport } from 'svc-protocol'
+import { wsServerTransport } from 'svc-protocol/transport/ws'
 import type { ListenerConfig, Logger } from './types.ts'
 
-export type AcceptWorker = (socket: WebSocket, request: IncomingMessage) => void
+/** What an accepted upgrade is for (§2). */
+export type LinkKind = 'worker' | 'telemetry'
+
+export type AcceptTransport = (transport: Transport, kind: LinkKind, info: PeerInfo) => void
 
 export class Listener {
   readonly config: ListenerConfig
   private readonly server: Server
   private readonly wss: WebSocketServer
-  private readonly lastSeen = new WeakMap<WebSocket, number>()
-  private keepalive: NodeJS.Timeout | undefined
   private readonly log: Logger
-  private readonly accept: AcceptWorker
+  private readonly accept: AcceptTransport
+  private readonly open = new Set<Transport>()
 
-  constructor(config: ListenerConfig, log: Logger, accept: AcceptWorker) {
+  constructor(config: ListenerConfig, log: Logger, accept: AcceptTransport) {
     this.config = config
     this.log = log
     this.accept = accept
@@ -42,10 +46,6 @@ export class Listener {
     return `ws://${host.includes(':') ? `[${host}]` : host}:${address.port}`
   }
 
-  get port(): number {
-    return (this.server.address() as AddressInfo).port
-  }
-
   start(): Promise<void> {
     return new Promise((resolve, reject) => {
       const onError = (err: NodeJS.ErrnoException) => {
@@ -55,8 +55,6 @@ export class Listener {
       const onListening = () => {
         this.server.off('error', onError)
         this.server.on('error', (err) => this.log.error('worker listener error', { error: err.message }))
-        this.keepalive = setInterval(() => this.sweep(), this.config.ping_interval_ms)
-        this.keepalive.unref()
         resolve()
       }
       this.server.once('error', onError)
@@ -66,8 +64,7 @@ export class Listener {
   }
 
   async stop(): Promise<void> {
-    if (this.keepalive) clearInterval(this.keepalive)
-    for (const socket of this.wss.clients) socket.terminate()
+    for (const transport of this.open) transport.terminate()
     await new Promise<void>((resolve) => this.wss.close(() => resolve()))
     await new Promise<void>((resolve) => {
       this.server.close(() => resolve())
@@ -76,45 +73,40 @@ export class Listener {
   }
 
   private onUpgrade(request: IncomingMessage, socket: Duplex, head: Buffer): void {
-    const path = (request.url ?? '/').split('?', 1)[0]
-    const kind = path === '/' ? 'worker' : path === '/otel' || path === '/otel/' ? 'telemetry' : undefined
+    socket.on('error', () => {})
+    const url = request.url ?? '/'
+    const path = url.split('?', 1)[0]
+    const kind: LinkKind | undefined = path === '/' ? 'worker' : path === '/otel' || path === '/otel/' ? 'telemetry' : undefined
     if (!kind) {
       socket.end('HTTP/1.1 404 Not Found\r\nConnection: close\r\nContent-Length: 0\r\n\r\n')
       return
     }
     this.wss.handleUpgrade(request, socket, head, (ws) => {
-      this.lastSeen.set(ws, Date.now())
-      const touch = () => this.lastSeen.set(ws, Date.now())
-      ws.on('message', touch)
-      ws.on('ping', touch)
-      ws.on('pong', touch)
-      if (kind === 'worker') this.accept(ws, request)
-      else this.acceptTelemetry(ws)
+      const transport = wsServerTransport(ws, socket)
+      this.open.add(transport)
+      ws.once('close', () => this.open.delete(transport))
+      this.accept(transport, kind, peerInfo(request, url))
     })
   }
+}
 
-  /**
-   * `/otel`: telemetry frames are accepted and dropped until the observability worker lands
-   * (builtins.md §12); a JSON ping is answered so SDK keepalives work.
-   */
-  private acceptTelemetry(ws: WebSocket): void {
-    ws.on('error', () => {})
-    ws.on('message', (data, isBinary) => {
-      if (isBinary) return
-      const text = data.toString()
-      if (text.length < 64 && /"type"\s*:\s*"ping"/.test(text)) ws.send('{"type":"pong"}')
-    })
+/** The auth function's view of an upgrade request (protocol.md §13.2). */
+export function peerInfo(request: IncomingMessage, url: string): PeerInfo {
+  // Null prototypes: a header or parameter named `__proto__` is data, not the object's prototype.
+  const headers: Record<string, string> = Object.create(null)
+  const raw = request.rawHeaders
+  for (let i = 0; i + 1 < raw.length; i += 2) {
+    const name = raw[i]!.toLowerCase()
+    headers[name] = headers[name] === undefined ? raw[i + 1]! : `${headers[name]}, ${raw[i + 1]!}`
   }
+  return { ip: request.socket.remoteAddress ?? null, headers, query: queryParams(url) }
+}
 
-  private sweep(): void {
-    const now = Date.now()
-    for (const ws of this.wss.clients) {
-      if (now - (this.lastSeen.get(ws) ?? now) > this.config.idle_timeout_ms) {
-        this.log.warn('closing a silent worker connection', { idle_timeout_ms: this.config.idle_timeout_ms })
-        ws.terminate()
-      } else {
-        ws.ping()
-      }
-    }
-  }
+/** Query parameters of a request target, decoded; repeated keys give several values, `k` gives `[""]`. */
+export function queryParams(url: string): Record<string, string[]> {
+  const query: Record<string, string[]> = Object.create(null)
+  const at = url.indexOf('?')
+  if (at < 0) return query
+  for (const [key, value] of new URLSearchParams(url.slice(at + 1))) (query[key] ??= []).push(value)
+  return query
 }

@@ -16,7 +16,7 @@ export interface Peer {
   readonly namespace: string
   readonly connectedAtMs: number
   /** Invocations currently being executed by this peer. */
-  activeInvocations: number
+  readonly activeInvocations: number
   /** Metadata from the latest announce; built-ins fill runtime `builtin`. */
   readonly announce: WorkerAnnounce
   readonly ipAddress: string | null

@@ -6,6 +6,8 @@
  * its functions and trigger types through the same interface an external worker uses").
  */
 import type { FormatSchema, TriggerActionValue } from 'svc-protocol'
+import type { AccessPolicy } from './access/policy.ts'
+import type { Peer } from './peer.ts'
 
 /** What an in-process handler learns about the invocation it serves. */
 export interface InvocationContext {
@@ -15,8 +17,12 @@ export interface InvocationContext {
   metadata?: unknown
   traceparent?: string
   baggage?: string
-  /** Worker id of the calling connection; undefined for engine-originated calls. */
+  /** Worker id of the calling connection or built-in; undefined for engine-originated calls. */
   caller_worker_id?: string
+  /** The calling worker; undefined for engine-originated calls. */
+  caller?: Peer
+  /** The caller's access rules: listings show only what the caller may invoke (protocol.md §11). */
+  access: AccessPolicy
 }
 
 /**
@@ -129,6 +135,24 @@ export interface BuiltinWorker {
   stop(): Promise<void>
 }
 
+/**
+ * A rule of `expose_functions` (protocol.md §13.3): a pattern string, bare or `match("…")`, or a map
+ * with `match` or `metadata` and an optional `namespace`.
+ */
+export type ExposeRule =
+  | string
+  | { match: string; namespace?: string }
+  | { metadata: Record<string, unknown>; namespace?: string }
+
+/** The `rbac` block of a listener (protocol.md §13.1). */
+export interface RbacConfig {
+  auth_function_id?: string
+  expose_functions: ExposeRule[]
+  on_function_registration_function_id?: string
+  on_trigger_registration_function_id?: string
+  on_trigger_type_registration_function_id?: string
+}
+
 /** One `svc-worker-manager` entry (protocol.md §12.3), defaults applied. */
 export interface ListenerConfig {
   host: string
@@ -140,6 +164,10 @@ export interface ListenerConfig {
   max_message_bytes: number
   backpressure_bytes: number
   max_outbound_bytes: number
+  /** Diverts this listener's invocations to a function (§13.4). */
+  middleware_function_id?: string
+  /** Access control of this listener (§13); absent: every connection is unrestricted. */
+  rbac?: RbacConfig
 }
 
 /** A built-in worker's entry of config.yaml: whether it runs and the seed of its settings. */

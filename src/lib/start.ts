@@ -7,6 +7,7 @@ import { loadConfig } from '../../runtime/config/loader.ts'
 import type { LoadedConfig, LoadedLocalWorkerEntry } from '../../runtime/config/loader.ts'
 import { Engine } from '../../runtime/engine/engine.ts'
 import { consoleLogger } from '../../runtime/engine/logger.ts'
+import { createBuiltins } from '../../runtime/workers/index.ts'
 import type { LogLevel, LogRecord } from '../../runtime/engine/logger.ts'
 import type { Logger } from '../../runtime/engine/types.ts'
 import { formatBanner, readyEvent } from './banner.ts'
@@ -88,7 +89,7 @@ export async function startEngine(options: StartOptions): Promise<RunningEngine>
   })
 
   const lock: DataDirLock = lockDataDir(config.data_dir)
-  const engine = new Engine(config, { log: makeLogger('engine') })
+  const engine = new Engine(config, { log: makeLogger('engine'), builtins: createBuiltins(config) })
   try {
     await engine.start()
   } catch (err) {
@@ -252,8 +253,8 @@ function launchLocalWorker(entry: LoadedLocalWorkerEntry, context: LaunchContext
 
 /** True when a connection announced as `name` in `namespace` was opened since `probe.startedAtMs`. */
 function hasConnection(engine: Engine, name: string, namespace: string, probe: RegistrationProbe): boolean {
-  for (const connection of engine.connections.values()) {
-    if (!connection.alive || !connection.namespaceResolved) continue
+  for (const connection of engine.openSessions()) {
+    if (!connection.namespaceResolved) continue
     if (connection.name === name && connection.namespace === namespace && connection.connectedAtMs >= probe.startedAtMs) return true
   }
   return false

@@ -7,6 +7,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { Engine } from '../../runtime/engine/engine.ts'
 import { silentLogger } from '../../runtime/engine/logger.ts'
+import { createBuiltins } from '../../runtime/workers/index.ts'
 import { LISTENER_DEFAULTS, type BuiltinWorker, type EngineConfig, type ListenerConfig, type Logger } from '../../runtime/engine/types.ts'
 
 export interface TestEngineOptions {
@@ -44,8 +45,7 @@ export async function startTestEngine(options: TestEngineOptions = {}): Promise<
     local_workers: [],
     ...options.config,
   }
-  const engineOptions: ConstructorParameters<typeof Engine>[1] = { log: options.log ?? silentLogger }
-  if (options.builtins) engineOptions.builtins = options.builtins
+  const engineOptions: ConstructorParameters<typeof Engine>[1] = { log: options.log ?? silentLogger, builtins: options.builtins ?? createBuiltins(config) }
   const engine = new Engine(config, engineOptions)
   await engine.start()
   return {

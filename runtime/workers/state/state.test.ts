@@ -50,7 +50,7 @@ async function failure(promise: Promise<unknown>): Promise<{ code: string; messa
 
 describe('state functions over engine.invoke (builtins.md §4.2)', () => {
   let test: TestEngine
-  const call = (function_id: string, data: unknown) => test.engine.invoke({ function_id, data })
+  const call = (function_id: string, data: unknown) => test.engine.inject({ function_id, data })
 
   before(async () => {
     ;({ test } = await startStateEngine())
@@ -235,7 +235,7 @@ describe('state settings (builtins.md §4.1)', () => {
   it('refuses writes larger than max_value_bytes with VALUE_TOO_LARGE and stores nothing', async (t) => {
     const { test } = await startStateEngine({ settings: { max_value_bytes: 20 } })
     t.after(() => test.stop())
-    const call = (function_id: string, data: unknown) => test.engine.invoke({ function_id, data })
+    const call = (function_id: string, data: unknown) => test.engine.inject({ function_id, data })
 
     // {"text":"aaaaaaaaa"} is exactly 20 bytes; {"text":"ééééé"} is 21 bytes (é takes two in
     // UTF-8) although only 16 characters long.
@@ -270,25 +270,25 @@ describe('state settings (builtins.md §4.1)', () => {
       await assert.rejects(worker.applySettings(settings), { code: 'INVALID_ARGUMENTS', message })
     }
     // Still the first settings: the 10-byte limit holds.
-    const error = await failure(test.engine.invoke({ function_id: 'state::set', data: { scope: 's', key: 'k', value: 'x'.repeat(20) } }))
+    const error = await failure(test.engine.inject({ function_id: 'state::set', data: { scope: 's', key: 'k', value: 'x'.repeat(20) } }))
     assert.equal(error.code, 'VALUE_TOO_LARGE')
   })
 
   it('refuses an adapter that cannot open with STORAGE_ERROR, keeping the old adapter', async (t) => {
     const { test, worker } = await startStateEngine()
     t.after(() => test.stop())
-    await test.engine.invoke({ function_id: 'state::set', data: { scope: 's', key: 'k', value: 1 } })
+    await test.engine.inject({ function_id: 'state::set', data: { scope: 's', key: 'k', value: 1 } })
     // A directory where the database file should be.
     await assert.rejects(worker.applySettings({ adapter: { name: 'builtin', config: { path: '.' } } }), {
       code: 'STORAGE_ERROR',
     })
-    assert.equal(await test.engine.invoke({ function_id: 'state::get', data: { scope: 's', key: 'k' } }), 1)
+    assert.equal(await test.engine.inject({ function_id: 'state::get', data: { scope: 's', key: 'k' } }), 1)
   })
 
   it('switches adapters at runtime without migrating data (§2.9), aliases included', async (t) => {
     const { test, worker } = await startStateEngine()
     t.after(() => test.stop())
-    const call = (function_id: string, data: unknown) => test.engine.invoke({ function_id, data })
+    const call = (function_id: string, data: unknown) => test.engine.inject({ function_id, data })
     await call('state::set', { scope: 's', key: 'on-disk', value: 1 })
 
     await worker.applySettings({ adapter: { name: 'in_memory' } })
@@ -303,15 +303,15 @@ describe('state settings (builtins.md §4.1)', () => {
   it('keeps the running adapter when equivalent settings are applied again', async (t) => {
     const { test, worker } = await startStateEngine({ settings: { adapter: { name: 'memory' } } })
     t.after(() => test.stop())
-    await test.engine.invoke({ function_id: 'state::set', data: { scope: 's', key: 'k', value: 1 } })
+    await test.engine.inject({ function_id: 'state::set', data: { scope: 's', key: 'k', value: 1 } })
     await worker.applySettings({ adapter: { name: 'in_memory' }, max_value_bytes: 100 })
-    assert.equal(await test.engine.invoke({ function_id: 'state::get', data: { scope: 's', key: 'k' } }), 1)
+    assert.equal(await test.engine.inject({ function_id: 'state::get', data: { scope: 's', key: 'k' } }), 1)
   })
 
   it('honours adapter.config.path for builtin', async (t) => {
     const { test } = await startStateEngine({ settings: { adapter: { name: 'builtin', config: { path: 'custom/state.sqlite' } } } })
     t.after(() => test.stop())
-    await test.engine.invoke({ function_id: 'state::set', data: { scope: 's', key: 'k', value: 'here' } })
+    await test.engine.inject({ function_id: 'state::set', data: { scope: 's', key: 'k', value: 'here' } })
     const db = new DatabaseSync(join(test.dataDir, 'custom', 'state.sqlite'), { readOnly: true })
     t.after(() => db.close())
     assert.deepEqual({ ...db.prepare('SELECT value FROM state_values').get() }, { value: '"here"' })
@@ -322,15 +322,15 @@ describe('state storage failures', () => {
   it('reports an adapter failure as STORAGE_ERROR naming the operation', async (t) => {
     const { test } = await startStateEngine()
     t.after(() => test.stop())
-    await test.engine.invoke({ function_id: 'state::set', data: { scope: 's', key: 'k', value: 1 } })
+    await test.engine.inject({ function_id: 'state::set', data: { scope: 's', key: 'k', value: 1 } })
     // Another process damages the store: the table disappears under the engine.
     const db = new DatabaseSync(join(test.dataDir, 'state.db'))
     db.exec('DROP TABLE state_values')
     db.close()
-    const error = await failure(test.engine.invoke({ function_id: 'state::get', data: { scope: 's', key: 'k' } }))
+    const error = await failure(test.engine.inject({ function_id: 'state::get', data: { scope: 's', key: 'k' } }))
     assert.equal(error.code, 'STORAGE_ERROR')
     assert.match(error.message, /^state::get failed: .*no such table/)
-    const write = await failure(test.engine.invoke({ function_id: 'state::set', data: { scope: 's', key: 'k', value: 2 } }))
+    const write = await failure(test.engine.inject({ function_id: 'state::set', data: { scope: 's', key: 'k', value: 2 } }))
     assert.match(write.message, /^state::set failed: /)
   })
 })
@@ -341,7 +341,7 @@ describe('state durability', () => {
     t.after(() => rm(dataDir, { recursive: true, force: true }))
 
     const first = await startStateEngine({ dataDir })
-    const call1 = (function_id: string, data: unknown) => first.test.engine.invoke({ function_id, data })
+    const call1 = (function_id: string, data: unknown) => first.test.engine.inject({ function_id, data })
     await call1('state::set', { scope: 'users', key: 'u1', value: { name: 'Alice' } })
     await call1('state::update', { scope: 'counters', key: 'visits', ops: [{ type: 'increment', by: 41 }] })
     await call1('state::update', { scope: 'counters', key: 'visits', ops: [{ type: 'increment' }] })
@@ -351,7 +351,7 @@ describe('state durability', () => {
 
     const second = await startStateEngine({ dataDir })
     t.after(() => second.test.stop())
-    const call2 = (function_id: string, data: unknown) => second.test.engine.invoke({ function_id, data })
+    const call2 = (function_id: string, data: unknown) => second.test.engine.inject({ function_id, data })
     assert.deepEqual(await call2('state::get', { scope: 'users', key: 'u1' }), { name: 'Alice' })
     assert.equal(await call2('state::get', { scope: 'counters', key: 'visits' }), 42)
     assert.equal(await call2('state::get', { scope: 'users', key: 'gone' }), undefined)
@@ -395,7 +395,7 @@ async function consumer(test: TestEngine, namespace = 'default') {
 describe('state triggers (builtins.md §4.3)', () => {
   let test: TestEngine
   const call = (function_id: string, data: unknown, extra: Record<string, unknown> = {}) =>
-    test.engine.invoke({ function_id, data, ...extra })
+    test.engine.inject({ function_id, data, ...extra })
 
   before(async () => {
     ;({ test } = await startStateEngine({ settings: { adapter: { name: 'memory' } } }))
@@ -526,7 +526,7 @@ describe('state triggers (builtins.md §4.3)', () => {
     c.bind('cond::after-missing', { scope: 'c2', condition_function_id: 'cond::not-registered' })
     await c.settled()
 
-    await own.engine.invoke({ function_id: 'state::set', data: { scope: 'c2', key: 'k', value: 1 } })
+    await own.engine.inject({ function_id: 'state::set', data: { scope: 'c2', key: 'k', value: 1 } })
     await eventually(() => entries.filter((e) => e.level === 'error').length === 2)
     assert.deepEqual(c.events('cond::after-throw'), [])
     assert.deepEqual(c.events('cond::after-missing'), [])
@@ -586,7 +586,7 @@ describe('state triggers (builtins.md §4.3)', () => {
     await c.settled()
 
     for (const value of ['throw', 'hang', 'after']) {
-      await own.engine.invoke({ function_id: 'state::set', data: { scope: 'errs', key: 'k', value } })
+      await own.engine.inject({ function_id: 'state::set', data: { scope: 'errs', key: 'k', value } })
     }
     await eventually(() => c.events('err::handler').length === 3)
     assert.deepEqual(c.events('err::handler').map((e) => e.new_value), ['throw', 'hang', 'after'])
@@ -609,10 +609,10 @@ describe('state triggers (builtins.md §4.3)', () => {
     await c.settled()
 
     // The first event is taken by the handler (blocked); 10 001 more wait, one too many.
-    await own.engine.invoke({ function_id: 'state::set', data: { scope: 'flood', key: 'k', value: 0 } })
+    await own.engine.inject({ function_id: 'state::set', data: { scope: 'flood', key: 'k', value: 0 } })
     await eventually(() => c.events('flood::handler').length === 1)
     for (let i = 1; i <= 10_001; i++) {
-      await own.engine.invoke({ function_id: 'state::set', data: { scope: 'flood', key: 'k', value: i } })
+      await own.engine.inject({ function_id: 'state::set', data: { scope: 'flood', key: 'k', value: i } })
     }
     const warnings = entries.filter((e) => e.level === 'warn' && e.data?.trigger_id === id)
     assert.equal(warnings.length, 1)
@@ -632,7 +632,7 @@ describe('state triggers (builtins.md §4.3)', () => {
     c.serve('toggle::handler')
     c.bind('toggle::handler', { scope: 'toggle' })
     await c.settled()
-    const set = (value: unknown) => own.engine.invoke({ function_id: 'state::set', data: { scope: 'toggle', key: 'k', value } })
+    const set = (value: unknown) => own.engine.inject({ function_id: 'state::set', data: { scope: 'toggle', key: 'k', value } })
 
     await worker.applySettings({ adapter: { name: 'memory' }, triggers_enabled: false })
     await set('while disabled')
@@ -652,9 +652,9 @@ describe('state triggers (builtins.md §4.3)', () => {
     c.serve('switch::handler')
     c.bind('switch::handler', { scope: 'switch' })
     await c.settled()
-    await own.engine.invoke({ function_id: 'state::set', data: { scope: 'switch', key: 'k', value: 'sqlite' } })
+    await own.engine.inject({ function_id: 'state::set', data: { scope: 'switch', key: 'k', value: 'sqlite' } })
     await worker.applySettings({ adapter: { name: 'memory' } })
-    await own.engine.invoke({ function_id: 'state::set', data: { scope: 'switch', key: 'k', value: 'memory' } })
+    await own.engine.inject({ function_id: 'state::set', data: { scope: 'switch', key: 'k', value: 'memory' } })
     await eventually(() => c.events('switch::handler').length === 2)
     assert.deepEqual(
       c.events('switch::handler').map((e) => [e.event_type, e.new_value]),

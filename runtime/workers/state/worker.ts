@@ -47,7 +47,7 @@ interface AdapterSlot {
  * @example
  * const engine = new Engine(config, { builtins: [new StateWorker()] })
  * await engine.start()
- * await engine.invoke({ function_id: 'state::set', data: { scope: 'users', key: 'u1', value: { name: 'Al' } } })
+ * await engine.inject({ function_id: 'state::set', data: { scope: 'users', key: 'u1', value: { name: 'Al' } } })
  */
 export class StateWorker implements BuiltinWorker {
   readonly name = STATE_WORKER_NAME

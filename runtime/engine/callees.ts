@@ -1,0 +1,228 @@
+/**
+ * The dispatch stage's three kinds of callee (protocol.md §6.1): a remote session, reached by a
+ * leg that awaits its `invocationresult` (§6.2); an in-process handler of a built-in worker; and
+ * an HTTP-invoked function the engine executes itself (§6.8). Each delivers exactly one outcome to
+ * the invocation's reply, and engine-originated calls time out here (§6.5).
+ */
+import { randomUUID } from 'node:crypto'
+import { decodeJson, encodeInvoke, errorBodyOf, Errors, type ErrorBody, type RawJson } from 'svc-protocol'
+import type { BuiltinPeer } from './builtin-peer.ts'
+import type { FunctionEntry, Replica } from './functions.ts'
+import { invokeOverHttp } from './http-invoke.ts'
+import type { Peer } from './peer.ts'
+import { mergeBaggage, type Callee, type Invocation, type Reply } from './pipeline.ts'
+import { Session } from './session.ts'
+import type { HttpFunctionsPolicy, InvocationContext, LocalHandler, Logger } from './types.ts'
+import type { HttpInvocationConfig } from 'svc-protocol'
+
+/** One call sent to a remote session and awaiting its answer. */
+export interface Leg {
+  /** The engine-assigned invocation id of this leg (§5.8). */
+  readonly id: string
+  readonly callee: Session
+  /** The remote caller, counted against its limit; undefined for engine-originated calls. */
+  readonly caller: Session | undefined
+  readonly reply: Reply
+  timer: NodeJS.Timeout | undefined
+}
+
+/**
+ * Bounds on open legs: an attacker who sends calls that are never answered must not grow the
+ * engine's memory without limit.
+ */
+export interface LegLimits {
+  /** Open calls one connection may have made and still await. Default 10 000. */
+  perConnection: number
+  /** Open calls in the whole engine. Default 100 000. */
+  total: number
+}
+
+export const DEFAULT_LEG_LIMITS: LegLimits = { perConnection: 10_000, total: 100_000 }
+
+/** Every open leg, indexed from both of its sessions. */
+export class LegTable {
+  private readonly limits: LegLimits
+  /** Open legs in the whole engine. */
+  size = 0
+
+  constructor(limits: LegLimits = DEFAULT_LEG_LIMITS) {
+    this.limits = limits
+  }
+
+  /** Sends the call to `callee` as `invokefunction` with a fresh leg id, after the limits allow it. */
+  open(callee: Session, invocation: Invocation, target: FunctionEntry, replica: Replica): void {
+    const caller = invocation.caller instanceof Session ? invocation.caller : undefined
+    if (caller !== undefined && caller.calling.size >= this.limits.perConnection) {
+      return invocation.reply.error(Errors.tooManyInvocations('connection', this.limits.perConnection).toErrorBody())
+    }
+    if (this.size >= this.limits.total) return invocation.reply.error(Errors.tooManyInvocations('engine', this.limits.total).toErrorBody())
+    const leg: Leg = { id: randomUUID(), callee, caller, reply: invocation.reply, timer: undefined }
+    callee.executing.set(leg.id, leg)
+    caller?.calling.add(leg)
+    this.size++
+    const timeoutMs = invocation.timeoutMs
+    if (timeoutMs !== undefined) leg.timer = setTimeout(LegTable.expire, timeoutMs, this, leg, timeoutMs)
+    callee.send(
+      encodeInvoke(leg.id, replica.wireIdJson, invocation.data, invocation.metadata, invocation.traceparent, mergeBaggage(invocation.baggage, target)),
+    )
+  }
+
+  /** An `invocationresult` from `from` (§5.9): results for unknown legs, or from other sessions, are ignored. */
+  complete(from: Session, legId: string, result: RawJson | undefined, error: ErrorBody | undefined): void {
+    const leg = from.executing.get(legId)
+    if (leg === undefined) return
+    this.close(leg)
+    if (error !== undefined) leg.reply.error(error)
+    else leg.reply.result(result)
+  }
+
+  /**
+   * Disconnect cleanup of `session`'s calls (§3.6 step 3): calls it executed end with
+   * `invocation_stopped`; calls it made are dropped, so late results are ignored.
+   */
+  sessionEnded(session: Session): void {
+    if (session.executing.size > 0) {
+      const stopped = Errors.invocationStopped().toErrorBody()
+      for (const leg of [...session.executing.values()]) {
+        this.close(leg)
+        leg.reply.error(stopped)
+      }
+    }
+    for (const leg of [...session.calling]) this.close(leg)
+  }
+
+  /** Ends every open leg with `invocation_stopped` (engine shutdown). */
+  stopAll(sessions: Iterable<Session>): void {
+    for (const session of sessions) this.sessionEnded(session)
+  }
+
+  private close(leg: Leg): void {
+    if (leg.callee.executing.delete(leg.id)) this.size--
+    leg.caller?.calling.delete(leg)
+    if (leg.timer !== undefined) clearTimeout(leg.timer)
+  }
+
+  private static expire(table: LegTable, leg: Leg, timeoutMs: number): void {
+    if (leg.callee.executing.get(leg.id) !== leg) return
+    leg.timer = undefined
+    table.close(leg)
+    leg.reply.error(Errors.timeout(timeoutMs).toErrorBody())
+  }
+}
+
+/** A remote session's replicas: each call becomes a leg. */
+export class RemoteCallee implements Callee {
+  readonly peer: Session
+  private readonly legs: LegTable
+
+  constructor(session: Session, legs: LegTable) {
+    this.peer = session
+    this.legs = legs
+  }
+
+  get pendingBytes(): number {
+    return this.peer.pendingBytes
+  }
+
+  dispatch(invocation: Invocation, target: FunctionEntry, replica: Replica): void {
+    this.legs.open(this.peer, invocation, target, replica)
+  }
+}
+
+/** What an in-process handler learns about its invocation. */
+function contextOf(invocation: Invocation, target: FunctionEntry): InvocationContext {
+  const context: InvocationContext = { function_id: target.id, baggage: mergeBaggage(invocation.baggage, target), access: invocation.access }
+  if (invocation.caller !== null) {
+    context.caller_worker_id = invocation.caller.workerId
+    context.caller = invocation.caller
+  }
+  if (invocation.metadata !== undefined) context.metadata = decodeJson(invocation.metadata)
+  if (invocation.traceparent !== undefined) context.traceparent = invocation.traceparent
+  return context
+}
+
+/**
+ * Delivers the outcome of `work` to `reply` once: the result, the error, or `TIMEOUT` when the
+ * engine-originated call's timeout passes first.
+ */
+function settle(invocation: Invocation, peer: { activeInvocations: number }, work: () => unknown): void {
+  const reply = invocation.reply
+  peer.activeInvocations++
+  let value: unknown
+  try {
+    value = work()
+  } catch (err) {
+    peer.activeInvocations--
+    return reply.error(errorBodyOf(err))
+  }
+  if (!(value instanceof Promise)) {
+    peer.activeInvocations--
+    return reply.result(value)
+  }
+  let done = false
+  let timer: NodeJS.Timeout | undefined
+  const timeoutMs = invocation.timeoutMs
+  if (timeoutMs !== undefined) {
+    timer = setTimeout(() => {
+      if (done) return
+      done = true
+      peer.activeInvocations--
+      reply.error(Errors.timeout(timeoutMs).toErrorBody())
+    }, timeoutMs)
+  }
+  value.then(
+    (result) => {
+      if (done) return
+      done = true
+      clearTimeout(timer)
+      peer.activeInvocations--
+      reply.result(result)
+    },
+    (err: unknown) => {
+      if (done) return
+      done = true
+      clearTimeout(timer)
+      peer.activeInvocations--
+      reply.error(errorBodyOf(err))
+    },
+  )
+}
+
+/** A function a built-in worker serves in-process. */
+export class LocalCallee implements Callee {
+  readonly peer: BuiltinPeer
+  readonly pendingBytes = 0
+  private readonly handler: LocalHandler
+
+  constructor(peer: BuiltinPeer, handler: LocalHandler) {
+    this.peer = peer
+    this.handler = handler
+  }
+
+  dispatch(invocation: Invocation, target: FunctionEntry): void {
+    const handler = this.handler
+    settle(invocation, this.peer, () => handler(decodeJson(invocation.data), contextOf(invocation, target)))
+  }
+}
+
+/** A replica registered with `invocation`: the engine makes the HTTP request (§6.8). */
+export class HttpCallee implements Callee {
+  readonly peer: Peer & { activeInvocations: number }
+  readonly pendingBytes = 0
+  private readonly config: HttpInvocationConfig
+  private readonly policy: () => HttpFunctionsPolicy | undefined
+
+  constructor(peer: Peer & { activeInvocations: number }, config: HttpInvocationConfig, policy: () => HttpFunctionsPolicy | undefined) {
+    this.peer = peer
+    this.config = config
+    this.policy = policy
+  }
+
+  dispatch(invocation: Invocation, target: FunctionEntry): void {
+    // The call's own timeout_ms applies (§6.5); the engine's timeout of its own calls bounds it too.
+    settle(invocation, this.counter, () => invokeOverHttp(this.config, target.id, decodeJson(invocation.data), contextOf(invocation, target), this.policy()))
+  }
+
+  /** HTTP calls are counted apart from the session's legs, so `executing` stays a leg index. */
+  private readonly counter = { activeInvocations: 0 }
+}

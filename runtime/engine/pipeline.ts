@@ -1,0 +1,329 @@
+/**
+ * The invocation pipeline (protocol.md §6): every invocation — from a remote worker, a built-in
+ * worker, an HTTP trigger, the CLI or `engine.inject()` — runs through the same stages:
+ *
+ *   resolve → authorize → intercept → dispatch → deliver
+ *
+ * - **resolve**: blank namespace refused, `iii::` alias, namespace fallback to `default` (§6.1);
+ *   enqueue calls are handed to the queue provider instead (§6.4).
+ * - **authorize**: the caller's {@link AccessPolicy} (§13.3); listeners with a middleware divert
+ *   the call to it here (§13.4).
+ * - **intercept**: the {@link Interceptor} list (tracing, metrics and the console's live view plug
+ *   in here); empty by default, so it costs nothing.
+ * - **dispatch**: one replica, round-robin, to its {@link Callee}: a remote session (a leg awaiting
+ *   `invocationresult`), an in-process handler, or an HTTP-invoked function.
+ * - **deliver**: the outcome goes to the invocation's {@link Reply}: relayed to a remote caller,
+ *   resolved as a promise for in-process callers, or discarded for void calls.
+ *
+ * Each stage runs inside one error boundary: an unexpected failure answers `internal_error` and is
+ * logged with an error id; it never escapes to the socket that carried the call.
+ */
+import { randomBytes, randomUUID } from 'node:crypto'
+import {
+  Codes,
+  decodeJson,
+  encodeResult,
+  ENGINE_PREFIX,
+  errorBodyOf,
+  Errors,
+  type ErrorBody,
+  type JsonInput,
+  SvcError,
+  type MiddlewareInput,
+  type TriggerActionValue,
+} from 'svc-protocol'
+import { PERMISSIVE, type AccessPolicy } from './access/policy.ts'
+import type { FunctionEntry, FunctionRegistry, Replica } from './functions.ts'
+import type { Peer } from './peer.ts'
+import type { Logger } from './types.ts'
+
+/** Where an invocation's outcome goes (the deliver stage). Exactly one method is called, once. */
+export interface Reply {
+  /** The callee answered; `value` undefined (or JSON `null`) means no result (§5.9). */
+  result(value: JsonInput | undefined): void
+  error(error: ErrorBody): void
+}
+
+/** One invocation as it moves through the pipeline. Stages may rewrite the mutable fields. */
+export interface Invocation {
+  /** The id the caller asked for; relayed results carry it (§6.2 step 3). */
+  readonly requestedId: string
+  /** The id to resolve. */
+  functionId: string
+  /** Namespace to resolve in (`default` when the caller named none). */
+  namespace: string
+  /** The payload: the caller's text for remote calls ({@link RawJson}), a value for in-process ones. */
+  data: JsonInput
+  metadata?: JsonInput
+  action?: TriggerActionValue
+  traceparent?: string
+  baggage?: string
+  /** The calling worker (a remote session or a built-in); null for the engine itself. */
+  readonly caller: Peer | null
+  /** The caller's access rules; {@link PERMISSIVE} for built-ins and the engine. */
+  readonly access: AccessPolicy
+  /** Engine-originated calls time out in the engine (§6.5); undefined: no engine timeout. */
+  timeoutMs?: number
+  reply: Reply
+}
+
+/**
+ * A step between authorization and dispatch. It may rewrite the invocation, wrap `reply` to
+ * observe the outcome (spans, metrics, live view), or throw an `SvcError` to fail the call.
+ */
+export interface Interceptor {
+  readonly name: string
+  intercept(invocation: Invocation, target: FunctionEntry): void
+}
+
+/** Executes invocations for one replica kind (the dispatch stage). */
+export interface Callee {
+  /** The worker that owns the replica. */
+  readonly peer: Peer
+  /** Bytes waiting to be sent to the callee (backpressure, §3.5); 0 for in-process callees. */
+  readonly pendingBytes: number
+  dispatch(invocation: Invocation, target: FunctionEntry, replica: Replica): void
+}
+
+/**
+ * Delivers to a promise (in-process callers): the callee's value as it is. A remote `null` result
+ * never gets here as `null`, since the codec reads it as no result (§5.9).
+ */
+export class PromiseReply implements Reply {
+  readonly promise: Promise<unknown>
+  private resolve!: (value: unknown) => void
+  private reject!: (error: SvcError) => void
+
+  constructor() {
+    this.promise = new Promise((resolve, reject) => {
+      this.resolve = resolve
+      this.reject = reject
+    })
+  }
+
+  result(value: JsonInput | undefined): void {
+    this.resolve(value === undefined ? undefined : decodeJson(value))
+  }
+
+  error(error: ErrorBody): void {
+    this.reject(SvcError.fromBody(error))
+  }
+}
+
+/** Void calls: nothing goes back to the caller (§6.3); failures are logged at debug level. */
+export class DiscardReply implements Reply {
+  private readonly functionId: string
+  private readonly log: Logger
+
+  constructor(functionId: string, log: Logger) {
+    this.functionId = functionId
+    this.log = log
+  }
+
+  result(): void {}
+
+  error(error: ErrorBody): void {
+    this.log.debug(`void invocation of ${this.functionId} failed: ${error.code}: ${error.message}`)
+  }
+}
+
+/** Something that can receive frames: a remote session. */
+export interface FrameSink {
+  readonly alive: boolean
+  send(text: string): void
+}
+
+/** Relays the outcome to a remote caller as `invocationresult` with its own invocation id (§6.2). */
+export class RelayReply implements Reply {
+  private readonly caller: FrameSink
+  private readonly invocationId: string
+  private readonly requestedIdJson: string
+
+  constructor(caller: FrameSink, invocationId: string, requestedIdJson: string) {
+    this.caller = caller
+    this.invocationId = invocationId
+    this.requestedIdJson = requestedIdJson
+  }
+
+  result(value: JsonInput | undefined): void {
+    if (this.caller.alive) this.caller.send(encodeResult(this.invocationId, this.requestedIdJson, value, undefined))
+  }
+
+  error(error: ErrorBody): void {
+    if (this.caller.alive) this.caller.send(encodeResult(this.invocationId, this.requestedIdJson, undefined, error))
+  }
+}
+
+/** What the pipeline needs from the engine. */
+export interface PipelineHost {
+  readonly functions: FunctionRegistry
+  readonly log: Logger
+  /** `internal_invocation_timeout_ms` (§6.5): auth, hooks, middleware, enqueue provider. */
+  readonly internalTimeoutMs: number
+  /** Lowest `backpressure_bytes` of the listeners (§3.5). */
+  readonly backpressureBytes: number
+}
+
+/** The queue provider of the enqueue action (§6.4). */
+const ENQUEUE_PROVIDER = 'engine::queue::enqueue'
+
+export class InvocationPipeline {
+  private readonly host: PipelineHost
+  /** Interceptors, run in order for every invocation that reaches dispatch. */
+  readonly interceptors: Interceptor[] = []
+
+  constructor(host: PipelineHost) {
+    this.host = host
+  }
+
+  /** Runs one invocation through every stage. Never throws: failures reach `invocation.reply`. */
+  run(invocation: Invocation): void {
+    try {
+      const { namespace } = invocation
+      if (namespace !== 'default' && namespace.trim() === '') return invocation.reply.error(Errors.invalidNamespace().toErrorBody())
+      if (invocation.action?.type === 'enqueue') return void this.enqueue(invocation)
+      // resolve
+      const target = this.host.functions.resolve(namespace, invocation.functionId)
+      if (target === undefined) return invocation.reply.error(this.notFound(invocation))
+      // authorize
+      const access = invocation.access
+      if (access.restricted) {
+        const denial = access.checkInvoke(target.id, target.namespace, target.latest.metadata)
+        if (denial !== undefined) return invocation.reply.error(denial.toErrorBody())
+        const middleware = access.middlewareFunctionId
+        if (middleware !== undefined && !target.id.startsWith(ENGINE_PREFIX)) {
+          return this.divert(invocation, middleware, target.id, target.namespace)
+        }
+      }
+      // intercept
+      const interceptors = this.interceptors
+      for (let i = 0; i < interceptors.length; i++) interceptors[i]!.intercept(invocation, target)
+      // dispatch
+      const replica = target.pick(this.host.backpressureBytes)
+      if (replica === undefined) return invocation.reply.error(this.notFound(invocation))
+      replica.callee.dispatch(invocation, target, replica)
+    } catch (err) {
+      this.fail(invocation, err)
+    }
+  }
+
+  /**
+   * Answers an unexpected failure: an `SvcError` thrown on purpose (by an interceptor) keeps its
+   * code; anything else is `internal_error` with an error id that is logged with the cause.
+   */
+  fail(invocation: Invocation, err: unknown): void {
+    if (err instanceof SvcError) return invocation.reply.error(err.toErrorBody())
+    const errorId = randomBytes(6).toString('hex')
+    this.host.log.error(`invocation of ${invocation.requestedId} failed inside the engine`, {
+      error_id: errorId,
+      error: err instanceof Error ? (err.stack ?? err.message) : String(err),
+    })
+    try {
+      invocation.reply.error(Errors.internal(errorId).toErrorBody())
+    } catch (replyError) {
+      this.host.log.error('could not deliver an internal error', { error_id: errorId, error: String(replyError) })
+    }
+  }
+
+  private notFound(invocation: Invocation): ErrorBody {
+    const { functionId, namespace } = invocation
+    return Errors.functionNotFound(functionId, namespace, this.host.functions.namespacesOf(functionId, namespace)).toErrorBody()
+  }
+
+  /**
+   * Hands the call to the listener's middleware (§13.4): its result or error becomes the caller's.
+   * The middleware runs as an engine-originated call, so its own calls are never diverted again.
+   */
+  private divert(invocation: Invocation, middleware: string, functionId: string, namespace: string): void {
+    const input: MiddlewareInput = {
+      function_id: functionId,
+      payload: decodeJson(invocation.data),
+      namespace,
+      action: invocation.action ?? null,
+      context: invocation.access.context,
+    }
+    if (invocation.metadata !== undefined) input.metadata = decodeJson(invocation.metadata)
+    const call: Invocation = {
+      requestedId: middleware,
+      functionId: middleware,
+      namespace: 'default',
+      data: input,
+      caller: null,
+      access: PERMISSIVE,
+      timeoutMs: this.host.internalTimeoutMs,
+      reply: invocation.reply,
+    }
+    if (invocation.traceparent !== undefined) call.traceparent = invocation.traceparent
+    if (invocation.baggage !== undefined) call.baggage = invocation.baggage
+    this.run(call)
+  }
+
+  /**
+   * The enqueue action (§6.4): checks namespace, alias and access (the target need not be
+   * registered), diverts to the middleware where configured, then invokes the queue provider
+   * `engine::queue::enqueue` and answers with the provider's receipt.
+   */
+  private async enqueue(invocation: Invocation): Promise<void> {
+    const action = invocation.action as Extract<TriggerActionValue, { type: 'enqueue' }>
+    const functions = this.host.functions
+    const resolved = functions.resolve(invocation.namespace, invocation.functionId)
+    const functionId = resolved?.id ?? functions.aliasTarget(invocation.functionId)
+    const access = invocation.access
+    if (access.restricted) {
+      const namespace = resolved?.namespace ?? invocation.namespace
+      const denial = access.checkInvoke(functionId, namespace, resolved?.latest.metadata)
+      if (denial !== undefined) return invocation.reply.error(denial.toErrorBody())
+      const middleware = access.middlewareFunctionId
+      if (middleware !== undefined && !functionId.startsWith(ENGINE_PREFIX)) return this.divert(invocation, middleware, functionId, namespace)
+    }
+    if (functions.get('default', ENQUEUE_PROVIDER) === undefined) return invocation.reply.error(Errors.enqueueNoProvider().toErrorBody())
+    const receipt = randomUUID()
+    const payload: Record<string, unknown> = {
+      queue: action.queue,
+      function_id: invocation.functionId,
+      data: decodeJson(invocation.data),
+      messageReceiptId: receipt,
+    }
+    if (invocation.namespace !== 'default') payload.namespace = invocation.namespace
+    if (invocation.metadata !== undefined) payload.metadata = decodeJson(invocation.metadata)
+    if (invocation.traceparent !== undefined) payload.traceparent = invocation.traceparent
+    if (invocation.baggage !== undefined) payload.baggage = invocation.baggage
+    if (action.delay_ms !== undefined) payload.delay_ms = action.delay_ms
+    if (action.idempotency_key !== undefined) payload.idempotency_key = action.idempotency_key
+    const reply = new PromiseReply()
+    this.run({
+      requestedId: ENQUEUE_PROVIDER,
+      functionId: ENQUEUE_PROVIDER,
+      namespace: 'default',
+      data: payload,
+      caller: null,
+      access: PERMISSIVE,
+      timeoutMs: this.host.internalTimeoutMs,
+      reply,
+    })
+    let answer: unknown
+    try {
+      answer = await reply.promise
+    } catch (err) {
+      const body = errorBodyOf(err)
+      if (body.code === Codes.QueueNotFound || body.code === Codes.InvalidMessageGroup) return invocation.reply.error({ code: body.code, message: body.message })
+      return invocation.reply.error(Errors.enqueueFailed(body.code, body.message).toErrorBody())
+    }
+    // The provider's receipt wins: a repeated idempotency_key answers the first message's (§6.4 step 3).
+    const providerReceipt = (answer as { messageReceiptId?: unknown } | undefined)?.messageReceiptId
+    invocation.reply.result({ messageReceiptId: typeof providerReceipt === 'string' ? providerReceipt : receipt })
+  }
+}
+
+/** Sets `svc.function.id` (and `iii.function.id`) in W3C baggage, keeping other entries (§10.1). */
+export function mergeBaggage(baggage: string | undefined, target: FunctionEntry): string {
+  if (baggage === undefined || baggage === '') return target.baggage
+  if (!baggage.includes('function.id')) return `${baggage},${target.baggage}`
+  const kept = baggage
+    .split(',')
+    .map((s) => s.trim())
+    .filter((s) => s !== '' && !/^(svc|iii)\.function\.id\s*=/.test(s))
+  kept.push(target.baggage)
+  return kept.join(',')
+}
+

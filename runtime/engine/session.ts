@@ -1,0 +1,131 @@
+/**
+ * One worker session (protocol.md §3) over any {@link Transport}: its identity, namespace, access
+ * rules, the registration buffer (§3.4), the inbound queue that keeps frames in arrival order while
+ * an asynchronous step runs (authentication, a registration hook, §3.5 "Order"), and the legs it
+ * executes and awaits (§6.2), indexed per session so disconnect cleanup never scans other calls.
+ */
+import { randomUUID } from 'node:crypto'
+import type { InboundMessage, PeerInfo, Transport, WorkerAnnounce } from 'svc-protocol'
+import { PERMISSIVE, type AccessPolicy } from './access/policy.ts'
+import type { Leg } from './callees.ts'
+import type { Peer } from './peer.ts'
+import type { Callee, FrameSink } from './pipeline.ts'
+import type { ListenerConfig } from './types.ts'
+
+/** Frames held by the registration buffer (§3.4). Other frames are processed at once. */
+const BUFFERED_TYPES = new Set([
+  'registerfunction',
+  'unregisterfunction',
+  'registertriggertype',
+  'unregistertriggertype',
+  'registertrigger',
+  'unregistertrigger',
+  'registerservice',
+  'invokefunction',
+])
+
+/** The registration buffer's capacity (§3.4 rule 3), and the cap of the inbound queue. */
+export const MAX_BUFFERED_FRAMES = 10000
+
+/** Session life: authenticating (frames queue), open, closed. */
+export type SessionState = 'authenticating' | 'open' | 'closed'
+
+export class Session implements Peer, FrameSink {
+  readonly kind = 'connection' as const
+  readonly workerId = randomUUID()
+  readonly reattachToken = randomUUID()
+  readonly connectedAtMs = Date.now()
+  readonly transport: Transport
+  readonly listener: ListenerConfig
+  readonly info: PeerInfo
+  state: SessionState = 'authenticating'
+  /** The session's access rules (§13); set from the auth result before any frame is handled. */
+  access: AccessPolicy = PERMISSIVE
+  namespace = 'default'
+  /** False until the first successful announce, the grace period, or a full buffer (§3.4). */
+  namespaceResolved = false
+  announce: WorkerAnnounce = {}
+  /** Set by the engine when the session opens: executes calls routed to this session's replicas. */
+  callee!: Callee
+  /** Legs this session executes, by leg id: results are accepted only from here (§5.9). */
+  readonly executing = new Map<string, Leg>()
+  /** Legs this session made and still awaits (dropped when it disconnects, §3.6 step 3). */
+  readonly calling = new Set<Leg>()
+  graceTimer: NodeJS.Timeout | undefined
+  /** Frames waiting for the namespace (the registration buffer). */
+  private held: InboundMessage[] = []
+  /** Frames waiting while an asynchronous step runs; taken in order once it ends. */
+  readonly backlog: Array<{ data: string | Uint8Array; isBinary: boolean } | InboundMessage> = []
+  /** True while an asynchronous step (auth, a hook, a reattach) holds the inbound queue. */
+  blocked = true
+
+  constructor(transport: Transport, listener: ListenerConfig, info: PeerInfo) {
+    this.transport = transport
+    this.listener = listener
+    this.info = info
+  }
+
+  get alive(): boolean {
+    return this.state === 'open'
+  }
+
+  get name(): string | null {
+    return this.announce.name ?? null
+  }
+
+  get ipAddress(): string | null {
+    return this.info.ip
+  }
+
+  get activeInvocations(): number {
+    return this.executing.size
+  }
+
+  /** Bytes queued on the transport and not yet sent (backpressure, §3.5). */
+  get pendingBytes(): number {
+    return this.transport.bufferedAmount
+  }
+
+  /** Whether `message` must wait in the registration buffer. */
+  shouldHold(message: InboundMessage): boolean {
+    if (this.namespaceResolved || !BUFFERED_TYPES.has(message.type)) return false
+    return !(message.type === 'invokefunction' && message.function_id === 'engine::workers::register')
+  }
+
+  /** Holds a frame; returns true when the buffer is now full. */
+  hold(message: InboundMessage): boolean {
+    this.held.push(message)
+    return this.held.length >= MAX_BUFFERED_FRAMES
+  }
+
+  /** Marks the namespace resolved and returns the held frames, in arrival order. */
+  resolveNamespace(namespace: string): InboundMessage[] {
+    this.namespace = namespace
+    this.namespaceResolved = true
+    if (this.graceTimer) clearTimeout(this.graceTimer)
+    this.graceTimer = undefined
+    const held = this.held
+    this.held = []
+    return held
+  }
+
+  /**
+   * Sends one text frame. A session whose unsent data exceeds `max_outbound_bytes` is terminated
+   * (§3.5). Frames to a closed session are dropped.
+   */
+  send(text: string): void {
+    if (this.state === 'closed') return
+    const transport = this.transport
+    transport.send(text)
+    if (transport.bufferedAmount > this.listener.max_outbound_bytes) transport.terminate()
+  }
+
+  /** Stops the session from being picked or read (§3.6 step 1). */
+  retire(): void {
+    this.state = 'closed'
+    this.held = []
+    this.backlog.length = 0
+    if (this.graceTimer) clearTimeout(this.graceTimer)
+    this.graceTimer = undefined
+  }
+}
