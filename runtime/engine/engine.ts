@@ -733,10 +733,8 @@ export class Engine implements BuiltinHost, PipelineHost {
     const session = caller
     if (payload.namespace !== undefined && payload.namespace !== null) {
       if (typeof payload.namespace !== 'string' || payload.namespace.trim() === '') throw Errors.invalidNamespace()
-      if (!session.namespaceResolved) {
-        const denied = session.access.checkNamespace(payload.namespace)
-        if (denied !== undefined) throw denied
-      }
+      const denied = session.access.checkNamespace(payload.namespace)
+      if (denied !== undefined) throw denied
     }
     const clean = (v: unknown) =>
       typeof v === 'string' ? v.replace(/[\u0000-\u001f\u007f\u202a-\u202e\u2066-\u2069]/g, '').trim().slice(0, 280).toWellFormed() : undefined

@@ -17,6 +17,8 @@ export interface TestEngineOptions {
   /** Settings seeds by built-in name, e.g. `{ 'svc-http': { max_body_bytes: 10 } }` (port 0 is added for svc-http). */
   settings?: Record<string, unknown>
   listener?: Partial<ListenerConfig>
+  /** Further listeners after the first (port 0 unless given), e.g. one with `rbac`. */
+  extraListeners?: Partial<ListenerConfig>[]
   config?: Partial<Omit<EngineConfig, 'listeners' | 'data_dir'>>
   log?: Logger
 }
@@ -25,6 +27,8 @@ export interface TestEngine {
   engine: Engine
   /** Worker URL, e.g. ws://127.0.0.1:40123 */
   url: string
+  /** Every listener's URL, in configuration order (`urls[0] === url`). */
+  urls: string[]
   /** HTTP worker base URL, e.g. http://127.0.0.1:40124 (empty when svc-http is not running). */
   httpUrl: string
   dataDir: string
@@ -37,7 +41,7 @@ export async function startTestEngine(options: TestEngineOptions = {}): Promise<
   const settings: Record<string, unknown> = { ...(options.settings ?? {}) }
   settings['svc-http'] = { port: 0, ...((settings['svc-http'] as object | undefined) ?? {}) }
   const config: EngineConfig = {
-    listeners: [{ ...LISTENER_DEFAULTS, port: 0, ...options.listener }],
+    listeners: [{ ...LISTENER_DEFAULTS, port: 0, ...options.listener }, ...(options.extraListeners ?? []).map((l) => ({ ...LISTENER_DEFAULTS, port: 0, ...l }))],
     registration_namespace_grace_ms: 250,
     internal_invocation_timeout_ms: 30000,
     data_dir: dataDir,
@@ -51,6 +55,7 @@ export async function startTestEngine(options: TestEngineOptions = {}): Promise<
   return {
     engine,
     url: engine.workerUrls[0]!,
+    urls: engine.workerUrls,
     httpUrl: engine.listenUrls('svc-http')[0] ?? '',
     dataDir,
     async stop() {

@@ -39,8 +39,8 @@ export class RawWorker {
   }
 
   /** Connects and waits for `workerregistered`. */
-  static async connect(url: string, options: { announce?: Record<string, unknown> } = {}): Promise<RawWorker> {
-    const socket = new WebSocket(url)
+  static async connect(url: string, options: { announce?: Record<string, unknown>; headers?: Record<string, string> } = {}): Promise<RawWorker> {
+    const socket = new WebSocket(url, options.headers ? { headers: options.headers } : {})
     const worker = new RawWorker(socket)
     const registered = worker.next((f) => f.type === 'workerregistered')
     await new Promise<void>((resolve, reject) => {
