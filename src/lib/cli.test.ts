@@ -3,7 +3,10 @@ import { describe, it } from 'node:test'
 import { ConfigError } from '../../runtime/config/errors.ts'
 import { withDefaultCommand } from './argv.ts'
 import { formatBanner, readyEvent } from './banner.ts'
-import { CliError, debugEnabled, ExitCode, formatHumanError, formatJsonError, toCliError } from './errors.ts'
+import { InvocationError } from 'svc-sdk'
+import { catalogue, catalogueEntry, Codes, EXIT_CODES, Errors } from 'svc-protocol/errors'
+import { CliCodes, CliError, debugEnabled, ExitCode, formatHumanError, formatJsonError, hintFor, toCliError } from './errors.ts'
+import { invocationFailure, NOT_FOUND_HINT } from './trigger.ts'
 
 describe('default command (cli.md §1)', () => {
   it('runs start for no arguments or flags only', () => {
@@ -52,6 +55,49 @@ describe('CLI errors (cli.md §1, §1.1)', () => {
     assert.deepEqual([other.exitCode, other.code, other.message], [1, 'ENOSPC', 'disk full'])
     const parse = toCliError(Object.assign(new Error('Nonexistent flag: --x\nSee more help with --help'), { oclif: { exit: 2 } }))
     assert.deepEqual([parse.exitCode, parse.message], [2, 'Nonexistent flag: --x'])
+  })
+})
+
+describe('CLI errors from the catalogue (svc-protocol/errors, cli.md §1.1, §4.6)', () => {
+  const call = { functionId: 'math::add', timeoutMs: 300, url: 'ws://127.0.0.1:1' }
+
+  it('exit codes 1-4 are the catalogue exit classes; CLI-only codes are not catalogue codes', () => {
+    assert.deepEqual(
+      { failure: ExitCode.Failure, usage: ExitCode.Usage, unreachable: ExitCode.Unreachable, timeout: ExitCode.Timeout },
+      EXIT_CODES,
+    )
+    for (const code of Object.values(CliCodes)) assert.equal(catalogueEntry(code), undefined, code)
+    assert.ok(catalogue().length > 0)
+  })
+
+  it('an error with a catalogue code exits as the catalogue says; other codes exit 1', () => {
+    assert.equal(toCliError(Errors.notConnected()).exitCode, 3)
+    assert.equal(toCliError(Errors.timeout(5)).exitCode, 4)
+    assert.equal(toCliError(Errors.invalidNamespace()).exitCode, 2)
+    const notFound = toCliError(Errors.functionNotFound('a::b'))
+    assert.deepEqual([notFound.exitCode, notFound.code, notFound.hint], [1, 'function_not_found', NOT_FOUND_HINT])
+    assert.equal(toCliError(Object.assign(new Error('x'), { code: 'MY_OWN' })).hint, undefined)
+    assert.equal(toCliError('text').code, Codes.InternalError)
+  })
+
+  it('hints are keyed by catalogue codes', () => {
+    assert.equal(hintFor('function_not_found'), 'the worker may still be installing or starting; check svc worker list and retry')
+    assert.equal(hintFor('FUNCTION_NOT_FOUND'), undefined)
+    assert.equal(hintFor('enqueue_error'), undefined)
+  })
+
+  it('svc trigger: only the CLI deadline exits 4 and NOT_CONNECTED exits 3; every returned error is a function error (exit 1)', () => {
+    const own = invocationFailure(new InvocationError({ code: 'TIMEOUT', message: 'invocation timed out after 300ms' }), call)
+    assert.deepEqual([own.exitCode, own.code, own.message], [4, 'TIMEOUT', 'Timed out after 300 ms waiting for math::add'])
+    const downstream = invocationFailure(new InvocationError({ code: 'TIMEOUT', message: 'invocation timed out after 30000ms' }), call)
+    assert.deepEqual([downstream.exitCode, downstream.message], [1, 'TIMEOUT: invocation timed out after 30000ms'])
+    const unreachable = invocationFailure(new InvocationError({ code: 'NOT_CONNECTED', message: 'not connected to the engine' }), call)
+    assert.deepEqual([unreachable.exitCode, unreachable.code], [3, 'ENGINE_UNREACHABLE'])
+    const namespace = invocationFailure(new InvocationError({ code: 'INVALID_NAMESPACE', message: 'namespace is empty' }), call)
+    assert.equal(namespace.exitCode, 1)
+    const missing = invocationFailure(new InvocationError({ code: 'function_not_found', message: 'Function math::add not found', stacktrace: 'at x' }), call)
+    assert.deepEqual([missing.exitCode, missing.hint, missing.details], [1, NOT_FOUND_HINT, 'at x'])
+    assert.equal(invocationFailure(new InvocationError({ code: 'out_of_stock', message: 'none' }), call).hint, undefined)
   })
 })
 

@@ -1,10 +1,29 @@
 /**
  * CLI errors and exit codes (cli.md §1, §1.1): every failure has a stable code, a one-line message,
  * an optional hint and an exit code; stacks are shown only with `DEBUG` set.
+ *
+ * Codes of engine, SDK and built-in workers come from the one catalogue in `svc-protocol/errors`
+ * (exit class, hints keyed by its codes); only failures the CLI itself detects have codes of their
+ * own ({@link CliCodes}), and none of those is a catalogue code.
  */
+import { catalogueEntry, Codes, type Code, exitCodeOf } from 'svc-protocol/errors'
 import { ConfigError } from '../../runtime/config/errors.ts'
 
-/** Exit codes of cli.md §1.1. */
+/**
+ * Codes of failures only the CLI detects (cli.md §1, §4.6); engine and function failures keep their
+ * catalogue code (`Codes` of `svc-protocol/errors`). Other CLI modules add their own codes in place
+ * (`CONFIG_NOT_FOUND`, `UNKNOWN_WORKER`, …); none of them may reuse a catalogue code for another meaning.
+ */
+export const CliCodes = {
+  /** A usage error: bad flag, argument or key=value (exit 2). */
+  InvalidArgument: 'INVALID_ARGUMENT',
+  /** The engine did not accept a connection (exit 3, cli.md §4.6). */
+  EngineUnreachable: 'ENGINE_UNREACHABLE',
+  /** oclif reported a failure that is not a usage error. */
+  Failed: 'FAILED',
+} as const
+
+/** Exit codes of cli.md §1.1; 1–4 equal `EXIT_CODES` of the catalogue (a test holds them together). */
 export const ExitCode = {
   /** Success; for `svc start`: stopped by SIGINT/SIGTERM. */
   Success: 0,
@@ -55,16 +74,38 @@ export class CliError extends Error {
   }
 }
 
+/**
+ * Hints printed after an error with a catalogue code (cli.md §1 `Hint: <text>`), keyed by the code.
+ * `function_not_found`: the outcome table of cli.md §4.6.
+ */
+const CATALOGUE_HINTS: Partial<Record<Code, string>> = {
+  [Codes.FunctionNotFound]: 'the worker may still be installing or starting; check svc worker list and retry',
+}
+
+/** The CLI's hint for a catalogue code; undefined for other codes and codes without one. */
+export function hintFor(code: string): string | undefined {
+  return catalogueEntry(code) === undefined ? undefined : CATALOGUE_HINTS[code as Code]
+}
+
+/**
+ * The exit code of cli.md §1.1 for an operation that failed with `code`: the catalogue's exit class
+ * (`NOT_CONNECTED` 3, `TIMEOUT` 4, `INVALID_NAMESPACE` 2, …), 1 for codes outside it.
+ */
+export function exitCodeForCode(code: string): ExitCodeValue {
+  return exitCodeOf(code) as ExitCodeValue
+}
+
 /** A usage error (exit 2) with code `INVALID_ARGUMENT`. */
 export function usageError(message: string, hint?: string): CliError {
-  const init: CliErrorInit = { code: 'INVALID_ARGUMENT', message, exitCode: ExitCode.Usage }
+  const init: CliErrorInit = { code: CliCodes.InvalidArgument, message, exitCode: ExitCode.Usage }
   if (hint !== undefined) init.hint = hint
   return new CliError(init)
 }
 
 /**
  * Converts anything thrown into a {@link CliError}: config errors and oclif parse errors are usage
- * errors (exit 2), anything else a failure (exit 1).
+ * errors (exit 2); an error with a catalogue code exits as the catalogue says ({@link exitCodeForCode});
+ * anything else is a failure (exit 1) with its own code, else `internal_error`.
  */
 export function toCliError(err: unknown): CliError {
   if (err instanceof CliError) return err
@@ -77,17 +118,17 @@ export function toCliError(err: unknown): CliError {
       // oclif's parser errors (unknown flag, missing value, bad option) carry exit 2.
       const exitCode = oclif.exit === 2 ? ExitCode.Usage : ExitCode.Failure
       const message = err.message.replace(/\n+See more help with --help\s*$/, '').trim()
-      return new CliError({ code: exitCode === ExitCode.Usage ? 'INVALID_ARGUMENT' : 'FAILED', message, exitCode, cause: err })
+      return new CliError({ code: exitCode === ExitCode.Usage ? CliCodes.InvalidArgument : CliCodes.Failed, message, exitCode, cause: err })
     }
     const own = (err as { code?: unknown }).code
-    return new CliError({
-      code: typeof own === 'string' ? own : 'internal_error',
-      message: err.message,
-      exitCode: ExitCode.Failure,
-      cause: err,
-    })
+    const init: CliErrorInit = typeof own === 'string'
+      ? { code: own, message: err.message, exitCode: exitCodeForCode(own), cause: err }
+      : { code: Codes.InternalError, message: err.message, exitCode: ExitCode.Failure, cause: err }
+    const hint = typeof own === 'string' ? hintFor(own) : undefined
+    if (hint !== undefined) init.hint = hint
+    return new CliError(init)
   }
-  return new CliError({ code: 'internal_error', message: String(err), exitCode: ExitCode.Failure })
+  return new CliError({ code: Codes.InternalError, message: String(err), exitCode: ExitCode.Failure })
 }
 
 /** True when stack traces should be shown (`DEBUG` set to anything but empty, `0` or `false`). */

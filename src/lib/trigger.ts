@@ -5,14 +5,15 @@
 import { InvocationError, registerWorker, TriggerAction } from 'svc-sdk'
 import type { InitOptions, SvcClient, TriggerRequest } from 'svc-sdk'
 import type { FunctionSummary } from 'svc-protocol'
-import { CliError, ExitCode } from './errors.ts'
+import { Codes, Errors } from 'svc-protocol/errors'
+import { CliCodes, CliError, ExitCode, exitCodeForCode, hintFor } from './errors.ts'
 import { interruptible } from './interactive.ts'
 
 /** Worker name the CLI announces while it triggers. */
 export const TRIGGER_WORKER_NAME = 'svc-cli:trigger'
 
-/** Hint printed with `function_not_found` (cli.md §4.6 outcome table). */
-export const NOT_FOUND_HINT = 'the worker may still be installing or starting; check svc worker list and retry'
+/** Hint printed with `function_not_found` (cli.md §4.6 outcome table), from the CLI's catalogue hints. */
+export const NOT_FOUND_HINT = hintFor(Codes.FunctionNotFound)!
 
 export interface TriggerCall {
   /** `ws://…` of the engine. */
@@ -39,9 +40,9 @@ export interface TriggerOutcome {
 export function unreachableError(url: string, cause: unknown): CliError {
   const reason = reasonOf(cause)
   return new CliError({
-    code: 'ENGINE_UNREACHABLE',
+    code: CliCodes.EngineUnreachable,
     message: `Cannot connect to the engine at ${url}${reason ? ` (${reason})` : ''}. Is svc running?`,
-    exitCode: ExitCode.Unreachable,
+    exitCode: exitCodeForCode(Codes.NotConnected),
     cause,
   })
 }
@@ -49,7 +50,7 @@ export function unreachableError(url: string, cause: unknown): CliError {
 function reasonOf(cause: unknown): string | undefined {
   if (!(cause instanceof Error)) return undefined
   const code = (cause as { code?: unknown }).code
-  if (typeof code === 'string' && code !== 'NOT_CONNECTED') return code
+  if (typeof code === 'string' && code !== Codes.NotConnected) return code
   const inner = (cause as { errors?: unknown[] }).errors?.[0]
   if (inner) return reasonOf(inner)
   return cause.message || undefined
@@ -73,7 +74,7 @@ export function registerCliWorker(url: string, workerName: string, workerDescrip
     return registerWorker(url, options)
   } catch (err) {
     throw new CliError({
-      code: 'INVALID_ARGUMENT',
+      code: CliCodes.InvalidArgument,
       message: `Invalid engine URL '${url}': ${(err as Error).message}`,
       exitCode: ExitCode.Usage,
       cause: err,
@@ -126,22 +127,26 @@ export async function triggerOnce(call: TriggerCall): Promise<TriggerOutcome> {
   }
 }
 
-/** Maps a rejected trigger to the outcome table of cli.md §4.6. */
+/**
+ * Maps a rejected trigger to the outcome table of cli.md §4.6. The exit code of a failure the SDK
+ * raised for this call comes from the catalogue: its own deadline (`TIMEOUT`, exactly
+ * `invocation timed out after <timeoutMs>ms`) exits 4, `NOT_CONNECTED` exits 3. Every error the
+ * invocation returned is a function error (exit 1) whatever its code — a `TIMEOUT` a function reports
+ * about its own downstream call included — with the catalogue hint for its code, if any.
+ */
 export function invocationFailure(err: unknown, call: Pick<TriggerCall, 'functionId' | 'timeoutMs' | 'url'>): CliError {
   if (!(err instanceof InvocationError)) {
-    return new CliError({ code: 'internal_error', message: (err as Error).message ?? String(err), exitCode: ExitCode.Failure, cause: err })
+    return new CliError({ code: Codes.InternalError, message: (err as Error).message ?? String(err), exitCode: ExitCode.Failure, cause: err })
   }
-  // Only the SDK's own deadline for this call is "timed out" (exit 4); a TIMEOUT a function
-  // reports about its own downstream call is that function's error (exit 1).
-  if (err.code === 'TIMEOUT' && err.detail === `invocation timed out after ${call.timeoutMs}ms`) {
+  if (err.code === Codes.Timeout && err.detail === Errors.timeout(call.timeoutMs).message) {
     return new CliError({
-      code: 'TIMEOUT',
+      code: Codes.Timeout,
       message: `Timed out after ${call.timeoutMs} ms waiting for ${call.functionId}`,
-      exitCode: ExitCode.Timeout,
+      exitCode: exitCodeForCode(Codes.Timeout),
       cause: err,
     })
   }
-  if (err.code === 'NOT_CONNECTED') return unreachableError(call.url, err)
+  if (err.code === Codes.NotConnected) return unreachableError(call.url, err)
   const init: ConstructorParameters<typeof CliError>[0] = {
     code: err.code,
     message: `${err.code}: ${err.detail}`,
@@ -149,7 +154,8 @@ export function invocationFailure(err: unknown, call: Pick<TriggerCall, 'functio
     cause: err,
   }
   if (err.stacktrace) init.details = err.stacktrace
-  if (err.code === 'function_not_found') init.hint = NOT_FOUND_HINT
+  const hint = hintFor(err.code)
+  if (hint !== undefined) init.hint = hint
   return new CliError(init)
 }
 
@@ -170,7 +176,7 @@ export async function pickFunction(url: string, namespace: string | undefined): 
     await client.shutdown()
   }
   if (functions.length === 0) {
-    throw new CliError({ code: 'function_not_found', message: 'No functions are registered', hint: 'start a worker first (svc, or svc worker add)', exitCode: ExitCode.Failure })
+    throw new CliError({ code: Codes.FunctionNotFound, message: 'No functions are registered', hint: 'start a worker first (svc, or svc worker add)', exitCode: ExitCode.Failure })
   }
   const { search } = await import('@inquirer/prompts')
   return interruptible(

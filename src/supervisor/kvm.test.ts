@@ -40,12 +40,18 @@ describe('checkKvm (cli.md §5.7)', () => {
         "KVM not accessible -- /dev/kvm exists but the current user cannot open it; add the user to the 'kvm' group (sudo usermod -aG kvm $USER) and log in again",
     }
     if (process.getuid?.() === 0) {
-      // root opens anything: run the check as 'nobody', for whom the root-owned 0600 file is closed.
+      // root opens anything, so the check runs as 'nobody', for whom the root-owned 0600 file is
+      // closed. The child starts as root and loads kvm.ts first, then drops to nobody: 'nobody'
+      // need not be able to execute this Node or read the checkout (a clone under a 0700 home).
       const kvm = fileURLToPath(new URL('./kvm.ts', import.meta.url))
-      const script = `import { checkKvm } from ${JSON.stringify(kvm)}; console.log(JSON.stringify(checkKvm({ platform: 'linux', devicePath: ${JSON.stringify(device)} })))`
-      const child = spawnSync(process.execPath, ['--input-type=module', '-e', script], { uid: 65534, gid: 65534, cwd: scratch, encoding: 'utf8' })
+      const script = [
+        `const { checkKvm } = await import(${JSON.stringify(kvm)})`,
+        'process.setgroups([65534]); process.setgid(65534); process.setuid(65534)',
+        `console.log(JSON.stringify({ uid: process.getuid(), result: checkKvm({ platform: 'linux', devicePath: ${JSON.stringify(device)} }) }))`,
+      ].join('\n')
+      const child = spawnSync(process.execPath, ['--input-type=module', '-e', script], { cwd: scratch, encoding: 'utf8' })
       assert.equal(child.status, 0, child.stderr)
-      assert.deepEqual(JSON.parse(child.stdout), expected)
+      assert.deepEqual(JSON.parse(child.stdout), { uid: 65534, result: expected })
     } else {
       chmodSync(device, 0o000)
       assert.deepEqual(checkKvm({ platform: 'linux', devicePath: device }), expected)

@@ -1,0 +1,24 @@
+import assert from 'node:assert/strict'
+import { readFileSync } from 'node:fs'
+import { describe, it } from 'node:test'
+import { catalogue } from 'svc-protocol/errors'
+import { ERRORS_DOC_PATH, renderErrorsDoc } from './errors-doc.ts'
+
+describe('docs/reference/errors.md', () => {
+  it('is what the catalogue generates (run npm run docs:errors after changing the catalogue)', () => {
+    assert.equal(readFileSync(ERRORS_DOC_PATH, 'utf8'), renderErrorsDoc(), 'docs/reference/errors.md is out of date; run npm run docs:errors')
+  })
+
+  it('has one row per catalogue code with its status and exit code', () => {
+    const rows = renderErrorsDoc().split('\n').filter((line) => line.startsWith('| `'))
+    assert.equal(rows.length, catalogue().length)
+    assert.ok(rows.includes('| `function_not_found` | engine, SDK | No live replica for the id after namespace fallback. | 404 | 1 (failed) |'))
+    assert.ok(rows.some((r) => r.startsWith('| `NOT_CONNECTED` | SDK (client side only) |') && r.endsWith('| 503 | 3 (unreachable) |')))
+    assert.ok(rows.some((r) => r.startsWith('| `TIMEOUT` |') && r.endsWith('| 504 | 4 (timed out) |')))
+  })
+
+  it('escapes table cells', () => {
+    const text = renderErrorsDoc([{ code: 'X', status: 400, exit: 'usage', source: ['cli'], when: 'a | b', wire: true }])
+    assert.ok(text.includes('| `X` | CLI | a \\| b | 400 | 2 (usage) |'))
+  })
+})
