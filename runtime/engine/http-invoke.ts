@@ -222,7 +222,7 @@ export async function invokeOverHttp(
   config: HttpInvocationConfig,
   functionId: string,
   data: unknown,
-  context: InvocationContext,
+  context: Pick<InvocationContext, 'function_id' | 'traceparent' | 'baggage'>,
   policy: HttpFunctionsPolicy = HTTP_FUNCTIONS_DEFAULTS,
   options: HttpInvokeOptions = {},
 ): Promise<unknown> {
