@@ -191,6 +191,19 @@ function transportBehaviour(name: string, factory: PairFactory): void {
       assert.deepEqual(rb.texts(), ['early'])
     })
 
+    it('delivers to the handlers of the latest setHandlers call, once', async (t) => {
+      const { a, b } = await factory(t)
+      a.send('early')
+      await sleep(20)
+      const first = new Recorder(b)
+      const second = new Recorder(b)
+      a.send('later')
+      await until(() => second.messages.length === 2, 'both frames')
+      await sleep(20)
+      assert.deepEqual(second.texts(), ['early', 'later'])
+      assert.equal(first.messages.length, 0)
+    })
+
     it('close: frames sent before arrive first, then both ends see the code and reason, once', async (t) => {
       const { a, b } = await factory(t)
       const ra = new Recorder(a)

@@ -149,14 +149,16 @@ class WsTransport implements Transport {
   }
 
   setHandlers(handlers: TransportHandlers): void {
+    const first = this.#handlers === undefined
     this.#handlers = handlers
     const held = this.#held
-    if (held === undefined) return
+    if (!first || held === undefined) return
     if (held.length === 0) {
       this.#held = undefined
       return
     }
-    // Delivered after the caller returns, in arrival order; later events queue behind them.
+    // Delivered after the caller returns, in arrival order, to the handlers set by then; events
+    // arriving meanwhile queue behind them.
     queueMicrotask(() => {
       for (let i = 0; i < held.length; i++) held[i]!(this.#handlers!)
       this.#held = undefined
