@@ -39,14 +39,14 @@ describe('listener limits', () => {
     const lively = await RawWorker.connect(e.url)
     workers.push(lively)
     await new Promise((r) => setTimeout(r, 400))
-    assert.equal(lively.socket.readyState, WebSocket.OPEN)
+    assert.equal(lively.isOpen, true)
   })
 
   it('closes with 1009 a connection that sends a frame over max_message_bytes', async () => {
     const e = await engine({ listener: { max_message_bytes: 1024 } })
     const w = await RawWorker.connect(e.url)
     workers.push(w)
-    const closed = new Promise<number>((resolve) => w.socket.once('close', (code) => resolve(code)))
+    const closed = w.closed.then(({ code }) => code)
     w.send({ type: 'invokefunction', invocation_id: 'big', function_id: 'x', data: 'y'.repeat(2000) })
     assert.equal(await closed, 1009)
   })

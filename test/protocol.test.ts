@@ -9,19 +9,30 @@ import { RawWorker, eventually } from './support/raw-worker.ts'
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/
 
+type Mode = 'websocket' | 'in-memory'
+
 let t: TestEngine
+let mode: Mode = 'websocket'
 const open: RawWorker[] = []
-async function worker(announce?: Record<string, unknown>): Promise<RawWorker> {
-  const w = await RawWorker.connect(t.url, announce ? { announce } : {})
+/** A worker over the transport of the suite being run. */
+async function connect(options: Parameters<typeof RawWorker.connect>[1] = {}): Promise<RawWorker> {
+  const w = mode === 'websocket' ? await RawWorker.connect(t.url, options) : await RawWorker.inProcess(t.engine, options)
   open.push(w)
   return w
 }
+async function worker(announce?: Record<string, unknown>): Promise<RawWorker> {
+  return connect(announce ? { announce } : {})
+}
 
+// The same protocol suite runs over real WebSockets and over the in-memory transport.
+for (const suiteMode of ['websocket', 'in-memory'] as const) {
+describe(`protocol over ${suiteMode}`, () => {
 before(async () => {
+  mode = suiteMode
   t = await startTestEngine({ builtins: [], config: { registration_namespace_grace_ms: 50 } })
 })
 after(async () => {
-  await Promise.all(open.map((w) => w.close()))
+  await Promise.all(open.splice(0).map((w) => w.close()))
   await t.stop()
 })
 
@@ -34,34 +45,10 @@ describe('session', () => {
     assert.notEqual(w.workerId, w.reattachToken)
   })
 
-  it('answers JSON ping with pong and WebSocket pings with pongs carrying the payload', async () => {
+  it('answers JSON ping with pong', async () => {
     const w = await worker()
     w.send({ type: 'ping' })
     assert.deepEqual(await w.next((f) => f.type === 'pong'), { type: 'pong' })
-    const payload = await new Promise<Buffer>((resolve) => {
-      w.socket.once('pong', resolve)
-      w.socket.ping(Buffer.from('hello'))
-    })
-    assert.equal(payload.toString(), 'hello')
-  })
-
-  it('accepts telemetry sockets on /otel without listing them as workers, and 404s other paths', async () => {
-    const before = (await t.engine.inject({ function_id: 'engine::workers::list', data: {} })) as { workers: unknown[] }
-    const otel = new WebSocket(`${t.url}/otel`)
-    await new Promise((resolve, reject) => (otel.once('open', resolve), otel.once('error', reject)))
-    otel.send(Buffer.concat([Buffer.from('OTLP'), Buffer.from('{"resourceSpans":[]}')]))
-    otel.send('{"type":"ping"}')
-    const pong = await new Promise<string>((resolve) => otel.once('message', (d) => resolve(d.toString())))
-    assert.equal(pong, '{"type":"pong"}')
-    const listed = (await t.engine.inject({ function_id: 'engine::workers::list', data: {} })) as { workers: unknown[] }
-    assert.equal(listed.workers.length, before.workers.length)
-    otel.close()
-
-    const other = new WebSocket(`${t.url}/nowhere`)
-    const status = await new Promise<number>((resolve) => other.once('unexpected-response', (_req, res) => resolve(res.statusCode ?? 0)))
-    assert.equal(status, 404)
-    const plain = await fetch(t.url.replace('ws:', 'http:') + '/')
-    assert.equal(plain.status, 404)
   })
 
   it('applies registrations sent before the announce once the grace period ends', async () => {
@@ -72,8 +59,7 @@ describe('session', () => {
   })
 
   it('places functions in the namespace of the announce, even when it arrives after the registrations', async () => {
-    const w = await RawWorker.connect(t.url)
-    open.push(w)
+    const w = await connect()
     w.serve('ns::fn', () => 'from-shop')
     w.announce({ name: 'shop-worker', namespace: 'shop', runtime: 'node' })
     const caller = await worker()
@@ -320,7 +306,7 @@ describe('reconnection and ownership', () => {
     const old = await worker({ name: 'phoenix' })
     old.serve('phoenix::fn', () => 'old')
     await eventually(() => t.engine.functions.get('default', 'phoenix::fn') !== undefined)
-    const closed = new Promise((resolve) => old.socket.once('close', resolve))
+    const closed = old.closed
     const fresh = await worker()
     fresh.send({ type: 'reattach', previous_worker_id: old.workerId, reattach_token: old.reattachToken })
     fresh.announce({ name: 'phoenix' })
@@ -337,7 +323,7 @@ describe('reconnection and ownership', () => {
     attacker.send({ type: 'reattach', previous_worker_id: victim.workerId, reattach_token: 'guess' })
     attacker.send({ type: 'ping' })
     await attacker.next((f) => f.type === 'pong')
-    assert.equal(victim.socket.readyState, WebSocket.OPEN)
+    assert.equal(victim.isOpen, true)
   })
 
   it('never lets a stale connection’s cleanup remove the routes of its successor', async () => {
@@ -424,8 +410,7 @@ describe('triggers', () => {
     const provider = await worker({ name: 'cronish' })
     provider.send({ type: 'registertriggertype', id: 'ticker', description: 'ticks' })
     await eventually(() => t.engine.triggers.activeProvider('default', 'ticker') !== undefined)
-    provider.socket.on('message', (d) => {
-      const f = JSON.parse(d.toString())
+    provider.onFrame((f) => {
       if (f.type === 'registertrigger') {
         const error = f.config.every ? undefined : { code: 'trigger_registration_failed', message: 'every is required' }
         provider.send({ type: 'triggerregistrationresult', id: f.id, trigger_type: f.trigger_type, function_id: f.function_id, ...(error ? { error } : {}) })
@@ -504,7 +489,7 @@ describe('engine trigger types', () => {
     watcher.serve('watch::workers', (data) => void events.push(data))
     watcher.send({ type: 'registertrigger', id: 'watch-w', trigger_type: 'engine::workers-available', function_id: 'watch::workers', config: {} })
     await eventually(() => t.engine.triggers.getBinding('watch-w')?.status === 'active')
-    const subject = await RawWorker.connect(t.url)
+    const subject = await connect()
     subject.announce({ name: 'subject' })
     await eventually(() => events.filter((e) => e.worker_id === subject.workerId).length === 2)
     await subject.close()
@@ -531,5 +516,48 @@ describe('engine trigger types', () => {
     assert.equal(fires[0]!.event, 'functions_changed')
     const ids = fires[0]!.functions.map((f) => f.function_id)
     for (const id of ['burst::a', 'burst::b', 'burst::c', 'engine::functions::list']) assert.ok(ids.includes(id), id)
+  })
+})
+})
+}
+
+describe('WebSocket specifics', () => {
+  let ws: TestEngine
+  before(async () => {
+    ws = await startTestEngine({ builtins: [] })
+  })
+  after(() => ws.stop())
+
+  it('answers WebSocket pings with pongs carrying the payload', async () => {
+    const socket = new WebSocket(ws.url)
+    await new Promise((resolve) => socket.once('open', resolve))
+    const payload = await new Promise<Buffer>((resolve) => {
+      socket.once('pong', resolve)
+      socket.ping(Buffer.from('hello'))
+    })
+    assert.equal(payload.toString(), 'hello')
+    socket.close()
+    await new Promise((resolve) => socket.once('close', resolve))
+    await eventually(async () => ((await ws.engine.inject({ function_id: 'engine::workers::list', data: {} })) as { workers: unknown[] }).workers.length === 0)
+  })
+
+  it('accepts telemetry sockets on /otel without listing them as workers, and 404s other paths', async () => {
+    const t = ws
+    const before = (await t.engine.inject({ function_id: 'engine::workers::list', data: {} })) as { workers: unknown[] }
+    const otel = new WebSocket(`${t.url}/otel`)
+    await new Promise((resolve, reject) => (otel.once('open', resolve), otel.once('error', reject)))
+    otel.send(Buffer.concat([Buffer.from('OTLP'), Buffer.from('{"resourceSpans":[]}')]))
+    otel.send('{"type":"ping"}')
+    const pong = await new Promise<string>((resolve) => otel.once('message', (d) => resolve(d.toString())))
+    assert.equal(pong, '{"type":"pong"}')
+    const listed = (await t.engine.inject({ function_id: 'engine::workers::list', data: {} })) as { workers: unknown[] }
+    assert.equal(listed.workers.length, before.workers.length)
+    otel.close()
+
+    const other = new WebSocket(`${t.url}/nowhere`)
+    const status = await new Promise<number>((resolve) => other.once('unexpected-response', (_req, res) => resolve(res.statusCode ?? 0)))
+    assert.equal(status, 404)
+    const plain = await fetch(t.url.replace('ws:', 'http:') + '/')
+    assert.equal(plain.status, 404)
   })
 })

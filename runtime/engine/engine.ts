@@ -40,9 +40,11 @@ import {
   type RegisterTriggerMessage,
   type RegisterTriggerTypeMessage,
   type RejectionReason,
+  type Connector,
   type Transport,
   type WorkerAnnounce,
 } from 'svc-protocol'
+import { memoryConnector } from 'svc-protocol/transport/memory'
 import { AccessPolicy, ListenerAccess, PERMISSIVE, readAuthResult } from './access/policy.ts'
 import { BuiltinPeer, type BuiltinHost } from './builtin-peer.ts'
 import { DEFAULT_LEG_LIMITS, HttpCallee, LegTable, RemoteCallee, type LegLimits } from './callees.ts'
@@ -223,6 +225,15 @@ export class Engine implements BuiltinHost, PipelineHost {
    */
   connect(transport: Transport, info: Partial<PeerInfo> = {}, listener: ListenerConfig = this.config.listeners[0]!): void {
     this.accept(transport, 'worker', { ip: info.ip ?? null, headers: info.headers ?? {}, query: info.query ?? {} }, listener)
+  }
+
+  /**
+   * A {@link Connector} that connects clients (svc-sdk's `WorkerClient`, test workers) to this
+   * engine through in-memory transports, as if to `listener` (the first by default): the in-process
+   * harness for tests that need no real socket.
+   */
+  connector(listener: ListenerConfig = this.config.listeners[0]!): Connector {
+    return memoryConnector((server, info) => this.connect(server, info, listener), { ip: '127.0.0.1' })
   }
 
   // ---- queries -------------------------------------------------------------------------------
@@ -432,17 +443,23 @@ export class Engine implements BuiltinHost, PipelineHost {
       new RelayReply(session, invocationId, JSON.stringify(text(raw?.function_id))).error(Errors.invalidMessage(reason).toErrorBody())
       return
     }
+    if (type === 'invocationresult' && typeof invocationId === 'string') {
+      // A result the engine cannot forward still ends its call, so the caller is not left waiting.
+      this.legs.complete(session, invocationId, undefined, Errors.invalidMessage(`result of the callee refused: ${reason}`).toErrorBody())
+      return
+    }
     if (type === 'registerfunction' || type === 'registertriggertype') {
       const id = raw?.id
+      const field = type === 'registerfunction' ? 'function_id' : 'trigger_type_id'
       if (typeof id !== 'string' || id === '') {
-        this.reject(session, 'invalid', RejectionMessages.invalid(), session.namespace, type === 'registerfunction' ? { function_id: '' } : { trigger_type_id: '' })
+        this.reject(session, 'invalid', RejectionMessages.invalid(), session.namespace, { [field]: '' })
         return
       }
       const problem = idProblem(id)
-      if (problem !== undefined) {
-        this.reject(session, 'invalid', RejectionMessages.invalidId(problem), session.namespace, type === 'registerfunction' ? { function_id: '' } : { trigger_type_id: '' })
-        return
-      }
+      this.reject(session, 'invalid', problem !== undefined ? RejectionMessages.invalidId(problem) : RejectionMessages.invalidFrame(reason), session.namespace, {
+        [field]: problem === undefined ? id : '',
+      })
+      return
     }
     if (type === 'registertrigger' && typeof raw?.id === 'string') {
       session.send(encodeTriggerResult(text(raw.id), text(raw.trigger_type), text(raw.function_id), Errors.invalidMessage(reason).toErrorBody()))

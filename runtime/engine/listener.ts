@@ -9,7 +9,7 @@ import type { AddressInfo } from 'node:net'
 import type { Duplex } from 'node:stream'
 import { WebSocketServer } from 'ws'
 import type { PeerInfo, Transport } from 'svc-protocol'
-import { wsServerTransport } from 'svc-protocol/transport/ws'
+import { peerInfoOf, wsServerTransport } from 'svc-protocol/transport/ws'
 import type { ListenerConfig, Logger } from './types.ts'
 
 /** What an accepted upgrade is for (§2). */
@@ -74,39 +74,24 @@ export class Listener {
 
   private onUpgrade(request: IncomingMessage, socket: Duplex, head: Buffer): void {
     socket.on('error', () => {})
-    const url = request.url ?? '/'
-    const path = url.split('?', 1)[0]
+    const path = (request.url ?? '/').split('?', 1)[0]
     const kind: LinkKind | undefined = path === '/' ? 'worker' : path === '/otel' || path === '/otel/' ? 'telemetry' : undefined
     if (!kind) {
       socket.end('HTTP/1.1 404 Not Found\r\nConnection: close\r\nContent-Length: 0\r\n\r\n')
+      return
+    }
+    let info: PeerInfo
+    try {
+      info = peerInfoOf(request)
+    } catch {
+      socket.end('HTTP/1.1 400 Bad Request\r\nConnection: close\r\nContent-Length: 0\r\n\r\n')
       return
     }
     this.wss.handleUpgrade(request, socket, head, (ws) => {
       const transport = wsServerTransport(ws, socket)
       this.open.add(transport)
       ws.once('close', () => this.open.delete(transport))
-      this.accept(transport, kind, peerInfo(request, url))
+      this.accept(transport, kind, info)
     })
   }
-}
-
-/** The auth function's view of an upgrade request (protocol.md §13.2). */
-export function peerInfo(request: IncomingMessage, url: string): PeerInfo {
-  // Null prototypes: a header or parameter named `__proto__` is data, not the object's prototype.
-  const headers: Record<string, string> = Object.create(null)
-  const raw = request.rawHeaders
-  for (let i = 0; i + 1 < raw.length; i += 2) {
-    const name = raw[i]!.toLowerCase()
-    headers[name] = headers[name] === undefined ? raw[i + 1]! : `${headers[name]}, ${raw[i + 1]!}`
-  }
-  return { ip: request.socket.remoteAddress ?? null, headers, query: queryParams(url) }
-}
-
-/** Query parameters of a request target, decoded; repeated keys give several values, `k` gives `[""]`. */
-export function queryParams(url: string): Record<string, string[]> {
-  const query: Record<string, string[]> = Object.create(null)
-  const at = url.indexOf('?')
-  if (at < 0) return query
-  for (const [key, value] of new URLSearchParams(url.slice(at + 1))) (query[key] ??= []).push(value)
-  return query
 }

@@ -5,6 +5,7 @@
 import { mkdtemp, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import type { LegLimits } from '../../runtime/engine/callees.ts'
 import { Engine } from '../../runtime/engine/engine.ts'
 import { silentLogger } from '../../runtime/engine/logger.ts'
 import { createBuiltins } from '../../runtime/workers/index.ts'
@@ -21,6 +22,8 @@ export interface TestEngineOptions {
   extraListeners?: Partial<ListenerConfig>[]
   config?: Partial<Omit<EngineConfig, 'listeners' | 'data_dir'>>
   log?: Logger
+  /** Bounds on open invocations (EngineOptions.limits). */
+  limits?: Partial<LegLimits>
 }
 
 export interface TestEngine {
@@ -50,6 +53,7 @@ export async function startTestEngine(options: TestEngineOptions = {}): Promise<
     ...options.config,
   }
   const engineOptions: ConstructorParameters<typeof Engine>[1] = { log: options.log ?? silentLogger, builtins: options.builtins ?? createBuiltins(config) }
+  if (options.limits) engineOptions.limits = options.limits
   const engine = new Engine(config, engineOptions)
   await engine.start()
   return {

@@ -1,59 +1,108 @@
 /**
- * A raw protocol client for tests: a real WebSocket that records every frame it receives and
- * lets a test wait for the next frame matching a predicate.
+ * A raw protocol client for tests over any transport: a real WebSocket ({@link RawWorker.connect})
+ * or an in-memory pipe into an engine in the same process ({@link RawWorker.inProcess}). It records
+ * every frame it receives and lets a test wait for the next frame matching a predicate.
  */
-import WebSocket from 'ws'
+import type { Connector, Transport } from 'svc-protocol'
+import { connectWebSocket } from 'svc-protocol/transport/ws'
+import type { Engine } from '../../runtime/engine/engine.ts'
 
 export type Frame = Record<string, any>
 
+export interface RawWorkerOptions {
+  announce?: Record<string, unknown>
+  /** Upgrade headers (the auth function's input). */
+  headers?: Record<string, string>
+}
+
 export class RawWorker {
-  readonly socket: WebSocket
+  readonly transport: Transport
   readonly frames: Frame[] = []
+  /** Settles when the connection ends, with the close code and reason. */
+  readonly closed: Promise<{ code: number; reason: string }>
   workerId = ''
   reattachToken = ''
   private waiters: Array<{ match: (f: Frame) => boolean; resolve: (f: Frame) => void }> = []
   private consumed = new Set<Frame>()
   /** Handlers that answer inbound invocations automatically, keyed by function id. */
   private handlers = new Map<string, (data: any, frame: Frame) => unknown>()
+  private listeners: Array<(frame: Frame) => void> = []
+  private opened!: Promise<void>
+  private isClosed = false
 
-  private constructor(socket: WebSocket) {
-    this.socket = socket
-    socket.on('message', (data) => {
-      const frame = JSON.parse(data.toString()) as Frame
-      if (frame.type === 'workerregistered') {
-        this.workerId = frame.worker_id
-        this.reattachToken = frame.reattach_token
-      }
-      if (frame.type === 'invokefunction' && this.handlers.has(frame.function_id)) {
-        void this.answer(frame)
-        return
-      }
-      this.frames.push(frame)
-      const waiter = this.waiters.find((w) => w.match(frame))
-      if (waiter) {
-        this.waiters = this.waiters.filter((w) => w !== waiter)
-        this.consumed.add(frame)
-        waiter.resolve(frame)
-      }
+  private constructor(transport: Transport) {
+    this.transport = transport
+    let onOpen!: () => void
+    let onFail!: (error: Error) => void
+    this.opened = new Promise<void>((resolve, reject) => {
+      onOpen = resolve
+      onFail = reject
+    })
+    this.opened.catch(() => {})
+    let onClose!: (value: { code: number; reason: string }) => void
+    this.closed = new Promise((resolve) => (onClose = resolve))
+    transport.setHandlers({
+      open: onOpen,
+      error: onFail,
+      close: (code, reason) => {
+        this.isClosed = true
+        onFail(new Error(`closed with ${code} ${reason}`))
+        onClose({ code, reason })
+      },
+      message: (data) => this.receive(typeof data === 'string' ? data : Buffer.from(data).toString()),
     })
   }
 
-  /** Connects and waits for `workerregistered`. */
-  static async connect(url: string, options: { announce?: Record<string, unknown>; headers?: Record<string, string> } = {}): Promise<RawWorker> {
-    const socket = new WebSocket(url, options.headers ? { headers: options.headers } : {})
-    const worker = new RawWorker(socket)
+  /** Connects over a real WebSocket and waits for `workerregistered`. */
+  static connect(url: string, options: RawWorkerOptions = {}): Promise<RawWorker> {
+    return RawWorker.open(connectWebSocket, url, options)
+  }
+
+  /** Connects to `engine` through an in-memory transport (no socket) and waits for `workerregistered`. */
+  static inProcess(engine: Engine, options: RawWorkerOptions = {}): Promise<RawWorker> {
+    return RawWorker.open(engine.connector(), 'ws://in-process/', options)
+  }
+
+  private static async open(connector: Connector, url: string, options: RawWorkerOptions): Promise<RawWorker> {
+    const worker = new RawWorker(connector(url, options.headers ? { headers: options.headers } : {}))
     const registered = worker.next((f) => f.type === 'workerregistered')
-    await new Promise<void>((resolve, reject) => {
-      socket.once('open', () => resolve())
-      socket.once('error', reject)
-    })
+    await worker.opened
     await registered
     if (options.announce) worker.announce(options.announce)
     return worker
   }
 
+  get isOpen(): boolean {
+    return !this.isClosed && this.transport.isOpen
+  }
+
+  private receive(text: string): void {
+    const frame = JSON.parse(text) as Frame
+    if (frame.type === 'workerregistered') {
+      this.workerId = frame.worker_id
+      this.reattachToken = frame.reattach_token
+    }
+    for (const listener of this.listeners) listener(frame)
+    if (frame.type === 'invokefunction' && this.handlers.has(frame.function_id)) {
+      void this.answer(frame)
+      return
+    }
+    this.frames.push(frame)
+    const waiter = this.waiters.find((w) => w.match(frame))
+    if (waiter) {
+      this.waiters = this.waiters.filter((w) => w !== waiter)
+      this.consumed.add(frame)
+      waiter.resolve(frame)
+    }
+  }
+
+  /** Calls `listener` with every frame received from now on (before it is recorded). */
+  onFrame(listener: (frame: Frame) => void): void {
+    this.listeners.push(listener)
+  }
+
   send(frame: Frame | string): void {
-    this.socket.send(typeof frame === 'string' ? frame : JSON.stringify(frame))
+    this.transport.send(typeof frame === 'string' ? frame : JSON.stringify(frame))
   }
 
   announce(payload: Record<string, unknown>): void {
@@ -111,12 +160,10 @@ export class RawWorker {
     }
   }
 
-  close(): Promise<void> {
-    if (this.socket.readyState === WebSocket.CLOSED) return Promise.resolve()
-    return new Promise((resolve) => {
-      this.socket.once('close', () => resolve())
-      this.socket.close()
-    })
+  /** Closes cleanly (1000) and waits for the close. */
+  async close(): Promise<void> {
+    if (!this.isClosed) this.transport.close(1000)
+    await this.closed
   }
 }
 

@@ -328,4 +328,5 @@ export const RejectionMessages = {
   hookDenied: (hook: string, detail: string) => `registration denied by ${hook}: ${detail}`,
   invalid: () => 'registration has no id',
   invalidId: (detail: string) => `registration id is invalid: ${detail}`,
+  invalidFrame: (reason: string) => `registration is invalid: ${reason}`,
 } as const

@@ -117,14 +117,16 @@ function scanKey(s: string, i: number): number {
 
 /**
  * Scans one JSON value that starts at `start` (leading whitespace allowed) and returns the index
- * just after it. Iterative, so any depth up to `maxDepth` costs no stack.
+ * just after it. Iterative, so any depth up to `maxDepth` costs no stack. `outerDepth` is the
+ * nesting the value already sits in (its containers count towards `maxDepth`).
  *
  * @throws JsonSyntaxError when the text is not a well-formed value or nests deeper than `maxDepth`.
  */
-export function scanValue(s: string, start: number, maxDepth: number = MAX_JSON_DEPTH): number {
+export function scanValue(s: string, start: number, maxDepth: number = MAX_JSON_DEPTH, outerDepth = 0): number {
   // Not re-entrant, so one buffer serves every call that fits in it.
   const stack = maxDepth < SHARED_STACK.length ? SHARED_STACK : new Uint8Array(maxDepth + 1)
-  let depth = 0
+  let depth = outerDepth
+  const base = outerDepth
   let i = start
   for (;;) {
     // A value.
@@ -159,7 +161,7 @@ export function scanValue(s: string, start: number, maxDepth: number = MAX_JSON_
     else fail(s, i, 'value expected')
     // After a value: close containers until one continues with a comma.
     for (;;) {
-      if (depth === 0) return i
+      if (depth === base) return i
       i = skipWhitespace(s, i)
       const d = s.charCodeAt(i)
       const kind = stack[depth - 1]
@@ -222,7 +224,7 @@ export function scanObjectMembers(text: string, maxDepth: number = MAX_JSON_DEPT
     i = skipWhitespace(text, keyEnd)
     if (text.charCodeAt(i) !== 58) fail(text, i, "':' expected")
     const start = skipWhitespace(text, i + 1)
-    const end = scanValue(text, start, maxDepth - 1)
+    const end = scanValue(text, start, maxDepth, 1)
     members.set(key, [start, end])
     i = skipWhitespace(text, end)
     const c = text.charCodeAt(i)

@@ -1,17 +1,26 @@
 /**
- * The worker client behind {@link SvcClient} (sdk.md §3–§8): one WebSocket session with the engine
- * (protocol.md §3), the registration store replayed on every open, outbound invocations and the
- * handlers of inbound ones.
+ * The worker client behind {@link SvcClient} (sdk.md §3–§8): one session with the engine
+ * (protocol.md §3) over a {@link Transport} (a WebSocket unless a test or an in-process host gives
+ * another {@link Connector}), the registration store replayed on every open, outbound invocations
+ * and the handlers of inbound ones.
  *
  * Hot path: `trigger` → `invocationresult`, and `invokefunction` → handler → `invocationresult`.
  * Each synchronous call costs one pending-map entry, one timer and one `JSON.stringify`; each
  * inbound frame one `JSON.parse`. Everything that can be computed once (announce, registration
  * frames, timer callbacks) is.
  */
-import { sendCoalesced } from './coalesce.ts'
 import { randomUUID } from 'node:crypto'
-import WebSocket from 'ws'
-import { ErrorCode, InvocationError, RegistrationRejectedError, isErrorBody, toErrorBody } from './errors.ts'
+import { Errors, type SvcError } from 'svc-protocol/errors'
+import type { ConnectOptions, Connector, Transport } from 'svc-protocol/transport'
+import { connectWebSocket } from 'svc-protocol/transport/ws'
+import {
+  ErrorCode,
+  InvocationError,
+  RegistrationRejectedError,
+  isErrorBody,
+  toErrorBody,
+  type InvocationErrorInit,
+} from './errors.ts'
 import { backoffDelay, buildAnnounce, type ResolvedOptions } from './options.ts'
 import type {
   ErrorBody,
@@ -45,13 +54,13 @@ import type {
 
 /** Fixed durations of sdk.md §8 / protocol.md §3.3, ms. Only tests change them. */
 export interface ClientTimings {
-  /** Deadline for the WebSocket upgrade. */
+  /** Deadline for the opening handshake (the WebSocket upgrade). */
   handshakeTimeoutMs: number
   /** Interval of WebSocket pings. */
   pingIntervalMs: number
   /** Reconnect after this long without any inbound frame. */
   idleTimeoutMs: number
-  /** How long `shutdown()` waits for the closing handshake before dropping the socket. */
+  /** How long `shutdown()` waits for the closing handshake before dropping the connection. */
   closeTimeoutMs: number
 }
 
@@ -71,16 +80,23 @@ const consoleLog: ClientLog = {
   warn: (message) => console.warn(`[svc-sdk] ${message}`),
 }
 
-/** Test seams; not part of the public API. */
+/** Seams for tests and in-process hosts (`svc-sdk/internal`); not part of the public API. */
 export interface ClientInternals {
   timings?: Partial<ClientTimings>
   log?: ClientLog
+  /** Source of jitter for the reconnect backoff, in [0, 1). */
   random?: () => number
+  /**
+   * Opens each connection to the engine: `connectWebSocket` by default; `memoryConnector` from
+   * `svc-protocol/transport/memory` connects to an engine in the same process.
+   */
+  connector?: Connector
 }
 
 /**
  * A connection-level failure kept for `getLastError()`: `AUTH_ERROR` from the engine (protocol.md
- * §3.1), or `TIMEOUT` for a handshake or keepalive deadline. Socket errors are kept as they are.
+ * §3.1), or `TIMEOUT` for a handshake or keepalive deadline. Transport errors (`ECONNREFUSED`, …)
+ * are kept as they are.
  */
 export class ConnectionError extends Error {
   override readonly name = 'ConnectionError'
@@ -147,8 +163,15 @@ interface ProviderBinding {
 
 const PONG_FRAME = '{"type":"pong"}'
 const RESOLVED: Promise<undefined> = Promise.resolve(undefined)
-const STOPPED_MESSAGE = 'Invocation stopped: connection to the engine was lost'
 const ENGINE_PREFIX = 'engine::'
+const utf8 = new TextDecoder()
+
+/** The public error of a catalogue error (sdk.md §7.1). */
+function invocationError(error: SvcError, functionId?: string): InvocationError {
+  const init: InvocationErrorInit = { code: error.code, message: error.message }
+  if (functionId !== undefined) init.function_id = functionId
+  return new InvocationError(init)
+}
 
 function errorMessage(thrown: unknown): string {
   if (thrown instanceof Error) return thrown.message
@@ -184,23 +207,26 @@ export class WorkerClient implements SvcClient {
   readonly #timings: ClientTimings
   readonly #log: ClientLog
   readonly #random: () => number
+  readonly #connector: Connector
   readonly #namespace: string | undefined
   readonly #timeoutMs: number
   readonly #announceFrame: string
 
   #state: ConnectionState = 'disconnected'
-  #socket: WebSocket | undefined = undefined
-  /** True between the socket's open and close events; outbound frames are sent only then. */
+  /** The current connection, from the connector call until its `close`. */
+  #transport: Transport | undefined = undefined
+  /** True between the transport's open and close events; outbound frames are sent only then. */
   #connected = false
+  /** Resolves `shutdown()`'s wait for the closing handshake. */
+  #closeWaiter: (() => void) | undefined = undefined
   /** Set by `shutdown()` and by a move to `failed`: no more connecting, calls reject. */
   #terminal = false
   #shutdown: Promise<void> | undefined = undefined
   /** Reconnect attempts scheduled since the last successful open (sdk.md §2). */
   #retries = 0
   #reconnectTimer: ReturnType<typeof setTimeout> | undefined = undefined
-  #handshakeTimer: ReturnType<typeof setTimeout> | undefined = undefined
   #keepaliveTimer: ReturnType<typeof setInterval> | undefined = undefined
-  /** Why the client itself dropped the current socket; socket errors that follow are its echo. */
+  /** Why the client itself dropped the current connection; errors that follow are its echo. */
   #dropReason: ConnectionError | undefined = undefined
   /** Set by every inbound frame, ping or pong; the keepalive tick clears it. */
   #heard = false
@@ -227,6 +253,7 @@ export class WorkerClient implements SvcClient {
     this.#timings = { ...DEFAULT_TIMINGS, ...internals.timings }
     this.#log = internals.log ?? consoleLog
     this.#random = internals.random ?? Math.random
+    this.#connector = internals.connector ?? connectWebSocket
     this.#namespace = options.namespace
     this.#timeoutMs = options.invocationTimeoutMs
     // The announce is a void call of engine::workers::register (protocol.md §3.2); engine:: ids
@@ -244,60 +271,48 @@ export class WorkerClient implements SvcClient {
 
   #connect(): void {
     this.#setState('connecting')
-    const wsOptions: WebSocket.ClientOptions = { perMessageDeflate: false }
-    if (this.#options.headers !== undefined) wsOptions.headers = this.#options.headers
-    let socket: WebSocket
+    // The transport enforces the handshake deadline: `error` (TIMEOUT), then `close` with 1006.
+    const options: ConnectOptions = { handshakeTimeoutMs: this.#timings.handshakeTimeoutMs }
+    if (this.#options.headers !== undefined) options.headers = this.#options.headers
+    let transport: Transport
     try {
-      socket = new WebSocket(this.#address, wsOptions)
+      transport = this.#connector(this.#address, options)
     } catch (err) {
       this.#lastError = err as Error
       this.#scheduleReconnect()
       return
     }
-    this.#socket = socket
-    this.#handshakeTimer = setTimeout(() => {
-      this.#handshakeTimer = undefined
-      this.#dropReason = new ConnectionError(
-        ErrorCode.Timeout,
-        `handshake with ${this.#address} timed out after ${this.#timings.handshakeTimeoutMs}ms`,
-      )
-      this.#lastError = this.#dropReason
-      socket.terminate()
-    }, this.#timings.handshakeTimeoutMs)
-
-    socket.on('open', () => {
-      if (socket === this.#socket) this.#onOpen(socket)
-    })
-    socket.on('message', (data) => {
-      if (socket === this.#socket) this.#onFrame(socket, data as Buffer)
-    })
-    socket.on('ping', () => {
-      this.#heard = true
-    })
-    socket.on('pong', () => {
-      this.#heard = true
-    })
-    socket.on('error', (err) => {
-      if (socket !== this.#socket || this.#terminal || this.#dropReason !== undefined) return
-      // An AUTH_ERROR frame explains the close that follows better than the socket error does.
-      if (!(this.#lastError instanceof ConnectionError && this.#lastError.code === ErrorCode.AuthError)) {
-        this.#lastError = err
-      }
-    })
-    socket.on('close', () => {
-      if (socket === this.#socket) this.#onClose()
+    this.#transport = transport
+    transport.setHandlers({
+      open: () => {
+        if (transport === this.#transport) this.#onOpen(transport)
+      },
+      message: (data) => {
+        if (transport === this.#transport) this.#onFrame(transport, data)
+      },
+      alive: () => {
+        this.#heard = true
+      },
+      error: (err) => {
+        if (transport !== this.#transport || this.#terminal || this.#dropReason !== undefined) return
+        // An AUTH_ERROR frame explains the close that follows better than the socket error does.
+        if (this.#lastError instanceof ConnectionError && this.#lastError.code === ErrorCode.AuthError) return
+        const code = (err as { code?: unknown }).code
+        this.#lastError = code === ErrorCode.Timeout ? new ConnectionError(code, err.message) : err
+      },
+      close: () => {
+        if (transport === this.#transport) this.#onClose()
+      },
     })
   }
 
-  #onOpen(socket: WebSocket): void {
-    clearTimeout(this.#handshakeTimer)
-    this.#handshakeTimer = undefined
+  #onOpen(transport: Transport): void {
     this.#connected = true
     this.#retries = 0
     // Order of protocol.md §3.1: reattach, announce, replay (trigger types, functions, triggers),
     // then calls queued while disconnected.
     if (this.#workerId !== undefined && this.#reattachToken !== undefined) {
-      socket.send(
+      transport.send(
         JSON.stringify({
           type: 'reattach',
           previous_worker_id: this.#workerId,
@@ -305,26 +320,26 @@ export class WorkerClient implements SvcClient {
         }),
       )
     }
-    socket.send(this.#announceFrame)
-    for (const type of this.#triggerTypes.values()) socket.send(type.frame)
-    for (const fn of this.#functions.values()) socket.send(fn.frame)
-    for (const trigger of this.#triggers.values()) socket.send(trigger.frame)
+    transport.send(this.#announceFrame)
+    for (const type of this.#triggerTypes.values()) transport.send(type.frame)
+    for (const fn of this.#functions.values()) transport.send(fn.frame)
+    for (const trigger of this.#triggers.values()) transport.send(trigger.frame)
     const queue = this.#queue
     this.#queue = []
     for (const item of queue) {
       if (typeof item === 'string') {
-        socket.send(item)
+        transport.send(item)
       } else if (this.#pending.get(item.id) === item) {
         item.sent = true
-        socket.send(item.frame as string)
+        transport.send(item.frame as string)
         item.frame = undefined
       }
     }
-    this.#startKeepalive(socket)
+    this.#startKeepalive(transport)
     this.#setState('connected')
   }
 
-  #startKeepalive(socket: WebSocket): void {
+  #startKeepalive(transport: Transport): void {
     const { pingIntervalMs, idleTimeoutMs } = this.#timings
     // One coarse timer serves both duties; a tick of a quarter interval keeps the idle detection
     // within idleTimeoutMs + tick without touching the clock on every frame.
@@ -344,31 +359,32 @@ export class WorkerClient implements SvcClient {
             `no frame from the engine for ${idleTimeoutMs}ms; reconnecting`,
           )
           this.#lastError = this.#dropReason
-          socket.terminate()
+          transport.terminate()
           return
         }
       }
       sincePingMs += tick
       if (sincePingMs >= pingIntervalMs) {
         sincePingMs = 0
-        socket.ping()
+        transport.ping()
       }
     }, tick)
   }
 
   #onClose(): void {
-    this.#socket = undefined
+    this.#transport = undefined
     this.#dropReason = undefined
     const wasOpen = this.#connected
     this.#connected = false
-    clearTimeout(this.#handshakeTimer)
-    this.#handshakeTimer = undefined
     clearInterval(this.#keepaliveTimer)
     this.#keepaliveTimer = undefined
     if (wasOpen) this.#rejectSent()
     // The engine has moved our bindings to another provider or parked them (protocol.md §3.6 step 5);
     // a reopened connection gets them delivered again.
     this.#releaseBindings(undefined)
+    const waiter = this.#closeWaiter
+    this.#closeWaiter = undefined
+    waiter?.()
     if (this.#terminal) return
     this.#scheduleReconnect()
   }
@@ -376,7 +392,7 @@ export class WorkerClient implements SvcClient {
   #scheduleReconnect(): void {
     const config = this.#options.reconnection
     if (config.maxRetries !== -1 && this.#retries >= config.maxRetries) {
-      this.#fail(new InvocationError({ code: ErrorCode.NotConnected, message: 'not connected to the engine' }), true)
+      this.#fail(invocationError(Errors.notConnected()), true)
       return
     }
     const delay = backoffDelay(this.#retries, config, this.#random)
@@ -388,15 +404,13 @@ export class WorkerClient implements SvcClient {
     }, delay)
   }
 
-  /** Calls sent on the lost socket may or may not have run (sdk.md §6). */
+  /** Calls sent on the lost connection may or may not have run (sdk.md §6). */
   #rejectSent(): void {
     for (const call of this.#pending.values()) {
       if (!call.sent) continue
       this.#pending.delete(call.id)
       clearTimeout(call.timer)
-      call.reject(
-        new InvocationError({ code: ErrorCode.InvocationStopped, message: STOPPED_MESSAGE, function_id: call.functionId }),
-      )
+      call.reject(invocationError(Errors.connectionLost(), call.functionId))
     }
   }
 
@@ -428,10 +442,10 @@ export class WorkerClient implements SvcClient {
       this.#lastError = error
       this.#rejectAll(() => error)
     }
-    const socket = this.#socket
-    if (socket !== undefined) {
+    const transport = this.#transport
+    if (transport !== undefined) {
       this.#connected = false
-      socket.close(1000)
+      transport.close(1000)
     }
     this.#setState('failed')
   }
@@ -449,20 +463,17 @@ export class WorkerClient implements SvcClient {
   }
 
   #notConnected(functionId: string): InvocationError {
-    return new InvocationError({
-      code: ErrorCode.NotConnected,
-      message: 'not connected to the engine',
-      function_id: functionId,
-    })
+    return invocationError(Errors.notConnected(), functionId)
   }
 
   // ---------------------------------------------------------------- inbound frames
 
-  #onFrame(socket: WebSocket, data: Buffer): void {
+  #onFrame(transport: Transport, data: string | Uint8Array): void {
     this.#heard = true
     let msg: { type?: unknown; [key: string]: unknown }
     try {
-      msg = JSON.parse(data.toString())
+      // The engine sends text frames; a binary one is read as UTF-8 JSON (protocol.md §3.5).
+      msg = JSON.parse(typeof data === 'string' ? data : utf8.decode(data))
     } catch {
       return // empty, whitespace-only or broken frames carry nothing to answer (protocol.md §3.5)
     }
@@ -472,14 +483,14 @@ export class WorkerClient implements SvcClient {
         this.#onResult(msg as unknown as InvocationResultMessage)
         return
       case 'invokefunction':
-        this.#onInvoke(socket, msg as unknown as InvokeFunctionMessage)
+        this.#onInvoke(transport, msg as unknown as InvokeFunctionMessage)
         return
       case 'workerregistered':
         if (typeof msg.worker_id === 'string') this.#workerId = msg.worker_id
         if (typeof msg.reattach_token === 'string') this.#reattachToken = msg.reattach_token
         return
       case 'registertrigger':
-        this.#onDeliverBinding(socket, msg as unknown as RegisterTriggerMessage)
+        this.#onDeliverBinding(transport, msg as unknown as RegisterTriggerMessage)
         return
       case 'unregistertrigger':
         this.#onRemoveBinding(msg as unknown as UnregisterTriggerMessage)
@@ -491,7 +502,7 @@ export class WorkerClient implements SvcClient {
         this.#onRejected(msg as unknown as RegistrationRejectedMessage)
         return
       case 'ping':
-        socket.send(PONG_FRAME)
+        transport.send(PONG_FRAME)
         return
       case 'error':
         if (isErrorBody(msg.error)) this.#lastError = new ConnectionError(msg.error.code, msg.error.message)
@@ -513,41 +524,36 @@ export class WorkerClient implements SvcClient {
     }
   }
 
-  #onInvoke(socket: WebSocket, msg: InvokeFunctionMessage): void {
+  #onInvoke(transport: Transport, msg: InvokeFunctionMessage): void {
     const fn = this.#functions.get(msg.function_id)
     if (fn === undefined || fn.handler === undefined) {
-      const error: ErrorBody =
-        fn === undefined
-          ? { code: ErrorCode.FunctionNotFound, message: `Function ${msg.function_id} not found` }
-          : {
-              code: ErrorCode.FunctionNotInvokable,
-              message: `Function ${msg.function_id} is HTTP-invoked and cannot be invoked locally`,
-            }
-      this.#answer(socket, msg, undefined, error)
+      const error =
+        fn === undefined ? Errors.functionNotHeld(msg.function_id) : Errors.functionNotInvokable(msg.function_id)
+      this.#answer(transport, msg, undefined, error.toErrorBody())
       return
     }
-    // The handler starts now and the socket keeps reading: inbound invocations run concurrently.
+    // The handler starts now and the transport keeps reading: inbound invocations run concurrently.
     let value: unknown
     try {
       value = fn.handler(msg.data === undefined ? null : msg.data, msg.metadata as JsonValue | undefined)
     } catch (err) {
-      this.#answer(socket, msg, undefined, toErrorBody(err))
+      this.#answer(transport, msg, undefined, toErrorBody(err))
       return
     }
     if (isThenable(value)) {
       value.then(
-        (result) => this.#answer(socket, msg, result, undefined),
-        (err: unknown) => this.#answer(socket, msg, undefined, toErrorBody(err)),
+        (result) => this.#answer(transport, msg, result, undefined),
+        (err: unknown) => this.#answer(transport, msg, undefined, toErrorBody(err)),
       )
     } else {
-      this.#answer(socket, msg, value, undefined)
+      this.#answer(transport, msg, value, undefined)
     }
   }
 
-  #answer(socket: WebSocket, msg: InvokeFunctionMessage, result: unknown, error: ErrorBody | undefined): void {
+  #answer(transport: Transport, msg: InvokeFunctionMessage, result: unknown, error: ErrorBody | undefined): void {
     // A result for a lost connection has nowhere to go: the engine already ended the call with
     // invocation_stopped and ignores results arriving on other connections.
-    if (socket !== this.#socket || !this.#connected || msg.invocation_id === undefined) return
+    if (transport !== this.#transport || !this.#connected || msg.invocation_id === undefined) return
     let text: string
     try {
       text = JSON.stringify({
@@ -565,7 +571,7 @@ export class WorkerClient implements SvcClient {
         error: { code: ErrorCode.InvocationFailed, message: `result is not JSON-serialisable: ${errorMessage(err)}` },
       })
     }
-    sendCoalesced(socket, text)
+    transport.send(text)
   }
 
   #onRejected(msg: RegistrationRejectedMessage): void {
@@ -632,7 +638,7 @@ export class WorkerClient implements SvcClient {
     return undefined
   }
 
-  #onDeliverBinding(socket: WebSocket, msg: RegisterTriggerMessage): void {
+  #onDeliverBinding(transport: Transport, msg: RegisterTriggerMessage): void {
     if (typeof msg.id !== 'string') return
     const answer: TriggerRegistrationResultMessage = {
       type: 'triggerregistrationresult',
@@ -642,8 +648,8 @@ export class WorkerClient implements SvcClient {
     }
     const type = this.#findTriggerType(msg.trigger_type, msg.trigger_namespace)
     if (type === undefined) {
-      answer.error = { code: ErrorCode.TriggerTypeNotFound, message: 'Trigger type not found' }
-      this.#sendOn(socket, JSON.stringify(answer))
+      answer.error = Errors.triggerTypeNotFound().toErrorBody()
+      this.#sendOn(transport, JSON.stringify(answer))
       return
     }
     const config: TriggerConfig<unknown> = {
@@ -664,11 +670,11 @@ export class WorkerClient implements SvcClient {
         await type.handler.registerTrigger(config)
       } catch (err) {
         if (this.#bindings.get(msg.id) === binding) this.#bindings.delete(msg.id)
-        answer.error = { code: ErrorCode.TriggerRegistrationFailed, message: errorMessage(err) }
-        this.#sendOn(socket, JSON.stringify(answer))
+        answer.error = Errors.triggerRegistrationFailed(errorMessage(err)).toErrorBody()
+        this.#sendOn(transport, JSON.stringify(answer))
         return false
       }
-      this.#sendOn(socket, JSON.stringify(answer))
+      this.#sendOn(transport, JSON.stringify(answer))
       return true
     })()
   }
@@ -701,13 +707,14 @@ export class WorkerClient implements SvcClient {
 
   // ---------------------------------------------------------------- sending
 
-  #sendOn(socket: WebSocket, text: string): void {
-    if (socket === this.#socket && this.#connected) sendCoalesced(socket, text)
+  /** Sends on `transport` if it is still the open connection. */
+  #sendOn(transport: Transport, text: string): void {
+    if (transport === this.#transport && this.#connected) transport.send(text)
   }
 
   /** Sends a frame now when connected; otherwise drops it (registrations are replayed, not queued). */
   #sendIfConnected(text: string): void {
-    if (this.#connected) (this.#socket as WebSocket).send(text)
+    if (this.#connected) (this.#transport as Transport).send(text)
   }
 
   /** The namespace calls and bindings get by default (protocol.md §3.4). */
@@ -724,9 +731,7 @@ export class WorkerClient implements SvcClient {
     const functionId = request.function_id
     if (this.#terminal) return Promise.reject(this.#notConnected(functionId))
     if (typeof functionId !== 'string' || functionId === '') {
-      return Promise.reject(
-        new InvocationError({ code: ErrorCode.InvalidArguments, message: 'function_id is required' }),
-      )
+      return Promise.reject(invocationError(Errors.invalidArguments('function_id is required')))
     }
     const action = request.action
     const isVoid = action !== undefined && action.type === 'void'
@@ -744,15 +749,11 @@ export class WorkerClient implements SvcClient {
       })
     } catch (err) {
       return Promise.reject(
-        new InvocationError({
-          code: ErrorCode.InvalidArguments,
-          message: `payload is not JSON-serialisable: ${errorMessage(err)}`,
-          function_id: functionId,
-        }),
+        invocationError(Errors.invalidArguments(`payload is not JSON-serialisable: ${errorMessage(err)}`), functionId),
       )
     }
     if (id === undefined) {
-      if (this.#connected) sendCoalesced(this.#socket as WebSocket, text)
+      if (this.#connected) (this.#transport as Transport).send(text)
       else this.#queue.push(text)
       return RESOLVED
     }
@@ -760,9 +761,10 @@ export class WorkerClient implements SvcClient {
     this.#pending.set(id, call)
     const timeoutMs = request.timeoutMs ?? this.#timeoutMs
     call.timer = setTimeout(WorkerClient.#onTimeout, timeoutMs, this, call, timeoutMs)
-    if (this.#connected) {
+    const transport = this.#transport
+    if (this.#connected && transport !== undefined) {
       call.sent = true
-      sendCoalesced(this.#socket as WebSocket, text)
+      transport.send(text)
     } else {
       call.frame = text
       this.#queue.push(call)
@@ -775,13 +777,7 @@ export class WorkerClient implements SvcClient {
     if (client.#pending.get(call.id) !== call) return
     client.#pending.delete(call.id)
     call.frame = undefined // a queued call that expired is skipped when the queue is flushed
-    call.reject(
-      new InvocationError({
-        code: ErrorCode.Timeout,
-        message: `invocation timed out after ${timeoutMs}ms`,
-        function_id: call.functionId,
-      }),
-    )
+    call.reject(invocationError(Errors.timeout(timeoutMs), call.functionId))
   }
 
   // ---------------------------------------------------------------- registration (sdk.md §4–§5)
@@ -997,27 +993,19 @@ export class WorkerClient implements SvcClient {
     this.#terminal = true
     clearTimeout(this.#reconnectTimer)
     this.#reconnectTimer = undefined
-    this.#rejectAll(
-      (call) =>
-        new InvocationError({
-          code: ErrorCode.Shutdown,
-          message: 'worker is shutting down',
-          function_id: call.functionId,
-        }),
-    )
-    const socket = this.#socket
-    if (socket !== undefined) {
+    this.#rejectAll((call) => invocationError(Errors.shutdown(), call.functionId))
+    const transport = this.#transport
+    if (transport !== undefined) {
+      // Still set means its `close` has not fired yet (#onClose clears it).
       this.#connected = false
-      if (socket.readyState !== WebSocket.CLOSED) {
-        await new Promise<void>((resolve) => {
-          const fallback = setTimeout(() => socket.terminate(), this.#timings.closeTimeoutMs)
-          socket.once('close', () => {
-            clearTimeout(fallback)
-            resolve()
-          })
-          socket.close(1000)
-        })
-      }
+      await new Promise<void>((resolve) => {
+        const fallback = setTimeout(() => transport.terminate(), this.#timings.closeTimeoutMs)
+        this.#closeWaiter = () => {
+          clearTimeout(fallback)
+          resolve()
+        }
+        transport.close(1000)
+      })
     }
     this.#releaseBindings(undefined)
     this.#setState('disconnected')

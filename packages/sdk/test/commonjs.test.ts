@@ -19,5 +19,8 @@ describe('CommonJS entry', () => {
     const errors = require('svc-sdk/errors') as typeof import('svc-sdk/errors')
     assert.equal(new errors.InvocationError({ code: 'X', message: 'y' }).message, 'X: y')
     assert.equal(typeof (require('svc-sdk/engine') as typeof import('svc-sdk/engine')).EngineFunctions, 'object')
+    const internal = require('svc-sdk/internal') as typeof import('svc-sdk/internal')
+    assert.equal(typeof internal.WorkerClient, 'function')
+    assert.equal(typeof internal.resolveOptions, 'function')
   })
 })

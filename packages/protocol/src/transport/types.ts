@@ -6,7 +6,10 @@
  * `svc-browser-sdk`.
  */
 
-/** What a transport reports. Each `setHandlers` call replaces every handler. */
+/**
+ * What a transport reports. Each `setHandlers` call replaces every handler; events that arrive
+ * before the first call are held and delivered after it, in order.
+ */
 export interface TransportHandlers {
   /** The connection is open (client transports; server transports are open when handed over). */
   open?(): void
@@ -27,15 +30,25 @@ export interface TransportHandlers {
  * and write them together (write coalescing); they still leave before the next turn's frames.
  */
 export interface Transport {
-  /** Sends one text frame. Dropped silently once the transport is closing or closed. */
+  /**
+   * Sends one text frame. Dropped silently unless the transport is open (before `open`, once
+   * closing or closed). A lone surrogate leaves as U+FFFD, as UTF-8 encoding makes it.
+   * @throws TypeError when `text` is not a string.
+   */
   send(text: string): void
   /** Bytes accepted by `send` and not yet written to the network (backpressure, protocol.md §3.5). */
   readonly bufferedAmount: number
   /** True between open and the start of closing. */
   readonly isOpen: boolean
-  /** Starts a clean close (close frame with `code` and `reason`); `close` fires when done. */
+  /**
+   * Starts a clean close (close frame with `code` and `reason`); `close` fires when done, on both
+   * ends with that code and reason (1005 and `""` without a code). Before `open` it drops the
+   * connection instead (1006). Does nothing once closing or closed.
+   * @throws TypeError for a code a close frame cannot carry (RFC 6455 §7.4: allowed are
+   *   1000–1003, 1007–1014, 3000–4999); RangeError for a reason over 123 bytes of UTF-8.
+   */
   close(code?: number, reason?: string): void
-  /** Ends the connection at once, without a closing handshake. */
+  /** Ends the connection at once, without a closing handshake: both ends see `close` with 1006. */
   terminate(): void
   /** Sends a keepalive ping (a WebSocket ping frame); does nothing where the transport has none. */
   ping(): void
@@ -46,7 +59,10 @@ export interface Transport {
 export interface ConnectOptions {
   /** Extra HTTP headers on the WebSocket upgrade (the auth function's input, protocol.md §13.2). */
   headers?: Record<string, string>
-  /** Deadline of the opening handshake, ms; past it the transport closes with code 1006. */
+  /**
+   * Deadline of the opening handshake, ms; past it the transport reports `error` with an
+   * `SvcError` of code `TIMEOUT`, then closes with code 1006. Omitted: no deadline.
+   */
   handshakeTimeoutMs?: number
 }
 

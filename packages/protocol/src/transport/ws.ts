@@ -1,43 +1,244 @@
 /**
- * Node `ws` transport — placeholder server side (replaced by the full implementation with write
- * coalescing and the client connector).
+ * The Node `ws` transport (protocol.md §2–§3): {@link wsServerTransport} wraps a socket the engine
+ * accepted, {@link connectWebSocket} opens one as a client. Both coalesce writes: the frames sent
+ * during one turn of the event loop leave in one TCP write (at most
+ * {@link MAX_FRAMES_PER_WRITE} frames each) instead of one `writev` syscall per frame, which a
+ * profile showed as the engine's largest cost under load.
+ *
+ * @example
+ * // engine side
+ * wss.handleUpgrade(request, socket, head, (ws) => {
+ *   const transport = wsServerTransport(ws, socket)
+ *   accept(transport, peerInfoOf(request))
+ * })
+ * // client side
+ * const transport = connectWebSocket('ws://127.0.0.1:49134', { handshakeTimeoutMs: 10000 })
+ * transport.setHandlers({ open() { transport.send('{"type":"ping"}') }, message(data) {}, close(code) {} })
  */
+import type { IncomingMessage } from 'node:http'
+import type { Socket } from 'node:net'
 import type { Duplex } from 'node:stream'
-import type { WebSocket } from 'ws'
-import type { Transport, TransportHandlers } from './types.ts'
+import WebSocket from 'ws'
+import { Codes, SvcError } from '../errors.ts'
+import { assertCloseArgs, assertText, parseWebSocketUrl, queryOf } from './frames.ts'
+import type { ConnectOptions, Connector, PeerInfo, Transport, TransportHandlers } from './types.ts'
 
-export function wsServerTransport(ws: WebSocket, _tcp: Duplex): Transport {
-  let handlers: TransportHandlers | undefined
-  let open = true
-  ws.on('message', (data, isBinary) => handlers?.message(isBinary ? (data as Buffer) : (data as Buffer).toString(), isBinary))
-  ws.on('ping', () => handlers?.alive?.())
-  ws.on('pong', () => handlers?.alive?.())
-  ws.on('error', (err) => handlers?.error?.(err))
-  ws.on('close', (code, reason) => {
-    open = false
-    handlers?.close(code, reason.toString())
-  })
+/**
+ * Frames coalesced into one TCP write at most. Past it the batch is written at once and a new one
+ * starts, so the peer can start on the first frames while later ones are built: that keeps every
+ * process of a caller → engine → callee pipeline busy.
+ */
+export const MAX_FRAMES_PER_WRITE = 16
+
+/** A writable stream that can hold writes back (`net.Socket`, `tls.TLSSocket`). */
+interface Corkable {
+  cork(): void
+  uncork(): void
+}
+
+function corkable(stream: unknown): Corkable | undefined {
+  const s = stream as Partial<Corkable> | null | undefined
+  return s != null && typeof s.cork === 'function' && typeof s.uncork === 'function' ? (s as Corkable) : undefined
+}
+
+/** An event that arrived before the first `setHandlers`. */
+type HeldEvent = (handlers: TransportHandlers) => void
+
+class WsTransport implements Transport {
+  readonly #ws: WebSocket
+  /** The TCP (or TLS) socket under the WebSocket; undefined until a client's upgrade completes. */
+  #tcp: Corkable | undefined
+  #corked = false
+  /** Frames written into the current cork. */
+  #batch = 0
+  #handlers: TransportHandlers | undefined = undefined
+  /** Events held until handlers are set (then undefined). */
+  #held: HeldEvent[] | undefined = []
+  #closeFired = false
+  /** Set by a local close()/terminate(): errors `ws` reports afterwards are their echo. */
+  #ended = false
+  #handshakeTimer: ReturnType<typeof setTimeout> | undefined = undefined
+
+  constructor(ws: WebSocket, tcp: Corkable | undefined) {
+    this.#ws = ws
+    this.#tcp = tcp
+    ws.binaryType = 'nodebuffer'
+    ws.on('message', (data: WebSocket.RawData, isBinary: boolean) => {
+      // binaryType 'nodebuffer': always one Buffer. ws has validated text frames as UTF-8.
+      const payload: string | Uint8Array = isBinary ? (data as Buffer) : (data as Buffer).toString()
+      if (this.#held === undefined) this.#handlers!.message(payload, isBinary)
+      else this.#held.push((h) => h.message(payload, isBinary))
+    })
+    ws.on('ping', () => this.#emit(fireAlive))
+    ws.on('pong', () => this.#emit(fireAlive))
+    ws.on('open', () => {
+      clearTimeout(this.#handshakeTimer)
+      this.#emit(fireOpen)
+    })
+    ws.on('upgrade', (response: IncomingMessage) => {
+      this.#tcp = corkable(response.socket)
+    })
+    ws.on('error', (error: Error) => {
+      if (!this.#ended) this.#emit((h) => h.error?.(error))
+    })
+    ws.on('close', (code: number, reason: Buffer) => this.#fireClose(code, reason.toString()))
+    if (ws.readyState === WebSocket.CLOSED) this.#fireClose(1006, '')
+  }
+
+  /** Starts the opening-handshake deadline of a client transport. */
+  startHandshakeTimer(url: string, timeoutMs: number): void {
+    this.#handshakeTimer = setTimeout(() => {
+      this.#handshakeTimer = undefined
+      if (this.#ws.readyState !== WebSocket.CONNECTING) return
+      this.#emit((h) => h.error?.(new SvcError(Codes.Timeout, `handshake with ${url} timed out after ${timeoutMs}ms`)))
+      this.terminate()
+    }, timeoutMs)
+  }
+
+  get bufferedAmount(): number {
+    return this.#ws.bufferedAmount
+  }
+
+  get isOpen(): boolean {
+    return this.#ws.readyState === WebSocket.OPEN
+  }
+
+  send(text: string): void {
+    assertText(text)
+    if (this.#ws.readyState !== WebSocket.OPEN) return
+    const tcp = this.#tcp
+    if (tcp !== undefined) {
+      if (!this.#corked) {
+        this.#corked = true
+        this.#batch = 1
+        tcp.cork()
+        process.nextTick(WsTransport.#uncork, this)
+      } else if (this.#batch === MAX_FRAMES_PER_WRITE) {
+        tcp.uncork()
+        tcp.cork()
+        this.#batch = 1
+      } else {
+        this.#batch++
+      }
+    }
+    this.#ws.send(text)
+  }
+
+  /** Ends the turn's batch: everything corked leaves in one write. Static: no closure per turn. */
+  static #uncork(transport: WsTransport): void {
+    transport.#corked = false
+    transport.#tcp!.uncork()
+  }
+
+  close(code?: number, reason?: string): void {
+    // Checked here: ws throws only after it has already moved to CLOSING.
+    assertCloseArgs(code, reason)
+    this.#ended = true
+    clearTimeout(this.#handshakeTimer)
+    this.#ws.close(code, code === undefined ? undefined : reason)
+  }
+
+  terminate(): void {
+    this.#ended = true
+    clearTimeout(this.#handshakeTimer)
+    this.#ws.terminate()
+  }
+
+  ping(): void {
+    if (this.#ws.readyState === WebSocket.OPEN) this.#ws.ping()
+  }
+
+  setHandlers(handlers: TransportHandlers): void {
+    const first = this.#handlers === undefined
+    this.#handlers = handlers
+    const held = this.#held
+    if (!first || held === undefined) return
+    if (held.length === 0) {
+      this.#held = undefined
+      return
+    }
+    // Delivered after the caller returns, in arrival order, to the handlers set by then; events
+    // arriving meanwhile queue behind them.
+    queueMicrotask(() => {
+      for (let i = 0; i < held.length; i++) held[i]!(this.#handlers!)
+      this.#held = undefined
+    })
+  }
+
+  #emit(event: HeldEvent): void {
+    if (this.#held === undefined) event(this.#handlers!)
+    else this.#held.push(event)
+  }
+
+  #fireClose(code: number, reason: string): void {
+    if (this.#closeFired) return
+    this.#closeFired = true
+    clearTimeout(this.#handshakeTimer)
+    this.#emit((h) => h.close(code, reason))
+  }
+}
+
+const fireAlive: HeldEvent = (h) => h.alive?.()
+const fireOpen: HeldEvent = (h) => h.open?.()
+
+/**
+ * Wraps a WebSocket the engine accepted as a server transport (already open; `open` never fires).
+ *
+ * `tcp` is the `socket` argument `WebSocketServer.handleUpgrade(request, socket, head, cb)` got:
+ * the TCP (or TLS) socket under `ws`, corked and uncorked for write coalescing. A stream without
+ * `cork`/`uncork` works too, with one write per frame.
+ *
+ * Set the handlers right away: events that arrive before the first `setHandlers` are held and
+ * delivered, in order, just after it. Text frames arrive as strings (UTF-8 already validated by
+ * `ws`), binary frames as `Uint8Array`s (Node Buffers); `alive` fires on every ping and pong. Errors
+ * `ws` reports after a local `close()` or `terminate()` are not passed on.
+ *
+ * @example
+ * wss.handleUpgrade(request, socket, head, (ws) => accept(wsServerTransport(ws, socket), peerInfoOf(request)))
+ */
+export function wsServerTransport(ws: WebSocket, tcp: Socket | Duplex): Transport {
+  return new WsTransport(ws, corkable(tcp))
+}
+
+/**
+ * Opens a client transport with Node `ws` (no per-message compression). Headers of
+ * `options.headers` go on the HTTP upgrade request. Past `options.handshakeTimeoutMs` (default:
+ * none) without an open, `error` fires with an `SvcError` of code `TIMEOUT`
+ * (`handshake with <url> timed out after <ms>ms`), then `close` with 1006. Network failures
+ * (`ECONNREFUSED`, a non-101 answer) fire `error` with the socket's error, then `close` with 1006.
+ *
+ * @throws TypeError when `url` is not a `ws:` or `wss:` URL.
+ * @example
+ * const transport = connectWebSocket('ws://127.0.0.1:49134', { headers: { authorization: 'Bearer t' }, handshakeTimeoutMs: 10000 })
+ */
+export const connectWebSocket: Connector = (url: string, options: ConnectOptions = {}): Transport => {
+  const parsed = parseWebSocketUrl(url)
+  const wsOptions: WebSocket.ClientOptions = { perMessageDeflate: false }
+  if (options.headers !== undefined) wsOptions.headers = options.headers
+  const transport = new WsTransport(new WebSocket(url, wsOptions), undefined)
+  if (options.handshakeTimeoutMs !== undefined) {
+    // The query may carry credentials; the message names the endpoint only.
+    transport.startHandshakeTimer(`${parsed.protocol}//${parsed.host}${parsed.pathname}`, options.handshakeTimeoutMs)
+  }
+  return transport
+}
+
+/**
+ * What the engine learns about a client from its upgrade request (protocol.md §13.2): the remote
+ * address (null when unknown), the headers with lower-cased names and repeated ones joined with
+ * `, `, and the decoded query parameters of the URL (a key without `=` gives `[""]`).
+ *
+ * @example
+ * peerInfoOf(request) // { ip: '127.0.0.1', headers: { host: '127.0.0.1:49134', … }, query: { token: ['abc'] } }
+ */
+export function peerInfoOf(request: IncomingMessage): PeerInfo {
+  const headers: Array<[string, string]> = []
+  for (const [name, values] of Object.entries(request.headersDistinct)) {
+    if (values !== undefined) headers.push([name, values.join(', ')])
+  }
   return {
-    send: (text) => {
-      if (open) ws.send(text)
-    },
-    get bufferedAmount() {
-      return ws.bufferedAmount
-    },
-    get isOpen() {
-      return open
-    },
-    close: (code, reason) => {
-      open = false
-      ws.close(code, reason)
-    },
-    terminate: () => {
-      open = false
-      ws.terminate()
-    },
-    ping: () => ws.ping(),
-    setHandlers: (h) => {
-      handlers = h
-    },
+    ip: request.socket?.remoteAddress ?? null,
+    headers: Object.fromEntries(headers),
+    query: queryOf(new URL(request.url ?? '/', 'http://upgrade.invalid').searchParams),
   }
 }

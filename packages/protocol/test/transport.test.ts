@@ -1,0 +1,576 @@
+/**
+ * The transport seam (svc-protocol/transport): one behaviour suite that both implementations
+ * pass — Node `ws` over a real loopback WebSocket server, and the in-memory pair — then what is
+ * particular to each (upgrade headers, handshake deadline, write coalescing; the memory connector).
+ */
+import assert from 'node:assert/strict'
+import { createServer, type IncomingMessage } from 'node:http'
+import { createServer as createTcpServer, Socket, type AddressInfo } from 'node:net'
+import type { Duplex } from 'node:stream'
+import { describe, it, type TestContext } from 'node:test'
+import { WebSocketServer, type WebSocket } from 'ws'
+import { SvcError } from '../src/errors.ts'
+import { memoryConnector, memoryPair } from '../src/transport/memory.ts'
+import type { PeerInfo, Transport } from '../src/transport/types.ts'
+import { connectWebSocket, MAX_FRAMES_PER_WRITE, peerInfoOf, wsServerTransport } from '../src/transport/ws.ts'
+
+const WAIT_MS = 5000
+
+async function until(predicate: () => boolean, what: string): Promise<void> {
+  const deadline = Date.now() + WAIT_MS
+  while (!predicate()) {
+    if (Date.now() > deadline) throw new Error(`until: ${what} not reached within ${WAIT_MS}ms`)
+    await new Promise((r) => setTimeout(r, 2))
+  }
+}
+
+const nextMacrotask = () => new Promise<void>((r) => setImmediate(r))
+const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms))
+
+/** Everything a transport reported, in order. */
+class Recorder {
+  readonly events: string[] = []
+  readonly messages: Array<{ data: string | Uint8Array; isBinary: boolean }> = []
+  readonly closes: Array<[number, string]> = []
+  readonly errors: Error[] = []
+  alive = 0
+  opened = 0
+
+  constructor(transport: Transport) {
+    transport.setHandlers({
+      open: () => {
+        this.opened++
+        this.events.push('open')
+      },
+      message: (data, isBinary) => {
+        this.messages.push({ data, isBinary })
+        this.events.push(typeof data === 'string' ? `text:${data.slice(0, 20)}` : 'binary')
+      },
+      close: (code, reason) => {
+        this.closes.push([code, reason])
+        this.events.push(`close:${code}`)
+      },
+      alive: () => {
+        this.alive++
+      },
+      error: (error) => {
+        this.errors.push(error)
+        this.events.push('error')
+      },
+    })
+  }
+
+  texts(): string[] {
+    return this.messages.map((m) => m.data as string)
+  }
+}
+
+/** A connected pair: `a` is the client end, `b` the server end; no handlers set yet. */
+interface Pair {
+  a: Transport
+  b: Transport
+  /** Sends a binary frame from `b` to `a` (the Transport interface sends text only). */
+  sendBinaryToA(bytes: Uint8Array): void
+}
+
+type PairFactory = (t: TestContext) => Promise<Pair>
+
+// ------------------------------------------------------------------ ws over loopback
+
+interface WsServer {
+  url: string
+  /** Server sides in connection order. */
+  accepted: Array<{ transport: Transport; ws: WebSocket; tcp: Duplex; request: IncomingMessage }>
+}
+
+async function startWsServer(t: TestContext): Promise<WsServer> {
+  const http = createServer((_req, res) => res.writeHead(404).end())
+  const wss = new WebSocketServer({ noServer: true, perMessageDeflate: false })
+  const server: WsServer = { url: '', accepted: [] }
+  http.on('upgrade', (request: IncomingMessage, socket: Duplex, head: Buffer) => {
+    wss.handleUpgrade(request, socket, head, (ws) => {
+      server.accepted.push({ transport: wsServerTransport(ws, socket), ws, tcp: socket, request })
+    })
+  })
+  await new Promise<void>((r) => http.listen(0, '127.0.0.1', () => r()))
+  server.url = `ws://127.0.0.1:${(http.address() as AddressInfo).port}`
+  t.after(async () => {
+    for (const ws of wss.clients) ws.terminate()
+    http.closeAllConnections()
+    await new Promise<void>((r) => http.close(() => r()))
+  })
+  return server
+}
+
+const wsFactory: PairFactory = async (t) => {
+  const server = await startWsServer(t)
+  const a = connectWebSocket(server.url, {})
+  t.after(() => a.terminate())
+  await until(() => a.isOpen && server.accepted.length === 1, 'ws pair open')
+  const { transport: b, ws } = server.accepted[0]!
+  return { a, b, sendBinaryToA: (bytes) => ws.send(bytes, { binary: true }) }
+}
+
+const memoryFactory: PairFactory = async () => {
+  const [a, b] = memoryPair()
+  return { a, b, sendBinaryToA: (bytes) => b.sendBinary(bytes) }
+}
+
+// ------------------------------------------------------------------ the shared behaviour suite
+
+function transportBehaviour(name: string, factory: PairFactory): void {
+  describe(`${name}: transport behaviour`, () => {
+    it('starts open on both ends', async (t) => {
+      const { a, b } = await factory(t)
+      assert.equal(a.isOpen, true)
+      assert.equal(b.isOpen, true)
+    })
+
+    it('keeps the order of many frames, across coalesced batches and turns, both ways', async (t) => {
+      const { a, b } = await factory(t)
+      const ra = new Recorder(a)
+      const rb = new Recorder(b)
+      const sent: string[] = []
+      // One turn of 5 full batches and a partial one, then two more turns.
+      for (let i = 0; i < MAX_FRAMES_PER_WRITE * 5 + 7; i++) sent.push(`{"n":${i}}`)
+      for (const text of sent) a.send(text)
+      await nextMacrotask()
+      for (let i = sent.length; i < 200; i++) {
+        sent.push(`{"n":${i}}`)
+        a.send(sent[i]!)
+      }
+      await Promise.resolve()
+      sent.push('{"n":"last"}')
+      a.send('{"n":"last"}')
+      const back = Array.from({ length: 50 }, (_, i) => `{"back":${i}}`)
+      for (const text of back) b.send(text)
+      await until(() => rb.messages.length === sent.length && ra.messages.length === back.length, 'all frames')
+      assert.deepEqual(rb.texts(), sent)
+      assert.deepEqual(ra.texts(), back)
+      assert.ok(rb.messages.every((m) => typeof m.data === 'string' && m.isBinary === false))
+    })
+
+    it('delivers text frames as strings and binary frames as Uint8Array', async (t) => {
+      const pair = await factory(t)
+      const ra = new Recorder(pair.a)
+      const rb = new Recorder(pair.b)
+      pair.a.send('{"type":"ping","é":"ü"}')
+      pair.sendBinaryToA(new Uint8Array([0x4f, 0x54, 0x4c, 0x50, 0, 255]))
+      await until(() => ra.messages.length === 1 && rb.messages.length === 1, 'both frames')
+      assert.deepEqual(rb.messages[0], { data: '{"type":"ping","é":"ü"}', isBinary: false })
+      const binary = ra.messages[0]!
+      assert.equal(binary.isBinary, true)
+      assert.ok(binary.data instanceof Uint8Array)
+      assert.deepEqual([...binary.data], [0x4f, 0x54, 0x4c, 0x50, 0, 255])
+    })
+
+    it('delivers frames asynchronously, never inside send', async (t) => {
+      const { a, b } = await factory(t)
+      const rb = new Recorder(b)
+      a.send('x')
+      await Promise.resolve()
+      assert.equal(rb.messages.length, 0)
+      await until(() => rb.messages.length === 1, 'frame')
+    })
+
+    it('sends a lone surrogate as U+FFFD, as UTF-8 encoding does', async (t) => {
+      const { a, b } = await factory(t)
+      const rb = new Recorder(b)
+      a.send('{"s":"a\ud800b"}')
+      await until(() => rb.messages.length === 1, 'frame')
+      assert.equal(rb.messages[0]!.data, '{"s":"a\ufffdb"}')
+    })
+
+    it('holds what arrives before the handlers are set', async (t) => {
+      const { a, b } = await factory(t)
+      a.send('early')
+      a.ping()
+      await sleep(20)
+      const rb = new Recorder(b)
+      await until(() => rb.messages.length === 1 && rb.alive === 1, 'held frame and ping')
+      assert.deepEqual(rb.texts(), ['early'])
+    })
+
+    it('delivers to the handlers of the latest setHandlers call, once', async (t) => {
+      const { a, b } = await factory(t)
+      a.send('early')
+      await sleep(20)
+      const first = new Recorder(b)
+      const second = new Recorder(b)
+      a.send('later')
+      await until(() => second.messages.length === 2, 'both frames')
+      await sleep(20)
+      assert.deepEqual(second.texts(), ['early', 'later'])
+      assert.equal(first.messages.length, 0)
+    })
+
+    it('close: frames sent before arrive first, then both ends see the code and reason, once', async (t) => {
+      const { a, b } = await factory(t)
+      const ra = new Recorder(a)
+      const rb = new Recorder(b)
+      a.send('before')
+      a.close(4001, 'going away')
+      assert.equal(a.isOpen, false)
+      await until(() => ra.closes.length === 1 && rb.closes.length === 1, 'both closed')
+      assert.deepEqual(ra.closes, [[4001, 'going away']])
+      assert.deepEqual(rb.closes, [[4001, 'going away']])
+      assert.deepEqual(rb.events, ['text:before', 'close:4001'])
+      assert.equal(b.isOpen, false)
+      a.close(1000)
+      a.terminate()
+      b.terminate()
+      await sleep(20)
+      assert.equal(ra.closes.length + rb.closes.length, 2, 'close fires exactly once per end')
+    })
+
+    it('close from the server end reaches the client end', async (t) => {
+      const { a, b } = await factory(t)
+      const ra = new Recorder(a)
+      const rb = new Recorder(b)
+      b.send('bye')
+      b.close(1000, 'done')
+      await until(() => ra.closes.length === 1 && rb.closes.length === 1, 'both closed')
+      assert.deepEqual(ra.events.filter((e) => e !== 'open'), ['text:bye', 'close:1000'])
+      assert.deepEqual(ra.closes, [[1000, 'done']])
+      assert.deepEqual(rb.closes, [[1000, 'done']])
+    })
+
+    it('close without a code: both ends see 1005', async (t) => {
+      const { a, b } = await factory(t)
+      const ra = new Recorder(a)
+      const rb = new Recorder(b)
+      a.close()
+      await until(() => ra.closes.length === 1 && rb.closes.length === 1, 'both closed')
+      assert.deepEqual([ra.closes, rb.closes], [[[1005, '']], [[1005, '']]])
+    })
+
+    it('terminate: both ends see 1006, once', async (t) => {
+      const { a, b } = await factory(t)
+      const ra = new Recorder(a)
+      const rb = new Recorder(b)
+      a.terminate()
+      assert.equal(a.isOpen, false)
+      await until(() => ra.closes.length === 1 && rb.closes.length === 1, 'both closed')
+      assert.equal(ra.closes[0]![0], 1006)
+      assert.equal(rb.closes[0]![0], 1006)
+      a.terminate()
+      await sleep(20)
+      assert.equal(ra.closes.length, 1)
+    })
+
+    it('drops sends and pings after close', async (t) => {
+      const { a, b } = await factory(t)
+      const ra = new Recorder(a)
+      const rb = new Recorder(b)
+      a.send('kept')
+      a.close(1000)
+      a.send('dropped')
+      a.ping()
+      await until(() => ra.closes.length === 1 && rb.closes.length === 1, 'both closed')
+      b.send('dropped too')
+      a.send('dropped again')
+      await sleep(20)
+      assert.deepEqual(rb.texts(), ['kept'])
+      assert.deepEqual(ra.texts(), [])
+      assert.equal(rb.alive, 0)
+    })
+
+    it('ping makes the other end report alive, and the pong this end', async (t) => {
+      const { a, b } = await factory(t)
+      const ra = new Recorder(a)
+      const rb = new Recorder(b)
+      a.ping()
+      await until(() => rb.alive === 1 && ra.alive === 1, 'ping and pong')
+      b.ping()
+      await until(() => rb.alive === 2 && ra.alive === 2, 'ping and pong back')
+      assert.equal(ra.messages.length + rb.messages.length, 0, 'pings are not messages')
+    })
+
+    it('bufferedAmount grows with sends and drains once the peer has the frames', async (t) => {
+      const { a, b } = await factory(t)
+      const rb = new Recorder(b)
+      assert.equal(a.bufferedAmount, 0)
+      const frame = 'x'.repeat(64 * 1024)
+      for (let i = 0; i < 32; i++) a.send(frame)
+      assert.ok(a.bufferedAmount >= 64 * 1024, `bufferedAmount ${a.bufferedAmount} after 2 MiB in one turn`)
+      await until(() => rb.messages.length === 32, 'all frames')
+      await until(() => a.bufferedAmount === 0, 'drained')
+    })
+
+    it('refuses non-string frames and close arguments a WebSocket cannot send, staying open', async (t) => {
+      const { a } = await factory(t)
+      assert.throws(() => a.send(Buffer.from('x') as unknown as string), TypeError)
+      assert.throws(() => a.send(undefined as unknown as string), TypeError)
+      assert.throws(() => a.close(1006), TypeError)
+      assert.throws(() => a.close(2000), TypeError)
+      assert.throws(() => a.close(1000, 'é'.repeat(62)), RangeError)
+      assert.equal(a.isOpen, true)
+    })
+  })
+}
+
+transportBehaviour('ws', wsFactory)
+transportBehaviour('memory', memoryFactory)
+
+// ------------------------------------------------------------------ ws only
+
+/** Counts the write syscalls of TCP sockets (`_writeGeneric` serves both write and writev). */
+function countWrites(target: object): { count: number; restore(): void } {
+  const proto = Socket.prototype as unknown as { _writeGeneric: (...args: unknown[]) => unknown }
+  const original = proto._writeGeneric
+  const counter = {
+    count: 0,
+    restore: () => {
+      proto._writeGeneric = original
+    },
+  }
+  proto._writeGeneric = function (this: object, ...args: unknown[]) {
+    if (this === target) counter.count++
+    return original.apply(this, args)
+  }
+  return counter
+}
+
+describe('ws transport', () => {
+  it('coalesces the frames of one turn into writes of at most 16 frames (server side)', async (t) => {
+    const server = await startWsServer(t)
+    const a = connectWebSocket(server.url, {})
+    t.after(() => a.terminate())
+    const ra = new Recorder(a)
+    await until(() => ra.opened === 1 && server.accepted.length === 1, 'open')
+    const { transport: b, tcp } = server.accepted[0]!
+    const writes = countWrites(tcp)
+    try {
+      for (let i = 0; i < MAX_FRAMES_PER_WRITE; i++) b.send(`{"n":${i}}`)
+      assert.equal(writes.count, 0, 'a batch waits for the end of the turn')
+      b.send(`{"n":${MAX_FRAMES_PER_WRITE}}`)
+      assert.equal(writes.count, 1, 'the 17th frame starts a new batch: the first 16 leave at once')
+      for (let i = MAX_FRAMES_PER_WRITE + 1; i < 40; i++) b.send(`{"n":${i}}`)
+      assert.equal(writes.count, 2)
+      await new Promise<void>((r) => process.nextTick(r))
+      assert.equal(writes.count, 3, 'the rest leaves at the end of the turn')
+    } finally {
+      writes.restore()
+    }
+    await until(() => ra.messages.length === 40, 'all frames')
+    assert.deepEqual(ra.texts(), Array.from({ length: 40 }, (_, i) => `{"n":${i}}`))
+  })
+
+  it('coalesces on the client side too, through the upgrade response socket', async (t) => {
+    const server = await startWsServer(t)
+    let tcp: object | undefined
+    const a = connectWebSocket(server.url, {})
+    t.after(() => a.terminate())
+    const ra = new Recorder(a)
+    await until(() => ra.opened === 1 && server.accepted.length === 1, 'open')
+    const rb = new Recorder(server.accepted[0]!.transport)
+    // The client's TCP socket is the server socket's peer: find it by its local port.
+    const serverTcp = server.accepted[0]!.tcp as Socket
+    const proto = Socket.prototype as unknown as { _writeGeneric: (...args: unknown[]) => unknown }
+    const original = proto._writeGeneric
+    let count = 0
+    proto._writeGeneric = function (this: Socket, ...args: unknown[]) {
+      if (this !== serverTcp && this.localPort === serverTcp.remotePort) {
+        tcp ??= this
+        count++
+      }
+      return original.apply(this, args)
+    }
+    try {
+      for (let i = 0; i < 40; i++) a.send(`{"n":${i}}`)
+      assert.equal(count, 2)
+      await new Promise<void>((r) => process.nextTick(r))
+      assert.equal(count, 3)
+    } finally {
+      proto._writeGeneric = original
+    }
+    assert.ok(tcp !== undefined)
+    await until(() => rb.messages.length === 40, 'all frames')
+    assert.deepEqual(rb.texts(), Array.from({ length: 40 }, (_, i) => `{"n":${i}}`))
+  })
+
+  it('sends the configured headers on the upgrade; peerInfoOf reads headers, query and address', async (t) => {
+    const server = await startWsServer(t)
+    const a = connectWebSocket(`${server.url}/?token=abc&flag&token=d%20e`, {
+      headers: { 'X-Api-Token': 'secret-1', 'x-worker': 'w1' },
+    })
+    t.after(() => a.terminate())
+    await until(() => server.accepted.length === 1, 'upgrade')
+    const info: PeerInfo = peerInfoOf(server.accepted[0]!.request)
+    assert.equal(info.headers['x-api-token'], 'secret-1')
+    assert.equal(info.headers['x-worker'], 'w1')
+    assert.equal(info.headers.upgrade, 'websocket')
+    assert.equal(info.headers['sec-websocket-extensions'], undefined, 'no per-message deflate offered')
+    assert.deepEqual(info.query, { token: ['abc', 'd e'], flag: [''] })
+    assert.match(String(info.ip), /127\.0\.0\.1$/)
+  })
+
+  it('closes with 1006 after a TIMEOUT error when the handshake does not complete in time', async (t) => {
+    const sockets: Socket[] = []
+    const silent = createTcpServer((s) => sockets.push(s)) // accepts TCP, never answers the upgrade
+    await new Promise<void>((r) => silent.listen(0, '127.0.0.1', () => r()))
+    t.after(() => {
+      for (const s of sockets) s.destroy()
+      silent.close()
+    })
+    const port = (silent.address() as AddressInfo).port
+    const started = Date.now()
+    const a = connectWebSocket(`ws://127.0.0.1:${port}/?token=secret`, { handshakeTimeoutMs: 50 })
+    const ra = new Recorder(a)
+    await until(() => ra.closes.length === 1, 'closed')
+    assert.ok(Date.now() - started >= 45)
+    assert.deepEqual(ra.events, ['error', 'close:1006'])
+    const error = ra.errors[0] as SvcError
+    assert.ok(error instanceof SvcError)
+    assert.equal(error.code, 'TIMEOUT')
+    assert.equal(error.message, `handshake with ws://127.0.0.1:${port}/ timed out after 50ms`)
+    assert.equal(ra.opened, 0)
+  })
+
+  it('reports a refused connection as the socket error, then 1006', async () => {
+    const probe = createTcpServer()
+    await new Promise<void>((r) => probe.listen(0, '127.0.0.1', () => r()))
+    const port = (probe.address() as AddressInfo).port
+    await new Promise<void>((r) => probe.close(() => r()))
+    const a = connectWebSocket(`ws://127.0.0.1:${port}`, { handshakeTimeoutMs: 5000 })
+    const ra = new Recorder(a)
+    await until(() => ra.closes.length === 1, 'closed')
+    assert.deepEqual(ra.events, ['error', 'close:1006'])
+    assert.equal((ra.errors[0] as NodeJS.ErrnoException).code, 'ECONNREFUSED')
+  })
+
+  it('closing during the handshake ends it with 1006 and no error', async (t) => {
+    const sockets: Socket[] = []
+    const silent = createTcpServer((s) => sockets.push(s))
+    await new Promise<void>((r) => silent.listen(0, '127.0.0.1', () => r()))
+    t.after(() => {
+      for (const s of sockets) s.destroy()
+      silent.close()
+    })
+    const a = connectWebSocket(`ws://127.0.0.1:${(silent.address() as AddressInfo).port}`, { handshakeTimeoutMs: 5000 })
+    const ra = new Recorder(a)
+    await until(() => sockets.length === 1, 'TCP accepted')
+    a.close(1000)
+    await until(() => ra.closes.length === 1, 'closed')
+    assert.deepEqual(ra.events, ['close:1006'])
+  })
+
+  it('refuses URLs that are not ws: or wss:', () => {
+    assert.throws(() => connectWebSocket('http://127.0.0.1:1', {}), TypeError)
+    assert.throws(() => connectWebSocket('not a url', {}), TypeError)
+  })
+})
+
+// ------------------------------------------------------------------ memory only
+
+describe('memory transport', () => {
+  it('terminate drops frames not yet delivered, both ways', async () => {
+    const [a, b] = memoryPair()
+    const ra = new Recorder(a)
+    const rb = new Recorder(b)
+    a.send('lost')
+    b.send('lost too')
+    assert.equal(a.bufferedAmount, 4)
+    b.terminate()
+    assert.equal(a.bufferedAmount, 0)
+    await until(() => ra.closes.length === 1 && rb.closes.length === 1, 'both closed')
+    assert.deepEqual([ra.events, rb.events], [['close:1006'], ['close:1006']])
+  })
+
+  it('counts bufferedAmount in UTF-8 bytes', () => {
+    const [a] = memoryPair()
+    a.send('é€')
+    assert.equal(a.bufferedAmount, 5)
+  })
+
+  it('sendBinary sends a copy', async () => {
+    const [a, b] = memoryPair()
+    const rb = new Recorder(b)
+    const bytes = new Uint8Array([1, 2, 3])
+    a.sendBinary(bytes)
+    bytes[0] = 9
+    await until(() => rb.messages.length === 1, 'frame')
+    assert.deepEqual([...(rb.messages[0]!.data as Uint8Array)], [1, 2, 3])
+    assert.throws(() => a.sendBinary('x' as unknown as Uint8Array), TypeError)
+  })
+
+  it('both ends closing at once each see the code the other sent', async () => {
+    const [a, b] = memoryPair()
+    const ra = new Recorder(a)
+    const rb = new Recorder(b)
+    a.close(4000, 'from a')
+    b.close(4001, 'from b')
+    await until(() => ra.closes.length === 1 && rb.closes.length === 1, 'both closed')
+    assert.deepEqual([ra.closes, rb.closes], [[[4001, 'from b']], [[4000, 'from a']]])
+  })
+
+  describe('memoryConnector', () => {
+    it('hands the server end and the peer info to accept; the client opens asynchronously, before server frames', async () => {
+      const accepted: Array<{ server: Transport; info: PeerInfo }> = []
+      const connect = memoryConnector(
+        (server, info) => {
+          accepted.push({ server, info })
+          server.send('{"type":"workerregistered"}')
+        },
+        { ip: '10.0.0.7', headers: { Host: 'engine.local' } },
+      )
+      const client = connect('ws://engine.local/?token=abc&flag&token=d%20e', {
+        headers: { 'X-Api-Token': 'secret-1', host: 'second' },
+        handshakeTimeoutMs: 10,
+      })
+      assert.equal(client.isOpen, false)
+      const rc = new Recorder(client)
+      assert.equal(accepted.length, 1)
+      assert.deepEqual(accepted[0]!.info, {
+        ip: '10.0.0.7',
+        headers: { host: 'engine.local, second', 'x-api-token': 'secret-1' },
+        query: { token: ['abc', 'd e'], flag: [''] },
+      })
+      await Promise.resolve()
+      assert.equal(rc.opened, 0)
+      await until(() => rc.messages.length === 1, 'server frame')
+      assert.deepEqual(rc.events, ['open', 'text:{"type":"workerregis'])
+      assert.equal(client.isOpen, true)
+      const rs = new Recorder(accepted[0]!.server)
+      client.send('{"type":"ping"}')
+      await until(() => rs.messages.length === 1, 'client frame')
+      client.close(1000)
+      await until(() => rs.closes.length === 1 && rc.closes.length === 1, 'both closed')
+      assert.deepEqual(rs.closes, [[1000, '']])
+    })
+
+    it('defaults: no address, no headers, no query', () => {
+      let seen: PeerInfo | undefined
+      memoryConnector((_server, info) => {
+        seen = info
+      })('ws://x', {})
+      assert.deepEqual(seen, { ip: null, headers: {}, query: {} })
+    })
+
+    it('closing the client end before it opened drops the connection with 1006 on both ends', async () => {
+      let server: Transport | undefined
+      const client = memoryConnector((s) => {
+        server = s
+      })('ws://x', {})
+      const rc = new Recorder(client)
+      const rs = new Recorder(server!)
+      client.close(1000)
+      await until(() => rc.closes.length === 1 && rs.closes.length === 1, 'both closed')
+      assert.deepEqual([rc.events, rs.events], [['close:1006'], ['close:1006']])
+    })
+
+    it('an accept that throws makes the client end report the error, then 1006', async () => {
+      const client = memoryConnector(() => {
+        throw new Error('engine is stopping')
+      })('ws://x', {})
+      const rc = new Recorder(client)
+      await until(() => rc.closes.length === 1, 'closed')
+      assert.deepEqual(rc.events, ['error', 'close:1006'])
+      assert.equal(rc.errors[0]!.message, 'engine is stopping')
+    })
+
+    it('refuses URLs that are not ws: or wss:', () => {
+      assert.throws(() => memoryConnector(() => {})('http://x', {}), TypeError)
+    })
+  })
+})

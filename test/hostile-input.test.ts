@@ -1,0 +1,249 @@
+/**
+ * No input can take the engine down (issue 6 item 8): the single frames that crashed it, bounds on
+ * open invocations, and a property-based fuzz test of the worker protocol over the in-memory
+ * transport and over real WebSockets. After every attack the engine still routes calls.
+ */
+import assert from 'node:assert/strict'
+import { after, before, describe, it } from 'node:test'
+import fc from 'fast-check'
+import WebSocket from 'ws'
+import { startTestEngine, type TestEngine } from './support/engine.ts'
+import { RawWorker, eventually } from './support/raw-worker.ts'
+
+let t: TestEngine
+let callee: RawWorker
+const open: RawWorker[] = []
+
+before(async () => {
+  t = await startTestEngine({ builtins: [], config: { registration_namespace_grace_ms: 20 } })
+  callee = await RawWorker.connect(t.url, { announce: { name: 'healthy' } })
+  open.push(callee)
+  callee.serve('health::echo', (data) => data)
+  await eventually(() => t.engine.functions.get('default', 'health::echo') !== undefined)
+})
+after(async () => {
+  await Promise.all(open.map((w) => w.close()))
+  await t.stop()
+})
+
+/** The engine still routes a call between two workers and serves its own functions. */
+async function stillRouting(): Promise<void> {
+  const probe = await RawWorker.connect(t.url)
+  try {
+    assert.deepEqual((await probe.call('health::echo', { ok: 1 })).result, { ok: 1 })
+    assert.ok(Array.isArray(((await t.engine.inject({ function_id: 'engine::functions::list', data: {} })) as { functions: unknown[] }).functions))
+    assert.ok(Array.isArray(((await t.engine.inject({ function_id: 'engine::workers::list', data: {} })) as { workers: unknown[] }).workers))
+  } finally {
+    await probe.close()
+  }
+}
+
+const deep = (levels: number, leaf = '1') => '['.repeat(levels) + leaf + ']'.repeat(levels)
+
+describe('frames that used to crash the engine', () => {
+  it('a function id holding a lone UTF-16 surrogate (a 41-byte frame) is answered with invalid_message', async () => {
+    const w = await RawWorker.connect(t.url)
+    open.push(w)
+    const frame = '{"type":"invokefunction","invocation_id":"s","function_id":"\\ud800"}'
+    w.send(frame)
+    const answer = await w.next((f) => f.invocation_id === 's')
+    assert.equal(answer.error.code, 'invalid_message')
+    assert.match(answer.error.message, /lone UTF-16 surrogate/)
+    w.send('{"type":"registerfunction","id":"bad::\\udfff"}')
+    const rejected = await w.next((f) => f.type === 'registrationrejected')
+    assert.equal(rejected.reason, 'invalid')
+    assert.equal(rejected.message, 'registration id is invalid: contains a lone UTF-16 surrogate')
+    await stillRouting()
+  })
+
+  it('deeply nested data in a call is refused at the edge, answered with invalid_message', async () => {
+    const w = await RawWorker.connect(t.url)
+    open.push(w)
+    w.send(`{"type":"invokefunction","invocation_id":"deep","function_id":"health::echo","data":${deep(5000)}}`)
+    const answer = await w.next((f) => f.invocation_id === 'deep')
+    assert.equal(answer.error.code, 'invalid_message')
+    assert.match(answer.error.message, /nesting deeper than 128 levels/)
+    // A payload just under the limit still round-trips unchanged.
+    const allowed = JSON.parse(deep(126))
+    assert.deepEqual((await w.call('health::echo', allowed)).result, allowed)
+    await stillRouting()
+  })
+
+  it('a deeply nested result from a worker ends the call with invalid_message instead of hanging it', async () => {
+    const w = await RawWorker.connect(t.url)
+    open.push(w)
+    w.onFrame((f) => {
+      if (f.type === 'invokefunction' && f.function_id === 'deep::result') {
+        w.send(`{"type":"invocationresult","invocation_id":"${f.invocation_id}","function_id":"deep::result","result":${deep(5000)}}`)
+      }
+    })
+    w.send({ type: 'registerfunction', id: 'deep::result' })
+    await eventually(() => t.engine.functions.get('default', 'deep::result') !== undefined)
+    const caller = await RawWorker.connect(t.url)
+    open.push(caller)
+    const answer = await caller.call('deep::result', null)
+    assert.equal(answer.error.code, 'invalid_message')
+    assert.match(answer.error.message, /result of the callee refused: nesting deeper than 128 levels/)
+    await stillRouting()
+  })
+
+  it('deep registration metadata and announce fields never reach the listings', async () => {
+    const w = await RawWorker.connect(t.url)
+    open.push(w)
+    w.send(`{"type":"registerfunction","id":"deep::meta","metadata":{"x":${deep(5000)}}}`)
+    const rejected = await w.next((f) => f.type === 'registrationrejected' && f.function_id === 'deep::meta')
+    assert.equal(rejected.reason, 'invalid')
+    assert.match(rejected.message, /nesting deeper than 128 levels/)
+    w.send(`{"type":"invokefunction","function_id":"engine::workers::register","action":{"type":"void"},"data":{"name":"deep","telemetry":{"framework":${deep(5000)}}}}`)
+    // Nesting under the limit is accepted; only the announce's strings are kept.
+    w.announce({ name: 'n\ud800ame\u202e', description: 'd', os: { nested: JSON.parse(deep(100)) }, telemetry: { framework: JSON.parse(deep(100)), language: 'ts' } })
+    w.send(`{"type":"registerfunction","id":"deep::ok","metadata":{"x":${deep(100)}}}`)
+    await eventually(() => t.engine.functions.get('default', 'deep::ok') !== undefined)
+    const workers = ((await t.engine.inject({ function_id: 'engine::workers::list', data: {} })) as { workers: Array<{ id: string; name: string; os: unknown }> }).workers
+    const me = workers.find((x) => x.id === w.workerId)!
+    assert.equal(me.name, 'n\ufffdame')
+    assert.equal(me.os, null)
+    const listed = await RawWorker.connect(t.url)
+    open.push(listed)
+    const functions = (await listed.call('engine::functions::list', {})).result.functions
+    assert.ok(functions.some((f: { function_id: string }) => f.function_id === 'deep::ok'))
+    await stillRouting()
+  })
+
+  it('invalid UTF-8 in a binary frame and huge numbers are handled', async () => {
+    const socket = new WebSocket(t.url)
+    const frames: string[] = []
+    socket.on('message', (d) => frames.push(d.toString()))
+    await new Promise((resolve) => socket.once('open', resolve))
+    socket.send(Buffer.from([0x7b, 0xff, 0xfe, 0x7d]), { binary: true })
+    socket.send('{"type":"invokefunction","invocation_id":"big","function_id":"health::echo","data":1e400}')
+    await eventually(() => frames.some((f) => f.includes('"big"')))
+    // The engine forwards the number as written; the callee's JSON.parse reads it as Infinity,
+    // which JSON writes back as null.
+    assert.equal(JSON.parse(frames.find((f) => f.includes('"big"'))!).error, undefined)
+    socket.close()
+    await stillRouting()
+  })
+})
+
+describe('open invocations are bounded', () => {
+  it('per connection and overall, with TOO_MANY_INVOCATIONS; a disconnect releases its calls', async () => {
+    const e = await startTestEngine({ builtins: [], config: { registration_namespace_grace_ms: 20 }, limits: { perConnection: 3, total: 5 } })
+    const workers: RawWorker[] = []
+    try {
+      const sink = await RawWorker.connect(e.url)
+      workers.push(sink)
+      sink.send({ type: 'registerfunction', id: 'never::answers' })
+      await eventually(() => e.engine.functions.get('default', 'never::answers') !== undefined)
+      const a = await RawWorker.connect(e.url)
+      const b = await RawWorker.connect(e.url)
+      workers.push(a, b)
+      for (let i = 0; i < 3; i++) a.send({ type: 'invokefunction', invocation_id: `a${i}`, function_id: 'never::answers', data: i })
+      const refused = await a.call('never::answers', 3)
+      assert.deepEqual(refused.error, { code: 'TOO_MANY_INVOCATIONS', message: 'this connection already has 3 invocations open; wait for some to finish' })
+      for (let i = 0; i < 2; i++) b.send({ type: 'invokefunction', invocation_id: `b${i}`, function_id: 'never::answers', data: i })
+      const full = await b.call('never::answers', 9)
+      assert.deepEqual(full.error, { code: 'TOO_MANY_INVOCATIONS', message: 'the engine already holds 5 open invocations; retry later' })
+      await a.close()
+      const again = await RawWorker.connect(e.url)
+      workers.push(again)
+      again.send({ type: 'invokefunction', invocation_id: 'later', function_id: 'never::answers', data: 0 })
+      assert.equal(await again.silent((f) => f.invocation_id === 'later', 200), true)
+    } finally {
+      await Promise.all(workers.map((w) => w.close()))
+      await e.stop()
+    }
+  })
+})
+
+// ---- fuzz -----------------------------------------------------------------------------------
+
+const TYPES = [
+  'registerfunction',
+  'unregisterfunction',
+  'registertriggertype',
+  'unregistertriggertype',
+  'registertrigger',
+  'unregistertrigger',
+  'triggerregistrationresult',
+  'invokefunction',
+  'invocationresult',
+  'workerregistered',
+  'registrationrejected',
+  'reattach',
+  'registerservice',
+  'ping',
+  'pong',
+  'error',
+  'unknown',
+]
+
+/** Strings with lone surrogates, control characters, near-miss ids and huge lengths. */
+const hostileString = fc.oneof(
+  fc.string({ unit: 'binary' }),
+  fc.constantFrom('', ' ', 'engine::functions::list', 'health::echo', 'iii::x', '\ud800', 'a\u0000b', '__proto__', 'constructor', 'x'.repeat(2000)),
+)
+
+/** JSON values up to `depth` levels, with the numbers JSON parsers get wrong. */
+const { value: hostileValue } = fc.letrec((tie) => ({
+  value: fc.oneof(
+    { depthSize: 'small', withCrossShrink: true },
+    hostileString,
+    fc.constantFrom(0, -0, 1e308, -1e308, 2 ** 53 + 1, 1e-320, true, false, null),
+    fc.double({ noNaN: true, noDefaultInfinity: true }),
+    fc.array(tie('value'), { maxLength: 4 }),
+    fc.dictionary(hostileString, tie('value'), { maxKeys: 4 }),
+  ),
+}))
+
+const FIELDS = ['id', 'function_id', 'invocation_id', 'trigger_type', 'namespace', 'trigger_namespace', 'data', 'result', 'error', 'metadata', 'config', 'action', 'description', 'invocation', 'previous_worker_id', 'reattach_token']
+
+/** One frame: a plausible message with hostile fields, deep nesting, or raw text. */
+const hostileFrame = fc.oneof(
+  fc.record({ type: fc.constantFrom(...TYPES), fields: fc.dictionary(fc.constantFrom(...FIELDS), hostileValue, { maxKeys: 6 }) }).map(({ type, fields }) => JSON.stringify({ ...fields, type })),
+  fc.record({ type: fc.constantFrom('invokefunction', 'registerfunction', 'invocationresult'), depth: fc.integer({ min: 120, max: 3000 }) }).map(
+    ({ type, depth }) => `{"type":"${type}","id":"f::d","function_id":"health::echo","invocation_id":"fz","data":${deep(depth)},"result":${deep(depth)}}`,
+  ),
+  fc.string({ unit: 'binary', maxLength: 200 }),
+  fc.constantFrom('{', '[]', 'null', '{"type":1}', '{"type":"invokefunction"}', '{"type":"invokefunction","function_id":"health::echo","action":{"type":"enqueue"}}', '   '),
+)
+
+describe('protocol fuzz (fast-check)', () => {
+  it('random frames over the in-memory transport never take the engine down', async () => {
+    await fc.assert(
+      fc.asyncProperty(fc.array(hostileFrame, { minLength: 1, maxLength: 12 }), async (frames) => {
+        const w = await RawWorker.inProcess(t.engine)
+        for (const frame of frames) w.send(frame)
+        w.send({ type: 'ping' })
+        // Either the session answers in order, or the engine closed it on purpose; never a crash.
+        await Promise.race([w.next((f) => f.type === 'pong', 5000), w.closed])
+        if (w.isOpen) {
+          const answer = await w.call('health::echo', { after: frames.length })
+          assert.deepEqual(answer.result, { after: frames.length })
+          await w.close()
+        }
+      }),
+      { numRuns: 150 },
+    )
+    await stillRouting()
+  })
+
+  it('random frames over real WebSockets never take the engine down', async () => {
+    await fc.assert(
+      fc.asyncProperty(fc.array(hostileFrame, { minLength: 1, maxLength: 8 }), fc.array(fc.uint8Array({ maxLength: 64 }), { maxLength: 2 }), async (frames, binary) => {
+        const w = await RawWorker.connect(t.url)
+        const socket = new WebSocket(t.url)
+        await new Promise((resolve) => socket.once('open', resolve))
+        for (const bytes of binary) socket.send(Buffer.concat([Buffer.from('OTLP'), bytes]), { binary: true })
+        for (const bytes of binary) socket.send(bytes, { binary: true })
+        socket.close()
+        for (const frame of frames) w.send(frame)
+        w.send({ type: 'ping' })
+        await Promise.race([w.next((f) => f.type === 'pong', 5000), w.closed])
+        if (w.isOpen) await w.close()
+      }),
+      { numRuns: 40 },
+    )
+    await stillRouting()
+  })
+})
