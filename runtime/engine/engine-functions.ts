@@ -120,7 +120,7 @@ export function registerEngineFunctions(engine: Engine, peer: BuiltinPeer): void
   /** `engine::functions::info` lookup (§11.1): strict with a namespace, else `default`, else a unique other one. */
   const lookupFunction = (functionId: string, namespace: string | undefined, access: AccessPolicy): FunctionEntry => {
     const entry = findFunction(functionId, namespace)
-    if (!visible(access, entry)) throw new SvcError('FORBIDDEN', `Function '${functionId}' is not visible to this session.`)
+    if (!visible(access, entry)) throw Errors.notVisible(functionId)
     return entry
   }
 
@@ -336,7 +336,7 @@ async function awaitProviderAnswer(engine: Engine, binding: Binding): Promise<{ 
   if (binding.status === 'failed') {
     const error = binding.lastError
     engine.triggers.removeBinding(binding.id)
-    throw new SvcError('trigger_registration_failed', `${error?.code ?? 'error'}: ${error?.message ?? 'refused'}`)
+    throw Errors.triggerRegistrationFailed(`${error?.code ?? 'error'}: ${error?.message ?? 'refused'}`)
   }
   return { id: binding.id }
 }

@@ -261,6 +261,6 @@ export async function invokeOverHttp(
   } catch {
     // not JSON: http_error below
   }
-  if (typeof errorBody?.code === 'string' && typeof errorBody.message === 'string') throw new SvcError(errorBody.code, errorBody.message)
+  if (typeof errorBody?.code === 'string' && typeof errorBody.message === 'string') throw SvcError.fromBody({ code: errorBody.code, message: errorBody.message })
   throw Errors.httpError(answer.status, answer.statusText)
 }

@@ -6,7 +6,7 @@
  * `value`. Nothing passed in is mutated; containers are copied the first time an operation changes
  * them (copy on write), so the result may share untouched subtrees with the input.
  */
-import { SvcError } from 'svc-protocol/errors'
+import { Errors, type SvcError } from 'svc-protocol/errors'
 import type { UpdateOp, UpdateOpError, UpdateOpsResult, UpdateOpType } from './types.ts'
 
 /** Limits of builtins.md §5.1–§5.2. */
@@ -433,5 +433,5 @@ function typeName(value: unknown): string {
 }
 
 function invalid(message: string): SvcError {
-  return new SvcError('INVALID_ARGUMENTS', message)
+  return Errors.invalidArguments(message)
 }

@@ -272,6 +272,8 @@ export const Errors = {
   /** Payload of a built-in worker's function (builtins.md §2.1): `<field> is required`, `<field> must be <type>`. */
   invalidArguments: (detail: string) => make(Codes.InvalidArguments, detail),
   notFound: (message: string) => make(Codes.NotFound, message),
+  /** `engine::functions::info` of a function the caller's session may not invoke (protocol.md §11.1). */
+  notVisible: (id: string) => make(Codes.Forbidden, `Function '${id}' is not visible to this session.`),
   forbiddenNotExposed: (id: string) => make(Codes.Forbidden, `function '${id}' not allowed (add to rbac.expose_functions)`),
   forbiddenListed: (id: string) => make(Codes.Forbidden, `function '${id}' not allowed (remove from forbidden_functions)`),
   forbiddenInNamespace: (id: string, namespace: string) => make(Codes.Forbidden, `function '${id}' not allowed in namespace '${namespace}'`),
