@@ -18,6 +18,10 @@ export interface TestRedis {
   stop(): Promise<void>
   /** Starts the server again after `stop()`, empty, on the same port. */
   start(): Promise<void>
+  /** Freezes the server (SIGSTOP): connections stay open but nothing is answered, as in a network partition. */
+  pause(): void
+  /** Lets a paused server go on (SIGCONT). */
+  resume(): void
   /** Stops the server for good and removes its directory. */
   close(): Promise<void>
 }
@@ -86,7 +90,14 @@ export async function startTestRedis(): Promise<TestRedis> {
       if (child) return
       child = await spawnRedis(port, dir)
     },
+    pause() {
+      child?.kill('SIGSTOP')
+    },
+    resume() {
+      child?.kill('SIGCONT')
+    },
     async close() {
+      child?.kill('SIGCONT')
       await stop()
       process.off('exit', killOnExit)
       rmSync(dir, { recursive: true, force: true })

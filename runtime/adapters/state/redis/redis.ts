@@ -153,7 +153,7 @@ export class RedisStateAdapter implements StateAdapter {
       waitReady(adapter.subscriber, CALL_TIMEOUT_MS),
     ])
     adapter.opened = true
-    const subscribed = events && adapter.subscriber.status === 'ready' && (await adapter.subscribe_channel())
+    const subscribed = events && adapter.subscriber.status === 'ready' && (await adapter.subscribeChannel())
     if (!commands || !subscribed) {
       adapter.log.warn(
         `redis state adapter: ${adapter.where} is unreachable; state calls fail with ADAPTER_UNAVAILABLE until it is back`,
@@ -188,7 +188,7 @@ export class RedisStateAdapter implements StateAdapter {
     this.subscriber.on('messageBuffer', (_channel: Buffer, message: Buffer) => this.receive(message))
     this.subscriber.on('ready', () => {
       // The first attempt is open()'s; after it, every (re)connection subscribes again.
-      if (this.opened && !this.closed) void this.subscribe_channel()
+      if (this.opened && !this.closed) void this.subscribeChannel()
     })
   }
 
@@ -320,7 +320,7 @@ export class RedisStateAdapter implements StateAdapter {
   }
 
   /** Subscribes the event connection; false when Redis could not be reached. */
-  private async subscribe_channel(): Promise<boolean> {
+  private async subscribeChannel(): Promise<boolean> {
     // Sequence numbers restart with the subscription: a restarted Redis may have reset its counter.
     this.lastSeq = 0
     try {
