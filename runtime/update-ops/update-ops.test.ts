@@ -2,6 +2,7 @@ import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
 import { applyUpdateOps } from './update-ops.ts'
 import type { UpdateOp } from './types.ts'
+import { UPDATE_OPS_VECTORS } from './vectors.ts'
 
 /** Applies ops that must all succeed and returns the value. */
 function ok(current: unknown, ops: unknown[]): unknown {
@@ -477,4 +478,17 @@ describe('update ops: sequencing and results (§5, §5.3)', () => {
     assert.equal(JSON.stringify({ current, ops }), before)
     assert.deepEqual(result, { a: { list: [1, 2] }, b: { keep: true, x: { deep: 2 } } })
   })
+})
+
+describe('update ops: shared vectors (vectors.ts)', () => {
+  for (const vector of UPDATE_OPS_VECTORS) {
+    it(vector.name, () => {
+      const { value, errors } = applyUpdateOps(vector.current, vector.ops)
+      assert.deepEqual(value, vector.value)
+      assert.deepEqual(
+        errors.map((e) => [e.op_index, e.code]),
+        vector.errors,
+      )
+    })
+  }
 })

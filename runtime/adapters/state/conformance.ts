@@ -4,7 +4,8 @@
  */
 import assert from 'node:assert/strict'
 import { describe, it, type TestContext } from 'node:test'
-import type { StateAdapter, StateChange } from './types.ts'
+import { applyUpdateOps } from '../../update-ops/index.ts'
+import type { StateAdapter, StateChange, UpdateOp } from './types.ts'
 
 /** Returns a fresh, empty adapter; the suite closes it after each case. */
 export type StateAdapterFactory = () => StateAdapter | Promise<StateAdapter>
@@ -12,7 +13,43 @@ export type StateAdapterFactory = () => StateAdapter | Promise<StateAdapter>
 export interface ConformanceOptions {
   /** Cases this adapter skips, by case name, each with the reason (listed in the test output). */
   skip?: Record<string, string>
+  /**
+   * For adapters whose store several engines share: opens another adapter on the same store as
+   * `adapter` (as a second engine would). Cases that need it are skipped when it is absent.
+   */
+  openPeer?: (adapter: StateAdapter) => StateAdapter | Promise<StateAdapter>
 }
+
+/** Scope of the marker write that {@link settled} uses to know the feed has caught up. */
+const MARKER_SCOPE = 'conformance-marker'
+let markers = 0
+
+/** Collects every change reported while the adapter is in use. */
+function record(adapter: StateAdapter): StateChange[] {
+  const changes: StateChange[] = []
+  adapter.subscribe((change) => changes.push(change))
+  return changes
+}
+
+/**
+ * Waits until the change feed has caught up with every write made so far through `writer`, then
+ * returns the changes in `changes` before the marker, without origin. Since the feed is in commit
+ * order, anything missing or duplicated by then is a failure, not a delay.
+ */
+async function settled(writer: StateAdapter, changes: StateChange[], timeoutMs = 5000): Promise<StateChange[]> {
+  const marker = `m${++markers}`
+  await writer.set(MARKER_SCOPE, marker, true)
+  const deadline = Date.now() + timeoutMs
+  for (;;) {
+    const index = changes.findIndex((c) => c.scope === MARKER_SCOPE && c.key === marker)
+    if (index >= 0) return changes.slice(0, index).filter((c) => c.scope !== MARKER_SCOPE)
+    if (Date.now() > deadline) assert.fail(`the change of the marker write did not arrive within ${timeoutMs} ms`)
+    await new Promise((resolve) => setTimeout(resolve, 5))
+  }
+}
+
+const shape = (changes: StateChange[]) =>
+  changes.map(({ scope, key, old_value, new_value }) => ({ scope, key, old_value, new_value }))
 
 /**
  * Registers the conformance cases as a `node:test` suite named `<name> state adapter conformance`.
@@ -25,8 +62,10 @@ export function runStateAdapterConformance(
   factory: StateAdapterFactory,
   options: ConformanceOptions = {},
 ): void {
-  const skip = options.skip ?? {}
+  const skip = { ...(options.skip ?? {}) }
   const cases = new Set<string>()
+  const SHARED = 'a second adapter on the same store reads every write and reports every change exactly once, in order'
+  if (!options.openPeer && skip[SHARED] === undefined) skip[SHARED] = 'the store is not shared between engines'
 
   /** One case on a fresh adapter. */
   const check = (title: string, body: (adapter: StateAdapter, t: TestContext) => Promise<void>) => {
@@ -37,13 +76,6 @@ export function runStateAdapterConformance(
       t.after(() => adapter.close())
       await body(adapter, t)
     })
-  }
-
-  /** Collects every change reported while the adapter is in use. */
-  const record = (adapter: StateAdapter): StateChange[] => {
-    const changes: StateChange[] = []
-    adapter.subscribe((change) => changes.push(change))
-    return changes
   }
 
   describe(`${name} state adapter conformance`, () => {
@@ -97,44 +129,148 @@ export function runStateAdapterConformance(
       assert.equal(await adapter.get('b', 'k'), 2)
     })
 
-    check('update hands fn the current value and stores its result', async (adapter) => {
-      const seen: unknown[] = []
-      const first = await adapter.update('s', 'k', (current) => (seen.push(current), { n: 1 }))
-      assert.deepEqual(first, { old_value: undefined, new_value: { n: 1 } })
-      const second = await adapter.update('s', 'k', (current) => {
-        seen.push(current)
-        return { n: (current as { n: number }).n + 1 }
-      })
-      assert.deepEqual(second, { old_value: { n: 1 }, new_value: { n: 2 } })
-      assert.deepEqual(seen, [undefined, { n: 1 }])
-      assert.deepEqual(await adapter.get('s', 'k'), { n: 2 })
+    check('update applies the operations to the current value and stores the result', async (adapter) => {
+      const first = await adapter.update('s', 'k', [{ type: 'set', path: 'n', value: 1 }])
+      assert.deepEqual(first, { old_value: undefined, new_value: { n: 1 }, errors: [] })
+      const second = await adapter.update('s', 'k', [
+        { type: 'increment', path: 'n' },
+        { type: 'append', path: 'tags', value: 'a' },
+        { type: 'merge', path: 'profile', value: { name: 'Al' } },
+      ])
+      assert.deepEqual(second, { old_value: { n: 1 }, new_value: { n: 2, tags: 'a', profile: { name: 'Al' } }, errors: [] })
+      assert.deepEqual(await adapter.get('s', 'k'), { n: 2, tags: 'a', profile: { name: 'Al' } })
     })
 
-    check('update stores nothing and reports nothing when fn throws', async (adapter) => {
-      await adapter.set('s', 'k', 1)
+    check('update records skipped operations with the codes and messages of runtime/update-ops, and still stores', async (adapter) => {
+      await adapter.set('s', 'k', { count: 1, name: 'Al' })
+      const ops: UpdateOp[] = [
+        { type: 'increment', path: 'count' },
+        { type: 'increment', path: 'name' },
+        { type: 'set', path: ['name', 'first'], value: 'A' },
+        { type: 'merge', value: 1 as never },
+        { type: 'set', path: 'done', value: true },
+      ]
+      const expected = applyUpdateOps({ count: 1, name: 'Al' }, ops)
+      const result = await adapter.update('s', 'k', ops)
+      assert.deepEqual(result, { old_value: { count: 1, name: 'Al' }, new_value: expected.value, errors: expected.errors })
+      assert.deepEqual(result.errors[0], {
+        op_index: 1,
+        code: 'increment.not_number',
+        message: "increment at path 'name' expects a number, found string",
+      })
+      assert.deepEqual(await adapter.get('s', 'k'), { count: 2, name: 'Al', done: true })
+    })
+
+    check('update of an absent key stores {} when no operation produced a value', async (adapter) => {
+      const result = await adapter.update('s', 'k', [{ type: 'increment', by: 'x' as never }])
+      assert.deepEqual(result.new_value, {})
+      assert.equal(result.errors[0]!.code, 'increment.invalid_by')
+      assert.deepEqual(await adapter.get('s', 'k'), {})
+      assert.deepEqual((await adapter.update('s', 'e', [])).new_value, {})
+    })
+
+    check('update refuses malformed ops with INVALID_ARGUMENTS, storing and reporting nothing', async (adapter) => {
       const changes = record(adapter)
-      const failure = new Error('refused')
-      await assert.rejects(
-        adapter.update('s', 'k', () => {
-          throw failure
-        }),
-        (error) => error === failure,
-      )
-      await assert.rejects(adapter.update('s', 'new', () => {
-        throw failure
-      }))
+      await adapter.set('s', 'k', 1)
+      for (const ops of [{ type: 'set', value: 2 }, [{ type: 'nope' }], [{ type: 'set' }], [7]]) {
+        await assert.rejects(adapter.update('s', 'k', ops as never), { code: 'INVALID_ARGUMENTS' })
+      }
+      await assert.rejects(adapter.update('s', 'new', [{ type: 'multiply' } as never]), { code: 'INVALID_ARGUMENTS' })
       assert.equal(await adapter.get('s', 'k'), 1)
       assert.equal(await adapter.get('s', 'new'), undefined)
-      assert.deepEqual(changes, [])
-      // The store still accepts writes afterwards (no transaction left open).
-      await adapter.set('s', 'k', 2)
-      assert.equal(await adapter.get('s', 'k'), 2)
+      assert.deepEqual(shape(await settled(adapter, changes)), [{ scope: 's', key: 'k', old_value: undefined, new_value: 1 }])
+    })
+
+    check('update refuses a non-finite by like runtime/update-ops does', async (adapter) => {
+      const ops: UpdateOp[] = [
+        { type: 'increment', path: 'a', by: Number.NaN },
+        { type: 'decrement', path: 'b', by: Number.POSITIVE_INFINITY },
+        { type: 'increment', path: 'c', by: 2 },
+      ]
+      const result = await adapter.update('s', 'k', ops)
+      assert.deepEqual(result.errors, applyUpdateOps(undefined, ops).errors)
+      assert.deepEqual(result.new_value, { c: 2 })
+    })
+
+    check('max value bytes: set and update store nothing and report nothing above the limit', async (adapter) => {
+      const changes = record(adapter)
+      // '{"v":"xxxx"}' is 12 bytes; 'é' takes 2 bytes in UTF-8.
+      await adapter.set('s', 'k', { v: 'xxxx' }, { maxValueBytes: 12 })
+      await assert.rejects(adapter.set('s', 'k', { v: 'xxxxx' }, { maxValueBytes: 12 }), {
+        code: 'VALUE_TOO_LARGE',
+        message: 'value of 13 bytes exceeds max_value_bytes 12',
+      })
+      await assert.rejects(adapter.set('s', 'k', { v: 'éé' }, { maxValueBytes: 10 }), {
+        code: 'VALUE_TOO_LARGE',
+        message: 'value of 12 bytes exceeds max_value_bytes 10',
+      })
+      await assert.rejects(adapter.update('s', 'k', [{ type: 'append', path: 'v', value: 'é' }], { maxValueBytes: 13 }), {
+        code: 'VALUE_TOO_LARGE',
+        message: 'value of 14 bytes exceeds max_value_bytes 13',
+      })
+      await assert.rejects(adapter.update('s', 'fresh', [{ type: 'set', value: 'x'.repeat(20) }], { maxValueBytes: 21 }), {
+        code: 'VALUE_TOO_LARGE',
+        message: 'value of 22 bytes exceeds max_value_bytes 21',
+      })
+      assert.deepEqual(await adapter.get('s', 'k'), { v: 'xxxx' })
+      assert.equal(await adapter.get('s', 'fresh'), undefined)
+      const ok = await adapter.update('s', 'k', [{ type: 'append', path: 'v', value: 'y' }], { maxValueBytes: 13 })
+      assert.deepEqual(ok.new_value, { v: 'xxxxy' })
+      assert.deepEqual(shape(await settled(adapter, changes)), [
+        { scope: 's', key: 'k', old_value: undefined, new_value: { v: 'xxxx' } },
+        { scope: 's', key: 'k', old_value: { v: 'xxxx' }, new_value: { v: 'xxxxy' } },
+      ])
     })
 
     check('concurrent updates of one key lose nothing', async (adapter) => {
-      const bump = () => adapter.update('s', 'counter', (current) => ((current as number | undefined) ?? 0) + 1)
+      const bump = () => adapter.update('s', 'counter', [{ type: 'increment' }])
       await Promise.all(Array.from({ length: 200 }, bump))
       assert.equal(await adapter.get('s', 'counter'), 200)
+    })
+
+    check('values round-trip exactly through set and through update of a sibling field', async (adapter) => {
+      const value = {
+        empty_array: [],
+        empty_object: {},
+        nested: [[], {}, [{}], { a: [] }],
+        numbers: [0.1, 0.30000000000000004, 1e21, 1e-7, 123456789012345680000, 2 ** 53 + 2, -1.5e-300, 5e-324, 1.7976931348623157e308],
+        text: 'quote " backslash \\ slash / controls \u0000\u001f\n\t é 😀 lone \uD800 end',
+        'key with "quotes"': true,
+        '10': 'integer-like key',
+        nothing: null,
+      }
+      await adapter.set('s', 'k', value)
+      assert.deepEqual(await adapter.get('s', 'k'), value)
+      const result = await adapter.update('s', 'k', [{ type: 'set', path: 'added', value: [] }])
+      assert.deepEqual(result.new_value, { ...value, added: [] })
+      assert.deepEqual(await adapter.get('s', 'k'), { ...value, added: [] })
+      assert.deepEqual(await adapter.list('s'), [{ ...value, added: [] }])
+    })
+
+    check('numbers computed by increment and decrement equal the JavaScript double results', async (adapter) => {
+      const cases: Array<[number, number]> = [
+        [0.1, 0.2],
+        [1e21, 1],
+        [9007199254740992, 1],
+        [-0.000001, -0.0000001],
+        [1.7976931348623157e308, 1.7976931348623157e308],
+        [123.456, -123.456],
+        [5e-324, 5e-324],
+        [1e-7, 0],
+        [0.1, -0.30000000000000004],
+      ]
+      for (const [i, [start, by]] of cases.entries()) {
+        await adapter.set('s', `n${i}`, { n: start })
+        const ops: UpdateOp[] = [
+          { type: 'increment', path: 'n', by },
+          { type: 'decrement', path: 'm', by },
+        ]
+        const result = await adapter.update('s', `n${i}`, ops)
+        // What a JavaScript store would keep: the double results, stored as JSON text.
+        const expected = JSON.parse(JSON.stringify(applyUpdateOps({ n: start }, ops).value)) as unknown
+        assert.deepEqual(result.new_value, expected, `case ${i}: ${start} + ${by}`)
+        assert.deepEqual(await adapter.get('s', `n${i}`), expected)
+      }
     })
 
     check('list returns the scope values ordered by key byte-wise, [] for an unknown scope', async (adapter) => {
@@ -224,44 +360,61 @@ export function runStateAdapterConformance(
       assert.deepEqual((await adapter.listKeys('s', { offset: 0, limit: 10 })).items, ['x\uFFFD'])
     })
 
-    check('reports every committed change once, in commit order, with old and new values', async (adapter) => {
+    check('reports every committed change once, in commit order, with old and new values and origin', async (adapter) => {
       const changes = record(adapter)
-      const origin = { traceparent: '00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01' }
-      await adapter.set('s', 'k', { v: 1 }, origin)
+      const origin = { traceparent: '00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01', baggage: 'user=alice' }
+      await adapter.set('s', 'k', { v: 1 }, { origin })
       await adapter.set('s', 'k', { v: 1 })
-      await adapter.update('s', 'k', () => ({ v: 2 }))
-      await adapter.update('s', 'fresh', () => 'new')
-      await adapter.delete('s', 'k')
+      await adapter.update('s', 'k', [{ type: 'set', path: 'v', value: 2 }])
+      await adapter.update('s', 'fresh', [{ type: 'set', value: 'new' }], { origin })
+      await adapter.delete('s', 'k', { origin })
       await adapter.delete('s', 'k')
       await adapter.get('s', 'fresh')
       await adapter.list('s')
+      const seen = await settled(adapter, changes)
+      assert.deepEqual(shape(seen), [
+        { scope: 's', key: 'k', old_value: undefined, new_value: { v: 1 } },
+        { scope: 's', key: 'k', old_value: { v: 1 }, new_value: { v: 1 } },
+        { scope: 's', key: 'k', old_value: { v: 1 }, new_value: { v: 2 } },
+        { scope: 's', key: 'fresh', old_value: undefined, new_value: 'new' },
+        { scope: 's', key: 'k', old_value: { v: 2 }, new_value: undefined },
+      ])
       assert.deepEqual(
-        changes.map(({ scope, key, old_value, new_value }) => ({ scope, key, old_value, new_value })),
-        [
-          { scope: 's', key: 'k', old_value: undefined, new_value: { v: 1 } },
-          { scope: 's', key: 'k', old_value: { v: 1 }, new_value: { v: 1 } },
-          { scope: 's', key: 'k', old_value: { v: 1 }, new_value: { v: 2 } },
-          { scope: 's', key: 'fresh', old_value: undefined, new_value: 'new' },
-          { scope: 's', key: 'k', old_value: { v: 2 }, new_value: undefined },
-        ],
+        seen.map((c) => c.origin),
+        [origin, undefined, undefined, origin, origin],
       )
-      assert.deepEqual(changes[0]!.origin, origin)
     })
 
-    check('reports a change before the write resolves, and never for concurrent writes out of order', async (adapter) => {
+    check('reports concurrent writes exactly once each, in commit order', async (adapter) => {
+      const changes = record(adapter)
+      const writes: Array<Promise<unknown>> = []
+      for (let i = 0; i < 50; i++) {
+        writes.push(adapter.set('s', 'k', i))
+        writes.push(adapter.update('s', 'n', [{ type: 'increment' }]))
+      }
+      writes.push(adapter.delete('s', 'k'))
+      await Promise.all(writes)
+      const seen = await settled(adapter, changes)
+      assert.equal(seen.length, 101)
+      // Whatever order the store committed them in, each change starts from the previous one's value.
+      for (const key of ['k', 'n']) {
+        const ofKey = seen.filter((c) => c.key === key)
+        for (let i = 1; i < ofKey.length; i++) assert.deepEqual(ofKey[i]!.old_value, ofKey[i - 1]!.new_value)
+      }
+      assert.deepEqual(
+        seen.filter((c) => c.key === 'n').map((c) => c.new_value),
+        Array.from({ length: 50 }, (_, i) => i + 1),
+      )
+      assert.equal(seen.at(-1)!.new_value, undefined)
+    })
+
+    check('reports a change before the write resolves', async (adapter) => {
       const changes = record(adapter)
       const writes = [adapter.set('s', 'k', 1), adapter.set('s', 'k', 2), adapter.delete('s', 'k')]
       await writes[0]
       assert.ok(changes.length >= 1)
       await Promise.all(writes)
-      assert.deepEqual(
-        changes.map((c) => [c.old_value, c.new_value]),
-        [
-          [undefined, 1],
-          [1, 2],
-          [2, undefined],
-        ],
-      )
+      assert.equal(changes.length, 3)
     })
 
     check('unsubscribe stops the reports, and a throwing listener does not fail the write', async (adapter) => {
@@ -270,11 +423,35 @@ export function runStateAdapterConformance(
         throw new Error('listener bug')
       })
       const unsubscribe = adapter.subscribe((change) => changes.push(change))
+      const all = record(adapter)
       await adapter.set('s', 'k', 1)
+      await settled(adapter, all)
       unsubscribe()
       await adapter.set('s', 'k', 2)
-      assert.equal(changes.length, 1)
+      await settled(adapter, all)
+      assert.equal(changes.filter((c) => c.scope === 's').length, 1)
       assert.equal(await adapter.get('s', 'k'), 2)
+    })
+
+    check(SHARED, async (adapter, t) => {
+      const peer = await options.openPeer!(adapter)
+      t.after(() => peer.close())
+      const mine = record(adapter)
+      const theirs = record(peer)
+      await adapter.set('s', 'a', 1)
+      await peer.update('s', 'a', [{ type: 'increment' }])
+      await peer.set('s', 'b', { from: 'peer' })
+      await adapter.delete('s', 'b')
+      assert.equal(await peer.get('s', 'a'), 2)
+      assert.equal(await adapter.get('s', 'b'), undefined)
+      const expected = [
+        { scope: 's', key: 'a', old_value: undefined, new_value: 1 },
+        { scope: 's', key: 'a', old_value: 1, new_value: 2 },
+        { scope: 's', key: 'b', old_value: undefined, new_value: { from: 'peer' } },
+        { scope: 's', key: 'b', old_value: { from: 'peer' }, new_value: undefined },
+      ]
+      assert.deepEqual(shape(await settled(adapter, mine)), expected)
+      assert.deepEqual(shape(await settled(adapter, theirs)), expected)
     })
 
     check('every method rejects after close, and close twice is harmless', async (adapter) => {
@@ -284,7 +461,7 @@ export function runStateAdapterConformance(
       await assert.rejects(adapter.get('s', 'k'))
       await assert.rejects(adapter.set('s', 'k', 2))
       await assert.rejects(adapter.delete('s', 'k'))
-      await assert.rejects(adapter.update('s', 'k', () => 3))
+      await assert.rejects(adapter.update('s', 'k', [{ type: 'increment' }]))
       await assert.rejects(adapter.list('s'))
       await assert.rejects(adapter.listKeys('s', { offset: 0, limit: 1 }))
       await assert.rejects(adapter.listEntries('s', { offset: 0, limit: 1 }))

@@ -3,6 +3,7 @@
  * and opening the adapter it names.
  */
 import { MemoryStateAdapter, parseMemoryStateConfig } from './memory/memory.ts'
+import { parseRedisStateConfig, RedisStateAdapter, redactRedisUrl, type RedisStateConfig } from './redis/redis.ts'
 import { parseSqliteStateConfig, SqliteStateAdapter, sqliteStatePath, type SqliteStateConfig } from './sqlite/sqlite.ts'
 import type { StateAdapter, StateAdapterContext } from './types.ts'
 
@@ -10,9 +11,10 @@ export type * from './types.ts'
 export { compareUtf8 } from './types.ts'
 export { MemoryStateAdapter } from './memory/memory.ts'
 export { SqliteStateAdapter } from './sqlite/sqlite.ts'
+export { RedisStateAdapter } from './redis/redis.ts'
 
-/** Canonical adapter names the state worker can run today. */
-export type StateAdapterName = 'builtin' | 'memory'
+/** Canonical adapter names of the state worker (builtins.md §13.1). */
+export type StateAdapterName = 'builtin' | 'memory' | 'redis'
 
 /** Accepted spellings of each adapter (builtins.md §13.1). */
 const ALIASES: Record<string, StateAdapterName> = {
@@ -22,12 +24,14 @@ const ALIASES: Record<string, StateAdapterName> = {
   local: 'builtin',
   memory: 'memory',
   in_memory: 'memory',
+  redis: 'redis',
 }
 
 /** A validated adapter entry, name canonical. */
 export type StateAdapterSpec =
   | { name: 'builtin'; config: SqliteStateConfig }
   | { name: 'memory'; config: Record<string, never> }
+  | { name: 'redis'; config: RedisStateConfig }
 
 /** The default entry, `{name: "builtin"}`. */
 export const DEFAULT_STATE_ADAPTER: StateAdapterSpec = { name: 'builtin', config: {} }
@@ -36,7 +40,7 @@ export const DEFAULT_STATE_ADAPTER: StateAdapterSpec = { name: 'builtin', config
  * Validates an `adapter` settings entry. Undefined or null means the default.
  *
  * @throws Error with a message naming the field: unknown keys next to `name` and `config`, unknown
- *   names, `redis` (not available yet), and unknown or ill-typed keys inside `config`.
+ *   names, and unknown or ill-typed keys inside `config`.
  * @example
  * parseStateAdapterEntry({ name: 'kv', config: { path: 'my.db' } }) // { name: 'builtin', config: { path: 'my.db' } }
  */
@@ -48,20 +52,22 @@ export function parseStateAdapterEntry(entry: unknown): StateAdapterSpec {
   }
   if (entry.name === undefined || entry.name === null) throw new Error('adapter.name is required')
   if (typeof entry.name !== 'string') throw new Error('adapter.name must be a string')
-  if (entry.name === 'redis') {
-    throw new Error('adapter redis is not available yet in this version of svc; use builtin or memory')
-  }
   const name = Object.hasOwn(ALIASES, entry.name) ? ALIASES[entry.name] : undefined
   if (name === undefined) {
     throw new Error(
-      `adapter.name '${entry.name}' is unknown; use builtin (aliases kv, file_based, local) or memory (alias in_memory)`,
+      `adapter.name '${entry.name}' is unknown; use builtin (aliases kv, file_based, local), memory (alias in_memory) or redis`,
     )
   }
   const config = entry.config ?? {}
   if (!isRecord(config)) throw new Error('adapter.config must be an object')
-  return name === 'builtin'
-    ? { name, config: parseSqliteStateConfig(config) }
-    : { name, config: parseMemoryStateConfig(config) }
+  switch (name) {
+    case 'builtin':
+      return { name, config: parseSqliteStateConfig(config) }
+    case 'memory':
+      return { name, config: parseMemoryStateConfig(config) }
+    case 'redis':
+      return { name, config: parseRedisStateConfig(config) }
+  }
 }
 
 /**
@@ -70,15 +76,38 @@ export function parseStateAdapterEntry(entry: unknown): StateAdapterSpec {
  * default path are the same store).
  */
 export function stateAdapterIdentity(spec: StateAdapterSpec, context: StateAdapterContext): string {
-  return spec.name === 'builtin' ? `builtin:${sqliteStatePath(spec.config, context)}` : 'memory'
+  switch (spec.name) {
+    case 'builtin':
+      return `builtin:${sqliteStatePath(spec.config, context)}`
+    case 'memory':
+      return 'memory'
+    case 'redis':
+      // The full URL (password included) decides identity; only the redacted form is ever shown.
+      return `redis:${spec.config.url}#${spec.config.key_prefix}`
+  }
+}
+
+/** How logs name an adapter: its identity, with a redis password hidden. */
+export function describeStateAdapter(spec: StateAdapterSpec, context: StateAdapterContext): string {
+  return spec.name === 'redis'
+    ? `redis:${redactRedisUrl(spec.config.url)}#${spec.config.key_prefix}`
+    : stateAdapterIdentity(spec, context)
 }
 
 /**
- * Opens the adapter a spec names.
+ * Opens the adapter a spec names; `redis` connects and subscribes to the change channel first,
+ * but resolves (logging a warning through `context.log`) when Redis is unreachable (§13.4).
  * @throws the adapter's own error when it cannot open (for example an unreadable SQLite file).
  */
-export function openStateAdapter(spec: StateAdapterSpec, context: StateAdapterContext): StateAdapter {
-  return spec.name === 'builtin' ? SqliteStateAdapter.open(spec.config, context) : new MemoryStateAdapter()
+export async function openStateAdapter(spec: StateAdapterSpec, context: StateAdapterContext): Promise<StateAdapter> {
+  switch (spec.name) {
+    case 'builtin':
+      return SqliteStateAdapter.open(spec.config, context)
+    case 'memory':
+      return new MemoryStateAdapter()
+    case 'redis':
+      return RedisStateAdapter.open(spec.config, context)
+  }
 }
 
 function isRecord(value: unknown): value is Record<string, unknown> {

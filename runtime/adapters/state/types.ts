@@ -1,18 +1,23 @@
 /**
- * The storage seam of the state worker (builtins.md §4, §13). The worker validates payloads,
- * enforces `max_value_bytes`, applies update operations and fans events out to triggers; an adapter
- * only stores values and reports what changed. The worker never touches a datastore client.
+ * The storage seam of the state worker (builtins.md §4, §5, §13), version 2. The worker validates
+ * payloads and fans events out to triggers; an adapter stores values, applies update operations
+ * atomically where the data lives (a SQLite transaction, one Redis Lua script) and reports every
+ * committed change. The worker never touches a datastore client.
  *
  * Every adapter must pass `runStateAdapterConformance` (./conformance.ts).
  */
+import type { UpdateOp, UpdateOpError } from '../../update-ops/types.ts'
+
+export type { UpdateOp, UpdateOpError }
 
 /**
  * Values are JSON values, `null` included. An adapter stores a snapshot: later changes to the
  * object passed to {@link StateAdapter.set} do not affect what is stored, and every read returns a
  * value decoded afresh. Values an adapter hands out with a write's result and with its change
  * report may be the same object (or the caller's own input), so recipients treat them as
- * read-only. Anything `JSON.stringify` cannot encode faithfully (`undefined`, functions, `NaN`) is
- * outside the contract.
+ * read-only. A value reads back exactly as `JSON.parse(JSON.stringify(value))`: empty arrays stay
+ * arrays, numbers keep their double value. Anything `JSON.stringify` cannot encode faithfully
+ * (`undefined`, functions, `NaN`) is outside the contract.
  */
 export type StateValue = unknown
 
@@ -20,6 +25,19 @@ export type StateValue = unknown
 export interface StateWriteOrigin {
   traceparent?: string
   baggage?: string
+}
+
+/** Options of {@link StateAdapter.set} and {@link StateAdapter.update}. */
+export interface StateWriteOptions {
+  /** Trace context handed to the change report. */
+  origin?: StateWriteOrigin
+  /**
+   * `max_value_bytes` (builtins.md §4.1): when set, a write whose stored JSON encoding (UTF-8
+   * bytes of `JSON.stringify` of the value) is larger fails with `VALUE_TOO_LARGE`
+   * (`value of N bytes exceeds max_value_bytes M`) and stores and reports nothing. Null or
+   * undefined means no limit.
+   */
+  maxValueBytes?: number | null
 }
 
 /**
@@ -36,12 +54,15 @@ export interface StateChange {
 
 export type StateChangeListener = (change: StateChange) => void
 
-/**
- * What an update's function decides, given the current value (undefined when the key is absent),
- * which it must not mutate. Throwing from it aborts the update: nothing is written and the error
- * reaches the caller of {@link StateAdapter.update} unchanged.
- */
-export type StateUpdateFn = (current: StateValue | undefined) => StateValue
+/** What {@link StateAdapter.update} resolves with (builtins.md §5.3). */
+export interface StateUpdateResult {
+  /** The value before the update; undefined when the key was absent. */
+  old_value: StateValue | undefined
+  /** The stored value; `{}` when the key was absent and no operation produced a value. */
+  new_value: StateValue
+  /** The skipped operations in `ops` order; empty when every operation applied. */
+  errors: UpdateOpError[]
+}
 
 /** Page request of {@link StateAdapter.listKeys} and {@link StateAdapter.listEntries}. */
 export interface StatePageRequest {
@@ -69,44 +90,64 @@ export interface StateEntry {
  *
  * - **Addressing.** A value is addressed by `(scope, key)`, both non-empty strings (the worker
  *   checks that). Scopes and keys are compared and ordered by the bytes of their UTF-8 encoding
- *   (equivalently, by Unicode code point), never by locale or UTF-16 code unit.
+ *   (equivalently, by Unicode code point), never by locale or UTF-16 code unit. Lone surrogates
+ *   are stored as U+FFFD, as UTF-8 storage does.
  * - **Durability.** A write's promise resolves only after the write is committed; for a persistent
- *   adapter, committed means it survives a crash of the process from then on.
- * - **Atomicity.** Each write is atomic; {@link update} reads, decides and writes as one unit, so no
- *   other write to any key lands between its read and its write.
- * - **Changes.** Every committed write that created, replaced or removed a value is reported to
- *   {@link subscribe} listeners exactly once, in commit order, before the write's promise
- *   resolves. A delete of an absent key reports nothing. A set or update always reports, even when
- *   the value is unchanged. Listeners must not throw and must not write (they run inside the
- *   write's call stack); errors they throw are the adapter's to swallow.
- * - **Failures.** Operational failures (disk full, corrupt file, connection lost) reject with the
- *   underlying error; the worker maps them to `STORAGE_ERROR` or `ADAPTER_UNAVAILABLE`.
+ *   adapter, committed means it survives a crash of the process from then on (for `redis`: as far
+ *   as the server's persistence settings go). A read sees every write that resolved before it
+ *   started, whichever engine made it.
+ * - **Atomicity.** Each write is atomic. {@link update} applies the operations of builtins.md §5
+ *   to the current value with exactly the semantics, codes and messages of `runtime/update-ops`
+ *   (`applyUpdateOps`), as one unit: no other write to any key lands between its read and its
+ *   write.
+ * - **Size limit.** With `maxValueBytes`, `set` and `update` check the encoding of the value they
+ *   would store and fail with `VALUE_TOO_LARGE` before storing anything. The check belongs to the
+ *   adapter because only it sees the result of an update before committing it.
+ * - **Change feed.** Every committed write that created, replaced or removed a value in the store
+ *   (by this process or, for a shared store, by any other engine) is reported to every
+ *   {@link subscribe} listener exactly once, in commit order, with the writer's `origin`. A delete
+ *   of an absent key reports nothing; a set or update always reports, even when the value is
+ *   unchanged. Local adapters (`memory`, `builtin`) report synchronously, before the write's
+ *   promise resolves; remote adapters (`redis`) report asynchronously, possibly after the write
+ *   resolved, and only while connected (a change committed while this engine was disconnected
+ *   from the store is not reported; the adapter logs that it missed changes). Listeners must not
+ *   throw and must not write; errors they throw are the adapter's to swallow.
+ * - **Failures.** A remote store that cannot be reached makes calls reject with `SvcError`
+ *   `ADAPTER_UNAVAILABLE` within 5 s. Other operational failures (disk full, corrupt file, a
+ *   closed adapter) reject with the underlying error or `STORAGE_ERROR`; the worker maps errors
+ *   that are not `SvcError` to `STORAGE_ERROR` naming the function. A malformed `ops` value
+ *   rejects with `INVALID_ARGUMENTS` before anything is read.
  *
- * Not part of the contract: payload validation, size limits, update-operation semantics, trigger
- * matching and delivery. Those belong to the worker so every adapter behaves the same.
+ * Not part of the contract: payload validation, trigger matching and delivery. Those belong to the
+ * worker so every adapter behaves the same.
  */
 export interface StateAdapter {
   /** The stored value, or undefined when the key is absent. */
   get(scope: string, key: string): Promise<StateValue | undefined>
 
-  /** Stores `value`; resolves with the previous value, undefined when the key was new. */
-  set(scope: string, key: string, value: StateValue, origin?: StateWriteOrigin): Promise<StateValue | undefined>
-
-  /** Removes the key; resolves with the removed value, undefined (and no change) when it was absent. */
-  delete(scope: string, key: string, origin?: StateWriteOrigin): Promise<StateValue | undefined>
+  /**
+   * Stores `value`; resolves with the previous value, undefined when the key was new.
+   * @throws SvcError `VALUE_TOO_LARGE` when `options.maxValueBytes` is exceeded (nothing stored).
+   */
+  set(scope: string, key: string, value: StateValue, options?: StateWriteOptions): Promise<StateValue | undefined>
 
   /**
-   * Atomic read-modify-write: calls `fn` with the current value (undefined when absent) and stores
-   * what it returns. `fn` runs exactly once and must be synchronous and free of side effects other
-   * than computing the value. Resolves with both values; rejects with what `fn` threw, storing
-   * nothing.
+   * Removes the key; resolves with the removed value, undefined (and no change) when it was absent.
    */
-  update(
-    scope: string,
-    key: string,
-    fn: StateUpdateFn,
-    origin?: StateWriteOrigin,
-  ): Promise<{ old_value: StateValue | undefined; new_value: StateValue }>
+  delete(scope: string, key: string, options?: Pick<StateWriteOptions, 'origin'>): Promise<StateValue | undefined>
+
+  /**
+   * Applies update operations (builtins.md §5) atomically and stores the result, even when some
+   * operations were skipped (they are listed in `errors`). An absent key starts out missing and a
+   * value still missing after the last operation is stored as `{}`.
+   *
+   * @throws SvcError `INVALID_ARGUMENTS` for a malformed `ops` value (nothing read or stored),
+   *   `VALUE_TOO_LARGE` when the result exceeds `options.maxValueBytes` (nothing stored).
+   * @example
+   * await adapter.update('users', 'u1', [{ type: 'increment', path: 'visits' }])
+   * // => { old_value: { visits: 1 }, new_value: { visits: 2 }, errors: [] }
+   */
+  update(scope: string, key: string, ops: UpdateOp[], options?: StateWriteOptions): Promise<StateUpdateResult>
 
   /** Every value of the scope, ordered by key; `[]` for an unknown scope. */
   list(scope: string): Promise<StateValue[]>
@@ -120,19 +161,29 @@ export interface StateAdapter {
   /** The scopes that hold at least one key, ordered. */
   listGroups(): Promise<string[]>
 
-  /** Registers a change listener; returns the function that removes it. */
+  /** Registers a change listener (see the change feed above); returns the function that removes it. */
   subscribe(listener: StateChangeListener): () => void
 
   /**
-   * Releases files and connections. Afterwards every method rejects. Calling it twice is harmless.
+   * Releases files and connections and stops the change feed. Afterwards every method rejects.
+   * Calling it twice is harmless.
    */
   close(): Promise<void>
+}
+
+/** Where adapters write their operational messages (the engine's logger fits). */
+export interface StateAdapterLogger {
+  info(message: string, data?: Record<string, unknown>): void
+  warn(message: string, data?: Record<string, unknown>): void
+  error(message: string, data?: Record<string, unknown>): void
 }
 
 /** Options an adapter factory receives besides its own `config` block. */
 export interface StateAdapterContext {
   /** The engine's absolute data directory (`builtin` keeps `state.db` there by default). */
   dataDir: string
+  /** Connection warnings and errors of remote adapters; silent when absent. */
+  log?: StateAdapterLogger
 }
 
 /**

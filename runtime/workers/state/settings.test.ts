@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
-import { parseStateSettings } from './settings.ts'
+import { parseStateSettings, STATE_SETTINGS_SCHEMA } from './settings.ts'
 
 describe('svc-state settings (builtins.md §4.1)', () => {
   it('applies the defaults to undefined, null, {} and null-valued keys', () => {
@@ -31,11 +31,34 @@ describe('svc-state settings (builtins.md §4.1)', () => {
     assert.equal(parseStateSettings({ something_else: 1 }).triggers_enabled, true)
   })
 
-  it('says that redis is not available yet', () => {
-    assert.throws(() => parseStateSettings({ adapter: { name: 'redis', config: { url: 'redis://x' } } }), {
-      code: 'INVALID_ARGUMENTS',
-      message: 'adapter redis is not available yet in this version of svc; use builtin or memory',
+  it('accepts redis with its defaults, redis_url for url, and refuses bad redis config (§13.1, §13.4)', () => {
+    assert.deepEqual(parseStateSettings({ adapter: { name: 'redis' } }).adapter, {
+      name: 'redis',
+      config: { url: 'redis://127.0.0.1:6379', key_prefix: 'svc:' },
     })
+    assert.deepEqual(
+      parseStateSettings({ adapter: { name: 'redis', config: { redis_url: 'rediss://cache:6380', key_prefix: 'app:' } } }).adapter,
+      { name: 'redis', config: { url: 'rediss://cache:6380', key_prefix: 'app:' } },
+    )
+    assert.throws(() => parseStateSettings({ adapter: { name: 'redis', config: { url: 'cache:6379' } } }), {
+      code: 'INVALID_ARGUMENTS',
+      message: 'adapter.config.url must be a redis:// or rediss:// URL',
+    })
+    assert.throws(() => parseStateSettings({ adapter: { name: 'redis', config: { path: 'x.db' } } }), {
+      code: 'INVALID_ARGUMENTS',
+      message: 'adapter.config.path is not a redis adapter option (known: url, key_prefix)',
+    })
+    assert.throws(() => parseStateSettings({ adapter: { name: 'builtin', config: { url: 'redis://x' } } }), {
+      code: 'INVALID_ARGUMENTS',
+      message: /adapter\.config\.url is not a builtin adapter option/,
+    })
+  })
+
+  it('lists every accepted adapter name in its JSON schema', () => {
+    assert.deepEqual(
+      [...STATE_SETTINGS_SCHEMA.properties.adapter.properties.name.enum].sort(),
+      ['builtin', 'file_based', 'in_memory', 'kv', 'local', 'memory', 'redis'],
+    )
   })
 
   it('refuses a max_value_bytes that is not an integer >= 1', () => {

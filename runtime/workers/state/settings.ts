@@ -26,7 +26,7 @@ function invalid(message: string): SvcError {
  *
  * @throws SvcError `INVALID_ARGUMENTS` whose message starts with the offending key, e.g.
  *   `max_value_bytes must be an integer >= 1 or null, got 0` or
- *   `adapter redis is not available yet in this version of svc; use builtin or memory`.
+ *   `adapter.config.url must be a redis:// or rediss:// URL`.
  * @example parseStateSettings({ adapter: { name: 'in_memory' } }).adapter // { name: 'memory', config: {} }
  */
 export function parseStateSettings(value: unknown): StateSettings {
@@ -73,13 +73,19 @@ export const STATE_SETTINGS_SCHEMA = {
       properties: {
         name: {
           type: 'string',
-          enum: ['builtin', 'memory', 'kv', 'file_based', 'local', 'in_memory'],
-          description: 'builtin: SQLite state.db in the data directory; memory: in-process, lost on restart',
+          enum: ['builtin', 'memory', 'redis', 'kv', 'file_based', 'local', 'in_memory'],
+          description:
+            'builtin: SQLite state.db in the data directory; memory: in-process, lost on restart; redis: shared by every engine using the same Redis and key_prefix',
         },
         config: {
           type: 'object',
           additionalProperties: false,
-          properties: { path: { type: 'string', minLength: 1, description: 'builtin only; relative to the data directory' } },
+          properties: {
+            path: { type: 'string', minLength: 1, description: 'builtin only; relative to the data directory' },
+            url: { type: 'string', pattern: '^rediss?://', default: 'redis://127.0.0.1:6379', description: 'redis only' },
+            redis_url: { type: 'string', pattern: '^rediss?://', description: 'redis only; another name for url' },
+            key_prefix: { type: 'string', default: 'svc:', description: 'redis only; prefix of every key and channel' },
+          },
         },
       },
     },

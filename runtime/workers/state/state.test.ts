@@ -257,7 +257,7 @@ describe('state settings (builtins.md §4.1)', () => {
     const { test, worker } = await startStateEngine({ settings: { max_value_bytes: 10 } })
     t.after(() => test.stop())
     const cases: Array<[unknown, RegExp]> = [
-      [{ adapter: { name: 'redis' } }, /^adapter redis is not available yet/],
+      [{ adapter: { name: 'redis', config: { url: 'localhost:6379' } } }, /^adapter\.config\.url must be a redis:\/\/ or rediss:\/\/ URL/],
       [{ adapter: { name: 'postgres' } }, /^adapter\.name 'postgres' is unknown/],
       [{ adapter: { name: 'builtin', extra: 1 } }, /^adapter\.extra is not allowed/],
       [{ adapter: { name: 'memory', config: { path: 'x' } } }, /^adapter\.config\.path is not a memory adapter option/],

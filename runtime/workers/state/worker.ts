@@ -2,21 +2,24 @@
  * The built-in state worker `svc-state` (builtins.md §4): a key-value store addressed by scope
  * and key, with the `state::*` functions and the `state` trigger type.
  *
- * The worker validates payloads, enforces `max_value_bytes`, applies update operations (§5) and
- * fans changes out to triggers (./triggers.ts); storage is an adapter (runtime/adapters/state/).
- * Change events come from the adapter's change reports rather than from the handlers, so that an
- * adapter shared by several engines (redis, later) can report writes made elsewhere.
+ * The worker validates payloads and fans changes out to triggers (./triggers.ts); storage,
+ * update operations (§5) and the `max_value_bytes` check happen in the adapter
+ * (runtime/adapters/state/), so that a shared store applies them atomically where the data lives.
+ * Change events come from the adapter's change feed rather than from the handlers, so that an
+ * adapter shared by several engines (redis) reports writes made elsewhere too.
  */
 import {
+  describeStateAdapter,
   openStateAdapter,
   stateAdapterIdentity,
   type StateAdapter,
+  type StateWriteOptions,
   type StateWriteOrigin,
 } from '../../adapters/state/index.ts'
 import type { FormatSchema } from 'svc-protocol'
 import type { BuiltinContext, BuiltinWorker, InvocationContext, LocalFunctionOptions } from '../../engine/types.ts'
 import { SvcError } from 'svc-protocol/errors'
-import { applyUpdateOps, assertUpdateOps } from '../../update-ops/index.ts'
+import { assertUpdateOps } from '../../update-ops/index.ts'
 import type { UpdateOpError } from '../../update-ops/types.ts'
 import { parseStateSettings, type StateSettings } from './settings.ts'
 import { StateTriggers } from './triggers.ts'
@@ -100,7 +103,9 @@ export class StateWorker implements BuiltinWorker {
   /**
    * Validates and applies settings (§4.1). Serialised with other applies.
    * @throws SvcError `INVALID_ARGUMENTS` for invalid settings, `STORAGE_ERROR` when the new
-   *   adapter cannot be opened; in both cases the previous settings stay in effect.
+   *   adapter cannot be opened; in both cases the previous settings stay in effect. A `redis`
+   *   adapter whose server is unreachable still opens (it logs a warning and answers
+   *   `ADAPTER_UNAVAILABLE` until the server is back, builtins.md §13.4).
    */
   applySettings(settings: unknown): Promise<void> {
     const run = this.applying.then(() => this.apply(settings))
@@ -119,13 +124,14 @@ export class StateWorker implements BuiltinWorker {
     const context = this.context
     if (!context) throw new SvcError('internal_error', `${STATE_WORKER_NAME}: applySettings before start`)
     const next = parseStateSettings(value)
-    const adapterContext = { dataDir: context.dataDir }
+    const adapterContext = { dataDir: context.dataDir, log: context.log }
     const identity = stateAdapterIdentity(next.adapter, adapterContext)
 
     if (this.slot?.identity !== identity) {
       let adapter: StateAdapter
       try {
-        adapter = openStateAdapter(next.adapter, adapterContext)
+        // Opened before anything changes: on failure the old adapter stays in use (§2.9).
+        adapter = await openStateAdapter(next.adapter, adapterContext)
       } catch (error) {
         throw new SvcError(
           'STORAGE_ERROR',
@@ -138,7 +144,9 @@ export class StateWorker implements BuiltinWorker {
       const previous = this.slot
       this.slot = { adapter, identity, inFlight: 0, retired: false, unsubscribe }
       if (previous) void this.retire(previous)
-      context.log.info(`${STATE_WORKER_NAME} uses the ${next.adapter.name} adapter`, { adapter: identity })
+      context.log.info(`${STATE_WORKER_NAME} uses the ${next.adapter.name} adapter`, {
+        adapter: describeStateAdapter(next.adapter, adapterContext),
+      })
     }
     this.triggers!.setEnabled(next.triggers_enabled)
     this.settings = next
@@ -174,19 +182,6 @@ export class StateWorker implements BuiltinWorker {
     } finally {
       slot.inFlight--
       if (slot.retired && slot.inFlight === 0) void this.retire(slot)
-    }
-  }
-
-  /** Throws `VALUE_TOO_LARGE` when a limit is set and `value` encodes to more bytes (§4.1). */
-  private checkSize(value: unknown): void {
-    const limit = this.settings?.max_value_bytes
-    if (limit === null || limit === undefined) return
-    const text = JSON.stringify(value) ?? ''
-    // Each UTF-16 unit is at most 3 UTF-8 bytes, so short texts need no exact count.
-    if (text.length * 3 <= limit) return
-    const bytes = Buffer.byteLength(text, 'utf8')
-    if (bytes > limit) {
-      throw new SvcError('VALUE_TOO_LARGE', `value of ${bytes} bytes exceeds max_value_bytes ${limit}`)
     }
   }
 
@@ -255,15 +250,16 @@ export class StateWorker implements BuiltinWorker {
     const key = requiredString(p, 'key')
     const value = p.value !== undefined ? p.value : p.data
     if (value === undefined) throw invalid('value is required')
-    this.checkSize(value)
-    const old = await this.withAdapter('state::set', (adapter) => adapter.set(scope, key, value, originOf(context)))
+    const options = this.writeOptions(context)
+    const old = await this.withAdapter('state::set', (adapter) => adapter.set(scope, key, value, options))
     return { old_value: old ?? null, new_value: value }
   }
 
   private async delete(p: Payload, context: InvocationContext): Promise<{ old_value?: unknown }> {
     const scope = requiredString(p, 'scope')
     const key = requiredString(p, 'key')
-    const old = await this.withAdapter('state::delete', (adapter) => adapter.delete(scope, key, originOf(context)))
+    const origin = originOf(context)
+    const old = await this.withAdapter('state::delete', (adapter) => adapter.delete(scope, key, origin ? { origin } : {}))
     return old === undefined ? {} : { old_value: old }
   }
 
@@ -277,19 +273,9 @@ export class StateWorker implements BuiltinWorker {
     const ops = p.ops
     // Refuse a malformed ops list before touching storage.
     assertUpdateOps(ops)
-    let errors: UpdateOpError[] = []
-    const { old_value, new_value } = await this.withAdapter('state::update', (adapter) =>
-      adapter.update(
-        scope,
-        key,
-        (current) => {
-          const result = applyUpdateOps(current, ops)
-          this.checkSize(result.value)
-          errors = result.errors
-          return result.value
-        },
-        originOf(context),
-      ),
+    const options = this.writeOptions(context)
+    const { old_value, new_value, errors } = await this.withAdapter('state::update', (adapter) =>
+      adapter.update(scope, key, ops, options),
     )
     const result: { old_value: unknown; new_value: unknown; errors?: UpdateOpError[] } = {
       old_value: old_value ?? null,
@@ -297,6 +283,14 @@ export class StateWorker implements BuiltinWorker {
     }
     if (errors.length > 0) result.errors = errors
     return result
+  }
+
+  /** Origin and `max_value_bytes` (§4.1) of a write. */
+  private writeOptions(context: InvocationContext): StateWriteOptions {
+    const options: StateWriteOptions = { maxValueBytes: this.settings?.max_value_bytes ?? null }
+    const origin = originOf(context)
+    if (origin) options.origin = origin
+    return options
   }
 
   private list(p: Payload): Promise<unknown[]> {

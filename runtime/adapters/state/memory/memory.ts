@@ -4,8 +4,9 @@
  * and the handling of non-JSON input match the SQLite adapter exactly; scopes and keys are made
  * well-formed (lone surrogates become U+FFFD) as SQLite's UTF-8 storage does.
  */
+import { applyUpdateOps } from '../../../update-ops/index.ts'
 import { ChangeListeners } from '../changes.ts'
-import { decodeStateValue as decode, encodeStateValue as encode } from '../codec.ts'
+import { checkValueSize, decodeStateValue as decode, encodeStateValue as encode } from '../codec.ts'
 import {
   compareUtf8,
   type StateAdapter,
@@ -13,9 +14,10 @@ import {
   type StateEntry,
   type StatePage,
   type StatePageRequest,
-  type StateUpdateFn,
+  type StateUpdateResult,
   type StateValue,
-  type StateWriteOrigin,
+  type StateWriteOptions,
+  type UpdateOp,
 } from '../types.ts'
 
 /**
@@ -58,17 +60,19 @@ export class MemoryStateAdapter implements StateAdapter {
     return this.read(wellFormed(scope), wellFormed(key))
   }
 
-  async set(scope: string, key: string, value: StateValue, origin?: StateWriteOrigin): Promise<StateValue | undefined> {
+  async set(scope: string, key: string, value: StateValue, options: StateWriteOptions = {}): Promise<StateValue | undefined> {
     this.assertOpen()
     scope = wellFormed(scope)
     key = wellFormed(key)
+    const text = encode(value)
+    checkValueSize(text, options.maxValueBytes)
     const old_value = this.read(scope, key)
-    this.write(scope, key, encode(value))
-    this.changes.emit({ scope, key, old_value, new_value: value, origin })
+    this.write(scope, key, text)
+    this.changes.emit({ scope, key, old_value, new_value: value, origin: options.origin })
     return old_value
   }
 
-  async delete(scope: string, key: string, origin?: StateWriteOrigin): Promise<StateValue | undefined> {
+  async delete(scope: string, key: string, options: StateWriteOptions = {}): Promise<StateValue | undefined> {
     this.assertOpen()
     scope = wellFormed(scope)
     key = wellFormed(key)
@@ -79,26 +83,24 @@ export class MemoryStateAdapter implements StateAdapter {
     entries.keysChanged()
     if (entries.values.size === 0) this.scopes.delete(scope)
     const old_value = decode(text)
-    this.changes.emit({ scope, key, old_value, new_value: undefined, origin })
+    this.changes.emit({ scope, key, old_value, new_value: undefined, origin: options.origin })
     return old_value
   }
 
-  async update(
-    scope: string,
-    key: string,
-    fn: StateUpdateFn,
-    origin?: StateWriteOrigin,
-  ): Promise<{ old_value: StateValue | undefined; new_value: StateValue }> {
+  async update(scope: string, key: string, ops: UpdateOp[], options: StateWriteOptions = {}): Promise<StateUpdateResult> {
     this.assertOpen()
     scope = wellFormed(scope)
     key = wellFormed(key)
     // Synchronous from read to write, so no other write can land in between.
     const old_value = this.read(scope, key)
-    const text = encode(fn(old_value))
+    const { value, errors } = applyUpdateOps(old_value, ops)
+    const text = encode(value)
+    checkValueSize(text, options.maxValueBytes)
     this.write(scope, key, text)
+    // Decoded rather than taken from the operations, so the result is exactly what a later read returns.
     const new_value = decode(text)
-    this.changes.emit({ scope, key, old_value, new_value, origin })
-    return { old_value, new_value }
+    this.changes.emit({ scope, key, old_value, new_value, origin: options.origin })
+    return { old_value, new_value, errors }
   }
 
   async list(scope: string): Promise<StateValue[]> {

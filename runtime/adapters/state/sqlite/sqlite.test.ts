@@ -40,7 +40,7 @@ describe('builtin (SQLite) state adapter', () => {
     const dataDir = freshDir()
     const first = SqliteStateAdapter.open({}, { dataDir })
     await first.set('users', 'u1', { name: 'Alice' })
-    await first.update('counters', 'visits', () => 7)
+    await first.update('counters', 'visits', [{ type: 'set', value: 7 }])
     await first.set('users', 'gone', 1)
     await first.delete('users', 'gone')
     await first.close()
@@ -55,7 +55,7 @@ describe('builtin (SQLite) state adapter', () => {
     const dataDir = freshDir()
     const adapter = SqliteStateAdapter.open({}, { dataDir })
     await adapter.set('s', 'k', { v: 1 })
-    await adapter.update('s', 'n', () => 1)
+    await adapter.update('s', 'n', [{ type: 'increment' }])
     const reader = new DatabaseSync(adapter.path, { readOnly: true })
     const rows = reader.prepare('SELECT key, value FROM state_values ORDER BY key').all()
     assert.deepEqual(

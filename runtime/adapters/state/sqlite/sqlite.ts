@@ -4,7 +4,7 @@
  * - WAL journal with `synchronous=NORMAL`: a committed write survives a crash of the process
  *   (kill -9), though not necessarily a power loss.
  * - Every write is its own transaction, committed before its promise resolves; `update` reads,
- *   decides and writes inside one `BEGIN IMMEDIATE` transaction.
+ *   applies the operations (runtime/update-ops) and writes inside one `BEGIN IMMEDIATE` transaction.
  * - Values are stored as JSON text. Keys use SQLite's default BINARY collation, which compares
  *   UTF-8 bytes, so `ORDER BY key` is the byte-wise order the spec asks for.
  *
@@ -14,8 +14,9 @@
 import { mkdirSync } from 'node:fs'
 import { dirname, resolve } from 'node:path'
 import { DatabaseSync, type StatementSync } from 'node:sqlite'
+import { applyUpdateOps, assertUpdateOps } from '../../../update-ops/index.ts'
 import { ChangeListeners } from '../changes.ts'
-import { decodeStateValue as decode, encodeStateValue as encode } from '../codec.ts'
+import { checkValueSize, decodeStateValue as decode, encodeStateValue as encode } from '../codec.ts'
 import type {
   StateAdapter,
   StateAdapterContext,
@@ -23,9 +24,10 @@ import type {
   StateEntry,
   StatePage,
   StatePageRequest,
-  StateUpdateFn,
+  StateUpdateResult,
   StateValue,
-  StateWriteOrigin,
+  StateWriteOptions,
+  UpdateOp,
 } from '../types.ts'
 
 /** `adapter.config` of `builtin` (builtins.md §13.2). */
@@ -146,44 +148,44 @@ export class SqliteStateAdapter implements StateAdapter {
     return this.read(scope, key)
   }
 
-  async set(scope: string, key: string, value: StateValue, origin?: StateWriteOrigin): Promise<StateValue | undefined> {
+  async set(scope: string, key: string, value: StateValue, options: StateWriteOptions = {}): Promise<StateValue | undefined> {
     this.assertOpen()
     const text = encode(value)
+    checkValueSize(text, options.maxValueBytes)
     const old_value = this.transaction(() => {
       const previous = this.read(scope, key)
       this.statements.upsert.run(scope, key, text)
       return previous
     })
-    this.changes.emit({ scope, key, old_value, new_value: value, origin })
+    this.changes.emit({ scope, key, old_value, new_value: value, origin: options.origin })
     return old_value
   }
 
-  async delete(scope: string, key: string, origin?: StateWriteOrigin): Promise<StateValue | undefined> {
+  async delete(scope: string, key: string, options: StateWriteOptions = {}): Promise<StateValue | undefined> {
     this.assertOpen()
     const row = this.statements.delete.get(scope, key) as { value: string } | undefined
     if (row === undefined) return undefined
     const old_value = decode(row.value)
-    this.changes.emit({ scope, key, old_value, new_value: undefined, origin })
+    this.changes.emit({ scope, key, old_value, new_value: undefined, origin: options.origin })
     return old_value
   }
 
-  async update(
-    scope: string,
-    key: string,
-    fn: StateUpdateFn,
-    origin?: StateWriteOrigin,
-  ): Promise<{ old_value: StateValue | undefined; new_value: StateValue }> {
+  /** Reads, applies the operations (runtime/update-ops) and writes inside one `BEGIN IMMEDIATE` transaction. */
+  async update(scope: string, key: string, ops: UpdateOp[], options: StateWriteOptions = {}): Promise<StateUpdateResult> {
     this.assertOpen()
-    const { old_value, text } = this.transaction(() => {
+    assertUpdateOps(ops)
+    const { old_value, text, errors } = this.transaction(() => {
       const current = this.read(scope, key)
-      const next = encode(fn(current))
+      const { value, errors } = applyUpdateOps(current, ops)
+      const next = encode(value)
+      checkValueSize(next, options.maxValueBytes)
       this.statements.upsert.run(scope, key, next)
-      return { old_value: current, text: next }
+      return { old_value: current, text: next, errors }
     })
-    // Decoded rather than taken from `fn`, so the result is exactly what a later read returns.
+    // Decoded rather than taken from the operations, so the result is exactly what a later read returns.
     const new_value = decode(text)
-    this.changes.emit({ scope, key, old_value, new_value, origin })
-    return { old_value, new_value }
+    this.changes.emit({ scope, key, old_value, new_value, origin: options.origin })
+    return { old_value, new_value, errors }
   }
 
   async list(scope: string): Promise<StateValue[]> {

@@ -1,0 +1,396 @@
+/**
+ * The `redis` state adapter (builtins.md §13.4): several engines pointing at the same Redis and
+ * key prefix share one store and one change feed.
+ *
+ * Key layout, for prefix `P` (default `svc:`):
+ * - `P state:h:<scope>`: hash, key → value as JSON text (one hash per scope, §13.1);
+ * - `P state:k:<scope>`: sorted set of the scope's keys, every score 0, so that Redis orders them by
+ *   their bytes (ZRANGEBYLEX/ZLEXCOUNT give ordered, prefix-filtered pages without reading the
+ *   whole scope);
+ * - `P state:groups`: sorted set (scores 0) of the scopes holding at least one key;
+ * - `P state:seq`: counter of committed changes;
+ * - channel `P state:events`: one message per committed change.
+ *
+ * Every write is one Lua script (./scripts.ts) that updates the hash and both indexes, INCRs the
+ * counter and PUBLISHes the change, so a write, its index entries and its event commit together
+ * and events are published in commit order. Each adapter subscribes to the channel on its own
+ * connection and reports every message, its own writes included, exactly once and in order (the
+ * counter lets it drop anything not newer than what it already reported).
+ *
+ * Availability: commands are never queued while disconnected (`enableOfflineQueue: false`), an
+ * unanswered command fails after {@link CALL_TIMEOUT_MS}, and the client reconnects with backoff
+ * (1 s doubling to 30 s). Such failures reject with `ADAPTER_UNAVAILABLE`. Opening never fails
+ * because Redis is down: the adapter logs a warning and works as soon as Redis is reachable.
+ */
+import { Redis, type RedisOptions } from 'ioredis'
+import { Errors, SvcError } from 'svc-protocol/errors'
+import { assertUpdateOps } from '../../../update-ops/index.ts'
+import { ChangeListeners } from '../changes.ts'
+import { checkValueSize, decodeStateValue as decode, encodeStateValue as encode } from '../codec.ts'
+import type {
+  StateAdapter,
+  StateAdapterContext,
+  StateAdapterLogger,
+  StateChangeListener,
+  StateEntry,
+  StatePage,
+  StatePageRequest,
+  StateUpdateResult,
+  StateValue,
+  StateWriteOptions,
+  UpdateOp,
+  UpdateOpError,
+} from '../types.ts'
+import { PAGE_SCRIPT, WRITE_SCRIPT } from './scripts.ts'
+
+/** `adapter.config` of `redis` (builtins.md §13.4), defaults applied. */
+export interface RedisStateConfig {
+  /** `redis://` or `rediss://` URL. Default `redis://127.0.0.1:6379`. */
+  url: string
+  /** Prefix of every key and channel. Default `svc:`. */
+  key_prefix: string
+}
+
+export const DEFAULT_REDIS_URL = 'redis://127.0.0.1:6379'
+export const DEFAULT_KEY_PREFIX = 'svc:'
+/** A call that Redis does not answer within this many ms fails (the spec's bound is 5 s). */
+export const CALL_TIMEOUT_MS = 4000
+/** First reconnect delay and its cap, in ms (doubling in between). */
+export const RECONNECT_MIN_MS = 1000
+export const RECONNECT_MAX_MS = 30_000
+
+/**
+ * Checks an `adapter.config` block for `redis`; `redis_url` is accepted for `url` (§13.1).
+ * Placeholders are expanded by the configuration layer before this runs.
+ * @throws Error naming the offending field, e.g. `adapter.config.url must be a redis:// or rediss:// URL`.
+ * @example parseRedisStateConfig({ redis_url: 'redis://cache:6379' }) // { url: 'redis://cache:6379', key_prefix: 'svc:' }
+ */
+export function parseRedisStateConfig(config: Record<string, unknown>): RedisStateConfig {
+  for (const field of Object.keys(config)) {
+    if (field !== 'url' && field !== 'redis_url' && field !== 'key_prefix') {
+      throw new Error(`adapter.config.${field} is not a redis adapter option (known: url, key_prefix)`)
+    }
+  }
+  const given = (field: string): unknown => (config[field] === null ? undefined : config[field])
+  if (given('url') !== undefined && given('redis_url') !== undefined && given('url') !== given('redis_url')) {
+    throw new Error('adapter.config.redis_url is another name for adapter.config.url; give only one of them')
+  }
+  const url = given('url') ?? given('redis_url') ?? DEFAULT_REDIS_URL
+  const field = given('url') !== undefined ? 'url' : 'redis_url'
+  if (typeof url !== 'string' || !/^rediss?:\/\/./.test(url)) {
+    throw new Error(`adapter.config.${field} must be a redis:// or rediss:// URL`)
+  }
+  try {
+    new URL(url)
+  } catch {
+    throw new Error(`adapter.config.${field} is not a valid URL`)
+  }
+  const prefix = given('key_prefix') ?? DEFAULT_KEY_PREFIX
+  if (typeof prefix !== 'string') throw new Error('adapter.config.key_prefix must be a string')
+  return { url, key_prefix: prefix }
+}
+
+/** The URL without its password, for messages and logs. */
+export function redactRedisUrl(url: string): string {
+  try {
+    const parsed = new URL(url)
+    if (parsed.password !== '') parsed.password = '***'
+    return parsed.toString().replace(/\/$/, '')
+  } catch {
+    return 'redis'
+  }
+}
+
+/** The message published for each change (see WRITE_SCRIPT). */
+interface ChangeMessage {
+  seq: number
+  scope: string
+  key: string
+  old?: StateValue
+  new?: StateValue
+  origin?: { traceparent?: string; baggage?: string }
+}
+
+/** The scripts, as ioredis exposes them after `defineCommand`. */
+interface StateScripts {
+  svcStateWrite(...args: Array<string | Buffer | number>): Promise<unknown>
+  svcStatePage(...args: Array<string | Buffer | number>): Promise<[number, string[], Array<string | null>]>
+}
+
+type ScriptedRedis = Redis & StateScripts
+
+const silent: StateAdapterLogger = { info() {}, warn() {}, error() {} }
+
+/**
+ * @example
+ * const adapter = await RedisStateAdapter.open({ url: 'redis://127.0.0.1:6379', key_prefix: 'svc:' }, { dataDir })
+ * adapter.subscribe((change) => console.log(change.scope, change.key))
+ * await adapter.update('counters', 'visits', [{ type: 'increment' }])
+ */
+export class RedisStateAdapter implements StateAdapter {
+  readonly config: RedisStateConfig
+  private readonly client: ScriptedRedis
+  private readonly subscriber: Redis
+  private readonly log: StateAdapterLogger
+  private readonly changes = new ChangeListeners()
+  private readonly keys: { groups: string; seq: string; channel: string }
+  private readonly where: string
+  /** Sequence number of the last change reported; reset when the subscription is re-established. */
+  private lastSeq = 0
+  private subscribedOnce = false
+  /** Set once open() made its own attempt; from then on every 'ready' (re)subscribes. */
+  private opened = false
+  private closed = false
+
+  /**
+   * Connects (waiting at most {@link CALL_TIMEOUT_MS}) and subscribes to the change channel.
+   * Resolves even when Redis is unreachable: a warning is logged and the client keeps trying.
+   */
+  static async open(config: RedisStateConfig, context: StateAdapterContext): Promise<RedisStateAdapter> {
+    const adapter = new RedisStateAdapter(config, context.log ?? silent)
+    const [commands, events] = await Promise.all([
+      waitReady(adapter.client, CALL_TIMEOUT_MS),
+      waitReady(adapter.subscriber, CALL_TIMEOUT_MS),
+    ])
+    adapter.opened = true
+    const subscribed = events && adapter.subscriber.status === 'ready' && (await adapter.subscribeChannel())
+    if (!commands || !subscribed) {
+      adapter.log.warn(
+        `redis state adapter: ${adapter.where} is unreachable; state calls fail with ADAPTER_UNAVAILABLE until it is back`,
+        { url: adapter.where },
+      )
+    }
+    return adapter
+  }
+
+  private constructor(config: RedisStateConfig, log: StateAdapterLogger) {
+    this.config = config
+    this.log = log
+    this.where = redactRedisUrl(config.url)
+    const prefix = config.key_prefix
+    this.keys = { groups: `${prefix}state:groups`, seq: `${prefix}state:seq`, channel: `${prefix}state:events` }
+    const options: RedisOptions = {
+      enableOfflineQueue: false,
+      maxRetriesPerRequest: 0,
+      autoResendUnfulfilledCommands: false,
+      autoResubscribe: false,
+      commandTimeout: CALL_TIMEOUT_MS,
+      connectTimeout: CALL_TIMEOUT_MS,
+      retryStrategy: (attempt: number) => Math.min(RECONNECT_MIN_MS * 2 ** Math.min(attempt - 1, 10), RECONNECT_MAX_MS),
+    }
+    this.client = new Redis(config.url, options) as ScriptedRedis
+    this.client.defineCommand('svcStateWrite', { numberOfKeys: 4, lua: WRITE_SCRIPT })
+    this.client.defineCommand('svcStatePage', { numberOfKeys: 2, lua: PAGE_SCRIPT })
+    this.subscriber = new Redis(config.url, { ...options, commandTimeout: undefined })
+    // Connection errors surface through the calls; the 'error' events only need a listener.
+    this.client.on('error', () => {})
+    this.subscriber.on('error', () => {})
+    this.subscriber.on('messageBuffer', (_channel: Buffer, message: Buffer) => this.receive(message))
+    this.subscriber.on('ready', () => {
+      // The first attempt is open()'s; after it, every (re)connection subscribes again.
+      if (this.opened && !this.closed) void this.subscribeChannel()
+    })
+  }
+
+  async get(scope: string, key: string): Promise<StateValue | undefined> {
+    const text = await this.call('get', () => this.client.hget(this.hashKey(scope), key))
+    return text === null ? undefined : decode(text)
+  }
+
+  async set(scope: string, key: string, value: StateValue, options: StateWriteOptions = {}): Promise<StateValue | undefined> {
+    this.assertOpen()
+    const text = encode(value)
+    checkValueSize(text, options.maxValueBytes)
+    const old = await this.call('set', () => this.write('set', scope, key, options, text))
+    return old === null ? undefined : decode(old as string)
+  }
+
+  async delete(scope: string, key: string, options: StateWriteOptions = {}): Promise<StateValue | undefined> {
+    const old = await this.call('delete', () => this.write('delete', scope, key, options))
+    return old === null ? undefined : decode(old as string)
+  }
+
+  async update(scope: string, key: string, ops: UpdateOp[], options: StateWriteOptions = {}): Promise<StateUpdateResult> {
+    this.assertOpen()
+    assertUpdateOps(ops)
+    const { text, nonfinite } = encodeOps(ops)
+    const limit = options.maxValueBytes ?? null
+    const reply = (await this.call('update', () =>
+      this.write('update', scope, key, options, text, limit === null ? '' : String(limit), nonfinite),
+    )) as [string, string | null, string, string] | [string, number]
+    if (reply[0] === 'too_large') throw Errors.valueTooLarge(reply[1] as number, limit!)
+    const [, old, next, errors] = reply as [string, string | null, string, string]
+    return {
+      old_value: old === null ? undefined : decode(old),
+      new_value: decode(next),
+      errors: JSON.parse(errors) as UpdateOpError[],
+    }
+  }
+
+  async list(scope: string): Promise<StateValue[]> {
+    const [, , values] = await this.call('list', () => this.page(scope, '', 0, -1, true))
+    return values.filter((text): text is string => text !== null).map(decode)
+  }
+
+  async listKeys(scope: string, page: StatePageRequest): Promise<StatePage<string>> {
+    const [total, keys] = await this.call('list_keys', () =>
+      this.page(scope, page.prefix ?? '', page.offset, page.limit, false),
+    )
+    return { items: keys, total: Number(total) }
+  }
+
+  async listEntries(scope: string, page: StatePageRequest): Promise<StatePage<StateEntry>> {
+    const [total, keys, values] = await this.call('list_entries', () =>
+      this.page(scope, page.prefix ?? '', page.offset, page.limit, true),
+    )
+    const items: StateEntry[] = []
+    keys.forEach((key, i) => {
+      const text = values[i]
+      if (text !== null && text !== undefined) items.push({ key, value: decode(text) })
+    })
+    return { items, total: Number(total) }
+  }
+
+  async listGroups(): Promise<string[]> {
+    return this.call('list_groups', () => this.client.zrange(this.keys.groups, '0', '-1'))
+  }
+
+  subscribe(listener: StateChangeListener): () => void {
+    return this.changes.subscribe(listener)
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return
+    this.closed = true
+    this.changes.clear()
+    this.client.disconnect()
+    this.subscriber.disconnect()
+  }
+
+  private hashKey(scope: string): string {
+    return `${this.config.key_prefix}state:h:${scope}`
+  }
+
+  private indexKey(scope: string): string {
+    return `${this.config.key_prefix}state:k:${scope}`
+  }
+
+  private write(mode: 'set' | 'delete' | 'update', scope: string, key: string, options: StateWriteOptions, ...rest: string[]) {
+    const origin = options.origin && (options.origin.traceparent !== undefined || options.origin.baggage !== undefined)
+      ? JSON.stringify(options.origin)
+      : ''
+    return this.client.svcStateWrite(
+      this.hashKey(scope),
+      this.indexKey(scope),
+      this.keys.groups,
+      this.keys.seq,
+      mode,
+      scope,
+      key,
+      this.keys.channel,
+      origin,
+      ...rest,
+    )
+  }
+
+  /** One page of a scope: `[total, keys, values]` (values only when asked for). */
+  private page(scope: string, prefix: string, offset: number, limit: number, values: boolean) {
+    // Valid UTF-8 never contains the byte 0xFF, so `prefix + 0xFF` bounds every key with the prefix.
+    const min = prefix === '' ? '-' : `[${prefix}`
+    const max = prefix === '' ? '+' : Buffer.concat([Buffer.from(`(${prefix}`), Buffer.from([0xff])])
+    return this.client.svcStatePage(this.hashKey(scope), this.indexKey(scope), min, max, String(offset), String(limit), values ? '1' : '0')
+  }
+
+  /**
+   * Runs one Redis call. Errors the adapter raised on purpose pass through; a Redis error reply is
+   * `STORAGE_ERROR`; anything else (no connection, timeout, connection lost) is `ADAPTER_UNAVAILABLE`.
+   */
+  private async call<T>(operation: string, run: () => Promise<T>): Promise<T> {
+    this.assertOpen()
+    try {
+      return await run()
+    } catch (error) {
+      if (error instanceof SvcError) throw error
+      const message = (error as Error)?.message ?? String(error)
+      if ((error as Error)?.name === 'ReplyError' && !/^(LOADING|MASTERDOWN|BUSY)\b/.test(message)) {
+        throw Errors.storageError(`state ${operation} failed in redis at ${this.where}: ${message}`, error)
+      }
+      throw Errors.adapterUnavailable(`redis at ${this.where} is unavailable (state ${operation}): ${message}`, error)
+    }
+  }
+
+  /** Subscribes the event connection; false when Redis could not be reached. */
+  private async subscribeChannel(): Promise<boolean> {
+    // Sequence numbers restart with the subscription: a restarted Redis may have reset its counter.
+    this.lastSeq = 0
+    try {
+      await this.subscriber.subscribe(this.keys.channel)
+    } catch {
+      return false
+    }
+    if (this.subscribedOnce) {
+      this.log.warn(
+        `redis state adapter: reconnected to ${this.where}; state changes committed while disconnected were not reported to triggers`,
+        { url: this.where },
+      )
+    }
+    this.subscribedOnce = true
+    return true
+  }
+
+  private receive(message: Buffer): void {
+    if (this.closed) return
+    let change: ChangeMessage
+    try {
+      change = JSON.parse(message.toString('utf8')) as ChangeMessage
+    } catch {
+      this.log.warn('redis state adapter: ignored a malformed change message', { url: this.where })
+      return
+    }
+    if (!(change.seq > this.lastSeq)) return
+    this.lastSeq = change.seq
+    const report: Parameters<StateChangeListener>[0] = {
+      scope: change.scope,
+      key: change.key,
+      old_value: Object.hasOwn(change, 'old') ? change.old : undefined,
+      new_value: Object.hasOwn(change, 'new') ? change.new : undefined,
+    }
+    if (change.origin !== undefined) report.origin = change.origin
+    this.changes.emit(report)
+  }
+
+  private assertOpen(): void {
+    if (this.closed) throw new Error(`redis state adapter for ${this.where} is closed`)
+  }
+}
+
+/**
+ * The ops as JSON for the write script, plus the indexes of ops whose `by` is a non-finite number
+ * (JSON has no NaN or Infinity; the script must still refuse them as `invalid_by`).
+ */
+export function encodeOps(ops: UpdateOp[]): { text: string; nonfinite: string } {
+  const nonfinite: number[] = []
+  ops.forEach((op, i) => {
+    const by = (op as { by?: unknown }).by
+    if (typeof by === 'number' && !Number.isFinite(by)) nonfinite.push(i)
+  })
+  return { text: JSON.stringify(ops), nonfinite: nonfinite.join(',') }
+}
+
+/** Resolves true once the client is ready, false on its first connection error or after `ms`. */
+function waitReady(client: Redis, ms: number): Promise<boolean> {
+  if (client.status === 'ready') return Promise.resolve(true)
+  return new Promise((resolve) => {
+    const done = (ready: boolean) => {
+      clearTimeout(timer)
+      client.off('ready', onReady)
+      client.off('error', onError)
+      resolve(ready)
+    }
+    const onReady = () => done(true)
+    const onError = () => done(false)
+    const timer = setTimeout(() => done(false), ms)
+    client.on('ready', onReady)
+    client.on('error', onError)
+  })
+}
