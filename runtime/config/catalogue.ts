@@ -1,46 +1,30 @@
 /**
  * Names of the built-in workers as config.yaml may spell them (builtins.md §1, cli.md §4.3), and
- * the "did you mean" helper used for misspelt names and keys.
+ * the "did you mean" helper used for misspelt names and keys. Names, aliases, run modes and seed
+ * schemas all come from the worker descriptors (runtime/workers/catalogue.ts).
  */
+import { BUILTIN_DESCRIPTORS, builtinDescriptor, type BuiltinDescriptor, type BuiltinName } from '../workers/catalogue.ts'
 import type { SchemaHint } from './placeholders.ts'
+
+export type { BuiltinName } from '../workers/catalogue.ts'
 
 /** Name of a listener entry in config.yaml (protocol.md §12.3). */
 export const LISTENER_NAME = 'svc-worker-manager'
 
 /** Canonical built-in names, in catalogue order. `console` is off unless declared (cli.md §4.3). */
-export const BUILTIN_NAMES = [
-  'svc-http',
-  'svc-state',
-  'svc-stream',
-  'queue',
-  'svc-pubsub',
-  'svc-cron',
-  'database',
-  'configuration',
-  'svc-observability',
-  'console',
-] as const
-export type BuiltinName = (typeof BUILTIN_NAMES)[number]
+export const BUILTIN_NAMES: readonly BuiltinName[] = Object.freeze(BUILTIN_DESCRIPTORS.map((d) => d.name))
 
 /** Accepted aliases → canonical name (cli.md §4.3). */
-export const BUILTIN_ALIASES: Readonly<Record<string, BuiltinName>> = {
-  http: 'svc-http',
-  state: 'svc-state',
-  stream: 'svc-stream',
-  pubsub: 'svc-pubsub',
-  cron: 'svc-cron',
-  db: 'database',
-  'svc-console': 'console',
-}
+export const BUILTIN_ALIASES: Readonly<Record<string, BuiltinName>> = Object.freeze(
+  Object.fromEntries(BUILTIN_DESCRIPTORS.flatMap((d) => d.aliases.map((alias): [string, BuiltinName] => [alias, d.name]))),
+)
 
 /** The refusal of builtins.md §1 for a declared `svc-observability` (exit code 2). */
-export const OBSERVABILITY_DECLARED_MESSAGE =
-  'svc-observability is injected by the engine and must not be declared in config.yaml; change its settings in config/svc-observability.yaml'
+export const OBSERVABILITY_DECLARED_MESSAGE: string = (builtinDescriptor('svc-observability') as BuiltinDescriptor).declarationRefused!
 
 /** The canonical built-in name for a name or alias, or undefined when it names no built-in. */
 export function canonicalBuiltinName(name: string): BuiltinName | undefined {
-  if ((BUILTIN_NAMES as readonly string[]).includes(name)) return name as BuiltinName
-  return BUILTIN_ALIASES[name]
+  return builtinDescriptor(name)?.name as BuiltinName | undefined
 }
 
 /**
@@ -93,78 +77,16 @@ export function didYouMean(input: string, candidates: Iterable<string>): string 
   return match === undefined ? '' : ` (did you mean '${match}'?)`
 }
 
-const integer: SchemaHint = { type: 'integer' }
-const integerOrNull: SchemaHint = { type: ['integer', 'null'] }
-const boolean: SchemaHint = { type: 'boolean' }
-const queueSettings: SchemaHint = {
-  type: 'object',
-  properties: {
-    max_retries: integer,
-    backoff_ms: integer,
-    max_backoff_ms: integer,
-    concurrency: integer,
-    delivery_timeout_ms: integer,
-  },
-}
-
 /**
- * Where each built-in's settings expect integers and booleans (from the configuration tables of
- * builtins.md), so that a seed such as `port: ${HTTP_PORT:3111}` expands to a number. A stand-in
- * until the built-ins register their JSON Schemas with the configuration worker, which then expands
- * with the real schema.
+ * The settings schema of each built-in whose config.yaml `config` block seeds its settings entry,
+ * from its descriptor, so that a seed such as `port: ${HTTP_PORT:3111}` expands to a number
+ * (builtins.md §2.8). Built-ins without such a block (`configuration`, `svc-observability`) have
+ * none.
  */
-export const BUILTIN_SEED_HINTS: Readonly<Partial<Record<BuiltinName, SchemaHint>>> = {
-  'svc-http': {
-    type: 'object',
-    properties: {
-      port: integer,
-      default_timeout: integer,
-      concurrency_request_limit: integer,
-      max_body_bytes: integer,
-      cors: {
-        type: ['object', 'null'],
-        properties: { allow_credentials: boolean, max_age_seconds: integer },
-      },
-    },
-  },
-  'svc-state': {
-    type: 'object',
-    properties: { triggers_enabled: boolean, max_value_bytes: integerOrNull },
-  },
-  'svc-stream': {
-    type: 'object',
-    properties: {
-      port: integer,
-      auth_timeout_ms: integer,
-      client_buffer_messages: integer,
-      max_item_bytes: integerOrNull,
-    },
-  },
-  queue: {
-    type: 'object',
-    properties: {
-      queue_configs: { type: 'object', additionalProperties: queueSettings },
-      subscriber_defaults: queueSettings,
-      subscriber_retention_ms: integer,
-    },
-  },
-  database: {
-    type: 'object',
-    properties: {
-      databases: {
-        type: 'object',
-        additionalProperties: {
-          type: 'object',
-          properties: {
-            pool: {
-              type: 'object',
-              properties: { max: integer, acquire_timeout_ms: integer, idle_timeout_ms: integer },
-            },
-            statement_timeout_ms: integer,
-          },
-        },
-      },
-    },
-  },
-  console: { type: 'object', properties: { port: integer } },
-}
+export const BUILTIN_SEED_HINTS: Readonly<Partial<Record<BuiltinName, SchemaHint>>> = Object.freeze(
+  Object.fromEntries(
+    (BUILTIN_DESCRIPTORS as readonly BuiltinDescriptor[])
+      .filter((d) => d.settings !== null && (d.settingsSource === 'seed' || d.settingsSource === 'flags'))
+      .map((d) => [d.name, d.settings as SchemaHint]),
+  ),
+)

@@ -12,15 +12,8 @@ import type { Document, Node, Pair } from 'yaml'
 import { describeFound as describe, YamlSource, type Fail } from './yaml-source.ts'
 import type { BuiltinEntry, EngineConfig, ExposeRule, HttpFunctionsPolicy, ListenerConfig, LocalWorkerEntry, RbacConfig } from '../engine/types.ts'
 import { LISTENER_DEFAULTS } from '../engine/types.ts'
-import {
-  BUILTIN_ALIASES,
-  BUILTIN_NAMES,
-  BUILTIN_SEED_HINTS,
-  canonicalBuiltinName,
-  didYouMean,
-  LISTENER_NAME,
-  OBSERVABILITY_DECLARED_MESSAGE,
-} from './catalogue.ts'
+import { BUILTIN_DESCRIPTORS, builtinDescriptor, type BuiltinDescriptor } from '../workers/catalogue.ts'
+import { BUILTIN_ALIASES, BUILTIN_NAMES, BUILTIN_SEED_HINTS, canonicalBuiltinName, didYouMean, LISTENER_NAME } from './catalogue.ts'
 import type { BuiltinName } from './catalogue.ts'
 import { ConfigError } from './errors.ts'
 import { convertScalar, ExpandError, expandPlaceholders, expandString, isSinglePlaceholder } from './placeholders.ts'
@@ -33,8 +26,11 @@ export const CONFIG_DEFAULTS = {
   internal_invocation_timeout_ms: 30000,
 } as const
 
-/** Built-ins that run without an entry (builtins.md §1); `console` runs only when declared. */
-const DEFAULT_BUILTINS: readonly BuiltinName[] = BUILTIN_NAMES.filter((name) => name !== 'console')
+/** Built-ins that run without an entry (builtins.md §1): every one but the `optional` ones (`console`). */
+const DEFAULT_BUILTINS: readonly BuiltinName[] = BUILTIN_DESCRIPTORS.filter((d) => d.mode !== 'optional').map((d) => d.name)
+
+/** The descriptor of a canonical name. */
+const descriptorOf = (name: BuiltinName): BuiltinDescriptor => builtinDescriptor(name)!
 
 export type { ExposeRule, RbacConfig }
 
@@ -221,7 +217,8 @@ const LISTENER_INTEGERS: Readonly<Record<string, IntRule>> = {
 }
 const LISTENER_KEYS = ['host', ...Object.keys(LISTENER_INTEGERS), 'middleware_function_id', 'rbac']
 const CONFIGURATION_INTEGERS: Readonly<Record<string, IntRule>> = { debounce_ms: { min: 0 } }
-const CONFIGURATION_KEYS = ['directory', 'watch', 'debounce_ms']
+/** The `configuration` entry's own keys (builtins.md §11.1), from its descriptor. */
+const CONFIGURATION_KEYS = Object.keys(descriptorOf('configuration').settings?.properties ?? {})
 
 interface Place {
   line: number
@@ -301,7 +298,8 @@ class Reader {
       const nameNode = namePair.value ?? namePair.key
       const canonical = name === LISTENER_NAME ? undefined : canonicalBuiltinName(name)
 
-      if (canonical === 'svc-observability') this.fail(nameNode, OBSERVABILITY_DECLARED_MESSAGE)
+      const refused = canonical === undefined ? undefined : descriptorOf(canonical).declarationRefused
+      if (refused !== undefined) this.fail(nameNode, refused)
       if (name === LISTENER_NAME || canonical !== undefined) {
         for (const [key, pair] of pairs) {
           if ((ENTRY_KEYS as readonly string[]).includes(key)) continue
@@ -317,7 +315,7 @@ class Reader {
           }
         }
         if (!pairs.has('worker_path')) {
-          const names = [LISTENER_NAME, ...BUILTIN_NAMES.filter((n) => n !== 'svc-observability'), ...Object.keys(BUILTIN_ALIASES)]
+          const names = [LISTENER_NAME, ...BUILTIN_NAMES.filter((n) => descriptorOf(n).declarationRefused === undefined), ...Object.keys(BUILTIN_ALIASES)]
           const hint = didYouMean(name, names)
           this.fail(
             nameNode,
@@ -347,7 +345,9 @@ class Reader {
       seen.set(key, this.source.placeOf(nameNode))
 
       if (canonical !== undefined) {
-        if (canonical === 'configuration' && !enabled) this.fail(enabledPair!.value ?? enabledPair!.key, 'configuration always runs and cannot be disabled')
+        if (descriptorOf(canonical).mode === 'mandatory' && !enabled) {
+          this.fail(enabledPair!.value ?? enabledPair!.key, `${canonical} always runs and cannot be disabled`)
+        }
         config.builtins[canonical] = this.readBuiltin(canonical, enabled, configPair)
       } else {
         if (!LOCAL_NAME.test(name)) {
@@ -444,7 +444,7 @@ class Reader {
     const node = this.deref(configPair.value)
     if (node === null || (isScalar(node) && node.value === null)) return entry
     if (!isMap(node)) this.fail(node, `config of built-in worker '${name}' must be a mapping${describe(node)}`)
-    if (name === 'configuration') {
+    if (descriptorOf(name).settingsSource === 'own-block') {
       entry.config = this.readConfigurationOptions(configPair)
       entry.raw_config = this.value(node, false)
       return entry

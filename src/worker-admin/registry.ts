@@ -3,11 +3,12 @@
  * `svc worker add|remove` accept, what runs by default, what can never be added or removed, and
  * the words used when one is turned off.
  *
- * Names and aliases come from the engine's own catalogue (runtime/config/catalogue.ts) so the CLI
- * and config.yaml validation can never disagree on spelling.
+ * Everything here is derived from the built-in worker descriptors (runtime/workers/catalogue.ts),
+ * the same data config.yaml validation uses, so the CLI and the engine can never disagree.
  */
-import { BUILTIN_ALIASES, canonicalBuiltinName, LISTENER_NAME } from '../../runtime/config/catalogue.ts'
+import { canonicalBuiltinName, LISTENER_NAME } from '../../runtime/config/catalogue.ts'
 import type { BuiltinName } from '../../runtime/config/catalogue.ts'
+import { builtinsInListOrder, type RunMode } from '../../runtime/workers/catalogue.ts'
 
 /** One built-in worker as the CLI knows it. */
 export interface BuiltinInfo {
@@ -19,7 +20,7 @@ export interface BuiltinInfo {
    * `default`: runs inside the engine unless its entry has `enabled: false`; `optional`: runs only
    * when declared (`console`); `mandatory`: always runs, cannot be added, removed or disabled.
    */
-  mode: 'default' | 'optional' | 'mandatory'
+  mode: RunMode
   /** Worker name under which the engine lists it (`engine::workers::list`). */
   engineName: string
   /**
@@ -30,28 +31,11 @@ export interface BuiltinInfo {
 }
 
 /** The catalogue in the order of cli.md §4.3 (the order `svc worker list` shows them in). */
-export const BUILTIN_REGISTRY: readonly BuiltinInfo[] = [
-  info('svc-http', 'default', { disabledEffect: 'its HTTP routes will not answer' }),
-  info('svc-state', 'default', { disabledEffect: 'its functions and triggers are unavailable' }),
-  info('svc-stream', 'default', { disabledEffect: 'its functions and triggers are unavailable' }),
-  info('svc-pubsub', 'default', { disabledEffect: 'its functions and triggers are unavailable' }),
-  info('svc-cron', 'default', { disabledEffect: 'its triggers will not fire' }),
-  info('queue', 'default', { disabledEffect: 'its functions and triggers are unavailable' }),
-  info('database', 'default', { disabledEffect: 'its functions are unavailable' }),
-  // The web console is a separate process (cli.md §7) that connects as `svc-console`.
-  info('console', 'optional', { engineName: 'svc-console' }),
-  info('configuration', 'mandatory'),
-  info('svc-observability', 'mandatory'),
-]
-
-function info(name: BuiltinName, mode: BuiltinInfo['mode'], extra: { disabledEffect?: string; engineName?: string } = {}): BuiltinInfo {
-  const aliases = Object.entries(BUILTIN_ALIASES)
-    .filter(([, canonical]) => canonical === name)
-    .map(([alias]) => alias)
-  const entry: BuiltinInfo = { name, aliases, mode, engineName: extra.engineName ?? name }
-  if (extra.disabledEffect !== undefined) entry.disabledEffect = extra.disabledEffect
+export const BUILTIN_REGISTRY: readonly BuiltinInfo[] = builtinsInListOrder().map((d) => {
+  const entry: BuiltinInfo = { name: d.name as BuiltinName, aliases: d.aliases, mode: d.mode, engineName: d.engineName }
+  if (d.disabledEffect !== undefined) entry.disabledEffect = d.disabledEffect
   return entry
-}
+})
 
 /** Built-ins `svc worker add` accepts, in catalogue order (the list of the "Unknown worker" message). */
 export const ADDABLE_BUILTINS: readonly BuiltinName[] = BUILTIN_REGISTRY.filter((b) => b.mode !== 'mandatory').map((b) => b.name)

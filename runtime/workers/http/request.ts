@@ -4,6 +4,7 @@
  * without sockets in unit tests.
  */
 import { TextDecoder } from 'node:util'
+import { JsonSyntaxError, MAX_JSON_DEPTH, parseJson } from 'svc-protocol/json'
 import { setOwn } from './router.ts'
 
 /** A parsed query string, form body or header set: a value seen once is a string, repeated an array. */
@@ -71,26 +72,48 @@ export function collectHeaders(rawHeaders: readonly string[]): MultiValueMap {
   return out
 }
 
-/** Returned by {@link parseBody} for a JSON body that does not parse (answered with 400 `INVALID_BODY`). */
-export const INVALID_JSON: unique symbol = Symbol('INVALID_JSON')
+/**
+ * Returned by {@link parseBody} for a body that cannot be read as its content type says; the
+ * worker answers 400 `INVALID_BODY` with {@link InvalidBody.message} without calling the handler
+ * (builtins.md §3.5, §3.9).
+ */
+export class InvalidBody {
+  readonly message: string
+  constructor(message: string) {
+    this.message = message
+  }
+}
 
+/** The {@link InvalidBody} of a malformed JSON body. */
+export const INVALID_JSON: InvalidBody = new InvalidBody('request body is not valid JSON')
+
+/** Strict decoders by charset label: invalid byte sequences fail instead of becoming U+FFFD. */
 const decoders = new Map<string, TextDecoder>()
-const utf8 = new TextDecoder('utf-8')
+const utf8 = new TextDecoder('utf-8', { fatal: true })
 decoders.set('utf-8', utf8)
 
-/** A reusable decoder for a charset label; unknown labels fall back to UTF-8. */
+/** A reusable strict decoder for a charset label; unknown labels fall back to UTF-8. */
 function decoderFor(charset: string | undefined): TextDecoder {
   if (charset === undefined) return utf8
   let decoder = decoders.get(charset)
   if (decoder) return decoder
   try {
-    decoder = new TextDecoder(charset)
+    decoder = new TextDecoder(charset, { fatal: true })
   } catch {
     decoder = utf8
   }
   // Labels come from clients; keep the cache bounded.
   if (decoders.size < 64) decoders.set(charset, decoder)
   return decoder
+}
+
+/** The text of `raw` in `decoder`'s encoding, or the {@link InvalidBody} naming it. */
+function decode(raw: Buffer, decoder: TextDecoder): string | InvalidBody {
+  try {
+    return decoder.decode(raw)
+  } catch {
+    return new InvalidBody(`request body is not valid ${decoder.encoding === 'utf-8' ? 'UTF-8' : decoder.encoding} text`)
+  }
 }
 
 /** Media type (lower case, no parameters) and the `charset` parameter of a Content-Type value. */
@@ -122,25 +145,40 @@ export function isJsonType(type: string): boolean {
  *
  * | Content type | Result |
  * |---|---|
- * | `application/json`, `application/*+json` | parsed JSON; empty (or only whitespace) gives `null`; malformed gives {@link INVALID_JSON} |
+ * | `application/json`, `application/*+json` | parsed JSON; empty (or only whitespace) gives `null`; malformed JSON gives {@link INVALID_JSON} |
  * | `text/*` | the text, decoded with the `charset` parameter (default and fallback UTF-8) |
  * | `application/x-www-form-urlencoded` | {@link parseUrlEncoded} of the UTF-8 text |
  * | anything else, or none | `null` |
+ *
+ * Where text is expected, bytes that are not valid in the charset give an {@link InvalidBody}
+ * rather than U+FFFD replacements; JSON nesting deeper than `MAX_JSON_DEPTH` (128) levels gives one
+ * too, so a hostile body cannot overflow a recursive encoder further down the line.
+ *
+ * @example parseBody(Buffer.from('{"a":1}'), 'application/json') // { a: 1 }
+ * @example parseBody(Buffer.from([0xff]), 'text/plain') instanceof InvalidBody // true
  */
 export function parseBody(raw: Buffer, contentType: string | undefined): unknown {
   if (contentType === undefined) return null
   const { type, charset } = parseContentType(contentType)
   if (isJsonType(type)) {
     if (raw.length === 0) return null
-    const text = utf8.decode(raw)
+    const text = decode(raw, utf8)
+    if (text instanceof InvalidBody) return text
     try {
-      return JSON.parse(text)
-    } catch {
+      return parseJson(text)
+    } catch (error) {
       // Checked only after a failed parse, so valid bodies are never scanned twice.
-      return /^\s*$/.test(text) ? null : INVALID_JSON
+      if (/^\s*$/.test(text)) return null
+      if (error instanceof JsonSyntaxError && error.message.startsWith('nesting deeper')) {
+        return new InvalidBody(`request body nests deeper than ${MAX_JSON_DEPTH} levels`)
+      }
+      return INVALID_JSON
     }
   }
-  if (type.startsWith('text/')) return decoderFor(charset).decode(raw)
-  if (type === 'application/x-www-form-urlencoded') return parseUrlEncoded(utf8.decode(raw))
+  if (type.startsWith('text/')) return decode(raw, decoderFor(charset))
+  if (type === 'application/x-www-form-urlencoded') {
+    const text = decode(raw, utf8)
+    return text instanceof InvalidBody ? text : parseUrlEncoded(text)
+  }
   return null
 }

@@ -3,6 +3,7 @@
  * worker will register with the configuration worker.
  */
 import { SvcError } from 'svc-protocol/errors'
+import type { JsonSchema } from '../descriptor.ts'
 
 /** CORS settings (§3.1); absent or null `cors` means no CORS headers are ever added. */
 export interface CorsSettings {
@@ -137,43 +138,51 @@ export function parseHttpSettings(value: unknown): HttpSettings {
   }
 }
 
-const stringArray = { type: 'array', items: { type: 'string', minLength: 1 }, default: [] }
+const stringArray = (description: string): JsonSchema => ({ type: 'array', items: { type: 'string', minLength: 1 }, default: [], description })
 
 /**
- * JSON Schema of the `svc-http` configuration entry (§2.7, §3.1), for `configuration::register`.
- * {@link parseHttpSettings} enforces the same rules.
+ * JSON Schema of the `svc-http` configuration entry (§2.7, §3.1), for `configuration::register`
+ * and the worker catalogue. {@link parseHttpSettings} enforces the same rules.
  */
-export const HTTP_SETTINGS_SCHEMA = {
+export const HTTP_SETTINGS_SCHEMA: JsonSchema = {
   type: 'object',
   properties: {
-    port: { type: 'integer', minimum: 0, maximum: 65535, default: 3111 },
-    host: { type: 'string', minLength: 1, default: '127.0.0.1' },
-    default_timeout: { type: 'integer', minimum: 1, maximum: 2147483647, default: 30000, description: 'ms' },
-    concurrency_request_limit: { type: 'integer', minimum: 1, default: 1024 },
-    max_body_bytes: { type: 'integer', minimum: 1, default: 10485760 },
+    port: { type: 'integer', minimum: 0, maximum: 65535, default: 3111, description: '0 binds an ephemeral port (shown in listen_urls)' },
+    host: { type: 'string', minLength: 1, default: '127.0.0.1', description: '0.0.0.0 listens on every interface' },
+    default_timeout: {
+      type: 'integer',
+      minimum: 1,
+      maximum: 2147483647,
+      default: 30000,
+      description: 'ms; whole-request budget until response headers are sent, middleware and condition included',
+    },
+    concurrency_request_limit: { type: 'integer', minimum: 1, default: 1024, description: 'requests beyond the limit wait for a slot' },
+    max_body_bytes: { type: 'integer', minimum: 1, default: 10485760, description: 'larger request bodies get 413' },
     cors: {
       type: ['object', 'null'],
       default: null,
+      description: 'null: no CORS headers are ever added',
       properties: {
-        allowed_origins: stringArray,
-        allowed_methods: stringArray,
-        allowed_headers: stringArray,
+        allowed_origins: stringArray('exact origins; "*" allows any origin'),
+        allowed_methods: stringArray('empty: the methods routed on the path'),
+        allowed_headers: stringArray('empty: echo Access-Control-Request-Headers'),
         allow_credentials: { type: 'boolean', default: false },
-        max_age_seconds: { type: 'integer', minimum: 0, default: 600 },
+        max_age_seconds: { type: 'integer', minimum: 0, default: 600, description: 'preflight cache lifetime' },
       },
     },
     middleware: {
       type: 'array',
       default: [],
+      description: 'global middleware, run in ascending priority (§3.8)',
       items: {
         type: 'object',
         required: ['function_id'],
         properties: {
           function_id: { type: 'string', minLength: 1 },
-          phase: { type: 'string', default: 'preHandler' },
+          phase: { type: 'string', default: 'preHandler', description: 'entries with another phase are ignored' },
           priority: { type: 'number', default: 0 },
         },
       },
     },
   },
-} as const
+}

@@ -10,11 +10,14 @@
  * and streamed responses (§3.7) need engine channels; the SERVER span of §3.9 / §12.7 needs the
  * observability worker. A handler that returns no result is answered 200 with an empty body.
  */
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http'
-import type { AddressInfo } from 'node:net'
+import { createServer, type IncomingMessage, type ServerResponse } from 'node:http'
 import { errorBodyOf, SvcError } from 'svc-protocol/errors'
 import type { BindingInfo, BuiltinContext, BuiltinWorker, LocalTriggerProvider } from '../../engine/types.ts'
-import { collectHeaders, INVALID_JSON, parseBody, parseUrlEncoded, type MultiValueMap } from './request.ts'
+import { systemClock, type CancelTimer, type Clock } from '../shared/clock.ts'
+import { createCondition, type Condition } from '../shared/conditions.ts'
+import { ListeningServer } from '../shared/listening-server.ts'
+import { createSettingsApplier, withSettingsKey, type SettingsApplier } from '../shared/settings.ts'
+import { collectHeaders, InvalidBody, parseBody, parseUrlEncoded, type MultiValueMap } from './request.ts'
 import { describeInvalidResult, errorEnvelope, JSON_CONTENT_TYPE, mapResponse, newErrorId } from './response.ts'
 import { HTTP_METHODS, parsePattern, Router, type ActiveRoute, type HttpMethod } from './router.ts'
 import { parseHttpSettings, type HttpSettings } from './settings.ts'
@@ -22,8 +25,36 @@ import { parseHttpSettings, type HttpSettings } from './settings.ts'
 /** Worker name and configuration id of the HTTP worker (builtins.md §1). */
 export const HTTP_WORKER_NAME = 'svc-http'
 
-/** How long a replaced listener may finish in-flight requests after a rebind (§3.1). */
-const RETIRE_GRACE_MS = 10_000
+/**
+ * Transport timeouts of the listener, ms. Not settings (builtins.md §3.1 names none); the values
+ * are recorded in docs/decisions.md. Clients that exceed them get Node's own `408` and a closed
+ * connection; a routed request is bounded by `default_timeout` as well.
+ */
+export interface HttpServerTimeouts {
+  /** Time to receive the complete request head (slow-header clients). */
+  headersTimeoutMs: number
+  /** Time to receive the complete request, head and body. */
+  requestTimeoutMs: number
+  /** How long an idle keep-alive connection stays open between requests. */
+  keepAliveTimeoutMs: number
+  /** How often the server checks connections against the two request timeouts. */
+  checkIntervalMs: number
+}
+
+/** Defaults of {@link HttpServerTimeouts} (docs/decisions.md, HTTP worker). */
+export const HTTP_SERVER_TIMEOUTS: Readonly<HttpServerTimeouts> = Object.freeze({
+  headersTimeoutMs: 10_000,
+  requestTimeoutMs: 120_000,
+  keepAliveTimeoutMs: 5_000,
+  checkIntervalMs: 1_000,
+})
+
+/** Construction options of {@link HttpWorker}; tests use them to shorten timeouts. */
+export interface HttpWorkerOptions {
+  timeouts?: Partial<HttpServerTimeouts>
+  /** Default: the system clock. Drives `default_timeout` and the rebind grace period. */
+  clock?: Clock
+}
 
 /** The `trigger` field of a request object (§3.4). */
 export interface HttpTriggerInfo {
@@ -63,6 +94,8 @@ interface RouteBinding {
   readonly namespace: string
   readonly metadata: unknown
   readonly conditionFunctionId: string | undefined
+  /** The compiled condition (§2.2), null without one. */
+  readonly condition: Condition | null
   readonly middleware: readonly string[]
   readonly route: string
   readonly trigger: HttpTriggerInfo
@@ -190,9 +223,9 @@ class Exchange {
   readonly query: string
   readonly head: boolean
   readonly cors: string[] | null
-  /** Date.now() value at which `default_timeout` runs out. */
+  /** Clock reading at which `default_timeout` runs out. */
   readonly deadline: number
-  timer: NodeJS.Timeout | null = null
+  timer: CancelTimer | null = null
   /** An answer was sent (or the request was abandoned): later outcomes are discarded. */
   done = false
   /** Holds a concurrency slot. */
@@ -211,6 +244,7 @@ class Exchange {
     path: string,
     query: string,
     cors: string[] | null,
+    now: number,
   ) {
     this.req = req
     this.res = res
@@ -222,7 +256,7 @@ class Exchange {
     this.query = query
     this.head = req.method === 'HEAD'
     this.cors = cors
-    this.deadline = Date.now() + compiled.settings.default_timeout
+    this.deadline = now + compiled.settings.default_timeout
   }
 }
 
@@ -287,26 +321,6 @@ function splitTarget(url: string): [string, string] | null {
   return [url.slice(start, q), url.slice(q + 1)]
 }
 
-/** A URL clients can use to reach an address bound for `host`. */
-function listenUrl(host: string, port: number): string {
-  let shown = host
-  if (host === '0.0.0.0') shown = '127.0.0.1'
-  else if (host === '::') shown = '[::1]'
-  else if (host.includes(':')) shown = `[${host}]`
-  return `http://${shown}:${port}`
-}
-
-function listen(server: Server, host: string, port: number): Promise<void> {
-  return new Promise((resolve, reject) => {
-    const onError = (err: Error) => reject(err)
-    server.once('error', onError)
-    server.listen({ host, port }, () => {
-      server.off('error', onError)
-      resolve()
-    })
-  })
-}
-
 /**
  * The `svc-http` built-in worker (builtins.md §3).
  *
@@ -323,20 +337,33 @@ export class HttpWorker implements BuiltinWorker {
   readonly name = HTTP_WORKER_NAME
   private context: BuiltinContext | null = null
   private compiled: Compiled | null = null
-  private server: Server | null = null
-  private urls: string[] = []
-  private readonly retiring = new Map<Server, NodeJS.Timeout>()
-  private applying: Promise<void> = Promise.resolve()
+  private listener: ListeningServer | null = null
+  private applier: SettingsApplier<Compiled> | null = null
   private stopped = false
+  private readonly clock: Clock
+  private readonly timeouts: HttpServerTimeouts
   private readonly router = new Router<RouteBinding>({ onPromote: (id) => this.promoted(id) })
   /** Requests holding a concurrency slot. */
   private active = 0
   private waitHead: Exchange | null = null
   private waitTail: Exchange | null = null
 
+  constructor(options: HttpWorkerOptions = {}) {
+    this.clock = options.clock ?? systemClock
+    this.timeouts = { ...HTTP_SERVER_TIMEOUTS, ...options.timeouts }
+  }
+
   /** Addresses the listener is bound to, e.g. `['http://127.0.0.1:3111']` (empty before start). */
   get listenUrls(): string[] {
-    return [...this.urls]
+    return this.listener?.urls ?? []
+  }
+
+  /**
+   * `<key>: <problem>` of the last settings apply that failed, undefined once one succeeds
+   * (builtins.md §2.7; shown as `last_config_error` by `engine::workers::info`).
+   */
+  get lastConfigError(): string | undefined {
+    return this.applier?.lastConfigError
   }
 
   /** The effective settings (defaults applied); null before start. */
@@ -351,6 +378,19 @@ export class HttpWorker implements BuiltinWorker {
   async start(context: BuiltinContext, settings: unknown): Promise<void> {
     this.context = context
     this.stopped = false
+    this.listener = new ListeningServer({
+      name: HTTP_WORKER_NAME,
+      log: context.log,
+      clock: this.clock,
+      createServer: () => this.createServer(),
+      onListenUrls: (urls) => context.worker.setListenUrls(urls),
+    })
+    this.applier = createSettingsApplier<Compiled>({
+      worker: HTTP_WORKER_NAME,
+      log: context.log,
+      parse: (value) => compile(parseHttpSettings(value)),
+      apply: (next, previous) => this.apply(next, previous),
+    })
     await this.applySettings(settings)
     const provider: LocalTriggerProvider = {
       registerTrigger: (binding) => this.registerTrigger(binding),
@@ -384,70 +424,47 @@ export class HttpWorker implements BuiltinWorker {
    * @throws SvcError `INVALID_ARGUMENTS` naming the key; or the bind error (`EADDRINUSE`, …), in
    *   which case the previous settings and listener stay in effect.
    */
-  applySettings(settings: unknown): Promise<void> {
-    const run = this.applying.then(() => this.apply(settings))
-    this.applying = run.catch(() => {})
-    return run
+  async applySettings(settings: unknown): Promise<void> {
+    if (!this.applier || this.stopped) throw new SvcError('internal_error', 'svc-http is not running')
+    await this.applier.apply(settings)
   }
 
-  private async apply(value: unknown): Promise<void> {
-    if (!this.context || this.stopped) throw new SvcError('internal_error', 'svc-http is not running')
-    const next = compile(parseHttpSettings(value))
-    const previous = this.compiled?.settings
-    const rebind = !this.server || !previous || previous.host !== next.settings.host || previous.port !== next.settings.port
-    if (rebind) {
-      const server = createServer(this.onRequest)
-      await listen(server, next.settings.host, next.settings.port)
-      const old = this.server
-      this.server = server
-      this.urls = [listenUrl(next.settings.host, (server.address() as AddressInfo).port)]
-      this.context.worker.setListenUrls(this.urls)
-      this.context.log.info(`svc-http listening on ${this.urls[0]}`, { urls: this.urls })
-      if (old) this.retire(old)
+  /** A listener's server: the request handler plus the transport timeouts. */
+  private createServer() {
+    const t = this.timeouts
+    return createServer(
+      {
+        headersTimeout: t.headersTimeoutMs,
+        requestTimeout: t.requestTimeoutMs,
+        keepAliveTimeout: t.keepAliveTimeoutMs,
+        connectionsCheckingInterval: t.checkIntervalMs,
+      },
+      this.onRequest,
+    )
+  }
+
+  /** Makes validated settings effective (called by the applier, one apply at a time). */
+  private async apply(next: Compiled, previous: Compiled | undefined): Promise<void> {
+    if (this.stopped) throw new SvcError('internal_error', 'svc-http is not running')
+    const { host, port } = next.settings
+    try {
+      await this.listener!.listen(host, port)
+    } catch (error) {
+      throw withSettingsKey(error, previous && previous.settings.port === port ? 'host' : 'port')
     }
     this.compiled = next
     // A larger limit frees waiting requests at once.
     this.drain()
   }
 
-  /** Stops accepting on `server`, lets in-flight requests finish for up to 10 s, then closes it. */
-  private retire(server: Server): void {
-    server.close()
-    server.closeIdleConnections()
-    const timer = setTimeout(() => {
-      this.retiring.delete(server)
-      server.closeAllConnections()
-    }, RETIRE_GRACE_MS)
-    timer.unref()
-    this.retiring.set(server, timer)
-    server.once('close', () => {
-      clearTimeout(timer)
-      this.retiring.delete(server)
-    })
-  }
-
   async stop(): Promise<void> {
     this.stopped = true
     for (let x = this.waitHead; x; x = x.next) {
       x.done = true
-      if (x.timer) clearTimeout(x.timer)
+      if (x.timer) x.timer()
     }
     this.waitHead = this.waitTail = null
-    const servers = [...this.retiring.keys()]
-    for (const timer of this.retiring.values()) clearTimeout(timer)
-    this.retiring.clear()
-    if (this.server) servers.push(this.server)
-    this.server = null
-    await Promise.all(
-      servers.map(
-        (server) =>
-          new Promise<void>((resolve) => {
-            server.close(() => resolve())
-            server.closeAllConnections()
-          }),
-      ),
-    )
-    this.urls = []
+    await this.listener?.stop()
   }
 
   // ---- trigger provider ------------------------------------------------------------------------
@@ -461,6 +478,11 @@ export class HttpWorker implements BuiltinWorker {
       namespace: binding.namespace,
       metadata: binding.metadata,
       conditionFunctionId: config.condition_function_id,
+      condition: createCondition(this.context!.worker, {
+        condition_function_id: config.condition_function_id,
+        namespace: binding.namespace,
+        metadata: binding.metadata,
+      }),
       middleware: Object.freeze(config.middleware_function_ids),
       route: pattern.text,
       // Shared by every request of the route; frozen because handlers in the engine process get it by reference.
@@ -519,9 +541,8 @@ export class HttpWorker implements BuiltinWorker {
         this.writeOptions(req, res, compiled.cors, cors, lookup.allow)
         return
     }
-    const x = new Exchange(req, res, compiled, lookup.route, lookup.params, path, query, cors)
-    x.timer = setTimeout(onExchangeTimeout, compiled.settings.default_timeout, this, x)
-    x.timer.unref()
+    const x = new Exchange(req, res, compiled, lookup.route, lookup.params, path, query, cors, this.clock.now())
+    x.timer = this.clock.setTimeout(() => onExchangeTimeout(this, x), compiled.settings.default_timeout)
     if (this.active < compiled.settings.concurrency_request_limit) {
       this.active++
       x.started = true
@@ -559,7 +580,7 @@ export class HttpWorker implements BuiltinWorker {
         this.internalError(x, x.req, x.res, again)
       }
     } finally {
-      if (x.timer) clearTimeout(x.timer)
+      if (x.timer) x.timer()
       this.active--
       this.drain()
     }
@@ -579,8 +600,8 @@ export class HttpWorker implements BuiltinWorker {
       if (x.done) return
     }
     const body = parseBody(raw, req.headers['content-type'])
-    if (body === INVALID_JSON) {
-      this.answerError(x, 400, 'INVALID_BODY', 'request body is not valid JSON')
+    if (body instanceof InvalidBody) {
+      this.answerError(x, 400, 'INVALID_BODY', body.message)
       return
     }
     const b = x.binding
@@ -627,13 +648,27 @@ export class HttpWorker implements BuiltinWorker {
     this.answerDescriptor(x, result)
   }
 
-  /** Runs the route's condition (§2.2); answers 422 and returns false when it returned `false`. */
+  /**
+   * Runs the route's condition (§2.2) within the smaller of the remaining budget and
+   * `internal_invocation_timeout_ms`; answers 422 and returns false when it returned `false`.
+   * Rejects like {@link call} when it failed.
+   */
   private async conditionPasses(x: Exchange, request: HttpRequest): Promise<boolean> {
     const b = x.binding
     const id = b.conditionFunctionId!
-    const verdict = await this.call(x, STAGE_CONDITION, id, request, b.namespace, b.metadata, this.context!.internalInvocationTimeoutMs)
+    const remaining = x.deadline - this.clock.now()
+    if (remaining <= 0) throw BUDGET_EXCEEDED
+    const cap = this.context!.internalInvocationTimeoutMs
+    const timeoutMs = cap < remaining ? cap : remaining
+    const call: { timeoutMs: number; traceparent?: string; baggage?: string } = { timeoutMs }
+    const traceparent = firstHeader(x.req.headers.traceparent)
+    const baggage = firstHeader(x.req.headers.baggage)
+    if (traceparent !== undefined) call.traceparent = traceparent
+    if (baggage !== undefined) call.baggage = baggage
+    const outcome = await b.condition!(request, call)
+    if (outcome.run) return !x.done
+    if (outcome.failed) throw this.failure(x, STAGE_CONDITION, id, outcome.error, timeoutMs, remaining)
     if (x.done) return false
-    if (verdict !== false) return true
     this.answerError(x, 422, 'CONDITION_NOT_MET', `condition ${id} returned false`, undefined, { skipped: true })
     return false
   }
@@ -652,7 +687,7 @@ export class HttpWorker implements BuiltinWorker {
   }
 
   /**
-   * Invokes one pipeline function within what is left of `default_timeout` (capped by `cap` ms).
+   * Invokes one pipeline function within what is left of `default_timeout`.
    * Rejects with BUDGET_EXCEEDED when the request budget ran out, else with a StageFailure.
    */
   private async call(
@@ -662,11 +697,10 @@ export class HttpWorker implements BuiltinWorker {
     data: unknown,
     namespace: string,
     metadata: unknown,
-    cap?: number,
   ): Promise<unknown> {
-    const remaining = x.deadline - Date.now()
+    const remaining = x.deadline - this.clock.now()
     if (remaining <= 0) throw BUDGET_EXCEEDED
-    const timeoutMs = cap !== undefined && cap < remaining ? cap : remaining
+    const timeoutMs = remaining
     try {
       return await this.context!.worker.invoke({
         function_id: functionId,
@@ -678,11 +712,16 @@ export class HttpWorker implements BuiltinWorker {
         baggage: firstHeader(x.req.headers.baggage),
       })
     } catch (err) {
-      // The engine's own timeout of this call, set to the rest of the budget, is the request timeout.
-      if (timeoutMs === remaining && isEngineTimeout(err, timeoutMs)) throw BUDGET_EXCEEDED
-      if (Date.now() >= x.deadline) throw BUDGET_EXCEEDED
-      throw new StageFailure(stage, functionId, err)
+      throw this.failure(x, stage, functionId, err, timeoutMs, remaining)
     }
+  }
+
+  /** What a failed stage call means: the request budget ran out, or the function failed. */
+  private failure(x: Exchange, stage: number, functionId: string, err: unknown, timeoutMs: number, remaining: number): unknown {
+    // The engine's own timeout of this call, set to the rest of the budget, is the request timeout.
+    if (timeoutMs === remaining && isEngineTimeout(err, timeoutMs)) return BUDGET_EXCEEDED
+    if (this.clock.now() >= x.deadline) return BUDGET_EXCEEDED
+    return new StageFailure(stage, functionId, err)
   }
 
   /** @internal Called by the request timer: answers 504 unless an answer was already sent (§3.9). */

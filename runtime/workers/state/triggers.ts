@@ -1,37 +1,23 @@
 /**
  * The `state` trigger type (builtins.md §4.3) and its reactive fan-out (§2.5).
  *
- * A committed change is matched against the bindings synchronously, in commit order, and appended
- * to each matching binding's own FIFO. Each FIFO is drained by one loop that delivers one event at
- * a time (condition, then handler); loops of different bindings run concurrently. Draining starts
- * on a later turn of the event loop, so the writer's answer always leaves first.
+ * A committed change is matched against the bindings synchronously, in commit order, and pushed
+ * to each matching binding's queue of the kit's ordered fan-out (../shared/fanout.ts), which
+ * delivers one event at a time per binding (condition, then handler) on later turns of the event
+ * loop, so the writer's answer always leaves first.
  */
-import { performance } from 'node:perf_hooks'
-import { SvcError, errorBodyOf, Errors } from 'svc-protocol/errors'
-import type { StateChange, StateWriteOrigin } from '../../adapters/state/types.ts'
-import type { BindingInfo, LocalInvokeRequest, LocalTriggerProvider, LocalWorker, Logger } from '../../engine/types.ts'
+import { SvcError } from 'svc-protocol/errors'
+import type { StateChange } from '../../adapters/state/types.ts'
+import type { BindingInfo, LocalTriggerProvider, LocalWorker, Logger } from '../../engine/types.ts'
+import type { Clock } from '../shared/clock.ts'
+import { OrderedFanOut, type FanOutOptions, type FanOutQueue } from '../shared/fanout.ts'
 import type { StateEventData, StateTriggerConfig } from './types.ts'
 
-/** Undelivered events a binding may hold before the oldest is dropped (§2.5 rule 5). */
-export const MAX_QUEUED_EVENTS = 10_000
-
-/** Drops are logged on the first one and then every this many, so a flood cannot flood the log. */
-const DROP_LOG_EVERY = 1000
-
-interface Delivery {
-  event: StateEventData<unknown>
-  origin: StateWriteOrigin | undefined
-}
+export { MAX_QUEUED_EVENTS } from '../shared/fanout.ts'
 
 interface ActiveTrigger {
-  binding: BindingInfo
   config: StateTriggerConfig
-  readonly queue: Fifo<Delivery>
-  /** True while a drain loop owns the queue (scheduled or running). */
-  draining: boolean
-  /** Events dropped since the queue was last empty. */
-  dropped: number
-  removed: boolean
+  readonly queue: FanOutQueue<StateEventData<unknown>>
 }
 
 export interface StateTriggerDeps {
@@ -39,6 +25,8 @@ export interface StateTriggerDeps {
   log: Logger
   /** `internal_invocation_timeout_ms`: the budget of one delivery, condition plus handler (§2.5 rule 4). */
   timeoutMs: number
+  /** Default: the system clock. */
+  clock?: Clock
 }
 
 /**
@@ -94,7 +82,7 @@ export function stateEvent(change: StateChange): StateEventData<unknown> {
  * adapter.subscribe((change) => triggers.publish(change))
  */
 export class StateTriggers implements LocalTriggerProvider {
-  private readonly deps: StateTriggerDeps
+  private readonly fanOut: OrderedFanOut<StateEventData<unknown>>
   private readonly byId = new Map<string, ActiveTrigger>()
   /** Bindings filtered on a scope, by scope; the others are in {@link anyScope}. */
   private readonly byScope = new Map<string, Set<ActiveTrigger>>()
@@ -103,21 +91,29 @@ export class StateTriggers implements LocalTriggerProvider {
   private stopped = false
 
   constructor(deps: StateTriggerDeps) {
-    this.deps = deps
+    const options: FanOutOptions = { worker: deps.worker, log: deps.log, timeoutMs: deps.timeoutMs, triggerType: 'state' }
+    if (deps.clock) options.clock = deps.clock
+    this.fanOut = new OrderedFanOut(options)
   }
 
   registerTrigger(binding: BindingInfo): void {
     const config = parseStateTriggerConfig(binding.config)
+    // A known id is a replacement (protocol.md §5.5): the fan-out keeps its queue; what it matches changes.
+    const queue = this.fanOut.register({
+      id: binding.id,
+      function_id: binding.function_id,
+      namespace: binding.namespace,
+      metadata: binding.metadata,
+      condition_function_id: config.condition_function_id,
+    })
     const existing = this.byId.get(binding.id)
     if (existing) {
-      // A known id is a replacement (protocol.md §5.5): keep its queue, change what it matches.
       this.unindex(existing)
-      existing.binding = binding
       existing.config = config
       this.index(existing)
       return
     }
-    const trigger: ActiveTrigger = { binding, config, queue: new Fifo(), draining: false, dropped: 0, removed: false }
+    const trigger: ActiveTrigger = { config, queue }
     this.byId.set(binding.id, trigger)
     this.index(trigger)
   }
@@ -127,8 +123,7 @@ export class StateTriggers implements LocalTriggerProvider {
     if (!trigger) return
     this.byId.delete(binding.id)
     this.unindex(trigger)
-    trigger.removed = true
-    trigger.queue.clear()
+    this.fanOut.unregister(binding.id)
   }
 
   /**
@@ -144,7 +139,7 @@ export class StateTriggers implements LocalTriggerProvider {
       if (!set) continue
       for (const trigger of set) {
         if (trigger.config.key !== undefined && trigger.config.key !== change.key) continue
-        this.enqueue(trigger, { event, origin: change.origin })
+        trigger.queue.push(event, change.origin)
       }
     }
   }
@@ -152,13 +147,13 @@ export class StateTriggers implements LocalTriggerProvider {
   /** `triggers_enabled` (§4.1): when off, nothing is queued and what was queued is dropped. */
   setEnabled(enabled: boolean): void {
     this.enabled = enabled
-    if (!enabled) for (const trigger of this.byId.values()) trigger.queue.clear()
+    if (!enabled) this.fanOut.clear()
   }
 
   /** Drops every queued event; deliveries in flight finish without being logged. */
   stop(): void {
     this.stopped = true
-    for (const trigger of this.byId.values()) trigger.queue.clear()
+    this.fanOut.stop()
   }
 
   private index(trigger: ActiveTrigger): void {
@@ -181,114 +176,5 @@ export class StateTriggers implements LocalTriggerProvider {
     const set = this.byScope.get(scope)
     set?.delete(trigger)
     if (set?.size === 0) this.byScope.delete(scope)
-  }
-
-  private enqueue(trigger: ActiveTrigger, delivery: Delivery): void {
-    if (trigger.queue.length >= MAX_QUEUED_EVENTS) {
-      trigger.queue.shift()
-      trigger.dropped++
-      if (trigger.dropped === 1 || trigger.dropped % DROP_LOG_EVERY === 0) {
-        this.deps.log.warn(
-          `state trigger ${trigger.binding.id} has ${MAX_QUEUED_EVENTS} undelivered events; dropped the oldest`,
-          { trigger_id: trigger.binding.id, function_id: trigger.binding.function_id, dropped: trigger.dropped },
-        )
-      }
-    }
-    trigger.queue.push(delivery)
-    if (!trigger.draining) {
-      trigger.draining = true
-      setImmediate(() => void this.drain(trigger))
-    }
-  }
-
-  private async drain(trigger: ActiveTrigger): Promise<void> {
-    try {
-      for (;;) {
-        if (this.stopped || trigger.removed) return
-        const delivery = trigger.queue.shift()
-        if (!delivery) break
-        await this.deliver(trigger, delivery)
-      }
-      trigger.dropped = 0
-    } finally {
-      trigger.draining = false
-    }
-  }
-
-  /** One delivery (§2.5 rule 4): condition then handler, together within the timeout. */
-  private async deliver(trigger: ActiveTrigger, { event, origin }: Delivery): Promise<void> {
-    const { binding, config } = trigger
-    const budget = this.deps.timeoutMs
-    const started = performance.now()
-    const request: Omit<LocalInvokeRequest, 'function_id'> = { data: event, namespace: binding.namespace }
-    if (binding.metadata !== undefined && binding.metadata !== null) request.metadata = binding.metadata
-    if (origin?.traceparent !== undefined) request.traceparent = origin.traceparent
-    if (origin?.baggage !== undefined) request.baggage = origin.baggage
-
-    if (config.condition_function_id !== undefined) {
-      const conditionId = config.condition_function_id
-      try {
-        const verdict = await this.deps.worker.invoke({ ...request, function_id: conditionId, timeoutMs: budget })
-        if (verdict === false) return
-      } catch (error) {
-        this.failed('condition failed; event not delivered', trigger, conditionId, error)
-        return
-      }
-    }
-
-    // The handler gets what the condition left of the budget; a timeout names the whole budget.
-    const remaining = config.condition_function_id === undefined ? budget : Math.floor(budget - (performance.now() - started))
-    if (remaining <= 0) {
-      this.failed('delivery timed out', trigger, binding.function_id, Errors.timeout(budget))
-      return
-    }
-    try {
-      await this.deps.worker.invoke({ ...request, function_id: binding.function_id, timeoutMs: remaining })
-    } catch (error) {
-      const timedOut = errorBodyOf(error).code === 'TIMEOUT'
-      this.failed(timedOut ? 'delivery timed out' : 'handler failed', trigger, binding.function_id, timedOut ? Errors.timeout(budget) : error)
-    }
-  }
-
-  private failed(what: string, trigger: ActiveTrigger, functionId: string, error: unknown): void {
-    if (this.stopped) return
-    const { code, message } = errorBodyOf(error)
-    this.deps.log.error(`state trigger ${trigger.binding.id}: ${what}`, {
-      trigger_id: trigger.binding.id,
-      function_id: functionId,
-      code,
-      message,
-    })
-  }
-}
-
-/** A first-in first-out queue with O(1) push and shift (an array's shift is O(n)). */
-class Fifo<T> {
-  private items: Array<T | undefined> = []
-  private head = 0
-
-  get length(): number {
-    return this.items.length - this.head
-  }
-
-  push(item: T): void {
-    this.items.push(item)
-  }
-
-  shift(): T | undefined {
-    if (this.head === this.items.length) return undefined
-    const item = this.items[this.head]
-    this.items[this.head++] = undefined
-    // Compact once the consumed prefix dominates, keeping memory proportional to what is queued.
-    if (this.head > 1024 && this.head * 2 > this.items.length) {
-      this.items = this.items.slice(this.head)
-      this.head = 0
-    }
-    return item
-  }
-
-  clear(): void {
-    this.items = []
-    this.head = 0
   }
 }

@@ -1,0 +1,58 @@
+/** Descriptor of the database worker (builtins.md §10); not implemented yet. */
+import type { BuiltinDescriptor } from '../descriptor.ts'
+
+export const DATABASE_DESCRIPTOR = {
+  name: 'database',
+  aliases: ['db'],
+  mode: 'default',
+  engineName: 'database',
+  title: 'Database',
+  description: 'SQL access to SQLite, PostgreSQL and MySQL databases',
+  spec: 'builtins.md §10',
+  disabledEffect: 'its functions are unavailable',
+  configurationId: 'database',
+  settingsSource: 'seed',
+  settings: {
+    type: 'object',
+    properties: {
+      databases: {
+        type: 'object',
+        default: {},
+        description: 'databases by name; names match [A-Za-z0-9_-]{1,64}',
+        propertyNames: { pattern: '^[A-Za-z0-9_-]{1,64}$' },
+        additionalProperties: {
+          type: 'object',
+          required: ['url'],
+          properties: {
+            url: { type: 'string', minLength: 1, description: 'sqlite:<path>, sqlite::memory:, postgres://…, mysql://…' },
+            pool: {
+              type: 'object',
+              properties: {
+                max: { type: 'integer', minimum: 1, maximum: 1000, default: 10, description: 'connections (PostgreSQL, MySQL)' },
+                acquire_timeout_ms: { type: 'integer', minimum: 1, default: 5000, description: 'wait for a free connection (SQLite: lock wait)' },
+                idle_timeout_ms: { type: 'integer', minimum: 0, default: 30000, description: 'idle connections are closed after this' },
+              },
+            },
+            statement_timeout_ms: { type: 'integer', minimum: 1, default: 30000, description: 'default per-call timeout' },
+            tls: {
+              type: 'object',
+              properties: {
+                mode: {
+                  type: 'string',
+                  enum: ['disable', 'require', 'verify-full'],
+                  description: 'default require for remote hosts, disable for localhost',
+                },
+                ca_file: { type: 'string', minLength: 1, description: 'extra CA bundle' },
+              },
+            },
+          },
+        },
+      },
+    },
+  },
+  functions: ['database::*'],
+  triggerTypes: [],
+  runsIn: 'engine',
+  implemented: false,
+  listOrder: 6,
+} as const satisfies BuiltinDescriptor

@@ -1,0 +1,56 @@
+/** Descriptor of the queue worker (builtins.md §7); not implemented yet. */
+import { adapterEntrySchema, type BuiltinDescriptor, type JsonSchema } from '../descriptor.ts'
+
+/** Settings of one queue (builtins.md §7.1). */
+const QUEUE_SETTINGS: JsonSchema = {
+  type: 'object',
+  properties: {
+    type: { type: 'string', enum: ['standard', 'fifo'], default: 'standard' },
+    message_group_field: { type: 'string', minLength: 1, description: 'required for fifo: top-level field of the message data holding the group' },
+    max_retries: { type: 'integer', minimum: 0, maximum: 1000, default: 3, description: 'retries after the first attempt' },
+    backoff_ms: { type: 'integer', minimum: 0, maximum: 3600000, default: 1000, description: 'delay before retry n is backoff_ms × 2^(n−1)' },
+    max_backoff_ms: { type: 'integer', minimum: 0, default: 3600000, description: 'cap of a single retry delay' },
+    concurrency: { type: 'integer', minimum: 1, maximum: 1024, default: 10, description: 'deliveries in flight at once (per engine)' },
+    delivery_timeout_ms: { type: 'integer', minimum: 1000, maximum: 86400000, default: 900000, description: 'an attempt not finished in time counts as failed' },
+    concurrency_key_field: { type: 'string', minLength: 1, description: 'standard only: at most one attempt per distinct value in flight' },
+  },
+}
+
+export const QUEUE_DESCRIPTOR = {
+  name: 'queue',
+  aliases: [],
+  mode: 'default',
+  engineName: 'queue',
+  title: 'Queue',
+  description: 'Named queues and durable publish/subscribe, delivered at least once',
+  spec: 'builtins.md §7',
+  disabledEffect: 'its functions and triggers are unavailable',
+  configurationId: 'queue',
+  settingsSource: 'seed',
+  settings: {
+    type: 'object',
+    properties: {
+      adapter: adapterEntrySchema(['builtin', 'memory', 'redis']),
+      queue_configs: {
+        type: 'object',
+        default: {},
+        description: 'named queues usable with Enqueue; names match [A-Za-z0-9_.:-]{1,128}',
+        propertyNames: { pattern: '^[A-Za-z0-9_.:-]{1,128}$' },
+        additionalProperties: QUEUE_SETTINGS,
+      },
+      subscriber_defaults: { ...QUEUE_SETTINGS, description: 'used for durable:subscriber queues without their own settings' },
+      subscriber_retention_ms: {
+        type: 'integer',
+        minimum: 0,
+        default: 604800000,
+        description: 'how long a subscriber with no live trigger is remembered; 0 forever',
+      },
+    },
+  },
+  adapters: ['builtin', 'memory', 'redis'],
+  functions: ['svc::durable::publish', 'svc::queue::*', 'queue::define', 'engine::queue::*'],
+  triggerTypes: ['durable:subscriber', 'queue'],
+  runsIn: 'engine',
+  implemented: false,
+  listOrder: 5,
+} as const satisfies BuiltinDescriptor
