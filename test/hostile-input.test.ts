@@ -62,9 +62,9 @@ describe('frames that used to crash the engine', () => {
     w.send(`{"type":"invokefunction","invocation_id":"deep","function_id":"health::echo","data":${deep(5000)}}`)
     const answer = await w.next((f) => f.invocation_id === 'deep')
     assert.equal(answer.error.code, 'invalid_message')
-    assert.match(answer.error.message, /nesting deeper than 128 levels/)
-    // A payload just under the limit still round-trips unchanged.
-    const allowed = JSON.parse(deep(126))
+    assert.match(answer.error.message, /nesting deeper than 144 levels/)
+    // A payload at the limit of outside values still round-trips unchanged.
+    const allowed = JSON.parse(deep(128))
     assert.deepEqual((await w.call('health::echo', allowed)).result, allowed)
     await stillRouting()
   })
@@ -83,7 +83,7 @@ describe('frames that used to crash the engine', () => {
     open.push(caller)
     const answer = await caller.call('deep::result', null)
     assert.equal(answer.error.code, 'invalid_message')
-    assert.match(answer.error.message, /result of the callee refused: nesting deeper than 128 levels/)
+    assert.match(answer.error.message, /result of the callee refused: nesting deeper than 144 levels/)
     await stillRouting()
   })
 
@@ -93,7 +93,7 @@ describe('frames that used to crash the engine', () => {
     w.send(`{"type":"registerfunction","id":"deep::meta","metadata":{"x":${deep(5000)}}}`)
     const rejected = await w.next((f) => f.type === 'registrationrejected' && f.function_id === 'deep::meta')
     assert.equal(rejected.reason, 'invalid')
-    assert.match(rejected.message, /nesting deeper than 128 levels/)
+    assert.match(rejected.message, /nesting deeper than 144 levels/)
     w.send(`{"type":"invokefunction","function_id":"engine::workers::register","action":{"type":"void"},"data":{"name":"deep","telemetry":{"framework":${deep(5000)}}}}`)
     // Nesting under the limit is accepted; only the announce's strings are kept.
     w.announce({ name: 'n\ud800ame\u202e', description: 'd', os: { nested: JSON.parse(deep(100)) }, telemetry: { framework: JSON.parse(deep(100)), language: 'ts' } })

@@ -82,4 +82,8 @@ export class BuiltinPeer implements Peer, LocalWorker {
   setListenUrls(urls: string[]): void {
     this.listenUrls = [...urls]
   }
+
+  setLastConfigError(message: string | undefined): void {
+    this.lastConfigError = message
+  }
 }

@@ -101,6 +101,11 @@ export interface LocalWorker {
   reportTriggerResult(triggerId: string, error?: { code: string; message: string }): void
   /** Addresses this worker listens on, shown as `listen_urls` by `engine::workers::info`. */
   setListenUrls(urls: string[]): void
+  /**
+   * The last settings apply that failed (`<key>: <problem>`), shown as `last_config_error` by
+   * `engine::workers::info` (builtins.md §2.7); undefined once an apply succeeds.
+   */
+  setLastConfigError(message: string | undefined): void
 }
 
 /** Engine logger; the observability worker will collect these later. */

@@ -107,8 +107,8 @@ export function adapterEntrySchema(names: readonly string[], description?: strin
   const config: Record<string, JsonSchema> = {}
   if (names.includes('builtin')) config.path = { type: 'string', minLength: 1, description: 'builtin: SQLite file, relative to the data directory' }
   if (names.includes('redis')) {
-    config.url = { type: 'string', minLength: 1, description: 'redis: redis:// or rediss:// URL (alias redis_url)' }
-    config.redis_url = { type: 'string', minLength: 1, description: 'alias of url' }
+    config.url = { type: 'string', pattern: '^rediss?://', default: 'redis://127.0.0.1:6379', description: 'redis: redis:// or rediss:// URL (alias redis_url)' }
+    config.redis_url = { type: 'string', pattern: '^rediss?://', description: 'alias of url' }
     config.key_prefix = { type: 'string', description: 'redis: key prefix', default: 'svc:' }
   }
   return {

@@ -3,7 +3,7 @@
  *
  * Decoding is lenient as §3.5 requires (missing optional fields take their defaults, `null` in an
  * optional field counts as omitted, unknown fields and types are ignored) and strict at the edge:
- * every frame is scanned as JSON once, refused when it nests deeper than {@link MAX_JSON_DEPTH} or
+ * every frame is scanned as JSON once, refused when it nests deeper than {@link MAX_FRAME_DEPTH} or
  * carries an id that is not a well-formed string, and reported as malformed with enough of its
  * content for the engine to owe the right reply.
  *
@@ -14,7 +14,7 @@
  * Never throws.
  */
 import { wireErrorBody, type ErrorBody } from './errors.ts'
-import { idProblem, JsonSyntaxError, MAX_JSON_DEPTH, scanObjectMembers } from './json.ts'
+import { idProblem, JsonSyntaxError, MAX_FRAME_DEPTH, scanObjectMembers } from './json.ts'
 import type {
   InvocationResultMessage,
   InvokeFunctionMessage,
@@ -151,7 +151,7 @@ export function decodeFrame(data: string | Uint8Array, isBinary: boolean): Decod
 export function decodeText(text: string): Decoded {
   let members: Map<string, [number, number]> | undefined
   try {
-    members = scanObjectMembers(text, MAX_JSON_DEPTH)
+    members = scanObjectMembers(text, MAX_FRAME_DEPTH)
   } catch (err) {
     if (text.trim() === '') return { kind: 'ignored' }
     const reason = err instanceof JsonSyntaxError ? err.message : String(err)

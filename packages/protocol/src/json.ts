@@ -9,8 +9,16 @@
  * (`JSON.stringify` overflows the stack at a few thousand levels) on every side of a call.
  */
 
-/** Deepest nesting of arrays and objects accepted in a payload, result or registration (levels). */
+/** Deepest nesting of arrays and objects accepted in a value from outside (an HTTP body, a payload), levels. */
 export const MAX_JSON_DEPTH = 128
+
+/**
+ * Deepest nesting accepted in a protocol frame: {@link MAX_JSON_DEPTH} plus room for the objects
+ * the engine and the built-ins wrap values in (the frame itself, an HTTP request object around a
+ * body, a response descriptor, a middleware input), so a value accepted at one edge is never
+ * refused at the next hop.
+ */
+export const MAX_FRAME_DEPTH = MAX_JSON_DEPTH + 16
 
 /** Longest id (function id, trigger type id, trigger id) accepted, in UTF-16 code units. */
 export const MAX_ID_LENGTH = 1024

@@ -646,6 +646,11 @@ describe('svc-http in the engine (builtins.md §3)', () => {
         assert.equal(base(), before)
         assert.equal(http.settings?.port, 0)
         assert.equal((await send('/plain')).status, 200)
+        // builtins.md §2.7: the failure is reported as last_config_error until an apply succeeds.
+        const info = async () => ((await t.engine.inject({ function_id: 'engine::workers::info', data: { name: 'svc-http' } })) as { worker: { last_config_error?: string } }).worker
+        assert.match((await info()).last_config_error ?? '', /^port: .*EADDRINUSE/)
+        await http.applySettings(BASE_SETTINGS)
+        assert.equal((await info()).last_config_error, undefined)
       } finally {
         await new Promise((resolve) => blocker.close(resolve))
       }

@@ -390,6 +390,7 @@ export class HttpWorker implements BuiltinWorker {
       log: context.log,
       parse: (value) => compile(parseHttpSettings(value)),
       apply: (next, previous) => this.apply(next, previous),
+      onConfigError: (message) => context.worker.setLastConfigError(message),
     })
     await this.applySettings(settings)
     const provider: LocalTriggerProvider = {

@@ -56,7 +56,7 @@ describe('svc-state settings (builtins.md §4.1)', () => {
 
   it('lists every accepted adapter name in its JSON schema', () => {
     assert.deepEqual(
-      [...STATE_SETTINGS_SCHEMA.properties.adapter.properties.name.enum].sort(),
+      [...(STATE_SETTINGS_SCHEMA.properties.adapter.properties?.name?.enum ?? [])].sort(),
       ['builtin', 'file_based', 'in_memory', 'kv', 'local', 'memory', 'redis'],
     )
   })

@@ -4,6 +4,7 @@
  */
 import { parseStateAdapterEntry, type StateAdapterSpec } from '../../adapters/state/index.ts'
 import { SvcError } from 'svc-protocol/errors'
+import { STATE_DESCRIPTOR } from './descriptor.ts'
 
 /** The effective settings of `svc-state`, every default applied (§4.1). */
 export interface StateSettings {
@@ -59,37 +60,7 @@ export function parseStateSettings(value: unknown): StateSettings {
 }
 
 /**
- * JSON Schema of the `svc-state` configuration entry (§2.7, §4.1), for `configuration::register`.
- * {@link parseStateSettings} enforces the same rules.
+ * JSON Schema of the `svc-state` configuration entry (§2.7, §4.1), for `configuration::register`;
+ * the worker's descriptor holds it. {@link parseStateSettings} enforces the same rules.
  */
-export const STATE_SETTINGS_SCHEMA = {
-  type: 'object',
-  properties: {
-    adapter: {
-      type: 'object',
-      additionalProperties: false,
-      required: ['name'],
-      default: { name: 'builtin' },
-      properties: {
-        name: {
-          type: 'string',
-          enum: ['builtin', 'memory', 'redis', 'kv', 'file_based', 'local', 'in_memory'],
-          description:
-            'builtin: SQLite state.db in the data directory; memory: in-process, lost on restart; redis: shared by every engine using the same Redis and key_prefix',
-        },
-        config: {
-          type: 'object',
-          additionalProperties: false,
-          properties: {
-            path: { type: 'string', minLength: 1, description: 'builtin only; relative to the data directory' },
-            url: { type: 'string', pattern: '^rediss?://', default: 'redis://127.0.0.1:6379', description: 'redis only' },
-            redis_url: { type: 'string', pattern: '^rediss?://', description: 'redis only; another name for url' },
-            key_prefix: { type: 'string', default: 'svc:', description: 'redis only; prefix of every key and channel' },
-          },
-        },
-      },
-    },
-    triggers_enabled: { type: 'boolean', default: true },
-    max_value_bytes: { type: ['integer', 'null'], minimum: 1, default: null, description: 'bytes of the JSON encoding' },
-  },
-} as const
+export const STATE_SETTINGS_SCHEMA = STATE_DESCRIPTOR.settings

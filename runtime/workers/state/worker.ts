@@ -18,7 +18,8 @@ import {
 } from '../../adapters/state/index.ts'
 import type { FormatSchema } from 'svc-protocol'
 import type { BuiltinContext, BuiltinWorker, InvocationContext, LocalFunctionOptions } from '../../engine/types.ts'
-import { SvcError } from 'svc-protocol/errors'
+import { Errors, SvcError } from 'svc-protocol/errors'
+import { createSettingsApplier, withSettingsKey, type SettingsApplier } from '../shared/settings.ts'
 import { assertUpdateOps } from '../../update-ops/index.ts'
 import type { UpdateOpError } from '../../update-ops/types.ts'
 import { parseStateSettings, type StateSettings } from './settings.ts'
@@ -58,11 +59,18 @@ export class StateWorker implements BuiltinWorker {
   private settings: StateSettings | null = null
   private slot: AdapterSlot | null = null
   private triggers: StateTriggers | null = null
-  /** Applies run one after another (§2.7). */
-  private applying: Promise<void> = Promise.resolve()
+  /** Applies run one after another and keep the previous settings on failure (§2.7). */
+  private applier: SettingsApplier<StateSettings> | null = null
 
   async start(context: BuiltinContext, settings: unknown): Promise<void> {
     this.context = context
+    this.applier = createSettingsApplier<StateSettings>({
+      worker: STATE_WORKER_NAME,
+      log: context.log,
+      parse: parseStateSettings,
+      apply: (next) => this.apply(next),
+      onConfigError: (message) => context.worker.setLastConfigError(message),
+    })
     this.triggers = new StateTriggers({
       worker: context.worker,
       log: context.log,
@@ -107,10 +115,9 @@ export class StateWorker implements BuiltinWorker {
    *   adapter whose server is unreachable still opens (it logs a warning and answers
    *   `ADAPTER_UNAVAILABLE` until the server is back, builtins.md §13.4).
    */
-  applySettings(settings: unknown): Promise<void> {
-    const run = this.applying.then(() => this.apply(settings))
-    this.applying = run.catch(() => {})
-    return run
+  async applySettings(settings: unknown): Promise<void> {
+    if (!this.applier) throw Errors.internal(`${STATE_WORKER_NAME}: applySettings before start`)
+    await this.applier.apply(settings)
   }
 
   async stop(): Promise<void> {
@@ -120,10 +127,8 @@ export class StateWorker implements BuiltinWorker {
     if (slot) await this.retire(slot)
   }
 
-  private async apply(value: unknown): Promise<void> {
-    const context = this.context
-    if (!context) throw new SvcError('internal_error', `${STATE_WORKER_NAME}: applySettings before start`)
-    const next = parseStateSettings(value)
+  private async apply(next: StateSettings): Promise<void> {
+    const context = this.context!
     const adapterContext = { dataDir: context.dataDir, log: context.log }
     const identity = stateAdapterIdentity(next.adapter, adapterContext)
 
@@ -133,11 +138,7 @@ export class StateWorker implements BuiltinWorker {
         // Opened before anything changes: on failure the old adapter stays in use (§2.9).
         adapter = await openStateAdapter(next.adapter, adapterContext)
       } catch (error) {
-        throw new SvcError(
-          'STORAGE_ERROR',
-          `cannot open the ${next.adapter.name} state adapter: ${(error as Error).message}`,
-          { cause: error },
-        )
+        throw withSettingsKey(Errors.storageError(`cannot open the ${next.adapter.name} state adapter: ${(error as Error).message}`, error), 'adapter')
       }
       const triggers = this.triggers!
       const unsubscribe = adapter.subscribe((change) => triggers.publish(change))
@@ -170,15 +171,13 @@ export class StateWorker implements BuiltinWorker {
    */
   private async withAdapter<T>(functionId: string, operation: (adapter: StateAdapter) => Promise<T>): Promise<T> {
     const slot = this.slot
-    if (!slot) throw new SvcError('STORAGE_ERROR', `${functionId} failed: the state worker is stopped`)
+    if (!slot) throw Errors.storageError(`${functionId} failed: the state worker is stopped`)
     slot.inFlight++
     try {
       return await operation(slot.adapter)
     } catch (error) {
       if (error instanceof SvcError) throw error
-      throw new SvcError('STORAGE_ERROR', `${functionId} failed: ${(error as Error)?.message ?? String(error)}`, {
-        cause: error,
-      })
+      throw Errors.storageError(`${functionId} failed: ${(error as Error)?.message ?? String(error)}`, error)
     } finally {
       slot.inFlight--
       if (slot.retired && slot.inFlight === 0) void this.retire(slot)
@@ -321,7 +320,7 @@ export class StateWorker implements BuiltinWorker {
 // Payload validation (builtins.md §2.1)
 
 function invalid(message: string): SvcError {
-  return new SvcError('INVALID_ARGUMENTS', message)
+  return Errors.invalidArguments(message)
 }
 
 function payloadOf(data: unknown): Payload {
