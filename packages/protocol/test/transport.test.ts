@@ -12,7 +12,7 @@ import { WebSocketServer, type WebSocket } from 'ws'
 import { SvcError } from '../src/errors.ts'
 import { memoryConnector, memoryPair } from '../src/transport/memory.ts'
 import type { PeerInfo, Transport } from '../src/transport/types.ts'
-import { connectWebSocket, MAX_FRAMES_PER_WRITE, peerInfoOf, wsServerTransport } from '../src/transport/ws.ts'
+import { connectWebSocket, FIRST_WRITE_FRAMES, MAX_FRAMES_PER_WRITE, peerInfoOf, wsServerTransport } from '../src/transport/ws.ts'
 
 const WAIT_MS = 5000
 
@@ -331,8 +331,13 @@ function countWrites(target: object): { count: number; restore(): void } {
   return counter
 }
 
+/** TCP writes made while sending `frames` frames in one turn: the first batch, then full ones. */
+function expectedWrites(frames: number): number {
+  return frames <= FIRST_WRITE_FRAMES ? 0 : 1 + Math.floor((frames - FIRST_WRITE_FRAMES - 1) / MAX_FRAMES_PER_WRITE)
+}
+
 describe('ws transport', () => {
-  it('coalesces the frames of one turn into writes of at most 16 frames (server side)', async (t) => {
+  it('coalesces the frames of one turn: the first 2 leave at once, then writes of at most 16 frames (server side)', async (t) => {
     const server = await startWsServer(t)
     const a = connectWebSocket(server.url, {})
     t.after(() => a.terminate())
@@ -341,14 +346,16 @@ describe('ws transport', () => {
     const { transport: b, tcp } = server.accepted[0]!
     const writes = countWrites(tcp)
     try {
-      for (let i = 0; i < MAX_FRAMES_PER_WRITE; i++) b.send(`{"n":${i}}`)
-      assert.equal(writes.count, 0, 'a batch waits for the end of the turn')
-      b.send(`{"n":${MAX_FRAMES_PER_WRITE}}`)
-      assert.equal(writes.count, 1, 'the 17th frame starts a new batch: the first 16 leave at once')
-      for (let i = MAX_FRAMES_PER_WRITE + 1; i < 40; i++) b.send(`{"n":${i}}`)
-      assert.equal(writes.count, 2)
+      for (let i = 0; i < FIRST_WRITE_FRAMES; i++) b.send(`{"n":${i}}`)
+      assert.equal(writes.count, 0, 'a batch waits until it is full or the turn ends')
+      b.send(`{"n":${FIRST_WRITE_FRAMES}}`)
+      assert.equal(writes.count, 1, 'the first frames leave as soon as the next one comes')
+      for (let i = FIRST_WRITE_FRAMES + 1; i < 40; i++) {
+        b.send(`{"n":${i}}`)
+        assert.equal(writes.count, expectedWrites(i + 1), `after frame ${i}`)
+      }
       await new Promise<void>((r) => process.nextTick(r))
-      assert.equal(writes.count, 3, 'the rest leaves at the end of the turn')
+      assert.equal(writes.count, expectedWrites(40) + 1, 'the rest leaves at the end of the turn')
     } finally {
       writes.restore()
     }
@@ -378,9 +385,9 @@ describe('ws transport', () => {
     }
     try {
       for (let i = 0; i < 40; i++) a.send(`{"n":${i}}`)
-      assert.equal(count, 2)
+      assert.equal(count, expectedWrites(40))
       await new Promise<void>((r) => process.nextTick(r))
-      assert.equal(count, 3)
+      assert.equal(count, expectedWrites(40) + 1)
     } finally {
       proto._writeGeneric = original
     }

@@ -21,6 +21,7 @@ import {
   toErrorBody,
   type InvocationErrorInit,
 } from './errors.ts'
+import { Deadlines, type DeadlineSlot } from './deadlines.ts'
 import { backoffDelay, buildAnnounce, type ResolvedOptions } from './options.ts'
 import type {
   ErrorBody,
@@ -114,7 +115,9 @@ class PendingCall {
   readonly promise: Promise<unknown>
   resolve!: (value: unknown) => void
   reject!: (error: Error) => void
-  timer: ReturnType<typeof setTimeout> | undefined = undefined
+  /** The deadline slot holding this call until it completes or times out. */
+  slot: DeadlineSlot<PendingCall> | undefined = undefined
+  timeoutMs = 0
   /** The frame while the call waits in the outbound queue; cleared once sent. */
   frame: string | undefined = undefined
   sent = false
@@ -236,6 +239,8 @@ export class WorkerClient implements SvcClient {
   #lastError: Error | undefined = undefined
 
   readonly #pending = new Map<string, PendingCall>()
+  /** Timeouts of the pending calls (sdk.md §6), grouped so that a call needs no timer of its own. */
+  readonly #deadlines = new Deadlines<PendingCall>((call) => this.#onTimeout(call))
   /** Calls made while not connected: void frames as strings, the others as their pending entry. */
   #queue: Array<string | PendingCall> = []
 
@@ -409,7 +414,7 @@ export class WorkerClient implements SvcClient {
     for (const call of this.#pending.values()) {
       if (!call.sent) continue
       this.#pending.delete(call.id)
-      clearTimeout(call.timer)
+      this.#deadlines.cancel(call, call.slot)
       call.reject(invocationError(Errors.connectionLost(), call.functionId))
     }
   }
@@ -417,11 +422,12 @@ export class WorkerClient implements SvcClient {
   /** Rejects every pending and queued call with `make(call)`; queued void calls are dropped. */
   #rejectAll(make: (call: PendingCall) => Error): void {
     for (const call of this.#pending.values()) {
-      clearTimeout(call.timer)
+      this.#deadlines.cancel(call, call.slot)
       call.frame = undefined
       call.reject(make(call))
     }
     this.#pending.clear()
+    this.#deadlines.clear()
     this.#queue = []
   }
 
@@ -516,7 +522,7 @@ export class WorkerClient implements SvcClient {
     const call = this.#pending.get(msg.invocation_id)
     if (call === undefined) return // late answer after a timeout, or not ours
     this.#pending.delete(msg.invocation_id)
-    clearTimeout(call.timer)
+    this.#deadlines.cancel(call, call.slot)
     if (msg.error !== undefined && msg.error !== null) {
       call.reject(InvocationError.fromWire(msg.error, call.functionId))
     } else {
@@ -760,7 +766,8 @@ export class WorkerClient implements SvcClient {
     const call = new PendingCall(id, functionId)
     this.#pending.set(id, call)
     const timeoutMs = request.timeoutMs ?? this.#timeoutMs
-    call.timer = setTimeout(WorkerClient.#onTimeout, timeoutMs, this, call, timeoutMs)
+    call.timeoutMs = timeoutMs
+    call.slot = this.#deadlines.add(call, timeoutMs)
     const transport = this.#transport
     if (this.#connected && transport !== undefined) {
       call.sent = true
@@ -772,12 +779,11 @@ export class WorkerClient implements SvcClient {
     return call.promise
   }
 
-  /** Static so that a call's timer needs no closure of its own. */
-  static #onTimeout(client: WorkerClient, call: PendingCall, timeoutMs: number): void {
-    if (client.#pending.get(call.id) !== call) return
-    client.#pending.delete(call.id)
+  #onTimeout(call: PendingCall): void {
+    if (this.#pending.get(call.id) !== call) return
+    this.#pending.delete(call.id)
     call.frame = undefined // a queued call that expired is skipped when the queue is flushed
-    call.reject(invocationError(Errors.timeout(timeoutMs), call.functionId))
+    call.reject(invocationError(Errors.timeout(call.timeoutMs), call.functionId))
   }
 
   // ---------------------------------------------------------------- registration (sdk.md §4–§5)

@@ -30,6 +30,14 @@ import type { ConnectOptions, Connector, PeerInfo, Transport, TransportHandlers 
  */
 export const MAX_FRAMES_PER_WRITE = 16
 
+/**
+ * Frames in the first write of a turn. The first frames leave at once so the peer starts on them
+ * while the rest of the turn is built: with 8 calls in flight, three processes (caller, engine,
+ * callee) otherwise take turns on one batch. Measured on 2 cores (npm run bench): 8 in flight
+ * went from 30,700/s to 49,500/s; 64 in flight stayed within noise.
+ */
+export const FIRST_WRITE_FRAMES = 2
+
 /** A writable stream that can hold writes back (`net.Socket`, `tls.TLSSocket`). */
 interface Corkable {
   cork(): void
@@ -51,6 +59,7 @@ class WsTransport implements Transport {
   #corked = false
   /** Frames written into the current cork. */
   #batch = 0
+  #limit = 0
   #handlers: TransportHandlers | undefined = undefined
   /** Events held until handlers are set (then undefined). */
   #held: HeldEvent[] | undefined = []
@@ -111,12 +120,14 @@ class WsTransport implements Transport {
       if (!this.#corked) {
         this.#corked = true
         this.#batch = 1
+        this.#limit = FIRST_WRITE_FRAMES
         tcp.cork()
         process.nextTick(WsTransport.#uncork, this)
-      } else if (this.#batch === MAX_FRAMES_PER_WRITE) {
+      } else if (this.#batch >= this.#limit) {
         tcp.uncork()
         tcp.cork()
         this.#batch = 1
+        this.#limit = MAX_FRAMES_PER_WRITE
       } else {
         this.#batch++
       }
