@@ -63,7 +63,14 @@ export class LegTable {
     const timeoutMs = invocation.timeoutMs
     if (timeoutMs !== undefined) leg.timer = setTimeout(LegTable.expire, timeoutMs, this, leg, timeoutMs)
     callee.send(
-      encodeInvoke(leg.id, replica.wireIdJson, invocation.data, invocation.metadata, invocation.traceparent, mergeBaggage(invocation.baggage, target)),
+      encodeInvoke(
+        leg.id,
+        replica.wireIdJson,
+        invocation.data,
+        invocation.metadata,
+        invocation.traceparent,
+        invocation.baggage === undefined ? target.baggageJson : JSON.stringify(mergeBaggage(invocation.baggage, target)),
+      ),
     )
   }
 

@@ -804,7 +804,7 @@ export class Engine implements BuiltinHost, PipelineHost {
       reply:
         invocationId === undefined
           ? new DiscardReply(message.function_id, this.log)
-          : new RelayReply(session, invocationId, JSON.stringify(message.function_id)),
+          : new RelayReply(session, invocationId, session.idJson(message.function_id)),
     }
     if (message.metadata !== undefined) invocation.metadata = message.metadata
     if (message.action !== undefined) invocation.action = message.action

@@ -29,14 +29,19 @@ export class FunctionEntry {
   readonly idJson: string
   /** `svc.function.id=<id>,iii.function.id=<id>`: the baggage added when the caller sent none. */
   readonly baggage: string
+  /** The JSON encoding of {@link baggage}. */
+  readonly baggageJson: string
   private cursor = 0
 
   constructor(namespace: string, id: string) {
     this.namespace = namespace
     this.id = id
     this.idJson = JSON.stringify(id)
-    const v = encodeURIComponent(id)
+    // toWellFormed: encodeURIComponent throws on a lone surrogate; ids are checked at the edge, but
+    // a registry entry must never be the place that fails.
+    const v = encodeURIComponent(id.toWellFormed())
     this.baggage = `svc.function.id=${v},iii.function.id=${v}`
+    this.baggageJson = JSON.stringify(this.baggage)
   }
 
   /** The replica whose description and formats listings show: the most recent registration. */

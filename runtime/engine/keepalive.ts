@@ -1,13 +1,17 @@
 /**
  * Server keepalive of one listener (protocol.md §3.3): every `ping_interval_ms` each tracked
  * transport is pinged, and one from which nothing (message, ping or pong) arrived for
- * `idle_timeout_ms` is terminated; its `close` then runs the usual cleanup.
+ * `idle_timeout_ms` is terminated; its `close` then runs the usual cleanup. Silence is measured
+ * at sweep granularity, so a connection is terminated between `idle_timeout_ms` and
+ * `idle_timeout_ms + ping_interval_ms` after its last frame.
  */
 import type { Transport } from 'svc-protocol'
 import type { Logger } from './types.ts'
 
 interface Tracked {
   lastSeenMs: number
+  /** Set by every frame, ping or pong; the sweep turns it into `lastSeenMs` (no clock read per frame). */
+  heard: boolean
 }
 
 export class Keepalive {
@@ -25,10 +29,10 @@ export class Keepalive {
 
   /** Starts watching `transport`; call the returned function whenever anything arrives on it. */
   track(transport: Transport): () => void {
-    const entry: Tracked = { lastSeenMs: Date.now() }
+    const entry: Tracked = { lastSeenMs: Date.now(), heard: false }
     this.tracked.set(transport, entry)
     return () => {
-      entry.lastSeenMs = Date.now()
+      entry.heard = true
     }
   }
 
@@ -44,6 +48,10 @@ export class Keepalive {
   private sweep(): void {
     const now = Date.now()
     for (const [transport, entry] of this.tracked) {
+      if (entry.heard) {
+        entry.heard = false
+        entry.lastSeenMs = now
+      }
       if (now - entry.lastSeenMs > this.idleTimeoutMs) {
         this.log.warn('closing a silent worker connection', { idle_timeout_ms: this.idleTimeoutMs })
         this.tracked.delete(transport)

@@ -58,6 +58,8 @@ export class Session implements Peer, FrameSink {
   readonly backlog: Array<{ data: string | Uint8Array; isBinary: boolean } | InboundMessage> = []
   /** True while an asynchronous step (auth, a hook, a reattach) holds the inbound queue. */
   blocked = true
+  /** JSON of the function ids this session calls, so relayed results need no encoding per call. */
+  private readonly idJsonCache = new Map<string, string>()
 
   constructor(transport: Transport, listener: ListenerConfig, info: PeerInfo) {
     this.transport = transport
@@ -84,6 +86,17 @@ export class Session implements Peer, FrameSink {
   /** Bytes queued on the transport and not yet sent (backpressure, §3.5). */
   get pendingBytes(): number {
     return this.transport.bufferedAmount
+  }
+
+  /** The JSON encoding of `id` (cached for the few ids a worker calls; bounded). */
+  idJson(id: string): string {
+    let json = this.idJsonCache.get(id)
+    if (json === undefined) {
+      json = JSON.stringify(id)
+      if (this.idJsonCache.size >= 1024) this.idJsonCache.clear()
+      this.idJsonCache.set(id, json)
+    }
+    return json
   }
 
   /** Whether `message` must wait in the registration buffer. */

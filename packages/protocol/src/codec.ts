@@ -194,6 +194,12 @@ type Spans = Map<string, [number, number]>
 function field(text: string, spans: Spans, name: string): unknown {
   const span = spans.get(name)
   if (span === undefined) return undefined
+  // Ids are plain strings almost always: the scanner already checked them, so without an escape
+  // the text between the quotes is the value.
+  if (text.charCodeAt(span[0]) === 34) {
+    const inner = text.slice(span[0] + 1, span[1] - 1)
+    if (!inner.includes('\\')) return inner
+  }
   const value = JSON.parse(text.slice(span[0], span[1])) as unknown
   return value === null ? undefined : value
 }
@@ -375,19 +381,19 @@ function invocationProblem(value: unknown): string | undefined {
 // Frames the engine sends on the hot path are built by concatenation: no intermediate object, and
 // payloads that arrived as RawJson are written back as the text they were.
 
-/** An E→W `invokefunction` (§5.8): never `action` or `namespace`. */
+/** An E→W `invokefunction` (§5.8): never `action` or `namespace`. Ids and baggage come as JSON text. */
 export function encodeInvoke(
   invocationId: string,
   functionIdJson: string,
   data: JsonInput,
   metadata: JsonInput | undefined,
   traceparent: string | undefined,
-  baggage: string | undefined,
+  baggageJson: string | undefined,
 ): string {
   let frame = '{"type":"invokefunction","invocation_id":"' + invocationId + '","function_id":' + functionIdJson + ',"data":' + encodeJson(data)
   if (metadata !== undefined) frame += ',"metadata":' + encodeJson(metadata)
   if (traceparent !== undefined) frame += ',"traceparent":' + JSON.stringify(traceparent)
-  if (baggage !== undefined) frame += ',"baggage":' + JSON.stringify(baggage)
+  if (baggageJson !== undefined) frame += ',"baggage":' + baggageJson
   return frame + '}'
 }
 

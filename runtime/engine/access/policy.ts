@@ -7,7 +7,7 @@
  * (defaults when the listener has no auth function). Every decision is a few set and pattern
  * lookups: nothing is compiled per invocation.
  */
-import { Errors, INFRASTRUCTURE_FUNCTIONS, type AuthResult, type SvcError } from 'svc-protocol'
+import { Errors, idProblem, INFRASTRUCTURE_FUNCTIONS, type AuthResult, type SvcError } from 'svc-protocol'
 import type { ExposeRule, RbacConfig } from '../types.ts'
 import { compilePattern, unwrapMatch, type IdPattern } from './patterns.ts'
 
@@ -210,6 +210,8 @@ export function readAuthResult(value: unknown): AuthResult | string {
     if (typeof v.function_registration_prefix !== 'string' || v.function_registration_prefix === '') {
       return 'function_registration_prefix must be a non-empty string'
     }
+    const problem = idProblem(v.function_registration_prefix)
+    if (problem !== undefined) return `function_registration_prefix ${problem}`
     result.function_registration_prefix = v.function_registration_prefix
   }
   if (v.context !== undefined && v.context !== null) result.context = v.context
