@@ -356,11 +356,20 @@ describe('ws transport', () => {
       }
       await new Promise<void>((r) => process.nextTick(r))
       assert.equal(writes.count, expectedWrites(40) + 1, 'the rest leaves at the end of the turn')
+      // Under load (the last turn filled whole batches) a turn starts with a full batch: the early
+      // write would only add a syscall.
+      const before = writes.count
+      for (let i = 40; i < 40 + MAX_FRAMES_PER_WRITE; i++) b.send(`{"n":${i}}`)
+      assert.equal(writes.count, before)
+      b.send(`{"n":${40 + MAX_FRAMES_PER_WRITE}}`)
+      assert.equal(writes.count, before + 1)
+      await new Promise<void>((r) => process.nextTick(r))
     } finally {
       writes.restore()
     }
-    await until(() => ra.messages.length === 40, 'all frames')
-    assert.deepEqual(ra.texts(), Array.from({ length: 40 }, (_, i) => `{"n":${i}}`))
+    const total = 41 + MAX_FRAMES_PER_WRITE
+    await until(() => ra.messages.length === total, 'all frames')
+    assert.deepEqual(ra.texts(), Array.from({ length: total }, (_, i) => `{"n":${i}}`))
   })
 
   it('coalesces on the client side too, through the upgrade response socket', async (t) => {
