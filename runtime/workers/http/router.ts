@@ -11,7 +11,7 @@
  * backtracking). Per-node counts of active routes per method prune branches that cannot answer the
  * requested method, so the cost depends on the path length and never on the number of routes.
  */
-import { SvcError } from 'svc-protocol/errors'
+import { Errors, type SvcError } from 'svc-protocol/errors'
 
 /** Methods an `http` trigger may bind (builtins.md §3.2), in the order `Allow` lists them. */
 export const HTTP_METHODS = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'] as const
@@ -63,7 +63,7 @@ export interface ParsedPattern {
 }
 
 function invalidPattern(text: string, reason: string): SvcError {
-  return new SvcError('INVALID_TRIGGER_CONFIG', `api_path '${text}' is invalid: ${reason}`)
+  return Errors.invalidTriggerConfig(`api_path '${text}' is invalid: ${reason}`)
 }
 
 /**
@@ -308,10 +308,7 @@ export class Router<T> {
       return
     }
     slot.pending.push(entry)
-    throw new SvcError(
-      'ROUTE_CONFLICT',
-      `Route '${spec.method} ${spec.pattern.text}' conflicts with '${active.method} ${active.pattern}' bound to function ${active.functionId}`,
-    )
+    throw Errors.routeConflict(`${spec.method} ${spec.pattern.text}`, `${active.method} ${active.pattern}`, active.functionId)
   }
 
   /**

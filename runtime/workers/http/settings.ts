@@ -2,7 +2,7 @@
  * Settings of the HTTP worker (builtins.md §3.1): defaults, validation and the JSON Schema the
  * worker will register with the configuration worker.
  */
-import { SvcError } from 'svc-protocol/errors'
+import { Errors, type SvcError } from 'svc-protocol/errors'
 import type { JsonSchema } from '../descriptor.ts'
 
 /** CORS settings (§3.1); absent or null `cors` means no CORS headers are ever added. */
@@ -52,7 +52,7 @@ export const HTTP_SETTINGS_DEFAULTS: Readonly<HttpSettings> = Object.freeze({
 })
 
 function invalid(message: string): SvcError {
-  return new SvcError('INVALID_ARGUMENTS', message)
+  return Errors.invalidArguments(message)
 }
 
 function isObject(value: unknown): value is Record<string, unknown> {

@@ -11,7 +11,7 @@
  * observability worker. A handler that returns no result is answered 200 with an empty body.
  */
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http'
-import { errorBodyOf, SvcError } from 'svc-protocol/errors'
+import { errorBodyOf, Errors, SvcError } from 'svc-protocol/errors'
 import type { BindingInfo, BuiltinContext, BuiltinWorker, LocalTriggerProvider } from '../../engine/types.ts'
 import { systemClock, type CancelTimer, type Clock } from '../shared/clock.ts'
 import { createCondition, type Condition } from '../shared/conditions.ts'
@@ -110,7 +110,7 @@ export interface HttpTriggerConfig {
 }
 
 function invalidConfig(message: string): SvcError {
-  return new SvcError('INVALID_TRIGGER_CONFIG', message)
+  return Errors.invalidTriggerConfig(message)
 }
 
 /**
@@ -426,7 +426,7 @@ export class HttpWorker implements BuiltinWorker {
    *   which case the previous settings and listener stay in effect.
    */
   async applySettings(settings: unknown): Promise<void> {
-    if (!this.applier || this.stopped) throw new SvcError('internal_error', 'svc-http is not running')
+    if (!this.applier || this.stopped) throw Errors.internal('svc-http is not running')
     await this.applier.apply(settings)
   }
 
@@ -446,7 +446,7 @@ export class HttpWorker implements BuiltinWorker {
 
   /** Makes validated settings effective (called by the applier, one apply at a time). */
   private async apply(next: Compiled, previous: Compiled | undefined): Promise<void> {
-    if (this.stopped) throw new SvcError('internal_error', 'svc-http is not running')
+    if (this.stopped) throw Errors.internal('svc-http is not running')
     const { host, port } = next.settings
     try {
       await this.listener!.listen(host, port)
@@ -842,7 +842,7 @@ export class HttpWorker implements BuiltinWorker {
       error: err instanceof Error ? (err.stack ?? err.message) : String(err),
     })
     try {
-      const internal = new SvcError('internal_error', `Internal engine error (${errorId})`)
+      const internal = Errors.internal(errorId)
       this.write(res, req.method === 'HEAD', x?.cors ?? null, 500, [...ERROR_HEADERS], errorEnvelope(internal.code, internal.message, errorId), true)
     } catch {
       res.destroy()

@@ -3,7 +3,7 @@
  * worker will register with the configuration worker.
  */
 import { parseStateAdapterEntry, type StateAdapterSpec } from '../../adapters/state/index.ts'
-import { SvcError } from 'svc-protocol/errors'
+import { Errors, type SvcError } from 'svc-protocol/errors'
 import { STATE_DESCRIPTOR } from './descriptor.ts'
 
 /** The effective settings of `svc-state`, every default applied (§4.1). */
@@ -17,7 +17,7 @@ export interface StateSettings {
 }
 
 function invalid(message: string): SvcError {
-  return new SvcError('INVALID_ARGUMENTS', message)
+  return Errors.invalidArguments(message)
 }
 
 /**

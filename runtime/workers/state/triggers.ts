@@ -6,7 +6,7 @@
  * delivers one event at a time per binding (condition, then handler) on later turns of the event
  * loop, so the writer's answer always leaves first.
  */
-import { SvcError } from 'svc-protocol/errors'
+import { Errors } from 'svc-protocol/errors'
 import type { StateChange } from '../../adapters/state/types.ts'
 import type { BindingInfo, LocalTriggerProvider, LocalWorker, Logger } from '../../engine/types.ts'
 import type { Clock } from '../shared/clock.ts'
@@ -36,7 +36,7 @@ export interface StateTriggerDeps {
 export function parseStateTriggerConfig(config: unknown): StateTriggerConfig {
   if (config === undefined || config === null) return {}
   if (typeof config !== 'object' || Array.isArray(config)) {
-    throw new SvcError('INVALID_TRIGGER_CONFIG', 'config must be an object for state triggers')
+    throw Errors.invalidTriggerConfig('config must be an object for state triggers')
   }
   const source = config as Record<string, unknown>
   const result: StateTriggerConfig = {}
@@ -44,14 +44,14 @@ export function parseStateTriggerConfig(config: unknown): StateTriggerConfig {
     const value = source[field]
     if (value === undefined || value === null) continue
     if (typeof value !== 'string') {
-      throw new SvcError('INVALID_TRIGGER_CONFIG', `${field} must be a string for state triggers`)
+      throw Errors.invalidTriggerConfig(`${field} must be a string for state triggers`)
     }
     result[field] = value
   }
   const condition = source.condition_function_id
   if (condition !== undefined && condition !== null) {
     if (typeof condition !== 'string' || condition === '') {
-      throw new SvcError('INVALID_TRIGGER_CONFIG', 'condition_function_id must be a non-empty string for state triggers')
+      throw Errors.invalidTriggerConfig('condition_function_id must be a non-empty string for state triggers')
     }
     result.condition_function_id = condition
   }
