@@ -6,6 +6,7 @@
 import assert from 'node:assert/strict'
 import { after, before, describe, it } from 'node:test'
 import fc from 'fast-check'
+import { MessageType } from 'svc-protocol'
 import WebSocket from 'ws'
 import { startTestEngine, type TestEngine } from './support/engine.ts'
 import { RawWorker, eventually } from './support/raw-worker.ts'
@@ -158,25 +159,7 @@ describe('open invocations are bounded', () => {
 
 // ---- fuzz -----------------------------------------------------------------------------------
 
-const TYPES = [
-  'registerfunction',
-  'unregisterfunction',
-  'registertriggertype',
-  'unregistertriggertype',
-  'registertrigger',
-  'unregistertrigger',
-  'triggerregistrationresult',
-  'invokefunction',
-  'invocationresult',
-  'workerregistered',
-  'registrationrejected',
-  'reattach',
-  'registerservice',
-  'ping',
-  'pong',
-  'error',
-  'unknown',
-]
+const TYPES = [...Object.values(MessageType), 'unknown']
 
 /** Strings with lone surrogates, control characters, near-miss ids and huge lengths. */
 const hostileString = fc.oneof(

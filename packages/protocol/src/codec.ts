@@ -15,6 +15,7 @@
  */
 import { wireErrorBody, type ErrorBody } from './errors.ts'
 import { idProblem, JsonSyntaxError, MAX_FRAME_DEPTH, scanObjectMembers } from './json.ts'
+import { MessageType } from './messages.ts'
 import type {
   InvocationResultMessage,
   InvokeFunctionMessage,
@@ -104,24 +105,7 @@ export type Decoded =
   /** `raw` holds the frame's top-level fields when it was JSON at all, to owe the right reply. */
   | { kind: 'malformed'; reason: string; raw: Record<string, unknown> | undefined }
 
-const KNOWN_TYPES = new Set([
-  'registerfunction',
-  'unregisterfunction',
-  'registertriggertype',
-  'unregistertriggertype',
-  'registertrigger',
-  'unregistertrigger',
-  'triggerregistrationresult',
-  'invokefunction',
-  'invocationresult',
-  'workerregistered',
-  'registrationrejected',
-  'reattach',
-  'registerservice',
-  'ping',
-  'pong',
-  'error',
-])
+const KNOWN_TYPES: ReadonlySet<string> = new Set(Object.values(MessageType))
 
 const utf8 = new TextDecoder('utf-8', { fatal: true })
 
@@ -406,15 +390,7 @@ export function encodeResult(invocationId: string, functionIdJson: string, resul
 }
 
 /** E→W `registertrigger` delivering a binding to a worker provider (§5.5). */
-export function encodeRegisterTrigger(binding: {
-  id: string
-  trigger_type: string
-  function_id: string
-  config: unknown
-  metadata?: unknown
-  namespace: string
-  trigger_namespace?: string
-}): string {
+export function encodeRegisterTrigger(binding: Omit<RegisterTriggerMessage, 'type' | 'namespace'> & { namespace: string }): string {
   const frame: RegisterTriggerMessage = {
     type: 'registertrigger',
     id: binding.id,

@@ -5,10 +5,11 @@
  */
 import { TextDecoder } from 'node:util'
 import { JsonSyntaxError, MAX_JSON_DEPTH, parseJson } from 'svc-protocol/json'
+import type { MultiValueMap } from 'svc-protocol/payloads/http'
 import { setOwn } from './router.ts'
 
 /** A parsed query string, form body or header set: a value seen once is a string, repeated an array. */
-export type MultiValueMap = Record<string, string | string[]>
+export type { MultiValueMap }
 
 function addValue(target: MultiValueMap, key: string, value: string): void {
   if (!Object.hasOwn(target, key)) {

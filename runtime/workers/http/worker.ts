@@ -12,6 +12,7 @@
  */
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http'
 import { errorBodyOf, Errors, SvcError } from 'svc-protocol/errors'
+import type { HttpRequest, HttpTriggerInfo } from 'svc-protocol/payloads/http'
 import type { BindingInfo, BuiltinContext, BuiltinWorker, LocalTriggerProvider } from '../../engine/types.ts'
 import { systemClock, type CancelTimer, type Clock } from '../shared/clock.ts'
 import { createCondition, type Condition } from '../shared/conditions.ts'
@@ -56,36 +57,8 @@ export interface HttpWorkerOptions {
   clock?: Clock
 }
 
-/** The `trigger` field of a request object (§3.4). */
-export interface HttpTriggerInfo {
-  readonly type: 'http'
-  /** The route pattern. */
-  readonly path: string
-  /** The route's method (GET for a HEAD request served by a GET route). */
-  readonly method: HttpMethod
-}
-
-/**
- * The payload a route's handler and condition receive (builtins.md §3.4). The channel fields
- * `request_body` and `response` are not delivered yet (channels are a later issue).
- */
-export interface HttpRequest {
-  /** Request method, upper case. */
-  method: string
-  /** The concrete request path as received, without the query string. */
-  path: string
-  /** The pattern that matched. */
-  route: string
-  /** Decoded parameter values; the wildcard remainder under `*`. */
-  path_params: Record<string, string>
-  /** Decoded, `+` as space; repeated keys give arrays; a key without `=` gives `""`. */
-  query_params: MultiValueMap
-  /** Lower-case names; repeated headers give arrays. */
-  headers: MultiValueMap
-  /** Parsed body, §3.5. */
-  body: unknown
-  trigger: HttpTriggerInfo
-}
+/** The request object and its `trigger` field (builtins.md §3.4) are defined in `svc-protocol`. */
+export type { HttpRequest, HttpTriggerInfo }
 
 /** What a binding compiles to at registration (everything a request needs from its trigger). */
 interface RouteBinding {
