@@ -239,6 +239,7 @@ export class WorkerClient implements SvcClient {
   #lastError: Error | undefined = undefined
 
   readonly #pending = new Map<string, PendingCall>()
+  readonly #idJsonCache = new Map<string, string>()
   /** Timeouts of the pending calls (sdk.md §6), grouped so that a call needs no timer of its own. */
   readonly #deadlines = new Deadlines<PendingCall>((call) => this.#onTimeout(call))
   /** Calls made while not connected: void frames as strings, the others as their pending entry. */
@@ -562,13 +563,13 @@ export class WorkerClient implements SvcClient {
     if (transport !== this.#transport || !this.#connected || msg.invocation_id === undefined) return
     let text: string
     try {
-      text = JSON.stringify({
-        type: 'invocationresult',
-        invocation_id: msg.invocation_id,
-        function_id: msg.function_id,
-        result: error === undefined ? result : undefined,
-        error,
-      })
+      const head = '{"type":"invocationresult","invocation_id":' + JSON.stringify(msg.invocation_id) + ',"function_id":' + this.#idJson(msg.function_id)
+      if (error !== undefined) {
+        text = head + ',"error":' + JSON.stringify(error) + '}'
+      } else {
+        const json = result === undefined ? undefined : JSON.stringify(result)
+        text = json === undefined ? head + '}' : head + ',"result":' + json + '}'
+      }
     } catch (err) {
       text = JSON.stringify({
         type: 'invocationresult',
@@ -723,6 +724,17 @@ export class WorkerClient implements SvcClient {
     if (this.#connected) (this.#transport as Transport).send(text)
   }
 
+  /** The JSON encoding of a function id, cached for the few ids a worker calls and serves (bounded). */
+  #idJson(id: string): string {
+    let json = this.#idJsonCache.get(id)
+    if (json === undefined) {
+      json = JSON.stringify(id)
+      if (this.#idJsonCache.size >= 1024) this.#idJsonCache.clear()
+      this.#idJsonCache.set(id, json)
+    }
+    return json
+  }
+
   /** The namespace calls and bindings get by default (protocol.md §3.4). */
   #defaultNamespace(functionId: string): string | undefined {
     return this.#namespace !== undefined && !functionId.startsWith(ENGINE_PREFIX) ? this.#namespace : undefined
@@ -744,15 +756,15 @@ export class WorkerClient implements SvcClient {
     const id = isVoid ? undefined : randomUUID()
     let text: string
     try {
-      text = JSON.stringify({
-        type: 'invokefunction',
-        invocation_id: id,
-        function_id: functionId,
-        data: request.payload === undefined ? null : request.payload,
-        metadata: request.metadata,
-        action,
-        namespace: request.namespace ?? this.#defaultNamespace(functionId),
-      })
+      // Built by concatenation: the hot path of every call (no intermediate object).
+      text = id === undefined ? '{"type":"invokefunction","function_id":' : '{"type":"invokefunction","invocation_id":"' + id + '","function_id":'
+      text += this.#idJson(functionId) + ',"data":' + (JSON.stringify(request.payload === undefined ? null : request.payload) ?? 'null')
+      const metadata = request.metadata === undefined ? undefined : JSON.stringify(request.metadata)
+      if (metadata !== undefined) text += ',"metadata":' + metadata
+      if (action !== undefined) text += ',"action":' + JSON.stringify(action)
+      const namespace = request.namespace ?? this.#defaultNamespace(functionId)
+      if (namespace !== undefined) text += ',"namespace":' + JSON.stringify(namespace)
+      text += '}'
     } catch (err) {
       return Promise.reject(
         invocationError(Errors.invalidArguments(`payload is not JSON-serialisable: ${errorMessage(err)}`), functionId),
