@@ -2,7 +2,8 @@
  * `npm run bench`: every benchmark in one run, each side in its own process, with the baselines
  * measured in the same run (the machines are shared and noisy, so only ratios are comparable).
  *
- *   invocation  caller → engine → callee (svc-sdk both ends) vs. a direct WebSocket echo, and vs.
+ *   invocation  caller → engine → callee (svc-sdk both ends) vs. a direct WebSocket echo, the same
+ *               echo through a relay process that forwards frames unparsed (three processes), and vs.
  *               two peers through a private nats-server: Moleculer on its NATS transporter, and
  *               raw NATS request/reply
  *   http        requests/s through one route to a worker function, 1 vs 1000 registered routes
@@ -108,6 +109,15 @@ async function main(): Promise<void> {
   const direct = await run(['bench/load-ws.ts', 'echo', String(port)])
   await stop(echo.child)
 
+  // Structural baseline: the same echo through a relay process that forwards frames unparsed.
+  const relay = start(['bench/relay.ts', 'relay'])
+  const { port: relayPort } = await firstJson(relay.lines, 'port')
+  const relayEcho = start(['bench/relay.ts', 'echo', String(relayPort)])
+  await firstJson(relayEcho.lines, 'ready')
+  const relayed = await run(['bench/load-ws.ts', 'echo', String(relayPort)])
+  await stop(relayEcho.child)
+  await stop(relay.child)
+
   // svc: caller → engine → callee, three processes.
   const engine = start([join(ROOT, 'bin', 'run.js'), '--json'], { SVC_LOG_LEVEL: 'warn' }, project)
   const ready = await firstJson(engine.lines, 'engine_url')
@@ -156,17 +166,17 @@ async function main(): Promise<void> {
   const table = [
     `Machine: ${machine}. Date: ${new Date().toISOString().slice(0, 10)}.`,
     '',
-    '| Invocation (≈100-byte payload; svc: median of 3 runs) | direct WebSocket echo | svc caller → engine → callee | Moleculer caller → nats-server → callee | NATS request → nats-server → responder | svc / echo | svc / Moleculer |',
-    '|---|---|---|---|---|---|---|',
+    '| Invocation (≈100-byte payload; svc: median of 3 runs) | direct WebSocket echo | echo through a no-op relay | svc caller → engine → callee | Moleculer caller → nats-server → callee | NATS request → nats-server → responder | svc / echo | svc / relay | svc / Moleculer |',
+    '|---|---|---|---|---|---|---|---|---|',
     ...(['p50', 'p99'] as const).map((p) => {
       const key = `${p}_us`
       const target = p === 'p50' ? ' (target ≤ 2.1×)' : ''
-      return `| sequential ${p} | ${direct[key]} µs | ${svc[key]} µs | ${moleculer[key]} µs | ${nats[key]} µs | ${ratio(svc[key], direct[key])}${target} | ${ratio(svc[key], moleculer[key])} |`
+      return `| sequential ${p} | ${direct[key]} µs | ${relayed[key]} µs | ${svc[key]} µs | ${moleculer[key]} µs | ${nats[key]} µs | ${ratio(svc[key], direct[key])}${target} | ${ratio(svc[key], relayed[key])} | ${ratio(svc[key], moleculer[key])} |`
     }),
     ...IN_FLIGHT.map((n) => {
       const target = n === 64 ? ' (target ≥ 70% and ahead of Moleculer)' : n === 8 ? ' (target ≥ 45%)' : ''
       const rate = (row: Record<string, any>) => row.per_second[n] as number
-      return `| ${n} in flight | ${rate(direct)}/s | ${rate(svc)}/s | ${rate(moleculer)}/s | ${rate(nats)}/s | ${pct(rate(svc), rate(direct))}${target} | ${pct(rate(svc), rate(moleculer))} |`
+      return `| ${n} in flight | ${rate(direct)}/s | ${rate(relayed)}/s | ${rate(svc)}/s | ${rate(moleculer)}/s | ${rate(nats)}/s | ${pct(rate(svc), rate(direct))}${target} | ${pct(rate(svc), rate(relayed))} | ${pct(rate(svc), rate(moleculer))} |`
     }),
     '',
     '| svc with access control (caller on an `rbac` listener, `bench::echo` exposed; median of 3 alternated) | RBAC off | RBAC on | on / off |',
