@@ -51,6 +51,14 @@ describe('listener limits', () => {
     assert.equal(await closed, 1009)
   })
 
+  it('closes with 1009 an in-memory session that sends a frame over max_message_bytes', async () => {
+    const e = await engine({ listener: { max_message_bytes: 1024 } })
+    const w = await RawWorker.inProcess(e.engine)
+    workers.push(w)
+    w.send({ type: 'invokefunction', invocation_id: 'big', function_id: 'x', data: 'é'.repeat(600) })
+    assert.equal((await w.closed).code, 1009)
+  })
+
   it('resolves the namespace to default as soon as 10000 frames are held', async () => {
     const e = await engine({ config: { registration_namespace_grace_ms: 60000 } })
     const w = await RawWorker.connect(e.url)

@@ -358,6 +358,13 @@ export class Engine implements BuiltinHost, PipelineHost {
   /** An inbound frame: handled now, or queued behind an asynchronous step that is still running. */
   private receive(session: Session, data: string | Uint8Array, isBinary: boolean): void {
     if (session.state === 'closed') return
+    // §2: a message over max_message_bytes closes with 1009. The ws transport refuses it before it
+    // gets here; this holds the limit for every other transport (in-memory, later ones).
+    const max = session.listener.max_message_bytes
+    if (data.length * 3 > max && (typeof data === 'string' ? Buffer.byteLength(data) : data.byteLength) > max) {
+      session.transport.close(1009, `message larger than ${max} bytes`)
+      return
+    }
     if (session.blocked || session.backlog.length > 0) {
       if (session.backlog.length >= MAX_BUFFERED_FRAMES) {
         this.log.warn('closing a connection that sent too many frames while its session was busy', { worker_id: session.workerId })
