@@ -166,6 +166,7 @@ export const Codes = {
   TooManyInvocations: 'TOO_MANY_INVOCATIONS',
   // builtins.md §3.9 (HTTP worker)
   InvalidBody: 'INVALID_BODY',
+  InvalidRequest: 'INVALID_REQUEST',
   PayloadTooLarge: 'PAYLOAD_TOO_LARGE',
   MethodNotAllowed: 'METHOD_NOT_ALLOWED',
   ConditionNotMet: 'CONDITION_NOT_MET',
@@ -216,6 +217,7 @@ entry(Codes.Shutdown, 503, 'failure', ['sdk'], 'Pending calls rejected by shutdo
 entry(Codes.Unknown, 500, 'failure', ['sdk'], 'A remote error value was not an ErrorBody.', false)
 entry(Codes.TooManyInvocations, 429, 'failure', ['engine'], 'The engine holds the maximum number of open invocations for this connection or in all.')
 entry(Codes.InvalidBody, 400, 'failure', ['http'], 'The request body is not valid JSON or UTF-8, or nests too deeply.')
+entry(Codes.InvalidRequest, 400, 'failure', ['http'], 'The request is not valid HTTP (its head is malformed, too large (431) or too slow (408)).')
 entry(Codes.PayloadTooLarge, 413, 'failure', ['http'], 'The request body exceeds max_body_bytes.')
 entry(Codes.MethodNotAllowed, 405, 'failure', ['http'], 'The path matches a route but the method does not.')
 entry(Codes.ConditionNotMet, 422, 'failure', ['http'], "The route's condition returned false.")
@@ -310,6 +312,7 @@ export const Errors = {
         : `the engine already holds ${limit} open invocations; retry later`,
     ),
   invalidBody: (detail: string) => make(Codes.InvalidBody, detail),
+  invalidRequest: (detail: string) => make(Codes.InvalidRequest, detail),
   payloadTooLarge: (limit: number) => make(Codes.PayloadTooLarge, `request body exceeds max_body_bytes (${limit})`),
   valueTooLarge: (bytes: number, limit: number) => make(Codes.ValueTooLarge, `value of ${bytes} bytes exceeds max_value_bytes ${limit}`),
   storageError: (message: string, cause?: unknown) => new SvcError(Codes.StorageError, message, { cause }),

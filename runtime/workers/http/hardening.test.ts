@@ -57,6 +57,12 @@ function untilClosed(socket: Socket): Promise<{ text: string; ms: number }> {
   })
 }
 
+/** The `error` of the JSON envelope in a raw HTTP answer. */
+function envelope(raw: string): { code: string; message: string } {
+  const body = raw.slice(raw.indexOf('\r\n\r\n') + 4)
+  return (JSON.parse(body) as { error: { code: string; message: string } }).error
+}
+
 describe('svc-http hardening (builtins.md §3.5, §3.9)', () => {
   before(async () => {
     const http = new HttpWorker({ timeouts: { headersTimeoutMs: 300, requestTimeoutMs: 600, keepAliveTimeoutMs: 200, checkIntervalMs: 50 } })
@@ -112,7 +118,24 @@ describe('svc-http hardening (builtins.md §3.5, §3.9)', () => {
     socket.write('GET /echo HTTP/1.1\r\nHost: x\r\n') // never finishes the head
     const { text, ms } = await closed
     assert.match(text, /^HTTP\/1\.1 408/)
+    assert.deepEqual(envelope(text), { code: 'INVALID_REQUEST', message: 'request head did not arrive in time' })
     assert.ok(ms < 3000, `closed after ${ms} ms`)
+  })
+
+  it('answers a request that is not valid HTTP with the JSON error envelope: 400, or 431 for a huge head', async () => {
+    const garbage = await rawSocket()
+    const answered = untilClosed(garbage)
+    garbage.write('THIS IS NOT HTTP\r\n\r\n')
+    const { text } = await answered
+    assert.match(text, /^HTTP\/1\.1 400 Bad Request\r\n/)
+    assert.equal(envelope(text).code, 'INVALID_REQUEST')
+
+    const huge = await rawSocket()
+    const overflow = untilClosed(huge)
+    huge.write(`GET /echo HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(20_000)}\r\n\r\n`)
+    const { text: big } = await overflow
+    assert.match(big, /^HTTP\/1\.1 431 /)
+    assert.deepEqual(envelope(big), { code: 'INVALID_REQUEST', message: 'request head is too large' })
   })
 
   it('closes a connection whose body does not arrive within the request timeout', async () => {

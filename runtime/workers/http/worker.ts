@@ -10,7 +10,8 @@
  * and streamed responses (§3.7) need engine channels; the SERVER span of §3.9 / §12.7 needs the
  * observability worker. A handler that returns no result is answered 200 with an empty body.
  */
-import { createServer, type IncomingMessage, type ServerResponse } from 'node:http'
+import { createServer, STATUS_CODES, type IncomingMessage, type ServerResponse } from 'node:http'
+import type { Duplex } from 'node:stream'
 import { errorBodyOf, Errors, SvcError } from 'svc-protocol/errors'
 import type { HttpRequest, HttpTriggerInfo } from 'svc-protocol/payloads/http'
 import type { BindingInfo, BuiltinContext, BuiltinWorker, LocalTriggerProvider } from '../../engine/types.ts'
@@ -406,7 +407,7 @@ export class HttpWorker implements BuiltinWorker {
   /** A listener's server: the request handler plus the transport timeouts. */
   private createServer() {
     const t = this.timeouts
-    return createServer(
+    const server = createServer(
       {
         headersTimeout: t.headersTimeoutMs,
         requestTimeout: t.requestTimeoutMs,
@@ -415,6 +416,8 @@ export class HttpWorker implements BuiltinWorker {
       },
       this.onRequest,
     )
+    server.on('clientError', answerClientError)
+    return server
   }
 
   /** Makes validated settings effective (called by the applier, one apply at a time). */
@@ -883,4 +886,23 @@ function middlewarePayload(view: object): { phase: 'preHandler'; request: object
 function isEngineTimeout(err: unknown, timeoutMs: number): boolean {
   const body = errorBodyOf(err)
   return body.code === 'TIMEOUT' && body.message === `invocation timed out after ${timeoutMs}ms`
+}
+
+/**
+ * A request that is not valid HTTP never reaches a handler: Node reports it as `clientError`, with
+ * only the socket to answer on. It gets the error envelope of §3.9 like every other answer: 431
+ * for a head over the size limit, 408 for one that did not arrive in time, 400 otherwise.
+ */
+function answerClientError(error: NodeJS.ErrnoException, socket: Duplex): void {
+  if (error.code === 'ECONNRESET' || !socket.writable) {
+    socket.destroy()
+    return
+  }
+  const status = error.code === 'HPE_HEADER_OVERFLOW' ? 431 : error.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? 408 : 400
+  const detail =
+    status === 431 ? 'request head is too large' : status === 408 ? 'request head did not arrive in time' : `malformed HTTP request (${error.code ?? 'parse error'})`
+  const body = JSON.stringify({ error: Errors.invalidRequest(detail).toErrorBody() })
+  socket.end(
+    `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\ncontent-type: application/json; charset=utf-8\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`,
+  )
 }
