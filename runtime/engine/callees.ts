@@ -5,15 +5,14 @@
  * the invocation's reply, and engine-originated calls time out here (§6.5).
  */
 import { randomUUID } from 'node:crypto'
-import { decodeJson, encodeInvoke, errorBodyOf, Errors, type ErrorBody, type RawJson } from 'svc-protocol'
+import { decodeJson, encodeInvoke, errorBodyOf, Errors, type ErrorBody, type HttpInvocationConfig, type RawJson } from 'svc-protocol'
 import type { BuiltinPeer } from './builtin-peer.ts'
 import type { FunctionEntry, Replica } from './functions.ts'
 import { invokeOverHttp } from './http-invoke.ts'
 import type { Peer } from './peer.ts'
 import { mergeBaggage, type Callee, type Invocation, type Reply } from './pipeline.ts'
 import { Session } from './session.ts'
-import type { HttpFunctionsPolicy, InvocationContext, LocalHandler, Logger } from './types.ts'
-import type { HttpInvocationConfig } from 'svc-protocol'
+import type { HttpFunctionsPolicy, InvocationContext, LocalHandler } from './types.ts'
 
 /** One call sent to a remote session and awaiting its answer. */
 export interface Leg {
@@ -214,12 +213,14 @@ export class LocalCallee implements Callee {
 
 /** A replica registered with `invocation`: the engine makes the HTTP request (§6.8). */
 export class HttpCallee implements Callee {
-  readonly peer: Peer & { activeInvocations: number }
+  readonly peer: Peer
   readonly pendingBytes = 0
+  /** HTTP calls in progress; counted apart from the session's legs, so `executing` stays a leg index. */
+  private readonly counter = { activeInvocations: 0 }
   private readonly config: HttpInvocationConfig
   private readonly policy: () => HttpFunctionsPolicy | undefined
 
-  constructor(peer: Peer & { activeInvocations: number }, config: HttpInvocationConfig, policy: () => HttpFunctionsPolicy | undefined) {
+  constructor(peer: Peer, config: HttpInvocationConfig, policy: () => HttpFunctionsPolicy | undefined) {
     this.peer = peer
     this.config = config
     this.policy = policy
@@ -229,7 +230,4 @@ export class HttpCallee implements Callee {
     // The call's own timeout_ms applies (§6.5); the engine's timeout of its own calls bounds it too.
     settle(invocation, this.counter, () => invokeOverHttp(this.config, target.id, decodeJson(invocation.data), contextOf(invocation, target), this.policy()))
   }
-
-  /** HTTP calls are counted apart from the session's legs, so `executing` stays a leg index. */
-  private readonly counter = { activeInvocations: 0 }
 }

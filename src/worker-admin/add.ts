@@ -4,7 +4,7 @@
  */
 import { existsSync, realpathSync, statSync } from 'node:fs'
 import { homedir } from 'node:os'
-import { basename, isAbsolute, join, relative, resolve, sep } from 'node:path'
+import { isAbsolute, join, relative, resolve, sep } from 'node:path'
 import { expandString } from '../../runtime/config/placeholders.ts'
 import { CliError, ExitCode, toCliError } from '../lib/errors.ts'
 import { checkKvm as defaultCheckKvm } from '../supervisor/kvm.ts'
