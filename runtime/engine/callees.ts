@@ -97,11 +97,6 @@ export class LegTable {
     for (const leg of [...session.calling]) this.close(leg)
   }
 
-  /** Ends every open leg with `invocation_stopped` (engine shutdown). */
-  stopAll(sessions: Iterable<Session>): void {
-    for (const session of sessions) this.sessionEnded(session)
-  }
-
   private close(leg: Leg): void {
     if (leg.callee.executing.delete(leg.id)) this.size--
     leg.caller?.calling.delete(leg)

@@ -221,7 +221,8 @@ export class Engine implements BuiltinHost, PipelineHost {
   /**
    * Accepts a worker session over any transport, as if it had connected to a listener (the first
    * by default; its access rules apply). With an in-memory transport this runs the whole session
-   * protocol without sockets.
+   * protocol without sockets. The transport enforces `max_message_bytes` (§2), as the listeners'
+   * WebSocket server and {@link connector}'s transports do.
    */
   connect(transport: Transport, info: Partial<PeerInfo> = {}, listener: ListenerConfig = this.config.listeners[0]!): void {
     this.accept(transport, 'worker', { ip: info.ip ?? null, headers: info.headers ?? {}, query: info.query ?? {} }, listener)
@@ -233,7 +234,7 @@ export class Engine implements BuiltinHost, PipelineHost {
    * harness for tests that need no real socket.
    */
   connector(listener: ListenerConfig = this.config.listeners[0]!): Connector {
-    return memoryConnector((server, info) => this.connect(server, info, listener), { ip: '127.0.0.1' })
+    return memoryConnector((server, info) => this.connect(server, info, listener), { ip: '127.0.0.1' }, listener.max_message_bytes)
   }
 
   // ---- queries -------------------------------------------------------------------------------
@@ -358,13 +359,6 @@ export class Engine implements BuiltinHost, PipelineHost {
   /** An inbound frame: handled now, or queued behind an asynchronous step that is still running. */
   private receive(session: Session, data: string | Uint8Array, isBinary: boolean): void {
     if (session.state === 'closed') return
-    // §2: a message over max_message_bytes closes with 1009. The ws transport refuses it before it
-    // gets here; this holds the limit for every other transport (in-memory, later ones).
-    const max = session.listener.max_message_bytes
-    if (data.length * 3 > max && (typeof data === 'string' ? Buffer.byteLength(data) : data.byteLength) > max) {
-      session.transport.close(1009, `message larger than ${max} bytes`)
-      return
-    }
     if (session.blocked || session.backlog.length > 0) {
       if (session.backlog.length >= MAX_BUFFERED_FRAMES) {
         this.log.warn('closing a connection that sent too many frames while its session was busy', { worker_id: session.workerId })

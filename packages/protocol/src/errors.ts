@@ -106,11 +106,6 @@ export function errorBodyOf(thrown: unknown): ErrorBody {
   return { code: Codes.InvocationFailed, message: typeof thrown === 'string' ? thrown : safeText(thrown) }
 }
 
-/** The {@link SvcError} for anything thrown (see {@link errorBodyOf}). */
-export function toSvcError(thrown: unknown): SvcError {
-  return thrown instanceof SvcError ? thrown : SvcError.fromBody(errorBodyOf(thrown))
-}
-
 /**
  * Reads a wire `error` value: an ErrorBody as it is, anything else `UNKNOWN` with its JSON text
  * (sdk.md §7.1: no error ever reads `[object Object]`).

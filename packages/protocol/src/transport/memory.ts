@@ -69,9 +69,12 @@ class MemoryEnd implements MemoryTransport {
   /** The close frame this end received. */
   #received: { code: number; reason: string } | undefined = undefined
   #closeFired = false
+  /** Largest message this end accepts, bytes (a WebSocket server's `maxPayload`). */
+  #maxMessageBytes = Infinity
 
-  constructor(state: State) {
+  constructor(state: State, maxMessageBytes = Infinity) {
     this.#state = state
+    this.#maxMessageBytes = maxMessageBytes
   }
 
   static link(a: MemoryEnd, b: MemoryEnd): void {
@@ -92,6 +95,8 @@ class MemoryEnd implements MemoryTransport {
     if (this.#state !== 'open') return
     const data = asSentText(text)
     const bytes = Buffer.byteLength(data)
+    // Like `ws` on the receiving side: a message over the limit closes the connection with 1009.
+    if (bytes > this.#peer.#maxMessageBytes) return this.#peer.close(1009, 'Max payload size exceeded')
     this.#buffered += bytes
     this.#peer.#push({ kind: 'text', data, bytes })
   }
@@ -99,6 +104,7 @@ class MemoryEnd implements MemoryTransport {
   sendBinary(bytes: Uint8Array): void {
     if (!(bytes instanceof Uint8Array)) throw new TypeError('sendBinary takes a Uint8Array')
     if (this.#state !== 'open') return
+    if (bytes.byteLength > this.#peer.#maxMessageBytes) return this.#peer.close(1009, 'Max payload size exceeded')
     this.#buffered += bytes.byteLength
     this.#peer.#push({ kind: 'binary', data: new Uint8Array(bytes), bytes: bytes.byteLength })
   }
@@ -251,17 +257,23 @@ export function memoryPair(): [MemoryTransport, MemoryTransport] {
  * `ConnectOptions.headers`, names lower-cased and repeated names joined with `, `; `query` from
  * `info`, then the query parameters of the URL. When `accept` throws, the client end reports that
  * error, then `close` with 1006. `handshakeTimeoutMs` is not needed: the handshake cannot stall.
+ * `maxMessageBytes` is the server end's limit: a larger message closes the connection with 1009,
+ * as a WebSocket server with that `maxPayload` does.
  *
  * @throws TypeError (from the connector) when the URL is not a `ws:` or `wss:` URL.
  * @example
  * const connector = memoryConnector((server, info) => engine.accept(server, info), { ip: '127.0.0.1' })
  * const client = new WorkerClient('ws://engine.local/?token=t', resolveOptions({}), { connector })
  */
-export function memoryConnector(accept: (server: Transport, info: PeerInfo) => void, info: Partial<PeerInfo> = {}): Connector {
+export function memoryConnector(
+  accept: (server: Transport, info: PeerInfo) => void,
+  info: Partial<PeerInfo> = {},
+  maxMessageBytes = Infinity,
+): Connector {
   return (url: string, options: ConnectOptions = {}): Transport => {
     const parsed = parseWebSocketUrl(url)
     const client = new MemoryEnd('connecting')
-    const server = new MemoryEnd('open')
+    const server = new MemoryEnd('open', maxMessageBytes)
     MemoryEnd.link(client, server)
     client.startOpening()
     const peer: PeerInfo = {
