@@ -12,7 +12,7 @@
  */
 import { createServer, STATUS_CODES, type IncomingMessage, type ServerResponse } from 'node:http'
 import type { Duplex } from 'node:stream'
-import { errorBodyOf, Errors, SvcError } from 'svc-protocol/errors'
+import { Codes, errorBodyOf, Errors, httpStatusOf, SvcError, type Code } from 'svc-protocol/errors'
 import type { HttpRequest, HttpTriggerInfo } from 'svc-protocol/payloads/http'
 import type { BindingInfo, BuiltinContext, BuiltinWorker, LocalTriggerProvider } from '../../engine/types.ts'
 import { systemClock, type CancelTimer, type Clock } from '../shared/clock.ts'
@@ -497,7 +497,7 @@ export class HttpWorker implements BuiltinWorker {
     const cors = compiled.cors && this.corsHeaders(compiled.cors, req)
     const target = splitTarget(req.url ?? '/')
     if (target === null) {
-      this.writeError(res, head, cors, 404, 'NOT_FOUND', `No route matches ${method} ${req.url}`)
+      this.writeError(res, head, cors, Codes.NotFound, `No route matches ${method} ${req.url}`)
       return
     }
     const [path, query] = target
@@ -506,10 +506,10 @@ export class HttpWorker implements BuiltinWorker {
       case 'found':
         break
       case 'not_found':
-        this.writeError(res, head, cors, 404, 'NOT_FOUND', `No route matches ${method} ${path}`)
+        this.writeError(res, head, cors, Codes.NotFound, `No route matches ${method} ${path}`)
         return
       case 'method_not_allowed':
-        this.writeError(res, head, cors, 405, 'METHOD_NOT_ALLOWED', `Method ${method} is not allowed on ${path}`, [
+        this.writeError(res, head, cors, Codes.MethodNotAllowed, `Method ${method} is not allowed on ${path}`, [
           'allow',
           lookup.allow,
         ])
@@ -578,7 +578,7 @@ export class HttpWorker implements BuiltinWorker {
     }
     const body = parseBody(raw, req.headers['content-type'])
     if (body instanceof InvalidBody) {
-      this.answerError(x, 400, 'INVALID_BODY', body.message)
+      this.answerError(x, httpStatusOf(Codes.InvalidBody), Codes.InvalidBody, body.message)
       return
     }
     const b = x.binding
@@ -619,7 +619,7 @@ export class HttpWorker implements BuiltinWorker {
       return
     }
     if (typeof result !== 'object') {
-      this.answerError(x, 500, 'invalid_response', describeInvalidResult(result))
+      this.answerError(x, httpStatusOf(Codes.InvalidResponse), Codes.InvalidResponse, describeInvalidResult(result))
       return
     }
     this.answerDescriptor(x, result)
@@ -646,7 +646,7 @@ export class HttpWorker implements BuiltinWorker {
     if (outcome.run) return !x.done
     if (outcome.failed) throw this.failure(x, STAGE_CONDITION, id, outcome.error, timeoutMs, remaining)
     if (x.done) return false
-    this.answerError(x, 422, 'CONDITION_NOT_MET', `condition ${id} returned false`, undefined, { skipped: true })
+    this.answerError(x, httpStatusOf(Codes.ConditionNotMet), Codes.ConditionNotMet, `condition ${id} returned false`, undefined, { skipped: true })
     return false
   }
 
@@ -656,7 +656,7 @@ export class HttpWorker implements BuiltinWorker {
     const a = answer as { action?: unknown; response?: unknown }
     if (a.action !== 'respond') return false
     if (typeof a.response !== 'object' || a.response === null) {
-      this.answerError(x, 500, 'invalid_response', `middleware ${id} asked to respond without a response object`)
+      this.answerError(x, httpStatusOf(Codes.InvalidResponse), Codes.InvalidResponse, `middleware ${id} asked to respond without a response object`)
     } else {
       this.answerDescriptor(x, a.response)
     }
@@ -707,7 +707,7 @@ export class HttpWorker implements BuiltinWorker {
     try {
       // A request still waiting for a slot is answered here too; drain() then skips it. While the
       // body is being read, the connection is closed instead of draining the rest of the upload.
-      this.answerError(x, 504, 'TIMEOUT', `request exceeded ${x.compiled.settings.default_timeout} ms`, undefined, undefined, x.reading)
+      this.answerError(x, httpStatusOf(Codes.Timeout), Codes.Timeout, `request exceeded ${x.compiled.settings.default_timeout} ms`, undefined, undefined, x.reading)
     } catch (err) {
       this.internalError(x, x.req, x.res, err)
     }
@@ -723,18 +723,19 @@ export class HttpWorker implements BuiltinWorker {
     if (err === BODY_TOO_LARGE) {
       const limit = x.compiled.settings.max_body_bytes
       // Close the connection rather than drain a body we refused.
-      this.answerError(x, 413, 'PAYLOAD_TOO_LARGE', `request body exceeds max_body_bytes (${limit} bytes)`, undefined, undefined, true)
+      this.answerError(x, httpStatusOf(Codes.PayloadTooLarge), Codes.PayloadTooLarge, `request body exceeds max_body_bytes (${limit} bytes)`, undefined, undefined, true)
       return
     }
     if (err === BUDGET_EXCEEDED) {
-      this.answerError(x, 504, 'TIMEOUT', `request exceeded ${x.compiled.settings.default_timeout} ms`)
+      this.answerError(x, httpStatusOf(Codes.Timeout), Codes.Timeout, `request exceeded ${x.compiled.settings.default_timeout} ms`)
       return
     }
     if (err instanceof StageFailure) {
       const body = errorBodyOf(err.cause)
       if (err.stage === STAGE_HANDLER && body.code === 'function_not_found') {
-        this.answerError(x, 503, 'FUNCTION_UNAVAILABLE', `No live worker serves function ${err.functionId}`, body.message)
+        this.answerError(x, httpStatusOf(Codes.FunctionUnavailable), Codes.FunctionUnavailable, `No live worker serves function ${err.functionId}`, body.message)
       } else {
+        // §3.9: a function's own error is a 500 whatever its code.
         this.answerError(x, 500, body.code, body.message, body.stacktrace)
       }
       return
@@ -746,7 +747,7 @@ export class HttpWorker implements BuiltinWorker {
 
   private answerDescriptor(x: Exchange, descriptor: object): void {
     const mapped = mapResponse(descriptor)
-    if ('invalid' in mapped) this.answerError(x, 500, 'invalid_response', mapped.invalid)
+    if ('invalid' in mapped) this.answerError(x, httpStatusOf(Codes.InvalidResponse), Codes.InvalidResponse, mapped.invalid)
     else this.answer(x, mapped.status, mapped.headers, mapped.body)
   }
 
@@ -787,18 +788,11 @@ export class HttpWorker implements BuiltinWorker {
     this.write(x.res, x.head, x.cors, status, [...ERROR_HEADERS], errorEnvelope(code, message, errorId, extra), close)
   }
 
-  private writeError(
-    res: ServerResponse,
-    head: boolean,
-    cors: string[] | null,
-    status: number,
-    code: string,
-    message: string,
-    extraHeaders?: string[],
-  ): void {
+  /** An answer before any exchange exists (no route, wrong method); the status is the catalogue's. */
+  private writeError(res: ServerResponse, head: boolean, cors: string[] | null, code: Code, message: string, extraHeaders?: string[]): void {
     const headers: string[] = [...ERROR_HEADERS]
     if (extraHeaders) headers.push(...extraHeaders)
-    this.write(res, head, cors, status, headers, errorEnvelope(code, message), false)
+    this.write(res, head, cors, httpStatusOf(code), headers, errorEnvelope(code, message), false)
   }
 
   /** An unexpected failure: 500 `internal_error`, logged with its error id; never thrown further. */
@@ -898,7 +892,7 @@ function answerClientError(error: NodeJS.ErrnoException, socket: Duplex): void {
     socket.destroy()
     return
   }
-  const status = error.code === 'HPE_HEADER_OVERFLOW' ? 431 : error.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? 408 : 400
+  const status = error.code === 'HPE_HEADER_OVERFLOW' ? 431 : error.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? 408 : httpStatusOf(Codes.InvalidRequest)
   const detail =
     status === 431 ? 'request head is too large' : status === 408 ? 'request head did not arrive in time' : `malformed HTTP request (${error.code ?? 'parse error'})`
   const body = JSON.stringify({ error: Errors.invalidRequest(detail).toErrorBody() })
