@@ -290,7 +290,6 @@ export const Errors = {
   httpError: (status: number, reason: string) => make(Codes.HttpError, `HTTP ${status} ${reason}`),
   httpRequestFailed: (url: string, detail: string) => make(Codes.HttpRequestFailed, `HTTP request to ${url} failed: ${detail}`),
   responseNotJson: (url: string) => make(Codes.InvalidResponse, `Response of ${url} is not JSON`),
-  invalidResponse: (detail: string) => make(Codes.InvalidResponse, detail),
   urlNotAllowed: (url: string, rule: string) => make(Codes.UrlValidationFailed, `URL ${url} is not allowed: ${rule}`),
   secretNotSet: (name: string) => make(Codes.SecretNotSet, `Environment variable ${name} is not set`),
   internal: (errorId: string) => make(Codes.InternalError, `Internal engine error (${errorId})`),
@@ -308,11 +307,10 @@ export const Errors = {
     ),
   invalidBody: (detail: string) => make(Codes.InvalidBody, detail),
   invalidRequest: (detail: string) => make(Codes.InvalidRequest, detail),
-  payloadTooLarge: (limit: number) => make(Codes.PayloadTooLarge, `request body exceeds max_body_bytes (${limit})`),
+  payloadTooLarge: (limit: number) => make(Codes.PayloadTooLarge, `request body exceeds max_body_bytes (${limit} bytes)`),
   valueTooLarge: (bytes: number, limit: number) => make(Codes.ValueTooLarge, `value of ${bytes} bytes exceeds max_value_bytes ${limit}`),
   storageError: (message: string, cause?: unknown) => new SvcError(Codes.StorageError, message, { cause }),
   adapterUnavailable: (message: string, cause?: unknown) => new SvcError(Codes.AdapterUnavailable, message, { cause }),
-  expandFailed: (name: string) => make(Codes.ExpandFailed, `environment variable ${name} is not set`),
 } as const
 
 /** Why a `registrationrejected` was sent (protocol.md §5.11). */

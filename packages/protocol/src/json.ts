@@ -260,19 +260,3 @@ export function idProblem(id: string): string | undefined {
   if (/[\u0000-\u001f\u007f]/.test(id)) return 'contains a control character'
   return undefined
 }
-
-/**
- * The depth of a parsed value (0 for a scalar, 1 for `[]` or `{}`), counted without recursion and
- * stopping once it exceeds `limit`, for values built in-process rather than read from text.
- */
-export function jsonDepthExceeds(value: unknown, limit: number = MAX_JSON_DEPTH): boolean {
-  const stack: Array<[unknown, number]> = [[value, 0]]
-  while (stack.length > 0) {
-    const [v, d] = stack.pop()!
-    if (typeof v !== 'object' || v === null) continue
-    if (d + 1 > limit) return true
-    if (Array.isArray(v)) for (const item of v) stack.push([item, d + 1])
-    else for (const key in v) stack.push([(v as Record<string, unknown>)[key], d + 1])
-  }
-  return false
-}

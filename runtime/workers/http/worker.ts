@@ -723,7 +723,7 @@ export class HttpWorker implements BuiltinWorker {
     if (err === BODY_TOO_LARGE) {
       const limit = x.compiled.settings.max_body_bytes
       // Close the connection rather than drain a body we refused.
-      this.answerError(x, httpStatusOf(Codes.PayloadTooLarge), Codes.PayloadTooLarge, `request body exceeds max_body_bytes (${limit} bytes)`, undefined, undefined, true)
+      this.answerError(x, httpStatusOf(Codes.PayloadTooLarge), Codes.PayloadTooLarge, Errors.payloadTooLarge(limit).message, undefined, undefined, true)
       return
     }
     if (err === BUDGET_EXCEEDED) {
