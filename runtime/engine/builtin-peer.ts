@@ -13,6 +13,7 @@ import type {
   LocalHandler,
   LocalInvokeRequest,
   LocalTriggerProvider,
+  LocalTriggerRegistration,
   LocalTriggerTypeOptions,
   LocalWorker,
 } from './types.ts'
@@ -25,6 +26,8 @@ export interface BuiltinHost {
   unregisterLocalTriggerType(peer: BuiltinPeer, id: string): void
   invokeAs(caller: Peer | null, request: LocalInvokeRequest): Promise<unknown>
   reportLocalTriggerResult(peer: BuiltinPeer, triggerId: string, error?: { code: string; message: string }): void
+  registerLocalTrigger(peer: BuiltinPeer, binding: LocalTriggerRegistration): void
+  unregisterLocalTrigger(peer: BuiltinPeer, id: string): void
 }
 
 export class BuiltinPeer implements Peer, LocalWorker {
@@ -73,6 +76,14 @@ export class BuiltinPeer implements Peer, LocalWorker {
 
   invoke(request: LocalInvokeRequest): Promise<unknown> {
     return this.host.invokeAs(this, request)
+  }
+
+  registerTrigger(binding: LocalTriggerRegistration): void {
+    this.host.registerLocalTrigger(this, binding)
+  }
+
+  unregisterTrigger(id: string): void {
+    this.host.unregisterLocalTrigger(this, id)
   }
 
   reportTriggerResult(triggerId: string, error?: { code: string; message: string }): void {

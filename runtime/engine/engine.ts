@@ -65,6 +65,7 @@ import type {
   ListenerConfig,
   LocalInvokeRequest,
   LocalTriggerProvider,
+  LocalTriggerRegistration,
   LocalTriggerTypeOptions,
   Logger,
 } from './types.ts'
@@ -911,6 +912,23 @@ export class Engine implements BuiltinHost, PipelineHost {
 
   reportLocalTriggerResult(peer: BuiltinPeer, triggerId: string, error?: { code: string; message: string }): void {
     this.triggers.providerAnswer(peer, triggerId, error)
+  }
+
+  registerLocalTrigger(peer: BuiltinPeer, binding: LocalTriggerRegistration): void {
+    const input: BindingInput = {
+      id: binding.id,
+      trigger_type: binding.trigger_type,
+      function_id: binding.function_id,
+      config: binding.config,
+      namespace: 'default',
+      owner: peer,
+    }
+    if (binding.metadata !== undefined && binding.metadata !== null) input.metadata = binding.metadata
+    this.triggers.addBinding(input)
+  }
+
+  unregisterLocalTrigger(peer: BuiltinPeer, id: string): void {
+    if (this.triggers.getBinding(id)?.owner === peer) this.triggers.removeBinding(id)
   }
 
   private removeBuiltinPeer(peer: BuiltinPeer): void {

@@ -81,6 +81,15 @@ export interface LocalInvokeRequest {
   baggage?: string
 }
 
+/** A trigger a built-in registers for itself; its function is resolved in `default`. */
+export interface LocalTriggerRegistration {
+  id: string
+  trigger_type: string
+  function_id: string
+  config: unknown
+  metadata?: unknown
+}
+
 /**
  * The handle a built-in worker uses to take part in the protocol. Everything it registers is owned
  * by this worker and removed when it stops.
@@ -97,6 +106,13 @@ export interface LocalWorker {
    * the handler's own code, …). A `void` action resolves at once with undefined.
    */
   invoke(request: LocalInvokeRequest): Promise<unknown>
+  /**
+   * Registers a trigger owned by this worker (a built-in watching its settings entry with a
+   * `configuration` trigger, builtins.md §2.7). A provider's refusal is logged. Removed by
+   * {@link unregisterTrigger} or when the worker stops.
+   */
+  registerTrigger(binding: LocalTriggerRegistration): void
+  unregisterTrigger(id: string): void
   /** Reports a late provider answer for a binding, e.g. a refused route promoted later (§8.3). */
   reportTriggerResult(triggerId: string, error?: { code: string; message: string }): void
   /** Addresses this worker listens on, shown as `listen_urls` by `engine::workers::info`. */

@@ -60,7 +60,7 @@ describe('worker catalogue (builtins.md §1, cli.md §4.3)', () => {
   })
 
   it('marks as implemented exactly the built-ins the engine starts, plus the console process', () => {
-    const started = createBuiltins().map((w) => w.name).sort()
+    const started = createBuiltins({ data_dir: '/nonexistent', builtins: {} }).map((w) => w.name).sort()
     const implemented = all.filter((d) => d.implemented && d.runsIn === 'engine').map((d) => d.engineName).sort()
     assert.deepEqual(implemented, started)
   })

@@ -1,12 +1,42 @@
 /**
  * The catalogue of built-in workers (builtins.md §1) that the engine starts by default.
  * Each one lives in its own folder and takes part through the LocalWorker interface.
+ *
+ * The configuration worker starts first; every other worker with a settings entry is wrapped by
+ * the kit's {@link configured}, so that its settings come from that entry and change live.
  */
 import type { BuiltinWorker, EngineConfig } from '../engine/types.ts'
+import { builtinDescriptor } from './catalogue.ts'
+import { ConfigurationWorker } from './configuration/worker.ts'
 import { HttpWorker } from './http/worker.ts'
+import { configured } from './shared/configured.ts'
 import { StateWorker } from './state/worker.ts'
 
+/** What {@link createBuiltins} reads of the configuration. */
+export type BuiltinsConfig = Pick<EngineConfig, 'data_dir' | 'builtins'> & {
+  /** Directory the settings directory resolves against; default: the data directory. */
+  project_root?: string
+}
+
 /** A fresh instance of every built-in worker of this release, in start order. */
-export function createBuiltins(_config?: EngineConfig): BuiltinWorker[] {
-  return [new StateWorker(), new HttpWorker()]
+export function createBuiltins(config: BuiltinsConfig): BuiltinWorker[] {
+  const workers: BuiltinWorker[] = [new StateWorker(), new HttpWorker()]
+  const configuration = new ConfigurationWorker({ root: config.project_root ?? config.data_dir })
+  return [
+    configuration,
+    ...workers.map((worker) => {
+      const descriptor = builtinDescriptor(worker.name)
+      if (!descriptor?.configurationId || !descriptor.settings || descriptor.settingsSource !== 'seed') return worker
+      const entry = config.builtins[worker.name] as { config?: unknown; raw_config?: unknown } | undefined
+      const seed: { raw?: unknown; expanded?: unknown } = {}
+      const raw = entry?.raw_config !== undefined ? entry.raw_config : entry?.config
+      if (raw !== undefined) seed.raw = raw
+      if (entry?.config !== undefined) seed.expanded = entry.config
+      return configured(
+        worker,
+        { id: descriptor.configurationId, title: descriptor.title, description: descriptor.description, schema: descriptor.settings },
+        seed,
+      )
+    }),
+  ]
 }

@@ -28,7 +28,7 @@ export type ExitClass = 'failure' | 'usage' | 'unreachable' | 'timeout'
 export const EXIT_CODES: Readonly<Record<ExitClass, number>> = { failure: 1, usage: 2, unreachable: 3, timeout: 4 }
 
 /** Who produces a code (protocol.md §7.2 "Produced by"). */
-export type ErrorSource = 'engine' | 'sdk' | 'provider' | 'http' | 'state' | 'queue' | 'cli'
+export type ErrorSource = 'engine' | 'sdk' | 'provider' | 'http' | 'state' | 'queue' | 'configuration' | 'cli'
 
 /** One code of the catalogue. */
 export interface CatalogueEntry {
@@ -174,6 +174,11 @@ export const Codes = {
   ExpandFailed: 'EXPAND_FAILED',
   // builtins.md §7 (queue, through the enqueue action)
   InvalidMessageGroup: 'invalid_message_group',
+  // builtins.md §11.2 (configuration)
+  InvalidId: 'INVALID_ID',
+  NotRegistered: 'NOT_REGISTERED',
+  SchemaUnavailable: 'SCHEMA_UNAVAILABLE',
+  SchemaInvalid: 'SCHEMA_INVALID',
 } as const
 export type Code = (typeof Codes)[keyof typeof Codes]
 
@@ -222,6 +227,10 @@ entry(Codes.StorageError, 500, 'failure', ['state'], 'The storage adapter failed
 entry(Codes.AdapterUnavailable, 503, 'failure', ['state'], 'A remote storage adapter (Redis) is not reachable.')
 entry(Codes.ExpandFailed, 400, 'usage', ['engine'], 'A settings placeholder names an unset environment variable.')
 entry(Codes.InvalidMessageGroup, 400, 'failure', ['queue'], 'A fifo queue message lacks its message_group_field.')
+entry(Codes.InvalidId, 400, 'failure', ['configuration'], 'A settings entry id does not match [a-z0-9_-]{1,64}.')
+entry(Codes.NotRegistered, 404, 'failure', ['configuration'], 'A settings entry was set before its owner registered it.')
+entry(Codes.SchemaUnavailable, 503, 'failure', ['configuration'], 'The owner of a settings entry has not registered its schema since the engine started.')
+entry(Codes.SchemaInvalid, 400, 'failure', ['configuration'], 'A settings value (after placeholder expansion) violates its JSON Schema.')
 
 /** Every catalogue entry, in catalogue order. */
 export function catalogue(): CatalogueEntry[] {
@@ -311,6 +320,15 @@ export const Errors = {
   valueTooLarge: (bytes: number, limit: number) => make(Codes.ValueTooLarge, `value of ${bytes} bytes exceeds max_value_bytes ${limit}`),
   storageError: (message: string, cause?: unknown) => new SvcError(Codes.StorageError, message, { cause }),
   adapterUnavailable: (message: string, cause?: unknown) => new SvcError(Codes.AdapterUnavailable, message, { cause }),
+  invalidId: (id: string) => make(Codes.InvalidId, `invalid configuration id '${id}': use 1 to 64 of a-z, 0-9, _ and -`),
+  configurationNotFound: (id: string) => make(Codes.NotFound, `configuration '${id}' not found`),
+  notRegistered: (id: string) => make(Codes.NotRegistered, `configuration '${id}' is not registered; call configuration::register first`),
+  schemaUnavailable: (id: string) =>
+    make(Codes.SchemaUnavailable, `the schema of configuration '${id}' is not registered since the engine started; its owner registers it when it starts`),
+  /** `violations` as `<json pointer>: <problem>` (builtins.md §11.2). */
+  schemaInvalid: (id: string, violations: readonly string[]) =>
+    make(Codes.SchemaInvalid, `configuration '${id}' is invalid: ${violations.join('; ')}`),
+  expandFailed: (message: string) => make(Codes.ExpandFailed, message),
 } as const
 
 /** Why a `registrationrejected` was sent (protocol.md §5.11). */

@@ -1,4 +1,4 @@
-/** Descriptor of the configuration worker (builtins.md §11); not implemented yet. */
+/** Descriptor of the configuration worker (builtins.md §11). */
 import type { BuiltinDescriptor } from '../descriptor.ts'
 
 export const CONFIGURATION_DESCRIPTOR = {
@@ -24,6 +24,6 @@ export const CONFIGURATION_DESCRIPTOR = {
   functions: ['configuration::*'],
   triggerTypes: ['configuration'],
   runsIn: 'engine',
-  implemented: false,
+  implemented: true,
   listOrder: 8,
 } as const satisfies BuiltinDescriptor
