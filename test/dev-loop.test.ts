@@ -214,6 +214,25 @@ describe('the development loop (cli.md §5, §6)', () => {
     await until(() => !alive(latePid), 'late stopped')
   })
 
+  it('a changed built-in config block in config.yaml applies while svc runs', async () => {
+    const config = join(dir, 'config.yaml')
+    const original = readFileSync(config, 'utf8')
+    const edited = original.replace('  - name: svc-http\n    config:\n      port: 0\n', '  - name: svc-http\n    config:\n      port: 0\n      max_body_bytes: 64\n')
+    assert.notEqual(edited, original)
+    writeFileSync(config, edited)
+    const read = async () => {
+      const result = await trigger('configuration::get', 'id=svc-http')
+      return (result.json.result as unknown as { value: Record<string, unknown> } | undefined)?.value
+    }
+    const deadline = Date.now() + 20_000
+    while ((await read())?.max_body_bytes !== 64) {
+      if (Date.now() > deadline) assert.fail(`config/svc-http.yaml never got max_body_bytes 64\n${engine?.output.join('\n')}`)
+      await new Promise((resolve) => setTimeout(resolve, 200))
+    }
+    assert.match(readFileSync(join(dir, 'config', 'svc-http.yaml'), 'utf8'), /max_body_bytes: 64/)
+    writeFileSync(config, original)
+  })
+
   it('SIGTERM stops every worker, then the engine, exit 0', async () => {
     const pids = ['greeter', 'shop-greeter'].map((w) => [...states(w)].reverse().find((e) => typeof e.pid === 'number')!.pid as number)
     assert.equal(await engine!.stop(), 0)

@@ -470,6 +470,11 @@ export class ComposeDaemon {
     return {
       url: this.engineUrl,
       listWorkers: (filter = {}) => this.listWorkers(filter),
+      configure: async (id, config) => {
+        const call = <T>(function_id: string, payload: unknown) => this.client.trigger<unknown, T>({ function_id, payload, timeoutMs: ENGINE_CALL_TIMEOUT_MS })
+        const stored = await call<{ value: unknown }>('configuration::get', { id, raw: true })
+        await call('configuration::set', { id, value: deepMerge(stored.value, config) })
+      },
       log: (level, message, serviceName, data) => {
         const payload: Record<string, unknown> = { message, service_name: serviceName }
         if (data) payload.data = data
@@ -563,4 +568,13 @@ function mergeResults(down: OpResult, up: OpResult): OpResult {
   const stopped = new Set(down.containers.filter((c) => c.changed).map((c) => c.container))
   const containers = up.containers.map((c) => (stopped.has(c.container) ? { ...c, changed: true } : c))
   return { operation_id: operationId(), status: up.status, changed: down.changed || up.changed, containers }
+}
+
+/** `patch` merged into `base`: objects key by key, recursively; anything else replaces (cli.md §2.3). */
+function deepMerge(base: unknown, patch: unknown): unknown {
+  const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v)
+  if (!isObject(base) || !isObject(patch)) return patch
+  const out: Record<string, unknown> = { ...base }
+  for (const [key, value] of Object.entries(patch)) out[key] = deepMerge(base[key], value)
+  return out
 }

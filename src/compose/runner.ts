@@ -12,6 +12,7 @@ import type { Logger } from '../../runtime/engine/types.ts'
 import type { RegistrationProbe, SupervisedWorker, SupervisorOptions, WorkerSpec, WorkerState } from '../supervisor/types.ts'
 import { displayPath } from '../lib/project.ts'
 import { EnvFileError, parseEnvFile } from './env-file.ts'
+import { builtinDescriptor } from '../../runtime/workers/catalogue.ts'
 import { ComposeError, errorBody } from './errors.ts'
 import type { ErrorBody } from './errors.ts'
 import { RESERVED_ENV_NAMES } from './file.ts'
@@ -24,6 +25,11 @@ export interface EngineAccess {
   readonly url: string
   /** `engine::workers::list` with the given filter (protocol.md §11.1). */
   listWorkers(filter?: { namespace?: string; runtime?: string }): Promise<WorkerSummary[]>
+  /**
+   * Deep-merges `config` into the stored settings entry `id` and stores the result with
+   * `configuration::set` (cli.md §2.3); rejects with the configuration worker's error.
+   */
+  configure(id: string, config: unknown): Promise<void>
   /** A void `engine::log::<level>` call (builtins.md §12.2); must never throw. */
   log(level: 'info' | 'warn', message: string, serviceName: string, data?: Record<string, unknown>): void
 }
@@ -271,12 +277,11 @@ export class ProjectRunner {
     }
   }
 
-  /** Ready when the engine runs the built-in (builtins.md §1); its `config` cannot be stored yet. */
+  /**
+   * Ready when the engine runs the built-in (builtins.md §1); its `config` is deep-merged into the
+   * settings entry and applies live (cli.md §2.3).
+   */
   private async startBuiltin(c: Container, spec: BuiltinContainer): Promise<void> {
-    if (spec.config !== undefined) {
-      // The configuration worker (configuration::set) does not exist yet: accepted, not applied.
-      c.detail = `config accepted but not applied: the configuration worker is not available yet; set it in config/${spec.builtin}.yaml`
-    }
     if (spec.builtin === 'console') {
       // `svc console` is a separate process (cli.md §7); it counts as running once it registered.
       const consoles = await this.engine.listWorkers({})
@@ -289,6 +294,16 @@ export class ProjectRunner {
         'BUILTIN_DISABLED',
         `${spec.key}: the engine does not run the built-in worker ${spec.builtin} (disabled in its config.yaml, or not available in this engine)`,
       )
+    }
+    const id = builtinDescriptor(spec.builtin)?.configurationId
+    if (spec.config !== undefined && id) {
+      try {
+        await this.engine.configure(id, spec.config)
+      } catch (err) {
+        const { code, message } = errorBody(err)
+        throw new ComposeError(code, `${spec.key}: config not applied to settings entry ${id}: ${message}`)
+      }
+      c.detail = `config applied to settings entry ${id}`
     }
   }
 

@@ -4,7 +4,9 @@
  * SIGINT/SIGTERM.
  */
 import { loadConfig } from '../../runtime/config/loader.ts'
-import type { LoadedConfig, LoadedLocalWorkerEntry } from '../../runtime/config/loader.ts'
+import type { LoadedBuiltinEntry, LoadedConfig, LoadedLocalWorkerEntry } from '../../runtime/config/loader.ts'
+import { builtinDescriptor } from '../../runtime/workers/catalogue.ts'
+import { storeSeed } from '../../runtime/workers/shared/configured.ts'
 import { Engine } from '../../runtime/engine/engine.ts'
 import { consoleLogger } from '../../runtime/engine/logger.ts'
 import { createBuiltins } from '../../runtime/workers/index.ts'
@@ -121,8 +123,8 @@ export async function startEngine(options: StartOptions): Promise<RunningEngine>
     await settled([...supervised.values()], BANNER_WAIT_MS)
   }
 
-  // cli.md §2.1 Reload: local worker entries apply while svc runs; built-in and listener changes
-  // need a restart (their settings come from config/ once the configuration worker exists).
+  // cli.md §2.1 Reload: local worker entries and built-in settings apply while svc runs; enabling or
+  // disabling a built-in and listener changes need a restart.
   let current = config
   const reloader =
     options.watch && config.file
@@ -131,6 +133,7 @@ export async function startEngine(options: StartOptions): Promise<RunningEngine>
             loadConfig(located.label, { cwd: options.cwd, env: options.env, overrides: { port: options.port, host: options.host, dataDir: options.dataDir } }),
           onReload: async (next) => {
             const changes = diffConfig(current, next)
+            const previous = current
             current = next
             if (options.workers) {
               const stopping = [...changes.stopped, ...changes.restarted.map((e) => e.name)]
@@ -143,7 +146,7 @@ export async function startEngine(options: StartOptions): Promise<RunningEngine>
               )
               await Promise.all([...changes.started, ...changes.restarted].map((entry) => launch(entry).start()))
             }
-            for (const name of changes.builtins) note.warn(`config.yaml: the ${name} entry changed; restart svc to apply it`)
+            for (const name of changes.builtins) await applyBuiltinChange(engine, name, previous.builtins[name], next.builtins[name], note)
             if (changes.listeners) note.warn('config.yaml: a svc-worker-manager entry changed; restart svc to apply it')
             const summary = {
               started: changes.started.map((e) => e.name),
@@ -193,6 +196,35 @@ export async function startEngine(options: StartOptions): Promise<RunningEngine>
         .finally(() => lock.release())
       return stopped
     },
+  }
+}
+
+/**
+ * A built-in's config.yaml entry changed while svc runs: a changed `config` block becomes the
+ * value of its settings entry (configuration::set, through the kit's seed rule); `enabled` needs a
+ * restart. Failures (a block the schema refuses) are logged and change nothing.
+ */
+async function applyBuiltinChange(
+  engine: Engine,
+  name: string,
+  before: LoadedBuiltinEntry | undefined,
+  after: LoadedBuiltinEntry | undefined,
+  note: Logger,
+): Promise<void> {
+  if ((before?.enabled ?? true) !== (after?.enabled ?? true)) {
+    note.warn(`config.yaml: ${name} was ${after?.enabled === false ? 'disabled' : 'enabled'}; restart svc to apply it`)
+  }
+  const id = builtinDescriptor(name)?.configurationId
+  if (!id || JSON.stringify(before?.raw_config ?? null) === JSON.stringify(after?.raw_config ?? null)) return
+  if (after?.raw_config === undefined) {
+    note.info(`config.yaml: the ${name} config block was removed; config/${id}.yaml keeps its settings`)
+    return
+  }
+  try {
+    await storeSeed((request) => engine.inject(request), id, after.raw_config)
+    note.info(`config.yaml: applied the ${name} config block to config/${id}.yaml`)
+  } catch (err) {
+    note.error(`config.yaml: the ${name} config block was not applied: ${(err as Error).message}; the previous settings stay in effect`)
   }
 }
 
