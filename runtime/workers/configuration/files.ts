@@ -11,6 +11,7 @@ import { randomBytes } from 'node:crypto'
 import { mkdir, readdir, readFile, rename, rm, writeFile } from 'node:fs/promises'
 import { basename, join } from 'node:path'
 import { watch, type FSWatcher } from 'chokidar'
+import { MAX_JSON_DEPTH } from 'svc-protocol/json'
 import { parseDocument, stringify } from 'yaml'
 
 /** Ids of settings entries (§11.1). */
@@ -18,6 +19,9 @@ export const ENTRY_ID = /^[a-z0-9_-]{1,64}$/
 
 /** Largest settings file read, bytes; a larger file is refused like one that does not parse. */
 export const MAX_SETTINGS_FILE_BYTES = 4 * 1024 * 1024
+
+/** Shortest quiet time before a changed file is read, ms (see {@link SettingsFiles.watch}). */
+export const MIN_DEBOUNCE_MS = 60
 
 /** The content of one settings file. */
 export interface SettingsFile {
@@ -42,6 +46,7 @@ export function parseSettingsFile(text: string, expectedId: string): SettingsFil
   const document = parseDocument(text, { uniqueKeys: true })
   if (document.errors.length > 0) throw new Error(`not valid YAML: ${document.errors[0]!.message.split('\n')[0]}`)
   const data: unknown = document.toJS({ maxAliasCount: 100 })
+  if (nestedDeeperThan(data, MAX_JSON_DEPTH)) throw new Error(`nests deeper than ${MAX_JSON_DEPTH} levels`)
   if (typeof data !== 'object' || data === null || Array.isArray(data)) throw new Error('must be a mapping with id, name, description and value')
   const record = data as Record<string, unknown>
   if (record.id !== expectedId) throw new Error(`id '${String(record.id)}' differs from the file name (${expectedId}.yaml); the file is ignored`)
@@ -131,6 +136,9 @@ export class SettingsFiles {
    */
   watch(debounceMs: number, onEvent: (event: SettingsFileEvent) => void): void {
     if (this.watcher) return
+    // chokidar drops a file's change events that follow the previous one within 50 ms; waiting
+    // longer than that before reading means the content read is the last one written.
+    const quiet = Math.max(debounceMs, MIN_DEBOUNCE_MS)
     const schedule = (path: string) => {
       const id = idOfFile(basename(path))
       if (id === undefined) return
@@ -140,7 +148,7 @@ export class SettingsFiles {
         setTimeout(() => {
           this.timers.delete(id)
           void this.inspect(id).then((event) => event && onEvent(event))
-        }, debounceMs),
+        }, quiet),
       )
     }
     this.watcher = watch(this.directory, { ignoreInitial: true, depth: 0 })
@@ -186,6 +194,18 @@ export class SettingsFiles {
       return { kind: 'invalid', id, path, problem: (error as Error).message }
     }
   }
+}
+
+/** Whether `value` has arrays or objects nested more than `limit` levels deep (checked without recursion). */
+function nestedDeeperThan(value: unknown, limit: number): boolean {
+  const stack: Array<{ value: unknown; depth: number }> = [{ value, depth: 0 }]
+  while (stack.length > 0) {
+    const { value: current, depth } = stack.pop()!
+    if (typeof current !== 'object' || current === null) continue
+    if (depth >= limit) return true
+    for (const child of Object.values(current)) stack.push({ value: child, depth: depth + 1 })
+  }
+  return false
 }
 
 /** The entry id of a directory entry name, undefined for other files (temporaries, other extensions). */
