@@ -58,7 +58,7 @@ describe('svc project init --list-templates (cli.md §4.1)', () => {
     assert.match(lines[0]!, /^TEMPLATE\s+DESCRIPTION$/)
     assert.deepEqual(
       lines.slice(1).map((l) => l.split(/\s+/)[0]),
-      ['bare', 'quickstart', 'link-shortener', 'worker'],
+      ['bare', 'quickstart', 'starter', 'link-shortener', 'worker'],
     )
     const short = await svc(['project', 'init', '--list'], cwd)
     assert.equal(short.code, 0)
@@ -69,6 +69,7 @@ describe('svc project init --list-templates (cli.md §4.1)', () => {
       [
         ['bare', 'project'],
         ['quickstart', 'project'],
+        ['starter', 'project'],
         ['link-shortener', 'project'],
         ['worker', 'worker'],
       ],
@@ -80,6 +81,7 @@ describe('svc project init: every template (cli.md §4.1)', () => {
   const expected: Record<string, string[]> = {
     bare: PROJECT_FILES,
     quickstart: [...PROJECT_FILES, ...tsWorker('workers/caller-worker/'), ...tsWorker('workers/math-worker/')],
+    starter: [...PROJECT_FILES, ...tsWorker('')].sort(),
     'link-shortener': [
       ...PROJECT_FILES,
       'workers/links/package.json',
@@ -169,7 +171,7 @@ describe('svc project init: errors and exit codes (cli.md §1.1, §4.1)', () => 
   it('an unknown template exits 2 listing the templates', async () => {
     const run = await svc(['project', 'init', 'demo', '--template', 'startr'], workdir())
     assert.equal(run.code, 2)
-    assert.match(run.stderr, /^Error: Unknown template 'startr'\. Available templates: bare, quickstart, link-shortener, worker\n/)
+    assert.match(run.stderr, /^Error: Unknown template 'startr'\. Available templates: bare, quickstart, starter, link-shortener, worker\n/)
   })
 
   it('an unknown package manager exits 2', async () => {

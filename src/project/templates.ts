@@ -10,10 +10,7 @@ import type { TemplateInfo } from './types.ts'
 /** The template used when `--template` is not given. */
 export const DEFAULT_TEMPLATE = 'bare'
 
-/**
- * Available templates, in the order they are listed. `starter` of cli.md §4.1 is not provided yet:
- * its cron schedule needs the cron built-in.
- */
+/** Available templates, in the order cli.md §4.1 lists them. */
 export const TEMPLATES: readonly TemplateInfo[] = [
   {
     name: 'bare',
@@ -26,6 +23,13 @@ export const TEMPLATES: readonly TemplateInfo[] = [
     kind: 'project',
     base: 'bare',
     tryIt: { command: 'svc trigger math::add_two_numbers a=1 b=2', comment: 'calls math::add in math-worker' },
+  },
+  {
+    name: 'starter',
+    description: 'bare + one TypeScript worker at the project root: GET /hello with a state counter, a cron schedule and a live stream',
+    kind: 'project',
+    base: 'bare',
+    tryIt: { command: "curl -s 'localhost:3111/hello?name=Ada'", comment: 'counts greetings in state, records them in the activity stream' },
   },
   {
     name: 'link-shortener',
