@@ -32,10 +32,10 @@ const PROJECT_FILES = ['.gitignore', 'README.md', 'config.yaml', 'worker-compose
 const TS_WORKER = (dir: string) => [`${dir}package.json`, `${dir}src/index.ts`, `${dir}svc.worker.yaml`, `${dir}tsconfig.json`]
 
 describe('template catalogue (cli.md §4.1)', () => {
-  it('lists bare, quickstart, link-shortener and worker, with one-line descriptions', () => {
+  it('lists bare, quickstart, starter, link-shortener and worker, with one-line descriptions', () => {
     assert.deepEqual(
       TEMPLATES.map((t) => t.name),
-      ['bare', 'quickstart', 'link-shortener', 'worker'],
+      ['bare', 'quickstart', 'starter', 'link-shortener', 'worker'],
     )
     const table = formatTemplateTable().trimEnd().split('\n')
     assert.match(table[0]!, /^TEMPLATE\s+DESCRIPTION$/)
@@ -54,7 +54,7 @@ describe('template catalogue (cli.md §4.1)', () => {
         err instanceof CliError &&
         err.exitCode === ExitCode.Usage &&
         err.code === 'UNKNOWN_TEMPLATE' &&
-        err.message === "Unknown template 'starterr'. Available templates: bare, quickstart, link-shortener, worker",
+        err.message === "Unknown template 'starterr'. Available templates: bare, quickstart, starter, link-shortener, worker",
     )
   })
 
