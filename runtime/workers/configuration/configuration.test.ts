@@ -10,6 +10,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { parse } from 'yaml'
 import { startTestEngine, type TestEngine } from '../../../test/support/engine.ts'
+import type { ConfigurationEventData } from 'svc-sdk/configuration'
 import { eventually, RawWorker, type Frame } from '../../../test/support/raw-worker.ts'
 
 const SCHEMA = {
@@ -31,7 +32,7 @@ describe('configuration worker (builtins.md §11)', () => {
   let t: TestEngine
   let dir: string
   let w: RawWorker
-  const events: Frame[] = []
+  const events: ConfigurationEventData[] = []
   const call = (id: string, data: unknown) => t.engine.inject({ function_id: id, data })
 
   before(async () => {
