@@ -1,4 +1,4 @@
-/** Descriptor of the stream worker (builtins.md §6); not implemented yet. */
+/** Descriptor of the stream worker (builtins.md §6); `redis` is listed by the spec but refused until it is built. */
 import { adapterEntrySchema, type BuiltinDescriptor } from '../descriptor.ts'
 
 export const STREAM_DESCRIPTOR = {
@@ -28,6 +28,6 @@ export const STREAM_DESCRIPTOR = {
   functions: ['stream::*'],
   triggerTypes: ['stream', 'stream:join', 'stream:leave'],
   runsIn: 'engine',
-  implemented: false,
+  implemented: true,
   listOrder: 2,
 } as const satisfies BuiltinDescriptor
