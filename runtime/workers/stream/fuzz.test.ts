@@ -7,7 +7,7 @@ import assert from 'node:assert/strict'
 import { after, before, it } from 'node:test'
 import fc from 'fast-check'
 import type { TestEngine } from '../../../test/support/engine.ts'
-import { startStreamEngine, StreamSocket } from './test-support.ts'
+import { startStreamEngine, StreamSocket } from './test-support/stream.ts'
 import type { StreamWorker } from './worker.ts'
 
 let test: TestEngine

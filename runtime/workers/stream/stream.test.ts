@@ -7,7 +7,7 @@ import { after, before, describe, it } from 'node:test'
 import { registerWorker, type SvcClient } from 'svc-sdk'
 import type { TestEngine } from '../../../test/support/engine.ts'
 import { eventually } from '../../../test/support/raw-worker.ts'
-import { startStreamEngine, StreamSocket, type Frame } from './test-support.ts'
+import { startStreamEngine, StreamSocket, type Frame } from './test-support/stream.ts'
 import type { StreamWorker } from './worker.ts'
 
 async function failure(promise: Promise<unknown>): Promise<{ code: string; message: string }> {

@@ -4,9 +4,9 @@
  */
 import type { IncomingMessage } from 'node:http'
 import WebSocket from 'ws'
-import { startTestEngine, type TestEngine } from '../../../test/support/engine.ts'
-import type { Logger } from '../../engine/types.ts'
-import { StreamWorker, type StreamWorkerOptions } from './worker.ts'
+import { startTestEngine, type TestEngine } from '../../../../test/support/engine.ts'
+import type { Logger } from '../../../engine/types.ts'
+import { StreamWorker, type StreamWorkerOptions } from '../worker.ts'
 
 export type Frame = Record<string, any>
 
