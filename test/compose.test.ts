@@ -172,7 +172,7 @@ before(async () => {
   writeFileSync(join(dir, 'misnamed.yaml'), 'startup_timeout: 4s\ncontainers:\n  misnamed:\n    worker: path://./workers/misnamed\n')
   writeFileSync(
     join(dir, 'builtins.yaml'),
-    'containers:\n  kv:\n    worker: builtin://state\n    config: { triggers_enabled: "${KEEP_ME}" }\n  streams:\n    worker: builtin://stream\n',
+    'containers:\n  kv:\n    worker: builtin://state\n    config: { triggers_enabled: "${KEEP_ME}" }\n  topics:\n    worker: builtin://pubsub\n',
   )
   writeFileSync(join(dir, 'invalid.yaml'), 'containers:\n  api:\n    worker: path://./workers/api\n    enviroment: { A: b }\n')
   engine = await startEngineProcess(dir)
@@ -328,13 +328,13 @@ describe('svc compose', () => {
   it('checks built-in containers against the engine', async () => {
     const up = await call('compose::up', { file: 'builtins.yaml' })
     assert.equal(up.status, 'failed', JSON.stringify(up))
-    const [kv, streams] = up.containers
+    const [kv, topics] = up.containers
     assert.equal(kv.container, 'kv')
     assert.equal(kv.state, 'stopped')
     assert.equal(kv.rolled_back, true)
     assert.match(kv.detail, /config accepted but not applied/)
-    assert.equal(streams.error.code, 'BUILTIN_DISABLED')
-    assert.match(streams.error.message, /does not run the built-in worker svc-stream/)
+    assert.equal(topics.error.code, 'BUILTIN_DISABLED')
+    assert.match(topics.error.message, /does not run the built-in worker svc-pubsub/)
   })
 
   it('starts independent containers concurrently', async () => {
