@@ -131,8 +131,10 @@ export class StreamClients {
     for (const subscription of subscriptions) {
       if (subscription.id !== null && subscription.id !== id) continue
       const frame = frameOf(subscription.framePrefix, json)
-      if (subscription.pending) subscription.pending.push(frame)
-      else this.send(subscription.client, frame)
+      if (!subscription.pending) this.send(subscription.client, frame)
+      else if (subscription.pending.length < this.host.clientBufferMessages) subscription.pending.push(frame)
+      // Held frames count against the same bound as unsent ones.
+      else this.close(subscription.client, CLOSE_TRY_AGAIN_LATER, `more than ${this.host.clientBufferMessages} messages waiting for sync (client_buffer_messages); reconnect`)
     }
   }
 
