@@ -81,7 +81,9 @@ it('a subscriber killed and restarted still receives stream events, in order', a
   await waitFor(() => second.events.length >= start + 20, '20 events at the restarted subscriber')
   assert.deepEqual(second.events.slice(start).map((e) => e.event.data), Array.from({ length: 20 }, (_, i) => i))
   assert.equal(second.events[start]!.event.type, 'create')
-
+  second.child.kill('SIGKILL')
+  await new Promise((resolve) => second.child.once('exit', resolve))
+  await waitFor(() => !test.engine.openSessions().some((s) => s.name === 'stream-subscriber'), 'the session to close')
 })
 
 it('a subscriber whose connection drops reconnects, replays its binding (same trigger id) and keeps receiving', async () => {
@@ -90,8 +92,8 @@ it('a subscriber whose connection drops reconnects, replays its binding (same tr
   await subscriber.ready
   await deliveredTo(subscriber, 'before-drop')
   const sessions = test.engine.openSessions().filter((s) => s.name === 'stream-subscriber')
-  assert.ok(sessions.length >= 1)
-  for (const session of sessions) session.transport.terminate()
+  assert.equal(sessions.length, 1)
+  sessions[0]!.transport.terminate()
   await waitFor(() => test.engine.openSessions().some((s) => s.name === 'stream-subscriber' && !sessions.includes(s)), 'the reconnect')
   await deliveredTo(subscriber, 'after-drop')
   const start = subscriber.events.length
