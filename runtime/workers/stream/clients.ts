@@ -6,7 +6,8 @@
  * Hostile input: client frames are capped at {@link MAX_CLIENT_FRAME_BYTES} (ws closes larger ones
  * with 1009), text frames must be valid UTF-8 (ws closes with 1007), undecodable or malformed
  * messages are logged (the first few per client) and ignored, and a client with more than
- * {@link MAX_PENDING_CLIENT_MESSAGES} messages waiting to be handled is closed with 1008.
+ * {@link MAX_PENDING_CLIENT_MESSAGES} messages waiting to be handled, or a join beyond
+ * {@link MAX_SUBSCRIPTIONS_PER_CLIENT} open subscriptions, is closed with 1008.
  */
 import { createServer, type IncomingMessage, type Server } from 'node:http'
 import type { Duplex } from 'node:stream'
@@ -18,6 +19,8 @@ import type { Logger } from '../../engine/types.ts'
 export const MAX_CLIENT_FRAME_BYTES = 64 * 1024
 /** Client messages waiting to be handled (joins wait for hooks) before the client is closed with 1008. */
 export const MAX_PENDING_CLIENT_MESSAGES = 256
+/** Open subscriptions per client; a join beyond it closes the client with 1008. */
+export const MAX_SUBSCRIPTIONS_PER_CLIENT = 4096
 /** Server pings every 30 s and closes a client silent for 60 s (§6.6). */
 export const PING_INTERVAL_MS = 30_000
 export const IDLE_TIMEOUT_MS = 60_000
@@ -228,6 +231,10 @@ export class StreamClients {
   private async join(client: Client, request: JoinRequest): Promise<void> {
     if (client.closed) return
     this.leave(client, request.subscriptionId)
+    if (client.subscriptions.size >= MAX_SUBSCRIPTIONS_PER_CLIENT) {
+      this.close(client, CLOSE_POLICY_VIOLATION, `more than ${MAX_SUBSCRIPTIONS_PER_CLIENT} subscriptions`)
+      return
+    }
     const payload: StreamJoinLeaveEvent<unknown> = {
       subscription_id: request.subscriptionId,
       stream_name: request.streamName,

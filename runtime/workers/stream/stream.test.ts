@@ -325,6 +325,23 @@ describe('client WebSocket (builtins.md §6.6)', () => {
     socket.close()
   })
 
+  it('a client joining more than 4096 subscriptions is closed with 1008; others are unaffected', async () => {
+    const greedy = await StreamSocket.open(url)
+    const other = await StreamSocket.open(url)
+    // In batches below the 256 waiting messages a client may have.
+    for (let start = 0; start < 4096; start += 128) {
+      for (let i = start; i < start + 128; i++) greedy.join(`s${i}`, 'greedy', `g${i % 7}`)
+      await greedy.next((f) => f.subscriptionId === `s${start + 127}`)
+    }
+    assert.equal(greedy.closeCode, undefined)
+    greedy.join('one-too-many', 'greedy', 'g0')
+    assert.equal(await greedy.closed(20_000), 1008)
+    assert.match(greedy.closeReason, /more than 4096 subscriptions/)
+    other.join('o', 'greedy', 'g1')
+    await other.next((f) => f.subscriptionId === 'o' && f.event.type === 'sync')
+    other.close()
+  })
+
   it('plain HTTP requests get 426', async () => {
     const response = await fetch(url.replace('ws:', 'http:'))
     assert.equal(response.status, 426)
