@@ -43,8 +43,14 @@ export interface StreamClientHost {
   join(payload: StreamJoinLeaveEvent<unknown>): Promise<boolean>
   /** Runs the leave hooks; results ignored. */
   leave(payload: StreamJoinLeaveEvent<unknown>): void
-  /** The `sync` data: the item (or null) when `id` is given, else the group's list (§6.6). */
-  sync(streamName: string, groupId: string, id: string | null): Promise<unknown>
+  /** The `sync` data: the item (or null) when `id` is given, else the group's list (§6.6), read from `source`. */
+  sync(streamName: string, groupId: string, id: string | null, source: object | null): Promise<unknown>
+  /**
+   * The event source (adapter) a new connection stays on until it closes (§6.1), or null; the host
+   * hears when a connection takes and releases it.
+   */
+  attach(): object | null
+  detach(source: object | null): void
 }
 
 interface Subscription {
@@ -62,6 +68,8 @@ interface Subscription {
 interface Client {
   readonly socket: WebSocket
   readonly context: unknown
+  /** The adapter this connection stays on (§6.1); its events only reach this connection. */
+  readonly source: object | null
   readonly subscriptions: Map<string, Subscription>
   /** Messages handed to ws whose write has not completed. */
   unsent: number
@@ -124,15 +132,18 @@ export class StreamClients {
 
   /**
    * Delivers a change event to every matching subscription (§6.6): those of its stream and group
-   * without an id, and those whose id equals the event's. One JSON encoding per event.
+   * without an id, and those whose id equals the event's. One JSON encoding per event. With a
+   * `source`, only connections on that adapter receive it; without, every connection does (events
+   * of custom streams).
    */
-  publish(event: StreamChangeEvent<unknown>): void {
+  publish(event: StreamChangeEvent<unknown>, source?: object): void {
     const subscriptions = this.index.get(event.streamName)?.get(event.groupId)
     if (!subscriptions || subscriptions.size === 0) return
     const json = JSON.stringify(event)
     const id = event.id ?? null
     for (const subscription of subscriptions) {
       if (subscription.id !== null && subscription.id !== id) continue
+      if (source !== undefined && subscription.client.source !== source) continue
       const frame = frameOf(subscription.framePrefix, json)
       if (!subscription.pending) this.send(subscription.client, frame)
       else if (subscription.pending.length < this.host.clientBufferMessages) subscription.pending.push(frame)
@@ -172,6 +183,7 @@ export class StreamClients {
     const client: Client = {
       socket,
       context,
+      source: this.host.attach(),
       subscriptions: new Map(),
       unsent: 0,
       waiting: 0,
@@ -255,7 +267,7 @@ export class StreamClients {
     this.indexOf(request.streamName, request.groupId, true)!.add(subscription)
     let data: unknown = null
     try {
-      data = (await this.host.sync(request.streamName, request.groupId, request.id)) ?? null
+      data = (await this.host.sync(request.streamName, request.groupId, request.id, client.source)) ?? null
     } catch (error) {
       this.log.error('svc-stream: reading the sync data failed', { stream_name: request.streamName, group_id: request.groupId, message: String((error as Error)?.message ?? error) })
     }
@@ -276,8 +288,8 @@ export class StreamClients {
   }
 
   private closed(client: Client): void {
+    if (this.clients.delete(client)) this.host.detach(client.source)
     client.closed = true
-    this.clients.delete(client)
     for (const subscription of client.subscriptions.values()) {
       this.unindex(subscription)
       this.host.leave(leavePayload(subscription))

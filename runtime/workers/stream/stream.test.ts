@@ -299,6 +299,7 @@ describe('client WebSocket (builtins.md §6.6)', () => {
     assert.match(slow.closeReason, /client_buffer_messages/)
     assert.ok(slow.frames.length < rounds, `the slow client got ${slow.frames.length} frames before it was closed`)
     fast.close()
+    await worker.applySettings({ port: 0, adapter: { name: 'memory' } })
   })
 
   it('hostile frames are ignored; oversized frames close only that client', async () => {
@@ -416,6 +417,31 @@ describe('client authentication (§6.6)', () => {
 })
 
 describe('settings (§6.1, §2.7)', () => {
+  it('an adapter change: open connections stay on the old adapter until they close, new ones use the new one', async () => {
+    const { test, worker } = await startStreamEngine()
+    try {
+      const set = (data: unknown) => test.engine.inject({ function_id: 'stream::set', data: { stream_name: 'sw', group_id: 'g', item_id: 'i', data } })
+      await set('in memory')
+      const old = await StreamSocket.open(worker.urls[0]!)
+      await worker.applySettings({ port: 0, adapter: { name: 'builtin' } })
+      await set('in stream.db')
+      const fresh = await StreamSocket.open(worker.urls[0]!)
+      old.join('o', 'sw', 'g')
+      fresh.join('f', 'sw', 'g')
+      assert.deepEqual((await old.next((f) => f.event.type === 'sync')).event.data, ['in memory'])
+      assert.deepEqual((await fresh.next((f) => f.event.type === 'sync')).event.data, ['in stream.db'])
+      await set('again')
+      await fresh.next((f) => f.event.type === 'update' && f.event.data === 'again')
+      await new Promise((resolve) => setTimeout(resolve, 50))
+      assert.equal(old.frames.length, 1, 'the old connection hears only its own adapter')
+      old.close()
+      await old.closed()
+    } finally {
+      await test.stop()
+    }
+  })
+
+
   it('redis is refused with a clear error and the previous settings stay; port rebinds; keepalive closes silent clients', async () => {
     const { test, worker } = await startStreamEngine({ worker: { pingIntervalMs: 50, idleTimeoutMs: 200 } })
     try {

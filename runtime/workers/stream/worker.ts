@@ -31,12 +31,17 @@ export const STREAM_WORKER_NAME = 'svc-stream'
 
 type Payload = Record<string, unknown>
 
+/** An adapter in use, with the operations and client connections still on it (§2.9, §6.1). */
 interface AdapterSlot {
   readonly adapter: StreamAdapter
   readonly identity: string
   inFlight: number
+  /** WebSocket connections opened while this was the current adapter and still open. */
+  connections: number
   retired: boolean
-  readonly unsubscribe: () => void
+  /** Closed once retired and unused. */
+  closed: boolean
+  unsubscribe: () => void
 }
 
 /** Timing of the client keepalive; tests shorten it. Defaults: §6.6 (30 s / 60 s). */
@@ -129,7 +134,11 @@ export class StreamWorker implements BuiltinWorker, StreamClientHost {
     await this.listener?.stop()
     const slot = this.slot
     this.slot = null
-    if (slot) await this.retire(slot)
+    if (slot) {
+      // The clients are gone with the listener; their close events may come later.
+      slot.connections = 0
+      await this.retire(slot)
+    }
   }
 
   // ---- StreamClientHost ------------------------------------------------------------------------
@@ -163,8 +172,23 @@ export class StreamWorker implements BuiltinWorker, StreamClientHost {
     void this.leaveHooks!.run(payload)
   }
 
-  async sync(streamName: string, groupId: string, id: string | null): Promise<unknown> {
-    return id === null ? this.list({ stream_name: streamName, group_id: groupId }) : this.get({ stream_name: streamName, group_id: groupId, item_id: id })
+  async sync(streamName: string, groupId: string, id: string | null, source: object | null): Promise<unknown> {
+    const slot = (source as AdapterSlot | null) ?? undefined
+    return id === null
+      ? this.list({ stream_name: streamName, group_id: groupId }, slot)
+      : this.get({ stream_name: streamName, group_id: groupId, item_id: id }, slot)
+  }
+
+  attach(): object | null {
+    if (this.slot) this.slot.connections++
+    return this.slot
+  }
+
+  detach(source: object | null): void {
+    const slot = source as AdapterSlot | null
+    if (!slot) return
+    slot.connections--
+    if (slot.retired) void this.retire(slot)
   }
 
   // ---- settings --------------------------------------------------------------------------------
@@ -188,18 +212,21 @@ export class StreamWorker implements BuiltinWorker, StreamClientHost {
       throw withSettingsKey(error, previous && previous.port === next.port ? 'host' : 'port')
     }
     if (opened) {
-      const unsubscribe = opened.subscribe((change) => this.onChange(change))
+      const slot: AdapterSlot = { adapter: opened, identity, inFlight: 0, connections: 0, retired: false, closed: false, unsubscribe: () => {} }
+      slot.unsubscribe = opened.subscribe((change) => this.onChange(change, slot))
       const old = this.slot
-      this.slot = { adapter: opened, identity, inFlight: 0, retired: false, unsubscribe }
+      this.slot = slot
       if (old) void this.retire(old)
       context.log.info(`${STREAM_WORKER_NAME} uses the ${next.adapter.name} adapter`, { adapter: identity })
     }
     this.settings = next
   }
 
+  /** Closes a replaced adapter once no operation and no client connection uses it. */
   private async retire(slot: AdapterSlot): Promise<void> {
     slot.retired = true
-    if (slot.inFlight > 0) return
+    if (slot.inFlight > 0 || slot.connections > 0 || slot.closed) return
+    slot.closed = true
     slot.unsubscribe()
     try {
       await slot.adapter.close()
@@ -208,8 +235,8 @@ export class StreamWorker implements BuiltinWorker, StreamClientHost {
     }
   }
 
-  private async withAdapter<T>(functionId: string, operation: (adapter: StreamAdapter) => Promise<T>): Promise<T> {
-    const slot = this.slot
+  private async withAdapter<T>(functionId: string, operation: (adapter: StreamAdapter) => Promise<T>, on?: AdapterSlot): Promise<T> {
+    const slot = on && !on.closed ? on : this.slot
     if (!slot) throw Errors.storageError(`${functionId} failed: the stream worker is stopped`)
     slot.inFlight++
     try {
@@ -225,29 +252,33 @@ export class StreamWorker implements BuiltinWorker, StreamClientHost {
 
   // ---- events ----------------------------------------------------------------------------------
 
-  private onChange(change: StreamAdapterChange): void {
+  private onChange(change: StreamAdapterChange, slot: AdapterSlot): void {
     if (change.kind === 'send') {
       this.emit(
         { type: 'stream', timestamp: Date.now(), streamName: change.stream_name, groupId: change.group_id, id: change.id, event: { type: 'event', event: { type: change.type, data: change.data } } },
         change.origin,
+        slot,
       )
       return
     }
-    this.emitItem(change.stream_name, change.group_id, change.item_id, change.old_value, change.new_value, change.origin)
+    this.emitItem(change.stream_name, change.group_id, change.item_id, change.old_value, change.new_value, change.origin, slot)
   }
 
-  /** The §6.3 event of an item change; `newValue` undefined means deleted. */
-  private emitItem(stream: string, group: string, item: string, oldValue: unknown, newValue: unknown, origin?: TraceOrigin): void {
+  /**
+   * The §6.3 event of an item change; `newValue` undefined means deleted. `slot`: the adapter it
+   * comes from (only that adapter's connections get it); absent for custom streams.
+   */
+  private emitItem(stream: string, group: string, item: string, oldValue: unknown, newValue: unknown, origin?: TraceOrigin, slot?: AdapterSlot): void {
     const event =
       newValue === undefined
         ? { type: 'delete' as const, data: oldValue ?? null }
         : { type: oldValue === undefined || oldValue === null ? ('create' as const) : ('update' as const), data: newValue }
-    this.emit({ type: 'stream', timestamp: Date.now(), streamName: stream, groupId: group, id: item, event }, origin)
+    this.emit({ type: 'stream', timestamp: Date.now(), streamName: stream, groupId: group, id: item, event }, origin, slot)
   }
 
-  private emit(event: StreamChangeEvent<unknown>, origin: TraceOrigin | undefined): void {
+  private emit(event: StreamChangeEvent<unknown>, origin: TraceOrigin | undefined, slot: AdapterSlot | undefined): void {
     this.triggers?.publish(event, origin)
-    this.clients?.publish(event)
+    this.clients?.publish(event, slot)
   }
 
   // ---- functions -------------------------------------------------------------------------------
@@ -334,11 +365,11 @@ export class StreamWorker implements BuiltinWorker, StreamClientHost {
     }
   }
 
-  private async get(p: Payload): Promise<unknown> {
+  private async get(p: Payload, slot?: AdapterSlot): Promise<unknown> {
     const { stream, group, item } = itemOf(p)
     const custom = await this.custom('get', stream, p)
     if (custom.found) return custom.result ?? undefined
-    return this.withAdapter('stream::get', (adapter) => adapter.get(stream, group, item))
+    return this.withAdapter('stream::get', (adapter) => adapter.get(stream, group, item), slot)
   }
 
   private async set(p: Payload, context: InvocationContext): Promise<{ old_value: unknown; new_value: unknown }> {
@@ -412,12 +443,12 @@ export class StreamWorker implements BuiltinWorker, StreamClientHost {
     return this.custom(op, stream, payload)
   }
 
-  private async list(p: Payload): Promise<unknown[]> {
+  private async list(p: Payload, slot?: AdapterSlot): Promise<unknown[]> {
     const stream = requiredString(p, 'stream_name')
     const group = requiredString(p, 'group_id')
     const custom = await this.custom('list', stream, p)
     if (custom.found) return custom.result as unknown[]
-    return this.withAdapter('stream::list', (adapter) => adapter.list(stream, group))
+    return this.withAdapter('stream::list', (adapter) => adapter.list(stream, group), slot)
   }
 
   private async listGroups(p: Payload): Promise<string[]> {
