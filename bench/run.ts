@@ -7,6 +7,8 @@
  *               two peers through a private nats-server: Moleculer on its NATS transporter, and
  *               raw NATS request/reply
  *   http        requests/s through one route to a worker function, 1 vs 1000 registered routes
+ *   stream      one stream::set fanned out to 1, 100 and 1,000 WebSocket clients (p50/p99 until the
+ *               last client has it) and the engine's memory per idle client
  *
  * `--write` replaces the results section of docs/benchmarks.md.
  */
@@ -157,6 +159,9 @@ async function main(): Promise<void> {
   await stop(engine.child)
   await rm(project, { recursive: true, force: true })
 
+  // Stream fan-out, its own engine process (bench/stream-fanout.ts).
+  const stream = await run(['bench/stream-fanout.ts'])
+
   // Peers, with the engine stopped: only the processes of the row being measured run.
   const { moleculer, nats } = await measurePeers()
 
@@ -187,6 +192,12 @@ async function main(): Promise<void> {
     '| HTTP GET through one route to a worker function (median of 3) | 1 route | 1,000 routes | 1,000 / 1 |',
     '|---|---|---|---|',
     ...[1, 32].map((c) => `| ${c} connection${c > 1 ? 's' : ''} | ${http[`1/${c}`]}/s | ${http[`1000/${c}`]}/s | ${pct(http[`1000/${c}`]!, http[`1/${c}`]!)} (target within 15%) |`),
+    '',
+    '| Stream fan-out: one `stream::set` until the last subscribed WebSocket client has the event (50 rounds) | 1 client | 100 clients | 1,000 clients |',
+    '|---|---|---|---|',
+    ...(['p50', 'p99'] as const).map((p) => `| ${p} | ${[1, 100, 1000].map((n) => `${stream.fanout[n][`${p}_ms`]} ms`).join(' | ')}${p === 'p50' ? ' (target ≤ 50 ms)' : ''} |`),
+    '',
+    `Engine memory per idle joined client (${stream.idle.clients} clients, after GC): RSS ${stream.idle.rss_kib} KiB, heap ${stream.idle.heap_kib} KiB (target < 20 KiB).`,
   ].join('\n')
   console.log(table)
   if (write) {

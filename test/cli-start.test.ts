@@ -14,7 +14,7 @@ import { cliEnv, runSvc, type Finished } from './support/cli.ts'
 
 const SVC_BIN = fileURLToPath(new URL('../bin/run.js', import.meta.url))
 const PORT0_CONFIG =
-  'workers:\n  - name: svc-worker-manager\n    config:\n      port: 0\n  - name: svc-http\n    config:\n      port: 0\n'
+  'workers:\n  - name: svc-worker-manager\n    config:\n      port: 0\n  - name: svc-http\n    config:\n      port: 0\n  - name: svc-stream\n    config:\n      port: 0\n'
 
 const scratch = mkdtempSync(join(tmpdir(), 'svc-cli-start-'))
 const children = new Set<ChildProcess>()
@@ -277,7 +277,7 @@ describe('svc start (cli.md §3)', () => {
   it('an HTTP port already in use exits 1 naming svc-http and its settings file', async () => {
     const first = await startCli(['--json'], project(PORT0_CONFIG))
     const port = new URL(String(first.ready.http_url)).port
-    const dir = project(`workers:\n  - name: svc-worker-manager\n    config:\n      port: 0\n  - name: http\n    config:\n      port: ${port}\n`)
+    const dir = project(`workers:\n  - name: svc-worker-manager\n    config:\n      port: 0\n  - name: http\n    config:\n      port: ${port}\n  - name: svc-stream\n    config:\n      port: 0\n`)
     const second = await runCli([], dir)
     assert.equal(second.code, 1)
     assert.match(

@@ -20,7 +20,7 @@ const NOT_FOUND_HINT = 'Hint: the worker may still be installing or starting; ch
 const dir = mkdtempSync(join(tmpdir(), 'svc-cli-trigger-'))
 writeFileSync(
   join(dir, 'config.yaml'),
-  'workers:\n  - name: svc-worker-manager\n    config:\n      port: 0\n  - name: svc-http\n    config:\n      port: 0\n',
+  'workers:\n  - name: svc-worker-manager\n    config:\n      port: 0\n  - name: svc-http\n    config:\n      port: 0\n  - name: svc-stream\n    config:\n      port: 0\n',
 )
 
 let engine: ChildProcess | undefined

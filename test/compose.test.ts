@@ -132,7 +132,8 @@ containers:
 `
 
 before(async () => {
-  dir = await tempProject()
+  // svc-pubsub is disabled so that a builtin:// container of it finds the engine not running it.
+  dir = await tempProject('  - name: svc-pubsub\n    enabled: false\n')
   writeWorker(
     'api',
     `registerWorker().registerFunction('api::hello', (p) => ({ hello: p?.name ?? 'world', worker: process.env.SVC_WORKER_NAME, ns: process.env.SVC_NAMESPACE, tone: process.env.TONE }))`,
@@ -172,7 +173,7 @@ before(async () => {
   writeFileSync(join(dir, 'misnamed.yaml'), 'startup_timeout: 4s\ncontainers:\n  misnamed:\n    worker: path://./workers/misnamed\n')
   writeFileSync(
     join(dir, 'builtins.yaml'),
-    'containers:\n  kv:\n    worker: builtin://state\n    config: { max_value_bytes: "${KV_MAX_BYTES:64}" }\n  db:\n    worker: builtin://database\n    depends_on: [kv]\n',
+    'containers:\n  kv:\n    worker: builtin://state\n    config: { max_value_bytes: "${KV_MAX_BYTES:64}" }\n  topics:\n    worker: builtin://pubsub\n    depends_on: [kv]\n',
   )
   writeFileSync(join(dir, 'invalid.yaml'), 'containers:\n  api:\n    worker: path://./workers/api\n    enviroment: { A: b }\n')
   engine = await startEngineProcess(dir)
@@ -328,13 +329,13 @@ describe('svc compose', () => {
   it('checks built-in containers against the engine and stores their config unexpanded, live', async () => {
     const up = await call('compose::up', { file: 'builtins.yaml' })
     assert.equal(up.status, 'failed', JSON.stringify(up))
-    const [kv, db] = up.containers
+    const [kv, topics] = up.containers
     assert.equal(kv.container, 'kv')
     assert.equal(kv.state, 'stopped')
     assert.equal(kv.rolled_back, true)
     assert.equal(kv.detail, 'config applied to settings entry svc-state')
-    assert.equal(db.error.code, 'BUILTIN_DISABLED')
-    assert.match(db.error.message, /does not run the built-in worker database/)
+    assert.equal(topics.error.code, 'BUILTIN_DISABLED')
+    assert.match(topics.error.message, /does not run the built-in worker svc-pubsub/)
     // Deep-merged into the entry as written; the engine expands it and svc-state applies it at once.
     const stored = await client!.trigger<unknown, { value: Record<string, unknown> }>({ function_id: 'configuration::get', payload: { id: 'svc-state', raw: true } })
     assert.equal(stored.value.max_value_bytes, '${KV_MAX_BYTES:64}')

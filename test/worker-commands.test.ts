@@ -26,6 +26,8 @@ workers:
       port: 0            # tests pass SVC_URL
   - name: svc-http
     config: { port: 0 }
+  - name: svc-stream
+    config: { port: 0 }
   - name: svc-cron
     enabled: false       # no schedules yet
 

@@ -11,6 +11,7 @@ import { ConfigurationWorker } from './configuration/worker.ts'
 import { HttpWorker } from './http/worker.ts'
 import { configured } from './shared/configured.ts'
 import { StateWorker } from './state/worker.ts'
+import { StreamWorker } from './stream/worker.ts'
 
 /** What {@link createBuiltins} reads of the configuration. */
 export type BuiltinsConfig = Pick<EngineConfig, 'data_dir' | 'builtins'> & {
@@ -20,7 +21,7 @@ export type BuiltinsConfig = Pick<EngineConfig, 'data_dir' | 'builtins'> & {
 
 /** A fresh instance of every built-in worker of this release, in start order. */
 export function createBuiltins(config: BuiltinsConfig): BuiltinWorker[] {
-  const workers: BuiltinWorker[] = [new StateWorker(), new HttpWorker()]
+  const workers: BuiltinWorker[] = [new StateWorker(), new StreamWorker(), new HttpWorker()]
   const configuration = new ConfigurationWorker({ root: config.project_root ?? config.data_dir })
   return [
     configuration,

@@ -15,7 +15,7 @@ export interface TestEngineOptions {
   /** Reuse a data directory (restart tests); default: a new temporary one, removed by stop(). */
   dataDir?: string
   builtins?: BuiltinWorker[]
-  /** Settings seeds by built-in name, e.g. `{ 'svc-http': { max_body_bytes: 10 } }` (port 0 is added for svc-http). */
+  /** Settings seeds by built-in name, e.g. `{ 'svc-http': { max_body_bytes: 10 } }` (port 0 is added for svc-http and svc-stream). */
   settings?: Record<string, unknown>
   listener?: Partial<ListenerConfig>
   /** Further listeners after the first (port 0 unless given), e.g. one with `rbac`. */
@@ -34,6 +34,8 @@ export interface TestEngine {
   urls: string[]
   /** HTTP worker base URL, e.g. http://127.0.0.1:40124 (empty when svc-http is not running). */
   httpUrl: string
+  /** Stream client WebSocket URL, e.g. ws://127.0.0.1:40125 (empty when svc-stream is not running). */
+  streamUrl: string
   dataDir: string
   stop(): Promise<void>
 }
@@ -43,6 +45,7 @@ export async function startTestEngine(options: TestEngineOptions = {}): Promise<
   const dataDir = options.dataDir ?? (await mkdtemp(join(tmpdir(), 'svc-test-')))
   const settings: Record<string, unknown> = { ...(options.settings ?? {}) }
   settings['svc-http'] = { port: 0, ...((settings['svc-http'] as object | undefined) ?? {}) }
+  settings['svc-stream'] = { port: 0, ...((settings['svc-stream'] as object | undefined) ?? {}) }
   const config: EngineConfig = {
     listeners: [{ ...LISTENER_DEFAULTS, port: 0, ...options.listener }, ...(options.extraListeners ?? []).map((l) => ({ ...LISTENER_DEFAULTS, port: 0, ...l }))],
     registration_namespace_grace_ms: 250,
@@ -61,6 +64,7 @@ export async function startTestEngine(options: TestEngineOptions = {}): Promise<
     url: engine.workerUrls[0]!,
     urls: engine.workerUrls,
     httpUrl: engine.listenUrls('svc-http')[0] ?? '',
+    streamUrl: engine.listenUrls('svc-stream')[0] ?? '',
     dataDir,
     async stop() {
       await engine.stop()

@@ -28,7 +28,7 @@ export async function tempProject(extraYaml = ''): Promise<string> {
   const dir = await mkdtemp(join(tmpdir(), 'svc-e2e-'))
   await writeFile(
     join(dir, 'config.yaml'),
-    `workers:\n  - name: svc-worker-manager\n    config:\n      port: 0\n  - name: svc-http\n    config:\n      port: 0\n${extraYaml}`,
+    `workers:\n  - name: svc-worker-manager\n    config:\n      port: 0\n  - name: svc-http\n    config:\n      port: 0\n  - name: svc-stream\n    config:\n      port: 0\n${extraYaml}`,
   )
   return dir
 }

@@ -317,7 +317,9 @@ export const Errors = {
   invalidBody: (detail: string) => make(Codes.InvalidBody, detail),
   invalidRequest: (detail: string) => make(Codes.InvalidRequest, detail),
   payloadTooLarge: (limit: number) => make(Codes.PayloadTooLarge, `request body exceeds max_body_bytes (${limit} bytes)`),
-  valueTooLarge: (bytes: number, limit: number) => make(Codes.ValueTooLarge, `value of ${bytes} bytes exceeds max_value_bytes ${limit}`),
+  /** `setting` names the limit: `max_value_bytes` (state, builtins.md §4.1) or `max_item_bytes` (stream, §6.1). */
+  valueTooLarge: (bytes: number, limit: number, setting = 'max_value_bytes') =>
+    make(Codes.ValueTooLarge, `value of ${bytes} bytes exceeds ${setting} ${limit}`),
   storageError: (message: string, cause?: unknown) => new SvcError(Codes.StorageError, message, { cause }),
   adapterUnavailable: (message: string, cause?: unknown) => new SvcError(Codes.AdapterUnavailable, message, { cause }),
   invalidId: (id: string) => make(Codes.InvalidId, `invalid configuration id '${id}': use 1 to 64 of a-z, 0-9, _ and -`),

@@ -38,6 +38,8 @@ export interface StateWriteOptions {
    * undefined means no limit.
    */
   maxValueBytes?: number | null
+  /** How the `VALUE_TOO_LARGE` message names the limit; default `max_value_bytes` (the stream worker passes `max_item_bytes`). */
+  maxValueSetting?: string
 }
 
 /**

@@ -65,7 +65,7 @@ export class MemoryStateAdapter implements StateAdapter {
     scope = wellFormed(scope)
     key = wellFormed(key)
     const text = encode(value)
-    checkValueSize(text, options.maxValueBytes)
+    checkValueSize(text, options.maxValueBytes, options.maxValueSetting)
     const old_value = this.read(scope, key)
     this.write(scope, key, text)
     this.changes.emit({ scope, key, old_value, new_value: value, origin: options.origin })
@@ -95,7 +95,7 @@ export class MemoryStateAdapter implements StateAdapter {
     const old_value = this.read(scope, key)
     const { value, errors } = applyUpdateOps(old_value, ops)
     const text = encode(value)
-    checkValueSize(text, options.maxValueBytes)
+    checkValueSize(text, options.maxValueBytes, options.maxValueSetting)
     this.write(scope, key, text)
     // Decoded rather than taken from the operations, so the result is exactly what a later read returns.
     const new_value = decode(text)

@@ -200,7 +200,7 @@ export class RedisStateAdapter implements StateAdapter {
   async set(scope: string, key: string, value: StateValue, options: StateWriteOptions = {}): Promise<StateValue | undefined> {
     this.assertOpen()
     const text = encode(value)
-    checkValueSize(text, options.maxValueBytes)
+    checkValueSize(text, options.maxValueBytes, options.maxValueSetting)
     const old = await this.call('set', () => this.write('set', scope, key, options, text))
     return old === null ? undefined : decode(old as string)
   }

@@ -151,7 +151,7 @@ export class SqliteStateAdapter implements StateAdapter {
   async set(scope: string, key: string, value: StateValue, options: StateWriteOptions = {}): Promise<StateValue | undefined> {
     this.assertOpen()
     const text = encode(value)
-    checkValueSize(text, options.maxValueBytes)
+    checkValueSize(text, options.maxValueBytes, options.maxValueSetting)
     const old_value = this.transaction(() => {
       const previous = this.read(scope, key)
       this.statements.upsert.run(scope, key, text)
@@ -178,7 +178,7 @@ export class SqliteStateAdapter implements StateAdapter {
       const current = this.read(scope, key)
       const { value, errors } = applyUpdateOps(current, ops)
       const next = encode(value)
-      checkValueSize(next, options.maxValueBytes)
+      checkValueSize(next, options.maxValueBytes, options.maxValueSetting)
       this.statements.upsert.run(scope, key, next)
       return { old_value: current, text: next, errors }
     })
