@@ -8,6 +8,7 @@ import { mkdtemp, readFile, rm, unlink, writeFile } from 'node:fs/promises'
 import { createServer, type Server } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import WebSocket from 'ws'
 import { parse } from 'yaml'
 import { startTestEngine, type TestEngine } from '../../../test/support/engine.ts'
 import type { ConfigurationEventData } from 'svc-sdk/configuration'
@@ -236,6 +237,40 @@ describe('built-in settings through the configuration worker (builtins.md §2.7)
         return (error as { code?: string }).code === 'VALUE_TOO_LARGE'
       }
     })
+  })
+
+  it('applies svc-stream settings live (max_item_bytes, auth_function for new connections)', async () => {
+    const item = { stream_name: 'room', group_id: 'g', item_id: 'i', data: 'x'.repeat(100) }
+    await call('stream::set', item)
+    await call('configuration::update', { id: 'svc-stream', ops: [{ type: 'set', path: 'max_item_bytes', value: 10 }] })
+    await eventually(async () => {
+      try {
+        await call('stream::set', item)
+        return false
+      } catch (error) {
+        return (error as { code?: string }).code === 'VALUE_TOO_LARGE'
+      }
+    })
+    // An auth function that refuses: new client connections get 401.
+    w.serve('deny-all', () => {
+      throw Object.assign(new Error('no'), { code: 'DENIED' })
+    })
+    await call('configuration::update', { id: 'svc-stream', ops: [{ type: 'set', path: 'auth_function', value: 'deny-all' }] })
+    const streamUrl = () => t.engine.listenUrls('svc-stream')[0]!
+    const upgradeStatus = () =>
+      new Promise<number>((resolve) => {
+        const client = new WebSocket(streamUrl())
+        client.on('open', () => {
+          client.close()
+          resolve(101)
+        })
+        client.on('unexpected-response', (_request, response) => {
+          resolve(response.statusCode ?? 0)
+          client.terminate()
+        })
+        client.on('error', () => resolve(0))
+      })
+    await eventually(async () => (await upgradeStatus()) === 401)
   })
 
   it('resets an entry to its seed when its settings file is deleted', async () => {
