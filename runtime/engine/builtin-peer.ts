@@ -25,6 +25,7 @@ export interface BuiltinHost {
   registerLocalTriggerType(peer: BuiltinPeer, options: LocalTriggerTypeOptions, provider: LocalTriggerProvider): void
   unregisterLocalTriggerType(peer: BuiltinPeer, id: string): void
   invokeAs(caller: Peer | null, request: LocalInvokeRequest): Promise<unknown>
+  hasFunction(namespace: string, id: string): boolean
   reportLocalTriggerResult(peer: BuiltinPeer, triggerId: string, error?: { code: string; message: string }): void
   registerLocalTrigger(peer: BuiltinPeer, binding: LocalTriggerRegistration): void
   unregisterLocalTrigger(peer: BuiltinPeer, id: string): void
@@ -72,6 +73,10 @@ export class BuiltinPeer implements Peer, LocalWorker {
 
   unregisterTriggerType(id: string): void {
     this.host.unregisterLocalTriggerType(this, id)
+  }
+
+  hasFunction(id: string, namespace = 'default'): boolean {
+    return this.host.hasFunction(namespace, id)
   }
 
   invoke(request: LocalInvokeRequest): Promise<unknown> {

@@ -914,6 +914,10 @@ export class Engine implements BuiltinHost, PipelineHost {
     this.triggers.providerAnswer(peer, triggerId, error)
   }
 
+  hasFunction(namespace: string, id: string): boolean {
+    return this.functions.resolve(namespace, id) !== undefined
+  }
+
   registerLocalTrigger(peer: BuiltinPeer, binding: LocalTriggerRegistration): void {
     const input: BindingInput = {
       id: binding.id,

@@ -101,6 +101,11 @@ export interface LocalWorker {
   registerTriggerType(options: LocalTriggerTypeOptions, provider: LocalTriggerProvider): void
   unregisterTriggerType(id: string): void
   /**
+   * Whether `id` resolves to a registered function in `namespace` (default `default`, with the
+   * fallback of protocol.md §6.1): a cheap check before an optional call (custom streams, §6.2).
+   */
+  hasFunction(id: string, namespace?: string): boolean
+  /**
    * Invokes a function by id. Resolves with its result (undefined when none); rejects with an
    * `SvcError` carrying the wire code (`function_not_found`, `TIMEOUT`, `invocation_stopped`,
    * the handler's own code, …). A `void` action resolves at once with undefined.

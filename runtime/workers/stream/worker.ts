@@ -356,6 +356,7 @@ export class StreamWorker implements BuiltinWorker, StreamClientHost {
    */
   private async custom(op: string, stream: string, payload: Payload): Promise<CustomOutcome> {
     const functionId = `stream::${op}(${stream})`
+    if (!this.context!.worker.hasFunction(functionId)) return { found: false }
     try {
       return { found: true, result: await this.context!.worker.invoke({ function_id: functionId, data: payload }) }
     } catch (error) {
