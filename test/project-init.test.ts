@@ -247,7 +247,7 @@ describe('svc project init: errors and exit codes (cli.md §1.1, §4.1)', () => 
 function useFreePorts(project: string): void {
   const file = join(project, 'config.yaml')
   const text = readFileSync(file, 'utf8')
-  const patched = text.replace(/^(\s+port:) 49134$/m, '$1 0').replace('${HTTP_PORT:3111}', '0')
+  const patched = text.replace(/^(\s+port:) 49134$/m, '$1 0').replace('${HTTP_PORT:3111}', '0').replace('${STREAM_PORT:3112}', '0')
   assert.notEqual(patched, text)
   writeFileSync(file, patched)
 }
@@ -328,6 +328,54 @@ describe('a new user: init, start, use (issue 3)', () => {
 
       const bad = await post(`${engine.httpUrl}/math/add-two-numbers`, { a: 'one' })
       assert.equal(bad.status, 400)
+    } finally {
+      await stopEngine(engine)
+    }
+  })
+
+  it('starter: installs, GET /hello counts in state and records in the activity stream, the cron schedule runs', { timeout: 360_000 }, async () => {
+    const cwd = workdir()
+    const init = await svc(['project', 'init', 'hello-app', '--template', 'starter'], cwd)
+    assert.equal(init.code, 0, init.stdout + init.stderr)
+    const project = join(cwd, 'hello-app')
+    assert.ok(existsSync(join(project, 'node_modules', 'svc-sdk', 'package.json')))
+    useFreePorts(project)
+    // Every second instead of every minute, so that the test sees a run.
+    const source = join(project, 'src', 'index.ts')
+    const code = readFileSync(source, 'utf8')
+    assert.ok(code.includes("expression: '0 * * * * *'"))
+    writeFileSync(source, code.replace("expression: '0 * * * * *'", "expression: '* * * * * *'"))
+
+    const engine = await startProject(project)
+    try {
+      const first = await eventually(
+        async () => {
+          const res = await fetch(`${engine.httpUrl}/hello?name=Ada`)
+          return res.status === 200 ? res.json() : undefined
+        },
+        120_000,
+        () => engine.output.join('\n'),
+      )
+      assert.deepEqual(first, { message: 'Hello, Ada!', count: 1 })
+      assert.deepEqual(await (await fetch(`${engine.httpUrl}/hello?name=Bo`)).json(), { message: 'Hello, Bo!', count: 2 })
+
+      const read = async (args: string[]) => {
+        const run = await svc(['trigger', ...args, '--engine', engine.engineUrl], project)
+        assert.equal(run.code, 0, run.stdout + run.stderr)
+        return run.stdout.trim() === '' ? undefined : JSON.parse(run.stdout)
+      }
+      assert.deepEqual(await read(['state::get', 'scope=counters', 'key=hello']), { greetings: 2 })
+      const last = await read(['stream::get', 'stream_name=activity', 'group_id=hello', 'item_id=last-greeting'])
+      assert.equal(last.name, 'Bo')
+      assert.equal(last.count, 2)
+      const tick = await eventually(
+        () => read(['stream::get', 'stream_name=activity', 'group_id=cron', 'item_id=last-tick']),
+        30_000,
+        () => engine.output.join('\n'),
+      )
+      assert.match(tick.scheduled_time, /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.000Z$/)
+      // The stream trigger logs every change of the activity stream under the worker's name.
+      await eventually(async () => (engine.output.some((line) => line.includes('activity hello/last-greeting: update')) ? true : undefined), 30_000, () => engine.output.join('\n'))
     } finally {
       await stopEngine(engine)
     }
