@@ -326,6 +326,15 @@ export class QueueWorker implements BuiltinWorker {
     const baggage = queueBaggage(message.baggage, queue, message.id, message.attempts)
     let error: ErrorBody | undefined
     let handlerNotFound = false
+    let freed = false
+    /** Gives the attempt's slot back (once) and looks for more work; slots of a replaced backend were reset already. */
+    const free = () => {
+      if (freed) return
+      freed = true
+      if (slot.retired) return
+      runner.inFlight--
+      this.pump(queue)
+    }
     try {
       let run = true
       if (latest?.condition) {
@@ -357,33 +366,34 @@ export class QueueWorker implements BuiltinWorker {
       }
       const verdict = verdictOf(message, settings, error, handlerNotFound)
       const backend = slot.backend
+      let settled: Promise<boolean>
       switch (verdict.kind) {
         case 'ack':
-          await backend.ack(message.id)
+          settled = backend.ack(message.id)
           runner.delivered++
           break
         case 'wait':
           this.markMissing(targetKey(message.namespace, message.function_id))
-          await backend.release(message.id, { ready_at: message.ready_at, refund: true })
+          settled = backend.release(message.id, { ready_at: message.ready_at, refund: true })
           break
         case 'retry':
-          await backend.release(message.id, { ready_at: this.now() + verdict.delayMs })
+          settled = backend.release(message.id, { ready_at: this.now() + verdict.delayMs })
           break
         case 'dead':
-          await backend.deadLetter(message.id, { code: verdict.error.code, message: verdict.error.message }, this.now())
+          settled = backend.deadLetter(message.id, { code: verdict.error.code, message: verdict.error.message }, this.now())
           runner.failed++
           break
       }
+      // The backend changed its index already: the next reserve may start now and share the
+      // transaction of this acknowledgement (one commit for both).
+      free()
+      await settled
     } catch (failure) {
+      free()
       this.context?.log.error(`queue: settling message ${message.id} of ${queue} failed; it is delivered again after a restart`, { error: String(failure) })
     } finally {
       slot.inFlight--
-      if (slot.retired) {
-        if (slot.inFlight === 0) void slot.backend.close().catch(() => {})
-      } else {
-        runner.inFlight--
-        this.pump(queue)
-      }
+      if (slot.retired && slot.inFlight === 0) void slot.backend.close().catch(() => {})
     }
   }
 
