@@ -7,6 +7,8 @@
  *               two peers through a private nats-server: Moleculer on its NATS transporter, and
  *               raw NATS request/reply
  *   http        requests/s through one route to a worker function, 1 vs 1000 registered routes
+ *   queue       10,000 messages through one durable queue at concurrency 1 and 10 vs. BullMQ on a
+ *               private redis-server (bench/queue.ts)
  *
  * `--write` replaces the results section of docs/benchmarks.md.
  */
@@ -160,6 +162,9 @@ async function main(): Promise<void> {
   // Peers, with the engine stopped: only the processes of the row being measured run.
   const { moleculer, nats } = await measurePeers()
 
+  // Queue: svc's durable queue and BullMQ on redis-server, each with only its own processes running.
+  const queue = await run(['bench/queue.ts'])
+
   const pct = (a: number, b: number) => `${Math.round((a / b) * 100)}%`
   const ratio = (a: number, b: number) => `${(a / b).toFixed(2)}×`
   const machine = `${cpus().length} × ${cpus()[0]?.model ?? 'cpu'}, ${Math.round(totalmem() / 2 ** 30)} GiB, Node ${process.version}, ${process.platform}`
@@ -187,6 +192,8 @@ async function main(): Promise<void> {
     '| HTTP GET through one route to a worker function (median of 3) | 1 route | 1,000 routes | 1,000 / 1 |',
     '|---|---|---|---|',
     ...[1, 32].map((c) => `| ${c} connection${c > 1 ? 's' : ''} | ${http[`1/${c}`]}/s | ${http[`1000/${c}`]}/s | ${pct(http[`1000/${c}`]!, http[`1/${c}`]!)} (target within 15%) |`),
+    '',
+    queue.queue_table as string,
   ].join('\n')
   console.log(table)
   if (write) {
