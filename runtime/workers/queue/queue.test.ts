@@ -137,12 +137,12 @@ describe('queue worker: retries and dead letters', () => {
     })
     await enqueue(w, 'jobs', 'job::fatal', {})
     await enqueue(w, 'jobs', 'job::later', {})
-    await eventually(async () => (await call(w, 'engine::queue::dlq_messages', { topic: 'jobs' })).length === 1)
+    await eventually(async () => (await call(w, 'engine::queue::dlq_messages', { topic: 'jobs' })).length === 1, 15_000)
     const [dead] = await call(w, 'engine::queue::dlq_messages', { topic: 'jobs' })
     assert.equal(dead.attempts, 1)
     assert.equal(dead.error.code, 'NON_RETRYABLE')
     // With backoff at one hour, only retry_after_ms can bring the second attempt this soon.
-    await eventually(() => retried === 2)
+    await eventually(() => retried === 2, 15_000)
   })
 
   it('redrives one message from the middle of a DLQ, discards another, redrives the rest', async () => {
@@ -334,6 +334,49 @@ describe('queue worker: durable pub/sub (§7.5)', () => {
     assert.deepEqual(await call(w, 'svc::queue::redrive_message', { queue: 'lonely', message_id: dead.id }), { queue: 'lonely', message_id: dead.id, redriven: 1 })
     await eventually(() => got.length === 1)
     assert.deepEqual(got, [{ x: 1 }])
+  })
+
+  it('forgets a subscriber after subscriber_retention_ms and moves its copies to its DLQ (manual clock)', async () => {
+    const clock = createManualClock(0)
+    const engine = await engineWith({ adapter: { name: 'memory' }, subscriber_retention_ms: 60_000 }, { clock })
+    const w = await worker(engine)
+    const gone = await worker(engine)
+    gone.serve('gone::sub', () => {})
+    gone.send({ type: 'registertrigger', id: 'g', trigger_type: 'durable:subscriber', function_id: 'gone::sub', config: { topic: 'news', condition_function_id: 'gone::cond' } })
+    await eventually(async () => (await call(w, 'engine::queue::topic_stats', { topic: 'news' }).catch(() => ({}))).consumer_count === 1)
+    await gone.close()
+    await eventually(async () => (await call(w, 'engine::queue::topic_stats', { topic: 'news' })).consumer_count === 0)
+    assert.deepEqual(await call(w, 'svc::durable::publish', { topic: 'news', data: { n: 1 } }), { subscriber_count: 1 })
+    clock.advance(59_000)
+    assert.equal((await call(w, 'engine::queue::topic_stats', { topic: 'news' })).depth, 1)
+    clock.advance(1_000)
+    await eventually(async () => (await call(w, 'engine::queue::dlq_messages', { topic: 'news::gone::sub' }).catch(() => [])).length === 1)
+    const [dead] = await call(w, 'engine::queue::dlq_messages', { topic: 'news::gone::sub' })
+    assert.equal(dead.error.code, 'subscriber_expired')
+    assert.deepEqual(await call(w, 'svc::durable::publish', { topic: 'news', data: { n: 2 } }), { subscriber_count: 0 })
+  })
+
+  it('a fifo subscriber copy without its group field goes to that DLQ; the publish succeeds; conditions filter', async () => {
+    const engine = await engineWith({ adapter: { name: 'memory' } })
+    const w = await worker(engine)
+    const got: unknown[] = []
+    w.serve('ledger::apply', (data) => void got.push(data))
+    w.serve('ledger::wanted', (data) => data.skip !== true)
+    w.send({
+      type: 'registertrigger',
+      id: 'f',
+      trigger_type: 'durable:subscriber',
+      function_id: 'ledger::apply',
+      config: { topic: 'ledger', condition_function_id: 'ledger::wanted', queue_config: { type: 'fifo', messageGroupField: 'account' } },
+    })
+    await eventually(async () => (await call(w, 'engine::queue::topic_stats', { topic: 'ledger' }).catch(() => ({}))).consumer_count === 1)
+    assert.deepEqual(await call(w, 'svc::durable::publish', { topic: 'ledger', data: { n: 1 } }), { subscriber_count: 1 })
+    await call(w, 'svc::durable::publish', { topic: 'ledger', data: { account: 'a', n: 2, skip: true } })
+    await call(w, 'svc::durable::publish', { topic: 'ledger', data: { account: 'a', n: 3 } })
+    await eventually(() => got.length === 1)
+    assert.deepEqual(got, [{ account: 'a', n: 3 }])
+    const [dead] = await call(w, 'engine::queue::dlq_messages', { topic: 'ledger' })
+    assert.deepEqual(dead.error, { code: 'invalid_message_group', message: "FIFO queue 'ledger::ledger::apply' requires field 'account' in data" })
   })
 
   it('refuses a subscriber trigger without a topic with INVALID_TRIGGER_CONFIG', async () => {
