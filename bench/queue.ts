@@ -13,12 +13,12 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process'
 import { mkdtemp, rm, writeFile } from 'node:fs/promises'
-import { createServer, type AddressInfo } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { performance } from 'node:perf_hooks'
 import { createInterface } from 'node:readline'
 import { fileURLToPath } from 'node:url'
+import { freePort, runMain } from './measure.ts'
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url))
 const MESSAGES = Number(process.env.BENCH_QUEUE_MESSAGES ?? 10_000)
@@ -164,16 +164,6 @@ function stop(child: ChildProcess): Promise<void> {
   })
 }
 
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer()
-    server.once('error', reject)
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as AddressInfo
-      server.close(() => resolve(port))
-    })
-  })
-}
 
 async function measureSvc(): Promise<QueueRow[]> {
   const project = await mkdtemp(join(tmpdir(), 'svc-bench-queue-'))
@@ -264,13 +254,4 @@ async function main(): Promise<void> {
   console.log(JSON.stringify({ queue_table: table, rows: { svc, bullmq } }))
 }
 
-if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) {
-  main()
-    .catch((err) => {
-      console.error(err)
-      process.exitCode = 1
-    })
-    .finally(() => {
-      for (const child of children) if (child.exitCode === null) child.kill('SIGKILL')
-    })
-}
+if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) runMain(main, children)

@@ -13,13 +13,12 @@
  * `--write` replaces the results section of docs/benchmarks.md.
  */
 import { spawn, type ChildProcess } from 'node:child_process'
-import { createServer, type AddressInfo } from 'node:net'
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises'
 import { cpus, totalmem, tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { createInterface } from 'node:readline'
 import { fileURLToPath } from 'node:url'
-import { IN_FLIGHT } from './measure.ts'
+import { freePort, IN_FLIGHT, runMain } from './measure.ts'
 import { natsServerPath, startNatsServer } from './peers/nats-server.ts'
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url))
@@ -210,23 +209,5 @@ function medianRun(runs: Array<Record<string, any>>): Record<string, any> {
   return [...runs].sort((a, b) => a.per_second[64] - b.per_second[64])[Math.floor(runs.length / 2)]!
 }
 
-/** A loopback port that was free a moment ago. */
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer()
-    server.once('error', reject)
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as AddressInfo
-      server.close(() => resolve(port))
-    })
-  })
-}
 
-main()
-  .catch((err) => {
-    console.error(err)
-    process.exitCode = 1
-  })
-  .finally(() => {
-    for (const child of children) if (child.exitCode === null) child.kill('SIGKILL')
-  })
+runMain(main, children)

@@ -2,6 +2,7 @@
  * Queue backends by name (builtins.md §2.9, §13.1): parsing of the queue worker's `adapter` entry
  * and opening the backend it names.
  */
+import { canonicalAdapterName } from '../aliases.ts'
 import { openMemoryQueue } from './memory/memory.ts'
 import { openSqliteQueue, sqliteQueuePath, type SqliteQueueConfig } from './sqlite/sqlite.ts'
 import type { QueueAdapterContext, QueueBackend } from './types.ts'
@@ -11,16 +12,6 @@ export { targetKey } from './types.ts'
 
 /** A validated adapter entry of the queue worker, name canonical. */
 export type QueueAdapterSpec = { name: 'builtin'; config: SqliteQueueConfig } | { name: 'memory'; config: Record<string, never> }
-
-const ALIASES: Record<string, 'builtin' | 'memory' | 'redis'> = {
-  builtin: 'builtin',
-  kv: 'builtin',
-  file_based: 'builtin',
-  local: 'builtin',
-  memory: 'memory',
-  in_memory: 'memory',
-  redis: 'redis',
-}
 
 /**
  * Validates the `adapter` entry; undefined or null means `{name: "builtin"}`.
@@ -34,7 +25,7 @@ export function parseQueueAdapterEntry(entry: unknown): QueueAdapterSpec {
   const e = entry as Record<string, unknown>
   for (const field of Object.keys(e)) if (field !== 'name' && field !== 'config') throw new Error(`adapter.${field} is not allowed (only name and config)`)
   if (typeof e.name !== 'string') throw new Error(e.name === undefined ? 'adapter.name is required' : 'adapter.name must be a string')
-  const name = Object.hasOwn(ALIASES, e.name) ? ALIASES[e.name] : undefined
+  const name = canonicalAdapterName(e.name)
   if (name === undefined) throw new Error(`adapter.name '${e.name}' is unknown; use builtin (aliases kv, file_based, local) or memory (alias in_memory)`)
   if (name === 'redis') throw new Error('adapter.name redis is not available for the queue worker yet; use builtin or memory')
   const config = e.config ?? {}
