@@ -208,7 +208,7 @@ describe('svc trigger (cli.md §4.6)', () => {
   })
 
   it('--enqueue with --idempotency-key and --delay-ms prints the first receipt again for a repeated key', async () => {
-    await worker.trigger({ function_id: 'queue::define', payload: { queue: 'cli-jobs', config: { max_retries: 0 } } })
+    await worker!.trigger({ function_id: 'queue::define', payload: { queue: 'cli-jobs', config: { max_retries: 0 } } })
     const first = await trigger('test::sink', 'n=1', '--enqueue', 'cli-jobs', '--idempotency-key', 'cli-k1', '--delay-ms', '10')
     assert.equal(first.code, 0, first.stderr)
     const receipt = (JSON.parse(first.stdout) as { messageReceiptId: string }).messageReceiptId
@@ -216,7 +216,7 @@ describe('svc trigger (cli.md §4.6)', () => {
     const second = await trigger('test::sink', 'n=2', '--enqueue', 'cli-jobs', '--idempotency-key', 'cli-k1')
     assert.deepEqual(JSON.parse(second.stdout), { messageReceiptId: receipt })
     for (;;) {
-      const stats = (await worker.trigger({ function_id: 'engine::queue::topic_stats', payload: { topic: 'cli-jobs' } })) as { delivered: number; depth: number }
+      const stats = (await worker!.trigger({ function_id: 'engine::queue::topic_stats', payload: { topic: 'cli-jobs' } })) as { delivered: number; depth: number }
       if (stats.delivered === 1 && stats.depth === 0) break
       await new Promise((resolve) => setTimeout(resolve, 20))
     }
