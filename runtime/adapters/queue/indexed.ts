@@ -133,6 +133,8 @@ export class IndexedQueueBackend implements QueueBackend {
   private readonly idempotency = new Map<string, { id: string; expires_at: number }>()
   private readonly subscriberRecords = new Map<string, SubscriberRecord>()
   private seq = 0
+  /** Idempotency keys stored since the last pruning of expired ones. */
+  private keysSincePrune = 0
   private closed = false
   // The open batch of the current turn.
   private pending: JournalChanges | null = null
@@ -287,6 +289,10 @@ export class IndexedQueueBackend implements QueueBackend {
             continue
           }
           const entry = { id: input.id, expires_at: input.idempotency.expires_at }
+          if (++this.keysSincePrune >= 4096) {
+            this.keysSincePrune = 0
+            this.pruneIdempotency(input.enqueued_at)
+          }
           this.idempotency.set(k, entry)
           changes?.idempotency.push({ queue: input.queue, key: input.idempotency.key, ...entry })
         }
@@ -546,7 +552,7 @@ export class IndexedQueueBackend implements QueueBackend {
     this.journal?.close()
   }
 
-  /** Forgets expired idempotency keys (called by the journal's owner now and then). */
+  /** Forgets expired idempotency keys from memory (every 4096 new keys; the journal drops them at open). */
   pruneIdempotency(now: number): void {
     for (const [k, v] of this.idempotency) if (v.expires_at <= now) this.idempotency.delete(k)
   }
