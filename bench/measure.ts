@@ -1,4 +1,6 @@
 /** Latency and throughput loops shared by the load generators (svc, the direct echo and the peers). */
+import type { ChildProcess } from 'node:child_process'
+import { createServer, type AddressInfo } from 'node:net'
 
 export interface LatencyResult {
   p50_us: number
@@ -64,3 +66,27 @@ export async function reportCaller(mode: string, caller: Caller): Promise<never>
 }
 
 const round = (n: number) => Math.round(n * 10) / 10
+
+/** A loopback port that was free a moment ago. */
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer()
+    server.once('error', reject)
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as AddressInfo
+      server.close(() => resolve(port))
+    })
+  })
+}
+
+/** Runs a benchmark's `main`, sets exit code 1 on failure, and kills the child processes it left. */
+export function runMain(main: () => Promise<void>, children: readonly ChildProcess[]): void {
+  main()
+    .catch((err) => {
+      console.error(err)
+      process.exitCode = 1
+    })
+    .finally(() => {
+      for (const child of children) if (child.exitCode === null) child.kill('SIGKILL')
+    })
+}

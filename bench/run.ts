@@ -9,17 +9,18 @@
  *   http        requests/s through one route to a worker function, 1 vs 1000 registered routes
  *   stream      one stream::set fanned out to 1, 100 and 1,000 WebSocket clients (p50/p99 until the
  *               last client has it) and the engine's memory per idle client
+ *   queue       10,000 messages through one durable queue at concurrency 1 and 10 vs. BullMQ on a
+ *               private redis-server (bench/queue.ts)
  *
  * `--write` replaces the results section of docs/benchmarks.md.
  */
 import { spawn, type ChildProcess } from 'node:child_process'
-import { createServer, type AddressInfo } from 'node:net'
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises'
 import { cpus, totalmem, tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { createInterface } from 'node:readline'
 import { fileURLToPath } from 'node:url'
-import { IN_FLIGHT } from './measure.ts'
+import { freePort, IN_FLIGHT, runMain } from './measure.ts'
 import { natsServerPath, startNatsServer } from './peers/nats-server.ts'
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url))
@@ -165,6 +166,9 @@ async function main(): Promise<void> {
   // Peers, with the engine stopped: only the processes of the row being measured run.
   const { moleculer, nats } = await measurePeers()
 
+  // Queue: svc's durable queue and BullMQ on redis-server, each with only its own processes running.
+  const queue = await run(['bench/queue.ts'])
+
   const pct = (a: number, b: number) => `${Math.round((a / b) * 100)}%`
   const ratio = (a: number, b: number) => `${(a / b).toFixed(2)}×`
   const machine = `${cpus().length} × ${cpus()[0]?.model ?? 'cpu'}, ${Math.round(totalmem() / 2 ** 30)} GiB, Node ${process.version}, ${process.platform}`
@@ -198,6 +202,8 @@ async function main(): Promise<void> {
     ...(['p50', 'p99'] as const).map((p) => `| ${p} | ${[1, 100, 1000].map((n) => `${stream.fanout[n][`${p}_ms`]} ms`).join(' | ')}${p === 'p50' ? ' (target ≤ 50 ms)' : ''} |`),
     '',
     `Engine memory per idle joined client (${stream.idle.clients} clients, after GC): RSS ${stream.idle.rss_kib} KiB, heap ${stream.idle.heap_kib} KiB (target < 20 KiB).`,
+    '',
+    queue.queue_table as string,
   ].join('\n')
   console.log(table)
   if (write) {
@@ -214,23 +220,5 @@ function medianRun(runs: Array<Record<string, any>>): Record<string, any> {
   return [...runs].sort((a, b) => a.per_second[64] - b.per_second[64])[Math.floor(runs.length / 2)]!
 }
 
-/** A loopback port that was free a moment ago. */
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer()
-    server.once('error', reject)
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as AddressInfo
-      server.close(() => resolve(port))
-    })
-  })
-}
 
-main()
-  .catch((err) => {
-    console.error(err)
-    process.exitCode = 1
-  })
-  .finally(() => {
-    for (const child of children) if (child.exitCode === null) child.kill('SIGKILL')
-  })
+runMain(main, children)

@@ -207,6 +207,23 @@ describe('svc trigger (cli.md §4.6)', () => {
     assert.match(result.stderr, /^Error: (enqueue_error|queue_not_found): /)
   })
 
+  it('--enqueue with --idempotency-key and --delay-ms prints the first receipt again for a repeated key', async () => {
+    await worker!.trigger({ function_id: 'queue::define', payload: { queue: 'cli-jobs', config: { max_retries: 0 } } })
+    const first = await trigger('test::sink', 'n=1', '--enqueue', 'cli-jobs', '--idempotency-key', 'cli-k1', '--delay-ms', '10')
+    assert.equal(first.code, 0, first.stderr)
+    const receipt = (JSON.parse(first.stdout) as { messageReceiptId: string }).messageReceiptId
+    assert.match(receipt, /^[0-9a-f-]{36}$/)
+    const second = await trigger('test::sink', 'n=2', '--enqueue', 'cli-jobs', '--idempotency-key', 'cli-k1')
+    assert.deepEqual(JSON.parse(second.stdout), { messageReceiptId: receipt })
+    for (;;) {
+      const stats = (await worker!.trigger({ function_id: 'engine::queue::topic_stats', payload: { topic: 'cli-jobs' } })) as { delivered: number; depth: number }
+      if (stats.delivered === 1 && stats.depth === 0) break
+      await new Promise((resolve) => setTimeout(resolve, 20))
+    }
+    const bad = await trigger('test::sink', '--delay-ms', '5')
+    assert.equal(bad.code, 2)
+  })
+
   it('--describe prints the function details from engine::functions::info', async () => {
     const result = await trigger('state::get', '--describe')
     assert.equal(result.code, 0, result.stderr)

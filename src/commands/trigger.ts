@@ -14,7 +14,7 @@ import { isInteractiveProcess } from '../lib/interactive.ts'
 export default class Trigger extends SvcCommand {
   static override hiddenAliases = ['t']
   static override usage = [
-    'trigger [FUNCTION_ID] [KEY=VALUE...] [-n <ns>] [-d <json>] [--void | --enqueue <queue>] [--timeout-ms <ms>] [--engine <url>] [--describe] [--json]',
+    'trigger [FUNCTION_ID] [KEY=VALUE...] [-n <ns>] [-d <json>] [--void | --enqueue <queue> [--delay-ms <ms>] [--idempotency-key <key>]] [--timeout-ms <ms>] [--engine <url>] [--describe] [--json]',
     'trigger --function-id=<id> [--payload=<json>] [same flags]',
   ]
   static override summary = 'Invoke a function of the running engine'
@@ -27,6 +27,7 @@ export default class Trigger extends SvcCommand {
     `<%= config.bin %> trigger state::get --data '{"scope":"users","key":"ada"}'`,
     '<%= config.bin %> t orders::process id=42 --void',
     '<%= config.bin %> trigger emails::send to=ada@example.com --enqueue emails',
+    '<%= config.bin %> trigger billing::charge order=42 --enqueue payments --delay-ms 60000 --idempotency-key order-42',
   ]
 
   // KEY=VALUE tokens follow FUNCTION_ID in any number.
@@ -41,6 +42,8 @@ export default class Trigger extends SvcCommand {
     data: Flags.string({ char: 'd', summary: 'Payload base as JSON (default {})' }),
     void: Flags.boolean({ summary: 'Fire and forget: exit once sent, print nothing', exclusive: ['enqueue', 'describe'] }),
     enqueue: Flags.string({ summary: 'Enqueue on this queue and print the receipt', exclusive: ['void', 'describe'] }),
+    'delay-ms': Flags.integer({ summary: 'With --enqueue: first delivery not before now + this many ms (at most 7 days)', min: 0, max: 604800000, dependsOn: ['enqueue'] }),
+    'idempotency-key': Flags.string({ summary: 'With --enqueue: a repeated key within the window returns the first receipt and stores nothing', dependsOn: ['enqueue'] }),
     'timeout-ms': Flags.integer({ summary: 'How long to wait for the result, ms', default: 30000, min: 1 }),
     engine: Flags.string({ aliases: ['url'], summary: 'Engine URL (default: SVC_URL, else the listener of config.yaml, else ws://127.0.0.1:49134)' }),
     describe: Flags.boolean({ summary: "Print the function's description, schemas and triggers instead of invoking it" }),
@@ -89,6 +92,8 @@ export default class Trigger extends SvcCommand {
           namespace: flags.namespace,
           mode: flags.void ? ('void' as const) : flags.enqueue !== undefined ? ('enqueue' as const) : ('sync' as const),
           queue: flags.enqueue,
+          delayMs: flags['delay-ms'],
+          idempotencyKey: flags['idempotency-key'],
           timeoutMs: flags['timeout-ms'],
         }
 

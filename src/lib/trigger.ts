@@ -26,6 +26,10 @@ export interface TriggerCall {
   mode: 'sync' | 'void' | 'enqueue'
   /** Queue name for `enqueue`. */
   queue?: string | undefined
+  /** `enqueue` only: `delay_ms` of the Enqueue action (builtins.md §7.4), ms. */
+  delayMs?: number | undefined
+  /** `enqueue` only: `idempotency_key` of the Enqueue action (builtins.md §7.4). */
+  idempotencyKey?: string | undefined
   /** Timeout of a sync or enqueue call, ms (default 30000 in the command). */
   timeoutMs: number
 }
@@ -114,7 +118,11 @@ export async function triggerOnce(call: TriggerCall): Promise<TriggerOutcome> {
     const request: TriggerRequest = { function_id: call.functionId, payload: call.payload, timeoutMs: call.timeoutMs }
     if (call.namespace !== undefined) request.namespace = call.namespace
     if (call.mode === 'void') request.action = TriggerAction.Void()
-    else if (call.mode === 'enqueue') request.action = TriggerAction.Enqueue({ queue: call.queue ?? '' })
+    else if (call.mode === 'enqueue') request.action = TriggerAction.Enqueue({
+        queue: call.queue ?? '',
+        ...(call.delayMs !== undefined ? { delayMs: call.delayMs } : {}),
+        ...(call.idempotencyKey !== undefined ? { idempotencyKey: call.idempotencyKey } : {}),
+      })
     let result: unknown
     try {
       result = await client.trigger(request as TriggerRequest & { action?: undefined })

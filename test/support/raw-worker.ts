@@ -125,7 +125,7 @@ export class RawWorker {
         type: 'invocationresult',
         invocation_id: frame.invocation_id,
         function_id: frame.function_id,
-        error: { code: err.code ?? 'invocation_failed', message: err.message },
+        error: { code: err.code ?? 'invocation_failed', message: err.message, ...(err.retry_after_ms !== undefined ? { retry_after_ms: err.retry_after_ms } : {}) },
       })
     }
   }

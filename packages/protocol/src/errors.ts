@@ -17,6 +17,8 @@ export interface ErrorBody {
   code: string
   message: string
   stacktrace?: string
+  /** A handler asking a queue to retry after this many ms instead of the backoff (builtins.md §7.7). */
+  retry_after_ms?: number
 }
 
 /**
@@ -53,22 +55,29 @@ export class SvcError extends Error {
   readonly code: string
   /** A remote stack, kept when an ErrorBody carried one. */
   stacktrace?: string
+  /** `retry_after_ms` of the body (builtins.md §7.7), kept so that a queue delivery sees it. */
+  retry_after_ms?: number
 
-  constructor(code: string, message: string, options?: { cause?: unknown; stacktrace?: string }) {
+  constructor(code: string, message: string, options?: { cause?: unknown; stacktrace?: string; retry_after_ms?: number }) {
     super(message, options?.cause === undefined ? undefined : { cause: options.cause })
     this.code = code
     if (options?.stacktrace !== undefined) this.stacktrace = options.stacktrace
+    if (options?.retry_after_ms !== undefined) this.retry_after_ms = options.retry_after_ms
   }
 
   toErrorBody(): ErrorBody {
     const body: ErrorBody = { code: this.code, message: this.message }
     if (this.stacktrace !== undefined) body.stacktrace = this.stacktrace
+    if (this.retry_after_ms !== undefined) body.retry_after_ms = this.retry_after_ms
     return body
   }
 
-  /** The error an ErrorBody describes (stack kept). */
+  /** The error an ErrorBody describes (stack and `retry_after_ms` kept). */
   static fromBody(body: ErrorBody): SvcError {
-    return new SvcError(body.code, body.message, body.stacktrace === undefined ? undefined : { stacktrace: body.stacktrace })
+    const options: { stacktrace?: string; retry_after_ms?: number } = {}
+    if (body.stacktrace !== undefined) options.stacktrace = body.stacktrace
+    if (body.retry_after_ms !== undefined) options.retry_after_ms = body.retry_after_ms
+    return new SvcError(body.code, body.message, options)
   }
 }
 
@@ -95,6 +104,8 @@ export function errorBodyOf(thrown: unknown): ErrorBody {
       const body: ErrorBody = { code: t.code, message: t.message }
       if (typeof t.stacktrace === 'string') body.stacktrace = t.stacktrace
       else if (thrown instanceof Error && typeof t.stack === 'string') body.stacktrace = t.stack
+      const retryAfter = (thrown as { retry_after_ms?: unknown }).retry_after_ms
+      if (isRetryAfter(retryAfter)) body.retry_after_ms = retryAfter
       return body
     }
     if (thrown instanceof Error) {
@@ -114,9 +125,16 @@ export function wireErrorBody(value: unknown): ErrorBody {
   if (isErrorBody(value)) {
     const body: ErrorBody = { code: value.code, message: value.message }
     if (value.stacktrace !== undefined) body.stacktrace = value.stacktrace
+    const retryAfter = (value as { retry_after_ms?: unknown }).retry_after_ms
+    if (isRetryAfter(retryAfter)) body.retry_after_ms = retryAfter
     return body
   }
   return { code: Codes.Unknown, message: safeText(value) }
+}
+
+/** A usable `retry_after_ms`: a finite number ≥ 0. */
+function isRetryAfter(value: unknown): value is number {
+  return typeof value === 'number' && Number.isFinite(value) && value >= 0
 }
 
 function safeText(value: unknown): string {
@@ -142,6 +160,16 @@ export const Codes = {
   Forbidden: 'FORBIDDEN',
   EnqueueError: 'enqueue_error',
   QueueNotFound: 'queue_not_found',
+  // builtins.md §7.3, §7.7 (queue worker)
+  QueueNotSet: 'queue_not_set',
+  TopicNotSet: 'topic_not_set',
+  MessageIdNotSet: 'message_id_not_set',
+  InvalidQueueConfig: 'invalid_queue_config',
+  NonRetryable: 'NON_RETRYABLE',
+  RetryAfter: 'RETRY_AFTER',
+  NoSubscribers: 'no_subscribers',
+  SubscriberExpired: 'subscriber_expired',
+  DeliveryInterrupted: 'delivery_interrupted',
   TriggerRegistrationFailed: 'trigger_registration_failed',
   TriggerTypeNotFound: 'trigger_type_not_found',
   InvalidTriggerConfig: 'INVALID_TRIGGER_CONFIG',
@@ -200,6 +228,15 @@ entry(Codes.NotFound, 404, 'failure', ['engine', 'http'], 'An engine::*::info lo
 entry(Codes.Forbidden, 403, 'failure', ['engine'], 'Access control denied an invocation, a trigger target, a trigger type or a namespace.')
 entry(Codes.EnqueueError, 503, 'failure', ['engine'], 'The enqueue provider is missing or failed.')
 entry(Codes.QueueNotFound, 404, 'failure', ['queue'], 'The queue is not declared in queue_configs.')
+entry(Codes.QueueNotSet, 400, 'failure', ['queue'], 'A queue function was called without `queue`.')
+entry(Codes.TopicNotSet, 400, 'failure', ['queue'], 'svc::durable::publish or a queue function was called without a topic.')
+entry(Codes.MessageIdNotSet, 400, 'failure', ['queue'], 'A by-id DLQ operation was called without `message_id`.')
+entry(Codes.InvalidQueueConfig, 400, 'failure', ['queue'], 'queue::define got queue settings that fail the rules of builtins.md §7.1.')
+entry(Codes.NonRetryable, 500, 'failure', ['sdk'], 'A queue handler asked not to be retried (NonRetryableError); the message goes to the DLQ at once.')
+entry(Codes.RetryAfter, 503, 'failure', ['sdk'], 'A queue handler asked for its next attempt after retry_after_ms (RetryAfterError).')
+entry(Codes.NoSubscribers, 404, 'failure', ['queue'], 'DLQ code: a durable publish found no subscriber for its topic.')
+entry(Codes.SubscriberExpired, 410, 'failure', ['queue'], 'DLQ code: a durable subscriber was forgotten after subscriber_retention_ms with messages left.')
+entry(Codes.DeliveryInterrupted, 500, 'failure', ['queue'], 'DLQ code: the engine stopped during the last allowed attempt of a message.')
 entry(Codes.TriggerRegistrationFailed, 400, 'failure', ['sdk', 'engine'], "A provider refused a binding; engine::register_trigger failed.")
 entry(Codes.TriggerTypeNotFound, 404, 'failure', ['sdk'], 'A worker received a binding for a type it does not provide.')
 entry(Codes.InvalidTriggerConfig, 400, 'failure', ['provider'], "A binding's config is invalid for its type.")
@@ -291,6 +328,12 @@ export const Errors = {
   enqueueNoProvider: () => make(Codes.EnqueueError, 'No queue provider is installed; enable the queue worker (svc worker add queue)'),
   enqueueFailed: (providerCode: string, providerMessage: string) => make(Codes.EnqueueError, `${providerCode}: ${providerMessage}`),
   queueNotFound: (name: string) => make(Codes.QueueNotFound, `Queue '${name}' is not declared in queue_configs`),
+  queueNotSet: () => make(Codes.QueueNotSet, 'Queue name is required'),
+  topicNotSet: () => make(Codes.TopicNotSet, 'Topic is not set'),
+  messageIdNotSet: () => make(Codes.MessageIdNotSet, 'Message ID is required'),
+  invalidMessageGroup: (queue: string, field: string) => make(Codes.InvalidMessageGroup, `FIFO queue '${queue}' requires field '${field}' in data`),
+  /** `message` is the validation message of builtins.md §7.1. */
+  invalidQueueConfig: (message: string) => make(Codes.InvalidQueueConfig, message),
   triggerRegistrationFailed: (message: string) => make(Codes.TriggerRegistrationFailed, message),
   triggerTypeNotFound: () => make(Codes.TriggerTypeNotFound, 'Trigger type not found'),
   invalidTriggerConfig: (message: string) => make(Codes.InvalidTriggerConfig, message),

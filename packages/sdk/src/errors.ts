@@ -113,8 +113,56 @@ export function toErrorBody(thrown: unknown): ErrorBody {
       message: thrown.message,
     }
     if (thrown.stack) body.stacktrace = thrown.stack
+    const retryAfter = (thrown as { retry_after_ms?: unknown }).retry_after_ms
+    if (typeof retryAfter === 'number' && Number.isFinite(retryAfter) && retryAfter >= 0) body.retry_after_ms = retryAfter
     return body
   }
   if (isErrorBody(thrown)) return { code: thrown.code, message: thrown.message }
   return { code: ErrorCode.InvocationFailed, message: typeof thrown === 'string' ? thrown : String(thrown) }
+}
+
+/**
+ * Thrown by a queue or durable-subscriber handler: do not retry this message, dead-letter it at once
+ * whatever attempts remain (builtins.md §7.7). Travels as the error body `{code: "NON_RETRYABLE", message}`.
+ *
+ * @example
+ * client.registerFunction('billing::charge', (order) => {
+ *   if (!order.amount) throw new NonRetryableError('order has no amount')
+ * })
+ */
+export class NonRetryableError extends Error {
+  override readonly name = 'NonRetryableError'
+  readonly code = ErrorCode.NonRetryable
+
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(message, options)
+  }
+}
+
+/**
+ * Thrown by a queue or durable-subscriber handler: retry after `retryAfterMs` instead of the queue's
+ * backoff; the attempt still counts (builtins.md §7.7). Travels as the error body
+ * `{code: "RETRY_AFTER", message, retry_after_ms}`.
+ *
+ * @throws RangeError when `retryAfterMs` is not a finite number ≥ 0.
+ * @example throw new RetryAfterError(30_000, 'rate limited by the payment provider')
+ */
+export class RetryAfterError extends Error {
+  override readonly name = 'RetryAfterError'
+  readonly code = ErrorCode.RetryAfter
+  /** Delay before the next attempt, ms. */
+  readonly retry_after_ms: number
+
+  constructor(retryAfterMs: number, message = `retry after ${retryAfterMs} ms`, options?: { cause?: unknown }) {
+    super(message, options)
+    if (typeof retryAfterMs !== 'number' || !Number.isFinite(retryAfterMs) || retryAfterMs < 0) {
+      throw new RangeError(`retryAfterMs must be a finite number >= 0, got ${String(retryAfterMs)}`)
+    }
+    this.retry_after_ms = retryAfterMs
+  }
+
+  /** Same as `retry_after_ms`. */
+  get retryAfterMs(): number {
+    return this.retry_after_ms
+  }
 }

@@ -17,7 +17,7 @@ import { WorkerClient } from './client.ts'
 import { resolveAddress, resolveOptions } from './options.ts'
 import type { InitOptions, SvcClient } from './types.ts'
 
-export { InvocationError, RegistrationRejectedError } from './errors.ts'
+export { InvocationError, NonRetryableError, RegistrationRejectedError, RetryAfterError } from './errors.ts'
 export { DEFAULT_ENGINE_URL } from './options.ts'
 export { TriggerAction } from './trigger-action.ts'
 export type {

@@ -2,6 +2,7 @@
  * State adapters by name (builtins.md §2.9, §13.1): parsing of an `adapter: {name, config?}` entry
  * and opening the adapter it names.
  */
+import { canonicalAdapterName } from '../aliases.ts'
 import { MemoryStateAdapter, parseMemoryStateConfig } from './memory/memory.ts'
 import { parseRedisStateConfig, RedisStateAdapter, redactRedisUrl, type RedisStateConfig } from './redis/redis.ts'
 import { parseSqliteStateConfig, SqliteStateAdapter, sqliteStatePath, type SqliteStateConfig } from './sqlite/sqlite.ts'
@@ -16,16 +17,6 @@ export { RedisStateAdapter } from './redis/redis.ts'
 /** Canonical adapter names of the state worker (builtins.md §13.1). */
 export type StateAdapterName = 'builtin' | 'memory' | 'redis'
 
-/** Accepted spellings of each adapter (builtins.md §13.1). */
-const ALIASES: Record<string, StateAdapterName> = {
-  builtin: 'builtin',
-  kv: 'builtin',
-  file_based: 'builtin',
-  local: 'builtin',
-  memory: 'memory',
-  in_memory: 'memory',
-  redis: 'redis',
-}
 
 /** A validated adapter entry, name canonical. */
 export type StateAdapterSpec =
@@ -52,7 +43,7 @@ export function parseStateAdapterEntry(entry: unknown): StateAdapterSpec {
   }
   if (entry.name === undefined || entry.name === null) throw new Error('adapter.name is required')
   if (typeof entry.name !== 'string') throw new Error('adapter.name must be a string')
-  const name = Object.hasOwn(ALIASES, entry.name) ? ALIASES[entry.name] : undefined
+  const name = canonicalAdapterName(entry.name)
   if (name === undefined) {
     throw new Error(
       `adapter.name '${entry.name}' is unknown; use builtin (aliases kv, file_based, local), memory (alias in_memory) or redis`,

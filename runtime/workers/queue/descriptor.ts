@@ -1,4 +1,4 @@
-/** Descriptor of the queue worker (builtins.md §7); not implemented yet. */
+/** Descriptor of the queue worker (builtins.md §7). */
 import { adapterEntrySchema, type BuiltinDescriptor, type JsonSchema } from '../descriptor.ts'
 
 /** Settings of one queue (builtins.md §7.1). */
@@ -45,12 +45,18 @@ export const QUEUE_DESCRIPTOR = {
         default: 604800000,
         description: 'how long a subscriber with no live trigger is remembered; 0 forever',
       },
+      idempotency_window_ms: {
+        type: 'integer',
+        minimum: 0,
+        default: 86400000,
+        description: 'how long an Enqueue idempotency_key is remembered per queue (§7.4 extension)',
+      },
     },
   },
   adapters: ['builtin', 'memory', 'redis'],
   functions: ['svc::durable::publish', 'svc::queue::*', 'queue::define', 'engine::queue::*'],
   triggerTypes: ['durable:subscriber', 'queue'],
   runsIn: 'engine',
-  implemented: false,
+  implemented: true,
   listOrder: 5,
 } as const satisfies BuiltinDescriptor

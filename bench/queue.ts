@@ -1,0 +1,257 @@
+/**
+ * Queue benchmark (issue 8): 10,000 messages through one queue at concurrency 1 and 10, end to
+ * end — enqueue, durable store, delivery to a handler, acknowledgement — counting messages/s,
+ * p50/p99 enqueue-to-handler latency, and lost or duplicated messages.
+ *
+ *   svc     the engine process with the queue worker on its `builtin` adapter (SQLite, WAL,
+ *           synchronous=FULL); one svc-sdk worker process enqueues and handles
+ *   BullMQ  the peer: a private redis-server (appendonly yes, appendfsync everysec, its usual
+ *           durable setting) and one process with a BullMQ Queue and Worker
+ *
+ * `node bench/queue.ts` runs both and prints a JSON line `{queue_table, rows}`; `npm run bench`
+ * includes it. The load modes (`svc-load`, `bullmq-load`) are what it spawns.
+ */
+import { spawn, type ChildProcess } from 'node:child_process'
+import { mkdtemp, rm, writeFile } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { performance } from 'node:perf_hooks'
+import { createInterface } from 'node:readline'
+import { fileURLToPath } from 'node:url'
+import { freePort, runMain } from './measure.ts'
+
+const ROOT = fileURLToPath(new URL('..', import.meta.url))
+const MESSAGES = Number(process.env.BENCH_QUEUE_MESSAGES ?? 10_000)
+/** Enqueues awaiting their receipt at once (the producer's window). */
+const WINDOW = 256
+const CONCURRENCIES = [1, 10] as const
+
+/** One measured run. */
+export interface QueueRow {
+  concurrency: number
+  messages: number
+  per_second: number
+  p50_ms: number
+  p99_ms: number
+  lost: number
+  duplicated: number
+}
+
+/** Measurement state shared by the producer and the handler of one load process. */
+class Tally {
+  readonly sentAt = new Float64Array(MESSAGES)
+  readonly seen = new Uint16Array(MESSAGES)
+  readonly latencies: number[] = []
+  unique = 0
+  first = 0
+  last = 0
+  private resolveAll: (() => void) | undefined
+  readonly all = new Promise<void>((resolve) => (this.resolveAll = resolve))
+
+  received(i: number): void {
+    if (!(i >= 0 && i < MESSAGES)) return
+    const now = performance.now()
+    if (this.seen[i]++ === 0) {
+      this.unique++
+      this.latencies.push(now - this.sentAt[i]!)
+      this.last = now
+      if (this.unique === MESSAGES) this.resolveAll!()
+    }
+  }
+
+  async produce(enqueue: (i: number) => Promise<unknown>): Promise<void> {
+    this.first = performance.now()
+    let next = 0
+    const lane = async () => {
+      while (next < MESSAGES) {
+        const i = next++
+        this.sentAt[i] = performance.now()
+        await enqueue(i)
+      }
+    }
+    await Promise.all(Array.from({ length: WINDOW }, lane))
+  }
+
+  async row(concurrency: number): Promise<QueueRow> {
+    const deadline = new Promise((resolve) => setTimeout(resolve, 300_000).unref())
+    await Promise.race([this.all, deadline])
+    // A quiet period in which a duplicate delivery would show up.
+    await new Promise((resolve) => setTimeout(resolve, 500))
+    const sorted = [...this.latencies].sort((a, b) => a - b)
+    const at = (q: number) => Number((sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] ?? 0).toFixed(2))
+    let duplicated = 0
+    for (const count of this.seen) if (count > 1) duplicated += count - 1
+    return {
+      concurrency,
+      messages: MESSAGES,
+      per_second: Math.round((this.unique / (this.last - this.first)) * 1000),
+      p50_ms: at(0.5),
+      p99_ms: at(0.99),
+      lost: MESSAGES - this.unique,
+      duplicated,
+    }
+  }
+}
+
+/** `svc-load <engineUrl> <queue> <concurrency>`: one svc-sdk worker enqueues and handles. */
+async function svcLoad(url: string, queue: string, concurrency: number): Promise<void> {
+  const { registerWorker, TriggerAction } = await import('svc-sdk')
+  const client = registerWorker(url, { workerName: 'bench-queue' })
+  const tally = new Tally()
+  client.registerFunction('bench::job', (data: { i: number }) => {
+    tally.received(data.i)
+    return null
+  })
+  // Registration is not acknowledged: a round trip through the engine orders it before the load.
+  await client.trigger({ function_id: 'engine::functions::list', payload: {} })
+  const action = TriggerAction.Enqueue({ queue })
+  await tally.produce((i) => client.trigger({ function_id: 'bench::job', payload: { i }, action }))
+  console.log(JSON.stringify(await tally.row(concurrency)))
+  await client.shutdown()
+}
+
+/** `bullmq-load <redisPort> <concurrency>`: one BullMQ Queue and Worker in this process. */
+async function bullmqLoad(port: number, concurrency: number): Promise<void> {
+  const { Queue, Worker } = await import('bullmq')
+  const connection = { host: '127.0.0.1', port }
+  const name = `bench-${concurrency}`
+  const tally = new Tally()
+  const queue = new Queue(name, { connection })
+  const worker = new Worker(
+    name,
+    async (job) => {
+      tally.received((job.data as { i: number }).i)
+    },
+    { connection, concurrency, removeOnComplete: { count: 0 } },
+  )
+  await worker.waitUntilReady()
+  await tally.produce((i) => queue.add('job', { i }, { removeOnComplete: true, attempts: 4 }))
+  console.log(JSON.stringify(await tally.row(concurrency)))
+  await worker.close()
+  await queue.close()
+}
+
+// ---- orchestration -------------------------------------------------------------------------------
+
+const children: ChildProcess[] = []
+
+function start(command: string, args: string[], cwd = ROOT, env: Record<string, string> = {}): { child: ChildProcess; lines: AsyncIterableIterator<string> } {
+  const child = spawn(command, args, { cwd, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'inherit'] })
+  children.push(child)
+  return { child, lines: createInterface({ input: child.stdout! })[Symbol.asyncIterator]() }
+}
+
+async function lastJson(lines: AsyncIterableIterator<string>, key?: string): Promise<Record<string, any>> {
+  let last: Record<string, any> | undefined
+  for await (const line of lines) {
+    try {
+      const value = JSON.parse(line)
+      if (key === undefined) last = value
+      else if (key in value) return value
+    } catch {
+      /* a log line */
+    }
+  }
+  if (!last) throw new Error(`process ended without ${key ?? 'a result'}`)
+  return last
+}
+
+function stop(child: ChildProcess): Promise<void> {
+  return new Promise((resolve) => {
+    if (child.exitCode !== null || child.signalCode !== null) return resolve()
+    child.once('exit', () => resolve())
+    child.kill('SIGTERM')
+  })
+}
+
+
+async function measureSvc(): Promise<QueueRow[]> {
+  const project = await mkdtemp(join(tmpdir(), 'svc-bench-queue-'))
+  await writeFile(
+    join(project, 'config.yaml'),
+    [
+      'workers:',
+      '  - name: svc-worker-manager',
+      '    config: { port: 0 }',
+      '  - name: svc-http',
+      '    config: { port: 0 }',
+      '  - name: queue',
+      '    config:',
+      '      adapter: { name: builtin }',
+      '      queue_configs:',
+      ...CONCURRENCIES.map((c) => `        bench-${c}: { type: standard, concurrency: ${c}, max_retries: 3 }`),
+      '',
+    ].join('\n'),
+  )
+  const engine = start(process.execPath, [join(ROOT, 'bin', 'run.js'), '--json'], project, { SVC_LOG_LEVEL: 'warn' })
+  const ready = await lastJson(engine.lines, 'engine_url')
+  const rows: QueueRow[] = []
+  try {
+    for (const c of CONCURRENCIES) {
+      const load = start(process.execPath, ['bench/queue.ts', 'svc-load', ready.engine_url, `bench-${c}`, String(c)])
+      rows.push((await lastJson(load.lines)) as QueueRow)
+    }
+  } finally {
+    await stop(engine.child)
+    await rm(project, { recursive: true, force: true })
+  }
+  return rows
+}
+
+async function measureBullmq(): Promise<QueueRow[]> {
+  const dir = await mkdtemp(join(tmpdir(), 'svc-bench-redis-'))
+  const port = await freePort()
+  const redis = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--dir', dir, '--save', '', '--appendonly', 'yes', '--appendfsync', 'everysec'], {
+    stdio: ['ignore', 'pipe', 'inherit'],
+  })
+  children.push(redis)
+  await new Promise<void>((resolve, reject) => {
+    let out = ''
+    redis.stdout!.on('data', (chunk: Buffer) => {
+      out += chunk
+      if (out.includes('Ready to accept connections')) resolve()
+    })
+    redis.once('exit', (code) => reject(new Error(`redis-server exited with ${code}: ${out}`)))
+  })
+  const rows: QueueRow[] = []
+  try {
+    for (const c of CONCURRENCIES) {
+      const load = start(process.execPath, ['bench/queue.ts', 'bullmq-load', String(port), String(c)])
+      rows.push((await lastJson(load.lines)) as QueueRow)
+    }
+  } finally {
+    await stop(redis)
+    await rm(dir, { recursive: true, force: true })
+  }
+  return rows
+}
+
+/** The markdown table of one run, ratios against BullMQ. */
+export function queueTable(svc: QueueRow[], bullmq: QueueRow[]): string {
+  const lines = [
+    `| Queue, ${MESSAGES.toLocaleString('en')} messages end to end (enqueue → store → handler → ack) | svc (builtin: SQLite, synchronous=FULL) | BullMQ on redis-server (AOF everysec) | svc / BullMQ |`,
+    '|---|---|---|---|',
+  ]
+  for (const [i, c] of CONCURRENCIES.entries()) {
+    const s = svc[i]!
+    const b = bullmq[i]!
+    const target = c === 10 ? ' (target ≥ 5,000/s)' : ''
+    lines.push(`| concurrency ${c}: messages/s | ${s.per_second}/s${target} | ${b.per_second}/s | ${(s.per_second / b.per_second).toFixed(2)}× |`)
+    lines.push(`| concurrency ${c}: p50 / p99 enqueue → handler | ${s.p50_ms} / ${s.p99_ms} ms | ${b.p50_ms} / ${b.p99_ms} ms | ${(s.p50_ms / b.p50_ms).toFixed(2)}× / ${(s.p99_ms / b.p99_ms).toFixed(2)}× |`)
+    lines.push(`| concurrency ${c}: lost / duplicated | ${s.lost} / ${s.duplicated} | ${b.lost} / ${b.duplicated} | |`)
+  }
+  return lines.join('\n')
+}
+
+async function main(): Promise<void> {
+  const [mode, a, b, c] = process.argv.slice(2)
+  if (mode === 'svc-load') return svcLoad(a!, b!, Number(c))
+  if (mode === 'bullmq-load') return bullmqLoad(Number(a), Number(b))
+  const svc = await measureSvc()
+  const bullmq = await measureBullmq()
+  const table = queueTable(svc, bullmq)
+  console.error(table)
+  console.log(JSON.stringify({ queue_table: table, rows: { svc, bullmq } }))
+}
+
+if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) runMain(main, children)

@@ -1,0 +1,168 @@
+/**
+ * The queue backend seam (builtins.md §7.7, §7.8, §13): what the queue worker needs from a store of
+ * messages, described by its semantics so that every implementation (memory, SQLite, later Redis)
+ * behaves the same and passes one conformance suite (./conformance.ts).
+ *
+ * In the contract:
+ * - **enqueue** stores messages (a batch is one durable write) before its promise resolves; an
+ *   `idempotency` key already stored for the same queue and not expired stores nothing and answers
+ *   the first message's id (`duplicate: true`).
+ * - **reserve** moves up to `limit` ready messages of one queue to `in_flight`, incrementing and
+ *   storing their attempt count before it resolves. Standard messages start oldest-ready first;
+ *   messages with a `group` start at most one per (queue, group) at a time, in enqueue order, and a
+ *   group whose head is delayed or in flight is blocked (fifo, retried in place); messages with a
+ *   `key` start at most one per (queue, key) at a time. Messages whose target is in `exclude` are
+ *   skipped and keep their place.
+ * - **ack** deletes an in-flight message; **release** (nack) returns it to pending, visible again at
+ *   `ready_at` (delayed until then), optionally giving back the attempt it used; **deadLetter** moves
+ *   it to the queue's DLQ with the error; **redrive** / **discard** act on the DLQ.
+ * - **recover** runs once after opening: in-flight messages of an earlier process return to pending
+ *   with their attempt count kept, or go to the DLQ (`delivery_interrupted`) when exhausted.
+ * - Durable subscriber records (§7.5) are stored next to the messages.
+ *
+ * Not in the contract: settings (retries, backoff, concurrency), delivery, timers and the clock.
+ * Times are Unix milliseconds supplied by the caller; a backend never reads the time itself.
+ */
+
+/** An error as stored with a dead-lettered message: `{code, message}`. */
+export interface QueueError {
+  code: string
+  message: string
+}
+
+/** A message to store (builtins.md §7.2, §7.4). */
+export interface QueueMessageInput {
+  /** UUID v4; the receipt id of an Enqueue. */
+  id: string
+  /** Named queue, subscriber queue (`<topic>::<function_id>[@ns]`) or topic (its DLQ only). */
+  queue: string
+  function_id: string
+  namespace: string
+  data: unknown
+  metadata?: unknown
+  traceparent?: string
+  baggage?: string
+  /** fifo group value: one attempt per (queue, group) at a time, in enqueue order. */
+  group?: string
+  /** Concurrency key value (`concurrency_key_field`): one attempt per (queue, key) at a time. */
+  key?: string
+  /** Unix ms. */
+  enqueued_at: number
+  /** Unix ms of first visibility (`enqueued_at + delay_ms`). */
+  ready_at: number
+  /** §7.4 idempotency: a second enqueue with `key` to the same queue before `expires_at` stores nothing. */
+  idempotency?: { key: string; expires_at: number }
+  /** Store the message dead-lettered at once with this error (`no_subscribers`, `invalid_message_group`). */
+  dead?: QueueError
+}
+
+/** Where a stored message is (§7.7); `delayed` is `pending` with `ready_at` in the future. */
+export type QueueMessageState = 'pending' | 'in_flight' | 'dead'
+
+/** A stored message as a backend returns it (a snapshot; do not mutate). */
+export interface QueueMessage extends Omit<QueueMessageInput, 'idempotency' | 'dead'> {
+  state: QueueMessageState
+  /** Attempts started so far (1-based while in flight). */
+  attempts: number
+  /** Order of enqueue, increasing within one store. */
+  seq: number
+  /** UTF-8 bytes of the JSON of `data`. */
+  size_bytes: number
+  /** Dead-lettered messages: the last error and when (Unix ms). */
+  error?: QueueError
+  failed_at?: number
+}
+
+/** The outcome of one enqueued message. */
+export interface EnqueueOutcome {
+  /** The stored message's id: the input's, or the first message's for a repeated idempotency key. */
+  id: string
+  duplicate: boolean
+}
+
+export interface ReserveRequest {
+  /** Unix ms; messages with `ready_at <= now` are ready. */
+  now: number
+  /** Most messages to reserve (≥ 1). */
+  limit: number
+  /** Targets not to start, as `targetKey(namespace, function_id)` (e.g. not registered). */
+  exclude?: ReadonlySet<string>
+}
+
+/** Counts of one queue (§7.3 `topic_stats`). */
+export interface QueueCounts {
+  /** Pending and ready. */
+  pending: number
+  /** Pending with `ready_at` in the future. */
+  delayed: number
+  in_flight: number
+  dead: number
+}
+
+/** A durable subscriber (§7.5), remembered across restarts. */
+export interface SubscriberRecord {
+  /** Subscriber queue name, its identity. */
+  queue: string
+  topic: string
+  namespace: string
+  function_id: string
+  /** Queue settings of its most recent trigger (raw §7.6 shape; the worker parses it). */
+  config?: unknown
+  /** Unix ms when its last live trigger went away; absent while it has one. */
+  detached_at?: number
+}
+
+/** A store of queue messages. All methods are asynchronous; see the module comment for semantics. */
+export interface QueueBackend {
+  /** Adapter name, shown as `broker_type` (§7.3). */
+  readonly name: string
+  /** Stores the messages in one durable write. */
+  enqueue(messages: readonly QueueMessageInput[]): Promise<EnqueueOutcome[]>
+  /** Starts up to `limit` ready messages of `queue`; their attempt counts are stored first. */
+  reserve(queue: string, request: ReserveRequest): Promise<QueueMessage[]>
+  /** Deletes an in-flight message; false when it is not in flight (redriven, discarded). */
+  ack(id: string): Promise<boolean>
+  /** Returns an in-flight message to pending, ready at `ready_at`; `refund` gives its attempt back. */
+  release(id: string, options: { ready_at: number; refund?: boolean }): Promise<boolean>
+  /** Moves a pending or in-flight message to its queue's DLQ. */
+  deadLetter(id: string, error: QueueError, failedAt: number): Promise<boolean>
+  /** Moves every pending message of `queue` to its DLQ (a subscriber that expired); returns how many. */
+  deadLetterQueue(queue: string, error: QueueError, failedAt: number): Promise<number>
+  /** DLQ of `queue` back to pending, attempts reset to 0, ready at `now`; returns how many. */
+  redrive(queue: string, now: number): Promise<number>
+  /** One DLQ message of `queue` back to pending; false when it is not in that DLQ. */
+  redriveMessage(queue: string, id: string, now: number): Promise<boolean>
+  /** Deletes one DLQ message of `queue`; false when it is not in that DLQ. */
+  discard(queue: string, id: string): Promise<boolean>
+  /** A stored message by id, any state. */
+  get(id: string): Promise<QueueMessage | undefined>
+  /** Counts of `queue` at `now`. */
+  counts(queue: string, now: number): Promise<QueueCounts>
+  /** A page of the DLQ of `queue`, most recently failed first. */
+  deadLetters(queue: string, offset: number, limit: number): Promise<QueueMessage[]>
+  /** Names of the queues that hold at least one message, any state. */
+  queues(): Promise<string[]>
+  /** Earliest `ready_at` after `now` of a pending message of `queue` that reserve would start then. */
+  nextReadyAt(queue: string, now: number): Promise<number | undefined>
+  /**
+   * After opening: in-flight messages back to pending (ready at `now`, attempts kept), or to the DLQ
+   * with `delivery_interrupted` when `attempts >= allowedAttempts(queue)`.
+   */
+  recover(now: number, allowedAttempts: (queue: string) => number): Promise<{ requeued: number; deadLettered: number }>
+  saveSubscriber(record: SubscriberRecord): Promise<void>
+  deleteSubscriber(queue: string): Promise<void>
+  subscribers(): Promise<SubscriberRecord[]>
+  /** Flushes and releases the store; later calls reject. */
+  close(): Promise<void>
+}
+
+/** The `exclude` key of a target. */
+export function targetKey(namespace: string, functionId: string): string {
+  return `${namespace}\u0000${functionId}`
+}
+
+/** What opening a backend needs. */
+export interface QueueAdapterContext {
+  /** Absolute engine data directory. */
+  dataDir: string
+}
