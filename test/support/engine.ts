@@ -9,6 +9,7 @@ import type { LegLimits } from '../../runtime/engine/callees.ts'
 import { Engine } from '../../runtime/engine/engine.ts'
 import { silentLogger } from '../../runtime/engine/logger.ts'
 import { createBuiltins } from '../../runtime/workers/index.ts'
+import type { Clock } from '../../runtime/workers/shared/clock.ts'
 import { LISTENER_DEFAULTS, type BuiltinWorker, type EngineConfig, type ListenerConfig, type Logger } from '../../runtime/engine/types.ts'
 
 export interface TestEngineOptions {
@@ -22,6 +23,8 @@ export interface TestEngineOptions {
   extraListeners?: Partial<ListenerConfig>[]
   config?: Partial<Omit<EngineConfig, 'listeners' | 'data_dir'>>
   log?: Logger
+  /** Clock of the built-ins that keep timers (createBuiltins' `clock`); default the real one. */
+  clock?: Clock
   /** Bounds on open invocations (EngineOptions.limits). */
   limits?: Partial<LegLimits>
 }
@@ -55,7 +58,7 @@ export async function startTestEngine(options: TestEngineOptions = {}): Promise<
     local_workers: [],
     ...options.config,
   }
-  const engineOptions: ConstructorParameters<typeof Engine>[1] = { log: options.log ?? silentLogger, builtins: options.builtins ?? createBuiltins(config) }
+  const engineOptions: ConstructorParameters<typeof Engine>[1] = { log: options.log ?? silentLogger, builtins: options.builtins ?? createBuiltins(options.clock ? { ...config, clock: options.clock } : config) }
   if (options.limits) engineOptions.limits = options.limits
   const engine = new Engine(config, engineOptions)
   await engine.start()

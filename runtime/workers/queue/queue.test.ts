@@ -3,14 +3,11 @@
  * delivery, retries, DLQ, ordering, concurrency, delays, idempotency, durable pub/sub, settings.
  */
 import assert from 'node:assert/strict'
-import { mkdtemp, rm } from 'node:fs/promises'
-import { tmpdir } from 'node:os'
-import { join } from 'node:path'
+import { rm } from 'node:fs/promises'
 import { after, describe, it } from 'node:test'
 import { RawWorker, eventually, type Frame } from '../../../test/support/raw-worker.ts'
 import { startTestEngine, type TestEngine } from '../../../test/support/engine.ts'
 import { createManualClock } from '../shared/clock.ts'
-import { createBuiltins } from '../index.ts'
 
 const engines: TestEngine[] = []
 const workers: RawWorker[] = []
@@ -20,14 +17,8 @@ after(async () => {
 })
 
 async function engineWith(queueSettings: unknown, extra: { clock?: ReturnType<typeof createManualClock>; dataDir?: string } = {}): Promise<TestEngine> {
-  let builtins
-  if (extra.clock) {
-    const dataDir = extra.dataDir ?? (await mkdtemp(join(tmpdir(), 'svc-queue-clock-')))
-    extra.dataDir = dataDir
-    builtins = createBuiltins({ data_dir: dataDir, builtins: { queue: { enabled: true, config: queueSettings }, 'svc-http': { enabled: true, config: { port: 0 } } }, clock: extra.clock })
-  }
   const options: Parameters<typeof startTestEngine>[0] = { settings: { queue: queueSettings } }
-  if (builtins) options.builtins = builtins
+  if (extra.clock) options.clock = extra.clock
   if (extra.dataDir) options.dataDir = extra.dataDir
   const engine = await startTestEngine(options)
   engines.push(engine)
