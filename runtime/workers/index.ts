@@ -4,9 +4,10 @@
  */
 import type { BuiltinWorker, EngineConfig } from '../engine/types.ts'
 import { HttpWorker } from './http/worker.ts'
+import { PubSubWorker } from './pubsub/worker.ts'
 import { StateWorker } from './state/worker.ts'
 
 /** A fresh instance of every built-in worker of this release, in start order. */
 export function createBuiltins(_config?: EngineConfig): BuiltinWorker[] {
-  return [new StateWorker(), new HttpWorker()]
+  return [new StateWorker(), new HttpWorker(), new PubSubWorker()]
 }

@@ -28,7 +28,7 @@ export type ExitClass = 'failure' | 'usage' | 'unreachable' | 'timeout'
 export const EXIT_CODES: Readonly<Record<ExitClass, number>> = { failure: 1, usage: 2, unreachable: 3, timeout: 4 }
 
 /** Who produces a code (protocol.md §7.2 "Produced by"). */
-export type ErrorSource = 'engine' | 'sdk' | 'provider' | 'http' | 'state' | 'queue' | 'cli'
+export type ErrorSource = 'engine' | 'sdk' | 'provider' | 'http' | 'state' | 'queue' | 'pubsub' | 'cli'
 
 /** One code of the catalogue. */
 export interface CatalogueEntry {
@@ -170,6 +170,8 @@ export const Codes = {
   ValueTooLarge: 'VALUE_TOO_LARGE',
   StorageError: 'STORAGE_ERROR',
   AdapterUnavailable: 'ADAPTER_UNAVAILABLE',
+  // builtins.md §8 (pub/sub)
+  TopicNotSet: 'topic_not_set',
   // builtins.md §2.8
   ExpandFailed: 'EXPAND_FAILED',
   // builtins.md §7 (queue, through the enqueue action)
@@ -220,6 +222,7 @@ entry(Codes.FunctionUnavailable, 503, 'failure', ['http'], 'The route exists but
 entry(Codes.ValueTooLarge, 413, 'failure', ['state'], 'A value is larger than max_value_bytes.')
 entry(Codes.StorageError, 500, 'failure', ['state'], 'The storage adapter failed.')
 entry(Codes.AdapterUnavailable, 503, 'failure', ['state'], 'A remote storage adapter (Redis) is not reachable.')
+entry(Codes.TopicNotSet, 400, 'failure', ['pubsub'], 'publish was called without a non-empty topic.')
 entry(Codes.ExpandFailed, 400, 'usage', ['engine'], 'A settings placeholder names an unset environment variable.')
 entry(Codes.InvalidMessageGroup, 400, 'failure', ['queue'], 'A fifo queue message lacks its message_group_field.')
 
@@ -311,6 +314,7 @@ export const Errors = {
   valueTooLarge: (bytes: number, limit: number) => make(Codes.ValueTooLarge, `value of ${bytes} bytes exceeds max_value_bytes ${limit}`),
   storageError: (message: string, cause?: unknown) => new SvcError(Codes.StorageError, message, { cause }),
   adapterUnavailable: (message: string, cause?: unknown) => new SvcError(Codes.AdapterUnavailable, message, { cause }),
+  topicNotSet: () => make(Codes.TopicNotSet, 'Topic is not set'),
 } as const
 
 /** Why a `registrationrejected` was sent (protocol.md §5.11). */
