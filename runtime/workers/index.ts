@@ -3,11 +3,12 @@
  * Each one lives in its own folder and takes part through the LocalWorker interface.
  */
 import type { BuiltinWorker, EngineConfig } from '../engine/types.ts'
+import { CronWorker } from './cron/worker.ts'
 import { HttpWorker } from './http/worker.ts'
 import { PubSubWorker } from './pubsub/worker.ts'
 import { StateWorker } from './state/worker.ts'
 
 /** A fresh instance of every built-in worker of this release, in start order. */
 export function createBuiltins(_config?: EngineConfig): BuiltinWorker[] {
-  return [new StateWorker(), new HttpWorker(), new PubSubWorker()]
+  return [new StateWorker(), new HttpWorker(), new PubSubWorker(), new CronWorker()]
 }
