@@ -80,11 +80,16 @@ export function compileCronExpression(raw: unknown, timezone: string, nowMs = Da
 }
 
 /**
- * Validates a `cron` trigger config (§9.1): the expression against `timezone ?? defaultTimezone`.
+ * Validates a `cron` trigger config (§9.1): the expression against `timezone ?? defaultTimezone`,
+ * with a slot after `nowMs` (epoch ms).
  * @throws SvcError `INVALID_TRIGGER_CONFIG` with the §9.1 messages, or naming the field
  *   (`timeout_ms must be a positive integer (ms)`, `timezone must be a string`, …).
  */
-export function parseCronTriggerConfig(config: unknown, defaultTimezone: string): { config: CronTriggerConfig; compiled: CronExpression } {
+export function parseCronTriggerConfig(
+  config: unknown,
+  defaultTimezone: string,
+  nowMs = Date.now(),
+): { config: CronTriggerConfig; compiled: CronExpression } {
   if (config !== undefined && config !== null && (typeof config !== 'object' || Array.isArray(config))) {
     throw Errors.invalidTriggerConfig('config must be an object for cron triggers')
   }
@@ -101,7 +106,7 @@ export function parseCronTriggerConfig(config: unknown, defaultTimezone: string)
   if (condition !== undefined && condition !== null && (typeof condition !== 'string' || condition === '')) {
     throw Errors.invalidTriggerConfig('condition_function_id must be a non-empty string for cron triggers')
   }
-  const compiled = compileCronExpression(source.expression, (timezone as string | null | undefined) ?? defaultTimezone)
+  const compiled = compileCronExpression(source.expression, (timezone as string | null | undefined) ?? defaultTimezone, nowMs)
   const result: CronTriggerConfig = { expression: compiled.expression, timeout_ms: timeout }
   if (typeof timezone === 'string') result.timezone = timezone
   if (typeof condition === 'string') result.condition_function_id = condition

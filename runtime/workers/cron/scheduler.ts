@@ -94,7 +94,7 @@ export class CronScheduler implements LocalTriggerProvider {
   }
 
   registerTrigger(binding: BindingInfo): void {
-    const { config, compiled } = parseCronTriggerConfig(binding.config, this.defaultTimezone)
+    const { config, compiled } = parseCronTriggerConfig(binding.config, this.defaultTimezone, this.deps.now())
     const existing = this.triggers.get(binding.id)
     // A replacement (protocol.md §5.5) keeps the trigger's age.
     const seq = existing?.seq ?? this.seq++
@@ -118,7 +118,7 @@ export class CronScheduler implements LocalTriggerProvider {
     if (zone === this.defaultTimezone) return
     const moving = [...this.triggers.values()].filter((t) => t.config.timezone === undefined).sort((a, b) => a.seq - b.seq)
     // Everything is parsed before anything moves, so a failure leaves the schedules as they were.
-    const parsed = moving.map((trigger) => ({ trigger, ...parseCronTriggerConfig(trigger.binding.config, zone) }))
+    const parsed = moving.map((trigger) => ({ trigger, ...parseCronTriggerConfig(trigger.binding.config, zone, this.deps.now()) }))
     this.defaultTimezone = zone
     for (const { trigger, config, compiled } of parsed) {
       this.detach(trigger)
