@@ -7,6 +7,8 @@
  *               two peers through a private nats-server: Moleculer on its NATS transporter, and
  *               raw NATS request/reply
  *   http        requests/s through one route to a worker function, 1 vs 1000 registered routes
+ *   pubsub      one publish to 128 subscribe triggers on 4 worker processes vs. 128 direct calls
+ *               (bench/pubsub.ts, its own engine)
  *
  * `--write` replaces the results section of docs/benchmarks.md.
  */
@@ -80,6 +82,18 @@ async function measurePeers(): Promise<{ moleculer: Record<string, any>; nats: R
   } finally {
     await server.stop()
   }
+}
+
+/** The pub/sub fan-out table (bench/pubsub.ts result). */
+function pubsubRows(r: Record<string, any>): string[] {
+  return [
+    `| Pub/sub fan-out to ${r.subscribers} subscribe triggers on ${r.workers} worker processes (every delivery acknowledged back to the caller) | publish | ${r.subscribers} direct calls (baseline) | publish / direct |`,
+    '|---|---|---|---|',
+    `| one message to all, p50 | ${r.fanout_p50_us} µs | ${r.direct_p50_us} µs | ${(r.fanout_p50_us / r.direct_p50_us).toFixed(2)}× |`,
+    `| one message to all, p99 | ${r.fanout_p99_us} µs | ${r.direct_p99_us} µs | ${(r.fanout_p99_us / r.direct_p99_us).toFixed(2)}× |`,
+    `| deliveries/s (1,000 messages, 16 in flight) | ${r.publish_deliveries_per_second}/s | ${r.direct_deliveries_per_second}/s | ${Math.round((r.publish_deliveries_per_second / r.direct_deliveries_per_second) * 100)}% |`,
+    `| publishes/s handed over | ${r.publishes_per_second}/s | ${r.direct_rounds_per_second} rounds/s | |`,
+  ]
 }
 
 async function main(): Promise<void> {
@@ -159,6 +173,7 @@ async function main(): Promise<void> {
 
   // Peers, with the engine stopped: only the processes of the row being measured run.
   const { moleculer, nats } = await measurePeers()
+  const pubsub = await run(['bench/pubsub.ts'])
 
   const pct = (a: number, b: number) => `${Math.round((a / b) * 100)}%`
   const ratio = (a: number, b: number) => `${(a / b).toFixed(2)}×`
@@ -187,6 +202,8 @@ async function main(): Promise<void> {
     '| HTTP GET through one route to a worker function (median of 3) | 1 route | 1,000 routes | 1,000 / 1 |',
     '|---|---|---|---|',
     ...[1, 32].map((c) => `| ${c} connection${c > 1 ? 's' : ''} | ${http[`1/${c}`]}/s | ${http[`1000/${c}`]}/s | ${pct(http[`1000/${c}`]!, http[`1/${c}`]!)} (target within 15%) |`),
+    '',
+    ...pubsubRows(pubsub),
   ].join('\n')
   console.log(table)
   if (write) {
