@@ -17,6 +17,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { createInterface } from 'node:readline'
 import { fileURLToPath } from 'node:url'
+import { firstJson } from './lines.ts'
 import { registerWorker } from 'svc-sdk'
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url))
@@ -34,18 +35,6 @@ function start(args: string[], cwd = ROOT): AsyncIterableIterator<string> {
   const child = spawn(process.execPath, args, { cwd, env: { ...process.env, SVC_LOG_LEVEL: 'warn' }, stdio: ['ignore', 'pipe', 'inherit'] })
   children.push(child)
   return createInterface({ input: child.stdout! })[Symbol.asyncIterator]()
-}
-
-async function firstJson(lines: AsyncIterableIterator<string>, key: string): Promise<Record<string, any>> {
-  for await (const line of lines) {
-    try {
-      const value = JSON.parse(line)
-      if (key in value) return value
-    } catch {
-      /* log line */
-    }
-  }
-  throw new Error(`process ended before printing ${key}`)
 }
 
 const percentile = (sorted: number[], p: number) => sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * p))]!

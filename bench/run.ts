@@ -19,6 +19,7 @@ import { cpus, totalmem, tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { createInterface } from 'node:readline'
 import { fileURLToPath } from 'node:url'
+import { firstJson } from './lines.ts'
 import { IN_FLIGHT } from './measure.ts'
 import { natsServerPath, startNatsServer } from './peers/nats-server.ts'
 
@@ -29,18 +30,6 @@ function start(args: string[], env: Record<string, string> = {}, cwd = ROOT): { 
   const child = spawn(process.execPath, args, { cwd, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'inherit'] })
   children.push(child)
   return { child, lines: createInterface({ input: child.stdout! })[Symbol.asyncIterator]() }
-}
-
-async function firstJson(lines: AsyncIterableIterator<string>, key: string): Promise<Record<string, any>> {
-  for await (const line of lines) {
-    try {
-      const value = JSON.parse(line)
-      if (key in value) return value
-    } catch {
-      /* log line */
-    }
-  }
-  throw new Error(`process ended before printing ${key}`)
 }
 
 async function run(args: string[], env: Record<string, string> = {}): Promise<Record<string, any>> {

@@ -9,11 +9,11 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { DatabaseSync } from 'node:sqlite'
 import { after, describe, it } from 'node:test'
-import { WorkerClient, resolveAddress, resolveOptions } from 'svc-sdk/internal'
 import type { RegistrationError, SvcClient } from 'svc-sdk'
 import { startTestEngine, type TestEngine } from '../../../test/support/engine.ts'
 import { eventually } from '../../../test/support/raw-worker.ts'
 import { recordingLogger } from '../../../test/support/recording-log.ts'
+import { bindingsSettled, connectClient, rejection } from '../../../test/support/sdk-harness.ts'
 import { createManualClock, type ManualClock } from '../shared/clock.ts'
 import { FIVE_FIELD_HINT } from './expression.ts'
 import type { CronRunPayload } from './scheduler.ts'
@@ -45,7 +45,7 @@ async function setup(options: { clock?: ManualClock; settings?: unknown; dataDir
     entries,
     clients,
     client(name) {
-      const client = new WorkerClient(resolveAddress('ws://engine.local/'), resolveOptions({ workerName: name }), { connector: test.engine.connector() })
+      const client = connectClient(test.engine, name)
       clients.push(client)
       return client
     },
@@ -56,9 +56,7 @@ async function setup(options: { clock?: ManualClock; settings?: unknown; dataDir
   }
 }
 
-function bound(s: Setup, ids: string[], status: 'active' | 'failed' = 'active'): Promise<void> {
-  return eventually(() => ids.every((id) => s.test.engine.triggers.getBinding(id)?.status === status))
-}
+const bound = (s: Setup, ids: string[], status?: 'active' | 'failed') => bindingsSettled(s.test.engine, ids, status)
 
 /** Runs recorded by a handler: payload and metadata. */
 function recorder() {
@@ -251,7 +249,7 @@ describe('svc-cron on a manual clock (builtins.md §9.3)', () => {
       await eventually(() => runs.length === 2)
       assert.deepEqual([runs[1]!.payload.job_id, runs[1]!.payload.scheduled_time], [plain.id, '2025-01-01T14:00:00.000Z'])
 
-      const error = await s.worker.applySettings({ default_timezone: 'Mars/Olympus' }).then(() => assert.fail('applied'), (e: { code: string; message: string }) => e)
+      const error = await rejection(s.worker.applySettings({ default_timezone: 'Mars/Olympus' }))
       assert.deepEqual([error.code, error.message], ['INVALID_ARGUMENTS', "default_timezone 'Mars/Olympus' is not a known IANA time zone"])
     } finally {
       await s.stop()
@@ -310,7 +308,7 @@ describe('svc-cron registration errors (builtins.md §9.1)', () => {
   it('keeps the current store when redis is chosen', async () => {
     const s = await setup({ settings: { adapter: { name: 'memory' } } })
     try {
-      const error = await s.worker.applySettings({ adapter: { name: 'redis' } }).then(() => assert.fail('applied'), (e: { code: string; message: string }) => e)
+      const error = await rejection(s.worker.applySettings({ adapter: { name: 'redis' } }))
       assert.equal(error.code, 'STORAGE_ERROR')
       assert.match(error.message, /redis adapter of svc-cron is not available/)
       await s.worker.applySettings({ adapter: { name: 'builtin' } })

@@ -7,11 +7,11 @@ import { spawn, type ChildProcess } from 'node:child_process'
 import { createInterface } from 'node:readline'
 import { after, before, describe, it } from 'node:test'
 import fc from 'fast-check'
-import { WorkerClient, resolveAddress, resolveOptions } from 'svc-sdk/internal'
 import type { RegistrationError, SvcClient } from 'svc-sdk'
 import { startTestEngine, type TestEngine } from '../../../test/support/engine.ts'
 import { eventually } from '../../../test/support/raw-worker.ts'
 import { recordingLogger } from '../../../test/support/recording-log.ts'
+import { bindingsSettled, connectClient, rejection as failure } from '../../../test/support/sdk-harness.ts'
 import { ROOT } from '../../../test/support/processes.ts'
 import { PubSubWorker } from './worker.ts'
 
@@ -34,7 +34,7 @@ async function setup(settings: unknown = {}): Promise<Setup> {
     entries,
     clients,
     client(name) {
-      const client = new WorkerClient(resolveAddress('ws://engine.local/'), resolveOptions({ workerName: name }), { connector: test.engine.connector() })
+      const client = connectClient(test.engine, name)
       clients.push(client)
       return client
     },
@@ -46,21 +46,9 @@ async function teardown(s: Setup): Promise<void> {
   await s.test.stop()
 }
 
-/** Waits until every trigger id is bound with `status` (the engine binds asynchronously). */
-function bound(s: Setup, ids: string[], status: 'active' | 'failed' = 'active'): Promise<void> {
-  return eventually(() => ids.every((id) => s.test.engine.triggers.getBinding(id)?.status === status))
-}
+const bound = (s: Setup, ids: string[], status?: 'active' | 'failed') => bindingsSettled(s.test.engine, ids, status)
 
 const publish = (s: Setup, data: unknown) => s.test.engine.inject({ function_id: 'publish', data })
-
-async function failure(promise: Promise<unknown>): Promise<{ code: string; message: string }> {
-  try {
-    await promise
-  } catch (error) {
-    return error as { code: string; message: string }
-  }
-  assert.fail('expected the call to fail')
-}
 
 const settle = () => new Promise((r) => setTimeout(r, 100))
 

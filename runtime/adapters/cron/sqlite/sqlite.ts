@@ -3,9 +3,9 @@
  * (`<data_dir>/cron.db` unless `path` is given), WAL journal, `synchronous=NORMAL` (durable across
  * process crashes). A claim is one conditional upsert, committed before it answers.
  */
-import { mkdirSync } from 'node:fs'
-import { dirname, resolve } from 'node:path'
-import { DatabaseSync, type StatementSync } from 'node:sqlite'
+import { resolve } from 'node:path'
+import type { DatabaseSync, StatementSync } from 'node:sqlite'
+import { openSqlite } from '../../sqlite.ts'
 import type { CronSlotStore, CronStoreContext } from '../types.ts'
 
 export const DEFAULT_CRON_DB = 'cron.db'
@@ -43,27 +43,21 @@ export class SqliteCronSlotStore implements CronSlotStore {
 
   constructor(path: string) {
     this.path = path
-    mkdirSync(dirname(path), { recursive: true })
-    this.db = new DatabaseSync(path)
-    try {
-      this.db.exec(`
-        PRAGMA journal_mode = WAL;
-        PRAGMA synchronous = NORMAL;
-        PRAGMA busy_timeout = 5000;
-        CREATE TABLE IF NOT EXISTS cron_slots (
-          schedule  TEXT PRIMARY KEY,
-          last_slot INTEGER NOT NULL
-        ) WITHOUT ROWID;
-      `)
-      this.claimStatement = this.db.prepare(
-        'INSERT INTO cron_slots (schedule, last_slot) VALUES (?, ?) ' +
-          'ON CONFLICT (schedule) DO UPDATE SET last_slot = excluded.last_slot WHERE last_slot < excluded.last_slot',
-      )
-      this.lastStatement = this.db.prepare('SELECT last_slot FROM cron_slots WHERE schedule = ?')
-    } catch (error) {
-      this.db.close()
-      throw error
-    }
+    const { db, statements } = openSqlite(
+      path,
+      'NORMAL',
+      'CREATE TABLE IF NOT EXISTS cron_slots (schedule TEXT PRIMARY KEY, last_slot INTEGER NOT NULL) WITHOUT ROWID;',
+      (db) => ({
+        claim: db.prepare(
+          'INSERT INTO cron_slots (schedule, last_slot) VALUES (?, ?) ' +
+            'ON CONFLICT (schedule) DO UPDATE SET last_slot = excluded.last_slot WHERE last_slot < excluded.last_slot',
+        ),
+        last: db.prepare('SELECT last_slot FROM cron_slots WHERE schedule = ?'),
+      }),
+    )
+    this.db = db
+    this.claimStatement = statements.claim
+    this.lastStatement = statements.last
   }
 
   async claim(schedule: string, slotMs: number): Promise<boolean> {
