@@ -5,10 +5,12 @@
 import { parseAdapterEntry, parseNoAdapterConfig } from '../entry.ts'
 import { parseRedisStateConfig, redactRedisUrl, type RedisStateConfig } from '../state/redis/redis.ts'
 import { MemoryPubSubAdapter } from './memory/memory.ts'
+import { RedisPubSubAdapter } from './redis/redis.ts'
 import type { PubSubAdapter, PubSubAdapterContext } from './types.ts'
 
 export type * from './types.ts'
 export { MemoryPubSubAdapter } from './memory/memory.ts'
+export { RedisPubSubAdapter } from './redis/redis.ts'
 
 /** A validated adapter entry, name canonical. */
 export type PubSubAdapterSpec =
@@ -40,8 +42,8 @@ export function describePubSubAdapter(spec: PubSubAdapterSpec): string {
 }
 
 /**
- * Opens the adapter a spec names.
- * @throws Error for `redis`, which this release does not ship for svc-pubsub yet.
+ * Opens the adapter a spec names; `redis` connects first but resolves (logging a warning through
+ * `context.log`) when Redis is unreachable (§13.4).
  */
 export async function openPubSubAdapter(spec: PubSubAdapterSpec, context: PubSubAdapterContext): Promise<PubSubAdapter> {
   switch (spec.name) {
@@ -49,6 +51,6 @@ export async function openPubSubAdapter(spec: PubSubAdapterSpec, context: PubSub
     case 'memory':
       return new MemoryPubSubAdapter(context)
     case 'redis':
-      throw new Error('the redis adapter of svc-pubsub is not available in this release; use builtin or memory')
+      return RedisPubSubAdapter.open(spec.config, context)
   }
 }
