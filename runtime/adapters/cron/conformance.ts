@@ -35,6 +35,17 @@ export function runCronSlotStoreConformance(name: string, open: () => CronSlotSt
       await store.close()
     })
 
+    it('gives a run lock and takes it back', async () => {
+      const store = await open()
+      const release = await store.lockRun('r')
+      assert.equal(typeof release, 'function')
+      await release!()
+      const again = await store.lockRun('r')
+      assert.equal(typeof again, 'function')
+      await again!()
+      await store.close()
+    })
+
     it('lets exactly one of concurrent claims of a slot win', async () => {
       const store = await open()
       const results = await Promise.all(Array.from({ length: 10 }, () => store.claim('c', 42_000)))

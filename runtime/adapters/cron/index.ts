@@ -6,12 +6,14 @@ import { parseAdapterEntry, parseNoAdapterConfig } from '../entry.ts'
 import { parseRedisStateConfig, redactRedisUrl, type RedisStateConfig } from '../state/redis/redis.ts'
 import { parseSqliteStateConfig } from '../state/sqlite/sqlite.ts'
 import { MemoryCronSlotStore } from './memory/memory.ts'
+import { RedisCronSlotStore } from './redis/redis.ts'
 import { SqliteCronSlotStore, sqliteCronPath, type SqliteCronConfig } from './sqlite/sqlite.ts'
 import type { CronSlotStore, CronStoreContext } from './types.ts'
 
 export type * from './types.ts'
 export { MemoryCronSlotStore } from './memory/memory.ts'
 export { SqliteCronSlotStore } from './sqlite/sqlite.ts'
+export { RedisCronSlotStore } from './redis/redis.ts'
 
 /** A validated adapter entry, name canonical. */
 export type CronAdapterSpec =
@@ -51,16 +53,20 @@ export function describeCronAdapter(spec: CronAdapterSpec, context: CronStoreCon
 }
 
 /**
- * Opens the store a spec names.
- * @throws the SQLite error for an unusable file; an Error for `redis`, not shipped for svc-cron yet.
+ * Opens the store a spec names; `redis` resolves (with a warning through `log`) when Redis is unreachable.
+ * @throws the SQLite error for an unusable file.
  */
-export async function openCronSlotStore(spec: CronAdapterSpec, context: CronStoreContext): Promise<CronSlotStore> {
+export async function openCronSlotStore(
+  spec: CronAdapterSpec,
+  context: CronStoreContext,
+  log?: { warn(message: string, data?: Record<string, unknown>): void },
+): Promise<CronSlotStore> {
   switch (spec.name) {
     case 'builtin':
       return SqliteCronSlotStore.open(spec.config, context)
     case 'memory':
       return new MemoryCronSlotStore()
     case 'redis':
-      throw new Error('the redis adapter of svc-cron is not available in this release; use builtin or memory')
+      return RedisCronSlotStore.open(spec.config, log)
   }
 }

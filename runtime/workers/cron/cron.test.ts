@@ -305,12 +305,14 @@ describe('svc-cron registration errors (builtins.md §9.1)', () => {
     }
   })
 
-  it('keeps the current store when redis is chosen', async () => {
+  it('keeps the current store when the new one cannot be opened', async () => {
     const s = await setup({ settings: { adapter: { name: 'memory' } } })
     try {
-      const error = await rejection(s.worker.applySettings({ adapter: { name: 'redis' } }))
+      // The data directory itself is no SQLite file.
+      const error = await rejection(s.worker.applySettings({ adapter: { name: 'builtin', config: { path: '.' } } }))
       assert.equal(error.code, 'STORAGE_ERROR')
-      assert.match(error.message, /redis adapter of svc-cron is not available/)
+      assert.match(error.message, /^cannot open the builtin cron store/)
+      assert.equal((await rejection(s.worker.applySettings({ adapter: { name: 'memory', config: { url: 'x' } } }))).code, 'INVALID_ARGUMENTS')
       await s.worker.applySettings({ adapter: { name: 'builtin' } })
     } finally {
       await s.stop()

@@ -181,21 +181,34 @@ export class CronScheduler implements LocalTriggerProvider {
     }, wait)
   }
 
-  /** One slot (§9.3): claim, condition, invoke and wait; then plan the next slot. */
+  /** One slot (§9.3): run lock, claim, condition, invoke and wait; then plan the next slot. */
   private async run(schedule: Schedule, slot: number): Promise<void> {
     schedule.running = true
     try {
       const owner = schedule.triggers[0]
       if (!owner) return
-      let claimed: boolean
-      try {
-        claimed = await this.deps.store().claim(schedule.id, slot)
-      } catch (error) {
+      const store = this.deps.store()
+      const storeFailed = (error: unknown) =>
         this.failed(owner, slot, 'slot not claimed (store failed); slot skipped', owner.binding.function_id, error)
-        return
+      let release: (() => Promise<void>) | null
+      try {
+        release = await store.lockRun(schedule.id)
+      } catch (error) {
+        return storeFailed(error)
       }
-      if (!claimed) return
-      await this.execute(owner, slot)
+      // Another engine is still running this schedule: the slot passes during its run (§9.3).
+      if (!release) return
+      try {
+        let claimed: boolean
+        try {
+          claimed = await store.claim(schedule.id, slot)
+        } catch (error) {
+          return storeFailed(error)
+        }
+        if (claimed) await this.execute(owner, slot)
+      } finally {
+        await release()
+      }
     } finally {
       schedule.running = false
       this.plan(schedule)

@@ -112,7 +112,7 @@ export class CronWorker implements BuiltinWorker {
     let opened: CronSlotStore | null = null
     if (this.store?.identity !== identity) {
       try {
-        opened = await openCronSlotStore(next.adapter, storeContext)
+        opened = await openCronSlotStore(next.adapter, storeContext, context.log)
       } catch (error) {
         throw withSettingsKey(Errors.storageError(`cannot open the ${next.adapter.name} cron store: ${(error as Error).message}`, error), 'adapter')
       }

@@ -17,9 +17,16 @@ export class MemoryCronSlotStore implements CronSlotStore {
     return true
   }
 
+  /** One engine per store: the worker's own serialisation is the lock. */
+  async lockRun(): Promise<() => Promise<void>> {
+    return RELEASED
+  }
+
   async lastSlot(schedule: string): Promise<number | undefined> {
     return this.last.get(schedule)
   }
 
   async close(): Promise<void> {}
 }
+
+const RELEASED = async (): Promise<void> => {}

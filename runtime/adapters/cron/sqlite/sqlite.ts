@@ -65,6 +65,11 @@ export class SqliteCronSlotStore implements CronSlotStore {
     return Number(this.claimStatement.run(schedule, slotMs).changes) === 1
   }
 
+  /** One engine per store: the worker's own serialisation is the lock. */
+  async lockRun(): Promise<() => Promise<void>> {
+    return RELEASED
+  }
+
   async lastSlot(schedule: string): Promise<number | undefined> {
     this.assertOpen()
     const row = this.lastStatement.get(schedule) as { last_slot: number } | undefined
@@ -81,3 +86,5 @@ export class SqliteCronSlotStore implements CronSlotStore {
     if (this.closed) throw new Error(`cron store ${this.path} is closed`)
   }
 }
+
+const RELEASED = async (): Promise<void> => {}
