@@ -221,7 +221,7 @@ entry(Codes.ConditionNotMet, 422, 'failure', ['http'], "The route's condition re
 entry(Codes.FunctionUnavailable, 503, 'failure', ['http'], 'The route exists but no live worker serves its function.')
 entry(Codes.ValueTooLarge, 413, 'failure', ['state'], 'A value is larger than max_value_bytes.')
 entry(Codes.StorageError, 500, 'failure', ['state'], 'The storage adapter failed.')
-entry(Codes.AdapterUnavailable, 503, 'failure', ['state'], 'A remote storage adapter (Redis) is not reachable.')
+entry(Codes.AdapterUnavailable, 503, 'failure', ['state', 'pubsub'], 'A remote storage adapter (Redis) is not reachable.')
 entry(Codes.TopicNotSet, 400, 'failure', ['pubsub'], 'publish was called without a non-empty topic.')
 entry(Codes.ExpandFailed, 400, 'usage', ['engine'], 'A settings placeholder names an unset environment variable.')
 entry(Codes.InvalidMessageGroup, 400, 'failure', ['queue'], 'A fifo queue message lacks its message_group_field.')

@@ -9,6 +9,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { DatabaseSync } from 'node:sqlite'
 import { after, describe, it } from 'node:test'
+import fc from 'fast-check'
 import type { RegistrationError, SvcClient } from 'svc-sdk'
 import { startTestEngine, type TestEngine } from '../../../test/support/engine.ts'
 import { eventually } from '../../../test/support/raw-worker.ts'
@@ -300,6 +301,37 @@ describe('svc-cron registration errors (builtins.md §9.1)', () => {
         const error = errors.find((e) => e.id === ids[i])!
         assert.deepEqual([error.code, error.message], ['INVALID_TRIGGER_CONFIG', message])
       })
+    } finally {
+      await s.stop()
+    }
+  })
+
+  it('random configs through the engine are active or refused with INVALID_TRIGGER_CONFIG (fast-check)', async () => {
+    const s = await setup({ settings: { adapter: { name: 'memory' } } })
+    try {
+      const errors: RegistrationError[] = []
+      const client = s.client('fuzz')
+      client.addRegistrationErrorListener((e) => errors.push(e))
+      client.registerFunction('fuzz::run', () => undefined)
+      const field = fc.constantFrom('*', '?', '0', '7', '59', '*/5', '1-5', '1,2', 'L', '15W', '5#2', 'MON', 'jan', '2030', '99', 'x', '')
+      const configs = fc.sample(
+        fc.record(
+          {
+            expression: fc.oneof(fc.array(field, { maxLength: 8 }).map((f) => f.join(' ')), fc.string(), fc.jsonValue()),
+            timezone: fc.oneof(fc.constantFrom('UTC', 'Asia/Tokyo', 'Not/AZone'), fc.jsonValue()),
+            timeout_ms: fc.oneof(fc.integer(), fc.jsonValue()),
+          },
+          { requiredKeys: [] },
+        ),
+        150,
+      )
+      const triggers = configs.map((config) => client.registerTrigger({ type: 'cron', function_id: 'fuzz::run', config }))
+      await eventually(() => triggers.every((t) => s.test.engine.triggers.getBinding(t.id)?.status !== 'pending'))
+      for (const e of errors) assert.equal(e.code, 'INVALID_TRIGGER_CONFIG', e.message)
+      for (const t of triggers) t.unregister()
+      // Still serving registrations.
+      const ok = client.registerTrigger({ type: 'cron', function_id: 'fuzz::run', config: { expression: '0 0 0 * * *' } })
+      await bound(s, [ok.id])
     } finally {
       await s.stop()
     }

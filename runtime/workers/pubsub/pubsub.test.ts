@@ -199,6 +199,29 @@ describe('svc-pubsub fan-out (builtins.md §8)', () => {
     assert.equal(errors.find((e) => e.id === ids[0])?.message, 'topic is required for subscribe triggers')
   })
 
+  it('bounds what a slow subscriber holds: 10 000 waiting messages, the oldest dropped with a warning', async () => {
+    let release!: () => void
+    const gate = new Promise<void>((r) => (release = r))
+    const got: number[] = []
+    const client = s.client('flood')
+    client.registerFunction('flood::on', async (data: { n: number }) => {
+      got.push(data.n)
+      await gate
+    })
+    const t = client.registerTrigger({ type: 'subscribe', function_id: 'flood::on', config: { topic: 'flood' } })
+    await bound(s, [t.id])
+    await publish(s, { topic: 'flood', data: { n: 0 } })
+    await eventually(() => got.length === 1)
+    const total = 10_100
+    for (let n = 1; n <= total; n++) await publish(s, { topic: 'flood', data: { n } })
+    assert.ok(s.entries.some((e) => e.level === 'warn' && e.data?.trigger_id === t.id && /10000 undelivered events; dropped the oldest/.test(e.message)))
+    release()
+    await eventually(() => got.length === 1 + 10_000, 30_000)
+    // The 100 oldest waiting messages were dropped; the newest 10 000 arrived.
+    assert.equal(got[1], total - 10_000 + 1)
+    assert.equal(got.at(-1), total)
+  })
+
   it('random publish payloads never crash the worker: no result, topic_not_set or INVALID_ARGUMENTS (fast-check)', async () => {
     await fc.assert(
       fc.asyncProperty(fc.oneof(fc.jsonValue(), fc.record({ topic: fc.oneof(fc.string(), fc.jsonValue()), data: fc.jsonValue() })), async (payload) => {
