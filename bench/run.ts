@@ -11,6 +11,8 @@
  *               last client has it) and the engine's memory per idle client
  *   queue       10,000 messages through one durable queue at concurrency 1 and 10 vs. BullMQ on a
  *               private redis-server (bench/queue.ts)
+ *   pubsub      one publish to 128 subscribe triggers on 4 worker processes vs. 128 direct calls
+ *               (bench/pubsub.ts, its own engine)
  *
  * `--write` replaces the results section of docs/benchmarks.md.
  */
@@ -20,6 +22,7 @@ import { cpus, totalmem, tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { createInterface } from 'node:readline'
 import { fileURLToPath } from 'node:url'
+import { firstJson } from './lines.ts'
 import { freePort, IN_FLIGHT, runMain } from './measure.ts'
 import { natsServerPath, startNatsServer } from './peers/nats-server.ts'
 
@@ -30,18 +33,6 @@ function start(args: string[], env: Record<string, string> = {}, cwd = ROOT): { 
   const child = spawn(process.execPath, args, { cwd, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'inherit'] })
   children.push(child)
   return { child, lines: createInterface({ input: child.stdout! })[Symbol.asyncIterator]() }
-}
-
-async function firstJson(lines: AsyncIterableIterator<string>, key: string): Promise<Record<string, any>> {
-  for await (const line of lines) {
-    try {
-      const value = JSON.parse(line)
-      if (key in value) return value
-    } catch {
-      /* log line */
-    }
-  }
-  throw new Error(`process ended before printing ${key}`)
 }
 
 async function run(args: string[], env: Record<string, string> = {}): Promise<Record<string, any>> {
@@ -83,6 +74,18 @@ async function measurePeers(): Promise<{ moleculer: Record<string, any>; nats: R
   } finally {
     await server.stop()
   }
+}
+
+/** The pub/sub fan-out table (bench/pubsub.ts result). */
+function pubsubRows(r: Record<string, any>): string[] {
+  return [
+    `| Pub/sub fan-out to ${r.subscribers} subscribe triggers on ${r.workers} worker processes (every delivery acknowledged back to the caller) | publish | ${r.subscribers} direct calls (baseline) | publish / direct |`,
+    '|---|---|---|---|',
+    `| one message to all, p50 | ${r.fanout_p50_us} µs | ${r.direct_p50_us} µs | ${(r.fanout_p50_us / r.direct_p50_us).toFixed(2)}× |`,
+    `| one message to all, p99 | ${r.fanout_p99_us} µs | ${r.direct_p99_us} µs | ${(r.fanout_p99_us / r.direct_p99_us).toFixed(2)}× |`,
+    `| deliveries/s (1,000 messages, 16 in flight) | ${r.publish_deliveries_per_second}/s | ${r.direct_deliveries_per_second}/s | ${Math.round((r.publish_deliveries_per_second / r.direct_deliveries_per_second) * 100)}% |`,
+    `| publishes/s handed over | ${r.publishes_per_second}/s | ${r.direct_rounds_per_second} rounds/s | |`,
+  ]
 }
 
 async function main(): Promise<void> {
@@ -165,6 +168,7 @@ async function main(): Promise<void> {
 
   // Peers, with the engine stopped: only the processes of the row being measured run.
   const { moleculer, nats } = await measurePeers()
+  const pubsub = await run(['bench/pubsub.ts'])
 
   // Queue: svc's durable queue and BullMQ on redis-server, each with only its own processes running.
   const queue = await run(['bench/queue.ts'])
@@ -204,6 +208,8 @@ async function main(): Promise<void> {
     `Engine memory per idle joined client (${stream.idle.clients} clients, after GC): RSS ${stream.idle.rss_kib} KiB, heap ${stream.idle.heap_kib} KiB (target < 20 KiB).`,
     '',
     queue.queue_table as string,
+    '',
+    ...pubsubRows(pubsub),
   ].join('\n')
   console.log(table)
   if (write) {

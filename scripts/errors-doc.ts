@@ -20,6 +20,7 @@ const SOURCE_NAMES: Record<ErrorSource, string> = {
   http: 'HTTP worker',
   state: 'state worker',
   queue: 'queue worker',
+  pubsub: 'pub/sub worker',
   configuration: 'configuration worker',
   cli: 'CLI',
 }

@@ -8,7 +8,9 @@
 import type { BuiltinWorker, EngineConfig } from '../engine/types.ts'
 import { builtinDescriptor } from './catalogue.ts'
 import { ConfigurationWorker } from './configuration/worker.ts'
+import { CronWorker } from './cron/worker.ts'
 import { HttpWorker } from './http/worker.ts'
+import { PubSubWorker } from './pubsub/worker.ts'
 import type { Clock } from './shared/clock.ts'
 import { configured } from './shared/configured.ts'
 import { QueueWorker } from './queue/worker.ts'
@@ -19,13 +21,13 @@ import { StreamWorker } from './stream/worker.ts'
 export type BuiltinsConfig = Pick<EngineConfig, 'data_dir' | 'builtins'> & {
   /** Directory the settings directory resolves against; default: the data directory. */
   project_root?: string
-  /** Clock of the workers that keep timers (queue); default the real one. Tests pass a manual clock. */
+  /** Clock of the queue worker's timers; default the real one. Tests pass a manual clock. */
   clock?: Clock
 }
 
 /** A fresh instance of every built-in worker of this release, in start order. */
 export function createBuiltins(config: BuiltinsConfig): BuiltinWorker[] {
-  const workers: BuiltinWorker[] = [new StateWorker(), new StreamWorker(), new HttpWorker(), new QueueWorker(config.clock ? { clock: config.clock } : {})]
+  const workers: BuiltinWorker[] = [new StateWorker(), new StreamWorker(), new HttpWorker(), new QueueWorker(config.clock ? { clock: config.clock } : {}), new PubSubWorker(), new CronWorker()]
   const configuration = new ConfigurationWorker({ root: config.project_root ?? config.data_dir })
   return [
     configuration,

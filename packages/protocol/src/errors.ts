@@ -30,7 +30,7 @@ export type ExitClass = 'failure' | 'usage' | 'unreachable' | 'timeout'
 export const EXIT_CODES: Readonly<Record<ExitClass, number>> = { failure: 1, usage: 2, unreachable: 3, timeout: 4 }
 
 /** Who produces a code (protocol.md §7.2 "Produced by"). */
-export type ErrorSource = 'engine' | 'sdk' | 'provider' | 'http' | 'state' | 'queue' | 'configuration' | 'cli'
+export type ErrorSource = 'engine' | 'sdk' | 'provider' | 'http' | 'state' | 'queue' | 'pubsub' | 'configuration' | 'cli'
 
 /** One code of the catalogue. */
 export interface CatalogueEntry {
@@ -229,7 +229,7 @@ entry(Codes.Forbidden, 403, 'failure', ['engine'], 'Access control denied an inv
 entry(Codes.EnqueueError, 503, 'failure', ['engine'], 'The enqueue provider is missing or failed.')
 entry(Codes.QueueNotFound, 404, 'failure', ['queue'], 'The queue is not declared in queue_configs.')
 entry(Codes.QueueNotSet, 400, 'failure', ['queue'], 'A queue function was called without `queue`.')
-entry(Codes.TopicNotSet, 400, 'failure', ['queue'], 'svc::durable::publish or a queue function was called without a topic.')
+entry(Codes.TopicNotSet, 400, 'failure', ['queue', 'pubsub'], 'publish, svc::durable::publish or a queue function was called without a topic.')
 entry(Codes.MessageIdNotSet, 400, 'failure', ['queue'], 'A by-id DLQ operation was called without `message_id`.')
 entry(Codes.InvalidQueueConfig, 400, 'failure', ['queue'], 'queue::define got queue settings that fail the rules of builtins.md §7.1.')
 entry(Codes.NonRetryable, 500, 'failure', ['sdk'], 'A queue handler asked not to be retried (NonRetryableError); the message goes to the DLQ at once.')
@@ -261,7 +261,7 @@ entry(Codes.ConditionNotMet, 422, 'failure', ['http'], "The route's condition re
 entry(Codes.FunctionUnavailable, 503, 'failure', ['http'], 'The route exists but no live worker serves its function.')
 entry(Codes.ValueTooLarge, 413, 'failure', ['state'], 'A value is larger than max_value_bytes.')
 entry(Codes.StorageError, 500, 'failure', ['state'], 'The storage adapter failed.')
-entry(Codes.AdapterUnavailable, 503, 'failure', ['state'], 'A remote storage adapter (Redis) is not reachable.')
+entry(Codes.AdapterUnavailable, 503, 'failure', ['state', 'pubsub'], 'A remote storage adapter (Redis) is not reachable.')
 entry(Codes.ExpandFailed, 400, 'usage', ['engine'], 'A settings placeholder names an unset environment variable.')
 entry(Codes.InvalidMessageGroup, 400, 'failure', ['queue'], 'A fifo queue message lacks its message_group_field.')
 entry(Codes.InvalidId, 400, 'failure', ['configuration'], 'A settings entry id does not match [a-z0-9_-]{1,64}.')

@@ -22,6 +22,8 @@ export { DEFAULT_ENGINE_URL } from './options.ts'
 export { TriggerAction } from './trigger-action.ts'
 export type {
   ConnectionState,
+  CronTriggerConfig,
+  CronTriggerPayload,
   EnqueueResult,
   FunctionHandler,
   FunctionRef,
@@ -37,6 +39,7 @@ export type {
   RegisterTriggerInput,
   RegisterTriggerTypeInput,
   RegistrationError,
+  SubscribeTriggerConfig,
   SvcClient,
   TelemetryOptions,
   Trigger,

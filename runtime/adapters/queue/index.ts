@@ -2,7 +2,7 @@
  * Queue backends by name (builtins.md §2.9, §13.1): parsing of the queue worker's `adapter` entry
  * and opening the backend it names.
  */
-import { canonicalAdapterName } from '../aliases.ts'
+import { parseAdapterEntry, parseNoAdapterConfig } from '../entry.ts'
 import { openMemoryQueue } from './memory/memory.ts'
 import { openSqliteQueue, sqliteQueuePath, type SqliteQueueConfig } from './sqlite/sqlite.ts'
 import type { QueueAdapterContext, QueueBackend } from './types.ts'
@@ -20,24 +20,22 @@ export type QueueAdapterSpec = { name: 'builtin'; config: SqliteQueueConfig } | 
  * @example parseQueueAdapterEntry({ name: 'in_memory' }) // { name: 'memory', config: {} }
  */
 export function parseQueueAdapterEntry(entry: unknown): QueueAdapterSpec {
-  if (entry === undefined || entry === null) return { name: 'builtin', config: {} }
-  if (typeof entry !== 'object' || Array.isArray(entry)) throw new Error('adapter must be an object like {name: "builtin"}')
-  const e = entry as Record<string, unknown>
-  for (const field of Object.keys(e)) if (field !== 'name' && field !== 'config') throw new Error(`adapter.${field} is not allowed (only name and config)`)
-  if (typeof e.name !== 'string') throw new Error(e.name === undefined ? 'adapter.name is required' : 'adapter.name must be a string')
-  const name = canonicalAdapterName(e.name)
-  if (name === undefined) throw new Error(`adapter.name '${e.name}' is unknown; use builtin (aliases kv, file_based, local) or memory (alias in_memory)`)
-  if (name === 'redis') throw new Error('adapter.name redis is not available for the queue worker yet; use builtin or memory')
-  const config = e.config ?? {}
-  if (typeof config !== 'object' || config === null || Array.isArray(config)) throw new Error('adapter.config must be an object')
-  const result: Record<string, unknown> = {}
-  for (const [field, value] of Object.entries(config)) {
-    if (name === 'memory' || field !== 'path') throw new Error(`adapter.config.${field} is not a ${name} adapter option${name === 'builtin' ? ' (known: path)' : ''}`)
-    if (value === null || value === undefined) continue
-    if (typeof value !== 'string' || value === '') throw new Error('adapter.config.path must be a non-empty string')
-    result.path = value
-  }
-  return name === 'memory' ? { name, config: {} } : { name, config: result as SqliteQueueConfig }
+  return parseAdapterEntry<QueueAdapterSpec>(entry, {
+    builtin: (config) => {
+      const result: Record<string, unknown> = {}
+      for (const [field, value] of Object.entries(config)) {
+        if (field !== 'path') throw new Error(`adapter.config.${field} is not a builtin adapter option (known: path)`)
+        if (value === null || value === undefined) continue
+        if (typeof value !== 'string' || value === '') throw new Error('adapter.config.path must be a non-empty string')
+        result.path = value
+      }
+      return { name: 'builtin', config: result as SqliteQueueConfig }
+    },
+    memory: (config) => ({ name: 'memory', config: parseNoAdapterConfig('memory')(config) }),
+    redis: () => {
+      throw new Error('adapter.name redis is not available for the queue worker yet; use builtin or memory')
+    },
+  })
 }
 
 /** Equal for two specs exactly when they open the same store. */

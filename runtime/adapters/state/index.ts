@@ -2,7 +2,7 @@
  * State adapters by name (builtins.md §2.9, §13.1): parsing of an `adapter: {name, config?}` entry
  * and opening the adapter it names.
  */
-import { canonicalAdapterName } from '../aliases.ts'
+import { parseAdapterEntry } from '../entry.ts'
 import { MemoryStateAdapter, parseMemoryStateConfig } from './memory/memory.ts'
 import { parseRedisStateConfig, RedisStateAdapter, redactRedisUrl, type RedisStateConfig } from './redis/redis.ts'
 import { parseSqliteStateConfig, SqliteStateAdapter, sqliteStatePath, type SqliteStateConfig } from './sqlite/sqlite.ts'
@@ -16,7 +16,6 @@ export { RedisStateAdapter } from './redis/redis.ts'
 
 /** Canonical adapter names of the state worker (builtins.md §13.1). */
 export type StateAdapterName = 'builtin' | 'memory' | 'redis'
-
 
 /** A validated adapter entry, name canonical. */
 export type StateAdapterSpec =
@@ -36,29 +35,11 @@ export const DEFAULT_STATE_ADAPTER: StateAdapterSpec = { name: 'builtin', config
  * parseStateAdapterEntry({ name: 'kv', config: { path: 'my.db' } }) // { name: 'builtin', config: { path: 'my.db' } }
  */
 export function parseStateAdapterEntry(entry: unknown): StateAdapterSpec {
-  if (entry === undefined || entry === null) return DEFAULT_STATE_ADAPTER
-  if (!isRecord(entry)) throw new Error('adapter must be an object like {name: "builtin"}')
-  for (const field of Object.keys(entry)) {
-    if (field !== 'name' && field !== 'config') throw new Error(`adapter.${field} is not allowed (only name and config)`)
-  }
-  if (entry.name === undefined || entry.name === null) throw new Error('adapter.name is required')
-  if (typeof entry.name !== 'string') throw new Error('adapter.name must be a string')
-  const name = canonicalAdapterName(entry.name)
-  if (name === undefined) {
-    throw new Error(
-      `adapter.name '${entry.name}' is unknown; use builtin (aliases kv, file_based, local), memory (alias in_memory) or redis`,
-    )
-  }
-  const config = entry.config ?? {}
-  if (!isRecord(config)) throw new Error('adapter.config must be an object')
-  switch (name) {
-    case 'builtin':
-      return { name, config: parseSqliteStateConfig(config) }
-    case 'memory':
-      return { name, config: parseMemoryStateConfig(config) }
-    case 'redis':
-      return { name, config: parseRedisStateConfig(config) }
-  }
+  return parseAdapterEntry<StateAdapterSpec>(entry, {
+    builtin: (config) => ({ name: 'builtin', config: parseSqliteStateConfig(config) }),
+    memory: (config) => ({ name: 'memory', config: parseMemoryStateConfig(config) }),
+    redis: (config) => ({ name: 'redis', config: parseRedisStateConfig(config) }),
+  })
 }
 
 /**
@@ -99,8 +80,4 @@ export async function openStateAdapter(spec: StateAdapterSpec, context: StateAda
     case 'redis':
       return RedisStateAdapter.open(spec.config, context)
   }
-}
-
-function isRecord(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value)
 }

@@ -1,4 +1,4 @@
-/** Descriptor of the cron worker (builtins.md §9); not implemented yet. */
+/** Descriptor of the cron worker (builtins.md §9). */
 import { adapterEntrySchema, type BuiltinDescriptor } from '../descriptor.ts'
 
 export const CRON_DESCRIPTOR = {
@@ -23,6 +23,6 @@ export const CRON_DESCRIPTOR = {
   functions: [],
   triggerTypes: ['cron'],
   runsIn: 'engine',
-  implemented: false,
+  implemented: true,
   listOrder: 4,
 } as const satisfies BuiltinDescriptor

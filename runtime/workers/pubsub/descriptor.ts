@@ -1,4 +1,4 @@
-/** Descriptor of the pub/sub worker (builtins.md §8); not implemented yet. */
+/** Descriptor of the pub/sub worker (builtins.md §8). */
 import { adapterEntrySchema, type BuiltinDescriptor } from '../descriptor.ts'
 
 export const PUBSUB_DESCRIPTOR = {
@@ -22,6 +22,6 @@ export const PUBSUB_DESCRIPTOR = {
   functions: ['publish'],
   triggerTypes: ['subscribe'],
   runsIn: 'engine',
-  implemented: false,
+  implemented: true,
   listOrder: 3,
 } as const satisfies BuiltinDescriptor

@@ -12,19 +12,10 @@ import { after, before, describe, it } from 'node:test'
 import type { Logger } from '../../engine/types.ts'
 import { startTestEngine, type TestEngine } from '../../../test/support/engine.ts'
 import { eventually, RawWorker, type Frame } from '../../../test/support/raw-worker.ts'
+import { recordingLogger } from '../../../test/support/recording-log.ts'
+import { rejection } from '../../../test/support/sdk-harness.ts'
 import { StateWorker } from './worker.ts'
 
-/** A logger that keeps what it is told, to assert on warnings and errors. */
-function recordingLogger() {
-  const entries: Array<{ level: string; message: string; data?: Record<string, unknown> }> = []
-  const at =
-    (level: string) =>
-    (message: string, data?: Record<string, unknown>): void => {
-      entries.push({ level, message, data })
-    }
-  const log: Logger = { debug: at('debug'), info: at('info'), warn: at('warn'), error: at('error') }
-  return { log, entries }
-}
 
 async function startStateEngine(
   options: { settings?: unknown; dataDir?: string; timeoutMs?: number; log?: Logger } = {},
@@ -38,15 +29,7 @@ async function startStateEngine(
   return { test: await startTestEngine(engineOptions), worker }
 }
 
-/** Resolves with the rejection of `promise`, failing if it resolves. */
-async function failure(promise: Promise<unknown>): Promise<{ code: string; message: string }> {
-  try {
-    await promise
-  } catch (error) {
-    return error as { code: string; message: string }
-  }
-  assert.fail('expected the call to fail')
-}
+const failure = rejection
 
 describe('state functions over engine.invoke (builtins.md §4.2)', () => {
   let test: TestEngine

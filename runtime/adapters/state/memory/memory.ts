@@ -4,6 +4,7 @@
  * and the handling of non-JSON input match the SQLite adapter exactly; scopes and keys are made
  * well-formed (lone surrogates become U+FFFD) as SQLite's UTF-8 storage does.
  */
+import { parseNoAdapterConfig } from '../../entry.ts'
 import { applyUpdateOps } from '../../../update-ops/index.ts'
 import { ChangeListeners } from '../changes.ts'
 import { checkValueSize, decodeStateValue as decode, encodeStateValue as encode } from '../codec.ts'
@@ -24,11 +25,7 @@ import {
  * Checks an `adapter.config` block for `memory`, which takes no options.
  * @throws Error naming the first unknown field.
  */
-export function parseMemoryStateConfig(config: Record<string, unknown>): Record<string, never> {
-  const [field] = Object.keys(config)
-  if (field !== undefined) throw new Error(`adapter.config.${field} is not a memory adapter option (it takes none)`)
-  return {}
-}
+export const parseMemoryStateConfig: (config: Record<string, unknown>) => Record<string, never> = parseNoAdapterConfig('memory')
 
 class Scope {
   readonly values = new Map<string, string>()

@@ -169,15 +169,7 @@ export class RedisStateAdapter implements StateAdapter {
     this.where = redactRedisUrl(config.url)
     const prefix = config.key_prefix
     this.keys = { groups: `${prefix}state:groups`, seq: `${prefix}state:seq`, channel: `${prefix}state:events` }
-    const options: RedisOptions = {
-      enableOfflineQueue: false,
-      maxRetriesPerRequest: 0,
-      autoResendUnfulfilledCommands: false,
-      autoResubscribe: false,
-      commandTimeout: CALL_TIMEOUT_MS,
-      connectTimeout: CALL_TIMEOUT_MS,
-      retryStrategy: (attempt: number) => Math.min(RECONNECT_MIN_MS * 2 ** Math.min(attempt - 1, 10), RECONNECT_MAX_MS),
-    }
+    const options = redisClientOptions()
     this.client = new Redis(config.url, options) as ScriptedRedis
     this.client.defineCommand('svcStateWrite', { numberOfKeys: 4, lua: WRITE_SCRIPT })
     this.client.defineCommand('svcStatePage', { numberOfKeys: 2, lua: PAGE_SCRIPT })
@@ -378,7 +370,25 @@ export function encodeOps(ops: UpdateOp[]): { text: string; nonfinite: string } 
 }
 
 /** Resolves true once the client is ready, false on its first connection error or after `ms`. */
-function waitReady(client: Redis, ms: number): Promise<boolean> {
+/**
+ * ioredis options of every svc adapter (builtins.md §13.4): no command queue while disconnected,
+ * calls fail after {@link CALL_TIMEOUT_MS}, reconnects back off from 1 s doubling to 30 s.
+ * Subscriptions are not resubscribed by ioredis; adapters do it on 'ready'.
+ */
+export function redisClientOptions(): RedisOptions {
+  return {
+    enableOfflineQueue: false,
+    maxRetriesPerRequest: 0,
+    autoResendUnfulfilledCommands: false,
+    autoResubscribe: false,
+    commandTimeout: CALL_TIMEOUT_MS,
+    connectTimeout: CALL_TIMEOUT_MS,
+    retryStrategy: (attempt: number) => Math.min(RECONNECT_MIN_MS * 2 ** Math.min(attempt - 1, 10), RECONNECT_MAX_MS),
+  }
+}
+
+/** Resolves true once `client` is ready, false after `ms` or at its first error. */
+export function waitReady(client: Redis, ms: number): Promise<boolean> {
   if (client.status === 'ready') return Promise.resolve(true)
   return new Promise((resolve) => {
     const done = (ready: boolean) => {

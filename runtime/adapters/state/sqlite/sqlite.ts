@@ -11,9 +11,9 @@
  * `DatabaseSync` is synchronous, so every operation runs to completion inside one call: writes
  * cannot interleave, and changes are reported in commit order.
  */
-import { mkdirSync } from 'node:fs'
-import { dirname, resolve } from 'node:path'
-import { DatabaseSync, type StatementSync } from 'node:sqlite'
+import { resolve } from 'node:path'
+import type { DatabaseSync, StatementSync } from 'node:sqlite'
+import { openSqlite } from '../../sqlite.ts'
 import { applyUpdateOps, assertUpdateOps } from '../../../update-ops/index.ts'
 import { ChangeListeners } from '../changes.ts'
 import { checkValueSize, decodeStateValue as decode, encodeStateValue as encode } from '../codec.ts'
@@ -102,22 +102,16 @@ export class SqliteStateAdapter implements StateAdapter {
 
   constructor(path: string) {
     this.path = path
-    mkdirSync(dirname(path), { recursive: true })
-    this.db = new DatabaseSync(path)
-    try {
-      this.db.exec(`
-        PRAGMA journal_mode = WAL;
-        PRAGMA synchronous = NORMAL;
-        PRAGMA busy_timeout = 5000;
-        CREATE TABLE IF NOT EXISTS state_values (
-          scope TEXT NOT NULL,
-          key   TEXT NOT NULL,
-          value TEXT NOT NULL,
-          PRIMARY KEY (scope, key)
-        ) WITHOUT ROWID;
-      `)
-      const prepare = (sql: string) => this.db.prepare(sql)
-      this.statements = {
+    const opened = openSqlite(path, 'NORMAL', `
+      CREATE TABLE IF NOT EXISTS state_values (
+        scope TEXT NOT NULL,
+        key   TEXT NOT NULL,
+        value TEXT NOT NULL,
+        PRIMARY KEY (scope, key)
+      ) WITHOUT ROWID;
+    `, (db) => {
+      const prepare = (sql: string) => db.prepare(sql)
+      return {
         get: prepare('SELECT value FROM state_values WHERE scope = ? AND key = ?'),
         upsert: prepare(
           'INSERT INTO state_values (scope, key, value) VALUES (?, ?, ?) ' +
@@ -137,10 +131,9 @@ export class SqliteStateAdapter implements StateAdapter {
         commit: prepare('COMMIT'),
         rollback: prepare('ROLLBACK'),
       }
-    } catch (error) {
-      this.db.close()
-      throw error
-    }
+    })
+    this.db = opened.db
+    this.statements = opened.statements
   }
 
   async get(scope: string, key: string): Promise<StateValue | undefined> {

@@ -1,0 +1,122 @@
+/**
+ * The `redis` pub/sub adapter (builtins.md §8, §13.4): a publish on any engine reaches the
+ * `subscribe` triggers of every engine once, through Redis pub/sub on channel
+ * `<prefix>pubsub:<topic>`.
+ *
+ * Two connections: one for PUBLISH, one in subscriber mode. The topics subscribed are kept here and
+ * subscribed again on every reconnection, so a Redis restart loses only what was published while it
+ * was away (§8: best effort). Messages carry `{d: data, t?: traceparent, b?: baggage}` as JSON.
+ * When Redis is unreachable, `publish` fails with `ADAPTER_UNAVAILABLE` within
+ * {@link CALL_TIMEOUT_MS}; opening never fails for that reason (a warning is logged).
+ */
+import { Redis } from 'ioredis'
+import { Errors } from 'svc-protocol/errors'
+import { CALL_TIMEOUT_MS, redactRedisUrl, redisClientOptions, waitReady, type RedisStateConfig } from '../../state/redis/redis.ts'
+import type { PubSubAdapter, PubSubAdapterContext, PubSubOrigin } from '../types.ts'
+
+interface Envelope {
+  d?: unknown
+  t?: string
+  b?: string
+}
+
+/**
+ * @example
+ * const adapter = await RedisPubSubAdapter.open({ url: 'redis://127.0.0.1:6379', key_prefix: 'svc:' }, { onMessage })
+ * await adapter.subscribe('orders')
+ * await adapter.publish('orders', { id: 1 }) // every engine subscribed to `orders` hears it
+ */
+export class RedisPubSubAdapter implements PubSubAdapter {
+  private readonly publisher: Redis
+  private readonly subscriber: Redis
+  private readonly channelPrefix: string
+  private readonly where: string
+  private readonly context: PubSubAdapterContext
+  private readonly topics = new Set<string>()
+  private closed = false
+
+  /**
+   * Connects both connections (waiting at most {@link CALL_TIMEOUT_MS}); resolves even when Redis
+   * is unreachable, logging a warning, and keeps trying with backoff.
+   */
+  static async open(config: RedisStateConfig, context: PubSubAdapterContext): Promise<RedisPubSubAdapter> {
+    const adapter = new RedisPubSubAdapter(config, context)
+    const ready = await Promise.all([waitReady(adapter.publisher, CALL_TIMEOUT_MS), waitReady(adapter.subscriber, CALL_TIMEOUT_MS)])
+    if (!ready.every(Boolean)) {
+      context.log?.warn(`redis pub/sub adapter: ${adapter.where} is unreachable; publish fails with ADAPTER_UNAVAILABLE until it is back`, {
+        url: adapter.where,
+      })
+    }
+    return adapter
+  }
+
+  private constructor(config: RedisStateConfig, context: PubSubAdapterContext) {
+    this.context = context
+    this.where = redactRedisUrl(config.url)
+    this.channelPrefix = `${config.key_prefix}pubsub:`
+    const options = redisClientOptions()
+    this.publisher = new Redis(config.url, options)
+    this.subscriber = new Redis(config.url, { ...options, commandTimeout: undefined })
+    // Connection errors surface through the calls; the 'error' events only need a listener.
+    this.publisher.on('error', () => {})
+    this.subscriber.on('error', () => {})
+    this.subscriber.on('message', (channel: string, message: string) => this.receive(channel, message))
+    this.subscriber.on('ready', () => {
+      if (!this.closed && this.topics.size > 0) void this.subscriber.subscribe(...[...this.topics].map((t) => this.channel(t))).catch(() => {})
+    })
+  }
+
+  async publish(topic: string, data: unknown, origin?: PubSubOrigin): Promise<void> {
+    if (this.closed) throw Errors.adapterUnavailable('the redis pub/sub adapter is closed')
+    const envelope: Envelope = {}
+    if (data !== undefined) envelope.d = data
+    if (origin?.traceparent !== undefined) envelope.t = origin.traceparent
+    if (origin?.baggage !== undefined) envelope.b = origin.baggage
+    try {
+      await this.publisher.publish(this.channel(topic), JSON.stringify(envelope))
+    } catch (error) {
+      throw Errors.adapterUnavailable(`redis at ${this.where} is unreachable: ${(error as Error).message}`, error)
+    }
+  }
+
+  async subscribe(topic: string): Promise<void> {
+    if (this.topics.has(topic)) return
+    this.topics.add(topic)
+    // While disconnected this fails; the 'ready' handler subscribes every topic again.
+    if (this.subscriber.status === 'ready') await this.subscriber.subscribe(this.channel(topic)).catch(() => {})
+  }
+
+  async unsubscribe(topic: string): Promise<void> {
+    if (!this.topics.delete(topic)) return
+    if (this.subscriber.status === 'ready') await this.subscriber.unsubscribe(this.channel(topic)).catch(() => {})
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return
+    this.closed = true
+    this.topics.clear()
+    this.publisher.disconnect()
+    this.subscriber.disconnect()
+  }
+
+  private channel(topic: string): string {
+    return this.channelPrefix + topic
+  }
+
+  private receive(channel: string, message: string): void {
+    if (this.closed || !channel.startsWith(this.channelPrefix)) return
+    const topic = channel.slice(this.channelPrefix.length)
+    if (!this.topics.has(topic)) return
+    let envelope: Envelope
+    try {
+      envelope = JSON.parse(message) as Envelope
+    } catch {
+      this.context.log?.warn('redis pub/sub adapter: ignored a message that is not JSON', { channel })
+      return
+    }
+    const origin: PubSubOrigin = {}
+    if (typeof envelope.t === 'string') origin.traceparent = envelope.t
+    if (typeof envelope.b === 'string') origin.baggage = envelope.b
+    this.context.onMessage(topic, envelope.d, origin)
+  }
+}

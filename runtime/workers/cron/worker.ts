@@ -1,0 +1,145 @@
+/**
+ * The built-in cron worker `svc-cron` (builtins.md §9): the `cron` trigger type, schedules run
+ * once per slot (./scheduler.ts), last run slots kept in a slot store (runtime/adapters/cron/).
+ */
+import { Errors } from 'svc-protocol/errors'
+import { cronAdapterIdentity, describeCronAdapter, openCronSlotStore, type CronSlotStore } from '../../adapters/cron/index.ts'
+import type { BuiltinContext, BuiltinWorker } from '../../engine/types.ts'
+import { systemClock, type Clock } from '../shared/clock.ts'
+import { createSettingsApplier, withSettingsKey, type SettingsApplier } from '../shared/settings.ts'
+import { CronScheduler } from './scheduler.ts'
+import { parseCronSettings, type CronSettings } from './settings.ts'
+
+export const CRON_WORKER_NAME = 'svc-cron'
+
+export interface CronWorkerOptions {
+  /**
+   * Timers (and run budgets) come from this clock; wall time is `epochMs + clock.now()`. Default:
+   * the system clock with `Date.now()` as wall time. Tests pass a manual clock started at an epoch
+   * time, e.g. `createManualClock(Date.parse('2025-01-01T00:00:00Z'))`.
+   */
+  clock?: Clock
+  /** Added to an injected clock's reading to give epoch ms; default 0. Ignored without `clock`. */
+  epochMs?: number
+}
+
+/**
+ * `svc-cron`. Settings take effect only through {@link CronWorker.applySettings}: an adapter change
+ * opens the new store first and keeps the old one when that fails (§2.9); a `default_timezone`
+ * change moves the triggers without a timezone of their own to the new zone's slots.
+ *
+ * @example
+ * const engine = new Engine(config, { builtins: [new CronWorker()] })
+ * await engine.start()
+ * // a worker: client.registerTrigger({ type: 'cron', function_id: 'reports::daily', config: { expression: '0 0 2 * * *' } })
+ */
+export class CronWorker implements BuiltinWorker {
+  readonly name = CRON_WORKER_NAME
+  private readonly clock: Clock
+  private readonly now: () => number
+  private context: BuiltinContext | null = null
+  private store: { store: CronSlotStore; identity: string } | null = null
+  private scheduler: CronScheduler | null = null
+  private applier: SettingsApplier<CronSettings> | null = null
+
+  constructor(options: CronWorkerOptions = {}) {
+    const clock = options.clock
+    this.clock = clock ?? systemClock
+    const epoch = options.epochMs ?? 0
+    this.now = clock ? () => epoch + clock.now() : () => Date.now()
+  }
+
+  async start(context: BuiltinContext, settings: unknown): Promise<void> {
+    this.context = context
+    this.applier = createSettingsApplier<CronSettings>({
+      worker: CRON_WORKER_NAME,
+      log: context.log,
+      parse: parseCronSettings,
+      apply: (next, previous) => this.apply(next, previous),
+      onConfigError: (message) => context.worker.setLastConfigError(message),
+    })
+    await this.applySettings(settings)
+    context.worker.registerTriggerType(
+      {
+        id: 'cron',
+        description: 'Runs its function on a cron schedule (six or seven fields, seconds first), once per slot',
+        trigger_request_format: {
+          type: 'object',
+          required: ['expression'],
+          properties: {
+            expression: { type: 'string', description: 'second minute hour day-of-month month day-of-week [year]' },
+            timezone: { type: 'string', description: 'IANA zone; default: default_timezone' },
+            timeout_ms: { type: 'integer', minimum: 1, default: 3_600_000 },
+            condition_function_id: { type: 'string' },
+          },
+        },
+        call_request_format: {
+          type: 'object',
+          required: ['trigger', 'job_id', 'scheduled_time', 'actual_time'],
+          properties: {
+            trigger: { const: 'cron' },
+            job_id: { type: 'string' },
+            scheduled_time: { type: 'string', format: 'date-time' },
+            actual_time: { type: 'string', format: 'date-time' },
+          },
+        },
+      },
+      this.scheduler!,
+    )
+  }
+
+  /**
+   * Validates and applies settings (§9), serialised with other applies.
+   * @throws SvcError `INVALID_ARGUMENTS` for invalid settings, `STORAGE_ERROR` when the new store
+   *   cannot be opened; the previous settings stay in effect.
+   */
+  async applySettings(settings: unknown): Promise<void> {
+    if (!this.applier) throw Errors.internal(`${CRON_WORKER_NAME}: applySettings before start`)
+    await this.applier.apply(settings)
+  }
+
+  async stop(): Promise<void> {
+    this.scheduler?.stop()
+    const store = this.store
+    this.store = null
+    await store?.store.close()
+  }
+
+  private async apply(next: CronSettings, previous: CronSettings | undefined): Promise<void> {
+    const context = this.context!
+    const storeContext = { dataDir: context.dataDir }
+    const identity = cronAdapterIdentity(next.adapter, storeContext)
+    let opened: CronSlotStore | null = null
+    if (this.store?.identity !== identity) {
+      try {
+        opened = await openCronSlotStore(next.adapter, storeContext, context.log)
+      } catch (error) {
+        throw withSettingsKey(Errors.storageError(`cannot open the ${next.adapter.name} cron store: ${(error as Error).message}`, error), 'adapter')
+      }
+    }
+    if (!this.scheduler) {
+      this.scheduler = new CronScheduler({
+        worker: context.worker,
+        log: context.log,
+        clock: this.clock,
+        now: this.now,
+        store: () => this.store!.store,
+        defaultTimezone: next.default_timezone,
+      })
+    } else if (next.default_timezone !== previous?.default_timezone) {
+      try {
+        this.scheduler.setDefaultTimezone(next.default_timezone)
+      } catch (error) {
+        await opened?.close()
+        throw withSettingsKey(error, 'default_timezone')
+      }
+    }
+    if (opened) {
+      const old = this.store
+      this.store = { store: opened, identity }
+      // A claim in flight on the old store finishes there; closing a SQLite handle mid-claim cannot happen (claims are synchronous).
+      await old?.store.close().catch(() => {})
+      context.log.info(`${CRON_WORKER_NAME} uses the ${describeCronAdapter(next.adapter, storeContext)} store`)
+    }
+  }
+}

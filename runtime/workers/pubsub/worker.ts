@@ -1,0 +1,152 @@
+/**
+ * The built-in pub/sub worker `svc-pubsub` (builtins.md §8): best-effort fan-out of `publish`
+ * to every `subscribe` trigger of the exact topic, on every worker.
+ *
+ * `publish` answers once the message is handed to the adapter; delivery happens later, per trigger
+ * (./triggers.ts), so a publisher never waits for, nor hears about, a subscriber.
+ */
+import { Errors } from 'svc-protocol/errors'
+import {
+  describePubSubAdapter,
+  openPubSubAdapter,
+  pubSubAdapterIdentity,
+  type PubSubAdapter,
+  type PubSubOrigin,
+} from '../../adapters/pubsub/index.ts'
+import type { BuiltinContext, BuiltinWorker, InvocationContext } from '../../engine/types.ts'
+import type { Clock } from '../shared/clock.ts'
+import { createSettingsApplier, withSettingsKey, type SettingsApplier } from '../shared/settings.ts'
+import { parsePubSubSettings, type PubSubSettings } from './settings.ts'
+import { SubscribeTriggers } from './triggers.ts'
+
+export const PUBSUB_WORKER_NAME = 'svc-pubsub'
+
+interface AdapterSlot {
+  readonly adapter: PubSubAdapter
+  readonly identity: string
+}
+
+export interface PubSubWorkerOptions {
+  /** Default: the system clock (measures delivery budgets, spaces drop warnings). */
+  clock?: Clock
+}
+
+/**
+ * `svc-pubsub`. Settings take effect only through {@link PubSubWorker.applySettings}; an adapter
+ * change opens the new adapter and moves every subscription to it before the old one is closed,
+ * and keeps the old one when that fails (§2.9).
+ *
+ * @example
+ * const engine = new Engine(config, { builtins: [new PubSubWorker()] })
+ * await engine.start()
+ * await engine.inject({ function_id: 'publish', data: { topic: 'orders', data: { id: 1 } } })
+ */
+export class PubSubWorker implements BuiltinWorker {
+  readonly name = PUBSUB_WORKER_NAME
+  private readonly options: PubSubWorkerOptions
+  private context: BuiltinContext | null = null
+  private slot: AdapterSlot | null = null
+  private triggers: SubscribeTriggers | null = null
+  private applier: SettingsApplier<PubSubSettings> | null = null
+
+  constructor(options: PubSubWorkerOptions = {}) {
+    this.options = options
+  }
+
+  async start(context: BuiltinContext, settings: unknown): Promise<void> {
+    this.context = context
+    this.applier = createSettingsApplier<PubSubSettings>({
+      worker: PUBSUB_WORKER_NAME,
+      log: context.log,
+      parse: parsePubSubSettings,
+      apply: (next) => this.apply(next),
+      onConfigError: (message) => context.worker.setLastConfigError(message),
+    })
+    this.triggers = new SubscribeTriggers({
+      worker: context.worker,
+      log: context.log,
+      timeoutMs: context.internalInvocationTimeoutMs,
+      ...(this.options.clock ? { clock: this.options.clock } : {}),
+    })
+    await this.applySettings(settings)
+    context.worker.registerFunction('publish', (data, invocation) => this.publish(data, invocation), {
+      description: 'Publish data to every subscribe trigger of the topic (best effort, no result)',
+      request_format: { type: 'object', required: ['topic'], properties: { topic: { type: 'string', minLength: 1 }, data: {} } },
+    })
+    context.worker.registerTriggerType(
+      {
+        id: 'subscribe',
+        description: 'Receives the data of every publish to its topic (exact, case-sensitive)',
+        trigger_request_format: {
+          type: 'object',
+          required: ['topic'],
+          properties: { topic: { type: 'string', minLength: 1 }, condition_function_id: { type: 'string' } },
+        },
+        call_request_format: { description: 'the published data, unchanged' },
+      },
+      this.triggers,
+    )
+  }
+
+  /**
+   * Validates and applies settings (§8), serialised with other applies.
+   * @throws SvcError `INVALID_ARGUMENTS` for invalid settings, `ADAPTER_UNAVAILABLE` when the new
+   *   adapter cannot be opened or subscribed; the previous settings stay in effect.
+   */
+  async applySettings(settings: unknown): Promise<void> {
+    if (!this.applier) throw Errors.internal(`${PUBSUB_WORKER_NAME}: applySettings before start`)
+    await this.applier.apply(settings)
+  }
+
+  async stop(): Promise<void> {
+    this.triggers?.stop()
+    const slot = this.slot
+    this.slot = null
+    await slot?.adapter.close()
+  }
+
+  private async apply(next: PubSubSettings): Promise<void> {
+    const identity = pubSubAdapterIdentity(next.adapter)
+    if (this.slot?.identity === identity) return
+    const triggers = this.triggers!
+    let adapter: PubSubAdapter | undefined
+    try {
+      adapter = await openPubSubAdapter(next.adapter, {
+        onMessage: (topic, data, origin) => triggers.deliver(topic, data, origin),
+        log: this.context!.log,
+      })
+      await triggers.useAdapter(adapter)
+    } catch (error) {
+      await adapter?.close().catch(() => {})
+      const message = `cannot open the ${next.adapter.name} pub/sub adapter: ${(error as Error).message}`
+      throw withSettingsKey(Errors.adapterUnavailable(message, error), 'adapter')
+    }
+    const previous = this.slot
+    this.slot = { adapter, identity }
+    // Publishes already handed to the old adapter were delivered synchronously or are lost, as §8 allows.
+    await previous?.adapter.close().catch(() => {})
+    this.context!.log.info(`${PUBSUB_WORKER_NAME} uses the ${describePubSubAdapter(next.adapter)} adapter`)
+  }
+
+  /**
+   * `publish {topic, data}` (§8): resolves with no result once the message is handed over.
+   * @throws SvcError `topic_not_set` for a missing, null or empty topic; `INVALID_ARGUMENTS` for a
+   *   payload that is not an object or a topic that is not a string; `ADAPTER_UNAVAILABLE`.
+   */
+  private async publish(data: unknown, invocation: InvocationContext): Promise<undefined> {
+    if (data !== undefined && data !== null && (typeof data !== 'object' || Array.isArray(data))) {
+      throw Errors.invalidArguments('payload must be an object')
+    }
+    const payload = (data ?? {}) as Record<string, unknown>
+    const topic = payload.topic
+    if (topic === undefined || topic === null || topic === '') throw Errors.topicNotSet()
+    if (typeof topic !== 'string') throw Errors.invalidArguments('topic must be a non-empty string')
+    const slot = this.slot
+    if (!slot) throw Errors.adapterUnavailable(`${PUBSUB_WORKER_NAME} is stopped`)
+    const origin: PubSubOrigin = {}
+    if (invocation.traceparent !== undefined) origin.traceparent = invocation.traceparent
+    if (invocation.baggage !== undefined) origin.baggage = invocation.baggage
+    await slot.adapter.publish(topic, payload.data, origin)
+    return undefined
+  }
+}
