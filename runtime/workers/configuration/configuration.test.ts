@@ -273,6 +273,13 @@ describe('built-in settings through the configuration worker (builtins.md §2.7)
     await eventually(async () => (await upgradeStatus()) === 401)
   })
 
+  it('applies svc-cron settings live: an unknown default_timezone is refused by the worker and reported, a valid one clears it', async () => {
+    await call('configuration::set', { id: 'svc-cron', value: { default_timezone: 'Mars/Olympus_Mons' } })
+    await eventually(async () => /default_timezone/.test(String((await workerInfo('svc-cron')).last_config_error)))
+    await call('configuration::set', { id: 'svc-cron', value: { default_timezone: 'Europe/Paris' } })
+    await eventually(async () => (await workerInfo('svc-cron')).last_config_error === undefined)
+  })
+
   it('resets an entry to its seed when its settings file is deleted', async () => {
     await unlink(join(dataDir, 'config', 'svc-state.yaml'))
     await eventually(async () => {

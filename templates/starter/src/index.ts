@@ -25,7 +25,9 @@ svc.registerFunction(
   'hello::greet',
   async (input: HttpRequest | { name?: string }): Promise<HttpResponse<Greeting> | Greeting> => {
     const overHttp = 'query_params' in input
-    const name = (overHttp ? input.query_params.name?.[0] : (input as { name?: string }).name) ?? 'world'
+    // A query parameter is a string, or an array when the key repeats (?name=a&name=b).
+    const given = overHttp ? input.query_params.name : (input as { name?: string }).name
+    const name = (Array.isArray(given) ? given[0] : given) ?? 'world'
     // One atomic update: concurrent greetings never lose a count.
     const counted = await svc.trigger<unknown, { new_value: { greetings: number } }>({
       function_id: 'state::update',
