@@ -455,13 +455,7 @@ class ConfigurationTriggers implements LocalTriggerProvider {
 
   registerTrigger(binding: BindingInfo): void {
     const config = parseConfigurationTriggerConfig(binding.config)
-    const queue = this.fanOut.register({
-      id: binding.id,
-      function_id: binding.function_id,
-      namespace: binding.namespace,
-      metadata: binding.metadata,
-      condition_function_id: config.condition_function_id,
-    })
+    const queue = this.fanOut.registerBinding(binding, config.condition_function_id)
     this.bindings.set(binding.id, { config, queue })
   }
 

@@ -103,13 +103,7 @@ export class SubscribeTriggers implements LocalTriggerProvider {
 
   async registerTrigger(binding: BindingInfo): Promise<void> {
     const config = parseSubscribeTriggerConfig(binding.config)
-    const queue = this.fanOut.register({
-      id: binding.id,
-      function_id: binding.function_id,
-      namespace: binding.namespace,
-      metadata: binding.metadata,
-      condition_function_id: config.condition_function_id,
-    })
+    const queue = this.fanOut.registerBinding(binding, config.condition_function_id)
     // A known id is a replacement (protocol.md §5.5): it may have moved to another topic.
     const existing = this.byId.get(binding.id)
     if (existing?.topic === config.topic) return

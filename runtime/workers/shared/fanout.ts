@@ -19,7 +19,7 @@
  * Matching events to bindings stays with each trigger type; this module owns the queues.
  */
 import { Errors, errorBodyOf } from 'svc-protocol/errors'
-import type { LocalInvokeRequest, LocalWorker, Logger } from '../../engine/types.ts'
+import type { BindingInfo, LocalInvokeRequest, LocalWorker, Logger } from '../../engine/types.ts'
 import { systemClock, type Clock } from './clock.ts'
 import { createCondition, type Condition } from './conditions.ts'
 import { Fifo } from './fifo.ts'
@@ -148,6 +148,20 @@ export class OrderedFanOut<E> {
     const queue = new Queue<E>(this, target, condition)
     this.queues.set(target.id, queue)
     return queue
+  }
+
+  /**
+   * {@link register} for a binding as the engine hands it to a provider: its id, function, target
+   * namespace and metadata, with the condition its config names (§2.2).
+   */
+  registerBinding(binding: BindingInfo, conditionFunctionId: string | undefined): FanOutQueue<E> {
+    return this.register({
+      id: binding.id,
+      function_id: binding.function_id,
+      namespace: binding.namespace,
+      metadata: binding.metadata,
+      condition_function_id: conditionFunctionId,
+    })
   }
 
   /** Removes a binding: its waiting events are dropped; a delivery in flight finishes (and is logged if it fails). */

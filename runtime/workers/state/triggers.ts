@@ -99,13 +99,7 @@ export class StateTriggers implements LocalTriggerProvider {
   registerTrigger(binding: BindingInfo): void {
     const config = parseStateTriggerConfig(binding.config)
     // A known id is a replacement (protocol.md §5.5): the fan-out keeps its queue; what it matches changes.
-    const queue = this.fanOut.register({
-      id: binding.id,
-      function_id: binding.function_id,
-      namespace: binding.namespace,
-      metadata: binding.metadata,
-      condition_function_id: config.condition_function_id,
-    })
+    const queue = this.fanOut.registerBinding(binding, config.condition_function_id)
     const existing = this.byId.get(binding.id)
     if (existing) {
       this.unindex(existing)

@@ -19,6 +19,7 @@ import {
 import type { FormatSchema } from 'svc-protocol'
 import type { BuiltinContext, BuiltinWorker, InvocationContext, LocalFunctionOptions } from '../../engine/types.ts'
 import { Errors, SvcError } from 'svc-protocol/errors'
+import { AdapterSlots } from '../shared/adapter-slots.ts'
 import { createSettingsApplier, withSettingsKey, type SettingsApplier } from '../shared/settings.ts'
 import { assertUpdateOps } from '../../update-ops/index.ts'
 import type { UpdateOpError } from '../../update-ops/types.ts'
@@ -32,15 +33,6 @@ export const DEFAULT_PAGE_LIMIT = 100
 export const MAX_PAGE_LIMIT = 1000
 
 type Payload = Record<string, unknown>
-
-/** An adapter in use, with the operations still running on it (§2.9: they finish on the old one). */
-interface AdapterSlot {
-  readonly adapter: StateAdapter
-  readonly identity: string
-  inFlight: number
-  retired: boolean
-  readonly unsubscribe: () => void
-}
 
 /**
  * `svc-state`. Settings (§4.1) take effect only through {@link StateWorker.applySettings}, which
@@ -57,13 +49,14 @@ export class StateWorker implements BuiltinWorker {
   readonly name = STATE_WORKER_NAME
   private context: BuiltinContext | null = null
   private settings: StateSettings | null = null
-  private slot: AdapterSlot | null = null
+  private adapters: AdapterSlots<StateAdapter> | null = null
   private triggers: StateTriggers | null = null
   /** Applies run one after another and keep the previous settings on failure (§2.7). */
   private applier: SettingsApplier<StateSettings> | null = null
 
   async start(context: BuiltinContext, settings: unknown): Promise<void> {
     this.context = context
+    this.adapters = new AdapterSlots<StateAdapter>(STATE_WORKER_NAME, context.log)
     this.applier = createSettingsApplier<StateSettings>({
       worker: STATE_WORKER_NAME,
       log: context.log,
@@ -122,9 +115,7 @@ export class StateWorker implements BuiltinWorker {
 
   async stop(): Promise<void> {
     this.triggers?.stop()
-    const slot = this.slot
-    this.slot = null
-    if (slot) await this.retire(slot)
+    await this.adapters?.close()
   }
 
   private async apply(next: StateSettings): Promise<void> {
@@ -132,7 +123,7 @@ export class StateWorker implements BuiltinWorker {
     const adapterContext = { dataDir: context.dataDir, log: context.log }
     const identity = stateAdapterIdentity(next.adapter, adapterContext)
 
-    if (this.slot?.identity !== identity) {
+    if (this.adapters!.identity !== identity) {
       let adapter: StateAdapter
       try {
         // Opened before anything changes: on failure the old adapter stays in use (§2.9).
@@ -141,10 +132,7 @@ export class StateWorker implements BuiltinWorker {
         throw withSettingsKey(Errors.storageError(`cannot open the ${next.adapter.name} state adapter: ${(error as Error).message}`, error), 'adapter')
       }
       const triggers = this.triggers!
-      const unsubscribe = adapter.subscribe((change) => triggers.publish(change))
-      const previous = this.slot
-      this.slot = { adapter, identity, inFlight: 0, retired: false, unsubscribe }
-      if (previous) void this.retire(previous)
+      this.adapters!.install(adapter, identity, (opened) => opened.subscribe((change) => triggers.publish(change)))
       context.log.info(`${STATE_WORKER_NAME} uses the ${next.adapter.name} adapter`, {
         adapter: describeStateAdapter(next.adapter, adapterContext),
       })
@@ -153,35 +141,9 @@ export class StateWorker implements BuiltinWorker {
     this.settings = next
   }
 
-  /** Closes a replaced adapter once the operations running on it are done. */
-  private async retire(slot: AdapterSlot): Promise<void> {
-    slot.retired = true
-    if (slot.inFlight > 0) return
-    slot.unsubscribe()
-    try {
-      await slot.adapter.close()
-    } catch (error) {
-      this.context?.log.warn(`${STATE_WORKER_NAME}: closing the old adapter failed`, { error: String(error) })
-    }
-  }
-
-  /**
-   * Runs one adapter operation. Errors the worker raised on purpose (SvcError) pass through;
-   * anything else is an adapter failure, `STORAGE_ERROR` naming the function.
-   */
-  private async withAdapter<T>(functionId: string, operation: (adapter: StateAdapter) => Promise<T>): Promise<T> {
-    const slot = this.slot
-    if (!slot) throw Errors.storageError(`${functionId} failed: the state worker is stopped`)
-    slot.inFlight++
-    try {
-      return await operation(slot.adapter)
-    } catch (error) {
-      if (error instanceof SvcError) throw error
-      throw Errors.storageError(`${functionId} failed: ${(error as Error)?.message ?? String(error)}`, error)
-    } finally {
-      slot.inFlight--
-      if (slot.retired && slot.inFlight === 0) void this.retire(slot)
-    }
+  /** Runs one adapter operation; failures other than SvcError are `STORAGE_ERROR` naming the function. */
+  private withAdapter<T>(functionId: string, operation: (adapter: StateAdapter) => Promise<T>): Promise<T> {
+    return this.adapters!.run(functionId, operation)
   }
 
   private registerFunctions(): void {

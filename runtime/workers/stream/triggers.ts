@@ -89,13 +89,7 @@ export class StreamTriggers implements LocalTriggerProvider {
 
   registerTrigger(binding: BindingInfo): void {
     const config = parseStreamTriggerConfig(binding.config)
-    const queue = this.fanOut.register({
-      id: binding.id,
-      function_id: binding.function_id,
-      namespace: binding.namespace,
-      metadata: binding.metadata,
-      condition_function_id: config.condition_function_id,
-    })
+    const queue = this.fanOut.registerBinding(binding, config.condition_function_id)
     const existing = this.byId.get(binding.id)
     if (existing) this.unindex(existing)
     const trigger: ActiveStreamTrigger = existing ?? { config, queue }

@@ -15,9 +15,10 @@ import {
   type StreamWriteOptions,
 } from '../../adapters/stream/index.ts'
 import type { StreamChangeEvent, StreamJoinLeaveEvent } from 'svc-protocol'
-import { Errors, errorBodyOf, SvcError } from 'svc-protocol/errors'
+import { Errors, errorBodyOf } from 'svc-protocol/errors'
 import type { BuiltinContext, BuiltinWorker, InvocationContext, LocalFunctionOptions } from '../../engine/types.ts'
 import { createSettingsApplier, withSettingsKey, type SettingsApplier } from '../shared/settings.ts'
+import { AdapterSlots, type AdapterSlot as KitAdapterSlot } from '../shared/adapter-slots.ts'
 import { ListeningServer } from '../shared/listening-server.ts'
 import type { TraceOrigin } from '../shared/fanout.ts'
 import { applyUpdateOps, assertUpdateOps } from '../../update-ops/index.ts'
@@ -31,18 +32,8 @@ export const STREAM_WORKER_NAME = 'svc-stream'
 
 type Payload = Record<string, unknown>
 
-/** An adapter in use, with the operations and client connections still on it (§2.9, §6.1). */
-interface AdapterSlot {
-  readonly adapter: StreamAdapter
-  readonly identity: string
-  inFlight: number
-  /** WebSocket connections opened while this was the current adapter and still open. */
-  connections: number
-  retired: boolean
-  /** Closed once retired and unused. */
-  closed: boolean
-  unsubscribe: () => void
-}
+/** An adapter in use; client connections hold the one current when they opened (§2.9, §6.1). */
+type AdapterSlot = KitAdapterSlot<StreamAdapter>
 
 /** Timing of the client keepalive; tests shorten it. Defaults: §6.6 (30 s / 60 s). */
 export interface StreamWorkerOptions {
@@ -67,7 +58,7 @@ export class StreamWorker implements BuiltinWorker, StreamClientHost {
   readonly name = STREAM_WORKER_NAME
   private context: BuiltinContext | null = null
   private settings: StreamSettings | null = null
-  private slot: AdapterSlot | null = null
+  private adapters: AdapterSlots<StreamAdapter> | null = null
   private triggers: StreamTriggers | null = null
   private joinHooks: JoinLeaveHooks | null = null
   private leaveHooks: JoinLeaveHooks | null = null
@@ -92,6 +83,7 @@ export class StreamWorker implements BuiltinWorker, StreamClientHost {
 
   async start(context: BuiltinContext, settings: unknown): Promise<void> {
     this.context = context
+    this.adapters = new AdapterSlots<StreamAdapter>(STREAM_WORKER_NAME, context.log)
     const deps = { worker: context.worker, log: context.log, timeoutMs: context.internalInvocationTimeoutMs }
     this.triggers = new StreamTriggers(deps)
     this.joinHooks = new JoinLeaveHooks('stream:join', deps)
@@ -132,13 +124,8 @@ export class StreamWorker implements BuiltinWorker, StreamClientHost {
     this.triggers?.stop()
     this.clients?.stop()
     await this.listener?.stop()
-    const slot = this.slot
-    this.slot = null
-    if (slot) {
-      // The clients are gone with the listener; their close events may come later.
-      slot.connections = 0
-      await this.retire(slot)
-    }
+    // The clients are gone with the listener; their close events may come later.
+    await this.adapters?.close()
   }
 
   // ---- StreamClientHost ------------------------------------------------------------------------
@@ -180,15 +167,11 @@ export class StreamWorker implements BuiltinWorker, StreamClientHost {
   }
 
   attach(): object | null {
-    if (this.slot) this.slot.connections++
-    return this.slot
+    return this.adapters?.hold() ?? null
   }
 
   detach(source: object | null): void {
-    const slot = source as AdapterSlot | null
-    if (!slot) return
-    slot.connections--
-    if (slot.retired) void this.retire(slot)
+    this.adapters?.release(source as AdapterSlot | null)
   }
 
   // ---- settings --------------------------------------------------------------------------------
@@ -198,7 +181,7 @@ export class StreamWorker implements BuiltinWorker, StreamClientHost {
     const adapterContext = { dataDir: context.dataDir }
     const identity = streamAdapterIdentity(next.adapter, adapterContext)
     let opened: StreamAdapter | null = null
-    if (this.slot?.identity !== identity) {
+    if (this.adapters!.identity !== identity) {
       try {
         opened = await openStreamAdapter(next.adapter, adapterContext)
       } catch (error) {
@@ -212,42 +195,14 @@ export class StreamWorker implements BuiltinWorker, StreamClientHost {
       throw withSettingsKey(error, previous && previous.port === next.port ? 'host' : 'port')
     }
     if (opened) {
-      const slot: AdapterSlot = { adapter: opened, identity, inFlight: 0, connections: 0, retired: false, closed: false, unsubscribe: () => {} }
-      slot.unsubscribe = opened.subscribe((change) => this.onChange(change, slot))
-      const old = this.slot
-      this.slot = slot
-      if (old) void this.retire(old)
+      this.adapters!.install(opened, identity, (adapter, slot) => adapter.subscribe((change) => this.onChange(change, slot)))
       context.log.info(`${STREAM_WORKER_NAME} uses the ${next.adapter.name} adapter`, { adapter: identity })
     }
     this.settings = next
   }
 
-  /** Closes a replaced adapter once no operation and no client connection uses it. */
-  private async retire(slot: AdapterSlot): Promise<void> {
-    slot.retired = true
-    if (slot.inFlight > 0 || slot.connections > 0 || slot.closed) return
-    slot.closed = true
-    slot.unsubscribe()
-    try {
-      await slot.adapter.close()
-    } catch (error) {
-      this.context?.log.warn(`${STREAM_WORKER_NAME}: closing the old adapter failed`, { error: String(error) })
-    }
-  }
-
-  private async withAdapter<T>(functionId: string, operation: (adapter: StreamAdapter) => Promise<T>, on?: AdapterSlot): Promise<T> {
-    const slot = on && !on.closed ? on : this.slot
-    if (!slot) throw Errors.storageError(`${functionId} failed: the stream worker is stopped`)
-    slot.inFlight++
-    try {
-      return await operation(slot.adapter)
-    } catch (error) {
-      if (error instanceof SvcError) throw error
-      throw Errors.storageError(`${functionId} failed: ${(error as Error)?.message ?? String(error)}`, error)
-    } finally {
-      slot.inFlight--
-      if (slot.retired && slot.inFlight === 0) void this.retire(slot)
-    }
+  private withAdapter<T>(functionId: string, operation: (adapter: StreamAdapter) => Promise<T>, on?: AdapterSlot): Promise<T> {
+    return this.adapters!.run(functionId, operation, on)
   }
 
   // ---- events ----------------------------------------------------------------------------------
