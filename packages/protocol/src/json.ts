@@ -260,3 +260,17 @@ export function idProblem(id: string): string | undefined {
   if (/[\u0000-\u001f\u007f]/.test(id)) return 'contains a control character'
   return undefined
 }
+
+/**
+ * JSON text with object keys sorted at every level, so that two values equal as JSON give the
+ * same text whatever their key order (metadata rules, seed hashes).
+ * @example canonicalJson({ b: 1, a: [true] }) // '{"a":[true],"b":1}'
+ */
+export function canonicalJson(value: unknown): string {
+  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(',')}]`
+  if (typeof value === 'object' && value !== null) {
+    const keys = Object.keys(value).sort()
+    return `{${keys.map((k) => `${JSON.stringify(k)}:${canonicalJson((value as Record<string, unknown>)[k])}`).join(',')}}`
+  }
+  return JSON.stringify(value) ?? 'null'
+}

@@ -7,6 +7,7 @@
  * (defaults when the listener has no auth function). Every decision is a few set and pattern
  * lookups: nothing is compiled per invocation.
  */
+import { canonicalJson } from 'svc-protocol/json'
 import { Errors, idProblem, INFRASTRUCTURE_FUNCTIONS, type AuthResult, type SvcError } from 'svc-protocol'
 import type { ExposeRule, RbacConfig } from '../types.ts'
 import { compilePattern, unwrapMatch, type IdPattern } from './patterns.ts'
@@ -83,15 +84,6 @@ function compileRule(rule: ExposeRule): CompiledRule {
   return { namespace, metadata }
 }
 
-/** JSON text with object keys sorted, so that JSON equality does not depend on key order. */
-function canonicalJson(value: unknown): string {
-  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(',')}]`
-  if (typeof value === 'object' && value !== null) {
-    const keys = Object.keys(value).sort()
-    return `{${keys.map((k) => `${JSON.stringify(k)}:${canonicalJson((value as Record<string, unknown>)[k])}`).join(',')}}`
-  }
-  return JSON.stringify(value) ?? 'null'
-}
 
 /**
  * What one session may do. `restricted` is false only for {@link PERMISSIVE}; the pipeline skips

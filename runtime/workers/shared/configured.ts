@@ -13,6 +13,7 @@
  *    the worker serialises and either applies whole or refuses, keeping its previous settings;
  *    a deleted settings file resets the entry to the seed.
  */
+import { canonicalJson } from 'svc-protocol/json'
 import { createHash } from 'node:crypto'
 import { errorBodyOf } from 'svc-protocol/errors'
 import type { BuiltinContext, BuiltinWorker, LocalInvokeRequest } from '../../engine/types.ts'
@@ -151,13 +152,4 @@ class ConfiguredWorker implements BuiltinWorker {
     // The worker's applier logs a refusal and reports it as last_config_error.
     await this.inner.applySettings(value).catch(() => {})
   }
-}
-
-function canonicalJson(value: unknown): string {
-  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(',')}]`
-  if (typeof value === 'object' && value !== null) {
-    const keys = Object.keys(value).sort()
-    return `{${keys.map((k) => `${JSON.stringify(k)}:${canonicalJson((value as Record<string, unknown>)[k])}`).join(',')}}`
-  }
-  return JSON.stringify(value) ?? 'null'
 }
