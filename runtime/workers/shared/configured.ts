@@ -13,8 +13,8 @@
  *    the worker serialises and either applies whole or refuses, keeping its previous settings;
  *    a deleted settings file resets the entry to the seed.
  */
-import { canonicalJson } from 'svc-protocol/json'
 import { createHash } from 'node:crypto'
+import { canonicalJson } from 'svc-protocol/json'
 import { errorBodyOf } from 'svc-protocol/errors'
 import type { BuiltinContext, BuiltinWorker, LocalInvokeRequest } from '../../engine/types.ts'
 import type { JsonSchema } from '../descriptor.ts'
