@@ -21,6 +21,7 @@ const SOURCE_NAMES: Record<ErrorSource, string> = {
   state: 'state worker',
   queue: 'queue worker',
   configuration: 'configuration worker',
+  database: 'database worker',
   cli: 'CLI',
 }
 
