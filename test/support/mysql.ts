@@ -64,6 +64,7 @@ export async function startTestMysql(): Promise<TestMysql> {
           '--no-defaults', `--datadir=${data}`, `--socket=${join(dir, 'mysqld.sock')}`, `--pid-file=${join(dir, 'mysqld.pid')}`,
           `--port=${port}`, '--bind-address=127.0.0.1', `--user=${user}`, '--skip-log-bin', '--innodb-flush-log-at-trx-commit=0',
           '--innodb-buffer-pool-size=32M', '--max-connections=200',
+          '--character-set-server=utf8mb4', '--collation-server=utf8mb4_unicode_ci',
         ],
         ready: /ready for connections/,
       })

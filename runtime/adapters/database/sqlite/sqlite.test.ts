@@ -18,7 +18,7 @@ const open = (pool?: Partial<PoolSettings>, url = `sqlite:db${++files}.db`) =>
 runDatabaseDriverConformance('sqlite', (pool) => open(pool), {
   param: () => '?',
   autoId: 'INTEGER PRIMARY KEY',
-  types: { bigint: 'INTEGER', decimal: 'NUMERIC', bytes: 'BLOB', timestamp: 'DATETIME', date: 'DATE', text: 'TEXT' },
+  types: { bigint: 'INTEGER', decimal: 'NUMERIC', bytes: 'BLOB', timestamp: 'DATETIME', date: 'DATE', text: 'TEXT', longText: 'TEXT' },
   // About 7 million rows a second on a small machine.
   sleep: (seconds) => `WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < ${Math.round(seconds * 7_000_000)}) SELECT count(*) AS n FROM c`,
   returning: true,
