@@ -8,6 +8,7 @@
 import type { BuiltinWorker, EngineConfig } from '../engine/types.ts'
 import { builtinDescriptor } from './catalogue.ts'
 import { ConfigurationWorker } from './configuration/worker.ts'
+import { DatabaseWorker } from './database/worker.ts'
 import { HttpWorker } from './http/worker.ts'
 import { configured } from './shared/configured.ts'
 import { StateWorker } from './state/worker.ts'
@@ -20,7 +21,7 @@ export type BuiltinsConfig = Pick<EngineConfig, 'data_dir' | 'builtins'> & {
 
 /** A fresh instance of every built-in worker of this release, in start order. */
 export function createBuiltins(config: BuiltinsConfig): BuiltinWorker[] {
-  const workers: BuiltinWorker[] = [new StateWorker(), new HttpWorker()]
+  const workers: BuiltinWorker[] = [new StateWorker(), new HttpWorker(), new DatabaseWorker({ root: config.project_root ?? config.data_dir })]
   const configuration = new ConfigurationWorker({ root: config.project_root ?? config.data_dir })
   return [
     configuration,
