@@ -37,7 +37,7 @@ export function connectionCause(error: unknown, authCodes: ReadonlySet<string>):
   const code = typeof e?.code === 'string' || typeof e?.code === 'number' ? String(e.code) : ''
   const message = typeof e?.message === 'string' ? e.message : ''
   if (authCodes.has(code)) return 'auth'
-  if (/^(ERR_TLS|ERR_SSL|CERT_|UNABLE_TO_|DEPTH_ZERO|SELF_SIGNED)/.test(code) || /\b(SSL|TLS|certificate)\b/i.test(message)) return 'tls'
+  if (/^(ERR_TLS|ERR_SSL|CERT_|UNABLE_TO_|DEPTH_ZERO|SELF_SIGNED|HANDSHAKE_NO_SSL)/.test(code) || /\b(SSL|TLS|certificate|secure connection)\b/i.test(message)) return 'tls'
   return 'network'
 }
 

@@ -41,6 +41,16 @@ describe('mysql driver', () => {
     await nobody.close()
   })
 
+  it('reports a server without TLS as CONNECTION_FAILED (tls) when tls.mode requires it', async () => {
+    const db = await openDatabaseDriver({ name: 'test', url: server.url, pool: POOL, tls: { mode: 'require' } }, '/nonexistent')
+    await assert.rejects(db.query({ sql: 'SELECT 1', params: [] }, { timeoutMs: 5000 }), (error: Error & { code?: string }) => {
+      assert.equal(error.code, 'CONNECTION_FAILED')
+      assert.match(error.message, /\(tls\)/)
+      return true
+    })
+    await db.close()
+  })
+
   it('reports the type names mysql2 gives', async () => {
     const db = await open()
     const result = await db.query({ sql: 'SELECT CAST(1 AS SIGNED) AS i, CAST(1.5 AS DECIMAL(4,2)) AS d, NOW() AS t', params: [] }, { timeoutMs: 5000 })

@@ -47,6 +47,16 @@ describe('postgres driver', () => {
     assert.deepEqual(result.columns.map((c) => c.type), ['jsonb', 'timestamptz', 'bool', '_int8', 'varchar', 'numeric', 'time'])
   })
 
+  it('reports a server without TLS as CONNECTION_FAILED (tls) when tls.mode requires it', async () => {
+    const db = await openDatabaseDriver({ name: 'test', url: server.url, pool: POOL, tls: { mode: 'require' } }, '/nonexistent')
+    await assert.rejects(db.query({ sql: 'SELECT 1', params: [] }, { timeoutMs: 5000 }), (error: Error & { code?: string }) => {
+      assert.equal(error.code, 'CONNECTION_FAILED')
+      assert.match(error.message, /\(tls\)/)
+      return true
+    })
+    await db.close()
+  })
+
   it('refuses several statements in one call', async () => {
     await assert.rejects(once('SELECT 1; SELECT 2'), { code: 'DRIVER_ERROR' })
   })
