@@ -22,6 +22,7 @@ const SOURCE_NAMES: Record<ErrorSource, string> = {
   queue: 'queue worker',
   pubsub: 'pub/sub worker',
   configuration: 'configuration worker',
+  database: 'database worker',
   cli: 'CLI',
 }
 

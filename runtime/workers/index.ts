@@ -9,6 +9,7 @@ import type { BuiltinWorker, EngineConfig } from '../engine/types.ts'
 import { builtinDescriptor } from './catalogue.ts'
 import { ConfigurationWorker } from './configuration/worker.ts'
 import { CronWorker } from './cron/worker.ts'
+import { DatabaseWorker } from './database/worker.ts'
 import { HttpWorker } from './http/worker.ts'
 import { PubSubWorker } from './pubsub/worker.ts'
 import type { Clock } from './shared/clock.ts'
@@ -27,7 +28,7 @@ export type BuiltinsConfig = Pick<EngineConfig, 'data_dir' | 'builtins'> & {
 
 /** A fresh instance of every built-in worker of this release, in start order. */
 export function createBuiltins(config: BuiltinsConfig): BuiltinWorker[] {
-  const workers: BuiltinWorker[] = [new StateWorker(), new StreamWorker(), new HttpWorker(), new QueueWorker(config.clock ? { clock: config.clock } : {}), new PubSubWorker(), new CronWorker()]
+  const workers: BuiltinWorker[] = [new StateWorker(), new StreamWorker(), new HttpWorker(), new QueueWorker(config.clock ? { clock: config.clock } : {}), new PubSubWorker(), new CronWorker(), new DatabaseWorker({ root: config.project_root ?? config.data_dir })]
   const configuration = new ConfigurationWorker({ root: config.project_root ?? config.data_dir })
   return [
     configuration,

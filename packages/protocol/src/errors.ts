@@ -30,7 +30,7 @@ export type ExitClass = 'failure' | 'usage' | 'unreachable' | 'timeout'
 export const EXIT_CODES: Readonly<Record<ExitClass, number>> = { failure: 1, usage: 2, unreachable: 3, timeout: 4 }
 
 /** Who produces a code (protocol.md §7.2 "Produced by"). */
-export type ErrorSource = 'engine' | 'sdk' | 'provider' | 'http' | 'state' | 'queue' | 'pubsub' | 'configuration' | 'cli'
+export type ErrorSource = 'engine' | 'sdk' | 'provider' | 'http' | 'state' | 'queue' | 'pubsub' | 'configuration' | 'database' | 'cli'
 
 /** One code of the catalogue. */
 export interface CatalogueEntry {
@@ -207,6 +207,14 @@ export const Codes = {
   NotRegistered: 'NOT_REGISTERED',
   SchemaUnavailable: 'SCHEMA_UNAVAILABLE',
   SchemaInvalid: 'SCHEMA_INVALID',
+  // builtins.md §10.4 (database)
+  MissingDb: 'MISSING_DB',
+  UnknownDb: 'UNKNOWN_DB',
+  PoolTimeout: 'POOL_TIMEOUT',
+  QueryTimeout: 'QUERY_TIMEOUT',
+  ConnectionFailed: 'CONNECTION_FAILED',
+  DriverError: 'DRIVER_ERROR',
+  ConfigError: 'CONFIG_ERROR',
 } as const
 export type Code = (typeof Codes)[keyof typeof Codes]
 
@@ -223,7 +231,7 @@ entry(Codes.InvocationStopped, 502, 'failure', ['engine', 'sdk'], 'The executing
 entry(Codes.Timeout, 504, 'timeout', ['engine', 'sdk'], 'An engine-originated call, or a caller waiting for a result, exceeded its timeout.')
 entry(Codes.InvalidMessage, 400, 'failure', ['engine'], 'A malformed frame that owes a reply.')
 entry(Codes.InvalidNamespace, 400, 'usage', ['engine'], 'A namespace field is present but blank.')
-entry(Codes.InvalidArguments, 400, 'failure', ['engine', 'http', 'state', 'queue'], 'The input of a built-in function has the wrong shape.')
+entry(Codes.InvalidArguments, 400, 'failure', ['engine', 'http', 'state', 'queue', 'database'], 'The input of a built-in function has the wrong shape.')
 entry(Codes.NotFound, 404, 'failure', ['engine', 'http'], 'An engine::*::info lookup found nothing; no HTTP route matches.')
 entry(Codes.Forbidden, 403, 'failure', ['engine'], 'Access control denied an invocation, a trigger target, a trigger type or a namespace.')
 entry(Codes.EnqueueError, 503, 'failure', ['engine'], 'The enqueue provider is missing or failed.')
@@ -268,6 +276,13 @@ entry(Codes.InvalidId, 400, 'failure', ['configuration'], 'A settings entry id d
 entry(Codes.NotRegistered, 404, 'failure', ['configuration'], 'A settings entry was set before its owner registered it.')
 entry(Codes.SchemaUnavailable, 503, 'failure', ['configuration'], 'The owner of a settings entry has not registered its schema since the engine started.')
 entry(Codes.SchemaInvalid, 400, 'failure', ['configuration'], 'A settings value (after placeholder expansion) violates its JSON Schema.')
+entry(Codes.MissingDb, 400, 'failure', ['database'], 'db was omitted and there is neither a single database nor one named primary.')
+entry(Codes.UnknownDb, 404, 'failure', ['database'], 'db names no configured database.')
+entry(Codes.PoolTimeout, 503, 'failure', ['database'], 'No database connection became free within acquire_timeout_ms.')
+entry(Codes.QueryTimeout, 504, 'timeout', ['database'], 'A database call exceeded its timeout; the statement was cancelled where the driver allows.')
+entry(Codes.ConnectionFailed, 503, 'unreachable', ['database'], 'The database cannot be reached, or authentication or TLS failed.')
+entry(Codes.DriverError, 400, 'failure', ['database'], 'The database rejected the statement.')
+entry(Codes.ConfigError, 400, 'usage', ['database'], 'A database URL is invalid or its scheme is not supported.')
 
 /** Every catalogue entry, in catalogue order. */
 export function catalogue(): CatalogueEntry[] {
@@ -374,6 +389,18 @@ export const Errors = {
   schemaInvalid: (id: string, violations: readonly string[]) =>
     make(Codes.SchemaInvalid, `configuration '${id}' is invalid: ${violations.join('; ')}`),
   expandFailed: (message: string) => make(Codes.ExpandFailed, message),
+  missingDb: (names: readonly string[]) =>
+    make(Codes.MissingDb, `db is required: ${names.length === 0 ? 'no database is configured' : `${names.length} databases are configured and none is named primary (${names.join(', ')})`}`),
+  unknownDb: (name: string, names: readonly string[]) =>
+    make(Codes.UnknownDb, `database '${name}' is not configured (configured: ${names.length === 0 ? 'none' : names.join(', ')})`),
+  poolTimeout: (db: string, ms: number) => make(Codes.PoolTimeout, `no connection to database '${db}' became free within ${ms} ms`),
+  queryTimeout: (db: string, ms: number) => make(Codes.QueryTimeout, `the call to database '${db}' exceeded ${ms} ms and was cancelled`),
+  /** `cause`: `network`, `auth` or `tls` (builtins.md §10.4). */
+  connectionFailed: (db: string, cause: 'network' | 'auth' | 'tls', detail: string, error?: unknown) =>
+    new SvcError(Codes.ConnectionFailed, `cannot connect to database '${db}' (${cause}): ${detail}`, { cause: error }),
+  /** `<driver code>: <driver message>` (builtins.md §10.4). */
+  driverError: (driverCode: string, message: string) => make(Codes.DriverError, `${driverCode}: ${message}`),
+  configError: (message: string) => make(Codes.ConfigError, message),
 } as const
 
 /** Why a `registrationrejected` was sent (protocol.md §5.11). */

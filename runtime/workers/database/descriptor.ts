@@ -1,4 +1,4 @@
-/** Descriptor of the database worker (builtins.md §10); not implemented yet. */
+/** Descriptor of the database worker (builtins.md §10); the worker is in ./worker.ts. */
 import type { BuiltinDescriptor } from '../descriptor.ts'
 
 export const DATABASE_DESCRIPTOR = {
@@ -24,7 +24,12 @@ export const DATABASE_DESCRIPTOR = {
           type: 'object',
           required: ['url'],
           properties: {
-            url: { type: 'string', minLength: 1, description: 'sqlite:<path>, sqlite::memory:, postgres://…, mysql://…' },
+            url: {
+              type: 'string',
+              minLength: 1,
+              pattern: '^(sqlite:|postgres://|postgresql://|mysql://)',
+              description: 'sqlite:<path> (relative to the project root), sqlite:///<absolute path>, sqlite::memory:, postgres://…, postgresql://…, mysql://…',
+            },
             pool: {
               type: 'object',
               properties: {
@@ -53,6 +58,6 @@ export const DATABASE_DESCRIPTOR = {
   functions: ['database::*'],
   triggerTypes: [],
   runsIn: 'engine',
-  implemented: false,
+  implemented: true,
   listOrder: 6,
 } as const satisfies BuiltinDescriptor

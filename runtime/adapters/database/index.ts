@@ -1,0 +1,46 @@
+/**
+ * SQL drivers of the database worker (builtins.md §10): SQLite (`node:sqlite`), PostgreSQL (`pg`)
+ * and MySQL (`mysql2`) behind one {@link DatabaseDriver} interface.
+ */
+import { mkdirSync } from 'node:fs'
+import { dirname } from 'node:path'
+import { Errors } from 'svc-protocol/errors'
+import { openMysqlDriver } from './mysql/index.ts'
+import { openPostgresDriver } from './postgres/index.ts'
+import { openSqliteDriver } from './sqlite/index.ts'
+import type { DatabaseDriver, DriverOptions } from './types.ts'
+import { driverOf, sqlitePath } from './url.ts'
+
+export type * from './types.ts'
+export { driverOf, isLocalUrl, redactUrl, sqlitePath, type DriverKind } from './url.ts'
+export { firstKeyword, toParameter } from './values.ts'
+
+/**
+ * Opens the driver of one database. A SQLite file is opened (its directory created) at once;
+ * PostgreSQL and MySQL pools connect on first use.
+ *
+ * @param root directory relative `sqlite:` paths resolve against (the project root)
+ * @throws SvcError `CONFIG_ERROR` for an unsupported scheme, an invalid URL, a SQLite file that
+ *   cannot be opened or a TLS CA file that cannot be read.
+ * @example const driver = await openDatabaseDriver({ name: 'primary', url: 'sqlite::memory:', pool, tls: { mode: 'disable' } }, root)
+ */
+export async function openDatabaseDriver(options: DriverOptions, root: string): Promise<DatabaseDriver> {
+  const key = `databases.${options.name}.url`
+  switch (driverOf(options.url, key)) {
+    case 'sqlite': {
+      const path = sqlitePath(options.url, root, key)
+      if (path !== ':memory:') {
+        try {
+          mkdirSync(dirname(path), { recursive: true })
+        } catch (error) {
+          throw Errors.configError(`${key}: cannot create the directory of ${path}: ${(error as Error).message}`)
+        }
+      }
+      return openSqliteDriver({ name: options.name, path, busyTimeoutMs: options.pool.acquire_timeout_ms })
+    }
+    case 'postgres':
+      return openPostgresDriver(options)
+    case 'mysql':
+      return openMysqlDriver(options)
+  }
+}

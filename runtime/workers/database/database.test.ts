@@ -1,0 +1,241 @@
+/**
+ * The database worker in a real engine (builtins.md §10), against SQLite, a real PostgreSQL server
+ * and a real MariaDB server started by this file (test/support/postgres.ts, test/support/mysql.ts):
+ * the functions and their shapes, errors, and settings changed at runtime through the
+ * configuration worker.
+ */
+import assert from 'node:assert/strict'
+import { writeFileSync } from 'node:fs'
+import { join } from 'node:path'
+import { after, before, describe, it } from 'node:test'
+import { startTestEngine, type TestEngine } from '../../../test/support/engine.ts'
+import { startTestMysql, type TestMysql } from '../../../test/support/mysql.ts'
+import { startTestPostgres, type TestPostgres } from '../../../test/support/postgres.ts'
+
+let pg: TestPostgres
+let my: TestMysql
+let t: TestEngine
+
+const invoke = (function_id: string, data: unknown) => t.engine.inject({ function_id, data })
+const settingsOf = (databases: Record<string, unknown>) => ({ databases })
+const set = (value: unknown) => invoke('configuration::set', { id: 'database', value })
+
+async function eventually(check: () => Promise<boolean>, timeoutMs = 5000): Promise<void> {
+  const deadline = Date.now() + timeoutMs
+  for (;;) {
+    if (await check().catch(() => false)) return
+    if (Date.now() > deadline) throw new Error('condition not met in time')
+    await new Promise((resolve) => setTimeout(resolve, 25))
+  }
+}
+
+const listed = async () =>
+  ((await invoke('database::list_databases', {})) as { databases: Array<{ name: string; driver: string; url: string; tls_mode: string; pool: unknown }> }).databases
+
+before(async () => {
+  ;[pg, my] = await Promise.all([startTestPostgres(), startTestMysql()])
+  t = await startTestEngine({
+    settings: {
+      database: settingsOf({
+        primary: { url: 'sqlite:./app.db' },
+        pg: { url: pg.url, pool: { max: 4 } },
+        my: { url: my.url },
+      }),
+    },
+  })
+})
+
+after(async () => {
+  await t?.stop()
+  await Promise.all([pg?.close(), my?.close()])
+})
+
+/** The three databases with their placeholder style and auto-increment column type. */
+const DIALECTS = [
+  { db: 'primary', param: () => '?', autoId: 'INTEGER PRIMARY KEY', text: 'TEXT' },
+  { db: 'pg', param: (n: number) => `$${n}`, autoId: 'SERIAL PRIMARY KEY', text: 'TEXT' },
+  { db: 'my', param: () => '?', autoId: 'INT AUTO_INCREMENT PRIMARY KEY', text: 'VARCHAR(100)' },
+] as const
+
+for (const { db, param: p, autoId, text } of DIALECTS) {
+  describe(`database worker on ${db}`, () => {
+    const table = `users_${db}`
+    it('creates, inserts with execute and reads with query', async () => {
+      await invoke('database::execute', { db, sql: `CREATE TABLE ${table} (id ${autoId}, email ${text} UNIQUE, age INTEGER)` })
+      const inserted = (await invoke('database::execute', {
+        db,
+        sql: `INSERT INTO ${table} (email, age) VALUES (${p(1)}, ${p(2)})${db === 'pg' ? ' RETURNING id' : ''}`,
+        params: ['a@example.com', 30],
+      })) as Record<string, unknown>
+      assert.equal(inserted.affected_rows, 1)
+      assert.equal(inserted.last_insert_id, '1')
+      const result = (await invoke('database::query', { db, sql: `SELECT id, email, age FROM ${table} WHERE age > ${p(1)}`, params: '[18]' })) as Record<string, unknown>
+      assert.deepEqual(result.rows, [{ id: 1, email: 'a@example.com', age: 30 }])
+      assert.equal(result.row_count, 1)
+      assert.deepEqual((result.columns as Array<{ name: string }>).map((c) => c.name), ['id', 'email', 'age'])
+    })
+
+    it('commits a transaction', async () => {
+      const result = (await invoke('database::transaction', {
+        db,
+        isolation: 'serializable',
+        statements: [
+          { sql: `INSERT INTO ${table} (email, age) VALUES (${p(1)}, ${p(2)})`, params: ['b@example.com', 20] },
+          { sql: `UPDATE ${table} SET age = age + 1 WHERE email = ${p(1)}`, params: ['b@example.com'] },
+          { sql: `SELECT age FROM ${table} WHERE email = ${p(1)}`, params: ['b@example.com'] },
+        ],
+      })) as { committed: boolean; results: Array<{ affected_rows: number; last_insert_id: string | null; rows: unknown[] }> }
+      assert.equal(result.committed, true)
+      assert.equal(result.results.length, 3)
+      assert.equal(result.results[1]!.affected_rows, 1)
+      assert.deepEqual(result.results[2]!.rows, [{ age: 21 }])
+    })
+
+    it('rolls a transaction back when a statement fails, as a successful call', async () => {
+      const result = (await invoke('database::transaction', {
+        db,
+        statements: [
+          { sql: `INSERT INTO ${table} (email, age) VALUES (${p(1)}, 1)`, params: ['c@example.com'] },
+          { sql: `INSERT INTO ${table} (email, age) VALUES (${p(1)}, 1)`, params: ['a@example.com'] },
+        ],
+      })) as { committed: boolean; failed_index: number; error: { code: string; driver_code: string; message: string } }
+      assert.equal(result.committed, false)
+      assert.equal(result.failed_index, 1)
+      assert.equal(result.error.code, 'DRIVER_ERROR')
+      assert.ok(result.error.driver_code)
+      const rows = (await invoke('database::query', { db, sql: `SELECT email FROM ${table} WHERE email = ${p(1)}`, params: ['c@example.com'] })) as { rows: unknown[] }
+      assert.deepEqual(rows.rows, [])
+    })
+
+    it('answers bad SQL with DRIVER_ERROR "<driver code>: <message>"', async () => {
+      await assert.rejects(invoke('database::query', { db, sql: 'SELECT FROM WHERE nothing' }), (error: Error & { code?: string }) => {
+        assert.equal(error.code, 'DRIVER_ERROR')
+        assert.match(error.message, /^[A-Za-z0-9_]+: \S/)
+        return true
+      })
+    })
+  })
+}
+
+describe('database worker: payloads and errors (§10.2, §10.4)', () => {
+  it('uses primary when db is omitted', async () => {
+    const result = (await invoke('database::query', { sql: 'SELECT 1 AS one' })) as { rows: unknown[] }
+    assert.deepEqual(result.rows, [{ one: 1 }])
+  })
+
+  it('answers an unknown db with UNKNOWN_DB listing the configured names', async () => {
+    await assert.rejects(invoke('database::query', { db: 'nope', sql: 'SELECT 1' }), (error: Error & { code?: string }) => {
+      assert.equal(error.code, 'UNKNOWN_DB')
+      assert.match(error.message, /primary, pg, my/)
+      return true
+    })
+  })
+
+  it('refuses transaction control, empty SQL, malformed params and a bad isolation with INVALID_ARGUMENTS', async () => {
+    const refused = async (function_id: string, data: unknown, message: RegExp) =>
+      assert.rejects(invoke(function_id, data), (error: Error & { code?: string }) => {
+        assert.equal(error.code, 'INVALID_ARGUMENTS')
+        assert.match(error.message, message)
+        return true
+      })
+    await refused('database::query', { sql: 'BEGIN' }, /BEGIN is not allowed in database::query/)
+    await refused('database::execute', { sql: '  -- comment\n commit' }, /COMMIT is not allowed/)
+    await refused('database::execute', { sql: 'SAVEPOINT a' }, /SAVEPOINT/)
+    await refused('database::query', { sql: '   ' }, /sql must be a non-empty string/)
+    await refused('database::query', {}, /sql is required/)
+    await refused('database::query', { sql: 'SELECT ?', params: '{"a":1}' }, /params must be an array/)
+    await refused('database::query', { sql: 'SELECT ?', params: 'not json' }, /params must be a JSON array/)
+    await refused('database::query', { sql: 'SELECT 1', timeout_ms: 0 }, /timeout_ms/)
+    await refused('database::transaction', { statements: [] }, /statements must be a non-empty array/)
+    await refused('database::transaction', { statements: [{ sql: 'ROLLBACK' }] }, /statements\[0\]\.sql: ROLLBACK/)
+    await refused('database::transaction', { statements: [{ sql: 'SELECT 1' }], isolation: 'chaos' }, /isolation must be one of/)
+    await refused('database::query', 'SELECT 1', /payload must be an object/)
+  })
+
+  it('maps parameters per §10.3 (booleans, objects as JSON text, null)', async () => {
+    const result = (await invoke('database::query', { db: 'pg', sql: 'SELECT $1::boolean AS b, $2::jsonb AS j, $3::text AS n, $4::float8 AS f', params: [true, { a: [1] }, null, 1.25] })) as { rows: unknown[] }
+    assert.deepEqual(result.rows, [{ b: true, j: { a: [1] }, n: null, f: 1.25 }])
+    const sqlite = (await invoke('database::query', { sql: 'SELECT ? AS b, ? AS j', params: [true, [1, 'x']] })) as { rows: unknown[] }
+    assert.deepEqual(sqlite.rows, [{ b: 1, j: '[1,"x"]' }])
+  })
+
+  it('times out with QUERY_TIMEOUT and goes on', async () => {
+    await assert.rejects(invoke('database::query', { db: 'pg', sql: 'SELECT pg_sleep(5)', timeout_ms: 200 }), { code: 'QUERY_TIMEOUT' })
+    await assert.rejects(invoke('database::query', { db: 'my', sql: 'SELECT SLEEP(5)', timeout_ms: 200 }), { code: 'QUERY_TIMEOUT' })
+    assert.equal(((await invoke('database::query', { db: 'pg', sql: 'SELECT 1 AS one' })) as { row_count: number }).row_count, 1)
+  })
+
+  it('lists the databases without credentials', async () => {
+    const databases = await listed()
+    assert.deepEqual(databases.map((d) => [d.name, d.driver, d.tls_mode]), [
+      ['primary', 'sqlite', 'disable'],
+      ['pg', 'postgres', 'disable'],
+      ['my', 'mysql', 'disable'],
+    ])
+    assert.deepEqual(databases[0]!.pool, { max: 10, acquire_timeout_ms: 5000, idle_timeout_ms: 30000 })
+  })
+})
+
+describe('database worker: settings at runtime (§10.1, §2.7)', () => {
+  const base = () => ({
+    primary: { url: 'sqlite:./app.db' },
+    pg: { url: pg.url, pool: { max: 4 } },
+    my: { url: my.url },
+  })
+
+  it('refuses invalid settings through configuration::set with the schema error', async () => {
+    for (const bad of [
+      settingsOf({ x: { url: 'redis://localhost' } }),
+      settingsOf({ x: { url: 'sqlite::memory:', pool: { max: 0 } } }),
+      settingsOf({ 'bad name!': { url: 'sqlite::memory:' } }),
+      settingsOf({ x: { url: 'sqlite::memory:', tls: { mode: 'sometimes' } } }),
+      settingsOf({ x: {} }),
+    ]) {
+      await assert.rejects(set(bad), { code: 'SCHEMA_INVALID' })
+    }
+    assert.equal((await listed()).length, 3)
+  })
+
+  it('adds a database without restart, and removes it again', async () => {
+    await set(settingsOf({ ...base(), extra: { url: 'sqlite:data/extra.db' } }))
+    await eventually(async () => (await listed()).some((d) => d.name === 'extra'))
+    await invoke('database::execute', { db: 'extra', sql: 'CREATE TABLE x (v INTEGER)' })
+    assert.equal(((await invoke('database::execute', { db: 'extra', sql: 'INSERT INTO x VALUES (?)', params: [7] })) as { affected_rows: number }).affected_rows, 1)
+    await set(settingsOf(base()))
+    await eventually(async () => !(await listed()).some((d) => d.name === 'extra'))
+    await assert.rejects(invoke('database::query', { db: 'extra', sql: 'SELECT 1' }), { code: 'UNKNOWN_DB' })
+  })
+
+  it('lets a running query finish on the old pool when its database changes', async () => {
+    const running = invoke('database::query', { db: 'pg', sql: 'SELECT pg_sleep(0.5), 42 AS answer' })
+    await new Promise((resolve) => setTimeout(resolve, 100))
+    await set(settingsOf({ ...base(), pg: { url: pg.url, pool: { max: 2 } } }))
+    await eventually(async () => JSON.stringify((await listed()).find((d) => d.name === 'pg')?.pool).includes('"max":2'))
+    const result = (await running) as { rows: Array<{ answer: number }> }
+    assert.equal(result.rows[0]!.answer, 42)
+    assert.equal(((await invoke('database::query', { db: 'pg', sql: 'SELECT 1 AS one' })) as { row_count: number }).row_count, 1)
+  })
+
+  it('keeps the previous settings when a database cannot be opened', async () => {
+    writeFileSync(join(t.dataDir, 'not-a-dir'), 'x')
+    await set(settingsOf({ ...base(), broken: { url: 'sqlite:not-a-dir/x.db' } }))
+    const info = async () => ((await invoke('engine::workers::info', { name: 'database' })) as { worker: { last_config_error?: string } }).worker
+    await eventually(async () => typeof (await info()).last_config_error === 'string')
+    assert.match(String((await info()).last_config_error), /^databases\.broken/)
+    assert.ok(!(await listed()).some((d) => d.name === 'broken'))
+    assert.equal(((await invoke('database::query', { sql: 'SELECT 1 AS one' })) as { row_count: number }).row_count, 1)
+    await set(settingsOf(base()))
+    await eventually(async () => (await info()).last_config_error === undefined)
+  })
+
+  it('answers MISSING_DB when several databases are configured and none is primary', async () => {
+    await set(settingsOf({ a: { url: 'sqlite::memory:' }, b: { url: 'sqlite::memory:' } }))
+    await eventually(async () => (await listed()).length === 2)
+    await assert.rejects(invoke('database::query', { sql: 'SELECT 1' }), { code: 'MISSING_DB' })
+    await set(settingsOf({ only: { url: 'sqlite::memory:' } }))
+    await eventually(async () => (await listed()).length === 1)
+    assert.equal(((await invoke('database::query', { sql: 'SELECT 1 AS one' })) as { row_count: number }).row_count, 1)
+    await set(settingsOf(base()))
+    await eventually(async () => (await listed()).length === 3)
+  })
+})

@@ -1,0 +1,219 @@
+/**
+ * The built-in database worker `database` (builtins.md §10): SQL access to the databases named in
+ * its settings, through `database::query`, `database::execute`, `database::transaction` and
+ * `database::list_databases`. It registers no trigger types.
+ *
+ * Each database has a driver (runtime/adapters/database/) that owns its connections. A settings
+ * change opens the drivers of new and changed databases first; if one cannot be opened the
+ * previous settings stay (§2.7, §2.9). Otherwise calls move to the new drivers at once, and the
+ * replaced ones close after their running calls finish (§10.1). Removed databases answer
+ * `UNKNOWN_DB`.
+ */
+import { Errors } from 'svc-protocol/errors'
+import {
+  openDatabaseDriver,
+  redactUrl,
+  type DatabaseDriver,
+  type ExecuteResult,
+  type QueryResult,
+  type TransactionResult,
+} from '../../adapters/database/index.ts'
+import type { BuiltinContext, BuiltinWorker, LocalFunctionOptions } from '../../engine/types.ts'
+import { createSettingsApplier, withSettingsKey, type SettingsApplier } from '../shared/settings.ts'
+import { dbOf, isolationOf, payloadOf, statementOf, statementsOf, timeoutOf, type Payload } from './payload.ts'
+import { parseDatabaseSettings, type DatabaseConfig, type DatabaseSettings } from './settings.ts'
+
+export const DATABASE_WORKER_NAME = 'database'
+
+/** A database in use: its settings, their identity, and its driver. */
+interface Slot {
+  readonly name: string
+  readonly config: DatabaseConfig
+  readonly identity: string
+  readonly driver: DatabaseDriver
+}
+
+export interface DatabaseWorkerOptions {
+  /** Directory relative `sqlite:` paths resolve against (§10.1: the project root). Default: the data directory. */
+  root?: string
+}
+
+/**
+ * `database`. Settings (§10.1) take effect only through {@link DatabaseWorker.applySettings}.
+ *
+ * @example
+ * const engine = new Engine(config, { builtins: [new DatabaseWorker({ root: projectRoot })] })
+ * await engine.start()
+ * await engine.inject({ function_id: 'database::query', data: { sql: 'SELECT ? AS n', params: [1] } })
+ */
+export class DatabaseWorker implements BuiltinWorker {
+  readonly name = DATABASE_WORKER_NAME
+  private readonly options: DatabaseWorkerOptions
+  private context: BuiltinContext | null = null
+  private slots = new Map<string, Slot>()
+  private applier: SettingsApplier<DatabaseSettings> | null = null
+
+  constructor(options: DatabaseWorkerOptions = {}) {
+    this.options = options
+  }
+
+  async start(context: BuiltinContext, settings: unknown): Promise<void> {
+    this.context = context
+    this.applier = createSettingsApplier<DatabaseSettings>({
+      worker: DATABASE_WORKER_NAME,
+      log: context.log,
+      parse: parseDatabaseSettings,
+      apply: (next) => this.apply(next),
+      onConfigError: (message) => context.worker.setLastConfigError(message),
+    })
+    // Invalid seed settings leave the worker running without databases (its functions answer UNKNOWN_DB).
+    await this.applySettings(settings).catch(() => {})
+    this.registerFunctions()
+  }
+
+  /**
+   * Validates and applies settings (§10.1), serialised with other applies.
+   * @throws SvcError `INVALID_ARGUMENTS` for invalid settings, `CONFIG_ERROR` for a URL that cannot
+   *   be used or a database that cannot be opened; the previous settings stay in effect.
+   */
+  async applySettings(settings: unknown): Promise<void> {
+    if (!this.applier) throw Errors.internal(`${DATABASE_WORKER_NAME}: applySettings before start`)
+    await this.applier.apply(settings)
+  }
+
+  async stop(): Promise<void> {
+    const slots = [...this.slots.values()]
+    this.slots = new Map()
+    await Promise.all(slots.map((slot) => this.retire(slot)))
+  }
+
+  private async apply(next: DatabaseSettings): Promise<void> {
+    const context = this.context!
+    const root = this.options.root ?? context.dataDir
+    const slots = new Map<string, Slot>()
+    const opened: Slot[] = []
+    try {
+      for (const [name, config] of Object.entries(next.databases)) {
+        const identity = JSON.stringify(config)
+        const current = this.slots.get(name)
+        if (current?.identity === identity) {
+          slots.set(name, current)
+          continue
+        }
+        let driver: DatabaseDriver
+        try {
+          driver = await openDatabaseDriver({ name, url: config.url, pool: config.pool, tls: config.tls }, root)
+        } catch (error) {
+          throw withSettingsKey(error, `databases.${name}`)
+        }
+        const slot: Slot = { name, config, identity, driver }
+        opened.push(slot)
+        slots.set(name, slot)
+      }
+    } catch (error) {
+      await Promise.all(opened.map((slot) => this.retire(slot)))
+      throw error
+    }
+    const previous = this.slots
+    this.slots = slots
+    for (const [name, slot] of previous) {
+      if (slots.get(name) !== slot) void this.retire(slot)
+    }
+    for (const slot of opened) context.log.info(`${DATABASE_WORKER_NAME}: database ${slot.name} uses ${redactUrl(slot.config.url)}`)
+  }
+
+  /** Closes a replaced driver once its running calls are done (the driver waits for them). */
+  private async retire(slot: Slot): Promise<void> {
+    try {
+      await slot.driver.close()
+    } catch (error) {
+      this.context?.log.warn(`${DATABASE_WORKER_NAME}: closing database ${slot.name} failed`, { error: String(error) })
+    }
+  }
+
+  /**
+   * The database a call names (§10.2): `db`, else the only one, else `primary`.
+   * @throws SvcError `UNKNOWN_DB` (lists the configured names) or `MISSING_DB`.
+   */
+  private slotOf(p: Payload): Slot {
+    const db = dbOf(p)
+    const names = [...this.slots.keys()]
+    if (db !== undefined) {
+      const slot = this.slots.get(db)
+      if (!slot) throw Errors.unknownDb(db, names)
+      return slot
+    }
+    const only = names.length === 1 ? this.slots.get(names[0]!) : this.slots.get('primary')
+    if (!only) throw Errors.missingDb(names)
+    return only
+  }
+
+  private registerFunctions(): void {
+    const worker = this.context!.worker
+    const register = (id: string, handler: (p: Payload) => unknown, options: LocalFunctionOptions) =>
+      worker.registerFunction(id, (data) => handler(payloadOf(data)), options)
+    const call = {
+      db: { type: 'string', description: 'database name; default: the only one, or primary' },
+      sql: { type: 'string', description: 'one statement; placeholders ? (SQLite, MySQL) or $1 (PostgreSQL)' },
+      params: { type: 'array', description: 'positional parameters' },
+      timeout_ms: { type: 'integer', minimum: 1, description: 'default statement_timeout_ms' },
+    }
+    register('database::query', (p) => this.query(p), {
+      description: 'Run a statement and return its rows: {rows, row_count, columns}',
+      request_format: { type: 'object', required: ['sql'], properties: call },
+    })
+    register('database::execute', (p) => this.execute(p), {
+      description: 'Run a statement and return what it changed: {affected_rows, last_insert_id, returned_rows}',
+      request_format: { type: 'object', required: ['sql'], properties: call },
+    })
+    register('database::transaction', (p) => this.transaction(p), {
+      description: 'Run statements in one transaction: {committed, results} or {committed: false, failed_index, error}',
+      request_format: {
+        type: 'object',
+        required: ['statements'],
+        properties: {
+          db: call.db,
+          statements: { type: 'array', items: { type: 'object', required: ['sql'], properties: { sql: call.sql, params: call.params } } },
+          isolation: { type: 'string', enum: ['read_committed', 'repeatable_read', 'serializable'] },
+          timeout_ms: call.timeout_ms,
+        },
+      },
+    })
+    register('database::list_databases', () => this.listDatabases(), {
+      description: 'The configured databases, credentials removed: {databases: [{name, driver, url, pool, tls_mode}]}',
+      request_format: { type: 'object', properties: {} },
+    })
+  }
+
+  private query(p: Payload): Promise<QueryResult> {
+    const slot = this.slotOf(p)
+    const statement = statementOf(p, slot.config.driver, 'database::query')
+    return slot.driver.query(statement, { timeoutMs: timeoutOf(p) ?? slot.config.statement_timeout_ms })
+  }
+
+  private execute(p: Payload): Promise<ExecuteResult> {
+    const slot = this.slotOf(p)
+    const statement = statementOf(p, slot.config.driver, 'database::execute')
+    return slot.driver.execute(statement, { timeoutMs: timeoutOf(p) ?? slot.config.statement_timeout_ms })
+  }
+
+  private transaction(p: Payload): Promise<TransactionResult> {
+    const slot = this.slotOf(p)
+    const statements = statementsOf(p, slot.config.driver)
+    const isolation = isolationOf(p)
+    const options = { timeoutMs: timeoutOf(p) ?? slot.config.statement_timeout_ms, ...(isolation ? { isolation } : {}) }
+    return slot.driver.transaction(statements, options)
+  }
+
+  private listDatabases(): { databases: Array<{ name: string; driver: string; url: string; pool: unknown; tls_mode: string }> } {
+    return {
+      databases: [...this.slots.values()].map((slot) => ({
+        name: slot.name,
+        driver: slot.config.driver,
+        url: redactUrl(slot.config.url),
+        pool: slot.config.pool,
+        tls_mode: slot.config.tls.mode,
+      })),
+    }
+  }
+}
