@@ -22,6 +22,11 @@ export const TRUNCATION_SUFFIX = '..."[TRUNCATED]"'
  * spec is silent; a bound keeps hostile payloads from exhausting the stack).
  */
 export const MAX_REDACT_DEPTH = 64
+/**
+ * Objects and arrays {@link redact} copies at most; later ones become `[Truncated]` (decision:
+ * a value reusing one object on many paths would otherwise expand exponentially).
+ */
+export const MAX_REDACT_NODES = 100_000
 
 const SENSITIVE_SUBSTRINGS = [
   'api_key', 'apikey', 'api-key', 'password', 'secret', 'credential', 'authorization', 'auth_token',
@@ -42,32 +47,34 @@ export function isSensitiveKey(key: string): boolean {
 /**
  * A copy of `value` with the value of every sensitive key (see {@link isSensitiveKey}) replaced by
  * {@link REDACTED_PLACEHOLDER}, at any depth, in plain objects, arrays, `Map`s (string keys) and
- * objects with a `toJSON` (applied first, as `JSON.stringify` would). Cycles become `[Circular]`,
- * nesting past {@link MAX_REDACT_DEPTH} becomes `[MaxDepth]`. Primitives are returned unchanged.
+ * objects with a `toJSON` (applied first, as `JSON.stringify` would). Cycles become `[Circular]`, objects past
+ * {@link MAX_REDACT_NODES} `[Truncated]`, nesting past {@link MAX_REDACT_DEPTH} becomes `[MaxDepth]`. Primitives are returned unchanged.
  * Never throws: a getter or `toJSON` that throws gives {@link UNSERIALIZABLE} in its place.
  */
 export function redact<T>(value: T): T {
-  return redactValue(value, new Set(), 0) as T
+  return redactValue(value, new Set(), 0, { left: MAX_REDACT_NODES }) as T
 }
 
-function redactValue(value: unknown, seen: Set<object>, depth: number): unknown {
+function redactValue(value: unknown, seen: Set<object>, depth: number, budget: { left: number }): unknown {
   if (value === null || typeof value !== 'object') return value
   if (seen.has(value)) return CIRCULAR
   if (depth >= MAX_REDACT_DEPTH) return '[MaxDepth]'
+  if (budget.left <= 0) return '[Truncated]'
+  budget.left--
   try {
     const withJson = value as { toJSON?: unknown }
     if (typeof withJson.toJSON === 'function' && !(value instanceof Map)) {
       const converted: unknown = (withJson.toJSON as () => unknown).call(value)
-      if (converted !== value) return redactValue(converted, seen, depth + 1)
+      if (converted !== value) return redactValue(converted, seen, depth + 1, budget)
     }
     seen.add(value)
     try {
-      if (Array.isArray(value)) return value.map((item) => redactValue(item, seen, depth + 1))
+      if (Array.isArray(value)) return value.map((item) => redactValue(item, seen, depth + 1, budget))
       const out: Record<string, unknown> = {}
       const entries: Iterable<[unknown, unknown]> = value instanceof Map ? value.entries() : Object.entries(value)
       for (const [key, item] of entries) {
         const name = String(key)
-        out[name] = isSensitiveKey(name) ? REDACTED_PLACEHOLDER : redactValue(item, seen, depth + 1)
+        out[name] = isSensitiveKey(name) ? REDACTED_PLACEHOLDER : redactValue(item, seen, depth + 1, budget)
       }
       return out
     } finally {
