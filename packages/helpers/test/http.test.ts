@@ -26,7 +26,7 @@ function fakeChannel(): ResponseChannel & { items: Array<string | Buffer>; close
 }
 
 function request(response?: ResponseChannel): StreamRequest {
-  return { method: 'GET', path: '/f', route: '/f', path_params: {}, query_params: {}, headers: {}, body: null, request_body: { readAll: async () => Buffer.alloc(0), async *[Symbol.asyncIterator]() {} }, ...(response ? { response } : {}) } as StreamRequest
+  return { method: 'GET', path: '/f', route: '/f', path_params: {}, query_params: {}, headers: {}, body: null, request_body: { readAll: async () => Buffer.alloc(0), async *[Symbol.asyncIterator]() {} }, ...(response ? { response } : {}) } as unknown as StreamRequest
 }
 
 describe('http()', () => {

@@ -5,7 +5,7 @@
  * payloads. Only when telemetry is initialised: otherwise {@link startInvocationSpan} returns
  * undefined and the invocation path does no tracing work at all.
  */
-import { type Context, context, type Span, SpanKind, SpanStatusCode, trace } from '@opentelemetry/api'
+import { type Context, context, type Span, SpanKind, trace } from '@opentelemetry/api'
 import {
   extractContext,
   injectBaggage,
@@ -14,6 +14,7 @@ import {
   markSpanError,
   redactAndTruncate,
   resolveMaxBytesFromEnv,
+  setOkUnlessError,
   tracePayloadsDisabled,
 } from 'svc-helpers/observability'
 import { getTracer } from 'svc-helpers/observability/internal'
@@ -57,7 +58,7 @@ export function endInvocationSpan(s: InvocationSpan, result: unknown, error: { c
     markSpanError(s.span, Object.assign(new Error(error.message), { name: error.code }))
     recordPayload(s.span, 'svc.invocation.output', error, false)
   } else {
-    s.span.setStatus({ code: SpanStatusCode.OK })
+    setOkUnlessError(s.span)
     recordPayload(s.span, 'svc.invocation.output', result ?? null, true)
   }
   s.span.end()

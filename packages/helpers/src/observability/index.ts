@@ -63,6 +63,7 @@ export {
   setBaggageEntry,
   setCurrentSpanAttribute,
   setCurrentSpanError,
+  setOkUnlessError,
   withSpan,
   type WithSpanOptions,
 } from './trace.ts'

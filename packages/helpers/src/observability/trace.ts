@@ -73,7 +73,7 @@ export interface WithSpanOptions {
 
 /**
  * Runs `fn` inside a new active span `name` and ends it (sdk.md §12.2). Status OK when `fn`
- * returns or resolves; ERROR with the message, plus a recorded exception, when it throws or
+ * returns or resolves (unless the work set ERROR itself); ERROR with the message, plus a recorded exception, when it throws or
  * rejects — the error is rethrown unchanged. A no-op span when telemetry is off.
  */
 export async function withSpan<T>(name: string, opts: WithSpanOptions, fn: (span: Span) => T | Promise<T>): Promise<T> {
@@ -82,7 +82,7 @@ export async function withSpan<T>(name: string, opts: WithSpanOptions, fn: (span
   return context.with(trace.setSpan(parent, span), async () => {
     try {
       const result = await fn(span)
-      span.setStatus({ code: SpanStatusCode.OK })
+      setOkUnlessError(span)
       return result
     } catch (error) {
       markSpanError(span, error)
@@ -91,6 +91,15 @@ export async function withSpan<T>(name: string, opts: WithSpanOptions, fn: (span
       span.end()
     }
   })
+}
+
+/**
+ * Sets status OK unless the span already has ERROR (set by `setCurrentSpanError` inside the work):
+ * OK would otherwise overwrite it. Reads the SDK span's `status`; API-only spans just get OK.
+ */
+export function setOkUnlessError(span: Span): void {
+  const status = (span as unknown as { status?: { code?: SpanStatusCode } }).status
+  if (status?.code !== SpanStatusCode.ERROR) span.setStatus({ code: SpanStatusCode.OK })
 }
 
 /** Sets ERROR status on `span` with the error's message, records it as an exception, and sets `error.type`. */
