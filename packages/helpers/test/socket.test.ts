@@ -69,3 +69,33 @@ describe('TelemetrySocket', () => {
     assert.equal(otelUrlOf('wss://h/base/'), 'wss://h/base/otel')
   })
 })
+
+describe('TelemetrySocket against a peer that stops reading', () => {
+  it('drops frames past the backlog cap instead of growing, and send stays fast', async () => {
+    const { WebSocketServer } = await import('ws')
+    const { connectWebSocket } = await import('svc-protocol/transport/ws')
+    const { MAX_BUFFERED_BYTES } = await import('../src/observability/socket.ts')
+    const wss = new WebSocketServer({ port: 0 })
+    await new Promise((resolve) => wss.once('listening', resolve))
+    // The "engine" accepts the socket and never reads from it again.
+    wss.on('connection', (_ws, req) => req.socket.pause())
+    const port = (wss.address() as { port: number }).port
+    const socket = new TelemetrySocket({ url: `ws://127.0.0.1:${port}/otel`, connector: connectWebSocket, backoff: BACKOFF })
+    for (let i = 0; i < 200 && !socket.stats.connected; i++) await new Promise((r) => setTimeout(r, 10))
+    assert.equal(socket.stats.connected, true)
+    const frame = 'x'.repeat(1024 * 1024)
+    const started = performance.now()
+    const frames = Math.ceil((MAX_BUFFERED_BYTES * 3) / frame.length)
+    for (let i = 0; i < frames; i++) {
+      socket.send('LOGS', frame)
+      await new Promise((r) => setImmediate(r))
+    }
+    const elapsed = performance.now() - started
+    assert.ok(socket.stats.dropped > 0, 'frames beyond the backlog are dropped')
+    assert.ok(socket.stats.sent + socket.stats.dropped === frames)
+    assert.ok(elapsed < 5000, `sending took ${elapsed} ms`)
+    socket.close()
+    for (const client of wss.clients) client.terminate()
+    wss.close()
+  })
+})
