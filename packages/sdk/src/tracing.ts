@@ -23,6 +23,8 @@ import { getTracer } from 'svc-helpers/observability/internal'
 export interface InvocationSpan {
   span: Span
   ctx: Context
+  /** The inbound `baggage`, returned unchanged: the span's context cannot change it. */
+  baggage: string | undefined
 }
 
 /** Payload settings, read from the environment once per process. */
@@ -41,7 +43,7 @@ export function startInvocationSpan(functionId: string, data: unknown, tracepare
   const parent = extractContext(typeof traceparent === 'string' ? traceparent : undefined, typeof baggage === 'string' ? baggage : undefined)
   const span = getTracer().startSpan(`execute ${functionId}`, { kind: SpanKind.INTERNAL, attributes: { 'svc.function.id': functionId } }, parent)
   recordPayload(span, 'svc.invocation.input', data, true)
-  return { span, ctx: trace.setSpan(parent, span) }
+  return { span, ctx: trace.setSpan(parent, span), baggage: typeof baggage === 'string' && baggage !== '' ? baggage : undefined }
 }
 
 /** Runs `fn` with the span's context active (or plainly without a span). */
@@ -65,8 +67,7 @@ export function endInvocationSpan(s: InvocationSpan, result: unknown, error: { c
   const out: { traceparent?: string; baggage?: string } = {}
   const tp = injectTraceparent(s.ctx)
   if (tp !== undefined) out.traceparent = tp
-  const bg = injectBaggage(s.ctx)
-  if (bg !== undefined) out.baggage = bg
+  if (s.baggage !== undefined) out.baggage = s.baggage
   return out
 }
 

@@ -39,6 +39,7 @@ export {
   redact,
   redactAndTruncate,
   type RedactedPayload,
+  redactedJson,
   resolveMaxBytesFromEnv,
   safeStringify,
   tracePayloadsDisabled,

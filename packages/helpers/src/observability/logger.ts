@@ -23,8 +23,8 @@ export interface OtelLogEvent {
   severity_text: string
   body: string
   attributes: Record<string, unknown>
-  trace_id?: string
-  span_id?: string
+  trace_id: string | null
+  span_id: string | null
   resource: Record<string, string>
   service_name: string
   instrumentation_scope_name?: string

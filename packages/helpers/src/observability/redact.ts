@@ -39,6 +39,19 @@ const SENSITIVE_SUBSTRINGS = [
  * private_key, client_secret; or is exactly `token`; or ends in `_token`/`-token`. Case-insensitive.
  */
 export function isSensitiveKey(key: string): boolean {
+  let known = sensitiveCache.get(key)
+  if (known === undefined) {
+    known = computeSensitive(key)
+    // Payloads reuse a small set of keys; the bound keeps hostile key floods from growing it.
+    if (sensitiveCache.size >= 4096) sensitiveCache.clear()
+    sensitiveCache.set(key, known)
+  }
+  return known
+}
+
+const sensitiveCache = new Map<string, boolean>()
+
+function computeSensitive(key: string): boolean {
   const k = key.toLowerCase()
   if (k === 'token' || k.endsWith('_token') || k.endsWith('-token')) return true
   return SENSITIVE_SUBSTRINGS.some((s) => k.includes(s))
@@ -108,6 +121,35 @@ export function safeStringify(value: unknown): string {
   }
 }
 
+/**
+ * `safeStringify(redact(value))` in one pass (the hot path of payload span events): a
+ * `JSON.stringify` replacer redacts sensitive keys, writes BigInt as strings, `Map`s as objects,
+ * cycles as `[Circular]`, nesting past {@link MAX_REDACT_DEPTH} as `[MaxDepth]` and objects past
+ * {@link MAX_REDACT_NODES} as `[Truncated]`. {@link UNSERIALIZABLE} when a getter or `toJSON` throws.
+ */
+export function redactedJson(value: unknown): string {
+  const stack: object[] = []
+  let budget = MAX_REDACT_NODES
+  try {
+    const json = JSON.stringify(value, function (this: unknown, key: string, item: unknown) {
+      if (key !== '' && isSensitiveKey(key) && !Array.isArray(this)) return REDACTED_PLACEHOLDER
+      if (typeof item === 'bigint') return item.toString()
+      if (item === null || typeof item !== 'object') return item
+      // `this` is the holder: unwind the ancestor stack to it, then check for a cycle.
+      while (stack.length > 0 && stack[stack.length - 1] !== this) stack.pop()
+      if (stack.includes(item)) return CIRCULAR
+      if (stack.length >= MAX_REDACT_DEPTH) return '[MaxDepth]'
+      if (--budget < 0) return '[Truncated]'
+      const out: object = item instanceof Map ? Object.fromEntries([...item].map(([k, v]) => [String(k), v])) : item
+      stack.push(out)
+      return out
+    })
+    return json === undefined ? 'null' : json
+  } catch {
+    return UNSERIALIZABLE
+  }
+}
+
 /** Result of {@link redactAndTruncate}. */
 export interface RedactedPayload {
   /** Redacted JSON text, at most `maxBytes` UTF-8 bytes plus {@link TRUNCATION_SUFFIX} when cut. */
@@ -126,7 +168,7 @@ export function redactAndTruncate(value: unknown, maxBytes: number | null): Reda
   if (maxBytes !== null && (!Number.isInteger(maxBytes) || maxBytes < 0)) {
     throw new RangeError(`maxBytes must be a non-negative integer or null, got ${String(maxBytes)}`)
   }
-  const json = safeStringify(redact(value))
+  const json = redactedJson(value)
   if (maxBytes === null || json.length <= maxBytes / 3) return { json, truncated: false }
   const bytes = Buffer.from(json, 'utf8')
   if (bytes.length <= maxBytes) return { json, truncated: false }
