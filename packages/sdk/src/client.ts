@@ -9,6 +9,9 @@
  * inbound frame one `JSON.parse`. Everything that can be computed once (announce, registration
  * frames, timer callbacks) is.
  */
+import { currentOtelConfig, registerWorkerGauges } from 'svc-helpers/observability'
+import { getMeter } from 'svc-helpers/observability/internal'
+import { endInvocationSpan, type InvocationSpan, runInSpan, startInvocationSpan, traceFields } from './tracing.ts'
 import { randomUUID } from 'node:crypto'
 import { Errors, type SvcError } from 'svc-protocol/errors'
 import type { ConnectOptions, Connector, Transport } from 'svc-protocol/transport'
@@ -250,6 +253,7 @@ export class WorkerClient implements SvcClient {
   readonly #triggers = new Map<string, LocalTrigger>()
   readonly #bindings = new Map<string, ProviderBinding>()
 
+  #gaugesStarted = false
   readonly #stateListeners = new Set<(state: ConnectionState) => void>()
   readonly #registrationListeners = new Set<(error: RegistrationError) => void>()
 
@@ -493,7 +497,10 @@ export class WorkerClient implements SvcClient {
         this.#onInvoke(transport, msg as unknown as InvokeFunctionMessage)
         return
       case 'workerregistered':
-        if (typeof msg.worker_id === 'string') this.#workerId = msg.worker_id
+        if (typeof msg.worker_id === 'string') {
+          this.#workerId = msg.worker_id
+          this.#startGauges(msg.worker_id)
+        }
         if (typeof msg.reattach_token === 'string') this.#reattachToken = msg.reattach_token
         return
       case 'registertrigger':
@@ -519,6 +526,14 @@ export class WorkerClient implements SvcClient {
     }
   }
 
+  /** Worker gauges once per client, after the first `workerregistered` (sdk.md §12.3). */
+  #startGauges(workerId: string): void {
+    if (this.#gaugesStarted || this.#options.enableMetricsReporting === false) return
+    if (currentOtelConfig()?.metricsEnabled !== true) return
+    this.#gaugesStarted = true
+    registerWorkerGauges(getMeter(), { workerId, workerName: this.#options.workerName })
+  }
+
   #onResult(msg: InvocationResultMessage): void {
     const call = this.#pending.get(msg.invocation_id)
     if (call === undefined) return // late answer after a timeout, or not ours
@@ -540,30 +555,36 @@ export class WorkerClient implements SvcClient {
       return
     }
     // The handler starts now and the transport keeps reading: inbound invocations run concurrently.
+    const data = msg.data === undefined ? null : msg.data
+    const span = startInvocationSpan(msg.function_id, data, msg.traceparent, msg.baggage)
+    const handler = fn.handler
     let value: unknown
     try {
-      value = fn.handler(msg.data === undefined ? null : msg.data, msg.metadata as JsonValue | undefined)
+      value = runInSpan(span, () => handler(data, msg.metadata as JsonValue | undefined))
     } catch (err) {
-      this.#answer(transport, msg, undefined, toErrorBody(err))
+      this.#answer(transport, msg, undefined, toErrorBody(err), span)
       return
     }
     if (isThenable(value)) {
       value.then(
-        (result) => this.#answer(transport, msg, result, undefined),
-        (err: unknown) => this.#answer(transport, msg, undefined, toErrorBody(err)),
+        (result) => this.#answer(transport, msg, result, undefined, span),
+        (err: unknown) => this.#answer(transport, msg, undefined, toErrorBody(err), span),
       )
     } else {
-      this.#answer(transport, msg, value, undefined)
+      this.#answer(transport, msg, value, undefined, span)
     }
   }
 
-  #answer(transport: Transport, msg: InvokeFunctionMessage, result: unknown, error: ErrorBody | undefined): void {
+  #answer(transport: Transport, msg: InvokeFunctionMessage, result: unknown, error: ErrorBody | undefined, span?: InvocationSpan): void {
+    const trace = span === undefined ? undefined : endInvocationSpan(span, result, error)
     // A result for a lost connection has nowhere to go: the engine already ended the call with
     // invocation_stopped and ignores results arriving on other connections.
     if (transport !== this.#transport || !this.#connected || msg.invocation_id === undefined) return
     let text: string
     try {
-      const head = '{"type":"invocationresult","invocation_id":' + JSON.stringify(msg.invocation_id) + ',"function_id":' + this.#idJson(msg.function_id)
+      let head = '{"type":"invocationresult","invocation_id":' + JSON.stringify(msg.invocation_id) + ',"function_id":' + this.#idJson(msg.function_id)
+      if (trace?.traceparent !== undefined) head += ',"traceparent":' + JSON.stringify(trace.traceparent)
+      if (trace?.baggage !== undefined) head += ',"baggage":' + JSON.stringify(trace.baggage)
       if (error !== undefined) {
         text = head + ',"error":' + JSON.stringify(error) + '}'
       } else {
@@ -764,7 +785,7 @@ export class WorkerClient implements SvcClient {
       if (action !== undefined) text += ',"action":' + JSON.stringify(action)
       const namespace = request.namespace ?? this.#defaultNamespace(functionId)
       if (namespace !== undefined) text += ',"namespace":' + JSON.stringify(namespace)
-      text += '}'
+      text += traceFields() + '}'
     } catch (err) {
       return Promise.reject(
         invocationError(Errors.invalidArguments(`payload is not JSON-serialisable: ${errorMessage(err)}`), functionId),

@@ -13,12 +13,15 @@
  * await client.trigger({ function_id: 'audit::record', payload: { c }, action: TriggerAction.Void() })
  * await client.shutdown()
  */
+import { initOtel, isOtelInitialized, type OtelConfig, shutdownOtel, stopWorkerGauges } from 'svc-helpers/observability'
 import { WorkerClient } from './client.ts'
 import { resolveAddress, resolveOptions } from './options.ts'
 import type { InitOptions, SvcClient } from './types.ts'
 
 export { InvocationError, NonRetryableError, RegistrationRejectedError, RetryAfterError } from './errors.ts'
 export { DEFAULT_ENGINE_URL } from './options.ts'
+export { flushOtel, getLogger, initOtel, Logger, shutdownOtel } from 'svc-helpers/observability'
+export type { OtelConfig } from 'svc-helpers/observability'
 export { TriggerAction } from './trigger-action.ts'
 export type {
   ConnectionState,
@@ -65,5 +68,31 @@ export type {
  * client.addConnectionStateListener((state) => console.log('engine:', state))
  */
 export function registerWorker(address?: string, options?: InitOptions): SvcClient {
-  return new WorkerClient(resolveAddress(address), resolveOptions(options))
+  const resolvedAddress = resolveAddress(address)
+  const resolved = resolveOptions(options)
+  const client = new WorkerClient(resolvedAddress, resolved)
+  if (options?.otel?.enabled !== false) {
+    const otel: OtelConfig = { ...options?.otel, engineWsUrl: resolvedAddress }
+    if (resolved.headers !== undefined) otel.headers = resolved.headers
+    if (initOtel(otel)) otelOwners = 0
+    if (isOtelInitialized() && otelOwners !== undefined) {
+      otelOwners++
+      const shutdown = client.shutdown.bind(client)
+      client.shutdown = async () => {
+        await shutdown()
+        if (otelOwners !== undefined && --otelOwners === 0) {
+          otelOwners = undefined
+          stopWorkerGauges()
+          await shutdownOtel()
+        }
+      }
+    }
+  }
+  return client
 }
+
+/**
+ * Clients sharing the telemetry that `registerWorker` initialised; the last one to shut down
+ * shuts telemetry down. Undefined when telemetry was set up by the application (left to it).
+ */
+let otelOwners: number | undefined

@@ -63,6 +63,7 @@ export interface ResolvedOptions {
   reconnection: ReconnectionConfig
   headers?: Record<string, string>
   telemetry: TelemetryOptions
+  enableMetricsReporting: boolean
 }
 
 function assertNumber(name: string, value: unknown, min: number, max = Number.POSITIVE_INFINITY): void {
@@ -106,6 +107,7 @@ export function resolveOptions(options: InitOptions = {}, env: Env = process.env
     invocationTimeoutMs,
     reconnection,
     telemetry: options.telemetry ?? {},
+    enableMetricsReporting: options.enableMetricsReporting ?? true,
   }
   if (options.workerDescription !== undefined) resolved.workerDescription = options.workerDescription
   if (namespace !== undefined) resolved.namespace = namespace

@@ -1,6 +1,7 @@
 /**
  * Public types of `svc-sdk` (sdk.md §1–§8). The implementation is in `client.ts`.
  */
+import type { OtelConfig } from 'svc-helpers/observability'
 import type {
   FormatSchema,
   HttpAuth,
@@ -43,8 +44,7 @@ export interface TelemetryOptions {
 }
 
 /**
- * Options of {@link registerWorker} (sdk.md §2). Telemetry options (`otel`, `enableMetricsReporting`)
- * arrive with the telemetry pipeline (sdk.md §12).
+ * Options of {@link registerWorker} (sdk.md §2).
  */
 export interface InitOptions {
   /** Name reported in the announce; a label, need not be unique. Default env `SVC_WORKER_NAME`, else `<hostname>:<pid>`. */
@@ -61,6 +61,10 @@ export interface InitOptions {
   headers?: Record<string, string>
   /** Worker metadata for the announce. */
   telemetry?: TelemetryOptions
+  /** Worker resource gauges (sdk.md §12.3). Default true. */
+  enableMetricsReporting?: boolean
+  /** Telemetry (sdk.md §12.1), on by default; `engineWsUrl` is always the worker address. */
+  otel?: Omit<OtelConfig, 'engineWsUrl'>
 }
 
 /** Connection states (sdk.md §8). `failed` and a `disconnected` reached through `shutdown()` are terminal. */

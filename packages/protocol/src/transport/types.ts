@@ -36,6 +36,11 @@ export interface Transport {
    * @throws TypeError when `text` is not a string.
    */
   send(text: string): void
+  /**
+   * Sends one binary frame (the `/otel` telemetry frames of protocol.md §10.2). Dropped silently
+   * unless open, like `send`. Optional: transports without binary frames omit it.
+   */
+  sendBinary?(data: Uint8Array): void
   /** Bytes accepted by `send` and not yet written to the network (backpressure, protocol.md §3.5). */
   readonly bufferedAmount: number
   /** True between open and the start of closing. */

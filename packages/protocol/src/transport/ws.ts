@@ -116,6 +116,13 @@ class WsTransport implements Transport {
     return this.#ws.readyState === WebSocket.OPEN
   }
 
+  sendBinary(data: Uint8Array): void {
+    if (!(data instanceof Uint8Array)) throw new TypeError('sendBinary expects a Uint8Array')
+    if (this.#ws.readyState !== WebSocket.OPEN) return
+    // Not coalesced: telemetry frames are batched already and leave at most a few per second.
+    this.#ws.send(data, { binary: true })
+  }
+
   send(text: string): void {
     assertText(text)
     if (this.#ws.readyState !== WebSocket.OPEN) return

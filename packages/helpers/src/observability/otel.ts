@@ -1,0 +1,308 @@
+/**
+ * Telemetry initialisation (sdk.md §12.1): a tracer, meter and logger provider whose exporters
+ * send OTLP/JSON batches over the engine's `/otel` socket (protocol.md §10.2), W3C trace-context and
+ * baggage propagators, an AsyncLocalStorage context manager, and a span processor that copies
+ * baggage onto span attributes. Environment variables override defaults; explicit fields override both.
+ *
+ * @example
+ * initOtel({ serviceName: 'billing', engineWsUrl: 'ws://127.0.0.1:49134' })
+ * // … spans, logs and gauges flow to the engine …
+ * await shutdownOtel()
+ */
+import { randomUUID } from 'node:crypto'
+import { type Context, context, logs, metrics, type Meter, propagation, trace } from '@opentelemetry/api'
+import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks'
+import { CompositePropagator, ExportResultCode, W3CBaggagePropagator, W3CTraceContextPropagator } from '@opentelemetry/core'
+import { JsonLogsSerializer, JsonMetricsSerializer, JsonTraceSerializer } from '@opentelemetry/otlp-transformer'
+import { resourceFromAttributes } from '@opentelemetry/resources'
+import { BatchLogRecordProcessor, LoggerProvider, type LogRecordExporter, type ReadableLogRecord } from '@opentelemetry/sdk-logs'
+import { MeterProvider, PeriodicExportingMetricReader, type PushMetricExporter, type ResourceMetrics } from '@opentelemetry/sdk-metrics'
+import { BatchSpanProcessor, type ReadableSpan, type Span, type SpanExporter, type SpanProcessor, TracerProvider } from '@opentelemetry/sdk-trace'
+import type { Connector } from 'svc-protocol/transport'
+import { connectWebSocket } from 'svc-protocol/transport/ws'
+import { patchGlobalFetch, unpatchGlobalFetch } from './fetch.ts'
+import { type FramePrefix, otelUrlOf, type SocketBackoff, TelemetrySocket, type TelemetrySocketStats } from './socket.ts'
+import { TRACER_NAME } from './trace.ts'
+
+/** Reconnection backoff (sdk.md §2). */
+export type ReconnectionConfig = SocketBackoff
+
+/** The configuration table of sdk.md §12.1; every field optional. */
+export interface OtelConfig {
+  /** Default true; env `OTEL_ENABLED` = false/0/no/off disables. */
+  enabled?: boolean
+  /** Default env `SVC_URL`, else `ws://127.0.0.1:49134`. */
+  engineWsUrl?: string
+  /** Default true: patches global `fetch`. */
+  fetchInstrumentationEnabled?: boolean
+  /** OpenTelemetry instrumentations, each enabled with the tracer provider (objects with `setTracerProvider`/`enable`). */
+  instrumentations?: unknown[]
+  /** Log records per batch; default 1 (env `OTEL_LOGS_BATCH_SIZE`). */
+  logsBatchSize?: number
+  /** ms; default 100 (env `OTEL_LOGS_FLUSH_INTERVAL_MS`). */
+  logsFlushIntervalMs?: number
+  /** Default true (env `OTEL_METRICS_ENABLED`). */
+  metricsEnabled?: boolean
+  /** ms; default 60000. */
+  metricsExportIntervalMs?: number
+  reconnectionConfig?: Partial<ReconnectionConfig>
+  /** Default env `SERVICE_INSTANCE_ID`, else a random UUID. */
+  serviceInstanceId?: string
+  /** Default env `OTEL_SERVICE_NAME`, else `svc-node`. */
+  serviceName?: string
+  /** Default env `SERVICE_NAMESPACE`. */
+  serviceNamespace?: string
+  /** Default env `SERVICE_VERSION`, else `unknown`. */
+  serviceVersion?: string
+  /** ms; default 100 (env `OTEL_SPANS_FLUSH_INTERVAL_MS`). */
+  spansFlushIntervalMs?: number
+  /** Extra upgrade headers of `/otel` (sdk.md §2 `headers`). */
+  headers?: Record<string, string>
+  /** Opens the socket; default the Node `ws` transport (a test seam). */
+  connector?: Connector
+}
+
+/** {@link OtelConfig} after defaults. */
+export interface ResolvedOtelConfig {
+  enabled: boolean
+  engineWsUrl: string
+  fetchInstrumentationEnabled: boolean
+  instrumentations: unknown[]
+  logsBatchSize: number
+  logsFlushIntervalMs: number
+  metricsEnabled: boolean
+  metricsExportIntervalMs: number
+  reconnectionConfig: ReconnectionConfig
+  serviceInstanceId: string
+  serviceName: string
+  serviceNamespace: string | undefined
+  serviceVersion: string
+  spansFlushIntervalMs: number
+}
+
+type Env = Record<string, string | undefined>
+
+function envString(env: Env, name: string): string | undefined {
+  const v = env[name]?.trim()
+  return v === undefined || v === '' ? undefined : v
+}
+function envBool(env: Env, name: string): boolean | undefined {
+  const v = envString(env, name)?.toLowerCase()
+  if (v === undefined) return undefined
+  return !['false', '0', 'no', 'off'].includes(v)
+}
+function envNumber(env: Env, name: string): number | undefined {
+  const v = envString(env, name)
+  const n = v === undefined ? Number.NaN : Number(v)
+  // An unparsable or non-positive value counts as unset.
+  return Number.isFinite(n) && n > 0 ? n : undefined
+}
+
+/** Applies env and defaults to `config` (sdk.md §12.1). Pure. */
+export function resolveOtelConfig(config: OtelConfig = {}, env: Env = process.env): ResolvedOtelConfig {
+  return {
+    enabled: config.enabled ?? envBool(env, 'OTEL_ENABLED') ?? true,
+    engineWsUrl: config.engineWsUrl ?? envString(env, 'SVC_URL') ?? 'ws://127.0.0.1:49134',
+    fetchInstrumentationEnabled: config.fetchInstrumentationEnabled ?? true,
+    instrumentations: config.instrumentations ?? [],
+    logsBatchSize: Math.max(1, Math.floor(config.logsBatchSize ?? envNumber(env, 'OTEL_LOGS_BATCH_SIZE') ?? 1)),
+    logsFlushIntervalMs: config.logsFlushIntervalMs ?? envNumber(env, 'OTEL_LOGS_FLUSH_INTERVAL_MS') ?? 100,
+    metricsEnabled: config.metricsEnabled ?? envBool(env, 'OTEL_METRICS_ENABLED') ?? true,
+    metricsExportIntervalMs: config.metricsExportIntervalMs ?? 60000,
+    reconnectionConfig: {
+      initialDelayMs: 1000, maxDelayMs: 30000, backoffMultiplier: 2, jitterFactor: 0.3, maxRetries: -1,
+      ...Object.fromEntries(Object.entries(config.reconnectionConfig ?? {}).filter(([, v]) => v !== undefined)),
+    },
+    serviceInstanceId: config.serviceInstanceId ?? envString(env, 'SERVICE_INSTANCE_ID') ?? randomUUID(),
+    serviceName: config.serviceName ?? envString(env, 'OTEL_SERVICE_NAME') ?? 'svc-node',
+    serviceNamespace: config.serviceNamespace ?? envString(env, 'SERVICE_NAMESPACE'),
+    serviceVersion: config.serviceVersion ?? envString(env, 'SERVICE_VERSION') ?? 'unknown',
+    spansFlushIntervalMs: config.spansFlushIntervalMs ?? envNumber(env, 'OTEL_SPANS_FLUSH_INTERVAL_MS') ?? 100,
+  }
+}
+
+/** Sends serialized batches as frames; a serializer failure drops the batch (counted by the socket caller). */
+function sendBatch(socket: TelemetrySocket, prefix: FramePrefix, bytes: Uint8Array | undefined): boolean {
+  if (bytes === undefined) return false
+  socket.send(prefix, bytes)
+  return true
+}
+
+class SocketSpanExporter implements SpanExporter {
+  readonly socket: TelemetrySocket
+  constructor(socket: TelemetrySocket) {
+    this.socket = socket
+  }
+  export(spans: ReadableSpan[], done: (r: { code: ExportResultCode }) => void): void {
+    const ok = sendBatch(this.socket, 'OTLP', JsonTraceSerializer.serializeRequest(spans))
+    done({ code: ok ? ExportResultCode.SUCCESS : ExportResultCode.FAILED })
+  }
+  async shutdown(): Promise<void> {}
+  async forceFlush(): Promise<void> {}
+}
+
+class SocketLogExporter implements LogRecordExporter {
+  readonly socket: TelemetrySocket
+  constructor(socket: TelemetrySocket) {
+    this.socket = socket
+  }
+  export(records: ReadableLogRecord[], done: (r: { code: ExportResultCode }) => void): void {
+    const ok = sendBatch(this.socket, 'LOGS', JsonLogsSerializer.serializeRequest(records))
+    done({ code: ok ? ExportResultCode.SUCCESS : ExportResultCode.FAILED })
+  }
+  async forceFlush(): Promise<void> {}
+  async shutdown(): Promise<void> {}
+}
+
+class SocketMetricExporter implements PushMetricExporter {
+  readonly socket: TelemetrySocket
+  constructor(socket: TelemetrySocket) {
+    this.socket = socket
+  }
+  export(data: ResourceMetrics, done: (r: { code: ExportResultCode }) => void): void {
+    const ok = sendBatch(this.socket, 'MTRC', JsonMetricsSerializer.serializeRequest(data))
+    done({ code: ok ? ExportResultCode.SUCCESS : ExportResultCode.FAILED })
+  }
+  async forceFlush(): Promise<void> {}
+  async shutdown(): Promise<void> {}
+}
+
+/** Copies every baggage entry of the parent context onto the span as an attribute (sdk.md §12.1). */
+export class BaggageSpanProcessor implements SpanProcessor {
+  onStart(span: Span, parentContext: Context): void {
+    for (const [key, entry] of propagation.getBaggage(parentContext)?.getAllEntries() ?? []) span.setAttribute(key, entry.value)
+  }
+  onEnd(): void {}
+  async forceFlush(): Promise<void> {}
+  async shutdown(): Promise<void> {}
+}
+
+interface OtelState {
+  config: ResolvedOtelConfig
+  socket: TelemetrySocket
+  tracerProvider: TracerProvider
+  meterProvider: MeterProvider | undefined
+  loggerProvider: LoggerProvider
+  contextManager: AsyncLocalStorageContextManager
+}
+
+let state: OtelState | undefined
+
+/** True once {@link initOtel} has set up telemetry (and before {@link shutdownOtel}). */
+export function isOtelInitialized(): boolean {
+  return state !== undefined
+}
+
+/** Counters of the telemetry socket, or undefined when telemetry is off. */
+export function otelSocketStats(): TelemetrySocketStats | undefined {
+  return state?.socket.stats
+}
+
+/** The resolved configuration in force, or undefined when telemetry is off. */
+export function currentOtelConfig(): ResolvedOtelConfig | undefined {
+  return state?.config
+}
+
+/**
+ * Sets up telemetry (sdk.md §12.1) and registers the global providers, propagator and context
+ * manager. Idempotent: a second call while initialised does nothing and returns false. Returns
+ * false too when disabled (`enabled: false` or `OTEL_ENABLED=false`).
+ * @throws TypeError when `engineWsUrl` is not a URL.
+ */
+export function initOtel(config: OtelConfig = {}): boolean {
+  if (state !== undefined) return false
+  const resolved = resolveOtelConfig(config)
+  if (!resolved.enabled) return false
+  const socket = new TelemetrySocket({
+    url: otelUrlOf(resolved.engineWsUrl),
+    connector: config.connector ?? connectWebSocket,
+    backoff: resolved.reconnectionConfig,
+    ...(config.headers !== undefined ? { headers: config.headers } : {}),
+  })
+  const resource = resourceFromAttributes({
+    'service.name': resolved.serviceName,
+    'service.version': resolved.serviceVersion,
+    'service.instance.id': resolved.serviceInstanceId,
+    ...(resolved.serviceNamespace !== undefined ? { 'service.namespace': resolved.serviceNamespace } : {}),
+  })
+  const contextManager = new AsyncLocalStorageContextManager().enable()
+  context.setGlobalContextManager(contextManager)
+  propagation.setGlobalPropagator(new CompositePropagator({ propagators: [new W3CTraceContextPropagator(), new W3CBaggagePropagator()] }))
+  const tracerProvider = new TracerProvider({
+    resource,
+    spanProcessors: [
+      new BaggageSpanProcessor(),
+      new BatchSpanProcessor({
+        exporter: new SocketSpanExporter(socket),
+        scheduledDelayMillis: resolved.spansFlushIntervalMs,
+        maxQueueSize: 2048, // bounded: spans beyond it are dropped by the processor
+        maxExportBatchSize: 512,
+      }),
+    ],
+  })
+  trace.setGlobalTracerProvider(tracerProvider)
+  const loggerProvider = new LoggerProvider({
+    resource,
+    processors: [
+      new BatchLogRecordProcessor({
+        exporter: new SocketLogExporter(socket),
+        scheduledDelayMillis: resolved.logsFlushIntervalMs,
+        maxExportBatchSize: resolved.logsBatchSize,
+        maxQueueSize: Math.max(2048, resolved.logsBatchSize),
+      }),
+    ],
+  })
+  logs.setGlobalLoggerProvider(loggerProvider)
+  let meterProvider: MeterProvider | undefined
+  if (resolved.metricsEnabled) {
+    meterProvider = new MeterProvider({
+      resource,
+      readers: [new PeriodicExportingMetricReader({ exporter: new SocketMetricExporter(socket), exportIntervalMillis: resolved.metricsExportIntervalMs })],
+    })
+    metrics.setGlobalMeterProvider(meterProvider)
+  }
+  for (const instrumentation of resolved.instrumentations) {
+    const i = instrumentation as { setTracerProvider?: (p: unknown) => void; setMeterProvider?: (p: unknown) => void; enable?: () => void }
+    i.setTracerProvider?.(tracerProvider)
+    if (meterProvider !== undefined) i.setMeterProvider?.(meterProvider)
+    i.enable?.()
+  }
+  if (resolved.fetchInstrumentationEnabled) patchGlobalFetch()
+  state = { config: resolved, socket, tracerProvider, meterProvider, loggerProvider, contextManager }
+  return true
+}
+
+/** Exports every buffered span, log record and metric now. Resolves when handed to the socket. */
+export async function flushOtel(): Promise<void> {
+  const s = state
+  if (s === undefined) return
+  await Promise.all([s.tracerProvider.forceFlush(), s.loggerProvider.forceFlush(), s.meterProvider?.forceFlush()])
+}
+
+/**
+ * Flushes, then shuts the providers down, closes the socket, restores `fetch` and unregisters the
+ * globals. Telemetry can be initialised again afterwards.
+ */
+export async function shutdownOtel(): Promise<void> {
+  const s = state
+  if (s === undefined) return
+  state = undefined
+  try {
+    await Promise.allSettled([s.tracerProvider.forceFlush(), s.loggerProvider.forceFlush(), s.meterProvider?.forceFlush()])
+    await Promise.allSettled([s.tracerProvider.shutdown(), s.loggerProvider.shutdown(), s.meterProvider?.shutdown()])
+  } finally {
+    s.socket.close()
+    unpatchGlobalFetch()
+    trace.disable()
+    logs.disable()
+    metrics.disable()
+    propagation.disable()
+    s.contextManager.disable()
+    context.disable()
+  }
+}
+
+/** svc's meter from the global provider (a no-op meter until {@link initOtel}). */
+export function getMeter(): Meter {
+  return metrics.getMeter(TRACER_NAME)
+}

@@ -1,0 +1,196 @@
+/**
+ * Redaction and safe serialization of payloads recorded in telemetry (sdk.md §12.2, protocol.md
+ * §10.1). Pure functions: no telemetry needs to be running.
+ *
+ * @example
+ * redact({ user: 'ann', password: 'x', nested: { api_key: 'k' } })
+ * // → { user: 'ann', password: '[REDACTED]', nested: { api_key: '[REDACTED]' } }
+ * redactAndTruncate({ big: 'x'.repeat(100) }, 20)
+ * // → { json: '{"big":"xxxxxxxxxx..."[TRUNCATED]"', truncated: true }
+ */
+
+/** What a redacted value is replaced with. */
+export const REDACTED_PLACEHOLDER = '[REDACTED]'
+/** What {@link safeStringify} returns when a value cannot be serialized at all. */
+export const UNSERIALIZABLE = '[unserializable]'
+/** Marker of a reference back to an object still being serialized. */
+export const CIRCULAR = '[Circular]'
+/** Appended by {@link redactAndTruncate} after a cut. */
+export const TRUNCATION_SUFFIX = '..."[TRUNCATED]"'
+/**
+ * Nesting depth past which {@link redact} stops descending and writes `[MaxDepth]` (decision: the
+ * spec is silent; a bound keeps hostile payloads from exhausting the stack).
+ */
+export const MAX_REDACT_DEPTH = 64
+/**
+ * Objects and arrays {@link redact} copies at most; later ones become `[Truncated]` (decision:
+ * a value reusing one object on many paths would otherwise expand exponentially).
+ */
+export const MAX_REDACT_NODES = 100_000
+
+const SENSITIVE_SUBSTRINGS = [
+  'api_key', 'apikey', 'api-key', 'password', 'secret', 'credential', 'authorization', 'auth_token',
+  'access_token', 'refresh_token', 'bearer', 'private_key', 'client_secret',
+]
+
+/**
+ * True when a key names a secret (sdk.md §12.2): it contains one of api_key, apikey, api-key,
+ * password, secret, credential, authorization, auth_token, access_token, refresh_token, bearer,
+ * private_key, client_secret; or is exactly `token`; or ends in `_token`/`-token`. Case-insensitive.
+ */
+export function isSensitiveKey(key: string): boolean {
+  let known = sensitiveCache.get(key)
+  if (known === undefined) {
+    known = computeSensitive(key)
+    // Payloads reuse a small set of keys; the bound keeps hostile key floods from growing it.
+    if (sensitiveCache.size >= 4096) sensitiveCache.clear()
+    sensitiveCache.set(key, known)
+  }
+  return known
+}
+
+const sensitiveCache = new Map<string, boolean>()
+
+function computeSensitive(key: string): boolean {
+  const k = key.toLowerCase()
+  if (k === 'token' || k.endsWith('_token') || k.endsWith('-token')) return true
+  return SENSITIVE_SUBSTRINGS.some((s) => k.includes(s))
+}
+
+/**
+ * A copy of `value` with the value of every sensitive key (see {@link isSensitiveKey}) replaced by
+ * {@link REDACTED_PLACEHOLDER}, at any depth, in plain objects, arrays, `Map`s (string keys) and
+ * objects with a `toJSON` (applied first, as `JSON.stringify` would). Cycles become `[Circular]`, objects past
+ * {@link MAX_REDACT_NODES} `[Truncated]`, nesting past {@link MAX_REDACT_DEPTH} becomes `[MaxDepth]`. Primitives are returned unchanged.
+ * Never throws: a getter or `toJSON` that throws gives {@link UNSERIALIZABLE} in its place.
+ */
+export function redact<T>(value: T): T {
+  return redactValue(value, new Set(), 0, { left: MAX_REDACT_NODES }) as T
+}
+
+function redactValue(value: unknown, seen: Set<object>, depth: number, budget: { left: number }): unknown {
+  if (value === null || typeof value !== 'object') return value
+  if (seen.has(value)) return CIRCULAR
+  if (depth >= MAX_REDACT_DEPTH) return '[MaxDepth]'
+  if (budget.left <= 0) return '[Truncated]'
+  budget.left--
+  try {
+    const withJson = value as { toJSON?: unknown }
+    if (typeof withJson.toJSON === 'function' && !(value instanceof Map)) {
+      const converted: unknown = (withJson.toJSON as () => unknown).call(value)
+      if (converted !== value) return redactValue(converted, seen, depth + 1, budget)
+    }
+    seen.add(value)
+    try {
+      if (Array.isArray(value)) return value.map((item) => redactValue(item, seen, depth + 1, budget))
+      const out: Record<string, unknown> = {}
+      const entries: Iterable<[unknown, unknown]> = value instanceof Map ? value.entries() : Object.entries(value)
+      for (const [key, item] of entries) {
+        const name = String(key)
+        out[name] = isSensitiveKey(name) ? REDACTED_PLACEHOLDER : redactValue(item, seen, depth + 1, budget)
+      }
+      return out
+    } finally {
+      seen.delete(value)
+    }
+  } catch {
+    return UNSERIALIZABLE
+  }
+}
+
+/**
+ * JSON text of `value` that never throws (sdk.md §12.2): BigInt as its decimal string, cycles as
+ * `"[Circular]"`, `undefined` at the top as `null`, and the literal `[unserializable]` when
+ * serialization still fails (a throwing getter or `toJSON`).
+ */
+export function safeStringify(value: unknown): string {
+  const stack: object[] = []
+  try {
+    const json = JSON.stringify(value, function (this: unknown, _key: string, item: unknown) {
+      if (typeof item === 'bigint') return item.toString()
+      if (item === null || typeof item !== 'object') return item
+      // `this` is the holder: unwind the ancestor stack to it, then check for a cycle.
+      while (stack.length > 0 && stack[stack.length - 1] !== this) stack.pop()
+      if (stack.includes(item)) return CIRCULAR
+      stack.push(item)
+      return item
+    })
+    return json === undefined ? 'null' : json
+  } catch {
+    return UNSERIALIZABLE
+  }
+}
+
+/**
+ * `safeStringify(redact(value))` in one pass (the hot path of payload span events): a
+ * `JSON.stringify` replacer redacts sensitive keys, writes BigInt as strings, `Map`s as objects,
+ * cycles as `[Circular]`, nesting past {@link MAX_REDACT_DEPTH} as `[MaxDepth]` and objects past
+ * {@link MAX_REDACT_NODES} as `[Truncated]`. {@link UNSERIALIZABLE} when a getter or `toJSON` throws.
+ */
+export function redactedJson(value: unknown): string {
+  const stack: object[] = []
+  let budget = MAX_REDACT_NODES
+  try {
+    const json = JSON.stringify(value, function (this: unknown, key: string, item: unknown) {
+      if (key !== '' && isSensitiveKey(key) && !Array.isArray(this)) return REDACTED_PLACEHOLDER
+      if (typeof item === 'bigint') return item.toString()
+      if (item === null || typeof item !== 'object') return item
+      // `this` is the holder: unwind the ancestor stack to it, then check for a cycle.
+      while (stack.length > 0 && stack[stack.length - 1] !== this) stack.pop()
+      if (stack.includes(item)) return CIRCULAR
+      if (stack.length >= MAX_REDACT_DEPTH) return '[MaxDepth]'
+      if (--budget < 0) return '[Truncated]'
+      const out: object = item instanceof Map ? Object.fromEntries([...item].map(([k, v]) => [String(k), v])) : item
+      stack.push(out)
+      return out
+    })
+    return json === undefined ? 'null' : json
+  } catch {
+    return UNSERIALIZABLE
+  }
+}
+
+/** Result of {@link redactAndTruncate}. */
+export interface RedactedPayload {
+  /** Redacted JSON text, at most `maxBytes` UTF-8 bytes plus {@link TRUNCATION_SUFFIX} when cut. */
+  json: string
+  /** True when the text was cut. */
+  truncated: boolean
+}
+
+/**
+ * Redacts `value`, serializes it with {@link safeStringify} and, when its UTF-8 form exceeds
+ * `maxBytes`, cuts it at the last whole character within `maxBytes` bytes and appends
+ * {@link TRUNCATION_SUFFIX} (sdk.md §12.2). `null` means uncapped.
+ * @throws RangeError when `maxBytes` is negative or not an integer.
+ */
+export function redactAndTruncate(value: unknown, maxBytes: number | null): RedactedPayload {
+  if (maxBytes !== null && (!Number.isInteger(maxBytes) || maxBytes < 0)) {
+    throw new RangeError(`maxBytes must be a non-negative integer or null, got ${String(maxBytes)}`)
+  }
+  const json = redactedJson(value)
+  if (maxBytes === null || json.length <= maxBytes / 3) return { json, truncated: false }
+  const bytes = Buffer.from(json, 'utf8')
+  if (bytes.length <= maxBytes) return { json, truncated: false }
+  let end = maxBytes
+  // Step back over continuation bytes (10xxxxxx) so the cut falls on a character boundary.
+  while (end > 0 && ((bytes[end] ?? 0) & 0xc0) === 0x80) end--
+  return { json: bytes.subarray(0, end).toString('utf8') + TRUNCATION_SUFFIX, truncated: true }
+}
+
+/**
+ * The payload byte cap from env `SVC_TRACE_PAYLOAD_MAX_BYTES` (protocol.md §10.1): a non-negative
+ * integer, else `null` (uncapped; an unparsable value counts as unset).
+ */
+export function resolveMaxBytesFromEnv(env: Record<string, string | undefined> = process.env): number | null {
+  const raw = env['SVC_TRACE_PAYLOAD_MAX_BYTES']?.trim()
+  if (raw === undefined || !/^\d+$/.test(raw)) return null
+  const n = Number(raw)
+  return Number.isSafeInteger(n) ? n : null
+}
+
+/** True when env `SVC_DISABLE_TRACE_PAYLOADS` is `1` or `true` (no payload span events). */
+export function tracePayloadsDisabled(env: Record<string, string | undefined> = process.env): boolean {
+  const raw = env['SVC_DISABLE_TRACE_PAYLOADS']?.trim().toLowerCase()
+  return raw === '1' || raw === 'true'
+}

@@ -1,0 +1,123 @@
+/**
+ * Telemetry over the `/otel` socket (sdk.md §12, protocol.md §10.2) against a test receiver: a
+ * `ws` server on a free port that records the binary frames.
+ */
+import assert from 'node:assert/strict'
+import { createServer } from 'node:http'
+import type { AddressInfo } from 'node:net'
+import { after, before, describe, it } from 'node:test'
+import { WebSocketServer } from 'ws'
+import {
+  currentTraceId,
+  executeTracedRequest,
+  flushOtel,
+  getLogger,
+  initOtel,
+  otelSocketStats,
+  resolveOtelConfig,
+  shutdownOtel,
+  withSpan,
+} from 'svc-helpers/observability'
+
+interface Frame {
+  prefix: string
+  body: Record<string, unknown>
+}
+
+describe('initOtel over a /otel receiver', () => {
+  const frames: Frame[] = []
+  const paths: string[] = []
+  let wss: WebSocketServer
+  let port = 0
+  const http = createServer((req, res) => {
+    res.statusCode = req.url === '/missing' ? 404 : 200
+    res.end(JSON.stringify({ traceparent: req.headers['traceparent'] ?? null }))
+  })
+  let httpPort = 0
+
+  before(async () => {
+    wss = new WebSocketServer({ port: 0 })
+    await new Promise((resolve) => wss.once('listening', resolve))
+    port = (wss.address() as AddressInfo).port
+    wss.on('connection', (ws, req) => {
+      paths.push(req.url ?? '')
+      ws.on('message', (data: Buffer, isBinary) => {
+        assert.ok(isBinary, 'telemetry frames are binary')
+        frames.push({ prefix: data.subarray(0, 4).toString('ascii'), body: JSON.parse(data.subarray(4).toString('utf8')) as Record<string, unknown> })
+      })
+    })
+    await new Promise<void>((resolve) => http.listen(0, '127.0.0.1', resolve))
+    httpPort = (http.address() as AddressInfo).port
+    assert.equal(initOtel({ engineWsUrl: `ws://127.0.0.1:${port}/?token=t`, serviceName: 'otel-test', metricsEnabled: false }), true)
+    assert.equal(initOtel({}), false, 'idempotent')
+  })
+  after(async () => {
+    await shutdownOtel()
+    wss.close()
+    http.close()
+  })
+
+  async function waitFor(pred: () => boolean): Promise<void> {
+    for (let i = 0; i < 100 && !pred(); i++) await new Promise((r) => setTimeout(r, 50))
+    assert.ok(pred(), 'timed out waiting for frames')
+  }
+
+  it('sends spans as OTLP frames and logs as LOGS frames with the trace id', async () => {
+    let traceId: string | undefined
+    await withSpan('unit-of-work', {}, async () => {
+      traceId = currentTraceId()
+      getLogger().info('hello', { password: 'x', n: 1 })
+    })
+    assert.match(traceId ?? '', /^[0-9a-f]{32}$/)
+    await flushOtel()
+    await waitFor(() => frames.some((f) => f.prefix === 'OTLP') && frames.some((f) => f.prefix === 'LOGS'))
+    assert.equal(paths[0], '/otel?token=t')
+    const spans = frames.filter((f) => f.prefix === 'OTLP').flatMap((f) => (f.body['resourceSpans'] as any[]).flatMap((r) => r.scopeSpans.flatMap((s: any) => s.spans)))
+    const span = spans.find((s) => s.name === 'unit-of-work')
+    assert.equal(span.traceId, traceId)
+    const resource = (frames.find((f) => f.prefix === 'OTLP')!.body['resourceSpans'] as any[])[0].resource
+    assert.ok(resource.attributes.some((a: any) => a.key === 'service.name' && a.value.stringValue === 'otel-test'))
+    const records = frames.filter((f) => f.prefix === 'LOGS').flatMap((f) => (f.body['resourceLogs'] as any[]).flatMap((r) => r.scopeLogs.flatMap((s: any) => s.logRecords)))
+    const record = records.find((r) => r.body.stringValue === 'hello')
+    assert.equal(record.severityNumber, 9)
+    const attrs = Object.fromEntries(record.attributes.map((a: any) => [a.key, a.value]))
+    assert.equal(attrs['trace_id'].stringValue, traceId)
+    assert.ok(JSON.stringify(attrs['log.data']).includes('[REDACTED]'))
+  })
+
+  it('traces fetch calls: traceparent injected, status >= 400 marks the span ERROR', async () => {
+    frames.length = 0
+    const ok = await fetch(`http://127.0.0.1:${httpPort}/ok`)
+    assert.match(((await ok.json()) as { traceparent: string }).traceparent, /^00-[0-9a-f]{32}-[0-9a-f]{16}-01$/)
+    const missing = await executeTracedRequest(`http://127.0.0.1:${httpPort}/missing`, { method: 'post' })
+    assert.equal(missing.status, 404)
+    await assert.rejects(fetch('http://127.0.0.1:1/refused'))
+    await flushOtel()
+    await waitFor(() => frames.some((f) => f.prefix === 'OTLP' && JSON.stringify(f.body).includes('POST /missing')))
+    const spans = frames.filter((f) => f.prefix === 'OTLP').flatMap((f) => (f.body['resourceSpans'] as any[]).flatMap((r) => r.scopeSpans.flatMap((s: any) => s.spans)))
+    const byName = new Map(spans.map((s) => [s.name, s]))
+    assert.equal(byName.get('GET /ok').status.code ?? 0, 0)
+    assert.equal(byName.get('POST /missing').status.code, 2)
+    assert.equal(byName.get('GET /refused').status.code, 2)
+    assert.equal(byName.get('GET /ok').kind, 3, 'CLIENT')
+  })
+
+  it('counts no drops while connected', () => {
+    assert.equal(otelSocketStats()?.dropped, 0)
+  })
+})
+
+describe('resolveOtelConfig', () => {
+  it('applies env over defaults and explicit fields over env (sdk.md §12.1)', () => {
+    const env = { OTEL_ENABLED: 'off', OTEL_SERVICE_NAME: 'svc-a', OTEL_LOGS_BATCH_SIZE: '5', OTEL_SPANS_FLUSH_INTERVAL_MS: '250', SVC_URL: 'ws://h:1' }
+    const r = resolveOtelConfig({}, env)
+    assert.equal(r.enabled, false)
+    assert.equal(r.serviceName, 'svc-a')
+    assert.equal(r.logsBatchSize, 5)
+    assert.equal(r.spansFlushIntervalMs, 250)
+    assert.equal(r.engineWsUrl, 'ws://h:1')
+    assert.equal(resolveOtelConfig({ enabled: true, serviceName: 'x' }, env).enabled, true)
+    const d = resolveOtelConfig({}, {})
+    assert.deepEqual([d.enabled, d.serviceName, d.serviceVersion, d.logsBatchSize, d.logsFlushIntervalMs, d.metricsExportIntervalMs], [true, 'svc-node', 'unknown', 1, 100, 60000])
+  })
+})

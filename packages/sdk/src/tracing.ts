@@ -1,0 +1,83 @@
+/**
+ * Handler spans (sdk.md §12.3, protocol.md §10.1): each inbound invocation runs in an INTERNAL span
+ * `execute <function_id>` parented on the inbound `traceparent` (with its `baggage`), with the
+ * span events `svc.invocation.input`/`svc.invocation.output` holding the redacted, capped
+ * payloads. Only when telemetry is initialised: otherwise {@link startInvocationSpan} returns
+ * undefined and the invocation path does no tracing work at all.
+ */
+import { type Context, context, type Span, SpanKind, trace } from '@opentelemetry/api'
+import {
+  extractContext,
+  injectBaggage,
+  injectTraceparent,
+  isOtelInitialized,
+  markSpanError,
+  redactAndTruncate,
+  resolveMaxBytesFromEnv,
+  setOkUnlessError,
+  tracePayloadsDisabled,
+} from 'svc-helpers/observability'
+import { getTracer } from 'svc-helpers/observability/internal'
+
+/** A handler's span and the context to run it in. */
+export interface InvocationSpan {
+  span: Span
+  ctx: Context
+  /** The inbound `baggage`, returned unchanged: the span's context cannot change it. */
+  baggage: string | undefined
+}
+
+/** Payload settings, read from the environment once per process. */
+let payloadSettings: { disabled: boolean; maxBytes: number | null } | undefined
+
+function recordPayload(span: Span, name: string, value: unknown, ok: boolean): void {
+  payloadSettings ??= { disabled: tracePayloadsDisabled(), maxBytes: resolveMaxBytesFromEnv() }
+  if (payloadSettings.disabled || !span.isRecording()) return
+  const { json, truncated } = redactAndTruncate(value, payloadSettings.maxBytes)
+  span.addEvent(name, { 'svc.payload.json': json, 'svc.payload.truncated': truncated, 'svc.payload.ok': ok })
+}
+
+/** Starts the span of one inbound invocation, or undefined when telemetry is off. */
+export function startInvocationSpan(functionId: string, data: unknown, traceparent?: string, baggage?: string): InvocationSpan | undefined {
+  if (!isOtelInitialized()) return undefined
+  const parent = extractContext(typeof traceparent === 'string' ? traceparent : undefined, typeof baggage === 'string' ? baggage : undefined)
+  const span = getTracer().startSpan(`execute ${functionId}`, { kind: SpanKind.INTERNAL, attributes: { 'svc.function.id': functionId } }, parent)
+  recordPayload(span, 'svc.invocation.input', data, true)
+  return { span, ctx: trace.setSpan(parent, span), baggage: typeof baggage === 'string' && baggage !== '' ? baggage : undefined }
+}
+
+/** Runs `fn` with the span's context active (or plainly without a span). */
+export function runInSpan<T>(s: InvocationSpan | undefined, fn: () => T): T {
+  return s === undefined ? fn() : context.with(s.ctx, fn)
+}
+
+/**
+ * Ends the span with the outcome and returns the W3C headers to put on the `invocationresult`
+ * (protocol.md §10.1).
+ */
+export function endInvocationSpan(s: InvocationSpan, result: unknown, error: { code: string; message: string } | undefined): { traceparent?: string; baggage?: string } {
+  if (error !== undefined) {
+    markSpanError(s.span, Object.assign(new Error(error.message), { name: error.code }))
+    recordPayload(s.span, 'svc.invocation.output', error, false)
+  } else {
+    setOkUnlessError(s.span)
+    recordPayload(s.span, 'svc.invocation.output', result ?? null, true)
+  }
+  s.span.end()
+  const out: { traceparent?: string; baggage?: string } = {}
+  const tp = injectTraceparent(s.ctx)
+  if (tp !== undefined) out.traceparent = tp
+  if (s.baggage !== undefined) out.baggage = s.baggage
+  return out
+}
+
+/** `,"traceparent":…,"baggage":…` for an outgoing frame from the active context ('' outside a span). */
+export function traceFields(): string {
+  if (!isOtelInitialized()) return ''
+  let text = ''
+  const tp = injectTraceparent()
+  if (tp !== undefined) text += ',"traceparent":' + JSON.stringify(tp)
+  const bg = injectBaggage()
+  if (bg !== undefined) text += ',"baggage":' + JSON.stringify(bg)
+  return text
+}
