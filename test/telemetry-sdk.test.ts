@@ -21,8 +21,8 @@ describe('SDK telemetry with a real engine', () => {
 
   before(async () => {
     engine = await startTestEngine({ builtins: [] })
-    callee = registerWorker(engine.url, { workerName: 'callee', otel: { metricsExportIntervalMs: 200 } })
-    caller = registerWorker(engine.url, { workerName: 'caller' })
+    callee = registerWorker(engine.url, { workerName: 'callee', otel: { enabled: true, metricsExportIntervalMs: 200 } })
+    caller = registerWorker(engine.url, { workerName: 'caller', otel: { enabled: true } })
     callee.registerFunction('tele::inner', () => ({ traceId: currentTraceId() ?? null }))
     caller.registerFunction('tele::outer', async () => {
       getLogger().info('outer running', { api_key: 'k' })
