@@ -28,6 +28,8 @@ export interface TelemetrySink {
   span(span: SpanRecord): void
   /** An `OTLP`, `MTRC` or `LOGS` frame (§10.2): `json` is the text after the prefix, unparsed. */
   frame(prefix: TelemetryPrefix, json: string, source: TelemetrySource): void
+  /** One line a worker process printed (cli.md §5.6): INFO for stdout, WARN for stderr. */
+  output(worker: string, stream: 'stdout' | 'stderr', text: string): void
 }
 
 /** A span in progress, ended once with {@link ActiveSpan.end}. */
@@ -104,6 +106,20 @@ export class TelemetryHub {
       sink.frame(prefix, json, source)
     } catch {
       // A malformed frame is the sender's problem; the socket keeps going.
+    }
+  }
+
+  /**
+   * Records one output line of a worker process the engine launched (builtins.md §12.2): a log
+   * record with `service_name` = `worker`, severity INFO (stdout) or WARN (stderr), attribute
+   * `log.source`, ANSI removed. Dropped when no sink is attached. Never throws.
+   * @example hub.output('links', 'stderr', 'boom')
+   */
+  output(worker: string, stream: 'stdout' | 'stderr', text: string): void {
+    try {
+      this.sink?.output(worker, stream, text)
+    } catch {
+      // Output recording never disturbs the supervisor.
     }
   }
 

@@ -243,3 +243,23 @@ describe('observability worker with store: none', () => {
     }
   })
 })
+
+describe('worker process output', () => {
+  it('is recorded with service_name, INFO/WARN, log.source and ANSI removed', async () => {
+    const t = await startTestEngine({ settings: { 'svc-observability': { store: 'memory' } } })
+    try {
+      t.engine.telemetry.output('links', 'stdout', '\u001b[32mready\u001b[0m')
+      t.engine.telemetry.output('links', 'stderr', 'boom')
+      const { logs } = (await t.engine.inject({ function_id: 'engine::logs::list', data: { service_name: 'LINKS' } })) as { logs: Array<Record<string, any>> }
+      assert.deepEqual(
+        logs.map((l) => [l.body, l.severity_text, l.attributes['log.source']]),
+        [
+          ['boom', 'WARN', 'stderr'],
+          ['ready', 'INFO', 'stdout'],
+        ],
+      )
+    } finally {
+      await t.stop()
+    }
+  })
+})

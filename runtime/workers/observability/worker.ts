@@ -203,6 +203,25 @@ export class ObservabilityWorker implements BuiltinWorker, TelemetrySink {
     } else for (const { series, point } of metricsOf(request)) this.store.putPoint(series, point)
   }
 
+  /** TelemetrySink: a worker process's output line (§12.2, cli.md §5.6). */
+  output(worker: string, stream: 'stdout' | 'stderr', text: string): void {
+    if (!this.settings.logs_enabled) return
+    const now = nowUnixNano()
+    const severity = stream === 'stderr' ? 13 : 9
+    this.log({
+      timestamp_unix_nano: now,
+      observed_timestamp_unix_nano: now,
+      severity_number: severity,
+      severity_text: severityText(severity),
+      body: stripAnsi(text),
+      attributes: { 'log.source': stream },
+      resource: { 'service.name': worker },
+      service_name: worker,
+      trace_id: null,
+      span_id: null,
+    })
+  }
+
   private log(record: LogRecord): void {
     this.store.putLog(record)
     if (this.logBindings.size === 0) return
