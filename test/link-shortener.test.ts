@@ -35,6 +35,7 @@ describe('examples/link-shortener', () => {
     engine = await startEngineProcess(ROOT, ['--config', 'examples/link-shortener/config.yaml', '--data-dir', dataDir], {
       SVC_ENGINE_PORT: '0',
       HTTP_PORT: '0',
+      STREAM_PORT: '0',
     })
     await waitForRoutes(engine.httpUrl)
   })
