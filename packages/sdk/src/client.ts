@@ -560,7 +560,8 @@ export class WorkerClient implements SvcClient {
     const handler = fn.handler
     let value: unknown
     try {
-      value = runInSpan(span, () => handler(data, msg.metadata as JsonValue | undefined))
+      // Without telemetry no span and no closure: the handler is called directly.
+      value = span === undefined ? handler(data, msg.metadata as JsonValue | undefined) : runInSpan(span, () => handler(data, msg.metadata as JsonValue | undefined))
     } catch (err) {
       this.#answer(transport, msg, undefined, toErrorBody(err), span)
       return
