@@ -57,6 +57,7 @@ import { consoleLogger } from './logger.ts'
 import type { Peer } from './peer.ts'
 import { DiscardReply, InvocationPipeline, PromiseReply, RelayReply, type Invocation, type PipelineHost } from './pipeline.ts'
 import { MAX_BUFFERED_FRAMES, Session } from './session.ts'
+import { TelemetryHub } from './telemetry.ts'
 import { TriggerRegistry, type Binding, type BindingInput, type ProviderEntry } from './triggers.ts'
 import type {
   BindingInfo,
@@ -105,6 +106,8 @@ export class Engine implements BuiltinHost, PipelineHost {
   readonly functions = new FunctionRegistry()
   readonly triggers: TriggerRegistry
   readonly pipeline: InvocationPipeline
+  /** Spans of built-ins and telemetry frames go here; the observability worker attaches (§12). */
+  readonly telemetry: TelemetryHub
   readonly internalTimeoutMs: number
   readonly backpressureBytes: number
   private readonly sessions = new Map<string, Session>()
@@ -129,6 +132,7 @@ export class Engine implements BuiltinHost, PipelineHost {
     this.backpressureBytes = Math.min(...config.listeners.map((l) => l.backpressure_bytes), Infinity)
     this.legs = new LegTable({ ...DEFAULT_LEG_LIMITS, ...options.limits })
     this.pipeline = new InvocationPipeline(this)
+    this.telemetry = new TelemetryHub(this.pipeline)
     this.triggers = new TriggerRegistry({
       deliver: (provider, binding) => this.deliverBinding(provider, binding),
       withdraw: (provider, binding) => this.withdrawBinding(provider, binding),
@@ -177,7 +181,7 @@ export class Engine implements BuiltinHost, PipelineHost {
         this.builtinPeers.set(worker.name, peer)
         this.runningBuiltins.push(worker)
         await worker.start(
-          { worker: peer, dataDir: this.config.data_dir, internalInvocationTimeoutMs: this.internalTimeoutMs, log: this.log },
+          { worker: peer, dataDir: this.config.data_dir, internalInvocationTimeoutMs: this.internalTimeoutMs, log: this.log, telemetry: this.telemetry },
           entry?.config,
         )
       }
@@ -335,13 +339,18 @@ export class Engine implements BuiltinHost, PipelineHost {
     this.drain(session)
   }
 
-  /** `/otel` (§10.2): authenticated like `/`, never registered; a JSON ping is answered, telemetry dropped until the observability worker lands. */
+  /** `/otel` (§10.2): authenticated like `/`, never registered; a JSON ping is answered, `OTLP`/`MTRC`/`LOGS` frames go to {@link telemetry}. */
   private acceptTelemetry(transport: Transport, listenerAccess: ListenerAccess | undefined, info: PeerInfo, touch: () => void, keepalive: Keepalive | undefined): void {
     let accepted = listenerAccess?.rbac.auth_function_id === undefined
     transport.setHandlers({
       message: (data, isBinary) => {
         touch()
-        if (!accepted || isBinary) return
+        if (!accepted) return
+        if (isBinary) {
+          const decoded = decodeFrame(data, true)
+          if (decoded.kind === 'telemetry') this.telemetry.frame(decoded.prefix, decoded.json, {})
+          return
+        }
         const text = typeof data === 'string' ? data : Buffer.from(data).toString()
         if (text.length < 64 && /"type"\s*:\s*"ping"/.test(text)) transport.send('{"type":"pong"}')
       },
@@ -394,6 +403,7 @@ export class Engine implements BuiltinHost, PipelineHost {
           this.step(session, decoded.message)
           return
         case 'telemetry':
+          this.telemetry.frame(decoded.prefix, decoded.json, { worker_id: session.workerId, ...(session.announce?.name ? { worker_name: session.announce.name } : {}) })
           return
         case 'ignored':
           if (decoded.reason) this.log.debug(`ignored frame: ${decoded.reason}`)

@@ -8,6 +8,7 @@
 import type { FormatSchema, TriggerActionValue } from 'svc-protocol'
 import type { AccessPolicy } from './access/policy.ts'
 import type { Peer } from './peer.ts'
+import type { TelemetryHub } from './telemetry.ts'
 
 /** What an in-process handler learns about the invocation it serves. */
 export interface InvocationContext {
@@ -145,6 +146,11 @@ export interface BuiltinContext {
   /** `internal_invocation_timeout_ms` (protocol.md §12.2), for trigger deliveries and conditions. */
   internalInvocationTimeoutMs: number
   log: Logger
+  /**
+   * The engine's telemetry seam (spans of built-ins, `/otel` frames, the pipeline's interceptors);
+   * the observability worker attaches to it. Absent in unit tests that build a context by hand.
+   */
+  telemetry?: TelemetryHub
 }
 
 /**

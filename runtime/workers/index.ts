@@ -11,6 +11,7 @@ import { ConfigurationWorker } from './configuration/worker.ts'
 import { CronWorker } from './cron/worker.ts'
 import { DatabaseWorker } from './database/worker.ts'
 import { HttpWorker } from './http/worker.ts'
+import { ObservabilityWorker } from './observability/worker.ts'
 import { PubSubWorker } from './pubsub/worker.ts'
 import type { Clock } from './shared/clock.ts'
 import { configured } from './shared/configured.ts'
@@ -28,13 +29,15 @@ export type BuiltinsConfig = Pick<EngineConfig, 'data_dir' | 'builtins'> & {
 
 /** A fresh instance of every built-in worker of this release, in start order. */
 export function createBuiltins(config: BuiltinsConfig): BuiltinWorker[] {
-  const workers: BuiltinWorker[] = [new StateWorker(), new StreamWorker(), new HttpWorker(), new QueueWorker(config.clock ? { clock: config.clock } : {}), new PubSubWorker(), new CronWorker(), new DatabaseWorker({ root: config.project_root ?? config.data_dir })]
+  // The observability worker starts right after the configuration worker, so that spans and logs
+  // of every later built-in reach it (builtins.md §12).
+  const workers: BuiltinWorker[] = [new ObservabilityWorker(), new StateWorker(), new StreamWorker(), new HttpWorker(), new QueueWorker(config.clock ? { clock: config.clock } : {}), new PubSubWorker(), new CronWorker(), new DatabaseWorker({ root: config.project_root ?? config.data_dir })]
   const configuration = new ConfigurationWorker({ root: config.project_root ?? config.data_dir })
   return [
     configuration,
     ...workers.map((worker) => {
       const descriptor = builtinDescriptor(worker.name)
-      if (!descriptor?.configurationId || !descriptor.settings || descriptor.settingsSource !== 'seed') return worker
+      if (!descriptor?.configurationId || !descriptor.settings || (descriptor.settingsSource !== 'seed' && descriptor.settingsSource !== 'settings-file')) return worker
       const entry = config.builtins[worker.name] as { config?: unknown; raw_config?: unknown } | undefined
       const seed: { raw?: unknown; expanded?: unknown } = {}
       const raw = entry?.raw_config !== undefined ? entry.raw_config : entry?.config

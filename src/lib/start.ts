@@ -267,6 +267,8 @@ function launchLocalWorker(entry: LoadedLocalWorkerEntry, context: LaunchContext
   worker.on('output', (line: OutputLine) => {
     if (line.stream === 'stderr') context.output.warn(line.text)
     else context.output.info(line.text)
+    // Also a log record of the observability worker (builtins.md §12.2, cli.md §5.6).
+    context.engine.telemetry.output(entry.name, line.stream, line.text)
   })
   const emit = context.emit
   if (emit) {

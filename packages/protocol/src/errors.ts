@@ -156,6 +156,7 @@ export const Codes = {
   InvalidMessage: 'invalid_message',
   InvalidNamespace: 'INVALID_NAMESPACE',
   InvalidArguments: 'INVALID_ARGUMENTS',
+  StorageDisabled: 'STORAGE_DISABLED',
   NotFound: 'NOT_FOUND',
   Forbidden: 'FORBIDDEN',
   EnqueueError: 'enqueue_error',
@@ -232,6 +233,7 @@ entry(Codes.Timeout, 504, 'timeout', ['engine', 'sdk'], 'An engine-originated ca
 entry(Codes.InvalidMessage, 400, 'failure', ['engine'], 'A malformed frame that owes a reply.')
 entry(Codes.InvalidNamespace, 400, 'usage', ['engine'], 'A namespace field is present but blank.')
 entry(Codes.InvalidArguments, 400, 'failure', ['engine', 'http', 'state', 'queue', 'database'], 'The input of a built-in function has the wrong shape.')
+entry(Codes.StorageDisabled, 503, 'failure', ['engine'], 'An observability query while the observability store is `none` (builtins.md §12.5).')
 entry(Codes.NotFound, 404, 'failure', ['engine', 'http'], 'An engine::*::info lookup found nothing; no HTTP route matches.')
 entry(Codes.Forbidden, 403, 'failure', ['engine'], 'Access control denied an invocation, a trigger target, a trigger type or a namespace.')
 entry(Codes.EnqueueError, 503, 'failure', ['engine'], 'The enqueue provider is missing or failed.')
@@ -329,6 +331,7 @@ export const Errors = {
   invalidInput: (functionId: string, detail: string) => make(Codes.InvalidArguments, `Invalid input for ${functionId}: ${detail}`),
   /** Payload of a built-in worker's function (builtins.md §2.1): `<field> is required`, `<field> must be <type>`. */
   invalidArguments: (detail: string) => make(Codes.InvalidArguments, detail),
+  storageDisabled: () => make(Codes.StorageDisabled, 'local telemetry storage is disabled (store: none)'),
   notFound: (message: string) => make(Codes.NotFound, message),
   /** `engine::functions::info` of a function the caller's session may not invoke (protocol.md §11.1). */
   notVisible: (id: string) => make(Codes.Forbidden, `Function '${id}' is not visible to this session.`),

@@ -208,6 +208,8 @@ class Exchange {
   reading = false
   /** Next exchange waiting for a slot. */
   next: Exchange | null = null
+  /** The `traceparent` sent to the route's functions: the request span's, else the request header's. */
+  traceparent: string | undefined
 
   constructor(
     req: IncomingMessage,
@@ -519,6 +521,7 @@ export class HttpWorker implements BuiltinWorker {
         return
     }
     const x = new Exchange(req, res, compiled, lookup.route, lookup.params, path, query, cors, this.clock.now())
+    this.traceRequest(x, method)
     x.timer = this.clock.setTimeout(() => onExchangeTimeout(this, x), compiled.settings.default_timeout)
     if (this.active < compiled.settings.concurrency_request_limit) {
       this.active++
@@ -530,6 +533,31 @@ export class HttpWorker implements BuiltinWorker {
     } else {
       this.waitHead = this.waitTail = x
     }
+  }
+
+  /**
+   * The request's server span `<METHOD> <route pattern>` (builtins.md §12.7), parent the request's
+   * `traceparent`; the route's functions receive it as their parent. Ended with the response
+   * status when the response finishes or the connection closes (5xx: error).
+   */
+  private traceRequest(x: Exchange, method: string): void {
+    const header = firstHeader(x.req.headers.traceparent)
+    x.traceparent = header
+    const telemetry = this.context?.telemetry
+    if (telemetry?.sink === undefined) return
+    const route = x.route.pattern
+    const span = telemetry.startSpan({
+      name: `${method} ${route}`,
+      kind: 'server',
+      parent: header,
+      attributes: { 'http.request.method': method, 'http.route': route, 'url.path': x.path, 'svc.function.id': x.binding.functionId, 'svc.trigger.type': 'http', 'svc.trigger.id': x.binding.triggerId, 'svc.worker.name': this.name },
+    })
+    if (span === undefined) return
+    x.traceparent = span.traceparent
+    x.res.once('close', () => {
+      const status = x.res.statusCode
+      span.end(status >= 500 || !x.res.writableFinished ? 'error' : 'unset', status >= 500 ? `HTTP ${status}` : x.res.writableFinished ? undefined : 'connection closed', { 'http.response.status_code': status })
+    })
   }
 
   /** Gives freed slots to waiting requests, oldest first. */
@@ -638,7 +666,7 @@ export class HttpWorker implements BuiltinWorker {
     const cap = this.context!.internalInvocationTimeoutMs
     const timeoutMs = cap < remaining ? cap : remaining
     const call: { timeoutMs: number; traceparent?: string; baggage?: string } = { timeoutMs }
-    const traceparent = firstHeader(x.req.headers.traceparent)
+    const traceparent = x.traceparent
     const baggage = firstHeader(x.req.headers.baggage)
     if (traceparent !== undefined) call.traceparent = traceparent
     if (baggage !== undefined) call.baggage = baggage
@@ -685,7 +713,7 @@ export class HttpWorker implements BuiltinWorker {
         namespace,
         metadata,
         timeoutMs,
-        traceparent: firstHeader(x.req.headers.traceparent),
+        traceparent: x.traceparent,
         baggage: firstHeader(x.req.headers.baggage),
       })
     } catch (err) {

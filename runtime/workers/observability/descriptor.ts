@@ -1,4 +1,4 @@
-/** Descriptor of the observability worker (builtins.md §12); not implemented yet. */
+/** Descriptor of the observability worker (builtins.md §12). */
 import type { BuiltinDescriptor } from '../descriptor.ts'
 
 export const OBSERVABILITY_DESCRIPTOR = {
@@ -48,6 +48,6 @@ export const OBSERVABILITY_DESCRIPTOR = {
   functions: ['engine::log::*', 'engine::logs::*', 'engine::traces::*', 'engine::metrics::list', 'engine::baggage::*', 'engine::health::check'],
   triggerTypes: ['log', 'trace'],
   runsIn: 'engine',
-  implemented: false,
+  implemented: true,
   listOrder: 9,
 } as const satisfies BuiltinDescriptor

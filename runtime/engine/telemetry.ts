@@ -1,0 +1,180 @@
+/**
+ * The engine's telemetry seam (protocol.md §10, builtins.md §12): where spans of built-ins
+ * (svc-http, the engine's own functions) and the `/otel` frames go. The observability worker
+ * attaches a {@link TelemetrySink} at start; until then (or with `enabled: false`) every call is
+ * a cheap no-op, so built-ins may call it unconditionally.
+ *
+ * W3C trace context: `00-<32 hex trace id>-<16 hex span id>-<2 hex flags>`; flag `01` = sampled.
+ */
+import { randomFillSync } from 'node:crypto'
+import type { TelemetryPrefix } from 'svc-protocol'
+import type { SpanKind, SpanRecord, SpanStatus } from '../adapters/observability/records.ts'
+import { nowUnixNano } from '../adapters/observability/records.ts'
+import type { Interceptor, InvocationPipeline } from './pipeline.ts'
+
+/** Where a telemetry frame came from (an `/otel` link or a worker's main connection). */
+export interface TelemetrySource {
+  worker_id?: string
+  worker_name?: string
+}
+
+/** What the observability worker receives from the engine. */
+export interface TelemetrySink {
+  /** Service name of engine spans (`service_name` setting). */
+  readonly serviceName: string
+  /** Head sampling of traces the engine starts (0–1). */
+  readonly samplingRatio: number
+  /** A span started (unfinished, `end_time_unix_nano` null) or finished (same ids, replaced). */
+  span(span: SpanRecord): void
+  /** An `OTLP`, `MTRC` or `LOGS` frame (§10.2): `json` is the text after the prefix, unparsed. */
+  frame(prefix: TelemetryPrefix, json: string, source: TelemetrySource): void
+  /** One line a worker process printed (cli.md §5.6): INFO for stdout, WARN for stderr. */
+  output(worker: string, stream: 'stdout' | 'stderr', text: string): void
+}
+
+/** A span in progress, ended once with {@link ActiveSpan.end}. */
+export interface ActiveSpan {
+  /** `traceparent` naming this span as parent (sampled). */
+  readonly traceparent: string
+  readonly record: SpanRecord
+  /** Finishes the span with a status (`error` with its message) and extra attributes. */
+  end(status: SpanStatus, message?: string, attributes?: Record<string, unknown>): void
+}
+
+const TRACEPARENT = /^00-([0-9a-f]{32})-([0-9a-f]{16})-([0-9a-f]{2})$/
+
+/** The parts of a valid W3C `traceparent` (all-zero ids are invalid); undefined otherwise. */
+export function parseTraceparent(value: string | undefined): { traceId: string; spanId: string; sampled: boolean } | undefined {
+  if (value === undefined || value.length !== 55) return undefined
+  const m = TRACEPARENT.exec(value.toLowerCase())
+  if (m === null || /^0+$/.test(m[1]!) || /^0+$/.test(m[2]!)) return undefined
+  return { traceId: m[1]!, spanId: m[2]!, sampled: (parseInt(m[3]!, 16) & 1) === 1 }
+}
+
+/** Random ids from a pooled buffer: one `randomFill` per 256 ids instead of one per id. */
+const pool = Buffer.alloc(4096)
+let poolOffset = pool.length
+function randomHex(bytes: number): string {
+  if (poolOffset + bytes > pool.length) {
+    randomFillSync(pool)
+    poolOffset = 0
+  }
+  const hex = pool.toString('hex', poolOffset, poolOffset + bytes)
+  poolOffset += bytes
+  return hex
+}
+
+/** A new span id (16 hex). */
+export const newSpanId = (): string => randomHex(8)
+/** A new trace id (32 hex). */
+export const newTraceId = (): string => randomHex(16)
+
+/** Options of {@link TelemetryHub.startSpan}. */
+export interface SpanOptions {
+  name: string
+  kind: SpanKind
+  /** The inbound `traceparent`; absent or invalid: a new trace (head-sampled). */
+  parent?: string | undefined
+  attributes?: Record<string, unknown>
+}
+
+export class TelemetryHub {
+  /** The attached sink; undefined while no observability worker runs. */
+  sink: TelemetrySink | undefined
+  private readonly pipeline: InvocationPipeline | undefined
+
+  constructor(pipeline?: InvocationPipeline) {
+    this.pipeline = pipeline
+  }
+
+  /** Pushes `interceptor` onto the invocation pipeline; the returned function removes it. */
+  addInterceptor(interceptor: Interceptor): () => void {
+    const list = this.pipeline?.interceptors
+    if (list === undefined) return () => {}
+    list.push(interceptor)
+    return () => {
+      const i = list.indexOf(interceptor)
+      if (i >= 0) list.splice(i, 1)
+    }
+  }
+
+  /** Hands a telemetry frame to the sink (dropped when none). Never throws. */
+  frame(prefix: TelemetryPrefix, json: string, source: TelemetrySource): void {
+    const sink = this.sink
+    if (sink === undefined) return
+    try {
+      sink.frame(prefix, json, source)
+    } catch {
+      // A malformed frame is the sender's problem; the socket keeps going.
+    }
+  }
+
+  /**
+   * Records one output line of a worker process the engine launched (builtins.md §12.2): a log
+   * record with `service_name` = `worker`, severity INFO (stdout) or WARN (stderr), attribute
+   * `log.source`, ANSI removed. Dropped when no sink is attached. Never throws.
+   * @example hub.output('links', 'stderr', 'boom')
+   */
+  output(worker: string, stream: 'stdout' | 'stderr', text: string): void {
+    try {
+      this.sink?.output(worker, stream, text)
+    } catch {
+      // Output recording never disturbs the supervisor.
+    }
+  }
+
+  /**
+   * Starts a span recorded in the engine (§12.7), visible at once as unfinished. Undefined when
+   * no sink is attached or the trace is not sampled (a parent's sampled flag is honoured; a new
+   * trace is sampled with `sampling_ratio`).
+   * @example const span = hub.startSpan({ name: 'GET /s/:code', kind: 'server', parent: req.headers.traceparent }); … span?.end('ok')
+   */
+  startSpan(options: SpanOptions): ActiveSpan | undefined {
+    const sink = this.sink
+    if (sink === undefined) return undefined
+    const parent = parseTraceparent(options.parent)
+    if (parent !== undefined ? !parent.sampled : sink.samplingRatio < 1 && Math.random() >= sink.samplingRatio) return undefined
+    const record: SpanRecord = {
+      trace_id: parent?.traceId ?? newTraceId(),
+      span_id: newSpanId(),
+      parent_span_id: parent?.spanId ?? null,
+      name: options.name,
+      kind: options.kind,
+      service_name: sink.serviceName,
+      start_time_unix_nano: nowUnixNano(),
+      end_time_unix_nano: null,
+      duration_ms: null,
+      status: 'unset',
+      attributes: options.attributes ?? {},
+      resource: { 'service.name': sink.serviceName },
+      events: [],
+      links: [],
+    }
+    sink.span(record)
+    return new EngineSpan(sink, record)
+  }
+}
+
+class EngineSpan implements ActiveSpan {
+  readonly traceparent: string
+  readonly record: SpanRecord
+  private readonly sink: TelemetrySink
+  private ended = false
+
+  constructor(sink: TelemetrySink, record: SpanRecord) {
+    this.sink = sink
+    this.record = record
+    this.traceparent = `00-${record.trace_id}-${record.span_id}-01`
+  }
+
+  end(status: SpanStatus, message?: string, attributes?: Record<string, unknown>): void {
+    if (this.ended) return
+    this.ended = true
+    const end = nowUnixNano()
+    // A new object: the unfinished version may already sit in a store's write queue.
+    const done: SpanRecord = { ...this.record, end_time_unix_nano: end, duration_ms: (end - this.record.start_time_unix_nano) / 1e6, status }
+    if (message !== undefined) done.status_message = message
+    if (attributes !== undefined) done.attributes = { ...this.record.attributes, ...attributes }
+    this.sink.span(done)
+  }
+}

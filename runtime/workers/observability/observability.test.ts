@@ -1,0 +1,265 @@
+/**
+ * The observability worker against a real engine (builtins.md §12, protocol.md §10): a trace
+ * across HTTP → worker → nested invoke read back with `engine::traces::tree`, logs through
+ * `engine::log::*` and `/otel` frames, the `log` trigger's levels, `store: none`, a flood, and
+ * random `/otel` frames.
+ */
+import assert from 'node:assert/strict'
+import { randomBytes } from 'node:crypto'
+import { after, before, describe, it } from 'node:test'
+import fc from 'fast-check'
+import WebSocket from 'ws'
+import { startTestEngine, type TestEngine } from '../../../test/support/engine.ts'
+import { eventually, RawWorker } from '../../../test/support/raw-worker.ts'
+
+/** Opens `/otel` and resolves once it is open. */
+async function otel(url: string): Promise<WebSocket> {
+  const ws = new WebSocket(`${url}/otel`)
+  await new Promise((resolve, reject) => {
+    ws.once('open', resolve)
+    ws.once('error', reject)
+  })
+  return ws
+}
+
+function frame(prefix: string, body: unknown): Buffer {
+  return Buffer.concat([Buffer.from(prefix), Buffer.from(JSON.stringify(body))])
+}
+
+const hex = (bytes: number): string => randomBytes(bytes).toString('hex')
+const nano = (): string => String(BigInt(Date.now()) * 1_000_000n)
+
+function otlpSpan(traceId: string, spanId: string, parent: string | undefined, name: string): unknown {
+  const now = nano()
+  return {
+    resourceSpans: [
+      {
+        resource: { attributes: [{ key: 'service.name', value: { stringValue: 'app' } }] },
+        scopeSpans: [{ spans: [{ traceId, spanId, parentSpanId: parent, name, kind: 1, startTimeUnixNano: now, endTimeUnixNano: now, status: { code: 1 } }] }],
+      },
+    ],
+  }
+}
+
+function otlpLogs(lines: Array<{ body: string; traceId?: string; severity?: number; data?: unknown }>): unknown {
+  return {
+    resourceLogs: [
+      {
+        resource: { attributes: [{ key: 'service.name', value: { stringValue: 'app' } }] },
+        scopeLogs: [
+          {
+            scope: { name: 'svc-sdk' },
+            logRecords: lines.map((l) => ({
+              timeUnixNano: nano(),
+              severityNumber: l.severity ?? 9,
+              body: { stringValue: l.body },
+              traceId: l.traceId,
+              attributes: l.data === undefined ? [] : [{ key: 'log.data', value: { kvlistValue: { values: Object.entries(l.data as object).map(([key, v]) => ({ key, value: { stringValue: String(v) } })) } } }],
+            })),
+          },
+        ],
+      },
+    ],
+  }
+}
+
+type Tree = { roots: Array<{ name: string; span_id: string; parent_span_id: string | null; children: Tree['roots'] }> }
+
+describe('observability worker', () => {
+  let t: TestEngine
+  before(async () => {
+    t = await startTestEngine({ settings: { 'svc-observability': { store: 'builtin', memory_max_logs: 1000 } } })
+  })
+  after(() => t.stop())
+
+  it('records a trace across HTTP → worker → nested invoke, read back with engine::traces::tree', async () => {
+    const w = await RawWorker.connect(t.url)
+    const link = await otel(t.url)
+    let traceId = ''
+    w.serve('app::hello', async (_data, f) => {
+      // What an SDK does: its own `execute` span, child of the engine's HTTP span, then a nested call.
+      const [, trace, parent] = String(f.traceparent).split('-')
+      traceId = trace!
+      const mine = hex(8)
+      link.send(frame('OTLP', otlpSpan(trace!, mine, parent, 'execute app::hello')))
+      const answer = await w.call('state::set', { scope: 'obs', key: 'k', value: 1 }, { traceparent: `00-${trace}-${mine}-01` })
+      assert.equal(answer.error, undefined)
+      return { status_code: 200, body: 'hi' }
+    })
+    w.send({ type: 'registertrigger', id: 'hello-route', trigger_type: 'http', function_id: 'app::hello', config: { api_path: 'hello/:name', http_method: 'GET' } })
+    await eventually(async () => (await fetch(`${t.httpUrl}/hello/x`)).status === 200)
+
+    let tree: Tree = { roots: [] }
+    await eventually(async () => {
+      tree = (await t.engine.inject({ function_id: 'engine::traces::tree', data: { trace_id: traceId } })) as Tree
+      return tree.roots.length === 1 && tree.roots[0]!.children[0]?.children.length === 1
+    })
+    const root = tree.roots[0]!
+    assert.equal(root.name, 'GET /hello/:name')
+    assert.equal(root.parent_span_id, null)
+    const execute = root.children[0]!
+    assert.equal(execute.name, 'execute app::hello')
+    assert.equal(execute.parent_span_id, root.span_id)
+    assert.equal(execute.children[0]!.name, 'execute state::set')
+    assert.equal(execute.children[0]!.parent_span_id, execute.span_id)
+
+    const list = (await t.engine.inject({ function_id: 'engine::traces::list', data: { trace_id: traceId } })) as { traces: Array<{ span_count: number; service_names: string[]; attributes: Record<string, unknown> }> }
+    assert.equal(list.traces[0]!.span_count, 3)
+    assert.deepEqual([...list.traces[0]!.service_names].sort(), ['app', 'svc'])
+    const byName = (await t.engine.inject({ function_id: 'engine::traces::list', data: { name: 'hello/:name', sort_by: 'duration_ms' } })) as { total: number }
+    assert.ok(byName.total >= 1)
+    const groups = (await t.engine.inject({ function_id: 'engine::traces::group_by', data: { attribute: 'http.route' } })) as { groups: Array<{ value: unknown; trace_ids: string[] }> }
+    assert.ok(groups.groups.some((g) => g.value === '/hello/:name' && g.trace_ids.includes(traceId)))
+    const metrics = (await t.engine.inject({ function_id: 'engine::metrics::list', data: { metric_name: 'svc.function.invocations' } })) as { metrics: Array<{ points: Array<{ value: number; attributes: Record<string, unknown> }> }> }
+    assert.ok(metrics.metrics[0]!.points.some((p) => p.attributes['svc.function.id'] === 'app::hello' && p.value >= 1))
+    link.close()
+    await w.close()
+  })
+
+  it('starts a trace for an engine-served call without traceparent and continues a given one', async () => {
+    const w = await RawWorker.connect(t.url)
+    await w.call('state::get', { scope: 'obs', key: 'nope' })
+    const parent = `00-${hex(16)}-${hex(8)}-01`
+    await w.call('state::get', { scope: 'obs', key: 'nope' }, { traceparent: parent })
+    const listed = (await t.engine.inject({ function_id: 'engine::traces::list', data: { trace_id: parent.slice(3, 35) } })) as { traces: Array<{ name: string; parent_span_id: string | null; status: string }> }
+    assert.equal(listed.traces[0]!.name, 'execute state::get')
+    assert.equal(listed.traces[0]!.parent_span_id, parent.slice(36, 52))
+    assert.equal(listed.traces[0]!.status, 'ok')
+    const all = (await t.engine.inject({ function_id: 'engine::traces::list', data: { name: 'execute state::get', limit: 1000 } })) as { total: number }
+    assert.ok(all.total >= 2)
+    await w.close()
+  })
+
+  it('collects logs from engine::log::* and /otel LOGS frames, with trace ids, data attributes and ANSI removed', async () => {
+    const trace = hex(16)
+    const span = hex(8)
+    await t.engine.inject({ function_id: 'engine::log::warn', data: { message: '\u001b[31mred\u001b[0m alert', data: { user: 'u1', n: 2 } }, traceparent: `00-${trace}-${span}-01` })
+    const link = await otel(t.url)
+    link.send(frame('LOGS', otlpLogs([{ body: 'from sdk', traceId: trace, severity: 17, data: { order: 'o7' } }])))
+    let logs: Array<Record<string, any>> = []
+    await eventually(async () => {
+      logs = ((await t.engine.inject({ function_id: 'engine::logs::list', data: { trace_id: trace } })) as { logs: typeof logs }).logs
+      return logs.length === 2
+    })
+    assert.equal(logs[0]!.body, 'from sdk')
+    assert.equal(logs[0]!.severity_text, 'ERROR')
+    assert.equal(logs[0]!.service_name, 'app')
+    assert.equal(logs[0]!.attributes['log.data.order'], 'o7')
+    assert.equal(logs[1]!.body, 'red alert')
+    assert.equal(logs[1]!.severity_number, 13)
+    assert.equal(logs[1]!.span_id, span)
+    assert.equal(logs[1]!.attributes['log.data.user'], 'u1')
+    const errors = (await t.engine.inject({ function_id: 'engine::logs::list', data: { trace_id: trace, severity_min: 17 } })) as { total: number }
+    assert.equal(errors.total, 1)
+    const searched = (await t.engine.inject({ function_id: 'engine::logs::list', data: { search: 'RED ALERT' } })) as { total: number }
+    assert.equal(searched.total, 1)
+    await assert.rejects(t.engine.inject({ function_id: 'engine::logs::list', data: { limit: 5000 } }), { code: 'INVALID_ARGUMENTS' })
+    link.close()
+  })
+
+  it('delivers log records to a log trigger at or above its level', async () => {
+    const w = await RawWorker.connect(t.url)
+    const got: string[] = []
+    w.serve('app::onlog', (record) => void got.push(record.body))
+    w.send({ type: 'registertrigger', id: 'warn-logs', trigger_type: 'log', function_id: 'app::onlog', config: { level: 'WARN' } })
+    // Registrations apply once the namespace grace period (250 ms) passes.
+    await new Promise((r) => setTimeout(r, 400))
+    await t.engine.inject({ function_id: 'engine::log::info', data: { message: 'quiet' } })
+    await t.engine.inject({ function_id: 'engine::log::warn', data: { message: 'loud' } })
+    await t.engine.inject({ function_id: 'engine::log::error', data: { message: 'louder' } })
+    await eventually(() => got.length === 2)
+    assert.deepEqual(got, ['loud', 'louder'])
+    await w.close()
+  })
+
+  it('engine::baggage::* read and set the invocation baggage; engine::health::check answers', async () => {
+    const value = (await t.engine.inject({ function_id: 'engine::baggage::get', data: { key: 'tenant' }, baggage: 'tenant=acme,x=1' })) as { value: string }
+    assert.equal(value.value, 'acme')
+    const set = (await t.engine.inject({ function_id: 'engine::baggage::set', data: { key: 'y', value: 'two' }, baggage: 'tenant=acme' })) as { baggage: string }
+    assert.match(set.baggage, /tenant=acme/)
+    assert.match(set.baggage, /y=two/)
+    const health = (await t.engine.inject({ function_id: 'engine::health::check', data: {} })) as { status: string; components: Record<string, unknown> }
+    assert.equal(health.status, 'healthy')
+    assert.ok(health.components.observability)
+  })
+
+  it('stays within its window under a flood of 200,000 log lines on /otel', async () => {
+    const link = await otel(t.url)
+    const batch = Array.from({ length: 1000 }, (_, i) => ({ body: `line ${i} ${'z'.repeat(60)}` }))
+    const payload = frame('LOGS', otlpLogs(batch))
+    for (let i = 0; i < 200; i++) link.send(payload)
+    link.send(frame('LOGS', otlpLogs([{ body: 'the last line' }])))
+    await eventually(async () => {
+      const listed = (await t.engine.inject({ function_id: 'engine::logs::list', data: { limit: 1 } })) as { logs: Array<{ body: string }>; total: number }
+      return listed.logs[0]?.body === 'the last line'
+    }, 15000)
+    const listed = (await t.engine.inject({ function_id: 'engine::logs::list', data: { limit: 1 } })) as { total: number }
+    assert.ok(listed.total <= 1000, `window holds ${listed.total}`)
+    link.close()
+  })
+
+  it('never crashes on random /otel frames or telemetry frames on the main connection', async () => {
+    const link = await otel(t.url)
+    const w = await RawWorker.connect(t.url)
+    // A second main connection that only sends binary frames (the same frames are accepted on `/`).
+    const main = new WebSocket(t.url)
+    await new Promise((resolve) => main.once('open', resolve))
+    const prefix = fc.constantFrom('OTLP', 'LOGS', 'MTRC', 'XXXX', '')
+    const body = fc.oneof(
+      fc.json(),
+      fc.string(),
+      fc.constant(JSON.stringify({ resourceSpans: [{ scopeSpans: [{ spans: [{ traceId: 'z', spanId: 1 }] }] }] })),
+      fc.anything().map((v) => JSON.stringify({ resourceLogs: [{ scopeLogs: [{ logRecords: [v, { body: v, severityNumber: v, attributes: [{ key: 'log.data', value: v }] }] }] }] }) ?? ''),
+      fc.anything().map((v) => JSON.stringify({ resourceMetrics: [{ scopeMetrics: [{ metrics: [{ name: 'm', gauge: { dataPoints: [v] } }, { name: 'h', histogram: { dataPoints: [v] } }] }] }] }) ?? ''),
+      fc.uint8Array({ maxLength: 64 }).map((b) => Buffer.from(b).toString('latin1')),
+    )
+    await fc.assert(
+      fc.asyncProperty(prefix, body, async (p, b) => {
+        const bytes = Buffer.concat([Buffer.from(p), Buffer.from(b)])
+        link.send(bytes)
+        main.send(bytes)
+        const health = (await t.engine.inject({ function_id: 'engine::health::check', data: {} })) as { status: string }
+        return health.status === 'healthy'
+      }),
+      { numRuns: 150 },
+    )
+    const answer = await w.call('engine::health::check', {})
+    assert.equal(answer.result.status, 'healthy')
+    link.close()
+    main.close()
+    await w.close()
+  })
+})
+
+describe('observability worker with store: none', () => {
+  it('query functions fail with STORAGE_DISABLED; logging still succeeds', async () => {
+    const t = await startTestEngine({ settings: { 'svc-observability': { store: 'none' } } })
+    try {
+      await t.engine.inject({ function_id: 'engine::log::info', data: { message: 'x' } })
+      await assert.rejects(t.engine.inject({ function_id: 'engine::logs::list', data: {} }), { code: 'STORAGE_DISABLED', message: 'local telemetry storage is disabled (store: none)' })
+      await assert.rejects(t.engine.inject({ function_id: 'engine::traces::list', data: {} }), { code: 'STORAGE_DISABLED' })
+    } finally {
+      await t.stop()
+    }
+  })
+})
+
+describe('worker process output', () => {
+  it('is recorded with service_name, INFO/WARN, log.source and ANSI removed', async () => {
+    const t = await startTestEngine({ settings: { 'svc-observability': { store: 'memory' } } })
+    try {
+      t.engine.telemetry.output('links', 'stdout', '\u001b[32mready\u001b[0m')
+      t.engine.telemetry.output('links', 'stderr', 'boom')
+      const { logs } = (await t.engine.inject({ function_id: 'engine::logs::list', data: { service_name: 'LINKS' } })) as { logs: Array<Record<string, any>> }
+      assert.deepEqual(
+        logs.map((l) => [l.body, l.severity_text, l.attributes['log.source']]),
+        [
+          ['boom', 'WARN', 'stderr'],
+          ['ready', 'INFO', 'stdout'],
+        ],
+      )
+    } finally {
+      await t.stop()
+    }
+  })
+})

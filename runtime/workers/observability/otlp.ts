@@ -1,0 +1,201 @@
+/**
+ * Reading the `/otel` frames (protocol.md §10.2): OTLP/JSON `ExportTraceServiceRequest`,
+ * `ExportLogsServiceRequest` and `ExportMetricsServiceRequest` into the records of builtins.md
+ * §12.4. Lenient: anything that is not the expected shape is skipped, never thrown on (frames come
+ * from any worker); ids that are not hex of the right length drop the span.
+ */
+import type { LogRecord, MetricPoint, MetricSeries, SpanKind, SpanRecord, SpanStatus } from '../../adapters/observability/records.ts'
+
+type Obj = Record<string, unknown>
+const isObj = (v: unknown): v is Obj => typeof v === 'object' && v !== null && !Array.isArray(v)
+const arr = (v: unknown): unknown[] => (Array.isArray(v) ? v : [])
+const HEX32 = /^[0-9a-fA-F]{32}$/
+const HEX16 = /^[0-9a-fA-F]{16}$/
+
+/** Removes ANSI escape sequences (CSI, OSC and two-character escapes) from `text`. */
+export function stripAnsi(text: string): string {
+  // eslint-disable-next-line no-control-regex
+  return text.includes('\u001b') || text.includes('\u009b') ? text.replace(/[\u001b\u009b](?:\[[0-?]*[ -/]*[@-~]|\][^\u0007\u001b]*(?:\u0007|\u001b\\)|[@-Z\\-_])/g, '') : text
+}
+
+/** An OTLP `AnyValue` as plain JSON (`intValue` strings become numbers when safe). */
+export function anyValue(v: unknown, depth = 0): unknown {
+  if (!isObj(v) || depth > 16) return null
+  if ('stringValue' in v) return typeof v.stringValue === 'string' ? v.stringValue : String(v.stringValue)
+  if ('boolValue' in v) return v.boolValue === true
+  if ('intValue' in v) return num(v.intValue)
+  if ('doubleValue' in v) return num(v.doubleValue)
+  if ('arrayValue' in v) return arr(isObj(v.arrayValue) ? v.arrayValue.values : undefined).map((x) => anyValue(x, depth + 1))
+  if ('kvlistValue' in v) return attributes(isObj(v.kvlistValue) ? v.kvlistValue.values : undefined, depth + 1)
+  if ('bytesValue' in v) return typeof v.bytesValue === 'string' ? v.bytesValue : null
+  return null
+}
+
+/** OTLP `KeyValue[]` as an object. */
+export function attributes(list: unknown, depth = 0): Obj {
+  const out: Obj = {}
+  for (const kv of arr(list)) if (isObj(kv) && typeof kv.key === 'string') out[kv.key] = anyValue(kv.value, depth)
+  return out
+}
+
+function num(v: unknown): number {
+  const n = typeof v === 'number' ? v : typeof v === 'string' ? Number(v) : NaN
+  return Number.isFinite(n) ? n : 0
+}
+
+function resourceOf(r: unknown): Record<string, string> {
+  const out: Record<string, string> = {}
+  if (!isObj(r)) return out
+  for (const [k, v] of Object.entries(attributes(r.attributes))) out[k] = typeof v === 'string' ? v : JSON.stringify(v)
+  return out
+}
+
+const KINDS: SpanKind[] = ['internal', 'internal', 'server', 'client', 'producer', 'consumer']
+function kindOf(v: unknown): SpanKind {
+  if (typeof v === 'number') return KINDS[v] ?? 'internal'
+  if (typeof v === 'string') {
+    const k = v.replace(/^SPAN_KIND_/, '').toLowerCase()
+    return (KINDS as string[]).includes(k) ? (k as SpanKind) : 'internal'
+  }
+  return 'internal'
+}
+
+function statusOf(v: unknown): SpanStatus {
+  const code = isObj(v) ? v.code : undefined
+  if (code === 1 || code === 'STATUS_CODE_OK') return 'ok'
+  if (code === 2 || code === 'STATUS_CODE_ERROR') return 'error'
+  return 'unset'
+}
+
+/** The spans of an `ExportTraceServiceRequest`. */
+export function spansOf(request: unknown, fallbackService: string): SpanRecord[] {
+  const out: SpanRecord[] = []
+  if (!isObj(request)) return out
+  for (const rs of arr(request.resourceSpans)) {
+    if (!isObj(rs)) continue
+    const resource = resourceOf(rs.resource)
+    const service = resource['service.name'] ?? fallbackService
+    for (const ss of arr(rs.scopeSpans ?? rs.instrumentationLibrarySpans)) {
+      if (!isObj(ss)) continue
+      for (const s of arr(ss.spans)) {
+        if (!isObj(s) || typeof s.traceId !== 'string' || typeof s.spanId !== 'string' || !HEX32.test(s.traceId) || !HEX16.test(s.spanId)) continue
+        const start = num(s.startTimeUnixNano)
+        const end = s.endTimeUnixNano === undefined || s.endTimeUnixNano === null ? null : num(s.endTimeUnixNano)
+        const parent = typeof s.parentSpanId === 'string' && HEX16.test(s.parentSpanId) ? s.parentSpanId.toLowerCase() : null
+        const span: SpanRecord = {
+          trace_id: s.traceId.toLowerCase(),
+          span_id: s.spanId.toLowerCase(),
+          parent_span_id: parent,
+          name: typeof s.name === 'string' ? s.name : '',
+          kind: kindOf(s.kind),
+          service_name: service,
+          start_time_unix_nano: start,
+          end_time_unix_nano: end,
+          duration_ms: end === null ? null : Math.max(0, (end - start) / 1e6),
+          status: statusOf(s.status),
+          attributes: attributes(s.attributes),
+          resource,
+          events: arr(s.events).filter(isObj).map((e) => ({ name: typeof e.name === 'string' ? e.name : '', timestamp_unix_nano: num(e.timeUnixNano), attributes: attributes(e.attributes) })),
+          links: arr(s.links)
+            .filter((l): l is Obj => isObj(l) && typeof l.traceId === 'string' && typeof l.spanId === 'string')
+            .map((l) => ({ trace_id: String(l.traceId).toLowerCase(), span_id: String(l.spanId).toLowerCase(), attributes: attributes(l.attributes) })),
+        }
+        if (isObj(s.status) && typeof s.status.message === 'string' && s.status.message !== '') span.status_message = s.status.message
+        out.push(span)
+      }
+    }
+  }
+  return out
+}
+
+const SEVERITY_TEXT = ['UNSPECIFIED', 'TRACE', 'DEBUG', 'INFO', 'WARN', 'ERROR', 'FATAL']
+
+/** The usual text of a severity number (`INFO` for 9–12 …). */
+export function severityText(n: number): string {
+  return SEVERITY_TEXT[n <= 0 ? 0 : Math.min(6, Math.ceil(n / 4))]!
+}
+
+/**
+ * Stores `data` as attributes (§12.2): each top-level field `f` of an object becomes
+ * `log.data.f`; anything else the single attribute `log.data`.
+ */
+export function spreadLogData(target: Obj, data: unknown): void {
+  if (data === undefined) return
+  if (isObj(data)) for (const [k, v] of Object.entries(data)) target[`log.data.${k}`] = v
+  else target['log.data'] = data
+}
+
+/** The log records of an `ExportLogsServiceRequest`. */
+export function logsOf(request: unknown, fallbackService: string, observedNs: number): LogRecord[] {
+  const out: LogRecord[] = []
+  if (!isObj(request)) return out
+  for (const rl of arr(request.resourceLogs)) {
+    if (!isObj(rl)) continue
+    const resource = resourceOf(rl.resource)
+    for (const sl of arr(rl.scopeLogs)) {
+      if (!isObj(sl)) continue
+      const scope = isObj(sl.scope) ? sl.scope : {}
+      for (const r of arr(sl.logRecords)) {
+        if (!isObj(r)) continue
+        const raw = attributes(r.attributes)
+        const attrs: Obj = {}
+        for (const [k, v] of Object.entries(raw)) {
+          if (k === 'log.data') spreadLogData(attrs, v)
+          else attrs[k] = v
+        }
+        const body = anyValue(r.body)
+        const severity = Math.max(0, Math.min(24, Math.trunc(num(r.severityNumber))))
+        const traceId = typeof r.traceId === 'string' && HEX32.test(r.traceId) ? r.traceId.toLowerCase() : typeof raw.trace_id === 'string' && HEX32.test(raw.trace_id) ? raw.trace_id.toLowerCase() : null
+        const spanId = typeof r.spanId === 'string' && HEX16.test(r.spanId) ? r.spanId.toLowerCase() : typeof raw.span_id === 'string' && HEX16.test(raw.span_id) ? raw.span_id.toLowerCase() : null
+        const ts = num(r.timeUnixNano) || num(r.observedTimeUnixNano) || observedNs
+        const service = typeof raw['service.name'] === 'string' ? raw['service.name'] : (resource['service.name'] ?? fallbackService)
+        const record: LogRecord = {
+          timestamp_unix_nano: ts,
+          observed_timestamp_unix_nano: observedNs,
+          severity_number: severity,
+          severity_text: typeof r.severityText === 'string' && r.severityText !== '' ? r.severityText : severityText(severity),
+          body: stripAnsi(typeof body === 'string' ? body : body === null ? '' : JSON.stringify(body)),
+          attributes: attrs,
+          resource,
+          service_name: service,
+          trace_id: traceId,
+          span_id: spanId,
+        }
+        if (typeof scope.name === 'string') record.instrumentation_scope_name = scope.name
+        if (typeof scope.version === 'string') record.instrumentation_scope_version = scope.version
+        out.push(record)
+      }
+    }
+  }
+  return out
+}
+
+/** Metric points of an `ExportMetricsServiceRequest` (`iii.worker.*` stored as `svc.worker.*`). */
+export function metricsOf(request: unknown): Array<{ series: Omit<MetricSeries, 'points'>; point: MetricPoint }> {
+  const out: Array<{ series: Omit<MetricSeries, 'points'>; point: MetricPoint }> = []
+  if (!isObj(request)) return out
+  for (const rm of arr(request.resourceMetrics)) {
+    if (!isObj(rm)) continue
+    for (const sm of arr(rm.scopeMetrics)) {
+      if (!isObj(sm)) continue
+      for (const m of arr(sm.metrics)) {
+        if (!isObj(m) || typeof m.name !== 'string') continue
+        const name = m.name.startsWith('iii.worker.') ? `svc.worker.${m.name.slice(11)}` : m.name
+        const type = isObj(m.gauge) ? 'gauge' : isObj(m.sum) ? 'sum' : isObj(m.histogram) ? 'histogram' : undefined
+        if (type === undefined) continue
+        const series: Omit<MetricSeries, 'points'> = { name, type }
+        if (typeof m.unit === 'string' && m.unit !== '') series.unit = m.unit
+        if (typeof m.description === 'string' && m.description !== '') series.description = m.description
+        for (const p of arr((m[type] as Obj).dataPoints)) {
+          if (!isObj(p)) continue
+          const value =
+            type === 'histogram'
+              ? { count: num(p.count), sum: num(p.sum), bucket_counts: arr(p.bucketCounts).map(num), explicit_bounds: arr(p.explicitBounds).map(num) }
+              : num(p.asDouble ?? p.asInt)
+          out.push({ series, point: { time_unix_nano: num(p.timeUnixNano), value, attributes: attributes(p.attributes) } })
+        }
+      }
+    }
+  }
+  return out
+}

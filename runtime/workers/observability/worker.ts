@@ -1,0 +1,453 @@
+/**
+ * The observability worker `svc-observability` (builtins.md §12, protocol.md §10 and §11.4).
+ *
+ * - Attaches a sink to the engine's {@link TelemetryHub}: engine spans (svc-http's
+ *   `<METHOD> <route>`, `execute <function_id>` of in-process functions) and `/otel` frames land
+ *   in the store of the `store` setting (§12.3).
+ * - Pushes an {@link Interceptor} onto the invocation pipeline: `execute <function_id>` spans for
+ *   functions the engine serves itself (§10.1: worker-routed calls get no engine span, their
+ *   `traceparent` is forwarded unchanged) and per-function invocation metrics.
+ * - Registers `engine::log::*`, `engine::logs::*`, `engine::traces::*`, `engine::metrics::list`,
+ *   `engine::baggage::*`, `engine::health::check` and the trigger types `log` and `trace` (§12.6).
+ * - Sweeps the store every 60 s (retention, size cap).
+ */
+import { join } from 'node:path'
+import { Errors, type ErrorBody, type JsonInput } from 'svc-protocol'
+import { nowUnixNano, type LogRecord, type MetricSeries, type SpanRecord } from '../../adapters/observability/records.ts'
+import { SqliteStore } from '../../adapters/observability/sqlite.ts'
+import { MemoryStore, NoStore, type StoreLimits, type TelemetryStore } from '../../adapters/observability/store.ts'
+import { ENGINE_VERSION } from '../../engine/engine.ts'
+import type { FunctionEntry } from '../../engine/functions.ts'
+import type { Interceptor, Invocation } from '../../engine/pipeline.ts'
+import type { ActiveSpan, TelemetryHub, TelemetrySink, TelemetrySource } from '../../engine/telemetry.ts'
+import type { BindingInfo, BuiltinContext, BuiltinWorker, InvocationContext, LocalTriggerProvider } from '../../engine/types.ts'
+import { createSettingsApplier, type SettingsApplier } from '../shared/settings.ts'
+import { logsOf, metricsOf, severityText, spansOf, spreadLogData, stripAnsi } from './otlp.ts'
+import { groupBy, listLogs, listTraces, traceTree } from './query.ts'
+
+export const OBSERVABILITY_WORKER_NAME = 'svc-observability'
+
+/** The §12.1 settings this release acts on, defaults applied (`exporter` folded into `store`). */
+export interface ObservabilitySettings {
+  enabled: boolean
+  service_name: string
+  store: 'builtin' | 'memory' | 'none'
+  retention_seconds: number
+  max_disk_bytes: number
+  memory_max_spans: number
+  memory_max_logs: number
+  sampling_ratio: number
+  logs_enabled: boolean
+}
+
+/**
+ * Validates a settings value (§12.1) and applies the defaults.
+ * @throws Error starting with the offending key (`store must be builtin, memory or none`).
+ */
+export function parseObservabilitySettings(value: unknown): ObservabilitySettings {
+  const v = (typeof value === 'object' && value !== null ? value : {}) as Record<string, unknown>
+  const bool = (k: string, d: boolean): boolean => {
+    if (v[k] === undefined) return d
+    if (typeof v[k] !== 'boolean') throw new Error(`${k} must be a boolean`)
+    return v[k]
+  }
+  const int = (k: string, d: number, min: number): number => {
+    if (v[k] === undefined) return d
+    const n = v[k]
+    if (typeof n !== 'number' || !Number.isInteger(n) || n < min) throw new Error(`${k} must be an integer ≥ ${min}`)
+    return n
+  }
+  let store = v.store ?? (v.exporter === 'otlp' ? 'none' : 'builtin')
+  if (store !== 'builtin' && store !== 'memory' && store !== 'none') throw new Error('store must be builtin, memory or none')
+  const ratio = v.sampling_ratio ?? 1
+  if (typeof ratio !== 'number' || !(ratio >= 0 && ratio <= 1)) throw new Error('sampling_ratio must be a number from 0 to 1')
+  const service = v.service_name ?? 'svc'
+  if (typeof service !== 'string' || service === '') throw new Error('service_name must be a non-empty string')
+  return {
+    enabled: bool('enabled', true),
+    service_name: service,
+    store,
+    retention_seconds: int('retention_seconds', 604800, 60),
+    max_disk_bytes: int('max_disk_bytes', 1073741824, 1),
+    memory_max_spans: int('memory_max_spans', 100000, 1000),
+    memory_max_logs: int('memory_max_logs', 20000, 1000),
+    sampling_ratio: ratio,
+    logs_enabled: bool('logs_enabled', true),
+  }
+}
+
+/** Ids served by this worker; the interceptor records no spans for them (no feedback loop). */
+const OWN_FUNCTIONS = new Set<string>()
+const LOG_LEVELS = { trace: 1, debug: 5, info: 9, warn: 13, error: 17 } as const
+/** `log` trigger `level` → minimum severity number (§12.6). */
+const LEVEL_MIN: Record<string, number> = { all: 0, debug: 5, info: 9, warn: 13, error: 17 }
+/** Unsampled context for trigger deliveries: their spans never fire `trace` again (§12.6). */
+const UNSAMPLED = '00-00000000000000000000000000000001-0000000000000001-00'
+const SWEEP_MS = 60_000
+const TRACE_BATCH_MS = 300
+/** Duration histogram bounds of `svc.function.duration`, ms. */
+const BOUNDS = [1, 5, 10, 25, 50, 100, 250, 500, 1000, 2500, 5000, 10000]
+
+interface FunctionStats {
+  count: number
+  errors: number
+  sum: number
+  buckets: number[]
+}
+
+export class ObservabilityWorker implements BuiltinWorker, TelemetrySink {
+  readonly name = OBSERVABILITY_WORKER_NAME
+  private context: BuiltinContext | null = null
+  private hub: TelemetryHub | undefined
+  private applier: SettingsApplier<ObservabilitySettings> | null = null
+  private settings: ObservabilitySettings = parseObservabilitySettings({})
+  private store: TelemetryStore = new NoStore()
+  private storeKey = ''
+  private removeInterceptor: (() => void) | undefined
+  private sweepTimer: NodeJS.Timeout | undefined
+  private readonly stats = new Map<string, FunctionStats>()
+  private readonly logBindings = new Map<string, { binding: BindingInfo; min: number }>()
+  private readonly traceBindings = new Map<string, { binding: BindingInfo; service?: string; status?: string }>()
+  private pendingTraces = new Set<string>()
+  private traceTimer: NodeJS.Timeout | undefined
+
+  get serviceName(): string {
+    return this.settings.service_name
+  }
+
+  get samplingRatio(): number {
+    return this.settings.sampling_ratio
+  }
+
+  async start(context: BuiltinContext, settings: unknown): Promise<void> {
+    this.context = context
+    this.hub = context.telemetry
+    this.applier = createSettingsApplier<ObservabilitySettings>({
+      worker: this.name,
+      log: context.log,
+      parse: parseObservabilitySettings,
+      apply: (next) => this.apply(next),
+      onConfigError: (message) => context.worker.setLastConfigError(message),
+    })
+    await this.applier.apply(settings)
+    this.registerFunctions(context)
+    this.registerTriggerTypes(context)
+    this.removeInterceptor = this.hub?.addInterceptor(this.interceptor)
+    this.sweepTimer = setInterval(() => this.sweep(), SWEEP_MS)
+    this.sweepTimer.unref()
+  }
+
+  async applySettings(settings: unknown): Promise<void> {
+    if (!this.applier) throw Errors.internal(`${this.name}: applySettings before start`)
+    await this.applier.apply(settings)
+  }
+
+  async stop(): Promise<void> {
+    if (this.hub?.sink === this) this.hub.sink = undefined
+    this.removeInterceptor?.()
+    clearInterval(this.sweepTimer)
+    clearTimeout(this.traceTimer)
+    this.store.close()
+    this.store = new NoStore()
+    this.storeKey = ''
+  }
+
+  /** The store in use (tests, the benchmark). */
+  get currentStore(): TelemetryStore {
+    return this.store
+  }
+
+  private apply(next: ObservabilitySettings): void {
+    const limits: StoreLimits = { retentionSeconds: next.retention_seconds, maxSpans: next.memory_max_spans, maxLogs: next.memory_max_logs, maxDiskBytes: next.max_disk_bytes }
+    const key = next.enabled ? next.store : 'none'
+    if (key !== this.storeKey) {
+      const store = key === 'builtin' ? new SqliteStore(join(this.context!.dataDir, 'observability.db'), limits) : key === 'memory' ? new MemoryStore(limits) : new NoStore()
+      this.store.close()
+      this.store = store
+      this.storeKey = key
+    } else if (this.store instanceof MemoryStore) {
+      this.store.setLimits(limits)
+    }
+    this.settings = next
+    if (this.hub) this.hub.sink = next.enabled ? this : undefined
+  }
+
+  private sweep(): void {
+    try {
+      this.store.sweep(Date.now())
+    } catch (error) {
+      this.context?.log.warn(`${this.name}: store sweep failed: ${String(error)}`)
+    }
+  }
+
+  // --- ingest -------------------------------------------------------------------------------
+
+  /** TelemetrySink: an engine span, started or finished. */
+  span(span: SpanRecord): void {
+    this.store.putSpan(span)
+    if (this.traceBindings.size > 0) this.traceGained(span.trace_id)
+  }
+
+  /** TelemetrySink: an `/otel` frame or one sent on a worker's main connection (§10.2). */
+  frame(prefix: 'OTLP' | 'MTRC' | 'LOGS', json: string, source: TelemetrySource): void {
+    let request: unknown
+    try {
+      request = JSON.parse(json)
+    } catch {
+      return
+    }
+    const service = source.worker_name ?? 'unknown'
+    if (prefix === 'OTLP') for (const s of spansOf(request, service)) this.span(s)
+    else if (prefix === 'LOGS') {
+      if (this.settings.logs_enabled) for (const l of logsOf(request, service, nowUnixNano())) this.log(l)
+    } else for (const { series, point } of metricsOf(request)) this.store.putPoint(series, point)
+  }
+
+  /** TelemetrySink: a worker process's output line (§12.2, cli.md §5.6). */
+  output(worker: string, stream: 'stdout' | 'stderr', text: string): void {
+    if (!this.settings.logs_enabled) return
+    const now = nowUnixNano()
+    const severity = stream === 'stderr' ? 13 : 9
+    this.log({
+      timestamp_unix_nano: now,
+      observed_timestamp_unix_nano: now,
+      severity_number: severity,
+      severity_text: severityText(severity),
+      body: stripAnsi(text),
+      attributes: { 'log.source': stream },
+      resource: { 'service.name': worker },
+      service_name: worker,
+      trace_id: null,
+      span_id: null,
+    })
+  }
+
+  private log(record: LogRecord): void {
+    this.store.putLog(record)
+    if (this.logBindings.size === 0) return
+    const worker = this.context!.worker
+    for (const { binding, min } of this.logBindings.values()) {
+      if (record.severity_number < min) continue
+      worker.invoke({ function_id: binding.function_id, namespace: binding.namespace, data: record, action: { type: 'void' }, traceparent: UNSAMPLED }).catch(() => {})
+    }
+  }
+
+  private traceGained(traceId: string): void {
+    this.pendingTraces.add(traceId)
+    if (this.traceTimer !== undefined) return
+    this.traceTimer = setTimeout(() => {
+      this.traceTimer = undefined
+      const ids = [...this.pendingTraces]
+      this.pendingTraces = new Set()
+      for (const { binding, service, status } of this.traceBindings.values()) {
+        const matched = ids.filter((id) => {
+          if (service === undefined && status === undefined) return true
+          const root = rootOf(this.store.trace(id))
+          return root !== undefined && (service === undefined || root.service_name.toLowerCase() === service) && (status === undefined || root.status === status)
+        })
+        if (matched.length === 0) continue
+        this.context!.worker.invoke({ function_id: binding.function_id, namespace: binding.namespace, data: { trace_ids: matched }, action: { type: 'void' }, traceparent: UNSAMPLED }).catch(() => {})
+      }
+    }, TRACE_BATCH_MS)
+    this.traceTimer.unref()
+  }
+
+  // --- interceptor ----------------------------------------------------------------------------
+
+  private readonly interceptor: Interceptor = {
+    name: 'observability',
+    intercept: (invocation: Invocation, target: FunctionEntry): void => {
+      const id = target.id
+      if (OWN_FUNCTIONS.has(id)) return
+      const replica = target.latest
+      let span: ActiveSpan | undefined
+      if (replica.peer.kind === 'builtin' && this.hub !== undefined) {
+        const attributes: Record<string, unknown> = { 'svc.function.id': id, 'svc.worker.name': replica.peer.name }
+        if (id.startsWith('engine::') || (replica.metadata as { internal?: unknown } | undefined)?.internal === true) attributes['svc.function.kind'] = 'internal'
+        span = this.hub.startSpan({ name: `execute ${id}`, kind: 'internal', parent: invocation.traceparent, attributes })
+        if (span !== undefined) invocation.traceparent = span.traceparent
+      }
+      let stats = this.stats.get(id)
+      if (stats === undefined) this.stats.set(id, (stats = { count: 0, errors: 0, sum: 0, buckets: new Array<number>(BOUNDS.length + 1).fill(0) }))
+      const s = stats
+      const started = performance.now()
+      const reply = invocation.reply
+      const done = (error: ErrorBody | undefined): void => {
+        const ms = performance.now() - started
+        s.count++
+        s.sum += ms
+        let b = 0
+        while (b < BOUNDS.length && ms > BOUNDS[b]!) b++
+        s.buckets[b]!++
+        if (error !== undefined) {
+          s.errors++
+          span?.end('error', error.message, { 'svc.error.code': error.code })
+        } else span?.end('ok')
+      }
+      invocation.reply = {
+        result(value: JsonInput | undefined) {
+          done(undefined)
+          reply.result(value)
+        },
+        error(error: ErrorBody) {
+          done(error)
+          reply.error(error)
+        },
+      }
+    },
+  }
+
+  // --- functions ------------------------------------------------------------------------------
+
+  private registerFunctions(context: BuiltinContext): void {
+    const worker = context.worker
+    const fn = (id: string, description: string, handler: (data: unknown, ctx: InvocationContext) => unknown): void => {
+      OWN_FUNCTIONS.add(id)
+      worker.registerFunction(id, handler, { description })
+    }
+    for (const [level, severity] of Object.entries(LOG_LEVELS)) {
+      fn(`engine::log::${level}`, `Records a log line at severity ${severity} ({message, data?, trace_id?, span_id?, service_name?})`, (data, ctx) => this.logCall(level, severity, data, ctx))
+    }
+    const stored = (): TelemetryStore => {
+      if (this.store.kind === 'none') throw Errors.storageDisabled()
+      return this.store
+    }
+    fn('engine::logs::list', 'Stored log records, newest first (filters: time, trace, service, severity, search)', (data) => listLogs(stored(), data))
+    fn('engine::logs::clear', 'Removes every stored log record', () => ({ cleared: stored().clearLogs() }))
+    fn('engine::traces::list', 'Traces by their root span (filter, sort, limit)', (data) => listTraces(stored(), data))
+    fn('engine::traces::tree', 'The spans of one trace as a forest', (data) => traceTree(stored(), data))
+    fn('engine::traces::group_by', 'Spans grouped by the value of one attribute', (data) => groupBy(stored(), data))
+    fn('engine::traces::clear', 'Removes every stored span', () => ({ cleared: stored().clearSpans() }))
+    fn('engine::metrics::list', 'Metrics: per-function invocations, errors, durations, and worker metrics', (data) => this.metrics(stored(), data))
+    fn('engine::baggage::get', "One entry of the invocation's W3C baggage", (data, ctx) => {
+      const key = (data as { key?: unknown } | null)?.key
+      if (typeof key !== 'string' || key === '') throw Errors.invalidInput('engine::baggage::get', 'key is required')
+      return { value: parseBaggage(ctx.baggage).get(key) ?? null }
+    })
+    fn('engine::baggage::set', "The invocation's baggage with one entry set (the header value)", (data, ctx) => {
+      const { key, value } = (data ?? {}) as { key?: unknown; value?: unknown }
+      if (typeof key !== 'string' || key === '' || typeof value !== 'string') throw Errors.invalidInput('engine::baggage::set', 'key and value must be strings')
+      const entries = parseBaggage(ctx.baggage)
+      entries.set(key, value)
+      return { baggage: [...entries].map(([k, v]) => `${encodeURIComponent(k)}=${encodeURIComponent(v)}`).join(',') }
+    })
+    fn('engine::baggage::get_all', "Every entry of the invocation's baggage", (_data, ctx) => ({ entries: Object.fromEntries(parseBaggage(ctx.baggage)) }))
+    fn('engine::health::check', 'Health of the engine and its observability store', () => {
+      const counts = this.store.counts()
+      return {
+        status: 'healthy',
+        version: ENGINE_VERSION,
+        timestamp: new Date().toISOString(),
+        components: {
+          engine: { status: 'healthy' },
+          observability: { status: this.settings.enabled ? 'healthy' : 'disabled', detail: `store ${this.store.kind}: ${counts.spans} spans, ${counts.logs} logs` },
+        },
+      }
+    })
+  }
+
+  /** `engine::log::<level>` (§12.2): `{message, data?, trace_id?, span_id?, service_name?}`, no result. */
+  private logCall(level: string, severity: number, data: unknown, ctx: InvocationContext): void {
+    const d = (data ?? {}) as Record<string, unknown>
+    if (typeof d !== 'object' || typeof d.message !== 'string') throw Errors.invalidInput(`engine::log::${level}`, 'message must be a string')
+    if (!this.settings.enabled || !this.settings.logs_enabled) return
+    const now = nowUnixNano()
+    const attributes: Record<string, unknown> = {}
+    spreadLogData(attributes, d.data)
+    // The caller's trace context when the record names none.
+    const tp = ctx.traceparent !== undefined && ctx.traceparent.length === 55 ? ctx.traceparent : undefined
+    const traceId = typeof d.trace_id === 'string' ? d.trace_id.toLowerCase() : tp !== undefined ? tp.slice(3, 35) : null
+    const spanId = typeof d.span_id === 'string' ? d.span_id.toLowerCase() : tp !== undefined && typeof d.trace_id !== 'string' ? tp.slice(36, 52) : null
+    this.log({
+      timestamp_unix_nano: now,
+      observed_timestamp_unix_nano: now,
+      severity_number: severity,
+      severity_text: severityText(severity),
+      body: stripAnsi(d.message),
+      attributes,
+      resource: {},
+      service_name: typeof d.service_name === 'string' && d.service_name !== '' ? d.service_name : (ctx.caller?.name ?? this.settings.service_name),
+      trace_id: traceId,
+      span_id: spanId,
+    })
+  }
+
+  /** `engine::metrics::list` (§12.5): the stored series plus the per-function ones. */
+  private metrics(store: TelemetryStore, data: unknown): { metrics: MetricSeries[] } {
+    const d = (data ?? {}) as { metric_name?: unknown; worker?: unknown; start_time?: unknown; end_time?: unknown }
+    const now = nowUnixNano()
+    const fnSeries: MetricSeries[] = [
+      { name: 'svc.function.invocations', type: 'sum', unit: '{invocation}', description: 'invocations per function', points: [] },
+      { name: 'svc.function.errors', type: 'sum', unit: '{invocation}', description: 'failed invocations per function', points: [] },
+      { name: 'svc.function.duration', type: 'histogram', unit: 'ms', description: 'invocation duration per function', points: [] },
+    ]
+    for (const [id, s] of this.stats) {
+      const attributes = { 'svc.function.id': id }
+      fnSeries[0]!.points.push({ time_unix_nano: now, value: s.count, attributes })
+      fnSeries[1]!.points.push({ time_unix_nano: now, value: s.errors, attributes })
+      fnSeries[2]!.points.push({ time_unix_nano: now, value: { count: s.count, sum: s.sum, bucket_counts: [...s.buckets], explicit_bounds: BOUNDS }, attributes })
+    }
+    const startNs = typeof d.start_time === 'number' ? d.start_time * 1e6 : undefined
+    const endNs = typeof d.end_time === 'number' ? d.end_time * 1e6 : undefined
+    const all = [...store.metrics(), ...fnSeries]
+      .filter((m) => typeof d.metric_name !== 'string' || m.name === d.metric_name)
+      .map((m) => ({
+        ...m,
+        points: m.points.filter(
+          (p) => (typeof d.worker !== 'string' || p.attributes['worker.name'] === d.worker) && (startNs === undefined || p.time_unix_nano >= startNs) && (endNs === undefined || p.time_unix_nano <= endNs),
+        ),
+      }))
+      .filter((m) => m.points.length > 0 || typeof d.metric_name === 'string')
+    return { metrics: all }
+  }
+
+  // --- trigger types --------------------------------------------------------------------------
+
+  private registerTriggerTypes(context: BuiltinContext): void {
+    const logProvider: LocalTriggerProvider = {
+      registerTrigger: (binding) => {
+        const level = String((binding.config as { level?: unknown } | null)?.level ?? 'all').toLowerCase()
+        const min = LEVEL_MIN[level]
+        if (min === undefined) throw Object.assign(new Error('level must be all, debug, info, warn or error'), { code: 'INVALID_TRIGGER_CONFIG' })
+        this.logBindings.set(binding.id, { binding, min })
+      },
+      unregisterTrigger: (binding) => void this.logBindings.delete(binding.id),
+    }
+    context.worker.registerTriggerType({ id: 'log', description: 'Receives every log record at or above its level (fire-and-forget)' }, logProvider)
+    const traceProvider: LocalTriggerProvider = {
+      registerTrigger: (binding) => {
+        const c = (binding.config ?? {}) as { service_name?: unknown; status?: unknown }
+        const entry: { binding: BindingInfo; service?: string; status?: string } = { binding }
+        if (typeof c.service_name === 'string') entry.service = c.service_name.toLowerCase()
+        if (typeof c.status === 'string') entry.status = c.status.toLowerCase()
+        this.traceBindings.set(binding.id, entry)
+      },
+      unregisterTrigger: (binding) => void this.traceBindings.delete(binding.id),
+    }
+    context.worker.registerTriggerType({ id: 'trace', description: 'Receives {trace_ids} of traces that gained spans, batched over 300 ms' }, traceProvider)
+  }
+}
+
+function rootOf(spans: SpanRecord[]): SpanRecord | undefined {
+  const ids = new Set(spans.map((s) => s.span_id))
+  let root: SpanRecord | undefined
+  for (const s of spans) if ((s.parent_span_id === null || !ids.has(s.parent_span_id)) && (root === undefined || s.start_time_unix_nano < root.start_time_unix_nano)) root = s
+  return root
+}
+
+/** W3C baggage (`k=v;props,…`, percent-encoded) as a map; malformed members are skipped. */
+export function parseBaggage(header: string | undefined): Map<string, string> {
+  const out = new Map<string, string>()
+  if (header === undefined) return out
+  for (const member of header.split(',')) {
+    const [pair] = member.split(';')
+    const eq = pair!.indexOf('=')
+    if (eq <= 0) continue
+    try {
+      out.set(decodeURIComponent(pair!.slice(0, eq).trim()), decodeURIComponent(pair!.slice(eq + 1).trim()))
+    } catch {
+      // skip a member that is not valid percent-encoding
+    }
+  }
+  return out
+}
