@@ -171,10 +171,14 @@ class EngineSpan implements ActiveSpan {
     if (this.ended) return
     this.ended = true
     const end = nowUnixNano()
-    // A new object: the unfinished version may already sit in a store's write queue.
-    const done: SpanRecord = { ...this.record, end_time_unix_nano: end, duration_ms: (end - this.record.start_time_unix_nano) / 1e6, status }
-    if (message !== undefined) done.status_message = message
-    if (attributes !== undefined) done.attributes = { ...this.record.attributes, ...attributes }
-    this.sink.span(done)
+    // Finished in place: the store holds this very object (stores write it out later, so the
+    // finished version is the one written when both happen before a flush).
+    const record = this.record
+    record.end_time_unix_nano = end
+    record.duration_ms = (end - record.start_time_unix_nano) / 1e6
+    record.status = status
+    if (message !== undefined) record.status_message = message
+    if (attributes !== undefined) Object.assign(record.attributes, attributes)
+    this.sink.span(record)
   }
 }

@@ -1,8 +1,12 @@
 /**
  * The `builtin` store (builtins.md §12.3): the in-memory window of {@link MemoryStore} plus
- * `<data_dir>/observability.db` (SQLite, `node:sqlite`). Writes are queued and written once per
- * event-loop turn in one transaction (no synchronous I/O on the invocation path); at open the
- * window is reloaded with the newest records of the file. The sweep deletes rows older than
+ * `<data_dir>/observability.db` (SQLite, `node:sqlite`). Writes are queued and written in one
+ * transaction at most 50 ms later (on the next event-loop turn once 2000 rows are pending), so the
+ * invocation path never waits for SQLite and a span that starts and ends within that time is
+ * written once (no synchronous I/O on the invocation path); at open the
+ * window is reloaded with the newest records of the file. Span rows are appended, never updated
+ * (no index to maintain on the write path): a span still unfinished when its turn's batch is
+ * written gets a second, finished row later, and the later row wins on reload. The sweep deletes rows older than
  * `retention_seconds` and, while the used pages exceed `max_disk_bytes`, the oldest quarter of
  * the rows. Metric points stay in memory only (1 h).
  */
@@ -12,8 +16,7 @@ import type { LogRecord, SpanRecord } from './records.ts'
 import { MemoryStore, type StoreLimits } from './store.ts'
 
 const SCHEMA = `
-CREATE TABLE IF NOT EXISTS spans (trace_id TEXT NOT NULL, span_id TEXT NOT NULL, start_ns INTEGER NOT NULL, body TEXT NOT NULL, PRIMARY KEY (trace_id, span_id));
-CREATE INDEX IF NOT EXISTS spans_start ON spans (start_ns);
+CREATE TABLE IF NOT EXISTS spans (seq INTEGER PRIMARY KEY AUTOINCREMENT, start_ns INTEGER NOT NULL, body TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS logs (seq INTEGER PRIMARY KEY AUTOINCREMENT, ts_ns INTEGER NOT NULL, body TEXT NOT NULL);
 `
 
@@ -22,6 +25,10 @@ interface Statements {
   putLog: StatementSync
 }
 
+/** Pending rows are written at most this long after the first one, ms. */
+const FLUSH_MS = 50
+/** …or on the next turn once this many are pending. */
+const FLUSH_ROWS = 2000
 /** Rows written between two checks of the file size. */
 const SIZE_CHECK_ROWS = 5000
 
@@ -32,9 +39,11 @@ export class SqliteStore extends MemoryStore {
   override readonly kind = 'builtin' as const
   private readonly db: DatabaseSync
   private readonly st: Statements
-  private pendingSpans: SpanRecord[] = []
+  /** Spans to write, by `trace_id:span_id`: a span that started and ended in one turn is written once. */
+  private pendingSpans = new Map<string, SpanRecord>()
   private pendingLogs: LogRecord[] = []
-  private scheduled = false
+  private timer: NodeJS.Timeout | undefined
+  private burst = false
   private sinceCheck = 0
   private closed = false
 
@@ -42,7 +51,7 @@ export class SqliteStore extends MemoryStore {
   constructor(path: string, limits: StoreLimits) {
     super(limits)
     const { db, statements } = openSqlite(path, 'NORMAL', SCHEMA, (db) => ({
-      putSpan: db.prepare('INSERT OR REPLACE INTO spans (trace_id, span_id, start_ns, body) VALUES (?, ?, ?, ?)'),
+      putSpan: db.prepare('INSERT INTO spans (start_ns, body) VALUES (?, ?)'),
       putLog: db.prepare('INSERT INTO logs (ts_ns, body) VALUES (?, ?)'),
     }))
     this.db = db
@@ -52,7 +61,7 @@ export class SqliteStore extends MemoryStore {
 
   override putSpan(span: SpanRecord): void {
     super.putSpan(span)
-    this.pendingSpans.push(span)
+    this.pendingSpans.set(span.trace_id + span.span_id, span)
     this.schedule()
   }
 
@@ -90,22 +99,23 @@ export class SqliteStore extends MemoryStore {
     return (one('PRAGMA page_count') - one('PRAGMA freelist_count')) * one('PRAGMA page_size')
   }
 
+  /** Writes what is pending, in one transaction. */
   override flush(): void {
-    if (this.closed || (this.pendingSpans.length === 0 && this.pendingLogs.length === 0)) return
+    if (this.closed || (this.pendingSpans.size === 0 && this.pendingLogs.length === 0)) return
     const spans = this.pendingSpans
     const logs = this.pendingLogs
-    this.pendingSpans = []
+    this.pendingSpans = new Map()
     this.pendingLogs = []
     this.db.exec('BEGIN')
     try {
-      for (const s of spans) this.st.putSpan.run(s.trace_id, s.span_id, s.start_time_unix_nano, JSON.stringify(s))
+      for (const s of spans.values()) this.st.putSpan.run(s.start_time_unix_nano, JSON.stringify(s))
       for (const l of logs) this.st.putLog.run(l.observed_timestamp_unix_nano, JSON.stringify(l))
       this.db.exec('COMMIT')
     } catch (error) {
       this.db.exec('ROLLBACK')
       throw error
     }
-    this.sinceCheck += spans.length + logs.length
+    this.sinceCheck += spans.size + logs.length
     if (this.sinceCheck >= SIZE_CHECK_ROWS) {
       this.sinceCheck = 0
       this.enforceSize()
@@ -114,35 +124,51 @@ export class SqliteStore extends MemoryStore {
 
   override close(): void {
     if (this.closed) return
+    clearTimeout(this.timer)
     this.flush()
     this.closed = true
     this.db.close()
   }
 
   private schedule(): void {
-    if (this.scheduled) return
-    this.scheduled = true
-    setImmediate(() => {
-      this.scheduled = false
-      try {
-        this.flush()
-      } catch {
-        // A failed write (disk full) loses this batch only; the window still has the records.
-      }
-    })
+    if (this.pendingSpans.size + this.pendingLogs.length >= FLUSH_ROWS) {
+      // A burst: write on the next turn rather than let the queue grow.
+      if (this.burst) return
+      this.burst = true
+      setImmediate(() => {
+        this.burst = false
+        this.flushQuietly()
+      })
+      return
+    }
+    if (this.timer !== undefined) return
+    this.timer = setTimeout(() => {
+      this.timer = undefined
+      this.flushQuietly()
+    }, FLUSH_MS)
+    this.timer.unref()
+  }
+
+  private flushQuietly(): void {
+    try {
+      this.flush()
+    } catch {
+      // A failed write (disk full) loses this batch only; the window still has the records.
+    }
   }
 
   /** Deletes the oldest quarter of spans and logs while the used pages exceed the cap. */
   private enforceSize(): void {
     for (let round = 0; round < 8 && this.usedBytes() > this.limits.maxDiskBytes; round++) {
       this.db.exec(`DELETE FROM logs WHERE seq IN (SELECT seq FROM logs ORDER BY seq LIMIT (SELECT (COUNT(*) + 3) / 4 FROM logs));
-        DELETE FROM spans WHERE rowid IN (SELECT rowid FROM spans ORDER BY start_ns LIMIT (SELECT (COUNT(*) + 3) / 4 FROM spans));`)
+        DELETE FROM spans WHERE seq IN (SELECT seq FROM spans ORDER BY seq LIMIT (SELECT (COUNT(*) + 3) / 4 FROM spans));`)
     }
   }
 
   /** Loads the newest records of the file into the window, oldest first. */
   private reload(): void {
-    const spans = this.db.prepare('SELECT body FROM (SELECT body, start_ns FROM spans ORDER BY start_ns DESC LIMIT ?) ORDER BY start_ns').all(this.limits.maxSpans)
+    // Rows are appended (a span that was written unfinished has a later, finished row): later rows win.
+    const spans = this.db.prepare('SELECT body FROM (SELECT body, seq FROM spans ORDER BY seq DESC LIMIT ?) ORDER BY seq').all(this.limits.maxSpans * 2)
     for (const row of spans) super.putSpan(JSON.parse(String(row.body)) as SpanRecord)
     const logs = this.db.prepare('SELECT body FROM (SELECT body, seq FROM logs ORDER BY seq DESC LIMIT ?) ORDER BY seq').all(this.limits.maxLogs)
     for (const row of logs) super.putLog(JSON.parse(String(row.body)) as LogRecord)

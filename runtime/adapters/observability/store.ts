@@ -34,7 +34,8 @@ export const MAX_SERIES = 1_000
 
 /**
  * The store seam. A span put again with the same `trace_id`/`span_id` replaces the earlier
- * version (an in-progress span that finished). Iteration order is arrival order, oldest first.
+ * version (an in-progress span that finished); putting the same object again (finished in place)
+ * keeps its place and, for `builtin`, writes its current state. Iteration order is arrival order, oldest first.
  */
 export interface TelemetryStore {
   readonly kind: 'memory' | 'builtin' | 'none'
@@ -91,7 +92,10 @@ export class MemoryStore implements TelemetryStore {
   putSpan(span: SpanRecord): void {
     const key = span.trace_id + ':' + span.span_id
     const map = this.spanMap
-    if (map.has(key)) map.delete(key)
+    const held = map.get(key)
+    // The same object again: an engine span that finished in place; it keeps its place.
+    if (held === span) return
+    if (held !== undefined) map.delete(key)
     map.set(key, span)
     let trace = this.traces.get(span.trace_id)
     if (trace === undefined) this.traces.set(span.trace_id, (trace = new Map()))
@@ -180,9 +184,11 @@ export class MemoryStore implements TelemetryStore {
     }
   }
 
+  /** Evicts the oldest spans once the window is full, 1/64 of it at a time (one iteration per batch). */
   private trimSpans(): void {
-    const excess = this.spanMap.size - this.limits.maxSpans
-    if (excess <= 0) return
+    const max = this.limits.maxSpans
+    if (this.spanMap.size <= max) return
+    const excess = this.spanMap.size - max + (max >> 6)
     let n = 0
     for (const [key, span] of this.spanMap) {
       if (n++ >= excess) break
