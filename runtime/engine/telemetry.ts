@@ -24,8 +24,11 @@ export interface TelemetrySink {
   readonly serviceName: string
   /** Head sampling of traces the engine starts (0–1). */
   readonly samplingRatio: number
-  /** A span started (unfinished, `end_time_unix_nano` null) or finished (same ids, replaced). */
-  span(span: SpanRecord): void
+  /**
+   * A span started (unfinished, `end_time_unix_nano` null) or, with `update`, the same object
+   * again once it finished in place.
+   */
+  span(span: SpanRecord, update?: boolean): void
   /** An `OTLP`, `MTRC` or `LOGS` frame (§10.2): `json` is the text after the prefix, unparsed. */
   frame(prefix: TelemetryPrefix, json: string, source: TelemetrySource): void
   /** One line a worker process printed (cli.md §5.6): INFO for stdout, WARN for stderr. */
@@ -179,6 +182,6 @@ class EngineSpan implements ActiveSpan {
     record.status = status
     if (message !== undefined) record.status_message = message
     if (attributes !== undefined) Object.assign(record.attributes, attributes)
-    this.sink.span(record)
+    this.sink.span(record, true)
   }
 }

@@ -34,12 +34,14 @@ export const MAX_SERIES = 1_000
 
 /**
  * The store seam. A span put again with the same `trace_id`/`span_id` replaces the earlier
- * version (an in-progress span that finished); putting the same object again (finished in place)
- * keeps its place and, for `builtin`, writes its current state. Iteration order is arrival order, oldest first.
+ * version (an in-progress span that finished, as OTLP sends it); engine spans finish in place and
+ * are passed to {@link TelemetryStore.updateSpan}. Iteration order is arrival order, oldest first.
  */
 export interface TelemetryStore {
   readonly kind: 'memory' | 'builtin' | 'none'
   putSpan(span: SpanRecord): void
+  /** `span`, put before, changed in place (an engine span that finished): written out again. */
+  updateSpan(span: SpanRecord): void
   putLog(log: LogRecord): void
   /** Adds a point to the series `name`, creating it with `type`, `unit`, `description`. */
   putPoint(series: Omit<MetricSeries, 'points'>, point: MetricPoint): void
@@ -92,16 +94,16 @@ export class MemoryStore implements TelemetryStore {
   putSpan(span: SpanRecord): void {
     const key = span.trace_id + ':' + span.span_id
     const map = this.spanMap
-    const held = map.get(key)
-    // The same object again: an engine span that finished in place; it keeps its place.
-    if (held === span) return
-    if (held !== undefined) map.delete(key)
+    if (map.has(key)) map.delete(key)
     map.set(key, span)
     let trace = this.traces.get(span.trace_id)
     if (trace === undefined) this.traces.set(span.trace_id, (trace = new Map()))
     trace.set(span.span_id, span)
     if (map.size > this.limits.maxSpans) this.trimSpans()
   }
+
+  /** The window holds the object itself: nothing to do. */
+  updateSpan(_span: SpanRecord): void {}
 
   putLog(log: LogRecord): void {
     this.logBuf.push(log)
@@ -215,6 +217,7 @@ export class MemoryStore implements TelemetryStore {
 export class NoStore implements TelemetryStore {
   readonly kind = 'none' as const
   putSpan(): void {}
+  updateSpan(): void {}
   putLog(): void {}
   putPoint(): void {}
   logs(): LogRecord[] {

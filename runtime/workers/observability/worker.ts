@@ -183,8 +183,9 @@ export class ObservabilityWorker implements BuiltinWorker, TelemetrySink {
   // --- ingest -------------------------------------------------------------------------------
 
   /** TelemetrySink: an engine span, started or finished. */
-  span(span: SpanRecord): void {
-    this.store.putSpan(span)
+  span(span: SpanRecord, update = false): void {
+    if (update) this.store.updateSpan(span)
+    else this.store.putSpan(span)
     if (this.traceBindings.size > 0) this.traceGained(span.trace_id)
   }
 
