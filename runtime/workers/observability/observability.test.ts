@@ -172,6 +172,23 @@ describe('observability worker', () => {
     await w.close()
   })
 
+  it('a log trigger handler that logs what it receives does not loop', async () => {
+    const w = await RawWorker.connect(t.url)
+    let deliveries = 0
+    w.serve('app::echo-log', async (record, f) => {
+      deliveries++
+      // What an SDK handler does: log with the delivery's trace context.
+      await w.call('engine::log::error', { message: `seen: ${record.body}` }, { traceparent: f.traceparent })
+    })
+    w.send({ type: 'registertrigger', id: 'echo-logs', trigger_type: 'log', function_id: 'app::echo-log', config: { level: 'error' } })
+    await new Promise((r) => setTimeout(r, 400))
+    await t.engine.inject({ function_id: 'engine::log::error', data: { message: 'once' } })
+    await eventually(async () => ((await t.engine.inject({ function_id: 'engine::logs::list', data: { search: 'seen: once' } })) as { total: number }).total === 1)
+    await new Promise((r) => setTimeout(r, 200))
+    assert.equal(deliveries, 1)
+    await w.close()
+  })
+
   it('engine::baggage::* read and set the invocation baggage; engine::health::check answers', async () => {
     const value = (await t.engine.inject({ function_id: 'engine::baggage::get', data: { key: 'tenant' }, baggage: 'tenant=acme,x=1' })) as { value: string }
     assert.equal(value.value, 'acme')
