@@ -38,7 +38,7 @@ class BenchWorker implements BuiltinWorker {
 
 async function measure(mode: 'on' | 'off'): Promise<Record<string, unknown>> {
   const dataDir = await mkdtemp(join(tmpdir(), 'svc-bench-tracing-'))
-  const observability = mode === 'on' ? { store: process.env.BENCH_STORE ?? 'builtin', sampling_ratio: 1 } : { enabled: false }
+  const observability = mode === 'on' ? { store: process.env.BENCH_STORE ?? 'builtin', sampling_ratio: 1, ...(process.env.BENCH_MAX_SPANS ? { memory_max_spans: Number(process.env.BENCH_MAX_SPANS) } : {}) } : { enabled: false }
   const config: EngineConfig = {
     listeners: [{ ...LISTENER_DEFAULTS, port: 0 }],
     registration_namespace_grace_ms: 250,

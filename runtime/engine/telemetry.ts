@@ -72,6 +72,14 @@ export const newSpanId = (): string => randomHex(8)
 /** A new trace id (32 hex). */
 export const newTraceId = (): string => randomHex(16)
 
+/** Shared by engine spans (never mutated): fewer objects per stored span, less GC work. */
+const NONE: never[] = Object.freeze([]) as unknown as never[]
+let resource: { name: string; value: Record<string, string> } = { name: '', value: {} }
+function resourceOf(serviceName: string): Record<string, string> {
+  if (resource.name !== serviceName) resource = { name: serviceName, value: Object.freeze({ 'service.name': serviceName }) as Record<string, string> }
+  return resource.value
+}
+
 /** Options of {@link TelemetryHub.startSpan}. */
 export interface SpanOptions {
   name: string
@@ -149,9 +157,9 @@ export class TelemetryHub {
       duration_ms: null,
       status: 'unset',
       attributes: options.attributes ?? {},
-      resource: { 'service.name': sink.serviceName },
-      events: [],
-      links: [],
+      resource: resourceOf(sink.serviceName),
+      events: NONE,
+      links: NONE,
     }
     sink.span(record)
     return new EngineSpan(sink, record)

@@ -74,7 +74,8 @@ export class MemoryStore implements TelemetryStore {
   protected limits: StoreLimits
   /** Key `trace_id:span_id`, insertion (arrival) order. */
   private readonly spanMap = new Map<string, SpanRecord>()
-  private readonly traces = new Map<string, Map<string, SpanRecord>>()
+  /** Spans by trace: one span directly (most engine traces), an array when there are more. */
+  private readonly traces = new Map<string, SpanRecord | SpanRecord[]>()
   /** Ring of logs: `logBuf[logHead…]` are live. Compacted when the dead prefix grows. */
   private logBuf: LogRecord[] = []
   private logHead = 0
@@ -96,9 +97,15 @@ export class MemoryStore implements TelemetryStore {
     const map = this.spanMap
     if (map.has(key)) map.delete(key)
     map.set(key, span)
-    let trace = this.traces.get(span.trace_id)
-    if (trace === undefined) this.traces.set(span.trace_id, (trace = new Map()))
-    trace.set(span.span_id, span)
+    const traces = this.traces
+    const trace = traces.get(span.trace_id)
+    if (trace === undefined) traces.set(span.trace_id, span)
+    else if (Array.isArray(trace)) {
+      const i = trace.findIndex((s) => s.span_id === span.span_id)
+      if (i >= 0) trace[i] = span
+      else trace.push(span)
+    } else if (trace.span_id === span.span_id) traces.set(span.trace_id, span)
+    else traces.set(span.trace_id, [trace, span])
     if (map.size > this.limits.maxSpans) this.trimSpans()
   }
 
@@ -131,7 +138,7 @@ export class MemoryStore implements TelemetryStore {
 
   trace(traceId: string): SpanRecord[] {
     const trace = this.traces.get(traceId)
-    return trace === undefined ? [] : [...trace.values()]
+    return trace === undefined ? [] : Array.isArray(trace) ? [...trace] : [trace]
   }
 
   metrics(): MetricSeries[] {
@@ -180,10 +187,15 @@ export class MemoryStore implements TelemetryStore {
   private dropSpan(key: string, span: SpanRecord): void {
     this.spanMap.delete(key)
     const trace = this.traces.get(span.trace_id)
-    if (trace !== undefined) {
-      trace.delete(span.span_id)
-      if (trace.size === 0) this.traces.delete(span.trace_id)
+    if (trace === undefined) return
+    if (!Array.isArray(trace)) {
+      if (trace.span_id === span.span_id) this.traces.delete(span.trace_id)
+      return
     }
+    const i = trace.findIndex((s) => s.span_id === span.span_id)
+    if (i >= 0) trace.splice(i, 1)
+    if (trace.length === 0) this.traces.delete(span.trace_id)
+    else if (trace.length === 1) this.traces.set(span.trace_id, trace[0]!)
   }
 
   /** Evicts the oldest spans once the window is full, 1/64 of it at a time (one iteration per batch). */
