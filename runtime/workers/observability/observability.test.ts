@@ -280,3 +280,43 @@ describe('worker process output', () => {
     }
   })
 })
+
+describe('engine spans: sampling and HTTP errors', () => {
+  it('sampling_ratio 0 records no span for a new trace but honours a sampled parent', async () => {
+    const t = await startTestEngine({ settings: { 'svc-observability': { store: 'memory', sampling_ratio: 0 } } })
+    try {
+      await t.engine.inject({ function_id: 'state::get', data: { scope: 's', key: 'k' } })
+      const none = (await t.engine.inject({ function_id: 'engine::traces::list', data: { include_internal: true } })) as { total: number }
+      assert.equal(none.total, 0)
+      const parent = `00-${hex(16)}-${hex(8)}-01`
+      await t.engine.inject({ function_id: 'state::get', data: { scope: 's', key: 'k' }, traceparent: parent })
+      const one = (await t.engine.inject({ function_id: 'engine::traces::list', data: { trace_id: parent.slice(3, 35) } })) as { total: number }
+      assert.equal(one.total, 1)
+    } finally {
+      await t.stop()
+    }
+  })
+
+  it('an HTTP request whose function fails gives a server span with status error and the response status', async () => {
+    const t = await startTestEngine({ settings: { 'svc-observability': { store: 'memory' } } })
+    const w = await RawWorker.connect(t.url)
+    try {
+      w.serve('app::fail', () => {
+        throw Object.assign(new Error('nope'), { code: 'BROKEN' })
+      })
+      w.send({ type: 'registertrigger', id: 'fail-route', trigger_type: 'http', function_id: 'app::fail', config: { api_path: 'fail', http_method: 'POST' } })
+      await eventually(async () => (await fetch(`${t.httpUrl}/fail`, { method: 'POST' })).status >= 500)
+      let traces: Array<{ name: string; status: string; attributes: Record<string, unknown> }> = []
+      await eventually(async () => {
+        traces = ((await t.engine.inject({ function_id: 'engine::traces::list', data: { status: 'error', name: 'POST /fail' } })) as { traces: typeof traces }).traces
+        return traces.length > 0
+      })
+      assert.equal(traces[0]!.name, 'POST /fail')
+      assert.ok(Number(traces[0]!.attributes['http.response.status_code']) >= 500)
+      assert.equal(traces[0]!.attributes['http.route'], '/fail')
+    } finally {
+      await w.close()
+      await t.stop()
+    }
+  })
+})
