@@ -320,3 +320,31 @@ describe('engine spans: sampling and HTTP errors', () => {
     }
   })
 })
+
+describe('trace trigger and clearing', () => {
+  it('a trace trigger receives batched trace ids filtered by root status; clear removes spans and logs', async () => {
+    const t = await startTestEngine({ settings: { 'svc-observability': { store: 'builtin' } } })
+    const w = await RawWorker.connect(t.url)
+    try {
+      const batches: string[][] = []
+      w.serve('app::ontrace', (data) => void batches.push(data.trace_ids))
+      w.send({ type: 'registertrigger', id: 'error-traces', trigger_type: 'trace', function_id: 'app::ontrace', config: { status: 'ERROR' } })
+      await new Promise((r) => setTimeout(r, 400))
+      const ok = `00-${hex(16)}-${hex(8)}-01`
+      const failed = `00-${hex(16)}-${hex(8)}-01`
+      await t.engine.inject({ function_id: 'state::get', data: { scope: 's', key: 'k' }, traceparent: ok })
+      await assert.rejects(t.engine.inject({ function_id: 'state::get', data: { scope: 7 }, traceparent: failed }))
+      await eventually(() => batches.flat().includes(failed.slice(3, 35)), 3000)
+      assert.ok(!batches.flat().includes(ok.slice(3, 35)))
+      await t.engine.inject({ function_id: 'engine::log::info', data: { message: 'x' } })
+      const spans = (await t.engine.inject({ function_id: 'engine::traces::clear', data: {} })) as { cleared: number }
+      assert.ok(spans.cleared >= 2)
+      const logs = (await t.engine.inject({ function_id: 'engine::logs::clear', data: {} })) as { cleared: number }
+      assert.ok(logs.cleared >= 1)
+      assert.equal(((await t.engine.inject({ function_id: 'engine::logs::list', data: {} })) as { total: number }).total, 0)
+    } finally {
+      await w.close()
+      await t.stop()
+    }
+  })
+})
