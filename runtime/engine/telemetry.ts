@@ -24,8 +24,11 @@ export interface TelemetrySink {
   readonly serviceName: string
   /** Head sampling of traces the engine starts (0–1). */
   readonly samplingRatio: number
-  /** A span started (unfinished, `end_time_unix_nano` null) or finished (same ids, replaced). */
-  span(span: SpanRecord): void
+  /**
+   * A span started (unfinished, `end_time_unix_nano` null) or, with `update`, the same object
+   * again once it finished in place.
+   */
+  span(span: SpanRecord, update?: boolean): void
   /** An `OTLP`, `MTRC` or `LOGS` frame (§10.2): `json` is the text after the prefix, unparsed. */
   frame(prefix: TelemetryPrefix, json: string, source: TelemetrySource): void
   /** One line a worker process printed (cli.md §5.6): INFO for stdout, WARN for stderr. */
@@ -68,6 +71,14 @@ function randomHex(bytes: number): string {
 export const newSpanId = (): string => randomHex(8)
 /** A new trace id (32 hex). */
 export const newTraceId = (): string => randomHex(16)
+
+/** Shared by engine spans (never mutated): fewer objects per stored span, less GC work. */
+const NONE: never[] = Object.freeze([]) as unknown as never[]
+let resource: { name: string; value: Record<string, string> } = { name: '', value: {} }
+function resourceOf(serviceName: string): Record<string, string> {
+  if (resource.name !== serviceName) resource = { name: serviceName, value: Object.freeze({ 'service.name': serviceName }) as Record<string, string> }
+  return resource.value
+}
 
 /** Options of {@link TelemetryHub.startSpan}. */
 export interface SpanOptions {
@@ -146,9 +157,9 @@ export class TelemetryHub {
       duration_ms: null,
       status: 'unset',
       attributes: options.attributes ?? {},
-      resource: { 'service.name': sink.serviceName },
-      events: [],
-      links: [],
+      resource: resourceOf(sink.serviceName),
+      events: NONE,
+      links: NONE,
     }
     sink.span(record)
     return new EngineSpan(sink, record)
@@ -171,10 +182,14 @@ class EngineSpan implements ActiveSpan {
     if (this.ended) return
     this.ended = true
     const end = nowUnixNano()
-    // A new object: the unfinished version may already sit in a store's write queue.
-    const done: SpanRecord = { ...this.record, end_time_unix_nano: end, duration_ms: (end - this.record.start_time_unix_nano) / 1e6, status }
-    if (message !== undefined) done.status_message = message
-    if (attributes !== undefined) done.attributes = { ...this.record.attributes, ...attributes }
-    this.sink.span(done)
+    // Finished in place: the store holds this very object (stores write it out later, so the
+    // finished version is the one written when both happen before a flush).
+    const record = this.record
+    record.end_time_unix_nano = end
+    record.duration_ms = (end - record.start_time_unix_nano) / 1e6
+    record.status = status
+    if (message !== undefined) record.status_message = message
+    if (attributes !== undefined) Object.assign(record.attributes, attributes)
+    this.sink.span(record, true)
   }
 }

@@ -46,9 +46,11 @@ export function runStoreConformance(name: string, factory: StoreFactory): void {
       for (let i = 0; i < 2500; i++) store.putSpan(span(`t${i % 7}`, `s${i}`, null))
       assert.equal(store.counts().logs, 1000)
       assert.equal(store.logs()[0]!.body, 'l1500')
-      assert.equal(store.counts().spans, 1000)
+      // Spans are evicted in batches of 1/64 of the window: never more than the window.
+      const spans = store.counts().spans
+      assert.ok(spans <= 1000 && spans >= 1000 - 1000 / 64 - 1, `window holds ${spans}`)
       const perTrace = [0, 1, 2, 3, 4, 5, 6].reduce((n, t) => n + store.trace(`t${t}`).length, 0)
-      assert.equal(perTrace, 1000)
+      assert.equal(perTrace, spans)
       store.close()
     })
 

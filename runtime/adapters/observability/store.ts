@@ -34,11 +34,14 @@ export const MAX_SERIES = 1_000
 
 /**
  * The store seam. A span put again with the same `trace_id`/`span_id` replaces the earlier
- * version (an in-progress span that finished). Iteration order is arrival order, oldest first.
+ * version (an in-progress span that finished, as OTLP sends it); engine spans finish in place and
+ * are passed to {@link TelemetryStore.updateSpan}. Iteration order is arrival order, oldest first.
  */
 export interface TelemetryStore {
   readonly kind: 'memory' | 'builtin' | 'none'
   putSpan(span: SpanRecord): void
+  /** `span`, put before, changed in place (an engine span that finished): written out again. */
+  updateSpan(span: SpanRecord): void
   putLog(log: LogRecord): void
   /** Adds a point to the series `name`, creating it with `type`, `unit`, `description`. */
   putPoint(series: Omit<MetricSeries, 'points'>, point: MetricPoint): void
@@ -71,7 +74,8 @@ export class MemoryStore implements TelemetryStore {
   protected limits: StoreLimits
   /** Key `trace_id:span_id`, insertion (arrival) order. */
   private readonly spanMap = new Map<string, SpanRecord>()
-  private readonly traces = new Map<string, Map<string, SpanRecord>>()
+  /** Spans by trace: one span directly (most engine traces), an array when there are more. */
+  private readonly traces = new Map<string, SpanRecord | SpanRecord[]>()
   /** Ring of logs: `logBuf[logHead…]` are live. Compacted when the dead prefix grows. */
   private logBuf: LogRecord[] = []
   private logHead = 0
@@ -93,11 +97,20 @@ export class MemoryStore implements TelemetryStore {
     const map = this.spanMap
     if (map.has(key)) map.delete(key)
     map.set(key, span)
-    let trace = this.traces.get(span.trace_id)
-    if (trace === undefined) this.traces.set(span.trace_id, (trace = new Map()))
-    trace.set(span.span_id, span)
+    const traces = this.traces
+    const trace = traces.get(span.trace_id)
+    if (trace === undefined) traces.set(span.trace_id, span)
+    else if (Array.isArray(trace)) {
+      const i = trace.findIndex((s) => s.span_id === span.span_id)
+      if (i >= 0) trace[i] = span
+      else trace.push(span)
+    } else if (trace.span_id === span.span_id) traces.set(span.trace_id, span)
+    else traces.set(span.trace_id, [trace, span])
     if (map.size > this.limits.maxSpans) this.trimSpans()
   }
+
+  /** The window holds the object itself: nothing to do. */
+  updateSpan(_span: SpanRecord): void {}
 
   putLog(log: LogRecord): void {
     this.logBuf.push(log)
@@ -125,7 +138,7 @@ export class MemoryStore implements TelemetryStore {
 
   trace(traceId: string): SpanRecord[] {
     const trace = this.traces.get(traceId)
-    return trace === undefined ? [] : [...trace.values()]
+    return trace === undefined ? [] : Array.isArray(trace) ? [...trace] : [trace]
   }
 
   metrics(): MetricSeries[] {
@@ -174,15 +187,22 @@ export class MemoryStore implements TelemetryStore {
   private dropSpan(key: string, span: SpanRecord): void {
     this.spanMap.delete(key)
     const trace = this.traces.get(span.trace_id)
-    if (trace !== undefined) {
-      trace.delete(span.span_id)
-      if (trace.size === 0) this.traces.delete(span.trace_id)
+    if (trace === undefined) return
+    if (!Array.isArray(trace)) {
+      if (trace.span_id === span.span_id) this.traces.delete(span.trace_id)
+      return
     }
+    const i = trace.findIndex((s) => s.span_id === span.span_id)
+    if (i >= 0) trace.splice(i, 1)
+    if (trace.length === 0) this.traces.delete(span.trace_id)
+    else if (trace.length === 1) this.traces.set(span.trace_id, trace[0]!)
   }
 
+  /** Evicts the oldest spans once the window is full, 1/64 of it at a time (one iteration per batch). */
   private trimSpans(): void {
-    const excess = this.spanMap.size - this.limits.maxSpans
-    if (excess <= 0) return
+    const max = this.limits.maxSpans
+    if (this.spanMap.size <= max) return
+    const excess = this.spanMap.size - max + (max >> 6)
     let n = 0
     for (const [key, span] of this.spanMap) {
       if (n++ >= excess) break
@@ -209,6 +229,7 @@ export class MemoryStore implements TelemetryStore {
 export class NoStore implements TelemetryStore {
   readonly kind = 'none' as const
   putSpan(): void {}
+  updateSpan(): void {}
   putLog(): void {}
   putPoint(): void {}
   logs(): LogRecord[] {

@@ -172,6 +172,23 @@ describe('observability worker', () => {
     await w.close()
   })
 
+  it('a log trigger handler that logs what it receives does not loop', async () => {
+    const w = await RawWorker.connect(t.url)
+    let deliveries = 0
+    w.serve('app::echo-log', async (record, f) => {
+      deliveries++
+      // What an SDK handler does: log with the delivery's trace context.
+      await w.call('engine::log::error', { message: `seen: ${record.body}` }, { traceparent: f.traceparent })
+    })
+    w.send({ type: 'registertrigger', id: 'echo-logs', trigger_type: 'log', function_id: 'app::echo-log', config: { level: 'error' } })
+    await new Promise((r) => setTimeout(r, 400))
+    await t.engine.inject({ function_id: 'engine::log::error', data: { message: 'once' } })
+    await eventually(async () => ((await t.engine.inject({ function_id: 'engine::logs::list', data: { search: 'seen: once' } })) as { total: number }).total === 1)
+    await new Promise((r) => setTimeout(r, 200))
+    assert.equal(deliveries, 1)
+    await w.close()
+  })
+
   it('engine::baggage::* read and set the invocation baggage; engine::health::check answers', async () => {
     const value = (await t.engine.inject({ function_id: 'engine::baggage::get', data: { key: 'tenant' }, baggage: 'tenant=acme,x=1' })) as { value: string }
     assert.equal(value.value, 'acme')
@@ -259,6 +276,74 @@ describe('worker process output', () => {
         ],
       )
     } finally {
+      await t.stop()
+    }
+  })
+})
+
+describe('engine spans: sampling and HTTP errors', () => {
+  it('sampling_ratio 0 records no span for a new trace but honours a sampled parent', async () => {
+    const t = await startTestEngine({ settings: { 'svc-observability': { store: 'memory', sampling_ratio: 0 } } })
+    try {
+      await t.engine.inject({ function_id: 'state::get', data: { scope: 's', key: 'k' } })
+      const none = (await t.engine.inject({ function_id: 'engine::traces::list', data: { include_internal: true } })) as { total: number }
+      assert.equal(none.total, 0)
+      const parent = `00-${hex(16)}-${hex(8)}-01`
+      await t.engine.inject({ function_id: 'state::get', data: { scope: 's', key: 'k' }, traceparent: parent })
+      const one = (await t.engine.inject({ function_id: 'engine::traces::list', data: { trace_id: parent.slice(3, 35) } })) as { total: number }
+      assert.equal(one.total, 1)
+    } finally {
+      await t.stop()
+    }
+  })
+
+  it('an HTTP request whose function fails gives a server span with status error and the response status', async () => {
+    const t = await startTestEngine({ settings: { 'svc-observability': { store: 'memory' } } })
+    const w = await RawWorker.connect(t.url)
+    try {
+      w.serve('app::fail', () => {
+        throw Object.assign(new Error('nope'), { code: 'BROKEN' })
+      })
+      w.send({ type: 'registertrigger', id: 'fail-route', trigger_type: 'http', function_id: 'app::fail', config: { api_path: 'fail', http_method: 'POST' } })
+      await eventually(async () => (await fetch(`${t.httpUrl}/fail`, { method: 'POST' })).status >= 500)
+      let traces: Array<{ name: string; status: string; attributes: Record<string, unknown> }> = []
+      await eventually(async () => {
+        traces = ((await t.engine.inject({ function_id: 'engine::traces::list', data: { status: 'error', name: 'POST /fail' } })) as { traces: typeof traces }).traces
+        return traces.length > 0
+      })
+      assert.equal(traces[0]!.name, 'POST /fail')
+      assert.ok(Number(traces[0]!.attributes['http.response.status_code']) >= 500)
+      assert.equal(traces[0]!.attributes['http.route'], '/fail')
+    } finally {
+      await w.close()
+      await t.stop()
+    }
+  })
+})
+
+describe('trace trigger and clearing', () => {
+  it('a trace trigger receives batched trace ids filtered by root status; clear removes spans and logs', async () => {
+    const t = await startTestEngine({ settings: { 'svc-observability': { store: 'builtin' } } })
+    const w = await RawWorker.connect(t.url)
+    try {
+      const batches: string[][] = []
+      w.serve('app::ontrace', (data) => void batches.push(data.trace_ids))
+      w.send({ type: 'registertrigger', id: 'error-traces', trigger_type: 'trace', function_id: 'app::ontrace', config: { status: 'ERROR' } })
+      await new Promise((r) => setTimeout(r, 400))
+      const ok = `00-${hex(16)}-${hex(8)}-01`
+      const failed = `00-${hex(16)}-${hex(8)}-01`
+      await t.engine.inject({ function_id: 'state::get', data: { scope: 's', key: 'k' }, traceparent: ok })
+      await assert.rejects(t.engine.inject({ function_id: 'state::get', data: { scope: 7 }, traceparent: failed }))
+      await eventually(() => batches.flat().includes(failed.slice(3, 35)), 3000)
+      assert.ok(!batches.flat().includes(ok.slice(3, 35)))
+      await t.engine.inject({ function_id: 'engine::log::info', data: { message: 'x' } })
+      const spans = (await t.engine.inject({ function_id: 'engine::traces::clear', data: {} })) as { cleared: number }
+      assert.ok(spans.cleared >= 2)
+      const logs = (await t.engine.inject({ function_id: 'engine::logs::clear', data: {} })) as { cleared: number }
+      assert.ok(logs.cleared >= 1)
+      assert.equal(((await t.engine.inject({ function_id: 'engine::logs::list', data: {} })) as { total: number }).total, 0)
+    } finally {
+      await w.close()
       await t.stop()
     }
   })

@@ -83,6 +83,8 @@ const LOG_LEVELS = { trace: 1, debug: 5, info: 9, warn: 13, error: 17 } as const
 const LEVEL_MIN: Record<string, number> = { all: 0, debug: 5, info: 9, warn: 13, error: 17 }
 /** Unsampled context for trigger deliveries: their spans never fire `trace` again (§12.6). */
 const UNSAMPLED = '00-00000000000000000000000000000001-0000000000000001-00'
+/** The trace id of {@link UNSAMPLED}: a log call carrying it comes from a trigger delivery. */
+const DELIVERY_TRACE = '00000000000000000000000000000001'
 const SWEEP_MS = 60_000
 const TRACE_BATCH_MS = 300
 /** Duration histogram bounds of `svc.function.duration`, ms. */
@@ -183,8 +185,9 @@ export class ObservabilityWorker implements BuiltinWorker, TelemetrySink {
   // --- ingest -------------------------------------------------------------------------------
 
   /** TelemetrySink: an engine span, started or finished. */
-  span(span: SpanRecord): void {
-    this.store.putSpan(span)
+  span(span: SpanRecord, update = false): void {
+    if (update) this.store.updateSpan(span)
+    else this.store.putSpan(span)
     if (this.traceBindings.size > 0) this.traceGained(span.trace_id)
   }
 
@@ -222,9 +225,10 @@ export class ObservabilityWorker implements BuiltinWorker, TelemetrySink {
     })
   }
 
-  private log(record: LogRecord): void {
+  /** Stores a record and delivers it to the `log` triggers (unless `quiet`: records made while a delivery runs). */
+  private log(record: LogRecord, quiet = false): void {
     this.store.putLog(record)
-    if (this.logBindings.size === 0) return
+    if (quiet || this.logBindings.size === 0) return
     const worker = this.context!.worker
     for (const { binding, min } of this.logBindings.values()) {
       if (record.severity_number < min) continue
@@ -355,7 +359,10 @@ export class ObservabilityWorker implements BuiltinWorker, TelemetrySink {
     const attributes: Record<string, unknown> = {}
     spreadLogData(attributes, d.data)
     // The caller's trace context when the record names none.
-    const tp = ctx.traceparent !== undefined && ctx.traceparent.length === 55 ? ctx.traceparent : undefined
+    let tp = ctx.traceparent !== undefined && ctx.traceparent.length === 55 ? ctx.traceparent : undefined
+    // A handler of a `log`/`trace` delivery logging: stored, never delivered again (§12.6), no loop.
+    const quiet = tp !== undefined && tp.slice(3, 35) === DELIVERY_TRACE
+    if (quiet) tp = undefined
     const traceId = typeof d.trace_id === 'string' ? d.trace_id.toLowerCase() : tp !== undefined ? tp.slice(3, 35) : null
     const spanId = typeof d.span_id === 'string' ? d.span_id.toLowerCase() : tp !== undefined && typeof d.trace_id !== 'string' ? tp.slice(36, 52) : null
     this.log({
@@ -369,7 +376,7 @@ export class ObservabilityWorker implements BuiltinWorker, TelemetrySink {
       service_name: typeof d.service_name === 'string' && d.service_name !== '' ? d.service_name : (ctx.caller?.name ?? this.settings.service_name),
       trace_id: traceId,
       span_id: spanId,
-    })
+    }, quiet)
   }
 
   /** `engine::metrics::list` (§12.5): the stored series plus the per-function ones. */
