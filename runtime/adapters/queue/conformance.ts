@@ -71,6 +71,17 @@ export function runQueueBackendConformance(name: string, factory: QueueBackendFa
       assert.deepEqual(ids(await b.reserve('q', { now: T0 + 1000, limit: 10 })), [late.id])
     })
 
+    withBackend('nextReadyAt still reports a message that came due after the last reserve', async (b) => {
+      // The worker reserves, finds nothing, then asks when to look again; the clock may have
+      // passed the message's ready_at in between. Losing it here would stall the queue.
+      const soon = input({ ready_at: T0 + 5 })
+      await b.enqueue([soon])
+      assert.deepEqual(await b.reserve('q', { now: T0, limit: 10 }), [])
+      const next = await b.nextReadyAt('q', T0 + 10)
+      assert.ok(next !== undefined && next <= T0 + 10, `nextReadyAt gave ${next}`)
+      assert.deepEqual(ids(await b.reserve('q', { now: T0 + 10, limit: 10 })), [soon.id])
+    })
+
     withBackend('release (nack) with a delay keeps the attempt, refund gives it back', async (b) => {
       const m = input()
       await b.enqueue([m])

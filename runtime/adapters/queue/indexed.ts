@@ -493,7 +493,8 @@ export class IndexedQueueBackend implements QueueBackend {
   nextReadyAt(queue: string, now: number): Promise<number | undefined> {
     const slot = this.slots.get(queue)
     if (!slot) return Promise.resolve(undefined)
-    this.promote(slot, now)
+    // No promotion here: a message that came due since the last reserve must still be reported
+    // (as a time <= now), or nobody would pump for it.
     let next: number | undefined
     // Drop stale heap entries so that the top is a live one.
     for (let top = slot.delayed.peek(); top && (top.version !== top.message.version || top.message.state !== 'pending'); top = slot.delayed.peek()) slot.delayed.pop()

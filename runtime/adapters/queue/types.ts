@@ -142,7 +142,11 @@ export interface QueueBackend {
   deadLetters(queue: string, offset: number, limit: number): Promise<QueueMessage[]>
   /** Names of the queues that hold at least one message, any state. */
   queues(): Promise<string[]>
-  /** Earliest `ready_at` after `now` of a pending message of `queue` that reserve would start then. */
+  /**
+   * When reserve may next find work in `queue`: the earliest `ready_at` of a pending message that
+   * the last reserve left waiting for its time. A value <= `now` means "at once" (the message came
+   * due after that reserve); `undefined` means nothing is waiting for a time.
+   */
   nextReadyAt(queue: string, now: number): Promise<number | undefined>
   /**
    * After opening: in-flight messages back to pending (ready at `now`, attempts kept), or to the DLQ

@@ -270,6 +270,10 @@ export class QueueWorker implements BuiltinWorker {
     runner.pumping = true
     void this.pumpLoop(queue, runner).finally(() => {
       runner.pumping = false
+      // A pump() that arrived after the loop's last check (a settled delivery's continuation can
+      // run between the loop's return and this callback) would otherwise be lost, and with it the
+      // retry timer of the message it released.
+      if (runner.again) this.pump(queue)
     })
   }
 
@@ -298,7 +302,7 @@ export class QueueWorker implements BuiltinWorker {
       for (const message of messages) void this.deliver(slot, queue, runner, message)
       if (messages.length === free) runner.again = true
       else {
-        const next = await slot.backend.nextReadyAt(queue, this.now())
+        const next = await slot.backend.nextReadyAt(queue, now)
         if (next !== undefined) this.setTimer(queue, runner, next)
       }
     } while (runner.again)
