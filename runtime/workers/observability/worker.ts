@@ -22,6 +22,7 @@ import type { Interceptor, Invocation } from '../../engine/pipeline.ts'
 import type { ActiveSpan, TelemetryHub, TelemetrySink, TelemetrySource } from '../../engine/telemetry.ts'
 import type { BindingInfo, BuiltinContext, BuiltinWorker, InvocationContext, LocalTriggerProvider } from '../../engine/types.ts'
 import { createSettingsApplier, type SettingsApplier } from '../shared/settings.ts'
+import { OtlpExport, resolveOtlpSettings, type OtlpSettings } from './export.ts'
 import { logsOf, metricsOf, severityText, spansOf, spreadLogData, stripAnsi } from './otlp.ts'
 import { groupBy, listLogs, listTraces, traceTree } from './query.ts'
 
@@ -38,6 +39,8 @@ export interface ObservabilitySettings {
   memory_max_logs: number
   sampling_ratio: number
   logs_enabled: boolean
+  /** §12.8, with `OTEL_EXPORTER_OTLP_*` filling what the block leaves out. */
+  otlp: OtlpSettings
 }
 
 /**
@@ -57,7 +60,8 @@ export function parseObservabilitySettings(value: unknown): ObservabilitySetting
     if (typeof n !== 'number' || !Number.isInteger(n) || n < min) throw new Error(`${k} must be an integer ≥ ${min}`)
     return n
   }
-  let store = v.store ?? (v.exporter === 'otlp' ? 'none' : 'builtin')
+  if (v.exporter !== undefined && v.exporter !== 'memory' && v.exporter !== 'otlp' && v.exporter !== 'both') throw new Error('exporter must be memory, otlp or both')
+  const store = v.store ?? (v.exporter === 'otlp' ? 'none' : 'builtin')
   if (store !== 'builtin' && store !== 'memory' && store !== 'none') throw new Error('store must be builtin, memory or none')
   const ratio = v.sampling_ratio ?? 1
   if (typeof ratio !== 'number' || !(ratio >= 0 && ratio <= 1)) throw new Error('sampling_ratio must be a number from 0 to 1')
@@ -73,7 +77,16 @@ export function parseObservabilitySettings(value: unknown): ObservabilitySetting
     memory_max_logs: int('memory_max_logs', 20000, 1000),
     sampling_ratio: ratio,
     logs_enabled: bool('logs_enabled', true),
+    otlp: otlpOf(v),
   }
+}
+
+/** The `otlp` block; the compatibility key `exporter: otlp | both` turns export on (§12.1). */
+function otlpOf(v: Record<string, unknown>): OtlpSettings {
+  const block = v.otlp
+  if (v.exporter !== 'otlp' && v.exporter !== 'both') return resolveOtlpSettings(block)
+  const base = typeof block === 'object' && block !== null && !Array.isArray(block) ? block : {}
+  return resolveOtlpSettings({ enabled: true, ...base })
 }
 
 /** Ids served by this worker; the interceptor records no spans for them (no feedback loop). */
@@ -112,6 +125,12 @@ export class ObservabilityWorker implements BuiltinWorker, TelemetrySink {
   private readonly traceBindings = new Map<string, { binding: BindingInfo; service?: string; status?: string }>()
   private pendingTraces = new Set<string>()
   private traceTimer: NodeJS.Timeout | undefined
+  /** The running OTLP export (§12.8); undefined while `otlp.enabled` is false. */
+  private export: OtlpExport | undefined
+  private exportKey = ''
+  private metricsTimer: NodeJS.Timeout | undefined
+  /** Invocation count at the last metrics export: unchanged stats are not sent again. */
+  private exportedCount = -1
 
   get serviceName(): string {
     return this.settings.service_name
@@ -149,6 +168,11 @@ export class ObservabilityWorker implements BuiltinWorker, TelemetrySink {
     this.removeInterceptor?.()
     clearInterval(this.sweepTimer)
     clearTimeout(this.traceTimer)
+    clearInterval(this.metricsTimer)
+    const exporting = this.export
+    this.export = undefined
+    this.exportKey = ''
+    await exporting?.shutdown()
     this.store.close()
     this.store = new NoStore()
     this.storeKey = ''
@@ -159,7 +183,13 @@ export class ObservabilityWorker implements BuiltinWorker, TelemetrySink {
     return this.store
   }
 
-  private apply(next: ObservabilitySettings): void {
+  /** The export in use (tests). */
+  get currentExport(): OtlpExport | undefined {
+    return this.export
+  }
+
+  private async apply(next: ObservabilitySettings): Promise<void> {
+    await this.applyExport(next)
     const limits: StoreLimits = { retentionSeconds: next.retention_seconds, maxSpans: next.memory_max_spans, maxLogs: next.memory_max_logs, maxDiskBytes: next.max_disk_bytes }
     const key = next.enabled ? next.store : 'none'
     if (key !== this.storeKey) {
@@ -172,6 +202,51 @@ export class ObservabilityWorker implements BuiltinWorker, TelemetrySink {
     }
     this.settings = next
     if (this.hub) this.hub.sink = next.enabled ? this : undefined
+  }
+
+  /** Starts, replaces or stops the OTLP export when `otlp` (or `enabled`) changed. */
+  private async applyExport(next: ObservabilitySettings): Promise<void> {
+    const wanted = next.enabled && next.otlp.enabled
+    const key = wanted ? JSON.stringify(next.otlp) : ''
+    if (key === this.exportKey) return
+    const started = wanted ? await OtlpExport.start(next.otlp, (message) => this.context?.log.warn(message)) : undefined
+    const previous = this.export
+    this.export = started
+    this.exportKey = key
+    clearInterval(this.metricsTimer)
+    this.metricsTimer = undefined
+    if (started?.wantsMetrics) {
+      this.exportedCount = -1
+      this.metricsTimer = setInterval(() => this.exportFunctionMetrics(), 1000)
+      this.metricsTimer.unref()
+    }
+    void previous?.shutdown()
+  }
+
+  /** The `otlp_export` component of `engine::health::check`: where export goes and how it fares. */
+  private exportHealth(): Record<string, unknown> {
+    const exporting = this.export
+    if (exporting === undefined) return { status: 'disabled' }
+    const { settings, stats } = exporting
+    return {
+      status: stats.lastError !== null && stats.failures > 0 && exporting.failingNow ? 'degraded' : 'healthy',
+      endpoint: settings.endpoint,
+      protocol: settings.protocol,
+      signals: settings.signals,
+      exported: stats.exported,
+      dropped: stats.dropped,
+      failures: stats.failures,
+      last_error: stats.lastError,
+    }
+  }
+
+  /** Sends the per-function series to the export when invocations happened since the last time. */
+  private exportFunctionMetrics(): void {
+    let total = 0
+    for (const s of this.stats.values()) total += s.count
+    if (total === this.exportedCount) return
+    this.exportedCount = total
+    this.export?.metrics(this.functionSeries(nowUnixNano()))
   }
 
   private sweep(): void {
@@ -188,6 +263,7 @@ export class ObservabilityWorker implements BuiltinWorker, TelemetrySink {
   span(span: SpanRecord, update = false): void {
     if (update) this.store.updateSpan(span)
     else this.store.putSpan(span)
+    if (this.export !== undefined && span.end_time_unix_nano !== null) this.export.span(span)
     if (this.traceBindings.size > 0) this.traceGained(span.trace_id)
   }
 
@@ -203,7 +279,11 @@ export class ObservabilityWorker implements BuiltinWorker, TelemetrySink {
     if (prefix === 'OTLP') for (const s of spansOf(request, service)) this.span(s)
     else if (prefix === 'LOGS') {
       if (this.settings.logs_enabled) for (const l of logsOf(request, service, nowUnixNano())) this.log(l)
-    } else for (const { series, point } of metricsOf(request)) this.store.putPoint(series, point)
+    } else
+      for (const { series, point } of metricsOf(request)) {
+        this.store.putPoint(series, point)
+        this.export?.metrics([{ ...series, points: [point] }])
+      }
   }
 
   /** TelemetrySink: a worker process's output line (§12.2, cli.md §5.6). */
@@ -228,6 +308,7 @@ export class ObservabilityWorker implements BuiltinWorker, TelemetrySink {
   /** Stores a record and delivers it to the `log` triggers (unless `quiet`: records made while a delivery runs). */
   private log(record: LogRecord, quiet = false): void {
     this.store.putLog(record)
+    this.export?.log(record)
     if (quiet || this.logBindings.size === 0) return
     const worker = this.context!.worker
     for (const { binding, min } of this.logBindings.values()) {
@@ -345,6 +426,7 @@ export class ObservabilityWorker implements BuiltinWorker, TelemetrySink {
         components: {
           engine: { status: 'healthy' },
           observability: { status: this.settings.enabled ? 'healthy' : 'disabled', detail: `store ${this.store.kind}: ${counts.spans} spans, ${counts.logs} logs` },
+          otlp_export: this.exportHealth(),
         },
       }
     })
@@ -379,10 +461,8 @@ export class ObservabilityWorker implements BuiltinWorker, TelemetrySink {
     }, quiet)
   }
 
-  /** `engine::metrics::list` (§12.5): the stored series plus the per-function ones. */
-  private metrics(store: TelemetryStore, data: unknown): { metrics: MetricSeries[] } {
-    const d = (data ?? {}) as { metric_name?: unknown; worker?: unknown; start_time?: unknown; end_time?: unknown }
-    const now = nowUnixNano()
+  /** The per-function series (§12 metrics): invocations and errors (cumulative sums), durations (histogram, ms). */
+  private functionSeries(now: number): MetricSeries[] {
     const fnSeries: MetricSeries[] = [
       { name: 'svc.function.invocations', type: 'sum', unit: '{invocation}', description: 'invocations per function', points: [] },
       { name: 'svc.function.errors', type: 'sum', unit: '{invocation}', description: 'failed invocations per function', points: [] },
@@ -394,6 +474,14 @@ export class ObservabilityWorker implements BuiltinWorker, TelemetrySink {
       fnSeries[1]!.points.push({ time_unix_nano: now, value: s.errors, attributes })
       fnSeries[2]!.points.push({ time_unix_nano: now, value: { count: s.count, sum: s.sum, bucket_counts: [...s.buckets], explicit_bounds: BOUNDS }, attributes })
     }
+    return fnSeries
+  }
+
+  /** `engine::metrics::list` (§12.5): the stored series plus the per-function ones. */
+  private metrics(store: TelemetryStore, data: unknown): { metrics: MetricSeries[] } {
+    const d = (data ?? {}) as { metric_name?: unknown; worker?: unknown; start_time?: unknown; end_time?: unknown }
+    const now = nowUnixNano()
+    const fnSeries = this.functionSeries(now)
     const startNs = typeof d.start_time === 'number' ? d.start_time * 1e6 : undefined
     const endNs = typeof d.end_time === 'number' ? d.end_time * 1e6 : undefined
     const all = [...store.metrics(), ...fnSeries]
