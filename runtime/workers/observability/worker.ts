@@ -39,6 +39,10 @@ export interface ObservabilitySettings {
   memory_max_logs: number
   sampling_ratio: number
   logs_enabled: boolean
+  /** The engine prints worker log records on its console (§12.1). */
+  logs_console_output: boolean
+  /** Threshold of the engine's own log. */
+  log_level: 'trace' | 'debug' | 'info' | 'warn' | 'error'
   /** §12.8, with `OTEL_EXPORTER_OTLP_*` filling what the block leaves out. */
   otlp: OtlpSettings
 }
@@ -77,8 +81,16 @@ export function parseObservabilitySettings(value: unknown): ObservabilitySetting
     memory_max_logs: int('memory_max_logs', 20000, 1000),
     sampling_ratio: ratio,
     logs_enabled: bool('logs_enabled', true),
+    logs_console_output: bool('logs_console_output', true),
+    log_level: levelOf(v.log_level),
     otlp: otlpOf(v),
   }
+}
+
+function levelOf(value: unknown): ObservabilitySettings['log_level'] {
+  if (value === undefined) return 'info'
+  if (typeof value === 'string' && Object.hasOwn(LOG_LEVELS, value)) return value as ObservabilitySettings['log_level']
+  throw new Error('log_level must be trace, debug, info, warn or error')
 }
 
 /** The `otlp` block; the compatibility key `exporter: otlp | both` turns export on (§12.1). */
@@ -201,7 +213,10 @@ export class ObservabilityWorker implements BuiltinWorker, TelemetrySink {
       this.store.setLimits(limits)
     }
     this.settings = next
-    if (this.hub) this.hub.sink = next.enabled ? this : undefined
+    if (this.hub) {
+      this.hub.sink = next.enabled ? this : undefined
+      this.hub.setLogLevel(next.log_level)
+    }
   }
 
   /** Starts, replaces or stops the OTLP export when `otlp` (or `enabled`) changed. */
@@ -278,7 +293,11 @@ export class ObservabilityWorker implements BuiltinWorker, TelemetrySink {
     const service = source.worker_name ?? 'unknown'
     if (prefix === 'OTLP') for (const s of spansOf(request, service)) this.span(s)
     else if (prefix === 'LOGS') {
-      if (this.settings.logs_enabled) for (const l of logsOf(request, service, nowUnixNano())) this.log(l)
+      if (this.settings.logs_enabled)
+        for (const l of logsOf(request, service, nowUnixNano())) {
+          this.log(l)
+          this.print(l)
+        }
     } else
       for (const { series, point } of metricsOf(request)) {
         this.store.putPoint(series, point)
@@ -303,6 +322,38 @@ export class ObservabilityWorker implements BuiltinWorker, TelemetrySink {
       trace_id: null,
       span_id: null,
     })
+  }
+
+  /** TelemetrySink: a record of the engine's own log (service `service_name`, §12.1 `log_level` applied). */
+  engineLog(level: 'debug' | 'info' | 'warn' | 'error', message: string, data?: Record<string, unknown>): void {
+    if (!this.settings.logs_enabled) return
+    const now = nowUnixNano()
+    const severity = LOG_LEVELS[level]
+    const attributes: Record<string, unknown> = { 'log.source': 'engine' }
+    if (data !== undefined) spreadLogData(attributes, data)
+    const service = this.settings.service_name
+    this.log({
+      timestamp_unix_nano: now,
+      observed_timestamp_unix_nano: now,
+      severity_number: severity,
+      severity_text: severityText(severity),
+      body: stripAnsi(message),
+      attributes,
+      resource: { 'service.name': service },
+      service_name: service,
+      trace_id: null,
+      span_id: null,
+    })
+  }
+
+  /** Prints a worker's record on the engine's console when `logs_console_output` is on (§12.1). */
+  private print(record: LogRecord): void {
+    const console = this.hub?.console
+    if (console === undefined || !this.settings.logs_console_output) return
+    const n = record.severity_number
+    const level = n >= 17 ? 'error' : n >= 13 ? 'warn' : n >= 9 || n === 0 ? 'info' : 'debug'
+    const data = Object.keys(record.attributes).length > 0 ? ` ${JSON.stringify(record.attributes)}` : ''
+    console(record.service_name, level, `${record.body}${data}`)
   }
 
   /** Stores a record and delivers it to the `log` triggers (unless `quiet`: records made while a delivery runs). */
@@ -447,7 +498,7 @@ export class ObservabilityWorker implements BuiltinWorker, TelemetrySink {
     if (quiet) tp = undefined
     const traceId = typeof d.trace_id === 'string' ? d.trace_id.toLowerCase() : tp !== undefined ? tp.slice(3, 35) : null
     const spanId = typeof d.span_id === 'string' ? d.span_id.toLowerCase() : tp !== undefined && typeof d.trace_id !== 'string' ? tp.slice(36, 52) : null
-    this.log({
+    const record: LogRecord = {
       timestamp_unix_nano: now,
       observed_timestamp_unix_nano: now,
       severity_number: severity,
@@ -458,7 +509,9 @@ export class ObservabilityWorker implements BuiltinWorker, TelemetrySink {
       service_name: typeof d.service_name === 'string' && d.service_name !== '' ? d.service_name : (ctx.caller?.name ?? this.settings.service_name),
       trace_id: traceId,
       span_id: spanId,
-    }, quiet)
+    }
+    this.log(record, quiet)
+    this.print(record)
   }
 
   /** The per-function series (§12 metrics): invocations and errors (cumulative sums), durations (histogram, ms). */
