@@ -491,6 +491,9 @@ export class ObservabilityWorker implements BuiltinWorker, TelemetrySink {
     const now = nowUnixNano()
     const attributes: Record<string, unknown> = {}
     spreadLogData(attributes, d.data)
+    // Output of a process someone else launched (the compose daemon's containers), as for the
+    // engine's own workers (§12.2).
+    if (d.source === 'stdout' || d.source === 'stderr') attributes['log.source'] = d.source
     // The caller's trace context when the record names none.
     let tp = ctx.traceparent !== undefined && ctx.traceparent.length === 55 ? ctx.traceparent : undefined
     // A handler of a `log`/`trace` delivery logging: stored, never delivered again (§12.6), no loop.
