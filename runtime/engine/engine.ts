@@ -132,7 +132,7 @@ export class Engine implements BuiltinHost, PipelineHost {
     this.backpressureBytes = Math.min(...config.listeners.map((l) => l.backpressure_bytes), Infinity)
     this.legs = new LegTable({ ...DEFAULT_LEG_LIMITS, ...options.limits })
     this.pipeline = new InvocationPipeline(this)
-    this.telemetry = new TelemetryHub(this.pipeline)
+    this.telemetry = new TelemetryHub(this.pipeline, this.functions)
     this.triggers = new TriggerRegistry({
       deliver: (provider, binding) => this.deliverBinding(provider, binding),
       withdraw: (provider, binding) => this.withdrawBinding(provider, binding),
