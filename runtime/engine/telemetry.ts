@@ -206,6 +206,18 @@ export class TelemetryHub {
   }
 
   /**
+   * Whether a span with parent `parent` may be recorded: a sink is attached and `parent`, when it
+   * is a valid `traceparent`, is sampled (a new trace still meets head sampling in
+   * {@link startSpan}). A cheap check before building a span's name and attributes on a hot path.
+   */
+  recording(parent?: string): boolean {
+    if (this.sink === undefined) return false
+    if (parent === undefined) return true
+    const parsed = parseTraceparent(parent)
+    return parsed === undefined || parsed.sampled
+  }
+
+  /**
    * Starts a span recorded in the engine (§12.7), visible at once as unfinished. Undefined when
    * no sink is attached or the trace is not sampled (a parent's sampled flag is honoured; a new
    * trace is sampled with `sampling_ratio`).

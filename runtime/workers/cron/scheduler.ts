@@ -230,7 +230,7 @@ export class CronScheduler implements LocalTriggerProvider {
     // `cron <function_id>` (§12.7): the root span of the run, parent of the condition and handler calls.
     const hub = this.deps.telemetry
     const span =
-      hub?.sink !== undefined
+      hub?.recording() === true
         ? hub.startSpan({ name: `cron ${binding.function_id}`, kind: 'internal', attributes: { ...hub.deliveryAttributes(binding.function_id, binding.namespace, { worker: 'svc-cron', triggerType: 'cron', triggerId: binding.id }), 'svc.cron.scheduled_time': payload.scheduled_time } })
         : undefined
     const condition = createCondition(this.deps.worker, {

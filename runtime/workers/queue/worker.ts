@@ -344,8 +344,8 @@ export class QueueWorker implements BuiltinWorker {
     if (sub) for (const t of sub.triggers.values()) if (!latest || t.seq > latest.seq) latest = t
     const baggage = queueBaggage(message.baggage, queue, message.id, message.attempts)
     const hub = this.hub
-    // `deliver <queue>` (§12.7): parent of the condition and handler calls. Nothing at all when no sink listens.
-    const span = hub?.sink !== undefined ? deliverySpan(hub, queue, message, latest) : undefined
+    // `deliver <queue>` (§12.7): parent of the condition and handler calls. Nothing at all when no span may be recorded.
+    const span = hub?.recording(message.traceparent) === true ? deliverySpan(hub, queue, message, latest) : undefined
     const traceparent = span !== undefined ? span.traceparent : message.traceparent
     let error: ErrorBody | undefined
     let handlerNotFound = false
@@ -565,7 +565,7 @@ export class QueueWorker implements BuiltinWorker {
     if (topic === undefined || topic === null || topic === '') throw Errors.topicNotSet()
     if (typeof topic !== 'string') throw Errors.invalidArguments('topic must be a non-empty string')
     const hub = this.hub
-    const span = hub?.sink !== undefined ? hub.startSpan({ name: `enqueue ${topic}`, kind: 'producer', parent: ctx?.traceparent, attributes: { 'svc.queue.name': topic, 'svc.worker.name': QUEUE_WORKER_NAME } }) : undefined
+    const span = hub?.recording(ctx?.traceparent) === true ? hub.startSpan({ name: `enqueue ${topic}`, kind: 'producer', parent: ctx?.traceparent, attributes: { 'svc.queue.name': topic, 'svc.worker.name': QUEUE_WORKER_NAME } }) : undefined
     try {
       const subscribers = await this.publishCopies(topic, p.data, span?.traceparent ?? ctx?.traceparent, ctx?.baggage)
       span?.end('ok', undefined, { 'svc.queue.subscriber_count': subscribers })
@@ -645,7 +645,7 @@ export class QueueWorker implements BuiltinWorker {
     if (typeof queue !== 'string') throw Errors.invalidArguments('queue must be a non-empty string')
     const parent = typeof p.traceparent === 'string' ? p.traceparent : ctx.traceparent
     const hub = this.hub
-    if (hub?.sink === undefined) return this.store(queue, p, parent)
+    if (hub?.recording(parent) !== true) return this.store(queue, p, parent)
     const functionId = typeof p.function_id === 'string' ? p.function_id : ''
     const attributes = hub.deliveryAttributes(functionId, typeof p.namespace === 'string' && p.namespace !== '' ? p.namespace : 'default', { worker: QUEUE_WORKER_NAME })
     attributes['svc.queue.name'] = queue

@@ -246,8 +246,8 @@ export class OrderedFanOut<E> {
     const started = clock.now()
     const trace: TraceOrigin = {}
     const hub = this.options.telemetry
-    // Only with a sink attached: otherwise a delivery costs no span work at all.
-    const span = hub?.sink !== undefined ? this.startSpan(hub, target, origin?.traceparent) : undefined
+    // Only when a span may be recorded: otherwise a delivery costs no span work at all.
+    const span = hub?.recording(origin?.traceparent) === true ? this.startSpan(hub, target, origin?.traceparent) : undefined
     const traceparent = span !== undefined ? span.traceparent : origin?.traceparent
     if (traceparent !== undefined) trace.traceparent = traceparent
     if (origin?.baggage !== undefined) trace.baggage = origin.baggage
