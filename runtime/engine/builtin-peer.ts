@@ -60,6 +60,7 @@ export class BuiltinPeer implements Peer, LocalWorker {
     if (options.metadata !== undefined) replica.metadata = options.metadata
     if (options.request_format !== undefined) replica.request_format = options.request_format
     if (options.response_format !== undefined) replica.response_format = options.response_format
+    if (options.ownSpan === true) replica.ownSpan = true
     this.host.addReplica('default', id, replica)
   }
 

@@ -137,7 +137,7 @@ export class Engine implements BuiltinHost, PipelineHost {
     this.backpressureBytes = Math.min(...config.listeners.map((l) => l.backpressure_bytes), Infinity)
     this.legs = new LegTable({ ...DEFAULT_LEG_LIMITS, ...options.limits })
     this.pipeline = new InvocationPipeline(this)
-    this.telemetry = new TelemetryHub(this.pipeline, options.logLevel)
+    this.telemetry = new TelemetryHub(this.pipeline, this.functions, options.logLevel)
     this.log = this.telemetry.engineLogger(options.log ?? consoleLogger('engine', 'trace'))
     this.triggers = new TriggerRegistry({
       deliver: (provider, binding) => this.deliverBinding(provider, binding),

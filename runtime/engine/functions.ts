@@ -19,6 +19,8 @@ export interface Replica {
   metadata?: Record<string, unknown>
   /** Present for HTTP-invoked registrations (§6.8), for listings. */
   invocation?: HttpInvocationConfig
+  /** An in-process handler that records its own span: no `execute` span around it (builtins.md §12.7). */
+  ownSpan?: true
 }
 
 export class FunctionEntry {

@@ -8,9 +8,10 @@
  */
 import { randomFillSync } from 'node:crypto'
 import type { TelemetryPrefix } from 'svc-protocol'
-import type { SpanKind, SpanRecord, SpanStatus } from '../adapters/observability/records.ts'
+import type { MetricSeries, MetricSource, SpanKind, SpanRecord, SpanStatus } from '../adapters/observability/records.ts'
 import { nowUnixNano } from '../adapters/observability/records.ts'
 import type { LogLevel } from './logger.ts'
+import type { FunctionEntry } from './functions.ts'
 import type { Interceptor, InvocationPipeline } from './pipeline.ts'
 import type { Logger } from './types.ts'
 
@@ -95,6 +96,20 @@ export interface SpanOptions {
   attributes?: Record<string, unknown>
 }
 
+/** What the hub needs from the function registry: whether a delivery target is internal (§12.4). */
+export interface FunctionLookup {
+  resolve(namespace: string, id: string): FunctionEntry | undefined
+}
+
+/** Where a span of a delivery comes from (builtins.md §12.7 common attributes). */
+export interface DeliveryOrigin {
+  /** `svc.worker.name`: the built-in that delivers (`queue`, `svc-cron`, …). */
+  worker: string
+  /** `svc.trigger.type`, `svc.trigger.id`: absent for deliveries no trigger asked for (the enqueue action). */
+  triggerType?: string
+  triggerId?: string
+}
+
 export class TelemetryHub {
   /** The attached sink; undefined while no observability worker runs. */
   sink: TelemetrySink | undefined
@@ -107,9 +122,16 @@ export class TelemetryHub {
   private threshold: number = LEVEL_ORDER.info
   private readonly fixedLevel: boolean
 
-  /** `fixedLevel`: a level the operator chose (`svc --log-level`) that the `log_level` setting does not change. */
-  constructor(pipeline?: InvocationPipeline, fixedLevel?: LogLevel) {
+  private readonly functions: FunctionLookup | undefined
+  private readonly metricSources: MetricSource[] = []
+
+  /**
+   * `functions` tells internal functions apart (§12.4); `fixedLevel` is a level the operator
+   * chose (`svc --log-level`) that the `log_level` setting does not change.
+   */
+  constructor(pipeline?: InvocationPipeline, functions?: FunctionLookup, fixedLevel?: LogLevel) {
     this.pipeline = pipeline
+    this.functions = functions
     this.fixedLevel = fixedLevel !== undefined
     if (fixedLevel !== undefined) this.threshold = LEVEL_ORDER[fixedLevel]
   }
@@ -139,6 +161,60 @@ export class TelemetryHub {
       warn: (m, d) => emit('warn', m, d),
       error: (m, d) => emit('error', m, d),
     }
+  }
+
+
+  /**
+   * Adds a source of metric series, read by `engine::metrics::list` (builtins.md §12.5) each
+   * time it runs: built-ins contribute their own series (queue depths, process metrics) without
+   * knowing the observability worker. The returned function removes it.
+   * @example const remove = hub.addMetricSource((now) => [{ name: 'svc.queue.depth', type: 'gauge', unit: '{message}', points: [{ time_unix_nano: now, value: 3, attributes: { 'svc.queue.name': 'jobs' } }] }])
+   */
+  addMetricSource(source: MetricSource): () => void {
+    this.metricSources.push(source)
+    return () => {
+      const i = this.metricSources.indexOf(source)
+      if (i >= 0) this.metricSources.splice(i, 1)
+    }
+  }
+
+  /**
+   * The current series of every metric source, each point stamped `now` (Unix ns) unless the
+   * source chose otherwise. A source that throws or rejects contributes nothing. Never throws.
+   */
+  async collectMetrics(now: number = nowUnixNano()): Promise<MetricSeries[]> {
+    const batches = await Promise.all(
+      this.metricSources.map(async (source) => {
+        try {
+          return await source(now)
+        } catch {
+          return []
+        }
+      }),
+    )
+    return batches.flat()
+  }
+
+  /**
+   * The common attributes of a span around a delivery to `functionId` (builtins.md §12.7):
+   * `svc.function.id`, `svc.worker.name`, `svc.trigger.type` and `svc.trigger.id` when a trigger
+   * asked for it, and `svc.function.kind: "internal"` for internal targets (§12.4: id starting with
+   * `engine::` or metadata `internal: true`). A new object each call (spans own their attributes).
+   */
+  deliveryAttributes(functionId: string, namespace: string, origin: DeliveryOrigin): Record<string, unknown> {
+    const attributes: Record<string, unknown> = { 'svc.function.id': functionId, 'svc.worker.name': origin.worker }
+    if (origin.triggerType !== undefined) attributes['svc.trigger.type'] = origin.triggerType
+    if (origin.triggerId !== undefined) attributes['svc.trigger.id'] = origin.triggerId
+    if (this.isInternal(functionId, namespace)) attributes['svc.function.kind'] = 'internal'
+    return attributes
+  }
+
+  /** Whether spans of `functionId` are marked internal (§12.4); false for unknown functions not under `engine::`. */
+  isInternal(functionId: string, namespace = 'default'): boolean {
+    if (functionId.startsWith('engine::')) return true
+    const entry = this.functions?.resolve(namespace, functionId)
+    if (entry === undefined || entry.replicas.length === 0) return false
+    return (entry.latest.metadata as { internal?: unknown } | undefined)?.internal === true
   }
 
   /** Pushes `interceptor` onto the invocation pipeline; the returned function removes it. */
@@ -175,6 +251,18 @@ export class TelemetryHub {
     } catch {
       // Output recording never disturbs the supervisor.
     }
+  }
+
+  /**
+   * Whether a span with parent `parent` may be recorded: a sink is attached and `parent`, when it
+   * is a valid `traceparent`, is sampled (a new trace still meets head sampling in
+   * {@link startSpan}). A cheap check before building a span's name and attributes on a hot path.
+   */
+  recording(parent?: string): boolean {
+    if (this.sink === undefined) return false
+    if (parent === undefined) return true
+    const parsed = parseTraceparent(parent)
+    return parsed === undefined || parsed.sampled
   }
 
   /**

@@ -37,6 +37,11 @@ export interface LocalFunctionOptions {
   metadata?: Record<string, unknown>
   request_format?: FormatSchema
   response_format?: FormatSchema
+  /**
+   * The handler records the span of its work itself (builtins.md §12.7: the queue provider's
+   * `enqueue <queue>`), so the engine records no `execute <function_id>` span around it.
+   */
+  ownSpan?: boolean
 }
 
 /** A binding as a provider sees it (protocol.md §8.3: `{id, function_id, config, metadata, namespace}`). */

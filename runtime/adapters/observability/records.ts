@@ -65,6 +65,14 @@ export interface MetricSeries {
   points: MetricPoint[]
 }
 
+/**
+ * A contributor of metric series to `engine::metrics::list` (§12.5), registered with
+ * `TelemetryHub.addMetricSource`: called on every listing with the time of the listing (Unix ns),
+ * it returns its current series, typically one point each per attribute set (gauges: the value
+ * now; sums: the total since the engine started). Keep it cheap; it runs on the engine's thread.
+ */
+export type MetricSource = (nowUnixNano: number) => MetricSeries[] | Promise<MetricSeries[]>
+
 /** The current time as Unix nanoseconds (microsecond precision, a JSON-safe number). */
 export function nowUnixNano(): number {
   return Math.round((performance.timeOrigin + performance.now()) * 1000) * 1000

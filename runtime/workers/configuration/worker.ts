@@ -12,10 +12,10 @@
 import { isAbsolute, resolve as resolvePath } from 'node:path'
 import { Errors, errorBodyOf } from 'svc-protocol/errors'
 import { expandPlaceholders, ExpandError, type Env, type SchemaHint } from '../../config/placeholders.ts'
-import type { BindingInfo, BuiltinContext, BuiltinWorker, LocalTriggerProvider } from '../../engine/types.ts'
+import type { BindingInfo, BuiltinContext, BuiltinWorker, InvocationContext, LocalTriggerProvider } from '../../engine/types.ts'
 import { applyUpdateOps, assertUpdateOps } from '../../update-ops/index.ts'
 import type { UpdateOpError } from '../../update-ops/types.ts'
-import { OrderedFanOut, type FanOutQueue } from '../shared/fanout.ts'
+import { OrderedFanOut, type FanOutOptions, type FanOutQueue, type TraceOrigin } from '../shared/fanout.ts'
 import { ENTRY_ID, SettingsFiles, type SettingsFile, type SettingsFileEvent } from './files.ts'
 import { compileSettingsSchema, type SettingsValidator } from './schema.ts'
 
@@ -162,24 +162,24 @@ export class ConfigurationWorker implements BuiltinWorker {
   private registerFunctions(): void {
     const worker = this.context!.worker
     const id = { type: 'string', pattern: ENTRY_ID.source }
-    const register = (name: string, handler: (p: Payload) => unknown, description: string, properties: Record<string, unknown>, required: string[]) =>
-      worker.registerFunction(name, (data) => handler(payloadOf(data)), {
+    const register = (name: string, handler: (p: Payload, ctx: InvocationContext) => unknown, description: string, properties: Record<string, unknown>, required: string[]) =>
+      worker.registerFunction(name, (data, ctx) => handler(payloadOf(data), ctx), {
         description,
         request_format: { type: 'object', required, properties },
       })
-    register('configuration::register', (p) => this.serialised(() => this.register(p)), 'Register a settings entry with its JSON Schema; keeps a stored value', {
+    register('configuration::register', (p, ctx) => this.serialised(() => this.register(p, originOf(ctx))), 'Register a settings entry with its JSON Schema; keeps a stored value', {
       id, name: { type: 'string' }, description: { type: 'string' }, schema: { type: 'object' }, initial_value: {}, metadata: { type: 'object' },
     }, ['id', 'schema'])
     register('configuration::get', (p) => this.get(p), 'Read an entry: {id, value}, expanded and validated unless raw', { id, raw: { type: 'boolean', default: false } }, ['id'])
-    register('configuration::set', (p) => this.serialised(() => this.set(p)), 'Replace an entry value after validation: {old_value, new_value}', { id, value: {}, metadata: { type: 'object' } }, ['id', 'value'])
-    register('configuration::update', (p) => this.serialised(() => this.update(p)), 'Apply update operations; stored only if the result validates', {
+    register('configuration::set', (p, ctx) => this.serialised(() => this.set(p, originOf(ctx))), 'Replace an entry value after validation: {old_value, new_value}', { id, value: {}, metadata: { type: 'object' } }, ['id', 'value'])
+    register('configuration::update', (p, ctx) => this.serialised(() => this.update(p, originOf(ctx))), 'Apply update operations; stored only if the result validates', {
       id, ops: { type: 'array', items: { type: 'object', required: ['type'] } },
     }, ['id', 'ops'])
     register('configuration::list', () => this.list(), 'Every entry without its value: {configurations: [{id, name, description, schema, metadata?}]}', {}, [])
     register('configuration::schema', (p) => this.schema(p), 'The schema of an entry: {id, name, description, schema, metadata?}', { id }, ['id'])
   }
 
-  private async register(p: Payload): Promise<Record<string, unknown>> {
+  private async register(p: Payload, origin?: TraceOrigin): Promise<Record<string, unknown>> {
     const id = entryId(p)
     if (p.schema === undefined || p.schema === null) throw Errors.invalidArguments('schema is required')
     const name = optionalString(p, 'name') ?? id
@@ -210,7 +210,7 @@ export class ConfigurationWorker implements BuiltinWorker {
     entry.value = value
     this.entries.set(id, entry)
     await this.persist(entry)
-    this.emit(entry, isNew ? 'configuration:registered' : 'configuration:updated', isNew ? undefined : oldValue, value)
+    this.emit(entry, isNew ? 'configuration:registered' : 'configuration:updated', isNew ? undefined : oldValue, value, origin)
     const result: Record<string, unknown> = { id, name, description, schema: entry.schema, value }
     if (entry.metadata !== undefined) result.metadata = entry.metadata
     return result
@@ -227,7 +227,7 @@ export class ConfigurationWorker implements BuiltinWorker {
     return { id, value: this.check(id, entry.value, entry.schema, entry.validate) }
   }
 
-  private async set(p: Payload): Promise<{ old_value: unknown; new_value: unknown }> {
+  private async set(p: Payload, origin?: TraceOrigin): Promise<{ old_value: unknown; new_value: unknown }> {
     const id = entryId(p)
     if (!Object.hasOwn(p, 'value')) throw Errors.invalidArguments('value is required')
     const metadata = optionalObject(p, 'metadata')
@@ -242,11 +242,11 @@ export class ConfigurationWorker implements BuiltinWorker {
       entry.value = old
       throw error
     }
-    this.emit(entry, old === undefined ? 'configuration:registered' : 'configuration:updated', old, entry.value)
+    this.emit(entry, old === undefined ? 'configuration:registered' : 'configuration:updated', old, entry.value, origin)
     return { old_value: old ?? null, new_value: entry.value }
   }
 
-  private async update(p: Payload): Promise<{ old_value: unknown; new_value: unknown; errors?: UpdateOpError[] }> {
+  private async update(p: Payload, origin?: TraceOrigin): Promise<{ old_value: unknown; new_value: unknown; errors?: UpdateOpError[] }> {
     const id = entryId(p)
     if (p.ops === undefined || p.ops === null) throw Errors.invalidArguments('ops is required')
     assertUpdateOps(p.ops)
@@ -261,7 +261,7 @@ export class ConfigurationWorker implements BuiltinWorker {
       entry.value = old
       throw error
     }
-    this.emit(entry, old === undefined ? 'configuration:registered' : 'configuration:updated', old, value)
+    this.emit(entry, old === undefined ? 'configuration:registered' : 'configuration:updated', old, value, origin)
     const result: { old_value: unknown; new_value: unknown; errors?: UpdateOpError[] } = { old_value: old ?? null, new_value: value }
     if (errors.length > 0) result.errors = errors
     return result
@@ -387,7 +387,8 @@ export class ConfigurationWorker implements BuiltinWorker {
     }
   }
 
-  private emit(entry: Entry, eventType: ConfigurationEventType, oldValue: unknown, newValue: unknown): void {
+  /** Hands the event to the `configuration` triggers; `origin` is the writer's trace context (§2.5 rule 7), absent for hand edits. */
+  private emit(entry: Entry, eventType: ConfigurationEventType, oldValue: unknown, newValue: unknown, origin?: TraceOrigin): void {
     const readable = (value: unknown) => {
       if (value === undefined) return null
       try {
@@ -404,7 +405,7 @@ export class ConfigurationWorker implements BuiltinWorker {
       description: entry.description,
       old_value: readable(oldValue),
       new_value: readable(newValue),
-    })
+    }, origin)
   }
 }
 
@@ -450,7 +451,9 @@ class ConfigurationTriggers implements LocalTriggerProvider {
   private readonly bindings = new Map<string, { config: ConfigurationTriggerConfig; queue: FanOutQueue<ConfigurationEvent> }>()
 
   constructor(context: BuiltinContext) {
-    this.fanOut = new OrderedFanOut({ worker: context.worker, log: context.log, timeoutMs: context.internalInvocationTimeoutMs, triggerType: 'configuration' })
+    const options: FanOutOptions = { worker: context.worker, log: context.log, timeoutMs: context.internalInvocationTimeoutMs, triggerType: 'configuration', workerName: CONFIGURATION_WORKER_NAME }
+    if (context.telemetry) options.telemetry = context.telemetry
+    this.fanOut = new OrderedFanOut(options)
   }
 
   registerTrigger(binding: BindingInfo): void {
@@ -464,11 +467,11 @@ class ConfigurationTriggers implements LocalTriggerProvider {
     this.fanOut.unregister(binding.id)
   }
 
-  publish(event: ConfigurationEvent): void {
+  publish(event: ConfigurationEvent, origin?: TraceOrigin): void {
     for (const { config, queue } of this.bindings.values()) {
       if (config.configuration_id !== undefined && config.configuration_id !== event.id) continue
       if (config.event_types !== undefined && !config.event_types.includes(event.event_type)) continue
-      queue.push(event)
+      queue.push(event, origin)
     }
   }
 
@@ -537,4 +540,13 @@ function optionalObject(p: Payload, field: string): Record<string, unknown> | un
   if (value === undefined || value === null) return undefined
   if (typeof value !== 'object' || Array.isArray(value)) throw Errors.invalidArguments(`${field} must be an object`)
   return value as Record<string, unknown>
+}
+
+/** The trace context of a write call (protocol.md §10.1), undefined when it carries none. */
+function originOf(context: InvocationContext): TraceOrigin | undefined {
+  if (context.traceparent === undefined && context.baggage === undefined) return undefined
+  const origin: TraceOrigin = {}
+  if (context.traceparent !== undefined) origin.traceparent = context.traceparent
+  if (context.baggage !== undefined) origin.baggage = context.baggage
+  return origin
 }

@@ -15,6 +15,7 @@
 import { createHash } from 'node:crypto'
 import { errorBodyOf } from 'svc-protocol/errors'
 import type { CronSlotStore } from '../../adapters/cron/types.ts'
+import type { ActiveSpan, TelemetryHub } from '../../engine/telemetry.ts'
 import type { BindingInfo, LocalInvokeRequest, LocalTriggerProvider, LocalWorker, Logger } from '../../engine/types.ts'
 import type { CancelTimer, Clock } from '../shared/clock.ts'
 import { createCondition } from '../shared/conditions.ts'
@@ -66,6 +67,8 @@ export interface CronSchedulerDeps {
   store(): CronSlotStore
   /** `default_timezone` of the worker's settings. */
   defaultTimezone: string
+  /** Where the `cron <function_id>` span of each run goes (builtins.md §12.7). */
+  telemetry?: TelemetryHub
 }
 
 /**
@@ -224,30 +227,43 @@ export class CronScheduler implements LocalTriggerProvider {
       actual_time: new Date(this.deps.now()).toISOString(),
     }
     const started = this.deps.clock.now()
+    // `cron <function_id>` (§12.7): the root span of the run, parent of the condition and handler calls.
+    const hub = this.deps.telemetry
+    const span =
+      hub?.recording() === true
+        ? hub.startSpan({ name: `cron ${binding.function_id}`, kind: 'internal', attributes: { ...hub.deliveryAttributes(binding.function_id, binding.namespace, { worker: 'svc-cron', triggerType: 'cron', triggerId: binding.id }), 'svc.cron.scheduled_time': payload.scheduled_time } })
+        : undefined
     const condition = createCondition(this.deps.worker, {
       condition_function_id: config.condition_function_id,
       namespace: binding.namespace,
       metadata: binding.metadata,
     })
     if (condition) {
-      const outcome = await condition(payload, { timeoutMs: config.timeout_ms })
+      const outcome = await condition(payload, span !== undefined ? { timeoutMs: config.timeout_ms, traceparent: span.traceparent } : { timeoutMs: config.timeout_ms })
       if (!outcome.run) {
-        if (outcome.failed) this.failed(owner, slot, 'condition failed; slot skipped', config.condition_function_id!, outcome.error)
+        if (outcome.failed) this.failed(owner, slot, 'condition failed; slot skipped', config.condition_function_id!, outcome.error, span)
+        else span?.end('ok')
         return
       }
     }
     const remaining = Math.floor(config.timeout_ms - (this.deps.clock.now() - started))
     const request: LocalInvokeRequest = { function_id: binding.function_id, data: payload, namespace: binding.namespace, timeoutMs: Math.max(1, remaining) }
     if (binding.metadata !== undefined && binding.metadata !== null) request.metadata = binding.metadata
+    if (span !== undefined) request.traceparent = span.traceparent
     try {
       await this.deps.worker.invoke(request)
+      span?.end('ok')
     } catch (error) {
       const what = errorBodyOf(error).code === 'TIMEOUT' ? `run timed out after ${config.timeout_ms}ms` : 'run failed'
-      this.failed(owner, slot, what, binding.function_id, error)
+      this.failed(owner, slot, what, binding.function_id, error, span)
     }
   }
 
-  private failed(owner: CronTrigger, slot: number, what: string, functionId: string, error: unknown): void {
+  private failed(owner: CronTrigger, slot: number, what: string, functionId: string, error: unknown, span?: ActiveSpan): void {
+    if (span !== undefined) {
+      const body = errorBodyOf(error)
+      span.end('error', body.message, { 'svc.error.code': body.code })
+    }
     if (this.stopped) return
     const { code, message } = errorBodyOf(error)
     this.deps.log.error(`cron trigger ${owner.binding.id}: ${what}`, {

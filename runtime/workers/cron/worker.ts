@@ -125,6 +125,7 @@ export class CronWorker implements BuiltinWorker {
         now: this.now,
         store: () => this.store!.store,
         defaultTimezone: next.default_timezone,
+        ...(context.telemetry ? { telemetry: context.telemetry } : {}),
       })
     } else if (next.default_timezone !== previous?.default_timezone) {
       try {

@@ -322,6 +322,44 @@ describe('engine spans: sampling and HTTP errors', () => {
 })
 
 describe('trace trigger and clearing', () => {
+  it('a trace trigger handler that writes state and enqueues with the delivery context records no span and does not loop', async () => {
+    const t = await startTestEngine({ settings: { 'svc-observability': { store: 'memory' }, queue: { adapter: { name: 'memory' }, queue_configs: { jobs: {} } } } })
+    const w = await RawWorker.connect(t.url)
+    try {
+      const parent = `00-${hex(16)}-${hex(8)}-01`
+      const mine = parent.slice(3, 35)
+      const batches: string[][] = []
+      let reactions = 0
+      let jobs = 0
+      w.serve('app::ontrace', async (data, f) => {
+        batches.push(data.trace_ids)
+        // Engine-started traces (functions-available deliveries, settings reads) may fire it too.
+        if (!data.trace_ids.includes(mine)) return
+        // What an SDK handler does: its calls carry the (unsampled) delivery context.
+        await w.call('state::set', { scope: 'loop', key: 'k', value: batches.length }, { traceparent: f.traceparent })
+        await w.call('app::job', {}, { traceparent: f.traceparent, action: { type: 'enqueue', queue: 'jobs' } })
+      })
+      w.serve('app::onstate', () => void reactions++)
+      w.serve('app::job', () => void jobs++)
+      w.send({ type: 'registertrigger', id: 'all-traces', trigger_type: 'trace', function_id: 'app::ontrace', config: {} })
+      w.send({ type: 'registertrigger', id: 'loop-state', trigger_type: 'state', function_id: 'app::onstate', config: { scope: 'loop' } })
+      await new Promise((r) => setTimeout(r, 400))
+      await t.engine.inject({ function_id: 'state::get', data: { scope: 's', key: 'k' }, traceparent: parent })
+      await eventually(() => reactions === 1 && jobs === 1, 3000)
+      await new Promise((r) => setTimeout(r, 1000))
+      assert.equal(batches.flat().filter((id) => id === mine).length, 1, 'the trace fired the trigger once')
+      assert.equal(reactions, 1)
+      // None of the traces comes from what the handler did.
+      const listed = (await t.engine.inject({ function_id: 'engine::traces::list', data: { include_internal: true, limit: 1000 } })) as { traces: Array<{ trace_id: string; name: string }> }
+      const caused = listed.traces.filter((x) => /state::set|app::onstate|jobs|app::job/.test(x.name))
+      assert.deepEqual(caused, [], 'what the delivery caused recorded no span')
+      assert.ok(listed.traces.every((x) => !/^0+1$/.test(x.trace_id)))
+    } finally {
+      await w.close()
+      await t.stop()
+    }
+  })
+
   it('a trace trigger receives batched trace ids filtered by root status; clear removes spans and logs', async () => {
     const t = await startTestEngine({ settings: { 'svc-observability': { store: 'builtin' } } })
     const w = await RawWorker.connect(t.url)

@@ -9,6 +9,9 @@
  *   `traceparent` is forwarded unchanged) and per-function invocation metrics.
  * - Registers `engine::log::*`, `engine::logs::*`, `engine::traces::*`, `engine::metrics::list`,
  *   `engine::baggage::*`, `engine::health::check` and the trigger types `log` and `trace` (§12.6).
+ * - Serves `engine::metrics::list` from the store, its per-function counters and the metric
+ *   sources of the hub (`TelemetryHub.addMetricSource`: queue figures, the engine process metrics
+ *   of ./process-metrics.ts, which it adds itself while enabled).
  * - Sweeps the store every 60 s (retention, size cap).
  */
 import { join } from 'node:path'
@@ -24,6 +27,7 @@ import type { BindingInfo, BuiltinContext, BuiltinWorker, InvocationContext, Loc
 import { createSettingsApplier, type SettingsApplier } from '../shared/settings.ts'
 import { OtlpExport, resolveOtlpSettings, type OtlpSettings } from './export.ts'
 import { logsOf, metricsOf, severityText, spansOf, spreadLogData, stripAnsi } from './otlp.ts'
+import { ProcessMetrics } from './process-metrics.ts'
 import { groupBy, listLogs, listTraces, traceTree } from './query.ts'
 
 export const OBSERVABILITY_WORKER_NAME = 'svc-observability'
@@ -131,6 +135,8 @@ export class ObservabilityWorker implements BuiltinWorker, TelemetrySink {
   private store: TelemetryStore = new NoStore()
   private storeKey = ''
   private removeInterceptor: (() => void) | undefined
+  private readonly processMetrics = new ProcessMetrics()
+  private removeProcessMetrics: (() => void) | undefined
   private sweepTimer: NodeJS.Timeout | undefined
   private readonly stats = new Map<string, FunctionStats>()
   private readonly logBindings = new Map<string, { binding: BindingInfo; min: number }>()
@@ -166,6 +172,7 @@ export class ObservabilityWorker implements BuiltinWorker, TelemetrySink {
     this.registerFunctions(context)
     this.registerTriggerTypes(context)
     this.removeInterceptor = this.hub?.addInterceptor(this.interceptor)
+    this.removeProcessMetrics = this.hub?.addMetricSource((now) => this.processMetrics.read(now))
     this.sweepTimer = setInterval(() => this.sweep(), SWEEP_MS)
     this.sweepTimer.unref()
   }
@@ -178,6 +185,8 @@ export class ObservabilityWorker implements BuiltinWorker, TelemetrySink {
   async stop(): Promise<void> {
     if (this.hub?.sink === this) this.hub.sink = undefined
     this.removeInterceptor?.()
+    this.removeProcessMetrics?.()
+    this.processMetrics.stop()
     clearInterval(this.sweepTimer)
     clearTimeout(this.traceTimer)
     clearInterval(this.metricsTimer)
@@ -217,6 +226,9 @@ export class ObservabilityWorker implements BuiltinWorker, TelemetrySink {
       this.hub.sink = next.enabled ? this : undefined
       this.hub.setLogLevel(next.log_level)
     }
+    // The event-loop delay monitor samples only while something may read it.
+    if (next.enabled) this.processMetrics.start()
+    else this.processMetrics.stop()
   }
 
   /** Starts, replaces or stops the OTLP export when `otlp` (or `enabled`) changed. */
@@ -235,7 +247,9 @@ export class ObservabilityWorker implements BuiltinWorker, TelemetrySink {
       this.metricsTimer = setInterval(() => this.exportFunctionMetrics(), 1000)
       this.metricsTimer.unref()
     }
-    void previous?.shutdown()
+    // What the previous export holds leaves before the change is reported done (2 s at most, so
+    // that a dead endpoint cannot hold up the settings).
+    if (previous !== undefined) await Promise.race([previous.shutdown(), new Promise((r) => setTimeout(r, 2000).unref())])
   }
 
   /** The `otlp_export` component of `engine::health::check`: where export goes and how it fares. */
@@ -255,13 +269,20 @@ export class ObservabilityWorker implements BuiltinWorker, TelemetrySink {
     }
   }
 
-  /** Sends the per-function series to the export when invocations happened since the last time. */
+  /**
+   * Sends the metric sources' series (queues, the engine process) each second, and the
+   * per-function series when invocations happened since the last time.
+   */
   private exportFunctionMetrics(): void {
+    const exporting = this.export
+    if (exporting === undefined) return
+    const now = nowUnixNano()
+    void this.hub?.collectMetrics(now).then((series) => exporting.metrics(series))
     let total = 0
     for (const s of this.stats.values()) total += s.count
     if (total === this.exportedCount) return
     this.exportedCount = total
-    this.export?.metrics(this.functionSeries(nowUnixNano()))
+    exporting.metrics(this.functionSeries(now))
   }
 
   private sweep(): void {
@@ -397,7 +418,7 @@ export class ObservabilityWorker implements BuiltinWorker, TelemetrySink {
       if (OWN_FUNCTIONS.has(id)) return
       const replica = target.latest
       let span: ActiveSpan | undefined
-      if (replica.peer.kind === 'builtin' && this.hub !== undefined) {
+      if (replica.peer.kind === 'builtin' && replica.ownSpan !== true && this.hub !== undefined) {
         const attributes: Record<string, unknown> = { 'svc.function.id': id, 'svc.worker.name': replica.peer.name }
         if (id.startsWith('engine::') || (replica.metadata as { internal?: unknown } | undefined)?.internal === true) attributes['svc.function.kind'] = 'internal'
         span = this.hub.startSpan({ name: `execute ${id}`, kind: 'internal', parent: invocation.traceparent, attributes })
@@ -454,7 +475,7 @@ export class ObservabilityWorker implements BuiltinWorker, TelemetrySink {
     fn('engine::traces::tree', 'The spans of one trace as a forest', (data) => traceTree(stored(), data))
     fn('engine::traces::group_by', 'Spans grouped by the value of one attribute', (data) => groupBy(stored(), data))
     fn('engine::traces::clear', 'Removes every stored span', () => ({ cleared: stored().clearSpans() }))
-    fn('engine::metrics::list', 'Metrics: per-function invocations, errors, durations, and worker metrics', (data) => this.metrics(stored(), data))
+    fn('engine::metrics::list', 'Metrics: per-function invocations, errors, durations, worker metrics, queues and the engine process', (data) => this.metrics(stored(), data))
     fn('engine::baggage::get', "One entry of the invocation's W3C baggage", (data, ctx) => {
       const key = (data as { key?: unknown } | null)?.key
       if (typeof key !== 'string' || key === '') throw Errors.invalidInput('engine::baggage::get', 'key is required')
@@ -533,14 +554,15 @@ export class ObservabilityWorker implements BuiltinWorker, TelemetrySink {
     return fnSeries
   }
 
-  /** `engine::metrics::list` (§12.5): the stored series plus the per-function ones. */
-  private metrics(store: TelemetryStore, data: unknown): { metrics: MetricSeries[] } {
+  /** `engine::metrics::list` (§12.5): the stored series, the per-function ones and those of the hub's metric sources. */
+  private async metrics(store: TelemetryStore, data: unknown): Promise<{ metrics: MetricSeries[] }> {
     const d = (data ?? {}) as { metric_name?: unknown; worker?: unknown; start_time?: unknown; end_time?: unknown }
     const now = nowUnixNano()
     const fnSeries = this.functionSeries(now)
     const startNs = typeof d.start_time === 'number' ? d.start_time * 1e6 : undefined
     const endNs = typeof d.end_time === 'number' ? d.end_time * 1e6 : undefined
-    const all = [...store.metrics(), ...fnSeries]
+    const sourced = (await this.hub?.collectMetrics(now)) ?? []
+    const all = [...store.metrics(), ...fnSeries, ...sourced]
       .filter((m) => typeof d.metric_name !== 'string' || m.name === d.metric_name)
       .map((m) => ({
         ...m,

@@ -9,6 +9,7 @@
  */
 import { Errors } from 'svc-protocol/errors'
 import type { PubSubAdapter, PubSubOrigin } from '../../adapters/pubsub/types.ts'
+import type { TelemetryHub } from '../../engine/telemetry.ts'
 import type { BindingInfo, LocalTriggerProvider, LocalWorker, Logger } from '../../engine/types.ts'
 import type { Clock } from '../shared/clock.ts'
 import { OrderedFanOut, type FanOutOptions, type FanOutQueue } from '../shared/fanout.ts'
@@ -33,6 +34,8 @@ export interface SubscribeTriggerDeps {
   timeoutMs: number
   /** Default: the system clock. */
   clock?: Clock
+  /** Delivery spans `subscribe <topic> <function_id>` (builtins.md §12.7) go here. */
+  telemetry?: TelemetryHub
 }
 
 /**
@@ -78,8 +81,9 @@ export class SubscribeTriggers implements LocalTriggerProvider {
   private adapter: PubSubAdapter | null = null
 
   constructor(deps: SubscribeTriggerDeps) {
-    const options: FanOutOptions = { worker: deps.worker, log: deps.log, timeoutMs: deps.timeoutMs, triggerType: 'subscribe' }
+    const options: FanOutOptions = { worker: deps.worker, log: deps.log, timeoutMs: deps.timeoutMs, triggerType: 'subscribe', workerName: 'svc-pubsub' }
     if (deps.clock) options.clock = deps.clock
+    if (deps.telemetry) options.telemetry = deps.telemetry
     this.fanOut = new OrderedFanOut(options)
     this.log = deps.log
   }
@@ -103,7 +107,7 @@ export class SubscribeTriggers implements LocalTriggerProvider {
 
   async registerTrigger(binding: BindingInfo): Promise<void> {
     const config = parseSubscribeTriggerConfig(binding.config)
-    const queue = this.fanOut.registerBinding(binding, config.condition_function_id)
+    const queue = this.fanOut.registerBinding(binding, config.condition_function_id, `subscribe ${config.topic} ${binding.function_id}`)
     // A known id is a replacement (protocol.md §5.5): it may have moved to another topic.
     const existing = this.byId.get(binding.id)
     if (existing?.topic === config.topic) return

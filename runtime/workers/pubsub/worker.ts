@@ -67,6 +67,7 @@ export class PubSubWorker implements BuiltinWorker {
       log: context.log,
       timeoutMs: context.internalInvocationTimeoutMs,
       ...(this.options.clock ? { clock: this.options.clock } : {}),
+      ...(context.telemetry ? { telemetry: context.telemetry } : {}),
     })
     await this.applySettings(settings)
     context.worker.registerFunction('publish', (data, invocation) => this.publish(data, invocation), {

@@ -20,7 +20,9 @@ import {
   type QueueMessageInput,
   type SubscriberRecord,
 } from '../../adapters/queue/index.ts'
-import type { BindingInfo, BuiltinContext, BuiltinWorker, LocalInvokeRequest } from '../../engine/types.ts'
+import type { MetricSeries } from '../../adapters/observability/records.ts'
+import type { ActiveSpan, TelemetryHub } from '../../engine/telemetry.ts'
+import type { BindingInfo, BuiltinContext, BuiltinWorker, InvocationContext, LocalFunctionOptions, LocalInvokeRequest } from '../../engine/types.ts'
 import { systemClock, type CancelTimer, type Clock } from '../shared/clock.ts'
 import { createCondition, type Condition } from '../shared/conditions.ts'
 import { createSettingsApplier, withSettingsKey, type SettingsApplier } from '../shared/settings.ts'
@@ -52,12 +54,19 @@ interface Runner {
   again: boolean
   timerAt?: number
   cancelTimer?: CancelTimer
+  /** Messages stored by this engine (enqueue action, durable publish), duplicates not counted. */
+  enqueued: number
+  /** Messages acknowledged. */
   delivered: number
+  /** Messages moved to the dead letter queue after a failed attempt. */
   failed: number
 }
 
 /** A live `durable:subscriber` / `queue` trigger. */
 interface SubscriberTrigger {
+  /** Binding id and trigger type (span attributes `svc.trigger.id`, `svc.trigger.type`). */
+  id: string
+  type: string
   seq: number
   metadata?: unknown
   condition: Condition | null
@@ -98,6 +107,9 @@ export class QueueWorker implements BuiltinWorker {
   /** Unix ms at clock time 0. */
   private readonly epoch: number
   private context: BuiltinContext | null = null
+  /** The engine's telemetry seam: spans of §12.7, the metric source of {@link metricSeries}. */
+  private hub: TelemetryHub | undefined
+  private removeMetricSource: (() => void) | undefined
   private applier: SettingsApplier<QueueWorkerSettings> | null = null
   private settings: QueueWorkerSettings | null = null
   private slot: BackendSlot | null = null
@@ -123,6 +135,7 @@ export class QueueWorker implements BuiltinWorker {
 
   async start(context: BuiltinContext, settings: unknown): Promise<void> {
     this.context = context
+    this.hub = context.telemetry
     this.applier = createSettingsApplier<QueueWorkerSettings>({
       worker: QUEUE_WORKER_NAME,
       log: context.log,
@@ -151,6 +164,7 @@ export class QueueWorker implements BuiltinWorker {
       metadata: { internal: true },
     })
     context.worker.registerTrigger({ id: 'queue::functions', trigger_type: 'engine::functions-available', function_id: 'queue::on-functions-change', config: {} })
+    this.removeMetricSource = this.hub?.addMetricSource((now) => this.metricSeries(now))
   }
 
   /**
@@ -165,6 +179,7 @@ export class QueueWorker implements BuiltinWorker {
 
   async stop(): Promise<void> {
     this.stopped = true
+    this.removeMetricSource?.()
     for (const runner of this.runners.values()) runner.cancelTimer?.()
     for (const sub of this.subscribers.values()) sub.expiry?.()
     this.missingTimer?.()
@@ -250,7 +265,7 @@ export class QueueWorker implements BuiltinWorker {
 
   private runner(queue: string): Runner {
     let runner = this.runners.get(queue)
-    if (!runner) this.runners.set(queue, (runner = { inFlight: 0, pumping: false, again: false, delivered: 0, failed: 0 }))
+    if (!runner) this.runners.set(queue, (runner = { inFlight: 0, pumping: false, again: false, enqueued: 0, delivered: 0, failed: 0 }))
     return runner
   }
 
@@ -328,6 +343,10 @@ export class QueueWorker implements BuiltinWorker {
     let latest: SubscriberTrigger | undefined
     if (sub) for (const t of sub.triggers.values()) if (!latest || t.seq > latest.seq) latest = t
     const baggage = queueBaggage(message.baggage, queue, message.id, message.attempts)
+    const hub = this.hub
+    // `deliver <queue>` (§12.7): parent of the condition and handler calls. Nothing at all when no span may be recorded.
+    const span = hub?.recording(message.traceparent) === true ? deliverySpan(hub, queue, message, latest) : undefined
+    const traceparent = span !== undefined ? span.traceparent : message.traceparent
     let error: ErrorBody | undefined
     let handlerNotFound = false
     let freed = false
@@ -343,7 +362,7 @@ export class QueueWorker implements BuiltinWorker {
       let run = true
       if (latest?.condition) {
         const call: { timeoutMs: number; traceparent?: string; baggage?: string } = { timeoutMs: settings.delivery_timeout_ms, baggage }
-        if (message.traceparent !== undefined) call.traceparent = message.traceparent
+        if (traceparent !== undefined) call.traceparent = traceparent
         const outcome = await latest.condition(message.data, call)
         if (!outcome.run) {
           run = false
@@ -360,7 +379,7 @@ export class QueueWorker implements BuiltinWorker {
         }
         const metadata = sub ? latest?.metadata : message.metadata
         if (metadata !== undefined && metadata !== null) request.metadata = metadata
-        if (message.traceparent !== undefined) request.traceparent = message.traceparent
+        if (traceparent !== undefined) request.traceparent = traceparent
         try {
           await this.context!.worker.invoke(request)
         } catch (thrown) {
@@ -369,6 +388,10 @@ export class QueueWorker implements BuiltinWorker {
         }
       }
       const verdict = verdictOf(message, settings, error, handlerNotFound)
+      if (span !== undefined) {
+        if (error === undefined) span.end('ok')
+        else span.end('error', error.message, { 'svc.error.code': error.code })
+      }
       const backend = slot.backend
       let settled: Promise<boolean>
       switch (verdict.kind) {
@@ -394,11 +417,52 @@ export class QueueWorker implements BuiltinWorker {
       await settled
     } catch (failure) {
       free()
+      span?.end('error', `settling failed: ${String(failure)}`)
       this.context?.log.error(`queue: settling message ${message.id} of ${queue} failed; it is delivered again after a restart`, { error: String(failure) })
     } finally {
       slot.inFlight--
       if (slot.retired && slot.inFlight === 0) void slot.backend.close().catch(() => {})
     }
+  }
+
+  /**
+   * The queue worker's metric series for `engine::metrics::list` (builtins.md §12.5, through the
+   * telemetry hub), one point per queue (named, subscriber, or holding stored messages) with
+   * attribute `svc.queue.name`, the figures of `engine::queue::topic_stats`:
+   * - gauges, unit `{message}`: `svc.queue.depth` (waiting: ready or delayed), `svc.queue.delayed`,
+   *   `svc.queue.in_flight` (being delivered), `svc.queue.dlq_depth` (in its dead letter queue);
+   * - sums since this engine started, unit `{message}`: `svc.queue.enqueued` (stored, duplicates
+   *   not counted), `svc.queue.delivered` (acknowledged), `svc.queue.failed` (dead-lettered after
+   *   an attempt), the throughput per queue.
+   */
+  private async metricSeries(now: number): Promise<MetricSeries[]> {
+    const slot = this.slot
+    if (!slot || !this.settings) return []
+    const names = new Set<string>([...this.settings.queue_configs.keys(), ...this.subscribers.keys(), ...this.runners.keys(), ...(await slot.backend.queues())])
+    const gauge = (name: string, description: string): MetricSeries => ({ name, type: 'gauge', unit: '{message}', description, points: [] })
+    const sum = (name: string, description: string): MetricSeries => ({ name, type: 'sum', unit: '{message}', description, points: [] })
+    const depth = gauge('svc.queue.depth', 'messages waiting in the queue, ready or delayed')
+    const delayed = gauge('svc.queue.delayed', 'messages waiting for their delay or retry backoff')
+    const inFlight = gauge('svc.queue.in_flight', 'messages being delivered')
+    const dlq = gauge('svc.queue.dlq_depth', "messages in the queue's dead letter queue")
+    const enqueued = sum('svc.queue.enqueued', 'messages stored by this engine')
+    const delivered = sum('svc.queue.delivered', 'messages acknowledged by this engine')
+    const failed = sum('svc.queue.failed', 'messages this engine moved to the dead letter queue')
+    const nowMs = this.now()
+    for (const queue of [...names].sort()) {
+      const c = await slot.backend.counts(queue, nowMs)
+      const r = this.runners.get(queue)
+      const attributes = { 'svc.queue.name': queue }
+      const point = (series: MetricSeries, value: number) => series.points.push({ time_unix_nano: now, value, attributes })
+      point(depth, c.pending + c.delayed)
+      point(delayed, c.delayed)
+      point(inFlight, c.in_flight)
+      point(dlq, c.dead)
+      point(enqueued, r?.enqueued ?? 0)
+      point(delivered, r?.delivered ?? 0)
+      point(failed, r?.failed ?? 0)
+    }
+    return [depth, delayed, inFlight, dlq, enqueued, delivered, failed]
   }
 
   private markMissing(target: string): void {
@@ -440,6 +504,8 @@ export class QueueWorker implements BuiltinWorker {
       this.subscribers.set(queue, sub)
     }
     const trigger: SubscriberTrigger = {
+      id: binding.id,
+      type: binding.trigger_type,
       seq: ++this.triggerSeq,
       metadata: binding.metadata,
       condition: createCondition(this.context!.worker, { condition_function_id: config.condition_function_id as string | undefined, namespace: binding.namespace, metadata: binding.metadata }),
@@ -489,15 +555,35 @@ export class QueueWorker implements BuiltinWorker {
     return [...this.subscribers.values()].filter((s) => s.record.topic === topic)
   }
 
-  /** `svc::durable::publish` (§7.5): one copy per known subscriber, in one durable write. */
-  private async publish(p: Payload): Promise<{ subscriber_count: number }> {
+  /**
+   * `svc::durable::publish` (§7.5): one copy per known subscriber, in one durable write, inside
+   * one `enqueue <topic>` producer span (§12.7, child of the publisher's span) whose context every
+   * copy carries. `ctx` is absent for the republish of a redrive (a new trace).
+   */
+  private async publish(p: Payload, ctx?: InvocationContext): Promise<{ subscriber_count: number }> {
     const topic = p.topic ?? p.queue
     if (topic === undefined || topic === null || topic === '') throw Errors.topicNotSet()
     if (typeof topic !== 'string') throw Errors.invalidArguments('topic must be a non-empty string')
-    const data = p.data === undefined ? null : p.data
+    const hub = this.hub
+    const span = hub?.recording(ctx?.traceparent) === true ? hub.startSpan({ name: `enqueue ${topic}`, kind: 'producer', parent: ctx?.traceparent, attributes: { 'svc.queue.name': topic, 'svc.worker.name': QUEUE_WORKER_NAME } }) : undefined
+    try {
+      const subscribers = await this.publishCopies(topic, p.data, span?.traceparent ?? ctx?.traceparent, ctx?.baggage)
+      span?.end('ok', undefined, { 'svc.queue.subscriber_count': subscribers })
+      return { subscriber_count: subscribers }
+    } catch (error) {
+      if (span !== undefined) endFailed(span, error)
+      throw error
+    }
+  }
+
+  /** Stores the copies of a publish; the number of subscribers. */
+  private async publishCopies(topic: string, payloadData: unknown, traceparent: string | undefined, baggage: string | undefined): Promise<number> {
+    const data = payloadData === undefined ? null : payloadData
     const now = this.now()
     const subs = this.subscribersOf(topic)
-    const base = { data, enqueued_at: now, ready_at: now }
+    const base: Pick<QueueMessageInput, 'data' | 'enqueued_at' | 'ready_at' | 'traceparent' | 'baggage'> = { data, enqueued_at: now, ready_at: now }
+    if (traceparent !== undefined) base.traceparent = traceparent
+    if (baggage !== undefined) base.baggage = baggage
     const inputs: QueueMessageInput[] = subs.map((sub) => {
       const settings = this.subscriberSettings(sub)
       const input: QueueMessageInput = { ...base, id: randomUUID(), queue: sub.record.queue, function_id: sub.record.function_id, namespace: sub.record.namespace }
@@ -509,17 +595,21 @@ export class QueueWorker implements BuiltinWorker {
       inputs.push({ ...base, id: randomUUID(), queue: topic, function_id: PUBLISH_ID, namespace: 'default', dead: { code: Codes.NoSubscribers, message: `topic '${topic}' has no subscribers` } })
     }
     await this.withBackend(PUBLISH_ID, (b) => b.enqueue(inputs))
-    for (const input of inputs) if (!input.dead) this.pump(input.queue)
-    return { subscriber_count: subs.length }
+    for (const input of inputs) {
+      if (input.dead) continue
+      this.runner(input.queue).enqueued++
+      this.pump(input.queue)
+    }
+    return subs.length
   }
 
   // ---- functions (§7.3, §7.4) --------------------------------------------------------------------
 
   private registerFunctions(): void {
     const worker = this.context!.worker
-    const register = (id: string, description: string, handler: (p: Payload) => unknown, internal = false) =>
-      worker.registerFunction(id, (data) => handler(payloadOf(data)), internal ? { description, metadata: { internal: true } } : { description })
-    register(PUBLISH_ID, 'Publish durably to every subscriber of a topic: {topic, data} → {subscriber_count}', (p) => this.publish(p))
+    const register = (id: string, description: string, handler: (p: Payload, ctx: InvocationContext) => unknown, options: LocalFunctionOptions = {}) =>
+      worker.registerFunction(id, (data, ctx) => handler(payloadOf(data), ctx), { description, ...options })
+    register(PUBLISH_ID, 'Publish durably to every subscriber of a topic: {topic, data} → {subscriber_count}', (p, ctx) => this.publish(p, ctx))
     register('queue::define', 'Declare or change a named queue: {queue, config} → {queue, changed}', (p) => this.define(p))
     register('svc::queue::redrive', "Move a queue's DLQ back to pending: {queue} → {queue, redriven}", (p) => this.redrive(p))
     register('svc::queue::redrive_message', 'Move one DLQ message back to pending: {queue, message_id} → {queue, message_id, redriven}', (p) => this.redriveOne(p))
@@ -528,7 +618,8 @@ export class QueueWorker implements BuiltinWorker {
     register('engine::queue::topic_stats', 'Counters and settings of a queue or topic: {topic}', (p) => this.topicStats(p))
     register('engine::queue::dlq_topics', 'Queues whose DLQ is not empty', () => this.dlqTopics())
     register('engine::queue::dlq_messages', 'A page of DLQ messages, most recently failed first: {topic, offset?, limit?}', (p) => this.dlqMessages(p))
-    register('engine::queue::enqueue', 'Queue provider of the Enqueue action (protocol.md §6.4)', (p) => this.enqueue(p), true)
+    // Its `enqueue <queue>` span is the span of the Enqueue action: no `execute` span around it.
+    register('engine::queue::enqueue', 'Queue provider of the Enqueue action (protocol.md §6.4)', (p, ctx) => this.enqueue(p, ctx), { metadata: { internal: true }, ownSpan: true })
   }
 
   private async withBackend<T>(functionId: string, operation: (backend: QueueBackend) => Promise<T>): Promise<T> {
@@ -542,11 +633,36 @@ export class QueueWorker implements BuiltinWorker {
     }
   }
 
-  /** `engine::queue::enqueue` (§7.4): stores the message, then answers its receipt. */
-  private async enqueue(p: Payload): Promise<{ messageReceiptId: string }> {
+  /**
+   * `engine::queue::enqueue` (§7.4): stores the message, then answers its receipt. Recorded as an
+   * `enqueue <queue>` producer span (§12.7), child of the caller's span (`traceparent` of the
+   * payload, which the Enqueue action fills, else the call's); the message carries the span's
+   * context so that its deliveries join the caller's trace.
+   */
+  private async enqueue(p: Payload, ctx: InvocationContext): Promise<{ messageReceiptId: string }> {
     const queue = p.queue
     if (queue === undefined || queue === null || queue === '') throw Errors.queueNotSet()
     if (typeof queue !== 'string') throw Errors.invalidArguments('queue must be a non-empty string')
+    const parent = typeof p.traceparent === 'string' ? p.traceparent : ctx.traceparent
+    const hub = this.hub
+    if (hub?.recording(parent) !== true) return this.store(queue, p, parent)
+    const functionId = typeof p.function_id === 'string' ? p.function_id : ''
+    const attributes = hub.deliveryAttributes(functionId, typeof p.namespace === 'string' && p.namespace !== '' ? p.namespace : 'default', { worker: QUEUE_WORKER_NAME })
+    attributes['svc.queue.name'] = queue
+    const span = hub.startSpan({ name: `enqueue ${queue}`, kind: 'producer', parent, attributes })
+    if (span === undefined) return this.store(queue, p, parent)
+    try {
+      const receipt = await this.store(queue, p, span.traceparent)
+      span.end('ok', undefined, { 'svc.queue.message_id': receipt.messageReceiptId })
+      return receipt
+    } catch (error) {
+      endFailed(span, error)
+      throw error
+    }
+  }
+
+  /** The message of an enqueue, stored with `traceparent` as its trace context. */
+  private async store(queue: string, p: Payload, traceparent: string | undefined): Promise<{ messageReceiptId: string }> {
     const settings = this.settings!.queue_configs.get(queue)
     if (!settings) throw Errors.queueNotFound(queue)
     const functionId = p.function_id
@@ -567,7 +683,7 @@ export class QueueWorker implements BuiltinWorker {
       ready_at: now + ((delay as number | undefined) ?? 0),
     }
     if (p.metadata !== undefined && p.metadata !== null) input.metadata = p.metadata
-    if (typeof p.traceparent === 'string') input.traceparent = p.traceparent
+    if (traceparent !== undefined) input.traceparent = traceparent
     if (typeof p.baggage === 'string') input.baggage = p.baggage
     const key = p.idempotency_key
     if (key !== undefined && key !== null) {
@@ -577,7 +693,10 @@ export class QueueWorker implements BuiltinWorker {
     const problem = placeMessage(input, settings, queue)
     if (problem) throw Errors.invalidMessageGroup(queue, settings.message_group_field!)
     const [outcome] = await this.withBackend('engine::queue::enqueue', (b) => b.enqueue([input]))
-    if (!outcome!.duplicate) this.pump(queue)
+    if (!outcome!.duplicate) {
+      this.runner(queue).enqueued++
+      this.pump(queue)
+    }
     return { messageReceiptId: outcome!.id }
   }
 
@@ -770,6 +889,25 @@ export class QueueWorker implements BuiltinWorker {
     if (queues.length > 1) all.sort((a, b) => (b.failed_at ?? 0) - (a.failed_at ?? 0))
     return all.slice(offset, offset + limit).map(dlqView)
   }
+}
+
+/**
+ * The `deliver <queue>` consumer span of one delivery attempt (builtins.md §12.7), child of the
+ * context the message carries (its `enqueue` span), with the §12.7 common and queue attributes.
+ */
+function deliverySpan(hub: TelemetryHub, queue: string, message: QueueMessage, trigger: SubscriberTrigger | undefined): ActiveSpan | undefined {
+  const origin = trigger === undefined ? { worker: QUEUE_WORKER_NAME } : { worker: QUEUE_WORKER_NAME, triggerType: trigger.type, triggerId: trigger.id }
+  const attributes = hub.deliveryAttributes(message.function_id, message.namespace, origin)
+  attributes['svc.queue.name'] = queue
+  attributes['svc.queue.message_id'] = message.id
+  attributes['svc.queue.attempt'] = message.attempts
+  return hub.startSpan({ name: `deliver ${queue}`, kind: 'consumer', parent: message.traceparent, attributes })
+}
+
+/** Ends a span with the error a call failed with (`svc.error.code`, as `execute` spans do). */
+function endFailed(span: ActiveSpan, error: unknown): void {
+  const body = errorBodyOf(error)
+  span.end('error', body.message, { 'svc.error.code': body.code })
 }
 
 /** The §7.3 DLQ message shape. */

@@ -14,11 +14,14 @@
  *    dropped and a warning is logged (the first drop, then at most one every
  *    `dropWarningIntervalMs`, each giving the number dropped since the queue was last empty).
  * 5. The writer's trace context travels with each event, so deliveries are children of the
- *    writer's span (rule 7).
+ *    writer's span (rule 7). With a telemetry sink attached, each delivery is recorded as a span
+ *    `trigger <type> <function_id>` (builtins.md §12.7; pub/sub names its own), child of that
+ *    context and parent of the condition and handler calls.
  *
  * Matching events to bindings stays with each trigger type; this module owns the queues.
  */
 import { Errors, errorBodyOf } from 'svc-protocol/errors'
+import type { ActiveSpan, TelemetryHub } from '../../engine/telemetry.ts'
 import type { BindingInfo, LocalInvokeRequest, LocalWorker, Logger } from '../../engine/types.ts'
 import { systemClock, type Clock } from './clock.ts'
 import { createCondition, type Condition } from './conditions.ts'
@@ -46,6 +49,8 @@ export interface FanOutTarget {
   /** Sent as the second argument of condition and handler; omitted when undefined or null. */
   metadata?: unknown
   condition_function_id?: string | null | undefined
+  /** Name of the span of each delivery; default `trigger <triggerType> <function_id>` (§12.7). */
+  span_name?: string
 }
 
 export interface FanOutOptions {
@@ -62,6 +67,10 @@ export interface FanOutOptions {
   dropWarningIntervalMs?: number
   /** Default {@link systemClock}; measures the budget and spaces drop warnings. */
   clock?: Clock
+  /** Where delivery spans go (§12.7); none are recorded without it. */
+  telemetry?: TelemetryHub
+  /** `svc.worker.name` of delivery spans: the built-in that owns the trigger type. */
+  workerName?: string
 }
 
 /** The queue of one binding. */
@@ -115,7 +124,7 @@ class Queue<E> implements FanOutQueue<E> {
  * fanOut.unregister(binding.id)
  */
 export class OrderedFanOut<E> {
-  private readonly options: Required<Omit<FanOutOptions, 'clock'>> & { clock: Clock }
+  private readonly options: Required<Omit<FanOutOptions, 'clock' | 'telemetry' | 'workerName'>> & { clock: Clock; telemetry?: TelemetryHub; workerName?: string }
   private readonly queues = new Map<string, Queue<E>>()
   private stopped = false
 
@@ -154,14 +163,16 @@ export class OrderedFanOut<E> {
    * {@link register} for a binding as the engine hands it to a provider: its id, function, target
    * namespace and metadata, with the condition its config names (§2.2).
    */
-  registerBinding(binding: BindingInfo, conditionFunctionId: string | undefined): FanOutQueue<E> {
-    return this.register({
+  registerBinding(binding: BindingInfo, conditionFunctionId: string | undefined, spanName?: string): FanOutQueue<E> {
+    const target: FanOutTarget = {
       id: binding.id,
       function_id: binding.function_id,
       namespace: binding.namespace,
       metadata: binding.metadata,
       condition_function_id: conditionFunctionId,
-    })
+    }
+    if (spanName !== undefined) target.span_name = spanName
+    return this.register(target)
   }
 
   /** Removes a binding: its waiting events are dropped; a delivery in flight finishes (and is logged if it fails). */
@@ -234,13 +245,18 @@ export class OrderedFanOut<E> {
     const { timeoutMs: budget, clock, worker } = this.options
     const started = clock.now()
     const trace: TraceOrigin = {}
-    if (origin?.traceparent !== undefined) trace.traceparent = origin.traceparent
+    const hub = this.options.telemetry
+    // Only when a span may be recorded: otherwise a delivery costs no span work at all.
+    const span = hub?.recording(origin?.traceparent) === true ? this.startSpan(hub, target, origin?.traceparent) : undefined
+    const traceparent = span !== undefined ? span.traceparent : origin?.traceparent
+    if (traceparent !== undefined) trace.traceparent = traceparent
     if (origin?.baggage !== undefined) trace.baggage = origin.baggage
 
     if (queue.condition) {
       const outcome = await queue.condition(event, { timeoutMs: budget, ...trace })
       if (!outcome.run) {
-        if (outcome.failed) this.failed(queue, 'condition failed; event not delivered', target.condition_function_id!, outcome.error)
+        if (outcome.failed) this.failed(queue, 'condition failed; event not delivered', target.condition_function_id!, outcome.error, span)
+        else span?.end('ok')
         return
       }
     }
@@ -248,20 +264,36 @@ export class OrderedFanOut<E> {
     // The handler gets what the condition left of the budget; a timeout names the whole budget.
     const remaining = queue.condition ? Math.floor(budget - (clock.now() - started)) : budget
     if (remaining <= 0) {
-      this.failed(queue, 'delivery timed out', target.function_id, Errors.timeout(budget))
+      this.failed(queue, 'delivery timed out', target.function_id, Errors.timeout(budget), span)
       return
     }
     const request: LocalInvokeRequest = { function_id: target.function_id, data: event, namespace: target.namespace, timeoutMs: remaining, ...trace }
     if (target.metadata !== undefined && target.metadata !== null) request.metadata = target.metadata
     try {
       await worker.invoke(request)
+      span?.end('ok')
     } catch (error) {
       const timedOut = errorBodyOf(error).code === 'TIMEOUT'
-      this.failed(queue, timedOut ? 'delivery timed out' : 'handler failed', target.function_id, timedOut ? Errors.timeout(budget) : error)
+      this.failed(queue, timedOut ? 'delivery timed out' : 'handler failed', target.function_id, timedOut ? Errors.timeout(budget) : error, span)
     }
   }
 
-  private failed(queue: Queue<E>, what: string, functionId: string, error: unknown): void {
+  /** The span of one delivery (§12.7): `trigger <type> <function_id>` unless the target names its own. */
+  private startSpan(hub: TelemetryHub, target: FanOutTarget, parent: string | undefined): ActiveSpan | undefined {
+    const { triggerType, workerName } = this.options
+    return hub.startSpan({
+      name: target.span_name ?? `trigger ${triggerType} ${target.function_id}`,
+      kind: 'internal',
+      parent,
+      attributes: hub.deliveryAttributes(target.function_id, target.namespace, { worker: workerName ?? triggerType, triggerType, triggerId: target.id }),
+    })
+  }
+
+  private failed(queue: Queue<E>, what: string, functionId: string, error: unknown, span?: ActiveSpan): void {
+    if (span !== undefined) {
+      const body = errorBodyOf(error)
+      span.end('error', body.message, { 'svc.error.code': body.code })
+    }
     if (this.stopped) return
     const { code, message } = errorBodyOf(error)
     this.options.log.error(`${this.options.triggerType} trigger ${queue.target.id}: ${what}`, {

@@ -8,6 +8,7 @@
  */
 import { Errors } from 'svc-protocol/errors'
 import type { StateChange } from '../../adapters/state/types.ts'
+import type { TelemetryHub } from '../../engine/telemetry.ts'
 import type { BindingInfo, LocalTriggerProvider, LocalWorker, Logger } from '../../engine/types.ts'
 import type { Clock } from '../shared/clock.ts'
 import { OrderedFanOut, type FanOutOptions, type FanOutQueue } from '../shared/fanout.ts'
@@ -27,6 +28,8 @@ export interface StateTriggerDeps {
   timeoutMs: number
   /** Default: the system clock. */
   clock?: Clock
+  /** Delivery spans `trigger state <function_id>` (builtins.md §12.7) go here. */
+  telemetry?: TelemetryHub
 }
 
 /**
@@ -91,8 +94,9 @@ export class StateTriggers implements LocalTriggerProvider {
   private stopped = false
 
   constructor(deps: StateTriggerDeps) {
-    const options: FanOutOptions = { worker: deps.worker, log: deps.log, timeoutMs: deps.timeoutMs, triggerType: 'state' }
+    const options: FanOutOptions = { worker: deps.worker, log: deps.log, timeoutMs: deps.timeoutMs, triggerType: 'state', workerName: 'svc-state' }
     if (deps.clock) options.clock = deps.clock
+    if (deps.telemetry) options.telemetry = deps.telemetry
     this.fanOut = new OrderedFanOut(options)
   }
 

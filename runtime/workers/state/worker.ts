@@ -68,6 +68,7 @@ export class StateWorker implements BuiltinWorker {
       worker: context.worker,
       log: context.log,
       timeoutMs: context.internalInvocationTimeoutMs,
+      ...(context.telemetry ? { telemetry: context.telemetry } : {}),
     })
     await this.applySettings(settings)
     this.registerFunctions()

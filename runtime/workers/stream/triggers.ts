@@ -6,7 +6,8 @@ import { Errors, errorBodyOf } from 'svc-protocol/errors'
 import type { StreamChangeEvent, StreamJoinLeaveEvent, StreamJoinLeaveTriggerConfig, StreamTriggerConfig } from 'svc-protocol'
 import type { BindingInfo, LocalTriggerProvider, LocalWorker, Logger } from '../../engine/types.ts'
 import { createCondition, type Condition } from '../shared/conditions.ts'
-import { OrderedFanOut, type FanOutQueue, type TraceOrigin } from '../shared/fanout.ts'
+import type { TelemetryHub } from '../../engine/telemetry.ts'
+import { OrderedFanOut, type FanOutOptions, type FanOutQueue, type TraceOrigin } from '../shared/fanout.ts'
 
 function optionalString(source: Record<string, unknown>, field: string, type: string): string | undefined {
   const value = source[field]
@@ -83,8 +84,11 @@ export class StreamTriggers implements LocalTriggerProvider {
   private readonly byId = new Map<string, ActiveStreamTrigger>()
   private readonly byStream = new Map<string, Set<ActiveStreamTrigger>>()
 
-  constructor(deps: { worker: LocalWorker; log: Logger; timeoutMs: number }) {
-    this.fanOut = new OrderedFanOut({ worker: deps.worker, log: deps.log, timeoutMs: deps.timeoutMs, triggerType: 'stream' })
+  /** `telemetry`: where delivery spans `trigger stream <function_id>` (builtins.md §12.7) go. */
+  constructor(deps: { worker: LocalWorker; log: Logger; timeoutMs: number; telemetry?: TelemetryHub | undefined }) {
+    const options: FanOutOptions = { worker: deps.worker, log: deps.log, timeoutMs: deps.timeoutMs, triggerType: 'stream', workerName: 'svc-stream' }
+    if (deps.telemetry) options.telemetry = deps.telemetry
+    this.fanOut = new OrderedFanOut(options)
   }
 
   registerTrigger(binding: BindingInfo): void {

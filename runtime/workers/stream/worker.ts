@@ -84,7 +84,7 @@ export class StreamWorker implements BuiltinWorker, StreamClientHost {
   async start(context: BuiltinContext, settings: unknown): Promise<void> {
     this.context = context
     this.adapters = new AdapterSlots<StreamAdapter>(STREAM_WORKER_NAME, context.log)
-    const deps = { worker: context.worker, log: context.log, timeoutMs: context.internalInvocationTimeoutMs }
+    const deps = { worker: context.worker, log: context.log, timeoutMs: context.internalInvocationTimeoutMs, telemetry: context.telemetry }
     this.triggers = new StreamTriggers(deps)
     this.joinHooks = new JoinLeaveHooks('stream:join', deps)
     this.leaveHooks = new JoinLeaveHooks('stream:leave', deps)
