@@ -40,7 +40,8 @@ function exited(child: ChildProcess): Promise<number | null> {
 
 /** Runs `svc --json` in `cwd` (with `env` added to the environment) and waits for its `engine_ready` event. */
 export async function startEngineProcess(cwd: string, args: string[] = [], env: Record<string, string> = {}): Promise<RunningEngine> {
-  const child = spawn(process.execPath, [SVC_BIN, '--json', ...args], { cwd, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] })
+  const nodeArgs = process.env.SVC_TEST_ENGINE_NODE_ARGS?.split(' ').filter(Boolean) ?? []
+  const child = spawn(process.execPath, [...nodeArgs, SVC_BIN, '--json', ...args], { cwd, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] })
   const output: string[] = []
   child.stderr!.on('data', (d) => output.push(String(d)))
   const ready = await new Promise<{ engine_url: string; http_url: string }>((resolve, reject) => {

@@ -3,40 +3,65 @@
  * `<data_dir>/observability.db` (SQLite, `node:sqlite`).
  *
  * Every write to the file happens on a writer thread with its own connection, so the invocation
- * path never waits for SQLite: records are queued, serialised and handed over at most 50 ms
- * later (on the next event-loop turn once 2000 are pending); each batch is one transaction. An
- * engine span that starts and finishes before its batch leaves is written once. Span rows are
- * appended, never updated (no index on the write path): a span still unfinished when its batch
- * left gets a second, finished row, and the later row wins when the window is reloaded from the
- * file at open. The sweep (retention, and the oldest quarter of the rows while the used pages
- * exceed `max_disk_bytes`) and `clear` run on the writer too; the calling thread waits for them.
- * The size cap is also checked by the writer every 5000 rows. When the writer is 32 batches
- * behind (a flood faster than the disk), further batches skip the file (the window keeps them). Metric points stay in memory (1 h).
+ * path never waits for SQLite. Records are serialised into batches of at most {@link BATCH_ROWS}
+ * rows or {@link BATCH_BYTES} bytes, cut as soon as one is full or {@link FLUSH_MS} after the
+ * first record; each batch is one transaction. An engine span that starts and finishes before its
+ * batch is cut is written once. Span rows are appended, never updated (no index on the write
+ * path): a span still unfinished when its batch was cut gets a second, finished row, and the later
+ * row wins when the window is reloaded from the file at open.
+ *
+ * Bounded whatever the ingest rate (a flood faster than the disk):
+ * - at most {@link MAX_IN_FLIGHT} batches are with the writer; the others wait on this side, at
+ *   most {@link MAX_QUEUED_BYTES} (and {@link MAX_QUEUED_BATCHES}) of them: beyond that the oldest waiting batch is dropped from the
+ *   file and counted in {@link SqliteStore.droppedRows} (the window still has the newest records);
+ * - the file stays within `max_disk_bytes`: before writing a batch the writer deletes the oldest
+ *   rows of both tables (a range delete by `seq`) until the batch fits, freeing 1/16 of the cap
+ *   more so that this happens about once per 1/16 of the cap written. The WAL is checkpointed
+ *   every 1/8 of the cap (at most 1000 pages, SQLite's default) and truncated to that size.
+ *
+ * The sweep (retention, then the size cap; `VACUUM` when the file is still larger than the cap,
+ * after the cap was lowered) and `clear` run on the writer too; the calling thread waits for them.
+ * Metric points stay in memory (1 h).
  */
 import { Worker } from 'node:worker_threads'
 import type { DatabaseSync } from 'node:sqlite'
 import { openSqlite } from '../sqlite.ts'
 import type { LogRecord, SpanRecord } from './records.ts'
 import { MemoryStore, type StoreLimits } from './store.ts'
+import { Fifo } from '../../workers/shared/fifo.ts'
 
 const SCHEMA = `
 CREATE TABLE IF NOT EXISTS spans (seq INTEGER PRIMARY KEY AUTOINCREMENT, start_ns INTEGER NOT NULL, body TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS logs (seq INTEGER PRIMARY KEY AUTOINCREMENT, ts_ns INTEGER NOT NULL, body TEXT NOT NULL);
 `
 
-/** Pending rows are handed to the writer at most this long after the first one, ms. */
+/** A batch is cut at most this long after its first record, ms. */
 const FLUSH_MS = 50
-/** …or on the next turn once this many are pending. */
-const FLUSH_ROWS = 2000
-/** Batches handed over and not yet written beyond which new batches are dropped from the file. */
-const MAX_BACKLOG = 32
-/** Rows written between two checks of the file size (by the writer). */
-const SIZE_CHECK_ROWS = 5000
+/** …or as soon as it holds this many rows… */
+export const BATCH_ROWS = 2000
+/** …or this many bytes of serialised records (UTF-16 code units, about bytes for ASCII). */
+export const BATCH_BYTES = 1 << 20
+/** Batches handed to the writer and not yet written. */
+export const MAX_IN_FLIGHT = 2
+/** Serialised bytes of the batches waiting for the writer beyond which the oldest is dropped. */
+export const MAX_QUEUED_BYTES = 16 << 20
+/** …or the number of waiting batches (small ones, cut by the timer while the writer is stuck). */
+export const MAX_QUEUED_BATCHES = 256
+
+/** A batch for the writer: rows as flat `[ns, json, …]`. */
+interface Batch {
+  spans: Array<number | string>
+  logs: Array<number | string>
+  rows: number
+  bytes: number
+}
 
 /**
- * The writer thread. Messages: `{seq, spans, logs, maxBytes}` (rows as flat `[ns, json, …]`),
- * `{seq, op: 'sweep', cutoffNs, maxBytes}`, `{seq, op: 'clear', table}`, `{seq, op: 'close'}`.
- * After each one it stores `seq` in `done[0]` and notifies, so that the owner can wait.
+ * The writer thread. Messages: `{seq, op: 'write', spans, logs, bytes, maxBytes}` (rows as flat
+ * `[ns, json, …]`), `{seq, op: 'sweep', cutoffNs, maxBytes}`, `{seq, op: 'clear', table}`,
+ * `{seq, op: 'close'}`. After each one it stores `seq` in `done[0]` and notifies, so that the owner
+ * can wait, and posts back the number of rows it failed to write (0 but for a failed write), so
+ * that the owner counts them and hands over the next batch.
  */
 const WRITER = `
 const { parentPort, workerData } = require('node:worker_threads')
@@ -45,45 +70,84 @@ const db = new DatabaseSync(workerData.path)
 db.exec('PRAGMA busy_timeout = 5000; PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL;')
 const putSpan = db.prepare('INSERT INTO spans (start_ns, body) VALUES (?, ?)')
 const putLog = db.prepare('INSERT INTO logs (ts_ns, body) VALUES (?, ?)')
+const pragma = (name) => { const s = db.prepare('PRAGMA ' + name); return () => Number(Object.values(s.get() ?? {})[0] ?? 0) }
+const pageCount = pragma('page_count'), freePages = pragma('freelist_count')
+const pageSize = pragma('page_size')()
+const used = () => (pageCount() - freePages()) * pageSize
 const done = new Int32Array(workerData.done)
-let sinceCheck = 0
-const one = (sql) => Number(Object.values(db.prepare(sql).get() ?? {})[0] ?? 0)
-const used = () => (one('PRAGMA page_count') - one('PRAGMA freelist_count')) * one('PRAGMA page_size')
-function enforceSize(maxBytes) {
-  for (let round = 0; round < 8 && used() > maxBytes; round++) {
-    db.exec('DELETE FROM logs WHERE seq IN (SELECT seq FROM logs ORDER BY seq LIMIT (SELECT (COUNT(*) + 3) / 4 FROM logs)); DELETE FROM spans WHERE seq IN (SELECT seq FROM spans ORDER BY seq LIMIT (SELECT (COUNT(*) + 3) / 4 FROM spans));')
+/** Oldest and newest seq of each table (rows are appended, deleted oldest first). */
+const tables = {}
+for (const t of ['spans', 'logs']) tables[t] = { min: 0, max: 0, oldest: db.prepare('SELECT MIN(seq) AS a, MAX(seq) AS b FROM ' + t), drop: db.prepare('DELETE FROM ' + t + ' WHERE seq < ?') }
+function recount() {
+  for (const t of Object.values(tables)) { const r = t.oldest.get(); t.min = Number(r.a ?? 0); t.max = Number(r.b ?? 0) }
+}
+recount()
+let walFor = -1
+function limitWal(maxBytes) {
+  if (maxBytes === walFor) return
+  walFor = maxBytes
+  const pages = Math.max(16, Math.min(1000, Math.floor(maxBytes / 8 / pageSize)))
+  db.exec('PRAGMA wal_autocheckpoint = ' + pages + '; PRAGMA journal_size_limit = ' + pages * pageSize)
+}
+/** Deletes the oldest rows until \`incoming\` more bytes fit under \`maxBytes\` (and 1/16 of it more). */
+function fit(incoming, maxBytes) {
+  for (let round = 0; round < 8; round++) {
+    const now = used()
+    const excess = now + incoming - maxBytes
+    if (excess <= 0) return
+    const fraction = Math.min(1, (excess + maxBytes / 16) / Math.max(now, 1))
+    let deleted = 0
+    for (const t of Object.values(tables)) {
+      if (t.max < t.min || t.max === 0) continue
+      const n = Math.ceil((t.max - t.min + 1) * fraction)
+      t.drop.run(t.min + n)
+      t.min += n
+      deleted += n
+    }
+    if (deleted === 0) return
   }
 }
 parentPort.on('message', (m) => {
+  let failed = 0
   try {
     if (m.op === 'close') {
       db.close()
     } else if (m.op === 'clear') {
       db.exec(m.table === 'logs' ? 'DELETE FROM logs' : 'DELETE FROM spans')
+      recount()
     } else if (m.op === 'sweep') {
       db.prepare('DELETE FROM spans WHERE start_ns < ?').run(m.cutoffNs)
       db.prepare('DELETE FROM logs WHERE ts_ns < ?').run(m.cutoffNs)
-      enforceSize(m.maxBytes)
+      recount()
+      fit(0, m.maxBytes)
+      if (pageCount() * pageSize > m.maxBytes) {
+        db.exec('VACUUM; PRAGMA wal_checkpoint(TRUNCATE)')
+      }
     } else {
+      limitWal(m.maxBytes)
       db.exec('BEGIN')
       try {
-        for (let i = 0; i < m.spans.length; i += 2) putSpan.run(m.spans[i], m.spans[i + 1])
-        for (let i = 0; i < m.logs.length; i += 2) putLog.run(m.logs[i], m.logs[i + 1])
+        // Rows need a little more room than their text: record headers, cell pointers, page slack.
+        fit(Math.ceil(m.bytes * 1.1) + (m.spans.length + m.logs.length) * 8 + 2 * pageSize, m.maxBytes)
+        let last = 0
+        for (let i = 0; i < m.spans.length; i += 2) last = putSpan.run(m.spans[i], m.spans[i + 1]).lastInsertRowid
+        if (m.spans.length > 0) { tables.spans.max = Number(last); if (tables.spans.min === 0) tables.spans.min = Number(last) - m.spans.length / 2 + 1 }
+        for (let i = 0; i < m.logs.length; i += 2) last = putLog.run(m.logs[i], m.logs[i + 1]).lastInsertRowid
+        if (m.logs.length > 0) { tables.logs.max = Number(last); if (tables.logs.min === 0) tables.logs.min = Number(last) - m.logs.length / 2 + 1 }
         db.exec('COMMIT')
       } catch (error) {
         db.exec('ROLLBACK')
-      }
-      sinceCheck += (m.spans.length + m.logs.length) / 2
-      if (sinceCheck >= ${SIZE_CHECK_ROWS}) {
-        sinceCheck = 0
-        enforceSize(m.maxBytes)
+        recount()
+        failed = (m.spans.length + m.logs.length) / 2
       }
     }
   } catch {
     // A failed write (disk full) loses this batch only; the window still has the records.
+    if (m.op === 'write') failed = (m.spans.length + m.logs.length) / 2
   }
   Atomics.store(done, 0, m.seq)
   Atomics.notify(done, 0)
+  parentPort.postMessage(failed)
 })
 `
 
@@ -98,13 +162,22 @@ export class SqliteStore extends MemoryStore {
   /** `done[0]`: sequence number of the last message the writer finished. */
   private readonly done = new Int32Array(new SharedArrayBuffer(4))
   private seq = 0
-  /** Spans to write (by identity): an engine span that started and finished before a flush is written once. */
+  /** Spans of the batch being filled (by identity): an engine span that started and finished before the cut is written once. */
   private pendingSpans = new Set<SpanRecord>()
-  private pendingLogs: LogRecord[] = []
+  /** Log rows of the batch being filled, serialised at once (a log record never changes): `[ns, json, …]`. */
+  private pendingLogs: Array<number | string> = []
+  private pendingBytes = 0
+  /** Cut batches not yet handed to the writer, oldest first. */
+  private readonly queue = new Fifo<Batch>()
+  private queuedBytes = 0
+  /** Write messages posted and not yet finished by the writer. */
+  private inFlight = 0
   private timer: NodeJS.Timeout | undefined
-  private burst = false
   private closed = false
-  /** Rows not written to the file because the writer was {@link MAX_BACKLOG} batches behind. */
+  /**
+   * Rows never written to the file: their batch was the oldest waiting when {@link MAX_QUEUED_BYTES}
+   * was exceeded, or its transaction failed (disk full). The window still had them.
+   */
   droppedRows = 0
 
   /** @throws the SQLite error when the file cannot be opened or is not a database. */
@@ -115,23 +188,31 @@ export class SqliteStore extends MemoryStore {
     this.writer = new Worker(WRITER, { eval: true, workerData: { path, done: this.done.buffer } })
     this.writer.unref()
     this.writer.on('error', () => {})
+    this.writer.on('message', (failed: number) => {
+      // One message finished (writes and operations alike post back): room for the next batch.
+      this.droppedRows += failed
+      if (this.inFlight > 0) this.inFlight--
+      this.pump()
+    })
   }
 
   override putSpan(span: SpanRecord): void {
     super.putSpan(span)
     this.pendingSpans.add(span)
-    this.schedule()
+    this.added()
   }
 
   override updateSpan(span: SpanRecord): void {
     this.pendingSpans.add(span)
-    this.schedule()
+    this.added()
   }
 
   override putLog(log: LogRecord): void {
     super.putLog(log)
-    this.pendingLogs.push(log)
-    this.schedule()
+    const json = JSON.stringify(log)
+    this.pendingLogs.push(log.observed_timestamp_unix_nano, json)
+    this.pendingBytes += json.length
+    this.added()
   }
 
   override clearLogs(): number {
@@ -158,10 +239,14 @@ export class SqliteStore extends MemoryStore {
     return (one('PRAGMA page_count') - one('PRAGMA freelist_count')) * one('PRAGMA page_size')
   }
 
-  /** Writes what is pending and waits until it is in the file. */
+  /** Writes everything pending (the batch being filled and those waiting) and waits until it is in the file. */
   override flush(): void {
-    const seq = this.post()
-    if (seq !== undefined) this.wait(seq)
+    if (this.closed) return
+    this.cut()
+    let last: number | undefined
+    for (let batch = this.queue.shift(); batch !== undefined; batch = this.queue.shift()) last = this.post(batch)
+    this.queuedBytes = 0
+    if (last !== undefined) this.wait(last)
   }
 
   override close(): void {
@@ -174,25 +259,63 @@ export class SqliteStore extends MemoryStore {
     this.db.close()
   }
 
-  /** Hands what is pending to the writer; its sequence number, undefined when nothing was pending. */
-  private post(): number | undefined {
-    if (this.closed || (this.pendingSpans.size === 0 && this.pendingLogs.length === 0)) return undefined
-    if (this.seq - Atomics.load(this.done, 0) >= MAX_BACKLOG) {
-      // The disk cannot keep up (a flood): the window keeps the records, the file skips them,
-      // so the queue to the writer stays bounded.
-      this.droppedRows += this.pendingSpans.size + this.pendingLogs.length
-      this.pendingSpans = new Set()
-      this.pendingLogs = []
-      return undefined
+  /** A record joined the batch being filled: cut it when full, else make sure a timer will. */
+  private added(): void {
+    if (this.pendingSpans.size + this.pendingLogs.length / 2 >= BATCH_ROWS || this.pendingBytes >= BATCH_BYTES) {
+      this.cut()
+      this.pump()
+      return
     }
-    const spans: unknown[] = []
-    for (const s of this.pendingSpans) spans.push(s.start_time_unix_nano, JSON.stringify(s))
-    const logs: unknown[] = []
-    for (const l of this.pendingLogs) logs.push(l.observed_timestamp_unix_nano, JSON.stringify(l))
+    if (this.timer !== undefined) return
+    this.timer = setTimeout(() => {
+      this.timer = undefined
+      this.cut()
+      this.pump()
+    }, FLUSH_MS)
+    this.timer.unref()
+  }
+
+  /** Serialises the batch being filled into the queue; drops the oldest waiting batches beyond {@link MAX_QUEUED_BYTES}. */
+  private cut(): void {
+    if (this.closed || (this.pendingSpans.size === 0 && this.pendingLogs.length === 0)) return
+    clearTimeout(this.timer)
+    this.timer = undefined
+    const spans: Array<number | string> = []
+    let bytes = this.pendingBytes
+    for (const s of this.pendingSpans) {
+      const json = JSON.stringify(s)
+      spans.push(s.start_time_unix_nano, json)
+      bytes += json.length
+    }
+    const batch: Batch = { spans, logs: this.pendingLogs, rows: (spans.length + this.pendingLogs.length) / 2, bytes }
     this.pendingSpans = new Set()
     this.pendingLogs = []
+    this.pendingBytes = 0
+    this.queue.push(batch)
+    this.queuedBytes += bytes
+    while ((this.queuedBytes > MAX_QUEUED_BYTES || this.queue.length > MAX_QUEUED_BATCHES) && this.queue.length > 1) {
+      // The disk cannot keep up (a flood): the file skips the oldest rows; the window keeps the newest.
+      const oldest = this.queue.shift()!
+      this.queuedBytes -= oldest.bytes
+      this.droppedRows += oldest.rows
+    }
+  }
+
+  /** Hands waiting batches to the writer while fewer than {@link MAX_IN_FLIGHT} are with it. */
+  private pump(): void {
+    while (!this.closed && this.inFlight < MAX_IN_FLIGHT) {
+      const batch = this.queue.shift()
+      if (batch === undefined) return
+      this.queuedBytes -= batch.bytes
+      this.post(batch)
+    }
+  }
+
+  /** Posts one batch; its sequence number. */
+  private post(batch: Batch): number {
     const seq = ++this.seq
-    this.writer.postMessage({ seq, spans, logs, maxBytes: this.limits.maxDiskBytes })
+    this.inFlight++
+    this.writer.postMessage({ seq, op: 'write', spans: batch.spans, logs: batch.logs, bytes: batch.bytes, maxBytes: this.limits.maxDiskBytes })
     return seq
   }
 
@@ -200,6 +323,7 @@ export class SqliteStore extends MemoryStore {
   private call(message: Record<string, unknown>): void {
     if (this.closed) return
     const seq = ++this.seq
+    this.inFlight++
     this.writer.postMessage({ ...message, seq })
     this.wait(seq)
   }
@@ -211,25 +335,6 @@ export class SqliteStore extends MemoryStore {
       if (Atomics.wait(this.done, 0, last, 10_000) === 'timed-out') return
       last = Atomics.load(this.done, 0)
     }
-  }
-
-  private schedule(): void {
-    if (this.pendingSpans.size + this.pendingLogs.length >= FLUSH_ROWS) {
-      // A burst: hand over on the next turn rather than let the queue grow.
-      if (this.burst) return
-      this.burst = true
-      setImmediate(() => {
-        this.burst = false
-        this.post()
-      })
-      return
-    }
-    if (this.timer !== undefined) return
-    this.timer = setTimeout(() => {
-      this.timer = undefined
-      this.post()
-    }, FLUSH_MS)
-    this.timer.unref()
   }
 
   /** Loads the newest records of the file into the window, oldest first. */

@@ -338,13 +338,14 @@ export class ObservabilityWorker implements BuiltinWorker, TelemetrySink {
     fn('engine::baggage::get_all', "Every entry of the invocation's baggage", (_data, ctx) => ({ entries: Object.fromEntries(parseBaggage(ctx.baggage)) }))
     fn('engine::health::check', 'Health of the engine and its observability store', () => {
       const counts = this.store.counts()
+      const dropped = this.store instanceof SqliteStore ? this.store.droppedRows : 0
       return {
         status: 'healthy',
         version: ENGINE_VERSION,
         timestamp: new Date().toISOString(),
         components: {
           engine: { status: 'healthy' },
-          observability: { status: this.settings.enabled ? 'healthy' : 'disabled', detail: `store ${this.store.kind}: ${counts.spans} spans, ${counts.logs} logs` },
+          observability: { status: this.settings.enabled ? 'healthy' : 'disabled', detail: `store ${this.store.kind}: ${counts.spans} spans, ${counts.logs} logs${dropped > 0 ? `, ${dropped} rows not written to observability.db (writer behind)` : ''}` },
         },
       }
     })
