@@ -13,6 +13,8 @@
  *               private redis-server (bench/queue.ts)
  *   pubsub      one publish to 128 subscribe triggers on 4 worker processes vs. 128 direct calls
  *               (bench/pubsub.ts, its own engine)
+ *   logs        log lines/s through /otel into the builtin store vs. the memory store and store
+ *               none (bench/logs.ts, an engine process per store)
  *
  * `--write` replaces the results section of docs/benchmarks.md.
  */
@@ -173,6 +175,9 @@ async function main(): Promise<void> {
   // Queue: svc's durable queue and BullMQ on redis-server, each with only its own processes running.
   const queue = await run(['bench/queue.ts'])
 
+  // Log ingest through /otel, one engine process per store (bench/logs.ts).
+  const logs = await run(['bench/logs.ts'])
+
   const pct = (a: number, b: number) => `${Math.round((a / b) * 100)}%`
   const ratio = (a: number, b: number) => `${(a / b).toFixed(2)}×`
   const machine = `${cpus().length} × ${cpus()[0]?.model ?? 'cpu'}, ${Math.round(totalmem() / 2 ** 30)} GiB, Node ${process.version}, ${process.platform}`
@@ -210,6 +215,8 @@ async function main(): Promise<void> {
     queue.queue_table as string,
     '',
     ...pubsubRows(pubsub),
+    '',
+    ...logRows(logs),
   ].join('\n')
   console.log(table)
   if (write) {
@@ -219,6 +226,19 @@ async function main(): Promise<void> {
     const head = current.includes(marker) ? current.slice(0, current.indexOf(marker)) : current + '\n'
     await writeFile(file, `${head}${marker}\n${table}\n`)
   }
+}
+
+/** The log ingest table (bench/logs.ts result). */
+function logRows(r: Record<string, any>): string[] {
+  const { none, memory, builtin } = r.stores
+  const ratio = (row: Record<string, number>) => `${(row.lines_per_second / none.lines_per_second).toFixed(2)}×`
+  return [
+    `| Log ingest: lines/s through /otel (${r.lines.toLocaleString('en')} lines, 1,000 per \`LOGS\` frame, 4 sockets) | store none (baseline) | memory | builtin | builtin / none |`,
+    '|---|---|---|---|---|',
+    `| lines/s | ${none.lines_per_second}/s | ${memory.lines_per_second}/s (${ratio(memory)}) | ${builtin.lines_per_second}/s | ${ratio(builtin)} |`,
+    `| engine peak RSS | ${none.rss_peak_mib} MiB | ${memory.rss_peak_mib} MiB | ${builtin.rss_peak_mib} MiB | |`,
+    `| rows not written to observability.db (writer behind) | | | ${builtin.not_written} | |`,
+  ]
 }
 
 /** The median run by 64-in-flight throughput, for rows measured more than once. */

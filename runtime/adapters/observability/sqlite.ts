@@ -48,6 +48,9 @@ export const MAX_QUEUED_BYTES = 16 << 20
 /** …or the number of waiting batches (small ones, cut by the timer while the writer is stuck). */
 export const MAX_QUEUED_BATCHES = 256
 
+/** Rows per multi-row `INSERT` statement of the writer. */
+const INSERT_ROWS = 50
+
 /** A batch for the writer: rows as flat `[ns, json, …]`. */
 interface Batch {
   spans: Array<number | string>
@@ -59,17 +62,29 @@ interface Batch {
 /**
  * The writer thread. Messages: `{seq, op: 'write', spans, logs, bytes, maxBytes}` (rows as flat
  * `[ns, json, …]`), `{seq, op: 'sweep', cutoffNs, maxBytes}`, `{seq, op: 'clear', table}`,
- * `{seq, op: 'close'}`. After each one it stores `seq` in `done[0]` and notifies, so that the owner
- * can wait, and posts back the number of rows it failed to write (0 but for a failed write), so
- * that the owner counts them and hands over the next batch.
+ * `{seq, op: 'close'}`. After each one it adds the rows it failed to write to `done[1]`, stores
+ * `seq` in `done[0]` and notifies (the owner reads both without waiting for an event, and can wait
+ * for a `seq`), then posts `seq` back so that an idle owner hands over the next batch.
  */
 const WRITER = `
 const { parentPort, workerData } = require('node:worker_threads')
 const { DatabaseSync } = require('node:sqlite')
 const db = new DatabaseSync(workerData.path)
 db.exec('PRAGMA busy_timeout = 5000; PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL;')
-const putSpan = db.prepare('INSERT INTO spans (start_ns, body) VALUES (?, ?)')
-const putLog = db.prepare('INSERT INTO logs (ts_ns, body) VALUES (?, ?)')
+/** Inserts of one row and of ${INSERT_ROWS} rows per statement, by table (fewer statements, less binding overhead). */
+const inserts = {}
+for (const [t, ns] of [['spans', 'start_ns'], ['logs', 'ts_ns']]) {
+  const sql = 'INSERT INTO ' + t + ' (' + ns + ', body) VALUES '
+  inserts[t] = { one: db.prepare(sql + '(?, ?)'), many: db.prepare(sql + Array(${INSERT_ROWS}).fill('(?, ?)').join(', ')) }
+}
+/** Appends flat \`[ns, json, …]\` rows to table \`t\`; the last seq, 0 when none. */
+function insert(t, rows) {
+  const { one, many } = inserts[t]
+  let i = 0, last = 0
+  for (; i + ${INSERT_ROWS * 2} <= rows.length; i += ${INSERT_ROWS * 2}) last = many.run(...rows.slice(i, i + ${INSERT_ROWS * 2})).lastInsertRowid
+  for (; i < rows.length; i += 2) last = one.run(rows[i], rows[i + 1]).lastInsertRowid
+  return Number(last)
+}
 const pragma = (name) => { const s = db.prepare('PRAGMA ' + name); return () => Number(Object.values(s.get() ?? {})[0] ?? 0) }
 const pageCount = pragma('page_count'), freePages = pragma('freelist_count')
 const pageSize = pragma('page_size')()
@@ -125,15 +140,17 @@ parentPort.on('message', (m) => {
       }
     } else {
       limitWal(m.maxBytes)
-      db.exec('BEGIN')
+      db.exec('BEGIN IMMEDIATE')
       try {
         // Rows need a little more room than their text: record headers, cell pointers, page slack.
         fit(Math.ceil(m.bytes * 1.1) + (m.spans.length + m.logs.length) * 8 + 2 * pageSize, m.maxBytes)
-        let last = 0
-        for (let i = 0; i < m.spans.length; i += 2) last = putSpan.run(m.spans[i], m.spans[i + 1]).lastInsertRowid
-        if (m.spans.length > 0) { tables.spans.max = Number(last); if (tables.spans.min === 0) tables.spans.min = Number(last) - m.spans.length / 2 + 1 }
-        for (let i = 0; i < m.logs.length; i += 2) last = putLog.run(m.logs[i], m.logs[i + 1]).lastInsertRowid
-        if (m.logs.length > 0) { tables.logs.max = Number(last); if (tables.logs.min === 0) tables.logs.min = Number(last) - m.logs.length / 2 + 1 }
+        for (const t of ['spans', 'logs']) {
+          const rows = m[t]
+          if (rows.length === 0) continue
+          const last = insert(t, rows)
+          tables[t].max = last
+          if (tables[t].min === 0) tables[t].min = last - rows.length / 2 + 1
+        }
         db.exec('COMMIT')
       } catch (error) {
         db.exec('ROLLBACK')
@@ -145,9 +162,10 @@ parentPort.on('message', (m) => {
     // A failed write (disk full) loses this batch only; the window still has the records.
     if (m.op === 'write') failed = (m.spans.length + m.logs.length) / 2
   }
+  if (failed > 0) Atomics.add(done, 1, failed)
   Atomics.store(done, 0, m.seq)
   Atomics.notify(done, 0)
-  parentPort.postMessage(failed)
+  parentPort.postMessage(m.seq)
 })
 `
 
@@ -159,8 +177,9 @@ export class SqliteStore extends MemoryStore {
   /** The owner's connection: reads only (reload at open, {@link usedBytes}). */
   private readonly db: DatabaseSync
   private readonly writer: Worker
-  /** `done[0]`: sequence number of the last message the writer finished. */
-  private readonly done = new Int32Array(new SharedArrayBuffer(4))
+  /** `done[0]`: sequence number of the last message the writer finished; `done[1]`: rows it failed to write. */
+  private readonly done = new Int32Array(new SharedArrayBuffer(8))
+  /** Sequence number of the last message posted to the writer. */
   private seq = 0
   /** Spans of the batch being filled (by identity): an engine span that started and finished before the cut is written once. */
   private pendingSpans = new Set<SpanRecord>()
@@ -170,15 +189,10 @@ export class SqliteStore extends MemoryStore {
   /** Cut batches not yet handed to the writer, oldest first. */
   private readonly queue = new Fifo<Batch>()
   private queuedBytes = 0
-  /** Write messages posted and not yet finished by the writer. */
-  private inFlight = 0
   private timer: NodeJS.Timeout | undefined
   private closed = false
-  /**
-   * Rows never written to the file: their batch was the oldest waiting when {@link MAX_QUEUED_BYTES}
-   * was exceeded, or its transaction failed (disk full). The window still had them.
-   */
-  droppedRows = 0
+  /** Rows dropped from the queue (see {@link droppedRows}). */
+  private dropped = 0
 
   /** @throws the SQLite error when the file cannot be opened or is not a database. */
   constructor(path: string, limits: StoreLimits) {
@@ -186,14 +200,19 @@ export class SqliteStore extends MemoryStore {
     this.db = openSqlite(path, 'NORMAL', SCHEMA, () => ({})).db
     this.reload()
     this.writer = new Worker(WRITER, { eval: true, workerData: { path, done: this.done.buffer } })
-    this.writer.unref()
     this.writer.on('error', () => {})
-    this.writer.on('message', (failed: number) => {
-      // One message finished (writes and operations alike post back): room for the next batch.
-      this.droppedRows += failed
-      if (this.inFlight > 0) this.inFlight--
-      this.pump()
-    })
+    // One message finished (writes and operations alike post back): room for the next batch.
+    this.writer.on('message', () => this.pump())
+    // After the listeners, which ref the port again: the store never keeps a process alive.
+    this.writer.unref()
+  }
+
+  /**
+   * Rows never written to the file: their batch was the oldest waiting when {@link MAX_QUEUED_BYTES}
+   * was exceeded, or its transaction failed (disk full). The window still had them.
+   */
+  get droppedRows(): number {
+    return this.dropped + Atomics.load(this.done, 1)
   }
 
   override putSpan(span: SpanRecord): void {
@@ -297,13 +316,17 @@ export class SqliteStore extends MemoryStore {
       // The disk cannot keep up (a flood): the file skips the oldest rows; the window keeps the newest.
       const oldest = this.queue.shift()!
       this.queuedBytes -= oldest.bytes
-      this.droppedRows += oldest.rows
+      this.dropped += oldest.rows
     }
   }
 
-  /** Hands waiting batches to the writer while fewer than {@link MAX_IN_FLIGHT} are with it. */
+  /**
+   * Hands waiting batches to the writer while fewer than {@link MAX_IN_FLIGHT} messages are with it.
+   * Read from `done[0]` at every cut, not counted from the writer's events: during a flood the event
+   * loop turns rarely, and one event per turn would starve a writer that is fast enough.
+   */
   private pump(): void {
-    while (!this.closed && this.inFlight < MAX_IN_FLIGHT) {
+    while (!this.closed && this.seq - Atomics.load(this.done, 0) < MAX_IN_FLIGHT) {
       const batch = this.queue.shift()
       if (batch === undefined) return
       this.queuedBytes -= batch.bytes
@@ -314,7 +337,6 @@ export class SqliteStore extends MemoryStore {
   /** Posts one batch; its sequence number. */
   private post(batch: Batch): number {
     const seq = ++this.seq
-    this.inFlight++
     this.writer.postMessage({ seq, op: 'write', spans: batch.spans, logs: batch.logs, bytes: batch.bytes, maxBytes: this.limits.maxDiskBytes })
     return seq
   }
@@ -323,7 +345,6 @@ export class SqliteStore extends MemoryStore {
   private call(message: Record<string, unknown>): void {
     if (this.closed) return
     const seq = ++this.seq
-    this.inFlight++
     this.writer.postMessage({ ...message, seq })
     this.wait(seq)
   }

@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { after, describe, it } from 'node:test'
 import { LIMITS, log, runStoreConformance, span } from './conformance.ts'
-import { MAX_IN_FLIGHT, MAX_QUEUED_BYTES, SqliteStore } from './sqlite.ts'
+import { BATCH_BYTES, MAX_IN_FLIGHT, MAX_QUEUED_BYTES, SqliteStore } from './sqlite.ts'
 import { MemoryStore, NoStore } from './store.ts'
 
 const dir = mkdtempSync(join(tmpdir(), 'svc-obs-store-'))
@@ -47,27 +47,31 @@ describe('builtin observability store', () => {
 })
 
 describe('builtin observability store: bounded hand-over to the writer', () => {
-  it('drops the oldest waiting batches beyond MAX_QUEUED_BYTES, counts them, and writes the newest', () => {
+  it('drops the oldest waiting batches beyond MAX_QUEUED_BYTES while the writer is held up, counts them, and writes the newest', () => {
     const path = join(dir, 'backlog.db')
     const store = new SqliteStore(path, { ...LIMITS, maxDiskBytes: 1 << 30 })
-    const body = 'z'.repeat(200)
-    const total = 150_000
-    // One synchronous burst: the writer's acknowledgements cannot arrive before it ends, so only
-    // MAX_IN_FLIGHT batches leave and the rest wait on this side.
-    for (let i = 0; i < total; i++) store.putLog(log(`${i} ${body}`))
-    assert.ok(store.droppedRows > 0, 'a burst larger than the queue drops rows')
-    store.flush()
-    const db = new DatabaseSync(path, { readOnly: true })
-    const rows = Number(db.prepare('SELECT COUNT(*) AS n FROM logs').get()!.n)
-    const newest = JSON.parse(String(db.prepare('SELECT body FROM logs ORDER BY seq DESC LIMIT 1').get()!.body)) as { body: string }
-    const oldest = JSON.parse(String(db.prepare('SELECT body FROM logs ORDER BY seq LIMIT 1').get()!.body)) as { body: string }
-    db.close()
-    assert.equal(rows + store.droppedRows, total, 'every row is either in the file or counted')
-    assert.match(newest.body, new RegExp(`^${total - 1} `), 'the newest row is in the file')
-    assert.match(oldest.body, /^0 /, 'the batches already with the writer were written')
-    assert.ok(rows * (body.length + 200) <= MAX_QUEUED_BYTES + MAX_IN_FLIGHT * (1 << 20) * 2, `${rows} rows written`)
-    assert.equal(store.counts().logs, LIMITS.maxLogs, 'the window is untouched')
-    store.close()
+    // Another connection holds the write lock: the writer waits (busy timeout 5 s) on its first batch.
+    const lock = new DatabaseSync(path)
+    lock.exec('BEGIN IMMEDIATE')
+    try {
+      const body = 'z'.repeat(200)
+      const total = 150_000
+      for (let i = 0; i < total; i++) store.putLog(log(`${i} ${body}`))
+      assert.ok(store.droppedRows > 0, 'a burst larger than the queue drops rows')
+      lock.exec('ROLLBACK')
+      store.flush()
+      const rows = Number(lock.prepare('SELECT COUNT(*) AS n FROM logs').get()!.n)
+      const newest = JSON.parse(String(lock.prepare('SELECT body FROM logs ORDER BY seq DESC LIMIT 1').get()!.body)) as { body: string }
+      const oldest = JSON.parse(String(lock.prepare('SELECT body FROM logs ORDER BY seq LIMIT 1').get()!.body)) as { body: string }
+      assert.equal(rows + store.droppedRows, total, 'every row is either in the file or counted')
+      assert.match(newest.body, new RegExp(`^${total - 1} `), 'the newest row is in the file')
+      assert.match(oldest.body, /^0 /, 'the batches already with the writer were written')
+      assert.ok(rows * body.length <= MAX_QUEUED_BYTES + MAX_IN_FLIGHT * BATCH_BYTES * 2, `${rows} rows written`)
+      assert.equal(store.counts().logs, LIMITS.maxLogs, 'the window is untouched')
+    } finally {
+      lock.close()
+      store.close()
+    }
   })
 
   it('shrinks the file to a lowered max_disk_bytes at the next sweep', () => {

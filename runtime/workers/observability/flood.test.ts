@@ -182,9 +182,11 @@ for (const store of ['builtin', 'memory'] as const) {
         const elapsed = performance.now() - started
         const memory = memoryOf(pid)
         sampleDisk()
+        const health = await call(w, 'engine::health::check', {})
+        assert.equal(health.result.status, 'healthy')
         t.diagnostic(
           `${store}: ${LINES} lines in ${Math.round(elapsed)} ms (${Math.round(LINES / (elapsed / 1000))} lines/s), ${sent} frames; ` +
-            `${otherCalls} rounds of other calls, ${midFlood.size} mid-flood answers; RSS ${mb(baseline)} → peak ${mb(memory.peak)}, now ${mb(memory.rss)}; db max ${mb(maxDb)}`,
+            `${otherCalls} rounds of other calls, ${midFlood.size} mid-flood answers; RSS ${mb(baseline)} → peak ${mb(memory.peak)}, now ${mb(memory.rss)}; db max ${mb(maxDb)}; ${health.result.components.observability.detail}`,
         )
 
         // The window: full, never larger than memory_max_logs, holding the newest lines.
