@@ -7,7 +7,8 @@
  *   none     nothing stored: the cost of reading the frames alone (the baseline)
  *
  * For each store an engine process (`svc --json`, default built-ins, `memory_max_logs: 20000`,
- * `max_disk_bytes: 64 MiB`) takes `BENCH_LOG_LINES` lines (default 200,000) as `LOGS` frames of
+ * `max_disk_bytes: 64 MiB`) takes `BENCH_LOG_LINES` lines (default 100,000) twice, the faster of
+ * the two rounds reported (each round starts from an empty store), as `LOGS` frames of
  * 1,000 OTLP/JSON records (a numbered body of about 80 bytes, a two-field `log.data` object, the
  * resource of an SDK worker) from 4 `/otel` WebSockets in this process, the way 4 worker processes
  * batching their logs would. The frames are built before the clock starts; each socket keeps at
@@ -15,7 +16,8 @@
  * handshake has come back: the engine reads a close only after the frames before it, and handles
  * `/otel` frames synchronously as it reads them, so by then every line is in the store (for
  * `builtin`, in the window and handed to the writer; rows the writer could not take are counted).
- * 2,000 lines go through first as a warm-up.
+ * 2,000 lines go through first as a warm-up. `not_written` is the rows of the reported round that
+ * the builtin store dropped from the file (its writer thread behind; `engine::health::check`).
  *
  * `node bench/logs.ts` prints one JSON line:
  * `{lines, stores: {<store>: {lines_per_second, ms, rss_peak_mib, not_written}}}`.
@@ -30,7 +32,8 @@ import WebSocket from 'ws'
 import { firstJson } from './lines.ts'
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url))
-const LINES = Number(process.env.BENCH_LOG_LINES ?? 200_000)
+const LINES = Number(process.env.BENCH_LOG_LINES ?? 100_000)
+const ROUNDS = 2
 const PER_FRAME = 1000
 const SOCKETS = 4
 const STORES = ['none', 'memory', 'builtin'] as const
@@ -113,26 +116,32 @@ async function measure(store: (typeof STORES)[number]): Promise<Record<string, n
     await sendAndClose(warmup, [logsFrame(-2000), logsFrame(-1000)])
     const frames: Buffer[][] = Array.from({ length: SOCKETS }, () => [])
     for (let f = 0; f < LINES / PER_FRAME; f++) frames[f % SOCKETS]!.push(logsFrame(f * PER_FRAME))
-    const sockets = await Promise.all(frames.map(() => openOtel(url)))
+    const notWritten = async (): Promise<number> => Number(/(\d+) rows not written/.exec(String((await call(url, 'engine::health::check', {}))?.components?.observability?.detail ?? ''))?.[1] ?? 0)
 
-    const started = performance.now()
-    await Promise.all(sockets.map((ws, i) => sendAndClose(ws, frames[i]!)))
-    const ms = performance.now() - started
-
+    let best: { ms: number; not_written: number } | undefined
+    for (let round = 0; round < ROUNDS; round++) {
+      // Each round starts from an empty store, the writer idle (clear waits for it).
+      if (store !== 'none') await call(url, 'engine::logs::clear', {})
+      const before = await notWritten()
+      const sockets = await Promise.all(frames.map(() => openOtel(url)))
+      const started = performance.now()
+      await Promise.all(sockets.map((ws, i) => sendAndClose(ws, frames[i]!)))
+      const ms = performance.now() - started
+      const run = { ms, not_written: (await notWritten()) - before }
+      if (best === undefined || run.ms < best.ms) best = run
+      if (store !== 'none') {
+        // Every line reached the window: the newest is one of the last frames sent.
+        const listed = await call(url, 'engine::logs::list', { limit: 1 })
+        if (!String(listed?.logs?.[0]?.body ?? '').startsWith('order ')) throw new Error(`${store}: unexpected newest line ${JSON.stringify(listed)}`)
+      }
+    }
     const status = await readFile(`/proc/${engine.pid}/status`, 'utf8').catch(() => '')
     const peakKib = Number(/^VmHWM:\s+(\d+)/m.exec(status)?.[1] ?? NaN)
-    const health = await call(url, 'engine::health::check', {})
-    const detail = String(health?.components?.observability?.detail ?? '')
-    if (store !== 'none') {
-      // Every line reached the window: the newest is the last one sent.
-      const listed = await call(url, 'engine::logs::list', { limit: 1 })
-      if (!String(listed?.logs?.[0]?.body ?? '').startsWith('order ')) throw new Error(`${store}: unexpected newest line ${JSON.stringify(listed)}`)
-    }
     return {
-      lines_per_second: Math.round(LINES / (ms / 1000)),
-      ms: Math.round(ms),
+      lines_per_second: Math.round(LINES / (best!.ms / 1000)),
+      ms: Math.round(best!.ms),
       rss_peak_mib: Math.round(peakKib / 1024),
-      not_written: Number(/(\d+) rows not written/.exec(detail)?.[1] ?? 0),
+      not_written: best!.not_written,
     }
   } finally {
     if (engine && engine.exitCode === null) {
