@@ -94,8 +94,8 @@ async function call(w: RawWorker, function_id: string, data: unknown): Promise<F
   const answer = w.next((f) => f.type === 'invocationresult' && f.invocation_id === invocation_id, 110_000)
   w.send({ type: 'invokefunction', function_id, data, invocation_id })
   const frame = await answer
-  // Keep the worker's record of frames short: it is searched on every call.
-  w.frames.length = 0
+  // Keep the worker's record of frames short: it is searched on every call (answers are consumed on arrival).
+  w.frames.splice(0, w.frames.length - 16)
   return frame
 }
 
@@ -153,19 +153,27 @@ for (const store of ['builtin', 'memory'] as const) {
         const sampleDisk = (): void => {
           if (existsSync(db)) maxDb = Math.max(maxDb, statSync(db).size)
         }
-        while (flooding) {
-          const listed = await call(w, 'engine::logs::list', { limit: 1 })
-          assert.equal(listed.error, undefined, JSON.stringify(listed.error))
-          maxTotal = Math.max(maxTotal, listed.result.total)
-          const newest = lineOf(listed.result.logs[0]?.body)
-          if (newest > 0 && newest < LINES - PER_FRAME) midFlood.add(newest)
-          const set = await call(w, 'state::set', { scope: 'flood', key: 'k', value: otherCalls })
-          assert.equal(set.error, undefined, JSON.stringify(set.error))
-          const got = await call(w, 'state::get', { scope: 'flood', key: 'k' })
-          assert.equal(got.result, otherCalls)
-          otherCalls++
-          sampleDisk()
-        }
+        // Two loops, each one call at a time: the window as a worker sees it, and state calls.
+        const listing = (async () => {
+          while (flooding) {
+            const listed = await call(w, 'engine::logs::list', { limit: 1 })
+            assert.equal(listed.error, undefined, JSON.stringify(listed.error))
+            maxTotal = Math.max(maxTotal, listed.result.total)
+            const newest = lineOf(listed.result.logs[0]?.body)
+            if (newest > 0 && newest < LINES - PER_FRAME) midFlood.add(newest)
+            sampleDisk()
+          }
+        })()
+        const stating = (async () => {
+          while (flooding) {
+            const set = await call(w, 'state::set', { scope: 'flood', key: 'k', value: otherCalls })
+            assert.equal(set.error, undefined, JSON.stringify(set.error))
+            const got = await call(w, 'state::get', { scope: 'flood', key: 'k' })
+            assert.equal(got.result, otherCalls)
+            otherCalls++
+          }
+        })()
+        await Promise.all([listing, stating])
         await flood
         // Each socket's close is read after its last frame: once all are closed, the flood is ingested.
         await Promise.all(links.map((ws) => new Promise((resolve) => (ws.once('close', resolve), ws.close()))))
@@ -198,8 +206,8 @@ for (const store of ['builtin', 'memory'] as const) {
         assert.equal(newest[1]!.service_name, 'flood')
         assert.equal(newest[1]!.attributes['log.data.seq'], LAST - 1)
         // The engine kept serving while the flood was being ingested.
-        assert.ok(midFlood.size >= 3, `engine::logs::list answered mid-flood ${midFlood.size} times`)
-        assert.ok(otherCalls >= 3, `${otherCalls} rounds of state calls during the flood`)
+        assert.ok(midFlood.size >= 2, `engine::logs::list answered mid-flood ${midFlood.size} times`)
+        assert.ok(otherCalls >= 2, `${otherCalls} rounds of state calls during the flood`)
         assert.ok(memory.peak - baseline < MAX_RSS_GROWTH, `RSS grew from ${mb(baseline)} to a peak of ${mb(memory.peak)}`)
         assert.equal(engine.child.exitCode, null, 'the engine is still running')
 
