@@ -248,6 +248,45 @@ describe('observability worker', () => {
   })
 })
 
+describe('log trigger whose handler does not keep up', () => {
+  it('keeps at most 64 deliveries open, drops the oldest waiting records beyond 10,000, and leaves other calls alone', async () => {
+    // A small engine-wide bound on open invocations: one delivery per record would fill it at once.
+    const t = await startTestEngine({ settings: { 'svc-observability': { store: 'memory' } }, limits: { total: 1000 } })
+    const subscriber = await RawWorker.connect(t.url)
+    const callee = await RawWorker.connect(t.url)
+    const caller = await RawWorker.connect(t.url)
+    try {
+      const received: string[] = []
+      subscriber.serve('app::stuck', (record) => {
+        received.push(record.body)
+        return new Promise(() => {}) // never answers
+      })
+      subscriber.send({ type: 'registertrigger', id: 'all-logs', trigger_type: 'log', function_id: 'app::stuck', config: {} })
+      callee.serve('app::ping', () => 'pong')
+      // Registrations apply once the namespace grace period (250 ms) passes.
+      await new Promise((r) => setTimeout(r, 400))
+      const link = await otel(t.url)
+      for (let f = 0; f < 12; f++) link.send(frame('LOGS', otlpLogs(Array.from({ length: 1000 }, (_, i) => ({ body: `l${f * 1000 + i}` })))))
+      const detail = async (): Promise<string> => ((await caller.call('engine::health::check', {})).result.components.observability.detail as string)
+      // 12,000 records: 64 with the handler, 10,000 waiting, the oldest 1,936 of the rest dropped.
+      await eventually(async () => /\b1936 log records not delivered/.test(await detail()), 10_000)
+      // Anything sent to the subscriber before its own call's answer has arrived by then.
+      await subscriber.call('engine::health::check', {})
+      assert.equal(received.length, 64)
+      assert.deepEqual(received.slice(0, 3), ['l0', 'l1', 'l2'], 'arrival order')
+      const answer = await caller.call('app::ping', {})
+      assert.equal(answer.error, undefined, JSON.stringify(answer.error))
+      assert.equal(answer.result, 'pong')
+      link.close()
+    } finally {
+      await subscriber.close()
+      await callee.close()
+      await caller.close()
+      await t.stop()
+    }
+  })
+})
+
 describe('observability worker with store: none', () => {
   it('query functions fail with STORAGE_DISABLED; logging still succeeds', async () => {
     const t = await startTestEngine({ settings: { 'svc-observability': { store: 'none' } } })

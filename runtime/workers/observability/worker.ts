@@ -23,6 +23,7 @@ import type { ActiveSpan, TelemetryHub, TelemetrySink, TelemetrySource } from '.
 import type { BindingInfo, BuiltinContext, BuiltinWorker, InvocationContext, LocalTriggerProvider } from '../../engine/types.ts'
 import { createSettingsApplier, type SettingsApplier } from '../shared/settings.ts'
 import { logsOf, metricsOf, severityText, spansOf, spreadLogData, stripAnsi } from './otlp.ts'
+import { LogDelivery } from './deliveries.ts'
 import { groupBy, listLogs, listTraces, traceTree } from './query.ts'
 
 export const OBSERVABILITY_WORKER_NAME = 'svc-observability'
@@ -108,7 +109,7 @@ export class ObservabilityWorker implements BuiltinWorker, TelemetrySink {
   private removeInterceptor: (() => void) | undefined
   private sweepTimer: NodeJS.Timeout | undefined
   private readonly stats = new Map<string, FunctionStats>()
-  private readonly logBindings = new Map<string, { binding: BindingInfo; min: number }>()
+  private readonly logBindings = new Map<string, LogDelivery>()
   private readonly traceBindings = new Map<string, { binding: BindingInfo; service?: string; status?: string }>()
   private pendingTraces = new Set<string>()
   private traceTimer: NodeJS.Timeout | undefined
@@ -149,6 +150,8 @@ export class ObservabilityWorker implements BuiltinWorker, TelemetrySink {
     this.removeInterceptor?.()
     clearInterval(this.sweepTimer)
     clearTimeout(this.traceTimer)
+    for (const delivery of this.logBindings.values()) delivery.stop()
+    this.logBindings.clear()
     this.store.close()
     this.store = new NoStore()
     this.storeKey = ''
@@ -229,11 +232,7 @@ export class ObservabilityWorker implements BuiltinWorker, TelemetrySink {
   private log(record: LogRecord, quiet = false): void {
     this.store.putLog(record)
     if (quiet || this.logBindings.size === 0) return
-    const worker = this.context!.worker
-    for (const { binding, min } of this.logBindings.values()) {
-      if (record.severity_number < min) continue
-      worker.invoke({ function_id: binding.function_id, namespace: binding.namespace, data: record, action: { type: 'void' }, traceparent: UNSAMPLED }).catch(() => {})
-    }
+    for (const delivery of this.logBindings.values()) if (record.severity_number >= delivery.min) delivery.push(record)
   }
 
   private traceGained(traceId: string): void {
@@ -339,13 +338,15 @@ export class ObservabilityWorker implements BuiltinWorker, TelemetrySink {
     fn('engine::health::check', 'Health of the engine and its observability store', () => {
       const counts = this.store.counts()
       const dropped = this.store instanceof SqliteStore ? this.store.droppedRows : 0
+      let undelivered = 0
+      for (const delivery of this.logBindings.values()) undelivered += delivery.dropped
       return {
         status: 'healthy',
         version: ENGINE_VERSION,
         timestamp: new Date().toISOString(),
         components: {
           engine: { status: 'healthy' },
-          observability: { status: this.settings.enabled ? 'healthy' : 'disabled', detail: `store ${this.store.kind}: ${counts.spans} spans, ${counts.logs} logs${dropped > 0 ? `, ${dropped} rows not written to observability.db (writer behind)` : ''}` },
+          observability: { status: this.settings.enabled ? 'healthy' : 'disabled', detail: `store ${this.store.kind}: ${counts.spans} spans, ${counts.logs} logs${dropped > 0 ? `, ${dropped} rows not written to observability.db (writer behind)` : ''}${undelivered > 0 ? `, ${undelivered} log records not delivered to log triggers (handlers behind)` : ''}` },
         },
       }
     })
@@ -417,9 +418,14 @@ export class ObservabilityWorker implements BuiltinWorker, TelemetrySink {
         const level = String((binding.config as { level?: unknown } | null)?.level ?? 'all').toLowerCase()
         const min = LEVEL_MIN[level]
         if (min === undefined) throw Object.assign(new Error('level must be all, debug, info, warn or error'), { code: 'INVALID_TRIGGER_CONFIG' })
-        this.logBindings.set(binding.id, { binding, min })
+        // A known id is a replacement (protocol.md §5.5): what the old binding had waiting is dropped.
+        this.logBindings.get(binding.id)?.stop()
+        this.logBindings.set(binding.id, new LogDelivery(binding, min, context.worker, context.log, UNSAMPLED))
       },
-      unregisterTrigger: (binding) => void this.logBindings.delete(binding.id),
+      unregisterTrigger: (binding) => {
+        this.logBindings.get(binding.id)?.stop()
+        this.logBindings.delete(binding.id)
+      },
     }
     context.worker.registerTriggerType({ id: 'log', description: 'Receives every log record at or above its level (fire-and-forget)' }, logProvider)
     const traceProvider: LocalTriggerProvider = {
