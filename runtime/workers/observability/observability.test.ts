@@ -248,6 +248,37 @@ describe('observability worker', () => {
   })
 })
 
+describe('trace trigger under a span flood', () => {
+  it('batches at most 10,000 trace ids, the newest, and counts the others', async () => {
+    const t = await startTestEngine({ settings: { 'svc-observability': { store: 'memory', memory_max_spans: 20000 } } })
+    const w = await RawWorker.connect(t.url)
+    try {
+      const batches: string[][] = []
+      w.serve('app::ontraces', (data) => void batches.push(data.trace_ids))
+      w.send({ type: 'registertrigger', id: 'all-traces', trigger_type: 'trace', function_id: 'app::ontraces', config: {} })
+      await new Promise((r) => setTimeout(r, 400))
+      const traces = Array.from({ length: 12000 }, () => hex(16))
+      const now = nano()
+      const spans = traces.map((traceId) => ({ traceId, spanId: hex(8), name: 'job', kind: 1, startTimeUnixNano: now, endTimeUnixNano: now }))
+      const link = await otel(t.url)
+      // One frame: every span arrives within one batch period.
+      link.send(frame('OTLP', { resourceSpans: [{ resource: { attributes: [] }, scopeSpans: [{ spans }] }] }))
+      await eventually(() => batches.length > 0, 10_000)
+      assert.equal(batches[0]!.length, 10_000)
+      assert.deepEqual(batches[0]!.slice(-2), traces.slice(-2), 'the newest are kept, in arrival order')
+      assert.equal(batches[0]!.includes(traces[0]!), false)
+      const health = (await t.engine.inject({ function_id: 'engine::health::check', data: {} })) as { components: { observability: { detail: string } } }
+      // 2,000 of the flood, plus any engine span's trace that joined the batch just before it.
+      const left = Number(/(\d+) trace ids left out of trace trigger batches/.exec(health.components.observability.detail)?.[1])
+      assert.ok(left >= 2000 && left <= 2010, health.components.observability.detail)
+      link.close()
+    } finally {
+      await w.close()
+      await t.stop()
+    }
+  })
+})
+
 describe('log trigger whose handler does not keep up', () => {
   it('keeps at most 64 deliveries open, drops the oldest waiting records beyond 10,000, and leaves other calls alone', async () => {
     // A small engine-wide bound on open invocations: one delivery per record would fill it at once.

@@ -88,6 +88,8 @@ const UNSAMPLED = '00-00000000000000000000000000000001-0000000000000001-00'
 const DELIVERY_TRACE = '00000000000000000000000000000001'
 const SWEEP_MS = 60_000
 const TRACE_BATCH_MS = 300
+/** Trace ids one `trace` batch holds; beyond that the oldest leave the batch (counted). */
+export const MAX_BATCH_TRACES = 10_000
 /** Duration histogram bounds of `svc.function.duration`, ms. */
 const BOUNDS = [1, 5, 10, 25, 50, 100, 250, 500, 1000, 2500, 5000, 10000]
 
@@ -112,6 +114,8 @@ export class ObservabilityWorker implements BuiltinWorker, TelemetrySink {
   private readonly logBindings = new Map<string, LogDelivery>()
   private readonly traceBindings = new Map<string, { binding: BindingInfo; service?: string; status?: string }>()
   private pendingTraces = new Set<string>()
+  /** Trace ids left out of `trace` batches (more than {@link MAX_BATCH_TRACES} within one). */
+  private droppedTraceIds = 0
   private traceTimer: NodeJS.Timeout | undefined
 
   get serviceName(): string {
@@ -236,7 +240,13 @@ export class ObservabilityWorker implements BuiltinWorker, TelemetrySink {
   }
 
   private traceGained(traceId: string): void {
-    this.pendingTraces.add(traceId)
+    const pending = this.pendingTraces
+    if (pending.size >= MAX_BATCH_TRACES && !pending.has(traceId)) {
+      // A span flood: the batch keeps the newest traces (a set iterates oldest first).
+      pending.delete(pending.values().next().value!)
+      this.droppedTraceIds++
+    }
+    pending.add(traceId)
     if (this.traceTimer !== undefined) return
     this.traceTimer = setTimeout(() => {
       this.traceTimer = undefined
@@ -346,7 +356,7 @@ export class ObservabilityWorker implements BuiltinWorker, TelemetrySink {
         timestamp: new Date().toISOString(),
         components: {
           engine: { status: 'healthy' },
-          observability: { status: this.settings.enabled ? 'healthy' : 'disabled', detail: `store ${this.store.kind}: ${counts.spans} spans, ${counts.logs} logs${dropped > 0 ? `, ${dropped} rows not written to observability.db (writer behind)` : ''}${undelivered > 0 ? `, ${undelivered} log records not delivered to log triggers (handlers behind)` : ''}` },
+          observability: { status: this.settings.enabled ? 'healthy' : 'disabled', detail: `store ${this.store.kind}: ${counts.spans} spans, ${counts.logs} logs${dropped > 0 ? `, ${dropped} rows not written to observability.db (writer behind)` : ''}${undelivered > 0 ? `, ${undelivered} log records not delivered to log triggers (handlers behind)` : ''}${this.droppedTraceIds > 0 ? `, ${this.droppedTraceIds} trace ids left out of trace trigger batches` : ''}` },
         },
       }
     })
