@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict'
-import { mkdtempSync, rmSync, statSync } from 'node:fs'
+import { randomBytes } from 'node:crypto'
+import { existsSync, mkdtempSync, rmSync, statSync, writeFileSync } from 'node:fs'
 import { DatabaseSync } from 'node:sqlite'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -43,6 +44,23 @@ describe('builtin observability store', () => {
     assert.ok(store.usedBytes() <= 2 << 20, `used ${store.usedBytes()}`)
     store.close()
     assert.ok(statSync(path).size < 8 << 20, `file ${statSync(path).size}`)
+  })
+})
+
+describe('builtin observability store: a damaged file', () => {
+  it('is moved aside and replaced by an empty store', () => {
+    const path = join(dir, 'damaged.db')
+    writeFileSync(path, randomBytes(64 * 1024))
+    const store = new SqliteStore(path, LIMITS)
+    assert.match(store.movedAside ?? '', /damaged\.db\.damaged-\d+$/)
+    assert.ok(existsSync(store.movedAside!))
+    assert.deepEqual(store.counts(), { spans: 0, logs: 0 })
+    store.putLog(log('after'))
+    store.close()
+    const reopened = new SqliteStore(path, LIMITS)
+    assert.equal(reopened.movedAside, undefined)
+    assert.deepEqual(reopened.logs().map((l) => l.body), ['after'])
+    reopened.close()
   })
 })
 

@@ -150,8 +150,10 @@ for (const store of ['builtin', 'memory'] as const) {
         let otherCalls = 0
         let maxTotal = 0
         let maxDb = 0
+        let maxWal = 0
         const sampleDisk = (): void => {
           if (existsSync(db)) maxDb = Math.max(maxDb, statSync(db).size)
+          if (existsSync(`${db}-wal`)) maxWal = Math.max(maxWal, statSync(`${db}-wal`).size)
         }
         // Two loops, each one call at a time: the window as a worker sees it, and state calls.
         const listing = (async () => {
@@ -194,7 +196,7 @@ for (const store of ['builtin', 'memory'] as const) {
         assert.equal(health.result.status, 'healthy')
         t.diagnostic(
           `${store}: ${LINES} lines in ${Math.round(elapsed)} ms (${Math.round(LINES / (elapsed / 1000))} lines/s), ${sent} frames; ` +
-            `${otherCalls} rounds of other calls, ${midFlood.size} mid-flood answers; RSS ${mb(baseline)} → peak ${mb(memory.peak)}, now ${mb(memory.rss)}; db max ${mb(maxDb)}; ${health.result.components.observability.detail}`,
+            `${otherCalls} rounds of other calls, ${midFlood.size} mid-flood answers; RSS ${mb(baseline)} → peak ${mb(memory.peak)}, now ${mb(memory.rss)}; db max ${mb(maxDb)}, WAL max ${mb(maxWal)}; ${health.result.components.observability.detail}`,
         )
 
         // The window: full, never larger than memory_max_logs, holding the newest lines.
@@ -216,6 +218,8 @@ for (const store of ['builtin', 'memory'] as const) {
           return
         }
         assert.ok(maxDb <= MAX_DISK, `observability.db reached ${maxDb} bytes`)
+        // The WAL beside it: checkpointed every 1/8 of the cap, plus at most one batch (1 MiB of text) in flight.
+        assert.ok(maxWal <= MAX_DISK / 8 + (5 << 19), `observability.db-wal reached ${maxWal} bytes`)
         // A restart: the file is within max_disk_bytes and the window is reloaded with the newest lines.
         await w.close()
         assert.equal(await engine.stop(), 0)

@@ -174,6 +174,9 @@ export class ObservabilityWorker implements BuiltinWorker, TelemetrySink {
       this.store.close()
       this.store = store
       this.storeKey = key
+      if (store instanceof SqliteStore && store.movedAside !== undefined) {
+        this.context!.log.warn(`${this.name}: observability.db was damaged; moved to ${store.movedAside}, starting with an empty store`, { moved_to: store.movedAside })
+      }
     } else if (this.store instanceof MemoryStore) {
       this.store.setLimits(limits)
     }
