@@ -12,8 +12,9 @@
  *
  * Bounded whatever the ingest rate (a flood faster than the disk):
  * - at most {@link MAX_IN_FLIGHT} batches are with the writer; the others wait on this side, at
- *   most {@link MAX_QUEUED_BYTES} (and {@link MAX_QUEUED_BATCHES}) of them: beyond that the oldest waiting batch is dropped from the
- *   file and counted in {@link SqliteStore.droppedRows} (the window still has the newest records);
+ *   most {@link MAX_QUEUED_BYTES} (and {@link MAX_QUEUED_BATCHES}) of them: beyond that the oldest
+ *   waiting batch is dropped from the file and counted in {@link SqliteStore.droppedRows} (the
+ *   window still has the newest records);
  * - the file stays within `max_disk_bytes`: before writing a batch the writer deletes the oldest
  *   rows of both tables (a range delete by `seq`) until the batch fits, freeing 1/16 of the cap
  *   more so that this happens about once per 1/16 of the cap written. The WAL is checkpointed
