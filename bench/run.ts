@@ -15,6 +15,8 @@
  *               (bench/pubsub.ts, its own engine)
  *   tracing     an engine-served function over WebSocket and HTTP with tracing on (sampling 1.0,
  *               builtin store) vs. off, alternated (bench/tracing.ts)
+ *   logs        log lines/s through /otel into the builtin store vs. the memory store and store
+ *               none (bench/logs.ts, an engine process per store)
  *
  * `--write` replaces the results section of docs/benchmarks.md.
  */
@@ -185,6 +187,8 @@ async function main(): Promise<void> {
 
   // Tracing on vs off: one engine process per mode, alternated (bench/tracing.ts).
   const tracing = await runDocument(['bench/tracing.ts'])
+  // Log ingest through /otel, one engine process per store (bench/logs.ts).
+  const logs = await run(['bench/logs.ts'])
 
   const pct = (a: number, b: number) => `${Math.round((a / b) * 100)}%`
   const ratio = (a: number, b: number) => `${(a / b).toFixed(2)}×`
@@ -225,6 +229,8 @@ async function main(): Promise<void> {
     ...pubsubRows(pubsub),
     '',
     ...tracingRows(tracing),
+    '',
+    ...logRows(logs),
   ].join('\n')
   console.log(table)
   if (write) {
@@ -247,6 +253,19 @@ function tracingRows(tracing: Record<string, any>): string[] {
     '|---|---|---|---|---|---|---|',
     row('WebSocket `invokefunction`', 'ws_per_second', 'ws_p50_us'),
     row('HTTP GET through svc-http', 'http_per_second', 'http_p50_us'),
+  ]
+}
+
+/** The log ingest table (bench/logs.ts result). */
+function logRows(r: Record<string, any>): string[] {
+  const { none, memory, builtin } = r.stores
+  const ratio = (row: Record<string, number>) => `${(row.lines_per_second / none.lines_per_second).toFixed(2)}×`
+  return [
+    `| Log ingest: lines/s through /otel (${r.lines.toLocaleString('en')} lines, 1,000 per \`LOGS\` frame, 4 sockets) | store none (baseline) | memory | builtin | builtin / none |`,
+    '|---|---|---|---|---|',
+    `| lines/s | ${none.lines_per_second}/s | ${memory.lines_per_second}/s (${ratio(memory)}) | ${builtin.lines_per_second}/s | ${ratio(builtin)} |`,
+    `| engine peak RSS | ${none.rss_peak_mib} MiB | ${memory.rss_peak_mib} MiB | ${builtin.rss_peak_mib} MiB | |`,
+    `| rows not written to observability.db (writer behind) | | | ${builtin.not_written} | |`,
   ]
 }
 

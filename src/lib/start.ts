@@ -63,6 +63,9 @@ export interface RunningEngine {
  */
 const BANNER_WAIT_MS = 3000
 
+/** Unwritten stdout bytes beyond which worker log records are not printed (counted instead). */
+const CONSOLE_BACKLOG_BYTES = 1 << 20
+
 /** Default ports of built-ins that listen, to name the owner of a port that is in use. */
 const BUILTIN_DEFAULT_PORTS: Record<string, number> = { 'svc-http': 3111, 'svc-stream': 3112, console: 3113 }
 
@@ -94,9 +97,20 @@ export async function startEngine(options: StartOptions): Promise<RunningEngine>
   const lock: DataDirLock = lockDataDir(config.data_dir)
   // The engine filters its own records (the log_level setting, or the flag when given).
   const engine = new Engine(config, { log: makeLogger('engine', 'trace'), builtins: createBuiltins(config), ...(options.logLevel !== undefined ? { logLevel: options.logLevel } : {}) })
-  // Worker log records (engine::log::*, LOGS frames) printed under the worker's name (logs_console_output).
+  // Worker log records (engine::log::*, LOGS frames) printed under the worker's name
+  // (logs_console_output). A flood must not queue without bound behind a slow terminal or pipe:
+  // while stdout holds more than CONSOLE_BACKLOG_BYTES unwritten, lines are skipped and counted.
   const recordLoggers = new Map<string, Logger>()
+  let skipped = 0
   engine.telemetry.console = (service, level, message) => {
+    if (process.stdout.writableLength > CONSOLE_BACKLOG_BYTES) {
+      skipped++
+      return
+    }
+    if (skipped > 0) {
+      note.warn(`${skipped} worker log records not printed (the console was behind); engine::logs::list has them`)
+      skipped = 0
+    }
     let logger = recordLoggers.get(service)
     if (logger === undefined) {
       if (recordLoggers.size >= 256) recordLoggers.clear()

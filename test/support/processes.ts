@@ -38,9 +38,15 @@ function exited(child: ChildProcess): Promise<number | null> {
   return new Promise((resolve) => child.once('exit', (code) => resolve(code)))
 }
 
-/** Runs `svc --json` in `cwd` (with `env` added to the environment) and waits for its `engine_ready` event. */
+/**
+ * Runs `svc --json` in `cwd` (with `env` added to the environment) and waits for its `engine_ready` event.
+ * `SVC_TEST_ENGINE_NODE_ARGS` (space-separated) goes to the engine's `node`, e.g.
+ * `SVC_TEST_ENGINE_NODE_ARGS="--cpu-prof --cpu-prof-dir=/tmp/prof"` to profile the engine of a test
+ * (`NODE_OPTIONS` refuses `--cpu-prof`).
+ */
 export async function startEngineProcess(cwd: string, args: string[] = [], env: Record<string, string> = {}): Promise<RunningEngine> {
-  const child = spawn(process.execPath, [SVC_BIN, '--json', ...args], { cwd, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] })
+  const nodeArgs = process.env.SVC_TEST_ENGINE_NODE_ARGS?.split(' ').filter(Boolean) ?? []
+  const child = spawn(process.execPath, [...nodeArgs, SVC_BIN, '--json', ...args], { cwd, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] })
   const output: string[] = []
   child.stderr!.on('data', (d) => output.push(String(d)))
   const ready = await new Promise<{ engine_url: string; http_url: string }>((resolve, reject) => {

@@ -1,10 +1,12 @@
 import assert from 'node:assert/strict'
-import { mkdtempSync, rmSync, statSync } from 'node:fs'
+import { randomBytes } from 'node:crypto'
+import { existsSync, mkdtempSync, rmSync, statSync, writeFileSync } from 'node:fs'
+import { DatabaseSync } from 'node:sqlite'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { after, describe, it } from 'node:test'
 import { LIMITS, log, runStoreConformance, span } from './conformance.ts'
-import { SqliteStore } from './sqlite.ts'
+import { BATCH_BYTES, MAX_IN_FLIGHT, MAX_QUEUED_BYTES, SqliteStore } from './sqlite.ts'
 import { MemoryStore, NoStore } from './store.ts'
 
 const dir = mkdtempSync(join(tmpdir(), 'svc-obs-store-'))
@@ -36,10 +38,75 @@ describe('builtin observability store', () => {
       store.putLog(log(`${i} ${body}`))
       if (i % 5000 === 4999) store.flush()
     }
+    // The writer keeps the cap as it writes, before any sweep.
+    assert.ok(store.usedBytes() <= 2 << 20, `used ${store.usedBytes()} before the sweep`)
     store.sweep(Date.now())
     assert.ok(store.usedBytes() <= 2 << 20, `used ${store.usedBytes()}`)
     store.close()
     assert.ok(statSync(path).size < 8 << 20, `file ${statSync(path).size}`)
+  })
+})
+
+describe('builtin observability store: a damaged file', () => {
+  it('is moved aside and replaced by an empty store', () => {
+    const path = join(dir, 'damaged.db')
+    writeFileSync(path, randomBytes(64 * 1024))
+    const store = new SqliteStore(path, LIMITS)
+    assert.match(store.movedAside ?? '', /damaged\.db\.damaged-\d+$/)
+    assert.ok(existsSync(store.movedAside!))
+    assert.deepEqual(store.counts(), { spans: 0, logs: 0 })
+    store.putLog(log('after'))
+    store.close()
+    const reopened = new SqliteStore(path, LIMITS)
+    assert.equal(reopened.movedAside, undefined)
+    assert.deepEqual(reopened.logs().map((l) => l.body), ['after'])
+    reopened.close()
+  })
+})
+
+describe('builtin observability store: bounded hand-over to the writer', () => {
+  it('drops the oldest waiting batches beyond MAX_QUEUED_BYTES while the writer is held up, counts them, and writes the newest', () => {
+    const path = join(dir, 'backlog.db')
+    const store = new SqliteStore(path, { ...LIMITS, maxDiskBytes: 1 << 30 })
+    // Another connection holds the write lock: the writer waits (busy timeout 5 s) on its first batch.
+    const lock = new DatabaseSync(path)
+    lock.exec('BEGIN IMMEDIATE')
+    try {
+      const body = 'z'.repeat(200)
+      const total = 150_000
+      for (let i = 0; i < total; i++) store.putLog(log(`${i} ${body}`))
+      assert.ok(store.droppedRows > 0, 'a burst larger than the queue drops rows')
+      lock.exec('ROLLBACK')
+      store.flush()
+      const rows = Number(lock.prepare('SELECT COUNT(*) AS n FROM logs').get()!.n)
+      const newest = JSON.parse(String(lock.prepare('SELECT body FROM logs ORDER BY seq DESC LIMIT 1').get()!.body)) as { body: string }
+      const oldest = JSON.parse(String(lock.prepare('SELECT body FROM logs ORDER BY seq LIMIT 1').get()!.body)) as { body: string }
+      assert.equal(rows + store.droppedRows, total, 'every row is either in the file or counted')
+      assert.match(newest.body, new RegExp(`^${total - 1} `), 'the newest row is in the file')
+      assert.match(oldest.body, /^0 /, 'the batches already with the writer were written')
+      assert.ok(rows * body.length <= MAX_QUEUED_BYTES + MAX_IN_FLIGHT * BATCH_BYTES * 2, `${rows} rows written`)
+      assert.equal(store.counts().logs, LIMITS.maxLogs, 'the window is untouched')
+    } finally {
+      lock.close()
+      store.close()
+    }
+  })
+
+  it('shrinks the file to a lowered max_disk_bytes at the next sweep', () => {
+    const path = join(dir, 'lowered.db')
+    const store = new SqliteStore(path, { ...LIMITS, maxDiskBytes: 16 << 20 })
+    const body = 'w'.repeat(300)
+    for (let i = 0; i < 30_000; i++) store.putLog(log(`${i} ${body}`))
+    store.flush()
+    assert.ok(store.usedBytes() > 4 << 20, `used ${store.usedBytes()}`)
+    store.setLimits({ ...LIMITS, maxDiskBytes: 2 << 20 })
+    store.sweep(Date.now())
+    assert.ok(store.usedBytes() <= 2 << 20, `used ${store.usedBytes()}`)
+    store.close()
+    assert.ok(statSync(path).size <= 2 << 20, `file ${statSync(path).size}`)
+    const reopened = new SqliteStore(path, LIMITS)
+    assert.match(reopened.logs().at(-1)!.body, /^29999 /, 'the newest rows are kept')
+    reopened.close()
   })
 })
 

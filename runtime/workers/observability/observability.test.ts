@@ -248,6 +248,76 @@ describe('observability worker', () => {
   })
 })
 
+describe('trace trigger under a span flood', () => {
+  it('batches at most 10,000 trace ids, the newest, and counts the others', async () => {
+    const t = await startTestEngine({ settings: { 'svc-observability': { store: 'memory', memory_max_spans: 20000 } } })
+    const w = await RawWorker.connect(t.url)
+    try {
+      const batches: string[][] = []
+      w.serve('app::ontraces', (data) => void batches.push(data.trace_ids))
+      w.send({ type: 'registertrigger', id: 'all-traces', trigger_type: 'trace', function_id: 'app::ontraces', config: {} })
+      await new Promise((r) => setTimeout(r, 400))
+      const traces = Array.from({ length: 12000 }, () => hex(16))
+      const now = nano()
+      const spans = traces.map((traceId) => ({ traceId, spanId: hex(8), name: 'job', kind: 1, startTimeUnixNano: now, endTimeUnixNano: now }))
+      const link = await otel(t.url)
+      // One frame: every span arrives within one batch period.
+      link.send(frame('OTLP', { resourceSpans: [{ resource: { attributes: [] }, scopeSpans: [{ spans }] }] }))
+      await eventually(() => batches.length > 0, 10_000)
+      assert.equal(batches[0]!.length, 10_000)
+      assert.deepEqual(batches[0]!.slice(-2), traces.slice(-2), 'the newest are kept, in arrival order')
+      assert.equal(batches[0]!.includes(traces[0]!), false)
+      const health = (await t.engine.inject({ function_id: 'engine::health::check', data: {} })) as { components: { observability: { detail: string } } }
+      // 2,000 of the flood, plus any engine span's trace that joined the batch just before it.
+      const left = Number(/(\d+) trace ids left out of trace trigger batches/.exec(health.components.observability.detail)?.[1])
+      assert.ok(left >= 2000 && left <= 2010, health.components.observability.detail)
+      link.close()
+    } finally {
+      await w.close()
+      await t.stop()
+    }
+  })
+})
+
+describe('log trigger whose handler does not keep up', () => {
+  it('keeps at most 64 deliveries open, drops the oldest waiting records beyond 10,000, and leaves other calls alone', async () => {
+    // A small engine-wide bound on open invocations: one delivery per record would fill it at once.
+    const t = await startTestEngine({ settings: { 'svc-observability': { store: 'memory' } }, limits: { total: 1000 } })
+    const subscriber = await RawWorker.connect(t.url)
+    const callee = await RawWorker.connect(t.url)
+    const caller = await RawWorker.connect(t.url)
+    try {
+      const received: string[] = []
+      subscriber.serve('app::stuck', (record) => {
+        received.push(record.body)
+        return new Promise(() => {}) // never answers
+      })
+      subscriber.send({ type: 'registertrigger', id: 'all-logs', trigger_type: 'log', function_id: 'app::stuck', config: {} })
+      callee.serve('app::ping', () => 'pong')
+      // Registrations apply once the namespace grace period (250 ms) passes.
+      await new Promise((r) => setTimeout(r, 400))
+      const link = await otel(t.url)
+      for (let f = 0; f < 12; f++) link.send(frame('LOGS', otlpLogs(Array.from({ length: 1000 }, (_, i) => ({ body: `l${f * 1000 + i}` })))))
+      const detail = async (): Promise<string> => ((await caller.call('engine::health::check', {})).result.components.observability.detail as string)
+      // 12,000 records: 64 with the handler, 10,000 waiting, the oldest 1,936 of the rest dropped.
+      await eventually(async () => /\b1936 log records not delivered/.test(await detail()), 10_000)
+      // Anything sent to the subscriber before its own call's answer has arrived by then.
+      await subscriber.call('engine::health::check', {})
+      assert.equal(received.length, 64)
+      assert.deepEqual(received.slice(0, 3), ['l0', 'l1', 'l2'], 'arrival order')
+      const answer = await caller.call('app::ping', {})
+      assert.equal(answer.error, undefined, JSON.stringify(answer.error))
+      assert.equal(answer.result, 'pong')
+      link.close()
+    } finally {
+      await subscriber.close()
+      await callee.close()
+      await caller.close()
+      await t.stop()
+    }
+  })
+})
+
 describe('observability worker with store: none', () => {
   it('query functions fail with STORAGE_DISABLED; logging still succeeds', async () => {
     const t = await startTestEngine({ settings: { 'svc-observability': { store: 'none' } } })

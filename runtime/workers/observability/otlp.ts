@@ -125,6 +125,13 @@ export function spreadLogData(target: Obj, data: unknown): void {
   else target['log.data'] = data
 }
 
+/** {@link spreadLogData} of an OTLP `AnyValue`: a `kvlistValue`'s members become `log.data.*` without an intermediate object. */
+function spreadLogValue(target: Obj, value: unknown): void {
+  if (isObj(value) && 'kvlistValue' in value) {
+    for (const kv of arr(isObj(value.kvlistValue) ? value.kvlistValue.values : undefined)) if (isObj(kv) && typeof kv.key === 'string') target[`log.data.${kv.key}`] = anyValue(kv.value, 1)
+  } else target['log.data'] = anyValue(value)
+}
+
 /** The log records of an `ExportLogsServiceRequest`. */
 export function logsOf(request: unknown, fallbackService: string, observedNs: number): LogRecord[] {
   const out: LogRecord[] = []
@@ -137,18 +144,22 @@ export function logsOf(request: unknown, fallbackService: string, observedNs: nu
       const scope = isObj(sl.scope) ? sl.scope : {}
       for (const r of arr(sl.logRecords)) {
         if (!isObj(r)) continue
-        const raw = attributes(r.attributes)
+        // One pass over the key-value list: `log.data` spread into `log.data.*` as it is read (§12.2).
         const attrs: Obj = {}
-        for (const [k, v] of Object.entries(raw)) {
-          if (k === 'log.data') spreadLogData(attrs, v)
-          else attrs[k] = v
+        for (const kv of arr(r.attributes)) {
+          if (!isObj(kv) || typeof kv.key !== 'string') continue
+          if (kv.key === 'log.data') spreadLogValue(attrs, kv.value)
+          else attrs[kv.key] = anyValue(kv.value)
         }
         const body = anyValue(r.body)
         const severity = Math.max(0, Math.min(24, Math.trunc(num(r.severityNumber))))
-        const traceId = typeof r.traceId === 'string' && HEX32.test(r.traceId) ? r.traceId.toLowerCase() : typeof raw.trace_id === 'string' && HEX32.test(raw.trace_id) ? raw.trace_id.toLowerCase() : null
-        const spanId = typeof r.spanId === 'string' && HEX16.test(r.spanId) ? r.spanId.toLowerCase() : typeof raw.span_id === 'string' && HEX16.test(raw.span_id) ? raw.span_id.toLowerCase() : null
+        const traceId = typeof r.traceId === 'string' && HEX32.test(r.traceId) ? r.traceId.toLowerCase() : typeof attrs.trace_id === 'string' && HEX32.test(attrs.trace_id) ? attrs.trace_id.toLowerCase() : null
+        const spanId = typeof r.spanId === 'string' && HEX16.test(r.spanId) ? r.spanId.toLowerCase() : typeof attrs.span_id === 'string' && HEX16.test(attrs.span_id) ? attrs.span_id.toLowerCase() : null
         const ts = num(r.timeUnixNano) || num(r.observedTimeUnixNano) || observedNs
-        const service = typeof raw['service.name'] === 'string' ? raw['service.name'] : (resource['service.name'] ?? fallbackService)
+        // A record's own `service.name` wins; an empty one (the iii Python SDK's `Logger()` without a
+        // service name sends "") falls back to the resource's (docs/decisions.md).
+        const own = attrs['service.name']
+        const service = typeof own === 'string' && own !== '' ? own : resource['service.name'] || fallbackService
         const record: LogRecord = {
           timestamp_unix_nano: ts,
           observed_timestamp_unix_nano: observedNs,

@@ -28,6 +28,7 @@ import { createSettingsApplier, type SettingsApplier } from '../shared/settings.
 import { OtlpExport, resolveOtlpSettings, type OtlpSettings } from './export.ts'
 import { logsOf, metricsOf, severityText, spansOf, spreadLogData, stripAnsi } from './otlp.ts'
 import { ProcessMetrics } from './process-metrics.ts'
+import { LogDelivery } from './deliveries.ts'
 import { groupBy, listLogs, listTraces, traceTree } from './query.ts'
 
 export const OBSERVABILITY_WORKER_NAME = 'svc-observability'
@@ -116,6 +117,8 @@ const UNSAMPLED = '00-00000000000000000000000000000001-0000000000000001-00'
 const DELIVERY_TRACE = '00000000000000000000000000000001'
 const SWEEP_MS = 60_000
 const TRACE_BATCH_MS = 300
+/** Trace ids one `trace` batch holds; beyond that the oldest leave the batch (counted). */
+export const MAX_BATCH_TRACES = 10_000
 /** Duration histogram bounds of `svc.function.duration`, ms. */
 const BOUNDS = [1, 5, 10, 25, 50, 100, 250, 500, 1000, 2500, 5000, 10000]
 
@@ -139,9 +142,11 @@ export class ObservabilityWorker implements BuiltinWorker, TelemetrySink {
   private removeProcessMetrics: (() => void) | undefined
   private sweepTimer: NodeJS.Timeout | undefined
   private readonly stats = new Map<string, FunctionStats>()
-  private readonly logBindings = new Map<string, { binding: BindingInfo; min: number }>()
+  private readonly logBindings = new Map<string, LogDelivery>()
   private readonly traceBindings = new Map<string, { binding: BindingInfo; service?: string; status?: string }>()
   private pendingTraces = new Set<string>()
+  /** Trace ids left out of `trace` batches (more than {@link MAX_BATCH_TRACES} within one). */
+  private droppedTraceIds = 0
   private traceTimer: NodeJS.Timeout | undefined
   /** The running OTLP export (§12.8); undefined while `otlp.enabled` is false. */
   private export: OtlpExport | undefined
@@ -189,6 +194,8 @@ export class ObservabilityWorker implements BuiltinWorker, TelemetrySink {
     this.processMetrics.stop()
     clearInterval(this.sweepTimer)
     clearTimeout(this.traceTimer)
+    for (const delivery of this.logBindings.values()) delivery.stop()
+    this.logBindings.clear()
     clearInterval(this.metricsTimer)
     const exporting = this.export
     this.export = undefined
@@ -218,6 +225,9 @@ export class ObservabilityWorker implements BuiltinWorker, TelemetrySink {
       this.store.close()
       this.store = store
       this.storeKey = key
+      if (store instanceof SqliteStore && store.movedAside !== undefined) {
+        this.context!.log.warn(`${this.name}: observability.db was damaged; moved to ${store.movedAside}, starting with an empty store`, { moved_to: store.movedAside })
+      }
     } else if (this.store instanceof MemoryStore) {
       this.store.setLimits(limits)
     }
@@ -382,15 +392,17 @@ export class ObservabilityWorker implements BuiltinWorker, TelemetrySink {
     this.store.putLog(record)
     this.export?.log(record)
     if (quiet || this.logBindings.size === 0) return
-    const worker = this.context!.worker
-    for (const { binding, min } of this.logBindings.values()) {
-      if (record.severity_number < min) continue
-      worker.invoke({ function_id: binding.function_id, namespace: binding.namespace, data: record, action: { type: 'void' }, traceparent: UNSAMPLED }).catch(() => {})
-    }
+    for (const delivery of this.logBindings.values()) if (record.severity_number >= delivery.min) delivery.push(record)
   }
 
   private traceGained(traceId: string): void {
-    this.pendingTraces.add(traceId)
+    const pending = this.pendingTraces
+    if (pending.size >= MAX_BATCH_TRACES && !pending.has(traceId)) {
+      // A span flood: the batch keeps the newest traces (a set iterates oldest first).
+      pending.delete(pending.values().next().value!)
+      this.droppedTraceIds++
+    }
+    pending.add(traceId)
     if (this.traceTimer !== undefined) return
     this.traceTimer = setTimeout(() => {
       this.traceTimer = undefined
@@ -491,13 +503,16 @@ export class ObservabilityWorker implements BuiltinWorker, TelemetrySink {
     fn('engine::baggage::get_all', "Every entry of the invocation's baggage", (_data, ctx) => ({ entries: Object.fromEntries(parseBaggage(ctx.baggage)) }))
     fn('engine::health::check', 'Health of the engine and its observability store', () => {
       const counts = this.store.counts()
+      const dropped = this.store instanceof SqliteStore ? this.store.droppedRows : 0
+      let undelivered = 0
+      for (const delivery of this.logBindings.values()) undelivered += delivery.dropped
       return {
         status: 'healthy',
         version: ENGINE_VERSION,
         timestamp: new Date().toISOString(),
         components: {
           engine: { status: 'healthy' },
-          observability: { status: this.settings.enabled ? 'healthy' : 'disabled', detail: `store ${this.store.kind}: ${counts.spans} spans, ${counts.logs} logs` },
+          observability: { status: this.settings.enabled ? 'healthy' : 'disabled', detail: `store ${this.store.kind}: ${counts.spans} spans, ${counts.logs} logs${dropped > 0 ? `, ${dropped} rows not written to observability.db (writer behind)` : ''}${undelivered > 0 ? `, ${undelivered} log records not delivered to log triggers (handlers behind)` : ''}${this.droppedTraceIds > 0 ? `, ${this.droppedTraceIds} trace ids left out of trace trigger batches` : ''}` },
           otlp_export: this.exportHealth(),
         },
       }
@@ -582,9 +597,14 @@ export class ObservabilityWorker implements BuiltinWorker, TelemetrySink {
         const level = String((binding.config as { level?: unknown } | null)?.level ?? 'all').toLowerCase()
         const min = LEVEL_MIN[level]
         if (min === undefined) throw Object.assign(new Error('level must be all, debug, info, warn or error'), { code: 'INVALID_TRIGGER_CONFIG' })
-        this.logBindings.set(binding.id, { binding, min })
+        // A known id is a replacement (protocol.md §5.5): what the old binding had waiting is dropped.
+        this.logBindings.get(binding.id)?.stop()
+        this.logBindings.set(binding.id, new LogDelivery(binding, min, context.worker, context.log, UNSAMPLED))
       },
-      unregisterTrigger: (binding) => void this.logBindings.delete(binding.id),
+      unregisterTrigger: (binding) => {
+        this.logBindings.get(binding.id)?.stop()
+        this.logBindings.delete(binding.id)
+      },
     }
     context.worker.registerTriggerType({ id: 'log', description: 'Receives every log record at or above its level (fire-and-forget)' }, logProvider)
     const traceProvider: LocalTriggerProvider = {
