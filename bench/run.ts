@@ -13,6 +13,8 @@
  *               private redis-server (bench/queue.ts)
  *   pubsub      one publish to 128 subscribe triggers on 4 worker processes vs. 128 direct calls
  *               (bench/pubsub.ts, its own engine)
+ *   tracing     an engine-served function over WebSocket and HTTP with tracing on (sampling 1.0,
+ *               builtin store) vs. off, alternated (bench/tracing.ts)
  *
  * `--write` replaces the results section of docs/benchmarks.md.
  */
@@ -47,6 +49,14 @@ async function run(args: string[], env: Record<string, string> = {}): Promise<Re
   }
   if (!last) throw new Error(`${args.join(' ')} printed no result`)
   return last
+}
+
+/** Runs a script that prints one JSON document (possibly over several lines) and parses it. */
+async function runDocument(args: string[]): Promise<Record<string, any>> {
+  const { lines } = start(args)
+  const out: string[] = []
+  for await (const line of lines) out.push(line)
+  return JSON.parse(out.join('\n'))
 }
 
 function stop(child: ChildProcess): Promise<void> {
@@ -173,6 +183,9 @@ async function main(): Promise<void> {
   // Queue: svc's durable queue and BullMQ on redis-server, each with only its own processes running.
   const queue = await run(['bench/queue.ts'])
 
+  // Tracing on vs off: one engine process per mode, alternated (bench/tracing.ts).
+  const tracing = await runDocument(['bench/tracing.ts'])
+
   const pct = (a: number, b: number) => `${Math.round((a / b) * 100)}%`
   const ratio = (a: number, b: number) => `${(a / b).toFixed(2)}×`
   const machine = `${cpus().length} × ${cpus()[0]?.model ?? 'cpu'}, ${Math.round(totalmem() / 2 ** 30)} GiB, Node ${process.version}, ${process.platform}`
@@ -210,6 +223,8 @@ async function main(): Promise<void> {
     queue.queue_table as string,
     '',
     ...pubsubRows(pubsub),
+    '',
+    ...tracingRows(tracing),
   ].join('\n')
   console.log(table)
   if (write) {
@@ -219,6 +234,20 @@ async function main(): Promise<void> {
     const head = current.includes(marker) ? current.slice(0, current.indexOf(marker)) : current + '\n'
     await writeFile(file, `${head}${marker}\n${table}\n`)
   }
+}
+
+/** Rows of the tracing benchmark: best of two runs per mode. */
+function tracingRows(tracing: Record<string, any>): string[] {
+  const runs = tracing.runs as Array<Record<string, any>>
+  const best = (mode: string, key: string, higher: boolean) => runs.filter((r) => r.mode === mode).map((r) => r[key] as number).reduce((a, b) => (higher ? Math.max(a, b) : Math.min(a, b)))
+  const row = (label: string, rate: string, p50: string) =>
+    `| ${label} | ${best('off', rate, true)}/s | ${best('on', rate, true)}/s | ${Math.round((best('on', rate, true) / best('off', rate, true)) * 100)}% (target ≥ 70%) | ${best('off', p50, false)} µs | ${best('on', p50, false)} µs | ${(best('on', p50, false) / best('off', p50, false)).toFixed(2)}× (target ≤ 1.3×) |`
+  return [
+    '| Tracing (engine-served function; on: sampling 1.0, builtin store; best of 2 alternated) | off calls/s (64 in flight) | on calls/s | on / off | off p50 | on p50 | on / off |',
+    '|---|---|---|---|---|---|---|',
+    row('WebSocket `invokefunction`', 'ws_per_second', 'ws_p50_us'),
+    row('HTTP GET through svc-http', 'http_per_second', 'http_p50_us'),
+  ]
 }
 
 /** The median run by 64-in-flight throughput, for rows measured more than once. */

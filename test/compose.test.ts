@@ -369,6 +369,12 @@ describe('svc compose', () => {
     assert.equal(byKey.broken.error.code, 'CHILD_EXITED_BEFORE_REGISTRATION')
     assert.match(byKey.broken.error.message, /exited with code 3/)
     assert.match(byKey.broken.error.message, /broken: giving up/)
+    // Its output reached the log store as the engine's own workers' does (builtins.md §12.2).
+    const logs = (await client!.trigger<unknown, { logs: Array<Record<string, any>> }>({ function_id: 'engine::logs::list', payload: { search: 'broken: giving up' } })).logs
+    assert.ok(logs.length >= 1, 'the container output is in engine::logs::list')
+    assert.equal(logs[0]!.service_name, 'broken')
+    assert.equal(logs[0]!.severity_text, 'WARN')
+    assert.equal(logs[0]!.attributes['log.source'], 'stderr')
     assert.equal(byKey['after-broken'].error.code, 'DEPENDENCY_FAILED')
     const workers = (await client!.trigger<unknown, { workers: Array<{ name: string }> }>({ function_id: 'engine::workers::list', payload: { namespace: NS } })).workers
     assert.ok(!workers.some((w) => w.name === 'base'), 'base was stopped again')

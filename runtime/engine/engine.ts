@@ -53,7 +53,7 @@ import { EngineTriggers } from './engine-triggers.ts'
 import { FunctionRegistry, type Replica } from './functions.ts'
 import { Keepalive } from './keepalive.ts'
 import { Listener, type LinkKind } from './listener.ts'
-import { consoleLogger } from './logger.ts'
+import { consoleLogger, type LogLevel } from './logger.ts'
 import type { Peer } from './peer.ts'
 import { DiscardReply, InvocationPipeline, PromiseReply, RelayReply, type Invocation, type PipelineHost } from './pipeline.ts'
 import { MAX_BUFFERED_FRAMES, Session } from './session.ts'
@@ -74,7 +74,13 @@ import type {
 export const ENGINE_VERSION = '0.1.0'
 
 export interface EngineOptions {
+  /**
+   * Where the engine's own log records are printed; the engine filters them by the `log_level`
+   * setting (§12.1) unless `logLevel` is given, and the observability worker stores them.
+   */
   log?: Logger
+  /** A threshold chosen by the operator (`svc --log-level`): the `log_level` setting then has no effect. */
+  logLevel?: LogLevel
   /** Built-in workers to run (the composition root passes them, e.g. `createBuiltins(config)`); default none. */
   builtins?: BuiltinWorker[]
   /** Bounds on open invocations (defaults {@link DEFAULT_LEG_LIMITS}). */
@@ -126,13 +132,13 @@ export class Engine implements BuiltinHost, PipelineHost {
 
   constructor(config: EngineConfig, options: EngineOptions = {}) {
     this.config = config
-    this.log = options.log ?? consoleLogger('engine')
     this.builtins = options.builtins ?? []
     this.internalTimeoutMs = config.internal_invocation_timeout_ms
     this.backpressureBytes = Math.min(...config.listeners.map((l) => l.backpressure_bytes), Infinity)
     this.legs = new LegTable({ ...DEFAULT_LEG_LIMITS, ...options.limits })
     this.pipeline = new InvocationPipeline(this)
-    this.telemetry = new TelemetryHub(this.pipeline)
+    this.telemetry = new TelemetryHub(this.pipeline, options.logLevel)
+    this.log = this.telemetry.engineLogger(options.log ?? consoleLogger('engine', 'trace'))
     this.triggers = new TriggerRegistry({
       deliver: (provider, binding) => this.deliverBinding(provider, binding),
       withdraw: (provider, binding) => this.withdrawBinding(provider, binding),

@@ -10,7 +10,9 @@ import { randomFillSync } from 'node:crypto'
 import type { TelemetryPrefix } from 'svc-protocol'
 import type { SpanKind, SpanRecord, SpanStatus } from '../adapters/observability/records.ts'
 import { nowUnixNano } from '../adapters/observability/records.ts'
+import type { LogLevel } from './logger.ts'
 import type { Interceptor, InvocationPipeline } from './pipeline.ts'
+import type { Logger } from './types.ts'
 
 /** Where a telemetry frame came from (an `/otel` link or a worker's main connection). */
 export interface TelemetrySource {
@@ -33,7 +35,11 @@ export interface TelemetrySink {
   frame(prefix: TelemetryPrefix, json: string, source: TelemetrySource): void
   /** One line a worker process printed (cli.md §5.6): INFO for stdout, WARN for stderr. */
   output(worker: string, stream: 'stdout' | 'stderr', text: string): void
+  /** One record of the engine's own log (at or above the hub's {@link TelemetryHub.logLevel}). */
+  engineLog(level: Exclude<LogLevel, 'trace'>, message: string, data?: Record<string, unknown>): void
 }
+
+const LEVEL_ORDER: Record<LogLevel, number> = { trace: 0, debug: 1, info: 2, warn: 3, error: 4 }
 
 /** A span in progress, ended once with {@link ActiveSpan.end}. */
 export interface ActiveSpan {
@@ -92,10 +98,47 @@ export interface SpanOptions {
 export class TelemetryHub {
   /** The attached sink; undefined while no observability worker runs. */
   sink: TelemetrySink | undefined
+  /**
+   * Prints a worker's log record on the engine's console (`logs_console_output`, §12.1); set by
+   * the composition root of `svc`, absent in tests and embedded engines.
+   */
+  console: ((service: string, level: Exclude<LogLevel, 'trace'>, message: string) => void) | undefined
   private readonly pipeline: InvocationPipeline | undefined
+  private threshold: number = LEVEL_ORDER.info
+  private readonly fixedLevel: boolean
 
-  constructor(pipeline?: InvocationPipeline) {
+  /** `fixedLevel`: a level the operator chose (`svc --log-level`) that the `log_level` setting does not change. */
+  constructor(pipeline?: InvocationPipeline, fixedLevel?: LogLevel) {
     this.pipeline = pipeline
+    this.fixedLevel = fixedLevel !== undefined
+    if (fixedLevel !== undefined) this.threshold = LEVEL_ORDER[fixedLevel]
+  }
+
+  /** Sets the threshold of the engine's own log (`log_level`, §12.1) unless the operator fixed one. */
+  setLogLevel(level: LogLevel): void {
+    if (!this.fixedLevel) this.threshold = LEVEL_ORDER[level]
+  }
+
+  /**
+   * The engine's logger: records below the threshold are dropped; the rest go to `console` (which
+   * prints them) and to the sink (which stores them, service `svc`).
+   */
+  engineLogger(console: Logger): Logger {
+    const emit = (level: Exclude<LogLevel, 'trace'>, message: string, data?: Record<string, unknown>): void => {
+      if (LEVEL_ORDER[level] < this.threshold) return
+      console[level](message, data)
+      try {
+        this.sink?.engineLog(level, message, data)
+      } catch {
+        // Storing a log record never disturbs the code that logs.
+      }
+    }
+    return {
+      debug: (m, d) => emit('debug', m, d),
+      info: (m, d) => emit('info', m, d),
+      warn: (m, d) => emit('warn', m, d),
+      error: (m, d) => emit('error', m, d),
+    }
   }
 
   /** Pushes `interceptor` onto the invocation pipeline; the returned function removes it. */

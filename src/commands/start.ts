@@ -25,7 +25,11 @@ export default class Start extends SvcCommand {
     'data-dir': Flags.string({ summary: 'Data directory for this run, relative to the current directory' }),
     workers: Flags.boolean({ summary: 'Launch the local workers of config.yaml', default: true, allowNo: true }),
     watch: Flags.boolean({ summary: 'Watch config.yaml and worker files', default: true, allowNo: true }),
-    'log-level': Flags.string({ summary: 'Lowest log level printed', options: [...LOG_LEVELS], default: 'info' }),
+    'log-level': Flags.string({
+      summary: 'Lowest log level printed',
+      description: "Default: the log_level of config/svc-observability.yaml (info), which can change while svc runs; this flag overrides it for the run.",
+      options: [...LOG_LEVELS],
+    }),
     json: Flags.boolean({ summary: 'Print one JSON event per line (engine_ready, worker_state, log, shutdown)' }),
   }
 
@@ -44,7 +48,7 @@ export default class Start extends SvcCommand {
         dataDir: flags['data-dir'],
         workers: flags.workers,
         watch: flags.watch,
-        logLevel: flags['log-level'] as (typeof LOG_LEVELS)[number],
+        logLevel: flags['log-level'] as (typeof LOG_LEVELS)[number] | undefined,
         json: flags.json,
       })
     } catch (err) {

@@ -475,9 +475,9 @@ export class ComposeDaemon {
         const stored = await call<{ value: unknown }>('configuration::get', { id, raw: true })
         await call('configuration::set', { id, value: deepMerge(stored.value, config) })
       },
-      log: (level, message, serviceName, data) => {
+      log: (level, message, serviceName, source) => {
         const payload: Record<string, unknown> = { message, service_name: serviceName }
-        if (data) payload.data = data
+        if (source) payload.source = source
         // A void call: nothing comes back, and a missing observability worker costs nothing.
         this.client.trigger({ function_id: `engine::log::${level}`, payload, action: TriggerAction.Void() }).catch(() => undefined)
       },

@@ -30,8 +30,11 @@ export interface EngineAccess {
    * `configuration::set` (cli.md §2.3); rejects with the configuration worker's error.
    */
   configure(id: string, config: unknown): Promise<void>
-  /** A void `engine::log::<level>` call (builtins.md §12.2); must never throw. */
-  log(level: 'info' | 'warn', message: string, serviceName: string, data?: Record<string, unknown>): void
+  /**
+   * A void `engine::log::<level>` call (builtins.md §12.2); `source` names the output stream of a
+   * container line (attribute `log.source`, as for the engine's own workers). Must never throw.
+   */
+  log(level: 'info' | 'warn', message: string, serviceName: string, source?: 'stdout' | 'stderr'): void
 }
 
 /** `superviseWorker` of src/supervisor, or a stand-in. */
@@ -358,7 +361,7 @@ export class ProjectRunner {
     supervised.on('output', (line: { stream: 'stdout' | 'stderr'; text: string }) => {
       c.output.push(line.text)
       if (c.output.length > QUOTED_LINES) c.output.shift()
-      this.engine.log(line.stream === 'stdout' ? 'info' : 'warn', line.text, spec.key, { source: line.stream })
+      this.engine.log(line.stream === 'stdout' ? 'info' : 'warn', line.text, spec.key, line.stream)
     })
     supervised.on('state', (state: WorkerState) => this.onSupervisorState(c, supervised, state))
 

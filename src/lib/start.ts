@@ -38,7 +38,8 @@ export interface StartOptions {
   workers: boolean
   /** False with `--no-watch`. */
   watch: boolean
-  logLevel: LogLevel
+  /** `--log-level`; undefined: the engine follows the `log_level` setting (info) and others print from info. */
+  logLevel?: LogLevel | undefined
   /** `--json`: one JSON event per line on stdout. */
   json: boolean
   /** Where the banner and `--json` events go; default process.stdout. */
@@ -79,7 +80,7 @@ export async function startEngine(options: StartOptions): Promise<RunningEngine>
   const stdout = options.stdout ?? ((text: string) => void process.stdout.write(text))
   const emit = (event: Record<string, unknown>) => stdout(`${JSON.stringify(event)}\n`)
   const sink = options.json ? (record: LogRecord) => emit(logEvent(record)) : undefined
-  const makeLogger = (source: string): Logger => consoleLogger(source, options.logLevel, sink)
+  const makeLogger = (source: string, level: LogLevel = options.logLevel ?? 'info'): Logger => consoleLogger(source, level, sink)
   const note = makeLogger('svc')
 
   const located = locateConfig(options.config, options.cwd)
@@ -91,7 +92,18 @@ export async function startEngine(options: StartOptions): Promise<RunningEngine>
   })
 
   const lock: DataDirLock = lockDataDir(config.data_dir)
-  const engine = new Engine(config, { log: makeLogger('engine'), builtins: createBuiltins(config) })
+  // The engine filters its own records (the log_level setting, or the flag when given).
+  const engine = new Engine(config, { log: makeLogger('engine', 'trace'), builtins: createBuiltins(config), ...(options.logLevel !== undefined ? { logLevel: options.logLevel } : {}) })
+  // Worker log records (engine::log::*, LOGS frames) printed under the worker's name (logs_console_output).
+  const recordLoggers = new Map<string, Logger>()
+  engine.telemetry.console = (service, level, message) => {
+    let logger = recordLoggers.get(service)
+    if (logger === undefined) {
+      if (recordLoggers.size >= 256) recordLoggers.clear()
+      recordLoggers.set(service, (logger = makeLogger(service)))
+    }
+    logger[level](message)
+  }
   try {
     await engine.start()
   } catch (err) {

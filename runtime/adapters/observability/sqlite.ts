@@ -16,7 +16,7 @@
 import { Worker } from 'node:worker_threads'
 import type { DatabaseSync } from 'node:sqlite'
 import { openSqlite } from '../sqlite.ts'
-import type { LogRecord, SpanRecord } from './records.ts'
+import { spanJson, type LogRecord, type SpanRecord } from './records.ts'
 import { MemoryStore, type StoreLimits } from './store.ts'
 
 const SCHEMA = `
@@ -186,7 +186,7 @@ export class SqliteStore extends MemoryStore {
       return undefined
     }
     const spans: unknown[] = []
-    for (const s of this.pendingSpans) spans.push(s.start_time_unix_nano, JSON.stringify(s))
+    for (const s of this.pendingSpans) spans.push(s.start_time_unix_nano, spanJson(s))
     const logs: unknown[] = []
     for (const l of this.pendingLogs) logs.push(l.observed_timestamp_unix_nano, JSON.stringify(l))
     this.pendingSpans = new Set()

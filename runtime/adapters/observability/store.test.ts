@@ -52,3 +52,40 @@ describe('none store', () => {
     assert.deepEqual(store.trace(), [])
   })
 })
+
+describe('spanJson', () => {
+  it('reads back as the span it wrote, for any span (property)', async () => {
+    const { default: fc } = await import('fast-check')
+    const { spanJson } = await import('./records.ts')
+    const text = fc.string({ unit: 'binary' })
+    const attrs = fc.dictionary(fc.string(), fc.jsonValue())
+    const shared = Object.freeze({ 'service.name': 'svc' })
+    const none = Object.freeze([]) as never[]
+    const record = fc.record(
+      {
+        trace_id: text,
+        span_id: text,
+        parent_span_id: fc.option(text, { nil: null }),
+        name: text,
+        kind: fc.constantFrom('internal', 'server', 'client', 'producer', 'consumer'),
+        service_name: text,
+        start_time_unix_nano: fc.double(),
+        end_time_unix_nano: fc.option(fc.double(), { nil: null }),
+        duration_ms: fc.option(fc.double(), { nil: null }),
+        status: fc.constantFrom('ok', 'error', 'unset'),
+        status_message: text,
+        attributes: attrs,
+        resource: fc.oneof(fc.constant(shared), fc.dictionary(fc.string(), fc.string())),
+        events: fc.oneof(fc.constant(none), fc.array(fc.record({ name: text, timestamp_unix_nano: fc.integer(), attributes: attrs }))),
+        links: fc.oneof(fc.constant(none), fc.array(fc.record({ trace_id: text, span_id: text, attributes: attrs }))),
+      },
+      { requiredKeys: ['trace_id', 'span_id', 'parent_span_id', 'name', 'kind', 'service_name', 'start_time_unix_nano', 'end_time_unix_nano', 'duration_ms', 'status', 'attributes', 'resource', 'events', 'links'] },
+    )
+    fc.assert(
+      fc.property(record, (span) => {
+        assert.deepEqual(JSON.parse(spanJson(span as never)), JSON.parse(JSON.stringify(span)))
+      }),
+      { numRuns: 500 },
+    )
+  })
+})

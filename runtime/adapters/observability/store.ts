@@ -72,8 +72,13 @@ export interface TelemetryStore {
 export class MemoryStore implements TelemetryStore {
   readonly kind: 'memory' | 'builtin' = 'memory'
   protected limits: StoreLimits
-  /** Key `trace_id:span_id`, insertion (arrival) order. */
-  private readonly spanMap = new Map<string, SpanRecord>()
+  /**
+   * Spans in arrival order: a ring of `maxSpans` slots, `spanRing[spanHead]` the oldest of
+   * `spanCount`. No per-span key: replacement and lookup go through {@link traces}.
+   */
+  private spanRing: Array<SpanRecord | undefined> = []
+  private spanHead = 0
+  private spanCount = 0
   /** Spans by trace: one span directly (most engine traces), an array when there are more. */
   private readonly traces = new Map<string, SpanRecord | SpanRecord[]>()
   /** Ring of logs: `logBuf[logHead…]` are live. Compacted when the dead prefix grows. */
@@ -93,20 +98,37 @@ export class MemoryStore implements TelemetryStore {
   }
 
   putSpan(span: SpanRecord): void {
-    const key = span.trace_id + ':' + span.span_id
-    const map = this.spanMap
-    if (map.has(key)) map.delete(key)
-    map.set(key, span)
     const traces = this.traces
     const trace = traces.get(span.trace_id)
     if (trace === undefined) traces.set(span.trace_id, span)
-    else if (Array.isArray(trace)) {
-      const i = trace.findIndex((s) => s.span_id === span.span_id)
-      if (i >= 0) trace[i] = span
-      else trace.push(span)
-    } else if (trace.span_id === span.span_id) traces.set(span.trace_id, span)
-    else traces.set(span.trace_id, [trace, span])
-    if (map.size > this.limits.maxSpans) this.trimSpans()
+    else {
+      // A span sent again (an in-progress one that finished): the stored object takes the new
+      // content and keeps its place, so the ring needs no search.
+      const earlier = Array.isArray(trace) ? trace.find((s) => s.span_id === span.span_id) : trace.span_id === span.span_id ? trace : undefined
+      if (earlier !== undefined) {
+        if (earlier !== span) Object.assign(earlier, span)
+        return
+      }
+      if (Array.isArray(trace)) trace.push(span)
+      else traces.set(span.trace_id, [trace, span])
+    }
+    const max = this.limits.maxSpans
+    if (this.spanCount >= max) this.trimSpans(max - 1)
+    this.ringPush(span)
+  }
+
+  /** Appends to the ring, growing it (doubling, up to `maxSpans`) while it is not full yet. */
+  private ringPush(span: SpanRecord): void {
+    let ring = this.spanRing
+    if (this.spanCount === ring.length) {
+      // Unwrap into a larger array (amortised O(1)); the window's capacity is reached gradually.
+      const next: Array<SpanRecord | undefined> = new Array(Math.max(64, Math.min(this.limits.maxSpans, ring.length * 2)))
+      for (let i = 0; i < this.spanCount; i++) next[i] = ring[(this.spanHead + i) % ring.length]
+      this.spanRing = ring = next
+      this.spanHead = 0
+    }
+    ring[(this.spanHead + this.spanCount) % ring.length] = span
+    this.spanCount++
   }
 
   /** The window holds the object itself: nothing to do. */
@@ -132,8 +154,11 @@ export class MemoryStore implements TelemetryStore {
     return this.logBuf.slice(this.logHead)
   }
 
-  spans(): IterableIterator<SpanRecord> {
-    return this.spanMap.values()
+  *spans(): IterableIterator<SpanRecord> {
+    const ring = this.spanRing
+    const head = this.spanHead
+    const count = this.spanCount
+    for (let i = 0; i < count; i++) yield ring[(head + i) % ring.length]!
   }
 
   trace(traceId: string): SpanRecord[] {
@@ -153,18 +178,17 @@ export class MemoryStore implements TelemetryStore {
   }
 
   clearSpans(): number {
-    const n = this.spanMap.size
-    this.spanMap.clear()
+    const n = this.spanCount
+    this.spanRing = []
+    this.spanHead = 0
+    this.spanCount = 0
     this.traces.clear()
     return n
   }
 
   sweep(nowMs: number): void {
     const cutoffNs = (nowMs - this.limits.retentionSeconds * 1000) * 1e6
-    for (const [key, span] of this.spanMap) {
-      if (span.start_time_unix_nano >= cutoffNs) break
-      this.dropSpan(key, span)
-    }
+    while (this.spanCount > 0 && this.spanRing[this.spanHead]!.start_time_unix_nano < cutoffNs) this.dropOldest()
     const buf = this.logBuf
     while (this.logHead < buf.length && buf[this.logHead]!.observed_timestamp_unix_nano < cutoffNs) this.logHead++
     this.compactLogs()
@@ -177,37 +201,35 @@ export class MemoryStore implements TelemetryStore {
   }
 
   counts(): { spans: number; logs: number } {
-    return { spans: this.spanMap.size, logs: this.logBuf.length - this.logHead }
+    return { spans: this.spanCount, logs: this.logBuf.length - this.logHead }
   }
 
   flush(): void {}
 
   close(): void {}
 
-  private dropSpan(key: string, span: SpanRecord): void {
-    this.spanMap.delete(key)
+  /** Removes the oldest span of the ring and of its trace. */
+  private dropOldest(): void {
+    const ring = this.spanRing
+    const span = ring[this.spanHead]!
+    ring[this.spanHead] = undefined
+    this.spanHead = (this.spanHead + 1) % ring.length
+    this.spanCount--
     const trace = this.traces.get(span.trace_id)
     if (trace === undefined) return
     if (!Array.isArray(trace)) {
-      if (trace.span_id === span.span_id) this.traces.delete(span.trace_id)
+      if (trace === span) this.traces.delete(span.trace_id)
       return
     }
-    const i = trace.findIndex((s) => s.span_id === span.span_id)
+    const i = trace.indexOf(span)
     if (i >= 0) trace.splice(i, 1)
     if (trace.length === 0) this.traces.delete(span.trace_id)
     else if (trace.length === 1) this.traces.set(span.trace_id, trace[0]!)
   }
 
-  /** Evicts the oldest spans once the window is full, 1/64 of it at a time (one iteration per batch). */
-  private trimSpans(): void {
-    const max = this.limits.maxSpans
-    if (this.spanMap.size <= max) return
-    const excess = this.spanMap.size - max + (max >> 6)
-    let n = 0
-    for (const [key, span] of this.spanMap) {
-      if (n++ >= excess) break
-      this.dropSpan(key, span)
-    }
+  /** Drops the oldest spans until at most `keep` remain. */
+  private trimSpans(keep = this.limits.maxSpans): void {
+    while (this.spanCount > keep) this.dropOldest()
   }
 
   private trimLogs(): void {

@@ -22,6 +22,7 @@ import type { Interceptor, Invocation } from '../../engine/pipeline.ts'
 import type { ActiveSpan, TelemetryHub, TelemetrySink, TelemetrySource } from '../../engine/telemetry.ts'
 import type { BindingInfo, BuiltinContext, BuiltinWorker, InvocationContext, LocalTriggerProvider } from '../../engine/types.ts'
 import { createSettingsApplier, type SettingsApplier } from '../shared/settings.ts'
+import { OtlpExport, resolveOtlpSettings, type OtlpSettings } from './export.ts'
 import { logsOf, metricsOf, severityText, spansOf, spreadLogData, stripAnsi } from './otlp.ts'
 import { groupBy, listLogs, listTraces, traceTree } from './query.ts'
 
@@ -38,6 +39,12 @@ export interface ObservabilitySettings {
   memory_max_logs: number
   sampling_ratio: number
   logs_enabled: boolean
+  /** The engine prints worker log records on its console (§12.1). */
+  logs_console_output: boolean
+  /** Threshold of the engine's own log. */
+  log_level: 'trace' | 'debug' | 'info' | 'warn' | 'error'
+  /** §12.8, with `OTEL_EXPORTER_OTLP_*` filling what the block leaves out. */
+  otlp: OtlpSettings
 }
 
 /**
@@ -57,7 +64,8 @@ export function parseObservabilitySettings(value: unknown): ObservabilitySetting
     if (typeof n !== 'number' || !Number.isInteger(n) || n < min) throw new Error(`${k} must be an integer ≥ ${min}`)
     return n
   }
-  let store = v.store ?? (v.exporter === 'otlp' ? 'none' : 'builtin')
+  if (v.exporter !== undefined && v.exporter !== 'memory' && v.exporter !== 'otlp' && v.exporter !== 'both') throw new Error('exporter must be memory, otlp or both')
+  const store = v.store ?? (v.exporter === 'otlp' ? 'none' : 'builtin')
   if (store !== 'builtin' && store !== 'memory' && store !== 'none') throw new Error('store must be builtin, memory or none')
   const ratio = v.sampling_ratio ?? 1
   if (typeof ratio !== 'number' || !(ratio >= 0 && ratio <= 1)) throw new Error('sampling_ratio must be a number from 0 to 1')
@@ -73,7 +81,24 @@ export function parseObservabilitySettings(value: unknown): ObservabilitySetting
     memory_max_logs: int('memory_max_logs', 20000, 1000),
     sampling_ratio: ratio,
     logs_enabled: bool('logs_enabled', true),
+    logs_console_output: bool('logs_console_output', true),
+    log_level: levelOf(v.log_level),
+    otlp: otlpOf(v),
   }
+}
+
+function levelOf(value: unknown): ObservabilitySettings['log_level'] {
+  if (value === undefined) return 'info'
+  if (typeof value === 'string' && Object.hasOwn(LOG_LEVELS, value)) return value as ObservabilitySettings['log_level']
+  throw new Error('log_level must be trace, debug, info, warn or error')
+}
+
+/** The `otlp` block; the compatibility key `exporter: otlp | both` turns export on (§12.1). */
+function otlpOf(v: Record<string, unknown>): OtlpSettings {
+  const block = v.otlp
+  if (v.exporter !== 'otlp' && v.exporter !== 'both') return resolveOtlpSettings(block)
+  const base = typeof block === 'object' && block !== null && !Array.isArray(block) ? block : {}
+  return resolveOtlpSettings({ enabled: true, ...base })
 }
 
 /** Ids served by this worker; the interceptor records no spans for them (no feedback loop). */
@@ -112,6 +137,12 @@ export class ObservabilityWorker implements BuiltinWorker, TelemetrySink {
   private readonly traceBindings = new Map<string, { binding: BindingInfo; service?: string; status?: string }>()
   private pendingTraces = new Set<string>()
   private traceTimer: NodeJS.Timeout | undefined
+  /** The running OTLP export (§12.8); undefined while `otlp.enabled` is false. */
+  private export: OtlpExport | undefined
+  private exportKey = ''
+  private metricsTimer: NodeJS.Timeout | undefined
+  /** Invocation count at the last metrics export: unchanged stats are not sent again. */
+  private exportedCount = -1
 
   get serviceName(): string {
     return this.settings.service_name
@@ -149,6 +180,11 @@ export class ObservabilityWorker implements BuiltinWorker, TelemetrySink {
     this.removeInterceptor?.()
     clearInterval(this.sweepTimer)
     clearTimeout(this.traceTimer)
+    clearInterval(this.metricsTimer)
+    const exporting = this.export
+    this.export = undefined
+    this.exportKey = ''
+    await exporting?.shutdown()
     this.store.close()
     this.store = new NoStore()
     this.storeKey = ''
@@ -159,7 +195,13 @@ export class ObservabilityWorker implements BuiltinWorker, TelemetrySink {
     return this.store
   }
 
-  private apply(next: ObservabilitySettings): void {
+  /** The export in use (tests). */
+  get currentExport(): OtlpExport | undefined {
+    return this.export
+  }
+
+  private async apply(next: ObservabilitySettings): Promise<void> {
+    await this.applyExport(next)
     const limits: StoreLimits = { retentionSeconds: next.retention_seconds, maxSpans: next.memory_max_spans, maxLogs: next.memory_max_logs, maxDiskBytes: next.max_disk_bytes }
     const key = next.enabled ? next.store : 'none'
     if (key !== this.storeKey) {
@@ -171,7 +213,55 @@ export class ObservabilityWorker implements BuiltinWorker, TelemetrySink {
       this.store.setLimits(limits)
     }
     this.settings = next
-    if (this.hub) this.hub.sink = next.enabled ? this : undefined
+    if (this.hub) {
+      this.hub.sink = next.enabled ? this : undefined
+      this.hub.setLogLevel(next.log_level)
+    }
+  }
+
+  /** Starts, replaces or stops the OTLP export when `otlp` (or `enabled`) changed. */
+  private async applyExport(next: ObservabilitySettings): Promise<void> {
+    const wanted = next.enabled && next.otlp.enabled
+    const key = wanted ? JSON.stringify(next.otlp) : ''
+    if (key === this.exportKey) return
+    const started = wanted ? await OtlpExport.start(next.otlp, (message) => this.context?.log.warn(message)) : undefined
+    const previous = this.export
+    this.export = started
+    this.exportKey = key
+    clearInterval(this.metricsTimer)
+    this.metricsTimer = undefined
+    if (started?.wantsMetrics) {
+      this.exportedCount = -1
+      this.metricsTimer = setInterval(() => this.exportFunctionMetrics(), 1000)
+      this.metricsTimer.unref()
+    }
+    void previous?.shutdown()
+  }
+
+  /** The `otlp_export` component of `engine::health::check`: where export goes and how it fares. */
+  private exportHealth(): Record<string, unknown> {
+    const exporting = this.export
+    if (exporting === undefined) return { status: 'disabled' }
+    const { settings, stats } = exporting
+    return {
+      status: stats.lastError !== null && stats.failures > 0 && exporting.failingNow ? 'degraded' : 'healthy',
+      endpoint: settings.endpoint,
+      protocol: settings.protocol,
+      signals: settings.signals,
+      exported: stats.exported,
+      dropped: stats.dropped,
+      failures: stats.failures,
+      last_error: stats.lastError,
+    }
+  }
+
+  /** Sends the per-function series to the export when invocations happened since the last time. */
+  private exportFunctionMetrics(): void {
+    let total = 0
+    for (const s of this.stats.values()) total += s.count
+    if (total === this.exportedCount) return
+    this.exportedCount = total
+    this.export?.metrics(this.functionSeries(nowUnixNano()))
   }
 
   private sweep(): void {
@@ -188,6 +278,7 @@ export class ObservabilityWorker implements BuiltinWorker, TelemetrySink {
   span(span: SpanRecord, update = false): void {
     if (update) this.store.updateSpan(span)
     else this.store.putSpan(span)
+    if (this.export !== undefined && span.end_time_unix_nano !== null) this.export.span(span)
     if (this.traceBindings.size > 0) this.traceGained(span.trace_id)
   }
 
@@ -202,8 +293,16 @@ export class ObservabilityWorker implements BuiltinWorker, TelemetrySink {
     const service = source.worker_name ?? 'unknown'
     if (prefix === 'OTLP') for (const s of spansOf(request, service)) this.span(s)
     else if (prefix === 'LOGS') {
-      if (this.settings.logs_enabled) for (const l of logsOf(request, service, nowUnixNano())) this.log(l)
-    } else for (const { series, point } of metricsOf(request)) this.store.putPoint(series, point)
+      if (this.settings.logs_enabled)
+        for (const l of logsOf(request, service, nowUnixNano())) {
+          this.log(l)
+          this.print(l)
+        }
+    } else
+      for (const { series, point } of metricsOf(request)) {
+        this.store.putPoint(series, point)
+        this.export?.metrics([{ ...series, points: [point] }])
+      }
   }
 
   /** TelemetrySink: a worker process's output line (§12.2, cli.md §5.6). */
@@ -225,9 +324,42 @@ export class ObservabilityWorker implements BuiltinWorker, TelemetrySink {
     })
   }
 
+  /** TelemetrySink: a record of the engine's own log (service `service_name`, §12.1 `log_level` applied). */
+  engineLog(level: 'debug' | 'info' | 'warn' | 'error', message: string, data?: Record<string, unknown>): void {
+    if (!this.settings.logs_enabled) return
+    const now = nowUnixNano()
+    const severity = LOG_LEVELS[level]
+    const attributes: Record<string, unknown> = { 'log.source': 'engine' }
+    if (data !== undefined) spreadLogData(attributes, data)
+    const service = this.settings.service_name
+    this.log({
+      timestamp_unix_nano: now,
+      observed_timestamp_unix_nano: now,
+      severity_number: severity,
+      severity_text: severityText(severity),
+      body: stripAnsi(message),
+      attributes,
+      resource: { 'service.name': service },
+      service_name: service,
+      trace_id: null,
+      span_id: null,
+    })
+  }
+
+  /** Prints a worker's record on the engine's console when `logs_console_output` is on (§12.1). */
+  private print(record: LogRecord): void {
+    const console = this.hub?.console
+    if (console === undefined || !this.settings.logs_console_output) return
+    const n = record.severity_number
+    const level = n >= 17 ? 'error' : n >= 13 ? 'warn' : n >= 9 || n === 0 ? 'info' : 'debug'
+    const data = Object.keys(record.attributes).length > 0 ? ` ${JSON.stringify(record.attributes)}` : ''
+    console(record.service_name, level, `${record.body}${data}`)
+  }
+
   /** Stores a record and delivers it to the `log` triggers (unless `quiet`: records made while a delivery runs). */
   private log(record: LogRecord, quiet = false): void {
     this.store.putLog(record)
+    this.export?.log(record)
     if (quiet || this.logBindings.size === 0) return
     const worker = this.context!.worker
     for (const { binding, min } of this.logBindings.values()) {
@@ -345,6 +477,7 @@ export class ObservabilityWorker implements BuiltinWorker, TelemetrySink {
         components: {
           engine: { status: 'healthy' },
           observability: { status: this.settings.enabled ? 'healthy' : 'disabled', detail: `store ${this.store.kind}: ${counts.spans} spans, ${counts.logs} logs` },
+          otlp_export: this.exportHealth(),
         },
       }
     })
@@ -358,6 +491,9 @@ export class ObservabilityWorker implements BuiltinWorker, TelemetrySink {
     const now = nowUnixNano()
     const attributes: Record<string, unknown> = {}
     spreadLogData(attributes, d.data)
+    // Output of a process someone else launched (the compose daemon's containers), as for the
+    // engine's own workers (§12.2).
+    if (d.source === 'stdout' || d.source === 'stderr') attributes['log.source'] = d.source
     // The caller's trace context when the record names none.
     let tp = ctx.traceparent !== undefined && ctx.traceparent.length === 55 ? ctx.traceparent : undefined
     // A handler of a `log`/`trace` delivery logging: stored, never delivered again (§12.6), no loop.
@@ -365,7 +501,7 @@ export class ObservabilityWorker implements BuiltinWorker, TelemetrySink {
     if (quiet) tp = undefined
     const traceId = typeof d.trace_id === 'string' ? d.trace_id.toLowerCase() : tp !== undefined ? tp.slice(3, 35) : null
     const spanId = typeof d.span_id === 'string' ? d.span_id.toLowerCase() : tp !== undefined && typeof d.trace_id !== 'string' ? tp.slice(36, 52) : null
-    this.log({
+    const record: LogRecord = {
       timestamp_unix_nano: now,
       observed_timestamp_unix_nano: now,
       severity_number: severity,
@@ -376,13 +512,13 @@ export class ObservabilityWorker implements BuiltinWorker, TelemetrySink {
       service_name: typeof d.service_name === 'string' && d.service_name !== '' ? d.service_name : (ctx.caller?.name ?? this.settings.service_name),
       trace_id: traceId,
       span_id: spanId,
-    }, quiet)
+    }
+    this.log(record, quiet)
+    this.print(record)
   }
 
-  /** `engine::metrics::list` (§12.5): the stored series plus the per-function ones. */
-  private metrics(store: TelemetryStore, data: unknown): { metrics: MetricSeries[] } {
-    const d = (data ?? {}) as { metric_name?: unknown; worker?: unknown; start_time?: unknown; end_time?: unknown }
-    const now = nowUnixNano()
+  /** The per-function series (§12 metrics): invocations and errors (cumulative sums), durations (histogram, ms). */
+  private functionSeries(now: number): MetricSeries[] {
     const fnSeries: MetricSeries[] = [
       { name: 'svc.function.invocations', type: 'sum', unit: '{invocation}', description: 'invocations per function', points: [] },
       { name: 'svc.function.errors', type: 'sum', unit: '{invocation}', description: 'failed invocations per function', points: [] },
@@ -394,6 +530,14 @@ export class ObservabilityWorker implements BuiltinWorker, TelemetrySink {
       fnSeries[1]!.points.push({ time_unix_nano: now, value: s.errors, attributes })
       fnSeries[2]!.points.push({ time_unix_nano: now, value: { count: s.count, sum: s.sum, bucket_counts: [...s.buckets], explicit_bounds: BOUNDS }, attributes })
     }
+    return fnSeries
+  }
+
+  /** `engine::metrics::list` (§12.5): the stored series plus the per-function ones. */
+  private metrics(store: TelemetryStore, data: unknown): { metrics: MetricSeries[] } {
+    const d = (data ?? {}) as { metric_name?: unknown; worker?: unknown; start_time?: unknown; end_time?: unknown }
+    const now = nowUnixNano()
+    const fnSeries = this.functionSeries(now)
     const startNs = typeof d.start_time === 'number' ? d.start_time * 1e6 : undefined
     const endNs = typeof d.end_time === 'number' ? d.end_time * 1e6 : undefined
     const all = [...store.metrics(), ...fnSeries]

@@ -1,0 +1,393 @@
+/**
+ * OTLP export of the observability worker (builtins.md §12.8): stored spans, logs and metrics are
+ * also sent to an OpenTelemetry backend with the official `@opentelemetry/exporter-*` packages
+ * (`http/protobuf`, `http/json`, `grpc`).
+ *
+ * - Records are converted to the SDK's export shapes (`ReadableSpan`, `ReadableLogRecord`,
+ *   `ResourceMetrics`) and buffered per signal; a batch leaves at least once per second, sooner
+ *   when {@link BATCH_SIZE} records wait.
+ * - Ingest never waits: a full buffer drops its oldest records (counted in {@link OtlpExport.stats}).
+ * - A batch that fails is sent again on the next tick and dropped after {@link MAX_ATTEMPTS}
+ *   attempts; failures are logged at most once per minute.
+ * - The standard `OTEL_EXPORTER_OTLP_*` variables apply where the settings leave a choice open
+ *   (see {@link resolveOtlpSettings}).
+ */
+import { SpanKind as OtelSpanKind, SpanStatusCode, TraceFlags, type Attributes, type HrTime, type SpanContext } from '@opentelemetry/api'
+import { ExportResultCode, type ExportResult } from '@opentelemetry/core'
+import { resourceFromAttributes, type Resource } from '@opentelemetry/resources'
+import type { MetricSeries, LogRecord, SpanRecord, SpanKind } from '../../adapters/observability/records.ts'
+
+/** `otlp` settings of §12.1 after defaults and environment variables. */
+export interface OtlpSettings {
+  enabled: boolean
+  /** Base endpoint (`http://host:4318` for HTTP, `http://host:4317` for gRPC); signal paths are added for HTTP. */
+  endpoint: string
+  protocol: 'http/protobuf' | 'http/json' | 'grpc'
+  headers: Record<string, string>
+  signals: Array<'traces' | 'metrics' | 'logs'>
+}
+
+/** Records of one signal per batch, at most. */
+export const BATCH_SIZE = 512
+/** Records of one signal held while the backend is slow or away; the oldest go first. */
+export const BUFFER_LIMIT = 16_384
+/** Attempts of one batch before it is dropped (§12.8). */
+export const MAX_ATTEMPTS = 3
+const TICK_MS = 1000
+const FAILURE_LOG_MS = 60_000
+const PROTOCOLS = ['http/protobuf', 'http/json', 'grpc'] as const
+const SIGNALS = ['traces', 'metrics', 'logs'] as const
+
+/**
+ * The `otlp` block of §12.1 with its defaults. `OTEL_EXPORTER_OTLP_PROTOCOL`,
+ * `OTEL_EXPORTER_OTLP_ENDPOINT` and `OTEL_EXPORTER_OTLP_HEADERS` fill the keys the block leaves
+ * out; with `grpc` and no endpoint at all the gRPC port 4317 is used.
+ * @throws Error naming the key (`otlp.protocol must be http/protobuf, http/json or grpc`).
+ */
+export function resolveOtlpSettings(value: unknown, env: NodeJS.ProcessEnv = process.env): OtlpSettings {
+  if (value !== undefined && (typeof value !== 'object' || value === null || Array.isArray(value))) throw new Error('otlp must be an object')
+  const v = (value ?? {}) as Record<string, unknown>
+  const enabled = v.enabled ?? false
+  if (typeof enabled !== 'boolean') throw new Error('otlp.enabled must be a boolean')
+  const protocol = v.protocol ?? env.OTEL_EXPORTER_OTLP_PROTOCOL ?? 'http/protobuf'
+  if (!PROTOCOLS.includes(protocol as never)) throw new Error('otlp.protocol must be http/protobuf, http/json or grpc')
+  const given: unknown = v.endpoint ?? (env.OTEL_EXPORTER_OTLP_ENDPOINT || undefined) ?? (protocol === 'grpc' ? 'http://localhost:4317' : 'http://localhost:4318')
+  if (typeof given !== 'string' || given === '') throw new Error('otlp.endpoint must be a non-empty string')
+  let endpoint: string
+  try {
+    endpoint = new URL(given).href.replace(/\/+$/, '')
+  } catch {
+    throw new Error(`otlp.endpoint must be a URL (got ${JSON.stringify(given)})`)
+  }
+  const headers: Record<string, string> = parseHeaderList(env.OTEL_EXPORTER_OTLP_HEADERS)
+  if (v.headers !== undefined) {
+    if (typeof v.headers !== 'object' || v.headers === null || Array.isArray(v.headers)) throw new Error('otlp.headers must be a map of strings')
+    for (const [k, h] of Object.entries(v.headers as Record<string, unknown>)) {
+      if (typeof h !== 'string') throw new Error(`otlp.headers.${k} must be a string`)
+      headers[k] = h
+    }
+  }
+  const signals = v.signals ?? [...SIGNALS]
+  if (!Array.isArray(signals) || signals.some((s) => !SIGNALS.includes(s as never))) throw new Error('otlp.signals must be a list of traces, metrics, logs')
+  return { enabled, endpoint, protocol: protocol as OtlpSettings['protocol'], headers, signals: [...new Set(signals)] as OtlpSettings['signals'] }
+}
+
+/** `k1=v1,k2=v2` (the `OTEL_EXPORTER_OTLP_HEADERS` format, values percent-decoded); bad members skipped. */
+function parseHeaderList(text: string | undefined): Record<string, string> {
+  const out: Record<string, string> = {}
+  for (const member of (text ?? '').split(',')) {
+    const eq = member.indexOf('=')
+    if (eq <= 0) continue
+    try {
+      out[decodeURIComponent(member.slice(0, eq).trim())] = decodeURIComponent(member.slice(eq + 1).trim())
+    } catch {
+      // not valid percent-encoding: skipped
+    }
+  }
+  return out
+}
+
+/** The subset of an `@opentelemetry` exporter used here. */
+interface Exporter<T> {
+  export(items: T, done: (result: ExportResult) => void): void
+  shutdown(): Promise<void>
+}
+
+type Signal = (typeof SIGNALS)[number]
+
+/** Counters of an export (tests, `engine::health::check`). */
+export interface OtlpExportStats {
+  /** Records accepted by the backend. */
+  exported: Record<Signal, number>
+  /** Records dropped: buffer full or batch failed {@link MAX_ATTEMPTS} times. */
+  dropped: Record<Signal, number>
+  /** Failed attempts. */
+  failures: number
+  lastError: string | null
+}
+
+/** One signal's queue: records waiting, a batch being retried, one export at a time. */
+class Lane<R, T> {
+  private waiting: R[] = []
+  private retry: { items: R[]; attempts: number } | null = null
+  private busy = false
+  /** Whether the last attempt failed. */
+  lastFailed = false
+
+  readonly signal: Signal
+  private readonly exporter: Exporter<T>
+  private readonly pack: (items: R[]) => T
+  private readonly owner: OtlpExport
+
+  constructor(signal: Signal, exporter: Exporter<T>, pack: (items: R[]) => T, owner: OtlpExport) {
+    this.signal = signal
+    this.exporter = exporter
+    this.pack = pack
+    this.owner = owner
+  }
+
+  push(record: R): void {
+    if (this.waiting.length >= BUFFER_LIMIT) {
+      this.waiting.shift()
+      this.owner.stats.dropped[this.signal]++
+    }
+    this.waiting.push(record)
+    if (this.waiting.length >= BATCH_SIZE && !this.busy) void this.send()
+  }
+
+  get idle(): boolean {
+    return !this.busy && this.retry === null && this.waiting.length === 0
+  }
+
+  /** Sends the batch being retried, else the next {@link BATCH_SIZE} waiting records. */
+  async send(): Promise<void> {
+    if (this.busy) return
+    const batch = this.retry ?? (this.waiting.length > 0 ? { items: this.waiting.splice(0, BATCH_SIZE), attempts: 0 } : null)
+    if (batch === null) return
+    this.retry = null
+    this.busy = true
+    let result: ExportResult
+    try {
+      result = await new Promise<ExportResult>((resolve) => this.exporter.export(this.pack(batch.items), resolve))
+    } catch (error) {
+      result = { code: ExportResultCode.FAILED, error: error as Error }
+    }
+    this.busy = false
+    const stats = this.owner.stats
+    this.lastFailed = result.code !== ExportResultCode.SUCCESS
+    if (result.code === ExportResultCode.SUCCESS) {
+      stats.exported[this.signal] += batch.items.length
+      if (this.waiting.length >= BATCH_SIZE) void this.send()
+      return
+    }
+    stats.failures++
+    batch.attempts++
+    this.owner.failed(this.signal, result.error)
+    if (batch.attempts < MAX_ATTEMPTS) this.retry = batch
+    else stats.dropped[this.signal] += batch.items.length
+  }
+
+  shutdown(): Promise<void> {
+    return this.exporter.shutdown()
+  }
+}
+
+/** How to create the exporters of one protocol (loaded on first use: most engines never export). */
+async function loadExporters(settings: OtlpSettings): Promise<{ traces: Exporter<unknown>; logs: Exporter<unknown>; metrics: Exporter<unknown> }> {
+  const base = settings.endpoint
+  const headers = settings.headers
+  if (settings.protocol === 'grpc') {
+    const [{ OTLPTraceExporter }, { OTLPLogExporter }, { OTLPMetricExporter }, grpc] = await Promise.all([
+      import('@opentelemetry/exporter-trace-otlp-grpc'),
+      import('@opentelemetry/exporter-logs-otlp-grpc'),
+      import('@opentelemetry/exporter-metrics-otlp-grpc'),
+      import('@grpc/grpc-js'),
+    ])
+    const metadata = (): InstanceType<typeof grpc.Metadata> => {
+      const m = new grpc.Metadata()
+      for (const [k, v] of Object.entries(headers)) m.set(k, v)
+      return m
+    }
+    const secure = base.startsWith('https:')
+    const config = () => ({ url: base, metadata: metadata(), ...(secure ? {} : { credentials: grpc.credentials.createInsecure() }) })
+    return { traces: new OTLPTraceExporter(config()), logs: new OTLPLogExporter(config()), metrics: new OTLPMetricExporter(config()) }
+  }
+  const json = settings.protocol === 'http/json'
+  const [{ OTLPTraceExporter }, { OTLPLogExporter }, { OTLPMetricExporter }] = json
+    ? await Promise.all([import('@opentelemetry/exporter-trace-otlp-http'), import('@opentelemetry/exporter-logs-otlp-http'), import('@opentelemetry/exporter-metrics-otlp-http')])
+    : await Promise.all([import('@opentelemetry/exporter-trace-otlp-proto'), import('@opentelemetry/exporter-logs-otlp-proto'), import('@opentelemetry/exporter-metrics-otlp-proto')])
+  const config = (path: string) => ({ url: `${base}/v1/${path}`, headers })
+  return { traces: new OTLPTraceExporter(config('traces')), logs: new OTLPLogExporter(config('logs')), metrics: new OTLPMetricExporter(config('metrics')) }
+}
+
+/**
+ * A running export (§12.8). Created with {@link OtlpExport.start}; fed by the observability
+ * worker with finished spans, log records and metric series; stopped with {@link OtlpExport.shutdown}
+ * (which sends what waits, once).
+ * @example const exp = await OtlpExport.start(resolveOtlpSettings({ enabled: true }), (m) => log.warn(m)); exp.span(record)
+ */
+export class OtlpExport {
+  readonly stats: OtlpExportStats = { exported: { traces: 0, metrics: 0, logs: 0 }, dropped: { traces: 0, metrics: 0, logs: 0 }, failures: 0, lastError: null }
+  private readonly lanes: { traces?: Lane<SpanRecord, unknown>; logs?: Lane<LogRecord, unknown>; metrics?: Lane<MetricSeries, unknown> } = {}
+  private timer: NodeJS.Timeout | undefined
+  private lastFailureLog = -Infinity
+  private readonly resources = new Map<string, Resource>()
+
+  readonly settings: OtlpSettings
+  private readonly warn: (message: string) => void
+
+  private constructor(settings: OtlpSettings, warn: (message: string) => void) {
+    this.settings = settings
+    this.warn = warn
+  }
+
+  /** Loads the exporters of `settings.protocol` and starts the once-per-second batch timer. */
+  static async start(settings: OtlpSettings, warn: (message: string) => void): Promise<OtlpExport> {
+    const out = new OtlpExport(settings, warn)
+    const exporters = await loadExporters(settings)
+    const signals = new Set(settings.signals)
+    if (signals.has('traces')) out.lanes.traces = new Lane('traces', exporters.traces, (spans: SpanRecord[]) => spans.map((s) => out.readableSpan(s)), out)
+    else void exporters.traces.shutdown()
+    if (signals.has('logs')) out.lanes.logs = new Lane('logs', exporters.logs, (logs: LogRecord[]) => logs.map((l) => out.readableLog(l)), out)
+    else void exporters.logs.shutdown()
+    if (signals.has('metrics')) out.lanes.metrics = new Lane('metrics', exporters.metrics, (series: MetricSeries[]) => out.resourceMetrics(series), out)
+    else void exporters.metrics.shutdown()
+    out.timer = setInterval(() => out.tick(), TICK_MS)
+    out.timer.unref()
+    return out
+  }
+
+  /** Whether the last attempt of any signal failed. */
+  get failingNow(): boolean {
+    return Object.values(this.lanes).some((l) => l.lastFailed)
+  }
+
+  /** Whether metric series are wanted (the worker skips collecting them otherwise). */
+  get wantsMetrics(): boolean {
+    return this.lanes.metrics !== undefined
+  }
+
+  /** A finished span (unfinished ones are exported once they end). */
+  span(span: SpanRecord): void {
+    this.lanes.traces?.push(span)
+  }
+
+  log(record: LogRecord): void {
+    this.lanes.logs?.push(record)
+  }
+
+  /** Metric series (cumulative sums, gauges, histograms) to send with the next batch. */
+  metrics(series: MetricSeries[]): void {
+    const lane = this.lanes.metrics
+    if (lane !== undefined) for (const s of series) if (s.points.length > 0) lane.push(s)
+  }
+
+  /** Sends everything waiting now (tests, shutdown); resolves when the backend answered. */
+  async flush(): Promise<void> {
+    for (let round = 0; round < 64; round++) {
+      const lanes = Object.values(this.lanes).filter((l) => !l.idle)
+      if (lanes.length === 0) return
+      await Promise.all(lanes.map((l) => l.send()))
+      if (this.stats.failures > 0 && lanes.every((l) => !l.idle)) await new Promise((r) => setTimeout(r, 10))
+    }
+  }
+
+  /** Flushes once (failures end it), then closes the exporters. */
+  async shutdown(): Promise<void> {
+    clearInterval(this.timer)
+    await Promise.all(Object.values(this.lanes).map((l) => l.send().catch(() => {})))
+    await Promise.all(Object.values(this.lanes).map((l) => l.shutdown().catch(() => {})))
+  }
+
+  /** A failed attempt: counted, logged at most once per minute (§12.8). */
+  failed(signal: Signal, error: Error | undefined): void {
+    const message = error?.message ?? 'unknown error'
+    this.stats.lastError = message
+    const now = Date.now()
+    if (now - this.lastFailureLog < FAILURE_LOG_MS) return
+    this.lastFailureLog = now
+    this.warn(`svc-observability: OTLP export of ${signal} to ${this.settings.endpoint} (${this.settings.protocol}) failed: ${message}; a batch is dropped after ${MAX_ATTEMPTS} attempts (next report in a minute at most)`)
+  }
+
+  private tick(): void {
+    for (const lane of Object.values(this.lanes)) void lane.send()
+  }
+
+  // --- conversions to the SDK's export shapes -------------------------------------------------
+
+  private resource(attributes: Record<string, string>, service: string): Resource {
+    const key = `${service}\u0000${JSON.stringify(attributes)}`
+    let resource = this.resources.get(key)
+    if (resource === undefined) {
+      if (this.resources.size >= 1024) this.resources.clear()
+      resource = resourceFromAttributes({ ...attributes, 'service.name': attributes['service.name'] ?? service })
+      this.resources.set(key, resource)
+    }
+    return resource
+  }
+
+  private readableSpan(s: SpanRecord): unknown {
+    const context: SpanContext = { traceId: s.trace_id, spanId: s.span_id, traceFlags: TraceFlags.SAMPLED }
+    const start = hrTime(s.start_time_unix_nano)
+    const endNs = s.end_time_unix_nano ?? s.start_time_unix_nano
+    return {
+      name: s.name,
+      kind: KINDS[s.kind] ?? OtelSpanKind.INTERNAL,
+      spanContext: () => context,
+      parentSpanContext: s.parent_span_id === null ? undefined : { traceId: s.trace_id, spanId: s.parent_span_id, traceFlags: TraceFlags.SAMPLED, isRemote: true },
+      startTime: start,
+      endTime: hrTime(endNs),
+      duration: hrTime(endNs - s.start_time_unix_nano),
+      ended: true,
+      status: { code: s.status === 'ok' ? SpanStatusCode.OK : s.status === 'error' ? SpanStatusCode.ERROR : SpanStatusCode.UNSET, ...(s.status_message !== undefined ? { message: s.status_message } : {}) },
+      attributes: s.attributes as Attributes,
+      events: s.events.map((e) => ({ name: e.name, time: hrTime(e.timestamp_unix_nano), attributes: e.attributes as Attributes })),
+      links: s.links.map((l) => ({ context: { traceId: l.trace_id, spanId: l.span_id, traceFlags: TraceFlags.SAMPLED }, attributes: l.attributes as Attributes })),
+      resource: this.resource(s.resource, s.service_name),
+      instrumentationScope: SCOPE,
+      droppedAttributesCount: 0,
+      droppedEventsCount: 0,
+      droppedLinksCount: 0,
+    }
+  }
+
+  private readableLog(l: LogRecord): unknown {
+    const record: Record<string, unknown> = {
+      hrTime: hrTime(l.timestamp_unix_nano),
+      hrTimeObserved: hrTime(l.observed_timestamp_unix_nano),
+      severityNumber: l.severity_number,
+      severityText: l.severity_text,
+      body: l.body,
+      resource: this.resource(l.resource, l.service_name),
+      instrumentationScope: l.instrumentation_scope_name !== undefined ? { name: l.instrumentation_scope_name, version: l.instrumentation_scope_version } : SCOPE,
+      attributes: l.attributes as Attributes,
+      droppedAttributesCount: 0,
+    }
+    if (l.trace_id !== null && l.span_id !== null) record.spanContext = { traceId: l.trace_id, spanId: l.span_id, traceFlags: TraceFlags.SAMPLED }
+    return record
+  }
+
+  private resourceMetrics(series: MetricSeries[]): unknown {
+    const metrics = series.map((m) => {
+      const descriptor = { name: m.name, description: m.description ?? '', unit: m.unit ?? '', valueType: 1 /* DOUBLE */ }
+      const points = m.points.map((p) => {
+        const at = hrTime(p.time_unix_nano)
+        const value =
+          m.type === 'histogram'
+            ? histogramOf(p.value)
+            : typeof p.value === 'number'
+              ? p.value
+              : Number(p.value)
+        return { startTime: at, endTime: at, attributes: p.attributes as Attributes, value }
+      })
+      // DataPointType: HISTOGRAM 0, GAUGE 2, SUM 3; AggregationTemporality CUMULATIVE 1.
+      if (m.type === 'histogram') return { descriptor, aggregationTemporality: 1, dataPointType: 0, dataPoints: points }
+      if (m.type === 'sum') return { descriptor, aggregationTemporality: 1, dataPointType: 3, dataPoints: points, isMonotonic: true }
+      return { descriptor, aggregationTemporality: 1, dataPointType: 2, dataPoints: points }
+    })
+    return { resource: this.resource({}, 'svc'), scopeMetrics: [{ scope: SCOPE, metrics }] }
+  }
+}
+
+const SCOPE = Object.freeze({ name: 'svc-observability' })
+const KINDS: Record<SpanKind, OtelSpanKind> = {
+  internal: OtelSpanKind.INTERNAL,
+  server: OtelSpanKind.SERVER,
+  client: OtelSpanKind.CLIENT,
+  producer: OtelSpanKind.PRODUCER,
+  consumer: OtelSpanKind.CONSUMER,
+}
+
+/** Unix nanoseconds (a JSON number, microsecond precision) as OpenTelemetry's `[seconds, nanos]`. */
+function hrTime(unixNano: number): HrTime {
+  const seconds = Math.floor(unixNano / 1e9)
+  return [seconds, Math.max(0, Math.round(unixNano - seconds * 1e9))]
+}
+
+/** A stored histogram point `{count, sum, bucket_counts, explicit_bounds}` in the SDK's shape. */
+function histogramOf(value: unknown): { buckets: { boundaries: number[]; counts: number[] }; sum: number; count: number } {
+  const v = (value ?? {}) as { count?: unknown; sum?: unknown; bucket_counts?: unknown; explicit_bounds?: unknown }
+  const counts = Array.isArray(v.bucket_counts) ? v.bucket_counts.map(Number) : []
+  const boundaries = Array.isArray(v.explicit_bounds) ? v.explicit_bounds.map(Number) : []
+  return { buckets: { boundaries, counts }, sum: Number(v.sum ?? 0), count: Number(v.count ?? 0) }
+}
