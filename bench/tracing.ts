@@ -224,6 +224,15 @@ async function cpuMs(p: ChildProcess): Promise<number> {
     return 0
   }
 }
+/** Read and write system calls a child has made so far (/proc/<pid>/io, Linux; 0 elsewhere). */
+async function syscalls(p: ChildProcess): Promise<number> {
+  try {
+    const io = await readFile(`/proc/${p.pid}/io`, 'utf8')
+    return Number(/syscr: (\d+)/.exec(io)?.[1] ?? 0) + Number(/syscw: (\d+)/.exec(io)?.[1] ?? 0)
+  } catch {
+    return 0
+  }
+}
 /** `getconf CLK_TCK` on Linux. */
 const CLOCK_TICKS = 100
 
@@ -253,9 +262,12 @@ async function sdkRun(mode: 'on' | 'off', round: number): Promise<Record<string,
     try {
       await callee.json('ready')
       const before = [await cpuMs(engine.child), await cpuMs(callee.child)]
+      const io0 = [await syscalls(engine.child), await syscalls(callee.child)]
       const caller = startNode(['bench/load-ws.ts', 'svc', url], callerEnv, `caller-${mode}-${round}`)
       const result = await caller.json('per_second')
       const after = [await cpuMs(engine.child), await cpuMs(callee.child)]
+      const io1 = [await syscalls(engine.child), await syscalls(callee.child)]
+      if (process.env.BENCH_SYSCALLS) result.syscalls_per_call = { engine: Math.round(((io1[0]! - io0[0]!) / result.calls) * 100) / 100, callee: Math.round(((io1[1]! - io0[1]!) / result.calls) * 100) / 100 }
       await new Promise((resolve) => (caller.child.exitCode !== null ? resolve(undefined) : caller.child.once('exit', resolve)))
       // CPU µs per call of each process: the caller's own count, the others' over the same calls.
       const perCall = (ms: number) => Math.round((ms * 1000 * 10) / result.calls) / 10
@@ -295,7 +307,7 @@ async function sdkMain(): Promise<Record<string, unknown>> {
   return {
     machine: `${cpus().length} × ${cpus()[0]?.model ?? 'cpu'}, Node ${process.version}`,
     store: process.env.BENCH_STORE ?? 'builtin',
-    runs: runs.map((r) => ({ mode: r.mode, p50_us: r.p50_us, per_second: r.per_second, cpu_us_per_call: r.cpu_us_per_call, store: r.store })),
+    runs: runs.map((r) => ({ mode: r.mode, p50_us: r.p50_us, per_second: r.per_second, cpu_us_per_call: r.cpu_us_per_call, syscalls_per_call: r.syscalls_per_call, store: r.store })),
     median: summary,
     ratios: { p50: ratio((r) => r.p50_us), ...Object.fromEntries(IN_FLIGHT.map((n) => [`throughput_${n}`, ratio((r) => r.per_second[n])])) },
   }

@@ -556,7 +556,7 @@ export class WorkerClient implements SvcClient {
     }
     // The handler starts now and the transport keeps reading: inbound invocations run concurrently.
     const data = msg.data === undefined ? null : msg.data
-    const span = startInvocationSpan(msg.function_id, data, msg.traceparent, msg.baggage)
+    const span = this.#options.otelEnabled ? startInvocationSpan(msg.function_id, data, msg.traceparent, msg.baggage) : undefined
     const handler = fn.handler
     let value: unknown
     try {
@@ -577,19 +577,29 @@ export class WorkerClient implements SvcClient {
   }
 
   #answer(transport: Transport, msg: InvokeFunctionMessage, result: unknown, error: ErrorBody | undefined, span?: InvocationSpan): void {
-    const trace = span === undefined ? undefined : endInvocationSpan(span, result, error)
+    // The result is serialized before the span ends, so its payload event can reuse the text.
+    let json: string | undefined
+    let failure: unknown
+    if (error === undefined && result !== undefined) {
+      try {
+        json = JSON.stringify(result)
+      } catch (err) {
+        failure = err
+      }
+    }
+    const trace = span === undefined ? undefined : endInvocationSpan(span, result, error, json)
     // A result for a lost connection has nowhere to go: the engine already ended the call with
     // invocation_stopped and ignores results arriving on other connections.
     if (transport !== this.#transport || !this.#connected || msg.invocation_id === undefined) return
     let text: string
     try {
+      if (failure !== undefined) throw failure
       let head = '{"type":"invocationresult","invocation_id":' + JSON.stringify(msg.invocation_id) + ',"function_id":' + this.#idJson(msg.function_id)
       if (trace?.traceparent !== undefined) head += ',"traceparent":' + JSON.stringify(trace.traceparent)
       if (trace?.baggage !== undefined) head += ',"baggage":' + JSON.stringify(trace.baggage)
       if (error !== undefined) {
         text = head + ',"error":' + JSON.stringify(error) + '}'
       } else {
-        const json = result === undefined ? undefined : JSON.stringify(result)
         text = json === undefined ? head + '}' : head + ',"result":' + json + '}'
       }
     } catch (err) {

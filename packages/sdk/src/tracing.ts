@@ -19,7 +19,7 @@ import {
   setOkUnlessError,
   tracePayloadsDisabled,
 } from 'svc-helpers/observability'
-import { HandlerSpan, knownBaggageHeader, startHandlerSpan } from 'svc-helpers/observability/internal'
+import { HandlerSpan, knownBaggageHeader, redactAndTruncateJson, startHandlerSpan } from 'svc-helpers/observability/internal'
 
 /** A handler's span and the context to run it in. */
 export interface InvocationSpan {
@@ -34,12 +34,25 @@ export interface InvocationSpan {
 /** Payload settings, read from the environment once per process. */
 let payloadSettings: { disabled: boolean; maxBytes: number | null } | undefined
 
-function recordPayload(span: Span, name: string, value: unknown, ok: boolean): void {
+/**
+ * Records a payload event. `json` is the value's JSON when the caller has it (the result about to
+ * be sent): then the text is reused unless it may hold a secret.
+ */
+function recordPayload(span: Span, name: string, value: unknown, ok: boolean, json?: string): void {
   payloadSettings ??= { disabled: tracePayloadsDisabled(), maxBytes: resolveMaxBytesFromEnv() }
   if (payloadSettings.disabled || !span.isRecording()) return
-  const { json, truncated } = redactAndTruncate(value, payloadSettings.maxBytes)
-  if (span instanceof HandlerSpan) span.addPayloadEvent(name, json, truncated, ok)
-  else span.addEvent(name, { 'svc.payload.json': json, 'svc.payload.truncated': truncated, 'svc.payload.ok': ok })
+  const payload = json !== undefined ? redactAndTruncateJson(json, value, payloadSettings.maxBytes) : redactAndTruncate(value, payloadSettings.maxBytes)
+  if (span instanceof HandlerSpan) span.addPayloadEvent(name, payload.json, payload.truncated, ok)
+  else span.addEvent(name, { 'svc.payload.json': payload.json, 'svc.payload.truncated': payload.truncated, 'svc.payload.ok': ok })
+}
+
+/** JSON of inbound data (parsed from a frame, so plain JSON values), or undefined when it cannot be written. */
+function dataJson(data: unknown): string | undefined {
+  try {
+    return JSON.stringify(data) ?? 'null'
+  } catch {
+    return undefined
+  }
 }
 
 /**
@@ -51,7 +64,7 @@ export function startInvocationSpan(functionId: string, data: unknown, tracepare
   const bg = typeof baggage === 'string' && baggage !== '' ? baggage : undefined
   const started = startHandlerSpan(`execute ${functionId}`, ['svc.function.id', functionId], tp, bg)
   if (started === undefined) return undefined
-  recordPayload(started.span, 'svc.invocation.input', data, true)
+  recordPayload(started.span, 'svc.invocation.input', data, true, started.span.isRecording() ? dataJson(data) : undefined)
   return { span: started.span, ctx: started.ctx, traceparent: started.traceparent, baggage: bg }
 }
 
@@ -62,15 +75,20 @@ export function runInSpan<T>(s: InvocationSpan | undefined, fn: () => T): T {
 
 /**
  * Ends the span with the outcome and returns the W3C headers to put on the `invocationresult`
- * (protocol.md §10.1).
+ * (protocol.md §10.1). `resultJson` is `JSON.stringify(result)` when the caller already made it.
  */
-export function endInvocationSpan(s: InvocationSpan, result: unknown, error: { code: string; message: string } | undefined): { traceparent?: string; baggage?: string } {
+export function endInvocationSpan(
+  s: InvocationSpan,
+  result: unknown,
+  error: { code: string; message: string } | undefined,
+  resultJson?: string,
+): { traceparent?: string; baggage?: string } {
   if (error !== undefined) {
     markSpanError(s.span, Object.assign(new Error(error.message), { name: error.code }))
     recordPayload(s.span, 'svc.invocation.output', error, false)
   } else {
     setOkUnlessError(s.span)
-    recordPayload(s.span, 'svc.invocation.output', result ?? null, true)
+    recordPayload(s.span, 'svc.invocation.output', result ?? null, true, result === undefined ? 'null' : resultJson)
   }
   s.span.end()
   const out: { traceparent?: string; baggage?: string } = { traceparent: s.traceparent }

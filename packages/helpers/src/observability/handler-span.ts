@@ -41,7 +41,7 @@ import {
 } from '@opentelemetry/api'
 import { W3CBaggagePropagator } from '@opentelemetry/core'
 import { randomFillSync } from 'node:crypto'
-import { isAttributeValue, keyValueJson, msNanos, scopeJson, spanFlags, statusJson } from './otlp-json.ts'
+import { isAttributeValue, keyValueJson, scopeJson, spanFlags, statusJson } from './otlp-json.ts'
 import type { SpanBatch } from './span-batch.ts'
 import { TRACER_NAME } from './trace.ts'
 
@@ -94,9 +94,24 @@ function now(): number {
   return performance.now() + ORIGIN_FRACTION
 }
 
+/** The last whole millisecond written and its decimal digits: most timestamps of a batch share it. */
+let lastMs = -1
+let lastMsDigits = ''
+
+/** Nanoseconds since the Unix epoch as a decimal string, from ms since ORIGIN_MS. */
 function nanos(t: number): string {
   const whole = Math.floor(t)
-  return msNanos(ORIGIN_MS + whole, t - whole)
+  let ns = Math.round((t - whole) * 1e6)
+  let ms = ORIGIN_MS + whole
+  if (ns >= 1e6) {
+    ms += 1
+    ns -= 1e6
+  }
+  if (ms !== lastMs) {
+    lastMs = ms
+    lastMsDigits = String(ms)
+  }
+  return lastMsDigits + (ns >= 100000 ? String(ns) : String(ns).padStart(6, '0'))
 }
 
 function isHrTime(value: unknown): value is HrTime {

@@ -104,10 +104,15 @@ function envNumber(env: Env, name: string): number | undefined {
   return Number.isFinite(n) && n > 0 ? n : undefined
 }
 
+/** Whether telemetry is on (sdk.md §12.1): `enabled`, else env `OTEL_ENABLED` (false/0/no/off is off), else true. Pure. */
+export function otelEnabled(enabled: boolean | undefined, env: Env = process.env): boolean {
+  return enabled ?? envBool(env, 'OTEL_ENABLED') ?? true
+}
+
 /** Applies env and defaults to `config` (sdk.md §12.1). Pure. */
 export function resolveOtelConfig(config: OtelConfig = {}, env: Env = process.env): ResolvedOtelConfig {
   return {
-    enabled: config.enabled ?? envBool(env, 'OTEL_ENABLED') ?? true,
+    enabled: otelEnabled(config.enabled, env),
     engineWsUrl: config.engineWsUrl ?? envString(env, 'SVC_URL') ?? 'ws://127.0.0.1:49134',
     fetchInstrumentationEnabled: config.fetchInstrumentationEnabled ?? true,
     instrumentations: config.instrumentations ?? [],

@@ -203,10 +203,45 @@ export interface RedactedPayload {
  * @throws RangeError when `maxBytes` is negative or not an integer.
  */
 export function redactAndTruncate(value: unknown, maxBytes: number | null): RedactedPayload {
+  checkMaxBytes(maxBytes)
+  return truncateJson(redactedJson(value), maxBytes)
+}
+
+function checkMaxBytes(maxBytes: number | null): void {
   if (maxBytes !== null && (!Number.isInteger(maxBytes) || maxBytes < 0)) {
     throw new RangeError(`maxBytes must be a non-negative integer or null, got ${String(maxBytes)}`)
   }
-  const json = redactedJson(value)
+}
+
+/**
+ * Matches JSON text that may hold a sensitive key (see {@link isSensitiveKey}): one of the key
+ * fragments anywhere (keys or values, any case, Unicode case folding so `K` U+212A counts as `k`),
+ * or a `\u` escape (which could spell a key's letters). No match means no key is sensitive.
+ */
+const MAYBE_SENSITIVE = /api[_-]?key|password|secret|credential|authorization|token|bearer|private_key|\\u/iu
+
+/**
+ * True when JSON text certainly has no sensitive key, so redacting it would not change it. A
+ * `false` only means "maybe": run {@link redactedJson} on the value.
+ * @example noSensitiveKeys('{"user":"ann"}') // true
+ */
+export function noSensitiveKeys(json: string): boolean {
+  return !MAYBE_SENSITIVE.test(json)
+}
+
+/**
+ * {@link redactAndTruncate} for a value whose JSON text is already at hand (a result about to be
+ * sent): `json` itself when it has no sensitive key (no second serialization), else the redacted
+ * serialization of `value`. The payload recorded is then exactly the JSON that was sent, also for
+ * nesting deeper than {@link MAX_REDACT_DEPTH} (no copy is made, so the bound is not needed).
+ * @throws RangeError when `maxBytes` is negative or not an integer.
+ */
+export function redactAndTruncateJson(json: string, value: unknown, maxBytes: number | null): RedactedPayload {
+  checkMaxBytes(maxBytes)
+  return truncateJson(noSensitiveKeys(json) ? json : redactedJson(value), maxBytes)
+}
+
+function truncateJson(json: string, maxBytes: number | null): RedactedPayload {
   if (maxBytes === null || json.length <= maxBytes / 3) return { json, truncated: false }
   const bytes = Buffer.from(json, 'utf8')
   if (bytes.length <= maxBytes) return { json, truncated: false }
