@@ -262,7 +262,7 @@ function sdkTracingRows(sdk: Record<string, any>): string[] {
     '|---|---|---|---|',
     `| sequential p50 | ${off!.p50_us} µs | ${on!.p50_us} µs | ${(on!.p50_us / off!.p50_us).toFixed(2)}× (target ≤ 1.3×) |`,
     ...IN_FLIGHT.map((n) => `| ${n} in flight | ${off!.per_second[n]}/s | ${on!.per_second[n]}/s | ${pct(n)}${n === 64 ? ' (target ≥ 70%)' : ''} |`),
-    `| CPU per call: caller / engine / callee | ${['caller', 'engine', 'callee'].map((k) => off!.cpu_us_per_call[k]).join(' / ')} µs | ${['caller', 'engine', 'callee'].map((k) => on!.cpu_us_per_call[k]).join(' / ')} µs | |`,
+    `| CPU per call at ${process.env.BENCH_RATE ?? 10000} calls/s: caller / engine / callee | ${['caller', 'engine', 'callee'].map((k) => off!.cpu_us_per_call[k]).join(' / ')} µs | ${['caller', 'engine', 'callee'].map((k) => on!.cpu_us_per_call[k]).join(' / ')} µs | |`,
   ]
 }
 

@@ -18,7 +18,10 @@
  * differs: `OTEL_ENABLED=false` vs `true` in caller and callee, so with it on every call records
  * one `execute bench::echo` span in the callee (a new sampled trace: the caller has no span) with
  * its payload events, exported over `/otel` and stored by the engine. A fresh engine per run;
- * modes alternate BENCH_ROUNDS times (default 3), the median of each is compared.
+ * modes alternate BENCH_ROUNDS times (default 3), the median of each is compared. Each run then
+ * measures CPU µs per call of the three processes at one fixed rate (BENCH_RATE, default 10,000
+ * calls/s, the same in both modes; `sdk-rate`): what telemetry costs each process, without the
+ * batching effects that make calls/s swing on a shared 2-core machine.
  * BENCH_ON_ONLY=caller|callee turns telemetry on in one of the two only (to see what each costs).
  * BENCH_CPU_PROF=<dir> runs the three processes of every run with `--cpu-prof` into that directory.
  *
@@ -37,7 +40,9 @@ import { Engine } from '../runtime/engine/engine.ts'
 import { silentLogger } from '../runtime/engine/logger.ts'
 import { LISTENER_DEFAULTS, type BuiltinContext, type BuiltinWorker, type EngineConfig } from '../runtime/engine/types.ts'
 import { createBuiltins } from '../runtime/workers/index.ts'
+import { registerWorker } from 'svc-sdk'
 import { IN_FLIGHT, runMain, sequential, throughput } from './measure.ts'
+import { PAYLOAD } from './payload.ts'
 
 const DURATION_MS = Number(process.env.BENCH_DURATION_MS ?? 3000)
 
@@ -224,15 +229,6 @@ async function cpuMs(p: ChildProcess): Promise<number> {
     return 0
   }
 }
-/** Read and write system calls a child has made so far (/proc/<pid>/io, Linux; 0 elsewhere). */
-async function syscalls(p: ChildProcess): Promise<number> {
-  try {
-    const io = await readFile(`/proc/${p.pid}/io`, 'utf8')
-    return Number(/syscr: (\d+)/.exec(io)?.[1] ?? 0) + Number(/syscw: (\d+)/.exec(io)?.[1] ?? 0)
-  } catch {
-    return 0
-  }
-}
 /** `getconf CLK_TCK` on Linux. */
 const CLOCK_TICKS = 100
 
@@ -261,17 +257,19 @@ async function sdkRun(mode: 'on' | 'off', round: number): Promise<Record<string,
     const callee = startNode(['bench/callee.ts', url], calleeEnv, `callee-${mode}-${round}`)
     try {
       await callee.json('ready')
-      const before = [await cpuMs(engine.child), await cpuMs(callee.child)]
-      const io0 = [await syscalls(engine.child), await syscalls(callee.child)]
       const caller = startNode(['bench/load-ws.ts', 'svc', url], callerEnv, `caller-${mode}-${round}`)
       const result = await caller.json('per_second')
-      const after = [await cpuMs(engine.child), await cpuMs(callee.child)]
-      const io1 = [await syscalls(engine.child), await syscalls(callee.child)]
-      if (process.env.BENCH_SYSCALLS) result.syscalls_per_call = { engine: Math.round(((io1[0]! - io0[0]!) / result.calls) * 100) / 100, callee: Math.round(((io1[1]! - io0[1]!) / result.calls) * 100) / 100 }
       await new Promise((resolve) => (caller.child.exitCode !== null ? resolve(undefined) : caller.child.once('exit', resolve)))
-      // CPU µs per call of each process: the caller's own count, the others' over the same calls.
-      const perCall = (ms: number) => Math.round((ms * 1000 * 10) / result.calls) / 10
-      result.cpu_us_per_call = { caller: perCall(result.cpu_ms), engine: perCall(after[0]! - before[0]!), callee: perCall(after[1]! - before[1]!) }
+      // CPU per call at one fixed rate for both modes: unlike calls/s it does not depend on how
+      // well the three processes batch each other's frames, so it shows what telemetry costs.
+      const paced = startNode([new URL(import.meta.url).pathname, 'sdk-rate', url], callerEnv, `paced-${mode}-${round}`)
+      await paced.json('measuring')
+      const before = [await cpuMs(engine.child), await cpuMs(callee.child)]
+      const done = await paced.json('calls')
+      const after = [await cpuMs(engine.child), await cpuMs(callee.child)]
+      const perCall = (ms: number) => Math.round((ms * 1000 * 10) / done.calls) / 10
+      result.cpu_us_per_call = { caller: perCall(done.cpu_ms), engine: perCall(after[0]! - before[0]!), callee: perCall(after[1]! - before[1]!) }
+      await new Promise((resolve) => (paced.child.exitCode !== null ? resolve(undefined) : paced.child.once('exit', resolve)))
       await stopChild(callee.child)
       const stopped = stopChild(engine.child)
       const { store } = await engine.json('store')
@@ -307,10 +305,59 @@ async function sdkMain(): Promise<Record<string, unknown>> {
   return {
     machine: `${cpus().length} × ${cpus()[0]?.model ?? 'cpu'}, Node ${process.version}`,
     store: process.env.BENCH_STORE ?? 'builtin',
-    runs: runs.map((r) => ({ mode: r.mode, p50_us: r.p50_us, per_second: r.per_second, cpu_us_per_call: r.cpu_us_per_call, syscalls_per_call: r.syscalls_per_call, store: r.store })),
+    runs: runs.map((r) => ({ mode: r.mode, p50_us: r.p50_us, per_second: r.per_second, cpu_us_per_call: r.cpu_us_per_call, store: r.store })),
     median: summary,
     ratios: { p50: ratio((r) => r.p50_us), ...Object.fromEntries(IN_FLIGHT.map((n) => [`throughput_${n}`, ratio((r) => r.per_second[n])])) },
   }
+}
+
+/**
+ * `sdk-rate <engine_url>`: a svc-sdk caller that invokes `bench::echo` at BENCH_RATE calls/s
+ * (default 10,000; at most 256 in flight) for BENCH_RATE_MS (default 3,000 ms) after a 1 s warm-up.
+ * Prints `{measuring}` when the measured window starts and `{calls, cpu_ms}` when it ends
+ * (`cpu_ms`: this process, user + system).
+ */
+async function sdkRate(url: string): Promise<void> {
+  const rate = Number(process.env.BENCH_RATE ?? 10_000)
+  const windowMs = Number(process.env.BENCH_RATE_MS ?? 3000)
+  const client = registerWorker(url, { workerName: 'bench-paced' })
+  for (let i = 0; ; i++) {
+    try {
+      await client.trigger({ function_id: 'bench::echo', payload: PAYLOAD })
+      break
+    } catch (err) {
+      if (i > 200) throw err
+      await new Promise((r) => setTimeout(r, 50))
+    }
+  }
+  let inFlight = 0
+  let completed = 0
+  const pace = async (ms: number): Promise<void> => {
+    const start = performance.now()
+    let issued = 0
+    while (performance.now() - start < ms) {
+      const due = Math.floor(((performance.now() - start) * rate) / 1000)
+      while (issued < due && inFlight < 256) {
+        issued++
+        inFlight++
+        void client.trigger({ function_id: 'bench::echo', payload: PAYLOAD }).then(() => {
+          inFlight--
+          completed++
+        })
+      }
+      await new Promise((r) => setTimeout(r, 1))
+    }
+    while (inFlight > 0) await new Promise((r) => setTimeout(r, 1))
+  }
+  await pace(1000)
+  console.log(JSON.stringify({ measuring: true }))
+  completed = 0
+  const cpu = process.cpuUsage()
+  await pace(windowMs)
+  const used = process.cpuUsage(cpu)
+  console.log(JSON.stringify({ calls: completed, cpu_ms: Math.round((used.user + used.system) / 1000) }))
+  await client.shutdown()
+  process.exit(0)
 }
 
 const mode = process.argv[2]
@@ -318,6 +365,8 @@ if (mode === 'on' || mode === 'off') {
   console.log(JSON.stringify(await measure(mode)))
 } else if (mode === 'sdk-engine') {
   await sdkEngine()
+} else if (mode === 'sdk-rate') {
+  await sdkRate(process.argv[3]!)
 } else {
   runMain(async () => {
     const out: Record<string, unknown> = {}
