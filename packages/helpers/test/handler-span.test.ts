@@ -161,6 +161,15 @@ describe('handler spans', () => {
     assert.equal(attrs(exception.attributes)['exception.type'], 'TypeError')
   })
 
+  it('attribute keys named like Object properties are ordinary keys', async () => {
+    const started = startHandlerSpan('execute a::b', ['svc.function.id', 'a::b'], undefined, 'constructor=c')
+    assert.ok(started !== undefined)
+    started.span.setAttribute('toString', 't')
+    started.span.end()
+    await flushOtel()
+    assert.deepEqual(attrs(rec.spans()[0]!.span.attributes), { 'svc.function.id': 'a::b', constructor: 'c', toString: 't' })
+  })
+
   it('counts spans dropped past the queue bound', async () => {
     const before = otelSocketStats()!.spans
     for (let i = 0; i < MAX_QUEUED_SPANS + 10; i++) startHandlerSpan('execute a::b', undefined)!.span.end()

@@ -577,14 +577,14 @@ export class WorkerClient implements SvcClient {
   }
 
   #answer(transport: Transport, msg: InvokeFunctionMessage, result: unknown, error: ErrorBody | undefined, span?: InvocationSpan): void {
-    // The result is serialized before the span ends, so its payload event can reuse the text.
+    // The result is serialized before the span ends, so its payload event can reuse the text (and
+    // a result that cannot be sent ends the span as the failure the caller gets).
     let json: string | undefined
-    let failure: unknown
     if (error === undefined && result !== undefined) {
       try {
         json = JSON.stringify(result)
       } catch (err) {
-        failure = err
+        error = { code: ErrorCode.InvocationFailed, message: `result is not JSON-serialisable: ${errorMessage(err)}` }
       }
     }
     const trace = span === undefined ? undefined : endInvocationSpan(span, result, error, json)
@@ -593,7 +593,6 @@ export class WorkerClient implements SvcClient {
     if (transport !== this.#transport || !this.#connected || msg.invocation_id === undefined) return
     let text: string
     try {
-      if (failure !== undefined) throw failure
       let head = '{"type":"invocationresult","invocation_id":' + JSON.stringify(msg.invocation_id) + ',"function_id":' + this.#idJson(msg.function_id)
       if (trace?.traceparent !== undefined) head += ',"traceparent":' + JSON.stringify(trace.traceparent)
       if (trace?.baggage !== undefined) head += ',"baggage":' + JSON.stringify(trace.baggage)

@@ -283,7 +283,8 @@ export class HandlerSpan implements Span {
 
   setAttribute(key: string, value: AttributeValue): this {
     if (this.#ended || typeof key !== 'string' || key === '' || !isAttributeValue(value)) return this
-    const attributes = (this.#attributes ??= {})
+    // No prototype: `in` must see only attributes (a baggage key `constructor` is not one of ours).
+    const attributes = (this.#attributes ??= Object.create(null) as Record<string, AttributeValue>)
     if (!(key in attributes) && !this.#hasStartKey(key)) {
       if (this.#attributeCount >= LIMIT) {
         this.#droppedAttributes++
