@@ -11,7 +11,7 @@
  */
 import { currentOtelConfig, registerWorkerGauges } from 'svc-helpers/observability'
 import { getMeter } from 'svc-helpers/observability/internal'
-import { endInvocationSpan, type InvocationSpan, runInSpan, startInvocationSpan, traceFields } from './tracing.ts'
+import { endInvocationSpan, invocationHeaders, type InvocationSpan, runInSpan, startInvocationSpan, traceFields } from './tracing.ts'
 import { randomUUID } from 'node:crypto'
 import { Errors, type SvcError } from 'svc-protocol/errors'
 import type { ConnectOptions, Connector, Transport } from 'svc-protocol/transport'
@@ -587,10 +587,14 @@ export class WorkerClient implements SvcClient {
         error = { code: ErrorCode.InvocationFailed, message: `result is not JSON-serialisable: ${errorMessage(err)}` }
       }
     }
-    const trace = span === undefined ? undefined : endInvocationSpan(span, result, error, json)
-    // A result for a lost connection has nowhere to go: the engine already ended the call with
-    // invocation_stopped and ignores results arriving on other connections.
-    if (transport !== this.#transport || !this.#connected || msg.invocation_id === undefined) return
+    // The answer leaves first; the span ends (payload event, OTLP text) right after.
+    if (transport === this.#transport && this.#connected && msg.invocation_id !== undefined) this.#sendResult(transport, msg, json, error, span)
+    if (span !== undefined) endInvocationSpan(span, result, error, json)
+  }
+
+  /** Writes the `invocationresult` of `msg`: `json` (the result's JSON) or `error`, with the span's W3C headers. */
+  #sendResult(transport: Transport, msg: InvokeFunctionMessage, json: string | undefined, error: ErrorBody | undefined, span: InvocationSpan | undefined): void {
+    const trace = span === undefined ? undefined : invocationHeaders(span)
     let text: string
     try {
       let head = '{"type":"invocationresult","invocation_id":' + JSON.stringify(msg.invocation_id) + ',"function_id":' + this.#idJson(msg.function_id)

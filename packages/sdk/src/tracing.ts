@@ -91,6 +91,14 @@ export function endInvocationSpan(
     recordPayload(s.span, 'svc.invocation.output', result ?? null, true, result === undefined ? 'null' : resultJson)
   }
   s.span.end()
+  return invocationHeaders(s)
+}
+
+/**
+ * The W3C headers of an `invocationresult` (protocol.md §10.1): the span's `traceparent` and the
+ * inbound `baggage`, unchanged. Known from the span's start, so the answer need not wait for its end.
+ */
+export function invocationHeaders(s: InvocationSpan): { traceparent?: string; baggage?: string } {
   const out: { traceparent?: string; baggage?: string } = { traceparent: s.traceparent }
   if (s.baggage !== undefined) out.baggage = s.baggage
   return out
