@@ -50,17 +50,21 @@ export async function throughput(call: () => Promise<unknown>, inFlight: number,
 
 /**
  * Measures `caller` the same way for every row of the invocation table, prints one JSON line
- * `{ mode, p50_us, p99_us, samples, per_second: { 1, 8, 64 } }` (µs, calls/s), closes the caller
- * and ends the process. Sequential latency over BENCH_SAMPLES calls (default 5,000) after 1,000
- * warm-up calls, then each in-flight count for BENCH_DURATION_MS (default 3,000 ms).
+ * `{ mode, p50_us, p99_us, samples, per_second: { 1, 8, 64 }, calls, cpu_ms }` (µs, calls/s; `calls`
+ * made in all, `cpu_ms` the process's CPU time, user + system, while making them), closes the
+ * caller and ends the process. Sequential latency over BENCH_SAMPLES calls (default 5,000) after
+ * 1,000 warm-up calls, then each in-flight count for BENCH_DURATION_MS (default 3,000 ms).
  */
 export async function reportCaller(mode: string, caller: Caller): Promise<never> {
   const durationMs = Number(process.env.BENCH_DURATION_MS ?? 3000)
   const samples = Number(process.env.BENCH_SAMPLES ?? 5000)
+  const cpu = process.cpuUsage()
   const latency = await sequential(caller.call, samples, 1000)
   const rates: Record<string, number> = {}
   for (const inFlight of IN_FLIGHT) rates[inFlight] = await throughput(caller.call, inFlight, durationMs)
-  console.log(JSON.stringify({ mode, ...latency, per_second: rates }))
+  const used = process.cpuUsage(cpu)
+  const calls = 1000 + samples + Object.values(rates).reduce((sum, rate) => sum + Math.round((rate * durationMs) / 1000), 0)
+  console.log(JSON.stringify({ mode, ...latency, per_second: rates, calls, cpu_ms: Math.round((used.user + used.system) / 1000) }))
   await caller.close()
   process.exit(0)
 }

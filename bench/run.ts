@@ -14,7 +14,8 @@
  *   pubsub      one publish to 128 subscribe triggers on 4 worker processes vs. 128 direct calls
  *               (bench/pubsub.ts, its own engine)
  *   tracing     an engine-served function over WebSocket and HTTP with tracing on (sampling 1.0,
- *               builtin store) vs. off, alternated (bench/tracing.ts)
+ *               builtin store) vs. off, alternated; and routed calls between two svc-sdk workers with
+ *               SDK telemetry on vs. off (bench/tracing.ts)
  *   logs        log lines/s through /otel into the builtin store vs. the memory store and store
  *               none (bench/logs.ts, an engine process per store)
  *
@@ -228,7 +229,9 @@ async function main(): Promise<void> {
     '',
     ...pubsubRows(pubsub),
     '',
-    ...tracingRows(tracing),
+    ...tracingRows(tracing.engine),
+    '',
+    ...sdkTracingRows(tracing.sdk),
     '',
     ...logRows(logs),
   ].join('\n')
@@ -266,6 +269,19 @@ function logRows(r: Record<string, any>): string[] {
     `| lines/s | ${none.lines_per_second}/s | ${memory.lines_per_second}/s (${ratio(memory)}) | ${builtin.lines_per_second}/s | ${ratio(builtin)} |`,
     `| engine peak RSS | ${none.rss_peak_mib} MiB | ${memory.rss_peak_mib} MiB | ${builtin.rss_peak_mib} MiB | |`,
     `| rows not written to observability.db (writer behind) | | | ${builtin.not_written} | |`,
+  ]
+}
+
+/** Rows of the SDK part of the tracing benchmark: medians of the alternated runs (bench/tracing.ts). */
+function sdkTracingRows(sdk: Record<string, any>): string[] {
+  const { off, on } = sdk.median as Record<string, Record<string, any>>
+  const pct = (n: number) => `${Math.round((on!.per_second[n] / off!.per_second[n]) * 100)}%`
+  return [
+    `| SDK telemetry (caller → engine → callee, both svc-sdk; on: OTEL_ENABLED=true, engine store ${sdk.store}, sampling 1.0; median of ${sdk.runs.length / 2} alternated) | off | on | on / off |`,
+    '|---|---|---|---|',
+    `| sequential p50 | ${off!.p50_us} µs | ${on!.p50_us} µs | ${(on!.p50_us / off!.p50_us).toFixed(2)}× (target ≤ 1.3×) |`,
+    ...IN_FLIGHT.map((n) => `| ${n} in flight | ${off!.per_second[n]}/s | ${on!.per_second[n]}/s | ${pct(n)}${n === 64 ? ' (target ≥ 70%)' : ''} |`),
+    `| CPU per call at ${process.env.BENCH_RATE ?? 10000} calls/s: caller / engine / callee | ${['caller', 'engine', 'callee'].map((k) => off!.cpu_us_per_call[k]).join(' / ')} µs | ${['caller', 'engine', 'callee'].map((k) => on!.cpu_us_per_call[k]).join(' / ')} µs | |`,
   ]
 }
 

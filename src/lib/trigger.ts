@@ -70,7 +70,7 @@ export function registerCliWorker(url: string, workerName: string, workerDescrip
     workerName,
     workerDescription,
     reconnectionConfig: { maxRetries: 0 },
-    // Telemetry off; honoured once the SDK has its telemetry pipeline.
+    // Telemetry off: a one-shot CLI call opens no /otel socket and records no spans.
     otel: { enabled: false },
     enableMetricsReporting: false,
   }

@@ -9,10 +9,12 @@ import {
   REDACTED_PLACEHOLDER,
   redact,
   redactAndTruncate,
+  redactedJson,
   resolveMaxBytesFromEnv,
   safeStringify,
   TRUNCATION_SUFFIX,
 } from 'svc-helpers/observability'
+import { noSensitiveKeys, redactAndTruncateJson } from 'svc-helpers/observability/internal'
 import { trace } from '@opentelemetry/api'
 
 describe('redact', () => {
@@ -125,5 +127,49 @@ describe('property: redaction and serialization never throw and keep their promi
         assert.equal(injectTraceparent(extractTraceparent(tp)), tp)
       }),
     )
+  })
+})
+
+/** JSON data with keys that are, are almost, or only look like sensitive keys (K is U+212A, ſ U+017F). */
+const jsonWithKeys = fc.letrec((tie) => ({
+  value: fc.oneof(
+    { depthSize: 'small' },
+    fc.string(),
+    fc.integer(),
+    fc.double({ noNaN: true, noDefaultInfinity: true }),
+    fc.boolean(),
+    fc.constant(null),
+    fc.array(tie('value'), { maxLength: 4 }),
+    fc.dictionary(
+      fc.oneof(fc.string(), fc.constantFrom('password', 'API_KEY', 'api_\u212Aey', 'paſſword', 'tokens', 'my-token', 'author', 'note', 'é')),
+      tie('value'),
+      { maxKeys: 4 },
+    ),
+  ),
+})).value
+
+describe('redaction fast paths (the payload events of svc-sdk)', () => {
+  it('redactedJson of JSON data is the JSON of redact(data)', () => {
+    fc.assert(
+      fc.property(jsonWithKeys, (value) => {
+        assert.equal(redactedJson(value), JSON.stringify(redact(value)))
+      }),
+      { numRuns: 500 },
+    )
+  })
+  it('redactAndTruncateJson reuses the text only when nothing in it is sensitive', () => {
+    fc.assert(
+      fc.property(jsonWithKeys, (value) => {
+        const json = JSON.stringify(value)
+        assert.equal(redactAndTruncateJson(json, value, null).json, redactedJson(value))
+        if (noSensitiveKeys(json)) assert.equal(redactedJson(value), json)
+      }),
+      { numRuns: 500 },
+    )
+    // A key spelled with escapes in JSON written elsewhere is still found.
+    assert.equal(redactAndTruncateJson('{"\\u0070assword":"x"}', { password: 'x' }, null).json, '{"password":"[REDACTED]"}')
+    assert.equal(noSensitiveKeys('{"user":"ann","items":[1,2]}'), true)
+    assert.equal(noSensitiveKeys('{"api_\u212Aey":1}'), false)
+    assert.deepEqual(redactAndTruncateJson('{"s":"' + 'x'.repeat(50) + '"}', null, 20), { json: '{"s":"xxxxxxxxxxxxxx' + TRUNCATION_SUFFIX, truncated: true })
   })
 })

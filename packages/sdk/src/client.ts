@@ -11,7 +11,7 @@
  */
 import { currentOtelConfig, registerWorkerGauges } from 'svc-helpers/observability'
 import { getMeter } from 'svc-helpers/observability/internal'
-import { endInvocationSpan, type InvocationSpan, runInSpan, startInvocationSpan, traceFields } from './tracing.ts'
+import { endInvocationSpan, invocationHeaders, type InvocationSpan, runInSpan, startInvocationSpan, traceFields } from './tracing.ts'
 import { randomUUID } from 'node:crypto'
 import { Errors, type SvcError } from 'svc-protocol/errors'
 import type { ConnectOptions, Connector, Transport } from 'svc-protocol/transport'
@@ -556,7 +556,7 @@ export class WorkerClient implements SvcClient {
     }
     // The handler starts now and the transport keeps reading: inbound invocations run concurrently.
     const data = msg.data === undefined ? null : msg.data
-    const span = startInvocationSpan(msg.function_id, data, msg.traceparent, msg.baggage)
+    const span = this.#options.otelEnabled ? startInvocationSpan(msg.function_id, data, msg.traceparent, msg.baggage) : undefined
     const handler = fn.handler
     let value: unknown
     try {
@@ -577,10 +577,24 @@ export class WorkerClient implements SvcClient {
   }
 
   #answer(transport: Transport, msg: InvokeFunctionMessage, result: unknown, error: ErrorBody | undefined, span?: InvocationSpan): void {
-    const trace = span === undefined ? undefined : endInvocationSpan(span, result, error)
-    // A result for a lost connection has nowhere to go: the engine already ended the call with
-    // invocation_stopped and ignores results arriving on other connections.
-    if (transport !== this.#transport || !this.#connected || msg.invocation_id === undefined) return
+    // The result is serialized before the span ends, so its payload event can reuse the text (and
+    // a result that cannot be sent ends the span as the failure the caller gets).
+    let json: string | undefined
+    if (error === undefined && result !== undefined) {
+      try {
+        json = JSON.stringify(result)
+      } catch (err) {
+        error = { code: ErrorCode.InvocationFailed, message: `result is not JSON-serialisable: ${errorMessage(err)}` }
+      }
+    }
+    // The answer leaves first; the span ends (payload event, OTLP text) right after.
+    if (transport === this.#transport && this.#connected && msg.invocation_id !== undefined) this.#sendResult(transport, msg, json, error, span)
+    if (span !== undefined) endInvocationSpan(span, result, error, json)
+  }
+
+  /** Writes the `invocationresult` of `msg`: `json` (the result's JSON) or `error`, with the span's W3C headers. */
+  #sendResult(transport: Transport, msg: InvokeFunctionMessage, json: string | undefined, error: ErrorBody | undefined, span: InvocationSpan | undefined): void {
+    const trace = span === undefined ? undefined : invocationHeaders(span)
     let text: string
     try {
       let head = '{"type":"invocationresult","invocation_id":' + JSON.stringify(msg.invocation_id) + ',"function_id":' + this.#idJson(msg.function_id)
@@ -589,7 +603,6 @@ export class WorkerClient implements SvcClient {
       if (error !== undefined) {
         text = head + ',"error":' + JSON.stringify(error) + '}'
       } else {
-        const json = result === undefined ? undefined : JSON.stringify(result)
         text = json === undefined ? head + '}' : head + ',"result":' + json + '}'
       }
     } catch (err) {

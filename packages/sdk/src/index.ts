@@ -60,6 +60,11 @@ export type {
  * Address: `address`, else env `SVC_URL`, else {@link DEFAULT_ENGINE_URL}. Several clients may
  * live in one process, each with its own connection.
  *
+ * Telemetry is on by default (sdk.md §12.1): the first client starts it (`initOtel` with the
+ * `otel` options, a second socket to `<address>/otel`, handler spans, worker gauges) unless
+ * `otel.enabled` is false or env `OTEL_ENABLED` is false/0/no/off; the last of the clients that
+ * share it stops it in `shutdown()`. Telemetry the application set up itself is left to it.
+ *
  * @throws TypeError when the address is not a `ws:`/`wss:` URL, for a blank `namespace`, or for
  *   header names or values HTTP cannot carry.
  *
@@ -71,7 +76,8 @@ export function registerWorker(address?: string, options?: InitOptions): SvcClie
   const resolvedAddress = resolveAddress(address)
   const resolved = resolveOptions(options)
   const client = new WorkerClient(resolvedAddress, resolved)
-  if (telemetryRequested(options?.otel?.enabled, process.env.OTEL_ENABLED)) {
+  // On by default (sdk.md §12.1): `otel.enabled`, else env OTEL_ENABLED (false/0/no/off disables).
+  if (resolved.otelEnabled) {
     const otel: OtelConfig = { ...options?.otel, engineWsUrl: resolvedAddress }
     if (resolved.headers !== undefined) otel.headers = resolved.headers
     if (initOtel(otel)) otelOwners = 0
@@ -89,16 +95,6 @@ export function registerWorker(address?: string, options?: InitOptions): SvcClie
     }
   }
   return client
-}
-
-/**
- * Whether `registerWorker` turns telemetry on: `otel.enabled`, else env `OTEL_ENABLED`
- * (true/1/yes/on), else off. Off by default until the engine stores `/otel` data and a handler
- * span costs less (docs/decisions.md: with it on, routed calls ran at about a third of the speed).
- */
-function telemetryRequested(option: boolean | undefined, env: string | undefined): boolean {
-  if (option !== undefined) return option
-  return env !== undefined && ['true', '1', 'yes', 'on'].includes(env.trim().toLowerCase())
 }
 
 /**

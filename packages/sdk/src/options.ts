@@ -8,6 +8,7 @@ import { validateHeaderName, validateHeaderValue } from 'node:http'
 import { createRequire } from 'node:module'
 import { arch, hostname, platform, release } from 'node:os'
 import { basename, dirname, join } from 'node:path'
+import { otelEnabled } from 'svc-helpers/observability/internal'
 import type { WorkerAnnounce } from './protocol.ts'
 import type { InitOptions, ReconnectionConfig, TelemetryOptions } from './types.ts'
 
@@ -64,6 +65,12 @@ export interface ResolvedOptions {
   headers?: Record<string, string>
   telemetry: TelemetryOptions
   enableMetricsReporting: boolean
+  /**
+   * Telemetry for this client (sdk.md §12.1): `otel.enabled`, else env `OTEL_ENABLED`
+   * (false/0/no/off disables), else true. When false the client records no handler spans, even
+   * if another client of the process turned telemetry on.
+   */
+  otelEnabled: boolean
 }
 
 function assertNumber(name: string, value: unknown, min: number, max = Number.POSITIVE_INFINITY): void {
@@ -108,6 +115,7 @@ export function resolveOptions(options: InitOptions = {}, env: Env = process.env
     reconnection,
     telemetry: options.telemetry ?? {},
     enableMetricsReporting: options.enableMetricsReporting ?? true,
+    otelEnabled: otelEnabled(options.otel?.enabled, env),
   }
   if (options.workerDescription !== undefined) resolved.workerDescription = options.workerDescription
   if (namespace !== undefined) resolved.namespace = namespace

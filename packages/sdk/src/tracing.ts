@@ -4,10 +4,12 @@
  * span events `svc.invocation.input`/`svc.invocation.output` holding the redacted, capped
  * payloads. Only when telemetry is initialised: otherwise {@link startInvocationSpan} returns
  * undefined and the invocation path does no tracing work at all.
+ *
+ * The span is svc-helpers' light `HandlerSpan` (docs/decisions.md, telemetry cost); spans the
+ * handler starts itself still nest under it through the active context.
  */
-import { type Context, context, type Span, SpanKind, trace } from '@opentelemetry/api'
+import { type Context, context, propagation, type Span, trace } from '@opentelemetry/api'
 import {
-  extractContext,
   injectBaggage,
   injectTraceparent,
   isOtelInitialized,
@@ -17,12 +19,14 @@ import {
   setOkUnlessError,
   tracePayloadsDisabled,
 } from 'svc-helpers/observability'
-import { getTracer } from 'svc-helpers/observability/internal'
+import { HandlerSpan, knownBaggageHeader, redactAndTruncateJson, startHandlerSpan } from 'svc-helpers/observability/internal'
 
 /** A handler's span and the context to run it in. */
 export interface InvocationSpan {
   span: Span
   ctx: Context
+  /** The span's `traceparent`, returned with the result. */
+  traceparent: string
   /** The inbound `baggage`, returned unchanged: the span's context cannot change it. */
   baggage: string | undefined
 }
@@ -30,20 +34,38 @@ export interface InvocationSpan {
 /** Payload settings, read from the environment once per process. */
 let payloadSettings: { disabled: boolean; maxBytes: number | null } | undefined
 
-function recordPayload(span: Span, name: string, value: unknown, ok: boolean): void {
+/**
+ * Records a payload event. `json` is the value's JSON when the caller has it (the result about to
+ * be sent): then the text is reused unless it may hold a secret.
+ */
+function recordPayload(span: Span, name: string, value: unknown, ok: boolean, json?: string): void {
   payloadSettings ??= { disabled: tracePayloadsDisabled(), maxBytes: resolveMaxBytesFromEnv() }
   if (payloadSettings.disabled || !span.isRecording()) return
-  const { json, truncated } = redactAndTruncate(value, payloadSettings.maxBytes)
-  span.addEvent(name, { 'svc.payload.json': json, 'svc.payload.truncated': truncated, 'svc.payload.ok': ok })
+  const payload = json !== undefined ? redactAndTruncateJson(json, value, payloadSettings.maxBytes) : redactAndTruncate(value, payloadSettings.maxBytes)
+  if (span instanceof HandlerSpan) span.addPayloadEvent(name, payload.json, payload.truncated, ok)
+  else span.addEvent(name, { 'svc.payload.json': payload.json, 'svc.payload.truncated': payload.truncated, 'svc.payload.ok': ok })
 }
 
-/** Starts the span of one inbound invocation, or undefined when telemetry is off. */
+/** JSON of inbound data (parsed from a frame, so plain JSON values), or undefined when it cannot be written. */
+function dataJson(data: unknown): string | undefined {
+  try {
+    return JSON.stringify(data) ?? 'null'
+  } catch {
+    return undefined
+  }
+}
+
+/**
+ * Starts the span of one inbound invocation, or undefined when telemetry is off. `traceparent`
+ * and `baggage` are the inbound W3C headers (ignored unless strings).
+ */
 export function startInvocationSpan(functionId: string, data: unknown, traceparent?: string, baggage?: string): InvocationSpan | undefined {
-  if (!isOtelInitialized()) return undefined
-  const parent = extractContext(typeof traceparent === 'string' ? traceparent : undefined, typeof baggage === 'string' ? baggage : undefined)
-  const span = getTracer().startSpan(`execute ${functionId}`, { kind: SpanKind.INTERNAL, attributes: { 'svc.function.id': functionId } }, parent)
-  recordPayload(span, 'svc.invocation.input', data, true)
-  return { span, ctx: trace.setSpan(parent, span), baggage: typeof baggage === 'string' && baggage !== '' ? baggage : undefined }
+  const tp = typeof traceparent === 'string' ? traceparent : undefined
+  const bg = typeof baggage === 'string' && baggage !== '' ? baggage : undefined
+  const started = startHandlerSpan(`execute ${functionId}`, ['svc.function.id', functionId], tp, bg)
+  if (started === undefined) return undefined
+  recordPayload(started.span, 'svc.invocation.input', data, true, started.span.isRecording() ? dataJson(data) : undefined)
+  return { span: started.span, ctx: started.ctx, traceparent: started.traceparent, baggage: bg }
 }
 
 /** Runs `fn` with the span's context active (or plainly without a span). */
@@ -53,20 +75,31 @@ export function runInSpan<T>(s: InvocationSpan | undefined, fn: () => T): T {
 
 /**
  * Ends the span with the outcome and returns the W3C headers to put on the `invocationresult`
- * (protocol.md §10.1).
+ * (protocol.md §10.1). `resultJson` is `JSON.stringify(result)` when the caller already made it.
  */
-export function endInvocationSpan(s: InvocationSpan, result: unknown, error: { code: string; message: string } | undefined): { traceparent?: string; baggage?: string } {
+export function endInvocationSpan(
+  s: InvocationSpan,
+  result: unknown,
+  error: { code: string; message: string } | undefined,
+  resultJson?: string,
+): { traceparent?: string; baggage?: string } {
   if (error !== undefined) {
     markSpanError(s.span, Object.assign(new Error(error.message), { name: error.code }))
     recordPayload(s.span, 'svc.invocation.output', error, false)
   } else {
     setOkUnlessError(s.span)
-    recordPayload(s.span, 'svc.invocation.output', result ?? null, true)
+    recordPayload(s.span, 'svc.invocation.output', result ?? null, true, result === undefined ? 'null' : resultJson)
   }
   s.span.end()
-  const out: { traceparent?: string; baggage?: string } = {}
-  const tp = injectTraceparent(s.ctx)
-  if (tp !== undefined) out.traceparent = tp
+  return invocationHeaders(s)
+}
+
+/**
+ * The W3C headers of an `invocationresult` (protocol.md §10.1): the span's `traceparent` and the
+ * inbound `baggage`, unchanged. Known from the span's start, so the answer need not wait for its end.
+ */
+export function invocationHeaders(s: InvocationSpan): { traceparent?: string; baggage?: string } {
+  const out: { traceparent?: string; baggage?: string } = { traceparent: s.traceparent }
   if (s.baggage !== undefined) out.baggage = s.baggage
   return out
 }
@@ -74,10 +107,18 @@ export function endInvocationSpan(s: InvocationSpan, result: unknown, error: { c
 /** `,"traceparent":…,"baggage":…` for an outgoing frame from the active context ('' outside a span). */
 export function traceFields(): string {
   if (!isOtelInitialized()) return ''
+  const ctx = context.active()
   let text = ''
-  const tp = injectTraceparent()
-  if (tp !== undefined) text += ',"traceparent":' + JSON.stringify(tp)
-  const bg = injectBaggage()
-  if (bg !== undefined) text += ',"baggage":' + JSON.stringify(bg)
+  const span = trace.getSpan(ctx)
+  if (span instanceof HandlerSpan) text = ',"traceparent":"' + span.traceparent + '"'
+  else if (span !== undefined) {
+    const tp = injectTraceparent(ctx)
+    if (tp !== undefined) text = ',"traceparent":' + JSON.stringify(tp)
+  }
+  const baggage = propagation.getBaggage(ctx)
+  if (baggage !== undefined) {
+    const bg = knownBaggageHeader(baggage) ?? injectBaggage(ctx)
+    if (bg !== undefined) text += ',"baggage":' + JSON.stringify(bg)
+  }
   return text
 }

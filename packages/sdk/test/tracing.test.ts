@@ -8,6 +8,8 @@ import { after, before, describe, it } from 'node:test'
 import { WebSocketServer } from 'ws'
 import { flushOtel, initOtel, shutdownOtel } from 'svc-sdk/telemetry'
 import { endInvocationSpan, startInvocationSpan } from '../src/tracing.ts'
+import { makeClient } from './support/client.ts'
+import { EnginePeer, until } from './support/peer.ts'
 
 describe('invocation spans', () => {
   const spans: any[] = []
@@ -54,5 +56,27 @@ describe('invocation spans', () => {
     const bad = spans.find((x) => x.name === 'execute orders::fail')
     assert.equal(bad.status.code, 2)
     assert.equal(bad.status.message, 'none left')
+  })
+
+  it('a result that cannot be sent ends the handler span as the failure the caller gets; the result carries the span context', async (t) => {
+    const peer = await EnginePeer.start()
+    t.after(() => peer.close())
+    const { client } = makeClient(t, peer.url)
+    const conn = await peer.connection(0)
+    await until(() => client.getConnectionState() === 'connected', 'connected')
+    client.registerFunction('bad::result', () => ({ n: 10n }))
+    conn.send({ type: 'invokefunction', invocation_id: 'x', function_id: 'bad::result', data: null, baggage: 'constructor=c' })
+    const answer = await conn.waitFor((f) => f.type === 'invocationresult' && f.invocation_id === 'x')
+    assert.equal(answer.error.code, 'invocation_failed')
+    assert.match(answer.traceparent, /^00-[0-9a-f]{32}-[0-9a-f]{16}-01$/)
+    assert.equal(answer.baggage, 'constructor=c', 'the inbound baggage comes back unchanged')
+    await flushOtel()
+    await until(() => spans.some((x) => x.name === 'execute bad::result'), 'the span')
+    const span = spans.find((x) => x.name === 'execute bad::result')
+    assert.equal(span.spanId, answer.traceparent.split('-')[2])
+    assert.equal(span.status.code, 2)
+    assert.match(span.status.message, /not JSON-serialisable/)
+    const attributes = Object.fromEntries(span.attributes.map((a: any) => [a.key, a.value.stringValue]))
+    assert.equal(attributes['constructor'], 'c', 'a baggage key named like an Object property is copied too')
   })
 })

@@ -26,6 +26,7 @@ export {
   initOtel,
   isOtelInitialized,
   type OtelConfig,
+  type OtelSocketStats,
   otelSocketStats,
   type ReconnectionConfig,
   type ResolvedOtelConfig,

@@ -4,6 +4,9 @@
  * baggage propagators, an AsyncLocalStorage context manager, and a span processor that copies
  * baggage onto span attributes. Environment variables override defaults; explicit fields override both.
  *
+ * Spans are written as OTLP/JSON text when they end and sent in batches ({@link SpanBatch}); the
+ * handler spans of svc-sdk skip the SDK's span classes altogether ({@link startHandlerSpan}).
+ *
  * @example
  * initOtel({ serviceName: 'billing', engineWsUrl: 'ws://127.0.0.1:49134' })
  * // … spans, logs and gauges flow to the engine …
@@ -13,15 +16,18 @@ import { randomUUID } from 'node:crypto'
 import { type Context, context, logs, metrics, type Meter, propagation, trace } from '@opentelemetry/api'
 import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks'
 import { CompositePropagator, ExportResultCode, W3CBaggagePropagator, W3CTraceContextPropagator } from '@opentelemetry/core'
-import { JsonLogsSerializer, JsonMetricsSerializer, JsonTraceSerializer } from '@opentelemetry/otlp-transformer'
+import { JsonLogsSerializer, JsonMetricsSerializer } from '@opentelemetry/otlp-transformer'
 import { resourceFromAttributes } from '@opentelemetry/resources'
 import { BatchLogRecordProcessor, LoggerProvider, type LogRecordExporter, type ReadableLogRecord } from '@opentelemetry/sdk-logs'
 import { MeterProvider, PeriodicExportingMetricReader, type PushMetricExporter, type ResourceMetrics } from '@opentelemetry/sdk-metrics'
-import { BatchSpanProcessor, type ReadableSpan, type Span, type SpanExporter, type SpanProcessor, TracerProvider } from '@opentelemetry/sdk-trace'
+import { type Span, type SpanProcessor, TracerProvider } from '@opentelemetry/sdk-trace'
 import type { Connector } from 'svc-protocol/transport'
 import { connectWebSocket } from 'svc-protocol/transport/ws'
 import { patchGlobalFetch, unpatchGlobalFetch } from './fetch.ts'
+import { pooledIdGenerator, setHandlerSpanSink } from './handler-span.ts'
+import { resourceJson } from './otlp-json.ts'
 import { type FramePrefix, otelUrlOf, type SocketBackoff, TelemetrySocket, type TelemetrySocketStats } from './socket.ts'
+import { BatchingSpanProcessor, SpanBatch, type SpanBatchStats } from './span-batch.ts'
 import { TRACER_NAME } from './trace.ts'
 
 /** Reconnection backoff (sdk.md §2). */
@@ -98,10 +104,15 @@ function envNumber(env: Env, name: string): number | undefined {
   return Number.isFinite(n) && n > 0 ? n : undefined
 }
 
+/** Whether telemetry is on (sdk.md §12.1): `enabled`, else env `OTEL_ENABLED` (false/0/no/off is off), else true. Pure. */
+export function otelEnabled(enabled: boolean | undefined, env: Env = process.env): boolean {
+  return enabled ?? envBool(env, 'OTEL_ENABLED') ?? true
+}
+
 /** Applies env and defaults to `config` (sdk.md §12.1). Pure. */
 export function resolveOtelConfig(config: OtelConfig = {}, env: Env = process.env): ResolvedOtelConfig {
   return {
-    enabled: config.enabled ?? envBool(env, 'OTEL_ENABLED') ?? true,
+    enabled: otelEnabled(config.enabled, env),
     engineWsUrl: config.engineWsUrl ?? envString(env, 'SVC_URL') ?? 'ws://127.0.0.1:49134',
     fetchInstrumentationEnabled: config.fetchInstrumentationEnabled ?? true,
     instrumentations: config.instrumentations ?? [],
@@ -126,19 +137,6 @@ function sendBatch(socket: TelemetrySocket, prefix: FramePrefix, bytes: Uint8Arr
   if (bytes === undefined) return false
   socket.send(prefix, bytes)
   return true
-}
-
-class SocketSpanExporter implements SpanExporter {
-  readonly socket: TelemetrySocket
-  constructor(socket: TelemetrySocket) {
-    this.socket = socket
-  }
-  export(spans: ReadableSpan[], done: (r: { code: ExportResultCode }) => void): void {
-    const ok = sendBatch(this.socket, 'OTLP', JsonTraceSerializer.serializeRequest(spans))
-    done({ code: ok ? ExportResultCode.SUCCESS : ExportResultCode.FAILED })
-  }
-  async shutdown(): Promise<void> {}
-  async forceFlush(): Promise<void> {}
 }
 
 class SocketLogExporter implements LogRecordExporter {
@@ -180,6 +178,7 @@ export class BaggageSpanProcessor implements SpanProcessor {
 interface OtelState {
   config: ResolvedOtelConfig
   socket: TelemetrySocket
+  spans: SpanBatch
   tracerProvider: TracerProvider
   meterProvider: MeterProvider | undefined
   loggerProvider: LoggerProvider
@@ -194,8 +193,14 @@ export function isOtelInitialized(): boolean {
 }
 
 /** Counters of the telemetry socket, or undefined when telemetry is off. */
-export function otelSocketStats(): TelemetrySocketStats | undefined {
-  return state?.socket.stats
+export interface OtelSocketStats extends TelemetrySocketStats {
+  /** Spans sent and spans dropped because the batch was full ({@link SpanBatch}). */
+  spans: SpanBatchStats
+}
+
+/** Counters of the telemetry socket and the span batch, or undefined when telemetry is off. */
+export function otelSocketStats(): OtelSocketStats | undefined {
+  return state === undefined ? undefined : { ...state.socket.stats, spans: state.spans.stats }
 }
 
 /** The resolved configuration in force, or undefined when telemetry is off. */
@@ -219,26 +224,22 @@ export function initOtel(config: OtelConfig = {}): boolean {
     backoff: resolved.reconnectionConfig,
     ...(config.headers !== undefined ? { headers: config.headers } : {}),
   })
-  const resource = resourceFromAttributes({
+  const resourceAttributes = {
     'service.name': resolved.serviceName,
     'service.version': resolved.serviceVersion,
     'service.instance.id': resolved.serviceInstanceId,
     ...(resolved.serviceNamespace !== undefined ? { 'service.namespace': resolved.serviceNamespace } : {}),
-  })
+  }
+  const resource = resourceFromAttributes(resourceAttributes)
+  const spans = new SpanBatch({ resourceJson: resourceJson(resourceAttributes), flushIntervalMs: resolved.spansFlushIntervalMs, send: (json) => socket.send('OTLP', json) })
   const contextManager = new AsyncLocalStorageContextManager().enable()
   context.setGlobalContextManager(contextManager)
   propagation.setGlobalPropagator(new CompositePropagator({ propagators: [new W3CTraceContextPropagator(), new W3CBaggagePropagator()] }))
   const tracerProvider = new TracerProvider({
     resource,
-    spanProcessors: [
-      new BaggageSpanProcessor(),
-      new BatchSpanProcessor({
-        exporter: new SocketSpanExporter(socket),
-        scheduledDelayMillis: resolved.spansFlushIntervalMs,
-        maxQueueSize: 2048, // bounded: spans beyond it are dropped by the processor
-        maxExportBatchSize: 512,
-      }),
-    ],
+    idGenerator: pooledIdGenerator,
+    // Bounded: at most MAX_QUEUED_SPANS wait in the batch, later ones are dropped and counted.
+    spanProcessors: [new BaggageSpanProcessor(), new BatchingSpanProcessor(spans)],
   })
   trace.setGlobalTracerProvider(tracerProvider)
   const loggerProvider = new LoggerProvider({
@@ -268,7 +269,8 @@ export function initOtel(config: OtelConfig = {}): boolean {
     i.enable?.()
   }
   if (resolved.fetchInstrumentationEnabled) patchGlobalFetch()
-  state = { config: resolved, socket, tracerProvider, meterProvider, loggerProvider, contextManager }
+  setHandlerSpanSink(spans)
+  state = { config: resolved, socket, spans, tracerProvider, meterProvider, loggerProvider, contextManager }
   return true
 }
 
@@ -291,6 +293,8 @@ export async function shutdownOtel(): Promise<void> {
     await Promise.allSettled([s.tracerProvider.forceFlush(), s.loggerProvider.forceFlush(), s.meterProvider?.forceFlush()])
     await Promise.allSettled([s.tracerProvider.shutdown(), s.loggerProvider.shutdown(), s.meterProvider?.shutdown()])
   } finally {
+    setHandlerSpanSink(undefined)
+    s.spans.close()
     s.socket.close()
     unpatchGlobalFetch()
     trace.disable()

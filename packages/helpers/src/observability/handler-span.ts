@@ -1,0 +1,472 @@
+/**
+ * Handler spans without the SDK's span machinery (sdk.md §12.3, protocol.md §10.1): each inbound
+ * invocation's `execute <function_id>` span (kind INTERNAL) is a {@link HandlerSpan}, a small
+ * implementation of `@opentelemetry/api`'s `Span` that writes its own OTLP/JSON when it ends and
+ * hands it to the {@link SpanBatch}. It is set as the active span of the handler's context like any
+ * span, so spans the handler starts with any tracer nest under it, and `trace.getActiveSpan()`,
+ * `currentTraceId()`, `recordSpanEvent()`… work on it.
+ *
+ * Why not the SDK's `SpanImpl` (docs/decisions.md, "Handler spans are not SDK spans"): one
+ * handler span there cost about 15 µs of CPU (sampler, processors, attribute copies, a `Baggage`
+ * parse, an OTLP object tree and its JSON), about as much as routing the call itself. Here the parent `traceparent` is parsed with
+ * one regular expression, ids come from a pooled random buffer, the inbound `baggage` header is
+ * parsed once per distinct header (cached), payload events are kept as JSON text, and nothing but
+ * one string survives the span's end.
+ *
+ * Semantics kept from the SDK defaults: parent-based sampling that always samples a root (an
+ * unsampled parent gives a non-recording span that still carries a new span id and propagates the
+ * trace), baggage entries copied onto the span as attributes (after the initial attributes, before
+ * the handler's own), the default span limits (128 attributes, events, links, attributes per event
+ * and per link; extra events replace the oldest), and status rules (UNSET ignored, OK final).
+ */
+import {
+  type Attributes,
+  type AttributeValue,
+  type Baggage,
+  type Context,
+  defaultTextMapGetter,
+  defaultTextMapSetter,
+  type Exception,
+  type HrTime,
+  type Link,
+  propagation,
+  ROOT_CONTEXT,
+  type Span,
+  type SpanContext,
+  SpanKind,
+  type SpanStatus,
+  SpanStatusCode,
+  type TimeInput,
+  trace,
+} from '@opentelemetry/api'
+import { W3CBaggagePropagator } from '@opentelemetry/core'
+import { randomFillSync } from 'node:crypto'
+import { isAttributeValue, keyValueJson, scopeJson, spanFlags, statusJson } from './otlp-json.ts'
+import type { SpanBatch } from './span-batch.ts'
+import { TRACER_NAME } from './trace.ts'
+
+/** The SDK's default span limits (OpenTelemetry specification, "Span Limits"). */
+const LIMIT = 128
+
+/** OTLP/JSON scope of every handler span: svc's tracer ({@link TRACER_NAME}, no version). */
+const SCOPE = scopeJson(TRACER_NAME)
+
+// ---- ids ------------------------------------------------------------------------------------
+
+/** Random bytes for ids, refilled 4 KiB at a time (one `randomFillSync` per 341 spans). */
+const pool = Buffer.allocUnsafe(4096)
+let poolOffset = pool.length
+
+function randomHex(bytes: number): string {
+  for (;;) {
+    if (poolOffset + bytes > pool.length) {
+      randomFillSync(pool)
+      poolOffset = 0
+    }
+    const hex = pool.toString('hex', poolOffset, poolOffset + bytes)
+    poolOffset += bytes
+    // An all-zero id is invalid (W3C trace context); 2^-64 at worst, so one more draw is enough.
+    if (hex !== ZERO_IDS[bytes]) return hex
+  }
+}
+const ZERO_IDS: Record<number, string> = { 8: '0'.repeat(16), 16: '0'.repeat(32) }
+
+/** A random span id: 16 lower-case hex digits, never all zero. */
+export function newSpanId(): string {
+  return randomHex(8)
+}
+
+/** A random trace id: 32 lower-case hex digits, never all zero. */
+export function newTraceId(): string {
+  return randomHex(16)
+}
+
+/** An `IdGenerator` for the SDK's tracer provider that draws from the same pool. */
+export const pooledIdGenerator = { generateTraceId: newTraceId, generateSpanId: newSpanId }
+
+// ---- time -----------------------------------------------------------------------------------
+
+// Times are ms since ORIGIN_MS (a whole millisecond), so a double keeps sub-microsecond precision.
+const ORIGIN_MS = Math.floor(performance.timeOrigin)
+const ORIGIN_FRACTION = performance.timeOrigin - ORIGIN_MS
+
+function now(): number {
+  return performance.now() + ORIGIN_FRACTION
+}
+
+/** The last whole millisecond written and its decimal digits: most timestamps of a batch share it. */
+let lastMs = -1
+let lastMsDigits = ''
+
+/** Nanoseconds since the Unix epoch as a decimal string, from ms since ORIGIN_MS. */
+function nanos(t: number): string {
+  const whole = Math.floor(t)
+  let ns = Math.round((t - whole) * 1e6)
+  let ms = ORIGIN_MS + whole
+  if (ns >= 1e6) {
+    ms += 1
+    ns -= 1e6
+  }
+  if (ms !== lastMs) {
+    lastMs = ms
+    lastMsDigits = String(ms)
+  }
+  return lastMsDigits + (ns >= 100000 ? String(ns) : String(ns).padStart(6, '0'))
+}
+
+function isHrTime(value: unknown): value is HrTime {
+  return Array.isArray(value) && value.length === 2 && typeof value[0] === 'number' && typeof value[1] === 'number'
+}
+
+function isTimeInput(value: unknown): value is TimeInput {
+  return typeof value === 'number' || value instanceof Date || isHrTime(value)
+}
+
+/** A `TimeInput` as ms since ORIGIN_MS; numbers not above `performance.now()` count from the time origin, as in the SDK. */
+function timeOf(input: TimeInput | undefined): number {
+  if (input === undefined) return now()
+  if (typeof input === 'number') return input <= performance.now() ? input + ORIGIN_FRACTION : input - ORIGIN_MS
+  if (input instanceof Date) return input.getTime() - ORIGIN_MS
+  return input[0] * 1000 - ORIGIN_MS + input[1] / 1e6
+}
+
+// ---- inbound trace context ------------------------------------------------------------------
+
+/** W3C `traceparent` (trace-context §3.2): version (not ff), trace id, parent id, flags; version 00 has nothing after. */
+const TRACEPARENT = /^[ \t]*([0-9a-f]{2})-([0-9a-f]{32})-([0-9a-f]{16})-([0-9a-f]{2})(-[^]*)?[ \t]*$/
+
+/** The remote parent of a `traceparent` header, or undefined when absent or invalid. */
+export function parseTraceparent(header: string | undefined): SpanContext | undefined {
+  if (header === undefined) return undefined
+  const m = TRACEPARENT.exec(header)
+  if (m === null) return undefined
+  const [, version, traceId, spanId, flags, rest] = m as unknown as [string, string, string, string, string, string | undefined]
+  if (version === 'ff' || (version === '00' && rest !== undefined)) return undefined
+  if (traceId === ZERO_IDS[16] || spanId === ZERO_IDS[8]) return undefined
+  return { traceId, spanId, traceFlags: parseInt(flags, 16), isRemote: true }
+}
+
+/** What one distinct inbound `baggage` header gives: parsed once, kept in {@link baggageCache}. */
+interface ParsedBaggage {
+  baggage: Baggage | undefined
+  /** The header as the W3C propagator writes it (undefined for no entries), for outgoing calls. */
+  header: string | undefined
+  /** Entries as OTLP/JSON `KeyValue`s, in header order, with their keys. */
+  attributes: Array<[string, string]>
+}
+
+const baggagePropagator = new W3CBaggagePropagator()
+/** Inbound headers are few (the engine sets `svc.function.id` per target); bounded against floods. */
+const baggageCache = new Map<string, ParsedBaggage>()
+/** The normalized header of each cached `Baggage` object, so outgoing calls need not re-encode it. */
+const baggageHeaders = new WeakMap<Baggage, string>()
+
+function parseBaggage(header: string): ParsedBaggage {
+  let parsed = baggageCache.get(header)
+  if (parsed !== undefined) return parsed
+  const baggage = propagation.getBaggage(baggagePropagator.extract(ROOT_CONTEXT, { baggage: header }, defaultTextMapGetter))
+  const attributes: Array<[string, string]> = []
+  let normalized: string | undefined
+  if (baggage !== undefined) {
+    for (const [key, entry] of baggage.getAllEntries()) attributes.push([key, keyValueJson(key, entry.value)])
+    const carrier: Record<string, string> = {}
+    baggagePropagator.inject(propagation.setBaggage(ROOT_CONTEXT, baggage), carrier, defaultTextMapSetter)
+    normalized = carrier['baggage']
+    if (normalized !== undefined) baggageHeaders.set(baggage, normalized)
+  }
+  parsed = { baggage, header: normalized, attributes }
+  if (baggageCache.size >= 256) baggageCache.clear()
+  baggageCache.set(header, parsed)
+  return parsed
+}
+
+/**
+ * The W3C `baggage` header of a `Baggage` that came from an inbound header unchanged (cached when
+ * it was parsed), else undefined: the caller encodes it with the propagator.
+ */
+export function knownBaggageHeader(baggage: Baggage): string | undefined {
+  return baggageHeaders.get(baggage)
+}
+
+// ---- the span -------------------------------------------------------------------------------
+
+/** Where ended handler spans go; set by `initOtel`, cleared by `shutdownOtel`. */
+let sink: SpanBatch | undefined
+
+/** Connects handler spans to the exporter (`initOtel`) or disconnects them (`undefined`). @internal */
+export function setHandlerSpanSink(batch: SpanBatch | undefined): void {
+  sink = batch
+}
+
+function cleanEventAttributes(attributes: Attributes | undefined): { json: string; dropped: number } {
+  if (attributes === undefined) return { json: '', dropped: 0 }
+  let json = ''
+  let count = 0
+  let dropped = 0
+  for (const key in attributes) {
+    if (!Object.prototype.hasOwnProperty.call(attributes, key) || key === '') continue
+    const value = attributes[key]
+    if (!isAttributeValue(value)) continue
+    if (count >= LIMIT) {
+      dropped++
+      continue
+    }
+    const kv = keyValueJson(key, value)
+    if (kv === '') continue
+    json += count === 0 ? kv : ',' + kv
+    count++
+  }
+  return { json, dropped }
+}
+
+/**
+ * A recording span of one handler invocation, exported as OTLP/JSON when it ends. Implements the
+ * whole `Span` interface of `@opentelemetry/api`; `status` is readable like the SDK span's.
+ */
+export class HandlerSpan implements Span {
+  readonly traceId: string
+  readonly spanId: string
+  /** Parent span id (16 hex), undefined for a root span. */
+  readonly parentSpanId: string | undefined
+  /** `00-<trace id>-<span id>-01`: this span as the parent of outgoing calls (protocol.md §10.1). */
+  readonly traceparent: string
+  readonly #parentIsRemote: boolean
+  #name: string
+  readonly #kind: SpanKind
+  readonly #start: number
+  /** The initial attribute (`svc.function.id`) as a key and OTLP/JSON `KeyValue`. */
+  readonly #initialKey: string | undefined
+  readonly #initialJson: string
+  readonly #baggage: ParsedBaggage | undefined
+  #attributes: Record<string, AttributeValue> | undefined
+  #attributeCount = 0
+  #droppedAttributes = 0
+  #events: string[] | undefined
+  #droppedEvents = 0
+  #links: string[] | undefined
+  #droppedLinks = 0
+  #status: SpanStatus = { code: SpanStatusCode.UNSET }
+  #ended = false
+  #context: SpanContext | undefined
+
+  /** Use {@link startHandlerSpan}. */
+  constructor(name: string, kind: SpanKind, parent: SpanContext | undefined, initial: [string, string] | undefined, baggage: ParsedBaggage | undefined) {
+    this.#start = now()
+    this.#name = name
+    this.#kind = kind
+    this.traceId = parent?.traceId ?? newTraceId()
+    this.spanId = newSpanId()
+    this.parentSpanId = parent?.spanId
+    this.#parentIsRemote = parent?.isRemote === true
+    this.traceparent = '00-' + this.traceId + '-' + this.spanId + '-01'
+    this.#initialKey = initial?.[0]
+    this.#initialJson = initial === undefined ? '' : keyValueJson(initial[0], initial[1])
+    this.#baggage = baggage
+    let count = baggage?.attributes.length ?? 0
+    if (initial !== undefined && !baggage?.attributes.some(([k]) => k === initial[0])) count++
+    this.#attributeCount = Math.min(count, LIMIT)
+    this.#droppedAttributes = Math.max(0, count - LIMIT)
+  }
+
+  spanContext(): SpanContext {
+    return (this.#context ??= { traceId: this.traceId, spanId: this.spanId, traceFlags: 1, isRemote: false })
+  }
+
+  /** The status set so far (read by `setOkUnlessError`). */
+  get status(): SpanStatus {
+    return this.#status
+  }
+
+  get name(): string {
+    return this.#name
+  }
+
+  setAttribute(key: string, value: AttributeValue): this {
+    if (this.#ended || typeof key !== 'string' || key === '' || !isAttributeValue(value)) return this
+    // No prototype: `in` must see only attributes (a baggage key `constructor` is not one of ours).
+    const attributes = (this.#attributes ??= Object.create(null) as Record<string, AttributeValue>)
+    if (!(key in attributes) && !this.#hasStartKey(key)) {
+      if (this.#attributeCount >= LIMIT) {
+        this.#droppedAttributes++
+        return this
+      }
+      this.#attributeCount++
+    }
+    attributes[key] = Array.isArray(value) ? value.slice() : value
+    return this
+  }
+
+  setAttributes(attributes: Attributes): this {
+    for (const key in attributes) if (Object.prototype.hasOwnProperty.call(attributes, key)) this.setAttribute(key, attributes[key]!)
+    return this
+  }
+
+  addEvent(name: string, attributesOrStartTime?: Attributes | TimeInput, startTime?: TimeInput): this {
+    if (this.#ended) return this
+    let attributes: Attributes | undefined
+    if (isTimeInput(attributesOrStartTime)) {
+      if (!isTimeInput(startTime)) startTime = attributesOrStartTime
+    } else attributes = attributesOrStartTime
+    const { json, dropped } = cleanEventAttributes(attributes)
+    let text = '{"name":' + JSON.stringify(String(name)) + ',"timeUnixNano":"' + nanos(timeOf(startTime)) + '"'
+    if (json !== '') text += ',"attributes":[' + json + ']'
+    if (dropped > 0) text += ',"droppedAttributesCount":' + dropped
+    this.#pushEvent(text + '}')
+    return this
+  }
+
+  /**
+   * Adds a payload event (`svc.invocation.input`/`svc.invocation.output`, protocol.md §10.1) whose
+   * attributes are `svc.payload.json` = `json`, `svc.payload.truncated`, `svc.payload.ok`. The same
+   * event as `addEvent` would record, without building an attribute object.
+   */
+  addPayloadEvent(name: string, json: string, truncated: boolean, ok: boolean): void {
+    if (this.#ended) return
+    this.#pushEvent(
+      '{"name":"' + name + '","timeUnixNano":"' + nanos(now()) + '","attributes":[{"key":"svc.payload.json","value":{"stringValue":' + JSON.stringify(json) +
+        '}},{"key":"svc.payload.truncated","value":{"boolValue":' + truncated + '}},{"key":"svc.payload.ok","value":{"boolValue":' + ok + '}}]}',
+    )
+  }
+
+  addLink(link: Link): this {
+    if (this.#ended) return this
+    const ctx = link.context
+    const { json, dropped } = cleanEventAttributes(link.attributes)
+    let text = '{"traceId":"' + ctx.traceId + '","spanId":"' + ctx.spanId + '"'
+    const state = ctx.traceState?.serialize()
+    if (state) text += ',"traceState":' + JSON.stringify(state)
+    if (json !== '') text += ',"attributes":[' + json + ']'
+    if (dropped > 0) text += ',"droppedAttributesCount":' + dropped
+    text += ',"flags":' + spanFlags(ctx.traceFlags, ctx.isRemote) + '}'
+    const links = (this.#links ??= [])
+    if (links.length >= LIMIT) {
+      links.shift()
+      this.#droppedLinks++
+    }
+    links.push(text)
+    return this
+  }
+
+  addLinks(links: Link[]): this {
+    for (const link of links) this.addLink(link)
+    return this
+  }
+
+  setStatus(status: SpanStatus): this {
+    if (this.#ended || status.code === SpanStatusCode.UNSET || this.#status.code === SpanStatusCode.OK) return this
+    this.#status = status.code === SpanStatusCode.ERROR && typeof status.message === 'string' ? { code: status.code, message: status.message } : { code: status.code }
+    return this
+  }
+
+  updateName(name: string): this {
+    if (!this.#ended) this.#name = name
+    return this
+  }
+
+  isRecording(): boolean {
+    return !this.#ended
+  }
+
+  recordException(exception: Exception, time?: TimeInput): void {
+    const attributes: Attributes = {}
+    if (typeof exception === 'string') attributes['exception.message'] = exception
+    else if (exception) {
+      if (exception.code) attributes['exception.type'] = exception.code.toString()
+      else if (exception.name) attributes['exception.type'] = exception.name
+      if (exception.message) attributes['exception.message'] = exception.message
+      if (exception.stack) attributes['exception.stacktrace'] = exception.stack
+    }
+    if (attributes['exception.type'] || attributes['exception.message']) this.addEvent('exception', attributes, time)
+  }
+
+  /** Ends the span and queues its OTLP/JSON for export. A second call does nothing. */
+  end(endTime?: TimeInput): void {
+    if (this.#ended) return
+    this.#ended = true
+    const end = Math.max(this.#start, timeOf(endTime))
+    sink?.add(SCOPE, this.#json(end))
+  }
+
+  #hasStartKey(key: string): boolean {
+    return key === this.#initialKey || (this.#baggage !== undefined && this.#baggage.attributes.some(([k]) => k === key))
+  }
+
+  #pushEvent(text: string): void {
+    const events = (this.#events ??= [])
+    if (events.length >= LIMIT) {
+      events.shift()
+      this.#droppedEvents++
+    }
+    events.push(text)
+  }
+
+  /** The OTLP/JSON `Span`. Attribute order: the initial one, baggage entries, then the handler's own (each later one wins). */
+  #json(end: number): string {
+    let text = '{"traceId":"' + this.traceId + '","spanId":"' + this.spanId + '"'
+    if (this.parentSpanId !== undefined) text += ',"parentSpanId":"' + this.parentSpanId + '"'
+    text += ',"name":' + JSON.stringify(this.#name) + ',"kind":' + (this.#kind + 1)
+    text += ',"startTimeUnixNano":"' + nanos(this.#start) + '","endTimeUnixNano":"' + nanos(end) + '","attributes":['
+    const own = this.#attributes
+    const bag = this.#baggage?.attributes
+    let n = 0
+    const initialKey = this.#initialKey
+    if (initialKey !== undefined && (own === undefined || !(initialKey in own)) && (bag === undefined || !bag.some(([k]) => k === initialKey))) {
+      text += this.#initialJson
+      n++
+    }
+    if (bag !== undefined) {
+      for (const [key, kv] of bag) {
+        if (n >= LIMIT) break
+        if (own !== undefined && key in own) continue
+        text += n++ === 0 ? kv : ',' + kv
+      }
+    }
+    if (own !== undefined) {
+      for (const key in own) {
+        const kv = keyValueJson(key, own[key])
+        if (kv !== '') text += n++ === 0 ? kv : ',' + kv
+      }
+    }
+    text += ']'
+    if (this.#droppedAttributes > 0) text += ',"droppedAttributesCount":' + this.#droppedAttributes
+    if (this.#events !== undefined) text += ',"events":[' + this.#events.join(',') + ']'
+    if (this.#droppedEvents > 0) text += ',"droppedEventsCount":' + this.#droppedEvents
+    if (this.#links !== undefined) text += ',"links":[' + this.#links.join(',') + ']'
+    if (this.#droppedLinks > 0) text += ',"droppedLinksCount":' + this.#droppedLinks
+    text += ',' + statusJson(this.#status.code, this.#status.message)
+    return text + ',"flags":' + spanFlags(1, this.#parentIsRemote) + '}'
+  }
+}
+
+/** A started handler span and the context to run the handler in. */
+export interface StartedHandlerSpan {
+  /** A {@link HandlerSpan}, or the API's non-recording span when the parent is not sampled. */
+  span: Span
+  /** Root context + the span + the inbound baggage. */
+  ctx: Context
+  /** The `traceparent` to return with the result: this span's context (protocol.md §10.1). */
+  traceparent: string
+}
+
+/**
+ * Starts the span of one inbound invocation, parented on the inbound W3C `traceparent` (ignored
+ * when invalid) with the entries of the inbound W3C `baggage` in its context and on its attributes.
+ * `attribute` is its initial attribute (`['svc.function.id', id]`). Returns undefined when telemetry
+ * is not initialised (no exporter): the caller runs the handler without a span.
+ */
+export function startHandlerSpan(name: string, attribute: [string, string] | undefined, traceparent?: string, baggage?: string): StartedHandlerSpan | undefined {
+  if (sink === undefined) return undefined
+  const parent = parseTraceparent(traceparent)
+  const parsed = baggage === undefined || baggage === '' ? undefined : parseBaggage(baggage)
+  let ctx: Context = ROOT_CONTEXT
+  if (parsed?.baggage !== undefined) ctx = propagation.setBaggage(ctx, parsed.baggage)
+  if (parent !== undefined && (parent.traceFlags & 1) === 0) {
+    // Parent-based sampling: an unsampled parent gives a span that records nothing but passes the trace on.
+    const spanId = newSpanId()
+    const span = trace.wrapSpanContext({ traceId: parent.traceId, spanId, traceFlags: parent.traceFlags & ~1 & 0xff })
+    const flags = (parent.traceFlags & ~1 & 0xff).toString(16).padStart(2, '0')
+    return { span, ctx: trace.setSpan(ctx, span), traceparent: '00-' + parent.traceId + '-' + spanId + '-' + flags }
+  }
+  const span = new HandlerSpan(name, SpanKind.INTERNAL, parent, attribute, parsed)
+  return { span, ctx: trace.setSpan(ctx, span), traceparent: span.traceparent }
+}

@@ -1,0 +1,268 @@
+/**
+ * Handler spans and the OTLP/JSON span writer (sdk.md §12.3, protocol.md §10.1–§10.2): the light
+ * `HandlerSpan` behind svc-sdk's `execute <function_id>` spans, and SDK spans written by
+ * `readableSpanJson` — checked against the frames a fake `/otel` transport receives and against
+ * `@opentelemetry/otlp-transformer`'s serializer.
+ */
+import assert from 'node:assert/strict'
+import { after, before, beforeEach, describe, it } from 'node:test'
+import { context, propagation, ROOT_CONTEXT, SpanKind, SpanStatusCode, trace } from '@opentelemetry/api'
+import { JsonTraceSerializer } from '@opentelemetry/otlp-transformer'
+import { resourceFromAttributes } from '@opentelemetry/resources'
+import { InMemorySpanExporter, SimpleSpanProcessor, TracerProvider } from '@opentelemetry/sdk-trace'
+import type { Transport, TransportHandlers } from 'svc-protocol/transport'
+import { currentSpanId, currentTraceId, flushOtel, getBaggageEntry, initOtel, otelSocketStats, shutdownOtel, withSpan } from 'svc-helpers/observability'
+import { HandlerSpan, knownBaggageHeader, startHandlerSpan } from 'svc-helpers/observability/internal'
+import { parseTraceparent } from '../src/observability/handler-span.ts'
+import { msNanos, readableSpanJson } from '../src/observability/otlp-json.ts'
+import { MAX_BATCH_SPANS, MAX_QUEUED_SPANS, SpanBatch } from '../src/observability/span-batch.ts'
+
+type OtlpSpan = Record<string, any>
+
+/** A transport that is open at once and keeps the decoded OTLP frames. */
+function recorder(): { connector: () => Transport; spans: () => Array<{ scope: string; span: OtlpSpan }>; frames: Array<Record<string, any>> } {
+  const frames: Array<Record<string, any>> = []
+  const connector = (): Transport => ({
+    send: () => {},
+    sendBinary: (data) => {
+      const text = Buffer.from(data).toString('utf8')
+      if (text.startsWith('OTLP')) frames.push(JSON.parse(text.slice(4)) as Record<string, any>)
+    },
+    bufferedAmount: 0,
+    isOpen: true,
+    close: () => {},
+    terminate: () => {},
+    ping: () => {},
+    setHandlers: (h: TransportHandlers) => queueMicrotask(() => h.open?.()),
+  })
+  const spans = () =>
+    frames.flatMap((f) => f.resourceSpans.flatMap((r: any) => r.scopeSpans.flatMap((s: any) => s.spans.map((span: OtlpSpan) => ({ scope: s.scope.name as string, span })))))
+  return { connector, spans, frames }
+}
+
+const attrs = (list: Array<{ key: string; value: Record<string, unknown> }> | undefined): Record<string, unknown> =>
+  Object.fromEntries((list ?? []).map((kv) => [kv.key, Object.values(kv.value)[0]]))
+
+const PARENT = '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01'
+
+describe('handler spans', () => {
+  const rec = recorder()
+  before(async () => {
+    assert.equal(initOtel({ engineWsUrl: 'ws://127.0.0.1:1', connector: rec.connector, metricsEnabled: false, fetchInstrumentationEnabled: false, serviceName: 'hs-test' }), true)
+    await new Promise((r) => setImmediate(r))
+  })
+  after(async () => {
+    await shutdownOtel()
+  })
+  beforeEach(() => {
+    rec.frames.length = 0
+  })
+
+  it('writes the OTLP/JSON span: parent, ids, times, attributes from baggage, events, status, flags', async () => {
+    const before = Date.now()
+    const started = startHandlerSpan('execute orders::create', ['svc.function.id', 'orders::create'], PARENT, 'svc.function.id=orders%3A%3Acreate,tenant=acme')
+    assert.ok(started !== undefined && started.span instanceof HandlerSpan)
+    const span = started.span
+    assert.match(started.traceparent, /^00-0af7651916cd43dd8448eb211c80319c-[0-9a-f]{16}-01$/)
+    context.with(started.ctx, () => {
+      assert.equal(trace.getActiveSpan(), span)
+      assert.equal(currentTraceId(), '0af7651916cd43dd8448eb211c80319c')
+      assert.equal(currentSpanId(), span.spanId)
+      assert.equal(getBaggageEntry('tenant'), 'acme')
+      const bag = propagation.getBaggage(context.active())
+      assert.ok(bag !== undefined)
+      assert.equal(knownBaggageHeader(bag), 'svc.function.id=orders%3A%3Acreate,tenant=acme')
+    })
+    span.setAttribute('tenant', 'override')
+    span.setAttributes({ 'order.items': 3, ratio: 0.5, flags: [true, false], bad: { nested: 1 } as never })
+    span.addPayloadEvent('svc.invocation.input', '{"a":"\\"q\\""}', false, true)
+    span.addEvent('checkpoint', { step: 'x' })
+    span.setStatus({ code: SpanStatusCode.OK })
+    span.setStatus({ code: SpanStatusCode.ERROR, message: 'ignored: OK is final' })
+    span.end()
+    span.end()
+    await flushOtel()
+    const found = rec.spans()
+    assert.equal(found.length, 1, 'one span, ended once')
+    const { scope, span: s } = found[0]!
+    assert.equal(scope, 'svc-node')
+    assert.equal(s.traceId, '0af7651916cd43dd8448eb211c80319c')
+    assert.equal(s.spanId, span.spanId)
+    assert.equal(s.parentSpanId, 'b7ad6b7169203331')
+    assert.equal(s.name, 'execute orders::create')
+    assert.equal(s.kind, 1, 'INTERNAL')
+    assert.equal(s.flags, 0x301, 'sampled, remote parent')
+    assert.match(s.startTimeUnixNano, /^\d{19}$/)
+    assert.ok(BigInt(s.endTimeUnixNano) >= BigInt(s.startTimeUnixNano))
+    const startMs = Number(BigInt(s.startTimeUnixNano) / 1_000_000n)
+    assert.ok(startMs >= before - 50 && startMs <= Date.now() + 50, 'wall-clock start time')
+    assert.deepEqual(attrs(s.attributes), { 'svc.function.id': 'orders::create', tenant: 'override', 'order.items': 3, ratio: 0.5, flags: { values: [{ boolValue: true }, { boolValue: false }] } })
+    assert.deepEqual(
+      s.events.map((e: any) => [e.name, attrs(e.attributes)]),
+      [
+        ['svc.invocation.input', { 'svc.payload.json': '{"a":"\\"q\\""}', 'svc.payload.truncated': false, 'svc.payload.ok': true }],
+        ['checkpoint', { step: 'x' }],
+      ],
+    )
+    assert.deepEqual(s.status, { code: 1 })
+    const resource = attrs(rec.frames[0]!.resourceSpans[0].resource.attributes)
+    assert.equal(resource['service.name'], 'hs-test')
+  })
+
+  it('spans the handler starts with any tracer nest under it and are exported with their scope', async () => {
+    const started = startHandlerSpan('execute a::b', ['svc.function.id', 'a::b'])
+    assert.ok(started !== undefined)
+    await context.with(started.ctx, async () => {
+      const child = trace.getTracer('user-lib', '1.2.0').startSpan('child work', { kind: SpanKind.CLIENT })
+      child.end()
+      await withSpan('helper span', {}, async () => {})
+    })
+    started.span.end()
+    await flushOtel()
+    const all = rec.spans()
+    const handler = all.find((x) => x.span.name === 'execute a::b')!.span
+    assert.equal(handler.parentSpanId, undefined, 'a root span without inbound traceparent')
+    assert.equal(handler.flags, 0x101)
+    const child = all.find((x) => x.span.name === 'child work')!
+    assert.equal(child.scope, 'user-lib')
+    assert.equal(child.span.traceId, handler.traceId)
+    assert.equal(child.span.parentSpanId, handler.spanId)
+    assert.equal(child.span.kind, 3, 'CLIENT')
+    const helper = all.find((x) => x.span.name === 'helper span')!
+    assert.equal(helper.span.parentSpanId, handler.spanId)
+  })
+
+  it('an unsampled parent gives a non-recording span that passes the trace on; nothing is exported', async () => {
+    const started = startHandlerSpan('execute a::b', ['svc.function.id', 'a::b'], '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-00')
+    assert.ok(started !== undefined)
+    assert.equal(started.span.isRecording(), false)
+    assert.match(started.traceparent, /^00-0af7651916cd43dd8448eb211c80319c-(?!b7ad6b7169203331)[0-9a-f]{16}-00$/)
+    started.span.end()
+    await flushOtel()
+    assert.equal(rec.spans().length, 0)
+  })
+
+  it('applies the default limits: 128 attributes (the initial one and baggage count), 128 events', async () => {
+    const started = startHandlerSpan('execute a::b', ['svc.function.id', 'a::b'], undefined, 'k1=v1,k2=v2')
+    assert.ok(started !== undefined)
+    const span = started.span
+    for (let i = 0; i < 130; i++) span.setAttribute(`a${i}`, i)
+    for (let i = 0; i < 130; i++) span.addEvent(`e${i}`)
+    span.recordException(new TypeError('boom'))
+    span.end()
+    await flushOtel()
+    const s = rec.spans()[0]!.span
+    assert.equal(s.attributes.length, 128)
+    assert.equal(s.droppedAttributesCount, 5)
+    assert.equal(s.events.length, 128)
+    assert.equal(s.droppedEventsCount, 3, 'the oldest events make room')
+    const exception = s.events.at(-1)
+    assert.equal(exception.name, 'exception')
+    assert.equal(attrs(exception.attributes)['exception.type'], 'TypeError')
+  })
+
+  it('attribute keys named like Object properties are ordinary keys', async () => {
+    const started = startHandlerSpan('execute a::b', ['svc.function.id', 'a::b'], undefined, 'constructor=c')
+    assert.ok(started !== undefined)
+    started.span.setAttribute('toString', 't')
+    started.span.end()
+    await flushOtel()
+    assert.deepEqual(attrs(rec.spans()[0]!.span.attributes), { 'svc.function.id': 'a::b', constructor: 'c', toString: 't' })
+  })
+
+  it('counts spans dropped past the queue bound', async () => {
+    const before = otelSocketStats()!.spans
+    for (let i = 0; i < MAX_QUEUED_SPANS + 10; i++) startHandlerSpan('execute a::b', undefined)!.span.end()
+    const after = otelSocketStats()!.spans
+    await flushOtel()
+    assert.ok(after.dropped - before.dropped >= 10, `dropped ${after.dropped - before.dropped}`)
+    assert.ok(rec.frames.every((f) => f.resourceSpans[0].scopeSpans.reduce((n: number, s: any) => n + s.spans.length, 0) <= MAX_BATCH_SPANS), 'frames hold at most MAX_BATCH_SPANS spans')
+  })
+})
+
+describe('without telemetry', () => {
+  it('startHandlerSpan returns undefined', () => {
+    assert.equal(startHandlerSpan('execute a::b', undefined), undefined)
+  })
+})
+
+describe('parseTraceparent', () => {
+  it('accepts W3C version 00 and later versions, refuses malformed headers', () => {
+    assert.deepEqual(parseTraceparent(PARENT), { traceId: '0af7651916cd43dd8448eb211c80319c', spanId: 'b7ad6b7169203331', traceFlags: 1, isRemote: true })
+    assert.ok(parseTraceparent('01-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01-extra'))
+    for (const bad of [
+      undefined,
+      '',
+      'ff-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01',
+      '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01-extra',
+      '00-00000000000000000000000000000000-b7ad6b7169203331-01',
+      '00-0af7651916cd43dd8448eb211c80319c-0000000000000000-01',
+      '00-0AF7651916CD43DD8448EB211C80319C-b7ad6b7169203331-01',
+      '00-0af7651916cd43dd8448eb211c80319-b7ad6b7169203331-01',
+    ]) {
+      assert.equal(parseTraceparent(bad), undefined, String(bad))
+    }
+  })
+})
+
+describe('OTLP/JSON writer', () => {
+  it('msNanos writes exact nanosecond strings', () => {
+    assert.equal(msNanos(1_795_752_213_397, 0.787875), '1795752213397787875')
+    assert.equal(msNanos(1_795_752_213_397, 0.0000004), '1795752213397000000')
+    assert.equal(msNanos(1_795_752_213_397, 0.9999996), '1795752213398000000')
+    assert.equal(msNanos(0, 0.5), '500000')
+  })
+
+  it('readableSpanJson says what JsonTraceSerializer says, without default-valued fields', async () => {
+    const exporter = new InMemorySpanExporter()
+    const provider = new TracerProvider({ resource: resourceFromAttributes({ 'service.name': 'x' }), spanProcessors: [new SimpleSpanProcessor({ exporter })] })
+    const tracer = provider.getTracer('lib', '2.0.0')
+    const parent = trace.setSpanContext(ROOT_CONTEXT, { traceId: '0af7651916cd43dd8448eb211c80319c', spanId: 'b7ad6b7169203331', traceFlags: 1, isRemote: true })
+    const span = tracer.startSpan('GET /x', { kind: SpanKind.SERVER, attributes: { s: 'é"\\', i: 7, d: 1.5, b: true, arr: ['a', 'b'], nums: [1, 2.5] } }, parent)
+    span.addEvent('e1', { k: 'v' })
+    span.addEvent('e2')
+    span.addLink({ context: { traceId: '1af7651916cd43dd8448eb211c80319c', spanId: 'c7ad6b7169203331', traceFlags: 0 }, attributes: { l: 1 } })
+    span.setStatus({ code: SpanStatusCode.ERROR, message: 'bad' })
+    span.end()
+    const other = tracer.startSpan('plain', {}, ROOT_CONTEXT)
+    other.end()
+    await provider.forceFlush()
+    for (const readable of exporter.getFinishedSpans()) {
+      const theirs = (JSON.parse(new TextDecoder().decode(JsonTraceSerializer.serializeRequest([readable])!)) as any).resourceSpans[0].scopeSpans[0].spans[0]
+      const ours = JSON.parse(readableSpanJson(readable))
+      assert.deepEqual(withoutDefaults(ours), withoutDefaults(theirs), readable.name)
+    }
+    await provider.shutdown()
+  })
+
+  it('SpanBatch sends frames of at most MAX_BATCH_SPANS spans, grouped by scope, on flush', () => {
+    const sent: any[] = []
+    const batch = new SpanBatch({ resourceJson: '{"attributes":[]}', flushIntervalMs: 60_000, send: (json) => sent.push(JSON.parse(json)) })
+    for (let i = 0; i < MAX_BATCH_SPANS + 5; i++) batch.add(i % 2 === 0 ? '{"name":"a"}' : '{"name":"b"}', `{"name":"s${i}"}`)
+    batch.flush()
+    const counts = sent.map((f) => f.resourceSpans[0].scopeSpans.map((s: any) => [s.scope.name, s.spans.length]))
+    assert.ok(sent.length >= 2)
+    assert.ok(counts.every((groups: Array<[string, number]>) => groups.reduce((n, [, c]) => n + c, 0) <= MAX_BATCH_SPANS))
+    const names = sent.flatMap((f) => f.resourceSpans[0].scopeSpans.flatMap((s: any) => s.spans.map((x: any) => x.name)))
+    assert.equal(names.length, MAX_BATCH_SPANS + 5)
+    assert.equal(new Set(names).size, MAX_BATCH_SPANS + 5)
+    assert.deepEqual(batch.stats, { exported: MAX_BATCH_SPANS + 5, dropped: 0 })
+    batch.close()
+    batch.add('{"name":"a"}', '{}')
+    assert.equal(batch.stats.dropped, 1, 'closed: dropped and counted')
+  })
+})
+
+/** A span (or event, link) without the fields that hold their proto3 default (0, empty list, unset). */
+function withoutDefaults(span: Record<string, any>): Record<string, any> {
+  const out: Record<string, any> = {}
+  for (const [key, value] of Object.entries(span)) {
+    if (value === undefined || value === 0 && key.startsWith('dropped')) continue
+    if (Array.isArray(value) && value.length === 0) continue
+    if (key === 'events') out[key] = value.map((e: any) => withoutDefaults(e))
+    else if (key === 'links') out[key] = value.map((l: any) => withoutDefaults(l))
+    else if (key === 'status') out[key] = Object.fromEntries(Object.entries(value).filter(([k, v]) => v !== undefined && !(k === 'code' && v === 0)))
+    else out[key] = value
+  }
+  return out
+}
