@@ -87,7 +87,10 @@ function redactValue(value: unknown, seen: Set<object>, depth: number, budget: {
       const entries: Iterable<[unknown, unknown]> = value instanceof Map ? value.entries() : Object.entries(value)
       for (const [key, item] of entries) {
         const name = String(key)
-        out[name] = isSensitiveKey(name) ? REDACTED_PLACEHOLDER : redactValue(item, seen, depth + 1, budget)
+        const copied = isSensitiveKey(name) ? REDACTED_PLACEHOLDER : redactValue(item, seen, depth + 1, budget)
+        // An own `__proto__` key (JSON.parse makes them) stays data; assigning it would set the prototype.
+        if (name === '__proto__') Object.defineProperty(out, name, { value: copied, enumerable: true, writable: true, configurable: true })
+        else out[name] = copied
       }
       return out
     } finally {
