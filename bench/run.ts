@@ -32,6 +32,10 @@ import { freePort, IN_FLIGHT, runMain } from './measure.ts'
 import { natsServerPath, startNatsServer } from './peers/nats-server.ts'
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url))
+// The peers (Moleculer, raw NATS, BullMQ) run without tracing, so svc-sdk processes run with their
+// telemetry off too (like for like); what telemetry costs is measured on its own in the tracing rows,
+// which set OTEL_ENABLED per mode. The engine keeps its default settings.
+process.env.OTEL_ENABLED ??= 'false'
 const children: ChildProcess[] = []
 
 function start(args: string[], env: Record<string, string> = {}, cwd = ROOT): { child: ChildProcess; lines: AsyncIterableIterator<string> } {
