@@ -15,7 +15,7 @@ import { expandPlaceholders, ExpandError, type Env, type SchemaHint } from '../.
 import type { BindingInfo, BuiltinContext, BuiltinWorker, InvocationContext, LocalTriggerProvider } from '../../engine/types.ts'
 import { applyUpdateOps, assertUpdateOps } from '../../update-ops/index.ts'
 import type { UpdateOpError } from '../../update-ops/types.ts'
-import { OrderedFanOut, type FanOutOptions, type FanOutQueue, type TraceOrigin } from '../shared/fanout.ts'
+import { OrderedFanOut, traceOriginOf, type FanOutOptions, type FanOutQueue, type TraceOrigin } from '../shared/fanout.ts'
 import { ENTRY_ID, SettingsFiles, type SettingsFile, type SettingsFileEvent } from './files.ts'
 import { compileSettingsSchema, type SettingsValidator } from './schema.ts'
 
@@ -167,12 +167,12 @@ export class ConfigurationWorker implements BuiltinWorker {
         description,
         request_format: { type: 'object', required, properties },
       })
-    register('configuration::register', (p, ctx) => this.serialised(() => this.register(p, originOf(ctx))), 'Register a settings entry with its JSON Schema; keeps a stored value', {
+    register('configuration::register', (p, ctx) => this.serialised(() => this.register(p, traceOriginOf(ctx))), 'Register a settings entry with its JSON Schema; keeps a stored value', {
       id, name: { type: 'string' }, description: { type: 'string' }, schema: { type: 'object' }, initial_value: {}, metadata: { type: 'object' },
     }, ['id', 'schema'])
     register('configuration::get', (p) => this.get(p), 'Read an entry: {id, value}, expanded and validated unless raw', { id, raw: { type: 'boolean', default: false } }, ['id'])
-    register('configuration::set', (p, ctx) => this.serialised(() => this.set(p, originOf(ctx))), 'Replace an entry value after validation: {old_value, new_value}', { id, value: {}, metadata: { type: 'object' } }, ['id', 'value'])
-    register('configuration::update', (p, ctx) => this.serialised(() => this.update(p, originOf(ctx))), 'Apply update operations; stored only if the result validates', {
+    register('configuration::set', (p, ctx) => this.serialised(() => this.set(p, traceOriginOf(ctx))), 'Replace an entry value after validation: {old_value, new_value}', { id, value: {}, metadata: { type: 'object' } }, ['id', 'value'])
+    register('configuration::update', (p, ctx) => this.serialised(() => this.update(p, traceOriginOf(ctx))), 'Apply update operations; stored only if the result validates', {
       id, ops: { type: 'array', items: { type: 'object', required: ['type'] } },
     }, ['id', 'ops'])
     register('configuration::list', () => this.list(), 'Every entry without its value: {configurations: [{id, name, description, schema, metadata?}]}', {}, [])
@@ -542,11 +542,3 @@ function optionalObject(p: Payload, field: string): Record<string, unknown> | un
   return value as Record<string, unknown>
 }
 
-/** The trace context of a write call (protocol.md §10.1), undefined when it carries none. */
-function originOf(context: InvocationContext): TraceOrigin | undefined {
-  if (context.traceparent === undefined && context.baggage === undefined) return undefined
-  const origin: TraceOrigin = {}
-  if (context.traceparent !== undefined) origin.traceparent = context.traceparent
-  if (context.baggage !== undefined) origin.baggage = context.baggage
-  return origin
-}

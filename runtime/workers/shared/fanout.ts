@@ -39,6 +39,15 @@ export interface TraceOrigin {
   baggage?: string | undefined
 }
 
+/** The trace context a write call carries (protocol.md §10.1), for the events it causes; undefined when none. */
+export function traceOriginOf(context: { traceparent?: string | undefined; baggage?: string | undefined }): { traceparent?: string; baggage?: string } | undefined {
+  if (context.traceparent === undefined && context.baggage === undefined) return undefined
+  const origin: { traceparent?: string; baggage?: string } = {}
+  if (context.traceparent !== undefined) origin.traceparent = context.traceparent
+  if (context.baggage !== undefined) origin.baggage = context.baggage
+  return origin
+}
+
 /** A binding as the fan-out delivers to it. */
 export interface FanOutTarget {
   /** Trigger (binding) id. */

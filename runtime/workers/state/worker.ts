@@ -20,6 +20,7 @@ import type { FormatSchema } from 'svc-protocol'
 import type { BuiltinContext, BuiltinWorker, InvocationContext, LocalFunctionOptions } from '../../engine/types.ts'
 import { Errors, SvcError } from 'svc-protocol/errors'
 import { AdapterSlots } from '../shared/adapter-slots.ts'
+import { traceOriginOf } from '../shared/fanout.ts'
 import { createSettingsApplier, withSettingsKey, type SettingsApplier } from '../shared/settings.ts'
 import { assertUpdateOps } from '../../update-ops/index.ts'
 import type { UpdateOpError } from '../../update-ops/types.ts'
@@ -220,7 +221,7 @@ export class StateWorker implements BuiltinWorker {
   private async delete(p: Payload, context: InvocationContext): Promise<{ old_value?: unknown }> {
     const scope = requiredString(p, 'scope')
     const key = requiredString(p, 'key')
-    const origin = originOf(context)
+    const origin = traceOriginOf(context)
     const old = await this.withAdapter('state::delete', (adapter) => adapter.delete(scope, key, origin ? { origin } : {}))
     return old === undefined ? {} : { old_value: old }
   }
@@ -250,7 +251,7 @@ export class StateWorker implements BuiltinWorker {
   /** Origin and `max_value_bytes` (§4.1) of a write. */
   private writeOptions(context: InvocationContext): StateWriteOptions {
     const options: StateWriteOptions = { maxValueBytes: this.settings?.max_value_bytes ?? null }
-    const origin = originOf(context)
+    const origin = traceOriginOf(context)
     if (origin) options.origin = origin
     return options
   }
@@ -325,10 +326,3 @@ function pageOf(p: Payload): { scope: string; request: { prefix?: string; offset
   return { scope, request }
 }
 
-function originOf(context: InvocationContext): StateWriteOrigin | undefined {
-  if (context.traceparent === undefined && context.baggage === undefined) return undefined
-  const origin: StateWriteOrigin = {}
-  if (context.traceparent !== undefined) origin.traceparent = context.traceparent
-  if (context.baggage !== undefined) origin.baggage = context.baggage
-  return origin
-}

@@ -20,7 +20,7 @@ import type { BuiltinContext, BuiltinWorker, InvocationContext, LocalFunctionOpt
 import { createSettingsApplier, withSettingsKey, type SettingsApplier } from '../shared/settings.ts'
 import { AdapterSlots, type AdapterSlot as KitAdapterSlot } from '../shared/adapter-slots.ts'
 import { ListeningServer } from '../shared/listening-server.ts'
-import type { TraceOrigin } from '../shared/fanout.ts'
+import { traceOriginOf, type TraceOrigin } from '../shared/fanout.ts'
 import { applyUpdateOps, assertUpdateOps } from '../../update-ops/index.ts'
 import type { UpdateOp, UpdateOpError } from '../../update-ops/types.ts'
 import { checkValueSize } from '../../adapters/state/codec.ts'
@@ -335,7 +335,7 @@ export class StreamWorker implements BuiltinWorker, StreamClientHost {
     const custom = await this.customWrite('set', stream, p, data)
     if (custom.found) {
       const result = (custom.result ?? {}) as { old_value?: unknown; new_value?: unknown }
-      this.emitItem(stream, group, item, result.old_value ?? null, result.new_value === undefined ? data : result.new_value, originOf(context))
+      this.emitItem(stream, group, item, result.old_value ?? null, result.new_value === undefined ? data : result.new_value, traceOriginOf(context))
       return custom.result as { old_value: unknown; new_value: unknown }
     }
     const options = this.writeOptions(context)
@@ -349,11 +349,11 @@ export class StreamWorker implements BuiltinWorker, StreamClientHost {
     if (custom.found) {
       const result = custom.result
       if (typeof result === 'object' && result !== null && 'old_value' in result) {
-        this.emitItem(stream, group, item, (result as { old_value: unknown }).old_value, undefined, originOf(context))
+        this.emitItem(stream, group, item, (result as { old_value: unknown }).old_value, undefined, traceOriginOf(context))
       }
       return result as { old_value?: unknown }
     }
-    const origin = originOf(context)
+    const origin = traceOriginOf(context)
     const old = await this.withAdapter('stream::delete', (adapter) => adapter.delete(stream, group, item, origin ? { origin } : {}))
     return old === undefined ? {} : { old_value: old }
   }
@@ -382,7 +382,7 @@ export class StreamWorker implements BuiltinWorker, StreamClientHost {
     if (!written.found) throw Errors.functionNotFound(`stream::set(${stream})`)
     const answer = (written.result ?? {}) as { old_value?: unknown; new_value?: unknown }
     const oldValue = read.result === undefined ? null : read.result
-    this.emitItem(stream, group, item, oldValue, answer.new_value === undefined ? value : answer.new_value, originOf(context))
+    this.emitItem(stream, group, item, oldValue, answer.new_value === undefined ? value : answer.new_value, traceOriginOf(context))
     void p
     const result: { old_value: unknown; new_value: unknown; errors?: UpdateOpError[] } = { old_value: oldValue, new_value: answer.new_value === undefined ? value : answer.new_value }
     if (errors.length > 0) result.errors = errors
@@ -426,14 +426,14 @@ export class StreamWorker implements BuiltinWorker, StreamClientHost {
     if (p.data === undefined) throw Errors.invalidArguments('data is required')
     const id = p.id
     if (id !== undefined && id !== null && (typeof id !== 'string' || id === '')) throw Errors.invalidArguments('id must be a non-empty string')
-    const event = { stream_name: stream, group_id: group, id: typeof id === 'string' ? wellFormed(id) : null, type, data: p.data, origin: originOf(context) }
+    const event = { stream_name: stream, group_id: group, id: typeof id === 'string' ? wellFormed(id) : null, type, data: p.data, origin: traceOriginOf(context) }
     await this.withAdapter('stream::send', (adapter) => adapter.publish(event))
     return undefined
   }
 
   private writeOptions(context: InvocationContext): StreamWriteOptions {
     const options: StreamWriteOptions = { maxItemBytes: this.settings?.max_item_bytes ?? null }
-    const origin = originOf(context)
+    const origin = traceOriginOf(context)
     if (origin) options.origin = origin
     return options
   }
@@ -463,10 +463,3 @@ function itemOf(p: Payload): { stream: string; group: string; item: string } {
   return { stream: requiredString(p, 'stream_name'), group: requiredString(p, 'group_id'), item: requiredString(p, 'item_id') }
 }
 
-function originOf(context: InvocationContext): TraceOrigin | undefined {
-  if (context.traceparent === undefined && context.baggage === undefined) return undefined
-  const origin: TraceOrigin = {}
-  if (context.traceparent !== undefined) origin.traceparent = context.traceparent
-  if (context.baggage !== undefined) origin.baggage = context.baggage
-  return origin
-}
