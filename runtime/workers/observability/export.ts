@@ -128,8 +128,9 @@ class Lane<R, T> {
 
   push(record: R): void {
     if (this.waiting.length >= BUFFER_LIMIT) {
-      this.waiting.shift()
-      this.owner.stats.dropped[this.signal]++
+      // Full (the backend is slow or away): the oldest batch's worth goes, in one step.
+      this.waiting.splice(0, BATCH_SIZE)
+      this.owner.stats.dropped[this.signal] += BATCH_SIZE
     }
     this.waiting.push(record)
     if (this.waiting.length >= BATCH_SIZE && !this.busy) void this.send()
@@ -260,16 +261,6 @@ export class OtlpExport {
   metrics(series: MetricSeries[]): void {
     const lane = this.lanes.metrics
     if (lane !== undefined) for (const s of series) if (s.points.length > 0) lane.push(s)
-  }
-
-  /** Sends everything waiting now (tests, shutdown); resolves when the backend answered. */
-  async flush(): Promise<void> {
-    for (let round = 0; round < 64; round++) {
-      const lanes = Object.values(this.lanes).filter((l) => !l.idle)
-      if (lanes.length === 0) return
-      await Promise.all(lanes.map((l) => l.send()))
-      if (this.stats.failures > 0 && lanes.every((l) => !l.idle)) await new Promise((r) => setTimeout(r, 10))
-    }
   }
 
   /** Flushes once (failures end it), then closes the exporters. */

@@ -211,11 +211,6 @@ export class ObservabilityWorker implements BuiltinWorker, TelemetrySink {
     return this.store
   }
 
-  /** The export in use (tests). */
-  get currentExport(): OtlpExport | undefined {
-    return this.export
-  }
-
   private async apply(next: ObservabilitySettings): Promise<void> {
     await this.applyExport(next)
     const limits: StoreLimits = { retentionSeconds: next.retention_seconds, maxSpans: next.memory_max_spans, maxLogs: next.memory_max_logs, maxDiskBytes: next.max_disk_bytes }
