@@ -334,42 +334,16 @@ export class ObservabilityWorker implements BuiltinWorker, TelemetrySink {
   /** TelemetrySink: a worker process's output line (§12.2, cli.md §5.6). */
   output(worker: string, stream: 'stdout' | 'stderr', text: string): void {
     if (!this.settings.logs_enabled) return
-    const now = nowUnixNano()
-    const severity = stream === 'stderr' ? 13 : 9
-    this.log({
-      timestamp_unix_nano: now,
-      observed_timestamp_unix_nano: now,
-      severity_number: severity,
-      severity_text: severityText(severity),
-      body: stripAnsi(text),
-      attributes: { 'log.source': stream },
-      resource: { 'service.name': worker },
-      service_name: worker,
-      trace_id: null,
-      span_id: null,
-    })
+    this.log(recordOf(worker, stream === 'stderr' ? 13 : 9, text, { 'log.source': stream }, { 'service.name': worker }))
   }
 
   /** TelemetrySink: a record of the engine's own log (service `service_name`, §12.1 `log_level` applied). */
   engineLog(level: 'debug' | 'info' | 'warn' | 'error', message: string, data?: Record<string, unknown>): void {
     if (!this.settings.logs_enabled) return
-    const now = nowUnixNano()
-    const severity = LOG_LEVELS[level]
     const attributes: Record<string, unknown> = { 'log.source': 'engine' }
     if (data !== undefined) spreadLogData(attributes, data)
     const service = this.settings.service_name
-    this.log({
-      timestamp_unix_nano: now,
-      observed_timestamp_unix_nano: now,
-      severity_number: severity,
-      severity_text: severityText(severity),
-      body: stripAnsi(message),
-      attributes,
-      resource: { 'service.name': service },
-      service_name: service,
-      trace_id: null,
-      span_id: null,
-    })
+    this.log(recordOf(service, LOG_LEVELS[level], message, attributes, { 'service.name': service }))
   }
 
   /** Prints a worker's record on the engine's console when `logs_console_output` is on (§12.1). */
@@ -519,7 +493,6 @@ export class ObservabilityWorker implements BuiltinWorker, TelemetrySink {
     const d = (data ?? {}) as Record<string, unknown>
     if (typeof d !== 'object' || typeof d.message !== 'string') throw Errors.invalidInput(`engine::log::${level}`, 'message must be a string')
     if (!this.settings.enabled || !this.settings.logs_enabled) return
-    const now = nowUnixNano()
     const attributes: Record<string, unknown> = {}
     spreadLogData(attributes, d.data)
     // Output of a process someone else launched (the compose daemon's containers), as for the
@@ -532,18 +505,8 @@ export class ObservabilityWorker implements BuiltinWorker, TelemetrySink {
     if (quiet) tp = undefined
     const traceId = typeof d.trace_id === 'string' ? d.trace_id.toLowerCase() : tp !== undefined ? tp.slice(3, 35) : null
     const spanId = typeof d.span_id === 'string' ? d.span_id.toLowerCase() : tp !== undefined && typeof d.trace_id !== 'string' ? tp.slice(36, 52) : null
-    const record: LogRecord = {
-      timestamp_unix_nano: now,
-      observed_timestamp_unix_nano: now,
-      severity_number: severity,
-      severity_text: severityText(severity),
-      body: stripAnsi(d.message),
-      attributes,
-      resource: {},
-      service_name: typeof d.service_name === 'string' && d.service_name !== '' ? d.service_name : (ctx.caller?.name ?? this.settings.service_name),
-      trace_id: traceId,
-      span_id: spanId,
-    }
+    const service = typeof d.service_name === 'string' && d.service_name !== '' ? d.service_name : (ctx.caller?.name ?? this.settings.service_name)
+    const record = recordOf(service, severity, d.message, attributes, {}, traceId, spanId)
     this.log(record, quiet)
     this.print(record)
   }
@@ -613,6 +576,23 @@ export class ObservabilityWorker implements BuiltinWorker, TelemetrySink {
       unregisterTrigger: (binding) => void this.traceBindings.delete(binding.id),
     }
     context.worker.registerTriggerType({ id: 'trace', description: 'Receives {trace_ids} of traces that gained spans, batched over 300 ms' }, traceProvider)
+  }
+}
+
+/** A log record observed now (§12.4): ANSI removed from `body`, severity text from the number. */
+function recordOf(service: string, severity: number, body: string, attributes: Record<string, unknown>, resource: Record<string, string>, traceId: string | null = null, spanId: string | null = null): LogRecord {
+  const now = nowUnixNano()
+  return {
+    timestamp_unix_nano: now,
+    observed_timestamp_unix_nano: now,
+    severity_number: severity,
+    severity_text: severityText(severity),
+    body: stripAnsi(body),
+    attributes,
+    resource,
+    service_name: service,
+    trace_id: traceId,
+    span_id: spanId,
   }
 }
 
