@@ -14,6 +14,7 @@ import { request as httpsRequest } from 'node:https'
 import { BlockList, isIP, type LookupFunction } from 'node:net'
 import type { HttpInvocationConfig } from 'svc-protocol'
 import { Errors, SvcError } from 'svc-protocol/errors'
+import { jsonParse } from 'svc-protocol/json'
 import { HTTP_FUNCTIONS_DEFAULTS, type HttpFunctionsPolicy, type InvocationContext } from './types.ts'
 
 /** One address of a host, as `dns.lookup(host, { all: true })` gives it. */
@@ -250,14 +251,14 @@ export async function invokeOverHttp(
   if (answer.status >= 200 && answer.status < 300) {
     if (answer.text.trim() === '') return undefined
     try {
-      return JSON.parse(answer.text)
+      return jsonParse(answer.text)
     } catch {
       throw Errors.responseNotJson(config.url)
     }
   }
   let errorBody: { code?: unknown; message?: unknown } | undefined
   try {
-    errorBody = (JSON.parse(answer.text) as { error?: { code?: unknown; message?: unknown } } | null)?.error
+    errorBody = (jsonParse(answer.text) as { error?: { code?: unknown; message?: unknown } } | null)?.error
   } catch {
     // not JSON: http_error below
   }

@@ -1,6 +1,7 @@
 /**
  * The payload of `svc trigger` from `--data` and `KEY=VALUE` tokens (cli.md §4.6, payload rules).
  */
+import { jsonParse } from 'svc-protocol/json'
 
 /** A payload that cannot be built; the CLI reports `message` with exit code 2. */
 export class PayloadError extends Error {
@@ -15,7 +16,7 @@ export class PayloadError extends Error {
 export function parseTokenValue(text: string): unknown {
   if (text === '') return ''
   try {
-    return JSON.parse(text)
+    return jsonParse(text)
   } catch {
     return text
   }
@@ -48,7 +49,7 @@ export function buildPayload(data: string | undefined, tokens: readonly string[]
   let base: unknown = {}
   if (data !== undefined) {
     try {
-      base = JSON.parse(data)
+      base = jsonParse(data)
     } catch (err) {
       throw new PayloadError(`${dataFlag}: invalid JSON (${(err as Error).message})`)
     }

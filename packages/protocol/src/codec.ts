@@ -14,7 +14,7 @@
  * Never throws.
  */
 import { wireErrorBody, type ErrorBody } from './errors.ts'
-import { idProblem, JsonSyntaxError, MAX_FRAME_DEPTH, scanObjectMembers } from './json.ts'
+import { idProblem, jsonParse, JsonSyntaxError, MAX_FRAME_DEPTH, scanObjectMembers } from './json.ts'
 import { MessageType } from './messages.ts'
 import type {
   InvocationResultMessage,
@@ -41,7 +41,7 @@ export class RawJson {
   /** The decoded value (decoded once, then cached; treat it as read-only). */
   get value(): unknown {
     if (!this.#decoded) {
-      this.#value = JSON.parse(this.text)
+      this.#value = jsonParse(this.text)
       this.#decoded = true
     }
     return this.#value
@@ -160,7 +160,7 @@ export function decodeText(text: string): Decoded {
 }
 
 function parseObject(text: string): Record<string, unknown> | undefined {
-  const value = JSON.parse(text) as unknown
+  const value = jsonParse(text) as unknown
   return typeof value === 'object' && value !== null && !Array.isArray(value) ? (value as Record<string, unknown>) : undefined
 }
 
@@ -184,7 +184,7 @@ function field(text: string, spans: Spans, name: string): unknown {
     const inner = text.slice(span[0] + 1, span[1] - 1)
     if (!inner.includes('\\')) return inner
   }
-  const value = JSON.parse(text.slice(span[0], span[1])) as unknown
+  const value = jsonParse(text.slice(span[0], span[1])) as unknown
   return value === null ? undefined : value
 }
 

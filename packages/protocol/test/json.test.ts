@@ -5,7 +5,7 @@
 import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
 import fc from 'fast-check'
-import { assertJson, idProblem, JsonSyntaxError, MAX_JSON_DEPTH, parseJson, scanObjectMembers, scanValue } from '../src/json.ts'
+import { assertJson, idProblem, jsonParse, JsonSyntaxError, MAX_JSON_DEPTH, parseJson, scanObjectMembers, scanValue } from '../src/json.ts'
 
 function parses(text: string): boolean {
   try {
@@ -62,6 +62,68 @@ describe('scanValue', () => {
     const deep = '{"a":'.repeat(100_000) + '1' + '}'.repeat(100_000)
     assert.throws(() => assertJson(deep), JsonSyntaxError)
     assert.throws(() => parseJson(deep), /nesting deeper/)
+  })
+})
+
+describe('jsonParse', () => {
+  // V8 12.8+ reads an escaped key as an earlier key of the same length (nodejs/node#63785); the
+  // second parse of this text on Node 24 gives {"x\\": "y"} for the inner object with JSON.parse.
+  const poisoned = String.raw`{"b":1,"x\\":"z","q":{"b":1,"x\u00e9":"y","c":1}}`
+
+  it('keeps each escaped key as written, however often the same shapes were parsed before', () => {
+    for (let round = 0; round < 3; round++) {
+      assert.deepEqual(jsonParse(poisoned), { b: 1, 'x\\': 'z', q: { b: 1, 'x\u00e9': 'y', c: 1 } })
+    }
+    // The text of the CI failure that found the bug (a state update with lone-surrogate keys).
+    const found = String.raw`{"b":[null],".\\":"😀\ude00b","😀":{"\\\\a\u0000":[{"b":{"n":null,"a":[null,true],"\ude00\\.":true},".\ude00":".\ude001","é":null}]}}`
+    for (let round = 0; round < 3; round++) {
+      const value = jsonParse(found) as { '😀': Record<string, Array<Record<string, unknown>>> }
+      assert.deepEqual(Object.keys(value['😀']['\\\\a\u0000']![0]!), ['b', '.\ude00', 'é'])
+    }
+  })
+
+  it('gives back every value JSON.stringify wrote, keys with quotes, controls and lone surrogates included (fast-check)', () => {
+    // Short keys from every UTF-16 unit collide often, which is what the V8 bug needs.
+    const key = fc.string({ unit: 'binary', maxLength: 3 })
+    const { value } = fc.letrec((tie) => ({
+      value: fc.oneof(
+        { depthSize: 'small' },
+        fc.constant(null),
+        fc.boolean(),
+        fc.double({ noNaN: true, noDefaultInfinity: true }).filter((n) => !Object.is(n, -0)),
+        fc.string({ unit: 'binary', maxLength: 4 }),
+        fc.array(tie('value'), { maxLength: 4 }),
+        fc.dictionary(key, tie('value'), { maxKeys: 4, noNullPrototype: true }),
+      ),
+    }))
+    fc.assert(
+      fc.property(value, fc.constantFrom(undefined, 1, '\t'), (input, space) => {
+        const text = JSON.stringify(input, null, space)
+        // Twice: the first parse leaves the map transitions the second one could misread. (V8 follows
+        // a transition only while it is the sole one of its map, so random shapes rarely meet the bug;
+        // the test above shows it. This one holds the rebuilt values to what was written.)
+        assert.deepEqual(jsonParse(text), input)
+        assert.deepEqual(jsonParse(text), input)
+      }),
+      { numRuns: 2000 },
+    )
+  })
+
+  it('agrees with JSON.parse on __proto__, repeated keys, numbers, errors and depth', () => {
+    const proto = jsonParse(String.raw`{"__proto__":{"polluted":1},"\n":2}`) as Record<string, unknown>
+    assert.equal(Object.getPrototypeOf(proto), Object.prototype)
+    assert.deepEqual(Object.keys(proto), ['__proto__', '\n'])
+    assert.equal(({} as Record<string, unknown>).polluted, undefined)
+    const repeated = String.raw`{"a\n":1,"b":2,"a\n":3,"1":[-0,1e400,0.1,-2E-3]}`
+    assert.deepEqual(Object.entries(jsonParse(repeated) as object), Object.entries(JSON.parse(repeated) as object))
+    assert.ok(Object.is((jsonParse(repeated) as { 1: number[] })[1][0], -0))
+    for (const bad of ['{"a\\n":}', '{"\\x":1}', '', '[1,]', '{"a":1} x']) {
+      assert.throws(() => jsonParse(bad), SyntaxError)
+    }
+    const deep = '{"\\n":'.repeat(50_000) + '1' + '}'.repeat(50_000)
+    let level = jsonParse(deep)
+    for (let i = 0; i < 50_000; i++) level = (level as Record<string, unknown>)['\n']
+    assert.equal(level, 1)
   })
 })
 

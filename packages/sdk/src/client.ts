@@ -16,6 +16,7 @@ import { randomUUID } from 'node:crypto'
 import { Errors, type SvcError } from 'svc-protocol/errors'
 import type { ConnectOptions, Connector, Transport } from 'svc-protocol/transport'
 import { connectWebSocket } from 'svc-protocol/transport/ws'
+import { jsonParse } from 'svc-protocol/json'
 import {
   ErrorCode,
   InvocationError,
@@ -484,7 +485,7 @@ export class WorkerClient implements SvcClient {
     let msg: { type?: unknown; [key: string]: unknown }
     try {
       // The engine sends text frames; a binary one is read as UTF-8 JSON (protocol.md §3.5).
-      msg = JSON.parse(typeof data === 'string' ? data : utf8.decode(data))
+      msg = jsonParse(typeof data === 'string' ? data : utf8.decode(data)) as typeof msg
     } catch {
       return // empty, whitespace-only or broken frames carry nothing to answer (protocol.md §3.5)
     }

@@ -38,6 +38,7 @@ import { openSqlite } from '../sqlite.ts'
 import { spanJson, type LogRecord, type SpanRecord } from './records.ts'
 import { MemoryStore, type StoreLimits } from './store.ts'
 import { Fifo } from '../../workers/shared/fifo.ts'
+import { jsonParse } from 'svc-protocol/json'
 
 const SCHEMA = `
 CREATE TABLE IF NOT EXISTS spans (seq INTEGER PRIMARY KEY AUTOINCREMENT, start_ns INTEGER NOT NULL, body TEXT NOT NULL);
@@ -392,9 +393,9 @@ export class SqliteStore extends MemoryStore {
   private reload(db: DatabaseSync): void {
     // Rows are appended (a span that was written unfinished has a later, finished row): later rows win.
     const spans = db.prepare('SELECT body FROM (SELECT body, seq FROM spans ORDER BY seq DESC LIMIT ?) ORDER BY seq').all(this.limits.maxSpans * 2)
-    for (const row of spans) super.putSpan(JSON.parse(String(row.body)) as SpanRecord)
+    for (const row of spans) super.putSpan(jsonParse(String(row.body)) as SpanRecord)
     const logs = db.prepare('SELECT body FROM (SELECT body, seq FROM logs ORDER BY seq DESC LIMIT ?) ORDER BY seq').all(this.limits.maxLogs)
-    for (const row of logs) super.putLog(JSON.parse(String(row.body)) as LogRecord)
+    for (const row of logs) super.putLog(jsonParse(String(row.body)) as LogRecord)
   }
 }
 

@@ -1,5 +1,6 @@
 /** JSON text encoding of state values and the size limit, shared by the state adapters. */
 import { Errors } from 'svc-protocol/errors'
+import { jsonParse } from 'svc-protocol/json'
 import type { StateValue } from './types.ts'
 
 /** @throws TypeError for a value JSON cannot represent at top level (`undefined`, a function). */
@@ -10,7 +11,7 @@ export function encodeStateValue(value: StateValue): string {
 }
 
 export function decodeStateValue(text: string): StateValue {
-  return JSON.parse(text) as StateValue
+  return jsonParse(text) as StateValue
 }
 
 /**

@@ -17,6 +17,7 @@ import type {
   StreamWriteOptions,
   UpdateOp,
 } from './types.ts'
+import { jsonParse } from 'svc-protocol/json'
 
 const LIMIT_SETTING = 'max_item_bytes'
 
@@ -29,7 +30,7 @@ export function groupScope(stream: string, group: string): string {
 export function parseGroupScope(scope: string): [string, string] | undefined {
   if (!scope.startsWith('[')) return undefined
   try {
-    const pair = JSON.parse(scope) as unknown
+    const pair = jsonParse(scope) as unknown
     if (Array.isArray(pair) && pair.length === 2 && typeof pair[0] === 'string' && typeof pair[1] === 'string') {
       return [pair[0], pair[1]]
     }

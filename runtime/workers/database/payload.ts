@@ -3,6 +3,7 @@
  * `timeout_ms`, `statements` and `isolation`. Every failure is `INVALID_ARGUMENTS` naming the field.
  */
 import { Errors, type SvcError } from 'svc-protocol/errors'
+import { jsonParse } from 'svc-protocol/json'
 import { firstKeyword, toParameter, type Isolation, type Parameter, type Statement } from '../../adapters/database/index.ts'
 import type { DriverKind } from '../../adapters/database/index.ts'
 
@@ -70,7 +71,7 @@ function paramsOf(value: unknown, driver: DriverKind, field: string): Parameter[
   let list = value
   if (typeof value === 'string') {
     try {
-      list = JSON.parse(value)
+      list = jsonParse(value) as typeof list
     } catch {
       throw invalid(`${field} must be a JSON array`)
     }

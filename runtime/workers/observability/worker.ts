@@ -16,6 +16,7 @@
  */
 import { join } from 'node:path'
 import { Errors, type ErrorBody, type JsonInput } from 'svc-protocol'
+import { jsonParse } from 'svc-protocol/json'
 import { nowUnixNano, type LogRecord, type MetricSeries, type SpanRecord } from '../../adapters/observability/records.ts'
 import { SqliteStore } from '../../adapters/observability/sqlite.ts'
 import { MemoryStore, NoStore, type StoreLimits, type TelemetryStore } from '../../adapters/observability/store.ts'
@@ -312,7 +313,7 @@ export class ObservabilityWorker implements BuiltinWorker, TelemetrySink {
   frame(prefix: 'OTLP' | 'MTRC' | 'LOGS', json: string, source: TelemetrySource): void {
     let request: unknown
     try {
-      request = JSON.parse(json)
+      request = jsonParse(json)
     } catch {
       return
     }

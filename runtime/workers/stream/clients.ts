@@ -13,6 +13,7 @@ import { createServer, type IncomingMessage, type Server } from 'node:http'
 import type { Duplex } from 'node:stream'
 import { WebSocketServer, type RawData, type WebSocket } from 'ws'
 import type { StreamAuthInput, StreamChangeEvent, StreamJoinLeaveEvent } from 'svc-protocol'
+import { jsonParse } from 'svc-protocol/json'
 import type { Logger } from '../../engine/types.ts'
 
 /** Largest client frame accepted, bytes; client messages are small join/leave requests. */
@@ -213,7 +214,7 @@ export class StreamClients {
     let message: unknown
     try {
       // Binary frames are decoded leniently (invalid sequences become U+FFFD); ws checked text frames.
-      message = JSON.parse(bytes.toString('utf8'))
+      message = jsonParse(bytes.toString('utf8'))
     } catch {
       return this.badFrame(client, isBinary ? 'binary frame is not JSON' : 'text frame is not JSON')
     }

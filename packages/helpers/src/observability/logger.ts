@@ -12,6 +12,7 @@ import { type AnyValue, logs, SeverityNumber } from '@opentelemetry/api'
 import { isOtelInitialized } from './otel.ts'
 import { redact, safeStringify } from './redact.ts'
 import { currentSpanId, currentTraceId, TRACER_NAME } from './trace.ts'
+import { jsonParse } from 'svc-protocol/json'
 
 export { SeverityNumber }
 
@@ -41,7 +42,7 @@ const SEVERITY: Record<Level, [SeverityNumber, string]> = {
 
 /** Converts redacted data to an OTel `AnyValue` through JSON (BigInt, cycles handled). */
 function toAnyValue(data: unknown): AnyValue {
-  return JSON.parse(safeStringify(redact(data)).replace(/^\[unserializable\]$/, '"[unserializable]"')) as AnyValue
+  return jsonParse(safeStringify(redact(data)).replace(/^\[unserializable\]$/, '"[unserializable]"')) as AnyValue
 }
 
 /**

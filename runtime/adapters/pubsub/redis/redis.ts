@@ -11,6 +11,7 @@
  */
 import { Redis } from 'ioredis'
 import { Errors } from 'svc-protocol/errors'
+import { jsonParse } from 'svc-protocol/json'
 import { CALL_TIMEOUT_MS, redactRedisUrl, redisClientOptions, waitReady, type RedisStateConfig } from '../../state/redis/redis.ts'
 import type { PubSubAdapter, PubSubAdapterContext, PubSubOrigin } from '../types.ts'
 
@@ -109,7 +110,7 @@ export class RedisPubSubAdapter implements PubSubAdapter {
     if (!this.topics.has(topic)) return
     let envelope: Envelope
     try {
-      envelope = JSON.parse(message) as Envelope
+      envelope = jsonParse(message) as Envelope
     } catch {
       this.context.log?.warn('redis pub/sub adapter: ignored a message that is not JSON', { channel })
       return

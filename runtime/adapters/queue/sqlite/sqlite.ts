@@ -10,6 +10,7 @@ import { dirname, resolve } from 'node:path'
 import { DatabaseSync, type StatementSync } from 'node:sqlite'
 import { IndexedQueueBackend, type IndexedMessage, type JournalChanges, type QueueJournal } from '../indexed.ts'
 import type { QueueAdapterContext, SubscriberRecord } from '../types.ts'
+import { jsonParse } from 'svc-protocol/json'
 
 /** `adapter.config` of `builtin` for the queue worker. */
 export interface SqliteQueueConfig {
@@ -86,7 +87,7 @@ class SqliteJournal implements QueueJournal {
     this.db.prepare('DELETE FROM queue_idempotency WHERE expires_at <= ?').run(now)
     const rows = this.db.prepare('SELECT id, seq, queue, state, attempts, ready_at, failed_at, error, body FROM queue_messages').all() as Array<Record<string, unknown>>
     const messages: IndexedMessage[] = rows.map((row) => {
-      const body = JSON.parse(row.body as string) as Record<string, unknown>
+      const body = jsonParse(row.body as string) as Record<string, unknown>
       const message: IndexedMessage = {
         id: row.id as string,
         queue: row.queue as string,
@@ -106,7 +107,7 @@ class SqliteJournal implements QueueJournal {
         if (body[field] !== undefined) (message as unknown as Record<string, unknown>)[field] = body[field]
       }
       if (row.failed_at !== null && row.failed_at !== undefined) message.failed_at = Number(row.failed_at)
-      if (typeof row.error === 'string') message.error = JSON.parse(row.error)
+      if (typeof row.error === 'string') message.error = jsonParse(row.error) as typeof message.error
       return message
     })
     const idempotency = (this.db.prepare('SELECT queue, key, id, expires_at FROM queue_idempotency').all() as Array<Record<string, unknown>>).map((r) => ({
@@ -115,7 +116,7 @@ class SqliteJournal implements QueueJournal {
       id: r.id as string,
       expires_at: Number(r.expires_at),
     }))
-    const subscribers = (this.db.prepare('SELECT record FROM queue_subscribers').all() as Array<{ record: string }>).map((r) => JSON.parse(r.record) as SubscriberRecord)
+    const subscribers = (this.db.prepare('SELECT record FROM queue_subscribers').all() as Array<{ record: string }>).map((r) => jsonParse(r.record) as SubscriberRecord)
     return { messages, idempotency, subscribers }
   }
 

@@ -7,6 +7,7 @@ import assert from 'node:assert/strict'
 import { after, before, describe, it } from 'node:test'
 import fc from 'fast-check'
 import { Redis } from 'ioredis'
+import { jsonParse } from 'svc-protocol/json'
 import { startTestRedis, freePort } from '../../../../test/support/redis.ts'
 import { applyUpdateOps } from '../../../update-ops/index.ts'
 import { UPDATE_OPS_VECTORS } from '../../../update-ops/vectors.ts'
@@ -37,13 +38,16 @@ async function luaApply(client: Redis, current: unknown, ops: unknown[]) {
     text,
     nonfinite,
   )) as [string, string]
-  return { value: JSON.parse(value) as unknown, errors: JSON.parse(errors) as unknown[] }
+  return { value: jsonParse(value), errors: jsonParse(errors) as unknown[] }
 }
 
-/** What a JavaScript store would keep and answer: applyUpdateOps, through JSON. */
+/**
+ * What a JavaScript store would keep and answer: applyUpdateOps, through JSON. (jsonParse, not
+ * JSON.parse: V8 can misread escaped keys, nodejs/node#63785; this test found it.)
+ */
 function jsApply(current: unknown, ops: unknown[]) {
   const { value, errors } = applyUpdateOps(current, ops)
-  return { value: JSON.parse(JSON.stringify(value)) as unknown, errors }
+  return { value: jsonParse(JSON.stringify(value)), errors }
 }
 
 describe('redis Lua update operations agree with runtime/update-ops', () => {

@@ -24,6 +24,7 @@
  */
 import { Redis, type RedisOptions } from 'ioredis'
 import { Errors, SvcError } from 'svc-protocol/errors'
+import { jsonParse } from 'svc-protocol/json'
 import { assertUpdateOps } from '../../../update-ops/index.ts'
 import { ChangeListeners } from '../changes.ts'
 import { checkValueSize, decodeStateValue as decode, encodeStateValue as encode } from '../codec.ts'
@@ -215,7 +216,7 @@ export class RedisStateAdapter implements StateAdapter {
     return {
       old_value: old === null ? undefined : decode(old),
       new_value: decode(next),
-      errors: JSON.parse(errors) as UpdateOpError[],
+      errors: jsonParse(errors) as UpdateOpError[],
     }
   }
 
@@ -334,7 +335,7 @@ export class RedisStateAdapter implements StateAdapter {
     if (this.closed) return
     let change: ChangeMessage
     try {
-      change = JSON.parse(message.toString('utf8')) as ChangeMessage
+      change = jsonParse(message.toString('utf8')) as ChangeMessage
     } catch {
       this.log.warn('redis state adapter: ignored a malformed change message', { url: this.where })
       return
