@@ -78,23 +78,13 @@ export function nowUnixNano(): number {
   return Math.round((performance.timeOrigin + performance.now()) * 1000) * 1000
 }
 
-const quote = JSON.stringify
-const number = (x: number | null): string => (x === null || !Number.isFinite(x) ? 'null' : String(x))
 /** JSON of objects shared between records (frozen resources, empty events/links), made once. */
 const sharedJson = new WeakMap<object, string>()
-function jsonOf(value: object): string {
-  if (!Object.isFrozen(value)) return quote(value)
-  let text = sharedJson.get(value)
-  if (text === undefined) sharedJson.set(value, (text = quote(value)))
-  return text
-}
 
-/**
- * `JSON.stringify(span)` for a {@link SpanRecord}, about twice as fast: the builtin store writes
- * one per span on the invocation path. Frozen members (the engine's shared resource, empty
- * events and links) are serialised once; non-finite numbers become `null` as with JSON.stringify.
- */
-export function spanJson(s: SpanRecord): string {
-  const message = s.status_message !== undefined ? `,"status_message":${quote(s.status_message)}` : ''
-  return `{"trace_id":${quote(s.trace_id)},"span_id":${quote(s.span_id)},"parent_span_id":${s.parent_span_id === null ? 'null' : quote(s.parent_span_id)},"name":${quote(s.name)},"kind":${quote(s.kind)},"service_name":${quote(s.service_name)},"start_time_unix_nano":${number(s.start_time_unix_nano)},"end_time_unix_nano":${number(s.end_time_unix_nano)},"duration_ms":${number(s.duration_ms)},"status":${quote(s.status)}${message},"attributes":${quote(s.attributes)},"resource":${jsonOf(s.resource)},"events":${jsonOf(s.events)},"links":${jsonOf(s.links)}}`
+/** `JSON.stringify(value)`, made once per frozen object (the engine's shared resource). */
+export function jsonOf(value: object): string {
+  if (!Object.isFrozen(value)) return JSON.stringify(value)
+  let text = sharedJson.get(value)
+  if (text === undefined) sharedJson.set(value, (text = JSON.stringify(value)))
+  return text
 }

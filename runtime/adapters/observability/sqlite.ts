@@ -3,9 +3,11 @@
  * `<data_dir>/observability.db` (SQLite, `node:sqlite`).
  *
  * Every write to the file happens on a writer thread with its own connection, so the invocation
- * path never waits for SQLite. Records are serialised into batches of at most {@link BATCH_ROWS}
+ * path never waits for SQLite. Records are gathered into batches of at most {@link BATCH_ROWS}
  * rows or {@link BATCH_BYTES} bytes, cut as soon as one is full or {@link FLUSH_MS} after the
- * first record; each batch is one transaction. An engine span that starts and finishes before its
+ * first record; each batch is one transaction. Spans travel to the writer as their fields
+ * ({@link SPAN_FIELDS} values each) and are serialised there: writing a span's JSON took more of
+ * the engine thread than recording it (profile of `bench/tracing.ts`). An engine span that starts and finishes before its
  * batch is cut is written once. Span rows are appended, never updated (no index on the write
  * path): a span still unfinished when its batch was cut gets a second, finished row, and the later
  * row wins when the window is reloaded from the file at open.
@@ -35,7 +37,7 @@ import { renameSync, rmSync } from 'node:fs'
 import { Worker } from 'node:worker_threads'
 import type { DatabaseSync } from 'node:sqlite'
 import { openSqlite } from '../sqlite.ts'
-import { spanJson, type LogRecord, type SpanRecord } from './records.ts'
+import { jsonOf, type LogRecord, type SpanRecord } from './records.ts'
 import { MemoryStore, type StoreLimits } from './store.ts'
 import { Fifo } from '../../workers/shared/fifo.ts'
 import { jsonParse } from 'svc-protocol/json'
@@ -61,17 +63,26 @@ export const MAX_QUEUED_BATCHES = 256
 /** Rows per multi-row `INSERT` statement of the writer. */
 const INSERT_ROWS = 50
 
-/** A batch for the writer: rows as flat `[ns, json, …]`. */
+/**
+ * Values per span in a batch, in this order: start_time_unix_nano, trace_id, span_id,
+ * parent_span_id, name, kind, service_name, end_time_unix_nano, duration_ms, status,
+ * status_message (null when absent), then the JSON of attributes, resource, events and links
+ * (primitives only: structured clone copies strings far faster than objects).
+ */
+export const SPAN_FIELDS = 15
+
+/** A batch for the writer: spans as flat {@link SPAN_FIELDS} values each, logs as flat `[ns, json, …]`. */
 interface Batch {
-  spans: Array<number | string>
+  spans: unknown[]
   logs: Array<number | string>
   rows: number
+  /** Serialised size (estimated for spans: their fields' text plus room for keys and numbers). */
   bytes: number
 }
 
 /**
- * The writer thread. Messages: `{seq, op: 'write', spans, logs, bytes, maxBytes}` (rows as flat
- * `[ns, json, …]`), `{seq, op: 'sweep', cutoffNs, maxBytes}`, `{seq, op: 'clear', table}`,
+ * The writer thread. Messages: `{seq, op: 'write', spans, logs, maxBytes}` (spans as
+ * {@link SPAN_FIELDS} values each, logs as flat `[ns, json, …]`), `{seq, op: 'sweep', cutoffNs, maxBytes}`, `{seq, op: 'clear', table}`,
  * `{seq, op: 'close'}`. After each one it adds the rows it failed to write to `done[1]`, stores
  * `seq` in `done[0]` and notifies (the owner reads both without waiting for an event, and can wait
  * for a `seq`), then posts `seq` back so that an idle owner hands over the next batch.
@@ -133,6 +144,22 @@ function fit(incoming, maxBytes) {
     if (deleted === 0) return
   }
 }
+const quote = JSON.stringify
+const number = (x) => (x === null || !Number.isFinite(x) ? 'null' : String(x))
+/** Span fields (${SPAN_FIELDS} per span) to flat \`[ns, json, …]\` rows: the JSON.stringify of the record, key for key. */
+function spanRows(f) {
+  const rows = []
+  for (let i = 0; i < f.length; i += ${SPAN_FIELDS}) {
+    const message = f[i + 10] === null ? '' : ',"status_message":' + quote(f[i + 10])
+    // A non-finite start (a hostile OTLP frame) would fail the NOT NULL column and the whole batch.
+    rows.push(Number.isFinite(f[i]) ? f[i] : 0, '{"trace_id":' + quote(f[i + 1]) + ',"span_id":' + quote(f[i + 2]) + ',"parent_span_id":' + (f[i + 3] === null ? 'null' : quote(f[i + 3])) +
+      ',"name":' + quote(f[i + 4]) + ',"kind":' + quote(f[i + 5]) + ',"service_name":' + quote(f[i + 6]) + ',"start_time_unix_nano":' + number(f[i]) +
+      ',"end_time_unix_nano":' + number(f[i + 7]) + ',"duration_ms":' + number(f[i + 8]) + ',"status":' + quote(f[i + 9]) + message +
+      ',"attributes":' + f[i + 11] + ',"resource":' + f[i + 12] + ',"events":' + f[i + 13] + ',"links":' + f[i + 14] + '}')
+  }
+  return rows
+}
+const textBytes = (rows) => { let n = 0; for (let i = 1; i < rows.length; i += 2) n += rows[i].length; return n }
 parentPort.on('message', (m) => {
   let failed = 0
   try {
@@ -151,12 +178,14 @@ parentPort.on('message', (m) => {
       }
     } else {
       limitWal(m.maxBytes)
+      const batch = { spans: spanRows(m.spans), logs: m.logs }
       db.exec('BEGIN IMMEDIATE')
       try {
         // Rows need a little more room than their text: record headers, cell pointers, page slack.
-        fit(Math.ceil(m.bytes * 1.1) + (m.spans.length + m.logs.length) * 8 + 2 * pageSize, m.maxBytes)
+        const rowCount = (batch.spans.length + batch.logs.length) / 2
+        fit(Math.ceil((textBytes(batch.spans) + textBytes(batch.logs)) * 1.1) + rowCount * 8 + 2 * pageSize, m.maxBytes)
         for (const t of ['spans', 'logs']) {
-          const rows = m[t]
+          const rows = batch[t]
           if (rows.length === 0) continue
           const last = insert(t, rows)
           tables[t].max = last
@@ -166,12 +195,12 @@ parentPort.on('message', (m) => {
       } catch (error) {
         db.exec('ROLLBACK')
         recount()
-        failed = (m.spans.length + m.logs.length) / 2
+        failed = m.spans.length / ${SPAN_FIELDS} + m.logs.length / 2
       }
     }
   } catch {
     // A failed write (disk full) loses this batch only; the window still has the records.
-    if (m.op === 'write') failed = (m.spans.length + m.logs.length) / 2
+    if (m.op === 'write') failed = m.spans.length / ${SPAN_FIELDS} + m.logs.length / 2
   }
   if (failed > 0) Atomics.add(done, 1, failed)
   Atomics.store(done, 0, m.seq)
@@ -260,7 +289,8 @@ export class SqliteStore extends MemoryStore {
   override putLog(log: LogRecord): void {
     super.putLog(log)
     const json = JSON.stringify(log)
-    this.pendingLogs.push(log.observed_timestamp_unix_nano, json)
+    const ns = log.observed_timestamp_unix_nano
+    this.pendingLogs.push(Number.isFinite(ns) ? ns : 0, json)
     this.pendingBytes += json.length
     this.added()
   }
@@ -330,14 +360,18 @@ export class SqliteStore extends MemoryStore {
     if (this.closed || (this.pendingSpans.size === 0 && this.pendingLogs.length === 0)) return
     clearTimeout(this.timer)
     this.timer = undefined
-    const spans: Array<number | string> = []
+    const spans: unknown[] = []
     let bytes = this.pendingBytes
     for (const s of this.pendingSpans) {
-      const json = spanJson(s)
-      spans.push(s.start_time_unix_nano, json)
-      bytes += json.length
+      const attributes = JSON.stringify(s.attributes)
+      const resource = jsonOf(s.resource)
+      const events = s.events.length === 0 ? '[]' : JSON.stringify(s.events)
+      const links = s.links.length === 0 ? '[]' : JSON.stringify(s.links)
+      spans.push(s.start_time_unix_nano, s.trace_id, s.span_id, s.parent_span_id, s.name, s.kind, s.service_name, s.end_time_unix_nano, s.duration_ms, s.status, s.status_message ?? null, attributes, resource, events, links)
+      // Room for the keys, the three numbers and the escapes of ids and names.
+      bytes += 320 + s.trace_id.length + s.span_id.length + s.name.length + s.service_name.length + (s.status_message?.length ?? 0) + attributes.length + resource.length + events.length + links.length
     }
-    const batch: Batch = { spans, logs: this.pendingLogs, rows: (spans.length + this.pendingLogs.length) / 2, bytes }
+    const batch: Batch = { spans, logs: this.pendingLogs, rows: spans.length / SPAN_FIELDS + this.pendingLogs.length / 2, bytes }
     this.pendingSpans = new Set()
     this.pendingLogs = []
     this.pendingBytes = 0
@@ -368,7 +402,7 @@ export class SqliteStore extends MemoryStore {
   /** Posts one batch; its sequence number. */
   private post(batch: Batch): number {
     const seq = ++this.seq
-    this.writer.postMessage({ seq, op: 'write', spans: batch.spans, logs: batch.logs, bytes: batch.bytes, maxBytes: this.limits.maxDiskBytes })
+    this.writer.postMessage({ seq, op: 'write', spans: batch.spans, logs: batch.logs, maxBytes: this.limits.maxDiskBytes })
     return seq
   }
 
@@ -404,3 +438,4 @@ function isDamaged(error: unknown): boolean {
   const code = (error as { errcode?: unknown } | null)?.errcode
   return typeof code === 'number' && ((code & 0xff) === 11 || (code & 0xff) === 26)
 }
+
