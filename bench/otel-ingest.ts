@@ -53,7 +53,7 @@ function cpuMs(pid: number): number {
 }
 
 const frame = await sampleFrame()
-const engine = spawn(process.execPath, ['bench/tracing.ts', 'sdk-engine'], { stdio: ['ignore', 'pipe', 'inherit'] })
+const engine = spawn(process.execPath, [...(process.env.BENCH_CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_CPU_PROF}`] : []), 'bench/tracing.ts', 'sdk-engine'], { stdio: ['ignore', 'pipe', 'inherit'] })
 try {
   const url = await new Promise<string>((resolve, reject) => {
     createInterface({ input: engine.stdout! })
