@@ -51,6 +51,13 @@ export interface ActiveSpan {
   end(status: SpanStatus, message?: string, attributes?: Record<string, unknown>): void
 }
 
+/**
+ * An unsampled parent for calls that must record no span and start no trace: trigger deliveries of
+ * the observability worker (their spans never fire `trace` again, builtins.md §12.6) and the
+ * built-ins' own start-up housekeeping (registering their settings entries).
+ */
+export const UNSAMPLED_TRACEPARENT = '00-00000000000000000000000000000001-0000000000000001-00'
+
 const TRACEPARENT = /^00-([0-9a-f]{32})-([0-9a-f]{16})-([0-9a-f]{2})$/
 
 /** The parts of a valid W3C `traceparent` (all-zero ids are invalid); undefined otherwise. */

@@ -11,7 +11,7 @@
  */
 import { currentOtelConfig, registerWorkerGauges } from 'svc-helpers/observability'
 import { getMeter } from 'svc-helpers/observability/internal'
-import { endInvocationSpan, invocationHeaders, type InvocationSpan, runInSpan, startInvocationSpan, traceFields } from './tracing.ts'
+import { endInvocationSpan, invocationHeaders, type InvocationSpan, isUnsampled, runInSpan, runUnsampled, startInvocationSpan, traceFields } from './tracing.ts'
 import { randomUUID } from 'node:crypto'
 import { Errors, type SvcError } from 'svc-protocol/errors'
 import type { ConnectOptions, Connector, Transport } from 'svc-protocol/transport'
@@ -561,8 +561,12 @@ export class WorkerClient implements SvcClient {
     const handler = fn.handler
     let value: unknown
     try {
-      // Without telemetry no span and no closure: the handler is called directly.
-      value = span === undefined ? handler(data, msg.metadata as JsonValue | undefined) : runInSpan(span, () => handler(data, msg.metadata as JsonValue | undefined))
+      // Without telemetry no span and no closure: the handler is called directly (an unsampled
+      // parent is still handed on to the calls it makes).
+      const metadata = msg.metadata as JsonValue | undefined
+      if (span !== undefined) value = runInSpan(span, () => handler(data, metadata))
+      else if (isUnsampled(msg.traceparent)) value = runUnsampled(msg.traceparent, () => handler(data, metadata))
+      else value = handler(data, metadata)
     } catch (err) {
       this.#answer(transport, msg, undefined, toErrorBody(err), span)
       return

@@ -8,6 +8,7 @@
  * The span is svc-helpers' light `HandlerSpan` (docs/decisions.md, telemetry cost); spans the
  * handler starts itself still nest under it through the active context.
  */
+import { AsyncLocalStorage } from 'node:async_hooks'
 import { type Context, context, propagation, type Span, trace } from '@opentelemetry/api'
 import {
   injectBaggage,
@@ -104,9 +105,34 @@ export function invocationHeaders(s: InvocationSpan): { traceparent?: string; ba
   return out
 }
 
+/**
+ * The inbound `traceparent` of the handler running when it is unsampled and telemetry is off
+ * (see {@link runUnsampled}).
+ */
+const unsampledParent = new AsyncLocalStorage<string>()
+
+/** True for a W3C `traceparent` whose sampled flag (bit 0 of the last field) is off. */
+export function isUnsampled(traceparent: string | undefined): traceparent is string {
+  return traceparent !== undefined && traceparent.length === 55 && (Number.parseInt(traceparent.slice(53), 16) & 1) === 0
+}
+
+/**
+ * Runs a handler with telemetry off so that the calls it makes carry its unsampled inbound
+ * `traceparent` (protocol.md §10.1). The engine delivers `trace` triggers that way so their
+ * handlers make no traces; without it, each call of such a handler started a new sampled trace,
+ * which fired the trigger again, forever. Sampled parents are not carried (telemetry off records
+ * and propagates nothing, at no cost per call).
+ */
+export function runUnsampled<T>(traceparent: string, fn: () => T): T {
+  return unsampledParent.run(traceparent, fn)
+}
+
 /** `,"traceparent":…,"baggage":…` for an outgoing frame from the active context ('' outside a span). */
 export function traceFields(): string {
-  if (!isOtelInitialized()) return ''
+  if (!isOtelInitialized()) {
+    const parent = unsampledParent.getStore()
+    return parent === undefined ? '' : ',"traceparent":' + JSON.stringify(parent)
+  }
   const ctx = context.active()
   let text = ''
   const span = trace.getSpan(ctx)

@@ -22,7 +22,7 @@ import { MemoryStore, NoStore, type StoreLimits, type TelemetryStore } from '../
 import { ENGINE_VERSION } from '../../engine/engine.ts'
 import type { FunctionEntry } from '../../engine/functions.ts'
 import type { Interceptor, Invocation } from '../../engine/pipeline.ts'
-import type { ActiveSpan, TelemetryHub, TelemetrySink, TelemetrySource } from '../../engine/telemetry.ts'
+import { UNSAMPLED_TRACEPARENT, type ActiveSpan, type TelemetryHub, type TelemetrySink, type TelemetrySource } from '../../engine/telemetry.ts'
 import type { BindingInfo, BuiltinContext, BuiltinWorker, InvocationContext, LocalTriggerProvider } from '../../engine/types.ts'
 import { createSettingsApplier, type SettingsApplier } from '../shared/settings.ts'
 import { OtlpExport, resolveOtlpSettings, type OtlpSettings } from './export.ts'
@@ -112,7 +112,7 @@ const LOG_LEVELS = { trace: 1, debug: 5, info: 9, warn: 13, error: 17 } as const
 /** `log` trigger `level` → minimum severity number (§12.6). */
 const LEVEL_MIN: Record<string, number> = { all: 0, debug: 5, info: 9, warn: 13, error: 17 }
 /** Unsampled context for trigger deliveries: their spans never fire `trace` again (§12.6). */
-const UNSAMPLED = '00-00000000000000000000000000000001-0000000000000001-00'
+const UNSAMPLED = UNSAMPLED_TRACEPARENT
 /** The trace id of {@link UNSAMPLED}: a log call carrying it comes from a trigger delivery. */
 const DELIVERY_TRACE = '00000000000000000000000000000001'
 const SWEEP_MS = 60_000
@@ -380,10 +380,14 @@ export class ObservabilityWorker implements BuiltinWorker, TelemetrySink {
       this.traceTimer = undefined
       const ids = [...this.pendingTraces]
       this.pendingTraces = new Set()
+      // Traces of internal functions (the engine's own housekeeping) are not delivered, as their
+      // log records are not (§12.6) and engine::traces::list hides them by default.
+      const roots = new Map(ids.map((id) => [id, rootOf(this.store.trace(id))]))
+      for (const [id, root] of roots) if (root !== undefined && root.attributes['svc.function.kind'] === 'internal') roots.delete(id)
       for (const { binding, service, status } of this.traceBindings.values()) {
-        const matched = ids.filter((id) => {
+        const matched = [...roots.keys()].filter((id) => {
           if (service === undefined && status === undefined) return true
-          const root = rootOf(this.store.trace(id))
+          const root = roots.get(id)
           return root !== undefined && (service === undefined || root.service_name.toLowerCase() === service) && (status === undefined || root.status === status)
         })
         if (matched.length === 0) continue

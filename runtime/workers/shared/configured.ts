@@ -16,6 +16,7 @@
 import { createHash } from 'node:crypto'
 import { canonicalJson } from 'svc-protocol/json'
 import { errorBodyOf } from 'svc-protocol/errors'
+import { UNSAMPLED_TRACEPARENT } from '../../engine/telemetry.ts'
 import type { BuiltinContext, BuiltinWorker, LocalInvokeRequest } from '../../engine/types.ts'
 import type { JsonSchema } from '../descriptor.ts'
 
@@ -82,14 +83,16 @@ class ConfiguredWorker implements BuiltinWorker {
   async start(context: BuiltinContext, _settings: unknown): Promise<void> {
     this.context = context
     const invoke: Invoke = (request) => context.worker.invoke(request)
+    // Start-up housekeeping records no trace (it would list one per built-in at every start).
+    const startup: Invoke = (request) => context.worker.invoke({ ...request, traceparent: UNSAMPLED_TRACEPARENT })
     const { id } = this.entry
-    const listed = (await invoke({ function_id: 'configuration::list', data: {} })) as { configurations: Array<{ id: string; metadata?: Record<string, unknown> }> }
+    const listed = (await startup({ function_id: 'configuration::list', data: {} })) as { configurations: Array<{ id: string; metadata?: Record<string, unknown> }> }
     const stored = listed.configurations.find((c) => c.id === id)
-    await this.register(invoke, stored?.metadata)
+    await this.register(startup, stored?.metadata)
     const seedChanged = stored !== undefined && this.seed.raw !== undefined && stored.metadata?.seed_hash !== seedHash(this.seed.raw)
     if (seedChanged) {
       try {
-        await storeSeed(invoke, id, this.seed.raw)
+        await storeSeed(startup, id, this.seed.raw)
         context.log.info(`config.yaml: the ${this.name} block changed since it was last applied; it is now the value of ${id}`)
       } catch (error) {
         context.log.error(`config.yaml: the ${this.name} block was not applied: ${errorBodyOf(error).message}`)
@@ -98,7 +101,7 @@ class ConfiguredWorker implements BuiltinWorker {
 
     let value: unknown
     try {
-      value = ((await invoke({ function_id: 'configuration::get', data: { id } })) as { value: unknown }).value
+      value = ((await startup({ function_id: 'configuration::get', data: { id } })) as { value: unknown }).value
     } catch (error) {
       const { message } = errorBodyOf(error)
       context.log.error(`${this.name}: settings ${id} cannot be read (${message}); starting with the config.yaml block`)
