@@ -220,7 +220,7 @@ const API_ROUTES: Record<string, string> = {
  */
 async function proxyHttp(request: HttpProxyRequest, link: EngineLink): Promise<Record<string, unknown>> {
   const { http_url } = await link.addresses()
-  if (http_url === null) {
+  if (http_url === null || !link.connected) {
     const why = link.connected ? 'svc-http is not running' : 'the console is not connected to the engine'
     throw new ApiError(503, 'engine_unreachable', `No HTTP listener to send to: ${why}`)
   }
