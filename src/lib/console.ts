@@ -2,7 +2,10 @@
  * `svc console` (cli.md §4.8): start the console backend of `svc-console`, print its address,
  * optionally open a browser, and run until SIGINT/SIGTERM.
  */
+import { readFileSync } from 'node:fs'
 import { isIP } from 'node:net'
+import { dirname, join } from 'node:path'
+import { fileURLToPath } from 'node:url'
 import { ConsoleListenError, startConsole, type ConsoleLog, type RunningConsole } from 'svc-console'
 import { CliError, ExitCode, usageError } from './errors.ts'
 
@@ -112,4 +115,49 @@ export function untilSignal(running: RunningConsole, options: { json: boolean; s
     process.on('SIGINT', onSignal)
     process.on('SIGTERM', onSignal)
   })
+}
+
+/** `bin/run.js` of this svc installation (the nearest package.json named `svc` above this module). */
+export function svcBin(): string {
+  let dir = dirname(fileURLToPath(import.meta.url))
+  for (;;) {
+    try {
+      const pkg = JSON.parse(readFileSync(join(dir, 'package.json'), 'utf8')) as { name?: unknown }
+      if (pkg.name === 'svc') return join(dir, 'bin', 'run.js')
+    } catch {
+      // no package.json here; keep walking up
+    }
+    const parent = dirname(dir)
+    if (parent === dir) throw new Error('cannot find the svc package that holds this module')
+    dir = parent
+  }
+}
+
+/** Quotes one argument for the platform shell the supervisor uses (`sh -c`, `cmd.exe /c`). */
+function shellQuote(arg: string): string {
+  if (process.platform === 'win32') return `"${arg.replace(/"/g, '""')}"`
+  return /^[\w@%+=:,./-]+$/.test(arg) ? arg : `'${arg.replace(/'/g, `'\\''`)}'`
+}
+
+/**
+ * The start command of the config.yaml `console` entry (cli.md §4.2, §4.3): this Node running
+ * `svc console --no-open --engine <url>`, with `--port`/`--host` from the entry's `config`.
+ *
+ * @throws {CliError} exit 2 for a `port` that is not an integer 0–65535 or a blank `host`
+ */
+export function consoleStartCommand(engineUrl: string, config: unknown): string {
+  const block = (typeof config === 'object' && config !== null ? config : {}) as { port?: unknown; host?: unknown }
+  const args = [process.execPath, svcBin(), 'console', '--no-open', '--engine', engineUrl]
+  if (block.port !== undefined) {
+    const port = typeof block.port === 'string' ? Number(block.port) : block.port
+    if (typeof port !== 'number' || !Number.isInteger(port) || port < 0 || port > 65535) {
+      throw usageError(`config.yaml: console port must be an integer from 0 to 65535, got ${JSON.stringify(block.port)}`)
+    }
+    args.push('--port', String(port))
+  }
+  if (block.host !== undefined) {
+    if (typeof block.host !== 'string' || block.host.trim() === '') throw usageError('config.yaml: console host must be a non-empty string')
+    args.push('--host', block.host)
+  }
+  return args.map(shellQuote).join(' ')
 }

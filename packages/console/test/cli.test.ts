@@ -97,4 +97,31 @@ describe('svc console (cli.md §4.8)', () => {
     run.child.kill('SIGTERM')
     assert.equal(await run.exited, 0)
   })
+
+  it('svc starts the console entry of config.yaml, and stops it on SIGINT', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'svc-console-entry-'))
+    await writeFile(
+      join(dir, 'config.yaml'),
+      'workers:\n  - name: svc-worker-manager\n    config:\n      port: 0\n  - name: svc-http\n    config:\n      port: 0\n  - name: svc-stream\n    config:\n      port: 0\n  - name: console\n    config:\n      port: 0\n',
+    )
+    const child = spawn(process.execPath, [SVC_BIN, '--json', '--no-watch'], { cwd: dir, env: cliEnv(), stdio: ['ignore', 'pipe', 'pipe'] })
+    children.push(child)
+    const events: any[] = []
+    createInterface({ input: child.stdout! }).on('line', (line) => events.push(JSON.parse(line)))
+    const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)))
+    try {
+      await eventually(() => events.some((e) => e.event === 'worker_state' && e.worker === 'console' && e.state === 'running'), 20_000)
+      const line = events.find((e) => e.event === 'log' && e.source === 'console' && /svc console → /.test(e.message))
+      const url = /http:\/\/\S+/.exec(line.message)![0]
+      const ready = events.find((e) => e.event === 'engine_ready')
+      const info = (await (await fetch(`${url}/api/info`)).json()) as { connected: boolean; engine_url: string }
+      assert.equal(info.connected, true)
+      assert.equal(info.engine_url, ready.engine_url)
+      child.kill('SIGINT')
+      assert.equal(await exited, 0)
+      await assert.rejects(fetch(`${url}/api/info`), 'the console stopped with svc')
+    } finally {
+      await rm(dir, { recursive: true, force: true })
+    }
+  })
 })
