@@ -5,11 +5,12 @@
  * supervisor of cli.md §5; built-in containers are checked against the engine.
  */
 import { randomBytes } from 'node:crypto'
-import { readFileSync, statSync } from 'node:fs'
+import { mkdirSync, readFileSync, statSync } from 'node:fs'
 import { homedir } from 'node:os'
 import { dirname, isAbsolute, join, resolve } from 'node:path'
 import type { Logger } from '../../runtime/engine/types.ts'
 import type { RegistrationProbe, SupervisedWorker, SupervisorOptions, WorkerSpec, WorkerState } from '../supervisor/types.ts'
+import { consoleStartCommand } from '../lib/console.ts'
 import { displayPath } from '../lib/project.ts'
 import { EnvFileError, parseEnvFile } from './env-file.ts'
 import { builtinDescriptor } from '../../runtime/workers/catalogue.ts'
@@ -285,12 +286,7 @@ export class ProjectRunner {
    * settings entry and applies live (cli.md §2.3).
    */
   private async startBuiltin(c: Container, spec: BuiltinContainer): Promise<void> {
-    if (spec.builtin === 'console') {
-      // `svc console` is a separate process (cli.md §7); it counts as running once it registered.
-      const consoles = await this.engine.listWorkers({})
-      if (consoles.some((w) => w.name === 'svc-console')) return
-      throw new ComposeError('BUILTIN_DISABLED', `${spec.key}: the console is not running; start it with svc console (compose cannot launch it yet)`)
-    }
+    if (spec.builtin === 'console') return this.startConsole(c, spec)
     const builtins = await this.engine.listWorkers({ runtime: 'builtin' })
     if (!builtins.some((w) => w.name === spec.builtin)) {
       throw new ComposeError(
@@ -370,6 +366,65 @@ export class ProjectRunner {
       await supervised.waitUntilRunning(spec.startupTimeoutMs)
     } catch (err) {
       throw await this.startFailure(c, supervised, spec, err, before)
+    }
+    c.pid = supervised.pid
+  }
+
+  /**
+   * `builtin://console` (cli.md §4.7): runs `svc console --no-open --engine <url>` (port and host
+   * from the container's `config`) and is ready when `svc-console` registers. A console that is
+   * already connected (started by svc or by hand) counts as this container and is left alone.
+   */
+  private async startConsole(c: Container, spec: BuiltinContainer): Promise<void> {
+    const running = await this.engine.listWorkers({ namespace: 'default' })
+    if (running.some((w) => w.name === 'svc-console')) return
+    let startCommand: string
+    try {
+      startCommand = consoleStartCommand(this.engine.url, spec.config)
+    } catch (err) {
+      throw new ComposeError('INVALID_COMPOSE_FILE', `${spec.key}: ${(err as Error).message.replace(/^config\.yaml: /, '')}`)
+    }
+    const directory = join(this.cwd, '.svc', 'compose', this.namespace, 'console')
+    mkdirSync(directory, { recursive: true })
+    const supervised = this.supervise(
+      {
+        name: spec.key,
+        directory,
+        namespace: 'default',
+        engineUrl: this.engine.url,
+        projectRoot: this.cwd,
+        envBase: 'compose',
+        env: {},
+        watch: false,
+        noInstall: true,
+        startCommand,
+        logFile: this.logFile(spec.key),
+        stateFile: join(this.cwd, '.svc', 'compose', this.namespace, 'workers', `${spec.key}.json`),
+        isRegistered: async (probe: RegistrationProbe) => {
+          try {
+            const workers = await this.engine.listWorkers({ namespace: 'default' })
+            return workers.some((w) => w.name === 'svc-console' && w.connected_at_ms >= probe.startedAtMs)
+          } catch {
+            return false
+          }
+        },
+      },
+      { log: this.log },
+    )
+    c.supervised = supervised
+    supervised.on('output', (line: { stream: 'stdout' | 'stderr'; text: string }) => {
+      c.output.push(line.text)
+      if (c.output.length > QUOTED_LINES) c.output.shift()
+      this.engine.log(line.stream === 'stdout' ? 'info' : 'warn', line.text, spec.key, line.stream)
+    })
+    supervised.on('state', (state: WorkerState) => this.onSupervisorState(c, supervised, state))
+    try {
+      await supervised.start()
+      await supervised.waitUntilRunning(spec.startupTimeoutMs)
+    } catch (err) {
+      const tail = c.output.slice(-5).join('\n')
+      const reason = supervised.failure?.message ?? supervised.lastError ?? (err as Error).message
+      throw new ComposeError('STARTUP_TIMEOUT', `${spec.key}: the console did not register as svc-console (${reason})${tail ? `\n${tail}` : ''}`)
     }
     c.pid = supervised.pid
   }

@@ -14,11 +14,14 @@ import type { LogLevel, LogRecord } from '../../runtime/engine/logger.ts'
 import type { Logger } from '../../runtime/engine/types.ts'
 import { formatBanner, readyEvent } from './banner.ts'
 import type { ReadyInfo } from './banner.ts'
+import { consoleStartCommand } from './console.ts'
 import { CliError, ExitCode } from './errors.ts'
 import { lockDataDir } from './lock.ts'
 import type { DataDirLock } from './lock.ts'
 import { locateConfig } from './project.ts'
 import { diffConfig, watchConfigFile } from './reload.ts'
+import { mkdirSync } from 'node:fs'
+import { join } from 'node:path'
 import { superviseWorker } from '../supervisor/supervisor.ts'
 import type { OutputLine, RegistrationProbe, SupervisedWorker, WorkerState } from '../supervisor/types.ts'
 
@@ -145,6 +148,20 @@ export async function startEngine(options: StartOptions): Promise<RunningEngine>
   }
   if (options.workers) {
     for (const entry of config.local_workers) if (entry.enabled) launch(entry)
+    // The console entry (cli.md §4.3): a separate process, supervised like a local worker.
+    const consoleEntry = config.builtins.console
+    if (consoleEntry?.enabled) {
+      const worker = launchConsole(consoleEntry, {
+        engine,
+        engineUrl,
+        projectRoot: config.project_root,
+        watch: false,
+        log: note,
+        output: makeLogger('console'),
+        emit: options.json ? emit : undefined,
+      })
+      supervised.set('console', worker)
+    }
     await Promise.all([...supervised.values()].map((w) => w.start()))
     await settled([...supervised.values()], BANNER_WAIT_MS)
   }
@@ -308,6 +325,39 @@ function launchLocalWorker(entry: LoadedLocalWorkerEntry, context: LaunchContext
       emit(event)
     })
   }
+  return worker
+}
+
+/**
+ * Supervises the `console` entry of config.yaml: `svc console --no-open --engine <url>` (port and
+ * host from the entry's `config`) run from `.svc/console/`, registered once `svc-console` connects.
+ * Crashes restart it by the policy of cli.md §5.5; nothing is watched or installed.
+ */
+function launchConsole(entry: LoadedBuiltinEntry, context: LaunchContext): SupervisedWorker {
+  const directory = join(context.projectRoot, '.svc', 'console')
+  mkdirSync(directory, { recursive: true })
+  const worker = superviseWorker(
+    {
+      name: 'console',
+      directory,
+      namespace: 'default',
+      engineUrl: context.engineUrl,
+      projectRoot: context.projectRoot,
+      envBase: 'engine',
+      env: {},
+      watch: false,
+      noInstall: true,
+      startCommand: consoleStartCommand(context.engineUrl, entry.config),
+      isRegistered: (probe) => hasConnection(context.engine, 'svc-console', 'default', probe),
+    },
+    { log: context.log },
+  )
+  worker.on('output', (line: OutputLine) => {
+    if (line.stream === 'stderr') context.output.warn(line.text)
+    else context.output.info(line.text)
+  })
+  const emit = context.emit
+  if (emit) worker.on('state', (state: WorkerState) => emit({ event: 'worker_state', worker: 'console', state, ...(worker.pid !== undefined ? { pid: worker.pid } : {}) }))
   return worker
 }
 

@@ -389,7 +389,7 @@ class WorkerSupervisor extends EventEmitter implements SupervisedWorker {
     }
     const install = manifest.scripts.install
     if (!install) {
-      if (!this.#warnedNoInstall) {
+      if (!this.#warnedNoInstall && !this.#spec.noInstall) {
         this.#log.warn(`${this.name}: no install step (scripts.install is not set and cannot be inferred); skipping it`)
         this.#warnedNoInstall = true
       }

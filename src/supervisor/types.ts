@@ -63,6 +63,8 @@ export interface WorkerSpec {
   watch: boolean
   /** Replaces the manifest's start command (compose `scripts.run`). */
   startCommand?: string
+  /** True for svc's own processes (the console): nothing to install, so no "no install step" warning. */
+  noInstall?: boolean
   /** Compose `scripts.pre_run`, run before each start; must exit 0 within `timeoutMs`. */
   preRun?: { command: string; timeoutMs: number }
   /** Compose `scripts.post_run`, run after each stop. */

@@ -1,0 +1,163 @@
+/**
+ * `svc console` (cli.md §4.8): start the console backend of `svc-console`, print its address,
+ * optionally open a browser, and run until SIGINT/SIGTERM.
+ */
+import { readFileSync } from 'node:fs'
+import { isIP } from 'node:net'
+import { dirname, join } from 'node:path'
+import { fileURLToPath } from 'node:url'
+import { ConsoleListenError, startConsole, type ConsoleLog, type RunningConsole } from 'svc-console'
+import { CliError, ExitCode, usageError } from './errors.ts'
+
+export interface ConsoleCommandOptions {
+  port: number
+  host: string
+  /** Resolved engine URL (`--engine`, `SVC_URL`, config.yaml, default). */
+  engineUrl: string
+  /** Open a browser once listening (only when the command is interactive). */
+  open: boolean
+  json: boolean
+  version: string
+  stdout?: (text: string) => void
+  stderr?: (text: string) => void
+}
+
+/** True for `127.0.0.0/8`, `::1` and `localhost`: hosts only this machine can reach. */
+export function isLoopbackHost(host: string): boolean {
+  const bare = host.replace(/^\[|\]$/g, '').toLowerCase()
+  if (bare === 'localhost' || bare === '::1' || bare === '0:0:0:0:0:0:0:1') return true
+  return isIP(bare) === 4 && bare.startsWith('127.')
+}
+
+/**
+ * Starts the console server and prints `svc console → <url>` (or, with `json`, the
+ * `{"event":"console_ready","url"}` line). Warns on stderr for a non-loopback host.
+ *
+ * @throws {CliError} `PORT_IN_USE` exit 1 `Port 3113 is already in use; pass --port`; exit 1 for
+ *   other bind failures; exit 2 for an engine URL that is not ws:// or wss://
+ */
+export async function runConsole(options: ConsoleCommandOptions): Promise<RunningConsole> {
+  const stdout = options.stdout ?? ((text: string) => void process.stdout.write(text))
+  const stderr = options.stderr ?? ((text: string) => void process.stderr.write(text))
+  let engine: URL
+  try {
+    engine = new URL(options.engineUrl)
+  } catch {
+    throw usageError(`Invalid engine URL '${options.engineUrl}'`, 'pass --engine ws://127.0.0.1:49134')
+  }
+  if (engine.protocol !== 'ws:' && engine.protocol !== 'wss:') {
+    throw usageError(`Invalid engine URL '${options.engineUrl}': expected ws:// or wss://`, 'pass --engine ws://127.0.0.1:49134')
+  }
+  if (!isLoopbackHost(options.host)) {
+    stderr(`Warning: the console listens on ${options.host} and has no authentication; anyone who can reach this port can invoke functions and read data\n`)
+  }
+  const log: ConsoleLog = options.json
+    ? { info() {}, warn: (m) => stderr(`Warning: ${m}\n`), error: (m) => stderr(`Error: ${m}\n`) }
+    : { info: (m) => stdout(`${m}\n`), warn: (m) => stderr(`Warning: ${m}\n`), error: (m) => stderr(`Error: ${m}\n`) }
+  let running: RunningConsole
+  try {
+    running = await startConsole({ port: options.port, host: options.host, engineUrl: options.engineUrl, log, version: options.version })
+  } catch (err) {
+    if (err instanceof ConsoleListenError) {
+      throw new CliError({ code: err.code === 'EADDRINUSE' ? 'PORT_IN_USE' : 'LISTEN_FAILED', message: err.message, exitCode: ExitCode.Failure, cause: err })
+    }
+    throw err
+  }
+  if (options.json) stdout(`${JSON.stringify({ event: 'console_ready', url: running.url })}\n`)
+  else stdout(`svc console → ${running.url}\n  engine  ${options.engineUrl}\n`)
+  if (options.open) await openBrowser(running.url)
+  return running
+}
+
+/**
+ * Opens `url` in the default browser (`open` on macOS, `cmd /c start` on Windows, else
+ * `xdg-open`); a missing opener or a failure is ignored: the address is printed either way.
+ */
+export async function openBrowser(url: string): Promise<void> {
+  const [command, args] =
+    process.platform === 'darwin' ? ['open', [url]] : process.platform === 'win32' ? ['cmd', ['/c', 'start', '""', url]] : ['xdg-open', [url]]
+  try {
+    const { execa } = await import('execa')
+    const child = execa(command, args as string[], { detached: true, stdio: 'ignore', reject: false })
+    child.catch(() => {})
+    child.unref()
+  } catch {
+    // no browser opener on this machine
+  }
+}
+
+/**
+ * Waits for SIGINT or SIGTERM, closes the console and resolves with exit code 0 (cli.md §1.1); a
+ * second SIGINT exits 130 at once. Resolves also if the server is closed by other means.
+ */
+export function untilSignal(running: RunningConsole, options: { json: boolean; stderr?: (text: string) => void; exit?: (code: number) => never }): Promise<number> {
+  const stderr = options.stderr ?? ((text: string) => void process.stderr.write(text))
+  const exit = options.exit ?? ((code: number) => process.exit(code))
+  return new Promise((resolve) => {
+    let requested = false
+    const onSignal = (signal: NodeJS.Signals) => {
+      if (requested) {
+        if (signal === 'SIGINT') exit(ExitCode.Interrupted)
+        return
+      }
+      requested = true
+      if (options.json) process.stdout.write(`${JSON.stringify({ event: 'shutdown', signal })}\n`)
+      else stderr(`\nReceived ${signal}; stopping the console\n`)
+      const deadline = setTimeout(() => exit(ExitCode.Success), 5000)
+      deadline.unref()
+      running.close().finally(() => {
+        clearTimeout(deadline)
+        process.off('SIGINT', onSignal)
+        process.off('SIGTERM', onSignal)
+        resolve(ExitCode.Success)
+      })
+    }
+    process.on('SIGINT', onSignal)
+    process.on('SIGTERM', onSignal)
+  })
+}
+
+/** `bin/run.js` of this svc installation (the nearest package.json named `svc` above this module). */
+export function svcBin(): string {
+  let dir = dirname(fileURLToPath(import.meta.url))
+  for (;;) {
+    try {
+      const pkg = JSON.parse(readFileSync(join(dir, 'package.json'), 'utf8')) as { name?: unknown }
+      if (pkg.name === 'svc') return join(dir, 'bin', 'run.js')
+    } catch {
+      // no package.json here; keep walking up
+    }
+    const parent = dirname(dir)
+    if (parent === dir) throw new Error('cannot find the svc package that holds this module')
+    dir = parent
+  }
+}
+
+/** Quotes one argument for the platform shell the supervisor uses (`sh -c`, `cmd.exe /c`). */
+function shellQuote(arg: string): string {
+  if (process.platform === 'win32') return `"${arg.replace(/"/g, '""')}"`
+  return /^[\w@%+=:,./-]+$/.test(arg) ? arg : `'${arg.replace(/'/g, `'\\''`)}'`
+}
+
+/**
+ * The start command of the config.yaml `console` entry (cli.md §4.2, §4.3): this Node running
+ * `svc console --no-open --engine <url>`, with `--port`/`--host` from the entry's `config`.
+ *
+ * @throws {CliError} exit 2 for a `port` that is not an integer 0–65535 or a blank `host`
+ */
+export function consoleStartCommand(engineUrl: string, config: unknown): string {
+  const block = (typeof config === 'object' && config !== null ? config : {}) as { port?: unknown; host?: unknown }
+  const args = [process.execPath, svcBin(), 'console', '--no-open', '--engine', engineUrl]
+  if (block.port !== undefined) {
+    const port = typeof block.port === 'string' ? Number(block.port) : block.port
+    if (typeof port !== 'number' || !Number.isInteger(port) || port < 0 || port > 65535) {
+      throw usageError(`config.yaml: console port must be an integer from 0 to 65535, got ${JSON.stringify(block.port)}`)
+    }
+    args.push('--port', String(port))
+  }
+  if (block.host !== undefined) {
+    if (typeof block.host !== 'string' || block.host.trim() === '') throw usageError('config.yaml: console host must be a non-empty string')
+    args.push('--host', block.host)
+  }
+  return args.map(shellQuote).join(' ')
+}
