@@ -1,0 +1,1 @@
+export function ConfigurationPage(_props: { id?: string }) { return <p>TODO</p> }

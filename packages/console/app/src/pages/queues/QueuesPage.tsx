@@ -1,0 +1,1 @@
+export function QueuesPage(_props: { name?: string; dlq?: boolean }) { return <p>TODO</p> }

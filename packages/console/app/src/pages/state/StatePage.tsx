@@ -1,0 +1,1 @@
+export function StatePage(_props: { scope?: string; entryKey?: string }) { return <p>TODO</p> }

@@ -1,0 +1,1 @@
+export function StreamsPage(_props: { stream?: string; group?: string }) { return <p>TODO</p> }

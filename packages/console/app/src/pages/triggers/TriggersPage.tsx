@@ -1,0 +1,1 @@
+export function TriggersPage(_props: { triggerId?: string }) { return <p>TODO</p> }
