@@ -1,0 +1,74 @@
+/**
+ * Shapes of the console backend (cli.md §7.1): options of {@link startConsole}, the running server,
+ * and the frames of the `/api/live` WebSocket.
+ */
+
+/** Where the backend reports what happens to it; every method gets one line of text. */
+export interface ConsoleLog {
+  info(message: string): void
+  warn(message: string): void
+  error(message: string): void
+}
+
+export interface ConsoleOptions {
+  /** TCP port of the console, 0 for an ephemeral one; default 3113 (cli.md §4.8). */
+  port?: number
+  /** Interface to bind; default `127.0.0.1`. The console has no authentication. */
+  host?: string
+  /** `ws://…` of the engine's worker listener; default `ws://127.0.0.1:49134`. */
+  engineUrl?: string
+  /** Default: silent. */
+  log?: ConsoleLog
+  /** Reported as `version` by `GET /api/info`; default the svc-console package version. */
+  version?: string
+  /**
+   * Folder of the built single-page app (`index.html` plus assets); default
+   * `packages/console/dist/app`. When it has no `index.html` a plain page says the app was not built.
+   */
+  appDir?: string
+  /** Reconnection backoff towards the engine, ms; default 1000 doubling to 30000 (cli.md §4.8). */
+  reconnect?: { initialDelayMs?: number; maxDelayMs?: number }
+}
+
+/** A console server that is listening. */
+export interface RunningConsole {
+  /** `http://<host>:<port>` actually bound (a literal IPv6 host in brackets). */
+  url: string
+  /** The bound port (useful with `port: 0`). */
+  port: number
+  /** True while the `svc-console` worker is connected to the engine. */
+  readonly connected: boolean
+  /** Closes every client socket, the HTTP server and the engine connection. Idempotent. */
+  close(): Promise<void>
+}
+
+/** Channels of `GET /api/live` (cli.md §7.1). */
+export const LIVE_CHANNELS = ['workers', 'functions', 'logs', 'state', 'configuration', 'connection'] as const
+export type LiveChannel = (typeof LIVE_CHANNELS)[number]
+
+/**
+ * `data` of a `connection` push: the engine connection changed state. `state` is the SDK's
+ * connection state (`connecting`, `connected`, `reconnecting`, `disconnected`, `failed`).
+ */
+export interface ConnectionData {
+  connected: boolean
+  state: string
+  engine_url: string
+  /** The last connection error, when there was one (e.g. `ECONNREFUSED`). */
+  error?: string
+}
+
+/** A frame the server pushes on `/api/live`. */
+export interface LiveFrame {
+  channel: LiveChannel
+  data: unknown
+}
+
+/** `GET /api/info` (cli.md §7.1). `http_url`/`stream_url` are null until known. */
+export interface ConsoleInfo {
+  version: string
+  engine_url: string
+  http_url: string | null
+  stream_url: string | null
+  connected: boolean
+}

@@ -1,0 +1,418 @@
+/**
+ * The console backend against a real engine (cli.md §7.1): real HTTP requests and WebSockets, no
+ * mocks. What a browser tab of the console would see: the info, invocations, HTTP tester, live
+ * pushes, the streams relay, a disconnected engine and its return, and hostile input.
+ */
+import assert from 'node:assert/strict'
+import { mkdtemp, mkdir, rm, writeFile } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { after, before, describe, it } from 'node:test'
+import fc from 'fast-check'
+import { registerWorker, type SvcClient } from 'svc-sdk'
+import { WebSocket } from 'ws'
+import { startConsole, type RunningConsole } from 'svc-console'
+import { startTestEngine, type TestEngine } from '../../../test/support/engine.ts'
+import { eventually } from '../../../test/support/raw-worker.ts'
+
+interface Reply {
+  status: number
+  body: any
+}
+
+async function post(base: string, path: string, body: unknown, headers: Record<string, string> = {}): Promise<Reply> {
+  const res = await fetch(base + path, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', ...headers },
+    body: typeof body === 'string' ? body : JSON.stringify(body),
+  })
+  const text = await res.text()
+  return { status: res.status, body: text === '' ? undefined : JSON.parse(text) }
+}
+
+async function getJson(base: string, path: string): Promise<Reply> {
+  const res = await fetch(base + path)
+  return { status: res.status, body: await res.json() }
+}
+
+/** A browser tab's `/api/live` socket: every frame received, and a way to wait for one. */
+class LiveClient {
+  readonly frames: any[] = []
+  readonly socket: WebSocket
+  readonly opened: Promise<void>
+  constructor(base: string) {
+    this.socket = new WebSocket(base.replace(/^http/, 'ws') + '/api/live')
+    this.socket.on('message', (data) => this.frames.push(JSON.parse(data.toString())))
+    this.opened = new Promise((resolve, reject) => {
+      this.socket.once('open', () => resolve())
+      this.socket.once('error', reject)
+    })
+  }
+  send(frame: unknown): void {
+    this.socket.send(typeof frame === 'string' ? frame : JSON.stringify(frame))
+  }
+  async next(match: (frame: any) => boolean, what: string, timeoutMs = 5000): Promise<any> {
+    let found: any
+    await eventually(() => (found = this.frames.find(match)) !== undefined, timeoutMs).catch(() => {
+      throw new Error(`no live frame: ${what}; got ${JSON.stringify(this.frames).slice(0, 600)}`)
+    })
+    return found
+  }
+  close(): void {
+    this.socket.close()
+  }
+}
+
+describe('svc console backend (cli.md §7.1)', () => {
+  let dataDir: string
+  let t: TestEngine
+  let enginePort: number
+  let server: RunningConsole
+  let worker: SvcClient
+  const live: LiveClient[] = []
+
+  before(async () => {
+    dataDir = await mkdtemp(join(tmpdir(), 'svc-console-test-'))
+    t = await startTestEngine({ dataDir })
+    enginePort = Number(new URL(t.url).port)
+    worker = registerWorker(t.url, { workerName: 'console-test-worker', otel: { enabled: false }, enableMetricsReporting: false })
+    worker.registerFunction('shop::echo', (payload: unknown) => ({ echoed: payload }))
+    worker.registerFunction('shop::fail', () => {
+      throw Object.assign(new Error('out of stock'), { code: 'OUT_OF_STOCK' })
+    })
+    worker.registerFunction('shop::order', (req: { path_params: { id: string }; query_params: Record<string, string[]>; headers: Record<string, string>; body: unknown }) => ({
+      status_code: 201,
+      headers: { 'x-order': req.path_params.id },
+      body: { id: req.path_params.id, page: req.query_params.page, tag: req.headers['x-tag'], got: req.body },
+    }))
+    worker.registerTrigger({ type: 'http', function_id: 'shop::order', config: { api_path: 'orders/:id', http_method: 'POST' } })
+    await eventually(() => worker.getConnectionState() === 'connected', 10_000)
+    server = await startConsole({ port: 0, engineUrl: t.url, reconnect: { initialDelayMs: 100, maxDelayMs: 400 } })
+    await eventually(() => server.connected, 10_000)
+  })
+
+  after(async () => {
+    for (const client of live) client.close()
+    await server?.close()
+    await worker?.shutdown()
+    await t?.stop()
+    await rm(dataDir, { recursive: true, force: true })
+  })
+
+  it('binds 127.0.0.1 and /api/info names the engine, HTTP and stream addresses', async () => {
+    assert.match(server.url, /^http:\/\/127\.0\.0\.1:\d+$/)
+    const { status, body } = await getJson(server.url, '/api/info')
+    assert.equal(status, 200)
+    assert.deepEqual(body, { version: body.version, engine_url: t.url, http_url: t.httpUrl, stream_url: t.streamUrl, connected: true })
+    assert.match(body.version, /^\d+\.\d+\.\d+/)
+  })
+
+  it('the console is the svc-console worker in namespace default, with internal functions only', async () => {
+    const info = (await t.engine.inject({ function_id: 'engine::workers::info', data: { name: 'svc-console' } })) as any
+    assert.equal(info.worker.namespace, 'default')
+    assert.ok(info.functions.length >= 5)
+    for (const f of info.functions) {
+      assert.match(f.function_id, /^svc-console::/)
+      assert.equal(f.metadata?.internal, true, `${f.function_id} is internal`)
+    }
+    const types = new Set(info.registered_triggers.map((r: { trigger_type: string }) => r.trigger_type))
+    assert.deepEqual([...types].sort(), ['configuration', 'engine::functions-available', 'engine::workers-available', 'log', 'state'])
+    const listed = (await t.engine.inject({ function_id: 'engine::functions::list', data: {} })) as { functions: { function_id: string }[] }
+    assert.ok(!listed.functions.some((f) => f.function_id.startsWith('svc-console::')), 'hidden from default listings')
+  })
+
+  it('POST /api/invoke returns the result, or the function error, with a duration', async () => {
+    const ok = await post(server.url, '/api/invoke', { function_id: 'shop::echo', payload: { sku: 'A1', qty: 2 } })
+    assert.equal(ok.status, 200)
+    assert.deepEqual(ok.body.result, { echoed: { sku: 'A1', qty: 2 } })
+    assert.equal(ok.body.ok, true)
+    assert.equal(typeof ok.body.duration_ms, 'number')
+
+    const failed = await post(server.url, '/api/invoke', { function_id: 'shop::fail', payload: {} })
+    assert.equal(failed.status, 200)
+    assert.equal(failed.body.ok, false)
+    assert.equal(failed.body.error.message.includes('out of stock'), true, JSON.stringify(failed.body))
+
+    const missing = await post(server.url, '/api/invoke', { function_id: 'shop::nope', payload: {} })
+    assert.equal(missing.body.ok, false)
+    assert.equal(missing.body.error.code, 'function_not_found')
+
+    const noResult = await post(server.url, '/api/invoke', { function_id: 'state::get', payload: { scope: 'none', key: 'none' } })
+    assert.deepEqual({ ok: noResult.body.ok, result: noResult.body.result }, { ok: true, result: null })
+  })
+
+  it('POST /api/invoke honours namespace and timeout_ms', async () => {
+    const slow = registerWorker(t.url, { workerName: 'console-test-slow', namespace: 'slowns', otel: { enabled: false }, enableMetricsReporting: false })
+    slow.registerFunction('slow::wait', () => new Promise((r) => setTimeout(() => r('late'), 2000)))
+    try {
+      await eventually(async () => (await post(server.url, '/api/invoke', { function_id: 'engine::functions::info', payload: { function_id: 'slow::wait', namespace: 'slowns' } })).body.ok === true)
+      const timedOut = await post(server.url, '/api/invoke', { function_id: 'slow::wait', payload: {}, namespace: 'slowns', timeout_ms: 100 })
+      assert.equal(timedOut.body.ok, false)
+      assert.equal(timedOut.body.error.code, 'TIMEOUT')
+      assert.ok(timedOut.body.duration_ms >= 90 && timedOut.body.duration_ms < 1500, `duration ${timedOut.body.duration_ms}`)
+    } finally {
+      await slow.shutdown()
+    }
+  })
+
+  it('POST /api/http sends the request to the HTTP listener and returns status, headers and body', async () => {
+    const { status, body } = await post(server.url, '/api/http', {
+      method: 'post',
+      path: '/orders/42',
+      query: { page: ['2', '3'] },
+      headers: { 'x-tag': 'blue', host: 'evil.example' },
+      body: { qty: 3 },
+    })
+    assert.equal(status, 200)
+    assert.equal(body.status, 201)
+    assert.equal(body.headers['x-order'], '42')
+    assert.deepEqual(JSON.parse(body.body), { id: '42', page: ['2', '3'], tag: 'blue', got: { qty: 3 } })
+    assert.equal(typeof body.duration_ms, 'number')
+
+    const notFound = await post(server.url, '/api/http', { method: 'GET', path: '/nowhere' })
+    assert.equal(notFound.body.status, 404)
+  })
+
+  it('/api/live pushes logs, state, configuration, functions and workers to subscribed clients', async () => {
+    const client = new LiveClient(server.url)
+    live.push(client)
+    await client.opened
+    client.send({ subscribe: ['logs', 'state', 'configuration', 'functions', 'workers', 'connection'] })
+    const first = await client.next((f) => f.channel === 'connection', 'the connection state on subscribe')
+    assert.equal(first.data.connected, true)
+
+    await post(server.url, '/api/invoke', { function_id: 'state::set', payload: { scope: 'carts', key: 'ada', value: { items: 1 } } })
+    const state = await client.next((f) => f.channel === 'state' && f.data.scope === 'carts', 'a state push')
+    assert.deepEqual({ event: state.data.event_type, key: state.data.key, value: state.data.new_value }, { event: 'state:created', key: 'ada', value: { items: 1 } })
+
+    await post(server.url, '/api/invoke', { function_id: 'engine::log::warn', payload: { message: 'disk almost full', service_name: 'console-test' } })
+    const log = await client.next((f) => f.channel === 'logs' && JSON.stringify(f.data).includes('disk almost full'), 'a log push')
+    assert.ok(log.data.severity_number >= 13 || log.data.severity_text === 'WARN', JSON.stringify(log.data))
+
+    await post(server.url, '/api/invoke', {
+      function_id: 'configuration::register',
+      payload: { id: 'console-test', name: 'Console test', description: 'test entry', schema: { type: 'object' }, initial_value: { a: 1 } },
+    })
+    const config = await client.next((f) => f.channel === 'configuration' && f.data.id === 'console-test', 'a configuration push')
+    assert.equal(config.data.event_type, 'configuration:registered')
+
+    const newcomer = registerWorker(t.url, { workerName: 'console-test-newcomer', otel: { enabled: false }, enableMetricsReporting: false })
+    newcomer.registerFunction('newcomer::hello', () => 'hi')
+    try {
+      await client.next(
+        (f) => f.channel === 'functions' && f.data.functions?.some((fn: { function_id: string }) => fn.function_id === 'newcomer::hello'),
+        'a functions push naming the new function',
+      )
+      await client.next((f) => f.channel === 'workers' && f.data.event === 'worker_connected', 'a workers push')
+    } finally {
+      await newcomer.shutdown()
+    }
+    await client.next((f) => f.channel === 'workers' && f.data.event === 'worker_disconnected', 'a worker_disconnected push')
+  })
+
+  it('/api/live sends only subscribed channels and answers bad frames without closing', async () => {
+    const client = new LiveClient(server.url)
+    live.push(client)
+    await client.opened
+    client.send('not json at all')
+    client.socket.send(Buffer.from([0, 1, 2]), { binary: true })
+    client.send({ subscribe: ['logs', 'nonsense'] })
+    client.send({ subscribe: 'state' })
+    client.send([1, 2, 3])
+    await eventually(() => client.frames.filter((f) => f.error).length === 5)
+    assert.ok(client.frames.every((f) => typeof f.error?.code === 'string' && typeof f.error?.message === 'string'))
+    assert.match(client.frames[2].error.message, /unknown channel "nonsense"/)
+
+    client.send({ subscribe: ['state'] })
+    await new Promise((r) => setTimeout(r, 50))
+    await post(server.url, '/api/invoke', { function_id: 'engine::log::info', payload: { message: 'not for this client' } })
+    await post(server.url, '/api/invoke', { function_id: 'state::set', payload: { scope: 'only-state', key: 'k', value: 1 } })
+    await client.next((f) => f.channel === 'state' && f.data.scope === 'only-state', 'the state push')
+    assert.ok(!client.frames.some((f) => f.channel === 'logs'), 'no logs without a subscription')
+    assert.equal(client.socket.readyState, WebSocket.OPEN)
+  })
+
+  it('/ws/streams relays a stream client to the stream listener', async () => {
+    const socket = new WebSocket(server.url.replace(/^http/, 'ws') + '/ws/streams')
+    const frames: any[] = []
+    socket.on('message', (data) => frames.push(JSON.parse(data.toString())))
+    await new Promise((resolve, reject) => socket.once('open', resolve).once('error', reject))
+    try {
+      socket.send(JSON.stringify({ type: 'join', data: { subscriptionId: 's1', streamName: 'chat', groupId: 'room-1' } }))
+      await eventually(() => frames.some((f) => JSON.stringify(f).includes('sync')))
+      await post(server.url, '/api/invoke', { function_id: 'stream::set', payload: { stream_name: 'chat', group_id: 'room-1', item_id: 'm1', data: { text: 'hello' } } })
+      await eventually(() => frames.some((f) => JSON.stringify(f).includes('"hello"')))
+    } finally {
+      socket.close()
+    }
+  })
+
+  it('refuses hostile bodies with 413/400/415 and keeps serving', async () => {
+    const huge = JSON.stringify({ function_id: 'shop::echo', payload: 'x'.repeat(2 * 1024 * 1024) })
+    const tooBig = await post(server.url, '/api/invoke', huge)
+    assert.equal(tooBig.status, 413)
+    assert.equal(tooBig.body.error.code, 'PAYLOAD_TOO_LARGE')
+
+    const cases: [string, unknown, number, RegExp][] = [
+      ['/api/invoke', '{"function_id": "shop::echo", ', 400, /not valid JSON/],
+      ['/api/invoke', '', 400, /empty/],
+      ['/api/invoke', '[1,2]', 400, /must be a JSON object/],
+      ['/api/invoke', { payload: 1 }, 400, /function_id/],
+      ['/api/invoke', { function_id: 'a', timeout_ms: -5 }, 400, /timeout_ms/],
+      ['/api/invoke', '['.repeat(5000) + ']'.repeat(5000), 400, /not valid JSON/],
+      ['/api/http', { method: 'BREW', path: '/' }, 400, /method/],
+      ['/api/http', { method: 'GET', path: '//evil.example/x' }, 400, /path/],
+      ['/api/http', { method: 'GET', path: 'http://evil.example/' }, 400, /path/],
+      ['/api/http', { method: 'GET', path: '/', body: 'x' }, 400, /cannot have a body/],
+      ['/api/http', { method: 'GET', path: '/', headers: { 'x-a': 'b\r\nx-injected: 1' } }, 400, /line breaks/],
+    ]
+    for (const [path, body, status, message] of cases) {
+      const reply = await post(server.url, path, body)
+      assert.equal(reply.status, status, `${path} ${String(JSON.stringify(body)).slice(0, 60)}`)
+      assert.match(reply.body.error.message, message)
+      assert.equal(typeof reply.body.error.code, 'string')
+    }
+
+    const text = await post(server.url, '/api/invoke', { function_id: 'shop::echo' }, { 'content-type': 'text/plain' })
+    assert.equal(text.status, 415, 'a form-like POST from another page cannot invoke')
+    const crossSite = await post(server.url, '/api/invoke', { function_id: 'shop::echo' }, { origin: 'https://evil.example' })
+    assert.equal(crossSite.status, 403)
+    assert.equal((await getJson(server.url, '/api/nothing')).status, 404)
+    assert.equal((await getJson(server.url, '/api/invoke')).status, 405)
+
+    const alive = await getJson(server.url, '/api/info')
+    assert.equal(alive.body.connected, true)
+  })
+
+  it('fuzz: any /api/invoke or /api/http body gets a JSON answer and the server keeps serving', async () => {
+    const functionId = fc.oneof(fc.constantFrom('shop::echo', 'shop::fail', 'state::get', 'engine::functions::list', 'nope::x', ''), fc.string(), fc.jsonValue())
+    const invokeBody = fc.oneof(
+      fc.record({ function_id: functionId, payload: fc.jsonValue(), namespace: fc.option(fc.oneof(fc.string(), fc.constant('default'), fc.integer())), timeout_ms: fc.option(fc.oneof(fc.integer(), fc.double())) }, { requiredKeys: ['function_id'] }),
+      fc.jsonValue(),
+      fc.string(),
+    )
+    const httpBody = fc.oneof(
+      fc.record(
+        {
+          method: fc.oneof(fc.constantFrom('GET', 'post', 'PUT', 'DELETE', 'HEAD', 'OPTIONS', 'PATCH'), fc.string()),
+          path: fc.oneof(fc.constantFrom('/orders/7', '/', '/orders/%zz', '/a?b=c#d'), fc.string().map((s) => '/' + s), fc.string()),
+          query: fc.option(fc.dictionary(fc.string(), fc.oneof(fc.string(), fc.integer(), fc.array(fc.string()), fc.jsonValue()))),
+          headers: fc.option(fc.dictionary(fc.string(), fc.oneof(fc.string(), fc.jsonValue()))),
+          body: fc.option(fc.oneof(fc.string(), fc.jsonValue())),
+          timeout_ms: fc.option(fc.integer({ min: -10, max: 5000 })),
+        },
+        { requiredKeys: ['method', 'path'] },
+      ),
+      fc.jsonValue(),
+    )
+    await fc.assert(
+      fc.asyncProperty(fc.oneof(invokeBody.map((b) => ['/api/invoke', b] as const), httpBody.map((b) => ['/api/http', b] as const)), async ([path, body]) => {
+        const reply = await post(server.url, path, typeof body === 'string' ? body : JSON.stringify(body ?? null))
+        assert.ok([200, 400, 502, 504].includes(reply.status), `status ${reply.status}: ${JSON.stringify(reply.body)}`)
+        if (reply.status !== 200) assert.equal(typeof reply.body.error.message, 'string')
+        else if (path === '/api/invoke') assert.equal(typeof reply.body.ok, 'boolean')
+        else assert.equal(typeof reply.body.status, 'number')
+      }),
+      { numRuns: 150 },
+    )
+    assert.equal((await getJson(server.url, '/api/info')).body.connected, true)
+  })
+
+  it('engine stopped: connected false, invoke answers engine_unreachable, a connection push; engine back: recovers', async () => {
+    const client = new LiveClient(server.url)
+    live.push(client)
+    await client.opened
+    client.send({ subscribe: ['connection'] })
+    await client.next((f) => f.channel === 'connection' && f.data.connected === true, 'connected on subscribe')
+
+    await worker.shutdown()
+    await t.stop()
+    await client.next((f) => f.channel === 'connection' && f.data.connected === false, 'a disconnected push')
+    const info = await getJson(server.url, '/api/info')
+    assert.equal(info.body.connected, false)
+    const invoke = await post(server.url, '/api/invoke', { function_id: 'shop::echo', payload: {} })
+    assert.equal(invoke.status, 200)
+    assert.equal(invoke.body.ok, false)
+    assert.equal(invoke.body.error.code, 'engine_unreachable')
+    assert.match(invoke.body.error.message, /not connected to the engine at ws:\/\//)
+    const http = await post(server.url, '/api/http', { method: 'GET', path: '/' })
+    assert.equal(http.status, 503)
+
+    client.frames.length = 0
+    t = await startTestEngine({ dataDir, listener: { port: enginePort } })
+    await client.next((f) => f.channel === 'connection' && f.data.connected === true, 'a reconnected push', 10_000)
+    assert.equal((await getJson(server.url, '/api/info')).body.connected, true)
+    const again = await post(server.url, '/api/invoke', { function_id: 'state::get', payload: { scope: 'carts', key: 'ada' } })
+    assert.deepEqual(again.body.result, { items: 1 }, 'state written before the restart is read through the console')
+    // The triggers were registered again: live pushes resume.
+    client.send({ subscribe: ['state'] })
+    await post(server.url, '/api/invoke', { function_id: 'state::set', payload: { scope: 'after-restart', key: 'k', value: 2 } })
+    await client.next((f) => f.channel === 'state' && f.data.scope === 'after-restart', 'a state push after the restart')
+  })
+})
+
+describe('svc console without an engine, and the app files', () => {
+  let appDir: string
+  let server: RunningConsole
+
+  before(async () => {
+    appDir = await mkdtemp(join(tmpdir(), 'svc-console-app-'))
+    await mkdir(join(appDir, 'assets'))
+    await writeFile(join(appDir, 'index.html'), '<!doctype html><title>app</title><div id="root"></div>')
+    await writeFile(join(appDir, 'assets', 'main.js'), 'console.log(1)')
+    await writeFile(join(tmpdir(), 'svc-console-secret.txt'), 'secret')
+    // Port 9 (discard) is closed on test hosts: the engine is unreachable from the start.
+    server = await startConsole({ port: 0, engineUrl: 'ws://127.0.0.1:9', appDir, reconnect: { initialDelayMs: 50, maxDelayMs: 100 } })
+  })
+
+  after(async () => {
+    await server?.close()
+    await rm(appDir, { recursive: true, force: true })
+    await rm(join(tmpdir(), 'svc-console-secret.txt'), { force: true })
+  })
+
+  it('serves while the engine is unreachable and says so', async () => {
+    const info = await getJson(server.url, '/api/info')
+    assert.deepEqual(info.body, { version: info.body.version, engine_url: 'ws://127.0.0.1:9', http_url: null, stream_url: null, connected: false })
+    const invoke = await post(server.url, '/api/invoke', { function_id: 'math::add', payload: {} })
+    assert.equal(invoke.body.error.code, 'engine_unreachable')
+    const client = new LiveClient(server.url)
+    await client.opened
+    client.send({ subscribe: ['connection'] })
+    const state = await client.next((f) => f.channel === 'connection', 'the connection state')
+    assert.equal(state.data.connected, false)
+    client.close()
+  })
+
+  it('serves the app: files by path, index.html for other paths, nothing outside the folder', async () => {
+    const js = await fetch(server.url + '/assets/main.js')
+    assert.equal(js.status, 200)
+    assert.match(js.headers.get('content-type') ?? '', /javascript/)
+    assert.equal(await js.text(), 'console.log(1)')
+    for (const path of ['/', '/workers/abc', '/traces?id=1', '/..%2f..%2fsvc-console-secret.txt', '/%2e%2e/svc-console-secret.txt']) {
+      const page = await fetch(server.url + path)
+      assert.equal(page.status, 200, path)
+      assert.match(await page.text(), /<div id="root">/, path)
+    }
+    assert.equal((await fetch(server.url + '/', { method: 'DELETE' })).status, 405)
+  })
+
+  it('says the app was not built when its folder is missing', async () => {
+    const bare = await startConsole({ port: 0, engineUrl: 'ws://127.0.0.1:9', appDir: join(appDir, 'missing') })
+    try {
+      const page = await fetch(bare.url + '/workers')
+      assert.equal(page.status, 200)
+      assert.match(await page.text(), /app was not built/)
+    } finally {
+      await bare.close()
+    }
+  })
+
+  it('a port in use fails with the message of cli.md §4.8', async () => {
+    await assert.rejects(startConsole({ port: server.port, engineUrl: 'ws://127.0.0.1:9' }), (err: Error & { code?: string }) => {
+      assert.equal(err.code, 'EADDRINUSE')
+      assert.equal(err.message, `Port ${server.port} is already in use; pass --port`)
+      return true
+    })
+  })
+})
