@@ -40,7 +40,7 @@ describe('console app in Chromium', { skip: existsSync(chromiumPath) ? false : `
   let page: Page
   const pageErrors: string[] = []
 
-  const shot = (name: string) => page.screenshot({ path: join(artifacts, `${name}.png`), fullPage: false })
+  const shot = (name: string) => page.screenshot({ path: join(artifacts, `${name}.png`), fullPage: true })
   const nav = (label: string) => page.getByRole('navigation', { name: 'Pages' }).getByRole('link', { name: label, exact: true }).click()
 
   before(async () => {

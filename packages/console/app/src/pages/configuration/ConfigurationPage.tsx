@@ -170,7 +170,7 @@ function Editor({ id, rawValue, schema, onSaved }: { id: string; rawValue: unkno
           </button>
         </div>
       ) : null}
-      <JsonEditor label={`Value of ${id}`} value={text} onChange={setText} rows={18} errors={violations} onSubmit={() => { if (parsed.ok && violations.length === 0) void save() }} />
+      <JsonEditor label={`Value of ${id}`} value={text} onChange={setText} rows={12} errors={violations} onSubmit={() => { if (parsed.ok && violations.length === 0) void save() }} />
       <div className="row">
         <button type="button" className="primary" disabled={!parsed.ok || violations.length > 0 || state.busy} onClick={() => void save()}>
           {state.busy ? 'Saving…' : 'Save'}

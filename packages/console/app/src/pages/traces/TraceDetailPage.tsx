@@ -53,7 +53,7 @@ export function TraceDetailPage({ traceId }: { traceId: string }) {
             {rows.length ? (
               <>
                 {' '}
-                · {rows.length} spans · {formatDuration(totalMs)} · started {formatTime(startMs)}
+                · {rows.length} {rows.length === 1 ? 'span' : 'spans'} · {formatDuration(totalMs)} · started {formatTime(startMs)}
                 {errors ? <span className="text-error"> · {errors} errors</span> : null}
                 {unfinished ? (
                   <>
@@ -112,7 +112,7 @@ export function TraceDetailPage({ traceId }: { traceId: string }) {
                         className={`wf-bar${span.status === 'error' ? ' error' : ''}${open ? ' open' : ''}`}
                         style={{ left: `${left}%`, width: open ? `${100 - left}%` : `${width}%`, background: `hsl(${serviceHue(span.service_name)} 65% var(--span-lightness))` }}
                       />
-                      <span className="wf-label" style={left + width > 80 ? { right: `${100 - left + 0.5}%` } : { left: `calc(${left + width}% + 4px)` }}>
+                      <span className={`wf-label${!open && left + width > 80 ? ' inside' : ''}`} style={open ? { right: 4 } : left + width > 80 ? { right: `calc(${Math.max(100 - left - width, 0)}% + 4px)` } : { left: `calc(${left + width}% + 4px)` }}>
                         {open ? 'running…' : formatDuration(span.duration_ms ?? lengthMs)}
                       </span>
                     </span>

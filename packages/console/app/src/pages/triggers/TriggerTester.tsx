@@ -147,13 +147,20 @@ function HttpTester({ trigger }: { trigger: RegisteredTrigger }) {
             <span className="muted">in {formatDuration(response.duration_ms)}</span>
           </div>
           <h3>Body</h3>
-          {typeof response.body === 'string' ? <pre className="json">{response.body}</pre> : <JsonView value={response.body} maxHeight={300} />}
+          <ResponseBody body={response.body} />
           <h3>Headers</h3>
           <JsonView value={response.headers} maxHeight={200} />
         </div>
       ) : null}
     </form>
   )
+}
+
+/** A response body: JSON text is shown pretty-printed, any other text as it is. */
+function ResponseBody({ body }: { body: unknown }) {
+  if (typeof body !== 'string') return <JsonView value={body} maxHeight={300} />
+  const parsed = parseJson(body)
+  return parsed.ok ? <JsonView value={parsed.value} maxHeight={300} /> : <pre className="json">{body}</pre>
 }
 
 function ParamInput({ name, value, onChange }: { name: string; value: string; onChange: (v: string) => void }) {
