@@ -41,7 +41,7 @@ export function StreamsPage({ stream, group }: { stream?: string; group?: string
         }
         subtitle={
           <>
-            {all.data ? `${all.data.count} streams` : 'Loading…'}. <Updated at={all.updatedAt} />
+            {all.data ? `${all.data.count} ${all.data.count === 1 ? 'stream' : 'streams'}` : 'Loading…'}. <Updated at={all.updatedAt} />
           </>
         }
       />
