@@ -84,7 +84,7 @@ export function TraceDetailPage({ traceId }: { traceId: string }) {
                 <div className="wf-ticks" style={{ margin: '0 10px' }}>
                   {ticks.map((t) => (
                     <span key={t} style={{ left: `${t * 100}%` }}>
-                      {formatDuration(t * totalMs)}
+                      {t === 0 ? '0' : formatDuration(t * totalMs)}
                     </span>
                   ))}
                 </div>
