@@ -1,0 +1,284 @@
+/**
+ * Shapes of the backend endpoints (cli.md §7.1) and of the engine and built-in function results the
+ * pages read (protocol.md §11, builtins.md §4–§12). Only the fields the console uses are typed;
+ * everything else is kept as `unknown` so that additive fields never break a page.
+ */
+
+/** `GET /api/info` (cli.md §7.1). */
+export interface ConsoleInfo {
+  version: string
+  engine_url: string
+  http_url: string | null
+  stream_url: string | null
+  connected: boolean
+}
+
+/** Error body of a failed invocation: `{code, message, stacktrace?}` (protocol.md §7). */
+export interface InvocationErrorBody {
+  code: string
+  message: string
+  stacktrace?: string
+  [extra: string]: unknown
+}
+
+/** `POST /api/invoke` result (cli.md §7.1); `duration_ms` is measured by the backend. */
+export type InvokeResult<T = unknown> =
+  | { ok: true; result: T; duration_ms: number }
+  | { ok: false; error: InvocationErrorBody; duration_ms: number }
+
+/** `POST /api/invoke` body. */
+export interface InvokeRequest {
+  function_id: string
+  payload: unknown
+  namespace?: string
+  timeout_ms?: number
+}
+
+/** `POST /api/http` body: a request the backend performs against the HTTP listener. */
+export interface HttpTestRequest {
+  method: string
+  path: string
+  query?: Record<string, string | string[]>
+  headers?: Record<string, string>
+  body?: unknown
+}
+
+/** `POST /api/http` result. */
+export interface HttpTestResponse {
+  status: number
+  headers: Record<string, string | string[]>
+  body: unknown
+  duration_ms: number
+}
+
+/** Channels of `GET /api/live` (cli.md §7.1). */
+export type LiveChannel = 'workers' | 'functions' | 'logs' | 'state' | 'configuration' | 'connection'
+
+/** WorkerSummary (protocol.md §11.1); every descriptive field is nullable. */
+export interface WorkerSummary {
+  id: string
+  name: string | null
+  description: string | null
+  version: string | null
+  namespace: string | null
+  runtime: string | null
+  os: string | null
+  pid: number | null
+  isolation: string | null
+  ip_address: string | null
+  status: 'connected' | 'available' | string
+  function_count: number
+  connected_at_ms: number | null
+  active_invocations: number
+}
+
+/** WorkerDetail: a WorkerSummary plus the engine's view of it. */
+export interface WorkerDetail extends WorkerSummary {
+  internal: boolean
+  latest_metrics?: Record<string, number>
+  listen_urls?: string[]
+  last_config_error?: string
+}
+
+/** FunctionSummary (protocol.md §11.1). */
+export interface FunctionSummary {
+  function_id: string
+  namespace: string
+  worker_name: string | null
+  description?: string
+  metadata?: Record<string, unknown>
+  replica_count: number
+}
+
+/** FunctionDetail (protocol.md §11.1). */
+export interface FunctionDetail extends FunctionSummary {
+  request_schema?: JsonSchema
+  response_schema?: JsonSchema
+  invocation?: { url: string; method?: string }
+  replicas: { worker_id: string; worker_name: string | null }[]
+  registered_triggers: { id: string; trigger_type: string; config: unknown; status: string }[]
+}
+
+/** TriggerTypeSummary (protocol.md §11.1). */
+export interface TriggerTypeSummary {
+  id: string
+  namespace: string
+  worker_name: string | null
+  description: string | null
+}
+
+/** RegisteredTriggerSummary (protocol.md §11.1). */
+export interface RegisteredTrigger {
+  id: string
+  trigger_type: string
+  function_id: string
+  namespace: string
+  worker_name: string | null
+  status: 'active' | 'pending' | 'failed' | string
+  config: Record<string, unknown> | null
+  config_summary: string
+}
+
+/** `engine::workers::info` result. */
+export interface WorkerInfo {
+  worker: WorkerDetail
+  functions: FunctionSummary[]
+  trigger_types: TriggerTypeSummary[]
+  registered_triggers: RegisteredTrigger[]
+  matching_ids: string[]
+}
+
+/** A metric of `engine::metrics::list` (builtins.md §12.5). */
+export interface Metric {
+  name: string
+  type: 'gauge' | 'sum' | 'histogram'
+  unit?: string
+  description?: string
+  points: { time_unix_nano: number; value: number; attributes: Record<string, unknown> }[]
+}
+
+/** A log record (builtins.md §12.4). */
+export interface LogRecord {
+  timestamp_unix_nano: number
+  observed_timestamp_unix_nano?: number
+  severity_number: number
+  severity_text: string
+  body: string
+  attributes: Record<string, unknown>
+  resource: Record<string, string>
+  service_name: string
+  trace_id: string | null
+  span_id: string | null
+}
+
+/** `engine::logs::list` result. */
+export interface LogPage {
+  logs: LogRecord[]
+  total: number
+  offset: number
+  limit: number
+}
+
+/** A span (builtins.md §12.4). */
+export interface Span {
+  trace_id: string
+  span_id: string
+  parent_span_id: string | null
+  name: string
+  kind: string
+  service_name: string
+  start_time_unix_nano: number
+  end_time_unix_nano: number | null
+  duration_ms: number | null
+  status: 'ok' | 'error' | 'unset'
+  status_message?: string
+  attributes: Record<string, unknown>
+  resource?: Record<string, unknown>
+  events?: { name: string; timestamp_unix_nano: number; attributes: Record<string, unknown> }[]
+  links?: { trace_id: string; span_id: string; attributes: Record<string, unknown> }[]
+}
+
+/** An entry of `engine::traces::list`: the root span plus counts. */
+export interface TraceSummary extends Span {
+  span_count: number
+  error_count: number
+  service_names: string[]
+}
+
+/** A node of `engine::traces::tree`. */
+export interface SpanNode extends Span {
+  children: SpanNode[]
+}
+
+/** An entry of `engine::queue::list_topics` (builtins.md §7.3). */
+export interface QueueTopic {
+  name: string
+  kind: 'queue' | 'subscriber' | 'topic'
+  broker_type: string
+  subscriber_count: number
+  depth: number
+  dlq_depth: number
+}
+
+/** `engine::queue::topic_stats` result. */
+export interface TopicStats {
+  name: string
+  kind: string
+  depth: number
+  delayed: number
+  in_flight: number
+  dlq_depth: number
+  consumer_count: number
+  delivered: number
+  failed: number
+  config: Record<string, unknown> | null
+  subscribers?: {
+    function_id: string
+    namespace: string
+    queue: string
+    online: boolean
+    depth: number
+    in_flight: number
+    dlq_depth: number
+  }[]
+}
+
+/** An entry of `engine::queue::dlq_topics`. */
+export interface DlqTopic {
+  topic: string
+  kind: string
+  broker_type: string
+  message_count: number
+}
+
+/** A dead-lettered message (builtins.md §7.3). */
+export interface DlqMessage {
+  id: string
+  queue: string
+  function_id: string
+  namespace: string
+  payload: unknown
+  error: { code: string; message: string } | null
+  attempts: number
+  retries: number
+  enqueued_at: number
+  failed_at: number
+  size_bytes: number
+}
+
+/** An entry of `configuration::list` (builtins.md §11.2). */
+export interface ConfigurationEntry {
+  id: string
+  name: string
+  description: string
+  schema: JsonSchema
+  metadata?: Record<string, unknown>
+}
+
+/** A JSON Schema (or a protocol FormatSchema, which is a compatible subset). */
+export interface JsonSchema {
+  type?: string | string[]
+  description?: string
+  title?: string
+  properties?: Record<string, JsonSchema>
+  required?: string[]
+  additionalProperties?: boolean | JsonSchema
+  items?: JsonSchema
+  enum?: unknown[]
+  const?: unknown
+  default?: unknown
+  examples?: unknown[]
+  minimum?: number
+  maximum?: number
+  exclusiveMinimum?: number
+  exclusiveMaximum?: number
+  minLength?: number
+  maxLength?: number
+  pattern?: string
+  minItems?: number
+  maxItems?: number
+  oneOf?: JsonSchema[]
+  anyOf?: JsonSchema[]
+  allOf?: JsonSchema[]
+  [keyword: string]: unknown
+}

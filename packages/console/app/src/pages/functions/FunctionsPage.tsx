@@ -1,0 +1,88 @@
+/**
+ * Functions (cli.md §7.2): every function grouped by the prefix before `::`, with a toggle for
+ * internal ones. Reads `engine::functions::list`; refreshed by the `functions` live channel.
+ */
+import { useCall } from '../../api/hooks.ts'
+import type { FunctionSummary } from '../../api/types.ts'
+import { Link, pathOf, setQuery, useLocation, withQuery } from '../../router/router.tsx'
+import { Empty, ErrorBox, PageHeader, Updated } from '../../components/ui.tsx'
+
+/** Groups functions by the part of the id before the first `::` (the "service"). */
+export function groupByPrefix(functions: FunctionSummary[]): [string, FunctionSummary[]][] {
+  const groups = new Map<string, FunctionSummary[]>()
+  for (const f of functions) {
+    const cut = f.function_id.indexOf('::')
+    const prefix = cut === -1 ? f.function_id : f.function_id.slice(0, cut)
+    const list = groups.get(prefix) ?? []
+    list.push(f)
+    groups.set(prefix, list)
+  }
+  return [...groups.entries()].sort(([a], [b]) => a.localeCompare(b))
+}
+
+/** The functions list; query keys `internal=1`, `q`. */
+export function FunctionsPage() {
+  const { query } = useLocation()
+  const internal = query.get('internal') === '1'
+  const search = query.get('q') ?? ''
+  const { data, error, updatedAt } = useCall<{ functions: FunctionSummary[] }>('engine::functions::list', { include_internal: internal }, { live: ['functions'] })
+  const needle = search.toLowerCase()
+  const functions = (data?.functions ?? []).filter((f) => !needle || f.function_id.toLowerCase().includes(needle) || (f.description ?? '').toLowerCase().includes(needle))
+  const groups = groupByPrefix(functions)
+  return (
+    <>
+      <PageHeader
+        title="Functions"
+        subtitle={
+          <>
+            {data ? `${functions.length} functions in ${groups.length} groups` : 'Loading…'}. <Updated at={updatedAt} />
+          </>
+        }
+        actions={
+          <>
+            <input type="search" placeholder="Filter by id or description" aria-label="Filter functions" value={search} onChange={(e) => setQuery({ q: e.target.value })} />
+            <label className="check">
+              <input type="checkbox" checked={internal} onChange={(e) => setQuery({ internal: e.target.checked ? '1' : undefined })} /> internal
+            </label>
+          </>
+        }
+      />
+      <ErrorBox error={error} title="Could not list functions" />
+      {data && functions.length === 0 ? <Empty>No functions match.</Empty> : null}
+      {groups.map(([prefix, list]) => (
+        <section key={prefix} className="group">
+          <h2>
+            {prefix} <span className="muted small">({list.length})</span>
+          </h2>
+          <table className="table">
+            <thead>
+              <tr>
+                <th>Function</th>
+                <th>Namespace</th>
+                <th>Worker</th>
+                <th className="num">Replicas</th>
+                <th>Description</th>
+              </tr>
+            </thead>
+            <tbody>
+              {list.map((f) => (
+                <tr key={`${f.namespace}/${f.function_id}`}>
+                  <td>
+                    <Link className="mono" to={withQuery(pathOf('functions', f.function_id), { ns: f.namespace === 'default' ? undefined : f.namespace })}>
+                      {f.function_id}
+                    </Link>
+                    {f.metadata?.internal === true ? <span className="muted small"> internal</span> : null}
+                  </td>
+                  <td>{f.namespace}</td>
+                  <td>{f.worker_name ?? '—'}</td>
+                  <td className="num">{f.replica_count}</td>
+                  <td className="muted">{f.description ?? ''}</td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+        </section>
+      ))}
+    </>
+  )
+}

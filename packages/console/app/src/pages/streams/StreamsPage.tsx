@@ -1,0 +1,235 @@
+/**
+ * Streams (cli.md §7.2): streams, their groups and items, and a live monitor that joins a group over
+ * `/ws/streams` and lists incoming events with time, type and size, with pause and JSON export.
+ * Reads `stream::list_all`, `stream::list_groups`, `stream::list` (builtins.md §6.2).
+ */
+import { Fragment, useEffect, useRef, useState } from 'react'
+import { useCall } from '../../api/hooks.ts'
+import { formatBytes, formatClock, preview } from '../../format/format.ts'
+import { Link, pathOf } from '../../router/router.tsx'
+import { Badge, Empty, ErrorBox, PageHeader, Panel, Updated } from '../../components/ui.tsx'
+import { JsonView } from '../../components/json.tsx'
+import { eventType, openMonitor, type MonitorEvent } from './monitor.ts'
+
+const MAX_EVENTS = 2000
+
+/** `/streams`, `/streams/:stream`, `/streams/:stream/:group`. */
+export function StreamsPage({ stream, group }: { stream?: string; group?: string }) {
+  const all = useCall<{ streams: { stream_name: string; groups: unknown }[]; count: number }>('stream::list_all', {}, { pollMs: 5000 })
+  const groups = useCall<string[]>('stream::list_groups', { stream_name: stream }, { enabled: Boolean(stream), pollMs: 5000 })
+  const groupCount = (g: unknown) => (Array.isArray(g) ? g.length : typeof g === 'number' ? g : undefined)
+  return (
+    <>
+      <PageHeader
+        title={
+          stream ? (
+            <>
+              <Link to="/streams" className="crumb">
+                Streams
+              </Link>{' '}
+              / <span className="mono">{stream}</span>
+              {group ? (
+                <>
+                  {' '}
+                  / <span className="mono">{group}</span>
+                </>
+              ) : null}
+            </>
+          ) : (
+            'Streams'
+          )
+        }
+        subtitle={
+          <>
+            {all.data ? `${all.data.count} ${all.data.count === 1 ? 'stream' : 'streams'}` : 'Loading…'}. <Updated at={all.updatedAt} />
+          </>
+        }
+      />
+      <ErrorBox error={all.error} title="Could not list streams" />
+      <div className="columns-3">
+        <nav aria-label="Streams">
+          <h3>Streams</h3>
+          {all.data?.streams.length ? (
+            <ul className="list">
+              {all.data.streams.map((s) => (
+                <li key={s.stream_name}>
+                  <Link to={pathOf('streams', s.stream_name)} className={s.stream_name === stream ? 'active' : undefined}>
+                    <span className="mono ellipsis">{s.stream_name}</span>
+                    {groupCount(s.groups) !== undefined ? <span className="muted small">{groupCount(s.groups)}</span> : null}
+                  </Link>
+                </li>
+              ))}
+            </ul>
+          ) : all.data ? (
+            <Empty>No streams hold items yet.</Empty>
+          ) : null}
+        </nav>
+        <nav aria-label="Groups">
+          <h3>Groups</h3>
+          {stream ? (
+            <>
+              <ErrorBox error={groups.error} />
+              {groups.data?.length ? (
+                <ul className="list">
+                  {groups.data.map((g) => (
+                    <li key={g}>
+                      <Link to={pathOf('streams', stream, g)} className={g === group ? 'active' : undefined}>
+                        <span className="mono ellipsis">{g}</span>
+                      </Link>
+                    </li>
+                  ))}
+                </ul>
+              ) : groups.data ? (
+                <Empty>No groups.</Empty>
+              ) : null}
+            </>
+          ) : (
+            <Empty>Select a stream.</Empty>
+          )}
+        </nav>
+        <div>{stream && group ? <GroupView key={`${stream}/${group}`} stream={stream} group={group} /> : <Empty>Select a group to see its items and monitor it live.</Empty>}</div>
+      </div>
+    </>
+  )
+}
+
+function GroupView({ stream, group }: { stream: string; group: string }) {
+  const items = useCall<unknown[]>('stream::list', { stream_name: stream, group_id: group })
+  return (
+    <>
+      <Monitor stream={stream} group={group} onChange={items.reload} />
+      <Panel title={`Items (${items.data?.length ?? 0})`} actions={<Updated at={items.updatedAt} />}>
+        <ErrorBox error={items.error} />
+        {items.data?.length ? (
+          <ol className="plain">
+            {items.data.map((item, i) => (
+              <li key={i}>
+                <JsonView value={item} maxHeight={200} />
+              </li>
+            ))}
+          </ol>
+        ) : items.data ? (
+          <Empty>The group has no items.</Empty>
+        ) : null}
+      </Panel>
+    </>
+  )
+}
+
+/** The live monitor of one group; `onChange` is called for stored changes so the item list follows. */
+function Monitor({ stream, group, onChange }: { stream: string; group: string; onChange: () => void }) {
+  const [events, setEvents] = useState<MonitorEvent[]>([])
+  const [paused, setPaused] = useState(false)
+  const [missed, setMissed] = useState(0)
+  const [status, setStatus] = useState<'connecting' | 'open' | 'closed'>('connecting')
+  const [attempt, setAttempt] = useState(0)
+  const [open, setOpen] = useState<number | null>(null)
+  const pausedRef = useRef(paused)
+  pausedRef.current = paused
+  const onChangeRef = useRef(onChange)
+  onChangeRef.current = onChange
+
+  useEffect(() => {
+    let retry: ReturnType<typeof setTimeout> | undefined
+    const close = openMonitor(
+      stream,
+      group,
+      (event) => {
+        const type = eventType(event.frame)
+        if (type === 'create' || type === 'update' || type === 'delete') onChangeRef.current()
+        if (pausedRef.current) {
+          setMissed((n) => n + 1)
+          return
+        }
+        setEvents((prev) => [event, ...prev].slice(0, MAX_EVENTS))
+      },
+      (s) => {
+        setStatus(s)
+        if (s === 'closed') retry = setTimeout(() => setAttempt((n) => n + 1), 2000)
+      },
+    )
+    return () => {
+      clearTimeout(retry)
+      close()
+    }
+  }, [stream, group, attempt])
+
+  const exportJson = () => {
+    const blob = new Blob([JSON.stringify(events.map((e) => ({ received_at: new Date(e.receivedAt).toISOString(), size_bytes: e.size, frame: e.frame })), null, 2)], { type: 'application/json' })
+    const url = URL.createObjectURL(blob)
+    const a = document.createElement('a')
+    a.href = url
+    a.download = `stream-${stream}-${group}-${Date.now()}.json`
+    a.click()
+    setTimeout(() => URL.revokeObjectURL(url), 1000)
+  }
+
+  return (
+    <Panel
+      title={
+        <>
+          Live monitor <Badge tone={status === 'open' ? 'ok' : status === 'closed' ? 'error' : 'muted'}>{status === 'open' ? 'joined' : status}</Badge>
+        </>
+      }
+      actions={
+        <>
+          <button type="button" aria-pressed={paused} onClick={() => { setPaused(!paused); if (paused) setMissed(0) }}>
+            {paused ? 'Resume' : 'Pause'}
+          </button>
+          <button type="button" onClick={() => setEvents([])} disabled={events.length === 0}>
+            Clear
+          </button>
+          <button type="button" onClick={exportJson} disabled={events.length === 0}>
+            Export JSON
+          </button>
+        </>
+      }
+    >
+      {paused ? <p className="muted small">Paused; {missed} events not shown.</p> : null}
+      {events.length ? (
+        <div className="monitor">
+          <table className="table">
+            <thead>
+              <tr>
+                <th>Time</th>
+                <th>Type</th>
+                <th>Item</th>
+                <th className="num">Size</th>
+                <th>Data</th>
+              </tr>
+            </thead>
+            <tbody>
+              {events.map((e, i) => (
+                <Fragment key={`${e.receivedAt}-${events.length - i}`}>
+                  <tr>
+                    <td className="mono small nowrap">{formatClock(e.receivedAt)}</td>
+                    <td>
+                      <Badge tone={eventType(e.frame) === 'delete' ? 'error' : eventType(e.frame) === 'create' ? 'ok' : 'info'}>{eventType(e.frame)}</Badge>
+                    </td>
+                    <td className="mono small">{e.frame.id ?? '—'}</td>
+                    <td className="num small">{formatBytes(e.size)}</td>
+                    <td className="mono small">
+                      <button type="button" className="icon" aria-expanded={open === i} aria-label="Show the frame" onClick={() => setOpen(open === i ? null : i)}>
+                        {open === i ? '▾' : '▸'}
+                      </button>
+                      {preview(e.frame.event?.data ?? e.frame.event?.event?.data, 60)}
+                    </td>
+                  </tr>
+                  {open === i ? (
+                    <tr className="expanded">
+                      <td colSpan={5}>
+                        <JsonView value={e.frame} maxHeight={260} />
+                      </td>
+                    </tr>
+                  ) : null}
+                </Fragment>
+              ))}
+            </tbody>
+          </table>
+        </div>
+      ) : (
+        <Empty>Waiting for events in {stream} / {group}…</Empty>
+      )}
+    </Panel>
+  )
+}

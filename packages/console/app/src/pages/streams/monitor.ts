@@ -1,0 +1,51 @@
+/**
+ * A stream monitor connection: joins one stream group over `/ws/streams` (the backend relays it to
+ * the stream listener, builtins.md §6.6) and reports every frame it receives.
+ */
+import { jsonParse } from 'svc-protocol/json'
+
+/** A frame received from the stream listener, with when it arrived and its size in bytes. */
+export interface MonitorEvent {
+  receivedAt: number
+  size: number
+  frame: { type?: string; timestamp?: number; streamName?: string; groupId?: string; id?: string | null; event?: { type?: string; data?: unknown; event?: { type?: string; data?: unknown } }; subscriptionId?: string }
+}
+
+/** The event type shown in the monitor: `create`, `update`, `delete`, `sync`, or `event:<send type>`. */
+export function eventType(frame: MonitorEvent['frame']): string {
+  const type = frame.event?.type ?? frame.type ?? 'unknown'
+  return type === 'event' && frame.event?.event?.type ? `event:${frame.event.event.type}` : type
+}
+
+/**
+ * Opens the socket, joins `{streamName, groupId}` and calls `onEvent` per frame and `onStatus` on
+ * open/close. Returns a function that leaves and closes.
+ */
+export function openMonitor(streamName: string, groupId: string, onEvent: (event: MonitorEvent) => void, onStatus: (status: 'connecting' | 'open' | 'closed') => void): () => void {
+  const { protocol, host } = window.location
+  const socket = new WebSocket(`${protocol === 'https:' ? 'wss:' : 'ws:'}//${host}/ws/streams`)
+  const subscriptionId = `console-${crypto.randomUUID()}`
+  let closedByUs = false
+  onStatus('connecting')
+  socket.onopen = () => {
+    socket.send(JSON.stringify({ type: 'join', data: { subscriptionId, streamName, groupId } }))
+    onStatus('open')
+  }
+  socket.onmessage = (message) => {
+    const text = typeof message.data === 'string' ? message.data : ''
+    if (!text) return
+    try {
+      onEvent({ receivedAt: Date.now(), size: new TextEncoder().encode(text).length, frame: jsonParse(text) as MonitorEvent['frame'] })
+    } catch {
+      // Not JSON: not a stream frame.
+    }
+  }
+  socket.onclose = () => {
+    if (!closedByUs) onStatus('closed')
+  }
+  return () => {
+    closedByUs = true
+    if (socket.readyState === WebSocket.OPEN) socket.send(JSON.stringify({ type: 'leave', data: { subscriptionId, streamName, groupId } }))
+    socket.close()
+  }
+}

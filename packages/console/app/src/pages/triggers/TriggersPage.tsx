@@ -1,0 +1,131 @@
+/**
+ * Triggers (cli.md §7.2): registered triggers in tabs per trigger type with counts, the trigger
+ * types the engine knows, and a tester for the selected trigger. Reads
+ * `engine::registered-triggers::list` and `engine::triggers::list`.
+ */
+import { useCall } from '../../api/hooks.ts'
+import type { RegisteredTrigger, TriggerTypeSummary } from '../../api/types.ts'
+import { Link, pathOf, setQuery, useLocation, withQuery } from '../../router/router.tsx'
+import { Empty, ErrorBox, PageHeader, Panel, StatusBadge, Tabs, Updated } from '../../components/ui.tsx'
+import { TriggerTester } from './TriggerTester.tsx'
+
+/** The triggers page; `/triggers/:id` selects one trigger; query `type`, `internal=1`. */
+export function TriggersPage({ triggerId }: { triggerId?: string }) {
+  const { query } = useLocation()
+  const internal = query.get('internal') === '1'
+  const list = useCall<{ registered_triggers: RegisteredTrigger[] }>('engine::registered-triggers::list', { include_internal: internal }, { live: ['functions', 'workers'] })
+  const types = useCall<{ triggers: TriggerTypeSummary[] }>('engine::triggers::list', { include_internal: internal }, { live: ['workers'] })
+  const triggers = list.data?.registered_triggers ?? []
+  const selected = triggerId ? triggers.find((t) => t.id === triggerId) : undefined
+  const counts = new Map<string, number>()
+  for (const t of triggers) counts.set(t.trigger_type, (counts.get(t.trigger_type) ?? 0) + 1)
+  const typeIds = [...new Set([...counts.keys()])].sort()
+  const activeType = query.get('type') ?? selected?.trigger_type ?? typeIds[0] ?? ''
+  const shown = triggers.filter((t) => t.trigger_type === activeType)
+  const keepQuery = { internal: internal ? '1' : undefined }
+
+  return (
+    <>
+      <PageHeader
+        title={
+          selected ? (
+            <>
+              <Link to={withQuery('/triggers', { type: selected.trigger_type, ...keepQuery })} className="crumb">
+                Triggers
+              </Link>{' '}
+              / <span className="mono">{selected.trigger_type}</span> → <span className="mono">{selected.function_id}</span>
+            </>
+          ) : (
+            'Triggers'
+          )
+        }
+        subtitle={
+          <>
+            {list.data ? `${triggers.length} registered triggers of ${typeIds.length} types` : 'Loading…'}. <Updated at={list.updatedAt} />
+          </>
+        }
+        actions={
+          <label className="check">
+            <input type="checkbox" checked={internal} onChange={(e) => setQuery({ internal: e.target.checked ? '1' : undefined })} /> internal
+          </label>
+        }
+      />
+      <ErrorBox error={list.error} title="Could not list triggers" />
+      {triggerId && list.data && !selected ? <ErrorBox error={{ code: 'NOT_FOUND', message: `Registered trigger '${triggerId}' is not registered (any more).` }} /> : null}
+      {selected ? <TriggerTester trigger={selected} /> : null}
+      {typeIds.length ? (
+        <Tabs
+          label="Trigger types"
+          tabs={typeIds.map((id) => ({ key: id, label: `${id} (${counts.get(id)})` }))}
+          active={activeType}
+          onSelect={(key) => setQuery({ type: key })}
+        />
+      ) : list.data ? (
+        <Empty>No registered triggers.</Empty>
+      ) : null}
+      {shown.length ? (
+        <table className="table">
+          <thead>
+            <tr>
+              <th>Function</th>
+              <th>Config</th>
+              <th>Namespace</th>
+              <th>Worker</th>
+              <th>Status</th>
+              <th>
+                <span className="sr-only">Test</span>
+              </th>
+            </tr>
+          </thead>
+          <tbody>
+            {shown.map((t) => (
+              <tr key={t.id} className={t.id === triggerId ? 'selected' : undefined}>
+                <td>
+                  <Link className="mono" to={withQuery(pathOf('functions', t.function_id), { ns: t.namespace === 'default' ? undefined : t.namespace })}>
+                    {t.function_id}
+                  </Link>
+                </td>
+                <td className="mono small">{t.config_summary}</td>
+                <td>{t.namespace}</td>
+                <td>{t.worker_name ?? '—'}</td>
+                <td>
+                  <StatusBadge status={t.status} />
+                </td>
+                <td>
+                  <Link to={withQuery(pathOf('triggers', t.id), { type: t.trigger_type, ...keepQuery })}>{t.id === triggerId ? 'Selected' : 'Test'}</Link>
+                </td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      ) : null}
+      <Panel title={`Trigger types (${types.data?.triggers.length ?? 0})`} className="mt">
+        <ErrorBox error={types.error} />
+        {types.data?.triggers.length ? (
+          <table className="table">
+            <thead>
+              <tr>
+                <th>Type</th>
+                <th>Worker</th>
+                <th className="num">Registered</th>
+                <th>Description</th>
+              </tr>
+            </thead>
+            <tbody>
+              {types.data.triggers.map((t) => (
+                <tr key={`${t.namespace}/${t.id}`}>
+                  <td className="mono">{counts.get(t.id) ? <Link to={withQuery('/triggers', { type: t.id, ...keepQuery })}>{t.id}</Link> : t.id}</td>
+                  <td>{t.worker_name ?? '—'}</td>
+                  <td className="num">{counts.get(t.id) ?? 0}</td>
+                  <td className="muted">{t.description ?? ''}</td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+        ) : (
+          <Empty>No trigger types.</Empty>
+        )}
+      </Panel>
+    </>
+  )
+}
