@@ -93,10 +93,10 @@ describe('console app in Chromium', { skip: existsSync(chromiumPath) ? false : `
     await page.getByTestId('connection-state').getByText('connected').waitFor()
     // Keyboard: the first Tab reaches the skip link, the next ones the sidebar links.
     await page.keyboard.press('Tab')
-    assert.equal(await page.evaluate(() => document.activeElement?.textContent), 'Skip to content')
+    assert.equal(await page.evaluate('document.activeElement?.textContent'), 'Skip to content')
     await page.keyboard.press('Tab')
     await page.keyboard.press('Tab')
-    assert.equal(await page.evaluate(() => document.activeElement?.textContent), 'Workers')
+    assert.equal(await page.evaluate('document.activeElement?.textContent'), 'Workers')
     await shot('workers')
     await page.emulateMedia({ colorScheme: 'dark' })
     await shot('workers-dark')
