@@ -17,6 +17,7 @@ const FEEDS: { channel: LiveChannel; type: string; functionId: string; config: R
   { channel: 'configuration', type: 'configuration', functionId: 'svc-console::on-configuration', config: {} },
   { channel: 'functions', type: 'engine::functions-available', functionId: 'svc-console::on-functions', config: {} },
   { channel: 'workers', type: 'engine::workers-available', functionId: 'svc-console::on-workers', config: {} },
+  { channel: 'traces', type: 'trace', functionId: 'svc-console::on-trace', config: {} },
 ]
 
 /** Built-in workers whose `listen_urls` the console reports and uses. */

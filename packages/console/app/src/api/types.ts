@@ -52,7 +52,7 @@ export interface HttpTestResponse {
 }
 
 /** Channels of `GET /api/live` (cli.md §7.1). */
-export type LiveChannel = 'workers' | 'functions' | 'logs' | 'state' | 'configuration' | 'connection'
+export type LiveChannel = 'workers' | 'functions' | 'logs' | 'state' | 'configuration' | 'traces' | 'connection'
 
 /** WorkerSummary (protocol.md §11.1); every descriptive field is nullable. */
 export interface WorkerSummary {
