@@ -303,6 +303,9 @@ describe('console app in Chromium', () => {
     await row.waitFor({ timeout: 1000 })
     const elapsed = performance.now() - sent
     assert.ok(elapsed < 1000, `shown after ${Math.round(elapsed)} ms`)
+    // The pages' own reads (state, streams, configuration…) record no traces.
+    const roots = await page.locator('table tbody tr td:first-child a').allTextContents()
+    assert.deepEqual(roots.filter((name) => /^execute (state|stream|configuration)::(list|get|schema)/.test(name)), [], 'no traces of the console\'s reads')
     await shot('traces-new-request')
   })
 

@@ -141,6 +141,18 @@ describe('svc console backend (cli.md §7.1)', () => {
     assert.deepEqual({ ok: noResult.body.ok, result: noResult.body.result }, { ok: true, result: null })
   })
 
+  it('POST /api/invoke with trace: false records no trace; by default it does', async () => {
+    const count = async (name: string) => ((await t.engine.inject({ function_id: 'engine::traces::list', data: { name } })) as { traces: unknown[] }).traces.length
+    const before = await count('execute state::list_groups')
+    const quiet = await post(server.url, '/api/invoke', { function_id: 'state::list_groups', payload: {}, trace: false })
+    assert.equal(quiet.body.ok, true)
+    assert.equal(await count('execute state::list_groups'), before, 'no trace for an untraced read')
+    await post(server.url, '/api/invoke', { function_id: 'state::list_groups', payload: {} })
+    assert.equal(await count('execute state::list_groups'), before + 1, 'a trace for a traced call')
+    const bad = await post(server.url, '/api/invoke', { function_id: 'state::list_groups', trace: 'no' })
+    assert.equal(bad.status, 400)
+  })
+
   it('POST /api/invoke honours namespace and timeout_ms', async () => {
     const slow = registerWorker(t.url, { workerName: 'console-test-slow', namespace: 'slowns', otel: { enabled: false }, enableMetricsReporting: false })
     slow.registerFunction('slow::wait', () => new Promise((r) => setTimeout(() => r('late'), 2000)))

@@ -32,6 +32,8 @@ export interface InvokeRequest {
   payload: unknown
   namespace?: string
   timeout_ms?: number
+  /** false: no trace is recorded for the call (the pages' own reads); default true. */
+  trace?: boolean
 }
 
 /** `POST /api/http` body: a request the backend performs against the HTTP listener. */
