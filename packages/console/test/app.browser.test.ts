@@ -265,7 +265,8 @@ describe('console app in Chromium', () => {
     await eventually(() => userEvents.slice(before).some((e) => e.key === 'u1' && (e.new_value as { name?: string } | undefined)?.name === 'Ada Lovelace'), 5000)
     assert.deepEqual(userEvents.at(-1)?.new_value, { name: 'Ada Lovelace', roles: ['admin', 'author'] })
     await page.getByRole('button', { name: 'Save', exact: true }).and(page.locator(':disabled')).waitFor() // saved: nothing left to save
-    assert.match(await editor.inputValue(), /Ada Lovelace/)
+    assert.match(await editor.inputValue(), /Ada Lovelace/, 'the editor shows the saved value, never the old one')
+    assert.equal(await page.getByText('The value was changed elsewhere').count(), 0, 'our own save is not a change made elsewhere')
     await shot('state-saved')
   })
 
