@@ -232,6 +232,9 @@ describe('console app in Chromium', () => {
     assert.ok((await spans.count()) >= 3, 'HTTP span → worker span → state::set')
     await page.getByText('traced-worker').first().waitFor()
     await shot('logs-trace-waterfall')
+    await page.emulateMedia({ colorScheme: 'dark' })
+    await shot('logs-trace-waterfall-dark')
+    await page.emulateMedia({ colorScheme: 'light' })
   })
 
   it('Traces: the list and a waterfall', async () => {
