@@ -19,6 +19,8 @@ export interface ReadyInfo {
    * `skipped` (`--no-workers`).
    */
   workers: Array<{ name: string; state: string }>
+  /** Address of the `console` entry of config.yaml when it is launched (cli.md §3), else undefined. */
+  consoleUrl?: string | undefined
   /** Absolute path of the config file, undefined when running on built-in defaults. */
   configFile: string | undefined
   dataDir: string
@@ -36,6 +38,7 @@ function line(label: string, value: string): string {
  * svc 0.1.0 ready in 420 ms
  *   engine    ws://127.0.0.1:49134
  *   http      http://127.0.0.1:3111
+ *   console   svc console  → http://127.0.0.1:3113
  *   workers   math-worker running · caller-worker installing · old-worker disabled
  * ```
  */
@@ -44,6 +47,7 @@ export function formatBanner(info: ReadyInfo): string {
   for (const url of info.engineUrls) text += line('engine', url)
   for (const url of info.httpUrls) text += line('http', url)
   for (const url of info.streamUrls) text += line('streams', url)
+  if (info.consoleUrl !== undefined) text += line('console', `svc console  → ${info.consoleUrl}`)
   if (info.workers.length > 0) text += line('workers', info.workers.map((w) => `${w.name} ${w.state}`).join(' · '))
   return text
 }

@@ -3,6 +3,7 @@ import { describe, it } from 'node:test'
 import { ConfigError } from '../../runtime/config/errors.ts'
 import { withDefaultCommand } from './argv.ts'
 import { formatBanner, readyEvent } from './banner.ts'
+import { consoleUrl } from './console.ts'
 import { InvocationError } from 'svc-sdk'
 import { catalogue, catalogueEntry, Codes, EXIT_CODES, Errors } from 'svc-protocol/errors'
 import { CliCodes, CliError, debugEnabled, ExitCode, formatHumanError, formatJsonError, hintFor, toCliError } from './errors.ts'
@@ -125,6 +126,14 @@ describe('ready banner (cli.md §3)', () => {
         '  http      http://127.0.0.1:3111\n' +
         '  workers   math-worker declared · caller-worker disabled\n',
     )
+  })
+
+  it('lists the console entry with its address when svc launches it', () => {
+    const text = formatBanner({ ...info, engineUrls: [info.engineUrls[0]!], workers: [], consoleUrl: consoleUrl({ port: 4000 }) })
+    assert.equal(text, 'svc 0.1.0 ready in 420 ms\n' + '  engine    ws://127.0.0.1:49134\n' + '  http      http://127.0.0.1:3111\n' + '  console   svc console  → http://127.0.0.1:4000\n')
+    assert.equal(consoleUrl(undefined), 'http://127.0.0.1:3113')
+    assert.equal(consoleUrl({ host: '0.0.0.0' }), 'http://127.0.0.1:3113')
+    assert.equal(consoleUrl({ host: '::1', port: 3200 }), 'http://[::1]:3200')
   })
 
   it('has an engine_ready twin with the first URL of each kind', () => {

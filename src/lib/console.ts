@@ -161,3 +161,20 @@ export function consoleStartCommand(engineUrl: string, config: unknown): string 
   }
   return args.map(shellQuote).join(' ')
 }
+
+/**
+ * The address the `console` entry of config.yaml serves, for the ready banner (cli.md §3):
+ * `http://<host>:<port>` from the entry's `config` (defaults 127.0.0.1 and 3113; a wildcard host
+ * shows as 127.0.0.1, an IPv6 host in brackets). Port 0 is shown as configured: the console picks
+ * its port and prints it itself.
+ *
+ * @example consoleUrl({ port: 4000 }) // 'http://127.0.0.1:4000'
+ */
+export function consoleUrl(config: unknown): string {
+  const block = (typeof config === 'object' && config !== null ? config : {}) as { port?: unknown; host?: unknown }
+  const port = block.port === undefined ? 3113 : String(block.port)
+  let host = typeof block.host === 'string' && block.host.trim() !== '' ? block.host.trim() : '127.0.0.1'
+  if (host === '0.0.0.0' || host === '::') host = '127.0.0.1'
+  if (isIP(host) === 6) host = `[${host}]`
+  return `http://${host}:${port}`
+}

@@ -14,7 +14,7 @@ import type { LogLevel, LogRecord } from '../../runtime/engine/logger.ts'
 import type { Logger } from '../../runtime/engine/types.ts'
 import { formatBanner, readyEvent } from './banner.ts'
 import type { ReadyInfo } from './banner.ts'
-import { consoleStartCommand } from './console.ts'
+import { consoleStartCommand, consoleUrl } from './console.ts'
 import { CliError, ExitCode } from './errors.ts'
 import { lockDataDir } from './lock.ts'
 import type { DataDirLock } from './lock.ts'
@@ -218,6 +218,7 @@ export async function startEngine(options: StartOptions): Promise<RunningEngine>
     httpUrls: engine.listenUrls('svc-http'),
     streamUrls: engine.listenUrls('svc-stream'),
     workers,
+    consoleUrl: supervised.has('console') ? consoleUrl(config.builtins.console?.config) : undefined,
     configFile: config.file,
     dataDir: config.data_dir,
   }

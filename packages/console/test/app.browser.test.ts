@@ -1,22 +1,28 @@
 /**
  * The console app in a real browser (cli.md §7): a real engine, a real svc-sdk worker and the
  * console backend; Chromium (playwright-core, /usr/bin/chromium) clicks through every page, invokes
- * a function from the UI and sees its result, tests an HTTP trigger, reads dead letters, validates a
- * settings edit, watches a stream live, and sees the disconnected banner when the engine stops. A
- * screenshot of each page is written to `packages/console/test/artifacts/` (gitignored).
+ * a function from the UI and sees its result, tests an HTTP trigger, redrives and discards dead
+ * letters, edits a state value and sees the state trigger fire, follows a log line’s trace link to
+ * its waterfall, validates a settings edit, watches a stream live, sees a new request's trace within
+ * 1 s, and sees the disconnected banner when the engine stops and the page recover when it starts
+ * again. A screenshot of each page and of each flow's end state is written to
+ * `packages/console/test/artifacts/` (gitignored).
  *
- * Skipped when Chromium is not installed. Set SVC_CONSOLE_BROWSER to another executable to use it.
+ * Fails when Chromium is not installed (`apt-get install -y chromium`); set SVC_CONSOLE_BROWSER to
+ * use another executable.
  */
 import assert from 'node:assert/strict'
 import { execFile } from 'node:child_process'
 import { existsSync } from 'node:fs'
-import { mkdir } from 'node:fs/promises'
+import { mkdir, mkdtemp, rm } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
 import { dirname, join } from 'node:path'
 import { after, before, describe, it } from 'node:test'
 import { fileURLToPath } from 'node:url'
 import { promisify } from 'node:util'
 import { chromium, type Browser, type Page } from 'playwright-core'
-import { registerWorker, type SvcClient } from 'svc-sdk'
+import { registerWorker, TriggerAction, type SvcClient } from 'svc-sdk'
+import { flushOtel, getLogger, otelSocketStats } from 'svc-sdk/telemetry'
 import { startConsole, type RunningConsole } from 'svc-console'
 import { startTestEngine, type TestEngine } from '../../../test/support/engine.ts'
 import { eventually } from '../../../test/support/raw-worker.ts'
@@ -32,21 +38,31 @@ async function buildApp(): Promise<string> {
   return appDir
 }
 
-describe('console app in Chromium', { skip: existsSync(chromiumPath) ? false : `no browser at ${chromiumPath}` }, () => {
+describe('console app in Chromium', () => {
   let t: TestEngine
+  let dataDir: string
   let worker: SvcClient
+  let traced: SvcClient
   let server: RunningConsole
   let browser: Browser
   let page: Page
   const pageErrors: string[] = []
+  /** Deliveries of `demo::job` by job id; the first delivery of each job fails (max_retries 0: straight to the DLQ). */
+  const jobRuns = new Map<string, number>()
+  /** State trigger events `demo::on-user` received. */
+  const userEvents: Array<{ key?: string; new_value?: unknown }> = []
 
   const shot = (name: string) => page.screenshot({ path: join(artifacts, `${name}.png`), fullPage: true })
   const nav = (label: string) => page.getByRole('navigation', { name: 'Pages' }).getByRole('link', { name: label, exact: true }).click()
+  const engineOptions = () => ({ dataDir, settings: { queue: { queue_configs: { emails: { type: 'standard', max_retries: 1 }, jobs: { type: 'standard', max_retries: 0 } } } } })
 
   before(async () => {
+    // A missing browser is a failure, not a skip: the console's browser flows must run in CI.
+    assert.ok(existsSync(chromiumPath), `no browser at ${chromiumPath}: install Chromium (apt-get install -y chromium) or set SVC_CONSOLE_BROWSER to a Chromium executable`)
     await mkdir(artifacts, { recursive: true })
     const appDir = await buildApp()
-    t = await startTestEngine({ settings: { queue: { queue_configs: { emails: { type: 'standard', max_retries: 1 } } } } })
+    dataDir = await mkdtemp(join(tmpdir(), 'svc-console-browser-'))
+    t = await startTestEngine(engineOptions())
     worker = registerWorker(t.url, { workerName: 'demo-worker', otel: { enabled: false } } as Parameters<typeof registerWorker>[1])
     worker.registerFunction(
       'demo::greet',
@@ -58,19 +74,43 @@ describe('console app in Chromium', { skip: existsSync(chromiumPath) ? false : `
       },
     )
     worker.registerFunction('demo::order', (req: { path_params: { id: string }; body: unknown }) => ({ status_code: 201, body: { id: req.path_params.id, got: req.body } }))
+    worker.registerFunction('demo::ping', () => ({ status_code: 200, body: { pong: true } }))
     worker.registerFunction('demo::tick', () => ({ ticked: true }))
     worker.registerFunction('demo::on-event', () => undefined)
-    worker.registerFunction('demo::on-user', () => undefined)
+    worker.registerFunction('demo::on-user', (event: { key?: string; new_value?: unknown }) => {
+      userEvents.push(event)
+    })
+    worker.registerFunction('demo::job', ({ job }: { job: string }) => {
+      const runs = (jobRuns.get(job) ?? 0) + 1
+      jobRuns.set(job, runs)
+      if (runs === 1) throw new Error(`job ${job} failed on its first run`)
+      return { done: job }
+    })
     worker.registerTrigger({ type: 'http', function_id: 'demo::order', config: { api_path: 'orders/:id', http_method: 'POST' } })
+    worker.registerTrigger({ type: 'http', function_id: 'demo::ping', config: { api_path: 'ping', http_method: 'GET' } })
     worker.registerTrigger({ type: 'cron', function_id: 'demo::tick', config: { expression: '0 0 * * * *' } })
     worker.registerTrigger({ type: 'subscribe', function_id: 'demo::on-event', config: { topic: 'events' } })
     worker.registerTrigger({ type: 'state', function_id: 'demo::on-user', config: { scope: 'users' } })
-    await eventually(() => worker.getConnectionState() === 'connected', 10_000)
+    // Telemetry on: its handler spans and log records reach the engine over /otel. The test's own
+    // fetch plays an outside client, so fetch is not instrumented.
+    traced = registerWorker(t.url, { workerName: 'traced-worker', otel: { enabled: true, serviceName: 'traced-worker', fetchInstrumentationEnabled: false, metricsEnabled: false } })
+    traced.registerFunction('traced::checkout', async (req: { body: { cart: string } }) => {
+      await traced.trigger({ function_id: 'state::set', payload: { scope: 'carts', key: req.body.cart, value: { checked_out: true } } })
+      getLogger().info(`checkout of cart ${req.body.cart} accepted`, { cart: req.body.cart })
+      return { status_code: 200, body: { ok: true } }
+    })
+    traced.registerTrigger({ type: 'http', function_id: 'traced::checkout', config: { api_path: 'checkout', http_method: 'POST' } })
+    await eventually(() => worker.getConnectionState() === 'connected' && traced.getConnectionState() === 'connected' && otelSocketStats()?.connected === true, 10_000)
     await worker.trigger({ function_id: 'state::set', payload: { scope: 'users', key: 'u1', value: { name: 'Ada', roles: ['admin'] } } })
     await worker.trigger({ function_id: 'state::set', payload: { scope: 'users', key: 'u2', value: { name: 'Grace' } } })
     await worker.trigger({ function_id: 'stream::set', payload: { stream_name: 'chat', group_id: 'room-1', item_id: 'm1', data: { text: 'hi' } } })
     await worker.trigger({ function_id: 'svc::durable::publish', payload: { topic: 'nobody-listens', data: { order: 42 } } })
     await worker.trigger({ function_id: 'engine::log::warn', payload: { message: 'demo worker is ready', data: { answer: 42 }, service_name: 'demo-worker' } })
+    for (const job of ['job-a', 'job-b']) await worker.trigger({ function_id: 'demo::job', payload: { job }, action: TriggerAction.Enqueue({ queue: 'jobs' }) })
+    await eventually(() => jobRuns.get('job-a') === 1 && jobRuns.get('job-b') === 1, 10_000)
+    const checkout = await fetch(`${t.httpUrl}/checkout`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ cart: 'c-7' }) })
+    assert.equal(checkout.status, 200)
+    await flushOtel()
 
     server = await startConsole({ port: 0, engineUrl: t.url, appDir, reconnect: { initialDelayMs: 100, maxDelayMs: 400 } })
     await eventually(() => server.connected, 10_000)
@@ -84,7 +124,9 @@ describe('console app in Chromium', { skip: existsSync(chromiumPath) ? false : `
     await browser?.close()
     await server?.close()
     await worker?.shutdown()
+    await traced?.shutdown()
     await t?.stop()
+    if (dataDir) await rm(dataDir, { recursive: true, force: true })
   })
 
   it('Workers: the start page lists the worker; its detail shows functions and triggers', async () => {
@@ -126,8 +168,8 @@ describe('console app in Chromium', { skip: existsSync(chromiumPath) ? false : `
 
   it('Triggers: tabs per type; the HTTP tester sends a request through /api/http', async () => {
     await nav('Triggers')
-    await page.getByRole('tab', { name: /^http \(1\)$/ }).click()
-    await page.getByRole('link', { name: 'Test' }).click()
+    await page.getByRole('tab', { name: /^http \(3\)$/ }).click()
+    await page.getByRole('row').filter({ hasText: 'orders/:id' }).getByRole('link', { name: 'Test' }).click()
     await page.getByLabel(':id').fill('A-17')
     await page.getByLabel('Body (JSON, empty for none)').fill('{"qty": 2}')
     await page.getByRole('button', { name: 'Send' }).click()
@@ -154,12 +196,45 @@ describe('console app in Chromium', { skip: existsSync(chromiumPath) ? false : `
     await shot('queues-dlq')
   })
 
-  it('Logs: filters and a trace link', async () => {
+  it('Queues: Redrive runs a dead letter again and it leaves the list; Discard drops another', async () => {
+    await page.getByRole('list', { name: 'Dead-letter queues' }).getByRole('link', { name: /^jobs/ }).click()
+    const jobA = page.getByRole('row').filter({ hasText: 'job-a' })
+    const jobB = page.getByRole('row').filter({ hasText: 'job-b' })
+    await jobA.waitFor()
+    await jobB.waitFor()
+    await jobA.getByText('job job-a failed on its first run').waitFor()
+    await shot('queues-dlq-jobs')
+    await jobA.getByRole('button', { name: 'Redrive' }).click()
+    await jobA.waitFor({ state: 'detached' })
+    await eventually(() => jobRuns.get('job-a') === 2, 5000)
+    await jobB.getByRole('button', { name: 'Discard' }).click() // the confirm dialog is accepted
+    await page.getByText('No dead letters in jobs.').waitFor()
+    await page.getByRole('tab', { name: 'Dead letters (1)' }).waitFor() // only nobody-listens is left
+    assert.equal(jobRuns.get('job-b'), 1, 'a discarded dead letter does not run again')
+    await shot('queues-dlq-redriven')
+  })
+
+  it('Logs: filters, and a log line’s trace link opens its waterfall', async () => {
     await nav('Logs')
     await page.getByText('demo worker is ready').first().waitFor()
     await page.getByLabel('Severity').selectOption('13')
     await page.getByText('demo worker is ready').first().waitFor()
     await shot('logs')
+    await page.getByLabel('Severity').selectOption('')
+    const line = page.getByRole('row').filter({ hasText: 'checkout of cart c-7 accepted' })
+    await line.waitFor()
+    await line.getByRole('link', { name: /^[0-9a-f]{8}/ }).click()
+    await page.waitForURL(/\/traces\/[0-9a-f]{32}/)
+    const spans = page.getByRole('list', { name: 'Spans' }).getByRole('listitem')
+    await spans.filter({ hasText: 'POST /checkout' }).waitFor()
+    await spans.filter({ hasText: 'execute traced::checkout' }).waitFor() // the worker's span, over /otel
+    await spans.filter({ hasText: 'state::set' }).first().waitFor()
+    assert.ok((await spans.count()) >= 3, 'HTTP span → worker span → state::set')
+    await page.getByText('traced-worker').first().waitFor()
+    await shot('logs-trace-waterfall')
+    await page.emulateMedia({ colorScheme: 'dark' })
+    await shot('logs-trace-waterfall-dark')
+    await page.emulateMedia({ colorScheme: 'light' })
   })
 
   it('Traces: the list and a waterfall', async () => {
@@ -178,11 +253,24 @@ describe('console app in Chromium', { skip: existsSync(chromiumPath) ? false : `
     await nav('State')
     await page.getByRole('link', { name: 'users' }).click()
     await page.getByRole('link', { name: /^u1/ }).click()
-    await page.getByLabel('Value', { exact: true }).waitFor()
-    assert.match(await page.getByLabel('Value', { exact: true }).inputValue(), /"Ada"/)
+    const editor = page.getByLabel('Value', { exact: true })
+    await eventually(async () => /"Ada"/.test(await editor.inputValue()), 5000)
     await worker.trigger({ function_id: 'state::set', payload: { scope: 'users', key: 'u3', value: { name: 'Linus' } } })
     await page.getByRole('link', { name: /^u3/ }).waitFor()
     await shot('state')
+  })
+
+  it('State: saving an edited value fires the scope’s state trigger with the new value', async () => {
+    const editor = page.getByLabel('Value', { exact: true })
+    const before = userEvents.length
+    await editor.fill(JSON.stringify({ name: 'Ada Lovelace', roles: ['admin', 'author'] }, null, 2))
+    await page.getByRole('button', { name: 'Save', exact: true }).click()
+    await eventually(() => userEvents.slice(before).some((e) => e.key === 'u1' && (e.new_value as { name?: string } | undefined)?.name === 'Ada Lovelace'), 5000)
+    assert.deepEqual(userEvents.at(-1)?.new_value, { name: 'Ada Lovelace', roles: ['admin', 'author'] })
+    await page.getByRole('button', { name: 'Save', exact: true }).and(page.locator(':disabled')).waitFor() // saved: nothing left to save
+    assert.match(await editor.inputValue(), /Ada Lovelace/, 'the editor shows the saved value, never the old one')
+    assert.equal(await page.getByText('The value was changed elsewhere').count(), 0, 'our own save is not a change made elsewhere')
+    await shot('state-saved')
   })
 
   it('Streams: groups, items and the live monitor', async () => {
@@ -207,14 +295,43 @@ describe('console app in Chromium', { skip: existsSync(chromiumPath) ? false : `
     await shot('configuration')
   })
 
-  it('shows the disconnected banner when the engine goes away, keeping the last data', async () => {
+  it('Traces: the first trace of a new request shows within 1 s of the request', async () => {
+    await nav('Traces')
+    await page.locator('table tbody tr a').first().waitFor()
+    const row = page.getByRole('link', { name: 'GET /ping', exact: true })
+    assert.equal(await row.count(), 0, 'no request to /ping yet')
+    const response = await fetch(`${t.httpUrl}/ping`)
+    assert.equal(response.status, 200)
+    await response.arrayBuffer()
+    const sent = performance.now()
+    await row.waitFor({ timeout: 1000 })
+    const elapsed = performance.now() - sent
+    assert.ok(elapsed < 1000, `shown after ${Math.round(elapsed)} ms`)
+    // The pages' own reads (state, streams, configuration…) record no traces.
+    const roots = await page.locator('table tbody tr td:first-child a').allTextContents()
+    assert.deepEqual(roots.filter((name) => /^execute (state|stream|configuration)::(list|get|schema)/.test(name)), [], 'no traces of the console\'s reads')
+    await shot('traces-new-request')
+  })
+
+  it('shows the disconnected banner when the engine goes away, and recovers when it starts again', async () => {
     await nav('Workers')
     await page.getByRole('link', { name: 'demo-worker' }).waitFor()
     await worker.shutdown()
+    await traced.shutdown()
+    const port = Number(new URL(t.url).port)
     await t.engine.stop()
-    await page.getByText('lost its connection to the engine').waitFor({ timeout: 10_000 })
+    const banner = page.getByText('lost its connection to the engine')
+    await banner.waitFor({ timeout: 10_000 })
     await page.getByRole('link', { name: 'demo-worker' }).waitFor()
     await shot('disconnected')
+
+    // The same port and data directory: the console reconnects to the engine it knew.
+    t = await startTestEngine({ ...engineOptions(), listener: { port } })
+    worker = registerWorker(t.url, { workerName: 'revived-worker', otel: { enabled: false } } as Parameters<typeof registerWorker>[1])
+    await banner.waitFor({ state: 'detached', timeout: 10_000 })
+    await page.getByTestId('connection-state').getByText('connected').waitFor()
+    await page.getByRole('link', { name: 'revived-worker' }).waitFor({ timeout: 5000 })
+    await shot('reconnected')
     assert.deepEqual(pageErrors, [], 'no uncaught errors in the page')
   })
 })

@@ -116,7 +116,7 @@ describe('svc console backend (cli.md §7.1)', () => {
       assert.equal(f.metadata?.internal, true, `${f.function_id} is internal`)
     }
     const types = new Set(info.registered_triggers.map((r: { trigger_type: string }) => r.trigger_type))
-    assert.deepEqual([...types].sort(), ['configuration', 'engine::functions-available', 'engine::workers-available', 'log', 'state'])
+    assert.deepEqual([...types].sort(), ['configuration', 'engine::functions-available', 'engine::workers-available', 'log', 'state', 'trace'])
     const listed = (await t.engine.inject({ function_id: 'engine::functions::list', data: {} })) as { functions: { function_id: string }[] }
     assert.ok(!listed.functions.some((f) => f.function_id.startsWith('svc-console::')), 'hidden from default listings')
   })
@@ -139,6 +139,18 @@ describe('svc console backend (cli.md §7.1)', () => {
 
     const noResult = await post(server.url, '/api/invoke', { function_id: 'state::get', payload: { scope: 'none', key: 'none' } })
     assert.deepEqual({ ok: noResult.body.ok, result: noResult.body.result }, { ok: true, result: null })
+  })
+
+  it('POST /api/invoke with trace: false records no trace; by default it does', async () => {
+    const count = async (name: string) => ((await t.engine.inject({ function_id: 'engine::traces::list', data: { name } })) as { traces: unknown[] }).traces.length
+    const before = await count('execute state::list_groups')
+    const quiet = await post(server.url, '/api/invoke', { function_id: 'state::list_groups', payload: {}, trace: false })
+    assert.equal(quiet.body.ok, true)
+    assert.equal(await count('execute state::list_groups'), before, 'no trace for an untraced read')
+    await post(server.url, '/api/invoke', { function_id: 'state::list_groups', payload: {} })
+    assert.equal(await count('execute state::list_groups'), before + 1, 'a trace for a traced call')
+    const bad = await post(server.url, '/api/invoke', { function_id: 'state::list_groups', trace: 'no' })
+    assert.equal(bad.status, 400)
   })
 
   it('POST /api/invoke honours namespace and timeout_ms', async () => {
@@ -208,6 +220,19 @@ describe('svc console backend (cli.md §7.1)', () => {
       await newcomer.shutdown()
     }
     await client.next((f) => f.channel === 'workers' && f.data.event === 'worker_disconnected', 'a worker_disconnected push')
+  })
+
+  it('/api/live pushes the trace ids of new traces on traces', async () => {
+    const client = new LiveClient(server.url)
+    live.push(client)
+    await client.opened
+    client.send({ subscribe: ['traces'] })
+    await new Promise((resolve) => setTimeout(resolve, 100)) // the subscription is read before the request
+    const response = await fetch(`${t.httpUrl}/orders/T-1`, { method: 'POST' })
+    assert.equal(response.status, 201)
+    const listed = (await t.engine.inject({ function_id: 'engine::traces::list', data: { name: 'POST /orders/:id' } })) as { traces: Array<{ trace_id: string }> }
+    const traceId = listed.traces[0]!.trace_id
+    await client.next((f) => f.channel === 'traces' && f.data.trace_ids?.includes(traceId), 'a traces push naming the request\'s trace')
   })
 
   it('/api/live sends only subscribed channels and answers bad frames without closing', async () => {

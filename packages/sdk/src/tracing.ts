@@ -129,10 +129,11 @@ export function runUnsampled<T>(traceparent: string, fn: () => T): T {
 
 /** `,"traceparent":…,"baggage":…` for an outgoing frame from the active context ('' outside a span). */
 export function traceFields(): string {
-  if (!isOtelInitialized()) {
-    const parent = unsampledParent.getStore()
-    return parent === undefined ? '' : ',"traceparent":' + JSON.stringify(parent)
-  }
+  // An unsampled parent set by runUnsampled wins even when another client of the process has
+  // telemetry on: only a telemetry-off client (or host) sets one.
+  const parent = unsampledParent.getStore()
+  if (parent !== undefined) return ',"traceparent":' + JSON.stringify(parent)
+  if (!isOtelInitialized()) return ''
   const ctx = context.active()
   let text = ''
   const span = trace.getSpan(ctx)

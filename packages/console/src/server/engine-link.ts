@@ -2,9 +2,16 @@
  * The console's connection to the engine (cli.md §7.1): the `svc-console` worker in namespace
  * `default`, its internal functions and the triggers that feed `/api/live`.
  */
+import { randomBytes } from 'node:crypto'
 import { registerWorker } from 'svc-sdk'
+import { runUnsampled } from 'svc-sdk/internal'
 import type { ConnectionState, InitOptions, SvcClient } from 'svc-sdk'
 import type { ConnectionData, ConsoleLog, LiveChannel } from './types.ts'
+
+/** A fresh W3C `traceparent` with the sampled flag off (protocol.md §10.1). */
+function unsampledTraceparent(): string {
+  return `00-${randomBytes(16).toString('hex')}-${randomBytes(8).toString('hex')}-00`
+}
 
 /** Worker name and namespace of the console (cli.md §7.1). */
 export const CONSOLE_WORKER_NAME = 'svc-console'
@@ -17,6 +24,7 @@ const FEEDS: { channel: LiveChannel; type: string; functionId: string; config: R
   { channel: 'configuration', type: 'configuration', functionId: 'svc-console::on-configuration', config: {} },
   { channel: 'functions', type: 'engine::functions-available', functionId: 'svc-console::on-functions', config: {} },
   { channel: 'workers', type: 'engine::workers-available', functionId: 'svc-console::on-workers', config: {} },
+  { channel: 'traces', type: 'trace', functionId: 'svc-console::on-trace', config: {} },
 ]
 
 /** Built-in workers whose `listen_urls` the console reports and uses. */
@@ -115,7 +123,7 @@ export class EngineLink {
    * Invokes a function for `POST /api/invoke` (cli.md §7.1). Never rejects: a failure is
    * `{ok: false, error}`; `engine_unreachable` when the console is not connected.
    */
-  async invoke(functionId: string, payload: unknown, namespace: string | undefined, timeoutMs: number | undefined): Promise<InvokeOutcome> {
+  async invoke(functionId: string, payload: unknown, namespace: string | undefined, timeoutMs: number | undefined, traced = true): Promise<InvokeOutcome> {
     const started = performance.now()
     const elapsed = () => Math.round(performance.now() - started)
     if (!this.connected) {
@@ -126,12 +134,14 @@ export class EngineLink {
       }
     }
     try {
-      const result = await this.#client.trigger({
+      const request = {
         function_id: functionId,
         payload,
         ...(namespace !== undefined ? { namespace } : {}),
         ...(timeoutMs !== undefined ? { timeoutMs } : {}),
-      })
+      }
+      // Untraced calls carry an unsampled traceparent, so the engine records no spans for them.
+      const result = traced ? await this.#client.trigger(request) : await runUnsampled(unsampledTraceparent(), () => this.#client.trigger(request))
       return { ok: true, result: result === undefined ? null : result, duration_ms: elapsed() }
     } catch (err) {
       const e = err as { code?: unknown; detail?: unknown; message?: unknown; stacktrace?: unknown }

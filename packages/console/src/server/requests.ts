@@ -73,12 +73,14 @@ export interface InvokeRequest {
   payload: unknown
   namespace?: string
   timeout_ms?: number
+  /** false: the call records no trace (the app's own reads); default true. */
+  trace?: boolean
 }
 
 /**
  * Checks a `POST /api/invoke` body: `function_id` a non-empty string (≤ 1024 chars), `payload`
  * any JSON value (default `{}`), `namespace` a non-empty string, `timeout_ms` an integer
- * 1–{@link MAX_TIMEOUT_MS}.
+ * 1–{@link MAX_TIMEOUT_MS}, `trace` a boolean.
  * @throws {ApiError} 400 `INVALID_REQUEST` naming the field
  */
 export function parseInvokeRequest(body: unknown): InvokeRequest {
@@ -96,6 +98,10 @@ export function parseInvokeRequest(body: unknown): InvokeRequest {
   }
   const timeout = timeoutOf(o.timeout_ms)
   if (timeout !== undefined) request.timeout_ms = timeout
+  if (o.trace !== undefined && o.trace !== null) {
+    if (typeof o.trace !== 'boolean') throw badRequest('trace must be true or false')
+    request.trace = o.trace
+  }
   return request
 }
 

@@ -103,7 +103,7 @@ export async function startConsole(options: ConsoleOptions = {}): Promise<Runnin
       const body = await readJsonBody(req)
       if (pathname === '/api/invoke') {
         const call = parseInvokeRequest(body)
-        const outcome = await link!.invoke(call.function_id, call.payload, call.namespace, call.timeout_ms)
+        const outcome = await link!.invoke(call.function_id, call.payload, call.namespace, call.timeout_ms, call.trace ?? true)
         return sendJson(res, 200, outcome)
       }
       return sendJson(res, 200, await proxyHttp(parseHttpRequest(body), link!))

@@ -42,8 +42,12 @@ export interface RunningConsole {
   close(): Promise<void>
 }
 
-/** Channels of `GET /api/live` (cli.md §7.1). */
-export const LIVE_CHANNELS = ['workers', 'functions', 'logs', 'state', 'configuration', 'connection'] as const
+/**
+ * Channels of `GET /api/live` (cli.md §7.1). `traces` is the console's addition: `{trace_ids}` of
+ * traces that gained spans (the `trace` trigger, batched over 300 ms), so the Traces page shows a
+ * new request's trace within a second instead of up to a poll interval plus a read later.
+ */
+export const LIVE_CHANNELS = ['workers', 'functions', 'logs', 'state', 'configuration', 'traces', 'connection'] as const
 export type LiveChannel = (typeof LIVE_CHANNELS)[number]
 
 /**

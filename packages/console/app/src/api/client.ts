@@ -75,7 +75,7 @@ export async function invoke<T = unknown>(req: InvokeRequest): Promise<InvokeRes
  * Invokes a function and returns only its result (`undefined` for "no result").
  * @throws ApiError with the invocation's error code and message.
  */
-export async function call<T = unknown>(functionId: string, payload: unknown = {}, options: { namespace?: string; timeout_ms?: number } = {}): Promise<T> {
+export async function call<T = unknown>(functionId: string, payload: unknown = {}, options: { namespace?: string; timeout_ms?: number; trace?: boolean } = {}): Promise<T> {
   const outcome = await invoke<T>({ function_id: functionId, payload, ...options })
   if (!outcome.ok) throw new ApiError(outcome.error)
   return outcome.result

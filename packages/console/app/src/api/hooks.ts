@@ -57,7 +57,8 @@ export function useCall<T>(functionId: string, payload: unknown, options: CallOp
     const mine = ++generation.current
     inFlight.current = true
     setState((s) => ({ ...s, loading: true }))
-    call<T>(functionId, JSON.parse(key)).then(
+    // The page's own reads record no traces, so the Traces page shows the user's traffic only.
+    call<T>(functionId, JSON.parse(key), { trace: false }).then(
       (data) => {
         if (mine !== generation.current) return
         inFlight.current = false

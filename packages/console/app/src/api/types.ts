@@ -32,6 +32,8 @@ export interface InvokeRequest {
   payload: unknown
   namespace?: string
   timeout_ms?: number
+  /** false: no trace is recorded for the call (the pages' own reads); default true. */
+  trace?: boolean
 }
 
 /** `POST /api/http` body: a request the backend performs against the HTTP listener. */
@@ -52,7 +54,7 @@ export interface HttpTestResponse {
 }
 
 /** Channels of `GET /api/live` (cli.md §7.1). */
-export type LiveChannel = 'workers' | 'functions' | 'logs' | 'state' | 'configuration' | 'connection'
+export type LiveChannel = 'workers' | 'functions' | 'logs' | 'state' | 'configuration' | 'traces' | 'connection'
 
 /** WorkerSummary (protocol.md §11.1); every descriptive field is nullable. */
 export interface WorkerSummary {

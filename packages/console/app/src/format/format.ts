@@ -31,6 +31,15 @@ export function formatDuration(ms: number | null | undefined): string {
   return `${Math.floor(s / 86_400)} d ${Math.floor((s % 86_400) / 3600)} h`
 }
 
+/**
+ * Time elapsed since `fromMs` at `nowMs` (Unix ms), e.g. `< 1 s`, `12 s`, `3 min 4 s`. Never
+ * negative: a clock read once a second (`useNow`) can lag data read a moment ago.
+ */
+export function formatSince(fromMs: number, nowMs: number): string {
+  const elapsed = nowMs - fromMs
+  return elapsed < 1000 ? '< 1 s' : formatDuration(elapsed)
+}
+
 /** Bytes as `512 B`, `1.5 KiB`, `12.0 MiB`. */
 export function formatBytes(bytes: number | null | undefined): string {
   if (bytes === null || bytes === undefined || !Number.isFinite(bytes)) return '—'

@@ -314,6 +314,7 @@ function DeadLetters({ queue }: { queue: string }) {
       {action.result ? <p className="text-ok small">Done: {preview(action.result)}</p> : null}
       {list.length === 0 && messages.data ? <Empty>No dead letters in {queue}.</Empty> : null}
       {list.length ? (
+        <div className="scroll-x">
         <table className="table">
           <thead>
             <tr>
@@ -331,13 +332,13 @@ function DeadLetters({ queue }: { queue: string }) {
             {list.map((m) => (
               <Fragment key={m.id}>
                 <tr>
-                  <td className="mono small">
+                  <td className="mono small nowrap">
                     <button type="button" className="icon" aria-expanded={open === m.id} aria-label="Show the message" onClick={() => setOpen(open === m.id ? null : m.id)}>
                       {open === m.id ? '▾' : '▸'}
                     </button>
                     {m.id.slice(0, 8)}
                   </td>
-                  <td className="small nowrap">{formatTime(m.failed_at)}</td>
+                  <td className="small">{formatTime(m.failed_at)}</td>
                   <td className="num">{m.attempts}</td>
                   <td className="small">
                     {m.error ? (
@@ -348,7 +349,11 @@ function DeadLetters({ queue }: { queue: string }) {
                       '—'
                     )}
                   </td>
-                  <td className="mono small ellipsis">{preview(m.payload, 60)}</td>
+                  <td>
+                    <span className="mono small ellipsis block" style={{ maxWidth: 220 }} title={preview(m.payload, 400)}>
+                      {preview(m.payload, 60)}
+                    </span>
+                  </td>
                   <td className="nowrap">
                     <button type="button" className="small" disabled={action.busy} onClick={() => void act('svc::queue::redrive_message', { queue, message_id: m.id })}>
                       Redrive
@@ -379,6 +384,7 @@ function DeadLetters({ queue }: { queue: string }) {
             ))}
           </tbody>
         </table>
+        </div>
       ) : null}
       {list.length >= limit ? (
         <button type="button" onClick={() => setLimit((l) => Math.min(l + 50, 1000))}>

@@ -4,7 +4,7 @@
  * channel. Reads `state::list_groups`, `state::list_entries`, `state::get`; writes `state::set`,
  * `state::delete` (builtins.md §4.2).
  */
-import { useEffect, useState } from 'react'
+import { useEffect, useRef, useState } from 'react'
 import { call } from '../../api/client.ts'
 import { useAction, useCall } from '../../api/hooks.ts'
 import { useLive } from '../../live/hooks.ts'
@@ -176,19 +176,29 @@ function EntryEditor({ scope, entryKey, onDeleted }: { scope: string; entryKey: 
   const loaded = value.updatedAt > 0
   const stored = value.data === undefined ? '' : JSON.stringify(value.data, null, 2)
   const dirty = text !== null && text !== stored
+  // The text just saved, until a read returns it: the editor keeps showing it (not the old value)
+  // and the state push of our own change is not taken for a change made elsewhere.
+  const saving = useRef<string | null>(null)
   useEffect(() => {
+    if (saving.current !== null) {
+      // The first read after a save: another value means someone else wrote in between.
+      if (saving.current !== stored) setChangedElsewhere(true)
+      saving.current = null
+    }
     if (!dirty) setText(null)
   }, [stored])
   useLive(['state'], (data) => {
     const event = data as { scope?: string; key?: string } | undefined
     if (event?.scope !== scope || event.key !== entryKey) return
-    if (dirty) setChangedElsewhere(true)
+    if (dirty && saving.current === null) setChangedElsewhere(true)
     else value.reload()
   })
   const parsed = parseJson(text ?? stored)
-  const [save, saving] = useAction(async () => {
-    const result = await call('state::set', { scope, key: entryKey, value: parsed.ok ? parsed.value : null })
-    setText(null)
+  const [save, saveState] = useAction(async () => {
+    const next = parsed.ok ? parsed.value : null
+    const result = await call('state::set', { scope, key: entryKey, value: next })
+    saving.current = JSON.stringify(next, null, 2)
+    setText(saving.current)
     setChangedElsewhere(false)
     value.reload()
     return result
@@ -220,7 +230,7 @@ function EntryEditor({ scope, entryKey, onDeleted }: { scope: string; entryKey: 
       ) : null}
       <JsonEditor label="Value" value={text ?? stored} onChange={setText} rows={16} onSubmit={() => void save()} />
       <div className="row">
-        <button type="button" className="primary" disabled={!parsed.ok || saving.busy || (!dirty && loaded && value.data !== undefined)} onClick={() => void save()}>
+        <button type="button" className="primary" disabled={!parsed.ok || saveState.busy || (!dirty && loaded && value.data !== undefined)} onClick={() => void save()}>
           Save
         </button>
         <button type="button" disabled={!dirty} onClick={() => setText(null)}>
@@ -237,7 +247,7 @@ function EntryEditor({ scope, entryKey, onDeleted }: { scope: string; entryKey: 
           Delete
         </button>
       </div>
-      <ErrorBox error={saving.error} title="Save failed" />
+      <ErrorBox error={saveState.error} title="Save failed" />
       <ErrorBox error={removing.error} title="Delete failed" />
     </Panel>
   )

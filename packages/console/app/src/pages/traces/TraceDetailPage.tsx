@@ -185,7 +185,7 @@ function SpanPanel({ span }: { span: SpanNode }) {
       ) : null}
       <h3>Logs ({logs.data?.total ?? 0})</h3>
       <ErrorBox error={logs.error} />
-      {logs.data?.logs.length ? <LogTable logs={logs.data.logs} compact /> : <Empty>No logs for this span.</Empty>}
+      {logs.data?.logs.length ? <LogTable logs={logs.data.logs} compact inSpan /> : <Empty>No logs for this span.</Empty>}
     </Panel>
   )
 }

@@ -1,7 +1,7 @@
 /**
  * Traces (cli.md §7.2): root name, service, start, duration, span and error counts and status, with
  * filters and sorting kept in the query string. Reads `engine::traces::list` every second while the
- * page is visible (cli.md §7.1).
+ * page is visible (cli.md §7.1) and soon after a `traces` push, so a new trace shows within a second.
  */
 import { useEffect, useState } from 'react'
 import { useCall } from '../../api/hooks.ts'
@@ -45,7 +45,7 @@ export function TracesPage() {
   if (service) payload.service_name = service
   if (status) payload.status = status
   if (min && Number(min) > 0) payload.min_duration_ms = Number(min)
-  const { data, error, updatedAt } = useCall<{ traces: TraceSummary[]; total: number }>('engine::traces::list', payload, { pollMs: 1000 })
+  const { data, error, updatedAt } = useCall<{ traces: TraceSummary[]; total: number }>('engine::traces::list', payload, { pollMs: 1000, live: ['traces'] })
 
   const sortButton = (key: SortKey, label: string) => {
     const active = sort === key

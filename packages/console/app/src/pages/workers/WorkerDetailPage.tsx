@@ -5,7 +5,7 @@
  */
 import { useCall } from '../../api/hooks.ts'
 import type { LogPage, Metric, WorkerInfo } from '../../api/types.ts'
-import { formatBytes, formatDuration, formatTime } from '../../format/format.ts'
+import { formatBytes, formatDuration, formatSince, formatTime } from '../../format/format.ts'
 import { Link, pathOf, withQuery } from '../../router/router.tsx'
 import { Badge, Empty, ErrorBox, Fields, PageHeader, Panel, StatusBadge, Updated, useNow } from '../../components/ui.tsx'
 import { Sparkline } from '../../components/sparkline.tsx'
@@ -57,7 +57,7 @@ export function WorkerDetailPage({ id }: { id: string }) {
                 ['Isolation', worker.isolation ? <Badge>{worker.isolation}</Badge> : null],
                 ['PID', worker.pid],
                 ['Address', worker.ip_address],
-                ['Connected for', worker.connected_at_ms ? `${formatDuration(now - worker.connected_at_ms)} (since ${formatTime(worker.connected_at_ms)})` : null],
+                ['Connected for', worker.connected_at_ms ? `${formatSince(worker.connected_at_ms, now)} (since ${formatTime(worker.connected_at_ms)})` : null],
                 ['In flight', worker.active_invocations],
                 ['Listening on', worker.listen_urls?.length ? worker.listen_urls.join(', ') : null],
                 ['Last config error', worker.last_config_error ? <span className="text-error">{worker.last_config_error}</span> : null],

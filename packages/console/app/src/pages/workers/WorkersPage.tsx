@@ -5,7 +5,7 @@
  */
 import { useCall } from '../../api/hooks.ts'
 import type { WorkerSummary } from '../../api/types.ts'
-import { formatDuration } from '../../format/format.ts'
+import { formatSince } from '../../format/format.ts'
 import { Link, pathOf, setQuery, useLocation } from '../../router/router.tsx'
 import { Badge, Empty, ErrorBox, PageHeader, StatusBadge, Updated, useNow } from '../../components/ui.tsx'
 
@@ -64,7 +64,7 @@ export function WorkersPage() {
                 <td>{w.isolation ? <Badge tone={w.isolation === 'microvm' ? 'accent' : 'muted'}>{w.isolation}</Badge> : '—'}</td>
                 <td className="mono">{w.pid ?? '—'}</td>
                 <td className="mono">{w.ip_address ?? '—'}</td>
-                <td>{w.connected_at_ms ? formatDuration(now - w.connected_at_ms) : '—'}</td>
+                <td>{w.connected_at_ms ? formatSince(w.connected_at_ms, now) : '—'}</td>
                 <td className="num">{w.function_count}</td>
                 <td className="num">{w.active_invocations}</td>
                 <td>
