@@ -215,13 +215,17 @@ describe('console app in Chromium', () => {
   })
 
   it('Logs: filters, and a log line’s trace link opens its waterfall', async () => {
+    // A checkout while the console runs: its state write also feeds the console's live `state`
+    // trigger, an internal delivery the waterfall hides until asked.
+    const again = await fetch(`${t.httpUrl}/checkout`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ cart: 'c-8' }) })
+    assert.equal(again.status, 200)
     await nav('Logs')
     await page.getByText('demo worker is ready').first().waitFor()
     await page.getByLabel('Severity').selectOption('13')
     await page.getByText('demo worker is ready').first().waitFor()
     await shot('logs')
     await page.getByLabel('Severity').selectOption('')
-    const line = page.getByRole('row').filter({ hasText: 'checkout of cart c-7 accepted' })
+    const line = page.getByRole('row').filter({ hasText: 'checkout of cart c-8 accepted' })
     await line.waitFor()
     await line.getByRole('link', { name: /^[0-9a-f]{8}/ }).click()
     await page.waitForURL(/\/traces\/[0-9a-f]{32}/)
@@ -231,6 +235,15 @@ describe('console app in Chromium', () => {
     await spans.filter({ hasText: 'state::set' }).first().waitFor()
     assert.ok((await spans.count()) >= 3, 'HTTP span → worker span → state::set')
     await page.getByText('traced-worker').first().waitFor()
+    // The console's own live feed (an internal `state` trigger delivery under state::set) is hidden
+    // until asked for.
+    const internal = page.getByLabel(/internal spans/)
+    await internal.waitFor()
+    assert.equal(await spans.filter({ hasText: 'svc-console' }).count(), 0)
+    await internal.check()
+    await spans.filter({ hasText: 'trigger state svc-console' }).first().waitFor()
+    await internal.uncheck()
+    await spans.filter({ hasText: 'svc-console' }).first().waitFor({ state: 'detached' })
     await shot('logs-trace-waterfall')
     await page.emulateMedia({ colorScheme: 'dark' })
     await shot('logs-trace-waterfall-dark')

@@ -14,7 +14,7 @@ import { Badge, Empty, ErrorBox, Fields, PageHeader, Panel, StatusBadge, useNow 
 import { JsonView } from '../../components/json.tsx'
 import { LogTable } from '../logs/LogTable.tsx'
 import { ServiceTag } from './TracesPage.tsx'
-import { hasUnfinished, layoutWaterfall } from './waterfall.ts'
+import { hasUnfinished, layoutWaterfall, withoutInternal } from './waterfall.ts'
 
 const FRESH_MS = 5000
 
@@ -26,7 +26,11 @@ export function TraceDetailPage({ traceId }: { traceId: string }) {
   // Re-read every second while the trace may still change; the decision uses the last data read.
   const [settledBefore, setSettledBefore] = useState(false)
   const tree = useCall<{ trace_id: string; roots: SpanNode[] }>('engine::traces::tree', { trace_id: traceId }, { pollMs: settledBefore ? undefined : 1000 })
-  const roots = tree.data?.roots ?? []
+  const allRoots = tree.data?.roots ?? []
+  // Internal spans (the console's own live feeds, engine housekeeping) are hidden unless asked for.
+  const showInternal = query.get('internal') === '1'
+  const roots = showInternal ? allRoots : withoutInternal(allRoots)
+  const hidden = countSpans(allRoots) - countSpans(roots)
   const { rows, startMs, totalMs } = layoutWaterfall(roots, now)
   const unfinished = hasUnfinished(roots)
   const settled = roots.length > 0 && !unfinished && now - (startMs + totalMs) > FRESH_MS
@@ -77,6 +81,12 @@ export function TraceDetailPage({ traceId }: { traceId: string }) {
               {services.map((s) => (
                 <ServiceTag key={s} name={s} />
               ))}
+              {hidden > 0 || showInternal ? (
+                <label className="muted">
+                  <input type="checkbox" checked={showInternal} onChange={(e) => setQuery({ internal: e.target.checked ? '1' : undefined })} /> internal spans
+                  {hidden > 0 ? ` (${hidden} hidden)` : ''}
+                </label>
+              ) : null}
             </div>
             <div className="waterfall" role="list" aria-label="Spans">
               <div className="wf-head" aria-hidden="true">
@@ -188,4 +198,9 @@ function SpanPanel({ span }: { span: SpanNode }) {
       {logs.data?.logs.length ? <LogTable logs={logs.data.logs} compact inSpan /> : <Empty>No logs for this span.</Empty>}
     </Panel>
   )
+}
+
+/** Spans in a forest. */
+function countSpans(nodes: SpanNode[]): number {
+  return nodes.reduce((n, node) => n + 1 + countSpans(node.children ?? []), 0)
 }

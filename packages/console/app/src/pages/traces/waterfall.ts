@@ -44,3 +44,22 @@ export function layoutWaterfall(roots: SpanNode[], nowMs: number): { rows: Water
 export function hasUnfinished(roots: SpanNode[]): boolean {
   return roots.some((r) => r.end_time_unix_nano === null || hasUnfinished(r.children ?? []))
 }
+
+/** True for a span of an internal function (engine housekeeping, the console's own live feeds). */
+export function isInternalSpan(span: SpanNode): boolean {
+  return span.attributes?.['svc.function.kind'] === 'internal'
+}
+
+/**
+ * The forest without internal spans: each one is replaced by its children, so what it caused stays
+ * in place under its nearest shown ancestor. A trace made only of internal spans is kept whole.
+ */
+export function withoutInternal(roots: SpanNode[]): SpanNode[] {
+  const prune = (nodes: SpanNode[]): SpanNode[] =>
+    nodes.flatMap((node) => {
+      const children = prune(node.children ?? [])
+      return isInternalSpan(node) ? children : [{ ...node, children }]
+    })
+  const pruned = prune(roots).sort((a, b) => a.start_time_unix_nano - b.start_time_unix_nano)
+  return pruned.length > 0 ? pruned : roots
+}
