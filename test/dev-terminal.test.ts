@@ -18,7 +18,7 @@ const children: ChildProcess[] = []
 
 after(() => {
   try {
-    tmux('kill-server')
+    execFileSync('tmux', ['-L', SOCKET, 'kill-server'], { stdio: 'ignore' })
   } catch {
     /* no server left */
   }
@@ -126,5 +126,46 @@ describe('svc terminal output (issue 11)', () => {
     const flag = await run('noflag', '', '--no-color')
     assert.match(flag, /greeter INFO greeter up/)
     assert.doesNotMatch(flag.replace(/\u001b\[(0|39|49)m/g, ''), /\u001b\[\d/, flag)
+  })
+})
+
+describe('svc logs and svc worker restart (issue 11)', () => {
+  it('svc worker restart gives the worker a new process; svc logs -f (store and files) shows its new output line', { timeout: 90_000 }, async () => {
+    const dir = await greeterProject()
+    const svc = await startPiped(dir, [])
+    await svc.waitFor(/greeter running/, 'the worker to run')
+    const env = cliEnv({ SVC_URL: svc.engineUrl, NO_COLOR: '1' })
+
+    const past = await runSvc(['logs', 'greeter'], { cwd: dir, env })
+    assert.equal(past.code, 0, past.stderr)
+    assert.match(past.stdout, /^\d\d:\d\d:\d\d\.\d{3} greeter INFO greeter up$/m)
+
+    const followers = [['logs', 'greeter', '-f', '-n', '0'], ['logs', '-f', '-n', '0', '--files']].map((args) => {
+      const child = spawn(process.execPath, [SVC_BIN, ...args], { cwd: dir, env, stdio: ['ignore', 'pipe', 'pipe'] })
+      children.push(child)
+      let text = ''
+      child.stdout.on('data', (d) => (text += d))
+      child.stderr.on('data', (d) => (text += d))
+      return { child, text: () => text }
+    })
+    await new Promise((resolve) => setTimeout(resolve, 1500))
+    for (const f of followers) assert.doesNotMatch(f.text(), /greeter up/)
+
+    const restarted = await runSvc(['worker', 'restart', 'greeter'], { cwd: dir, env })
+    assert.equal(restarted.code, 0, restarted.stdout + restarted.stderr)
+    assert.match(restarted.stdout, /^Restarted greeter \(pid \d+\)$/m)
+    for (const f of followers) {
+      const deadline = Date.now() + 10_000
+      while (!/greeter INFO greeter up/.test(f.text())) {
+        if (Date.now() > deadline) assert.fail(`svc logs -f did not show the new line:\n${f.text()}\nsvc:\n${svc.output()}`)
+        await new Promise((resolve) => setTimeout(resolve, 100))
+      }
+      f.child.kill('SIGINT')
+      await new Promise((resolve) => f.child.once('exit', resolve))
+    }
+    await svc.stop()
+    const notRunning = await runSvc(['worker', 'restart', 'greeter'], { cwd: dir, env })
+    assert.equal(notRunning.code, 1)
+    assert.match(notRunning.stderr, /greeter is not running/)
   })
 })

@@ -17,6 +17,7 @@ import type { ReadyInfo } from './banner.ts'
 import { consoleStartCommand } from './console.ts'
 import { invocationLogger } from './dev-log.ts'
 import { InstallProgress } from './install-progress.ts'
+import { watchRestartRequests } from './restart-requests.ts'
 import { CliError, ExitCode } from './errors.ts'
 import { lockDataDir } from './lock.ts'
 import type { DataDirLock } from './lock.ts'
@@ -223,6 +224,15 @@ export async function startEngine(options: StartOptions): Promise<RunningEngine>
     state: supervised.get(w.name)?.state ?? (w.enabled ? 'skipped' : 'disabled'),
   }))
   progress.close()
+  // svc worker restart <name> (issue 11).
+  const restarts = options.workers
+    ? watchRestartRequests(config.project_root, (name) => {
+        const worker = supervised.get(name)
+        if (!worker) return note.warn(`svc worker restart ${name}: no worker of that name is running here`)
+        note.info(`${name}: restart requested`)
+        worker.restart().catch((err: unknown) => note.error(`${name}: ${(err as Error).message}`))
+      })
+    : undefined
   const ready: ReadyInfo = {
     version: options.version,
     // From process start to the moment the banner can say ready: the engine listens and the
@@ -247,6 +257,7 @@ export async function startEngine(options: StartOptions): Promise<RunningEngine>
       return [...supervised.values()]
     },
     stop() {
+      restarts?.close()
       stopped ??= Promise.resolve(reloader?.close())
         .then(() => Promise.all([...supervised.values()].map((w) => w.stop().catch((err: unknown) => note.error(`${w.name}: ${(err as Error).message}`)))))
         .then(() => engine.stop())
