@@ -232,12 +232,47 @@ describe('svc project init: errors and exit codes (cli.md §1.1, §4.1)', () => 
       )
       assert.ok(existsSync(join(cwd, 'demo', 'workers', 'math-worker', 'src', 'index.ts')), 'the scaffold is kept')
       assert.ok(existsSync(join(cwd, 'demo', '.svc', 'project.ini')))
+      // Issue 11: the kept scaffold does not block the next try, which completes it.
+      const retry = await svc(['project', 'init', 'demo', '-t', 'quickstart'], cwd, env)
+      assert.doesNotMatch(retry.stderr, /not empty/)
+      assert.match(retry.stderr, /installing dependencies failed/)
+      const done = await svc(['project', 'init', 'demo', '-t', 'quickstart', '--no-install'], cwd, env)
+      assert.equal(done.code, 0, done.stderr)
+      assert.ok(!existsSync(join(cwd, 'demo', '.svc', 'init-incomplete')))
+      const again = await svc(['project', 'init', 'demo', '-t', 'quickstart', '--no-install'], cwd, env)
+      assert.match(again.stderr, /not empty/, 'a finished project is protected again')
 
       const json = await svc(['project', 'init', 'again', '-t', 'worker', '--json'], cwd, env)
       assert.equal(json.code, 1)
       assert.deepEqual(JSON.parse(json.stdout).error.code, 'INSTALL_FAILED')
       assert.match(JSON.parse(json.stdout).error.message, /^Worker created, but installing dependencies failed in \.\/again \(npm exited with \d+\)\. Run npm install there\.$/)
     } finally {
+      registry.close()
+    }
+  })
+})
+
+describe('svc project init interrupted (issue 11)', () => {
+  it('Ctrl-C during the install stops it, removes the new directory (exit 130); the next try succeeds', { timeout: 60_000 }, async () => {
+    // A registry that never answers: npm waits until it is stopped.
+    const registry = createServer(() => {})
+    await new Promise<void>((resolve) => registry.listen(0, '127.0.0.1', resolve))
+    try {
+      const cwd = workdir()
+      const env = cliEnv({ npm_config_registry: `http://127.0.0.1:${(registry.address() as AddressInfo).port}/`, npm_config_cache: join(cwd, '.npm-cache') })
+      let child: ChildProcess | undefined
+      const run = runSvc(['project', 'init', 'demo', '-t', 'quickstart'], { cwd, env, onSpawn: (c) => children.add((child = c)) })
+      await eventually(async () => existsSync(join(cwd, 'demo', 'workers', 'math-worker', 'package.json')) || undefined, 20_000, () => 'no scaffold')
+      await new Promise((resolve) => setTimeout(resolve, 1500))
+      child!.kill('SIGINT')
+      const finished = await run
+      assert.equal(finished.code, 130, finished.stdout + finished.stderr)
+      assert.match(finished.stderr, /Interrupted; removed \.\/demo/)
+      assert.ok(!existsSync(join(cwd, 'demo')), 'nothing left behind')
+      const next = await svc(['project', 'init', 'demo', '-t', 'quickstart', '--no-install'], cwd)
+      assert.equal(next.code, 0, next.stderr)
+    } finally {
+      registry.closeAllConnections()
       registry.close()
     }
   })

@@ -407,3 +407,43 @@ describe('svc worker add into a running svc', () => {
     await stopEngine(engine)
   })
 })
+
+describe('svc worker add of a worker that cannot start (issue 11)', () => {
+  it('reports within a few seconds with its output; svc retries once, then waits for a change; a fix starts it', { timeout: 120_000 }, async () => {
+    const dir = project({ broken: 'name: broken\nscripts:\n  start: node index.mjs\n' })
+    writeFileSync(join(dir, 'workers', 'broken', 'index.mjs'), 'export const handler = {\n')
+    const engine = await startEngineProcess(dir)
+    engines.add(engine)
+    const started = Date.now()
+    const added = await svc(dir, ['worker', 'add', './workers/broken', '--timeout', '60'], engine.engineUrl)
+    const took = Date.now() - started
+    assert.equal(added.code, 1, added.stdout + added.stderr)
+    assert.ok(took < 8000, `took ${took} ms`)
+    assert.match(added.stderr, /Error: broken exited before registering \(exited with code 1\)/)
+    assert.match(added.stderr, /SyntaxError/)
+    // svc: a second identical failure, then one line and no third attempt.
+    const waiting = async () => {
+      for (let i = 0; i < 100; i++) {
+        const line = engine.output.find((l) => l.includes('cannot start') && l.includes('waiting for a change to workers/broken'))
+        if (line) return line
+        await new Promise((resolve) => setTimeout(resolve, 100))
+      }
+      assert.fail(`no "waiting for a change" line:\n${engine.output.join('\n')}`)
+    }
+    assert.match(await waiting(), /SyntaxError/)
+    await new Promise((resolve) => setTimeout(resolve, 2500))
+    const attempts = engine.output.filter((l) => l.includes('broken starting: node index.mjs')).length
+    assert.equal(attempts, 2, engine.output.join('\n'))
+    writeFileSync(
+      join(dir, 'workers', 'broken', 'index.mjs'),
+      `import { registerWorker } from ${JSON.stringify(import.meta.resolve('svc-sdk'))}\nconst svc = registerWorker()\nsvc.registerFunction('broken::ping', () => ({ pong: true }))\n`,
+    )
+    for (let attempt = 0; ; attempt++) {
+      const result = await svc(dir, ['trigger', 'broken::ping'], engine.engineUrl)
+      if (result.code === 0) break
+      assert.ok(attempt < 100, result.stderr)
+      await new Promise((resolve) => setTimeout(resolve, 200))
+    }
+    await stopEngine(engine)
+  })
+})

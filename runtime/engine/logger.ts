@@ -15,13 +15,49 @@ export interface LogRecord {
   data?: Record<string, unknown>
 }
 
-/** Formats a record as one console line. */
-export function formatLogLine(record: LogRecord): string {
+const ESC = '\u001b['
+const paint = (code: string, text: string) => `${ESC}${code}m${text}${ESC}0m`
+/** Source colours: no red or yellow, which mean ERROR and WARN. */
+const SOURCE_COLOURS = ['36', '35', '34', '32', '96', '95', '94', '92']
+const LEVEL_COLOURS: Record<LogRecord['level'], string> = { debug: '90', info: '32', warn: '33', error: '1;31' }
+
+/** The same colour for the same source in every run (a small string hash). */
+function sourceColour(source: string): string {
+  if (source === 'svc' || source === 'engine') return '2'
+  let hash = 0
+  for (let i = 0; i < source.length; i++) hash = (hash * 31 + source.charCodeAt(i)) >>> 0
+  return SOURCE_COLOURS[hash % SOURCE_COLOURS.length]!
+}
+
+/** Formats a record as one console line; `colour` paints the time, the source (one colour per source) and the level. */
+export function formatLogLine(record: LogRecord, colour = false): string {
   const t = record.time
   const pad = (n: number, w = 2) => String(n).padStart(w, '0')
   const time = `${pad(t.getHours())}:${pad(t.getMinutes())}:${pad(t.getSeconds())}.${pad(t.getMilliseconds(), 3)}`
   const data = record.data && Object.keys(record.data).length > 0 ? ` ${JSON.stringify(record.data)}` : ''
-  return `${time} ${record.source} ${record.level.toUpperCase()} ${record.message}${data}`
+  const level = record.level.toUpperCase()
+  if (!colour) return `${time} ${record.source} ${level} ${record.message}${data}`
+  const message = record.level === 'error' ? paint('31', record.message) : record.level === 'debug' ? paint('2', record.message) : record.message
+  return `${paint('2', time)} ${paint(sourceColour(record.source), record.source)} ${paint(LEVEL_COLOURS[record.level], level)} ${message}${data && paint('2', data)}`
+}
+
+let colourOverride: boolean | undefined
+
+/** `--no-color` (false) or a forced choice for this process; undefined goes back to {@link colourEnabled}'s rules. */
+export function setLogColour(on: boolean | undefined): void {
+  colourOverride = on
+}
+
+/**
+ * Whether lines written to `stream` are coloured (cli.md §1 Colour): never with `NO_COLOR` set
+ * (non-empty, no-color.org) or `--no-color`; always with `FORCE_COLOR` set to anything but `0`
+ * or `false`; otherwise only on a TTY whose `TERM` is not `dumb`.
+ */
+export function colourEnabled(stream: { isTTY?: boolean } = process.stdout, env: NodeJS.ProcessEnv = process.env): boolean {
+  if (colourOverride !== undefined) return colourOverride
+  if (env.NO_COLOR !== undefined && env.NO_COLOR !== '') return false
+  if (env.FORCE_COLOR !== undefined) return env.FORCE_COLOR !== '0' && env.FORCE_COLOR !== 'false'
+  return stream.isTTY === true && env.TERM !== 'dumb'
 }
 
 /**
@@ -35,9 +71,8 @@ export function consoleLogger(source: string, level?: LogLevel, sink?: (record: 
     const record: LogRecord = { time: new Date(), source, level: lvl, message }
     if (data) record.data = data
     if (sink) return sink(record)
-    const line = formatLogLine(record) + '\n'
-    if (lvl === 'warn' || lvl === 'error') process.stderr.write(line)
-    else process.stdout.write(line)
+    const stream = lvl === 'warn' || lvl === 'error' ? process.stderr : process.stdout
+    stream.write(formatLogLine(record, colourEnabled(stream)) + '\n')
   }
   return {
     debug: (m, d) => emit('debug', m, d),

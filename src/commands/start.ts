@@ -3,6 +3,7 @@
  */
 import { Flags } from '@oclif/core'
 import { SvcCommand } from '../lib/command.ts'
+import { setLogColour } from '../../runtime/engine/logger.ts'
 import { handleSignals, LOG_LEVELS, startEngine } from '../lib/start.ts'
 
 export default class Start extends SvcCommand {
@@ -30,11 +31,14 @@ export default class Start extends SvcCommand {
       description: "Default: the log_level of config/svc-observability.yaml (info), which can change while svc runs; this flag overrides it for the run.",
       options: [...LOG_LEVELS],
     }),
+    verbose: Flags.boolean({ summary: 'Print a line for each HTTP request and each invocation (same as --log-level debug)' }),
+    color: Flags.boolean({ summary: 'Colour log lines (default: on a terminal, unless NO_COLOR is set)', allowNo: true }),
     json: Flags.boolean({ summary: 'Print one JSON event per line (engine_ready, worker_state, log, shutdown)' }),
   }
 
   async run(): Promise<void> {
     const { flags } = await this.parse(Start)
+    if (flags.color !== undefined) setLogColour(flags.color)
     const signals = handleSignals({ json: flags.json })
     let running
     try {
@@ -48,7 +52,7 @@ export default class Start extends SvcCommand {
         dataDir: flags['data-dir'],
         workers: flags.workers,
         watch: flags.watch,
-        logLevel: flags['log-level'] as (typeof LOG_LEVELS)[number] | undefined,
+        logLevel: (flags['log-level'] ?? (flags.verbose ? 'debug' : undefined)) as (typeof LOG_LEVELS)[number] | undefined,
         json: flags.json,
       })
     } catch (err) {

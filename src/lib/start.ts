@@ -8,13 +8,16 @@ import type { LoadedBuiltinEntry, LoadedConfig, LoadedLocalWorkerEntry } from '.
 import { builtinDescriptor } from '../../runtime/workers/catalogue.ts'
 import { storeSeed } from '../../runtime/workers/shared/configured.ts'
 import { Engine } from '../../runtime/engine/engine.ts'
-import { consoleLogger } from '../../runtime/engine/logger.ts'
+import { colourEnabled, consoleLogger } from '../../runtime/engine/logger.ts'
 import { createBuiltins } from '../../runtime/workers/index.ts'
 import type { LogLevel, LogRecord } from '../../runtime/engine/logger.ts'
 import type { Logger } from '../../runtime/engine/types.ts'
 import { formatBanner, readyEvent } from './banner.ts'
 import type { ReadyInfo } from './banner.ts'
 import { consoleStartCommand, consoleUrl } from './console.ts'
+import { invocationLogger } from './dev-log.ts'
+import { InstallProgress } from './install-progress.ts'
+import { watchRestartRequests } from './restart-requests.ts'
 import { CliError, ExitCode } from './errors.ts'
 import { lockDataDir } from './lock.ts'
 import type { DataDirLock } from './lock.ts'
@@ -121,6 +124,12 @@ export async function startEngine(options: StartOptions): Promise<RunningEngine>
     }
     logger[level](message)
   }
+  // One line per invocation at debug (engine-internal calls too at trace), issue 11.
+  if (options.logLevel === 'debug' || options.logLevel === 'trace') {
+    engine.telemetry.addInterceptor(
+      invocationLogger({ log: makeLogger('engine'), internal: options.logLevel === 'trace', isInternal: (id, ns) => engine.telemetry.isInternal(id, ns) }),
+    )
+  }
   try {
     await engine.start()
   } catch (err) {
@@ -128,7 +137,8 @@ export async function startEngine(options: StartOptions): Promise<RunningEngine>
     throw portInUse(err, config) ?? err
   }
 
-  const readyMs = Math.round(performance.now())
+  // Installs before the banner run behind one spinner line on a terminal.
+  const progress = new InstallProgress({ tty: !options.json && options.stdout === undefined && process.stdout.isTTY === true, colour: colourEnabled(process.stdout) })
 
   // cli.md §3 step 5: launch the enabled local workers (§5).
   const supervised = new Map<string, SupervisedWorker>()
@@ -142,6 +152,7 @@ export async function startEngine(options: StartOptions): Promise<RunningEngine>
       log: note,
       output: makeLogger(entry.name),
       emit: options.json ? emit : undefined,
+      progress,
     })
     supervised.set(entry.name, worker)
     return worker
@@ -159,6 +170,7 @@ export async function startEngine(options: StartOptions): Promise<RunningEngine>
         log: note,
         output: makeLogger('console'),
         emit: options.json ? emit : undefined,
+        progress,
       })
       supervised.set('console', worker)
     }
@@ -211,9 +223,21 @@ export async function startEngine(options: StartOptions): Promise<RunningEngine>
     name: w.name,
     state: supervised.get(w.name)?.state ?? (w.enabled ? 'skipped' : 'disabled'),
   }))
+  progress.close()
+  // svc worker restart <name> (issue 11).
+  const restarts = options.workers
+    ? watchRestartRequests(config.project_root, (name) => {
+        const worker = supervised.get(name)
+        if (!worker) return note.warn(`svc worker restart ${name}: no worker of that name is running here`)
+        note.info(`${name}: restart requested`)
+        worker.restart().catch((err: unknown) => note.error(`${name}: ${(err as Error).message}`))
+      })
+    : undefined
   const ready: ReadyInfo = {
     version: options.version,
-    readyMs,
+    // From process start to the moment the banner can say ready: the engine listens and the
+    // workers have registered (or the banner says what they are doing).
+    readyMs: Math.round(performance.now()),
     engineUrls: engine.workerUrls,
     httpUrls: engine.listenUrls('svc-http'),
     streamUrls: engine.listenUrls('svc-stream'),
@@ -234,6 +258,7 @@ export async function startEngine(options: StartOptions): Promise<RunningEngine>
       return [...supervised.values()]
     },
     stop() {
+      restarts?.close()
       stopped ??= Promise.resolve(reloader?.close())
         .then(() => Promise.all([...supervised.values()].map((w) => w.stop().catch((err: unknown) => note.error(`${w.name}: ${(err as Error).message}`)))))
         .then(() => engine.stop())
@@ -285,6 +310,44 @@ interface LaunchContext {
   output: Logger
   /** Set with `--json`: `worker_state` events. */
   emit: ((event: Record<string, unknown>) => void) | undefined
+  /** The spinner line of installs before the banner. */
+  progress: InstallProgress
+}
+
+/** Lines of install output kept to show when the install fails. */
+const INSTALL_OUTPUT_LINES = 2000
+
+/**
+ * Prints a worker's own output under its name (INFO for stdout, WARN for stderr), except the
+ * output of its setup and install steps, which is kept and printed only when the step fails
+ * (issue 11: a first run's npm output buried the banner). Every line is in the worker's log file.
+ */
+function printOutput(worker: SupervisedWorker, context: LaunchContext): void {
+  let folded: OutputLine[] = []
+  worker.on('output', (line: OutputLine) => {
+    if (line.phase === 'install' || line.phase === 'setup') {
+      if (folded.length < INSTALL_OUTPUT_LINES) folded.push(line)
+      return
+    }
+    if (line.stream === 'stderr') context.output.warn(line.text)
+    else context.output.info(line.text)
+  })
+  let installing = false
+  worker.on('state', (state: WorkerState) => {
+    if (state === 'installing') {
+      if (!installing) context.progress.begin(worker.name, worker.manifest?.scripts.install ?? 'install')
+      installing = true
+      folded = []
+      return
+    }
+    if (!installing) return
+    installing = false
+    const code = worker.failure?.code
+    const failed = state === 'failed' && (code === 'INSTALL_FAILED' || code === 'SETUP_FAILED')
+    context.progress.end(worker.name, !failed)
+    if (failed) for (const line of folded) context.output.warn(line.text)
+    folded = []
+  })
 }
 
 /**
@@ -308,9 +371,8 @@ function launchLocalWorker(entry: LoadedLocalWorkerEntry, context: LaunchContext
   if (entry.config !== undefined) spec.config = entry.config
   if (entry.isolation !== undefined) spec.isolation = entry.isolation
   const worker = superviseWorker(spec, { log: context.log })
+  printOutput(worker, context)
   worker.on('output', (line: OutputLine) => {
-    if (line.stream === 'stderr') context.output.warn(line.text)
-    else context.output.info(line.text)
     // Also a log record of the observability worker (builtins.md §12.2, cli.md §5.6).
     context.engine.telemetry.output(entry.name, line.stream, line.text)
   })
@@ -353,10 +415,7 @@ function launchConsole(entry: LoadedBuiltinEntry, context: LaunchContext): Super
     },
     { log: context.log },
   )
-  worker.on('output', (line: OutputLine) => {
-    if (line.stream === 'stderr') context.output.warn(line.text)
-    else context.output.info(line.text)
-  })
+  printOutput(worker, context)
   const emit = context.emit
   if (emit) worker.on('state', (state: WorkerState) => emit({ event: 'worker_state', worker: 'console', state, ...(worker.pid !== undefined ? { pid: worker.pid } : {}) }))
   return worker

@@ -8,7 +8,10 @@ import { installDirectories, installFailedError, runInstall } from './install.ts
 import type { InstallOutcome } from './install.ts'
 import { nextSteps } from './next-steps.ts'
 import { copyTemplate, writeProjectIni } from './scaffold.ts'
-import { checkTargetDirectory, displayDirectory } from './target.ts'
+import { existsSync, mkdirSync, rmdirSync, rmSync, writeFileSync } from 'node:fs'
+import { dirname, join } from 'node:path'
+import { CliError, ExitCode } from '../lib/errors.ts'
+import { checkTargetDirectory, displayDirectory, INIT_MARKER } from './target.ts'
 import { requireTemplate } from './templates.ts'
 import type { InitOptions, InitResult } from './types.ts'
 
@@ -33,6 +36,10 @@ export async function initProject(options: InitOptions): Promise<InitResult> {
   const template = requireTemplate(options.template)
   const shown = displayDirectory(options.directory, options.cwd)
   const manager = options.packageManager
+  const signal = options.signal
+  const marker = join(options.directory, ...INIT_MARKER.split('/'))
+  // Ctrl-C removes a directory this run created; one that existed keeps the marker instead.
+  const created = !existsSync(options.directory)
 
   const steps: ListrTask<InitContext>[] = [
     {
@@ -44,6 +51,8 @@ export async function initProject(options: InitOptions): Promise<InitResult> {
     {
       title: `Copy template ${template.name}`,
       task: (ctx, task) => {
+        mkdirSync(dirname(marker), { recursive: true })
+        writeFileSync(marker, `svc project init ${options.name} --template ${template.name}\n`)
         ctx.files = copyTemplate({
           name: options.name,
           template,
@@ -72,7 +81,7 @@ export async function initProject(options: InitOptions): Promise<InitResult> {
       task: (ctx, task) => {
         const directories = installDirectories(ctx.files)
         // All installs start at once; each directory's step shows its own.
-        const installs = directories.map((directory) => runInstall(options.directory, directory, manager))
+        const installs = directories.map((directory) => runInstall(options.directory, directory, manager, signal))
         ctx.installs = Promise.all(installs)
         return task.newListr(
           directories.map((directory, i) => ({
@@ -106,15 +115,34 @@ export async function initProject(options: InitOptions): Promise<InitResult> {
         ? new Listr<InitContext, 'simple', 'simple'>(steps, { ...common, renderer: 'simple', rendererOptions: { logger: new FinishedStepLogger() } })
         : new Listr<InitContext, 'silent', 'silent'>(steps, { ...common, renderer: 'silent' })
 
+  const interrupted = () => {
+    if (created) rmSync(options.directory, { recursive: true, force: true })
+    return new CliError({
+      code: 'INTERRUPTED',
+      message: created
+        ? `Interrupted; removed ${shown}`
+        : `Interrupted; ${shown} is not complete: run svc project init again to complete it`,
+      exitCode: ExitCode.Interrupted,
+    })
+  }
   try {
     await tasks.run()
   } catch (err) {
+    if (signal?.aborted) throw interrupted()
     // The list stops with an install's short reason; report the failure of cli.md §4.1 instead.
     const failed = (await ctx.installs)?.find((o) => !o.ok)
     if (failed) throw installFailedError(failed, manager, template.kind === 'project' ? 'Project' : 'Worker', shown)
     throw err
   }
   const outcomes = (await ctx.installs) ?? []
+  if (signal?.aborted) throw interrupted()
+  // Done, or only the install failed (the scaffold is kept and a re-run completes it).
+  rmSync(marker, { force: true })
+  try {
+    rmdirSync(dirname(marker)) // only when empty: the worker template has no .svc of its own
+  } catch {
+    /* .svc/project.ini is there */
+  }
 
   return {
     project: options.name,

@@ -39,13 +39,14 @@ export interface InstallOutcome {
 const OUTPUT_TAIL_LINES = 30
 
 /** Runs the install in `<project>/<directory>`; never throws for a failed install. */
-export async function runInstall(project: string, directory: string, manager: PackageManager): Promise<InstallOutcome> {
+export async function runInstall(project: string, directory: string, manager: PackageManager, signal?: AbortSignal): Promise<InstallOutcome> {
   const { file, args } = installCommand(manager)
   const result = await execa(file, args, {
     cwd: join(project, ...directory.split('/').filter(Boolean)),
     all: true,
     reject: false,
     stdin: 'ignore',
+    ...(signal ? { cancelSignal: signal, forceKillAfterDelay: 2000 } : {}),
   })
   const output = (result.all ?? '').split(/\r?\n/).slice(-OUTPUT_TAIL_LINES).join('\n')
   if (!result.failed) return { directory, ok: true, output }

@@ -3,8 +3,20 @@
  * absent or empty unless `--force`, where dotfiles (`.git`, an existing `.svc/project.ini`, …) do
  * not count.
  */
-import { readdirSync, statSync } from 'node:fs'
-import { isAbsolute, relative, resolve, sep } from 'node:path'
+import { existsSync, readdirSync, statSync } from 'node:fs'
+import { isAbsolute, join, relative, resolve, sep } from 'node:path'
+
+/**
+ * Written into the target before the template is copied and removed when init succeeds: a
+ * directory holding it is an init that did not finish (a failed install, Ctrl-C), which the next
+ * `svc project init` completes without `--force`.
+ */
+export const INIT_MARKER = '.svc/init-incomplete'
+
+/** True when `directory` holds an init that did not finish ({@link INIT_MARKER}). */
+export function initIncomplete(directory: string): boolean {
+  return existsSync(join(directory, ...INIT_MARKER.split('/')))
+}
 import { CliError, ExitCode } from '../lib/errors.ts'
 
 /** The absolute target directory: `dir` resolved against `cwd`, else `<cwd>/<name>`. */
@@ -55,7 +67,7 @@ export function checkTargetDirectory(directory: string, cwd: string, force: bool
     })
   }
   const entries = readdirSync(directory).filter((name) => !name.startsWith('.')).sort()
-  if (entries.length > 0 && !force) {
+  if (entries.length > 0 && !force && !initIncomplete(directory)) {
     throw new CliError({
       code: 'DIRECTORY_NOT_EMPTY',
       message: `Directory ${shown} is not empty; pass --force to scaffold into it anyway`,

@@ -54,6 +54,11 @@ export interface InitOptions {
   cliRoot: string
   /** How progress is shown; `silent` for --json. */
   renderer: ProgressRenderer
+  /**
+   * Aborted on Ctrl-C: installs are stopped, a directory the run created is removed (else it keeps
+   * the marker that lets the next run complete it) and `INTERRUPTED` (exit 130) is thrown.
+   */
+  signal?: AbortSignal
 }
 
 /** What an init produced: the `--json` result of cli.md §4.1 (stable, additive). */

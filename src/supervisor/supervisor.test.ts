@@ -274,9 +274,26 @@ console.log('installed')`,
     assert.deepEqual(h.states.slice(-3), ['restarting', 'starting', 'running'])
   })
 
-  it('5 quick crashes → crashed with doubling delays; a file change starts it again', async () => {
+  it('a syntax error: retried once, then crashed and waiting for a change, quoting the error; a fix starts it', async () => {
+    const h = supervise({ 'svc.worker.yaml': manifest('broken'), 'worker.mjs': "console.log('loading')\nexport const x = {\n" }, {}, { backoffStartMs: 50 })
+    await h.worker.start()
+    await h.until(() => h.worker.state === 'crashed', 'crashed')
+    // Two attempts, the same way: no third.
+    await new Promise((resolve) => setTimeout(resolve, 500))
+    assert.equal(h.lines.filter((l) => l.text === 'loading').length, 0, 'a module with a syntax error runs nothing')
+    assert.equal(h.logs.filter((l) => l.message.includes('starting: node worker.mjs')).length, 2, JSON.stringify(h.logs))
+    assert.equal(h.worker.failure?.code, 'STARTUP_FAILED')
+    const line = h.logs.find((l) => l.level === 'error')!.message
+    assert.match(line, new RegExp(`^${h.name} cannot start \\(exited with code 1, twice the same way\\): SyntaxError: .+; waiting for a change to workers/${h.name}$`))
+    await assert.rejects(h.worker.waitUntilRunning(1000), (err: SupervisorError) => err.code === 'STARTUP_FAILED' && /SyntaxError/.test(err.message))
+
+    writeFileSync(join(h.dir, 'worker.mjs'), script('fixed'))
+    await h.until(() => h.worker.state === 'running', 'the fixed worker to run')
+  })
+
+  it('5 quick crashes (each printing something else) → crashed with doubling delays; a file change starts it again', async () => {
     const h = supervise(
-      { 'svc.worker.yaml': manifest('crasher'), 'worker.mjs': "console.error('boom'); process.exit(3)\n" },
+      { 'svc.worker.yaml': manifest('crasher'), 'worker.mjs': "console.error('boom ' + Math.random().toString(36).replace(/[0-9.]/g, '')); process.exit(3)\n" },
       {},
       { backoffStartMs: 50 },
     )
@@ -292,7 +309,7 @@ console.log('installed')`,
     assert.equal(h.worker.failure?.code, 'CRASHED')
     assert.equal(h.worker.lastError, 'exited with code 3; 5 unrequested exits within 60 s')
     await assert.rejects(h.worker.waitUntilRunning(1000), (err: SupervisorError) => err.code === 'CRASHED')
-    assert.ok(h.lines.some((l) => l.stream === 'stderr' && l.text === 'boom'))
+    assert.ok(h.lines.some((l) => l.stream === 'stderr' && l.text.startsWith('boom')))
 
     writeFileSync(join(h.dir, 'worker.mjs'), script('fixed'))
     await h.until(() => h.worker.state === 'running', 'the fixed worker to run')

@@ -18,6 +18,7 @@ import type { CommandExit, ShellProcess } from './process.ts'
 import { dependencyHash, logFilePath, StateFile, stateFilePath } from './state-file.ts'
 import type {
   OutputLine,
+  OutputPhase,
   SupervisedWorker,
   SupervisorFailure,
   SupervisorOptions,
@@ -126,6 +127,12 @@ class WorkerSupervisor extends EventEmitter implements SupervisedWorker {
   #waitForManifest = false
   #warnedNoInstall = false
   #stopping: Promise<void> | undefined
+  /** The last lines the current worker process printed (start-up failures quote them). */
+  #tail: string[] = []
+  /** The process that reached `running`; an exit of any other one is a start-up failure. */
+  #registered: ShellProcess | undefined
+  /** Signature of the previous start-up failure (exit plus its last output), until a change or a registration. */
+  #startupFailure: string | undefined
 
   constructor(spec: WorkerSpec, options: SupervisorOptions) {
     super()
@@ -453,10 +460,15 @@ class WorkerSupervisor extends EventEmitter implements SupervisedWorker {
       return
     }
     this.#writeLog('svc', `$ ${command}`)
+    this.#tail = []
     const proc = runShell(command, {
       cwd: spec.directory,
       env: this.#env(),
-      onLine: (stream, text) => this.#output(stream, text),
+      onLine: (stream, text) => {
+        this.#tail.push(text)
+        if (this.#tail.length > TAIL_LINES) this.#tail.shift()
+        this.#output(stream, text, 'run')
+      },
     })
     this.#proc = proc
     this.#startedAt = new Date(proc.startedAtMs)
@@ -481,6 +493,8 @@ class WorkerSupervisor extends EventEmitter implements SupervisedWorker {
       }
       if (this.#proc !== proc || proc.exited || this.#state !== 'starting') return
       if (registered) {
+        this.#registered = proc
+        this.#startupFailure = undefined
         this.#setState('running')
         this.#log.info(`${this.name} running (registered after ${formatSeconds(Date.now() - proc.startedAtMs)})`)
         return
@@ -530,6 +544,8 @@ class WorkerSupervisor extends EventEmitter implements SupervisedWorker {
       this.#log.info(`${this.name} ${description}; it starts again on the next file change`)
       return
     }
+    if (this.#registered !== proc && (await this.#repeatedStartupFailure(generation, exit))) return
+    if (generation !== this.#generation || this.#proc) return
     const now = Date.now()
     this.#streak = now - proc.startedAtMs >= this.#t.healthyRunMs ? 1 : this.#streak + 1
     this.#exits = this.#exits.filter((t) => now - t < this.#t.crashWindowMs)
@@ -558,6 +574,34 @@ class WorkerSupervisor extends EventEmitter implements SupervisedWorker {
         await this.#spawn(generation)
       })
     }, delay)
+  }
+
+  /**
+   * cli.md §5.5 as issue 11 refines it: a process that exits before registering with the same exit
+   * and the same last output as the previous attempt will not do better on a third try (a syntax
+   * error, a missing module). The worker becomes `crashed` and waits for a file change, with one
+   * line quoting what it printed. True when that happened.
+   */
+  async #repeatedStartupFailure(generation: number, exit: CommandExit): Promise<boolean> {
+    // The exit event can come before the last lines were read from the pipes.
+    await new Promise((resolve) => setTimeout(resolve, 50))
+    if (generation !== this.#generation || this.#proc) return false
+    const signature = `${describeExit(exit)}\n${this.#tail.map(normaliseLine).join('\n')}`
+    const previous = this.#startupFailure
+    this.#startupFailure = signature
+    if (previous !== signature) return false
+    const description = describeExit(exit)
+    const quoted = lastOutputLine(this.#tail)
+    const where = this.#spec.watch && (this.#manifest?.watch.enabled ?? true) ? `waiting for a change to ${this.#directoryLabel()}` : `run svc worker restart ${this.name} after fixing it`
+    this.#failure = {
+      code: 'STARTUP_FAILED',
+      message: `${description} before it registered${quoted ? `: ${quoted}` : ''}`,
+      hint: `the same failure twice in a row; see ${this.#logFile.path}; svc starts it again after the next file change`,
+    }
+    this.#lastError = this.#failure.message
+    this.#setState('crashed', description)
+    this.#log.error(`${this.name} cannot start (${description}, twice the same way)${quoted ? `: ${quoted}` : ''}; ${where}`)
+    return true
   }
 
   /** Runs `post_run` (compose) after the worker process ended. */
@@ -610,7 +654,7 @@ class WorkerSupervisor extends EventEmitter implements SupervisedWorker {
     detached = false,
   ): Promise<CommandExit & { timedOut?: boolean }> {
     this.#writeLog('svc', `${step}: $ ${command}`)
-    const task = runShell(command, { cwd: this.#spec.directory, env: this.#env(), onLine: (stream, text) => this.#output(stream, text) })
+    const task = runShell(command, { cwd: this.#spec.directory, env: this.#env(), onLine: (stream, text) => this.#output(stream, text, step as OutputPhase) })
     // post_run during stop() must not be killed by stop() itself.
     if (!detached) this.#task = task
     let timedOut = false
@@ -744,15 +788,16 @@ class WorkerSupervisor extends EventEmitter implements SupervisedWorker {
   #resetCrashPolicy(): void {
     this.#exits = []
     this.#streak = 0
+    this.#startupFailure = undefined
     clearTimeout(this.#backoff)
     this.#backoff = undefined
   }
 
   // ---- output and state ----------------------------------------------------------------------
 
-  #output(stream: 'stdout' | 'stderr', text: string): void {
+  #output(stream: 'stdout' | 'stderr', text: string, phase: OutputPhase): void {
     this.#writeLog(stream, text)
-    this.emit('output', { worker: this.name, stream, text } satisfies OutputLine)
+    this.emit('output', { worker: this.name, stream, text, phase } satisfies OutputLine)
   }
 
   #writeLog(stream: 'stdout' | 'stderr' | 'svc', text: string): void {
@@ -794,6 +839,25 @@ class WorkerSupervisor extends EventEmitter implements SupervisedWorker {
     if (rel === '') return '.'
     return rel.startsWith('..') || isAbsolute(rel) ? this.#spec.directory : rel
   }
+}
+
+/** Lines of a worker's own output kept to compare and quote start-up failures. */
+const TAIL_LINES = 20
+
+/** Digits vary between two runs of the same failure (pids, times, ports); they do not count. */
+function normaliseLine(line: string): string {
+  return line.replace(/\d+/g, '#').trim()
+}
+
+/**
+ * The line that says what went wrong: the last `…Error: …`/`…Exception…`/`panic` line, else the
+ * last line that is not a stack frame or the Node.js version footer.
+ */
+export function lastOutputLine(lines: readonly string[]): string | undefined {
+  const meaningful = lines.map((l) => l.trim()).filter((l) => l !== '' && !/^at\s/.test(l) && !/^Node\.js v\d/.test(l) && l !== '^')
+  const error = meaningful.findLast((l) => /^(\w+\.)*\w*(Error|Exception)\b|^panic|^Traceback|^error(\[|:)/i.test(l))
+  const line = error ?? meaningful.at(-1)
+  return line !== undefined && line.length > 200 ? `${line.slice(0, 199)}…` : line
 }
 
 /** `2 s`, `1.5 s`, `200 ms`. */

@@ -127,7 +127,7 @@ export interface SupervisorTimings {
  * `UNKNOWN_WORKER` (manifest.ts), `KVM_NOT_ACCESSIBLE` and `MICROVM_NOT_AVAILABLE` (cli.md §5.7),
  * `RESERVED_ENV_OVERRIDE` (compose env, §5.2), `SETUP_FAILED`, `INSTALL_FAILED` (§5.3),
  * `PRE_RUN_FAILED` (compose `pre_run`), `SPAWN_FAILED` (the shell could not be started),
- * `CRASHED` (§5.5).
+ * `CRASHED` (§5.5), `STARTUP_FAILED` (exited before registering the same way twice in a row).
  */
 export interface SupervisorFailure {
   code: string
@@ -172,10 +172,15 @@ export interface WorkerStateRecord {
   installed_at?: string
 }
 
+/** What printed a line: the worker process (`run`) or one of the steps around it. */
+export type OutputPhase = 'run' | 'setup' | 'install' | 'pre_run' | 'post_run'
+
 export interface OutputLine {
   worker: string
   stream: 'stdout' | 'stderr'
   text: string
+  /** Which command printed it; `install` and `setup` output is folded on the svc console (issue 11). */
+  phase?: OutputPhase
 }
 
 /**

@@ -21,6 +21,14 @@ export type EngineWorker = WorkerSummary
 export type EngineFunction = FunctionSummary
 
 /** An open connection to the engine; close it when done. */
+/** The fields of a stored log record (builtins.md §12) that `svc logs` prints. */
+export interface StoredLog {
+  timestamp_unix_nano: number
+  service_name: string
+  severity_text: string
+  body: string
+}
+
 export class EngineSession {
   readonly url: string
   private readonly client: SvcClient
@@ -81,6 +89,22 @@ export class EngineSession {
   async listFunctions(filter: { worker?: string; namespace?: string } = {}): Promise<EngineFunction[]> {
     const result = (await this.call('engine::functions::list', filter)) as { functions?: EngineFunction[] }
     return result.functions ?? []
+  }
+
+  /**
+   * Log records of the observability worker's store, newest first (`engine::logs::list`);
+   * undefined when the store is off or the worker is not running.
+   *
+   * @throws {CliError} exit 3 when the connection is lost
+   */
+  async listLogs(filter: { service_name?: string; start_time?: number; limit?: number }): Promise<StoredLog[] | undefined> {
+    try {
+      const result = (await this.call('engine::logs::list', filter)) as { logs?: StoredLog[] }
+      return result.logs ?? []
+    } catch (err) {
+      if (err instanceof CliError && err.exitCode === ExitCode.Unreachable) throw err
+      return undefined
+    }
   }
 
   /** Closes the connection. Idempotent. */

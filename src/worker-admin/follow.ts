@@ -102,7 +102,9 @@ export class WorkerFollower {
     for (;;) {
       const observation = await this.observe()
       if (done(observation)) return observation
-      if (!observation.registered && observation.state !== undefined && DEAD_STATES.includes(observation.state)) {
+      if (!observation.registered && observation.state !== undefined && (DEAD_STATES.includes(observation.state) || this.exitedBeforeRegistering(observation))) {
+        // The supervisor writes the state before the log file has the process's last lines.
+        await sleep(250)
         throw this.failure(observation)
       }
       if (performance.now() >= this.deadline) throw this.timeout(observation)
@@ -126,9 +128,23 @@ export class WorkerFollower {
     return previous ?? []
   }
 
+  /**
+   * cli.md §4.2: a worker that exits before registering is a failure of `svc worker add`, even
+   * though svc restarts it. A crash restart is `restarting` with no process; a restart for a file
+   * change still has one.
+   */
+  private exitedBeforeRegistering(observation: Observation): boolean {
+    return observation.state === 'restarting' && observation.pid === undefined && observation.lastError !== undefined
+  }
+
   private failure(observation: Observation): CliError {
     const { name, logLabel, logPath } = this.options
-    const what = observation.state === 'failed' && this.sawInstall && observation.pid === undefined ? 'failed to install' : `${observation.state} before registering`
+    const what =
+      observation.state === 'failed' && this.sawInstall && observation.pid === undefined
+        ? 'failed to install'
+        : this.exitedBeforeRegistering(observation)
+          ? 'exited before registering'
+          : `${observation.state} before registering`
     const tail = tailLines(logPath, FAILURE_TAIL_LINES)
     return new CliError({
       code: 'WORKER_FAILED',

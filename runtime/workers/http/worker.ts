@@ -484,6 +484,16 @@ export class HttpWorker implements BuiltinWorker {
   // ---- requests --------------------------------------------------------------------------------
 
   private readonly onRequest = (req: IncomingMessage, res: ServerResponse): void => {
+    // One line per request at debug (the svc terminal with --log-level debug; issue 11).
+    const log = this.context?.log
+    if (log) {
+      const started = performance.now()
+      res.once('close', () => {
+        const ms = performance.now() - started
+        const status = res.writableFinished ? String(res.statusCode) : 'closed before the response finished'
+        log.debug(`http ${req.method ?? 'GET'} ${req.url ?? '/'} ${status} ${ms < 10 ? ms.toFixed(1) : Math.round(ms)} ms`)
+      })
+    }
     try {
       this.accept(req, res)
     } catch (err) {

@@ -66,6 +66,10 @@ export default class ProjectInit extends SvcCommand {
     })
     const request = await resolveInitRequest({ name: args.name, template: flags.template, dir: flags.dir, cwd }, interactive ? terminalPrompter : undefined)
 
+    // Ctrl-C stops the installs and removes what this run created (issue 11).
+    const interrupt = new AbortController()
+    const onSigint = () => interrupt.abort()
+    process.on('SIGINT', onSigint)
     const result = await initProject({
       name: request.name,
       template: request.template.name,
@@ -77,7 +81,8 @@ export default class ProjectInit extends SvcCommand {
       cliVersion: this.config.version,
       cliRoot: this.config.root,
       renderer: flags.json ? 'silent' : process.stdout.isTTY ? 'default' : 'simple',
-    })
+      signal: interrupt.signal,
+    }).finally(() => process.off('SIGINT', onSigint))
 
     if (flags.json) {
       out(`${JSON.stringify(result)}\n`)
