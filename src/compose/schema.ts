@@ -38,11 +38,12 @@ const pathContainer = {
       oneOf: [{ type: 'string' }, { type: 'array', items: { type: 'string' } }],
     },
     isolation: { description: 'Default: the manifest value, else process', enum: ['process', 'microvm'] },
-    watch: { description: 'Restart on file changes (default true)', type: 'boolean' },
+    watch: { description: 'Restart on file changes', type: 'boolean', default: true },
     restart: {
       description:
         'After an unrequested exit: on-failure (default) restarts after a non-zero exit or a signal (crash policy, cli.md §5.5); always also after exit 0; never leaves it stopped or failed',
       enum: [...RESTART_POLICIES],
+      default: 'on-failure',
     },
     config: { description: 'Exported as JSON in SVC_WORKER_CONFIG' },
     scripts: {
@@ -50,7 +51,7 @@ const pathContainer = {
       additionalProperties: false,
       properties: {
         pre_run: { description: 'Runs before each start; must exit 0 within pre_run_timeout', type: 'string' },
-        pre_run_timeout: { ...duration, description: 'Default 60s' },
+        pre_run_timeout: { ...duration, description: 'Deadline of pre_run', default: '60s' },
         run: { description: "Replaces the manifest's start command", type: 'string' },
         post_run: { description: 'Runs after each stop', type: 'string' },
       },
@@ -91,8 +92,8 @@ export function composeFileSchema() {
     required: ['containers'],
     properties: {
       namespace: { description: "Must equal the daemon's namespace (WRONG_NAMESPACE otherwise)", type: 'string' },
-      startup_timeout: { ...duration, description: 'Per container unless overridden (default 60s)' },
-      stop_timeout: { ...duration, description: 'SIGTERM to SIGKILL delay (default 10s)' },
+      startup_timeout: { ...duration, description: 'Per container unless overridden', default: '60s' },
+      stop_timeout: { ...duration, description: 'SIGTERM to SIGKILL delay', default: '10s' },
       containers: {
         description: 'Container key → container; {} is valid',
         type: 'object',
