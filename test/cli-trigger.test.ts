@@ -296,3 +296,65 @@ describe('svc trigger failures before any invocation', () => {
     assert.equal(result.stderr, 'Error: Missing FUNCTION_ID\nHint: pass the function to invoke, e.g. svc trigger math::add a=1 b=2\n')
   })
 })
+
+describe('svc trigger input: --data @file, --data - and the JSON-looking warning', () => {
+  const big = 'x'.repeat(1024 * 1024)
+
+  it('reads --data @file (a 1 MB value, beyond what an argument can carry)', async () => {
+    writeFileSync(join(dir, 'big.json'), JSON.stringify({ big, n: 1 }))
+    const result = await trigger('test::echo', '--data', '@big.json', 'm=2')
+    assert.equal(result.code, 0, result.stderr)
+    assert.deepEqual(JSON.parse(result.stdout), { big, n: 1, m: 2 })
+  })
+
+  it('reads --data - from standard input (a 1 MB value)', async () => {
+    const result = await runSvc(['trigger', 'test::echo', '--data', '-', '--json', '--engine', engineUrl], { cwd: dir, env: cliEnv(), input: JSON.stringify({ big }) })
+    assert.equal(result.code, 0, result.stderr)
+    const body = JSON.parse(result.stdout) as { ok: boolean; result: { big: string } }
+    assert.equal(body.ok, true)
+    assert.equal(body.result.big.length, big.length)
+  })
+
+  it('a missing @file exits 2 naming it', async () => {
+    const result = await trigger('test::echo', '--data', '@nope.json')
+    assert.deepEqual([result.code, result.stderr], [2, 'Error: --data: cannot read nope.json (no such file)\n'])
+  })
+
+  it('warns when a key=value value starts with { or [ but is not JSON, and sends the text', async () => {
+    const result = await trigger('test::echo', 'o={k:1}', 'l=[1,2]')
+    assert.equal(result.code, 0, result.stderr)
+    assert.deepEqual(JSON.parse(result.stdout), { o: '{k:1}', l: [1, 2] })
+    assert.match(result.stderr, /^Warning: the value of 'o' starts with '\{' but is not valid JSON \(.*\); sending it as text\n$/)
+  })
+})
+
+describe('svc functions', () => {
+  it('prints a table of id, worker, namespace and description; internal ids only with --all', async () => {
+    const result = await svc(['functions', '--engine', engineUrl])
+    assert.equal(result.code, 0, result.stderr)
+    const lines = result.stdout.trimEnd().split('\n')
+    assert.match(lines[0]!, /^ID\s+WORKER\s+NAMESPACE\s+DESCRIPTION$/)
+    assert.ok(lines.some((l) => /^test::echo\s+cli-trigger-test\s+default\s+-$/.test(l)), result.stdout)
+    assert.ok(lines.some((l) => /^test::where\s+cli-trigger-billing\s+billing\s/.test(l)), result.stdout)
+    assert.ok(lines.some((l) => /^state::get\s+svc-state\s+default\s+\S/.test(l)), result.stdout)
+    assert.ok(!lines.some((l) => l.startsWith('engine::functions::list')), 'internal ids are hidden')
+    const all = await svc(['functions', '--all', '--engine', engineUrl])
+    assert.ok(all.stdout.split('\n').some((l) => l.startsWith('engine::functions::list ')), all.stdout)
+  })
+
+  it('--json prints {functions: [...]}, filtered by -n', async () => {
+    const result = await svc(['functions', '--json', '-n', 'billing', '--engine', engineUrl])
+    assert.equal(result.code, 0, result.stderr)
+    const { functions } = JSON.parse(result.stdout) as { functions: Array<Record<string, unknown>> }
+    assert.deepEqual(functions, [{ function_id: 'test::where', worker: 'cli-trigger-billing', namespace: 'billing', description: null, internal: false, replica_count: 1 }])
+    const all = JSON.parse((await svc(['functions', '--json', '--all', '--engine', engineUrl])).stdout) as { functions: Array<{ function_id: string; internal: boolean }> }
+    assert.equal(all.functions.find((f) => f.function_id === 'engine::functions::list')?.internal, true)
+  })
+
+  it('exits 3 when the engine is not reachable', async () => {
+    const port = await closedPort()
+    const result = await svc(['functions', '--engine', `ws://127.0.0.1:${port}`])
+    assert.equal(result.code, 3)
+    assert.match(result.stderr, /^Error: Cannot connect to the engine/)
+  })
+})

@@ -164,6 +164,21 @@ before(async () => {
     ].join('\n'),
   )
   writeWorker('fast', `registerWorker().registerFunction('fast::x', () => 1)`)
+  // Exits with code 1 a second after its first registration; runs on after a restart.
+  writeWorker(
+    'quitter',
+    [
+      "import { existsSync, writeFileSync } from 'node:fs'",
+      // Outside the watched worker directory, or the write itself would restart it.
+      'const marker = `${process.env.SVC_PROJECT_ROOT}/.svc/ran-${process.env.SVC_WORKER_NAME}`',
+      "registerWorker().registerFunction(`${process.env.SVC_WORKER_NAME}::x`, () => 1)",
+      'if (!existsSync(marker)) { writeFileSync(marker, "1"); setTimeout(() => process.exit(1), 1000) }',
+    ].join('\n'),
+  )
+  writeFileSync(
+    join(dir, 'policies.yaml'),
+    'containers:\n  never-q:\n    worker: path://./workers/quitter\n    restart: never\n    watch: false\n  retry-q:\n    worker: path://./workers/quitter\n    restart: on-failure\n    watch: false\n',
+  )
   writeFileSync(join(dir, 'parallel.yaml'), 'startup_timeout: 60s\ncontainers:\n  slow:\n    worker: path://./workers/slow\n  fast:\n    worker: path://./workers/fast\n')
   writeFileSync(join(dir, 'worker-compose.yaml'), COMPOSE)
   writeFileSync(
@@ -272,6 +287,59 @@ describe('svc compose', () => {
     const result = await svc(['trigger', '-n', NS, 'web::greet', 'name=ada', '--engine', engine!.engineUrl])
     assert.equal(result.code, 0, result.stderr)
     assert.deepEqual(JSON.parse(result.stdout), { greeting: 'hi', inner: { hello: 'ada', worker: 'api', ns: NS, tone: 'warm' } })
+  })
+
+  it('svc compose status finds the only daemon and prints its containers; --json gives compose::status', async () => {
+    const human = await svc(['compose', 'status', '--engine', engine!.engineUrl])
+    assert.equal(human.code, 0, human.stderr)
+    const lines = human.stdout.trimEnd().split('\n')
+    assert.equal(lines[0], `worker-compose.yaml in namespace ${NS} (daemon pid ${daemon.child.pid})`)
+    assert.match(lines[1]!, /^CONTAINER\s+WORKER\s+STATE\s+PID\s+RESTARTS\s+STARTED\s+LAST ERROR$/)
+    assert.match(lines[2]!, /^web\s+path:\/\/\.\/workers\/web\s+ready\s+\d+\s+0\s+\S+\s+-$/)
+    assert.match(lines[3]!, /^api\s+path:\/\/\.\/workers\/api\s+ready\s/)
+    const json = await svc(['compose', 'status', '-n', NS, '--json', '--engine', engine!.engineUrl])
+    assert.equal(json.code, 0, json.stderr)
+    const status = JSON.parse(json.stdout)
+    assert.equal(status.namespace, NS)
+    assert.deepEqual(status.containers.map((c: any) => c.state), ['ready', 'ready'])
+    const wrong = await svc(['compose', 'status', '-n', 'no-daemon-here', '--engine', engine!.engineUrl])
+    assert.equal(wrong.code, 1)
+    assert.match(wrong.stderr, /^Error: function_not_found: /)
+  })
+
+  it('compose::schema returns the JSON Schema of worker-compose.yaml', async () => {
+    const schema = await call('compose::schema')
+    assert.equal(schema.$schema, 'https://json-schema.org/draft/2020-12/schema')
+    assert.deepEqual(schema.required, ['containers'])
+    assert.deepEqual(schema.properties.containers.additionalProperties.else.properties.restart.enum, ['always', 'on-failure', 'never'])
+  })
+
+  it('restart policy: never leaves an exited container failed, on-failure restarts it; svc compose down stops the rest', async () => {
+    const up = remember(await call('compose::up', { file: 'policies.yaml' }))
+    assert.equal(up.status, 'ok', JSON.stringify(up))
+    const status = () => call('compose::status', { file: 'policies.yaml' })
+    let last: unknown
+    await waitUntil(async () => {
+      const s = (last = await status())
+      const never = s.containers.find((c: any) => c.container === 'never-q')
+      const retry = s.containers.find((c: any) => c.container === 'retry-q')
+      return never.state === 'failed' && retry.state === 'ready' && retry.restarts === 1
+    }, 'never-q failed and retry-q restarted').catch((err) => {
+      throw new Error(`${(err as Error).message}: ${JSON.stringify(last)}`)
+    })
+    const after = await status()
+    const never = after.containers.find((c: any) => c.container === 'never-q')
+    assert.equal(never.pid, null)
+    assert.equal(never.restarts, 0)
+    assert.equal(never.last_error.code, 'EXITED')
+    assert.match(never.last_error.message, /exited with code 1; restart policy never/)
+    for (const c of after.containers) if (typeof c.pid === 'number') containerPids.add(c.pid)
+
+    const down = await svc(['compose', 'down', '-n', NS, '-f', 'policies.yaml', '--engine', engine!.engineUrl])
+    assert.equal(down.code, 0, down.stderr)
+    assert.match(down.stdout, /^retry-q  stopped  changed/m)
+    assert.match(down.stdout, /^down: ok \(op_[0-9a-f]{4}\)$/m)
+    assert.deepEqual((await status()).containers.map((c: any) => c.state), ['stopped', 'stopped'])
   })
 
   it('adds a worker to the running project, editing the file in place', async () => {

@@ -69,6 +69,13 @@ function rows(schema: JsonSchema, prefix: string, out: string[][], required = fa
   }
 }
 
+/** Table rows (key, type, default, notes) of a settings-like schema, one per leaf key; used by scripts/reference-docs.ts. */
+export function renderSchemaRows(schema: JsonSchema): string[][] {
+  const out: string[][] = []
+  rows(schema, '', out)
+  return out
+}
+
 function section(d: BuiltinDescriptor): string {
   const lines: string[] = [`## ${d.name}`, '', `${d.description}. Specified in ${d.spec}.${d.implemented ? '' : ' **Not implemented yet** in this release.'}`, '']
   const facts: Array<[string, string]> = [

@@ -6,7 +6,7 @@ import { Args, Flags } from '@oclif/core'
 import { InvocationError } from 'svc-sdk'
 import { SvcCommand } from '../lib/command.ts'
 import { CliError, ExitCode, toCliError, usageError } from '../lib/errors.ts'
-import { PayloadError, resolveTriggerInput } from '../lib/payload.ts'
+import { PayloadError, readAll, readDataArgument, resolveTriggerInput } from '../lib/payload.ts'
 import { resolveEngineUrl } from '../lib/project.ts'
 import { pickFunction, triggerOnce } from '../lib/trigger.ts'
 import { isInteractiveProcess } from '../lib/interactive.ts'
@@ -19,12 +19,14 @@ export default class Trigger extends SvcCommand {
   ]
   static override summary = 'Invoke a function of the running engine'
   static override description =
-    'Builds the payload from --data (any JSON, default {}) and KEY=VALUE arguments (the value is JSON when it parses, ' +
+    'Builds the payload from --data (any JSON, default {}; @file reads a file, - reads stdin) and KEY=VALUE arguments (the value is JSON when it parses, ' +
     'else text; applied left to right as a shallow merge), invokes FUNCTION_ID once and prints its result as JSON.'
 
   static override examples = [
     '<%= config.bin %> trigger math::add a=2 b=3',
     `<%= config.bin %> trigger state::get --data '{"scope":"users","key":"ada"}'`,
+    '<%= config.bin %> trigger orders::import --data @orders.json',
+    'cat orders.json | <%= config.bin %> trigger orders::import --data -',
     '<%= config.bin %> t orders::process id=42 --void',
     '<%= config.bin %> trigger emails::send to=ada@example.com --enqueue emails',
     '<%= config.bin %> trigger billing::charge order=42 --enqueue payments --delay-ms 60000 --idempotency-key order-42',
@@ -39,7 +41,7 @@ export default class Trigger extends SvcCommand {
 
   static override flags = {
     namespace: Flags.string({ char: 'n', summary: 'Namespace to invoke the function in (default: default)' }),
-    data: Flags.string({ char: 'd', summary: 'Payload base as JSON (default {})' }),
+    data: Flags.string({ char: 'd', summary: 'Payload base as JSON (default {}); @<file> reads a file, - reads standard input' }),
     void: Flags.boolean({ summary: 'Fire and forget: exit once sent, print nothing', exclusive: ['enqueue', 'describe'] }),
     enqueue: Flags.string({ summary: 'Enqueue on this queue and print the receipt', exclusive: ['void', 'describe'] }),
     'delay-ms': Flags.integer({ summary: 'With --enqueue: first delivery not before now + this many ms (at most 7 days)', min: 0, max: 604800000, dependsOn: ['enqueue'] }),
@@ -62,14 +64,15 @@ export default class Trigger extends SvcCommand {
     try {
       input = resolveTriggerInput({
         positionals: argv as string[],
-        data: flags.data,
+        data: await readDataArgument(flags.data, '--data', readAll),
         functionIdFlag: flags['function-id'],
-        payloadFlag: flags.payload,
+        payloadFlag: await readDataArgument(flags.payload, '--payload', readAll),
       })
     } catch (err) {
       if (err instanceof PayloadError) throw usageError(err.message)
       throw err
     }
+    for (const warning of input.warnings) process.stderr.write(`Warning: ${warning}\n`)
     const url = resolveEngineUrl({ flag: flags.engine, cwd: process.cwd() })
     if (input.functionId === undefined) {
       if (!isInteractiveProcess({ json: flags.json })) {

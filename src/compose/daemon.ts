@@ -16,6 +16,7 @@ import { loadManifest } from '../supervisor/manifest.ts'
 import { superviseWorker } from '../supervisor/supervisor.ts'
 import { addContainerText, removeContainerText, writeFileAtomic } from './edit.ts'
 import { ComposeError } from './errors.ts'
+import { composeFileSchema } from './schema.ts'
 import { COMPOSE_FILE_NAME, CONTAINER_KEY_PATTERN, loadComposeFile, parseComposeFile } from './file.ts'
 import type { ComposeFile } from './file.ts'
 import { isAlive, operationId, ProjectRunner, resolvePath } from './runner.ts'
@@ -30,7 +31,7 @@ export const ENGINE_CONNECT_TIMEOUT_MS = 10_000
 const ENGINE_CALL_TIMEOUT_MS = 10_000
 
 /** The functions the daemon serves, in its namespace (cli.md §4.7). */
-export const COMPOSE_FUNCTIONS = ['up', 'down', 'restart', 'status', 'list', 'validate', 'add', 'remove', 'stop'] as const
+export const COMPOSE_FUNCTIONS = ['up', 'down', 'restart', 'status', 'list', 'validate', 'add', 'remove', 'stop', 'schema'] as const
 
 export interface DaemonOptions {
   /** The namespace served; containers register here. */
@@ -185,7 +186,7 @@ export class ComposeDaemon {
         async (input: unknown) => {
           try {
             const payload = payloadObject(input)
-            if (name !== 'stop' && name !== 'list' && name !== 'validate') this.checkDaemon(payload)
+            if (name !== 'stop' && name !== 'list' && name !== 'validate' && name !== 'schema') this.checkDaemon(payload)
             if (this.stopping && exclusive) {
               throw new ComposeError('DAEMON_STOPPING', `the compose daemon of namespace ${this.namespace} is stopping`)
             }
@@ -208,6 +209,7 @@ export class ComposeDaemon {
     serve('add', 'Declare a worker in a compose file and bring the project up', (p) => this.add(p), true)
     serve('remove', 'Stop a container and remove it from its compose file', (p) => this.remove(p), true)
     serve('stop', 'Bring every project down and stop the daemon', () => this.requestStop(), false)
+    serve('schema', 'The JSON Schema (draft 2020-12) of worker-compose.yaml', () => composeFileSchema(), false)
   }
 
   // -- functions -----------------------------------------------------------------------------------

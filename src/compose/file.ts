@@ -29,8 +29,8 @@ export const RESERVED_ENV_NAMES: readonly string[] = RESERVED_ENV
 export const OBSERVABILITY_IN_COMPOSE_MESSAGE =
   'svc-observability is injected by the engine and must not be declared in worker-compose.yaml; change its settings in config/svc-observability.yaml'
 
-const TOP_KEYS = ['namespace', 'startup_timeout', 'stop_timeout', 'containers'] as const
-const PATH_KEYS = [
+export const TOP_KEYS = ['namespace', 'startup_timeout', 'stop_timeout', 'containers'] as const
+export const PATH_KEYS = [
   'worker',
   'depends_on',
   'startup_timeout',
@@ -39,10 +39,14 @@ const PATH_KEYS = [
   'env_file',
   'isolation',
   'watch',
+  'restart',
   'config',
   'scripts',
 ] as const
-const BUILTIN_KEYS = ['worker', 'depends_on', 'config'] as const
+/** Restart policies of a path container (`restart`, default `on-failure`): see {@link PathContainer.restart}. */
+export const RESTART_POLICIES = ['always', 'on-failure', 'never'] as const
+export type RestartPolicy = (typeof RESTART_POLICIES)[number]
+export const BUILTIN_KEYS = ['worker', 'depends_on', 'config'] as const
 const SCRIPT_KEYS = ['pre_run', 'pre_run_timeout', 'run', 'post_run'] as const
 
 /** A 1-based place in the file. */
@@ -75,6 +79,12 @@ export interface PathContainer extends ContainerBase {
   isolation?: 'process' | 'microvm'
   /** Default `true`. */
   watch: boolean
+  /**
+   * What happens when the process exits unasked after it was ready (default `on-failure`, the crash
+   * policy of cli.md §5.5): `on-failure` restarts after a non-zero exit or a signal; `always` also after
+   * exit 0; `never` leaves it `stopped` (exit 0) or `failed` (otherwise).
+   */
+  restart: RestartPolicy
   /** Expanded; passed as JSON in SVC_WORKER_CONFIG. */
   config?: unknown
   scripts: { preRun?: string; preRunTimeoutMs: number; run?: string; postRun?: string }
@@ -318,6 +328,7 @@ class Reader {
       environment: {},
       envFiles: [],
       watch: true,
+      restart: 'on-failure',
       scripts: { preRunTimeoutMs: DEFAULT_PRE_RUN_TIMEOUT_MS },
     }
     const startup = pairs.get('startup_timeout')
@@ -342,6 +353,14 @@ class Reader {
     }
     const watch = pairs.get('watch')
     if (watch) container.watch = this.boolean(watch, 'watch')
+    const restart = pairs.get('restart')
+    if (restart) {
+      const value = this.string(restart, 'restart')
+      if (!(RESTART_POLICIES as readonly string[]).includes(value)) {
+        this.fail(restart.value ?? restart.key, `restart must be always, on-failure or never, got '${value}'`)
+      }
+      container.restart = value as RestartPolicy
+    }
     const config = pairs.get('config')
     if (config) {
       const configNode = this.deref(config.value)

@@ -348,6 +348,7 @@ export class ProjectRunner {
     }
     if (spec.config !== undefined) workerSpec.config = spec.config
     if (spec.isolation !== undefined) workerSpec.isolation = spec.isolation
+    workerSpec.restartPolicy = spec.restart
     if (spec.scripts.run !== undefined) workerSpec.startCommand = spec.scripts.run
     if (spec.scripts.preRun !== undefined) workerSpec.preRun = { command: spec.scripts.preRun, timeoutMs: spec.scripts.preRunTimeoutMs }
     if (spec.scripts.postRun !== undefined) workerSpec.postRun = spec.scripts.postRun

@@ -1,6 +1,10 @@
 import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
-import { buildPayload, PayloadError, parseToken, resolveTriggerInput } from './payload.ts'
+import { Readable } from 'node:stream'
+import { mkdtempSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { buildPayload, PayloadError, parseToken, readAll, readDataArgument, resolveTriggerInput, tokenWarning } from './payload.ts'
 
 function failsWith(fn: () => unknown, message: string | RegExp) {
   assert.throws(fn, (err: unknown) => {
@@ -109,15 +113,17 @@ describe('resolveTriggerInput: positional and legacy forms', () => {
     assert.deepEqual(resolveTriggerInput({ positionals: ['math::add', 'a=1', 'b=2'] }), {
       functionId: 'math::add',
       payload: { a: 1, b: 2 },
+      warnings: [],
     })
     assert.deepEqual(resolveTriggerInput({ positionals: ['math::add'], data: '{"a":5}' }), {
       functionId: 'math::add',
       payload: { a: 5 },
+      warnings: [],
     })
   })
 
   it('reports no function id when there is none', () => {
-    assert.deepEqual(resolveTriggerInput({ positionals: [] }), { functionId: undefined, payload: {} })
+    assert.deepEqual(resolveTriggerInput({ positionals: [] }), { functionId: undefined, payload: {}, warnings: [] })
   })
 
   it('refuses a key=value where the function id should be', () => {
@@ -131,14 +137,17 @@ describe('resolveTriggerInput: positional and legacy forms', () => {
     assert.deepEqual(resolveTriggerInput({ positionals: [], functionIdFlag: 'math::add', payloadFlag: '{"a":1}' }), {
       functionId: 'math::add',
       payload: { a: 1 },
+      warnings: [],
     })
     assert.deepEqual(resolveTriggerInput({ positionals: [], functionIdFlag: 'math::add' }), {
       functionId: 'math::add',
       payload: {},
+      warnings: [],
     })
     assert.deepEqual(resolveTriggerInput({ positionals: [], functionIdFlag: 'x', payloadFlag: '[1]' }), {
       functionId: 'x',
       payload: [1],
+      warnings: [],
     })
   })
 
@@ -165,5 +174,42 @@ describe('resolveTriggerInput: positional and legacy forms', () => {
 
   it('reports invalid legacy --payload JSON like --data', () => {
     failsWith(() => resolveTriggerInput({ positionals: [], functionIdFlag: 'f', payloadFlag: '{' }), /^--payload: invalid JSON/)
+  })
+})
+
+describe('--data @file and --data - (large payloads without E2BIG)', () => {
+  const noStdin = () => Promise.reject(new Error('stdin not expected'))
+
+  it('reads @file relative to the working directory, - from standard input, anything else as is', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'svc-payload-'))
+    writeFileSync(join(dir, 'p.json'), '{"a":1}')
+    assert.equal(await readDataArgument('@p.json', '--data', noStdin, dir), '{"a":1}')
+    assert.equal(await readDataArgument(`@${join(dir, 'p.json')}`, '--data', noStdin, '/'), '{"a":1}')
+    assert.equal(await readDataArgument('-', '--data', () => readAll(Readable.from([Buffer.from('[1,'), Buffer.from('2]')]))), '[1,2]')
+    assert.equal(await readDataArgument('{"b":2}', '--data', noStdin), '{"b":2}')
+    assert.equal(await readDataArgument(undefined, '--data', noStdin), undefined)
+  })
+
+  it('names the file that cannot be read', async () => {
+    await assert.rejects(readDataArgument('@nope.json', '--data', noStdin, tmpdir()), (err: unknown) => {
+      assert.ok(err instanceof PayloadError)
+      assert.equal(err.message, '--data: cannot read nope.json (no such file)')
+      return true
+    })
+    await assert.rejects(readDataArgument('@', '--payload', noStdin), /--payload: '@' must be followed by a file name/)
+  })
+})
+
+describe('key=value values that look like JSON but are not', () => {
+  it('warns for { or [ that does not parse, and sends the text', () => {
+    assert.match(tokenWarning('o={"k":1')!, /^the value of 'o' starts with '\{' but is not valid JSON \(.+\); sending it as text$/)
+    assert.match(tokenWarning('l=[1,')!, /^the value of 'l' starts with '\['/)
+    const input = resolveTriggerInput({ positionals: ['f', 'o={k:1}', 'a=1'] })
+    assert.deepEqual(input.payload, { o: '{k:1}', a: 1 })
+    assert.equal(input.warnings.length, 1)
+  })
+
+  it('says nothing for valid JSON or other text', () => {
+    for (const token of ['o={"k":1}', 'l=[1,2]', 'name=alice', 'e=', 'x=}{']) assert.equal(tokenWarning(token), undefined, token)
   })
 })

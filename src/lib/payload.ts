@@ -1,6 +1,7 @@
 /**
  * The payload of `svc trigger` from `--data` and `KEY=VALUE` tokens (cli.md §4.6, payload rules).
  */
+import { readFileSync } from 'node:fs'
 import { jsonParse } from 'svc-protocol/json'
 
 /** A payload that cannot be built; the CLI reports `message` with exit code 2. */
@@ -20,6 +21,67 @@ export function parseTokenValue(text: string): unknown {
   } catch {
     return text
   }
+}
+
+/**
+ * The warning for a `KEY=VALUE` value that starts like a JSON object or array but does not parse, so
+ * it is sent as text (`o={"k":1` with a brace missing is rarely meant as a string); undefined otherwise.
+ */
+export function tokenWarning(token: string): string | undefined {
+  const at = token.indexOf('=')
+  if (at <= 0) return undefined
+  const text = token.slice(at + 1)
+  const first = text.trimStart()[0]
+  if (first !== '{' && first !== '[') return undefined
+  try {
+    jsonParse(text)
+    return undefined
+  } catch (err) {
+    return `the value of '${token.slice(0, at)}' starts with '${first}' but is not valid JSON (${(err as Error).message}); sending it as text`
+  }
+}
+
+/**
+ * Reads a `--data` (or `--payload`) argument: `@<file>` is the text of that file, `-` the whole of
+ * standard input, anything else the JSON text itself. Large payloads go through a file or stdin, since
+ * an argument list is limited by the OS (about 128 KiB per argument on Linux, `E2BIG`).
+ *
+ * @param readStdin reads standard input to its end (injected for tests)
+ * @throws {PayloadError} `--data: cannot read <file> (<reason>)`, `--data: cannot read standard input (<reason>)`
+ * @example await readDataArgument('@payload.json', '--data', readAll) // the file's text
+ */
+export async function readDataArgument(
+  value: string | undefined,
+  flag: string,
+  readStdin: () => Promise<string>,
+  cwd = process.cwd(),
+): Promise<string | undefined> {
+  if (value === undefined) return undefined
+  if (value === '-') {
+    try {
+      return await readStdin()
+    } catch (err) {
+      throw new PayloadError(`${flag}: cannot read standard input (${(err as Error).message})`)
+    }
+  }
+  if (value.startsWith('@')) {
+    const file = value.slice(1)
+    if (file === '') throw new PayloadError(`${flag}: '@' must be followed by a file name, e.g. ${flag} @payload.json`)
+    try {
+      return readFileSync(file.startsWith('/') ? file : `${cwd}/${file}`, 'utf8')
+    } catch (err) {
+      const code = (err as NodeJS.ErrnoException).code
+      throw new PayloadError(`${flag}: cannot read ${file} (${code === 'ENOENT' ? 'no such file' : (err as Error).message})`)
+    }
+  }
+  return value
+}
+
+/** Reads all of `stream` (standard input by default) as UTF-8 text. */
+export async function readAll(stream: NodeJS.ReadableStream = process.stdin): Promise<string> {
+  const chunks: Buffer[] = []
+  for await (const chunk of stream) chunks.push(typeof chunk === 'string' ? Buffer.from(chunk) : (chunk as Buffer))
+  return Buffer.concat(chunks).toString('utf8')
 }
 
 /**
@@ -72,6 +134,8 @@ export interface TriggerInput {
   /** Undefined when no function id was given at all. */
   functionId: string | undefined
   payload: unknown
+  /** Warnings to print on stderr ({@link tokenWarning}); the call goes ahead. */
+  warnings: string[]
 }
 
 /**
@@ -98,12 +162,14 @@ export function resolveTriggerInput(input: {
       throw new PayloadError('--payload and --data cannot be combined; --payload is the legacy spelling of --data')
     }
     if (input.functionIdFlag === '') throw new PayloadError('--function-id must not be empty')
-    return { functionId: input.functionIdFlag, payload: buildPayload(input.payloadFlag ?? input.data, [], input.payloadFlag !== undefined ? '--payload' : '--data') }
+    return { functionId: input.functionIdFlag, payload: buildPayload(input.payloadFlag ?? input.data, [], input.payloadFlag !== undefined ? '--payload' : '--data'), warnings: [] }
   }
   const [functionId, ...tokens] = input.positionals
   if (functionId === '') throw new PayloadError('FUNCTION_ID must not be empty')
   if (functionId !== undefined && functionId.includes('=')) {
     throw new PayloadError(`Missing FUNCTION_ID: the first argument '${functionId}' looks like key=value; put the function id first`)
   }
-  return { functionId, payload: buildPayload(input.data, tokens) }
+  const payload = buildPayload(input.data, tokens)
+  const warnings = tokens.map(tokenWarning).filter((w): w is string => w !== undefined)
+  return { functionId, payload, warnings }
 }

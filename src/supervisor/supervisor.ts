@@ -539,7 +539,15 @@ class WorkerSupervisor extends EventEmitter implements SupervisedWorker {
       this.#fail(generation, { code: 'SPAWN_FAILED', message: `start command ${description}`, hint: 'svc retries after the next file change' })
       return
     }
-    if (exit.code === 0) {
+    const policy = this.#spec.restartPolicy ?? 'on-failure'
+    if (policy === 'never' && exit.code !== 0) {
+      this.#failure = { code: 'EXITED', message: `${description}; restart policy never`, hint: `see ${this.#logFile.path}` }
+      this.#lastError = this.#failure.message
+      this.#setState('failed', description)
+      this.#log.warn(`${this.name} ${description}; not restarted (restart policy never)`)
+      return
+    }
+    if (exit.code === 0 && policy !== 'always') {
       this.#setState('stopped', description)
       this.#log.info(`${this.name} ${description}; it starts again on the next file change`)
       return

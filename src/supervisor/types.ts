@@ -69,6 +69,12 @@ export interface WorkerSpec {
   preRun?: { command: string; timeoutMs: number }
   /** Compose `scripts.post_run`, run after each stop. */
   postRun?: string
+  /**
+   * After an unrequested exit (default `on-failure`, cli.md §5.5): `on-failure` restarts after a
+   * non-zero exit or a signal, `always` after exit 0 too, `never` never (state `stopped` after exit 0,
+   * `failed` otherwise). Compose container key `restart`.
+   */
+  restartPolicy?: 'always' | 'on-failure' | 'never'
   /** SIGTERM → SIGKILL delay, ms (default 5000; compose `stop_timeout`). */
   stopTimeoutMs?: number
   /** Log file, default `<projectRoot>/.svc/logs/<name>.log`. */

@@ -23,19 +23,20 @@ export function cliEnv(extra: NodeJS.ProcessEnv = {}): NodeJS.ProcessEnv {
 }
 
 /**
- * Runs `svc <args>` to completion. `onSpawn` sees the child (to kill it if a test fails midway).
+ * Runs `svc <args>` to completion (`input`, when given, is piped to its stdin). `onSpawn` sees the child (to kill it if a test fails midway).
  */
 export function runSvc(
   args: string[],
-  options: { cwd: string; env?: NodeJS.ProcessEnv; onSpawn?: (child: ChildProcess) => void },
+  options: { cwd: string; env?: NodeJS.ProcessEnv; onSpawn?: (child: ChildProcess) => void; input?: string | Buffer },
 ): Promise<Finished> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [SVC_BIN, ...args], { cwd: options.cwd, env: options.env ?? cliEnv(), stdio: ['ignore', 'pipe', 'pipe'] })
+    const child = spawn(process.execPath, [SVC_BIN, ...args], { cwd: options.cwd, env: options.env ?? cliEnv(), stdio: [options.input === undefined ? 'ignore' : 'pipe', 'pipe', 'pipe'] })
     options.onSpawn?.(child)
+    if (options.input !== undefined) child.stdin!.end(options.input)
     let stdout = ''
     let stderr = ''
-    child.stdout.on('data', (d) => (stdout += d))
-    child.stderr.on('data', (d) => (stderr += d))
+    child.stdout!.on('data', (d) => (stdout += d))
+    child.stderr!.on('data', (d) => (stderr += d))
     child.on('error', reject)
     child.on('close', (code, signal) => resolve({ code, signal, stdout, stderr }))
   })

@@ -16,13 +16,14 @@ export const composeFlags = {
 export default class Compose extends SvcCommand {
   static override summary = 'Run the compose daemon of a namespace'
   static override description =
-    'Connects to the engine as the worker `compose`, serves compose::up|down|restart|status|list|validate|add|remove|stop in its ' +
+    'Connects to the engine as the worker `compose`, serves compose::up|down|restart|status|list|validate|add|remove|stop|schema in its ' +
     'namespace, and runs the containers of worker-compose.yaml files there until SIGINT, SIGTERM or compose::stop.'
 
   static override examples = [
     '<%= config.bin %> compose -n shop',
     '<%= config.bin %> trigger -n shop compose::add worker=./workers/api',
-    '<%= config.bin %> trigger -n shop compose::status',
+    '<%= config.bin %> compose status -n shop',
+    '<%= config.bin %> compose down -n shop',
   ]
 
   static override flags = composeFlags

@@ -1,0 +1,23 @@
+/**
+ * `svc compose down`: stop the containers of a compose file (cli.md §4.7, `compose::down`).
+ */
+import { SvcCommand } from '../../lib/command.ts'
+import { callCompose, composeClientFlags, formatOpResult } from '../../lib/compose-client.ts'
+import type { OpResult } from '../../compose/types.ts'
+import { resolveEngineUrl } from '../../lib/project.ts'
+
+export default class ComposeDown extends SvcCommand {
+  static override summary = 'Stop the containers of the compose project'
+  static override description = 'Asks the compose daemon (compose::down) to stop the containers of the file in reverse dependency order; the daemon keeps running.'
+  static override examples = ['<%= config.bin %> compose down', '<%= config.bin %> compose down -n shop -f deploy/worker-compose.yaml']
+
+  static override flags = composeClientFlags
+
+  async run(): Promise<void> {
+    const { flags } = await this.parse(ComposeDown)
+    const target = { url: resolveEngineUrl({ flag: flags.engine, cwd: process.cwd() }), namespace: flags.namespace, file: flags.file, cwd: process.cwd(), timeoutMs: flags['timeout-ms'] }
+    const { result } = await callCompose<OpResult>(target, 'down', {})
+    process.stdout.write(flags.json ? `${JSON.stringify(result)}\n` : formatOpResult('down', result))
+    if (result.status !== 'ok') this.exit(1)
+  }
+}
