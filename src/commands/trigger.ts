@@ -14,8 +14,8 @@ import { isInteractiveProcess } from '../lib/interactive.ts'
 export default class Trigger extends SvcCommand {
   static override hiddenAliases = ['t']
   static override usage = [
-    'trigger [FUNCTION_ID] [KEY=VALUE...] [-n <ns>] [-d <json>] [--void | --enqueue <queue> [--delay-ms <ms>] [--idempotency-key <key>]] [--timeout-ms <ms>] [--engine <url>] [--describe] [--json]',
-    'trigger --function-id=<id> [--payload=<json>] [same flags]',
+    '<%= command.id %> [FUNCTION_ID] [KEY=VALUE...] [-n <ns>] [-d <json>] [--void | --enqueue <queue> [--delay-ms <ms>] [--idempotency-key <key>]] [--timeout-ms <ms>] [--engine <url>] [--describe] [--json]',
+    '<%= command.id %> --function-id=<id> [--payload=<json>] [same flags]',
   ]
   static override summary = 'Invoke a function of the running engine'
   static override description =
