@@ -7,7 +7,7 @@ import { InvocationError } from 'svc-sdk'
 import { SvcCommand } from '../lib/command.ts'
 import { CliError, ExitCode, toCliError, usageError } from '../lib/errors.ts'
 import { PayloadError, resolveTriggerInput } from '../lib/payload.ts'
-import { resolveEngineUrl } from '../lib/project.ts'
+import { engineNotice, foreignEngineError, resolveEngine } from '../lib/project.ts'
 import { pickFunction, triggerOnce } from '../lib/trigger.ts'
 import { isInteractiveProcess } from '../lib/interactive.ts'
 
@@ -70,7 +70,12 @@ export default class Trigger extends SvcCommand {
       if (err instanceof PayloadError) throw usageError(err.message)
       throw err
     }
-    const url = resolveEngineUrl({ flag: flags.engine, cwd: process.cwd() })
+    const target = resolveEngine({ flag: flags.engine, cwd: process.cwd() })
+    // Issue 11: never answer from another project's engine that happens to hold this project's address.
+    if (target.foreign !== undefined && (target.source === 'config' || target.source === 'default')) throw foreignEngineError(target)
+    const notice = engineNotice(target)
+    if (notice !== undefined && !flags.json) process.stderr.write(notice)
+    const url = target.url
     if (input.functionId === undefined) {
       if (!isInteractiveProcess({ json: flags.json })) {
         throw usageError('Missing FUNCTION_ID', 'pass the function to invoke, e.g. svc trigger math::add a=1 b=2')
