@@ -10,6 +10,8 @@ import { PayloadError, resolveTriggerInput } from '../lib/payload.ts'
 import { engineNotice, foreignEngineError, resolveEngine } from '../lib/project.ts'
 import { pickFunction, triggerOnce } from '../lib/trigger.ts'
 import { isInteractiveProcess } from '../lib/interactive.ts'
+import { readConfigText, readEntries } from '../worker-admin/config-file.ts'
+import { join } from 'node:path'
 
 export default class Trigger extends SvcCommand {
   static override hiddenAliases = ['t']
@@ -73,13 +75,18 @@ export default class Trigger extends SvcCommand {
     const target = resolveEngine({ flag: flags.engine, cwd: process.cwd() })
     // Issue 11: never answer from another project's engine that happens to hold this project's address.
     if (target.foreign !== undefined && (target.source === 'config' || target.source === 'default')) throw foreignEngineError(target)
-    const notice = engineNotice(target)
-    if (notice !== undefined && !flags.json) process.stderr.write(notice)
     const url = target.url
+    let announced = false
+    const announce = () => {
+      const notice = engineNotice(target)
+      if (notice !== undefined && !flags.json && !announced) process.stderr.write(notice)
+      announced = true
+    }
     if (input.functionId === undefined) {
       if (!isInteractiveProcess({ json: flags.json })) {
         throw usageError('Missing FUNCTION_ID', 'pass the function to invoke, e.g. svc trigger math::add a=1 b=2')
       }
+      announce()
       input.functionId = await pickFunction(url, flags.namespace)
     }
     const call = flags.describe
@@ -100,8 +107,10 @@ export default class Trigger extends SvcCommand {
           delayMs: flags['delay-ms'],
           idempotencyKey: flags['idempotency-key'],
           timeoutMs: flags['timeout-ms'],
+          declaredWorkers: declaredLocalWorkers(target.project?.root),
         }
 
+    announce()
     const started = performance.now()
     let outcome
     try {
@@ -131,4 +140,17 @@ function jsonError(error: CliError): Record<string, unknown> {
     return body
   }
   return { code: error.code, message: error.message }
+}
+
+/** Enabled local workers of the project's config.yaml (for the not-found hint); none when unreadable. */
+function declaredLocalWorkers(root: string | undefined): string[] {
+  if (root === undefined) return []
+  try {
+    const file = join(root, 'config.yaml')
+    return readEntries(readConfigText(file, 'config.yaml'), 'config.yaml')
+      .entries.filter((e) => !e.builtin && !e.listener && e.enabled)
+      .map((e) => e.name)
+  } catch {
+    return []
+  }
 }
