@@ -419,8 +419,9 @@ function logEvent(record: LogRecord): Record<string, unknown> {
 /**
  * The message of cli.md §3 step 4 for a port that is already bound, or undefined for other errors.
  * It names the other project when the port is held by a running svc engine (issue 11), and the
- * hint names what really sets that port: the settings file of the built-in when it exists (it wins
- * over config.yaml after the first start), else the config.yaml entry (and its placeholder variable).
+ * hint names what really sets that port: the config.yaml entry's `port` (and its placeholder
+ * variable; a changed block is applied over the settings file at start), else the built-in's
+ * settings file when it exists, else how to add an entry.
  */
 export function portInUse(err: unknown, config: LoadedConfig, env: NodeJS.ProcessEnv = process.env): CliError | undefined {
   let cause: unknown = err
@@ -455,11 +456,12 @@ function portAdvice(name: string, entry: LoadedBuiltinEntry, config: LoadedConfi
   const directory = (config.builtins.configuration?.config as { directory?: unknown } | undefined)?.directory
   const settingsDir = typeof directory === 'string' ? directory : 'config'
   const settingsFile = id ? join(config.project_root, settingsDir, `${id}.yaml`) : undefined
-  if (settingsFile !== undefined && existsSync(settingsFile)) return `change port in ${join(settingsDir, `${id}.yaml`)}`
+  // A config.yaml block wins: a changed block is applied over the settings file at start.
   const raw = (entry.raw_config as { port?: unknown } | undefined)?.port
   const variable = typeof raw === 'string' ? /\$\{([A-Za-z_][A-Za-z0-9_]*)/.exec(raw)?.[1] : undefined
   if (variable !== undefined) return `set ${variable}, or port in the ${name} entry of config.yaml`
   if (raw !== undefined) return `change port in the ${name} entry of config.yaml`
+  if (settingsFile !== undefined && existsSync(settingsFile)) return `change port in ${join(settingsDir, `${id}.yaml`)}`
   return `add an entry to config.yaml: - name: ${name} with config: { port: <n> }`
 }
 
