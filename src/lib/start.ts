@@ -203,6 +203,19 @@ export async function startEngine(options: StartOptions): Promise<RunningEngine>
               await Promise.all([...changes.started, ...changes.restarted].map((entry) => launch(entry).start()))
             }
             for (const name of changes.builtins) await applyBuiltinChange(engine, name, previous.builtins[name], next.builtins[name], note)
+            // The console entry is a process svc supervises: an added, enabled, changed or removed
+            // entry starts, restarts or stops it now (svc worker add console says so).
+            if (options.workers && changes.builtins.includes('console')) {
+              const running = supervised.get('console')
+              supervised.delete('console')
+              await running?.stop().catch((err: unknown) => note.error(`console: ${(err as Error).message}`))
+              const entry = next.builtins.console
+              if (entry?.enabled) {
+                const worker = launchConsole(entry, { engine, engineUrl, projectRoot: next.project_root, watch: false, log: note, output: makeLogger('console'), emit: options.json ? emit : undefined })
+                supervised.set('console', worker)
+                await worker.start()
+              }
+            }
             if (changes.listeners) note.warn('config.yaml: a svc-worker-manager entry changed; restart svc to apply it')
             const summary = {
               started: changes.started.map((e) => e.name),
@@ -270,7 +283,7 @@ async function applyBuiltinChange(
   after: LoadedBuiltinEntry | undefined,
   note: Logger,
 ): Promise<void> {
-  if ((before?.enabled ?? true) !== (after?.enabled ?? true)) {
+  if (name !== 'console' && (before?.enabled ?? true) !== (after?.enabled ?? true)) {
     note.warn(`config.yaml: ${name} was ${after?.enabled === false ? 'disabled' : 'enabled'}; restart svc to apply it`)
   }
   const id = builtinDescriptor(name)?.configurationId
