@@ -198,3 +198,35 @@ describe('help, version and did-you-mean (issue 11)', () => {
     assert.equal(none.stderr, "Error: 'xyzzy' is not a svc command\nHint: run svc help for the list of commands\n")
   })
 })
+
+describe('svc worker add console while svc runs (issue 11)', () => {
+  it('the running svc starts the console entry when config.yaml gains it, as the message says', async () => {
+    const dir = join(scratch, 'c')
+    const init = await svc(['project', 'init', 'c', '--ports', 'auto', '--no-install', '--json'], scratch)
+    assert.equal(init.code, 0, init.stderr)
+    // Watching config.yaml (no --no-watch), so the reload applies the entry.
+    const child = spawn(process.execPath, [SVC_BIN, '--json'], { cwd: dir, env, stdio: ['ignore', 'pipe', 'pipe'] })
+    children.add(child)
+    const exited = new Promise<number | null>((resolve) => child.on('close', (code) => resolve(code)))
+    await new Promise<void>((resolve, reject) => {
+      createInterface({ input: child.stdout! }).on('line', (line) => {
+        if ((JSON.parse(line) as { event: string }).event === 'engine_ready') resolve()
+      })
+      void exited.then((code) => reject(new Error(`svc exited with ${code}`)))
+    })
+    const added = await svc(['worker', 'add', 'console', '--json'], dir)
+    assert.equal(added.code, 0, added.stderr)
+    // A free port instead of 3113, which something else may hold on this machine.
+    const config = join(dir, 'config.yaml')
+    writeFileSync(config, readFileSync(config, 'utf8').replace(/- name: console\n/, '- name: console\n    config: { port: 0 }\n'))
+    let status = ''
+    for (let i = 0; i < 100 && status !== 'running'; i++) {
+      await new Promise((resolve) => setTimeout(resolve, 200))
+      const list = await svc(['worker', 'list', '--json'], dir)
+      status = (JSON.parse(list.stdout) as { workers: Array<{ name: string; status: string }> }).workers.find((w) => w.name === 'console')?.status ?? ''
+    }
+    assert.equal(status, 'running')
+    child.kill('SIGTERM')
+    assert.equal(await exited, 0)
+  })
+})
