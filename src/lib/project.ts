@@ -132,7 +132,9 @@ export function resolveEngine(options: EngineOptions): EngineTarget {
 /**
  * What a command says about its engine before it talks to it (issue 11), one line for stderr or
  * undefined: a warning when an explicit address (--engine, SVC_URL) is another project's engine;
- * otherwise which engine it is when that is not the default address.
+ * that the project's engine is not running when its address holds another project's engine;
+ * otherwise, for an address found in the project (not given by the user), which engine it is when
+ * that is not the default address.
  */
 export function engineNotice(target: EngineTarget): string | undefined {
   if (target.foreign !== undefined && (target.source === 'flag' || target.source === 'env')) {
@@ -142,8 +144,9 @@ export function engineNotice(target: EngineTarget): string | undefined {
   if (target.foreign !== undefined) {
     return `The engine of project ${target.project?.name ?? 'this project'} is not running (${target.url} is the engine of project ${target.foreign.project_name})\n`
   }
-  if (target.source === 'flag' || target.url === DEFAULT_ENGINE_URL) return undefined
-  const whose = target.project === undefined ? '' : ` (project ${target.project.name}${target.source === 'env' ? ', from SVC_URL' : ''})`
+  // An address the user gave (--engine, SVC_URL) needs no announcement.
+  if (target.source === 'flag' || target.source === 'env' || target.url === DEFAULT_ENGINE_URL) return undefined
+  const whose = target.project === undefined ? '' : ` (project ${target.project.name})`
   return `Engine ${target.url}${whose}\n`
 }
 

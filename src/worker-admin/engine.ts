@@ -6,6 +6,7 @@ import type { SvcClient } from 'svc-sdk'
 import type { FunctionSummary, WorkerSummary } from 'svc-protocol'
 import { CliError, ExitCode } from '../lib/errors.ts'
 import { registerCliWorker, unreachableError } from '../lib/trigger.ts'
+import { engineNotice } from '../lib/project.ts'
 import type { EngineTarget } from '../lib/project.ts'
 
 /** Name under which the worker commands connect; such connections are never listed as workers. */
@@ -118,13 +119,24 @@ export class EngineAccess {
    * default address that another project's engine holds counts as not running, so a project never
    * reads or changes another project's workers.
    */
-  constructor(target: string | EngineTarget) {
+  constructor(target: string | EngineTarget, options: { announce?: ((text: string) => void) | undefined } = {}) {
     this.url = typeof target === 'string' ? target : target.url
     this.foreign = typeof target !== 'string' && target.foreign !== undefined && (target.source === 'config' || target.source === 'default')
+    this.notice = typeof target === 'string' ? undefined : engineNotice(target)
+    this.announce = options.announce
   }
 
-  /** @throws {CliError} exit 2 for an invalid URL (see {@link EngineSession.open}) */
+  private readonly notice: string | undefined
+  private readonly announce: ((text: string) => void) | undefined
+
+  /**
+   * Connects on first use; the notice of {@link engineNotice} is announced once, when the engine is
+   * first asked for (so usage errors print alone).
+   *
+   * @throws {CliError} exit 2 for an invalid URL (see {@link EngineSession.open})
+   */
   get(): Promise<EngineSession | undefined> {
+    if (this.opening === undefined && this.notice !== undefined) this.announce?.(this.notice)
     this.opening ??= this.foreign ? Promise.resolve(undefined) : EngineSession.open(this.url)
     return this.opening
   }

@@ -3,7 +3,6 @@
  */
 import { Args, Flags } from '@oclif/core'
 import { SvcCommand } from '../../lib/command.ts'
-import { engineNotice } from '../../lib/project.ts'
 import { usageError } from '../../lib/errors.ts'
 import {
   addWorkers,
@@ -59,9 +58,7 @@ export default class WorkerAdd extends SvcCommand {
       throw usageError(`Invalid --timeout '${flags.timeout}': expected a number of seconds greater than 0`)
     }
     const project = openProject({ configFlag: flags.config, cwd: process.cwd(), env: process.env })
-    const engine = new EngineAccess(project.engine ?? project.engineUrl)
-    const notice = project.engine && engineNotice(project.engine)
-    if (notice !== undefined && !flags.json) process.stderr.write(notice)
+    const engine = new EngineAccess(project.engine ?? project.engineUrl, { announce: flags.json ? undefined : (text) => void process.stderr.write(text) })
     let report
     try {
       report = await addWorkers(

@@ -4,7 +4,6 @@
 import { confirm } from '@inquirer/prompts'
 import { Args, Flags } from '@oclif/core'
 import { SvcCommand } from '../../lib/command.ts'
-import { engineNotice } from '../../lib/project.ts'
 import { interruptible, isInteractiveProcess } from '../../lib/interactive.ts'
 import { EngineAccess, humanOutput, openProject, printJsonReport, removeWorkers, silentOutput } from '../../worker-admin/index.ts'
 
@@ -34,9 +33,7 @@ export default class WorkerRemove extends SvcCommand {
   async run(): Promise<void> {
     const { flags, argv } = await this.parse(WorkerRemove)
     const project = openProject({ configFlag: flags.config, cwd: process.cwd(), env: process.env })
-    const engine = new EngineAccess(project.engine ?? project.engineUrl)
-    const notice = project.engine && engineNotice(project.engine)
-    if (notice !== undefined && !flags.json) process.stderr.write(notice)
+    const engine = new EngineAccess(project.engine ?? project.engineUrl, { announce: flags.json ? undefined : (text) => void process.stderr.write(text) })
     let report
     try {
       report = await removeWorkers(argv as string[], {
