@@ -21,6 +21,7 @@ describe('default command (cli.md §1)', () => {
     assert.deepEqual(withDefaultCommand(['--version']), ['--version'])
     assert.deepEqual(withDefaultCommand(['--help']), ['--help'])
     assert.deepEqual(withDefaultCommand(['-h']), ['-h'])
+    assert.deepEqual(withDefaultCommand(['-v']), ['-v'])
   })
 })
 
