@@ -66,11 +66,10 @@ export function applyPorts(configPath: string, ports: ProjectPorts): void {
   }
   if (!isSeq(workers)) return
   const entry = (name: string): YAMLMap | undefined => workers.items.find((item): item is YAMLMap => isMap(item) && item.get('name') === name)
-  const setPort = (name: string, aliases: string[], port: number, variable: string | undefined) => {
+  const setPort = (name: string, aliases: string[], port: number) => {
     let found = entry(name) ?? aliases.map(entry).find((e) => e !== undefined)
     if (found === undefined) {
       found = doc.createNode({ name }) as YAMLMap
-      // Before the first entry that is not a listener or built-in with a port, to read in order.
       workers.items.push(found)
     }
     let config = found.get('config')
@@ -80,11 +79,12 @@ export function applyPorts(configPath: string, ports: ProjectPorts): void {
     }
     if (!isMap(config)) return
     const current = config.get('port')
-    const keep = typeof current === 'string' ? /^\$\{([A-Za-z_][A-Za-z0-9_]*):-?/.exec(current)?.[1] : variable
+    // Keep the variable of a `${HTTP_PORT:3111}` placeholder, with the new port as its default.
+    const keep = typeof current === 'string' ? /^\$\{([A-Za-z_][A-Za-z0-9_]*):-?/.exec(current)?.[1] : undefined
     config.set('port', keep === undefined ? port : `\${${keep}:${port}}`)
   }
-  setPort('svc-worker-manager', [], ports.engine, undefined)
-  setPort('svc-http', ['http'], ports.http, undefined)
-  setPort('svc-stream', ['stream'], ports.stream, undefined)
+  setPort('svc-worker-manager', [], ports.engine)
+  setPort('svc-http', ['http'], ports.http)
+  setPort('svc-stream', ['stream'], ports.stream)
   writeFileSync(configPath, doc.toString())
 }
