@@ -10,7 +10,7 @@ import { withDefaultCommand } from '../src/lib/argv.ts'
 settings.enableAutoTranspile = false
 const root = fileURLToPath(new URL('..', import.meta.url))
 const pjson = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8'))
-pjson.oclif = { ...pjson.oclif, commands: './src/commands' }
+pjson.oclif = { ...pjson.oclif, commands: './src/commands', hooks: { command_not_found: './src/lib/hooks/not-found.ts' } }
 
 await execute({
   development: true,

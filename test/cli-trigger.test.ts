@@ -15,7 +15,6 @@ import { registerWorker, type SvcClient } from 'svc-sdk'
 import { cliEnv, runSvc, type Finished } from './support/cli.ts'
 
 const SVC_BIN = fileURLToPath(new URL('../bin/run.js', import.meta.url))
-const NOT_FOUND_HINT = 'Hint: the worker may still be installing or starting; check svc worker list and retry\n'
 
 const dir = mkdtempSync(join(tmpdir(), 'svc-cli-trigger-'))
 writeFileSync(
@@ -136,18 +135,30 @@ describe('svc trigger (cli.md §4.6)', () => {
     assert.ok(ids.includes('test::echo') && ids.includes('state::get'), ids.join(','))
   })
 
-  it('a function error prints Error: <code>: <message> and the stack on stderr, exit 1', async () => {
+  it('a function error prints one line and a hint, and the stack only with --debug or DEBUG (issue 11), exit 1', async () => {
     const result = await trigger('test::fail')
     assert.equal(result.code, 1)
     assert.equal(result.stdout, '')
-    assert.match(result.stderr, /^Error: LEDGER_CLOSED: the ledger is closed\nError: the ledger is closed\n\s+at /)
-    assert.doesNotMatch(result.stderr, /Hint:/)
+    assert.equal(result.stderr, 'Error: LEDGER_CLOSED: the ledger is closed\nHint: run again with --debug to see the stack trace\n')
+    const debug = await trigger('test::fail', '--debug')
+    assert.equal(debug.code, 1)
+    assert.match(debug.stderr, /^Error: LEDGER_CLOSED: the ledger is closed\nError: the ledger is closed\n\s+at /)
+    const env = await svc(['trigger', 'test::fail', '--engine', engineUrl], { env: { DEBUG: '1' } })
+    assert.match(env.stderr, /^Error: LEDGER_CLOSED: the ledger is closed\nError: the ledger is closed\n\s+at /)
   })
 
-  it('function_not_found adds the retry hint, exit 1', async () => {
+  it('function_not_found: a typo gets did-you-mean, an unknown id says nothing registers it (issue 11), exit 1', async () => {
+    const typo = await trigger('test::eco')
+    assert.equal(typo.code, 1)
+    assert.equal(typo.stderr, 'Error: function_not_found: Function test::eco not found\nHint: did you mean test::echo? (svc trigger test::echo)\n')
     const result = await trigger('nope::missing')
     assert.equal(result.code, 1)
-    assert.equal(result.stderr, `Error: function_not_found: Function nope::missing not found\n${NOT_FOUND_HINT}`)
+    assert.equal(
+      result.stderr,
+      'Error: function_not_found: Function nope::missing not found\nHint: no connected worker registers nope::missing; svc worker list shows the workers and their functions\n',
+    )
+    const compose = await trigger('-n', 'no-daemon', 'compose::up')
+    assert.match(compose.stderr, /\nHint: no compose daemon serves namespace no-daemon; start one with svc compose -n no-daemon\n$/)
   })
 
   it('--json prints one object per outcome', async () => {
@@ -252,7 +263,8 @@ describe('svc trigger (cli.md §4.6)', () => {
     try {
       const port = new URL(engineUrl).port
       writeFileSync(join(project, 'config.yaml'), `workers:\n  - name: svc-worker-manager\n    config:\n      host: 0.0.0.0\n      port: ${port}\n`)
-      const result = await svc(['trigger', 'test::echo', 'via=config'], { cwd: project })
+      // An empty registry of running engines: nothing says the engine at that port is another project's.
+      const result = await svc(['trigger', 'test::echo', 'via=config'], { cwd: project, env: { SVC_ENGINES_DIR: join(project, 'no-engines') } })
       assert.equal(result.code, 0, result.stderr)
       assert.deepEqual(JSON.parse(result.stdout), { via: 'config' })
     } finally {

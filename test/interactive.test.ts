@@ -71,6 +71,14 @@ describe('interactive prompts (real TTY through tmux)', () => {
     assert.match(screen, /"who": "ada"/)
   })
 
+  it('a mistyped command asks "Did you mean trigger?" and runs it with the arguments on yes (issue 11)', async () => {
+    session('typo', project, `${process.execPath} ${SVC_BIN} triger demo::echo who=grace --engine ${engine.engineUrl}`)
+    await screenShows('typo', /Did you mean .*trigger/)
+    tmux('send-keys', '-t', 'typo', 'Enter')
+    const screen = await screenShows('typo', '[exit 0]')
+    assert.match(screen, /"who": "grace"/)
+  })
+
   it('svc project init asks for the name and the template', async () => {
     const cwd = mkdtempSync(join(tmpdir(), 'svc-tty-'))
     dirs.push(cwd)

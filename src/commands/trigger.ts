@@ -7,15 +7,17 @@ import { InvocationError } from 'svc-sdk'
 import { SvcCommand } from '../lib/command.ts'
 import { CliError, ExitCode, toCliError, usageError } from '../lib/errors.ts'
 import { PayloadError, readAll, readDataArgument, resolveTriggerInput } from '../lib/payload.ts'
-import { resolveEngineUrl } from '../lib/project.ts'
+import { engineNotice, projectEngine } from '../lib/project.ts'
 import { pickFunction, triggerOnce } from '../lib/trigger.ts'
 import { isInteractiveProcess } from '../lib/interactive.ts'
+import { readConfigText, readEntries } from '../worker-admin/config-file.ts'
+import { join } from 'node:path'
 
 export default class Trigger extends SvcCommand {
   static override hiddenAliases = ['t']
   static override usage = [
-    'trigger [FUNCTION_ID] [KEY=VALUE...] [-n <ns>] [-d <json>] [--void | --enqueue <queue> [--delay-ms <ms>] [--idempotency-key <key>]] [--timeout-ms <ms>] [--engine <url>] [--describe] [--json]',
-    'trigger --function-id=<id> [--payload=<json>] [same flags]',
+    '<%= command.id %> [FUNCTION_ID] [KEY=VALUE...] [-n <ns>] [-d <json>] [--void | --enqueue <queue> [--delay-ms <ms>] [--idempotency-key <key>]] [--timeout-ms <ms>] [--engine <url>] [--describe] [--json]',
+    '<%= command.id %> --function-id=<id> [--payload=<json>] [same flags]',
   ]
   static override summary = 'Invoke a function of the running engine'
   static override description =
@@ -73,11 +75,19 @@ export default class Trigger extends SvcCommand {
       throw err
     }
     for (const warning of input.warnings) process.stderr.write(`Warning: ${warning}\n`)
-    const url = resolveEngineUrl({ flag: flags.engine, cwd: process.cwd() })
+    const target = projectEngine({ flag: flags.engine, cwd: process.cwd() })
+    const url = target.url
+    let announced = false
+    const announce = () => {
+      const notice = engineNotice(target)
+      if (notice !== undefined && !flags.json && !announced) process.stderr.write(notice)
+      announced = true
+    }
     if (input.functionId === undefined) {
       if (!isInteractiveProcess({ json: flags.json })) {
         throw usageError('Missing FUNCTION_ID', 'pass the function to invoke, e.g. svc trigger math::add a=1 b=2')
       }
+      announce()
       input.functionId = await pickFunction(url, flags.namespace)
     }
     const call = flags.describe
@@ -98,8 +108,10 @@ export default class Trigger extends SvcCommand {
           delayMs: flags['delay-ms'],
           idempotencyKey: flags['idempotency-key'],
           timeoutMs: flags['timeout-ms'],
+          declaredWorkers: declaredLocalWorkers(target.project?.root),
         }
 
+    announce()
     const started = performance.now()
     let outcome
     try {
@@ -129,4 +141,17 @@ function jsonError(error: CliError): Record<string, unknown> {
     return body
   }
   return { code: error.code, message: error.message }
+}
+
+/** Enabled local workers of the project's config.yaml (for the not-found hint); none when unreadable. */
+function declaredLocalWorkers(root: string | undefined): string[] {
+  if (root === undefined) return []
+  try {
+    const file = join(root, 'config.yaml')
+    return readEntries(readConfigText(file, 'config.yaml'), 'config.yaml')
+      .entries.filter((e) => !e.builtin && !e.listener && e.enabled)
+      .map((e) => e.name)
+  } catch {
+    return []
+  }
 }

@@ -2,7 +2,7 @@
  * Command-line preprocessing done before oclif sees the arguments.
  */
 
-const PASS_THROUGH = new Set(['--version', '--help', '-h'])
+const PASS_THROUGH = new Set(['--version', '-v', '--help', '-h'])
 
 /**
  * Makes `start` the default command (cli.md §1): `svc` alone, or `svc` followed only by flags,

@@ -7,7 +7,8 @@ import { consoleUrl } from './console.ts'
 import { InvocationError } from 'svc-sdk'
 import { catalogue, catalogueEntry, Codes, EXIT_CODES, Errors } from 'svc-protocol/errors'
 import { CliCodes, CliError, debugEnabled, ExitCode, formatHumanError, formatJsonError, hintFor, toCliError } from './errors.ts'
-import { invocationFailure, NOT_FOUND_HINT } from './trigger.ts'
+import { invocationFailure, NOT_FOUND_HINT, notFoundHint } from './trigger.ts'
+import { splitUnknownId } from './hooks/not-found.ts'
 
 describe('default command (cli.md §1)', () => {
   it('runs start for no arguments or flags only', () => {
@@ -21,6 +22,7 @@ describe('default command (cli.md §1)', () => {
     assert.deepEqual(withDefaultCommand(['--version']), ['--version'])
     assert.deepEqual(withDefaultCommand(['--help']), ['--help'])
     assert.deepEqual(withDefaultCommand(['-h']), ['-h'])
+    assert.deepEqual(withDefaultCommand(['-v']), ['-v'])
   })
 })
 
@@ -97,7 +99,7 @@ describe('CLI errors from the catalogue (svc-protocol/errors, cli.md §1.1, §4.
     const namespace = invocationFailure(new InvocationError({ code: 'INVALID_NAMESPACE', message: 'namespace is empty' }), call)
     assert.equal(namespace.exitCode, 1)
     const missing = invocationFailure(new InvocationError({ code: 'function_not_found', message: 'Function math::add not found', stacktrace: 'at x' }), call)
-    assert.deepEqual([missing.exitCode, missing.hint, missing.details], [1, NOT_FOUND_HINT, 'at x'])
+    assert.deepEqual([missing.exitCode, missing.hint, missing.details, missing.debugDetails], [1, NOT_FOUND_HINT, undefined, 'at x'])
     assert.equal(invocationFailure(new InvocationError({ code: 'out_of_stock', message: 'none' }), call).hint, undefined)
   })
 })
@@ -143,5 +145,37 @@ describe('ready banner (cli.md §3)', () => {
     assert.equal(event.http_url, 'http://127.0.0.1:3111')
     assert.equal(event.stream_url, null)
     assert.deepEqual(event.engine_urls, info.engineUrls)
+  })
+})
+
+describe('hints that fit the cause (issue 11)', () => {
+  it("a function's stack trace is shown only with --debug or DEBUG", () => {
+    const err = new CliError({ code: 'boom', message: 'boom: failed', exitCode: ExitCode.Failure, debugDetails: 'Error: failed\n    at handler (x.js:1:1)' })
+    assert.equal(formatHumanError(err, false), 'Error: boom: failed\nHint: run again with --debug to see the stack trace\n')
+    assert.match(formatHumanError(err, true), /^Error: boom: failed\nError: failed\n {4}at handler/)
+    assert.equal(debugEnabled({}, ['trigger', 'x', '--debug']), true)
+    assert.equal(debugEnabled({}, ['trigger', '--', '--debug']), false)
+  })
+
+  it('function_not_found: did-you-mean, compose daemon, empty namespace, starting worker, else none registered', () => {
+    const functions = [
+      { function_id: 'math::add', namespace: 'default' },
+      { function_id: 'orders::place', namespace: 'shop' },
+    ]
+    const workers = [{ name: 'math-worker', namespace: 'default' }]
+    const base = { namespace: undefined, functions, workers, declaredWorkers: ['math-worker'] }
+    assert.equal(notFoundHint({ ...base, functionId: 'math::ad' }), 'did you mean math::add? (svc trigger math::add)')
+    assert.equal(notFoundHint({ ...base, functionId: 'orders::plac', namespace: 'shop' }), 'did you mean orders::place? (svc trigger -n shop orders::place)')
+    assert.equal(notFoundHint({ ...base, functionId: 'compose::up', namespace: 'brave-otter' }), 'no compose daemon serves namespace brave-otter; start one with svc compose -n brave-otter')
+    assert.equal(notFoundHint({ ...base, functionId: 'x::y', namespace: 'nobody' }), 'no worker is connected in namespace nobody; check the namespace (-n) or start its workers')
+    assert.match(notFoundHint({ ...base, functionId: 'caller::call', declaredWorkers: ['math-worker', 'caller-worker'] }), /^caller-worker is not connected yet and may still be installing or starting/)
+    assert.equal(notFoundHint({ ...base, functionId: 'caller::call' }), 'no connected worker registers caller::call; svc worker list shows the workers and their functions')
+  })
+
+  it('a mistyped command is matched on its command words, keeping ids with ::', () => {
+    const ids = ['start', 'trigger', 'worker:add', 'worker:list', 'worker:remove', 'project:init', 'compose', 'compose:up', 'console', 'help']
+    assert.deepEqual(splitUnknownId('triger:math::add', ids), { words: ['triger'], suggestion: 'trigger', rest: ['math::add'] })
+    assert.deepEqual(splitUnknownId('worker:lst', ids), { words: ['worker', 'lst'], suggestion: 'worker:list', rest: [] })
+    assert.equal(splitUnknownId('xyzzy', ids).suggestion, undefined)
   })
 })

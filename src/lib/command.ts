@@ -2,7 +2,7 @@
  * Base class of svc commands: one place that turns any failure into the output and exit code of
  * cli.md §1 (`Error: …`/`Hint: …` on stderr, or `{"error":{"code","message"}}` on stdout with --json).
  */
-import { Command } from '@oclif/core'
+import { Command, Flags } from '@oclif/core'
 import { debugEnabled, formatHumanError, formatJsonError, toCliError } from './errors.ts'
 import type { CliError } from './errors.ts'
 
@@ -12,6 +12,11 @@ import type { CliError } from './errors.ts'
  * parse errors (unknown flag, bad option value) exit 2 in the same format.
  */
 export abstract class SvcCommand extends Command {
+  /** Accepted by every command; read from argv by {@link debugEnabled} so parse errors honour it too. */
+  static override baseFlags = {
+    debug: Flags.boolean({ summary: 'Show stack traces with errors (also DEBUG=1)', helpGroup: 'GLOBAL' }),
+  }
+
   /** True when `--json` appears before any `--` (known before flags are parsed, so parse errors follow it). */
   protected jsonRequested(): boolean {
     const end = this.argv.indexOf('--')

@@ -47,8 +47,10 @@ export interface CliErrorInit {
   exitCode: ExitCodeValue
   /** Printed as `Hint: <hint>` after the message. */
   hint?: string
-  /** Extra text printed after the message in human mode, e.g. a remote stack trace. */
+  /** Extra text printed after the message in human mode. */
   details?: string
+  /** Printed after the message only with `--debug`/`DEBUG`, e.g. a function's stack trace. */
+  debugDetails?: string
   cause?: unknown
 }
 
@@ -64,6 +66,7 @@ export class CliError extends Error {
   readonly exitCode: ExitCodeValue
   readonly hint: string | undefined
   readonly details: string | undefined
+  readonly debugDetails: string | undefined
 
   constructor(init: CliErrorInit) {
     super(init.message, init.cause === undefined ? undefined : { cause: init.cause })
@@ -71,6 +74,7 @@ export class CliError extends Error {
     this.exitCode = init.exitCode
     this.hint = init.hint
     this.details = init.details
+    this.debugDetails = init.debugDetails
   }
 }
 
@@ -131,8 +135,13 @@ export function toCliError(err: unknown): CliError {
   return new CliError({ code: Codes.InternalError, message: String(err), exitCode: ExitCode.Failure })
 }
 
-/** True when stack traces should be shown (`DEBUG` set to anything but empty, `0` or `false`). */
-export function debugEnabled(env: NodeJS.ProcessEnv = process.env): boolean {
+/**
+ * True when stack traces should be shown: `--debug` among the arguments (before any `--`), or
+ * `DEBUG` set to anything but empty, `0` or `false`.
+ */
+export function debugEnabled(env: NodeJS.ProcessEnv = process.env, argv: readonly string[] = process.argv.slice(2)): boolean {
+  const end = argv.indexOf('--')
+  if ((end < 0 ? argv : argv.slice(0, end)).includes('--debug')) return true
   const value = env.DEBUG
   return value !== undefined && value !== '' && value !== '0' && value.toLowerCase() !== 'false'
 }
@@ -141,7 +150,9 @@ export function debugEnabled(env: NodeJS.ProcessEnv = process.env): boolean {
 export function formatHumanError(err: CliError, debug = false): string {
   let text = `Error: ${err.message}\n`
   if (err.details) text += err.details.endsWith('\n') ? err.details : `${err.details}\n`
+  if (debug && err.debugDetails) text += err.debugDetails.endsWith('\n') ? err.debugDetails : `${err.debugDetails}\n`
   if (err.hint) text += `Hint: ${err.hint}\n`
+  else if (!debug && err.debugDetails) text += 'Hint: run again with --debug to see the stack trace\n'
   if (debug) {
     const origin = err.cause instanceof Error ? err.cause : err
     if (origin.stack) text += `${origin.stack}\n`

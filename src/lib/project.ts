@@ -6,6 +6,9 @@ import { dirname, join, relative, resolve, isAbsolute, sep } from 'node:path'
 import { parse } from 'yaml'
 import { expandString } from '../../runtime/config/placeholders.ts'
 import type { Env } from '../../runtime/config/placeholders.ts'
+import { engineAt, projectName, runningEngineOf } from './engines.ts'
+import type { EngineRecord } from './engines.ts'
+import { CliCodes, CliError, ExitCode } from './errors.ts'
 
 /** Name of the engine configuration file looked for in the working directory and its parents. */
 export const CONFIG_FILE_NAME = 'config.yaml'
@@ -58,21 +61,116 @@ export function listenerUrl(host: string, port: number): string {
 }
 
 /**
- * The engine URL for commands that talk to a running engine (cli.md §1): `flag` (--engine/--url),
- * else `SVC_URL`, else `ws://<host>:<port>` of the first enabled svc-worker-manager entry of the
- * discovered config.yaml, else {@link DEFAULT_ENGINE_URL}.
- *
- * Only that one entry is read (placeholders expanded), so a config.yaml that needs variables only
- * the engine has still resolves; a file that cannot be read or parsed is ignored here (`svc start`
- * reports it).
+ * The engine URL for commands that talk to a running engine (cli.md §1), as {@link projectEngine}
+ * resolves it.
+ * @throws CliError (exit 3) when the address belongs to another project's engine.
  */
-export function resolveEngineUrl(options: { flag?: string | undefined; env?: Env; cwd: string; configFlag?: string | undefined }): string {
-  if (options.flag) return options.flag
+export function resolveEngineUrl(options: EngineOptions): string {
+  return projectEngine(options).url
+}
+
+/**
+ * {@link resolveEngine}, refusing an address the project took from its config.yaml (or the default)
+ * that another project's running engine holds: a command never answers from the wrong engine
+ * (issue 11). An engine chosen with `--engine` or `SVC_URL` is used as asked.
+ * @throws CliError {@link foreignEngineError}
+ */
+export function projectEngine(options: EngineOptions): EngineTarget {
+  const target = resolveEngine(options)
+  if (target.foreign !== undefined && (target.source === 'config' || target.source === 'default')) throw foreignEngineError(target)
+  return target
+}
+
+/** Inputs of {@link resolveEngine}. */
+export interface EngineOptions {
+  /** `--engine`/`--url`. */
+  flag?: string | undefined
+  env?: Env
+  cwd: string
+  /** `--config`. */
+  configFlag?: string | undefined
+}
+
+/** Where the engine address came from. */
+export type EngineSource = 'flag' | 'env' | 'state' | 'config' | 'default'
+
+/** The engine a command talks to, and whose it is. */
+export interface EngineTarget {
+  url: string
+  source: EngineSource
+  /** The project the command runs in (root and name); undefined outside a project. */
+  project: { root: string; name: string } | undefined
+  /**
+   * The running engine at `url` when it belongs to another project than the command's (from the
+   * registry of running engines); undefined when it is this project's, unknown or not running.
+   */
+  foreign: EngineRecord | undefined
+}
+
+/**
+ * The engine of cli.md §1, made project-scoped (issue 11): `flag` (--engine/--url), else `SVC_URL`,
+ * else the running engine recorded in the project (`.svc/state/engine.json`, so `svc --port 0` and
+ * ports set by placeholders are found), else the first svc-worker-manager entry of config.yaml,
+ * else {@link DEFAULT_ENGINE_URL}. `foreign` names another project's engine listening at that
+ * address, if the registry of running engines knows one.
+ */
+export function resolveEngine(options: EngineOptions): EngineTarget {
   const env = options.env ?? process.env
-  if (env.SVC_URL) return env.SVC_URL
   const located = locateConfig(options.configFlag, options.cwd)
-  const fromFile = located.path ? firstListenerUrl(located.path, env) : undefined
-  return fromFile ?? DEFAULT_ENGINE_URL
+  const root = located.path !== undefined && existsSync(located.path) ? dirname(located.path) : undefined
+  const project = root === undefined ? undefined : { root, name: projectName(root) }
+  let url: string
+  let source: EngineSource
+  const running = root === undefined ? undefined : runningEngineOf(root)
+  if (options.flag) [url, source] = [options.flag, 'flag']
+  else if (env.SVC_URL) [url, source] = [env.SVC_URL, 'env']
+  else if (running?.engine_urls[0] !== undefined) [url, source] = [running.engine_urls[0], 'state']
+  else {
+    const fromFile = located.path ? firstListenerUrl(located.path, env) : undefined
+    ;[url, source] = fromFile === undefined ? [DEFAULT_ENGINE_URL, 'default'] : [fromFile, 'config']
+  }
+  let foreign: EngineRecord | undefined
+  if (project !== undefined && source !== 'state') {
+    const owner = engineAt(url, env as NodeJS.ProcessEnv)
+    if (owner !== undefined && owner.project_root !== project.root) foreign = owner
+  }
+  return { url, source, project, foreign }
+}
+
+/**
+ * What a command says about its engine before it talks to it (issue 11), one line for stderr or
+ * undefined: a warning when an explicit address (--engine, SVC_URL) is another project's engine;
+ * that the project's engine is not running when its address holds another project's engine;
+ * otherwise, for an address found in the project (not given by the user), which engine it is when
+ * that is not the default address.
+ */
+export function engineNotice(target: EngineTarget): string | undefined {
+  if (target.foreign !== undefined && (target.source === 'flag' || target.source === 'env')) {
+    const here = target.project === undefined ? '' : `, not of this project (${target.project.name})`
+    return `Warning: ${target.url} is the engine of project ${target.foreign.project_name} (${target.foreign.project_root})${here}\n`
+  }
+  if (target.foreign !== undefined) {
+    return `The engine of project ${target.project?.name ?? 'this project'} is not running (${target.url} is the engine of project ${target.foreign.project_name})\n`
+  }
+  // An address the user gave (--engine, SVC_URL) needs no announcement.
+  if (target.source === 'flag' || target.source === 'env' || target.url === DEFAULT_ENGINE_URL) return undefined
+  const whose = target.project === undefined ? '' : ` (project ${target.project.name})`
+  return `Engine ${target.url}${whose}\n`
+}
+
+/**
+ * The failure for a project whose own engine is not running while another project's engine holds
+ * its address (issue 11): exit 3, naming both, so the command never answers from the wrong engine.
+ */
+export function foreignEngineError(target: EngineTarget): CliError {
+  const owner = target.foreign!
+  const name = target.project?.name ?? 'this project'
+  return new CliError({
+    code: CliCodes.EngineUnreachable,
+    message: `The engine of project ${name} is not running (${target.url} is the engine of project ${owner.project_name} at ${owner.project_root})`,
+    hint: `start it with svc in ${target.project?.root ?? 'the project directory'}, or pass --engine ${target.url} to use ${owner.project_name}'s engine`,
+    exitCode: ExitCode.Unreachable,
+  })
 }
 
 function firstListenerUrl(file: string, env: Env): string | undefined {

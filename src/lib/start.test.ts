@@ -101,17 +101,17 @@ describe('port in use (cli.md §3 step 4)', () => {
   const inUse = (port: number) => Object.assign(new Error(`listen EADDRINUSE: address already in use 127.0.0.1:${port}`), { code: 'EADDRINUSE', port })
 
   it('names the engine listener and --port', () => {
-    assert.equal(
-      portInUse(inUse(4000), config)?.message,
-      'Port 4000 is already in use (svc-worker-manager). Is another svc running? Set port in the svc-worker-manager entry of config.yaml or pass --port.',
-    )
+    const error = portInUse(inUse(4000), config)
+    assert.equal(error?.message, 'Port 4000 is already in use (svc-worker-manager). Is another svc running?')
+    assert.equal(error?.hint, 'set port in the svc-worker-manager entry of config.yaml or pass --port (svc project init --ports auto picks free ports)')
   })
 
   it('names the built-in whose default or seeded port it is, and its settings file', () => {
-    assert.equal(
-      portInUse(inUse(3111), config)?.message,
-      'Port 3111 is already in use (svc-http). Is another svc running? Change port in config/svc-http.yaml.',
-    )
+    // No settings file and no config.yaml entry: the hint says where a port can be set (issue 11).
+    assert.equal(portInUse(inUse(3111), config)?.message, 'Port 3111 is already in use (svc-http). Is another svc running?')
+    assert.equal(portInUse(inUse(3111), config)?.hint, 'add an entry to config.yaml: - name: svc-http with config: { port: <n> }')
+    const placeholder = { ...config, builtins: { ...config.builtins, 'svc-http': { enabled: true, config: { port: 3111 }, raw_config: { port: '${HTTP_PORT:3111}' } } } }
+    assert.equal(portInUse(inUse(3111), placeholder)?.hint, 'set HTTP_PORT, or port in the svc-http entry of config.yaml')
     const seeded = { ...config, builtins: { ...config.builtins, 'svc-stream': { enabled: true, config: { port: 9000 } } } }
     assert.match(portInUse(new Error('wrapped', { cause: inUse(9000) }), seeded)?.message ?? '', /^Port 9000 is already in use \(svc-stream\)/)
     assert.equal(portInUse(inUse(3111), config)?.exitCode, 1)

@@ -22,8 +22,9 @@ import { CliError, ExitCode } from './errors.ts'
 import { lockDataDir } from './lock.ts'
 import type { DataDirLock } from './lock.ts'
 import { locateConfig } from './project.ts'
+import { engineHoldingPort, projectName, recordEngine } from './engines.ts'
 import { diffConfig, watchConfigFile } from './reload.ts'
-import { mkdirSync } from 'node:fs'
+import { existsSync, mkdirSync } from 'node:fs'
 import { join } from 'node:path'
 import { superviseWorker } from '../supervisor/supervisor.ts'
 import type { OutputLine, RegistrationProbe, SupervisedWorker, WorkerState } from '../supervisor/types.ts'
@@ -134,8 +135,20 @@ export async function startEngine(options: StartOptions): Promise<RunningEngine>
     await engine.start()
   } catch (err) {
     lock.release()
-    throw portInUse(err, config) ?? err
+    throw portInUse(err, config, options.env) ?? err
   }
+  // Issue 11: commands run in this project find this engine, and other projects' commands and
+  // engines can name it.
+  const portOf = (url: string) => Number(new URL(url).port)
+  const unrecord = recordEngine({
+    pid: process.pid,
+    project_root: config.project_root,
+    project_name: projectName(config.project_root),
+    config_file: config.file ?? null,
+    engine_urls: engine.workerUrls,
+    ports: [...engine.workerUrls, ...engine.listenUrls('svc-http'), ...engine.listenUrls('svc-stream')].map(portOf).filter((p) => p > 0),
+    started_at_ms: Date.now(),
+  }, options.env)
 
   // Installs before the banner run behind one spinner line on a terminal.
   const progress = new InstallProgress({ tty: !options.json && options.stdout === undefined && process.stdout.isTTY === true, colour: colourEnabled(process.stdout) })
@@ -202,6 +215,19 @@ export async function startEngine(options: StartOptions): Promise<RunningEngine>
               await Promise.all([...changes.started, ...changes.restarted].map((entry) => launch(entry).start()))
             }
             for (const name of changes.builtins) await applyBuiltinChange(engine, name, previous.builtins[name], next.builtins[name], note)
+            // The console entry is a process svc supervises: an added, enabled, changed or removed
+            // entry starts, restarts or stops it now (svc worker add console says so).
+            if (options.workers && changes.builtins.includes('console')) {
+              const running = supervised.get('console')
+              supervised.delete('console')
+              await running?.stop().catch((err: unknown) => note.error(`console: ${(err as Error).message}`))
+              const entry = next.builtins.console
+              if (entry?.enabled) {
+                const worker = launchConsole(entry, { engine, engineUrl, projectRoot: next.project_root, watch: false, log: note, output: makeLogger('console'), emit: options.json ? emit : undefined, progress })
+                supervised.set('console', worker)
+                await worker.start()
+              }
+            }
             if (changes.listeners) note.warn('config.yaml: a svc-worker-manager entry changed; restart svc to apply it')
             const summary = {
               started: changes.started.map((e) => e.name),
@@ -262,7 +288,10 @@ export async function startEngine(options: StartOptions): Promise<RunningEngine>
       stopped ??= Promise.resolve(reloader?.close())
         .then(() => Promise.all([...supervised.values()].map((w) => w.stop().catch((err: unknown) => note.error(`${w.name}: ${(err as Error).message}`)))))
         .then(() => engine.stop())
-        .finally(() => lock.release())
+        .finally(() => {
+          unrecord()
+          lock.release()
+        })
       return stopped
     },
   }
@@ -280,7 +309,7 @@ async function applyBuiltinChange(
   after: LoadedBuiltinEntry | undefined,
   note: Logger,
 ): Promise<void> {
-  if ((before?.enabled ?? true) !== (after?.enabled ?? true)) {
+  if (name !== 'console' && (before?.enabled ?? true) !== (after?.enabled ?? true)) {
     note.warn(`config.yaml: ${name} was ${after?.enabled === false ? 'disabled' : 'enabled'}; restart svc to apply it`)
   }
   const id = builtinDescriptor(name)?.configurationId
@@ -460,30 +489,53 @@ function logEvent(record: LogRecord): Record<string, unknown> {
   return event
 }
 
-/** The message of cli.md §3 step 4 for a port that is already bound, or undefined for other errors. */
-export function portInUse(err: unknown, config: LoadedConfig): CliError | undefined {
+/**
+ * The message of cli.md §3 step 4 for a port that is already bound, or undefined for other errors.
+ * It names the other project when the port is held by a running svc engine (issue 11), and the
+ * hint names what really sets that port: the config.yaml entry's `port` (and its placeholder
+ * variable; a changed block is applied over the settings file at start), else the built-in's
+ * settings file when it exists, else how to add an entry.
+ */
+export function portInUse(err: unknown, config: LoadedConfig, env: NodeJS.ProcessEnv = process.env): CliError | undefined {
   let cause: unknown = err
   while (cause instanceof Error && (cause as NodeJS.ErrnoException).code !== 'EADDRINUSE') cause = cause.cause
   if (!(cause instanceof Error)) return undefined
   const port = (cause as { port?: unknown }).port
   if (typeof port !== 'number') return undefined
+  const holder = engineHoldingPort(port, env)
   const make = (owner: string, advice: string) =>
     new CliError({
       code: 'PORT_IN_USE',
-      message: `Port ${port} is already in use (${owner}). Is another svc running? ${advice}`,
+      message: holder
+        ? `Port ${port} (${owner}) is already in use by the svc engine of project ${holder.project_name} (${holder.project_root}, pid ${holder.pid})`
+        : `Port ${port} is already in use (${owner}). Is another svc running?`,
+      hint: holder ? `stop that engine, or give this project its own ports: ${advice}` : advice,
       exitCode: ExitCode.Failure,
       cause: err,
     })
   if (config.listeners.some((l) => l.port === port)) {
-    return make('svc-worker-manager', 'Set port in the svc-worker-manager entry of config.yaml or pass --port.')
+    return make('svc-worker-manager', 'set port in the svc-worker-manager entry of config.yaml or pass --port (svc project init --ports auto picks free ports)')
   }
   for (const [name, entry] of Object.entries(config.builtins)) {
     const seeded = (entry.config as { port?: unknown } | undefined)?.port
-    if (seeded === port || (seeded === undefined && BUILTIN_DEFAULT_PORTS[name] === port)) {
-      return make(name, `Change port in config/${name}.yaml.`)
-    }
+    if (seeded === port || (seeded === undefined && BUILTIN_DEFAULT_PORTS[name] === port)) return make(name, portAdvice(name, entry, config))
   }
-  return make('unknown owner', 'Change the port in config.yaml or in the settings files under config/.')
+  return make('unknown owner', 'change the port in config.yaml or in the settings files under config/')
+}
+
+/** Where the port of built-in `name` is set, as a hint. */
+function portAdvice(name: string, entry: LoadedBuiltinEntry, config: LoadedConfig): string {
+  const id = builtinDescriptor(name)?.configurationId
+  const directory = (config.builtins.configuration?.config as { directory?: unknown } | undefined)?.directory
+  const settingsDir = typeof directory === 'string' ? directory : 'config'
+  const settingsFile = id ? join(config.project_root, settingsDir, `${id}.yaml`) : undefined
+  // A config.yaml block wins: a changed block is applied over the settings file at start.
+  const raw = (entry.raw_config as { port?: unknown } | undefined)?.port
+  const variable = typeof raw === 'string' ? /\$\{([A-Za-z_][A-Za-z0-9_]*)/.exec(raw)?.[1] : undefined
+  if (variable !== undefined) return `set ${variable}, or port in the ${name} entry of config.yaml`
+  if (raw !== undefined) return `change port in the ${name} entry of config.yaml`
+  if (settingsFile !== undefined && existsSync(settingsFile)) return `change port in ${join(settingsDir, `${id}.yaml`)}`
+  return `add an entry to config.yaml: - name: ${name} with config: { port: <n> }`
 }
 
 /** Shutdown on SIGINT/SIGTERM, installed before the engine starts (see {@link handleSignals}). */

@@ -4,7 +4,8 @@
  */
 import { InvocationError, registerWorker, TriggerAction } from 'svc-sdk'
 import type { InitOptions, SvcClient, TriggerRequest } from 'svc-sdk'
-import type { FunctionSummary } from 'svc-protocol'
+import type { FunctionSummary, WorkerSummary } from 'svc-protocol'
+import { closestMatch } from '../../runtime/config/catalogue.ts'
 import { Codes, Errors } from 'svc-protocol/errors'
 import { CliCodes, CliError, ExitCode, exitCodeForCode, hintFor } from './errors.ts'
 import { interruptible } from './interactive.ts'
@@ -32,6 +33,8 @@ export interface TriggerCall {
   idempotencyKey?: string | undefined
   /** Timeout of a sync or enqueue call, ms (default 30000 in the command). */
   timeoutMs: number
+  /** Local workers config.yaml declares (enabled), to tell a worker still starting from a typo. */
+  declaredWorkers?: readonly string[] | undefined
 }
 
 export interface TriggerOutcome {
@@ -127,7 +130,9 @@ export async function triggerOnce(call: TriggerCall): Promise<TriggerOutcome> {
     try {
       result = await client.trigger(request as TriggerRequest & { action?: undefined })
     } catch (err) {
-      throw invocationFailure(err, call)
+      const failure = invocationFailure(err, call)
+      if (failure.code === Codes.FunctionNotFound) throw await withNotFoundHint(failure, client, call)
+      throw failure
     }
     return { result, durationMs: Math.round(performance.now() - started) }
   } finally {
@@ -161,10 +166,72 @@ export function invocationFailure(err: unknown, call: Pick<TriggerCall, 'functio
     exitCode: ExitCode.Failure,
     cause: err,
   }
-  if (err.stacktrace) init.details = err.stacktrace
+  // The function's stack (often ending in the SDK's socket code) only with --debug (issue 11).
+  if (err.stacktrace) init.debugDetails = err.stacktrace
   const hint = hintFor(err.code)
   if (hint !== undefined) init.hint = hint
   return new CliError(init)
+}
+
+/** What the engine has, to explain a `function_not_found` (issue 11). */
+export interface NotFoundContext {
+  functionId: string
+  /** `-n`; undefined is `default`. */
+  namespace: string | undefined
+  /** `engine::functions::list` (every namespace). */
+  functions: readonly Pick<FunctionSummary, 'function_id' | 'namespace'>[]
+  /** Names and namespaces of the connected workers (`engine::workers::list`). */
+  workers: readonly { name: string | null; namespace: string }[]
+  /** Local workers config.yaml declares. */
+  declaredWorkers: readonly string[]
+}
+
+/**
+ * The hint for `function_not_found` that fits the cause (issue 11): a close id → `did you mean`;
+ * a `compose::` id in a namespace no compose daemon serves → say so; a namespace nothing is
+ * connected in → say so; a declared local worker not connected yet → it may still be starting;
+ * otherwise no worker registered that id.
+ */
+export function notFoundHint(context: NotFoundContext): string {
+  const namespace = context.namespace ?? 'default'
+  // The engine falls back to `default` for ids a namespace does not have.
+  const reachable = context.functions.filter((f) => f.namespace === namespace || f.namespace === 'default').map((f) => f.function_id)
+  const close = closestMatch(context.functionId, reachable)
+  const flag = namespace === 'default' ? '' : ` -n ${namespace}`
+  if (close !== undefined) return `did you mean ${close}? (svc trigger${flag} ${close})`
+  const connected = context.workers.filter((w) => w.namespace === namespace)
+  if (context.functionId.startsWith('compose::') && !connected.some((w) => w.name === 'compose')) {
+    return `no compose daemon serves namespace ${namespace}; start one with svc compose -n ${namespace}`
+  }
+  if (namespace !== 'default' && connected.length === 0) {
+    return `no worker is connected in namespace ${namespace}; check the namespace (-n) or start its workers`
+  }
+  const waiting = context.declaredWorkers.filter((name) => !context.workers.some((w) => w.name === name))
+  if (waiting.length > 0) return `${waiting.join(', ')} ${waiting.length === 1 ? 'is' : 'are'} not connected yet and may still be installing or starting; check svc worker list and retry`
+  return `no connected worker registers ${context.functionId}; svc worker list shows the workers and their functions`
+}
+
+/** Replaces the generic hint of a `function_not_found` with {@link notFoundHint}; keeps it if the engine cannot be asked. */
+async function withNotFoundHint(failure: CliError, client: SvcClient, call: TriggerCall): Promise<CliError> {
+  try {
+    const [functions, workers] = await Promise.all([
+      client.trigger({ function_id: 'engine::functions::list', payload: {}, timeoutMs: 5000 }) as Promise<{ functions: FunctionSummary[] }>,
+      client.trigger({ function_id: 'engine::workers::list', payload: {}, timeoutMs: 5000 }) as Promise<{ workers: WorkerSummary[] }>,
+    ])
+    const hint = notFoundHint({
+      functionId: call.functionId,
+      namespace: call.namespace,
+      functions: functions.functions ?? [],
+      workers: workers.workers ?? [],
+      declaredWorkers: call.declaredWorkers ?? [],
+    })
+    const init: ConstructorParameters<typeof CliError>[0] = { code: failure.code, message: failure.message, exitCode: failure.exitCode, hint, cause: failure.cause }
+    if (failure.details !== undefined) init.details = failure.details
+    if (failure.debugDetails !== undefined) init.debugDetails = failure.debugDetails
+    return new CliError(init)
+  } catch {
+    return failure
+  }
 }
 
 /**

@@ -20,7 +20,7 @@ import type { Output } from './output.ts'
 import type { StepRunner } from './progress.ts'
 import { shown } from './project.ts'
 import type { WorkerProject } from './project.ts'
-import { cannotAddMessage, isListenerName, LOCAL_WORKER_NAME, lookupBuiltin, unknownWorkerMessage } from './registry.ts'
+import { cannotAddMessage, isListenerName, LOCAL_WORKER_NAME, lookupBuiltin, suggestBuiltin, unknownWorkerMessage } from './registry.ts'
 import type { BuiltinInfo } from './registry.ts'
 import { logFilePath, readWorkerState } from './state-files.ts'
 
@@ -133,7 +133,13 @@ export function classifyWorker(argument: string, cwd: string): WorkerArgument {
 async function addOne(argument: string, request: AddRequest, context: AddContext): Promise<AddResult> {
   const target = classifyWorker(argument, context.project.cwd)
   if (target.kind === 'unknown') {
-    throw new CliError({ code: 'UNKNOWN_WORKER', message: unknownWorkerMessage(argument), exitCode: ExitCode.Usage })
+    const suggestion = suggestBuiltin(argument)
+    throw new CliError({
+      code: 'UNKNOWN_WORKER',
+      message: unknownWorkerMessage(argument),
+      exitCode: ExitCode.Usage,
+      ...(suggestion === undefined ? {} : { hint: `did you mean ${suggestion}? (svc worker add ${suggestion})` }),
+    })
   }
   if (target.kind === 'builtin') return addBuiltin(target.builtin, request, context)
   return addLocal(argument, target.directory, request, context)
@@ -368,7 +374,9 @@ async function addBuiltin(builtin: BuiltinInfo, request: AddRequest, context: Ad
   const session = await context.engine.get()
   if (startsLater) {
     if (!session) message += '; it will start with svc'
-    // A running svc reloads local worker entries only; built-in changes apply at its next start.
+    // A running svc reloads config.yaml and starts the console entry (unless it runs with
+    // --no-watch); a re-enabled built-in inside the engine needs a restart.
+    else if (builtin.name === 'console') message += '; the running svc starts it (svc worker list shows its state; with svc --no-watch, restart svc)'
     else message += '; restart svc to start it'
   }
   context.output.line(message)

@@ -6,6 +6,8 @@ import type { SvcClient } from 'svc-sdk'
 import type { FunctionSummary, WorkerSummary } from 'svc-protocol'
 import { CliError, ExitCode } from '../lib/errors.ts'
 import { registerCliWorker, unreachableError } from '../lib/trigger.ts'
+import { engineNotice } from '../lib/project.ts'
+import type { EngineTarget } from '../lib/project.ts'
 
 /** Name under which the worker commands connect; such connections are never listed as workers. */
 export const CLI_WORKER_NAME = 'svc-cli:worker'
@@ -132,15 +134,34 @@ export function engineStartedAtMs(workers: readonly EngineWorker[]): number | un
 /** One connection per command run, opened on first use; `get()` resolves undefined when the engine is not running. */
 export class EngineAccess {
   readonly url: string
+  /** True when the address holds another project's engine, not this project's (issue 11). */
+  readonly foreign: boolean
   private opening: Promise<EngineSession | undefined> | undefined
 
-  constructor(url: string) {
-    this.url = url
+  /**
+   * `target` is a URL, or a resolved {@link EngineTarget}: one found through config.yaml or the
+   * default address that another project's engine holds counts as not running, so a project never
+   * reads or changes another project's workers.
+   */
+  constructor(target: string | EngineTarget, options: { announce?: ((text: string) => void) | undefined } = {}) {
+    this.url = typeof target === 'string' ? target : target.url
+    this.foreign = typeof target !== 'string' && target.foreign !== undefined && (target.source === 'config' || target.source === 'default')
+    this.notice = typeof target === 'string' ? undefined : engineNotice(target)
+    this.announce = options.announce
   }
 
-  /** @throws {CliError} exit 2 for an invalid URL (see {@link EngineSession.open}) */
+  private readonly notice: string | undefined
+  private readonly announce: ((text: string) => void) | undefined
+
+  /**
+   * Connects on first use; the notice of {@link engineNotice} is announced once, when the engine is
+   * first asked for (so usage errors print alone).
+   *
+   * @throws {CliError} exit 2 for an invalid URL (see {@link EngineSession.open})
+   */
   get(): Promise<EngineSession | undefined> {
-    this.opening ??= EngineSession.open(this.url)
+    if (this.opening === undefined && this.notice !== undefined) this.announce?.(this.notice)
+    this.opening ??= this.foreign ? Promise.resolve(undefined) : EngineSession.open(this.url)
     return this.opening
   }
 

@@ -5,7 +5,8 @@
 import { existsSync, statSync } from 'node:fs'
 import { dirname } from 'node:path'
 import { CliError, ExitCode } from '../lib/errors.ts'
-import { displayPath, locateConfig, resolveEngineUrl } from '../lib/project.ts'
+import { displayPath, locateConfig, resolveEngine } from '../lib/project.ts'
+import type { EngineTarget } from '../lib/project.ts'
 
 export interface WorkerProject {
   /** Absolute path of config.yaml. */
@@ -18,6 +19,8 @@ export interface WorkerProject {
   cwd: string
   /** Engine URL of cli.md §1: SVC_URL, else the first listener of config.yaml, else the default. */
   engineUrl: string
+  /** Where `engineUrl` came from and whose engine is there (issue 11). */
+  engine?: EngineTarget
 }
 
 /**
@@ -40,14 +43,16 @@ export function openProject(options: { configFlag?: string | undefined; cwd: str
   if (!existsSync(located.path) || !statSync(located.path).isFile()) {
     throw new CliError({ code: 'CONFIG_NOT_FOUND', message: `Config file ${located.label} not found`, exitCode: ExitCode.Usage })
   }
-  const engineOptions: Parameters<typeof resolveEngineUrl>[0] = { cwd: options.cwd, configFlag: options.configFlag }
+  const engineOptions: Parameters<typeof resolveEngine>[0] = { cwd: options.cwd, configFlag: options.configFlag }
   if (options.env !== undefined) engineOptions.env = options.env
+  const engine = resolveEngine(engineOptions)
   return {
     configPath: located.path,
     configLabel: located.label ?? displayPath(located.path, options.cwd),
     root: dirname(located.path),
     cwd: options.cwd,
-    engineUrl: resolveEngineUrl(engineOptions),
+    engineUrl: engine.url,
+    engine,
   }
 }
 

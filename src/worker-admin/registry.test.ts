@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
 import { BUILTIN_NAMES } from '../../runtime/config/catalogue.ts'
-import { ADDABLE_BUILTINS, BUILTIN_REGISTRY, cannotAddMessage, disabledMessage, lookupBuiltin, unknownWorkerMessage } from './registry.ts'
+import { ADDABLE_BUILTINS, BUILTIN_REGISTRY, cannotAddMessage, disabledMessage, lookupBuiltin, suggestBuiltin, unknownWorkerMessage } from './registry.ts'
 
 describe('built-in registry', () => {
   it('knows every built-in of the engine catalogue exactly once', () => {
@@ -52,5 +52,14 @@ describe('built-in registry', () => {
     assert.equal(cannotAddMessage('configuration'), 'configuration always runs and cannot be added')
     assert.equal(disabledMessage(lookupBuiltin('cron')!), 'svc-cron disabled; its triggers will not fire until re-enabled with svc worker add svc-cron')
     assert.equal(disabledMessage(lookupBuiltin('db')!), 'database disabled; its functions are unavailable until re-enabled with svc worker add database')
+  })
+
+  it('suggests the built-in a typo meant, names and aliases alike (issue 11)', () => {
+    assert.equal(suggestBuiltin('htpp'), 'svc-http')
+    assert.equal(suggestBuiltin('databse'), 'database')
+    assert.equal(suggestBuiltin('crn'), 'svc-cron')
+    assert.equal(suggestBuiltin('consle'), 'console')
+    assert.equal(suggestBuiltin('mathworker'), undefined)
+    assert.equal(suggestBuiltin('svc-observabilty'), undefined, 'mandatory built-ins cannot be added, so they are not suggested')
   })
 })

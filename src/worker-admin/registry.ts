@@ -6,7 +6,7 @@
  * Everything here is derived from the built-in worker descriptors (runtime/workers/catalogue.ts),
  * the same data config.yaml validation uses, so the CLI and the engine can never disagree.
  */
-import { canonicalBuiltinName, LISTENER_NAME } from '../../runtime/config/catalogue.ts'
+import { canonicalBuiltinName, closestMatch, LISTENER_NAME } from '../../runtime/config/catalogue.ts'
 import type { BuiltinName } from '../../runtime/config/catalogue.ts'
 import { builtinsInListOrder, type RunMode } from '../../runtime/workers/catalogue.ts'
 
@@ -62,6 +62,16 @@ export function unknownWorkerMessage(worker: string): string {
     `Unknown worker '${worker}'. Built-in workers: ${ADDABLE_BUILTINS.join(', ')}. ` +
     `To add a local worker, pass a path such as ./workers/${worker}`
   )
+}
+
+/**
+ * The built-in a mistyped WORKER most likely meant (`htpp` → `svc-http`), with the config loader's
+ * suggester, so config.yaml and the CLI suggest the same way; undefined when nothing is close.
+ */
+export function suggestBuiltin(worker: string): string | undefined {
+  const spellings = BUILTIN_REGISTRY.filter((b) => b.mode !== 'mandatory').flatMap((b) => [b.name, ...b.aliases])
+  const match = closestMatch(worker, spellings)
+  return match === undefined ? undefined : lookupBuiltin(match)?.name
 }
 
 /** Why a mandatory built-in cannot be added (cli.md §4.2; exit 1). */

@@ -1,7 +1,10 @@
 /**
  * `svc project init`: scaffold a project, or a worker directory, from a template (cli.md §4.1).
  */
+import { join } from 'node:path'
 import { Args, Flags } from '@oclif/core'
+import { applyPorts, pickFreePorts } from '../../project/ports.ts'
+import type { ProjectPorts } from '../../project/ports.ts'
 import { SvcCommand } from '../../lib/command.ts'
 import { isInteractive } from '../../lib/interactive.ts'
 import {
@@ -43,6 +46,11 @@ export default class ProjectInit extends SvcCommand {
     install: Flags.boolean({ summary: 'Install dependencies (--no-install skips it)', default: true, allowNo: true }),
     'list-templates': Flags.boolean({ aliases: ['list'], summary: 'List the templates and exit' }),
     yes: Flags.boolean({ char: 'y', summary: 'Do not prompt: use defaults for whatever was not given' }),
+    ports: Flags.string({
+      summary: 'Ports of the new project: default (49134, 3111, 3112) or auto (free ones no other svc engine uses)',
+      options: ['default', 'auto'],
+      default: 'default',
+    }),
     json: Flags.boolean({ summary: 'Print one JSON object: {project, directory, template, files, installed, next_steps}' }),
   }
 
@@ -84,11 +92,21 @@ export default class ProjectInit extends SvcCommand {
       signal: interrupt.signal,
     }).finally(() => process.off('SIGINT', onSigint))
 
+    // Issue 11: ports that do not collide with other projects' engines.
+    let ports: ProjectPorts | undefined
+    if (flags.ports === 'auto' && request.template.kind !== 'worker') {
+      ports = await pickFreePorts()
+      applyPorts(join(result.directory, 'config.yaml'), ports)
+    }
+
     if (flags.json) {
-      out(`${JSON.stringify(result)}\n`)
+      out(`${JSON.stringify(ports === undefined ? result : { ...result, ports })}\n`)
       return
     }
-    out(`\nCreated ${request.template.kind === 'worker' ? 'worker' : 'project'} ${result.project} in ${result.directory}\n\n`)
-    out(formatNextSteps(nextSteps(requireTemplate(result.template), result.directory, cwd)))
+    out(`\nCreated ${request.template.kind === 'worker' ? 'worker' : 'project'} ${result.project} in ${result.directory}\n`)
+    if (ports !== undefined) out(`Ports: engine ${ports.engine}, http ${ports.http}, streams ${ports.stream} (config.yaml)\n`)
+    out('\n')
+    const steps = formatNextSteps(nextSteps(requireTemplate(result.template), result.directory, cwd))
+    out(ports === undefined ? steps : steps.replaceAll(':3111/', `:${ports.http}/`))
   }
 }

@@ -58,7 +58,7 @@ export default class WorkerAdd extends SvcCommand {
       throw usageError(`Invalid --timeout '${flags.timeout}': expected a number of seconds greater than 0`)
     }
     const project = openProject({ configFlag: flags.config, cwd: process.cwd(), env: process.env })
-    const engine = new EngineAccess(project.engineUrl)
+    const engine = new EngineAccess(project.engine ?? project.engineUrl, { announce: flags.json ? undefined : (text) => void process.stderr.write(text) })
     let report
     try {
       report = await addWorkers(

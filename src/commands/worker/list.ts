@@ -21,7 +21,7 @@ export default class WorkerList extends SvcCommand {
   async run(): Promise<void> {
     const { flags } = await this.parse(WorkerList)
     const project = openProject({ configFlag: flags.config, cwd: process.cwd(), env: process.env })
-    const engine = new EngineAccess(project.engineUrl)
+    const engine = new EngineAccess(project.engine ?? project.engineUrl, { announce: flags.json ? undefined : (text) => void process.stderr.write(text) })
     try {
       const listing = await listWorkers({ all: flags.all }, { project, env: process.env, engine })
       process.stdout.write(flags.json ? `${JSON.stringify(listing)}\n` : formatTable(listing.workers))

@@ -33,7 +33,7 @@ export default class WorkerRemove extends SvcCommand {
   async run(): Promise<void> {
     const { flags, argv } = await this.parse(WorkerRemove)
     const project = openProject({ configFlag: flags.config, cwd: process.cwd(), env: process.env })
-    const engine = new EngineAccess(project.engineUrl)
+    const engine = new EngineAccess(project.engine ?? project.engineUrl, { announce: flags.json ? undefined : (text) => void process.stderr.write(text) })
     let report
     try {
       report = await removeWorkers(argv as string[], {
