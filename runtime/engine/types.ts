@@ -156,6 +156,13 @@ export interface BuiltinContext {
    * the observability worker attaches to it. Absent in unit tests that build a context by hand.
    */
   telemetry?: TelemetryHub
+  /**
+   * Set by the kit's `configured()`: `applyLatest()` reads the worker's settings entry and applies
+   * it, serialised with the applications of configuration changes, so a value read before a write
+   * is never applied after the write's own (a worker that writes its own entry, like `queue::define`,
+   * uses it to apply at once). Rejects with the worker's refusal.
+   */
+  settings?: { applyLatest(): Promise<void> }
 }
 
 /**

@@ -713,9 +713,11 @@ export class QueueWorker implements BuiltinWorker {
     if (JSON.stringify(configs[queue]) === JSON.stringify(config)) return { queue, changed: false }
     configs[queue] = config
     await invoke({ function_id: 'configuration::set', data: { id: QUEUE_WORKER_NAME, value: { ...stored, queue_configs: configs } } })
-    // Usable at once (the configuration trigger applies the same value again, which changes nothing).
-    const expanded = ((await invoke({ function_id: 'configuration::get', data: { id: QUEUE_WORKER_NAME } })) as { value: unknown }).value
-    await this.applySettings(expanded)
+    // Usable at once (the configuration trigger applies the same value again, which changes
+    // nothing), after any application of an older value already under way.
+    const settings = this.context!.settings
+    if (settings !== undefined) await settings.applyLatest()
+    else await this.applySettings(((await invoke({ function_id: 'configuration::get', data: { id: QUEUE_WORKER_NAME } })) as { value: unknown }).value)
     return { queue, changed: true }
   }
 

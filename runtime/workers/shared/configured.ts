@@ -72,6 +72,8 @@ class ConfiguredWorker implements BuiltinWorker {
   private readonly entry: SettingsEntry
   private readonly seed: SettingsSeed
   private context: BuiltinContext | null = null
+  /** The last read-and-apply of the settings entry (they run one after another). */
+  private applying: Promise<void> = Promise.resolve()
 
   constructor(inner: BuiltinWorker, entry: SettingsEntry, seed: SettingsSeed) {
     this.name = inner.name
@@ -108,7 +110,7 @@ class ConfiguredWorker implements BuiltinWorker {
       context.worker.setLastConfigError(message)
       value = this.seed.expanded
     }
-    await this.inner.start(context, value)
+    await this.inner.start({ ...context, settings: { applyLatest: () => this.applyLatest(invoke) } }, value)
 
     const handler = `${this.name}::on-config-change`
     context.worker.registerFunction(handler, (event) => this.onChange(invoke, event), {
@@ -137,22 +139,34 @@ class ConfiguredWorker implements BuiltinWorker {
   }
 
   private async onChange(invoke: Invoke, event: unknown): Promise<void> {
-    const context = this.context!
     if ((event as { event_type?: unknown } | null)?.event_type === 'configuration:deleted') {
       // §2.7 Reset: registering the seed again fires `configuration:registered`, applied below.
       await this.register(invoke, undefined)
       return
     }
-    let value: unknown
-    try {
-      value = ((await invoke({ function_id: 'configuration::get', data: { id: this.entry.id } })) as { value: unknown }).value
-    } catch (error) {
-      const { message } = errorBodyOf(error)
-      context.worker.setLastConfigError(message)
-      context.log.error(`${this.name} settings not applied (${message}); the previous settings stay in effect`)
-      return
-    }
     // The worker's applier logs a refusal and reports it as last_config_error.
-    await this.inner.applySettings(value).catch(() => {})
+    await this.applyLatest(invoke).catch(() => {})
+  }
+
+  /**
+   * Reads the entry and applies it, one at a time: each read happens after the previous apply, so
+   * an older value can never be applied after a newer one (see BuiltinContext.settings).
+   */
+  private applyLatest(invoke: Invoke): Promise<void> {
+    const run = this.applying.then(async () => {
+      const context = this.context!
+      let value: unknown
+      try {
+        value = ((await invoke({ function_id: 'configuration::get', data: { id: this.entry.id } })) as { value: unknown }).value
+      } catch (error) {
+        const { message } = errorBodyOf(error)
+        context.worker.setLastConfigError(message)
+        context.log.error(`${this.name} settings not applied (${message}); the previous settings stay in effect`)
+        throw error
+      }
+      await this.inner.applySettings(value)
+    })
+    this.applying = run.catch(() => {})
+    return run
   }
 }
