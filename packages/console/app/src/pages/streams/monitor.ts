@@ -18,8 +18,10 @@ export function eventType(frame: MonitorEvent['frame']): string {
 }
 
 /**
- * Opens the socket, joins `{streamName, groupId}` and calls `onEvent` per frame and `onStatus` on
- * open/close. Returns a function that leaves and closes.
+ * Opens the socket, joins `{streamName, groupId}` and calls `onEvent` per frame. `onStatus` says
+ * `open` once the join is confirmed (the listener's `sync` frame, builtins.md §6.6: from then on no
+ * change of the group is missed), `closed` when the socket closes. Returns a function that leaves
+ * and closes.
  */
 export function openMonitor(streamName: string, groupId: string, onEvent: (event: MonitorEvent) => void, onStatus: (status: 'connecting' | 'open' | 'closed') => void): () => void {
   const { protocol, host } = window.location
@@ -27,18 +29,24 @@ export function openMonitor(streamName: string, groupId: string, onEvent: (event
   const subscriptionId = `console-${crypto.randomUUID()}`
   let closedByUs = false
   onStatus('connecting')
+  let joined = false
   socket.onopen = () => {
     socket.send(JSON.stringify({ type: 'join', data: { subscriptionId, streamName, groupId } }))
-    onStatus('open')
   }
   socket.onmessage = (message) => {
     const text = typeof message.data === 'string' ? message.data : ''
     if (!text) return
+    let frame: MonitorEvent['frame']
     try {
-      onEvent({ receivedAt: Date.now(), size: new TextEncoder().encode(text).length, frame: jsonParse(text) as MonitorEvent['frame'] })
+      frame = jsonParse(text) as MonitorEvent['frame']
     } catch {
-      // Not JSON: not a stream frame.
+      return // Not JSON: not a stream frame.
     }
+    if (!joined && eventType(frame) === 'sync') {
+      joined = true
+      onStatus('open')
+    }
+    onEvent({ receivedAt: Date.now(), size: new TextEncoder().encode(text).length, frame })
   }
   socket.onclose = () => {
     if (!closedByUs) onStatus('closed')
