@@ -285,8 +285,10 @@ describe('svc project init interrupted (issue 11)', () => {
 function useFreePorts(project: string): void {
   const file = join(project, 'config.yaml')
   const text = readFileSync(file, 'utf8')
-  const patched = text.replace(/^(\s+port:) 49134$/m, '$1 0').replace('${HTTP_PORT:3111}', '0').replace('${STREAM_PORT:3112}', '0')
+  let patched = text.replace(/^(\s+port:) 49134$/m, '$1 0').replace('${HTTP_PORT:3111}', '0').replace('${STREAM_PORT:3112}', '0')
   assert.notEqual(patched, text)
+  // svc-stream runs on its default port (3112) when config.yaml does not list it.
+  if (!/^\s+- name: svc-stream$/m.test(patched)) patched += '\n  - name: svc-stream\n    config:\n      port: 0\n'
   writeFileSync(file, patched)
 }
 
