@@ -4,7 +4,7 @@
  * `svc` and driven over real HTTP and `svc trigger`, as a newcomer would. Needs `npm run build`.
  *
  * The quickstart smoke test installs from the npm registry (tsx, typescript, @types/node); svc-sdk
- * comes from this checkout (a `file:` specifier).
+ * comes from this checkout, packed into the project's vendor/ folder (a relative `file:` specifier).
  */
 import assert from 'node:assert/strict'
 import type { ChildProcess } from 'node:child_process'
@@ -48,6 +48,8 @@ function svc(args: string[], cwd: string, env: NodeJS.ProcessEnv = {}): Promise<
 
 const PROJECT_FILES = ['.gitignore', '.svc/project.ini', 'README.md', 'config.yaml', 'worker-compose.yaml']
 const tsWorker = (dir: string) => [`${dir}package.json`, `${dir}src/index.ts`, `${dir}svc.worker.yaml`, `${dir}tsconfig.json`]
+/** The svc-sdk tarball a template that depends on svc-sdk vendors (issue 11). */
+const SDK_TARBALL = `vendor/svc-sdk-${(JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string }).version}.tgz`
 
 describe('svc project init --list-templates (cli.md §4.1)', () => {
   it('prints the table of templates; --list is the same', async () => {
@@ -80,16 +82,17 @@ describe('svc project init --list-templates (cli.md §4.1)', () => {
 describe('svc project init: every template (cli.md §4.1)', () => {
   const expected: Record<string, string[]> = {
     bare: PROJECT_FILES,
-    quickstart: [...PROJECT_FILES, ...tsWorker('workers/caller-worker/'), ...tsWorker('workers/math-worker/')],
-    starter: [...PROJECT_FILES, ...tsWorker('')].sort(),
+    quickstart: [...PROJECT_FILES, SDK_TARBALL, ...tsWorker('workers/caller-worker/'), ...tsWorker('workers/math-worker/')].sort(),
+    starter: [...PROJECT_FILES, ...tsWorker(''), SDK_TARBALL].sort(),
     'link-shortener': [
       ...PROJECT_FILES,
+      SDK_TARBALL,
       'workers/links/package.json',
       'workers/links/src/links.js',
       'workers/links/src/worker.js',
       'workers/links/svc.worker.yaml',
-    ],
-    worker: tsWorker(''),
+    ].sort(),
+    worker: [...tsWorker(''), SDK_TARBALL].sort(),
   }
 
   for (const [template, files] of Object.entries(expected)) {
@@ -123,7 +126,7 @@ describe('svc project init: every template (cli.md §4.1)', () => {
     const lines = run.stdout.split('\n')
     assert.deepEqual(
       lines.filter((l) => /^[✔↓] /.test(l)),
-      ['✔ Check directory ./my-app', '✔ Copy template quickstart (12 files)', '✔ Write .svc/project.ini', '↓ Install dependencies (npm) [SKIPPED: --no-install]'],
+      ['✔ Check directory ./my-app', '✔ Copy template quickstart (13 files)', '✔ Write .svc/project.ini', '↓ Install dependencies (npm) [SKIPPED: --no-install]'],
     )
     assert.ok(
       run.stdout.endsWith(
@@ -282,8 +285,10 @@ describe('svc project init interrupted (issue 11)', () => {
 function useFreePorts(project: string): void {
   const file = join(project, 'config.yaml')
   const text = readFileSync(file, 'utf8')
-  const patched = text.replace(/^(\s+port:) 49134$/m, '$1 0').replace('${HTTP_PORT:3111}', '0').replace('${STREAM_PORT:3112}', '0')
+  let patched = text.replace(/^(\s+port:) 49134$/m, '$1 0').replace('${HTTP_PORT:3111}', '0').replace('${STREAM_PORT:3112}', '0')
   assert.notEqual(patched, text)
+  // svc-stream runs on its default port (3112) when config.yaml does not list it.
+  if (!/^\s+- name: svc-stream$/m.test(patched)) patched += '\n  - name: svc-stream\n    config:\n      port: 0\n'
   writeFileSync(file, patched)
 }
 

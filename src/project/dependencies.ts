@@ -1,47 +1,50 @@
 /**
- * What scaffolded projects depend on (cli.md §4.1): the svc packages with `^<cli version>`, or, when
- * the CLI runs from a source checkout, `file:` references to the checkout's packages so that a new
- * project installs offline and against the code that scaffolded it.
+ * What scaffolded projects depend on (cli.md §4.1, issue 11): the svc packages by the project's own
+ * vendored tarball (`file:<relative path>/vendor/svc-sdk-<v>.tgz`, see vendor.ts) when the CLI has
+ * one, else `^<cli version>`. Never an absolute path: a project must survive being moved or cloned.
  */
-import { existsSync, readFileSync } from 'node:fs'
-import { join, sep } from 'node:path'
+import { posix } from 'node:path'
 import { parseDocument } from 'yaml'
 import type { PackageManager } from './types.ts'
-
-/** svc packages a template may depend on, with their directory in a source checkout. */
-export const SVC_PACKAGES: Readonly<Record<string, string>> = {
-  'svc-sdk': 'packages/sdk',
-  'svc-helpers': 'packages/helpers',
-}
+import { VENDOR_DIRECTORY, vendoredFileName } from './vendor.ts'
 
 /**
- * The specifier of each svc package: `file:<checkout>/packages/<dir>` when `cliRoot` is a source
- * checkout holding that package (its package.json names it), else `^<version>`. A published CLI has
- * no `packages/` directory (package.json `files`), so it always gets registry specifiers.
- *
- * @example dependencySpecifiers('/usr/lib/node_modules/svc', '0.4.0') // { 'svc-sdk': '^0.4.0', … }
+ * svc packages a template may depend on. svc-helpers and svc-protocol are bundled inside the
+ * svc-sdk tarball; a template that lists them gets `^<version>`.
  */
-export function dependencySpecifiers(cliRoot: string, version: string): Record<string, string> {
+export const SVC_PACKAGES: readonly string[] = ['svc-sdk', 'svc-helpers']
+
+/**
+ * The specifier of each svc package for a package.json in `packageDirectory` (relative to the
+ * scaffold's root, `/`-separated, `''` for the root): `file:<relative path to
+ * vendor/<name>-<version>.tgz>` for the packages in `vendored`, else `^<version>`.
+ *
+ * @example dependencySpecifiers(new Set(['svc-sdk']), 'workers/math', '0.4.0')
+ * // { 'svc-sdk': 'file:../../vendor/svc-sdk-0.4.0.tgz', 'svc-helpers': '^0.4.0' }
+ */
+export function dependencySpecifiers(vendored: ReadonlySet<string>, packageDirectory: string, version: string): Record<string, string> {
   const specifiers: Record<string, string> = {}
-  for (const [name, directory] of Object.entries(SVC_PACKAGES)) {
-    const local = join(cliRoot, directory)
-    specifiers[name] = packageNameAt(local) === name ? `file:${local.split(sep).join('/')}` : `^${version}`
+  for (const name of SVC_PACKAGES) {
+    if (!vendored.has(name)) {
+      specifiers[name] = `^${version}`
+      continue
+    }
+    const tarball = posix.join('/', VENDOR_DIRECTORY, vendoredFileName(name, version))
+    specifiers[name] = `file:${posix.relative(posix.join('/', packageDirectory), tarball)}`
   }
   return specifiers
 }
 
-function packageNameAt(directory: string): string | undefined {
-  const file = join(directory, 'package.json')
-  if (!existsSync(file)) return undefined
-  try {
-    const name = (JSON.parse(readFileSync(file, 'utf8')) as { name?: unknown }).name
-    return typeof name === 'string' ? name : undefined
-  } catch {
-    return undefined
-  }
-}
-
 const DEPENDENCY_FIELDS = ['dependencies', 'devDependencies', 'optionalDependencies', 'peerDependencies'] as const
+
+/** Whether a package.json text lists one of `names` in any dependency field. */
+export function dependsOnAny(packageJson: string, names: readonly string[]): boolean {
+  const pkg = JSON.parse(packageJson) as Record<string, unknown>
+  return DEPENDENCY_FIELDS.some((field) => {
+    const deps = pkg[field]
+    return typeof deps === 'object' && deps !== null && names.some((name) => name in deps)
+  })
+}
 
 /**
  * A template package.json with the svc packages it lists set to `specifiers`; other dependencies

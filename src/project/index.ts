@@ -2,7 +2,9 @@
  * Project scaffolding for `svc project init` (cli.md §4.1): the template catalogue, argument
  * resolution, and the init steps.
  */
-export { dependencySpecifiers, SVC_PACKAGES, withDependencySpecifiers, withPackageManager } from './dependencies.ts'
+export { dependencySpecifiers, dependsOnAny, SVC_PACKAGES, withDependencySpecifiers, withPackageManager } from './dependencies.ts'
+export { sdkTarball, VENDOR_DIRECTORY, vendoredFileName } from './vendor.ts'
+export { packDist, packSdk } from './bundle.ts'
 export { initProject } from './init.ts'
 export { installCommand, installDirectories, installFailedError, runInstall } from './install.ts'
 export type { InstallOutcome } from './install.ts'

@@ -3,9 +3,9 @@
  * resolution and prompting, dependency specifiers, project identity, next steps, installs.
  */
 import assert from 'node:assert/strict'
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
-import { join } from 'node:path'
+import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { after, describe, it } from 'node:test'
 import { CliError, ExitCode } from '../lib/errors.ts'
@@ -18,6 +18,7 @@ import { isInteractive } from '../lib/interactive.ts'
 import { resolveInitRequest } from './request.ts'
 import type { Prompter } from './request.ts'
 import { writeProjectIni } from './scaffold.ts'
+import { sdkTarball } from './vendor.ts'
 import { checkTargetDirectory, displayDirectory, targetDirectory } from './target.ts'
 import { requireTemplate } from './templates.ts'
 import type { InitOptions } from './types.ts'
@@ -153,33 +154,43 @@ describe('arguments and prompts (cli.md §1 Interactive, §4.1)', () => {
 })
 
 describe('svc-sdk specifier (cli.md §4.1)', () => {
-  function cliRoot(packages: Record<string, string>): string {
+  function cliRoot(files: Record<string, string>): string {
     const root = fresh()
-    for (const [dir, name] of Object.entries(packages)) {
-      mkdirSync(join(root, dir), { recursive: true })
-      writeFileSync(join(root, dir, 'package.json'), JSON.stringify({ name }))
+    for (const [file, text] of Object.entries(files)) {
+      mkdirSync(dirname(join(root, file)), { recursive: true })
+      writeFileSync(join(root, file), text)
     }
     return root
   }
 
-  it('is ^<cli version> for an installed CLI (no packages/ beside it)', () => {
-    assert.deepEqual(dependencySpecifiers(cliRoot({}), '0.4.0'), { 'svc-sdk': '^0.4.0', 'svc-helpers': '^0.4.0' })
+  it('is ^<cli version> when the CLI has no svc-sdk tarball', () => {
+    assert.deepEqual(dependencySpecifiers(new Set(), 'workers/w', '0.4.0'), { 'svc-sdk': '^0.4.0', 'svc-helpers': '^0.4.0' })
+    assert.equal(sdkTarball(cliRoot({}), '0.4.0'), undefined)
+    assert.equal(sdkTarball(cliRoot({ 'packages/sdk/package.json': JSON.stringify({ name: 'not-svc' }) }), '0.4.0'), undefined)
   })
 
-  it('is file:<checkout>/packages/sdk when the CLI runs from a source checkout', () => {
-    const root = cliRoot({ 'packages/sdk': 'svc-sdk' })
-    assert.deepEqual(dependencySpecifiers(root, '0.4.0'), { 'svc-sdk': `file:${join(root, 'packages/sdk')}`, 'svc-helpers': '^0.4.0' })
-    assert.equal(dependencySpecifiers(ROOT, '0.1.0')['svc-sdk'], `file:${join(ROOT, 'packages/sdk')}`)
+  it('is a file: path relative to the package.json, to the project-local vendor/ tarball (issue 11)', () => {
+    assert.deepEqual(dependencySpecifiers(new Set(['svc-sdk']), 'workers/w', '0.4.0'), { 'svc-sdk': 'file:../../vendor/svc-sdk-0.4.0.tgz', 'svc-helpers': '^0.4.0' })
+    assert.equal(dependencySpecifiers(new Set(['svc-sdk']), '', '0.4.0')['svc-sdk'], 'file:vendor/svc-sdk-0.4.0.tgz')
   })
 
-  it('ignores a packages/sdk that is some other package', () => {
-    assert.equal(dependencySpecifiers(cliRoot({ 'packages/sdk': 'not-svc' }), '1.0.0')['svc-sdk'], '^1.0.0')
+  it('takes the tarball an installed CLI ships in vendor/', () => {
+    const root = cliRoot({ 'vendor/svc-sdk-0.4.0.tgz': 'tgz' })
+    assert.equal(sdkTarball(root, '0.4.0'), join(root, 'vendor/svc-sdk-0.4.0.tgz'))
+  })
+
+  it('packs the checkout\'s SDK once, then reuses the tarball until an SDK file changes', () => {
+    const first = sdkTarball(ROOT, '0.1.0')
+    assert.equal(first, join(ROOT, 'dist/vendor/svc-sdk-0.1.0.tgz'))
+    const made = statSync(first).mtimeMs
+    assert.equal(sdkTarball(ROOT, '0.1.0'), first)
+    assert.equal(statSync(first).mtimeMs, made)
   })
 
   it('is written into every dependency field of a package.json, other entries untouched', () => {
     const text = JSON.stringify({ name: 'w', dependencies: { 'svc-sdk': '^0.1.0', zod: '^3' }, devDependencies: { tsx: '^4' } }, null, 2)
-    const out = JSON.parse(withDependencySpecifiers(text, { 'svc-sdk': 'file:/src/svc/packages/sdk', 'svc-helpers': '^0.1.0' }))
-    assert.deepEqual(out, { name: 'w', dependencies: { 'svc-sdk': 'file:/src/svc/packages/sdk', zod: '^3' }, devDependencies: { tsx: '^4' } })
+    const out = JSON.parse(withDependencySpecifiers(text, { 'svc-sdk': 'file:../../vendor/svc-sdk-0.1.0.tgz', 'svc-helpers': '^0.1.0' }))
+    assert.deepEqual(out, { name: 'w', dependencies: { 'svc-sdk': 'file:../../vendor/svc-sdk-0.1.0.tgz', zod: '^3' }, devDependencies: { tsx: '^4' } })
   })
 
   it('package managers other than npm are written into JavaScript and TypeScript manifests only', () => {

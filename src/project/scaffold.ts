@@ -2,13 +2,14 @@
  * Writing a template into the target directory (cli.md §4.1 "copy template", "write
  * .svc/project.ini").
  */
-import { existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs'
+import { copyFileSync, existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs'
 import { dirname, join, posix } from 'node:path'
-import { dependencySpecifiers, withDependencySpecifiers, withPackageManager } from './dependencies.ts'
+import { dependencySpecifiers, dependsOnAny, withDependencySpecifiers, withPackageManager } from './dependencies.ts'
 import { formatProjectIni, PROJECT_INI, projectIdentity } from './project-ini.ts'
 import { substitute, workerNameFor } from './substitute.ts'
 import { templateFiles } from './templates.ts'
 import type { PackageManager, TemplateInfo } from './types.ts'
+import { sdkTarball, VENDOR_DIRECTORY } from './vendor.ts'
 
 export interface CopyTemplateOptions {
   /** Project (or, for the `worker` template, worker) name. */
@@ -24,14 +25,25 @@ export interface CopyTemplateOptions {
 /**
  * Copies the template's files into `directory`: placeholders substituted, svc package specifiers
  * set in every package.json, worker manifests set to the package manager. A file already there is
- * replaced, except `.gitignore`, which gets the template's lines it lacks appended.
+ * replaced, except `.gitignore`, which gets the template's lines it lacks appended. When a
+ * package.json depends on svc-sdk and the CLI has its tarball (vendor.ts), the tarball is copied to
+ * `vendor/svc-sdk-<v>.tgz` and depended on by a relative `file:` path.
  *
  * @returns the paths written, relative to `directory`, `/`-separated, sorted
  */
 export function copyTemplate(options: CopyTemplateOptions): string[] {
-  const specifiers = dependencySpecifiers(options.cliRoot, options.cliVersion)
+  const files = templateFiles(options.cliRoot, options.template)
+  const needsSdk = files.some((file) => posix.basename(file.path) === 'package.json' && dependsOnAny(readFileSync(file.source, 'utf8'), ['svc-sdk']))
+  const tarball = needsSdk ? sdkTarball(options.cliRoot, options.cliVersion) : undefined
+  const vendored = new Set(tarball ? ['svc-sdk'] : [])
   const written: string[] = []
-  for (const file of templateFiles(options.cliRoot, options.template)) {
+  if (tarball) {
+    const path = posix.join(VENDOR_DIRECTORY, posix.basename(tarball))
+    mkdirSync(join(options.directory, VENDOR_DIRECTORY), { recursive: true })
+    copyFileSync(tarball, join(options.directory, ...path.split('/')))
+    written.push(path)
+  }
+  for (const file of files) {
     const target = join(options.directory, ...file.path.split('/'))
     mkdirSync(dirname(target), { recursive: true })
     const bytes = readFileSync(file.source)
@@ -46,14 +58,14 @@ export function copyTemplate(options: CopyTemplateOptions): string[] {
         svc_version: options.cliVersion,
       })
       const base = posix.basename(file.path)
-      if (base === 'package.json') text = withDependencySpecifiers(text, specifiers)
+      if (base === 'package.json') text = withDependencySpecifiers(text, dependencySpecifiers(vendored, posix.dirname(file.path).replace(/^\.$/, ''), options.cliVersion))
       if (base === 'svc.worker.yaml') text = withPackageManager(text, options.packageManager)
       if (file.path === '.gitignore' && existsSync(target)) text = mergeLines(readFileSync(target, 'utf8'), text)
       writeFileSync(target, text, { mode })
     }
     written.push(file.path)
   }
-  return written
+  return written.sort()
 }
 
 /** `existing` followed by the lines of `added` it does not already have (blank and comment lines aside). */

@@ -30,6 +30,8 @@ function scaffold(template: string, name = 'demo', packageManager: PackageManage
 
 const PROJECT_FILES = ['.gitignore', 'README.md', 'config.yaml', 'worker-compose.yaml']
 const TS_WORKER = (dir: string) => [`${dir}package.json`, `${dir}src/index.ts`, `${dir}svc.worker.yaml`, `${dir}tsconfig.json`]
+/** Templates depending on svc-sdk get its tarball (issue 11). */
+const SDK_TARBALL = 'vendor/svc-sdk-0.1.0.tgz'
 
 describe('template catalogue (cli.md §4.1)', () => {
   it('lists bare, quickstart, starter, link-shortener and worker, with one-line descriptions', () => {
@@ -72,7 +74,7 @@ describe('files written per template', () => {
   })
 
   it('quickstart: bare plus math-worker and caller-worker', () => {
-    assert.deepEqual(scaffold('quickstart').files, [...PROJECT_FILES, ...TS_WORKER('workers/caller-worker/'), ...TS_WORKER('workers/math-worker/')])
+    assert.deepEqual(scaffold('quickstart').files, [...PROJECT_FILES, SDK_TARBALL, ...TS_WORKER('workers/caller-worker/'), ...TS_WORKER('workers/math-worker/')].sort())
   })
 
   it('link-shortener: bare plus workers/links', () => {
@@ -82,11 +84,12 @@ describe('files written per template', () => {
       'workers/links/src/links.js',
       'workers/links/src/worker.js',
       'workers/links/svc.worker.yaml',
-    ])
+      SDK_TARBALL,
+    ].sort())
   })
 
   it('worker: one worker directory, no project files', () => {
-    assert.deepEqual(scaffold('worker', 'billing').files, TS_WORKER(''))
+    assert.deepEqual(scaffold('worker', 'billing').files, [...TS_WORKER(''), SDK_TARBALL].sort())
   })
 
   it('never copies node_modules, .svc or lockfiles left in a template directory; a template replaces its base\'s files', () => {

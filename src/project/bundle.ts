@@ -1,0 +1,150 @@
+/**
+ * Tarballs of the svc packages that install without a registry (issue 11): the workspace packages
+ * (svc-protocol, svc-helpers, svc-sdk, svc-console) are not published, so each tarball carries its
+ * dependencies as bundleDependencies: workspace packages are packed with `npm pack` and unpacked
+ * into a staging copy's node_modules, every other production dependency is copied from the
+ * checkout's node_modules (npm ci caches tarballs but no registry metadata, so `--offline` could not
+ * resolve them), and the staging copy is packed.
+ *
+ * Used by `npm run pack:dist` (scripts/pack.ts) and, in a source checkout, by `svc project init` to
+ * make the svc-sdk tarball a new project vendors (see vendor.ts).
+ */
+import { execFileSync } from 'node:child_process'
+import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+
+/** Workspace packages of a checkout: package name → directory under `packages/`. */
+export const WORKSPACES: Readonly<Record<string, string>> = { 'svc-protocol': 'protocol', 'svc-helpers': 'helpers', 'svc-sdk': 'sdk', 'svc-console': 'console' }
+
+/** Workspace packages svc-sdk depends on (bundled into its tarball). */
+export const SDK_WORKSPACES: readonly string[] = ['svc-helpers', 'svc-protocol']
+
+function npmPack(dir: string, out: string): string {
+  const name = execFileSync('npm', ['pack', '--silent', '--pack-destination', out], { cwd: dir, encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] }).trim().split('\n').pop()!
+  return join(out, name)
+}
+
+function unpack(tarball: string, into: string): void {
+  mkdirSync(into, { recursive: true })
+  execFileSync('tar', ['-xzf', tarball, '-C', into, '--strip-components=1'])
+}
+
+function depsOf(dir: string): string[] {
+  const pkg = JSON.parse(readFileSync(join(dir, 'package.json'), 'utf8')) as { dependencies?: Record<string, string>; optionalDependencies?: Record<string, string> }
+  return [...Object.keys(pkg.dependencies ?? {}), ...Object.keys(pkg.optionalDependencies ?? {})]
+}
+
+/**
+ * Copies into `stage/node_modules` every production dependency the staged package needs (its
+ * workspace packages unpacked from their tarballs, the rest copied from the checkout's hoisted
+ * node_modules with their nested node_modules), so that the tarball installs with no registry.
+ */
+function stageDependencies(root: string, stage: string, workspaces: readonly string[], packed: Record<string, string>): void {
+  for (const name of workspaces) unpack(packed[name]!, join(stage, 'node_modules', name))
+  const queue = [stage, ...workspaces.map((name) => join(stage, 'node_modules', name))]
+  const seen = new Set(workspaces)
+  while (queue.length > 0) {
+    const dir = queue.shift()!
+    for (const dep of depsOf(dir)) {
+      if (seen.has(dep) || existsSync(join(dir, 'node_modules', dep))) continue
+      const source = join(root, 'node_modules', dep)
+      if (!existsSync(source)) continue // an optional dependency not installed on this platform
+      seen.add(dep)
+      const target = join(stage, 'node_modules', dep)
+      cpSync(source, target, { recursive: true, dereference: true })
+      queue.push(target)
+      for (const nested of nestedPackages(target)) queue.push(nested)
+    }
+  }
+}
+
+function nestedPackages(dir: string): string[] {
+  const modules = join(dir, 'node_modules')
+  if (!existsSync(modules)) return []
+  const out: string[] = []
+  for (const entry of readdirSync(modules)) {
+    if (entry.startsWith('.')) continue
+    if (entry.startsWith('@')) for (const inner of readdirSync(join(modules, entry))) out.push(join(modules, entry, inner))
+    else out.push(join(modules, entry))
+  }
+  return out.flatMap((p) => [p, ...nestedPackages(p)])
+}
+
+/** Packs `stage` (a staging copy) with every production dependency bundled; `extraFiles` join its `files`. */
+function packWithBundle(root: string, stage: string, workspaces: readonly string[], packed: Record<string, string>, out: string, extraFiles: readonly string[] = []): string {
+  stageDependencies(root, stage, workspaces, packed)
+  const pkgFile = join(stage, 'package.json')
+  const pkg = JSON.parse(readFileSync(pkgFile, 'utf8')) as Record<string, unknown>
+  pkg.bundleDependencies = depsOf(stage)
+  if (extraFiles.length > 0) pkg.files = [...((pkg.files as string[] | undefined) ?? []), ...extraFiles]
+  delete pkg.workspaces
+  delete pkg.devDependencies
+  // The staging copy is already built: no prepare/prepack step may run in it.
+  const scripts = (pkg.scripts ?? {}) as Record<string, string>
+  delete scripts.prepare
+  delete scripts.prepack
+  writeFileSync(pkgFile, `${JSON.stringify(pkg, null, 2)}\n`)
+  return npmPack(stage, out)
+}
+
+function packSdkIn(root: string, work: string, packed: Record<string, string>): string {
+  for (const name of ['svc-sdk', ...SDK_WORKSPACES]) packed[name] ??= npmPack(join(root, 'packages', WORKSPACES[name]!), work)
+  const stage = join(work, 'stage-sdk')
+  unpack(packed['svc-sdk']!, stage)
+  return packWithBundle(root, stage, SDK_WORKSPACES, packed, work)
+}
+
+function moveInto(file: string, out: string): string {
+  const target = join(out, file.split('/').pop()!)
+  renameSync(file, target)
+  return target
+}
+
+/**
+ * Packs the built svc-sdk of the checkout at `root` into `out/svc-sdk-<version>.tgz`, svc-helpers,
+ * svc-protocol and the other production dependencies bundled. It is built in a temporary folder
+ * inside `out` and renamed into place, so a reader never sees a partial file.
+ *
+ * @returns the tarball's absolute path
+ * @throws when `npm pack` or `tar` fail (the checkout is not built, npm is missing)
+ */
+export function packSdk(root: string, out: string): string {
+  mkdirSync(out, { recursive: true })
+  const work = mkdtempSync(join(out, '.pack-'))
+  try {
+    return moveInto(packSdkIn(root, work, {}), out)
+  } finally {
+    rmSync(work, { recursive: true, force: true })
+  }
+}
+
+/**
+ * `npm run pack:dist`: `svc-sdk-<v>.tgz` and `svc-<v>.tgz` in `out`, for the built checkout at
+ * `root`. The CLI tarball also carries the SDK tarball as `vendor/svc-sdk-<v>.tgz`, which
+ * `svc project init` copies into new projects (vendor.ts).
+ *
+ * @returns the tarballs' absolute paths, SDK first
+ */
+export function packDist(root: string, out: string): string[] {
+  mkdirSync(out, { recursive: true })
+  const work = mkdtempSync(join(tmpdir(), 'svc-pack-'))
+  try {
+    const packed: Record<string, string> = {}
+    for (const [name, dir] of Object.entries(WORKSPACES)) packed[name] = npmPack(join(root, 'packages', dir), work)
+    const sdk = packSdkIn(root, work, packed)
+
+    const cliStage = join(work, 'stage-cli')
+    mkdirSync(cliStage)
+    for (const entry of ['bin', 'dist', 'templates', 'package.json', 'README.md']) cpSync(join(root, entry), join(cliStage, entry), { recursive: true })
+    // dist/ holds every compiled tree and earlier tarballs (dist/pack, dist/vendor); the CLI needs src and runtime only.
+    for (const extra of readdirSync(join(cliStage, 'dist'))) if (extra !== 'src' && extra !== 'runtime') rmSync(join(cliStage, 'dist', extra), { recursive: true, force: true })
+    mkdirSync(join(cliStage, 'vendor'))
+    cpSync(sdk, join(cliStage, 'vendor', sdk.split('/').pop()!))
+    const cli = packWithBundle(root, cliStage, Object.keys(WORKSPACES), packed, work, ['vendor'])
+
+    return [sdk, cli].map((file) => moveInto(file, out))
+  } finally {
+    rmSync(work, { recursive: true, force: true })
+  }
+}
