@@ -42,5 +42,9 @@ describe('generated reference pages', () => {
     const text = await renderFunctionsReference()
     assert.match(text, /^### state::get$/m)
     assert.match(text, /^### http$/m)
+    // engine::functions::info names them request_schema/response_schema; the page must show them.
+    const stateSet = text.slice(text.indexOf('### state::set'), text.indexOf('### state::update'))
+    assert.match(stateSet, /Payload:\n\n```json\n\{\n  "type": "object"/)
+    assert.match(stateSet, /Result:\n\n```json\n[\s\S]*"new_value"/)
   })
 })

@@ -78,12 +78,13 @@ export function renderComposeReference(): string {
   ].join('\n')
 }
 
+/** What `engine::functions::info` reports per function (protocol.md §11.1: `request_schema`, `response_schema`). */
 interface FunctionInfo {
   function_id: string
   worker_name: string | null
   description?: string
-  request_format?: unknown
-  response_format?: unknown
+  request_schema?: unknown
+  response_schema?: unknown
 }
 
 /** Starts an engine in-process with every built-in and reads the functions and trigger types they register. */
@@ -143,8 +144,8 @@ export async function renderFunctionsReference(): Promise<string> {
   ]
   for (const f of functions) {
     out.push(`### ${f.function_id}`, '', f.description ?? '', '')
-    out.push('Payload:', '', f.request_format === undefined || f.request_format === null ? 'not described' : json(f.request_format), '')
-    out.push('Result:', '', f.response_format === undefined || f.response_format === null ? 'not described' : json(f.response_format), '')
+    out.push('Payload:', '', f.request_schema === undefined || f.request_schema === null ? 'not described' : json(f.request_schema), '')
+    out.push('Result:', '', f.response_schema === undefined || f.response_schema === null ? 'not described' : json(f.response_schema), '')
   }
   out.push('## Trigger types', '')
   for (const t of triggers) {
