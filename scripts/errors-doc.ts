@@ -1,7 +1,7 @@
 /**
  * Generates `docs/reference/errors.md` from the error catalogue (`catalogue()` of
- * `svc-protocol/errors`): one row per code with who produces it, when, its HTTP status and the exit
- * code of the CLI (cli.md §1.1).
+ * `svc-protocol/errors`): one row per code with who produces it, its cause (`when`), the fix, its
+ * HTTP status and the exit code of the CLI (cli.md §1.1).
  *
  * Usage: `npm run docs:errors` writes the file; `node scripts/errors-doc.ts --check` exits 1 when
  * the committed file differs from what the catalogue gives (the test in errors-doc.test.ts does the same).
@@ -41,7 +41,7 @@ function cell(text: string): string {
 function row(entry: CatalogueEntry): string {
   const producedBy = entry.source.map((s) => SOURCE_NAMES[s]).join(', ') + (entry.wire ? '' : ' (client side only)')
   const exit = `${EXIT_CODES[entry.exit]} (${EXIT_NAMES[entry.exit]})`
-  return `| \`${entry.code}\` | ${cell(producedBy)} | ${cell(entry.when)} | ${entry.status} | ${exit} |`
+  return `| \`${entry.code}\` | ${cell(producedBy)} | ${cell(entry.when)} | ${cell(entry.fix)} | ${entry.status} | ${exit} |`
 }
 
 /** The Markdown text of `docs/reference/errors.md` for `entries` (default: the whole catalogue). */
@@ -49,7 +49,7 @@ export function renderErrorsDoc(entries: readonly CatalogueEntry[] = catalogue()
   return [
     '# Error codes',
     '',
-    '<!-- Generated from the catalogue in packages/protocol/src/errors.ts by `npm run docs:errors`; do not edit by hand. -->',
+    '<!-- Generated from the catalogue in packages/protocol/src/errors.ts by `npm run docs:reference` (or `npm run docs:errors`); do not edit by hand. -->',
     '',
     'Every failure svc reports carries a stable code. Engine, built-in workers, SDK and CLI share one',
     'catalogue (`svc-protocol/errors`: `Codes`, `Errors`, `catalogue()`), so a code means the same thing',
@@ -62,9 +62,12 @@ export function renderErrorsDoc(entries: readonly CatalogueEntry[] = catalogue()
     '  `svc trigger` exits 1 for every error the invoked function returns, whatever its code; only its own',
     '  deadline (`TIMEOUT`, 4) and an unreachable engine (3) differ (cli.md §4.6).',
     '- **Client side only**: produced inside an SDK, never sent on the wire.',
+    '- **Cause** and **Fix** come from the catalogue entry; the CLI prints its `Hint:` lines from the',
+    '  same entries. Failures of the CLI itself (port in use, no config.yaml, …) are in',
+    '  [troubleshooting.md](troubleshooting.md).',
     '',
-    '| Code | Produced by | When | HTTP status | CLI exit code |',
-    '|---|---|---|---|---|',
+    '| Code | Produced by | Cause | Fix | HTTP status | CLI exit code |',
+    '|---|---|---|---|---|---|',
     ...entries.map(row),
     '',
   ].join('\n')

@@ -1,22 +1,50 @@
 import assert from 'node:assert/strict'
-import { readFileSync } from 'node:fs'
+import { readdirSync, readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { describe, it } from 'node:test'
-import { COMPOSE_REFERENCE_PATH, FUNCTIONS_REFERENCE_PATH, renderComposeReference, renderFunctionsReference } from './reference-docs.ts'
+import { HAND_WRITTEN_PAGES, REFERENCE_PAGES, renderConfigReference, renderFunctionsReference, renderManifestReference } from './reference-docs.ts'
+import { CONFIG_BLOCKS, type ConfigBlock } from '../runtime/config/keys.ts'
+import { MANIFEST_FIELDS } from '../src/supervisor/manifest-fields.ts'
 
 const ROOT = fileURLToPath(new URL('../', import.meta.url))
 const STALE = 'is out of date; run npm run docs:reference'
 
 describe('generated reference pages', () => {
-  it(`${COMPOSE_REFERENCE_PATH} is what compose::schema gives`, () => {
-    assert.equal(readFileSync(join(ROOT, COMPOSE_REFERENCE_PATH), 'utf8'), renderComposeReference(), `${COMPOSE_REFERENCE_PATH} ${STALE}`)
+  for (const page of REFERENCE_PAGES) {
+    it(`${page.path} is what the code gives`, async () => {
+      assert.equal(readFileSync(join(ROOT, page.path), 'utf8'), await page.render(), `${page.path} ${STALE}`)
+    })
+  }
+
+  it('every page of docs/reference is generated or listed as hand-written', () => {
+    const known = new Set([...REFERENCE_PAGES.map((p) => p.path), ...HAND_WRITTEN_PAGES])
+    for (const name of readdirSync(join(ROOT, 'docs/reference'))) {
+      assert.ok(known.has(`docs/reference/${name}`), `docs/reference/${name} is neither generated (REFERENCE_PAGES) nor hand-written (HAND_WRITTEN_PAGES)`)
+    }
+    for (const path of HAND_WRITTEN_PAGES) assert.ok(readFileSync(join(ROOT, path), 'utf8').length > 0, `${path} is missing`)
   })
 
-  it(`${FUNCTIONS_REFERENCE_PATH} is what the built-ins register`, async () => {
+  it('config.yaml.md documents every key the loader accepts', () => {
+    const text = renderConfigReference()
+    for (const block of Object.values(CONFIG_BLOCKS) as ConfigBlock[]) {
+      for (const k of block.keys) assert.ok(text.includes(`| \`${k.key}\` |`), `${k.key} missing from config.yaml.md`)
+    }
+  })
+
+  it('svc.worker.yaml.md documents every field the parser accepts, with inferred scripts', () => {
+    const text = renderManifestReference()
+    for (const f of MANIFEST_FIELDS) assert.ok(text.includes(`| \`${f.path}\` |`), `${f.path} missing from svc.worker.yaml.md`)
+    assert.match(text, /^\| typescript, npm \| `npm install` \| `npx tsx src\/index.ts` \|$/m)
+  })
+
+  it('functions.md lists built-in functions and trigger types', async () => {
     const text = await renderFunctionsReference()
-    assert.equal(readFileSync(join(ROOT, FUNCTIONS_REFERENCE_PATH), 'utf8'), text, `${FUNCTIONS_REFERENCE_PATH} ${STALE}`)
     assert.match(text, /^### state::get$/m)
     assert.match(text, /^### http$/m)
+    // engine::functions::info names them request_schema/response_schema; the page must show them.
+    const stateSet = text.slice(text.indexOf('### state::set'), text.indexOf('### state::update'))
+    assert.match(stateSet, /Payload:\n\n```json\n\{\n  "type": "object"/)
+    assert.match(stateSet, /Result:\n\n```json\n[\s\S]*"new_value"/)
   })
 })

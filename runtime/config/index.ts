@@ -14,6 +14,8 @@ export type {
   RbacConfig,
 } from './loader.ts'
 export { ConfigError } from './errors.ts'
+export { CONFIG_BLOCKS, integerRules, keysOf } from './keys.ts'
+export type { ConfigBlock, ConfigKey } from './keys.ts'
 export type { ConfigErrorCode, ConfigErrorInit } from './errors.ts'
 export { expandPlaceholders, expandString, ExpandError } from './placeholders.ts'
 export type { Env, SchemaHint, ValuePath } from './placeholders.ts'

@@ -16,6 +16,7 @@ import { BUILTIN_DESCRIPTORS, builtinDescriptor, type BuiltinDescriptor } from '
 import { BUILTIN_ALIASES, BUILTIN_NAMES, BUILTIN_SEED_HINTS, canonicalBuiltinName, didYouMean, LISTENER_NAME } from './catalogue.ts'
 import type { BuiltinName } from './catalogue.ts'
 import { ConfigError } from './errors.ts'
+import { CONFIG_BLOCKS, integerRules, keysOf } from './keys.ts'
 import { convertScalar, ExpandError, expandPlaceholders, expandString, isSinglePlaceholder } from './placeholders.ts'
 import type { Env, SchemaHint } from './placeholders.ts'
 
@@ -186,36 +187,19 @@ function finish(
 
 // ---------------------------------------------------------------------------------------------
 
-/** Keys of a worker entry by kind (protocol.md §12.2, cli.md §2.1). */
-const ENTRY_KEYS = ['name', 'enabled', 'config'] as const
-const LOCAL_ENTRY_KEYS = [...ENTRY_KEYS, 'worker_path', 'namespace', 'env', 'isolation', 'watch'] as const
-const TOP_LEVEL_KEYS = [
-  'workers',
-  'data_dir',
-  'registration_namespace_grace_ms',
-  'internal_invocation_timeout_ms',
-  'http_functions',
-] as const
-const RBAC_KEYS = [
-  'auth_function_id',
-  'expose_functions',
-  'on_function_registration_function_id',
-  'on_trigger_registration_function_id',
-  'on_trigger_type_registration_function_id',
-] as const
+/** Keys of a worker entry by kind (protocol.md §12.2, cli.md §2.1), from the one description in keys.ts. */
+const ENTRY_KEYS = keysOf(CONFIG_BLOCKS.entry)
+const LOCAL_ENTRY_KEYS = [...ENTRY_KEYS, ...keysOf(CONFIG_BLOCKS.local)]
+const TOP_LEVEL_KEYS = keysOf(CONFIG_BLOCKS.top)
+const RBAC_KEYS = keysOf(CONFIG_BLOCKS.rbac)
+const EXPOSE_RULE_KEYS = keysOf(CONFIG_BLOCKS.exposeRule)
+const HTTP_FUNCTIONS_KEYS = keysOf(CONFIG_BLOCKS.httpFunctions)
 const LOCAL_NAME = /^[a-z0-9][a-z0-9_-]{0,63}$/
 
 type IntRule = { min: number; max?: number }
-const LISTENER_INTEGERS: Readonly<Record<string, IntRule>> = {
-  port: { min: 0, max: 65535 },
-  handshake_timeout_ms: { min: 1 },
-  ping_interval_ms: { min: 1 },
-  idle_timeout_ms: { min: 1 },
-  max_message_bytes: { min: 1 },
-  backpressure_bytes: { min: 1 },
-  max_outbound_bytes: { min: 1 },
-}
-const LISTENER_KEYS = ['host', ...Object.keys(LISTENER_INTEGERS), 'middleware_function_id', 'rbac']
+const LISTENER_INTEGERS: Readonly<Record<string, IntRule>> = integerRules(CONFIG_BLOCKS.listener)
+const LISTENER_KEYS = keysOf(CONFIG_BLOCKS.listener)
+const TOP_INTEGERS: Readonly<Record<string, IntRule>> = integerRules(CONFIG_BLOCKS.top)
 const CONFIGURATION_INTEGERS: Readonly<Record<string, IntRule>> = { debounce_ms: { min: 0 } }
 /** The `configuration` entry's own keys (builtins.md §11.1), from its descriptor. */
 const CONFIGURATION_KEYS = Object.keys(descriptorOf('configuration').settings?.properties ?? {})
@@ -265,10 +249,8 @@ class Reader {
           break
         }
         case 'registration_namespace_grace_ms':
-          config.registration_namespace_grace_ms = this.integer(value, pair, key, { min: 0 })
-          break
         case 'internal_invocation_timeout_ms':
-          config.internal_invocation_timeout_ms = this.integer(value, pair, key, { min: 1 })
+          config[key] = this.integer(value, pair, key, TOP_INTEGERS[key]!)
           break
         case 'http_functions':
           config.http_functions = this.readHttpFunctions(value, pair)
@@ -422,7 +404,7 @@ class Reader {
         else if (key === 'metadata') {
           const block = this.mapping(pair.value, pair, 'metadata')
           metadata = (block ? this.value(block, true) : {}) as Record<string, unknown>
-        } else this.failKey(pair, `unknown key '${key}' in an expose_functions rule${didYouMean(key, ['match', 'metadata', 'namespace'])}`)
+        } else this.failKey(pair, `unknown key '${key}' in an expose_functions rule${didYouMean(key, EXPOSE_RULE_KEYS)}`)
       }
       if ((match === undefined) === (metadata === undefined)) {
         this.fail(item, 'an expose_functions rule needs exactly one of match or metadata')
@@ -537,7 +519,7 @@ class Reader {
           this.string(item, undefined, 'a url_allowlist entry', { nonEmpty: true, anchor: list }),
         )
       } else {
-        this.failKey(pair, `unknown key '${key}' in http_functions${didYouMean(key, ['url_allowlist', 'block_private_ips', 'require_https'])}`)
+        this.failKey(pair, `unknown key '${key}' in http_functions${didYouMean(key, HTTP_FUNCTIONS_KEYS)}`)
       }
     }
     return result

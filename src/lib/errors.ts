@@ -6,7 +6,7 @@
  * (exit class, hints keyed by its codes); only failures the CLI itself detects have codes of their
  * own ({@link CliCodes}), and none of those is a catalogue code.
  */
-import { catalogueEntry, Codes, type Code, exitCodeOf } from 'svc-protocol/errors'
+import { catalogueEntry, Codes, exitCodeOf } from 'svc-protocol/errors'
 import { ConfigError } from '../../runtime/config/errors.ts'
 
 /**
@@ -79,16 +79,12 @@ export class CliError extends Error {
 }
 
 /**
- * Hints printed after an error with a catalogue code (cli.md §1 `Hint: <text>`), keyed by the code.
- * `function_not_found`: the outcome table of cli.md §4.6.
+ * The CLI's hint for a catalogue code (cli.md §1 `Hint: <text>`): the entry's `hint` in the one
+ * catalogue of `svc-protocol/errors`, which also holds the cause and fix errors.md lists; undefined
+ * for other codes and codes without one. `function_not_found`: the outcome table of cli.md §4.6.
  */
-const CATALOGUE_HINTS: Partial<Record<Code, string>> = {
-  [Codes.FunctionNotFound]: 'the worker may still be installing or starting; check svc worker list and retry',
-}
-
-/** The CLI's hint for a catalogue code; undefined for other codes and codes without one. */
 export function hintFor(code: string): string | undefined {
-  return catalogueEntry(code) === undefined ? undefined : CATALOGUE_HINTS[code as Code]
+  return catalogueEntry(code)?.hint
 }
 
 /**

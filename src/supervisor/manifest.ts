@@ -9,6 +9,7 @@ import type { Document, Node, Pair } from 'yaml'
 import { describeFound as describe, YamlSource, type Fail } from '../../runtime/config/yaml-source.ts'
 import { didYouMean } from '../../runtime/config/catalogue.ts'
 import type { WorkerManifest } from './types.ts'
+import { manifestFieldsUnder } from './manifest-fields.ts'
 
 /** The manifest's file name inside a worker directory. */
 export const MANIFEST_FILE = 'svc.worker.yaml'
@@ -308,11 +309,12 @@ function shellQuote(text: string): string {
 
 // ---------------------------------------------------------------------------------------------
 
-const TOP_KEYS = ['name', 'description', 'runtime', 'scripts', 'env', 'isolation', 'resources', 'watch'] as const
-const RUNTIME_KEYS = ['kind', 'package_manager', 'entry', 'base_image'] as const
-const SCRIPT_KEYS = ['setup', 'install', 'start'] as const
-const RESOURCE_KEYS = ['cpus', 'memory_mib'] as const
-const WATCH_KEYS = ['enabled', 'ignore'] as const
+// Field lists come from the one description the reference is generated from (manifest-fields.ts).
+const TOP_KEYS = manifestFieldsUnder('')
+const RUNTIME_KEYS = manifestFieldsUnder('runtime')
+const SCRIPT_KEYS = manifestFieldsUnder('scripts')
+const RESOURCE_KEYS = manifestFieldsUnder('resources')
+const WATCH_KEYS = manifestFieldsUnder('watch')
 
 type AnyPair = Pair<Node | null, Node | null>
 
@@ -433,10 +435,10 @@ class ManifestReader {
     const block = this.mapping(owner, 'scripts')
     for (const pair of (block?.items ?? []) as AnyPair[]) {
       const key = this.keyOf(pair)
-      if (!(SCRIPT_KEYS as readonly string[]).includes(key)) {
+      if (!SCRIPT_KEYS.includes(key)) {
         this.failKey(pair, `unknown field 'scripts.${key}'${didYouMean(key, SCRIPT_KEYS)}`)
       }
-      manifest.scripts[key as (typeof SCRIPT_KEYS)[number]] = this.string(pair, `scripts.${key}`)
+      manifest.scripts[key as keyof WorkerManifest['scripts']] = this.string(pair, `scripts.${key}`)
     }
   }
 

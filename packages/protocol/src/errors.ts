@@ -39,8 +39,15 @@ export interface CatalogueEntry {
   readonly status: number
   readonly exit: ExitClass
   readonly source: readonly ErrorSource[]
-  /** When the code is produced, one sentence (reference docs). */
+  /** When the code is produced, one sentence: its cause (reference docs). */
   readonly when: string
+  /** What to do about it, one or two sentences (the Fix column of docs/reference/errors.md). */
+  readonly fix: string
+  /**
+   * A one-line hint the CLI prints as `Hint: <hint>` after an error with this code (cli.md §1);
+   * only where a generic hint fits every occurrence. The CLI reads hints from here and nowhere else.
+   */
+  readonly hint?: string
   /** False for codes that never travel on the wire (client-side only, protocol.md §7.2). */
   readonly wire: boolean
 }
@@ -221,70 +228,73 @@ export type Code = (typeof Codes)[keyof typeof Codes]
 
 const entries = new Map<string, CatalogueEntry>()
 
-function entry(code: Code, status: number, exit: ExitClass, source: ErrorSource[], when: string, wire = true): void {
-  entries.set(code, { code, status, exit, source, when, wire })
+function entry(code: Code, status: number, exit: ExitClass, source: ErrorSource[], when: string, fix: string, options: { wire?: boolean; hint?: string } = {}): void {
+  const value: CatalogueEntry = { code, status, exit, source, when, fix, wire: options.wire ?? true }
+  entries.set(code, options.hint === undefined ? value : { ...value, hint: options.hint })
 }
 
-entry(Codes.FunctionNotFound, 404, 'failure', ['engine', 'sdk'], 'No live replica for the id after namespace fallback.')
-entry(Codes.FunctionNotInvokable, 500, 'failure', ['sdk'], 'A worker was asked to run a function it registered as HTTP-invoked.')
-entry(Codes.InvocationFailed, 500, 'failure', ['sdk'], 'A handler threw an error without a code of its own.')
-entry(Codes.InvocationStopped, 502, 'failure', ['engine', 'sdk'], 'The executing replica or the caller disconnected mid-call.')
-entry(Codes.Timeout, 504, 'timeout', ['engine', 'sdk'], 'An engine-originated call, or a caller waiting for a result, exceeded its timeout.')
-entry(Codes.InvalidMessage, 400, 'failure', ['engine'], 'A malformed frame that owes a reply.')
-entry(Codes.InvalidNamespace, 400, 'usage', ['engine'], 'A namespace field is present but blank.')
-entry(Codes.InvalidArguments, 400, 'failure', ['engine', 'http', 'state', 'queue', 'database'], 'The input of a built-in function has the wrong shape.')
-entry(Codes.StorageDisabled, 503, 'failure', ['engine'], 'An observability query while the observability store is `none` (builtins.md §12.5).')
-entry(Codes.NotFound, 404, 'failure', ['engine', 'http'], 'An engine::*::info lookup found nothing; no HTTP route matches.')
-entry(Codes.Forbidden, 403, 'failure', ['engine'], 'Access control denied an invocation, a trigger target, a trigger type or a namespace.')
-entry(Codes.EnqueueError, 503, 'failure', ['engine'], 'The enqueue provider is missing or failed.')
-entry(Codes.QueueNotFound, 404, 'failure', ['queue'], 'The queue is not declared in queue_configs.')
-entry(Codes.QueueNotSet, 400, 'failure', ['queue'], 'A queue function was called without `queue`.')
-entry(Codes.TopicNotSet, 400, 'failure', ['queue', 'pubsub'], 'publish, svc::durable::publish or a queue function was called without a topic.')
-entry(Codes.MessageIdNotSet, 400, 'failure', ['queue'], 'A by-id DLQ operation was called without `message_id`.')
-entry(Codes.InvalidQueueConfig, 400, 'failure', ['queue'], 'queue::define got queue settings that fail the rules of builtins.md §7.1.')
-entry(Codes.NonRetryable, 500, 'failure', ['sdk'], 'A queue handler asked not to be retried (NonRetryableError); the message goes to the DLQ at once.')
-entry(Codes.RetryAfter, 503, 'failure', ['sdk'], 'A queue handler asked for its next attempt after retry_after_ms (RetryAfterError).')
-entry(Codes.NoSubscribers, 404, 'failure', ['queue'], 'DLQ code: a durable publish found no subscriber for its topic.')
-entry(Codes.SubscriberExpired, 410, 'failure', ['queue'], 'DLQ code: a durable subscriber was forgotten after subscriber_retention_ms with messages left.')
-entry(Codes.DeliveryInterrupted, 500, 'failure', ['queue'], 'DLQ code: the engine stopped during the last allowed attempt of a message.')
-entry(Codes.TriggerRegistrationFailed, 400, 'failure', ['sdk', 'engine'], "A provider refused a binding; engine::register_trigger failed.")
-entry(Codes.TriggerTypeNotFound, 404, 'failure', ['sdk'], 'A worker received a binding for a type it does not provide.')
-entry(Codes.InvalidTriggerConfig, 400, 'failure', ['provider'], "A binding's config is invalid for its type.")
-entry(Codes.RouteConflict, 409, 'failure', ['http'], 'Another function already binds the same method and path shape.')
-entry(Codes.HttpError, 502, 'failure', ['engine'], 'An HTTP-invoked function answered non-2xx without an error body.')
-entry(Codes.HttpRequestFailed, 502, 'failure', ['engine'], 'An HTTP-invoked function was unreachable or timed out.')
-entry(Codes.InvalidResponse, 500, 'failure', ['engine', 'http'], 'A response could not be read: a non-JSON body, or no valid response descriptor.')
-entry(Codes.UrlValidationFailed, 400, 'failure', ['engine'], 'The URL of an HTTP-invoked function violates the http_functions policy.')
-entry(Codes.SecretNotSet, 500, 'failure', ['engine'], 'An auth *_key names an unset environment variable.')
-entry(Codes.InternalError, 500, 'failure', ['engine', 'http'], 'Unexpected engine failure.')
-entry(Codes.AuthError, 401, 'failure', ['engine'], 'Authentication of a connection failed (error frame, close 1008).')
-entry(Codes.FunctionNamespaceConflict, 409, 'failure', ['engine'], 'Code of every registrationrejected: one registration was refused.')
-entry(Codes.NotConnected, 503, 'unreachable', ['sdk'], 'A call was made while the client is failed or shut down.', false)
-entry(Codes.Shutdown, 503, 'failure', ['sdk'], 'Pending calls rejected by shutdown().', false)
-entry(Codes.Unknown, 500, 'failure', ['sdk'], 'A remote error value was not an ErrorBody.', false)
-entry(Codes.TooManyInvocations, 429, 'failure', ['engine'], 'The engine holds the maximum number of open invocations for this connection or in all.')
-entry(Codes.InvalidBody, 400, 'failure', ['http'], 'The request body is not valid JSON or UTF-8, or nests too deeply.')
-entry(Codes.InvalidRequest, 400, 'failure', ['http'], 'The request is not valid HTTP (its head is malformed, too large (431) or too slow (408)).')
-entry(Codes.PayloadTooLarge, 413, 'failure', ['http'], 'The request body exceeds max_body_bytes.')
-entry(Codes.MethodNotAllowed, 405, 'failure', ['http'], 'The path matches a route but the method does not.')
-entry(Codes.ConditionNotMet, 422, 'failure', ['http'], "The route's condition returned false.")
-entry(Codes.FunctionUnavailable, 503, 'failure', ['http'], 'The route exists but no live worker serves its function.')
-entry(Codes.ValueTooLarge, 413, 'failure', ['state'], 'A value is larger than max_value_bytes.')
-entry(Codes.StorageError, 500, 'failure', ['state'], 'The storage adapter failed.')
-entry(Codes.AdapterUnavailable, 503, 'failure', ['state', 'pubsub'], 'A remote storage adapter (Redis) is not reachable.')
-entry(Codes.ExpandFailed, 400, 'usage', ['engine'], 'A settings placeholder names an unset environment variable.')
-entry(Codes.InvalidMessageGroup, 400, 'failure', ['queue'], 'A fifo queue message lacks its message_group_field.')
-entry(Codes.InvalidId, 400, 'failure', ['configuration'], 'A settings entry id does not match [a-z0-9_-]{1,64}.')
-entry(Codes.NotRegistered, 404, 'failure', ['configuration'], 'A settings entry was set before its owner registered it.')
-entry(Codes.SchemaUnavailable, 503, 'failure', ['configuration'], 'The owner of a settings entry has not registered its schema since the engine started.')
-entry(Codes.SchemaInvalid, 400, 'failure', ['configuration'], 'A settings value (after placeholder expansion) violates its JSON Schema.')
-entry(Codes.MissingDb, 400, 'failure', ['database'], 'db was omitted and there is neither a single database nor one named primary.')
-entry(Codes.UnknownDb, 404, 'failure', ['database'], 'db names no configured database.')
-entry(Codes.PoolTimeout, 503, 'failure', ['database'], 'No database connection became free within acquire_timeout_ms.')
-entry(Codes.QueryTimeout, 504, 'timeout', ['database'], 'A database call exceeded its timeout; the statement was cancelled where the driver allows.')
-entry(Codes.ConnectionFailed, 503, 'unreachable', ['database'], 'The database cannot be reached, or authentication or TLS failed.')
-entry(Codes.DriverError, 400, 'failure', ['database'], 'The database rejected the statement.')
-entry(Codes.ConfigError, 400, 'usage', ['database'], 'A database URL is invalid or its scheme is not supported.')
+entry(Codes.FunctionNotFound, 404, 'failure', ['engine', 'sdk'], 'No live replica for the id after namespace fallback.', 'Check the id and namespace with `svc functions`; if the worker that registers it is still installing or starting, check `svc worker list` and retry.', {
+  hint: 'the worker may still be installing or starting; check svc worker list and retry',
+})
+entry(Codes.FunctionNotInvokable, 500, 'failure', ['sdk'], 'A worker was asked to run a function it registered as HTTP-invoked.', 'Invoke it through the engine (`svc trigger`), which calls its URL; do not route it to a worker.')
+entry(Codes.InvocationFailed, 500, 'failure', ['sdk'], 'A handler threw an error without a code of its own.', 'Read the handler\'s message; run the CLI again with `--debug` for its stack trace, or throw an error with a code of your own.')
+entry(Codes.InvocationStopped, 502, 'failure', ['engine', 'sdk'], 'The executing replica or the caller disconnected mid-call.', 'Check why the worker exited or the connection dropped (`svc logs`, `svc worker list`), then retry the call.')
+entry(Codes.Timeout, 504, 'timeout', ['engine', 'sdk'], 'An engine-originated call, or a caller waiting for a result, exceeded its timeout.', 'Make the function answer sooner, or raise the timeout (`svc trigger --timeout-ms`, `internal_invocation_timeout_ms` in config.yaml).')
+entry(Codes.InvalidMessage, 400, 'failure', ['engine'], 'A malformed frame that owes a reply.', 'Use an SDK of the same protocol version; a hand-written client must send frames as protocol.md §5 describes.')
+entry(Codes.InvalidNamespace, 400, 'usage', ['engine'], 'A namespace field is present but blank.', 'Give the namespace a name, or leave the field out to use `default`.')
+entry(Codes.InvalidArguments, 400, 'failure', ['engine', 'http', 'state', 'queue', 'database'], 'The input of a built-in function has the wrong shape.', 'Send the payload the function\'s `request_format` describes (`svc trigger <id> --describe`, or functions.md).')
+entry(Codes.StorageDisabled, 503, 'failure', ['engine'], 'An observability query while the observability store is `none` (builtins.md §12.5).', 'Set `store` of the observability settings entry to `builtin` or `memory`.')
+entry(Codes.NotFound, 404, 'failure', ['engine', 'http'], 'An engine::*::info lookup found nothing; no HTTP route matches.', 'Check the id or the route path; `svc functions` and the HTTP worker\'s route list show what exists.')
+entry(Codes.Forbidden, 403, 'failure', ['engine'], 'Access control denied an invocation, a trigger target, a trigger type or a namespace.', 'Allow it for the session: add it to `rbac.expose_functions` of the listener, or change what the auth function or registration hook returns (`allowed_functions`, `forbidden_functions`).')
+entry(Codes.EnqueueError, 503, 'failure', ['engine'], 'The enqueue provider is missing or failed.', 'Enable the queue worker (`svc worker add queue`), or read the provider\'s message that follows the code.')
+entry(Codes.QueueNotFound, 404, 'failure', ['queue'], 'The queue is not declared in queue_configs.', 'Declare the queue under `queue_configs` of the queue worker, or call `queue::define` first.')
+entry(Codes.QueueNotSet, 400, 'failure', ['queue'], 'A queue function was called without `queue`.', 'Pass `queue` in the payload.')
+entry(Codes.TopicNotSet, 400, 'failure', ['queue', 'pubsub'], 'publish, svc::durable::publish or a queue function was called without a topic.', 'Pass `topic` in the payload or the trigger config.')
+entry(Codes.MessageIdNotSet, 400, 'failure', ['queue'], 'A by-id DLQ operation was called without `message_id`.', 'Pass `message_id` (from `engine::queue::dlq_messages`).')
+entry(Codes.InvalidQueueConfig, 400, 'failure', ['queue'], 'queue::define got queue settings that fail the rules of builtins.md §7.1.', 'Fix the setting the message names; the rules are in builtins.md §7.1.')
+entry(Codes.NonRetryable, 500, 'failure', ['sdk'], 'A queue handler asked not to be retried (NonRetryableError); the message goes to the DLQ at once.', 'Intended by the handler; inspect the message in the dead letter queue and redrive it once the cause is fixed.')
+entry(Codes.RetryAfter, 503, 'failure', ['sdk'], 'A queue handler asked for its next attempt after retry_after_ms (RetryAfterError).', 'Intended by the handler; the message is delivered again after `retry_after_ms`.')
+entry(Codes.NoSubscribers, 404, 'failure', ['queue'], 'DLQ code: a durable publish found no subscriber for its topic.', 'Register a `durable:subscriber` trigger for the topic, then redrive the dead letter queue.')
+entry(Codes.SubscriberExpired, 410, 'failure', ['queue'], 'DLQ code: a durable subscriber was forgotten after subscriber_retention_ms with messages left.', 'Keep the subscriber\'s worker running, or raise `subscriber_retention_ms`; then redrive the dead letter queue.')
+entry(Codes.DeliveryInterrupted, 500, 'failure', ['queue'], 'DLQ code: the engine stopped during the last allowed attempt of a message.', 'Redrive the message from the dead letter queue after the engine is back.')
+entry(Codes.TriggerRegistrationFailed, 400, 'failure', ['sdk', 'engine'], "A provider refused a binding; engine::register_trigger failed.", 'Read the provider\'s reason that follows; usually the trigger config is wrong (see the trigger type in functions.md).')
+entry(Codes.TriggerTypeNotFound, 404, 'failure', ['sdk'], 'A worker received a binding for a type it does not provide.', 'Register the trigger type in the worker before bindings of it arrive, or bind to a type the worker provides.')
+entry(Codes.InvalidTriggerConfig, 400, 'failure', ['provider'], "A binding's config is invalid for its type.", 'Give the trigger the `config` its type describes (`trigger_request_format` in functions.md).')
+entry(Codes.RouteConflict, 409, 'failure', ['http'], 'Another function already binds the same method and path shape.', 'Change the path or method of one of the two `http` triggers, or unregister the other one.')
+entry(Codes.HttpError, 502, 'failure', ['engine'], 'An HTTP-invoked function answered non-2xx without an error body.', 'Make the HTTP-invoked function answer 2xx, or a JSON error body `{code, message}`.')
+entry(Codes.HttpRequestFailed, 502, 'failure', ['engine'], 'An HTTP-invoked function was unreachable or timed out.', 'Check that the function\'s URL is reachable from the engine and answers within its timeout.')
+entry(Codes.InvalidResponse, 500, 'failure', ['engine', 'http'], 'A response could not be read: a non-JSON body, or no valid response descriptor.', 'Answer with JSON (HTTP-invoked functions) or a valid response descriptor `{status_code, headers?, body?}` (http triggers).')
+entry(Codes.UrlValidationFailed, 400, 'failure', ['engine'], 'The URL of an HTTP-invoked function violates the http_functions policy.', 'Add the host to `http_functions.url_allowlist`, use https, or relax `block_private_ips`/`require_https` in config.yaml.')
+entry(Codes.SecretNotSet, 500, 'failure', ['engine'], 'An auth *_key names an unset environment variable.', 'Set the environment variable the auth `*_key` names before starting the engine.')
+entry(Codes.InternalError, 500, 'failure', ['engine', 'http'], 'Unexpected engine failure.', 'A bug in svc: report it with the error id from the message and the engine log (`svc logs`).')
+entry(Codes.AuthError, 401, 'failure', ['engine'], 'Authentication of a connection failed (error frame, close 1008).', 'Send the credentials the listener\'s `auth_function_id` expects, or fix that function\'s result.')
+entry(Codes.FunctionNamespaceConflict, 409, 'failure', ['engine'], 'Code of every registrationrejected: one registration was refused.', 'Read the reason in the message: rename a reserved id, register `engine::` ids in `default`, or allow registration for the session.')
+entry(Codes.NotConnected, 503, 'unreachable', ['sdk'], 'A call was made while the client is failed or shut down.', 'Start the engine (`svc`), or connect the client before calling; check the engine URL.', { wire: false })
+entry(Codes.Shutdown, 503, 'failure', ['sdk'], 'Pending calls rejected by shutdown().', 'Expected while a worker stops; retry the call on a running replica.', { wire: false })
+entry(Codes.Unknown, 500, 'failure', ['sdk'], 'A remote error value was not an ErrorBody.', 'Make the remote side fail with an ErrorBody `{code, message}`.', { wire: false })
+entry(Codes.TooManyInvocations, 429, 'failure', ['engine'], 'The engine holds the maximum number of open invocations for this connection or in all.', 'Wait for open invocations to finish, or send fewer at once.')
+entry(Codes.InvalidBody, 400, 'failure', ['http'], 'The request body is not valid JSON or UTF-8, or nests too deeply.', 'Send a JSON body in UTF-8 with `content-type: application/json`.')
+entry(Codes.InvalidRequest, 400, 'failure', ['http'], 'The request is not valid HTTP (its head is malformed, too large (431) or too slow (408)).', 'Send a well-formed HTTP request with a smaller head, without stalling.')
+entry(Codes.PayloadTooLarge, 413, 'failure', ['http'], 'The request body exceeds max_body_bytes.', 'Send a smaller body, or raise `max_body_bytes` in the HTTP worker\'s settings.')
+entry(Codes.MethodNotAllowed, 405, 'failure', ['http'], 'The path matches a route but the method does not.', 'Use a method the route is bound to (see the `Allow` header).')
+entry(Codes.ConditionNotMet, 422, 'failure', ['http'], "The route's condition returned false.", 'Send a request that meets the route\'s condition, or change the condition function.')
+entry(Codes.FunctionUnavailable, 503, 'failure', ['http'], 'The route exists but no live worker serves its function.', 'Start the worker that registers the route\'s function (`svc worker list`).')
+entry(Codes.ValueTooLarge, 413, 'failure', ['state'], 'A value is larger than max_value_bytes.', 'Store a smaller value, or raise `max_value_bytes` (state) or `max_item_bytes` (stream) in the worker\'s settings.')
+entry(Codes.StorageError, 500, 'failure', ['state'], 'The storage adapter failed.', 'Read the adapter\'s message; check the data directory\'s disk space and permissions.')
+entry(Codes.AdapterUnavailable, 503, 'failure', ['state', 'pubsub'], 'A remote storage adapter (Redis) is not reachable.', 'Start the Redis server, or fix the adapter URL in the worker\'s settings.')
+entry(Codes.ExpandFailed, 400, 'usage', ['engine'], 'A settings placeholder names an unset environment variable.', 'Set the environment variable, or give the placeholder a default (`${NAME:-value}`).')
+entry(Codes.InvalidMessageGroup, 400, 'failure', ['queue'], 'A fifo queue message lacks its message_group_field.', 'Include the queue\'s `message_group_field` in the data of every message.')
+entry(Codes.InvalidId, 400, 'failure', ['configuration'], 'A settings entry id does not match [a-z0-9_-]{1,64}.', 'Use 1 to 64 of `a-z`, `0-9`, `_` and `-`.')
+entry(Codes.NotRegistered, 404, 'failure', ['configuration'], 'A settings entry was set before its owner registered it.', 'Call `configuration::register` with the entry\'s schema first (its owner worker does this when it starts).')
+entry(Codes.SchemaUnavailable, 503, 'failure', ['configuration'], 'The owner of a settings entry has not registered its schema since the engine started.', 'Start the worker that owns the entry, so it registers the schema, then retry.')
+entry(Codes.SchemaInvalid, 400, 'failure', ['configuration'], 'A settings value (after placeholder expansion) violates its JSON Schema.', 'Fix the values at the JSON pointers the message lists (`configuration::schema` shows the schema).')
+entry(Codes.MissingDb, 400, 'failure', ['database'], 'db was omitted and there is neither a single database nor one named primary.', 'Pass `db`, or name one database `primary`.')
+entry(Codes.UnknownDb, 404, 'failure', ['database'], 'db names no configured database.', 'Use one of the configured names the message lists, or add the database to the worker\'s settings.')
+entry(Codes.PoolTimeout, 503, 'failure', ['database'], 'No database connection became free within acquire_timeout_ms.', 'Release connections sooner (short transactions), or raise `pool.max` or `acquire_timeout_ms`.')
+entry(Codes.QueryTimeout, 504, 'timeout', ['database'], 'A database call exceeded its timeout; the statement was cancelled where the driver allows.', 'Make the statement faster, or raise the call\'s timeout.')
+entry(Codes.ConnectionFailed, 503, 'unreachable', ['database'], 'The database cannot be reached, or authentication or TLS failed.', 'Check that the database runs and is reachable, and the URL\'s user, password and TLS options.')
+entry(Codes.DriverError, 400, 'failure', ['database'], 'The database rejected the statement.', 'Fix the statement; the driver\'s code and message follow the error code.')
+entry(Codes.ConfigError, 400, 'usage', ['database'], 'A database URL is invalid or its scheme is not supported.', 'Fix the database URL in the worker\'s settings: `sqlite:`, `postgres://`, `postgresql://` or `mysql://`.')
 
 /** Every catalogue entry, in catalogue order. */
 export function catalogue(): CatalogueEntry[] {

@@ -17,6 +17,7 @@ import {
   type StateWriteOrigin,
 } from '../../adapters/state/index.ts'
 import type { FormatSchema } from 'svc-protocol'
+import { CHANGE_RESULT, DELETE_RESULT, pageResult, UPDATE_RESULT } from '../shared/formats.ts'
 import type { BuiltinContext, BuiltinWorker, InvocationContext, LocalFunctionOptions } from '../../engine/types.ts'
 import { Errors, SvcError } from 'svc-protocol/errors'
 import { AdapterSlots } from '../shared/adapter-slots.ts'
@@ -167,14 +168,17 @@ export class StateWorker implements BuiltinWorker {
     register('state::get', (p) => this.get(p), {
       description: 'Read a value; no result when the key is absent',
       request_format: { type: 'object', required: ['scope', 'key'], properties: scopeKey },
+      response_format: { description: 'the stored value; no result when the key is absent' },
     })
     register('state::set', (p, c) => this.set(p, c), {
       description: 'Store a value; returns {old_value, new_value}',
       request_format: { type: 'object', required: ['scope', 'key', 'value'], properties: { ...scopeKey, value: {} } },
+      response_format: CHANGE_RESULT,
     })
     register('state::delete', (p, c) => this.delete(p, c), {
       description: 'Remove a key; returns {old_value}, or {} when it was absent',
       request_format: { type: 'object', required: ['scope', 'key'], properties: scopeKey },
+      response_format: DELETE_RESULT,
     })
     register('state::update', (p, c) => this.update(p, c), {
       description: 'Apply update operations atomically; returns {old_value, new_value, errors?}',
@@ -183,22 +187,27 @@ export class StateWorker implements BuiltinWorker {
         required: ['scope', 'key', 'ops'],
         properties: { ...scopeKey, ops: { type: 'array', items: { type: 'object', required: ['type'] } } },
       },
+      response_format: UPDATE_RESULT,
     })
     register('state::list', (p) => this.list(p), {
       description: "The scope's values ordered by key",
       request_format: { type: 'object', required: ['scope'], properties: { scope: { type: 'string' } } },
+      response_format: { type: 'array', description: "the scope's values, ordered by key", items: {} },
     })
     register('state::list_keys', (p) => this.listKeys(p), {
       description: "A page of the scope's keys: {keys, total, offset, limit}",
       request_format: page,
+      response_format: pageResult('keys', { type: 'string' }),
     })
     register('state::list_entries', (p) => this.listEntries(p), {
       description: "A page of the scope's entries: {entries: [{key, value}], total, offset, limit}",
       request_format: page,
+      response_format: pageResult('entries', { type: 'object', required: ['key', 'value'], properties: { key: { type: 'string' }, value: {} } }),
     })
     register('state::list_groups', () => this.listGroups(), {
       description: 'The scopes that hold at least one key: {groups}',
       request_format: { type: 'object', properties: {} },
+      response_format: { type: 'object', required: ['groups'], properties: { groups: { type: 'array', items: { type: 'string' } } } },
     })
   }
 

@@ -20,6 +20,7 @@ import type { BuiltinContext, BuiltinWorker, InvocationContext, LocalFunctionOpt
 import { createSettingsApplier, withSettingsKey, type SettingsApplier } from '../shared/settings.ts'
 import { AdapterSlots, type AdapterSlot as KitAdapterSlot } from '../shared/adapter-slots.ts'
 import { ListeningServer } from '../shared/listening-server.ts'
+import { CHANGE_RESULT, DELETE_RESULT, UPDATE_RESULT } from '../shared/formats.ts'
 import { traceOriginOf, type TraceOrigin } from '../shared/fanout.ts'
 import { applyUpdateOps, assertUpdateOps } from '../../update-ops/index.ts'
 import type { UpdateOp, UpdateOpError } from '../../update-ops/types.ts'
@@ -248,30 +249,44 @@ export class StreamWorker implements BuiltinWorker, StreamClientHost {
     register('stream::get', (p) => this.get(p), {
       description: "An item's data; no result when absent",
       request_format: { type: 'object', required: itemKeys, properties: item },
+      response_format: { description: "the item's data; no result when absent" },
     })
     register('stream::set', (p, c) => this.set(p, c), {
       description: 'Store an item; returns {old_value, new_value}',
       request_format: { type: 'object', required: [...itemKeys, 'data'], properties: { ...item, data: {} } },
+      response_format: CHANGE_RESULT,
     })
     register('stream::delete', (p, c) => this.delete(p, c), {
       description: 'Remove an item; returns {old_value}, or {} when absent',
       request_format: { type: 'object', required: itemKeys, properties: item },
+      response_format: DELETE_RESULT,
     })
     register('stream::update', (p, c) => this.update(p, c), {
       description: 'Apply update operations to an item; returns {old_value, new_value, errors?}',
       request_format: { type: 'object', required: [...itemKeys, 'ops'], properties: { ...item, ops: { type: 'array', items: { type: 'object', required: ['type'] } } } },
+      response_format: UPDATE_RESULT,
     })
     register('stream::list', (p) => this.list(p), {
       description: "The data of a group's items ordered by item_id",
       request_format: { type: 'object', required: ['stream_name', 'group_id'], properties: { stream_name: item.stream_name, group_id: item.group_id } },
+      response_format: { type: 'array', description: "the items' data, ordered by item_id", items: {} },
     })
     register('stream::list_groups', (p) => this.listGroups(p), {
       description: "A stream's group ids, sorted",
       request_format: { type: 'object', required: ['stream_name'], properties: { stream_name: item.stream_name } },
+      response_format: { type: 'array', items: { type: 'string' } },
     })
     register('stream::list_all', () => this.listAll(), {
       description: 'Every stream with its groups: {streams: [{stream_name, groups}], count}',
       request_format: { type: 'object', properties: {} },
+      response_format: {
+        type: 'object',
+        required: ['streams', 'count'],
+        properties: {
+          streams: { type: 'array', items: { type: 'object', required: ['stream_name', 'groups'], properties: { stream_name: { type: 'string' }, groups: { type: 'array', items: { type: 'string' } } } } },
+          count: { type: 'integer' },
+        },
+      },
     })
     register('stream::send', (p, c) => this.send(p, c), {
       description: 'Push a transient event to the group; nothing is stored',
