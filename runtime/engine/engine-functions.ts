@@ -8,6 +8,7 @@ import { isInternalId, SvcError, Errors, type WorkerAnnounce } from 'svc-protoco
 import type { AccessPolicy } from './access/policy.ts'
 import { BuiltinPeer } from './builtin-peer.ts'
 import type { Engine } from './engine.ts'
+import { ENGINE_FUNCTION_FORMATS } from './formats.ts'
 import type { FunctionEntry } from './functions.ts'
 import type { Peer } from './peer.ts'
 import type { Binding, ProviderEntry } from './triggers.ts'
@@ -73,7 +74,7 @@ function matchesSearch(search: string | undefined, ...texts: (string | undefined
 /** Registers the engine's own functions on its internal peer. */
 export function registerEngineFunctions(engine: Engine, peer: BuiltinPeer): void {
   const fn = (id: string, description: string, handler: (input: Input, context: InvocationContext) => unknown) =>
-    peer.registerFunction(id, (data, context) => handler(objectInput(id, data), context), { description })
+    peer.registerFunction(id, (data, context) => handler(objectInput(id, data), context), { description, ...ENGINE_FUNCTION_FORMATS[id] })
 
   const visible = (access: AccessPolicy, entry: FunctionEntry) => access.canSee(entry.id, entry.namespace, entry.latest.metadata)
   const bindingVisible = (access: AccessPolicy, b: Binding) => access.canSee(b.function_id, b.namespace, engine.functions.resolve(b.namespace, b.function_id)?.latest.metadata)

@@ -5,6 +5,7 @@
  * Deliveries are void invocations in the binding's namespace with the binding's metadata.
  */
 import type { BuiltinPeer } from './builtin-peer.ts'
+import { ENGINE_TRIGGER_FORMATS } from './formats.ts'
 import type { BindingInfo, Logger } from './types.ts'
 
 export type WorkerEvent = 'worker_connected' | 'worker_metadata_updated' | 'worker_disconnected'
@@ -33,11 +34,11 @@ export class EngineTriggers {
       unregisterTrigger: (binding: BindingInfo) => void bindings.delete(binding.id),
     })
     peer.registerTriggerType(
-      { id: 'engine::workers-available', description: 'Fires when a worker connects, announces itself or disconnects' },
+      { id: 'engine::workers-available', description: 'Fires when a worker connects, announces itself or disconnects', ...ENGINE_TRIGGER_FORMATS['engine::workers-available'] },
       provider(this.workerBindings),
     )
     peer.registerTriggerType(
-      { id: 'engine::functions-available', description: 'Fires when the set of registered functions changes' },
+      { id: 'engine::functions-available', description: 'Fires when the set of registered functions changes', ...ENGINE_TRIGGER_FORMATS['engine::functions-available'] },
       provider(this.functionBindings),
     )
   }

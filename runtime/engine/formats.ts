@@ -1,0 +1,278 @@
+/**
+ * Request and result schemas of the engine's own functions and trigger types (protocol.md §11.1,
+ * §11.2, §11.6), registered with them and reported by `engine::functions::info` /
+ * `engine::triggers::info` and docs/reference/functions.md. Registration-time data only: nothing
+ * here is consulted when a function is invoked.
+ */
+import type { FormatSchema } from 'svc-protocol'
+
+const STRING = { type: 'string' } as const
+const NULLABLE_STRING = { type: ['string', 'null'] } as const
+const INCLUDE_INTERNAL = { type: 'boolean', default: false, description: 'also show engine:: ids and functions marked internal' } as const
+const SEARCH = { type: 'string', description: 'case-insensitive substring of the id or description' } as const
+
+/** An object schema; `required` lists the fields that are always present (results) or must be given (payloads). */
+function object(properties: Record<string, unknown>, required: string[] = [], extra: Record<string, unknown> = {}): FormatSchema {
+  return { type: 'object', ...(required.length > 0 ? { required } : {}), properties, ...extra }
+}
+
+/** `{<field>: item[]}`. */
+function listOf(field: string, item: FormatSchema): FormatSchema {
+  return object({ [field]: { type: 'array', items: item } }, [field])
+}
+
+/** FunctionSummary (§11.1). */
+export const FUNCTION_SUMMARY = object(
+  {
+    function_id: STRING,
+    namespace: STRING,
+    worker_name: { ...NULLABLE_STRING, description: 'of the most recent replica; the built-in worker for engine-served ids' },
+    description: STRING,
+    metadata: { type: 'object' },
+    replica_count: { type: 'integer', minimum: 1 },
+  },
+  ['function_id', 'namespace', 'worker_name', 'replica_count'],
+)
+
+const BINDING_STATUS = { type: 'string', enum: ['active', 'pending', 'failed'] } as const
+
+/** FunctionDetail (§11.1): FunctionSummary plus schemas, HTTP invocation, replicas and triggers. */
+export const FUNCTION_DETAIL = object(
+  {
+    ...FUNCTION_SUMMARY.properties,
+    request_schema: { type: 'object', description: 'the request_format given at registration' },
+    response_schema: { type: 'object', description: 'the response_format given at registration' },
+    invocation: object({ url: STRING, method: { type: 'string', enum: ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'] } }, ['url', 'method'], { description: 'functions the engine invokes by HTTP' }),
+    replicas: { type: 'array', items: object({ worker_id: STRING, worker_name: NULLABLE_STRING }, ['worker_id', 'worker_name']) },
+    registered_triggers: {
+      type: 'array',
+      items: object({ id: STRING, trigger_type: STRING, config: {}, status: BINDING_STATUS }, ['id', 'trigger_type', 'config', 'status']),
+    },
+  },
+  [...FUNCTION_SUMMARY.required!, 'replicas', 'registered_triggers'],
+)
+
+/** TriggerTypeSummary (§11.1). */
+export const TRIGGER_TYPE_SUMMARY = object(
+  { id: STRING, namespace: STRING, worker_name: NULLABLE_STRING, description: STRING },
+  ['id', 'namespace', 'worker_name', 'description'],
+)
+
+/** TriggerTypeDetail (§11.1). */
+export const TRIGGER_TYPE_DETAIL = object(
+  {
+    ...TRIGGER_TYPE_SUMMARY.properties,
+    configuration_schema: { type: 'object', description: 'the trigger_request_format: the config a trigger of this type takes' },
+    request_schema: { type: 'object', description: 'the call_request_format: the payload its functions receive' },
+    instance_count: { type: 'integer', minimum: 0 },
+  },
+  [...TRIGGER_TYPE_SUMMARY.required!, 'instance_count'],
+)
+
+/** RegisteredTriggerSummary (§11.1). */
+export const REGISTERED_TRIGGER_SUMMARY = object(
+  {
+    id: STRING,
+    trigger_type: STRING,
+    function_id: STRING,
+    namespace: STRING,
+    worker_name: { ...NULLABLE_STRING, description: 'null for triggers owned by no connection' },
+    status: BINDING_STATUS,
+    config: {},
+    config_summary: { type: 'string', description: 'JSON of config cut to 80 characters, … appended when cut' },
+  },
+  ['id', 'trigger_type', 'function_id', 'namespace', 'worker_name', 'status', 'config', 'config_summary'],
+)
+
+/** WorkerSummary (§11.1). */
+export const WORKER_SUMMARY = object(
+  {
+    id: STRING,
+    name: { ...NULLABLE_STRING, description: 'null until the connection announces itself' },
+    description: NULLABLE_STRING,
+    version: NULLABLE_STRING,
+    namespace: STRING,
+    runtime: { ...NULLABLE_STRING, description: '"builtin" for built-in workers' },
+    os: NULLABLE_STRING,
+    pid: { type: ['integer', 'null'] },
+    isolation: NULLABLE_STRING,
+    ip_address: NULLABLE_STRING,
+    status: { type: 'string', enum: ['connected', 'available'], description: 'available for built-in workers running inside the engine' },
+    function_count: { type: 'integer', minimum: 0 },
+    connected_at_ms: { type: 'integer', description: 'Unix milliseconds' },
+    active_invocations: { type: 'integer', minimum: 0 },
+  },
+  ['id', 'name', 'description', 'version', 'namespace', 'runtime', 'os', 'pid', 'isolation', 'ip_address', 'status', 'function_count', 'connected_at_ms', 'active_invocations'],
+)
+
+/** WorkerDetail (§11.1). */
+export const WORKER_DETAIL = object(
+  {
+    ...WORKER_SUMMARY.properties,
+    internal: { type: 'boolean' },
+    latest_metrics: { type: 'object', description: 'metric name → latest value' },
+    listen_urls: { type: 'array', items: STRING, description: 'built-in workers: the addresses actually bound' },
+    last_config_error: { type: 'string', description: 'built-in workers: the last settings apply that failed (builtins.md §2.7)' },
+  },
+  [...WORKER_SUMMARY.required!, 'internal'],
+)
+
+/** Request and result of each function of §11.1–§11.2, by id. */
+export const ENGINE_FUNCTION_FORMATS: Record<string, { request_format: FormatSchema; response_format: FormatSchema }> = {
+  'engine::functions::list': {
+    request_format: object(
+      {
+        search: SEARCH,
+        prefix: { type: 'string', description: 'function id prefix' },
+        worker: { type: 'string', description: 'worker name' },
+        workers: { type: 'array', items: STRING, description: 'worker names, any of' },
+        namespace: STRING,
+        include_internal: INCLUDE_INTERNAL,
+      },
+      [],
+      { examples: [{}] },
+    ),
+    response_format: { ...listOf('functions', FUNCTION_SUMMARY), description: 'sorted by id' },
+  },
+  'engine::functions::info': {
+    request_format: object(
+      {
+        function_id: STRING,
+        function_ids: { type: 'array', items: STRING, minItems: 1, maxItems: 32 },
+        namespace: { type: 'string', description: 'strict when given; else default, else a unique other namespace' },
+      },
+      [],
+      { description: 'exactly one of function_id or function_ids', oneOf: [{ required: ['function_id'] }, { required: ['function_ids'] }], examples: [{ function_id: 'engine::functions::list' }] },
+    ),
+    response_format: {
+      description: 'FunctionDetail for function_id; {functions} for function_ids',
+      oneOf: [
+        FUNCTION_DETAIL,
+        listOf('functions', {
+          oneOf: [FUNCTION_DETAIL, object({ function_id: STRING, error: { type: 'string', enum: ['not_found', 'forbidden'] } }, ['function_id', 'error'])],
+        }),
+      ],
+    },
+  },
+  'engine::triggers::list': {
+    request_format: object(
+      { search: SEARCH, prefix: { type: 'string', description: 'trigger type id prefix' }, worker: { type: 'string', description: 'worker name' }, include_internal: { ...INCLUDE_INTERNAL, description: 'also show engine:: trigger types' } },
+      [],
+      { examples: [{}] },
+    ),
+    response_format: { ...listOf('triggers', TRIGGER_TYPE_SUMMARY), description: 'trigger types, sorted by id' },
+  },
+  'engine::triggers::info': {
+    request_format: object({ id: { type: 'string', description: 'trigger type id' }, namespace: { type: 'string', default: 'default' } }, ['id']),
+    response_format: TRIGGER_TYPE_DETAIL,
+  },
+  'engine::registered-triggers::list': {
+    request_format: object(
+      {
+        search: { type: 'string', description: 'case-insensitive substring of the trigger id, function id or trigger type' },
+        trigger_type: STRING,
+        function_id: STRING,
+        worker: { type: 'string', description: 'name of the owning worker' },
+        status: BINDING_STATUS,
+        include_internal: { ...INCLUDE_INTERNAL, description: 'also show triggers whose function id begins engine::' },
+      },
+      [],
+      { examples: [{}] },
+    ),
+    response_format: { ...listOf('registered_triggers', REGISTERED_TRIGGER_SUMMARY), description: 'trigger instances, sorted by id' },
+  },
+  'engine::registered-triggers::info': {
+    request_format: object({ id: { type: 'string', description: 'registered trigger id' } }, ['id']),
+    response_format: object(
+      {
+        ...REGISTERED_TRIGGER_SUMMARY.properties,
+        metadata: {},
+        trigger: { ...TRIGGER_TYPE_DETAIL, type: ['object', 'null'], description: 'null while no provider serves the type' },
+        function: { ...FUNCTION_DETAIL, type: ['object', 'null'], description: 'null while the function is not registered or not visible' },
+      },
+      [...REGISTERED_TRIGGER_SUMMARY.required!, 'trigger', 'function'],
+    ),
+  },
+  'engine::workers::list': {
+    request_format: object(
+      { search: { type: 'string', description: 'case-insensitive substring of the name or description' }, runtime: STRING, status: WORKER_SUMMARY.properties!.status, namespace: STRING },
+      [],
+      { examples: [{}] },
+    ),
+    response_format: { ...listOf('workers', WORKER_SUMMARY), description: 'sorted by name, then id' },
+  },
+  'engine::workers::info': {
+    request_format: object(
+      { id: { type: 'string', description: 'worker (connection) id' }, name: STRING, namespace: { type: 'string', description: 'with name' } },
+      [],
+      { description: 'id, or name with an optional namespace', anyOf: [{ required: ['id'] }, { required: ['name'] }], examples: [{ name: 'svc-http' }] },
+    ),
+    response_format: object(
+      {
+        worker: { ...WORKER_DETAIL, description: 'the most recently connected match' },
+        functions: { type: 'array', items: FUNCTION_SUMMARY },
+        trigger_types: { type: 'array', items: TRIGGER_TYPE_SUMMARY },
+        registered_triggers: { type: 'array', items: REGISTERED_TRIGGER_SUMMARY },
+        matching_ids: { type: 'array', items: STRING, description: 'every connection the name matches' },
+      },
+      ['worker', 'functions', 'trigger_types', 'registered_triggers', 'matching_ids'],
+    ),
+  },
+  'engine::workers::register': {
+    request_format: object(
+      {
+        name: STRING,
+        description: STRING,
+        version: STRING,
+        runtime: STRING,
+        os: STRING,
+        pid: { type: 'integer' },
+        isolation: NULLABLE_STRING,
+        namespace: { type: 'string', description: 'namespace of the connection' },
+        telemetry: object({ language: STRING, project_name: STRING, framework: STRING }),
+      },
+      [],
+      { description: 'the worker announce (protocol.md §3.2)' },
+    ),
+    response_format: object({ success: { type: 'boolean', const: true } }, ['success']),
+  },
+  'engine::register_trigger': {
+    request_format: object(
+      {
+        trigger_type: STRING,
+        function_id: STRING,
+        config: { type: 'object', default: {}, description: 'the trigger type\'s config' },
+        metadata: {},
+        namespace: { type: 'string', description: 'namespace of the function' },
+        trigger_namespace: { type: 'string', description: 'namespace of the trigger type' },
+      },
+      ['trigger_type', 'function_id'],
+    ),
+    response_format: object({ id: { type: 'string', description: 'the registered trigger id' } }, ['id']),
+  },
+  'engine::unregister_trigger': {
+    request_format: object({ id: { type: 'string', description: 'registered trigger id' }, trigger_type: STRING }, ['id']),
+    response_format: object({ removed: { type: 'boolean', description: 'false when no such trigger existed' } }, ['removed']),
+  },
+}
+
+/** Trigger types the engine provides (§11.6): their config is ignored. */
+export const ENGINE_TRIGGER_FORMATS: Record<string, { trigger_request_format: FormatSchema; call_request_format: FormatSchema }> = {
+  'engine::workers-available': {
+    trigger_request_format: object({}, [], { description: 'ignored' }),
+    call_request_format: object(
+      { event: { type: 'string', enum: ['worker_connected', 'worker_metadata_updated', 'worker_disconnected'] }, worker_id: STRING },
+      ['event', 'worker_id'],
+    ),
+  },
+  'engine::functions-available': {
+    trigger_request_format: object({}, [], { description: 'ignored' }),
+    call_request_format: object(
+      {
+        event: { type: 'string', const: 'functions_changed' },
+        functions: { type: 'array', items: FUNCTION_SUMMARY, description: 'every function the owner\'s session may see, all namespaces, internal ones included' },
+      },
+      ['event', 'functions'],
+    ),
+  },
+}
