@@ -2,7 +2,7 @@
 import { adapterEntrySchema, type BuiltinDescriptor, type JsonSchema } from '../descriptor.ts'
 
 /** Settings of one queue (builtins.md §7.1). */
-const QUEUE_SETTINGS: JsonSchema = {
+export const QUEUE_SETTINGS: JsonSchema = {
   type: 'object',
   properties: {
     type: { type: 'string', enum: ['standard', 'fifo'], default: 'standard' },

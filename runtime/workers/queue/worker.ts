@@ -9,7 +9,6 @@
  * that tests can move it by hand; stored times are Unix ms derived from it.
  */
 import { randomUUID } from 'node:crypto'
-import type { FormatSchema } from 'svc-protocol'
 import { Codes, errorBodyOf, Errors, SvcError, type ErrorBody } from 'svc-protocol/errors'
 import {
   openQueueBackend,
@@ -27,6 +26,7 @@ import { systemClock, type CancelTimer, type Clock } from '../shared/clock.ts'
 import { createCondition, type Condition } from '../shared/conditions.ts'
 import { createSettingsApplier, withSettingsKey, type SettingsApplier } from '../shared/settings.ts'
 import { MAX_DELAY_MS, queueBaggage, verdictOf } from './delivery.ts'
+import { QUEUE_FUNCTION_FORMATS, SUBSCRIBER_PAYLOAD, SUBSCRIBER_TRIGGER_CONFIG } from './formats.ts'
 import {
   parseQueueSettings,
   parseQueueWorkerSettings,
@@ -146,19 +146,9 @@ export class QueueWorker implements BuiltinWorker {
     await this.applySettings(settings)
     this.registerFunctions()
     const provider = { registerTrigger: (b: BindingInfo) => this.addTrigger(b), unregisterTrigger: (b: BindingInfo) => this.removeTrigger(b) }
-    const format: FormatSchema = {
-      type: 'object',
-      required: ['topic'],
-      properties: {
-        topic: { type: 'string', description: '`queue` accepted as alias' },
-        condition_function_id: { type: 'string' },
-        queue_config: { type: 'object', description: 'queue settings of this subscriber (§7.1 keys)' },
-        max_retries: { type: 'integer' },
-        backoff_ms: { type: 'integer' },
-      },
-    }
-    context.worker.registerTriggerType({ id: 'durable:subscriber', description: 'Durable subscriber of a topic (at-least-once)', trigger_request_format: format }, provider)
-    context.worker.registerTriggerType({ id: 'queue', description: 'Older name of durable:subscriber', trigger_request_format: format }, provider)
+    const format = { trigger_request_format: SUBSCRIBER_TRIGGER_CONFIG, call_request_format: SUBSCRIBER_PAYLOAD }
+    context.worker.registerTriggerType({ id: 'durable:subscriber', description: 'Durable subscriber of a topic (at-least-once)', ...format }, provider)
+    context.worker.registerTriggerType({ id: 'queue', description: 'Older name of durable:subscriber', ...format }, provider)
     context.worker.registerFunction('queue::on-functions-change', () => this.functionsChanged(), {
       description: 'Wakes messages waiting for their target function',
       metadata: { internal: true },
@@ -608,7 +598,7 @@ export class QueueWorker implements BuiltinWorker {
   private registerFunctions(): void {
     const worker = this.context!.worker
     const register = (id: string, description: string, handler: (p: Payload, ctx: InvocationContext) => unknown, options: LocalFunctionOptions = {}) =>
-      worker.registerFunction(id, (data, ctx) => handler(payloadOf(data), ctx), { description, ...options })
+      worker.registerFunction(id, (data, ctx) => handler(payloadOf(data), ctx), { description, ...QUEUE_FUNCTION_FORMATS[id], ...options })
     register(PUBLISH_ID, 'Publish durably to every subscriber of a topic: {topic, data} → {subscriber_count}', (p, ctx) => this.publish(p, ctx))
     register('queue::define', 'Declare or change a named queue: {queue, config} → {queue, changed}', (p) => this.define(p))
     register('svc::queue::redrive', "Move a queue's DLQ back to pending: {queue} → {queue, redriven}", (p) => this.redrive(p))
