@@ -29,6 +29,7 @@ import { OtlpExport, resolveOtlpSettings, type OtlpSettings } from './export.ts'
 import { logsOf, metricsOf, severityText, spansOf, spreadLogData, stripAnsi } from './otlp.ts'
 import { ProcessMetrics } from './process-metrics.ts'
 import { LogDelivery } from './deliveries.ts'
+import { LOG_TRIGGER_FORMATS, observabilityFunctionFormats, TRACE_TRIGGER_FORMATS } from './formats.ts'
 import { groupBy, listLogs, listTraces, traceTree } from './query.ts'
 
 export const OBSERVABILITY_WORKER_NAME = 'svc-observability'
@@ -448,7 +449,7 @@ export class ObservabilityWorker implements BuiltinWorker, TelemetrySink {
     const worker = context.worker
     const fn = (id: string, description: string, handler: (data: unknown, ctx: InvocationContext) => unknown): void => {
       OWN_FUNCTIONS.add(id)
-      worker.registerFunction(id, handler, { description })
+      worker.registerFunction(id, handler, { description, ...observabilityFunctionFormats(id) })
     }
     for (const [level, severity] of Object.entries(LOG_LEVELS)) {
       fn(`engine::log::${level}`, `Records a log line at severity ${severity} ({message, data?, trace_id?, span_id?, service_name?})`, (data, ctx) => this.logCall(level, severity, data, ctx))
@@ -571,7 +572,7 @@ export class ObservabilityWorker implements BuiltinWorker, TelemetrySink {
         this.logBindings.delete(binding.id)
       },
     }
-    context.worker.registerTriggerType({ id: 'log', description: 'Receives every log record at or above its level (fire-and-forget)' }, logProvider)
+    context.worker.registerTriggerType({ id: 'log', description: 'Receives every log record at or above its level (fire-and-forget)', ...LOG_TRIGGER_FORMATS }, logProvider)
     const traceProvider: LocalTriggerProvider = {
       registerTrigger: (binding) => {
         const c = (binding.config ?? {}) as { service_name?: unknown; status?: unknown }
@@ -582,7 +583,7 @@ export class ObservabilityWorker implements BuiltinWorker, TelemetrySink {
       },
       unregisterTrigger: (binding) => void this.traceBindings.delete(binding.id),
     }
-    context.worker.registerTriggerType({ id: 'trace', description: 'Receives {trace_ids} of traces that gained spans, batched over 300 ms' }, traceProvider)
+    context.worker.registerTriggerType({ id: 'trace', description: 'Receives {trace_ids} of traces that gained spans, batched over 300 ms', ...TRACE_TRIGGER_FORMATS }, traceProvider)
   }
 }
 
