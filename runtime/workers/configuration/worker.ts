@@ -16,6 +16,7 @@ import type { BindingInfo, BuiltinContext, BuiltinWorker, InvocationContext, Loc
 import { applyUpdateOps, assertUpdateOps } from '../../update-ops/index.ts'
 import type { UpdateOpError } from '../../update-ops/types.ts'
 import { OrderedFanOut, traceOriginOf, type FanOutOptions, type FanOutQueue, type TraceOrigin } from '../shared/fanout.ts'
+import { CONFIGURATION_RESULTS } from './formats.ts'
 import { ENTRY_ID, SettingsFiles, type SettingsFile, type SettingsFileEvent } from './files.ts'
 import { compileSettingsSchema, type SettingsValidator } from './schema.ts'
 
@@ -166,6 +167,7 @@ export class ConfigurationWorker implements BuiltinWorker {
       worker.registerFunction(name, (data, ctx) => handler(payloadOf(data), ctx), {
         description,
         request_format: { type: 'object', required, properties },
+        response_format: CONFIGURATION_RESULTS[name],
       })
     register('configuration::register', (p, ctx) => this.serialised(() => this.register(p, traceOriginOf(ctx))), 'Register a settings entry with its JSON Schema; keeps a stored value', {
       id, name: { type: 'string' }, description: { type: 'string' }, schema: { type: 'object' }, initial_value: {}, metadata: { type: 'object' },

@@ -20,6 +20,7 @@ import {
 } from '../../adapters/database/index.ts'
 import type { BuiltinContext, BuiltinWorker, LocalFunctionOptions } from '../../engine/types.ts'
 import { createSettingsApplier, withSettingsKey, type SettingsApplier } from '../shared/settings.ts'
+import { DATABASE_RESULTS } from './formats.ts'
 import { dbOf, isolationOf, payloadOf, statementOf, statementsOf, timeoutOf, type Payload } from './payload.ts'
 import { parseDatabaseSettings, type DatabaseConfig, type DatabaseSettings } from './settings.ts'
 
@@ -151,7 +152,7 @@ export class DatabaseWorker implements BuiltinWorker {
   private registerFunctions(): void {
     const worker = this.context!.worker
     const register = (id: string, handler: (p: Payload) => unknown, options: LocalFunctionOptions) =>
-      worker.registerFunction(id, (data) => handler(payloadOf(data)), options)
+      worker.registerFunction(id, (data) => handler(payloadOf(data)), { ...options, response_format: DATABASE_RESULTS[id] })
     const call = {
       db: { type: 'string', description: 'database name; default: the only one, or primary' },
       sql: { type: 'string', description: 'one statement; placeholders ? (SQLite, MySQL) or $1 (PostgreSQL)' },

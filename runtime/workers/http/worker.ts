@@ -12,12 +12,14 @@
  */
 import { createServer, STATUS_CODES, type IncomingMessage, type ServerResponse } from 'node:http'
 import type { Duplex } from 'node:stream'
+import type { FormatSchema } from 'svc-protocol'
 import { Codes, errorBodyOf, Errors, httpStatusOf, SvcError, type Code } from 'svc-protocol/errors'
 import type { HttpRequest, HttpTriggerInfo } from 'svc-protocol/payloads/http'
 import type { BindingInfo, BuiltinContext, BuiltinWorker, LocalTriggerProvider } from '../../engine/types.ts'
 import { systemClock, type CancelTimer, type Clock } from '../shared/clock.ts'
 import { createCondition, type Condition } from '../shared/conditions.ts'
 import { ListeningServer } from '../shared/listening-server.ts'
+import { CHANNEL_REF } from '../shared/formats.ts'
 import { createSettingsApplier, withSettingsKey, type SettingsApplier } from '../shared/settings.ts'
 import { collectHeaders, InvalidBody, parseBody, parseUrlEncoded } from './request.ts'
 import { describeInvalidResult, errorEnvelope, JSON_CONTENT_TYPE, mapResponse, newErrorId } from './response.ts'
@@ -297,6 +299,30 @@ function splitTarget(url: string): [string, string] | null {
   return [url.slice(start, q), url.slice(q + 1)]
 }
 
+const STRING_OR_STRINGS = { oneOf: [{ type: 'string' }, { type: 'array', items: { type: 'string' } }] } as const
+
+/** The request object an `http` trigger delivers to its function (builtins.md §3.4). */
+const HTTP_REQUEST_FORMAT = {
+  type: 'object',
+  required: ['method', 'path', 'route', 'path_params', 'query_params', 'headers', 'body', 'trigger', 'request_body', 'response'],
+  properties: {
+    method: { type: 'string', description: 'request method, upper case' },
+    path: { type: 'string', description: 'the concrete request path, without the query string' },
+    route: { type: 'string', description: 'the registered pattern that matched' },
+    path_params: { type: 'object', additionalProperties: { type: 'string' }, description: 'decoded; the wildcard under *' },
+    query_params: { type: 'object', additionalProperties: STRING_OR_STRINGS, description: 'decoded; a repeated key gives an array; a key without = gives ""' },
+    headers: { type: 'object', additionalProperties: STRING_OR_STRINGS, description: 'names lower case; a repeated header gives an array' },
+    body: { description: 'the parsed body (§3.5)' },
+    trigger: {
+      type: 'object',
+      required: ['type', 'path', 'method'],
+      properties: { type: { const: 'http' }, path: { type: 'string', description: 'the route' }, method: { type: 'string' } },
+    },
+    request_body: { ...CHANNEL_REF, description: 'channel from which the raw request bytes can be read' },
+    response: { ...CHANNEL_REF, description: 'channel for a streamed response (§3.7)' },
+  },
+} satisfies FormatSchema
+
 /**
  * The `svc-http` built-in worker (builtins.md §3).
  *
@@ -387,6 +413,7 @@ export class HttpWorker implements BuiltinWorker {
             middleware_function_ids: { type: 'array', items: { type: 'string' } },
           },
         },
+        call_request_format: HTTP_REQUEST_FORMAT,
       },
       provider,
     )

@@ -4,7 +4,7 @@
  * `engine::functions::info` and in docs/reference/functions.md. Registration-time data only.
  */
 import type { FormatSchema } from 'svc-protocol'
-import { pageResult } from '../shared/formats.ts'
+import { NO_RESULT, pageResult } from '../shared/formats.ts'
 
 const STRING = { type: 'string' } as const
 const NULLABLE_STRING = { type: ['string', 'null'] } as const
@@ -82,9 +82,6 @@ const LOG_CALL = object(
   },
   ['message'],
 )
-
-/** `engine::log::<level>` answers nothing. */
-const NO_RESULT: FormatSchema = { type: 'null', description: 'no result' }
 
 const METRIC_POINT = object({ time_unix_nano: UNIX_NANO, value: { description: 'a number; for histograms {count, sum, bucket_counts, explicit_bounds}' }, attributes: ATTRIBUTES }, ['time_unix_nano', 'value', 'attributes'])
 

@@ -15,6 +15,7 @@ import {
 } from '../../adapters/pubsub/index.ts'
 import type { BuiltinContext, BuiltinWorker, InvocationContext } from '../../engine/types.ts'
 import type { Clock } from '../shared/clock.ts'
+import { NO_RESULT } from '../shared/formats.ts'
 import { createSettingsApplier, withSettingsKey, type SettingsApplier } from '../shared/settings.ts'
 import { parsePubSubSettings, type PubSubSettings } from './settings.ts'
 import { SubscribeTriggers } from './triggers.ts'
@@ -73,6 +74,7 @@ export class PubSubWorker implements BuiltinWorker {
     context.worker.registerFunction('publish', (data, invocation) => this.publish(data, invocation), {
       description: 'Publish data to every subscribe trigger of the topic (best effort, no result)',
       request_format: { type: 'object', required: ['topic'], properties: { topic: { type: 'string', minLength: 1 }, data: {} } },
+      response_format: NO_RESULT,
     })
     context.worker.registerTriggerType(
       {

@@ -43,3 +43,13 @@ export function pageResult(field: string, item: FormatSchema): FormatSchema {
     properties: { [field]: { type: 'array', items: item }, total: { type: 'integer' }, offset: { type: 'integer' }, limit: { type: 'integer' } },
   }
 }
+
+/** The result of a function that answers nothing (`engine::log::*`, `publish`, `stream::send`). */
+export const NO_RESULT = { type: 'null', description: 'no result' } satisfies FormatSchema
+
+/** A channel reference `{channel_id, access_key, direction}` (protocol.md §9). */
+export const CHANNEL_REF = {
+  type: 'object',
+  required: ['channel_id', 'access_key', 'direction'],
+  properties: { channel_id: { type: 'string' }, access_key: { type: 'string' }, direction: { type: 'string', enum: ['read', 'write'] } },
+} satisfies FormatSchema
