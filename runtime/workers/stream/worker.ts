@@ -20,7 +20,8 @@ import type { BuiltinContext, BuiltinWorker, InvocationContext, LocalFunctionOpt
 import { createSettingsApplier, withSettingsKey, type SettingsApplier } from '../shared/settings.ts'
 import { AdapterSlots, type AdapterSlot as KitAdapterSlot } from '../shared/adapter-slots.ts'
 import { ListeningServer } from '../shared/listening-server.ts'
-import { CHANGE_RESULT, DELETE_RESULT, UPDATE_RESULT } from '../shared/formats.ts'
+import { CHANGE_RESULT, DELETE_RESULT, NO_RESULT, UPDATE_RESULT } from '../shared/formats.ts'
+import { JOIN_LEAVE_PAYLOAD, STREAM_CHANGE_EVENT } from './formats.ts'
 import { traceOriginOf, type TraceOrigin } from '../shared/fanout.ts'
 import { applyUpdateOps, assertUpdateOps } from '../../update-ops/index.ts'
 import type { UpdateOp, UpdateOpError } from '../../update-ops/types.ts'
@@ -295,14 +296,18 @@ export class StreamWorker implements BuiltinWorker, StreamClientHost {
         required: ['stream_name', 'group_id', 'type', 'data'],
         properties: { stream_name: item.stream_name, group_id: item.group_id, type: { type: 'string' }, data: {}, id: { type: 'string' } },
       },
+      response_format: NO_RESULT,
     })
   }
 
   private registerTriggerTypes(): void {
     const worker = this.context!.worker
     const joinLeaveFormat = {
-      type: 'object',
-      properties: { stream_name: { type: 'string' }, group_id: { type: 'string' }, condition_function_id: { type: 'string' } },
+      trigger_request_format: {
+        type: 'object',
+        properties: { stream_name: { type: 'string' }, group_id: { type: 'string' }, condition_function_id: { type: 'string' } },
+      },
+      call_request_format: JOIN_LEAVE_PAYLOAD,
     } as const
     worker.registerTriggerType(
       {
@@ -313,11 +318,12 @@ export class StreamWorker implements BuiltinWorker, StreamClientHost {
           required: ['stream_name'],
           properties: { stream_name: { type: 'string' }, group_id: { type: 'string' }, item_id: { type: 'string' }, condition_function_id: { type: 'string' } },
         },
+        call_request_format: STREAM_CHANGE_EVENT,
       },
       this.triggers!,
     )
-    worker.registerTriggerType({ id: 'stream:join', description: 'Runs before a WebSocket client joins a stream group; may refuse the join', trigger_request_format: joinLeaveFormat }, this.joinHooks!)
-    worker.registerTriggerType({ id: 'stream:leave', description: 'Runs after a WebSocket client left a stream group', trigger_request_format: joinLeaveFormat }, this.leaveHooks!)
+    worker.registerTriggerType({ id: 'stream:join', description: 'Runs before a WebSocket client joins a stream group; may refuse the join', ...joinLeaveFormat }, this.joinHooks!)
+    worker.registerTriggerType({ id: 'stream:leave', description: 'Runs after a WebSocket client left a stream group', ...joinLeaveFormat }, this.leaveHooks!)
   }
 
   /**
