@@ -47,4 +47,18 @@ describe('generated reference pages', () => {
     assert.match(stateSet, /Payload:\n\n```json\n\{\n  "type": "object"/)
     assert.match(stateSet, /Result:\n\n```json\n[\s\S]*"new_value"/)
   })
+
+  it('every built-in function and trigger type describes its payload and result', async () => {
+    // New built-ins must come with request/response (or trigger config/payload) schemas.
+    const text = await renderFunctionsReference()
+    const missing: string[] = []
+    let heading = ''
+    let label = ''
+    for (const line of text.split('\n')) {
+      if (line.startsWith('### ')) heading = line.slice(4)
+      else if (line.endsWith(':') && !line.startsWith(' ')) label = line.slice(0, -1)
+      else if (line === 'not described') missing.push(`${heading} (${label})`)
+    }
+    assert.deepEqual(missing, [], `not described in functions.md: ${missing.join(', ')}`)
+  })
 })
