@@ -5,6 +5,7 @@
  * property 'adapter'`), the form `SCHEMA_INVALID` messages list them in.
  */
 import { Ajv2020, type ValidateFunction, type ErrorObject } from 'ajv/dist/2020.js'
+import { isSinglePlaceholder } from '../../config/placeholders.ts'
 
 /** A compiled schema: the violations of a value, empty when it is valid. */
 export type SettingsValidator = (value: unknown) => string[]
@@ -19,7 +20,7 @@ const ajv = new Ajv2020({ allErrors: true, strict: false, validateFormats: false
  * @example compileSettingsSchema({ type: 'object', properties: { port: { type: 'integer' } } })({ port: 'x' })
  * // ['/port: must be integer']
  */
-export function compileSettingsSchema(schema: unknown): SettingsValidator {
+export function compileSettingsSchema(schema: unknown, options: { acceptPlaceholders?: boolean } = {}): SettingsValidator {
   if (typeof schema !== 'object' || schema === null || Array.isArray(schema)) {
     if (typeof schema !== 'boolean') throw new Error('schema must be a JSON Schema object')
   }
@@ -29,7 +30,21 @@ export function compileSettingsSchema(schema: unknown): SettingsValidator {
   } catch (error) {
     throw new Error(`schema is not a valid JSON Schema: ${(error as Error).message}`)
   }
-  return (value) => (validate(value) ? [] : (validate.errors ?? []).map(describeViolation))
+  if (options.acceptPlaceholders !== true) return (value) => (validate(value) ? [] : (validate.errors ?? []).map(describeViolation))
+  // A raw value (before expansion): a string made of one placeholder stands for the integer, number
+  // or boolean the schema expects there, converted after expansion (builtins.md §2.8).
+  return (value) =>
+    validate(value) ? [] : (validate.errors ?? []).filter((error) => !(error.keyword === 'type' && isPlaceholderAt(value, error.instancePath))).map(describeViolation)
+}
+
+/** True when the value at JSON pointer `pointer` of `root` is a string of exactly one placeholder. */
+function isPlaceholderAt(root: unknown, pointer: string): boolean {
+  let value = root
+  for (const token of pointer === '' ? [] : pointer.slice(1).split('/')) {
+    if (typeof value !== 'object' || value === null) return false
+    value = (value as Record<string, unknown>)[token.replaceAll('~1', '/').replaceAll('~0', '~')]
+  }
+  return typeof value === 'string' && isSinglePlaceholder(value)
 }
 
 function describeViolation(error: ErrorObject): string {

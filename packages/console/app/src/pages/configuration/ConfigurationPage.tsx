@@ -4,11 +4,11 @@
  * refused save. Reads `configuration::list`, `configuration::get {id, raw?}`,
  * `configuration::schema`; writes `configuration::set` (builtins.md §11.2); live `configuration`.
  */
-import { useEffect, useState } from 'react'
+import { useEffect, useMemo, useState } from 'react'
 import { ApiError, call } from '../../api/client.ts'
 import { useAction, useCall } from '../../api/hooks.ts'
 import type { ConfigurationEntry, JsonSchema } from '../../api/types.ts'
-import { validate } from '../../schema/validate.ts'
+import { compileSettingsSchema, type SettingsValidator } from '../../../../../../runtime/workers/configuration/schema.ts'
 import { Link, pathOf, setQuery, useLocation } from '../../router/router.tsx'
 import { Empty, ErrorBox, PageHeader, Panel, Tabs, Updated } from '../../components/ui.tsx'
 import { JsonEditor, JsonView, parseJson } from '../../components/json.tsx'
@@ -149,7 +149,16 @@ function Editor({ id, rawValue, schema, onSaved }: { id: string; rawValue: unkno
   const [base, setBase] = useState(rawValue)
   const changedElsewhere = JSON.stringify(base) !== JSON.stringify(rawValue)
   const parsed = parseJson(text)
-  const violations = parsed.ok ? validate(schema, parsed.value) : []
+  // The engine's own validator (Ajv, the same messages as SCHEMA_INVALID), on the raw value: a
+  // placeholder stands for the number or boolean it expands to. The engine validates again on save.
+  const check = useMemo<SettingsValidator | undefined>(() => {
+    try {
+      return schema === undefined ? undefined : compileSettingsSchema(schema, { acceptPlaceholders: true })
+    } catch {
+      return undefined
+    }
+  }, [schema])
+  const violations = parsed.ok && check !== undefined ? check(parsed.value) : []
   const [save, state] = useAction(async () => {
     const result = await call('configuration::set', { id, value: parsed.ok ? parsed.value : null })
     onSaved()
