@@ -2,6 +2,7 @@
 import { useEffect, useState, type ReactNode } from 'react'
 import type { ApiError } from '../api/client.ts'
 import { severityName } from '../format/format.ts'
+import { Link } from '../router/router.tsx'
 
 /** A coloured label; `tone` picks the colour (`ok`, `warn`, `error`, `info`, `muted`). */
 export function Badge({ tone = 'muted', children, title }: { tone?: 'ok' | 'warn' | 'error' | 'info' | 'muted' | 'accent'; children: ReactNode; title?: string }) {
@@ -52,6 +53,18 @@ export function PageHeader({ title, subtitle, actions }: { title: ReactNode; sub
       </div>
       {actions ? <div className="actions">{actions}</div> : null}
     </header>
+  )
+}
+
+/** The parent of a detail page in its title: a link back to the list, then ` / `. */
+export function Crumb({ to, children }: { to: string; children: ReactNode }) {
+  return (
+    <>
+      <Link to={to} className="crumb">
+        {children}
+      </Link>{' '}
+      /{' '}
+    </>
   )
 }
 

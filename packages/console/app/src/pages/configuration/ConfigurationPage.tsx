@@ -10,7 +10,7 @@ import { useAction, useCall } from '../../api/hooks.ts'
 import type { ConfigurationEntry, JsonSchema } from '../../api/types.ts'
 import { compileSettingsSchema, type SettingsValidator } from '../../../../../../runtime/workers/configuration/schema.ts'
 import { Link, pathOf, setQuery, useLocation } from '../../router/router.tsx'
-import { Empty, ErrorBox, PageHeader, Panel, Tabs, Updated } from '../../components/ui.tsx'
+import { Crumb, Empty, ErrorBox, PageHeader, Panel, Tabs, Updated } from '../../components/ui.tsx'
 import { JsonEditor, JsonView, parseJson } from '../../components/json.tsx'
 
 /** Splits a `SCHEMA_INVALID` message into its `<pointer>: <problem>` violations. */
@@ -31,10 +31,8 @@ export function ConfigurationPage({ id }: { id?: string }) {
         title={
           id ? (
             <>
-              <Link to="/configuration" className="crumb">
-                Configuration
-              </Link>{' '}
-              / <span className="mono">{id}</span>
+              <Crumb to="/configuration">Configuration</Crumb>
+              <span className="mono">{id}</span>
             </>
           ) : (
             'Configuration'

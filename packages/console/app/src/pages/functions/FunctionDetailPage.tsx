@@ -5,7 +5,7 @@
 import { useCall } from '../../api/hooks.ts'
 import type { FunctionDetail } from '../../api/types.ts'
 import { Link, pathOf, useLocation } from '../../router/router.tsx'
-import { Empty, ErrorBox, Fields, PageHeader, Panel, StatusBadge } from '../../components/ui.tsx'
+import { Crumb, Empty, ErrorBox, Fields, PageHeader, Panel, StatusBadge } from '../../components/ui.tsx'
 import { JsonView } from '../../components/json.tsx'
 import { InvokePanel } from './InvokePanel.tsx'
 
@@ -19,10 +19,8 @@ export function FunctionDetailPage({ id }: { id: string }) {
       <PageHeader
         title={
           <>
-            <Link to="/functions" className="crumb">
-              Functions
-            </Link>{' '}
-            / <span className="mono">{id}</span>
+            <Crumb to="/functions">Functions</Crumb>
+            <span className="mono">{id}</span>
           </>
         }
         subtitle={data?.description}

@@ -12,7 +12,7 @@ import { useAction, useCall } from '../../api/hooks.ts'
 import type { DlqMessage, DlqTopic, QueueTopic, TopicStats } from '../../api/types.ts'
 import { formatBytes, formatTime, preview } from '../../format/format.ts'
 import { Link, navigate, pathOf, useLocation, withQuery } from '../../router/router.tsx'
-import { Badge, Empty, ErrorBox, PageHeader, Panel, StatusBadge, Tabs, Updated } from '../../components/ui.tsx'
+import { Badge, Crumb, Empty, ErrorBox, PageHeader, Panel, StatusBadge, Tabs, Updated } from '../../components/ui.tsx'
 import { JsonEditor, JsonView, parseJson } from '../../components/json.tsx'
 
 /** `/queues` (`?tab=dlq` for dead letters), `/queues/:name`, `/queues/:name/dlq`. */
@@ -28,10 +28,8 @@ export function QueuesPage({ name, dlq = false }: { name?: string; dlq?: boolean
         title={
           name ? (
             <>
-              <Link to={tab === 'dlq' ? withQuery('/queues', { tab: 'dlq' }) : '/queues'} className="crumb">
-                Queues
-              </Link>{' '}
-              / <span className="mono">{name}</span>
+              <Crumb to={tab === 'dlq' ? withQuery('/queues', { tab: 'dlq' }) : '/queues'}>Queues</Crumb>
+              <span className="mono">{name}</span>
             </>
           ) : (
             'Queues'

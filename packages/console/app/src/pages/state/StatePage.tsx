@@ -10,7 +10,7 @@ import { useAction, useCall } from '../../api/hooks.ts'
 import { useLive } from '../../live/hooks.ts'
 import { preview } from '../../format/format.ts'
 import { Link, navigate, pathOf, setQuery, useLocation } from '../../router/router.tsx'
-import { Empty, ErrorBox, PageHeader, Panel, Updated } from '../../components/ui.tsx'
+import { Crumb, Empty, ErrorBox, PageHeader, Panel, Updated } from '../../components/ui.tsx'
 import { JsonEditor, parseJson } from '../../components/json.tsx'
 
 const PAGE = 50
@@ -34,10 +34,8 @@ export function StatePage({ scope, entryKey }: { scope?: string; entryKey?: stri
         title={
           scope ? (
             <>
-              <Link to="/state" className="crumb">
-                State
-              </Link>{' '}
-              / <span className="mono">{scope}</span>
+              <Crumb to="/state">State</Crumb>
+              <span className="mono">{scope}</span>
               {entryKey ? (
                 <>
                   {' '}
@@ -176,32 +174,35 @@ function EntryEditor({ scope, entryKey, onDeleted }: { scope: string; entryKey: 
   const loaded = value.updatedAt > 0
   const stored = value.data === undefined ? '' : JSON.stringify(value.data, null, 2)
   const dirty = text !== null && text !== stored
-  // The text just saved, until a read returns it: the editor keeps showing it (not the old value)
-  // and the state push of our own change is not taken for a change made elsewhere.
+  // The text being saved, from before the write until a read returns it: the editor keeps showing
+  // it (not the old value), and the state push of our own write (its new_value is this text; it
+  // may arrive before the call's answer) is not taken for a change made elsewhere.
   const saving = useRef<string | null>(null)
   useEffect(() => {
-    if (saving.current !== null) {
-      // The first read after a save: another value means someone else wrote in between.
-      if (saving.current !== stored) setChangedElsewhere(true)
-      saving.current = null
-    }
+    if (saving.current !== null && saving.current === stored) saving.current = null
     if (!dirty) setText(null)
   }, [stored])
   useLive(['state'], (data) => {
-    const event = data as { scope?: string; key?: string } | undefined
+    const event = data as { scope?: string; key?: string; new_value?: unknown } | undefined
     if (event?.scope !== scope || event.key !== entryKey) return
-    if (dirty && saving.current === null) setChangedElsewhere(true)
+    const ours = saving.current !== null && JSON.stringify(event.new_value ?? null, null, 2) === saving.current
+    if (dirty && !ours && saving.current === null) setChangedElsewhere(true)
     else value.reload()
   })
   const parsed = parseJson(text ?? stored)
   const [save, saveState] = useAction(async () => {
     const next = parsed.ok ? parsed.value : null
-    const result = await call('state::set', { scope, key: entryKey, value: next })
     saving.current = JSON.stringify(next, null, 2)
-    setText(saving.current)
-    setChangedElsewhere(false)
-    value.reload()
-    return result
+    try {
+      const result = await call('state::set', { scope, key: entryKey, value: next })
+      setText(saving.current)
+      setChangedElsewhere(false)
+      value.reload()
+      return result
+    } catch (error) {
+      saving.current = null
+      throw error
+    }
   })
   const [remove, removing] = useAction(async () => {
     await call('state::delete', { scope, key: entryKey })

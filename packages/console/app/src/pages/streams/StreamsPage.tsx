@@ -7,7 +7,7 @@ import { Fragment, useEffect, useRef, useState } from 'react'
 import { useCall } from '../../api/hooks.ts'
 import { formatBytes, formatClock, preview } from '../../format/format.ts'
 import { Link, pathOf } from '../../router/router.tsx'
-import { Badge, Empty, ErrorBox, PageHeader, Panel, Updated } from '../../components/ui.tsx'
+import { Badge, Crumb, Empty, ErrorBox, PageHeader, Panel, Updated } from '../../components/ui.tsx'
 import { JsonView } from '../../components/json.tsx'
 import { eventType, openMonitor, type MonitorEvent } from './monitor.ts'
 
@@ -24,10 +24,8 @@ export function StreamsPage({ stream, group }: { stream?: string; group?: string
         title={
           stream ? (
             <>
-              <Link to="/streams" className="crumb">
-                Streams
-              </Link>{' '}
-              / <span className="mono">{stream}</span>
+              <Crumb to="/streams">Streams</Crumb>
+              <span className="mono">{stream}</span>
               {group ? (
                 <>
                   {' '}

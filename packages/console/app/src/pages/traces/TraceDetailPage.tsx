@@ -10,7 +10,7 @@ import { useCall } from '../../api/hooks.ts'
 import type { LogPage, SpanNode } from '../../api/types.ts'
 import { formatDuration, formatTime, nanoToMs, serviceHue } from '../../format/format.ts'
 import { Link, pathOf, setQuery, useLocation, withQuery } from '../../router/router.tsx'
-import { Badge, Empty, ErrorBox, Fields, PageHeader, Panel, StatusBadge, useNow } from '../../components/ui.tsx'
+import { Badge, Crumb, Empty, ErrorBox, Fields, PageHeader, Panel, StatusBadge, useNow } from '../../components/ui.tsx'
 import { JsonView } from '../../components/json.tsx'
 import { LogTable } from '../logs/LogTable.tsx'
 import { ServiceTag } from './TracesPage.tsx'
@@ -45,10 +45,8 @@ export function TraceDetailPage({ traceId }: { traceId: string }) {
       <PageHeader
         title={
           <>
-            <Link to="/traces" className="crumb">
-              Traces
-            </Link>{' '}
-            / {rows[0]?.span.name ?? traceId}
+            <Crumb to="/traces">Traces</Crumb>
+            {rows[0]?.span.name ?? traceId}
           </>
         }
         subtitle={

@@ -6,7 +6,7 @@
 import { useCall } from '../../api/hooks.ts'
 import type { RegisteredTrigger, TriggerTypeSummary } from '../../api/types.ts'
 import { Link, pathOf, setQuery, useLocation, withQuery } from '../../router/router.tsx'
-import { Empty, ErrorBox, PageHeader, Panel, StatusBadge, Tabs, Updated } from '../../components/ui.tsx'
+import { Crumb, Empty, ErrorBox, PageHeader, Panel, StatusBadge, Tabs, Updated } from '../../components/ui.tsx'
 import { TriggerTester } from './TriggerTester.tsx'
 
 /** The triggers page; `/triggers/:id` selects one trigger; query `type`, `internal=1`. */
@@ -30,10 +30,8 @@ export function TriggersPage({ triggerId }: { triggerId?: string }) {
         title={
           selected ? (
             <>
-              <Link to={withQuery('/triggers', { type: selected.trigger_type, ...keepQuery })} className="crumb">
-                Triggers
-              </Link>{' '}
-              / <span className="mono">{selected.trigger_type}</span> → <span className="mono">{selected.function_id}</span>
+              <Crumb to={withQuery('/triggers', { type: selected.trigger_type, ...keepQuery })}>Triggers</Crumb>
+              <span className="mono">{selected.trigger_type}</span> → <span className="mono">{selected.function_id}</span>
             </>
           ) : (
             'Triggers'

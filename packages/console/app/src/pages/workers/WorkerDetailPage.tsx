@@ -7,7 +7,7 @@ import { useCall } from '../../api/hooks.ts'
 import type { LogPage, Metric, WorkerInfo } from '../../api/types.ts'
 import { formatBytes, formatDuration, formatSince, formatTime } from '../../format/format.ts'
 import { Link, pathOf, withQuery } from '../../router/router.tsx'
-import { Badge, Empty, ErrorBox, Fields, PageHeader, Panel, StatusBadge, Updated, useNow } from '../../components/ui.tsx'
+import { Badge, Crumb, Empty, ErrorBox, Fields, PageHeader, Panel, StatusBadge, Updated, useNow } from '../../components/ui.tsx'
 import { Sparkline } from '../../components/sparkline.tsx'
 import { LogTable } from '../logs/LogTable.tsx'
 
@@ -34,10 +34,8 @@ export function WorkerDetailPage({ id }: { id: string }) {
       <PageHeader
         title={
           <>
-            <Link to="/workers" className="crumb">
-              Workers
-            </Link>{' '}
-            / {name ?? id}
+            <Crumb to="/workers">Workers</Crumb>
+            {name ?? id}
           </>
         }
         subtitle={<Updated at={info.updatedAt} />}
