@@ -110,7 +110,8 @@ describe('svc console (cli.md §4.8)', () => {
     createInterface({ input: child.stdout! }).on('line', (line) => events.push(JSON.parse(line)))
     const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)))
     try {
-      await eventually(() => events.some((e) => e.event === 'worker_state' && e.worker === 'console' && e.state === 'running'), 20_000)
+      // The console may be running before svc prints engine_ready (the banner comes last): wait for both.
+      await eventually(() => events.some((e) => e.event === 'worker_state' && e.worker === 'console' && e.state === 'running') && events.some((e) => e.event === 'engine_ready'), 20_000)
       const line = events.find((e) => e.event === 'log' && e.source === 'console' && /svc console → /.test(e.message))
       const url = /http:\/\/\S+/.exec(line.message)![0]
       const ready = events.find((e) => e.event === 'engine_ready')
