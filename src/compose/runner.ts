@@ -354,13 +354,7 @@ export class ProjectRunner {
     if (spec.scripts.postRun !== undefined) workerSpec.postRun = spec.scripts.postRun
 
     const supervised = this.supervise(workerSpec, { log: this.log })
-    c.supervised = supervised
-    supervised.on('output', (line: { stream: 'stdout' | 'stderr'; text: string }) => {
-      c.output.push(line.text)
-      if (c.output.length > QUOTED_LINES) c.output.shift()
-      this.engine.log(line.stream === 'stdout' ? 'info' : 'warn', line.text, spec.key, line.stream)
-    })
-    supervised.on('state', (state: WorkerState) => this.onSupervisorState(c, supervised, state))
+    this.attach(c, supervised, spec.key)
 
     try {
       await supervised.start()
@@ -369,6 +363,17 @@ export class ProjectRunner {
       throw await this.startFailure(c, supervised, spec, err, before)
     }
     c.pid = supervised.pid
+  }
+
+  /** Makes `supervised` the process of `c`: its output is quoted and logged under `key`, its states followed. */
+  private attach(c: Container, supervised: SupervisedWorker, key: string): void {
+    c.supervised = supervised
+    supervised.on('output', (line: { stream: 'stdout' | 'stderr'; text: string }) => {
+      c.output.push(line.text)
+      if (c.output.length > QUOTED_LINES) c.output.shift()
+      this.engine.log(line.stream === 'stdout' ? 'info' : 'warn', line.text, key, line.stream)
+    })
+    supervised.on('state', (state: WorkerState) => this.onSupervisorState(c, supervised, state))
   }
 
   /**
@@ -412,13 +417,7 @@ export class ProjectRunner {
       },
       { log: this.log },
     )
-    c.supervised = supervised
-    supervised.on('output', (line: { stream: 'stdout' | 'stderr'; text: string }) => {
-      c.output.push(line.text)
-      if (c.output.length > QUOTED_LINES) c.output.shift()
-      this.engine.log(line.stream === 'stdout' ? 'info' : 'warn', line.text, spec.key, line.stream)
-    })
-    supervised.on('state', (state: WorkerState) => this.onSupervisorState(c, supervised, state))
+    this.attach(c, supervised, spec.key)
     try {
       await supervised.start()
       await supervised.waitUntilRunning(spec.startupTimeoutMs)

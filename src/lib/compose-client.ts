@@ -7,6 +7,7 @@ import { Flags } from '@oclif/core'
 import type { WorkerSummary } from 'svc-protocol'
 import type { ContainerResult, OpResult, RemoveResult, StatusResult } from '../compose/types.ts'
 import { CliError, ExitCode, usageError } from './errors.ts'
+import { resolveEngineUrl } from './project.ts'
 import { triggerOnce } from './trigger.ts'
 
 /** Flags of the client commands (`svc compose status|down|restart|remove`). */
@@ -26,6 +27,16 @@ export interface ComposeTarget {
   file?: string | undefined
   cwd: string
   timeoutMs: number
+}
+
+/**
+ * The target of a `svc compose <verb>` command from its {@link composeClientFlags}: the project's
+ * engine (refusing another project's, issue 11) and the current directory.
+ * @throws CliError when the address belongs to another project's engine
+ */
+export function composeTarget(flags: { engine?: string | undefined; namespace?: string | undefined; file?: string | undefined; 'timeout-ms': number }): ComposeTarget {
+  const cwd = process.cwd()
+  return { url: resolveEngineUrl({ flag: flags.engine, cwd }), namespace: flags.namespace, file: flags.file, cwd, timeoutMs: flags['timeout-ms'] }
 }
 
 /**

@@ -2,9 +2,8 @@
  * `svc compose down`: stop the containers of a compose file (cli.md §4.7, `compose::down`).
  */
 import { SvcCommand } from '../../lib/command.ts'
-import { callCompose, composeClientFlags, formatOpResult } from '../../lib/compose-client.ts'
+import { callCompose, composeClientFlags, composeTarget, formatOpResult } from '../../lib/compose-client.ts'
 import type { OpResult } from '../../compose/types.ts'
-import { resolveEngineUrl } from '../../lib/project.ts'
 
 export default class ComposeDown extends SvcCommand {
   static override summary = 'Stop the containers of the compose project'
@@ -15,7 +14,7 @@ export default class ComposeDown extends SvcCommand {
 
   async run(): Promise<void> {
     const { flags } = await this.parse(ComposeDown)
-    const target = { url: resolveEngineUrl({ flag: flags.engine, cwd: process.cwd() }), namespace: flags.namespace, file: flags.file, cwd: process.cwd(), timeoutMs: flags['timeout-ms'] }
+    const target = composeTarget(flags)
     const { result } = await callCompose<OpResult>(target, 'down', {})
     process.stdout.write(flags.json ? `${JSON.stringify(result)}\n` : formatOpResult('down', result))
     if (result.status !== 'ok') this.exit(1)

@@ -3,9 +3,8 @@
  */
 import { Args } from '@oclif/core'
 import { SvcCommand } from '../../lib/command.ts'
-import { callCompose, composeClientFlags, formatRemove } from '../../lib/compose-client.ts'
+import { callCompose, composeClientFlags, composeTarget, formatRemove } from '../../lib/compose-client.ts'
 import type { RemoveResult } from '../../compose/types.ts'
-import { resolveEngineUrl } from '../../lib/project.ts'
 
 export default class ComposeRemove extends SvcCommand {
   static override summary = 'Stop a container and remove it from the compose file'
@@ -18,7 +17,7 @@ export default class ComposeRemove extends SvcCommand {
 
   async run(): Promise<void> {
     const { flags, args } = await this.parse(ComposeRemove)
-    const target = { url: resolveEngineUrl({ flag: flags.engine, cwd: process.cwd() }), namespace: flags.namespace, file: flags.file, cwd: process.cwd(), timeoutMs: flags['timeout-ms'] }
+    const target = composeTarget(flags)
     const { result } = await callCompose<RemoveResult>(target, 'remove', { container: args.container })
     process.stdout.write(flags.json ? `${JSON.stringify(result)}\n` : formatRemove(result))
     if (result.status !== 'ok') this.exit(1)

@@ -3,9 +3,8 @@
  */
 import { Args } from '@oclif/core'
 import { SvcCommand } from '../../lib/command.ts'
-import { callCompose, composeClientFlags, formatOpResult } from '../../lib/compose-client.ts'
+import { callCompose, composeClientFlags, composeTarget, formatOpResult } from '../../lib/compose-client.ts'
 import type { OpResult } from '../../compose/types.ts'
-import { resolveEngineUrl } from '../../lib/project.ts'
 
 export default class ComposeRestart extends SvcCommand {
   static override summary = 'Restart one container, or the whole compose project'
@@ -18,7 +17,7 @@ export default class ComposeRestart extends SvcCommand {
 
   async run(): Promise<void> {
     const { flags, args } = await this.parse(ComposeRestart)
-    const target = { url: resolveEngineUrl({ flag: flags.engine, cwd: process.cwd() }), namespace: flags.namespace, file: flags.file, cwd: process.cwd(), timeoutMs: flags['timeout-ms'] }
+    const target = composeTarget(flags)
     const { result } = await callCompose<OpResult>(target, 'restart', args.container === undefined ? {} : { container: args.container })
     process.stdout.write(flags.json ? `${JSON.stringify(result)}\n` : formatOpResult('restart', result))
     if (result.status !== 'ok') this.exit(1)

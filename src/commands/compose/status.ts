@@ -2,9 +2,8 @@
  * `svc compose status`: the containers of a compose file and their states (cli.md §4.7, `compose::status`).
  */
 import { SvcCommand } from '../../lib/command.ts'
-import { callCompose, composeClientFlags, formatStatus } from '../../lib/compose-client.ts'
+import { callCompose, composeClientFlags, composeTarget, formatStatus } from '../../lib/compose-client.ts'
 import type { StatusResult } from '../../compose/types.ts'
-import { resolveEngineUrl } from '../../lib/project.ts'
 
 export default class ComposeStatus extends SvcCommand {
   static override summary = 'Show the containers of the compose project and their states'
@@ -15,7 +14,7 @@ export default class ComposeStatus extends SvcCommand {
 
   async run(): Promise<void> {
     const { flags } = await this.parse(ComposeStatus)
-    const target = { url: resolveEngineUrl({ flag: flags.engine, cwd: process.cwd() }), namespace: flags.namespace, file: flags.file, cwd: process.cwd(), timeoutMs: flags['timeout-ms'] }
+    const target = composeTarget(flags)
     const { result } = await callCompose<StatusResult>(target, 'status', {})
     process.stdout.write(flags.json ? `${JSON.stringify(result)}\n` : formatStatus(result))
   }

@@ -3,6 +3,7 @@
  * pages read (protocol.md §11, builtins.md §4–§12). Only the fields the console uses are typed;
  * everything else is kept as `unknown` so that additive fields never break a page.
  */
+import type { LogRecord, SpanRecord as Span } from '../../../../../runtime/adapters/observability/records.ts'
 
 /** `GET /api/info` (cli.md §7.1). */
 export interface ConsoleInfo {
@@ -139,19 +140,8 @@ export interface Metric {
   points: { time_unix_nano: number; value: number; attributes: Record<string, unknown> }[]
 }
 
-/** A log record (builtins.md §12.4). */
-export interface LogRecord {
-  timestamp_unix_nano: number
-  observed_timestamp_unix_nano?: number
-  severity_number: number
-  severity_text: string
-  body: string
-  attributes: Record<string, unknown>
-  resource: Record<string, string>
-  service_name: string
-  trace_id: string | null
-  span_id: string | null
-}
+/** A log record and a span as the observability worker stores and answers them (builtins.md §12.4): the engine's own types. */
+export type { LogRecord, SpanRecord as Span } from '../../../../../runtime/adapters/observability/records.ts'
 
 /** `engine::logs::list` result. */
 export interface LogPage {
@@ -159,25 +149,6 @@ export interface LogPage {
   total: number
   offset: number
   limit: number
-}
-
-/** A span (builtins.md §12.4). */
-export interface Span {
-  trace_id: string
-  span_id: string
-  parent_span_id: string | null
-  name: string
-  kind: string
-  service_name: string
-  start_time_unix_nano: number
-  end_time_unix_nano: number | null
-  duration_ms: number | null
-  status: 'ok' | 'error' | 'unset'
-  status_message?: string
-  attributes: Record<string, unknown>
-  resource?: Record<string, unknown>
-  events?: { name: string; timestamp_unix_nano: number; attributes: Record<string, unknown> }[]
-  links?: { trace_id: string; span_id: string; attributes: Record<string, unknown> }[]
 }
 
 /** An entry of `engine::traces::list`: the root span plus counts. */
