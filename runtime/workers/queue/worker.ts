@@ -40,7 +40,7 @@ import {
 export const QUEUE_WORKER_NAME = 'queue'
 /** The function id a `no_subscribers` DLQ entry names (§7.5). */
 const PUBLISH_ID = 'svc::durable::publish'
-/** How often targets found missing are tried again even without a functions change, ms. */
+/** How often a registered target whose call answered `function_not_found` is tried again without a functions change, ms. */
 const MISSING_RETRY_MS = 2000
 /** Most DLQ messages in one `engine::queue::dlq_messages` page (§7.3). */
 const MAX_DLQ_PAGE = 1000
@@ -117,9 +117,16 @@ export class QueueWorker implements BuiltinWorker {
   /** Settings of queues removed from queue_configs that still hold messages (§7.1). */
   private readonly removed = new Map<string, QueueSettings>()
   private readonly subscribers = new Map<string, Subscriber>()
-  /** Targets that answered `function_not_found`: their messages wait (§7.7). */
+  /** Registered targets whose call still answered `function_not_found` (their replica went away): their messages wait (§7.7). */
   private readonly missing = new Set<string>()
   private missingTimer: CancelTimer | undefined
+  /**
+   * Whether a message for a target may start (§7.7: `pending` leaves to `in_flight` only when its
+   * function is registered). Messages of an unregistered target stay where they are, unread and
+   * unwritten, until the set of functions changes: waiting costs no write.
+   */
+  private readonly startable = (namespace: string, functionId: string): boolean =>
+    this.context!.worker.hasFunction(functionId, namespace) && (this.missing.size === 0 || !this.missing.has(targetKey(namespace, functionId)))
   private triggerSeq = 0
   private stopped = false
 
@@ -296,8 +303,7 @@ export class QueueWorker implements BuiltinWorker {
       const now = this.now()
       let messages: QueueMessage[]
       try {
-        const request = this.missing.size > 0 ? { now, limit: free, exclude: this.missing } : { now, limit: free }
-        messages = await slot.backend.reserve(queue, request)
+        messages = await slot.backend.reserve(queue, { now, limit: free, startable: this.startable })
       } catch (error) {
         this.context!.log.error(`queue: reserving messages of ${queue} failed`, { error: String(error) })
         this.setTimer(queue, runner, this.now() + 1000)
@@ -466,7 +472,6 @@ export class QueueWorker implements BuiltinWorker {
 
   /** The set of functions changed: messages waiting for a target may go (§7.7). */
   private functionsChanged(): void {
-    if (this.missing.size === 0) return
     this.missing.clear()
     this.missingTimer?.()
     this.missingTimer = undefined
