@@ -448,6 +448,23 @@ describe('queue worker: settings', () => {
     const stored = await call(w, 'configuration::get', { id: 'queue' })
     assert.deepEqual(stored.value.queue_configs.fresh, { max_retries: 1 })
   })
+
+  it('refuses __proto__, constructor and prototype as queue names (queue::define and settings); toString is an ordinary name', async () => {
+    const engine = await engineWith({ adapter: { name: 'memory' } })
+    const w = await worker(engine)
+    for (const name of ['__proto__', 'constructor', 'prototype']) {
+      const refused = await w.call('queue::define', { queue: name, config: { max_retries: 1 } })
+      assert.deepEqual(refused.error, { code: 'invalid_queue_config', message: `Queue name '${name}' is reserved: __proto__, constructor and prototype cannot name a queue` })
+      // The settings entry refuses it too (its schema), whether written whole or as JSON text with an own __proto__ key.
+      const value = JSON.parse(`{"adapter": {"name": "memory"}, "queue_configs": {"${name}": {}}}`)
+      assert.equal((await w.call('configuration::set', { id: 'queue', value })).error?.code, 'SCHEMA_INVALID')
+    }
+    const stored = await call(w, 'configuration::get', { id: 'queue', raw: true })
+    assert.deepEqual(Object.keys(stored.value.queue_configs ?? {}), [])
+    assert.deepEqual(await call(w, 'queue::define', { queue: 'toString', config: {} }), { queue: 'toString', changed: true })
+    assert.deepEqual(await call(w, 'queue::define', { queue: 'toString', config: {} }), { queue: 'toString', changed: false })
+    assert.equal((await enqueue(w, 'toString', 'x::y', {})).error, undefined)
+  })
 })
 
 function pick(record: Record<string, string>, ...keys: string[]): Record<string, string> {

@@ -31,7 +31,7 @@ import {
   parseQueueSettings,
   parseQueueWorkerSettings,
   QUEUE_DEFAULTS,
-  QUEUE_NAME,
+  queueNameProblem,
   triggerQueueConfig,
   type QueueSettings,
   type QueueWorkerSettings,
@@ -699,21 +699,23 @@ export class QueueWorker implements BuiltinWorker {
   private async define(p: Payload): Promise<{ queue: string; changed: boolean }> {
     const queue = p.queue
     if (queue === undefined || queue === null || queue === '') throw Errors.queueNotSet()
-    if (typeof queue !== 'string' || !QUEUE_NAME.test(queue)) throw Errors.invalidQueueConfig(`Queue name '${String(queue)}' must match [A-Za-z0-9_.:-]{1,128}`)
+    const problem = queueNameProblem(queue)
+    if (problem !== undefined) throw Errors.invalidQueueConfig(problem)
+    const name = queue as string
     const config = p.config ?? {}
-    parseQueueSettings(queue, config)
+    parseQueueSettings(name, config)
     const invoke = (request: LocalInvokeRequest) => this.context!.worker.invoke(request)
     const stored = ((await invoke({ function_id: 'configuration::get', data: { id: QUEUE_WORKER_NAME, raw: true } })) as { value?: Record<string, unknown> }).value ?? {}
     const configs = { ...((stored.queue_configs as Record<string, unknown> | undefined) ?? {}) }
-    if (JSON.stringify(configs[queue]) === JSON.stringify(config)) return { queue, changed: false }
-    configs[queue] = config
+    if (Object.hasOwn(configs, name) && JSON.stringify(configs[name]) === JSON.stringify(config)) return { queue: name, changed: false }
+    configs[name] = config
     await invoke({ function_id: 'configuration::set', data: { id: QUEUE_WORKER_NAME, value: { ...stored, queue_configs: configs } } })
     // Usable at once (the configuration trigger applies the same value again, which changes
     // nothing), after any application of an older value already under way.
     const settings = this.context!.settings
     if (settings !== undefined) await settings.applyLatest()
     else await this.applySettings(((await invoke({ function_id: 'configuration::get', data: { id: QUEUE_WORKER_NAME } })) as { value: unknown }).value)
-    return { queue, changed: true }
+    return { queue: name, changed: true }
   }
 
   /**
