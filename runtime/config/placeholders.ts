@@ -188,7 +188,10 @@ function expandAt(value: unknown, env: Env, hint: SchemaHint | undefined, path: 
   if (typeof value === 'object' && value !== null) {
     const out: Record<string, unknown> = {}
     for (const [key, item] of Object.entries(value)) {
-      out[key] = expandAt(item, env, childHint(hint, key), [...path, key])
+      const expanded = expandAt(item, env, childHint(hint, key), [...path, key])
+      // An own `__proto__` key (JSON.parse makes them) stays a key for the schema to judge; assigning it would set the prototype and drop it.
+      if (key === '__proto__') Object.defineProperty(out, key, { value: expanded, enumerable: true, writable: true, configurable: true })
+      else out[key] = expanded
     }
     return out
   }

@@ -223,6 +223,8 @@ export const Codes = {
   ConnectionFailed: 'CONNECTION_FAILED',
   DriverError: 'DRIVER_ERROR',
   ConfigError: 'CONFIG_ERROR',
+  // database result limits (svc addition, issue 16)
+  QueryResultTooLarge: 'QUERY_RESULT_TOO_LARGE',
 } as const
 export type Code = (typeof Codes)[keyof typeof Codes]
 
@@ -295,6 +297,7 @@ entry(Codes.QueryTimeout, 504, 'timeout', ['database'], 'A database call exceede
 entry(Codes.ConnectionFailed, 503, 'unreachable', ['database'], 'The database cannot be reached, or authentication or TLS failed.', 'Check that the database runs and is reachable, and the URL\'s user, password and TLS options.')
 entry(Codes.DriverError, 400, 'failure', ['database'], 'The database rejected the statement.', 'Fix the statement; the driver\'s code and message follow the error code.')
 entry(Codes.ConfigError, 400, 'usage', ['database'], 'A database URL is invalid or its scheme is not supported.', 'Fix the database URL in the worker\'s settings: `sqlite:`, `postgres://`, `postgresql://` or `mysql://`.')
+entry(Codes.QueryResultTooLarge, 413, 'failure', ['database'], 'A database::query, execute or transaction result holds more rows than max_rows or more JSON bytes than max_result_bytes; reading stopped there.', 'Select fewer rows (LIMIT, WHERE, paging with a key), fewer or smaller columns, or raise `max_rows` / `max_result_bytes` of the database in the worker\'s settings (results must stay under the engine\'s frame limit).')
 
 /** Every catalogue entry, in catalogue order. */
 export function catalogue(): CatalogueEntry[] {
@@ -414,6 +417,17 @@ export const Errors = {
   /** `<driver code>: <driver message>` (builtins.md §10.4). */
   driverError: (driverCode: string, message: string) => make(Codes.DriverError, `${driverCode}: ${message}`),
   configError: (message: string) => make(Codes.ConfigError, message),
+  /**
+   * A query result over a limit of its database (`max_rows` rows, or `max_result_bytes` bytes of
+   * row JSON); reading stopped at the first row beyond it.
+   */
+  queryResultTooLarge: (db: string, setting: 'max_rows' | 'max_result_bytes', limit: number) =>
+    make(
+      Codes.QueryResultTooLarge,
+      setting === 'max_rows'
+        ? `the result of the call to database '${db}' has more than max_rows ${limit} rows; select fewer rows (LIMIT, WHERE) or raise databases.${db}.max_rows`
+        : `the result of the call to database '${db}' is larger than max_result_bytes ${limit} bytes; select fewer or smaller rows or raise databases.${db}.max_result_bytes`,
+    ),
 } as const
 
 /** Why a `registrationrejected` was sent (protocol.md §5.11). */

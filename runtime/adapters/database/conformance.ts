@@ -5,6 +5,7 @@
 import assert from 'node:assert/strict'
 import { after, describe, it } from 'node:test'
 import { SvcError } from 'svc-protocol/errors'
+import type { ResultLimits } from './limits.ts'
 import type { DatabaseDriver, Parameter, PoolSettings, Statement } from './types.ts'
 import { toParameter } from './values.ts'
 
@@ -22,10 +23,12 @@ export interface ConformanceDialect {
   returning: boolean
   /** SQLite does not bind booleans. */
   booleansAsIntegers: boolean
+  /** A query returning `n` rows of one integer column `x`, 1 to n. */
+  series(n: number): string
 }
 
-/** Opens a driver on a database shared by the cases (tables get unique names). */
-export type DatabaseDriverFactory = (pool?: Partial<PoolSettings>) => Promise<DatabaseDriver>
+/** Opens a driver on a database shared by the cases (tables get unique names), with the default result limits unless given. */
+export type DatabaseDriverFactory = (pool?: Partial<PoolSettings>, limits?: ResultLimits) => Promise<DatabaseDriver>
 
 export interface ConformanceOptions {
   /** Cases this driver skips, by case name, each with the reason (listed in the test output). */
@@ -38,8 +41,8 @@ const TIMEOUT = { timeoutMs: 10_000 }
 /** Runs the conformance suite for one driver. */
 export function runDatabaseDriverConformance(name: string, open: DatabaseDriverFactory, dialect: ConformanceDialect, options: ConformanceOptions = {}): void {
   const opened: DatabaseDriver[] = []
-  const fresh = async (pool?: Partial<PoolSettings>) => {
-    const driver = await open(pool)
+  const fresh = async (pool?: Partial<PoolSettings>, limits?: ResultLimits) => {
+    const driver = await open(pool, limits)
     opened.push(driver)
     return driver
   }
@@ -202,6 +205,57 @@ export function runDatabaseDriverConformance(name: string, open: DatabaseDriverF
       const db = await fresh({ max: 4 })
       const results = await Promise.all(Array.from({ length: 20 }, (_, i) => db.query(stmt(`SELECT ${p(1)} AS n`, i), TIMEOUT)))
       assert.deepEqual(results.map((r) => Number(r.rows[0]!.n)), Array.from({ length: 20 }, (_, i) => i))
+    })
+
+    test('a result over max_rows fails with QUERY_RESULT_TOO_LARGE without reading it all, and the driver goes on', async () => {
+      const db = await fresh(undefined, { maxRows: 1000, maxBytes: 1024 * 1024 * 1024 })
+      await assert.rejects(db.query(stmt(dialect.series(1_000_000)), TIMEOUT), (error: unknown) => {
+        assert.ok(error instanceof SvcError)
+        assert.equal(error.code, 'QUERY_RESULT_TOO_LARGE')
+        assert.match(error.message, /max_rows 1000\b/)
+        return true
+      })
+      assert.equal((await db.query(stmt(dialect.series(1000)), TIMEOUT)).row_count, 1000)
+      assert.equal((await db.query(stmt('SELECT 1 AS one'), TIMEOUT)).row_count, 1)
+    })
+
+    test('a result over max_result_bytes fails with QUERY_RESULT_TOO_LARGE', async () => {
+      const db = await fresh(undefined, { maxRows: 1_000_000, maxBytes: 4096 })
+      await assert.rejects(db.query(stmt(dialect.series(10_000)), TIMEOUT), (error: unknown) => {
+        assert.ok(error instanceof SvcError)
+        assert.equal(error.code, 'QUERY_RESULT_TOO_LARGE')
+        assert.match(error.message, /max_result_bytes 4096\b/)
+        return true
+      })
+      assert.equal((await db.query(stmt(dialect.series(10)), TIMEOUT)).row_count, 10)
+    })
+
+    test('a transaction over the result limits fails and commits nothing', async () => {
+      const db = await fresh(undefined, { maxRows: 100, maxBytes: 1024 * 1024 })
+      const t = table()
+      await db.execute(stmt(`CREATE TABLE ${t} (n INTEGER)`), TIMEOUT)
+      await assert.rejects(db.transaction([stmt(`INSERT INTO ${t} VALUES (${p(1)})`, 1), stmt(dialect.series(60)), stmt(dialect.series(60))], TIMEOUT), { code: 'QUERY_RESULT_TOO_LARGE' })
+      assert.equal((await db.query(stmt(`SELECT n FROM ${t}`), TIMEOUT)).row_count, 0)
+    })
+
+    test('sql holding two statements is refused and runs neither', async () => {
+      const db = await fresh()
+      const t = table()
+      await assert.rejects(db.execute(stmt(`CREATE TABLE ${t} (n INTEGER); CREATE TABLE ${t}_b (n INTEGER)`), TIMEOUT), (error: unknown) => {
+        assert.ok(error instanceof SvcError)
+        assert.ok(['INVALID_ARGUMENTS', 'DRIVER_ERROR'].includes(error.code), error.code)
+        return true
+      })
+      await assert.rejects(db.query(stmt(`SELECT n FROM ${t}`), TIMEOUT), { code: 'DRIVER_ERROR' })
+    })
+
+    test('a column named __proto__ or constructor is an ordinary column of the row', async () => {
+      const db = await fresh()
+      const [row] = (await db.query(stmt('SELECT 1 AS "__proto__", 2 AS "constructor", 3 AS b'), TIMEOUT)).rows
+      assert.ok(row)
+      assert.deepEqual(Object.keys(row), ['__proto__', 'constructor', 'b'])
+      assert.equal(JSON.stringify(row), '{"__proto__":1,"constructor":2,"b":3}')
+      assert.equal(Object.getPrototypeOf(row), Object.prototype)
     })
 
     test('close waits for running calls, then refuses new ones', async () => {

@@ -5,6 +5,7 @@
 import { mkdirSync } from 'node:fs'
 import { dirname } from 'node:path'
 import { Errors } from 'svc-protocol/errors'
+import { RESULT_LIMIT_DEFAULTS } from './limits.ts'
 import { openMysqlDriver } from './mysql/index.ts'
 import { openPostgresDriver } from './postgres/index.ts'
 import { openSqliteDriver } from './sqlite/index.ts'
@@ -14,6 +15,7 @@ import { driverOf, sqlitePath } from './url.ts'
 export type * from './types.ts'
 export { driverOf, isLocalUrl, redactUrl, sqlitePath, type DriverKind } from './url.ts'
 export { firstKeyword, toParameter } from './values.ts'
+export { RESULT_LIMIT_DEFAULTS, type ResultLimits } from './limits.ts'
 
 /**
  * Opens the driver of one database. A SQLite file is opened (its directory created) at once;
@@ -36,7 +38,7 @@ export async function openDatabaseDriver(options: DriverOptions, root: string): 
           throw Errors.configError(`${key}: cannot create the directory of ${path}: ${(error as Error).message}`)
         }
       }
-      return openSqliteDriver({ name: options.name, path, busyTimeoutMs: options.pool.acquire_timeout_ms })
+      return openSqliteDriver({ name: options.name, path, busyTimeoutMs: options.pool.acquire_timeout_ms, limits: options.limits ?? RESULT_LIMIT_DEFAULTS, allowAttach: options.allowAttach ?? false })
     }
     case 'postgres':
       return openPostgresDriver(options)

@@ -5,6 +5,7 @@
  */
 import { Errors } from 'svc-protocol/errors'
 import { driverFailureOf, transactionErrorOf } from './errors.ts'
+import { ResultBudget, type ResultLimits } from './limits.ts'
 import { executeResultOf, queryResultOf, transactionEntryOf, type StatementOutcome } from './results.ts'
 import type {
   CallOptions,
@@ -22,8 +23,12 @@ export type { StatementOutcome } from './results.ts'
 
 /** One connection taken from a pool. */
 export interface PooledConnection {
-  /** Runs a statement; rejects with an `SvcError` (`DRIVER_ERROR`, `CONNECTION_FAILED`). */
-  run(statement: Statement): Promise<StatementOutcome>
+  /**
+   * Runs a statement, counting its rows in `budget` as they arrive; rejects with an `SvcError`
+   * (`DRIVER_ERROR`, `CONNECTION_FAILED`, or the budget's `QUERY_RESULT_TOO_LARGE`, after which the
+   * connection is closed rather than reused).
+   */
+  run(statement: Statement, budget: ResultBudget): Promise<StatementOutcome>
   /** Asks the server to cancel the statement running on this connection (best effort). */
   cancel(): Promise<void>
   /** Gives the connection back; `broken` closes it instead (after a timeout or a lost connection). */
@@ -56,38 +61,42 @@ export class PooledDriver implements DatabaseDriver {
   private readonly name: string
   private readonly pool: ConnectionPool
   private readonly acquireTimeoutMs: number
+  private readonly limits: ResultLimits
   private inFlight = 0
   private closing: Promise<void> | null = null
   private idle: (() => void) | null = null
 
-  constructor(name: string, pool: ConnectionPool, acquireTimeoutMs: number) {
+  constructor(name: string, pool: ConnectionPool, acquireTimeoutMs: number, limits: ResultLimits) {
     this.name = name
     this.pool = pool
     this.acquireTimeoutMs = acquireTimeoutMs
+    this.limits = limits
   }
 
   async query(statement: Statement, options: CallOptions): Promise<QueryResult> {
-    return queryResultOf(await this.call(options.timeoutMs, (connection) => connection.run(statement)))
+    return queryResultOf(await this.call(options.timeoutMs, (connection) => connection.run(statement, this.budget())))
   }
 
   async execute(statement: Statement, options: CallOptions): Promise<ExecuteResult> {
-    return executeResultOf(await this.call(options.timeoutMs, (connection) => connection.run(statement)))
+    return executeResultOf(await this.call(options.timeoutMs, (connection) => connection.run(statement, this.budget())))
   }
 
+  /** A transaction's statements share one budget; hitting it fails the call, and the transaction is not committed. */
   transaction(statements: Statement[], options: TransactionOptions): Promise<TransactionResult> {
+    const budget = this.budget()
     return this.call(options.timeoutMs, async (connection) => {
-      for (const sql of this.pool.begin(options.isolation)) await connection.run({ sql, params: [] })
+      for (const sql of this.pool.begin(options.isolation)) await connection.run({ sql, params: [] }, this.budget())
       const results: TransactionStatementResult[] = []
       for (let index = 0; index <= statements.length; index++) {
         try {
           if (index === statements.length) {
-            await connection.run({ sql: 'COMMIT', params: [] })
+            await connection.run({ sql: 'COMMIT', params: [] }, budget)
             break
           }
-          results.push(transactionEntryOf(await connection.run(statements[index]!)))
+          results.push(transactionEntryOf(await connection.run(statements[index]!, budget)))
         } catch (error) {
           if (!driverFailureOf(error)) throw error
-          await connection.run({ sql: 'ROLLBACK', params: [] }).catch(() => {})
+          await connection.run({ sql: 'ROLLBACK', params: [] }, this.budget()).catch(() => {})
           // A failed COMMIT (a serialization failure) reports the index after the last statement.
           return { committed: false, failed_index: index, error: transactionErrorOf(error) }
         }
@@ -143,6 +152,10 @@ export class PooledDriver implements DatabaseDriver {
     } finally {
       clearTimeout(timer)
     }
+  }
+
+  private budget(): ResultBudget {
+    return new ResultBudget(this.name, this.limits)
   }
 
   private done(): void {

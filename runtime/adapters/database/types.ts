@@ -8,10 +8,17 @@
  * - every value in a result is JSON-ready per §10.3 (see ./values.ts);
  * - failures are `SvcError`s with the §10.4 codes: `DRIVER_ERROR` (`<driver code>: <message>`,
  *   with {@link DriverFailure} details), `POOL_TIMEOUT`, `QUERY_TIMEOUT`, `CONNECTION_FAILED`;
+ * - `sql` holding more than one statement is refused with `INVALID_ARGUMENTS` (§10.2: one
+ *   statement), never run in part;
+ * - a result is bounded by the database's {@link ResultLimits}: rows are counted as they are read,
+ *   and reading stops with `QUERY_RESULT_TOO_LARGE` at the first row beyond a limit (a transaction
+ *   that hits it is rolled back);
  * - `close()` lets calls already running finish, then releases everything.
  * What does not: choosing a database by name, payload validation, the transaction-control check —
  * the worker does those.
  */
+
+import type { ResultLimits } from './limits.ts'
 
 /** A positional parameter after the §10.3 mapping. */
 export type Parameter = null | boolean | number | bigint | string
@@ -115,6 +122,13 @@ export interface DriverOptions {
   url: string
   pool: PoolSettings
   tls: { mode: TlsMode; ca_file?: string }
+  /** Result limits of one call (./limits.ts); default {@link RESULT_LIMIT_DEFAULTS}. */
+  limits?: ResultLimits
+  /**
+   * SQLite only: allow `ATTACH`, `DETACH` and `VACUUM INTO`, which open or create database files
+   * anywhere the engine may write. Default false: they fail with `DRIVER_ERROR` `SQLITE_AUTH`.
+   */
+  allowAttach?: boolean
 }
 
 /** Details of a `DRIVER_ERROR`, kept on the error for the transaction result (§10.2). */

@@ -48,11 +48,30 @@ export function fromColumn(value: unknown): unknown {
   return value
 }
 
-/** A row with every value mapped by {@link fromColumn}. */
+/**
+ * A row with every value mapped by {@link fromColumn}. Column names are the statement's own (`AS
+ * "__proto__"` included): each becomes an own data property, never the prototype.
+ */
 export function mapRow(row: Record<string, unknown>): Row {
   const out: Row = {}
-  for (const key of Object.keys(row)) out[key] = fromColumn(row[key])
+  for (const key of Object.keys(row)) setColumn(out, key, fromColumn(row[key]))
   return out
+}
+
+/**
+ * A row read as an array of values (`rowMode: 'array'`), named by `names`, each value mapped by
+ * {@link fromColumn}; a name seen twice keeps its last value.
+ */
+export function rowOf(names: readonly string[], values: readonly unknown[]): Row {
+  const out: Row = {}
+  for (let i = 0; i < names.length; i++) setColumn(out, names[i]!, fromColumn(values[i]))
+  return out
+}
+
+function setColumn(row: Row, name: string, value: unknown): void {
+  // Assigning `__proto__` would set the row's prototype and lose the column.
+  if (name === '__proto__') Object.defineProperty(row, name, { value, enumerable: true, writable: true, configurable: true })
+  else row[name] = value
 }
 
 /**

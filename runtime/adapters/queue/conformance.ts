@@ -5,7 +5,7 @@
 import assert from 'node:assert/strict'
 import { randomUUID } from 'node:crypto'
 import { describe, it } from 'node:test'
-import { targetKey, type QueueBackend, type QueueMessageInput } from './types.ts'
+import { type QueueBackend, type QueueMessageInput } from './types.ts'
 
 export type QueueBackendFactory = () => QueueBackend | Promise<QueueBackend>
 
@@ -127,13 +127,16 @@ export function runQueueBackendConformance(name: string, factory: QueueBackendFa
       assert.deepEqual(ids(await b.reserve('q', { now: T0, limit: 10 })), [x2.id])
     })
 
-    withBackend('excluded targets are skipped and keep their place', async (b) => {
+    withBackend('targets that are not startable are skipped and keep their place', async (b) => {
       const gone = input({ function_id: 'gone::f' })
+      const goneHead = input({ function_id: 'gone::f', group: 'g' })
       const here = input()
-      await b.enqueue([gone, here])
-      const exclude = new Set([targetKey('default', 'gone::f')])
-      assert.deepEqual(ids(await b.reserve('q', { now: T0, limit: 10, exclude })), [here.id])
-      assert.deepEqual(ids(await b.reserve('q', { now: T0, limit: 10 })), [gone.id])
+      await b.enqueue([gone, goneHead, here])
+      const startable = (namespace: string, functionId: string) => !(namespace === 'default' && functionId === 'gone::f')
+      assert.deepEqual(ids(await b.reserve('q', { now: T0, limit: 10, startable })), [here.id])
+      assert.deepEqual((await b.get(gone.id))?.attempts, 0)
+      assert.deepEqual(await b.counts('q', T0), { pending: 2, delayed: 0, in_flight: 1, dead: 0 })
+      assert.deepEqual(ids(await b.reserve('q', { now: T0, limit: 10 })).sort(), [gone.id, goneHead.id].sort())
     })
 
     withBackend('dead-letter, list most recent first, redrive one from the middle, discard', async (b) => {

@@ -18,7 +18,6 @@ import type {
   ReserveRequest,
   SubscriberRecord,
 } from './types.ts'
-import { targetKey } from './types.ts'
 
 /** A message as the index holds it; `version` invalidates stale heap entries. */
 export interface IndexedMessage extends QueueMessage {
@@ -327,7 +326,7 @@ export class IndexedQueueBackend implements QueueBackend {
     const slot = this.slots.get(queue)
     const taken: QueueMessage[] = []
     if (!slot) return Promise.resolve(taken)
-    const { now, exclude } = request
+    const { now, startable } = request
     let limit = request.limit
     const start = (message: IndexedMessage) => {
       message.state = 'in_flight'
@@ -344,7 +343,7 @@ export class IndexedQueueBackend implements QueueBackend {
         if (limit <= 0) break
         const head = list[0]!
         if (head.state !== 'pending' || head.ready_at > now) continue
-        if (exclude?.has(targetKey(head.namespace, head.function_id))) continue
+        if (startable !== undefined && !startable(head.namespace, head.function_id)) continue
         start(head)
       }
     }
@@ -353,7 +352,7 @@ export class IndexedQueueBackend implements QueueBackend {
       for (const message of slot.ready.values()) {
         if (limit <= 0) break
         if (message.key !== undefined && slot.busyKeys.has(message.key)) continue
-        if (exclude !== undefined && exclude.size > 0 && exclude.has(targetKey(message.namespace, message.function_id))) continue
+        if (startable !== undefined && !startable(message.namespace, message.function_id)) continue
         slot.ready.delete(message.id)
         if (message.key !== undefined) slot.busyKeys.add(message.key)
         start(message)

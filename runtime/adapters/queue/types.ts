@@ -11,8 +11,8 @@
  *   storing their attempt count before it resolves. Standard messages start oldest-ready first;
  *   messages with a `group` start at most one per (queue, group) at a time, in enqueue order, and a
  *   group whose head is delayed or in flight is blocked (fifo, retried in place); messages with a
- *   `key` start at most one per (queue, key) at a time. Messages whose target is in `exclude` are
- *   skipped and keep their place.
+ *   `key` start at most one per (queue, key) at a time. Messages whose target `startable` refuses
+ *   (not registered, §7.7) are skipped, keep their place and cost no write.
  * - **ack** deletes an in-flight message; **release** (nack) returns it to pending, visible again at
  *   `ready_at` (delayed until then), optionally giving back the attempt it used; **deadLetter** moves
  *   it to the queue's DLQ with the error; **redrive** / **discard** act on the DLQ.
@@ -85,8 +85,12 @@ export interface ReserveRequest {
   now: number
   /** Most messages to reserve (≥ 1). */
   limit: number
-  /** Targets not to start, as `targetKey(namespace, function_id)` (e.g. not registered). */
-  exclude?: ReadonlySet<string>
+  /**
+   * Whether a message for the function `functionId` in `namespace` may start now; absent: all may.
+   * Messages it refuses (a target that is not registered, builtins.md §7.7) are skipped, keep their
+   * place and are not written: waiting for a target costs nothing.
+   */
+  startable?: (namespace: string, functionId: string) => boolean
 }
 
 /** Counts of one queue (§7.3 `topic_stats`). */
@@ -160,7 +164,7 @@ export interface QueueBackend {
   close(): Promise<void>
 }
 
-/** The `exclude` key of a target. */
+/** One string per target `(namespace, function_id)`, for sets of targets. */
 export function targetKey(namespace: string, functionId: string): string {
   return `${namespace}\u0000${functionId}`
 }

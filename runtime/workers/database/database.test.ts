@@ -5,10 +5,11 @@
  * configuration worker.
  */
 import assert from 'node:assert/strict'
-import { writeFileSync } from 'node:fs'
+import { existsSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { after, before, describe, it } from 'node:test'
 import { startTestEngine, type TestEngine } from '../../../test/support/engine.ts'
+import { RawWorker } from '../../../test/support/raw-worker.ts'
 import { startTestMysql, type TestMysql } from '../../../test/support/mysql.ts'
 import { startTestPostgres, type TestPostgres } from '../../../test/support/postgres.ts'
 
@@ -176,6 +177,70 @@ describe('database worker: payloads and errors (§10.2, §10.4)', () => {
   })
 })
 
+describe('database worker: bounded results, one statement per call, no ATTACH (issue 16)', () => {
+  const connected: RawWorker[] = []
+  after(async () => {
+    for (const w of connected) await w.close().catch(() => {})
+  })
+  const caller = async () => {
+    const w = await RawWorker.connect(t.url)
+    connected.push(w)
+    return w
+  }
+
+  it('answers a 1M-row query with QUERY_RESULT_TOO_LARGE while another caller keeps being answered', async () => {
+    const big = await caller()
+    const other = await caller()
+    let settled = false
+    const answer = big.call('database::query', { sql: 'WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 1000000) SELECT x FROM c' }).finally(() => (settled = true))
+    let answeredBefore = 0
+    while (!settled) {
+      const frame = await other.call('state::get', { scope: 'limits', key: 'k' })
+      assert.equal(frame.error, undefined)
+      if (!settled) answeredBefore++
+    }
+    const frame = await answer
+    assert.equal(frame.error?.code, 'QUERY_RESULT_TOO_LARGE')
+    assert.match(frame.error.message, /database 'primary' has more than max_rows 100000 rows/)
+    assert.ok(answeredBefore >= 1, 'no call of the other caller was answered while the query ran')
+    // The caller's connection is still there.
+    assert.equal((await big.call('database::query', { sql: 'SELECT 1 AS one' })).result.row_count, 1)
+  })
+
+  it('answers an 80 MB result with QUERY_RESULT_TOO_LARGE instead of dropping the connection', async () => {
+    const w = await caller()
+    const frame = await w.call('database::query', { sql: 'WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 40) SELECT x, hex(zeroblob(1000000)) AS h FROM c' })
+    assert.equal(frame.error?.code, 'QUERY_RESULT_TOO_LARGE')
+    assert.match(frame.error.message, /max_result_bytes 33554432 bytes/)
+    assert.equal((await w.call('database::query', { sql: 'SELECT 2 AS two' })).result.row_count, 1)
+  })
+
+  it('refuses a second statement in sql with INVALID_ARGUMENTS (SQLite) and runs neither', async () => {
+    await assert.rejects(invoke('database::execute', { sql: 'CREATE TABLE multi_a (x); CREATE TABLE multi_b (x)' }), (error: Error & { code?: string }) => {
+      assert.equal(error.code, 'INVALID_ARGUMENTS')
+      assert.match(error.message, /more than one statement/)
+      return true
+    })
+    const tables = (await invoke('database::query', { sql: "SELECT name FROM sqlite_master WHERE name LIKE 'multi_%'" })) as { row_count: number }
+    assert.equal(tables.row_count, 0)
+  })
+
+  it('refuses ATTACH to a file anywhere with DRIVER_ERROR and creates nothing', async () => {
+    const target = join(t.dataDir, 'attached-elsewhere.db')
+    await assert.rejects(invoke('database::execute', { sql: 'ATTACH DATABASE ? AS other', params: [target] }), (error: Error & { code?: string }) => {
+      assert.equal(error.code, 'DRIVER_ERROR')
+      assert.match(error.message, /allow_attach/)
+      return true
+    })
+    assert.equal(existsSync(target), false)
+  })
+
+  it('keeps a column named __proto__ in the row', async () => {
+    const result = (await invoke('database::query', { sql: 'SELECT 1 AS "__proto__", 2 AS b' })) as { rows: object[] }
+    assert.equal(JSON.stringify(result.rows), '[{"__proto__":1,"b":2}]')
+  })
+})
+
 describe('database worker: settings at runtime (§10.1, §2.7)', () => {
   const base = () => ({
     primary: { url: 'sqlite:./app.db' },
@@ -190,6 +255,9 @@ describe('database worker: settings at runtime (§10.1, §2.7)', () => {
       settingsOf({ 'bad name!': { url: 'sqlite::memory:' } }),
       settingsOf({ x: { url: 'sqlite::memory:', tls: { mode: 'sometimes' } } }),
       settingsOf({ x: {} }),
+      settingsOf({ constructor: { url: 'sqlite::memory:' } }),
+      settingsOf({ x: { url: 'sqlite::memory:', max_rows: 0 } }),
+      settingsOf({ x: { url: 'sqlite::memory:', allow_attach: 'yes' } }),
     ]) {
       await assert.rejects(set(bad), { code: 'SCHEMA_INVALID' })
     }

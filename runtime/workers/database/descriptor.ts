@@ -1,5 +1,6 @@
 /** Descriptor of the database worker (builtins.md §10); the worker is in ./worker.ts. */
 import type { BuiltinDescriptor } from '../descriptor.ts'
+import { notReservedPattern } from '../shared/names.ts'
 
 export const DATABASE_DESCRIPTOR = {
   name: 'database',
@@ -18,8 +19,8 @@ export const DATABASE_DESCRIPTOR = {
       databases: {
         type: 'object',
         default: {},
-        description: 'databases by name; names match [A-Za-z0-9_-]{1,64}',
-        propertyNames: { pattern: '^[A-Za-z0-9_-]{1,64}$' },
+        description: 'databases by name; names match [A-Za-z0-9_-]{1,64}, except __proto__, constructor and prototype',
+        propertyNames: { pattern: notReservedPattern('^[A-Za-z0-9_-]{1,64}$') },
         additionalProperties: {
           type: 'object',
           required: ['url'],
@@ -39,6 +40,25 @@ export const DATABASE_DESCRIPTOR = {
               },
             },
             statement_timeout_ms: { type: 'integer', minimum: 1, default: 30000, description: 'default per-call timeout' },
+            max_rows: {
+              type: 'integer',
+              minimum: 1,
+              maximum: 10000000,
+              default: 100000,
+              description: 'most rows in one call\'s result (a transaction\'s statements together); more fail with QUERY_RESULT_TOO_LARGE',
+            },
+            max_result_bytes: {
+              type: 'integer',
+              minimum: 1,
+              maximum: 1073741824,
+              default: 33554432,
+              description: 'most bytes of row JSON in one call\'s result; more fail with QUERY_RESULT_TOO_LARGE',
+            },
+            allow_attach: {
+              type: 'boolean',
+              default: false,
+              description: 'SQLite only: allow ATTACH, DETACH and VACUUM INTO, which open or create files anywhere the engine may write',
+            },
             tls: {
               type: 'object',
               properties: {

@@ -30,6 +30,9 @@ describe('parseDatabaseSettings (builtins.md §10.1)', () => {
       pool: { max: 10, acquire_timeout_ms: 5000, idle_timeout_ms: 30000 },
       statement_timeout_ms: 30000,
       tls: { mode: 'disable' },
+      max_rows: 100000,
+      max_result_bytes: 33554432,
+      allow_attach: false,
     })
     assert.equal(databases.local!.tls.mode, 'disable')
     assert.deepEqual(databases.remote!.tls, { mode: 'require', ca_file: '/etc/ca.pem' })
@@ -51,5 +54,23 @@ describe('parseDatabaseSettings (builtins.md §10.1)', () => {
     rejects({ databases: { a: { url: 'sqlite::memory:', pool: { idle_timeout_ms: -1 } } } }, 'INVALID_ARGUMENTS', /^databases\.a\.pool\.idle_timeout_ms must be/)
     rejects({ databases: { a: { url: 'sqlite::memory:', statement_timeout_ms: 1.5 } } }, 'INVALID_ARGUMENTS', /^databases\.a\.statement_timeout_ms must be/)
     rejects({ databases: { a: { url: 'sqlite::memory:', tls: { mode: 'on' } } } }, 'INVALID_ARGUMENTS', 'databases.a.tls.mode must be one of disable, require, verify-full')
+    rejects({ databases: { a: { url: 'sqlite::memory:', max_rows: 0 } } }, 'INVALID_ARGUMENTS', 'databases.a.max_rows must be an integer from 1 to 10000000, got 0')
+    rejects({ databases: { a: { url: 'sqlite::memory:', max_result_bytes: 2 ** 31 } } }, 'INVALID_ARGUMENTS', /^databases\.a\.max_result_bytes must be an integer from 1 to 1073741824/)
+    rejects({ databases: { a: { url: 'sqlite::memory:', allow_attach: 1 } } }, 'INVALID_ARGUMENTS', 'databases.a.allow_attach must be a boolean')
+    rejects({ databases: { a: { url: 'postgres://localhost/x', allow_attach: true } } }, 'INVALID_ARGUMENTS', 'databases.a.allow_attach applies to SQLite databases only')
+  })
+
+  it('takes max_rows, max_result_bytes and allow_attach', () => {
+    const { databases } = parseDatabaseSettings({ databases: { a: { url: 'sqlite::memory:', max_rows: 5, max_result_bytes: 1024, allow_attach: true } } })
+    assert.deepEqual([databases.a!.max_rows, databases.a!.max_result_bytes, databases.a!.allow_attach], [5, 1024, true])
+  })
+
+  it('refuses __proto__, constructor and prototype as database names, and keeps the other databases', () => {
+    for (const name of ['__proto__', 'constructor', 'prototype']) {
+      // JSON.parse makes `__proto__` an own key, as the configuration worker's values have.
+      const value = JSON.parse(`{"databases": {"primary": {"url": "sqlite::memory:"}, "${name}": {"url": "sqlite::memory:"}}}`)
+      rejects(value, 'INVALID_ARGUMENTS', `databases.${name} is a reserved name: __proto__, constructor and prototype cannot name a database`)
+    }
+    assert.deepEqual(Object.keys(parseDatabaseSettings({ databases: { toString: { url: 'sqlite::memory:' } } }).databases), ['toString'])
   })
 })

@@ -3,7 +3,8 @@
  * registered with the configuration worker is in ./descriptor.ts.
  */
 import { Errors, type SvcError } from 'svc-protocol/errors'
-import { driverOf, isLocalUrl, type DriverKind, type PoolSettings, type TlsMode } from '../../adapters/database/index.ts'
+import { driverOf, isLocalUrl, RESULT_LIMIT_DEFAULTS, type DriverKind, type PoolSettings, type TlsMode } from '../../adapters/database/index.ts'
+import { isReservedKeyName } from '../shared/names.ts'
 
 /** One configured database, every default applied. */
 export interface DatabaseConfig {
@@ -14,11 +15,17 @@ export interface DatabaseConfig {
   statement_timeout_ms: number
   /** `mode` defaults to `disable` for localhost and SQLite, `require` for remote hosts. */
   tls: { mode: TlsMode; ca_file?: string }
+  /** Most rows in one call's result (svc addition); default 100,000. */
+  max_rows: number
+  /** Most bytes of row JSON in one call's result (svc addition); default 32 MiB. */
+  max_result_bytes: number
+  /** SQLite: ATTACH, DETACH and VACUUM INTO allowed (svc addition); default false. */
+  allow_attach: boolean
 }
 
 /** The effective settings of `database`. */
 export interface DatabaseSettings {
-  /** By name (`[A-Za-z0-9_-]{1,64}`), in the order configured. */
+  /** By name (`[A-Za-z0-9_-]{1,64}`, not `__proto__`, `constructor` or `prototype`), in the order configured. */
   databases: Record<string, DatabaseConfig>
 }
 
@@ -26,6 +33,9 @@ export const POOL_DEFAULTS: PoolSettings = { max: 10, acquire_timeout_ms: 5000, 
 export const STATEMENT_TIMEOUT_DEFAULT_MS = 30000
 const NAME = /^[A-Za-z0-9_-]{1,64}$/
 const MAX_MS = 2_147_483_647
+/** Upper bounds of the result limits: 10 million rows, 1 GiB (far beyond any frame a caller can take). */
+const MAX_ROWS_LIMIT = 10_000_000
+const MAX_RESULT_BYTES_LIMIT = 1024 * 1024 * 1024
 const TLS_MODES: readonly TlsMode[] = ['disable', 'require', 'verify-full']
 
 function invalid(message: string): SvcError {
@@ -62,6 +72,7 @@ export function parseDatabaseSettings(value: unknown): DatabaseSettings {
   const databases: Record<string, DatabaseConfig> = {}
   for (const [name, entry] of Object.entries(raw)) {
     if (!NAME.test(name)) throw invalid(`databases.${name} is not a valid name: use 1 to 64 of A-Z, a-z, 0-9, _ and -`)
+    if (isReservedKeyName(name)) throw invalid(`databases.${name} is a reserved name: __proto__, constructor and prototype cannot name a database`)
     const key = `databases.${name}`
     if (!isObject(entry)) throw invalid(`${key} must be an object`)
     if (typeof entry.url !== 'string' || entry.url === '') throw invalid(`${key}.url must be a non-empty string`)
@@ -77,6 +88,9 @@ export function parseDatabaseSettings(value: unknown): DatabaseSettings {
       throw invalid(`${key}.tls.ca_file must be a non-empty string`)
     }
     const mode = (tls.mode as TlsMode | undefined) ?? (driver === 'sqlite' || isLocalUrl(entry.url) ? 'disable' : 'require')
+    const allowAttach = entry.allow_attach ?? false
+    if (typeof allowAttach !== 'boolean') throw invalid(`${key}.allow_attach must be a boolean`)
+    if (allowAttach && driver !== 'sqlite') throw invalid(`${key}.allow_attach applies to SQLite databases only`)
     databases[name] = {
       url: entry.url,
       driver,
@@ -87,6 +101,9 @@ export function parseDatabaseSettings(value: unknown): DatabaseSettings {
       },
       statement_timeout_ms: integer(entry.statement_timeout_ms, `${key}.statement_timeout_ms`, 1, MAX_MS, STATEMENT_TIMEOUT_DEFAULT_MS),
       tls: typeof tls.ca_file === 'string' ? { mode, ca_file: tls.ca_file } : { mode },
+      max_rows: integer(entry.max_rows, `${key}.max_rows`, 1, MAX_ROWS_LIMIT, RESULT_LIMIT_DEFAULTS.maxRows),
+      max_result_bytes: integer(entry.max_result_bytes, `${key}.max_result_bytes`, 1, MAX_RESULT_BYTES_LIMIT, RESULT_LIMIT_DEFAULTS.maxBytes),
+      allow_attach: allowAttach,
     }
   }
   return { databases }

@@ -103,7 +103,8 @@ export class DatabaseWorker implements BuiltinWorker {
         }
         let driver: DatabaseDriver
         try {
-          driver = await openDatabaseDriver({ name, url: config.url, pool: config.pool, tls: config.tls }, root)
+          const limits = { maxRows: config.max_rows, maxBytes: config.max_result_bytes }
+          driver = await openDatabaseDriver({ name, url: config.url, pool: config.pool, tls: config.tls, limits, allowAttach: config.allow_attach }, root)
         } catch (error) {
           throw withSettingsKey(error, `databases.${name}`)
         }

@@ -1,5 +1,6 @@
 /** Descriptor of the queue worker (builtins.md §7). */
 import { adapterEntrySchema, type BuiltinDescriptor, type JsonSchema } from '../descriptor.ts'
+import { notReservedPattern } from '../shared/names.ts'
 
 /** Settings of one queue (builtins.md §7.1). */
 export const QUEUE_SETTINGS: JsonSchema = {
@@ -34,8 +35,8 @@ export const QUEUE_DESCRIPTOR = {
       queue_configs: {
         type: 'object',
         default: {},
-        description: 'named queues usable with Enqueue; names match [A-Za-z0-9_.:-]{1,128}',
-        propertyNames: { pattern: '^[A-Za-z0-9_.:-]{1,128}$' },
+        description: 'named queues usable with Enqueue; names match [A-Za-z0-9_.:-]{1,128}, except __proto__, constructor and prototype',
+        propertyNames: { pattern: notReservedPattern('^[A-Za-z0-9_.:-]{1,128}$') },
         additionalProperties: QUEUE_SETTINGS,
       },
       subscriber_defaults: { ...QUEUE_SETTINGS, description: 'used for durable:subscriber queues without their own settings' },

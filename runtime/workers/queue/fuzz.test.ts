@@ -32,6 +32,8 @@ const FUNCTIONS = [
   'engine::queue::enqueue',
 ]
 
+/** Refused as queue names: a queue name is a key of queue_configs (issue 16). */
+const RESERVED = ['__proto__', 'constructor', 'prototype'] as const
 let t: TestEngine
 before(async () => {
   t = await startTestEngine({ settings: { queue: { adapter: { name: 'memory' }, queue_configs: { q: {}, f: { type: 'fifo', message_group_field: 'g' } } } } })
@@ -42,6 +44,8 @@ const hostile = fc.oneof(
   fc.jsonValue({ maxDepth: 3 }),
   fc.string({ unit: 'binary' }),
   fc.constantFrom('q', 'f', '', 'no_such', '\ud800', -1, 1e308, Number.MAX_SAFE_INTEGER + 2, 604_800_001, null),
+  // Names that reach Object.prototype as object keys (issue 16).
+  fc.constantFrom(...RESERVED, 'toString', 'hasOwnProperty', '__defineGetter__'),
 )
 
 describe('queue functions under random input', () => {
@@ -72,5 +76,21 @@ describe('queue functions under random input', () => {
     // Still alive and answering.
     const topics = (await t.engine.inject({ function_id: 'engine::queue::list_topics', data: {} })) as Array<{ name: string }>
     assert.ok(topics.some((topic) => topic.name === 'q'))
+  })
+
+  it('queue::define refuses reserved names whatever the config, and stores nothing (fast-check)', async () => {
+    const stored = async () => JSON.stringify(((await t.engine.inject({ function_id: 'configuration::get', data: { id: 'queue', raw: true } })) as { value: unknown }).value)
+    const before = await stored()
+    await fc.assert(
+      fc.asyncProperty(fc.constantFrom(...RESERVED), fc.oneof(hostile, fc.constant({}), fc.record({ max_retries: fc.integer({ min: 0, max: 5 }) })), async (queue, config) => {
+        // As a worker sends it: JSON text read back, so `__proto__` is an own key.
+        const data = JSON.parse(JSON.stringify({ queue, config }) ?? 'null')
+        await assert.rejects(t.engine.inject({ function_id: 'queue::define', data }), { code: 'invalid_queue_config' })
+        await assert.rejects(t.engine.inject({ function_id: 'engine::queue::enqueue', data: { queue, function_id: 'x::y', data: {} } }), { code: 'queue_not_found' })
+      }),
+      { numRuns: 60 },
+    )
+    assert.equal(await stored(), before)
+    assert.equal(({} as Record<string, unknown>).max_retries, undefined)
   })
 })

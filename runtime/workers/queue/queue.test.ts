@@ -4,6 +4,8 @@
  */
 import assert from 'node:assert/strict'
 import { rm } from 'node:fs/promises'
+import { join } from 'node:path'
+import { DatabaseSync } from 'node:sqlite'
 import { after, describe, it } from 'node:test'
 import { RawWorker, eventually, type Frame } from '../../../test/support/raw-worker.ts'
 import { startTestEngine, type TestEngine } from '../../../test/support/engine.ts'
@@ -251,6 +253,41 @@ describe('queue worker: ordering and concurrency', () => {
     await eventually(() => seen.length === 1, 8000)
     assert.equal(baggageOf(seen[0]!)['svc.queue.attempt'], '1')
   })
+
+  it('a message waiting for its target costs no write to queue.db (builtin adapter, manual clock), then is delivered once', async () => {
+    const clock = createManualClock(1_000)
+    const engine = await engineWith({ adapter: { name: 'builtin' }, queue_configs: { jobs: {} } }, { clock })
+    const w = await worker(engine)
+    const pings: Frame[] = []
+    w.serve('ping::run', (data) => void pings.push(data))
+    const receipt = (await enqueue(w, 'jobs', 'late::run', { blob: 'x'.repeat(100_000) })).result.messageReceiptId as string
+    // Count every write to the waiting message's row from here on, inside the engine's own transactions.
+    const db = new DatabaseSync(join(engine.dataDir, 'queue.db'), { timeout: 10_000 })
+    db.exec(`CREATE TABLE test_writes (n INTEGER NOT NULL); INSERT INTO test_writes VALUES (0);
+      CREATE TRIGGER test_count_updates AFTER UPDATE ON queue_messages WHEN old.id = '${receipt}' BEGIN UPDATE test_writes SET n = n + 1; END;`)
+    const writes = () => (db.prepare('SELECT n FROM test_writes').get() as { n: number }).n
+    try {
+      // Several periods of the worker's retry timer pass; a message to a registered function on the
+      // same queue goes through after each, so the queue was pumped meanwhile.
+      for (let round = 1; round <= 3; round++) {
+        clock.advance(2_000)
+        assert.equal((await enqueue(w, 'jobs', 'ping::run', { round })).error, undefined)
+        await eventually(() => pings.length === round)
+        await eventually(async () => (await call(w, 'engine::queue::topic_stats', { topic: 'jobs' })).delivered === round)
+      }
+      assert.equal(writes(), 0, 'the waiting message was written while its target was not registered')
+      const stats = await call(w, 'engine::queue::topic_stats', { topic: 'jobs' })
+      assert.deepEqual([stats.depth, stats.in_flight, stats.dlq_depth], [1, 0, 0])
+      const late: Frame[] = []
+      w.serve('late::run', (_d, frame) => void late.push(frame))
+      await eventually(async () => (await call(w, 'engine::queue::topic_stats', { topic: 'jobs' })).delivered === 4, 8000)
+      assert.equal(late.length, 1)
+      assert.equal(baggageOf(late[0]!)['svc.queue.attempt'], '1')
+      assert.equal(baggageOf(late[0]!)['svc.queue.message_id'], receipt)
+    } finally {
+      db.close()
+    }
+  })
 })
 
 describe('queue worker: delay and idempotency (§7.4 extensions)', () => {
@@ -410,6 +447,23 @@ describe('queue worker: settings', () => {
     assert.deepEqual(noGroup.error, { code: 'invalid_queue_config', message: "Queue 'q' is of type 'fifo' but 'message_group_field' is not set" })
     const stored = await call(w, 'configuration::get', { id: 'queue' })
     assert.deepEqual(stored.value.queue_configs.fresh, { max_retries: 1 })
+  })
+
+  it('refuses __proto__, constructor and prototype as queue names (queue::define and settings); toString is an ordinary name', async () => {
+    const engine = await engineWith({ adapter: { name: 'memory' } })
+    const w = await worker(engine)
+    for (const name of ['__proto__', 'constructor', 'prototype']) {
+      const refused = await w.call('queue::define', { queue: name, config: { max_retries: 1 } })
+      assert.deepEqual(refused.error, { code: 'invalid_queue_config', message: `Queue name '${name}' is reserved: __proto__, constructor and prototype cannot name a queue` })
+      // The settings entry refuses it too (its schema), whether written whole or as JSON text with an own __proto__ key.
+      const value = JSON.parse(`{"adapter": {"name": "memory"}, "queue_configs": {"${name}": {}}}`)
+      assert.equal((await w.call('configuration::set', { id: 'queue', value })).error?.code, 'SCHEMA_INVALID')
+    }
+    const stored = await call(w, 'configuration::get', { id: 'queue', raw: true })
+    assert.deepEqual(Object.keys(stored.value.queue_configs ?? {}), [])
+    assert.deepEqual(await call(w, 'queue::define', { queue: 'toString', config: {} }), { queue: 'toString', changed: true })
+    assert.deepEqual(await call(w, 'queue::define', { queue: 'toString', config: {} }), { queue: 'toString', changed: false })
+    assert.equal((await enqueue(w, 'toString', 'x::y', {})).error, undefined)
   })
 })
 

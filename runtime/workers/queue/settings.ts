@@ -2,6 +2,7 @@
  * Settings of the queue worker (builtins.md §7.1, §7.6): defaults, validation with the spec's
  * messages, and the trigger-config spellings of §7.6 (camelCase aliases, shortcuts, `concurrent`).
  */
+import { isReservedKeyName } from '../shared/names.ts'
 import { parseQueueAdapterEntry, type QueueAdapterSpec } from '../../adapters/queue/index.ts'
 import { Errors, type SvcError } from 'svc-protocol/errors'
 
@@ -48,6 +49,17 @@ export const DEFAULT_RETENTION_MS = 604_800_000
 export const DEFAULT_IDEMPOTENCY_WINDOW_MS = 86_400_000
 /** Queue names (§7.1). */
 export const QUEUE_NAME = /^[A-Za-z0-9_.:-]{1,128}$/
+
+/**
+ * Why `name` cannot name a queue, or undefined: it must match {@link QUEUE_NAME} (§7.1) and not be
+ * `__proto__`, `constructor` or `prototype` (a queue name is a key of `queue_configs`).
+ * @example queueNameProblem('__proto__') // "Queue name '__proto__' is reserved: …"
+ */
+export function queueNameProblem(name: unknown): string | undefined {
+  if (typeof name !== 'string' || !QUEUE_NAME.test(name)) return `Queue name '${String(name)}' must match [A-Za-z0-9_.:-]{1,128}`
+  if (isReservedKeyName(name)) return `Queue name '${name}' is reserved: __proto__, constructor and prototype cannot name a queue`
+  return undefined
+}
 
 const INTEGER_KEYS: Record<string, [number, number]> = {
   max_retries: [0, 1000],
@@ -144,7 +156,8 @@ export function parseQueueWorkerSettings(value: unknown): QueueWorkerSettings {
   const configs = source.queue_configs ?? {}
   if (typeof configs !== 'object' || configs === null || Array.isArray(configs)) throw Errors.invalidArguments('queue_configs must be a map of queue name to settings')
   for (const [name, raw] of Object.entries(configs)) {
-    if (!QUEUE_NAME.test(name)) throw invalid(`queue_configs: queue name '${name}' must match [A-Za-z0-9_.:-]{1,128}`)
+    const problem = queueNameProblem(name)
+    if (problem !== undefined) throw invalid(`queue_configs: ${problem.charAt(0).toLowerCase()}${problem.slice(1)}`)
     queue_configs.set(name, parseQueueSettings(name, raw))
   }
   const subscriber_defaults = parseQueueSettings('subscriber_defaults', source.subscriber_defaults, QUEUE_DEFAULTS, { requireGroup: false })

@@ -31,7 +31,7 @@ import {
   parseQueueSettings,
   parseQueueWorkerSettings,
   QUEUE_DEFAULTS,
-  QUEUE_NAME,
+  queueNameProblem,
   triggerQueueConfig,
   type QueueSettings,
   type QueueWorkerSettings,
@@ -40,7 +40,7 @@ import {
 export const QUEUE_WORKER_NAME = 'queue'
 /** The function id a `no_subscribers` DLQ entry names (§7.5). */
 const PUBLISH_ID = 'svc::durable::publish'
-/** How often targets found missing are tried again even without a functions change, ms. */
+/** How often a registered target whose call answered `function_not_found` is tried again without a functions change, ms. */
 const MISSING_RETRY_MS = 2000
 /** Most DLQ messages in one `engine::queue::dlq_messages` page (§7.3). */
 const MAX_DLQ_PAGE = 1000
@@ -117,9 +117,16 @@ export class QueueWorker implements BuiltinWorker {
   /** Settings of queues removed from queue_configs that still hold messages (§7.1). */
   private readonly removed = new Map<string, QueueSettings>()
   private readonly subscribers = new Map<string, Subscriber>()
-  /** Targets that answered `function_not_found`: their messages wait (§7.7). */
+  /** Registered targets whose call still answered `function_not_found` (their replica went away): their messages wait (§7.7). */
   private readonly missing = new Set<string>()
   private missingTimer: CancelTimer | undefined
+  /**
+   * Whether a message for a target may start (§7.7: `pending` leaves to `in_flight` only when its
+   * function is registered). Messages of an unregistered target stay where they are, unread and
+   * unwritten, until the set of functions changes: waiting costs no write.
+   */
+  private readonly startable = (namespace: string, functionId: string): boolean =>
+    this.context!.worker.hasFunction(functionId, namespace) && (this.missing.size === 0 || !this.missing.has(targetKey(namespace, functionId)))
   private triggerSeq = 0
   private stopped = false
 
@@ -296,8 +303,7 @@ export class QueueWorker implements BuiltinWorker {
       const now = this.now()
       let messages: QueueMessage[]
       try {
-        const request = this.missing.size > 0 ? { now, limit: free, exclude: this.missing } : { now, limit: free }
-        messages = await slot.backend.reserve(queue, request)
+        messages = await slot.backend.reserve(queue, { now, limit: free, startable: this.startable })
       } catch (error) {
         this.context!.log.error(`queue: reserving messages of ${queue} failed`, { error: String(error) })
         this.setTimer(queue, runner, this.now() + 1000)
@@ -466,7 +472,6 @@ export class QueueWorker implements BuiltinWorker {
 
   /** The set of functions changed: messages waiting for a target may go (§7.7). */
   private functionsChanged(): void {
-    if (this.missing.size === 0) return
     this.missing.clear()
     this.missingTimer?.()
     this.missingTimer = undefined
@@ -694,21 +699,23 @@ export class QueueWorker implements BuiltinWorker {
   private async define(p: Payload): Promise<{ queue: string; changed: boolean }> {
     const queue = p.queue
     if (queue === undefined || queue === null || queue === '') throw Errors.queueNotSet()
-    if (typeof queue !== 'string' || !QUEUE_NAME.test(queue)) throw Errors.invalidQueueConfig(`Queue name '${String(queue)}' must match [A-Za-z0-9_.:-]{1,128}`)
+    const problem = queueNameProblem(queue)
+    if (problem !== undefined) throw Errors.invalidQueueConfig(problem)
+    const name = queue as string
     const config = p.config ?? {}
-    parseQueueSettings(queue, config)
+    parseQueueSettings(name, config)
     const invoke = (request: LocalInvokeRequest) => this.context!.worker.invoke(request)
     const stored = ((await invoke({ function_id: 'configuration::get', data: { id: QUEUE_WORKER_NAME, raw: true } })) as { value?: Record<string, unknown> }).value ?? {}
     const configs = { ...((stored.queue_configs as Record<string, unknown> | undefined) ?? {}) }
-    if (JSON.stringify(configs[queue]) === JSON.stringify(config)) return { queue, changed: false }
-    configs[queue] = config
+    if (Object.hasOwn(configs, name) && JSON.stringify(configs[name]) === JSON.stringify(config)) return { queue: name, changed: false }
+    configs[name] = config
     await invoke({ function_id: 'configuration::set', data: { id: QUEUE_WORKER_NAME, value: { ...stored, queue_configs: configs } } })
     // Usable at once (the configuration trigger applies the same value again, which changes
     // nothing), after any application of an older value already under way.
     const settings = this.context!.settings
     if (settings !== undefined) await settings.applyLatest()
     else await this.applySettings(((await invoke({ function_id: 'configuration::get', data: { id: QUEUE_WORKER_NAME } })) as { value: unknown }).value)
-    return { queue, changed: true }
+    return { queue: name, changed: true }
   }
 
   /**

@@ -415,7 +415,12 @@ function addressOf(req: IncomingMessage): string {
 /** The auth function's input (§6.6): query values always arrays. */
 export function authInput(req: IncomingMessage): StreamAuthInput {
   const url = new URL(req.url ?? '/', 'http://localhost')
-  const query_params: Record<string, string[]> = {}
-  for (const [key, value] of url.searchParams) (query_params[key] ??= []).push(value)
-  return { addr: addressOf(req), headers: { ...req.headers }, path: url.pathname, query_params }
+  // Keys come from the client: a Map, then fromEntries (own properties, `__proto__` included).
+  const params = new Map<string, string[]>()
+  for (const [key, value] of url.searchParams) {
+    const values = params.get(key)
+    if (values) values.push(value)
+    else params.set(key, [value])
+  }
+  return { addr: addressOf(req), headers: { ...req.headers }, path: url.pathname, query_params: Object.fromEntries(params) }
 }

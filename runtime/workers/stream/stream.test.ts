@@ -404,6 +404,14 @@ describe('client authentication (§6.6)', () => {
     bare.close()
   })
 
+
+  it('passes query parameters named __proto__, constructor or toString to the auth function as ordinary keys', async () => {
+    const url = test.engine.listenUrls('svc-stream')[0]!
+    const socket = await StreamSocket.open(`${url}/p?token=good&__proto__=x&constructor=y&toString=z&__proto__=w`)
+    const input = inputs.at(-1)!
+    assert.deepEqual(Object.entries(input.query_params), [['token', ['good']], ['__proto__', ['x', 'w']], ['constructor', ['y']], ['toString', ['z']]])
+    socket.close()
+  })
   it('refuses with HTTP 401 on error, timeout and results that are not objects', async () => {
     const url = test.engine.listenUrls('svc-stream')[0]!
     for (const token of ['bad', 'slow', 'string', 'array']) {

@@ -3,21 +3,28 @@
  *
  * - Statements run as server-side prepared statements (`?` placeholders bound by the server,
  *   never interpolated); a statement the server cannot prepare runs as plain text when it has no
- *   parameters.
+ *   parameters. Several statements in one `sql` are refused by the server (`multipleStatements`
+ *   stays off).
+ * - Rows are streamed and counted against the result limits as they arrive; a result too large
+ *   stops at the first row beyond them and its connection is closed (the server stops sending).
  * - Column values per §10.3: BIGINT → number or string, DECIMAL → string, DATETIME and TIMESTAMP
  *   as ISO 8601 without an offset, DATE and TIME as their text, binary → base64, JSON → parsed.
  * - A timed-out call is cancelled with `KILL QUERY` from a separate connection.
  * - `DRIVER_ERROR` carries mysql2's symbolic code (`ER_DUP_ENTRY`) as the driver code.
  */
 import mysql from 'mysql2'
-import type { FieldPacket, PoolConnection, QueryResult as MysqlResult, ResultSetHeader } from 'mysql2/promise'
+import type { FieldPacket, PoolConnection, ResultSetHeader } from 'mysql2/promise'
 import mysqlPromise from 'mysql2/promise'
-import { Errors, type SvcError } from 'svc-protocol/errors'
+import { Errors, SvcError } from 'svc-protocol/errors'
 import { connectionCause, driverError, isNetworkError, messageOf } from '../errors.ts'
+import { RESULT_LIMIT_DEFAULTS, type ResultBudget } from '../limits.ts'
 import { isolationSql, PooledDriver, type ConnectionPool, type PooledConnection, type StatementOutcome } from '../pooled.ts'
 import { tlsOptions } from '../tls.ts'
-import type { DatabaseDriver, DriverOptions, Isolation, Statement } from '../types.ts'
-import { firstKeyword, isInsert, isoDateTime, mapRow } from '../values.ts'
+import type { DatabaseDriver, DriverOptions, Isolation, Row, Statement } from '../types.ts'
+import { firstKeyword, isInsert, isoDateTime, rowOf } from '../values.ts'
+
+/** What a streamed statement produced: rows and their columns, or the header of a statement without rows. */
+type Streamed = { rows: Row[]; fields: FieldPacket[] } | { header: ResultSetHeader }
 
 const AUTH_CODES = new Set(['ER_ACCESS_DENIED_ERROR', 'ER_DBACCESS_DENIED_ERROR', 'ER_ACCESS_DENIED_NO_PASSWORD_ERROR'])
 const TYPES = mysql.Types as unknown as Record<string, number>
@@ -40,6 +47,10 @@ export function openMysqlDriver(options: DriverOptions): DatabaseDriver {
     dateStrings: true,
     connectTimeout: options.pool.acquire_timeout_ms + 1000,
     maxPreparedStatements: 256,
+    // Rows as arrays through mysql2's static parsers: a column named by the statement (`AS
+    // "__proto__"`) is never an object key inside mysql2 (its generated parsers refuse such names
+    // with an error that leaves the call hanging); rowOf names the values.
+    disableEval: true,
   }
   if (ssl) base.ssl = ssl as mysqlPromise.SslOptions
   let pool: mysqlPromise.Pool
@@ -69,7 +80,7 @@ export function openMysqlDriver(options: DriverOptions): DatabaseDriver {
       }
       const threadId = connection.threadId
       return {
-        run: (statement) => run(connection, statement),
+        run: (statement, budget) => run(connection, statement, budget),
         async cancel() {
           const killer = await mysqlPromise.createConnection({ ...base, connectTimeout: 5000 })
           killer.on('error', () => {})
@@ -89,21 +100,21 @@ export function openMysqlDriver(options: DriverOptions): DatabaseDriver {
     end: () => pool.end(),
   }
 
-  async function run(connection: PoolConnection, statement: Statement): Promise<StatementOutcome> {
-    let result: [MysqlResult, FieldPacket[]]
+  async function run(connection: PoolConnection, statement: Statement, budget: ResultBudget): Promise<StatementOutcome> {
+    let result: Streamed
     try {
       try {
-        result = await connection.execute(statement.sql, statement.params as never)
+        result = await stream(connection, statement, true, budget)
       } catch (error) {
         if ((error as { errno?: unknown }).errno !== ER_UNSUPPORTED_PS || statement.params.length > 0) throw error
-        result = await connection.query(statement.sql)
+        result = await stream(connection, statement, false, budget)
       }
     } catch (error) {
+      if (error instanceof SvcError) throw error
       throw failure(error)
     }
-    const [body, fields] = result
-    if (!Array.isArray(body)) {
-      const header = body as ResultSetHeader
+    if ('header' in result) {
+      const header = result.header
       return {
         rows: [],
         columns: [],
@@ -112,12 +123,7 @@ export function openMysqlDriver(options: DriverOptions): DatabaseDriver {
         last_insert_id: isInsert(statement.sql) && header.insertId ? String(header.insertId) : null,
       }
     }
-    const list = (fields ?? []) as FieldPacket[]
-    const dateColumns = list.filter((f) => f.type !== undefined && DATETIME_TYPES.has(f.type)).map((f) => f.name)
-    const rows = (body as Array<Record<string, unknown>>).map((row) => {
-      for (const name of dateColumns) if (typeof row[name] === 'string') row[name] = isoDateTime(row[name] as string)
-      return mapRow(row)
-    })
+    const { rows, fields: list } = result
     // A RETURNING clause (MariaDB): the statement changed the rows it returned.
     const changes = DML.has(firstKeyword(statement.sql))
     let lastInsertId: string | null = null
@@ -135,6 +141,57 @@ export function openMysqlDriver(options: DriverOptions): DatabaseDriver {
     }
   }
 
+  /**
+   * Runs a statement (prepared, or as text) and reads its rows as they arrive, each counted in
+   * `budget`. Over a limit it rejects at once and ignores the rest; the caller closes the
+   * connection, which stops the server.
+   */
+  function stream(connection: PoolConnection, statement: Statement, prepared: boolean, budget: ResultBudget): Promise<Streamed> {
+    // The promise wrapper's underlying connection emits rows one by one when given no callback.
+    const core = (connection as unknown as { connection: mysql.Connection }).connection
+    return new Promise((resolve, reject) => {
+      const options = { sql: statement.sql, rowsAsArray: true }
+      const command = prepared ? core.execute(options, statement.params) : core.query(options)
+      const rows: Row[] = []
+      let fields: FieldPacket[] = []
+      let names: string[] = []
+      let dated: number[] = []
+      let header: ResultSetHeader | undefined
+      let settled = false
+      command.on('fields', (list: FieldPacket[]) => {
+        fields = list ?? []
+        names = fields.map((f) => f.name)
+        dated = fields.flatMap((f, i) => (f.type !== undefined && DATETIME_TYPES.has(f.type) ? [i] : []))
+      })
+      command.on('result', (item: unknown) => {
+        if (settled) return
+        if (!Array.isArray(item)) {
+          header = item as ResultSetHeader
+          return
+        }
+        for (const i of dated) if (typeof item[i] === 'string') item[i] = isoDateTime(item[i] as string)
+        const row = rowOf(names, item)
+        try {
+          budget.add(row)
+        } catch (error) {
+          settled = true
+          return reject(error)
+        }
+        rows.push(row)
+      })
+      command.on('error', (error: unknown) => {
+        if (settled) return
+        settled = true
+        reject(error)
+      })
+      command.on('end', () => {
+        if (settled) return
+        settled = true
+        resolve(header !== undefined && fields.length === 0 ? { header } : { rows, fields })
+      })
+    })
+  }
+
   function failure(error: unknown): SvcError {
     const e = error as { code?: unknown; errno?: unknown; sqlMessage?: unknown; fatal?: unknown }
     if (isNetworkError(error) || (e.fatal === true && typeof e.errno !== 'number')) {
@@ -144,5 +201,5 @@ export function openMysqlDriver(options: DriverOptions): DatabaseDriver {
     return driverError(code, typeof e.sqlMessage === 'string' ? e.sqlMessage : messageOf(error))
   }
 
-  return new PooledDriver(options.name, connectionPool, options.pool.acquire_timeout_ms)
+  return new PooledDriver(options.name, connectionPool, options.pool.acquire_timeout_ms, options.limits ?? RESULT_LIMIT_DEFAULTS)
 }

@@ -5,21 +5,23 @@ import { startTestMysql } from '../../../../test/support/mysql.ts'
 import { freePort } from '../../../../test/support/redis.ts'
 import { runDatabaseDriverConformance } from '../conformance.ts'
 import { openDatabaseDriver } from '../index.ts'
+import type { ResultLimits } from '../limits.ts'
 import type { PoolSettings } from '../types.ts'
 
 const server = await startTestMysql()
 after(() => server.close())
 const POOL: PoolSettings = { max: 10, acquire_timeout_ms: 5000, idle_timeout_ms: 30000 }
-const open = (pool?: Partial<PoolSettings>, url = server.url) =>
-  openDatabaseDriver({ name: 'test', url, pool: { ...POOL, ...pool }, tls: { mode: 'disable' } }, '/nonexistent')
+const open = (pool?: Partial<PoolSettings>, url = server.url, limits?: ResultLimits) =>
+  openDatabaseDriver({ name: 'test', url, pool: { ...POOL, ...pool }, tls: { mode: 'disable' }, ...(limits ? { limits } : {}) }, '/nonexistent')
 
-runDatabaseDriverConformance('mysql', (pool) => open(pool), {
+runDatabaseDriverConformance('mysql', (pool, limits) => open(pool, undefined, limits), {
   param: () => '?',
   autoId: 'INT AUTO_INCREMENT PRIMARY KEY',
   types: { bigint: 'BIGINT', decimal: 'DECIMAL(10,2)', bytes: 'BLOB', timestamp: 'DATETIME', date: 'DATE', text: 'VARCHAR(255)', longText: 'LONGTEXT' },
   sleep: (seconds) => `SELECT SLEEP(${seconds}) AS slept`,
   returning: true,
   booleansAsIntegers: false,
+  series: (n) => `SELECT seq AS x FROM seq_1_to_${n}`,
 })
 
 describe('mysql driver', () => {

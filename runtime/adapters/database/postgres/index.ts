@@ -1,19 +1,26 @@
 /**
  * PostgreSQL driver of the database worker (builtins.md §10) over a `pg` pool.
  *
- * - Statements always use the extended protocol: `$1, $2, …` placeholders bound by the server,
- *   and a statement with several commands is refused by PostgreSQL.
+ * - Statements always use the extended protocol through a cursor (`pg-cursor`): `$1, $2, …`
+ *   placeholders bound by the server, a statement with several commands refused by PostgreSQL,
+ *   and rows read a batch at a time, counted against the result limits: a statement whose result
+ *   is too large stops at the first row beyond them (the portal is closed).
  * - Column values are mapped per §10.3 by type parsers: int8 → number or string, numeric → string,
  *   date and time texts as they are, timestamps as RFC 3339, bytea → base64, json → parsed.
  * - A timed-out call is cancelled with `pg_cancel_backend` from a separate connection.
  */
 import pg from 'pg'
+import Cursor, { type CursorResult } from 'pg-cursor'
 import { Errors, SvcError } from 'svc-protocol/errors'
 import { connectionCause, driverError, isNetworkError, messageOf } from '../errors.ts'
+import { RESULT_LIMIT_DEFAULTS, ResultBudget } from '../limits.ts'
 import { isolationSql, PooledDriver, type ConnectionPool, type PooledConnection, type StatementOutcome } from '../pooled.ts'
 import { tlsOptions } from '../tls.ts'
-import type { Column, DatabaseDriver, DriverOptions, Isolation, Statement } from '../types.ts'
-import { fromColumn, isoDateTime, mapRow } from '../values.ts'
+import type { Column, DatabaseDriver, DriverOptions, Isolation, Row, Statement } from '../types.ts'
+import { fromColumn, isoDateTime, rowOf } from '../values.ts'
+
+/** Rows fetched per round trip: one batch is parsed in one turn of the event loop. */
+const BATCH_ROWS = 500
 
 const AUTH_CODES = new Set(['28P01', '28000'])
 
@@ -80,7 +87,7 @@ export function openPostgresDriver(options: DriverOptions): DatabaseDriver {
       if (client.listenerCount('error') === 0) client.on('error', () => {})
       const pid = (client as unknown as { processID: number | null }).processID
       return {
-        run: (statement) => run(client, statement),
+        run: (statement, budget) => run(client, statement, budget),
         async cancel() {
           if (pid === null) return
           const canceller = new pg.Client({ ...config, ssl: config.ssl, connectionTimeoutMillis: 5000 } as pg.ClientConfig)
@@ -99,17 +106,31 @@ export function openPostgresDriver(options: DriverOptions): DatabaseDriver {
     end: () => pool.end(),
   }
 
-  async function run(client: pg.PoolClient, statement: Statement): Promise<StatementOutcome> {
-    let result: pg.QueryResult
+  async function run(client: pg.PoolClient, statement: Statement, budget: ResultBudget): Promise<StatementOutcome> {
+    const cursor = client.query(new Cursor(statement.sql, statement.params, { rowMode: 'array', types }))
+    const rows: Row[] = []
+    let result: CursorResult
     try {
-      result = await client.query({ text: statement.sql, values: statement.params, queryMode: 'extended' } as pg.QueryConfig)
+      for (;;) {
+        const batch = await read(cursor)
+        result = batch.result
+        const names = result.fields.map((f) => f.name)
+        for (const values of batch.rows) {
+          const row = rowOf(names, values)
+          budget.add(row)
+          rows.push(row)
+        }
+        if (batch.rows.length < BATCH_ROWS) break
+      }
     } catch (error) {
-      throw failure(error)
+      if (!(error instanceof SvcError)) throw failure(error)
+      // Over a result limit: the rest of the rows are never fetched.
+      await cursor.close().catch(() => {})
+      throw error
     }
     const fields = result.fields ?? []
     await resolveTypeNames(client, fields.map((f) => f.dataTypeID))
     const columns: Column[] = fields.map((f) => ({ name: f.name, type: typeNames.get(f.dataTypeID) ?? null }))
-    const rows = (result.rows ?? []).map(mapRow)
     const first = rows[0] !== undefined && fields[0] !== undefined ? rows[0][fields[0].name] : null
     const changes = /^(INSERT|UPDATE|DELETE|MERGE|COPY)$/.test(result.command ?? '')
     return {
@@ -119,6 +140,11 @@ export function openPostgresDriver(options: DriverOptions): DatabaseDriver {
       affected_rows: changes ? (result.rowCount ?? 0) : 0,
       last_insert_id: first === null || first === undefined ? null : typeof first === 'object' ? JSON.stringify(first) : String(first),
     }
+  }
+
+  /** The next batch of a cursor, with its result so far (columns; command and row count at the end). */
+  function read(cursor: Cursor): Promise<{ rows: unknown[][]; result: CursorResult }> {
+    return new Promise((resolve, reject) => cursor.read(BATCH_ROWS, (error, rows, result) => (error ? reject(error) : resolve({ rows, result }))))
   }
 
   /** Looks up type names not seen yet (enums, domains, extensions); unknown ones stay null. */
@@ -143,5 +169,5 @@ export function openPostgresDriver(options: DriverOptions): DatabaseDriver {
     return driverError('UNKNOWN', messageOf(error))
   }
 
-  return new PooledDriver(options.name, connectionPool, options.pool.acquire_timeout_ms)
+  return new PooledDriver(options.name, connectionPool, options.pool.acquire_timeout_ms, options.limits ?? RESULT_LIMIT_DEFAULTS)
 }

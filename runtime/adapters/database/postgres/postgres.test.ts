@@ -5,21 +5,23 @@ import { startTestPostgres } from '../../../../test/support/postgres.ts'
 import { freePort } from '../../../../test/support/redis.ts'
 import { runDatabaseDriverConformance } from '../conformance.ts'
 import { openDatabaseDriver } from '../index.ts'
+import type { ResultLimits } from '../limits.ts'
 import type { PoolSettings } from '../types.ts'
 
 const server = await startTestPostgres()
 after(() => server.close())
 const POOL: PoolSettings = { max: 10, acquire_timeout_ms: 5000, idle_timeout_ms: 30000 }
-const open = (pool?: Partial<PoolSettings>, url = server.url) =>
-  openDatabaseDriver({ name: 'test', url, pool: { ...POOL, ...pool }, tls: { mode: 'disable' } }, '/nonexistent')
+const open = (pool?: Partial<PoolSettings>, url = server.url, limits?: ResultLimits) =>
+  openDatabaseDriver({ name: 'test', url, pool: { ...POOL, ...pool }, tls: { mode: 'disable' }, ...(limits ? { limits } : {}) }, '/nonexistent')
 
-runDatabaseDriverConformance('postgres', (pool) => open(pool), {
+runDatabaseDriverConformance('postgres', (pool, limits) => open(pool, undefined, limits), {
   param: (n) => `$${n}`,
   autoId: 'SERIAL PRIMARY KEY',
   types: { bigint: 'BIGINT', decimal: 'NUMERIC(10,2)', bytes: 'BYTEA', timestamp: 'TIMESTAMP', date: 'DATE', text: 'TEXT', longText: 'TEXT' },
   sleep: (seconds) => `SELECT pg_sleep(${seconds})`,
   returning: true,
   booleansAsIntegers: false,
+  series: (n) => `SELECT x FROM generate_series(1, ${n}) AS x`,
 })
 
 describe('postgres driver', () => {

@@ -11,8 +11,9 @@
 import { Worker } from 'node:worker_threads'
 import { extname } from 'node:path'
 import { fileURLToPath } from 'node:url'
-import { Errors } from 'svc-protocol/errors'
+import { Errors, SvcError } from 'svc-protocol/errors'
 import { driverError } from '../errors.ts'
+import type { ResultLimits } from '../limits.ts'
 import { executeResultOf, queryResultOf, type StatementOutcome } from '../results.ts'
 import type { CallOptions, DatabaseDriver, ExecuteResult, QueryResult, Statement, TransactionOptions, TransactionResult } from '../types.ts'
 import type { SqliteReply, SqliteRequest, SqliteThreadData } from './protocol.ts'
@@ -37,6 +38,10 @@ export interface SqliteDriverOptions {
   path: string
   /** SQLite busy timeout (`pool.acquire_timeout_ms`). */
   busyTimeoutMs: number
+  /** Result limits of one call. */
+  limits: ResultLimits
+  /** ATTACH, DETACH and VACUUM INTO allowed (`allow_attach`). */
+  allowAttach: boolean
 }
 
 /**
@@ -64,7 +69,8 @@ class SqliteDriver implements DatabaseDriver {
 
   /** Starts the thread and waits until the database is open. */
   open(): Promise<void> {
-    const data: SqliteThreadData = { path: this.options.path, busyTimeoutMs: this.options.busyTimeoutMs }
+    const { name, path, busyTimeoutMs, limits, allowAttach } = this.options
+    const data: SqliteThreadData = { name, path, busyTimeoutMs, limits, allowAttach }
     const thread = new Worker(THREAD_URL, { workerData: data })
     this.thread = thread
     return new Promise((resolve, reject) => {
@@ -147,12 +153,13 @@ class SqliteDriver implements DatabaseDriver {
   }
 
   private settle(reply: SqliteReply): void {
-    if (reply.type !== 'result' && reply.type !== 'failed') return
+    if (reply.type !== 'result' && reply.type !== 'failed' && reply.type !== 'refused') return
     const pending = this.running
     if (!pending || pending.id !== reply.id) return
     this.running = null
     clearTimeout(pending.timer)
     if (reply.type === 'result') pending.resolve(reply.result)
+    else if (reply.type === 'refused') pending.reject(new SvcError(reply.code, reply.message))
     else pending.reject(driverError(reply.driverCode, reply.message))
     this.pump()
   }
