@@ -32,6 +32,10 @@ export interface ReceivedSpan {
   statusMessage: string
   startTimeUnixNano: bigint
   endTimeUnixNano: bigint
+  droppedAttributesCount: number
+  droppedEventsCount: number
+  /** `droppedAttributesCount` of each event. */
+  eventsDroppedAttributes: number[]
 }
 
 export interface ReceivedLog {
@@ -42,6 +46,7 @@ export interface ReceivedLog {
   spanId: string
   service: string
   attributes: Record<string, unknown>
+  droppedAttributesCount: number
 }
 
 export interface ReceivedMetric {
@@ -238,6 +243,9 @@ function spansOf(message: unknown): ReceivedSpan[] {
           statusMessage: String(status.message ?? ''),
           startTimeUnixNano: big(s.startTimeUnixNano),
           endTimeUnixNano: big(s.endTimeUnixNano),
+          droppedAttributesCount: Number(s.droppedAttributesCount ?? 0),
+          droppedEventsCount: Number(s.droppedEventsCount ?? 0),
+          eventsDroppedAttributes: ((s.events as Any[]) ?? []).map((e) => Number(e.droppedAttributesCount ?? 0)),
         })
       }
   }
@@ -258,6 +266,7 @@ function logsOf(message: unknown): ReceivedLog[] {
           spanId: hex(l.spanId),
           service,
           attributes: attributesOf(l.attributes as Any[]),
+          droppedAttributesCount: Number(l.droppedAttributesCount ?? 0),
         })
   }
   return out

@@ -28,8 +28,17 @@ export interface SpanRecord {
   status_message?: string
   attributes: Record<string, unknown>
   resource: Record<string, string>
-  events: Array<{ name: string; timestamp_unix_nano: number; attributes: Record<string, unknown> }>
-  links: Array<{ trace_id: string; span_id: string; attributes: Record<string, unknown> }>
+  events: Array<{ name: string; timestamp_unix_nano: number; attributes: Record<string, unknown>; dropped_attributes_count?: number }>
+  links: Array<{ trace_id: string; span_id: string; attributes: Record<string, unknown>; dropped_attributes_count?: number }>
+  /**
+   * Attributes dropped or truncated by the observability worker's size limits (OTLP's field of the
+   * same name); absent when none. Likewise on events and links.
+   */
+  dropped_attributes_count?: number
+  /** Events dropped by the size limits; absent when none. */
+  dropped_events_count?: number
+  /** Links dropped by the size limits; absent when none. */
+  dropped_links_count?: number
 }
 
 /** A log record (§12.4): payload of the `log` trigger and element of `engine::logs::list`. */
@@ -47,6 +56,8 @@ export interface LogRecord {
   span_id: string | null
   instrumentation_scope_name?: string
   instrumentation_scope_version?: string
+  /** Attributes dropped or truncated by the observability worker's size limits (OTLP's field); absent when none. */
+  dropped_attributes_count?: number
 }
 
 /** One point of a metric (§12.5 `engine::metrics::list`). */

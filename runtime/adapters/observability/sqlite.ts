@@ -66,10 +66,11 @@ const INSERT_ROWS = 50
 /**
  * Values per span in a batch, in this order: start_time_unix_nano, trace_id, span_id,
  * parent_span_id, name, kind, service_name, end_time_unix_nano, duration_ms, status,
- * status_message (null when absent), then the JSON of attributes, resource, events and links
+ * status_message (null when absent), then the JSON of attributes, resource, events and links,
+ * then the dropped counts as JSON members (`,"dropped_attributes_count":2`, '' when none)
  * (primitives only: structured clone copies strings far faster than objects).
  */
-export const SPAN_FIELDS = 15
+export const SPAN_FIELDS = 16
 
 /** A batch for the writer: spans as flat {@link SPAN_FIELDS} values each, logs as flat `[ns, json, …]`. */
 interface Batch {
@@ -155,7 +156,7 @@ function spanRows(f) {
     rows.push(Number.isFinite(f[i]) ? f[i] : 0, '{"trace_id":' + quote(f[i + 1]) + ',"span_id":' + quote(f[i + 2]) + ',"parent_span_id":' + (f[i + 3] === null ? 'null' : quote(f[i + 3])) +
       ',"name":' + quote(f[i + 4]) + ',"kind":' + quote(f[i + 5]) + ',"service_name":' + quote(f[i + 6]) + ',"start_time_unix_nano":' + number(f[i]) +
       ',"end_time_unix_nano":' + number(f[i + 7]) + ',"duration_ms":' + number(f[i + 8]) + ',"status":' + quote(f[i + 9]) + message +
-      ',"attributes":' + f[i + 11] + ',"resource":' + f[i + 12] + ',"events":' + f[i + 13] + ',"links":' + f[i + 14] + '}')
+      ',"attributes":' + f[i + 11] + ',"resource":' + f[i + 12] + ',"events":' + f[i + 13] + ',"links":' + f[i + 14] + f[i + 15] + '}')
   }
   return rows
 }
@@ -367,7 +368,7 @@ export class SqliteStore extends MemoryStore {
       const resource = jsonOf(s.resource)
       const events = s.events.length === 0 ? '[]' : JSON.stringify(s.events)
       const links = s.links.length === 0 ? '[]' : JSON.stringify(s.links)
-      spans.push(s.start_time_unix_nano, s.trace_id, s.span_id, s.parent_span_id, s.name, s.kind, s.service_name, s.end_time_unix_nano, s.duration_ms, s.status, s.status_message ?? null, attributes, resource, events, links)
+      spans.push(s.start_time_unix_nano, s.trace_id, s.span_id, s.parent_span_id, s.name, s.kind, s.service_name, s.end_time_unix_nano, s.duration_ms, s.status, s.status_message ?? null, attributes, resource, events, links, droppedMembers(s))
       // Room for the keys, the three numbers and the escapes of ids and names.
       bytes += 320 + s.trace_id.length + s.span_id.length + s.name.length + s.service_name.length + (s.status_message?.length ?? 0) + attributes.length + resource.length + events.length + links.length
     }
@@ -431,6 +432,16 @@ export class SqliteStore extends MemoryStore {
     const logs = db.prepare('SELECT body FROM (SELECT body, seq FROM logs ORDER BY seq DESC LIMIT ?) ORDER BY seq').all(this.limits.maxLogs)
     for (const row of logs) super.putLog(jsonParse(String(row.body)) as LogRecord)
   }
+}
+
+/** The dropped counts of a span as JSON members to append (`,"dropped_events_count":3`), '' when it lost nothing. */
+function droppedMembers(s: SpanRecord): string {
+  if (s.dropped_attributes_count === undefined && s.dropped_events_count === undefined && s.dropped_links_count === undefined) return ''
+  let members = ''
+  if (s.dropped_attributes_count !== undefined) members += ',"dropped_attributes_count":' + s.dropped_attributes_count
+  if (s.dropped_events_count !== undefined) members += ',"dropped_events_count":' + s.dropped_events_count
+  if (s.dropped_links_count !== undefined) members += ',"dropped_links_count":' + s.dropped_links_count
+  return members
 }
 
 /** SQLite's "damaged file" errors: `SQLITE_CORRUPT` (11) and `SQLITE_NOTADB` (26), extended codes included. */

@@ -149,8 +149,12 @@ describe('span rows of the builtin store', () => {
         status_message: text,
         attributes: attrs,
         resource: fc.oneof(fc.constant(shared), fc.dictionary(fc.string(), fc.string(), { noNullPrototype: true })),
-        events: fc.oneof(fc.constant(none), fc.array(fc.record({ name: text, timestamp_unix_nano: fc.integer(), attributes: attrs }))),
-        links: fc.oneof(fc.constant(none), fc.array(fc.record({ trace_id: text, span_id: text, attributes: attrs }))),
+        events: fc.oneof(fc.constant(none), fc.array(fc.record({ name: text, timestamp_unix_nano: fc.integer(), attributes: attrs, dropped_attributes_count: fc.nat() }, { requiredKeys: ['name', 'timestamp_unix_nano', 'attributes'] }))),
+        links: fc.oneof(fc.constant(none), fc.array(fc.record({ trace_id: text, span_id: text, attributes: attrs, dropped_attributes_count: fc.nat() }, { requiredKeys: ['trace_id', 'span_id', 'attributes'] }))),
+        // What the size limits dropped (present only when non-zero).
+        dropped_attributes_count: fc.integer({ min: 1 }),
+        dropped_events_count: fc.integer({ min: 1 }),
+        dropped_links_count: fc.integer({ min: 1 }),
       },
       { requiredKeys: ['trace_id', 'span_id', 'parent_span_id', 'name', 'kind', 'service_name', 'start_time_unix_nano', 'end_time_unix_nano', 'duration_ms', 'status', 'attributes', 'resource', 'events', 'links'] },
     )

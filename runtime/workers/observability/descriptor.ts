@@ -27,6 +27,12 @@ export const OBSERVABILITY_DESCRIPTOR = {
       logs_enabled: { type: 'boolean', default: true },
       logs_console_output: { type: 'boolean', default: true, description: 'the engine prints worker log records on its console' },
       log_level: { type: 'string', enum: ['trace', 'debug', 'info', 'warn', 'error'], default: 'info' },
+      attribute_value_length_limit: { type: 'integer', minimum: 64, default: 65536, description: 'UTF-8 bytes of an attribute value (of its JSON when structured) and of other sender-chosen strings; longer ones keep their start and end with …[truncated N bytes]' },
+      attribute_count_limit: { type: 'integer', minimum: 0, default: 128, description: 'attributes per span, event, link, log record, resource and metric point; later ones are dropped' },
+      span_event_count_limit: { type: 'integer', minimum: 0, default: 128, description: 'events per span; later ones are dropped' },
+      span_link_count_limit: { type: 'integer', minimum: 0, default: 128, description: 'links per span; later ones are dropped' },
+      log_body_length_limit: { type: 'integer', minimum: 64, default: 65536, description: 'UTF-8 bytes of a log body; longer ones are truncated with a marker' },
+      record_size_limit: { type: 'integer', minimum: 1024, default: 262144, description: 'estimated JSON bytes of a span or log record; attributes, events and links that no longer fit are dropped (counted in dropped_*_count)' },
       exporter: { type: 'string', enum: ['memory', 'otlp', 'both'], description: 'compatibility spelling of store and otlp.enabled' },
       otlp: {
         type: 'object',

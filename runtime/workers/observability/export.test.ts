@@ -7,6 +7,7 @@
 import assert from 'node:assert/strict'
 import { randomBytes } from 'node:crypto'
 import { after, before, describe, it } from 'node:test'
+import WebSocket from 'ws'
 import { startTestEngine, type TestEngine } from '../../../test/support/engine.ts'
 import { startOtlpReceiver, type OtlpReceiver } from '../../../test/support/otlp-receiver.ts'
 import { eventually, RawWorker } from '../../../test/support/raw-worker.ts'
@@ -119,6 +120,28 @@ describe('OTLP export', () => {
     assert.match(warnings[0]!, /OTLP export of traces to http:\/\/127\.0\.0\.1:\d+ \(http\/protobuf\) failed/)
     // signals: [traces] only: no log record of that trace left the engine.
     assert.equal(receiver.logs.some((l) => l.traceId === next.traceId), false)
+  })
+
+  it('exports records as the size limits left them, with their dropped counts', async () => {
+    await configure({ enabled: true, protocol: 'http/protobuf', endpoint: receiver.httpUrl })
+    const traceId = hex(16)
+    const now = String(BigInt(Date.now()) * 1_000_000n)
+    const attributes = [{ key: 'big', value: { stringValue: 'b'.repeat(200_000) } }, ...Array.from({ length: 130 }, (_, i) => ({ key: `a${i}`, value: { intValue: i } }))]
+    const events = Array.from({ length: 130 }, (_, i) => ({ name: `e${i}`, timeUnixNano: now, attributes: i === 0 ? attributes.slice(0, 1) : [] }))
+    const link = new WebSocket(`${t.url}/otel`)
+    await new Promise((resolve, reject) => link.once('open', resolve).once('error', reject))
+    link.send(Buffer.concat([Buffer.from('OTLP'), Buffer.from(JSON.stringify({ resourceSpans: [{ scopeSpans: [{ spans: [{ traceId, spanId: hex(8), name: 'limited', startTimeUnixNano: now, endTimeUnixNano: now, attributes, events }] }] }] }))]))
+    link.send(Buffer.concat([Buffer.from('LOGS'), Buffer.from(JSON.stringify({ resourceLogs: [{ scopeLogs: [{ logRecords: [{ traceId, spanId: hex(8), body: { stringValue: 'l'.repeat(100_000) }, attributes }] }] }] }))]))
+    await eventually(() => receiver.spans.some((s) => s.traceId === traceId) && receiver.logs.some((l) => l.traceId === traceId), 10_000)
+    const span = receiver.spans.find((s) => s.traceId === traceId)!
+    assert.match(span.attributes.big as string, /…\[truncated \d+ bytes\]$/)
+    assert.equal(span.droppedAttributesCount, 1 + 3)
+    assert.equal(span.droppedEventsCount, 2)
+    assert.equal(span.eventsDroppedAttributes[0], 1)
+    const log = receiver.logs.find((l) => l.traceId === traceId)!
+    assert.ok(Buffer.byteLength(log.body as string) <= 65536)
+    assert.equal(log.droppedAttributesCount, 1 + 3)
+    link.close()
   })
 
   it('exports with store: none, where the query functions answer STORAGE_DISABLED', async () => {

@@ -312,13 +312,13 @@ export class OtlpExport {
       ended: true,
       status: { code: s.status === 'ok' ? SpanStatusCode.OK : s.status === 'error' ? SpanStatusCode.ERROR : SpanStatusCode.UNSET, ...(s.status_message !== undefined ? { message: s.status_message } : {}) },
       attributes: s.attributes as Attributes,
-      events: s.events.map((e) => ({ name: e.name, time: hrTime(e.timestamp_unix_nano), attributes: e.attributes as Attributes })),
-      links: s.links.map((l) => ({ context: { traceId: l.trace_id, spanId: l.span_id, traceFlags: TraceFlags.SAMPLED }, attributes: l.attributes as Attributes })),
+      events: s.events.map((e) => ({ name: e.name, time: hrTime(e.timestamp_unix_nano), attributes: e.attributes as Attributes, droppedAttributesCount: e.dropped_attributes_count ?? 0 })),
+      links: s.links.map((l) => ({ context: { traceId: l.trace_id, spanId: l.span_id, traceFlags: TraceFlags.SAMPLED }, attributes: l.attributes as Attributes, droppedAttributesCount: l.dropped_attributes_count ?? 0 })),
       resource: this.resource(s.resource, s.service_name),
       instrumentationScope: SCOPE,
-      droppedAttributesCount: 0,
-      droppedEventsCount: 0,
-      droppedLinksCount: 0,
+      droppedAttributesCount: s.dropped_attributes_count ?? 0,
+      droppedEventsCount: s.dropped_events_count ?? 0,
+      droppedLinksCount: s.dropped_links_count ?? 0,
     }
   }
 
@@ -332,7 +332,7 @@ export class OtlpExport {
       resource: this.resource(l.resource, l.service_name),
       instrumentationScope: l.instrumentation_scope_name !== undefined ? { name: l.instrumentation_scope_name, version: l.instrumentation_scope_version } : SCOPE,
       attributes: l.attributes as Attributes,
-      droppedAttributesCount: 0,
+      droppedAttributesCount: l.dropped_attributes_count ?? 0,
     }
     if (l.trace_id !== null && l.span_id !== null) record.spanContext = { traceId: l.trace_id, spanId: l.span_id, traceFlags: TraceFlags.SAMPLED }
     return record

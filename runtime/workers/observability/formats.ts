@@ -35,11 +35,13 @@ export const LOG_RECORD = object(
     span_id: NULLABLE_STRING,
     instrumentation_scope_name: STRING,
     instrumentation_scope_version: STRING,
+    dropped_attributes_count: { ...COUNT, description: 'attributes dropped or truncated by the size limits; absent when none' },
   },
   ['timestamp_unix_nano', 'observed_timestamp_unix_nano', 'severity_number', 'severity_text', 'body', 'attributes', 'resource', 'service_name', 'trace_id', 'span_id'],
 )
 
 const ATTRIBUTES = { type: 'object' } as const
+const DROPPED_ATTRIBUTES = { ...COUNT, description: 'attributes dropped or truncated by the size limits; absent when none' } as const
 
 /** A span (§12.4). */
 export const SPAN = object(
@@ -57,8 +59,11 @@ export const SPAN = object(
     status_message: STRING,
     attributes: ATTRIBUTES,
     resource: { type: 'object', additionalProperties: STRING },
-    events: { type: 'array', items: object({ name: STRING, timestamp_unix_nano: UNIX_NANO, attributes: ATTRIBUTES }, ['name', 'timestamp_unix_nano', 'attributes']) },
-    links: { type: 'array', items: object({ trace_id: STRING, span_id: STRING, attributes: ATTRIBUTES }, ['trace_id', 'span_id', 'attributes']) },
+    events: { type: 'array', items: object({ name: STRING, timestamp_unix_nano: UNIX_NANO, attributes: ATTRIBUTES, dropped_attributes_count: DROPPED_ATTRIBUTES }, ['name', 'timestamp_unix_nano', 'attributes']) },
+    links: { type: 'array', items: object({ trace_id: STRING, span_id: STRING, attributes: ATTRIBUTES, dropped_attributes_count: DROPPED_ATTRIBUTES }, ['trace_id', 'span_id', 'attributes']) },
+    dropped_attributes_count: DROPPED_ATTRIBUTES,
+    dropped_events_count: { ...COUNT, description: 'events dropped by the size limits; absent when none' },
+    dropped_links_count: { ...COUNT, description: 'links dropped by the size limits; absent when none' },
   },
   ['trace_id', 'span_id', 'parent_span_id', 'name', 'kind', 'service_name', 'start_time_unix_nano', 'end_time_unix_nano', 'duration_ms', 'status', 'attributes', 'resource', 'events', 'links'],
 )

@@ -229,6 +229,10 @@ describe('observability worker', () => {
       fc.anything().map((v) => JSON.stringify({ resourceLogs: [{ scopeLogs: [{ logRecords: [v, { body: v, severityNumber: v, attributes: [{ key: 'log.data', value: v }] }] }] }] }) ?? ''),
       fc.anything().map((v) => JSON.stringify({ resourceMetrics: [{ scopeMetrics: [{ metrics: [{ name: 'm', gauge: { dataPoints: [v] } }, { name: 'h', histogram: { dataPoints: [v] } }] }] }] }) ?? ''),
       fc.uint8Array({ maxLength: 64 }).map((b) => Buffer.from(b).toString('latin1')),
+      // Huge values: a span name and attribute, a log body, a metric point attribute of up to 2 MB.
+      fc.integer({ min: 100_000, max: 2_000_000 }).map((n) => JSON.stringify({ resourceSpans: [{ scopeSpans: [{ spans: [{ traceId: hex(16), spanId: hex(8), name: 'n'.repeat(n), attributes: [{ key: 'big', value: { stringValue: 'v'.repeat(n) } }] }] }] }] })),
+      fc.integer({ min: 100_000, max: 2_000_000 }).map((n) => JSON.stringify({ resourceLogs: [{ scopeLogs: [{ logRecords: [{ body: { stringValue: 'b'.repeat(n) }, attributes: [{ key: 'log.data', value: { kvlistValue: { values: [{ key: 'x', value: { stringValue: 'x'.repeat(n) } }] } } }] }] }] }] })),
+      fc.integer({ min: 100_000, max: 2_000_000 }).map((n) => JSON.stringify({ resourceMetrics: [{ scopeMetrics: [{ metrics: [{ name: 'big', gauge: { dataPoints: [{ asInt: 1, attributes: [{ key: 'a', value: { stringValue: 'a'.repeat(n) } }] }] } }] }] }] })),
     )
     await fc.assert(
       fc.asyncProperty(prefix, body, async (p, b) => {
@@ -245,6 +249,199 @@ describe('observability worker', () => {
     link.close()
     main.close()
     await w.close()
+  })
+})
+
+describe('size limits of stored telemetry (attribute values, counts, log bodies, records)', () => {
+  let t: TestEngine
+  before(async () => {
+    t = await startTestEngine({ settings: { 'svc-observability': { store: 'builtin' } } })
+  })
+  after(() => t.stop())
+
+  const MARKER = /…\[truncated (\d+) bytes\]$/
+  /**
+   * The UTF-8 size of what a truncated value was: the bytes kept plus those its marker says were
+   * cut. Asserts the value is within `limit` bytes and ends with the marker.
+   */
+  function original(value: unknown, limit: number): number {
+    assert.equal(typeof value, 'string')
+    const bytes = Buffer.byteLength(value as string)
+    assert.ok(bytes <= limit, `${bytes} bytes`)
+    const m = MARKER.exec(value as string)
+    assert.ok(m, `no truncation marker at the end of ${(value as string).slice(-60)}`)
+    return bytes - Buffer.byteLength(m[0]) + Number(m[1])
+  }
+  async function truncations(): Promise<Record<string, number>> {
+    const listed = (await t.engine.inject({ function_id: 'engine::metrics::list', data: { metric_name: 'svc.observability.truncated' } })) as { metrics: Array<{ points: Array<{ value: number; attributes: Record<string, string> }> }> }
+    const out: Record<string, number> = {}
+    for (const p of listed.metrics[0]?.points ?? []) out[`${p.attributes['svc.telemetry.signal']}.${p.attributes['svc.telemetry.limit']}`] = p.value
+    return out
+  }
+
+  it('a span with a 60 MB attribute and a log with a 20 MB body sent on /otel are stored capped, with the marker and the dropped counts', async () => {
+    const link = await otel(t.url)
+    const traceId = hex(16)
+    const spanId = hex(8)
+    const now = nano()
+    const small = Array.from({ length: 200 }, (_, i) => ({ key: `a${i}`, value: { intValue: i } }))
+    const span = {
+      traceId, spanId, name: 'huge', kind: 1, startTimeUnixNano: now, endTimeUnixNano: now,
+      attributes: [{ key: 'big', value: { stringValue: 'a'.repeat(60_000_000) } }, ...small],
+      events: Array.from({ length: 200 }, (_, i) => ({ name: `e${i}`, timeUnixNano: now, attributes: [{ key: 'i', value: { intValue: i } }] })),
+    }
+    link.send(frame('OTLP', { resourceSpans: [{ resource: { attributes: [{ key: 'service.name', value: { stringValue: 'app' } }] }, scopeSpans: [{ spans: [span] }] }] }))
+    link.send(frame('LOGS', otlpLogs([{ body: 'é'.repeat(10_000_000), traceId }])))
+    let stored: Record<string, any> | undefined
+    await eventually(async () => {
+      const tree = (await t.engine.inject({ function_id: 'engine::traces::tree', data: { trace_id: traceId } })) as { roots: Array<Record<string, any>> }
+      stored = tree.roots[0]
+      return stored !== undefined
+    }, 60_000)
+    assert.equal(original(stored!.attributes.big, 65536), 60_000_000)
+    // 128 attributes kept (big and a0…a126); a127…a199 dropped, big truncated.
+    assert.equal(Object.keys(stored!.attributes).length, 128)
+    assert.equal(stored!.attributes.a126, 126)
+    assert.equal(stored!.dropped_attributes_count, 73 + 1)
+    assert.equal(stored!.events.length, 128)
+    assert.equal(stored!.dropped_events_count, 72)
+    assert.equal(stored!.dropped_links_count, undefined)
+
+    let log: Record<string, any> | undefined
+    await eventually(async () => {
+      log = ((await t.engine.inject({ function_id: 'engine::logs::list', data: { trace_id: traceId } })) as { logs: Array<Record<string, any>> }).logs[0]
+      return log !== undefined
+    }, 60_000)
+    assert.equal(original(log!.body, 65536), 20_000_000)
+    assert.ok((log!.body as string).startsWith('éé'))
+
+    assert.deepEqual(await truncations(), {
+      'spans.attribute_value_length_limit': 1,
+      'spans.attribute_count_limit': 73,
+      'spans.span_event_count_limit': 72,
+      'logs.log_body_length_limit': 1,
+    })
+    link.close()
+  })
+
+  it('engine::log::*, worker process output and the built-ins\' spans are capped too', async () => {
+    const trace = hex(16)
+    await t.engine.inject({
+      function_id: 'engine::log::info',
+      data: { message: 'm'.repeat(1_000_000), trace_id: trace, data: { blob: 'b'.repeat(1_000_000), nested: { deep: ['d'.repeat(100_000)] } } },
+    })
+    const logged = ((await t.engine.inject({ function_id: 'engine::logs::list', data: { trace_id: trace } })) as { logs: Array<Record<string, any>> }).logs[0]!
+    assert.equal(original(logged.body, 65536), 1_000_000)
+    assert.equal(original(logged.attributes['log.data.blob'], 65536), 1_000_000)
+    // A structured value over the limit becomes its JSON, truncated.
+    assert.ok((logged.attributes['log.data.nested'] as string).startsWith('{"deep":["ddd'))
+    assert.equal(original(logged.attributes['log.data.nested'], 65536), JSON.stringify({ deep: ['d'.repeat(100_000)] }).length)
+    assert.equal(logged.dropped_attributes_count, 2)
+
+    t.engine.telemetry.output('noisy', 'stdout', 'o'.repeat(500_000))
+    const output = ((await t.engine.inject({ function_id: 'engine::logs::list', data: { service_name: 'noisy' } })) as { logs: Array<Record<string, any>> }).logs[0]!
+    assert.equal(original(output.body, 65536), 500_000)
+
+    const span = t.engine.telemetry.startSpan({ name: 'n'.repeat(200_000), kind: 'internal', attributes: { given: 'g'.repeat(200_000) } })!
+    span.end('error', 'e'.repeat(200_000), { added: 'a'.repeat(200_000) })
+    const tree = (await t.engine.inject({ function_id: 'engine::traces::tree', data: { trace_id: span.record.trace_id } })) as { roots: Array<Record<string, any>> }
+    const root = tree.roots[0]!
+    for (const value of [root.name, root.status_message, root.attributes.given]) assert.equal(original(value, 65536), 200_000)
+    // Name, status message and `given` (64 KiB each) leave no room for `added` in the 256 KiB record.
+    assert.equal(root.attributes.added, undefined)
+    assert.equal(root.dropped_attributes_count, 2)
+    assert.ok((await truncations())['spans.record_size_limit']! >= 1)
+  })
+})
+
+describe('size limits under random huge telemetry (property)', () => {
+  const LIMITS = { attribute_value_length_limit: 256, attribute_count_limit: 8, span_event_count_limit: 4, span_link_count_limit: 4, log_body_length_limit: 512, record_size_limit: 4096 }
+  let t: TestEngine
+  before(async () => {
+    t = await startTestEngine({ settings: { 'svc-observability': { store: 'memory', ...LIMITS } } })
+  })
+  after(() => t.stop())
+
+  // Rare and at most ~400 KB each, so that a frame stays far below the 64 MiB frame limit.
+  const huge = fc.integer({ min: 1, max: 100_000 }).chain((n) => fc.constantFrom('x', 'é', '😀', '\u0000').map((unit) => unit.repeat(n)))
+  const text = fc.oneof({ arbitrary: fc.string({ maxLength: 20 }), weight: 5 }, { arbitrary: huge, weight: 1 })
+  const anyValue: fc.Arbitrary<unknown> = fc.letrec((tie) => ({
+    value: fc.oneof(
+      { depthSize: 'small' },
+      text.map((v) => ({ stringValue: v })),
+      fc.integer().map((v) => ({ intValue: v })),
+      fc.boolean().map((v) => ({ boolValue: v })),
+      fc.array(tie('value'), { maxLength: 4 }).map((values) => ({ arrayValue: { values } })),
+      fc.array(fc.record({ key: text, value: tie('value') }), { maxLength: 4 }).map((values) => ({ kvlistValue: { values } })),
+    ),
+  })).value
+  const keyValues = fc.array(fc.record({ key: fc.oneof({ arbitrary: text, weight: 10 }, { arbitrary: fc.constant('__proto__'), weight: 1 }), value: anyValue }), { maxLength: 12 })
+  const hexId = (bytes: number) => fc.uint8Array({ minLength: bytes, maxLength: bytes }).map((b) => Buffer.from(b).toString('hex'))
+
+  /** UTF-16 units of every string in a value, keys included. */
+  function units(value: unknown): number {
+    if (typeof value === 'string') return value.length
+    if (typeof value !== 'object' || value === null) return 0
+    let n = 0
+    for (const [k, v] of Object.entries(value)) n += (Array.isArray(value) ? 0 : k.length) + units(v)
+    return n
+  }
+  /** Every string in a value (keys included) is within `limit` UTF-8 bytes. */
+  function within(value: unknown, limit: number, where: string): void {
+    if (typeof value === 'string') return assert.ok(Buffer.byteLength(value) <= limit, `${where}: ${Buffer.byteLength(value)} bytes`)
+    if (typeof value !== 'object' || value === null) return
+    for (const [k, v] of Object.entries(value)) {
+      assert.ok(Buffer.byteLength(k) <= limit, `${where}: a key of ${Buffer.byteLength(k)} bytes`)
+      within(v, limit, `${where}.${k.slice(0, 20)}`)
+    }
+  }
+
+  it('stored spans and log records stay within every limit, whatever /otel sends', async () => {
+    const link = await otel(t.url)
+    const span = fc.record({
+      spanId: hexId(8),
+      name: text,
+      attributes: keyValues,
+      events: fc.array(fc.record({ name: text, attributes: keyValues }), { maxLength: 8 }),
+      links: fc.array(fc.record({ traceId: text, spanId: text, attributes: keyValues }), { maxLength: 8 }),
+      status: fc.record({ code: fc.constant(2), message: text }),
+    })
+    const logRecord = fc.record({ body: anyValue, attributes: keyValues, severityText: text })
+    await fc.assert(
+      fc.asyncProperty(hexId(16), fc.array(span, { minLength: 1, maxLength: 3 }), fc.array(logRecord, { minLength: 1, maxLength: 3 }), keyValues, async (traceId, spans, logs, resource) => {
+        const now = nano()
+        assert.equal(link.readyState, WebSocket.OPEN)
+        link.send(frame('OTLP', { resourceSpans: [{ resource: { attributes: resource }, scopeSpans: [{ spans: spans.map((s) => ({ ...s, traceId, startTimeUnixNano: now, endTimeUnixNano: now })) }] }] }))
+        link.send(frame('LOGS', { resourceLogs: [{ resource: { attributes: resource }, scopeLogs: [{ logRecords: logs.map((l) => ({ ...l, traceId, timeUnixNano: now })) }] }] }))
+        let stored: Array<Record<string, any>> = []
+        let records: Array<Record<string, any>> = []
+        await eventually(async () => {
+          const listed = (await t.engine.inject({ function_id: 'engine::traces::tree', data: { trace_id: traceId } })) as { roots: Array<Record<string, any>> }
+          const flat = (nodes: Array<Record<string, any>>): Array<Record<string, any>> => nodes.flatMap((node) => [node, ...flat(node.children)])
+          stored = flat(listed.roots)
+          records = ((await t.engine.inject({ function_id: 'engine::logs::list', data: { trace_id: traceId } })) as { logs: Array<Record<string, any>> }).logs
+          return stored.length === new Set(spans.map((s) => s.spanId)).size && records.length === logs.length
+        }, 30_000)
+        for (const s of stored) {
+          const { children: _children, ...record } = s
+          within(record, LIMITS.attribute_value_length_limit, 'span')
+          assert.ok(Object.keys(record.attributes).length <= LIMITS.attribute_count_limit)
+          assert.ok(Object.keys(record.resource).length <= LIMITS.attribute_count_limit)
+          assert.ok(record.events.length <= LIMITS.span_event_count_limit && record.links.length <= LIMITS.span_link_count_limit)
+          for (const part of [...record.events, ...record.links]) assert.ok(Object.keys(part.attributes).length <= LIMITS.attribute_count_limit)
+          assert.ok(units(record) <= LIMITS.record_size_limit, `a span of ${units(record)} characters`)
+        }
+        for (const record of records) {
+          const { body, ...rest } = record
+          assert.ok(Buffer.byteLength(body) <= LIMITS.log_body_length_limit, `a body of ${Buffer.byteLength(body)} bytes`)
+          within(rest, LIMITS.attribute_value_length_limit, 'log')
+          assert.ok(Object.keys(record.attributes).length <= LIMITS.attribute_count_limit)
+          assert.ok(units(record) <= LIMITS.record_size_limit, `a log record of ${units(record)} characters`)
+        }
+      }),
+      { numRuns: 25 },
+    )
+    link.close()
   })
 })
 

@@ -12,6 +12,9 @@
  * - Serves `engine::metrics::list` from the store, its per-function counters and the metric
  *   sources of the hub (`TelemetryHub.addMetricSource`: queue figures, the engine process metrics
  *   of ./process-metrics.ts, which it adds itself while enabled).
+ * - Applies the size limits (./limits.ts: attribute values, counts, log bodies, whole records) to
+ *   every span, log record and metric point before it is stored, delivered or exported, and
+ *   counts what they truncated (`svc.observability.truncated`).
  * - Sweeps the store every 60 s (retention, size cap).
  */
 import { join } from 'node:path'
@@ -28,14 +31,18 @@ import { createSettingsApplier, type SettingsApplier } from '../shared/settings.
 import { OtlpExport, resolveOtlpSettings, type OtlpSettings } from './export.ts'
 import { logsOf, metricsOf, severityText, spansOf, spreadLogData, stripAnsi } from './otlp.ts'
 import { ProcessMetrics } from './process-metrics.ts'
+import { DEFAULT_TELEMETRY_LIMITS, MIN_LENGTH_LIMIT, MIN_RECORD_SIZE_LIMIT, TelemetryLimiter, type TelemetryLimits } from './limits.ts'
 import { LogDelivery } from './deliveries.ts'
 import { LOG_TRIGGER_FORMATS, observabilityFunctionFormats, TRACE_TRIGGER_FORMATS } from './formats.ts'
 import { groupBy, listLogs, listTraces, traceTree } from './query.ts'
 
 export const OBSERVABILITY_WORKER_NAME = 'svc-observability'
 
-/** The §12.1 settings this release acts on, defaults applied (`exporter` folded into `store`). */
-export interface ObservabilitySettings {
+/**
+ * The §12.1 settings this release acts on, defaults applied (`exporter` folded into `store`), and
+ * the size limits of stored telemetry ({@link TelemetryLimits}).
+ */
+export interface ObservabilitySettings extends TelemetryLimits {
   enabled: boolean
   service_name: string
   store: 'builtin' | 'memory' | 'none'
@@ -90,6 +97,12 @@ export function parseObservabilitySettings(value: unknown): ObservabilitySetting
     logs_console_output: bool('logs_console_output', true),
     log_level: levelOf(v.log_level),
     otlp: otlpOf(v),
+    attribute_value_length_limit: int('attribute_value_length_limit', DEFAULT_TELEMETRY_LIMITS.attribute_value_length_limit, MIN_LENGTH_LIMIT),
+    attribute_count_limit: int('attribute_count_limit', DEFAULT_TELEMETRY_LIMITS.attribute_count_limit, 0),
+    span_event_count_limit: int('span_event_count_limit', DEFAULT_TELEMETRY_LIMITS.span_event_count_limit, 0),
+    span_link_count_limit: int('span_link_count_limit', DEFAULT_TELEMETRY_LIMITS.span_link_count_limit, 0),
+    log_body_length_limit: int('log_body_length_limit', DEFAULT_TELEMETRY_LIMITS.log_body_length_limit, MIN_LENGTH_LIMIT),
+    record_size_limit: int('record_size_limit', DEFAULT_TELEMETRY_LIMITS.record_size_limit, MIN_RECORD_SIZE_LIMIT),
   }
 }
 
@@ -136,6 +149,9 @@ export class ObservabilityWorker implements BuiltinWorker, TelemetrySink {
   private hub: TelemetryHub | undefined
   private applier: SettingsApplier<ObservabilitySettings> | null = null
   private settings: ObservabilitySettings = parseObservabilitySettings({})
+  /** The size limits of stored telemetry, applied at ingest (./limits.ts). */
+  private readonly limiter = new TelemetryLimiter(this.settings)
+  private removeLimitMetrics: (() => void) | undefined
   private store: TelemetryStore = new NoStore()
   private storeKey = ''
   private removeInterceptor: (() => void) | undefined
@@ -179,6 +195,7 @@ export class ObservabilityWorker implements BuiltinWorker, TelemetrySink {
     this.registerTriggerTypes(context)
     this.removeInterceptor = this.hub?.addInterceptor(this.interceptor)
     this.removeProcessMetrics = this.hub?.addMetricSource((now) => this.processMetrics.read(now))
+    this.removeLimitMetrics = this.hub?.addMetricSource((now) => this.limiter.series(now))
     this.sweepTimer = setInterval(() => this.sweep(), SWEEP_MS)
     this.sweepTimer.unref()
   }
@@ -192,6 +209,7 @@ export class ObservabilityWorker implements BuiltinWorker, TelemetrySink {
     if (this.hub?.sink === this) this.hub.sink = undefined
     this.removeInterceptor?.()
     this.removeProcessMetrics?.()
+    this.removeLimitMetrics?.()
     this.processMetrics.stop()
     clearInterval(this.sweepTimer)
     clearTimeout(this.traceTimer)
@@ -228,6 +246,7 @@ export class ObservabilityWorker implements BuiltinWorker, TelemetrySink {
       this.store.setLimits(limits)
     }
     this.settings = next
+    this.limiter.limits = next
     if (this.hub) {
       this.hub.sink = next.enabled ? this : undefined
       this.hub.setLogLevel(next.log_level)
@@ -301,8 +320,9 @@ export class ObservabilityWorker implements BuiltinWorker, TelemetrySink {
 
   // --- ingest -------------------------------------------------------------------------------
 
-  /** TelemetrySink: an engine span, started or finished. */
+  /** TelemetrySink: an engine span, started or finished (or a span of a frame), limited (./limits.ts) before it is stored. */
   span(span: SpanRecord, update = false): void {
+    this.limiter.span(span)
     if (update) this.store.updateSpan(span)
     else this.store.putSpan(span)
     if (this.export !== undefined && span.end_time_unix_nano !== null) this.export.span(span)
@@ -330,6 +350,7 @@ export class ObservabilityWorker implements BuiltinWorker, TelemetrySink {
         }
     } else
       for (const { series, point } of metricsOf(request)) {
+        this.limiter.point(series, point)
         this.store.putPoint(series, point)
         this.export?.metrics([{ ...series, points: [point] }])
       }
@@ -360,8 +381,12 @@ export class ObservabilityWorker implements BuiltinWorker, TelemetrySink {
     console(record.service_name, level, `${record.body}${data}`)
   }
 
-  /** Stores a record and delivers it to the `log` triggers (unless `quiet`: records made while a delivery runs). */
+  /**
+   * Limits a record (./limits.ts), stores it and delivers it to the `log` triggers (unless `quiet`:
+   * records made while a delivery runs).
+   */
   private log(record: LogRecord, quiet = false): void {
+    this.limiter.log(record)
     this.store.putLog(record)
     this.export?.log(record)
     if (quiet || this.logBindings.size === 0) return
@@ -483,13 +508,15 @@ export class ObservabilityWorker implements BuiltinWorker, TelemetrySink {
       const dropped = this.store instanceof SqliteStore ? this.store.droppedRows : 0
       let undelivered = 0
       for (const delivery of this.logBindings.values()) undelivered += delivery.dropped
+      let limited = 0
+      for (const n of Object.values(this.limiter.totals())) limited += n
       return {
         status: 'healthy',
         version: ENGINE_VERSION,
         timestamp: new Date().toISOString(),
         components: {
           engine: { status: 'healthy' },
-          observability: { status: this.settings.enabled ? 'healthy' : 'disabled', detail: `store ${this.store.kind}: ${counts.spans} spans, ${counts.logs} logs${dropped > 0 ? `, ${dropped} rows not written to observability.db (writer behind)` : ''}${undelivered > 0 ? `, ${undelivered} log records not delivered to log triggers (handlers behind)` : ''}${this.droppedTraceIds > 0 ? `, ${this.droppedTraceIds} trace ids left out of trace trigger batches` : ''}` },
+          observability: { status: this.settings.enabled ? 'healthy' : 'disabled', detail: `store ${this.store.kind}: ${counts.spans} spans, ${counts.logs} logs${dropped > 0 ? `, ${dropped} rows not written to observability.db (writer behind)` : ''}${undelivered > 0 ? `, ${undelivered} log records not delivered to log triggers (handlers behind)` : ''}${this.droppedTraceIds > 0 ? `, ${this.droppedTraceIds} trace ids left out of trace trigger batches` : ''}${limited > 0 ? `, ${limited} values truncated or items dropped by the size limits (svc.observability.truncated)` : ''}` },
           otlp_export: this.exportHealth(),
         },
       }

@@ -1,7 +1,17 @@
 /**
  * The client WebSocket of the stream worker (builtins.md §6.6): authentication before the
  * upgrade, join/leave of subscriptions, `sync` after a join, delivery of change events, keepalive,
- * and a bound on every client's unsent messages.
+ * and a bound on what every client has unsent, in messages and in bytes.
+ *
+ * Slow clients (§6.1): frames go to ws while its buffer (`bufferedAmount`) is below
+ * {@link SOCKET_HIGH_WATER_BYTES}; beyond that they wait in the client's own queue, which drains as
+ * ws's writes complete. A client whose unsent frames (ws's buffer, its queue and the frames held
+ * until a `sync` is sent) exceed `client_buffer_messages` messages or `client_buffer_bytes` bytes
+ * gets a 1013 close frame, and everything the hub held for it is released at once: its queue,
+ * held frames, subscriptions (leave hooks run), their entries in the group index and its adapter
+ * hold. Frames of a subscription that ended (left, or replaced by a join with the same
+ * `subscriptionId`) leave the queue too, so a client re-joining a group it does not read holds one
+ * queued `sync` at most.
  *
  * Hostile input: client frames are capped at {@link MAX_CLIENT_FRAME_BYTES} (ws closes larger ones
  * with 1009), text frames must be valid UTF-8 (ws closes with 1007), undecodable or malformed
@@ -15,6 +25,7 @@ import { WebSocketServer, type RawData, type WebSocket } from 'ws'
 import type { StreamAuthInput, StreamChangeEvent, StreamJoinLeaveEvent } from 'svc-protocol'
 import { jsonParse } from 'svc-protocol/json'
 import type { Logger } from '../../engine/types.ts'
+import { Fifo } from '../shared/fifo.ts'
 
 /** Largest client frame accepted, bytes; client messages are small join/leave requests. */
 export const MAX_CLIENT_FRAME_BYTES = 64 * 1024
@@ -22,6 +33,12 @@ export const MAX_CLIENT_FRAME_BYTES = 64 * 1024
 export const MAX_PENDING_CLIENT_MESSAGES = 256
 /** Open subscriptions per client; a join beyond it closes the client with 1008. */
 export const MAX_SUBSCRIPTIONS_PER_CLIENT = 4096
+/**
+ * Bytes ws may hold for a client before further frames wait in the client's own queue: enough to
+ * keep a reading client's socket busy, small enough that a closed slow client leaves little in ws
+ * (whose close handshake may take 30 s).
+ */
+export const SOCKET_HIGH_WATER_BYTES = 256 * 1024
 /** Server pings every 30 s and closes a client silent for 60 s (§6.6). */
 export const PING_INTERVAL_MS = 30_000
 export const IDLE_TIMEOUT_MS = 60_000
@@ -38,6 +55,8 @@ export interface StreamClientHost {
   readonly authFunction: string | null
   /** Max unsent messages per client (`client_buffer_messages`). */
   readonly clientBufferMessages: number
+  /** Max unsent bytes per client (`client_buffer_bytes`): UTF-8 bytes of frames not yet taken by the socket. */
+  readonly clientBufferBytes: number
   /** Calls the auth function; resolves with the connection context, rejects to refuse (401). */
   authenticate(input: StreamAuthInput): Promise<unknown>
   /** Runs the join hooks; false refuses the join (§6.5). */
@@ -62,8 +81,20 @@ interface Subscription {
   readonly id: string | null
   /** `{"subscriptionId":<id>,` — the start of every frame of this subscription. */
   readonly framePrefix: string
-  /** Frames held back until `sync` has been sent; null once it has. */
-  pending: string[] | null
+  /** UTF-8 bytes of {@link framePrefix} less one (the `{` it replaces in the event's JSON). */
+  readonly prefixBytes: number
+  /** Frames held back until `sync` has been sent; null once it has (or the subscription ended). */
+  pending: Outgoing[] | null
+  /** Frames of this subscription in the client's queue. */
+  queued: number
+}
+
+/** A frame not yet handed to ws, with its UTF-8 size. */
+interface Outgoing {
+  readonly frame: string
+  readonly bytes: number
+  /** The subscription it belongs to (null: the `unauthorized` answer of a refused join). */
+  readonly subscription: Subscription | null
 }
 
 interface Client {
@@ -73,7 +104,13 @@ interface Client {
   readonly source: object | null
   readonly subscriptions: Map<string, Subscription>
   /** Messages handed to ws whose write has not completed. */
-  unsent: number
+  inFlight: number
+  /** Frames waiting for ws's buffer to drain below {@link SOCKET_HIGH_WATER_BYTES}, oldest first. */
+  queue: Fifo<Outgoing>
+  queuedBytes: number
+  /** Frames held in subscriptions' `pending` (all subscriptions) and their bytes. */
+  held: number
+  heldBytes: number
   /** Client messages received and not yet handled. */
   waiting: number
   chain: Promise<void>
@@ -85,6 +122,22 @@ interface Client {
 /** The sent frame of an event: the event's JSON with `subscriptionId` first. */
 function frameOf(prefix: string, eventJson: string): string {
   return prefix + eventJson.slice(1)
+}
+
+/** What the hub holds now (builtins.md §6.6; `svc.stream.*` metrics, tests). */
+export interface StreamClientStats {
+  /** Connected clients (a client closed for being slow no longer counts). */
+  clients: number
+  /** Open subscriptions of all clients. */
+  subscriptions: number
+  /** Stream groups with at least one subscription in the delivery index. */
+  groups: number
+  /** Frames not yet taken by the clients' sockets (in ws, queued, held until sync). */
+  unsent_messages: number
+  /** Their UTF-8 bytes. */
+  unsent_bytes: number
+  /** Clients closed with 1013 since the hub started. */
+  slow_clients_closed: number
 }
 
 /**
@@ -106,6 +159,7 @@ export class StreamClients {
   private readonly keepalive: NodeJS.Timeout
   private readonly idleTimeoutMs: number
   private stopped = false
+  private slowClosed = 0
 
   constructor(host: StreamClientHost, log: Logger, timing: { pingIntervalMs?: number; idleTimeoutMs?: number } = {}) {
     this.host = host
@@ -119,6 +173,21 @@ export class StreamClients {
   /** Connected clients. */
   get size(): number {
     return this.clients.size
+  }
+
+  /** What the hub holds for its clients now. O(clients). */
+  stats(): StreamClientStats {
+    let subscriptions = 0
+    let messages = 0
+    let bytes = 0
+    for (const client of this.clients) {
+      subscriptions += client.subscriptions.size
+      messages += client.inFlight + client.queue.length + client.held
+      bytes += client.socket.bufferedAmount + client.queuedBytes + client.heldBytes
+    }
+    let groups = 0
+    for (const byGroup of this.index.values()) groups += byGroup.size
+    return { clients: this.clients.size, subscriptions, groups, unsent_messages: messages, unsent_bytes: bytes, slow_clients_closed: this.slowClosed }
   }
 
   /** A fresh HTTP server that upgrades every path (§6.6) and answers plain requests with 426. */
@@ -141,15 +210,20 @@ export class StreamClients {
     const subscriptions = this.index.get(event.streamName)?.get(event.groupId)
     if (!subscriptions || subscriptions.size === 0) return
     const json = JSON.stringify(event)
+    let jsonBytes = -1
     const id = event.id ?? null
     for (const subscription of subscriptions) {
       if (subscription.id !== null && subscription.id !== id) continue
       if (source !== undefined && subscription.client.source !== source) continue
-      const frame = frameOf(subscription.framePrefix, json)
-      if (!subscription.pending) this.send(subscription.client, frame)
-      else if (subscription.pending.length < this.host.clientBufferMessages) subscription.pending.push(frame)
-      // Held frames count against the same bound as unsent ones.
-      else this.close(subscription.client, CLOSE_TRY_AGAIN_LATER, `more than ${this.host.clientBufferMessages} messages waiting for sync (client_buffer_messages); reconnect`)
+      if (jsonBytes < 0) jsonBytes = Buffer.byteLength(json)
+      const out: Outgoing = { frame: frameOf(subscription.framePrefix, json), bytes: subscription.prefixBytes + jsonBytes, subscription }
+      if (!subscription.pending) this.send(subscription.client, out)
+      else if (this.admit(subscription.client, out.bytes)) {
+        // Held frames count against the same bounds as unsent ones.
+        subscription.pending.push(out)
+        subscription.client.held++
+        subscription.client.heldBytes += out.bytes
+      }
     }
   }
 
@@ -186,7 +260,11 @@ export class StreamClients {
       context,
       source: this.host.attach(),
       subscriptions: new Map(),
-      unsent: 0,
+      inFlight: 0,
+      queue: new Fifo(),
+      queuedBytes: 0,
+      held: 0,
+      heldBytes: 0,
       waiting: 0,
       chain: Promise.resolve(),
       lastSeen: Date.now(),
@@ -258,12 +336,17 @@ export class StreamClients {
     const allowed = await this.host.join(payload)
     if (client.closed) return
     const framePrefix = `{"subscriptionId":${JSON.stringify(request.subscriptionId)},`
+    const prefixBytes = Buffer.byteLength(framePrefix) - 1
     const base = { type: 'stream', timestamp: 0, streamName: request.streamName, groupId: request.groupId, id: request.id }
+    const outgoing = (event: unknown, subscription: Subscription | null): Outgoing => {
+      const json = JSON.stringify({ ...base, timestamp: Date.now(), event })
+      return { frame: frameOf(framePrefix, json), bytes: prefixBytes + Buffer.byteLength(json), subscription }
+    }
     if (!allowed) {
-      this.send(client, frameOf(framePrefix, JSON.stringify({ ...base, timestamp: Date.now(), event: { type: 'unauthorized' } })))
+      this.send(client, outgoing({ type: 'unauthorized' }, null))
       return
     }
-    const subscription: Subscription = { client, framePrefix, pending: [], ...request }
+    const subscription: Subscription = { client, framePrefix, prefixBytes, pending: [], queued: 0, ...request }
     client.subscriptions.set(request.subscriptionId, subscription)
     this.indexOf(request.streamName, request.groupId, true)!.add(subscription)
     let data: unknown = null
@@ -272,11 +355,35 @@ export class StreamClients {
     } catch (error) {
       this.log.error('svc-stream: reading the sync data failed', { stream_name: request.streamName, group_id: request.groupId, message: String((error as Error)?.message ?? error) })
     }
-    const pending = subscription.pending ?? []
-    subscription.pending = null
     if (client.closed || client.subscriptions.get(request.subscriptionId) !== subscription) return
-    this.send(client, frameOf(framePrefix, JSON.stringify({ ...base, timestamp: Date.now(), event: { type: 'sync', data } })))
-    for (const frame of pending) this.send(client, frame)
+    const pending = this.unhold(subscription)
+    this.send(client, outgoing({ type: 'sync', data }, subscription))
+    for (const out of pending) this.send(client, out)
+  }
+
+  /** Takes a subscription's held frames out of the client's count (the subscription sends or drops them). */
+  private unhold(subscription: Subscription): Outgoing[] {
+    const pending = subscription.pending
+    subscription.pending = null
+    if (pending === null) return []
+    const client = subscription.client
+    client.held -= pending.length
+    for (const out of pending) client.heldBytes -= out.bytes
+    return pending
+  }
+
+  /** Drops the frames of an ended subscription that the client has not been sent yet. */
+  private release(subscription: Subscription): void {
+    this.unhold(subscription)
+    if (subscription.queued === 0) return
+    const client = subscription.client
+    const kept = new Fifo<Outgoing>()
+    for (let out = client.queue.shift(); out !== undefined; out = client.queue.shift()) {
+      if (out.subscription === subscription) client.queuedBytes -= out.bytes
+      else kept.push(out)
+    }
+    client.queue = kept
+    subscription.queued = 0
   }
 
   /** Ends a subscription (if open) and runs the leave hooks. */
@@ -285,38 +392,91 @@ export class StreamClients {
     if (!subscription) return
     client.subscriptions.delete(subscriptionId)
     this.unindex(subscription)
+    this.release(subscription)
     this.host.leave(leavePayload(subscription))
   }
 
+  /** Forgets a client: its subscriptions (leave hooks run), what it had unsent on this side, its adapter hold. */
   private closed(client: Client): void {
     if (this.clients.delete(client)) this.host.detach(client.source)
     client.closed = true
     for (const subscription of client.subscriptions.values()) {
       this.unindex(subscription)
+      subscription.pending = null
       this.host.leave(leavePayload(subscription))
     }
     client.subscriptions.clear()
+    client.queue = new Fifo()
+    client.queuedBytes = 0
+    client.held = 0
+    client.heldBytes = 0
   }
 
   /**
-   * Hands a frame to ws unless the client already has `client_buffer_messages` unsent; then the
-   * client is closed with 1013 and nothing more is queued for it.
+   * Whether `bytes` more may wait for the client: its unsent messages stay below
+   * `client_buffer_messages` and its unsent bytes within `client_buffer_bytes` (a single frame
+   * larger than that is let through when nothing else is unsent, so that any group can be joined).
+   * Otherwise the client is closed with 1013 and false returned.
    */
-  private send(client: Client, frame: string): void {
-    if (client.closed) return
-    if (client.unsent >= this.host.clientBufferMessages) {
-      this.close(client, CLOSE_TRY_AGAIN_LATER, `more than ${this.host.clientBufferMessages} unsent messages (client_buffer_messages); reconnect`)
+  private admit(client: Client, bytes: number): boolean {
+    if (client.closed) return false
+    const limit = this.host.clientBufferMessages
+    if (client.inFlight + client.queue.length + client.held >= limit) {
+      this.close(client, CLOSE_TRY_AGAIN_LATER, `more than ${limit} unsent messages (client_buffer_messages); reconnect`)
+      return false
+    }
+    const unsent = client.socket.bufferedAmount + client.queuedBytes + client.heldBytes
+    const maxBytes = this.host.clientBufferBytes
+    if (unsent > 0 && unsent + bytes > maxBytes) {
+      this.close(client, CLOSE_TRY_AGAIN_LATER, `more than ${maxBytes} unsent bytes (client_buffer_bytes); reconnect`)
+      return false
+    }
+    return true
+  }
+
+  /**
+   * Sends a frame, or queues it while ws holds {@link SOCKET_HIGH_WATER_BYTES} or more for the
+   * client; a client over its bounds is closed instead ({@link admit}).
+   */
+  private send(client: Client, out: Outgoing): void {
+    if (!this.admit(client, out.bytes)) return
+    if (client.queue.length === 0 && (client.inFlight === 0 || client.socket.bufferedAmount < SOCKET_HIGH_WATER_BYTES)) {
+      this.write(client, out.frame)
       return
     }
-    client.unsent++
+    client.queue.push(out)
+    client.queuedBytes += out.bytes
+    if (out.subscription !== null) out.subscription.queued++
+  }
+
+  private write(client: Client, frame: string): void {
+    client.inFlight++
+    // Called once the socket took the frame, or with an error when it closed.
     client.socket.send(frame, () => {
-      client.unsent--
+      client.inFlight--
+      if (client.queue.length > 0) this.pump(client)
     })
   }
 
-  /** Stops all delivery to a client and starts the close handshake (ws destroys the socket after 30 s without an answer). */
+  /** Hands queued frames to ws while its buffer is below the high-water mark. */
+  private pump(client: Client): void {
+    while (!client.closed && (client.inFlight === 0 || client.socket.bufferedAmount < SOCKET_HIGH_WATER_BYTES)) {
+      const out = client.queue.shift()
+      if (out === undefined) return
+      client.queuedBytes -= out.bytes
+      if (out.subscription !== null) out.subscription.queued--
+      this.write(client, out.frame)
+    }
+  }
+
+  /**
+   * Stops all delivery to a client, releases what the hub held for it and starts the close
+   * handshake (ws destroys the socket after 30 s without an answer; it holds at most about
+   * {@link SOCKET_HIGH_WATER_BYTES} plus one frame for it meanwhile).
+   */
   private close(client: Client, code: number, reason: string): void {
     if (client.closed) return
+    if (code === CLOSE_TRY_AGAIN_LATER) this.slowClosed++
     this.log.warn(`svc-stream closed a client (${code}): ${reason}`)
     this.closed(client)
     client.socket.close(code, reason)

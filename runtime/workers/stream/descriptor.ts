@@ -20,6 +20,7 @@ export const STREAM_DESCRIPTOR = {
       auth_function: { type: ['string', 'null'], default: null, description: 'function called before each upgrade; applies to new connections' },
       auth_timeout_ms: { type: 'integer', minimum: 1, default: 10000, description: 'ms' },
       client_buffer_messages: { type: 'integer', minimum: 1, default: 1024, description: 'a client with more unsent messages is closed with code 1013' },
+      client_buffer_bytes: { type: 'integer', minimum: 1, default: 16777216, description: 'a client with more unsent bytes (UTF-8 of its frames, socket buffer included) is closed with code 1013' },
       max_item_bytes: { type: ['integer', 'null'], minimum: 1, default: null, description: 'larger writes fail with VALUE_TOO_LARGE (bytes)' },
       adapter: adapterEntrySchema(['builtin', 'memory']),
     },

@@ -12,11 +12,13 @@ it('settings: defaults of §6.1, null takes the default, messages start with the
     auth_function: null,
     auth_timeout_ms: 10000,
     client_buffer_messages: 1024,
+    client_buffer_bytes: 16 * 1024 * 1024,
     max_item_bytes: null,
     adapter: { name: 'builtin', config: {} },
   })
   assert.equal(parseStreamSettings({ port: null, client_buffer_messages: 5 }).client_buffer_messages, 5)
   assert.throws(() => parseStreamSettings({ client_buffer_messages: 0 }), /^SvcError: client_buffer_messages must be an integer >= 1, got 0$/)
+  assert.throws(() => parseStreamSettings({ client_buffer_bytes: 0.5 }), /^SvcError: client_buffer_bytes must be an integer >= 1, got 0.5$/)
   assert.throws(() => parseStreamSettings({ auth_function: '' }), /auth_function must be a non-empty string or null/)
   assert.throws(() => parseStreamSettings({ max_item_bytes: 1.5 }), /max_item_bytes must be an integer >= 1 or null/)
   assert.throws(() => parseStreamSettings({ host: 3 }), /host must be a non-empty string/)

@@ -18,11 +18,23 @@ export interface StreamSettings {
   auth_timeout_ms: number
   /** Unsent messages a client may have before it is closed with 1013. Default 1024. */
   client_buffer_messages: number
+  /**
+   * Unsent bytes (UTF-8 of its frames: ws's buffer, the client's queue, frames held until `sync`)
+   * a client may have before it is closed with 1013. Default {@link DEFAULT_CLIENT_BUFFER_BYTES}.
+   */
+  client_buffer_bytes: number
   /** Largest accepted JSON encoding of an item, UTF-8 bytes; null (default): no limit. */
   max_item_bytes: number | null
   /** Canonical adapter entry. Default `{name: "builtin"}`; `redis` is refused (not available yet). */
   adapter: StreamAdapterSpec
 }
+
+/**
+ * Default `client_buffer_bytes`, 16 MiB: a reading client on a slow link catches up with a burst of
+ * large events or a few `sync`s of 1 MiB groups, while a client that stopped reading is closed after
+ * about 16 such syncs instead of holding hundreds (800 joins of a 1 MiB group held ~870 MiB).
+ */
+export const DEFAULT_CLIENT_BUFFER_BYTES = 16 * 1024 * 1024
 
 function invalid(message: string): SvcError {
   return Errors.invalidArguments(message)
@@ -73,6 +85,7 @@ export function parseStreamSettings(value: unknown): StreamSettings {
     auth_function: auth as string | null,
     auth_timeout_ms: integer(source, 'auth_timeout_ms', 1, Number.MAX_SAFE_INTEGER, 10_000),
     client_buffer_messages: integer(source, 'client_buffer_messages', 1, Number.MAX_SAFE_INTEGER, 1024),
+    client_buffer_bytes: integer(source, 'client_buffer_bytes', 1, Number.MAX_SAFE_INTEGER, DEFAULT_CLIENT_BUFFER_BYTES),
     max_item_bytes: (max as number | null | undefined) ?? null,
     adapter,
   }

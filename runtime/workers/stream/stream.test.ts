@@ -284,7 +284,7 @@ describe('client WebSocket (builtins.md §6.6)', () => {
     await fast.next((f) => f.event.type === 'sync')
     await slow.next((f) => f.event.type === 'sync')
     // The slow client stops reading; its unsent frames pile up on the server.
-    ;(slow.socket as unknown as { _socket: { pause(): void; resume(): void } })._socket.pause()
+    slow.pause()
     const big = 'x'.repeat(256 * 1024)
     const rounds = 80
     for (let i = 0; i < rounds; i++) {
@@ -294,12 +294,67 @@ describe('client WebSocket (builtins.md §6.6)', () => {
     }
     assert.equal(fast.frames.filter((f) => f.event.type === 'create').length, rounds, 'the fast client got every event')
     assert.equal(fast.closeCode, undefined)
-    ;(slow.socket as unknown as { _socket: { resume(): void } })._socket.resume()
+    slow.resume()
     assert.equal(await slow.closed(30_000), 1013)
     assert.match(slow.closeReason, /client_buffer_messages/)
     assert.ok(slow.frames.length < rounds, `the slow client got ${slow.frames.length} frames before it was closed`)
     fast.close()
     await worker.applySettings({ port: 0, adapter: { name: 'memory' } })
+  })
+
+  /** A group whose sync frame is about 1 MiB (16 items of 64 KiB). */
+  async function bigGroup(stream: string): Promise<void> {
+    for (let i = 0; i < 16; i++) await call('stream::set', { stream_name: stream, group_id: 'g', item_id: `i${i}`, data: 'x'.repeat(64 * 1024) })
+  }
+
+  it('a client that stops reading and joins a 1 MiB group again and again is closed with 1013 (client_buffer_bytes); others keep receiving; nothing of it is kept', async () => {
+    await worker.applySettings({ port: 0, adapter: { name: 'memory' }, client_buffer_bytes: 4 * 1024 * 1024 })
+    await bigGroup('heavy')
+    const fast = await StreamSocket.open(url)
+    fast.join('f', 'heavy', 'g')
+    await fast.next((f) => f.event.type === 'sync')
+    const closedBefore = worker.clientStats.slow_clients_closed
+    const slow = await StreamSocket.open(url)
+    slow.pause()
+    // 100 joins stay below the 1024 unsent messages (client_buffer_messages) and the 256 client
+    // messages that may wait to be handled; only the bytes bound can close this client.
+    for (let i = 0; i < 100; i++) slow.join(`s${i}`, 'heavy', 'g')
+    await eventually(() => worker.clientStats?.slow_clients_closed === closedBefore + 1, 30_000)
+    await call('stream::set', { stream_name: 'heavy', group_id: 'g', item_id: 'after', data: 1 })
+    assert.equal((await fast.next((f) => f.event.type === 'create')).id, 'after', 'the fast client keeps receiving')
+    // Nothing of the slow client is left on the server: only the fast client and its subscription.
+    const held = worker.clientStats
+    assert.deepEqual({ ...held, unsent_bytes: 0 }, { clients: 1, subscriptions: 1, groups: 1, unsent_messages: held.unsent_messages, unsent_bytes: 0, slow_clients_closed: closedBefore + 1 })
+    assert.ok(held.unsent_bytes < 1024 * 1024, `${held.unsent_bytes} bytes unsent`)
+    // Once it reads again it gets what had reached its socket, then the close frame.
+    slow.resume()
+    assert.equal(await slow.closed(30_000), 1013)
+    assert.match(slow.closeReason, /client_buffer_bytes/)
+    const syncs = slow.frames.filter((f) => f.event.type === 'sync').length
+    assert.ok(syncs < 50, `the slow client got ${syncs} syncs before the close frame`)
+    fast.close()
+    await eventually(() => worker.clientStats.clients === 0)
+    assert.deepEqual(worker.clientStats, { clients: 0, subscriptions: 0, groups: 0, unsent_messages: 0, unsent_bytes: 0, slow_clients_closed: closedBefore + 1 })
+    await worker.applySettings({ port: 0, adapter: { name: 'memory' } })
+  })
+
+  it('a client that stops reading and re-joins one subscription has one sync queued, not one per join', async () => {
+    await bigGroup('rejoin-big')
+    await call('stream::set', { stream_name: 'rejoin-small', group_id: 'g', item_id: 'a', data: 1 })
+    const client = await StreamSocket.open(url)
+    client.pause()
+    for (let i = 0; i < 200; i++) client.join('s', 'rejoin-big', 'g')
+    client.join('done', 'rejoin-small', 'g')
+    // The last join was handled: the replaced subscriptions' syncs left the queue with them.
+    await eventually(() => worker.clientStats?.subscriptions === 2, 30_000)
+    assert.ok(worker.clientStats.unsent_bytes < 4 * 1024 * 1024, `${worker.clientStats.unsent_bytes} bytes unsent`)
+    client.resume()
+    await client.next((f) => f.subscriptionId === 'done' && f.event.type === 'sync', 30_000)
+    const syncs = client.frames.filter((f) => f.subscriptionId === 's' && f.event.type === 'sync')
+    assert.ok(syncs.length < 50, `${syncs.length} syncs of 1 MiB reached the client for 200 joins`)
+    assert.equal(syncs.at(-1)!.event.data.length, 16)
+    assert.equal(client.closeCode, undefined)
+    client.close()
   })
 
   it('hostile frames are ignored; oversized frames close only that client', async () => {

@@ -26,8 +26,9 @@ import { traceOriginOf, type TraceOrigin } from '../shared/fanout.ts'
 import { applyUpdateOps, assertUpdateOps } from '../../update-ops/index.ts'
 import type { UpdateOp, UpdateOpError } from '../../update-ops/types.ts'
 import { checkValueSize } from '../../adapters/state/codec.ts'
-import { StreamClients, type StreamClientHost } from './clients.ts'
-import { parseStreamSettings, type StreamSettings } from './settings.ts'
+import { StreamClients, type StreamClientHost, type StreamClientStats } from './clients.ts'
+import type { MetricSeries } from '../../adapters/observability/records.ts'
+import { DEFAULT_CLIENT_BUFFER_BYTES, parseStreamSettings, type StreamSettings } from './settings.ts'
 import { JoinLeaveHooks, StreamTriggers } from './triggers.ts'
 
 export const STREAM_WORKER_NAME = 'svc-stream'
@@ -67,6 +68,7 @@ export class StreamWorker implements BuiltinWorker, StreamClientHost {
   private clients: StreamClients | null = null
   private listener: ListeningServer | null = null
   private applier: SettingsApplier<StreamSettings> | null = null
+  private removeMetricSource: (() => void) | undefined
   private readonly options: StreamWorkerOptions
 
   constructor(options: StreamWorkerOptions = {}) {
@@ -81,6 +83,11 @@ export class StreamWorker implements BuiltinWorker, StreamClientHost {
   /** Connected WebSocket clients. */
   get clientCount(): number {
     return this.clients?.size ?? 0
+  }
+
+  /** What the client listener holds now (clients, subscriptions, unsent frames); zeros before start. */
+  get clientStats(): StreamClientStats {
+    return this.clients?.stats() ?? { clients: 0, subscriptions: 0, groups: 0, unsent_messages: 0, unsent_bytes: 0, slow_clients_closed: 0 }
   }
 
   async start(context: BuiltinContext, settings: unknown): Promise<void> {
@@ -109,6 +116,24 @@ export class StreamWorker implements BuiltinWorker, StreamClientHost {
     await this.applySettings(settings)
     this.registerFunctions()
     this.registerTriggerTypes()
+    this.removeMetricSource = context.telemetry?.addMetricSource((now) => this.metricSeries(now))
+  }
+
+  /**
+   * `engine::metrics::list` series of the client listener: `svc.stream.clients`,
+   * `svc.stream.subscriptions` (gauges), `svc.stream.unsent_bytes` (gauge, bytes not yet taken by
+   * the clients' sockets) and `svc.stream.slow_clients_closed` (sum since start: clients closed
+   * with 1013 for exceeding `client_buffer_messages` or `client_buffer_bytes`).
+   */
+  private metricSeries(now: number): MetricSeries[] {
+    const stats = this.clientStats
+    const point = (value: number) => [{ time_unix_nano: now, value, attributes: {} }]
+    return [
+      { name: 'svc.stream.clients', type: 'gauge', unit: '{client}', description: 'connected stream WebSocket clients', points: point(stats.clients) },
+      { name: 'svc.stream.subscriptions', type: 'gauge', unit: '{subscription}', description: 'open subscriptions of stream clients', points: point(stats.subscriptions) },
+      { name: 'svc.stream.unsent_bytes', type: 'gauge', unit: 'By', description: 'bytes of frames not yet taken by the clients\' sockets', points: point(stats.unsent_bytes) },
+      { name: 'svc.stream.slow_clients_closed', type: 'sum', unit: '{client}', description: 'clients closed with 1013 (client_buffer_messages, client_buffer_bytes)', points: point(stats.slow_clients_closed) },
+    ]
   }
 
   /**
@@ -123,6 +148,7 @@ export class StreamWorker implements BuiltinWorker, StreamClientHost {
   }
 
   async stop(): Promise<void> {
+    this.removeMetricSource?.()
     this.triggers?.stop()
     this.clients?.stop()
     await this.listener?.stop()
@@ -138,6 +164,10 @@ export class StreamWorker implements BuiltinWorker, StreamClientHost {
 
   get clientBufferMessages(): number {
     return this.settings?.client_buffer_messages ?? 1024
+  }
+
+  get clientBufferBytes(): number {
+    return this.settings?.client_buffer_bytes ?? DEFAULT_CLIENT_BUFFER_BYTES
   }
 
   async authenticate(input: unknown): Promise<unknown> {

@@ -97,6 +97,16 @@ export class StreamSocket {
     this.socket.close()
   }
 
+  /** Stops reading the socket (the server's frames pile up in the kernel, then on the server). */
+  pause(): void {
+    ;(this.socket as unknown as { _socket: { pause(): void } })._socket.pause()
+  }
+
+  /** Reads the socket again. */
+  resume(): void {
+    ;(this.socket as unknown as { _socket: { resume(): void } })._socket.resume()
+  }
+
   private wake(): void {
     const waiters = this.waiters
     this.waiters = []
