@@ -32,7 +32,7 @@ export default class Console extends SvcCommand {
     token: Flags.boolean({ summary: `Require the per-run access token (default; ${CONSOLE_TOKEN_ENV} sets it); --no-token lets anyone who can reach the port in`, default: true, allowNo: true }),
     engine: Flags.string({ aliases: ['url'], summary: 'Engine URL (default: SVC_URL, else the listener of config.yaml, else ws://127.0.0.1:49134)' }),
     open: Flags.boolean({ summary: 'Open the console in a browser (only when interactive)', default: true, allowNo: true }),
-    json: Flags.boolean({ summary: 'Print {"event":"console_ready","url"} once listening' }),
+    json: Flags.boolean({ summary: 'Print {"event":"console_ready","url","open_url","token"} once listening (the token only when the console drew it)' }),
   }
 
   async run(): Promise<void> {
