@@ -551,6 +551,8 @@ describe('svc console access: Host, Origin and the access token (issue 16 item 1
     const jar = cookie.split(';')[0]!
     assert.equal((await get('/api/info', { cookie: `other=1; ${jar}` })).status, 200)
     assert.equal((await rawExchange(server.port, ['GET /api/live HTTP/1.1', `host: 127.0.0.1:${server.port}`, `cookie: ${jar}`, ...UPGRADE])).status, 101)
+    const offSite = await rawExchange(server.port, [`GET //evil.example/x?token=${server.token} HTTP/1.1`, `host: 127.0.0.1:${server.port}`, 'connection: close'])
+    assert.match(offSite.text, /\r\nlocation: \/evil\.example\/x\r\n/i, 'the redirect stays on the console')
     const badLink = await get('/?token=guessed-token-value')
     assert.equal(badLink.status, 401)
     assert.match(await badLink.text(), /access token is wrong/)

@@ -154,10 +154,12 @@ export async function startConsole(options: ConsoleOptions = {}): Promise<Runnin
     const given = query.get('token')
     if (given !== null && access!.token !== undefined) {
       if (!access!.matches(given)) return sendText(res, 401, `${Errors.consoleTokenRequired(true).message}\n`)
-      // The token becomes a cookie, and leaves the address bar and the history.
+      // The token becomes a cookie, and leaves the address bar and the history. One leading slash:
+      // `//host/…` would send the browser to another site.
       query.delete('token')
       const rest = query.toString()
-      res.writeHead(302, { location: pathname + (rest === '' ? '' : `?${rest}`), 'set-cookie': access!.cookie(), 'cache-control': 'no-store', 'content-length': 0 })
+      const location = '/' + pathname.replace(/^[/\\]+/, '') + (rest === '' ? '' : `?${rest}`)
+      res.writeHead(302, { location, 'set-cookie': access!.cookie(), 'cache-control': 'no-store', 'referrer-policy': 'no-referrer', 'content-length': 0 })
       res.end()
       return
     }
