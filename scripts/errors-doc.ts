@@ -23,6 +23,7 @@ const SOURCE_NAMES: Record<ErrorSource, string> = {
   pubsub: 'pub/sub worker',
   configuration: 'configuration worker',
   database: 'database worker',
+  console: 'console',
   cli: 'CLI',
 }
 

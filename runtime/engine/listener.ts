@@ -29,12 +29,13 @@ export class Listener {
     this.config = config
     this.log = log
     this.accept = accept
-    this.server = createServer((_req, res) => {
+    // A TCP connection that has not completed the upgrade in time is closed (§2). Node checks the
+    // two timeouts only every connectionsCheckingInterval (default 30 s), so that is kept short.
+    const handshake = config.handshake_timeout_ms
+    const options = { headersTimeout: handshake, requestTimeout: handshake, connectionsCheckingInterval: Math.min(1000, Math.max(10, Math.floor(handshake / 5))) }
+    this.server = createServer(options, (_req, res) => {
       res.writeHead(404, { 'content-type': 'text/plain' }).end('Not Found')
     })
-    // A TCP connection that has not completed the upgrade in time is closed (§2).
-    this.server.headersTimeout = config.handshake_timeout_ms
-    this.server.requestTimeout = config.handshake_timeout_ms
     this.wss = new WebSocketServer({ noServer: true, maxPayload: config.max_message_bytes, perMessageDeflate: false })
     this.server.on('upgrade', (request, socket, head) => this.onUpgrade(request, socket, head))
   }

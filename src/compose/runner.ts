@@ -10,7 +10,8 @@ import { homedir } from 'node:os'
 import { dirname, isAbsolute, join, resolve } from 'node:path'
 import type { Logger } from '../../runtime/engine/types.ts'
 import type { RegistrationProbe, SupervisedWorker, SupervisorOptions, WorkerSpec, WorkerState } from '../supervisor/types.ts'
-import { consoleStartCommand } from '../lib/console.ts'
+import { consoleStartCommand, consoleTokenOff, consoleUrl } from '../lib/console.ts'
+import { CONSOLE_TOKEN_ENV, newToken } from 'svc-console'
 import { displayPath } from '../lib/project.ts'
 import { EnvFileError, parseEnvFile } from './env-file.ts'
 import { builtinDescriptor } from '../../runtime/workers/catalogue.ts'
@@ -377,9 +378,12 @@ export class ProjectRunner {
   }
 
   /**
-   * `builtin://console` (cli.md §4.7): runs `svc console --no-open --engine <url>` (port and host
-   * from the container's `config`) and is ready when `svc-console` registers. A console that is
-   * already connected (started by svc or by hand) counts as this container and is left alone.
+   * `builtin://console` (cli.md §4.7): runs `svc console --no-open --engine <url>` (port, host,
+   * allowed hosts and `token: false` from the container's `config`) and is ready when `svc-console`
+   * registers. Its access token is drawn here and passed in `SVC_CONSOLE_TOKEN`, so that it stays
+   * out of the container's log (which reaches the engine's); the daemon prints the address with
+   * the token on its own terminal. A console that is already connected (started by svc or by
+   * hand) counts as this container and is left alone.
    */
   private async startConsole(c: Container, spec: BuiltinContainer): Promise<void> {
     const running = await this.engine.listWorkers({ namespace: 'default' })
@@ -390,6 +394,7 @@ export class ProjectRunner {
     } catch (err) {
       throw new ComposeError('INVALID_COMPOSE_FILE', `${spec.key}: ${(err as Error).message.replace(/^config\.yaml: /, '')}`)
     }
+    const token = consoleTokenOff(spec.config) ? undefined : newToken()
     const directory = join(this.cwd, '.svc', 'compose', this.namespace, 'console')
     mkdirSync(directory, { recursive: true })
     const supervised = this.supervise(
@@ -400,7 +405,7 @@ export class ProjectRunner {
         engineUrl: this.engine.url,
         projectRoot: this.cwd,
         envBase: 'compose',
-        env: {},
+        env: token === undefined ? {} : { [CONSOLE_TOKEN_ENV]: token },
         watch: false,
         noInstall: true,
         startCommand,
@@ -427,6 +432,7 @@ export class ProjectRunner {
       throw new ComposeError('STARTUP_TIMEOUT', `${spec.key}: the console did not register as svc-console (${reason})${tail ? `\n${tail}` : ''}`)
     }
     c.pid = supervised.pid
+    this.log.info(`${spec.key}: svc console → ${consoleUrl(spec.config, token)}`)
   }
 
   /** env_file files in order (cli.md §5.2); a reserved name fails with RESERVED_ENV_OVERRIDE. */

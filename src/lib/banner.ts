@@ -19,7 +19,10 @@ export interface ReadyInfo {
    * `skipped` (`--no-workers`).
    */
   workers: Array<{ name: string; state: string }>
-  /** Address of the `console` entry of config.yaml when it is launched (cli.md §3), else undefined. */
+  /**
+   * Address of the `console` entry of config.yaml when it is launched (cli.md §3), with the access
+   * token svc gave it (`/?token=…`) unless the entry turns the token off; else undefined.
+   */
   consoleUrl?: string | undefined
   /** Absolute path of the config file, undefined when running on built-in defaults. */
   configFile: string | undefined
@@ -52,7 +55,10 @@ export function formatBanner(info: ReadyInfo): string {
   return text
 }
 
-/** The `engine_ready` event (one JSON line); `engine_url`, `http_url`, `stream_url` are the first of each, or null. */
+/**
+ * The `engine_ready` event (one JSON line); `engine_url`, `http_url`, `stream_url` are the first of
+ * each, or null; `console_url` (with its token) only when svc launches the console entry.
+ */
 export function readyEvent(info: ReadyInfo): Record<string, unknown> {
   return {
     event: 'engine_ready',
@@ -64,6 +70,7 @@ export function readyEvent(info: ReadyInfo): Record<string, unknown> {
     engine_urls: info.engineUrls,
     http_urls: info.httpUrls,
     stream_urls: info.streamUrls,
+    ...(info.consoleUrl === undefined ? {} : { console_url: info.consoleUrl }),
     workers: info.workers,
     config_file: info.configFile ?? null,
     data_dir: info.dataDir,

@@ -3,7 +3,7 @@ import { describe, it } from 'node:test'
 import { ConfigError } from '../../runtime/config/errors.ts'
 import { withDefaultCommand } from './argv.ts'
 import { formatBanner, readyEvent } from './banner.ts'
-import { consoleUrl } from './console.ts'
+import { consoleStartCommand, consoleTokenOff, consoleUrl } from './console.ts'
 import { InvocationError } from 'svc-sdk'
 import { catalogue, catalogueEntry, Codes, EXIT_CODES, Errors } from 'svc-protocol/errors'
 import { CliCodes, CliError, debugEnabled, ExitCode, formatHumanError, formatJsonError, hintFor, toCliError } from './errors.ts'
@@ -136,6 +136,26 @@ describe('ready banner (cli.md §3)', () => {
     assert.equal(consoleUrl(undefined), 'http://127.0.0.1:3113')
     assert.equal(consoleUrl({ host: '0.0.0.0' }), 'http://127.0.0.1:3113')
     assert.equal(consoleUrl({ host: '::1', port: 3200 }), 'http://[::1]:3200')
+  })
+
+  it('the console address carries the access token svc gives the console; engine_ready has it as console_url', () => {
+    const token = 'kq3R0yFf2n9wX1bT5cLh7uZsP4eVaMdG'
+    const consoleAddress = consoleUrl({ port: 4000 }, token)
+    assert.equal(consoleAddress, `http://127.0.0.1:4000/?token=${token}`)
+    assert.match(formatBanner({ ...info, consoleUrl: consoleAddress }), new RegExp(`  console   svc console  → http://127\\.0\\.0\\.1:4000/\\?token=${token}\\n`))
+    assert.equal(readyEvent({ ...info, consoleUrl: consoleAddress }).console_url, consoleAddress)
+    assert.equal('console_url' in readyEvent(info), false)
+  })
+
+  it('the console entry passes allowed_hosts and token: false as flags, never the token itself', () => {
+    const command = consoleStartCommand('ws://127.0.0.1:49134', { port: 4000, allowed_hosts: ['devbox.local', 'Box'], token: false })
+    assert.match(command, / console --no-open --engine ws:\/\/127\.0\.0\.1:49134 --port 4000 --allowed-host devbox\.local --allowed-host Box --no-token$/)
+    assert.doesNotMatch(consoleStartCommand('ws://127.0.0.1:49134', { token: true }), /token/)
+    assert.equal(consoleTokenOff({ token: false }), true)
+    assert.equal(consoleTokenOff({}), false)
+    assert.throws(() => consoleStartCommand('ws://x:1', { allowed_hosts: 'devbox' }), /allowed_hosts must be a list of host names/)
+    assert.throws(() => consoleStartCommand('ws://x:1', { allowed_hosts: ['http://devbox/'] }), /allowed_hosts: 'http:\/\/devbox\/' is not a host name/)
+    assert.throws(() => consoleStartCommand('ws://x:1', { token: 'secret' }), /console token must be true or false/)
   })
 
   it('has an engine_ready twin with the first URL of each kind', () => {

@@ -6,12 +6,19 @@ import { readFileSync } from 'node:fs'
 import { isIP } from 'node:net'
 import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
-import { ConsoleListenError, startConsole, type ConsoleLog, type RunningConsole } from 'svc-console'
+import { checkAllowedHost, checkToken, ConsoleListenError, CONSOLE_TOKEN_ENV, startConsole, type ConsoleLog, type RunningConsole } from 'svc-console'
 import { CliError, ExitCode, usageError } from './errors.ts'
 
 export interface ConsoleCommandOptions {
   port: number
   host: string
+  /** Further Host names to serve (`--allowed-host`, repeatable). */
+  allowedHosts?: readonly string[]
+  /**
+   * The access token: a string from `SVC_CONSOLE_TOKEN` (never printed: whoever set it knows it),
+   * undefined to draw one (printed in the address), `false` for `--no-token`.
+   */
+  token?: string | false
   /** Resolved engine URL (`--engine`, `SVC_URL`, config.yaml, default). */
   engineUrl: string
   /** Open a browser once listening (only when the command is interactive). */
@@ -30,11 +37,14 @@ export function isLoopbackHost(host: string): boolean {
 }
 
 /**
- * Starts the console server and prints `svc console → <url>` (or, with `json`, the
- * `{"event":"console_ready","url"}` line). Warns on stderr for a non-loopback host.
+ * Starts the console server and prints `svc console → <address>` (or, with `json`, the
+ * `{"event":"console_ready","url"}` line). The address carries the access token (`/?token=…`) when
+ * the console drew it; a token from `SVC_CONSOLE_TOKEN` is not printed. Warns on stderr for a
+ * non-loopback host and for `--no-token`.
  *
  * @throws {CliError} `PORT_IN_USE` exit 1 `Port 3113 is already in use; pass --port`; exit 1 for
- *   other bind failures; exit 2 for an engine URL that is not ws:// or wss://
+ *   other bind failures; exit 2 for an engine URL that is not ws:// or wss://, an `--allowed-host`
+ *   that is not a host name, or a `SVC_CONSOLE_TOKEN` that is not 16 to 512 of `A-Z a-z 0-9 . _ ~ -`
  */
 export async function runConsole(options: ConsoleCommandOptions): Promise<RunningConsole> {
   const stdout = options.stdout ?? ((text: string) => void process.stdout.write(text))
@@ -48,24 +58,48 @@ export async function runConsole(options: ConsoleCommandOptions): Promise<Runnin
   if (engine.protocol !== 'ws:' && engine.protocol !== 'wss:') {
     throw usageError(`Invalid engine URL '${options.engineUrl}': expected ws:// or wss://`, 'pass --engine ws://127.0.0.1:49134')
   }
+  const allowedHosts = options.allowedHosts ?? []
+  for (const name of allowedHosts) {
+    try {
+      checkAllowedHost(name)
+    } catch (err) {
+      throw usageError((err as Error).message, 'pass a host name such as --allowed-host devbox.local')
+    }
+  }
+  if (typeof options.token === 'string') {
+    try {
+      checkToken(options.token)
+    } catch (err) {
+      throw usageError(`${CONSOLE_TOKEN_ENV}: ${(err as Error).message}`, `unset ${CONSOLE_TOKEN_ENV} to get a random token`)
+    }
+  }
+  if (options.token === false) {
+    stderr(`Warning: the console has no access token (--no-token): every program and user that can reach its port can invoke functions and read data\n`)
+  }
   if (!isLoopbackHost(options.host)) {
-    stderr(`Warning: the console listens on ${options.host} and has no authentication; anyone who can reach this port can invoke functions and read data\n`)
+    stderr(
+      options.token === false
+        ? `Warning: the console listens on ${options.host} and has no authentication; anyone who can reach this port can invoke functions and read data\n`
+        : `Warning: the console listens on ${options.host}: anyone who can reach this port and has the access token can invoke functions and read data; plain HTTP does not protect the token on the network\n`,
+    )
   }
   const log: ConsoleLog = options.json
     ? { info() {}, warn: (m) => stderr(`Warning: ${m}\n`), error: (m) => stderr(`Error: ${m}\n`) }
     : { info: (m) => stdout(`${m}\n`), warn: (m) => stderr(`Warning: ${m}\n`), error: (m) => stderr(`Error: ${m}\n`) }
   let running: RunningConsole
   try {
-    running = await startConsole({ port: options.port, host: options.host, engineUrl: options.engineUrl, log, version: options.version })
+    running = await startConsole({ port: options.port, host: options.host, engineUrl: options.engineUrl, log, version: options.version, allowedHosts, ...(options.token === undefined ? {} : { token: options.token }) })
   } catch (err) {
     if (err instanceof ConsoleListenError) {
       throw new CliError({ code: err.code === 'EADDRINUSE' ? 'PORT_IN_USE' : 'LISTEN_FAILED', message: err.message, exitCode: ExitCode.Failure, cause: err })
     }
     throw err
   }
-  if (options.json) stdout(`${JSON.stringify({ event: 'console_ready', url: running.url })}\n`)
-  else stdout(`svc console → ${running.url}\n  engine  ${options.engineUrl}\n`)
-  if (options.open) await openBrowser(running.url)
+  // A token the console drew is shown once here; one from the environment is never printed.
+  const drawn = options.token === undefined
+  if (options.json) stdout(`${JSON.stringify({ event: 'console_ready', url: running.url, ...(drawn ? { open_url: running.openUrl, token: running.token } : {}) })}\n`)
+  else stdout(`svc console → ${drawn ? running.openUrl : running.url}${typeof options.token === 'string' ? ` (access token from ${CONSOLE_TOKEN_ENV})` : ''}\n  engine  ${options.engineUrl}\n`)
+  if (options.open) await openBrowser(drawn ? running.openUrl : running.url)
   return running
 }
 
@@ -139,14 +173,26 @@ function shellQuote(arg: string): string {
   return /^[\w@%+=:,./-]+$/.test(arg) ? arg : `'${arg.replace(/'/g, `'\\''`)}'`
 }
 
+/** The `config` block of a `console` entry (config.yaml or a `builtin://console` container). */
+interface ConsoleEntryConfig {
+  port?: unknown
+  host?: unknown
+  allowed_hosts?: unknown
+  token?: unknown
+}
+
 /**
  * The start command of the config.yaml `console` entry (cli.md §4.2, §4.3): this Node running
- * `svc console --no-open --engine <url>`, with `--port`/`--host` from the entry's `config`.
+ * `svc console --no-open --engine <url>`, with `--port`/`--host`, one `--allowed-host` per
+ * `allowed_hosts` name and `--no-token` for `token: false` from the entry's `config`. The token
+ * itself goes through the environment (`SVC_CONSOLE_TOKEN`), never the command line, which every
+ * local user can read.
  *
- * @throws {CliError} exit 2 for a `port` that is not an integer 0–65535 or a blank `host`
+ * @throws {CliError} exit 2 for a `port` that is not an integer 0–65535, a blank `host`, an
+ *   `allowed_hosts` that is not a list of host names, or a `token` that is not a boolean
  */
 export function consoleStartCommand(engineUrl: string, config: unknown): string {
-  const block = (typeof config === 'object' && config !== null ? config : {}) as { port?: unknown; host?: unknown }
+  const block = (typeof config === 'object' && config !== null ? config : {}) as ConsoleEntryConfig
   const args = [process.execPath, svcBin(), 'console', '--no-open', '--engine', engineUrl]
   if (block.port !== undefined) {
     const port = typeof block.port === 'string' ? Number(block.port) : block.port
@@ -159,22 +205,46 @@ export function consoleStartCommand(engineUrl: string, config: unknown): string 
     if (typeof block.host !== 'string' || block.host.trim() === '') throw usageError('config.yaml: console host must be a non-empty string')
     args.push('--host', block.host)
   }
+  if (block.allowed_hosts !== undefined) {
+    if (!Array.isArray(block.allowed_hosts)) throw usageError('config.yaml: console allowed_hosts must be a list of host names')
+    for (const name of block.allowed_hosts) {
+      try {
+        if (typeof name !== 'string') throw new TypeError(`${JSON.stringify(name)} is not a host name`)
+        checkAllowedHost(name)
+      } catch (err) {
+        throw usageError(`config.yaml: console allowed_hosts: ${(err as Error).message.replace(/^--allowed-host /, '')}`)
+      }
+      args.push('--allowed-host', name)
+    }
+  }
+  if (block.token !== undefined) {
+    const token = block.token === 'false' ? false : block.token === 'true' ? true : block.token
+    if (typeof token !== 'boolean') throw usageError(`config.yaml: console token must be true or false, got ${JSON.stringify(block.token)}`)
+    if (!token) args.push('--no-token')
+  }
   return args.map(shellQuote).join(' ')
+}
+
+/** True when the `console` entry's `config` turns the access token off (`token: false`). */
+export function consoleTokenOff(config: unknown): boolean {
+  const token = (typeof config === 'object' && config !== null ? (config as ConsoleEntryConfig).token : undefined)
+  return token === false || token === 'false'
 }
 
 /**
  * The address the `console` entry of config.yaml serves, for the ready banner (cli.md §3):
  * `http://<host>:<port>` from the entry's `config` (defaults 127.0.0.1 and 3113; a wildcard host
- * shows as 127.0.0.1, an IPv6 host in brackets). Port 0 is shown as configured: the console picks
- * its port and prints it itself.
+ * shows as 127.0.0.1, an IPv6 host in brackets), then `/?token=<token>` when svc gave the console
+ * its access token. Port 0 is shown as configured: the console picks its port and prints it itself.
  *
  * @example consoleUrl({ port: 4000 }) // 'http://127.0.0.1:4000'
+ * @example consoleUrl({}, 'kq3R0yFf2n9wX1bT5cLh7uZsP4eVaMdG') // 'http://127.0.0.1:3113/?token=kq3R0yFf2n9wX1bT5cLh7uZsP4eVaMdG'
  */
-export function consoleUrl(config: unknown): string {
-  const block = (typeof config === 'object' && config !== null ? config : {}) as { port?: unknown; host?: unknown }
+export function consoleUrl(config: unknown, token?: string): string {
+  const block = (typeof config === 'object' && config !== null ? config : {}) as ConsoleEntryConfig
   const port = block.port === undefined ? 3113 : String(block.port)
   let host = typeof block.host === 'string' && block.host.trim() !== '' ? block.host.trim() : '127.0.0.1'
   if (host === '0.0.0.0' || host === '::') host = '127.0.0.1'
   if (isIP(host) === 6) host = `[${host}]`
-  return `http://${host}:${port}`
+  return `http://${host}:${port}${token === undefined ? '' : `/?token=${token}`}`
 }

@@ -14,11 +14,11 @@ import type { LogLevel, LogRecord } from '../../runtime/engine/logger.ts'
 import type { Logger } from '../../runtime/engine/types.ts'
 import { formatBanner, readyEvent } from './banner.ts'
 import type { ReadyInfo } from './banner.ts'
-import { consoleStartCommand, consoleUrl } from './console.ts'
+import { consoleStartCommand, consoleTokenOff, consoleUrl } from './console.ts'
 import { invocationLogger } from './dev-log.ts'
 import { InstallProgress } from './install-progress.ts'
 import { watchRestartRequests } from './restart-requests.ts'
-import { CliError, ExitCode } from './errors.ts'
+import { CliError, ExitCode, usageError } from './errors.ts'
 import { lockDataDir } from './lock.ts'
 import type { DataDirLock } from './lock.ts'
 import { locateConfig } from './project.ts'
@@ -27,6 +27,7 @@ import { diffConfig, watchConfigFile } from './reload.ts'
 import { existsSync, mkdirSync } from 'node:fs'
 import { join } from 'node:path'
 import { superviseWorker } from '../supervisor/supervisor.ts'
+import { checkToken, CONSOLE_TOKEN_ENV, newToken } from 'svc-console'
 import type { OutputLine, RegistrationProbe, SupervisedWorker, WorkerState } from '../supervisor/types.ts'
 
 export const LOG_LEVELS = ['trace', 'debug', 'info', 'warn', 'error'] as const
@@ -100,6 +101,13 @@ export async function startEngine(options: StartOptions): Promise<RunningEngine>
     env: options.env,
     overrides: { port: options.port, host: options.host, dataDir: options.dataDir },
   })
+
+  // The console entry's access token, one per svc run so that the banner's address stays valid
+  // when the console restarts: SVC_CONSOLE_TOKEN, else a random one (issue 16 item 1). A bad
+  // SVC_CONSOLE_TOKEN fails before anything starts.
+  let consoleToken: string | undefined
+  const tokenForConsole = () => (consoleToken ??= consoleTokenOf(options.env))
+  if (options.workers && config.builtins.console?.enabled) tokenForConsole()
 
   const lock: DataDirLock = lockDataDir(config.data_dir)
   // The engine filters its own records (the log_level setting, or the flag when given).
@@ -175,16 +183,20 @@ export async function startEngine(options: StartOptions): Promise<RunningEngine>
     // The console entry (cli.md §4.3): a separate process, supervised like a local worker.
     const consoleEntry = config.builtins.console
     if (consoleEntry?.enabled) {
-      const worker = launchConsole(consoleEntry, {
-        engine,
-        engineUrl,
-        projectRoot: config.project_root,
-        watch: false,
-        log: note,
-        output: makeLogger('console'),
-        emit: options.json ? emit : undefined,
-        progress,
-      })
+      const worker = launchConsole(
+        consoleEntry,
+        {
+          engine,
+          engineUrl,
+          projectRoot: config.project_root,
+          watch: false,
+          log: note,
+          output: makeLogger('console'),
+          emit: options.json ? emit : undefined,
+          progress,
+        },
+        tokenForConsole(),
+      )
       supervised.set('console', worker)
     }
     await Promise.all([...supervised.values()].map((w) => w.start()))
@@ -223,7 +235,11 @@ export async function startEngine(options: StartOptions): Promise<RunningEngine>
               await running?.stop().catch((err: unknown) => note.error(`console: ${(err as Error).message}`))
               const entry = next.builtins.console
               if (entry?.enabled) {
-                const worker = launchConsole(entry, { engine, engineUrl, projectRoot: next.project_root, watch: false, log: note, output: makeLogger('console'), emit: options.json ? emit : undefined, progress })
+                const worker = launchConsole(
+                  entry,
+                  { engine, engineUrl, projectRoot: next.project_root, watch: false, log: note, output: makeLogger('console'), emit: options.json ? emit : undefined, progress },
+                  tokenForConsole(),
+                )
                 supervised.set('console', worker)
                 await worker.start()
               }
@@ -268,7 +284,9 @@ export async function startEngine(options: StartOptions): Promise<RunningEngine>
     httpUrls: engine.listenUrls('svc-http'),
     streamUrls: engine.listenUrls('svc-stream'),
     workers,
-    consoleUrl: supervised.has('console') ? consoleUrl(config.builtins.console?.config) : undefined,
+    consoleUrl: supervised.has('console')
+      ? consoleUrl(config.builtins.console?.config, consoleTokenOff(config.builtins.console?.config) ? undefined : consoleToken)
+      : undefined,
     configFile: config.file,
     dataDir: config.data_dir,
   }
@@ -421,11 +439,28 @@ function launchLocalWorker(entry: LoadedLocalWorkerEntry, context: LaunchContext
 }
 
 /**
- * Supervises the `console` entry of config.yaml: `svc console --no-open --engine <url>` (port and
- * host from the entry's `config`) run from `.svc/console/`, registered once `svc-console` connects.
- * Crashes restart it by the policy of cli.md §5.5; nothing is watched or installed.
+ * The access token of a console svc launches: `SVC_CONSOLE_TOKEN` of svc's environment when set,
+ * else a random one.
+ * @throws {CliError} exit 2 when `SVC_CONSOLE_TOKEN` is set but not 16 to 512 of `A-Z a-z 0-9 . _ ~ -`
  */
-function launchConsole(entry: LoadedBuiltinEntry, context: LaunchContext): SupervisedWorker {
+function consoleTokenOf(env: NodeJS.ProcessEnv): string {
+  const given = env[CONSOLE_TOKEN_ENV]
+  if (given === undefined || given === '') return newToken()
+  try {
+    return checkToken(given)
+  } catch (err) {
+    throw usageError(`${CONSOLE_TOKEN_ENV}: ${(err as Error).message}`, `unset ${CONSOLE_TOKEN_ENV} to get a random token`)
+  }
+}
+
+/**
+ * Supervises the `console` entry of config.yaml: `svc console --no-open --engine <url>` (port,
+ * host, allowed hosts and `--no-token` from the entry's `config`) run from `.svc/console/`,
+ * registered once `svc-console` connects; its access token travels in `SVC_CONSOLE_TOKEN` (the
+ * environment, not the command line other users can read). Crashes restart it by the policy of
+ * cli.md §5.5; nothing is watched or installed.
+ */
+function launchConsole(entry: LoadedBuiltinEntry, context: LaunchContext, token: string): SupervisedWorker {
   const directory = join(context.projectRoot, '.svc', 'console')
   mkdirSync(directory, { recursive: true })
   const worker = superviseWorker(
@@ -436,7 +471,7 @@ function launchConsole(entry: LoadedBuiltinEntry, context: LaunchContext): Super
       engineUrl: context.engineUrl,
       projectRoot: context.projectRoot,
       envBase: 'engine',
-      env: {},
+      env: consoleTokenOff(entry.config) ? {} : { [CONSOLE_TOKEN_ENV]: token },
       watch: false,
       noInstall: true,
       startCommand: consoleStartCommand(context.engineUrl, entry.config),

@@ -1,6 +1,7 @@
 /**
  * The console app in a real browser (cli.md §7): a real engine, a real svc-sdk worker and the
- * console backend; Chromium (playwright-core, /usr/bin/chromium) clicks through every page, invokes
+ * console backend; Chromium (playwright-core, /usr/bin/chromium) is let in by the access-token
+ * address (and told how to get in without it), clicks through every page, invokes
  * a function from the UI and sees its result, tests an HTTP trigger, redrives and discards dead
  * letters, edits a state value and sees the state trigger fire, follows a log line’s trace link to
  * its waterfall, validates a settings edit, watches a stream live, sees a new request's trace within
@@ -127,6 +128,22 @@ describe('console app in Chromium', () => {
     await traced?.shutdown()
     await t?.stop()
     if (dataDir) await rm(dataDir, { recursive: true, force: true })
+  })
+
+  it('without its access token the app says how to get in; the token address lets the browser in and leaves the address bar', async () => {
+    await page.goto(server.url + '/functions')
+    const banner = page.locator('.banner', { hasText: 'This console needs its access token' })
+    await banner.waitFor({ timeout: 10_000 })
+    await page.getByTestId('connection-state').getByText('access token needed').waitFor()
+    await shot('access-token-needed')
+    await page.goto(server.openUrl)
+    await page.getByTestId('connection-state').getByText('connected').waitFor({ timeout: 10_000 })
+    assert.equal(page.url(), server.url + '/', 'redirected to the address without the token')
+    await banner.waitFor({ state: 'detached' })
+    const cookies = await page.context().cookies()
+    const cookie = cookies.find((c) => c.name === `svc_console_token_${server.port}`)
+    assert.ok(cookie, JSON.stringify(cookies))
+    assert.deepEqual([cookie.httpOnly, cookie.sameSite], [true, 'Strict'])
   })
 
   it('Workers: the start page lists the worker; its detail shows functions and triggers', async () => {

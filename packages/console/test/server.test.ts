@@ -6,6 +6,7 @@
 import assert from 'node:assert/strict'
 import { mkdtemp, mkdir, rm, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
+import { connect } from 'node:net'
 import { join } from 'node:path'
 import { after, before, describe, it } from 'node:test'
 import fc from 'fast-check'
@@ -14,16 +15,32 @@ import { WebSocket } from 'ws'
 import { startConsole, type RunningConsole } from 'svc-console'
 import { startTestEngine, type TestEngine } from '../../../test/support/engine.ts'
 import { eventually } from '../../../test/support/raw-worker.ts'
+import { slowClient } from '../../../test/support/slow-client.ts'
 
 interface Reply {
   status: number
   body: any
 }
 
+/** Access tokens of the consoles the tests started, by base URL: API calls send them as a script would. */
+const tokens = new Map<string, string>()
+
+/** startConsole, remembering the console's token for the helpers below. */
+async function start(options: Parameters<typeof startConsole>[0]): Promise<RunningConsole> {
+  const running = await startConsole(options)
+  if (running.token !== undefined) tokens.set(running.url, running.token)
+  return running
+}
+
+function bearer(base: string): Record<string, string> {
+  const token = tokens.get(base)
+  return token === undefined ? {} : { authorization: `Bearer ${token}` }
+}
+
 async function post(base: string, path: string, body: unknown, headers: Record<string, string> = {}): Promise<Reply> {
   const res = await fetch(base + path, {
     method: 'POST',
-    headers: { 'content-type': 'application/json', ...headers },
+    headers: { 'content-type': 'application/json', ...bearer(base), ...headers },
     body: typeof body === 'string' ? body : JSON.stringify(body),
   })
   const text = await res.text()
@@ -31,7 +48,7 @@ async function post(base: string, path: string, body: unknown, headers: Record<s
 }
 
 async function getJson(base: string, path: string): Promise<Reply> {
-  const res = await fetch(base + path)
+  const res = await fetch(base + path, { headers: bearer(base) })
   return { status: res.status, body: await res.json() }
 }
 
@@ -41,7 +58,7 @@ class LiveClient {
   readonly socket: WebSocket
   readonly opened: Promise<void>
   constructor(base: string) {
-    this.socket = new WebSocket(base.replace(/^http/, 'ws') + '/api/live')
+    this.socket = new WebSocket(base.replace(/^http/, 'ws') + '/api/live', { headers: bearer(base) })
     this.socket.on('message', (data) => this.frames.push(JSON.parse(data.toString())))
     this.opened = new Promise((resolve, reject) => {
       this.socket.once('open', () => resolve())
@@ -87,7 +104,7 @@ describe('svc console backend (cli.md §7.1)', () => {
     }))
     worker.registerTrigger({ type: 'http', function_id: 'shop::order', config: { api_path: 'orders/:id', http_method: 'POST' } })
     await eventually(() => worker.getConnectionState() === 'connected', 10_000)
-    server = await startConsole({ port: 0, engineUrl: t.url, reconnect: { initialDelayMs: 100, maxDelayMs: 400 } })
+    server = await start({ port: 0, engineUrl: t.url, reconnect: { initialDelayMs: 100, maxDelayMs: 400 } })
     await eventually(() => server.connected, 10_000)
   })
 
@@ -258,7 +275,7 @@ describe('svc console backend (cli.md §7.1)', () => {
   })
 
   it('/ws/streams relays a stream client to the stream listener', async () => {
-    const socket = new WebSocket(server.url.replace(/^http/, 'ws') + '/ws/streams')
+    const socket = new WebSocket(server.url.replace(/^http/, 'ws') + '/ws/streams', { headers: bearer(server.url) })
     const frames: any[] = []
     socket.on('message', (data) => frames.push(JSON.parse(data.toString())))
     await new Promise((resolve, reject) => socket.once('open', resolve).once('error', reject))
@@ -387,7 +404,7 @@ describe('svc console without an engine, and the app files', () => {
     await writeFile(join(appDir, 'assets', 'main.js'), 'console.log(1)')
     await writeFile(join(tmpdir(), 'svc-console-secret.txt'), 'secret')
     // Port 9 (discard) is closed on test hosts: the engine is unreachable from the start.
-    server = await startConsole({ port: 0, engineUrl: 'ws://127.0.0.1:9', appDir, reconnect: { initialDelayMs: 50, maxDelayMs: 100 } })
+    server = await start({ port: 0, engineUrl: 'ws://127.0.0.1:9', appDir, reconnect: { initialDelayMs: 50, maxDelayMs: 100 } })
   })
 
   after(async () => {
@@ -439,5 +456,191 @@ describe('svc console without an engine, and the app files', () => {
       assert.equal(err.message, `Port ${server.port} is already in use; pass --port`)
       return true
     })
+  })
+})
+
+/** One raw HTTP/1.1 exchange over TCP with exactly the head lines given; the status and the text received. */
+function rawExchange(port: number, head: string[]): Promise<{ status: number; text: string }> {
+  return new Promise((resolve, reject) => {
+    const socket = connect(port, '127.0.0.1', () => socket.write(head.join('\r\n') + '\r\n\r\n', 'latin1'))
+    let text = ''
+    socket.setEncoding('latin1')
+    socket.on('data', (chunk: string) => {
+      text += chunk
+      // An upgrade stays open: its head is the answer.
+      if (/^HTTP\/1\.1 101 /.test(text) && text.includes('\r\n\r\n')) socket.destroy()
+    })
+    socket.on('error', reject)
+    socket.on('close', () => resolve({ status: Number(/^HTTP\/1\.1 (\d{3})/.exec(text)?.[1] ?? 0), text }))
+  })
+}
+
+const UPGRADE = ['connection: Upgrade', 'upgrade: websocket', 'sec-websocket-version: 13', 'sec-websocket-key: dGhlIHNhbXBsZSBub25jZQ==']
+
+/** The JSON error envelope of a raw answer. */
+function envelopeOf(text: string): { code: string; message: string } {
+  return (JSON.parse(text.slice(text.indexOf('\r\n\r\n') + 4)) as { error: { code: string; message: string } }).error
+}
+
+describe('svc console access: Host, Origin and the access token (issue 16 item 1)', () => {
+  let server: RunningConsole
+  let appDir: string
+  const get = (path: string, headers: Record<string, string> = {}) => fetch(server.url + path, { headers, redirect: 'manual' })
+
+  before(async () => {
+    appDir = await mkdtemp(join(tmpdir(), 'svc-console-access-'))
+    await writeFile(join(appDir, 'index.html'), '<!doctype html><title>app</title><div id="root"></div>')
+    server = await startConsole({ port: 0, engineUrl: 'ws://127.0.0.1:9', appDir, allowedHosts: ['Console.Test'], reconnect: { initialDelayMs: 50, maxDelayMs: 100 } })
+  })
+
+  after(async () => {
+    await server?.close()
+    await rm(appDir, { recursive: true, force: true })
+  })
+
+  it('refuses a DNS-rebinding page (Host and Origin evil.example) with 403 on the API, the app and both WebSockets', async () => {
+    const evil = [`host: evil.example:${server.port}`, `origin: http://evil.example:${server.port}`, `authorization: Bearer ${server.token}`]
+    const body = JSON.stringify({ function_id: 'configuration::set', payload: { id: 'svc-stream', value: { auth_function: null } } })
+    const invoke = await rawExchange(server.port, ['POST /api/invoke HTTP/1.1', ...evil, 'content-type: application/json', `content-length: ${body.length}`, 'connection: close', '', body])
+    assert.equal(invoke.status, 403)
+    assert.equal(envelopeOf(invoke.text).code, 'CONSOLE_HOST_NOT_ALLOWED')
+    assert.match(envelopeOf(invoke.text).message, new RegExp(`Host 'evil.example:${server.port}' is not one this console serves \\(localhost:${server.port}, 127\\.0\\.0\\.1:${server.port}, \\[::1\\]:${server.port}, console\\.test:${server.port}\\)`))
+    for (const path of ['/', '/assets/app.js', '/api/info']) {
+      assert.equal((await rawExchange(server.port, [`GET ${path} HTTP/1.1`, ...evil, 'connection: close'])).status, 403, path)
+    }
+    for (const path of ['/api/live', '/ws/streams']) {
+      const refused = await rawExchange(server.port, [`GET ${path} HTTP/1.1`, ...evil, ...UPGRADE])
+      assert.equal(refused.status, 403, path)
+      assert.equal(envelopeOf(refused.text).code, 'CONSOLE_HOST_NOT_ALLOWED')
+    }
+  })
+
+  it('serves localhost, 127.0.0.1, [::1] and allowed names on its own port only, and an Origin only of the same host', async () => {
+    const status = async (host: string, origin?: string) =>
+      (await rawExchange(server.port, ['GET /api/info HTTP/1.1', `host: ${host}`, ...(origin ? [`origin: ${origin}`] : []), `authorization: Bearer ${server.token}`, 'connection: close'])).status
+    const p = server.port
+    for (const host of [`localhost:${p}`, `127.0.0.1:${p}`, `[::1]:${p}`, `LOCALHOST:${p}`, `console.test:${p}`]) assert.equal(await status(host), 200, host)
+    for (const host of [`localhost:${p + 1}`, 'localhost', `localhost.:${p}`, `127.0.0.1.nip.io:${p}`, `console.test.evil.example:${p}`, `evil.example:${p}@localhost`]) {
+      assert.equal(await status(host), 403, host)
+    }
+    assert.equal(await status(`localhost:${p}`, `http://localhost:${p}`), 200)
+    for (const origin of [`http://evil.example:${p}`, `http://127.0.0.1:${p}`, 'null', `http://localhost:${p + 1}`, `http://user@localhost:${p}`]) {
+      assert.equal(await status(`localhost:${p}`, origin), 403, origin)
+    }
+  })
+
+  it('needs the access token on the API and the WebSockets: 401 without it, a cookie from the token address, bearer for scripts', async () => {
+    const missing = await get('/api/info')
+    assert.equal(missing.status, 401)
+    assert.equal(missing.headers.get('www-authenticate'), 'Bearer realm="svc console"')
+    assert.deepEqual(await missing.json(), {
+      error: { code: 'CONSOLE_TOKEN_REQUIRED', message: 'This console needs its access token: open the address svc console printed (it ends in /?token=…), or send Authorization: Bearer <token>' },
+    })
+    const wrong = await get('/api/info', { authorization: 'Bearer not-the-token-at-all' })
+    assert.equal(wrong.status, 401)
+    assert.match(((await wrong.json()) as { error: { message: string } }).error.message, /^The access token is wrong/)
+    assert.equal((await get('/api/info', { authorization: `Bearer ${server.token}` })).status, 200)
+    assert.equal((await rawExchange(server.port, ['GET /api/live HTTP/1.1', `host: 127.0.0.1:${server.port}`, ...UPGRADE])).status, 401)
+
+    assert.match(server.openUrl, new RegExp(`^${server.url}/\\?token=[A-Za-z0-9_-]{32}$`))
+    const opened = await fetch(`${server.url}/traces?token=${server.token}&id=7`, { redirect: 'manual' })
+    assert.equal(opened.status, 302)
+    assert.equal(opened.headers.get('location'), '/traces?id=7', 'the token leaves the address')
+    const cookie = opened.headers.get('set-cookie')!
+    assert.equal(cookie, `svc_console_token_${server.port}=${server.token}; Path=/; HttpOnly; SameSite=Strict`)
+    const jar = cookie.split(';')[0]!
+    assert.equal((await get('/api/info', { cookie: `other=1; ${jar}` })).status, 200)
+    assert.equal((await rawExchange(server.port, ['GET /api/live HTTP/1.1', `host: 127.0.0.1:${server.port}`, `cookie: ${jar}`, ...UPGRADE])).status, 101)
+    const offSite = await rawExchange(server.port, [`GET //evil.example/x?token=${server.token} HTTP/1.1`, `host: 127.0.0.1:${server.port}`, 'connection: close'])
+    assert.match(offSite.text, /\r\nlocation: \/evil\.example\/x\r\n/i, 'the redirect stays on the console')
+    const badLink = await get('/?token=guessed-token-value')
+    assert.equal(badLink.status, 401)
+    assert.match(await badLink.text(), /access token is wrong/)
+    assert.equal((await get('/workers')).status, 200, 'the app itself loads without the token (it then asks for it)')
+  })
+
+  it('with the token off (token: false) the API is open to allowed hosts only', async () => {
+    const open = await startConsole({ port: 0, engineUrl: 'ws://127.0.0.1:9', token: false })
+    try {
+      assert.equal(open.token, undefined)
+      assert.equal(open.openUrl, open.url)
+      assert.equal((await fetch(`${open.url}/api/info`)).status, 200)
+      assert.equal((await rawExchange(open.port, ['GET /api/info HTTP/1.1', `host: evil.example:${open.port}`, 'connection: close'])).status, 403)
+    } finally {
+      await open.close()
+    }
+  })
+
+  it('refuses a token or an allowed host it cannot use', async () => {
+    await assert.rejects(startConsole({ port: 0, token: 'short' }), /must be 16 to 512 of/)
+    await assert.rejects(startConsole({ port: 0, allowedHosts: ['http://devbox:3113/'] }), /--allowed-host 'http:\/\/devbox:3113\/' is not a host name/)
+  })
+
+  it('closes a client whose request head or body trickles in (slowloris)', async () => {
+    const slow = await startConsole({ port: 0, engineUrl: 'ws://127.0.0.1:9', timeouts: { headersTimeoutMs: 300, requestTimeoutMs: 600 } })
+    try {
+      const head = await slowClient(slow.url, { first: `GET / HTTP/1.1\r\nHost: 127.0.0.1:${slow.port}\r\n`, deadlineMs: 10_000 })
+      assert.ok(head.text === '' || /^HTTP\/1\.1 408/.test(head.text), head.text)
+      const body = await slowClient(slow.url, {
+        first: `POST /api/invoke HTTP/1.1\r\nHost: 127.0.0.1:${slow.port}\r\nAuthorization: Bearer ${slow.token}\r\nContent-Type: application/json\r\nContent-Length: 100000\r\n\r\n{"function_id":"`,
+        next: () => 'x',
+        deadlineMs: 10_000,
+      })
+      assert.ok(body.text === '' || /^HTTP\/1\.1 408/.test(body.text), body.text)
+      assert.equal((await fetch(`${slow.url}/api/info`, { headers: { authorization: `Bearer ${slow.token}` } })).status, 200, 'still serving')
+    } finally {
+      await slow.close()
+    }
+  })
+
+  it('fuzz: any Host and Origin on the API and on an upgrade passes only when both name this console', async () => {
+    const p = () => server.port
+    // Names with the canonical form the console compares, or null for names it must refuse.
+    const name = fc.oneof(
+      fc.constantFrom<[string, string | null]>(
+        ['localhost', 'localhost'],
+        ['LocalHost', 'localhost'],
+        ['127.0.0.1', '127.0.0.1'],
+        ['[::1]', '[::1]'],
+        ['[0:0:0:0:0:0:0:1]', '[::1]'],
+        ['console.test', 'console.test'],
+        ['CONSOLE.TEST', 'console.test'],
+        ['evil.example', null],
+        ['localhost.', null],
+        ['localhost.evil.example', null],
+        ['127.0.0.1.nip.io', null],
+        ['console.test.', null],
+        ['[::2]', null],
+        ['', null],
+        ['evil.example@localhost', null],
+      ),
+      fc.string({ maxLength: 30 }).filter((s) => !/[\r\n\0]/.test(s)).map((s): [string, string | null] => [s, null]),
+    )
+    const port = fc.constantFrom('own', 'other', 'none', 'junk')
+    const origin = fc.constantFrom('none', 'same', 'same-https', 'evil', 'null', 'other-port', 'loopback-other-name')
+    await fc.assert(
+      fc.asyncProperty(name, port, origin, fc.boolean(), async ([host, canonical], portKind, originKind, upgrade) => {
+        const portText = { own: `:${p()}`, other: `:${p() + 1}`, none: '', junk: ':x1' }[portKind]
+        const hostHeader = host + portText
+        const originHeader = {
+          none: undefined,
+          same: `http://${canonical ?? host}${portText}`,
+          'same-https': `https://${canonical ?? host}${portText}`,
+          evil: `http://evil.example:${p()}`,
+          null: 'null',
+          'other-port': `http://${canonical ?? host}:${p() + 2}`,
+          'loopback-other-name': `http://${canonical === 'localhost' ? '127.0.0.1' : 'localhost'}:${p()}`,
+        }[originKind]
+        const allowed = canonical !== null && portKind === 'own' && (originKind === 'none' || originKind === 'same' || originKind === 'same-https')
+        const path = upgrade ? '/api/live' : '/api/info'
+        const head = [`GET ${path} HTTP/1.1`, `host: ${hostHeader}`, ...(originHeader === undefined ? [] : [`origin: ${originHeader}`]), `authorization: Bearer ${server.token}`, ...(upgrade ? UPGRADE : ['connection: close'])]
+        const { status, text } = await rawExchange(p(), head)
+        const where = `${JSON.stringify(hostHeader)} origin ${JSON.stringify(originHeader)} ${path} → ${text.slice(0, 120)}`
+        if (allowed) assert.equal(status, upgrade ? 101 : 200, where)
+        else assert.ok(status === 403 || status === 400, where)
+      }),
+      { numRuns: 300 },
+    )
+    assert.equal((await get('/api/info', { authorization: `Bearer ${server.token}` })).status, 200, 'still serving')
   })
 })

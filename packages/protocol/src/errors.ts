@@ -30,7 +30,7 @@ export type ExitClass = 'failure' | 'usage' | 'unreachable' | 'timeout'
 export const EXIT_CODES: Readonly<Record<ExitClass, number>> = { failure: 1, usage: 2, unreachable: 3, timeout: 4 }
 
 /** Who produces a code (protocol.md §7.2 "Produced by"). */
-export type ErrorSource = 'engine' | 'sdk' | 'provider' | 'http' | 'state' | 'queue' | 'pubsub' | 'configuration' | 'database' | 'cli'
+export type ErrorSource = 'engine' | 'sdk' | 'provider' | 'http' | 'state' | 'queue' | 'pubsub' | 'configuration' | 'database' | 'console' | 'cli'
 
 /** One code of the catalogue. */
 export interface CatalogueEntry {
@@ -225,6 +225,9 @@ export const Codes = {
   ConfigError: 'CONFIG_ERROR',
   // database result limits (svc addition, issue 16)
   QueryResultTooLarge: 'QUERY_RESULT_TOO_LARGE',
+  // console backend (cli.md §7.1)
+  ConsoleHostNotAllowed: 'CONSOLE_HOST_NOT_ALLOWED',
+  ConsoleTokenRequired: 'CONSOLE_TOKEN_REQUIRED',
 } as const
 export type Code = (typeof Codes)[keyof typeof Codes]
 
@@ -298,6 +301,8 @@ entry(Codes.ConnectionFailed, 503, 'unreachable', ['database'], 'The database ca
 entry(Codes.DriverError, 400, 'failure', ['database'], 'The database rejected the statement.', 'Fix the statement; the driver\'s code and message follow the error code.')
 entry(Codes.ConfigError, 400, 'usage', ['database'], 'A database URL is invalid or its scheme is not supported.', 'Fix the database URL in the worker\'s settings: `sqlite:`, `postgres://`, `postgresql://` or `mysql://`.')
 entry(Codes.QueryResultTooLarge, 413, 'failure', ['database'], 'A database::query, execute or transaction result holds more rows than max_rows or more JSON bytes than max_result_bytes; reading stopped there.', 'Select fewer rows (LIMIT, WHERE, paging with a key), fewer or smaller columns, or raise `max_rows` / `max_result_bytes` of the database in the worker\'s settings (results must stay under the engine\'s frame limit).')
+entry(Codes.ConsoleHostNotAllowed, 403, 'failure', ['console'], 'A request or WebSocket upgrade reached the console under a Host or Origin it does not serve (another site, or a DNS-rebinding page).', 'Open the console at the address `svc console` printed (localhost, 127.0.0.1 or [::1] and its port); to reach it under another name, pass `--allowed-host <name>` (or list it in `allowed_hosts` of the console entry).')
+entry(Codes.ConsoleTokenRequired, 401, 'failure', ['console'], 'A console API call or WebSocket upgrade came without the console\'s access token (cookie or `Authorization: Bearer`), or with a wrong one.', 'Open the address `svc console` printed, which ends in `/?token=…`; scripts send `Authorization: Bearer <token>`. The token changes with every start unless `SVC_CONSOLE_TOKEN` sets it.')
 
 /** Every catalogue entry, in catalogue order. */
 export function catalogue(): CatalogueEntry[] {
@@ -377,6 +382,17 @@ export const Errors = {
   secretNotSet: (name: string) => make(Codes.SecretNotSet, `Environment variable ${name} is not set`),
   internal: (errorId: string) => make(Codes.InternalError, `Internal engine error (${errorId})`),
   authFailed: (message: string) => make(Codes.AuthError, message),
+  consoleHostNotAllowed: (host: string | undefined, allowed: readonly string[]) =>
+    make(
+      Codes.ConsoleHostNotAllowed,
+      `${host === undefined ? 'A request without a Host header' : `Host '${host}'`} is not one this console serves (${allowed.join(', ')}); pass --allowed-host <name> to serve another name`,
+    ),
+  consoleOriginNotAllowed: (origin: string) => make(Codes.ConsoleHostNotAllowed, `Origin '${origin}' is not this console; requests from other sites are refused`),
+  consoleTokenRequired: (given: boolean) =>
+    make(
+      Codes.ConsoleTokenRequired,
+      `${given ? 'The access token is wrong' : 'This console needs its access token'}: open the address svc console printed (it ends in /?token=…), or send Authorization: Bearer <token>`,
+    ),
   authNoResult: () => make(Codes.AuthError, 'auth function returned no result'),
   authInvalidResult: (detail: string) => make(Codes.AuthError, `invalid auth result: ${detail}`),
   notConnected: () => make(Codes.NotConnected, 'not connected to the engine'),

@@ -11,7 +11,7 @@ export const CONSOLE_DESCRIPTOR = {
   mode: 'optional',
   engineName: 'svc-console',
   title: 'Console',
-  description: 'Web console on port 3113, launched as svc console --no-open',
+  description: 'Web console on port 3113, launched as svc console --no-open; its address in the ready banner carries the access token',
   spec: 'cli.md §7',
   configurationId: null,
   settingsSource: 'flags',
@@ -19,7 +19,18 @@ export const CONSOLE_DESCRIPTOR = {
     type: 'object',
     properties: {
       port: { type: 'integer', minimum: 0, maximum: 65535, default: 3113 },
-      host: { type: 'string', minLength: 1, default: '127.0.0.1', description: 'a non-loopback host prints a warning: the console has no authentication' },
+      host: { type: 'string', minLength: 1, default: '127.0.0.1', description: 'a non-loopback host prints a warning: anyone who can reach it and has the access token can use the console' },
+      allowed_hosts: {
+        type: 'array',
+        items: { type: 'string', minLength: 1 },
+        default: [],
+        description: 'further host names requests may name (besides localhost, 127.0.0.1, [::1] and host), as --allowed-host',
+      },
+      token: {
+        type: 'boolean',
+        default: true,
+        description: 'require the per-run access token (the banner address carries it; SVC_CONSOLE_TOKEN sets it); false is --no-token',
+      },
     },
   },
   functions: ['svc-console::*'],

@@ -4,6 +4,8 @@
  * headers, content types and bodies (invalid UTF-8, deep nesting, huge numbers, lone surrogates)
  * go over real sockets to a real engine with real routes. Every answer must be a well-formed
  * response with a status of §3.9 and, for errors, the JSON envelope; the server keeps serving.
+ * The same requests cut off anywhere and continued one byte at a time by a client that never
+ * closes its side (slowloris) must be closed by the server within its timeouts.
  */
 import assert from 'node:assert/strict'
 import { request } from 'node:http'
@@ -11,6 +13,7 @@ import { after, before, describe, it } from 'node:test'
 import fc from 'fast-check'
 import { startTestEngine, type TestEngine } from '../../../test/support/engine.ts'
 import { RawWorker } from '../../../test/support/raw-worker.ts'
+import { slowClient } from '../../../test/support/slow-client.ts'
 import { HttpWorker } from './worker.ts'
 
 /** Statuses the worker may answer with (§3.6 descriptors chosen by the routes below, §3.9 errors). */
@@ -220,5 +223,36 @@ describe('svc-http fuzzing (builtins.md §3.9)', () => {
     const echoed = JSON.parse(a.body.toString())
     assert.deepEqual(echoed.body, { ok: true })
     assert.deepEqual(echoed.query_params, { x: '1' })
+  })
+})
+
+describe('svc-http fuzzing: requests cut off and trickled (issue 16 item 10)', () => {
+  let slow: TestEngine
+  before(async () => {
+    const http = new HttpWorker({ timeouts: { headersTimeoutMs: 200, requestTimeoutMs: 400 } })
+    slow = await startTestEngine({ builtins: [http], settings: { 'svc-http': { port: 0, max_body_bytes: 4096 } } })
+  })
+  after(() => slow?.stop())
+
+  it('closes every connection whose request stops anywhere and then trickles in', async () => {
+    const url = slow.engine.listenUrls('svc-http')[0]!
+    await fc.assert(
+      fc.asyncProperty(method, path, headers, body, fc.integer({ min: 0, max: 1000 }), async (m, p, h, b, permille) => {
+        const head = [`${m} ${p} HTTP/1.1`, 'host: x', ...Object.entries(h).map(([k, v]) => `${k}: ${v}`), ...(b ? [`content-length: ${b.length}`] : [])].join('\r\n') + '\r\n\r\n'
+        const raw = Buffer.concat([Buffer.from(head, 'latin1'), b ?? Buffer.alloc(0)])
+        const cut = raw.subarray(0, Math.floor((permille / 1000) * raw.length)).toString('latin1')
+        const { text } = await slowClient(url, { first: cut, next: () => 'x', everyMs: 40, deadlineMs: 10_000 })
+        if (text !== '') assert.match(text, /^HTTP\/1\.1 \d{3} /, text.slice(0, 200))
+      }),
+      {
+        numRuns: 20,
+        // Cuts in the path, in a header value and in the body: the trickle keeps each one valid.
+        examples: [
+          ['GET', '/items/abc', {}, undefined, 400],
+          ['GET', '/echo', { 'x-a': 'some value' }, undefined, 900],
+          ['POST', '/echo', { 'content-type': 'text/plain' }, Buffer.alloc(2000, 0x61), 500],
+        ],
+      },
+    )
   })
 })

@@ -10,7 +10,7 @@
  * and streamed responses (§3.7) need engine channels; the SERVER span of §3.9 / §12.7 needs the
  * observability worker. A handler that returns no result is answered 200 with an empty body.
  */
-import { createServer, STATUS_CODES, type IncomingMessage, type ServerResponse } from 'node:http'
+import { createServer, STATUS_CODES, type IncomingMessage, type ServerOptions, type ServerResponse } from 'node:http'
 import type { Duplex } from 'node:stream'
 import type { FormatSchema } from 'svc-protocol'
 import { Codes, errorBodyOf, Errors, httpStatusOf, SvcError, type Code } from 'svc-protocol/errors'
@@ -18,7 +18,7 @@ import type { HttpRequest, HttpTriggerInfo } from 'svc-protocol/payloads/http'
 import type { BindingInfo, BuiltinContext, BuiltinWorker, LocalTriggerProvider } from '../../engine/types.ts'
 import { systemClock, type CancelTimer, type Clock } from '../shared/clock.ts'
 import { createCondition, type Condition } from '../shared/conditions.ts'
-import { ListeningServer } from '../shared/listening-server.ts'
+import { ListeningServer, SERVER_TIMEOUTS, type ServerTimeouts } from '../shared/listening-server.ts'
 import { CHANNEL_REF } from '../shared/formats.ts'
 import { createSettingsApplier, withSettingsKey, type SettingsApplier } from '../shared/settings.ts'
 import { collectHeaders, InvalidBody, parseBody, parseUrlEncoded } from './request.ts'
@@ -30,28 +30,15 @@ import { parseHttpSettings, type HttpSettings } from './settings.ts'
 export const HTTP_WORKER_NAME = 'svc-http'
 
 /**
- * Transport timeouts of the listener, ms. Not settings (builtins.md §3.1 names none); the values
- * are recorded in docs/decisions.md. Clients that exceed them get Node's own `408` and a closed
- * connection; a routed request is bounded by `default_timeout` as well.
+ * Transport timeouts of the listener, ms (the kit's {@link ServerTimeouts}). Not settings
+ * (builtins.md §3.1 names none); the values are recorded in docs/decisions.md. Clients that exceed
+ * them get `408` with the JSON error envelope and a closed connection; a routed request is bounded
+ * by `default_timeout` as well.
  */
-export interface HttpServerTimeouts {
-  /** Time to receive the complete request head (slow-header clients). */
-  headersTimeoutMs: number
-  /** Time to receive the complete request, head and body. */
-  requestTimeoutMs: number
-  /** How long an idle keep-alive connection stays open between requests. */
-  keepAliveTimeoutMs: number
-  /** How often the server checks connections against the two request timeouts. */
-  checkIntervalMs: number
-}
+export type HttpServerTimeouts = ServerTimeouts
 
 /** Defaults of {@link HttpServerTimeouts} (docs/decisions.md, HTTP worker). */
-export const HTTP_SERVER_TIMEOUTS: Readonly<HttpServerTimeouts> = Object.freeze({
-  headersTimeoutMs: 10_000,
-  requestTimeoutMs: 120_000,
-  keepAliveTimeoutMs: 5_000,
-  checkIntervalMs: 1_000,
-})
+export const HTTP_SERVER_TIMEOUTS: Readonly<HttpServerTimeouts> = SERVER_TIMEOUTS
 
 /** Construction options of {@link HttpWorker}; tests use them to shorten timeouts. */
 export interface HttpWorkerOptions {
@@ -343,7 +330,7 @@ export class HttpWorker implements BuiltinWorker {
   private applier: SettingsApplier<Compiled> | null = null
   private stopped = false
   private readonly clock: Clock
-  private readonly timeouts: HttpServerTimeouts
+  private readonly timeouts: Partial<HttpServerTimeouts>
   private readonly router = new Router<RouteBinding>({ onPromote: (id) => this.promoted(id) })
   /** Requests holding a concurrency slot. */
   private active = 0
@@ -352,7 +339,7 @@ export class HttpWorker implements BuiltinWorker {
 
   constructor(options: HttpWorkerOptions = {}) {
     this.clock = options.clock ?? systemClock
-    this.timeouts = { ...HTTP_SERVER_TIMEOUTS, ...options.timeouts }
+    this.timeouts = { ...options.timeouts }
   }
 
   /** Addresses the listener is bound to, e.g. `['http://127.0.0.1:3111']` (empty before start). */
@@ -384,7 +371,8 @@ export class HttpWorker implements BuiltinWorker {
       name: HTTP_WORKER_NAME,
       log: context.log,
       clock: this.clock,
-      createServer: () => this.createServer(),
+      createServer: (serverOptions) => this.createServer(serverOptions),
+      timeouts: this.timeouts,
       onListenUrls: (urls) => context.worker.setListenUrls(urls),
     })
     this.applier = createSettingsApplier<Compiled>({
@@ -433,18 +421,9 @@ export class HttpWorker implements BuiltinWorker {
     await this.applier.apply(settings)
   }
 
-  /** A listener's server: the request handler plus the transport timeouts. */
-  private createServer() {
-    const t = this.timeouts
-    const server = createServer(
-      {
-        headersTimeout: t.headersTimeoutMs,
-        requestTimeout: t.requestTimeoutMs,
-        keepAliveTimeout: t.keepAliveTimeoutMs,
-        connectionsCheckingInterval: t.checkIntervalMs,
-      },
-      this.onRequest,
-    )
+  /** A listener's server: the request handler, created with the kit's transport timeouts. */
+  private createServer(options: ServerOptions) {
+    const server = createServer(options, this.onRequest)
     server.on('clientError', answerClientError)
     return server
   }
@@ -947,21 +926,35 @@ function isEngineTimeout(err: unknown, timeoutMs: number): boolean {
   return body.code === 'TIMEOUT' && body.message === `invocation timed out after ${timeoutMs}ms`
 }
 
+/** How long the answer to a client error may take to flush before the connection is destroyed anyway, ms. */
+const CLIENT_ERROR_FLUSH_MS = 1000
+
 /**
  * A request that is not valid HTTP never reaches a handler: Node reports it as `clientError`, with
  * only the socket to answer on. It gets the error envelope of §3.9 like every other answer: 431
- * for a head over the size limit, 408 for one that did not arrive in time, 400 otherwise.
+ * for a head over the size limit, 408 for a head or body that did not arrive in time, 400
+ * otherwise. The connection is then destroyed, not half-closed: a slow client that never closes
+ * its own side would otherwise be read from forever (slowloris).
  */
 function answerClientError(error: NodeJS.ErrnoException, socket: Duplex): void {
-  if (error.code === 'ECONNRESET' || !socket.writable) {
+  // The response of a request whose head arrived (Node's own default handler looks at it too).
+  const response = (socket as Duplex & { _httpMessage?: { headersSent?: boolean } | null })._httpMessage
+  if (error.code === 'ECONNRESET' || !socket.writable || response?.headersSent === true) {
     socket.destroy()
     return
   }
   const status = error.code === 'HPE_HEADER_OVERFLOW' ? 431 : error.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? 408 : httpStatusOf(Codes.InvalidRequest)
   const detail =
-    status === 431 ? 'request head is too large' : status === 408 ? 'request head did not arrive in time' : `malformed HTTP request (${error.code ?? 'parse error'})`
+    status === 431
+      ? 'request head is too large'
+      : status === 408
+        ? `request ${response ? 'body' : 'head'} did not arrive in time`
+        : `malformed HTTP request (${error.code ?? 'parse error'})`
   const body = JSON.stringify({ error: Errors.invalidRequest(detail).toErrorBody() })
   socket.end(
     `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\ncontent-type: application/json; charset=utf-8\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`,
+    () => socket.destroy(),
   )
+  // A client that does not read either never lets the answer flush.
+  setTimeout(() => socket.destroy(), CLIENT_ERROR_FLUSH_MS).unref()
 }

@@ -3,7 +3,7 @@ import { createServer, request, type IncomingMessage, type ServerResponse } from
 import { createServer as createNetServer, type AddressInfo } from 'node:net'
 import { describe, it } from 'node:test'
 import { createManualClock } from './clock.ts'
-import { ListeningServer, listenUrl } from './listening-server.ts'
+import { ListeningServer, listenUrl, SERVER_TIMEOUTS, serverOptions } from './listening-server.ts'
 import { gate, recordingLogger, until } from './test-support/fakes.ts'
 
 /** GET over a fresh connection; resolves with status and body text. */
@@ -38,7 +38,7 @@ function setup(handler: (req: IncomingMessage, res: ServerResponse) => void = (_
     name: 'svc-test',
     log,
     clock,
-    createServer: () => createServer(handler),
+    createServer: (options) => createServer(options, handler),
     onListenUrls: (urls) => reported.push(urls),
   })
   return { listener, entries, clock, reported }
@@ -53,7 +53,29 @@ describe('listenUrl', () => {
   })
 })
 
+describe('serverOptions', () => {
+  it('enforces the timeouts with a connection check frequent enough to see them', () => {
+    assert.deepEqual(serverOptions(), { headersTimeout: SERVER_TIMEOUTS.headersTimeoutMs, requestTimeout: SERVER_TIMEOUTS.requestTimeoutMs, keepAliveTimeout: 5000, connectionsCheckingInterval: 1000 })
+    assert.equal(serverOptions({ headersTimeoutMs: 300 }).connectionsCheckingInterval, 60)
+    assert.equal(serverOptions({ headersTimeoutMs: 20, requestTimeoutMs: 20 }).connectionsCheckingInterval, 10)
+    assert.equal(serverOptions({ checkIntervalMs: 7 }).connectionsCheckingInterval, 7)
+    assert.throws(() => serverOptions({ headersTimeoutMs: 0 }), /headersTimeoutMs must be a positive integer/)
+    assert.throws(() => serverOptions({ headersTimeoutMs: 5000, requestTimeoutMs: 1000 }), /must not exceed requestTimeoutMs/)
+  })
+})
+
 describe('ListeningServer (builtins.md §3.1 rebind)', () => {
+  it('creates its servers with the timeouts', async () => {
+    const listener = new ListeningServer({ name: 'svc-test', log: recordingLogger().log, timeouts: { headersTimeoutMs: 300, requestTimeoutMs: 900 }, createServer: (options) => createServer(options) })
+    await listener.listen('127.0.0.1', 0)
+    try {
+      assert.equal(listener.server!.headersTimeout, 300)
+      assert.equal(listener.server!.requestTimeout, 900)
+    } finally {
+      await listener.stop()
+    }
+  })
+
   it('binds an ephemeral port, reports and logs its URL, serves, and stops', async () => {
     const { listener, entries, reported } = setup()
     assert.equal(await listener.listen('127.0.0.1', 0), true)

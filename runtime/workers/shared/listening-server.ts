@@ -7,8 +7,11 @@
  * keeps serving and the error is thrown. After a successful rebind the old server stops accepting,
  * idle keep-alive connections are closed at once, in-flight requests get `retireGraceMs` (10 s)
  * to finish, then every remaining connection is closed.
+ *
+ * Timeouts: every server gets Node's header, request and keep-alive timeouts from one place
+ * ({@link serverOptions}), with a connection check frequent enough for them to take effect.
  */
-import type { Server } from 'node:http'
+import type { Server, ServerOptions } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import type { Logger } from '../../engine/types.ts'
 import { systemClock, type CancelTimer, type Clock } from './clock.ts'
@@ -16,11 +19,63 @@ import { systemClock, type CancelTimer, type Clock } from './clock.ts'
 /** How long a replaced server may finish in-flight requests after a rebind, ms (builtins.md §3.1). */
 export const RETIRE_GRACE_MS = 10_000
 
+/**
+ * Transport timeouts of a listening server, ms. A client that has not sent a complete request head
+ * within `headersTimeoutMs`, or a complete request within `requestTimeoutMs`, gets 408 and its
+ * connection is closed (slow-header and slow-body clients); an upgraded WebSocket is no longer a
+ * request and is not affected.
+ */
+export interface ServerTimeouts {
+  /** Time to receive the complete request head. */
+  headersTimeoutMs: number
+  /** Time to receive the complete request, head and body; at least `headersTimeoutMs`. */
+  requestTimeoutMs: number
+  /** How long an idle keep-alive connection stays open between requests. */
+  keepAliveTimeoutMs: number
+  /**
+   * How often Node checks open requests against the two timeouts (it checks nowhere else, and its
+   * default is 30 s); default a fifth of `headersTimeoutMs`, within 10–1000 ms.
+   */
+  checkIntervalMs?: number
+}
+
+/** Defaults of {@link ServerTimeouts} (docs/decisions.md): 10 s for the head, 120 s for the request, 5 s keep-alive. */
+export const SERVER_TIMEOUTS: Readonly<Required<Omit<ServerTimeouts, 'checkIntervalMs'>>> = Object.freeze({
+  headersTimeoutMs: 10_000,
+  requestTimeoutMs: 120_000,
+  keepAliveTimeoutMs: 5_000,
+})
+
+/**
+ * Node `http.createServer` options that enforce `timeouts` (defaults {@link SERVER_TIMEOUTS}).
+ *
+ * @throws RangeError when a timeout is not a positive integer or `headersTimeoutMs` exceeds `requestTimeoutMs`
+ * @example createServer(serverOptions({ headersTimeoutMs: 300 }), handler)
+ */
+export function serverOptions(timeouts: Partial<ServerTimeouts> = {}): ServerOptions {
+  const t = { ...SERVER_TIMEOUTS, ...timeouts }
+  for (const [key, value] of Object.entries(t)) {
+    if (value !== undefined && (!Number.isInteger(value) || value <= 0)) throw new RangeError(`${key} must be a positive integer (ms), got ${value}`)
+  }
+  if (t.headersTimeoutMs > t.requestTimeoutMs) throw new RangeError(`headersTimeoutMs (${t.headersTimeoutMs}) must not exceed requestTimeoutMs (${t.requestTimeoutMs})`)
+  return {
+    headersTimeout: t.headersTimeoutMs,
+    requestTimeout: t.requestTimeoutMs,
+    keepAliveTimeout: t.keepAliveTimeoutMs,
+    connectionsCheckingInterval: t.checkIntervalMs ?? Math.min(1000, Math.max(10, Math.floor(t.headersTimeoutMs / 5))),
+  }
+}
+
 export interface ListeningServerOptions {
   /** Worker name, for log lines (`svc-http listening on http://127.0.0.1:3111`). */
   name: string
-  /** A fresh, not yet listening server with its handlers attached; called once per bind. */
-  createServer(): Server
+  /**
+   * A fresh, not yet listening server with its handlers attached; called once per bind with the
+   * options to create it with (the timeouts).
+   */
+  createServer(options: ServerOptions): Server
+  /** Default {@link SERVER_TIMEOUTS}. */
+  timeouts?: Partial<ServerTimeouts>
   log: Logger
   /** Scheme of the reported URLs; default `http` (`ws` for a WebSocket-only listener). */
   scheme?: string
@@ -61,7 +116,7 @@ function listen(server: Server, host: string, port: number): Promise<void> {
  * One worker's listening server across rebinds.
  *
  * @example
- * const listener = new ListeningServer({ name: 'svc-http', log, createServer: () => createServer(onRequest),
+ * const listener = new ListeningServer({ name: 'svc-http', log, createServer: (options) => createServer(options, onRequest),
  *   onListenUrls: (urls) => worker.setListenUrls(urls) })
  * await listener.listen('127.0.0.1', 0) // true: bound
  * listener.urls // ['http://127.0.0.1:40123']
@@ -104,7 +159,7 @@ export class ListeningServer {
    */
   async listen(host: string, port: number): Promise<boolean> {
     if (this.current && this.bound && this.bound.host === host && this.bound.port === port) return false
-    const server = this.options.createServer()
+    const server = this.options.createServer(serverOptions(this.options.timeouts))
     await listen(server, host, port)
     const old = this.current
     this.current = server

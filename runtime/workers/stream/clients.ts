@@ -19,7 +19,7 @@
  * {@link MAX_PENDING_CLIENT_MESSAGES} messages waiting to be handled, or a join beyond
  * {@link MAX_SUBSCRIPTIONS_PER_CLIENT} open subscriptions, is closed with 1008.
  */
-import { createServer, type IncomingMessage, type Server } from 'node:http'
+import { createServer, type IncomingMessage, type Server, type ServerOptions } from 'node:http'
 import type { Duplex } from 'node:stream'
 import { WebSocketServer, type RawData, type WebSocket } from 'ws'
 import type { StreamAuthInput, StreamChangeEvent, StreamJoinLeaveEvent } from 'svc-protocol'
@@ -146,7 +146,7 @@ export interface StreamClientStats {
  *
  * @example
  * const hub = new StreamClients(host, log)
- * listening = new ListeningServer({ name: 'svc-stream', scheme: 'ws', createServer: () => hub.createServer(), log })
+ * listening = new ListeningServer({ name: 'svc-stream', scheme: 'ws', createServer: (options) => hub.createServer(options), log })
  * hub.publish(event)
  */
 export class StreamClients {
@@ -190,9 +190,12 @@ export class StreamClients {
     return { clients: this.clients.size, subscriptions, groups, unsent_messages: messages, unsent_bytes: bytes, slow_clients_closed: this.slowClosed }
   }
 
-  /** A fresh HTTP server that upgrades every path (§6.6) and answers plain requests with 426. */
-  createServer(): Server {
-    const server = createServer((_req, res) => {
+  /**
+   * A fresh HTTP server that upgrades every path (§6.6) and answers plain requests with 426;
+   * `options` carry the listener's timeouts (an upgrade request is bound by them until it upgrades).
+   */
+  createServer(options: ServerOptions = {}): Server {
+    const server = createServer(options, (_req, res) => {
       res.writeHead(426, { 'content-type': 'text/plain', connection: 'close' }).end('this port serves WebSocket clients of svc-stream\n')
     })
     server.on('upgrade', (req, socket, head) => void this.upgrade(req, socket, head))

@@ -19,7 +19,7 @@ import { Errors, errorBodyOf } from 'svc-protocol/errors'
 import type { BuiltinContext, BuiltinWorker, InvocationContext, LocalFunctionOptions } from '../../engine/types.ts'
 import { createSettingsApplier, withSettingsKey, type SettingsApplier } from '../shared/settings.ts'
 import { AdapterSlots, type AdapterSlot as KitAdapterSlot } from '../shared/adapter-slots.ts'
-import { ListeningServer } from '../shared/listening-server.ts'
+import { ListeningServer, type ServerTimeouts } from '../shared/listening-server.ts'
 import { CHANGE_RESULT, DELETE_RESULT, NO_RESULT, UPDATE_RESULT } from '../shared/formats.ts'
 import { JOIN_LEAVE_PAYLOAD, STREAM_CHANGE_EVENT } from './formats.ts'
 import { traceOriginOf, type TraceOrigin } from '../shared/fanout.ts'
@@ -38,10 +38,14 @@ type Payload = Record<string, unknown>
 /** An adapter in use; client connections hold the one current when they opened (§2.9, §6.1). */
 type AdapterSlot = KitAdapterSlot<StreamAdapter>
 
-/** Timing of the client keepalive; tests shorten it. Defaults: §6.6 (30 s / 60 s). */
+/**
+ * Timing of the client keepalive (defaults: §6.6, 30 s / 60 s) and the listener's transport
+ * timeouts for upgrade requests (default the kit's `SERVER_TIMEOUTS`); tests shorten them.
+ */
 export interface StreamWorkerOptions {
   pingIntervalMs?: number
   idleTimeoutMs?: number
+  timeouts?: Partial<ServerTimeouts>
 }
 
 /** A custom stream function's answer, or `absent` when no such function is registered. */
@@ -103,7 +107,8 @@ export class StreamWorker implements BuiltinWorker, StreamClientHost {
       name: STREAM_WORKER_NAME,
       scheme: 'ws',
       log: context.log,
-      createServer: () => clients.createServer(),
+      createServer: (options) => clients.createServer(options),
+      timeouts: this.options.timeouts ?? {},
       onListenUrls: (urls) => context.worker.setListenUrls(urls),
     })
     this.applier = createSettingsApplier<StreamSettings>({

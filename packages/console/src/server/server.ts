@@ -2,16 +2,18 @@
  * The console backend (cli.md §7.1): an HTTP server with the JSON API, the `/api/live` and
  * `/ws/streams` WebSockets and the single-page app, fed by one `svc-console` worker connection.
  */
-import { createServer, type IncomingMessage, type ServerResponse } from 'node:http'
+import { createServer, STATUS_CODES, type IncomingMessage, type ServerResponse } from 'node:http'
 import { createRequire } from 'node:module'
 import type { Duplex } from 'node:stream'
+import { Errors, httpStatusOf, type SvcError } from 'svc-protocol/errors'
 import { WebSocketServer } from 'ws'
+import { checkAllowedHost, checkToken, ConsoleAccess, newToken } from './access.ts'
 import { EngineLink } from './engine-link.ts'
 import { LIVE_MAX_INBOUND_BYTES, LiveHub } from './live.ts'
 import { ApiError, parseHttpRequest, parseInvokeRequest, readJsonBody, type HttpProxyRequest } from './requests.ts'
 import { DEFAULT_APP_DIR, serveApp } from './static.ts'
 import { relayStream, STREAM_PROXY_MAX_FRAME_BYTES } from './streams-proxy.ts'
-import type { ConsoleInfo, ConsoleLog, ConsoleOptions, RunningConsole } from './types.ts'
+import type { ConsoleInfo, ConsoleLog, ConsoleOptions, ConsoleTimeouts, RunningConsole } from './types.ts'
 
 /** Default port and host (cli.md §4.8). */
 export const DEFAULT_CONSOLE_PORT = 3113
@@ -19,6 +21,12 @@ export const DEFAULT_CONSOLE_HOST = '127.0.0.1'
 const DEFAULT_ENGINE_URL = 'ws://127.0.0.1:49134'
 /** Largest response body `/api/http` relays, bytes; the rest is cut and `truncated: true` set. */
 export const MAX_PROXY_RESPONSE_BYTES = 5 * 1024 * 1024
+/**
+ * Transport timeouts of the console's HTTP server, ms (docs/decisions.md): a request head must
+ * arrive within 10 s and a whole request (bodies are at most 1 MiB) within 60 s, or the client
+ * gets 408 and its connection is closed; idle keep-alive connections close after 5 s.
+ */
+export const CONSOLE_SERVER_TIMEOUTS: Readonly<ConsoleTimeouts> = Object.freeze({ headersTimeoutMs: 10_000, requestTimeoutMs: 60_000, keepAliveTimeoutMs: 5_000 })
 
 const PACKAGE_VERSION = (createRequire(import.meta.url)('../../package.json') as { version: string }).version
 const SILENT: ConsoleLog = { info() {}, warn() {}, error() {} }
@@ -43,12 +51,19 @@ export class ConsoleListenError extends Error {
  * `GET /ws/streams`; any other GET is the app (SPA fallback to `index.html`). Bad input answers
  * 400/404/405/413 with `{error: {code, message}}`.
  *
+ * Access (./access.ts): every request and upgrade must name an allowed Host (and Origin), else 403
+ * `CONSOLE_HOST_NOT_ALLOWED`; the API and the WebSockets need the access token (cookie set by
+ * opening {@link RunningConsole.openUrl}, or `Authorization: Bearer`), else 401
+ * `CONSOLE_TOKEN_REQUIRED`. A page address with a valid `?token=` sets the cookie and redirects
+ * (302) to the address without it.
+ *
  * @throws {ConsoleListenError} when the port cannot be bound (`EADDRINUSE`: `Port 3113 is already in use; pass --port`)
- * @throws TypeError when `engineUrl` is not a `ws:`/`wss:` URL
+ * @throws TypeError when `engineUrl` is not a `ws:`/`wss:` URL, `token` is not 16 to 512 of
+ *   `A-Z a-z 0-9 . _ ~ -`, or an allowed host is not a host name
  *
  * @example
  * const console = await startConsole({ port: 0, engineUrl: 'ws://127.0.0.1:49134' })
- * console.log(console.url) // http://127.0.0.1:40211
+ * console.openUrl // http://127.0.0.1:40211/?token=kq3R0yFf2n9wX1bT5cLh7uZsP4eVaMdG
  * await console.close()
  */
 export async function startConsole(options: ConsoleOptions = {}): Promise<RunningConsole> {
@@ -63,6 +78,11 @@ export async function startConsole(options: ConsoleOptions = {}): Promise<Runnin
   if (parsedEngine.protocol !== 'ws:' && parsedEngine.protocol !== 'wss:') {
     throw new TypeError(`engine URL must be ws:// or wss://, got ${engineUrl}`)
   }
+  // Checked before anything binds too; the access checks are made once the port is known.
+  const token = options.token === false ? undefined : options.token === undefined ? newToken() : checkToken(options.token)
+  const allowedHosts = (options.allowedHosts ?? []).map(checkAllowedHost)
+  let access: ConsoleAccess | undefined
+  const timeouts = { ...CONSOLE_SERVER_TIMEOUTS, ...options.timeouts }
 
   let link: EngineLink | undefined
   const live = new LiveHub((channel) => (channel === 'connection' ? link?.connection() : undefined))
@@ -74,7 +94,15 @@ export async function startConsole(options: ConsoleOptions = {}): Promise<Runnin
     return { version, engine_url: engineUrl, ...addresses, connected: link?.connected ?? false }
   }
 
-  const server = createServer({ requestTimeout: 120_000, headersTimeout: 30_000 }, (req, res) => {
+  // A slow client gets Node's own 408 and a destroyed socket (its default clientError handling).
+  const serverOptions = {
+    headersTimeout: timeouts.headersTimeoutMs,
+    requestTimeout: timeouts.requestTimeoutMs,
+    keepAliveTimeout: timeouts.keepAliveTimeoutMs,
+    // Node checks the two request timeouts only on this interval (30 s by default).
+    connectionsCheckingInterval: Math.min(1000, Math.max(10, Math.floor(timeouts.headersTimeoutMs / 5))),
+  }
+  const server = createServer(serverOptions, (req, res) => {
     handle(req, res).catch((err: unknown) => {
       if (err instanceof ApiError) return sendJson(res, err.status, { error: { code: err.code, message: err.message } })
       log.error(`console: ${req.method} ${req.url?.slice(0, 200)} failed: ${(err as Error)?.message ?? String(err)}`)
@@ -84,8 +112,17 @@ export async function startConsole(options: ConsoleOptions = {}): Promise<Runnin
 
   async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const pathname = pathOf(req.url)
+    const refused = access!.refusal(req)
+    if (refused !== undefined) {
+      req.resume()
+      throw apiError(refused)
+    }
     if (pathname === '/api' || pathname.startsWith('/api/')) {
-      if (!sameOrigin(req)) throw new ApiError(403, 'FORBIDDEN', 'cross-origin requests to the console API are refused')
+      if (!access!.authorized(req)) {
+        req.resume()
+        res.setHeader('www-authenticate', 'Bearer realm="svc console"')
+        throw apiError(Errors.consoleTokenRequired(access!.triedToken(req)))
+      }
       const route = API_ROUTES[pathname]
       if (route === undefined) throw new ApiError(404, 'NOT_FOUND', `no API endpoint ${pathname}; endpoints: ${Object.keys(API_ROUTES).join(', ')}`)
       if (req.method !== route) {
@@ -113,6 +150,19 @@ export async function startConsole(options: ConsoleOptions = {}): Promise<Runnin
       res.setHeader('allow', 'GET, HEAD')
       throw new ApiError(405, 'METHOD_NOT_ALLOWED', 'the app accepts GET and HEAD only')
     }
+    const query = new URLSearchParams(queryOf(req.url))
+    const given = query.get('token')
+    if (given !== null && access!.token !== undefined) {
+      if (!access!.matches(given)) return sendText(res, 401, `${Errors.consoleTokenRequired(true).message}\n`)
+      // The token becomes a cookie, and leaves the address bar and the history. One leading slash:
+      // `//host/…` would send the browser to another site.
+      query.delete('token')
+      const rest = query.toString()
+      const location = '/' + pathname.replace(/^[/\\]+/, '') + (rest === '' ? '' : `?${rest}`)
+      res.writeHead(302, { location, 'set-cookie': access!.cookie(), 'cache-control': 'no-store', 'referrer-policy': 'no-referrer', 'content-length': 0 })
+      res.end()
+      return
+    }
     await serveApp(appDir, req, res, pathname)
   }
 
@@ -120,7 +170,9 @@ export async function startConsole(options: ConsoleOptions = {}): Promise<Runnin
     socket.on('error', () => socket.destroy())
     const url = req.url ?? '/'
     const pathname = pathOf(url)
-    if (!sameOrigin(req)) return refuseUpgrade(socket, 403, 'Forbidden')
+    const refused = access!.refusal(req)
+    if (refused !== undefined) return refuseUpgrade(socket, refused)
+    if (!access!.authorized(req)) return refuseUpgrade(socket, Errors.consoleTokenRequired(access!.triedToken(req)))
     if (pathname === '/api/live') {
       liveServer.handleUpgrade(req, socket, head, (ws) => live.add(ws))
       return
@@ -129,20 +181,16 @@ export async function startConsole(options: ConsoleOptions = {}): Promise<Runnin
       void link?.addresses().then(
         ({ stream_url }) => {
           if (socket.destroyed) return
-          if (stream_url === null) return refuseUpgrade(socket, 503, 'Service Unavailable')
+          if (stream_url === null) return refuseUpgrade(socket, 503)
           const query = url.includes('?') ? url.slice(url.indexOf('?')) : ''
           const target = stream_url.replace(/\/$/, '') + (pathname.slice('/ws/streams'.length) || '/') + query
           streamServer.handleUpgrade(req, socket, head, (ws) => relayStream(ws, target))
         },
-        () => refuseUpgrade(socket, 503, 'Service Unavailable'),
+        () => refuseUpgrade(socket, 503),
       )
       return
     }
-    refuseUpgrade(socket, 404, 'Not Found')
-  })
-  server.on('clientError', (_err, socket) => {
-    if (socket.writable) socket.end('HTTP/1.1 400 Bad Request\r\nconnection: close\r\n\r\n')
-    else socket.destroy()
+    refuseUpgrade(socket, 404)
   })
 
   await new Promise<void>((resolve, reject) => {
@@ -170,6 +218,7 @@ export async function startConsole(options: ConsoleOptions = {}): Promise<Runnin
   const address = server.address()
   const port = typeof address === 'object' && address !== null ? address.port : requestedPort
   const url = `http://${host.includes(':') ? `[${host}]` : host}:${port}`
+  access = new ConsoleAccess({ bindHost: host, port, allowedHosts, token })
 
   try {
     link = new EngineLink({
@@ -188,6 +237,8 @@ export async function startConsole(options: ConsoleOptions = {}): Promise<Runnin
   return {
     url,
     port,
+    token,
+    openUrl: token === undefined ? url : `${url}/?token=${token}`,
     get connected() {
       return link?.connected ?? false
     },
@@ -304,21 +355,33 @@ function isJsonContentType(value: string | undefined): boolean {
   return value !== undefined && /^application\/json\s*(;|$)/i.test(value.trim())
 }
 
-/**
- * True unless a browser says the request comes from another site: an `Origin` header, when
- * present, must name the host the request was sent to.
- */
-function sameOrigin(req: IncomingMessage): boolean {
-  const origin = req.headers.origin
-  if (origin === undefined) return true
-  try {
-    return new URL(origin).host === req.headers.host
-  } catch {
-    return false
-  }
+/** The query string of a request target, without `?`. */
+function queryOf(url: string | undefined): string {
+  const raw = url ?? '/'
+  const q = raw.indexOf('?')
+  return q < 0 ? '' : raw.slice(q + 1)
 }
 
-function refuseUpgrade(socket: Duplex, status: number, text: string): void {
-  if (socket.writable) socket.end(`HTTP/1.1 ${status} ${text}\r\nconnection: close\r\ncontent-length: 0\r\n\r\n`)
-  else socket.destroy()
+function apiError(error: SvcError): ApiError {
+  return new ApiError(httpStatusOf(error.code), error.code, error.message)
+}
+
+function sendText(res: ServerResponse, status: number, text: string): void {
+  res.writeHead(status, { 'content-type': 'text/plain; charset=utf-8', 'content-length': Buffer.byteLength(text), 'cache-control': 'no-store' })
+  res.end(text)
+}
+
+/**
+ * Answers an upgrade request with `status` and closes the socket: the error envelope of `error`
+ * (its catalogue status), or an empty body with `status`.
+ */
+function refuseUpgrade(socket: Duplex, refusal: SvcError | number): void {
+  if (!socket.writable) {
+    socket.destroy()
+    return
+  }
+  const status = typeof refusal === 'number' ? refusal : httpStatusOf(refusal.code)
+  const body = typeof refusal === 'number' ? '' : JSON.stringify({ error: { code: refusal.code, message: refusal.message } })
+  const type = body === '' ? '' : 'content-type: application/json; charset=utf-8\r\n'
+  socket.end(`HTTP/1.1 ${status} ${STATUS_CODES[status] ?? ''}\r\nconnection: close\r\n${type}content-length: ${Buffer.byteLength(body)}\r\n\r\n${body}`, () => socket.destroy())
 }

@@ -10,11 +10,37 @@ export interface ConsoleLog {
   error(message: string): void
 }
 
+/** Transport timeouts of the console's HTTP server, ms; defaults `CONSOLE_SERVER_TIMEOUTS`. */
+export interface ConsoleTimeouts {
+  /** Time to receive a complete request head. */
+  headersTimeoutMs: number
+  /** Time to receive a complete request, head and body; at least `headersTimeoutMs`. */
+  requestTimeoutMs: number
+  /** How long an idle keep-alive connection stays open. */
+  keepAliveTimeoutMs: number
+}
+
 export interface ConsoleOptions {
   /** TCP port of the console, 0 for an ephemeral one; default 3113 (cli.md §4.8). */
   port?: number
-  /** Interface to bind; default `127.0.0.1`. The console has no authentication. */
+  /**
+   * Interface to bind; default `127.0.0.1`. Its name is served besides `localhost`, `127.0.0.1`
+   * and `[::1]`; with a wildcard (`0.0.0.0`, `::`) the machine's interface addresses are.
+   */
   host?: string
+  /**
+   * Further host names (or addresses) requests may name in `Host`, without port; any case. For a
+   * console reached as `http://devbox:3113`, pass `['devbox']`. Default none.
+   */
+  allowedHosts?: readonly string[]
+  /**
+   * The access token the API and WebSockets require: undefined (default) draws a random one, a
+   * string (16 to 512 of `A-Z a-z 0-9 . _ ~ -`) is used as given, `false` turns the check off so
+   * that anyone who can name an allowed host can use the console.
+   */
+  token?: string | false
+  /** Transport timeouts; tests shorten them. */
+  timeouts?: Partial<ConsoleTimeouts>
   /** `ws://…` of the engine's worker listener; default `ws://127.0.0.1:49134`. */
   engineUrl?: string
   /** Default: silent. */
@@ -34,6 +60,10 @@ export interface ConsoleOptions {
 export interface RunningConsole {
   /** `http://<host>:<port>` actually bound (a literal IPv6 host in brackets). */
   url: string
+  /** The access token; undefined when turned off. */
+  token: string | undefined
+  /** The address to open in a browser: `<url>/?token=<token>`, or `url` without a token. */
+  openUrl: string
   /** The bound port (useful with `port: 0`). */
   port: number
   /** True while the `svc-console` worker is connected to the engine. */

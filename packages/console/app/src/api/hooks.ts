@@ -102,7 +102,7 @@ export function useCall<T>(functionId: string, payload: unknown, options: CallOp
   const visible = useVisible()
   const connection = useConnectionState()
   useEffect(() => {
-    if (!enabled || !options.pollMs || !visible || connection === 'backend-down') return
+    if (!enabled || !options.pollMs || !visible || connection === 'backend-down' || connection === 'unauthorized') return
     const id = setInterval(() => {
       if (!inFlight.current) load()
     }, options.pollMs)

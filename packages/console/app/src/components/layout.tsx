@@ -24,13 +24,14 @@ const STATE_TEXT: Record<ConnectionState, string> = {
   connected: 'connected',
   'engine-down': 'engine disconnected',
   'backend-down': 'console offline',
+  unauthorized: 'access token needed',
 }
 
 /** Reads `/api/info` once and again whenever the connection comes back. */
 function useInfo(state: ConnectionState): ConsoleInfo | undefined {
   const [info, setInfo] = useState<ConsoleInfo>()
   useEffect(() => {
-    if (state === 'backend-down') return
+    if (state === 'backend-down' || state === 'unauthorized') return
     getInfo().then(setInfo, () => {})
   }, [state])
   return info
@@ -42,6 +43,14 @@ function useInfo(state: ConnectionState): ConsoleInfo | undefined {
  */
 export function DisconnectedBanner({ state }: { state: ConnectionState }) {
   if (state === 'connected' || state === 'connecting') return null
+  if (state === 'unauthorized') {
+    return (
+      <div className="banner" role="alert">
+        This console needs its access token. Open the address <code>svc console</code> printed (it ends in <code>/?token=…</code>); the browser then
+        keeps the token for this session.
+      </div>
+    )
+  }
   return (
     <div className="banner" role="status" aria-live="polite">
       {state === 'engine-down'

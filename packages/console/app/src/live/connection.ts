@@ -11,8 +11,12 @@ import { jsonParse } from 'svc-protocol/json'
 import { getInfo } from '../api/client.ts'
 import type { LiveChannel } from '../api/types.ts'
 
-/** `connecting`: first attempt; `connected`: backend and engine up; `engine-down`: backend up, engine not; `backend-down`: socket closed. */
-export type ConnectionState = 'connecting' | 'connected' | 'engine-down' | 'backend-down'
+/**
+ * `connecting`: first attempt; `connected`: backend and engine up; `engine-down`: backend up, engine
+ * not; `backend-down`: socket closed; `unauthorized`: the backend wants its access token (the
+ * browser has no valid cookie: the page was not opened from the address `svc console` printed).
+ */
+export type ConnectionState = 'connecting' | 'connected' | 'engine-down' | 'backend-down' | 'unauthorized'
 
 type Handler = (data: unknown) => void
 
@@ -27,6 +31,7 @@ export class LiveConnection {
   #state: ConnectionState = 'connecting'
   #socketOpen = false
   #engineConnected: boolean | null = null
+  #unauthorized = false
   #retryMs = RETRY_MIN_MS
   #retryTimer: ReturnType<typeof setTimeout> | undefined
   #started = false
@@ -83,6 +88,7 @@ export class LiveConnection {
     this.#socket = socket
     socket.onopen = () => {
       this.#socketOpen = true
+      this.#unauthorized = false
       this.#retryMs = RETRY_MIN_MS
       this.#sendSubscriptions()
       // The connection channel pushes on change only; ask once for the current engine link.
@@ -118,10 +124,18 @@ export class LiveConnection {
     }
     socket.onclose = () => {
       if (this.#socket !== socket) return
+      const opened = this.#socketOpen
       this.#socket = null
       this.#socketOpen = false
       this.#update()
       this.#scheduleRetry()
+      // A WebSocket refusal does not tell its status; the API does (401 CONSOLE_TOKEN_REQUIRED).
+      if (!opened) {
+        getInfo().then(
+          () => this.#setUnauthorized(false),
+          (error: unknown) => this.#setUnauthorized((error as { code?: unknown }).code === 'CONSOLE_TOKEN_REQUIRED'),
+        )
+      }
     }
     socket.onerror = () => socket.close()
   }
@@ -130,6 +144,11 @@ export class LiveConnection {
     clearTimeout(this.#retryTimer)
     this.#retryTimer = setTimeout(() => this.#open(), this.#retryMs)
     this.#retryMs = Math.min(this.#retryMs * 2, RETRY_MAX_MS)
+  }
+
+  #setUnauthorized(value: boolean): void {
+    this.#unauthorized = value
+    this.#update()
   }
 
   #setEngine(connected: boolean): void {
@@ -146,7 +165,9 @@ export class LiveConnection {
 
   #update(): void {
     const next: ConnectionState = !this.#socketOpen
-      ? this.#state === 'connecting' && this.#retryMs === RETRY_MIN_MS
+      ? this.#unauthorized
+        ? 'unauthorized'
+        : this.#state === 'connecting' && this.#retryMs === RETRY_MIN_MS
         ? 'connecting'
         : 'backend-down'
       : this.#engineConnected === false
