@@ -2,9 +2,10 @@
  * `svc project init --ports auto` (issue 11): give a new project ports no other project is using,
  * so that several projects run side by side, and write them into its config.yaml.
  */
-import { readFileSync, writeFileSync } from 'node:fs'
+import { writeFileSync } from 'node:fs'
 import { createServer } from 'node:net'
-import { isMap, isSeq, parseDocument, YAMLMap } from 'yaml'
+import { isMap, isSeq, YAMLMap } from 'yaml'
+import { CONFIG_FILE_LIMITS, readTextFileSync, YamlSource } from '../../runtime/yaml/index.ts'
 import { runningEngines } from '../lib/engines.ts'
 
 /** The ports a project listens on. */
@@ -58,7 +59,7 @@ export async function pickFreePorts(random: () => number = Math.random): Promise
  * of svc-stream (an entry is added when there is none).
  */
 export function applyPorts(configPath: string, ports: ProjectPorts): void {
-  const doc = parseDocument(readFileSync(configPath, 'utf8'))
+  const doc = new YamlSource(readTextFileSync(configPath, { file: configPath, maxBytes: CONFIG_FILE_LIMITS.maxBytes }), { file: configPath }).doc
   let workers = doc.get('workers')
   if (!isSeq(workers)) {
     doc.set('workers', doc.createNode([]))
