@@ -224,7 +224,6 @@ export class ConfigurationWorker implements BuiltinWorker {
       next.fileError = fileError
       this.unreadable.delete(id)
       this.entries.set(id, next)
-      this.context!.log.warn(`${id}: its settings file cannot be read (${fileError}); initial_value is not written over it`)
     } else {
       await this.write(id, text)
       this.entries.set(id, next)
