@@ -82,6 +82,12 @@ describe('YamlSource (the shared YAML reader)', () => {
     refuses('a: 1\n---\nb: 2\n', /^f\.yaml:2:1: invalid YAML: the file holds more than one document/)
   })
 
+  it('gives plain data for YAML 1.1 merge keys and ordered maps, as the library would', () => {
+    const merged = new YamlSource('%YAML 1.1\n---\nbase: &base { a: 1, c: 3 }\nq: { b: 0, <<: [*base], c: 2 }\n', { file: 'f.yaml' }).toJS()
+    assert.deepEqual(merged, { base: { a: 1, c: 3 }, q: { b: 0, a: 1, c: 2 } })
+    assert.deepEqual(new YamlSource('%YAML 1.1\n---\n!!omap [a: 1, b: 2]\n', { file: 'f.yaml' }).toJS(), [{ a: 1 }, { b: 2 }])
+  })
+
   it('gives plain data: __proto__ is an own key, not a prototype', () => {
     const value = new YamlSource('__proto__: { polluted: true }\n', { file: 'f.yaml' }).toJS() as Record<string, unknown>
     assert.ok(Object.hasOwn(value, '__proto__'))

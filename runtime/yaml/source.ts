@@ -142,20 +142,31 @@ export class YamlSource {
 
   /**
    * Plain data of `node` (default: the whole document), aliases expanded into copies: mappings
-   * become objects (keys as strings; `__proto__` an own key), sequences arrays, scalars their
-   * value. Linear in the expanded size, which the limits bound.
+   * become objects (keys as strings; `__proto__` an own key; YAML 1.1 `<<` merge keys merged),
+   * sequences arrays, scalars their value. Linear in the expanded size, which the limits bound.
    */
-  toJS(node: Node | null | undefined = this.doc.contents): unknown {
-    const target = this.deref(node)
+  toJS(node: Node | AnyPair | null | undefined = this.doc.contents): unknown {
+    const target = isPair(node) ? node : this.deref(node)
     if (target === null) return null
     if (isScalar(target)) return target.toJSON()
-    if (isSeq(target)) return (target.items as Array<Node | null>).map((item) => this.toJS(item))
-    if (isMap(target)) {
+    if (isSeq(target)) return (target.items as Array<Node | AnyPair | null>).map((item) => this.toJS(item))
+    if (isMap(target) || isPair(target)) {
       const out: Record<string, unknown> = {}
-      for (const pair of target.items as AnyPair[]) {
+      const set = (name: string, value: unknown) => Object.defineProperty(out, name, { value, enumerable: true, writable: true, configurable: true })
+      for (const pair of isPair(target) ? [target as AnyPair] : (target.items as AnyPair[])) {
+        const keyNode = this.deref(pair.key)
+        if (isScalar(keyNode) && typeof keyNode.value === 'symbol') {
+          // A YAML 1.1 merge key (`<<: *defaults`): keys of the merged mappings that are not set yet.
+          const sources = this.deref(pair.value)
+          for (const source of isSeq(sources) ? (sources.items as Array<Node | null>) : [sources]) {
+            const merged = this.toJS(source)
+            if (typeof merged !== 'object' || merged === null || Array.isArray(merged)) continue
+            for (const [name, value] of Object.entries(merged)) if (!Object.hasOwn(out, name)) set(name, value)
+          }
+          continue
+        }
         const key = this.toJS(pair.key)
-        const name = key === null || key === undefined ? '' : typeof key === 'object' ? JSON.stringify(key) : String(key)
-        Object.defineProperty(out, name, { value: this.toJS(pair.value), enumerable: true, writable: true, configurable: true })
+        set(key === null || key === undefined ? '' : typeof key === 'object' ? JSON.stringify(key) : String(key), this.toJS(pair.value))
       }
       return out
     }

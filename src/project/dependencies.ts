@@ -68,6 +68,8 @@ export function withDependencySpecifiers(packageJson: string, specifiers: Readon
  * TypeScript workers becomes `manager`, from which svc infers the install and start commands
  * (cli.md §2.2; TypeScript under bun runs `bun run <entry>`). Comments and layout are kept; npm
  * (the templates' own value) changes nothing.
+ *
+ * @throws {YamlError} when the manifest is not YAML svc reads (runtime/yaml)
  */
 export function withPackageManager(manifest: string, manager: PackageManager): string {
   if (manager === 'npm') return manifest

@@ -57,6 +57,8 @@ export async function pickFreePorts(random: () => number = Math.random): Promise
  * Writes `ports` into config.yaml in place (comments and order kept): `port` of the first
  * svc-worker-manager entry, of svc-http (keeping an `${HTTP_PORT:…}` placeholder's variable) and
  * of svc-stream (an entry is added when there is none).
+ *
+ * @throws {YamlError} when config.yaml is not YAML svc reads (runtime/yaml: over 1 MiB, too deep, …)
  */
 export function applyPorts(configPath: string, ports: ProjectPorts): void {
   const doc = new YamlSource(readTextFileSync(configPath, { file: configPath, maxBytes: CONFIG_FILE_LIMITS.maxBytes }), { file: configPath }).doc
