@@ -104,6 +104,18 @@ describe('configuration: what set acknowledges survives a restart (issue 16)', (
     assert.deepEqual(value.deep, nested(MAX_SETTINGS_VALUE_DEPTH - 1))
   })
 
+  it('keeps a hand-written file that reads back but would be written larger, and registers its entry', async () => {
+    // 9,000 items 60 mappings deep: 20 KB as a flow list, over 1 MiB as an indented block list.
+    const flow = `id: flow\nname: Flow\ndescription: ''\nvalue: ${'{a: '.repeat(60)}[${Array(9000).fill('x').join(',')}]${'}'.repeat(60)}\n`
+    await writeFile(join(dataDir, 'config', 'flow.yaml'), flow)
+    await restart()
+    const registered = (await call('configuration::register', { id: 'flow', schema: SCHEMA })) as { value: unknown }
+    let items = registered.value
+    for (let level = 0; level < 60; level++) items = (items as { a: unknown }).a
+    assert.equal((items as unknown[]).length, 9000)
+    assert.equal(await readFile(join(dataDir, 'config', 'flow.yaml'), 'utf8'), flow, 'the file is kept as written')
+  })
+
   it('refuses an update that grows the value past the limit, and an initial_value over it, storing nothing', async () => {
     await call('configuration::set', { id: 'blob', value: { text: 'x'.repeat(MAX_SETTINGS_FILE_BYTES - 1000) } })
     await rejectsWith(call('configuration::update', { id: 'blob', ops: [{ type: 'set', path: 'more', value: 'y'.repeat(2000) }] }), 'VALUE_TOO_LARGE')

@@ -212,12 +212,22 @@ export class ConfigurationWorker implements BuiltinWorker {
     const value = isNew ? (p.initial_value === undefined ? {} : p.initial_value) : entry!.value
     const next: Entry = { id, name, description, value, schema: p.schema, validate }
     if (metadata !== undefined) next.metadata = metadata
-    const text = fileError === undefined ? this.format(next) : undefined
+    let text: string | undefined
+    if (fileError === undefined) {
+      try {
+        text = this.format(next)
+      } catch (error) {
+        // A stored value that was read from its file but would be written larger (a hand-written
+        // flow list becomes a longer block list): the file stays as it is, it reads back.
+        if (isNew) throw error
+        this.context!.log.warn(`settings file ${this.files!.pathOf(id)} is kept as written: ${errorBodyOf(error).message}`)
+      }
+    }
     if (isNew) this.check(id, value, p.schema, validate)
     else if (this.violations(value, p.schema, validate).length > 0) {
       this.context!.log.warn(`settings file ${this.files!.pathOf(id)} does not match the schema its owner registered; configuration::get fails until it is fixed`)
     }
-    if (text === undefined) {
+    if (fileError !== undefined) {
       // The file on disk could not be read: it stays as the user left it (the seed is not written
       // over it), and get keeps failing with its problem until it is fixed or a value is set.
       next.value = undefined
@@ -225,7 +235,7 @@ export class ConfigurationWorker implements BuiltinWorker {
       this.unreadable.delete(id)
       this.entries.set(id, next)
     } else {
-      await this.write(id, text)
+      if (text !== undefined) await this.write(id, text)
       this.entries.set(id, next)
       this.emit(next, isNew ? 'configuration:registered' : 'configuration:updated', isNew ? undefined : oldValue, value, origin)
     }
