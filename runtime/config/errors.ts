@@ -1,6 +1,7 @@
 /**
  * Errors of the config.yaml loader (protocol.md §12, cli.md §2.1).
  */
+import type { YamlError } from '../yaml/errors.ts'
 
 /** Codes of {@link ConfigError}: an invalid file, or an explicit `--config` that does not exist. */
 export type ConfigErrorCode = 'INVALID_CONFIG' | 'CONFIG_NOT_FOUND'
@@ -46,6 +47,16 @@ export class ConfigError extends Error {
     this.line = init.line
     this.column = init.column
     this.problem = init.problem
+  }
+
+  /** The same problem as a YAML reader's error (size, syntax, nesting, aliases), `INVALID_CONFIG`. */
+  static fromYaml(error: YamlError): ConfigError {
+    const init: ConfigErrorInit = { file: error.file, problem: error.problem }
+    if (error.place) {
+      init.line = error.place.line
+      init.column = error.place.column
+    }
+    return new ConfigError(init)
   }
 
   /** `Config file <path> not found` (cli.md §3 step 1), for a file named explicitly. */

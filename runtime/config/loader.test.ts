@@ -8,6 +8,7 @@ import { OBSERVABILITY_DECLARED_MESSAGE } from './catalogue.ts'
 import { ConfigError } from './errors.ts'
 import { loadConfig } from './loader.ts'
 import type { LoadConfigOptions } from './loader.ts'
+import { billionLaughs } from '../../test/support/hostile-yaml.ts'
 
 const root = mkdtempSync(join(tmpdir(), 'svc-config-'))
 after(() => rmSync(root, { recursive: true, force: true }))
@@ -481,5 +482,20 @@ describe('file-level errors', () => {
     assert.deepEqual(anchored.config.builtins['svc-http']!.config, { port: 4100 })
     rejects('workers:\n  - name: svc-worker-manager\n    config: { port: *port }\n', 'config.yaml:3:21: unknown alias *port')
   })
+})
 
+describe('hostile YAML (issue 16): refused quickly, at a place', () => {
+  it("a billion-laughs document in a built-in's config block names the alias that crosses the limit", () => {
+    rejects(`workers:\n  - name: svc-http\n    config:\n${billionLaughs('      ')}`, /^config\.yaml:8:\d+: alias \*lol4 expands the document too much/)
+  })
+
+  it("a billion-laughs document in a local worker's config block, and an alias of itself", () => {
+    rejects(`workers:\n  - name: w\n    worker_path: ./w\n    config:\n${billionLaughs('      ')}`, /^config\.yaml:9:\d+: alias \*lol4 expands the document too much/)
+    rejects('workers:\n  - name: w\n    worker_path: ./w\n    config: &c { self: *c }\n', 'config.yaml:4:24: alias *c refers to a node that contains it')
+  })
+
+  it('nesting deeper than 128 levels, and a file over 1 MiB', () => {
+    rejects(`workers:\n  - name: svc-http\n    config: { x: ${'['.repeat(50_000)}${']'.repeat(50_000)} }\n`, /^config\.yaml:3:\d+: nests deeper than 128 levels$/)
+    rejects(`# ${'x'.repeat(1024 * 1024)}\n`, /^config\.yaml: is 1048579 bytes, more than the 1048576-byte limit$/)
+  })
 })

@@ -5,11 +5,10 @@
  * Every problem is a {@link ConfigError} pointing at the offending key or value
  * (`config.yaml:14:5: unknown built-in worker 'databse' (did you mean 'database'?)`).
  */
-import { readFileSync } from 'node:fs'
 import { dirname, isAbsolute, resolve } from 'node:path'
 import { isMap, isScalar, isSeq } from 'yaml'
 import type { Document, Node, Pair } from 'yaml'
-import { describeFound as describe, YamlSource, type Fail } from './yaml-source.ts'
+import { CONFIG_FILE_LIMITS, describeFound as describe, readTextFileSync, YamlError, YamlSource, type Fail } from '../yaml/index.ts'
 import type { BuiltinEntry, EngineConfig, ExposeRule, HttpFunctionsPolicy, ListenerConfig, LocalWorkerEntry, RbacConfig } from '../engine/types.ts'
 import { LISTENER_DEFAULTS } from '../engine/types.ts'
 import { BUILTIN_DESCRIPTORS, builtinDescriptor, type BuiltinDescriptor } from '../workers/catalogue.ts'
@@ -104,8 +103,9 @@ export function loadConfig(file: string | undefined, options: LoadConfigOptions 
   const absolute = resolve(cwd, file)
   let text: string
   try {
-    text = readFileSync(absolute, 'utf8')
+    text = readTextFileSync(absolute, { file, maxBytes: CONFIG_FILE_LIMITS.maxBytes })
   } catch (err) {
+    if (err instanceof YamlError) throw ConfigError.fromYaml(err)
     const code = (err as NodeJS.ErrnoException).code
     if (code === 'ENOENT' || code === 'ENOTDIR') throw ConfigError.notFound(file)
     if (code === 'EISDIR') throw new ConfigError({ file, problem: 'is a directory, not a config file' })
@@ -219,7 +219,12 @@ class Reader {
   private readonly failAt: Fail = (node, problem) => this.fail(node, problem)
 
   constructor(text: string, file: string, env: Env) {
-    this.source = new YamlSource(text)
+    try {
+      this.source = new YamlSource(text, { file })
+    } catch (err) {
+      if (err instanceof YamlError) throw ConfigError.fromYaml(err)
+      throw err
+    }
     this.file = file
     this.env = env
   }
@@ -229,8 +234,6 @@ class Reader {
   }
 
   read(root: string): Internal {
-    const syntax = this.source.syntaxError
-    if (syntax) throw new ConfigError({ file: this.file, line: syntax.place.line, column: syntax.place.column, problem: `invalid YAML: ${syntax.message}` })
     const config: Internal = defaultsFor(root)
     const top = this.deref(this.doc.contents)
     if (top === null || (isScalar(top) && top.value === null)) return config

@@ -17,7 +17,7 @@ import { superviseWorker } from '../supervisor/supervisor.ts'
 import { addContainerText, removeContainerText, writeFileAtomic } from './edit.ts'
 import { ComposeError } from './errors.ts'
 import { composeFileSchema } from './schema.ts'
-import { COMPOSE_FILE_NAME, CONTAINER_KEY_PATTERN, loadComposeFile, parseComposeFile } from './file.ts'
+import { COMPOSE_FILE_NAME, CONTAINER_KEY_PATTERN, loadComposeFile, parseComposeFile, readComposeText } from './file.ts'
 import type { ComposeFile } from './file.ts'
 import { isAlive, operationId, ProjectRunner, resolvePath } from './runner.ts'
 import type { ContainerListener, ContainerRecord, EngineAccess, Supervise } from './runner.ts'
@@ -291,7 +291,7 @@ export class ComposeDaemon {
     }
     const path = this.filePath(payload)
     const label = displayPath(path, this.cwd)
-    const text = existsSync(path) ? readFileSync(path, 'utf8') : undefined
+    const text = existsSync(path) ? readComposeText(path, label) : undefined
     const current = text === undefined ? undefined : parseComposeFile(text, { label, env: this.env })
     if (current) this.checkNamespace(current)
 
@@ -333,7 +333,7 @@ export class ComposeDaemon {
     if (dependents.length > 0) {
       throw new ComposeError('INVALID_ARGUMENTS', `cannot remove ${container}: ${dependents.join(', ')} ${dependents.length === 1 ? 'depends' : 'depend'} on it; remove ${dependents.length === 1 ? 'that container' : 'those containers'} first`)
     }
-    const next = removeContainerText(readFileSync(path, 'utf8'), container, file.label)
+    const next = removeContainerText(readComposeText(path, file.label), container, file.label)
     const nextFile = parseComposeFile(next, { label: file.label, env: this.env })
     const down = await this.runner.down(path, file, [container])
     writeFileAtomic(path, next)

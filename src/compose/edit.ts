@@ -7,8 +7,9 @@
  * Callers validate the result with `parseComposeFile` before writing it.
  */
 import { renameSync, writeFileSync } from 'node:fs'
-import { isMap, isScalar, parseDocument, stringify, YAMLMap } from 'yaml'
+import { isMap, isScalar, stringify, YAMLMap } from 'yaml'
 import type { Document, Node, Pair } from 'yaml'
+import { YamlError, YamlSource } from '../../runtime/yaml/index.ts'
 import { ComposeError } from './errors.ts'
 
 /** What a project with no workers is written as (cli.md §2.3). */
@@ -20,9 +21,15 @@ const STRINGIFY = { lineWidth: 0 } as const
 type AnyPair = Pair<Node | null, Node | null>
 
 function load(text: string, label: string): Document.Parsed {
-  const doc = parseDocument(text, { uniqueKeys: false })
-  if (doc.errors.length > 0 || (doc.contents !== null && !isMap(doc.contents))) {
-    throw new ComposeError('INVALID_COMPOSE_FILE', `${label}: cannot be edited: ${doc.errors[0]?.message.split('\n')[0] ?? 'the top level is not a mapping'}`)
+  let doc: Document.Parsed
+  try {
+    doc = new YamlSource(text, { file: label, uniqueKeys: false }).doc
+  } catch (err) {
+    if (err instanceof YamlError) throw new ComposeError('INVALID_COMPOSE_FILE', `${err.message} (the file cannot be edited)`)
+    throw err
+  }
+  if (doc.contents !== null && !isMap(doc.contents)) {
+    throw new ComposeError('INVALID_COMPOSE_FILE', `${label}: cannot be edited: the top level is not a mapping`)
   }
   return doc
 }

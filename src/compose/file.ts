@@ -3,10 +3,9 @@
  * the start order. Every problem is a {@link ComposeError} whose message names the place and the key,
  * `worker-compose.yaml:7:5: unknown key 'enviroment' in container 'api' (did you mean 'environment'?)`.
  */
-import { readFileSync } from 'node:fs'
 import { isMap, isScalar, isSeq } from 'yaml'
 import type { Document, Node, Pair, YAMLMap } from 'yaml'
-import { YamlSource, type Fail } from '../../runtime/config/yaml-source.ts'
+import { CONFIG_FILE_LIMITS, readTextFileSync, YamlError, YamlSource, type Fail } from '../../runtime/yaml/index.ts'
 import { BUILTIN_NAMES, canonicalBuiltinName, didYouMean } from '../../runtime/config/catalogue.ts'
 import type { BuiltinName } from '../../runtime/config/catalogue.ts'
 import { ExpandError, expandPlaceholders, expandString } from '../../runtime/config/placeholders.ts'
@@ -132,17 +131,26 @@ export interface ParseOptions {
  */
 export function loadComposeFile(path: string, options: ParseOptions = {}): ComposeFile {
   const label = options.label ?? path
-  let text: string
+  return parseComposeFile(readComposeText(path, label), { ...options, label })
+}
+
+/**
+ * The text of a compose file, at most {@link CONFIG_FILE_LIMITS}`.maxBytes` (1 MiB) read.
+ *
+ * @throws {ComposeError} `NO_COMPOSE_FILE` when it does not exist; `INVALID_COMPOSE_FILE` when it is
+ *   larger than the limit or cannot be read.
+ */
+export function readComposeText(path: string, label: string): string {
   try {
-    text = readFileSync(path, 'utf8')
+    return readTextFileSync(path, { file: label, maxBytes: CONFIG_FILE_LIMITS.maxBytes })
   } catch (err) {
+    if (err instanceof YamlError) throw new ComposeError('INVALID_COMPOSE_FILE', err.message)
     const code = (err as NodeJS.ErrnoException).code
     if (code === 'ENOENT' || code === 'ENOTDIR') {
       throw new ComposeError('NO_COMPOSE_FILE', `No compose file at ${label}`)
     }
     throw new ComposeError('INVALID_COMPOSE_FILE', `${label}: cannot be read (${(err as Error).message})`)
   }
-  return parseComposeFile(text, { ...options, label })
 }
 
 /**
@@ -210,7 +218,12 @@ class Reader {
 
   constructor(text: string, label: string, env: Env) {
     // Duplicate keys are found while walking so the message can name the key.
-    this.source = new YamlSource(text, { uniqueKeys: false })
+    try {
+      this.source = new YamlSource(text, { file: label, uniqueKeys: false })
+    } catch (err) {
+      if (err instanceof YamlError) throw new ComposeError('INVALID_COMPOSE_FILE', err.message)
+      throw err
+    }
     this.label = label
     this.env = env
   }
@@ -220,10 +233,6 @@ class Reader {
   }
 
   read(): ComposeFile {
-    const syntax = this.source.syntaxError
-    if (syntax) {
-      throw new ComposeError('INVALID_COMPOSE_FILE', `${this.label}:${syntax.place.line}:${syntax.place.column}: invalid YAML: ${firstLine(syntax.message)}`)
-    }
     const top = this.deref(this.doc.contents)
     if (top === null || (isScalar(top) && top.value === null)) {
       throw new ComposeError('INVALID_COMPOSE_FILE', `${this.label}:1:1: the file is empty; a project with no workers is written 'containers: {}'`)
@@ -307,7 +316,7 @@ class Reader {
         if (configNode !== null && !(isScalar(configNode) && configNode.value === null)) {
           if (!isMap(configNode)) this.fail(configNode, `config of built-in container '${key}' must be a mapping of settings${describe(configNode)}`)
           this.checkUniqueKeys(configNode)
-          container.config = configNode.toJS(this.doc) as Record<string, unknown>
+          container.config = this.source.toJS(configNode) as Record<string, unknown>
         }
       }
       return container
@@ -561,7 +570,7 @@ class Reader {
 
   /** A free-form value as JSON with every string expanded; a failure points at the string. */
   private expandValue(node: Node): unknown {
-    const value = node.toJS(this.doc)
+    const value = this.source.toJS(node)
     try {
       return expandPlaceholders(value, this.env)
     } catch (err) {
@@ -593,10 +602,6 @@ class Reader {
   private failKey(pair: AnyPair, problem: string, code: ComposeErrorCode = 'INVALID_COMPOSE_FILE'): never {
     this.fail(pair.key ?? pair.value, problem, code)
   }
-}
-
-function firstLine(text: string): string {
-  return text.split('\n')[0]!.trim()
 }
 
 /** `, got a list` style suffix for type errors. */

@@ -3,8 +3,8 @@
  */
 import { existsSync, readFileSync, statSync } from 'node:fs'
 import { dirname, join, relative, resolve, isAbsolute, sep } from 'node:path'
-import { parse } from 'yaml'
 import { expandString } from '../../runtime/config/placeholders.ts'
+import { CONFIG_FILE_LIMITS, readTextFileSync, YamlSource } from '../../runtime/yaml/index.ts'
 import type { Env } from '../../runtime/config/placeholders.ts'
 import { engineAt, projectName, runningEngineOf } from './engines.ts'
 import type { EngineRecord } from './engines.ts'
@@ -176,7 +176,7 @@ export function foreignEngineError(target: EngineTarget): CliError {
 function firstListenerUrl(file: string, env: Env): string | undefined {
   let document: unknown
   try {
-    document = parse(readFileSync(file, 'utf8'))
+    document = new YamlSource(readTextFileSync(file, { file, maxBytes: CONFIG_FILE_LIMITS.maxBytes }), { file }).toJS()
   } catch {
     return undefined
   }

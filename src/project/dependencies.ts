@@ -4,7 +4,7 @@
  * one, else `^<cli version>`. Never an absolute path: a project must survive being moved or cloned.
  */
 import { posix } from 'node:path'
-import { parseDocument } from 'yaml'
+import { YamlSource } from '../../runtime/yaml/index.ts'
 import type { PackageManager } from './types.ts'
 import { VENDOR_DIRECTORY, vendoredFileName } from './vendor.ts'
 
@@ -68,10 +68,12 @@ export function withDependencySpecifiers(packageJson: string, specifiers: Readon
  * TypeScript workers becomes `manager`, from which svc infers the install and start commands
  * (cli.md §2.2; TypeScript under bun runs `bun run <entry>`). Comments and layout are kept; npm
  * (the templates' own value) changes nothing.
+ *
+ * @throws {YamlError} when the manifest is not YAML svc reads (runtime/yaml)
  */
 export function withPackageManager(manifest: string, manager: PackageManager): string {
   if (manager === 'npm') return manifest
-  const doc = parseDocument(manifest)
+  const doc = new YamlSource(manifest, { file: 'svc.worker.yaml' }).doc
   const kind = doc.getIn(['runtime', 'kind'])
   if (kind !== 'typescript' && kind !== 'javascript') return manifest
   doc.setIn(['runtime', 'package_manager'], manager)

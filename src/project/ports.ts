@@ -2,9 +2,10 @@
  * `svc project init --ports auto` (issue 11): give a new project ports no other project is using,
  * so that several projects run side by side, and write them into its config.yaml.
  */
-import { readFileSync, writeFileSync } from 'node:fs'
+import { writeFileSync } from 'node:fs'
 import { createServer } from 'node:net'
-import { isMap, isSeq, parseDocument, YAMLMap } from 'yaml'
+import { isMap, isSeq, YAMLMap } from 'yaml'
+import { CONFIG_FILE_LIMITS, readTextFileSync, YamlSource } from '../../runtime/yaml/index.ts'
 import { runningEngines } from '../lib/engines.ts'
 
 /** The ports a project listens on. */
@@ -56,9 +57,11 @@ export async function pickFreePorts(random: () => number = Math.random): Promise
  * Writes `ports` into config.yaml in place (comments and order kept): `port` of the first
  * svc-worker-manager entry, of svc-http (keeping an `${HTTP_PORT:…}` placeholder's variable) and
  * of svc-stream (an entry is added when there is none).
+ *
+ * @throws {YamlError} when config.yaml is not YAML svc reads (runtime/yaml: over 1 MiB, too deep, …)
  */
 export function applyPorts(configPath: string, ports: ProjectPorts): void {
-  const doc = parseDocument(readFileSync(configPath, 'utf8'))
+  const doc = new YamlSource(readTextFileSync(configPath, { file: configPath, maxBytes: CONFIG_FILE_LIMITS.maxBytes }), { file: configPath }).doc
   let workers = doc.get('workers')
   if (!isSeq(workers)) {
     doc.set('workers', doc.createNode([]))

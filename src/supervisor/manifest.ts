@@ -6,7 +6,7 @@ import { existsSync, readFileSync, statSync } from 'node:fs'
 import { basename, join, resolve } from 'node:path'
 import { isMap, isScalar, isSeq } from 'yaml'
 import type { Document, Node, Pair } from 'yaml'
-import { describeFound as describe, YamlSource, type Fail } from '../../runtime/config/yaml-source.ts'
+import { CONFIG_FILE_LIMITS, describeFound as describe, readTextFileSync, YamlError, YamlSource, type Fail } from '../../runtime/yaml/index.ts'
 import { didYouMean } from '../../runtime/config/catalogue.ts'
 import type { WorkerManifest } from './types.ts'
 import { manifestFieldsUnder } from './manifest-fields.ts'
@@ -87,6 +87,11 @@ export class ManifestError extends Error {
     this.column = init.column
     this.problem = init.problem
   }
+
+  /** The same problem as a YAML reader's error (size, syntax, nesting, aliases), `INVALID_MANIFEST`. */
+  static fromYaml(error: YamlError): ManifestError {
+    return new ManifestError({ file: error.file, problem: error.problem, ...(error.place ? { line: error.place.line, column: error.place.column } : {}) })
+  }
 }
 
 export interface LoadManifestOptions {
@@ -131,8 +136,9 @@ export function loadManifest(dir: string, options: LoadManifestOptions = {}): Wo
   if (!existsSync(file)) return detectManifest(absolute, { ...options, label })
   let text: string
   try {
-    text = readFileSync(file, 'utf8')
+    text = readTextFileSync(file, { file: join(label, MANIFEST_FILE), maxBytes: CONFIG_FILE_LIMITS.maxBytes })
   } catch (err) {
+    if (err instanceof YamlError) throw ManifestError.fromYaml(err)
     throw new ManifestError({ file: join(label, MANIFEST_FILE), problem: `cannot be read (${(err as Error).message})` })
   }
   return parseManifest(text, { ...options, directory: absolute, fileLabel: join(label, MANIFEST_FILE) })
@@ -327,7 +333,12 @@ class ManifestReader {
   private runtimeNode: Node | null = null
 
   constructor(text: string, file: string) {
-    this.source = new YamlSource(text)
+    try {
+      this.source = new YamlSource(text, { file })
+    } catch (err) {
+      if (err instanceof YamlError) throw ManifestError.fromYaml(err)
+      throw err
+    }
     this.file = file
   }
 
@@ -336,8 +347,6 @@ class ManifestReader {
   }
 
   read(): WorkerManifest {
-    const syntax = this.source.syntaxError
-    if (syntax) throw new ManifestError({ file: this.file, line: syntax.place.line, column: syntax.place.column, problem: `invalid YAML: ${syntax.message}` })
     const top = this.deref(this.doc.contents)
     if (top === null || (isScalar(top) && top.value === null)) this.fail(null, "the manifest is empty; it needs at least 'name'")
     if (!isMap(top)) this.fail(top, `the manifest must be a mapping of fields such as name and scripts${describe(top)}`)

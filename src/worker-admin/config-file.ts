@@ -9,11 +9,12 @@
  * (flow sequences, `workers: ~`), the change is made through the Document API instead, which
  * keeps comments and order but may reformat.
  */
-import { chmodSync, readFileSync, realpathSync, renameSync, statSync, unlinkSync, writeFileSync } from 'node:fs'
+import { chmodSync, realpathSync, renameSync, statSync, unlinkSync, writeFileSync } from 'node:fs'
 import { basename, dirname, join } from 'node:path'
 import { isDeepStrictEqual } from 'node:util'
-import { isMap, isScalar, isSeq, LineCounter, parseDocument, stringify, YAMLMap, YAMLSeq } from 'yaml'
+import { isMap, isScalar, isSeq, stringify, YAMLMap, YAMLSeq } from 'yaml'
 import type { Document, Node, Pair } from 'yaml'
+import { CONFIG_FILE_LIMITS, readTextFileSync, YamlError, YamlSource } from '../../runtime/yaml/index.ts'
 import { CliError, ExitCode } from '../lib/errors.ts'
 import { isListenerName, lookupBuiltin } from './registry.ts'
 import type { BuiltinInfo } from './registry.ts'
@@ -57,27 +58,24 @@ export interface ConfigSnapshot {
  *   `workers` that is not a list, an entry that is not a mapping or has no string `name`
  */
 export function readEntries(text: string, label: string): ConfigSnapshot {
-  const lines = new LineCounter()
-  const doc = parseDocument(text, { lineCounter: lines, prettyErrors: false })
-  const fail = (offset: number | undefined, problem: string): never => {
-    const pos = lines.linePos(offset ?? 0)
-    throw new CliError({ code: 'INVALID_CONFIG', message: `${label}:${pos.line}:${pos.col}: ${problem}`, exitCode: ExitCode.Usage })
+  const source = parseConfigText(text, label)
+  const doc = source.doc
+  const fail = (node: Node | null | undefined, problem: string): never => {
+    throw new CliError({ code: 'INVALID_CONFIG', message: source.errorAt(node, problem).message, exitCode: ExitCode.Usage })
   }
-  const syntax = doc.errors[0]
-  if (syntax) fail(syntax.pos[0], `invalid YAML: ${syntax.message}`)
   const top = doc.contents
   if (top === null || (isScalar(top) && top.value === null)) return { text, entries: [] }
-  if (!isMap(top)) return fail(top.range?.[0], 'the top level must be a mapping of keys such as workers and data_dir')
+  if (!isMap(top)) return fail(top, 'the top level must be a mapping of keys such as workers and data_dir')
   const workers = top.get('workers', true) as Node | undefined
   if (workers === undefined || workers === null || (isScalar(workers) && workers.value === null)) return { text, entries: [] }
-  if (!isSeq(workers)) return fail(workers.range?.[0], 'workers must be a list of entries (- name: …)')
+  if (!isSeq(workers)) return fail(workers, 'workers must be a list of entries (- name: …)')
   const entries: ConfigEntry[] = []
   workers.items.forEach((item, index) => {
     const node = item as Node | null
-    if (!isMap(node)) return fail(node?.range?.[0] ?? workers.range?.[0], 'each workers entry must be a mapping with a name')
+    if (!isMap(node)) return fail(node ?? workers, 'each workers entry must be a mapping with a name')
     const nameNode = node.get('name', true) as Node | undefined
     if (!isScalar(nameNode) || typeof nameNode.value !== 'string' || nameNode.value === '') {
-      return fail(nameNode?.range?.[0] ?? node.range?.[0], "workers entry has no 'name'")
+      return fail(nameNode ?? node, "workers entry has no 'name'")
     }
     const name = nameNode.value
     const entry: ConfigEntry = {
@@ -85,7 +83,7 @@ export function readEntries(text: string, label: string): ConfigSnapshot {
       name,
       listener: isListenerName(name),
       enabled: node.get('enabled') !== false,
-      line: lines.linePos(nameNode.range?.[0] ?? 0).line,
+      line: source.placeOf(nameNode).line,
     }
     const builtin = entry.listener ? undefined : lookupBuiltin(name)
     if (builtin) entry.builtin = builtin
@@ -244,8 +242,9 @@ export function writeConfigText(path: string, text: string): void {
 /** Reads config.yaml; a file that cannot be read is a configuration error (exit 2). */
 export function readConfigText(path: string, label: string): string {
   try {
-    return readFileSync(path, 'utf8')
+    return readTextFileSync(path, { file: label, maxBytes: CONFIG_FILE_LIMITS.maxBytes })
   } catch (err) {
+    if (err instanceof YamlError) throw new CliError({ code: 'INVALID_CONFIG', message: err.message, exitCode: ExitCode.Usage, cause: err })
     const code = (err as NodeJS.ErrnoException).code
     const problem = code === 'ENOENT' ? `Config file ${label} not found` : `Cannot read ${label}: ${(err as Error).message}`
     throw new CliError({ code: code === 'ENOENT' ? 'CONFIG_NOT_FOUND' : 'INVALID_CONFIG', message: problem, exitCode: ExitCode.Usage, cause: err })
@@ -257,6 +256,7 @@ export function readConfigText(path: string, label: string): string {
 interface EditContext {
   text: string
   eol: string
+  source: YamlSource
   doc: Document.Parsed
   top: Node | null
   workersPair: Pair<Node, Node | null> | undefined
@@ -284,7 +284,7 @@ function edit(
   fallback: (doc: Document.Parsed) => void,
 ): string {
   const ctx = context(text)
-  const expected = normalise(ctx.doc.toJSON() as PlainConfig | null)
+  const expected = normalise(ctx.source.toJS() as PlainConfig | null)
   expect(expected)
   const spliced = splicer(ctx)
   if (spliced !== undefined && sameData(spliced, expected)) return spliced
@@ -298,16 +298,15 @@ function edit(
 }
 
 function context(text: string): EditContext {
-  const doc = parseDocument(text, { prettyErrors: false })
-  if (doc.errors.length > 0) {
-    throw new CliError({ code: 'INVALID_CONFIG', message: `config.yaml is not valid YAML: ${doc.errors[0]!.message}`, exitCode: ExitCode.Usage })
-  }
+  const source = parseConfigText(text, 'config.yaml')
+  const doc = source.doc
   const top = doc.contents as Node | null
   const workersPair = isMap(top) ? (top.items.find((p) => isScalar(p.key) && p.key.value === 'workers') as Pair<Node, Node | null> | undefined) : undefined
   const value = workersPair?.value
   return {
     text,
     eol: text.includes('\r\n') ? '\r\n' : '\n',
+    source,
     doc,
     top,
     workersPair,
@@ -329,9 +328,27 @@ function normalise(data: PlainConfig | null): PlainConfig {
 }
 
 function sameData(text: string, expected: PlainConfig): boolean {
-  const doc = parseDocument(text, { prettyErrors: false })
-  if (doc.errors.length > 0) return false
-  return isDeepStrictEqual(normalise(doc.toJSON() as PlainConfig | null), normalise(expected))
+  let data: unknown
+  try {
+    data = new YamlSource(text, { file: 'config.yaml' }).toJS()
+  } catch (err) {
+    if (err instanceof YamlError) return false
+    throw err
+  }
+  return isDeepStrictEqual(normalise(data as PlainConfig | null), normalise(expected))
+}
+
+/**
+ * config.yaml text through the shared YAML reader.
+ * @throws {CliError} `INVALID_CONFIG`, exit 2, with the reader's `file:line:col: problem`
+ */
+function parseConfigText(text: string, label: string): YamlSource {
+  try {
+    return new YamlSource(text, { file: label })
+  } catch (err) {
+    if (err instanceof YamlError) throw new CliError({ code: 'INVALID_CONFIG', message: err.message, exitCode: ExitCode.Usage, cause: err })
+    throw err
+  }
 }
 
 function toObject(fields: EntryFields): Record<string, unknown> {

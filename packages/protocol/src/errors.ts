@@ -284,8 +284,8 @@ entry(Codes.PayloadTooLarge, 413, 'failure', ['http'], 'The request body exceeds
 entry(Codes.MethodNotAllowed, 405, 'failure', ['http'], 'The path matches a route but the method does not.', 'Use a method the route is bound to (see the `Allow` header).')
 entry(Codes.ConditionNotMet, 422, 'failure', ['http'], "The route's condition returned false.", 'Send a request that meets the route\'s condition, or change the condition function.')
 entry(Codes.FunctionUnavailable, 503, 'failure', ['http'], 'The route exists but no live worker serves its function.', 'Start the worker that registers the route\'s function (`svc worker list`).')
-entry(Codes.ValueTooLarge, 413, 'failure', ['state'], 'A value is larger than max_value_bytes.', 'Store a smaller value, or raise `max_value_bytes` (state) or `max_item_bytes` (stream) in the worker\'s settings.')
-entry(Codes.StorageError, 500, 'failure', ['state'], 'The storage adapter failed.', 'Read the adapter\'s message; check the data directory\'s disk space and permissions.')
+entry(Codes.ValueTooLarge, 413, 'failure', ['state', 'configuration'], 'A value is larger than max_value_bytes (state) or max_item_bytes (stream), or a settings value would make a settings file over 1 MiB of YAML or nest deeper than 128 levels (configuration).', 'Store a smaller value, or raise `max_value_bytes` (state) or `max_item_bytes` (stream) in the worker\'s settings; split a large settings value over several entries.')
+entry(Codes.StorageError, 500, 'failure', ['state', 'configuration'], 'The storage adapter failed, or a settings file cannot be written or read (configuration).', 'Read the message; check the data directory\'s disk space and permissions; fix a settings file at the line it names, or replace its value with `configuration::set`.')
 entry(Codes.AdapterUnavailable, 503, 'failure', ['state', 'pubsub'], 'A remote storage adapter (Redis) is not reachable.', 'Start the Redis server, or fix the adapter URL in the worker\'s settings.')
 entry(Codes.ExpandFailed, 400, 'usage', ['engine'], 'A settings placeholder names an unset environment variable.', 'Set the environment variable, or give the placeholder a default (`${NAME:-value}`).')
 entry(Codes.InvalidMessageGroup, 400, 'failure', ['queue'], 'A fifo queue message lacks its message_group_field.', 'Include the queue\'s `message_group_field` in the data of every message.')
@@ -410,6 +410,8 @@ export const Errors = {
   /** `setting` names the limit: `max_value_bytes` (state, builtins.md §4.1) or `max_item_bytes` (stream, §6.1). */
   valueTooLarge: (bytes: number, limit: number, setting = 'max_value_bytes') =>
     make(Codes.ValueTooLarge, `value of ${bytes} bytes exceeds ${setting} ${limit}`),
+  /** A settings value whose file would not read back (builtins.md §11.1); `reason` names the limit. */
+  configurationTooLarge: (id: string, reason: string) => make(Codes.ValueTooLarge, `configuration '${id}' cannot be stored: ${reason}`),
   storageError: (message: string, cause?: unknown) => new SvcError(Codes.StorageError, message, { cause }),
   adapterUnavailable: (message: string, cause?: unknown) => new SvcError(Codes.AdapterUnavailable, message, { cause }),
   invalidId: (id: string) => make(Codes.InvalidId, `invalid configuration id '${id}': use 1 to 64 of a-z, 0-9, _ and -`),

@@ -8,17 +8,33 @@
  *   worker's own writes are recognised by their content and not reported back.
  */
 import { randomBytes } from 'node:crypto'
-import { mkdir, readdir, readFile, rename, rm, writeFile } from 'node:fs/promises'
+import { mkdir, readdir, rename, rm, writeFile } from 'node:fs/promises'
 import { basename, join } from 'node:path'
 import { watch, type FSWatcher } from 'chokidar'
 import { MAX_JSON_DEPTH } from 'svc-protocol/json'
-import { parseDocument, stringify } from 'yaml'
+import { isMap, stringify } from 'yaml'
+import type { Node } from 'yaml'
+import { MAX_ALIAS_NODES, MAX_YAML_BYTES, readTextFile, YamlError, YamlSource, type YamlLimits } from '../../yaml/index.ts'
 
 /** Ids of settings entries (§11.1). */
 export const ENTRY_ID = /^[a-z0-9_-]{1,64}$/
 
-/** Largest settings file read, bytes; a larger file is refused like one that does not parse. */
-export const MAX_SETTINGS_FILE_BYTES = 4 * 1024 * 1024
+/**
+ * Largest settings file, bytes of the YAML as written (1 MiB, the limit of every YAML file svc
+ * reads): the most `configuration::set` stores and the most the worker reads back, one limit, so
+ * an acknowledged value survives a restart.
+ */
+export const MAX_SETTINGS_FILE_BYTES = MAX_YAML_BYTES
+
+/** Deepest nesting of a settings value, and of its metadata, levels: as deep as any JSON value from outside. */
+export const MAX_SETTINGS_VALUE_DEPTH = MAX_JSON_DEPTH
+
+/** What a settings file may cost to read: the value sits one level inside the file's mapping. */
+export const SETTINGS_FILE_LIMITS: Readonly<YamlLimits> = Object.freeze({
+  maxBytes: MAX_SETTINGS_FILE_BYTES,
+  maxDepth: MAX_SETTINGS_VALUE_DEPTH + 1,
+  maxAliasNodes: MAX_ALIAS_NODES,
+})
 
 /** Shortest quiet time before a changed file is read, ms (see {@link SettingsFiles.watch}). */
 export const MIN_DEBOUNCE_MS = 60
@@ -32,45 +48,69 @@ export interface SettingsFile {
   metadata?: Record<string, unknown>
 }
 
-/** What the watcher reports. */
+/** What the watcher reports; `problem` names the place, `<path>:<line>:<column>: <problem>`. */
 export type SettingsFileEvent =
   | { kind: 'changed'; id: string; path: string; file: SettingsFile }
   | { kind: 'invalid'; id: string; path: string; problem: string }
   | { kind: 'deleted'; id: string; path: string }
 
-/**
- * Reads and validates the text of a settings file.
- * @throws Error naming the problem (`not valid YAML: …`, `id 'x' differs from the file name`).
- */
-export function parseSettingsFile(text: string, expectedId: string): SettingsFile {
-  const document = parseDocument(text, { uniqueKeys: true })
-  if (document.errors.length > 0) throw new Error(`not valid YAML: ${document.errors[0]!.message.split('\n')[0]}`)
-  const data: unknown = document.toJS({ maxAliasCount: 100 })
-  if (nestedDeeperThan(data, MAX_JSON_DEPTH)) throw new Error(`nests deeper than ${MAX_JSON_DEPTH} levels`)
-  if (typeof data !== 'object' || data === null || Array.isArray(data)) throw new Error('must be a mapping with id, name, description and value')
-  const record = data as Record<string, unknown>
-  if (record.id !== expectedId) throw new Error(`id '${String(record.id)}' differs from the file name (${expectedId}.yaml); the file is ignored`)
-  for (const key of Object.keys(record)) {
-    if (!['id', 'name', 'description', 'value', 'metadata'].includes(key)) throw new Error(`unknown key '${key}' (a settings file has id, name, description, value and metadata)`)
-  }
-  const file: SettingsFile = {
-    id: expectedId,
-    name: typeof record.name === 'string' ? record.name : expectedId,
-    description: typeof record.description === 'string' ? record.description : '',
-    value: record.value === undefined ? {} : record.value,
-  }
-  if (record.metadata !== undefined && record.metadata !== null) {
-    if (typeof record.metadata !== 'object' || Array.isArray(record.metadata)) throw new Error('metadata must be a mapping')
-    file.metadata = record.metadata as Record<string, unknown>
-  }
-  return file
+/** A settings file that could be written but would not read back: too large or too deep. */
+export class UnstorableSettingsError extends Error {
+  override readonly name = 'UnstorableSettingsError'
 }
 
-/** The YAML text of a settings file. */
+/**
+ * Reads and validates the text of a settings file; `file` names it in errors.
+ * @throws {YamlError} naming the place: `<file>:3:7: invalid YAML: …`, `… nests deeper than 129 levels`,
+ *   `…: id 'x' differs from the file name (y.yaml); the file is ignored`, or `<file>: is <n> bytes, more than …`
+ */
+export function parseSettingsFile(text: string, expectedId: string, file = `${expectedId}.yaml`): SettingsFile {
+  const source = new YamlSource(text, { file, limits: SETTINGS_FILE_LIMITS })
+  const top = source.deref(source.doc.contents)
+  if (top === null || !isMap(top)) throw source.errorAt(top, 'must be a mapping with id, name, description and value')
+  const data = source.toJS(top) as Record<string, unknown>
+  const at = (key: string): Node | null => {
+    const node = top.get(key, true) as Node | undefined
+    return node ?? top
+  }
+  if (data.id !== expectedId) throw source.errorAt(at('id'), `id '${String(data.id)}' differs from the file name (${expectedId}.yaml); the file is ignored`)
+  for (const key of Object.keys(data)) {
+    if (!['id', 'name', 'description', 'value', 'metadata'].includes(key)) {
+      throw source.errorAt(at(key), `unknown key '${key}' (a settings file has id, name, description, value and metadata)`)
+    }
+  }
+  const result: SettingsFile = {
+    id: expectedId,
+    name: typeof data.name === 'string' ? data.name : expectedId,
+    description: typeof data.description === 'string' ? data.description : '',
+    value: data.value === undefined ? {} : data.value,
+  }
+  if (data.metadata !== undefined && data.metadata !== null) {
+    if (typeof data.metadata !== 'object' || Array.isArray(data.metadata)) throw source.errorAt(at('metadata'), 'metadata must be a mapping')
+    result.metadata = data.metadata as Record<string, unknown>
+  }
+  return result
+}
+
+/**
+ * The YAML text of a settings file, checked to read back: at most {@link MAX_SETTINGS_FILE_BYTES}
+ * as written (the YAML, which can be larger than the JSON the value came in), value and metadata
+ * nested at most {@link MAX_SETTINGS_VALUE_DEPTH} levels. Written without anchors and aliases.
+ * @throws {UnstorableSettingsError} naming the limit
+ */
 export function formatSettingsFile(file: SettingsFile): string {
+  for (const [what, value] of [['value', file.value], ['metadata', file.metadata]] as const) {
+    const reason = unstorable(value, MAX_SETTINGS_VALUE_DEPTH, MAX_SETTINGS_FILE_BYTES)
+    if (reason !== undefined) throw new UnstorableSettingsError(reason.startsWith('nests') ? `its ${what} ${reason}` : reason)
+  }
   const out: Record<string, unknown> = { id: file.id, name: file.name, description: file.description, value: file.value }
   if (file.metadata !== undefined) out.metadata = file.metadata
-  return stringify(out, { lineWidth: 0 })
+  const text = stringify(out, { lineWidth: 0, aliasDuplicateObjects: false })
+  const bytes = Buffer.byteLength(text, 'utf8')
+  if (bytes > MAX_SETTINGS_FILE_BYTES) {
+    throw new UnstorableSettingsError(`its settings file would be ${bytes} bytes of YAML, more than the ${MAX_SETTINGS_FILE_BYTES}-byte limit`)
+  }
+  return text
 }
 
 /** The settings directory: read, write, delete and watch entry files. */
@@ -91,40 +131,43 @@ export class SettingsFiles {
   }
 
   /**
-   * Reads every `<id>.yaml` of the directory (creating it when missing). Files that fail to parse
-   * are reported in `invalid` and skipped.
+   * Reads every `<id>.yaml` of the directory (creating it when missing). Files that cannot be read
+   * are reported in `invalid` with the place of the problem (`<path>:<line>:<column>: <problem>`),
+   * and left as they are on disk.
    */
-  async loadAll(): Promise<{ files: SettingsFile[]; invalid: Array<{ path: string; problem: string }> }> {
+  async loadAll(): Promise<{ files: SettingsFile[]; invalid: Array<{ id: string; path: string; problem: string }> }> {
     await mkdir(this.directory, { recursive: true })
     const files: SettingsFile[] = []
-    const invalid: Array<{ path: string; problem: string }> = []
+    const invalid: Array<{ id: string; path: string; problem: string }> = []
     for (const name of (await readdir(this.directory)).sort()) {
       const id = idOfFile(name)
       if (id === undefined) continue
       const path = this.pathOf(id)
       try {
-        const text = await readBounded(path)
-        files.push(parseSettingsFile(text, id))
+        const text = await this.read(id)
+        files.push(parseSettingsFile(text, id, path))
         this.known.set(id, text)
       } catch (error) {
-        invalid.push({ path, problem: (error as Error).message })
+        invalid.push({ id, path, problem: problemOf(error, path) })
       }
     }
     return { files, invalid }
   }
 
-  /** Writes an entry's file atomically (temporary file, then rename). */
-  async write(file: SettingsFile): Promise<void> {
-    const text = formatSettingsFile(file)
-    if (this.known.get(file.id) === text) return
+  /**
+   * Writes an entry's file atomically (temporary file, then rename). `text` comes from
+   * {@link formatSettingsFile}, which checks that it reads back.
+   */
+  async write(id: string, text: string): Promise<void> {
+    if (this.known.get(id) === text) return
     await mkdir(this.directory, { recursive: true })
-    const temporary = join(this.directory, `.${file.id}.${randomBytes(6).toString('hex')}.tmp`)
-    this.known.set(file.id, text)
+    const temporary = join(this.directory, `.${id}.${randomBytes(6).toString('hex')}.tmp`)
+    this.known.set(id, text)
     try {
       await writeFile(temporary, text, { mode: 0o644 })
-      await rename(temporary, this.pathOf(file.id))
+      await rename(temporary, this.pathOf(id))
     } catch (error) {
-      this.known.delete(file.id)
+      this.known.delete(id)
       await rm(temporary, { force: true })
       throw error
     }
@@ -176,36 +219,57 @@ export class SettingsFiles {
     const path = this.pathOf(id)
     let text: string
     try {
-      text = await readBounded(path)
+      text = await this.read(id)
     } catch (error) {
       if ((error as NodeJS.ErrnoException).code === 'ENOENT') {
         if (!this.known.has(id)) return null
         this.known.delete(id)
         return { kind: 'deleted', id, path }
       }
-      return { kind: 'invalid', id, path, problem: (error as Error).message }
+      return { kind: 'invalid', id, path, problem: problemOf(error, path) }
     }
     if (this.known.get(id) === text) return null
     try {
-      const file = parseSettingsFile(text, id)
+      const file = parseSettingsFile(text, id, path)
       this.known.set(id, text)
       return { kind: 'changed', id, path, file }
     } catch (error) {
-      return { kind: 'invalid', id, path, problem: (error as Error).message }
+      return { kind: 'invalid', id, path, problem: problemOf(error, path) }
     }
+  }
+
+  /** The text of `id`'s file, refused beyond {@link MAX_SETTINGS_FILE_BYTES} or when not UTF-8. */
+  private read(id: string): Promise<string> {
+    const path = this.pathOf(id)
+    return readTextFile(path, { file: path, maxBytes: MAX_SETTINGS_FILE_BYTES, strictUtf8: true })
   }
 }
 
-/** Whether `value` has arrays or objects nested more than `limit` levels deep (checked without recursion). */
-function nestedDeeperThan(value: unknown, limit: number): boolean {
+/**
+ * Why `value` cannot be part of a settings file, or undefined: nested deeper than `maxDepth`, or
+ * sure to need more than `maxBytes` of YAML (each node takes at least a byte, and each string and
+ * key at least its length). Stops at the first limit crossed, without recursion, so a value far
+ * over the limit costs no more than one at the limit.
+ */
+function unstorable(value: unknown, maxDepth: number, maxBytes: number): string | undefined {
+  const over = `its settings file would be more than ${maxBytes} bytes of YAML, the limit`
+  let bytes = 1
   const stack: Array<{ value: unknown; depth: number }> = [{ value, depth: 0 }]
   while (stack.length > 0) {
     const { value: current, depth } = stack.pop()!
-    if (typeof current !== 'object' || current === null) continue
-    if (depth >= limit) return true
-    for (const child of Object.values(current)) stack.push({ value: child, depth: depth + 1 })
+    if (typeof current === 'string') bytes += current.length
+    else if (typeof current === 'object' && current !== null) {
+      if (depth >= maxDepth) return `nests deeper than ${maxDepth} levels`
+      const keys = Array.isArray(current) ? undefined : Object.keys(current)
+      const children: unknown[] = keys ? keys.map((key) => (current as Record<string, unknown>)[key]) : (current as unknown[])
+      bytes += children.length
+      if (keys) for (const key of keys) bytes += key.length
+      if (bytes > maxBytes) return over
+      for (const child of children) stack.push({ value: child, depth: depth + 1 })
+    }
+    if (bytes > maxBytes) return over
   }
-  return false
+  return undefined
 }
 
 /** The entry id of a directory entry name, undefined for other files (temporaries, other extensions). */
@@ -215,8 +279,8 @@ function idOfFile(name: string): string | undefined {
   return ENTRY_ID.test(id) ? id : undefined
 }
 
-async function readBounded(path: string): Promise<string> {
-  const buffer = await readFile(path)
-  if (buffer.byteLength > MAX_SETTINGS_FILE_BYTES) throw new Error(`larger than ${MAX_SETTINGS_FILE_BYTES} bytes`)
-  return new TextDecoder('utf-8', { fatal: true }).decode(buffer)
+/** A read or parse failure as `<path>[:<line>:<column>]: <problem>`. */
+function problemOf(error: unknown, path: string): string {
+  if (error instanceof YamlError) return error.message
+  return `${path}: ${(error as Error).message}`
 }

@@ -17,7 +17,7 @@ import { applyUpdateOps, assertUpdateOps } from '../../update-ops/index.ts'
 import type { UpdateOpError } from '../../update-ops/types.ts'
 import { OrderedFanOut, traceOriginOf, type FanOutOptions, type FanOutQueue, type TraceOrigin } from '../shared/fanout.ts'
 import { CONFIGURATION_RESULTS } from './formats.ts'
-import { ENTRY_ID, SettingsFiles, type SettingsFile, type SettingsFileEvent } from './files.ts'
+import { ENTRY_ID, formatSettingsFile, SettingsFiles, UnstorableSettingsError, type SettingsFile, type SettingsFileEvent } from './files.ts'
 import { compileSettingsSchema, type SettingsValidator } from './schema.ts'
 
 export const CONFIGURATION_WORKER_NAME = 'configuration'
@@ -70,6 +70,12 @@ interface Entry {
   /** The schema registered since boot, with its compiled validator. */
   schema?: unknown
   validate?: SettingsValidator
+  /**
+   * Why the entry's file could not be read at start (`<path>:<line>:<column>: <problem>`): the
+   * file is left as it is, `get` fails with `STORAGE_ERROR` naming it until it is fixed or a new
+   * value is set, and its owner falls back to its seed.
+   */
+  fileError?: string
 }
 
 type Payload = Record<string, unknown>
@@ -89,6 +95,8 @@ export class ConfigurationWorker implements BuiltinWorker {
   private context: BuiltinContext | null = null
   private files: SettingsFiles | null = null
   private readonly entries = new Map<string, Entry>()
+  /** Files that could not be read at start, by id, until their entry is registered (see {@link Entry.fileError}). */
+  private readonly unreadable = new Map<string, string>()
   private triggers: ConfigurationTriggers | null = null
   /** Mutations run one after another, so file writes and events keep the order of the calls. */
   private tail: Promise<unknown> = Promise.resolve()
@@ -109,8 +117,11 @@ export class ConfigurationWorker implements BuiltinWorker {
     const directory = isAbsolute(options.directory) ? options.directory : resolvePath(this.root, options.directory)
     this.files = new SettingsFiles(directory)
     const { files, invalid } = await this.files.loadAll()
-    for (const { path, problem } of invalid) context.log.warn(`settings file ${path} ignored: ${problem}`)
     for (const file of files) this.entries.set(file.id, entryOf(file))
+    for (const { id, problem } of invalid) {
+      context.log.error(`settings file not read: ${problem}; the file is kept as it is, and configuration::get of ${id} fails until it is fixed`)
+      this.unreadable.set(id, problem)
+    }
     this.triggers = new ConfigurationTriggers(context)
     this.registerFunctions()
     context.worker.registerTriggerType(
@@ -193,28 +204,43 @@ export class ConfigurationWorker implements BuiltinWorker {
     } catch (error) {
       throw Errors.invalidArguments((error as Error).message)
     }
-    let entry = this.entries.get(id)
+    const entry = this.entries.get(id)
     if (!entry && this.entries.size >= MAX_ENTRIES) throw Errors.invalidArguments(`at most ${MAX_ENTRIES} configuration entries can be registered`)
+    const fileError = entry?.fileError ?? this.unreadable.get(id)
     const isNew = entry?.value === undefined
     const oldValue = entry?.value
     const value = isNew ? (p.initial_value === undefined ? {} : p.initial_value) : entry!.value
+    const next: Entry = { id, name, description, value, schema: p.schema, validate }
+    if (metadata !== undefined) next.metadata = metadata
+    let text: string | undefined
+    if (fileError === undefined) {
+      try {
+        text = this.format(next)
+      } catch (error) {
+        // A stored value that was read from its file but would be written larger (a hand-written
+        // flow list becomes a longer block list): the file stays as it is, it reads back.
+        if (isNew) throw error
+        this.context!.log.warn(`settings file ${this.files!.pathOf(id)} is kept as written: ${errorBodyOf(error).message}`)
+      }
+    }
     if (isNew) this.check(id, value, p.schema, validate)
     else if (this.violations(value, p.schema, validate).length > 0) {
       this.context!.log.warn(`settings file ${this.files!.pathOf(id)} does not match the schema its owner registered; configuration::get fails until it is fixed`)
     }
-    entry ??= { id, name, description, value: undefined }
-    entry.name = name
-    entry.description = description
-    if (metadata !== undefined) entry.metadata = metadata
-    else delete entry.metadata
-    entry.schema = p.schema
-    entry.validate = validate
-    entry.value = value
-    this.entries.set(id, entry)
-    await this.persist(entry)
-    this.emit(entry, isNew ? 'configuration:registered' : 'configuration:updated', isNew ? undefined : oldValue, value, origin)
-    const result: Record<string, unknown> = { id, name, description, schema: entry.schema, value }
-    if (entry.metadata !== undefined) result.metadata = entry.metadata
+    if (fileError !== undefined) {
+      // The file on disk could not be read: it stays as the user left it (the seed is not written
+      // over it), and get keeps failing with its problem until it is fixed or a value is set.
+      next.value = undefined
+      next.fileError = fileError
+      this.unreadable.delete(id)
+      this.entries.set(id, next)
+    } else {
+      if (text !== undefined) await this.write(id, text)
+      this.entries.set(id, next)
+      this.emit(next, isNew ? 'configuration:registered' : 'configuration:updated', isNew ? undefined : oldValue, value, origin)
+    }
+    const result: Record<string, unknown> = { id, name, description, schema: next.schema, value }
+    if (next.metadata !== undefined) result.metadata = next.metadata
     return result
   }
 
@@ -223,6 +249,8 @@ export class ConfigurationWorker implements BuiltinWorker {
     const raw = p.raw === true
     if (p.raw !== undefined && p.raw !== null && typeof p.raw !== 'boolean') throw Errors.invalidArguments('raw must be a boolean')
     const entry = this.entries.get(id)
+    const fileError = entry?.fileError ?? this.unreadable.get(id)
+    if (fileError !== undefined) throw Errors.storageError(`settings file not read: ${fileError}; fix the file, or store a new value with configuration::set`)
     if (!entry || entry.value === undefined) throw Errors.configurationNotFound(id)
     if (raw) return { id, value: entry.value }
     if (!entry.validate) throw Errors.schemaUnavailable(id)
@@ -234,16 +262,10 @@ export class ConfigurationWorker implements BuiltinWorker {
     if (!Object.hasOwn(p, 'value')) throw Errors.invalidArguments('value is required')
     const metadata = optionalObject(p, 'metadata')
     const entry = this.registered(id)
+    const next = this.changed(entry, p.value, metadata)
     this.check(id, p.value, entry.schema, entry.validate!)
     const old = entry.value
-    entry.value = p.value
-    if (metadata !== undefined) entry.metadata = metadata
-    try {
-      await this.persist(entry)
-    } catch (error) {
-      entry.value = old
-      throw error
-    }
+    await this.replace(entry, next)
     this.emit(entry, old === undefined ? 'configuration:registered' : 'configuration:updated', old, entry.value, origin)
     return { old_value: old ?? null, new_value: entry.value }
   }
@@ -253,20 +275,40 @@ export class ConfigurationWorker implements BuiltinWorker {
     if (p.ops === undefined || p.ops === null) throw Errors.invalidArguments('ops is required')
     assertUpdateOps(p.ops)
     const entry = this.registered(id)
+    // Operations on a value that could not be read would replace it with a guess.
+    if (entry.fileError !== undefined) throw Errors.storageError(`settings file not read: ${entry.fileError}; fix the file, or store a whole new value with configuration::set`)
     const old = entry.value
     const { value, errors } = applyUpdateOps(structuredClone(old), p.ops)
+    const next = this.changed(entry, value, undefined)
     this.check(id, value, entry.schema, entry.validate!)
-    entry.value = value
-    try {
-      await this.persist(entry)
-    } catch (error) {
-      entry.value = old
-      throw error
-    }
+    await this.replace(entry, next)
     this.emit(entry, old === undefined ? 'configuration:registered' : 'configuration:updated', old, value, origin)
     const result: { old_value: unknown; new_value: unknown; errors?: UpdateOpError[] } = { old_value: old ?? null, new_value: value }
     if (errors.length > 0) result.errors = errors
     return result
+  }
+
+  /**
+   * `entry` with `value` (and `metadata` when given), and the text of its file: checked first, so
+   * a value the file could not hold is refused before anything else is done with it.
+   * @throws SvcError `VALUE_TOO_LARGE`
+   */
+  private changed(entry: Entry, value: unknown, metadata: Record<string, unknown> | undefined): { entry: Entry; text: string } {
+    const next: Entry = { ...entry, value }
+    if (metadata !== undefined) next.metadata = metadata
+    delete next.fileError
+    return { entry: next, text: this.format(next) }
+  }
+
+  /**
+   * Writes the entry's file, then changes it in memory: nothing changes when the write fails.
+   * @throws SvcError `STORAGE_ERROR`
+   */
+  private async replace(entry: Entry, next: { entry: Entry; text: string }): Promise<void> {
+    await this.write(entry.id, next.text)
+    entry.value = next.entry.value
+    if (next.entry.metadata !== undefined) entry.metadata = next.entry.metadata
+    delete entry.fileError
   }
 
   private list(): { configurations: Array<Record<string, unknown>> } {
@@ -295,14 +337,16 @@ export class ConfigurationWorker implements BuiltinWorker {
   private async onFileEvent(event: SettingsFileEvent): Promise<void> {
     const log = this.context!.log
     if (event.kind === 'invalid') {
-      log.warn(`settings file ${event.path} rejected: ${event.problem}; the previous value stays in effect`)
+      log.warn(`settings file rejected: ${event.problem}; the previous value stays in effect`)
       return
     }
     const entry = this.entries.get(event.id)
+    this.unreadable.delete(event.id)
     if (event.kind === 'deleted') {
-      if (!entry || entry.value === undefined) return
+      if (!entry || (entry.value === undefined && entry.fileError === undefined)) return
       const old = entry.value
       entry.value = undefined
+      delete entry.fileError
       log.info(`settings file ${event.path} deleted; ${event.id} is reset`)
       this.emit(entry, 'configuration:deleted', old, undefined)
       return
@@ -312,6 +356,7 @@ export class ConfigurationWorker implements BuiltinWorker {
       const problems = this.violations(file.value, entry.schema, entry.validate)
       if (problems.length > 0) {
         log.warn(`settings file ${event.path} rejected: ${problems.join('; ')}; the previous value stays in effect`)
+        if (entry.fileError !== undefined) entry.fileError = `${event.path}: ${problems.join('; ')}`
         return
       }
     } else if (!entry && this.entries.size >= MAX_ENTRIES) {
@@ -325,6 +370,7 @@ export class ConfigurationWorker implements BuiltinWorker {
     if (file.metadata !== undefined) target.metadata = file.metadata
     else delete target.metadata
     target.value = file.value
+    delete target.fileError
     this.entries.set(file.id, target)
     log.info(`settings file ${event.path} changed; ${file.id} updated`)
     this.emit(target, old === undefined ? 'configuration:registered' : 'configuration:updated', old, file.value)
@@ -379,13 +425,26 @@ export class ConfigurationWorker implements BuiltinWorker {
     }
   }
 
-  private async persist(entry: Entry): Promise<void> {
+  /**
+   * The entry's settings file text, checked to read back (builtins.md §11.1).
+   * @throws SvcError `VALUE_TOO_LARGE` naming the limit
+   */
+  private format(entry: Entry): string {
     const file: SettingsFile = { id: entry.id, name: entry.name, description: entry.description, value: entry.value }
     if (entry.metadata !== undefined) file.metadata = entry.metadata
     try {
-      await this.files!.write(file)
+      return formatSettingsFile(file)
     } catch (error) {
-      throw Errors.storageError(`cannot write ${this.files!.pathOf(entry.id)}: ${(error as Error).message}`, error)
+      if (error instanceof UnstorableSettingsError) throw Errors.configurationTooLarge(entry.id, error.message)
+      throw error
+    }
+  }
+
+  private async write(id: string, text: string): Promise<void> {
+    try {
+      await this.files!.write(id, text)
+    } catch (error) {
+      throw Errors.storageError(`cannot write ${this.files!.pathOf(id)}: ${(error as Error).message}`, error)
     }
   }
 

@@ -74,6 +74,8 @@ class ConfiguredWorker implements BuiltinWorker {
   private context: BuiltinContext | null = null
   /** The last read-and-apply of the settings entry (they run one after another). */
   private applying: Promise<void> = Promise.resolve()
+  /** True while `last_config_error` holds a read failure reported here (the worker's applier clears only its own). */
+  private readError = false
 
   constructor(inner: BuiltinWorker, entry: SettingsEntry, seed: SettingsSeed) {
     this.name = inner.name
@@ -107,7 +109,7 @@ class ConfiguredWorker implements BuiltinWorker {
     } catch (error) {
       const { message } = errorBodyOf(error)
       context.log.error(`${this.name}: settings ${id} cannot be read (${message}); starting with the config.yaml block`)
-      context.worker.setLastConfigError(message)
+      this.reportReadError(message)
       value = this.seed.expanded
     }
     await this.inner.start({ ...context, settings: { applyLatest: () => this.applyLatest(invoke) } }, value)
@@ -148,6 +150,11 @@ class ConfiguredWorker implements BuiltinWorker {
     await this.applyLatest(invoke).catch(() => {})
   }
 
+  private reportReadError(message: string): void {
+    this.readError = true
+    this.context!.worker.setLastConfigError(message)
+  }
+
   /**
    * Reads the entry and applies it, one at a time: each read happens after the previous apply, so
    * an older value can never be applied after a newer one (see BuiltinContext.settings).
@@ -160,11 +167,15 @@ class ConfiguredWorker implements BuiltinWorker {
         value = ((await invoke({ function_id: 'configuration::get', data: { id: this.entry.id } })) as { value: unknown }).value
       } catch (error) {
         const { message } = errorBodyOf(error)
-        context.worker.setLastConfigError(message)
+        this.reportReadError(message)
         context.log.error(`${this.name} settings not applied (${message}); the previous settings stay in effect`)
         throw error
       }
       await this.inner.applySettings(value)
+      if (this.readError) {
+        this.readError = false
+        context.worker.setLastConfigError(undefined)
+      }
     })
     this.applying = run.catch(() => {})
     return run
