@@ -172,7 +172,7 @@ export class Engine implements BuiltinHost, PipelineHost {
         const listener = new Listener(config, this.log, (transport, kind, info) => this.accept(transport, kind, info, config))
         await listener.start()
         this.listeners.push(listener)
-        this.keepalives.set(config, new Keepalive(config.ping_interval_ms, config.idle_timeout_ms, this.log))
+        this.keepalives.set(config, new Keepalive({ pingIntervalMs: config.ping_interval_ms, idleTimeoutMs: config.idle_timeout_ms, drainTimeoutMs: config.drain_timeout_ms }, this.log))
         if (!config.rbac && !isLoopback(config.host)) {
           this.log.warn(
             `worker listener ${listener.url} accepts connections from other hosts and has no rbac block: any client can register and invoke every function`,
