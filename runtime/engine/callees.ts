@@ -5,7 +5,7 @@
  * the invocation's reply, and engine-originated calls time out here (§6.5).
  */
 import { randomUUID } from 'node:crypto'
-import { decodeJson, encodeInvoke, errorBodyOf, Errors, type ErrorBody, type HttpInvocationConfig, type RawJson } from 'svc-protocol'
+import { decodeJson, encodeInvoke, errorBody, errorBodyOf, Errors, type ErrorBody, type HttpInvocationConfig, type RawJson } from 'svc-protocol'
 import type { BuiltinPeer } from './builtin-peer.ts'
 import type { FunctionEntry, Replica } from './functions.ts'
 import { invokeOverHttp } from './http-invoke.ts'
@@ -41,20 +41,25 @@ export const DEFAULT_LEG_LIMITS: LegLimits = { perConnection: 10_000, total: 100
 /** Every open leg, indexed from both of its sessions. */
 export class LegTable {
   private readonly limits: LegLimits
+  /** The answers past each limit, built once: a flood past a limit gets them at the cost of a send. */
+  private readonly tooManyForConnection: ErrorBody
+  private readonly tooManyForEngine: ErrorBody
   /** Open legs in the whole engine. */
   size = 0
 
   constructor(limits: LegLimits = DEFAULT_LEG_LIMITS) {
     this.limits = limits
+    this.tooManyForConnection = errorBody(Errors.tooManyInvocations, 'connection', limits.perConnection)
+    this.tooManyForEngine = errorBody(Errors.tooManyInvocations, 'engine', limits.total)
   }
 
   /** Sends the call to `callee` as `invokefunction` with a fresh leg id, after the limits allow it. */
   open(callee: Session, invocation: Invocation, target: FunctionEntry, replica: Replica): void {
     const caller = invocation.caller instanceof Session ? invocation.caller : undefined
     if (caller !== undefined && caller.calling.size >= this.limits.perConnection) {
-      return invocation.reply.error(Errors.tooManyInvocations('connection', this.limits.perConnection).toErrorBody())
+      return invocation.reply.error(this.tooManyForConnection)
     }
-    if (this.size >= this.limits.total) return invocation.reply.error(Errors.tooManyInvocations('engine', this.limits.total).toErrorBody())
+    if (this.size >= this.limits.total) return invocation.reply.error(this.tooManyForEngine)
     const leg: Leg = { id: randomUUID(), callee, caller, reply: invocation.reply, timer: undefined }
     callee.executing.set(leg.id, leg)
     caller?.calling.add(leg)
@@ -88,7 +93,7 @@ export class LegTable {
    */
   sessionEnded(session: Session): void {
     if (session.executing.size > 0) {
-      const stopped = Errors.invocationStopped().toErrorBody()
+      const stopped = errorBody(Errors.invocationStopped)
       for (const leg of [...session.executing.values()]) {
         this.close(leg)
         leg.reply.error(stopped)
@@ -107,7 +112,7 @@ export class LegTable {
     if (leg.callee.executing.get(leg.id) !== leg) return
     leg.timer = undefined
     table.close(leg)
-    leg.reply.error(Errors.timeout(timeoutMs).toErrorBody())
+    leg.reply.error(errorBody(Errors.timeout, timeoutMs))
   }
 }
 
@@ -168,7 +173,7 @@ function settle(invocation: Invocation, peer: { activeInvocations: number }, wor
       if (done) return
       done = true
       peer.activeInvocations--
-      reply.error(Errors.timeout(timeoutMs).toErrorBody())
+      reply.error(errorBody(Errors.timeout, timeoutMs))
     }, timeoutMs)
   }
   value.then(

@@ -24,6 +24,7 @@ import {
   decodeJson,
   encodeResult,
   ENGINE_PREFIX,
+  errorBody,
   errorBodyOf,
   Errors,
   type ErrorBody,
@@ -180,7 +181,7 @@ export class InvocationPipeline {
   run(invocation: Invocation): void {
     try {
       const { namespace } = invocation
-      if (namespace !== 'default' && namespace.trim() === '') return invocation.reply.error(Errors.invalidNamespace().toErrorBody())
+      if (namespace !== 'default' && namespace.trim() === '') return invocation.reply.error(errorBody(Errors.invalidNamespace))
       if (invocation.action?.type === 'enqueue') return void this.enqueue(invocation)
       // resolve
       const target = this.host.functions.resolve(namespace, invocation.functionId)
@@ -227,7 +228,7 @@ export class InvocationPipeline {
 
   private notFound(invocation: Invocation): ErrorBody {
     const { functionId, namespace } = invocation
-    return Errors.functionNotFound(functionId, namespace, this.host.functions.namespacesOf(functionId, namespace)).toErrorBody()
+    return errorBody(Errors.functionNotFound, functionId, namespace, this.host.functions.namespacesOf(functionId, namespace))
   }
 
   /**

@@ -416,6 +416,24 @@ export const Errors = {
   configError: (message: string) => make(Codes.ConfigError, message),
 } as const
 
+/**
+ * The ErrorBody of a catalogue error, built without capturing a stack trace: for errors that are
+ * answers on a hot path and never thrown (a flood of calls to a missing function, past a limit).
+ * An `Error` costs microseconds to build, nearly all of it the stack, which a body never carries.
+ *
+ * @example
+ * reply.error(errorBody(Errors.functionNotFound, 'math::add', 'default', []))
+ */
+export function errorBody<A extends unknown[]>(factory: (...args: A) => SvcError, ...args: A): ErrorBody {
+  const limit = Error.stackTraceLimit
+  Error.stackTraceLimit = 0
+  try {
+    return factory(...args).toErrorBody()
+  } finally {
+    Error.stackTraceLimit = limit
+  }
+}
+
 /** Why a `registrationrejected` was sent (protocol.md §5.11). */
 export type RejectionReason = 'reserved_id' | 'forbidden' | 'hook_denied' | 'invalid'
 
