@@ -191,6 +191,51 @@ const hostileFrame = fc.oneof(
   fc.constantFrom('{', '[]', 'null', '{"type":1}', '{"type":"invokefunction"}', '{"type":"invokefunction","function_id":"health::echo","action":{"type":"enqueue"}}', '   '),
 )
 
+/** How to build a text: `units` repetitions of ASCII, a 2-byte, a 4-byte character, a lone surrogate (6 bytes as a JSON escape) or a quote. */
+const textRecipe = fc.record({ units: fc.integer({ min: 0, max: 3000 }), unit: fc.constantFrom('a', 'é', '😀', '\ud800', '"') })
+
+describe('frames over a connection\'s limit (fast-check, issue 16 item 7)', () => {
+  it('results, errors and payloads of any size around max_message_bytes are answered and never drop a connection', async () => {
+    const limit = 2048
+    const e = await startTestEngine({ builtins: [], extraListeners: [{ max_message_bytes: limit }], config: { registration_namespace_grace_ms: 10 } })
+    try {
+      // The callee sits on the listener with the large limit; the caller and a second callee on the small one.
+      const callee = await RawWorker.connect(e.urls[0]!)
+      callee.serve('size::make', ({ unit, units, code }: { unit: string; units: number; code?: string }) => {
+        const text = unit.repeat(units)
+        if (code !== undefined) throw Object.assign(new Error(text), { code })
+        return text
+      })
+      const small = await RawWorker.connect(e.urls[1]!)
+      small.serve('size::echo', (data) => data)
+      const caller = await RawWorker.connect(e.urls[1]!)
+      await eventually(() => e.engine.functions.get('default', 'size::make') !== undefined && e.engine.functions.get('default', 'size::echo') !== undefined)
+      await fc.assert(
+        fc.asyncProperty(textRecipe, fc.option(fc.constantFrom('ORDER_FAILED', 'x'.repeat(100), '\ud800'), { nil: undefined }), async ({ unit, units }, code) => {
+          const text = unit.repeat(units)
+          // The caller's own frame stays small (the callee builds the text), so only the engine's frames can be too large.
+          const answer = await caller.call('size::make', code === undefined ? { unit, units } : { unit, units, code })
+          if (code === undefined && answer.error === undefined) assert.equal(answer.result, text)
+          else if (code === undefined) assert.equal(answer.error.code, 'RESULT_TOO_LARGE')
+          else assert.ok(answer.error.code === code || answer.error.code === 'RESULT_TOO_LARGE', `code ${answer.error.code}`)
+          // A payload from inside the engine to a callee on the small listener.
+          const pushed = await e.engine.inject({ function_id: 'size::echo', data: text }).then(
+            (result) => ({ result, error: undefined }),
+            (error: { code: string }) => ({ result: undefined, error }),
+          )
+          if (pushed.error === undefined) assert.equal(pushed.result, text)
+          else assert.equal(pushed.error.code, 'PAYLOAD_TOO_LARGE')
+          assert.equal(caller.isOpen && small.isOpen && callee.isOpen, true)
+        }),
+        { numRuns: 60 },
+      )
+      await Promise.all([callee.close(), small.close(), caller.close()])
+    } finally {
+      await e.stop()
+    }
+  })
+})
+
 describe('protocol fuzz (fast-check)', () => {
   it('random frames over the in-memory transport never take the engine down', async () => {
     await fc.assert(

@@ -10,7 +10,7 @@ import type { BuiltinPeer } from './builtin-peer.ts'
 import type { FunctionEntry, Replica } from './functions.ts'
 import { invokeOverHttp } from './http-invoke.ts'
 import type { Peer } from './peer.ts'
-import { mergeBaggage, type Callee, type Invocation, type Reply } from './pipeline.ts'
+import { FrameTooLarge, isStringTooLong, mergeBaggage, type Callee, type Invocation, type Reply } from './pipeline.ts'
 import { Session } from './session.ts'
 import type { HttpFunctionsPolicy, InvocationContext, LocalHandler } from './types.ts'
 
@@ -66,16 +66,26 @@ export class LegTable {
     this.size++
     const timeoutMs = invocation.timeoutMs
     if (timeoutMs !== undefined) leg.timer = setTimeout(LegTable.expire, timeoutMs, this, leg, timeoutMs)
-    callee.send(
-      encodeInvoke(
-        leg.id,
-        replica.wireIdJson,
-        invocation.data,
-        invocation.metadata,
-        invocation.traceparent,
-        invocation.baggage === undefined ? target.baggageJson : JSON.stringify(mergeBaggage(invocation.baggage, target)),
-      ),
-    )
+    try {
+      callee.send(
+        encodeInvoke(
+          leg.id,
+          replica.wireIdJson,
+          invocation.data,
+          invocation.metadata,
+          invocation.traceparent,
+          invocation.baggage === undefined ? target.baggageJson : JSON.stringify(mergeBaggage(invocation.baggage, target)),
+        ),
+      )
+    } catch (err) {
+      // A payload from a built-in, or from a listener with a higher limit, that the callee's
+      // connection could not take: the call fails, the callee stays connected.
+      this.close(leg)
+      if (err instanceof FrameTooLarge) return invocation.reply.error(errorBody(Errors.frameTooLarge, 'invocation', err.bytes, err.limit))
+      // A string past V8's limit while encoding a built-in's payload.
+      if (isStringTooLong(err)) return invocation.reply.error(errorBody(Errors.frameTooLarge, 'invocation', undefined, callee.maxMessageBytes))
+      throw err
+    }
   }
 
   /** An `invocationresult` from `from` (§5.9): results for unknown legs, or from other sessions, are ignored. */

@@ -23,6 +23,7 @@ import {
   encodeRegisterTrigger,
   encodeTriggerResult,
   ENGINE_PREFIX,
+  errorBody,
   errorBodyOf,
   Errors,
   idProblem,
@@ -55,8 +56,8 @@ import { Keepalive } from './keepalive.ts'
 import { Listener, type LinkKind } from './listener.ts'
 import { consoleLogger, type LogLevel } from './logger.ts'
 import type { Peer } from './peer.ts'
-import { DiscardReply, InvocationPipeline, PromiseReply, RelayReply, type Invocation, type PipelineHost } from './pipeline.ts'
-import { MAX_BUFFERED_FRAMES, Session } from './session.ts'
+import { DiscardReply, FrameTooLarge, InvocationPipeline, PromiseReply, RelayReply, sendErrorFrame, type Invocation, type PipelineHost } from './pipeline.ts'
+import { bytesOver, MAX_BUFFERED_FRAMES, Session } from './session.ts'
 import { TelemetryHub } from './telemetry.ts'
 import { TriggerRegistry, type Binding, type BindingInput, type ProviderEntry } from './triggers.ts'
 import type {
@@ -279,7 +280,7 @@ export class Engine implements BuiltinHost, PipelineHost {
     const keepalive = this.keepalives.get(listener)
     const touch = keepalive?.track(transport) ?? noop
     const listenerAccess = this.access.get(listener)
-    if (kind === 'telemetry') return this.acceptTelemetry(transport, listenerAccess, info, touch, keepalive)
+    if (kind === 'telemetry') return this.acceptTelemetry(transport, listenerAccess, info, touch, keepalive, listener.max_message_bytes)
     const session = new Session(transport, listener, info)
     transport.setHandlers({
       message: (data, isBinary) => {
@@ -299,7 +300,7 @@ export class Engine implements BuiltinHost, PipelineHost {
     }
     this.authenticate(listenerAccess, info).then(
       (policy) => this.open(session, policy),
-      (error: ErrorBody) => this.refuse(session.transport, error, () => session.retire()),
+      (error: ErrorBody) => this.refuse(session.transport, error, () => session.retire(), listener.max_message_bytes),
     )
   }
 
@@ -321,12 +322,18 @@ export class Engine implements BuiltinHost, PipelineHost {
     return new AccessPolicy(listenerAccess, read)
   }
 
-  /** Sends the AUTH_ERROR frame and closes with 1008 (§3.1, §5.15); nothing is registered. */
-  private refuse(transport: Transport, error: ErrorBody, retire: () => void): void {
+  /**
+   * Sends the AUTH_ERROR frame and closes with 1008 (§3.1, §5.15); nothing is registered. An auth
+   * function's message too large for the connection is not sent: its size is.
+   */
+  private refuse(transport: Transport, error: ErrorBody, retire: () => void, limit: number): void {
     retire()
     if (!transport.isOpen) return
-    this.log.info(`connection refused by the auth function: ${error.message}`)
-    transport.send(encodeFrame({ type: 'error', error }))
+    this.log.info(`connection refused by the auth function: ${error.message.slice(0, 1024)}`)
+    let frame = encodeFrame({ type: 'error', error })
+    const bytes = bytesOver(frame, limit)
+    if (bytes !== undefined) frame = encodeFrame({ type: 'error', error: errorBody(Errors.authFailed, `the auth function's error of ${bytes} bytes exceeds max_message_bytes ${limit}`) })
+    transport.send(frame)
     transport.close(1008, 'authentication failed')
   }
 
@@ -346,7 +353,14 @@ export class Engine implements BuiltinHost, PipelineHost {
   }
 
   /** `/otel` (§10.2): authenticated like `/`, never registered; a JSON ping is answered, `OTLP`/`MTRC`/`LOGS` frames go to {@link telemetry}. */
-  private acceptTelemetry(transport: Transport, listenerAccess: ListenerAccess | undefined, info: PeerInfo, touch: () => void, keepalive: Keepalive | undefined): void {
+  private acceptTelemetry(
+    transport: Transport,
+    listenerAccess: ListenerAccess | undefined,
+    info: PeerInfo,
+    touch: () => void,
+    keepalive: Keepalive | undefined,
+    limit: number,
+  ): void {
     let accepted = listenerAccess?.rbac.auth_function_id === undefined
     transport.setHandlers({
       message: (data, isBinary) => {
@@ -368,7 +382,7 @@ export class Engine implements BuiltinHost, PipelineHost {
       () => {
         accepted = true
       },
-      (error: ErrorBody) => this.refuse(transport, error, noop),
+      (error: ErrorBody) => this.refuse(transport, error, noop, limit),
     )
   }
 
@@ -480,7 +494,8 @@ export class Engine implements BuiltinHost, PipelineHost {
       return
     }
     if (type === 'registertrigger' && typeof raw?.id === 'string') {
-      session.send(encodeTriggerResult(text(raw.id), text(raw.trigger_type), text(raw.function_id), Errors.invalidMessage(reason).toErrorBody()))
+      const ids = [text(raw.id), text(raw.trigger_type), text(raw.function_id)] as const
+      sendErrorFrame(session, (error) => encodeTriggerResult(...ids, error), Errors.invalidMessage(reason).toErrorBody())
       return
     }
     this.log.warn(`malformed frame ignored: ${reason}`, { worker_id: session.workerId })
@@ -542,9 +557,15 @@ export class Engine implements BuiltinHost, PipelineHost {
     namespace: string,
     ids: { function_id?: string; trigger_type_id?: string },
   ): void {
-    session.send(
-      encodeFrame({ type: 'registrationrejected', code: 'FUNCTION_NAMESPACE_CONFLICT', reason, message, namespace, ...ids, owner_worker_id: '' }),
-    )
+    const frame = (text: string) =>
+      encodeFrame({ type: 'registrationrejected', code: 'FUNCTION_NAMESPACE_CONFLICT', reason, message: text, namespace, ...ids, owner_worker_id: '' })
+    try {
+      session.send(frame(message))
+    } catch (err) {
+      // A hook's message too large for the connection: its start is enough to read the reason.
+      if (!(err instanceof FrameTooLarge)) throw err
+      session.send(frame(`${message.slice(0, 1024)}… (cut to fit max_message_bytes ${err.limit})`))
+    }
   }
 
   /** `registerfunction` (§5.1): gates and hook (§13.5), prefix, reserved ids, then the replica. */
@@ -640,7 +661,7 @@ export class Engine implements BuiltinHost, PipelineHost {
   /** A W→E `registertrigger` (§8.1): failures are answered with `triggerregistrationresult`. */
   private registerTrigger(session: Session, message: RegisterTriggerMessage): Promise<void> | void {
     const fail = (error: SvcError) =>
-      session.send(encodeTriggerResult(message.id, message.trigger_type, message.function_id, error.toErrorBody()))
+      sendErrorFrame(session, (body) => encodeTriggerResult(message.id, message.trigger_type, message.function_id, body), error.toErrorBody())
     const prepared = this.prepareBinding(session.access, {
       id: message.id,
       trigger_type: message.trigger_type,
@@ -871,7 +892,16 @@ export class Engine implements BuiltinHost, PipelineHost {
         .catch((err: unknown) => this.log.error(`delivering trigger ${binding.id} failed`, { error: String(err) }))
       return
     }
-    if (provider.peer instanceof Session) provider.peer.send(encodeRegisterTrigger(binding))
+    if (!(provider.peer instanceof Session)) return
+    const peer = provider.peer
+    try {
+      peer.send(encodeRegisterTrigger(binding))
+    } catch (err) {
+      if (!(err instanceof FrameTooLarge)) throw err
+      // The binding fails like a provider's refusal, after the caller had the chance to wait for the answer.
+      const error = errorBody(Errors.frameTooLarge, 'trigger config', err.bytes, err.limit)
+      queueMicrotask(() => this.triggers.providerAnswer(peer, binding.id, error))
+    }
   }
 
   private withdrawBinding(provider: ProviderEntry, binding: Binding): void {
@@ -893,7 +923,7 @@ export class Engine implements BuiltinHost, PipelineHost {
       this.log.warn(`trigger ${binding.id} (${binding.trigger_type}) refused: ${error.code}: ${error.message}`)
       return
     }
-    owner.send(encodeTriggerResult(binding.id, binding.trigger_type, binding.function_id, error))
+    sendErrorFrame(owner, (body) => encodeTriggerResult(binding.id, binding.trigger_type, binding.function_id, body), error)
   }
 
   /** `functions` of an `engine::functions-available` fire: what the binding owner's session may see (§11.6). */

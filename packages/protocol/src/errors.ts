@@ -195,6 +195,7 @@ export const Codes = {
   Unknown: 'UNKNOWN',
   // engine limits (svc additions, docs/decisions.md)
   TooManyInvocations: 'TOO_MANY_INVOCATIONS',
+  ResultTooLarge: 'RESULT_TOO_LARGE',
   // builtins.md §3.9 (HTTP worker)
   InvalidBody: 'INVALID_BODY',
   InvalidRequest: 'INVALID_REQUEST',
@@ -273,9 +274,10 @@ entry(Codes.NotConnected, 503, 'unreachable', ['sdk'], 'A call was made while th
 entry(Codes.Shutdown, 503, 'failure', ['sdk'], 'Pending calls rejected by shutdown().', 'Expected while a worker stops; retry the call on a running replica.', { wire: false })
 entry(Codes.Unknown, 500, 'failure', ['sdk'], 'A remote error value was not an ErrorBody.', 'Make the remote side fail with an ErrorBody `{code, message}`.', { wire: false })
 entry(Codes.TooManyInvocations, 429, 'failure', ['engine'], 'The engine holds the maximum number of open invocations for this connection or in all.', 'Wait for open invocations to finish, or send fewer at once.')
+entry(Codes.ResultTooLarge, 413, 'failure', ['engine'], "A result would make a frame larger than the caller's connection takes (max_message_bytes, 64 MiB by default); the engine answers this error instead and the connection stays open.", 'Return less at once (page through rows, traces or logs with a `limit`), or raise `max_message_bytes` of the listener in config.yaml.')
 entry(Codes.InvalidBody, 400, 'failure', ['http'], 'The request body is not valid JSON or UTF-8, or nests too deeply.', 'Send a JSON body in UTF-8 with `content-type: application/json`.')
 entry(Codes.InvalidRequest, 400, 'failure', ['http'], 'The request is not valid HTTP (its head is malformed, too large (431) or too slow (408)).', 'Send a well-formed HTTP request with a smaller head, without stalling.')
-entry(Codes.PayloadTooLarge, 413, 'failure', ['http'], 'The request body exceeds max_body_bytes.', 'Send a smaller body, or raise `max_body_bytes` in the HTTP worker\'s settings.')
+entry(Codes.PayloadTooLarge, 413, 'failure', ['http', 'engine'], "The request body exceeds max_body_bytes; or an invocation or trigger config would make a frame larger than the receiving worker's connection takes (max_message_bytes).", 'Send a smaller body or payload, or raise the limit the message names (`max_body_bytes` in the HTTP worker\'s settings, `max_message_bytes` of the listener).')
 entry(Codes.MethodNotAllowed, 405, 'failure', ['http'], 'The path matches a route but the method does not.', 'Use a method the route is bound to (see the `Allow` header).')
 entry(Codes.ConditionNotMet, 422, 'failure', ['http'], "The route's condition returned false.", 'Send a request that meets the route\'s condition, or change the condition function.')
 entry(Codes.FunctionUnavailable, 503, 'failure', ['http'], 'The route exists but no live worker serves its function.', 'Start the worker that registers the route\'s function (`svc worker list`).')
@@ -317,6 +319,9 @@ export function exitCodeOf(code: string): number {
 }
 
 const make = (code: Code, message: string) => new SvcError(code, message)
+
+/** The size of a frame in a message; undefined: past the longest string JavaScript can build. */
+const frameSize = (bytes: number | undefined) => (bytes === undefined ? 'more than 512 MiB' : `${bytes} bytes`)
 
 /**
  * The message templates of the catalogue, one factory per template (protocol.md §7.2; a code with
@@ -388,6 +393,18 @@ export const Errors = {
   invalidBody: (detail: string) => make(Codes.InvalidBody, detail),
   invalidRequest: (detail: string) => make(Codes.InvalidRequest, detail),
   payloadTooLarge: (limit: number) => make(Codes.PayloadTooLarge, `request body exceeds max_body_bytes (${limit} bytes)`),
+  /**
+   * A frame the engine would send a worker is over that connection's `max_message_bytes`
+   * (protocol.md §2: the engine never sends larger ones). `what`: `invocation`, `trigger config`.
+   */
+  frameTooLarge: (what: string, bytes: number | undefined, limit: number) =>
+    make(Codes.PayloadTooLarge, `${what} of ${frameSize(bytes)} exceeds max_message_bytes ${limit} of the worker connection it goes to`),
+  /**
+   * A result (or an error) over the caller's `max_message_bytes` (protocol.md §2); `bytes` is the
+   * size of its frame, undefined when it is too large to encode at all.
+   */
+  resultTooLarge: (bytes: number | undefined, limit: number) =>
+    make(Codes.ResultTooLarge, `result of ${frameSize(bytes)} exceeds max_message_bytes ${limit} of the caller's connection`),
   /** `setting` names the limit: `max_value_bytes` (state, builtins.md §4.1) or `max_item_bytes` (stream, §6.1). */
   valueTooLarge: (bytes: number, limit: number, setting = 'max_value_bytes') =>
     make(Codes.ValueTooLarge, `value of ${bytes} bytes exceeds ${setting} ${limit}`),
