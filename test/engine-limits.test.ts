@@ -10,6 +10,7 @@ import { after, describe, it } from 'node:test'
 import WebSocket from 'ws'
 import { startTestEngine, type TestEngine } from './support/engine.ts'
 import { RawWorker, eventually } from './support/raw-worker.ts'
+import type { BuiltinWorker } from '../runtime/engine/types.ts'
 
 const engines: TestEngine[] = []
 const workers: RawWorker[] = []
@@ -116,6 +117,25 @@ describe('frames the engine would send over max_message_bytes (issue 16 item 7)'
     const http = await caller.call('remote::large', {})
     assert.equal(http.error.code, 'RESULT_TOO_LARGE')
     assert.equal((await caller.call('engine::functions::info', { function_id: 'many::f0' })).result.function_id, 'many::f0')
+    assert.equal(caller.isOpen, true)
+  })
+
+  it('answers a built-in\'s asynchronous result that JSON cannot write with an error instead of failing inside the engine', async () => {
+    const odd: BuiltinWorker = {
+      name: 'odd',
+      async start(context) {
+        context.worker.registerFunction('odd::bigint', async () => ({ n: 1n }))
+        context.worker.registerFunction('odd::huge', async () => 'h'.repeat(SMALL))
+      },
+      async applySettings() {},
+      async stop() {},
+    }
+    const e = await engine({ builtins: [odd], extraListeners: [{ max_message_bytes: SMALL }] })
+    const caller = await connect(e.urls[1]!)
+    const bigint = await caller.call('odd::bigint', {})
+    assert.equal(bigint.error.code, 'invocation_failed')
+    assert.match(bigint.error.message, /^result is not JSON-serialisable: /)
+    assert.equal((await caller.call('odd::huge', {})).error.code, 'RESULT_TOO_LARGE')
     assert.equal(caller.isOpen, true)
   })
 
