@@ -42,18 +42,50 @@ async function stillRouting(): Promise<void> {
 const deep = (levels: number, leaf = '1') => '['.repeat(levels) + leaf + ']'.repeat(levels)
 
 describe('frames that used to crash the engine', () => {
-  it('a function id holding a lone UTF-16 surrogate (a 41-byte frame) is answered with invalid_message', async () => {
+  it('a function id holding a lone UTF-16 surrogate (a 41-byte frame) is answered with INVALID_ID', async () => {
     const w = await RawWorker.connect(t.url)
     open.push(w)
     const frame = '{"type":"invokefunction","invocation_id":"s","function_id":"\\ud800"}'
     w.send(frame)
     const answer = await w.next((f) => f.invocation_id === 's')
-    assert.equal(answer.error.code, 'invalid_message')
-    assert.match(answer.error.message, /lone UTF-16 surrogate/)
+    assert.deepEqual(answer.error, { code: 'INVALID_ID', message: 'Invalid id: function_id contains a lone UTF-16 surrogate' })
+    // registrationrejected keeps FUNCTION_NAMESPACE_CONFLICT, the code SDKs read as "this one
+    // registration was refused" (§5.11): any other code stops an SDK's client for good.
     w.send('{"type":"registerfunction","id":"bad::\\udfff"}')
     const rejected = await w.next((f) => f.type === 'registrationrejected')
+    assert.equal(rejected.code, 'FUNCTION_NAMESPACE_CONFLICT')
     assert.equal(rejected.reason, 'invalid')
     assert.equal(rejected.message, 'registration id is invalid: contains a lone UTF-16 surrogate')
+    await stillRouting()
+  })
+
+  it('trigger ids, trigger types and namespaces that are not well-formed text get INVALID_ID and INVALID_NAMESPACE (issue 16 item 14)', async () => {
+    const w = await RawWorker.connect(t.url)
+    open.push(w)
+    w.send({ type: 'registertrigger', id: 'b\ud800', trigger_type: 'cron', function_id: 'health::echo' })
+    const badId = await w.next((f) => f.type === 'triggerregistrationresult')
+    assert.deepEqual(badId.error, { code: 'INVALID_ID', message: 'Invalid id: id contains a lone UTF-16 surrogate' })
+    assert.equal(badId.id, '')
+    w.send({ type: 'registertrigger', id: 'b1', trigger_type: 'cron\u0007', function_id: 'health::echo' })
+    const badType = await w.next((f) => f.type === 'triggerregistrationresult')
+    assert.deepEqual(badType.error, { code: 'INVALID_ID', message: 'Invalid id: trigger_type contains a control character' })
+    assert.equal(badType.id, 'b1')
+    w.send({ type: 'registertrigger', id: 'b2', trigger_type: 'cron', function_id: 'health::echo', trigger_namespace: 'ns\udc00' })
+    assert.equal((await w.next((f) => f.type === 'triggerregistrationresult')).error.code, 'INVALID_NAMESPACE')
+    const call = await w.call('health::echo', 1, { namespace: 'ns\ud800' })
+    assert.deepEqual(call.error, { code: 'INVALID_NAMESPACE', message: 'Invalid namespace: namespace contains a lone UTF-16 surrogate' })
+    w.send({ type: 'registertriggertype', id: 'hooks', namespace: 'x\ud800' })
+    const rejected = await w.next((f) => f.type === 'registrationrejected')
+    assert.equal(rejected.code, 'FUNCTION_NAMESPACE_CONFLICT')
+    assert.equal(rejected.message, 'registration is invalid: namespace contains a lone UTF-16 surrogate')
+    const announce = await w.call('engine::workers::register', { name: 'w', namespace: 'team\ud800' })
+    assert.equal(announce.error.code, 'INVALID_NAMESPACE')
+    // Not only frames: engine::register_trigger checks its input the same way.
+    await assert.rejects(t.engine.inject({ function_id: 'engine::register_trigger', data: { trigger_type: 'cron', function_id: 'a::\ud800' } }), { code: 'INVALID_ID' })
+    await assert.rejects(t.engine.inject({ function_id: 'engine::register_trigger', data: { trigger_type: 'cron', function_id: 'a', namespace: '\ud800' } }), {
+      code: 'INVALID_NAMESPACE',
+    })
+    assert.equal(t.engine.triggers.allBindings().some((b) => b.id === 'b1' || b.id === 'b2'), false)
     await stillRouting()
   })
 
@@ -164,8 +196,14 @@ const TYPES = [...Object.values(MessageType), 'unknown']
 /** Strings with lone surrogates, control characters, near-miss ids and huge lengths. */
 const hostileString = fc.oneof(
   fc.string({ unit: 'binary' }),
-  fc.constantFrom('', ' ', 'engine::functions::list', 'health::echo', 'iii::x', '\ud800', 'a\u0000b', '__proto__', 'constructor', 'x'.repeat(2000)),
+  fc.constantFrom('', ' ', 'engine::functions::list', 'health::echo', 'iii::x', '\ud800', 'health::\udfff', 'a\ud800::b', 'a\u0000b', '__proto__', 'constructor', 'x'.repeat(2000)),
 )
+
+/** Text holding at least one lone UTF-16 surrogate anywhere. */
+const loneSurrogateText = fc
+  .tuple(fc.string({ maxLength: 8 }), fc.integer({ min: 0xd800, max: 0xdfff }), fc.string({ maxLength: 8 }))
+  .map(([before, unit, after]) => before + String.fromCharCode(unit) + after)
+  .filter((text) => !text.isWellFormed())
 
 /** JSON values up to `depth` levels, with the numbers JSON parsers get wrong. */
 const { value: hostileValue } = fc.letrec((tie) => ({
@@ -254,6 +292,27 @@ describe('protocol fuzz (fast-check)', () => {
       { numRuns: 150 },
     )
     await stillRouting()
+  })
+
+  it('ids and namespaces holding lone surrogates are refused with INVALID_ID and INVALID_NAMESPACE, wherever they are', async () => {
+    await fc.assert(
+      fc.asyncProperty(loneSurrogateText, async (bad) => {
+        const w = await RawWorker.inProcess(t.engine)
+        try {
+          assert.equal((await w.call(bad, null)).error.code, 'INVALID_ID')
+          assert.equal((await w.call('health::echo', null, { namespace: bad })).error.code, 'INVALID_NAMESPACE')
+          w.send({ type: 'registertrigger', id: 'fz', trigger_type: bad, function_id: 'health::echo' })
+          assert.equal((await w.next((f) => f.type === 'triggerregistrationresult')).error.code, 'INVALID_ID')
+          w.send({ type: 'registerfunction', id: bad })
+          const rejected = await w.next((f) => f.type === 'registrationrejected')
+          assert.deepEqual([rejected.code, rejected.reason], ['FUNCTION_NAMESPACE_CONFLICT', 'invalid'])
+          assert.equal((await w.call('health::echo', 'after')).result, 'after')
+        } finally {
+          await w.close()
+        }
+      }),
+      { numRuns: 60 },
+    )
   })
 
   it('random frames over real WebSockets never take the engine down', async () => {

@@ -18,6 +18,7 @@ import { randomBytes } from 'node:crypto'
 import { mkdir } from 'node:fs/promises'
 import { isIP } from 'node:net'
 import {
+  Codes,
   decodeFrame,
   encodeFrame,
   encodeRegisterTrigger,
@@ -36,6 +37,7 @@ import {
   type ErrorBody,
   type InboundInvoke,
   type InboundMessage,
+  type MalformedCode,
   type PeerInfo,
   type RegisterFunctionMessage,
   type RegisterTriggerMessage,
@@ -429,7 +431,7 @@ export class Engine implements BuiltinHost, PipelineHost {
           if (decoded.reason) this.log.debug(`ignored frame: ${decoded.reason}`)
           return
         case 'malformed':
-          this.onMalformed(session, decoded.reason, decoded.raw)
+          this.onMalformed(session, decoded.reason, decoded.raw, decoded.code)
       }
     } catch (err) {
       this.frameFailed(session, err)
@@ -464,15 +466,22 @@ export class Engine implements BuiltinHost, PipelineHost {
     })
   }
 
-  /** Answers malformed frames that owe a reply (§3.5); logs the rest. */
-  private onMalformed(session: Session, reason: string, raw: Record<string, unknown> | undefined): void {
+  /**
+   * Answers malformed frames that owe a reply (§3.5), with `code`: `invalid_message`, or
+   * `INVALID_ID` / `INVALID_NAMESPACE` for an id or a namespace that is not well-formed text; logs
+   * the rest. A registration is refused with `registrationrejected`, whose code stays
+   * `FUNCTION_NAMESPACE_CONFLICT` (§5.11: SDKs treat any other code as fatal).
+   */
+  private onMalformed(session: Session, reason: string, raw: Record<string, unknown> | undefined, code: MalformedCode): void {
     const type = raw?.type
     const invocationId = raw?.invocation_id
     const action = raw?.action as { type?: unknown } | undefined
     const isVoid = typeof action === 'object' && action !== null && action.type === 'void'
     const text = (v: unknown) => (typeof v === 'string' && idProblem(v) === undefined ? v : '')
+    const answer = () =>
+      code === Codes.InvalidId ? errorBody(Errors.idNotText, reason) : code === Codes.InvalidNamespace ? errorBody(Errors.namespaceNotText, reason) : errorBody(Errors.invalidMessage, reason)
     if (typeof invocationId === 'string' && !isVoid && (type === 'invokefunction' || typeof type !== 'string')) {
-      new RelayReply(session, invocationId, JSON.stringify(text(raw?.function_id))).error(Errors.invalidMessage(reason).toErrorBody())
+      new RelayReply(session, invocationId, JSON.stringify(text(raw?.function_id))).error(answer())
       return
     }
     if (type === 'invocationresult' && typeof invocationId === 'string') {
@@ -495,7 +504,7 @@ export class Engine implements BuiltinHost, PipelineHost {
     }
     if (type === 'registertrigger' && typeof raw?.id === 'string') {
       const ids = [text(raw.id), text(raw.trigger_type), text(raw.function_id)] as const
-      sendErrorFrame(session, (error) => encodeTriggerResult(...ids, error), Errors.invalidMessage(reason).toErrorBody())
+      sendErrorFrame(session, (error) => encodeTriggerResult(...ids, error), answer())
       return
     }
     this.log.warn(`malformed frame ignored: ${reason}`, { worker_id: session.workerId })
@@ -694,6 +703,16 @@ export class Engine implements BuiltinHost, PipelineHost {
   ): BindingInput | SvcError | Promise<BindingInput | SvcError> {
     const blank = (v: string | undefined) => v !== undefined && v.trim() === ''
     if (blank(request.namespace) || blank(request.trigger_namespace)) return Errors.invalidNamespace()
+    // Frames were checked by the codec; engine::register_trigger's input is checked here.
+    for (const field of ['namespace', 'trigger_namespace'] as const) {
+      const value = request[field]
+      const problem = value === undefined ? undefined : idProblem(value)
+      if (problem !== undefined) return Errors.namespaceNotText(`${field} ${problem}`)
+    }
+    for (const field of ['id', 'trigger_type', 'function_id'] as const) {
+      const problem = idProblem(request[field])
+      if (problem !== undefined) return Errors.idNotText(`${field} ${problem}`)
+    }
     const typeDenied = access.checkTriggerType(request.trigger_type)
     if (typeDenied !== undefined) return typeDenied
     const finish = (id: string, type: string, functionId: string, config: unknown): BindingInput | SvcError => {
@@ -789,6 +808,8 @@ export class Engine implements BuiltinHost, PipelineHost {
     const session = caller
     if (payload.namespace !== undefined && payload.namespace !== null) {
       if (typeof payload.namespace !== 'string' || payload.namespace.trim() === '') throw Errors.invalidNamespace()
+      const problem = idProblem(payload.namespace)
+      if (problem !== undefined) throw Errors.namespaceNotText(`namespace ${problem}`)
       const denied = session.access.checkNamespace(payload.namespace)
       if (denied !== undefined) throw denied
     }

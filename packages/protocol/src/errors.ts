@@ -242,7 +242,7 @@ entry(Codes.InvocationFailed, 500, 'failure', ['sdk'], 'A handler threw an error
 entry(Codes.InvocationStopped, 502, 'failure', ['engine', 'sdk'], 'The executing replica or the caller disconnected mid-call.', 'Check why the worker exited or the connection dropped (`svc logs`, `svc worker list`), then retry the call.')
 entry(Codes.Timeout, 504, 'timeout', ['engine', 'sdk'], 'An engine-originated call, or a caller waiting for a result, exceeded its timeout.', 'Make the function answer sooner, or raise the timeout (`svc trigger --timeout-ms`, `internal_invocation_timeout_ms` in config.yaml).')
 entry(Codes.InvalidMessage, 400, 'failure', ['engine'], 'A malformed frame that owes a reply.', 'Use an SDK of the same protocol version; a hand-written client must send frames as protocol.md §5 describes.')
-entry(Codes.InvalidNamespace, 400, 'usage', ['engine'], 'A namespace field is present but blank.', 'Give the namespace a name, or leave the field out to use `default`.')
+entry(Codes.InvalidNamespace, 400, 'usage', ['engine'], 'A namespace field is present but blank, or is not well-formed text (a control character, a lone UTF-16 surrogate, more than 1024 characters).', 'Give the namespace a name of well-formed text, or leave the field out to use `default`.')
 entry(Codes.InvalidArguments, 400, 'failure', ['engine', 'http', 'state', 'queue', 'database'], 'The input of a built-in function has the wrong shape.', 'Send the payload the function\'s `request_format` describes (`svc trigger <id> --describe`, or functions.md).')
 entry(Codes.StorageDisabled, 503, 'failure', ['engine'], 'An observability query while the observability store is `none` (builtins.md §12.5).', 'Set `store` of the observability settings entry to `builtin` or `memory`.')
 entry(Codes.NotFound, 404, 'failure', ['engine', 'http'], 'An engine::*::info lookup found nothing; no HTTP route matches.', 'Check the id or the route path; `svc functions` and the HTTP worker\'s route list show what exists.')
@@ -286,7 +286,7 @@ entry(Codes.StorageError, 500, 'failure', ['state'], 'The storage adapter failed
 entry(Codes.AdapterUnavailable, 503, 'failure', ['state', 'pubsub'], 'A remote storage adapter (Redis) is not reachable.', 'Start the Redis server, or fix the adapter URL in the worker\'s settings.')
 entry(Codes.ExpandFailed, 400, 'usage', ['engine'], 'A settings placeholder names an unset environment variable.', 'Set the environment variable, or give the placeholder a default (`${NAME:-value}`).')
 entry(Codes.InvalidMessageGroup, 400, 'failure', ['queue'], 'A fifo queue message lacks its message_group_field.', 'Include the queue\'s `message_group_field` in the data of every message.')
-entry(Codes.InvalidId, 400, 'failure', ['configuration'], 'A settings entry id does not match [a-z0-9_-]{1,64}.', 'Use 1 to 64 of `a-z`, `0-9`, `_` and `-`.')
+entry(Codes.InvalidId, 400, 'failure', ['engine', 'configuration'], 'An id is not valid: a function, trigger or trigger type id in a frame holds a control character or a lone UTF-16 surrogate, or is longer than 1024 characters; a settings entry id does not match [a-z0-9_-]{1,64}.', 'Use ids of well-formed text without control characters; for settings entries 1 to 64 of `a-z`, `0-9`, `_` and `-`.')
 entry(Codes.NotRegistered, 404, 'failure', ['configuration'], 'A settings entry was set before its owner registered it.', 'Call `configuration::register` with the entry\'s schema first (its owner worker does this when it starts).')
 entry(Codes.SchemaUnavailable, 503, 'failure', ['configuration'], 'The owner of a settings entry has not registered its schema since the engine started.', 'Start the worker that owns the entry, so it registers the schema, then retry.')
 entry(Codes.SchemaInvalid, 400, 'failure', ['configuration'], 'A settings value (after placeholder expansion) violates its JSON Schema.', 'Fix the values at the JSON pointers the message lists (`configuration::schema` shows the schema).')
@@ -342,6 +342,10 @@ export const Errors = {
   timeout: (ms: number) => make(Codes.Timeout, `invocation timed out after ${ms}ms`),
   invalidMessage: (reason: string) => make(Codes.InvalidMessage, `Invalid message: ${reason}`),
   invalidNamespace: () => make(Codes.InvalidNamespace, 'namespace is empty: give it a name, or omit it to use `default`'),
+  /** A namespace that is not well-formed text; `detail` names the field and the problem (`namespace contains a lone UTF-16 surrogate`). */
+  namespaceNotText: (detail: string) => make(Codes.InvalidNamespace, `Invalid namespace: ${detail}`),
+  /** An id in a frame that is not well-formed text; `detail` names the field and the problem (`function_id contains a control character`). */
+  idNotText: (detail: string) => make(Codes.InvalidId, `Invalid id: ${detail}`),
   /** Input of an engine function (§6.7): `Invalid input for <id>: <detail>`. */
   invalidInput: (functionId: string, detail: string) => make(Codes.InvalidArguments, `Invalid input for ${functionId}: ${detail}`),
   /** Payload of a built-in worker's function (builtins.md §2.1): `<field> is required`, `<field> must be <type>`. */
