@@ -478,8 +478,7 @@ export class Engine implements BuiltinHost, PipelineHost {
     const action = raw?.action as { type?: unknown } | undefined
     const isVoid = typeof action === 'object' && action !== null && action.type === 'void'
     const text = (v: unknown) => (typeof v === 'string' && idProblem(v) === undefined ? v : '')
-    const answer = () =>
-      code === Codes.InvalidId ? errorBody(Errors.idNotText, reason) : code === Codes.InvalidNamespace ? errorBody(Errors.namespaceNotText, reason) : errorBody(Errors.invalidMessage, reason)
+    const answer = () => malformedAnswer(code, reason)
     if (typeof invocationId === 'string' && !isVoid && (type === 'invokefunction' || typeof type !== 'string')) {
       new RelayReply(session, invocationId, JSON.stringify(text(raw?.function_id))).error(answer())
       return
@@ -1014,6 +1013,13 @@ export class Engine implements BuiltinHost, PipelineHost {
 // ---- helpers ---------------------------------------------------------------------------------
 
 const noop = () => {}
+
+/** The error a malformed frame that owes a reply is answered with (§3.5). */
+function malformedAnswer(code: MalformedCode, reason: string): ErrorBody {
+  if (code === Codes.InvalidId) return errorBody(Errors.idNotText, reason)
+  if (code === Codes.InvalidNamespace) return errorBody(Errors.namespaceNotText, reason)
+  return errorBody(Errors.invalidMessage, reason)
+}
 
 function isRecord(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value)
