@@ -10,6 +10,7 @@ import { after, describe, it } from 'node:test'
 import WebSocket from 'ws'
 import { startTestEngine, type TestEngine } from './support/engine.ts'
 import { RawWorker, eventually } from './support/raw-worker.ts'
+import type { BuiltinWorker } from '../runtime/engine/types.ts'
 
 const engines: TestEngine[] = []
 const workers: RawWorker[] = []
@@ -66,6 +67,125 @@ describe('listener limits', () => {
     for (let i = 0; i < 10000; i++) w.send({ type: 'registerfunction', id: `bulk::f${i}` })
     await eventually(() => e.engine.functions.get('default', 'bulk::f9999') !== undefined, 10000)
     assert.equal(e.engine.functions.get('default', 'bulk::f0')?.replicas.length, 1)
+  })
+})
+
+describe('frames the engine would send over max_message_bytes (issue 16 item 7)', () => {
+  // Callers on the second listener take frames of at most 4 KiB; workers on the first take 64 MiB.
+  const SMALL = 4096
+  async function twoListeners(): Promise<{ e: TestEngine; big: string; small: string }> {
+    const e = await engine({ extraListeners: [{ max_message_bytes: SMALL }], config: { registration_namespace_grace_ms: 10 } })
+    return { e, big: e.urls[0]!, small: e.urls[1]! }
+  }
+  async function connect(url: string): Promise<RawWorker> {
+    const w = await RawWorker.connect(url)
+    workers.push(w)
+    return w
+  }
+
+  it('answers a relayed result over the caller\'s limit with RESULT_TOO_LARGE; the caller stays connected', async () => {
+    const { e, big, small } = await twoListeners()
+    const callee = await connect(big)
+    callee.serve('big::result', (n: number) => 'x'.repeat(n))
+    await eventually(() => e.engine.functions.get('default', 'big::result') !== undefined)
+    const caller = await connect(small)
+    const fits = await caller.call('big::result', SMALL - 200)
+    assert.equal(fits.result.length, SMALL - 200)
+    const over = await caller.call('big::result', SMALL)
+    assert.equal(over.error.code, 'RESULT_TOO_LARGE')
+    assert.match(over.error.message, new RegExp(`^result of \\d+ bytes exceeds max_message_bytes ${SMALL} of the caller's connection$`))
+    assert.equal('result' in over, false)
+    assert.equal(caller.isOpen, true)
+    assert.equal((await caller.call('big::result', 10)).result, 'x'.repeat(10))
+  })
+
+  it('answers a built-in\'s result and an HTTP-invoked function\'s result over the limit with RESULT_TOO_LARGE', async () => {
+    const server = createServer((_req, res) => res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ text: 'y'.repeat(SMALL) })))
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+    after(() => new Promise<void>((resolve) => server.close(() => resolve())))
+    const e = await engine({
+      extraListeners: [{ max_message_bytes: SMALL }],
+      config: { registration_namespace_grace_ms: 10, http_functions: { url_allowlist: ['127.0.0.1'], block_private_ips: true, require_https: true } },
+    })
+    const owner = await connect(e.urls[0]!)
+    for (let i = 0; i < 40; i++) owner.send({ type: 'registerfunction', id: `many::f${i}`, description: 'd'.repeat(200) })
+    owner.send({ type: 'registerfunction', id: 'remote::large', invocation: { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/` } })
+    await eventually(() => e.engine.functions.get('default', 'remote::large') !== undefined && e.engine.functions.get('default', 'many::f39') !== undefined)
+    const caller = await connect(e.urls[1]!)
+    const listed = await caller.call('engine::functions::list', {})
+    assert.equal(listed.error.code, 'RESULT_TOO_LARGE')
+    const http = await caller.call('remote::large', {})
+    assert.equal(http.error.code, 'RESULT_TOO_LARGE')
+    assert.equal((await caller.call('engine::functions::info', { function_id: 'many::f0' })).result.function_id, 'many::f0')
+    assert.equal(caller.isOpen, true)
+  })
+
+  it('answers a built-in\'s asynchronous result that JSON cannot write with an error instead of failing inside the engine', async () => {
+    const odd: BuiltinWorker = {
+      name: 'odd',
+      async start(context) {
+        context.worker.registerFunction('odd::bigint', async () => ({ n: 1n }))
+        context.worker.registerFunction('odd::huge', async () => 'h'.repeat(SMALL))
+      },
+      async applySettings() {},
+      async stop() {},
+    }
+    const e = await engine({ builtins: [odd], extraListeners: [{ max_message_bytes: SMALL }] })
+    const caller = await connect(e.urls[1]!)
+    const bigint = await caller.call('odd::bigint', {})
+    assert.equal(bigint.error.code, 'invocation_failed')
+    assert.match(bigint.error.message, /^result is not JSON-serialisable: /)
+    assert.equal((await caller.call('odd::huge', {})).error.code, 'RESULT_TOO_LARGE')
+    assert.equal(caller.isOpen, true)
+  })
+
+  it('cuts an error over the caller\'s limit to its code and the start of its message', async () => {
+    const { e, big, small } = await twoListeners()
+    const callee = await connect(big)
+    callee.serve('big::error', () => {
+      throw Object.assign(new Error('e'.repeat(2 * SMALL)), { code: 'ORDER_TOO_BIG', retry_after_ms: 5 })
+    })
+    await eventually(() => e.engine.functions.get('default', 'big::error') !== undefined)
+    const caller = await connect(small)
+    const answer = await caller.call('big::error', null)
+    assert.equal(answer.error.code, 'ORDER_TOO_BIG')
+    assert.equal(answer.error.retry_after_ms, 5)
+    assert.match(answer.error.message, new RegExp(`^e{1024}… \\(an error of \\d+ bytes, cut to fit max_message_bytes ${SMALL}\\)$`))
+    assert.equal(caller.isOpen, true)
+  })
+
+  it('fails an invocation whose frame the callee could not take with PAYLOAD_TOO_LARGE; the callee stays connected', async () => {
+    const { e, big, small } = await twoListeners()
+    const callee = await connect(small)
+    callee.serve('small::echo', (data) => data)
+    await eventually(() => e.engine.functions.get('default', 'small::echo') !== undefined)
+    // From a built-in (engine-originated) and from a worker on a listener with a higher limit.
+    await assert.rejects(e.engine.inject({ function_id: 'small::echo', data: 'p'.repeat(SMALL) }), (err: { code: string; message: string }) => {
+      assert.equal(err.code, 'PAYLOAD_TOO_LARGE')
+      assert.match(err.message, new RegExp(`^invocation of \\d+ bytes exceeds max_message_bytes ${SMALL} of the worker connection it goes to$`))
+      return true
+    })
+    const caller = await connect(big)
+    assert.equal((await caller.call('small::echo', 'p'.repeat(SMALL))).error.code, 'PAYLOAD_TOO_LARGE')
+    assert.equal(callee.isOpen, true)
+    assert.equal((await caller.call('small::echo', 'fits')).result, 'fits')
+    assert.equal(e.engine.openSessions().every((s) => s.executing.size === 0), true)
+  })
+
+  it('fails a binding whose config the provider could not take', async () => {
+    const { e, small } = await twoListeners()
+    const provider = await connect(small)
+    provider.send({ type: 'registertriggertype', id: 'webhook', description: '' })
+    await eventually(() => [...e.engine.triggers.providers()].some((p) => p.typeId === 'webhook'))
+    await assert.rejects(
+      e.engine.inject({ function_id: 'engine::register_trigger', data: { trigger_type: 'webhook', function_id: 'any::fn', config: { blob: 'c'.repeat(SMALL) } } }),
+      (err: { code: string; message: string }) => {
+        assert.equal(err.code, 'trigger_registration_failed')
+        assert.match(err.message, /^PAYLOAD_TOO_LARGE: trigger config of \d+ bytes exceeds max_message_bytes 4096/)
+        return true
+      },
+    )
+    assert.equal(provider.isOpen, true)
   })
 })
 

@@ -42,18 +42,50 @@ async function stillRouting(): Promise<void> {
 const deep = (levels: number, leaf = '1') => '['.repeat(levels) + leaf + ']'.repeat(levels)
 
 describe('frames that used to crash the engine', () => {
-  it('a function id holding a lone UTF-16 surrogate (a 41-byte frame) is answered with invalid_message', async () => {
+  it('a function id holding a lone UTF-16 surrogate (a 41-byte frame) is answered with INVALID_ID', async () => {
     const w = await RawWorker.connect(t.url)
     open.push(w)
     const frame = '{"type":"invokefunction","invocation_id":"s","function_id":"\\ud800"}'
     w.send(frame)
     const answer = await w.next((f) => f.invocation_id === 's')
-    assert.equal(answer.error.code, 'invalid_message')
-    assert.match(answer.error.message, /lone UTF-16 surrogate/)
+    assert.deepEqual(answer.error, { code: 'INVALID_ID', message: 'Invalid id: function_id contains a lone UTF-16 surrogate' })
+    // registrationrejected keeps FUNCTION_NAMESPACE_CONFLICT, the code SDKs read as "this one
+    // registration was refused" (§5.11): any other code stops an SDK's client for good.
     w.send('{"type":"registerfunction","id":"bad::\\udfff"}')
     const rejected = await w.next((f) => f.type === 'registrationrejected')
+    assert.equal(rejected.code, 'FUNCTION_NAMESPACE_CONFLICT')
     assert.equal(rejected.reason, 'invalid')
     assert.equal(rejected.message, 'registration id is invalid: contains a lone UTF-16 surrogate')
+    await stillRouting()
+  })
+
+  it('trigger ids, trigger types and namespaces that are not well-formed text get INVALID_ID and INVALID_NAMESPACE (issue 16 item 14)', async () => {
+    const w = await RawWorker.connect(t.url)
+    open.push(w)
+    w.send({ type: 'registertrigger', id: 'b\ud800', trigger_type: 'cron', function_id: 'health::echo' })
+    const badId = await w.next((f) => f.type === 'triggerregistrationresult')
+    assert.deepEqual(badId.error, { code: 'INVALID_ID', message: 'Invalid id: id contains a lone UTF-16 surrogate' })
+    assert.equal(badId.id, '')
+    w.send({ type: 'registertrigger', id: 'b1', trigger_type: 'cron\u0007', function_id: 'health::echo' })
+    const badType = await w.next((f) => f.type === 'triggerregistrationresult')
+    assert.deepEqual(badType.error, { code: 'INVALID_ID', message: 'Invalid id: trigger_type contains a control character' })
+    assert.equal(badType.id, 'b1')
+    w.send({ type: 'registertrigger', id: 'b2', trigger_type: 'cron', function_id: 'health::echo', trigger_namespace: 'ns\udc00' })
+    assert.equal((await w.next((f) => f.type === 'triggerregistrationresult')).error.code, 'INVALID_NAMESPACE')
+    const call = await w.call('health::echo', 1, { namespace: 'ns\ud800' })
+    assert.deepEqual(call.error, { code: 'INVALID_NAMESPACE', message: 'Invalid namespace: namespace contains a lone UTF-16 surrogate' })
+    w.send({ type: 'registertriggertype', id: 'hooks', namespace: 'x\ud800' })
+    const rejected = await w.next((f) => f.type === 'registrationrejected')
+    assert.equal(rejected.code, 'FUNCTION_NAMESPACE_CONFLICT')
+    assert.equal(rejected.message, 'registration is invalid: namespace contains a lone UTF-16 surrogate')
+    const announce = await w.call('engine::workers::register', { name: 'w', namespace: 'team\ud800' })
+    assert.equal(announce.error.code, 'INVALID_NAMESPACE')
+    // Not only frames: engine::register_trigger checks its input the same way.
+    await assert.rejects(t.engine.inject({ function_id: 'engine::register_trigger', data: { trigger_type: 'cron', function_id: 'a::\ud800' } }), { code: 'INVALID_ID' })
+    await assert.rejects(t.engine.inject({ function_id: 'engine::register_trigger', data: { trigger_type: 'cron', function_id: 'a', namespace: '\ud800' } }), {
+      code: 'INVALID_NAMESPACE',
+    })
+    assert.equal(t.engine.triggers.allBindings().some((b) => b.id === 'b1' || b.id === 'b2'), false)
     await stillRouting()
   })
 
@@ -164,8 +196,14 @@ const TYPES = [...Object.values(MessageType), 'unknown']
 /** Strings with lone surrogates, control characters, near-miss ids and huge lengths. */
 const hostileString = fc.oneof(
   fc.string({ unit: 'binary' }),
-  fc.constantFrom('', ' ', 'engine::functions::list', 'health::echo', 'iii::x', '\ud800', 'a\u0000b', '__proto__', 'constructor', 'x'.repeat(2000)),
+  fc.constantFrom('', ' ', 'engine::functions::list', 'health::echo', 'iii::x', '\ud800', 'health::\udfff', 'a\ud800::b', 'a\u0000b', '__proto__', 'constructor', 'x'.repeat(2000)),
 )
+
+/** Text holding at least one lone UTF-16 surrogate anywhere. */
+const loneSurrogateText = fc
+  .tuple(fc.string({ maxLength: 8 }), fc.integer({ min: 0xd800, max: 0xdfff }), fc.string({ maxLength: 8 }))
+  .map(([before, unit, after]) => before + String.fromCharCode(unit) + after)
+  .filter((text) => !text.isWellFormed())
 
 /** JSON values up to `depth` levels, with the numbers JSON parsers get wrong. */
 const { value: hostileValue } = fc.letrec((tie) => ({
@@ -191,6 +229,51 @@ const hostileFrame = fc.oneof(
   fc.constantFrom('{', '[]', 'null', '{"type":1}', '{"type":"invokefunction"}', '{"type":"invokefunction","function_id":"health::echo","action":{"type":"enqueue"}}', '   '),
 )
 
+/** How to build a text: `units` repetitions of ASCII, a 2-byte, a 4-byte character, a lone surrogate (6 bytes as a JSON escape) or a quote. */
+const textRecipe = fc.record({ units: fc.integer({ min: 0, max: 3000 }), unit: fc.constantFrom('a', 'é', '😀', '\ud800', '"') })
+
+describe('frames over a connection\'s limit (fast-check, issue 16 item 7)', () => {
+  it('results, errors and payloads of any size around max_message_bytes are answered and never drop a connection', async () => {
+    const limit = 2048
+    const e = await startTestEngine({ builtins: [], extraListeners: [{ max_message_bytes: limit }], config: { registration_namespace_grace_ms: 10 } })
+    try {
+      // The callee sits on the listener with the large limit; the caller and a second callee on the small one.
+      const callee = await RawWorker.connect(e.urls[0]!)
+      callee.serve('size::make', ({ unit, units, code }: { unit: string; units: number; code?: string }) => {
+        const text = unit.repeat(units)
+        if (code !== undefined) throw Object.assign(new Error(text), { code })
+        return text
+      })
+      const small = await RawWorker.connect(e.urls[1]!)
+      small.serve('size::echo', (data) => data)
+      const caller = await RawWorker.connect(e.urls[1]!)
+      await eventually(() => e.engine.functions.get('default', 'size::make') !== undefined && e.engine.functions.get('default', 'size::echo') !== undefined)
+      await fc.assert(
+        fc.asyncProperty(textRecipe, fc.option(fc.constantFrom('ORDER_FAILED', 'x'.repeat(100), '\ud800'), { nil: undefined }), async ({ unit, units }, code) => {
+          const text = unit.repeat(units)
+          // The caller's own frame stays small (the callee builds the text), so only the engine's frames can be too large.
+          const answer = await caller.call('size::make', code === undefined ? { unit, units } : { unit, units, code })
+          if (code === undefined && answer.error === undefined) assert.equal(answer.result, text)
+          else if (code === undefined) assert.equal(answer.error.code, 'RESULT_TOO_LARGE')
+          else assert.ok(answer.error.code === code || answer.error.code === 'RESULT_TOO_LARGE', `code ${answer.error.code}`)
+          // A payload from inside the engine to a callee on the small listener.
+          const pushed = await e.engine.inject({ function_id: 'size::echo', data: text }).then(
+            (result) => ({ result, error: undefined }),
+            (error: { code: string }) => ({ result: undefined, error }),
+          )
+          if (pushed.error === undefined) assert.equal(pushed.result, text)
+          else assert.equal(pushed.error.code, 'PAYLOAD_TOO_LARGE')
+          assert.equal(caller.isOpen && small.isOpen && callee.isOpen, true)
+        }),
+        { numRuns: 60 },
+      )
+      await Promise.all([callee.close(), small.close(), caller.close()])
+    } finally {
+      await e.stop()
+    }
+  })
+})
+
 describe('protocol fuzz (fast-check)', () => {
   it('random frames over the in-memory transport never take the engine down', async () => {
     await fc.assert(
@@ -209,6 +292,27 @@ describe('protocol fuzz (fast-check)', () => {
       { numRuns: 150 },
     )
     await stillRouting()
+  })
+
+  it('ids and namespaces holding lone surrogates are refused with INVALID_ID and INVALID_NAMESPACE, wherever they are', async () => {
+    await fc.assert(
+      fc.asyncProperty(loneSurrogateText, async (bad) => {
+        const w = await RawWorker.inProcess(t.engine)
+        try {
+          assert.equal((await w.call(bad, null)).error.code, 'INVALID_ID')
+          assert.equal((await w.call('health::echo', null, { namespace: bad })).error.code, 'INVALID_NAMESPACE')
+          w.send({ type: 'registertrigger', id: 'fz', trigger_type: bad, function_id: 'health::echo' })
+          assert.equal((await w.next((f) => f.type === 'triggerregistrationresult')).error.code, 'INVALID_ID')
+          w.send({ type: 'registerfunction', id: bad })
+          const rejected = await w.next((f) => f.type === 'registrationrejected')
+          assert.deepEqual([rejected.code, rejected.reason], ['FUNCTION_NAMESPACE_CONFLICT', 'invalid'])
+          assert.equal((await w.call('health::echo', 'after')).result, 'after')
+        } finally {
+          await w.close()
+        }
+      }),
+      { numRuns: 60 },
+    )
   })
 
   it('random frames over real WebSockets never take the engine down', async () => {

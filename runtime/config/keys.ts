@@ -85,6 +85,7 @@ export const CONFIG_BLOCKS = {
       { key: 'max_message_bytes', type: 'integer', default: String(LISTENER_DEFAULTS.max_message_bytes), min: 1, description: 'Largest frame accepted, bytes (protocol.md §2).' },
       { key: 'backpressure_bytes', type: 'integer', default: String(LISTENER_DEFAULTS.backpressure_bytes), min: 1, description: 'Outbound buffer size above which the engine pauses sending, bytes (protocol.md §3.5).' },
       { key: 'max_outbound_bytes', type: 'integer', default: String(LISTENER_DEFAULTS.max_outbound_bytes), min: 1, description: 'Outbound buffer size at which the connection is closed, bytes (protocol.md §3.5).' },
+      { key: 'drain_timeout_ms', type: 'integer', default: ms(LISTENER_DEFAULTS.drain_timeout_ms), min: 1, description: 'A connection with unsent data of which nothing leaves for this long has stopped reading and is closed; its open calls fail with `invocation_stopped` (protocol.md §3.5).' },
       { key: 'middleware_function_id', type: 'string', description: 'Function that sees every invocation from this listener first (protocol.md §13.4).' },
       { key: 'rbac', type: 'mapping', description: 'Access control of the listener; see `rbac`. Without it the listener is unrestricted.' },
     ],

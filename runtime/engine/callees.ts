@@ -5,12 +5,12 @@
  * the invocation's reply, and engine-originated calls time out here (§6.5).
  */
 import { randomUUID } from 'node:crypto'
-import { decodeJson, encodeInvoke, errorBodyOf, Errors, type ErrorBody, type HttpInvocationConfig, type RawJson } from 'svc-protocol'
+import { decodeJson, encodeInvoke, errorBody, errorBodyOf, Errors, type ErrorBody, type HttpInvocationConfig, type RawJson } from 'svc-protocol'
 import type { BuiltinPeer } from './builtin-peer.ts'
 import type { FunctionEntry, Replica } from './functions.ts'
 import { invokeOverHttp } from './http-invoke.ts'
 import type { Peer } from './peer.ts'
-import { mergeBaggage, type Callee, type Invocation, type Reply } from './pipeline.ts'
+import { FrameTooLarge, isStringTooLong, mergeBaggage, type Callee, type Invocation, type Reply } from './pipeline.ts'
 import { Session } from './session.ts'
 import type { HttpFunctionsPolicy, InvocationContext, LocalHandler } from './types.ts'
 
@@ -41,36 +41,51 @@ export const DEFAULT_LEG_LIMITS: LegLimits = { perConnection: 10_000, total: 100
 /** Every open leg, indexed from both of its sessions. */
 export class LegTable {
   private readonly limits: LegLimits
+  /** The answers past each limit, built once: a flood past a limit gets them at the cost of a send. */
+  private readonly tooManyForConnection: ErrorBody
+  private readonly tooManyForEngine: ErrorBody
   /** Open legs in the whole engine. */
   size = 0
 
   constructor(limits: LegLimits = DEFAULT_LEG_LIMITS) {
     this.limits = limits
+    this.tooManyForConnection = errorBody(Errors.tooManyInvocations, 'connection', limits.perConnection)
+    this.tooManyForEngine = errorBody(Errors.tooManyInvocations, 'engine', limits.total)
   }
 
   /** Sends the call to `callee` as `invokefunction` with a fresh leg id, after the limits allow it. */
   open(callee: Session, invocation: Invocation, target: FunctionEntry, replica: Replica): void {
     const caller = invocation.caller instanceof Session ? invocation.caller : undefined
     if (caller !== undefined && caller.calling.size >= this.limits.perConnection) {
-      return invocation.reply.error(Errors.tooManyInvocations('connection', this.limits.perConnection).toErrorBody())
+      return invocation.reply.error(this.tooManyForConnection)
     }
-    if (this.size >= this.limits.total) return invocation.reply.error(Errors.tooManyInvocations('engine', this.limits.total).toErrorBody())
+    if (this.size >= this.limits.total) return invocation.reply.error(this.tooManyForEngine)
     const leg: Leg = { id: randomUUID(), callee, caller, reply: invocation.reply, timer: undefined }
     callee.executing.set(leg.id, leg)
     caller?.calling.add(leg)
     this.size++
     const timeoutMs = invocation.timeoutMs
     if (timeoutMs !== undefined) leg.timer = setTimeout(LegTable.expire, timeoutMs, this, leg, timeoutMs)
-    callee.send(
-      encodeInvoke(
-        leg.id,
-        replica.wireIdJson,
-        invocation.data,
-        invocation.metadata,
-        invocation.traceparent,
-        invocation.baggage === undefined ? target.baggageJson : JSON.stringify(mergeBaggage(invocation.baggage, target)),
-      ),
-    )
+    try {
+      callee.send(
+        encodeInvoke(
+          leg.id,
+          replica.wireIdJson,
+          invocation.data,
+          invocation.metadata,
+          invocation.traceparent,
+          invocation.baggage === undefined ? target.baggageJson : JSON.stringify(mergeBaggage(invocation.baggage, target)),
+        ),
+      )
+    } catch (err) {
+      // A payload from a built-in, or from a listener with a higher limit, that the callee's
+      // connection could not take: the call fails, the callee stays connected.
+      this.close(leg)
+      if (err instanceof FrameTooLarge) return invocation.reply.error(errorBody(Errors.frameTooLarge, 'invocation', err.bytes, err.limit))
+      // A string past V8's limit while encoding a built-in's payload.
+      if (isStringTooLong(err)) return invocation.reply.error(errorBody(Errors.frameTooLarge, 'invocation', undefined, callee.maxMessageBytes))
+      throw err
+    }
   }
 
   /** An `invocationresult` from `from` (§5.9): results for unknown legs, or from other sessions, are ignored. */
@@ -88,7 +103,7 @@ export class LegTable {
    */
   sessionEnded(session: Session): void {
     if (session.executing.size > 0) {
-      const stopped = Errors.invocationStopped().toErrorBody()
+      const stopped = errorBody(Errors.invocationStopped)
       for (const leg of [...session.executing.values()]) {
         this.close(leg)
         leg.reply.error(stopped)
@@ -107,7 +122,7 @@ export class LegTable {
     if (leg.callee.executing.get(leg.id) !== leg) return
     leg.timer = undefined
     table.close(leg)
-    leg.reply.error(Errors.timeout(timeoutMs).toErrorBody())
+    leg.reply.error(errorBody(Errors.timeout, timeoutMs))
   }
 }
 
@@ -168,7 +183,7 @@ function settle(invocation: Invocation, peer: { activeInvocations: number }, wor
       if (done) return
       done = true
       peer.activeInvocations--
-      reply.error(Errors.timeout(timeoutMs).toErrorBody())
+      reply.error(errorBody(Errors.timeout, timeoutMs))
     }, timeoutMs)
   }
   value.then(

@@ -18,11 +18,13 @@ import { randomBytes } from 'node:crypto'
 import { mkdir } from 'node:fs/promises'
 import { isIP } from 'node:net'
 import {
+  Codes,
   decodeFrame,
   encodeFrame,
   encodeRegisterTrigger,
   encodeTriggerResult,
   ENGINE_PREFIX,
+  errorBody,
   errorBodyOf,
   Errors,
   idProblem,
@@ -35,6 +37,7 @@ import {
   type ErrorBody,
   type InboundInvoke,
   type InboundMessage,
+  type MalformedCode,
   type PeerInfo,
   type RegisterFunctionMessage,
   type RegisterTriggerMessage,
@@ -55,8 +58,8 @@ import { Keepalive } from './keepalive.ts'
 import { Listener, type LinkKind } from './listener.ts'
 import { consoleLogger, type LogLevel } from './logger.ts'
 import type { Peer } from './peer.ts'
-import { DiscardReply, InvocationPipeline, PromiseReply, RelayReply, type Invocation, type PipelineHost } from './pipeline.ts'
-import { MAX_BUFFERED_FRAMES, Session } from './session.ts'
+import { DiscardReply, FrameTooLarge, InvocationPipeline, PromiseReply, RelayReply, sendErrorFrame, type Invocation, type PipelineHost } from './pipeline.ts'
+import { bytesOver, MAX_BUFFERED_FRAMES, Session } from './session.ts'
 import { TelemetryHub } from './telemetry.ts'
 import { TriggerRegistry, type Binding, type BindingInput, type ProviderEntry } from './triggers.ts'
 import type {
@@ -172,7 +175,7 @@ export class Engine implements BuiltinHost, PipelineHost {
         const listener = new Listener(config, this.log, (transport, kind, info) => this.accept(transport, kind, info, config))
         await listener.start()
         this.listeners.push(listener)
-        this.keepalives.set(config, new Keepalive(config.ping_interval_ms, config.idle_timeout_ms, this.log))
+        this.keepalives.set(config, new Keepalive({ pingIntervalMs: config.ping_interval_ms, idleTimeoutMs: config.idle_timeout_ms, drainTimeoutMs: config.drain_timeout_ms }, this.log))
         if (!config.rbac && !isLoopback(config.host)) {
           this.log.warn(
             `worker listener ${listener.url} accepts connections from other hosts and has no rbac block: any client can register and invoke every function`,
@@ -279,7 +282,7 @@ export class Engine implements BuiltinHost, PipelineHost {
     const keepalive = this.keepalives.get(listener)
     const touch = keepalive?.track(transport) ?? noop
     const listenerAccess = this.access.get(listener)
-    if (kind === 'telemetry') return this.acceptTelemetry(transport, listenerAccess, info, touch, keepalive)
+    if (kind === 'telemetry') return this.acceptTelemetry(transport, listenerAccess, info, touch, keepalive, listener.max_message_bytes)
     const session = new Session(transport, listener, info)
     transport.setHandlers({
       message: (data, isBinary) => {
@@ -299,7 +302,7 @@ export class Engine implements BuiltinHost, PipelineHost {
     }
     this.authenticate(listenerAccess, info).then(
       (policy) => this.open(session, policy),
-      (error: ErrorBody) => this.refuse(session.transport, error, () => session.retire()),
+      (error: ErrorBody) => this.refuse(session.transport, error, () => session.retire(), listener.max_message_bytes),
     )
   }
 
@@ -321,12 +324,18 @@ export class Engine implements BuiltinHost, PipelineHost {
     return new AccessPolicy(listenerAccess, read)
   }
 
-  /** Sends the AUTH_ERROR frame and closes with 1008 (§3.1, §5.15); nothing is registered. */
-  private refuse(transport: Transport, error: ErrorBody, retire: () => void): void {
+  /**
+   * Sends the AUTH_ERROR frame and closes with 1008 (§3.1, §5.15); nothing is registered. An auth
+   * function's message too large for the connection is not sent: its size is.
+   */
+  private refuse(transport: Transport, error: ErrorBody, retire: () => void, limit: number): void {
     retire()
     if (!transport.isOpen) return
-    this.log.info(`connection refused by the auth function: ${error.message}`)
-    transport.send(encodeFrame({ type: 'error', error }))
+    this.log.info(`connection refused by the auth function: ${error.message.slice(0, 1024)}`)
+    let frame = encodeFrame({ type: 'error', error })
+    const bytes = bytesOver(frame, limit)
+    if (bytes !== undefined) frame = encodeFrame({ type: 'error', error: errorBody(Errors.authFailed, `the auth function's error of ${bytes} bytes exceeds max_message_bytes ${limit}`) })
+    transport.send(frame)
     transport.close(1008, 'authentication failed')
   }
 
@@ -346,7 +355,14 @@ export class Engine implements BuiltinHost, PipelineHost {
   }
 
   /** `/otel` (§10.2): authenticated like `/`, never registered; a JSON ping is answered, `OTLP`/`MTRC`/`LOGS` frames go to {@link telemetry}. */
-  private acceptTelemetry(transport: Transport, listenerAccess: ListenerAccess | undefined, info: PeerInfo, touch: () => void, keepalive: Keepalive | undefined): void {
+  private acceptTelemetry(
+    transport: Transport,
+    listenerAccess: ListenerAccess | undefined,
+    info: PeerInfo,
+    touch: () => void,
+    keepalive: Keepalive | undefined,
+    limit: number,
+  ): void {
     let accepted = listenerAccess?.rbac.auth_function_id === undefined
     transport.setHandlers({
       message: (data, isBinary) => {
@@ -368,7 +384,7 @@ export class Engine implements BuiltinHost, PipelineHost {
       () => {
         accepted = true
       },
-      (error: ErrorBody) => this.refuse(transport, error, noop),
+      (error: ErrorBody) => this.refuse(transport, error, noop, limit),
     )
   }
 
@@ -415,7 +431,7 @@ export class Engine implements BuiltinHost, PipelineHost {
           if (decoded.reason) this.log.debug(`ignored frame: ${decoded.reason}`)
           return
         case 'malformed':
-          this.onMalformed(session, decoded.reason, decoded.raw)
+          this.onMalformed(session, decoded.reason, decoded.raw, decoded.code)
       }
     } catch (err) {
       this.frameFailed(session, err)
@@ -450,15 +466,21 @@ export class Engine implements BuiltinHost, PipelineHost {
     })
   }
 
-  /** Answers malformed frames that owe a reply (§3.5); logs the rest. */
-  private onMalformed(session: Session, reason: string, raw: Record<string, unknown> | undefined): void {
+  /**
+   * Answers malformed frames that owe a reply (§3.5), with `code`: `invalid_message`, or
+   * `INVALID_ID` / `INVALID_NAMESPACE` for an id or a namespace that is not well-formed text; logs
+   * the rest. A registration is refused with `registrationrejected`, whose code stays
+   * `FUNCTION_NAMESPACE_CONFLICT` (§5.11: SDKs treat any other code as fatal).
+   */
+  private onMalformed(session: Session, reason: string, raw: Record<string, unknown> | undefined, code: MalformedCode): void {
     const type = raw?.type
     const invocationId = raw?.invocation_id
     const action = raw?.action as { type?: unknown } | undefined
     const isVoid = typeof action === 'object' && action !== null && action.type === 'void'
     const text = (v: unknown) => (typeof v === 'string' && idProblem(v) === undefined ? v : '')
+    const answer = () => malformedAnswer(code, reason)
     if (typeof invocationId === 'string' && !isVoid && (type === 'invokefunction' || typeof type !== 'string')) {
-      new RelayReply(session, invocationId, JSON.stringify(text(raw?.function_id))).error(Errors.invalidMessage(reason).toErrorBody())
+      new RelayReply(session, invocationId, JSON.stringify(text(raw?.function_id))).error(answer())
       return
     }
     if (type === 'invocationresult' && typeof invocationId === 'string') {
@@ -480,7 +502,8 @@ export class Engine implements BuiltinHost, PipelineHost {
       return
     }
     if (type === 'registertrigger' && typeof raw?.id === 'string') {
-      session.send(encodeTriggerResult(text(raw.id), text(raw.trigger_type), text(raw.function_id), Errors.invalidMessage(reason).toErrorBody()))
+      const ids = [text(raw.id), text(raw.trigger_type), text(raw.function_id)] as const
+      sendErrorFrame(session, (error) => encodeTriggerResult(...ids, error), answer())
       return
     }
     this.log.warn(`malformed frame ignored: ${reason}`, { worker_id: session.workerId })
@@ -542,9 +565,15 @@ export class Engine implements BuiltinHost, PipelineHost {
     namespace: string,
     ids: { function_id?: string; trigger_type_id?: string },
   ): void {
-    session.send(
-      encodeFrame({ type: 'registrationrejected', code: 'FUNCTION_NAMESPACE_CONFLICT', reason, message, namespace, ...ids, owner_worker_id: '' }),
-    )
+    const frame = (text: string) =>
+      encodeFrame({ type: 'registrationrejected', code: 'FUNCTION_NAMESPACE_CONFLICT', reason, message: text, namespace, ...ids, owner_worker_id: '' })
+    try {
+      session.send(frame(message))
+    } catch (err) {
+      // A hook's message too large for the connection: its start is enough to read the reason.
+      if (!(err instanceof FrameTooLarge)) throw err
+      session.send(frame(`${message.slice(0, 1024)}… (cut to fit max_message_bytes ${err.limit})`))
+    }
   }
 
   /** `registerfunction` (§5.1): gates and hook (§13.5), prefix, reserved ids, then the replica. */
@@ -640,7 +669,7 @@ export class Engine implements BuiltinHost, PipelineHost {
   /** A W→E `registertrigger` (§8.1): failures are answered with `triggerregistrationresult`. */
   private registerTrigger(session: Session, message: RegisterTriggerMessage): Promise<void> | void {
     const fail = (error: SvcError) =>
-      session.send(encodeTriggerResult(message.id, message.trigger_type, message.function_id, error.toErrorBody()))
+      sendErrorFrame(session, (body) => encodeTriggerResult(message.id, message.trigger_type, message.function_id, body), error.toErrorBody())
     const prepared = this.prepareBinding(session.access, {
       id: message.id,
       trigger_type: message.trigger_type,
@@ -673,6 +702,16 @@ export class Engine implements BuiltinHost, PipelineHost {
   ): BindingInput | SvcError | Promise<BindingInput | SvcError> {
     const blank = (v: string | undefined) => v !== undefined && v.trim() === ''
     if (blank(request.namespace) || blank(request.trigger_namespace)) return Errors.invalidNamespace()
+    // Frames were checked by the codec; engine::register_trigger's input is checked here.
+    for (const field of ['namespace', 'trigger_namespace'] as const) {
+      const value = request[field]
+      const problem = value === undefined ? undefined : idProblem(value)
+      if (problem !== undefined) return Errors.namespaceNotText(`${field} ${problem}`)
+    }
+    for (const field of ['id', 'trigger_type', 'function_id'] as const) {
+      const problem = idProblem(request[field])
+      if (problem !== undefined) return Errors.idNotText(`${field} ${problem}`)
+    }
     const typeDenied = access.checkTriggerType(request.trigger_type)
     if (typeDenied !== undefined) return typeDenied
     const finish = (id: string, type: string, functionId: string, config: unknown): BindingInput | SvcError => {
@@ -768,6 +807,8 @@ export class Engine implements BuiltinHost, PipelineHost {
     const session = caller
     if (payload.namespace !== undefined && payload.namespace !== null) {
       if (typeof payload.namespace !== 'string' || payload.namespace.trim() === '') throw Errors.invalidNamespace()
+      const problem = idProblem(payload.namespace)
+      if (problem !== undefined) throw Errors.namespaceNotText(`namespace ${problem}`)
       const denied = session.access.checkNamespace(payload.namespace)
       if (denied !== undefined) throw denied
     }
@@ -871,7 +912,16 @@ export class Engine implements BuiltinHost, PipelineHost {
         .catch((err: unknown) => this.log.error(`delivering trigger ${binding.id} failed`, { error: String(err) }))
       return
     }
-    if (provider.peer instanceof Session) provider.peer.send(encodeRegisterTrigger(binding))
+    if (!(provider.peer instanceof Session)) return
+    const peer = provider.peer
+    try {
+      peer.send(encodeRegisterTrigger(binding))
+    } catch (err) {
+      if (!(err instanceof FrameTooLarge)) throw err
+      // The binding fails like a provider's refusal, after the caller had the chance to wait for the answer.
+      const error = errorBody(Errors.frameTooLarge, 'trigger config', err.bytes, err.limit)
+      queueMicrotask(() => this.triggers.providerAnswer(peer, binding.id, error))
+    }
   }
 
   private withdrawBinding(provider: ProviderEntry, binding: Binding): void {
@@ -893,7 +943,7 @@ export class Engine implements BuiltinHost, PipelineHost {
       this.log.warn(`trigger ${binding.id} (${binding.trigger_type}) refused: ${error.code}: ${error.message}`)
       return
     }
-    owner.send(encodeTriggerResult(binding.id, binding.trigger_type, binding.function_id, error))
+    sendErrorFrame(owner, (body) => encodeTriggerResult(binding.id, binding.trigger_type, binding.function_id, body), error)
   }
 
   /** `functions` of an `engine::functions-available` fire: what the binding owner's session may see (§11.6). */
@@ -963,6 +1013,13 @@ export class Engine implements BuiltinHost, PipelineHost {
 // ---- helpers ---------------------------------------------------------------------------------
 
 const noop = () => {}
+
+/** The error a malformed frame that owes a reply is answered with (§3.5). */
+function malformedAnswer(code: MalformedCode, reason: string): ErrorBody {
+  if (code === Codes.InvalidId) return errorBody(Errors.idNotText, reason)
+  if (code === Codes.InvalidNamespace) return errorBody(Errors.namespaceNotText, reason)
+  return errorBody(Errors.invalidMessage, reason)
+}
 
 function isRecord(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value)

@@ -1,9 +1,18 @@
 /**
- * Server keepalive of one listener (protocol.md §3.3): every `ping_interval_ms` each tracked
- * transport is pinged, and one from which nothing (message, ping or pong) arrived for
- * `idle_timeout_ms` is terminated; its `close` then runs the usual cleanup. Silence is measured
- * at sweep granularity, so a connection is terminated between `idle_timeout_ms` and
- * `idle_timeout_ms + ping_interval_ms` after its last frame.
+ * Server keepalive and the slow-consumer rule of one listener (protocol.md §3.3, §3.5).
+ *
+ * Keepalive: every `ping_interval_ms` each tracked transport is pinged, and one from which nothing
+ * (message, ping or pong) arrived for `idle_timeout_ms` is terminated; its `close` then runs the
+ * usual cleanup. Silence is measured at sweep granularity, so a connection is terminated between
+ * `idle_timeout_ms` and `idle_timeout_ms + ping_interval_ms` after its last frame.
+ *
+ * Slow consumers: a peer that stopped reading may still send (an SDK's own pings keep it "alive"),
+ * so silence alone never catches it. A transport with bytes waiting to be sent
+ * (`bufferedAmount > 0`) whose {@link Transport.writtenBytes} has not grown for `drain_timeout_ms`
+ * is terminated the same way: its open calls then fail with `invocation_stopped` (§3.6 step 3)
+ * instead of waiting for it forever. The other half of the rule, a buffer over
+ * `max_outbound_bytes`, is checked on every send (`Session.send`). Stalls are measured at
+ * {@link drainSweepMs} granularity.
  */
 import type { Transport } from 'svc-protocol'
 import type { Logger } from './types.ts'
@@ -12,24 +21,45 @@ interface Tracked {
   lastSeenMs: number
   /** Set by every frame, ping or pong; the sweep turns it into `lastSeenMs` (no clock read per frame). */
   heard: boolean
+  /** `writtenBytes` (or, without it, `bufferedAmount`) at the last drain sweep that saw progress. */
+  written: number
+  /** Since when bytes wait without progress; undefined while the transport drains. */
+  stalledSinceMs: number | undefined
+}
+
+/** How often the slow-consumer rule looks at the transports: a quarter of the timeout, 1 s at most. */
+export function drainSweepMs(drainTimeoutMs: number): number {
+  return Math.max(10, Math.min(1000, Math.floor(drainTimeoutMs / 4)))
+}
+
+export interface KeepaliveTimes {
+  /** `ping_interval_ms` of the listener. */
+  pingIntervalMs: number
+  /** `idle_timeout_ms`: silence after which a connection is terminated. */
+  idleTimeoutMs: number
+  /** `drain_timeout_ms`: time bytes may wait without any leaving before a connection is terminated. */
+  drainTimeoutMs: number
 }
 
 export class Keepalive {
   private readonly tracked = new Map<Transport, Tracked>()
-  private readonly timer: NodeJS.Timeout
-  private readonly idleTimeoutMs: number
+  private readonly pingTimer: NodeJS.Timeout
+  private readonly drainTimer: NodeJS.Timeout
+  private readonly times: KeepaliveTimes
   private readonly log: Logger
 
-  constructor(pingIntervalMs: number, idleTimeoutMs: number, log: Logger) {
-    this.idleTimeoutMs = idleTimeoutMs
+  constructor(times: KeepaliveTimes, log: Logger) {
+    this.times = times
     this.log = log
-    this.timer = setInterval(() => this.sweep(), pingIntervalMs)
-    this.timer.unref()
+    this.pingTimer = setInterval(() => this.sweep(), times.pingIntervalMs)
+    this.pingTimer.unref()
+    this.drainTimer = setInterval(() => this.sweepDrain(), drainSweepMs(times.drainTimeoutMs))
+    this.drainTimer.unref()
   }
 
   /** Starts watching `transport`; call the returned function whenever anything arrives on it. */
   track(transport: Transport): () => void {
-    const entry: Tracked = { lastSeenMs: Date.now(), heard: false }
+    const entry: Tracked = { lastSeenMs: Date.now(), heard: false, written: 0, stalledSinceMs: undefined }
     this.tracked.set(transport, entry)
     return () => {
       entry.heard = true
@@ -41,23 +71,50 @@ export class Keepalive {
   }
 
   stop(): void {
-    clearInterval(this.timer)
+    clearInterval(this.pingTimer)
+    clearInterval(this.drainTimer)
     this.tracked.clear()
   }
 
   private sweep(): void {
     const now = Date.now()
+    const idleTimeoutMs = this.times.idleTimeoutMs
     for (const [transport, entry] of this.tracked) {
       if (entry.heard) {
         entry.heard = false
         entry.lastSeenMs = now
       }
-      if (now - entry.lastSeenMs > this.idleTimeoutMs) {
-        this.log.warn('closing a silent worker connection', { idle_timeout_ms: this.idleTimeoutMs })
+      if (now - entry.lastSeenMs > idleTimeoutMs) {
+        this.log.warn('closing a silent worker connection', { idle_timeout_ms: idleTimeoutMs })
         this.tracked.delete(transport)
         transport.terminate()
       } else {
         transport.ping()
+      }
+    }
+  }
+
+  private sweepDrain(): void {
+    let now: number | undefined
+    const drainTimeoutMs = this.times.drainTimeoutMs
+    for (const [transport, entry] of this.tracked) {
+      const buffered = transport.bufferedAmount
+      if (buffered === 0) {
+        entry.stalledSinceMs = undefined
+        continue
+      }
+      now ??= Date.now()
+      // Without writtenBytes, a shrinking buffer is the only sign of progress.
+      const written = transport.writtenBytes ?? -buffered
+      if (entry.stalledSinceMs === undefined || written > entry.written) {
+        entry.written = written
+        entry.stalledSinceMs = now
+        continue
+      }
+      if (now - entry.stalledSinceMs >= drainTimeoutMs) {
+        this.log.warn('closing a worker connection that stopped reading', { drain_timeout_ms: drainTimeoutMs, unsent_bytes: buffered })
+        this.tracked.delete(transport)
+        transport.terminate()
       }
     }
   }

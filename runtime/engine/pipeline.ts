@@ -24,12 +24,14 @@ import {
   decodeJson,
   encodeResult,
   ENGINE_PREFIX,
+  errorBody,
   errorBodyOf,
   Errors,
   type ErrorBody,
   type JsonInput,
   SvcError,
   type MiddlewareInput,
+  OWN_CODE_PATTERN,
   type TriggerActionValue,
 } from 'svc-protocol'
 import { PERMISSIVE, type AccessPolicy } from './access/policy.ts'
@@ -127,13 +129,49 @@ export class DiscardReply implements Reply {
   }
 }
 
+/**
+ * Thrown by {@link FrameSink.send} for a frame the peer could not take: its UTF-8 size is over the
+ * connection's `max_message_bytes`, the limit both ends enforce (protocol.md §2: the engine never
+ * sends larger ones). Nothing was sent and the connection stays open; the sender answers with an
+ * error instead.
+ */
+export class FrameTooLarge extends Error {
+  override name = 'FrameTooLarge'
+  /** UTF-8 size of the frame, bytes. */
+  readonly bytes: number
+  /** The connection's `max_message_bytes`. */
+  readonly limit: number
+
+  constructor(bytes: number, limit: number) {
+    super(`frame of ${bytes} bytes exceeds max_message_bytes ${limit}`)
+    this.bytes = bytes
+    this.limit = limit
+  }
+}
+
+/** True for the error V8 throws when a string (a frame being encoded) would pass its longest. */
+export function isStringTooLong(err: unknown): boolean {
+  return err instanceof RangeError && err.message.includes('Invalid string length')
+}
+
 /** Something that can receive frames: a remote session. */
 export interface FrameSink {
   readonly alive: boolean
+  /** The largest frame the peer takes, bytes (`max_message_bytes`, protocol.md §2). */
+  readonly maxMessageBytes: number
+  /** @throws FrameTooLarge for a frame over {@link maxMessageBytes}; it is not sent. */
   send(text: string): void
 }
 
-/** Relays the outcome to a remote caller as `invocationresult` with its own invocation id (§6.2). */
+/** Characters of an error message kept when the whole error would not fit in a frame. */
+const KEPT_MESSAGE_CHARS = 1024
+
+/**
+ * Relays the outcome to a remote caller as `invocationresult` with its own invocation id (§6.2).
+ * A result whose frame the caller's connection could not take (over `max_message_bytes`, or too
+ * large to encode at all) is answered with `RESULT_TOO_LARGE` instead; an error that large keeps
+ * its code with its message cut. The connection stays open either way.
+ */
 export class RelayReply implements Reply {
   private readonly caller: FrameSink
   private readonly invocationId: string
@@ -146,12 +184,66 @@ export class RelayReply implements Reply {
   }
 
   result(value: JsonInput | undefined): void {
-    if (this.caller.alive) this.caller.send(encodeResult(this.invocationId, this.requestedIdJson, value, undefined))
+    if (!this.caller.alive) return
+    let frame: string
+    try {
+      frame = encodeResult(this.invocationId, this.requestedIdJson, value, undefined)
+    } catch (err) {
+      // Only a value from an in-process callee can fail here (remote results stay text): a string
+      // past V8's limit, or a value JSON cannot write (a BigInt, a cycle).
+      return this.error(
+        isStringTooLong(err)
+          ? errorBody(Errors.resultTooLarge, undefined, this.caller.maxMessageBytes)
+          : { code: Codes.InvocationFailed, message: `result is not JSON-serialisable: ${(err as Error).message}` },
+      )
+    }
+    try {
+      this.caller.send(frame)
+    } catch (err) {
+      if (!(err instanceof FrameTooLarge)) throw err
+      this.error(errorBody(Errors.resultTooLarge, err.bytes, err.limit))
+    }
   }
 
   error(error: ErrorBody): void {
-    if (this.caller.alive) this.caller.send(encodeResult(this.invocationId, this.requestedIdJson, undefined, error))
+    if (this.caller.alive) sendErrorFrame(this.caller, (body) => encodeResult(this.invocationId, this.requestedIdJson, undefined, body), error)
   }
+}
+
+/**
+ * Sends the frame `encode` makes of `error` to `sink`; when it is too large for the connection
+ * (a worker's error of many megabytes), a smaller error each time: `error`'s code with the start of
+ * its message, then `RESULT_TOO_LARGE`. A connection that takes not even that (a
+ * `max_message_bytes` of a few hundred bytes) gets nothing.
+ */
+export function sendErrorFrame(sink: FrameSink, encode: (error: ErrorBody) => string, error: ErrorBody): void {
+  let body: ErrorBody | undefined = error
+  while (body !== undefined) {
+    try {
+      return sink.send(encode(body))
+    } catch (err) {
+      if (!(err instanceof FrameTooLarge)) throw err
+      body = smallerError(error, body, err)
+    }
+  }
+}
+
+/**
+ * The next, smaller, error to try after `tried` was too large for its frame: first `original`
+ * with its code (a queue's retry decision may depend on it) and the start of its message, no
+ * stack; then `RESULT_TOO_LARGE`; then nothing.
+ */
+function smallerError(original: ErrorBody, tried: ErrorBody, tooLarge: FrameTooLarge): ErrorBody | undefined {
+  const { bytes, limit } = tooLarge
+  if (tried === original && OWN_CODE_PATTERN.test(original.code)) {
+    const cut: ErrorBody = {
+      code: original.code,
+      message: `${original.message.slice(0, KEPT_MESSAGE_CHARS)}… (an error of ${bytes} bytes, cut to fit max_message_bytes ${limit})`,
+    }
+    if (original.retry_after_ms !== undefined) cut.retry_after_ms = original.retry_after_ms
+    return cut
+  }
+  return tried.code === Codes.ResultTooLarge ? undefined : errorBody(Errors.resultTooLarge, bytes, limit)
 }
 
 /** What the pipeline needs from the engine. */
@@ -180,7 +272,7 @@ export class InvocationPipeline {
   run(invocation: Invocation): void {
     try {
       const { namespace } = invocation
-      if (namespace !== 'default' && namespace.trim() === '') return invocation.reply.error(Errors.invalidNamespace().toErrorBody())
+      if (namespace !== 'default' && namespace.trim() === '') return invocation.reply.error(errorBody(Errors.invalidNamespace))
       if (invocation.action?.type === 'enqueue') return void this.enqueue(invocation)
       // resolve
       const target = this.host.functions.resolve(namespace, invocation.functionId)
@@ -227,7 +319,7 @@ export class InvocationPipeline {
 
   private notFound(invocation: Invocation): ErrorBody {
     const { functionId, namespace } = invocation
-    return Errors.functionNotFound(functionId, namespace, this.host.functions.namespacesOf(functionId, namespace)).toErrorBody()
+    return errorBody(Errors.functionNotFound, functionId, namespace, this.host.functions.namespacesOf(functionId, namespace))
   }
 
   /**

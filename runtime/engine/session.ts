@@ -9,7 +9,7 @@ import type { InboundMessage, PeerInfo, Transport, WorkerAnnounce } from 'svc-pr
 import { PERMISSIVE, type AccessPolicy } from './access/policy.ts'
 import type { Leg } from './callees.ts'
 import type { Peer } from './peer.ts'
-import type { Callee, FrameSink } from './pipeline.ts'
+import { FrameTooLarge, type Callee, type FrameSink } from './pipeline.ts'
 import type { ListenerConfig } from './types.ts'
 
 /** Frames held by the registration buffer (§3.4). Other frames are processed at once. */
@@ -26,6 +26,17 @@ const BUFFERED_TYPES = new Set([
 
 /** The registration buffer's capacity (§3.4 rule 3), and the cap of the inbound queue. */
 export const MAX_BUFFERED_FRAMES = 10000
+
+/**
+ * The UTF-8 size of `text` when it is over `limit`, else undefined. UTF-8 takes 1 to 3 bytes per
+ * UTF-16 unit (a lone surrogate leaves as the 3 bytes of U+FFFD), so only text longer than a
+ * third of the limit is measured.
+ */
+export function bytesOver(text: string, limit: number): number | undefined {
+  if (text.length * 3 <= limit) return undefined
+  const bytes = Buffer.byteLength(text)
+  return bytes > limit ? bytes : undefined
+}
 
 /** Session life: authenticating (frames queue), open, closed. */
 export type SessionState = 'authenticating' | 'open' | 'closed'
@@ -69,6 +80,10 @@ export class Session implements Peer, FrameSink {
 
   get alive(): boolean {
     return this.state === 'open'
+  }
+
+  get maxMessageBytes(): number {
+    return this.listener.max_message_bytes
   }
 
   get name(): string | null {
@@ -124,10 +139,15 @@ export class Session implements Peer, FrameSink {
 
   /**
    * Sends one text frame. A session whose unsent data exceeds `max_outbound_bytes` is terminated
-   * (§3.5). Frames to a closed session are dropped.
+   * (§3.5; the slow-consumer rule's other half is in `keepalive.ts`). Frames to a closed session
+   * are dropped.
+   * @throws FrameTooLarge when the frame is over the connection's `max_message_bytes` (§2); it is
+   *   not sent, and the session stays open.
    */
   send(text: string): void {
     if (this.state === 'closed') return
+    const over = bytesOver(text, this.listener.max_message_bytes)
+    if (over !== undefined) throw new FrameTooLarge(over, this.listener.max_message_bytes)
     const transport = this.transport
     transport.send(text)
     if (transport.bufferedAmount > this.listener.max_outbound_bytes) transport.terminate()

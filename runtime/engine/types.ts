@@ -208,6 +208,11 @@ export interface ListenerConfig {
   max_message_bytes: number
   backpressure_bytes: number
   max_outbound_bytes: number
+  /**
+   * A connection with unsent data of which nothing leaves for this long stopped reading and is
+   * terminated (the slow-consumer rule, protocol.md §3.5; an svc addition), ms.
+   */
+  drain_timeout_ms: number
   /** Diverts this listener's invocations to a function (§13.4). */
   middleware_function_id?: string
   /** Access control of this listener (§13); absent: every connection is unrestricted. */
@@ -267,4 +272,5 @@ export const LISTENER_DEFAULTS: ListenerConfig = {
   max_message_bytes: 64 * 1024 * 1024,
   backpressure_bytes: 1024 * 1024,
   max_outbound_bytes: 64 * 1024 * 1024,
+  drain_timeout_ms: 10000,
 }

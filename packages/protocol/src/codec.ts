@@ -13,7 +13,7 @@
  *
  * Never throws.
  */
-import { wireErrorBody, type ErrorBody } from './errors.ts'
+import { Codes, wireErrorBody, type ErrorBody } from './errors.ts'
 import { idProblem, jsonParse, JsonSyntaxError, MAX_FRAME_DEPTH, scanObjectMembers } from './json.ts'
 import { MessageType } from './messages.ts'
 import type {
@@ -102,8 +102,27 @@ export type Decoded =
   | { kind: 'ignored'; reason?: string }
   /** An `OTLP`, `MTRC` or `LOGS` binary frame (§10.2); `json` is the text after the prefix. */
   | { kind: 'telemetry'; prefix: TelemetryPrefix; json: string }
-  /** `raw` holds the frame's top-level fields when it was JSON at all, to owe the right reply. */
-  | { kind: 'malformed'; reason: string; raw: Record<string, unknown> | undefined }
+  /**
+   * `raw` holds the frame's top-level fields when it was JSON at all, to owe the right reply;
+   * `code` is the code of that reply: `INVALID_ID` for an id, `INVALID_NAMESPACE` for a namespace
+   * that is not well-formed text ({@link idProblem}), `invalid_message` for anything else.
+   */
+  | { kind: 'malformed'; reason: string; raw: Record<string, unknown> | undefined; code: MalformedCode }
+
+/** The code a reply to a malformed frame carries (protocol.md §3.5, §7.2). */
+export type MalformedCode = typeof Codes.InvalidMessage | typeof Codes.InvalidId | typeof Codes.InvalidNamespace
+
+/** Why a frame is malformed, and the code of the reply it is owed. */
+interface Problem {
+  reason: string
+  code: MalformedCode
+}
+
+const problem = (reason: string, code: MalformedCode = Codes.InvalidMessage): Problem => ({ reason, code })
+
+function malformed(reason: string, raw: Record<string, unknown> | undefined, code: MalformedCode = Codes.InvalidMessage): Decoded {
+  return { kind: 'malformed', reason, raw, code }
+}
 
 const KNOWN_TYPES: ReadonlySet<string> = new Set(Object.values(MessageType))
 
@@ -126,7 +145,7 @@ export function decodeFrame(data: string | Uint8Array, isBinary: boolean): Decod
   try {
     text = utf8.decode(data)
   } catch {
-    return { kind: 'malformed', reason: 'frame is not valid UTF-8', raw: undefined }
+    return malformed('frame is not valid UTF-8', undefined)
   }
   return decodeText(text)
 }
@@ -142,20 +161,20 @@ export function decodeText(text: string): Decoded {
     if (err instanceof JsonSyntaxError && reason.startsWith('nesting deeper')) {
       // Well-formed but too deep: read the top-level fields (JSON.parse itself is not recursive)
       // so a call still gets its invalid_message answer.
-      return { kind: 'malformed', reason, raw: topLevelFields(text) }
+      return malformed(reason, topLevelFields(text))
     }
-    return { kind: 'malformed', reason: `not JSON (${reason})`, raw: undefined }
+    return malformed(`not JSON (${reason})`, undefined)
   }
-  if (members === undefined) return { kind: 'malformed', reason: 'frame is not a JSON object', raw: undefined }
+  if (members === undefined) return malformed('frame is not a JSON object', undefined)
   const typeSpan = members.get('type')
   const type = typeSpan === undefined ? undefined : JSON.parse(text.slice(typeSpan[0], typeSpan[1]))
-  if (typeof type !== 'string') return { kind: 'malformed', reason: 'type must be a string', raw: parseObject(text) }
+  if (typeof type !== 'string') return malformed('type must be a string', parseObject(text))
   if (!KNOWN_TYPES.has(type)) return { kind: 'ignored', reason: `unknown type '${type.slice(0, 64)}'` }
   if (type === 'invokefunction') return decodeInvoke(text, members)
   if (type === 'invocationresult') return decodeResult(text, members)
   const raw = parseObject(text)!
-  const problem = normalize(type, raw)
-  if (problem !== undefined) return { kind: 'malformed', reason: problem, raw }
+  const found = normalize(type, raw)
+  if (found !== undefined) return malformed(found.reason, raw, found.code)
   return { kind: 'message', message: raw as unknown as InboundMessage }
 }
 
@@ -196,8 +215,8 @@ function rawField(text: string, spans: Spans, name: string): RawJson | undefined
   return slice === 'null' ? undefined : new RawJson(slice)
 }
 
-function malformedWith(text: string, reason: string): Decoded {
-  return { kind: 'malformed', reason, raw: parseObject(text) }
+function malformedWith(text: string, reason: string, code: MalformedCode = Codes.InvalidMessage): Decoded {
+  return malformed(reason, parseObject(text), code)
 }
 
 function decodeInvoke(text: string, spans: Spans): Decoded {
@@ -211,7 +230,7 @@ function decodeInvoke(text: string, spans: Spans): Decoded {
   if (functionId === undefined) return malformedWith(text, 'function_id is required')
   if (typeof functionId !== 'string') return malformedWith(text, 'function_id must be a string')
   const idIssue = idProblem(functionId)
-  if (idIssue !== undefined) return malformedWith(text, `function_id ${idIssue}`)
+  if (idIssue !== undefined) return malformedWith(text, `function_id ${idIssue}`, Codes.InvalidId)
   message.function_id = functionId
   message.data = rawField(text, spans, 'data') ?? RAW_NULL
   const metadata = rawField(text, spans, 'metadata')
@@ -227,6 +246,10 @@ function decodeInvoke(text: string, spans: Spans): Decoded {
     if (value === undefined) continue
     if (typeof value !== 'string') return malformedWith(text, `${name} must be a string`)
     message[name] = value
+  }
+  if (message.namespace !== undefined) {
+    const issue = idProblem(message.namespace)
+    if (issue !== undefined) return malformedWith(text, `namespace ${issue}`, Codes.InvalidNamespace)
   }
   return { kind: 'message', message }
 }
@@ -281,50 +304,64 @@ const OPTIONAL: Record<string, readonly string[]> = {
   registerservice: ['name', 'description', 'parent_service_id'],
 }
 
-function requireString(raw: Record<string, unknown>, field: string): string | undefined {
+function requireString(raw: Record<string, unknown>, field: string): Problem | undefined {
   const v = raw[field]
-  if (v === undefined) return `${field} is required`
-  if (typeof v !== 'string') return `${field} must be a string`
+  if (v === undefined) return problem(`${field} is required`)
+  if (typeof v !== 'string') return problem(`${field} must be a string`)
   return undefined
 }
 
-function requireId(raw: Record<string, unknown>, field: string): string | undefined {
-  const problem = requireString(raw, field)
-  if (problem !== undefined) return problem
+/** A required id: a string that is well-formed text ({@link idProblem}), else `INVALID_ID`. */
+function requireId(raw: Record<string, unknown>, field: string): Problem | undefined {
+  const missing = requireString(raw, field)
+  if (missing !== undefined) return missing
   const issue = idProblem(raw[field] as string)
-  return issue === undefined ? undefined : `${field} ${issue}`
+  return issue === undefined ? undefined : problem(`${field} ${issue}`, Codes.InvalidId)
 }
 
-function optionalString(raw: Record<string, unknown>, field: string): string | undefined {
+function optionalString(raw: Record<string, unknown>, field: string): Problem | undefined {
   const v = raw[field]
-  if (v !== undefined && typeof v !== 'string') return `${field} must be a string`
+  if (v !== undefined && typeof v !== 'string') return problem(`${field} must be a string`)
   return undefined
 }
 
-function optionalObject(raw: Record<string, unknown>, field: string): string | undefined {
+/**
+ * An optional namespace: a string that is well-formed text, else `INVALID_NAMESPACE` (blank ones
+ * are the engine's to refuse, with their own message).
+ */
+function optionalNamespace(raw: Record<string, unknown>, field: string): Problem | undefined {
+  const wrongType = optionalString(raw, field)
+  if (wrongType !== undefined || raw[field] === undefined) return wrongType
+  const issue = idProblem(raw[field] as string)
+  return issue === undefined ? undefined : problem(`${field} ${issue}`, Codes.InvalidNamespace)
+}
+
+function optionalObject(raw: Record<string, unknown>, field: string): Problem | undefined {
   const v = raw[field]
-  if (v !== undefined && (typeof v !== 'object' || v === null || Array.isArray(v))) return `${field} must be an object`
+  if (v !== undefined && (typeof v !== 'object' || v === null || Array.isArray(v))) return problem(`${field} must be an object`)
   return undefined
 }
 
-/** Applies defaults in place; returns a reason when the frame is still malformed. */
-function normalize(type: string, raw: Record<string, unknown>): string | undefined {
+/** Applies defaults in place; returns the problem when the frame is still malformed. */
+function normalize(type: string, raw: Record<string, unknown>): Problem | undefined {
   for (const f of OPTIONAL[type] ?? []) if (raw[f] === null) delete raw[f]
   switch (type) {
-    case 'registerfunction':
+    case 'registerfunction': {
+      const invalid = invocationProblem(raw.invocation)
       return (
         requireId(raw, 'id') ??
         optionalString(raw, 'description') ??
         optionalObject(raw, 'metadata') ??
         optionalObject(raw, 'request_format') ??
         optionalObject(raw, 'response_format') ??
-        invocationProblem(raw.invocation)
+        (invalid === undefined ? undefined : problem(invalid))
       )
+    }
     case 'unregisterfunction':
       return requireString(raw, 'id')
     case 'registertriggertype':
       if (raw.description === undefined) raw.description = ''
-      return requireId(raw, 'id') ?? optionalString(raw, 'description') ?? optionalString(raw, 'namespace')
+      return requireId(raw, 'id') ?? optionalString(raw, 'description') ?? optionalNamespace(raw, 'namespace')
     case 'unregistertriggertype':
       return requireString(raw, 'id') ?? optionalString(raw, 'namespace')
     case 'registertrigger':
@@ -333,8 +370,8 @@ function normalize(type: string, raw: Record<string, unknown>): string | undefin
         requireId(raw, 'id') ??
         requireId(raw, 'trigger_type') ??
         requireId(raw, 'function_id') ??
-        optionalString(raw, 'namespace') ??
-        optionalString(raw, 'trigger_namespace')
+        optionalNamespace(raw, 'namespace') ??
+        optionalNamespace(raw, 'trigger_namespace')
       )
     case 'unregistertrigger':
       return requireString(raw, 'id')

@@ -195,6 +195,7 @@ export const Codes = {
   Unknown: 'UNKNOWN',
   // engine limits (svc additions, docs/decisions.md)
   TooManyInvocations: 'TOO_MANY_INVOCATIONS',
+  ResultTooLarge: 'RESULT_TOO_LARGE',
   // builtins.md §3.9 (HTTP worker)
   InvalidBody: 'INVALID_BODY',
   InvalidRequest: 'INVALID_REQUEST',
@@ -246,7 +247,7 @@ entry(Codes.InvocationFailed, 500, 'failure', ['sdk'], 'A handler threw an error
 entry(Codes.InvocationStopped, 502, 'failure', ['engine', 'sdk'], 'The executing replica or the caller disconnected mid-call.', 'Check why the worker exited or the connection dropped (`svc logs`, `svc worker list`), then retry the call.')
 entry(Codes.Timeout, 504, 'timeout', ['engine', 'sdk'], 'An engine-originated call, or a caller waiting for a result, exceeded its timeout.', 'Make the function answer sooner, or raise the timeout (`svc trigger --timeout-ms`, `internal_invocation_timeout_ms` in config.yaml).')
 entry(Codes.InvalidMessage, 400, 'failure', ['engine'], 'A malformed frame that owes a reply.', 'Use an SDK of the same protocol version; a hand-written client must send frames as protocol.md §5 describes.')
-entry(Codes.InvalidNamespace, 400, 'usage', ['engine'], 'A namespace field is present but blank.', 'Give the namespace a name, or leave the field out to use `default`.')
+entry(Codes.InvalidNamespace, 400, 'usage', ['engine'], 'A namespace field is present but blank, or is not well-formed text (a control character, a lone UTF-16 surrogate, more than 1024 characters).', 'Give the namespace a name of well-formed text, or leave the field out to use `default`.')
 entry(Codes.InvalidArguments, 400, 'failure', ['engine', 'http', 'state', 'queue', 'database'], 'The input of a built-in function has the wrong shape.', 'Send the payload the function\'s `request_format` describes (`svc trigger <id> --describe`, or functions.md).')
 entry(Codes.StorageDisabled, 503, 'failure', ['engine'], 'An observability query while the observability store is `none` (builtins.md §12.5).', 'Set `store` of the observability settings entry to `builtin` or `memory`.')
 entry(Codes.NotFound, 404, 'failure', ['engine', 'http'], 'An engine::*::info lookup found nothing; no HTTP route matches.', 'Check the id or the route path; `svc functions` and the HTTP worker\'s route list show what exists.')
@@ -278,9 +279,10 @@ entry(Codes.NotConnected, 503, 'unreachable', ['sdk'], 'A call was made while th
 entry(Codes.Shutdown, 503, 'failure', ['sdk'], 'Pending calls rejected by shutdown().', 'Expected while a worker stops; retry the call on a running replica.', { wire: false })
 entry(Codes.Unknown, 500, 'failure', ['sdk'], 'A remote error value was not an ErrorBody.', 'Make the remote side fail with an ErrorBody `{code, message}`.', { wire: false })
 entry(Codes.TooManyInvocations, 429, 'failure', ['engine'], 'The engine holds the maximum number of open invocations for this connection or in all.', 'Wait for open invocations to finish, or send fewer at once.')
+entry(Codes.ResultTooLarge, 413, 'failure', ['engine'], "A result would make a frame larger than the caller's connection takes (max_message_bytes, 64 MiB by default); the engine answers this error instead and the connection stays open.", 'Return less at once (page through rows, traces or logs with a `limit`), or raise `max_message_bytes` of the listener in config.yaml.')
 entry(Codes.InvalidBody, 400, 'failure', ['http'], 'The request body is not valid JSON or UTF-8, or nests too deeply.', 'Send a JSON body in UTF-8 with `content-type: application/json`.')
 entry(Codes.InvalidRequest, 400, 'failure', ['http'], 'The request is not valid HTTP (its head is malformed, too large (431) or too slow (408)).', 'Send a well-formed HTTP request with a smaller head, without stalling.')
-entry(Codes.PayloadTooLarge, 413, 'failure', ['http'], 'The request body exceeds max_body_bytes.', 'Send a smaller body, or raise `max_body_bytes` in the HTTP worker\'s settings.')
+entry(Codes.PayloadTooLarge, 413, 'failure', ['http', 'engine'], "The request body exceeds max_body_bytes; or an invocation or trigger config would make a frame larger than the receiving worker's connection takes (max_message_bytes).", 'Send a smaller body or payload, or raise the limit the message names (`max_body_bytes` in the HTTP worker\'s settings, `max_message_bytes` of the listener).')
 entry(Codes.MethodNotAllowed, 405, 'failure', ['http'], 'The path matches a route but the method does not.', 'Use a method the route is bound to (see the `Allow` header).')
 entry(Codes.ConditionNotMet, 422, 'failure', ['http'], "The route's condition returned false.", 'Send a request that meets the route\'s condition, or change the condition function.')
 entry(Codes.FunctionUnavailable, 503, 'failure', ['http'], 'The route exists but no live worker serves its function.', 'Start the worker that registers the route\'s function (`svc worker list`).')
@@ -289,7 +291,7 @@ entry(Codes.StorageError, 500, 'failure', ['state', 'configuration'], 'The stora
 entry(Codes.AdapterUnavailable, 503, 'failure', ['state', 'pubsub'], 'A remote storage adapter (Redis) is not reachable.', 'Start the Redis server, or fix the adapter URL in the worker\'s settings.')
 entry(Codes.ExpandFailed, 400, 'usage', ['engine'], 'A settings placeholder names an unset environment variable.', 'Set the environment variable, or give the placeholder a default (`${NAME:-value}`).')
 entry(Codes.InvalidMessageGroup, 400, 'failure', ['queue'], 'A fifo queue message lacks its message_group_field.', 'Include the queue\'s `message_group_field` in the data of every message.')
-entry(Codes.InvalidId, 400, 'failure', ['configuration'], 'A settings entry id does not match [a-z0-9_-]{1,64}.', 'Use 1 to 64 of `a-z`, `0-9`, `_` and `-`.')
+entry(Codes.InvalidId, 400, 'failure', ['engine', 'configuration'], 'An id is not valid: a function, trigger or trigger type id in a frame holds a control character or a lone UTF-16 surrogate, or is longer than 1024 characters; a settings entry id does not match [a-z0-9_-]{1,64}.', 'Use ids of well-formed text without control characters; for settings entries 1 to 64 of `a-z`, `0-9`, `_` and `-`.')
 entry(Codes.NotRegistered, 404, 'failure', ['configuration'], 'A settings entry was set before its owner registered it.', 'Call `configuration::register` with the entry\'s schema first (its owner worker does this when it starts).')
 entry(Codes.SchemaUnavailable, 503, 'failure', ['configuration'], 'The owner of a settings entry has not registered its schema since the engine started.', 'Start the worker that owns the entry, so it registers the schema, then retry.')
 entry(Codes.SchemaInvalid, 400, 'failure', ['configuration'], 'A settings value (after placeholder expansion) violates its JSON Schema.', 'Fix the values at the JSON pointers the message lists (`configuration::schema` shows the schema).')
@@ -326,6 +328,9 @@ export function exitCodeOf(code: string): number {
 
 const make = (code: Code, message: string) => new SvcError(code, message)
 
+/** The size of a frame in a message; undefined: past the longest string JavaScript can build. */
+const frameSize = (bytes: number | undefined) => (bytes === undefined ? 'more than 512 MiB' : `${bytes} bytes`)
+
 /**
  * The message templates of the catalogue, one factory per template (protocol.md §7.2; a code with
  * several templates has several factories).
@@ -345,6 +350,10 @@ export const Errors = {
   timeout: (ms: number) => make(Codes.Timeout, `invocation timed out after ${ms}ms`),
   invalidMessage: (reason: string) => make(Codes.InvalidMessage, `Invalid message: ${reason}`),
   invalidNamespace: () => make(Codes.InvalidNamespace, 'namespace is empty: give it a name, or omit it to use `default`'),
+  /** A namespace that is not well-formed text; `detail` names the field and the problem (`namespace contains a lone UTF-16 surrogate`). */
+  namespaceNotText: (detail: string) => make(Codes.InvalidNamespace, `Invalid namespace: ${detail}`),
+  /** An id in a frame that is not well-formed text; `detail` names the field and the problem (`function_id contains a control character`). */
+  idNotText: (detail: string) => make(Codes.InvalidId, `Invalid id: ${detail}`),
   /** Input of an engine function (§6.7): `Invalid input for <id>: <detail>`. */
   invalidInput: (functionId: string, detail: string) => make(Codes.InvalidArguments, `Invalid input for ${functionId}: ${detail}`),
   /** Payload of a built-in worker's function (builtins.md §2.1): `<field> is required`, `<field> must be <type>`. */
@@ -407,6 +416,18 @@ export const Errors = {
   invalidBody: (detail: string) => make(Codes.InvalidBody, detail),
   invalidRequest: (detail: string) => make(Codes.InvalidRequest, detail),
   payloadTooLarge: (limit: number) => make(Codes.PayloadTooLarge, `request body exceeds max_body_bytes (${limit} bytes)`),
+  /**
+   * A frame the engine would send a worker is over that connection's `max_message_bytes`
+   * (protocol.md §2: the engine never sends larger ones). `what`: `invocation`, `trigger config`.
+   */
+  frameTooLarge: (what: string, bytes: number | undefined, limit: number) =>
+    make(Codes.PayloadTooLarge, `${what} of ${frameSize(bytes)} exceeds max_message_bytes ${limit} of the worker connection it goes to`),
+  /**
+   * A result (or an error) over the caller's `max_message_bytes` (protocol.md §2); `bytes` is the
+   * size of its frame, undefined when it is too large to encode at all.
+   */
+  resultTooLarge: (bytes: number | undefined, limit: number) =>
+    make(Codes.ResultTooLarge, `result of ${frameSize(bytes)} exceeds max_message_bytes ${limit} of the caller's connection`),
   /** `setting` names the limit: `max_value_bytes` (state, builtins.md §4.1) or `max_item_bytes` (stream, §6.1). */
   valueTooLarge: (bytes: number, limit: number, setting = 'max_value_bytes') =>
     make(Codes.ValueTooLarge, `value of ${bytes} bytes exceeds ${setting} ${limit}`),
@@ -447,6 +468,24 @@ export const Errors = {
         : `the result of the call to database '${db}' is larger than max_result_bytes ${limit} bytes; select fewer or smaller rows or raise databases.${db}.max_result_bytes`,
     ),
 } as const
+
+/**
+ * The ErrorBody of a catalogue error, built without capturing a stack trace: for errors that are
+ * answers on a hot path and never thrown (a flood of calls to a missing function, past a limit).
+ * An `Error` costs microseconds to build, nearly all of it the stack, which a body never carries.
+ *
+ * @example
+ * reply.error(errorBody(Errors.functionNotFound, 'math::add', 'default', []))
+ */
+export function errorBody<A extends unknown[]>(factory: (...args: A) => SvcError, ...args: A): ErrorBody {
+  const limit = Error.stackTraceLimit
+  Error.stackTraceLimit = 0
+  try {
+    return factory(...args).toErrorBody()
+  } finally {
+    Error.stackTraceLimit = limit
+  }
+}
 
 /** Why a `registrationrejected` was sent (protocol.md §5.11). */
 export type RejectionReason = 'reserved_id' | 'forbidden' | 'hook_denied' | 'invalid'

@@ -12,7 +12,7 @@ import { WebSocketServer, type WebSocket } from 'ws'
 import { SvcError } from '../src/errors.ts'
 import { memoryConnector, memoryPair } from '../src/transport/memory.ts'
 import type { PeerInfo, Transport } from '../src/transport/types.ts'
-import { connectWebSocket, FIRST_WRITE_FRAMES, MAX_FRAMES_PER_WRITE, peerInfoOf, wsServerTransport } from '../src/transport/ws.ts'
+import { connectWebSocket, FIRST_WRITE_FRAMES, MAX_FRAMES_PER_WRITE, peerInfoOf, READ_BUDGET_BYTES, READ_BUDGET_FRAMES, wsServerTransport } from '../src/transport/ws.ts'
 
 const WAIT_MS = 5000
 
@@ -297,6 +297,20 @@ function transportBehaviour(name: string, factory: PairFactory): void {
       await until(() => a.bufferedAmount === 0, 'drained')
     })
 
+    it('writtenBytes grows as frames leave the buffer and never goes back', async (t) => {
+      const { a, b } = await factory(t)
+      const rb = new Recorder(b)
+      const before = a.writtenBytes!
+      assert.equal(typeof before, 'number')
+      const frame = 'x'.repeat(64 * 1024)
+      for (let i = 0; i < 32; i++) a.send(frame)
+      const sent = a.writtenBytes!
+      assert.ok(sent >= before)
+      await until(() => rb.messages.length === 32 && a.bufferedAmount === 0, 'all frames')
+      // Every payload byte left (a WebSocket adds its frame headers on top).
+      assert.ok(a.writtenBytes! - before >= 32 * frame.length, `writtenBytes grew by ${a.writtenBytes! - before}`)
+    })
+
     it('refuses non-string frames and close arguments a WebSocket cannot send, staying open', async (t) => {
       const { a } = await factory(t)
       assert.throws(() => a.send(Buffer.from('x') as unknown as string), TypeError)
@@ -370,6 +384,39 @@ describe('ws transport', () => {
     const total = 41 + MAX_FRAMES_PER_WRITE
     await until(() => ra.messages.length === total, 'all frames')
     assert.deepEqual(ra.texts(), Array.from({ length: total }, (_, i) => `{"n":${i}}`))
+  })
+
+  it(`reads fairly: after ${READ_BUDGET_FRAMES} frames, or ${READ_BUDGET_BYTES} bytes, a connection's reading pauses until the next turn`, async (t) => {
+    const server = await startWsServer(t)
+    const a = connectWebSocket(server.url, {})
+    t.after(() => a.terminate())
+    new Recorder(a)
+    await until(() => a.isOpen && server.accepted.length === 1, 'open')
+    const { transport: b, ws } = server.accepted[0]!
+    // Whether reading was paused when each frame arrived, and whether it was again a turn later.
+    const pausedAt: boolean[] = []
+    const resumed: boolean[] = []
+    b.setHandlers({
+      message: () => {
+        pausedAt.push(ws.isPaused)
+        if (ws.isPaused) setImmediate(() => resumed.push(!ws.isPaused))
+      },
+      close: () => {},
+    })
+    const frames = READ_BUDGET_FRAMES * 3
+    for (let i = 0; i < frames; i++) a.send(`{"n":${i}}`)
+    await until(() => pausedAt.length === frames, 'every frame')
+    // The frame that reaches the budget is delivered with reading paused; the next turn resumes it.
+    assert.equal(pausedAt[READ_BUDGET_FRAMES - 1], true)
+    assert.ok(pausedAt.slice(0, READ_BUDGET_FRAMES - 1).every((p) => !p))
+    await until(() => resumed.length === pausedAt.filter(Boolean).length, 'resumed')
+    assert.ok(resumed.every(Boolean))
+    // A few large frames reach the byte budget first.
+    pausedAt.length = 0
+    const large = 'x'.repeat(READ_BUDGET_BYTES / 2)
+    for (let i = 0; i < 4; i++) a.send(large)
+    await until(() => pausedAt.length === 4, 'large frames')
+    assert.ok(pausedAt.some(Boolean))
   })
 
   it('coalesces on the client side too, through the upgrade response socket', async (t) => {

@@ -3,7 +3,8 @@
  * the two ends of a WebSocket (RFC 6455) without a socket.
  *
  * - Frames are delivered asynchronously (a later macrotask, never inside `send`'s call stack) and
- *   in order; `bufferedAmount` counts the UTF-8 bytes sent and not yet delivered.
+ *   in order; `bufferedAmount` counts the UTF-8 bytes sent and not yet delivered, `writtenBytes`
+ *   those delivered.
  * - Text frames are checked and encoded as a WebSocket would: `send` throws a TypeError for a
  *   non-string, and a lone surrogate arrives as U+FFFD (what UTF-8 encoding in `ws` makes of it),
  *   so the receiver always gets well-formed text.
@@ -66,6 +67,8 @@ class MemoryEnd implements MemoryTransport {
   #scheduled = false
   /** Bytes this end sent that the peer has not received yet. */
   #buffered = 0
+  /** Bytes this end sent that the peer has received. */
+  #written = 0
   /** The close frame this end received. */
   #received: { code: number; reason: string } | undefined = undefined
   #closeFired = false
@@ -84,6 +87,10 @@ class MemoryEnd implements MemoryTransport {
 
   get bufferedAmount(): number {
     return this.#buffered
+  }
+
+  get writtenBytes(): number {
+    return this.#written
   }
 
   get isOpen(): boolean {
@@ -188,6 +195,7 @@ class MemoryEnd implements MemoryTransport {
       case 'text':
       case 'binary':
         this.#peer.#buffered = Math.max(0, this.#peer.#buffered - item.bytes)
+        this.#peer.#written += item.bytes
         handlers.message(item.data, item.kind === 'binary')
         return
       case 'open':

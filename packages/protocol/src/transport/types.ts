@@ -43,6 +43,14 @@ export interface Transport {
   sendBinary?(data: Uint8Array): void
   /** Bytes accepted by `send` and not yet written to the network (backpressure, protocol.md §3.5). */
   readonly bufferedAmount: number
+  /**
+   * Bytes written to the network so far (monotonic; frames leave {@link bufferedAmount} for the
+   * operating system's socket, or the peer for in-memory ends). With `bufferedAmount` it tells a
+   * slow peer (this still grows) from one that stopped reading (it stands still while bytes wait):
+   * the engine's slow-consumer rule (protocol.md §3.5). Optional: a transport without it is judged
+   * by `bufferedAmount` alone.
+   */
+  readonly writtenBytes?: number
   /** True between open and the start of closing. */
   readonly isOpen: boolean
   /**
