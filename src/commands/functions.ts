@@ -3,6 +3,7 @@
  */
 import { Flags } from '@oclif/core'
 import { SvcCommand } from '../lib/command.ts'
+import { terminalJson } from '../../runtime/engine/terminal.ts'
 import { formatFunctionsTable, listFunctions } from '../lib/functions.ts'
 import { resolveEngineUrl } from '../lib/project.ts'
 
@@ -31,6 +32,6 @@ export default class Functions extends SvcCommand {
     const { flags } = await this.parse(Functions)
     const url = resolveEngineUrl({ flag: flags.engine, cwd: process.cwd() })
     const functions = await listFunctions({ url, namespace: flags.namespace, all: flags.all, search: flags.search, worker: flags.worker })
-    process.stdout.write(flags.json ? `${JSON.stringify({ functions })}\n` : formatFunctionsTable(functions))
+    process.stdout.write(flags.json ? `${terminalJson({ functions })}\n` : formatFunctionsTable(functions))
   }
 }

@@ -4,6 +4,7 @@
  */
 import { Args, Flags } from '@oclif/core'
 import { InvocationError } from 'svc-sdk'
+import { terminalJson, terminalText } from '../../runtime/engine/terminal.ts'
 import { SvcCommand } from '../lib/command.ts'
 import { CliError, ExitCode, toCliError, usageError } from '../lib/errors.ts'
 import { PayloadError, readAll, readDataArgument, resolveTriggerInput } from '../lib/payload.ts'
@@ -74,7 +75,7 @@ export default class Trigger extends SvcCommand {
       if (err instanceof PayloadError) throw usageError(err.message)
       throw err
     }
-    for (const warning of input.warnings) process.stderr.write(`Warning: ${warning}\n`)
+    for (const warning of input.warnings) process.stderr.write(`Warning: ${terminalText(warning)}\n`)
     const target = projectEngine({ flag: flags.engine, cwd: process.cwd() })
     const url = target.url
     let announced = false
@@ -119,15 +120,16 @@ export default class Trigger extends SvcCommand {
     } catch (err) {
       const error = toCliError(err)
       if (!flags.json) throw error
-      process.stdout.write(`${JSON.stringify({ ok: false, error: jsonError(error), duration_ms: Math.round(performance.now() - started) })}\n`)
+      process.stdout.write(`${terminalJson({ ok: false, error: jsonError(error), duration_ms: Math.round(performance.now() - started) })}\n`)
       this.exit(error.exitCode)
       return
     }
 
+    // The result is the function's: JSON that a terminal cannot act on (terminalJson, issue 16).
     if (flags.json) {
-      process.stdout.write(`${JSON.stringify({ ok: true, result: outcome.result ?? null, duration_ms: outcome.durationMs })}\n`)
+      process.stdout.write(`${terminalJson({ ok: true, result: outcome.result ?? null, duration_ms: outcome.durationMs })}\n`)
     } else if (outcome.result !== undefined) {
-      process.stdout.write(`${JSON.stringify(outcome.result, null, 2)}\n`)
+      process.stdout.write(`${terminalJson(outcome.result, 2)}\n`)
     }
   }
 }

@@ -8,6 +8,7 @@
  */
 import { catalogueEntry, Codes, exitCodeOf } from 'svc-protocol/errors'
 import { ConfigError } from '../../runtime/config/errors.ts'
+import { terminalJson, terminalLines, terminalText } from '../../runtime/engine/terminal.ts'
 
 /**
  * Codes of failures only the CLI detects (cli.md §1, §4.6); engine and function failures keep their
@@ -142,21 +143,28 @@ export function debugEnabled(env: NodeJS.ProcessEnv = process.env, argv: readonl
   return value !== undefined && value !== '' && value !== '0' && value.toLowerCase() !== 'false'
 }
 
-/** Human form: `Error: …`, details, `Hint: …`, and the stack when `debug` is on. Ends with a newline. */
+/**
+ * Human form: `Error: …`, details, `Hint: …`, and the stack when `debug` is on. Ends with a newline.
+ * Messages quote what came from outside (a function's error, a file, an argument), so every
+ * control character is shown escaped (issue 16, `terminalText`): the message and the hint stay
+ * one line each — further lines of a message are indented, so none can pass for an `Error:` or
+ * `Hint:` line — and the lines of details and stacks are kept, each escaped.
+ */
 export function formatHumanError(err: CliError, debug = false): string {
-  let text = `Error: ${err.message}\n`
-  if (err.details) text += err.details.endsWith('\n') ? err.details : `${err.details}\n`
-  if (debug && err.debugDetails) text += err.debugDetails.endsWith('\n') ? err.debugDetails : `${err.debugDetails}\n`
-  if (err.hint) text += `Hint: ${err.hint}\n`
+  const block = (text: string) => `${terminalLines(text.endsWith('\n') ? text.slice(0, -1) : text).join('\n')}\n`
+  let text = `Error: ${terminalLines(err.message).join('\n  ')}\n`
+  if (err.details) text += block(err.details)
+  if (debug && err.debugDetails) text += block(err.debugDetails)
+  if (err.hint) text += `Hint: ${terminalText(err.hint)}\n`
   else if (!debug && err.debugDetails) text += 'Hint: run again with --debug to see the stack trace\n'
   if (debug) {
     const origin = err.cause instanceof Error ? err.cause : err
-    if (origin.stack) text += `${origin.stack}\n`
+    if (origin.stack) text += block(origin.stack)
   }
   return text
 }
 
-/** `--json` form of cli.md §1: `{"error":{"code","message"}}` plus any extra fields. One line. */
+/** `--json` form of cli.md §1: `{"error":{"code","message"}}` plus any extra fields. One line, safe for a terminal ({@link terminalJson}). */
 export function formatJsonError(err: CliError, extra: Record<string, unknown> = {}): string {
-  return `${JSON.stringify({ ...extra, error: { code: err.code, message: err.message } })}\n`
+  return `${terminalJson({ ...extra, error: { code: err.code, message: err.message } })}\n`
 }

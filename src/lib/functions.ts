@@ -4,6 +4,7 @@
  */
 import { isInternalId, type FunctionSummary } from 'svc-protocol'
 import { triggerOnce } from './trigger.ts'
+import { terminalText } from '../../runtime/engine/terminal.ts'
 
 /** One row of `svc functions` (and of its `--json` output). */
 export interface ListedFunction {
@@ -65,11 +66,12 @@ const DESCRIPTION_WIDTH = 60
 export function formatFunctionsTable(functions: readonly ListedFunction[]): string {
   if (functions.length === 0) return 'No functions are registered. Start a worker (svc, or svc worker add).\n'
   const header = ['ID', 'WORKER', 'NAMESPACE', 'DESCRIPTION']
+  // Ids, names and descriptions are what workers registered: each cell one escaped line.
   const rows = functions.map((f) => [
-    f.function_id,
-    f.worker ?? '-',
-    f.namespace,
-    shorten((f.description ?? '').replace(/\s+/g, ' ').trim()) || '-',
+    terminalText(f.function_id),
+    terminalText(f.worker ?? '-'),
+    terminalText(f.namespace),
+    terminalText(shorten((f.description ?? '').replace(/\s+/g, ' ').trim()) || '-'),
   ])
   const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)))
   const line = (cells: string[]) => cells.map((cell, i) => (i === cells.length - 1 ? cell : cell.padEnd(widths[i]! + 2))).join('').trimEnd()

@@ -16,6 +16,7 @@ import { formatBanner, readyEvent } from './banner.ts'
 import type { ReadyInfo } from './banner.ts'
 import { consoleStartCommand, consoleUrl } from './console.ts'
 import { invocationLogger } from './dev-log.ts'
+import { terminalJson } from '../../runtime/engine/terminal.ts'
 import { InstallProgress } from './install-progress.ts'
 import { watchRestartRequests } from './restart-requests.ts'
 import { CliError, ExitCode } from './errors.ts'
@@ -88,7 +89,8 @@ const BUILTIN_DEFAULT_PORTS: Record<string, number> = { 'svc-http': 3111, 'svc-s
  */
 export async function startEngine(options: StartOptions): Promise<RunningEngine> {
   const stdout = options.stdout ?? ((text: string) => void process.stdout.write(text))
-  const emit = (event: Record<string, unknown>) => stdout(`${JSON.stringify(event)}\n`)
+  // Events carry worker output and names: JSON a terminal cannot act on (issue 16).
+  const emit = (event: Record<string, unknown>) => stdout(`${terminalJson(event)}\n`)
   const sink = options.json ? (record: LogRecord) => emit(logEvent(record)) : undefined
   const makeLogger = (source: string, level: LogLevel = options.logLevel ?? 'info'): Logger => consoleLogger(source, level, sink)
   const note = makeLogger('svc')

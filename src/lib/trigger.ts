@@ -9,6 +9,7 @@ import { closestMatch } from '../../runtime/config/catalogue.ts'
 import { Codes, Errors } from 'svc-protocol/errors'
 import { CliCodes, CliError, ExitCode, exitCodeForCode, hintFor } from './errors.ts'
 import { interruptible } from './interactive.ts'
+import { terminalText } from '../../runtime/engine/terminal.ts'
 
 /** Worker name the CLI announces while it triggers. */
 export const TRIGGER_WORKER_NAME = 'svc-cli:trigger'
@@ -261,7 +262,8 @@ export async function pickFunction(url: string, namespace: string | undefined): 
         const needle = (term ?? '').toLowerCase()
         return functions
           .filter((f) => f.function_id.toLowerCase().includes(needle) || (f.description ?? '').toLowerCase().includes(needle))
-          .map((f) => ({ name: f.function_id, value: f.function_id, description: f.description }))
+          // Ids and descriptions are what workers registered: shown escaped (issue 16).
+          .map((f) => ({ name: terminalText(f.function_id), value: f.function_id, description: f.description === undefined ? undefined : terminalText(f.description) }))
       },
     }),
   )
