@@ -278,10 +278,36 @@ describe('svc trigger failures before any invocation', () => {
     const port = await closedPort()
     const result = await svc(['trigger', 'math::add', 'a=1', '--engine', `ws://127.0.0.1:${port}`])
     assert.equal(result.code, 3)
-    assert.equal(result.stderr, `Error: Cannot connect to the engine at ws://127.0.0.1:${port} (ECONNREFUSED). Is svc running?\n`)
+    assert.equal(
+      result.stderr,
+      `Error: Cannot connect to the engine at ws://127.0.0.1:${port} (ECONNREFUSED). Is svc running?\n` +
+        `Hint: check the address given with --engine (ws://127.0.0.1:${port}), or start that engine with svc\n`,
+    )
     const json = await svc(['trigger', 'math::add', '--json', '--engine', `ws://127.0.0.1:${port}`])
     assert.equal(json.code, 3)
     assert.equal(JSON.parse(json.stdout).error.code, 'ENGINE_UNREACHABLE')
+  })
+
+  it("the project's engine not running: the Hint line says where to start it (issue 16)", async () => {
+    const port = await closedPort()
+    const project = mkdtempSync(join(tmpdir(), 'svc-cli-stopped-'))
+    writeFileSync(join(project, 'config.yaml'), `workers:\n  - name: svc-worker-manager\n    config:\n      port: ${port}\n`)
+    try {
+      const result = await svc(['trigger', 'math::add', 'a=1'], { cwd: project })
+      assert.equal(result.code, 3, result.stderr)
+      assert.ok(
+        result.stderr.endsWith(
+          `Error: Cannot connect to the engine at ws://127.0.0.1:${port} (ECONNREFUSED). Is svc running?\n` +
+            `Hint: start it with svc in ${project}, or pass --engine <url> of a running engine\n`,
+        ),
+        result.stderr,
+      )
+      const functions = await svc(['functions'], { cwd: project })
+      assert.equal(functions.code, 3, functions.stderr)
+      assert.match(functions.stderr, /\nHint: start it with svc in /)
+    } finally {
+      rmSync(project, { recursive: true, force: true })
+    }
   })
 
   it('malformed key=value and bad --data exit 2 without contacting the engine', async () => {

@@ -8,7 +8,7 @@ import { terminalJson, terminalText } from '../../runtime/engine/terminal.ts'
 import { SvcCommand } from '../lib/command.ts'
 import { CliError, ExitCode, toCliError, usageError } from '../lib/errors.ts'
 import { PayloadError, readAll, readDataArgument, resolveTriggerInput } from '../lib/payload.ts'
-import { engineNotice, projectEngine } from '../lib/project.ts'
+import { engineNotice, projectEngine, unreachableHint } from '../lib/project.ts'
 import { pickFunction, triggerOnce } from '../lib/trigger.ts'
 import { isInteractiveProcess } from '../lib/interactive.ts'
 import { readConfigText, readEntries } from '../worker-admin/config-file.ts'
@@ -89,7 +89,7 @@ export default class Trigger extends SvcCommand {
         throw usageError('Missing FUNCTION_ID', 'pass the function to invoke, e.g. svc trigger math::add a=1 b=2')
       }
       announce()
-      input.functionId = await pickFunction(url, flags.namespace)
+      input.functionId = await pickFunction(url, flags.namespace, unreachableHint(target))
     }
     const call = flags.describe
       ? {
@@ -98,6 +98,7 @@ export default class Trigger extends SvcCommand {
           payload: flags.namespace === undefined ? { function_id: input.functionId } : { function_id: input.functionId, namespace: flags.namespace },
           mode: 'sync' as const,
           timeoutMs: flags['timeout-ms'],
+          unreachableHint: unreachableHint(target),
         }
       : {
           url,
@@ -110,6 +111,7 @@ export default class Trigger extends SvcCommand {
           idempotencyKey: flags['idempotency-key'],
           timeoutMs: flags['timeout-ms'],
           declaredWorkers: declaredLocalWorkers(target.project?.root),
+          unreachableHint: unreachableHint(target),
         }
 
     announce()

@@ -7,7 +7,7 @@ import { consoleUrl } from './console.ts'
 import { InvocationError } from 'svc-sdk'
 import { catalogue, catalogueEntry, Codes, EXIT_CODES, Errors } from 'svc-protocol/errors'
 import { CliCodes, CliError, debugEnabled, ExitCode, formatHumanError, formatJsonError, hintFor, toCliError } from './errors.ts'
-import { invocationFailure, NOT_FOUND_HINT, notFoundHint } from './trigger.ts'
+import { invocationFailure, NOT_FOUND_HINT, notFoundHint, unreachableError } from './trigger.ts'
 import { splitUnknownId } from './hooks/not-found.ts'
 
 describe('default command (cli.md §1)', () => {
@@ -64,12 +64,15 @@ describe('CLI errors (cli.md §1, §1.1)', () => {
 describe('CLI errors from the catalogue (svc-protocol/errors, cli.md §1.1, §4.6)', () => {
   const call = { functionId: 'math::add', timeoutMs: 300, url: 'ws://127.0.0.1:1' }
 
-  it('exit codes 1-4 are the catalogue exit classes; CLI-only codes are not catalogue codes', () => {
+  it('exit codes 1-4 are the catalogue exit classes; a CLI code is no catalogue code of another producer', () => {
     assert.deepEqual(
       { failure: ExitCode.Failure, usage: ExitCode.Usage, unreachable: ExitCode.Unreachable, timeout: ExitCode.Timeout },
       EXIT_CODES,
     )
-    for (const code of Object.values(CliCodes)) assert.equal(catalogueEntry(code), undefined, code)
+    for (const code of Object.values(CliCodes)) {
+      const entry = catalogueEntry(code)
+      assert.ok(entry === undefined || (entry.source.includes('cli') && !entry.wire), code)
+    }
     assert.ok(catalogue().length > 0)
   })
 
@@ -83,8 +86,11 @@ describe('CLI errors from the catalogue (svc-protocol/errors, cli.md §1.1, §4.
     assert.equal(toCliError('text').code, Codes.InternalError)
   })
 
-  it('hints are keyed by catalogue codes', () => {
+  it('hints are keyed by catalogue codes, the CLI\'s own ENGINE_UNREACHABLE included (issue 16)', () => {
     assert.equal(hintFor('function_not_found'), 'the worker may still be installing or starting; check svc worker list and retry')
+    assert.equal(hintFor('ENGINE_UNREACHABLE'), 'start the engine with svc in the project directory, or pass --engine <url> of a running engine')
+    assert.equal(unreachableError('ws://127.0.0.1:1', undefined).hint, hintFor('ENGINE_UNREACHABLE'))
+    assert.match(formatHumanError(unreachableError('ws://127.0.0.1:1', undefined)), /\nHint: start the engine with svc/)
     assert.equal(hintFor('FUNCTION_NOT_FOUND'), undefined)
     assert.equal(hintFor('enqueue_error'), undefined)
   })
@@ -95,7 +101,8 @@ describe('CLI errors from the catalogue (svc-protocol/errors, cli.md §1.1, §4.
     const downstream = invocationFailure(new InvocationError({ code: 'TIMEOUT', message: 'invocation timed out after 30000ms' }), call)
     assert.deepEqual([downstream.exitCode, downstream.message], [1, 'TIMEOUT: invocation timed out after 30000ms'])
     const unreachable = invocationFailure(new InvocationError({ code: 'NOT_CONNECTED', message: 'not connected to the engine' }), call)
-    assert.deepEqual([unreachable.exitCode, unreachable.code], [3, 'ENGINE_UNREACHABLE'])
+    assert.deepEqual([unreachable.exitCode, unreachable.code, unreachable.hint], [3, 'ENGINE_UNREACHABLE', hintFor('ENGINE_UNREACHABLE')])
+    assert.equal(invocationFailure(new InvocationError({ code: 'NOT_CONNECTED', message: 'x' }), { ...call, unreachableHint: 'start it' }).hint, 'start it')
     const namespace = invocationFailure(new InvocationError({ code: 'INVALID_NAMESPACE', message: 'namespace is empty' }), call)
     assert.equal(namespace.exitCode, 1)
     const missing = invocationFailure(new InvocationError({ code: 'function_not_found', message: 'Function math::add not found', stacktrace: 'at x' }), call)

@@ -3,8 +3,10 @@
  * an optional hint and an exit code; stacks are shown only with `DEBUG` set.
  *
  * Codes of engine, SDK and built-in workers come from the one catalogue in `svc-protocol/errors`
- * (exit class, hints keyed by its codes); only failures the CLI itself detects have codes of their
- * own ({@link CliCodes}), and none of those is a catalogue code.
+ * (exit class, hints keyed by its codes); failures the CLI itself detects have codes of their own
+ * ({@link CliCodes}): those scripts test (`ENGINE_UNREACHABLE`) are catalogue
+ * entries produced by the CLI (source `cli`), so errors.md lists them with their hint; the others
+ * are no catalogue code.
  */
 import { catalogueEntry, Codes, exitCodeOf } from 'svc-protocol/errors'
 import { ConfigError } from '../../runtime/config/errors.ts'
@@ -13,13 +15,14 @@ import { terminalJson, terminalLines, terminalText } from '../../runtime/engine/
 /**
  * Codes of failures only the CLI detects (cli.md §1, §4.6); engine and function failures keep their
  * catalogue code (`Codes` of `svc-protocol/errors`). Other CLI modules add their own codes in place
- * (`CONFIG_NOT_FOUND`, `UNKNOWN_WORKER`, …); none of them may reuse a catalogue code for another meaning.
+ * (`CONFIG_NOT_FOUND`, `UNKNOWN_WORKER`, …); none of them may reuse a catalogue code for another
+ * meaning: a CLI code in the catalogue is an entry whose source is `cli`.
  */
 export const CliCodes = {
   /** A usage error: bad flag, argument or key=value (exit 2). */
   InvalidArgument: 'INVALID_ARGUMENT',
-  /** The engine did not accept a connection (exit 3, cli.md §4.6). */
-  EngineUnreachable: 'ENGINE_UNREACHABLE',
+  /** The engine did not accept a connection (exit 3, cli.md §4.6); a catalogue entry with its hint. */
+  EngineUnreachable: Codes.EngineUnreachable,
   /** oclif reported a failure that is not a usage error. */
   Failed: 'FAILED',
 } as const

@@ -29,6 +29,8 @@ export interface FunctionsQuery {
   /** Only functions served by this worker. */
   worker?: string | undefined
   timeoutMs?: number
+  /** The `Hint:` when the engine is unreachable (`unreachableHint` of project.ts); else the catalogue's. */
+  unreachableHint?: string | undefined
 }
 
 /**
@@ -42,7 +44,7 @@ export async function listFunctions(query: FunctionsQuery): Promise<ListedFuncti
   if (query.namespace !== undefined) payload.namespace = query.namespace
   if (query.search !== undefined) payload.search = query.search
   if (query.worker !== undefined) payload.worker = query.worker
-  const { result } = await triggerOnce({ url: query.url, functionId: 'engine::functions::list', payload, mode: 'sync', timeoutMs: query.timeoutMs ?? 30_000 })
+  const { result } = await triggerOnce({ url: query.url, functionId: 'engine::functions::list', payload, mode: 'sync', timeoutMs: query.timeoutMs ?? 30_000, unreachableHint: query.unreachableHint })
   const functions = (result as { functions: FunctionSummary[] }).functions
   return functions
     .map((f) => ({

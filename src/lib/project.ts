@@ -166,6 +166,19 @@ function noticeLine(target: EngineTarget): string | undefined {
 }
 
 /**
+ * The `Hint:` after `Cannot connect to the engine …` (code `ENGINE_UNREACHABLE`) that fits where the
+ * address came from: the project's own engine (its record, config.yaml or the default) → start it
+ * with svc in the project's root, or pass --engine; `--engine` → check that address; `SVC_URL` →
+ * check or unset it. Undefined outside a project, where the catalogue's hint for the code applies.
+ */
+export function unreachableHint(target: EngineTarget): string | undefined {
+  if (target.source === 'flag') return `check the address given with --engine (${target.url}), or start that engine with svc`
+  if (target.source === 'env') return `check SVC_URL (${target.url}), or unset it to use ${target.project === undefined ? 'the default engine' : "the project's engine"}`
+  if (target.project === undefined) return undefined
+  return `start it with svc in ${target.project.root}, or pass --engine <url> of a running engine`
+}
+
+/**
  * The failure for a project whose own engine is not running while another project's engine holds
  * its address (issue 11): exit 3, naming both, so the command never answers from the wrong engine.
  */

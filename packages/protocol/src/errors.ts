@@ -223,6 +223,8 @@ export const Codes = {
   ConnectionFailed: 'CONNECTION_FAILED',
   DriverError: 'DRIVER_ERROR',
   ConfigError: 'CONFIG_ERROR',
+  // cli.md §1.1, §4.6: failures the CLI detects before or instead of an invocation (never on the wire)
+  EngineUnreachable: 'ENGINE_UNREACHABLE',
 } as const
 export type Code = (typeof Codes)[keyof typeof Codes]
 
@@ -295,6 +297,10 @@ entry(Codes.QueryTimeout, 504, 'timeout', ['database'], 'A database call exceede
 entry(Codes.ConnectionFailed, 503, 'unreachable', ['database'], 'The database cannot be reached, or authentication or TLS failed.', 'Check that the database runs and is reachable, and the URL\'s user, password and TLS options.')
 entry(Codes.DriverError, 400, 'failure', ['database'], 'The database rejected the statement.', 'Fix the statement; the driver\'s code and message follow the error code.')
 entry(Codes.ConfigError, 400, 'usage', ['database'], 'A database URL is invalid or its scheme is not supported.', 'Fix the database URL in the worker\'s settings: `sqlite:`, `postgres://`, `postgresql://` or `mysql://`.')
+entry(Codes.EngineUnreachable, 503, 'unreachable', ['cli'], 'A command could not connect to the engine at its address (nothing listens there, or no answer in time), or the project\'s own engine is not running while another project\'s engine holds its address.', 'Start the engine with `svc` in the project directory, or point the command at a running engine with `--engine <url>` or `SVC_URL`.', {
+  wire: false,
+  hint: 'start the engine with svc in the project directory, or pass --engine <url> of a running engine',
+})
 
 /** Every catalogue entry, in catalogue order. */
 export function catalogue(): CatalogueEntry[] {
