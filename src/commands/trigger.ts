@@ -6,8 +6,9 @@ import { Args, Flags } from '@oclif/core'
 import { InvocationError } from 'svc-sdk'
 import { terminalJson, terminalText } from '../../runtime/engine/terminal.ts'
 import { SvcCommand } from '../lib/command.ts'
-import { CliError, ExitCode, toCliError, usageError } from '../lib/errors.ts'
-import { PayloadError, readAll, readDataArgument, resolveTriggerInput } from '../lib/payload.ts'
+import { CliError, exitCodeForCode, ExitCode, hintFor, toCliError, usageError } from '../lib/errors.ts'
+import { assertFitsMessage, dataLabel, PayloadError, readAll, readDataArgument, resolveTriggerInput } from '../lib/payload.ts'
+import { maxMessageBytesAt } from '../lib/engines.ts'
 import { engineNotice, projectEngine, unreachableHint } from '../lib/project.ts'
 import { pickFunction, triggerOnce } from '../lib/trigger.ts'
 import { isInteractiveProcess } from '../lib/interactive.ts'
@@ -63,21 +64,31 @@ export default class Trigger extends SvcCommand {
 
   async run(): Promise<void> {
     const { flags, argv } = await this.parse(Trigger)
+    const target = projectEngine({ flag: flags.engine, cwd: process.cwd() })
+    const url = target.url
+    // One message to the engine holds at most max_message_bytes (protocol.md §2): a larger payload
+    // is refused here, naming its size and the limit, instead of the engine closing the connection.
+    const maxMessageBytes = maxMessageBytesAt(url)
+    const readStdin = (maxBytes: number) => readAll(process.stdin, maxBytes)
     let input
     try {
       input = resolveTriggerInput({
         positionals: argv as string[],
-        data: await readDataArgument(flags.data, '--data', readAll),
+        data: await readDataArgument(flags.data, '--data', readStdin, process.cwd(), maxMessageBytes),
         functionIdFlag: flags['function-id'],
-        payloadFlag: await readDataArgument(flags.payload, '--payload', readAll),
+        payloadFlag: await readDataArgument(flags.payload, '--payload', readStdin, process.cwd(), maxMessageBytes),
+        dataLabel: dataLabel('--data', flags.data),
+        payloadLabel: dataLabel('--payload', flags.payload),
       })
+      if (!flags.describe && input.functionId !== undefined) {
+        const from = flags.payload !== undefined ? dataLabel('--payload', flags.payload) : dataLabel('--data', flags.data)
+        assertFitsMessage(input.payload, maxMessageBytes, from.includes(' ') ? `the payload of ${from}` : 'the payload', input.functionId, flags.namespace)
+      }
     } catch (err) {
-      if (err instanceof PayloadError) throw usageError(err.message)
+      if (err instanceof PayloadError) throw payloadCliError(err)
       throw err
     }
     for (const warning of input.warnings) process.stderr.write(`Warning: ${terminalText(warning)}\n`)
-    const target = projectEngine({ flag: flags.engine, cwd: process.cwd() })
-    const url = target.url
     let announced = false
     const announce = () => {
       const notice = engineNotice(target)
@@ -134,6 +145,16 @@ export default class Trigger extends SvcCommand {
       process.stdout.write(`${terminalJson(outcome.result, 2)}\n`)
     }
   }
+}
+
+/**
+ * A payload that cannot be built (`INVALID_ARGUMENT`) or sent (`MESSAGE_TOO_LARGE`, with the
+ * catalogue's hint): exit 2 (cli.md §1.1, a bad argument).
+ */
+function payloadCliError(err: PayloadError): CliError {
+  if (err.code === 'INVALID_ARGUMENT') return usageError(err.message)
+  const hint = hintFor(err.code)
+  return new CliError({ code: err.code, message: err.message, exitCode: exitCodeForCode(err.code), ...(hint !== undefined ? { hint } : {}) })
 }
 
 /** `{code, message, stacktrace?}`: the function's own error as it sent it, else the CLI's. */

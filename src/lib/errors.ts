@@ -4,7 +4,7 @@
  *
  * Codes of engine, SDK and built-in workers come from the one catalogue in `svc-protocol/errors`
  * (exit class, hints keyed by its codes); failures the CLI itself detects have codes of their own
- * ({@link CliCodes}): those scripts test (`ENGINE_UNREACHABLE`) are catalogue
+ * ({@link CliCodes}): those scripts test (`ENGINE_UNREACHABLE`, `MESSAGE_TOO_LARGE`) are catalogue
  * entries produced by the CLI (source `cli`), so errors.md lists them with their hint; the others
  * are no catalogue code.
  */
@@ -23,6 +23,8 @@ export const CliCodes = {
   InvalidArgument: 'INVALID_ARGUMENT',
   /** The engine did not accept a connection (exit 3, cli.md §4.6); a catalogue entry with its hint. */
   EngineUnreachable: Codes.EngineUnreachable,
+  /** A payload larger than the engine accepts in one message, refused before sending (exit 2); a catalogue entry. */
+  MessageTooLarge: Codes.MessageTooLarge,
   /** oclif reported a failure that is not a usage error. */
   Failed: 'FAILED',
 } as const

@@ -148,6 +148,7 @@ export async function startEngine(options: StartOptions): Promise<RunningEngine>
     project_name: projectName(config.project_root),
     config_file: config.file ?? null,
     engine_urls: engine.workerUrls,
+    max_message_bytes: config.listeners.map((l) => l.max_message_bytes),
     ports: [...engine.workerUrls, ...engine.listenUrls('svc-http'), ...engine.listenUrls('svc-stream')].map(portOf).filter((p) => p > 0),
     started_at_ms: Date.now(),
   }, options.env)

@@ -225,6 +225,7 @@ export const Codes = {
   ConfigError: 'CONFIG_ERROR',
   // cli.md §1.1, §4.6: failures the CLI detects before or instead of an invocation (never on the wire)
   EngineUnreachable: 'ENGINE_UNREACHABLE',
+  MessageTooLarge: 'MESSAGE_TOO_LARGE',
 } as const
 export type Code = (typeof Codes)[keyof typeof Codes]
 
@@ -300,6 +301,10 @@ entry(Codes.ConfigError, 400, 'usage', ['database'], 'A database URL is invalid 
 entry(Codes.EngineUnreachable, 503, 'unreachable', ['cli'], 'A command could not connect to the engine at its address (nothing listens there, or no answer in time), or the project\'s own engine is not running while another project\'s engine holds its address.', 'Start the engine with `svc` in the project directory, or point the command at a running engine with `--engine <url>` or `SVC_URL`.', {
   wire: false,
   hint: 'start the engine with svc in the project directory, or pass --engine <url> of a running engine',
+})
+entry(Codes.MessageTooLarge, 413, 'usage', ['cli'], 'svc trigger was given a payload larger than the engine accepts in one message (`max_message_bytes`, 64 MiB by default, protocol.md §2); nothing was sent.', 'Send a reference to the data (a file path, a URL, a state key) instead of the data, or raise `max_message_bytes` of the svc-worker-manager entry in config.yaml.', {
+  wire: false,
+  hint: 'send a reference to the data (a path, a URL, a state key) instead, or raise max_message_bytes of the svc-worker-manager entry in config.yaml',
 })
 
 /** Every catalogue entry, in catalogue order. */
