@@ -24,7 +24,8 @@ export default class Trigger extends SvcCommand {
   static override summary = 'Invoke a function of the running engine'
   static override description =
     'Builds the payload from --data (any JSON, default {}; @file reads a file, - reads stdin) and KEY=VALUE arguments (the value is JSON when it parses, ' +
-    'else text; applied left to right as a shallow merge), invokes FUNCTION_ID once and prints its result as JSON.'
+    'else text; applied left to right as a shallow merge), invokes FUNCTION_ID once and prints its result as JSON. ' +
+    "A payload larger than the engine accepts in one message (its max_message_bytes, 64 MiB by default) is refused before it is sent."
 
   static override examples = [
     '<%= config.bin %> trigger math::add a=2 b=3',
@@ -80,10 +81,6 @@ export default class Trigger extends SvcCommand {
         dataLabel: dataLabel('--data', flags.data),
         payloadLabel: dataLabel('--payload', flags.payload),
       })
-      if (!flags.describe && input.functionId !== undefined) {
-        const from = flags.payload !== undefined ? dataLabel('--payload', flags.payload) : dataLabel('--data', flags.data)
-        assertFitsMessage(input.payload, maxMessageBytes, from.includes(' ') ? `the payload of ${from}` : 'the payload', input.functionId, flags.namespace)
-      }
     } catch (err) {
       if (err instanceof PayloadError) throw payloadCliError(err)
       throw err
@@ -101,6 +98,15 @@ export default class Trigger extends SvcCommand {
       }
       announce()
       input.functionId = await pickFunction(url, flags.namespace, unreachableHint(target))
+    }
+    if (!flags.describe) {
+      const from = flags.payload !== undefined ? dataLabel('--payload', flags.payload) : dataLabel('--data', flags.data)
+      try {
+        assertFitsMessage(input.payload, maxMessageBytes, from.includes(' ') ? `the payload of ${from}` : 'the payload', input.functionId, flags.namespace)
+      } catch (err) {
+        if (err instanceof PayloadError) throw payloadCliError(err)
+        throw err
+      }
     }
     const call = flags.describe
       ? {
