@@ -15,6 +15,8 @@ describe('docs/reference/errors.md', () => {
     assert.ok(rows.some((r) => r.startsWith('| `function_not_found` | engine, SDK | No live replica for the id after namespace fallback. | Check the id') && r.endsWith('| 404 | 1 (failed) |')))
     assert.ok(rows.some((r) => r.startsWith('| `NOT_CONNECTED` | SDK (client side only) |') && r.endsWith('| 503 | 3 (unreachable) |')))
     assert.ok(rows.some((r) => r.startsWith('| `TIMEOUT` |') && r.endsWith('| 504 | 4 (timed out) |')))
+    // The CLI's own code that svc trigger --json reports (issue 16).
+    assert.ok(rows.some((r) => r.startsWith('| `ENGINE_UNREACHABLE` | CLI (client side only) |') && r.endsWith('| 503 | 3 (unreachable) |')))
   })
 
   it('escapes table cells', () => {

@@ -4,7 +4,7 @@
  */
 import assert from 'node:assert/strict'
 import { spawn, type ChildProcess } from 'node:child_process'
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { mkdtempSync, rmSync, truncateSync, writeFileSync } from 'node:fs'
 import { createServer } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -13,6 +13,7 @@ import { fileURLToPath } from 'node:url'
 import { after, before, describe, it } from 'node:test'
 import { registerWorker, type SvcClient } from 'svc-sdk'
 import { cliEnv, runSvc, type Finished } from './support/cli.ts'
+import { startEngineProcess } from './support/processes.ts'
 
 const SVC_BIN = fileURLToPath(new URL('../bin/run.js', import.meta.url))
 
@@ -278,17 +279,43 @@ describe('svc trigger failures before any invocation', () => {
     const port = await closedPort()
     const result = await svc(['trigger', 'math::add', 'a=1', '--engine', `ws://127.0.0.1:${port}`])
     assert.equal(result.code, 3)
-    assert.equal(result.stderr, `Error: Cannot connect to the engine at ws://127.0.0.1:${port} (ECONNREFUSED). Is svc running?\n`)
+    assert.equal(
+      result.stderr,
+      `Error: Cannot connect to the engine at ws://127.0.0.1:${port} (ECONNREFUSED). Is svc running?\n` +
+        `Hint: check the address given with --engine (ws://127.0.0.1:${port}), or start that engine with svc\n`,
+    )
     const json = await svc(['trigger', 'math::add', '--json', '--engine', `ws://127.0.0.1:${port}`])
     assert.equal(json.code, 3)
     assert.equal(JSON.parse(json.stdout).error.code, 'ENGINE_UNREACHABLE')
+  })
+
+  it("the project's engine not running: the Hint line says where to start it (issue 16)", async () => {
+    const port = await closedPort()
+    const project = mkdtempSync(join(tmpdir(), 'svc-cli-stopped-'))
+    writeFileSync(join(project, 'config.yaml'), `workers:\n  - name: svc-worker-manager\n    config:\n      port: ${port}\n`)
+    try {
+      const result = await svc(['trigger', 'math::add', 'a=1'], { cwd: project })
+      assert.equal(result.code, 3, result.stderr)
+      assert.ok(
+        result.stderr.endsWith(
+          `Error: Cannot connect to the engine at ws://127.0.0.1:${port} (ECONNREFUSED). Is svc running?\n` +
+            `Hint: start it with svc in ${project}, or pass --engine <url> of a running engine\n`,
+        ),
+        result.stderr,
+      )
+      const functions = await svc(['functions'], { cwd: project })
+      assert.equal(functions.code, 3, functions.stderr)
+      assert.match(functions.stderr, /\nHint: start it with svc in /)
+    } finally {
+      rmSync(project, { recursive: true, force: true })
+    }
   })
 
   it('malformed key=value and bad --data exit 2 without contacting the engine', async () => {
     const cases: Array<[string[], string]> = [
       [['math::add', 'x'], "Error: Invalid argument 'x': expected key=value\n"],
       [['math::add', '=x'], "Error: Invalid argument '=x': empty key\n"],
-      [['math::add', '--data', '{bad'], `Error: --data: invalid JSON (Expected property name or '}' in JSON at position 1 (line 1 column 2))\n`],
+      [['math::add', '--data', '{bad'], `Error: --data: invalid JSON (line 1 column 2: property name expected, found 'b')\n`],
       [['math::add', '--data', '[1]', 'a=1'], 'Error: --data must be a JSON object when key=value arguments are given\n'],
       [['--function-id=math::add', 'a=1'], 'Error: --function-id/--payload cannot be combined with positional arguments\n'],
       [['math::add', '--payload={}'], 'Error: --function-id/--payload cannot be combined with positional arguments\n'],
@@ -337,6 +364,83 @@ describe('svc trigger input: --data @file, --data - and the JSON-looking warning
     assert.equal(result.code, 0, result.stderr)
     assert.deepEqual(JSON.parse(result.stdout), { o: '{k:1}', l: [1, 2] })
     assert.match(result.stderr, /^Warning: the value of 'o' starts with '\{' but is not valid JSON \(.*\); sending it as text\n$/)
+  })
+})
+
+describe('payloads the engine cannot take, files that are not JSON (issue 16 item 14)', () => {
+  const limitHint = 'Hint: send a reference to the data (a path, a URL, a state key) instead, or raise max_message_bytes of the svc-worker-manager entry in config.yaml\n'
+
+  it('a 100 MB file is refused before anything is sent, naming its size and the limit; the engine keeps serving', { timeout: 120_000 }, async () => {
+    // A JSON document of 100 MB (one long string), and a sparse file of the same size.
+    writeFileSync(join(dir, 'huge.json'), Buffer.concat([Buffer.from('{"blob":"'), Buffer.alloc(100 * 1024 * 1024, 'x'), Buffer.from('"}')]))
+    writeFileSync(join(dir, 'sparse.bin'), '')
+    truncateSync(join(dir, 'sparse.bin'), 100 * 1024 * 1024)
+    try {
+      const huge = await trigger('test::echo', '--data', '@huge.json')
+      assert.deepEqual(
+        [huge.code, huge.stderr],
+        [2, `Error: --data @huge.json is 104857611 bytes (100.0 MiB); the engine accepts at most 67108864 bytes (64.0 MiB) in one message (max_message_bytes), so it was not sent\n${limitHint}`],
+      )
+      const sparse = await trigger('test::echo', '--data', '@sparse.bin', '--json')
+      assert.equal(sparse.code, 2, sparse.stderr)
+      assert.deepEqual(JSON.parse(sparse.stdout), {
+        ok: false,
+        error: { code: 'MESSAGE_TOO_LARGE', message: '--data @sparse.bin is 104857600 bytes (100.0 MiB); the engine accepts at most 67108864 bytes (64.0 MiB) in one message (max_message_bytes), so it was not sent' },
+      })
+      const after = await trigger('test::echo', 'still=1')
+      assert.deepEqual([after.code, JSON.parse(after.stdout)], [0, { still: 1 }])
+    } finally {
+      rmSync(join(dir, 'huge.json'), { force: true })
+      rmSync(join(dir, 'sparse.bin'), { force: true })
+    }
+  })
+
+  it("a file that is not JSON: where it fails, never its bytes", async () => {
+    writeFileSync(join(dir, 'secret.bin'), '\u001b]52;c;aGVsbG8=\u0007 password=hunter2\n')
+    writeFileSync(join(dir, 'broken.json'), '{"a": 1,\n "b": [1, 2,\n   nope]}\n')
+    try {
+      const secret = await trigger('test::echo', '--data', '@secret.bin')
+      assert.deepEqual([secret.code, secret.stderr], [2, "Error: --data @secret.bin: invalid JSON (line 1 column 1: value expected, found '\\x1b')\n"])
+      const broken = await trigger('test::echo', '--data', '@broken.json')
+      assert.deepEqual([broken.code, broken.stderr], [2, "Error: --data @broken.json: invalid JSON (line 3 column 4: value expected, found 'n')\n"])
+      const piped = await runSvc(['trigger', 'test::echo', '--data', '-', '--engine', engineUrl], { cwd: dir, env: cliEnv(), input: 'token=abc123\n' })
+      assert.deepEqual([piped.code, piped.stderr], [2, "Error: --data -: invalid JSON (line 1 column 1: value expected, found 't')\n"])
+    } finally {
+      rmSync(join(dir, 'secret.bin'), { force: true })
+      rmSync(join(dir, 'broken.json'), { force: true })
+    }
+  })
+
+  it("the limit is the engine's own max_message_bytes (1 MiB here), for files, standard input and key=value", { timeout: 120_000 }, async () => {
+    const project = mkdtempSync(join(tmpdir(), 'svc-cli-limit-'))
+    writeFileSync(join(project, 'config.yaml'), 'workers:\n  - name: svc-worker-manager\n    config:\n      port: 0\n      max_message_bytes: 1048576\n  - name: svc-http\n    config:\n      port: 0\n  - name: svc-stream\n    config:\n      port: 0\n')
+    const small = await startEngineProcess(project)
+    const echo = registerWorker(small.engineUrl, { workerName: 'cli-limit-test' })
+    try {
+      echo.registerFunction('test::echo', (data: unknown) => data)
+      await registered(echo, ['test::echo'])
+      const run = (args: string[], input?: string) => runSvc(['trigger', 'test::echo', ...args], { cwd: project, env: cliEnv(), ...(input === undefined ? {} : { input }) })
+      const json = (text: number) => JSON.stringify({ blob: 'x'.repeat(text) })
+      writeFileSync(join(project, 'two.json'), json(2 * 1024 * 1024))
+      const file = await run(['--data', '@two.json'])
+      assert.equal(file.code, 2, file.stderr)
+      assert.match(file.stderr, /^Error: --data @two\.json is 2097163 bytes \(2\.0 MiB\); the engine accepts at most 1048576 bytes \(1\.0 MiB\) in one message/)
+      const piped = await run(['--data', '-'], json(2 * 1024 * 1024))
+      assert.equal(piped.code, 2, piped.stderr)
+      assert.match(piped.stderr, /^Error: --data - \(standard input\) is more than 1048576 bytes \(1\.0 MiB\); the engine accepts at most 1048576 bytes/)
+      // Under the limit as a file, over it as a message once key=value adds to it.
+      writeFileSync(join(project, 'near.json'), json(1024 * 1024 - 2000))
+      const near = await run(['--data', '@near.json', `pad=${'y'.repeat(1000)}`])
+      assert.equal(near.code, 2, near.stderr)
+      assert.match(near.stderr, /^Error: the payload of --data @near\.json is 1047596 bytes; the engine accepts at most 1048576 bytes/)
+      const fits = await run(['--data', '@near.json'])
+      assert.equal(fits.code, 0, fits.stderr)
+      assert.equal((JSON.parse(fits.stdout) as { blob: string }).blob.length, 1024 * 1024 - 2000)
+    } finally {
+      await echo.shutdown()
+      await small.stop()
+      rmSync(project, { recursive: true, force: true })
+    }
   })
 })
 

@@ -2,6 +2,7 @@
  * The engine's console logger: `HH:MM:SS.mmm <source> <LEVEL> <message>` (cli.md §3), filtered by
  * level. The observability worker will also collect these records later.
  */
+import { terminalLines, terminalText } from './terminal.ts'
 import type { Logger } from './types.ts'
 
 export type LogLevel = 'trace' | 'debug' | 'info' | 'warn' | 'error'
@@ -17,6 +18,12 @@ export interface LogRecord {
 
 const ESC = '\u001b['
 const paint = (code: string, text: string) => `${ESC}${code}m${text}${ESC}0m`
+/**
+ * A colour or text attribute (SGR, `ESC [ … m`) in a message: dropped, since the line is painted
+ * here (a worker's own colours would run into ours). The store drops them too (stripAnsi).
+ */
+// eslint-disable-next-line no-control-regex
+const SGR = /\u001b\[[0-9;:]*m/g
 /** Source colours: no red or yellow, which mean ERROR and WARN. */
 const SOURCE_COLOURS = ['36', '35', '34', '32', '96', '95', '94', '92']
 const LEVEL_COLOURS: Record<LogRecord['level'], string> = { debug: '90', info: '32', warn: '33', error: '1;31' }
@@ -29,16 +36,30 @@ function sourceColour(source: string): string {
   return SOURCE_COLOURS[hash % SOURCE_COLOURS.length]!
 }
 
-/** Formats a record as one console line; `colour` paints the time, the source (one colour per source) and the level. */
+/**
+ * Formats a record as console lines (cli.md §3 `HH:MM:SS.mmm <source> <LEVEL> <message>`); `colour`
+ * paints the time, the source (one colour per source) and the level. Source, message and data come
+ * from outside (a worker's output, an OTLP `service.name`), so the message's own colours (SGR) are
+ * dropped and every control character left is shown escaped ({@link terminalText}) before any
+ * colour is added (issue 16): the only escape sequences in the result are the SGR colours painted
+ * here. A message of several lines becomes one line per line, each with the record's own time,
+ * source and level, so a line break in a message can never start a line that looks like another
+ * source's (trailing line breaks are dropped); the data follows the last line.
+ */
 export function formatLogLine(record: LogRecord, colour = false): string {
   const t = record.time
   const pad = (n: number, w = 2) => String(n).padStart(w, '0')
   const time = `${pad(t.getHours())}:${pad(t.getMinutes())}:${pad(t.getSeconds())}.${pad(t.getMilliseconds(), 3)}`
-  const data = record.data && Object.keys(record.data).length > 0 ? ` ${JSON.stringify(record.data)}` : ''
+  const data = record.data && Object.keys(record.data).length > 0 ? ` ${terminalText(JSON.stringify(record.data))}` : ''
   const level = record.level.toUpperCase()
-  if (!colour) return `${time} ${record.source} ${level} ${record.message}${data}`
-  const message = record.level === 'error' ? paint('31', record.message) : record.level === 'debug' ? paint('2', record.message) : record.message
-  return `${paint('2', time)} ${paint(sourceColour(record.source), record.source)} ${paint(LEVEL_COLOURS[record.level], level)} ${message}${data && paint('2', data)}`
+  const source = terminalText(record.source)
+  const lines = terminalLines(record.message.replace(SGR, ''))
+  // A trailing line break ends the message; it starts no empty line.
+  while (lines.length > 1 && lines[lines.length - 1] === '') lines.pop()
+  if (!colour) return lines.map((line, i) => `${time} ${source} ${level} ${line}${i === lines.length - 1 ? data : ''}`).join('\n')
+  const prefix = `${paint('2', time)} ${paint(sourceColour(source), source)} ${paint(LEVEL_COLOURS[record.level], level)} `
+  const body = (line: string) => (record.level === 'error' ? paint('31', line) : record.level === 'debug' ? paint('2', line) : line)
+  return lines.map((line, i) => `${prefix}${body(line)}${i === lines.length - 1 ? data && paint('2', data) : ''}`).join('\n')
 }
 
 let colourOverride: boolean | undefined

@@ -3,8 +3,9 @@
  */
 import { Flags } from '@oclif/core'
 import { SvcCommand } from '../lib/command.ts'
+import { terminalJson } from '../../runtime/engine/terminal.ts'
 import { formatFunctionsTable, listFunctions } from '../lib/functions.ts'
-import { resolveEngineUrl } from '../lib/project.ts'
+import { projectEngine, unreachableHint } from '../lib/project.ts'
 
 export default class Functions extends SvcCommand {
   static override summary = 'List the functions registered with the running engine'
@@ -29,8 +30,8 @@ export default class Functions extends SvcCommand {
 
   async run(): Promise<void> {
     const { flags } = await this.parse(Functions)
-    const url = resolveEngineUrl({ flag: flags.engine, cwd: process.cwd() })
-    const functions = await listFunctions({ url, namespace: flags.namespace, all: flags.all, search: flags.search, worker: flags.worker })
-    process.stdout.write(flags.json ? `${JSON.stringify({ functions })}\n` : formatFunctionsTable(functions))
+    const target = projectEngine({ flag: flags.engine, cwd: process.cwd() })
+    const functions = await listFunctions({ url: target.url, namespace: flags.namespace, all: flags.all, search: flags.search, worker: flags.worker, unreachableHint: unreachableHint(target) })
+    process.stdout.write(flags.json ? `${terminalJson({ functions })}\n` : formatFunctionsTable(functions))
   }
 }

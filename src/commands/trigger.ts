@@ -4,10 +4,12 @@
  */
 import { Args, Flags } from '@oclif/core'
 import { InvocationError } from 'svc-sdk'
+import { terminalJson, terminalText } from '../../runtime/engine/terminal.ts'
 import { SvcCommand } from '../lib/command.ts'
-import { CliError, ExitCode, toCliError, usageError } from '../lib/errors.ts'
-import { PayloadError, readAll, readDataArgument, resolveTriggerInput } from '../lib/payload.ts'
-import { engineNotice, projectEngine } from '../lib/project.ts'
+import { CliError, exitCodeForCode, ExitCode, hintFor, toCliError, usageError } from '../lib/errors.ts'
+import { assertFitsMessage, dataLabel, PayloadError, readAll, readDataArgument, resolveTriggerInput } from '../lib/payload.ts'
+import { maxMessageBytesAt } from '../lib/engines.ts'
+import { engineNotice, projectEngine, unreachableHint } from '../lib/project.ts'
 import { pickFunction, triggerOnce } from '../lib/trigger.ts'
 import { isInteractiveProcess } from '../lib/interactive.ts'
 import { readConfigText, readEntries } from '../worker-admin/config-file.ts'
@@ -22,7 +24,8 @@ export default class Trigger extends SvcCommand {
   static override summary = 'Invoke a function of the running engine'
   static override description =
     'Builds the payload from --data (any JSON, default {}; @file reads a file, - reads stdin) and KEY=VALUE arguments (the value is JSON when it parses, ' +
-    'else text; applied left to right as a shallow merge), invokes FUNCTION_ID once and prints its result as JSON.'
+    'else text; applied left to right as a shallow merge), invokes FUNCTION_ID once and prints its result as JSON. ' +
+    "A payload larger than the engine accepts in one message (its max_message_bytes, 64 MiB by default) is refused before it is sent."
 
   static override examples = [
     '<%= config.bin %> trigger math::add a=2 b=3',
@@ -62,21 +65,27 @@ export default class Trigger extends SvcCommand {
 
   async run(): Promise<void> {
     const { flags, argv } = await this.parse(Trigger)
+    const target = projectEngine({ flag: flags.engine, cwd: process.cwd() })
+    const url = target.url
+    // One message to the engine holds at most max_message_bytes (protocol.md §2): a larger payload
+    // is refused here, naming its size and the limit, instead of the engine closing the connection.
+    const maxMessageBytes = maxMessageBytesAt(url)
+    const readStdin = (maxBytes: number) => readAll(process.stdin, maxBytes)
     let input
     try {
       input = resolveTriggerInput({
         positionals: argv as string[],
-        data: await readDataArgument(flags.data, '--data', readAll),
+        data: await readDataArgument(flags.data, '--data', readStdin, process.cwd(), maxMessageBytes),
         functionIdFlag: flags['function-id'],
-        payloadFlag: await readDataArgument(flags.payload, '--payload', readAll),
+        payloadFlag: await readDataArgument(flags.payload, '--payload', readStdin, process.cwd(), maxMessageBytes),
+        dataLabel: dataLabel('--data', flags.data),
+        payloadLabel: dataLabel('--payload', flags.payload),
       })
     } catch (err) {
-      if (err instanceof PayloadError) throw usageError(err.message)
+      if (err instanceof PayloadError) throw payloadCliError(err)
       throw err
     }
-    for (const warning of input.warnings) process.stderr.write(`Warning: ${warning}\n`)
-    const target = projectEngine({ flag: flags.engine, cwd: process.cwd() })
-    const url = target.url
+    for (const warning of input.warnings) process.stderr.write(`Warning: ${terminalText(warning)}\n`)
     let announced = false
     const announce = () => {
       const notice = engineNotice(target)
@@ -88,7 +97,16 @@ export default class Trigger extends SvcCommand {
         throw usageError('Missing FUNCTION_ID', 'pass the function to invoke, e.g. svc trigger math::add a=1 b=2')
       }
       announce()
-      input.functionId = await pickFunction(url, flags.namespace)
+      input.functionId = await pickFunction(url, flags.namespace, unreachableHint(target))
+    }
+    if (!flags.describe) {
+      const from = flags.payload !== undefined ? dataLabel('--payload', flags.payload) : dataLabel('--data', flags.data)
+      try {
+        assertFitsMessage(input.payload, maxMessageBytes, from.includes(' ') ? `the payload of ${from}` : 'the payload', input.functionId, flags.namespace)
+      } catch (err) {
+        if (err instanceof PayloadError) throw payloadCliError(err)
+        throw err
+      }
     }
     const call = flags.describe
       ? {
@@ -97,6 +115,7 @@ export default class Trigger extends SvcCommand {
           payload: flags.namespace === undefined ? { function_id: input.functionId } : { function_id: input.functionId, namespace: flags.namespace },
           mode: 'sync' as const,
           timeoutMs: flags['timeout-ms'],
+          unreachableHint: unreachableHint(target),
         }
       : {
           url,
@@ -109,6 +128,7 @@ export default class Trigger extends SvcCommand {
           idempotencyKey: flags['idempotency-key'],
           timeoutMs: flags['timeout-ms'],
           declaredWorkers: declaredLocalWorkers(target.project?.root),
+          unreachableHint: unreachableHint(target),
         }
 
     announce()
@@ -119,17 +139,28 @@ export default class Trigger extends SvcCommand {
     } catch (err) {
       const error = toCliError(err)
       if (!flags.json) throw error
-      process.stdout.write(`${JSON.stringify({ ok: false, error: jsonError(error), duration_ms: Math.round(performance.now() - started) })}\n`)
+      process.stdout.write(`${terminalJson({ ok: false, error: jsonError(error), duration_ms: Math.round(performance.now() - started) })}\n`)
       this.exit(error.exitCode)
       return
     }
 
+    // The result is the function's: JSON that a terminal cannot act on (terminalJson, issue 16).
     if (flags.json) {
-      process.stdout.write(`${JSON.stringify({ ok: true, result: outcome.result ?? null, duration_ms: outcome.durationMs })}\n`)
+      process.stdout.write(`${terminalJson({ ok: true, result: outcome.result ?? null, duration_ms: outcome.durationMs })}\n`)
     } else if (outcome.result !== undefined) {
-      process.stdout.write(`${JSON.stringify(outcome.result, null, 2)}\n`)
+      process.stdout.write(`${terminalJson(outcome.result, 2)}\n`)
     }
   }
+}
+
+/**
+ * A payload that cannot be built (`INVALID_ARGUMENT`) or sent (`MESSAGE_TOO_LARGE`, with the
+ * catalogue's hint): exit 2 (cli.md §1.1, a bad argument).
+ */
+function payloadCliError(err: PayloadError): CliError {
+  if (err.code === 'INVALID_ARGUMENT') return usageError(err.message)
+  const hint = hintFor(err.code)
+  return new CliError({ code: err.code, message: err.message, exitCode: exitCodeForCode(err.code), ...(hint !== undefined ? { hint } : {}) })
 }
 
 /** `{code, message, stacktrace?}`: the function's own error as it sent it, else the CLI's. */

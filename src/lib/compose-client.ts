@@ -6,6 +6,7 @@ import { resolve } from 'node:path'
 import { Flags } from '@oclif/core'
 import type { WorkerSummary } from 'svc-protocol'
 import type { ContainerResult, OpResult, RemoveResult, StatusResult } from '../compose/types.ts'
+import { terminalLines, terminalText } from '../../runtime/engine/terminal.ts'
 import { CliError, ExitCode, usageError } from './errors.ts'
 import { resolveEngineUrl } from './project.ts'
 import { triggerOnce } from './trigger.ts'
@@ -71,7 +72,9 @@ export async function callCompose<T>(target: ComposeTarget, fn: string, payload:
   return { namespace, result: result as T }
 }
 
+/** A table of padded columns; cells come from the daemon (names, errors), so each is one escaped line. */
 function table(header: string[], rows: string[][]): string {
+  rows = rows.map((r) => r.map(terminalText))
   const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)))
   const line = (cells: string[]) => cells.map((cell, i) => (i === cells.length - 1 ? cell : cell.padEnd(widths[i]! + 2))).join('').trimEnd()
   return [header, ...rows].map(line).join('\n') + '\n'
@@ -79,7 +82,7 @@ function table(header: string[], rows: string[][]): string {
 
 /** `svc compose status`: a heading line, then one row per container. */
 export function formatStatus(status: StatusResult): string {
-  const head = `${status.file} in namespace ${status.namespace} (daemon pid ${status.daemon_pid})\n`
+  const head = `${terminalText(`${status.file} in namespace ${status.namespace} (daemon pid ${status.daemon_pid})`)}\n`
   if (status.containers.length === 0) return `${head}No containers (containers: {})\n`
   return (
     head +
@@ -101,20 +104,20 @@ export function formatStatus(status: StatusResult): string {
 function containerLine(c: ContainerResult): string {
   const parts = [`${c.container}`, c.state, c.changed ? 'changed' : 'unchanged']
   if (c.pid !== undefined) parts.push(`pid ${c.pid}`)
-  let line = parts.join('  ')
-  if (c.error) line += `\n    ${c.error.code}: ${c.error.message.split('\n').join('\n    ')}`
+  let line = terminalText(parts.join('  '))
+  if (c.error) line += `\n    ${terminalLines(`${c.error.code}: ${c.error.message}`).join('\n    ')}`
   return line
 }
 
 /** `svc compose down|restart`: one line per container, then the outcome. */
 export function formatOpResult(verb: string, op: OpResult): string {
   const lines = op.containers.map(containerLine)
-  lines.push(op.status === 'ok' ? `${verb}: ok (${op.operation_id})` : `${verb}: failed (${op.operation_id})`)
+  lines.push(terminalText(op.status === 'ok' ? `${verb}: ok (${op.operation_id})` : `${verb}: failed (${op.operation_id})`))
   return `${lines.join('\n')}\n`
 }
 
 /** `svc compose remove`. */
 export function formatRemove(result: RemoveResult): string {
   const head = result.changed ? `Removed ${result.container} from the compose file` : `${result.container}: nothing to remove`
-  return `${head}\n${formatOpResult('down', result.down)}`
+  return `${terminalText(head)}\n${formatOpResult('down', result.down)}`
 }

@@ -8,6 +8,7 @@ import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, unlinkSyn
 import { tmpdir, userInfo } from 'node:os'
 import { basename, join } from 'node:path'
 import { parseProjectIni, PROJECT_INI } from '../project/project-ini.ts'
+import { LISTENER_DEFAULTS } from '../../runtime/engine/types.ts'
 
 /** What a running engine records about itself. */
 export interface EngineRecord {
@@ -20,6 +21,12 @@ export interface EngineRecord {
   config_file: string | null
   /** `ws://…` of every engine listener, as bound. */
   engine_urls: string[]
+  /**
+   * `max_message_bytes` of each listener, in the order of `engine_urls` (protocol.md §2): the
+   * largest message it accepts, so `svc trigger` can refuse a larger payload before sending it.
+   * Absent in records of older versions.
+   */
+  max_message_bytes?: number[]
   /** Every TCP port the engine bound (listeners, svc-http, svc-stream). */
   ports: number[]
   /** ms since the epoch. */
@@ -162,6 +169,19 @@ export function engineAt(url: string, env: NodeJS.ProcessEnv = process.env): Eng
   const target = endpoint(url)
   if (target === undefined) return undefined
   return runningEngines(env).find((r) => r.engine_urls.some((u) => endpoint(u) === target))
+}
+
+/**
+ * The largest message the engine at `url` accepts, bytes: `max_message_bytes` of that listener as
+ * its running engine recorded it, else the protocol's default (64 MiB, protocol.md §2) — an engine
+ * the registry does not know (another machine, an older svc) is assumed to have the default.
+ */
+export function maxMessageBytesAt(url: string, env: NodeJS.ProcessEnv = process.env): number {
+  const record = engineAt(url, env)
+  const target = endpoint(url)
+  const index = record?.engine_urls.findIndex((u) => endpoint(u) === target) ?? -1
+  const limit = index < 0 ? undefined : record?.max_message_bytes?.[index]
+  return typeof limit === 'number' && Number.isSafeInteger(limit) && limit > 0 ? limit : LISTENER_DEFAULTS.max_message_bytes
 }
 
 /** The running engine (other than `exceptPid`) that bound TCP `port`, according to the registry. */

@@ -3,22 +3,28 @@
  * an optional hint and an exit code; stacks are shown only with `DEBUG` set.
  *
  * Codes of engine, SDK and built-in workers come from the one catalogue in `svc-protocol/errors`
- * (exit class, hints keyed by its codes); only failures the CLI itself detects have codes of their
- * own ({@link CliCodes}), and none of those is a catalogue code.
+ * (exit class, hints keyed by its codes); failures the CLI itself detects have codes of their own
+ * ({@link CliCodes}): those scripts test (`ENGINE_UNREACHABLE`, `MESSAGE_TOO_LARGE`) are catalogue
+ * entries produced by the CLI (source `cli`), so errors.md lists them with their hint; the others
+ * are no catalogue code.
  */
 import { catalogueEntry, Codes, exitCodeOf } from 'svc-protocol/errors'
 import { ConfigError } from '../../runtime/config/errors.ts'
+import { terminalJson, terminalLines, terminalText } from '../../runtime/engine/terminal.ts'
 
 /**
  * Codes of failures only the CLI detects (cli.md §1, §4.6); engine and function failures keep their
  * catalogue code (`Codes` of `svc-protocol/errors`). Other CLI modules add their own codes in place
- * (`CONFIG_NOT_FOUND`, `UNKNOWN_WORKER`, …); none of them may reuse a catalogue code for another meaning.
+ * (`CONFIG_NOT_FOUND`, `UNKNOWN_WORKER`, …); none of them may reuse a catalogue code for another
+ * meaning: a CLI code in the catalogue is an entry whose source is `cli`.
  */
 export const CliCodes = {
   /** A usage error: bad flag, argument or key=value (exit 2). */
   InvalidArgument: 'INVALID_ARGUMENT',
-  /** The engine did not accept a connection (exit 3, cli.md §4.6). */
-  EngineUnreachable: 'ENGINE_UNREACHABLE',
+  /** The engine did not accept a connection (exit 3, cli.md §4.6); a catalogue entry with its hint. */
+  EngineUnreachable: Codes.EngineUnreachable,
+  /** A payload larger than the engine accepts in one message, refused before sending (exit 2); a catalogue entry. */
+  MessageTooLarge: Codes.MessageTooLarge,
   /** oclif reported a failure that is not a usage error. */
   Failed: 'FAILED',
 } as const
@@ -142,21 +148,28 @@ export function debugEnabled(env: NodeJS.ProcessEnv = process.env, argv: readonl
   return value !== undefined && value !== '' && value !== '0' && value.toLowerCase() !== 'false'
 }
 
-/** Human form: `Error: …`, details, `Hint: …`, and the stack when `debug` is on. Ends with a newline. */
+/**
+ * Human form: `Error: …`, details, `Hint: …`, and the stack when `debug` is on. Ends with a newline.
+ * Messages quote what came from outside (a function's error, a file, an argument), so every
+ * control character is shown escaped (issue 16, `terminalText`): the message and the hint stay
+ * one line each — further lines of a message are indented, so none can pass for an `Error:` or
+ * `Hint:` line — and the lines of details and stacks are kept, each escaped.
+ */
 export function formatHumanError(err: CliError, debug = false): string {
-  let text = `Error: ${err.message}\n`
-  if (err.details) text += err.details.endsWith('\n') ? err.details : `${err.details}\n`
-  if (debug && err.debugDetails) text += err.debugDetails.endsWith('\n') ? err.debugDetails : `${err.debugDetails}\n`
-  if (err.hint) text += `Hint: ${err.hint}\n`
+  const block = (text: string) => `${terminalLines(text.endsWith('\n') ? text.slice(0, -1) : text).join('\n')}\n`
+  let text = `Error: ${terminalLines(err.message).join('\n  ')}\n`
+  if (err.details) text += block(err.details)
+  if (debug && err.debugDetails) text += block(err.debugDetails)
+  if (err.hint) text += `Hint: ${terminalText(err.hint)}\n`
   else if (!debug && err.debugDetails) text += 'Hint: run again with --debug to see the stack trace\n'
   if (debug) {
     const origin = err.cause instanceof Error ? err.cause : err
-    if (origin.stack) text += `${origin.stack}\n`
+    if (origin.stack) text += block(origin.stack)
   }
   return text
 }
 
-/** `--json` form of cli.md §1: `{"error":{"code","message"}}` plus any extra fields. One line. */
+/** `--json` form of cli.md §1: `{"error":{"code","message"}}` plus any extra fields. One line, safe for a terminal ({@link terminalJson}). */
 export function formatJsonError(err: CliError, extra: Record<string, unknown> = {}): string {
-  return `${JSON.stringify({ ...extra, error: { code: err.code, message: err.message } })}\n`
+  return `${terminalJson({ ...extra, error: { code: err.code, message: err.message } })}\n`
 }

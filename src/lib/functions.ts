@@ -4,6 +4,7 @@
  */
 import { isInternalId, type FunctionSummary } from 'svc-protocol'
 import { triggerOnce } from './trigger.ts'
+import { terminalText } from '../../runtime/engine/terminal.ts'
 
 /** One row of `svc functions` (and of its `--json` output). */
 export interface ListedFunction {
@@ -28,6 +29,8 @@ export interface FunctionsQuery {
   /** Only functions served by this worker. */
   worker?: string | undefined
   timeoutMs?: number
+  /** The `Hint:` when the engine is unreachable (`unreachableHint` of project.ts); else the catalogue's. */
+  unreachableHint?: string | undefined
 }
 
 /**
@@ -41,7 +44,7 @@ export async function listFunctions(query: FunctionsQuery): Promise<ListedFuncti
   if (query.namespace !== undefined) payload.namespace = query.namespace
   if (query.search !== undefined) payload.search = query.search
   if (query.worker !== undefined) payload.worker = query.worker
-  const { result } = await triggerOnce({ url: query.url, functionId: 'engine::functions::list', payload, mode: 'sync', timeoutMs: query.timeoutMs ?? 30_000 })
+  const { result } = await triggerOnce({ url: query.url, functionId: 'engine::functions::list', payload, mode: 'sync', timeoutMs: query.timeoutMs ?? 30_000, unreachableHint: query.unreachableHint })
   const functions = (result as { functions: FunctionSummary[] }).functions
   return functions
     .map((f) => ({
@@ -65,11 +68,12 @@ const DESCRIPTION_WIDTH = 60
 export function formatFunctionsTable(functions: readonly ListedFunction[]): string {
   if (functions.length === 0) return 'No functions are registered. Start a worker (svc, or svc worker add).\n'
   const header = ['ID', 'WORKER', 'NAMESPACE', 'DESCRIPTION']
+  // Ids, names and descriptions are what workers registered: each cell one escaped line.
   const rows = functions.map((f) => [
-    f.function_id,
-    f.worker ?? '-',
-    f.namespace,
-    shorten((f.description ?? '').replace(/\s+/g, ' ').trim()) || '-',
+    terminalText(f.function_id),
+    terminalText(f.worker ?? '-'),
+    terminalText(f.namespace),
+    terminalText(shorten((f.description ?? '').replace(/\s+/g, ' ').trim()) || '-'),
   ])
   const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)))
   const line = (cells: string[]) => cells.map((cell, i) => (i === cells.length - 1 ? cell : cell.padEnd(widths[i]! + 2))).join('').trimEnd()

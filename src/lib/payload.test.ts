@@ -1,10 +1,23 @@
 import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
 import { Readable } from 'node:stream'
-import { mkdtempSync, writeFileSync } from 'node:fs'
+import { mkdtempSync, truncateSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { buildPayload, PayloadError, parseToken, readAll, readDataArgument, resolveTriggerInput, tokenWarning } from './payload.ts'
+import fc from 'fast-check'
+import {
+  assertFitsMessage,
+  buildPayload,
+  dataLabel,
+  FRAME_ENVELOPE_BYTES,
+  InputTooLarge,
+  PayloadError,
+  parseToken,
+  readAll,
+  readDataArgument,
+  resolveTriggerInput,
+  tokenWarning,
+} from './payload.ts'
 
 function failsWith(fn: () => unknown, message: string | RegExp) {
   assert.throws(fn, (err: unknown) => {
@@ -91,9 +104,34 @@ describe('buildPayload: base and merge rules', () => {
     assert.equal(Object.getPrototypeOf(payload), Object.prototype)
   })
 
-  it('rejects invalid --data JSON with the parser message', () => {
-    failsWith(() => buildPayload('{a:1}', []), /^--data: invalid JSON \(.+\)$/)
-    failsWith(() => buildPayload('', []), /^--data: invalid JSON \(.+\)$/)
+  it('rejects invalid --data JSON saying where, without quoting the text (issue 16)', () => {
+    failsWith(() => buildPayload('{a:1}', []), "--data: invalid JSON (line 1 column 2: property name expected, found 'a')")
+    failsWith(() => buildPayload('', []), '--data: invalid JSON (line 1 column 1: unexpected end of the text (value expected))')
+    failsWith(() => buildPayload('{"a":1,\n"b": [1,2,\n  nope]}', [], '--data @f.json'), "--data @f.json: invalid JSON (line 3 column 3: value expected, found 'n')")
+    failsWith(() => buildPayload('\u001b]52;c;aGVsbG8=\u0007 secret', [], '--data @bin.dat'), "--data @bin.dat: invalid JSON (line 1 column 1: value expected, found '\\x1b')")
+    failsWith(() => buildPayload('['.repeat(200), []), '--data: invalid JSON (line 1 column 129: nesting deeper than 128 levels)')
+  })
+
+  it('fuzz: an invalid --data never echoes its text or a control character (fast-check)', () => {
+    // eslint-disable-next-line no-control-regex
+    const control = /[\u0000-\u0008\u000a-\u001f\u007f-\u009f\u202a-\u202e\u2066-\u2069]/
+    const secret = 'S3CR3T-T0KEN'
+    const junk = fc.oneof(fc.string({ unit: 'binary' }), fc.constantFrom('\u001b]52;c;aGk=\u0007', '\r\n', '\u202e', '{"a":', '[1,', '"', '\\u12'))
+    fc.assert(
+      fc.property(fc.array(junk, { maxLength: 6 }), fc.array(junk, { maxLength: 6 }), (before, after) => {
+        const text = `${before.join('')}${secret}${after.join('')}`
+        try {
+          buildPayload(text, [], '--data @f.json')
+          return
+        } catch (err) {
+          assert.ok(err instanceof PayloadError)
+          assert.doesNotMatch(err.message, control)
+          assert.ok(!err.message.includes(secret.slice(0, 4)), err.message)
+          assert.ok(err.message.length < 160, err.message)
+        }
+      }),
+      { numRuns: 1000 },
+    )
   })
 
   it('rejects tokens over --data that is not an object', () => {
@@ -197,6 +235,53 @@ describe('--data @file and --data - (large payloads without E2BIG)', () => {
       return true
     })
     await assert.rejects(readDataArgument('@', '--payload', noStdin), /--payload: '@' must be followed by a file name/)
+  })
+})
+
+describe('payloads over the engine\'s message limit (issue 16 item 14)', () => {
+  const noStdin = () => Promise.reject(new Error('stdin not expected'))
+  const tooLarge = (pattern: RegExp) => (err: unknown) => {
+    assert.ok(err instanceof PayloadError, String(err))
+    assert.equal(err.code, 'MESSAGE_TOO_LARGE')
+    assert.match(err.message, pattern)
+    return true
+  }
+
+  it('refuses a file larger than the limit before reading it, naming its size and the limit', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'svc-payload-'))
+    writeFileSync(join(dir, 'big.json'), '')
+    truncateSync(join(dir, 'big.json'), 100 * 1024 * 1024)
+    await assert.rejects(
+      readDataArgument('@big.json', '--data', noStdin, dir, 64 * 1024 * 1024),
+      tooLarge(/^--data @big\.json is 104857600 bytes \(100\.0 MiB\); the engine accepts at most 67108864 bytes \(64\.0 MiB\) in one message \(max_message_bytes\), so it was not sent$/),
+    )
+    writeFileSync(join(dir, 'fits.json'), '{"a":1}')
+    assert.equal(await readDataArgument('@fits.json', '--data', noStdin, dir, 7), '{"a":1}')
+  })
+
+  it('stops reading standard input past the limit', async () => {
+    const stream = () => Readable.from([Buffer.alloc(600, 'x'), Buffer.alloc(600, 'x')])
+    await assert.rejects(readAll(stream(), 1000), InputTooLarge)
+    await assert.rejects(
+      readDataArgument('-', '--data', (max) => readAll(stream(), max), tmpdir(), 1000),
+      tooLarge(/^--data - \(standard input\) is more than 1000 bytes; the engine accepts at most 1000 bytes in one message/),
+    )
+    assert.equal((await readAll(stream(), 1200)).length, 1200)
+  })
+
+  it('refuses a payload whose message would exceed the limit (payload, id, namespace and the frame around it)', () => {
+    const payload = { blob: 'x'.repeat(1000) }
+    const bytes = JSON.stringify(payload).length
+    assertFitsMessage(payload, bytes + FRAME_ENVELOPE_BYTES + 'f::g'.length, 'the payload', 'f::g')
+    assert.throws(() => assertFitsMessage(payload, bytes + FRAME_ENVELOPE_BYTES + 3, 'the payload', 'f::g'), tooLarge(new RegExp(`^the payload is ${bytes} bytes;`)))
+    assert.throws(() => assertFitsMessage(payload, bytes + FRAME_ENVELOPE_BYTES + 4, 'the payload', 'f::g', 'ns'), tooLarge(/^the payload is/))
+  })
+
+  it('labels name the file or standard input', () => {
+    assert.equal(dataLabel('--data', '@a.json'), '--data @a.json')
+    assert.equal(dataLabel('--data', '-'), '--data -')
+    assert.equal(dataLabel('--data', '{"a":1}'), '--data')
+    assert.equal(dataLabel('--payload', undefined), '--payload')
   })
 })
 

@@ -7,6 +7,8 @@ import { DEFAULT_ENGINE_URL, displayPath, findConfigFile, listenerUrl, locateCon
 
 const root = mkdtempSync(join(tmpdir(), 'svc-project-'))
 after(() => rmSync(root, { recursive: true, force: true }))
+/** An empty registry of running engines: the address must not depend on an svc running here (issue 16). */
+const env = { SVC_ENGINES_DIR: join(root, 'no-engines') }
 
 function project(name: string, yaml?: string): string {
   const dir = join(root, name)
@@ -49,8 +51,8 @@ describe('project discovery (cli.md §1)', () => {
 describe('engine URL (cli.md §1)', () => {
   it('prefers --engine, then SVC_URL', () => {
     const dir = project('u1', 'workers:\n  - name: svc-worker-manager\n    config: { port: 5000 }\n')
-    assert.equal(resolveEngineUrl({ flag: 'ws://flag:1', env: { SVC_URL: 'ws://env:2' }, cwd: dir }), 'ws://flag:1')
-    assert.equal(resolveEngineUrl({ env: { SVC_URL: 'ws://env:2' }, cwd: dir }), 'ws://env:2')
+    assert.equal(resolveEngineUrl({ flag: 'ws://flag:1', env: { ...env, SVC_URL: 'ws://env:2' }, cwd: dir }), 'ws://flag:1')
+    assert.equal(resolveEngineUrl({ env: { ...env, SVC_URL: 'ws://env:2' }, cwd: dir }), 'ws://env:2')
   })
 
   it('uses the first enabled listener of the discovered config.yaml, wildcard hosts read as loopback', () => {
@@ -58,20 +60,20 @@ describe('engine URL (cli.md §1)', () => {
       'u2',
       'workers:\n  - name: svc-worker-manager\n    enabled: false\n    config: { port: 1 }\n  - name: svc-worker-manager\n    config:\n      host: 0.0.0.0\n      port: ${ENGINE_PORT:5001}\n  - name: svc-worker-manager\n    config: { port: 5002 }\n',
     )
-    assert.equal(resolveEngineUrl({ env: {}, cwd: join(dir, 'workers') }), 'ws://127.0.0.1:5001')
-    assert.equal(resolveEngineUrl({ env: { ENGINE_PORT: '6000' }, cwd: dir }), 'ws://127.0.0.1:6000')
+    assert.equal(resolveEngineUrl({ env, cwd: join(dir, 'workers') }), 'ws://127.0.0.1:5001')
+    assert.equal(resolveEngineUrl({ env: { ...env, ENGINE_PORT: '6000' }, cwd: dir }), 'ws://127.0.0.1:6000')
   })
 
   it('uses the listener defaults for an entry without config, and the default URL without entry or file', () => {
-    assert.equal(resolveEngineUrl({ env: {}, cwd: project('u3', 'workers:\n  - name: svc-worker-manager\n') }), 'ws://127.0.0.1:49134')
-    assert.equal(resolveEngineUrl({ env: {}, cwd: project('u4', 'workers:\n  - name: svc-http\n') }), DEFAULT_ENGINE_URL)
-    assert.equal(resolveEngineUrl({ env: {}, cwd: project('u5') }), DEFAULT_ENGINE_URL)
+    assert.equal(resolveEngineUrl({ env, cwd: project('u3', 'workers:\n  - name: svc-worker-manager\n') }), 'ws://127.0.0.1:49134')
+    assert.equal(resolveEngineUrl({ env, cwd: project('u4', 'workers:\n  - name: svc-http\n') }), DEFAULT_ENGINE_URL)
+    assert.equal(resolveEngineUrl({ env, cwd: project('u5') }), DEFAULT_ENGINE_URL)
   })
 
   it('falls back to the default for a file that does not parse or a port it cannot read', () => {
-    assert.equal(resolveEngineUrl({ env: {}, cwd: project('u6', 'workers: [\n') }), DEFAULT_ENGINE_URL)
+    assert.equal(resolveEngineUrl({ env, cwd: project('u6', 'workers: [\n') }), DEFAULT_ENGINE_URL)
     assert.equal(
-      resolveEngineUrl({ env: {}, cwd: project('u7', 'workers:\n  - name: svc-worker-manager\n    config: { port: 0 }\n') }),
+      resolveEngineUrl({ env, cwd: project('u7', 'workers:\n  - name: svc-worker-manager\n    config: { port: 0 }\n') }),
       DEFAULT_ENGINE_URL,
     )
   })

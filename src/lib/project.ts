@@ -9,6 +9,7 @@ import type { Env } from '../../runtime/config/placeholders.ts'
 import { engineAt, projectName, runningEngineOf } from './engines.ts'
 import type { EngineRecord } from './engines.ts'
 import { CliCodes, CliError, ExitCode } from './errors.ts'
+import { terminalText } from '../../runtime/engine/terminal.ts'
 
 /** Name of the engine configuration file looked for in the working directory and its parents. */
 export const CONFIG_FILE_NAME = 'config.yaml'
@@ -145,17 +146,36 @@ export function resolveEngine(options: EngineOptions): EngineTarget {
  * that is not the default address.
  */
 export function engineNotice(target: EngineTarget): string | undefined {
+  const line = noticeLine(target)
+  // Project names and roots come from other projects' files: one escaped line (issue 16).
+  return line === undefined ? undefined : `${terminalText(line)}\n`
+}
+
+function noticeLine(target: EngineTarget): string | undefined {
   if (target.foreign !== undefined && (target.source === 'flag' || target.source === 'env')) {
     const here = target.project === undefined ? '' : `, not of this project (${target.project.name})`
-    return `Warning: ${target.url} is the engine of project ${target.foreign.project_name} (${target.foreign.project_root})${here}\n`
+    return `Warning: ${target.url} is the engine of project ${target.foreign.project_name} (${target.foreign.project_root})${here}`
   }
   if (target.foreign !== undefined) {
-    return `The engine of project ${target.project?.name ?? 'this project'} is not running (${target.url} is the engine of project ${target.foreign.project_name})\n`
+    return `The engine of project ${target.project?.name ?? 'this project'} is not running (${target.url} is the engine of project ${target.foreign.project_name})`
   }
   // An address the user gave (--engine, SVC_URL) needs no announcement.
   if (target.source === 'flag' || target.source === 'env' || target.url === DEFAULT_ENGINE_URL) return undefined
   const whose = target.project === undefined ? '' : ` (project ${target.project.name})`
-  return `Engine ${target.url}${whose}\n`
+  return `Engine ${target.url}${whose}`
+}
+
+/**
+ * The `Hint:` after `Cannot connect to the engine …` (code `ENGINE_UNREACHABLE`) that fits where the
+ * address came from: the project's own engine (its record, config.yaml or the default) → start it
+ * with svc in the project's root, or pass --engine; `--engine` → check that address; `SVC_URL` →
+ * check or unset it. Undefined outside a project, where the catalogue's hint for the code applies.
+ */
+export function unreachableHint(target: EngineTarget): string | undefined {
+  if (target.source === 'flag') return `check the address given with --engine (${target.url}), or start that engine with svc`
+  if (target.source === 'env') return `check SVC_URL (${target.url}), or unset it to use ${target.project === undefined ? 'the default engine' : "the project's engine"}`
+  if (target.project === undefined) return undefined
+  return `start it with svc in ${target.project.root}, or pass --engine <url> of a running engine`
 }
 
 /**

@@ -1,4 +1,7 @@
 import assert from 'node:assert/strict'
+import { mkdtempSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
 import { describe, it } from 'node:test'
 import type { LoadedConfig } from '../../runtime/config/loader.ts'
 import { loadConfig } from '../../runtime/config/loader.ts'
@@ -98,27 +101,29 @@ describe('shutdown on signals (cli.md §3, Shutdown)', () => {
 
 describe('port in use (cli.md §3 step 4)', () => {
   const config: LoadedConfig = loadConfig(undefined, { cwd: '/p', env: {}, overrides: { port: 4000 } })
+  // An empty registry of running engines: the messages must not depend on an svc running here.
+  const env = { SVC_ENGINES_DIR: join(mkdtempSync(join(tmpdir(), 'svc-no-engines-')), 'engines') }
   const inUse = (port: number) => Object.assign(new Error(`listen EADDRINUSE: address already in use 127.0.0.1:${port}`), { code: 'EADDRINUSE', port })
 
   it('names the engine listener and --port', () => {
-    const error = portInUse(inUse(4000), config)
+    const error = portInUse(inUse(4000), config, env)
     assert.equal(error?.message, 'Port 4000 is already in use (svc-worker-manager). Is another svc running?')
     assert.equal(error?.hint, 'set port in the svc-worker-manager entry of config.yaml or pass --port (svc project init --ports auto picks free ports)')
   })
 
   it('names the built-in whose default or seeded port it is, and its settings file', () => {
     // No settings file and no config.yaml entry: the hint says where a port can be set (issue 11).
-    assert.equal(portInUse(inUse(3111), config)?.message, 'Port 3111 is already in use (svc-http). Is another svc running?')
-    assert.equal(portInUse(inUse(3111), config)?.hint, 'add an entry to config.yaml: - name: svc-http with config: { port: <n> }')
+    assert.equal(portInUse(inUse(3111), config, env)?.message, 'Port 3111 is already in use (svc-http). Is another svc running?')
+    assert.equal(portInUse(inUse(3111), config, env)?.hint, 'add an entry to config.yaml: - name: svc-http with config: { port: <n> }')
     const placeholder = { ...config, builtins: { ...config.builtins, 'svc-http': { enabled: true, config: { port: 3111 }, raw_config: { port: '${HTTP_PORT:3111}' } } } }
-    assert.equal(portInUse(inUse(3111), placeholder)?.hint, 'set HTTP_PORT, or port in the svc-http entry of config.yaml')
+    assert.equal(portInUse(inUse(3111), placeholder, env)?.hint, 'set HTTP_PORT, or port in the svc-http entry of config.yaml')
     const seeded = { ...config, builtins: { ...config.builtins, 'svc-stream': { enabled: true, config: { port: 9000 } } } }
-    assert.match(portInUse(new Error('wrapped', { cause: inUse(9000) }), seeded)?.message ?? '', /^Port 9000 is already in use \(svc-stream\)/)
-    assert.equal(portInUse(inUse(3111), config)?.exitCode, 1)
+    assert.match(portInUse(new Error('wrapped', { cause: inUse(9000) }), seeded, env)?.message ?? '', /^Port 9000 is already in use \(svc-stream\)/)
+    assert.equal(portInUse(inUse(3111), config, env)?.exitCode, 1)
   })
 
   it('leaves other errors alone', () => {
-    assert.equal(portInUse(new Error('boom'), config), undefined)
-    assert.equal(portInUse(Object.assign(new Error('x'), { code: 'EACCES', port: 80 }), config), undefined)
+    assert.equal(portInUse(new Error('boom'), config, env), undefined)
+    assert.equal(portInUse(Object.assign(new Error('x'), { code: 'EACCES', port: 80 }), config, env), undefined)
   })
 })

@@ -16,6 +16,7 @@ import { formatBanner, readyEvent } from './banner.ts'
 import type { ReadyInfo } from './banner.ts'
 import { consoleStartCommand, consoleTokenOff, consoleUrl } from './console.ts'
 import { invocationLogger } from './dev-log.ts'
+import { terminalJson } from '../../runtime/engine/terminal.ts'
 import { InstallProgress } from './install-progress.ts'
 import { watchRestartRequests } from './restart-requests.ts'
 import { CliError, ExitCode, usageError } from './errors.ts'
@@ -89,7 +90,8 @@ const BUILTIN_DEFAULT_PORTS: Record<string, number> = { 'svc-http': 3111, 'svc-s
  */
 export async function startEngine(options: StartOptions): Promise<RunningEngine> {
   const stdout = options.stdout ?? ((text: string) => void process.stdout.write(text))
-  const emit = (event: Record<string, unknown>) => stdout(`${JSON.stringify(event)}\n`)
+  // Events carry worker output and names: JSON a terminal cannot act on (issue 16).
+  const emit = (event: Record<string, unknown>) => stdout(`${terminalJson(event)}\n`)
   const sink = options.json ? (record: LogRecord) => emit(logEvent(record)) : undefined
   const makeLogger = (source: string, level: LogLevel = options.logLevel ?? 'info'): Logger => consoleLogger(source, level, sink)
   const note = makeLogger('svc')
@@ -154,6 +156,7 @@ export async function startEngine(options: StartOptions): Promise<RunningEngine>
     project_name: projectName(config.project_root),
     config_file: config.file ?? null,
     engine_urls: engine.workerUrls,
+    max_message_bytes: config.listeners.map((l) => l.max_message_bytes),
     ports: [...engine.workerUrls, ...engine.listenUrls('svc-http'), ...engine.listenUrls('svc-stream')].map(portOf).filter((p) => p > 0),
     started_at_ms: Date.now(),
   }, options.env)

@@ -9,6 +9,7 @@ import { closestMatch } from '../../runtime/config/catalogue.ts'
 import { Codes, Errors } from 'svc-protocol/errors'
 import { CliCodes, CliError, ExitCode, exitCodeForCode, hintFor } from './errors.ts'
 import { interruptible } from './interactive.ts'
+import { terminalText } from '../../runtime/engine/terminal.ts'
 
 /** Worker name the CLI announces while it triggers. */
 export const TRIGGER_WORKER_NAME = 'svc-cli:trigger'
@@ -35,6 +36,8 @@ export interface TriggerCall {
   timeoutMs: number
   /** Local workers config.yaml declares (enabled), to tell a worker still starting from a typo. */
   declaredWorkers?: readonly string[] | undefined
+  /** The `Hint:` of an unreachable engine, when the command knows better than the catalogue (`unreachableHint` of project.ts). */
+  unreachableHint?: string | undefined
 }
 
 export interface TriggerOutcome {
@@ -43,15 +46,21 @@ export interface TriggerOutcome {
   durationMs: number
 }
 
-/** `Cannot connect to the engine at <url> (<reason>). Is svc running?` (exit 3). */
-export function unreachableError(url: string, cause: unknown): CliError {
+/**
+ * `Cannot connect to the engine at <url> (<reason>). Is svc running?` (exit 3), code
+ * `ENGINE_UNREACHABLE`, with `hint` (the project's, see `unreachableHint` of project.ts) or else
+ * the catalogue's hint for the code.
+ */
+export function unreachableError(url: string, cause: unknown, hint: string | undefined = hintFor(Codes.EngineUnreachable)): CliError {
   const reason = reasonOf(cause)
-  return new CliError({
+  const init: ConstructorParameters<typeof CliError>[0] = {
     code: CliCodes.EngineUnreachable,
     message: `Cannot connect to the engine at ${url}${reason ? ` (${reason})` : ''}. Is svc running?`,
-    exitCode: exitCodeForCode(Codes.NotConnected),
+    exitCode: exitCodeForCode(Codes.EngineUnreachable),
     cause,
-  })
+  }
+  if (hint !== undefined) init.hint = hint
+  return new CliError(init)
 }
 
 function reasonOf(cause: unknown): string | undefined {
@@ -89,8 +98,8 @@ export function registerCliWorker(url: string, workerName: string, workerDescrip
   }
 }
 
-/** Opens the connection; resolves once connected, rejects with the exit-3 error if it fails. */
-export function connect(url: string): Promise<SvcClient> {
+/** Opens the connection; resolves once connected, rejects with the exit-3 error (and `unreachableHint`) if it fails. */
+export function connect(url: string, unreachableHint?: string): Promise<SvcClient> {
   const client = registerCliWorker(url, TRIGGER_WORKER_NAME, 'svc trigger (command line)')
   return new Promise((resolve, reject) => {
     const remove = client.addConnectionStateListener((state) => {
@@ -101,7 +110,7 @@ export function connect(url: string): Promise<SvcClient> {
         queueMicrotask(() => remove())
         const cause = client.getLastError()
         void client.shutdown()
-        reject(unreachableError(url, cause))
+        reject(unreachableError(url, cause, unreachableHint))
       }
     })
   })
@@ -115,7 +124,7 @@ export function connect(url: string): Promise<SvcClient> {
  *   retry hint for `function_not_found`
  */
 export async function triggerOnce(call: TriggerCall): Promise<TriggerOutcome> {
-  const client = await connect(call.url)
+  const client = await connect(call.url, call.unreachableHint)
   const started = performance.now()
   try {
     const request: TriggerRequest = { function_id: call.functionId, payload: call.payload, timeoutMs: call.timeoutMs }
@@ -147,7 +156,7 @@ export async function triggerOnce(call: TriggerCall): Promise<TriggerOutcome> {
  * invocation returned is a function error (exit 1) whatever its code — a `TIMEOUT` a function reports
  * about its own downstream call included — with the catalogue hint for its code, if any.
  */
-export function invocationFailure(err: unknown, call: Pick<TriggerCall, 'functionId' | 'timeoutMs' | 'url'>): CliError {
+export function invocationFailure(err: unknown, call: Pick<TriggerCall, 'functionId' | 'timeoutMs' | 'url' | 'unreachableHint'>): CliError {
   if (!(err instanceof InvocationError)) {
     return new CliError({ code: Codes.InternalError, message: (err as Error).message ?? String(err), exitCode: ExitCode.Failure, cause: err })
   }
@@ -159,7 +168,7 @@ export function invocationFailure(err: unknown, call: Pick<TriggerCall, 'functio
       cause: err,
     })
   }
-  if (err.code === Codes.NotConnected) return unreachableError(call.url, err)
+  if (err.code === Codes.NotConnected) return unreachableError(call.url, err, call.unreachableHint)
   const init: ConstructorParameters<typeof CliError>[0] = {
     code: err.code,
     message: `${err.code}: ${err.detail}`,
@@ -241,8 +250,8 @@ async function withNotFoundHint(failure: CliError, client: SvcClient, call: Trig
  * @throws {CliError} exit 3 when the engine is unreachable, exit 1 when no function is registered,
  *   exit 130 on Ctrl-C
  */
-export async function pickFunction(url: string, namespace: string | undefined): Promise<string> {
-  const client = await connect(url)
+export async function pickFunction(url: string, namespace: string | undefined, unreachableHint?: string): Promise<string> {
+  const client = await connect(url, unreachableHint)
   let functions: FunctionSummary[]
   try {
     const payload = namespace === undefined ? {} : { namespace }
@@ -261,7 +270,8 @@ export async function pickFunction(url: string, namespace: string | undefined): 
         const needle = (term ?? '').toLowerCase()
         return functions
           .filter((f) => f.function_id.toLowerCase().includes(needle) || (f.description ?? '').toLowerCase().includes(needle))
-          .map((f) => ({ name: f.function_id, value: f.function_id, description: f.description }))
+          // Ids and descriptions are what workers registered: shown escaped (issue 16).
+          .map((f) => ({ name: terminalText(f.function_id), value: f.function_id, description: f.description === undefined ? undefined : terminalText(f.description) }))
       },
     }),
   )

@@ -3,6 +3,7 @@
  * is reachable, `engine::workers::list` merged into one table.
  */
 import { expandString } from '../../runtime/config/placeholders.ts'
+import { terminalText } from '../../runtime/engine/terminal.ts'
 import { readConfigText, readEntries } from './config-file.ts'
 import type { ConfigEntry } from './config-file.ts'
 import { engineStartedAtMs } from './engine.ts'
@@ -202,6 +203,7 @@ function expanded(value: string | undefined, env: NodeJS.ProcessEnv): string | u
  */
 export function formatTable(workers: readonly ListedWorker[]): string {
   const header = ['NAME', 'KIND', 'NAMESPACE', 'STATUS', 'PID', 'FUNCTIONS', 'SOURCE']
+  // Names and namespaces of connected workers are what they announced: each cell one escaped line.
   const rows = workers.map((w) => [
     w.name,
     w.kind,
@@ -210,7 +212,7 @@ export function formatTable(workers: readonly ListedWorker[]): string {
     w.pid === null ? '-' : String(w.pid),
     w.status === 'disabled' || w.status === 'engine not running' ? '-' : String(w.functions.length),
     w.source ?? '-',
-  ])
+  ].map(terminalText))
   const minimum = [0, 0, 0, 'restarting'.length, 0, 0, 0]
   const widths = header.map((h, i) => Math.max(h.length, minimum[i]!, ...rows.map((r) => r[i]!.length)))
   const line = (cells: string[]) =>

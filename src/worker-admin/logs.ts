@@ -6,6 +6,7 @@
 import { readdirSync, readFileSync, statSync } from 'node:fs'
 import { join } from 'node:path'
 import { formatLogLine } from '../../runtime/engine/logger.ts'
+import { terminalText } from '../../runtime/engine/terminal.ts'
 import type { LogRecord } from '../../runtime/engine/logger.ts'
 import type { EngineSession, StoredLog } from './engine.ts'
 
@@ -81,7 +82,8 @@ export function logFiles(projectRoot: string, worker?: string): Array<{ name: st
 /** A log-file line `2026-01-01T10:00:00.000Z stdout text` as a console line. */
 export function fileLine(name: string, line: string, colour: boolean): string {
   const match = /^(\d{4}-\d\d-\d\dT[\d:.]+Z) (stdout|stderr|svc) (.*)$/.exec(line)
-  if (!match) return line
+  // A line written by a worker, not by the supervisor's format: shown, escaped (issue 16).
+  if (!match) return terminalText(line)
   const [, time, stream, text] = match
   const record: LogRecord = { time: new Date(time!), source: stream === 'svc' ? `svc ${name}` : name, level: stream === 'stderr' ? 'warn' : 'info', message: text! }
   return formatLogLine(record, colour)

@@ -2,6 +2,7 @@
  * Where the worker commands' human output goes (cli.md §1): results on stdout, warnings and
  * `Error:`/`Hint:` lines on stderr; with `--json` nothing is written until the one JSON document.
  */
+import { terminalLines, terminalText } from '../../runtime/engine/terminal.ts'
 import { debugEnabled, formatHumanError, toCliError } from '../lib/errors.ts'
 import type { CliError } from '../lib/errors.ts'
 
@@ -19,8 +20,9 @@ export function humanOutput(sinks: { stdout?: (text: string) => void; stderr?: (
   const stdout = sinks.stdout ?? ((text: string) => void process.stdout.write(text))
   const stderr = sinks.stderr ?? ((text: string) => void process.stderr.write(text))
   return {
-    line: (text) => stdout(`${text}\n`),
-    warn: (text) => stderr(`Warning: ${text}\n`),
+    // Lines quote names, paths and messages from files and the engine: escaped (issue 16).
+    line: (text) => stdout(`${terminalLines(text).join('\n')}\n`),
+    warn: (text) => stderr(`Warning: ${terminalText(text)}\n`),
     error: (err) => stderr(formatHumanError(toCliError(err), debugEnabled())),
   }
 }

@@ -1,6 +1,7 @@
 /**
  * The `--json` document of `svc worker add|remove` (cli.md §4.2, §1).
  */
+import { terminalJson } from '../../runtime/engine/terminal.ts'
 
 /**
  * Prints `{"workers": [...]}` on one line, plus the top-level `error` of cli.md §1 (the first
@@ -19,5 +20,5 @@ export function printJsonReport(
     const failed = workers.find((w) => w.error !== undefined)
     if (failed?.error) document.error = failed.error
   }
-  write(`${JSON.stringify(document)}\n`)
+  write(`${terminalJson(document)}\n`)
 }

@@ -16,7 +16,11 @@ export interface TestEngineOptions {
   /** Reuse a data directory (restart tests); default: a new temporary one, removed by stop(). */
   dataDir?: string
   builtins?: BuiltinWorker[]
-  /** Settings seeds by built-in name, e.g. `{ 'svc-http': { max_body_bytes: 10 } }` (port 0 is added for svc-http and svc-stream). */
+  /**
+   * Settings seeds by built-in name, e.g. `{ 'svc-http': { max_body_bytes: 10 } }`. svc-http and
+   * svc-stream always get port 0 unless a seed names a port, also when `config.builtins` replaces
+   * the entries: a test never binds a default port (3111, 3112) another svc may hold.
+   */
   settings?: Record<string, unknown>
   listener?: Partial<ListenerConfig>
   /** Further listeners after the first (port 0 unless given), e.g. one with `rbac`. */
@@ -49,14 +53,22 @@ export async function startTestEngine(options: TestEngineOptions = {}): Promise<
   const settings: Record<string, unknown> = { ...(options.settings ?? {}) }
   settings['svc-http'] = { port: 0, ...((settings['svc-http'] as object | undefined) ?? {}) }
   settings['svc-stream'] = { port: 0, ...((settings['svc-stream'] as object | undefined) ?? {}) }
+  const builtins: EngineConfig['builtins'] = {
+    ...Object.fromEntries(Object.entries(settings).map(([name, config]) => [name, { enabled: true, config }])),
+    ...options.config?.builtins,
+  }
+  for (const name of ['svc-http', 'svc-stream']) {
+    const entry = builtins[name]
+    builtins[name] = { ...entry, enabled: entry?.enabled ?? true, config: { port: 0, ...(entry?.config as object | undefined) } }
+  }
   const config: EngineConfig = {
     listeners: [{ ...LISTENER_DEFAULTS, port: 0, ...options.listener }, ...(options.extraListeners ?? []).map((l) => ({ ...LISTENER_DEFAULTS, port: 0, ...l }))],
     registration_namespace_grace_ms: 250,
     internal_invocation_timeout_ms: 30000,
     data_dir: dataDir,
-    builtins: Object.fromEntries(Object.entries(settings).map(([name, config]) => [name, { enabled: true, config }])),
     local_workers: [],
     ...options.config,
+    builtins,
   }
   const engineOptions: ConstructorParameters<typeof Engine>[1] = { log: options.log ?? silentLogger, builtins: options.builtins ?? createBuiltins(options.clock ? { ...config, clock: options.clock } : config) }
   if (options.limits) engineOptions.limits = options.limits

@@ -229,6 +229,9 @@ export const Codes = {
   // console backend (cli.md §7.1)
   ConsoleHostNotAllowed: 'CONSOLE_HOST_NOT_ALLOWED',
   ConsoleTokenRequired: 'CONSOLE_TOKEN_REQUIRED',
+  // cli.md §1.1, §4.6: failures the CLI detects before or instead of an invocation (never on the wire)
+  EngineUnreachable: 'ENGINE_UNREACHABLE',
+  MessageTooLarge: 'MESSAGE_TOO_LARGE',
 } as const
 export type Code = (typeof Codes)[keyof typeof Codes]
 
@@ -305,6 +308,14 @@ entry(Codes.ConfigError, 400, 'usage', ['database'], 'A database URL is invalid 
 entry(Codes.QueryResultTooLarge, 413, 'failure', ['database'], 'A database::query, execute or transaction result holds more rows than max_rows or more JSON bytes than max_result_bytes; reading stopped there.', 'Select fewer rows (LIMIT, WHERE, paging with a key), fewer or smaller columns, or raise `max_rows` / `max_result_bytes` of the database in the worker\'s settings (results must stay under the engine\'s frame limit).')
 entry(Codes.ConsoleHostNotAllowed, 403, 'failure', ['console'], 'A request or WebSocket upgrade reached the console under a Host or Origin it does not serve (another site, or a DNS-rebinding page).', 'Open the console at the address `svc console` printed (localhost, 127.0.0.1 or [::1] and its port); to reach it under another name, pass `--allowed-host <name>` (or list it in `allowed_hosts` of the console entry).')
 entry(Codes.ConsoleTokenRequired, 401, 'failure', ['console'], 'A console API call or WebSocket upgrade came without the console\'s access token (cookie or `Authorization: Bearer`), or with a wrong one.', 'Open the address `svc console` printed, which ends in `/?token=…`; scripts send `Authorization: Bearer <token>`. The token changes with every start unless `SVC_CONSOLE_TOKEN` sets it.')
+entry(Codes.EngineUnreachable, 503, 'unreachable', ['cli'], 'A command could not connect to the engine at its address (nothing listens there, or no answer in time), or the project\'s own engine is not running while another project\'s engine holds its address.', 'Start the engine with `svc` in the project directory, or point the command at a running engine with `--engine <url>` or `SVC_URL`.', {
+  wire: false,
+  hint: 'start the engine with svc in the project directory, or pass --engine <url> of a running engine',
+})
+entry(Codes.MessageTooLarge, 413, 'usage', ['cli'], 'svc trigger was given a payload larger than the engine accepts in one message (`max_message_bytes`, 64 MiB by default, protocol.md §2); nothing was sent.', 'Send a reference to the data (a file path, a URL, a state key) instead of the data, or raise `max_message_bytes` of the svc-worker-manager entry in config.yaml.', {
+  wire: false,
+  hint: 'send a reference to the data (a path, a URL, a state key) instead, or raise max_message_bytes of the svc-worker-manager entry in config.yaml',
+})
 
 /** Every catalogue entry, in catalogue order. */
 export function catalogue(): CatalogueEntry[] {

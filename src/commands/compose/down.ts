@@ -2,6 +2,7 @@
  * `svc compose down`: stop the containers of a compose file (cli.md §4.7, `compose::down`).
  */
 import { SvcCommand } from '../../lib/command.ts'
+import { terminalJson } from '../../../runtime/engine/terminal.ts'
 import { callCompose, composeClientFlags, composeTarget, formatOpResult } from '../../lib/compose-client.ts'
 import type { OpResult } from '../../compose/types.ts'
 
@@ -16,7 +17,7 @@ export default class ComposeDown extends SvcCommand {
     const { flags } = await this.parse(ComposeDown)
     const target = composeTarget(flags)
     const { result } = await callCompose<OpResult>(target, 'down', {})
-    process.stdout.write(flags.json ? `${JSON.stringify(result)}\n` : formatOpResult('down', result))
+    process.stdout.write(flags.json ? `${terminalJson(result)}\n` : formatOpResult('down', result))
     if (result.status !== 'ok') this.exit(1)
   }
 }

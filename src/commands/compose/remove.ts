@@ -3,6 +3,7 @@
  */
 import { Args } from '@oclif/core'
 import { SvcCommand } from '../../lib/command.ts'
+import { terminalJson } from '../../../runtime/engine/terminal.ts'
 import { callCompose, composeClientFlags, composeTarget, formatRemove } from '../../lib/compose-client.ts'
 import type { RemoveResult } from '../../compose/types.ts'
 
@@ -19,7 +20,7 @@ export default class ComposeRemove extends SvcCommand {
     const { flags, args } = await this.parse(ComposeRemove)
     const target = composeTarget(flags)
     const { result } = await callCompose<RemoveResult>(target, 'remove', { container: args.container })
-    process.stdout.write(flags.json ? `${JSON.stringify(result)}\n` : formatRemove(result))
+    process.stdout.write(flags.json ? `${terminalJson(result)}\n` : formatRemove(result))
     if (result.status !== 'ok') this.exit(1)
   }
 }

@@ -3,6 +3,7 @@
  */
 import { Args } from '@oclif/core'
 import { SvcCommand } from '../../lib/command.ts'
+import { terminalJson } from '../../../runtime/engine/terminal.ts'
 import { callCompose, composeClientFlags, composeTarget, formatOpResult } from '../../lib/compose-client.ts'
 import type { OpResult } from '../../compose/types.ts'
 
@@ -19,7 +20,7 @@ export default class ComposeRestart extends SvcCommand {
     const { flags, args } = await this.parse(ComposeRestart)
     const target = composeTarget(flags)
     const { result } = await callCompose<OpResult>(target, 'restart', args.container === undefined ? {} : { container: args.container })
-    process.stdout.write(flags.json ? `${JSON.stringify(result)}\n` : formatOpResult('restart', result))
+    process.stdout.write(flags.json ? `${terminalJson(result)}\n` : formatOpResult('restart', result))
     if (result.status !== 'ok') this.exit(1)
   }
 }

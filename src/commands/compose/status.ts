@@ -2,6 +2,7 @@
  * `svc compose status`: the containers of a compose file and their states (cli.md §4.7, `compose::status`).
  */
 import { SvcCommand } from '../../lib/command.ts'
+import { terminalJson } from '../../../runtime/engine/terminal.ts'
 import { callCompose, composeClientFlags, composeTarget, formatStatus } from '../../lib/compose-client.ts'
 import type { StatusResult } from '../../compose/types.ts'
 
@@ -16,6 +17,6 @@ export default class ComposeStatus extends SvcCommand {
     const { flags } = await this.parse(ComposeStatus)
     const target = composeTarget(flags)
     const { result } = await callCompose<StatusResult>(target, 'status', {})
-    process.stdout.write(flags.json ? `${JSON.stringify(result)}\n` : formatStatus(result))
+    process.stdout.write(flags.json ? `${terminalJson(result)}\n` : formatStatus(result))
   }
 }

@@ -2,6 +2,7 @@
  * `svc worker list`: every worker of the project with its status (cli.md §4.5).
  */
 import { Flags } from '@oclif/core'
+import { terminalJson } from '../../../runtime/engine/terminal.ts'
 import { SvcCommand } from '../../lib/command.ts'
 import { EngineAccess, formatTable, listWorkers, openProject } from '../../worker-admin/index.ts'
 
@@ -24,7 +25,7 @@ export default class WorkerList extends SvcCommand {
     const engine = new EngineAccess(project.engine ?? project.engineUrl, { announce: flags.json ? undefined : (text) => void process.stderr.write(text) })
     try {
       const listing = await listWorkers({ all: flags.all }, { project, env: process.env, engine })
-      process.stdout.write(flags.json ? `${JSON.stringify(listing)}\n` : formatTable(listing.workers))
+      process.stdout.write(flags.json ? `${terminalJson(listing)}\n` : formatTable(listing.workers))
     } finally {
       await engine.close()
     }
