@@ -3,7 +3,7 @@ import { describe, it } from 'node:test'
 import { ConfigError } from '../../runtime/config/errors.ts'
 import { withDefaultCommand } from './argv.ts'
 import { formatBanner, readyEvent } from './banner.ts'
-import { consoleStartCommand, consoleTokenOff, consoleUrl } from './console.ts'
+import { consoleLog, consoleStartCommand, consoleTokenOff, consoleUrl } from './console.ts'
 import { InvocationError } from 'svc-sdk'
 import { catalogue, catalogueEntry, Codes, EXIT_CODES, Errors } from 'svc-protocol/errors'
 import { CliCodes, CliError, debugEnabled, ExitCode, formatHumanError, formatJsonError, hintFor, toCliError } from './errors.ts'
@@ -232,6 +232,18 @@ describe('tables and errors show what workers sent, escaped (issue 16 item 8)', 
     const down = formatOpResult('down', { operation_id: 'op_0001', status: 'failed', changed: true, containers: [{ container: 'api', state: 'failed', changed: true, error: { code: 'X', message: `a${osc}\n12:00:00.000 engine ERROR forged` } }] })
     assert.doesNotMatch(down, control)
     assert.doesNotMatch(down, /^12:00/m)
+  })
+
+  it("svc console prints its server's messages escaped (a request line can carry C1 and OSC bytes)", () => {
+    const out: string[] = []
+    const log = consoleLog((t) => out.push(t), (t) => out.push(t), false)
+    log.error(`console: GET /\u009b31m${osc} failed: boom\r\nforged`)
+    log.warn(`lost the engine at ws://x${osc}`)
+    log.info(`connected ${osc}`)
+    const text = out.join('')
+    assert.doesNotMatch(text, control)
+    assert.equal(out.length, 3)
+    assert.match(out[0]!, /^Error: console: GET \/\\x9b31m\\x1b\]0;pwned\\x07 failed: boom\\r\\nforged\n$/)
   })
 
   it("an error message's further lines are indented, so none passes for an Error: or Hint: line", () => {

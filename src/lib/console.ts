@@ -7,6 +7,7 @@ import { isIP } from 'node:net'
 import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { checkAllowedHost, checkToken, ConsoleListenError, CONSOLE_TOKEN_ENV, startConsole, type ConsoleLog, type RunningConsole } from 'svc-console'
+import { terminalText } from '../../runtime/engine/terminal.ts'
 import { CliError, ExitCode, usageError } from './errors.ts'
 
 export interface ConsoleCommandOptions {
@@ -34,6 +35,17 @@ export function isLoopbackHost(host: string): boolean {
   const bare = host.replace(/^\[|\]$/g, '').toLowerCase()
   if (bare === 'localhost' || bare === '::1' || bare === '0:0:0:0:0:0:0:1') return true
   return isIP(bare) === 4 && bare.startsWith('127.')
+}
+
+/**
+ * The console server's log on the terminal: info on stdout (none with `json`), warnings and errors
+ * on stderr. Messages quote request lines and engine errors, so they are escaped for the terminal
+ * (a raw byte 0x9B in a URL arrives as U+009B, a C1 control sequence introducer).
+ */
+export function consoleLog(stdout: (text: string) => void, stderr: (text: string) => void, json: boolean): ConsoleLog {
+  const warn = (m: string): void => stderr(`Warning: ${terminalText(m)}\n`)
+  const error = (m: string): void => stderr(`Error: ${terminalText(m)}\n`)
+  return json ? { info() {}, warn, error } : { info: (m) => stdout(`${terminalText(m)}\n`), warn, error }
 }
 
 /**
@@ -83,9 +95,7 @@ export async function runConsole(options: ConsoleCommandOptions): Promise<Runnin
         : `Warning: the console listens on ${options.host}: anyone who can reach this port and has the access token can invoke functions and read data; plain HTTP does not protect the token on the network\n`,
     )
   }
-  const log: ConsoleLog = options.json
-    ? { info() {}, warn: (m) => stderr(`Warning: ${m}\n`), error: (m) => stderr(`Error: ${m}\n`) }
-    : { info: (m) => stdout(`${m}\n`), warn: (m) => stderr(`Warning: ${m}\n`), error: (m) => stderr(`Error: ${m}\n`) }
+  const log = consoleLog(stdout, stderr, options.json === true)
   let running: RunningConsole
   try {
     running = await startConsole({ port: options.port, host: options.host, engineUrl: options.engineUrl, log, version: options.version, allowedHosts, ...(options.token === undefined ? {} : { token: options.token }) })
