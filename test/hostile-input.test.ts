@@ -274,6 +274,60 @@ describe('frames over a connection\'s limit (fast-check, issue 16 item 7)', () =
   })
 })
 
+/** One inbound frame: text of `units` repetitions of a 1-, 2-, 3- (a lone surrogate) or 4-byte unit, or bytes. */
+const inboundFrame = fc.oneof(
+  fc.record({ units: fc.integer({ min: 0, max: 40000 }), unit: fc.constantFrom('a', 'é', '\ud800', '😀') }).map(({ units, unit }) => unit.repeat(units)),
+  fc.integer({ min: 0, max: 90000 }).map((n) => Buffer.alloc(n, 7)),
+)
+
+describe('frames queued while a session is busy (fast-check, issue 16 item 5)', () => {
+  it('a connection is closed with 1008 at the first frame that takes the queued bytes over max_inbound_bytes, never before', async () => {
+    const limit = 64 * 1024
+    const warnings: Array<Record<string, unknown>> = []
+    const log = { debug() {}, info() {}, error() {}, warn: (message: string, data?: Record<string, unknown>) => void (message.startsWith('closing a connection that sent too much') && warnings.push(data ?? {})) }
+    const e = await startTestEngine({
+      builtins: [],
+      log,
+      extraListeners: [{ max_inbound_bytes: limit, rbac: { auth_function_id: 'gate::auth', expose_functions: ['health::echo'] } }],
+      config: { registration_namespace_grace_ms: 10, internal_invocation_timeout_ms: 600000 },
+    })
+    try {
+      const gate = await RawWorker.connect(e.url)
+      // Connections that ask to wait are never answered: everything they send queues.
+      gate.serve('gate::auth', (input: { headers: Record<string, string> }) => (input.headers['x-wait'] ? new Promise(() => {}) : {}))
+      gate.serve('health::echo', (data: unknown) => data)
+      await eventually(() => e.engine.functions.get('default', 'gate::auth') !== undefined && e.engine.functions.get('default', 'health::echo') !== undefined)
+      await fc.assert(
+        fc.asyncProperty(fc.array(inboundFrame, { maxLength: 12 }), async (drawn) => {
+          // Two frames of the limit at the end make sure the bound is reached.
+          const frames = [...drawn, 'z'.repeat(limit), 'z'.repeat(limit)]
+          const size = (f: string | Buffer) => (typeof f === 'string' ? Buffer.byteLength(f) : f.length)
+          let queued = 0
+          for (const frame of frames) {
+            if (queued > 0 && queued + size(frame) > limit) break
+            queued += size(frame)
+          }
+          const socket = new WebSocket(e.urls[1]!, { headers: { 'x-wait': '1' } })
+          socket.on('error', () => {})
+          const closed = new Promise<{ code: number; reason: string }>((resolve) => socket.once('close', (code, reason) => resolve({ code, reason: reason.toString() })))
+          await new Promise((resolve) => socket.once('open', resolve))
+          const before = warnings.length
+          for (const frame of frames) socket.send(frame, { binary: typeof frame !== 'string' })
+          assert.deepEqual(await closed, { code: 1008, reason: `more than ${limit} bytes of frames queued (max_inbound_bytes)` })
+          assert.equal(warnings.length, before + 1)
+          assert.equal(warnings.at(-1)!.queued_bytes, queued)
+        }),
+        { numRuns: 40 },
+      )
+      const polite = await RawWorker.connect(e.urls[1]!)
+      assert.deepEqual((await polite.call('health::echo', { ok: 1 })).result, { ok: 1 })
+      await Promise.all([polite.close(), gate.close()])
+    } finally {
+      await e.stop()
+    }
+  })
+})
+
 describe('protocol fuzz (fast-check)', () => {
   it('random frames over the in-memory transport never take the engine down', async () => {
     await fc.assert(
