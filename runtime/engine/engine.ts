@@ -502,10 +502,13 @@ export class Engine implements BuiltinHost, PipelineHost {
         this.reject(session, 'invalid', RejectionMessages.invalid(), session.namespace, { [field]: '' })
         return
       }
+      // The reason names the code a call would get (raw clients read why; svc-sdk checks first).
       const problem = idProblem(id)
-      this.reject(session, 'invalid', problem !== undefined ? RejectionMessages.invalidId(problem) : RejectionMessages.invalidFrame(reason), session.namespace, {
-        [field]: problem === undefined ? id : '',
-      })
+      let text: string
+      if (problem !== undefined) text = RejectionMessages.invalidId(type === 'registerfunction' ? 'function' : 'trigger type', problem)
+      else if (code === Codes.InvalidNamespace) text = RejectionMessages.invalidNamespace(reason)
+      else text = RejectionMessages.invalidFrame(reason)
+      this.reject(session, 'invalid', text, session.namespace, { [field]: problem === undefined ? id : '' })
       return
     }
     if (type === 'registertrigger' && typeof raw?.id === 'string') {

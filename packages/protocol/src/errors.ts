@@ -350,9 +350,9 @@ export const Errors = {
   timeout: (ms: number) => make(Codes.Timeout, `invocation timed out after ${ms}ms`),
   invalidMessage: (reason: string) => make(Codes.InvalidMessage, `Invalid message: ${reason}`),
   invalidNamespace: () => make(Codes.InvalidNamespace, 'namespace is empty: give it a name, or omit it to use `default`'),
-  /** A namespace that is not well-formed text; `detail` names the field and the problem (`namespace contains a lone UTF-16 surrogate`). */
+  /** A namespace that is not well-formed text; `detail` names the field and the problem (`namespace contains a lone UTF-16 surrogate at index 3`). */
   namespaceNotText: (detail: string) => make(Codes.InvalidNamespace, `Invalid namespace: ${detail}`),
-  /** An id in a frame that is not well-formed text; `detail` names the field and the problem (`function_id contains a control character`). */
+  /** An id in a frame that is not well-formed text; `detail` names the field and the problem (`function_id contains a control character (U+0007) at index 3`). */
   idNotText: (detail: string) => make(Codes.InvalidId, `Invalid id: ${detail}`),
   /** Input of an engine function (§6.7): `Invalid input for <id>: <detail>`. */
   invalidInput: (functionId: string, detail: string) => make(Codes.InvalidArguments, `Invalid input for ${functionId}: ${detail}`),
@@ -499,6 +499,14 @@ export const RejectionMessages = {
   triggerTypesForbidden: () => 'trigger type registration is not allowed for this session',
   hookDenied: (hook: string, detail: string) => `registration denied by ${hook}: ${detail}`,
   invalid: () => 'registration has no id',
-  invalidId: (detail: string) => `registration id is invalid: ${detail}`,
+  /**
+   * An id that is not well-formed text: the message names the code a call would get for it and
+   * the problem (`INVALID_ID: function id contains a lone UTF-16 surrogate at index 5`), as the
+   * frame's own code stays FUNCTION_NAMESPACE_CONFLICT (protocol.md §5.11). `kind`: `function`,
+   * `trigger type`.
+   */
+  invalidId: (kind: string, detail: string) => `${Codes.InvalidId}: ${kind} id ${detail}`,
+  /** A namespace that is not well-formed text: `INVALID_NAMESPACE: namespace contains a control character (U+0007) at index 2`. */
+  invalidNamespace: (detail: string) => `${Codes.InvalidNamespace}: ${detail}`,
   invalidFrame: (reason: string) => `registration is invalid: ${reason}`,
 } as const
