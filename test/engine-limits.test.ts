@@ -70,6 +70,62 @@ describe('listener limits', () => {
   })
 })
 
+describe('frames waiting to be handled are bounded in bytes (max_inbound_bytes, issue 16 item 5)', () => {
+  const LIMIT = 256 * 1024
+
+  it('closes with 1008 a connection that queues more than max_inbound_bytes while its auth function runs; other clients are served', async () => {
+    const e = await engine({
+      extraListeners: [{ max_inbound_bytes: LIMIT, rbac: { auth_function_id: 'gate::auth', expose_functions: ['health::echo'] } }],
+      config: { registration_namespace_grace_ms: 10, internal_invocation_timeout_ms: 600000 },
+    })
+    const gate = await RawWorker.connect(e.url)
+    workers.push(gate)
+    let stalled = 0
+    // The auth function never answers a connection that asks it to wait.
+    gate.serve('gate::auth', (input: { headers: Record<string, string> }) => (input.headers['x-wait'] ? (stalled++, new Promise(() => {})) : {}))
+    gate.serve('health::echo', (data: unknown) => data)
+    await eventually(() => e.engine.functions.get('default', 'health::echo') !== undefined && e.engine.functions.get('default', 'gate::auth') !== undefined)
+
+    const flood = new WebSocket(e.urls[1]!, { headers: { 'x-wait': '1' } })
+    const closed = new Promise<{ code: number; reason: string }>((resolve) => flood.once('close', (code, reason) => resolve({ code, reason: reason.toString() })))
+    flood.on('error', () => {})
+    await new Promise((resolve) => flood.once('open', resolve))
+    await eventually(() => stalled === 1)
+    // 40 calls of 16 KiB: 640 KiB, far below the 10,000-frame cap, well over the byte bound.
+    const payload = 'p'.repeat(16 * 1024)
+    for (let i = 0; i < 40 && flood.readyState === WebSocket.OPEN; i++) {
+      flood.send(JSON.stringify({ type: 'invokefunction', invocation_id: `f${i}`, function_id: 'health::echo', data: payload }))
+    }
+    assert.deepEqual(await within(closed, 20000), { code: 1008, reason: `more than ${LIMIT} bytes of frames queued (max_inbound_bytes)` })
+
+    // A client on the same listener whose auth answers gets in and is served.
+    const polite = await RawWorker.connect(e.urls[1]!)
+    workers.push(polite)
+    assert.equal((await polite.call('health::echo', { ok: 1 })).result.ok, 1)
+    assert.equal((await gate.call('health::echo', 'trusted')).result, 'trusted')
+  })
+
+  it('resolves the namespace to default as soon as the held frames exceed max_inbound_bytes', async () => {
+    const e = await engine({ listener: { max_inbound_bytes: LIMIT }, config: { registration_namespace_grace_ms: 60000 } })
+    const w = await RawWorker.connect(e.url)
+    workers.push(w)
+    // 8 × 48 KiB: the sixth frame takes the held bytes over 256 KiB.
+    for (let i = 0; i < 8; i++) w.send({ type: 'registerfunction', id: `heavy::f${i}`, description: 'd'.repeat(48 * 1024) })
+    await eventually(() => e.engine.functions.get('default', 'heavy::f7') !== undefined, 10000)
+    assert.equal(e.engine.functions.get('default', 'heavy::f0')?.replicas.length, 1)
+    assert.equal(w.isOpen, true)
+  })
+})
+
+/** `promise`, or a rejection once `ms` pass without it settling (a bound on a wait for a condition). */
+function within<T>(promise: Promise<T>, ms: number): Promise<T> {
+  let timer: NodeJS.Timeout | undefined
+  const expired = new Promise<never>((_resolve, reject) => {
+    timer = setTimeout(() => reject(new Error(`not settled within ${ms} ms`)), ms)
+  })
+  return Promise.race([promise, expired]).finally(() => clearTimeout(timer))
+}
+
 describe('frames the engine would send over max_message_bytes (issue 16 item 7)', () => {
   // Callers on the second listener take frames of at most 4 KiB; workers on the first take 64 MiB.
   const SMALL = 4096

@@ -48,14 +48,14 @@ describe('frames that used to crash the engine', () => {
     const frame = '{"type":"invokefunction","invocation_id":"s","function_id":"\\ud800"}'
     w.send(frame)
     const answer = await w.next((f) => f.invocation_id === 's')
-    assert.deepEqual(answer.error, { code: 'INVALID_ID', message: 'Invalid id: function_id contains a lone UTF-16 surrogate' })
+    assert.deepEqual(answer.error, { code: 'INVALID_ID', message: 'Invalid id: function_id contains a lone UTF-16 surrogate at index 0' })
     // registrationrejected keeps FUNCTION_NAMESPACE_CONFLICT, the code SDKs read as "this one
     // registration was refused" (§5.11): any other code stops an SDK's client for good.
     w.send('{"type":"registerfunction","id":"bad::\\udfff"}')
     const rejected = await w.next((f) => f.type === 'registrationrejected')
     assert.equal(rejected.code, 'FUNCTION_NAMESPACE_CONFLICT')
     assert.equal(rejected.reason, 'invalid')
-    assert.equal(rejected.message, 'registration id is invalid: contains a lone UTF-16 surrogate')
+    assert.equal(rejected.message, 'INVALID_ID: function id contains a lone UTF-16 surrogate at index 5')
     await stillRouting()
   })
 
@@ -64,20 +64,20 @@ describe('frames that used to crash the engine', () => {
     open.push(w)
     w.send({ type: 'registertrigger', id: 'b\ud800', trigger_type: 'cron', function_id: 'health::echo' })
     const badId = await w.next((f) => f.type === 'triggerregistrationresult')
-    assert.deepEqual(badId.error, { code: 'INVALID_ID', message: 'Invalid id: id contains a lone UTF-16 surrogate' })
+    assert.deepEqual(badId.error, { code: 'INVALID_ID', message: 'Invalid id: id contains a lone UTF-16 surrogate at index 1' })
     assert.equal(badId.id, '')
     w.send({ type: 'registertrigger', id: 'b1', trigger_type: 'cron\u0007', function_id: 'health::echo' })
     const badType = await w.next((f) => f.type === 'triggerregistrationresult')
-    assert.deepEqual(badType.error, { code: 'INVALID_ID', message: 'Invalid id: trigger_type contains a control character' })
+    assert.deepEqual(badType.error, { code: 'INVALID_ID', message: 'Invalid id: trigger_type contains a control character (U+0007) at index 4' })
     assert.equal(badType.id, 'b1')
     w.send({ type: 'registertrigger', id: 'b2', trigger_type: 'cron', function_id: 'health::echo', trigger_namespace: 'ns\udc00' })
     assert.equal((await w.next((f) => f.type === 'triggerregistrationresult')).error.code, 'INVALID_NAMESPACE')
     const call = await w.call('health::echo', 1, { namespace: 'ns\ud800' })
-    assert.deepEqual(call.error, { code: 'INVALID_NAMESPACE', message: 'Invalid namespace: namespace contains a lone UTF-16 surrogate' })
+    assert.deepEqual(call.error, { code: 'INVALID_NAMESPACE', message: 'Invalid namespace: namespace contains a lone UTF-16 surrogate at index 2' })
     w.send({ type: 'registertriggertype', id: 'hooks', namespace: 'x\ud800' })
     const rejected = await w.next((f) => f.type === 'registrationrejected')
     assert.equal(rejected.code, 'FUNCTION_NAMESPACE_CONFLICT')
-    assert.equal(rejected.message, 'registration is invalid: namespace contains a lone UTF-16 surrogate')
+    assert.equal(rejected.message, 'INVALID_NAMESPACE: namespace contains a lone UTF-16 surrogate at index 1')
     const announce = await w.call('engine::workers::register', { name: 'w', namespace: 'team\ud800' })
     assert.equal(announce.error.code, 'INVALID_NAMESPACE')
     // Not only frames: engine::register_trigger checks its input the same way.
@@ -274,6 +274,60 @@ describe('frames over a connection\'s limit (fast-check, issue 16 item 7)', () =
   })
 })
 
+/** One inbound frame: text of `units` repetitions of a 1-, 2-, 3- (a lone surrogate) or 4-byte unit, or bytes. */
+const inboundFrame = fc.oneof(
+  fc.record({ units: fc.integer({ min: 0, max: 40000 }), unit: fc.constantFrom('a', 'é', '\ud800', '😀') }).map(({ units, unit }) => unit.repeat(units)),
+  fc.integer({ min: 0, max: 90000 }).map((n) => Buffer.alloc(n, 7)),
+)
+
+describe('frames queued while a session is busy (fast-check, issue 16 item 5)', () => {
+  it('a connection is closed with 1008 at the first frame that takes the queued bytes over max_inbound_bytes, never before', async () => {
+    const limit = 64 * 1024
+    const warnings: Array<Record<string, unknown>> = []
+    const log = { debug() {}, info() {}, error() {}, warn: (message: string, data?: Record<string, unknown>) => void (message.startsWith('closing a connection that sent too much') && warnings.push(data ?? {})) }
+    const e = await startTestEngine({
+      builtins: [],
+      log,
+      extraListeners: [{ max_inbound_bytes: limit, rbac: { auth_function_id: 'gate::auth', expose_functions: ['health::echo'] } }],
+      config: { registration_namespace_grace_ms: 10, internal_invocation_timeout_ms: 600000 },
+    })
+    try {
+      const gate = await RawWorker.connect(e.url)
+      // Connections that ask to wait are never answered: everything they send queues.
+      gate.serve('gate::auth', (input: { headers: Record<string, string> }) => (input.headers['x-wait'] ? new Promise(() => {}) : {}))
+      gate.serve('health::echo', (data: unknown) => data)
+      await eventually(() => e.engine.functions.get('default', 'gate::auth') !== undefined && e.engine.functions.get('default', 'health::echo') !== undefined)
+      await fc.assert(
+        fc.asyncProperty(fc.array(inboundFrame, { maxLength: 12 }), async (drawn) => {
+          // Two frames of the limit at the end make sure the bound is reached.
+          const frames = [...drawn, 'z'.repeat(limit), 'z'.repeat(limit)]
+          const size = (f: string | Buffer) => (typeof f === 'string' ? Buffer.byteLength(f) : f.length)
+          let queued = 0
+          for (const frame of frames) {
+            if (queued > 0 && queued + size(frame) > limit) break
+            queued += size(frame)
+          }
+          const socket = new WebSocket(e.urls[1]!, { headers: { 'x-wait': '1' } })
+          socket.on('error', () => {})
+          const closed = new Promise<{ code: number; reason: string }>((resolve) => socket.once('close', (code, reason) => resolve({ code, reason: reason.toString() })))
+          await new Promise((resolve) => socket.once('open', resolve))
+          const before = warnings.length
+          for (const frame of frames) socket.send(frame, { binary: typeof frame !== 'string' })
+          assert.deepEqual(await closed, { code: 1008, reason: `more than ${limit} bytes of frames queued (max_inbound_bytes)` })
+          assert.equal(warnings.length, before + 1)
+          assert.equal(warnings.at(-1)!.queued_bytes, queued)
+        }),
+        { numRuns: 40 },
+      )
+      const polite = await RawWorker.connect(e.urls[1]!)
+      assert.deepEqual((await polite.call('health::echo', { ok: 1 })).result, { ok: 1 })
+      await Promise.all([polite.close(), gate.close()])
+    } finally {
+      await e.stop()
+    }
+  })
+})
+
 describe('protocol fuzz (fast-check)', () => {
   it('random frames over the in-memory transport never take the engine down', async () => {
     await fc.assert(
@@ -306,6 +360,11 @@ describe('protocol fuzz (fast-check)', () => {
           w.send({ type: 'registerfunction', id: bad })
           const rejected = await w.next((f) => f.type === 'registrationrejected')
           assert.deepEqual([rejected.code, rejected.reason], ['FUNCTION_NAMESPACE_CONFLICT', 'invalid'])
+          assert.match(rejected.message, /^INVALID_ID: function id contains a lone UTF-16 surrogate at index \d+$/)
+          w.send({ type: 'registertriggertype', id: bad })
+          const type = await w.next((f) => f.type === 'registrationrejected')
+          assert.match(type.message, /^INVALID_ID: trigger type id contains a lone UTF-16 surrogate at index \d+$/)
+          assert.equal(type.trigger_type_id, '')
           assert.equal((await w.call('health::echo', 'after')).result, 'after')
         } finally {
           await w.close()

@@ -86,6 +86,7 @@ export const CONFIG_BLOCKS = {
       { key: 'backpressure_bytes', type: 'integer', default: String(LISTENER_DEFAULTS.backpressure_bytes), min: 1, description: 'Outbound buffer size above which the engine pauses sending, bytes (protocol.md §3.5).' },
       { key: 'max_outbound_bytes', type: 'integer', default: String(LISTENER_DEFAULTS.max_outbound_bytes), min: 1, description: 'Outbound buffer size at which the connection is closed, bytes (protocol.md §3.5).' },
       { key: 'drain_timeout_ms', type: 'integer', default: ms(LISTENER_DEFAULTS.drain_timeout_ms), min: 1, description: 'A connection with unsent data of which nothing leaves for this long has stopped reading and is closed; its open calls fail with `invocation_stopped` (protocol.md §3.5).' },
+      { key: 'max_inbound_bytes', type: 'integer', default: String(LISTENER_DEFAULTS.max_inbound_bytes), min: 1, description: 'Bytes of frames a connection may have waiting: queued while its auth function, a registration hook or a reattach runs (past it the connection is closed with 1008), or held in the registration buffer (past it the buffer is applied at once) (protocol.md §3.4, §3.5). A single frame always fits.' },
       { key: 'middleware_function_id', type: 'string', description: 'Function that sees every invocation from this listener first (protocol.md §13.4).' },
       { key: 'rbac', type: 'mapping', description: 'Access control of the listener; see `rbac`. Without it the listener is unrestricted.' },
     ],

@@ -59,7 +59,7 @@ import { Listener, type LinkKind } from './listener.ts'
 import { consoleLogger, type LogLevel } from './logger.ts'
 import type { Peer } from './peer.ts'
 import { DiscardReply, FrameTooLarge, InvocationPipeline, PromiseReply, RelayReply, sendErrorFrame, type Invocation, type PipelineHost } from './pipeline.ts'
-import { bytesOver, MAX_BUFFERED_FRAMES, Session } from './session.ts'
+import { bytesOver, frameBytes, Session } from './session.ts'
 import { TelemetryHub } from './telemetry.ts'
 import { TriggerRegistry, type Binding, type BindingInput, type ProviderEntry } from './triggers.ts'
 import type {
@@ -388,38 +388,45 @@ export class Engine implements BuiltinHost, PipelineHost {
     )
   }
 
-  /** An inbound frame: handled now, or queued behind an asynchronous step that is still running. */
+  /**
+   * An inbound frame: handled now, or queued behind an asynchronous step that is still running.
+   * A full queue (frames or `max_inbound_bytes`, `Session.queue`) closes the connection with 1008
+   * and frees what it held.
+   */
   private receive(session: Session, data: string | Uint8Array, isBinary: boolean): void {
-    if (session.state === 'closed') return
-    if (session.blocked || session.backlog.length > 0) {
-      if (session.backlog.length >= MAX_BUFFERED_FRAMES) {
-        this.log.warn('closing a connection that sent too many frames while its session was busy', { worker_id: session.workerId })
-        session.transport.close(1008, `more than ${MAX_BUFFERED_FRAMES} frames queued`)
-        return
-      }
-      session.backlog.push({ data, isBinary })
+    if (session.state === 'closed' || !session.reading) return
+    if (session.blocked || session.queued) {
+      const refused = session.queue(data, isBinary)
+      if (refused === undefined) return
+      this.log.warn('closing a connection that sent too much while its session was busy', {
+        worker_id: session.workerId,
+        reason: refused,
+        queued_bytes: session.inboundBytes,
+      })
+      session.stopReading()
+      session.transport.close(1008, refused)
       return
     }
-    this.process(session, decodeFrame(data, isBinary))
+    this.process(session, decodeFrame(data, isBinary), data)
   }
 
   /** Takes queued frames in order until the queue is empty or a step blocks it again. */
   private drain(session: Session): void {
-    const backlog = session.backlog
-    while (!session.blocked && backlog.length > 0 && session.state !== 'closed') {
-      const item = backlog.shift()!
-      if ('type' in item) this.step(session, item)
-      else this.process(session, decodeFrame(item.data, item.isBinary))
+    while (!session.blocked && session.state !== 'closed') {
+      const frame = session.nextQueued()
+      if (frame === undefined) return
+      if ('message' in frame) this.step(session, frame.message)
+      else this.process(session, decodeFrame(frame.data, frame.isBinary), frame.data)
     }
   }
 
-  /** The error boundary of one frame: whatever happens, the engine keeps running. */
-  private process(session: Session, decoded: Decoded): void {
+  /** The error boundary of one frame (`data` as received): whatever happens, the engine keeps running. */
+  private process(session: Session, decoded: Decoded, data: string | Uint8Array): void {
     try {
       switch (decoded.kind) {
         case 'message':
           if (session.shouldHold(decoded.message)) {
-            if (session.hold(decoded.message)) this.resolveNamespace(session, 'default')
+            if (session.hold(decoded.message, frameBytes(data))) this.resolveNamespace(session, 'default')
             return
           }
           this.step(session, decoded.message)
@@ -495,10 +502,13 @@ export class Engine implements BuiltinHost, PipelineHost {
         this.reject(session, 'invalid', RejectionMessages.invalid(), session.namespace, { [field]: '' })
         return
       }
+      // The reason names the code a call would get (raw clients read why; svc-sdk checks first).
       const problem = idProblem(id)
-      this.reject(session, 'invalid', problem !== undefined ? RejectionMessages.invalidId(problem) : RejectionMessages.invalidFrame(reason), session.namespace, {
-        [field]: problem === undefined ? id : '',
-      })
+      let text: string
+      if (problem !== undefined) text = RejectionMessages.invalidId(type === 'registerfunction' ? 'function' : 'trigger type', problem)
+      else if (code === Codes.InvalidNamespace) text = RejectionMessages.invalidNamespace(reason)
+      else text = RejectionMessages.invalidFrame(reason)
+      this.reject(session, 'invalid', text, session.namespace, { [field]: problem === undefined ? id : '' })
       return
     }
     if (type === 'registertrigger' && typeof raw?.id === 'string') {
@@ -511,11 +521,8 @@ export class Engine implements BuiltinHost, PipelineHost {
 
   private resolveNamespace(session: Session, namespace: string): void {
     if (session.namespaceResolved || session.state !== 'open') return
-    const held = session.resolveNamespace(namespace)
-    if (held.length === 0) return
     // Held frames go before anything that arrived later (§3.4), even if one of them blocks.
-    session.backlog.unshift(...held)
-    this.drain(session)
+    if (session.resolveNamespace(namespace)) this.drain(session)
   }
 
   private handleMessage(session: Session, message: InboundMessage): Promise<void> | void {

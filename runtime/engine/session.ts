@@ -27,6 +27,16 @@ const BUFFERED_TYPES = new Set([
 /** The registration buffer's capacity (§3.4 rule 3), and the cap of the inbound queue. */
 export const MAX_BUFFERED_FRAMES = 10000
 
+/** A frame waiting in the inbound queue: as received, or decoded (held frames moved there). */
+export type QueuedFrame =
+  | { readonly data: string | Uint8Array; readonly isBinary: boolean; readonly bytes: number }
+  | { readonly message: InboundMessage; readonly bytes: number }
+
+/** The size of an inbound frame as it came over the wire, bytes (text frames are UTF-8). */
+export function frameBytes(data: string | Uint8Array): number {
+  return typeof data === 'string' ? Buffer.byteLength(data) : data.byteLength
+}
+
 /**
  * The UTF-8 size of `text` when it is over `limit`, else undefined. UTF-8 takes 1 to 3 bytes per
  * UTF-16 unit (a lone surrogate leaves as the 3 bytes of U+FFFD), so only text longer than a
@@ -64,11 +74,18 @@ export class Session implements Peer, FrameSink {
   readonly calling = new Set<Leg>()
   graceTimer: NodeJS.Timeout | undefined
   /** Frames waiting for the namespace (the registration buffer). */
-  private held: InboundMessage[] = []
+  private held: Array<{ message: InboundMessage; bytes: number }> = []
   /** Frames waiting while an asynchronous step runs; taken in order once it ends. */
-  readonly backlog: Array<{ data: string | Uint8Array; isBinary: boolean } | InboundMessage> = []
+  private backlog: QueuedFrame[] = []
+  /**
+   * Bytes of the frames in the registration buffer and the inbound queue together, bounded by
+   * the listener's `max_inbound_bytes`.
+   */
+  inboundBytes = 0
   /** True while an asynchronous step (auth, a hook, a reattach) holds the inbound queue. */
   blocked = true
+  /** False once the session refused to queue more (the connection is closing): later frames are dropped. */
+  reading = true
   /** JSON of the function ids this session calls, so relayed results need no encoding per call. */
   private readonly idJsonCache = new Map<string, string>()
 
@@ -120,21 +137,67 @@ export class Session implements Peer, FrameSink {
     return !(message.type === 'invokefunction' && message.function_id === 'engine::workers::register')
   }
 
-  /** Holds a frame; returns true when the buffer is now full. */
-  hold(message: InboundMessage): boolean {
-    this.held.push(message)
-    return this.held.length >= MAX_BUFFERED_FRAMES
+  /**
+   * Holds a frame of `bytes` bytes in the registration buffer; returns true when the buffer is
+   * now full: {@link MAX_BUFFERED_FRAMES} frames (§3.4 rule 3), or the frames held and queued
+   * together over the listener's `max_inbound_bytes` (the same rule in bytes, an svc addition).
+   */
+  hold(message: InboundMessage, bytes: number): boolean {
+    this.held.push({ message, bytes })
+    this.inboundBytes += bytes
+    return this.held.length >= MAX_BUFFERED_FRAMES || this.inboundBytes > this.listener.max_inbound_bytes
   }
 
-  /** Marks the namespace resolved and returns the held frames, in arrival order. */
-  resolveNamespace(namespace: string): InboundMessage[] {
+  /**
+   * Marks the namespace resolved and puts the held frames at the front of the inbound queue, in
+   * arrival order (§3.4: before any frame that arrived later). Returns whether there were any.
+   */
+  resolveNamespace(namespace: string): boolean {
     this.namespace = namespace
     this.namespaceResolved = true
     if (this.graceTimer) clearTimeout(this.graceTimer)
     this.graceTimer = undefined
     const held = this.held
+    if (held.length === 0) return false
     this.held = []
-    return held
+    this.backlog = this.backlog.length === 0 ? held : [...held, ...this.backlog]
+    return true
+  }
+
+  /** True when frames wait in the inbound queue (later frames must queue behind them). */
+  get queued(): boolean {
+    return this.backlog.length > 0
+  }
+
+  /**
+   * Queues a frame behind the asynchronous step that holds the session. Returns why it cannot,
+   * as the close reason (1008), when the queue already holds {@link MAX_BUFFERED_FRAMES} frames
+   * or the frame would take the bytes held and queued over `max_inbound_bytes`; a frame always
+   * fits when nothing else waits, so the bound is never below one frame of `max_message_bytes`.
+   */
+  queue(data: string | Uint8Array, isBinary: boolean): string | undefined {
+    if (this.backlog.length >= MAX_BUFFERED_FRAMES) return `more than ${MAX_BUFFERED_FRAMES} frames queued`
+    const bytes = frameBytes(data)
+    const limit = this.listener.max_inbound_bytes
+    if (this.inboundBytes > 0 && this.inboundBytes + bytes > limit) return `more than ${limit} bytes of frames queued (max_inbound_bytes)`
+    this.backlog.push({ data, isBinary, bytes })
+    this.inboundBytes += bytes
+    return undefined
+  }
+
+  /** Takes the oldest queued frame. */
+  nextQueued(): QueuedFrame | undefined {
+    const frame = this.backlog.shift()
+    if (frame !== undefined) this.inboundBytes -= frame.bytes
+    return frame
+  }
+
+  /** Drops every frame held or queued and every later one: the connection is being closed. */
+  stopReading(): void {
+    this.reading = false
+    this.held = []
+    this.backlog = []
+    this.inboundBytes = 0
   }
 
   /**
@@ -156,8 +219,7 @@ export class Session implements Peer, FrameSink {
   /** Stops the session from being picked or read (§3.6 step 1). */
   retire(): void {
     this.state = 'closed'
-    this.held = []
-    this.backlog.length = 0
+    this.stopReading()
     if (this.graceTimer) clearTimeout(this.graceTimer)
     this.graceTimer = undefined
   }

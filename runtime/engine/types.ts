@@ -213,6 +213,13 @@ export interface ListenerConfig {
    * terminated (the slow-consumer rule, protocol.md §3.5; an svc addition), ms.
    */
   drain_timeout_ms: number
+  /**
+   * Bytes of frames a connection may have waiting to be handled: queued while its session is busy
+   * (the auth function, a registration hook, a reattach; past it the connection is closed with
+   * 1008) and held in the registration buffer (past it the namespace resolves at once, §3.4).
+   * The bound of §3.4/§3.5 in bytes, an svc addition; one frame always fits.
+   */
+  max_inbound_bytes: number
   /** Diverts this listener's invocations to a function (§13.4). */
   middleware_function_id?: string
   /** Access control of this listener (§13); absent: every connection is unrestricted. */
@@ -273,4 +280,5 @@ export const LISTENER_DEFAULTS: ListenerConfig = {
   backpressure_bytes: 1024 * 1024,
   max_outbound_bytes: 64 * 1024 * 1024,
   drain_timeout_ms: 10000,
+  max_inbound_bytes: 64 * 1024 * 1024,
 }

@@ -14,7 +14,8 @@
  * Never throws.
  */
 import { Codes, wireErrorBody, type ErrorBody } from './errors.ts'
-import { idProblem, jsonParse, JsonSyntaxError, MAX_FRAME_DEPTH, scanObjectMembers } from './json.ts'
+import { idProblem } from './ids.ts'
+import { jsonParse, JsonSyntaxError, MAX_FRAME_DEPTH, scanObjectMembers } from './json.ts'
 import { MessageType } from './messages.ts'
 import type {
   InvocationResultMessage,

@@ -250,7 +250,7 @@ entry(Codes.InvocationFailed, 500, 'failure', ['sdk'], 'A handler threw an error
 entry(Codes.InvocationStopped, 502, 'failure', ['engine', 'sdk'], 'The executing replica or the caller disconnected mid-call.', 'Check why the worker exited or the connection dropped (`svc logs`, `svc worker list`), then retry the call.')
 entry(Codes.Timeout, 504, 'timeout', ['engine', 'sdk'], 'An engine-originated call, or a caller waiting for a result, exceeded its timeout.', 'Make the function answer sooner, or raise the timeout (`svc trigger --timeout-ms`, `internal_invocation_timeout_ms` in config.yaml).')
 entry(Codes.InvalidMessage, 400, 'failure', ['engine'], 'A malformed frame that owes a reply.', 'Use an SDK of the same protocol version; a hand-written client must send frames as protocol.md §5 describes.')
-entry(Codes.InvalidNamespace, 400, 'usage', ['engine'], 'A namespace field is present but blank, or is not well-formed text (a control character, a lone UTF-16 surrogate, more than 1024 characters).', 'Give the namespace a name of well-formed text, or leave the field out to use `default`.')
+entry(Codes.InvalidNamespace, 400, 'usage', ['engine', 'sdk'], 'A namespace field is present but blank, or is not well-formed text (a control character, a lone UTF-16 surrogate, more than 1024 characters); svc-sdk refuses such a namespace before sending anything.', 'Give the namespace a name of well-formed text, or leave the field out to use `default`.')
 entry(Codes.InvalidArguments, 400, 'failure', ['engine', 'http', 'state', 'queue', 'database'], 'The input of a built-in function has the wrong shape.', 'Send the payload the function\'s `request_format` describes (`svc trigger <id> --describe`, or functions.md).')
 entry(Codes.StorageDisabled, 503, 'failure', ['engine'], 'An observability query while the observability store is `none` (builtins.md §12.5).', 'Set `store` of the observability settings entry to `builtin` or `memory`.')
 entry(Codes.NotFound, 404, 'failure', ['engine', 'http'], 'An engine::*::info lookup found nothing; no HTTP route matches.', 'Check the id or the route path; `svc functions` and the HTTP worker\'s route list show what exists.')
@@ -277,7 +277,7 @@ entry(Codes.UrlValidationFailed, 400, 'failure', ['engine'], 'The URL of an HTTP
 entry(Codes.SecretNotSet, 500, 'failure', ['engine'], 'An auth *_key names an unset environment variable.', 'Set the environment variable the auth `*_key` names before starting the engine.')
 entry(Codes.InternalError, 500, 'failure', ['engine', 'http'], 'Unexpected engine failure.', 'A bug in svc: report it with the error id from the message and the engine log (`svc logs`).')
 entry(Codes.AuthError, 401, 'failure', ['engine'], 'Authentication of a connection failed (error frame, close 1008).', 'Send the credentials the listener\'s `auth_function_id` expects, or fix that function\'s result.')
-entry(Codes.FunctionNamespaceConflict, 409, 'failure', ['engine'], 'Code of every registrationrejected: one registration was refused.', 'Read the reason in the message: rename a reserved id, register `engine::` ids in `default`, or allow registration for the session.')
+entry(Codes.FunctionNamespaceConflict, 409, 'failure', ['engine'], 'Code of every registrationrejected: one registration was refused.', 'Read the reason in the message: rename a reserved id, register `engine::` ids in `default`, allow registration for the session, or fix the id or namespace a message beginning `INVALID_ID`/`INVALID_NAMESPACE` names.')
 entry(Codes.NotConnected, 503, 'unreachable', ['sdk'], 'A call was made while the client is failed or shut down.', 'Start the engine (`svc`), or connect the client before calling; check the engine URL.', { wire: false })
 entry(Codes.Shutdown, 503, 'failure', ['sdk'], 'Pending calls rejected by shutdown().', 'Expected while a worker stops; retry the call on a running replica.', { wire: false })
 entry(Codes.Unknown, 500, 'failure', ['sdk'], 'A remote error value was not an ErrorBody.', 'Make the remote side fail with an ErrorBody `{code, message}`.', { wire: false })
@@ -294,7 +294,7 @@ entry(Codes.StorageError, 500, 'failure', ['state', 'configuration'], 'The stora
 entry(Codes.AdapterUnavailable, 503, 'failure', ['state', 'pubsub'], 'A remote storage adapter (Redis) is not reachable.', 'Start the Redis server, or fix the adapter URL in the worker\'s settings.')
 entry(Codes.ExpandFailed, 400, 'usage', ['engine'], 'A settings placeholder names an unset environment variable.', 'Set the environment variable, or give the placeholder a default (`${NAME:-value}`).')
 entry(Codes.InvalidMessageGroup, 400, 'failure', ['queue'], 'A fifo queue message lacks its message_group_field.', 'Include the queue\'s `message_group_field` in the data of every message.')
-entry(Codes.InvalidId, 400, 'failure', ['engine', 'configuration'], 'An id is not valid: a function, trigger or trigger type id in a frame holds a control character or a lone UTF-16 surrogate, or is longer than 1024 characters; a settings entry id does not match [a-z0-9_-]{1,64}.', 'Use ids of well-formed text without control characters; for settings entries 1 to 64 of `a-z`, `0-9`, `_` and `-`.')
+entry(Codes.InvalidId, 400, 'failure', ['engine', 'sdk', 'configuration'], 'An id is not valid: a function, trigger or trigger type id holds a control character or a lone UTF-16 surrogate, or is longer than 1024 characters (svc-sdk refuses it before sending anything; the engine answers a frame carrying one, and names it in a registrationrejected message); a settings entry id does not match [a-z0-9_-]{1,64}.', 'Use ids of well-formed text without control characters; for settings entries 1 to 64 of `a-z`, `0-9`, `_` and `-`.')
 entry(Codes.NotRegistered, 404, 'failure', ['configuration'], 'A settings entry was set before its owner registered it.', 'Call `configuration::register` with the entry\'s schema first (its owner worker does this when it starts).')
 entry(Codes.SchemaUnavailable, 503, 'failure', ['configuration'], 'The owner of a settings entry has not registered its schema since the engine started.', 'Start the worker that owns the entry, so it registers the schema, then retry.')
 entry(Codes.SchemaInvalid, 400, 'failure', ['configuration'], 'A settings value (after placeholder expansion) violates its JSON Schema.', 'Fix the values at the JSON pointers the message lists (`configuration::schema` shows the schema).')
@@ -361,9 +361,9 @@ export const Errors = {
   timeout: (ms: number) => make(Codes.Timeout, `invocation timed out after ${ms}ms`),
   invalidMessage: (reason: string) => make(Codes.InvalidMessage, `Invalid message: ${reason}`),
   invalidNamespace: () => make(Codes.InvalidNamespace, 'namespace is empty: give it a name, or omit it to use `default`'),
-  /** A namespace that is not well-formed text; `detail` names the field and the problem (`namespace contains a lone UTF-16 surrogate`). */
+  /** A namespace that is not well-formed text; `detail` names the field and the problem (`namespace contains a lone UTF-16 surrogate at index 3`). */
   namespaceNotText: (detail: string) => make(Codes.InvalidNamespace, `Invalid namespace: ${detail}`),
-  /** An id in a frame that is not well-formed text; `detail` names the field and the problem (`function_id contains a control character`). */
+  /** An id in a frame that is not well-formed text; `detail` names the field and the problem (`function_id contains a control character (U+0007) at index 3`). */
   idNotText: (detail: string) => make(Codes.InvalidId, `Invalid id: ${detail}`),
   /** Input of an engine function (§6.7): `Invalid input for <id>: <detail>`. */
   invalidInput: (functionId: string, detail: string) => make(Codes.InvalidArguments, `Invalid input for ${functionId}: ${detail}`),
@@ -510,6 +510,14 @@ export const RejectionMessages = {
   triggerTypesForbidden: () => 'trigger type registration is not allowed for this session',
   hookDenied: (hook: string, detail: string) => `registration denied by ${hook}: ${detail}`,
   invalid: () => 'registration has no id',
-  invalidId: (detail: string) => `registration id is invalid: ${detail}`,
+  /**
+   * An id that is not well-formed text: the message names the code a call would get for it and
+   * the problem (`INVALID_ID: function id contains a lone UTF-16 surrogate at index 5`), as the
+   * frame's own code stays FUNCTION_NAMESPACE_CONFLICT (protocol.md §5.11). `kind`: `function`,
+   * `trigger type`.
+   */
+  invalidId: (kind: string, detail: string) => `${Codes.InvalidId}: ${kind} id ${detail}`,
+  /** A namespace that is not well-formed text: `INVALID_NAMESPACE: namespace contains a control character (U+0007) at index 2`. */
+  invalidNamespace: (detail: string) => `${Codes.InvalidNamespace}: ${detail}`,
   invalidFrame: (reason: string) => `registration is invalid: ${reason}`,
 } as const

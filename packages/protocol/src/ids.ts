@@ -140,3 +140,33 @@ export function isInternalId(id: string): boolean {
 export function svcAlias(id: string): string | undefined {
   return id.startsWith('iii::') ? `svc::${id.slice(5)}` : undefined
 }
+
+/** Longest id (function id, trigger type id, trigger id) or namespace accepted, in UTF-16 code units. */
+export const MAX_ID_LENGTH = 1024
+
+/** With the `u` flag a surrogate pair reads as one code point, so `\p{Cs}` matches lone surrogates only. */
+const LONE_SURROGATE = /\p{Cs}/u
+// eslint-disable-next-line no-control-regex
+const CONTROL = /[\u0000-\u001f\u007f]/
+
+/**
+ * Why `id` cannot name a function, trigger type, trigger or namespace, or undefined when it can:
+ * it must be well-formed Unicode (no lone UTF-16 surrogate, which no UTF-8 peer could receive) of
+ * at most {@link MAX_ID_LENGTH} code units, without control characters (U+0000–U+001F, U+007F).
+ * Emptiness is checked by the callers, whose messages differ. The one check of the engine's codec
+ * (`INVALID_ID`, `INVALID_NAMESPACE`) and of svc-sdk before it sends anything.
+ *
+ * @returns the problem, to follow the field's name: `contains a lone UTF-16 surrogate at index
+ *   <n>`, `contains a control character (U+<hex>) at index <n>`, `is longer than 1024 characters
+ *   (<length>)`; indexes count UTF-16 code units from 0.
+ * @example
+ * idProblem('orders::validate') // undefined
+ * idProblem('orders::\ud800')   // 'contains a lone UTF-16 surrogate at index 8'
+ */
+export function idProblem(id: string): string | undefined {
+  if (id.length > MAX_ID_LENGTH) return `is longer than ${MAX_ID_LENGTH} characters (${id.length})`
+  if (!id.isWellFormed()) return `contains a lone UTF-16 surrogate at index ${LONE_SURROGATE.exec(id)!.index}`
+  const control = CONTROL.exec(id)
+  if (control !== null) return `contains a control character (U+${control[0].charCodeAt(0).toString(16).toUpperCase().padStart(4, '0')}) at index ${control.index}`
+  return undefined
+}

@@ -20,9 +20,6 @@ export const MAX_JSON_DEPTH = 128
  */
 export const MAX_FRAME_DEPTH = MAX_JSON_DEPTH + 16
 
-/** Longest id (function id, trigger type id, trigger id) accepted, in UTF-16 code units. */
-export const MAX_ID_LENGTH = 1024
-
 /** A JSON text that is not well formed, or nests too deeply; `index` is where scanning stopped. */
 export class JsonSyntaxError extends Error {
   override name = 'JsonSyntaxError'
@@ -375,19 +372,6 @@ export function scanObjectMembers(text: string, maxDepth: number = MAX_JSON_DEPT
   i = skipWhitespace(text, i + 1)
   if (i !== text.length) fail(text, i, 'end of JSON expected')
   return members
-}
-
-/**
- * Why `id` cannot name a function, trigger type or trigger, or undefined when it can: it must be
- * a well-formed Unicode string (no lone surrogate) of at most {@link MAX_ID_LENGTH} code units
- * without control characters. Emptiness is checked by the callers, whose messages differ.
- */
-export function idProblem(id: string): string | undefined {
-  if (id.length > MAX_ID_LENGTH) return `longer than ${MAX_ID_LENGTH} characters`
-  if (!id.isWellFormed()) return 'contains a lone UTF-16 surrogate'
-  // eslint-disable-next-line no-control-regex
-  if (/[\u0000-\u001f\u007f]/.test(id)) return 'contains a control character'
-  return undefined
 }
 
 /**

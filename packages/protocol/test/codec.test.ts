@@ -9,7 +9,7 @@ import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
 import fc from 'fast-check'
 import { decodeText } from '../src/codec.ts'
-import { idProblem } from '../src/json.ts'
+import { idProblem } from '../src/ids.ts'
 
 /** Strings a hostile peer might use as ids: any code units, lone surrogates, controls, huge lengths. */
 const hostileId = fc.oneof(

@@ -17,6 +17,7 @@ import { Errors, type SvcError } from 'svc-protocol/errors'
 import type { ConnectOptions, Connector, Transport } from 'svc-protocol/transport'
 import { connectWebSocket } from 'svc-protocol/transport/ws'
 import { jsonParse } from 'svc-protocol/json'
+import { idProblem } from 'svc-protocol/ids'
 import {
   ErrorCode,
   InvocationError,
@@ -198,10 +199,36 @@ function triggerTypeKey(namespace: string, id: string): string {
   return `${namespace}\u0000${id}`
 }
 
-function requireNonBlankNamespace(value: string | undefined, field: string): void {
-  if (value !== undefined && (typeof value !== 'string' || value.trim() === '')) {
-    throw new TypeError(`${field} is empty: give it a name, or omit it`)
-  }
+/**
+ * Refuses a namespace argument the engine would refuse, before anything is sent: blank (a
+ * TypeError, sdk.md §5) or not well-formed text (protocol.md §3.5, the engine's own check).
+ * @throws TypeError for a blank value; InvocationError `INVALID_NAMESPACE` naming the problem.
+ */
+function requireNamespace(value: string | undefined, field: string): void {
+  if (value === undefined) return
+  if (typeof value !== 'string' || value.trim() === '') throw new TypeError(`${field} is empty: give it a name, or omit it`)
+  const problem = idProblem(value)
+  if (problem !== undefined) throw invocationError(Errors.namespaceNotText(`${field} ${problem}`))
+}
+
+/**
+ * Refuses an id the engine would refuse (protocol.md §3.5): a lone UTF-16 surrogate, a control
+ * character, more than 1024 characters. `what` names the argument (`function id`).
+ * @throws InvocationError `INVALID_ID`: `Invalid id: <what> contains a lone UTF-16 surrogate at index <n>`.
+ */
+function requireWellFormedId(id: string, what: string): void {
+  const problem = idProblem(id)
+  if (problem !== undefined) throw invocationError(Errors.idNotText(`${what} ${problem}`))
+}
+
+/** Why `trigger` cannot send `request`: an id or a namespace the engine would refuse; undefined when it can. */
+function requestProblem(functionId: string, namespace: string | undefined): SvcError | undefined {
+  const problem = idProblem(functionId)
+  if (problem !== undefined) return Errors.idNotText(`function_id ${problem}`)
+  if (namespace === undefined) return undefined
+  if (typeof namespace !== 'string' || namespace.trim() === '') return Errors.invalidNamespace()
+  const nsProblem = idProblem(namespace)
+  return nsProblem === undefined ? undefined : Errors.namespaceNotText(`namespace ${nsProblem}`)
 }
 
 /**
@@ -791,6 +818,8 @@ export class WorkerClient implements SvcClient {
     if (typeof functionId !== 'string' || functionId === '') {
       return Promise.reject(invocationError(Errors.invalidArguments('function_id is required')))
     }
+    const refused = requestProblem(functionId, request.namespace)
+    if (refused !== undefined) return Promise.reject(invocationError(refused, functionId))
     const action = request.action
     const isVoid = action !== undefined && action.type === 'void'
     const id = isVoid ? undefined : randomUUID()
@@ -852,6 +881,7 @@ export class WorkerClient implements SvcClient {
     options: RegisterFunctionOptions = {},
   ): FunctionRef {
     if (typeof id !== 'string' || id.trim() === '') throw new TypeError('function id is required')
+    requireWellFormedId(id, 'function id')
     if (this.#functions.has(id)) throw new Error(`function id already registered: ${id}`)
     const message: RegisterFunctionMessage = { type: 'registerfunction', id }
     if (options.description !== undefined) message.description = options.description
@@ -888,8 +918,10 @@ export class WorkerClient implements SvcClient {
     if (typeof input.function_id !== 'string' || input.function_id.trim() === '') {
       throw new TypeError('function id is required')
     }
-    requireNonBlankNamespace(input.namespace, 'namespace')
-    requireNonBlankNamespace(input.trigger_namespace, 'trigger_namespace')
+    requireWellFormedId(input.type, 'trigger type')
+    requireWellFormedId(input.function_id, 'function_id')
+    requireNamespace(input.namespace, 'namespace')
+    requireNamespace(input.trigger_namespace, 'trigger_namespace')
     const id = randomUUID()
     const namespace = input.namespace ?? this.#defaultNamespace(input.function_id)
     const message: RegisterTriggerMessage = {
@@ -926,7 +958,8 @@ export class WorkerClient implements SvcClient {
     handler: TriggerHandler<TConfig>,
   ): TriggerTypeRef<TConfig> {
     if (typeof input.id !== 'string' || input.id.trim() === '') throw new TypeError('trigger type id is required')
-    requireNonBlankNamespace(input.namespace, 'namespace')
+    requireWellFormedId(input.id, 'trigger type id')
+    requireNamespace(input.namespace, 'namespace')
     if (
       handler === null ||
       typeof handler !== 'object' ||

@@ -66,7 +66,8 @@ export type {
  * share it stops it in `shutdown()`. Telemetry the application set up itself is left to it.
  *
  * @throws TypeError when the address is not a `ws:`/`wss:` URL, for a blank `namespace`, or for
- *   header names or values HTTP cannot carry.
+ *   header names or values HTTP cannot carry; InvocationError `INVALID_NAMESPACE` for a namespace
+ *   that is not well-formed text (protocol.md §3.5), which the engine would refuse.
  *
  * @example
  * const client = registerWorker('ws://127.0.0.1:49134', { workerName: 'billing', namespace: 'prod' })

@@ -9,6 +9,9 @@ import { createRequire } from 'node:module'
 import { arch, hostname, platform, release } from 'node:os'
 import { basename, dirname, join } from 'node:path'
 import { otelEnabled } from 'svc-helpers/observability/internal'
+import { Errors } from 'svc-protocol/errors'
+import { idProblem } from 'svc-protocol/ids'
+import { InvocationError } from './errors.ts'
 import type { WorkerAnnounce } from './protocol.ts'
 import type { InitOptions, ReconnectionConfig, TelemetryOptions } from './types.ts'
 
@@ -81,7 +84,9 @@ function assertNumber(name: string, value: unknown, min: number, max = Number.PO
 
 /**
  * Applies the defaults of sdk.md §2.
- * @throws TypeError for a blank `namespace`, out-of-range numbers or invalid header names/values.
+ * @throws TypeError for a blank `namespace`, out-of-range numbers or invalid header names/values;
+ *   InvocationError `INVALID_NAMESPACE` for a namespace (option or `SVC_NAMESPACE`) that is not
+ *   well-formed text (protocol.md §3.5).
  */
 export function resolveOptions(options: InitOptions = {}, env: Env = process.env): ResolvedOptions {
   let namespace: string | undefined
@@ -94,6 +99,12 @@ export function resolveOptions(options: InitOptions = {}, env: Env = process.env
     const fromEnv = envValue(env, 'SVC_NAMESPACE')
     // A whitespace-only variable is treated like an empty one rather than failing the worker.
     namespace = fromEnv !== undefined && fromEnv.trim() !== '' ? fromEnv : undefined
+  }
+  // The engine would refuse the announce (a void call, so silently) and place every registration in `default`.
+  const problem = namespace === undefined ? undefined : idProblem(namespace)
+  if (problem !== undefined) {
+    const error = Errors.namespaceNotText(`namespace ${problem}`)
+    throw new InvocationError({ code: error.code, message: error.message })
   }
 
   const invocationTimeoutMs = options.invocationTimeoutMs ?? DEFAULT_INVOCATION_TIMEOUT_MS

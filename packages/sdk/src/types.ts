@@ -261,7 +261,10 @@ export interface SvcClient {
    * Registers a function served by `handler`, or by the engine calling a URL when given an
    * {@link HttpInvocationConfig}.
    * @throws Error `function id is required` for an empty id; `function id already registered: <id>`
-   *   when this client already holds the id.
+   *   when this client already holds the id. InvocationError `INVALID_ID` for an id the engine
+   *   would refuse (a lone UTF-16 surrogate, a control character, more than 1024 characters;
+   *   protocol.md §3.5), before anything is sent: `Invalid id: function id contains a lone UTF-16
+   *   surrogate at index 5`.
    */
   registerFunction<TIn = any, TOut = any>(
     id: string,
@@ -269,9 +272,19 @@ export interface SvcClient {
     options?: RegisterFunctionOptions,
   ): FunctionRef
   registerFunction(id: string, invocation: HttpInvocationConfig, options?: RegisterFunctionOptions): FunctionRef
-  /** Binds a function to a trigger type. @throws Error for a blank `namespace` or `trigger_namespace`. */
+  /**
+   * Binds a function to a trigger type.
+   * @throws TypeError for a blank `type`, `function_id`, `namespace` or `trigger_namespace`;
+   *   InvocationError `INVALID_ID` for a `type` or `function_id`, `INVALID_NAMESPACE` for a
+   *   namespace, that is not well-formed text (protocol.md §3.5), before anything is sent.
+   */
   registerTrigger<TConfig = unknown>(input: RegisterTriggerInput<TConfig>): Trigger
-  /** Provides a trigger type; the engine delivers bindings to `handler`. */
+  /**
+   * Provides a trigger type; the engine delivers bindings to `handler`.
+   * @throws TypeError for a blank `id` or `namespace`, or a handler without both methods;
+   *   InvocationError `INVALID_ID` / `INVALID_NAMESPACE` for an `id` / `namespace` that is not
+   *   well-formed text (protocol.md §3.5), before anything is sent.
+   */
   registerTriggerType<TConfig = unknown>(
     input: RegisterTriggerTypeInput,
     handler: TriggerHandler<TConfig>,
@@ -280,7 +293,9 @@ export interface SvcClient {
 
   /**
    * Invokes a function (sdk.md §6). Rejects with an `InvocationError` (`TIMEOUT`,
-   * `invocation_stopped`, `NOT_CONNECTED`, `SHUTDOWN`, or the remote code).
+   * `invocation_stopped`, `NOT_CONNECTED`, `SHUTDOWN`, or the remote code); at once, without
+   * sending, with `INVALID_ID` / `INVALID_NAMESPACE` for a `function_id` / `namespace` the
+   * engine would refuse (protocol.md §3.5), whatever the action.
    */
   trigger<TIn = unknown, TOut = unknown>(request: TriggerRequest<TIn> & { action?: undefined }): Promise<TOut>
   trigger<TIn = unknown>(request: TriggerRequest<TIn> & { action: { type: 'void' } }): Promise<void>
