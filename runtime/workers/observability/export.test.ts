@@ -151,6 +151,27 @@ describe('OTLP export', () => {
     await assert.rejects(t.engine.inject({ function_id: 'engine::logs::list', data: {} }), /STORAGE_DISABLED|disabled/)
   })
 
+  it('turns off while a batch waits for its answer: everything held leaves before it is reported disabled, nothing after', async () => {
+    await configure({ enabled: true, protocol: 'http/json', endpoint: receiver.httpUrl, signals: ['traces'] })
+    const status = async (): Promise<unknown> => ((await t.engine.inject({ function_id: 'engine::health::check', data: {} })) as { components: { otlp_export: { status: unknown } } }).components.otlp_export.status
+    const release = receiver.hold('http traces')
+    try {
+      // 1,100 finished spans: a batch leaves and waits for its answer, the others wait behind it.
+      for (let i = 0; i < 1100; i++) t.engine.telemetry.startSpan({ name: `held ${i}`, kind: 'internal' })!.end('ok')
+      await eventually(() => receiver.held === 1, 10_000)
+      await t.engine.inject({ function_id: 'configuration::set', data: { id: 'svc-observability', value: { store: 'memory', otlp: { enabled: false } } } })
+      await eventually(async () => (await status()) !== 'healthy', 10_000)
+    } finally {
+      release()
+    }
+    await eventually(async () => (await status()) === 'disabled', 10_000)
+    const seen = receiver.requests.length
+    const held = receiver.spans.filter((s) => s.name.startsWith('held ')).length
+    assert.equal(held, 1100, 'a planned change loses nothing the export held')
+    await new Promise((r) => setTimeout(r, 1500))
+    assert.deepEqual(receiver.requests.slice(seen), [], 'nothing leaves once the export is reported disabled')
+  })
+
   it('turns off at runtime: nothing more leaves', async () => {
     await configure({ enabled: false })
     const seen = receiver.requests.length

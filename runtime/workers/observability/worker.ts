@@ -167,6 +167,8 @@ export class ObservabilityWorker implements BuiltinWorker, TelemetrySink {
   private traceTimer: NodeJS.Timeout | undefined
   /** The running OTLP export (§12.8); undefined while `otlp.enabled` is false. */
   private export: OtlpExport | undefined
+  /** Exports turned off or replaced that are still sending what they held (health: `stopping`). */
+  private readonly stopping = new Set<OtlpExport>()
   private exportKey = ''
   private metricsTimer: NodeJS.Timeout | undefined
   /** Invocation count at the last metrics export: unchanged stats are not sent again. */
@@ -219,7 +221,7 @@ export class ObservabilityWorker implements BuiltinWorker, TelemetrySink {
     const exporting = this.export
     this.export = undefined
     this.exportKey = ''
-    await exporting?.shutdown()
+    await Promise.all([exporting?.shutdown(), ...[...this.stopping].map((e) => e.shutdown())])
     this.store.close()
     this.store = new NoStore()
     this.storeKey = ''
@@ -272,18 +274,27 @@ export class ObservabilityWorker implements BuiltinWorker, TelemetrySink {
       this.metricsTimer = setInterval(() => this.exportFunctionMetrics(), 1000)
       this.metricsTimer.unref()
     }
-    // What the previous export holds leaves before the change is reported done (2 s at most, so
-    // that a dead endpoint cannot hold up the settings).
-    if (previous !== undefined) await Promise.race([previous.shutdown(), new Promise((r) => setTimeout(r, 2000).unref())])
+    if (previous === undefined) return
+    // What the previous export holds leaves first; health shows it `stopping` until nothing more
+    // can leave. The settings wait 2 s at most, so that a dead endpoint cannot hold them up.
+    this.stopping.add(previous)
+    const stopped = previous.shutdown().finally(() => this.stopping.delete(previous))
+    await Promise.race([stopped, new Promise((r) => setTimeout(r, 2000).unref())])
   }
 
-  /** The `otlp_export` component of `engine::health::check`: where export goes and how it fares. */
+  /**
+   * The `otlp_export` component of `engine::health::check`: where export goes and how it fares.
+   * `disabled` only once nothing more can leave: while an export turned off still sends what it
+   * held, `stopping`.
+   */
   private exportHealth(): Record<string, unknown> {
     const exporting = this.export
-    if (exporting === undefined) return { status: 'disabled' }
+    const draining = this.stopping.size > 0 ? { detail: 'the previous export is sending the records it held' } : {}
+    if (exporting === undefined) return this.stopping.size > 0 ? { status: 'stopping', ...draining } : { status: 'disabled' }
     const { settings, stats } = exporting
     return {
       status: stats.lastError !== null && stats.failures > 0 && exporting.failingNow ? 'degraded' : 'healthy',
+      ...draining,
       endpoint: settings.endpoint,
       protocol: settings.protocol,
       signals: settings.signals,
