@@ -239,8 +239,9 @@ function valueOf(v: Any | undefined): unknown {
   return undefined
 }
 
+/** Attributes as a map without a prototype: a key `__proto__` stays an attribute. */
 function attributesOf(list: Any[] | undefined): Record<string, unknown> {
-  const out: Record<string, unknown> = {}
+  const out = Object.create(null) as Record<string, unknown>
   for (const kv of list ?? []) out[kv.key as string] = valueOf(kv.value as Any)
   return out
 }

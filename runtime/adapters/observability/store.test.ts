@@ -31,6 +31,23 @@ describe('builtin observability store', () => {
     b.close()
   })
 
+  it('keeps an attribute keyed __proto__ across a restart', () => {
+    const path = join(dir, 'proto.db')
+    const a = new SqliteStore(path, LIMITS)
+    const attributes = Object.create(null) as Record<string, unknown>
+    attributes['__proto__'] = 'p'
+    a.putSpan(span('tp', 's', null, Date.now(), { attributes }))
+    a.putLog(log('l', Date.now(), { attributes }))
+    a.close()
+    const b = new SqliteStore(path, LIMITS)
+    for (const reloaded of [b.trace('tp')[0]!.attributes, b.logs()[0]!.attributes]) {
+      assert.ok(Object.hasOwn(reloaded, '__proto__'))
+      assert.equal(reloaded['__proto__'], 'p')
+      assert.equal(Object.getPrototypeOf(reloaded), Object.prototype, 'the key did not set the prototype')
+    }
+    b.close()
+  })
+
   it('keeps the file under max_disk_bytes under a flood', () => {
     const path = join(dir, 'cap.db')
     const store = new SqliteStore(path, { ...LIMITS, maxDiskBytes: 2 << 20 })

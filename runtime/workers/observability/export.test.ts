@@ -144,6 +144,24 @@ describe('OTLP export', () => {
     link.close()
   })
 
+  it('exports the attribute keys __proto__ and constructor as ordinary attributes', async () => {
+    await configure({ enabled: true, protocol: 'http/protobuf', endpoint: receiver.httpUrl })
+    const traceId = hex(16)
+    const now = String(BigInt(Date.now()) * 1_000_000n)
+    const attributes = [{ key: '__proto__', value: { stringValue: 'p' } }, { key: 'constructor', value: { intValue: 1 } }]
+    const link = new WebSocket(`${t.url}/otel`)
+    await new Promise((resolve, reject) => link.once('open', resolve).once('error', reject))
+    link.send(Buffer.concat([Buffer.from('OTLP'), Buffer.from(JSON.stringify({ resourceSpans: [{ scopeSpans: [{ spans: [{ traceId, spanId: hex(8), name: 'tricky', startTimeUnixNano: now, endTimeUnixNano: now, attributes }] }] }] }))]))
+    link.send(Buffer.concat([Buffer.from('LOGS'), Buffer.from(JSON.stringify({ resourceLogs: [{ scopeLogs: [{ logRecords: [{ traceId, spanId: hex(8), body: { stringValue: 'tricky' }, attributes }] }] }] }))]))
+    await eventually(() => receiver.spans.some((s) => s.traceId === traceId) && receiver.logs.some((l) => l.traceId === traceId), 10_000)
+    for (const exported of [receiver.spans.find((s) => s.traceId === traceId)!.attributes, receiver.logs.find((l) => l.traceId === traceId)!.attributes]) {
+      assert.ok(Object.hasOwn(exported, '__proto__'))
+      assert.equal(exported['__proto__'], 'p')
+      assert.equal(exported['constructor'], 1)
+    }
+    link.close()
+  })
+
   it('exports with store: none, where the query functions answer STORAGE_DISABLED', async () => {
     await configure({ enabled: true, protocol: 'http/json', endpoint: receiver.httpUrl }, { store: 'none' })
     const { traceId } = await traffic()

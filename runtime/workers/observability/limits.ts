@@ -338,10 +338,6 @@ export class TelemetryLimiter {
     const limits = this.limits
     const max = limits.attribute_value_length_limit
     const outcome: Outcome = { size: 2, truncated: 0, overCount: 0, overBudget: 0 }
-    // An OTLP key `__proto__` with a kvlist value made that value the prototype: never stored (JSON
-    // skips it) but held; let it go.
-    const prototype = Object.getPrototypeOf(attributes)
-    if (prototype !== Object.prototype && prototype !== null) Object.setPrototypeOf(attributes, Object.prototype)
     let kept = 0
     for (const key in attributes) {
       if (kept >= limits.attribute_count_limit) {

@@ -157,6 +157,65 @@ describe('observability worker', () => {
     link.close()
   })
 
+  it('keeps the OTLP attribute keys __proto__, constructor and toString as ordinary attributes of spans, events, links, resources, logs and metric points', async () => {
+    const link = await otel(t.url)
+    const traceId = hex(16)
+    const now = nano()
+    const tricky = [
+      { key: '__proto__', value: { stringValue: 'p' } },
+      { key: 'constructor', value: { kvlistValue: { values: [{ key: '__proto__', value: { intValue: 7 } }] } } },
+      { key: 'toString', value: { boolValue: true } },
+    ]
+    const resource = { attributes: [{ key: 'service.name', value: { stringValue: 'app' } }, { key: '__proto__', value: { stringValue: 'r' } }] }
+    const span = { traceId, spanId: hex(8), name: 'tricky', kind: 1, startTimeUnixNano: now, endTimeUnixNano: now, attributes: tricky, events: [{ name: 'e', timeUnixNano: now, attributes: tricky }], links: [{ traceId: hex(16), spanId: hex(8), attributes: tricky }] }
+    link.send(frame('OTLP', { resourceSpans: [{ resource, scopeSpans: [{ spans: [span] }] }] }))
+    const data = { kvlistValue: { values: [{ key: '__proto__', value: { stringValue: 'd' } }] } }
+    link.send(frame('LOGS', { resourceLogs: [{ resource, scopeLogs: [{ logRecords: [{ traceId, timeUnixNano: now, body: { stringValue: 'tricky' }, attributes: [...tricky, { key: 'log.data', value: data }] }] }] }] }))
+    link.send(frame('MTRC', { resourceMetrics: [{ scopeMetrics: [{ metrics: [{ name: 'tricky.gauge', gauge: { dataPoints: [{ asInt: 3, timeUnixNano: now, attributes: tricky }] } }] }] }] }))
+
+    type Attrs = Record<string, unknown>
+    const expectTricky = (attributes: Attrs, where: string): void => {
+      assert.ok(Object.hasOwn(attributes, '__proto__'), `${where}: __proto__ kept`)
+      assert.equal(attributes['__proto__'], 'p', where)
+      assert.ok(Object.hasOwn(attributes['constructor'] as object, '__proto__'), `${where}: __proto__ inside a kvlist value kept`)
+      assert.equal((attributes['constructor'] as Attrs)['__proto__'], 7, where)
+      assert.equal(attributes['toString'], true, where)
+      // What a caller reading the JSON sees.
+      assert.match(JSON.stringify(attributes), /"__proto__":"p"/, where)
+    }
+    let root: Record<string, any> | undefined
+    await eventually(async () => {
+      root = ((await t.engine.inject({ function_id: 'engine::traces::tree', data: { trace_id: traceId } })) as { roots: Array<Record<string, any>> }).roots[0]
+      return root !== undefined
+    })
+    expectTricky(root!.attributes, 'span')
+    expectTricky(root!.events[0].attributes, 'event')
+    expectTricky(root!.links[0].attributes, 'link')
+    assert.equal(root!.resource['__proto__'], 'r')
+    // The query functions find them as attributes of their own, and only there.
+    const byAttribute = (await t.engine.inject({ function_id: 'engine::traces::list', data: { attributes: JSON.parse('{"__proto__":"p"}') } })) as { traces: Array<{ trace_id: string }> }
+    assert.deepEqual(byAttribute.traces.map((x) => x.trace_id), [traceId])
+    const grouped = (await t.engine.inject({ function_id: 'engine::traces::group_by', data: { attribute: 'toString', include_internal: true } })) as { groups: Array<{ value: unknown; trace_ids: string[] }> }
+    assert.deepEqual(grouped.groups.map((g) => [g.value, g.trace_ids]), [[true, [traceId]]], 'spans without the attribute are not grouped by a prototype member')
+
+    let record: Record<string, any> | undefined
+    await eventually(async () => {
+      record = ((await t.engine.inject({ function_id: 'engine::logs::list', data: { trace_id: traceId } })) as { logs: Array<Record<string, any>> }).logs[0]
+      return record !== undefined
+    })
+    expectTricky(record!.attributes, 'log record')
+    assert.equal(record!.attributes['log.data.__proto__'], 'd')
+    assert.equal(record!.resource['__proto__'], 'r')
+
+    let points: Array<{ attributes: Attrs }> = []
+    await eventually(async () => {
+      points = ((await t.engine.inject({ function_id: 'engine::metrics::list', data: { metric_name: 'tricky.gauge' } })) as { metrics: Array<{ points: typeof points }> }).metrics[0]?.points ?? []
+      return points.length > 0
+    })
+    expectTricky(points[0]!.attributes, 'metric point')
+    link.close()
+  })
+
   it('delivers log records to a log trigger at or above its level', async () => {
     const w = await RawWorker.connect(t.url)
     const got: string[] = []
@@ -375,7 +434,9 @@ describe('size limits under random huge telemetry (property)', () => {
       fc.array(fc.record({ key: text, value: tie('value') }), { maxLength: 4 }).map((values) => ({ kvlistValue: { values } })),
     ),
   })).value
-  const keyValues = fc.array(fc.record({ key: fc.oneof({ arbitrary: text, weight: 10 }, { arbitrary: fc.constant('__proto__'), weight: 1 }), value: anyValue }), { maxLength: 12 })
+  /** Keys that name members of Object.prototype: ordinary attributes like any other. */
+  const prototypeKey = fc.constantFrom('__proto__', 'constructor', 'toString', 'hasOwnProperty', 'valueOf', 'prototype', '__defineGetter__')
+  const keyValues = fc.array(fc.record({ key: fc.oneof({ arbitrary: text, weight: 10 }, { arbitrary: prototypeKey, weight: 2 }), value: anyValue }), { maxLength: 12 })
   const hexId = (bytes: number) => fc.uint8Array({ minLength: bytes, maxLength: bytes }).map((b) => Buffer.from(b).toString('hex'))
 
   /** UTF-16 units of every string in a value, keys included. */
@@ -440,6 +501,38 @@ describe('size limits under random huge telemetry (property)', () => {
         }
       }),
       { numRuns: 25 },
+    )
+    link.close()
+  })
+
+  it('stores attributes named after Object.prototype members as sent (the last of a repeated key wins)', async () => {
+    const link = await otel(t.url)
+    const small = fc.oneof(fc.string({ maxLength: 10 }).map((v) => ({ stringValue: v })), fc.integer().map((v) => ({ intValue: v })), fc.boolean().map((v) => ({ boolValue: v })))
+    const pairs = fc.array(fc.record({ key: fc.oneof(prototypeKey, fc.constant('plain')), value: small }), { maxLength: 6 })
+    /** What the attributes must be: the last value of each key, in order of first appearance. */
+    const expected = (list: Array<{ key: string; value: Record<string, unknown> }>): string => {
+      const out = Object.create(null) as Record<string, unknown>
+      for (const { key, value } of list) out[key] = Object.values(value)[0]
+      return JSON.stringify(out)
+    }
+    await fc.assert(
+      fc.asyncProperty(pairs, async (attributes) => {
+        // A fresh trace per run, shrinking included: a run never reads another's records.
+        const traceId = hex(16)
+        const now = nano()
+        link.send(frame('OTLP', { resourceSpans: [{ scopeSpans: [{ spans: [{ traceId, spanId: 'a'.repeat(16), name: 's', startTimeUnixNano: now, endTimeUnixNano: now, attributes }] }] }] }))
+        link.send(frame('LOGS', { resourceLogs: [{ scopeLogs: [{ logRecords: [{ traceId, timeUnixNano: now, body: { stringValue: 'l' }, attributes }] }] }] }))
+        let span: Record<string, any> | undefined
+        let record: Record<string, any> | undefined
+        await eventually(async () => {
+          span = ((await t.engine.inject({ function_id: 'engine::traces::tree', data: { trace_id: traceId } })) as { roots: Array<Record<string, any>> }).roots[0]
+          record = ((await t.engine.inject({ function_id: 'engine::logs::list', data: { trace_id: traceId } })) as { logs: Array<Record<string, any>> }).logs[0]
+          return span !== undefined && record !== undefined
+        }, 30_000)
+        assert.equal(JSON.stringify(span!.attributes), expected(attributes))
+        assert.equal(JSON.stringify(record!.attributes), expected(attributes))
+      }),
+      { numRuns: 40 },
     )
     link.close()
   })
