@@ -413,6 +413,111 @@ describe('size limits of stored telemetry (attribute values, counts, log bodies,
   })
 })
 
+describe('the in-memory window is bounded in bytes (memory_max_span_bytes, memory_max_log_bytes)', () => {
+  const BUDGET = 1 << 20
+  let t: TestEngine
+  before(async () => {
+    t = await startTestEngine({ settings: { 'svc-observability': { store: 'builtin', memory_max_span_bytes: BUDGET, memory_max_log_bytes: BUDGET } } })
+  })
+  after(() => t.stop())
+
+  /** `svc.observability.window_bytes` by signal. */
+  async function windowBytes(): Promise<{ spans: number; logs: number }> {
+    const listed = (await t.engine.inject({ function_id: 'engine::metrics::list', data: { metric_name: 'svc.observability.window_bytes' } })) as { metrics: Array<{ unit: string; points: Array<{ value: number; attributes: Record<string, string> }> }> }
+    const series = listed.metrics[0]!
+    assert.equal(series.unit, 'By')
+    const of = (signal: string): number => series.points.find((p) => p.attributes['svc.telemetry.signal'] === signal)!.value
+    return { spans: of('spans'), logs: of('logs') }
+  }
+
+  it('keeps the newest large spans and log records sent over /otel within the budget, evicting the oldest; queries return the newest', async () => {
+    const link = await otel(t.url)
+    const service = `big-${hex(4)}`
+    const resource = { attributes: [{ key: 'service.name', value: { stringValue: service } }] }
+    const now = nano()
+    // 40 spans of about 100 KiB (two 50 KiB attributes) and 40 log records of 60 KiB: four times the budget each.
+    const total = 40
+    const seqs = async (): Promise<{ spans: number[]; logs: number[] }> => {
+      const traces = (await t.engine.inject({ function_id: 'engine::traces::list', data: { service_name: service, sort_order: 'asc', limit: 1000 } })) as { traces: Array<{ attributes: { seq: number } }> }
+      const logs = (await t.engine.inject({ function_id: 'engine::logs::list', data: { service_name: service, limit: 1000 } })) as { logs: Array<{ attributes: { seq: number } }> }
+      const ascending = (list: Array<{ attributes: { seq: number } }>): number[] => list.map((x) => x.attributes.seq).sort((a, b) => a - b)
+      return { spans: ascending(traces.traces), logs: ascending(logs.logs) }
+    }
+    for (let first = 0; first < total; first += 4) {
+      const batch = [first, first + 1, first + 2, first + 3]
+      const spans = batch.map((seq) => ({
+        traceId: hex(16), spanId: hex(8), name: `big ${seq}`, kind: 1, startTimeUnixNano: now, endTimeUnixNano: now,
+        attributes: [{ key: 'seq', value: { intValue: seq } }, { key: 'a', value: { stringValue: hex(25 * 1024) } }, { key: 'b', value: { stringValue: hex(25 * 1024) } }],
+      }))
+      const records = batch.map((seq) => ({ timeUnixNano: now, severityNumber: 9, body: { stringValue: hex(30 * 1024) }, attributes: [{ key: 'seq', value: { intValue: seq } }] }))
+      link.send(frame('OTLP', { resourceSpans: [{ resource, scopeSpans: [{ spans }] }] }))
+      link.send(frame('LOGS', { resourceLogs: [{ resource, scopeLogs: [{ logRecords: records }] }] }))
+      await eventually(async () => {
+        const held = await seqs()
+        return held.spans.at(-1) === first + 3 && held.logs.at(-1) === first + 3
+      }, 30_000)
+      const bytes = await windowBytes()
+      assert.ok(bytes.spans <= BUDGET && bytes.logs <= BUDGET, `window ${JSON.stringify(bytes)} over ${BUDGET}`)
+    }
+    const held = await seqs()
+    for (const [signal, kept] of Object.entries(held)) {
+      // About ten records of 100 KiB fit; the oldest went first, so what is left is the newest, in order.
+      assert.ok(kept.length >= 5 && kept.length < total, `${signal}: ${kept.length} kept`)
+      assert.deepEqual(kept, Array.from({ length: kept.length }, (_, i) => total - kept.length + i), `${signal}: the newest`)
+    }
+    const health = (await t.engine.inject({ function_id: 'engine::health::check', data: {} })) as { components: { observability: { detail: string } } }
+    assert.match(health.components.observability.detail, /spans \(\d+\.\d MiB\), \d+ logs \(\d+\.\d MiB\)/)
+    link.close()
+  })
+
+  it('stays within the budget whatever sizes arrive, and answers with the newest record (property)', async () => {
+    const link = await otel(t.url)
+    const service = `random-${hex(4)}`
+    const resource = { attributes: [{ key: 'service.name', value: { stringValue: service } }] }
+    // Sizes from nothing to over the record size limit (256 KiB: truncated, then dropped by the budget).
+    const size = fc.oneof(fc.integer({ min: 0, max: 2000 }), fc.integer({ min: 2000, max: 300_000 }), fc.constantFrom(65_536, 262_144, 1_048_576))
+    const record = fc.record({ kind: fc.constantFrom('span' as const, 'log' as const), sizes: fc.array(size, { minLength: 1, maxLength: 5 }) })
+    let seq = 0
+    await fc.assert(
+      fc.asyncProperty(fc.array(record, { minLength: 1, maxLength: 8 }), async (records) => {
+        const start = BigInt(nano())
+        let lastSpan = -1
+        let lastLog = -1
+        for (const r of records) {
+          const n = seq++
+          // One microsecond apart: the newest is the first the queries list.
+          const now = String(start + BigInt(n) * 1000n)
+          // Each size becomes an attribute of up to 64 KiB (the value limit) or a body.
+          const attributes = r.sizes.map((bytes, i) => ({ key: `a${i}`, value: { stringValue: 'x'.repeat(Math.min(bytes, 65_000)) } }))
+          if (r.kind === 'span') {
+            link.send(frame('OTLP', { resourceSpans: [{ resource, scopeSpans: [{ spans: [{ traceId: hex(16), spanId: hex(8), name: 'r', startTimeUnixNano: now, endTimeUnixNano: now, attributes: [{ key: 'seq', value: { intValue: n } }, ...attributes] }] }] }] }))
+            lastSpan = n
+          } else {
+            link.send(frame('LOGS', { resourceLogs: [{ resource, scopeLogs: [{ logRecords: [{ timeUnixNano: now, body: { stringValue: 'y'.repeat(r.sizes[0]!) }, attributes: [{ key: 'seq', value: { intValue: n } }, ...attributes] }] }] }] }))
+            lastLog = n
+          }
+        }
+        await eventually(async () => {
+          const traces = (await t.engine.inject({ function_id: 'engine::traces::list', data: { service_name: service, limit: 1 } })) as { traces: Array<{ attributes: { seq: number } }> }
+          const logs = (await t.engine.inject({ function_id: 'engine::logs::list', data: { service_name: service, limit: 1 } })) as { logs: Array<{ attributes: { seq: number } }> }
+          return (lastSpan < 0 || traces.traces[0]?.attributes.seq === lastSpan) && (lastLog < 0 || logs.logs[0]?.attributes.seq === lastLog)
+        }, 30_000)
+        const bytes = await windowBytes()
+        assert.ok(bytes.spans <= BUDGET && bytes.logs <= BUDGET, `window ${JSON.stringify(bytes)} over ${BUDGET}`)
+      }),
+      { numRuns: 20 },
+    )
+    link.close()
+  })
+
+  it('refuses a budget under 1 MiB, naming the setting', async () => {
+    await assert.rejects(
+      t.engine.inject({ function_id: 'configuration::set', data: { id: 'svc-observability', value: { memory_max_span_bytes: 1000 } } }),
+      /memory_max_span_bytes: must be >= 1048576/,
+    )
+  })
+})
+
 describe('size limits under random huge telemetry (property)', () => {
   const LIMITS = { attribute_value_length_limit: 256, attribute_count_limit: 8, span_event_count_limit: 4, span_link_count_limit: 4, log_body_length_limit: 512, record_size_limit: 4096 }
   let t: TestEngine

@@ -21,7 +21,7 @@ import { join } from 'node:path'
 import { Errors, type ErrorBody, type JsonInput } from 'svc-protocol'
 import { nowUnixNano, type LogRecord, type MetricSeries, type SpanRecord } from '../../adapters/observability/records.ts'
 import { SqliteStore } from '../../adapters/observability/sqlite.ts'
-import { MemoryStore, NoStore, type StoreLimits, type TelemetryStore } from '../../adapters/observability/store.ts'
+import { DEFAULT_MAX_LOG_BYTES, DEFAULT_MAX_SPAN_BYTES, MemoryStore, MIN_WINDOW_BYTES, NoStore, type StoreLimits, type TelemetryStore } from '../../adapters/observability/store.ts'
 import { ENGINE_VERSION } from '../../engine/engine.ts'
 import type { FunctionEntry } from '../../engine/functions.ts'
 import type { Interceptor, Invocation } from '../../engine/pipeline.ts'
@@ -50,6 +50,10 @@ export interface ObservabilitySettings extends TelemetryLimits {
   max_disk_bytes: number
   memory_max_spans: number
   memory_max_logs: number
+  /** Bytes of spans the in-memory window holds at most (estimated, see `TelemetryStore.windowBytes`). */
+  memory_max_span_bytes: number
+  /** Bytes of log records the in-memory window holds at most. */
+  memory_max_log_bytes: number
   sampling_ratio: number
   logs_enabled: boolean
   /** The engine prints worker log records on its console (§12.1). */
@@ -92,6 +96,8 @@ export function parseObservabilitySettings(value: unknown): ObservabilitySetting
     max_disk_bytes: int('max_disk_bytes', 1073741824, 1),
     memory_max_spans: int('memory_max_spans', 100000, 1000),
     memory_max_logs: int('memory_max_logs', 20000, 1000),
+    memory_max_span_bytes: int('memory_max_span_bytes', DEFAULT_MAX_SPAN_BYTES, MIN_WINDOW_BYTES),
+    memory_max_log_bytes: int('memory_max_log_bytes', DEFAULT_MAX_LOG_BYTES, MIN_WINDOW_BYTES),
     sampling_ratio: ratio,
     logs_enabled: bool('logs_enabled', true),
     logs_console_output: bool('logs_console_output', true),
@@ -152,6 +158,7 @@ export class ObservabilityWorker implements BuiltinWorker, TelemetrySink {
   /** The size limits of stored telemetry, applied at ingest (./limits.ts). */
   private readonly limiter = new TelemetryLimiter(this.settings)
   private removeLimitMetrics: (() => void) | undefined
+  private removeWindowMetrics: (() => void) | undefined
   private store: TelemetryStore = new NoStore()
   private storeKey = ''
   private removeInterceptor: (() => void) | undefined
@@ -198,6 +205,7 @@ export class ObservabilityWorker implements BuiltinWorker, TelemetrySink {
     this.removeInterceptor = this.hub?.addInterceptor(this.interceptor)
     this.removeProcessMetrics = this.hub?.addMetricSource((now) => this.processMetrics.read(now))
     this.removeLimitMetrics = this.hub?.addMetricSource((now) => this.limiter.series(now))
+    this.removeWindowMetrics = this.hub?.addMetricSource((now) => this.windowSeries(now))
     this.sweepTimer = setInterval(() => this.sweep(), SWEEP_MS)
     this.sweepTimer.unref()
   }
@@ -212,6 +220,7 @@ export class ObservabilityWorker implements BuiltinWorker, TelemetrySink {
     this.removeInterceptor?.()
     this.removeProcessMetrics?.()
     this.removeLimitMetrics?.()
+    this.removeWindowMetrics?.()
     this.processMetrics.stop()
     clearInterval(this.sweepTimer)
     clearTimeout(this.traceTimer)
@@ -234,7 +243,14 @@ export class ObservabilityWorker implements BuiltinWorker, TelemetrySink {
 
   private async apply(next: ObservabilitySettings): Promise<void> {
     await this.applyExport(next)
-    const limits: StoreLimits = { retentionSeconds: next.retention_seconds, maxSpans: next.memory_max_spans, maxLogs: next.memory_max_logs, maxDiskBytes: next.max_disk_bytes }
+    const limits: StoreLimits = {
+      retentionSeconds: next.retention_seconds,
+      maxSpans: next.memory_max_spans,
+      maxLogs: next.memory_max_logs,
+      maxSpanBytes: next.memory_max_span_bytes,
+      maxLogBytes: next.memory_max_log_bytes,
+      maxDiskBytes: next.max_disk_bytes,
+    }
     const key = next.enabled ? next.store : 'none'
     if (key !== this.storeKey) {
       const store = key === 'builtin' ? new SqliteStore(join(this.context!.dataDir, 'observability.db'), limits) : key === 'memory' ? new MemoryStore(limits) : new NoStore()
@@ -321,6 +337,28 @@ export class ObservabilityWorker implements BuiltinWorker, TelemetrySink {
     exporting.metrics(this.functionSeries(now))
   }
 
+  /**
+   * `svc.observability.window_bytes` (gauge, bytes): what the in-memory window holds, by
+   * `svc.telemetry.signal` (`spans`, `logs`), as the store counts it against `memory_max_span_bytes`
+   * / `memory_max_log_bytes`. None with `store: none`.
+   */
+  private windowSeries(now: number): MetricSeries[] {
+    if (this.store.kind === 'none') return []
+    const bytes = this.store.windowBytes()
+    return [
+      {
+        name: 'svc.observability.window_bytes',
+        type: 'gauge',
+        unit: 'By',
+        description: 'estimated bytes of spans and log records held by the in-memory window',
+        points: [
+          { time_unix_nano: now, value: bytes.spans, attributes: { 'svc.telemetry.signal': 'spans' } },
+          { time_unix_nano: now, value: bytes.logs, attributes: { 'svc.telemetry.signal': 'logs' } },
+        ],
+      },
+    ]
+  }
+
   private sweep(): void {
     try {
       this.store.sweep(Date.now())
@@ -333,9 +371,9 @@ export class ObservabilityWorker implements BuiltinWorker, TelemetrySink {
 
   /** TelemetrySink: an engine span, started or finished (or a span of a frame), limited (./limits.ts) before it is stored. */
   span(span: SpanRecord, update = false): void {
-    this.limiter.span(span)
-    if (update) this.store.updateSpan(span)
-    else this.store.putSpan(span)
+    const bytes = this.limiter.span(span)
+    if (update) this.store.updateSpan(span, bytes)
+    else this.store.putSpan(span, bytes)
     if (this.export !== undefined && span.end_time_unix_nano !== null) this.export.span(span)
     if (this.traceBindings.size > 0) this.traceGained(span.trace_id)
   }
@@ -397,8 +435,8 @@ export class ObservabilityWorker implements BuiltinWorker, TelemetrySink {
    * records made while a delivery runs).
    */
   private log(record: LogRecord, quiet = false): void {
-    this.limiter.log(record)
-    this.store.putLog(record)
+    const bytes = this.limiter.log(record)
+    this.store.putLog(record, bytes)
     this.export?.log(record)
     if (quiet || this.logBindings.size === 0) return
     for (const delivery of this.logBindings.values()) if (record.severity_number >= delivery.min) delivery.push(record)
@@ -516,6 +554,7 @@ export class ObservabilityWorker implements BuiltinWorker, TelemetrySink {
     fn('engine::baggage::get_all', "Every entry of the invocation's baggage", (_data, ctx) => ({ entries: Object.fromEntries(parseBaggage(ctx.baggage)) }))
     fn('engine::health::check', 'Health of the engine and its observability store', () => {
       const counts = this.store.counts()
+      const bytes = this.store.windowBytes()
       const dropped = this.store instanceof SqliteStore ? this.store.droppedRows : 0
       let undelivered = 0
       for (const delivery of this.logBindings.values()) undelivered += delivery.dropped
@@ -527,7 +566,7 @@ export class ObservabilityWorker implements BuiltinWorker, TelemetrySink {
         timestamp: new Date().toISOString(),
         components: {
           engine: { status: 'healthy' },
-          observability: { status: this.settings.enabled ? 'healthy' : 'disabled', detail: `store ${this.store.kind}: ${counts.spans} spans, ${counts.logs} logs${dropped > 0 ? `, ${dropped} rows not written to observability.db (writer behind)` : ''}${undelivered > 0 ? `, ${undelivered} log records not delivered to log triggers (handlers behind)` : ''}${this.droppedTraceIds > 0 ? `, ${this.droppedTraceIds} trace ids left out of trace trigger batches` : ''}${limited > 0 ? `, ${limited} values truncated or items dropped by the size limits (svc.observability.truncated)` : ''}` },
+          observability: { status: this.settings.enabled ? 'healthy' : 'disabled', detail: `store ${this.store.kind}: ${counts.spans} spans (${mib(bytes.spans)} MiB), ${counts.logs} logs (${mib(bytes.logs)} MiB)${dropped > 0 ? `, ${dropped} rows not written to observability.db (writer behind)` : ''}${undelivered > 0 ? `, ${undelivered} log records not delivered to log triggers (handlers behind)` : ''}${this.droppedTraceIds > 0 ? `, ${this.droppedTraceIds} trace ids left out of trace trigger batches` : ''}${limited > 0 ? `, ${limited} values truncated or items dropped by the size limits (svc.observability.truncated)` : ''}` },
           otlp_export: this.exportHealth(),
         },
       }
@@ -640,6 +679,11 @@ function recordOf(service: string, severity: number, body: string, attributes: R
     trace_id: traceId,
     span_id: spanId,
   }
+}
+
+/** Bytes as MiB with one decimal. */
+function mib(bytes: number): string {
+  return (bytes / 1048576).toFixed(1)
 }
 
 function rootOf(spans: SpanRecord[]): SpanRecord | undefined {
