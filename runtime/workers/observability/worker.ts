@@ -14,7 +14,9 @@
  *   of ./process-metrics.ts, which it adds itself while enabled).
  * - Applies the size limits (./limits.ts: attribute values, counts, log bodies, whole records) to
  *   every span, log record and metric point before it is stored, delivered or exported, and
- *   counts what they truncated (`svc.observability.truncated`).
+ *   counts what they truncated (`svc.observability.truncated`); the size the limiter measures is
+ *   what the store's window counts against `memory_max_span_bytes` / `memory_max_log_bytes`
+ *   (`svc.observability.window_bytes`).
  * - Sweeps the store every 60 s (retention, size cap).
  */
 import { join } from 'node:path'
