@@ -73,6 +73,14 @@ export interface OtlpReceiver {
   failNext(n: number, prefix?: string): void
   /** Requests refused so far (by {@link OtlpReceiver.failNext}). */
   refused: number
+  /**
+   * HTTP only: from now on, requests whose description starts with `prefix` are recorded as they
+   * arrive but answered only once the returned function is called (a backend that is slow to
+   * answer). {@link OtlpReceiver.held} counts those waiting.
+   */
+  hold(prefix: string): () => void
+  /** Requests waiting for their answer (see {@link OtlpReceiver.hold}). */
+  held: number
   /** Headers (HTTP) or metadata (gRPC) of the last request. */
   lastHeaders: Record<string, string>
   close(): Promise<void>
@@ -89,6 +97,9 @@ type Signal = keyof typeof SIGNALS
 export async function startOtlpReceiver(): Promise<OtlpReceiver> {
   let failing = 0
   let failingPrefix = ''
+  /** Prefix of the requests answered late, and the answers waiting. */
+  let holding: string | undefined
+  const waiting: Array<() => void> = []
   const receiver: OtlpReceiver = {
     httpUrl: '',
     grpcUrl: '',
@@ -101,6 +112,15 @@ export async function startOtlpReceiver(): Promise<OtlpReceiver> {
     failNext: (n, prefix = '') => {
       failing = n
       failingPrefix = prefix
+    },
+    held: 0,
+    hold: (prefix) => {
+      holding = prefix
+      return () => {
+        holding = undefined
+        receiver.held = 0
+        for (const answer of waiting.splice(0)) answer()
+      }
     },
     close: async () => {},
   }
@@ -128,6 +148,10 @@ export async function startOtlpReceiver(): Promise<OtlpReceiver> {
       const type = String(req.headers['content-type'] ?? '')
       receiver.requests.push(`http ${signal} ${type}`)
       receiver.lastHeaders = Object.fromEntries(Object.entries(req.headers).map(([k, v]) => [k, String(v)]))
+      if (holding !== undefined && receiver.requests.at(-1)!.startsWith(holding)) {
+        receiver.held++
+        await new Promise<void>((resolve) => waiting.push(resolve))
+      }
       const json = type.startsWith('application/json')
       let message: unknown
       try {
@@ -177,6 +201,7 @@ export async function startOtlpReceiver(): Promise<OtlpReceiver> {
   )
   receiver.grpcUrl = `http://127.0.0.1:${grpcPort}`
   receiver.close = async () => {
+    for (const answer of waiting.splice(0)) answer()
     server.forceShutdown()
     http.closeAllConnections()
     await new Promise<void>((resolve) => http.close(() => resolve()))
@@ -214,8 +239,9 @@ function valueOf(v: Any | undefined): unknown {
   return undefined
 }
 
+/** Attributes as a map without a prototype: a key `__proto__` stays an attribute. */
 function attributesOf(list: Any[] | undefined): Record<string, unknown> {
-  const out: Record<string, unknown> = {}
+  const out = Object.create(null) as Record<string, unknown>
   for (const kv of list ?? []) out[kv.key as string] = valueOf(kv.value as Any)
   return out
 }

@@ -5,12 +5,12 @@
 import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
 import type { LogRecord, SpanRecord } from './records.ts'
-import type { StoreLimits, TelemetryStore } from './store.ts'
+import { RECORD_OVERHEAD_BYTES, type StoreLimits, type TelemetryStore } from './store.ts'
 
 /** Opens a fresh store with `limits` (a new file for `builtin`). */
 export type StoreFactory = (limits: StoreLimits) => Promise<TelemetryStore> | TelemetryStore
 
-export const LIMITS: StoreLimits = { retentionSeconds: 3600, maxSpans: 1000, maxLogs: 1000, maxDiskBytes: 1 << 30 }
+export const LIMITS: StoreLimits = { retentionSeconds: 3600, maxSpans: 1000, maxLogs: 1000, maxSpanBytes: 64 << 20, maxLogBytes: 32 << 20, maxDiskBytes: 1 << 30 }
 
 /** A log record observed at `ms` (Unix milliseconds). */
 export function log(body: string, ms = Date.now(), fields: Partial<LogRecord> = {}): LogRecord {
@@ -54,6 +54,51 @@ export function runStoreConformance(name: string, factory: StoreFactory): void {
       store.close()
     })
 
+    it('keeps its bytes within the byte budgets, evicting the oldest records; a record larger than a whole budget is kept out', async () => {
+      // Records given as `bytes` so that each counts a round 10,000 with the overhead.
+      const b = 10_000 - RECORD_OVERHEAD_BYTES
+      const store = await factory({ ...LIMITS, maxSpanBytes: 100_000, maxLogBytes: 50_000 })
+      for (let i = 0; i < 25; i++) store.putSpan(span(`t${i}`, `s${i}`, null), b)
+      for (let i = 0; i < 25; i++) store.putLog(log(`l${i}`), b)
+      assert.deepEqual(store.windowBytes(), { spans: 100_000, logs: 50_000 })
+      assert.deepEqual(store.counts(), { spans: 10, logs: 5 })
+      assert.deepEqual([...store.spans()].map((s) => s.span_id), Array.from({ length: 10 }, (_, i) => `s${15 + i}`))
+      assert.deepEqual(store.trace('t14'), [], 'an evicted span leaves its trace too')
+      assert.deepEqual(store.logs().map((l) => l.body), ['l20', 'l21', 'l22', 'l23', 'l24'])
+      // Larger than the whole budget: not kept, and nothing evicted for it.
+      store.putSpan(span('huge', 'h', null), 100_001)
+      store.putLog(log('huge'), 50_001)
+      assert.deepEqual(store.trace('huge'), [])
+      assert.deepEqual(store.counts(), { spans: 10, logs: 5 })
+      assert.deepEqual(store.windowBytes(), { spans: 100_000, logs: 50_000 })
+      store.close()
+    })
+
+    it('counts a span that grows in place (an engine span that finished) at its new size, and one no longer in the window not at all', async () => {
+      const b = 10_000 - RECORD_OVERHEAD_BYTES
+      const store = await factory({ ...LIMITS, maxSpanBytes: 100_000 })
+      const running = span('run', 'r', null)
+      store.putSpan(running, b)
+      for (let i = 0; i < 8; i++) store.putSpan(span(`t${i}`, `s${i}`, null), b)
+      assert.equal(store.windowBytes().spans, 90_000)
+      // It finished with more attributes: 30,000 now; the oldest (itself) goes to make room.
+      running.end_time_unix_nano = running.start_time_unix_nano + 1
+      store.updateSpan(running, 30_000 - RECORD_OVERHEAD_BYTES)
+      assert.equal(store.windowBytes().spans, 80_000)
+      assert.deepEqual(store.trace('run'), [])
+      // Updated again after it was evicted: nothing changes.
+      store.updateSpan(running, 50_000)
+      assert.equal(store.windowBytes().spans, 80_000)
+      const later = span('later', 'l', null)
+      store.putSpan(later, b)
+      store.putSpan(span('later', 'l', null, Date.now(), { status: 'ok' }), 20_000 - RECORD_OVERHEAD_BYTES)
+      assert.equal(store.windowBytes().spans, 100_000, 'a span sent again is counted once, at its new size')
+      assert.equal(store.clearSpans(), 9)
+      store.updateSpan(later, b)
+      assert.deepEqual(store.windowBytes(), { spans: 0, logs: 0 }, 'a cleared span does not count when it changes later')
+      store.close()
+    })
+
     it('sweeps what is older than the retention', async () => {
       const store = await factory(LIMITS)
       const now = Date.now()
@@ -66,6 +111,11 @@ export function runStoreConformance(name: string, factory: StoreFactory): void {
       store.sweep(now)
       assert.deepEqual(store.logs().map((l) => l.body), ['new'])
       assert.deepEqual(store.trace('t').map((s) => s.span_id), ['new'])
+      const bytes = store.windowBytes()
+      assert.ok(bytes.spans > 0 && bytes.logs > 0)
+      store.clearLogs()
+      store.clearSpans()
+      assert.deepEqual(store.windowBytes(), { spans: 0, logs: 0 })
       assert.deepEqual(store.metrics()[0]!.points.map((p) => p.value), [2])
       store.close()
     })

@@ -276,20 +276,22 @@ export class SqliteStore extends MemoryStore {
     return this.dropped + Atomics.load(this.done, 1)
   }
 
-  override putSpan(span: SpanRecord): void {
-    super.putSpan(span)
+  override putSpan(span: SpanRecord, bytes?: number): void {
+    super.putSpan(span, bytes)
     this.pendingSpans.add(span)
     this.added()
   }
 
-  override updateSpan(span: SpanRecord): void {
+  override updateSpan(span: SpanRecord, bytes?: number): void {
+    super.updateSpan(span, bytes)
     this.pendingSpans.add(span)
     this.added()
   }
 
-  override putLog(log: LogRecord): void {
-    super.putLog(log)
+  override putLog(log: LogRecord, bytes?: number): void {
+    // The file needs the JSON anyway: its length is the record's size when none is given.
     const json = JSON.stringify(log)
+    super.putLog(log, bytes ?? json.length)
     const ns = log.observed_timestamp_unix_nano
     this.pendingLogs.push(Number.isFinite(ns) ? ns : 0, json)
     this.pendingBytes += json.length
@@ -424,14 +426,31 @@ export class SqliteStore extends MemoryStore {
     }
   }
 
-  /** Loads the newest records of the file into the window, oldest first. */
+  /**
+   * Loads the newest records of the file into the window, oldest first: rows are read newest first
+   * and only as many as the window can hold (by count and by bytes, a row counting its JSON's
+   * length), so that opening a large file never holds more than the window in memory.
+   */
   private reload(db: DatabaseSync): void {
     // Rows are appended (a span that was written unfinished has a later, finished row): later rows win.
-    const spans = db.prepare('SELECT body FROM (SELECT body, seq FROM spans ORDER BY seq DESC LIMIT ?) ORDER BY seq').all(this.limits.maxSpans * 2)
-    for (const row of spans) super.putSpan(jsonParse(String(row.body)) as SpanRecord)
-    const logs = db.prepare('SELECT body FROM (SELECT body, seq FROM logs ORDER BY seq DESC LIMIT ?) ORDER BY seq').all(this.limits.maxLogs)
-    for (const row of logs) super.putLog(jsonParse(String(row.body)) as LogRecord)
+    const spans = newestRows(db, 'spans', this.limits.maxSpans * 2, this.limits.maxSpanBytes)
+    for (let i = spans.length - 1; i >= 0; i--) super.putSpan(jsonParse(spans[i]!) as SpanRecord, spans[i]!.length)
+    const logs = newestRows(db, 'logs', this.limits.maxLogs, this.limits.maxLogBytes)
+    for (let i = logs.length - 1; i >= 0; i--) super.putLog(jsonParse(logs[i]!) as LogRecord, logs[i]!.length)
   }
+}
+
+/** Bodies of the newest rows of `table`, newest first: at most `maxRows`, and no more once their text reaches `maxBytes`. */
+function newestRows(db: DatabaseSync, table: 'spans' | 'logs', maxRows: number, maxBytes: number): string[] {
+  const out: string[] = []
+  let bytes = 0
+  for (const row of db.prepare(`SELECT body FROM ${table} ORDER BY seq DESC LIMIT ?`).iterate(maxRows)) {
+    const body = String(row.body)
+    bytes += body.length
+    if (bytes > maxBytes && out.length > 0) break
+    out.push(body)
+  }
+  return out
 }
 
 /** The dropped counts of a span as JSON members to append (`,"dropped_events_count":3`), '' when it lost nothing. */

@@ -8,7 +8,8 @@ import { after, describe, it } from 'node:test'
 import { jsonParse } from 'svc-protocol/json'
 import { LIMITS, log, runStoreConformance, span } from './conformance.ts'
 import { BATCH_BYTES, MAX_IN_FLIGHT, MAX_QUEUED_BYTES, SqliteStore } from './sqlite.ts'
-import { MemoryStore, NoStore } from './store.ts'
+import { MemoryStore, NoStore, RECORD_OVERHEAD_BYTES, type StoreLimits } from './store.ts'
+import type { LogRecord, SpanRecord } from './records.ts'
 
 const dir = mkdtempSync(join(tmpdir(), 'svc-obs-store-'))
 after(() => rmSync(dir, { recursive: true, force: true }))
@@ -28,6 +29,23 @@ describe('builtin observability store', () => {
     const b = new SqliteStore(path, LIMITS)
     assert.deepEqual(b.logs().map((l) => l.body), ['kept'])
     assert.equal(b.trace('t').length, 1)
+    b.close()
+  })
+
+  it('keeps an attribute keyed __proto__ across a restart', () => {
+    const path = join(dir, 'proto.db')
+    const a = new SqliteStore(path, LIMITS)
+    const attributes = Object.create(null) as Record<string, unknown>
+    attributes['__proto__'] = 'p'
+    a.putSpan(span('tp', 's', null, Date.now(), { attributes }))
+    a.putLog(log('l', Date.now(), { attributes }))
+    a.close()
+    const b = new SqliteStore(path, LIMITS)
+    for (const reloaded of [b.trace('tp')[0]!.attributes, b.logs()[0]!.attributes]) {
+      assert.ok(Object.hasOwn(reloaded, '__proto__'))
+      assert.equal(reloaded['__proto__'], 'p')
+      assert.equal(Object.getPrototypeOf(reloaded), Object.prototype, 'the key did not set the prototype')
+    }
     b.close()
   })
 
@@ -93,6 +111,28 @@ describe('builtin observability store: bounded hand-over to the writer', () => {
     }
   })
 
+  it('reloads at most the byte budget of the newest records at open, reading no more rows than that', () => {
+    const path = join(dir, 'reload-bytes.db')
+    const a = new SqliteStore(path, { ...LIMITS, maxSpans: 10_000, maxLogs: 10_000 })
+    const text = 'r'.repeat(10_000)
+    for (let i = 0; i < 300; i++) {
+      a.putLog(log(`${i} ${text}`))
+      a.putSpan(span(`t${i}`, `s${i}`, null, Date.now(), { attributes: { text } }))
+    }
+    a.close()
+    const limits: StoreLimits = { ...LIMITS, maxSpans: 10_000, maxLogs: 10_000, maxSpanBytes: 100_000, maxLogBytes: 100_000 }
+    const b = new SqliteStore(path, limits)
+    const bytes = b.windowBytes()
+    assert.ok(bytes.spans <= 100_000 && bytes.logs <= 100_000, JSON.stringify(bytes))
+    const logs = b.logs().map((l) => Number(l.body.split(' ')[0]))
+    const spans = [...b.spans()].map((s) => Number(s.span_id.slice(1)))
+    for (const kept of [logs, spans]) {
+      assert.ok(kept.length >= 5 && kept.length <= 10, `${kept.length} kept`)
+      assert.deepEqual(kept, Array.from({ length: kept.length }, (_, i) => 300 - kept.length + i), 'the newest, in order')
+    }
+    b.close()
+  })
+
   it('shrinks the file to a lowered max_disk_bytes at the next sweep', () => {
     const path = join(dir, 'lowered.db')
     const store = new SqliteStore(path, { ...LIMITS, maxDiskBytes: 16 << 20 })
@@ -108,6 +148,91 @@ describe('builtin observability store: bounded hand-over to the writer', () => {
     const reopened = new SqliteStore(path, LIMITS)
     assert.match(reopened.logs().at(-1)!.body, /^29999 /, 'the newest rows are kept')
     reopened.close()
+  })
+})
+
+describe('memory window under random writes (property)', () => {
+  it('holds exactly the newest records it admitted, counts their bytes and stays within every bound, whatever is written', async () => {
+    const { default: fc } = await import('fast-check')
+    // Hostile sizes included: zero, exactly the budget, over the whole budget, far over it.
+    const size = fc.oneof(fc.integer({ min: 0, max: 30_000 }), fc.constantFrom(0, 100_000 - RECORD_OVERHEAD_BYTES, 100_001, 10_000_000))
+    const op = fc.oneof(
+      { arbitrary: fc.record({ kind: fc.constant('span' as const), trace: fc.integer({ min: 0, max: 5 }), bytes: size }), weight: 6 },
+      { arbitrary: fc.record({ kind: fc.constant('resend' as const), pick: fc.nat(), bytes: size }), weight: 2 },
+      { arbitrary: fc.record({ kind: fc.constant('update' as const), pick: fc.nat(), bytes: size }), weight: 2 },
+      { arbitrary: fc.record({ kind: fc.constant('log' as const), bytes: size }), weight: 6 },
+      { arbitrary: fc.record({ kind: fc.constantFrom('clearSpans' as const, 'clearLogs' as const) }), weight: 1 },
+      { arbitrary: fc.record({ kind: fc.constant('limits' as const), maxSpans: fc.integer({ min: 1, max: 20 }), maxSpanBytes: fc.integer({ min: 1, max: 200_000 }), maxLogBytes: fc.integer({ min: 1, max: 200_000 }) }), weight: 1 },
+      { arbitrary: fc.record({ kind: fc.constant('sweep' as const), age: fc.nat({ max: 40 }) }), weight: 1 },
+    )
+    fc.assert(
+      fc.property(fc.array(op, { maxLength: 120 }), (ops) => {
+        let limits: StoreLimits = { ...LIMITS, maxSpans: 10, maxLogs: 10, maxSpanBytes: 100_000, maxLogBytes: 100_000, retentionSeconds: 60 }
+        const store = new MemoryStore(limits)
+        // The model: what was admitted since the last clear, oldest first, with what each counts.
+        let spans: Array<{ record: SpanRecord; counted: number }> = []
+        let logs: Array<{ record: LogRecord; counted: number }> = []
+        const all: SpanRecord[] = []
+        let clock = 0
+        for (const o of ops) {
+          clock++
+          const at = 1_000_000 + clock * 1000
+          if (o.kind === 'span') {
+            const record = span(`t${o.trace}`, `s${clock}`, null, at)
+            all.push(record)
+            store.putSpan(record, o.bytes)
+            if (o.bytes + RECORD_OVERHEAD_BYTES <= limits.maxSpanBytes) spans.push({ record, counted: o.bytes + RECORD_OVERHEAD_BYTES })
+          } else if (o.kind === 'resend' && all.length > 0) {
+            const earlier = all[o.pick % all.length]!
+            const again = { ...earlier, status: 'ok' as const }
+            // The window replaces the span it holds with the same ids, whichever object was sent.
+            const held = spans.find((s) => s.record.trace_id === earlier.trace_id && s.record.span_id === earlier.span_id)
+            store.putSpan(again, o.bytes)
+            if (held) held.counted = o.bytes + RECORD_OVERHEAD_BYTES
+            else if (o.bytes + RECORD_OVERHEAD_BYTES <= limits.maxSpanBytes) {
+              all.push(again)
+              spans.push({ record: again, counted: o.bytes + RECORD_OVERHEAD_BYTES })
+            }
+          } else if (o.kind === 'update' && all.length > 0) {
+            const record = all[o.pick % all.length]!
+            const held = spans.find((s) => s.record === record)
+            store.updateSpan(record, o.bytes)
+            if (held) held.counted = o.bytes + RECORD_OVERHEAD_BYTES
+          } else if (o.kind === 'log') {
+            const record = log(`l${clock}`, at)
+            store.putLog(record, o.bytes)
+            if (o.bytes + RECORD_OVERHEAD_BYTES <= limits.maxLogBytes) logs.push({ record, counted: o.bytes + RECORD_OVERHEAD_BYTES })
+          } else if (o.kind === 'clearSpans') {
+            store.clearSpans()
+            spans = []
+          } else if (o.kind === 'clearLogs') {
+            store.clearLogs()
+            logs = []
+          } else if (o.kind === 'limits') {
+            limits = { ...limits, maxSpans: o.maxSpans, maxSpanBytes: o.maxSpanBytes, maxLogBytes: o.maxLogBytes }
+            store.setLimits(limits)
+          } else if (o.kind === 'sweep') {
+            // Everything put more than `age` operations ago is past the retention.
+            store.sweep(1_000_000 + (clock - o.age) * 1000 + limits.retentionSeconds * 1000)
+          }
+          // The window is a suffix of what was admitted: the newest, oldest evicted first.
+          const held = [...store.spans()]
+          const heldLogs = store.logs()
+          spans = spans.slice(spans.length - held.length)
+          logs = logs.slice(logs.length - heldLogs.length)
+          assert.deepEqual(held, spans.map((s) => s.record), 'spans: the newest admitted, in order')
+          assert.deepEqual(heldLogs, logs.map((l) => l.record), 'logs: the newest admitted, in order')
+          const bytes = store.windowBytes()
+          assert.equal(bytes.spans, spans.reduce((n, s) => n + s.counted, 0))
+          assert.equal(bytes.logs, logs.reduce((n, l) => n + l.counted, 0))
+          assert.ok(bytes.spans <= limits.maxSpanBytes && bytes.logs <= limits.maxLogBytes, JSON.stringify(bytes))
+          assert.ok(held.length <= limits.maxSpans && heldLogs.length <= limits.maxLogs)
+          for (const s of held) assert.ok(store.trace(s.trace_id).includes(s), 'every span of the window is in its trace')
+          assert.equal([0, 1, 2, 3, 4, 5].reduce((n, t) => n + store.trace(`t${t}`).length, 0), held.length, 'and no other')
+        }
+      }),
+      { numRuns: 300 },
+    )
   })
 })
 

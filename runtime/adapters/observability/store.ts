@@ -1,7 +1,8 @@
 /**
  * Stores of the observability worker (builtins.md §12.3): one interface, three kinds.
  *
- * - `memory`: the in-memory window only, bounded by `memory_max_spans` / `memory_max_logs`.
+ * - `memory`: the in-memory window only, bounded by `memory_max_spans` / `memory_max_logs` and
+ *   by bytes, `memory_max_span_bytes` / `memory_max_log_bytes`.
  * - `builtin`: the same window, plus every record written to `<data_dir>/observability.db`
  *   (see `sqlite.ts`); the window is reloaded from the file at start.
  * - `none`: nothing stored; the query functions fail with `STORAGE_DISABLED` (the worker checks
@@ -11,7 +12,7 @@
  * the window. Every store keeps within its bounds whatever the ingest rate: the window evicts the
  * oldest records, metrics keep one hour of points (and at most {@link MAX_POINTS_PER_SERIES}).
  */
-import type { LogRecord, MetricPoint, MetricSeries, SpanRecord } from './records.ts'
+import { logSize, spanSize, type LogRecord, type MetricPoint, type MetricSeries, type SpanRecord } from './records.ts'
 
 /** Bounds of a store (the §12.1 settings that concern it). */
 export interface StoreLimits {
@@ -21,9 +22,28 @@ export interface StoreLimits {
   maxSpans: number
   /** Window size in log records (`memory_max_logs`). */
   maxLogs: number
+  /** Window size in bytes of spans, as {@link TelemetryStore.windowBytes} counts them (`memory_max_span_bytes`). */
+  maxSpanBytes: number
+  /** Window size in bytes of log records (`memory_max_log_bytes`). */
+  maxLogBytes: number
   /** `builtin` only: size cap of the SQLite file, bytes (`max_disk_bytes`). */
   maxDiskBytes: number
 }
+
+/** Default `memory_max_span_bytes`: 64 MiB. */
+export const DEFAULT_MAX_SPAN_BYTES = 64 << 20
+/** Default `memory_max_log_bytes`: 32 MiB. */
+export const DEFAULT_MAX_LOG_BYTES = 32 << 20
+/** Smallest byte budget accepted for either window: 1 MiB. */
+export const MIN_WINDOW_BYTES = 1 << 20
+
+/**
+ * Bytes a record costs in the window beyond its estimated JSON: the objects' headers, its slot in
+ * the ring and its entry in the trace index. The V8 heap the records take was measured at 0.7× (engine
+ * spans, whose resource is shared) to 1.35× (svc-sdk spans parsed from `/otel`, many short strings)
+ * of what the window counts, and 1× for large records (`bench/window-memory.ts`).
+ */
+export const RECORD_OVERHEAD_BYTES = 128
 
 /** How long metric points are kept (§12.3: 1 h). */
 export const METRIC_RETENTION_MS = 3_600_000
@@ -36,13 +56,17 @@ export const MAX_SERIES = 1_000
  * The store seam. A span put again with the same `trace_id`/`span_id` replaces the earlier
  * version (an in-progress span that finished, as OTLP sends it); engine spans finish in place and
  * are passed to {@link TelemetryStore.updateSpan}. Iteration order is arrival order, oldest first.
+ *
+ * `bytes`, where a write takes it, is the record's estimated JSON size (the size limiter measures
+ * it while limiting: `TelemetryLimiter.span`/`log`); without it the store estimates it itself
+ * (`spanSize`/`logSize` of ./records.ts, a walk of the record).
  */
 export interface TelemetryStore {
   readonly kind: 'memory' | 'builtin' | 'none'
-  putSpan(span: SpanRecord): void
+  putSpan(span: SpanRecord, bytes?: number): void
   /** `span`, put before, changed in place (an engine span that finished): written out again. */
-  updateSpan(span: SpanRecord): void
-  putLog(log: LogRecord): void
+  updateSpan(span: SpanRecord, bytes?: number): void
+  putLog(log: LogRecord, bytes?: number): void
   /** Adds a point to the series `name`, creating it with `type`, `unit`, `description`. */
   putPoint(series: Omit<MetricSeries, 'points'>, point: MetricPoint): void
   /** Log records, oldest first. */
@@ -60,30 +84,52 @@ export interface TelemetryStore {
   sweep(nowMs: number): void
   /** Numbers of records in the window. */
   counts(): { spans: number; logs: number }
+  /**
+   * Bytes the window holds, by signal: each record's estimated JSON size plus
+   * {@link RECORD_OVERHEAD_BYTES}; at most `maxSpanBytes` / `maxLogBytes` (zero for `none`).
+   */
+  windowBytes(): { spans: number; logs: number }
   /** Writes what is pending (builtin); no-op otherwise. */
   flush(): void
   close(): void
 }
 
 /**
- * The bounded in-memory window shared by `memory` and `builtin`.
- * @example const store = new MemoryStore({ retentionSeconds: 3600, maxSpans: 1000, maxLogs: 1000, maxDiskBytes: 0 })
+ * The bounded in-memory window shared by `memory` and `builtin`: at most `maxSpans` spans and
+ * `maxSpanBytes` bytes of them, `maxLogs` log records and `maxLogBytes` bytes of them
+ * ({@link TelemetryStore.windowBytes}); beyond either bound the oldest records are evicted. A record
+ * larger than its whole budget is not kept (the `builtin` file and the export still get it); a
+ * span that grows beyond it in place evicts the spans older than it, then itself. An evicted
+ * record is released at once.
+ * @example const store = new MemoryStore({ retentionSeconds: 3600, maxSpans: 1000, maxLogs: 1000, maxSpanBytes: 64 << 20, maxLogBytes: 32 << 20, maxDiskBytes: 0 })
  */
 export class MemoryStore implements TelemetryStore {
   readonly kind: 'memory' | 'builtin' = 'memory'
   protected limits: StoreLimits
   /**
-   * Spans in arrival order: a ring of `maxSpans` slots, `spanRing[spanHead]` the oldest of
-   * `spanCount`. No per-span key: replacement and lookup go through {@link traces}.
+   * Spans in arrival order: a ring, `spanRing[spanHead]` the oldest of `spanCount`, and
+   * `spanSizes` the bytes counted for each at the same index. A span's position is its arrival
+   * number (`spanFirst` is the oldest's): its slot is `(spanHead + position - spanFirst) % length`.
+   * The records carry nothing of the window's.
    */
   private spanRing: Array<SpanRecord | undefined> = []
+  private spanSizes = new Float64Array(0)
   private spanHead = 0
   private spanCount = 0
-  /** Spans by trace: one span directly (most engine traces), an array when there are more. */
-  private readonly traces = new Map<string, SpanRecord | SpanRecord[]>()
-  /** Ring of logs: `logBuf[logHead…]` are live. Compacted when the dead prefix grows. */
-  private logBuf: LogRecord[] = []
+  /** Arrival number of the oldest span of the ring. */
+  private spanFirst = 0
+  /** Bytes counted for the spans in the ring. */
+  private spanBytes = 0
+  /** Positions of the spans by trace: one number (most engine traces), an array when there are more. */
+  private readonly traces = new Map<string, number | number[]>()
+  /**
+   * Logs: `logBuf[logHead…]` are live, `logSizes` their counted bytes at the same indices; evicted
+   * slots are cleared at once, the arrays compacted when the dead prefix grows.
+   */
+  private logBuf: Array<LogRecord | undefined> = []
+  private logSizes: number[] = []
   private logHead = 0
+  private logBytes = 0
   private readonly series = new Map<string, MetricSeries>()
 
   constructor(limits: StoreLimits) {
@@ -97,46 +143,100 @@ export class MemoryStore implements TelemetryStore {
     this.trimLogs()
   }
 
-  putSpan(span: SpanRecord): void {
+  putSpan(span: SpanRecord, bytes = spanSize(span)): void {
+    const counted = bytes + RECORD_OVERHEAD_BYTES
     const traces = this.traces
     const trace = traces.get(span.trace_id)
-    if (trace === undefined) traces.set(span.trace_id, span)
-    else {
+    if (trace !== undefined) {
       // A span sent again (an in-progress one that finished): the stored object takes the new
       // content and keeps its place, so the ring needs no search.
-      const earlier = Array.isArray(trace) ? trace.find((s) => s.span_id === span.span_id) : trace.span_id === span.span_id ? trace : undefined
-      if (earlier !== undefined) {
+      const slot = this.slotOf(trace, (s) => s.span_id === span.span_id)
+      if (slot >= 0) {
+        const earlier = this.spanRing[slot]!
         if (earlier !== span) Object.assign(earlier, span)
+        this.recount(slot, counted)
         return
       }
-      if (Array.isArray(trace)) trace.push(span)
-      else traces.set(span.trace_id, [trace, span])
     }
+    // Larger than the whole budget: kept out, rather than evicting everything else for it.
+    if (counted > this.limits.maxSpanBytes) return
+    // Its arrival number (evicting the oldest keeps `spanFirst + spanCount`): indexed first, so
+    // that evicting an older span of the same trace finds the entry as it will be.
+    const position = this.spanFirst + this.spanCount
+    if (trace === undefined) traces.set(span.trace_id, position)
+    else if (Array.isArray(trace)) trace.push(position)
+    else traces.set(span.trace_id, [trace, position])
     const max = this.limits.maxSpans
     if (this.spanCount >= max) this.trimSpans(max - 1)
-    this.ringPush(span)
+    this.ringPush(span, counted)
+    if (this.spanBytes > this.limits.maxSpanBytes) this.trimSpans()
+  }
+
+  /** The ring slot of the span at arrival number `position`. */
+  private slot(position: number): number {
+    return (this.spanHead + position - this.spanFirst) % this.spanRing.length
+  }
+
+  /** The slot of the span of a trace entry that `match` picks; -1 when none does. */
+  private slotOf(trace: number | number[], match: (span: SpanRecord) => boolean): number {
+    if (!Array.isArray(trace)) {
+      const slot = this.slot(trace)
+      return match(this.spanRing[slot]!) ? slot : -1
+    }
+    for (const position of trace) {
+      const slot = this.slot(position)
+      if (match(this.spanRing[slot]!)) return slot
+    }
+    return -1
   }
 
   /** Appends to the ring, growing it (doubling, up to `maxSpans`) while it is not full yet. */
-  private ringPush(span: SpanRecord): void {
+  private ringPush(span: SpanRecord, counted: number): void {
     let ring = this.spanRing
     if (this.spanCount === ring.length) {
-      // Unwrap into a larger array (amortised O(1)); the window's capacity is reached gradually.
-      const next: Array<SpanRecord | undefined> = new Array(Math.max(64, Math.min(this.limits.maxSpans, ring.length * 2)))
-      for (let i = 0; i < this.spanCount; i++) next[i] = ring[(this.spanHead + i) % ring.length]
+      // Unwrap into larger arrays (amortised O(1)); the window's capacity is reached gradually.
+      const length = Math.max(64, Math.min(this.limits.maxSpans, ring.length * 2))
+      const next: Array<SpanRecord | undefined> = new Array(length)
+      const sizes = new Float64Array(length)
+      for (let i = 0; i < this.spanCount; i++) {
+        const from = (this.spanHead + i) % ring.length
+        next[i] = ring[from]
+        sizes[i] = this.spanSizes[from]!
+      }
       this.spanRing = ring = next
+      this.spanSizes = sizes
       this.spanHead = 0
     }
-    ring[(this.spanHead + this.spanCount) % ring.length] = span
+    const slot = (this.spanHead + this.spanCount) % ring.length
+    ring[slot] = span
+    this.spanSizes[slot] = counted
+    this.spanBytes += counted
     this.spanCount++
   }
 
-  /** The window holds the object itself: nothing to do. */
-  updateSpan(_span: SpanRecord): void {}
+  /** The window holds the object itself: only its counted bytes change (evicting when over the budget). Nothing when it is no longer in the window. */
+  updateSpan(span: SpanRecord, bytes = spanSize(span)): void {
+    const trace = this.traces.get(span.trace_id)
+    if (trace === undefined) return
+    const slot = this.slotOf(trace, (s) => s === span)
+    if (slot >= 0) this.recount(slot, bytes + RECORD_OVERHEAD_BYTES)
+  }
 
-  putLog(log: LogRecord): void {
+  /** The span in `slot` changed: counts it as `counted` bytes. */
+  private recount(slot: number, counted: number): void {
+    this.spanBytes += counted - this.spanSizes[slot]!
+    this.spanSizes[slot] = counted
+    if (this.spanBytes > this.limits.maxSpanBytes) this.trimSpans()
+  }
+
+  putLog(log: LogRecord, bytes = logSize(log)): void {
+    const counted = bytes + RECORD_OVERHEAD_BYTES
+    // Larger than the whole budget: kept out, rather than evicting everything else for it.
+    if (counted > this.limits.maxLogBytes) return
     this.logBuf.push(log)
-    if (this.logBuf.length - this.logHead > this.limits.maxLogs) this.trimLogs()
+    this.logSizes.push(counted)
+    this.logBytes += counted
+    if (this.logBuf.length - this.logHead > this.limits.maxLogs || this.logBytes > this.limits.maxLogBytes) this.trimLogs()
   }
 
   putPoint(meta: Omit<MetricSeries, 'points'>, point: MetricPoint): void {
@@ -151,7 +251,7 @@ export class MemoryStore implements TelemetryStore {
   }
 
   logs(): LogRecord[] {
-    return this.logBuf.slice(this.logHead)
+    return this.logBuf.slice(this.logHead) as LogRecord[]
   }
 
   *spans(): IterableIterator<SpanRecord> {
@@ -163,7 +263,8 @@ export class MemoryStore implements TelemetryStore {
 
   trace(traceId: string): SpanRecord[] {
     const trace = this.traces.get(traceId)
-    return trace === undefined ? [] : Array.isArray(trace) ? [...trace] : [trace]
+    if (trace === undefined) return []
+    return Array.isArray(trace) ? trace.map((position) => this.spanRing[this.slot(position)]!) : [this.spanRing[this.slot(trace)]!]
   }
 
   metrics(): MetricSeries[] {
@@ -173,15 +274,21 @@ export class MemoryStore implements TelemetryStore {
   clearLogs(): number {
     const n = this.logBuf.length - this.logHead
     this.logBuf = []
+    this.logSizes = []
     this.logHead = 0
+    this.logBytes = 0
     return n
   }
 
   clearSpans(): number {
     const n = this.spanCount
     this.spanRing = []
+    this.spanSizes = new Float64Array(0)
     this.spanHead = 0
+    // Arrival numbers go on: a position of a cleared span never names a later one.
+    this.spanFirst += this.spanCount
     this.spanCount = 0
+    this.spanBytes = 0
     this.traces.clear()
     return n
   }
@@ -190,7 +297,7 @@ export class MemoryStore implements TelemetryStore {
     const cutoffNs = (nowMs - this.limits.retentionSeconds * 1000) * 1e6
     while (this.spanCount > 0 && this.spanRing[this.spanHead]!.start_time_unix_nano < cutoffNs) this.dropOldest()
     const buf = this.logBuf
-    while (this.logHead < buf.length && buf[this.logHead]!.observed_timestamp_unix_nano < cutoffNs) this.logHead++
+    while (this.logHead < buf.length && buf[this.logHead]!.observed_timestamp_unix_nano < cutoffNs) this.dropOldestLog()
     this.compactLogs()
     const metricCutoff = (nowMs - METRIC_RETENTION_MS) * 1e6
     for (const s of this.series.values()) {
@@ -204,6 +311,10 @@ export class MemoryStore implements TelemetryStore {
     return { spans: this.spanCount, logs: this.logBuf.length - this.logHead }
   }
 
+  windowBytes(): { spans: number; logs: number } {
+    return { spans: this.spanBytes, logs: this.logBytes }
+  }
+
   flush(): void {}
 
   close(): void {}
@@ -212,29 +323,41 @@ export class MemoryStore implements TelemetryStore {
   private dropOldest(): void {
     const ring = this.spanRing
     const span = ring[this.spanHead]!
+    const position = this.spanFirst
     ring[this.spanHead] = undefined
+    this.spanBytes -= this.spanSizes[this.spanHead]!
     this.spanHead = (this.spanHead + 1) % ring.length
+    this.spanFirst++
     this.spanCount--
     const trace = this.traces.get(span.trace_id)
     if (trace === undefined) return
     if (!Array.isArray(trace)) {
-      if (trace === span) this.traces.delete(span.trace_id)
+      if (trace === position) this.traces.delete(span.trace_id)
       return
     }
-    const i = trace.indexOf(span)
+    // The oldest of its trace: first in the array.
+    const i = trace.indexOf(position)
     if (i >= 0) trace.splice(i, 1)
     if (trace.length === 0) this.traces.delete(span.trace_id)
     else if (trace.length === 1) this.traces.set(span.trace_id, trace[0]!)
   }
 
-  /** Drops the oldest spans until at most `keep` remain. */
+  /** Drops the oldest spans until at most `keep` remain and their bytes are within the budget. */
   private trimSpans(keep = this.limits.maxSpans): void {
-    while (this.spanCount > keep) this.dropOldest()
+    while (this.spanCount > keep || (this.spanCount > 0 && this.spanBytes > this.limits.maxSpanBytes)) this.dropOldest()
   }
 
+  /** Removes the oldest log record, releasing it. */
+  private dropOldestLog(): void {
+    this.logBytes -= this.logSizes[this.logHead]!
+    this.logBuf[this.logHead] = undefined
+    this.logHead++
+  }
+
+  /** Drops the oldest log records until both bounds hold. */
   private trimLogs(): void {
-    const live = this.logBuf.length - this.logHead
-    if (live > this.limits.maxLogs) this.logHead += live - this.limits.maxLogs
+    const { maxLogs, maxLogBytes } = this.limits
+    while (this.logHead < this.logBuf.length && (this.logBuf.length - this.logHead > maxLogs || this.logBytes > maxLogBytes)) this.dropOldestLog()
     this.compactLogs()
   }
 
@@ -242,6 +365,7 @@ export class MemoryStore implements TelemetryStore {
   private compactLogs(): void {
     if (this.logHead > 0 && this.logHead >= this.logBuf.length - this.logHead) {
       this.logBuf = this.logBuf.slice(this.logHead)
+      this.logSizes = this.logSizes.slice(this.logHead)
       this.logHead = 0
     }
   }
@@ -274,6 +398,9 @@ export class NoStore implements TelemetryStore {
   }
   sweep(): void {}
   counts(): { spans: number; logs: number } {
+    return { spans: 0, logs: 0 }
+  }
+  windowBytes(): { spans: number; logs: number } {
     return { spans: 0, logs: 0 }
   }
   flush(): void {}

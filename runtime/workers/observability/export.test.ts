@@ -39,12 +39,16 @@ describe('OTLP export', () => {
     await receiver.close()
   })
 
-  /** Sets the settings entry and waits until engine::health::check shows the export in effect. */
+  /**
+   * Sets the settings entry and waits until engine::health::check shows the export in effect and
+   * the previous one done (no `detail` about it), so that no request of the previous one arrives later.
+   */
   const configure = async (otlp: Record<string, unknown>, extra: Record<string, unknown> = { store: 'memory' }): Promise<void> => {
     await t.engine.inject({ function_id: 'configuration::set', data: { id: 'svc-observability', value: { ...extra, otlp } } })
     await eventually(async () => {
       const health = (await t.engine.inject({ function_id: 'engine::health::check', data: {} })) as { components: { otlp_export: Record<string, unknown> } }
       const shown = health.components.otlp_export
+      if (shown.detail !== undefined) return false
       if (otlp.enabled !== true) return shown.status === 'disabled'
       return shown.protocol === otlp.protocol && shown.endpoint === otlp.endpoint && JSON.stringify(shown.signals) === JSON.stringify(otlp.signals ?? ['traces', 'metrics', 'logs'])
     })
@@ -144,11 +148,50 @@ describe('OTLP export', () => {
     link.close()
   })
 
+  it('exports the attribute keys __proto__ and constructor as ordinary attributes', async () => {
+    await configure({ enabled: true, protocol: 'http/protobuf', endpoint: receiver.httpUrl })
+    const traceId = hex(16)
+    const now = String(BigInt(Date.now()) * 1_000_000n)
+    const attributes = [{ key: '__proto__', value: { stringValue: 'p' } }, { key: 'constructor', value: { intValue: 1 } }]
+    const link = new WebSocket(`${t.url}/otel`)
+    await new Promise((resolve, reject) => link.once('open', resolve).once('error', reject))
+    link.send(Buffer.concat([Buffer.from('OTLP'), Buffer.from(JSON.stringify({ resourceSpans: [{ scopeSpans: [{ spans: [{ traceId, spanId: hex(8), name: 'tricky', startTimeUnixNano: now, endTimeUnixNano: now, attributes }] }] }] }))]))
+    link.send(Buffer.concat([Buffer.from('LOGS'), Buffer.from(JSON.stringify({ resourceLogs: [{ scopeLogs: [{ logRecords: [{ traceId, spanId: hex(8), body: { stringValue: 'tricky' }, attributes }] }] }] }))]))
+    await eventually(() => receiver.spans.some((s) => s.traceId === traceId) && receiver.logs.some((l) => l.traceId === traceId), 10_000)
+    for (const exported of [receiver.spans.find((s) => s.traceId === traceId)!.attributes, receiver.logs.find((l) => l.traceId === traceId)!.attributes]) {
+      assert.ok(Object.hasOwn(exported, '__proto__'))
+      assert.equal(exported['__proto__'], 'p')
+      assert.equal(exported['constructor'], 1)
+    }
+    link.close()
+  })
+
   it('exports with store: none, where the query functions answer STORAGE_DISABLED', async () => {
     await configure({ enabled: true, protocol: 'http/json', endpoint: receiver.httpUrl }, { store: 'none' })
     const { traceId } = await traffic()
     await eventually(() => receiver.spans.some((s) => s.traceId === traceId) && receiver.logs.some((l) => l.traceId === traceId), 10_000)
     await assert.rejects(t.engine.inject({ function_id: 'engine::logs::list', data: {} }), /STORAGE_DISABLED|disabled/)
+  })
+
+  it('turns off while a batch waits for its answer: everything held leaves before it is reported disabled, nothing after', async () => {
+    await configure({ enabled: true, protocol: 'http/json', endpoint: receiver.httpUrl, signals: ['traces'] })
+    const status = async (): Promise<unknown> => ((await t.engine.inject({ function_id: 'engine::health::check', data: {} })) as { components: { otlp_export: { status: unknown } } }).components.otlp_export.status
+    const release = receiver.hold('http traces')
+    try {
+      // 1,100 finished spans: a batch leaves and waits for its answer, the others wait behind it.
+      for (let i = 0; i < 1100; i++) t.engine.telemetry.startSpan({ name: `held ${i}`, kind: 'internal' })!.end('ok')
+      await eventually(() => receiver.held > 0, 10_000)
+      await t.engine.inject({ function_id: 'configuration::set', data: { id: 'svc-observability', value: { store: 'memory', otlp: { enabled: false } } } })
+      await eventually(async () => (await status()) !== 'healthy', 10_000)
+    } finally {
+      release()
+    }
+    await eventually(async () => (await status()) === 'disabled', 10_000)
+    const seen = receiver.requests.length
+    const held = receiver.spans.filter((s) => s.name.startsWith('held ')).length
+    assert.equal(held, 1100, 'a planned change loses nothing the export held')
+    await new Promise((r) => setTimeout(r, 1500))
+    assert.deepEqual(receiver.requests.slice(seen), [], 'nothing leaves once the export is reported disabled')
   })
 
   it('turns off at runtime: nothing more leaves', async () => {

@@ -9,6 +9,8 @@
  * - Ingest never waits: a full buffer drops its oldest records (counted in {@link OtlpExport.stats}).
  * - A batch that fails is sent again on the next tick and dropped after {@link MAX_ATTEMPTS}
  *   attempts; failures are logged at most once per minute.
+ * - Stopping (export turned off or its settings changed) sends what the buffers hold, then nothing
+ *   more leaves ({@link OtlpExport.shutdown}).
  * - The standard `OTEL_EXPORTER_OTLP_*` variables apply where the settings leave a choice open
  *   (see {@link resolveOtlpSettings}).
  */
@@ -106,11 +108,16 @@ export interface OtlpExportStats {
   lastError: string | null
 }
 
-/** One signal's queue: records waiting, a batch being retried, one export at a time. */
+/**
+ * One signal's queue: records waiting, a batch being retried, one export at a time. Closed by
+ * {@link Lane.drain}: from then on it accepts nothing and starts no export of its own.
+ */
 class Lane<R, T> {
   private waiting: R[] = []
   private retry: { items: R[]; attempts: number } | null = null
-  private busy = false
+  /** The export under way (one batch, then the next while full batches wait), undefined when idle. */
+  private sending: Promise<void> | undefined
+  private closed = false
   /** Whether the last attempt failed. */
   lastFailed = false
 
@@ -127,49 +134,73 @@ class Lane<R, T> {
   }
 
   push(record: R): void {
+    if (this.closed) return
     if (this.waiting.length >= BUFFER_LIMIT) {
       // Full (the backend is slow or away): the oldest batch's worth goes, in one step.
       this.waiting.splice(0, BATCH_SIZE)
       this.owner.stats.dropped[this.signal] += BATCH_SIZE
     }
     this.waiting.push(record)
-    if (this.waiting.length >= BATCH_SIZE && !this.busy) void this.send()
+    if (this.waiting.length >= BATCH_SIZE) this.send()
   }
 
-  get idle(): boolean {
-    return !this.busy && this.retry === null && this.waiting.length === 0
+  /** Starts sending (the batch being retried, else the next {@link BATCH_SIZE} waiting records) unless an export is under way or the lane is closed. */
+  send(): void {
+    if (this.closed || this.sending !== undefined) return
+    this.sending = this.run()
   }
 
-  /** Sends the batch being retried, else the next {@link BATCH_SIZE} waiting records. */
-  async send(): Promise<void> {
-    if (this.busy) return
-    const batch = this.retry ?? (this.waiting.length > 0 ? { items: this.waiting.splice(0, BATCH_SIZE), attempts: 0 } : null)
-    if (batch === null) return
+  /**
+   * Closes the lane and sends what it still holds: waits for the export under way, then sends the
+   * batch being retried and the waiting records, each batch once, until one fails (what is left is
+   * counted as dropped). Nothing leaves after it resolves.
+   */
+  async drain(): Promise<void> {
+    this.closed = true
+    await this.sending
+    while ((this.retry !== null || this.waiting.length > 0) && (await this.attempt())) {}
+    const left = (this.retry?.items.length ?? 0) + this.waiting.length
+    this.owner.stats.dropped[this.signal] += left
     this.retry = null
-    this.busy = true
+    this.waiting = []
+  }
+
+  shutdown(): Promise<void> {
+    return this.exporter.shutdown()
+  }
+
+  /** One batch, then the next while full batches wait and the backend accepts them. */
+  private async run(): Promise<void> {
+    try {
+      while ((await this.attempt()) && !this.closed && this.waiting.length >= BATCH_SIZE) {}
+    } finally {
+      this.sending = undefined
+    }
+  }
+
+  /** Exports one batch (the one being retried, else the next waiting); whether the backend accepted it. */
+  private async attempt(): Promise<boolean> {
+    const batch = this.retry ?? (this.waiting.length > 0 ? { items: this.waiting.splice(0, BATCH_SIZE), attempts: 0 } : null)
+    if (batch === null) return false
+    this.retry = null
     let result: ExportResult
     try {
       result = await new Promise<ExportResult>((resolve) => this.exporter.export(this.pack(batch.items), resolve))
     } catch (error) {
       result = { code: ExportResultCode.FAILED, error: error as Error }
     }
-    this.busy = false
     const stats = this.owner.stats
     this.lastFailed = result.code !== ExportResultCode.SUCCESS
     if (result.code === ExportResultCode.SUCCESS) {
       stats.exported[this.signal] += batch.items.length
-      if (this.waiting.length >= BATCH_SIZE) void this.send()
-      return
+      return true
     }
     stats.failures++
     batch.attempts++
     this.owner.failed(this.signal, result.error)
     if (batch.attempts < MAX_ATTEMPTS) this.retry = batch
     else stats.dropped[this.signal] += batch.items.length
-  }
-
-  shutdown(): Promise<void> {
-    return this.exporter.shutdown()
+    return false
   }
 }
 
@@ -203,8 +234,8 @@ async function loadExporters(settings: OtlpSettings): Promise<{ traces: Exporter
 
 /**
  * A running export (§12.8). Created with {@link OtlpExport.start}; fed by the observability
- * worker with finished spans, log records and metric series; stopped with {@link OtlpExport.shutdown}
- * (which sends what waits, once).
+ * worker with finished spans, log records and metric series; stopped with {@link OtlpExport.shutdown},
+ * after which nothing more leaves.
  * @example const exp = await OtlpExport.start(resolveOtlpSettings({ enabled: true }), (m) => log.warn(m)); exp.span(record)
  */
 export class OtlpExport {
@@ -213,6 +244,7 @@ export class OtlpExport {
   private timer: NodeJS.Timeout | undefined
   private lastFailureLog = -Infinity
   private readonly resources = new Map<string, Resource>()
+  private stopped: Promise<void> | undefined
 
   readonly settings: OtlpSettings
   private readonly warn: (message: string) => void
@@ -263,11 +295,19 @@ export class OtlpExport {
     if (lane !== undefined) for (const s of series) if (s.points.length > 0) lane.push(s)
   }
 
-  /** Flushes once (failures end it), then closes the exporters. */
-  async shutdown(): Promise<void> {
-    clearInterval(this.timer)
-    await Promise.all(Object.values(this.lanes).map((l) => l.send().catch(() => {})))
-    await Promise.all(Object.values(this.lanes).map((l) => l.shutdown().catch(() => {})))
+  /**
+   * Stops the export: records given from now on are ignored; the exports under way finish, then
+   * what the buffers hold is sent, each batch once (a failure ends it, the rest is counted as
+   * dropped), then the exporters close. Resolves once nothing more can leave; the same promise on
+   * every call. Bounded by the exporters' request timeout (10 s per batch).
+   */
+  shutdown(): Promise<void> {
+    this.stopped ??= (async () => {
+      clearInterval(this.timer)
+      await Promise.all(Object.values(this.lanes).map((l) => l.drain().catch(() => {})))
+      await Promise.all(Object.values(this.lanes).map((l) => l.shutdown().catch(() => {})))
+    })()
+    return this.stopped
   }
 
   /** A failed attempt: counted, logged at most once per minute (§12.8). */
@@ -281,7 +321,7 @@ export class OtlpExport {
   }
 
   private tick(): void {
-    for (const lane of Object.values(this.lanes)) void lane.send()
+    for (const lane of Object.values(this.lanes)) lane.send()
   }
 
   // --- conversions to the SDK's export shapes -------------------------------------------------

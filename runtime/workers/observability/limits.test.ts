@@ -7,6 +7,7 @@ import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
 import type { LogRecord, SpanRecord } from '../../adapters/observability/records.ts'
 import { DEFAULT_TELEMETRY_LIMITS, TelemetryLimiter, truncateText, truncationMarker, type TelemetryLimits } from './limits.ts'
+import { attributeMap } from './otlp.ts'
 
 const bytes = (text: string): number => Buffer.byteLength(text)
 
@@ -150,18 +151,30 @@ describe('TelemetryLimiter', () => {
     assert.equal(limiter.totals()['logs.log_body_length_limit'], 1)
   })
 
-  it('drops an attribute whose key is over the value limit, and lets go of a prototype set through `__proto__`', () => {
+  it('drops an attribute whose key is over the value limit', () => {
     const limiter = new TelemetryLimiter(limits({ attribute_value_length_limit: 100 }))
     const attributes = JSON.parse('{"ok":1}') as Record<string, unknown>
     attributes['k'.repeat(1000)] = 1
-    // What `out[key] = value` does with the OTLP key `__proto__` and a kvlist value.
-    ;(attributes as { __proto__: unknown }).__proto__ = { held: 'h'.repeat(1_000_000) }
     const s = span({ attributes })
     limiter.span(s)
     assert.deepEqual(s.attributes, { ok: 1 })
-    assert.equal(Object.getPrototypeOf(s.attributes), Object.prototype)
-    assert.equal((s.attributes as { held?: unknown }).held, undefined)
     assert.equal(s.dropped_attributes_count, 1)
+  })
+
+  it('keeps `__proto__`, `constructor` and `toString` of an attribute map as ordinary attributes, truncated like any other', () => {
+    const limiter = new TelemetryLimiter(limits({ attribute_value_length_limit: 100, attribute_count_limit: 2 }))
+    const attributes = attributeMap()
+    attributes['__proto__'] = 'p'.repeat(1000)
+    attributes['constructor'] = { nested: 'n'.repeat(1000) }
+    attributes['toString'] = 1
+    const s = span({ attributes })
+    limiter.span(s)
+    assert.deepEqual(Object.keys(s.attributes), ['__proto__', 'constructor'])
+    assert.equal(Object.getPrototypeOf(s.attributes), null)
+    assert.match(s.attributes['__proto__'] as string, /^p+…\[truncated \d+ bytes\]$/)
+    assert.match(s.attributes['constructor'] as string, /^\{"nested":"n+…\[truncated \d+ bytes\]$/)
+    assert.equal(s.dropped_attributes_count, 3)
+    assert.match(JSON.stringify(s.attributes), /^\{"__proto__":"p+/)
   })
 
   it('reports svc.observability.truncated by signal and limit once something was truncated', () => {

@@ -28,7 +28,7 @@
  * Applying the limits again to a record changes nothing (a truncated value is within its limit),
  * so an engine span finished in place is limited again with the attributes it gained.
  */
-import type { LogRecord, MetricPoint, MetricSeries, SpanRecord } from '../../adapters/observability/records.ts'
+import { RECORD_FIXED_BYTES, stringSize, valueSize, type LogRecord, type MetricPoint, type MetricSeries, type SpanRecord } from '../../adapters/observability/records.ts'
 
 /** The limits, as the `svc-observability` settings of the same names (§12.1). */
 export interface TelemetryLimits {
@@ -90,43 +90,6 @@ export function truncateText(text: string, limit: number): string {
   return Buffer.from(kept.buffer, 0, written).toString('utf8') + truncationMarker(bytes - written)
 }
 
-/** Estimated JSON bytes of a string (exact for ASCII without escapes). */
-function stringSize(text: string): number {
-  return (text.length <= 1024 ? text.length : Buffer.byteLength(text, 'utf8')) + 2
-}
-
-/** Estimated JSON bytes of `value`, or a number above `budget` as soon as it exceeds it. */
-function valueSize(value: unknown, budget: number, depth = 0): number {
-  switch (typeof value) {
-    case 'string':
-      return stringSize(value)
-    case 'number':
-    case 'bigint':
-      return 24
-    case 'boolean':
-      return 5
-    case 'object': {
-      if (value === null) return 4
-      if (depth > 64) return budget + 1
-      let size = 2
-      if (Array.isArray(value)) {
-        for (const item of value) {
-          size += valueSize(item, budget - size, depth + 1) + 1
-          if (size > budget) return size
-        }
-        return size
-      }
-      for (const key in value) {
-        size += stringSize(key) + valueSize((value as Record<string, unknown>)[key], budget - size, depth + 1) + 2
-        if (size > budget) return size
-      }
-      return size
-    }
-    default:
-      return 4
-  }
-}
-
 function jsonText(value: unknown): string {
   try {
     return JSON.stringify(value) ?? 'null'
@@ -168,13 +131,17 @@ export class TelemetryLimiter {
     this.limits = limits
   }
 
-  /** Limits a span (and its events, links and resource) in place. */
-  span(span: SpanRecord): void {
+  /**
+   * Limits a span (and its events, links and resource) in place.
+   * @returns the span's estimated JSON bytes after the limits (what the observability window
+   *   counts it as; measured while limiting, no second walk)
+   */
+  span(span: SpanRecord): number {
     const limits = this.limits
     span.name = this.text(span.name, 'spans')
     span.service_name = this.text(span.service_name, 'spans')
     if (span.status_message !== undefined) span.status_message = this.text(span.status_message, 'spans')
-    let budget = limits.record_size_limit - 320 - stringSize(span.trace_id) - stringSize(span.span_id) - stringSize(span.name) - stringSize(span.service_name)
+    let budget = limits.record_size_limit - RECORD_FIXED_BYTES - stringSize(span.trace_id) - stringSize(span.span_id) - stringSize(span.name) - stringSize(span.service_name)
     if (span.parent_span_id !== null) budget -= stringSize(span.parent_span_id)
     if (span.status_message !== undefined) budget -= stringSize(span.status_message)
     budget -= this.resource(span.resource, 'spans')
@@ -243,10 +210,16 @@ export class TelemetryLimiter {
     if (droppedAttributes > 0) span.dropped_attributes_count = (span.dropped_attributes_count ?? 0) + droppedAttributes
     if (droppedEvents > 0) span.dropped_events_count = (span.dropped_events_count ?? 0) + droppedEvents
     if (droppedLinks > 0) span.dropped_links_count = (span.dropped_links_count ?? 0) + droppedLinks
+    // What was charged to the budget is what the span holds (fields that alone exceed their share
+    // make the budget negative, and are counted all the same).
+    return limits.record_size_limit - budget
   }
 
-  /** Limits a log record (body, attributes, resource, the strings a sender chooses) in place. */
-  log(record: LogRecord): void {
+  /**
+   * Limits a log record (body, attributes, resource, the strings a sender chooses) in place.
+   * @returns the record's estimated JSON bytes after the limits
+   */
+  log(record: LogRecord): number {
     const limits = this.limits
     const body = truncateText(record.body, limits.log_body_length_limit)
     if (body !== record.body) {
@@ -259,11 +232,18 @@ export class TelemetryLimiter {
     if (record.span_id !== null) record.span_id = this.text(record.span_id, 'logs')
     if (record.instrumentation_scope_name !== undefined) record.instrumentation_scope_name = this.text(record.instrumentation_scope_name, 'logs')
     if (record.instrumentation_scope_version !== undefined) record.instrumentation_scope_version = this.text(record.instrumentation_scope_version, 'logs')
-    let budget = limits.record_size_limit - 320 - stringSize(record.body) - stringSize(record.service_name) - stringSize(record.severity_text)
+    let budget = limits.record_size_limit - RECORD_FIXED_BYTES - stringSize(record.body) - stringSize(record.service_name) - stringSize(record.severity_text)
     budget -= this.resource(record.resource, 'logs')
     const outcome = this.attributes(record.attributes, budget, 'logs')
     const lost = outcome.truncated + outcome.overCount + outcome.overBudget
     if (lost > 0) record.dropped_attributes_count = (record.dropped_attributes_count ?? 0) + lost
+    // Ids and scope are outside the budget (each within the value limit) but part of the record.
+    let extra = 0
+    if (record.trace_id !== null) extra += stringSize(record.trace_id)
+    if (record.span_id !== null) extra += stringSize(record.span_id)
+    if (record.instrumentation_scope_name !== undefined) extra += stringSize(record.instrumentation_scope_name)
+    if (record.instrumentation_scope_version !== undefined) extra += stringSize(record.instrumentation_scope_version)
+    return limits.record_size_limit - budget + outcome.size + extra
   }
 
   /** Limits a metric point's attributes and its series' name, unit and description in place. */
@@ -338,10 +318,6 @@ export class TelemetryLimiter {
     const limits = this.limits
     const max = limits.attribute_value_length_limit
     const outcome: Outcome = { size: 2, truncated: 0, overCount: 0, overBudget: 0 }
-    // An OTLP key `__proto__` with a kvlist value made that value the prototype: never stored (JSON
-    // skips it) but held; let it go.
-    const prototype = Object.getPrototypeOf(attributes)
-    if (prototype !== Object.prototype && prototype !== null) Object.setPrototypeOf(attributes, Object.prototype)
     let kept = 0
     for (const key in attributes) {
       if (kept >= limits.attribute_count_limit) {

@@ -157,6 +157,65 @@ describe('observability worker', () => {
     link.close()
   })
 
+  it('keeps the OTLP attribute keys __proto__, constructor and toString as ordinary attributes of spans, events, links, resources, logs and metric points', async () => {
+    const link = await otel(t.url)
+    const traceId = hex(16)
+    const now = nano()
+    const tricky = [
+      { key: '__proto__', value: { stringValue: 'p' } },
+      { key: 'constructor', value: { kvlistValue: { values: [{ key: '__proto__', value: { intValue: 7 } }] } } },
+      { key: 'toString', value: { boolValue: true } },
+    ]
+    const resource = { attributes: [{ key: 'service.name', value: { stringValue: 'app' } }, { key: '__proto__', value: { stringValue: 'r' } }] }
+    const span = { traceId, spanId: hex(8), name: 'tricky', kind: 1, startTimeUnixNano: now, endTimeUnixNano: now, attributes: tricky, events: [{ name: 'e', timeUnixNano: now, attributes: tricky }], links: [{ traceId: hex(16), spanId: hex(8), attributes: tricky }] }
+    link.send(frame('OTLP', { resourceSpans: [{ resource, scopeSpans: [{ spans: [span] }] }] }))
+    const data = { kvlistValue: { values: [{ key: '__proto__', value: { stringValue: 'd' } }] } }
+    link.send(frame('LOGS', { resourceLogs: [{ resource, scopeLogs: [{ logRecords: [{ traceId, timeUnixNano: now, body: { stringValue: 'tricky' }, attributes: [...tricky, { key: 'log.data', value: data }] }] }] }] }))
+    link.send(frame('MTRC', { resourceMetrics: [{ scopeMetrics: [{ metrics: [{ name: 'tricky.gauge', gauge: { dataPoints: [{ asInt: 3, timeUnixNano: now, attributes: tricky }] } }] }] }] }))
+
+    type Attrs = Record<string, unknown>
+    const expectTricky = (attributes: Attrs, where: string): void => {
+      assert.ok(Object.hasOwn(attributes, '__proto__'), `${where}: __proto__ kept`)
+      assert.equal(attributes['__proto__'], 'p', where)
+      assert.ok(Object.hasOwn(attributes['constructor'] as object, '__proto__'), `${where}: __proto__ inside a kvlist value kept`)
+      assert.equal((attributes['constructor'] as Attrs)['__proto__'], 7, where)
+      assert.equal(attributes['toString'], true, where)
+      // What a caller reading the JSON sees.
+      assert.match(JSON.stringify(attributes), /"__proto__":"p"/, where)
+    }
+    let root: Record<string, any> | undefined
+    await eventually(async () => {
+      root = ((await t.engine.inject({ function_id: 'engine::traces::tree', data: { trace_id: traceId } })) as { roots: Array<Record<string, any>> }).roots[0]
+      return root !== undefined
+    })
+    expectTricky(root!.attributes, 'span')
+    expectTricky(root!.events[0].attributes, 'event')
+    expectTricky(root!.links[0].attributes, 'link')
+    assert.equal(root!.resource['__proto__'], 'r')
+    // The query functions find them as attributes of their own, and only there.
+    const byAttribute = (await t.engine.inject({ function_id: 'engine::traces::list', data: { attributes: JSON.parse('{"__proto__":"p"}') } })) as { traces: Array<{ trace_id: string }> }
+    assert.deepEqual(byAttribute.traces.map((x) => x.trace_id), [traceId])
+    const grouped = (await t.engine.inject({ function_id: 'engine::traces::group_by', data: { attribute: 'toString', include_internal: true } })) as { groups: Array<{ value: unknown; trace_ids: string[] }> }
+    assert.deepEqual(grouped.groups.map((g) => [g.value, g.trace_ids]), [[true, [traceId]]], 'spans without the attribute are not grouped by a prototype member')
+
+    let record: Record<string, any> | undefined
+    await eventually(async () => {
+      record = ((await t.engine.inject({ function_id: 'engine::logs::list', data: { trace_id: traceId } })) as { logs: Array<Record<string, any>> }).logs[0]
+      return record !== undefined
+    })
+    expectTricky(record!.attributes, 'log record')
+    assert.equal(record!.attributes['log.data.__proto__'], 'd')
+    assert.equal(record!.resource['__proto__'], 'r')
+
+    let points: Array<{ attributes: Attrs }> = []
+    await eventually(async () => {
+      points = ((await t.engine.inject({ function_id: 'engine::metrics::list', data: { metric_name: 'tricky.gauge' } })) as { metrics: Array<{ points: typeof points }> }).metrics[0]?.points ?? []
+      return points.length > 0
+    })
+    expectTricky(points[0]!.attributes, 'metric point')
+    link.close()
+  })
+
   it('delivers log records to a log trigger at or above its level', async () => {
     const w = await RawWorker.connect(t.url)
     const got: string[] = []
@@ -354,6 +413,111 @@ describe('size limits of stored telemetry (attribute values, counts, log bodies,
   })
 })
 
+describe('the in-memory window is bounded in bytes (memory_max_span_bytes, memory_max_log_bytes)', () => {
+  const BUDGET = 1 << 20
+  let t: TestEngine
+  before(async () => {
+    t = await startTestEngine({ settings: { 'svc-observability': { store: 'builtin', memory_max_span_bytes: BUDGET, memory_max_log_bytes: BUDGET } } })
+  })
+  after(() => t.stop())
+
+  /** `svc.observability.window_bytes` by signal. */
+  async function windowBytes(): Promise<{ spans: number; logs: number }> {
+    const listed = (await t.engine.inject({ function_id: 'engine::metrics::list', data: { metric_name: 'svc.observability.window_bytes' } })) as { metrics: Array<{ unit: string; points: Array<{ value: number; attributes: Record<string, string> }> }> }
+    const series = listed.metrics[0]!
+    assert.equal(series.unit, 'By')
+    const of = (signal: string): number => series.points.find((p) => p.attributes['svc.telemetry.signal'] === signal)!.value
+    return { spans: of('spans'), logs: of('logs') }
+  }
+
+  it('keeps the newest large spans and log records sent over /otel within the budget, evicting the oldest; queries return the newest', async () => {
+    const link = await otel(t.url)
+    const service = `big-${hex(4)}`
+    const resource = { attributes: [{ key: 'service.name', value: { stringValue: service } }] }
+    const now = nano()
+    // 40 spans of about 100 KiB (two 50 KiB attributes) and 40 log records of 60 KiB: four times the budget each.
+    const total = 40
+    const seqs = async (): Promise<{ spans: number[]; logs: number[] }> => {
+      const traces = (await t.engine.inject({ function_id: 'engine::traces::list', data: { service_name: service, sort_order: 'asc', limit: 1000 } })) as { traces: Array<{ attributes: { seq: number } }> }
+      const logs = (await t.engine.inject({ function_id: 'engine::logs::list', data: { service_name: service, limit: 1000 } })) as { logs: Array<{ attributes: { seq: number } }> }
+      const ascending = (list: Array<{ attributes: { seq: number } }>): number[] => list.map((x) => x.attributes.seq).sort((a, b) => a - b)
+      return { spans: ascending(traces.traces), logs: ascending(logs.logs) }
+    }
+    for (let first = 0; first < total; first += 4) {
+      const batch = [first, first + 1, first + 2, first + 3]
+      const spans = batch.map((seq) => ({
+        traceId: hex(16), spanId: hex(8), name: `big ${seq}`, kind: 1, startTimeUnixNano: now, endTimeUnixNano: now,
+        attributes: [{ key: 'seq', value: { intValue: seq } }, { key: 'a', value: { stringValue: hex(25 * 1024) } }, { key: 'b', value: { stringValue: hex(25 * 1024) } }],
+      }))
+      const records = batch.map((seq) => ({ timeUnixNano: now, severityNumber: 9, body: { stringValue: hex(30 * 1024) }, attributes: [{ key: 'seq', value: { intValue: seq } }] }))
+      link.send(frame('OTLP', { resourceSpans: [{ resource, scopeSpans: [{ spans }] }] }))
+      link.send(frame('LOGS', { resourceLogs: [{ resource, scopeLogs: [{ logRecords: records }] }] }))
+      await eventually(async () => {
+        const held = await seqs()
+        return held.spans.at(-1) === first + 3 && held.logs.at(-1) === first + 3
+      }, 30_000)
+      const bytes = await windowBytes()
+      assert.ok(bytes.spans <= BUDGET && bytes.logs <= BUDGET, `window ${JSON.stringify(bytes)} over ${BUDGET}`)
+    }
+    const held = await seqs()
+    for (const [signal, kept] of Object.entries(held)) {
+      // About ten records of 100 KiB fit; the oldest went first, so what is left is the newest, in order.
+      assert.ok(kept.length >= 5 && kept.length < total, `${signal}: ${kept.length} kept`)
+      assert.deepEqual(kept, Array.from({ length: kept.length }, (_, i) => total - kept.length + i), `${signal}: the newest`)
+    }
+    const health = (await t.engine.inject({ function_id: 'engine::health::check', data: {} })) as { components: { observability: { detail: string } } }
+    assert.match(health.components.observability.detail, /spans \(\d+\.\d MiB\), \d+ logs \(\d+\.\d MiB\)/)
+    link.close()
+  })
+
+  it('stays within the budget whatever sizes arrive, and answers with the newest record (property)', async () => {
+    const link = await otel(t.url)
+    const service = `random-${hex(4)}`
+    const resource = { attributes: [{ key: 'service.name', value: { stringValue: service } }] }
+    // Sizes from nothing to over the record size limit (256 KiB: truncated, then dropped by the budget).
+    const size = fc.oneof(fc.integer({ min: 0, max: 2000 }), fc.integer({ min: 2000, max: 300_000 }), fc.constantFrom(65_536, 262_144, 1_048_576))
+    const record = fc.record({ kind: fc.constantFrom('span' as const, 'log' as const), sizes: fc.array(size, { minLength: 1, maxLength: 5 }) })
+    let seq = 0
+    await fc.assert(
+      fc.asyncProperty(fc.array(record, { minLength: 1, maxLength: 8 }), async (records) => {
+        const start = BigInt(nano())
+        let lastSpan = -1
+        let lastLog = -1
+        for (const r of records) {
+          const n = seq++
+          // One microsecond apart: the newest is the first the queries list.
+          const now = String(start + BigInt(n) * 1000n)
+          // Each size becomes an attribute of up to 64 KiB (the value limit) or a body.
+          const attributes = r.sizes.map((bytes, i) => ({ key: `a${i}`, value: { stringValue: 'x'.repeat(Math.min(bytes, 65_000)) } }))
+          if (r.kind === 'span') {
+            link.send(frame('OTLP', { resourceSpans: [{ resource, scopeSpans: [{ spans: [{ traceId: hex(16), spanId: hex(8), name: 'r', startTimeUnixNano: now, endTimeUnixNano: now, attributes: [{ key: 'seq', value: { intValue: n } }, ...attributes] }] }] }] }))
+            lastSpan = n
+          } else {
+            link.send(frame('LOGS', { resourceLogs: [{ resource, scopeLogs: [{ logRecords: [{ timeUnixNano: now, body: { stringValue: 'y'.repeat(r.sizes[0]!) }, attributes: [{ key: 'seq', value: { intValue: n } }, ...attributes] }] }] }] }))
+            lastLog = n
+          }
+        }
+        await eventually(async () => {
+          const traces = (await t.engine.inject({ function_id: 'engine::traces::list', data: { service_name: service, limit: 1 } })) as { traces: Array<{ attributes: { seq: number } }> }
+          const logs = (await t.engine.inject({ function_id: 'engine::logs::list', data: { service_name: service, limit: 1 } })) as { logs: Array<{ attributes: { seq: number } }> }
+          return (lastSpan < 0 || traces.traces[0]?.attributes.seq === lastSpan) && (lastLog < 0 || logs.logs[0]?.attributes.seq === lastLog)
+        }, 30_000)
+        const bytes = await windowBytes()
+        assert.ok(bytes.spans <= BUDGET && bytes.logs <= BUDGET, `window ${JSON.stringify(bytes)} over ${BUDGET}`)
+      }),
+      { numRuns: 20 },
+    )
+    link.close()
+  })
+
+  it('refuses a budget under 1 MiB, naming the setting', async () => {
+    await assert.rejects(
+      t.engine.inject({ function_id: 'configuration::set', data: { id: 'svc-observability', value: { memory_max_span_bytes: 1000 } } }),
+      /memory_max_span_bytes: must be >= 1048576/,
+    )
+  })
+})
+
 describe('size limits under random huge telemetry (property)', () => {
   const LIMITS = { attribute_value_length_limit: 256, attribute_count_limit: 8, span_event_count_limit: 4, span_link_count_limit: 4, log_body_length_limit: 512, record_size_limit: 4096 }
   let t: TestEngine
@@ -375,7 +539,9 @@ describe('size limits under random huge telemetry (property)', () => {
       fc.array(fc.record({ key: text, value: tie('value') }), { maxLength: 4 }).map((values) => ({ kvlistValue: { values } })),
     ),
   })).value
-  const keyValues = fc.array(fc.record({ key: fc.oneof({ arbitrary: text, weight: 10 }, { arbitrary: fc.constant('__proto__'), weight: 1 }), value: anyValue }), { maxLength: 12 })
+  /** Keys that name members of Object.prototype: ordinary attributes like any other. */
+  const prototypeKey = fc.constantFrom('__proto__', 'constructor', 'toString', 'hasOwnProperty', 'valueOf', 'prototype', '__defineGetter__')
+  const keyValues = fc.array(fc.record({ key: fc.oneof({ arbitrary: text, weight: 10 }, { arbitrary: prototypeKey, weight: 2 }), value: anyValue }), { maxLength: 12 })
   const hexId = (bytes: number) => fc.uint8Array({ minLength: bytes, maxLength: bytes }).map((b) => Buffer.from(b).toString('hex'))
 
   /** UTF-16 units of every string in a value, keys included. */
@@ -440,6 +606,38 @@ describe('size limits under random huge telemetry (property)', () => {
         }
       }),
       { numRuns: 25 },
+    )
+    link.close()
+  })
+
+  it('stores attributes named after Object.prototype members as sent (the last of a repeated key wins)', async () => {
+    const link = await otel(t.url)
+    const small = fc.oneof(fc.string({ maxLength: 10 }).map((v) => ({ stringValue: v })), fc.integer().map((v) => ({ intValue: v })), fc.boolean().map((v) => ({ boolValue: v })))
+    const pairs = fc.array(fc.record({ key: fc.oneof(prototypeKey, fc.constant('plain')), value: small }), { maxLength: 6 })
+    /** What the attributes must be: the last value of each key, in order of first appearance. */
+    const expected = (list: Array<{ key: string; value: Record<string, unknown> }>): string => {
+      const out = Object.create(null) as Record<string, unknown>
+      for (const { key, value } of list) out[key] = Object.values(value)[0]
+      return JSON.stringify(out)
+    }
+    await fc.assert(
+      fc.asyncProperty(pairs, async (attributes) => {
+        // A fresh trace per run, shrinking included: a run never reads another's records.
+        const traceId = hex(16)
+        const now = nano()
+        link.send(frame('OTLP', { resourceSpans: [{ scopeSpans: [{ spans: [{ traceId, spanId: 'a'.repeat(16), name: 's', startTimeUnixNano: now, endTimeUnixNano: now, attributes }] }] }] }))
+        link.send(frame('LOGS', { resourceLogs: [{ scopeLogs: [{ logRecords: [{ traceId, timeUnixNano: now, body: { stringValue: 'l' }, attributes }] }] }] }))
+        let span: Record<string, any> | undefined
+        let record: Record<string, any> | undefined
+        await eventually(async () => {
+          span = ((await t.engine.inject({ function_id: 'engine::traces::tree', data: { trace_id: traceId } })) as { roots: Array<Record<string, any>> }).roots[0]
+          record = ((await t.engine.inject({ function_id: 'engine::logs::list', data: { trace_id: traceId } })) as { logs: Array<Record<string, any>> }).logs[0]
+          return span !== undefined && record !== undefined
+        }, 30_000)
+        assert.equal(JSON.stringify(span!.attributes), expected(attributes))
+        assert.equal(JSON.stringify(record!.attributes), expected(attributes))
+      }),
+      { numRuns: 40 },
     )
     link.close()
   })

@@ -31,9 +31,19 @@ export function anyValue(v: unknown, depth = 0): unknown {
   return null
 }
 
-/** OTLP `KeyValue[]` as an object. */
+/**
+ * A map of attributes: an object without a prototype, so that every key a sender chooses is an
+ * ordinary own property (`__proto__` included, which on a plain object would set the prototype
+ * or be lost) and reads such as `constructor` find only what was sent. JSON, `for…in`,
+ * `Object.keys` and spreading treat it as any object.
+ */
+export function attributeMap(): Obj {
+  return Object.create(null) as Obj
+}
+
+/** OTLP `KeyValue[]` as an attribute map ({@link attributeMap}). */
 export function attributes(list: unknown, depth = 0): Obj {
-  const out: Obj = {}
+  const out = attributeMap()
   for (const kv of arr(list)) if (isObj(kv) && typeof kv.key === 'string') out[kv.key] = anyValue(kv.value, depth)
   return out
 }
@@ -44,7 +54,7 @@ function num(v: unknown): number {
 }
 
 function resourceOf(r: unknown): Record<string, string> {
-  const out: Record<string, string> = {}
+  const out = attributeMap() as Record<string, string>
   if (!isObj(r)) return out
   for (const [k, v] of Object.entries(attributes(r.attributes))) out[k] = typeof v === 'string' ? v : JSON.stringify(v)
   return out
@@ -145,7 +155,7 @@ export function logsOf(request: unknown, fallbackService: string, observedNs: nu
       for (const r of arr(sl.logRecords)) {
         if (!isObj(r)) continue
         // One pass over the key-value list: `log.data` spread into `log.data.*` as it is read (§12.2).
-        const attrs: Obj = {}
+        const attrs = attributeMap()
         for (const kv of arr(r.attributes)) {
           if (!isObj(kv) || typeof kv.key !== 'string') continue
           if (kv.key === 'log.data') spreadLogValue(attrs, kv.value)

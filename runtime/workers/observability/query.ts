@@ -140,7 +140,8 @@ export function listTraces(store: TelemetryStore, data: unknown): { traces: Trac
     const endNs = t.end_time_unix_nano ?? Number.MAX_VALUE
     if (start !== undefined && endNs < start * 1e6) return false
     if (end !== undefined && t.start_time_unix_nano > end * 1e6) return false
-    if (attrs) for (const [k, v] of Object.entries(attrs as Obj)) if (t.attributes[k] !== v) return false
+    // Own keys only: `constructor` or `__proto__` match what a sender set, never the prototype's.
+    if (attrs) for (const [k, v] of Object.entries(attrs as Obj)) if (!Object.hasOwn(t.attributes, k) || t.attributes[k] !== v) return false
     return true
   })
   const sign = order === 'asc' ? 1 : -1
@@ -199,7 +200,7 @@ export function groupBy(store: TelemetryStore, data: unknown): { groups: SpanGro
   const sinceNs = since === undefined ? undefined : since * 1e6
   const groups = new Map<string, SpanGroup & { traces: Set<string> }>()
   for (const s of store.spans()) {
-    if (!(attribute in s.attributes)) continue
+    if (!Object.hasOwn(s.attributes, attribute)) continue
     if (!includeInternal && isInternal(s)) continue
     if (sinceNs !== undefined && s.start_time_unix_nano < sinceNs) continue
     const value = s.attributes[attribute]

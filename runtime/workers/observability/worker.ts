@@ -14,14 +14,16 @@
  *   of ./process-metrics.ts, which it adds itself while enabled).
  * - Applies the size limits (./limits.ts: attribute values, counts, log bodies, whole records) to
  *   every span, log record and metric point before it is stored, delivered or exported, and
- *   counts what they truncated (`svc.observability.truncated`).
+ *   counts what they truncated (`svc.observability.truncated`); the size the limiter measures is
+ *   what the store's window counts against `memory_max_span_bytes` / `memory_max_log_bytes`
+ *   (`svc.observability.window_bytes`).
  * - Sweeps the store every 60 s (retention, size cap).
  */
 import { join } from 'node:path'
 import { Errors, type ErrorBody, type JsonInput } from 'svc-protocol'
 import { nowUnixNano, type LogRecord, type MetricSeries, type SpanRecord } from '../../adapters/observability/records.ts'
 import { SqliteStore } from '../../adapters/observability/sqlite.ts'
-import { MemoryStore, NoStore, type StoreLimits, type TelemetryStore } from '../../adapters/observability/store.ts'
+import { DEFAULT_MAX_LOG_BYTES, DEFAULT_MAX_SPAN_BYTES, MemoryStore, MIN_WINDOW_BYTES, NoStore, type StoreLimits, type TelemetryStore } from '../../adapters/observability/store.ts'
 import { ENGINE_VERSION } from '../../engine/engine.ts'
 import type { FunctionEntry } from '../../engine/functions.ts'
 import type { Interceptor, Invocation } from '../../engine/pipeline.ts'
@@ -50,6 +52,10 @@ export interface ObservabilitySettings extends TelemetryLimits {
   max_disk_bytes: number
   memory_max_spans: number
   memory_max_logs: number
+  /** Bytes of spans the in-memory window holds at most (estimated, see `TelemetryStore.windowBytes`). */
+  memory_max_span_bytes: number
+  /** Bytes of log records the in-memory window holds at most. */
+  memory_max_log_bytes: number
   sampling_ratio: number
   logs_enabled: boolean
   /** The engine prints worker log records on its console (§12.1). */
@@ -92,6 +98,8 @@ export function parseObservabilitySettings(value: unknown): ObservabilitySetting
     max_disk_bytes: int('max_disk_bytes', 1073741824, 1),
     memory_max_spans: int('memory_max_spans', 100000, 1000),
     memory_max_logs: int('memory_max_logs', 20000, 1000),
+    memory_max_span_bytes: int('memory_max_span_bytes', DEFAULT_MAX_SPAN_BYTES, MIN_WINDOW_BYTES),
+    memory_max_log_bytes: int('memory_max_log_bytes', DEFAULT_MAX_LOG_BYTES, MIN_WINDOW_BYTES),
     sampling_ratio: ratio,
     logs_enabled: bool('logs_enabled', true),
     logs_console_output: bool('logs_console_output', true),
@@ -152,6 +160,7 @@ export class ObservabilityWorker implements BuiltinWorker, TelemetrySink {
   /** The size limits of stored telemetry, applied at ingest (./limits.ts). */
   private readonly limiter = new TelemetryLimiter(this.settings)
   private removeLimitMetrics: (() => void) | undefined
+  private removeWindowMetrics: (() => void) | undefined
   private store: TelemetryStore = new NoStore()
   private storeKey = ''
   private removeInterceptor: (() => void) | undefined
@@ -167,6 +176,8 @@ export class ObservabilityWorker implements BuiltinWorker, TelemetrySink {
   private traceTimer: NodeJS.Timeout | undefined
   /** The running OTLP export (§12.8); undefined while `otlp.enabled` is false. */
   private export: OtlpExport | undefined
+  /** Exports turned off or replaced that are still sending what they held (health: `stopping`). */
+  private readonly stopping = new Set<OtlpExport>()
   private exportKey = ''
   private metricsTimer: NodeJS.Timeout | undefined
   /** Invocation count at the last metrics export: unchanged stats are not sent again. */
@@ -196,6 +207,7 @@ export class ObservabilityWorker implements BuiltinWorker, TelemetrySink {
     this.removeInterceptor = this.hub?.addInterceptor(this.interceptor)
     this.removeProcessMetrics = this.hub?.addMetricSource((now) => this.processMetrics.read(now))
     this.removeLimitMetrics = this.hub?.addMetricSource((now) => this.limiter.series(now))
+    this.removeWindowMetrics = this.hub?.addMetricSource((now) => this.windowSeries(now))
     this.sweepTimer = setInterval(() => this.sweep(), SWEEP_MS)
     this.sweepTimer.unref()
   }
@@ -210,6 +222,7 @@ export class ObservabilityWorker implements BuiltinWorker, TelemetrySink {
     this.removeInterceptor?.()
     this.removeProcessMetrics?.()
     this.removeLimitMetrics?.()
+    this.removeWindowMetrics?.()
     this.processMetrics.stop()
     clearInterval(this.sweepTimer)
     clearTimeout(this.traceTimer)
@@ -219,7 +232,7 @@ export class ObservabilityWorker implements BuiltinWorker, TelemetrySink {
     const exporting = this.export
     this.export = undefined
     this.exportKey = ''
-    await exporting?.shutdown()
+    await Promise.all([exporting?.shutdown(), ...[...this.stopping].map((e) => e.shutdown())])
     this.store.close()
     this.store = new NoStore()
     this.storeKey = ''
@@ -232,7 +245,14 @@ export class ObservabilityWorker implements BuiltinWorker, TelemetrySink {
 
   private async apply(next: ObservabilitySettings): Promise<void> {
     await this.applyExport(next)
-    const limits: StoreLimits = { retentionSeconds: next.retention_seconds, maxSpans: next.memory_max_spans, maxLogs: next.memory_max_logs, maxDiskBytes: next.max_disk_bytes }
+    const limits: StoreLimits = {
+      retentionSeconds: next.retention_seconds,
+      maxSpans: next.memory_max_spans,
+      maxLogs: next.memory_max_logs,
+      maxSpanBytes: next.memory_max_span_bytes,
+      maxLogBytes: next.memory_max_log_bytes,
+      maxDiskBytes: next.max_disk_bytes,
+    }
     const key = next.enabled ? next.store : 'none'
     if (key !== this.storeKey) {
       const store = key === 'builtin' ? new SqliteStore(join(this.context!.dataDir, 'observability.db'), limits) : key === 'memory' ? new MemoryStore(limits) : new NoStore()
@@ -272,18 +292,27 @@ export class ObservabilityWorker implements BuiltinWorker, TelemetrySink {
       this.metricsTimer = setInterval(() => this.exportFunctionMetrics(), 1000)
       this.metricsTimer.unref()
     }
-    // What the previous export holds leaves before the change is reported done (2 s at most, so
-    // that a dead endpoint cannot hold up the settings).
-    if (previous !== undefined) await Promise.race([previous.shutdown(), new Promise((r) => setTimeout(r, 2000).unref())])
+    if (previous === undefined) return
+    // What the previous export holds leaves first; health shows it `stopping` until nothing more
+    // can leave. The settings wait 2 s at most, so that a dead endpoint cannot hold them up.
+    this.stopping.add(previous)
+    const stopped = previous.shutdown().finally(() => this.stopping.delete(previous))
+    await Promise.race([stopped, new Promise((r) => setTimeout(r, 2000).unref())])
   }
 
-  /** The `otlp_export` component of `engine::health::check`: where export goes and how it fares. */
+  /**
+   * The `otlp_export` component of `engine::health::check`: where export goes and how it fares.
+   * `disabled` only once nothing more can leave: while an export turned off still sends what it
+   * held, `stopping`.
+   */
   private exportHealth(): Record<string, unknown> {
     const exporting = this.export
-    if (exporting === undefined) return { status: 'disabled' }
+    const draining = this.stopping.size > 0 ? { detail: 'the previous export is sending the records it held' } : {}
+    if (exporting === undefined) return this.stopping.size > 0 ? { status: 'stopping', ...draining } : { status: 'disabled' }
     const { settings, stats } = exporting
     return {
       status: stats.lastError !== null && stats.failures > 0 && exporting.failingNow ? 'degraded' : 'healthy',
+      ...draining,
       endpoint: settings.endpoint,
       protocol: settings.protocol,
       signals: settings.signals,
@@ -310,6 +339,28 @@ export class ObservabilityWorker implements BuiltinWorker, TelemetrySink {
     exporting.metrics(this.functionSeries(now))
   }
 
+  /**
+   * `svc.observability.window_bytes` (gauge, bytes): what the in-memory window holds, by
+   * `svc.telemetry.signal` (`spans`, `logs`), as the store counts it against `memory_max_span_bytes`
+   * / `memory_max_log_bytes`. None with `store: none`.
+   */
+  private windowSeries(now: number): MetricSeries[] {
+    if (this.store.kind === 'none') return []
+    const bytes = this.store.windowBytes()
+    return [
+      {
+        name: 'svc.observability.window_bytes',
+        type: 'gauge',
+        unit: 'By',
+        description: 'estimated bytes of spans and log records held by the in-memory window',
+        points: [
+          { time_unix_nano: now, value: bytes.spans, attributes: { 'svc.telemetry.signal': 'spans' } },
+          { time_unix_nano: now, value: bytes.logs, attributes: { 'svc.telemetry.signal': 'logs' } },
+        ],
+      },
+    ]
+  }
+
   private sweep(): void {
     try {
       this.store.sweep(Date.now())
@@ -322,9 +373,9 @@ export class ObservabilityWorker implements BuiltinWorker, TelemetrySink {
 
   /** TelemetrySink: an engine span, started or finished (or a span of a frame), limited (./limits.ts) before it is stored. */
   span(span: SpanRecord, update = false): void {
-    this.limiter.span(span)
-    if (update) this.store.updateSpan(span)
-    else this.store.putSpan(span)
+    const bytes = this.limiter.span(span)
+    if (update) this.store.updateSpan(span, bytes)
+    else this.store.putSpan(span, bytes)
     if (this.export !== undefined && span.end_time_unix_nano !== null) this.export.span(span)
     if (this.traceBindings.size > 0) this.traceGained(span.trace_id)
   }
@@ -386,8 +437,8 @@ export class ObservabilityWorker implements BuiltinWorker, TelemetrySink {
    * records made while a delivery runs).
    */
   private log(record: LogRecord, quiet = false): void {
-    this.limiter.log(record)
-    this.store.putLog(record)
+    const bytes = this.limiter.log(record)
+    this.store.putLog(record, bytes)
     this.export?.log(record)
     if (quiet || this.logBindings.size === 0) return
     for (const delivery of this.logBindings.values()) if (record.severity_number >= delivery.min) delivery.push(record)
@@ -505,6 +556,7 @@ export class ObservabilityWorker implements BuiltinWorker, TelemetrySink {
     fn('engine::baggage::get_all', "Every entry of the invocation's baggage", (_data, ctx) => ({ entries: Object.fromEntries(parseBaggage(ctx.baggage)) }))
     fn('engine::health::check', 'Health of the engine and its observability store', () => {
       const counts = this.store.counts()
+      const bytes = this.store.windowBytes()
       const dropped = this.store instanceof SqliteStore ? this.store.droppedRows : 0
       let undelivered = 0
       for (const delivery of this.logBindings.values()) undelivered += delivery.dropped
@@ -516,7 +568,7 @@ export class ObservabilityWorker implements BuiltinWorker, TelemetrySink {
         timestamp: new Date().toISOString(),
         components: {
           engine: { status: 'healthy' },
-          observability: { status: this.settings.enabled ? 'healthy' : 'disabled', detail: `store ${this.store.kind}: ${counts.spans} spans, ${counts.logs} logs${dropped > 0 ? `, ${dropped} rows not written to observability.db (writer behind)` : ''}${undelivered > 0 ? `, ${undelivered} log records not delivered to log triggers (handlers behind)` : ''}${this.droppedTraceIds > 0 ? `, ${this.droppedTraceIds} trace ids left out of trace trigger batches` : ''}${limited > 0 ? `, ${limited} values truncated or items dropped by the size limits (svc.observability.truncated)` : ''}` },
+          observability: { status: this.settings.enabled ? 'healthy' : 'disabled', detail: `store ${this.store.kind}: ${counts.spans} spans (${mib(bytes.spans)} MiB), ${counts.logs} logs (${mib(bytes.logs)} MiB)${dropped > 0 ? `, ${dropped} rows not written to observability.db (writer behind)` : ''}${undelivered > 0 ? `, ${undelivered} log records not delivered to log triggers (handlers behind)` : ''}${this.droppedTraceIds > 0 ? `, ${this.droppedTraceIds} trace ids left out of trace trigger batches` : ''}${limited > 0 ? `, ${limited} values truncated or items dropped by the size limits (svc.observability.truncated)` : ''}` },
           otlp_export: this.exportHealth(),
         },
       }
@@ -629,6 +681,11 @@ function recordOf(service: string, severity: number, body: string, attributes: R
     trace_id: traceId,
     span_id: spanId,
   }
+}
+
+/** Bytes as MiB with one decimal. */
+function mib(bytes: number): string {
+  return (bytes / 1048576).toFixed(1)
 }
 
 function rootOf(spans: SpanRecord[]): SpanRecord | undefined {
