@@ -4,7 +4,7 @@
  *
  * | Direction | Decode | Encode |
  * |---|---|---|
- * | worker → engine | {@link decodeFrame} (the engine; payloads kept as {@link RawJson}) | {@link encodeInvokeFunction}, {@link encodeResult}, {@link encodeTriggerResult}, {@link encodeFrame} (clients) |
+ * | worker → engine | {@link decodeFrame} (the engine; payloads kept as {@link RawJson}) | {@link encodeInvokeFunction}, {@link encodeResultJson}, {@link encodeTriggerResult}, {@link encodeFrame} (clients) |
  * | engine → worker | {@link decodeEngineFrame} (clients; payloads decoded) | {@link encodeInvoke}, {@link encodeResult}, {@link encodeRegisterTrigger}, {@link encodeTriggerResult}, {@link encodeFrame} (the engine) |
  *
  * Decoding W→E is lenient as §3.5 requires (missing optional fields take their defaults, `null` in an
@@ -475,11 +475,28 @@ export function encodeResult(
   traceparent?: string,
   baggage?: string,
 ): string {
+  const json = error !== undefined || result === undefined || result === null ? undefined : encodeJson(result)
+  return encodeResultJson(invocationId, functionIdJson, json, error, traceparent, baggage)
+}
+
+/**
+ * {@link encodeResult} with the result already encoded: `resultJson` is its JSON text (undefined
+ * or `null` omits it), written as it is — a handler's result is encoded once, for the frame and
+ * its span alike.
+ */
+export function encodeResultJson(
+  invocationId: string,
+  functionIdJson: string,
+  resultJson: string | undefined,
+  error: ErrorBody | undefined,
+  traceparent?: string,
+  baggage?: string,
+): string {
   let frame = '{"type":"invocationresult","invocation_id":' + JSON.stringify(invocationId) + ',"function_id":' + functionIdJson
   if (traceparent !== undefined) frame += ',"traceparent":' + JSON.stringify(traceparent)
   if (baggage !== undefined) frame += ',"baggage":' + JSON.stringify(baggage)
   if (error !== undefined) frame += ',"error":' + JSON.stringify(error)
-  else if (result !== undefined && result !== null && !(result instanceof RawJson && result.isNull)) frame += ',"result":' + encodeJson(result)
+  else if (resultJson !== undefined && resultJson !== 'null') frame += ',"result":' + resultJson
   return frame + '}'
 }
 
@@ -636,9 +653,18 @@ export function decodeEngineFrame(data: string | Uint8Array): WorkerInboundMessa
   }
 }
 
+/** True when `value` is absent or a string. */
+function optStr(value: unknown): boolean {
+  return value === undefined || typeof value === 'string'
+}
+
 function decodeInboundResult(f: Record<string, unknown>): WorkerInboundResult | undefined {
   const invocationId = str(f.invocation_id)
   if (invocationId === undefined) return undefined
+  // The hot path: a well-formed result is the parsed object itself, checked field by field.
+  if (f.error === undefined && f.result !== null && optStr(f.function_id) && optStr(f.traceparent) && optStr(f.baggage)) {
+    return f as unknown as WorkerInboundResult
+  }
   const message: WorkerInboundResult = {
     type: 'invocationresult',
     invocation_id: invocationId,
@@ -656,6 +682,19 @@ function decodeInboundResult(f: Record<string, unknown>): WorkerInboundResult | 
 function decodeInboundInvoke(f: Record<string, unknown>): InvokeFunctionMessage | undefined {
   const functionId = str(f.function_id)
   if (functionId === undefined) return undefined
+  // The hot path: a well-formed call is the parsed object itself, checked field by field (with
+  // an `action` or a `namespace`, which the engine never sends, it is copied without them).
+  if (
+    f.data !== undefined &&
+    f.metadata !== null &&
+    f.action === undefined &&
+    f.namespace === undefined &&
+    optStr(f.invocation_id) &&
+    optStr(f.traceparent) &&
+    optStr(f.baggage)
+  ) {
+    return f as unknown as InvokeFunctionMessage
+  }
   return {
     type: 'invokefunction',
     invocation_id: str(f.invocation_id),

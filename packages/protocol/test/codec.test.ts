@@ -94,7 +94,7 @@ const hostileText = fc.oneof(fc.string({ unit: 'binary' }), fc.constantFrom('__p
 /** Field values of any JSON type, so every field of every frame type is tried with the wrong type. */
 const anyField = fc.oneof(jsonValue, hostileText, fc.constant(null), fc.constant(undefined))
 const ENGINE_TYPES = ['invocationresult', 'invokefunction', 'workerregistered', 'registertrigger', 'unregistertrigger', 'triggerregistrationresult', 'registrationrejected', 'ping', 'pong', 'error', 'registerfunction', 'reattach', 'nope', 'INVOKEFUNCTION'] as const
-const FIELDS = ['invocation_id', 'function_id', 'data', 'metadata', 'result', 'error', 'traceparent', 'baggage', 'worker_id', 'reattach_token', 'id', 'trigger_type', 'config', 'namespace', 'trigger_namespace', 'code', 'message', 'reason', 'owner_worker_id', 'trigger_type_id', 'worker_name'] as const
+const FIELDS = ['invocation_id', 'function_id', 'data', 'metadata', 'action', 'result', 'error', 'traceparent', 'baggage', 'worker_id', 'reattach_token', 'id', 'trigger_type', 'config', 'namespace', 'trigger_namespace', 'code', 'message', 'reason', 'owner_worker_id', 'trigger_type_id', 'worker_name'] as const
 
 const optionalString = (value: unknown) => value === undefined || typeof value === 'string'
 
@@ -110,6 +110,8 @@ function assertWellTyped(message: ReturnType<typeof decodeEngineFrame>): void {
       return
     case 'invokefunction':
       assert.equal(typeof message.function_id, 'string')
+      assert.equal(message.action, undefined, 'never an action from the engine')
+      assert.equal(message.namespace, undefined, 'never a namespace from the engine')
       for (const f of ['invocation_id', 'traceparent', 'baggage'] as const) assert.ok(optionalString(message[f]), f)
       assert.notEqual(message.data, undefined)
       assert.notEqual(message.metadata, null)
