@@ -1,7 +1,7 @@
 /**
  * Builders of the routing action of an invocation (sdk.md §6, protocol.md §6.3–§6.4).
  */
-import type { TriggerActionValue } from './protocol.ts'
+import type { TriggerActionValue } from '../messages.ts'
 
 const VOID: { type: 'void' } = Object.freeze({ type: 'void' as const }) as { type: 'void' }
 
