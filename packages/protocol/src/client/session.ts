@@ -632,6 +632,10 @@ export class ClientSession<Scope = unknown> implements SvcClient {
 
   // ---------------------------------------------------------------- registration (sdk.md §4–§5)
 
+  /**
+   * Registers a function (sdk.md §4), sent now when connected and replayed on every open.
+   * @throws as {@link SvcClient.registerFunction} says: TypeError, Error for a duplicate id, InvocationError `INVALID_ID`.
+   */
   registerFunction<TIn = any, TOut = any>(id: string, handler: FunctionHandler<TIn, TOut>, options?: RegisterFunctionOptions): FunctionRef
   registerFunction(id: string, invocation: HttpInvocationConfig, options?: RegisterFunctionOptions): FunctionRef
   registerFunction(id: string, handlerOrInvocation: FunctionHandler | HttpInvocationConfig, options: RegisterFunctionOptions = {}): FunctionRef {
@@ -647,6 +651,10 @@ export class ClientSession<Scope = unknown> implements SvcClient {
     }
   }
 
+  /**
+   * Binds a function to a trigger type (sdk.md §5) under a generated id, replayed with that id on every open.
+   * @throws as {@link SvcClient.registerTrigger} says: TypeError, InvocationError `INVALID_ID` / `INVALID_NAMESPACE`.
+   */
   registerTrigger<TConfig = unknown>(input: RegisterTriggerInput<TConfig>): Trigger {
     const entry = this.#registrations.addTrigger(this.#newId(), input, this.#defaultNamespaceOf)
     this.#sendIfConnected(entry.frame)
@@ -661,6 +669,11 @@ export class ClientSession<Scope = unknown> implements SvcClient {
     }
   }
 
+  /**
+   * Provides a trigger type (sdk.md §5, protocol.md §8.3): bindings the engine delivers go to
+   * `handler`. Registering the same type again replaces the handler (the old one lets go of its bindings).
+   * @throws as {@link SvcClient.registerTriggerType} says: TypeError, InvocationError `INVALID_ID` / `INVALID_NAMESPACE`.
+   */
   registerTriggerType<TConfig = unknown>(input: RegisterTriggerTypeInput, handler: TriggerHandler<TConfig>): TriggerTypeRef<TConfig> {
     const { entry, replaced } = this.#registrations.addTriggerType(input, handler, this.#namespace)
     // Registering a type again replaces its handler; bindings the old handler holds are let go.
@@ -697,6 +710,7 @@ export class ClientSession<Scope = unknown> implements SvcClient {
     }
   }
 
+  /** Stops providing a trigger type (`unregistertriggertype`, sdk.md §5); its bindings are let go. */
   unregisterTriggerType(input: { id: string; namespace?: string }): void {
     const entry = this.#registrations.triggerTypes.get(triggerTypeKey(input.namespace ?? this.#namespace ?? 'default', input.id))
     if (entry !== undefined) this.#unregisterTriggerType(entry)
