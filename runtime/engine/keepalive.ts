@@ -1,10 +1,13 @@
 /**
  * Server keepalive and the slow-consumer rule of one listener (protocol.md §3.3, §3.5).
  *
- * Keepalive: every `ping_interval_ms` each tracked transport is pinged, and one from which nothing
- * (message, ping or pong) arrived for `idle_timeout_ms` is terminated; its `close` then runs the
- * usual cleanup. Silence is measured at sweep granularity, so a connection is terminated between
- * `idle_timeout_ms` and `idle_timeout_ms + ping_interval_ms` after its last frame.
+ * Keepalive: the client core's {@link Heartbeat} (`svc-protocol/client`, the one implementation
+ * SDK sessions use too) pings each tracked transport every `ping_interval_ms` and terminates one
+ * from which nothing (message, ping or pong) arrived for `idle_timeout_ms`; its `close` then runs
+ * the usual cleanup. Silence is measured at sweep granularity (a sweep per `ping_interval_ms`), so
+ * a connection is terminated between `idle_timeout_ms` and `idle_timeout_ms + ping_interval_ms`
+ * after its last frame; a sweep that runs late (a blocked event loop) counts at most two sweeps of
+ * silence, so frames still waiting to be read never make a connection look silent.
  *
  * Slow consumers: a peer that stopped reading may still send (an SDK's own pings keep it "alive"),
  * so silence alone never catches it. A transport with bytes waiting to be sent
@@ -15,16 +18,24 @@
  * {@link drainSweepMs} granularity.
  */
 import type { Transport } from 'svc-protocol'
+import { Heartbeat, systemTimers, type Timers } from 'svc-protocol/client'
 import type { Logger } from './types.ts'
 
-interface Tracked {
-  lastSeenMs: number
-  /** Set by every frame, ping or pong; the sweep turns it into `lastSeenMs` (no clock read per frame). */
-  heard: boolean
+interface Drain {
   /** `writtenBytes` (or, without it, `bufferedAmount`) at the last drain sweep that saw progress. */
   written: number
   /** Since when bytes wait without progress; undefined while the transport drains. */
   stalledSinceMs: number | undefined
+}
+
+/** The platform's timers, which do not keep the process alive for a listener's sake. */
+const unrefTimers: Timers = {
+  ...systemTimers,
+  setInterval: (callback, ms) => {
+    const timer = setInterval(callback, ms)
+    timer.unref()
+    return timer
+  },
 }
 
 /** How often the slow-consumer rule looks at the transports: a quarter of the timeout, 1 s at most. */
@@ -42,8 +53,8 @@ export interface KeepaliveTimes {
 }
 
 export class Keepalive {
-  private readonly tracked = new Map<Transport, Tracked>()
-  private readonly pingTimer: NodeJS.Timeout
+  private readonly heartbeat: Heartbeat<Transport>
+  private readonly draining = new Map<Transport, Drain>()
   private readonly drainTimer: NodeJS.Timeout
   private readonly times: KeepaliveTimes
   private readonly log: Logger
@@ -51,53 +62,41 @@ export class Keepalive {
   constructor(times: KeepaliveTimes, log: Logger) {
     this.times = times
     this.log = log
-    this.pingTimer = setInterval(() => this.sweep(), times.pingIntervalMs)
-    this.pingTimer.unref()
+    this.heartbeat = new Heartbeat<Transport>({
+      pingIntervalMs: times.pingIntervalMs,
+      idleTimeoutMs: times.idleTimeoutMs,
+      tickMs: times.pingIntervalMs,
+      timers: unrefTimers,
+      onIdle: (transport) => {
+        this.log.warn('closing a silent worker connection', { idle_timeout_ms: times.idleTimeoutMs })
+        this.draining.delete(transport)
+      },
+    })
     this.drainTimer = setInterval(() => this.sweepDrain(), drainSweepMs(times.drainTimeoutMs))
     this.drainTimer.unref()
   }
 
   /** Starts watching `transport`; call the returned function whenever anything arrives on it. */
   track(transport: Transport): () => void {
-    const entry: Tracked = { lastSeenMs: Date.now(), heard: false, written: 0, stalledSinceMs: undefined }
-    this.tracked.set(transport, entry)
-    return () => {
-      entry.heard = true
-    }
+    this.draining.set(transport, { written: 0, stalledSinceMs: undefined })
+    return this.heartbeat.track(transport)
   }
 
   untrack(transport: Transport): void {
-    this.tracked.delete(transport)
+    this.heartbeat.untrack(transport)
+    this.draining.delete(transport)
   }
 
   stop(): void {
-    clearInterval(this.pingTimer)
+    this.heartbeat.stop()
     clearInterval(this.drainTimer)
-    this.tracked.clear()
-  }
-
-  private sweep(): void {
-    const now = Date.now()
-    const idleTimeoutMs = this.times.idleTimeoutMs
-    for (const [transport, entry] of this.tracked) {
-      if (entry.heard) {
-        entry.heard = false
-        entry.lastSeenMs = now
-      }
-      if (now - entry.lastSeenMs > idleTimeoutMs) {
-        this.log.warn('closing a silent worker connection', { idle_timeout_ms: idleTimeoutMs })
-        this.tracked.delete(transport)
-        transport.terminate()
-      } else {
-        transport.ping()
-      }
-    }
+    this.draining.clear()
   }
 
   private sweepDrain(): void {
     let now: number | undefined
     const drainTimeoutMs = this.times.drainTimeoutMs
-    for (const [transport, entry] of this.tracked) {
+    for (const [transport, entry] of this.draining) {
       const buffered = transport.bufferedAmount
       if (buffered === 0) {
         entry.stalledSinceMs = undefined
@@ -113,7 +112,7 @@ export class Keepalive {
       }
       if (now - entry.stalledSinceMs >= drainTimeoutMs) {
         this.log.warn('closing a worker connection that stopped reading', { drain_timeout_ms: drainTimeoutMs, unsent_bytes: buffered })
-        this.tracked.delete(transport)
+        this.untrack(transport)
         transport.terminate()
       }
     }

@@ -1,7 +1,13 @@
 /**
- * Frame decoding and encoding (protocol.md §3.5, §4–§5).
+ * Frame decoding and encoding, both directions (protocol.md §3.5, §4–§5): the one codec of the
+ * engine and of every client (`svc-protocol/client`, the SDKs built on it).
  *
- * Decoding is lenient as §3.5 requires (missing optional fields take their defaults, `null` in an
+ * | Direction | Decode | Encode |
+ * |---|---|---|
+ * | worker → engine | {@link decodeFrame} (the engine; payloads kept as {@link RawJson}) | {@link encodeInvokeFunction}, {@link encodeResultJson}, {@link encodeTriggerResult}, {@link encodeFrame} (clients) |
+ * | engine → worker | {@link decodeEngineFrame} (clients; payloads decoded) | {@link encodeInvoke}, {@link encodeResult}, {@link encodeRegisterTrigger}, {@link encodeTriggerResult}, {@link encodeFrame} (the engine) |
+ *
+ * Decoding W→E is lenient as §3.5 requires (missing optional fields take their defaults, `null` in an
  * optional field counts as omitted, unknown fields and types are ignored) and strict at the edge:
  * every frame is scanned as JSON once, refused when it nests deeper than {@link MAX_FRAME_DEPTH} or
  * carries an id that is not a well-formed string, and reported as malformed with enough of its
@@ -13,17 +19,22 @@
  *
  * Never throws.
  */
-import { Codes, wireErrorBody, type ErrorBody } from './errors.ts'
+import { Codes, isErrorBody, wireErrorBody, type ErrorBody } from './errors.ts'
 import { idProblem } from './ids.ts'
 import { jsonParse, JsonSyntaxError, MAX_FRAME_DEPTH, scanObjectMembers } from './json.ts'
 import { MessageType } from './messages.ts'
 import type {
+  ErrorMessage,
   InvocationResultMessage,
   InvokeFunctionMessage,
   Message,
+  PingMessage,
+  PongMessage,
   RegisterTriggerMessage,
   TriggerActionValue,
   TriggerRegistrationResultMessage,
+  UnregisterTriggerMessage,
+  WorkerRegisteredMessage,
 } from './messages.ts'
 
 /**
@@ -403,6 +414,38 @@ function invocationProblem(value: unknown): string | undefined {
 // Frames the engine sends on the hot path are built by concatenation: no intermediate object, and
 // payloads that arrived as RawJson are written back as the text they were.
 
+/** The JSON text of an id, cached for the few ids a process calls and serves (bounded: cleared at 1024). */
+export function idJson(id: string): string {
+  let json = ID_JSON.get(id)
+  if (json === undefined) {
+    json = JSON.stringify(id)
+    if (ID_JSON.size >= 1024) ID_JSON.clear()
+    ID_JSON.set(id, json)
+  }
+  return json
+}
+const ID_JSON = new Map<string, string>()
+
+/**
+ * A W→E `invokefunction` (§5.8): a call from a worker. Built by concatenation (the hot path of every
+ * call); `data` and `metadata` may be {@link RawJson}; fields left undefined are omitted, `data`
+ * is written as `null` then.
+ * @throws TypeError when `data` or `metadata` holds a value JSON cannot encode (a BigInt, a cycle).
+ */
+export function encodeInvokeFunction(message: InvokeFunctionMessage): string {
+  let frame =
+    message.invocation_id === undefined
+      ? '{"type":"invokefunction","function_id":'
+      : '{"type":"invokefunction","invocation_id":' + JSON.stringify(message.invocation_id) + ',"function_id":'
+  frame += idJson(message.function_id) + ',"data":' + encodeJson(message.data)
+  if (message.metadata !== undefined) frame += ',"metadata":' + encodeJson(message.metadata)
+  if (message.action !== undefined) frame += ',"action":' + JSON.stringify(message.action)
+  if (message.namespace !== undefined) frame += ',"namespace":' + JSON.stringify(message.namespace)
+  if (message.traceparent !== undefined) frame += ',"traceparent":' + JSON.stringify(message.traceparent)
+  if (message.baggage !== undefined) frame += ',"baggage":' + JSON.stringify(message.baggage)
+  return frame + '}'
+}
+
 /** An E→W `invokefunction` (§5.8): never `action` or `namespace`. Ids and baggage come as JSON text. */
 export function encodeInvoke(
   invocationId: string,
@@ -419,11 +462,41 @@ export function encodeInvoke(
   return frame + '}'
 }
 
-/** An `invocationresult` (§5.9): `error` wins over `result`; an undefined or null result is omitted. */
-export function encodeResult(invocationId: string, functionIdJson: string, result: JsonInput | undefined, error: ErrorBody | undefined): string {
+/**
+ * An `invocationresult` (§5.9), either direction: `error` wins over `result`; an undefined or null
+ * result is omitted. `traceparent` and `baggage` (§10.1) are the answering span's, from a worker.
+ * @throws TypeError when `result` is a value JSON cannot encode (a BigInt, a cycle).
+ */
+export function encodeResult(
+  invocationId: string,
+  functionIdJson: string,
+  result: JsonInput | undefined,
+  error: ErrorBody | undefined,
+  traceparent?: string,
+  baggage?: string,
+): string {
+  const json = error !== undefined || result === undefined || result === null ? undefined : encodeJson(result)
+  return encodeResultJson(invocationId, functionIdJson, json, error, traceparent, baggage)
+}
+
+/**
+ * {@link encodeResult} with the result already encoded: `resultJson` is its JSON text (undefined
+ * or `null` omits it), written as it is — a handler's result is encoded once, for the frame and
+ * its span alike.
+ */
+export function encodeResultJson(
+  invocationId: string,
+  functionIdJson: string,
+  resultJson: string | undefined,
+  error: ErrorBody | undefined,
+  traceparent?: string,
+  baggage?: string,
+): string {
   let frame = '{"type":"invocationresult","invocation_id":' + JSON.stringify(invocationId) + ',"function_id":' + functionIdJson
+  if (traceparent !== undefined) frame += ',"traceparent":' + JSON.stringify(traceparent)
+  if (baggage !== undefined) frame += ',"baggage":' + JSON.stringify(baggage)
   if (error !== undefined) frame += ',"error":' + JSON.stringify(error)
-  else if (result !== undefined && result !== null && !(result instanceof RawJson && result.isNull)) frame += ',"result":' + encodeJson(result)
+  else if (resultJson !== undefined && resultJson !== 'null') frame += ',"result":' + resultJson
   return frame + '}'
 }
 
@@ -452,4 +525,218 @@ export function encodeTriggerResult(id: string, triggerType: string, functionId:
 /** Any other frame: optional fields left undefined are omitted. */
 export function encodeFrame(message: Message): string {
   return JSON.stringify(message)
+}
+
+// ---- decoding engine → worker frames -----------------------------------------------------------
+// What a client reads. The engine is trusted to speak the protocol but not to be right: every field
+// is checked for its type, a frame missing what its handling needs is ignored, `null` in an
+// optional field counts as omitted (§1 conventions), and payloads are decoded (the handler needs
+// the value). One `jsonParse` per frame, as before the codec did this.
+
+/** An `invocationresult` as a worker receives it: `result` decoded, `error` read as an ErrorBody. */
+export interface WorkerInboundResult {
+  type: 'invocationresult'
+  invocation_id: string
+  function_id?: string
+  result?: unknown
+  error?: ErrorBody
+  traceparent?: string
+  baggage?: string
+}
+
+/**
+ * A `registrationrejected` as a worker receives it (§5.11), fields defaulted: `code` `UNKNOWN`
+ * when not a string, `message` `registration rejected: <code>`, `owner_worker_id` `""`.
+ */
+export interface WorkerInboundRejection {
+  type: 'registrationrejected'
+  code: string
+  message: string
+  owner_worker_id: string
+  reason?: string
+  namespace?: string
+  function_id?: string
+  trigger_type_id?: string
+  worker_name?: string
+}
+
+/** Every engine → worker frame (§4) a worker acts on, as {@link decodeEngineFrame} returns it. */
+export type WorkerInboundMessage =
+  | WorkerRegisteredMessage
+  /** A call to execute: `data` decoded (`null` when absent), never `action` or `namespace`. */
+  | InvokeFunctionMessage
+  | WorkerInboundResult
+  /** A binding delivered to this worker as its provider (`config` `{}` when absent). */
+  | RegisterTriggerMessage
+  | UnregisterTriggerMessage
+  /** A failure notice for a binding this worker registered (`trigger_type`/`function_id` `""` when absent). */
+  | TriggerRegistrationResultMessage
+  | WorkerInboundRejection
+  | PingMessage
+  | PongMessage
+  | ErrorMessage
+
+const utf8Lenient = new TextDecoder()
+const PING: PingMessage = Object.freeze({ type: 'ping' }) as PingMessage
+const PONG: PongMessage = Object.freeze({ type: 'pong' }) as PongMessage
+
+/** A string field, else undefined (`null` and other types count as omitted). */
+function str(value: unknown): string | undefined {
+  return typeof value === 'string' ? value : undefined
+}
+
+/**
+ * Decodes one frame a worker received from the engine (protocol.md §4, E→W). A binary frame is
+ * read as UTF-8 JSON (§3.5).
+ *
+ * @returns the typed message, or undefined for what carries nothing to act on: empty, broken or
+ *   non-object frames, unknown types, W→E-only types, and frames missing a field their handling
+ *   needs (an `invocationresult` without a string `invocation_id`, an `invokefunction` without a
+ *   string `function_id`, a `registertrigger`, `unregistertrigger` or `triggerregistrationresult`
+ *   without a string `id`, a `workerregistered` without string ids, an `error` without an ErrorBody).
+ *   Never throws.
+ */
+export function decodeEngineFrame(data: string | Uint8Array): WorkerInboundMessage | undefined {
+  let raw: unknown
+  try {
+    raw = jsonParse(typeof data === 'string' ? data : utf8Lenient.decode(data))
+  } catch {
+    return undefined
+  }
+  if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) return undefined
+  const f = raw as Record<string, unknown>
+  switch (f.type) {
+    case 'invocationresult':
+      return decodeInboundResult(f)
+    case 'invokefunction':
+      return decodeInboundInvoke(f)
+    case 'workerregistered': {
+      const workerId = str(f.worker_id)
+      const token = str(f.reattach_token)
+      if (workerId === undefined || token === undefined) return undefined
+      return { type: 'workerregistered', worker_id: workerId, reattach_token: token }
+    }
+    case 'registertrigger':
+      return decodeInboundBinding(f)
+    case 'unregistertrigger': {
+      const id = str(f.id)
+      if (id === undefined) return undefined
+      const message: UnregisterTriggerMessage = { type: 'unregistertrigger', id }
+      const triggerType = str(f.trigger_type)
+      if (triggerType !== undefined) message.trigger_type = triggerType
+      const functionId = str(f.function_id)
+      if (functionId !== undefined) message.function_id = functionId
+      return message
+    }
+    case 'triggerregistrationresult': {
+      const id = str(f.id)
+      if (id === undefined) return undefined
+      const message: TriggerRegistrationResultMessage = {
+        type: 'triggerregistrationresult',
+        id,
+        trigger_type: str(f.trigger_type) ?? '',
+        function_id: str(f.function_id) ?? '',
+      }
+      if (f.error !== undefined && f.error !== null) message.error = wireErrorBody(f.error)
+      return message
+    }
+    case 'registrationrejected':
+      return decodeInboundRejection(f)
+    case 'ping':
+      return PING
+    case 'pong':
+      return PONG
+    case 'error':
+      return isErrorBody(f.error) ? { type: 'error', error: wireErrorBody(f.error) } : undefined
+    default:
+      return undefined // unknown types, and W→E-only ones, are ignored (§3.5)
+  }
+}
+
+/** True when `value` is absent or a string. */
+function optStr(value: unknown): boolean {
+  return value === undefined || typeof value === 'string'
+}
+
+function decodeInboundResult(f: Record<string, unknown>): WorkerInboundResult | undefined {
+  const invocationId = str(f.invocation_id)
+  if (invocationId === undefined) return undefined
+  // The hot path: a well-formed result is the parsed object itself, checked field by field.
+  if (f.error === undefined && f.result !== null && optStr(f.function_id) && optStr(f.traceparent) && optStr(f.baggage)) {
+    return f as unknown as WorkerInboundResult
+  }
+  const message: WorkerInboundResult = {
+    type: 'invocationresult',
+    invocation_id: invocationId,
+    function_id: str(f.function_id),
+    result: undefined,
+    error: undefined,
+    traceparent: str(f.traceparent),
+    baggage: str(f.baggage),
+  }
+  if (f.error !== undefined && f.error !== null) message.error = wireErrorBody(f.error)
+  else if (f.result !== null) message.result = f.result
+  return message
+}
+
+function decodeInboundInvoke(f: Record<string, unknown>): InvokeFunctionMessage | undefined {
+  const functionId = str(f.function_id)
+  if (functionId === undefined) return undefined
+  // The hot path: a well-formed call is the parsed object itself, checked field by field (with
+  // an `action` or a `namespace`, which the engine never sends, it is copied without them).
+  if (
+    f.data !== undefined &&
+    f.metadata !== null &&
+    f.action === undefined &&
+    f.namespace === undefined &&
+    optStr(f.invocation_id) &&
+    optStr(f.traceparent) &&
+    optStr(f.baggage)
+  ) {
+    return f as unknown as InvokeFunctionMessage
+  }
+  return {
+    type: 'invokefunction',
+    invocation_id: str(f.invocation_id),
+    function_id: functionId,
+    data: f.data === undefined ? null : f.data,
+    metadata: f.metadata === null ? undefined : f.metadata,
+    traceparent: str(f.traceparent),
+    baggage: str(f.baggage),
+  }
+}
+
+function decodeInboundBinding(f: Record<string, unknown>): RegisterTriggerMessage | undefined {
+  const id = str(f.id)
+  const triggerType = str(f.trigger_type)
+  const functionId = str(f.function_id)
+  if (id === undefined || triggerType === undefined || functionId === undefined) return undefined
+  const message: RegisterTriggerMessage = {
+    type: 'registertrigger',
+    id,
+    trigger_type: triggerType,
+    function_id: functionId,
+    config: f.config === undefined || f.config === null ? {} : f.config,
+  }
+  if (f.metadata !== undefined && f.metadata !== null) message.metadata = f.metadata
+  const namespace = str(f.namespace)
+  if (namespace !== undefined) message.namespace = namespace
+  const triggerNamespace = str(f.trigger_namespace)
+  if (triggerNamespace !== undefined) message.trigger_namespace = triggerNamespace
+  return message
+}
+
+function decodeInboundRejection(f: Record<string, unknown>): WorkerInboundRejection {
+  const code = str(f.code) ?? Codes.Unknown
+  const message: WorkerInboundRejection = {
+    type: 'registrationrejected',
+    code,
+    message: str(f.message) ?? `registration rejected: ${code}`,
+    owner_worker_id: str(f.owner_worker_id) ?? '',
+  }
+  for (const name of ['reason', 'namespace', 'function_id', 'trigger_type_id', 'worker_name'] as const) {
+    const value = str(f[name])
+    if (value !== undefined) message[name] = value
+  }
+  return message
 }

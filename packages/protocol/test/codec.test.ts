@@ -1,14 +1,21 @@
 /**
+ * The frame codec, property-based over hostile input (fast-check).
+ *
  * Frame decoding of ids and namespaces (protocol.md §3.5; issue 16 item 14): an id or a namespace
  * that is not well-formed text — a lone UTF-16 surrogate, a control character, more than 1024
  * characters — makes the frame malformed with the code its reply carries, `INVALID_ID` or
  * `INVALID_NAMESPACE`; every other problem keeps `invalid_message`. Property-based over hostile
  * strings (fast-check), with the lone surrogates written as JSON escapes as a peer sends them.
+ *
+ * Engine → worker frames (issue 17 part 1): `decodeEngineFrame` never throws and gives every field
+ * its declared type whatever a peer sends; what a client encodes (`encodeInvokeFunction`,
+ * `encodeResult`) reads back the same through the engine's decoder and the client's.
  */
 import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
 import fc from 'fast-check'
-import { decodeText } from '../src/codec.ts'
+import { decodeEngineFrame, decodeText, encodeInvokeFunction, encodeResult, RawJson, type InboundInvoke, type InboundResult } from '../src/codec.ts'
+import { isErrorBody } from '../src/errors.ts'
 import { idProblem } from '../src/ids.ts'
 
 /** Strings a hostile peer might use as ids: any code units, lone surrogates, controls, huge lengths. */
@@ -76,5 +83,164 @@ describe('ids and namespaces in frames (fast-check)', () => {
       assert.equal(decoded.kind, 'malformed', text)
       if (decoded.kind === 'malformed') assert.equal(decoded.code, 'invalid_message', text)
     }
+  })
+})
+
+// ---- both directions: what a client encodes the engine decodes, and what the engine sends a client reads
+
+/** JSON values as a peer may send them, hostile strings included (lone surrogates, controls, `__proto__` keys). */
+const jsonValue = fc.jsonValue({ maxDepth: 4 }).map((v) => v as unknown)
+const hostileText = fc.oneof(fc.string({ unit: 'binary' }), fc.constantFrom('__proto__', 'constructor', '\ud800', 'a\u0000b', '', ' '))
+/** Field values of any JSON type, so every field of every frame type is tried with the wrong type. */
+const anyField = fc.oneof(jsonValue, hostileText, fc.constant(null), fc.constant(undefined))
+const ENGINE_TYPES = ['invocationresult', 'invokefunction', 'workerregistered', 'registertrigger', 'unregistertrigger', 'triggerregistrationresult', 'registrationrejected', 'ping', 'pong', 'error', 'registerfunction', 'reattach', 'nope', 'INVOKEFUNCTION'] as const
+const FIELDS = ['invocation_id', 'function_id', 'data', 'metadata', 'action', 'result', 'error', 'traceparent', 'baggage', 'worker_id', 'reattach_token', 'id', 'trigger_type', 'config', 'namespace', 'trigger_namespace', 'code', 'message', 'reason', 'owner_worker_id', 'trigger_type_id', 'worker_name'] as const
+
+const optionalString = (value: unknown) => value === undefined || typeof value === 'string'
+
+/** The declared field types of each decoded message (codec.ts WorkerInboundMessage). */
+function assertWellTyped(message: ReturnType<typeof decodeEngineFrame>): void {
+  if (message === undefined) return
+  switch (message.type) {
+    case 'invocationresult':
+      assert.equal(typeof message.invocation_id, 'string')
+      for (const f of ['function_id', 'traceparent', 'baggage'] as const) assert.ok(optionalString(message[f]), f)
+      if (message.error !== undefined) assert.ok(isErrorBody(message.error))
+      assert.notEqual(message.result, null)
+      return
+    case 'invokefunction':
+      assert.equal(typeof message.function_id, 'string')
+      assert.equal(message.action, undefined, 'never an action from the engine')
+      assert.equal(message.namespace, undefined, 'never a namespace from the engine')
+      for (const f of ['invocation_id', 'traceparent', 'baggage'] as const) assert.ok(optionalString(message[f]), f)
+      assert.notEqual(message.data, undefined)
+      assert.notEqual(message.metadata, null)
+      return
+    case 'workerregistered':
+      assert.equal(typeof message.worker_id, 'string')
+      assert.equal(typeof message.reattach_token, 'string')
+      return
+    case 'registertrigger':
+      for (const f of ['id', 'trigger_type', 'function_id'] as const) assert.equal(typeof message[f], 'string', f)
+      for (const f of ['namespace', 'trigger_namespace'] as const) assert.ok(optionalString(message[f]), f)
+      assert.ok(message.config !== undefined && message.config !== null)
+      return
+    case 'unregistertrigger':
+      assert.equal(typeof message.id, 'string')
+      return
+    case 'triggerregistrationresult':
+      for (const f of ['id', 'trigger_type', 'function_id'] as const) assert.equal(typeof message[f], 'string', f)
+      if (message.error !== undefined) assert.ok(isErrorBody(message.error))
+      return
+    case 'registrationrejected':
+      for (const f of ['code', 'message', 'owner_worker_id'] as const) assert.equal(typeof message[f], 'string', f)
+      for (const f of ['reason', 'namespace', 'function_id', 'trigger_type_id', 'worker_name'] as const) assert.ok(optionalString(message[f]), f)
+      return
+    case 'error':
+      assert.ok(isErrorBody(message.error))
+      return
+    case 'ping':
+    case 'pong':
+      return
+  }
+}
+
+describe('decodeEngineFrame: engine → worker frames (fast-check)', () => {
+  it('never throws on any text or bytes, and returns nothing for what is not a frame', () => {
+    fc.assert(
+      fc.property(fc.oneof(fc.string({ unit: 'binary' }), fc.uint8Array().map((b) => b as string | Uint8Array)), (data) => {
+        assertWellTyped(decodeEngineFrame(data))
+      }),
+      { numRuns: 500 },
+    )
+    for (const text of ['', '   ', 'null', '[]', '"ping"', '{', '{"type":1}', '{"type":"nope"}', '{"type":"registerfunction","id":"f"}']) {
+      assert.equal(decodeEngineFrame(text), undefined, text)
+    }
+  })
+
+  it('gives every field of every frame type its declared type, whatever the peer put there', () => {
+    fc.assert(
+      fc.property(fc.constantFrom(...ENGINE_TYPES), fc.dictionary(fc.constantFrom(...FIELDS), anyField), (type, fields) => {
+        const text = JSON.stringify({ ...fields, type })
+        assertWellTyped(decodeEngineFrame(text))
+        assertWellTyped(decodeEngineFrame(new TextEncoder().encode(text)))
+      }),
+      { numRuns: 1000 },
+    )
+  })
+
+  it('reads a result, an error that is not an ErrorBody as UNKNOWN, and null as omitted', () => {
+    assert.deepEqual(decodeEngineFrame('{"type":"invocationresult","invocation_id":"i","result":null}'), {
+      type: 'invocationresult', invocation_id: 'i', function_id: undefined, result: undefined, error: undefined, traceparent: undefined, baggage: undefined,
+    })
+    const failed = decodeEngineFrame('{"type":"invocationresult","invocation_id":"i","error":{"boom":1},"result":5}')
+    assert.ok(failed?.type === 'invocationresult')
+    assert.deepEqual(failed.error, { code: 'UNKNOWN', message: '{"boom":1}' })
+    assert.equal(failed.result, undefined)
+    assert.deepEqual(decodeEngineFrame('{"type":"registertrigger","id":"b","trigger_type":"cron","function_id":"f","config":null,"metadata":null}'), {
+      type: 'registertrigger', id: 'b', trigger_type: 'cron', function_id: 'f', config: {},
+    })
+    assert.deepEqual(decodeEngineFrame('{"type":"registrationrejected","code":5}'), {
+      type: 'registrationrejected', code: 'UNKNOWN', message: 'registration rejected: UNKNOWN', owner_worker_id: '',
+    })
+  })
+})
+
+describe('one codec, both directions (fast-check)', () => {
+  /** A value as JSON carries it (no -0, no null prototypes). */
+  const plain = (value: unknown) => (value === undefined ? undefined : JSON.parse(JSON.stringify(value)))
+  const id = fc.string({ minLength: 1, maxLength: 40 }).filter((s) => idProblem(s) === undefined)
+  const action = fc.option(fc.oneof(fc.constant({ type: 'void' as const }), fc.record({ type: fc.constant('enqueue' as const), queue: id }, { requiredKeys: ['type', 'queue'] })), { nil: undefined })
+
+  it("a worker's invokefunction reads back the same through the engine's decoder and a worker's", () => {
+    fc.assert(
+      fc.property(
+        fc.record({ invocation_id: fc.option(fc.uuid(), { nil: undefined }), function_id: id, data: jsonValue, metadata: fc.option(jsonValue, { nil: undefined }), action, namespace: fc.option(id, { nil: undefined }), traceparent: fc.option(id, { nil: undefined }), baggage: fc.option(id, { nil: undefined }) }),
+        (fields) => {
+          const message = { type: 'invokefunction' as const, ...fields }
+          const text = encodeInvokeFunction(message)
+          const engineSide = decodeText(text)
+          assert.equal(engineSide.kind, 'message')
+          if (engineSide.kind !== 'message' || engineSide.message.type !== 'invokefunction') return
+          const received = engineSide.message as InboundInvoke
+          assert.equal(received.function_id, fields.function_id)
+          assert.equal(received.invocation_id, fields.invocation_id)
+          assert.equal(received.namespace, fields.namespace)
+          assert.deepEqual(received.action, plain(fields.action))
+          assert.deepEqual(received.data.value, plain(fields.data) ?? null)
+          const workerSide = decodeEngineFrame(text)
+          assert.ok(workerSide?.type === 'invokefunction')
+          assert.deepEqual(workerSide.data, plain(fields.data) ?? null)
+          assert.equal(workerSide.traceparent, fields.traceparent)
+          assert.equal(workerSide.baggage, fields.baggage)
+          assert.deepEqual(workerSide.metadata, plain(fields.metadata) ?? undefined)
+        },
+      ),
+      { numRuns: 300 },
+    )
+  })
+
+  it('an invocationresult reads back the same in both directions, with its trace context', () => {
+    fc.assert(
+      fc.property(fc.uuid(), id, jsonValue, fc.option(id, { nil: undefined }), fc.boolean(), (invocationId, functionId, result, traceparent, raw) => {
+        const text = encodeResult(invocationId, JSON.stringify(functionId), raw ? RawJson.of(result) : result, undefined, traceparent)
+        const workerSide = decodeEngineFrame(text)
+        assert.ok(workerSide?.type === 'invocationresult')
+        assert.deepEqual(workerSide.result, plain(result) ?? undefined)
+        assert.equal(workerSide.traceparent, traceparent)
+        const engineSide = decodeText(text)
+        assert.ok(engineSide.kind === 'message' && engineSide.message.type === 'invocationresult')
+        assert.deepEqual((engineSide.message as InboundResult).result?.value, plain(result) ?? undefined)
+      }),
+      { numRuns: 300 },
+    )
+  })
+
+  it('refuses to encode a payload JSON cannot carry', () => {
+    const cycle: Record<string, unknown> = {}
+    cycle.self = cycle
+    assert.throws(() => encodeInvokeFunction({ type: 'invokefunction', function_id: 'f', data: cycle }), TypeError)
+    assert.throws(() => encodeInvokeFunction({ type: 'invokefunction', function_id: 'f', data: 1n }), TypeError)
+    assert.equal(encodeInvokeFunction({ type: 'invokefunction', function_id: 'f', data: undefined }), '{"type":"invokefunction","function_id":"f","data":null}')
   })
 })

@@ -1,7 +1,7 @@
 /**
  * Option resolution for `registerWorker` (sdk.md §2, protocol.md §2): address, defaults from the
- * environment, reconnection backoff, and the announce payload. Pure functions, computed once per
- * client.
+ * environment, and the announce payload — the Node side of the options; the backoff itself is the
+ * client core's (`svc-protocol/client`). Pure functions, computed once per client.
  */
 import { readFileSync } from 'node:fs'
 import { validateHeaderName, validateHeaderValue } from 'node:http'
@@ -9,25 +9,16 @@ import { createRequire } from 'node:module'
 import { arch, hostname, platform, release } from 'node:os'
 import { basename, dirname, join } from 'node:path'
 import { otelEnabled } from 'svc-helpers/observability/internal'
+import { backoffDelay, DEFAULT_INVOCATION_TIMEOUT_MS, DEFAULT_RECONNECTION_CONFIG, InvocationError } from 'svc-protocol/client'
 import { Errors } from 'svc-protocol/errors'
 import { idProblem } from 'svc-protocol/ids'
-import { InvocationError } from './errors.ts'
 import type { WorkerAnnounce } from './protocol.ts'
 import type { InitOptions, ReconnectionConfig, TelemetryOptions } from './types.ts'
 
 /** Address used when neither the argument nor `SVC_URL` names one (protocol.md §2). */
 export const DEFAULT_ENGINE_URL = 'ws://127.0.0.1:49134'
 
-/** Defaults of sdk.md §2. */
-export const DEFAULT_RECONNECTION_CONFIG: Readonly<ReconnectionConfig> = Object.freeze({
-  initialDelayMs: 1000,
-  maxDelayMs: 30000,
-  backoffMultiplier: 2,
-  jitterFactor: 0.3,
-  maxRetries: -1,
-})
-
-export const DEFAULT_INVOCATION_TIMEOUT_MS = 30000
+export { backoffDelay, DEFAULT_INVOCATION_TIMEOUT_MS, DEFAULT_RECONNECTION_CONFIG }
 
 /** The SDK's own version, sent in the announce. `../package.json` holds from both src/ and dist/. */
 export const SDK_VERSION: string = (createRequire(import.meta.url)('../package.json') as { version: string }).version
@@ -138,15 +129,6 @@ export function resolveOptions(options: InitOptions = {}, env: Env = process.env
     resolved.headers = options.headers
   }
   return resolved
-}
-
-/**
- * Delay before reconnect attempt `attempt` (0-based), ms (sdk.md §2):
- * `d = min(initial × multiplier^attempt, max)`, then `floor(d + d × jitter × (2·random − 1))`.
- */
-export function backoffDelay(attempt: number, config: ReconnectionConfig, random: () => number = Math.random): number {
-  const d = Math.min(config.initialDelayMs * config.backoffMultiplier ** attempt, config.maxDelayMs)
-  return Math.max(0, Math.floor(d + d * config.jitterFactor * (2 * random() - 1)))
 }
 
 /** `name` of the nearest package.json at or above `dir`, else the base name of `dir`. */

@@ -7,6 +7,9 @@
  *
  * The span is svc-helpers' light `HandlerSpan` (docs/decisions.md, telemetry cost); spans the
  * handler starts itself still nest under it through the active context.
+ *
+ * The client core (`svc-protocol/client`) knows none of this: {@link handlerTelemetry} and
+ * {@link callTelemetry} are the `ClientTelemetry` hooks through which it runs.
  */
 import { AsyncLocalStorage } from 'node:async_hooks'
 import { type Context, context, propagation, type Span, trace } from '@opentelemetry/api'
@@ -21,6 +24,7 @@ import {
   tracePayloadsDisabled,
 } from 'svc-helpers/observability'
 import { HandlerSpan, knownBaggageHeader, redactAndTruncateJson, startHandlerSpan } from 'svc-helpers/observability/internal'
+import type { ClientTelemetry, TraceContext } from 'svc-protocol/client'
 
 /** A handler's span and the context to run it in. */
 export interface InvocationSpan {
@@ -127,25 +131,56 @@ export function runUnsampled<T>(traceparent: string, fn: () => T): T {
   return unsampledParent.run(traceparent, fn)
 }
 
-/** `,"traceparent":…,"baggage":…` for an outgoing frame from the active context ('' outside a span). */
-export function traceFields(): string {
+/**
+ * The trace context of an outgoing call (protocol.md §10.1) from the active context: the handler
+ * span's `traceparent` and the active baggage; undefined outside a span and without baggage.
+ */
+export function outgoingTraceContext(): TraceContext | undefined {
   // An unsampled parent set by runUnsampled wins even when another client of the process has
   // telemetry on: only a telemetry-off client (or host) sets one.
   const parent = unsampledParent.getStore()
-  if (parent !== undefined) return ',"traceparent":' + JSON.stringify(parent)
-  if (!isOtelInitialized()) return ''
+  if (parent !== undefined) return { traceparent: parent }
+  if (!isOtelInitialized()) return undefined
   const ctx = context.active()
-  let text = ''
+  let out: TraceContext | undefined
   const span = trace.getSpan(ctx)
-  if (span instanceof HandlerSpan) text = ',"traceparent":"' + span.traceparent + '"'
+  if (span instanceof HandlerSpan) out = { traceparent: span.traceparent }
   else if (span !== undefined) {
     const tp = injectTraceparent(ctx)
-    if (tp !== undefined) text = ',"traceparent":' + JSON.stringify(tp)
+    if (tp !== undefined) out = { traceparent: tp }
   }
   const baggage = propagation.getBaggage(ctx)
   if (baggage !== undefined) {
     const bg = knownBaggageHeader(baggage) ?? injectBaggage(ctx)
-    if (bg !== undefined) text += ',"baggage":' + JSON.stringify(bg)
+    if (bg !== undefined) (out ??= {}).baggage = bg
   }
-  return text
+  return out
 }
+
+/** Runs a handler in its span, or under an unsampled inbound parent, or plainly (no closure: arguments are passed on). */
+function runHandler<T>(s: InvocationSpan | undefined, traceparent: string | undefined, handler: (data: any, metadata?: any) => T, data: unknown, metadata: unknown): T {
+  if (s !== undefined) return context.with(s.ctx, handler, undefined, data, metadata)
+  if (isUnsampled(traceparent)) return unsampledParent.run(traceparent, handler, data, metadata)
+  return handler(data, metadata)
+}
+
+/**
+ * The telemetry hooks of a client with telemetry on (sdk.md §12.3): a handler span around every
+ * inbound invocation, the caller's trace context on every call.
+ */
+export const handlerTelemetry: ClientTelemetry<InvocationSpan> = Object.freeze({
+  outgoing: outgoingTraceContext,
+  startHandler: startInvocationSpan,
+  runHandler,
+  resultContext: invocationHeaders,
+  endHandler: (s: InvocationSpan, result: unknown, error: { code: string; message: string } | undefined, resultJson: string | undefined) => {
+    endInvocationSpan(s, result, error, resultJson)
+  },
+})
+
+/**
+ * The telemetry hooks of a client with telemetry off: no handler spans; calls still carry the
+ * active context (another client of the process may record it) and an unsampled inbound parent
+ * is still handed on (see {@link runUnsampled}).
+ */
+export const callTelemetry: ClientTelemetry<InvocationSpan> = Object.freeze({ ...handlerTelemetry, startHandler: () => undefined })

@@ -1,10 +1,11 @@
 /**
  * The telemetry socket (protocol.md §10.2): one WebSocket per process at `<engine URL>/otel`
  * carrying binary frames — 4 ASCII prefix bytes (`OTLP`, `MTRC`, `LOGS`) then UTF-8 OTLP/JSON.
- * Reconnects with the worker's backoff; while disconnected it queues at most
+ * Reconnects with the worker's backoff (the client core's `backoffDelay`); while disconnected it queues at most
  * {@link MAX_QUEUED_FRAMES} frames and drops the oldest beyond that, counting drops. The engine
  * never answers frames, so nothing here waits on it: sending is fire-and-forget and bounded.
  */
+import { backoffDelay } from 'svc-protocol/client'
 import type { Connector, Transport } from 'svc-protocol/transport'
 
 /** Frames kept while disconnected (protocol.md §10.2). */
@@ -157,8 +158,7 @@ export class TelemetrySocket {
     if (this.#closed) return
     const b = this.#options.backoff
     if (b.maxRetries !== -1 && this.#attempt >= b.maxRetries) return
-    const d = Math.min(b.initialDelayMs * b.backoffMultiplier ** this.#attempt, b.maxDelayMs)
-    const delay = Math.max(0, Math.floor(d + d * b.jitterFactor * (2 * Math.random() - 1)))
+    const delay = backoffDelay(this.#attempt, b)
     this.#attempt++
     this.#timer = setTimeout(() => this.#connect(), delay)
     this.#timer.unref()

@@ -1,0 +1,48 @@
+/**
+ * `svc-protocol/client`: the platform-free client core every svc SDK is a thin facade over
+ * (sdk.md §2–§8, §13). {@link ClientSession} speaks the protocol over any {@link Transport}; the
+ * facade brings the transport (Node `ws`, a browser `WebSocket`, in-memory), the announce, and the
+ * platform's hooks (telemetry, materialisation of channel refs, gauges).
+ *
+ * No Node built-in, no OpenTelemetry, no package outside `svc-protocol` is imported from here
+ * (a test bundles this entry for a neutral platform and runs it without Node's globals).
+ *
+ * @example
+ * import { ClientSession, TriggerAction } from 'svc-protocol/client'
+ * import { memoryConnector } from 'svc-protocol/transport/memory'
+ *
+ * const session = new ClientSession({ address: 'ws://engine.local/', connector: memoryConnector(engine.accept), announce: { runtime: 'test' } })
+ * session.registerFunction('demo::echo', (data) => data)
+ * await session.trigger({ function_id: 'audit::log', payload: { at: Date.now() }, action: TriggerAction.Void() })
+ */
+export { ClientSession, DEFAULT_INVOCATION_TIMEOUT_MS, DEFAULT_TIMINGS } from './session.ts'
+export type { ClientSessionOptions, ClientTimings } from './session.ts'
+export type { ClientHooks, ClientLog, ClientTelemetry, MaterializeKind, Materializer, TraceContext } from './hooks.ts'
+export { Heartbeat } from './heartbeat.ts'
+export type { HeartbeatOptions, HeartbeatPeer } from './heartbeat.ts'
+export { backoffDelay, DEFAULT_RECONNECTION_CONFIG } from './backoff.ts'
+export { CallTable, PendingCall } from './calls.ts'
+export { DEADLINE_SLOT_MS, Deadlines } from './deadlines.ts'
+export type { DeadlineSlot } from './deadlines.ts'
+export { RegistrationStore, requestProblem, requireNamespace, requireWellFormedId, triggerTypeKey } from './registrations.ts'
+export type { LocalFunction, LocalTrigger, LocalTriggerType } from './registrations.ts'
+export { ProviderBindings } from './bindings.ts'
+export { systemTimers } from './timers.ts'
+export type { TimerHandle, Timers } from './timers.ts'
+export { TriggerAction } from './trigger-action.ts'
+export {
+  ConnectionError,
+  ErrorCode,
+  errorMessage,
+  InvocationError,
+  invocationError,
+  isErrorBody,
+  NonRetryableError,
+  RegistrationRejectedError,
+  RetryAfterError,
+  toErrorBody,
+} from './errors.ts'
+export type { ErrorBody, ErrorCodeValue, InvocationErrorInit } from './errors.ts'
+export type * from './types.ts'
+export type { WorkerAnnounce } from '../messages.ts'
+export type { ConnectOptions, Connector, Transport, TransportHandlers } from '../transport/types.ts'
