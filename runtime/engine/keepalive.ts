@@ -13,9 +13,19 @@
  * instead of waiting for it forever. The other half of the rule, a buffer over
  * `max_outbound_bytes`, is checked on every send (`Session.send`). Stalls are measured at
  * {@link drainSweepMs} granularity.
+ *
+ * Channel sockets (protocol.md §9, `channels/`) are watched the same way; a channel writer whose
+ * reading the engine paused on purpose (backpressure) cannot be heard meanwhile, so its silence is
+ * not counted then.
  */
 import type { Transport } from 'svc-protocol'
 import type { Logger } from './types.ts'
+
+/** What the keepalive needs of a connection: a {@link Transport}, or a channel socket. */
+export interface KeepaliveTarget extends Pick<Transport, 'bufferedAmount' | 'writtenBytes' | 'ping' | 'terminate'> {
+  /** True while the engine does not read this connection on purpose: its silence does not count. */
+  readonly readingPaused?: boolean
+}
 
 interface Tracked {
   lastSeenMs: number
@@ -42,7 +52,7 @@ export interface KeepaliveTimes {
 }
 
 export class Keepalive {
-  private readonly tracked = new Map<Transport, Tracked>()
+  private readonly tracked = new Map<KeepaliveTarget, Tracked>()
   private readonly pingTimer: NodeJS.Timeout
   private readonly drainTimer: NodeJS.Timeout
   private readonly times: KeepaliveTimes
@@ -58,7 +68,7 @@ export class Keepalive {
   }
 
   /** Starts watching `transport`; call the returned function whenever anything arrives on it. */
-  track(transport: Transport): () => void {
+  track(transport: KeepaliveTarget): () => void {
     const entry: Tracked = { lastSeenMs: Date.now(), heard: false, written: 0, stalledSinceMs: undefined }
     this.tracked.set(transport, entry)
     return () => {
@@ -66,7 +76,7 @@ export class Keepalive {
     }
   }
 
-  untrack(transport: Transport): void {
+  untrack(transport: KeepaliveTarget): void {
     this.tracked.delete(transport)
   }
 
@@ -80,7 +90,7 @@ export class Keepalive {
     const now = Date.now()
     const idleTimeoutMs = this.times.idleTimeoutMs
     for (const [transport, entry] of this.tracked) {
-      if (entry.heard) {
+      if (entry.heard || transport.readingPaused === true) {
         entry.heard = false
         entry.lastSeenMs = now
       }
