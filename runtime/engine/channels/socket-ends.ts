@@ -122,8 +122,12 @@ export class SocketReader extends SocketEnd implements ReaderEnd {
   }
 
   deliver(item: Item, done: () => void): void {
-    // The callback runs once the frame is written to the socket (or the socket failed).
-    this.ws.send(item.data, { binary: item.binary, compress: false, fin: true }, () => done())
+    // The callback runs once the frame is written to the socket. A failed write makes no room: the
+    // socket's close follows, and an in-process writer looping on writes that resolve at once
+    // (the failure is reported on the next tick) would never let that close be read.
+    this.ws.send(item.data, { binary: item.binary, compress: false, fin: true }, (err) => {
+      if (err === undefined || err === null) done()
+    })
   }
 
   finish(code: number, reason: string): void {
