@@ -18,6 +18,8 @@
  *               SDK telemetry on vs. off (bench/tracing.ts)
  *   logs        log lines/s through /otel into the builtin store vs. the memory store and store
  *               none (bench/logs.ts, an engine process per store)
+ *   channel     MB/s of one channel between two processes through the engine vs. a direct
+ *               WebSocket between the same two processes (bench/channel.ts, its own engine)
  *
  * `--write` replaces the results section of docs/benchmarks.md.
  */
@@ -194,6 +196,8 @@ async function main(): Promise<void> {
   const tracing = await runDocument(['bench/tracing.ts'])
   // Log ingest through /otel, one engine process per store (bench/logs.ts).
   const logs = await run(['bench/logs.ts'])
+  // One channel through the engine vs a direct WebSocket, same two processes (bench/channel.ts).
+  const channel = await run(['bench/channel.ts'])
 
   const pct = (a: number, b: number) => `${Math.round((a / b) * 100)}%`
   const ratio = (a: number, b: number) => `${(a / b).toFixed(2)}×`
@@ -238,6 +242,8 @@ async function main(): Promise<void> {
     ...sdkTracingRows(tracing.sdk),
     '',
     ...logRows(logs),
+    '',
+    ...channelRows(channel),
   ].join('\n')
   console.log(table)
   if (write) {
@@ -273,6 +279,15 @@ function logRows(r: Record<string, any>): string[] {
     `| lines/s | ${none.lines_per_second}/s | ${memory.lines_per_second}/s (${ratio(memory)}) | ${builtin.lines_per_second}/s | ${ratio(builtin)} |`,
     `| engine peak RSS | ${none.rss_peak_mib} MiB | ${memory.rss_peak_mib} MiB | ${builtin.rss_peak_mib} MiB | |`,
     `| rows not written to observability.db (writer behind) | | | ${builtin.not_written} | |`,
+  ]
+}
+
+/** The channel table (bench/channel.ts result). */
+function channelRows(r: Record<string, any>): string[] {
+  return [
+    `| Channel: ${r.mib} MiB as ${r.frame_kib} KiB binary frames, writer process → reader process (median of ${r.rounds} alternated) | direct WebSocket | channel through the engine | channel / direct |`,
+    '|---|---|---|---|',
+    `| MB/s | ${r.direct_mb_per_s} | ${r.channel_mb_per_s} | ${Math.round((r.channel_mb_per_s / r.direct_mb_per_s) * 100)}% (target ≥ 60%) |`,
   ]
 }
 

@@ -1,13 +1,15 @@
 /**
  * No input can take the engine down (issue 6 item 8): the single frames that crashed it, bounds on
- * open invocations, and a property-based fuzz test of the worker protocol over the in-memory
- * transport and over real WebSockets. After every attack the engine still routes calls.
+ * open invocations, a property-based fuzz test of the worker protocol over the in-memory
+ * transport and over real WebSockets, and of the channel route (`/ws/channels/…`). After every
+ * attack the engine still routes calls.
  */
 import assert from 'node:assert/strict'
 import { after, before, describe, it } from 'node:test'
 import fc from 'fast-check'
 import { MessageType } from 'svc-protocol'
 import WebSocket from 'ws'
+import { ChannelSocket, upgradeAnswer } from './support/channel-client.ts'
 import { startTestEngine, type TestEngine } from './support/engine.ts'
 import { RawWorker, eventually } from './support/raw-worker.ts'
 
@@ -390,6 +392,81 @@ describe('protocol fuzz (fast-check)', () => {
       }),
       { numRuns: 40 },
     )
+    await stillRouting()
+  })
+})
+
+/** Hostile pieces of a channel upgrade's request line, all safe to send raw (no space or control character). */
+const junk = fc.oneof(
+  fc.string({ maxLength: 40 }).map((text) => encodeURIComponent(text)),
+  fc.constantFrom('%zz', '%', '%00', '%C0%AF', '%2F', '..', '%E2%80%AE', '%ED%A0%80', 'a'.repeat(1500), '', '=', '&&'),
+)
+
+type Part<T extends string> = { [K in T]: { kind: K } }[T] | { kind: 'junk'; text: string }
+
+/** One upgrade to the channel route: how its id, key and dir are spelled, and junk parameters. */
+const channelUpgrade = fc.record({
+  id: fc.oneof(
+    fc.constantFrom<Part<'exact' | 'percent-encoded' | 'upper-case' | 'unknown'>>({ kind: 'exact' }, { kind: 'percent-encoded' }, { kind: 'upper-case' }, { kind: 'unknown' }),
+    junk.map((text): Part<never> => ({ kind: 'junk', text })),
+  ),
+  key: fc.oneof(
+    fc.constantFrom<Part<'own' | 'other-end' | 'missing' | 'own-then-junk' | 'junk-then-own'>>({ kind: 'own' }, { kind: 'other-end' }, { kind: 'missing' }, { kind: 'own-then-junk' }, { kind: 'junk-then-own' }),
+    junk.map((text): Part<never> => ({ kind: 'junk', text })),
+  ),
+  dir: fc.oneof(fc.constantFrom<Part<'read' | 'write' | 'READ' | 'missing'>>({ kind: 'read' }, { kind: 'write' }, { kind: 'READ' }, { kind: 'missing' }), junk.map((text): Part<never> => ({ kind: 'junk', text }))),
+  // Parameters other than key and dir: the first key and dir are the ones read.
+  extra: fc.array(fc.tuple(junk, junk).filter(([name]) => name !== 'key' && name !== 'dir'), { maxLength: 3 }),
+})
+
+describe('the channel route (fast-check, issue 17 part 2)', () => {
+  it('an upgrade opens a channel end only with the exact id, that end\'s key and its dir; anything else is 404 `Channel not found`', async () => {
+    await fc.assert(
+      fc.asyncProperty(channelUpgrade, async ({ id, key, dir, extra }) => {
+        const refs = (await t.engine.inject({ function_id: 'engine::channels::create', data: {} })) as { writer: { channel_id: string; access_key: string }; reader: { access_key: string } }
+        const channelId = refs.writer.channel_id
+        const direction = dir.kind === 'read' || dir.kind === 'write' ? dir.kind : undefined
+        const own = direction === 'read' ? refs.reader.access_key : refs.writer.access_key
+        const other = direction === 'read' ? refs.writer.access_key : refs.reader.access_key
+        const idText =
+          id.kind === 'exact' ? channelId
+          : id.kind === 'percent-encoded' ? [...channelId].map((c) => `%${c.charCodeAt(0).toString(16)}`).join('')
+          : id.kind === 'upper-case' ? channelId.toUpperCase()
+          : id.kind === 'unknown' ? crypto.randomUUID()
+          : id.text
+        const query: string[] = extra.map(([k, v]) => `${k}=${v}`)
+        if (key.kind === 'own') query.push(`key=${own}`)
+        else if (key.kind === 'other-end') query.push(`key=${other}`)
+        else if (key.kind === 'own-then-junk') query.push(`key=${own}`, 'key=junk')
+        else if (key.kind === 'junk-then-own') query.push('key=junk', `key=${own}`)
+        else if (key.kind === 'junk') query.push(`key=${key.text}`)
+        if (dir.kind !== 'missing') query.push(`dir=${dir.kind === 'junk' ? dir.text : dir.kind}`)
+        const opens = (id.kind === 'exact' || id.kind === 'percent-encoded') && direction !== undefined && (key.kind === 'own' || key.kind === 'own-then-junk')
+        const answer = await upgradeAnswer(t.url, `/ws/channels/${idText}?${query.join('&')}`)
+        if (opens) assert.equal(answer.status, 101)
+        else assert.deepEqual(answer, { status: 404, body: 'Channel not found' })
+        t.engine.channels.remove(channelId)
+      }),
+      { numRuns: 200 },
+    )
+    await stillRouting()
+  })
+
+  it('a writer sending text that is not UTF-8 is closed with 1007; its reader gets 1011 after the items before it', async () => {
+    await fc.assert(
+      fc.asyncProperty(fc.array(fc.string({ unit: 'grapheme', maxLength: 8 }), { maxLength: 5 }), fc.constantFrom([0xff], [0xc0, 0xaf], [0xed, 0xa0, 0x80], [0xe2, 0x82]), async (before, bad) => {
+        const refs = (await t.engine.inject({ function_id: 'engine::channels::create', data: {} })) as { writer: never; reader: never }
+        const reader = await ChannelSocket.open(t.url, refs.reader)
+        const writer = await ChannelSocket.open(t.url, refs.writer)
+        for (const text of before) writer.send(text)
+        writer.ws.send(Buffer.from(bad), { binary: false })
+        assert.equal((await writer.closed).code, 1007)
+        assert.equal((await reader.closed).code, 1011)
+        assert.deepEqual(reader.items, before)
+      }),
+      { numRuns: 30 },
+    )
+    await eventually(() => t.engine.channels.size === 0)
     await stillRouting()
   })
 })

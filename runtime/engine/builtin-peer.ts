@@ -6,6 +6,7 @@
 import { randomUUID } from 'node:crypto'
 import type { WorkerAnnounce } from 'svc-protocol'
 import { LocalCallee } from './callees.ts'
+import type { ChannelRegistry, LocalChannels } from './channels/index.ts'
 import type { Replica } from './functions.ts'
 import type { Peer } from './peer.ts'
 import type {
@@ -29,6 +30,7 @@ export interface BuiltinHost {
   reportLocalTriggerResult(peer: BuiltinPeer, triggerId: string, error?: { code: string; message: string }): void
   registerLocalTrigger(peer: BuiltinPeer, binding: LocalTriggerRegistration): void
   unregisterLocalTrigger(peer: BuiltinPeer, id: string): void
+  readonly channels: ChannelRegistry
 }
 
 export class BuiltinPeer implements Peer, LocalWorker {
@@ -45,6 +47,8 @@ export class BuiltinPeer implements Peer, LocalWorker {
   activeInvocations = 0
   listenUrls: string[] = []
   lastConfigError: string | undefined
+  /** Channels with an end held in-process (protocol.md §9); removed when this worker stops. */
+  readonly channels: LocalChannels
   private readonly host: BuiltinHost
 
   constructor(host: BuiltinHost, name: string, version: string, internal = false) {
@@ -52,6 +56,7 @@ export class BuiltinPeer implements Peer, LocalWorker {
     this.name = name
     this.internal = internal
     this.announce = { name, runtime: 'builtin', version, pid: process.pid, description: '' }
+    this.channels = host.channels.localFor(this)
   }
 
   registerFunction(id: string, handler: LocalHandler, options: LocalFunctionOptions = {}): void {

@@ -1,6 +1,6 @@
 /**
- * Functions served by the engine itself (protocol.md §11.1–§11.2): introspection, the worker
- * announce and the connection-less trigger helpers. All live in namespace `default`; inputs must
+ * Functions served by the engine itself (protocol.md §11.1–§11.3): introspection, the worker
+ * announce, the connection-less trigger helpers and channel creation. All live in namespace `default`; inputs must
  * be objects (§6.7).
  */
 import { randomUUID } from 'node:crypto'
@@ -8,6 +8,7 @@ import { isInternalId, SvcError, Errors, type WorkerAnnounce } from 'svc-protoco
 import type { AccessPolicy } from './access/policy.ts'
 import { BuiltinPeer } from './builtin-peer.ts'
 import type { Engine } from './engine.ts'
+import { DEFAULT_BUFFER_SIZE, MAX_BUFFER_SIZE, MIN_BUFFER_SIZE } from './channels/index.ts'
 import { ENGINE_FUNCTION_FORMATS } from './formats.ts'
 import type { FunctionEntry } from './functions.ts'
 import type { Peer } from './peer.ts'
@@ -320,6 +321,16 @@ export function registerEngineFunctions(engine: Engine, peer: BuiltinPeer): void
     })
     if (prepared instanceof SvcError) throw prepared
     return awaitProviderAnswer(engine, engine.triggers.addBinding(prepared))
+  })
+
+  fn('engine::channels::create', 'Create a channel: a writer and a reader ref', (input) => {
+    const id = 'engine::channels::create'
+    const size = input.buffer_size ?? DEFAULT_BUFFER_SIZE
+    if (typeof size !== 'number' || !Number.isInteger(size) || size < MIN_BUFFER_SIZE || size > MAX_BUFFER_SIZE) {
+      throw Errors.invalidInput(id, `buffer_size must be an integer from ${MIN_BUFFER_SIZE} to ${MAX_BUFFER_SIZE}`)
+    }
+    // No worker owns a channel (§9): it outlives the caller's connection.
+    return engine.channels.create(size)
   })
 
   fn('engine::unregister_trigger', 'Remove a trigger', (input) => {

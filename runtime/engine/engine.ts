@@ -50,18 +50,20 @@ import {
 import { memoryConnector } from 'svc-protocol/transport/memory'
 import { AccessPolicy, ListenerAccess, PERMISSIVE, readAuthResult } from './access/policy.ts'
 import { BuiltinPeer, type BuiltinHost } from './builtin-peer.ts'
+import { ChannelRegistry } from './channels/index.ts'
 import { DEFAULT_LEG_LIMITS, HttpCallee, LegTable, RemoteCallee, type LegLimits } from './callees.ts'
 import { functionSummary, registerEngineFunctions } from './engine-functions.ts'
 import { EngineTriggers } from './engine-triggers.ts'
 import { FunctionRegistry, type Replica } from './functions.ts'
 import { Keepalive } from './keepalive.ts'
-import { Listener, type LinkKind } from './listener.ts'
+import { Listener, type ChannelEndpoint, type LinkKind } from './listener.ts'
 import { consoleLogger, type LogLevel } from './logger.ts'
 import type { Peer } from './peer.ts'
 import { DiscardReply, FrameTooLarge, InvocationPipeline, PromiseReply, RelayReply, sendErrorFrame, type Invocation, type PipelineHost } from './pipeline.ts'
 import { bytesOver, frameBytes, Session } from './session.ts'
 import { TelemetryHub } from './telemetry.ts'
 import { TriggerRegistry, type Binding, type BindingInput, type ProviderEntry } from './triggers.ts'
+import type { Clock } from '../workers/shared/clock.ts'
 import type {
   BindingInfo,
   BuiltinWorker,
@@ -88,6 +90,8 @@ export interface EngineOptions {
   builtins?: BuiltinWorker[]
   /** Bounds on open invocations (defaults {@link DEFAULT_LEG_LIMITS}). */
   limits?: Partial<LegLimits>
+  /** Clock of the channel sweep (protocol.md §9); default the real one. Tests move a manual one. */
+  clock?: Clock
 }
 
 /** A refusal by a registration hook (§13.5). */
@@ -117,6 +121,8 @@ export class Engine implements BuiltinHost, PipelineHost {
   readonly pipeline: InvocationPipeline
   /** Spans of built-ins and telemetry frames go here; the observability worker attaches (§12). */
   readonly telemetry: TelemetryHub
+  /** Channels (§9): `engine::channels::create`, the `/ws/channels/…` route, built-ins' in-process ends. */
+  readonly channels: ChannelRegistry
   readonly internalTimeoutMs: number
   readonly backpressureBytes: number
   private readonly sessions = new Map<string, Session>()
@@ -142,6 +148,7 @@ export class Engine implements BuiltinHost, PipelineHost {
     this.pipeline = new InvocationPipeline(this)
     this.telemetry = new TelemetryHub(this.pipeline, this.functions, options.logLevel)
     this.log = this.telemetry.engineLogger(options.log ?? consoleLogger('engine', 'trace'))
+    this.channels = new ChannelRegistry(options.clock === undefined ? { log: this.log } : { log: this.log, clock: options.clock })
     this.triggers = new TriggerRegistry({
       deliver: (provider, binding) => this.deliverBinding(provider, binding),
       withdraw: (provider, binding) => this.withdrawBinding(provider, binding),
@@ -169,13 +176,15 @@ export class Engine implements BuiltinHost, PipelineHost {
       if (listener.rbac) this.access.set(listener, new ListenerAccess(listener.rbac, listener.middleware_function_id))
     }
     registerEngineFunctions(this, this.enginePeer)
+    this.channels.start()
     this.engineTriggers = new EngineTriggers(this.enginePeer, this.log, (binding) => this.functionsVisibleTo(binding))
     try {
       for (const config of this.config.listeners) {
-        const listener = new Listener(config, this.log, (transport, kind, info) => this.accept(transport, kind, info, config))
+        const keepalive = new Keepalive({ pingIntervalMs: config.ping_interval_ms, idleTimeoutMs: config.idle_timeout_ms, drainTimeoutMs: config.drain_timeout_ms }, this.log)
+        this.keepalives.set(config, keepalive)
+        const listener = new Listener(config, this.log, (transport, kind, info) => this.accept(transport, kind, info, config), this.channelEndpoint(config, keepalive))
         await listener.start()
         this.listeners.push(listener)
-        this.keepalives.set(config, new Keepalive({ pingIntervalMs: config.ping_interval_ms, idleTimeoutMs: config.idle_timeout_ms, drainTimeoutMs: config.drain_timeout_ms }, this.log))
         if (!config.rbac && !isLoopback(config.host)) {
           this.log.warn(
             `worker listener ${listener.url} accepts connections from other hosts and has no rbac block: any client can register and invoke every function`,
@@ -209,6 +218,7 @@ export class Engine implements BuiltinHost, PipelineHost {
       session.transport.close(1001, 'engine shutting down')
       this.cleanup(session)
     }
+    this.channels.stop()
     await Promise.all(this.listeners.map((l) => l.stop()))
     for (const keepalive of this.keepalives.values()) keepalive.stop()
     for (const worker of [...this.runningBuiltins].reverse()) {
@@ -273,6 +283,18 @@ export class Engine implements BuiltinHost, PipelineHost {
   }
 
   // ---- sessions ------------------------------------------------------------------------------
+
+  /**
+   * The `/ws/channels/…` route of one listener (§9): no session and no auth function; its frame
+   * limit (`max_message_bytes`), keepalive and slow-consumer rule apply to the channel's sockets.
+   */
+  private channelEndpoint(listener: ListenerConfig, keepalive: Keepalive): ChannelEndpoint {
+    const watch = (target: Parameters<Keepalive['track']>[0]) => ({ heard: keepalive.track(target), forget: () => keepalive.untrack(target) })
+    return {
+      find: (channelId, key, direction) => (this.stopping ? undefined : this.channels.find(channelId, key, direction)),
+      attach: (ticket, ws, tcp) => this.channels.attachSocket(ticket, ws, tcp, { maxMessageBytes: listener.max_message_bytes, watch }),
+    }
+  }
 
   private accept(transport: Transport, kind: LinkKind, info: PeerInfo, listener: ListenerConfig): void {
     if (this.stopping) {
@@ -1010,6 +1032,7 @@ export class Engine implements BuiltinHost, PipelineHost {
 
   private removeBuiltinPeer(peer: BuiltinPeer): void {
     peer.alive = false
+    this.channels.removeOwnedBy(peer)
     if (this.functions.removePeer(peer)) this.engineTriggers?.functionsChanged()
     this.triggers.removeBindingsOf(peer)
     this.triggers.removeProviderPeer(peer)

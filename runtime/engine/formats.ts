@@ -117,7 +117,18 @@ export const WORKER_DETAIL = object(
   [...WORKER_SUMMARY.required!, 'internal'],
 )
 
-/** Request and result of each function of §11.1–§11.2, by id. */
+/** ChannelRef (§9): one end of a channel; `access_key` is its credential. */
+const CHANNEL_REF = (direction: 'read' | 'write') =>
+  object(
+    {
+      channel_id: { type: 'string', format: 'uuid' },
+      access_key: { type: 'string', format: 'uuid', description: 'the credential of this end: whoever holds it can claim the end' },
+      direction: { type: 'string', const: direction },
+    },
+    ['channel_id', 'access_key', 'direction'],
+  )
+
+/** Request and result of each function of §11.1–§11.3, by id. */
 export const ENGINE_FUNCTION_FORMATS: Record<string, { request_format: FormatSchema; response_format: FormatSchema }> = {
   'engine::functions::list': {
     request_format: object(
@@ -253,6 +264,20 @@ export const ENGINE_FUNCTION_FORMATS: Record<string, { request_format: FormatSch
   'engine::unregister_trigger': {
     request_format: object({ id: { type: 'string', description: 'registered trigger id' }, trigger_type: STRING }, ['id']),
     response_format: object({ removed: { type: 'boolean', description: 'false when no such trigger existed' } }, ['removed']),
+  },
+  'engine::channels::create': {
+    request_format: object(
+      { buffer_size: { type: 'integer', minimum: 1, maximum: 1024, default: 64, description: 'items the channel holds before it stops reading the writer (also bounded at 1 MiB)' } },
+      [],
+      { examples: [{}, { buffer_size: 16 }] },
+    ),
+    response_format: object(
+      {
+        writer: { ...CHANNEL_REF('write'), description: 'connect to /ws/channels/<channel_id>?key=<access_key>&dir=write on the worker listener' },
+        reader: { ...CHANNEL_REF('read'), description: 'connect to /ws/channels/<channel_id>?key=<access_key>&dir=read' },
+      },
+      ['writer', 'reader'],
+    ),
   },
 }
 

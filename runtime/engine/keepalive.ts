@@ -16,10 +16,20 @@
  * instead of waiting for it forever. The other half of the rule, a buffer over
  * `max_outbound_bytes`, is checked on every send (`Session.send`). Stalls are measured at
  * {@link drainSweepMs} granularity.
+ *
+ * Channel sockets (protocol.md §9, `channels/`) are watched the same way; a channel writer whose
+ * reading the engine paused on purpose (backpressure) cannot be heard meanwhile, so its silence is
+ * not counted then (`readingPaused`).
  */
 import type { Transport } from 'svc-protocol'
 import { Heartbeat, systemTimers, type Timers } from 'svc-protocol/client'
 import type { Logger } from './types.ts'
+
+/** What the keepalive needs of a connection: a {@link Transport}, or a channel socket. */
+export interface KeepaliveTarget extends Pick<Transport, 'bufferedAmount' | 'writtenBytes' | 'ping' | 'terminate'> {
+  /** True while the engine does not read this connection on purpose: its silence does not count. */
+  readonly readingPaused?: boolean
+}
 
 interface Drain {
   /** `writtenBytes` (or, without it, `bufferedAmount`) at the last drain sweep that saw progress. */
@@ -53,8 +63,8 @@ export interface KeepaliveTimes {
 }
 
 export class Keepalive {
-  private readonly heartbeat: Heartbeat<Transport>
-  private readonly draining = new Map<Transport, Drain>()
+  private readonly heartbeat: Heartbeat<KeepaliveTarget>
+  private readonly draining = new Map<KeepaliveTarget, Drain>()
   private readonly drainTimer: NodeJS.Timeout
   private readonly times: KeepaliveTimes
   private readonly log: Logger
@@ -62,7 +72,7 @@ export class Keepalive {
   constructor(times: KeepaliveTimes, log: Logger) {
     this.times = times
     this.log = log
-    this.heartbeat = new Heartbeat<Transport>({
+    this.heartbeat = new Heartbeat<KeepaliveTarget>({
       pingIntervalMs: times.pingIntervalMs,
       idleTimeoutMs: times.idleTimeoutMs,
       tickMs: times.pingIntervalMs,
@@ -77,12 +87,12 @@ export class Keepalive {
   }
 
   /** Starts watching `transport`; call the returned function whenever anything arrives on it. */
-  track(transport: Transport): () => void {
+  track(transport: KeepaliveTarget): () => void {
     this.draining.set(transport, { written: 0, stalledSinceMs: undefined })
     return this.heartbeat.track(transport)
   }
 
-  untrack(transport: Transport): void {
+  untrack(transport: KeepaliveTarget): void {
     this.heartbeat.untrack(transport)
     this.draining.delete(transport)
   }

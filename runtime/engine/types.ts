@@ -7,6 +7,7 @@
  */
 import type { FormatSchema, TriggerActionValue } from 'svc-protocol'
 import type { AccessPolicy } from './access/policy.ts'
+import type { LocalChannels } from './channels/index.ts'
 import type { Peer } from './peer.ts'
 import type { TelemetryHub } from './telemetry.ts'
 
@@ -133,6 +134,12 @@ export interface LocalWorker {
    * `engine::workers::info` (builtins.md §2.7); undefined once an apply succeeds.
    */
   setLastConfigError(message: string | undefined): void
+  /**
+   * Channels (protocol.md §9) with one end held in-process and the other claimed by a worker over
+   * its socket, e.g. svc-http's streamed request and response bodies (builtins.md §3.4, §3.7).
+   * Channels created here are removed when this worker stops.
+   */
+  readonly channels: LocalChannels
 }
 
 /** Engine logger; the observability worker will collect these later. */

@@ -27,7 +27,7 @@ export interface TestEngineOptions {
   extraListeners?: Partial<ListenerConfig>[]
   config?: Partial<Omit<EngineConfig, 'listeners' | 'data_dir'>>
   log?: Logger
-  /** Clock of the built-ins that keep timers (createBuiltins' `clock`); default the real one. */
+  /** Clock of the built-ins that keep timers (createBuiltins' `clock`) and of the engine's channel sweep; default the real one. */
   clock?: Clock
   /** Bounds on open invocations (EngineOptions.limits). */
   limits?: Partial<LegLimits>
@@ -72,6 +72,7 @@ export async function startTestEngine(options: TestEngineOptions = {}): Promise<
   }
   const engineOptions: ConstructorParameters<typeof Engine>[1] = { log: options.log ?? silentLogger, builtins: options.builtins ?? createBuiltins(options.clock ? { ...config, clock: options.clock } : config) }
   if (options.limits) engineOptions.limits = options.limits
+  if (options.clock) engineOptions.clock = options.clock
   const engine = new Engine(config, engineOptions)
   await engine.start()
   return {

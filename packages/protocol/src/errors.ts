@@ -195,6 +195,9 @@ export const Codes = {
   Unknown: 'UNKNOWN',
   // engine limits (svc additions, docs/decisions.md)
   TooManyInvocations: 'TOO_MANY_INVOCATIONS',
+  // protocol.md §9: channels
+  ChannelClosed: 'CHANNEL_CLOSED',
+  TooManyChannels: 'TOO_MANY_CHANNELS',
   ResultTooLarge: 'RESULT_TOO_LARGE',
   // builtins.md §3.9 (HTTP worker)
   InvalidBody: 'INVALID_BODY',
@@ -282,6 +285,8 @@ entry(Codes.NotConnected, 503, 'unreachable', ['sdk'], 'A call was made while th
 entry(Codes.Shutdown, 503, 'failure', ['sdk'], 'Pending calls rejected by shutdown().', 'Expected while a worker stops; retry the call on a running replica.', { wire: false })
 entry(Codes.Unknown, 500, 'failure', ['sdk'], 'A remote error value was not an ErrorBody.', 'Make the remote side fail with an ErrorBody `{code, message}`.', { wire: false })
 entry(Codes.TooManyInvocations, 429, 'failure', ['engine'], 'The engine holds the maximum number of open invocations for this connection or in all.', 'Wait for open invocations to finish, or send fewer at once.')
+entry(Codes.ChannelClosed, 502, 'failure', ['engine'], 'An end of a channel (protocol.md §9) was used after the channel ended — its reader went away, its writer ended abnormally, or it was removed (an end unclaimed 5 minutes after creation, by the built-in that created it, at engine shutdown) — or an end was claimed a second time.', 'Claim each end once and keep reading until the writer closes; create a new channel (`engine::channels::create`) for a new stream, and claim both ends within 5 minutes.')
+entry(Codes.TooManyChannels, 429, 'failure', ['engine'], 'engine::channels::create while the engine holds its maximum of open channels (100,000).', 'Close channels when done (both ends), or wait for unclaimed ones to be swept (5 minutes after creation), then retry.')
 entry(Codes.ResultTooLarge, 413, 'failure', ['engine'], "A result would make a frame larger than the caller's connection takes (max_message_bytes, 64 MiB by default); the engine answers this error instead and the connection stays open.", 'Return less at once (page through rows, traces or logs with a `limit`), or raise `max_message_bytes` of the listener in config.yaml.')
 entry(Codes.InvalidBody, 400, 'failure', ['http'], 'The request body is not valid JSON or UTF-8, or nests too deeply.', 'Send a JSON body in UTF-8 with `content-type: application/json`.')
 entry(Codes.InvalidRequest, 400, 'failure', ['http'], 'The request is not valid HTTP (its head is malformed, too large (431) or too slow (408)).', 'Send a well-formed HTTP request with a smaller head, without stalling.')
@@ -431,6 +436,11 @@ export const Errors = {
    * A frame the engine would send a worker is over that connection's `max_message_bytes`
    * (protocol.md §2: the engine never sends larger ones). `what`: `invocation`, `trigger config`.
    */
+  channelNotFound: () => make(Codes.NotFound, 'Channel not found'),
+  /** `why`: `the reader went away`, `the writer ended abnormally`, `it was removed`, … */
+  channelClosed: (channelId: string, why: string) => make(Codes.ChannelClosed, `channel ${channelId} is closed: ${why}`),
+  channelClaimed: (channelId: string, direction: string) => make(Codes.ChannelClosed, `the ${direction} end of channel ${channelId} is claimed already`),
+  tooManyChannels: (limit: number) => make(Codes.TooManyChannels, `the engine already holds ${limit} channels; close or let unclaimed ones expire, then retry`),
   frameTooLarge: (what: string, bytes: number | undefined, limit: number) =>
     make(Codes.PayloadTooLarge, `${what} of ${frameSize(bytes)} exceeds max_message_bytes ${limit} of the worker connection it goes to`),
   /**

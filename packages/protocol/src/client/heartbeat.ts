@@ -27,6 +27,11 @@ export interface HeartbeatPeer {
   ping(): void
   /** Ends the connection at once; its close handling follows. */
   terminate(): void
+  /**
+   * True while its owner does not read this peer on purpose (backpressure: the engine pauses a
+   * channel writer's socket): nothing can be heard from it then, so its silence does not count.
+   */
+  readonly readingPaused?: boolean
 }
 
 export interface HeartbeatOptions<P extends HeartbeatPeer> {
@@ -116,7 +121,7 @@ export class Heartbeat<P extends HeartbeatPeer = HeartbeatPeer> {
     // A ping may leave half a tick early, so a sweep that runs a little early still sends it.
     const pingDue = this.#pingIntervalMs - this.#tickMs / 2
     for (const [peer, entry] of this.#peers) {
-      if (entry.heard) {
+      if (entry.heard || peer.readingPaused === true) {
         entry.heard = false
         entry.quietMs = 0
       } else {

@@ -32,3 +32,19 @@ export interface WorkerSummary {
   connected_at_ms: number
   active_invocations: number
 }
+
+/**
+ * One end of a channel (protocol.md §9): plain JSON that may travel anywhere in a payload or
+ * result. `access_key` is the end's credential: whoever holds the ref can claim the end.
+ */
+export interface ChannelRef {
+  channel_id: string
+  access_key: string
+  direction: 'read' | 'write'
+}
+
+/** The result of `engine::channels::create` (protocol.md §11.3): both ends share `channel_id`. */
+export interface CreateChannelResult {
+  writer: ChannelRef
+  reader: ChannelRef
+}

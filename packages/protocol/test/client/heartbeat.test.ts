@@ -55,6 +55,19 @@ class Peer {
 }
 
 describe('Heartbeat (protocol.md §3.3)', () => {
+  it('does not count the silence of a peer whose reading is paused on purpose (a channel writer held by backpressure)', () => {
+    const timers = new ManualTimers()
+    const peer = Object.assign(new Peer(), { readingPaused: true })
+    const heartbeat = new Heartbeat<Peer & { readingPaused: boolean }>({ pingIntervalMs: 100, idleTimeoutMs: 300, tickMs: 100, timers })
+    heartbeat.track(peer)
+    timers.advance(1_000)
+    assert.equal(peer.terminated, false)
+    peer.readingPaused = false
+    timers.advance(500)
+    assert.equal(peer.terminated, true)
+    heartbeat.stop()
+  })
+
   it('pings every pingIntervalMs and terminates a peer silent for idleTimeoutMs, reporting it first', () => {
     const timers = new ManualTimers()
     const idle: Array<[Peer, number]> = []

@@ -1,0 +1,210 @@
+/**
+ * Property-based tests of channel frame handling (fast-check; protocol.md §9): random sequences
+ * of text and binary items of random sizes, random buffer sizes, random ends (close codes,
+ * terminate, abort, a reader leaving early) and random moments at which the reader connects.
+ * Whatever the interleaving: items arrive in order, nothing is lost on a normal end, the writer
+ * is never read past its bound, and the registry is empty afterwards.
+ */
+import assert from 'node:assert/strict'
+import { after, before, describe, it } from 'node:test'
+import fc from 'fast-check'
+import { ChannelSocket, type ReceivedItem } from '../../../test/support/channel-client.ts'
+import { startTestEngine, type TestEngine } from '../../../test/support/engine.ts'
+import { eventually } from '../../../test/support/raw-worker.ts'
+import { ChannelRegistry, type ChannelItem, type LocalChannelReader } from './index.ts'
+
+/** An item as generated: text, or binary bytes (small random ones, or large filled ones). */
+type Generated = { text: string } | { bytes: Buffer }
+
+const text = fc.string({ unit: 'grapheme', maxLength: 24 }).map((t): Generated => ({ text: t }))
+const smallBinary = fc.uint8Array({ maxLength: 48 }).map((b): Generated => ({ bytes: Buffer.from(b) }))
+const largeBinary = fc.tuple(fc.integer({ min: 1024, max: 192 * 1024 }), fc.integer({ min: 0, max: 255 })).map(([size, fill]): Generated => ({ bytes: Buffer.alloc(size, fill) }))
+const generatedItem = fc.oneof({ weight: 3, arbitrary: text }, { weight: 3, arbitrary: smallBinary }, { weight: 1, arbitrary: largeBinary })
+
+function asReceived(item: Generated): ReceivedItem {
+  return 'text' in item ? item.text : item.bytes
+}
+
+function fromLocal(item: ChannelItem): ReceivedItem {
+  return item.type === 'text' ? item.text : Buffer.from(item.data)
+}
+
+function isPrefix(prefix: readonly ReceivedItem[], of: readonly ReceivedItem[]): boolean {
+  return prefix.length <= of.length && prefix.every((item, i) => sameItem(item, of[i]!))
+}
+
+function sameItem(a: ReceivedItem, b: ReceivedItem): boolean {
+  return typeof a === 'string' ? a === b : typeof b !== 'string' && a.equals(b)
+}
+
+describe('channel core with in-process ends (fast-check)', () => {
+  type Op =
+    | { kind: 'write'; item: Generated }
+    | { kind: 'take'; count: number }
+    | { kind: 'attachReader' }
+    | { kind: 'close' }
+    | { kind: 'abort' }
+    | { kind: 'cancel' }
+  const op: fc.Arbitrary<Op> = fc.oneof(
+    { weight: 6, arbitrary: generatedItem.map((item): Op => ({ kind: 'write', item })) },
+    { weight: 3, arbitrary: fc.integer({ min: 1, max: 4 }).map((count): Op => ({ kind: 'take', count })) },
+    { weight: 1, arbitrary: fc.constant<Op>({ kind: 'attachReader' }) },
+    { weight: 1, arbitrary: fc.constant<Op>({ kind: 'close' }) },
+    { weight: 1, arbitrary: fc.constant<Op>({ kind: 'abort' }) },
+    { weight: 1, arbitrary: fc.constant<Op>({ kind: 'cancel' }) },
+  )
+
+  it('items arrive in the order their writes resolved, held items never exceed buffer_size, a normal end loses nothing, the registry empties', async () => {
+    await fc.assert(
+      fc.asyncProperty(fc.integer({ min: 1, max: 8 }), fc.array(op, { maxLength: 40 }), async (bufferSize, ops) => {
+        const registry = new ChannelRegistry()
+        const refs = registry.create(bufferSize)
+        const channel = registry.get(refs.writer.channel_id)!
+        const writer = registry.openWriter(refs.writer)
+        let reader: LocalChannelReader | undefined
+        const accepted: ReceivedItem[] = []
+        const writes: Array<Promise<unknown>> = []
+        const received: ReceivedItem[] = []
+        let closed = false
+        let aborted = false
+        let cancelled = false
+        /** Writes made before the writer was closed or aborted: a normal end accepts every one. */
+        let writesBeforeEnd = 0
+        let ending: 'normal' | 'error' | undefined
+        const take = async (count: number) => {
+          for (let i = 0; i < count && reader !== undefined && ending === undefined; i++) {
+            const next = reader.next()
+            // A take that has to wait for a write is not awaited: the writes that follow feed it.
+            const settled = await Promise.race([next.then((item) => ({ item }), () => ({ error: true })), new Promise<undefined>((resolve) => setImmediate(() => resolve(undefined)))])
+            if (settled === undefined) {
+              void next.then((item) => (item === undefined ? (ending = 'normal') : received.push(fromLocal(item))), () => (ending = 'error'))
+              return
+            }
+            if ('error' in settled) ending = 'error'
+            else if (settled.item === undefined) ending = 'normal'
+            else received.push(fromLocal(settled.item))
+          }
+        }
+        for (const step of ops) {
+          switch (step.kind) {
+            case 'write': {
+              const item = step.item
+              const write = 'text' in item ? writer.sendMessage(item.text) : writer.write(item.bytes)
+              writes.push(write.then(() => accepted.push(asReceived(item)), () => {}))
+              if (!closed && !aborted) writesBeforeEnd++
+              break
+            }
+            case 'take':
+              await take(step.count)
+              break
+            case 'attachReader':
+              reader ??= registry.openReader(refs.reader)
+              break
+            case 'close':
+              closed = true
+              writer.close()
+              break
+            case 'abort':
+              aborted = true
+              writer.abort()
+              break
+            case 'cancel':
+              if (reader !== undefined) {
+                cancelled = true
+                reader.cancel()
+              }
+              break
+          }
+          await new Promise((resolve) => setImmediate(resolve))
+          assert.ok(channel.isRemoved || channel.heldItems <= bufferSize, `held ${channel.heldItems} > ${bufferSize}`)
+        }
+        // The end: close the writer (a no-op after close or abort), read what is left.
+        writer.close()
+        closed = true
+        reader ??= registry.openReader(refs.reader)
+        for (let turns = 0; ending === undefined && !cancelled; turns++) {
+          if (turns > 10_000) assert.fail('the reader never saw the end of the channel')
+          await take(1)
+        }
+        await Promise.all(writes)
+        if (cancelled) {
+          assert.ok(isPrefix(received, accepted), 'a cancelled reader got a prefix')
+        } else {
+          assert.deepEqual(received, accepted, 'every accepted item, in order')
+          if (ending === 'normal') assert.equal(accepted.length, writesBeforeEnd, 'a normal end: every write made before close() was accepted')
+        }
+        await eventually(() => registry.size === 0, 2000)
+      }),
+      { numRuns: 300 },
+    )
+  })
+})
+
+describe('channel sockets (fast-check, real WebSockets)', () => {
+  let t: TestEngine
+  before(async () => {
+    t = await startTestEngine({ builtins: [] })
+  })
+  after(() => t.stop())
+
+  type Ending = { kind: 'close'; code: number | undefined } | { kind: 'terminate' }
+  const ending: fc.Arbitrary<Ending> = fc.oneof(
+    fc.constant<Ending>({ kind: 'close', code: 1000 }),
+    fc.constant<Ending>({ kind: 'close', code: undefined }),
+    fc.constantFrom(1001, 1011, 3000, 4000, 4999).map((code): Ending => ({ kind: 'close', code })),
+    fc.constant<Ending>({ kind: 'terminate' }),
+  )
+
+  it('whatever the frames, the moment the reader connects and how the writer ends: order kept, nothing lost on a normal end, 1000 or 1011, registry empty', async () => {
+    await fc.assert(
+      fc.asyncProperty(
+        fc.integer({ min: 1, max: 16 }),
+        fc.array(generatedItem, { maxLength: 24 }),
+        fc.nat(),
+        ending,
+        fc.option(fc.nat(), { nil: undefined }),
+        async (bufferSize, items, readerSeed, end, leaveSeed) => {
+          const refs = (await t.engine.inject({ function_id: 'engine::channels::create', data: { buffer_size: bufferSize } })) as { writer: never; reader: never }
+          const sent = items.map(asReceived)
+          // The reader connects before item `readerAt`; items.length + 1: after the writer ended.
+          const readerAt = readerSeed % (items.length + 2)
+          const leaveAfter = leaveSeed === undefined || items.length === 0 ? undefined : leaveSeed % items.length
+          const writer = await ChannelSocket.open(t.url, refs.writer)
+          let reader: ChannelSocket | undefined
+          const connectReader = async () => {
+            reader = await ChannelSocket.open(t.url, refs.reader)
+            if (leaveAfter !== undefined) {
+              const r = reader
+              r.ws.on('message', () => {
+                if (r.items.length === leaveAfter + 1) r.ws.close(1000)
+              })
+            }
+          }
+          for (let i = 0; i < items.length; i++) {
+            if (i === readerAt) await connectReader()
+            writer.send(sent[i]!)
+          }
+          if (readerAt === items.length) await connectReader()
+          if (end.kind === 'terminate') writer.ws.terminate()
+          else writer.ws.close(end.code)
+          if (reader === undefined) await connectReader()
+          const { code } = await reader!.closed
+          const got = reader!.items
+          if (leaveAfter !== undefined) {
+            assert.ok(isPrefix(got, sent), 'a reader that left got a prefix')
+          } else if (end.kind === 'terminate') {
+            assert.ok(isPrefix(got, sent), 'a terminated writer: a prefix')
+            assert.equal(code, 1011)
+          } else {
+            assert.equal(got.length, sent.length, 'every item')
+            assert.ok(isPrefix(got, sent), 'in order')
+            assert.equal(code, end.code === 1000 || end.code === undefined ? 1000 : 1011)
+          }
+          await writer.closed
+          await eventually(() => t.engine.channels.size === 0, 10_000)
+        },
+      ),
+      { numRuns: 40 },
+    )
+  })
+})
