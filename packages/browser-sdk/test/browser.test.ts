@@ -13,17 +13,18 @@
  */
 import assert from 'node:assert/strict'
 import { execFile } from 'node:child_process'
-import { existsSync, readFileSync } from 'node:fs'
+import { readFileSync } from 'node:fs'
 import { createServer, type Server } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { dirname, join } from 'node:path'
 import { after, before, describe, it } from 'node:test'
 import { fileURLToPath } from 'node:url'
 import { promisify } from 'node:util'
-import { chromium, type Browser, type Page } from 'playwright-core'
+import type { Browser, Page } from 'playwright-core'
 import { registerWorker as registerNodeWorker, type SvcClient as NodeClient } from 'svc-sdk'
 import type { AuthInput, AuthResult } from 'svc-helpers/rbac'
 import type { ListenerConfig } from '../../../runtime/engine/types.ts'
+import { launchChromium } from '../../../test/support/chromium.ts'
 import { startTestEngine, type TestEngine } from '../../../test/support/engine.ts'
 import { eventually } from '../../../test/support/raw-worker.ts'
 import type * as BrowserSdk from '../src/index.ts'
@@ -31,8 +32,6 @@ import type { StreamChangeEvent } from '../src/stream.ts'
 
 const here = dirname(fileURLToPath(import.meta.url))
 const dist = join(here, '..', 'dist')
-const chromiumPath = process.env.SVC_BROWSER ?? '/usr/bin/chromium'
-const CHROMIUM_FLAGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync']
 const TOKEN = 'page-token-1'
 
 /** What the test page keeps on `globalThis` (set by the page's module and by `page.evaluate`). */
@@ -99,7 +98,7 @@ describe('svc-browser-sdk in Chromium', () => {
 
   before(async () => {
     // A missing browser is a failure, not a skip: the browser SDK's flows must run in CI.
-    assert.ok(existsSync(chromiumPath), `no browser at ${chromiumPath}: install Chromium (apt-get install -y chromium) or set SVC_BROWSER to a Chromium executable`)
+    browser = await launchChromium()
     await promisify(execFile)(process.execPath, [join(here, '..', 'scripts', 'build.mjs')])
     t = await startTestEngine(engineOptions())
     rbacUrl = t.urls[1]!
@@ -119,7 +118,6 @@ describe('svc-browser-sdk in Chromium', () => {
     await eventually(async () => node.getConnectionState() === 'connected' && (await listed('gate::auth')), 10_000)
 
     pages = await startPageServer()
-    browser = await chromium.launch({ executablePath: chromiumPath, args: CHROMIUM_FLAGS })
     page = await browser.newPage()
     page.on('pageerror', (error) => pageErrors.push(String(error)))
     page.on('console', (message) => consoleLines.push(message.text()))
