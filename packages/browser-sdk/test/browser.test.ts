@@ -6,7 +6,7 @@
  * query-parameter token. The page registers `browser::…` functions the Node worker invokes through
  * the engine, invokes Node functions (sync, void, enqueue), serves a custom stream and receives its
  * change events, is refused what the listener does not expose, reconnects after the engine restarts
- * on the same ports, and a page with a wrong token is refused.
+ * on the same ports; a page with a wrong token is refused, one with a cookie admitted.
  *
  * Fails when Chromium is not installed (`apt-get install -y chromium`); set SVC_BROWSER to use
  * another executable.
@@ -103,11 +103,13 @@ describe('svc-browser-sdk in Chromium', () => {
     t = await startTestEngine(engineOptions())
     rbacUrl = t.urls[1]!
     node = registerNodeWorker(t.url, { workerName: 'node-side', otel: { enabled: false }, reconnectionConfig: { initialDelayMs: 50, maxDelayMs: 300 } })
-    // The auth function of the rbac listener: the page's token is a query parameter (a browser
-    // cannot send headers on a WebSocket upgrade). The page may bind triggers to its own handler.
+    // The auth function of the rbac listener: the page's token is a query parameter, or a cookie
+    // (a browser cannot send other headers on a WebSocket upgrade). The page may bind triggers to
+    // its own handler.
     node.registerFunction('gate::auth', (input: AuthInput): AuthResult => {
       authCalls.push(input)
-      if (input.query_params.token?.[0] !== TOKEN) throw new Error('invalid token')
+      const byCookie = /(?:^|;\s*)svc_page=cookie-secret(?:;|$)/.test(input.headers.cookie ?? '')
+      if (input.query_params.token?.[0] !== TOKEN && !byCookie) throw new Error('invalid token')
       return { allowed_functions: ['browser::on-change'], context: { page: true } }
     })
     node.registerFunction('node::greet', ({ name }: { name: string }) => ({ greeting: `Hello, ${name}, from Node` }))
@@ -245,6 +247,23 @@ describe('svc-browser-sdk in Chromium', () => {
       consoleLines.includes('[svc-browser-sdk] the headers option is ignored in browsers: pass credentials as query parameters in the address (wss://…/?token=…) or with cookies'),
       consoleLines.join('\n'),
     )
+  })
+
+  it('a page is admitted by a cookie for the listener\'s host, with no token in the address', async () => {
+    // Cookies are per host, not per port: one set for the page's host goes to the listener too.
+    await page.context().addCookies([{ name: 'svc_page', value: 'cookie-secret', domain: '127.0.0.1', path: '/' }])
+    const answer = await page.evaluate(async (url) => {
+      const g = globalThis as unknown as PageGlobals
+      const byCookie = g.svc.registerWorker(url, { workerName: 'cookie-page' })
+      try {
+        return await byCookie.trigger({ function_id: 'node::greet', payload: { name: 'cookie' } })
+      } finally {
+        await byCookie.shutdown()
+      }
+    }, `${rbacUrl}/`)
+    assert.deepEqual(answer, { greeting: 'Hello, cookie, from Node' })
+    assert.match(authCalls.at(-1)!.headers.cookie ?? '', /svc_page=cookie-secret/)
+    await page.context().clearCookies()
   })
 
   it('reconnects after the engine restarts on the same ports, and its functions are registered again', async () => {

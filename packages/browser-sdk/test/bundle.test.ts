@@ -7,6 +7,7 @@
  */
 import assert from 'node:assert/strict'
 import { execFile } from 'node:child_process'
+import { createRequire } from 'node:module'
 import { existsSync, readFileSync } from 'node:fs'
 import { dirname, join, relative, sep } from 'node:path'
 import { before, describe, it } from 'node:test'
@@ -85,6 +86,16 @@ describe('the svc-browser-sdk bundle', () => {
     assert.equal(stream.createStream, sdk.createStream)
     assert.deepEqual(Object.keys(state), [])
     assert.throws(() => (sdk.registerWorker as (a?: string) => unknown)(), /engine address is required in a browser/)
+  })
+
+  it('resolves by its package name to the same module, for import and for require() (sdk.md §1)', async () => {
+    const byPath = await import(pathToFileURL(join(dist, 'svc-browser-sdk.js')).href)
+    const byName = await import('svc-browser-sdk')
+    assert.equal(byName.registerWorker, byPath.registerWorker)
+    assert.equal((await import('svc-browser-sdk/helpers')).createStream, byPath.createStream)
+    // Node ≥ 22.12 require()s an ES module without top-level await: CommonJS consumers get it too.
+    const required = createRequire(import.meta.url)('svc-browser-sdk') as typeof byPath
+    assert.equal(required.InvocationError, byPath.InvocationError)
   })
 
   it('is what package.json names: browser/import conditions, types for each subpath, its own version', () => {
