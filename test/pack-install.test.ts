@@ -211,6 +211,9 @@ it('the packed CLI installs offline, scaffolds a project that runs, and the proj
   const home = join(scratch, 'home')
   mkdirSync(home)
   await timed('project init', () => run('svc', ['project', 'init', 'demo', '--template', 'quickstart'], home, env))
+  // The browser template's page loads the SDK bundle the installed CLI ships (no checkout to build it from).
+  await timed('browser template', () => run('svc', ['project', 'init', 'web', '--template', 'browser', '--no-install'], home, env))
+  assert.equal(readFileSync(join(home, 'web', 'public', 'svc-browser-sdk.js'), 'utf8'), readFileSync(join(installed, 'vendor', 'svc-browser-sdk.js'), 'utf8'))
   const first = join(home, 'demo')
   for (const worker of ['math-worker', 'caller-worker']) {
     const manifest = readFileSync(join(first, 'workers', worker, 'package.json'), 'utf8')
