@@ -74,6 +74,8 @@ class BrowserWebSocketTransport implements Transport {
   #closeFired = false
   /** Set by a local close()/terminate(): errors the socket reports afterwards are their echo. */
   #ended = false
+  /** Set by terminate(): the socket's own events are detached, `close` is on its way. */
+  #terminated = false
   #handshakeTimer: ReturnType<typeof setTimeout> | undefined = undefined
 
   constructor(ws: WebSocketLike, url: string) {
@@ -141,19 +143,23 @@ class BrowserWebSocketTransport implements Transport {
   }
 
   /**
-   * Drops the connection without waiting for a closing handshake: `close` (1006) is reported at
-   * once, and nothing the socket reports afterwards reaches the handlers.
+   * Drops the connection without waiting for a closing handshake: nothing the socket reports
+   * afterwards reaches the handlers, and `close` (1006) follows in a microtask (asynchronously, as
+   * the other transports report it, so no caller sees its own close re-entrantly).
    */
   terminate(): void {
-    if (this.#closeFired) return
+    if (this.#closeFired || this.#terminated) return
+    this.#terminated = true
     this.#ended = true
     clearTimeout(this.#handshakeTimer)
+    const ws = this.#ws
+    ws.onopen = ws.onmessage = ws.onerror = ws.onclose = null
     try {
-      this.#ws.close()
+      ws.close()
     } catch {
       // already closing
     }
-    this.#fireClose(1006, '')
+    queueMicrotask(() => this.#fireClose(1006, ''))
   }
 
   /** Browsers cannot send ping frames; the session's JSON `ping` frames keep the connection alive. */

@@ -180,11 +180,18 @@ describe('the browser transport', () => {
     early.transport.close(1000)
     await eventually(() => early.events.some((e) => e.type === 'close'), 5000)
     assert.deepEqual(early.events.map((e) => [e.type, e.code]), [['close', 1006]])
-    const terminated = open(server.url)
-    await eventually(() => terminated.events.some((e) => e.type === 'open'), 5000)
+    const other = await rawServer(t)
+    const terminated = open(other.url)
+    await eventually(() => terminated.events.some((e) => e.type === 'open') && other.sockets.length === 1, 5000)
+    let serverSawEnd = false
+    other.sockets[0]!.on('close', () => (serverSawEnd = true))
     terminated.transport.terminate()
     terminated.transport.terminate()
-    assert.deepEqual(terminated.events.map((e) => [e.type, e.code]), [['open', undefined], ['close', 1006]], 'close (1006) at once, once')
+    assert.equal(terminated.transport.isOpen, false)
+    terminated.transport.send('dropped')
+    // Until the connection is gone on both sides: the socket's own close event is detached.
+    await eventually(() => serverSawEnd && terminated.events.some((e) => e.type === 'close'), 5000)
+    assert.deepEqual(terminated.events.map((e) => [e.type, e.code]), [['open', undefined], ['close', 1006]], 'close (1006), once')
   })
 
   it('holds events that arrive before the first setHandlers, and says when there is no WebSocket at all', async (t) => {
