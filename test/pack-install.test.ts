@@ -66,7 +66,7 @@ function checkPrerequisites(): void {
       assert.fail(`${tool} is needed to pack and install svc (not found on PATH)`)
     }
   }
-  for (const built of ['dist/src/commands', 'dist/runtime', 'packages/sdk/dist', 'packages/protocol/dist', 'packages/helpers/dist', 'packages/console/dist']) {
+  for (const built of ['dist/src/commands', 'dist/runtime', 'packages/sdk/dist', 'packages/protocol/dist', 'packages/helpers/dist', 'packages/console/dist', 'packages/browser-sdk/dist/svc-browser-sdk.js']) {
     assert.ok(existsSync(join(ROOT, built)), `${built} is missing: build the checkout first (npm run build)`)
   }
   assert.ok(existsSync(join(ROOT, 'node_modules', '@oclif', 'core')), 'node_modules is missing: run npm ci first')
@@ -74,14 +74,15 @@ function checkPrerequisites(): void {
 
 /**
  * The tarballs of `npm run pack:dist`: reused when both exist, the CLI tarball carries the vendored
- * SDK and no built file, template or package.json is newer; else packed now (about 25 s).
+ * SDK and the browser SDK bundle, and no built file, template or package.json is newer; else packed
+ * now (about 25 s).
  */
 function tarballs(): { packed: boolean } {
-  const sources = ['bin', 'dist/src', 'dist/runtime', 'templates', 'package.json', ...['sdk', 'helpers', 'protocol', 'console'].flatMap((p) => [`packages/${p}/dist`, `packages/${p}/package.json`])]
+  const sources = ['bin', 'dist/src', 'dist/runtime', 'templates', 'package.json', ...['sdk', 'helpers', 'protocol', 'console', 'browser-sdk'].flatMap((p) => [`packages/${p}/dist`, `packages/${p}/package.json`])]
   if (existsSync(CLI_TARBALL) && existsSync(SDK_TARBALL)) {
     const fresh = Math.min(statSync(CLI_TARBALL).mtimeMs, statSync(SDK_TARBALL).mtimeMs) >= newest(sources.map((s) => join(ROOT, s)))
     const listing = execFileSync('tar', ['-tzf', CLI_TARBALL], { encoding: 'utf8', maxBuffer: 64 * 1024 * 1024 })
-    if (fresh && listing.includes(`package/vendor/svc-sdk-${VERSION}.tgz`)) return { packed: false }
+    if (fresh && listing.includes(`package/vendor/svc-sdk-${VERSION}.tgz`) && listing.includes('package/vendor/svc-browser-sdk.js')) return { packed: false }
   }
   packDist(ROOT, PACK_DIR)
   return { packed: true }
@@ -204,11 +205,15 @@ it('the packed CLI installs offline, scaffolds a project that runs, and the proj
   assert.ok(existsSync(join(prefix, 'bin', 'svc')), `npm i -g put no svc in ${join(prefix, 'bin')}`)
   const installed = join(prefix, 'lib', 'node_modules', 'svc')
   assert.ok(existsSync(join(installed, 'vendor', `svc-sdk-${VERSION}.tgz`)), 'the installed CLI ships the svc-sdk tarball')
+  assert.ok(existsSync(join(installed, 'vendor', 'svc-browser-sdk.js')), 'the installed CLI ships the browser SDK bundle (the browser template serves it)')
   assert.ok(!existsSync(join(installed, 'packages')), 'the installed CLI is not a checkout')
 
   const home = join(scratch, 'home')
   mkdirSync(home)
   await timed('project init', () => run('svc', ['project', 'init', 'demo', '--template', 'quickstart'], home, env))
+  // The browser template's page loads the SDK bundle the installed CLI ships (no checkout to build it from).
+  await timed('browser template', () => run('svc', ['project', 'init', 'web', '--template', 'browser', '--no-install'], home, env))
+  assert.equal(readFileSync(join(home, 'web', 'public', 'svc-browser-sdk.js'), 'utf8'), readFileSync(join(installed, 'vendor', 'svc-browser-sdk.js'), 'utf8'))
   const first = join(home, 'demo')
   for (const worker of ['math-worker', 'caller-worker']) {
     const manifest = readFileSync(join(first, 'workers', worker, 'package.json'), 'utf8')

@@ -14,7 +14,9 @@ import type { AddressInfo } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { after, describe, it } from 'node:test'
+import { launchChromium } from './support/chromium.ts'
 import { SVC_BIN, startEngineProcess, type RunningEngine } from './support/processes.ts'
+import { freePort } from './support/redis.ts'
 import { cliEnv, runSvc, type Finished } from './support/cli.ts'
 
 const scratch = mkdtempSync(join(tmpdir(), 'svc-project-init-'))
@@ -60,7 +62,7 @@ describe('svc project init --list-templates (cli.md §4.1)', () => {
     assert.match(lines[0]!, /^TEMPLATE\s+DESCRIPTION$/)
     assert.deepEqual(
       lines.slice(1).map((l) => l.split(/\s+/)[0]),
-      ['bare', 'quickstart', 'starter', 'link-shortener', 'worker'],
+      ['bare', 'quickstart', 'starter', 'link-shortener', 'browser', 'worker'],
     )
     const short = await svc(['project', 'init', '--list'], cwd)
     assert.equal(short.code, 0)
@@ -73,6 +75,7 @@ describe('svc project init --list-templates (cli.md §4.1)', () => {
         ['quickstart', 'project'],
         ['starter', 'project'],
         ['link-shortener', 'project'],
+        ['browser', 'project'],
         ['worker', 'worker'],
       ],
     )
@@ -92,6 +95,7 @@ describe('svc project init: every template (cli.md §4.1)', () => {
       'workers/links/src/worker.js',
       'workers/links/svc.worker.yaml',
     ].sort(),
+    browser: [...PROJECT_FILES, ...tsWorker(''), 'public/index.html', 'public/svc-browser-sdk.js', SDK_TARBALL].sort(),
     worker: [...tsWorker(''), SDK_TARBALL].sort(),
   }
 
@@ -174,7 +178,7 @@ describe('svc project init: errors and exit codes (cli.md §1.1, §4.1)', () => 
   it('an unknown template exits 2 listing the templates', async () => {
     const run = await svc(['project', 'init', 'demo', '--template', 'startr'], workdir())
     assert.equal(run.code, 2)
-    assert.match(run.stderr, /^Error: Unknown template 'startr'\. Available templates: bare, quickstart, starter, link-shortener, worker\n/)
+    assert.match(run.stderr, /^Error: Unknown template 'startr'\. Available templates: bare, quickstart, starter, link-shortener, browser, worker\n/)
   })
 
   it('an unknown package manager exits 2', async () => {
@@ -304,8 +308,8 @@ async function eventually<T>(probe: () => Promise<T | undefined>, timeoutMs: num
 }
 
 /** Starts `svc` in a new project, remembering it (and its workers' process groups) for cleanup. */
-async function startProject(project: string): Promise<RunningEngine> {
-  const engine = await startEngineProcess(project)
+async function startProject(project: string, env: Record<string, string> = {}): Promise<RunningEngine> {
+  const engine = await startEngineProcess(project, [], env)
   engines.add(engine)
   return engine
 }
@@ -418,6 +422,65 @@ describe('a new user: init, start, use (issue 3)', () => {
       await eventually(async () => (engine.output.some((line) => line.includes('activity hello/last-greeting: update')) ? true : undefined), 30_000, () => engine.output.join('\n'))
     } finally {
       await stopEngine(engine)
+    }
+  })
+
+  it('browser: installs; svc serves the page, which the rbac listener admits with the printed token, calls api::hello and answers GET /ask-browser; a wrong token is refused', { timeout: 360_000 }, async () => {
+    const browser = await launchChromium()
+    try {
+      const cwd = workdir()
+      const init = await svc(['project', 'init', 'web-app', '--template', 'browser'], cwd)
+      assert.equal(init.code, 0, init.stdout + init.stderr)
+      const project = join(cwd, 'web-app')
+      assert.ok(existsSync(join(project, 'node_modules', 'svc-sdk', 'package.json')))
+      assert.ok(existsSync(join(project, 'public', 'svc-browser-sdk.js')))
+      useFreePorts(project)
+      // The browser listener's port reaches both the listener and the worker through config.yaml.
+      const engine = await startProject(project, { BROWSER_PORT: String(await freePort()) })
+      try {
+        // The worker prints the page's address with the token it made (and keeps in the state worker).
+        const token = await eventually(
+          async () => engine.output.join('\n').match(/open http:\/\/localhost:\S+\/\?token=([0-9a-f]{32})/)?.[1],
+          120_000,
+          () => engine.output.join('\n'),
+        )
+        const page = await browser.newPage()
+        const pageErrors: string[] = []
+        page.on('pageerror', (error) => pageErrors.push(String(error)))
+        await page.goto(`${engine.httpUrl}/?token=${token}`)
+        await page.locator('#state', { hasText: 'connected' }).waitFor({ timeout: 30_000 })
+
+        // The page calls the Node worker (api:: is exposed on the rbac listener).
+        await page.getByRole('button', { name: 'Call api::hello' }).click()
+        await page.locator('#answer', { hasText: '"visits": 1' }).waitFor({ timeout: 10_000 })
+        assert.deepEqual(JSON.parse(await page.locator('#answer').textContent() ?? ''), { message: 'Hello, Ada, from Node!', visits: 1 })
+
+        // The Node worker calls the page: its `greet` is stored as browser::greet.
+        const asked = await eventually(
+          async () => {
+            const res = await fetch(`${engine.httpUrl}/ask-browser?name=Ada`)
+            return res.status === 200 ? res.json() : undefined
+          },
+          30_000,
+          () => engine.output.join('\n'),
+        )
+        assert.deepEqual(asked, { greeting: 'Hello, Ada, from the browser' })
+        await page.locator('#asked', { hasText: '1' }).waitFor()
+
+        // A page with a wrong token is refused by gate::auth, and says so.
+        const intruder = await browser.newPage()
+        await intruder.goto(`${engine.httpUrl}/?token=wrong`)
+        await intruder.locator('#problem', { hasText: 'AUTH_ERROR' }).waitFor({ timeout: 30_000 })
+        assert.notEqual(await intruder.locator('#state').textContent(), 'connected')
+        const withoutToken = await browser.newPage()
+        await withoutToken.goto(`${engine.httpUrl}/`)
+        await withoutToken.locator('#problem', { hasText: 'Open the address the worker printed' }).waitFor()
+        assert.deepEqual(pageErrors, [])
+      } finally {
+        await stopEngine(engine)
+      }
+    } finally {
+      await browser.close()
     }
   })
 

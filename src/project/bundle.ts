@@ -122,7 +122,8 @@ export function packSdk(root: string, out: string): string {
 /**
  * `npm run pack:dist`: `svc-sdk-<v>.tgz` and `svc-<v>.tgz` in `out`, for the built checkout at
  * `root`. The CLI tarball also carries the SDK tarball as `vendor/svc-sdk-<v>.tgz`, which
- * `svc project init` copies into new projects (vendor.ts).
+ * `svc project init` copies into new projects (vendor.ts), and the browser SDK bundle as
+ * `vendor/svc-browser-sdk.js` (built by `npm run build`).
  *
  * @returns the tarballs' absolute paths, SDK first
  */
@@ -141,6 +142,8 @@ export function packDist(root: string, out: string): string[] {
     for (const extra of readdirSync(join(cliStage, 'dist'))) if (extra !== 'src' && extra !== 'runtime') rmSync(join(cliStage, 'dist', extra), { recursive: true, force: true })
     mkdirSync(join(cliStage, 'vendor'))
     cpSync(sdk, join(cliStage, 'vendor', sdk.split('/').pop()!))
+    // The browser SDK is one file a project serves itself (the `browser` template, vendor.ts).
+    cpSync(join(root, 'packages', 'browser-sdk', 'dist', 'svc-browser-sdk.js'), join(cliStage, 'vendor', 'svc-browser-sdk.js'))
     const cli = packWithBundle(root, cliStage, Object.keys(WORKSPACES), packed, work, ['vendor'])
 
     return [sdk, cli].map((file) => moveInto(file, out))

@@ -9,7 +9,7 @@ import { formatProjectIni, PROJECT_INI, projectIdentity } from './project-ini.ts
 import { substitute, workerNameFor } from './substitute.ts'
 import { templateFiles } from './templates.ts'
 import type { PackageManager, TemplateInfo } from './types.ts'
-import { sdkTarball, VENDOR_DIRECTORY } from './vendor.ts'
+import { browserSdkBundle, sdkTarball, VENDOR_DIRECTORY } from './vendor.ts'
 
 export interface CopyTemplateOptions {
   /** Project (or, for the `worker` template, worker) name. */
@@ -27,8 +27,10 @@ export interface CopyTemplateOptions {
  * set in every package.json, worker manifests set to the package manager. A file already there is
  * replaced, except `.gitignore`, which gets the template's lines it lacks appended. When a
  * package.json depends on svc-sdk and the CLI has its tarball (vendor.ts), the tarball is copied to
- * `vendor/svc-sdk-<v>.tgz` and depended on by a relative `file:` path.
+ * `vendor/svc-sdk-<v>.tgz` and depended on by a relative `file:` path. A template with
+ * `browserSdk` gets the browser SDK bundle copied there.
  *
+ * @throws {CliError} `BROWSER_SDK_MISSING` when such a template's bundle is not available (vendor.ts)
  * @returns the paths written, relative to `directory`, `/`-separated, sorted
  */
 export function copyTemplate(options: CopyTemplateOptions): string[] {
@@ -64,6 +66,14 @@ export function copyTemplate(options: CopyTemplateOptions): string[] {
       writeFileSync(target, text, { mode })
     }
     written.push(file.path)
+  }
+  if (options.template.browserSdk !== undefined) {
+    // The page's SDK: one ES module the project serves itself (vendor.ts).
+    const path = options.template.browserSdk
+    const target = join(options.directory, ...path.split('/'))
+    mkdirSync(dirname(target), { recursive: true })
+    copyFileSync(browserSdkBundle(options.cliRoot), target)
+    written.push(path)
   }
   return written.sort()
 }

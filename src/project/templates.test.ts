@@ -34,10 +34,10 @@ const TS_WORKER = (dir: string) => [`${dir}package.json`, `${dir}src/index.ts`, 
 const SDK_TARBALL = 'vendor/svc-sdk-0.1.0.tgz'
 
 describe('template catalogue (cli.md §4.1)', () => {
-  it('lists bare, quickstart, starter, link-shortener and worker, with one-line descriptions', () => {
+  it('lists bare, quickstart, starter, link-shortener, browser and worker, with one-line descriptions', () => {
     assert.deepEqual(
       TEMPLATES.map((t) => t.name),
-      ['bare', 'quickstart', 'starter', 'link-shortener', 'worker'],
+      ['bare', 'quickstart', 'starter', 'link-shortener', 'browser', 'worker'],
     )
     const table = formatTemplateTable().trimEnd().split('\n')
     assert.match(table[0]!, /^TEMPLATE\s+DESCRIPTION$/)
@@ -56,7 +56,7 @@ describe('template catalogue (cli.md §4.1)', () => {
         err instanceof CliError &&
         err.exitCode === ExitCode.Usage &&
         err.code === 'UNKNOWN_TEMPLATE' &&
-        err.message === "Unknown template 'starterr'. Available templates: bare, quickstart, starter, link-shortener, worker",
+        err.message === "Unknown template 'starterr'. Available templates: bare, quickstart, starter, link-shortener, browser, worker",
     )
   })
 
@@ -86,6 +86,18 @@ describe('files written per template', () => {
       'workers/links/svc.worker.yaml',
       SDK_TARBALL,
     ].sort())
+  })
+
+  it('browser: bare plus a TypeScript worker at the root, the page, and the browser SDK bundle it loads', () => {
+    const { dir, files } = scaffold('browser')
+    assert.deepEqual(files, [...PROJECT_FILES, ...TS_WORKER(''), 'public/index.html', 'public/svc-browser-sdk.js', SDK_TARBALL].sort())
+    // The bundle the checkout builds, byte for byte: one ES module with no import left.
+    const bundle = readFileSync(join(dir, 'public/svc-browser-sdk.js'), 'utf8')
+    assert.equal(bundle, readFileSync(join(ROOT, 'packages/browser-sdk/dist/svc-browser-sdk.js'), 'utf8'))
+    assert.match(bundle, /export\{[^}]*registerWorker/)
+    const page = readFileSync(join(dir, 'public/index.html'), 'utf8')
+    assert.match(page, /<title>demo<\/title>/)
+    assert.match(page, /import \{ registerWorker \} from '\/svc-browser-sdk\.js'/)
   })
 
   it('worker: one worker directory, no project files', () => {
@@ -159,6 +171,21 @@ describe('what the templates write is valid', () => {
     )
   })
 
+  it('browser: a trusted listener, an rbac listener whose auth function the worker registers, and the worker told where pages connect', () => {
+    const { dir } = scaffold('browser')
+    const config = loadConfig('config.yaml', { cwd: dir, env: {} })
+    assert.deepEqual(config.listeners.map((l) => [l.host, l.port, l.rbac === undefined]), [['127.0.0.1', 49134, true], ['127.0.0.1', 49135, false]])
+    assert.equal(config.listeners[1]!.rbac!.auth_function_id, 'gate::auth')
+    assert.deepEqual(config.listeners[1]!.rbac!.expose_functions, ['match("api::*")'])
+    assert.deepEqual(config.local_workers.map((w) => [w.name, w.worker_path, w.config]), [['demo', dir, { http_port: '3111', browser_port: '49135', browser_token: '' }]])
+    const env = loadConfig('config.yaml', { cwd: dir, env: { BROWSER_PORT: '40001', BROWSER_TOKEN: 't0k', HTTP_PORT: '8080' } })
+    assert.equal(env.listeners[1]!.port, 40001)
+    assert.deepEqual(env.local_workers[0]!.config, { http_port: '8080', browser_port: '40001', browser_token: 't0k' })
+    const source = readFileSync(join(dir, 'src/index.ts'), 'utf8')
+    assert.match(source, /'gate::auth'/)
+    assert.equal(loadManifest(dir).scripts.start, 'npx tsx src/index.ts')
+  })
+
   it('worker manifests load, named after their directory, with inferred scripts', () => {
     const quick = scaffold('quickstart')
     for (const name of ['math-worker', 'caller-worker']) {
@@ -196,11 +223,12 @@ describe('what the templates write is valid', () => {
     const quick = scaffold('quickstart')
     const worker = scaffold('worker', 'billing')
     const links = scaffold('link-shortener')
-    for (const project of [quick.dir, worker.dir, links.dir]) {
+    const browser = scaffold('browser')
+    for (const project of [quick.dir, worker.dir, links.dir, browser.dir]) {
       // Resolve svc-sdk and @types/node from this checkout, as an install would provide them.
       symlinkSync(join(ROOT, 'node_modules'), join(project, 'node_modules'), 'dir')
     }
-    for (const dir of [join(quick.dir, 'workers/math-worker'), join(quick.dir, 'workers/caller-worker'), worker.dir]) {
+    for (const dir of [join(quick.dir, 'workers/math-worker'), join(quick.dir, 'workers/caller-worker'), worker.dir, browser.dir]) {
       const run = spawnSync(process.execPath, [tsc, '-p', join(dir, 'tsconfig.json')], { encoding: 'utf8' })
       assert.equal(run.status, 0, `${dir}:\n${run.stdout}${run.stderr}`)
     }

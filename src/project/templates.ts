@@ -42,6 +42,14 @@ export const TEMPLATES: readonly TemplateInfo[] = [
     },
   },
   {
+    name: 'browser',
+    description: 'bare + a web page that is an svc worker (svc-browser-sdk), served and admitted by a TypeScript worker, on an rbac listener',
+    kind: 'project',
+    base: 'bare',
+    tryIt: { command: "curl -s 'localhost:3111/ask-browser?name=Ada'", comment: 'after opening the page the worker prints: Node calls the page' },
+    browserSdk: 'public/svc-browser-sdk.js',
+  },
+  {
     name: 'worker',
     description: 'one TypeScript worker directory registering <name>::hello, no project files; add it with svc worker add',
     kind: 'worker',

@@ -22,6 +22,11 @@ export interface TemplateInfo {
   base?: string
   /** Next step that shows what this template does, printed after the common ones. */
   tryIt?: NextStep
+  /**
+   * Where in the project the browser SDK bundle (`svc-browser-sdk.js`, sdk.md §13) is copied, for
+   * templates whose page loads it (vendor.ts `browserSdkBundle`).
+   */
+  browserSdk?: string
 }
 
 /** One line of the next-steps block: a command and an optional comment. */

@@ -7,72 +7,14 @@
  * import { createStream, type StreamChangeEvent, type StreamTriggerConfig } from 'svc-sdk/stream'
  * client.registerTrigger<StreamTriggerConfig>({ type: 'stream', function_id: 'chat::on-message', config: { stream_name: 'chat' } })
  */
-import type { JsonValue, StreamJoinLeaveTriggerConfig, StreamTriggerConfig, UpdateOp, UpdateOpError } from 'svc-protocol'
-import type { FunctionRef, RegisterTriggerInput, SvcClient } from './types.ts'
+import type { StreamJoinLeaveTriggerConfig, StreamTriggerConfig } from 'svc-protocol'
+import type { RegisterTriggerInput } from './types.ts'
 
 export type * from 'svc-protocol/payloads/stream'
 export type { MergePath, UpdateOp, UpdateOpError } from 'svc-protocol/payloads/state'
 
-/** Address of one item (`StreamGetInput`, `StreamDeleteInput`). */
-export type ItemKey = { stream_name: string; group_id: string; item_id: string }
-
-/**
- * A custom stream's storage (builtins.md §6.2): the stream worker routes every operation on the
- * stream's name to these methods. `get` resolves undefined for an absent item; `set` resolves
- * `{old_value: null}` for a new item; `delete` resolves `{}` for an absent item. Errors thrown
- * (with a `code`) reach the caller of the built-in function unchanged.
- */
-export interface IStream<T = JsonValue> {
-  get(input: ItemKey): Promise<T | undefined>
-  set(input: ItemKey & { data: T }): Promise<{ old_value: T | null; new_value: T }>
-  delete(input: ItemKey): Promise<{ old_value?: T }>
-  list(input: { stream_name: string; group_id: string }): Promise<T[]>
-  listGroups(input: { stream_name: string }): Promise<string[]>
-  update?(input: ItemKey & { ops: UpdateOp[] }): Promise<{ old_value: T | null; new_value: T; errors?: UpdateOpError[] }>
-}
-
-/**
- * Registers `impl` as the custom stream `streamName`: the functions `stream::get(<name>)`,
- * `stream::set(<name>)`, `stream::delete(<name>)`, `stream::list(<name>)`,
- * `stream::list_groups(<name>)` and, when `impl.update` exists, `stream::update(<name>)`.
- * `unregister()` removes them all.
- *
- * @throws Error `streamName is required` for an empty name; the client's own error when one of the
- *   ids is already registered by this client.
- * @example
- * const rooms = new Map<string, Presence>()
- * createStream<Presence>(client, 'presence', {
- *   get: async ({ group_id, item_id }) => rooms.get(`${group_id}/${item_id}`),
- *   set: async ({ group_id, item_id, data }) => { … return { old_value, new_value: data } },
- *   …
- * })
- */
-export function createStream<T = JsonValue>(client: SvcClient, streamName: string, impl: IStream<T>): { unregister(): void } {
-  if (typeof streamName !== 'string' || streamName === '') throw new Error('streamName is required')
-  const refs: FunctionRef[] = []
-  const register = (op: string, handler: (input: any) => Promise<unknown>) => {
-    refs.push(client.registerFunction(`stream::${op}(${streamName})`, handler, { description: `custom stream ${streamName}: ${op}` }))
-  }
-  try {
-    register('get', (input) => impl.get(input))
-    register('set', (input) => impl.set(input))
-    register('delete', (input) => impl.delete(input))
-    register('list', (input) => impl.list(input))
-    register('list_groups', (input) => impl.listGroups(input))
-    if (impl.update) {
-      const update = impl.update.bind(impl)
-      register('update', (input) => update(input))
-    }
-  } catch (error) {
-    for (const ref of refs) ref.unregister()
-    throw error
-  }
-  return {
-    unregister() {
-      for (const ref of refs.splice(0)) ref.unregister()
-    },
-  }
-}
+export { createStream } from 'svc-protocol/client'
+export type { IStream } from 'svc-protocol/client'
 
 /** `registerTrigger` input of a `stream` trigger (builtins.md §6.4). */
 export type StreamTriggerInput = RegisterTriggerInput<StreamTriggerConfig> & { type: 'stream' }

@@ -30,6 +30,8 @@ export { ProviderBindings } from './bindings.ts'
 export { systemTimers } from './timers.ts'
 export type { TimerHandle, Timers } from './timers.ts'
 export { TriggerAction } from './trigger-action.ts'
+export { createStream } from './streams.ts'
+export type { FunctionRegistrar, IStream } from './streams.ts'
 export {
   ConnectionError,
   ErrorCode,

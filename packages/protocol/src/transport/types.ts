@@ -2,8 +2,8 @@
  * The transport seam (NATS.js's `Transport` idea): the engine and the SDKs speak the protocol over
  * a {@link Transport} and never know what kind of connection carries it. Implementations: Node
  * `ws` (`svc-protocol/transport/ws`, with write coalescing) and in-memory
- * (`svc-protocol/transport/memory`, for tests and in-process workers); the browser one comes with
- * `svc-browser-sdk`.
+ * (`svc-protocol/transport/memory`, for tests and in-process workers); the browser one is
+ * `svc-browser-sdk`'s (`packages/browser-sdk/src/transport.ts`, over the WHATWG `WebSocket`).
  */
 
 /**
