@@ -301,15 +301,17 @@ def test_connection_states_and_re_registration_after_kill_9_and_restart(own_engi
         eventually(lambda: names(c, "pyt::") == ["pyt::alive"])
         first_worker = c.worker_id
         pending: dict[str, Any] = {}
+        running = threading.Event()
 
         def hang(data: Any) -> None:
+            running.set()
             time.sleep(30)
 
         c.register_function("pyt::hang", hang)
         eventually(lambda: len(names(c, "pyt::")) == 2)
         caller = threading.Thread(target=lambda: pending.setdefault("result", _catch(lambda: c.trigger({"function_id": "pyt::hang", "payload": None}))))
         caller.start()
-        time.sleep(0.2)
+        assert running.wait(10)
         port = own_engine.port
         own_engine.kill9()
         caller.join(20)

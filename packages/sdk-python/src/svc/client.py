@@ -581,5 +581,9 @@ def register_worker(address: str | None = None, options: InitOptions | None = No
         'pong'
     """
     client = Svc(resolve_address(address), options or InitOptions())
-    client._wait_first_connection(FIRST_CONNECTION_WAIT_S)
+    try:
+        client._wait_first_connection(FIRST_CONNECTION_WAIT_S)
+    except BaseException:
+        client.shutdown()
+        raise
     return client
