@@ -15,7 +15,7 @@
  */
 import type { IncomingMessage, ServerResponse } from 'node:http'
 import { parseJson } from 'svc-protocol/json'
-import type { LocalChannelReader, LocalChannelWriter } from '../../engine/channels/types.ts'
+import type { AttachedReader, ChannelItem, ChannelSink, LocalChannelWriter } from '../../engine/channels/types.ts'
 import { collectResponseHeaders } from './response.ts'
 
 /**
@@ -126,6 +126,10 @@ export class RequestBodyPump {
 
   /** A body read already (a buffered route): written item by item, then the channel closed. */
   fromBuffer(raw: Buffer): void {
+    if (raw.length === 0) {
+      this.end('complete')
+      return
+    }
     void (async () => {
       try {
         for (let offset = 0; offset < raw.length && this.running; offset += BODY_ITEM_BYTES) {
@@ -226,71 +230,91 @@ export interface ResponseStreamHost {
 }
 
 /**
- * Reads a `response` channel (builtins.md §3.7) and writes it to the client: text items are
- * control items that set {@link status} and merge {@link headers} until the body starts; the
- * first binary item starts the body (the host writes the head) and every binary item is written
- * as it comes — chunked transfer, no buffering or compression in between, so each item of a
- * `text/event-stream` reaches the client at once. While the client's socket is over its
- * high-water mark no further item is taken, so the channel's backpressure reaches the handler.
+ * Takes the items of a `response` channel (builtins.md §3.7) as they arrive — the channel's
+ * {@link ChannelSink} — and writes them to the client: text items are control items that set
+ * {@link status} and merge {@link headers} until the body starts; the first binary item starts the
+ * body (the host writes the head) and every binary item is written as it comes — chunked
+ * transfer, no buffering or compression in between, so each item of a `text/event-stream` reaches
+ * the client at once. An item counts against the channel until the client's socket took it
+ * (`drain`), so a slow client pauses the handler's writer: the engine holds at most the channel's
+ * `buffer_size` items or 1 MiB per response.
  */
-export class ResponseStream {
+export class ResponseStream implements ChannelSink {
   /** Status so far (`set_status`), default 200. */
   status = 200
   /** Header lines so far (`set_headers`), `[name, value, …]`. */
   headers: string[] = []
   /** The first body item arrived and the head was written. */
   started = false
-  private readonly reader: LocalChannelReader
   private readonly res: ServerResponse
   private readonly host: ResponseStreamHost
-  private cancelled = false
+  private mode: 'write' | 'discard' | 'stopped' = 'write'
+  private reader: AttachedReader | null = null
+  /** `done` callbacks of items written while the socket was over its high-water mark. */
+  private unflushed: Array<() => void> = []
 
-  constructor(reader: LocalChannelReader, res: ServerResponse, host: ResponseStreamHost) {
-    this.reader = reader
+  constructor(res: ServerResponse, host: ResponseStreamHost) {
     this.res = res
     this.host = host
   }
 
-  /** Takes items until the writer ends or {@link cancel}; never rejects. */
-  async run(): Promise<void> {
-    let mode: 'write' | 'discard' = 'write'
-    for (;;) {
-      let item
-      try {
-        item = await this.reader.next()
-      } catch (error) {
-        if (!this.cancelled) this.host.end(this, error as Error)
-        return
-      }
-      if (this.cancelled) return
-      if (item === undefined) {
-        this.host.end(this, undefined)
-        return
-      }
-      if (item.type === 'text') {
-        this.control(item.text)
-        continue
-      }
-      if (!this.started) {
-        const how = this.host.start(this)
-        if (how === false) {
-          this.cancel()
-          return
-        }
-        this.started = true
-        mode = how
-      }
-      const res = this.res
-      if (res.destroyed || res.writableEnded) return // the client went away: the exchange's end cancels the reader
-      if (mode === 'write' && item.data.length > 0 && !res.write(item.data)) await drained(res)
+  /** The channel end this stream is attached as (to {@link cancel} it). */
+  attached(reader: AttachedReader): void {
+    this.reader = reader
+    if (this.mode === 'stopped') reader.cancel()
+  }
+
+  item(item: ChannelItem, done: () => void): void {
+    if (this.mode === 'stopped') return done()
+    if (item.type === 'text') {
+      this.control(item.text)
+      return done()
     }
+    if (!this.started) {
+      const how = this.host.start(this)
+      if (how === false) {
+        done()
+        // Not from inside the channel's hand-over: it goes on with its own bookkeeping first.
+        queueMicrotask(() => this.cancel())
+        return
+      }
+      this.started = true
+      this.mode = how
+    }
+    const res = this.res
+    // Gone, or nothing to write: the item has left. (A client that went away ends the exchange, which cancels.)
+    if (this.mode !== 'write' || item.data.length === 0 || res.destroyed || res.writableEnded) return done()
+    if (this.unflushed.length > 0) {
+      // Still waiting for the socket: this item goes out behind the others and leaves with them.
+      res.write(item.data)
+      this.unflushed.push(done)
+      return
+    }
+    if (res.write(item.data)) return done()
+    this.unflushed.push(done)
+    res.once('drain', this.flushed)
+    res.once('close', this.flushed)
+  }
+
+  end(normal: boolean, reason: string): void {
+    if (this.mode === 'stopped') return
+    this.mode = 'stopped'
+    this.host.end(this, normal ? undefined : new Error(reason))
   }
 
   /** The exchange ended: stop taking items; a writer still open is closed with 1011 (§9: the reader went away). */
   cancel(): void {
-    if (this.cancelled) return
-    this.cancelled = true
-    this.reader.cancel()
+    this.mode = 'stopped'
+    this.reader?.cancel()
+  }
+
+  /** The socket took what was written (or is gone): the items waiting for it have left. */
+  private readonly flushed = (): void => {
+    this.res.off('drain', this.flushed)
+    this.res.off('close', this.flushed)
+    const dones = this.unflushed
+    this.unflushed = []
+    for (const done of dones) done()
   }
 
   private control(text: string): void {
@@ -303,17 +327,4 @@ export class ResponseStream {
     else if (control.type === 'set_status') this.status = control.status
     else this.headers = mergeHeaders(this.headers, control.headers)
   }
-}
-
-/** Resolves once `res` can take more (`drain`) or is gone (`close`). */
-function drained(res: ServerResponse): Promise<void> {
-  return new Promise((resolve) => {
-    const done = () => {
-      res.off('drain', done)
-      res.off('close', done)
-      resolve()
-    }
-    res.on('drain', done)
-    res.on('close', done)
-  })
 }

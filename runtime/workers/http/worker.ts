@@ -787,12 +787,12 @@ export class HttpWorker implements BuiltinWorker {
     x.pump = new RequestBodyPump(channels.openWriter(body.writer), (end) => this.pumpEnded(x, end))
     if (raw === null) x.pump.fromRequest(x.req, x.limit)
     else x.pump.fromBuffer(raw)
-    x.stream = new ResponseStream(channels.openReader(response.reader), x.res, {
+    x.stream = new ResponseStream(x.res, {
       start: () => this.streamStarted(x),
       end: (_stream, error) => this.streamEnded(x, error),
       ignored: (reason) => this.ignoredOnStream(x, reason),
     })
-    void x.stream.run()
+    x.stream.attached(channels.attachReader(response.reader, x.stream))
     const payload: HandlerRequest = { ...request, request_body: body.reader, response: response.writer }
     this.context!.worker.invoke({
       function_id: b.functionId,
