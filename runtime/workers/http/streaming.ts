@@ -170,14 +170,13 @@ export class RequestBodyPump {
     const onClose = () => this.end('client_gone')
     req.on('data', onData)
     req.once('end', onEnd)
+    // A client that goes away shows as 'close' before 'end'. (No 'error' listener: without one, Node
+    // does not emit the request's `aborted` error at all, IncomingMessage#_destroy.)
     req.once('close', onClose)
-    // Without a listener Node never emits the `aborted` error of a request (IncomingMessage#_destroy).
-    req.on('error', noop)
     this.detach = () => {
       req.off('data', onData)
       req.off('end', onEnd)
       req.off('close', onClose)
-      req.off('error', noop)
     }
     req.resume()
   }
