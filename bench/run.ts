@@ -20,6 +20,9 @@
  *               none (bench/logs.ts, an engine process per store)
  *   channel     MB/s of one channel between two processes through the engine vs. a direct
  *               WebSocket between the same two processes (bench/channel.ts, its own engine)
+ *   upload      a 1 GiB HTTP upload streamed through a route to a worker that reads request_body:
+ *               MB/s and the engine's RSS growth, vs. the same upload to a plain Node server in
+ *               the worker's process (bench/http-upload.ts, its own engine)
  *
  * `--write` replaces the results section of docs/benchmarks.md.
  */
@@ -198,6 +201,8 @@ async function main(): Promise<void> {
   const logs = await run(['bench/logs.ts'])
   // One channel through the engine vs a direct WebSocket, same two processes (bench/channel.ts).
   const channel = await run(['bench/channel.ts'])
+  // A 1 GiB upload streamed through a route (request_body) vs. straight to the worker's process (bench/http-upload.ts).
+  const upload = await run(['bench/http-upload.ts'])
 
   const pct = (a: number, b: number) => `${Math.round((a / b) * 100)}%`
   const ratio = (a: number, b: number) => `${(a / b).toFixed(2)}×`
@@ -244,6 +249,8 @@ async function main(): Promise<void> {
     ...logRows(logs),
     '',
     ...channelRows(channel),
+    '',
+    ...uploadRows(upload),
   ].join('\n')
   console.log(table)
   if (write) {
@@ -288,6 +295,16 @@ function channelRows(r: Record<string, any>): string[] {
     `| Channel: ${r.mib} MiB as ${r.frame_kib} KiB binary frames, writer process → reader process (median of ${r.rounds} alternated) | direct WebSocket | channel through the engine | channel / direct |`,
     '|---|---|---|---|',
     `| MB/s | ${r.direct_mb_per_s} | ${r.channel_mb_per_s} | ${Math.round((r.channel_mb_per_s / r.direct_mb_per_s) * 100)}% (target ≥ 60%) |`,
+  ]
+}
+
+/** The streamed upload table (bench/http-upload.ts result). */
+function uploadRows(r: Record<string, any>): string[] {
+  return [
+    `| HTTP upload: ${r.mib} MiB PUT, client process → worker process | straight to a Node HTTP server in the worker | through svc-http, streamed to the worker over request_body | through svc-http / straight |`,
+    '|---|---|---|---|',
+    `| MB/s | ${r.direct_mb_per_s} | ${r.engine_mb_per_s} | ${Math.round((r.engine_mb_per_s / r.direct_mb_per_s) * 100)}% |`,
+    `| engine RSS growth during the upload | | ${r.engine_rss_growth_mib} MiB (${r.engine_rss_before_mib} → ${r.engine_rss_peak_mib} MiB; target < 100 MiB) | |`,
   ]
 }
 

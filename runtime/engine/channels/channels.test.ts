@@ -203,6 +203,91 @@ describe('a worker writing over its socket, an in-process reader', () => {
   })
 })
 
+describe('a worker writing over its socket, an in-process sink (attachReader)', () => {
+  /** A sink that records what it is handed and keeps each item's `done` until the test releases it. */
+  function recordingSink() {
+    const items: ChannelItem[] = []
+    const pending: Array<() => void> = []
+    const ends: Array<{ normal: boolean; reason: string }> = []
+    return {
+      items,
+      pending,
+      ends,
+      sink: {
+        item: (item: ChannelItem, done: () => void) => {
+          items.push(item)
+          pending.push(done)
+        },
+        end: (normal: boolean, reason: string) => void ends.push({ normal, reason }),
+      },
+      release: () => {
+        for (const done of pending.splice(0)) done()
+      },
+    }
+  }
+
+  it('hands items over as they arrive, counts each until its done is called (backpressure), then the end', async () => {
+    const pair = channels.create(2)
+    const recorded = recordingSink()
+    channels.attachReader(pair.reader, recorded.sink)
+    const writer = await open(pair.writer)
+    for (let i = 0; i < 64; i++) writer.send(Buffer.alloc(16 * 1024, i))
+    writer.send('last')
+    const channel = t.engine.channels.get(pair.reader.channel_id)!
+    // Nothing is done yet: the channel holds its two items (and the rest of the socket read in hand) and stops reading.
+    await eventually(() => channel.writerIsPaused)
+    const held = recorded.items.length
+    assert.ok(held >= 2 && held <= 10, `handed ${held}`)
+    while (recorded.items.length < 65) {
+      recorded.release()
+      await eventually(() => recorded.pending.length > 0 || recorded.items.length === 65)
+    }
+    recorded.release()
+    writer.ws.close(1000)
+    await eventually(() => recorded.ends.length === 1)
+    assert.deepEqual(recorded.ends, [{ normal: true, reason: '' }])
+    recorded.items.slice(0, 64).forEach((item, i) => assert.ok(item.type === 'binary' && item.data[0] === i, `item ${i}`))
+    assert.deepEqual(recorded.items[64], { type: 'text', text: 'last' })
+    assert.equal((await writer.closed).code, 1000)
+    await eventually(() => t.engine.channels.get(pair.reader.channel_id) === undefined)
+  })
+
+  it('an abnormal writer end or a removal reaches end(false, reason); cancel() closes the writer with 1011 and ends nothing', async () => {
+    const aborted = channels.create()
+    const first = recordingSink()
+    channels.attachReader(aborted.reader, first.sink)
+    const writer = await open(aborted.writer)
+    writer.send('before')
+    await eventually(() => first.items.length === 1)
+    first.release()
+    writer.ws.terminate()
+    await eventually(() => first.ends.length === 1)
+    assert.deepEqual(first.ends, [{ normal: false, reason: 'the writer ended abnormally' }])
+
+    const removed = channels.create()
+    const second = recordingSink()
+    channels.attachReader(removed.reader, second.sink)
+    channels.remove(removed.reader.channel_id)
+    assert.deepEqual(second.ends, [{ normal: false, reason: 'channel removed' }])
+
+    const cancelled = channels.create()
+    const third = recordingSink()
+    const attached = channels.attachReader(cancelled.reader, third.sink)
+    const writer3 = await open(cancelled.writer)
+    writer3.send('one')
+    await eventually(() => third.items.length === 1)
+    attached.cancel()
+    attached.cancel()
+    const closed = await writer3.closed
+    assert.equal(closed.code, 1011)
+    assert.match(closed.reason, /the reader went away/)
+    assert.deepEqual(third.ends, [])
+    third.release() // a done after the end changes nothing
+    await eventually(() => t.engine.channels.get(cancelled.reader.channel_id) === undefined)
+    assert.throws(() => channels.attachReader(aborted.writer, first.sink), { code: 'NOT_FOUND' })
+  })
+})
+
 describe('claims and removal', () => {
   it('openReader/openWriter refuse a wrong key or direction with NOT_FOUND and a claimed end with CHANNEL_CLOSED', async () => {
     const pair = channels.create()

@@ -140,6 +140,89 @@ describe('channel core with in-process ends (fast-check)', () => {
   })
 })
 
+describe('channel core with an in-process sink (attachReader, fast-check)', () => {
+  type Op = { kind: 'write'; item: Generated } | { kind: 'release'; count: number } | { kind: 'close' } | { kind: 'abort' } | { kind: 'cancel' }
+  const op: fc.Arbitrary<Op> = fc.oneof(
+    { weight: 6, arbitrary: generatedItem.map((item): Op => ({ kind: 'write', item })) },
+    { weight: 4, arbitrary: fc.integer({ min: 1, max: 4 }).map((count): Op => ({ kind: 'release', count })) },
+    { weight: 1, arbitrary: fc.constant<Op>({ kind: 'close' }) },
+    { weight: 1, arbitrary: fc.constant<Op>({ kind: 'abort' }) },
+    { weight: 1, arbitrary: fc.constant<Op>({ kind: 'cancel' }) },
+  )
+
+  it('items reach the sink in order, never more than buffer_size without their done, the end once after them, the registry empties', async () => {
+    await fc.assert(
+      fc.asyncProperty(fc.integer({ min: 1, max: 8 }), fc.array(op, { maxLength: 40 }), async (bufferSize, ops) => {
+        const registry = new ChannelRegistry()
+        const refs = registry.create(bufferSize)
+        const writer = registry.openWriter(refs.writer)
+        const received: ReceivedItem[] = []
+        const pending: Array<() => void> = []
+        const ends: boolean[] = []
+        let itemsAfterEnd = 0
+        const reader = registry.attachReader(refs.reader, {
+          item: (item, done) => {
+            if (ends.length > 0) itemsAfterEnd++
+            received.push(fromLocal(item))
+            pending.push(done)
+          },
+          end: (normal) => void ends.push(normal),
+        })
+        const accepted: ReceivedItem[] = []
+        const writes: Array<Promise<unknown>> = []
+        let cancelled = false
+        let aborted = false
+        let endsAtCancel = 0
+        for (const step of ops) {
+          switch (step.kind) {
+            case 'write': {
+              const item = step.item
+              const write = 'text' in item ? writer.sendMessage(item.text) : writer.write(item.bytes)
+              writes.push(write.then(() => accepted.push(asReceived(item)), () => {}))
+              break
+            }
+            case 'release':
+              for (const done of pending.splice(0, step.count)) done()
+              break
+            case 'close':
+              writer.close()
+              break
+            case 'abort':
+              aborted = true
+              writer.abort()
+              break
+            case 'cancel':
+              if (!cancelled) endsAtCancel = ends.length
+              cancelled = true
+              reader.cancel()
+              break
+          }
+          await new Promise((resolve) => setImmediate(resolve))
+          assert.ok(cancelled || pending.length <= bufferSize, `${pending.length} items without their done > ${bufferSize}`)
+        }
+        writer.close()
+        for (let turns = 0; ends.length === 0 && !cancelled; turns++) {
+          if (turns > 10_000) assert.fail('the sink never saw the end of the channel')
+          for (const done of pending.splice(0)) done()
+          await new Promise((resolve) => setImmediate(resolve))
+        }
+        for (const done of pending.splice(0)) done()
+        await Promise.all(writes)
+        assert.equal(itemsAfterEnd, 0, 'no item after the end')
+        assert.ok(ends.length <= 1, 'the end once')
+        assert.ok(isPrefix(received, accepted), 'in order')
+        if (cancelled) assert.equal(ends.length, endsAtCancel, 'a cancelled sink is told no end after it')
+        else if (!aborted) {
+          assert.deepEqual(ends, [true])
+          assert.deepEqual(received, accepted, 'a normal end: every accepted item')
+        } else assert.equal(ends.length, 1)
+        await eventually(() => registry.size === 0, 2000)
+      }),
+      { numRuns: 300 },
+    )
+  })
+})
+
 describe('channel sockets (fast-check, real WebSockets)', () => {
   let t: TestEngine
   before(async () => {

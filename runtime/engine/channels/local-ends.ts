@@ -6,7 +6,7 @@
 import { Errors, type SvcError } from 'svc-protocol'
 import { Fifo } from '../../workers/shared/fifo.ts'
 import type { Channel, Item, ReaderEnd, WriterEnd } from './channel.ts'
-import { CloseCodes, type ChannelItem, type LocalChannelReader, type LocalChannelWriter } from './types.ts'
+import { CloseCodes, type AttachedReader, type ChannelItem, type ChannelSink, type LocalChannelReader, type LocalChannelWriter } from './types.ts'
 
 interface PendingWrite {
   item: Item
@@ -175,6 +175,42 @@ export class LocalReader implements ReaderEnd, LocalChannelReader {
       if (error === undefined) waiter.resolve(undefined)
       else waiter.reject(error)
     }
+  }
+}
+
+/** The read end of a {@link ChannelSink}: items are pushed to it as the channel hands them over. */
+export class SinkReader implements ReaderEnd, AttachedReader {
+  readonly channelId: string
+  readonly maxItemBytes = Number.POSITIVE_INFINITY
+  private readonly channel: Channel
+  private readonly sink: ChannelSink
+  /** The end was reported, or the sink cancelled. */
+  private ended = false
+
+  constructor(channel: Channel, sink: ChannelSink) {
+    this.channel = channel
+    this.channelId = channel.id
+    this.sink = sink
+  }
+
+  cancel(): void {
+    if (this.ended) return
+    this.ended = true
+    this.channel.readerClosed()
+  }
+
+  // ---- ReaderEnd -----------------------------------------------------------------------------
+
+  deliver(item: Item, done: () => void): void {
+    if (this.ended) done()
+    else this.sink.item(toChannelItem(item), done)
+  }
+
+  finish(code: number, reason: string): void {
+    if (this.ended) return
+    this.ended = true
+    this.sink.end(code === CloseCodes.Normal, reason)
+    this.channel.readerClosed()
   }
 }
 

@@ -18,7 +18,7 @@ import { Errors } from 'svc-protocol'
 import { systemClock, type CancelTimer, type Clock } from '../../workers/shared/clock.ts'
 import type { Logger } from '../types.ts'
 import { Channel, type Direction } from './channel.ts'
-import { LocalReader, LocalWriter } from './local-ends.ts'
+import { LocalReader, LocalWriter, SinkReader } from './local-ends.ts'
 import { SocketReader, SocketWriter, type SocketWatch } from './socket-ends.ts'
 import {
   CloseCodes,
@@ -28,7 +28,9 @@ import {
   MIN_BUFFER_SIZE,
   SWEEP_INTERVAL_MS,
   UNCLAIMED_TTL_MS,
+  type AttachedReader,
   type ChannelRef,
+  type ChannelSink,
   type CreateChannelResult,
   type LocalChannelReader,
   type LocalChannels,
@@ -164,6 +166,14 @@ export class ChannelRegistry {
     return reader
   }
 
+  /** Claims the read end `ref` names in-process for a sink; errors of {@link LocalChannels.openReader}. */
+  attachReader(ref: ChannelRef, sink: ChannelSink): AttachedReader {
+    const channel = this.claimable(ref, 'read')
+    const reader = new SinkReader(channel, sink)
+    channel.claim('read', reader)
+    return reader
+  }
+
   /** Claims the write end `ref` names in-process; errors of {@link LocalChannels.openWriter}. */
   openWriter(ref: ChannelRef): LocalChannelWriter {
     const channel = this.claimable(ref, 'write')
@@ -187,6 +197,7 @@ export class ChannelRegistry {
     return {
       create: (bufferSize?: number) => this.create(bufferSize, owner),
       openReader: (ref) => this.openReader(ref),
+      attachReader: (ref, sink) => this.attachReader(ref, sink),
       openWriter: (ref) => this.openWriter(ref),
       remove: (channelId) => this.remove(channelId),
     }

@@ -108,6 +108,32 @@ export interface LocalChannelReader extends AsyncIterable<ChannelItem> {
 }
 
 /**
+ * A read end held in-process that is handed each item as it arrives ({@link LocalChannels.attachReader}),
+ * for a built-in that forwards items elsewhere as they come (svc-http's streamed response, a
+ * socket). An item counts against the channel's `buffer_size` (and {@link CHANNEL_BUFFER_BYTES})
+ * until its `done` is called: a sink that calls it once the item has left — written to a socket
+ * that took it — passes its destination's backpressure on to the writer. No promise or error object
+ * is made per item or at the end, unlike {@link LocalChannelReader}.
+ */
+export interface ChannelSink {
+  /** One item, in order. Call `done` once it has left (at once when it goes nowhere); once each. */
+  item(item: ChannelItem, done: () => void): void
+  /**
+   * The end, after every item: `normal` when the writer closed normally (1000); otherwise the
+   * writer ended abnormally, an item was too large, or the channel was removed (`reason` says which).
+   * Not called after {@link AttachedReader.cancel}.
+   */
+  end(normal: boolean, reason: string): void
+}
+
+/** A {@link ChannelSink} attached to its channel. */
+export interface AttachedReader {
+  readonly channelId: string
+  /** Goes away: items not yet done are dropped and the writer is closed with 1011. Idempotent. */
+  cancel(): void
+}
+
+/**
  * Channels for a built-in worker (`LocalWorker.channels`): create one, hold an end in-process,
  * hand the other end's ref to a worker. Channels created here are removed when the built-in stops.
  *
@@ -132,6 +158,11 @@ export interface LocalChannels {
    *   `direction` other than `read`; `CHANNEL_CLOSED` when the end is claimed already.
    */
   openReader(ref: ChannelRef): LocalChannelReader
+  /**
+   * Claims the read end `ref` names, in-process, for a sink that is handed each item as it arrives
+   * (items already waiting are handed at once, before this returns); errors as {@link openReader}.
+   */
+  attachReader(ref: ChannelRef, sink: ChannelSink): AttachedReader
   /** Claims the write end `ref` names, in-process; errors as {@link openReader}. */
   openWriter(ref: ChannelRef): LocalChannelWriter
   /**

@@ -6,14 +6,23 @@
  * response with a status of §3.9 and, for errors, the JSON envelope; the server keeps serving.
  * The same requests cut off anywhere and continued one byte at a time by a client that never
  * closes its side (slowloris) must be closed by the server within its timeouts.
+ *
+ * Streamed bodies (§3.4, §3.7): the same requests reach a streamed route (`stream_request_body`
+ * with its own limit); and handlers write random sequences of items on their `response` channel —
+ * control items valid and not (not JSON, wrong types, out-of-range statuses, header names and
+ * values that are not HTTP, deep nesting), body items of any size, then a normal or abnormal end —
+ * and the client must get exactly the response those items describe, or a broken-off one when the
+ * writer failed after the body started; never a hang, and no channel left behind.
  */
 import assert from 'node:assert/strict'
 import { request } from 'node:http'
 import { after, before, describe, it } from 'node:test'
 import fc from 'fast-check'
 import { startTestEngine, type TestEngine } from '../../../test/support/engine.ts'
-import { RawWorker } from '../../../test/support/raw-worker.ts'
+import { ChannelSocket } from '../../../test/support/channel-client.ts'
+import { eventually, RawWorker } from '../../../test/support/raw-worker.ts'
 import { slowClient } from '../../../test/support/slow-client.ts'
+import { parseControlItem } from './streaming.ts'
 import { HttpWorker } from './worker.ts'
 
 /** Statuses the worker may answer with (§3.6 descriptors chosen by the routes below, §3.9 errors). */
@@ -79,7 +88,7 @@ const query = fc.option(
 const path = fc
   .tuple(
     fc.oneof(
-      fc.constantFrom(['echo'], ['items', 'one'], ['files'], ['cond'], ['fail'], ['gone'], ['bad']),
+      fc.constantFrom(['echo'], ['items', 'one'], ['files'], ['cond'], ['fail'], ['gone'], ['bad'], ['upload']),
       fc.array(segment, { minLength: 0, maxLength: 5 }),
     ),
     fc.array(segment, { maxLength: 2 }),
@@ -166,6 +175,8 @@ describe('svc-http fuzzing (builtins.md §3.9)', () => {
       throw Object.assign(new Error('handler failed on purpose'), { code: 'E_FAIL' })
     })
     w.serve('bad', () => 'not a descriptor')
+    // Never reads its request_body: a body still arriving when it answers closes the connection.
+    w.serve('streamed', (data) => ({ body: { streamed: data.body === null } }))
     const routes: Array<[string, string, string, Record<string, unknown>?]> = [
       ['echo', '/echo', 'POST'],
       ['echo', '/echo', 'GET'],
@@ -177,6 +188,8 @@ describe('svc-http fuzzing (builtins.md §3.9)', () => {
       ['gone', '/gone', 'GET'],
       ['bad', '/bad', 'GET'],
       ['echo', '/:a/:b/:c', 'PATCH'],
+      ['streamed', '/upload', 'POST', { stream_request_body: true, max_body_bytes: 3000 }],
+      ['streamed', '/upload', 'PUT', { stream_request_body: true }],
     ]
     routes.forEach(([fn, api_path, http_method, extra], i) =>
       w.send({ type: 'registertrigger', id: `fuzz-${i}`, trigger_type: 'http', function_id: fn, config: { api_path, http_method, ...extra } }),
@@ -210,6 +223,8 @@ describe('svc-http fuzzing (builtins.md §3.9)', () => {
           ['POST', '/echo', { 'content-type': 'text/plain' }, Buffer.alloc(5000, 0x61)],
           ['POST', '/fail', {}, undefined],
           ['GET', '/gone', {}, undefined],
+          ['POST', '/upload', { 'content-type': 'application/json' }, Buffer.alloc(5000, 0x20)],
+          ['PUT', '/upload', {}, Buffer.alloc(5000, 0x20)],
         ],
       },
     )
@@ -223,6 +238,7 @@ describe('svc-http fuzzing (builtins.md §3.9)', () => {
     const echoed = JSON.parse(a.body.toString())
     assert.deepEqual(echoed.body, { ok: true })
     assert.deepEqual(echoed.query_params, { x: '1' })
+    await eventually(() => t.engine.channels.size === 0)
   })
 })
 
@@ -256,3 +272,244 @@ describe('svc-http fuzzing: requests cut off and trickled (issue 16 item 10)', (
     )
   })
 })
+
+// ---- streamed responses (§3.7) -------------------------------------------------------------
+
+/** What a handler sends on its response channel. */
+type Item = { text: string } | { binary: Buffer }
+
+const HEADER_NAMES = ['x-a', 'X-A', 'x-b', 'content-type', 'content-length', 'transfer-encoding', 'connection', 'set-cookie', 'bad name', 'x:y', '', 'é', '__proto__']
+const headerValue = fc.oneof(
+  fc.constantFrom('v1', 'v2', 'text/event-stream', 'a\r\nx-injected: 1', 'nul\u0000', 'é', ''),
+  fc.integer({ min: -5, max: 99999 }),
+  fc.array(fc.constantFrom('c1', 'c2', 'bad\nline'), { maxLength: 3 }),
+  fc.constantFrom(null, true, { nested: 1 }),
+)
+const headersObject = fc.dictionary(fc.constantFrom(...HEADER_NAMES), headerValue, { maxKeys: 4 })
+
+const textItem: fc.Arbitrary<Item> = fc
+  .oneof(
+    fc.integer({ min: 95, max: 605 }).map((code) => JSON.stringify({ type: 'set_status', status_code: code })),
+    fc.constantFrom(200, 201, 206, 404, 418, 503).map((code) => JSON.stringify({ type: 'set_status', status_code: code })),
+    headersObject.map((headers) => JSON.stringify({ type: 'set_headers', headers })),
+    fc.array(fc.constantFrom('X-A: line', 'x-b:v2', 'nocolon', ': empty', 'x-a: a\rb'), { maxLength: 3 }).map((headers) => JSON.stringify({ type: 'set_headers', headers })),
+    fc.constantFrom(
+      '',
+      'not json',
+      '{',
+      '[]',
+      'null',
+      '42',
+      '"set_status"',
+      '{"type":"set_status"}',
+      '{"type":"set_status","status_code":"200"}',
+      '{"type":"set_status","status_code":200.5}',
+      '{"type":"set_status","status_code":1e400}',
+      '{"type":"set_headers"}',
+      '{"type":"set_headers","headers":null}',
+      '{"type":"set_headers","headers":"x-a: 1"}',
+      '{"type":"SET_STATUS","status_code":201}',
+      '{"__proto__":{"type":"set_status"},"status_code":201}',
+      '{"type":"set_status","status_code":201,"type":"reboot"}',
+      '['.repeat(5000) + ']'.repeat(5000),
+    ),
+    fc.string({ maxLength: 50 }),
+  )
+  .map((text) => ({ text }))
+
+const binaryItem: fc.Arbitrary<Item> = fc
+  .oneof(
+    { weight: 4, arbitrary: fc.uint8Array({ maxLength: 200 }) },
+    { weight: 1, arbitrary: fc.integer({ min: 60_000, max: 300_000 }).map((n) => new Uint8Array(n).fill(0x61)) },
+  )
+  .map((data) => {
+    const item = { binary: Buffer.from(data) }
+    // A counterexample names the size, not every byte.
+    Object.defineProperty(item, fc.toStringMethod, { value: () => `{binary: ${item.binary.length} bytes}` })
+    return item
+  })
+
+/** How the writer ends; then how the handler answers (after the writer ended, like svc-sdk's http()). */
+const ending = fc.constantFrom('normal', 'abnormal', 'terminate')
+const outcome = fc.constantFrom('null', 'descriptor', 'error')
+
+/** Header lines the items set for `name` before the first body item, by §3.6's value rules and §3.7's merge. */
+function expectedLines(items: Item[], name: string): string[] {
+  let current: string[] = []
+  for (const item of items) {
+    if ('binary' in item) break
+    let parsed: unknown
+    try {
+      parsed = JSON.parse(item.text)
+    } catch {
+      continue
+    }
+    const control = parseControlItem(item.text)
+    if ('ignored' in control || control.type !== 'set_headers') continue
+    const headers = (parsed as { headers: unknown }).headers
+    if (Array.isArray(headers)) continue // the line form: only x-a/x-b lines, checked through the parser below
+    const incoming: string[] = []
+    for (const [key, value] of Object.entries(headers as Record<string, unknown>)) {
+      if (key.toLowerCase() !== name) continue
+      const values = Array.isArray(value) ? value : [value]
+      for (const v of values) {
+        const text = typeof v === 'number' ? String(v) : typeof v === 'string' ? v : undefined
+        if (text !== undefined && /^[\t\x20-\x7e\x80-\xff]*$/.test(text)) incoming.push(text)
+      }
+    }
+    if (incoming.length > 0) current = incoming
+  }
+  return current
+}
+
+/** The last valid set_status before the first body item, else 200. */
+function expectedStatus(items: Item[]): number {
+  let status = 200
+  for (const item of items) {
+    if ('binary' in item) break
+    const control = parseControlItem(item.text)
+    if (!('ignored' in control) && control.type === 'set_status') status = control.status
+  }
+  return status
+}
+
+interface Got {
+  status: number
+  rawHeaders: string[]
+  body: Buffer
+  complete: boolean
+}
+
+/** Checks the response the client got against what the items, the writer's end and the handler's answer describe. */
+function checkStreamed(items: Item[], end: string, answer: string, got: Got): void {
+  const first = items.findIndex((item) => 'binary' in item)
+  const status = expectedStatus(items)
+  const where = JSON.stringify({ items: items.map((i) => ('text' in i ? i.text.slice(0, 80) : i.binary.length)), end, answer, got: { status: got.status, complete: got.complete, body: got.body.length } })
+  const fallback = answer === 'error' ? 500 : answer === 'descriptor' ? 299 : end === 'normal' ? status : 502
+  if (end === 'terminate') {
+    // A terminated socket may lose the frames it had not flushed: either the body started (and
+    // then broke off) or the answer is the handler's or the writer's failure.
+    assert.ok(got.status === 0 || got.status === status || got.status === fallback, where)
+    assert.equal(got.complete && first !== -1 && got.status === status && status !== 204 && status !== 304 && status >= 200, false, where)
+    return
+  }
+  if (status < 200 && (first !== -1 || (answer === 'null' && end === 'normal'))) return // an informational status cannot be final: Node ends the connection
+  assert.deepEqual(lines(got.rawHeaders, 'x-injected'), [], where)
+  if (first !== -1) {
+    // The body started: the items are the response; the handler's answer comes too late to matter.
+    assert.equal(got.status, status, where)
+    const body = Buffer.concat(items.filter((i): i is { binary: Buffer } => 'binary' in i).map((i) => i.binary))
+    if (end === 'normal') {
+      assert.equal(got.complete, true, where)
+      if (status !== 204 && status !== 304) assert.ok(got.body.equals(body), where)
+    } else if (status !== 204 && status !== 304) {
+      // (A 204 or 304 is complete with its head: breaking off afterwards cannot show.)
+      assert.equal(got.complete, false, where)
+    }
+    assert.deepEqual(lines(got.rawHeaders, 'content-length'), [], where)
+    const lineForm = items.slice(0, first).some((i) => 'text' in i && i.text.startsWith('{"type":"set_headers","headers":['))
+    // Node writes a head as latin1 or, flushed alone, as UTF-8 (OutgoingMessage#_send): a value
+    // beyond ASCII may arrive either way, and HTTP leaves such bytes opaque (RFC 9110 §5.5).
+    const asSent = (value: string) => [value, Buffer.from(value, 'utf8').toString('latin1')]
+    if (!lineForm) {
+      for (const name of ['x-a', 'x-b']) {
+        const got_ = lines(got.rawHeaders, name)
+        const expected = expectedLines(items, name)
+        assert.equal(got_.length, expected.length, `${name}: ${JSON.stringify(got_)} vs ${JSON.stringify(expected)}: ${where}`)
+        got_.forEach((value, i) => assert.ok(asSent(expected[i]!).includes(value), `${name}: ${JSON.stringify(got_)} vs ${JSON.stringify(expected)}: ${where}`))
+      }
+    }
+    return
+  }
+  assert.equal(got.status, fallback, where)
+  if (answer === 'error') assert.equal(JSON.parse(got.body.toString()).error.code, 'E_FUZZ', where)
+  else if (answer === 'descriptor') assert.equal(got.body.toString(), '"descriptor"', where)
+  else if (end === 'normal') assert.equal(got.body.length, 0, where)
+  else assert.equal(JSON.parse(got.body.toString()).error.code, 'CHANNEL_CLOSED', where)
+}
+
+describe('svc-http fuzzing: response channel items (builtins.md §3.7)', () => {
+  let s: TestEngine
+  let worker: RawWorker
+  const refs: Array<{ response: { channel_id: string; access_key: string; direction: 'write' }; answer: (result: unknown) => void; fail: (error: Error) => void }> = []
+  const waiting: Array<() => void> = []
+
+  before(async () => {
+    s = await startTestEngine({ builtins: [new HttpWorker()], settings: { 'svc-http': { port: 0 } } })
+    worker = await RawWorker.connect(s.url, { announce: { name: 'fuzz-stream', runtime: 'node' } })
+    worker.serve(
+      'streamer',
+      (data) =>
+        new Promise((resolve, reject) => {
+          refs.push({ response: data.response, answer: resolve, fail: reject })
+          for (const wake of waiting.splice(0)) wake()
+        }),
+    )
+    worker.send({ type: 'registertrigger', id: 'fuzz-stream', trigger_type: 'http', function_id: 'streamer', config: { api_path: '/stream', http_method: 'GET' } })
+    await worker.call('engine::workers::list', {})
+  })
+
+  after(async () => {
+    await worker?.close()
+    await s?.stop()
+  })
+
+  /** The next handler invocation, once it has arrived. */
+  async function nextCall() {
+    while (refs.length === 0) await new Promise<void>((resolve) => waiting.push(resolve))
+    return refs.shift()!
+  }
+
+  it('answers every item sequence with the response it describes, or breaks off when the writer failed after the body started', async () => {
+    await fc.assert(
+      fc.asyncProperty(fc.array(fc.oneof({ weight: 3, arbitrary: textItem }, { weight: 2, arbitrary: binaryItem }), { maxLength: 12 }), ending, outcome, async (items, end, answer) => {
+        const url = `${s.engine.listenUrls('svc-http')[0]!}/stream`
+        const response = new Promise<{ status: number; rawHeaders: string[]; body: Buffer; complete: boolean }>((resolve) => {
+          const req = request(url, { agent: false }, (res) => {
+            const chunks: Buffer[] = []
+            res.on('data', (chunk: Buffer) => chunks.push(chunk))
+            const done = () => resolve({ status: res.statusCode!, rawHeaders: res.rawHeaders, body: Buffer.concat(chunks), complete: res.complete })
+            res.on('end', done)
+            res.on('close', done)
+            res.on('error', done)
+          })
+          req.on('error', () => resolve({ status: 0, rawHeaders: [], body: Buffer.alloc(0), complete: false }))
+          req.end()
+        })
+        const call = await nextCall()
+        const writer = await ChannelSocket.open(s.url, call.response)
+        for (const item of items) writer.send('text' in item ? item.text : item.binary)
+        if (end === 'normal') writer.ws.close(1000)
+        else if (end === 'abnormal') writer.ws.close(4000, 'failed')
+        else writer.ws.terminate()
+        await writer.closed
+        if (answer === 'null') call.answer(null)
+        else if (answer === 'descriptor') call.answer({ status_code: 299, body: 'descriptor' })
+        else call.fail(Object.assign(new Error('handler failed'), { code: 'E_FUZZ' }))
+        const got = await response
+        await eventually(() => s.engine.channels.size === 0)
+        checkStreamed(items, end, answer, got)
+      }),
+      { numRuns: 150 },
+    )
+  })
+
+  it('reads any text as a control item or an ignored one, never throwing', () => {
+    fc.assert(
+      fc.property(fc.oneof(fc.string(), fc.jsonValue().map((v) => JSON.stringify(v) ?? 'null'), textItem.map((i) => ('text' in i ? i.text : ''))), (text) => {
+        const control = parseControlItem(text)
+        if ('ignored' in control) assert.equal(typeof control.ignored, 'string')
+        else if (control.type === 'set_status') assert.ok(Number.isInteger(control.status) && control.status >= 100 && control.status <= 599)
+        else assert.ok(control.headers.length % 2 === 0 && control.headers.every((h) => typeof h === 'string' && !/[\r\n]/.test(h)))
+      }),
+      { numRuns: 2000 },
+    )
+  })
+})
+
+/** Header values of `name` (lower case) as separate lines. */
+function lines(rawHeaders: string[], name: string): string[] {
+  const out: string[] = []
+  for (let i = 0; i < rawHeaders.length; i += 2) if (rawHeaders[i]!.toLowerCase() === name) out.push(rawHeaders[i + 1]!)
+  return out
+}

@@ -140,6 +140,11 @@ describe('svc-http in the engine (builtins.md §3)', () => {
       assert.equal(data.headers['content-type'], 'application/json')
       assert.deepEqual(data.body, { k: [1, 2] })
       assert.deepEqual(data.trigger, { type: 'http', path: '/req/:id/*', method: 'POST' })
+      // Two channels per request (§3.4): the raw body to read, the response to write.
+      assert.deepEqual(Object.keys(data.request_body).sort(), ['access_key', 'channel_id', 'direction'])
+      assert.equal(data.request_body.direction, 'read')
+      assert.equal(data.response.direction, 'write')
+      assert.notEqual(data.request_body.channel_id, data.response.channel_id)
     })
 
     it('omits metadata when the trigger has none and gives empty maps for no query', async () => {
@@ -300,6 +305,10 @@ describe('svc-http in the engine (builtins.md §3)', () => {
         [{ api_path: '/a/:id/:id' }, "api_path '/a/:id/:id' is invalid: parameter ':id' appears twice"],
         [{ api_path: '/x', condition_function_id: '' }, 'condition_function_id must be a non-empty string'],
         [{ api_path: '/x', middleware_function_ids: 'mw' }, 'middleware_function_ids must be an array of non-empty strings'],
+        [{ api_path: '/x', stream_request_body: 'yes' }, 'stream_request_body must be a boolean'],
+        [{ api_path: '/x', max_body_bytes: 0 }, 'max_body_bytes must be an integer >= 1, got 0'],
+        [{ api_path: '/x', max_body_bytes: 1.5 }, 'max_body_bytes must be an integer >= 1, got 1.5'],
+        [{ api_path: '/x', max_body_bytes: '10' }, 'max_body_bytes must be an integer >= 1, got "10"'],
       ]
       for (const [config, message] of cases) {
         const frame = await refused(config)
@@ -474,13 +483,12 @@ describe('svc-http in the engine (builtins.md §3)', () => {
       }
     })
 
-    it('answers a handler that returns nothing with an empty 200 (streamed responses come with channels)', async () => {
+    it('answers 504 TIMEOUT when a handler returns nothing and never writes its response channel (§3.7)', async () => {
       w.serve('nothing::fn', () => undefined)
       await route(w, 'nothing::fn', { api_path: '/nothing' })
-      const res = await send('/nothing')
-      assert.equal(res.status, 200)
-      assert.equal(res.text, '')
-      assert.equal(res.headers['content-type'], undefined)
+      await withSettings({ default_timeout: 300 }, async () => {
+        assertError(await send('/nothing'), 504, 'TIMEOUT', 'request exceeded 300 ms')
+      })
     })
 
     it('maps status, headers and the five body rules', async () => {

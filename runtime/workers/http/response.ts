@@ -47,11 +47,14 @@ function pushHeader(out: string[], name: string, value: string): void {
 }
 
 /**
- * Collects the `headers` field of a descriptor: an object whose string values are kept, numbers
- * converted, arrays of strings (or numbers) repeated as separate lines and other values dropped;
- * or an array of `"Name: value"` lines. Anything else sets no headers.
+ * Collects the `headers` field of a descriptor (§3.6), or of a `set_headers` control item (§3.7),
+ * into the flat list `out`: an object whose string values are kept, numbers converted, arrays of
+ * strings (or numbers) repeated as separate lines and other values dropped; or an array of
+ * `"Name: value"` lines. Anything else sets no headers. Names the server owns
+ * (`content-length`, `transfer-encoding`, `connection`, `keep-alive`) and lines that are not valid
+ * HTTP are dropped.
  */
-function collectResponseHeaders(headers: unknown, out: string[]): void {
+export function collectResponseHeaders(headers: unknown, out: string[]): void {
   if (headers === null || typeof headers !== 'object') return
   if (Array.isArray(headers)) {
     for (const line of headers) {

@@ -6,9 +6,9 @@
  * (trigger object, condition, middleware ids, metadata). A request then costs one trie walk, the
  * body read, and the invocations.
  *
- * Not yet implemented (later issues): the `request_body` / `response` channel references of §3.4
- * and streamed responses (§3.7) need engine channels; the SERVER span of §3.9 / §12.7 needs the
- * observability worker. A handler that returns no result is answered 200 with an empty body.
+ * Each handler also gets two channels (§3.4, §3.7): `request_body`, which carries the raw request
+ * bytes, and `response`, from which a handler that returns no result streams its response. Their
+ * mechanics are in `streaming.ts`; which answer wins is {@link HttpWorker}'s `runHandler`.
  */
 import { createServer, STATUS_CODES, type IncomingMessage, type ServerOptions, type ServerResponse } from 'node:http'
 import type { Duplex } from 'node:stream'
@@ -19,12 +19,14 @@ import type { BindingInfo, BuiltinContext, BuiltinWorker, LocalTriggerProvider }
 import { systemClock, type CancelTimer, type Clock } from '../shared/clock.ts'
 import { createCondition, type Condition } from '../shared/conditions.ts'
 import { ListeningServer, SERVER_TIMEOUTS, type ServerTimeouts } from '../shared/listening-server.ts'
+import type { ChannelRef, CreateChannelResult, LocalChannels } from '../../engine/channels/types.ts'
 import { CHANNEL_REF } from '../shared/formats.ts'
 import { createSettingsApplier, withSettingsKey, type SettingsApplier } from '../shared/settings.ts'
 import { collectHeaders, InvalidBody, parseBody, parseUrlEncoded } from './request.ts'
 import { describeInvalidResult, errorEnvelope, JSON_CONTENT_TYPE, mapResponse, newErrorId } from './response.ts'
 import { HTTP_METHODS, parsePattern, Router, type ActiveRoute, type HttpMethod } from './router.ts'
 import { parseHttpSettings, type HttpSettings } from './settings.ts'
+import { RequestBodyPump, ResponseStream, type PumpEnd } from './streaming.ts'
 
 /** Worker name and configuration id of the HTTP worker (builtins.md §1). */
 export const HTTP_WORKER_NAME = 'svc-http'
@@ -62,14 +64,31 @@ interface RouteBinding {
   readonly middleware: readonly string[]
   readonly route: string
   readonly trigger: HttpTriggerInfo
+  /** `stream_request_body` of the trigger. */
+  readonly streamBody: boolean
+  /** `max_body_bytes` of the trigger, undefined without one. */
+  readonly maxBodyBytes: number | undefined
 }
 
-/** A validated `http` trigger config (§3.2). */
+/**
+ * A validated `http` trigger config (§3.2), with two svc additions for request bodies (§3.4, §3.5;
+ * docs/decisions.md): `stream_request_body` and a route's own `max_body_bytes`.
+ */
 export interface HttpTriggerConfig {
   api_path: string
   http_method: HttpMethod
   condition_function_id?: string
   middleware_function_ids: string[]
+  /**
+   * True: the body is not read before the handler runs; `body` is `null` and the bytes reach the
+   * handler only through `request_body`, as they arrive (see {@link RequestBodyPump}). Default false.
+   */
+  stream_request_body: boolean
+  /**
+   * The route's own body limit, bytes (≥ 1). Buffered routes take the smaller of it and the
+   * worker's `max_body_bytes`; streamed routes take it alone, and have no limit without it.
+   */
+  max_body_bytes?: number
 }
 
 function invalidConfig(message: string): SvcError {
@@ -96,7 +115,7 @@ export function parseHttpTriggerConfig(config: unknown): HttpTriggerConfig {
     }
     method = upper as HttpMethod
   }
-  const result: HttpTriggerConfig = { api_path: c.api_path, http_method: method, middleware_function_ids: [] }
+  const result: HttpTriggerConfig = { api_path: c.api_path, http_method: method, middleware_function_ids: [], stream_request_body: false }
   const condition = c.condition_function_id
   if (condition !== undefined && condition !== null) {
     if (typeof condition !== 'string' || condition === '') throw invalidConfig('condition_function_id must be a non-empty string')
@@ -108,6 +127,18 @@ export function parseHttpTriggerConfig(config: unknown): HttpTriggerConfig {
       throw invalidConfig('middleware_function_ids must be an array of non-empty strings')
     }
     result.middleware_function_ids = [...(middleware as string[])]
+  }
+  const stream = c.stream_request_body
+  if (stream !== undefined && stream !== null) {
+    if (typeof stream !== 'boolean') throw invalidConfig('stream_request_body must be a boolean')
+    result.stream_request_body = stream
+  }
+  const limit = c.max_body_bytes
+  if (limit !== undefined && limit !== null) {
+    if (typeof limit !== 'number' || !Number.isSafeInteger(limit) || limit < 1) {
+      throw invalidConfig(`max_body_bytes must be an integer >= 1, got ${JSON.stringify(limit) ?? typeof limit}`)
+    }
+    result.max_body_bytes = limit
   }
   return result
 }
@@ -189,16 +220,28 @@ class Exchange {
   /** Clock reading at which `default_timeout` runs out. */
   readonly deadline: number
   timer: CancelTimer | null = null
-  /** An answer was sent (or the request was abandoned): later outcomes are discarded. */
-  done = false
   /** Holds a concurrency slot. */
   started = false
-  /** The body is being read (a timeout then closes the connection). */
-  reading = false
   /** Next exchange waiting for a slot. */
   next: Exchange | null = null
   /** The `traceparent` sent to the route's functions: the request span's, else the request header's. */
   traceparent: string | undefined
+  /** The route's body limit for this request, bytes (`Infinity`: none). */
+  limit = Number.POSITIVE_INFINITY
+  /** The handler's two channels (§3.4), once it runs; removed when the exchange ends. */
+  channelIds: readonly string[] = []
+  /** Writes the request body into `request_body`. */
+  pump: RequestBodyPump | null = null
+  /** Reads the `response` channel (§3.7). */
+  stream: ResponseStream | null = null
+  /** The handler's invocation: pending, returned no result (`none`), or settled otherwise. */
+  outcome: 'pending' | 'none' | 'settled' = 'pending'
+  /** How the response channel's writer ended before the body started: undefined while open, null normally. */
+  writerEnd: Error | null | undefined = undefined
+  /** Something the handler sent on the response channel was ignored and logged (once per exchange). */
+  warned = false
+  private isDone = false
+  private onDone: (() => void) | null = null
 
   constructor(
     req: IncomingMessage,
@@ -223,6 +266,41 @@ class Exchange {
     this.cors = cors
     this.deadline = now + compiled.settings.default_timeout
   }
+
+  /**
+   * An answer was sent, a streamed response started, or the request was abandoned (the client
+   * went away): later outcomes are discarded, and the request's concurrency slot is freed.
+   */
+  get done(): boolean {
+    return this.isDone
+  }
+
+  markDone(): void {
+    if (this.isDone) return
+    this.isDone = true
+    const onDone = this.onDone
+    this.onDone = null
+    onDone?.()
+  }
+
+  /** Settles once {@link done}. */
+  whenDone(): Promise<void> {
+    return this.isDone ? Promise.resolve() : new Promise((resolve) => (this.onDone = resolve))
+  }
+}
+
+/** True when the request announces a body (`Content-Length` other than 0, or a transfer coding). */
+function announcesBody(req: IncomingMessage): boolean {
+  const length = req.headers['content-length']
+  return (length !== undefined && length !== '0') || req.headers['transfer-encoding'] !== undefined
+}
+
+/**
+ * The request's body is still arriving: an answer now closes the connection instead of leaving
+ * Node to read and discard the rest (a streamed upload may be gigabytes).
+ */
+function bodyPending(req: IncomingMessage): boolean {
+  return !req.complete && announcesBody(req)
 }
 
 function onExchangeTimeout(worker: HttpWorker, x: Exchange): void {
@@ -399,6 +477,16 @@ export class HttpWorker implements BuiltinWorker {
             http_method: { type: 'string', enum: [...HTTP_METHODS], description: 'default GET, any case' },
             condition_function_id: { type: 'string' },
             middleware_function_ids: { type: 'array', items: { type: 'string' } },
+            stream_request_body: {
+              type: 'boolean',
+              default: false,
+              description: 'true: body is null and the raw bytes reach the handler only through request_body, as they arrive, of any size up to max_body_bytes',
+            },
+            max_body_bytes: {
+              type: 'integer',
+              minimum: 1,
+              description: "the route's body limit, bytes: for a buffered route the smaller of this and svc-http's max_body_bytes; for a streamed route this alone (none when absent)",
+            },
           },
         },
         call_request_format: HTTP_REQUEST_FORMAT,
@@ -445,7 +533,7 @@ export class HttpWorker implements BuiltinWorker {
   async stop(): Promise<void> {
     this.stopped = true
     for (let x = this.waitHead; x; x = x.next) {
-      x.done = true
+      x.markDone()
       if (x.timer) x.timer()
     }
     this.waitHead = this.waitTail = null
@@ -472,6 +560,8 @@ export class HttpWorker implements BuiltinWorker {
       route: pattern.text,
       // Shared by every request of the route; frozen because handlers in the engine process get it by reference.
       trigger: Object.freeze({ type: 'http', path: pattern.text, method: config.http_method }),
+      streamBody: config.stream_request_body,
+      maxBodyBytes: config.max_body_bytes,
     }
     this.router.add(
       binding.id,
@@ -537,6 +627,7 @@ export class HttpWorker implements BuiltinWorker {
         return
     }
     const x = new Exchange(req, res, compiled, lookup.route, lookup.params, path, query, cors, this.clock.now())
+    res.once('close', () => this.exchangeEnded(x))
     this.traceRequest(x, method)
     x.timer = this.clock.setTimeout(() => onExchangeTimeout(this, x), compiled.settings.default_timeout)
     if (this.active < compiled.settings.concurrency_request_limit) {
@@ -607,25 +698,30 @@ export class HttpWorker implements BuiltinWorker {
     }
   }
 
-  /** The pipeline of §3.8: body read, global middleware, condition, route middleware, handler. */
+  /**
+   * The pipeline of §3.8: body read, global middleware, condition, route middleware, handler.
+   * A streamed route (`stream_request_body`) skips the body read: its body reaches the handler
+   * through `request_body` only, read while the handler runs.
+   */
   private async serve(x: Exchange): Promise<void> {
     const req = x.req
-    const settings = x.compiled.settings
-    let raw: Buffer = EMPTY_BODY
-    const length = req.headers['content-length']
-    if ((length !== undefined && length !== '0') || req.headers['transfer-encoding'] !== undefined) {
-      if (length !== undefined && Number(length) > settings.max_body_bytes) throw BODY_TOO_LARGE
-      x.reading = true
-      raw = await readBody(req, settings.max_body_bytes)
-      x.reading = false
-      if (x.done) return
+    const b = x.binding
+    const own = b.maxBodyBytes ?? Number.POSITIVE_INFINITY
+    x.limit = b.streamBody ? own : Math.min(own, x.compiled.settings.max_body_bytes)
+    let raw: Buffer | null = b.streamBody ? null : EMPTY_BODY
+    if (announcesBody(req)) {
+      const length = req.headers['content-length']
+      if (length !== undefined && Number(length) > x.limit) throw BODY_TOO_LARGE
+      if (raw !== null) {
+        raw = await readBody(req, x.limit)
+        if (x.done) return
+      }
     }
-    const body = parseBody(raw, req.headers['content-type'])
+    const body = raw === null ? null : parseBody(raw, req.headers['content-type'])
     if (body instanceof InvalidBody) {
       this.answerError(x, httpStatusOf(Codes.InvalidBody), Codes.InvalidBody, body.message)
       return
     }
-    const b = x.binding
     const headers = collectHeaders(req.rawHeaders)
     const query = x.query === '' ? {} : parseUrlEncoded(x.query)
     const request: HttpRequest = {
@@ -655,11 +751,82 @@ export class HttpWorker implements BuiltinWorker {
       return
     }
 
-    const result = await this.call(x, STAGE_HANDLER, b.functionId, request, b.namespace, b.metadata)
+    await this.runHandler(x, request, raw)
+  }
+
+  // ---- the handler and its channels (§3.4, §3.7) -----------------------------------------------
+
+  /**
+   * Invokes the handler with its `request_body` (read) and `response` (write) channel refs and
+   * settles once the answer is decided: the handler's response descriptor, an error, or the
+   * start of a streamed response — whose body then lasts until its writer closes or the client
+   * goes away, outside `default_timeout` and the concurrency slot (§3.7).
+   *
+   * Which answer wins: the first binary item on `response` starts a streamed response and a later
+   * result is ignored (logged); a non-null result before it is the response (§3.6). With no
+   * result (`null`), the response is built from the channel once its writer ends: status and
+   * headers with an empty body when it closes normally, 502 `CHANNEL_CLOSED` when it fails; a
+   * writer that never ends before `default_timeout` gives 504 `TIMEOUT`.
+   *
+   * @param raw the body already read (a buffered route), or null to stream it from the request
+   */
+  private async runHandler(x: Exchange, request: HttpRequest, raw: Buffer | null): Promise<void> {
     if (x.done) return
+    const b = x.binding
+    const remaining = x.deadline - this.clock.now()
+    if (remaining <= 0) throw BUDGET_EXCEEDED
+    const channels = this.context!.worker.channels
+    const pair = createChannels(channels)
+    if (!Array.isArray(pair)) {
+      // TOO_MANY_CHANNELS (429): the engine holds its maximum of channels.
+      this.answerError(x, httpStatusOf(pair.code as Code), pair.code, pair.message)
+      return
+    }
+    const [body, response] = pair
+    x.channelIds = [body.writer.channel_id, response.writer.channel_id]
+    x.pump = new RequestBodyPump(channels.openWriter(body.writer), (end) => this.pumpEnded(x, end))
+    if (raw === null) x.pump.fromRequest(x.req, x.limit)
+    else x.pump.fromBuffer(raw)
+    x.stream = new ResponseStream(x.res, {
+      start: () => this.streamStarted(x),
+      end: (_stream, error) => this.streamEnded(x, error),
+      ignored: (reason) => this.ignoredOnStream(x, reason),
+    })
+    x.stream.attached(channels.attachReader(response.reader, x.stream))
+    const payload: HandlerRequest = { ...request, request_body: body.reader, response: response.writer }
+    this.context!.worker.invoke({
+      function_id: b.functionId,
+      data: payload,
+      namespace: b.namespace,
+      metadata: b.metadata,
+      timeoutMs: remaining,
+      traceparent: x.traceparent,
+      baggage: firstHeader(x.req.headers.baggage),
+    }).then(
+      (result) => this.guard(x, () => this.handlerReturned(x, result)),
+      (err) => this.guard(x, () => this.handlerFailed(x, err, remaining)),
+    )
+    await x.whenDone()
+  }
+
+  /** Runs a step of an exchange outside the request pipeline: a failure is answered, never thrown. */
+  private guard(x: Exchange, step: () => void): void {
+    try {
+      step()
+    } catch (err) {
+      this.internalError(x, x.req, x.res, err)
+    }
+  }
+
+  private handlerReturned(x: Exchange, result: unknown): void {
     if (result === undefined || result === null) {
-      // Streamed responses (§3.7) need channels; until then "no result" is an empty 200.
-      this.answer(x, 200, [], null)
+      x.outcome = 'none'
+      this.settleFromStream(x)
+      return
+    }
+    x.outcome = 'settled'
+    if (x.done) {
+      if (x.stream?.started) this.warnOnce(x, 'svc-http ignored the result of a handler whose response was already streamed')
       return
     }
     if (typeof result !== 'object') {
@@ -667,6 +834,104 @@ export class HttpWorker implements BuiltinWorker {
       return
     }
     this.answerDescriptor(x, result)
+  }
+
+  private handlerFailed(x: Exchange, err: unknown, timeoutMs: number): void {
+    x.outcome = 'settled'
+    if (x.stream?.started) {
+      // §3.7: default_timeout ends at the head; the engine's timeout of the call changes nothing after it.
+      if (isEngineTimeout(err, timeoutMs) || x.res.writableEnded) return
+      const { code, message } = errorBodyOf(err)
+      this.context?.log.error(`svc-http aborted a streamed response: its handler failed with ${code}`, { ...this.where(x), message })
+      x.res.destroy()
+      return
+    }
+    this.failed(x, this.failure(x, STAGE_HANDLER, x.binding.functionId, err, timeoutMs, timeoutMs))
+  }
+
+  /** The first body item of the response channel: writes the head (status, headers) and frees the slot. */
+  private streamStarted(x: Exchange): 'write' | 'discard' | false {
+    if (x.done) return false
+    x.markDone()
+    const stream = x.stream!
+    const res = x.res
+    const headers = [...stream.headers]
+    if (x.cors) headers.push(...x.cors)
+    if (bodyPending(x.req)) headers.push('connection', 'close')
+    try {
+      res.writeHead(stream.status, headers)
+      // The head goes out now, not with the first bytes written: an empty first item, or a HEAD
+      // request, still shows the client that the response started.
+      res.flushHeaders()
+    } catch (err) {
+      this.internalError(x, x.req, res, err)
+      return false
+    }
+    const status = stream.status
+    return x.head || status < 200 || status === 204 || status === 304 ? 'discard' : 'write'
+  }
+
+  /** The response channel's writer ended, after every item was taken. */
+  private streamEnded(x: Exchange, error: Error | undefined): void {
+    if (x.stream!.started) {
+      if (error === undefined) x.res.end()
+      else {
+        this.context?.log.warn('svc-http aborted a streamed response: its writer ended abnormally', { ...this.where(x), message: error.message })
+        x.res.destroy()
+      }
+      return
+    }
+    if (x.done) return
+    x.writerEnd = error ?? null
+    this.settleFromStream(x)
+  }
+
+  /** No result and no body item: once the writer has ended too, its status and headers are the response. */
+  private settleFromStream(x: Exchange): void {
+    if (x.done || x.outcome !== 'none' || x.writerEnd === undefined) return
+    const stream = x.stream!
+    if (x.writerEnd === null) {
+      this.answer(x, stream.status, [...stream.headers], null)
+      return
+    }
+    const message = `the response channel of ${x.binding.functionId} ended abnormally before the response started (${x.writerEnd.message})`
+    this.answerError(x, httpStatusOf(Codes.ChannelClosed), Codes.ChannelClosed, message)
+  }
+
+  private pumpEnded(x: Exchange, end: PumpEnd): void {
+    if (end !== 'too_large') return
+    if (!x.done) this.failed(x, BODY_TOO_LARGE)
+    // Already streaming a response: it cannot turn into a 413 any more, so it is aborted.
+    else if (x.stream?.started && !x.res.writableEnded) x.res.destroy()
+  }
+
+  private ignoredOnStream(x: Exchange, reason: string): void {
+    this.warnOnce(x, `svc-http ignored ${reason} on the response channel`)
+  }
+
+  private warnOnce(x: Exchange, message: string): void {
+    if (x.warned) return
+    x.warned = true
+    this.context?.log.warn(message, this.where(x))
+  }
+
+  private where(x: Exchange): Record<string, unknown> {
+    return { method: x.req.method, path: x.path, route: x.route.pattern, function_id: x.binding.functionId, trigger_id: x.binding.triggerId }
+  }
+
+  /**
+   * The response finished or the connection closed (builtins.md §3.7, protocol.md §9): both
+   * channels are removed whether or not the handler used them. A response writer still open is
+   * first closed with 1011 (the reader went away), a request body still being written ends
+   * abnormally.
+   */
+  private exchangeEnded(x: Exchange): void {
+    x.markDone()
+    if (x.channelIds.length === 0) return
+    x.stream?.cancel()
+    x.pump?.stop()
+    const channels = this.context?.worker.channels
+    if (channels) for (const id of x.channelIds) channels.remove(id)
   }
 
   /**
@@ -749,9 +1014,8 @@ export class HttpWorker implements BuiltinWorker {
   timedOut(x: Exchange): void {
     x.timer = null
     try {
-      // A request still waiting for a slot is answered here too; drain() then skips it. While the
-      // body is being read, the connection is closed instead of draining the rest of the upload.
-      this.answerError(x, httpStatusOf(Codes.Timeout), Codes.Timeout, `request exceeded ${x.compiled.settings.default_timeout} ms`, undefined, undefined, x.reading)
+      // A request still waiting for a slot is answered here too; drain() then skips it.
+      this.answerError(x, httpStatusOf(Codes.Timeout), Codes.Timeout, `request exceeded ${x.compiled.settings.default_timeout} ms`)
     } catch (err) {
       this.internalError(x, x.req, x.res, err)
     }
@@ -761,11 +1025,11 @@ export class HttpWorker implements BuiltinWorker {
   private failed(x: Exchange, err: unknown): void {
     if (x.done) return
     if (err === CLIENT_GONE) {
-      x.done = true
+      x.markDone()
       return
     }
     if (err === BODY_TOO_LARGE) {
-      const limit = x.compiled.settings.max_body_bytes
+      const limit = x.limit
       // Close the connection rather than drain a body we refused.
       this.answerError(x, httpStatusOf(Codes.PayloadTooLarge), Codes.PayloadTooLarge, Errors.payloadTooLarge(limit).message, undefined, undefined, true)
       return
@@ -797,8 +1061,8 @@ export class HttpWorker implements BuiltinWorker {
 
   private answer(x: Exchange, status: number, headers: string[], body: string | null): void {
     if (x.done) return
-    x.done = true
-    this.write(x.res, x.head, x.cors, status, headers, body, false)
+    x.markDone()
+    this.write(x.res, x.head, x.cors, status, headers, body, bodyPending(x.req))
   }
 
   /**
@@ -815,7 +1079,7 @@ export class HttpWorker implements BuiltinWorker {
     close = false,
   ): void {
     if (x.done) return
-    x.done = true
+    x.markDone()
     let errorId: string | undefined
     if (status >= 500) {
       errorId = newErrorId()
@@ -829,7 +1093,7 @@ export class HttpWorker implements BuiltinWorker {
         ...(detail !== undefined ? { detail } : {}),
       })
     }
-    this.write(x.res, x.head, x.cors, status, [...ERROR_HEADERS], errorEnvelope(code, message, errorId, extra), close)
+    this.write(x.res, x.head, x.cors, status, [...ERROR_HEADERS], errorEnvelope(code, message, errorId, extra), close || bodyPending(x.req))
   }
 
   /** An answer before any exchange exists (no route, wrong method); the status is the catalogue's. */
@@ -841,7 +1105,7 @@ export class HttpWorker implements BuiltinWorker {
 
   /** An unexpected failure: 500 `internal_error`, logged with its error id; never thrown further. */
   private internalError(x: Exchange | null, req: IncomingMessage, res: ServerResponse, err: unknown): void {
-    if (x) x.done = true
+    if (x) x.markDone()
     if (res.writableEnded) return
     if (res.headersSent) {
       // Too late for an answer: drop the connection so the client does not wait for the rest.
@@ -913,6 +1177,21 @@ export class HttpWorker implements BuiltinWorker {
     // HEAD answers keep the headers of the GET answer, including its Content-Length, but no body (§3.6 rule 1).
     if (head || body === null) res.end()
     else res.end(body)
+  }
+}
+
+/** The request object as the handler receives it (§3.4), with its two channel refs. */
+type HandlerRequest = HttpRequest & { request_body: ChannelRef; response: ChannelRef }
+
+/** The `request_body` and `response` channels of one request, or the error that refused them. */
+function createChannels(channels: LocalChannels): [CreateChannelResult, CreateChannelResult] | { code: string; message: string } {
+  let body: CreateChannelResult | undefined
+  try {
+    body = channels.create()
+    return [body, channels.create()]
+  } catch (err) {
+    if (body !== undefined) channels.remove(body.writer.channel_id)
+    return errorBodyOf(err)
   }
 }
 

@@ -19,8 +19,10 @@ export interface HttpTriggerInfo {
 }
 
 /**
- * The payload a route's handler and condition receive (builtins.md §3.4). The channel fields
- * `request_body` and `response` arrive with channels (protocol.md §9).
+ * The payload a route's handler and condition receive (builtins.md §3.4). On the wire a handler's
+ * payload also carries `request_body` (read) and `response` (write) channel refs
+ * (`{channel_id, access_key, direction}`, protocol.md §9); they are not typed here because each
+ * SDK hands them to the handler as its own live channel ends (sdk.md §11). A condition gets no refs.
  */
 export interface HttpRequest<TBody = unknown> {
   /** Request method, upper case. */
