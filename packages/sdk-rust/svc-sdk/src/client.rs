@@ -85,6 +85,9 @@ pub struct RegistrationError {
 type StateListener = Arc<dyn Fn(ConnectionState) + Send + Sync>;
 type RegistrationListener = Arc<dyn Fn(&RegistrationError) + Send + Sync>;
 
+/// The current state, its listeners by id, and the last listener id given out.
+type StateCell = (ConnectionState, Vec<(u64, StateListener)>, u64);
+
 /// State the handle and the session share.
 pub(crate) struct Shared {
     pub(crate) address: String,
@@ -96,7 +99,7 @@ pub(crate) struct Shared {
     pub(crate) terminal: AtomicBool,
     pub(crate) telemetry: bool,
     last_error: Mutex<Option<Error>>,
-    state: Mutex<(ConnectionState, Vec<(u64, StateListener)>, u64)>,
+    state: Mutex<StateCell>,
     registration_listeners: Mutex<Vec<(u64, RegistrationListener)>>,
     thread: Mutex<Option<(ThreadId, std::thread::JoinHandle<()>)>>,
 }

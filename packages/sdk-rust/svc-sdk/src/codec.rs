@@ -241,14 +241,99 @@ pub fn decode_engine_frame(data: &[u8]) -> Option<EngineFrame> {
 }
 
 fn owed_answer(text: &str) -> Option<EngineFrame> {
-    let value: serde_json::Value = serde_json::from_str(text).ok()?;
-    let object = value.as_object()?;
-    if object.get("type").and_then(|t| t.as_str()) != Some("invokefunction") {
+    let top = top_level_strings(text, &["type", "invocation_id", "function_id"])?;
+    if top[0].as_deref() != Some("invokefunction") {
         return None;
     }
-    let invocation_id = object.get("invocation_id")?.as_str()?.to_string();
-    let function_id = object.get("function_id").and_then(|f| f.as_str()).unwrap_or("").to_string();
+    let invocation_id = top[1].clone()?;
+    let function_id = top[2].clone().unwrap_or_default();
     Some(EngineFrame::MalformedInvoke { invocation_id, function_id, reason: "frame could not be read".into() })
+}
+
+/// The string values of `keys` among the top-level members of a JSON object, read without
+/// recursion (a frame nested deeper than the parser's limit still names the call it owes); the
+/// last occurrence of a key wins, as in the engine's parser. `None` when `text` is not an object.
+fn top_level_strings(text: &str, keys: &[&str]) -> Option<Vec<Option<String>>> {
+    let bytes = text.as_bytes();
+    let mut out = vec![None; keys.len()];
+    let mut i = skip_ws(bytes, 0);
+    if bytes.get(i) != Some(&b'{') {
+        return None;
+    }
+    i += 1;
+    loop {
+        i = skip_ws(bytes, i);
+        match bytes.get(i)? {
+            b'}' => return Some(out),
+            b',' => {
+                i += 1;
+                continue;
+            }
+            b'"' => {}
+            _ => return None,
+        }
+        let key_end = string_end(bytes, i)?;
+        let key: String = serde_json::from_str(&text[i..key_end]).ok()?;
+        i = skip_ws(bytes, key_end);
+        if bytes.get(i) != Some(&b':') {
+            return None;
+        }
+        i = skip_ws(bytes, i + 1);
+        let value_end = value_end(bytes, i)?;
+        if let Some(slot) = keys.iter().position(|k| *k == key) {
+            out[slot] = if bytes[i] == b'"' { serde_json::from_str(&text[i..value_end]).ok() } else { None };
+        }
+        i = value_end;
+    }
+}
+
+fn skip_ws(bytes: &[u8], mut i: usize) -> usize {
+    while matches!(bytes.get(i), Some(b' ' | b'\t' | b'\n' | b'\r')) {
+        i += 1;
+    }
+    i
+}
+
+/// Index just past the string starting at `i` (which is `"`).
+fn string_end(bytes: &[u8], mut i: usize) -> Option<usize> {
+    i += 1;
+    loop {
+        match bytes.get(i)? {
+            b'\\' => i += 2,
+            b'"' => return Some(i + 1),
+            _ => i += 1,
+        }
+    }
+}
+
+/// Index just past the value starting at `i`, nesting counted, not recursed.
+fn value_end(bytes: &[u8], mut i: usize) -> Option<usize> {
+    let mut depth = 0usize;
+    loop {
+        match bytes.get(i) {
+            None => return None,
+            Some(b'"') => {
+                i = string_end(bytes, i)?;
+                if depth == 0 {
+                    return Some(i);
+                }
+                continue;
+            }
+            Some(b'{' | b'[') => depth += 1,
+            Some(b'}' | b']') => {
+                if depth == 0 {
+                    return Some(i);
+                }
+                depth -= 1;
+                if depth == 0 {
+                    return Some(i + 1);
+                }
+            }
+            Some(b',') if depth == 0 => return Some(i),
+            _ => {}
+        }
+        i += 1;
+    }
 }
 
 fn decode_fields(f: &Fields) -> Option<EngineFrame> {
@@ -459,6 +544,20 @@ mod tests {
             decode_engine_frame(br#"{"type":"invokefunction","invocation_id":"i","invocation_id":"j","function_id":"f"}"#),
             Some(EngineFrame::MalformedInvoke { invocation_id, .. }) if invocation_id == "j"
         ));
+    }
+
+    #[test]
+    fn a_call_nested_past_the_parser_limit_is_still_answered() {
+        let deep = format!(r#"{{"type":"invokefunction","data":{}1{},"invocation_id":"i\u0031","function_id":"f"}}"#, "[".repeat(5000), "]".repeat(5000));
+        let owed = match decode_engine_frame(deep.as_bytes()) {
+            Some(EngineFrame::Invoke(call)) => call.invocation_id,
+            Some(EngineFrame::MalformedInvoke { invocation_id, .. }) => Some(invocation_id),
+            _ => None,
+        };
+        assert_eq!(owed.as_deref(), Some("i1"));
+        // Duplicate keys send the frame to the scanner, which reads past any nesting.
+        let dup = format!(r#"{{"type":"invokefunction","function_id":"f","function_id":{}1{},"invocation_id":"j"}}"#, "{\"a\":".repeat(3000), "}".repeat(3000));
+        assert!(matches!(decode_engine_frame(dup.as_bytes()), Some(EngineFrame::MalformedInvoke { invocation_id, .. }) if invocation_id == "j"));
     }
 
     #[test]

@@ -19,12 +19,17 @@ use crate::error::{Error, ErrorBody};
 pub(crate) type HandlerOutput = Result<Option<String>, ErrorBody>;
 pub(crate) type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send + 'static>>;
 
+/// Reads the payload and metadata (on the connection thread) into a future to await.
+pub(crate) type AsyncEntry = Arc<dyn Fn(&RawValue, Option<Value>) -> Result<BoxFuture<HandlerOutput>, ErrorBody> + Send + Sync>;
+/// Reads the payload and metadata into a job for the blocking pool.
+pub(crate) type BlockingEntry = Arc<dyn Fn(&RawValue, Option<Value>) -> Result<Box<dyn FnOnce() -> HandlerOutput + Send>, ErrorBody> + Send + Sync>;
+
 /// A handler after type erasure: reads the payload text and the metadata, returns the result text.
 pub(crate) enum ErasedHandler {
     /// Runs on the connection's runtime.
-    Async(Arc<dyn Fn(&RawValue, Option<Value>) -> Result<BoxFuture<HandlerOutput>, ErrorBody> + Send + Sync>),
+    Async(AsyncEntry),
     /// Runs on the blocking pool (sdk.md §14: sync handlers never hold up the connection).
-    Blocking(Arc<dyn Fn(&RawValue, Option<Value>) -> Result<Box<dyn FnOnce() -> HandlerOutput + Send>, ErrorBody> + Send + Sync>),
+    Blocking(BlockingEntry),
 }
 
 impl Clone for ErasedHandler {

@@ -208,6 +208,7 @@ impl RegistrationStore {
     }
 
     /// Checks and stores a trigger type, replacing one of the same key; returns its frame, key and generation.
+    #[allow(clippy::too_many_arguments)]
     pub(crate) fn add_trigger_type(
         &mut self,
         id: &str,

@@ -208,8 +208,7 @@ impl Session {
                 }
                 Some(Err(e)) => self.shared.set_last_error(e),
             }
-            if let Some(error) = self.fatal.take() {
-                self.fail(error);
+            if self.fatal.take().is_some() {
                 return self.serve_failed().await;
             }
             let reconnection = self.shared.reconnection;
@@ -380,6 +379,11 @@ impl Session {
                     break;
                 }
             }
+        }
+        if let Some(error) = self.fatal.clone() {
+            // Fatal refusal (protocol.md §5.11): every pending call fails with it; no reconnecting.
+            self.close(&mut stream).await;
+            self.fail(error);
         }
         self.out = None;
         writer.abort();
