@@ -130,7 +130,12 @@ impl End {
             return Err(Error::WebSocket("channel end is closed".into()));
         }
         if guard.is_none() {
-            let ws = connect(&channel_url(&self.address, &self.r), &[], std::time::Duration::from_secs(10)).await?;
+            // A 404 (unknown channel, wrong key or end) or a refused claim: the end cannot be used.
+            let ws = connect(&channel_url(&self.address, &self.r), &[], std::time::Duration::from_secs(10)).await.map_err(|e| Error::Remote {
+                code: codes::CHANNEL_CLOSED.into(),
+                message: format!("channel {} is closed: {e}", self.r.channel_id),
+                stacktrace: None,
+            })?;
             *guard = Some(ws);
         }
         Ok(guard.as_mut().expect("opened above"))
@@ -243,8 +248,8 @@ impl ChannelReader {
     /// The next item in order, or `None` once the writer closed normally.
     ///
     /// # Errors
-    /// `Remote { code: "channel_aborted" }` when the writer ended abnormally (close 1011) or the
-    /// channel was removed; [`Error::WebSocket`] when the socket fails.
+    /// `Remote { code: "CHANNEL_CLOSED" }` when the writer ended abnormally (close 1011), the
+    /// channel was removed or the end cannot be claimed; [`Error::WebSocket`] when the socket fails.
     pub async fn next(&self) -> Result<Option<ChannelItem>, Error> {
         let mut guard = self.end.ws.lock().await;
         if self.end.closed.load(std::sync::atomic::Ordering::SeqCst) {
@@ -262,8 +267,13 @@ impl ChannelReader {
                         None => Ok(None),
                         Some(f) if f.code == CloseCode::Normal => Ok(None),
                         Some(f) => Err(Error::Remote {
-                            code: "channel_aborted".into(),
-                            message: format!("channel writer ended abnormally (close code {}{})", u16::from(f.code), if f.reason.is_empty() { String::new() } else { format!(": {}", f.reason) }),
+                            code: codes::CHANNEL_CLOSED.into(),
+                            message: format!(
+                                "channel {} is closed: the writer ended abnormally (close code {}{})",
+                                self.end.r.channel_id,
+                                u16::from(f.code),
+                                if f.reason.is_empty() { String::new() } else { format!(": {}", f.reason) }
+                            ),
                             stacktrace: None,
                         }),
                     };

@@ -524,7 +524,7 @@ impl Svc {
     /// [`Error::Timeout`]; [`Error::NotConnected`] in state `failed` or after shutdown;
     /// [`Error::Remote`] with the remote code, or `invocation_stopped` (the connection dropped
     /// after the call was sent), `SHUTDOWN`, `INVALID_ID`, `INVALID_NAMESPACE`,
-    /// `invalid_arguments`; [`Error::Serde`] for a payload JSON cannot encode.
+    /// `INVALID_ARGUMENTS`; [`Error::Serde`] for a payload JSON cannot encode.
     pub async fn trigger<P: Serialize>(&self, request: impl Into<TriggerCall<P>>) -> Result<Value, Error> {
         match self.call(request.into())? {
             None => Ok(Value::Null),

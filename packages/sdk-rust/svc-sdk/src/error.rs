@@ -25,7 +25,10 @@ pub mod codes {
     /// A malformed frame that owed a reply.
     pub const INVALID_MESSAGE: &str = "invalid_message";
     /// An argument the client refuses before sending (e.g. a payload JSON cannot encode).
-    pub const INVALID_ARGUMENTS: &str = "invalid_arguments";
+    pub const INVALID_ARGUMENTS: &str = "INVALID_ARGUMENTS";
+    /// An end of a channel was used after the channel ended (its writer ended abnormally, it was
+    /// removed, or the end was claimed already).
+    pub const CHANNEL_CLOSED: &str = "CHANNEL_CLOSED";
     /// An id that is not well-formed text (control character, over 1024 characters).
     pub const INVALID_ID: &str = "INVALID_ID";
     /// A blank or malformed namespace.
@@ -88,8 +91,8 @@ pub enum Error {
 
 impl Error {
     /// The stable code of this error: `NOT_CONNECTED`, `TIMEOUT`, a remote error's own code,
-    /// `invocation_failed` for `Runtime`/`Handler`, `invalid_arguments` for `Serde`,
-    /// `websocket_error` for `WebSocket`.
+    /// `invocation_failed` for `Runtime`/`Handler`, `INVALID_ARGUMENTS` for `Serde`,
+    /// `NOT_CONNECTED` for `WebSocket` (codes of the catalogue, protocol.md §7.2).
     pub fn code(&self) -> &str {
         match self {
             Error::NotConnected => codes::NOT_CONNECTED,
@@ -97,7 +100,7 @@ impl Error {
             Error::Remote { code, .. } => code,
             Error::Runtime(_) | Error::Handler(_) => codes::INVOCATION_FAILED,
             Error::Serde(_) => codes::INVALID_ARGUMENTS,
-            Error::WebSocket(_) => "websocket_error",
+            Error::WebSocket(_) => codes::NOT_CONNECTED,
         }
     }
 

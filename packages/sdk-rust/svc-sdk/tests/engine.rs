@@ -126,7 +126,7 @@ async fn failures_reach_the_caller_with_their_codes() {
     );
     let panicked = client.trigger(request("t::panic", json!({}))).await.unwrap_err();
     assert!(matches!(&panicked, Error::Remote { code, message, .. } if code == "invocation_failed" && message.contains("kaput")), "{panicked:?}");
-    assert_eq!(client.trigger(request("t::typed", json!({"a": "x"}))).await.unwrap_err().code(), "invalid_arguments");
+    assert_eq!(client.trigger(request("t::typed", json!({"a": "x"}))).await.unwrap_err().code(), "INVALID_ARGUMENTS");
 
     let missing = client.trigger(request("nobody::home", json!({}))).await.unwrap_err();
     assert!(matches!(&missing, Error::Remote { code, message, .. } if code == "function_not_found" && message == "Function nobody::home not found"), "{missing:?}");
