@@ -19,8 +19,14 @@ use svc_sdk::{
 };
 use tokio::sync::mpsc;
 
+/// Telemetry off: the process has one pipeline, and it would follow the first test's engine
+/// (tests/telemetry.rs covers it).
+fn no_otel() -> Option<svc_sdk::OtelConfig> {
+    Some(svc_sdk::OtelConfig { enabled: Some(false), ..Default::default() })
+}
+
 fn worker(engine: &Engine, name: &str) -> Svc {
-    register_worker(&engine.url, InitOptions { metadata: Some(WorkerMetadata::detect().name(name)), headers: None, otel: None, namespace: None })
+    register_worker(&engine.url, InitOptions { metadata: Some(WorkerMetadata::detect().name(name)), headers: None, otel: no_otel(), namespace: None })
         .expect("register_worker")
 }
 
@@ -158,8 +164,8 @@ async fn call_when_registered_err(client: &Svc, function_id: &str) -> Error {
 async fn registrations_are_replayed_after_the_engine_is_killed_and_restarted() {
     let mut engine = Engine::start("");
     let quick = ReconnectionConfig { initial_delay_ms: 50, max_delay_ms: 300, ..ReconnectionConfig::default() };
-    let callee = register_worker(&engine.url, InitOptions::default().reconnection_config(quick)).unwrap();
-    let caller = register_worker(&engine.url, InitOptions::default().reconnection_config(quick)).unwrap();
+    let callee = register_worker(&engine.url, InitOptions { otel: no_otel(), ..InitOptions::default() }.reconnection_config(quick)).unwrap();
+    let caller = register_worker(&engine.url, InitOptions { otel: no_otel(), ..InitOptions::default() }.reconnection_config(quick)).unwrap();
     callee.register_function("t::echo", RegisterFunction::new_async(|v: Value| async move { Ok::<_, Error>(v) }));
     let (entered_tx, mut entered) = mpsc::unbounded_channel::<()>();
     callee.register_function(
@@ -433,7 +439,7 @@ async fn the_worker_is_listed_with_its_namespace_and_functions() {
     let engine = Engine::start("");
     let client = register_worker(
         &engine.url,
-        InitOptions { metadata: Some(WorkerMetadata::detect().name("rusty").description("Rust worker")), headers: None, otel: None, namespace: Some("payments".into()) },
+        InitOptions { metadata: Some(WorkerMetadata::detect().name("rusty").description("Rust worker")), headers: None, otel: no_otel(), namespace: Some("payments".into()) },
     )
     .unwrap();
     client.register_function("pay::charge", RegisterFunction::new(|v: Value| Ok::<_, Error>(v)));
