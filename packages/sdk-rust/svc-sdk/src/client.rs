@@ -1,7 +1,7 @@
 //! The client handle [`Svc`] (sdk.md §3, §14) and [`register_worker`]: a cheap-to-clone handle
 //! over one connection task that runs on its own thread (a single-threaded tokio runtime).
 
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::ThreadId;
 
@@ -98,6 +98,10 @@ pub(crate) struct Shared {
     pub(crate) worker_id: Mutex<Option<String>>,
     pub(crate) terminal: AtomicBool,
     pub(crate) telemetry: bool,
+    /// Invocation ids are `<random UUID>-<counter>`: unique per client without a random draw per call
+    /// (the engine takes any string as an id, protocol.md §3.5).
+    id_prefix: String,
+    id_counter: AtomicU64,
     last_error: Mutex<Option<Error>>,
     state: Mutex<StateCell>,
     registration_listeners: Mutex<Vec<(u64, RegistrationListener)>>,
@@ -105,6 +109,15 @@ pub(crate) struct Shared {
 }
 
 impl Shared {
+    pub(crate) fn next_invocation_id(&self) -> String {
+        let n = self.id_counter.fetch_add(1, Ordering::Relaxed);
+        let mut id = String::with_capacity(self.id_prefix.len() + 12);
+        id.push_str(&self.id_prefix);
+        id.push('-');
+        id.push_str(&n.to_string());
+        id
+    }
+
     pub(crate) fn set_state(&self, state: ConnectionState) {
         let listeners = {
             let Ok(mut s) = self.state.lock() else { return };
@@ -277,6 +290,8 @@ pub(crate) fn register_worker_with(address: &str, options: WorkerOptions, timing
         worker_id: Mutex::new(None),
         terminal: AtomicBool::new(false),
         telemetry,
+        id_prefix: uuid::Uuid::new_v4().to_string(),
+        id_counter: AtomicU64::new(0),
         last_error: Mutex::new(None),
         state: Mutex::new((ConnectionState::Disconnected, Vec::new(), 0)),
         registration_listeners: Mutex::new(Vec::new()),
@@ -563,7 +578,7 @@ impl Svc {
         let (traceparent, baggage) = if self.shared.telemetry { (otel::inject_traceparent(), otel::inject_baggage()) } else { (None, None) };
         let action = request.action.as_ref().map(serde_json::to_string).transpose()?;
         let void = matches!(request.action, Some(TriggerAction::Void));
-        let id = if void { None } else { Some(uuid::Uuid::new_v4().to_string()) };
+        let id = if void { None } else { Some(self.shared.next_invocation_id()) };
         let frame = crate::codec::encode_invoke(
             id.as_deref(),
             &request.function_id,

@@ -39,6 +39,7 @@ pub mod codec;
 mod error;
 mod function;
 mod handler_span;
+mod http;
 mod ids;
 mod options;
 mod registrations;
@@ -55,6 +56,7 @@ pub use client::{
 };
 pub use error::{codes, is_own_code, Error, ErrorBody, InvocationError};
 pub use function::{format_of, HttpAuthConfig, HttpInvocationConfig, HttpMethod, RegisterFunction};
+pub use http::{HttpRequest, HttpResponse, OneOrMany};
 pub use ids::{id_problem, MAX_ID_LENGTH};
 pub use options::{InitOptions, TelemetryOptions, WorkerMetadata, WorkerOptions};
 pub use svc_helpers::observability::OtelConfig;

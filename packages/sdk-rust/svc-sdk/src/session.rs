@@ -151,7 +151,8 @@ pub(crate) async fn connect(address: &str, headers: &[(String, String)], handsha
         let value = HeaderValue::from_str(value).map_err(|e| Error::Runtime(format!("invalid header value: {e}")))?;
         request.headers_mut().insert(name, value);
     }
-    match tokio::time::timeout(handshake, tokio_tungstenite::connect_async(request)).await {
+    // Nagle off, as Node's ws does: small frames (calls, answers) leave at once.
+    match tokio::time::timeout(handshake, tokio_tungstenite::connect_async_with_config(request, None, true)).await {
         Ok(Ok((ws, _))) => Ok(ws),
         Ok(Err(e)) => Err(Error::WebSocket(e.to_string())),
         Err(_) => Err(Error::Remote {

@@ -460,3 +460,47 @@ async fn the_worker_is_listed_with_its_namespace_and_functions() {
     assert_eq!(client.trigger(request("pay::charge", json!(7))).await.unwrap(), json!(7));
     client.shutdown();
 }
+
+/// `GET <http_url><path>` over a plain TCP socket; returns the status and the body.
+async fn http_get(http_url: &str, path: &str) -> (u16, String) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let host = http_url.trim_start_matches("http://");
+    let mut socket = tokio::net::TcpStream::connect(host).await.unwrap();
+    socket.write_all(format!("GET {path} HTTP/1.1\r\nhost: {host}\r\nx-tag: a\r\nconnection: close\r\n\r\n").as_bytes()).await.unwrap();
+    let mut text = String::new();
+    socket.read_to_string(&mut text).await.unwrap();
+    let status = text.split_whitespace().nth(1).and_then(|s| s.parse().ok()).unwrap_or(0);
+    (status, text.split("\r\n\r\n").nth(1).unwrap_or("").to_string())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_http_trigger_delivers_path_and_query_params() {
+    use svc_sdk::{HttpRequest, HttpResponse};
+    let engine = Engine::start("");
+    let client = worker(&engine, "web");
+    client.register_function(
+        "web::greet",
+        RegisterFunction::new(|req: HttpRequest| {
+            let body = json!({
+                "code": req.path_params.get("code"),
+                "name": req.query_params.get("name").and_then(|v| v.first()),
+                "tags": req.query_params.get("tag"),
+                "method": req.method,
+                "header": req.headers.get("x-tag").and_then(|v| v.first()),
+            });
+            Ok::<_, Error>(HttpResponse::json(201, body).header("x-made-by", "rust"))
+        }),
+    );
+    client
+        .register_trigger(RegisterTriggerInput { trigger_type: "http".into(), function_id: "web::greet".into(), config: json!({"api_path": "/s/:code", "http_method": "GET"}), metadata: None })
+        .unwrap();
+    let (status, body) = eventually(|| {
+        let url = engine.http_url.clone();
+        async move { Some(http_get(&url, "/s/abc?name=Ada&tag=x&tag=y").await).filter(|(status, _)| *status == 201) }
+    })
+    .await;
+    assert_eq!(status, 201);
+    let body: Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(body, json!({"code": "abc", "name": "Ada", "tags": ["x", "y"], "method": "GET", "header": "a"}));
+    client.shutdown_async().await;
+}

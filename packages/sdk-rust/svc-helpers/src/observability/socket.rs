@@ -104,7 +104,7 @@ async fn run(url: String, headers: Vec<(String, String)>, reconnection: Reconnec
             Err(_) => None,
         };
         let connected = match request {
-            Some(request) => tokio::time::timeout(Duration::from_secs(10), tokio_tungstenite::connect_async(request)).await.ok().and_then(|r| r.ok()),
+            Some(request) => tokio::time::timeout(Duration::from_secs(10), tokio_tungstenite::connect_async_with_config(request, None, true)).await.ok().and_then(|r| r.ok()),
             None => None,
         };
         if let Some((ws, _)) = connected {
