@@ -18,7 +18,7 @@ use tokio_tungstenite::tungstenite::Message;
 
 use crate::client::{Svc, CHANNEL_BASE, DEFAULT_ENGINE_URL};
 use crate::error::{codes, Error};
-use crate::session::connect;
+use crate::session::connect_with;
 use crate::trigger::TriggerRequest;
 
 /// Largest binary frame a writer sends, bytes.
@@ -131,7 +131,7 @@ impl End {
         }
         if guard.is_none() {
             // A 404 (unknown channel, wrong key or end) or a refused claim: the end cannot be used.
-            let ws = connect(&channel_url(&self.address, &self.r), &[], std::time::Duration::from_secs(10)).await.map_err(|e| Error::Remote {
+            let ws = connect_with(&channel_url(&self.address, &self.r), &[], std::time::Duration::from_secs(10), 2 * MAX_FRAME_BYTES).await.map_err(|e| Error::Remote {
                 code: codes::CHANNEL_CLOSED.into(),
                 message: format!("channel {} is closed: {e}", self.r.channel_id),
                 stacktrace: None,

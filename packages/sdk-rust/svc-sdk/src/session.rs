@@ -24,7 +24,7 @@ use tokio::time::{sleep_until, Instant};
 use tokio_tungstenite::tungstenite::client::IntoClientRequest;
 use tokio_tungstenite::tungstenite::http::{HeaderName, HeaderValue};
 use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
-use tokio_tungstenite::tungstenite::protocol::CloseFrame;
+use tokio_tungstenite::tungstenite::protocol::{CloseFrame, WebSocketConfig};
 use tokio_tungstenite::tungstenite::Message;
 use tokio_tungstenite::{MaybeTlsStream, WebSocketStream};
 
@@ -144,7 +144,15 @@ async fn write_loop(mut sink: futures_util::stream::SplitSink<Ws, Message>, mut 
     }
 }
 
+/// Bytes tungstenite makes room for (and zeroes) before each socket read: calls and answers are
+/// small, and a 128 KiB default costs a 128 KiB memset per read. Channel ends read 64 KiB frames.
+pub(crate) const READ_BUFFER_BYTES: usize = 16 * 1024;
+
 pub(crate) async fn connect(address: &str, headers: &[(String, String)], handshake: Duration) -> Result<Ws, Error> {
+    connect_with(address, headers, handshake, READ_BUFFER_BYTES).await
+}
+
+pub(crate) async fn connect_with(address: &str, headers: &[(String, String)], handshake: Duration, read_buffer: usize) -> Result<Ws, Error> {
     let mut request = address.into_client_request().map_err(|e| Error::WebSocket(e.to_string()))?;
     for (name, value) in headers {
         let name = HeaderName::try_from(name.as_str()).map_err(|e| Error::Runtime(format!("invalid header name {name:?}: {e}")))?;
@@ -152,7 +160,7 @@ pub(crate) async fn connect(address: &str, headers: &[(String, String)], handsha
         request.headers_mut().insert(name, value);
     }
     // Nagle off, as Node's ws does: small frames (calls, answers) leave at once.
-    match tokio::time::timeout(handshake, tokio_tungstenite::connect_async_with_config(request, None, true)).await {
+    match tokio::time::timeout(handshake, tokio_tungstenite::connect_async_with_config(request, Some(WebSocketConfig::default().read_buffer_size(read_buffer)), true)).await {
         Ok(Ok((ws, _))) => Ok(ws),
         Ok(Err(e)) => Err(Error::WebSocket(e.to_string())),
         Err(_) => Err(Error::Remote {
