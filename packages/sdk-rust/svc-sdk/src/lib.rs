@@ -39,6 +39,7 @@ pub mod codec;
 mod error;
 mod function;
 mod handler_span;
+mod heartbeat;
 mod http;
 mod ids;
 mod options;

@@ -1,7 +1,7 @@
 //! The session: one worker connection with the engine and its state machine (sdk.md §8;
 //! `ClientSession` of the client core). It runs as one task on the client's connection thread and
 //! owns the call table ([`CallTable`]), the provider bindings ([`ProviderBindings`]), the
-//! keepalive (pings every 20000 ms, reconnect after 60000 ms without any inbound frame) and the
+//! keepalive ([`Heartbeat`]: pings every 20000 ms, reconnect after 60000 ms without any inbound frame) and the
 //! reconnection with backoff; the registration store lives in [`Shared`] so that registering is
 //! synchronous.
 //!
@@ -35,6 +35,7 @@ use crate::codec::{self, EngineFrame, InboundBinding, InboundInvoke};
 use crate::error::{codes, Error, ErrorBody};
 use crate::function::{ErasedHandler, HandlerOutput};
 use crate::handler_span::{self, SpanSettings};
+use crate::heartbeat::{Beat, Heartbeat};
 use crate::trigger::TriggerConfig;
 
 /// Fixed durations of sdk.md §8 / protocol.md §3.3.
@@ -148,6 +149,17 @@ async fn write_loop(mut sink: futures_util::stream::SplitSink<Ws, Message>, mut 
 /// small, and a 128 KiB default costs a 128 KiB memset per read. Channel ends read 64 KiB frames.
 pub(crate) const READ_BUFFER_BYTES: usize = 16 * 1024;
 
+/// Largest message (and frame) taken from the engine: its default `max_message_bytes` (protocol.md
+/// §2). tungstenite's own frame limit (16 MiB) would drop the connection on a larger result.
+pub(crate) const MAX_MESSAGE_BYTES: usize = 64 * 1024 * 1024;
+
+fn socket_config(read_buffer: usize) -> WebSocketConfig {
+    WebSocketConfig::default()
+        .read_buffer_size(read_buffer)
+        .max_message_size(Some(MAX_MESSAGE_BYTES))
+        .max_frame_size(Some(MAX_MESSAGE_BYTES))
+}
+
 pub(crate) async fn connect(address: &str, headers: &[(String, String)], handshake: Duration) -> Result<Ws, Error> {
     connect_with(address, headers, handshake, READ_BUFFER_BYTES).await
 }
@@ -160,7 +172,7 @@ pub(crate) async fn connect_with(address: &str, headers: &[(String, String)], ha
         request.headers_mut().insert(name, value);
     }
     // Nagle off, as Node's ws does: small frames (calls, answers) leave at once.
-    match tokio::time::timeout(handshake, tokio_tungstenite::connect_async_with_config(request, Some(WebSocketConfig::default().read_buffer_size(read_buffer)), true)).await {
+    match tokio::time::timeout(handshake, tokio_tungstenite::connect_async_with_config(request, Some(socket_config(read_buffer)), true)).await {
         Ok(Ok((ws, _))) => Ok(ws),
         Ok(Err(e)) => Err(Error::WebSocket(e.to_string())),
         Err(_) => Err(Error::Remote {
@@ -336,24 +348,23 @@ impl Session {
         self.set_state(ConnectionState::Connected);
 
         let timings = self.config.timings;
-        let mut ping = tokio::time::interval_at(Instant::now() + timings.ping_interval, timings.ping_interval);
-        let mut heard = Instant::now();
+        let mut heartbeat = Heartbeat::track(timings.ping_interval, timings.idle_timeout);
         let mut keep_running = true;
         loop {
             tokio::select! {
                 msg = stream.next() => match msg {
                     Some(Ok(Message::Text(text))) => {
-                        heard = Instant::now();
+                        heartbeat.heard();
                         self.on_frame(text.as_bytes());
                         if self.fatal.is_some() { break }
                     }
                     Some(Ok(Message::Binary(data))) => {
-                        heard = Instant::now();
+                        heartbeat.heard();
                         self.on_frame(&data);
                         if self.fatal.is_some() { break }
                     }
                     Some(Ok(Message::Close(_))) | None | Some(Err(_)) => break,
-                    Some(Ok(_)) => heard = Instant::now(),
+                    Some(Ok(_)) => heartbeat.heard(),
                 },
                 cmd = self.rx.recv() => match cmd {
                     Some(Command::Call { id, frame, timeout_ms, reply }) => {
@@ -378,15 +389,17 @@ impl Session {
                     }
                 },
                 _ = sleep_until_opt(self.calls.next_deadline()) => self.calls.expire(Instant::now()),
-                _ = ping.tick() => self.send(Message::Ping(Vec::new().into())),
-                _ = sleep_until(heard + timings.idle_timeout) => {
-                    self.shared.set_last_error(Error::Remote {
-                        code: codes::TIMEOUT.into(),
-                        message: format!("no frame from the engine for {}ms; reconnecting", timings.idle_timeout.as_millis()),
-                        stacktrace: None,
-                    });
-                    break;
-                }
+                beat = heartbeat.next() => match beat {
+                    Beat::Ping => self.send(Message::Ping(Vec::new().into())),
+                    Beat::Idle => {
+                        self.shared.set_last_error(Error::Remote {
+                            code: codes::TIMEOUT.into(),
+                            message: format!("no frame from the engine for {}ms; reconnecting", timings.idle_timeout.as_millis()),
+                            stacktrace: None,
+                        });
+                        break;
+                    }
+                },
             }
         }
         if let Some(error) = self.fatal.clone() {

@@ -504,3 +504,15 @@ async fn an_http_trigger_delivers_path_and_query_params() {
     assert_eq!(body, json!({"code": "abc", "name": "Ada", "tags": ["x", "y"], "method": "GET", "header": "a"}));
     client.shutdown_async().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_result_of_20_mib_arrives_whole() {
+    let engine = Engine::start("");
+    let client = worker(&engine, "big");
+    client.register_function("t::grow", RegisterFunction::new(|n: usize| Ok::<_, Error>("x".repeat(n))));
+    let n = 20 * 1024 * 1024;
+    let out = call_when_registered(&client, "t::grow", json!(n)).await;
+    assert_eq!(out.as_str().map(str::len), Some(n));
+    assert_eq!(client.get_connection_state(), ConnectionState::Connected);
+    client.shutdown_async().await;
+}
