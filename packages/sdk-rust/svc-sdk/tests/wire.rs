@@ -52,25 +52,41 @@ impl Conn {
 
 /// A scripted engine: every WebSocket accepted on `/` arrives on the receiver (`/otel` ones are dropped).
 async fn fake_engine() -> (String, mpsc::UnboundedReceiver<Conn>) {
+    let (url, conns, _upgrades) = recording_engine().await;
+    (url, conns)
+}
+
+/// [`fake_engine`], also reporting the path and headers of every upgrade.
+async fn recording_engine() -> (String, mpsc::UnboundedReceiver<Conn>, mpsc::UnboundedReceiver<(String, Vec<(String, String)>)>) {
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let url = format!("ws://127.0.0.1:{}", listener.local_addr().unwrap().port());
     let (tx, rx) = mpsc::unbounded_channel();
+    let (upgrades_tx, upgrades) = mpsc::unbounded_channel();
     tokio::spawn(async move {
         while let Ok((stream, _)) = listener.accept().await {
             let mut path = String::new();
+            let mut headers = Vec::new();
             #[allow(clippy::result_large_err)] // the signature tungstenite asks for
             let callback = |request: &tokio_tungstenite::tungstenite::handshake::server::Request, response| {
                 path = request.uri().path().to_string();
+                headers = request.headers().iter().map(|(k, v)| (k.to_string(), v.to_str().unwrap_or("").to_string())).collect();
                 Ok(response)
             };
             if let Ok(ws) = tokio_tungstenite::accept_hdr_async(stream, callback).await {
+                let _ = upgrades_tx.send((path.clone(), headers));
                 if path == "/" {
                     let _ = tx.send(Conn { ws });
+                } else {
+                    // Hold /otel sockets open (their frames are not read here).
+                    tokio::spawn(async move {
+                        let mut ws = ws;
+                        while let Some(Ok(_)) = ws.next().await {}
+                    });
                 }
             }
         }
     });
-    (url, rx)
+    (url, rx, upgrades)
 }
 
 fn client(url: &str) -> Svc {
@@ -87,6 +103,26 @@ impl TriggerHandler for Quiet {
     async fn unregister_trigger(&self, _t: TriggerConfig) -> Result<(), Error> {
         Ok(())
     }
+}
+
+/// `headers` go on the upgrade of `/` and of the telemetry socket `/otel` (for the listener's auth
+/// function, protocol.md §13.2), whose URL keeps the address's query string (§10.2).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn headers_go_on_the_upgrade_of_both_sockets() {
+    let (url, mut conns, mut upgrades) = recording_engine().await;
+    let headers = std::collections::HashMap::from([("x-api-key".to_string(), "k-123".to_string())]);
+    let svc = register_worker(&format!("{url}/?tenant=a"), InitOptions { headers: Some(headers), ..InitOptions::default() }).unwrap();
+    let _engine = conns.recv().await.unwrap();
+    let mut paths = Vec::new();
+    while paths.len() < 2 {
+        let (path, headers) = upgrades.recv().await.unwrap();
+        assert!(headers.contains(&("x-api-key".to_string(), "k-123".to_string())), "{path}: {headers:?}");
+        paths.push(path);
+    }
+    paths.sort();
+    assert_eq!(paths, ["/", "/otel"]);
+    drop(_engine);
+    svc.shutdown_async().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
