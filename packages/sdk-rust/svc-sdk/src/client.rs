@@ -187,6 +187,21 @@ pub(crate) fn with_channel_base<T>(address: &str, f: impl FnOnce() -> T) -> T {
 /// A connected worker (sdk.md §3, §14): register functions, triggers and trigger types, invoke
 /// functions, watch the connection. Cheap to clone; every clone is the same connection. The
 /// connection runs on its own thread until [`Svc::shutdown`] or until the last clone is dropped.
+///
+/// ```no_run
+/// use svc_sdk::{register_worker, ConnectionState, Error, InitOptions, RegisterFunction};
+///
+/// let client = register_worker("ws://127.0.0.1:49134", InitOptions::default())?;
+/// let echo = client.register_function("demo::echo", RegisterFunction::new(|v: serde_json::Value| Ok::<_, Error>(v)));
+/// let watch = client.add_connection_state_listener(|state| {
+///     if state == ConnectionState::Reconnecting { eprintln!("engine went away; retrying") }
+/// });
+/// // ...
+/// echo.unregister();
+/// watch.remove();
+/// client.shutdown();
+/// # Ok::<(), Error>(())
+/// ```
 #[derive(Clone)]
 pub struct Svc {
     shared: Arc<Shared>,
@@ -534,6 +549,19 @@ impl Svc {
     ///
     /// While the client is not connected, calls are queued and sent after the next open (their
     /// timeouts keep running). The caller's active OpenTelemetry context is injected.
+    ///
+    /// ```no_run
+    /// # async fn run(client: svc_sdk::Svc) -> Result<(), svc_sdk::Error> {
+    /// use svc_sdk::{Error, TriggerRequest};
+    /// let request = TriggerRequest { function_id: "math::add".into(), payload: serde_json::json!({"a": 1, "b": 2}), action: None, timeout_ms: Some(2000) };
+    /// match client.trigger(request).await {
+    ///     Ok(sum) => println!("{sum}"),
+    ///     Err(Error::Timeout) => eprintln!("no answer within 2 s"),
+    ///     Err(e) if e.code() == "function_not_found" => eprintln!("nobody serves math::add"),
+    ///     Err(e) => return Err(e),
+    /// }
+    /// # Ok(()) }
+    /// ```
     ///
     /// # Errors
     /// [`Error::Timeout`]; [`Error::NotConnected`] in state `failed` or after shutdown;
