@@ -217,6 +217,11 @@ async fn recorded_iii_engine_frames() {
     engine.send(&json!({"type": "invocationresult", "invocation_id": sent["invocation_id"], "function_id": "a::b", "error": "boom"}).to_string()).await;
     assert_eq!(bare.await.unwrap().unwrap_err(), Error::remote("UNKNOWN", "\"boom\""));
 
+    // A binding for a trigger type this worker does not provide (protocol.md §8.3).
+    engine.send(r#"{"type":"registertrigger","id":"b-1","trigger_type":"mqtt","function_id":"x::y","config":{}}"#).await;
+    let refused_binding = engine.recv_type("triggerregistrationresult").await;
+    assert_eq!((refused_binding["id"].as_str(), refused_binding["error"]["code"].as_str()), (Some("b-1"), Some("trigger_type_not_found")));
+
     // A non-fatal refusal without a reason goes to the listeners; the client keeps running.
     engine.send(r#"{"type":"registrationrejected","code":"FUNCTION_NAMESPACE_CONFLICT","message":"Function math::add is owned by another worker","namespace":"default","function_id":"math::add","owner_worker_id":"4c1e9a4e-3333-4c1d-9e8f-3a2b1c0d9e8f"}"#).await;
     let e = refused.recv().await.unwrap();
@@ -238,6 +243,32 @@ async fn recorded_iii_engine_frames() {
     while rx.recv().await != Some(ConnectionState::Failed) {}
     assert_eq!(svc.get_last_error().map(|e| e.code().to_string()).as_deref(), Some("WORKER_NAMESPACE_CONFLICT"));
     assert_eq!(svc.trigger(TriggerRequest { function_id: "a::b".into(), payload: json!({}), action: None, timeout_ms: None }).await, Err(Error::NotConnected));
+    svc.shutdown_async().await;
+}
+
+/// After `max_retries` failed attempts the client is `failed` and queued calls end with NOT_CONNECTED (sdk.md §8).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn retries_exhausted_fail_the_client_and_its_queued_calls() {
+    let port = TcpListener::bind("127.0.0.1:0").await.unwrap().local_addr().unwrap().port(); // released: nothing listens
+    let config = ReconnectionConfig { initial_delay_ms: 10, max_delay_ms: 20, max_retries: 2, ..ReconnectionConfig::default() };
+    let otel = svc_sdk::OtelConfig { enabled: Some(false), ..Default::default() };
+    let svc = register_worker(&format!("ws://127.0.0.1:{port}"), InitOptions { otel: Some(otel), ..InitOptions::default() }.reconnection_config(config)).unwrap();
+    let (tx, mut rx) = mpsc::unbounded_channel();
+    let _watch = svc.add_connection_state_listener(move |s| {
+        let _ = tx.send(s);
+    });
+    let queued = svc.trigger(TriggerRequest { function_id: "a::b".into(), payload: json!({}), action: None, timeout_ms: Some(60000) }).await;
+    assert_eq!(queued, Err(Error::NotConnected));
+    let mut seen = Vec::new();
+    while let Some(state) = rx.recv().await {
+        seen.push(state);
+        if state == ConnectionState::Failed {
+            break;
+        }
+    }
+    // Two retries at most (the listener may come in after the first one).
+    assert!((1..=2).contains(&seen.iter().filter(|s| **s == ConnectionState::Reconnecting).count()), "{seen:?}");
+    assert!(matches!(svc.get_last_error(), Some(Error::WebSocket(_))));
     svc.shutdown_async().await;
 }
 
