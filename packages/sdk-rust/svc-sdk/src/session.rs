@@ -281,6 +281,8 @@ impl Session {
                 _ => {}
             }
         }
+        // Every handle is gone.
+        self.finish_shutdown();
     }
 
     fn finish_shutdown(&mut self) {
