@@ -123,7 +123,8 @@ pub fn format_of<T: JsonSchema>() -> Option<Value> {
     let mut value = schema.to_value();
     if let Some(object) = value.as_object_mut() {
         object.remove("$schema");
-        if object.is_empty() {
+        // Only a title (`AnyValue` for serde_json::Value): nothing to tell the engine.
+        if object.keys().all(|k| k == "title" || k == "description") {
             return None;
         }
     }
@@ -296,5 +297,28 @@ impl RegisterFunction {
     /// The response format that will be sent.
     pub fn response_format_value(&self) -> Option<&Value> {
         self.response_format.as_ref()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[derive(Deserialize, JsonSchema)]
+    #[allow(dead_code)]
+    struct In {
+        a: u32,
+    }
+
+    #[test]
+    fn formats_come_from_the_types_unless_overridden() {
+        let derived = RegisterFunction::new(|i: In| Ok::<_, Error>(i.a));
+        assert_eq!(derived.request_format_value().unwrap()["properties"]["a"]["type"], "integer");
+        assert_eq!(derived.response_format_value().unwrap()["type"], "integer");
+        let overridden = RegisterFunction::new(|i: In| Ok::<_, Error>(i.a)).request_format(json!({"type": "object", "description": "mine"}));
+        assert_eq!(overridden.request_format_value(), Some(&json!({"type": "object", "description": "mine"})));
+        // serde_json::Value says nothing: no format is sent.
+        assert!(RegisterFunction::new(|v: Value| Ok::<_, Error>(v)).request_format_value().is_none());
     }
 }
