@@ -23,6 +23,8 @@
  *   upload      a 1 GiB HTTP upload streamed through a route to a worker that reads request_body:
  *               MB/s and the engine's RSS growth, vs. the same upload to a plain Node server in
  *               the worker's process (bench/http-upload.ts, its own engine)
+ *   sdk-rust    the Rust SDK's caller/callee pair vs. the Node SDK's through one engine, alternated
+ *               (bench/sdk-rust.ts, its own engine; needs cargo)
  *
  * `--write` replaces the results section of docs/benchmarks.md.
  */
@@ -203,6 +205,8 @@ async function main(): Promise<void> {
   const channel = await run(['bench/channel.ts'])
   // A 1 GiB upload streamed through a route (request_body) vs. straight to the worker's process (bench/http-upload.ts).
   const upload = await run(['bench/http-upload.ts'])
+  // The Rust SDK pair vs the Node SDK pair, one engine, alternated (bench/sdk-rust.ts).
+  const sdkRust = await run(['bench/sdk-rust.ts'])
 
   const pct = (a: number, b: number) => `${Math.round((a / b) * 100)}%`
   const ratio = (a: number, b: number) => `${(a / b).toFixed(2)}×`
@@ -251,6 +255,7 @@ async function main(): Promise<void> {
     ...channelRows(channel),
     '',
     ...uploadRows(upload),
+    ...sdkRustRows(sdkRust),
   ].join('\n')
   console.log(table)
   if (write) {
@@ -318,6 +323,19 @@ function sdkTracingRows(sdk: Record<string, any>): string[] {
     `| sequential p50 | ${off!.p50_us} µs | ${on!.p50_us} µs | ${(on!.p50_us / off!.p50_us).toFixed(2)}× (target ≤ 1.3×) |`,
     ...IN_FLIGHT.map((n) => `| ${n} in flight | ${off!.per_second[n]}/s | ${on!.per_second[n]}/s | ${pct(n)}${n === 64 ? ' (target ≥ 70%)' : ''} |`),
     `| CPU per call at ${process.env.BENCH_RATE ?? 10000} calls/s: caller / engine / callee | ${['caller', 'engine', 'callee'].map((k) => off!.cpu_us_per_call[k]).join(' / ')} µs | ${['caller', 'engine', 'callee'].map((k) => on!.cpu_us_per_call[k]).join(' / ')} µs | |`,
+  ]
+}
+
+/** The Rust SDK pair vs the Node SDK pair (bench/sdk-rust.ts result). */
+function sdkRustRows(r: Record<string, any>): string[] {
+  const { node, rust } = r as { node: Record<string, any>; rust: Record<string, any> }
+  return [
+    `| SDK pair: caller → engine → callee, \`bench::echo\` (median of ${r.rounds} alternated) | Node (svc-sdk) | Rust (svc-sdk crate, release) | Rust / Node |`,
+    '|---|---|---|---|',
+    `| sequential p50 | ${node.p50_us} µs | ${rust.p50_us} µs | ${(rust.p50_us / node.p50_us).toFixed(2)}× (target ≤ 1×) |`,
+    `| sequential p99 | ${node.p99_us} µs | ${rust.p99_us} µs | ${(rust.p99_us / node.p99_us).toFixed(2)}× |`,
+    ...IN_FLIGHT.map((n) => `| ${n} in flight | ${node.per_second[n]}/s | ${rust.per_second[n]}/s | ${Math.round((rust.per_second[n] / node.per_second[n]) * 100)}%${n === 64 ? ' (target ≥ 100%)' : ''} |`),
+    `| caller CPU per call | ${(node.cpu_ms * 1000 / node.calls).toFixed(1)} µs | ${(rust.cpu_ms * 1000 / rust.calls).toFixed(1)} µs | |`,
   ]
 }
 

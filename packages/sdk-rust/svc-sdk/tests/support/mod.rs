@@ -1,0 +1,147 @@
+//! A real svc engine for the integration tests: `node bin/run.js --json` in a temporary project
+//! whose listener and built-in ports are free ones, read until its `engine_ready` line.
+#![allow(dead_code)]
+
+use std::io::{BufRead, BufReader};
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc;
+use std::time::Duration;
+
+use svc_sdk::{ConnectionState, Svc};
+
+pub fn repo_root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../..").canonicalize().expect("repo root")
+}
+
+/// A port nothing listens on right now (bound, read, released).
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+}
+
+pub struct Engine {
+    pub child: Option<Child>,
+    pub url: String,
+    pub http_url: String,
+    pub dir: PathBuf,
+    pub port: u16,
+    extra: String,
+}
+
+fn temp_dir() -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("svc-rust-{}", uuid::Uuid::new_v4()));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+impl Engine {
+    /// An engine on a free port with svc-http and svc-stream on free ports, `extra` YAML appended
+    /// to `workers:` and `top` YAML before it.
+    pub fn start(extra: &str) -> Engine {
+        Self::start_in(temp_dir(), free_port(), extra)
+    }
+
+    fn start_in(dir: PathBuf, port: u16, extra: &str) -> Engine {
+        let (child, url, http_url) = spawn(&dir, port, extra);
+        Engine { child: Some(child), url, http_url, dir, port, extra: extra.to_string() }
+    }
+
+}
+
+fn spawn(dir: &PathBuf, port: u16, extra: &str) -> (Child, String, String) {
+    {
+        let config = format!(
+            "registration_namespace_grace_ms: 250\nhttp_functions:\n  url_allowlist: [127.0.0.1]\nworkers:\n  - name: svc-worker-manager\n    config:\n      port: {port}\n  - name: svc-http\n    config:\n      port: 0\n  - name: svc-stream\n    config:\n      port: 0\n{extra}"
+        );
+        std::fs::write(dir.join("config.yaml"), config).unwrap();
+        let root = repo_root();
+        let mut child = Command::new(root.join("node_modules/.bin/node"))
+            .arg(root.join("bin/run.js"))
+            .arg("--json")
+            .current_dir(dir)
+            .env_remove("SVC_URL")
+            .env_remove("SVC_NAMESPACE")
+            .env("OTEL_ENABLED", "false")
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("start svc (npm exec -- tsc -b first?)");
+        let stdout = child.stdout.take().unwrap();
+        let (tx, rx) = mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+                if let Ok(event) = serde_json::from_str::<serde_json::Value>(&line) {
+                    if event["event"] == "engine_ready" {
+                        let _ = tx.send((event["engine_url"].as_str().unwrap_or("").to_string(), event["http_url"].as_str().unwrap_or("").to_string()));
+                    }
+                }
+            }
+        });
+        let (url, http_url) = rx.recv_timeout(Duration::from_secs(90)).expect("engine_ready");
+        (child, url, http_url)
+    }
+}
+
+impl Engine {
+    /// SIGKILL, then wait for the exit.
+    pub fn kill9(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+
+    /// Starts the engine again on the same port and project.
+    pub fn restart(&mut self) {
+        self.kill9();
+        let (child, url, http_url) = spawn(&self.dir, self.port, &self.extra);
+        self.child = Some(child);
+        self.url = url;
+        self.http_url = http_url;
+    }
+}
+
+impl Drop for Engine {
+    fn drop(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = Command::new("kill").arg("-TERM").arg(child.id().to_string()).status();
+            let _ = child.wait();
+        }
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+/// Waits until `client` reports `state` (at most 60 s, then panics).
+pub async fn wait_for_state(client: &Svc, state: ConnectionState) {
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    let guard = client.add_connection_state_listener(move |s| {
+        let _ = tx.send(s);
+    });
+    let found = tokio::time::timeout(Duration::from_secs(60), async {
+        while let Some(s) = rx.recv().await {
+            if s == state {
+                return;
+            }
+        }
+    })
+    .await;
+    guard.remove();
+    found.unwrap_or_else(|_| panic!("client never reached {state:?}; it is {:?}", client.get_connection_state()));
+}
+
+/// Polls `check` until it returns Some (at most 30 s).
+pub async fn eventually<T, F, Fut>(mut check: F) -> T
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Option<T>>,
+{
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    loop {
+        if let Some(v) = check().await {
+            return v;
+        }
+        assert!(tokio::time::Instant::now() < deadline, "condition not met within 30 s");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
