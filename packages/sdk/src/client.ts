@@ -85,6 +85,7 @@ function gaugeStarter(options: ResolvedOptions): ((workerId: string) => void) | 
  */
 export class WorkerClient implements SvcClient {
   readonly #session: ClientSession<InvocationSpan>
+  readonly #channels: Channels<ChannelReader, ChannelWriter>
 
   constructor(address: string, options: ResolvedOptions, internals: ClientInternals = {}) {
     const hooks: ClientHooks<InvocationSpan> = {
@@ -95,14 +96,14 @@ export class WorkerClient implements SvcClient {
     // Channel refs in payloads and results become live ends (sdk.md §9) that connect to this
     // client's own engine address, whatever the payload says.
     const log = internals.log ?? consoleLog
-    const channels = new Channels<ChannelReader, ChannelWriter>({
+    const channels = (this.#channels = new Channels<ChannelReader, ChannelWriter>({
       address,
       socket: internals.channelSocket ?? nodeChannelSocket,
       reader: ChannelReader,
       writer: ChannelWriter,
       log,
       limits: internals.channelLimits,
-    })
+    }))
     hooks.materialize = channels.materialize
     const gauges = gaugeStarter(options)
     if (gauges !== undefined) hooks.onWorkerRegistered = gauges
@@ -174,7 +175,9 @@ export class WorkerClient implements SvcClient {
     return this.#session.getLastError()
   }
 
+  /** Also ends this client's open channel ends: writers aborted, readers closed (sdk.md §8, §9). */
   shutdown(): Promise<void> {
+    this.#channels.closeAll()
     return this.#session.shutdown()
   }
 

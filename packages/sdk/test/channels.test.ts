@@ -272,6 +272,20 @@ describe('abnormal ends (protocol.md §9)', () => {
     await assert.rejects(writing, (err: ChannelError) => err.code === 'CHANNEL_CLOSED' && /reader went away/.test(err.message))
   })
 
+  it('a client that shuts down ends its open channel ends: the other side sees CHANNEL_CLOSED', async (t) => {
+    const e = await engine(t)
+    const a = worker(undefined, e.url, 'a')
+    const b = worker(t, e.url, 'b')
+    const { writer, readerRef } = await a.createChannel()
+    const reader = await materialised(b, readerRef)
+    await writer.write('x')
+    assert.deepEqual([...(await reader.next())!], [...Buffer.from('x')])
+    const ended = assert.rejects(reader.next(), (err: ChannelError) => err.code === 'CHANNEL_CLOSED' && /writer ended abnormally/.test(err.message))
+    await a.shutdown()
+    await ended
+    await assert.rejects(writer.write('late'), (err: ChannelError) => /the worker shut down/.test(err.message))
+  })
+
   it('an engine that stops ends open channels: the reader and the writer get CHANNEL_CLOSED', async (t) => {
     const e = await startTestEngine({ builtins: [] })
     const a = worker(t, e.url, 'a')

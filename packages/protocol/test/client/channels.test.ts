@@ -130,6 +130,38 @@ describe('channel refs (sdk.md §9)', () => {
     assert.equal(channelUrl('ws://h:1', { channel_id: 'c-1', access_key: 'a&b=c%', direction: 'write' }), 'ws://h:1/ws/channels/c-1?key=a%26b%3Dc%25&dir=write')
   })
 
+  it('property: whatever a ref-like object holds, an end opens only <session base>/ws/channels/<its id> with its key and direction (fast-check)', async () => {
+    const hostile = fc.oneof(
+      fc.string({ unit: 'binary', maxLength: 20 }),
+      fc.constantFrom('..', '.', '../engine', '%2e%2e', 'a/b', 'a?b=c', 'a#b', 'ws://evil.example/', '//evil.example', 'k&dir=write', 'k%26x', ' k', 'é', '\u0000'),
+      fc.uuid(),
+      fc.stringMatching(/^[\x21-\x7e]{1,12}$/),
+    )
+    await fc.assert(
+      fc.asyncProperty(hostile, hostile, fc.constantFrom('read', 'write'), async (channelId, accessKey, direction) => {
+        const ref: Record<string, unknown> = { channel_id: channelId, access_key: accessKey, direction }
+        const { channels, sockets } = harness({}, 'ws://engine.test:4000/base/?token=secret')
+        if (!isChannelRef(ref)) {
+          assert.throws(() => channels.open(ref as unknown as StreamChannelRef), TypeError)
+          const kept = (channels.materialize({ ref: { ...ref } }) as { ref: object }).ref
+          assert.ok(!(kept instanceof ChannelReader) && !(kept instanceof ChannelWriter))
+          return
+        }
+        const end = channels.open(ref)
+        if (end instanceof ChannelReader) void end.next()
+        else void (end as ChannelWriter).write('x').catch(() => {})
+        const url = new URL(sockets[0]!.url)
+        assert.equal(url.origin, 'ws://engine.test:4000')
+        assert.equal(url.pathname, `/base/ws/channels/${channelId}`)
+        assert.deepEqual([...url.searchParams.keys()], ['key', 'dir'])
+        assert.equal(url.searchParams.get('key'), accessKey)
+        assert.equal(url.searchParams.get('dir'), direction)
+        assert.equal(url.hash, '')
+      }),
+      { numRuns: 500 },
+    )
+  })
+
   it('lists the refs of a value with their paths', () => {
     assert.deepEqual(extractChannelRefs({ body: READ, parts: [1, { out: { ...WRITE, note: 'x' } }] }), [
       ['body', READ],
@@ -495,6 +527,30 @@ describe('ChannelReader (sdk.md §9, §13)', () => {
     assert.deepEqual(texts, ['x'])
     assert.match(warnings[0]!, /onMessage listener threw: boom/)
     assert.throws(() => r.onBinary('nope' as unknown as () => void), TypeError)
+  })
+})
+
+describe('Channels.closeAll (a client shutting down)', () => {
+  it('aborts open writers and closes open readers; ends never used are left alone', () => {
+    const { channels, sockets, writer, reader } = harness()
+    const w = writer()
+    void w.write('x').catch(() => {})
+    const r = reader()
+    void r.next()
+    const unused = reader()
+    assert.equal(channels.openEnds, 2)
+    sockets[0]!.open()
+    channels.closeAll()
+    assert.equal(sockets[0]!.closedWith?.code, 4000)
+    assert.equal(sockets[0]!.closedWith?.reason, 'the worker shut down')
+    sockets[1]!.open()
+    assert.equal(sockets[1]!.closedWith?.code, 1000)
+    assert.ok(r.ended)
+    assert.equal(unused.ended, false)
+    assert.equal(sockets.length, 2)
+    sockets[0]!.end(4000)
+    sockets[1]!.end(1000)
+    assert.equal(channels.openEnds, 0)
   })
 })
 

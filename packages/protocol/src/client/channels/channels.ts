@@ -12,7 +12,7 @@ import { EngineFunctions } from '../../ids.ts'
 import type { ClientLog } from '../hooks.ts'
 import { systemTimers, type Timers } from '../timers.ts'
 import type { SvcClient } from '../types.ts'
-import { DEFAULT_CHANNEL_LIMITS, type ChannelLimits, type ChannelLink } from './end.ts'
+import { DEFAULT_CHANNEL_LIMITS, type ChannelEnd, type ChannelLimits, type ChannelLink } from './end.ts'
 import { ChannelReader } from './reader.ts'
 import { channelBase, channelUrl, isChannelRef, type StreamChannelRef } from './refs.ts'
 import type { ChannelSocketFactory } from './socket.ts'
@@ -58,6 +58,7 @@ export class Channels<R extends ChannelReader = ChannelReader, W extends Channel
   readonly #log: ClientLog
   readonly #timers: Timers
   readonly #limits: Readonly<ChannelLimits>
+  readonly #live = new Set<ChannelEnd>()
 
   /** @throws TypeError when `address` is not a `ws:`/`wss:` URL. */
   constructor(options: ChannelsOptions<R, W>) {
@@ -77,8 +78,25 @@ export class Channels<R extends ChannelReader = ChannelReader, W extends Channel
    */
   open(ref: StreamChannelRef): R | W {
     if (!isChannelRef(ref)) throw new TypeError('not a channel ref: {channel_id, access_key, direction: "read" | "write"}')
-    const link: ChannelLink = { url: channelUrl(this.#base, ref), socket: this.#socket, timers: this.#timers, log: this.#log, limits: this.#limits }
+    const link: ChannelLink = { url: channelUrl(this.#base, ref), socket: this.#socket, timers: this.#timers, log: this.#log, limits: this.#limits, live: this.#live }
     return ref.direction === 'read' ? new this.#Reader(ref, link) : new this.#Writer(ref, link)
+  }
+
+  /** Ends of this client with a socket (connecting or open). */
+  get openEnds(): number {
+    return this.#live.size
+  }
+
+  /**
+   * Ends every end that has a socket, for a client's `shutdown()`: writers are aborted (their
+   * readers get an error; a writer already closing finishes), readers closed. Unused ends are left
+   * alone: their refs may live on elsewhere.
+   */
+  closeAll(reason = 'the worker shut down'): void {
+    for (const end of [...this.#live]) {
+      if (end instanceof ChannelWriter) end.abort(reason)
+      else if (end instanceof ChannelReader) end.close()
+    }
   }
 
   /**

@@ -46,6 +46,8 @@ export interface ChannelLink {
   readonly timers: Timers
   readonly log: ClientLog
   readonly limits: Readonly<ChannelLimits>
+  /** Ends whose socket was asked for and has not ended yet (so a client's shutdown can end them). */
+  readonly live?: Set<ChannelEnd>
 }
 
 /** Close codes of protocol.md §9 as an end receives them. */
@@ -110,6 +112,7 @@ export abstract class ChannelEnd {
   protected connect(): void {
     if (this.#state !== 'idle') return
     this.#state = 'connecting'
+    this.#link.live?.add(this)
     try {
       this.#socket = this.#link.socket(this.#link.url, {
         open: () => {
@@ -131,11 +134,13 @@ export abstract class ChannelEnd {
           const opened = this.#state === 'open'
           this.#state = 'closed'
           this.#socket = undefined
+          this.#link.live?.delete(this)
           this.onEnd(code, reason, opened, this.#detail)
         },
       })
     } catch (error) {
       this.#state = 'closed'
+      this.#link.live?.delete(this)
       const detail = errorMessage(error)
       // Reported like any refused socket, after the caller's turn.
       void Promise.resolve().then(() => this.onEnd(ChannelCloseCodes.Abnormal, '', false, detail))
