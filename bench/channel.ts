@@ -18,11 +18,13 @@
  * The writer sends `BENCH_CHANNEL_MIB` MiB (default 256) as 64 KiB binary frames, keeping at most
  * 16 frames (1 MiB) not yet written to its socket (raw modes: send callbacks; sdk: bufferedAmount),
  * then closes with 1000. The reader counts bytes from its first frame to the close; MB/s is 10^6
- * bytes per second. Each mode's median round is reported, with the CPU time the reader process and
+ * bytes per second. Each mode's median round is reported, with the CPU time the reader, the writer and
  * the engine process (channel modes, from `/proc`, Linux only) spent on the transfer: on a shared
  * machine these move less than MB/s. `node bench/channel.ts` prints one JSON line: `{mib,
  * frame_kib, rounds, direct_mb_per_s, channel_mb_per_s, sdk_mb_per_s, direct_reader_cpu_ms,
- * channel_reader_cpu_ms, sdk_reader_cpu_ms, channel_engine_cpu_ms, sdk_engine_cpu_ms, runs}`.
+ * channel_reader_cpu_ms, sdk_reader_cpu_ms, direct_writer_cpu_ms, channel_writer_cpu_ms,
+ * sdk_writer_cpu_ms, channel_engine_cpu_ms, sdk_engine_cpu_ms, runs}` (the writer's CPU from its
+ * first frame to its close).
  *
  * `BENCH_ENGINE_NODE_ARGS` (space-separated) is passed to the engine's `node` (to profile it).
  *
@@ -137,14 +139,18 @@ async function writer(): Promise<void> {
     if (command.mode === 'sdk') {
       await sdkWorker(command.engine, 'bench-channel-writer', (client) =>
         client.registerFunction('bench::write', async ({ out }: { out: ChannelWriter }) => {
+          const cpu = process.cpuUsage()
           for (let i = 0; i < frames; i++) await out.write(frame)
           await out.close()
+          const used = process.cpuUsage(cpu)
+          return { cpu_ms: Math.round((used.user + used.system) / 1000) }
         }),
       )
       continue
     }
     const ws = new WebSocket(command.url, { perMessageDeflate: false })
     await new Promise((resolve) => ws.once('open', resolve))
+    const cpu = process.cpuUsage()
     let unwritten = 0
     let wake: (() => void) | undefined
     const written = () => {
@@ -158,7 +164,8 @@ async function writer(): Promise<void> {
     }
     ws.close(1000)
     await new Promise((resolve) => ws.once('close', resolve))
-    console.log(JSON.stringify({ sent: true }))
+    const used = process.cpuUsage(cpu)
+    console.log(JSON.stringify({ sent: true, cpu_ms: Math.round((used.user + used.system) / 1000) }))
   }
 }
 
@@ -215,15 +222,16 @@ async function main(): Promise<void> {
     role.child.stdin!.write(`${JSON.stringify({ mode: 'sdk', engine: engineUrl })}\n`)
     await role.next('sdk_ready')
   }
-  const runs: Array<{ mode: string; mb_per_s: number; reader_cpu_ms: number; engine_cpu_ms?: number }> = []
+  const runs: Array<{ mode: string; mb_per_s: number; reader_cpu_ms: number; writer_cpu_ms: number; engine_cpu_ms?: number }> = []
   const measure = async (mode: 'direct' | 'channel' | 'sdk') => {
     const engineCpu = processCpuMs(engine.child.pid!)
     let result: Record<string, any>
+    let sent: Record<string, any>
     if (mode === 'sdk') {
       // Both ends through svc-sdk: the refs travel in payloads and arrive as live ends.
       const { writerRef, readerRef } = await client.createChannel(64)
       const reading = client.trigger<unknown, Record<string, any>>({ function_id: 'bench::read', payload: { body: readerRef }, timeoutMs: 600_000 })
-      await client.trigger({ function_id: 'bench::write', payload: { out: writerRef }, timeoutMs: 600_000 })
+      sent = await client.trigger<unknown, Record<string, any>>({ function_id: 'bench::write', payload: { out: writerRef }, timeoutMs: 600_000 })
       result = await reading
     } else {
       if (mode === 'direct') {
@@ -237,11 +245,11 @@ async function main(): Promise<void> {
         write.child.stdin!.write(`${JSON.stringify({ mode, url: url(writerRef) })}\n`)
       }
       result = await read.next('result')
-      await write.next('sent')
+      sent = await write.next('sent')
     }
     if (result.code !== 1000 || result.bytes !== Math.ceil((MIB * 1024 * 1024) / FRAME_BYTES) * FRAME_BYTES) throw new Error(`${mode}: ${JSON.stringify(result)}`)
     const engineCpuAfter = processCpuMs(engine.child.pid!)
-    const run: (typeof runs)[number] = { mode, mb_per_s: result.mb_per_s, reader_cpu_ms: result.cpu_ms }
+    const run: (typeof runs)[number] = { mode, mb_per_s: result.mb_per_s, reader_cpu_ms: result.cpu_ms, writer_cpu_ms: sent.cpu_ms }
     if (mode !== 'direct' && engineCpu !== undefined && engineCpuAfter !== undefined) run.engine_cpu_ms = Math.round(engineCpuAfter - engineCpu)
     runs.push(run)
   }
@@ -250,7 +258,7 @@ async function main(): Promise<void> {
     await measure('channel')
     await measure('sdk')
   }
-  const median = (mode: string, key: 'mb_per_s' | 'reader_cpu_ms' | 'engine_cpu_ms' = 'mb_per_s') => {
+  const median = (mode: string, key: 'mb_per_s' | 'reader_cpu_ms' | 'writer_cpu_ms' | 'engine_cpu_ms' = 'mb_per_s') => {
     const values = runs.filter((r) => r.mode === mode).map((r) => r[key] ?? 0).sort((a, b) => a - b)
     return values[Math.floor(values.length / 2)]!
   }
@@ -270,6 +278,9 @@ async function main(): Promise<void> {
       direct_reader_cpu_ms: median('direct', 'reader_cpu_ms'),
       channel_reader_cpu_ms: median('channel', 'reader_cpu_ms'),
       sdk_reader_cpu_ms: median('sdk', 'reader_cpu_ms'),
+      direct_writer_cpu_ms: median('direct', 'writer_cpu_ms'),
+      channel_writer_cpu_ms: median('channel', 'writer_cpu_ms'),
+      sdk_writer_cpu_ms: median('sdk', 'writer_cpu_ms'),
       channel_engine_cpu_ms: median('channel', 'engine_cpu_ms'),
       sdk_engine_cpu_ms: median('sdk', 'engine_cpu_ms'),
       runs,
