@@ -11,6 +11,7 @@ import { pipeline } from 'node:stream/promises'
 import { after, before, describe, it, type TestContext } from 'node:test'
 import fc from 'fast-check'
 import { startTestEngine, type TestEngine } from '../../../test/support/engine.ts'
+import { eventually } from '../../../test/support/raw-worker.ts'
 import { ChannelReader, ChannelWriter } from '../src/channel.ts'
 import { WorkerClient } from '../src/client.ts'
 import { ChannelError, InvocationError } from '../src/errors.ts'
@@ -183,7 +184,7 @@ describe('Node streams (sdk.md §9)', () => {
     const sent = pipeline(source, writer.stream)
     const received = pipeline(reader.stream, sink)
     // The reader holds its 1 MiB, the engine its channel's, the kernel buffers fill: the writer stalls.
-    await until(() => writer.stream.writableNeedDrain && writer.bufferedAmount >= 1024 * 1024, 'the writer is held back')
+    await eventually(() => writer.stream.writableNeedDrain && writer.bufferedAmount >= 1024 * 1024, 30_000)
     sample()
     const producedWhenStalled = produced
     assert.ok(producedWhenStalled < total, `the source was held back (${producedWhenStalled} of ${total} bytes produced)`)
