@@ -13,7 +13,7 @@ import { rm, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import { createInterface } from 'node:readline'
 import { after, before, describe, it } from 'node:test'
-import { InvocationError, registerWorker, type SvcClient } from 'svc-sdk'
+import { InvocationError, registerWorker, type StreamChannelRef, type SvcClient } from 'svc-sdk'
 import { ChannelSocket } from './support/channel-client.ts'
 import { ROOT, startEngineProcess, tempProject, type RunningEngine } from './support/processes.ts'
 import { svcPython } from './support/python.ts'
@@ -225,7 +225,11 @@ describe('conformance of every SDK against one engine', () => {
   const big = Buffer.from(Array.from({ length: 70_000 }, (_, i) => i % 251)).toString('hex')
   const ITEMS: Item[] = [{ text: 'hello' }, { binary_hex: '00ff10' }, { binary_hex: big }, { text: 'bye ✓' }]
 
-  const channel = async (): Promise<{ writer: Record<string, string>; reader: Record<string, string> }> => call('engine::channels::create', { buffer_size: 4 })
+  // The driver is an svc-sdk worker, which turns channel refs in results into live ends: take the refs.
+  const channel = async (): Promise<{ writer: StreamChannelRef; reader: StreamChannelRef }> => {
+    const { writerRef, readerRef } = await client.createChannel(4)
+    return { writer: writerRef, reader: readerRef }
+  }
 
   for (const writer of SDKS) {
     for (const reader of SDKS) {
@@ -242,7 +246,7 @@ describe('conformance of every SDK against one engine', () => {
       if (!workers.get(writer.name)!.capabilities.includes('channels')) return t.skip(`${writer.name}: no channels in its SDK yet (test/conformance/README.md)`)
       // The SDK writes, a raw end reads.
       const out = await channel()
-      const rawReader = await ChannelSocket.open(engine.engineUrl, out.reader as never)
+      const rawReader = await ChannelSocket.open(engine.engineUrl, out.reader)
       await call(`${writer.prefix}::channel-write`, { writer: out.writer, items: ITEMS })
       assert.equal((await rawReader.closed).code, 1000)
       const received = rawReader.items.map((i): Item => (typeof i === 'string' ? { text: i } : { binary_hex: i.toString('hex') }))
@@ -250,7 +254,7 @@ describe('conformance of every SDK against one engine', () => {
       // A raw end writes, the SDK reads.
       const back = await channel()
       const read = call(`${writer.prefix}::channel-read`, { reader: back.reader })
-      const rawWriter = await ChannelSocket.open(engine.engineUrl, back.writer as never)
+      const rawWriter = await ChannelSocket.open(engine.engineUrl, back.writer)
       for (const item of ITEMS) await rawWriter.sendWritten('text' in item ? item.text : Buffer.from(item.binary_hex, 'hex'))
       rawWriter.ws.close(1000)
       assert.deepEqual(normalise((await read).items), normalise(ITEMS))
