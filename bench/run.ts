@@ -26,6 +26,9 @@
  *               the worker's process (bench/http-upload.ts, its own engine)
  *   sdk-rust    the Rust SDK's caller/callee pair vs. the Node SDK's through one engine, alternated
  *               (bench/sdk-rust.ts, its own engine; needs cargo)
+ *   cli start   `svc --version` and `svc trigger` of the packed CLI installed offline vs.
+ *               `node -e "require('ws')"`, alternated, with and without the command manifest
+ *               (bench/cli-start.ts)
  *
  * `--write` replaces the results section of docs/benchmarks.md.
  */
@@ -208,6 +211,8 @@ async function main(): Promise<void> {
   const upload = await run(['bench/http-upload.ts'])
   // The Rust SDK pair vs the Node SDK pair, one engine, alternated (bench/sdk-rust.ts).
   const sdkRust = await run(['bench/sdk-rust.ts'])
+  // CLI start-up of the installed CLI vs. a bare Node loading ws (bench/cli-start.ts).
+  const cliStart = await run(['bench/cli-start.ts'])
 
   const pct = (a: number, b: number) => `${Math.round((a / b) * 100)}%`
   const ratio = (a: number, b: number) => `${(a / b).toFixed(2)}×`
@@ -256,7 +261,10 @@ async function main(): Promise<void> {
     ...channelRows(channel),
     '',
     ...uploadRows(upload),
+    '',
     ...sdkRustRows(sdkRust),
+    '',
+    ...cliStartRows(cliStart),
   ].join('\n')
   console.log(table)
   if (write) {
@@ -339,6 +347,18 @@ function sdkRustRows(r: Record<string, any>): string[] {
     `| sequential p99 | ${node.p99_us} µs | ${rust.p99_us} µs | ${(rust.p99_us / node.p99_us).toFixed(2)}× |`,
     ...IN_FLIGHT.map((n) => `| ${n} in flight | ${node.per_second[n]}/s | ${rust.per_second[n]}/s | ${Math.round((rust.per_second[n] / node.per_second[n]) * 100)}%${n === 64 ? ' (target ≥ 100%)' : ''} |`),
     `| caller CPU per call | ${(node.cpu_ms * 1000 / node.calls).toFixed(1)} µs | ${(rust.cpu_ms * 1000 / rust.calls).toFixed(1)} µs | |`,
+  ]
+}
+
+/** CLI start-up rows (bench/cli-start.ts result). */
+function cliStartRows(r: Record<string, any>): string[] {
+  const ms = r.ms as Record<string, number>
+  const times = (key: string) => `${(ms[key]! / ms.node_ws!).toFixed(1)}×`
+  return [
+    `| CLI start, installed from the packed tarball (median of ${r.rounds} alternated; wall ms) | node -e "require('ws')" | with oclif.manifest.json | ratio | without (a checkout) | ratio |`,
+    '|---|---|---|---|---|---|',
+    `| svc --version | ${ms.node_ws} | ${ms.version} | ${times('version')} (target ≤ 4×) | ${ms.version_unlisted} | ${times('version_unlisted')} |`,
+    `| svc trigger engine::workers::list (engine running) | ${ms.node_ws} | ${ms.trigger} | ${times('trigger')} (target ≤ 5×) | ${ms.trigger_unlisted} | ${times('trigger_unlisted')} |`,
   ]
 }
 

@@ -82,7 +82,7 @@ function tarballs(): { packed: boolean } {
   if (existsSync(CLI_TARBALL) && existsSync(SDK_TARBALL)) {
     const fresh = Math.min(statSync(CLI_TARBALL).mtimeMs, statSync(SDK_TARBALL).mtimeMs) >= newest(sources.map((s) => join(ROOT, s)))
     const listing = execFileSync('tar', ['-tzf', CLI_TARBALL], { encoding: 'utf8', maxBuffer: 64 * 1024 * 1024 })
-    if (fresh && listing.includes(`package/vendor/svc-sdk-${VERSION}.tgz`) && listing.includes('package/vendor/svc-browser-sdk.js')) return { packed: false }
+    if (fresh && listing.includes(`package/vendor/svc-sdk-${VERSION}.tgz`) && listing.includes('package/vendor/svc-browser-sdk.js') && listing.includes('package/oclif.manifest.json')) return { packed: false }
   }
   packDist(ROOT, PACK_DIR)
   return { packed: true }
@@ -207,6 +207,13 @@ it('the packed CLI installs offline, scaffolds a project that runs, and the proj
   assert.ok(existsSync(join(installed, 'vendor', `svc-sdk-${VERSION}.tgz`)), 'the installed CLI ships the svc-sdk tarball')
   assert.ok(existsSync(join(installed, 'vendor', 'svc-browser-sdk.js')), 'the installed CLI ships the browser SDK bundle (the browser template serves it)')
   assert.ok(!existsSync(join(installed, 'packages')), 'the installed CLI is not a checkout')
+  // The command manifest lists every compiled command, so none is loaded just to list them (issue 20).
+  const commandManifest = JSON.parse(readFileSync(join(installed, 'oclif.manifest.json'), 'utf8')) as { commands: Record<string, unknown>; version: string }
+  const compiled = (dir: string, prefix = ''): string[] =>
+    readdirSync(dir, { withFileTypes: true }).flatMap((e) => (e.isDirectory() ? compiled(join(dir, e.name), `${prefix}${e.name}:`) : e.name === 'index.js' ? [prefix.slice(0, -1)] : e.name.endsWith('.js') ? [`${prefix}${e.name.slice(0, -3)}`] : []))
+  assert.deepEqual(Object.keys(commandManifest.commands).sort(), compiled(join(installed, 'dist', 'src', 'commands')).sort())
+  assert.equal(commandManifest.version, VERSION)
+  assert.match(await run('svc', ['--version'], scratch, env), new RegExp(`^svc/${VERSION.replace(/\./g, '\\.')} `))
 
   const home = join(scratch, 'home')
   mkdirSync(home)

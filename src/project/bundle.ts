@@ -140,6 +140,8 @@ export function packDist(root: string, out: string): string[] {
     for (const entry of ['bin', 'dist', 'templates', 'package.json', 'README.md']) cpSync(join(root, entry), join(cliStage, entry), { recursive: true })
     // dist/ holds every compiled tree and earlier tarballs (dist/pack, dist/vendor); the CLI needs src and runtime only.
     for (const extra of readdirSync(join(cliStage, 'dist'))) if (extra !== 'src' && extra !== 'runtime') rmSync(join(cliStage, 'dist', extra), { recursive: true, force: true })
+    // The command manifest (scripts/oclif-manifest.ts): commands load only when run.
+    execFileSync(process.execPath, [join(root, 'scripts', 'oclif-manifest.ts'), root, join(cliStage, 'oclif.manifest.json')], { stdio: ['ignore', 'ignore', 'inherit'] })
     mkdirSync(join(cliStage, 'vendor'))
     cpSync(sdk, join(cliStage, 'vendor', sdk.split('/').pop()!))
     // The browser SDK is one file a project serves itself (the `browser` template, vendor.ts).
