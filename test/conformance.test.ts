@@ -17,6 +17,7 @@ import { InvocationError, registerWorker, type SvcClient } from 'svc-sdk'
 import { ChannelSocket } from './support/channel-client.ts'
 import { ROOT, startEngineProcess, tempProject, type RunningEngine } from './support/processes.ts'
 import { svcPython } from './support/python.ts'
+import { rustConformanceWorker } from './support/rust.ts'
 import { eventually } from './support/raw-worker.ts'
 
 interface Sdk {
@@ -30,6 +31,7 @@ interface Sdk {
 const SDKS: Sdk[] = [
   { name: 'node', prefix: 'conf-node', command: async () => ({ cmd: process.execPath, args: [join(ROOT, 'test/conformance/workers/node/worker.ts')] }) },
   { name: 'python', prefix: 'conf-python', command: async () => ({ cmd: await svcPython(), args: [join(ROOT, 'packages/sdk-python/conformance/worker.py')] }) },
+  { name: 'rust', prefix: 'conf-rust', command: async () => ({ cmd: await rustConformanceWorker(), args: [] }) },
 ]
 
 const BASE_FUNCTIONS = ['bind', 'bindings', 'call', 'echo', 'events', 'fail', 'fire', 'http', 'note', 'on-tick', 'sleep', 'state-event', 'whoami']
