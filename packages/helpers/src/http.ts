@@ -13,6 +13,7 @@
  * }))
  */
 import type { Writable } from 'node:stream'
+import { finished } from 'node:stream/promises'
 import type { HttpRequest, HttpResponse } from 'svc-protocol/payloads/http'
 
 export type { HttpRequest, HttpResponse } from 'svc-protocol/payloads/http'
@@ -27,7 +28,7 @@ export interface ResponseChannel {
   readonly stream: Writable
   /** One text item. */
   sendMessage(text: string): void
-  /** Ends the channel after pending data. */
+  /** Ends the channel after the items already handed to it (not those still in `stream`'s buffer). */
   close(): Promise<void>
 }
 
@@ -47,7 +48,7 @@ export interface StreamResponse {
   headers(headers: Record<string, string>): StreamResponse
   /** Body bytes, each write a binary item. */
   readonly stream: Writable
-  /** Ends the response. */
+  /** Ends the response after every byte written to `stream`; the helper calls it when the handler did not. */
   close(): Promise<void>
 }
 
@@ -87,10 +88,17 @@ class ChannelResponse implements StreamResponse {
     return this.#channel.stream
   }
 
+  /**
+   * Ends the response after every byte written to {@link stream}, including those still in its
+   * buffer (the stream's `final` closes the channel), and resolves once the channel confirmed.
+   * @throws (rejects) the channel's error when it failed (a client that went away: `CHANNEL_CLOSED`).
+   */
   async close(): Promise<void> {
     if (this.closed) return
     this.closed = true
-    await this.#channel.close()
+    const stream = this.#channel.stream
+    if (!stream.writableEnded) stream.end()
+    await finished(stream)
   }
 }
 
