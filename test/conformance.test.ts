@@ -13,7 +13,7 @@ import { rm, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import { createInterface } from 'node:readline'
 import { after, before, describe, it } from 'node:test'
-import { InvocationError, registerWorker, type SvcClient } from 'svc-sdk'
+import { InvocationError, registerWorker, type ChannelReader, type ChannelWriter, type StreamChannelRef, type SvcClient } from 'svc-sdk'
 import { ChannelSocket } from './support/channel-client.ts'
 import { ROOT, startEngineProcess, tempProject, type RunningEngine } from './support/processes.ts'
 import { svcPython } from './support/python.ts'
@@ -227,24 +227,32 @@ describe('conformance of every SDK against one engine', () => {
   const big = Buffer.from(Array.from({ length: 70_000 }, (_, i) => i % 251)).toString('hex')
   const ITEMS: Item[] = [{ text: 'hello' }, { binary_hex: '00ff10' }, { binary_hex: big }, { text: 'bye ✓' }]
 
-  const channel = async (): Promise<{ writer: Record<string, string>; reader: Record<string, string> }> => call('engine::channels::create', { buffer_size: 4 })
+  /** A new channel's two refs as plain JSON (the driver's svc-sdk hands a result's refs over as live ends). */
+  const channel = async (): Promise<{ writer: StreamChannelRef; reader: StreamChannelRef }> => {
+    const ends = await call<{ writer: ChannelWriter; reader: ChannelReader }>('engine::channels::create', { buffer_size: 4 })
+    return { writer: ends.writer.toJSON(), reader: ends.reader.toJSON() }
+  }
+
+  /** Every SDK in SDKS has channels now: a worker that stops announcing them fails, not skips. */
+  const hasChannels = (...sdks: Sdk[]): void => {
+    for (const sdk of sdks) assert.ok(workers.get(sdk.name)!.capabilities.includes('channels'), `the ${sdk.name} worker does not announce the "channels" capability`)
+  }
 
   for (const writer of SDKS) {
     for (const reader of SDKS) {
-      it(`carries text and binary over a channel from a ${writer.name} worker to a ${reader.name} worker`, async (t) => {
-        const missing = [writer, reader].filter((s) => !workers.get(s.name)!.capabilities.includes('channels'))
-        if (missing.length > 0) return t.skip(`${missing.map((s) => s.name).join(', ')}: no channels in its SDK yet (test/conformance/README.md)`)
+      it(`carries text and binary over a channel from a ${writer.name} worker to a ${reader.name} worker`, async () => {
+        hasChannels(writer, reader)
         const ch = await channel()
         const read = call(`${reader.prefix}::channel-read`, { reader: ch.reader })
         assert.deepEqual(await call(`${writer.prefix}::channel-write`, { writer: ch.writer, items: ITEMS }), { written: ITEMS.length })
         assert.deepEqual(normalise((await read).items), normalise(ITEMS))
       })
     }
-    it(`carries text and binary over a channel between a ${writer.name} worker and raw WebSocket ends`, async (t) => {
-      if (!workers.get(writer.name)!.capabilities.includes('channels')) return t.skip(`${writer.name}: no channels in its SDK yet (test/conformance/README.md)`)
+    it(`carries text and binary over a channel between a ${writer.name} worker and raw WebSocket ends`, async () => {
+      hasChannels(writer)
       // The SDK writes, a raw end reads.
       const out = await channel()
-      const rawReader = await ChannelSocket.open(engine.engineUrl, out.reader as never)
+      const rawReader = await ChannelSocket.open(engine.engineUrl, out.reader)
       await call(`${writer.prefix}::channel-write`, { writer: out.writer, items: ITEMS })
       assert.equal((await rawReader.closed).code, 1000)
       const received = rawReader.items.map((i): Item => (typeof i === 'string' ? { text: i } : { binary_hex: i.toString('hex') }))
@@ -252,7 +260,7 @@ describe('conformance of every SDK against one engine', () => {
       // A raw end writes, the SDK reads.
       const back = await channel()
       const read = call(`${writer.prefix}::channel-read`, { reader: back.reader })
-      const rawWriter = await ChannelSocket.open(engine.engineUrl, back.writer as never)
+      const rawWriter = await ChannelSocket.open(engine.engineUrl, back.writer)
       for (const item of ITEMS) await rawWriter.sendWritten('text' in item ? item.text : Buffer.from(item.binary_hex, 'hex'))
       rawWriter.ws.close(1000)
       assert.deepEqual(normalise((await read).items), normalise(ITEMS))
