@@ -119,11 +119,22 @@ fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
+/// The bytes of a hex string; an error (never a panic) for odd lengths and non-hex characters,
+/// multi-byte ones included.
 fn unhex(text: &str) -> Result<Vec<u8>, Error> {
-    if text.len() % 2 != 0 {
-        return Err(Error::Handler(format!("odd-length hex: {} characters", text.len())));
+    fn nibble(c: u8) -> Result<u8, Error> {
+        match c {
+            b'0'..=b'9' => Ok(c - b'0'),
+            b'a'..=b'f' => Ok(c - b'a' + 10),
+            b'A'..=b'F' => Ok(c - b'A' + 10),
+            _ => Err(Error::Handler(format!("bad hex: byte {c:#04x}"))),
+        }
     }
-    (0..text.len()).step_by(2).map(|i| u8::from_str_radix(&text[i..i + 2], 16).map_err(|e| Error::Handler(format!("bad hex: {e}")))).collect()
+    let bytes = text.as_bytes();
+    if bytes.len() % 2 != 0 {
+        return Err(Error::Handler(format!("odd-length hex: {} bytes", bytes.len())));
+    }
+    bytes.chunks_exact(2).map(|pair| Ok((nibble(pair[0])? << 4) | nibble(pair[1])?)).collect()
 }
 
 /// `P::call`'s action field as the SDK's `TriggerAction`.
@@ -334,6 +345,25 @@ mod tests {
         assert_eq!(unhex(&hex(&bytes)).unwrap(), bytes);
         assert!(unhex("abc").is_err());
         assert!(unhex("zz").is_err());
+    }
+
+    proptest::proptest! {
+        /// Hostile `binary_hex` items (any text, multi-byte characters at odd offsets) are errors,
+        /// never panics; hex of any bytes decodes back to them.
+        #[test]
+        fn unhex_never_panics(text in ".{0,64}", bytes in proptest::collection::vec(proptest::num::u8::ANY, 0..64)) {
+            if let Ok(decoded) = unhex(&text) {
+                proptest::prop_assert_eq!(hex(&decoded), text.to_ascii_lowercase());
+            }
+            proptest::prop_assert_eq!(unhex(&hex(&bytes)).unwrap(), bytes.clone());
+            proptest::prop_assert_eq!(unhex(&hex(&bytes).to_uppercase()).unwrap(), bytes);
+        }
+    }
+
+    #[test]
+    fn multi_byte_characters_are_not_hex() {
+        assert!(unhex("aéa").is_err());
+        assert!(unhex("éé").is_err());
     }
 
     #[test]
