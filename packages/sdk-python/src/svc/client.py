@@ -383,21 +383,13 @@ class Svc:
         req = request if isinstance(request, dict) else dict(request)
 
         def start() -> None:
+            # The session settles `out` itself when the answer is read: the waiting thread wakes
+            # without another loop iteration (a done-callback chain) in between.
             try:
-                future = self._session.trigger(req, trace)
+                self._session.trigger_into(req, trace, out)
             except BaseException as err:  # never expected: trigger reports through its future
-                out.set_exception(err)
-                return
-
-            def done(f: asyncio.Future[Any]) -> None:
-                if f.cancelled():
-                    out.cancel()
-                elif f.exception() is not None:
-                    out.set_exception(cast(BaseException, f.exception()))
-                else:
-                    out.set_result(f.result())
-
-            future.add_done_callback(done)
+                if not out.done():
+                    out.set_exception(err)
 
         if self._loop.is_closed():
             out.set_exception(InvocationError(ErrorCode.NOT_CONNECTED, "not connected to the engine", req.get("function_id")))
