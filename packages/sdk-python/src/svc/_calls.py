@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import math
-from typing import Any, Callable, Union
+from typing import Any, Callable, Protocol
 
 from ._codes import ErrorCode
 from .errors import InvocationError
@@ -17,10 +17,17 @@ from .errors import InvocationError
 #: Width of a deadline slot, ms.
 DEADLINE_SLOT_MS = 10
 
-#: Where a call's outcome goes: an asyncio future of the session's loop, or a
-#: ``concurrent.futures.Future`` that a thread outside the loop waits on (settled in place, so the
-#: waiting thread wakes without another loop iteration in between).
-CallFuture = Union["asyncio.Future[Any]", "concurrent.futures.Future[Any]"]
+class CallFuture(Protocol):
+    """Where a call's outcome goes: an asyncio future of the session's loop, a
+    ``concurrent.futures.Future`` that a thread outside the loop waits on (settled in place, so that
+    thread wakes without another loop iteration in between), or a :class:`svc._handoff.LoopFuture`
+    for a caller on another event loop."""
+
+    def done(self) -> bool: ...
+
+    def set_result(self, result: Any, /) -> None: ...
+
+    def set_exception(self, exception: BaseException, /) -> None: ...
 
 
 def resolve(future: CallFuture, value: Any) -> None:
