@@ -13,10 +13,11 @@ import { rm, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import { createInterface } from 'node:readline'
 import { after, before, describe, it } from 'node:test'
-import { InvocationError, registerWorker, type StreamChannelRef, type SvcClient } from 'svc-sdk'
+import { InvocationError, registerWorker, type ChannelReader, type ChannelWriter, type StreamChannelRef, type SvcClient } from 'svc-sdk'
 import { ChannelSocket } from './support/channel-client.ts'
 import { ROOT, startEngineProcess, tempProject, type RunningEngine } from './support/processes.ts'
 import { svcPython } from './support/python.ts'
+import { rustConformanceWorker } from './support/rust.ts'
 import { eventually } from './support/raw-worker.ts'
 
 interface Sdk {
@@ -30,6 +31,7 @@ interface Sdk {
 const SDKS: Sdk[] = [
   { name: 'node', prefix: 'conf-node', command: async () => ({ cmd: process.execPath, args: [join(ROOT, 'test/conformance/workers/node/worker.ts')] }) },
   { name: 'python', prefix: 'conf-python', command: async () => ({ cmd: await svcPython(), args: [join(ROOT, 'packages/sdk-python/conformance/worker.py')] }) },
+  { name: 'rust', prefix: 'conf-rust', command: async () => ({ cmd: await rustConformanceWorker(), args: [] }) },
 ]
 
 const BASE_FUNCTIONS = ['bind', 'bindings', 'call', 'echo', 'events', 'fail', 'fire', 'http', 'note', 'on-tick', 'sleep', 'state-event', 'whoami']
@@ -225,25 +227,29 @@ describe('conformance of every SDK against one engine', () => {
   const big = Buffer.from(Array.from({ length: 70_000 }, (_, i) => i % 251)).toString('hex')
   const ITEMS: Item[] = [{ text: 'hello' }, { binary_hex: '00ff10' }, { binary_hex: big }, { text: 'bye ✓' }]
 
-  // The driver is an svc-sdk worker, which turns channel refs in results into live ends: take the refs.
+  /** A new channel's two refs as plain JSON (the driver's svc-sdk hands a result's refs over as live ends). */
   const channel = async (): Promise<{ writer: StreamChannelRef; reader: StreamChannelRef }> => {
-    const { writerRef, readerRef } = await client.createChannel(4)
-    return { writer: writerRef, reader: readerRef }
+    const ends = await call<{ writer: ChannelWriter; reader: ChannelReader }>('engine::channels::create', { buffer_size: 4 })
+    return { writer: ends.writer.toJSON(), reader: ends.reader.toJSON() }
+  }
+
+  /** Every SDK in SDKS has channels now: a worker that stops announcing them fails, not skips. */
+  const hasChannels = (...sdks: Sdk[]): void => {
+    for (const sdk of sdks) assert.ok(workers.get(sdk.name)!.capabilities.includes('channels'), `the ${sdk.name} worker does not announce the "channels" capability`)
   }
 
   for (const writer of SDKS) {
     for (const reader of SDKS) {
-      it(`carries text and binary over a channel from a ${writer.name} worker to a ${reader.name} worker`, async (t) => {
-        const missing = [writer, reader].filter((s) => !workers.get(s.name)!.capabilities.includes('channels'))
-        if (missing.length > 0) return t.skip(`${missing.map((s) => s.name).join(', ')}: no channels in its SDK yet (test/conformance/README.md)`)
+      it(`carries text and binary over a channel from a ${writer.name} worker to a ${reader.name} worker`, async () => {
+        hasChannels(writer, reader)
         const ch = await channel()
         const read = call(`${reader.prefix}::channel-read`, { reader: ch.reader })
         assert.deepEqual(await call(`${writer.prefix}::channel-write`, { writer: ch.writer, items: ITEMS }), { written: ITEMS.length })
         assert.deepEqual(normalise((await read).items), normalise(ITEMS))
       })
     }
-    it(`carries text and binary over a channel between a ${writer.name} worker and raw WebSocket ends`, async (t) => {
-      if (!workers.get(writer.name)!.capabilities.includes('channels')) return t.skip(`${writer.name}: no channels in its SDK yet (test/conformance/README.md)`)
+    it(`carries text and binary over a channel between a ${writer.name} worker and raw WebSocket ends`, async () => {
+      hasChannels(writer)
       // The SDK writes, a raw end reads.
       const out = await channel()
       const rawReader = await ChannelSocket.open(engine.engineUrl, out.reader)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import gc
 import secrets
 import threading
 import time
@@ -214,6 +215,50 @@ def test_calls_from_handlers_and_threads_run_concurrently(client: Any) -> None:
     for t in threads:
         t.join()
     assert sorted(results) == [2 * i + 1 for i in range(20)]
+
+
+def test_many_calls_from_other_loops_and_threads_each_get_their_own_answer(client: Any) -> None:
+    """Calls made outside the client's loop reach it, and come back, in batches (one wake-up per
+    batch): every one of 300 concurrent calls from two other event loops and four threads gets its
+    own answer, and a caller that gives up (cancelled) leaves the others alone."""
+
+    async def echo(n: Any) -> Any:
+        if n == "slow":
+            await asyncio.sleep(0.5)
+        return n
+
+    client.register_function("pyt::echo-n", echo)
+    eventually(lambda: "pyt::echo-n" in names(client, "pyt::"))
+
+    async def burst(base: int) -> list[Any]:
+        slow = asyncio.ensure_future(client.trigger_async({"function_id": "pyt::echo-n", "payload": "slow"}))
+        calls = [client.trigger_async({"function_id": "pyt::echo-n", "payload": base + i}) for i in range(100)]
+        await asyncio.sleep(0)
+        slow.cancel()
+        return list(await asyncio.gather(*calls))
+
+    loop_results: dict[int, list[Any]] = {}
+    thread_results: dict[int, list[Any]] = {}
+
+    def in_loop(base: int) -> None:
+        loop_results[base] = asyncio.run(burst(base))
+
+    def blocking(base: int) -> None:
+        thread_results[base] = [client.trigger({"function_id": "pyt::echo-n", "payload": base + i}) for i in range(25)]
+
+    threads = [threading.Thread(target=in_loop, args=(b,)) for b in (1000, 2000)]
+    threads += [threading.Thread(target=blocking, args=(b,)) for b in (3000, 4000, 5000, 6000)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    assert {b: r for b, r in loop_results.items()} == {b: [b + i for i in range(100)] for b in (1000, 2000)}
+    assert {b: r for b, r in thread_results.items()} == {b: [b + i for i in range(25)] for b in (3000, 4000, 5000, 6000)}
+    # Each of the 22 caller loops had its inbox; finished loops are not kept alive by theirs.
+    for _ in range(20):
+        asyncio.run(client.trigger_async({"function_id": "pyt::echo-n", "payload": 1}))
+    gc.collect()
+    assert len(client._inboxes) < 5
 
 
 def test_a_blocking_call_on_the_clients_own_loop_raises(client: Any) -> None:

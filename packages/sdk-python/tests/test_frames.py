@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncIterator
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Callable
 
@@ -35,9 +34,9 @@ class FakeConnection:
     async def close(self, code: int = 1000) -> None:
         self.inbound.put_nowait(None)
 
-    async def frames(self) -> AsyncIterator[str | bytes]:
+    async def run(self, on_frame: Callable[[str | bytes], None]) -> None:
         while (frame := await self.inbound.get()) is not None:
-            yield frame
+            on_frame(frame)
 
 
 TYPES = [

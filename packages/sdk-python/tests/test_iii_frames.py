@@ -58,6 +58,9 @@ class IiiEngine:
         text = json.dumps(FRAMES[name])
         for key, value in subst.items():
             text = text.replace(f"${key}", value)
+        # The client may report "connected" before this server's thread has run the handler that
+        # records the connection.
+        eventually(lambda: self.connections)
         asyncio.run_coroutine_threadsafe(self.connections[-1].send(text), self.loop).result(5)
 
     def drop(self) -> None:

@@ -7,8 +7,9 @@ the same 10 ms slot share one timer, so a call costs a set insert instead of a t
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import math
-from typing import Any, Callable
+from typing import Any, Callable, Protocol
 
 from ._codes import ErrorCode
 from .errors import InvocationError
@@ -16,11 +17,41 @@ from .errors import InvocationError
 #: Width of a deadline slot, ms.
 DEADLINE_SLOT_MS = 10
 
+class CallFuture(Protocol):
+    """Where a call's outcome goes: an asyncio future of the session's loop, a
+    ``concurrent.futures.Future`` that a thread outside the loop waits on (settled in place, so that
+    thread wakes without another loop iteration in between), or a :class:`svc._handoff.LoopFuture`
+    for a caller on another event loop."""
+
+    def done(self) -> bool: ...
+
+    def set_result(self, result: Any, /) -> None: ...
+
+    def set_exception(self, exception: BaseException, /) -> None: ...
+
+
+def resolve(future: CallFuture, value: Any) -> None:
+    """Sets ``future``'s result unless it is done (a caller may cancel from its own thread)."""
+    try:
+        if not future.done():
+            future.set_result(value)
+    except (asyncio.InvalidStateError, concurrent.futures.InvalidStateError):
+        pass
+
+
+def reject(future: CallFuture, error: BaseException) -> None:
+    """Sets ``future``'s exception unless it is done."""
+    try:
+        if not future.done():
+            future.set_exception(error)
+    except (asyncio.InvalidStateError, concurrent.futures.InvalidStateError):
+        pass
+
 
 class PendingCall:
     __slots__ = ("id", "function_id", "timeout_ms", "future", "slot", "frame", "sent")
 
-    def __init__(self, call_id: str, function_id: str, timeout_ms: float, future: asyncio.Future[Any]) -> None:
+    def __init__(self, call_id: str, function_id: str, timeout_ms: float, future: CallFuture) -> None:
         self.id = call_id
         self.function_id = function_id
         self.timeout_ms = timeout_ms
@@ -82,10 +113,12 @@ class CallTable:
     def size(self) -> int:
         return len(self._pending)
 
-    def open(self, call_id: str, function_id: str, timeout_ms: float, frame: str, send: Callable[[str], None] | None) -> asyncio.Future[Any]:
+    def open(self, call_id: str, function_id: str, timeout_ms: float, frame: str, send: Callable[[str], None] | None, future: CallFuture | None = None) -> CallFuture:
         """Opens a call that fails with ``TIMEOUT`` (``invocation timed out after <ms>ms``) unless
-        settled within ``timeout_ms``. ``send`` sends ``frame`` now; None queues it until :meth:`flush`."""
-        future: asyncio.Future[Any] = self._loop.create_future()
+        settled within ``timeout_ms``. ``send`` sends ``frame`` now; None queues it until :meth:`flush`.
+        The outcome goes to ``future`` (a new asyncio future of the loop when None), returned."""
+        if future is None:
+            future = self._loop.create_future()
         call = PendingCall(call_id, function_id, timeout_ms, future)
         self._pending[call_id] = call
         call.slot = self._deadlines.add(call, timeout_ms)
@@ -124,7 +157,7 @@ class CallTable:
             del self._pending[call.id]
             if call.slot is not None:
                 call.slot.discard(call)
-            _reject(call.future, make(call))
+            reject(call.future, make(call))
 
     def fail_all(self, make: Callable[[PendingCall], BaseException]) -> None:
         """Fails every pending and queued call; queued void calls are dropped."""
@@ -134,19 +167,14 @@ class CallTable:
         self._queue = []
         for call in calls:
             call.frame = None
-            _reject(call.future, make(call))
+            reject(call.future, make(call))
 
     def _on_expire(self, call: PendingCall) -> None:
         if self._pending.get(call.id) is not call:
             return
         del self._pending[call.id]
         call.frame = None
-        _reject(
+        reject(
             call.future,
             InvocationError(ErrorCode.TIMEOUT, f"invocation timed out after {_fmt_ms(call.timeout_ms)}ms", call.function_id, None, call.id),
         )
-
-
-def _reject(future: asyncio.Future[Any], error: BaseException) -> None:
-    if not future.done():
-        future.set_exception(error)

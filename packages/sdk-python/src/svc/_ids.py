@@ -3,8 +3,12 @@
 
 from __future__ import annotations
 
+import re
+
 #: Longest id or namespace accepted, in UTF-16 code units (as the engine counts).
 MAX_ID_LENGTH = 1024
+
+_CONTROL = re.compile("[\x00-\x1f\x7f]")
 
 
 def _utf16_len(text: str) -> int:
@@ -20,15 +24,17 @@ def id_problem(value: str) -> str | None:
         >>> id_problem("orders::\\x07")
         'contains a control character (U+0007) at index 8'
     """
+    if value.isascii():
+        # The common case, checked without a Python-level loop (one call per outgoing frame).
+        if len(value) > MAX_ID_LENGTH:
+            return f"is longer than {MAX_ID_LENGTH} characters ({len(value)})"
+        found = _CONTROL.search(value)
+        if found is not None:
+            return f"contains a control character (U+{ord(found.group()):04X}) at index {found.start()}"
+        return None
     length = _utf16_len(value)
     if length > MAX_ID_LENGTH:
         return f"is longer than {MAX_ID_LENGTH} characters ({length})"
-    if value.isascii():
-        for i, ch in enumerate(value):
-            o = ord(ch)
-            if o < 0x20 or o == 0x7F:
-                return f"contains a control character (U+{o:04X}) at index {i}"
-        return None
     index = 0
     surrogate: int | None = None
     control: tuple[int, int] | None = None

@@ -25,7 +25,7 @@ from svc_helpers.backoff import ReconnectionConfig, backoff_delay
 
 from . import _telemetry as telemetry
 from ._bindings import ProviderBindings
-from ._calls import CallTable
+from ._calls import CallFuture, CallTable, reject, resolve
 from ._codec import decode_engine_frame, dumps, encode_frame, encode_invoke, encode_result, encode_trigger_result
 from ._codes import ErrorCode
 from ._heartbeat import Heartbeat, HeartbeatPeer
@@ -71,6 +71,14 @@ class _Peer:
 
     def terminate(self) -> None:
         self.conn.terminate()
+
+
+def _may_hold_refs(frame: str | bytes) -> bool:
+    """False when ``frame`` (JSON text) cannot contain a channel ref: a ref's ``channel_id`` key
+    appears in the text as such, or with ``\\u`` escapes."""
+    if isinstance(frame, str):
+        return "channel_id" in frame or "\\u" in frame
+    return b"channel_id" in frame or b"\\u" in frame
 
 
 class ClientSession:
@@ -163,11 +171,13 @@ class ClientSession:
             await conn.close(1000)
             return
         self._on_open(conn)
-        try:
-            async for data in conn.frames():
-                if self._conn is not conn:
-                    break
+
+        def on_frame(data: str | bytes) -> None:
+            if self._conn is conn:  # not after a drop (terminate) of this connection
                 self._on_frame(conn, data)
+
+        try:
+            await conn.run(on_frame)
         except asyncio.CancelledError:
             raise
         except Exception as err:
@@ -290,6 +300,9 @@ class ClientSession:
         msg = decode_engine_frame(data)
         if msg is None:
             return  # nothing to answer or act on (protocol.md §3.5)
+        # Only a frame whose text names "channel_id" (or escapes a character) can hold a channel
+        # ref: the others skip the materializer's walk of their payload or result.
+        msg["may_hold_refs"] = _may_hold_refs(data)
         kind = msg["type"]
         if kind == "invocationresult":
             self._on_result(msg)
@@ -320,16 +333,16 @@ class ClientSession:
             return  # a late answer after a timeout, or not ours
         error = msg.get("error")
         if error is not None:
-            call.future.set_exception(InvocationError.from_wire(error, call.function_id, call.id))
+            reject(call.future, InvocationError.from_wire(error, call.function_id, call.id))
             return
         result = msg.get("result")
-        if self._materialize is not None and result is not None:
+        if self._materialize is not None and result is not None and msg.get("may_hold_refs", True):
             try:
                 result = self._materialize(result)
             except Exception as err:
-                call.future.set_exception(err)
+                reject(call.future, err)
                 return
-        call.future.set_result(result)
+        resolve(call.future, result)
 
     def _on_invoke(self, conn: Connection, msg: dict[str, Any]) -> None:
         function_id = msg["function_id"]
@@ -354,7 +367,7 @@ class ClientSession:
         shape = fn.shape
         assert shape is not None
         data = msg["data"]
-        if self._materialize is not None and data is not None:
+        if self._materialize is not None and data is not None and msg.get("may_hold_refs", True):
             data = self._materialize(data)
         if shape.validate is not None:
             data = shape.validate(data)
@@ -512,16 +525,26 @@ class ClientSession:
         The future fails with an :class:`InvocationError` (``TIMEOUT``, ``invocation_stopped``,
         ``NOT_CONNECTED``, ``SHUTDOWN``, the remote code; at once ``INVALID_ARGUMENTS`` for a
         missing id or a payload JSON cannot encode, ``INVALID_ID``/``INVALID_NAMESPACE``)."""
-        future: asyncio.Future[Any]
+        future: asyncio.Future[Any] = self.loop.create_future()
+        self.trigger_into(request, trace, future)
+        return future
+
+    def trigger_into(self, request: dict[str, Any], trace: tuple[str | None, str | None] | None, future: CallFuture) -> None:
+        """:meth:`trigger` settling ``future``: an asyncio future of the loop, or a
+        ``concurrent.futures.Future`` that another thread waits on (settled in place when the
+        answer is read, so that thread wakes at once). Called on the loop."""
         function_id = request.get("function_id") if isinstance(request, dict) else None
         if self._terminal:
-            return self._failed(InvocationError(ErrorCode.NOT_CONNECTED, "not connected to the engine", function_id if isinstance(function_id, str) else None))
+            reject(future, InvocationError(ErrorCode.NOT_CONNECTED, "not connected to the engine", function_id if isinstance(function_id, str) else None))
+            return
         if not isinstance(function_id, str) or function_id == "":
-            return self._failed(InvocationError(ErrorCode.INVALID_ARGUMENTS, "function_id is required"))
+            reject(future, InvocationError(ErrorCode.INVALID_ARGUMENTS, "function_id is required"))
+            return
         namespace = request.get("namespace")
         refused = request_problem(function_id, namespace)
         if refused is not None:
-            return self._failed(refused)
+            reject(future, refused)
+            return
         action = request.get("action")
         is_void = isinstance(action, dict) and action.get("type") == "void"
         call_id = None if is_void else self._new_id()
@@ -540,22 +563,17 @@ class ClientSession:
                 baggage=trace[1] if trace else None,
             )
         except Exception as err:
-            return self._failed(InvocationError(ErrorCode.INVALID_ARGUMENTS, f"payload is not JSON-serialisable: {err}", function_id))
+            reject(future, InvocationError(ErrorCode.INVALID_ARGUMENTS, f"payload is not JSON-serialisable: {err}", function_id))
+            return
         if call_id is None:
             if self._connected and self._conn is not None:
                 self._conn.send(text)
             else:
                 self.calls.queue_void(text)
-            future = self.loop.create_future()
-            future.set_result(None)
-            return future
+            resolve(future, None)
+            return
         conn = self._conn
-        return self.calls.open(call_id, function_id, timeout_ms, text, conn.send if self._connected and conn is not None else None)
-
-    def _failed(self, error: BaseException) -> asyncio.Future[Any]:
-        future: asyncio.Future[Any] = self.loop.create_future()
-        future.set_exception(error)
-        return future
+        self.calls.open(call_id, function_id, timeout_ms, text, conn.send if self._connected and conn is not None else None, future)
 
     # ------------------------------------------------------------ registration helpers
 

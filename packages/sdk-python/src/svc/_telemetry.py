@@ -103,6 +103,8 @@ def outgoing() -> tuple[str | None, str | None] | None:
     """The trace context of an outgoing call from the active context: ``(traceparent, baggage)``,
     or None outside any span and without baggage. Call it in the caller's thread."""
     ctx = otel_context.get_current()
+    if not ctx:
+        return None  # an empty context holds neither a span nor baggage (the common case, cheaply)
     span_ctx = trace.get_current_span(ctx).get_span_context()
     tp = inject_traceparent(ctx) if span_ctx.is_valid else None
     bg = inject_baggage(ctx)

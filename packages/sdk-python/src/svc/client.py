@@ -13,6 +13,7 @@ import platform
 import socket
 import threading
 import uuid
+import weakref
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -24,7 +25,9 @@ from svc_helpers.backoff import ReconnectionConfig
 
 from . import _telemetry as telemetry
 from ._codec import encode_frame
+from ._calls import CallFuture, reject
 from ._codes import ErrorCode
+from ._handoff import Inbox, LoopFuture, settle_in_loop
 from ._ids import id_problem
 from ._registrations import LocalTriggerType
 from ._session import DEFAULT_INVOCATION_TIMEOUT_MS, ClientSession, ClientTimings
@@ -244,6 +247,10 @@ class Svc:
         )
         self._state: ConnectionState = "disconnected"
         self._session.add_connection_state_listener(self._track_state)
+        #: Calls made outside the loop thread, on their way to the session.
+        self._starts: Inbox[tuple[dict[str, Any], tuple[str | None, str | None] | None, CallFuture]] = Inbox(self._loop, self._start_call, self._not_connected)
+        self._inboxes: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, Inbox[tuple[asyncio.Future[Any], bool, Any]]] = weakref.WeakKeyDictionary()
+        self._inboxes_lock = threading.Lock()
         self._thread = threading.Thread(target=self._run, name="svc-client", daemon=True)
         self._thread.start()
         self._closed = False
@@ -378,35 +385,35 @@ class Svc:
 
     # ------------------------------------------------------------ invocation (sdk.md §6)
 
-    def _submit(self, request: Mapping[str, Any], trace: tuple[str | None, str | None] | None) -> concurrent.futures.Future[Any]:
-        out: concurrent.futures.Future[Any] = concurrent.futures.Future()
-        req = request if isinstance(request, dict) else dict(request)
+    def _start_call(self, item: tuple[dict[str, Any], tuple[str | None, str | None] | None, CallFuture]) -> None:
+        """Starts a call handed over by :meth:`_submit` (on the loop)."""
+        req, trace, out = item
+        try:
+            self._session.trigger_into(req, trace, out)
+        except BaseException as err:  # never expected: trigger reports through its future
+            reject(out, err)
 
-        def start() -> None:
-            try:
-                future = self._session.trigger(req, trace)
-            except BaseException as err:  # never expected: trigger reports through its future
-                out.set_exception(err)
-                return
+    @staticmethod
+    def _not_connected(item: tuple[dict[str, Any], tuple[str | None, str | None] | None, CallFuture]) -> None:
+        reject(item[2], InvocationError(ErrorCode.NOT_CONNECTED, "not connected to the engine", item[0].get("function_id")))
 
-            def done(f: asyncio.Future[Any]) -> None:
-                if f.cancelled():
-                    out.cancel()
-                elif f.exception() is not None:
-                    out.set_exception(cast(BaseException, f.exception()))
-                else:
-                    out.set_result(f.result())
-
-            future.add_done_callback(done)
-
+    def _submit(self, request: Mapping[str, Any], trace: tuple[str | None, str | None] | None, out: CallFuture) -> None:
+        """Hands a call made outside the loop thread to the session; its outcome goes to ``out``
+        (settled by the session in place when the answer is read)."""
+        item = (request if isinstance(request, dict) else dict(request), trace, out)
         if self._loop.is_closed():
-            out.set_exception(InvocationError(ErrorCode.NOT_CONNECTED, "not connected to the engine", req.get("function_id")))
+            self._not_connected(item)
         else:
-            try:
-                self._loop.call_soon_threadsafe(start)
-            except RuntimeError:
-                out.set_exception(InvocationError(ErrorCode.NOT_CONNECTED, "not connected to the engine", req.get("function_id")))
-        return out
+            self._starts.put(item)
+
+    def _inbox_of(self, loop: asyncio.AbstractEventLoop) -> Inbox[tuple[asyncio.Future[Any], bool, Any]]:
+        """The inbox through which outcomes reach callers on ``loop`` (one per loop, kept while it lives)."""
+        with self._inboxes_lock:
+            inbox = self._inboxes.get(loop)
+            if inbox is None:
+                inbox = Inbox(loop, settle_in_loop, lambda _item: None)
+                self._inboxes[loop] = inbox
+            return inbox
 
     def trigger(self, request: Mapping[str, Any]) -> Any:
         """Invokes a function and blocks until it answers (sdk.md §6, §14). Keys: ``function_id``,
@@ -426,19 +433,21 @@ class Svc:
         """
         if self._on_loop_thread():
             raise RuntimeError("trigger() blocks: call it outside the client's event loop, or await trigger_async() there")
-        return self._submit(request, telemetry.outgoing()).result()
+        out: concurrent.futures.Future[Any] = concurrent.futures.Future()
+        self._submit(request, telemetry.outgoing(), out)
+        return out.result()
 
     async def trigger_async(self, request: Mapping[str, Any]) -> Any:
         """:meth:`trigger` as a coroutine, awaitable on any event loop (the client's own included)."""
         trace = telemetry.outgoing()
-        try:
-            running = asyncio.get_running_loop()
-        except RuntimeError:
-            running = None
+        running = asyncio.get_running_loop()
         if running is self._loop:
             req = request if isinstance(request, dict) else dict(request)
             return await self._session.trigger(req, trace)
-        return await asyncio.wrap_future(self._submit(request, trace))
+        # Another loop: the outcome comes back through that loop's inbox (one wake-up per batch).
+        future: asyncio.Future[Any] = running.create_future()
+        self._submit(request, trace, LoopFuture(future, self._inbox_of(running)))
+        return await future
 
     # ------------------------------------------------------------ state and accessors
 

@@ -1,9 +1,9 @@
 /**
  * The Node SDK's conformance worker (test/conformance/README.md): registers the suite's functions
- * under `CONF_PREFIX` with `svc-sdk` and prints its ready line. No channel functions yet: svc-sdk
- * (Node) gets channels in issue 17.
+ * under `CONF_PREFIX` with `svc-sdk` and prints its ready line; the channel functions take the
+ * refs as the live `ChannelReader`/`ChannelWriter` the SDK hands its handlers (sdk.md §9).
  */
-import { InvocationError, registerWorker, TriggerAction, type TriggerConfig } from 'svc-sdk'
+import { InvocationError, registerWorker, TriggerAction, type ChannelReader, type ChannelWriter, type TriggerConfig } from 'svc-sdk'
 
 const P = process.env.CONF_PREFIX ?? 'conf-node'
 const WORKER = process.env.CONF_WORKER ?? 'a'
@@ -74,6 +74,25 @@ client.registerFunction(`${P}::fire`, async (input: { payload: unknown }) => {
   }
   return { fired: bindings.size }
 })
+type Item = { text: string } | { binary_hex: string }
+
+client.registerFunction(`${P}::channel-read`, async (input: { reader: ChannelReader }) => {
+  // Both kinds by push, so that the items keep their arrival order; next() then only waits for the
+  // end (undefined after a normal close, a ChannelError otherwise).
+  const items: Item[] = []
+  input.reader.onMessage((text) => items.push({ text }))
+  input.reader.onBinary((data) => items.push({ binary_hex: Buffer.from(data).toString('hex') }))
+  await input.reader.next()
+  return { items }
+})
+client.registerFunction(`${P}::channel-write`, async (input: { writer: ChannelWriter; items: Item[] }) => {
+  for (const item of input.items) {
+    if ('text' in item) input.writer.sendMessage(item.text)
+    else await input.writer.write(Buffer.from(item.binary_hex, 'hex'))
+  }
+  await input.writer.close()
+  return { written: input.items.length }
+})
 client.registerTriggerType(
   { id: `${P}-ticker`, description: 'conformance ticker' },
   {
@@ -93,7 +112,7 @@ let announced = false
 client.addConnectionStateListener((state) => {
   if (state === 'connected' && !announced) {
     announced = true
-    process.stdout.write(`${JSON.stringify({ ready: true, sdk: SDK, prefix: P, capabilities: [] })}\n`)
+    process.stdout.write(`${JSON.stringify({ ready: true, sdk: SDK, prefix: P, capabilities: ['channels'] })}\n`)
   }
 })
 
