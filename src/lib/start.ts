@@ -369,13 +369,13 @@ const INSTALL_OUTPUT_LINES = 2000
 
 /**
  * Prints a worker's own output under its name (INFO for stdout, WARN for stderr), except the
- * output of its setup and install steps, which is kept and printed only when the step fails
+ * output of its setup, install and build steps, which is kept and printed only when the step fails
  * (issue 11: a first run's npm output buried the banner). Every line is in the worker's log file.
  */
 function printOutput(worker: SupervisedWorker, context: LaunchContext): void {
   let folded: OutputLine[] = []
   worker.on('output', (line: OutputLine) => {
-    if (line.phase === 'install' || line.phase === 'setup') {
+    if (line.phase === 'install' || line.phase === 'setup' || line.phase === 'build') {
       if (folded.length < INSTALL_OUTPUT_LINES) folded.push(line)
       return
     }
@@ -393,7 +393,7 @@ function printOutput(worker: SupervisedWorker, context: LaunchContext): void {
     if (!installing) return
     installing = false
     const code = worker.failure?.code
-    const failed = state === 'failed' && (code === 'INSTALL_FAILED' || code === 'SETUP_FAILED')
+    const failed = state === 'failed' && (code === 'INSTALL_FAILED' || code === 'SETUP_FAILED' || code === 'BUILD_FAILED')
     context.progress.end(worker.name, !failed)
     if (failed) for (const line of folded) context.output.warn(line.text)
     folded = []
