@@ -1,22 +1,30 @@
 /**
- * Channel throughput (issue 17; protocol.md §9): MB/s of one channel between two worker processes
- * through the engine, against a direct WebSocket between the same two processes, in the same run.
+ * Channel throughput (issue 17; protocol.md §9, sdk.md §9): MB/s of one channel between two worker
+ * processes through the engine, against a direct WebSocket between the same two processes, in the
+ * same run.
  *
  * Processes: an engine (`svc --json`, default built-ins), a writer and a reader. The same writer
- * and reader processes serve both modes, alternated `BENCH_CHANNEL_ROUNDS` times (default 3):
+ * and reader processes serve every mode, alternated `BENCH_CHANNEL_ROUNDS` times (default 3):
  *
  *   direct   the writer connects to a WebSocket server in the reader process
  *   channel  `engine::channels::create` (buffer_size 64), the writer opens the write end and the
- *            reader the read end on the engine's worker listener (raw `ws` clients: the SDK ends
- *            come later)
+ *            reader the read end on the engine's worker listener (raw `ws` clients)
+ *   sdk      the same channel through svc-sdk's ends: the writer and reader processes are svc-sdk
+ *            workers (telemetry off); the bench invokes `bench::read {body: readerRef}` and
+ *            `bench::write {out: writerRef}`, the refs arrive as live ends; the writer awaits
+ *            `writer.write(frame)` per 64 KiB frame (its own backpressure: 1 MiB in the socket)
+ *            and closes, the reader counts with `for await (const chunk of body)`
  *
  * The writer sends `BENCH_CHANNEL_MIB` MiB (default 256) as 64 KiB binary frames, keeping at most
- * 16 frames (1 MiB) not yet written to its socket, then closes with 1000. The reader counts bytes
- * from its first frame to the close; MB/s is 10^6 bytes per second. Each mode's median round is
- * reported, with the CPU time the reader process (both modes) and the engine process (channel, from
- * `/proc`, Linux only) spent on the transfer: on a shared machine these move less than MB/s.
- * `node bench/channel.ts` prints one JSON line: `{mib, frame_kib, rounds, direct_mb_per_s,
- * channel_mb_per_s, direct_reader_cpu_ms, channel_reader_cpu_ms, channel_engine_cpu_ms, runs}`.
+ * 16 frames (1 MiB) not yet written to its socket (raw modes: send callbacks; sdk: bufferedAmount),
+ * then closes with 1000. The reader counts bytes from its first frame to the close; MB/s is 10^6
+ * bytes per second. Each mode's median round is reported, with the CPU time the reader, the writer and
+ * the engine process (channel modes, from `/proc`, Linux only) spent on the transfer: on a shared
+ * machine these move less than MB/s. `node bench/channel.ts` prints one JSON line: `{mib,
+ * frame_kib, rounds, direct_mb_per_s, channel_mb_per_s, sdk_mb_per_s, direct_reader_cpu_ms,
+ * channel_reader_cpu_ms, sdk_reader_cpu_ms, direct_writer_cpu_ms, channel_writer_cpu_ms,
+ * sdk_writer_cpu_ms, channel_engine_cpu_ms, sdk_engine_cpu_ms, runs}` (the writer's CPU from its
+ * first frame to its close).
  *
  * `BENCH_ENGINE_NODE_ARGS` (space-separated) is passed to the engine's `node` (to profile it).
  *
@@ -30,7 +38,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { createInterface } from 'node:readline'
 import { fileURLToPath } from 'node:url'
-import { registerWorker } from 'svc-sdk'
+import { registerWorker, type ChannelReader, type ChannelWriter, type SvcClient } from 'svc-sdk'
 import WebSocket, { WebSocketServer } from 'ws'
 import { runMain } from './measure.ts'
 
@@ -41,7 +49,7 @@ const FRAME_BYTES = 64 * 1024
 /** Frames the writer keeps not yet written to its socket. */
 const WINDOW = 16
 
-type Command = { mode: 'direct'; url: string } | { mode: 'channel'; url: string }
+type Command = { mode: 'direct'; url: string } | { mode: 'channel'; url: string } | { mode: 'sdk'; engine: string }
 
 /** Commands arrive one JSON line at a time on stdin. */
 async function* commands(): AsyncGenerator<Command> {
@@ -81,12 +89,40 @@ function processCpuMs(pid: number): number | undefined {
   }
 }
 
+/** An svc-sdk worker of a role process (sdk mode), connected once; telemetry off like the raw ends. */
+async function sdkWorker(engine: string, name: string, register: (client: SvcClient) => void): Promise<void> {
+  const client = registerWorker(engine, { workerName: name, otel: { enabled: false } })
+  register(client)
+  await new Promise<void>((resolve) => client.addConnectionStateListener((state) => state === 'connected' && resolve()))
+  console.log(JSON.stringify({ sdk_ready: true }))
+}
+
 async function reader(): Promise<void> {
   const server = new WebSocketServer({ host: '127.0.0.1', port: 0, perMessageDeflate: false, maxPayload: 64 * 1024 * 1024 })
   await new Promise<void>((resolve) => server.once('listening', () => resolve()))
   server.on('connection', (ws) => void count(ws, 'direct'))
   console.log(JSON.stringify({ port: (server.address() as AddressInfo).port }))
   for await (const command of commands()) {
+    if (command.mode === 'sdk') {
+      await sdkWorker(command.engine, 'bench-channel-reader', (client) =>
+        client.registerFunction('bench::read', async ({ body }: { body: ChannelReader }) => {
+          let bytes = 0
+          let first = 0
+          let cpu = process.cpuUsage()
+          for await (const chunk of body) {
+            if (bytes === 0) {
+              first = performance.now()
+              cpu = process.cpuUsage()
+            }
+            bytes += chunk.byteLength
+          }
+          const ms = performance.now() - first
+          const used = process.cpuUsage(cpu)
+          return { mode: 'sdk', code: 1000, bytes, ms: Math.round(ms), mb_per_s: Math.round(bytes / 1e6 / (ms / 1000)), cpu_ms: Math.round((used.user + used.system) / 1000) }
+        }),
+      )
+      continue
+    }
     if (command.mode !== 'channel') continue
     const ws = new WebSocket(command.url, { perMessageDeflate: false })
     await new Promise((resolve) => ws.once('open', resolve))
@@ -100,8 +136,21 @@ async function writer(): Promise<void> {
   const frames = Math.ceil((MIB * 1024 * 1024) / FRAME_BYTES)
   console.log(JSON.stringify({ ready: true }))
   for await (const command of commands()) {
+    if (command.mode === 'sdk') {
+      await sdkWorker(command.engine, 'bench-channel-writer', (client) =>
+        client.registerFunction('bench::write', async ({ out }: { out: ChannelWriter }) => {
+          const cpu = process.cpuUsage()
+          for (let i = 0; i < frames; i++) await out.write(frame)
+          await out.close()
+          const used = process.cpuUsage(cpu)
+          return { cpu_ms: Math.round((used.user + used.system) / 1000) }
+        }),
+      )
+      continue
+    }
     const ws = new WebSocket(command.url, { perMessageDeflate: false })
     await new Promise((resolve) => ws.once('open', resolve))
+    const cpu = process.cpuUsage()
     let unwritten = 0
     let wake: (() => void) | undefined
     const written = () => {
@@ -115,7 +164,8 @@ async function writer(): Promise<void> {
     }
     ws.close(1000)
     await new Promise((resolve) => ws.once('close', resolve))
-    console.log(JSON.stringify({ sent: true }))
+    const used = process.cpuUsage(cpu)
+    console.log(JSON.stringify({ sent: true, cpu_ms: Math.round((used.user + used.system) / 1000) }))
   }
 }
 
@@ -168,31 +218,47 @@ async function main(): Promise<void> {
   const write = start(['bench/channel.ts', 'writer'])
   const { port } = await read.next('port')
   await write.next('ready')
-  const runs: Array<{ mode: string; mb_per_s: number; reader_cpu_ms: number; engine_cpu_ms?: number }> = []
-  const measure = async (mode: 'direct' | 'channel') => {
+  for (const role of [read, write]) {
+    role.child.stdin!.write(`${JSON.stringify({ mode: 'sdk', engine: engineUrl })}\n`)
+    await role.next('sdk_ready')
+  }
+  const runs: Array<{ mode: string; mb_per_s: number; reader_cpu_ms: number; writer_cpu_ms: number; engine_cpu_ms?: number }> = []
+  const measure = async (mode: 'direct' | 'channel' | 'sdk') => {
     const engineCpu = processCpuMs(engine.child.pid!)
-    if (mode === 'direct') {
-      write.child.stdin!.write(`${JSON.stringify({ mode, url: `ws://127.0.0.1:${port}` })}\n`)
+    let result: Record<string, any>
+    let sent: Record<string, any>
+    if (mode === 'sdk') {
+      // Both ends through svc-sdk: the refs travel in payloads and arrive as live ends.
+      const { writerRef, readerRef } = await client.createChannel(64)
+      const reading = client.trigger<unknown, Record<string, any>>({ function_id: 'bench::read', payload: { body: readerRef }, timeoutMs: 600_000 })
+      sent = await client.trigger<unknown, Record<string, any>>({ function_id: 'bench::write', payload: { out: writerRef }, timeoutMs: 600_000 })
+      result = await reading
     } else {
-      const refs = (await client.trigger({ function_id: 'engine::channels::create', payload: { buffer_size: 64 } })) as Record<'writer' | 'reader', { channel_id: string; access_key: string; direction: string }>
-      const url = (ref: { channel_id: string; access_key: string; direction: string }) => `${engineUrl}/ws/channels/${ref.channel_id}?key=${encodeURIComponent(ref.access_key)}&dir=${ref.direction}`
-      read.child.stdin!.write(`${JSON.stringify({ mode, url: url(refs.reader) })}\n`)
-      await read.next('connected')
-      write.child.stdin!.write(`${JSON.stringify({ mode, url: url(refs.writer) })}\n`)
+      if (mode === 'direct') {
+        write.child.stdin!.write(`${JSON.stringify({ mode, url: `ws://127.0.0.1:${port}` })}\n`)
+      } else {
+        // Only the refs: the raw ends open them (the live ends svc-sdk made stay unused).
+        const { readerRef, writerRef } = await client.createChannel(64)
+        const url = (ref: { channel_id: string; access_key: string; direction: string }) => `${engineUrl}/ws/channels/${ref.channel_id}?key=${encodeURIComponent(ref.access_key)}&dir=${ref.direction}`
+        read.child.stdin!.write(`${JSON.stringify({ mode, url: url(readerRef) })}\n`)
+        await read.next('connected')
+        write.child.stdin!.write(`${JSON.stringify({ mode, url: url(writerRef) })}\n`)
+      }
+      result = await read.next('result')
+      sent = await write.next('sent')
     }
-    const result = await read.next('result')
-    await write.next('sent')
     if (result.code !== 1000 || result.bytes !== Math.ceil((MIB * 1024 * 1024) / FRAME_BYTES) * FRAME_BYTES) throw new Error(`${mode}: ${JSON.stringify(result)}`)
     const engineCpuAfter = processCpuMs(engine.child.pid!)
-    const run: (typeof runs)[number] = { mode, mb_per_s: result.mb_per_s, reader_cpu_ms: result.cpu_ms }
-    if (mode === 'channel' && engineCpu !== undefined && engineCpuAfter !== undefined) run.engine_cpu_ms = Math.round(engineCpuAfter - engineCpu)
+    const run: (typeof runs)[number] = { mode, mb_per_s: result.mb_per_s, reader_cpu_ms: result.cpu_ms, writer_cpu_ms: sent.cpu_ms }
+    if (mode !== 'direct' && engineCpu !== undefined && engineCpuAfter !== undefined) run.engine_cpu_ms = Math.round(engineCpuAfter - engineCpu)
     runs.push(run)
   }
   for (let round = 0; round < ROUNDS; round++) {
     await measure('direct')
     await measure('channel')
+    await measure('sdk')
   }
-  const median = (mode: string, key: 'mb_per_s' | 'reader_cpu_ms' | 'engine_cpu_ms' = 'mb_per_s') => {
+  const median = (mode: string, key: 'mb_per_s' | 'reader_cpu_ms' | 'writer_cpu_ms' | 'engine_cpu_ms' = 'mb_per_s') => {
     const values = runs.filter((r) => r.mode === mode).map((r) => r[key] ?? 0).sort((a, b) => a - b)
     return values[Math.floor(values.length / 2)]!
   }
@@ -208,9 +274,15 @@ async function main(): Promise<void> {
       rounds: ROUNDS,
       direct_mb_per_s: median('direct'),
       channel_mb_per_s: median('channel'),
+      sdk_mb_per_s: median('sdk'),
       direct_reader_cpu_ms: median('direct', 'reader_cpu_ms'),
       channel_reader_cpu_ms: median('channel', 'reader_cpu_ms'),
+      sdk_reader_cpu_ms: median('sdk', 'reader_cpu_ms'),
+      direct_writer_cpu_ms: median('direct', 'writer_cpu_ms'),
+      channel_writer_cpu_ms: median('channel', 'writer_cpu_ms'),
+      sdk_writer_cpu_ms: median('sdk', 'writer_cpu_ms'),
       channel_engine_cpu_ms: median('channel', 'engine_cpu_ms'),
+      sdk_engine_cpu_ms: median('sdk', 'engine_cpu_ms'),
       runs,
     }),
   )

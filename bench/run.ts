@@ -18,8 +18,9 @@
  *               SDK telemetry on vs. off (bench/tracing.ts)
  *   logs        log lines/s through /otel into the builtin store vs. the memory store and store
  *               none (bench/logs.ts, an engine process per store)
- *   channel     MB/s of one channel between two processes through the engine vs. a direct
- *               WebSocket between the same two processes (bench/channel.ts, its own engine)
+ *   channel     MB/s of one channel between two processes through the engine (raw `ws` ends and
+ *               svc-sdk ends) vs. a direct WebSocket between the same two processes
+ *               (bench/channel.ts, its own engine)
  *   upload      a 1 GiB HTTP upload streamed through a route to a worker that reads request_body:
  *               MB/s and the engine's RSS growth, vs. the same upload to a plain Node server in
  *               the worker's process (bench/http-upload.ts, its own engine)
@@ -296,10 +297,12 @@ function logRows(r: Record<string, any>): string[] {
 
 /** The channel table (bench/channel.ts result). */
 function channelRows(r: Record<string, any>): string[] {
+  const pct = (mbPerS: number) => `${Math.round((mbPerS / r.direct_mb_per_s) * 100)}%`
   return [
-    `| Channel: ${r.mib} MiB as ${r.frame_kib} KiB binary frames, writer process → reader process (median of ${r.rounds} alternated) | direct WebSocket | channel through the engine | channel / direct |`,
-    '|---|---|---|---|',
-    `| MB/s | ${r.direct_mb_per_s} | ${r.channel_mb_per_s} | ${Math.round((r.channel_mb_per_s / r.direct_mb_per_s) * 100)}% (target ≥ 60%) |`,
+    `| Channel: ${r.mib} MiB as ${r.frame_kib} KiB binary frames, writer process → reader process (median of ${r.rounds} alternated) | direct WebSocket | channel, raw \`ws\` ends | channel, svc-sdk ends | raw / direct | svc-sdk / direct |`,
+    '|---|---|---|---|---|---|',
+    `| MB/s | ${r.direct_mb_per_s} | ${r.channel_mb_per_s} | ${r.sdk_mb_per_s} | ${pct(r.channel_mb_per_s)} | ${pct(r.sdk_mb_per_s)} (target ≥ 60%) |`,
+    `| CPU ms: reader / writer / engine | ${r.direct_reader_cpu_ms} / ${r.direct_writer_cpu_ms} / – | ${r.channel_reader_cpu_ms} / ${r.channel_writer_cpu_ms} / ${r.channel_engine_cpu_ms} | ${r.sdk_reader_cpu_ms} / ${r.sdk_writer_cpu_ms} / ${r.sdk_engine_cpu_ms} | | |`,
   ]
 }
 

@@ -3,9 +3,21 @@
  * core's {@link ClientSession} (`svc-protocol/client`), which owns the session with the engine —
  * state machine, reconnect, keepalive, call table, registration replay, trigger type bindings.
  * This file adds what is the browser's: the WebSocket transport (`transport.ts`), keepalive by JSON
- * `ping` frames (a page cannot send ping frames), the announce of `options.ts`, and no telemetry.
+ * `ping` frames (a page cannot send ping frames), channel ends over the page's `WebSocket`, the
+ * announce of `options.ts`, and no telemetry.
  */
-import { ClientSession, type ClientLog, type ClientTimings, type Connector } from 'svc-protocol/client'
+import {
+  Channels,
+  ClientSession,
+  createChannel,
+  webSocketChannels,
+  type Channel,
+  type ChannelLimits,
+  type ChannelSocketFactory,
+  type ClientLog,
+  type ClientTimings,
+  type Connector,
+} from 'svc-protocol/client'
 import type {
   ConnectionState,
   EnqueueResult,
@@ -34,6 +46,10 @@ export interface ClientInternals {
   random?: () => number
   /** Opens each connection: the global `WebSocket` by default (`browserConnector` for another). */
   connector?: Connector
+  /** Opens channel ends' sockets (sdk.md §9, §13): the global `WebSocket` by default. */
+  channelSocket?: ChannelSocketFactory
+  /** Byte bounds of channel ends (backpressure marks, frame size, `readAll`'s default). */
+  channelLimits?: Partial<ChannelLimits>
 }
 
 /**
@@ -42,12 +58,21 @@ export interface ClientInternals {
  */
 export class BrowserClient implements SvcClient {
   readonly #session: ClientSession
+  readonly #channels: Channels
 
   constructor(address: string, options: ResolvedOptions, internals: ClientInternals = {}) {
     const log = internals.log ?? consoleLog
     if (options.headersIgnored) {
       log.warn('the headers option is ignored in browsers: pass credentials as query parameters in the address (wss://…/?token=…) or with cookies')
     }
+    // Channel refs in payloads and results become live ends (sdk.md §9) that connect to this
+    // client's own engine address, whatever the payload says.
+    this.#channels = new Channels({
+      address,
+      socket: internals.channelSocket ?? webSocketChannels(globalThis.WebSocket),
+      log,
+      limits: internals.channelLimits,
+    })
     this.#session = new ClientSession({
       address,
       connector: internals.connector ?? connectBrowserWebSocket,
@@ -60,9 +85,7 @@ export class BrowserClient implements SvcClient {
       pingFrames: true,
       log,
       random: internals.random,
-      // Channels (sdk.md §9, §13): the `materialize` hook that turns channel refs in payloads and
-      // results into live readers and writers goes here once the client core has channels.
-      hooks: {},
+      hooks: { materialize: this.#channels.materialize },
     })
   }
 
@@ -119,7 +142,23 @@ export class BrowserClient implements SvcClient {
     return this.#session.getLastError()
   }
 
+  /**
+   * Creates a channel (`engine::channels::create`, sdk.md §9, §13): its live ends and their refs.
+   * @param bufferSize items the engine holds before it stops reading the writer: 1–1024, default 64.
+   * @throws (rejects) InvocationError `INVALID_ARGUMENTS` for a bad `bufferSize`,
+   *   `TOO_MANY_CHANNELS`, or the call's own failures (`NOT_CONNECTED`, `TIMEOUT`…).
+   * @example
+   * const { reader, writerRef } = await svc.createChannel()
+   * void svc.trigger({ function_id: 'logs::tail', payload: { out: writerRef } })
+   * reader.onMessage((line) => console.log(line))
+   */
+  createChannel(bufferSize?: number): Promise<Channel> {
+    return createChannel(this.#session, bufferSize)
+  }
+
+  /** Also ends this client's open channel ends: writers aborted, readers closed (sdk.md §8, §9). */
   shutdown(): Promise<void> {
+    this.#channels.closeAll()
     return this.#session.shutdown()
   }
 }

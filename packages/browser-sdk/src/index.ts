@@ -38,9 +38,10 @@ export type { EngineFunctionId } from 'svc-protocol/ids'
 export type { FunctionSummary, WorkerSummary } from 'svc-protocol/payloads/engine'
 export { createStream } from 'svc-protocol/client'
 export type { IStream } from 'svc-protocol/client'
-// Channels (sdk.md §9, §13): the client core's channel API (`createChannel`, `ChannelReader`,
-// `ChannelWriter`, `ChannelItem`, `isChannelRef`, `extractChannelRefs`) is re-exported here and
-// from `./helpers.ts` once it exists; `client.ts` then passes its `materialize` hook.
+// Channels (sdk.md §9, §13): the client core's ends, as svc-sdk has them minus the Node streams.
+export { ChannelDirection, ChannelError, ChannelItem, ChannelReader, ChannelWriter, extractChannelRefs, isChannelRef } from 'svc-protocol/client'
+export type { Channel, ReadAllOptions, StreamChannelRef } from 'svc-protocol/client'
+export { createChannel } from './helpers.ts'
 export type * from './types.ts'
 export type * from './rbac.ts'
 

@@ -5,8 +5,9 @@
  * function (registered by a Node svc-sdk worker on the trusted listener) admits it by a
  * query-parameter token. The page registers `browser::…` functions the Node worker invokes through
  * the engine, invokes Node functions (sync, void, enqueue), serves a custom stream and receives its
- * change events, is refused what the listener does not expose, reconnects after the engine restarts
- * on the same ports; a page with a wrong token is refused, one with a cookie admitted.
+ * change events, exchanges text and bytes with the Node worker through channels both ways, is
+ * refused what the listener does not expose, reconnects after the engine restarts on the same
+ * ports; a page with a wrong token is refused, one with a cookie admitted.
  *
  * Fails when Chromium is not installed (`apt-get install -y chromium`); set SVC_BROWSER to use
  * another executable.
@@ -21,7 +22,7 @@ import { after, before, describe, it } from 'node:test'
 import { fileURLToPath } from 'node:url'
 import { promisify } from 'node:util'
 import type { Browser, Page } from 'playwright-core'
-import { registerWorker as registerNodeWorker, type SvcClient as NodeClient } from 'svc-sdk'
+import { registerWorker as registerNodeWorker, type ChannelReader as NodeChannelReader, type SvcClient as NodeClient } from 'svc-sdk'
 import type { AuthInput, AuthResult } from 'svc-helpers/rbac'
 import type { ListenerConfig } from '../../../runtime/engine/types.ts'
 import { launchChromium } from '../../../test/support/chromium.ts'
@@ -29,6 +30,20 @@ import { startTestEngine, type TestEngine } from '../../../test/support/engine.t
 import { eventually } from '../../../test/support/raw-worker.ts'
 import type * as BrowserSdk from '../src/index.ts'
 import type { StreamChangeEvent } from '../src/stream.ts'
+
+/** A sum of the bytes modulo 65521 that the page computes the same way (order-insensitive is enough: sizes are checked too). */
+function checksum(data: Uint8Array): number {
+  let sum = 0
+  for (const byte of data) sum = (sum + byte) % 65521
+  return sum
+}
+
+/** Bytes `i % 251` — not a power of two, so a lost or repeated 64 KiB frame changes the checksum. */
+function pattern(size: number): Uint8Array {
+  const bytes = new Uint8Array(size)
+  for (let i = 0; i < size; i++) bytes[i] = i % 251
+  return bytes
+}
 
 const here = dirname(fileURLToPath(import.meta.url))
 const dist = join(here, '..', 'dist')
@@ -117,6 +132,13 @@ describe('svc-browser-sdk in Chromium', () => {
       tasks.push(payload)
     })
     node.registerFunction('secret::read', () => 'not for pages')
+    // Reads a channel the page writes: its text items, then all its bytes.
+    node.registerFunction('node::upload', async ({ name, body }: { name: string; body: NodeChannelReader }) => {
+      const messages: string[] = []
+      body.onMessage((text) => messages.push(text))
+      const data = await body.readAll()
+      return { name, size: data.byteLength, sum: checksum(data), messages }
+    })
     await eventually(async () => node.getConnectionState() === 'connected' && (await listed('gate::auth')), 10_000)
 
     pages = await startPageServer()
@@ -228,6 +250,55 @@ describe('svc-browser-sdk in Chromium', () => {
     await page.waitForFunction(() => (globalThis as unknown as PageGlobals).changes.some((c) => c.id === 'n1'), undefined, { timeout: 10_000 })
     const change = await page.evaluate(() => (globalThis as unknown as PageGlobals).changes.find((c) => c.id === 'n1'))
     assert.deepEqual([change?.type, change?.streamName, change?.groupId, change?.event], ['stream', 'notes', 'g1', { type: 'create', data: { text: 'from Node' } }])
+  })
+
+  it('channels: the page streams text and bytes to a Node function, and reads a channel a Node worker writes', async () => {
+    const size = 300 * 1024 + 7
+    // Page → Node: the page creates the channel (an infrastructure function, allowed on the rbac
+    // listener) and passes the reader ref in a payload; the Node SDK materialises it.
+    const upload = await page.evaluate(async (n) => {
+      const g = globalThis as unknown as PageGlobals
+      const { writer, readerRef } = await g.client.createChannel(4)
+      const answer = g.client.trigger({ function_id: 'node::upload', payload: { name: 'blob', body: readerRef } })
+      writer.sendMessage(JSON.stringify({ type: 'meta', size: n }))
+      const bytes = new Uint8Array(n)
+      for (let i = 0; i < n; i++) bytes[i] = i % 251
+      await writer.sendBinary(bytes)
+      await writer.close()
+      let sum = 0
+      for (const byte of bytes) sum = (sum + byte) % 65521
+      return { answer: await answer, sum }
+    }, size)
+    assert.deepEqual(upload.answer, { name: 'blob', size, sum: upload.sum, messages: [JSON.stringify({ type: 'meta', size })] })
+    assert.equal(upload.sum, checksum(pattern(size)))
+
+    // Node → page: a page function gets a reader ref and pulls items with next().
+    await page.evaluate(() => {
+      const g = globalThis as unknown as PageGlobals
+      g.client.registerFunction('browser::count', async ({ body }: { body: BrowserSdk.ChannelReader }) => {
+        const messages: string[] = []
+        body.onMessage((text) => messages.push(text))
+        let size = 0
+        let sum = 0
+        let items = 0
+        for (let chunk = await body.next(); chunk !== undefined; chunk = await body.next()) {
+          items++
+          size += chunk.byteLength
+          for (const byte of chunk) sum = (sum + byte) % 65521
+        }
+        return { size, sum, items, messages, isReader: body instanceof g.svc.ChannelReader }
+      })
+    })
+    await eventually(() => listed('browser::count'), 10_000)
+    const { writer, readerRef } = await node.createChannel()
+    const counted = node.trigger({ function_id: 'browser::count', payload: { body: readerRef } })
+    writer.sendMessage('hello, page')
+    const bytes = pattern(size)
+    await writer.write(bytes)
+    await writer.close()
+    const result = (await counted) as { size: number; sum: number; items: number; messages: string[]; isReader: boolean }
+    assert.deepEqual({ ...result, items: undefined }, { size, sum: checksum(bytes), items: undefined, messages: ['hello, page'], isReader: true })
+    assert.ok(result.items >= 5, `a 300 KiB write arrives as items of at most 64 KiB (${result.items})`)
   })
 
   it('a page with a wrong token is refused by the auth function (AUTH_ERROR) and registers nothing', async () => {

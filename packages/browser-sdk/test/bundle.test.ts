@@ -66,6 +66,11 @@ describe('the svc-browser-sdk bundle', () => {
   it('exports the API of sdk.md §13, and the subpaths re-export from the same module', async () => {
     const sdk = (await import(pathToFileURL(join(dist, 'svc-browser-sdk.js')).href)) as Record<string, unknown>
     assert.deepEqual(Object.keys(sdk).sort(), [
+      'ChannelDirection',
+      'ChannelError',
+      'ChannelItem',
+      'ChannelReader',
+      'ChannelWriter',
       'EngineFunctions',
       'EngineTriggers',
       'ErrorCode',
@@ -74,7 +79,10 @@ describe('the svc-browser-sdk bundle', () => {
       'RegistrationRejectedError',
       'RetryAfterError',
       'TriggerAction',
+      'createChannel',
       'createStream',
+      'extractChannelRefs',
+      'isChannelRef',
       'isErrorBody',
       'registerWorker',
     ])
@@ -83,6 +91,8 @@ describe('the svc-browser-sdk bundle', () => {
     const stream = (await import(pathToFileURL(join(dist, 'stream.js')).href)) as Record<string, unknown>
     const state = (await import(pathToFileURL(join(dist, 'state.js')).href)) as Record<string, unknown>
     assert.equal(helpers.createStream, sdk.createStream, 'one copy of the client in a page')
+    assert.equal(helpers.ChannelReader, sdk.ChannelReader, 'one copy of the channel ends in a page')
+    assert.equal(helpers.createChannel, sdk.createChannel)
     assert.equal(stream.createStream, sdk.createStream)
     assert.deepEqual(Object.keys(state), [])
     assert.throws(() => (sdk.registerWorker as (a?: string) => unknown)(), /engine address is required in a browser/)

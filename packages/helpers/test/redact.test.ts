@@ -31,6 +31,11 @@ describe('redact', () => {
     for (const k of ['client_secret', 'Authorization', 'bearer_x', 'private_key', 'refresh_token', 'my-api-key', 'credentials']) assert.ok(isSensitiveKey(k), k)
     for (const k of ['tokenizer', 'user', 'author', 'keys']) assert.ok(!isSensitiveKey(k), k)
   })
+  it('redacts the access_key of a channel ref (it opens the channel), not its id or direction', () => {
+    const ref = { channel_id: 'c1', access_key: 'k', direction: 'read' }
+    assert.deepEqual(redact({ body: ref }), { body: { channel_id: 'c1', access_key: REDACTED_PLACEHOLDER, direction: 'read' } })
+    assert.ok(isSensitiveKey('AWS_ACCESS_KEY_ID'))
+  })
   it('handles cycles and Maps', () => {
     const a: Record<string, unknown> = { x: 1 }
     a['self'] = a

@@ -198,6 +198,7 @@ export const Codes = {
   // protocol.md §9: channels
   ChannelClosed: 'CHANNEL_CLOSED',
   TooManyChannels: 'TOO_MANY_CHANNELS',
+  ChannelDataTooLarge: 'CHANNEL_DATA_TOO_LARGE',
   ResultTooLarge: 'RESULT_TOO_LARGE',
   // builtins.md §3.9 (HTTP worker)
   InvalidBody: 'INVALID_BODY',
@@ -285,8 +286,9 @@ entry(Codes.NotConnected, 503, 'unreachable', ['sdk'], 'A call was made while th
 entry(Codes.Shutdown, 503, 'failure', ['sdk'], 'Pending calls rejected by shutdown().', 'Expected while a worker stops; retry the call on a running replica.', { wire: false })
 entry(Codes.Unknown, 500, 'failure', ['sdk'], 'A remote error value was not an ErrorBody.', 'Make the remote side fail with an ErrorBody `{code, message}`.', { wire: false })
 entry(Codes.TooManyInvocations, 429, 'failure', ['engine'], 'The engine holds the maximum number of open invocations for this connection or in all.', 'Wait for open invocations to finish, or send fewer at once.')
-entry(Codes.ChannelClosed, 502, 'failure', ['engine', 'http'], "An end of a channel (protocol.md §9) was used after the channel ended — its reader went away, its writer ended abnormally, or it was removed (an end unclaimed 5 minutes after creation, by the built-in that created it, at engine shutdown) — or an end was claimed a second time. svc-http answers it (502) when a handler that returned no result ended its `response` channel abnormally before any body item.", 'Claim each end once and keep reading until the writer closes; create a new channel (`engine::channels::create`) for a new stream, and claim both ends within 5 minutes. An HTTP handler closes its `response` writer normally (svc-sdk: `res.close()`), or returns a response descriptor.')
+entry(Codes.ChannelClosed, 502, 'failure', ['engine', 'http', 'sdk'], "An end of a channel (protocol.md §9) was used after the channel ended — its reader went away, its writer ended abnormally, or it was removed (an end unclaimed 5 minutes after creation, by the built-in that created it, at engine shutdown) — or an end was claimed a second time; in an SDK also when an end's WebSocket could not be opened or was lost. svc-http answers it (502) when a handler that returned no result ended its `response` channel abnormally before any body item.", 'Claim each end once and keep reading until the writer closes; create a new channel (`engine::channels::create`) for a new stream, and claim both ends within 5 minutes. An HTTP handler closes its `response` writer normally (svc-sdk: `res.close()`), or returns a response descriptor.')
 entry(Codes.TooManyChannels, 429, 'failure', ['engine'], 'engine::channels::create while the engine holds its maximum of open channels (100,000).', 'Close channels when done (both ends), or wait for unclaimed ones to be swept (5 minutes after creation), then retry.')
+entry(Codes.ChannelDataTooLarge, 413, 'failure', ['sdk'], 'A channel reader\'s `readAll()` received more bytes than its `maxBytes` (64 MiB by default); the reader stopped reading, so its writer sees CHANNEL_CLOSED.', 'Read the channel item by item (`next()`, `for await`, `stream`) instead of all at once, or pass a larger `maxBytes` to `readAll()`.')
 entry(Codes.ResultTooLarge, 413, 'failure', ['engine'], "A result would make a frame larger than the caller's connection takes (max_message_bytes, 64 MiB by default); the engine answers this error instead and the connection stays open.", 'Return less at once (page through rows, traces or logs with a `limit`), or raise `max_message_bytes` of the listener in config.yaml.')
 entry(Codes.InvalidBody, 400, 'failure', ['http'], 'The request body is not valid JSON or UTF-8, or nests too deeply.', 'Send a JSON body in UTF-8 with `content-type: application/json`.')
 entry(Codes.InvalidRequest, 400, 'failure', ['http'], 'The request is not valid HTTP (its head is malformed, too large (431) or too slow (408)).', 'Send a well-formed HTTP request with a smaller head, without stalling.')
@@ -440,6 +442,9 @@ export const Errors = {
   /** `why`: `the reader went away`, `the writer ended abnormally`, `it was removed`, … */
   channelClosed: (channelId: string, why: string) => make(Codes.ChannelClosed, `channel ${channelId} is closed: ${why}`),
   channelClaimed: (channelId: string, direction: string) => make(Codes.ChannelClosed, `the ${direction} end of channel ${channelId} is claimed already`),
+  /** A reader's `readAll()` got more than `limit` bytes (sdk.md §9). */
+  channelDataTooLarge: (channelId: string, limit: number) =>
+    make(Codes.ChannelDataTooLarge, `channel ${channelId} carried more than ${limit} bytes, the maxBytes of readAll(); read it item by item or raise maxBytes`),
   tooManyChannels: (limit: number) => make(Codes.TooManyChannels, `the engine already holds ${limit} channels; close or let unclaimed ones expire, then retry`),
   frameTooLarge: (what: string, bytes: number | undefined, limit: number) =>
     make(Codes.PayloadTooLarge, `${what} of ${frameSize(bytes)} exceeds max_message_bytes ${limit} of the worker connection it goes to`),

@@ -10,9 +10,21 @@
 import { randomUUID } from 'node:crypto'
 import { currentOtelConfig, registerWorkerGauges } from 'svc-helpers/observability'
 import { getMeter } from 'svc-helpers/observability/internal'
-import { ClientSession, ConnectionError, DEFAULT_TIMINGS, type ClientHooks, type ClientLog, type ClientTimings } from 'svc-protocol/client'
+import {
+  Channels,
+  ClientSession,
+  ConnectionError,
+  createChannel,
+  DEFAULT_TIMINGS,
+  type ChannelLimits,
+  type ChannelSocketFactory,
+  type ClientHooks,
+  type ClientLog,
+  type ClientTimings,
+} from 'svc-protocol/client'
 import type { Connector } from 'svc-protocol/transport'
 import { connectWebSocket } from 'svc-protocol/transport/ws'
+import { ChannelReader, ChannelWriter, nodeChannelSocket, type Channel } from './channel.ts'
 import { buildAnnounce, type ResolvedOptions } from './options.ts'
 import { callTelemetry, handlerTelemetry, type InvocationSpan } from './tracing.ts'
 import type {
@@ -50,6 +62,10 @@ export interface ClientInternals {
    * `svc-protocol/transport/memory` connects to an engine in the same process.
    */
   connector?: Connector
+  /** Opens channel ends' sockets (sdk.md §9): Node `ws` by default. */
+  channelSocket?: ChannelSocketFactory
+  /** Byte bounds of channel ends (backpressure marks, frame size, `readAll`'s default). */
+  channelLimits?: Partial<ChannelLimits>
 }
 
 /** Worker gauges once per client, after the first `workerregistered` (sdk.md §12.3). */
@@ -69,6 +85,7 @@ function gaugeStarter(options: ResolvedOptions): ((workerId: string) => void) | 
  */
 export class WorkerClient implements SvcClient {
   readonly #session: ClientSession<InvocationSpan>
+  readonly #channels: Channels<ChannelReader, ChannelWriter>
 
   constructor(address: string, options: ResolvedOptions, internals: ClientInternals = {}) {
     const hooks: ClientHooks<InvocationSpan> = {
@@ -76,6 +93,18 @@ export class WorkerClient implements SvcClient {
       telemetry: options.otelEnabled ? handlerTelemetry : callTelemetry,
       newId: randomUUID,
     }
+    // Channel refs in payloads and results become live ends (sdk.md §9) that connect to this
+    // client's own engine address, whatever the payload says.
+    const log = internals.log ?? consoleLog
+    const channels = (this.#channels = new Channels<ChannelReader, ChannelWriter>({
+      address,
+      socket: internals.channelSocket ?? nodeChannelSocket,
+      reader: ChannelReader,
+      writer: ChannelWriter,
+      log,
+      limits: internals.channelLimits,
+    }))
+    hooks.materialize = channels.materialize
     const gauges = gaugeStarter(options)
     if (gauges !== undefined) hooks.onWorkerRegistered = gauges
     this.#session = new ClientSession<InvocationSpan>({
@@ -87,7 +116,7 @@ export class WorkerClient implements SvcClient {
       invocationTimeoutMs: options.invocationTimeoutMs,
       reconnection: options.reconnection,
       timings: internals.timings,
-      log: internals.log ?? consoleLog,
+      log,
       random: internals.random,
       hooks,
     })
@@ -146,7 +175,24 @@ export class WorkerClient implements SvcClient {
     return this.#session.getLastError()
   }
 
+  /** Also ends this client's open channel ends: writers aborted, readers closed (sdk.md §8, §9). */
   shutdown(): Promise<void> {
+    this.#channels.closeAll()
     return this.#session.shutdown()
+  }
+
+  /**
+   * Creates a channel (`engine::channels::create`, sdk.md §9): its live Node ends and their refs.
+   * Keep one end and pass the other's ref in a payload or result.
+   * @param bufferSize items the engine holds before it stops reading the writer: 1–1024, default 64.
+   * @throws (rejects) InvocationError `INVALID_ARGUMENTS` (bufferSize out of range),
+   *   `TOO_MANY_CHANNELS`, or the call's own failures (`NOT_CONNECTED`, `TIMEOUT`…).
+   * @example
+   * const { reader, writerRef } = await client.createChannel()
+   * await client.trigger({ function_id: 'report::render', payload: { out: writerRef }, action: TriggerAction.Void() })
+   * const pdf = await reader.readAll()
+   */
+  createChannel(bufferSize?: number): Promise<Channel> {
+    return createChannel<ChannelReader, ChannelWriter>(this.#session, bufferSize)
   }
 }

@@ -4,6 +4,7 @@
  * errors raised by any SDK built on it pass `instanceof` checks against these.
  */
 export {
+  ChannelError,
   ErrorCode,
   InvocationError,
   isErrorBody,
@@ -12,4 +13,4 @@ export {
   RetryAfterError,
   toErrorBody,
 } from 'svc-protocol/client'
-export type { ErrorBody, ErrorCodeValue, InvocationErrorInit } from 'svc-protocol/client'
+export type { ChannelErrorInit, ErrorBody, ErrorCodeValue, InvocationErrorInit } from 'svc-protocol/client'

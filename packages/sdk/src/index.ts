@@ -18,12 +18,14 @@ import { WorkerClient } from './client.ts'
 import { resolveAddress, resolveOptions } from './options.ts'
 import type { InitOptions, SvcClient } from './types.ts'
 
-export { InvocationError, NonRetryableError, RegistrationRejectedError, RetryAfterError } from './errors.ts'
+export { ChannelError, InvocationError, NonRetryableError, RegistrationRejectedError, RetryAfterError } from './errors.ts'
+export { ChannelReader, ChannelWriter } from './channel.ts'
 export { DEFAULT_ENGINE_URL } from './options.ts'
 export { flushOtel, getLogger, initOtel, Logger, shutdownOtel } from 'svc-helpers/observability'
 export type { OtelConfig } from 'svc-helpers/observability'
 export { TriggerAction } from './trigger-action.ts'
 export type {
+  Channel,
   ConnectionState,
   CronTriggerConfig,
   CronTriggerPayload,
@@ -42,6 +44,7 @@ export type {
   RegisterTriggerInput,
   RegisterTriggerTypeInput,
   RegistrationError,
+  StreamChannelRef,
   SubscribeTriggerConfig,
   SvcClient,
   TelemetryOptions,

@@ -4,7 +4,8 @@
  * the built-in trigger types are here. The implementation is in `client.ts`.
  */
 import type { OtelConfig } from 'svc-helpers/observability'
-import type { ReconnectionConfig } from 'svc-protocol/client'
+import type { ReconnectionConfig, SvcClient as CoreClient } from 'svc-protocol/client'
+import type { Channel } from './channel.ts'
 
 export type {
   ConnectionState,
@@ -20,7 +21,6 @@ export type {
   RegisterTriggerInput,
   RegisterTriggerTypeInput,
   RegistrationError,
-  SvcClient,
   Trigger,
   TriggerActionValue,
   TriggerConfig,
@@ -29,6 +29,17 @@ export type {
   TriggerTypeRef,
 } from 'svc-protocol/client'
 export type { HttpRequest, HttpResponse, HttpTriggerInfo } from 'svc-protocol/payloads/http'
+export type { Channel, StreamChannelRef } from './channel.ts'
+
+/** A connection to the engine (sdk.md §3); channels come with Node ends (`stream`, `readAll(): Buffer`). */
+export interface SvcClient extends CoreClient {
+  /**
+   * Creates a channel (`engine::channels::create`, sdk.md §9): its live writer and reader and their
+   * refs. `bufferSize`: items the engine holds, 1–1024, default 64.
+   * @throws (rejects) InvocationError `INVALID_ARGUMENTS`, `TOO_MANY_CHANNELS`, or the call's own failures.
+   */
+  createChannel(bufferSize?: number): Promise<Channel>
+}
 
 /** Worker metadata sent in the announce's `telemetry` field (sdk.md §2). All optional. */
 export interface TelemetryOptions {

@@ -30,13 +30,14 @@ export const MAX_REDACT_NODES = 100_000
 
 const SENSITIVE_SUBSTRINGS = [
   'api_key', 'apikey', 'api-key', 'password', 'secret', 'credential', 'authorization', 'auth_token',
-  'access_token', 'refresh_token', 'bearer', 'private_key', 'client_secret',
+  'access_token', 'refresh_token', 'bearer', 'private_key', 'client_secret', 'access_key',
 ]
 
 /**
  * True when a key names a secret (sdk.md §12.2): it contains one of api_key, apikey, api-key,
  * password, secret, credential, authorization, auth_token, access_token, refresh_token, bearer,
- * private_key, client_secret; or is exactly `token`; or ends in `_token`/`-token`. Case-insensitive.
+ * private_key, client_secret, and access_key (svc's addition: a channel ref's key opens its channel,
+ * protocol.md §9); or is exactly `token`; or ends in `_token`/`-token`. Case-insensitive.
  */
 export function isSensitiveKey(key: string): boolean {
   let known = sensitiveCache.get(key)

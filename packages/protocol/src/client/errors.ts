@@ -195,3 +195,40 @@ export class RetryAfterError extends Error {
     return this.retry_after_ms
   }
 }
+
+/** What a {@link ChannelError} is built from. */
+export interface ChannelErrorInit {
+  code: string
+  message: string
+  channel_id: string
+  direction: 'read' | 'write'
+  /** The WebSocket close code that ended the end, when a close ended it. */
+  close_code?: number
+}
+
+/**
+ * A channel end failed (sdk.md §9, protocol.md §9): `CHANNEL_CLOSED` when the channel ended under
+ * it (the writer ended abnormally, the reader went away, a second claim, removal by the engine, a
+ * lost or refused connection), `NOT_FOUND` when the engine does not know the channel or the key,
+ * `CHANNEL_DATA_TOO_LARGE` when `readAll()` passed its `maxBytes`. Thrown in a handler, it travels
+ * as its code.
+ *
+ * @example
+ * try { await reader.readAll() }
+ * catch (err) { if (err instanceof ChannelError && err.code === 'CHANNEL_CLOSED') retryUpload() }
+ */
+export class ChannelError extends Error {
+  override readonly name = 'ChannelError'
+  readonly code: string
+  readonly channel_id: string
+  readonly direction: 'read' | 'write'
+  readonly close_code?: number
+
+  constructor(init: ChannelErrorInit, options?: { cause?: unknown }) {
+    super(init.message, options)
+    this.code = init.code
+    this.channel_id = init.channel_id
+    this.direction = init.direction
+    if (init.close_code !== undefined) this.close_code = init.close_code
+  }
+}

@@ -33,6 +33,7 @@ export { TriggerAction } from './trigger-action.ts'
 export { createStream } from './streams.ts'
 export type { FunctionRegistrar, IStream } from './streams.ts'
 export {
+  ChannelError,
   ConnectionError,
   ErrorCode,
   errorMessage,
@@ -44,7 +45,18 @@ export {
   RetryAfterError,
   toErrorBody,
 } from './errors.ts'
-export type { ErrorBody, ErrorCodeValue, InvocationErrorInit } from './errors.ts'
+export type { ChannelErrorInit, ErrorBody, ErrorCodeValue, InvocationErrorInit } from './errors.ts'
+export { Channels, createChannel, DEFAULT_CHANNEL_BUFFER_SIZE } from './channels/channels.ts'
+export type { Channel, ChannelsOptions } from './channels/channels.ts'
+export { ChannelReader } from './channels/reader.ts'
+export type { ReadAllOptions } from './channels/reader.ts'
+export { ChannelWriter } from './channels/writer.ts'
+export { ChannelCloseCodes, ChannelEnd, DEFAULT_CHANNEL_LIMITS } from './channels/end.ts'
+export type { ChannelLimits, ChannelLink } from './channels/end.ts'
+export { channelBase, ChannelDirection, ChannelItem, channelUrl, extractChannelRefs, isChannelRef, MAX_REF_FIELD_LENGTH } from './channels/refs.ts'
+export type { StreamChannelRef } from './channels/refs.ts'
+export { webSocketChannels } from './channels/socket.ts'
+export type { ChannelSocket, ChannelSocketEvents, ChannelSocketFactory, WebSocketConstructorLike, WebSocketLike } from './channels/socket.ts'
 export type * from './types.ts'
 export type { WorkerAnnounce } from '../messages.ts'
 export type { ConnectOptions, Connector, Transport, TransportHandlers } from '../transport/types.ts'

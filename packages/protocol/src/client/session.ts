@@ -33,6 +33,7 @@ import type { InvokeFunctionMessage, JsonValue, RegisterTriggerMessage, WorkerAn
 import type { ConnectOptions, Connector, Transport } from '../transport/types.ts'
 import { backoffDelay, DEFAULT_RECONNECTION_CONFIG } from './backoff.ts'
 import { ProviderBindings } from './bindings.ts'
+import { createChannel, type Channel } from './channels/channels.ts'
 import { CallTable } from './calls.ts'
 import { ConnectionError, errorMessage, InvocationError, invocationError, RegistrationRejectedError, toErrorBody } from './errors.ts'
 import { Heartbeat, type HeartbeatPeer } from './heartbeat.ts'
@@ -761,6 +762,15 @@ export class ClientSession<Scope = unknown> implements SvcClient {
 
   getLastError(): Error | undefined {
     return this.#lastError
+  }
+
+  /**
+   * Creates a channel (sdk.md §9) through `engine::channels::create`. Needs a `materialize` hook
+   * that turns channel refs into ends ({@link Channels}).
+   * @throws (rejects) as {@link SvcClient.createChannel} says.
+   */
+  createChannel(bufferSize?: number): Promise<Channel> {
+    return createChannel(this, bufferSize)
   }
 
   /** Rejects pending calls with `SHUTDOWN`, closes with code 1000 (dropped after `closeTimeoutMs`). Idempotent. */

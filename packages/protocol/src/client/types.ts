@@ -10,6 +10,7 @@ import type {
   JsonValue,
   TriggerActionValue,
 } from '../messages.ts'
+import type { Channel } from './channels/channels.ts'
 
 export type { JsonValue, TriggerActionValue }
 
@@ -234,4 +235,13 @@ export interface SvcClient {
   getLastError(): Error | undefined
   /** Rejects pending calls with `SHUTDOWN`, closes with code 1000. Idempotent. */
   shutdown(): Promise<void>
+  /**
+   * Creates a channel (`engine::channels::create`, sdk.md §9): its live writer and reader, and
+   * the refs to pass in a payload or result. `bufferSize`: items the engine holds, 1–1024,
+   * default 64.
+   * @throws (rejects) InvocationError `INVALID_ARGUMENTS`, `TOO_MANY_CHANNELS` or the call's own
+   *   failures; TypeError when the client has no channel support (a bare session without a
+   *   `Channels` materializer).
+   */
+  createChannel(bufferSize?: number): Promise<Channel>
 }

@@ -13,6 +13,7 @@ import { decodeEngineFrame } from '../../src/codec.ts'
 import { memoryConnector } from '../../src/transport/memory.ts'
 import type { PeerInfo, Transport } from '../../src/transport/types.ts'
 import {
+  Channels,
   ClientSession,
   InvocationError,
   TriggerAction,
@@ -262,7 +263,17 @@ describe('ClientSession hooks', () => {
 })
 
 describe('ClientSession under hostile engine frames (fast-check)', () => {
-  const json = fc.jsonValue({ maxDepth: 3 })
+  /** Channel refs, well-formed or not (hostile ids and keys), alone or inside other values. */
+  const refLike = fc.record({
+    channel_id: fc.oneof(fc.uuid(), fc.constantFrom('..', 'a/b', '', 'x?y'), fc.string({ unit: 'binary', maxLength: 8 })),
+    access_key: fc.oneof(fc.uuid(), fc.constantFrom('k&dir=write', ' ', '%'), fc.string({ unit: 'binary', maxLength: 8 })),
+    direction: fc.constantFrom('read', 'write', 'READ', 'both'),
+  })
+  const json = fc.oneof(
+    { weight: 4, arbitrary: fc.jsonValue({ maxDepth: 3 }) },
+    { weight: 1, arbitrary: refLike },
+    { weight: 1, arbitrary: fc.tuple(fc.jsonValue({ maxDepth: 1 }), refLike).map(([other, ref]) => ({ other, nested: [ref, { ref }] })) },
+  )
   const text = fc.oneof(fc.string({ unit: 'binary', maxLength: 20 }), fc.constantFrom('f::known', 'f::throws', 'cron', 'b1', '__proto__', ''))
   const field = fc.oneof(json, text, fc.constant(null))
   const TYPES = ['invocationresult', 'invokefunction', 'workerregistered', 'registertrigger', 'unregistertrigger', 'triggerregistrationresult', 'ping', 'pong', 'error', 'nope'] as const
@@ -291,7 +302,22 @@ describe('ClientSession under hostile engine frames (fast-check)', () => {
     await fc.assert(
       fc.asyncProperty(fc.array(frame, { maxLength: 30 }), async (frames) => {
         const transport = new ScriptedTransport()
-        const client = new ClientSession({ address: 'ws://engine.local/', connector: () => transport, announce: { runtime: 'test' }, log: { warn: () => {} }, hooks: { newId } })
+        // Refs become live ends (echoed back as their refs by f::known); none is used, so no socket opens.
+        const sockets: string[] = []
+        const channels = new Channels({
+          address: 'ws://engine.local/',
+          socket: (url) => {
+            sockets.push(url)
+            throw new Error('no channel socket in this test')
+          },
+        })
+        const client = new ClientSession({
+          address: 'ws://engine.local/',
+          connector: () => transport,
+          announce: { runtime: 'test' },
+          log: { warn: () => {} },
+          hooks: { newId, materialize: channels.materialize },
+        })
         client.registerFunction('f::known', (data: unknown) => data)
         client.registerFunction('f::throws', () => {
           throw new Error('no')
@@ -320,6 +346,7 @@ describe('ClientSession under hostile engine frames (fast-check)', () => {
           }
         }
         assert.equal(client.getConnectionState(), 'connected')
+        assert.deepEqual(sockets, [])
         await client.shutdown()
         await pending
       }),

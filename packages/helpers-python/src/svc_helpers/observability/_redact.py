@@ -11,7 +11,7 @@ REDACTED_PLACEHOLDER = "[REDACTED]"
 
 _SENSITIVE = re.compile(
     r"^(?:.*(?:api_key|apikey|api-key|password|secret|credential|authorization|auth_token|access_token|"
-    r"refresh_token|bearer|private_key|client_secret).*|token|.*[_-]token)$",
+    r"refresh_token|bearer|private_key|client_secret|access_key).*|token|.*[_-]token)$",
     re.IGNORECASE,
 )
 _MAX_DEPTH = 64

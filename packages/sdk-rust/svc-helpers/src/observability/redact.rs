@@ -7,12 +7,12 @@ pub const REDACTED_PLACEHOLDER: &str = "[REDACTED]";
 
 const SENSITIVE: &[&str] = &[
     "api_key", "apikey", "api-key", "password", "secret", "credential", "authorization", "auth_token", "access_token",
-    "refresh_token", "bearer", "private_key", "client_secret",
+    "refresh_token", "bearer", "private_key", "client_secret", "access_key",
 ];
 
 /// True for a key whose value is redacted: one containing api_key, apikey, api-key, password,
-/// secret, credential, authorization, auth_token, access_token, refresh_token, bearer, private_key
-/// or client_secret, exactly `token`, or ending in `_token`/`-token` (case-insensitive).
+/// secret, credential, authorization, auth_token, access_token, refresh_token, bearer, private_key,
+/// client_secret or access_key (a channel ref's key opens its channel, protocol.md §9), exactly `token`, or ending in `_token`/`-token` (case-insensitive).
 pub fn is_sensitive_key(key: &str) -> bool {
     let k = key.to_ascii_lowercase();
     k == "token" || k.ends_with("_token") || k.ends_with("-token") || SENSITIVE.iter().any(|s| k.contains(s))
@@ -79,7 +79,7 @@ mod tests {
 
     #[test]
     fn keys_of_sdk_md_12_2() {
-        for key in ["token", "X_TOKEN", "refresh-token", "Authorization", "my_client_secret", "apiKey"] {
+        for key in ["token", "X_TOKEN", "refresh-token", "Authorization", "my_client_secret", "apiKey", "access_key"] {
             assert!(is_sensitive_key(key), "{key}");
         }
         for key in ["tokens", "tokenizer", "user", "monkey"] {
