@@ -52,7 +52,9 @@ function installExitHook(): void {
 }
 
 /** One word of a {@link isSimpleCommand}: safe characters, `'…'`, or `"…"` holding safe characters and `${NAME}`/`${NAME:-word}`. */
-const SIMPLE_WORD = String.raw`(?:[A-Za-z0-9_./:@%+=,-]+|'[^']*'|"(?:[A-Za-z0-9_./:@%+=, -]|\$\{[A-Za-z_][A-Za-z0-9_]*(?::-[A-Za-z0-9_./:@%+=,-]*)?\})*")+`
+// One character or one quoted string per repetition: a nested `+` here backtracks exponentially on a
+// long word that fails to match (a start command is the user's, but svc must not hang on it).
+const SIMPLE_WORD = String.raw`(?:[A-Za-z0-9_./:@%+=,-]|'[^']*'|"(?:[A-Za-z0-9_./:@%+=, -]|\$\{[A-Za-z_][A-Za-z0-9_]*(?::-[A-Za-z0-9_./:@%+=,-]*)?\})*")+`
 const SIMPLE_COMMAND = new RegExp(String.raw`^[ 	]*${SIMPLE_WORD}(?:[ 	]+${SIMPLE_WORD})*[ 	]*$`)
 
 /**

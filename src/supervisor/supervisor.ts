@@ -469,8 +469,8 @@ class WorkerSupervisor extends EventEmitter implements SupervisedWorker {
   }
 
   /** A compiled worker's install or build failed while its previous build serves: say so, keep it. Returns false. */
-  #failedWhileServing(step: 'install' | 'build', command: string, exit: CommandExit & { firstError?: string }): false {
-    this.#lastError = `${step} '${command}' ${describeExit(exit)}${exit.firstError ? `: ${exit.firstError.split('\n')[0]}` : ''}`
+  #failedWhileServing(step: 'install' | 'build', command: string, exit: CommandExit & { firstError?: string; firstErrorLine?: string }): false {
+    this.#lastError = `${step} '${command}' ${describeExit(exit)}${exit.firstErrorLine ? `: ${exit.firstErrorLine}` : ''}`
     const what = exit.firstError ? `:\n${exit.firstError}` : ` (its output is in ${this.#logFile.path})`
     this.#log.error(`${this.name}: ${step} failed (${command} ${describeExit(exit)}); the previous build keeps running${what}`)
     void this.#stateFile.write(this.#record())
