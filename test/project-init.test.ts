@@ -62,7 +62,7 @@ describe('svc project init --list-templates (cli.md §4.1)', () => {
     assert.match(lines[0]!, /^TEMPLATE\s+DESCRIPTION$/)
     assert.deepEqual(
       lines.slice(1).map((l) => l.split(/\s+/)[0]),
-      ['bare', 'quickstart', 'starter', 'link-shortener', 'browser', 'worker'],
+      ['bare', 'quickstart', 'starter', 'link-shortener', 'browser', 'python', 'rust', 'worker'],
     )
     const short = await svc(['project', 'init', '--list'], cwd)
     assert.equal(short.code, 0)
@@ -76,6 +76,8 @@ describe('svc project init --list-templates (cli.md §4.1)', () => {
         ['starter', 'project'],
         ['link-shortener', 'project'],
         ['browser', 'project'],
+        ['python', 'project'],
+        ['rust', 'project'],
         ['worker', 'worker'],
       ],
     )

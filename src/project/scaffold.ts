@@ -9,7 +9,7 @@ import { formatProjectIni, PROJECT_INI, projectIdentity } from './project-ini.ts
 import { substitute, workerNameFor } from './substitute.ts'
 import { templateFiles } from './templates.ts'
 import type { PackageManager, TemplateInfo } from './types.ts'
-import { browserSdkBundle, sdkTarball, VENDOR_DIRECTORY } from './vendor.ts'
+import { browserSdkBundle, copyRustSdk, PYTHON_DISTRIBUTIONS, PYTHON_VENDOR_DIRECTORY, pythonWheels, RUST_VENDOR_DIRECTORY, rustSdkDirectory, sdkTarball, VENDOR_DIRECTORY } from './vendor.ts'
 
 export interface CopyTemplateOptions {
   /** Project (or, for the `worker` template, worker) name. */
@@ -45,6 +45,21 @@ export function copyTemplate(options: CopyTemplateOptions): string[] {
     copyFileSync(tarball, join(options.directory, ...path.split('/')))
     written.push(path)
   }
+  // Python and Rust SDKs (issue 18): wheels and crate sources the template's workers depend on by relative path.
+  const wheels = new Map<string, string>()
+  if (options.template.sdks?.includes('python')) {
+    pythonWheels(options.cliRoot).forEach((wheel, i) => {
+      const path = posix.join(PYTHON_VENDOR_DIRECTORY, posix.basename(wheel))
+      mkdirSync(join(options.directory, ...PYTHON_VENDOR_DIRECTORY.split('/')), { recursive: true })
+      copyFileSync(wheel, join(options.directory, ...path.split('/')))
+      wheels.set(PYTHON_DISTRIBUTIONS[i]!.name, path)
+      written.push(path)
+    })
+  }
+  if (options.template.sdks?.includes('rust')) {
+    const copied = copyRustSdk(rustSdkDirectory(options.cliRoot), join(options.directory, ...RUST_VENDOR_DIRECTORY.split('/')))
+    written.push(...copied.map((rel) => posix.join(RUST_VENDOR_DIRECTORY, rel)))
+  }
   for (const file of files) {
     const target = join(options.directory, ...file.path.split('/'))
     mkdirSync(dirname(target), { recursive: true })
@@ -62,6 +77,7 @@ export function copyTemplate(options: CopyTemplateOptions): string[] {
       const base = posix.basename(file.path)
       if (base === 'package.json') text = withDependencySpecifiers(text, dependencySpecifiers(vendored, posix.dirname(file.path).replace(/^\.$/, ''), options.cliVersion))
       if (base === 'svc.worker.yaml') text = withPackageManager(text, options.packageManager)
+      if (base === 'requirements.txt' && wheels.size > 0) text = withVendoredWheels(text, wheels, posix.dirname(file.path))
       if (file.path === '.gitignore' && existsSync(target)) text = mergeLines(readFileSync(target, 'utf8'), text)
       writeFileSync(target, text, { mode })
     }
@@ -76,6 +92,24 @@ export function copyTemplate(options: CopyTemplateOptions): string[] {
     written.push(path)
   }
   return written.sort()
+}
+
+/**
+ * A requirements.txt whose lines naming a vendored distribution alone (`svc-sdk`, `svc-helpers`)
+ * name its wheel instead, by a path relative to `directory` (the worker's, where pip runs), so pip
+ * installs svc's packages from the project and never looks them up in an index.
+ *
+ * @example withVendoredWheels('svc-sdk\n', new Map([['svc-sdk', 'vendor/python/svc_sdk-0.1.0-py3-none-any.whl']]), 'workers/math')
+ * // '../../vendor/python/svc_sdk-0.1.0-py3-none-any.whl\n'
+ */
+export function withVendoredWheels(requirements: string, wheels: ReadonlyMap<string, string>, directory: string): string {
+  return requirements
+    .split('\n')
+    .map((line) => {
+      const wheel = wheels.get(line.trim())
+      return wheel === undefined ? line : posix.relative(posix.join('/', directory), posix.join('/', wheel))
+    })
+    .join('\n')
 }
 
 /** `existing` followed by the lines of `added` it does not already have (blank and comment lines aside). */

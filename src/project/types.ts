@@ -27,6 +27,18 @@ export interface TemplateInfo {
    * templates whose page loads it (vendor.ts `browserSdkBundle`).
    */
   browserSdk?: string
+  /**
+   * SDKs of other languages the template's workers use (issue 18), copied into the project:
+   * `python` the svc-sdk and svc-helpers wheels into `vendor/python/` (a `requirements.txt` line
+   * `svc-sdk` or `svc-helpers` becomes the wheel's relative path), `rust` the SDK's crates into
+   * `vendor/rust/` (the template's Cargo.toml depends on them by `path =`). See vendor.ts.
+   */
+  sdks?: ReadonlyArray<'python' | 'rust'>
+  /**
+   * Folders of other templates copied too, each to its path below its template's folder
+   * (`quickstart/workers/caller-worker` → `workers/caller-worker`), before this template's own files.
+   */
+  include?: readonly string[]
 }
 
 /** One line of the next-steps block: a command and an optional comment. */
