@@ -180,7 +180,7 @@ describe('svc project init: errors and exit codes (cli.md §1.1, §4.1)', () => 
   it('an unknown template exits 2 listing the templates', async () => {
     const run = await svc(['project', 'init', 'demo', '--template', 'startr'], workdir())
     assert.equal(run.code, 2)
-    assert.match(run.stderr, /^Error: Unknown template 'startr'\. Available templates: bare, quickstart, starter, link-shortener, browser, worker\n/)
+    assert.match(run.stderr, /^Error: Unknown template 'startr'\. Available templates: bare, quickstart, starter, link-shortener, browser, python, rust, worker\n/)
   })
 
   it('an unknown package manager exits 2', async () => {

@@ -134,6 +134,47 @@ async function assertCalls(engine: RunningEngine, project: string): Promise<void
   assert.deepEqual(viaNode, { c: 3 })
 }
 
+describe('svc project init --template python|rust inside a project, then svc worker add (issue 18)', () => {
+  it('writes the worker only, its SDK into the project\'s vendor/ named by relative path, and svc worker add declares it (with or without svc.worker.yaml)', async () => {
+    const cwd = workdir()
+    const bare = await svc(['project', 'init', 'shop'], cwd)
+    assert.equal(bare.code, 0, bare.stderr)
+    const shop = join(cwd, 'shop')
+
+    const py = await svc(['project', 'init', 'billing', '--template', 'python', '--dir', 'services/py/billing', '--json'], shop)
+    assert.equal(py.code, 0, py.stderr)
+    const pyResult = JSON.parse(py.stdout) as { files: string[]; next_steps: string[] }
+    const wheels = ['svc_helpers-0.1.0-py3-none-any.whl', 'svc_sdk-0.1.0-py3-none-any.whl'].map((w) => `../../../vendor/python/${w}`)
+    assert.deepEqual(pyResult.files, [...wheels, 'main.py', 'requirements.txt', 'svc.worker.yaml'])
+    assert.deepEqual(pyResult.next_steps, ['svc worker add ./services/py/billing'])
+    for (const wheel of wheels) assert.ok(existsSync(join(shop, 'services', 'py', 'billing', wheel)), wheel)
+    const requirements = readFileSync(join(shop, 'services', 'py', 'billing', 'requirements.txt'), 'utf8')
+    for (const wheel of wheels) assert.match(requirements, new RegExp(`^${wheel.replace(/\./g, '\\.')}$`, 'm'))
+    assert.ok(!existsSync(join(shop, 'services', 'py', 'billing', 'config.yaml')), 'no project files')
+    assert.ok(!existsSync(join(shop, 'services', 'py', 'billing', '.svc')), 'no project identity')
+    assert.match(readFileSync(join(shop, 'services', 'py', 'billing', 'svc.worker.yaml'), 'utf8'), /^name: billing$/m)
+
+    const rs = await svc(['project', 'init', 'ledger', '--template', 'rust', '--dir', 'ledger', '--json'], join(shop, 'services'))
+    assert.equal(rs.code, 0, rs.stderr)
+    assert.deepEqual((JSON.parse(rs.stdout) as { next_steps: string[] }).next_steps, ['svc worker add ./ledger'])
+    const ledger = join(shop, 'services', 'ledger')
+    assert.match(readFileSync(join(ledger, 'Cargo.toml'), 'utf8'), /^name = "ledger"$[\s\S]*^svc-sdk = \{ path = "\.\.\/\.\.\/vendor\/rust\/svc-sdk" \}$/m)
+    assert.ok(existsSync(join(shop, 'vendor', 'rust', 'svc-sdk', 'src', 'lib.rs')))
+
+    const addPy = await svc(['worker', 'add', './services/py/billing'], shop, { SVC_URL: 'ws://127.0.0.1:1' })
+    assert.equal(addPy.code, 0, addPy.stderr)
+    assert.match(addPy.stdout, /^Added billing; it will start with svc$/m)
+    // Without a manifest the Rust worker is detected from Cargo.toml: named after its directory, running the binary it names.
+    rmSync(join(ledger, 'svc.worker.yaml'))
+    const addRs = await svc(['worker', 'add', './services/ledger'], shop, { SVC_URL: 'ws://127.0.0.1:1' })
+    assert.equal(addRs.code, 0, addRs.stderr)
+    assert.match(addRs.stdout, /^Added ledger; it will start with svc$/m)
+    const config = readFileSync(join(shop, 'config.yaml'), 'utf8')
+    assert.match(config, /- name: billing\n\s+worker_path: \.\/services\/py\/billing\n/)
+    assert.match(config, /- name: ledger\n\s+worker_path: \.\/services\/ledger\n/)
+  })
+})
+
 describe('svc project init --template python|rust, then svc (issue 18)', () => {
   it('python: the worker installs into its .venv, answers svc trigger and HTTP, is called from TypeScript, restarts on a .py edit', { timeout: 600_000, skip: has('python3', ['-c', 'import venv, ensurepip']) ? false : 'python3 with venv is not installed' }, async () => {
     const cwd = workdir()

@@ -56,6 +56,7 @@ export const TEMPLATES: readonly TemplateInfo[] = [
     base: 'bare',
     include: ['quickstart/workers/caller-worker'],
     sdks: ['python'],
+    worker: 'workers/math-worker',
     tryIt: { command: 'svc trigger math::add_two_numbers a=1 b=2', comment: 'TypeScript calls math::add in the Python worker' },
   },
   {
@@ -65,6 +66,7 @@ export const TEMPLATES: readonly TemplateInfo[] = [
     base: 'bare',
     include: ['quickstart/workers/caller-worker'],
     sdks: ['rust'],
+    worker: 'workers/math-worker',
     tryIt: { command: 'svc trigger math::add_two_numbers a=1 b=2', comment: 'TypeScript calls math::add in the Rust worker' },
   },
   {
@@ -143,6 +145,11 @@ export function templateFiles(cliRoot: string, template: TemplateInfo): Template
     for (const file of walk(join(root, ...folder.split('/')), prefix)) byPath.set(file.path, file)
   }
   return [...byPath.values()].sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0))
+}
+
+/** The files of one folder under `templates/` (`python/workers/math-worker`), at its root. Sorted by path. */
+export function templateFolderFiles(cliRoot: string, folder: string): TemplateFile[] {
+  return walk(join(templatesDirectory(cliRoot), ...folder.split('/')), '').sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0))
 }
 
 /** The output name of a template file name. */

@@ -39,6 +39,13 @@ export interface TemplateInfo {
    * (`quickstart/workers/caller-worker` → `workers/caller-worker`), before this template's own files.
    */
   include?: readonly string[]
+  /**
+   * The folder of this template holding its language worker (`workers/math-worker`). Inside an
+   * existing project (a config.yaml in a directory above the target), `svc project init` writes
+   * only that folder into the target, as a worker to `svc worker add`, and the `sdks` into that
+   * project's `vendor/`.
+   */
+  worker?: string
 }
 
 /** One line of the next-steps block: a command and an optional comment. */
