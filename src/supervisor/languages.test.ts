@@ -57,7 +57,7 @@ interface Harness {
 }
 
 let count = 0
-function supervise(files: Record<string, string>): Harness {
+function supervise(files: Record<string, string>, env: Record<string, string> = {}): Harness {
   const dir = join(root, 'workers', `w${count++}`)
   const write = (file: string, content: string) => {
     mkdirSync(dirname(join(dir, file)), { recursive: true })
@@ -79,7 +79,7 @@ function supervise(files: Record<string, string>): Harness {
       engineUrl: 'ws://127.0.0.1:1',
       projectRoot: root,
       envBase: 'engine',
-      env: {},
+      env,
       watch: true,
       isRegistered: (probe) => readyAt.some((t) => t >= probe.startedAtMs),
     },
@@ -129,7 +129,8 @@ describe('a python worker (runtime.kind python)', { skip: has('python3', ['-c', 
       'requirements.txt': '# nothing from an index\n',
       'main.py': python('1'),
       'helper.py': "TAG = 'v'\n",
-    })
+      // Empty: Python writes __pycache__/ even where the machine's environment turns that off.
+    }, { PYTHONDONTWRITEBYTECODE: '' })
     await h.worker.start()
     await h.worker.waitUntilRunning(120_000)
     assert.ok(existsSync(join(h.dir, '.venv', 'bin', 'python')), 'the worker has its own .venv')
@@ -140,6 +141,7 @@ describe('a python worker (runtime.kind python)', { skip: has('python3', ['-c', 
     assert.equal(h.worker.pid, pid)
     assert.equal(readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0')[0], '.venv/bin/python')
     // importing helper wrote __pycache__/, which must not restart it; a .py change does
+    assert.ok(existsSync(join(h.dir, '__pycache__')), 'the import wrote __pycache__/')
     h.write('main.py', python('2'))
     await h.until(() => h.readies().some(([t]) => t === 'v2') && h.worker.state === 'running', 'the edited worker to run')
     assert.ok(!alive(pid))
