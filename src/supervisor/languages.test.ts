@@ -192,5 +192,19 @@ describe('a rust worker (Cargo.toml, no svc.worker.yaml)', { skip: has('cargo', 
     h.write('src/main.rs', rust('v4'))
     await h.until(() => h.readies().some(([t]) => t === 'v4') && h.worker.state === 'running', 'the fixed binary to run')
     assert.ok(!alive(pid2))
+
+    // A broken Cargo.toml fails the install (cargo build): reported, and v4 keeps running.
+    const [, pid4] = h.readies().find(([t]) => t === 'v4')!
+    h.write('Cargo.toml', cargoToml.replace('[dependencies]', '[dependencies\n'))
+    await h.until(() => h.logs.some((l) => l.level === 'error' && l.message.includes('install failed')), 'the failed install to be reported')
+    const install = h.logs.find((l) => l.level === 'error' && l.message.includes('install failed'))!.message
+    assert.match(install, /the previous build keeps running:\nerror: /)
+    assert.equal(h.worker.pid, pid4)
+    assert.ok(alive(pid4))
+    // Restored as it was built: nothing to install, v4 stays; the next edit builds and runs again.
+    h.write('Cargo.toml', cargoToml)
+    h.write('src/main.rs', rust('v5'))
+    await h.until(() => h.readies().some(([t]) => t === 'v5') && h.worker.state === 'running', 'the next edit to build and run')
+    assert.ok(!alive(pid4))
   })
 })
