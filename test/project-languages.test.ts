@@ -155,6 +155,10 @@ describe('svc project init --template python|rust inside a project, then svc wor
     assert.ok(!existsSync(join(shop, 'services', 'py', 'billing', '.svc')), 'no project identity')
     assert.match(readFileSync(join(shop, 'services', 'py', 'billing', 'svc.worker.yaml'), 'utf8'), /^name: billing$/m)
 
+    const digit = await svc(['project', 'init', '9ledger', '--template', 'rust', '--dir', 'ledger'], join(shop, 'services'))
+    assert.equal(digit.code, 2)
+    assert.match(digit.stderr, /^Error: A Rust worker's name cannot start with a digit \(cargo refuses the package name '9ledger'\)$/m)
+    assert.ok(!existsSync(join(shop, 'services', 'ledger')))
     const rs = await svc(['project', 'init', 'ledger', '--template', 'rust', '--dir', 'ledger', '--json'], join(shop, 'services'))
     assert.equal(rs.code, 0, rs.stderr)
     assert.deepEqual((JSON.parse(rs.stdout) as { next_steps: string[] }).next_steps, ['svc worker add ./ledger'])

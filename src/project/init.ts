@@ -42,6 +42,15 @@ export async function initProject(options: InitOptions): Promise<InitResult> {
   const config = chosen.worker === undefined ? undefined : findConfigFile(dirname(options.directory))
   const workerOf = config === undefined ? undefined : { projectRoot: dirname(config) }
   const template: TemplateInfo = workerOf === undefined ? chosen : { ...chosen, kind: 'worker' }
+  if (workerOf !== undefined && chosen.sdks?.includes('rust') && /^[0-9]/.test(options.name)) {
+    // NAME becomes the Cargo package (and binary) name there, which cargo refuses to start with a digit.
+    throw new CliError({
+      code: 'INVALID_ARGUMENT',
+      message: `A Rust worker's name cannot start with a digit (cargo refuses the package name '${options.name}')`,
+      exitCode: ExitCode.Usage,
+      hint: 'choose a NAME that starts with a letter',
+    })
+  }
   const shown = displayDirectory(options.directory, options.cwd)
   const manager = options.packageManager
   const signal = options.signal
