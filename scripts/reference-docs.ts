@@ -224,9 +224,10 @@ export function renderManifestReference(): string {
   for (const kind of RUNTIME_KINDS) {
     const managers = kind === 'typescript' || kind === 'javascript' ? PACKAGE_MANAGERS : [kind === 'bun' ? 'bun' : 'npm'] as const
     for (const manager of managers) {
-      const scripts = inferScripts(kind, manager, kind === 'python' ? 'main' : kind === 'javascript' ? 'index.js' : entry)
+      const scripts = inferScripts(kind, manager, kind === 'python' ? 'main' : kind === 'javascript' ? 'index.js' : kind === 'rust' ? 'math-worker' : entry)
       const label = kind === 'typescript' || kind === 'javascript' ? `${kind}, ${manager}` : kind
-      inference.push(`| ${label} | \`${cell(scripts.install ?? '')}\` | \`${cell(scripts.start ?? '')}\` |`)
+      const code = (text: string | undefined) => (text === undefined ? '' : `\`${cell(text)}\``)
+      inference.push(`| ${label} | ${code(scripts.install)} | ${code(scripts.build)} | ${code(scripts.start)} |`)
     }
   }
   return [
@@ -256,12 +257,15 @@ export function renderManifestReference(): string {
     '',
     '## Inferred scripts',
     '',
-    `Missing \`scripts.install\` and \`scripts.start\` are inferred from \`runtime\` (shown for \`entry: ${entry}\`,`,
+    `Missing \`scripts.install\`, \`scripts.build\` and \`scripts.start\` are inferred from \`runtime\` (shown for \`entry: ${entry}\`,`,
     'javascript `entry: index.js`, python `entry: main`; a python entry ending in `.py` runs as a file). Python installs with `-r requirements.txt`',
-    'when the directory has that file and no `pyproject.toml`.',
+    'when the directory has that file and no `pyproject.toml`, into a virtual environment of the worker\'s own (`.venv`). Rust runs the release',
+    'binary `runtime.entry` names, else the one `Cargo.toml` names (its `[package] name`, or its only `[[bin]]`), shown here for',
+    '`math-worker`; `build` runs after a change while the running binary keeps serving, and a failed build leaves it running. A start',
+    'command that is one simple command (no operators, redirections or substitutions) runs as the worker process itself (`exec`).',
     '',
-    '| Kind, package manager | install | start |',
-    '|---|---|---|',
+    '| Kind, package manager | install | build | start |',
+    '|---|---|---|---|',
     ...inference,
     '',
     '## Without a manifest',

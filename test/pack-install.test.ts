@@ -78,11 +78,23 @@ function checkPrerequisites(): void {
  * now (about 25 s).
  */
 function tarballs(): { packed: boolean } {
-  const sources = ['bin', 'dist/src', 'dist/runtime', 'templates', 'package.json', ...['sdk', 'helpers', 'protocol', 'console', 'browser-sdk'].flatMap((p) => [`packages/${p}/dist`, `packages/${p}/package.json`])]
+  const sources = [
+    'bin',
+    'dist/src',
+    'dist/runtime',
+    'templates',
+    'package.json',
+    ...['sdk', 'helpers', 'protocol', 'console', 'browser-sdk'].flatMap((p) => [`packages/${p}/dist`, `packages/${p}/package.json`]),
+    ...['sdk-python', 'helpers-python'].flatMap((p) => [`packages/${p}/src`, `packages/${p}/pyproject.toml`]),
+    'packages/sdk-rust/Cargo.toml',
+    'packages/sdk-rust/svc-sdk/src',
+    'packages/sdk-rust/svc-helpers/src',
+  ]
   if (existsSync(CLI_TARBALL) && existsSync(SDK_TARBALL)) {
     const fresh = Math.min(statSync(CLI_TARBALL).mtimeMs, statSync(SDK_TARBALL).mtimeMs) >= newest(sources.map((s) => join(ROOT, s)))
     const listing = execFileSync('tar', ['-tzf', CLI_TARBALL], { encoding: 'utf8', maxBuffer: 64 * 1024 * 1024 })
-    if (fresh && listing.includes(`package/vendor/svc-sdk-${VERSION}.tgz`) && listing.includes('package/vendor/svc-browser-sdk.js') && listing.includes('package/oclif.manifest.json')) return { packed: false }
+    const vendored = [`package/vendor/svc-sdk-${VERSION}.tgz`, 'package/vendor/svc-browser-sdk.js', 'package/vendor/python/', 'package/vendor/rust/svc-sdk/src/lib.rs', 'package/oclif.manifest.json']
+    if (fresh && vendored.every((entry) => listing.includes(entry))) return { packed: false }
   }
   packDist(ROOT, PACK_DIR)
   return { packed: true }
@@ -217,6 +229,21 @@ it('the packed CLI installs offline, scaffolds a project that runs, and the proj
 
   const home = join(scratch, 'home')
   mkdirSync(home)
+  // The python and rust templates copy the SDKs the installed CLI ships (issue 18): no checkout to build them from.
+  await timed('python and rust templates', async () => {
+    for (const template of ['python', 'rust']) await run('svc', ['project', 'init', template, '--template', template, '--no-install'], home, env)
+  })
+  for (const wheel of ['svc_helpers', 'svc_sdk']) {
+    const name = `${wheel}-0.1.0-py3-none-any.whl`
+    assert.ok(existsSync(join(installed, 'vendor', 'python', name)), `the installed CLI ships ${name}`)
+    assert.deepEqual(readFileSync(join(home, 'python', 'vendor', 'python', name)), readFileSync(join(installed, 'vendor', 'python', name)))
+    assert.match(readFileSync(join(home, 'python', 'workers', 'math-worker', 'requirements.txt'), 'utf8'), new RegExp(`^\\.\\./\\.\\./vendor/python/${name.replace(/\./g, '\\.')}$`, 'm'))
+  }
+  for (const file of ['Cargo.toml', 'svc-sdk/Cargo.toml', 'svc-sdk/src/lib.rs', 'svc-helpers/Cargo.toml', 'svc-helpers/src/lib.rs']) {
+    assert.ok(existsSync(join(installed, 'vendor', 'rust', ...file.split('/'))), `the installed CLI ships the Rust SDK's ${file}`)
+    assert.ok(existsSync(join(home, 'rust', 'vendor', 'rust', ...file.split('/'))), `the rust template copies the Rust SDK's ${file}`)
+  }
+  assert.ok(existsSync(join(home, 'rust', 'workers', 'math-worker', 'Cargo.lock')))
   await timed('project init', () => run('svc', ['project', 'init', 'demo', '--template', 'quickstart'], home, env))
   // The browser template's page loads the SDK bundle the installed CLI ships (no checkout to build it from).
   await timed('browser template', () => run('svc', ['project', 'init', 'web', '--template', 'browser', '--no-install'], home, env))

@@ -62,7 +62,7 @@ describe('svc project init --list-templates (cli.md §4.1)', () => {
     assert.match(lines[0]!, /^TEMPLATE\s+DESCRIPTION$/)
     assert.deepEqual(
       lines.slice(1).map((l) => l.split(/\s+/)[0]),
-      ['bare', 'quickstart', 'starter', 'link-shortener', 'browser', 'worker'],
+      ['bare', 'quickstart', 'starter', 'link-shortener', 'browser', 'python', 'rust', 'worker'],
     )
     const short = await svc(['project', 'init', '--list'], cwd)
     assert.equal(short.code, 0)
@@ -76,6 +76,8 @@ describe('svc project init --list-templates (cli.md §4.1)', () => {
         ['starter', 'project'],
         ['link-shortener', 'project'],
         ['browser', 'project'],
+        ['python', 'project'],
+        ['rust', 'project'],
         ['worker', 'worker'],
       ],
     )
@@ -178,7 +180,7 @@ describe('svc project init: errors and exit codes (cli.md §1.1, §4.1)', () => 
   it('an unknown template exits 2 listing the templates', async () => {
     const run = await svc(['project', 'init', 'demo', '--template', 'startr'], workdir())
     assert.equal(run.code, 2)
-    assert.match(run.stderr, /^Error: Unknown template 'startr'\. Available templates: bare, quickstart, starter, link-shortener, browser, worker\n/)
+    assert.match(run.stderr, /^Error: Unknown template 'startr'\. Available templates: bare, quickstart, starter, link-shortener, browser, python, rust, worker\n/)
   })
 
   it('an unknown package manager exits 2', async () => {

@@ -369,20 +369,23 @@ const INSTALL_OUTPUT_LINES = 2000
 
 /**
  * Prints a worker's own output under its name (INFO for stdout, WARN for stderr), except the
- * output of its setup and install steps, which is kept and printed only when the step fails
- * (issue 11: a first run's npm output buried the banner). Every line is in the worker's log file.
+ * output of its setup, install and build steps, which is kept and printed only when the step fails
+ * before the worker first runs (issue 11: a first run's npm output buried the banner). Every line is
+ * in the worker's log file.
  */
 function printOutput(worker: SupervisedWorker, context: LaunchContext): void {
   let folded: OutputLine[] = []
+  let installing = false
   worker.on('output', (line: OutputLine) => {
-    if (line.phase === 'install' || line.phase === 'setup') {
-      if (folded.length < INSTALL_OUTPUT_LINES) folded.push(line)
+    if (line.phase === 'install' || line.phase === 'setup' || line.phase === 'build') {
+      // A compiled worker's rebuild runs while it serves (not `installing`): its output stays in the
+      // log file, and the supervisor reports a failure with the compiler's first error.
+      if (installing && folded.length < INSTALL_OUTPUT_LINES) folded.push(line)
       return
     }
     if (line.stream === 'stderr') context.output.warn(line.text)
     else context.output.info(line.text)
   })
-  let installing = false
   worker.on('state', (state: WorkerState) => {
     if (state === 'installing') {
       if (!installing) context.progress.begin(worker.name, worker.manifest?.scripts.install ?? 'install')
@@ -393,7 +396,7 @@ function printOutput(worker: SupervisedWorker, context: LaunchContext): void {
     if (!installing) return
     installing = false
     const code = worker.failure?.code
-    const failed = state === 'failed' && (code === 'INSTALL_FAILED' || code === 'SETUP_FAILED')
+    const failed = state === 'failed' && (code === 'INSTALL_FAILED' || code === 'SETUP_FAILED' || code === 'BUILD_FAILED')
     context.progress.end(worker.name, !failed)
     if (failed) for (const line of folded) context.output.warn(line.text)
     folded = []

@@ -13,6 +13,7 @@ import { execFileSync } from 'node:child_process'
 import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import { copyRustSdk, PYTHON_VENDOR_DIRECTORY, pythonWheels, RUST_VENDOR_DIRECTORY, rustSdkDirectory } from './vendor.ts'
 
 /** Workspace packages of a checkout: package name → directory under `packages/`. */
 export const WORKSPACES: Readonly<Record<string, string>> = { 'svc-protocol': 'protocol', 'svc-helpers': 'helpers', 'svc-sdk': 'sdk', 'svc-console': 'console' }
@@ -122,8 +123,9 @@ export function packSdk(root: string, out: string): string {
 /**
  * `npm run pack:dist`: `svc-sdk-<v>.tgz` and `svc-<v>.tgz` in `out`, for the built checkout at
  * `root`. The CLI tarball also carries the SDK tarball as `vendor/svc-sdk-<v>.tgz`, which
- * `svc project init` copies into new projects (vendor.ts), and the browser SDK bundle as
- * `vendor/svc-browser-sdk.js` (built by `npm run build`).
+ * `svc project init` copies into new projects (vendor.ts), the browser SDK bundle as
+ * `vendor/svc-browser-sdk.js` (built by `npm run build`), the Python SDK's wheels in
+ * `vendor/python/` (built with pip on demand) and the Rust SDK's sources in `vendor/rust/`.
  *
  * @returns the tarballs' absolute paths, SDK first
  */
@@ -146,6 +148,11 @@ export function packDist(root: string, out: string): string[] {
     cpSync(sdk, join(cliStage, 'vendor', sdk.split('/').pop()!))
     // The browser SDK is one file a project serves itself (the `browser` template, vendor.ts).
     cpSync(join(root, 'packages', 'browser-sdk', 'dist', 'svc-browser-sdk.js'), join(cliStage, 'vendor', 'svc-browser-sdk.js'))
+    // The Python wheels and the Rust SDK's sources, which the python and rust templates copy (issue 18).
+    const wheels = join(cliStage, ...PYTHON_VENDOR_DIRECTORY.split('/'))
+    mkdirSync(wheels, { recursive: true })
+    for (const wheel of pythonWheels(root)) cpSync(wheel, join(wheels, wheel.split('/').pop()!))
+    copyRustSdk(rustSdkDirectory(root), join(cliStage, ...RUST_VENDOR_DIRECTORY.split('/')))
     const cli = packWithBundle(root, cliStage, Object.keys(WORKSPACES), packed, work, ['vendor'])
 
     return [sdk, cli].map((file) => moveInto(file, out))

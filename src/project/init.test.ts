@@ -134,7 +134,7 @@ describe('arguments and prompts (cli.md §1 Interactive, §4.1)', () => {
   it('interactive: asks for NAME and template when missing, defaulting the name to the --dir name', async () => {
     const prompter = scripted({ name: 'shop', template: 'quickstart' })
     const request = await resolveInitRequest({ cwd: '/w' }, prompter)
-    assert.deepEqual(prompter.asked, ['name (my-app)', 'template (bare; bare quickstart starter link-shortener browser worker)'])
+    assert.deepEqual(prompter.asked, ['name (my-app)', 'template (bare; bare quickstart starter link-shortener browser python rust worker)'])
     assert.equal(request.name, 'shop')
     assert.equal(request.template.name, 'quickstart')
     assert.equal(request.directory, '/w/shop')

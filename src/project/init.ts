@@ -11,9 +11,10 @@ import { copyTemplate, writeProjectIni } from './scaffold.ts'
 import { existsSync, mkdirSync, rmdirSync, rmSync, writeFileSync } from 'node:fs'
 import { dirname, join } from 'node:path'
 import { CliError, ExitCode } from '../lib/errors.ts'
+import { findConfigFile } from '../lib/project.ts'
 import { checkTargetDirectory, displayDirectory, INIT_MARKER } from './target.ts'
 import { requireTemplate } from './templates.ts'
-import type { InitOptions, InitResult } from './types.ts'
+import type { InitOptions, InitResult, TemplateInfo } from './types.ts'
 
 interface InitContext {
   files: string[]
@@ -23,7 +24,10 @@ interface InitContext {
 
 /**
  * Scaffolds a project (or, for the `worker` template, a worker directory) as `options` says and
- * reports what it wrote. Progress goes to stdout through listr2's `options.renderer`.
+ * reports what it wrote. A template with a `worker` folder (`python`, `rust`) whose target lies
+ * inside an existing project (a config.yaml in the target's parent or above) writes that worker
+ * only, its SDKs into that project's `vendor/`, and reports it as a worker template
+ * (`next_steps`: `svc worker add <dir>`). Progress goes to stdout through listr2's `options.renderer`.
  *
  * The scaffold is kept when the install fails.
  *
@@ -33,7 +37,20 @@ interface InitContext {
  *   workers/caller-worker (npm exited with 1). Run npm install there.`
  */
 export async function initProject(options: InitOptions): Promise<InitResult> {
-  const template = requireTemplate(options.template)
+  const chosen = requireTemplate(options.template)
+  // A language template inside an existing project scaffolds its worker only (issue 18).
+  const config = chosen.worker === undefined ? undefined : findConfigFile(dirname(options.directory))
+  const workerOf = config === undefined ? undefined : { projectRoot: dirname(config) }
+  const template: TemplateInfo = workerOf === undefined ? chosen : { ...chosen, kind: 'worker' }
+  if (workerOf !== undefined && chosen.sdks?.includes('rust') && /^[0-9]/.test(options.name)) {
+    // NAME becomes the Cargo package (and binary) name there, which cargo refuses to start with a digit.
+    throw new CliError({
+      code: 'INVALID_ARGUMENT',
+      message: `A Rust worker's name cannot start with a digit (cargo refuses the package name '${options.name}')`,
+      exitCode: ExitCode.Usage,
+      hint: 'choose a NAME that starts with a letter',
+    })
+  }
   const shown = displayDirectory(options.directory, options.cwd)
   const manager = options.packageManager
   const signal = options.signal
@@ -60,6 +77,7 @@ export async function initProject(options: InitOptions): Promise<InitResult> {
           cliRoot: options.cliRoot,
           cliVersion: options.cliVersion,
           packageManager: manager,
+          ...(workerOf === undefined ? {} : { workerOf }),
         })
         task.title = `Copy template ${template.name} (${ctx.files.length} files)`
       },

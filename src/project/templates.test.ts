@@ -34,10 +34,10 @@ const TS_WORKER = (dir: string) => [`${dir}package.json`, `${dir}src/index.ts`, 
 const SDK_TARBALL = 'vendor/svc-sdk-0.1.0.tgz'
 
 describe('template catalogue (cli.md §4.1)', () => {
-  it('lists bare, quickstart, starter, link-shortener, browser and worker, with one-line descriptions', () => {
+  it('lists bare, quickstart, starter, link-shortener, browser, python, rust and worker, with one-line descriptions', () => {
     assert.deepEqual(
       TEMPLATES.map((t) => t.name),
-      ['bare', 'quickstart', 'starter', 'link-shortener', 'browser', 'worker'],
+      ['bare', 'quickstart', 'starter', 'link-shortener', 'browser', 'python', 'rust', 'worker'],
     )
     const table = formatTemplateTable().trimEnd().split('\n')
     assert.match(table[0]!, /^TEMPLATE\s+DESCRIPTION$/)
@@ -56,7 +56,7 @@ describe('template catalogue (cli.md §4.1)', () => {
         err instanceof CliError &&
         err.exitCode === ExitCode.Usage &&
         err.code === 'UNKNOWN_TEMPLATE' &&
-        err.message === "Unknown template 'starterr'. Available templates: bare, quickstart, starter, link-shortener, browser, worker",
+        err.message === "Unknown template 'starterr'. Available templates: bare, quickstart, starter, link-shortener, browser, python, rust, worker",
     )
   })
 
@@ -75,6 +75,33 @@ describe('files written per template', () => {
 
   it('quickstart: bare plus math-worker and caller-worker', () => {
     assert.deepEqual(scaffold('quickstart').files, [...PROJECT_FILES, SDK_TARBALL, ...TS_WORKER('workers/caller-worker/'), ...TS_WORKER('workers/math-worker/')].sort())
+  })
+
+  it('python: bare, the quickstart\'s caller-worker, a Python math-worker and the SDK wheels its requirements.txt names by relative path (issue 18)', () => {
+    const { dir, files } = scaffold('python')
+    const wheels = ['vendor/python/svc_helpers-0.1.0-py3-none-any.whl', 'vendor/python/svc_sdk-0.1.0-py3-none-any.whl']
+    const python = ['workers/math-worker/main.py', 'workers/math-worker/requirements.txt', 'workers/math-worker/svc.worker.yaml']
+    assert.deepEqual(files, [...PROJECT_FILES, SDK_TARBALL, ...wheels, ...TS_WORKER('workers/caller-worker/'), ...python].sort())
+    const requirements = readFileSync(join(dir, 'workers', 'math-worker', 'requirements.txt'), 'utf8').split('\n').filter((l) => l && !l.startsWith('#'))
+    assert.deepEqual(requirements, wheels.map((w) => `../../${w}`))
+    const manifest = loadManifest(join(dir, 'workers', 'math-worker'))
+    assert.equal(manifest.runtime.kind, 'python')
+    assert.equal(manifest.scripts.start, '.venv/bin/python main.py')
+    assert.equal(manifest.scripts.install, 'python3 -m venv .venv && .venv/bin/pip install -r requirements.txt')
+  })
+
+  it('rust: bare, the quickstart\'s caller-worker, a Rust math-worker with its Cargo.lock, and the SDK crates its Cargo.toml names by path (issue 18)', () => {
+    const { dir, files } = scaffold('rust')
+    const rust = ['workers/math-worker/Cargo.lock', 'workers/math-worker/Cargo.toml', 'workers/math-worker/src/main.rs', 'workers/math-worker/svc.worker.yaml']
+    assert.deepEqual(files.filter((f) => !f.startsWith('vendor/rust/')), [...PROJECT_FILES, SDK_TARBALL, ...TS_WORKER('workers/caller-worker/'), ...rust].sort())
+    for (const file of ['Cargo.toml', 'svc-sdk/Cargo.toml', 'svc-sdk/src/lib.rs', 'svc-helpers/Cargo.toml', 'svc-helpers/src/lib.rs']) assert.ok(files.includes(`vendor/rust/${file}`), file)
+    assert.ok(!files.some((f) => /^vendor\/rust\/(target|svc-sdk\/tests|svc-sdk\/examples|Cargo\.lock)/.test(f)), 'no tests, examples, build output or lock file of the SDK')
+    const cargo = readFileSync(join(dir, 'workers', 'math-worker', 'Cargo.toml'), 'utf8')
+    assert.match(cargo, /^svc-sdk = \{ path = "\.\.\/\.\.\/vendor\/rust\/svc-sdk" \}$/m)
+    const manifest = loadManifest(join(dir, 'workers', 'math-worker'))
+    assert.equal(manifest.runtime.kind, 'rust')
+    assert.equal(manifest.scripts.build, 'cargo build --release')
+    assert.equal(manifest.scripts.start, '"${CARGO_TARGET_DIR:-target}/release/math-worker"')
   })
 
   it('link-shortener: bare plus workers/links', () => {

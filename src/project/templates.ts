@@ -50,6 +50,26 @@ export const TEMPLATES: readonly TemplateInfo[] = [
     browserSdk: 'public/svc-browser-sdk.js',
   },
   {
+    name: 'python',
+    description: 'bare + a Python worker (math::add, GET /math/hello) and the quickstart\'s TypeScript caller of math::add on POST /math/add-two-numbers',
+    kind: 'project',
+    base: 'bare',
+    include: ['quickstart/workers/caller-worker'],
+    sdks: ['python'],
+    worker: 'workers/math-worker',
+    tryIt: { command: 'svc trigger math::add_two_numbers a=1 b=2', comment: 'TypeScript calls math::add in the Python worker' },
+  },
+  {
+    name: 'rust',
+    description: 'bare + a Rust worker (math::add, GET /math/hello) and the quickstart\'s TypeScript caller of math::add on POST /math/add-two-numbers',
+    kind: 'project',
+    base: 'bare',
+    include: ['quickstart/workers/caller-worker'],
+    sdks: ['rust'],
+    worker: 'workers/math-worker',
+    tryIt: { command: 'svc trigger math::add_two_numbers a=1 b=2', comment: 'TypeScript calls math::add in the Rust worker' },
+  },
+  {
     name: 'worker',
     description: 'one TypeScript worker directory registering <name>::hello, no project files; add it with svc worker add',
     kind: 'worker',
@@ -94,7 +114,7 @@ const RENAMED_ON_COPY: Readonly<Record<string, string>> = {
 }
 
 /** Left behind when someone installs or runs a template in place; never copied. */
-const NEVER_COPIED = new Set(['node_modules', '.svc', '.DS_Store', 'package-lock.json'])
+const NEVER_COPIED = new Set(['node_modules', '.svc', '.DS_Store', 'package-lock.json', '.venv', '__pycache__', 'target'])
 
 /** One file a template writes. */
 export interface TemplateFile {
@@ -110,16 +130,26 @@ export function templatesDirectory(cliRoot: string): string {
 }
 
 /**
- * The files `template` writes: its base template's files, then its own (a file of the same path
- * replaces the base's). Sorted by path.
+ * The files `template` writes: its base template's files, then its `include` folders', then its
+ * own (a file of the same path replaces an earlier layer's). Sorted by path.
  */
 export function templateFiles(cliRoot: string, template: TemplateInfo): TemplateFile[] {
   const byPath = new Map<string, TemplateFile>()
-  const layers = template.base === undefined ? [template.name] : [template.base, template.name]
-  for (const layer of layers) {
-    for (const file of walk(join(templatesDirectory(cliRoot), layer), '')) byPath.set(file.path, file)
+  const root = templatesDirectory(cliRoot)
+  const layers: Array<[string, string]> = [
+    ...(template.base === undefined ? [] : [[template.base, ''] as [string, string]]),
+    ...(template.include ?? []).map((folder): [string, string] => [folder, folder.split('/').slice(1).join('/')]),
+    [template.name, ''],
+  ]
+  for (const [folder, prefix] of layers) {
+    for (const file of walk(join(root, ...folder.split('/')), prefix)) byPath.set(file.path, file)
   }
   return [...byPath.values()].sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0))
+}
+
+/** The files of one folder under `templates/` (`python/workers/math-worker`), at its root. Sorted by path. */
+export function templateFolderFiles(cliRoot: string, folder: string): TemplateFile[] {
+  return walk(join(templatesDirectory(cliRoot), ...folder.split('/')), '').sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0))
 }
 
 /** The output name of a template file name. */

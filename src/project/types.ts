@@ -27,6 +27,25 @@ export interface TemplateInfo {
    * templates whose page loads it (vendor.ts `browserSdkBundle`).
    */
   browserSdk?: string
+  /**
+   * SDKs of other languages the template's workers use (issue 18), copied into the project:
+   * `python` the svc-sdk and svc-helpers wheels into `vendor/python/` (a `requirements.txt` line
+   * `svc-sdk` or `svc-helpers` becomes the wheel's relative path), `rust` the SDK's crates into
+   * `vendor/rust/` (the template's Cargo.toml depends on them by `path =`). See vendor.ts.
+   */
+  sdks?: ReadonlyArray<'python' | 'rust'>
+  /**
+   * Folders of other templates copied too, each to its path below its template's folder
+   * (`quickstart/workers/caller-worker` → `workers/caller-worker`), before this template's own files.
+   */
+  include?: readonly string[]
+  /**
+   * The folder of this template holding its language worker (`workers/math-worker`). Inside an
+   * existing project (a config.yaml in a directory above the target), `svc project init` writes
+   * only that folder into the target, as a worker to `svc worker add`, and the `sdks` into that
+   * project's `vendor/`.
+   */
+  worker?: string
 }
 
 /** One line of the next-steps block: a command and an optional comment. */

@@ -32,7 +32,7 @@ export function reservedNamesIn(env: Record<string, string>): string[] {
 
 export interface WorkerEnvInput {
   spec: Pick<WorkerSpec, 'name' | 'namespace' | 'engineUrl' | 'projectRoot' | 'envBase' | 'env' | 'config'>
-  manifest: Pick<WorkerManifest, 'env'> | undefined
+  manifest: (Pick<WorkerManifest, 'env'> & { runtime?: WorkerManifest['runtime'] }) | undefined
   isolation: 'process' | 'microvm'
   /** The supervising process's environment; default `process.env`. */
   parentEnv?: NodeJS.ProcessEnv
@@ -58,7 +58,9 @@ export interface WorkerEnv {
  * In both, the directory of the Node running svc is put first on the inherited PATH, so `node`,
  * `npm` and `npx` in worker commands are the ones svc runs on; a PATH set in an `env` block is
  * used as written. Reserved variables the parent happens to have are dropped, so
- * `SVC_WORKER_CONFIG` is only set when the entry has a `config`.
+ * `SVC_WORKER_CONFIG` is only set when the entry has a `config`. A `python` worker gets
+ * `PYTHONUNBUFFERED=1` unless its environment sets it: Python buffers a piped stdout, which would
+ * hold its lines back from the log until the buffer fills or the process ends.
  */
 export function buildWorkerEnv(input: WorkerEnvInput): WorkerEnv {
   const parent = input.parentEnv ?? process.env
@@ -76,6 +78,8 @@ export function buildWorkerEnv(input: WorkerEnvInput): WorkerEnv {
   const inherited = env[pathKey]
   const parts = inherited ? inherited.split(delimiter) : []
   if (parts[0] !== nodeDir) env[pathKey] = [nodeDir, ...parts].join(delimiter)
+
+  if (input.manifest?.runtime?.kind === 'python' && env.PYTHONUNBUFFERED === undefined) env.PYTHONUNBUFFERED = '1'
 
   const layer = (source: string, block: Record<string, string>) => {
     for (const [key, value] of Object.entries(block)) {

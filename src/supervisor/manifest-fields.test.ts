@@ -14,6 +14,7 @@ const SAMPLES: Record<string, unknown> = {
   'runtime.base_image': 'docker.io/library/node:24',
   'scripts.setup': 'true',
   'scripts.install': 'pnpm install',
+  'scripts.build': 'pnpm run build',
   'scripts.start': 'node index.js',
   env: { LOG_LEVEL: 'info' },
   isolation: 'process',
@@ -37,6 +38,7 @@ describe('svc.worker.yaml field description (manifest-fields.ts)', () => {
     assert.equal(manifest.name, 'math-worker')
     assert.deepEqual(manifest.resources, { cpus: 2, memory_mib: 512 })
     assert.equal(manifest.scripts.setup, 'true')
+    assert.equal(manifest.scripts.build, 'pnpm run build')
   })
 
   it('the parser refuses an undocumented field and names the closest documented one', () => {

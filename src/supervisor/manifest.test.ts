@@ -3,7 +3,7 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join, relative } from 'node:path'
 import { after, describe, it } from 'node:test'
-import { inferScripts, isDependencyManifest, loadManifest, ManifestError, workerNameFor } from './manifest.ts'
+import { binaryNameOf, inferScripts, isDependencyManifest, loadManifest, ManifestError, workerNameFor } from './manifest.ts'
 
 const scratch = mkdtempSync(join(tmpdir(), 'svc-manifest-'))
 after(() => rmSync(scratch, { recursive: true, force: true }))
@@ -169,8 +169,34 @@ describe('script inference (cli.md §2.2 table)', () => {
     })
   })
 
-  it('rust: cargo build --release, cargo run --release (no entry needed)', () => {
-    assert.deepEqual(infer('name: x\nruntime: { kind: rust }\n'), { install: 'cargo build --release', start: 'cargo run --release' })
+  it('rust: cargo build --release as install and build, then the release binary Cargo.toml names (no entry needed)', () => {
+    const cargo = '[package]\nname = "hello-rust"\nversion = "0.1.0"\n\n[dependencies]\nname = "not this"\n'
+    assert.deepEqual(infer('name: x\nruntime: { kind: rust }\n', { 'Cargo.toml': cargo }), {
+      install: 'cargo build --release',
+      build: 'cargo build --release',
+      start: '"${CARGO_TARGET_DIR:-target}/release/hello-rust"',
+    })
+    // runtime.entry names the binary; a given install is also the build
+    assert.deepEqual(infer('name: x\nruntime: { kind: rust, entry: server }\nscripts: { install: cargo build --release --locked }\n', { 'Cargo.toml': cargo }), {
+      install: 'cargo build --release --locked',
+      build: 'cargo build --release --locked',
+      start: '"${CARGO_TARGET_DIR:-target}/release/server"',
+    })
+    // a given build wins
+    assert.equal(infer('name: x\nruntime: { kind: rust }\nscripts: { build: make }\n', { 'Cargo.toml': cargo }).build, 'make')
+  })
+
+  it('rust: without a binary name to run, scripts.start or runtime.entry is required', () => {
+    fails('name: x\nruntime: { kind: rust }\n', "2:1: missing scripts.start: give scripts.start, or runtime.entry (the binary's name) when Cargo.toml does not name one binary")
+    const two = '[package]\nname = "p"\n[[bin]]\nname = "a"\n[[bin]]\nname = "b"\n'
+    fails('name: x\nruntime: { kind: rust }\n', /^2:1: missing scripts\.start/, { 'Cargo.toml': two })
+    assert.equal(infer('name: x\nruntime: { kind: rust, entry: b }\n', { 'Cargo.toml': two }).start, '"${CARGO_TARGET_DIR:-target}/release/b"')
+  })
+
+  it('scripts.build is read like the other scripts; kinds other than rust infer none', () => {
+    assert.deepEqual(infer('name: x\nscripts: { build: tsc, start: node dist/a.js }\n'), { build: 'tsc', start: 'node dist/a.js' })
+    assert.equal(infer('name: x\nruntime: { kind: python, entry: main.py }\n', { 'requirements.txt': '' }).build, undefined)
+    fails('name: x\nscripts: { start: a, build: [make] }\n', '2:29: scripts.build must be a string (got a list)')
   })
 
   it('given scripts win; a missing install alone is inferred', () => {
@@ -219,10 +245,15 @@ describe('detection without a manifest (cli.md §2.2)', () => {
   })
 
   it('Cargo.toml: the rust commands', () => {
-    assert.deepEqual(loadManifest(workerDir({ 'Cargo.toml': '[package]\nname = "w"\n' })).scripts, {
+    const detected = loadManifest(workerDir({ 'Cargo.toml': '[package]\nname = "w"\n' }))
+    assert.deepEqual(detected.scripts, {
       install: 'cargo build --release',
-      start: 'cargo run --release',
+      build: 'cargo build --release',
+      start: '"${CARGO_TARGET_DIR:-target}/release/w"',
     })
+    assert.equal(detected.runtime.kind, 'rust')
+    // a Cargo.toml naming no binary: detected, but not startable
+    assert.throws(() => loadManifest(workerDir({ 'Cargo.toml': '[workspace]\nmembers = ["a"]\n' })), { code: 'NO_START_SCRIPT' })
   })
 
   it('anything else: Cannot determine how to start <path>', () => {
@@ -256,5 +287,24 @@ describe('helpers', () => {
   it('workerNameFor makes a valid name of a directory', () => {
     assert.equal(workerNameFor('/x/Math Worker'), 'math-worker')
     assert.equal(workerNameFor('/x/_tmp'), 'tmp')
+  })
+})
+
+describe('binaryNameOf (the binary of a Cargo.toml)', () => {
+  it('the package name, the only [[bin]], or the [[bin]] named after the package', () => {
+    assert.equal(binaryNameOf('[package]\nname = "svc-worker"\n'), 'svc-worker')
+    assert.equal(binaryNameOf("[package]\nname = 'single'   # comment\n"), 'single')
+    assert.equal(binaryNameOf('[package]\nname = "p"\n\n[[bin]]\nname = "server"\npath = "src/server.rs"\n'), 'server')
+    assert.equal(binaryNameOf('[package]\nname = "p"\n[[bin]]\npath = "src/main.rs"\n'), 'p')
+    assert.equal(binaryNameOf('[package]\nname = "p"\n[[bin]]\nname = "p"\n[[bin]]\nname = "tool"\n'), 'p')
+    assert.equal(binaryNameOf('[package]\nname = "p"\n[[bin]]\nname = "a"\n[[bin]]\nname = "b"\n'), undefined)
+  })
+
+  it('names nothing it cannot pass to a shell as one safe word', () => {
+    assert.equal(binaryNameOf('[dependencies]\nname = "x"\n'), undefined)
+    assert.equal(binaryNameOf('[package]\nname = "a b"\n'), undefined)
+    assert.equal(binaryNameOf('[package]\nname = "$(rm -rf ~)"\n'), undefined)
+    assert.equal(binaryNameOf('[package]\nname = "../../bin/sh"\n'), undefined)
+    assert.equal(binaryNameOf(''), undefined)
   })
 })

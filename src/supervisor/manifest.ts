@@ -163,6 +163,8 @@ export function parseManifest(
     ? inferScripts(kind, manifest.runtime.package_manager ?? defaultManager(kind), manifest.runtime.entry, options.directory)
     : detectScripts(options.directory)
   if (manifest.scripts.install === undefined && inferred?.install !== undefined) manifest.scripts.install = inferred.install
+  // A rust worker whose install was given compiles with it (the inferred install is the build).
+  if (manifest.scripts.build === undefined && inferred?.build !== undefined) manifest.scripts.build = kind === 'rust' ? (manifest.scripts.install ?? inferred.build) : inferred.build
   if (!manifest.scripts.start) {
     if (inferred?.start) manifest.scripts.start = inferred.start
     else if (options.requireStart !== false) reader.missingStart(kind, manifest.runtime.entry)
@@ -183,14 +185,24 @@ function defaultManager(kind: RuntimeKind): PackageManager {
 /** Scripts inferred for a directory; `start` undefined when it cannot be inferred. */
 export interface InferredScripts {
   install?: string
+  build?: string
   start?: string
 }
 
 /**
- * The inference table of cli.md §2.2. `entry` is needed for every kind but rust; without it only
- * `install` is inferred. Python: `install` uses `-e .` when `pyproject.toml` exists in `directory`,
- * else `-r requirements.txt`; an entry ending in `.py` is run as a file, anything else with `-m`.
- * TypeScript with bun runs `bun run <entry>` (bun runs TypeScript itself).
+ * The inference table of cli.md §2.2 as svc implements it for issue 18. `entry` is needed for
+ * every kind but rust; without it only `install` is inferred.
+ * - Python: a virtual environment per worker (`.venv`, made with the `python3` on PATH); `install`
+ *   is `pip install -e .` when `pyproject.toml` exists in `directory`, else `-r requirements.txt`;
+ *   `start` runs the venv's interpreter on an entry ending in `.py` as a file, anything else with
+ *   `-m`.
+ * - Rust: `install` and `build` are `cargo build --release` (the build runs before every start that
+ *   follows a change, while the previous binary keeps serving); `start` is the release binary,
+ *   `"${CARGO_TARGET_DIR:-target}/release/<bin>"`, where `<bin>` is `entry` when given, else the
+ *   binary `Cargo.toml` in `directory` names ({@link cargoBinaryName}); undefined when neither says.
+ * - TypeScript with bun runs `bun run <entry>` (bun runs TypeScript itself).
+ *
+ * Start commands are single simple commands, which the supervisor runs with `exec` (one process).
  */
 export function inferScripts(kind: RuntimeKind, manager: PackageManager, entry: string | undefined, directory?: string): InferredScripts {
   const quoted = entry === undefined ? undefined : shellQuote(entry)
@@ -212,9 +224,66 @@ export function inferScripts(kind: RuntimeKind, manager: PackageManager, entry: 
       if (entry === undefined) return { install }
       return { install, start: entry.endsWith('.py') ? `.venv/bin/python ${quoted}` : `.venv/bin/python -m ${quoted}` }
     }
-    case 'rust':
-      return { install: 'cargo build --release', start: 'cargo run --release' }
+    case 'rust': {
+      const build = 'cargo build --release'
+      const binary = entry ?? (directory === undefined ? undefined : cargoBinaryName(directory))
+      if (binary === undefined || !CARGO_NAME.test(binary)) return { install: build, build }
+      return { install: build, build, start: `"\${CARGO_TARGET_DIR:-target}/release/${binary}"` }
+    }
   }
+}
+
+/** Names cargo accepts for a package or binary target (and that need no quoting in a shell word). */
+const CARGO_NAME = /^[A-Za-z0-9_-]{1,64}$/
+
+/** Cargo.toml files larger than this are not read for a binary name (a worker's is a few KiB). */
+const CARGO_TOML_MAX_BYTES = 256 * 1024
+
+/**
+ * The binary `cargo build --release` makes for the package whose `Cargo.toml` is in `directory`:
+ * the only `[[bin]]` target's `name`, else `[package] name` (cargo's default binary,
+ * `src/main.rs`), or undefined when there are several `[[bin]]` targets and none is named after the
+ * package, when the file is missing, larger than 256 KiB or names nothing usable. A line-based
+ * reader of the keys it needs (`name = "…"` in `[package]` and `[[bin]]` tables), not a TOML
+ * parser: a manifest it cannot read needs `runtime.entry` or `scripts.start`.
+ */
+export function cargoBinaryName(directory: string): string | undefined {
+  let text: string
+  try {
+    const file = join(directory, 'Cargo.toml')
+    if (statSync(file).size > CARGO_TOML_MAX_BYTES) return undefined
+    text = readFileSync(file, 'utf8')
+  } catch {
+    return undefined
+  }
+  return binaryNameOf(text)
+}
+
+/** {@link cargoBinaryName} of a Cargo.toml text. */
+export function binaryNameOf(text: string): string | undefined {
+  let table = ''
+  let packageName: string | undefined
+  const bins: Array<string | undefined> = []
+  for (const raw of text.split(/\r?\n/)) {
+    const line = raw.trim()
+    const header = /^(\[\[?)\s*([A-Za-z0-9_.-]+)\s*(\]\]?)\s*(?:#.*)?$/.exec(line)
+    if (header) {
+      table = header[1] === '[[' && header[3] === ']]' ? `[[${header[2]}]]` : header[2]!
+      if (table === '[[bin]]') bins.push(undefined)
+      continue
+    }
+    const name = /^name\s*=\s*(?:"([^"\\]*)"|'([^']*)')\s*(?:#.*)?$/.exec(line)
+    if (!name) continue
+    const value = name[1] ?? name[2]!
+    if (table === 'package') packageName = value
+    else if (table === '[[bin]]') bins[bins.length - 1] = value
+  }
+  const named = bins.filter((b): b is string => b !== undefined)
+  let binary: string | undefined
+  if (bins.length === 0) binary = packageName
+  else if (bins.length === 1) binary = named[0] ?? packageName
+  else binary = packageName !== undefined && named.includes(packageName) ? packageName : undefined
+  return binary !== undefined && CARGO_NAME.test(binary) ? binary : undefined
 }
 
 /** What {@link detectScripts} found in a directory. */
@@ -248,7 +317,7 @@ function detectScripts(directory: string): Detected | undefined {
     const inferred = inferScripts('python', 'npm', module, directory)
     return { kind: 'python', ...inferred }
   }
-  if (has('Cargo.toml')) return { kind: 'rust', ...inferScripts('rust', 'npm', undefined) }
+  if (has('Cargo.toml')) return { kind: 'rust', ...inferScripts('rust', 'npm', undefined, directory) }
   return undefined
 }
 
@@ -294,6 +363,7 @@ export function detectManifest(directory: string, options: LoadManifestOptions =
     manifest.runtime.kind = detected.kind
     if (detected.manager) manifest.runtime.package_manager = detected.manager
     if (detected.install) manifest.scripts.install = detected.install
+    if (detected.build) manifest.scripts.build = detected.build
   }
   return manifest
 }
@@ -407,6 +477,7 @@ class ManifestReader {
   missingStart(kind: RuntimeKind | undefined, entry: string | undefined): never {
     let why: string
     if (!kind) why = 'give scripts.start, or runtime.kind and runtime.entry to infer it'
+    else if (kind === 'rust') why = `give scripts.start, or runtime.entry (the binary's name) when Cargo.toml does not name one binary`
     else if (entry === undefined) why = `give scripts.start, or runtime.entry to infer it for ${kind}`
     else why = 'give scripts.start'
     this.fail(this.scriptsNode ?? this.runtimeNode, `missing scripts.start: ${why}`)

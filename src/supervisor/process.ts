@@ -29,6 +29,12 @@ export interface ShellProcess {
   exited: boolean
   /** True when svc asked it to stop (so the exit is not a crash). */
   requested: boolean
+  /**
+   * Resolves once both output pipes have ended and every line went to `onLine`; never rejects.
+   * It may lag `done` (the pipes still hold lines) or never come (a grandchild keeps them open),
+   * so wait on it with a bound.
+   */
+  readonly drained: Promise<void>
 }
 
 /** Every group started and not yet seen gone, killed if svc itself exits without stopping them. */
@@ -45,18 +51,39 @@ function installExitHook(): void {
   })
 }
 
+/** One word of a {@link isSimpleCommand}: safe characters, `'…'`, or `"…"` holding safe characters and `${NAME}`/`${NAME:-word}`. */
+// One character or one quoted string per repetition: a nested `+` here backtracks exponentially on a
+// long word that fails to match (a start command is the user's, but svc must not hang on it).
+const SIMPLE_WORD = String.raw`(?:[A-Za-z0-9_./:@%+=,-]|'[^']*'|"(?:[A-Za-z0-9_./:@%+=, -]|\$\{[A-Za-z_][A-Za-z0-9_]*(?::-[A-Za-z0-9_./:@%+=,-]*)?\})*")+`
+const SIMPLE_COMMAND = new RegExp(String.raw`^[ 	]*${SIMPLE_WORD}(?:[ 	]+${SIMPLE_WORD})*[ 	]*$`)
+
+/**
+ * True when `command` is one simple command the shell can `exec`: words of safe characters, quoted
+ * strings and `${NAME:-default}` expansions only (no operators, redirections, globs, `$(…)` or
+ * backquotes), and a first word that is no variable assignment (`A=1 node x`). Such a command runs
+ * as `exec <command>` (cli.md §5.1 still holds: the shell parses it), so the process svc supervises
+ * is the worker itself (`.venv/bin/python main.py`, a Rust binary), with no shell in between.
+ */
+export function isSimpleCommand(command: string): boolean {
+  if (command.length > 4096 || !SIMPLE_COMMAND.test(command)) return false
+  const first = command.trimStart()
+  return !/^[A-Za-z_][A-Za-z0-9_]*=/.test(first)
+}
+
 /**
  * Runs `command` through the platform shell (`sh -c` on POSIX, `cmd.exe /d /s /c` on Windows) in
  * `cwd` with exactly `env`, as the leader of a new process group (POSIX), stdin closed. Every
- * stdout/stderr line goes to `onLine`.
+ * stdout/stderr line goes to `onLine`. With `exec` (POSIX), a {@link isSimpleCommand} replaces the
+ * shell (`exec <command>`), so `pid` is the command's own process.
  */
 export function runShell(
   command: string,
-  options: { cwd: string; env: Record<string, string>; onLine: (stream: 'stdout' | 'stderr', text: string) => void },
+  options: { cwd: string; env: Record<string, string>; onLine: (stream: 'stdout' | 'stderr', text: string) => void; exec?: boolean },
 ): ShellProcess {
   installExitHook()
   const startedAtMs = Date.now()
-  const subprocess: ResultPromise = execa(command, {
+  const line = options.exec && !WINDOWS && isSimpleCommand(command) ? `exec ${command.trim()}` : command
+  const subprocess: ResultPromise = execa(line, {
     shell: true,
     cwd: options.cwd,
     env: options.env,
@@ -73,11 +100,13 @@ export function runShell(
   })
   const pid = subprocess.pid
   if (pid !== undefined && !WINDOWS) liveGroups.add(pid)
+  const closed: Array<Promise<void>> = []
   for (const stream of ['stdout', 'stderr'] as const) {
     const source = subprocess[stream]
     if (!source) continue
     const lines = createInterface({ input: source, crlfDelay: Infinity })
     lines.on('line', (text) => options.onLine(stream, text))
+    closed.push(new Promise((resolve) => lines.once('close', () => resolve())))
     // A stream error (EPIPE after the group was killed) ends the output, not the supervisor.
     source.on('error', () => {})
   }
@@ -86,6 +115,7 @@ export function runShell(
     startedAtMs,
     exited: false,
     requested: false,
+    drained: Promise.all(closed).then(() => {}),
     done: new Promise<CommandExit>((resolve) => {
       let settled = false
       const finish = (exit: CommandExit) => {

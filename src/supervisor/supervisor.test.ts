@@ -467,4 +467,92 @@ ${script('parent')}`,
     await ok.worker.stop()
     assert.equal(readFileSync(join(ok.dir, 'hooks.txt'), 'utf8'), 'pre\npost\n')
   })
+
+  it('a simple start command replaces the shell (exec): the pid svc supervises is the worker itself', async () => {
+    const h = supervise({ 'svc.worker.yaml': manifest('execer'), 'worker.mjs': script('exec') })
+    await h.worker.start()
+    await h.worker.waitUntilRunning(20_000)
+    const printed = Number(h.readies()[0]!.split(' ').pop())
+    assert.equal(h.worker.pid, printed)
+    // a command the shell must interpret (here `&&`) still runs under it
+    const chained = supervise({ 'svc.worker.yaml': manifest('chained').replace('node worker.mjs', 'true && node worker.mjs'), 'worker.mjs': script('chain') })
+    await chained.worker.start()
+    await chained.worker.waitUntilRunning(20_000)
+    assert.notEqual(chained.worker.pid, Number(chained.readies()[0]!.split(' ').pop()))
+  })
+
+  describe('compiled workers (scripts.build, issue 18)', () => {
+    /**
+     * A stand-in compiler: copies src/main.txt into bin.txt, or, when it holds `broken`, prints
+     * rustc-style diagnostics and a cargo summary and exits 101 without touching bin.txt.
+     */
+    const build = `import { appendFileSync, readFileSync, writeFileSync } from 'node:fs'
+appendFileSync('builds.txt', 'x')
+const source = readFileSync('src/main.txt', 'utf8').trim()
+console.error('   Compiling worker v0.1.0')
+if (source.startsWith('broken')) {
+  console.error('\u001b[1m\u001b[31merror[E0425]\u001b[0m: cannot find value \`y\` in this scope')
+  console.error('  --> src/main.rs:12:5')
+  console.error('   |')
+  console.error('error[E0308]: mismatched types')
+  console.error(' --> src/main.rs:20:9')
+  console.error('error: could not compile \`worker\` (bin "worker") due to 2 previous errors')
+  process.exit(101)
+}
+writeFileSync('bin.txt', source)
+`
+    const files = () => ({
+      'svc.worker.yaml': 'name: compiled\nscripts:\n  build: node build.mjs\n  start: node worker.mjs\n',
+      'build.mjs': build,
+      'src/main.txt': 'v1\n',
+      'worker.mjs': "import { readFileSync } from 'node:fs'\nconsole.log('ready ' + readFileSync('bin.txt', 'utf8') + ' ' + process.pid)\nsetInterval(() => {}, 1000)\n",
+    })
+
+    it('builds before the first start; a source change rebuilds beside the running process, then restarts it', async () => {
+      const h = supervise(files())
+      await h.worker.start()
+      await h.worker.waitUntilRunning(20_000)
+      assert.match(h.readies()[0]!, /^ready v1 /)
+      assert.deepEqual(h.states.slice(0, 3), ['installing', 'starting', 'running'])
+      writeFileSync(join(h.dir, 'src', 'main.txt'), 'v2\n')
+      await h.until(() => h.readies().some((l) => l.startsWith('ready v2')) && h.worker.state === 'running', 'the rebuilt worker to run')
+      // the build ran while v1 was still running: no `installing` between, only the restart
+      assert.deepEqual(h.states.slice(3), ['restarting', 'starting', 'running'])
+      assert.equal(readFileSync(join(h.dir, 'builds.txt'), 'utf8'), 'xx')
+      assert.ok(h.lines.some((l) => l.phase === 'build' && l.text.includes('Compiling')))
+    })
+
+    it('a failed build keeps the previous process serving and reports the first compiler error with its place', async () => {
+      const h = supervise(files())
+      await h.worker.start()
+      await h.worker.waitUntilRunning(20_000)
+      const pid = h.worker.pid!
+      writeFileSync(join(h.dir, 'src', 'main.txt'), 'broken\n')
+      await h.until(() => h.logs.some((l) => l.level === 'error' && l.message.includes('build failed')), 'the build failure')
+      const report = h.logs.find((l) => l.level === 'error' && l.message.includes('build failed'))!.message
+      assert.equal(
+        report,
+        `${h.name}: build failed (node build.mjs exited with code 101); the previous build keeps running:\nerror[E0425]: cannot find value \`y\` in this scope\n  --> src/main.rs:12:5`,
+      )
+      assert.equal(h.worker.state, 'running')
+      assert.equal(h.worker.pid, pid)
+      assert.ok(alive(pid))
+      assert.equal(h.readies().length, 1)
+      assert.match(h.worker.lastError ?? '', /^build 'node build\.mjs' exited with code 101: error\[E0425\]/)
+      // the fix is built and replaces it
+      writeFileSync(join(h.dir, 'src', 'main.txt'), 'v3\n')
+      await h.until(() => h.readies().some((l) => l.startsWith('ready v3')) && h.worker.state === 'running', 'the fixed build to run')
+      assert.notEqual(h.worker.pid, pid)
+    })
+
+    it('a first build that fails → failed with BUILD_FAILED naming the first error; a fix starts it', async () => {
+      const h = supervise({ ...files(), 'src/main.txt': 'broken\n' })
+      await h.worker.start()
+      assert.equal(h.worker.state, 'failed')
+      assert.equal(h.worker.failure?.code, 'BUILD_FAILED')
+      assert.equal(h.worker.failure?.message, "build 'node build.mjs' exited with code 101: error[E0425]: cannot find value `y` in this scope (src/main.rs:12:5)")
+      writeFileSync(join(h.dir, 'src', 'main.txt'), 'v4\n')
+      await h.until(() => h.readies().some((l) => l.startsWith('ready v4')) && h.worker.state === 'running', 'the fixed worker to run')
+    })
+  })
 })

@@ -10,6 +10,7 @@ import { watch } from 'chokidar'
 import type { FSWatcher } from 'chokidar'
 import type { Logger } from '../../runtime/engine/types.ts'
 import { buildWorkerEnv, reservedNamesIn } from './env.ts'
+import { CompilerErrorScanner } from './compiler-output.ts'
 import { checkKvm } from './kvm.ts'
 import { LogFile } from './log-file.ts'
 import { isDependencyManifest, loadManifest, MANIFEST_FILE, ManifestError } from './manifest.ts'
@@ -307,8 +308,9 @@ class WorkerSupervisor extends EventEmitter implements SupervisedWorker {
     if (reload || !this.#manifest) {
       if (!(await this.#prepare(generation))) return
     }
-    if (!(await this.#installIfNeeded(generation))) return
-    if (generation !== this.#generation) return
+    const installed = await this.#installIfNeeded(generation)
+    if (installed === false || generation !== this.#generation) return
+    if (!(await this.#buildIfNeeded(generation, installed === 'ran'))) return
     const proc = this.#proc
     if (proc) {
       this.#restarts++
@@ -376,8 +378,11 @@ class WorkerSupervisor extends EventEmitter implements SupervisedWorker {
     return false
   }
 
-  /** §5.3 steps 1–2. False when a step failed (the worker is then `failed`) or stop() came. */
-  async #installIfNeeded(generation: number): Promise<boolean> {
+  /**
+   * §5.3 steps 1–2. False when a step failed (the worker is then `failed`, unless a compiled worker
+   * keeps serving, see {@link #keepsServing}) or stop() came; `'ran'` when the install ran.
+   */
+  async #installIfNeeded(generation: number): Promise<boolean | 'ran'> {
     const manifest = this.#manifest!
     const setup = manifest.scripts.setup
     if (setup && this.#install.setup_command !== setup) {
@@ -403,24 +408,73 @@ class WorkerSupervisor extends EventEmitter implements SupervisedWorker {
       return true
     }
     if (!this.#installNeeded()) return true
-    this.#setState('installing', install)
-    this.#log.info(`${this.name} installing: ${install}`)
+    const serving = this.#keepsServing()
+    if (!serving) this.#setState('installing', install)
+    this.#log.info(`${this.name} installing: ${install}${serving ? ' (the running process keeps serving)' : ''}`)
     const started = Date.now()
     const exit = await this.#runTask('install', install)
     if (generation !== this.#generation) return false
     if (exit.code !== 0) {
-      return this.#fail(generation, {
+      const failure: SupervisorFailure = {
         code: 'INSTALL_FAILED',
-        message: `install '${install}' ${describeExit(exit)}`,
+        message: `install '${install}' ${describeExit(exit)}${exit.firstErrorLine ? `: ${exit.firstErrorLine}` : ''}`,
         hint: `its output is in ${this.#logFile.path}; svc retries after the next file change`,
-      })
+      }
+      if (this.#keepsServing()) return this.#failedWhileServing('install', install, exit)
+      return this.#fail(generation, failure)
     }
     this.#install.install_command = install
     this.#install.install_hash = dependencyHash(this.#spec.directory)
     this.#install.installed_at = new Date().toISOString()
     this.#log.info(`${this.name} installed in ${formatSeconds(Date.now() - started)}`)
     await this.#stateFile.write(this.#record())
-    return true
+    return 'ran'
+  }
+
+  /**
+   * `scripts.build` (compiled workers, issue 18) before a start that follows a change; skipped when
+   * the install that just ran was the same command. While a process serves, the build runs beside
+   * it and a failure leaves it serving; without one a failure is `BUILD_FAILED`. False when the
+   * start must not go on.
+   */
+  async #buildIfNeeded(generation: number, installRan: boolean): Promise<boolean> {
+    const build = this.#manifest!.scripts.build
+    if (!build || (installRan && this.#manifest!.scripts.install === build)) return true
+    const serving = this.#keepsServing()
+    if (!serving) this.#setState('installing', build)
+    this.#log.info(`${this.name} building: ${build}${serving ? ' (the running process keeps serving)' : ''}`)
+    const started = Date.now()
+    const exit = await this.#runTask('build', build)
+    if (generation !== this.#generation) return false
+    if (exit.code !== 0) {
+      if (this.#keepsServing()) return this.#failedWhileServing('build', build, exit)
+      return this.#fail(generation, {
+        code: 'BUILD_FAILED',
+        message: `build '${build}' ${describeExit(exit)}${exit.firstErrorLine ? `: ${exit.firstErrorLine}` : ''}`,
+        hint: `its output is in ${this.#logFile.path}; svc builds again after the next file change`,
+      })
+    }
+    this.#log.info(`${this.name} built in ${formatSeconds(Date.now() - started)}`)
+    return generation === this.#generation
+  }
+
+  /**
+   * True when a failed install or build must leave the current process alone: the worker is
+   * compiled (`scripts.build`), so the running process is the previous build's binary, which
+   * neither step touches while it runs.
+   */
+  #keepsServing(): boolean {
+    const proc = this.#proc
+    return this.#manifest?.scripts.build !== undefined && proc !== undefined && !proc.exited
+  }
+
+  /** A compiled worker's install or build failed while its previous build serves: say so, keep it. Returns false. */
+  #failedWhileServing(step: 'install' | 'build', command: string, exit: CommandExit & { firstError?: string; firstErrorLine?: string }): false {
+    this.#lastError = `${step} '${command}' ${describeExit(exit)}${exit.firstErrorLine ? `: ${exit.firstErrorLine}` : ''}`
+    const what = exit.firstError ? `:\n${exit.firstError}` : ` (its output is in ${this.#logFile.path})`
+    this.#log.error(`${this.name}: ${step} failed (${command} ${describeExit(exit)}); the previous build keeps running${what}`)
+    void this.#stateFile.write(this.#record())
+    return false
   }
 
   /** True when the install command or the dependency-manifest hash differs from the last successful install. */
@@ -464,6 +518,7 @@ class WorkerSupervisor extends EventEmitter implements SupervisedWorker {
     const proc = runShell(command, {
       cwd: spec.directory,
       env: this.#env(),
+      exec: true,
       onLine: (stream, text) => {
         this.#tail.push(text)
         if (this.#tail.length > TAIL_LINES) this.#tail.shift()
@@ -660,9 +715,17 @@ class WorkerSupervisor extends EventEmitter implements SupervisedWorker {
     command: string,
     timeoutMs?: number,
     detached = false,
-  ): Promise<CommandExit & { timedOut?: boolean }> {
+  ): Promise<CommandExit & { timedOut?: boolean; firstError?: string; firstErrorLine?: string }> {
     this.#writeLog('svc', `${step}: $ ${command}`)
-    const task = runShell(command, { cwd: this.#spec.directory, env: this.#env(), onLine: (stream, text) => this.#output(stream, text, step as OutputPhase) })
+    const scanner = new CompilerErrorScanner()
+    const task = runShell(command, {
+      cwd: this.#spec.directory,
+      env: this.#env(),
+      onLine: (stream, text) => {
+        scanner.push(text)
+        this.#output(stream, text, step as OutputPhase)
+      },
+    })
     // post_run during stop() must not be killed by stop() itself.
     if (!detached) this.#task = task
     let timedOut = false
@@ -677,7 +740,12 @@ class WorkerSupervisor extends EventEmitter implements SupervisedWorker {
     clearTimeout(timer)
     if (this.#task === task) this.#task = undefined
     this.#writeLog('svc', `${step} ${describeExit(exit)}`)
-    return { ...exit, timedOut }
+    // The pipes may still hold the last lines when the leader's exit arrives; a grandchild holding
+    // them open must not hold the step up, hence the bound.
+    if (exit.code !== 0 && scanner.firstError === undefined) await settledWithin(task.drained, OUTPUT_DRAIN_MS)
+    const firstError = scanner.firstError
+    const firstErrorLine = scanner.oneLine
+    return { ...exit, timedOut, ...(firstError === undefined ? {} : { firstError }), ...(firstErrorLine === undefined ? {} : { firstErrorLine }) }
   }
 
   #env(): Record<string, string> {
@@ -873,4 +941,14 @@ function formatSeconds(ms: number): string {
   if (ms < 1000) return `${Math.round(ms)} ms`
   const seconds = ms / 1000
   return `${Number.isInteger(seconds) ? seconds : seconds.toFixed(1)} s`
+}
+
+/** How long a failed step's output may lag its exit before the first compiler error is read (ms). */
+const OUTPUT_DRAIN_MS = 2000
+
+/** Resolves when `promise` settles or after `ms`, whichever is first. */
+async function settledWithin(promise: Promise<unknown>, ms: number): Promise<void> {
+  let timer: NodeJS.Timeout | undefined
+  await Promise.race([promise.catch(() => {}), new Promise((resolve) => (timer = setTimeout(resolve, ms)))])
+  clearTimeout(timer)
 }

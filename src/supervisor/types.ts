@@ -27,7 +27,12 @@ export interface WorkerManifest {
     entry?: string
     base_image?: string
   }
-  scripts: { setup?: string; install?: string; start: string }
+  /**
+   * `build` (svc's addition for compiled workers, issue 18): runs before every start that follows a
+   * change, after `install` when that ran with another command; the running process keeps serving
+   * meanwhile and stays when it fails.
+   */
+  scripts: { setup?: string; install?: string; build?: string; start: string }
   env: Record<string, string>
   isolation: 'process' | 'microvm'
   resources?: { cpus?: number; memory_mib?: number }
@@ -132,7 +137,7 @@ export interface SupervisorTimings {
  * Why a worker is `failed` or `crashed`. Codes: `INVALID_MANIFEST`, `NO_START_SCRIPT`,
  * `UNKNOWN_WORKER` (manifest.ts), `KVM_NOT_ACCESSIBLE` and `MICROVM_NOT_AVAILABLE` (cli.md §5.7),
  * `RESERVED_ENV_OVERRIDE` (compose env, §5.2), `SETUP_FAILED`, `INSTALL_FAILED` (§5.3),
- * `PRE_RUN_FAILED` (compose `pre_run`), `SPAWN_FAILED` (the shell could not be started),
+ * `BUILD_FAILED` (`scripts.build` failed with no previous build running), `PRE_RUN_FAILED` (compose `pre_run`), `SPAWN_FAILED` (the shell could not be started),
  * `CRASHED` (§5.5), `STARTUP_FAILED` (exited before registering the same way twice in a row).
  */
 export interface SupervisorFailure {
@@ -179,13 +184,13 @@ export interface WorkerStateRecord {
 }
 
 /** What printed a line: the worker process (`run`) or one of the steps around it. */
-export type OutputPhase = 'run' | 'setup' | 'install' | 'pre_run' | 'post_run'
+export type OutputPhase = 'run' | 'setup' | 'install' | 'build' | 'pre_run' | 'post_run'
 
 export interface OutputLine {
   worker: string
   stream: 'stdout' | 'stderr'
   text: string
-  /** Which command printed it; `install` and `setup` output is folded on the svc console (issue 11). */
+  /** Which command printed it; `install`, `setup` and `build` output is folded on the svc console (issue 11). */
   phase?: OutputPhase
 }
 
