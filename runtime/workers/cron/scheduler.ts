@@ -17,6 +17,7 @@ import { errorBodyOf } from 'svc-protocol/errors'
 import type { CronSlotStore } from '../../adapters/cron/types.ts'
 import type { ActiveSpan, TelemetryHub } from '../../engine/telemetry.ts'
 import type { BindingInfo, LocalInvokeRequest, LocalTriggerProvider, LocalWorker, Logger } from '../../engine/types.ts'
+import type { AdapterSlot, AdapterSlots } from '../shared/adapter-slots.ts'
 import type { CancelTimer, Clock } from '../shared/clock.ts'
 import { createCondition } from '../shared/conditions.ts'
 import { parseCronTriggerConfig, type CronExpression, type CronTriggerConfig } from './expression.ts'
@@ -63,8 +64,12 @@ export interface CronSchedulerDeps {
   clock: Clock
   /** Wall-clock time, epoch ms. */
   now(): number
-  /** The store in use; read at every claim, so a store switch applies to the next slot. */
-  store(): CronSlotStore
+  /**
+   * The worker's slot stores (the kit's {@link AdapterSlots}): each run holds the store current
+   * when it starts until its run lock is released, so a store switch applies from the next slot
+   * and a run in progress finishes on its store.
+   */
+  stores: AdapterSlots<CronSlotStore>
   /** `default_timezone` of the worker's settings. */
   defaultTimezone: string
   /** Where the `cron <function_id>` span of each run goes (builtins.md §12.7). */
@@ -75,7 +80,7 @@ export interface CronSchedulerDeps {
  * Provider of the `cron` trigger type.
  *
  * @example
- * const scheduler = new CronScheduler({ worker, log, clock: systemClock, now: Date.now, store: () => store, defaultTimezone: 'UTC' })
+ * const scheduler = new CronScheduler({ worker, log, clock: systemClock, now: Date.now, stores, defaultTimezone: 'UTC' })
  * worker.registerTriggerType({ id: 'cron', description: '…' }, scheduler)
  */
 export class CronScheduler implements LocalTriggerProvider {
@@ -187,10 +192,13 @@ export class CronScheduler implements LocalTriggerProvider {
   /** One slot (§9.3): run lock, claim, condition, invoke and wait; then plan the next slot. */
   private async run(schedule: Schedule, slot: number): Promise<void> {
     schedule.running = true
+    let held: AdapterSlot<CronSlotStore> | null = null
     try {
       const owner = schedule.triggers[0]
       if (!owner) return
-      const store = this.deps.store()
+      held = this.deps.stores.hold()
+      if (!held) return
+      const store = held.adapter
       const storeFailed = (error: unknown) =>
         this.failed(owner, slot, 'slot not claimed (store failed); slot skipped', owner.binding.function_id, error)
       let release: (() => Promise<void>) | null
@@ -213,6 +221,7 @@ export class CronScheduler implements LocalTriggerProvider {
         await release()
       }
     } finally {
+      this.deps.stores.release(held)
       schedule.running = false
       this.plan(schedule)
     }

@@ -5,6 +5,7 @@
 import { Errors } from 'svc-protocol/errors'
 import { cronAdapterIdentity, describeCronAdapter, openCronSlotStore, type CronSlotStore } from '../../adapters/cron/index.ts'
 import type { BuiltinContext, BuiltinWorker } from '../../engine/types.ts'
+import { AdapterSlots } from '../shared/adapter-slots.ts'
 import { systemClock, type Clock } from '../shared/clock.ts'
 import { createSettingsApplier, withSettingsKey, type SettingsApplier } from '../shared/settings.ts'
 import { CronScheduler } from './scheduler.ts'
@@ -25,7 +26,8 @@ export interface CronWorkerOptions {
 
 /**
  * `svc-cron`. Settings take effect only through {@link CronWorker.applySettings}: an adapter change
- * opens the new store first and keeps the old one when that fails (§2.9); a `default_timezone`
+ * opens the new store first and keeps the old one when that fails (§2.9); the kit's
+ * {@link AdapterSlots} close the old one once the runs that started on it are done; a `default_timezone`
  * change moves the triggers without a timezone of their own to the new zone's slots.
  *
  * @example
@@ -38,7 +40,7 @@ export class CronWorker implements BuiltinWorker {
   private readonly clock: Clock
   private readonly now: () => number
   private context: BuiltinContext | null = null
-  private store: { store: CronSlotStore; identity: string } | null = null
+  private stores: AdapterSlots<CronSlotStore> | null = null
   private scheduler: CronScheduler | null = null
   private applier: SettingsApplier<CronSettings> | null = null
 
@@ -51,6 +53,7 @@ export class CronWorker implements BuiltinWorker {
 
   async start(context: BuiltinContext, settings: unknown): Promise<void> {
     this.context = context
+    this.stores = new AdapterSlots<CronSlotStore>(CRON_WORKER_NAME, context.log)
     this.applier = createSettingsApplier<CronSettings>({
       worker: CRON_WORKER_NAME,
       log: context.log,
@@ -100,17 +103,16 @@ export class CronWorker implements BuiltinWorker {
 
   async stop(): Promise<void> {
     this.scheduler?.stop()
-    const store = this.store
-    this.store = null
-    await store?.store.close()
+    await this.stores?.close()
   }
 
   private async apply(next: CronSettings, previous: CronSettings | undefined): Promise<void> {
     const context = this.context!
     const storeContext = { dataDir: context.dataDir }
     const identity = cronAdapterIdentity(next.adapter, storeContext)
+    const stores = this.stores!
     let opened: CronSlotStore | null = null
-    if (this.store?.identity !== identity) {
+    if (stores.identity !== identity) {
       try {
         opened = await openCronSlotStore(next.adapter, storeContext, context.log)
       } catch (error) {
@@ -123,7 +125,7 @@ export class CronWorker implements BuiltinWorker {
         log: context.log,
         clock: this.clock,
         now: this.now,
-        store: () => this.store!.store,
+        stores,
         defaultTimezone: next.default_timezone,
         ...(context.telemetry ? { telemetry: context.telemetry } : {}),
       })
@@ -136,10 +138,7 @@ export class CronWorker implements BuiltinWorker {
       }
     }
     if (opened) {
-      const old = this.store
-      this.store = { store: opened, identity }
-      // A claim in flight on the old store finishes there; closing a SQLite handle mid-claim cannot happen (claims are synchronous).
-      await old?.store.close().catch(() => {})
+      stores.install(opened, identity)
       context.log.info(`${CRON_WORKER_NAME} uses the ${describeCronAdapter(next.adapter, storeContext)} store`)
     }
   }

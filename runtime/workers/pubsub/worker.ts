@@ -14,6 +14,7 @@ import {
   type PubSubOrigin,
 } from '../../adapters/pubsub/index.ts'
 import type { BuiltinContext, BuiltinWorker, InvocationContext } from '../../engine/types.ts'
+import { AdapterSlots } from '../shared/adapter-slots.ts'
 import type { Clock } from '../shared/clock.ts'
 import { NO_RESULT } from '../shared/formats.ts'
 import { createSettingsApplier, withSettingsKey, type SettingsApplier } from '../shared/settings.ts'
@@ -22,11 +23,6 @@ import { SubscribeTriggers } from './triggers.ts'
 
 export const PUBSUB_WORKER_NAME = 'svc-pubsub'
 
-interface AdapterSlot {
-  readonly adapter: PubSubAdapter
-  readonly identity: string
-}
-
 export interface PubSubWorkerOptions {
   /** Default: the system clock (measures delivery budgets, spaces drop warnings). */
   clock?: Clock
@@ -34,8 +30,9 @@ export interface PubSubWorkerOptions {
 
 /**
  * `svc-pubsub`. Settings take effect only through {@link PubSubWorker.applySettings}; an adapter
- * change opens the new adapter and moves every subscription to it before the old one is closed,
- * and keeps the old one when that fails (§2.9).
+ * change opens the new adapter and moves every subscription to it before the kit's
+ * {@link AdapterSlots} retire the old one (closed once the publishes running on it are done), and
+ * keeps the old one when that fails (§2.9).
  *
  * @example
  * const engine = new Engine(config, { builtins: [new PubSubWorker()] })
@@ -46,7 +43,7 @@ export class PubSubWorker implements BuiltinWorker {
   readonly name = PUBSUB_WORKER_NAME
   private readonly options: PubSubWorkerOptions
   private context: BuiltinContext | null = null
-  private slot: AdapterSlot | null = null
+  private adapters: AdapterSlots<PubSubAdapter> | null = null
   private triggers: SubscribeTriggers | null = null
   private applier: SettingsApplier<PubSubSettings> | null = null
 
@@ -56,6 +53,7 @@ export class PubSubWorker implements BuiltinWorker {
 
   async start(context: BuiltinContext, settings: unknown): Promise<void> {
     this.context = context
+    this.adapters = new AdapterSlots<PubSubAdapter>(PUBSUB_WORKER_NAME, context.log)
     this.applier = createSettingsApplier<PubSubSettings>({
       worker: PUBSUB_WORKER_NAME,
       log: context.log,
@@ -103,14 +101,13 @@ export class PubSubWorker implements BuiltinWorker {
 
   async stop(): Promise<void> {
     this.triggers?.stop()
-    const slot = this.slot
-    this.slot = null
-    await slot?.adapter.close()
+    await this.adapters?.close()
   }
 
   private async apply(next: PubSubSettings): Promise<void> {
     const identity = pubSubAdapterIdentity(next.adapter)
-    if (this.slot?.identity === identity) return
+    const adapters = this.adapters!
+    if (adapters.identity === identity) return
     const triggers = this.triggers!
     let adapter: PubSubAdapter | undefined
     try {
@@ -124,10 +121,8 @@ export class PubSubWorker implements BuiltinWorker {
       const message = `cannot open the ${next.adapter.name} pub/sub adapter: ${(error as Error).message}`
       throw withSettingsKey(Errors.adapterUnavailable(message, error), 'adapter')
     }
-    const previous = this.slot
-    this.slot = { adapter, identity }
-    // Publishes already handed to the old adapter were delivered synchronously or are lost, as §8 allows.
-    await previous?.adapter.close().catch(() => {})
+    // Messages the old adapter receives until it closes are delivered or lost, as §8 allows.
+    adapters.install(adapter, identity)
     this.context!.log.info(`${PUBSUB_WORKER_NAME} uses the ${describePubSubAdapter(next.adapter)} adapter`)
   }
 
@@ -144,12 +139,12 @@ export class PubSubWorker implements BuiltinWorker {
     const topic = payload.topic
     if (topic === undefined || topic === null || topic === '') throw Errors.topicNotSet()
     if (typeof topic !== 'string') throw Errors.invalidArguments('topic must be a non-empty string')
-    const slot = this.slot
-    if (!slot) throw Errors.adapterUnavailable(`${PUBSUB_WORKER_NAME} is stopped`)
+    const adapters = this.adapters
+    if (adapters?.current == null) throw Errors.adapterUnavailable(`${PUBSUB_WORKER_NAME} is stopped`)
     const origin: PubSubOrigin = {}
     if (invocation.traceparent !== undefined) origin.traceparent = invocation.traceparent
     if (invocation.baggage !== undefined) origin.baggage = invocation.baggage
-    await slot.adapter.publish(topic, payload.data, origin)
+    await adapters.run('publish', (adapter) => adapter.publish(topic, payload.data, origin))
     return undefined
   }
 }

@@ -23,7 +23,7 @@
  * because Redis is down: the adapter logs a warning and works as soon as Redis is reachable.
  */
 import type { Redis } from 'ioredis'
-import { Errors, SvcError } from 'svc-protocol/errors'
+import { Errors } from 'svc-protocol/errors'
 import { jsonParse } from 'svc-protocol/json'
 import { assertUpdateOps } from '../../../update-ops/index.ts'
 import { ChangeListeners } from '../changes.ts'
