@@ -52,6 +52,8 @@ export function parseSubscribeTriggerConfig(config: unknown): SubscribeTriggerCo
   const topic = source.topic
   if (topic === undefined || topic === null || topic === '') throw Errors.invalidTriggerConfig('topic is required for subscribe triggers')
   if (typeof topic !== 'string') throw Errors.invalidTriggerConfig('topic must be a string for subscribe triggers')
+  const problem = topicProblem(topic)
+  if (problem !== undefined) throw Errors.invalidTriggerConfig(`topic ${problem} for subscribe triggers`)
   const result: SubscribeTriggerConfig = { topic }
   const condition = source.condition_function_id
   if (condition !== undefined && condition !== null) {
@@ -61,6 +63,18 @@ export function parseSubscribeTriggerConfig(config: unknown): SubscribeTriggerCo
     result.condition_function_id = condition
   }
   return result
+}
+
+/**
+ * Why a topic cannot be carried by every adapter, or undefined. A topic is text: one with a lone
+ * UTF-16 surrogate has no UTF-8 form, so no Redis channel could carry it (the redis adapter would
+ * accept the publish and never deliver it while the builtin one delivers it).
+ * @example topicProblem('orders\ud800') // 'contains a lone UTF-16 surrogate at index 6'
+ */
+export function topicProblem(topic: string): string | undefined {
+  if (topic.isWellFormed()) return undefined
+  // With the `u` flag a surrogate range matches only surrogates that are not part of a pair.
+  return `contains a lone UTF-16 surrogate at index ${/[\ud800-\udfff]/u.exec(topic)!.index}`
 }
 
 /**

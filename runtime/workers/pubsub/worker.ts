@@ -19,7 +19,7 @@ import type { Clock } from '../shared/clock.ts'
 import { NO_RESULT } from '../shared/formats.ts'
 import { createSettingsApplier, withSettingsKey, type SettingsApplier } from '../shared/settings.ts'
 import { parsePubSubSettings, type PubSubSettings } from './settings.ts'
-import { SubscribeTriggers } from './triggers.ts'
+import { SubscribeTriggers, topicProblem } from './triggers.ts'
 
 export const PUBSUB_WORKER_NAME = 'svc-pubsub'
 
@@ -129,7 +129,8 @@ export class PubSubWorker implements BuiltinWorker {
   /**
    * `publish {topic, data}` (§8): resolves with no result once the message is handed over.
    * @throws SvcError `topic_not_set` for a missing, null or empty topic; `INVALID_ARGUMENTS` for a
-   *   payload that is not an object or a topic that is not a string; `ADAPTER_UNAVAILABLE`.
+   *   payload that is not an object or a topic that is not a string or not well-formed text
+   *   ({@link topicProblem}); `ADAPTER_UNAVAILABLE`.
    */
   private async publish(data: unknown, invocation: InvocationContext): Promise<undefined> {
     if (data !== undefined && data !== null && (typeof data !== 'object' || Array.isArray(data))) {
@@ -139,6 +140,8 @@ export class PubSubWorker implements BuiltinWorker {
     const topic = payload.topic
     if (topic === undefined || topic === null || topic === '') throw Errors.topicNotSet()
     if (typeof topic !== 'string') throw Errors.invalidArguments('topic must be a non-empty string')
+    const problem = topicProblem(topic)
+    if (problem !== undefined) throw Errors.invalidArguments(`topic ${problem}`)
     const adapters = this.adapters
     if (adapters?.current == null) throw Errors.adapterUnavailable(`${PUBSUB_WORKER_NAME} is stopped`)
     const origin: PubSubOrigin = {}
