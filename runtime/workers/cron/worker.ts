@@ -1,6 +1,8 @@
 /**
  * The built-in cron worker `svc-cron` (builtins.md §9): the `cron` trigger type, schedules run
- * once per slot (./scheduler.ts), last run slots kept in a slot store (runtime/adapters/cron/).
+ * once per slot (./triggers.ts), last run slots kept in a slot store (runtime/adapters/cron/).
+ * The standard shape of a built-in: ./descriptor.ts, ./settings.ts, ./triggers.ts (`cron`; it
+ * serves no functions), and this file, the lifecycle: start, settings, stores, stop.
  */
 import { Errors } from 'svc-protocol/errors'
 import { cronAdapterIdentity, describeCronAdapter, openCronSlotStore, type CronSlotStore } from '../../adapters/cron/index.ts'
@@ -8,7 +10,7 @@ import type { BuiltinContext, BuiltinWorker } from '../../engine/types.ts'
 import { AdapterSlots } from '../shared/adapter-slots.ts'
 import { systemClock, type Clock } from '../shared/clock.ts'
 import { createSettingsApplier, withSettingsKey, type SettingsApplier } from '../shared/settings.ts'
-import { CronScheduler } from './scheduler.ts'
+import { CRON_TRIGGER_TYPE, CronScheduler } from './triggers.ts'
 import { parseCronSettings, type CronSettings } from './settings.ts'
 
 export const CRON_WORKER_NAME = 'svc-cron'
@@ -62,33 +64,7 @@ export class CronWorker implements BuiltinWorker {
       onConfigError: (message) => context.worker.setLastConfigError(message),
     })
     await this.applySettings(settings)
-    context.worker.registerTriggerType(
-      {
-        id: 'cron',
-        description: 'Runs its function on a cron schedule (six or seven fields, seconds first), once per slot',
-        trigger_request_format: {
-          type: 'object',
-          required: ['expression'],
-          properties: {
-            expression: { type: 'string', description: 'second minute hour day-of-month month day-of-week [year]' },
-            timezone: { type: 'string', description: 'IANA zone; default: default_timezone' },
-            timeout_ms: { type: 'integer', minimum: 1, default: 3_600_000 },
-            condition_function_id: { type: 'string' },
-          },
-        },
-        call_request_format: {
-          type: 'object',
-          required: ['trigger', 'job_id', 'scheduled_time', 'actual_time'],
-          properties: {
-            trigger: { const: 'cron' },
-            job_id: { type: 'string' },
-            scheduled_time: { type: 'string', format: 'date-time' },
-            actual_time: { type: 'string', format: 'date-time' },
-          },
-        },
-      },
-      this.scheduler!,
-    )
+    context.worker.registerTriggerType(CRON_TRIGGER_TYPE, this.scheduler!)
   }
 
   /**

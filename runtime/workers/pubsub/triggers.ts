@@ -10,9 +10,21 @@
 import { Errors } from 'svc-protocol/errors'
 import type { PubSubAdapter, PubSubOrigin } from '../../adapters/pubsub/types.ts'
 import type { TelemetryHub } from '../../engine/telemetry.ts'
-import type { BindingInfo, LocalTriggerProvider, LocalWorker, Logger } from '../../engine/types.ts'
+import type { BindingInfo, LocalTriggerProvider, LocalTriggerTypeOptions, LocalWorker, Logger } from '../../engine/types.ts'
 import type { Clock } from '../shared/clock.ts'
 import { OrderedFanOut, type FanOutOptions, type FanOutQueue } from '../shared/fanout.ts'
+
+/** The `subscribe` trigger type as the worker registers it (§8). */
+export const SUBSCRIBE_TRIGGER_TYPE: LocalTriggerTypeOptions = {
+  id: 'subscribe',
+  description: 'Receives the data of every publish to its topic (exact, case-sensitive)',
+  trigger_request_format: {
+    type: 'object',
+    required: ['topic'],
+    properties: { topic: { type: 'string', minLength: 1 }, condition_function_id: { type: 'string' } },
+  },
+  call_request_format: { description: 'the published data, unchanged' },
+}
 
 /** A validated `subscribe` trigger config (§8). */
 export interface SubscribeTriggerConfig {

@@ -2,8 +2,8 @@
  * The built-in pub/sub worker `svc-pubsub` (builtins.md §8): best-effort fan-out of `publish`
  * to every `subscribe` trigger of the exact topic, on every worker.
  *
- * `publish` answers once the message is handed to the adapter; delivery happens later, per trigger
- * (./triggers.ts), so a publisher never waits for, nor hears about, a subscriber.
+ * The standard shape of a built-in: ./descriptor.ts, ./settings.ts, ./functions.ts (`publish`),
+ * ./triggers.ts (`subscribe`), and this file, the lifecycle: start, settings, adapters, stop.
  */
 import { Errors } from 'svc-protocol/errors'
 import {
@@ -11,15 +11,14 @@ import {
   openPubSubAdapter,
   pubSubAdapterIdentity,
   type PubSubAdapter,
-  type PubSubOrigin,
 } from '../../adapters/pubsub/index.ts'
-import type { BuiltinContext, BuiltinWorker, InvocationContext } from '../../engine/types.ts'
+import type { BuiltinContext, BuiltinWorker } from '../../engine/types.ts'
 import { AdapterSlots } from '../shared/adapter-slots.ts'
 import type { Clock } from '../shared/clock.ts'
-import { NO_RESULT } from '../shared/formats.ts'
 import { createSettingsApplier, withSettingsKey, type SettingsApplier } from '../shared/settings.ts'
 import { parsePubSubSettings, type PubSubSettings } from './settings.ts'
-import { SubscribeTriggers, topicProblem } from './triggers.ts'
+import { registerPubSubFunctions } from './functions.ts'
+import { SUBSCRIBE_TRIGGER_TYPE, SubscribeTriggers } from './triggers.ts'
 
 export const PUBSUB_WORKER_NAME = 'svc-pubsub'
 
@@ -69,24 +68,8 @@ export class PubSubWorker implements BuiltinWorker {
       ...(context.telemetry ? { telemetry: context.telemetry } : {}),
     })
     await this.applySettings(settings)
-    context.worker.registerFunction('publish', (data, invocation) => this.publish(data, invocation), {
-      description: 'Publish data to every subscribe trigger of the topic (best effort, no result)',
-      request_format: { type: 'object', required: ['topic'], properties: { topic: { type: 'string', minLength: 1 }, data: {} } },
-      response_format: NO_RESULT,
-    })
-    context.worker.registerTriggerType(
-      {
-        id: 'subscribe',
-        description: 'Receives the data of every publish to its topic (exact, case-sensitive)',
-        trigger_request_format: {
-          type: 'object',
-          required: ['topic'],
-          properties: { topic: { type: 'string', minLength: 1 }, condition_function_id: { type: 'string' } },
-        },
-        call_request_format: { description: 'the published data, unchanged' },
-      },
-      this.triggers,
-    )
+    registerPubSubFunctions(context.worker, this.adapters, PUBSUB_WORKER_NAME)
+    context.worker.registerTriggerType(SUBSCRIBE_TRIGGER_TYPE, this.triggers)
   }
 
   /**
@@ -124,30 +107,5 @@ export class PubSubWorker implements BuiltinWorker {
     // Messages the old adapter receives until it closes are delivered or lost, as §8 allows.
     adapters.install(adapter, identity)
     this.context!.log.info(`${PUBSUB_WORKER_NAME} uses the ${describePubSubAdapter(next.adapter)} adapter`)
-  }
-
-  /**
-   * `publish {topic, data}` (§8): resolves with no result once the message is handed over.
-   * @throws SvcError `topic_not_set` for a missing, null or empty topic; `INVALID_ARGUMENTS` for a
-   *   payload that is not an object or a topic that is not a string or not well-formed text
-   *   ({@link topicProblem}); `ADAPTER_UNAVAILABLE`.
-   */
-  private async publish(data: unknown, invocation: InvocationContext): Promise<undefined> {
-    if (data !== undefined && data !== null && (typeof data !== 'object' || Array.isArray(data))) {
-      throw Errors.invalidArguments('payload must be an object')
-    }
-    const payload = (data ?? {}) as Record<string, unknown>
-    const topic = payload.topic
-    if (topic === undefined || topic === null || topic === '') throw Errors.topicNotSet()
-    if (typeof topic !== 'string') throw Errors.invalidArguments('topic must be a non-empty string')
-    const problem = topicProblem(topic)
-    if (problem !== undefined) throw Errors.invalidArguments(`topic ${problem}`)
-    const adapters = this.adapters
-    if (adapters?.current == null) throw Errors.adapterUnavailable(`${PUBSUB_WORKER_NAME} is stopped`)
-    const origin: PubSubOrigin = {}
-    if (invocation.traceparent !== undefined) origin.traceparent = invocation.traceparent
-    if (invocation.baggage !== undefined) origin.baggage = invocation.baggage
-    await adapters.run('publish', (adapter) => adapter.publish(topic, payload.data, origin))
-    return undefined
   }
 }

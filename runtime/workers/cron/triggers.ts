@@ -16,7 +16,7 @@ import { createHash } from 'node:crypto'
 import { errorBodyOf } from 'svc-protocol/errors'
 import type { CronSlotStore } from '../../adapters/cron/types.ts'
 import type { ActiveSpan, TelemetryHub } from '../../engine/telemetry.ts'
-import type { BindingInfo, LocalInvokeRequest, LocalTriggerProvider, LocalWorker, Logger } from '../../engine/types.ts'
+import type { BindingInfo, LocalInvokeRequest, LocalTriggerProvider, LocalTriggerTypeOptions, LocalWorker, Logger } from '../../engine/types.ts'
 import type { AdapterSlot, AdapterSlots } from '../shared/adapter-slots.ts'
 import type { CancelTimer, Clock } from '../shared/clock.ts'
 import { createCondition } from '../shared/conditions.ts'
@@ -56,6 +56,32 @@ class Schedule {
     this.id = createHash('sha256').update(key).digest('hex').slice(0, 32)
     this.compiled = compiled
   }
+}
+
+/** The `cron` trigger type as the worker registers it (§9.1). */
+export const CRON_TRIGGER_TYPE: LocalTriggerTypeOptions = {
+  id: 'cron',
+  description: 'Runs its function on a cron schedule (six or seven fields, seconds first), once per slot',
+  trigger_request_format: {
+    type: 'object',
+    required: ['expression'],
+    properties: {
+      expression: { type: 'string', description: 'second minute hour day-of-month month day-of-week [year]' },
+      timezone: { type: 'string', description: 'IANA zone; default: default_timezone' },
+      timeout_ms: { type: 'integer', minimum: 1, default: 3_600_000 },
+      condition_function_id: { type: 'string' },
+    },
+  },
+  call_request_format: {
+    type: 'object',
+    required: ['trigger', 'job_id', 'scheduled_time', 'actual_time'],
+    properties: {
+      trigger: { const: 'cron' },
+      job_id: { type: 'string' },
+      scheduled_time: { type: 'string', format: 'date-time' },
+      actual_time: { type: 'string', format: 'date-time' },
+    },
+  },
 }
 
 export interface CronSchedulerDeps {
