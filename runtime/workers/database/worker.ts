@@ -1,7 +1,9 @@
 /**
  * The built-in database worker `database` (builtins.md §10): SQL access to the databases named in
  * its settings, through `database::query`, `database::execute`, `database::transaction` and
- * `database::list_databases`. It registers no trigger types.
+ * `database::list_databases`. It registers no trigger types. The standard shape of a built-in:
+ * ./descriptor.ts, ./settings.ts, ./functions.ts (with ./payload.ts and ./formats.ts), and this
+ * file, the lifecycle: start, settings, drivers, stop.
  *
  * Each database has a driver (runtime/adapters/database/) that owns its connections. A settings
  * change opens the drivers of new and changed databases first; if one cannot be opened the
@@ -11,30 +13,16 @@
  * `UNKNOWN_DB`.
  */
 import { Errors } from 'svc-protocol/errors'
-import {
-  openDatabaseDriver,
-  redactUrl,
-  type DatabaseDriver,
-  type ExecuteResult,
-  type QueryResult,
-  type TransactionResult,
-} from '../../adapters/database/index.ts'
-import type { BuiltinContext, BuiltinWorker, LocalFunctionOptions } from '../../engine/types.ts'
+import { openDatabaseDriver, redactUrl, type DatabaseDriver } from '../../adapters/database/index.ts'
+import type { BuiltinContext, BuiltinWorker } from '../../engine/types.ts'
 import { AdapterSlots } from '../shared/adapter-slots.ts'
 import { createSettingsApplier, withSettingsKey, type SettingsApplier } from '../shared/settings.ts'
-import { DATABASE_RESULTS } from './formats.ts'
-import { dbOf, isolationOf, payloadOf, statementOf, statementsOf, timeoutOf, type Payload } from './payload.ts'
-import { parseDatabaseSettings, type DatabaseConfig, type DatabaseSettings } from './settings.ts'
+import { registerDatabaseFunctions, type OpenDatabase } from './functions.ts'
+import { dbOf, type Payload } from './payload.ts'
+import { parseDatabaseSettings, type DatabaseSettings } from './settings.ts'
 
 export const DATABASE_WORKER_NAME = 'database'
 
-/** One database as opened from its settings: a driver goes with the settings it was opened with. */
-interface OpenDatabase {
-  readonly name: string
-  readonly config: DatabaseConfig
-  readonly driver: DatabaseDriver
-  close(): Promise<void>
-}
 
 export interface DatabaseWorkerOptions {
   /** Directory relative `sqlite:` paths resolve against (§10.1: the project root). Default: the data directory. */
@@ -72,7 +60,7 @@ export class DatabaseWorker implements BuiltinWorker {
     })
     // Invalid seed settings leave the worker running without databases (its functions answer UNKNOWN_DB).
     await this.applySettings(settings).catch(() => {})
-    this.registerFunctions()
+    registerDatabaseFunctions(context.worker, { onDatabase: (p, call) => this.onDatabase(p, call), databases: () => this.openDatabases() })
   }
 
   /**
@@ -149,6 +137,11 @@ export class DatabaseWorker implements BuiltinWorker {
     return only
   }
 
+  /** The databases in use, in settings order. */
+  private openDatabases(): OpenDatabase[] {
+    return [...this.databases.values()].map((slots) => slots.current!.adapter)
+  }
+
   /**
    * Runs one call on the database a payload names, holding its driver until the call is done, so a
    * settings change closes a replaced driver only after it (§10.1). The driver's errors pass as
@@ -162,75 +155,6 @@ export class DatabaseWorker implements BuiltinWorker {
       return await call(held.adapter)
     } finally {
       slots.release(held)
-    }
-  }
-
-  private registerFunctions(): void {
-    const worker = this.context!.worker
-    const register = (id: string, handler: (p: Payload) => unknown, options: LocalFunctionOptions) =>
-      worker.registerFunction(id, (data) => handler(payloadOf(data)), { ...options, response_format: DATABASE_RESULTS[id] })
-    const call = {
-      db: { type: 'string', description: 'database name; default: the only one, or primary' },
-      sql: { type: 'string', description: 'one statement; placeholders ? (SQLite, MySQL) or $1 (PostgreSQL)' },
-      params: { type: 'array', description: 'positional parameters' },
-      timeout_ms: { type: 'integer', minimum: 1, description: 'default statement_timeout_ms' },
-    }
-    register('database::query', (p) => this.query(p), {
-      description: 'Run a statement and return its rows: {rows, row_count, columns}',
-      request_format: { type: 'object', required: ['sql'], properties: call },
-    })
-    register('database::execute', (p) => this.execute(p), {
-      description: 'Run a statement and return what it changed: {affected_rows, last_insert_id, returned_rows}',
-      request_format: { type: 'object', required: ['sql'], properties: call },
-    })
-    register('database::transaction', (p) => this.transaction(p), {
-      description: 'Run statements in one transaction: {committed, results} or {committed: false, failed_index, error}',
-      request_format: {
-        type: 'object',
-        required: ['statements'],
-        properties: {
-          db: call.db,
-          statements: { type: 'array', items: { type: 'object', required: ['sql'], properties: { sql: call.sql, params: call.params } } },
-          isolation: { type: 'string', enum: ['read_committed', 'repeatable_read', 'serializable'] },
-          timeout_ms: call.timeout_ms,
-        },
-      },
-    })
-    register('database::list_databases', () => this.listDatabases(), {
-      description: 'The configured databases, credentials removed: {databases: [{name, driver, url, pool, tls_mode}]}',
-      request_format: { type: 'object', properties: {} },
-    })
-  }
-
-  private query(p: Payload): Promise<QueryResult> {
-    return this.onDatabase(p, ({ config, driver }) => {
-      const statement = statementOf(p, config.driver, 'database::query')
-      return driver.query(statement, { timeoutMs: timeoutOf(p) ?? config.statement_timeout_ms })
-    })
-  }
-
-  private execute(p: Payload): Promise<ExecuteResult> {
-    return this.onDatabase(p, ({ config, driver }) => {
-      const statement = statementOf(p, config.driver, 'database::execute')
-      return driver.execute(statement, { timeoutMs: timeoutOf(p) ?? config.statement_timeout_ms })
-    })
-  }
-
-  private transaction(p: Payload): Promise<TransactionResult> {
-    return this.onDatabase(p, ({ config, driver }) => {
-      const statements = statementsOf(p, config.driver)
-      const isolation = isolationOf(p)
-      const options = { timeoutMs: timeoutOf(p) ?? config.statement_timeout_ms, ...(isolation ? { isolation } : {}) }
-      return driver.transaction(statements, options)
-    })
-  }
-
-  private listDatabases(): { databases: Array<{ name: string; driver: string; url: string; pool: unknown; tls_mode: string }> } {
-    return {
-      databases: [...this.databases.values()].map((slots) => {
-        const { name, config } = slots.current!.adapter
-        return { name, driver: config.driver, url: redactUrl(config.url), pool: config.pool, tls_mode: config.tls.mode }
-      }),
     }
   }
 }
