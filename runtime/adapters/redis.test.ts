@@ -7,7 +7,7 @@ import { after, describe, it } from 'node:test'
 import fc from 'fast-check'
 import { SvcError } from 'svc-protocol/errors'
 import { startTestRedis } from '../../test/support/redis.ts'
-import { CALL_TIMEOUT_MS, connectRedis, parseRedisConfig, redactRedisUrl, redisCallError, redisIdentity, waitReady } from './redis.ts'
+import { CALL_TIMEOUT_MS, connectRedis, parseRedisConfig, redactRedisUrl, redisCallError, describeRedis, waitReady } from './redis.ts'
 
 const redis = await startTestRedis()
 after(() => redis.close())
@@ -27,9 +27,9 @@ describe('redis adapter config (builtins.md §13.4)', () => {
     assert.throws(() => parseRedisConfig({ path: 'x' }), /adapter\.config\.path is not a redis adapter option/)
   })
 
-  it('names an entry by URL and prefix without the password', () => {
-    const identity = redisIdentity(parseRedisConfig({ url: 'redis://user:s3cret@cache:6379/2', key_prefix: 'app:' }))
-    assert.equal(identity, 'redis:redis://user:***@cache:6379/2#app:')
+  it('names an entry in logs by URL and prefix, without the password', () => {
+    const name = describeRedis(parseRedisConfig({ url: 'redis://user:s3cret@cache:6379/2', key_prefix: 'app:' }))
+    assert.equal(name, 'redis:redis://user:***@cache:6379/2#app:')
   })
 
   it('takes any config block: a valid entry or an Error naming an adapter.config field, never the password (fast-check)', () => {

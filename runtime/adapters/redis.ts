@@ -1,6 +1,6 @@
 /**
  * The one way svc's adapters talk to Redis (builtins.md §13.4): the `adapter.config` block every
- * `redis` adapter takes, the ioredis options of every connection, waiting for a connection at
+ * `redis` adapter takes and how logs name it, the ioredis options of every connection, waiting for a connection at
  * open, and how a failed call becomes an error code. The state, pub/sub and cron adapters use it;
  * a new Redis-backed adapter (stream, queue) starts here.
  *
@@ -71,11 +71,8 @@ export function redactRedisUrl(url: string): string {
   }
 }
 
-/**
- * The identity of a `redis` adapter entry for the kit's `AdapterSlots` (builtins.md §2.9): equal
- * for two entries that reach the same keys, with the password left out.
- */
-export function redisIdentity(config: RedisConfig): string {
+/** How logs and messages name a `redis` adapter entry: `redis:<URL without password>#<key prefix>`. */
+export function describeRedis(config: RedisConfig): string {
   return `redis:${redactRedisUrl(config.url)}#${config.key_prefix}`
 }
 

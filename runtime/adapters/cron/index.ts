@@ -3,7 +3,7 @@
  * store it names.
  */
 import { parseAdapterEntry, parseNoAdapterConfig } from '../entry.ts'
-import { parseRedisConfig, redisIdentity, type RedisConfig } from '../redis.ts'
+import { parseRedisConfig, describeRedis, type RedisConfig } from '../redis.ts'
 import { parseSqliteStateConfig } from '../state/sqlite/sqlite.ts'
 import { MemoryCronSlotStore } from './memory/memory.ts'
 import { RedisCronSlotStore } from './redis/redis.ts'
@@ -49,7 +49,7 @@ export function cronAdapterIdentity(spec: CronAdapterSpec, context: CronStoreCon
 
 /** How logs name a store (a redis password hidden). */
 export function describeCronAdapter(spec: CronAdapterSpec, context: CronStoreContext): string {
-  return spec.name === 'redis' ? redisIdentity(spec.config) : cronAdapterIdentity(spec, context)
+  return spec.name === 'redis' ? describeRedis(spec.config) : cronAdapterIdentity(spec, context)
 }
 
 /**

@@ -3,7 +3,7 @@
  * adapter it names. `builtin` and `memory` are the same in-process adapter.
  */
 import { parseAdapterEntry, parseNoAdapterConfig } from '../entry.ts'
-import { parseRedisConfig, redisIdentity, type RedisConfig } from '../redis.ts'
+import { parseRedisConfig, describeRedis, type RedisConfig } from '../redis.ts'
 import { MemoryPubSubAdapter } from './memory/memory.ts'
 import { RedisPubSubAdapter } from './redis/redis.ts'
 import type { PubSubAdapter, PubSubAdapterContext } from './types.ts'
@@ -38,7 +38,7 @@ export function pubSubAdapterIdentity(spec: PubSubAdapterSpec): string {
 
 /** How logs name an adapter (a redis password hidden). */
 export function describePubSubAdapter(spec: PubSubAdapterSpec): string {
-  return spec.name === 'redis' ? redisIdentity(spec.config) : spec.name
+  return spec.name === 'redis' ? describeRedis(spec.config) : spec.name
 }
 
 /**

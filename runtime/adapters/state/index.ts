@@ -4,7 +4,7 @@
  */
 import { parseAdapterEntry } from '../entry.ts'
 import { MemoryStateAdapter, parseMemoryStateConfig } from './memory/memory.ts'
-import { parseRedisConfig, redisIdentity, type RedisConfig } from '../redis.ts'
+import { parseRedisConfig, describeRedis, type RedisConfig } from '../redis.ts'
 import { RedisStateAdapter } from './redis/redis.ts'
 import { parseSqliteStateConfig, SqliteStateAdapter, sqliteStatePath, type SqliteStateConfig } from './sqlite/sqlite.ts'
 import type { StateAdapter, StateAdapterContext } from './types.ts'
@@ -63,7 +63,7 @@ export function stateAdapterIdentity(spec: StateAdapterSpec, context: StateAdapt
 /** How logs name an adapter: its identity, with a redis password hidden. */
 export function describeStateAdapter(spec: StateAdapterSpec, context: StateAdapterContext): string {
   return spec.name === 'redis'
-    ? redisIdentity(spec.config)
+    ? describeRedis(spec.config)
     : stateAdapterIdentity(spec, context)
 }
 
