@@ -7,7 +7,7 @@
 import assert from 'node:assert/strict'
 import { after, before, describe, it } from 'node:test'
 import fc from 'fast-check'
-import { MessageType } from 'svc-protocol'
+import { idProblem, MessageType, RESERVED_FUNCTION_IDS, RESERVED_TRIGGER_TYPES } from 'svc-protocol'
 import WebSocket from 'ws'
 import { ChannelSocket, upgradeAnswer } from './support/channel-client.ts'
 import { startTestEngine, type TestEngine } from './support/engine.ts'
@@ -393,6 +393,110 @@ describe('protocol fuzz (fast-check)', () => {
       { numRuns: 40 },
     )
     await stillRouting()
+  })
+})
+
+/** What a registration hook (§13.5) may answer: any JSON, or an object mapping the fields with hostile values. */
+const hookResult = fc.oneof(
+  hostileValue,
+  fc.constant(undefined),
+  fc.record(
+    {
+      function_id: fc.oneof(hostileString, hostileValue),
+      trigger_type_id: fc.oneof(hostileString, hostileValue),
+      trigger_id: fc.oneof(hostileString, hostileValue),
+      trigger_type: fc.oneof(hostileString, hostileValue),
+      description: hostileValue,
+      metadata: hostileValue,
+      config: hostileValue,
+    },
+    { requiredKeys: [] },
+  ),
+)
+
+/** The hook's answer as the engine reads it, or why it refuses it: the rule of §13.5 (an object, valid ids). */
+function readHookAnswer(value: unknown): Record<string, unknown> | 'hook_denied' {
+  if (value === undefined) return 'hook_denied'
+  const read: unknown = JSON.parse(JSON.stringify(value))
+  if (typeof read !== 'object' || read === null || Array.isArray(read)) return 'hook_denied'
+  const fields = read as Record<string, unknown>
+  for (const field of ['function_id', 'trigger_id', 'trigger_type', 'trigger_type_id']) {
+    const v = fields[field]
+    if (v !== undefined && (typeof v !== 'string' || v === '' || idProblem(v) !== undefined)) return 'hook_denied'
+  }
+  return fields
+}
+
+describe('registration hook fuzz (fast-check)', () => {
+  it('any answer of a registration hook maps the registration or refuses it; the session and the engine go on', async () => {
+    const hooks = { function: undefined as unknown, triggerType: undefined as unknown, trigger: undefined as unknown }
+    const e = await startTestEngine({
+      builtins: [],
+      extraListeners: [
+        {
+          rbac: {
+            auth_function_id: 'hooks::auth',
+            expose_functions: ['match("*")'],
+            on_function_registration_function_id: 'hooks::function',
+            on_trigger_type_registration_function_id: 'hooks::trigger-type',
+            on_trigger_registration_function_id: 'hooks::trigger',
+          },
+        },
+      ],
+    })
+    const hookWorker = await RawWorker.connect(e.url)
+    try {
+      hookWorker.serve('hooks::auth', () => ({ allow_trigger_type_registration: true }))
+      hookWorker.serve('hooks::function', () => hooks.function)
+      hookWorker.serve('hooks::trigger-type', () => hooks.triggerType)
+      hookWorker.serve('hooks::trigger', () => hooks.trigger)
+      await eventually(() => e.engine.functions.get('default', 'hooks::trigger') !== undefined)
+      await fc.assert(
+        fc.asyncProperty(hookResult, hookResult, hookResult, async (onFunction, onTriggerType, onTrigger) => {
+          Object.assign(hooks, { function: onFunction, triggerType: onTriggerType, trigger: onTrigger })
+          // The announce resolves the namespace first, so no registration waits in the buffer (§3.4).
+          const w = await RawWorker.inProcess(e.engine, { announce: { name: 'fz' } }, e.engine.config.listeners[1])
+          try {
+            w.send({ type: 'registerfunction', id: 'fz::fn' })
+            w.send({ type: 'registertriggertype', id: 'fz-type' })
+            w.send({ type: 'registertrigger', id: 'fz-trigger', trigger_type: 'fz-type', function_id: 'fz::fn', config: {} })
+            w.send({ type: 'ping' })
+            // Hooks hold the session's later frames, so the pong comes after all three were decided.
+            await w.next((f) => f.type === 'pong')
+            const rejected = (key: string) => w.frames.find((f) => f.type === 'registrationrejected' && f[key] !== undefined)
+
+            const fn = readHookAnswer(onFunction)
+            const fnId = fn === 'hook_denied' ? undefined : typeof fn.function_id === 'string' ? fn.function_id : 'fz::fn'
+            const fnRefusal = fnId === undefined ? 'hook_denied' : RESERVED_FUNCTION_IDS.has(fnId) ? 'reserved_id' : undefined
+            if (fnRefusal !== undefined) assert.equal(rejected('function_id')?.reason, fnRefusal)
+            else assert.ok(e.engine.functions.get('default', fnId!)?.replicas.some((r) => r.peer.workerId === w.workerId), `registered as ${fnId}`)
+
+            const type = readHookAnswer(onTriggerType)
+            const typeId = type === 'hook_denied' ? undefined : typeof type.trigger_type_id === 'string' ? type.trigger_type_id : 'fz-type'
+            const typeRefusal = typeId === undefined ? 'hook_denied' : RESERVED_TRIGGER_TYPES.has(typeId) ? 'reserved_id' : undefined
+            if (typeRefusal !== undefined) assert.equal(rejected('trigger_type_id')?.reason, typeRefusal)
+            else assert.equal(e.engine.triggers.activeProvider('default', typeId!)?.peer.workerId, w.workerId)
+
+            const trigger = readHookAnswer(onTrigger)
+            const answer = w.frames.find((f) => f.type === 'triggerregistrationresult' && f.error !== undefined)
+            if (trigger === 'hook_denied') assert.equal(answer?.error.code, 'FORBIDDEN')
+            else if (answer === undefined) {
+              const triggerId = typeof trigger.trigger_id === 'string' ? trigger.trigger_id : 'fz-trigger'
+              assert.equal(e.engine.triggers.getBinding(triggerId)?.owner?.workerId, w.workerId)
+            }
+            assert.equal((await w.call('hooks::function', null)).error?.code ?? 'answered', 'answered')
+          } finally {
+            await w.close()
+          }
+        }),
+        { numRuns: 80 },
+      )
+      const listed = (await e.engine.inject({ function_id: 'engine::functions::list', data: {} })) as { functions: unknown[] }
+      assert.ok(Array.isArray(listed.functions))
+    } finally {
+      await hookWorker.close()
+      await e.stop()
+    }
   })
 })
 

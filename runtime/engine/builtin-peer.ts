@@ -19,17 +19,26 @@ import type {
   LocalWorker,
 } from './types.ts'
 
-/** What the engine core offers a built-in peer; implemented by `Engine`. */
-export interface BuiltinHost {
+/**
+ * The registries as a built-in sees them (the engine's `Registrations`): what it registers is owned
+ * by its peer and lives in namespace `default`.
+ */
+export interface LocalRegistrations {
   addReplica(namespace: string, id: string, replica: Replica): void
   removeReplica(peer: Peer, namespace: string, id: string): void
-  registerLocalTriggerType(peer: BuiltinPeer, options: LocalTriggerTypeOptions, provider: LocalTriggerProvider): void
-  unregisterLocalTriggerType(peer: BuiltinPeer, id: string): void
-  invokeAs(caller: Peer | null, request: LocalInvokeRequest): Promise<unknown>
+  registerLocalTriggerType(peer: Peer, options: LocalTriggerTypeOptions, provider: LocalTriggerProvider): void
+  unregisterLocalTriggerType(peer: Peer, id: string): void
+  reportLocalTriggerResult(peer: Peer, triggerId: string, error?: { code: string; message: string }): void
   hasFunction(namespace: string, id: string): boolean
-  reportLocalTriggerResult(peer: BuiltinPeer, triggerId: string, error?: { code: string; message: string }): void
-  registerLocalTrigger(peer: BuiltinPeer, binding: LocalTriggerRegistration): void
-  unregisterLocalTrigger(peer: BuiltinPeer, id: string): void
+  registerLocalTrigger(peer: Peer, binding: LocalTriggerRegistration): void
+  unregisterLocalTrigger(peer: Peer, id: string): void
+}
+
+/** What the engine core offers a built-in peer; implemented by `Engine`. */
+export interface BuiltinHost {
+  readonly registrations: LocalRegistrations
+  /** An invocation made inside the engine process, under `caller`'s access rules (§6.5 timeouts). */
+  invokeAs(caller: Peer | null, request: LocalInvokeRequest): Promise<unknown>
   readonly channels: ChannelRegistry
 }
 
@@ -66,23 +75,23 @@ export class BuiltinPeer implements Peer, LocalWorker {
     if (options.request_format !== undefined) replica.request_format = options.request_format
     if (options.response_format !== undefined) replica.response_format = options.response_format
     if (options.ownSpan === true) replica.ownSpan = true
-    this.host.addReplica('default', id, replica)
+    this.host.registrations.addReplica('default', id, replica)
   }
 
   unregisterFunction(id: string): void {
-    this.host.removeReplica(this, 'default', id)
+    this.host.registrations.removeReplica(this, 'default', id)
   }
 
   registerTriggerType(options: LocalTriggerTypeOptions, provider: LocalTriggerProvider): void {
-    this.host.registerLocalTriggerType(this, options, provider)
+    this.host.registrations.registerLocalTriggerType(this, options, provider)
   }
 
   unregisterTriggerType(id: string): void {
-    this.host.unregisterLocalTriggerType(this, id)
+    this.host.registrations.unregisterLocalTriggerType(this, id)
   }
 
   hasFunction(id: string, namespace = 'default'): boolean {
-    return this.host.hasFunction(namespace, id)
+    return this.host.registrations.hasFunction(namespace, id)
   }
 
   invoke(request: LocalInvokeRequest): Promise<unknown> {
@@ -90,15 +99,15 @@ export class BuiltinPeer implements Peer, LocalWorker {
   }
 
   registerTrigger(binding: LocalTriggerRegistration): void {
-    this.host.registerLocalTrigger(this, binding)
+    this.host.registrations.registerLocalTrigger(this, binding)
   }
 
   unregisterTrigger(id: string): void {
-    this.host.unregisterLocalTrigger(this, id)
+    this.host.registrations.unregisterLocalTrigger(this, id)
   }
 
   reportTriggerResult(triggerId: string, error?: { code: string; message: string }): void {
-    this.host.reportLocalTriggerResult(this, triggerId, error)
+    this.host.registrations.reportLocalTriggerResult(this, triggerId, error)
   }
 
   setListenUrls(urls: string[]): void {

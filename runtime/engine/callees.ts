@@ -6,24 +6,12 @@
  */
 import { randomUUID } from 'node:crypto'
 import { decodeJson, encodeInvoke, errorBody, errorBodyOf, Errors, type ErrorBody, type HttpInvocationConfig, type RawJson } from 'svc-protocol'
-import type { BuiltinPeer } from './builtin-peer.ts'
 import type { FunctionEntry, Replica } from './functions.ts'
 import { invokeOverHttp } from './http-invoke.ts'
 import type { Peer } from './peer.ts'
-import { FrameTooLarge, isStringTooLong, mergeBaggage, type Callee, type Invocation, type Reply } from './pipeline.ts'
-import { Session } from './session.ts'
+import { FrameTooLarge, isStringTooLong, mergeBaggage, type Callee, type Invocation } from './pipeline.ts'
+import { Session, type Leg } from './session.ts'
 import type { HttpFunctionsPolicy, InvocationContext, LocalHandler } from './types.ts'
-
-/** One call sent to a remote session and awaiting its answer. */
-export interface Leg {
-  /** The engine-assigned invocation id of this leg (§5.8). */
-  readonly id: string
-  readonly callee: Session
-  /** The remote caller, counted against its limit; undefined for engine-originated calls. */
-  readonly caller: Session | undefined
-  readonly reply: Reply
-  timer: NodeJS.Timeout | undefined
-}
 
 /**
  * Bounds on open legs: an attacker who sends calls that are never answered must not grow the
@@ -206,11 +194,11 @@ function settle(invocation: Invocation, peer: { activeInvocations: number }, wor
 
 /** A function a built-in worker serves in-process. */
 export class LocalCallee implements Callee {
-  readonly peer: BuiltinPeer
+  readonly peer: Peer & { activeInvocations: number }
   readonly pendingBytes = 0
   private readonly handler: LocalHandler
 
-  constructor(peer: BuiltinPeer, handler: LocalHandler) {
+  constructor(peer: Peer & { activeInvocations: number }, handler: LocalHandler) {
     this.peer = peer
     this.handler = handler
   }

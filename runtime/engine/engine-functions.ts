@@ -4,16 +4,52 @@
  * be objects (§6.7).
  */
 import { randomUUID } from 'node:crypto'
-import { isInternalId, SvcError, Errors, type WorkerAnnounce } from 'svc-protocol'
+import {
+  isInternalId,
+  SvcError,
+  Errors,
+  type CreateChannelResult,
+  type FunctionDetail,
+  type FunctionsInfoBatchResult,
+  type FunctionsListResult,
+  type FunctionSummary,
+  type RegisteredTriggerDetail,
+  type RegisteredTriggersListResult,
+  type RegisteredTriggerSummary,
+  type RegisterTriggerResult,
+  type TriggerTypeDetail,
+  type TriggerTypesListResult,
+  type TriggerTypeSummary,
+  type UnregisterTriggerResult,
+  type WorkerAnnounce,
+  type WorkerDetail,
+  type WorkerInfoResult,
+  type WorkersListResult,
+  type WorkerSummary,
+} from 'svc-protocol'
 import type { AccessPolicy } from './access/policy.ts'
 import { BuiltinPeer } from './builtin-peer.ts'
-import type { Engine } from './engine.ts'
 import { DEFAULT_BUFFER_SIZE, MAX_BUFFER_SIZE, MIN_BUFFER_SIZE } from './channels/index.ts'
 import { ENGINE_FUNCTION_FORMATS } from './formats.ts'
-import type { FunctionEntry } from './functions.ts'
+import type { FunctionEntry, FunctionRegistry } from './functions.ts'
 import type { Peer } from './peer.ts'
-import type { Binding, ProviderEntry } from './triggers.ts'
+import type { Registrations } from './registrations.ts'
+import type { Binding, ProviderEntry, TriggerRegistry } from './triggers.ts'
 import type { InvocationContext } from './types.ts'
+
+/** What the engine functions read and call; implemented by `Engine`. */
+export interface EngineFunctionsHost {
+  readonly functions: FunctionRegistry
+  readonly triggers: TriggerRegistry
+  /** `engine::register_trigger` applies the caller's session rules of §8.1 here. */
+  readonly registrations: Pick<Registrations, 'prepareBinding'>
+  readonly channels: { create(bufferSize: number): CreateChannelResult }
+  /** Workers listed by `engine::workers::*`: open sessions and running built-ins (not the engine's own). */
+  listedPeers(): Peer[]
+  peerById(workerId: string): Peer | undefined
+  /** `engine::workers::register` (§3.2) for the announcing peer. */
+  announce(caller: Peer | undefined, payload: WorkerAnnounce): { success: true }
+}
 
 type Input = Record<string, unknown>
 
@@ -31,9 +67,9 @@ function optionalString(id: string, input: Input, field: string): string | undef
 }
 
 /** FunctionSummary of protocol.md §11.1. */
-export function functionSummary(entry: FunctionEntry) {
+export function functionSummary(entry: FunctionEntry): FunctionSummary {
   const latest = entry.latest
-  const summary: Record<string, unknown> = {
+  const summary: FunctionSummary = {
     function_id: entry.id,
     namespace: entry.namespace,
     worker_name: latest.peer.name,
@@ -49,7 +85,7 @@ function configSummary(config: unknown): string {
   return json.length > 80 ? `${json.slice(0, 80)}…` : json
 }
 
-function bindingSummary(binding: Binding) {
+function bindingSummary(binding: Binding): RegisteredTriggerSummary {
   return {
     id: binding.id,
     trigger_type: binding.trigger_type,
@@ -62,7 +98,7 @@ function bindingSummary(binding: Binding) {
   }
 }
 
-function triggerTypeSummary(provider: ProviderEntry) {
+function triggerTypeSummary(provider: ProviderEntry): TriggerTypeSummary {
   return { id: provider.typeId, namespace: provider.namespace, worker_name: provider.peer.name, description: provider.description }
 }
 
@@ -73,36 +109,39 @@ function matchesSearch(search: string | undefined, ...texts: (string | undefined
 }
 
 /** Registers the engine's own functions on its internal peer. */
-export function registerEngineFunctions(engine: Engine, peer: BuiltinPeer): void {
+export function registerEngineFunctions(engine: EngineFunctionsHost, peer: BuiltinPeer): void {
   const fn = (id: string, description: string, handler: (input: Input, context: InvocationContext) => unknown) =>
     peer.registerFunction(id, (data, context) => handler(objectInput(id, data), context), { description, ...ENGINE_FUNCTION_FORMATS[id] })
 
   const visible = (access: AccessPolicy, entry: FunctionEntry) => access.canSee(entry.id, entry.namespace, entry.latest.metadata)
   const bindingVisible = (access: AccessPolicy, b: Binding) => access.canSee(b.function_id, b.namespace, engine.functions.resolve(b.namespace, b.function_id)?.latest.metadata)
 
-  const functionDetail = (entry: FunctionEntry) => {
+  const functionDetail = (entry: FunctionEntry): FunctionDetail => {
     const latest = entry.latest
-    const detail: Record<string, unknown> = functionSummary(entry)
-    if (latest.request_format !== undefined) detail.request_schema = latest.request_format
-    if (latest.response_format !== undefined) detail.response_schema = latest.response_format
-    if (latest.invocation) detail.invocation = { url: latest.invocation.url, method: latest.invocation.method ?? 'POST' }
-    detail.replicas = entry.replicas.map((r) => ({ worker_id: r.peer.workerId, worker_name: r.peer.name }))
-    detail.registered_triggers = engine.triggers
-      .allBindings()
-      .filter((b) => b.function_id === entry.id && b.namespace === entry.namespace)
-      .map((b) => ({ id: b.id, trigger_type: b.trigger_type, config: b.config, status: b.status }))
-    return detail
+    // Fields in the order of §11.1's FunctionDetail (the CLI prints them as they come).
+    return {
+      ...functionSummary(entry),
+      ...(latest.request_format !== undefined && { request_schema: latest.request_format }),
+      ...(latest.response_format !== undefined && { response_schema: latest.response_format }),
+      ...(latest.invocation && { invocation: { url: latest.invocation.url, method: latest.invocation.method ?? 'POST' } }),
+      replicas: entry.replicas.map((r) => ({ worker_id: r.peer.workerId, worker_name: r.peer.name })),
+      registered_triggers: engine.triggers
+        .allBindings()
+        .filter((b) => b.function_id === entry.id && b.namespace === entry.namespace)
+        .map((b) => ({ id: b.id, trigger_type: b.trigger_type, config: b.config, status: b.status })),
+    }
   }
 
-  const triggerTypeDetail = (provider: ProviderEntry) => {
-    const detail: Record<string, unknown> = triggerTypeSummary(provider)
-    if (provider.trigger_request_format) detail.configuration_schema = provider.trigger_request_format
-    if (provider.call_request_format) detail.request_schema = provider.call_request_format
-    detail.instance_count = engine.triggers.instanceCount(provider.namespace, provider.typeId)
-    return detail
+  const triggerTypeDetail = (provider: ProviderEntry): TriggerTypeDetail => {
+    return {
+      ...triggerTypeSummary(provider),
+      ...(provider.trigger_request_format && { configuration_schema: provider.trigger_request_format }),
+      ...(provider.call_request_format && { request_schema: provider.call_request_format }),
+      instance_count: engine.triggers.instanceCount(provider.namespace, provider.typeId),
+    }
   }
 
-  const workerSummary = (p: Peer) => ({
+  const workerSummary = (p: Peer): WorkerSummary => ({
     id: p.workerId,
     name: p.name,
     description: p.announce.description ?? null,
@@ -142,7 +181,7 @@ export function registerEngineFunctions(engine: Engine, peer: BuiltinPeer): void
     throw Errors.notFound(`Function '${functionId}' is not registered.`)
   }
 
-  fn('engine::functions::list', 'List registered functions', (input, context) => {
+  fn('engine::functions::list', 'List registered functions', (input, context): FunctionsListResult => {
     const id = 'engine::functions::list'
     const search = optionalString(id, input, 'search')
     const prefix = optionalString(id, input, 'prefix')
@@ -163,7 +202,7 @@ export function registerEngineFunctions(engine: Engine, peer: BuiltinPeer): void
     return { functions }
   })
 
-  fn('engine::functions::info', 'Describe one or more functions', (input, context) => {
+  fn('engine::functions::info', 'Describe one or more functions', (input, context): FunctionDetail | FunctionsInfoBatchResult => {
     const id = 'engine::functions::info'
     const namespace = optionalString(id, input, 'namespace')
     const single = optionalString(id, input, 'function_id')
@@ -186,7 +225,7 @@ export function registerEngineFunctions(engine: Engine, peer: BuiltinPeer): void
     }
   })
 
-  fn('engine::triggers::list', 'List trigger types', (input) => {
+  fn('engine::triggers::list', 'List trigger types', (input): TriggerTypesListResult => {
     const id = 'engine::triggers::list'
     const search = optionalString(id, input, 'search')
     const prefix = optionalString(id, input, 'prefix')
@@ -202,7 +241,7 @@ export function registerEngineFunctions(engine: Engine, peer: BuiltinPeer): void
     return { triggers }
   })
 
-  fn('engine::triggers::info', 'Describe a trigger type', (input) => {
+  fn('engine::triggers::info', 'Describe a trigger type', (input): TriggerTypeDetail => {
     const id = 'engine::triggers::info'
     const typeId = optionalString(id, input, 'id')
     if (typeId === undefined) throw Errors.invalidInput(id, 'id is required')
@@ -212,7 +251,7 @@ export function registerEngineFunctions(engine: Engine, peer: BuiltinPeer): void
     return triggerTypeDetail(provider)
   })
 
-  fn('engine::registered-triggers::list', 'List registered triggers', (input, context) => {
+  fn('engine::registered-triggers::list', 'List registered triggers', (input, context): RegisteredTriggersListResult => {
     const id = 'engine::registered-triggers::list'
     const search = optionalString(id, input, 'search')
     const triggerType = optionalString(id, input, 'trigger_type')
@@ -234,21 +273,22 @@ export function registerEngineFunctions(engine: Engine, peer: BuiltinPeer): void
     return { registered_triggers }
   })
 
-  fn('engine::registered-triggers::info', 'Describe a registered trigger', (input, context) => {
+  fn('engine::registered-triggers::info', 'Describe a registered trigger', (input, context): RegisteredTriggerDetail => {
     const id = 'engine::registered-triggers::info'
     const triggerId = optionalString(id, input, 'id')
     if (triggerId === undefined) throw Errors.invalidInput(id, 'id is required')
     const binding = engine.triggers.getBinding(triggerId)
     if (!binding || !bindingVisible(context.access, binding)) throw Errors.notFound(`Registered trigger '${triggerId}' was not found.`)
-    const detail: Record<string, unknown> = bindingSummary(binding)
-    if (binding.metadata !== undefined) detail.metadata = binding.metadata
-    detail.trigger = binding.deliveredTo ? triggerTypeDetail(binding.deliveredTo) : null
     const fnEntry = engine.functions.resolve(binding.namespace, binding.function_id)
-    detail.function = fnEntry && visible(context.access, fnEntry) ? functionDetail(fnEntry) : null
-    return detail
+    return {
+      ...bindingSummary(binding),
+      ...(binding.metadata !== undefined && { metadata: binding.metadata }),
+      trigger: binding.deliveredTo ? triggerTypeDetail(binding.deliveredTo) : null,
+      function: fnEntry && visible(context.access, fnEntry) ? functionDetail(fnEntry) : null,
+    }
   })
 
-  fn('engine::workers::list', 'List connected and built-in workers', (input) => {
+  fn('engine::workers::list', 'List connected and built-in workers', (input): WorkersListResult => {
     const id = 'engine::workers::list'
     const search = optionalString(id, input, 'search')
     const runtime = optionalString(id, input, 'runtime')
@@ -269,7 +309,7 @@ export function registerEngineFunctions(engine: Engine, peer: BuiltinPeer): void
     return { workers }
   })
 
-  fn('engine::workers::info', 'Describe a worker', (input, context) => {
+  fn('engine::workers::info', 'Describe a worker', (input, context): WorkerInfoResult => {
     const id = 'engine::workers::info'
     const workerId = optionalString(id, input, 'id')
     const name = optionalString(id, input, 'name')
@@ -286,7 +326,7 @@ export function registerEngineFunctions(engine: Engine, peer: BuiltinPeer): void
     matches.sort((a, b) => b.connectedAtMs - a.connectedAtMs)
     const peer = matches[0]
     if (!peer) throw Errors.notFound(`Worker '${name ?? workerId}' is not connected.`)
-    const worker: Record<string, unknown> = { ...workerSummary(peer), internal: false }
+    const worker: WorkerDetail = { ...workerSummary(peer), internal: false }
     if (isBuiltin(peer)) {
       worker.listen_urls = peer.listenUrls
       if (peer.lastConfigError !== undefined) worker.last_config_error = peer.lastConfigError
@@ -302,7 +342,7 @@ export function registerEngineFunctions(engine: Engine, peer: BuiltinPeer): void
 
   fn('engine::workers::register', 'Worker announce', (input, context) => engine.announce(context.caller, input as WorkerAnnounce))
 
-  fn('engine::register_trigger', 'Register a trigger owned by no connection', async (input, context) => {
+  fn('engine::register_trigger', 'Register a trigger owned by no connection', async (input, context): Promise<RegisterTriggerResult> => {
     const id = 'engine::register_trigger'
     const triggerType = optionalString(id, input, 'trigger_type')
     const functionId = optionalString(id, input, 'function_id')
@@ -310,7 +350,7 @@ export function registerEngineFunctions(engine: Engine, peer: BuiltinPeer): void
     if (functionId === undefined) throw Errors.invalidInput(id, 'function_id is required')
     const namespace = optionalString(id, input, 'namespace')
     const triggerNamespace = optionalString(id, input, 'trigger_namespace')
-    const prepared = await engine.prepareBinding(context.access, {
+    const prepared = await engine.registrations.prepareBinding(context.access, {
       id: randomUUID(),
       trigger_type: triggerType,
       function_id: functionId,
@@ -323,7 +363,7 @@ export function registerEngineFunctions(engine: Engine, peer: BuiltinPeer): void
     return awaitProviderAnswer(engine, engine.triggers.addBinding(prepared))
   })
 
-  fn('engine::channels::create', 'Create a channel: a writer and a reader ref', (input) => {
+  fn('engine::channels::create', 'Create a channel: a writer and a reader ref', (input): CreateChannelResult => {
     const id = 'engine::channels::create'
     const size = input.buffer_size ?? DEFAULT_BUFFER_SIZE
     if (typeof size !== 'number' || !Number.isInteger(size) || size < MIN_BUFFER_SIZE || size > MAX_BUFFER_SIZE) {
@@ -333,7 +373,7 @@ export function registerEngineFunctions(engine: Engine, peer: BuiltinPeer): void
     return engine.channels.create(size)
   })
 
-  fn('engine::unregister_trigger', 'Remove a trigger', (input) => {
+  fn('engine::unregister_trigger', 'Remove a trigger', (input): UnregisterTriggerResult => {
     const id = 'engine::unregister_trigger'
     const triggerId = optionalString(id, input, 'id')
     if (triggerId === undefined) throw Errors.invalidInput(id, 'id is required')
@@ -342,7 +382,7 @@ export function registerEngineFunctions(engine: Engine, peer: BuiltinPeer): void
 }
 
 /** Waits (at most 10 s) for the provider's answer to a binding made by `engine::register_trigger` (§8.3). */
-async function awaitProviderAnswer(engine: Engine, binding: Binding): Promise<{ id: string }> {
+async function awaitProviderAnswer(engine: EngineFunctionsHost, binding: Binding): Promise<RegisterTriggerResult> {
   // Parked bindings succeed at once; delivered ones wait for the provider (10 s, then accepted).
   if (binding.deliveredTo) await engine.triggers.waitForAnswer(binding.id, 10000)
   if (binding.status === 'failed') {
@@ -355,4 +395,15 @@ async function awaitProviderAnswer(engine: Engine, binding: Binding): Promise<{ 
 
 function isBuiltin(peer: Peer): peer is BuiltinPeer {
   return peer instanceof BuiltinPeer
+}
+
+/**
+ * `functions` of an `engine::functions-available` fire (§11.6): every function, in every
+ * namespace and internal ones included, that `access` (the binding owner's rules) may see.
+ */
+export function visibleFunctionSummaries(functions: FunctionRegistry, access: AccessPolicy): FunctionSummary[] {
+  return functions
+    .list()
+    .filter((e) => access.canSee(e.id, e.namespace, e.latest.metadata))
+    .map(functionSummary)
 }

@@ -4,6 +4,7 @@
  * registered `(namespace, function_id)` pairs changed, coalescing changes within 500 ms.
  * Deliveries are void invocations in the binding's namespace with the binding's metadata.
  */
+import type { FunctionSummary } from 'svc-protocol'
 import type { BuiltinPeer } from './builtin-peer.ts'
 import { ENGINE_TRIGGER_FORMATS } from './formats.ts'
 import type { BindingInfo, Logger } from './types.ts'
@@ -19,13 +20,13 @@ export class EngineTriggers {
   private readonly workerBindings = new Map<string, BindingInfo>()
   private readonly functionBindings = new Map<string, BindingInfo>()
   private functionsTimer: NodeJS.Timeout | undefined
-  private readonly listFunctions: (binding: BindingInfo) => unknown[]
+  private readonly listFunctions: (binding: BindingInfo) => FunctionSummary[]
 
   /**
    * `listFunctions` returns the FunctionSummary list a fire carries to one binding: every function
    * its owner's session may see, in every namespace, internal ones included (§11.6).
    */
-  constructor(peer: BuiltinPeer, log: Logger, listFunctions: (binding: BindingInfo) => unknown[]) {
+  constructor(peer: BuiltinPeer, log: Logger, listFunctions: (binding: BindingInfo) => FunctionSummary[]) {
     this.peer = peer
     this.log = log
     this.listFunctions = listFunctions

@@ -1,6 +1,9 @@
 /**
- * The svc engine: worker listeners, sessions, the function and trigger registries, the invocation
- * pipeline, access control and the lifecycle of the built-in workers (protocol.md §2–§8, §11, §13).
+ * The svc engine: worker listeners and the session protocol (protocol.md §2–§4, §13.2: accept,
+ * authenticate, open, the inbound queue, frame dispatch, the announce, cleanup), and the lifecycle
+ * of the built-in workers. It wires the parts that live in their own modules behind narrow
+ * interfaces: {@link Registrations} (§5, §8.1, §13.5), {@link TriggerProviders} (§8.2–§8.4), the
+ * engine functions (§11), the {@link InvocationPipeline} (§6) and the registries.
  * `docs/architecture.md` shows how the parts fit.
  *
  * Sessions run over any {@link Transport}: the listeners hand over WebSocket transports, and
@@ -21,17 +24,12 @@ import {
   Codes,
   decodeFrame,
   encodeFrame,
-  encodeRegisterTrigger,
   encodeTriggerResult,
-  ENGINE_PREFIX,
   errorBody,
   errorBodyOf,
   Errors,
   idProblem,
   RejectionMessages,
-  RESERVED_FUNCTION_IDS,
-  RESERVED_TRIGGER_TYPES,
-  SvcError,
   type AuthInput,
   type Decoded,
   type ErrorBody,
@@ -39,10 +37,6 @@ import {
   type InboundMessage,
   type MalformedCode,
   type PeerInfo,
-  type RegisterFunctionMessage,
-  type RegisterTriggerMessage,
-  type RegisterTriggerTypeMessage,
-  type RejectionReason,
   type Connector,
   type Transport,
   type WorkerAnnounce,
@@ -51,28 +45,26 @@ import { memoryConnector } from 'svc-protocol/transport/memory'
 import { AccessPolicy, ListenerAccess, PERMISSIVE, readAuthResult } from './access/policy.ts'
 import { BuiltinPeer, type BuiltinHost } from './builtin-peer.ts'
 import { ChannelRegistry } from './channels/index.ts'
-import { DEFAULT_LEG_LIMITS, HttpCallee, LegTable, RemoteCallee, type LegLimits } from './callees.ts'
-import { functionSummary, registerEngineFunctions } from './engine-functions.ts'
+import { DEFAULT_LEG_LIMITS, LegTable, RemoteCallee, type LegLimits } from './callees.ts'
+import { registerEngineFunctions, visibleFunctionSummaries } from './engine-functions.ts'
 import { EngineTriggers } from './engine-triggers.ts'
-import { FunctionRegistry, type Replica } from './functions.ts'
+import { FunctionRegistry } from './functions.ts'
 import { Keepalive } from './keepalive.ts'
 import { Listener, type ChannelEndpoint, type LinkKind } from './listener.ts'
 import { consoleLogger, type LogLevel } from './logger.ts'
 import type { Peer } from './peer.ts'
-import { DiscardReply, FrameTooLarge, InvocationPipeline, PromiseReply, RelayReply, sendErrorFrame, type Invocation, type PipelineHost } from './pipeline.ts'
+import { DiscardReply, InvocationPipeline, PromiseReply, RelayReply, sendErrorFrame, type Invocation, type PipelineHost } from './pipeline.ts'
 import { bytesOver, frameBytes, Session } from './session.ts'
 import { TelemetryHub } from './telemetry.ts'
-import { TriggerRegistry, type Binding, type BindingInput, type ProviderEntry } from './triggers.ts'
+import { Registrations } from './registrations.ts'
+import { TriggerProviders } from './trigger-providers.ts'
+import { TriggerRegistry } from './triggers.ts'
 import type { Clock } from '../workers/shared/clock.ts'
 import type {
-  BindingInfo,
   BuiltinWorker,
   EngineConfig,
   ListenerConfig,
   LocalInvokeRequest,
-  LocalTriggerProvider,
-  LocalTriggerRegistration,
-  LocalTriggerTypeOptions,
   Logger,
 } from './types.ts'
 
@@ -94,25 +86,6 @@ export interface EngineOptions {
   clock?: Clock
 }
 
-/** A refusal by a registration hook (§13.5). */
-class HookDenied extends Error {
-  readonly hook: string
-  readonly detail: string
-  constructor(hook: string, detail: string) {
-    super(RejectionMessages.hookDenied(hook, detail))
-    this.hook = hook
-    this.detail = detail
-  }
-}
-
-/** Where a session's registrations ended up, so that unregistering by the sent id finds them. */
-interface SessionIds {
-  /** Sent function id → stored id (prefix and hook mapping applied). */
-  functions: Map<string, string>
-  /** Sent trigger id → stored trigger id. */
-  triggers: Map<string, string>
-}
-
 export class Engine implements BuiltinHost, PipelineHost {
   readonly config: EngineConfig
   readonly log: Logger
@@ -125,8 +98,9 @@ export class Engine implements BuiltinHost, PipelineHost {
   readonly channels: ChannelRegistry
   readonly internalTimeoutMs: number
   readonly backpressureBytes: number
+  /** Registration of functions, trigger types and triggers by sessions and built-ins (§5, §8.1, §13.5). */
+  readonly registrations: Registrations
   private readonly sessions = new Map<string, Session>()
-  private readonly ids = new WeakMap<Session, SessionIds>()
   private readonly builtinPeers = new Map<string, BuiltinPeer>()
   private readonly legs: LegTable
   private readonly listeners: Listener[] = []
@@ -149,10 +123,13 @@ export class Engine implements BuiltinHost, PipelineHost {
     this.telemetry = new TelemetryHub(this.pipeline, this.functions, options.logLevel)
     this.log = this.telemetry.engineLogger(options.log ?? consoleLogger('engine', 'trace'))
     this.channels = new ChannelRegistry(options.clock === undefined ? { log: this.log } : { log: this.log, clock: options.clock })
-    this.triggers = new TriggerRegistry({
-      deliver: (provider, binding) => this.deliverBinding(provider, binding),
-      withdraw: (provider, binding) => this.withdrawBinding(provider, binding),
-      reportFailure: (binding, error) => this.reportBindingFailure(binding, error),
+    this.triggers = new TriggerRegistry(new TriggerProviders(this.log, (from, id, error) => this.triggers.providerAnswer(from, id, error)))
+    this.registrations = new Registrations({
+      functions: this.functions,
+      triggers: this.triggers,
+      callHook: (functionId, input) => this.invokeAs(null, { function_id: functionId, data: input, timeoutMs: this.internalTimeoutMs }),
+      functionsChanged: () => this.engineTriggers?.functionsChanged(),
+      httpFunctions: () => this.config.http_functions,
     })
     this.enginePeer = new BuiltinPeer(this, 'engine', ENGINE_VERSION, true)
   }
@@ -177,7 +154,7 @@ export class Engine implements BuiltinHost, PipelineHost {
     }
     registerEngineFunctions(this, this.enginePeer)
     this.channels.start()
-    this.engineTriggers = new EngineTriggers(this.enginePeer, this.log, (binding) => this.functionsVisibleTo(binding))
+    this.engineTriggers = new EngineTriggers(this.enginePeer, this.log, (binding) => visibleFunctionSummaries(this.functions, this.accessOf(this.triggers.getBinding(binding.id)?.owner)))
     try {
       for (const config of this.config.listeners) {
         const keepalive = new Keepalive({ pingIntervalMs: config.ping_interval_ms, idleTimeoutMs: config.idle_timeout_ms, drainTimeoutMs: config.drain_timeout_ms }, this.log)
@@ -367,7 +344,7 @@ export class Engine implements BuiltinHost, PipelineHost {
     session.access = access
     session.state = 'open'
     session.callee = new RemoteCallee(session, this.legs)
-    this.ids.set(session, { functions: new Map(), triggers: new Map() })
+    this.registrations.openSession(session)
     this.sessions.set(session.workerId, session)
     session.graceTimer = setTimeout(() => this.resolveNamespace(session, 'default'), this.config.registration_namespace_grace_ms)
     session.send(encodeFrame({ type: 'workerregistered', worker_id: session.workerId, reattach_token: session.reattachToken }))
@@ -521,7 +498,7 @@ export class Engine implements BuiltinHost, PipelineHost {
       const id = raw?.id
       const field = type === 'registerfunction' ? 'function_id' : 'trigger_type_id'
       if (typeof id !== 'string' || id === '') {
-        this.reject(session, 'invalid', RejectionMessages.invalid(), session.namespace, { [field]: '' })
+        this.registrations.reject(session, 'invalid', RejectionMessages.invalid(), session.namespace, { [field]: '' })
         return
       }
       // The reason names the code a call would get (raw clients read why; svc-sdk checks first).
@@ -530,7 +507,7 @@ export class Engine implements BuiltinHost, PipelineHost {
       if (problem !== undefined) text = RejectionMessages.invalidId(type === 'registerfunction' ? 'function' : 'trigger type', problem)
       else if (code === Codes.InvalidNamespace) text = RejectionMessages.invalidNamespace(reason)
       else text = RejectionMessages.invalidFrame(reason)
-      this.reject(session, 'invalid', text, session.namespace, { [field]: problem === undefined ? id : '' })
+      this.registrations.reject(session, 'invalid', text, session.namespace, { [field]: problem === undefined ? id : '' })
       return
     }
     if (type === 'registertrigger' && typeof raw?.id === 'string') {
@@ -554,27 +531,17 @@ export class Engine implements BuiltinHost, PipelineHost {
       case 'invocationresult':
         return this.legs.complete(session, message.invocation_id, message.result, message.error)
       case 'registerfunction':
-        return this.registerFunction(session, message)
-      case 'unregisterfunction': {
-        const ids = this.ids.get(session)!
-        const stored = ids.functions.get(message.id) ?? session.access.stored(message.id)
-        ids.functions.delete(message.id)
-        if (this.functions.remove(session.namespace, stored, session)) this.engineTriggers?.functionsChanged()
-        return
-      }
+        return this.registrations.registerFunction(session, message)
+      case 'unregisterfunction':
+        return this.registrations.unregisterFunction(session, message)
       case 'registertriggertype':
-        return this.registerTriggerType(session, message)
+        return this.registrations.registerTriggerType(session, message)
       case 'unregistertriggertype':
-        return this.triggers.removeProvider(session, message.namespace ?? session.namespace, message.id)
+        return this.registrations.unregisterTriggerType(session, message)
       case 'registertrigger':
-        return this.registerTrigger(session, message)
-      case 'unregistertrigger': {
-        const ids = this.ids.get(session)!
-        const stored = ids.triggers.get(message.id) ?? message.id
-        ids.triggers.delete(message.id)
-        this.triggers.removeBinding(stored)
-        return
-      }
+        return this.registrations.registerTrigger(session, message)
+      case 'unregistertrigger':
+        return this.registrations.unregisterTrigger(session, message)
       case 'triggerregistrationresult':
         return this.triggers.providerAnswer(session, message.id, message.error)
       case 'reattach':
@@ -585,224 +552,6 @@ export class Engine implements BuiltinHost, PipelineHost {
         // pong, registerservice (console metadata, later), and E→W-only types sent by a worker.
         return
     }
-  }
-
-  private reject(
-    session: Session,
-    reason: RejectionReason,
-    message: string,
-    namespace: string,
-    ids: { function_id?: string; trigger_type_id?: string },
-  ): void {
-    const frame = (text: string) =>
-      encodeFrame({ type: 'registrationrejected', code: 'FUNCTION_NAMESPACE_CONFLICT', reason, message: text, namespace, ...ids, owner_worker_id: '' })
-    try {
-      session.send(frame(message))
-    } catch (err) {
-      // A hook's message too large for the connection: its start is enough to read the reason.
-      if (!(err instanceof FrameTooLarge)) throw err
-      session.send(frame(`${message.slice(0, 1024)}… (cut to fit max_message_bytes ${err.limit})`))
-    }
-  }
-
-  /** `registerfunction` (§5.1): gates and hook (§13.5), prefix, reserved ids, then the replica. */
-  private registerFunction(session: Session, message: RegisterFunctionMessage): Promise<void> | void {
-    const access = session.access
-    const sentId = message.id
-    if (!access.allowFunctionRegistration) {
-      return this.reject(session, 'forbidden', RejectionMessages.functionsForbidden(), session.namespace, { function_id: sentId })
-    }
-    const hook = access.listener?.rbac.on_function_registration_function_id
-    if (hook === undefined) return this.addFunction(session, message, sentId)
-    return this.callHook(hook, {
-      function_id: sentId,
-      description: message.description ?? null,
-      metadata: message.metadata ?? null,
-      namespace: session.namespace,
-      context: access.context,
-    }).then(
-      (mapped) => {
-        const id = mappedString(mapped, 'function_id', sentId)
-        const next: RegisterFunctionMessage = { ...message, id }
-        if (Object.hasOwn(mapped, 'description')) {
-          if (typeof mapped.description === 'string') next.description = mapped.description
-          else delete next.description
-        }
-        if (Object.hasOwn(mapped, 'metadata')) {
-          if (isRecord(mapped.metadata)) next.metadata = mapped.metadata
-          else delete next.metadata
-        }
-        if (session.state === 'open') this.addFunction(session, next, sentId)
-      },
-      (err: unknown) => this.reject(session, 'hook_denied', hookMessage(hook, err), session.namespace, { function_id: sentId }),
-    )
-  }
-
-  private addFunction(session: Session, message: RegisterFunctionMessage, sentId: string): void {
-    const stored = session.access.stored(message.id)
-    if (RESERVED_FUNCTION_IDS.has(stored)) {
-      return this.reject(session, 'reserved_id', RejectionMessages.reservedId(stored), session.namespace, { function_id: sentId })
-    }
-    if (stored.startsWith(ENGINE_PREFIX) && session.namespace !== 'default') {
-      return this.reject(session, 'reserved_id', RejectionMessages.engineIdOutsideDefault(), session.namespace, { function_id: sentId })
-    }
-    const callee = message.invocation ? new HttpCallee(session, message.invocation, () => this.config.http_functions) : session.callee
-    const replica: Replica = { peer: session, callee, wireIdJson: JSON.stringify(sentId) }
-    if (message.description !== undefined) replica.description = message.description
-    if (message.request_format !== undefined) replica.request_format = message.request_format
-    if (message.response_format !== undefined) replica.response_format = message.response_format
-    if (message.metadata !== undefined) replica.metadata = message.metadata
-    if (message.invocation !== undefined) replica.invocation = message.invocation
-    const ids = this.ids.get(session)!
-    const previous = ids.functions.get(sentId)
-    if (previous !== undefined && previous !== stored && this.functions.remove(session.namespace, previous, session)) this.engineTriggers?.functionsChanged()
-    ids.functions.set(sentId, stored)
-    if (this.functions.add(session.namespace, stored, replica)) this.engineTriggers?.functionsChanged()
-  }
-
-  /** `registertriggertype` (§5.3): namespace, gate and hook, engine-owned ids, then the provider. */
-  private registerTriggerType(session: Session, message: RegisterTriggerTypeMessage): Promise<void> | void {
-    const namespace = message.namespace ?? session.namespace
-    if (message.namespace !== undefined && message.namespace.trim() === '') {
-      return this.reject(session, 'invalid', Errors.invalidNamespace().message, session.namespace, { trigger_type_id: message.id })
-    }
-    const access = session.access
-    if (!access.allowTriggerTypeRegistration) {
-      return this.reject(session, 'forbidden', RejectionMessages.triggerTypesForbidden(), namespace, { trigger_type_id: message.id })
-    }
-    const hook = access.listener?.rbac.on_trigger_type_registration_function_id
-    if (hook === undefined) return this.addTriggerType(session, message, namespace)
-    return this.callHook(hook, { trigger_type_id: message.id, description: message.description ?? '', context: access.context }).then(
-      (mapped) => {
-        const next: RegisterTriggerTypeMessage = {
-          ...message,
-          id: mappedString(mapped, 'trigger_type_id', message.id),
-          description: typeof mapped.description === 'string' ? mapped.description : message.description,
-        }
-        if (session.state === 'open') this.addTriggerType(session, next, namespace)
-      },
-      (err: unknown) => this.reject(session, 'hook_denied', hookMessage(hook, err), namespace, { trigger_type_id: message.id }),
-    )
-  }
-
-  private addTriggerType(session: Session, message: RegisterTriggerTypeMessage, namespace: string): void {
-    if (RESERVED_TRIGGER_TYPES.has(message.id)) {
-      return this.reject(session, 'reserved_id', RejectionMessages.reservedTriggerType(message.id), namespace, { trigger_type_id: message.id })
-    }
-    const entry: ProviderEntry = { peer: session, namespace, typeId: message.id, description: message.description ?? '' }
-    if (message.trigger_request_format) entry.trigger_request_format = message.trigger_request_format
-    if (message.call_request_format) entry.call_request_format = message.call_request_format
-    this.triggers.addProvider(entry)
-  }
-
-  /** A W→E `registertrigger` (§8.1): failures are answered with `triggerregistrationresult`. */
-  private registerTrigger(session: Session, message: RegisterTriggerMessage): Promise<void> | void {
-    const fail = (error: SvcError) =>
-      sendErrorFrame(session, (body) => encodeTriggerResult(message.id, message.trigger_type, message.function_id, body), error.toErrorBody())
-    const prepared = this.prepareBinding(session.access, {
-      id: message.id,
-      trigger_type: message.trigger_type,
-      function_id: message.function_id,
-      config: message.config,
-      metadata: message.metadata,
-      namespace: message.namespace,
-      trigger_namespace: message.trigger_namespace,
-    })
-    const store = (input: BindingInput | SvcError) => {
-      if (input instanceof SvcError) return fail(input)
-      if (session.state !== 'open') return
-      input.owner = session
-      this.ids.get(session)!.triggers.set(message.id, input.id)
-      this.triggers.addBinding(input)
-    }
-    if (prepared instanceof Promise) return prepared.then(store)
-    store(prepared)
-  }
-
-  /**
-   * The session rules of §8.1 for a new binding, shared by `registertrigger` and
-   * `engine::register_trigger`: blank namespaces, `allowed_trigger_types`, the trigger hook (which
-   * may map id, type, target and config), the prefix, and whether the session may invoke the target.
-   * @returns the binding to store (owner unset), or the error to report.
-   */
-  prepareBinding(
-    access: AccessPolicy,
-    request: { id: string; trigger_type: string; function_id: string; config: unknown; metadata?: unknown; namespace?: string | undefined; trigger_namespace?: string | undefined },
-  ): BindingInput | SvcError | Promise<BindingInput | SvcError> {
-    const blank = (v: string | undefined) => v !== undefined && v.trim() === ''
-    if (blank(request.namespace) || blank(request.trigger_namespace)) return Errors.invalidNamespace()
-    // Frames were checked by the codec; engine::register_trigger's input is checked here.
-    for (const field of ['namespace', 'trigger_namespace'] as const) {
-      const value = request[field]
-      const problem = value === undefined ? undefined : idProblem(value)
-      if (problem !== undefined) return Errors.namespaceNotText(`${field} ${problem}`)
-    }
-    for (const field of ['id', 'trigger_type', 'function_id'] as const) {
-      const problem = idProblem(request[field])
-      if (problem !== undefined) return Errors.idNotText(`${field} ${problem}`)
-    }
-    const typeDenied = access.checkTriggerType(request.trigger_type)
-    if (typeDenied !== undefined) return typeDenied
-    const finish = (id: string, type: string, functionId: string, config: unknown): BindingInput | SvcError => {
-      const namespace = request.namespace ?? 'default'
-      const stored = access.stored(functionId)
-      if (access.restricted) {
-        const target = this.functions.resolve(namespace, stored)
-        const denial = access.checkInvoke(target?.id ?? stored, target?.namespace ?? namespace, target?.latest.metadata)
-        if (denial !== undefined) return denial
-      }
-      const input: BindingInput = { id, trigger_type: type, function_id: stored, config, namespace, owner: null }
-      if (request.metadata !== undefined && request.metadata !== null) input.metadata = request.metadata
-      if (request.trigger_namespace !== undefined) input.trigger_namespace = request.trigger_namespace
-      return input
-    }
-    const hook = access.listener?.rbac.on_trigger_registration_function_id
-    if (hook === undefined) return finish(request.id, request.trigger_type, request.function_id, request.config)
-    return this.callHook(hook, {
-      trigger_id: request.id,
-      trigger_type: request.trigger_type,
-      function_id: request.function_id,
-      config: request.config,
-      metadata: request.metadata ?? null,
-      namespace: request.namespace ?? 'default',
-      context: access.context,
-    }).then(
-      (mapped) => {
-        const type = mappedString(mapped, 'trigger_type', request.trigger_type)
-        const denied = type === request.trigger_type ? undefined : access.checkTriggerType(type)
-        if (denied !== undefined) return denied
-        return finish(
-          mappedString(mapped, 'trigger_id', request.id),
-          type,
-          mappedString(mapped, 'function_id', request.function_id),
-          Object.hasOwn(mapped, 'config') ? mapped.config : request.config,
-        )
-      },
-      (err: unknown) => Errors.forbiddenByHook(hook, hookDetail(err)),
-    )
-  }
-
-  /**
-   * Calls a registration hook (§13.5) in `default` with the internal timeout. Resolves with the
-   * returned object; rejects with a {@link HookDenied} when it throws or returns a non-object.
-   */
-  private async callHook(hook: string, input: object): Promise<Record<string, unknown>> {
-    let result: unknown
-    try {
-      result = await this.invokeAs(null, { function_id: hook, data: input, timeoutMs: this.internalTimeoutMs })
-    } catch (err) {
-      throw new HookDenied(hook, errorBodyOf(err).message)
-    }
-    if (result === undefined || result === null) throw new HookDenied(hook, 'the hook returned no result')
-    if (!isRecord(result)) throw new HookDenied(hook, 'the hook returned a value that is not an object')
-    for (const field of ['function_id', 'trigger_id', 'trigger_type', 'trigger_type_id']) {
-      const value = result[field]
-      if (value === undefined) continue
-      if (typeof value !== 'string' || value === '' || idProblem(value) !== undefined) {
-        throw new HookDenied(hook, `the hook returned an invalid ${field}`)
-      }
-    }
-    return result
   }
 
   /** Retires the worker's previous connection before the replay (§3.7). */
@@ -820,10 +569,9 @@ export class Engine implements BuiltinHost, PipelineHost {
     if (session.state === 'closed') return
     session.retire()
     if (!wasOpen) return
-    if (this.functions.removePeer(session)) this.engineTriggers?.functionsChanged()
+    this.registrations.removeFunctionsOf(session)
     this.legs.sessionEnded(session)
-    this.triggers.removeBindingsOf(session)
-    this.triggers.removeProviderPeer(session)
+    this.registrations.removeTriggersOf(session)
     this.sessions.delete(session.workerId)
     this.engineTriggers?.workerEvent('worker_disconnected', session.workerId)
   }
@@ -926,116 +674,11 @@ export class Engine implements BuiltinHost, PipelineHost {
     return reply instanceof PromiseReply ? reply.promise : Promise.resolve(undefined)
   }
 
-  // ---- trigger delivery ----------------------------------------------------------------------
-
-  private deliverBinding(provider: ProviderEntry, binding: Binding): void {
-    if (provider.local) {
-      const local = provider.local
-      const info = bindingInfo(binding)
-      Promise.resolve()
-        .then(() => local.registerTrigger(info))
-        .then(
-          () => this.triggers.providerAnswer(provider.peer, binding.id, undefined),
-          (err: unknown) => this.triggers.providerAnswer(provider.peer, binding.id, errorBodyOf(err)),
-        )
-        .catch((err: unknown) => this.log.error(`delivering trigger ${binding.id} failed`, { error: String(err) }))
-      return
-    }
-    if (!(provider.peer instanceof Session)) return
-    const peer = provider.peer
-    try {
-      peer.send(encodeRegisterTrigger(binding))
-    } catch (err) {
-      if (!(err instanceof FrameTooLarge)) throw err
-      // The binding fails like a provider's refusal, after the caller had the chance to wait for the answer.
-      const error = errorBody(Errors.frameTooLarge, 'trigger config', err.bytes, err.limit)
-      queueMicrotask(() => this.triggers.providerAnswer(peer, binding.id, error))
-    }
-  }
-
-  private withdrawBinding(provider: ProviderEntry, binding: Binding): void {
-    if (provider.local) {
-      const local = provider.local
-      Promise.resolve()
-        .then(() => local.unregisterTrigger(bindingInfo(binding)))
-        .catch((err: unknown) => this.log.warn(`unregisterTrigger failed for ${binding.id}`, { error: String(err) }))
-      return
-    }
-    if (provider.peer instanceof Session) {
-      provider.peer.send(encodeFrame({ type: 'unregistertrigger', id: binding.id, trigger_type: binding.trigger_type, function_id: binding.function_id }))
-    }
-  }
-
-  private reportBindingFailure(binding: Binding, error: ErrorBody): void {
-    const owner = binding.owner
-    if (!(owner instanceof Session)) {
-      this.log.warn(`trigger ${binding.id} (${binding.trigger_type}) refused: ${error.code}: ${error.message}`)
-      return
-    }
-    sendErrorFrame(owner, (body) => encodeTriggerResult(binding.id, binding.trigger_type, binding.function_id, body), error)
-  }
-
-  /** `functions` of an `engine::functions-available` fire: what the binding owner's session may see (§11.6). */
-  private functionsVisibleTo(info: BindingInfo): unknown[] {
-    const access = this.accessOf(this.triggers.getBinding(info.id)?.owner)
-    return this.functions
-      .list()
-      .filter((e) => access.canSee(e.id, e.namespace, e.latest.metadata))
-      .map(functionSummary)
-  }
-
-  // ---- BuiltinHost ---------------------------------------------------------------------------
-
-  addReplica(namespace: string, id: string, replica: Replica): void {
-    if (this.functions.add(namespace, id, replica)) this.engineTriggers?.functionsChanged()
-  }
-
-  removeReplica(peer: Peer, namespace: string, id: string): void {
-    if (this.functions.remove(namespace, id, peer)) this.engineTriggers?.functionsChanged()
-  }
-
-  registerLocalTriggerType(peer: BuiltinPeer, options: LocalTriggerTypeOptions, provider: LocalTriggerProvider): void {
-    const entry: ProviderEntry = { peer, namespace: 'default', typeId: options.id, description: options.description, local: provider }
-    if (options.trigger_request_format) entry.trigger_request_format = options.trigger_request_format
-    if (options.call_request_format) entry.call_request_format = options.call_request_format
-    this.triggers.addProvider(entry)
-  }
-
-  unregisterLocalTriggerType(peer: BuiltinPeer, id: string): void {
-    this.triggers.removeProvider(peer, 'default', id)
-  }
-
-  reportLocalTriggerResult(peer: BuiltinPeer, triggerId: string, error?: { code: string; message: string }): void {
-    this.triggers.providerAnswer(peer, triggerId, error)
-  }
-
-  hasFunction(namespace: string, id: string): boolean {
-    return this.functions.resolve(namespace, id) !== undefined
-  }
-
-  registerLocalTrigger(peer: BuiltinPeer, binding: LocalTriggerRegistration): void {
-    const input: BindingInput = {
-      id: binding.id,
-      trigger_type: binding.trigger_type,
-      function_id: binding.function_id,
-      config: binding.config,
-      namespace: 'default',
-      owner: peer,
-    }
-    if (binding.metadata !== undefined && binding.metadata !== null) input.metadata = binding.metadata
-    this.triggers.addBinding(input)
-  }
-
-  unregisterLocalTrigger(peer: BuiltinPeer, id: string): void {
-    if (this.triggers.getBinding(id)?.owner === peer) this.triggers.removeBinding(id)
-  }
-
   private removeBuiltinPeer(peer: BuiltinPeer): void {
     peer.alive = false
     this.channels.removeOwnedBy(peer)
-    if (this.functions.removePeer(peer)) this.engineTriggers?.functionsChanged()
-    this.triggers.removeBindingsOf(peer)
-    this.triggers.removeProviderPeer(peer)
+    this.registrations.removeFunctionsOf(peer)
+    this.registrations.removeTriggersOf(peer)
     this.builtinPeers.delete(peer.name)
   }
 }
@@ -1055,36 +698,9 @@ function isRecord(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value)
 }
 
-/** A string field a hook returned, or the original when the hook left it out. */
-function mappedString(mapped: Record<string, unknown>, field: string, original: string): string {
-  const value = mapped[field]
-  return typeof value === 'string' ? value : original
-}
-
-function hookDetail(err: unknown): string {
-  return err instanceof HookDenied ? err.detail : errorBodyOf(err).message
-}
-
-function hookMessage(hook: string, err: unknown): string {
-  return RejectionMessages.hookDenied(hook, hookDetail(err))
-}
-
 /** True for addresses only this host can reach. */
 function isLoopback(host: string): boolean {
   if (host === 'localhost') return true
   if (isIP(host) === 4) return host.startsWith('127.')
   return host === '::1'
 }
-
-function bindingInfo(binding: Binding): BindingInfo {
-  const info: BindingInfo = {
-    id: binding.id,
-    trigger_type: binding.trigger_type,
-    function_id: binding.function_id,
-    config: binding.config,
-    namespace: binding.namespace,
-  }
-  if (binding.metadata !== undefined) info.metadata = binding.metadata
-  return info
-}
-

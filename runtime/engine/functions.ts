@@ -4,7 +4,19 @@
  */
 import { svcAlias, type FormatSchema, type HttpInvocationConfig } from 'svc-protocol'
 import type { Peer } from './peer.ts'
-import type { Callee } from './pipeline.ts'
+import type { Invocation } from './invocation.ts'
+
+/**
+ * Executes invocations for one replica kind (the dispatch stage of `pipeline.ts`): a remote
+ * session, an in-process handler, an HTTP request. A new way to reach a replica implements this.
+ */
+export interface Callee {
+  /** The worker that owns the replica. */
+  readonly peer: Peer
+  /** Bytes waiting to be sent to the callee (backpressure, §3.5); 0 for in-process callees. */
+  readonly pendingBytes: number
+  dispatch(invocation: Invocation, target: FunctionEntry, replica: Replica): void
+}
 
 /** One peer's registration of a function. */
 export interface Replica {

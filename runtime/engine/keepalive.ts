@@ -23,7 +23,7 @@
  */
 import type { Transport } from 'svc-protocol'
 import { Heartbeat, systemTimers, type Timers } from 'svc-protocol/client'
-import type { Logger } from './types.ts'
+import type { Logger } from './config.ts'
 
 /** What the keepalive needs of a connection: a {@link Transport}, or a channel socket. */
 export interface KeepaliveTarget extends Pick<Transport, 'bufferedAmount' | 'writtenBytes' | 'ping' | 'terminate'> {

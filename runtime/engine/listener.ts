@@ -15,7 +15,7 @@ import { WebSocketServer } from 'ws'
 import type { PeerInfo, Transport } from 'svc-protocol'
 import { peerInfoOf, wsServerTransport } from 'svc-protocol/transport/ws'
 import type { ChannelTicket } from './channels/index.ts'
-import type { ListenerConfig, Logger } from './types.ts'
+import type { ListenerConfig, Logger } from './config.ts'
 
 /** What an accepted upgrade is for (§2). */
 export type LinkKind = 'worker' | 'telemetry'

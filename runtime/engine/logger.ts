@@ -3,7 +3,7 @@
  * level. The observability worker will also collect these records later.
  */
 import { terminalLines, terminalText } from './terminal.ts'
-import type { Logger } from './types.ts'
+import type { Logger } from './config.ts'
 
 export type LogLevel = 'trace' | 'debug' | 'info' | 'warn' | 'error'
 const ORDER: Record<LogLevel, number> = { trace: 0, debug: 1, info: 2, warn: 3, error: 4 }

@@ -35,39 +35,12 @@ import {
   type TriggerActionValue,
 } from 'svc-protocol'
 import { PERMISSIVE, type AccessPolicy } from './access/policy.ts'
-import type { FunctionEntry, FunctionRegistry, Replica } from './functions.ts'
-import type { Peer } from './peer.ts'
-import type { Logger } from './types.ts'
+import type { FunctionEntry, FunctionRegistry } from './functions.ts'
+import type { Invocation, Reply } from './invocation.ts'
+import type { Logger } from './config.ts'
 
-/** Where an invocation's outcome goes (the deliver stage). Exactly one method is called, once. */
-export interface Reply {
-  /** The callee answered; `value` undefined (or JSON `null`) means no result (§5.9). */
-  result(value: JsonInput | undefined): void
-  error(error: ErrorBody): void
-}
-
-/** One invocation as it moves through the pipeline. Stages may rewrite the mutable fields. */
-export interface Invocation {
-  /** The id the caller asked for; relayed results carry it (§6.2 step 3). */
-  readonly requestedId: string
-  /** The id to resolve. */
-  functionId: string
-  /** Namespace to resolve in (`default` when the caller named none). */
-  namespace: string
-  /** The payload: the caller's text for remote calls ({@link RawJson}), a value for in-process ones. */
-  data: JsonInput
-  metadata?: JsonInput
-  action?: TriggerActionValue
-  traceparent?: string
-  baggage?: string
-  /** The calling worker (a remote session or a built-in); null for the engine itself. */
-  readonly caller: Peer | null
-  /** The caller's access rules; {@link PERMISSIVE} for built-ins and the engine. */
-  readonly access: AccessPolicy
-  /** Engine-originated calls time out in the engine (§6.5); undefined: no engine timeout. */
-  timeoutMs?: number
-  reply: Reply
-}
+export type { Invocation, Reply } from './invocation.ts'
+export type { Callee } from './functions.ts'
 
 /**
  * A step between authorization and dispatch. It may rewrite the invocation, wrap `reply` to
@@ -76,15 +49,6 @@ export interface Invocation {
 export interface Interceptor {
   readonly name: string
   intercept(invocation: Invocation, target: FunctionEntry): void
-}
-
-/** Executes invocations for one replica kind (the dispatch stage). */
-export interface Callee {
-  /** The worker that owns the replica. */
-  readonly peer: Peer
-  /** Bytes waiting to be sent to the callee (backpressure, §3.5); 0 for in-process callees. */
-  readonly pendingBytes: number
-  dispatch(invocation: Invocation, target: FunctionEntry, replica: Replica): void
 }
 
 /**

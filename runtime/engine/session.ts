@@ -7,10 +7,9 @@
 import { randomUUID } from 'node:crypto'
 import type { InboundMessage, PeerInfo, Transport, WorkerAnnounce } from 'svc-protocol'
 import { PERMISSIVE, type AccessPolicy } from './access/policy.ts'
-import type { Leg } from './callees.ts'
 import type { Peer } from './peer.ts'
-import { FrameTooLarge, type Callee, type FrameSink } from './pipeline.ts'
-import type { ListenerConfig } from './types.ts'
+import { FrameTooLarge, type Callee, type FrameSink, type Reply } from './pipeline.ts'
+import type { ListenerConfig } from './config.ts'
 
 /** Frames held by the registration buffer (§3.4). Other frames are processed at once. */
 const BUFFERED_TYPES = new Set([
@@ -46,6 +45,17 @@ export function bytesOver(text: string, limit: number): number | undefined {
   if (text.length * 3 <= limit) return undefined
   const bytes = Buffer.byteLength(text)
   return bytes > limit ? bytes : undefined
+}
+
+/** One call sent to a remote session and awaiting its answer. */
+export interface Leg {
+  /** The engine-assigned invocation id of this leg (§5.8). */
+  readonly id: string
+  readonly callee: Session
+  /** The remote caller, counted against its limit; undefined for engine-originated calls. */
+  readonly caller: Session | undefined
+  readonly reply: Reply
+  timer: NodeJS.Timeout | undefined
 }
 
 /** Session life: authenticating (frames queue), open, closed. */

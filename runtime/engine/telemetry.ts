@@ -13,7 +13,7 @@ import { nowUnixNano } from '../adapters/observability/records.ts'
 import type { LogLevel } from './logger.ts'
 import type { FunctionEntry } from './functions.ts'
 import type { Interceptor, InvocationPipeline } from './pipeline.ts'
-import type { Logger } from './types.ts'
+import type { Logger } from './config.ts'
 
 /** Where a telemetry frame came from (an `/otel` link or a worker's main connection). */
 export interface TelemetrySource {

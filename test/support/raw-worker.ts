@@ -6,6 +6,7 @@
 import type { Connector, Transport } from 'svc-protocol'
 import { connectWebSocket } from 'svc-protocol/transport/ws'
 import type { Engine } from '../../runtime/engine/engine.ts'
+import type { ListenerConfig } from '../../runtime/engine/config.ts'
 
 export type Frame = Record<string, any>
 
@@ -58,9 +59,12 @@ export class RawWorker {
     return RawWorker.open(connectWebSocket, url, options)
   }
 
-  /** Connects to `engine` through an in-memory transport (no socket) and waits for `workerregistered`. */
-  static inProcess(engine: Engine, options: RawWorkerOptions = {}): Promise<RawWorker> {
-    return RawWorker.open(engine.connector(), 'ws://in-process/', options)
+  /**
+   * Connects to `engine` through an in-memory transport (no socket), as if to `listener` (default
+   * the first; its access rules apply), and waits for `workerregistered`.
+   */
+  static inProcess(engine: Engine, options: RawWorkerOptions = {}, listener?: ListenerConfig): Promise<RawWorker> {
+    return RawWorker.open(engine.connector(listener), 'ws://in-process/', options)
   }
 
   private static async open(connector: Connector, url: string, options: RawWorkerOptions): Promise<RawWorker> {

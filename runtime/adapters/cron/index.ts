@@ -3,7 +3,7 @@
  * store it names.
  */
 import { parseAdapterEntry, parseNoAdapterConfig } from '../entry.ts'
-import { parseRedisStateConfig, redactRedisUrl, type RedisStateConfig } from '../state/redis/redis.ts'
+import { parseRedisConfig, describeRedis, type RedisConfig } from '../redis.ts'
 import { parseSqliteStateConfig } from '../state/sqlite/sqlite.ts'
 import { MemoryCronSlotStore } from './memory/memory.ts'
 import { RedisCronSlotStore } from './redis/redis.ts'
@@ -19,7 +19,7 @@ export { RedisCronSlotStore } from './redis/redis.ts'
 export type CronAdapterSpec =
   | { name: 'builtin'; config: SqliteCronConfig }
   | { name: 'memory'; config: Record<string, never> }
-  | { name: 'redis'; config: RedisStateConfig }
+  | { name: 'redis'; config: RedisConfig }
 
 /**
  * Validates an `adapter` settings entry; undefined or null means `{name: "builtin"}`.
@@ -31,7 +31,7 @@ export function parseCronAdapterEntry(entry: unknown): CronAdapterSpec {
     // The builtin options ({path}) are the same as the state worker's.
     builtin: (config) => ({ name: 'builtin', config: parseSqliteStateConfig(config) }),
     memory: (config) => ({ name: 'memory', config: parseNoAdapterConfig('memory')(config) }),
-    redis: (config) => ({ name: 'redis', config: parseRedisStateConfig(config) }),
+    redis: (config) => ({ name: 'redis', config: parseRedisConfig(config) }),
   })
 }
 
@@ -49,7 +49,7 @@ export function cronAdapterIdentity(spec: CronAdapterSpec, context: CronStoreCon
 
 /** How logs name a store (a redis password hidden). */
 export function describeCronAdapter(spec: CronAdapterSpec, context: CronStoreContext): string {
-  return spec.name === 'redis' ? `redis:${redactRedisUrl(spec.config.url)}#${spec.config.key_prefix}` : cronAdapterIdentity(spec, context)
+  return spec.name === 'redis' ? describeRedis(spec.config) : cronAdapterIdentity(spec, context)
 }
 
 /**

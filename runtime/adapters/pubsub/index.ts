@@ -3,7 +3,7 @@
  * adapter it names. `builtin` and `memory` are the same in-process adapter.
  */
 import { parseAdapterEntry, parseNoAdapterConfig } from '../entry.ts'
-import { parseRedisStateConfig, redactRedisUrl, type RedisStateConfig } from '../state/redis/redis.ts'
+import { parseRedisConfig, describeRedis, type RedisConfig } from '../redis.ts'
 import { MemoryPubSubAdapter } from './memory/memory.ts'
 import { RedisPubSubAdapter } from './redis/redis.ts'
 import type { PubSubAdapter, PubSubAdapterContext } from './types.ts'
@@ -16,7 +16,7 @@ export { RedisPubSubAdapter } from './redis/redis.ts'
 export type PubSubAdapterSpec =
   | { name: 'builtin'; config: Record<string, never> }
   | { name: 'memory'; config: Record<string, never> }
-  | { name: 'redis'; config: RedisStateConfig }
+  | { name: 'redis'; config: RedisConfig }
 
 /**
  * Validates an `adapter` settings entry; undefined or null means `{name: "builtin"}`.
@@ -27,7 +27,7 @@ export function parsePubSubAdapterEntry(entry: unknown): PubSubAdapterSpec {
   return parseAdapterEntry<PubSubAdapterSpec>(entry, {
     builtin: (config) => ({ name: 'builtin', config: parseNoAdapterConfig('builtin')(config) }),
     memory: (config) => ({ name: 'memory', config: parseNoAdapterConfig('memory')(config) }),
-    redis: (config) => ({ name: 'redis', config: parseRedisStateConfig(config) }),
+    redis: (config) => ({ name: 'redis', config: parseRedisConfig(config) }),
   })
 }
 
@@ -38,7 +38,7 @@ export function pubSubAdapterIdentity(spec: PubSubAdapterSpec): string {
 
 /** How logs name an adapter (a redis password hidden). */
 export function describePubSubAdapter(spec: PubSubAdapterSpec): string {
-  return spec.name === 'redis' ? `redis:${redactRedisUrl(spec.config.url)}#${spec.config.key_prefix}` : spec.name
+  return spec.name === 'redis' ? describeRedis(spec.config) : spec.name
 }
 
 /**

@@ -9,6 +9,10 @@
  * - Every message published through any adapter sharing the transport reaches `onMessage` of each
  *   adapter that has `subscribe`d its topic, at most once, with `data` decoded to the same JSON value.
  * - No persistence, no retries, no ordering guarantee between topics.
+ * - Topics are well-formed text (the worker refuses one with a lone UTF-16 surrogate: it has no
+ *   UTF-8 form, so no Redis channel carries it); matching is exact, pattern characters are text.
+ *
+ * Every adapter passes the conformance suite (./conformance.ts).
  */
 
 /** Trace context of the publish a message comes from (protocol.md §10.1). */

@@ -4,7 +4,8 @@
  */
 import { parseAdapterEntry } from '../entry.ts'
 import { MemoryStateAdapter, parseMemoryStateConfig } from './memory/memory.ts'
-import { parseRedisStateConfig, RedisStateAdapter, redactRedisUrl, type RedisStateConfig } from './redis/redis.ts'
+import { parseRedisConfig, describeRedis, type RedisConfig } from '../redis.ts'
+import { RedisStateAdapter } from './redis/redis.ts'
 import { parseSqliteStateConfig, SqliteStateAdapter, sqliteStatePath, type SqliteStateConfig } from './sqlite/sqlite.ts'
 import type { StateAdapter, StateAdapterContext } from './types.ts'
 
@@ -21,7 +22,7 @@ export type StateAdapterName = 'builtin' | 'memory' | 'redis'
 export type StateAdapterSpec =
   | { name: 'builtin'; config: SqliteStateConfig }
   | { name: 'memory'; config: Record<string, never> }
-  | { name: 'redis'; config: RedisStateConfig }
+  | { name: 'redis'; config: RedisConfig }
 
 /** The default entry, `{name: "builtin"}`. */
 export const DEFAULT_STATE_ADAPTER: StateAdapterSpec = { name: 'builtin', config: {} }
@@ -38,7 +39,7 @@ export function parseStateAdapterEntry(entry: unknown): StateAdapterSpec {
   return parseAdapterEntry<StateAdapterSpec>(entry, {
     builtin: (config) => ({ name: 'builtin', config: parseSqliteStateConfig(config) }),
     memory: (config) => ({ name: 'memory', config: parseMemoryStateConfig(config) }),
-    redis: (config) => ({ name: 'redis', config: parseRedisStateConfig(config) }),
+    redis: (config) => ({ name: 'redis', config: parseRedisConfig(config) }),
   })
 }
 
@@ -62,7 +63,7 @@ export function stateAdapterIdentity(spec: StateAdapterSpec, context: StateAdapt
 /** How logs name an adapter: its identity, with a redis password hidden. */
 export function describeStateAdapter(spec: StateAdapterSpec, context: StateAdapterContext): string {
   return spec.name === 'redis'
-    ? `redis:${redactRedisUrl(spec.config.url)}#${spec.config.key_prefix}`
+    ? describeRedis(spec.config)
     : stateAdapterIdentity(spec, context)
 }
 

@@ -9,7 +9,7 @@
  */
 import { canonicalJson } from 'svc-protocol/json'
 import { Errors, idProblem, INFRASTRUCTURE_FUNCTIONS, type AuthResult, type SvcError } from 'svc-protocol'
-import type { ExposeRule, RbacConfig } from '../types.ts'
+import type { ExposeRule, RbacConfig } from '../config.ts'
 import { compilePattern, unwrapMatch, type IdPattern } from './patterns.ts'
 
 /** One compiled `expose_functions` rule (§13.3). */

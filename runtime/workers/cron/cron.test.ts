@@ -17,7 +17,7 @@ import { recordingLogger } from '../../../test/support/recording-log.ts'
 import { bindingsSettled, connectClient, rejection } from '../../../test/support/sdk-harness.ts'
 import { createManualClock, type ManualClock } from '../shared/clock.ts'
 import { FIVE_FIELD_HINT } from './expression.ts'
-import type { CronRunPayload } from './scheduler.ts'
+import type { CronRunPayload } from './triggers.ts'
 import { CronWorker } from './worker.ts'
 
 const RFC3339_MS_UTC = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/

@@ -1,13 +1,16 @@
 /**
  * The built-in cron worker `svc-cron` (builtins.md §9): the `cron` trigger type, schedules run
- * once per slot (./scheduler.ts), last run slots kept in a slot store (runtime/adapters/cron/).
+ * once per slot (./triggers.ts), last run slots kept in a slot store (runtime/adapters/cron/).
+ * The standard shape of a built-in: ./descriptor.ts, ./settings.ts, ./triggers.ts (`cron`; it
+ * serves no functions), and this file, the lifecycle: start, settings, stores, stop.
  */
 import { Errors } from 'svc-protocol/errors'
 import { cronAdapterIdentity, describeCronAdapter, openCronSlotStore, type CronSlotStore } from '../../adapters/cron/index.ts'
 import type { BuiltinContext, BuiltinWorker } from '../../engine/types.ts'
+import { AdapterSlots } from '../shared/adapter-slots.ts'
 import { systemClock, type Clock } from '../shared/clock.ts'
 import { createSettingsApplier, withSettingsKey, type SettingsApplier } from '../shared/settings.ts'
-import { CronScheduler } from './scheduler.ts'
+import { CRON_TRIGGER_TYPE, CronScheduler } from './triggers.ts'
 import { parseCronSettings, type CronSettings } from './settings.ts'
 
 export const CRON_WORKER_NAME = 'svc-cron'
@@ -25,7 +28,8 @@ export interface CronWorkerOptions {
 
 /**
  * `svc-cron`. Settings take effect only through {@link CronWorker.applySettings}: an adapter change
- * opens the new store first and keeps the old one when that fails (§2.9); a `default_timezone`
+ * opens the new store first and keeps the old one when that fails (§2.9); the kit's
+ * {@link AdapterSlots} close the old one once the runs that started on it are done; a `default_timezone`
  * change moves the triggers without a timezone of their own to the new zone's slots.
  *
  * @example
@@ -38,7 +42,7 @@ export class CronWorker implements BuiltinWorker {
   private readonly clock: Clock
   private readonly now: () => number
   private context: BuiltinContext | null = null
-  private store: { store: CronSlotStore; identity: string } | null = null
+  private stores: AdapterSlots<CronSlotStore> | null = null
   private scheduler: CronScheduler | null = null
   private applier: SettingsApplier<CronSettings> | null = null
 
@@ -51,6 +55,7 @@ export class CronWorker implements BuiltinWorker {
 
   async start(context: BuiltinContext, settings: unknown): Promise<void> {
     this.context = context
+    this.stores = new AdapterSlots<CronSlotStore>(CRON_WORKER_NAME, context.log)
     this.applier = createSettingsApplier<CronSettings>({
       worker: CRON_WORKER_NAME,
       log: context.log,
@@ -59,33 +64,7 @@ export class CronWorker implements BuiltinWorker {
       onConfigError: (message) => context.worker.setLastConfigError(message),
     })
     await this.applySettings(settings)
-    context.worker.registerTriggerType(
-      {
-        id: 'cron',
-        description: 'Runs its function on a cron schedule (six or seven fields, seconds first), once per slot',
-        trigger_request_format: {
-          type: 'object',
-          required: ['expression'],
-          properties: {
-            expression: { type: 'string', description: 'second minute hour day-of-month month day-of-week [year]' },
-            timezone: { type: 'string', description: 'IANA zone; default: default_timezone' },
-            timeout_ms: { type: 'integer', minimum: 1, default: 3_600_000 },
-            condition_function_id: { type: 'string' },
-          },
-        },
-        call_request_format: {
-          type: 'object',
-          required: ['trigger', 'job_id', 'scheduled_time', 'actual_time'],
-          properties: {
-            trigger: { const: 'cron' },
-            job_id: { type: 'string' },
-            scheduled_time: { type: 'string', format: 'date-time' },
-            actual_time: { type: 'string', format: 'date-time' },
-          },
-        },
-      },
-      this.scheduler!,
-    )
+    context.worker.registerTriggerType(CRON_TRIGGER_TYPE, this.scheduler!)
   }
 
   /**
@@ -100,17 +79,16 @@ export class CronWorker implements BuiltinWorker {
 
   async stop(): Promise<void> {
     this.scheduler?.stop()
-    const store = this.store
-    this.store = null
-    await store?.store.close()
+    await this.stores?.close()
   }
 
   private async apply(next: CronSettings, previous: CronSettings | undefined): Promise<void> {
     const context = this.context!
     const storeContext = { dataDir: context.dataDir }
     const identity = cronAdapterIdentity(next.adapter, storeContext)
+    const stores = this.stores!
     let opened: CronSlotStore | null = null
-    if (this.store?.identity !== identity) {
+    if (stores.identity !== identity) {
       try {
         opened = await openCronSlotStore(next.adapter, storeContext, context.log)
       } catch (error) {
@@ -123,7 +101,7 @@ export class CronWorker implements BuiltinWorker {
         log: context.log,
         clock: this.clock,
         now: this.now,
-        store: () => this.store!.store,
+        stores,
         defaultTimezone: next.default_timezone,
         ...(context.telemetry ? { telemetry: context.telemetry } : {}),
       })
@@ -136,10 +114,7 @@ export class CronWorker implements BuiltinWorker {
       }
     }
     if (opened) {
-      const old = this.store
-      this.store = { store: opened, identity }
-      // A claim in flight on the old store finishes there; closing a SQLite handle mid-claim cannot happen (claims are synchronous).
-      await old?.store.close().catch(() => {})
+      stores.install(opened, identity)
       context.log.info(`${CRON_WORKER_NAME} uses the ${describeCronAdapter(next.adapter, storeContext)} store`)
     }
   }

@@ -1,38 +1,28 @@
 /**
  * The built-in database worker `database` (builtins.md §10): SQL access to the databases named in
  * its settings, through `database::query`, `database::execute`, `database::transaction` and
- * `database::list_databases`. It registers no trigger types.
+ * `database::list_databases`. It registers no trigger types. The standard shape of a built-in:
+ * ./descriptor.ts, ./settings.ts, ./functions.ts (with ./payload.ts and ./formats.ts), and this
+ * file, the lifecycle: start, settings, drivers, stop.
  *
  * Each database has a driver (runtime/adapters/database/) that owns its connections. A settings
  * change opens the drivers of new and changed databases first; if one cannot be opened the
  * previous settings stay (§2.7, §2.9). Otherwise calls move to the new drivers at once, and the
- * replaced ones close after their running calls finish (§10.1). Removed databases answer
+ * replaced ones close after their running calls finish (§10.1): each database's drivers are the
+ * kit's {@link AdapterSlots}, and a call holds the driver it started on. Removed databases answer
  * `UNKNOWN_DB`.
  */
 import { Errors } from 'svc-protocol/errors'
-import {
-  openDatabaseDriver,
-  redactUrl,
-  type DatabaseDriver,
-  type ExecuteResult,
-  type QueryResult,
-  type TransactionResult,
-} from '../../adapters/database/index.ts'
-import type { BuiltinContext, BuiltinWorker, LocalFunctionOptions } from '../../engine/types.ts'
+import { openDatabaseDriver, redactUrl, type DatabaseDriver } from '../../adapters/database/index.ts'
+import type { BuiltinContext, BuiltinWorker } from '../../engine/types.ts'
+import { AdapterSlots } from '../shared/adapter-slots.ts'
 import { createSettingsApplier, withSettingsKey, type SettingsApplier } from '../shared/settings.ts'
-import { DATABASE_RESULTS } from './formats.ts'
-import { dbOf, isolationOf, payloadOf, statementOf, statementsOf, timeoutOf, type Payload } from './payload.ts'
-import { parseDatabaseSettings, type DatabaseConfig, type DatabaseSettings } from './settings.ts'
+import { registerDatabaseFunctions, type OpenDatabase } from './functions.ts'
+import { dbOf, type Payload } from './payload.ts'
+import { parseDatabaseSettings, type DatabaseSettings } from './settings.ts'
 
 export const DATABASE_WORKER_NAME = 'database'
 
-/** A database in use: its settings, their identity, and its driver. */
-interface Slot {
-  readonly name: string
-  readonly config: DatabaseConfig
-  readonly identity: string
-  readonly driver: DatabaseDriver
-}
 
 export interface DatabaseWorkerOptions {
   /** Directory relative `sqlite:` paths resolve against (§10.1: the project root). Default: the data directory. */
@@ -51,7 +41,8 @@ export class DatabaseWorker implements BuiltinWorker {
   readonly name = DATABASE_WORKER_NAME
   private readonly options: DatabaseWorkerOptions
   private context: BuiltinContext | null = null
-  private slots = new Map<string, Slot>()
+  /** Configured databases in settings order, each with its driver in use and replaced ones still running calls. */
+  private databases = new Map<string, AdapterSlots<OpenDatabase>>()
   private applier: SettingsApplier<DatabaseSettings> | null = null
 
   constructor(options: DatabaseWorkerOptions = {}) {
@@ -69,7 +60,7 @@ export class DatabaseWorker implements BuiltinWorker {
     })
     // Invalid seed settings leave the worker running without databases (its functions answer UNKNOWN_DB).
     await this.applySettings(settings).catch(() => {})
-    this.registerFunctions()
+    registerDatabaseFunctions(context.worker, { onDatabase: (p, call) => this.onDatabase(p, call), databases: () => this.openDatabases() })
   }
 
   /**
@@ -83,24 +74,19 @@ export class DatabaseWorker implements BuiltinWorker {
   }
 
   async stop(): Promise<void> {
-    const slots = [...this.slots.values()]
-    this.slots = new Map()
-    await Promise.all(slots.map((slot) => this.retire(slot)))
+    const databases = [...this.databases.values()]
+    this.databases = new Map()
+    await Promise.all(databases.map((slots) => slots.close()))
   }
 
   private async apply(next: DatabaseSettings): Promise<void> {
     const context = this.context!
     const root = this.options.root ?? context.dataDir
-    const slots = new Map<string, Slot>()
-    const opened: Slot[] = []
+    const opened: Array<{ identity: string; database: OpenDatabase }> = []
     try {
       for (const [name, config] of Object.entries(next.databases)) {
         const identity = JSON.stringify(config)
-        const current = this.slots.get(name)
-        if (current?.identity === identity) {
-          slots.set(name, current)
-          continue
-        }
+        if (this.databases.get(name)?.identity === identity) continue
         let driver: DatabaseDriver
         try {
           const limits = { maxRows: config.max_rows, maxBytes: config.max_result_bytes }
@@ -108,28 +94,29 @@ export class DatabaseWorker implements BuiltinWorker {
         } catch (error) {
           throw withSettingsKey(error, `databases.${name}`)
         }
-        const slot: Slot = { name, config, identity, driver }
-        opened.push(slot)
-        slots.set(name, slot)
+        opened.push({ identity, database: { name, config, driver, close: () => driver.close() } })
       }
     } catch (error) {
-      await Promise.all(opened.map((slot) => this.retire(slot)))
+      await Promise.all(opened.map(({ database }) => this.closeUnused(database)))
       throw error
     }
-    const previous = this.slots
-    this.slots = slots
-    for (const [name, slot] of previous) {
-      if (slots.get(name) !== slot) void this.retire(slot)
+    const previous = this.databases
+    this.databases = new Map()
+    for (const name of Object.keys(next.databases)) {
+      this.databases.set(name, previous.get(name) ?? new AdapterSlots<OpenDatabase>(`${DATABASE_WORKER_NAME} ${name}`, context.log))
     }
-    for (const slot of opened) context.log.info(`${DATABASE_WORKER_NAME}: database ${slot.name} uses ${redactUrl(slot.config.url)}`)
+    for (const { identity, database } of opened) this.databases.get(database.name)!.install(database, identity)
+    // A removed database closes once its running calls are done (the driver waits for them).
+    for (const [name, slots] of previous) if (!this.databases.has(name)) void slots.close()
+    for (const { database } of opened) context.log.info(`${DATABASE_WORKER_NAME}: database ${database.name} uses ${redactUrl(database.config.url)}`)
   }
 
-  /** Closes a replaced driver once its running calls are done (the driver waits for them). */
-  private async retire(slot: Slot): Promise<void> {
+  /** Closes a driver that was opened for settings that were not applied. */
+  private async closeUnused(database: OpenDatabase): Promise<void> {
     try {
-      await slot.driver.close()
+      await database.close()
     } catch (error) {
-      this.context?.log.warn(`${DATABASE_WORKER_NAME}: closing database ${slot.name} failed`, { error: String(error) })
+      this.context?.log.warn(`${DATABASE_WORKER_NAME}: closing database ${database.name} failed`, { error: String(error) })
     }
   }
 
@@ -137,85 +124,37 @@ export class DatabaseWorker implements BuiltinWorker {
    * The database a call names (§10.2): `db`, else the only one, else `primary`.
    * @throws SvcError `UNKNOWN_DB` (lists the configured names) or `MISSING_DB`.
    */
-  private slotOf(p: Payload): Slot {
+  private slotsOf(p: Payload): AdapterSlots<OpenDatabase> {
     const db = dbOf(p)
-    const names = [...this.slots.keys()]
+    const names = [...this.databases.keys()]
     if (db !== undefined) {
-      const slot = this.slots.get(db)
-      if (!slot) throw Errors.unknownDb(db, names)
-      return slot
+      const slots = this.databases.get(db)
+      if (!slots) throw Errors.unknownDb(db, names)
+      return slots
     }
-    const only = names.length === 1 ? this.slots.get(names[0]!) : this.slots.get('primary')
+    const only = names.length === 1 ? this.databases.get(names[0]!) : this.databases.get('primary')
     if (!only) throw Errors.missingDb(names)
     return only
   }
 
-  private registerFunctions(): void {
-    const worker = this.context!.worker
-    const register = (id: string, handler: (p: Payload) => unknown, options: LocalFunctionOptions) =>
-      worker.registerFunction(id, (data) => handler(payloadOf(data)), { ...options, response_format: DATABASE_RESULTS[id] })
-    const call = {
-      db: { type: 'string', description: 'database name; default: the only one, or primary' },
-      sql: { type: 'string', description: 'one statement; placeholders ? (SQLite, MySQL) or $1 (PostgreSQL)' },
-      params: { type: 'array', description: 'positional parameters' },
-      timeout_ms: { type: 'integer', minimum: 1, description: 'default statement_timeout_ms' },
-    }
-    register('database::query', (p) => this.query(p), {
-      description: 'Run a statement and return its rows: {rows, row_count, columns}',
-      request_format: { type: 'object', required: ['sql'], properties: call },
-    })
-    register('database::execute', (p) => this.execute(p), {
-      description: 'Run a statement and return what it changed: {affected_rows, last_insert_id, returned_rows}',
-      request_format: { type: 'object', required: ['sql'], properties: call },
-    })
-    register('database::transaction', (p) => this.transaction(p), {
-      description: 'Run statements in one transaction: {committed, results} or {committed: false, failed_index, error}',
-      request_format: {
-        type: 'object',
-        required: ['statements'],
-        properties: {
-          db: call.db,
-          statements: { type: 'array', items: { type: 'object', required: ['sql'], properties: { sql: call.sql, params: call.params } } },
-          isolation: { type: 'string', enum: ['read_committed', 'repeatable_read', 'serializable'] },
-          timeout_ms: call.timeout_ms,
-        },
-      },
-    })
-    register('database::list_databases', () => this.listDatabases(), {
-      description: 'The configured databases, credentials removed: {databases: [{name, driver, url, pool, tls_mode}]}',
-      request_format: { type: 'object', properties: {} },
-    })
+  /** The databases in use, in settings order. */
+  private openDatabases(): OpenDatabase[] {
+    return [...this.databases.values()].map((slots) => slots.current!.adapter)
   }
 
-  private query(p: Payload): Promise<QueryResult> {
-    const slot = this.slotOf(p)
-    const statement = statementOf(p, slot.config.driver, 'database::query')
-    return slot.driver.query(statement, { timeoutMs: timeoutOf(p) ?? slot.config.statement_timeout_ms })
-  }
-
-  private execute(p: Payload): Promise<ExecuteResult> {
-    const slot = this.slotOf(p)
-    const statement = statementOf(p, slot.config.driver, 'database::execute')
-    return slot.driver.execute(statement, { timeoutMs: timeoutOf(p) ?? slot.config.statement_timeout_ms })
-  }
-
-  private transaction(p: Payload): Promise<TransactionResult> {
-    const slot = this.slotOf(p)
-    const statements = statementsOf(p, slot.config.driver)
-    const isolation = isolationOf(p)
-    const options = { timeoutMs: timeoutOf(p) ?? slot.config.statement_timeout_ms, ...(isolation ? { isolation } : {}) }
-    return slot.driver.transaction(statements, options)
-  }
-
-  private listDatabases(): { databases: Array<{ name: string; driver: string; url: string; pool: unknown; tls_mode: string }> } {
-    return {
-      databases: [...this.slots.values()].map((slot) => ({
-        name: slot.name,
-        driver: slot.config.driver,
-        url: redactUrl(slot.config.url),
-        pool: slot.config.pool,
-        tls_mode: slot.config.tls.mode,
-      })),
+  /**
+   * Runs one call on the database a payload names, holding its driver until the call is done, so a
+   * settings change closes a replaced driver only after it (§10.1). The driver's errors pass as
+   * they are (§10.4).
+   */
+  private async onDatabase<T>(p: Payload, call: (database: OpenDatabase) => Promise<T>): Promise<T> {
+    const slots = this.slotsOf(p)
+    const held = slots.hold()
+    if (!held) throw Errors.unknownDb(dbOf(p) ?? 'primary', [...this.databases.keys()])
+    try {
+      return await call(held.adapter)
+    } finally {
+      slots.release(held)
     }
   }
 }

@@ -183,6 +183,19 @@ describe('svc-pubsub fan-out (builtins.md §8)', () => {
     assert.equal((await failure(publish(s, 'orders'))).code, 'INVALID_ARGUMENTS')
   })
 
+  it('refuses a topic that is not well-formed text (a lone UTF-16 surrogate), which no Redis channel can carry, on every adapter', async () => {
+    const refused = await failure(publish(s, { topic: 'orders\ud800', data: 1 }))
+    assert.deepEqual({ code: refused.code, message: refused.message }, { code: 'INVALID_ARGUMENTS', message: 'topic contains a lone UTF-16 surrogate at index 6' })
+    const client = s.client('lonetopic')
+    const errors: RegistrationError[] = []
+    client.addRegistrationErrorListener((e) => errors.push(e))
+    client.registerFunction('lonetopic::on', () => undefined)
+    const trigger = client.registerTrigger({ type: 'subscribe', function_id: 'lonetopic::on', config: { topic: '\udc00x' } })
+    await bound(s, [trigger.id], 'failed')
+    await eventually(() => errors.length === 1)
+    assert.deepEqual([errors[0]!.code, errors[0]!.message], ['INVALID_TRIGGER_CONFIG', 'topic contains a lone UTF-16 surrogate at index 0 for subscribe triggers'])
+  })
+
   it('refuses a subscribe trigger with an empty or missing topic with INVALID_TRIGGER_CONFIG', async () => {
     const client = s.client('badtopic')
     const errors: RegistrationError[] = []
@@ -224,7 +237,7 @@ describe('svc-pubsub fan-out (builtins.md §8)', () => {
 
   it('random publish payloads never crash the worker: no result, topic_not_set or INVALID_ARGUMENTS (fast-check)', async () => {
     await fc.assert(
-      fc.asyncProperty(fc.oneof(fc.jsonValue(), fc.record({ topic: fc.oneof(fc.string(), fc.jsonValue()), data: fc.jsonValue() })), async (payload) => {
+      fc.asyncProperty(fc.oneof(fc.jsonValue(), fc.record({ topic: fc.oneof(fc.string(), fc.string({ unit: 'binary' }), fc.jsonValue()), data: fc.jsonValue() })), async (payload) => {
         try {
           assert.equal(await publish(s, payload), undefined)
         } catch (error) {
@@ -244,7 +257,7 @@ describe('svc-pubsub fan-out (builtins.md §8)', () => {
     client.registerFunction('fuzz::on', () => undefined)
     const ids: string[] = []
     fc.assert(
-      fc.property(fc.oneof(fc.jsonValue(), fc.record({ topic: fc.oneof(fc.string(), fc.jsonValue()), condition_function_id: fc.jsonValue() }, { requiredKeys: [] })), (config) => {
+      fc.property(fc.oneof(fc.jsonValue(), fc.record({ topic: fc.oneof(fc.string(), fc.string({ unit: 'binary' }), fc.jsonValue()), condition_function_id: fc.jsonValue() }, { requiredKeys: [] })), (config) => {
         ids.push(client.registerTrigger({ type: 'subscribe', function_id: 'fuzz::on', config }).id)
       }),
       { numRuns: 200 },

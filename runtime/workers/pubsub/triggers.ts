@@ -10,9 +10,21 @@
 import { Errors } from 'svc-protocol/errors'
 import type { PubSubAdapter, PubSubOrigin } from '../../adapters/pubsub/types.ts'
 import type { TelemetryHub } from '../../engine/telemetry.ts'
-import type { BindingInfo, LocalTriggerProvider, LocalWorker, Logger } from '../../engine/types.ts'
+import type { BindingInfo, LocalTriggerProvider, LocalTriggerTypeOptions, LocalWorker, Logger } from '../../engine/types.ts'
 import type { Clock } from '../shared/clock.ts'
 import { OrderedFanOut, type FanOutOptions, type FanOutQueue } from '../shared/fanout.ts'
+
+/** The `subscribe` trigger type as the worker registers it (§8). */
+export const SUBSCRIBE_TRIGGER_TYPE: LocalTriggerTypeOptions = {
+  id: 'subscribe',
+  description: 'Receives the data of every publish to its topic (exact, case-sensitive)',
+  trigger_request_format: {
+    type: 'object',
+    required: ['topic'],
+    properties: { topic: { type: 'string', minLength: 1 }, condition_function_id: { type: 'string' } },
+  },
+  call_request_format: { description: 'the published data, unchanged' },
+}
 
 /** A validated `subscribe` trigger config (§8). */
 export interface SubscribeTriggerConfig {
@@ -52,6 +64,8 @@ export function parseSubscribeTriggerConfig(config: unknown): SubscribeTriggerCo
   const topic = source.topic
   if (topic === undefined || topic === null || topic === '') throw Errors.invalidTriggerConfig('topic is required for subscribe triggers')
   if (typeof topic !== 'string') throw Errors.invalidTriggerConfig('topic must be a string for subscribe triggers')
+  const problem = topicProblem(topic)
+  if (problem !== undefined) throw Errors.invalidTriggerConfig(`topic ${problem} for subscribe triggers`)
   const result: SubscribeTriggerConfig = { topic }
   const condition = source.condition_function_id
   if (condition !== undefined && condition !== null) {
@@ -61,6 +75,18 @@ export function parseSubscribeTriggerConfig(config: unknown): SubscribeTriggerCo
     result.condition_function_id = condition
   }
   return result
+}
+
+/**
+ * Why a topic cannot be carried by every adapter, or undefined. A topic is text: one with a lone
+ * UTF-16 surrogate has no UTF-8 form, so no Redis channel could carry it (the redis adapter would
+ * accept the publish and never deliver it while the builtin one delivers it).
+ * @example topicProblem('orders\ud800') // 'contains a lone UTF-16 surrogate at index 6'
+ */
+export function topicProblem(topic: string): string | undefined {
+  if (topic.isWellFormed()) return undefined
+  // With the `u` flag a surrogate range matches only surrogates that are not part of a pair.
+  return `contains a lone UTF-16 surrogate at index ${/[\ud800-\udfff]/u.exec(topic)!.index}`
 }
 
 /**

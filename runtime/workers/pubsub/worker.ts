@@ -2,8 +2,8 @@
  * The built-in pub/sub worker `svc-pubsub` (builtins.md §8): best-effort fan-out of `publish`
  * to every `subscribe` trigger of the exact topic, on every worker.
  *
- * `publish` answers once the message is handed to the adapter; delivery happens later, per trigger
- * (./triggers.ts), so a publisher never waits for, nor hears about, a subscriber.
+ * The standard shape of a built-in: ./descriptor.ts, ./settings.ts, ./functions.ts (`publish`),
+ * ./triggers.ts (`subscribe`), and this file, the lifecycle: start, settings, adapters, stop.
  */
 import { Errors } from 'svc-protocol/errors'
 import {
@@ -11,21 +11,16 @@ import {
   openPubSubAdapter,
   pubSubAdapterIdentity,
   type PubSubAdapter,
-  type PubSubOrigin,
 } from '../../adapters/pubsub/index.ts'
-import type { BuiltinContext, BuiltinWorker, InvocationContext } from '../../engine/types.ts'
+import type { BuiltinContext, BuiltinWorker } from '../../engine/types.ts'
+import { AdapterSlots } from '../shared/adapter-slots.ts'
 import type { Clock } from '../shared/clock.ts'
-import { NO_RESULT } from '../shared/formats.ts'
 import { createSettingsApplier, withSettingsKey, type SettingsApplier } from '../shared/settings.ts'
 import { parsePubSubSettings, type PubSubSettings } from './settings.ts'
-import { SubscribeTriggers } from './triggers.ts'
+import { registerPubSubFunctions } from './functions.ts'
+import { SUBSCRIBE_TRIGGER_TYPE, SubscribeTriggers } from './triggers.ts'
 
 export const PUBSUB_WORKER_NAME = 'svc-pubsub'
-
-interface AdapterSlot {
-  readonly adapter: PubSubAdapter
-  readonly identity: string
-}
 
 export interface PubSubWorkerOptions {
   /** Default: the system clock (measures delivery budgets, spaces drop warnings). */
@@ -34,8 +29,9 @@ export interface PubSubWorkerOptions {
 
 /**
  * `svc-pubsub`. Settings take effect only through {@link PubSubWorker.applySettings}; an adapter
- * change opens the new adapter and moves every subscription to it before the old one is closed,
- * and keeps the old one when that fails (§2.9).
+ * change opens the new adapter and moves every subscription to it before the kit's
+ * {@link AdapterSlots} retire the old one (closed once the publishes running on it are done), and
+ * keeps the old one when that fails (§2.9).
  *
  * @example
  * const engine = new Engine(config, { builtins: [new PubSubWorker()] })
@@ -46,7 +42,7 @@ export class PubSubWorker implements BuiltinWorker {
   readonly name = PUBSUB_WORKER_NAME
   private readonly options: PubSubWorkerOptions
   private context: BuiltinContext | null = null
-  private slot: AdapterSlot | null = null
+  private adapters: AdapterSlots<PubSubAdapter> | null = null
   private triggers: SubscribeTriggers | null = null
   private applier: SettingsApplier<PubSubSettings> | null = null
 
@@ -56,6 +52,7 @@ export class PubSubWorker implements BuiltinWorker {
 
   async start(context: BuiltinContext, settings: unknown): Promise<void> {
     this.context = context
+    this.adapters = new AdapterSlots<PubSubAdapter>(PUBSUB_WORKER_NAME, context.log)
     this.applier = createSettingsApplier<PubSubSettings>({
       worker: PUBSUB_WORKER_NAME,
       log: context.log,
@@ -71,24 +68,8 @@ export class PubSubWorker implements BuiltinWorker {
       ...(context.telemetry ? { telemetry: context.telemetry } : {}),
     })
     await this.applySettings(settings)
-    context.worker.registerFunction('publish', (data, invocation) => this.publish(data, invocation), {
-      description: 'Publish data to every subscribe trigger of the topic (best effort, no result)',
-      request_format: { type: 'object', required: ['topic'], properties: { topic: { type: 'string', minLength: 1 }, data: {} } },
-      response_format: NO_RESULT,
-    })
-    context.worker.registerTriggerType(
-      {
-        id: 'subscribe',
-        description: 'Receives the data of every publish to its topic (exact, case-sensitive)',
-        trigger_request_format: {
-          type: 'object',
-          required: ['topic'],
-          properties: { topic: { type: 'string', minLength: 1 }, condition_function_id: { type: 'string' } },
-        },
-        call_request_format: { description: 'the published data, unchanged' },
-      },
-      this.triggers,
-    )
+    registerPubSubFunctions(context.worker, this.adapters, PUBSUB_WORKER_NAME)
+    context.worker.registerTriggerType(SUBSCRIBE_TRIGGER_TYPE, this.triggers)
   }
 
   /**
@@ -103,14 +84,13 @@ export class PubSubWorker implements BuiltinWorker {
 
   async stop(): Promise<void> {
     this.triggers?.stop()
-    const slot = this.slot
-    this.slot = null
-    await slot?.adapter.close()
+    await this.adapters?.close()
   }
 
   private async apply(next: PubSubSettings): Promise<void> {
     const identity = pubSubAdapterIdentity(next.adapter)
-    if (this.slot?.identity === identity) return
+    const adapters = this.adapters!
+    if (adapters.identity === identity) return
     const triggers = this.triggers!
     let adapter: PubSubAdapter | undefined
     try {
@@ -124,32 +104,8 @@ export class PubSubWorker implements BuiltinWorker {
       const message = `cannot open the ${next.adapter.name} pub/sub adapter: ${(error as Error).message}`
       throw withSettingsKey(Errors.adapterUnavailable(message, error), 'adapter')
     }
-    const previous = this.slot
-    this.slot = { adapter, identity }
-    // Publishes already handed to the old adapter were delivered synchronously or are lost, as §8 allows.
-    await previous?.adapter.close().catch(() => {})
+    // Messages the old adapter receives until it closes are delivered or lost, as §8 allows.
+    adapters.install(adapter, identity)
     this.context!.log.info(`${PUBSUB_WORKER_NAME} uses the ${describePubSubAdapter(next.adapter)} adapter`)
-  }
-
-  /**
-   * `publish {topic, data}` (§8): resolves with no result once the message is handed over.
-   * @throws SvcError `topic_not_set` for a missing, null or empty topic; `INVALID_ARGUMENTS` for a
-   *   payload that is not an object or a topic that is not a string; `ADAPTER_UNAVAILABLE`.
-   */
-  private async publish(data: unknown, invocation: InvocationContext): Promise<undefined> {
-    if (data !== undefined && data !== null && (typeof data !== 'object' || Array.isArray(data))) {
-      throw Errors.invalidArguments('payload must be an object')
-    }
-    const payload = (data ?? {}) as Record<string, unknown>
-    const topic = payload.topic
-    if (topic === undefined || topic === null || topic === '') throw Errors.topicNotSet()
-    if (typeof topic !== 'string') throw Errors.invalidArguments('topic must be a non-empty string')
-    const slot = this.slot
-    if (!slot) throw Errors.adapterUnavailable(`${PUBSUB_WORKER_NAME} is stopped`)
-    const origin: PubSubOrigin = {}
-    if (invocation.traceparent !== undefined) origin.traceparent = invocation.traceparent
-    if (invocation.baggage !== undefined) origin.baggage = invocation.baggage
-    await slot.adapter.publish(topic, payload.data, origin)
-    return undefined
   }
 }

@@ -435,6 +435,34 @@ describe('queue worker: settings', () => {
     assert.equal((await enqueue(w, 'c', 'x::y', {})).error.code, 'queue_not_found')
   })
 
+  it('a delivery running while the adapter changes is acknowledged on the backend its message came from (builtins.md §2.9)', async () => {
+    const engine = await engineWith({ adapter: { name: 'builtin' }, queue_configs: { jobs: { concurrency: 1 } } })
+    const w = await worker(engine)
+    let finish!: () => void
+    const blocked = new Promise<void>((resolve) => (finish = resolve))
+    const seen: unknown[] = []
+    w.serve('jobs::run', async (data) => {
+      seen.push(data)
+      await blocked
+    })
+    const receipt = (await enqueue(w, 'jobs', 'jobs::run', { n: 1 })).result.messageReceiptId as string
+    await eventually(() => seen.length === 1)
+    await call(w, 'configuration::set', { id: 'queue', value: { adapter: { name: 'memory' }, queue_configs: { jobs: { concurrency: 1 } } } })
+    await eventually(async () => (await call(w, 'engine::queue::list_topics', {})).every((t: { broker_type: string }) => t.broker_type === 'memory'))
+    const db = new DatabaseSync(join(engine.dataDir, 'queue.db'), { timeout: 10_000 })
+    try {
+      const stored = () => (db.prepare('SELECT COUNT(*) AS n FROM queue_messages WHERE id = ?').get(receipt) as { n: number }).n
+      assert.equal(stored(), 1, 'the message is in flight in queue.db')
+      finish()
+      await eventually(() => stored() === 0)
+    } finally {
+      db.close()
+    }
+    // The memory backend serves new messages meanwhile.
+    assert.equal((await enqueue(w, 'jobs', 'jobs::run', { n: 2 })).error, undefined)
+    await eventually(() => seen.length === 2)
+  })
+
   it('queue::define declares a queue at once, reports changed, validates with invalid_queue_config', async () => {
     const engine = await engineWith({ adapter: { name: 'memory' } })
     const w = await worker(engine)

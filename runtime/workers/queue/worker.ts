@@ -9,7 +9,7 @@
  * that tests can move it by hand; stored times are Unix ms derived from it.
  */
 import { randomUUID } from 'node:crypto'
-import { Codes, errorBodyOf, Errors, SvcError, type ErrorBody } from 'svc-protocol/errors'
+import { Codes, errorBodyOf, Errors, type ErrorBody } from 'svc-protocol/errors'
 import {
   openQueueBackend,
   queueAdapterIdentity,
@@ -22,6 +22,7 @@ import {
 import type { MetricSeries } from '../../adapters/observability/records.ts'
 import type { ActiveSpan, TelemetryHub } from '../../engine/telemetry.ts'
 import type { BindingInfo, BuiltinContext, BuiltinWorker, InvocationContext, LocalFunctionOptions, LocalInvokeRequest } from '../../engine/types.ts'
+import { AdapterSlots, type AdapterSlot } from '../shared/adapter-slots.ts'
 import { systemClock, type CancelTimer, type Clock } from '../shared/clock.ts'
 import { createCondition, type Condition } from '../shared/conditions.ts'
 import { createSettingsApplier, withSettingsKey, type SettingsApplier } from '../shared/settings.ts'
@@ -81,14 +82,6 @@ interface Subscriber {
   expiry?: CancelTimer
 }
 
-/** A backend in use, with the deliveries still running on it. */
-interface BackendSlot {
-  backend: QueueBackend
-  identity: string
-  inFlight: number
-  retired: boolean
-}
-
 export interface QueueWorkerOptions {
   /** Time source and timers; default the real clock. Stored times are Unix ms derived from it. */
   clock?: Clock
@@ -112,7 +105,11 @@ export class QueueWorker implements BuiltinWorker {
   private removeMetricSource: (() => void) | undefined
   private applier: SettingsApplier<QueueWorkerSettings> | null = null
   private settings: QueueWorkerSettings | null = null
-  private slot: BackendSlot | null = null
+  /**
+   * The backend in use and replaced ones still in use (the kit's {@link AdapterSlots}): each
+   * delivery holds the backend its message was reserved from until the message is settled there.
+   */
+  private backends: AdapterSlots<QueueBackend> | null = null
   private readonly runners = new Map<string, Runner>()
   /** Settings of queues removed from queue_configs that still hold messages (§7.1). */
   private readonly removed = new Map<string, QueueSettings>()
@@ -142,6 +139,7 @@ export class QueueWorker implements BuiltinWorker {
 
   async start(context: BuiltinContext, settings: unknown): Promise<void> {
     this.context = context
+    this.backends = new AdapterSlots<QueueBackend>(QUEUE_WORKER_NAME, context.log)
     this.hub = context.telemetry
     this.applier = createSettingsApplier<QueueWorkerSettings>({
       worker: QUEUE_WORKER_NAME,
@@ -180,9 +178,7 @@ export class QueueWorker implements BuiltinWorker {
     for (const runner of this.runners.values()) runner.cancelTimer?.()
     for (const sub of this.subscribers.values()) sub.expiry?.()
     this.missingTimer?.()
-    const slot = this.slot
-    this.slot = null
-    if (slot) await slot.backend.close().catch(() => {})
+    await this.backends?.close()
   }
 
   // ---- settings --------------------------------------------------------------------------------
@@ -193,7 +189,8 @@ export class QueueWorker implements BuiltinWorker {
     const identity = queueAdapterIdentity(next.adapter, adapterContext)
     if (previous) for (const [name, settings] of previous.queue_configs) if (!next.queue_configs.has(name)) this.removed.set(name, settings)
     for (const name of next.queue_configs.keys()) this.removed.delete(name)
-    const opening = this.slot?.identity !== identity
+    const backends = this.backends!
+    const opening = backends.identity !== identity
     let backend: QueueBackend | undefined
     if (opening) {
       try {
@@ -204,9 +201,7 @@ export class QueueWorker implements BuiltinWorker {
     }
     this.settings = next
     if (backend) {
-      const old = this.slot
-      this.slot = { backend, identity, inFlight: 0, retired: false }
-      if (old) this.retire(old)
+      backends.install(backend, identity)
       for (const runner of this.runners.values()) runner.inFlight = 0
       await this.loadSubscribers(backend)
       const recovered = await backend.recover(this.now(), (queue) => this.settingsOf(queue).max_retries + 1)
@@ -215,11 +210,6 @@ export class QueueWorker implements BuiltinWorker {
     }
     for (const sub of this.subscribers.values()) this.scheduleExpiry(sub)
     void this.pumpAll()
-  }
-
-  private retire(slot: BackendSlot): void {
-    slot.retired = true
-    if (slot.inFlight === 0) void slot.backend.close().catch(() => {})
   }
 
   /** Subscribers remembered by the store: none has a live trigger yet, so each counts as detached now. */
@@ -267,9 +257,9 @@ export class QueueWorker implements BuiltinWorker {
   }
 
   private async pumpAll(): Promise<void> {
-    const slot = this.slot
+    const slot = this.backends?.current
     if (!slot) return
-    for (const queue of await slot.backend.queues()) this.pump(queue)
+    for (const queue of await slot.adapter.queues()) this.pump(queue)
   }
 
   /** Starts as many ready messages of `queue` as free slots allow; coalesces concurrent calls. */
@@ -292,7 +282,7 @@ export class QueueWorker implements BuiltinWorker {
   private async pumpLoop(queue: string, runner: Runner): Promise<void> {
     do {
       runner.again = false
-      const slot = this.slot
+      const slot = this.backends?.current
       if (!slot || this.stopped) return
       const sub = this.subscribers.get(queue)
       // A subscriber's copies wait for a live trigger (§7.5).
@@ -303,7 +293,7 @@ export class QueueWorker implements BuiltinWorker {
       const now = this.now()
       let messages: QueueMessage[]
       try {
-        messages = await slot.backend.reserve(queue, { now, limit: free, startable: this.startable })
+        messages = await slot.adapter.reserve(queue, { now, limit: free, startable: this.startable })
       } catch (error) {
         this.context!.log.error(`queue: reserving messages of ${queue} failed`, { error: String(error) })
         this.setTimer(queue, runner, this.now() + 1000)
@@ -313,7 +303,7 @@ export class QueueWorker implements BuiltinWorker {
       for (const message of messages) void this.deliver(slot, queue, runner, message)
       if (messages.length === free) runner.again = true
       else {
-        const next = await slot.backend.nextReadyAt(queue, now)
+        const next = await slot.adapter.nextReadyAt(queue, now)
         if (next !== undefined) this.setTimer(queue, runner, next)
       }
     } while (runner.again)
@@ -332,8 +322,9 @@ export class QueueWorker implements BuiltinWorker {
     }, at - this.now())
   }
 
-  private async deliver(slot: BackendSlot, queue: string, runner: Runner, message: QueueMessage): Promise<void> {
-    slot.inFlight++
+  private async deliver(reservedOn: AdapterSlot<QueueBackend>, queue: string, runner: Runner, message: QueueMessage): Promise<void> {
+    const backends = this.backends!
+    const slot = backends.hold(reservedOn)!
     const settings = this.settingsOf(queue)
     const sub = this.subscribers.get(queue)
     let latest: SubscriberTrigger | undefined
@@ -350,7 +341,7 @@ export class QueueWorker implements BuiltinWorker {
     const free = () => {
       if (freed) return
       freed = true
-      if (slot.retired) return
+      if (backends.current !== slot) return
       runner.inFlight--
       this.pump(queue)
     }
@@ -388,7 +379,7 @@ export class QueueWorker implements BuiltinWorker {
         if (error === undefined) span.end('ok')
         else span.end('error', error.message, { 'svc.error.code': error.code })
       }
-      const backend = slot.backend
+      const backend = slot.adapter
       let settled: Promise<boolean>
       switch (verdict.kind) {
         case 'ack':
@@ -416,8 +407,7 @@ export class QueueWorker implements BuiltinWorker {
       span?.end('error', `settling failed: ${String(failure)}`)
       this.context?.log.error(`queue: settling message ${message.id} of ${queue} failed; it is delivered again after a restart`, { error: String(failure) })
     } finally {
-      slot.inFlight--
-      if (slot.retired && slot.inFlight === 0) void slot.backend.close().catch(() => {})
+      backends.release(slot)
     }
   }
 
@@ -432,9 +422,9 @@ export class QueueWorker implements BuiltinWorker {
    *   an attempt), the throughput per queue.
    */
   private async metricSeries(now: number): Promise<MetricSeries[]> {
-    const slot = this.slot
+    const slot = this.backends?.current
     if (!slot || !this.settings) return []
-    const names = new Set<string>([...this.settings.queue_configs.keys(), ...this.subscribers.keys(), ...this.runners.keys(), ...(await slot.backend.queues())])
+    const names = new Set<string>([...this.settings.queue_configs.keys(), ...this.subscribers.keys(), ...this.runners.keys(), ...(await slot.adapter.queues())])
     const gauge = (name: string, description: string): MetricSeries => ({ name, type: 'gauge', unit: '{message}', description, points: [] })
     const sum = (name: string, description: string): MetricSeries => ({ name, type: 'sum', unit: '{message}', description, points: [] })
     const depth = gauge('svc.queue.depth', 'messages waiting in the queue, ready or delayed')
@@ -446,7 +436,7 @@ export class QueueWorker implements BuiltinWorker {
     const failed = sum('svc.queue.failed', 'messages this engine moved to the dead letter queue')
     const nowMs = this.now()
     for (const queue of [...names].sort()) {
-      const c = await slot.backend.counts(queue, nowMs)
+      const c = await slot.adapter.counts(queue, nowMs)
       const r = this.runners.get(queue)
       const attributes = { 'svc.queue.name': queue }
       const point = (series: MetricSeries, value: number) => series.points.push({ time_unix_nano: now, value, attributes })
@@ -512,7 +502,7 @@ export class QueueWorker implements BuiltinWorker {
     const record: SubscriberRecord = { queue, topic, namespace: binding.namespace, function_id: binding.function_id }
     if (raw !== undefined) record.config = raw
     sub.record = record
-    await this.slot?.backend.saveSubscriber(record)
+    await this.backends?.current?.adapter.saveSubscriber(record)
     this.pump(queue)
   }
 
@@ -520,7 +510,7 @@ export class QueueWorker implements BuiltinWorker {
     for (const sub of this.subscribers.values()) {
       if (!sub.triggers.delete(binding.id) || sub.triggers.size > 0) continue
       sub.record = { ...sub.record, detached_at: this.now() }
-      await this.slot?.backend.saveSubscriber(sub.record)
+      await this.backends?.current?.adapter.saveSubscriber(sub.record)
       this.scheduleExpiry(sub)
     }
   }
@@ -538,7 +528,7 @@ export class QueueWorker implements BuiltinWorker {
   private async expire(sub: Subscriber): Promise<void> {
     sub.expiry = undefined
     if (sub.triggers.size > 0 || this.subscribers.get(sub.record.queue) !== sub) return
-    const backend = this.slot?.backend
+    const backend = this.backends?.current?.adapter
     if (!backend) return
     this.subscribers.delete(sub.record.queue)
     const moved = await backend.deadLetterQueue(sub.record.queue, { code: Codes.SubscriberExpired, message: `subscriber ${sub.record.function_id} of topic '${sub.record.topic}' had no live trigger for subscriber_retention_ms` }, this.now())
@@ -617,15 +607,14 @@ export class QueueWorker implements BuiltinWorker {
     register('engine::queue::enqueue', 'Queue provider of the Enqueue action (protocol.md §6.4)', (p, ctx) => this.enqueue(p, ctx), { metadata: { internal: true }, ownSpan: true })
   }
 
-  private async withBackend<T>(functionId: string, operation: (backend: QueueBackend) => Promise<T>): Promise<T> {
-    const slot = this.slot
-    if (!slot) throw Errors.storageError(`${functionId} failed: the queue worker is stopped`)
-    try {
-      return await operation(slot.backend)
-    } catch (error) {
-      if (error instanceof SvcError) throw error
-      throw Errors.storageError(`${functionId} failed: ${(error as Error)?.message ?? String(error)}`, error)
-    }
+  /**
+   * One backend operation of a function, on the current backend (§2.9: it finishes there if the
+   * backend is replaced meanwhile).
+   * @throws SvcError `STORAGE_ERROR` `<functionId> failed: …` for a backend failure or a stopped worker.
+   */
+  private withBackend<T>(functionId: string, operation: (backend: QueueBackend) => Promise<T>): Promise<T> {
+    if (!this.backends) return Promise.reject(Errors.storageError(`${functionId} failed: the ${QUEUE_WORKER_NAME} worker is stopped`))
+    return this.backends.run(functionId, operation)
   }
 
   /**
@@ -822,7 +811,7 @@ export class QueueWorker implements BuiltinWorker {
 
   private async listTopics(): Promise<Array<{ name: string; kind: string; broker_type: string; subscriber_count: number; depth: number; dlq_depth: number }>> {
     const out = []
-    const brokerType = this.slot?.backend.name ?? this.settings!.adapter.name
+    const brokerType = this.backends?.current?.adapter.name ?? this.settings!.adapter.name
     for (const { name, kind } of await this.names()) {
       const c = await this.countsOf(this.queuesOf(name, kind))
       out.push({ name, kind, broker_type: brokerType, subscriber_count: kind === 'topic' ? this.subscribersOf(name).length : 0, depth: c.pending + c.delayed, dlq_depth: c.dead })
@@ -871,7 +860,7 @@ export class QueueWorker implements BuiltinWorker {
 
   private async dlqTopics(): Promise<Array<{ topic: string; kind: string; broker_type: string; message_count: number }>> {
     const out = []
-    const brokerType = this.slot?.backend.name ?? this.settings!.adapter.name
+    const brokerType = this.backends?.current?.adapter.name ?? this.settings!.adapter.name
     for (const { name, kind } of await this.names()) {
       const c = await this.countsOf([name])
       if (c.dead > 0) out.push({ topic: name, kind, broker_type: brokerType, message_count: c.dead })

@@ -52,6 +52,15 @@ export class AdapterSlots<A extends Closable> {
   }
 
   /**
+   * The current adapter; null before the first install and after close. For reads that need no
+   * pin (a listing); an operation that must finish on the adapter it started on goes through
+   * {@link run} or {@link hold}. Compare a held slot with it to learn whether it was replaced.
+   */
+  get current(): AdapterSlot<A> | null {
+    return this.slot
+  }
+
+  /**
    * Makes `adapter` current. `attach` (e.g. subscribing to its change feed) runs now and returns
    * what undoes it when the adapter retires. The previous adapter retires: it closes as soon as
    * no operation and no holder uses it.
@@ -86,10 +95,15 @@ export class AdapterSlots<A extends Closable> {
     }
   }
 
-  /** Pins the current adapter for a holder (a client connection); null when there is none. */
-  hold(): AdapterSlot<A> | null {
-    if (this.slot) this.slot.holders++
-    return this.slot
+  /**
+   * Pins an adapter for a holder (a client connection, a delivery): `on` (one the caller started
+   * with, e.g. the adapter a message was reserved from), else the current one; null when there is
+   * none. Each hold is ended by one {@link release}.
+   */
+  hold(on?: AdapterSlot<A> | null): AdapterSlot<A> | null {
+    const slot = (on ?? this.slot) as Slot<A> | null
+    if (slot) slot.holders++
+    return slot
   }
 
   /** Ends a {@link hold}; a retired adapter closes once its last user is gone. */

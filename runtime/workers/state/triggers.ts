@@ -9,10 +9,37 @@
 import { Errors } from 'svc-protocol/errors'
 import type { StateChange } from '../../adapters/state/types.ts'
 import type { TelemetryHub } from '../../engine/telemetry.ts'
-import type { BindingInfo, LocalTriggerProvider, LocalWorker, Logger } from '../../engine/types.ts'
+import type { BindingInfo, LocalTriggerProvider, LocalTriggerTypeOptions, LocalWorker, Logger } from '../../engine/types.ts'
 import type { Clock } from '../shared/clock.ts'
 import { OrderedFanOut, type FanOutOptions, type FanOutQueue } from '../shared/fanout.ts'
 import type { StateEventData, StateTriggerConfig } from './types.ts'
+
+/** The `state` trigger type as the worker registers it (§4.3). */
+export const STATE_TRIGGER_TYPE: LocalTriggerTypeOptions = {
+  id: 'state',
+  description: 'Fires on every change of a state key (state:created, state:updated, state:deleted)',
+  trigger_request_format: {
+    type: 'object',
+    properties: {
+      scope: { type: 'string', description: 'exact scope; absent matches every scope' },
+      key: { type: 'string', description: 'exact key; absent matches every key' },
+      condition_function_id: { type: 'string' },
+    },
+  },
+  call_request_format: {
+    type: 'object',
+    required: ['type', 'message_type', 'event_type', 'scope', 'key', 'old_value', 'new_value'],
+    properties: {
+      type: { type: 'string' },
+      message_type: { type: 'string' },
+      event_type: { type: 'string', enum: ['state:created', 'state:updated', 'state:deleted'] },
+      scope: { type: 'string' },
+      key: { type: 'string' },
+      old_value: {},
+      new_value: {},
+    },
+  },
+}
 
 export { MAX_QUEUED_EVENTS } from '../shared/fanout.ts'
 

@@ -33,6 +33,121 @@ export interface WorkerSummary {
   active_invocations: number
 }
 
+/** FunctionSummary plus what `engine::functions::info` tells (protocol.md §11.1 FunctionDetail). */
+export interface FunctionDetail extends FunctionSummary {
+  /** The latest replica's `request_format`. */
+  request_schema?: unknown
+  /** The latest replica's `response_format`. */
+  response_schema?: unknown
+  /** Set for HTTP-invoked functions (§6.8): where the engine sends the request. */
+  invocation?: { url: string; method: string }
+  replicas: { worker_id: string; worker_name: string | null }[]
+  /** Bindings that target this function (any status). */
+  registered_triggers: { id: string; trigger_type: string; config: unknown; status: RegisteredTriggerStatus }[]
+}
+
+/** An entry of `engine::triggers::list`: a trigger type (protocol.md §11.1 TriggerTypeSummary). */
+export interface TriggerTypeSummary {
+  id: string
+  namespace: string
+  worker_name: string | null
+  description: string
+}
+
+/** The result of `engine::triggers::info` (protocol.md §11.1 TriggerTypeDetail). */
+export interface TriggerTypeDetail extends TriggerTypeSummary {
+  /** The provider's `trigger_request_format`: the schema of a binding's `config`. */
+  configuration_schema?: unknown
+  /** The provider's `call_request_format`: the schema of what a fire sends. */
+  request_schema?: unknown
+  /** Bindings the type's active provider holds. */
+  instance_count: number
+}
+
+/** A binding's state (protocol.md §8.2–§8.3): delivered, parked without a provider, or refused. */
+export type RegisteredTriggerStatus = 'active' | 'pending' | 'failed'
+
+/** An entry of `engine::registered-triggers::list` (protocol.md §11.1 RegisteredTriggerSummary). */
+export interface RegisteredTriggerSummary {
+  id: string
+  trigger_type: string
+  function_id: string
+  namespace: string
+  /** The owning worker's name; null for bindings of `engine::register_trigger` and unnamed workers. */
+  worker_name: string | null
+  status: RegisteredTriggerStatus
+  config: unknown
+  /** JSON of `config` cut to 80 characters, `…` appended when cut. */
+  config_summary: string
+}
+
+/** The result of `engine::registered-triggers::info` (protocol.md §11.1). */
+export interface RegisteredTriggerDetail extends RegisteredTriggerSummary {
+  metadata?: unknown
+  /** The type of the provider holding the binding; null while none does. */
+  trigger: TriggerTypeDetail | null
+  /** The target, when registered and visible to the caller. */
+  function: FunctionDetail | null
+}
+
+/** The `worker` of `engine::workers::info` (protocol.md §11.1 WorkerDetail). */
+export interface WorkerDetail extends WorkerSummary {
+  internal: boolean
+  latest_metrics?: Record<string, number>
+  /** Built-ins: the addresses actually bound, e.g. `http://127.0.0.1:3111`. */
+  listen_urls?: string[]
+  /** Built-ins: why the latest settings were refused (builtins.md §2.7). */
+  last_config_error?: string
+}
+
+/** The result of `engine::functions::list` (protocol.md §11.1). */
+export interface FunctionsListResult {
+  functions: FunctionSummary[]
+}
+
+/** One entry of a batch `engine::functions::info`: the detail, or why there is none. */
+export type FunctionInfoEntry = FunctionDetail | { function_id: string; error: 'not_found' | 'forbidden' }
+
+/** The result of a batch `engine::functions::info` (`function_ids`, protocol.md §11.1). */
+export interface FunctionsInfoBatchResult {
+  functions: FunctionInfoEntry[]
+}
+
+/** The result of `engine::triggers::list` (protocol.md §11.1). */
+export interface TriggerTypesListResult {
+  triggers: TriggerTypeSummary[]
+}
+
+/** The result of `engine::registered-triggers::list` (protocol.md §11.1). */
+export interface RegisteredTriggersListResult {
+  registered_triggers: RegisteredTriggerSummary[]
+}
+
+/** The result of `engine::workers::list` (protocol.md §11.1). */
+export interface WorkersListResult {
+  workers: WorkerSummary[]
+}
+
+/** The result of `engine::workers::info` (protocol.md §11.1). */
+export interface WorkerInfoResult {
+  worker: WorkerDetail
+  functions: FunctionSummary[]
+  trigger_types: TriggerTypeSummary[]
+  registered_triggers: RegisteredTriggerSummary[]
+  /** Every connection the name matched, most recent first. */
+  matching_ids: string[]
+}
+
+/** The result of `engine::register_trigger` (protocol.md §11.2). */
+export interface RegisterTriggerResult {
+  id: string
+}
+
+/** The result of `engine::unregister_trigger` (protocol.md §11.2). */
+export interface UnregisterTriggerResult {
+  removed: boolean
+}
+
 /**
  * One end of a channel (protocol.md §9): plain JSON that may travel anywhere in a payload or
  * result. `access_key` is the end's credential: whoever holds the ref can claim the end.

@@ -10,8 +10,8 @@
  *   those slots (cron pauses) and the client reconnects with backoff.
  */
 import { randomUUID } from 'node:crypto'
-import { Redis } from 'ioredis'
-import { CALL_TIMEOUT_MS, redactRedisUrl, redisClientOptions, waitReady, type RedisStateConfig } from '../../state/redis/redis.ts'
+import type { Redis } from 'ioredis'
+import { CALL_TIMEOUT_MS, connectRedis, redactRedisUrl, waitReady, type RedisConfig } from '../../redis.ts'
 import type { CronSlotStore } from '../types.ts'
 
 /** How long a slot lock is kept, ms (§13.4: 24 h). */
@@ -47,7 +47,7 @@ export class RedisCronSlotStore implements CronSlotStore {
   readonly where: string
 
   /** Connects (waiting at most {@link CALL_TIMEOUT_MS}); resolves even when Redis is unreachable, with a warning. */
-  static async open(config: RedisStateConfig, log?: { warn(message: string, data?: Record<string, unknown>): void }): Promise<RedisCronSlotStore> {
+  static async open(config: RedisConfig, log?: { warn(message: string, data?: Record<string, unknown>): void }): Promise<RedisCronSlotStore> {
     const store = new RedisCronSlotStore(config)
     if (!(await waitReady(store.client, CALL_TIMEOUT_MS))) {
       log?.warn(`redis cron store: ${store.where} is unreachable; cron slots are skipped until it is back`, { url: store.where })
@@ -55,11 +55,10 @@ export class RedisCronSlotStore implements CronSlotStore {
     return store
   }
 
-  private constructor(config: RedisStateConfig) {
+  private constructor(config: RedisConfig) {
     this.prefix = `${config.key_prefix}cron:`
     this.where = redactRedisUrl(config.url)
-    this.client = new Redis(config.url, redisClientOptions())
-    this.client.on('error', () => {})
+    this.client = connectRedis(config.url)
   }
 
   async claim(schedule: string, slotMs: number): Promise<boolean> {

@@ -1,12 +1,14 @@
 /**
- * The redis pub/sub adapter against a real `redis-server` (test/support/redis.ts): fan-out across
- * adapters sharing a prefix, channel names, and behaviour while Redis is away.
+ * The redis pub/sub adapter against a real `redis-server` (test/support/redis.ts): the shared
+ * conformance suite (each transport a key prefix of its own, shared by the adapters opened on it as
+ * by several engines), channel names, and behaviour while Redis is away.
  */
 import assert from 'node:assert/strict'
 import { after, describe, it } from 'node:test'
 import { Redis } from 'ioredis'
 import { eventually } from '../../../../test/support/raw-worker.ts'
 import { startTestRedis } from '../../../../test/support/redis.ts'
+import { runPubSubAdapterConformance } from '../conformance.ts'
 import type { PubSubOrigin } from '../types.ts'
 import { RedisPubSubAdapter } from './redis.ts'
 
@@ -14,6 +16,15 @@ const redis = await startTestRedis()
 after(() => redis.close())
 
 let prefixes = 0
+
+runPubSubAdapterConformance(
+  'redis',
+  () => {
+    const key_prefix = `conf${++prefixes}:`
+    return { open: (context) => RedisPubSubAdapter.open({ url: redis.url, key_prefix }, context) }
+  },
+  { shared: true },
+)
 function open(key_prefix = `p${++prefixes}:`) {
   const received: Array<{ topic: string; data: unknown; origin: PubSubOrigin | undefined }> = []
   const adapter = RedisPubSubAdapter.open(

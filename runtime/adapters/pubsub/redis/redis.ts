@@ -9,10 +9,10 @@
  * When Redis is unreachable, `publish` fails with `ADAPTER_UNAVAILABLE` within
  * {@link CALL_TIMEOUT_MS}; opening never fails for that reason (a warning is logged).
  */
-import { Redis } from 'ioredis'
+import type { Redis } from 'ioredis'
 import { Errors } from 'svc-protocol/errors'
 import { jsonParse } from 'svc-protocol/json'
-import { CALL_TIMEOUT_MS, redactRedisUrl, redisClientOptions, waitReady, type RedisStateConfig } from '../../state/redis/redis.ts'
+import { CALL_TIMEOUT_MS, connectRedis, redactRedisUrl, redisCallError, waitReady, type RedisConfig } from '../../redis.ts'
 import type { PubSubAdapter, PubSubAdapterContext, PubSubOrigin } from '../types.ts'
 
 interface Envelope {
@@ -40,7 +40,7 @@ export class RedisPubSubAdapter implements PubSubAdapter {
    * Connects both connections (waiting at most {@link CALL_TIMEOUT_MS}); resolves even when Redis
    * is unreachable, logging a warning, and keeps trying with backoff.
    */
-  static async open(config: RedisStateConfig, context: PubSubAdapterContext): Promise<RedisPubSubAdapter> {
+  static async open(config: RedisConfig, context: PubSubAdapterContext): Promise<RedisPubSubAdapter> {
     const adapter = new RedisPubSubAdapter(config, context)
     const ready = await Promise.all([waitReady(adapter.publisher, CALL_TIMEOUT_MS), waitReady(adapter.subscriber, CALL_TIMEOUT_MS)])
     if (!ready.every(Boolean)) {
@@ -51,16 +51,12 @@ export class RedisPubSubAdapter implements PubSubAdapter {
     return adapter
   }
 
-  private constructor(config: RedisStateConfig, context: PubSubAdapterContext) {
+  private constructor(config: RedisConfig, context: PubSubAdapterContext) {
     this.context = context
     this.where = redactRedisUrl(config.url)
     this.channelPrefix = `${config.key_prefix}pubsub:`
-    const options = redisClientOptions()
-    this.publisher = new Redis(config.url, options)
-    this.subscriber = new Redis(config.url, { ...options, commandTimeout: undefined })
-    // Connection errors surface through the calls; the 'error' events only need a listener.
-    this.publisher.on('error', () => {})
-    this.subscriber.on('error', () => {})
+    this.publisher = connectRedis(config.url)
+    this.subscriber = connectRedis(config.url, 'subscriber')
     this.subscriber.on('message', (channel: string, message: string) => this.receive(channel, message))
     this.subscriber.on('ready', () => {
       if (!this.closed && this.topics.size > 0) void this.subscriber.subscribe(...[...this.topics].map((t) => this.channel(t))).catch(() => {})
@@ -76,7 +72,7 @@ export class RedisPubSubAdapter implements PubSubAdapter {
     try {
       await this.publisher.publish(this.channel(topic), JSON.stringify(envelope))
     } catch (error) {
-      throw Errors.adapterUnavailable(`redis at ${this.where} is unreachable: ${(error as Error).message}`, error)
+      throw redisCallError(error, this.where, 'pubsub publish')
     }
   }
 

@@ -13,7 +13,7 @@ import { applyUpdateOps } from '../../../update-ops/index.ts'
 import { UPDATE_OPS_VECTORS } from '../../../update-ops/vectors.ts'
 import { runStateAdapterConformance } from '../conformance.ts'
 import type { StateAdapterLogger, StateChange } from '../types.ts'
-import { encodeOps, parseRedisStateConfig, RedisStateAdapter } from './redis.ts'
+import { encodeOps, RedisStateAdapter } from './redis.ts'
 import { APPLY_OPS_SCRIPT } from './scripts.ts'
 
 const redis = await startTestRedis()
@@ -144,20 +144,6 @@ describe('redis state adapter', () => {
       { seq: 1, scope: 's', key: 'k', new: [1], origin: { traceparent: 'tp' } },
       { seq: 2, scope: 's', key: 'k', old: [1] },
     ])
-  })
-
-  it('validates its config block; redis_url is accepted for url', () => {
-    assert.deepEqual(parseRedisStateConfig({}), { url: 'redis://127.0.0.1:6379', key_prefix: 'svc:' })
-    assert.deepEqual(parseRedisStateConfig({ redis_url: 'rediss://h:1', key_prefix: 'app:' }), {
-      url: 'rediss://h:1',
-      key_prefix: 'app:',
-    })
-    assert.deepEqual(parseRedisStateConfig({ url: 'redis://h', redis_url: 'redis://h' }).url, 'redis://h')
-    assert.throws(() => parseRedisStateConfig({ url: 'http://h' }), /adapter\.config\.url must be a redis:\/\/ or rediss:\/\/ URL/)
-    assert.throws(() => parseRedisStateConfig({ redis_url: 3 }), /adapter\.config\.redis_url must be a redis:\/\//)
-    assert.throws(() => parseRedisStateConfig({ url: 'redis://a', redis_url: 'redis://b' }), /give only one of them/)
-    assert.throws(() => parseRedisStateConfig({ key_prefix: 1 }), /adapter\.config\.key_prefix must be a string/)
-    assert.throws(() => parseRedisStateConfig({ path: 'x' }), /adapter\.config\.path is not a redis adapter option/)
   })
 })
 

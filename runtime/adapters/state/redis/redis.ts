@@ -22,8 +22,8 @@
  * (1 s doubling to 30 s). Such failures reject with `ADAPTER_UNAVAILABLE`. Opening never fails
  * because Redis is down: the adapter logs a warning and works as soon as Redis is reachable.
  */
-import { Redis, type RedisOptions } from 'ioredis'
-import { Errors, SvcError } from 'svc-protocol/errors'
+import type { Redis } from 'ioredis'
+import { Errors } from 'svc-protocol/errors'
 import { jsonParse } from 'svc-protocol/json'
 import { assertUpdateOps } from '../../../update-ops/index.ts'
 import { ChangeListeners } from '../changes.ts'
@@ -43,64 +43,7 @@ import type {
   UpdateOpError,
 } from '../types.ts'
 import { PAGE_SCRIPT, WRITE_SCRIPT } from './scripts.ts'
-
-/** `adapter.config` of `redis` (builtins.md §13.4), defaults applied. */
-export interface RedisStateConfig {
-  /** `redis://` or `rediss://` URL. Default `redis://127.0.0.1:6379`. */
-  url: string
-  /** Prefix of every key and channel. Default `svc:`. */
-  key_prefix: string
-}
-
-export const DEFAULT_REDIS_URL = 'redis://127.0.0.1:6379'
-export const DEFAULT_KEY_PREFIX = 'svc:'
-/** A call that Redis does not answer within this many ms fails (the spec's bound is 5 s). */
-export const CALL_TIMEOUT_MS = 4000
-/** First reconnect delay and its cap, in ms (doubling in between). */
-export const RECONNECT_MIN_MS = 1000
-export const RECONNECT_MAX_MS = 30_000
-
-/**
- * Checks an `adapter.config` block for `redis`; `redis_url` is accepted for `url` (§13.1).
- * Placeholders are expanded by the configuration layer before this runs.
- * @throws Error naming the offending field, e.g. `adapter.config.url must be a redis:// or rediss:// URL`.
- * @example parseRedisStateConfig({ redis_url: 'redis://cache:6379' }) // { url: 'redis://cache:6379', key_prefix: 'svc:' }
- */
-export function parseRedisStateConfig(config: Record<string, unknown>): RedisStateConfig {
-  for (const field of Object.keys(config)) {
-    if (field !== 'url' && field !== 'redis_url' && field !== 'key_prefix') {
-      throw new Error(`adapter.config.${field} is not a redis adapter option (known: url, key_prefix)`)
-    }
-  }
-  const given = (field: string): unknown => (config[field] === null ? undefined : config[field])
-  if (given('url') !== undefined && given('redis_url') !== undefined && given('url') !== given('redis_url')) {
-    throw new Error('adapter.config.redis_url is another name for adapter.config.url; give only one of them')
-  }
-  const url = given('url') ?? given('redis_url') ?? DEFAULT_REDIS_URL
-  const field = given('url') !== undefined ? 'url' : 'redis_url'
-  if (typeof url !== 'string' || !/^rediss?:\/\/./.test(url)) {
-    throw new Error(`adapter.config.${field} must be a redis:// or rediss:// URL`)
-  }
-  try {
-    new URL(url)
-  } catch {
-    throw new Error(`adapter.config.${field} is not a valid URL`)
-  }
-  const prefix = given('key_prefix') ?? DEFAULT_KEY_PREFIX
-  if (typeof prefix !== 'string') throw new Error('adapter.config.key_prefix must be a string')
-  return { url, key_prefix: prefix }
-}
-
-/** The URL without its password, for messages and logs. */
-export function redactRedisUrl(url: string): string {
-  try {
-    const parsed = new URL(url)
-    if (parsed.password !== '') parsed.password = '***'
-    return parsed.toString().replace(/\/$/, '')
-  } catch {
-    return 'redis'
-  }
-}
+import { CALL_TIMEOUT_MS, connectRedis, redactRedisUrl, redisCallError, waitReady, type RedisConfig } from '../../redis.ts'
 
 /** The message published for each change (see WRITE_SCRIPT). */
 interface ChangeMessage {
@@ -129,7 +72,7 @@ const silent: StateAdapterLogger = { info() {}, warn() {}, error() {} }
  * await adapter.update('counters', 'visits', [{ type: 'increment' }])
  */
 export class RedisStateAdapter implements StateAdapter {
-  readonly config: RedisStateConfig
+  readonly config: RedisConfig
   private readonly client: ScriptedRedis
   private readonly subscriber: Redis
   private readonly log: StateAdapterLogger
@@ -147,7 +90,7 @@ export class RedisStateAdapter implements StateAdapter {
    * Connects (waiting at most {@link CALL_TIMEOUT_MS}) and subscribes to the change channel.
    * Resolves even when Redis is unreachable: a warning is logged and the client keeps trying.
    */
-  static async open(config: RedisStateConfig, context: StateAdapterContext): Promise<RedisStateAdapter> {
+  static async open(config: RedisConfig, context: StateAdapterContext): Promise<RedisStateAdapter> {
     const adapter = new RedisStateAdapter(config, context.log ?? silent)
     const [commands, events] = await Promise.all([
       waitReady(adapter.client, CALL_TIMEOUT_MS),
@@ -164,20 +107,16 @@ export class RedisStateAdapter implements StateAdapter {
     return adapter
   }
 
-  private constructor(config: RedisStateConfig, log: StateAdapterLogger) {
+  private constructor(config: RedisConfig, log: StateAdapterLogger) {
     this.config = config
     this.log = log
     this.where = redactRedisUrl(config.url)
     const prefix = config.key_prefix
     this.keys = { groups: `${prefix}state:groups`, seq: `${prefix}state:seq`, channel: `${prefix}state:events` }
-    const options = redisClientOptions()
-    this.client = new Redis(config.url, options) as ScriptedRedis
+    this.client = connectRedis(config.url) as ScriptedRedis
     this.client.defineCommand('svcStateWrite', { numberOfKeys: 4, lua: WRITE_SCRIPT })
     this.client.defineCommand('svcStatePage', { numberOfKeys: 2, lua: PAGE_SCRIPT })
-    this.subscriber = new Redis(config.url, { ...options, commandTimeout: undefined })
-    // Connection errors surface through the calls; the 'error' events only need a listener.
-    this.client.on('error', () => {})
-    this.subscriber.on('error', () => {})
+    this.subscriber = connectRedis(config.url, 'subscriber')
     this.subscriber.on('messageBuffer', (_channel: Buffer, message: Buffer) => this.receive(message))
     this.subscriber.on('ready', () => {
       // The first attempt is open()'s; after it, every (re)connection subscribes again.
@@ -294,21 +233,13 @@ export class RedisStateAdapter implements StateAdapter {
     return this.client.svcStatePage(this.hashKey(scope), this.indexKey(scope), min, max, String(offset), String(limit), values ? '1' : '0')
   }
 
-  /**
-   * Runs one Redis call. Errors the adapter raised on purpose pass through; a Redis error reply is
-   * `STORAGE_ERROR`; anything else (no connection, timeout, connection lost) is `ADAPTER_UNAVAILABLE`.
-   */
+  /** Runs one Redis call; a failure becomes `STORAGE_ERROR` or `ADAPTER_UNAVAILABLE` ({@link redisCallError}). */
   private async call<T>(operation: string, run: () => Promise<T>): Promise<T> {
     this.assertOpen()
     try {
       return await run()
     } catch (error) {
-      if (error instanceof SvcError) throw error
-      const message = (error as Error)?.message ?? String(error)
-      if ((error as Error)?.name === 'ReplyError' && !/^(LOADING|MASTERDOWN|BUSY)\b/.test(message)) {
-        throw Errors.storageError(`state ${operation} failed in redis at ${this.where}: ${message}`, error)
-      }
-      throw Errors.adapterUnavailable(`redis at ${this.where} is unavailable (state ${operation}): ${message}`, error)
+      throw redisCallError(error, this.where, `state ${operation}`)
     }
   }
 
@@ -368,40 +299,4 @@ export function encodeOps(ops: UpdateOp[]): { text: string; nonfinite: string } 
     if (typeof by === 'number' && !Number.isFinite(by)) nonfinite.push(i)
   })
   return { text: JSON.stringify(ops), nonfinite: nonfinite.join(',') }
-}
-
-/** Resolves true once the client is ready, false on its first connection error or after `ms`. */
-/**
- * ioredis options of every svc adapter (builtins.md §13.4): no command queue while disconnected,
- * calls fail after {@link CALL_TIMEOUT_MS}, reconnects back off from 1 s doubling to 30 s.
- * Subscriptions are not resubscribed by ioredis; adapters do it on 'ready'.
- */
-export function redisClientOptions(): RedisOptions {
-  return {
-    enableOfflineQueue: false,
-    maxRetriesPerRequest: 0,
-    autoResendUnfulfilledCommands: false,
-    autoResubscribe: false,
-    commandTimeout: CALL_TIMEOUT_MS,
-    connectTimeout: CALL_TIMEOUT_MS,
-    retryStrategy: (attempt: number) => Math.min(RECONNECT_MIN_MS * 2 ** Math.min(attempt - 1, 10), RECONNECT_MAX_MS),
-  }
-}
-
-/** Resolves true once `client` is ready, false after `ms` or at its first error. */
-export function waitReady(client: Redis, ms: number): Promise<boolean> {
-  if (client.status === 'ready') return Promise.resolve(true)
-  return new Promise((resolve) => {
-    const done = (ready: boolean) => {
-      clearTimeout(timer)
-      client.off('ready', onReady)
-      client.off('error', onError)
-      resolve(ready)
-    }
-    const onReady = () => done(true)
-    const onError = () => done(false)
-    const timer = setTimeout(() => done(false), ms)
-    client.on('ready', onReady)
-    client.on('error', onError)
-  })
 }

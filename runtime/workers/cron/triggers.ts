@@ -16,7 +16,8 @@ import { createHash } from 'node:crypto'
 import { errorBodyOf } from 'svc-protocol/errors'
 import type { CronSlotStore } from '../../adapters/cron/types.ts'
 import type { ActiveSpan, TelemetryHub } from '../../engine/telemetry.ts'
-import type { BindingInfo, LocalInvokeRequest, LocalTriggerProvider, LocalWorker, Logger } from '../../engine/types.ts'
+import type { BindingInfo, LocalInvokeRequest, LocalTriggerProvider, LocalTriggerTypeOptions, LocalWorker, Logger } from '../../engine/types.ts'
+import type { AdapterSlot, AdapterSlots } from '../shared/adapter-slots.ts'
 import type { CancelTimer, Clock } from '../shared/clock.ts'
 import { createCondition } from '../shared/conditions.ts'
 import { parseCronTriggerConfig, type CronExpression, type CronTriggerConfig } from './expression.ts'
@@ -57,14 +58,44 @@ class Schedule {
   }
 }
 
+/** The `cron` trigger type as the worker registers it (§9.1). */
+export const CRON_TRIGGER_TYPE: LocalTriggerTypeOptions = {
+  id: 'cron',
+  description: 'Runs its function on a cron schedule (six or seven fields, seconds first), once per slot',
+  trigger_request_format: {
+    type: 'object',
+    required: ['expression'],
+    properties: {
+      expression: { type: 'string', description: 'second minute hour day-of-month month day-of-week [year]' },
+      timezone: { type: 'string', description: 'IANA zone; default: default_timezone' },
+      timeout_ms: { type: 'integer', minimum: 1, default: 3_600_000 },
+      condition_function_id: { type: 'string' },
+    },
+  },
+  call_request_format: {
+    type: 'object',
+    required: ['trigger', 'job_id', 'scheduled_time', 'actual_time'],
+    properties: {
+      trigger: { const: 'cron' },
+      job_id: { type: 'string' },
+      scheduled_time: { type: 'string', format: 'date-time' },
+      actual_time: { type: 'string', format: 'date-time' },
+    },
+  },
+}
+
 export interface CronSchedulerDeps {
   worker: Pick<LocalWorker, 'invoke'>
   log: Logger
   clock: Clock
   /** Wall-clock time, epoch ms. */
   now(): number
-  /** The store in use; read at every claim, so a store switch applies to the next slot. */
-  store(): CronSlotStore
+  /**
+   * The worker's slot stores (the kit's {@link AdapterSlots}): each run holds the store current
+   * when it starts until its run lock is released, so a store switch applies from the next slot
+   * and a run in progress finishes on its store.
+   */
+  stores: AdapterSlots<CronSlotStore>
   /** `default_timezone` of the worker's settings. */
   defaultTimezone: string
   /** Where the `cron <function_id>` span of each run goes (builtins.md §12.7). */
@@ -75,7 +106,7 @@ export interface CronSchedulerDeps {
  * Provider of the `cron` trigger type.
  *
  * @example
- * const scheduler = new CronScheduler({ worker, log, clock: systemClock, now: Date.now, store: () => store, defaultTimezone: 'UTC' })
+ * const scheduler = new CronScheduler({ worker, log, clock: systemClock, now: Date.now, stores, defaultTimezone: 'UTC' })
  * worker.registerTriggerType({ id: 'cron', description: '…' }, scheduler)
  */
 export class CronScheduler implements LocalTriggerProvider {
@@ -187,10 +218,13 @@ export class CronScheduler implements LocalTriggerProvider {
   /** One slot (§9.3): run lock, claim, condition, invoke and wait; then plan the next slot. */
   private async run(schedule: Schedule, slot: number): Promise<void> {
     schedule.running = true
+    let held: AdapterSlot<CronSlotStore> | null = null
     try {
       const owner = schedule.triggers[0]
       if (!owner) return
-      const store = this.deps.store()
+      held = this.deps.stores.hold()
+      if (!held) return
+      const store = held.adapter
       const storeFailed = (error: unknown) =>
         this.failed(owner, slot, 'slot not claimed (store failed); slot skipped', owner.binding.function_id, error)
       let release: (() => Promise<void>) | null
@@ -213,6 +247,7 @@ export class CronScheduler implements LocalTriggerProvider {
         await release()
       }
     } finally {
+      this.deps.stores.release(held)
       schedule.running = false
       this.plan(schedule)
     }

@@ -1,0 +1,38 @@
+/**
+ * One invocation as it moves through the pipeline (protocol.md §6) and the {@link Reply} its
+ * outcome goes to: the data every stage, callee and interceptor shares. Imports no engine module
+ * but the access rules and the peer, so callees and registries can name it without a circle.
+ */
+import type { ErrorBody, JsonInput, TriggerActionValue } from 'svc-protocol'
+import type { AccessPolicy } from './access/policy.ts'
+import type { Peer } from './peer.ts'
+
+/** Where an invocation's outcome goes (the deliver stage). Exactly one method is called, once. */
+export interface Reply {
+  /** The callee answered; `value` undefined (or JSON `null`) means no result (§5.9). */
+  result(value: JsonInput | undefined): void
+  error(error: ErrorBody): void
+}
+
+/** One invocation as it moves through the pipeline. Stages may rewrite the mutable fields. */
+export interface Invocation {
+  /** The id the caller asked for; relayed results carry it (§6.2 step 3). */
+  readonly requestedId: string
+  /** The id to resolve. */
+  functionId: string
+  /** Namespace to resolve in (`default` when the caller named none). */
+  namespace: string
+  /** The payload: the caller's text for remote calls ({@link RawJson}), a value for in-process ones. */
+  data: JsonInput
+  metadata?: JsonInput
+  action?: TriggerActionValue
+  traceparent?: string
+  baggage?: string
+  /** The calling worker (a remote session or a built-in); null for the engine itself. */
+  readonly caller: Peer | null
+  /** The caller's access rules; {@link PERMISSIVE} for built-ins and the engine. */
+  readonly access: AccessPolicy
+  /** Engine-originated calls time out in the engine (§6.5); undefined: no engine timeout. */
+  timeoutMs?: number
+  reply: Reply
+}
