@@ -483,7 +483,7 @@ end
  * Every committed write INCRs the counter and PUBLISHes
  * `{"seq":n,"scope":…,"key":…,"old":…?,"new":…?,"origin":…?}` on the channel.
  */
-export const WRITE_SCRIPT = `${CODEC}${UPDATE_OPS}${String.raw`
+const WRITE_BODY = String.raw`
 local mode, scope, key, channel, origin = ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5]
 local old = redis.call('HGET', KEYS[1], key)
 local new, reply
@@ -520,8 +520,16 @@ if new then event[#event + 1] = ',"new":' .. new end
 if origin ~= '' then event[#event + 1] = ',"origin":' .. origin end
 event[#event + 1] = '}'
 redis.call('PUBLISH', channel, concat(event))
-return reply
-`}`
+`
+
+export const WRITE_SCRIPT = `${CODEC}${UPDATE_OPS}${WRITE_BODY}return reply\n`
+
+/**
+ * {@link WRITE_SCRIPT}, except that a committed write returns `{seq, reply}` (the change's sequence
+ * number beside the reply above), so the caller can wait until its own change came back on the
+ * channel. Used by the redis stream adapter (runtime/adapters/stream/redis.ts).
+ */
+export const SEQUENCED_WRITE_SCRIPT = `${CODEC}${UPDATE_OPS}${WRITE_BODY}return { seq, reply }\n`
 
 /**
  * Reads a page of one scope, keys and values from the same snapshot. KEYS: 1 hash, 2 key index.
