@@ -5,7 +5,7 @@ import { join } from 'node:path'
 import { after, it } from 'node:test'
 import { MemoryStateAdapter } from '../state/memory/memory.ts'
 import { runStreamAdapterConformance } from './conformance.ts'
-import { openStreamAdapter, parseStreamAdapterEntry, StateBackedStreamAdapter, streamAdapterIdentity } from './index.ts'
+import { describeStreamAdapter, openStreamAdapter, parseStreamAdapterEntry, StateBackedStreamAdapter, streamAdapterIdentity } from './index.ts'
 
 const dataDir = await mkdtemp(join(tmpdir(), 'svc-stream-adapter-'))
 after(() => rm(dataDir, { recursive: true, force: true }))
@@ -24,9 +24,15 @@ it('builtin keeps items in <data_dir>/stream.db across reopen', async () => {
   assert.equal(streamAdapterIdentity({ name: 'builtin', config: {} }, { dataDir }), `builtin:${join(dataDir, 'stream.db')}`)
 })
 
-it('adapter entries: aliases, redis refused with a clear message', () => {
+it('adapter entries: aliases, redis with its defaults and redis_url, bad redis config refused by field', () => {
   assert.deepEqual(parseStreamAdapterEntry(undefined), { name: 'builtin', config: {} })
   assert.deepEqual(parseStreamAdapterEntry({ name: 'in_memory' }), { name: 'memory', config: {} })
-  assert.throws(() => parseStreamAdapterEntry({ name: 'redis' }), /adapter\.name 'redis' is not available for svc-stream yet/)
+  assert.deepEqual(parseStreamAdapterEntry({ name: 'redis' }), { name: 'redis', config: { url: 'redis://127.0.0.1:6379', key_prefix: 'svc:' } })
+  const spec = parseStreamAdapterEntry({ name: 'redis', config: { redis_url: 'redis://:secret@cache:6380', key_prefix: 'app:' } })
+  assert.deepEqual(spec, { name: 'redis', config: { url: 'redis://:secret@cache:6380', key_prefix: 'app:' } })
+  assert.equal(describeStreamAdapter(spec, { dataDir }), 'redis:redis://:***@cache:6380#app:')
+  assert.notEqual(streamAdapterIdentity(spec, { dataDir }), streamAdapterIdentity(parseStreamAdapterEntry({ name: 'redis', config: { url: 'redis://:other@cache:6380', key_prefix: 'app:' } }), { dataDir }))
+  assert.throws(() => parseStreamAdapterEntry({ name: 'redis', config: { url: 'cache:6379' } }), /adapter\.config\.url must be a redis:\/\/ or rediss:\/\/ URL/)
+  assert.throws(() => parseStreamAdapterEntry({ name: 'redis', config: { path: 'x.db' } }), /adapter\.config\.path is not a redis adapter option/)
   assert.throws(() => parseStreamAdapterEntry({ name: 'memory', extra: 1 }), /adapter\.extra is not allowed/)
 })

@@ -7,6 +7,7 @@
  * Every adapter must pass `runStreamAdapterConformance` (./conformance.ts).
  */
 import type { UpdateOp, UpdateOpError } from '../../update-ops/types.ts'
+import type { StateAdapterLogger } from '../state/types.ts'
 
 export type { UpdateOp, UpdateOpError }
 
@@ -117,4 +118,6 @@ export interface StreamAdapter {
 export interface StreamAdapterContext {
   /** The engine's absolute data directory (`builtin` keeps `stream.db` there by default). */
   dataDir: string
+  /** Where `redis` warns about an unreachable Redis (§13.4). */
+  log?: StateAdapterLogger | undefined
 }

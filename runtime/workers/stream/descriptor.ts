@@ -1,4 +1,4 @@
-/** Descriptor of the stream worker (builtins.md §6); `redis` is listed by the spec but refused until it is built. */
+/** Descriptor of the stream worker (builtins.md §6). */
 import { adapterEntrySchema, type BuiltinDescriptor } from '../descriptor.ts'
 
 export const STREAM_DESCRIPTOR = {
@@ -22,10 +22,10 @@ export const STREAM_DESCRIPTOR = {
       client_buffer_messages: { type: 'integer', minimum: 1, default: 1024, description: 'a client with more unsent messages is closed with code 1013' },
       client_buffer_bytes: { type: 'integer', minimum: 1, default: 16777216, description: 'a client with more unsent bytes (UTF-8 of its frames, socket buffer included) is closed with code 1013' },
       max_item_bytes: { type: ['integer', 'null'], minimum: 1, default: null, description: 'larger writes fail with VALUE_TOO_LARGE (bytes)' },
-      adapter: adapterEntrySchema(['builtin', 'memory']),
+      adapter: adapterEntrySchema(['builtin', 'memory', 'redis']),
     },
   },
-  adapters: ['builtin', 'memory'],
+  adapters: ['builtin', 'memory', 'redis'],
   functions: ['stream::*'],
   triggerTypes: ['stream', 'stream:join', 'stream:leave'],
   runsIn: 'engine',

@@ -505,13 +505,13 @@ describe('settings (§6.1, §2.7)', () => {
   })
 
 
-  it('redis is refused with a clear error and the previous settings stay; port rebinds; keepalive closes silent clients', async () => {
+  it('a bad redis config is refused with a clear error and the previous settings stay; port rebinds; keepalive closes silent clients', async () => {
     const { test, worker } = await startStreamEngine({ worker: { pingIntervalMs: 50, idleTimeoutMs: 200 } })
     try {
       const before = worker.urls[0]!
-      const error = await failure(worker.applySettings({ port: 0, adapter: { name: 'redis' } }))
+      const error = await failure(worker.applySettings({ port: 0, adapter: { name: 'redis', config: { url: 'cache:6379' } } }))
       assert.equal(error.code, 'INVALID_ARGUMENTS')
-      assert.match(error.message, /adapter\.name 'redis' is not available for svc-stream yet/)
+      assert.match(error.message, /adapter\.config\.url must be a redis:\/\/ or rediss:\/\/ URL/)
       assert.deepEqual(worker.urls, [before])
       await test.engine.inject({ function_id: 'stream::set', data: { stream_name: 's', group_id: 'g', item_id: 'i', data: 1 } })
       assert.equal((await failure(worker.applySettings({ port: 70000 }))).message, 'port must be an integer from 0 to 65535, got 70000')

@@ -8,6 +8,7 @@
  * the matching WebSocket subscriptions.
  */
 import {
+  describeStreamAdapter,
   openStreamAdapter,
   streamAdapterIdentity,
   type StreamAdapter,
@@ -143,8 +144,8 @@ export class StreamWorker implements BuiltinWorker, StreamClientHost {
 
   /**
    * Validates and applies settings (§6.1, §2.7); applies are serialised.
-   * @throws SvcError `INVALID_ARGUMENTS` naming the key (including `adapter.name 'redis' is not
-   *   available for svc-stream yet`), `STORAGE_ERROR` when the new adapter cannot be opened, or the
+   * @throws SvcError `INVALID_ARGUMENTS` naming the key, `STORAGE_ERROR` when the new adapter
+   *   cannot be opened (an unreachable Redis is not that: it opens with a warning, §13.4), or the
    *   bind error of a new `host`/`port`; in every case the previous settings stay in effect.
    */
   async applySettings(settings: unknown): Promise<void> {
@@ -215,7 +216,7 @@ export class StreamWorker implements BuiltinWorker, StreamClientHost {
 
   private async apply(next: StreamSettings, previous: StreamSettings | undefined): Promise<void> {
     const context = this.context!
-    const adapterContext = { dataDir: context.dataDir }
+    const adapterContext = { dataDir: context.dataDir, log: context.log }
     const identity = streamAdapterIdentity(next.adapter, adapterContext)
     let opened: StreamAdapter | null = null
     if (this.adapters!.identity !== identity) {
@@ -233,7 +234,7 @@ export class StreamWorker implements BuiltinWorker, StreamClientHost {
     }
     if (opened) {
       this.adapters!.install(opened, identity, (adapter, slot) => adapter.subscribe((change) => this.onChange(change, slot)))
-      context.log.info(`${STREAM_WORKER_NAME} uses the ${next.adapter.name} adapter`, { adapter: identity })
+      context.log.info(`${STREAM_WORKER_NAME} uses the ${next.adapter.name} adapter`, { adapter: describeStreamAdapter(next.adapter, adapterContext) })
     }
     this.settings = next
   }
