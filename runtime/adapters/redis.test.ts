@@ -25,6 +25,9 @@ describe('redis adapter config (builtins.md §13.4)', () => {
     assert.throws(() => parseRedisConfig({ url: 'redis://a', redis_url: 'redis://b' }), /give only one of them/)
     assert.throws(() => parseRedisConfig({ key_prefix: 1 }), /adapter\.config\.key_prefix must be a string/)
     assert.throws(() => parseRedisConfig({ path: 'x' }), /adapter\.config\.path is not a redis adapter option/)
+    // 'a\ud800' and 'a\udc00' both reach Redis as 'a' + U+FFFD: one store under two names.
+    assert.throws(() => parseRedisConfig({ key_prefix: 'a\ud800' }), /adapter\.config\.key_prefix must be well-formed Unicode text/)
+    assert.equal(parseRedisConfig({ key_prefix: 'a\uFFFD😀' }).key_prefix, 'a\uFFFD😀')
   })
 
   it('names an entry in logs by URL and prefix, without the password', () => {
@@ -35,7 +38,7 @@ describe('redis adapter config (builtins.md §13.4)', () => {
   it('takes any config block: a valid entry or an Error naming an adapter.config field, never the password (fast-check)', () => {
     const text = fc.oneof(
       fc.string({ unit: 'binary', maxLength: 40 }),
-      fc.constantFrom('redis://', 'redis://h', 'rediss://u:p@h:1/0', 'redis://[::1', 'redis://h:99999', 'http://h', 'redis://\u0000', 'redis://h\ud800', ''),
+      fc.constantFrom('redis://', 'redis://h', 'rediss://u:p@h:1/0', 'redis://[::1', 'redis://h:99999', 'http://h', 'redis://\u0000', 'redis://h\ud800', '', 'a\ud800', '\udc00:'),
     )
     const value = fc.oneof(text, fc.integer(), fc.constant(null), fc.boolean(), fc.array(text, { maxLength: 2 }), fc.dictionary(text, text, { maxKeys: 2 }))
     const block = fc.dictionary(fc.oneof(fc.constantFrom('url', 'redis_url', 'key_prefix', '__proto__', 'constructor'), text), value, { maxKeys: 4 })
@@ -50,6 +53,7 @@ describe('redis adapter config (builtins.md §13.4)', () => {
         }
         assert.match(parsed.url, /^rediss?:\/\/./)
         assert.equal(typeof parsed.key_prefix, 'string')
+        assert.ok(parsed.key_prefix.isWellFormed(), 'a prefix with a lone surrogate would share a store with others')
       }),
       { numRuns: 500 },
     )

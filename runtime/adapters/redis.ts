@@ -32,7 +32,8 @@ export const RECONNECT_MAX_MS = 30_000
 /**
  * Checks an `adapter.config` block for `redis`; `redis_url` is accepted for `url` (§13.1).
  * Placeholders are expanded by the configuration layer before this runs.
- * @throws Error naming the offending field, e.g. `adapter.config.url must be a redis:// or rediss:// URL`.
+ * @throws Error naming the offending field, e.g. `adapter.config.url must be a redis:// or rediss:// URL`;
+ *   a `key_prefix` with a lone surrogate is refused (UTF-8 would merge it with other prefixes).
  * @example parseRedisConfig({ redis_url: 'redis://cache:6379' }) // { url: 'redis://cache:6379', key_prefix: 'svc:' }
  */
 export function parseRedisConfig(config: Record<string, unknown>): RedisConfig {
@@ -57,6 +58,9 @@ export function parseRedisConfig(config: Record<string, unknown>): RedisConfig {
   }
   const prefix = given('key_prefix') ?? DEFAULT_KEY_PREFIX
   if (typeof prefix !== 'string') throw new Error('adapter.config.key_prefix must be a string')
+  // Keys travel as UTF-8, where every lone surrogate becomes U+FFFD: two prefixes differing only
+  // there would name one store (and one change channel) while svc took them for two.
+  if (!prefix.isWellFormed()) throw new Error('adapter.config.key_prefix must be well-formed Unicode text (it has a lone surrogate)')
   return { url, key_prefix: prefix }
 }
 
