@@ -154,3 +154,106 @@ describe('redis stream adapter while Redis is unreachable (builtins.md §13.4)',
     await assert.rejects(adapter.list('s', 'g'), { code: 'ADAPTER_UNAVAILABLE' })
   })
 })
+
+describe('redis stream adapter: hostile input against real Redis (fast-check)', () => {
+  // Well-formed names only: the worker refuses the others before any adapter sees them.
+  const hostileName = fc.oneof(
+    fc.constantFrom('[', ']', '"', '\\', ',', '","', '["a","b"]', '\u0000', '*', '?', '[a-z]', ':', 'svc:', '{tag}', '\n', '\uFFFF', '\uFFFD', '😀', 'é', 'e\u0301', ' ', '\u2028'),
+    fc.string({ unit: fc.constantFrom('a', 'b', '"', '\\', ',', '[', '\u0000', 'é', '😀', '\u007f', ':'), minLength: 1, maxLength: 6 }),
+    fc.string({ unit: 'grapheme', minLength: 1, maxLength: 4 }),
+    fc.integer({ min: 300, max: 3000 }).map((n) => 'x'.repeat(n)),
+  )
+  const data = fc.oneof(fc.jsonValue({ maxDepth: 2 }), fc.constantFrom(0.1, -0, 1e21, 5e-324, '\u0000', '😀', [], {}))
+  const op = fc.oneof(
+    fc.record({ type: fc.constant('set' as const), stream: hostileName, group: hostileName, item: hostileName, data }),
+    fc.record({ type: fc.constant('delete' as const), stream: hostileName, group: hostileName, item: hostileName }),
+    fc.record({ type: fc.constant('send' as const), stream: hostileName, group: hostileName, id: fc.option(hostileName, { nil: null }), data }),
+  )
+
+  it('hostile stream, group and item ids: a peer engine and a memory model agree on every read and every change (fast-check)', async () => {
+    const { MemoryStateAdapter } = await import('../state/memory/memory.ts')
+    const { StateBackedStreamAdapter } = await import('./state-backed.ts')
+    await fc.assert(
+      fc.asyncProperty(fc.array(op, { minLength: 1, maxLength: 12 }), async (ops) => {
+        const writer = await open()
+        const reader = await RedisStreamAdapter.open(writer.config)
+        const model = new StateBackedStreamAdapter(new MemoryStateAdapter())
+        try {
+          const heard = record(reader)
+          const expected = record(model as never)
+          for (const o of ops) {
+            if (o.type === 'set') {
+              assert.deepEqual(await writer.set(o.stream, o.group, o.item, o.data), await model.set(o.stream, o.group, o.item, o.data))
+            } else if (o.type === 'delete') {
+              assert.deepEqual(await writer.delete(o.stream, o.group, o.item), await model.delete(o.stream, o.group, o.item))
+            } else {
+              const event = { stream_name: o.stream, group_id: o.group, id: o.id, type: 'hostile', data: o.data }
+              await writer.publish(event)
+              await model.publish(event)
+            }
+          }
+          await waitFor(() => heard.length >= expected.length, 5000)
+          // JSON is what travels: -0 becomes 0 both in storage and in events.
+          const json = (value: unknown) => JSON.parse(JSON.stringify(value ?? null))
+          assert.deepEqual(json(heard), json(expected))
+          for (const o of ops) {
+            assert.deepEqual(json(await reader.get(o.stream, o.group, 'item' in o ? o.item : '-')), json(await model.get(o.stream, o.group, 'item' in o ? o.item : '-')))
+            assert.deepEqual(json(await reader.list(o.stream, o.group)), json(await model.list(o.stream, o.group)))
+            assert.deepEqual(await reader.listGroups(o.stream), await model.listGroups(o.stream))
+          }
+          assert.deepEqual(await reader.listAll(), await model.listAll())
+        } finally {
+          await Promise.all([writer.close(), reader.close(), model.close()])
+        }
+      }),
+      { numRuns: 60 },
+    )
+  })
+
+  it('any adapter entry: refused naming an adapter field, or a redis store that works under its own prefix (fast-check)', async () => {
+    const { parseStreamAdapterEntry, openStreamAdapter } = await import('./index.ts')
+    const text = fc.oneof(
+      fc.string({ unit: 'binary', maxLength: 20 }),
+      fc.constantFrom('', '*', '[', '{x}', ':', '\u0000', 'svc:', 'svc:stream:', 'a\ud800', 'a\udc00', '\ud800', '\udc00', 'redis://', 'http://h', 'rediss://h:99999', redis.url),
+    )
+    const value = fc.oneof(text, fc.integer(), fc.constant(null), fc.boolean(), fc.array(text, { maxLength: 2 }), fc.dictionary(text, text, { maxKeys: 2 }))
+    const config = fc.dictionary(fc.oneof(fc.constantFrom('url', 'redis_url', 'key_prefix', 'path', '__proto__'), text), value, { maxKeys: 3 })
+      // Point every URL that parses at the test server so that accepted blocks can be exercised.
+      .map((block) => (typeof block.url === 'string' || typeof block.redis_url === 'string' ? block : { ...block, url: redis.url }))
+    // Prefixes that differ only in lone surrogates, binary text, Redis glob and hash-tag characters.
+    const prefix = fc.oneof(
+      fc.constantFrom('', 'a\ud800', 'a\udc00', 'a\udfff', '\ud800:', '\udbff:', 'a\uFFFD', '*', '{x}', 'svc:stream:', 'p\u0000'),
+      fc.string({ unit: 'binary', maxLength: 8 }),
+    )
+    const entry = fc.oneof(
+      fc.record({ name: fc.constant('redis'), config: fc.record({ url: fc.constant(redis.url), key_prefix: prefix }) }),
+      fc.record({ name: fc.constantFrom('redis', 'REDIS', 'kv', 'nope', ''), config }, { requiredKeys: ['name'] }),
+      fc.record({ name: fc.constant('redis'), config, extra: value }, { requiredKeys: ['name'] }),
+      value,
+    )
+    const seenPrefixes = new Map<string, string>()
+    await fc.assert(
+      fc.asyncProperty(entry, async (raw) => {
+        let spec
+        try {
+          spec = parseStreamAdapterEntry(raw)
+        } catch (error) {
+          assert.ok(error instanceof Error && /^adapter\b/.test(error.message), String(error))
+          return
+        }
+        if (spec.name !== 'redis' || spec.config.url !== redis.url) return
+        const adapter = await openStreamAdapter(spec, { dataDir: '/nonexistent' })
+        try {
+          // Every distinct prefix is its own store: the one item written under it is the only one found.
+          if (!seenPrefixes.has(spec.config.key_prefix)) seenPrefixes.set(spec.config.key_prefix, `m${seenPrefixes.size}`)
+          const marker = seenPrefixes.get(spec.config.key_prefix)!
+          await adapter.set('fuzz', 'g', marker, marker)
+          assert.deepEqual(await adapter.list('fuzz', 'g'), [marker], `key_prefix ${JSON.stringify(spec.config.key_prefix)}`)
+        } finally {
+          await adapter.close()
+        }
+      }),
+      { numRuns: 300 },
+    )
+  })
+})
