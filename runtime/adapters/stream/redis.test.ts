@@ -147,6 +147,23 @@ describe('redis stream adapter while Redis is unreachable (builtins.md §13.4)',
     assert.match(warnings.join('\n'), /reconnected to .* not delivered/)
   })
 
+  it('losing only the event connection: writes go on, and changes are reported again once it is back', async (t) => {
+    const adapter = await open('killed:')
+    t.after(() => adapter.close())
+    const client = new Redis(redis.url)
+    t.after(() => client.quit())
+    const changes = record(adapter)
+    await adapter.set('s', 'g', 'before', 1)
+    assert.equal(changes.length, 1)
+    assert.ok(Number(await client.client('KILL', 'TYPE', 'pubsub')) >= 1)
+    await adapter.set('s', 'g', 'during', 2)
+    assert.equal(await adapter.get('s', 'g', 'during'), 2)
+    await waitFor(async () => {
+      await adapter.set('s', 'g', 'after', changes.length)
+      return changes.some((c) => c.kind === 'item' && c.item_id === 'after')
+    }, 10_000)
+  })
+
   it('answers ADAPTER_UNAVAILABLE at once when nothing listens at the address', async (t) => {
     const port = await freePort()
     const adapter = await RedisStreamAdapter.open({ url: `redis://127.0.0.1:${port}`, key_prefix: 'x:' })

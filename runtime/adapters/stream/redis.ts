@@ -108,6 +108,8 @@ export class RedisStreamAdapter implements StreamAdapter {
   /** Calls waiting for their own event to be reported. */
   private waiters: Array<{ seq: number; done: () => void }> = []
   private subscribedOnce = false
+  /** True while the channel subscription is in place (so that a call's own event can come back). */
+  private listening = false
   private opened = false
   private closed = false
 
@@ -146,6 +148,11 @@ export class RedisStreamAdapter implements StreamAdapter {
     this.subscriber.on('messageBuffer', (_channel: Buffer, message: Buffer) => this.receive(message))
     this.subscriber.on('ready', () => {
       if (this.opened && !this.closed) void this.subscribeChannel()
+    })
+    this.subscriber.on('close', () => {
+      // Events published from now on are lost to this engine; nobody waits for them.
+      this.listening = false
+      this.releaseWaiters()
     })
   }
 
@@ -279,10 +286,10 @@ export class RedisStreamAdapter implements StreamAdapter {
 
   /**
    * Resolves once the event numbered `seq` has been reported to this adapter's listeners, at once
-   * when the subscription is down, and after {@link CALL_TIMEOUT_MS} at the latest.
+   * when the subscription is down (or lost meanwhile), and after {@link CALL_TIMEOUT_MS} at the latest.
    */
   private reported(seq: number): Promise<void> {
-    if (this.closed || seq <= this.lastSeq || this.subscriber.status !== 'ready') return Promise.resolve()
+    if (this.closed || seq <= this.lastSeq || !this.listening) return Promise.resolve()
     return new Promise((resolve) => {
       const waiter = {
         seq,
@@ -310,12 +317,14 @@ export class RedisStreamAdapter implements StreamAdapter {
     // Sequence numbers restart with the subscription: a restarted Redis may have reset its counter,
     // and a call waiting for an event from before the break will not see it.
     this.lastSeq = 0
+    this.listening = false
     this.releaseWaiters()
     try {
       await this.subscriber.subscribe(this.keys.channel)
     } catch {
       return false
     }
+    this.listening = !this.closed
     if (this.subscribedOnce) {
       this.log.warn(
         `redis stream adapter: reconnected to ${this.where}; stream changes made while disconnected were not delivered to this engine's clients and triggers`,
