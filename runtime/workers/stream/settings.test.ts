@@ -23,7 +23,14 @@ it('settings: defaults of §6.1, null takes the default, messages start with the
   assert.throws(() => parseStreamSettings({ max_item_bytes: 1.5 }), /max_item_bytes must be an integer >= 1 or null/)
   assert.throws(() => parseStreamSettings({ host: 3 }), /host must be a non-empty string/)
   assert.throws(() => parseStreamSettings([]), /svc-stream settings must be an object/)
-  assert.throws(() => parseStreamSettings({ adapter: { name: 'redis' } }), { code: 'INVALID_ARGUMENTS' })
+  assert.deepEqual(parseStreamSettings({ adapter: { name: 'redis', config: { redis_url: 'redis://cache:6380' } } }).adapter, {
+    name: 'redis',
+    config: { url: 'redis://cache:6380', key_prefix: 'svc:' },
+  })
+  assert.throws(() => parseStreamSettings({ adapter: { name: 'redis', config: { key_prefix: 7 } } }), {
+    code: 'INVALID_ARGUMENTS',
+    message: /adapter\.config\.key_prefix must be a string/,
+  })
 })
 
 it('trigger configs: stream_name required for stream, filters optional, INVALID_TRIGGER_CONFIG naming the field', () => {
