@@ -1,10 +1,13 @@
 /**
  * The stream worker on the `redis` adapter (builtins.md §13.4), end to end: two engines, each with
  * its own svc-stream and WebSocket listener, on one real `redis-server` and key prefix. A client
- * of one engine hears the writes and sends made through the other, and both read the same items.
+ * or a stream trigger of one engine hears the writes and sends made through the other, and both
+ * read the same items.
  */
 import assert from 'node:assert/strict'
 import { after, describe, it } from 'node:test'
+import { registerWorker } from 'svc-sdk'
+import { eventually } from '../../../test/support/raw-worker.ts'
 import { startTestRedis } from '../../../test/support/redis.ts'
 import { startStreamEngine, StreamSocket } from './test-support/stream.ts'
 
@@ -46,6 +49,34 @@ describe('svc-stream with adapter redis: two engines on one Redis', () => {
     assert.deepEqual(await callA('stream::list_groups', { stream_name: 'docs' }), ['g', 'other'])
     assert.deepEqual(await callA('stream::set', { stream_name: 'docs', group_id: 'g', item_id: 'a', data: 'A2' }), { old_value: 'A', new_value: 'A2' })
     assert.equal(await callB('stream::get', { stream_name: 'docs', group_id: 'g', item_id: 'a' }), 'A2')
+  })
+
+  it('a stream trigger of a worker on engine A fires for writes made through engine B, in commit order', async (t) => {
+    const adapter = { name: 'redis', config: { url: redis.url, key_prefix: 'e2e-trig:' } }
+    const a = await startStreamEngine({ settings: { adapter } })
+    t.after(() => a.test.stop())
+    const b = await startStreamEngine({ settings: { adapter } })
+    t.after(() => b.test.stop())
+    const received: Array<Record<string, any>> = []
+    const client = registerWorker(a.test.url, { workerName: 'fleet-trigger' })
+    t.after(() => client.shutdown())
+    client.registerFunction('t::on-change', async (event: Record<string, any>) => {
+      received.push(event)
+    })
+    client.registerTrigger({ type: 'stream', function_id: 't::on-change', config: { stream_name: 'orders' } })
+    const callB = (function_id: string, data: unknown) => b.test.engine.inject({ function_id, data })
+    // Until the trigger is registered on A, B's probes go unheard.
+    await eventually(async () => {
+      await callB('stream::set', { stream_name: 'orders', group_id: 'probe', item_id: 'p', data: Date.now() })
+      return received.length > 0
+    })
+    received.length = 0
+    for (let i = 0; i < 10; i++) await callB('stream::set', { stream_name: 'orders', group_id: 'g', item_id: 'o', data: i })
+    await callB('stream::delete', { stream_name: 'orders', group_id: 'g', item_id: 'o' })
+    await eventually(() => received.filter((e) => e.groupId === 'g').length >= 11)
+    const events = received.filter((e) => e.groupId === 'g')
+    assert.deepEqual(events.map((e) => e.event.type), ['create', ...Array(9).fill('update'), 'delete'])
+    assert.deepEqual(events.slice(0, 10).map((e) => e.event.data), Array.from({ length: 10 }, (_, i) => i))
   })
 
   it('an unreachable Redis: the worker starts, calls fail with ADAPTER_UNAVAILABLE', async (t) => {
