@@ -3,7 +3,7 @@
  * (cli.md §4.6).
  */
 import { Args, Flags } from '@oclif/core'
-import { InvocationError } from 'svc-sdk'
+import { InvocationError } from 'svc-protocol/client'
 import { terminalJson, terminalText } from '../../runtime/engine/terminal.ts'
 import { SvcCommand } from '../lib/command.ts'
 import { CliError, exitCodeForCode, ExitCode, hintFor, toCliError, usageError } from '../lib/errors.ts'

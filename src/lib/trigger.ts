@@ -2,8 +2,11 @@
  * One invocation from the command line (cli.md §4.6, Execution): connect as a short-lived worker
  * named `svc-cli:trigger`, invoke, disconnect, and map every outcome to output and exit code.
  */
-import { InvocationError, registerWorker, TriggerAction } from 'svc-sdk'
-import type { InitOptions, SvcClient, TriggerRequest } from 'svc-sdk'
+import { arch, platform, release } from 'node:os'
+// The client core and its ws transport, not svc-sdk: svc-sdk loads the OpenTelemetry SDK (0.3 s of
+// every command's start) for telemetry a one-shot CLI call turns off (issue 20).
+import { ClientSession, InvocationError, TriggerAction, type SvcClient, type TriggerRequest } from 'svc-protocol/client'
+import { connectWebSocket } from 'svc-protocol/transport/ws'
 import type { FunctionSummary, WorkerSummary } from 'svc-protocol'
 import { closestMatch } from '../../runtime/config/catalogue.ts'
 import { Codes, Errors } from 'svc-protocol/errors'
@@ -73,32 +76,36 @@ function reasonOf(cause: unknown): string | undefined {
 }
 
 /**
- * Registers a short-lived worker for a CLI command (cli.md §4.6): no reconnection, telemetry off.
+ * Registers a short-lived worker for a CLI command (cli.md §4.6): no reconnection, no telemetry
+ * (no /otel socket, no spans), announced as a Node worker of the CLI's version.
  *
- * @throws {CliError} `INVALID_ARGUMENT` (exit 2) for a URL the SDK rejects
+ * @throws {CliError} `INVALID_ARGUMENT` (exit 2) for a URL that is not `ws:`/`wss:`
  */
 export function registerCliWorker(url: string, workerName: string, workerDescription: string): SvcClient {
-  const options: InitOptions & { otel?: { enabled: boolean }; enableMetricsReporting?: boolean } = {
-    workerName,
-    workerDescription,
-    reconnectionConfig: { maxRetries: 0 },
-    // Telemetry off: a one-shot CLI call opens no /otel socket and records no spans.
-    otel: { enabled: false },
-    enableMetricsReporting: false,
-  }
+  let problem: string | undefined
   try {
-    return registerWorker(url, options)
-  } catch (err) {
-    throw new CliError({
-      code: CliCodes.InvalidArgument,
-      message: `Invalid engine URL '${url}': ${(err as Error).message}`,
-      exitCode: ExitCode.Usage,
-      cause: err,
-    })
+    const protocol = new URL(url).protocol
+    if (protocol !== 'ws:' && protocol !== 'wss:') problem = `engine address must be a ws:// or wss:// URL: ${url}`
+  } catch {
+    problem = `engine address is not a URL: ${JSON.stringify(url)}`
   }
+  if (problem !== undefined) throw new CliError({ code: CliCodes.InvalidArgument, message: `Invalid engine URL '${url}': ${problem}`, exitCode: ExitCode.Usage })
+  return new ClientSession({
+    address: url,
+    connector: connectWebSocket,
+    announce: {
+      runtime: 'node',
+      name: workerName,
+      description: workerDescription,
+      os: `${platform()} ${release()} (${arch()})`,
+      pid: process.pid,
+      isolation: null,
+      telemetry: { language: 'typescript', framework: 'svc-cli' },
+    },
+    reconnection: { maxRetries: 0 },
+  })
 }
 
-/** Opens the connection; resolves once connected, rejects with the exit-3 error (and `unreachableHint`) if it fails. */
 export function connect(url: string, unreachableHint?: string): Promise<SvcClient> {
   const client = registerCliWorker(url, TRIGGER_WORKER_NAME, 'svc trigger (command line)')
   return new Promise((resolve, reject) => {

@@ -2,7 +2,7 @@
  * The worker commands' view of a running engine: a short-lived connection (named
  * `svc-cli:worker`) and the introspection calls they need (protocol.md §11.1).
  */
-import type { SvcClient } from 'svc-sdk'
+import type { SvcClient } from 'svc-protocol/client'
 import type { FunctionSummary, WorkerSummary } from 'svc-protocol'
 import { CliError, ExitCode } from '../lib/errors.ts'
 import { registerCliWorker, unreachableError } from '../lib/trigger.ts'
