@@ -171,6 +171,16 @@ export function runPubSubAdapterConformance(name: string, factory: () => PubSubT
       assert.deepEqual(a.received.map((m) => m.data), [1, 3])
     })
 
+    check('every message published before unsubscribe resolves is delivered', async (transport, t) => {
+      const a = await openRecorded(transport, t)
+      await a.adapter.subscribe('leaving')
+      await Promise.all(Array.from({ length: 50 }, (_, i) => a.adapter.publish('leaving', i)))
+      await a.adapter.unsubscribe('leaving')
+      await a.adapter.publish('leaving', 'after')
+      await settled(a.adapter, [a])
+      assert.deepEqual(a.received.map((m) => m.data), Array.from({ length: 50 }, (_, i) => i))
+    })
+
     check('messages of one publisher arrive in publish order', async (transport, t) => {
       const a = await openRecorded(transport, t)
       await a.adapter.subscribe('seq')

@@ -34,6 +34,8 @@ export class RedisPubSubAdapter implements PubSubAdapter {
   private readonly where: string
   private readonly context: PubSubAdapterContext
   private readonly topics = new Set<string>()
+  /** Topics whose UNSUBSCRIBE awaits Redis's confirmation; they are delivered until it comes. */
+  private readonly leaving = new Map<string, Promise<void>>()
   private closed = false
 
   /**
@@ -77,15 +79,29 @@ export class RedisPubSubAdapter implements PubSubAdapter {
   }
 
   async subscribe(topic: string): Promise<void> {
+    // A subscribe while the same topic is being left waits for that to finish, then subscribes anew.
+    const leaving = this.leaving.get(topic)
+    if (leaving !== undefined) await leaving
     if (this.topics.has(topic)) return
     this.topics.add(topic)
     // While disconnected this fails; the 'ready' handler subscribes every topic again.
     if (this.subscriber.status === 'ready') await this.subscriber.subscribe(this.channel(topic)).catch(() => {})
   }
 
+  /**
+   * Stops delivering `topic` once Redis confirmed the UNSUBSCRIBE: messages published before it
+   * reach this connection ahead of the confirmation and are still delivered (dropping the topic
+   * first lost a message that was published, and acknowledged, while it was subscribed).
+   */
   async unsubscribe(topic: string): Promise<void> {
-    if (!this.topics.delete(topic)) return
-    if (this.subscriber.status === 'ready') await this.subscriber.unsubscribe(this.channel(topic)).catch(() => {})
+    if (!this.topics.has(topic)) return
+    const pending = this.leaving.get(topic)
+    if (pending !== undefined) return pending
+    const done = this.subscriber.status === 'ready' ? this.subscriber.unsubscribe(this.channel(topic)).then(() => {}, () => {}) : Promise.resolve()
+    this.leaving.set(topic, done)
+    await done
+    this.leaving.delete(topic)
+    this.topics.delete(topic)
   }
 
   async close(): Promise<void> {
