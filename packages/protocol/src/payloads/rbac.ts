@@ -70,3 +70,27 @@ export interface TriggerTypeRegistrationHookInput {
   description: string
   context: unknown
 }
+
+/*
+ * The same shapes under the names the SDKs export them by (sdk.md §13, §15 `svc-helpers/rbac`),
+ * defined once here for `svc-helpers/rbac` and `svc-browser-sdk` to re-export.
+ */
+
+/** Input of `on_function_registration_function_id` (protocol.md §13.5). */
+export type OnFunctionRegistrationInput = FunctionRegistrationHookInput
+/** Input of `on_trigger_registration_function_id`. */
+export type OnTriggerRegistrationInput = TriggerRegistrationHookInput
+/** Input of `on_trigger_type_registration_function_id`. */
+export type OnTriggerTypeRegistrationInput = TriggerTypeRegistrationHookInput
+/** Input of the listener's RBAC middleware (protocol.md §13.4). */
+export type MiddlewareFunctionInput = MiddlewareInput
+
+/**
+ * Result of a registration hook: an object allows the registration, with any returned field
+ * replacing the one sent (`{}` keeps everything); `null` (or an error) refuses it (protocol.md §13.5).
+ */
+export type OnFunctionRegistrationResult = { function_id?: string; description?: string; metadata?: Record<string, unknown> } | null
+/** Result of the trigger registration hook; mappable fields as protocol.md §13.5. */
+export type OnTriggerRegistrationResult = { trigger_id?: string; trigger_type?: string; function_id?: string; config?: unknown } | null
+/** Result of the trigger type registration hook; mappable fields as protocol.md §13.5. */
+export type OnTriggerTypeRegistrationResult = { trigger_type_id?: string; description?: string } | null
