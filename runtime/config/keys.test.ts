@@ -30,6 +30,7 @@ describe('config.yaml key description (keys.ts)', () => {
     const config = parse({
       ...every(CONFIG_BLOCKS.top, ['workers']),
       http_functions: every(CONFIG_BLOCKS.httpFunctions),
+      fleet: { ...every(CONFIG_BLOCKS.fleet), nats: ['nats://127.0.0.1:4222'] },
       workers: [
         {
           ...every(CONFIG_BLOCKS.entry, ['name']),
@@ -43,6 +44,7 @@ describe('config.yaml key description (keys.ts)', () => {
       ],
     })
     assert.equal(config.local_workers.length, 1)
+    assert.equal(config.fleet?.engine, 'sample')
     assert.equal(config.listeners[0]!.rbac?.expose_functions.length, 3)
   })
 

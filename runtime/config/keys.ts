@@ -5,7 +5,7 @@
  * list a key the loader refuses or miss one it accepts. Built-in `config` blocks are described by
  * the worker descriptors (`docs/reference/workers.md`).
  */
-import { LISTENER_DEFAULTS } from '../engine/types.ts'
+import { FLEET_DEFAULTS, LISTENER_DEFAULTS } from '../engine/types.ts'
 
 /** One key of a config.yaml block. */
 export interface ConfigKey {
@@ -47,6 +47,7 @@ export const CONFIG_BLOCKS = {
       { key: 'registration_namespace_grace_ms', type: 'integer', default: '250', min: 0, description: 'How long a call waits for a function that is being registered in its namespace (protocol.md §3.4). `SVC_NAMESPACE_GRACE_MS` overrides it.' },
       { key: 'internal_invocation_timeout_ms', type: 'integer', default: '30000', min: 1, description: 'Timeout of calls the engine itself makes (triggers, hooks, HTTP-invoked functions), ms (protocol.md §6.5).' },
       { key: 'http_functions', type: 'mapping', description: 'Policy for the URLs of HTTP-invoked functions; see `http_functions`.' },
+      { key: 'fleet', type: 'mapping', description: 'Makes this engine one of several serving the project, over NATS; see `fleet`. Without it the engine is alone.' },
     ],
   },
   entry: {
@@ -121,6 +122,19 @@ export const CONFIG_BLOCKS = {
       { key: 'url_allowlist', type: 'string[]', default: '[]', description: 'Host names or IP addresses (`*.example.com` allowed) exempt from the two rules below.' },
       { key: 'block_private_ips', type: 'boolean', default: 'true', description: 'Refuse URLs whose host resolves to a loopback, private, link-local or unique-local address.' },
       { key: 'require_https', type: 'boolean', default: 'true', description: 'Refuse `http:` URLs.' },
+    ],
+  },
+  fleet: {
+    path: 'fleet',
+    title: '`fleet`',
+    intro:
+      'Several engines serving one project (docs/guides/scale-out.md): each engine with the same `name` and NATS servers finds the others, every function registered on any of them is callable from all, and their listings show the whole fleet. Give each engine its own `data_dir`; put what the built-ins store on shared storage (`adapter: {name: redis}`).',
+    keys: [
+      { key: 'name', type: 'string', required: true, description: 'The fleet, `[A-Za-z0-9_-]{1,64}`: engines with the same name and NATS servers form one fleet.' },
+      { key: 'engine', type: 'string', default: '<host name>-<pid>', description: "This engine's name in the fleet, `[A-Za-z0-9_-]{1,64}`; listings show it beside each worker. `SVC_FLEET_ENGINE` overrides it." },
+      { key: 'nats', type: 'string or string[]', required: true, description: 'NATS server URL or URLs (`nats://127.0.0.1:4222`); credentials may be given in the URL and are never printed.' },
+      { key: 'heartbeat_interval_ms', type: 'integer', default: String(FLEET_DEFAULTS.heartbeat_interval_ms), min: 50, description: 'How often this engine tells the fleet it is alive, ms.' },
+      { key: 'heartbeat_timeout_ms', type: 'integer', default: String(FLEET_DEFAULTS.heartbeat_timeout_ms), min: 100, description: 'An engine silent this long has left the fleet: its functions are removed and calls in flight to its workers end with `invocation_stopped`, ms. At least twice the interval.' },
     ],
   },
 } as const satisfies Record<string, ConfigBlock>

@@ -421,6 +421,30 @@ describe('local worker entries (cli.md §2.1)', () => {
   })
 })
 
+describe('fleet (issue 19)', () => {
+  it('is absent by default, and reads name, engine, NATS servers and heartbeat timings', () => {
+    assert.equal(load('').config.fleet, undefined)
+    const { config } = load('fleet:\n  name: shop\n  engine: eu-1\n  nats: [nats://10.0.0.1:4222, "nats://u:p@10.0.0.2:4222"]\n  heartbeat_interval_ms: 500\n')
+    assert.deepEqual(config.fleet, { name: 'shop', engine: 'eu-1', nats: ['nats://10.0.0.1:4222', 'nats://u:p@10.0.0.2:4222'], heartbeat_interval_ms: 500, heartbeat_timeout_ms: 3000 })
+  })
+
+  it('names the engine after the host and process unless SVC_FLEET_ENGINE or fleet.engine does', () => {
+    const text = 'fleet:\n  name: shop\n  nats: nats://127.0.0.1:4222\n'
+    assert.match(load(text, { env: {} }).config.fleet!.engine, new RegExp(`-${process.pid}$`))
+    assert.equal(load(text, { env: { SVC_FLEET_ENGINE: 'eu-2' } }).config.fleet!.engine, 'eu-2')
+    rejects(text, /SVC_FLEET_ENGINE: must be 1 to 64 letters/, { env: { SVC_FLEET_ENGINE: 'a.b' } })
+  })
+
+  it('refuses a fleet without name or NATS, bad names and URLs (without printing the URL), and a timeout under two intervals', () => {
+    rejects('fleet:\n  nats: nats://127.0.0.1:4222\n', /fleet.name is required/)
+    rejects('fleet:\n  name: shop\n', /fleet.nats is required/)
+    rejects('fleet:\n  name: shop.eu\n  nats: nats://127.0.0.1:4222\n', /fleet.name must be 1 to 64 letters/)
+    assert.throws(() => load('fleet:\n  name: shop\n  nats: http://secret-user:secret-pass@host\n'), (err: Error) => /nats:\/\/ or tls:\/\/ URLs/.test(err.message) && !err.message.includes('secret-pass'))
+    rejects('fleet:\n  name: shop\n  nats: nats://h:4222\n  heartbeat_interval_ms: 1000\n  heartbeat_timeout_ms: 1500\n', /at least twice heartbeat_interval_ms/)
+    rejects('fleet:\n  name: shop\n  nats: nats://h:4222\n  heartbeat: 1\n', /unknown key 'heartbeat' in fleet/)
+  })
+})
+
 describe('file-level errors', () => {
   it('reports YAML syntax errors with their position', () => {
     rejects('workers:\n  - name: a\n   worker_path: b\n', /^config\.yaml:3:\d+: invalid YAML: /)

@@ -5,12 +5,13 @@
  * Every problem is a {@link ConfigError} pointing at the offending key or value
  * (`config.yaml:14:5: unknown built-in worker 'databse' (did you mean 'database'?)`).
  */
+import { hostname } from 'node:os'
 import { dirname, isAbsolute, resolve } from 'node:path'
 import { isMap, isScalar, isSeq } from 'yaml'
 import type { Document, Node, Pair } from 'yaml'
 import { CONFIG_FILE_LIMITS, describeFound as describe, readTextFileSync, YamlError, YamlSource, type Fail } from '../yaml/index.ts'
-import type { BuiltinEntry, EngineConfig, ExposeRule, HttpFunctionsPolicy, ListenerConfig, LocalWorkerEntry, RbacConfig } from '../engine/types.ts'
-import { LISTENER_DEFAULTS } from '../engine/types.ts'
+import type { BuiltinEntry, EngineConfig, ExposeRule, FleetConfig, HttpFunctionsPolicy, ListenerConfig, LocalWorkerEntry, RbacConfig } from '../engine/types.ts'
+import { FLEET_DEFAULTS, LISTENER_DEFAULTS } from '../engine/types.ts'
 import { BUILTIN_DESCRIPTORS, builtinDescriptor, type BuiltinDescriptor } from '../workers/catalogue.ts'
 import { BUILTIN_ALIASES, BUILTIN_NAMES, BUILTIN_SEED_HINTS, canonicalBuiltinName, didYouMean, LISTENER_NAME } from './catalogue.ts'
 import type { BuiltinName } from './catalogue.ts'
@@ -171,6 +172,15 @@ function finish(
     config.registration_namespace_grace_ms = Number(grace.trim())
   }
 
+  if (config.fleet !== undefined) {
+    const engine = env.SVC_FLEET_ENGINE
+    if (engine !== undefined && engine !== '') {
+      if (!FLEET_NAME.test(engine)) throw new ConfigError({ file: 'SVC_FLEET_ENGINE', problem: `must be 1 to 64 letters, digits, '_' or '-' (got ${JSON.stringify(engine.slice(0, 80))})` })
+      config.fleet.engine = engine
+    }
+    config.fleet.engine ??= `${hostname().replace(/[^A-Za-z0-9_-]/g, '-').slice(0, 50) || 'engine'}-${process.pid}`
+  }
+
   const overrides = options.overrides ?? {}
   if (overrides.port !== undefined || overrides.host !== undefined) {
     const label = fileName ?? 'config.yaml'
@@ -194,6 +204,12 @@ const TOP_LEVEL_KEYS = keysOf(CONFIG_BLOCKS.top)
 const RBAC_KEYS = keysOf(CONFIG_BLOCKS.rbac)
 const EXPOSE_RULE_KEYS = keysOf(CONFIG_BLOCKS.exposeRule)
 const HTTP_FUNCTIONS_KEYS = keysOf(CONFIG_BLOCKS.httpFunctions)
+const FLEET_KEYS = keysOf(CONFIG_BLOCKS.fleet)
+const FLEET_INTEGERS: Readonly<Record<string, IntRule>> = integerRules(CONFIG_BLOCKS.fleet)
+/** Fleet and engine names: one NATS subject token each (docs/decisions.md, issue 19). */
+export const FLEET_NAME = /^[A-Za-z0-9_-]{1,64}$/
+/** URL schemes of the NATS client. */
+const NATS_URL = /^(nats|tls):\/\/[^\s]+$/
 const LOCAL_NAME = /^[a-z0-9][a-z0-9_-]{0,63}$/
 
 type IntRule = { min: number; max?: number }
@@ -258,6 +274,11 @@ class Reader {
         case 'http_functions':
           config.http_functions = this.readHttpFunctions(value, pair)
           break
+        case 'fleet': {
+          const fleet = this.readFleet(value, pair)
+          if (fleet !== undefined) config.fleet = fleet
+          break
+        }
         default:
           this.failKey(pair, `unknown top-level key '${key}'${didYouMean(key, TOP_LEVEL_KEYS)}`)
       }
@@ -526,6 +547,41 @@ class Reader {
       }
     }
     return result
+  }
+
+  /** The `fleet` section (issue 19): `name` and `nats` required; `engine` defaults in {@link finish}. */
+  private readFleet(value: Node | null, owner: Pair<Node | null, Node | null>): FleetConfig | undefined {
+    const block = this.mapping(value, owner, 'fleet')
+    if (!block) return undefined
+    const fleet: Partial<FleetConfig> = { ...FLEET_DEFAULTS }
+    for (const pair of block.items as Pair<Node | null, Node | null>[]) {
+      const key = this.keyOf(pair)
+      if (key === 'name' || key === 'engine') {
+        const name = this.string(pair.value, pair, `fleet.${key}`, { nonEmpty: true })
+        if (!FLEET_NAME.test(name)) this.fail(this.deref(pair.value), `fleet.${key} must be 1 to 64 letters, digits, '_' or '-' (got ${JSON.stringify(name.slice(0, 80))})`)
+        fleet[key] = name
+      } else if (key === 'nats') {
+        const node = this.deref(pair.value)
+        const items = node !== null && isSeq(node) ? (node.items as Array<Node | null>) : [pair.value]
+        if (items.length === 0) this.fail(node, 'fleet.nats must name at least one NATS server URL')
+        fleet.nats = items.map((item) => {
+          const url = this.string(item, pair, 'fleet.nats', { nonEmpty: true })
+          // The URL may carry credentials: the message shows its scheme rule, not the URL.
+          if (!NATS_URL.test(url)) this.fail(this.deref(item), 'fleet.nats entries must be nats:// or tls:// URLs without spaces, e.g. nats://127.0.0.1:4222')
+          return url
+        })
+      } else if (key === 'heartbeat_interval_ms' || key === 'heartbeat_timeout_ms') {
+        fleet[key] = this.integer(pair.value, pair, `fleet.${key}`, FLEET_INTEGERS[key]!)
+      } else {
+        this.failKey(pair, `unknown key '${key}' in fleet${didYouMean(key, FLEET_KEYS)}`)
+      }
+    }
+    if (fleet.name === undefined) this.fail(block, 'fleet.name is required: engines with the same name and NATS servers form one fleet')
+    if (fleet.nats === undefined) this.fail(block, 'fleet.nats is required: the NATS server URL(s) the engines meet on, e.g. nats://127.0.0.1:4222')
+    if (fleet.heartbeat_timeout_ms! < 2 * fleet.heartbeat_interval_ms!) {
+      this.fail(block, `fleet.heartbeat_timeout_ms (${fleet.heartbeat_timeout_ms}) must be at least twice heartbeat_interval_ms (${fleet.heartbeat_interval_ms})`)
+    }
+    return fleet as FleetConfig
   }
 
   // -- typed scalars ---------------------------------------------------------------------------

@@ -89,6 +89,28 @@ export interface HttpFunctionsPolicy {
 
 export const HTTP_FUNCTIONS_DEFAULTS: HttpFunctionsPolicy = { url_allowlist: [], block_private_ips: true, require_https: true }
 
+/**
+ * The `fleet` section of config.yaml (issue 19; docs/guides/scale-out.md): this engine is one of
+ * several serving one project, found and called over NATS. Absent: the engine is alone.
+ */
+export interface FleetConfig {
+  /** The fleet's name `[A-Za-z0-9_-]{1,64}`: the first tokens of every NATS subject it uses. */
+  name: string
+  /** This engine's name `[A-Za-z0-9_-]{1,64}`, unique in the fleet; default `<host name>-<pid>`. */
+  engine: string
+  /** NATS server URLs (`nats://host:4222`, credentials allowed in the URL; never logged). */
+  nats: string[]
+  /** How often this engine tells the fleet it is alive, ms. Default 1000. */
+  heartbeat_interval_ms: number
+  /**
+   * An engine not heard from for this long has left the fleet: its functions are removed and the
+   * calls in flight to its workers end with `invocation_stopped`, ms. Default 3000.
+   */
+  heartbeat_timeout_ms: number
+}
+
+export const FLEET_DEFAULTS = { heartbeat_interval_ms: 1000, heartbeat_timeout_ms: 3000 } as const
+
 /** The validated engine configuration (protocol.md §12), every default applied. */
 export interface EngineConfig {
   listeners: ListenerConfig[]
@@ -101,6 +123,8 @@ export interface EngineConfig {
   local_workers: LocalWorkerEntry[]
   /** Default {@link HTTP_FUNCTIONS_DEFAULTS}. */
   http_functions?: HttpFunctionsPolicy
+  /** Present when this engine is one of a fleet. */
+  fleet?: FleetConfig
 }
 
 export const LISTENER_DEFAULTS: ListenerConfig = {

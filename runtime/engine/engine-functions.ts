@@ -47,6 +47,8 @@ export interface EngineFunctionsHost {
   /** Workers listed by `engine::workers::*`: open sessions and running built-ins (not the engine's own). */
   listedPeers(): Peer[]
   peerById(workerId: string): Peer | undefined
+  /** This engine's name in its fleet; undefined when it is alone (issue 19). */
+  readonly engineName: string | undefined
   /** `engine::workers::register` (§3.2) for the announcing peer. */
   announce(caller: Peer | undefined, payload: WorkerAnnounce): { success: true }
 }
@@ -108,6 +110,32 @@ function matchesSearch(search: string | undefined, ...texts: (string | undefined
   return texts.some((t) => typeof t === 'string' && t.toLowerCase().includes(needle))
 }
 
+/**
+ * WorkerSummary of protocol.md §11.1; in a fleet with `engine`, the engine the worker is connected
+ * to (`engineName` for this engine's own).
+ */
+export function workerSummary(p: Peer, functions: FunctionRegistry, engineName: string | undefined): WorkerSummary {
+  const summary: WorkerSummary = {
+    id: p.workerId,
+    name: p.name,
+    description: p.announce.description ?? null,
+    version: p.announce.version ?? null,
+    namespace: p.namespace,
+    runtime: p.announce.runtime ?? null,
+    os: p.announce.os ?? null,
+    pid: p.announce.pid ?? null,
+    isolation: p.announce.isolation ?? null,
+    ip_address: p.ipAddress,
+    status: p.kind === 'builtin' ? 'available' : 'connected',
+    function_count: functions.countFor(p),
+    connected_at_ms: p.connectedAtMs,
+    active_invocations: p.activeInvocations,
+  }
+  const engine = p.engine ?? engineName
+  if (engine !== undefined) summary.engine = engine
+  return summary
+}
+
 /** Registers the engine's own functions on its internal peer. */
 export function registerEngineFunctions(engine: EngineFunctionsHost, peer: BuiltinPeer): void {
   const fn = (id: string, description: string, handler: (input: Input, context: InvocationContext) => unknown) =>
@@ -124,7 +152,10 @@ export function registerEngineFunctions(engine: EngineFunctionsHost, peer: Built
       ...(latest.request_format !== undefined && { request_schema: latest.request_format }),
       ...(latest.response_format !== undefined && { response_schema: latest.response_format }),
       ...(latest.invocation && { invocation: { url: latest.invocation.url, method: latest.invocation.method ?? 'POST' } }),
-      replicas: entry.replicas.map((r) => ({ worker_id: r.peer.workerId, worker_name: r.peer.name })),
+      replicas: entry.replicas.map((r) => {
+        const engineOf = r.peer.engine ?? engine.engineName
+        return engineOf === undefined ? { worker_id: r.peer.workerId, worker_name: r.peer.name } : { worker_id: r.peer.workerId, worker_name: r.peer.name, engine: engineOf }
+      }),
       registered_triggers: engine.triggers
         .allBindings()
         .filter((b) => b.function_id === entry.id && b.namespace === entry.namespace)
@@ -141,22 +172,7 @@ export function registerEngineFunctions(engine: EngineFunctionsHost, peer: Built
     }
   }
 
-  const workerSummary = (p: Peer): WorkerSummary => ({
-    id: p.workerId,
-    name: p.name,
-    description: p.announce.description ?? null,
-    version: p.announce.version ?? null,
-    namespace: p.namespace,
-    runtime: p.announce.runtime ?? null,
-    os: p.announce.os ?? null,
-    pid: p.announce.pid ?? null,
-    isolation: p.announce.isolation ?? null,
-    ip_address: p.ipAddress,
-    status: p.kind === 'builtin' ? 'available' : 'connected',
-    function_count: engine.functions.countFor(p),
-    connected_at_ms: p.connectedAtMs,
-    active_invocations: p.activeInvocations,
-  })
+  const workerSummaryOf = (p: Peer): WorkerSummary => workerSummary(p, engine.functions, engine.engineName)
 
   /** `engine::functions::info` lookup (§11.1): strict with a namespace, else `default`, else a unique other one. */
   const lookupFunction = (functionId: string, namespace: string | undefined, access: AccessPolicy): FunctionEntry => {
@@ -296,7 +312,7 @@ export function registerEngineFunctions(engine: EngineFunctionsHost, peer: Built
     const namespace = optionalString(id, input, 'namespace')
     const workers = engine
       .listedPeers()
-      .map(workerSummary)
+      .map(workerSummaryOf)
       .filter((w) => runtime === undefined || w.runtime === runtime)
       .filter((w) => status === undefined || w.status === status)
       .filter((w) => namespace === undefined || w.namespace === namespace)
@@ -326,7 +342,7 @@ export function registerEngineFunctions(engine: EngineFunctionsHost, peer: Built
     matches.sort((a, b) => b.connectedAtMs - a.connectedAtMs)
     const peer = matches[0]
     if (!peer) throw Errors.notFound(`Worker '${name ?? workerId}' is not connected.`)
-    const worker: WorkerDetail = { ...workerSummary(peer), internal: false }
+    const worker: WorkerDetail = { ...workerSummaryOf(peer), internal: false }
     if (isBuiltin(peer)) {
       worker.listen_urls = peer.listenUrls
       if (peer.lastConfigError !== undefined) worker.last_config_error = peer.lastConfigError

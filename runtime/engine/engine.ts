@@ -46,7 +46,7 @@ import { AccessPolicy, ListenerAccess, PERMISSIVE, readAuthResult } from './acce
 import { BuiltinPeer, type BuiltinHost } from './builtin-peer.ts'
 import { ChannelRegistry } from './channels/index.ts'
 import { DEFAULT_LEG_LIMITS, LegTable, RemoteCallee, type LegLimits } from './callees.ts'
-import { registerEngineFunctions, visibleFunctionSummaries } from './engine-functions.ts'
+import { registerEngineFunctions, visibleFunctionSummaries, workerSummary } from './engine-functions.ts'
 import { EngineTriggers } from './engine-triggers.ts'
 import { FunctionRegistry } from './functions.ts'
 import { Keepalive } from './keepalive.ts'
@@ -59,6 +59,7 @@ import { TelemetryHub } from './telemetry.ts'
 import { Registrations } from './registrations.ts'
 import { TriggerProviders } from './trigger-providers.ts'
 import { TriggerRegistry } from './triggers.ts'
+import { Fleet } from '../fleet/fleet.ts'
 import type { Clock } from '../workers/shared/clock.ts'
 import type {
   BuiltinWorker,
@@ -110,6 +111,8 @@ export class Engine implements BuiltinHost, PipelineHost {
   private readonly runningBuiltins: BuiltinWorker[] = []
   private readonly enginePeer: BuiltinPeer
   private engineTriggers: EngineTriggers | undefined
+  /** This engine's membership of a fleet (`fleet` in config.yaml, issue 19); undefined when alone. */
+  readonly fleet: Fleet | undefined
   private started = false
   private stopping = false
 
@@ -129,9 +132,23 @@ export class Engine implements BuiltinHost, PipelineHost {
       triggers: this.triggers,
       callHook: (functionId, input) => this.invokeAs(null, { function_id: functionId, data: input, timeoutMs: this.internalTimeoutMs }),
       functionsChanged: () => this.engineTriggers?.functionsChanged(),
+      replicasChanged: () => this.fleet?.localChanged(),
       httpFunctions: () => this.config.http_functions,
     })
     this.enginePeer = new BuiltinPeer(this, 'engine', ENGINE_VERSION, true)
+    this.fleet =
+      config.fleet === undefined
+        ? undefined
+        : new Fleet(config.fleet, {
+            functions: this.functions,
+            log: this.log,
+            run: (invocation) => this.pipeline.run(invocation),
+            localWorkers: () => [...this.sessions.values()],
+            workerSummary: (peer) => workerSummary(peer, this.functions, this.engineName),
+            workerUrls: () => this.workerUrls,
+            functionsChanged: () => this.engineTriggers?.functionsChanged(),
+            workerEvent: (event, workerId) => this.engineTriggers?.workerEvent(event, workerId),
+          })
   }
 
   /** WebSocket URLs workers connect to, one per listener, with the ports actually bound. */
@@ -169,6 +186,11 @@ export class Engine implements BuiltinHost, PipelineHost {
           )
         }
       }
+      if (this.fleet !== undefined) {
+        const fleet = this.fleet
+        this.telemetry.addHealthSource('fleet', () => fleet.health())
+        await fleet.start()
+      }
       for (const worker of this.builtins) {
         const entry = this.config.builtins[worker.name]
         if (entry && entry.enabled === false) continue
@@ -190,6 +212,7 @@ export class Engine implements BuiltinHost, PipelineHost {
   async stop(): Promise<void> {
     if (this.stopping) return
     this.stopping = true
+    await this.fleet?.stop()
     this.engineTriggers?.stop()
     for (const session of [...this.sessions.values()]) {
       session.transport.close(1001, 'engine shutting down')
@@ -240,13 +263,23 @@ export class Engine implements BuiltinHost, PipelineHost {
 
   // ---- queries -------------------------------------------------------------------------------
 
-  /** Workers listed by `engine::workers::*`: open sessions and running built-ins. */
+  /** This engine's name in its fleet (`fleet.engine`); undefined when it is alone. */
+  get engineName(): string | undefined {
+    return this.config.fleet?.engine
+  }
+
+  /** Workers listed by `engine::workers::*`: open sessions, running built-ins, and in a fleet the other engines' workers. */
   listedPeers(): Peer[] {
-    return [...this.sessions.values(), ...[...this.builtinPeers.values()].filter((p) => !p.internal)]
+    const local = [...this.sessions.values(), ...[...this.builtinPeers.values()].filter((p) => !p.internal)]
+    return this.fleet === undefined ? local : [...local, ...this.fleet.remoteWorkers()]
   }
 
   peerById(workerId: string): Peer | undefined {
-    return this.sessions.get(workerId) ?? [...this.builtinPeers.values()].find((p) => p.workerId === workerId && !p.internal)
+    return (
+      this.sessions.get(workerId) ??
+      [...this.builtinPeers.values()].find((p) => p.workerId === workerId && !p.internal) ??
+      this.fleet?.remoteWorkers().find((p) => p.workerId === workerId)
+    )
   }
 
   /** Open sessions, most recent last. */
@@ -349,6 +382,7 @@ export class Engine implements BuiltinHost, PipelineHost {
     session.graceTimer = setTimeout(() => this.resolveNamespace(session, 'default'), this.config.registration_namespace_grace_ms)
     session.send(encodeFrame({ type: 'workerregistered', worker_id: session.workerId, reattach_token: session.reattachToken }))
     this.engineTriggers?.workerEvent('worker_connected', session.workerId)
+    this.fleet?.localChanged()
     session.blocked = false
     this.drain(session)
   }
@@ -574,6 +608,7 @@ export class Engine implements BuiltinHost, PipelineHost {
     this.registrations.removeTriggersOf(session)
     this.sessions.delete(session.workerId)
     this.engineTriggers?.workerEvent('worker_disconnected', session.workerId)
+    this.fleet?.localChanged()
   }
 
   // ---- announce ------------------------------------------------------------------------------
@@ -622,6 +657,7 @@ export class Engine implements BuiltinHost, PipelineHost {
       session.announce = announce
     }
     this.engineTriggers?.workerEvent('worker_metadata_updated', session.workerId)
+    this.fleet?.localChanged()
     return { success: true }
   }
 

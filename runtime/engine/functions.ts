@@ -15,6 +15,13 @@ export interface Callee {
   readonly peer: Peer
   /** Bytes waiting to be sent to the callee (backpressure, §3.5); 0 for in-process callees. */
   readonly pendingBytes: number
+  /**
+   * True for replicas on another engine of the fleet (issue 19): replica selection prefers the
+   * others, and calls served for another engine never go to them.
+   */
+  readonly remote?: boolean
+  /** The fleet member a remote callee's engine is (compared with `Invocation.avoid`). */
+  readonly member?: object
   dispatch(invocation: Invocation, target: FunctionEntry, replica: Replica): void
 }
 
@@ -46,6 +53,7 @@ export class FunctionEntry {
   /** The JSON encoding of {@link baggage}. */
   readonly baggageJson: string
   private cursor = 0
+  private remoteCursor = 0
 
   constructor(namespace: string, id: string) {
     this.namespace = namespace
@@ -65,21 +73,31 @@ export class FunctionEntry {
 
   /**
    * Picks a replica round-robin, skipping backpressured or dying peers; when every live replica is
-   * backpressured, the one with the least unsent data (§6.1). Undefined when none is alive.
+   * backpressured, the one with the least unsent data (§6.1). In a fleet, replicas of this engine
+   * come first and those on other engines are balanced among themselves; `localOnly` (a call
+   * served for another engine) takes this engine's only, and `avoid` skips one member's.
+   * Undefined when none is alive.
    */
-  pick(backpressureBytes: number): Replica | undefined {
+  pick(backpressureBytes: number, localOnly = false, avoid?: object): Replica | undefined {
     const replicas = this.replicas
     const n = replicas.length
     if (n === 1) {
       const only = replicas[0]!
-      return only.peer.alive ? only : undefined
+      if (!only.peer.alive) return undefined
+      if (only.callee.remote === true && (localOnly || (avoid !== undefined && only.callee.member === avoid))) return undefined
+      return only
     }
     let fallback: Replica | undefined
     let fallbackBytes = Infinity
+    let remotes = 0
     for (let i = 0; i < n; i++) {
       const index = (this.cursor + i) % n
       const replica = replicas[index]!
       if (!replica.peer.alive) continue
+      if (replica.callee.remote === true) {
+        remotes++
+        continue
+      }
       const bytes = replica.callee.pendingBytes
       if (bytes <= backpressureBytes) {
         this.cursor = (index + 1) % n
@@ -89,6 +107,15 @@ export class FunctionEntry {
         fallback = replica
         fallbackBytes = bytes
       }
+    }
+    if (remotes === 0 || localOnly) return fallback
+    for (let i = 0; i < n; i++) {
+      const index = (this.remoteCursor + i) % n
+      const replica = replicas[index]!
+      if (!replica.peer.alive || replica.callee.remote !== true) continue
+      if (avoid !== undefined && replica.callee.member === avoid) continue
+      this.remoteCursor = (index + 1) % n
+      return replica
     }
     return fallback
   }

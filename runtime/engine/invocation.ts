@@ -35,4 +35,11 @@ export interface Invocation {
   /** Engine-originated calls time out in the engine (§6.5); undefined: no engine timeout. */
   timeoutMs?: number
   reply: Reply
+  /**
+   * Served for another engine of the fleet: only this engine's own replicas may take it (the
+   * caller's engine already chose this one; issue 19).
+   */
+  localOnly?: true
+  /** A fleet member the call must not go to again (NATS found no subscriber there). */
+  avoid?: object
 }

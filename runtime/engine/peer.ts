@@ -20,4 +20,6 @@ export interface Peer {
   /** Metadata from the latest announce; built-ins fill runtime `builtin`. */
   readonly announce: WorkerAnnounce
   readonly ipAddress: string | null
+  /** The engine of the fleet the worker is connected to, when it is another one (issue 19). */
+  readonly engine?: string
 }

@@ -50,6 +50,8 @@ export interface RegistrationHost {
   callHook(functionId: string, input: object): Promise<unknown>
   /** The set of registered `(namespace, function_id)` pairs changed (`engine::functions-available`, §11.6). */
   functionsChanged(): void
+  /** A session's replica was added or removed (the fleet announces this engine's functions, issue 19). */
+  replicasChanged?(): void
   /** The `http_functions` policy (protocol.md §12.4), read on each call of an HTTP-invoked function. */
   httpFunctions(): HttpFunctionsPolicy | undefined
 }
@@ -94,6 +96,7 @@ export class Registrations implements LocalRegistrations {
     const stored = ids.functions.get(message.id) ?? session.access.stored(message.id)
     ids.functions.delete(message.id)
     if (this.host.functions.remove(session.namespace, stored, session)) this.host.functionsChanged()
+    this.host.replicasChanged?.()
   }
 
   /** `unregistertriggertype` (§5.4). */
@@ -112,6 +115,7 @@ export class Registrations implements LocalRegistrations {
   /** Removes every function a peer registered (disconnect, §3.6; a built-in's stop). */
   removeFunctionsOf(peer: Peer): void {
     if (this.host.functions.removePeer(peer)) this.host.functionsChanged()
+    this.host.replicasChanged?.()
   }
 
   /** Removes the bindings a peer owns and the trigger types it provides (§3.6, §8.4). */
@@ -196,6 +200,7 @@ export class Registrations implements LocalRegistrations {
     if (previous !== undefined && previous !== stored && this.host.functions.remove(session.namespace, previous, session)) this.host.functionsChanged()
     ids.functions.set(sentId, stored)
     if (this.host.functions.add(session.namespace, stored, replica)) this.host.functionsChanged()
+    this.host.replicasChanged?.()
   }
 
   /** `registertriggertype` (§5.3): namespace, gate and hook, engine-owned ids, then the provider. */

@@ -16,6 +16,12 @@ import type { Interceptor, InvocationPipeline } from './pipeline.ts'
 import type { Logger } from './config.ts'
 
 /** Where a telemetry frame came from (an `/otel` link or a worker's main connection). */
+/** One component of `engine::health::check` (§12.5). */
+export interface HealthComponent {
+  status: 'healthy' | 'degraded' | 'disabled'
+  detail?: string
+}
+
 export interface TelemetrySource {
   worker_id?: string
   worker_name?: string
@@ -131,6 +137,7 @@ export class TelemetryHub {
 
   private readonly functions: FunctionLookup | undefined
   private readonly metricSources: MetricSource[] = []
+  private readonly healthSources = new Map<string, () => HealthComponent>()
 
   /**
    * `functions` tells internal functions apart (§12.4); `fixedLevel` is a level the operator
@@ -170,6 +177,31 @@ export class TelemetryHub {
     }
   }
 
+
+  /**
+   * Adds a component to `engine::health::check` (`components.<name>`), read on every check; a
+   * `degraded` one makes the whole engine `degraded`. Returns the function that removes it.
+   * @example const remove = hub.addHealthSource('fleet', () => ({ status: 'healthy', detail: '3 engines' }))
+   */
+  addHealthSource(name: string, source: () => HealthComponent): () => void {
+    this.healthSources.set(name, source)
+    return () => {
+      if (this.healthSources.get(name) === source) this.healthSources.delete(name)
+    }
+  }
+
+  /** The components of every health source; one that throws reports `degraded` with its error. */
+  healthComponents(): Record<string, HealthComponent> {
+    const components: Record<string, HealthComponent> = {}
+    for (const [name, source] of this.healthSources) {
+      try {
+        components[name] = source()
+      } catch (err) {
+        components[name] = { status: 'degraded', detail: `the health source failed: ${(err as Error).message}` }
+      }
+    }
+    return components
+  }
 
   /**
    * Adds a source of metric series, read by `engine::metrics::list` (builtins.md §12.5) each

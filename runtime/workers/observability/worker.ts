@@ -562,12 +562,15 @@ export class ObservabilityWorker implements BuiltinWorker, TelemetrySink {
       for (const delivery of this.logBindings.values()) undelivered += delivery.dropped
       let limited = 0
       for (const n of Object.values(this.limiter.totals())) limited += n
+      const sources = this.hub?.healthComponents() ?? {}
+      const degraded = Object.values(sources).some((c) => c.status === 'degraded')
       return {
-        status: 'healthy',
+        status: degraded ? 'degraded' : 'healthy',
         version: ENGINE_VERSION,
         timestamp: new Date().toISOString(),
         components: {
           engine: { status: 'healthy' },
+          ...sources,
           observability: { status: this.settings.enabled ? 'healthy' : 'disabled', detail: `store ${this.store.kind}: ${counts.spans} spans (${mib(bytes.spans)} MiB), ${counts.logs} logs (${mib(bytes.logs)} MiB)${dropped > 0 ? `, ${dropped} rows not written to observability.db (writer behind)` : ''}${undelivered > 0 ? `, ${undelivered} log records not delivered to log triggers (handlers behind)` : ''}${this.droppedTraceIds > 0 ? `, ${this.droppedTraceIds} trace ids left out of trace trigger batches` : ''}${limited > 0 ? `, ${limited} values truncated or items dropped by the size limits (svc.observability.truncated)` : ''}` },
           otlp_export: this.exportHealth(),
         },

@@ -31,6 +31,8 @@ export interface WorkerSummary {
   function_count: number
   connected_at_ms: number
   active_invocations: number
+  /** In a fleet: the engine the worker is connected to (`fleet.engine`; an svc addition, issue 19). */
+  engine?: string
 }
 
 /** FunctionSummary plus what `engine::functions::info` tells (protocol.md §11.1 FunctionDetail). */
@@ -41,7 +43,8 @@ export interface FunctionDetail extends FunctionSummary {
   response_schema?: unknown
   /** Set for HTTP-invoked functions (§6.8): where the engine sends the request. */
   invocation?: { url: string; method: string }
-  replicas: { worker_id: string; worker_name: string | null }[]
+  /** `engine`: in a fleet, the engine each replica's worker is connected to (issue 19). */
+  replicas: { worker_id: string; worker_name: string | null; engine?: string }[]
   /** Bindings that target this function (any status). */
   registered_triggers: { id: string; trigger_type: string; config: unknown; status: RegisteredTriggerStatus }[]
 }

@@ -1,0 +1,209 @@
+/**
+ * Calls between engines of a fleet (issue 19). The caller's engine sends the call as an
+ * `invokefunction` frame (protocol.md §5.8) on the function's subject of the engine that holds the
+ * replica; that engine runs it through its own pipeline, on its local replicas only, and answers
+ * with an `invocationresult` frame on the call's reply subject. Payloads stay the text received
+ * (`RawJson`) the whole way.
+ *
+ * Failures: an engine that is gone has no subscription, so NATS answers "no responders" at once:
+ * the member is dropped and the call goes to another replica, if any. Calls in flight to an engine
+ * that stops answering heartbeats end with `invocation_stopped` ({@link FleetCalls.memberGone}).
+ */
+import { Codes, decodeFrame, encodeInvokeFunction, encodeResult, errorBody, Errors, type ErrorBody, type JsonInput } from 'svc-protocol'
+import type { FunctionEntry, Replica } from '../engine/functions.ts'
+import type { Invocation, Reply } from '../engine/invocation.ts'
+import type { Logger } from '../engine/config.ts'
+import type { Member, MemberLink } from './members.ts'
+import type { FleetSubjects } from './subjects.ts'
+
+/** The parts of a NATS connection calls use (nats.js `NatsConnection`). */
+export interface CallBus {
+  publish(subject: string, payload: string, options?: { reply?: string }): void
+}
+
+/** The state of the link to NATS, as calls see it. */
+export interface BusState {
+  /** Connected now. */
+  readonly connected: boolean
+  /** The server's `max_payload`, bytes. */
+  readonly maxPayload: number
+}
+
+interface FleetLeg {
+  readonly id: string
+  readonly member: Member
+  readonly invocation: Invocation
+  timer: NodeJS.Timeout | undefined
+}
+
+/** The caller's side: open calls to other engines, by leg id. */
+export class FleetCalls implements MemberLink {
+  private readonly bus: CallBus
+  private readonly state: BusState
+  private readonly subjects: FleetSubjects
+  private readonly log: Logger
+  /** Called when NATS said a member has no subscription: it is gone. */
+  private readonly onNoResponders: (member: Member) => void
+  private readonly legs = new Map<string, FleetLeg>()
+  private readonly byMember = new Map<Member, Set<FleetLeg>>()
+  /** Call subject per (member, function): built once. */
+  private readonly subjectCache = new WeakMap<FunctionEntry, Map<Member, string>>()
+  private counter = 0
+
+  constructor(bus: CallBus, state: BusState, subjects: FleetSubjects, log: Logger, onNoResponders: (member: Member) => void) {
+    this.bus = bus
+    this.state = state
+    this.subjects = subjects
+    this.log = log
+    this.onNoResponders = onNoResponders
+  }
+
+  /** Open calls to other engines. */
+  get size(): number {
+    return this.legs.size
+  }
+
+  send(member: Member, invocation: Invocation, target: FunctionEntry, _replica: Replica): void {
+    if (!this.state.connected) {
+      return invocation.reply.error(errorBody(Errors.fleetUnavailable, `${target.id} is served by engine ${member.engine}, and this engine has lost its NATS connection`))
+    }
+    const isVoid = invocation.action?.type === 'void'
+    const id = isVoid ? undefined : (this.counter++).toString(36)
+    const frame = encodeInvokeFunction({
+      type: 'invokefunction',
+      ...(id !== undefined && { invocation_id: id }),
+      function_id: target.id,
+      namespace: target.namespace,
+      data: invocation.data,
+      ...(invocation.metadata !== undefined && { metadata: invocation.metadata }),
+      ...(isVoid && { action: { type: 'void' as const } }),
+      ...(invocation.traceparent !== undefined && { traceparent: invocation.traceparent }),
+      ...(invocation.baggage !== undefined && { baggage: invocation.baggage }),
+    })
+    const limit = this.state.maxPayload
+    if (frame.length * 3 > limit && Buffer.byteLength(frame) > limit) {
+      return invocation.reply.error(errorBody(Errors.fleetPayloadTooLarge, Buffer.byteLength(frame), limit))
+    }
+    const subject = this.subjectOf(member, target)
+    if (id === undefined) return this.bus.publish(subject, frame)
+    const leg: FleetLeg = { id, member, invocation, timer: undefined }
+    this.legs.set(id, leg)
+    let ofMember = this.byMember.get(member)
+    if (ofMember === undefined) this.byMember.set(member, (ofMember = new Set()))
+    ofMember.add(leg)
+    const timeoutMs = invocation.timeoutMs
+    if (timeoutMs !== undefined) leg.timer = setTimeout(() => this.finish(leg, undefined, errorBody(Errors.timeout, timeoutMs)), timeoutMs)
+    this.bus.publish(subject, frame, { reply: this.subjects.replyPrefix + id })
+  }
+
+  /**
+   * A message on this engine's reply subject: an `invocationresult` frame, or NATS's "no
+   * responders" status (code 503, no body) when the member's engine is gone.
+   */
+  reply(subject: string, data: Uint8Array, status: number | undefined): void {
+    const leg = this.legs.get(subject.slice(this.subjects.replyPrefix.length))
+    if (leg === undefined) return
+    if (status === 503) {
+      this.close(leg)
+      this.onNoResponders(leg.member)
+      return this.redispatch(leg)
+    }
+    const decoded = decodeFrame(data, false)
+    if (decoded.kind !== 'message' || decoded.message.type !== 'invocationresult') {
+      this.log.warn(`an answer from engine ${leg.member.engine} was not an invocationresult frame; the call fails`)
+      return this.finish(leg, undefined, Errors.invalidMessage('the answer of another engine of the fleet was not an invocationresult').toErrorBody())
+    }
+    this.finish(leg, decoded.message.result, decoded.message.error)
+  }
+
+  /** `member` left the fleet: its calls in flight end with `invocation_stopped`. */
+  memberGone(member: Member): void {
+    const legs = this.byMember.get(member)
+    if (legs === undefined) return
+    const stopped = errorBody(Errors.invocationStopped)
+    for (const leg of [...legs]) this.finish(leg, undefined, stopped)
+    this.byMember.delete(member)
+  }
+
+  /** Every open call ends with `invocation_stopped` (this engine is stopping). */
+  stopAll(): void {
+    for (const member of [...this.byMember.keys()]) this.memberGone(member)
+  }
+
+  /** The call reached no subscriber: another replica, else `function_not_found`. */
+  private redispatch(leg: FleetLeg): void {
+    const { invocation, member } = leg
+    invocation.avoid = member
+    this.retry(invocation)
+  }
+
+  /** Set by the fleet: runs an invocation through the pipeline again. */
+  retry: (invocation: Invocation) => void = (invocation) => invocation.reply.error(errorBody(Errors.invocationStopped))
+
+  private finish(leg: FleetLeg, result: JsonInput | undefined, error: ErrorBody | undefined): void {
+    if (!this.close(leg)) return
+    if (error !== undefined) leg.invocation.reply.error(error)
+    else leg.invocation.reply.result(result)
+  }
+
+  private close(leg: FleetLeg): boolean {
+    if (!this.legs.delete(leg.id)) return false
+    this.byMember.get(leg.member)?.delete(leg)
+    if (leg.timer !== undefined) clearTimeout(leg.timer)
+    return true
+  }
+
+  private subjectOf(member: Member, target: FunctionEntry): string {
+    let byMember = this.subjectCache.get(target)
+    if (byMember === undefined) this.subjectCache.set(target, (byMember = new Map()))
+    let subject = byMember.get(member)
+    if (subject === undefined) {
+      subject = this.subjects.call(member.instance, target.namespace, target.id)
+      byMember.set(member, subject)
+    }
+    return subject
+  }
+}
+
+/**
+ * The serving side's {@link Reply}: the outcome as an `invocationresult` frame on the caller's
+ * reply subject. A result over NATS's `max_payload` is answered with `RESULT_TOO_LARGE`.
+ */
+export class FleetReply implements Reply {
+  private readonly bus: CallBus
+  private readonly state: BusState
+  private readonly subject: string
+  private readonly legId: string
+  private readonly idJson: string
+
+  constructor(bus: CallBus, state: BusState, subject: string, legId: string, idJson: string) {
+    this.bus = bus
+    this.state = state
+    this.subject = subject
+    this.legId = legId
+    this.idJson = idJson
+  }
+
+  result(value: JsonInput | undefined): void {
+    let frame: string
+    try {
+      frame = encodeResult(this.legId, this.idJson, value, undefined)
+    } catch (err) {
+      return this.error({ code: Codes.InvocationFailed, message: `result is not JSON-serialisable: ${(err as Error).message}` })
+    }
+    const limit = this.state.maxPayload
+    if (frame.length * 3 > limit) {
+      const bytes = Buffer.byteLength(frame)
+      if (bytes > limit) return this.error(errorBody(Errors.fleetResultTooLarge, bytes, limit))
+    }
+    this.bus.publish(this.subject, frame)
+  }
+
+  error(error: ErrorBody): void {
+    let frame = encodeResult(this.legId, this.idJson, undefined, error)
+    if (frame.length * 3 > this.state.maxPayload && Buffer.byteLength(frame) > this.state.maxPayload) {
+      frame = encodeResult(this.legId, this.idJson, undefined, { code: error.code, message: error.message.slice(0, 1024) })
+    }
+    this.bus.publish(this.subject, frame)
+  }
+}

@@ -1,0 +1,156 @@
+/**
+ * A fleet of engines on one real nats-server (issue 19 §3), in one test process: functions
+ * registered on any engine are callable from every engine (sync, void), listings show the whole
+ * fleet with each worker's engine, local replicas are preferred and remote ones balanced, an engine
+ * that leaves takes its functions with it, and a NATS restart degrades the engines until they
+ * recover by themselves. Engine processes and `kill -9` are in fleet-processes.test.ts.
+ */
+import assert from 'node:assert/strict'
+import { after, before, describe, it } from 'node:test'
+import type { SvcClient } from 'svc-sdk'
+import { FLEET_DEFAULTS, type FleetConfig } from '../runtime/engine/config.ts'
+import { startTestEngine, type TestEngine } from './support/engine.ts'
+import { startTestNats, type TestNats } from './support/nats.ts'
+import { eventually } from './support/raw-worker.ts'
+import { connectClient, rejection } from './support/sdk-harness.ts'
+
+const fleetConfig = (nats: TestNats, engine: string, name = 'fleet-test'): FleetConfig => ({
+  ...FLEET_DEFAULTS,
+  name,
+  engine,
+  nats: [nats.url],
+  heartbeat_interval_ms: 200,
+  heartbeat_timeout_ms: 1000,
+})
+
+interface Listed {
+  functions: Array<{ function_id: string; replica_count: number }>
+}
+
+describe('a fleet of three engines on NATS', () => {
+  let nats: TestNats
+  const engines: TestEngine[] = []
+  const clients: SvcClient[] = []
+  const client = (i: number, name: string): SvcClient => {
+    const c = connectClient(engines[i]!.engine, name)
+    clients.push(c)
+    return c
+  }
+  /** Waits until engine `i` lists `functionId` with `replicas` replicas. */
+  const listed = (i: number, functionId: string, replicas = 1) =>
+    eventually(async () => {
+      const list = (await engines[i]!.engine.inject({ function_id: 'engine::functions::list', data: {} })) as Listed
+      return list.functions.some((f) => f.function_id === functionId && f.replica_count === replicas)
+    }, 10_000)
+
+  before(async () => {
+    nats = await startTestNats()
+    for (const name of ['alpha', 'bravo', 'charlie']) {
+      engines.push(await startTestEngine({ config: { fleet: fleetConfig(nats, name) } }))
+    }
+  })
+  after(async () => {
+    await Promise.all(clients.map((c) => c.shutdown()))
+    await Promise.all(engines.map((e) => e.stop()))
+    await nats.close()
+  })
+
+  it('calls a function registered on another engine: sync from a worker and from the engine, and void', async () => {
+    const b = client(1, 'orders')
+    const seen: unknown[] = []
+    b.registerFunction('orders::validate', (input: { id: number }) => {
+      seen.push(input)
+      return { valid: input.id > 0, served_by: 'bravo' }
+    })
+    await listed(0, 'orders::validate')
+    const a = client(0, 'web')
+    assert.deepEqual(await a.trigger({ function_id: 'orders::validate', payload: { id: 7 } }), { valid: true, served_by: 'bravo' })
+    assert.deepEqual(await engines[0]!.engine.inject({ function_id: 'orders::validate', data: { id: -1 } }), { valid: false, served_by: 'bravo' })
+    await a.trigger({ function_id: 'orders::validate', payload: { id: 99 }, action: { type: 'void' } })
+    await eventually(() => seen.some((s) => (s as { id: number }).id === 99))
+    // An error keeps its code across engines.
+    b.registerFunction('orders::reject', () => {
+      throw Object.assign(new Error('no stock'), { code: 'OUT_OF_STOCK' })
+    })
+    await listed(2, 'orders::reject')
+    const failure = await rejection(engines[2]!.engine.inject({ function_id: 'orders::reject', data: {} }))
+    assert.equal(failure.code, 'OUT_OF_STOCK')
+    assert.match(failure.message, /no stock/)
+  })
+
+  it('lists every engine\'s workers with their engine, and the replicas of a function on each', async () => {
+    await listed(2, 'orders::validate')
+    const workers = (await engines[2]!.engine.inject({ function_id: 'engine::workers::list', data: {} })) as { workers: Array<{ name: string; engine?: string }> }
+    const orders = workers.workers.find((w) => w.name === 'orders')
+    assert.equal(orders?.engine, 'bravo')
+    const own = workers.workers.find((w) => w.name === 'svc-state')
+    assert.equal(own?.engine, 'charlie')
+    const info = (await engines[2]!.engine.inject({ function_id: 'engine::functions::info', data: { function_id: 'orders::validate' } })) as { replicas: Array<{ engine?: string; worker_name: string }> }
+    assert.deepEqual(info.replicas.map((r) => [r.worker_name, r.engine]), [['orders', 'bravo']])
+  })
+
+  it('prefers a replica on the caller\'s own engine, and balances the replicas on other engines', async () => {
+    const servedBy: string[] = []
+    for (const [i, name] of ['alpha', 'bravo', 'charlie'].entries()) {
+      client(i, `stock-${name}`).registerFunction('stock::count', () => {
+        servedBy.push(name)
+        return name
+      })
+    }
+    await listed(0, 'stock::count', 3)
+    for (let i = 0; i < 10; i++) assert.equal(await engines[0]!.engine.inject({ function_id: 'stock::count', data: {} }), 'alpha')
+    const only = client(0, 'prices')
+    for (const [i, name] of ['bravo', 'charlie'].entries()) client(i + 1, `prices-${name}`).registerFunction('prices::quote', () => name)
+    await listed(0, 'prices::quote', 2)
+    const answers = new Set<unknown>()
+    for (let i = 0; i < 10; i++) answers.add(await only.trigger({ function_id: 'prices::quote', payload: {} }))
+    assert.deepEqual([...answers].sort(), ['bravo', 'charlie'])
+  })
+
+  it('drops the functions of a worker that disconnects from its engine', async () => {
+    const c = client(1, 'shortlived')
+    c.registerFunction('short::lived', () => 'here')
+    await listed(0, 'short::lived')
+    assert.equal(await engines[0]!.engine.inject({ function_id: 'short::lived', data: {} }), 'here')
+    await c.shutdown()
+    await eventually(async () => (await rejection(engines[0]!.engine.inject({ function_id: 'short::lived', data: {} }))).code === 'function_not_found', 10_000)
+  })
+
+  it('times out an engine-originated call to a silent function on another engine', async () => {
+    client(1, 'sleepy').registerFunction('sleepy::wait', () => new Promise(() => {}))
+    await listed(0, 'sleepy::wait')
+    const failure = await rejection(engines[0]!.engine.inject({ function_id: 'sleepy::wait', data: {}, timeoutMs: 300 }))
+    assert.equal(failure.code, 'TIMEOUT')
+  })
+
+  it('reports degraded health while NATS is down, fails remote calls with ADAPTER_UNAVAILABLE, and recovers', async () => {
+    client(1, 'resilient').registerFunction('resilient::ping', () => 'pong')
+    await listed(0, 'resilient::ping')
+    await nats.stop()
+    await eventually(() => engines[0]!.engine.fleet!.health().status === 'degraded', 10_000)
+    const failure = await rejection(engines[0]!.engine.inject({ function_id: 'resilient::ping', data: {} }))
+    assert.equal(failure.code, 'ADAPTER_UNAVAILABLE')
+    const health = (await engines[0]!.engine.inject({ function_id: 'engine::health::check', data: {} })) as { status: string; components: Record<string, { status: string }> }
+    assert.equal(health.components.fleet?.status, 'degraded')
+    await nats.start()
+    await eventually(() => engines.every((e) => e.engine.fleet!.health().status === 'healthy'), 15_000)
+    await eventually(async () => {
+      try {
+        return (await engines[0]!.engine.inject({ function_id: 'resilient::ping', data: {} })) === 'pong'
+      } catch {
+        return false
+      }
+    }, 15_000)
+  })
+
+  it('removes the functions of an engine that stops, at once', async () => {
+    const extra = await startTestEngine({ config: { fleet: fleetConfig(nats, 'delta') } })
+    const c = connectClient(extra.engine, 'transient')
+    c.registerFunction('transient::fn', () => 'delta')
+    await listed(0, 'transient::fn')
+    await c.shutdown()
+    await extra.stop()
+    const failure = await rejection(engines[0]!.engine.inject({ function_id: 'transient::fn', data: {} }))
+    assert.equal(failure.code, 'function_not_found')
+  })
+})

@@ -1,0 +1,91 @@
+/**
+ * A private `nats-server` for tests: a free loopback port, a temporary directory, killed when the
+ * test process ends. `stop()` and `start()` bring it down and back on the same port (a NATS
+ * restart). Start one per test file.
+ *
+ * Fails (never skips) when `nats-server` is missing, saying how to install it.
+ */
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process'
+import { freePort } from './redis.ts'
+
+export interface TestNats {
+  /** `nats://127.0.0.1:<port>` */
+  readonly url: string
+  /** Stops the server (SIGTERM, waits for the exit); `start()` brings it back on the same port. */
+  stop(): Promise<void>
+  start(): Promise<void>
+  /** Stops the server for good. */
+  close(): Promise<void>
+}
+
+const INSTALL_HINT = 'nats-server is not installed; the fleet tests need it: apt-get install -y nats-server'
+
+export async function startTestNats(): Promise<TestNats> {
+  const probe = spawnSync('nats-server', ['--version'], { encoding: 'utf8' })
+  if (probe.error) throw new Error(INSTALL_HINT, { cause: probe.error })
+  let port = await freePort()
+  let child: ChildProcess | null = null
+  const killOnExit = () => child?.kill('SIGKILL')
+  process.once('exit', killOnExit)
+  for (let attempt = 0; ; attempt++) {
+    try {
+      child = await spawnNats(port)
+      break
+    } catch (error) {
+      if (attempt >= 3 || !/address already in use/i.test(String((error as Error).message))) throw error
+      port = await freePort()
+    }
+  }
+  const stop = async (): Promise<void> => {
+    const running = child
+    child = null
+    if (!running || running.exitCode !== null || running.signalCode !== null) return
+    await new Promise<void>((resolve) => {
+      running.once('exit', () => resolve())
+      running.kill('SIGTERM')
+    })
+  }
+  return {
+    url: `nats://127.0.0.1:${port}`,
+    stop,
+    async start() {
+      if (child) return
+      child = await spawnNats(port)
+    },
+    async close() {
+      await stop()
+      process.off('exit', killOnExit)
+    },
+  }
+}
+
+function spawnNats(port: number): Promise<ChildProcess> {
+  const child = spawn('nats-server', ['-a', '127.0.0.1', '-p', String(port)], { stdio: ['ignore', 'pipe', 'pipe'] })
+  let output = ''
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => {
+      child.kill('SIGKILL')
+      reject(new Error(`nats-server did not start within 10 s:\n${output}`))
+    }, 10_000)
+    const onData = (chunk: Buffer) => {
+      output += chunk.toString()
+      if (output.includes('Server is ready')) {
+        clearTimeout(timer)
+        child.stderr!.off('data', onData)
+        child.stderr!.resume()
+        child.stdout!.resume()
+        resolve(child)
+      }
+    }
+    child.stderr!.on('data', onData)
+    child.stdout!.on('data', (chunk: Buffer) => (output += chunk.toString()))
+    child.once('exit', (code) => {
+      clearTimeout(timer)
+      reject(new Error(`nats-server exited with code ${code} before it was ready:\n${output}`))
+    })
+    child.once('error', (error) => {
+      clearTimeout(timer)
+      reject(error)
+    })
+  })
+}
