@@ -7,7 +7,8 @@
  */
 import assert from 'node:assert/strict'
 import { after, before, describe, it } from 'node:test'
-import type { SvcClient } from 'svc-sdk'
+import { registerWorker, type SvcClient } from 'svc-sdk'
+import { flushOtel } from 'svc-sdk/telemetry'
 import { FLEET_DEFAULTS, type FleetConfig } from '../runtime/engine/config.ts'
 import { startTestEngine, type TestEngine } from './support/engine.ts'
 import { startTestNats, type TestNats } from './support/nats.ts'
@@ -46,7 +47,7 @@ describe('a fleet of three engines on NATS', () => {
   before(async () => {
     nats = await startTestNats()
     for (const name of ['alpha', 'bravo', 'charlie']) {
-      engines.push(await startTestEngine({ config: { fleet: fleetConfig(nats, name) } }))
+      engines.push(await startTestEngine({ config: { fleet: fleetConfig(nats, name) }, settings: { 'svc-observability': { store: 'memory' } } }))
     }
   })
   after(async () => {
@@ -105,6 +106,36 @@ describe('a fleet of three engines on NATS', () => {
     const answers = new Set<unknown>()
     for (let i = 0; i < 10; i++) answers.add(await only.trigger({ function_id: 'prices::quote', payload: {} }))
     assert.deepEqual([...answers].sort(), ['bravo', 'charlie'])
+  })
+
+  it('serves an HTTP route registered through one engine on every engine\'s listener, in one trace', async () => {
+    const worker = registerWorker(engines[1]!.url, { workerName: 'api', otel: { enabled: true, serviceName: 'api', fetchInstrumentationEnabled: false } })
+    clients.push(worker)
+    worker.registerFunction('api::order', (req: { path_params: { id: string } }) => ({ status_code: 200, body: { order: req.path_params.id } }))
+    worker.registerTrigger({ type: 'http', function_id: 'api::order', config: { api_path: 'fleet-orders/:id', http_method: 'GET' } })
+    for (const e of engines) {
+      await eventually(async () => (await fetch(`${e.httpUrl}/fleet-orders/1`)).status === 200, 10_000)
+    }
+    const response = await fetch(`${engines[0]!.httpUrl}/fleet-orders/42`)
+    assert.deepEqual(await response.json(), { order: '42' })
+    // The server span is alpha's; the handler span, exported by the worker to bravo, is its child.
+    const listed = (await engines[0]!.engine.inject({ function_id: 'engine::traces::list', data: { name: 'GET /fleet-orders/:id' } })) as { traces: Array<{ trace_id: string }> }
+    const traceIds = listed.traces.map((t) => t.trace_id)
+    assert.ok(traceIds.length >= 1)
+    let handler: { trace_id: string; parent_span_id: string | null; name: string } | undefined
+    await eventually(async () => {
+      await flushOtel()
+      for (const traceId of traceIds) {
+        const tree = (await engines[1]!.engine.inject({ function_id: 'engine::traces::tree', data: { trace_id: traceId } })) as { roots: Array<{ trace_id: string; parent_span_id: string | null; name: string; children: unknown[] }> }
+        handler = tree.roots.find((r) => r.name === 'execute api::order') ?? handler
+      }
+      return handler !== undefined
+    }, 10_000)
+    const serverSpans = (await engines[0]!.engine.inject({ function_id: 'engine::traces::tree', data: { trace_id: handler!.trace_id } })) as { roots: Array<{ span_id: string; name: string; children: Array<{ span_id: string }> }> }
+    const server = serverSpans.roots.find((r) => r.name === 'GET /fleet-orders/:id')
+    assert.ok(server, 'the request through alpha and the handler on bravo share one trace id')
+    const ids = new Set<string>([server.span_id, ...server.children.map((c) => c.span_id)])
+    assert.ok(handler!.parent_span_id !== null && ids.has(handler!.parent_span_id), 'the handler span hangs under the request\'s spans')
   })
 
   it('drops the functions of a worker that disconnects from its engine', async () => {

@@ -141,6 +141,7 @@ export class Engine implements BuiltinHost, PipelineHost {
         ? undefined
         : new Fleet(config.fleet, {
             functions: this.functions,
+            triggers: this.triggers,
             log: this.log,
             run: (invocation) => this.pipeline.run(invocation),
             localWorkers: () => [...this.sessions.values()],

@@ -50,7 +50,7 @@ export interface RegistrationHost {
   callHook(functionId: string, input: object): Promise<unknown>
   /** The set of registered `(namespace, function_id)` pairs changed (`engine::functions-available`, §11.6). */
   functionsChanged(): void
-  /** A session's replica was added or removed (the fleet announces this engine's functions, issue 19). */
+  /** A session's replica or trigger was added or removed (the fleet announces them, issue 19). */
   replicasChanged?(): void
   /** The `http_functions` policy (protocol.md §12.4), read on each call of an HTTP-invoked function. */
   httpFunctions(): HttpFunctionsPolicy | undefined
@@ -110,6 +110,7 @@ export class Registrations implements LocalRegistrations {
     const stored = ids.triggers.get(message.id) ?? message.id
     ids.triggers.delete(message.id)
     this.host.triggers.removeBinding(stored)
+    this.host.replicasChanged?.()
   }
 
   /** Removes every function a peer registered (disconnect, §3.6; a built-in's stop). */
@@ -121,6 +122,7 @@ export class Registrations implements LocalRegistrations {
   /** Removes the bindings a peer owns and the trigger types it provides (§3.6, §8.4). */
   removeTriggersOf(peer: Peer): void {
     this.host.triggers.removeBindingsOf(peer)
+    this.host.replicasChanged?.()
     this.host.triggers.removeProviderPeer(peer)
   }
 
@@ -257,6 +259,7 @@ export class Registrations implements LocalRegistrations {
       input.owner = session
       this.idsOf(session).triggers.set(message.id, input.id)
       this.host.triggers.addBinding(input)
+      this.host.replicasChanged?.()
     }
     if (prepared instanceof Promise) return prepared.then(store)
     store(prepared)

@@ -25,13 +25,14 @@ import type { Invocation } from '../engine/invocation.ts'
 import type { Peer } from '../engine/peer.ts'
 import { DiscardReply } from '../engine/pipeline.ts'
 import { FleetCalls, FleetReply, type BusState, type CallBus } from './calls.ts'
-import { applySnapshot, Member, removeMember, type Applied } from './members.ts'
+import { applySnapshot, Member, removeMember, type Applied, type BindingRegistry } from './members.ts'
 import { FleetSubjects } from './subjects.ts'
-import { readHeartbeat, readSnapshot, type Heartbeat, type Snapshot, type SnapshotFunction } from './wire.ts'
+import { FLEET_TRIGGER_TYPES, readHeartbeat, readSnapshot, type Heartbeat, type Snapshot, type SnapshotFunction, type SnapshotTrigger } from './wire.ts'
 
 /** What the fleet needs from its engine. */
 export interface FleetHost {
   readonly functions: FunctionRegistry
+  readonly triggers: BindingRegistry
   readonly log: Logger
   /** Runs an invocation through the engine's pipeline. */
   run(invocation: Invocation): void
@@ -346,7 +347,7 @@ export class Fleet {
         }
         if (this.members.get(member.instance) !== member) return
         if (snapshot.version <= member.appliedVersion) return
-        this.report(applySnapshot(member, snapshot, this.host.functions, this.calls))
+        this.report(applySnapshot(member, snapshot, this.host.functions, this.calls, this.host.triggers))
       }
     } finally {
       member.fetching = false
@@ -358,7 +359,7 @@ export class Fleet {
     if (this.members.get(member.instance) !== member) return
     this.members.delete(member.instance)
     this.host.log.info(`engine ${member.engine} left fleet ${this.config.name}: ${why}`)
-    this.report(removeMember(member, this.host.functions))
+    this.report(removeMember(member, this.host.functions, this.host.triggers))
     this.calls.memberGone(member)
   }
 
@@ -370,7 +371,7 @@ export class Fleet {
 
   // ---- this engine's snapshot ------------------------------------------------------------------
 
-  private localExport(): { workers: WorkerSummary[]; functions: SnapshotFunction[] } {
+  private localExport(): { workers: WorkerSummary[]; functions: SnapshotFunction[]; triggers: SnapshotTrigger[] } {
     const workers = this.host.localWorkers()
     const local = new Set<Peer>(workers)
     const functions: SnapshotFunction[] = []
@@ -386,7 +387,14 @@ export class Fleet {
         functions.push(f)
       }
     }
-    return { workers: workers.map((w) => this.host.workerSummary(w)), functions }
+    const triggers: SnapshotTrigger[] = []
+    for (const b of this.host.triggers.allBindings()) {
+      if (b.owner === null || !local.has(b.owner) || !FLEET_TRIGGER_TYPES.has(b.trigger_type)) continue
+      const t: SnapshotTrigger = { id: b.id, trigger_type: b.trigger_type, function_id: b.function_id, namespace: b.namespace, config: b.config }
+      if (b.metadata !== undefined) t.metadata = b.metadata
+      triggers.push(t)
+    }
+    return { workers: workers.map((w) => this.host.workerSummary(w)), functions, triggers }
   }
 
   /**
@@ -395,17 +403,17 @@ export class Fleet {
    * and metadata, and says so in the log.
    */
   private refreshSnapshot(): boolean {
-    const { workers, functions } = this.localExport()
-    let body = JSON.stringify({ workers, functions })
+    const { workers, functions, triggers } = this.localExport()
+    const body = JSON.stringify({ workers, functions, triggers })
     if (body === this.lastBody) return false
     this.lastBody = body
     this.version++
     let json = `{"instance":"${this.instance}","version":${this.version},${body.slice(1)}`
     if (Buffer.byteLength(json) > this.maxPayload) {
       const lean = functions.map(({ request_format: _a, response_format: _b, ...rest }) => rest)
-      json = JSON.stringify({ instance: this.instance, version: this.version, workers, functions: lean })
+      json = JSON.stringify({ instance: this.instance, version: this.version, workers, functions: lean, triggers })
       if (Buffer.byteLength(json) > this.maxPayload) {
-        json = JSON.stringify({ instance: this.instance, version: this.version, workers, functions: functions.map((f) => ({ namespace: f.namespace, function_id: f.function_id, worker_id: f.worker_id })) })
+        json = JSON.stringify({ instance: this.instance, version: this.version, workers, functions: functions.map((f) => ({ namespace: f.namespace, function_id: f.function_id, worker_id: f.worker_id })), triggers })
       }
       this.host.log.warn(`fleet: this engine's ${functions.length} functions do not fit NATS's max_payload ${this.maxPayload} with their formats; the other engines list them without`)
     }

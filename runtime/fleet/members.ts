@@ -8,7 +8,8 @@ import type { WorkerAnnounce, WorkerSummary } from 'svc-protocol'
 import type { Callee, FunctionEntry, Replica } from '../engine/functions.ts'
 import type { Invocation } from '../engine/invocation.ts'
 import type { Peer } from '../engine/peer.ts'
-import type { Heartbeat, Snapshot } from './wire.ts'
+import type { Binding, BindingInput } from '../engine/triggers.ts'
+import type { Heartbeat, Snapshot, SnapshotTrigger } from './wire.ts'
 
 /** How a {@link FleetCallee} reaches the member's engine (implemented by `FleetCalls`). */
 export interface MemberLink {
@@ -109,6 +110,8 @@ export class Member {
   readonly workers = new Map<string, RemoteWorker>()
   /** `namespace\0function_id\0worker_id` → the replica this member's snapshot added. */
   readonly replicas = new Map<string, { namespace: string; id: string; worker: RemoteWorker }>()
+  /** The member's binding id → the id of the binding added here (`fleet:<instance>:<id>`). */
+  readonly bindings = new Map<string, string>()
 
   constructor(beat: Heartbeat, now: number) {
     this.engine = beat.engine
@@ -132,6 +135,13 @@ export interface ReplicaRegistry {
   remove(namespace: string, id: string, peer: Peer): boolean
 }
 
+/** What applying a snapshot needs from the trigger registry (the engine's `TriggerRegistry`). */
+export interface BindingRegistry {
+  addBinding(input: BindingInput): Binding
+  removeBinding(id: string): boolean
+  allBindings(): Binding[]
+}
+
 /** What changed when a snapshot or a departure was applied. */
 export interface Applied {
   /** A function id appeared or disappeared in this engine's registry. */
@@ -144,7 +154,7 @@ export interface Applied {
  * Makes `member`'s replicas in `registry` those of `snapshot`: workers gone are dead and their
  * replicas removed, new ones added, the rest updated in place.
  */
-export function applySnapshot(member: Member, snapshot: Snapshot, registry: ReplicaRegistry, link: MemberLink): Applied {
+export function applySnapshot(member: Member, snapshot: Snapshot, registry: ReplicaRegistry, link: MemberLink, triggers: BindingRegistry): Applied {
   const applied: Applied = { functionsChanged: false, connected: [], disconnected: [] }
   const workerIds = new Set<string>()
   for (const summary of snapshot.workers) {
@@ -176,6 +186,7 @@ export function applySnapshot(member: Member, snapshot: Snapshot, registry: Repl
     member.replicas.delete(key)
     if (registry.remove(r.namespace, r.id, r.worker)) applied.functionsChanged = true
   }
+  applyTriggers(member, snapshot, triggers)
   for (const [id, worker] of member.workers) {
     if (workerIds.has(id)) continue
     worker.alive = false
@@ -186,9 +197,39 @@ export function applySnapshot(member: Member, snapshot: Snapshot, registry: Repl
   return applied
 }
 
+/**
+ * Serves the member's fleet-wide bindings (its `http` routes) here too, owned by its worker. A
+ * binding of the same function and config that this engine already has (the same route of a
+ * worker replicated on several engines) is not added twice.
+ */
+function applyTriggers(member: Member, snapshot: Snapshot, triggers: BindingRegistry): void {
+  const wanted = new Map(snapshot.triggers.map((t) => [t.id, t]))
+  for (const [remoteId, localId] of member.bindings) {
+    if (wanted.has(remoteId)) continue
+    member.bindings.delete(remoteId)
+    triggers.removeBinding(localId)
+  }
+  const sameAs = (t: SnapshotTrigger) => `${t.trigger_type}\0${t.namespace}\0${t.function_id}\0${JSON.stringify(t.config)}`
+  const existing = new Set(triggers.allBindings().filter((b) => !b.id.startsWith(`fleet:${member.instance}:`)).map((b) => sameAs(b)))
+  for (const t of wanted.values()) {
+    if (member.bindings.has(t.id)) continue
+    if (existing.has(sameAs(t))) continue
+    const worker = [...member.workers.values()].find((w) => member.replicas.has(`${t.namespace}\0${t.function_id}\0${w.workerId}`)) ?? member.workers.values().next().value
+    if (worker === undefined) continue
+    const localId = `fleet:${member.instance}:${t.id}`
+    const input: BindingInput = { id: localId, trigger_type: t.trigger_type, function_id: t.function_id, namespace: t.namespace, config: t.config, owner: worker }
+    if (t.metadata !== undefined) input.metadata = t.metadata
+    triggers.addBinding(input)
+    member.bindings.set(t.id, localId)
+    existing.add(sameAs(t))
+  }
+}
+
 /** Removes everything `member` added: it left the fleet. */
-export function removeMember(member: Member, registry: ReplicaRegistry): Applied {
+export function removeMember(member: Member, registry: ReplicaRegistry, triggers: BindingRegistry): Applied {
   const applied: Applied = { functionsChanged: false, connected: [], disconnected: [] }
+  for (const localId of member.bindings.values()) triggers.removeBinding(localId)
+  member.bindings.clear()
   for (const r of member.replicas.values()) {
     if (registry.remove(r.namespace, r.id, r.worker)) applied.functionsChanged = true
   }

@@ -33,18 +33,36 @@ export interface SnapshotFunction {
   invocation?: HttpInvocationConfig
 }
 
+/**
+ * A trigger binding of an engine's worker that every engine serves: an `http` route, so that a
+ * request through any engine's HTTP listener reaches the function (issue 19). Other trigger types
+ * fire where their events are (shared storage feeds every engine), so they stay with their engine.
+ */
+export interface SnapshotTrigger {
+  id: string
+  trigger_type: string
+  function_id: string
+  namespace: string
+  config: unknown
+  metadata?: unknown
+}
+
+/** Trigger types whose bindings every engine of the fleet serves. */
+export const FLEET_TRIGGER_TYPES: ReadonlySet<string> = new Set(['http'])
+
 /** The answer on `svc.<fleet>.snapshot.<instance>`. */
 export interface Snapshot {
   instance: string
   version: number
   workers: WorkerSummary[]
   functions: SnapshotFunction[]
+  triggers: SnapshotTrigger[]
 }
 
 /** Names and instance ids: one subject token. */
 const TOKEN = /^[A-Za-z0-9_-]{1,64}$/
 /** Bounds on what one snapshot may hold (a hostile or broken engine cannot grow another's memory past them). */
-export const SNAPSHOT_LIMITS = { workers: 10_000, functions: 100_000 } as const
+export const SNAPSHOT_LIMITS = { workers: 10_000, functions: 100_000, triggers: 100_000 } as const
 
 const isRecord = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v)
 const isText = (v: unknown, max = 1024): v is string => typeof v === 'string' && v.length <= max && idProblem(v) === undefined
@@ -67,10 +85,18 @@ export function readSnapshot(data: Uint8Array): Snapshot | undefined {
   const value = parse(data)
   if (!isRecord(value)) return undefined
   const { instance, version, workers, functions } = value
+  const triggers = value.triggers ?? []
   if (typeof instance !== 'string' || !TOKEN.test(instance) || !Number.isSafeInteger(version)) return undefined
-  if (!Array.isArray(workers) || !Array.isArray(functions)) return undefined
-  if (workers.length > SNAPSHOT_LIMITS.workers || functions.length > SNAPSHOT_LIMITS.functions) return undefined
-  const snapshot: Snapshot = { instance, version: version as number, workers: [], functions: [] }
+  if (!Array.isArray(workers) || !Array.isArray(functions) || !Array.isArray(triggers)) return undefined
+  if (workers.length > SNAPSHOT_LIMITS.workers || functions.length > SNAPSHOT_LIMITS.functions || triggers.length > SNAPSHOT_LIMITS.triggers) return undefined
+  const snapshot: Snapshot = { instance, version: version as number, workers: [], functions: [], triggers: [] }
+  for (const t of triggers) {
+    if (!isRecord(t) || !isText(t.id, 256) || typeof t.trigger_type !== 'string' || !FLEET_TRIGGER_TYPES.has(t.trigger_type)) continue
+    if (!isText(t.function_id) || !isText(t.namespace) || !('config' in t)) continue
+    const trigger: SnapshotTrigger = { id: t.id, trigger_type: t.trigger_type, function_id: t.function_id, namespace: t.namespace, config: t.config }
+    if (t.metadata !== undefined) trigger.metadata = t.metadata
+    snapshot.triggers.push(trigger)
+  }
   for (const w of workers) {
     const worker = readWorker(w)
     if (worker !== undefined) snapshot.workers.push(worker)
