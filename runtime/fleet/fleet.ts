@@ -298,8 +298,28 @@ export class Fleet {
     this.refreshSnapshot()
     this.publish(this.subjects.heartbeat, JSON.stringify(this.heartbeat()))
     const now = performance.now()
+    const interval = this.config.heartbeat_interval_ms
     for (const member of [...this.members.values()]) {
-      if (now - member.lastSeen > this.config.heartbeat_timeout_ms) this.leave(member, `no heartbeat for ${this.config.heartbeat_timeout_ms} ms`)
+      const silent = now - member.lastSeen
+      if (silent > this.config.heartbeat_timeout_ms) this.leave(member, `no heartbeat for ${this.config.heartbeat_timeout_ms} ms`)
+      else if (silent > interval * 1.5) void this.probe(member)
+    }
+  }
+
+  /**
+   * A member whose heartbeat is late: asks NATS whether it still has a subscription. An engine that
+   * was killed has none, and NATS says so at once ("no responders"), long before the timeout.
+   */
+  private async probe(member: Member): Promise<void> {
+    const nc = this.nc
+    if (member.probing || nc === undefined) return
+    member.probing = true
+    try {
+      await nc.request(this.subjects.snapshot(member.instance), '', { timeout: this.config.heartbeat_interval_ms })
+    } catch (err) {
+      if ((err as { code?: string }).code === '503' && this.connected) this.leave(member, 'NATS found no subscription of it')
+    } finally {
+      member.probing = false
     }
   }
 

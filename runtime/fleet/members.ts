@@ -107,6 +107,8 @@ export class Member {
   lastSeen: number
   /** A snapshot request is in flight. */
   fetching = false
+  /** A liveness probe is in flight. */
+  probing = false
   readonly workers = new Map<string, RemoteWorker>()
   /** `namespace\0function_id\0worker_id` → the replica this member's snapshot added. */
   readonly replicas = new Map<string, { namespace: string; id: string; worker: RemoteWorker }>()
