@@ -155,7 +155,7 @@ export class SettingsEntries {
 
   /**
    * `configuration::get` (§11.2): the stored value as written when `raw`, else expanded and validated.
-   * @throws SvcError `STORAGE_ERROR` (its file could not be read), `configuration_not_found`,
+   * @throws SvcError `STORAGE_ERROR` (its file could not be read), `NOT_FOUND`,
    *   `SCHEMA_UNAVAILABLE`, `EXPAND_FAILED`, `SCHEMA_INVALID`
    */
   get(id: string, raw: boolean): { id: string; value: unknown } {
@@ -236,7 +236,7 @@ export class SettingsEntries {
 
   /**
    * `configuration::schema` (§11.2): `{id, name, description, schema, metadata?}`.
-   * @throws SvcError `configuration_not_found`, `SCHEMA_UNAVAILABLE`
+   * @throws SvcError `NOT_FOUND`, `SCHEMA_UNAVAILABLE`
    */
   schema(id: string): Record<string, unknown> {
     const entry = this.entries.get(id)

@@ -106,7 +106,7 @@ export function registerStreamFunctions(worker: LocalWorker, functions: StreamFu
  * The handlers, one per function; `get` and `list` also serve the client listener's `sync` (§6.6)
  * on the adapter the client holds.
  * @throws SvcError `INVALID_ARGUMENTS` naming the field of a malformed payload, the adapter's
- *   errors (`STORAGE_ERROR`, `ADAPTER_UNAVAILABLE`, `value_too_large`), and a custom stream
+ *   errors (`STORAGE_ERROR`, `ADAPTER_UNAVAILABLE`, `VALUE_TOO_LARGE`), and a custom stream
  *   function's errors unchanged.
  */
 export class StreamFunctions {
