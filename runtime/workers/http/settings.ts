@@ -5,6 +5,9 @@
 import { Errors, type SvcError } from 'svc-protocol/errors'
 import type { JsonSchema } from '../descriptor.ts'
 
+/** Worker name and configuration id of the HTTP worker (builtins.md §1). */
+export const HTTP_WORKER_NAME = 'svc-http'
+
 /** CORS settings (§3.1); absent or null `cors` means no CORS headers are ever added. */
 export interface CorsSettings {
   /** Exact origins; `"*"` allows any origin. */
@@ -185,4 +188,49 @@ export const HTTP_SETTINGS_SCHEMA: JsonSchema = {
       },
     },
   },
+}
+
+// ---- settings, compiled ------------------------------------------------------------------------
+
+/** The `cors` settings as a request reads them (§3.1). */
+export interface CompiledCors {
+  anyOrigin: boolean
+  origins: Set<string>
+  /** `Access-Control-Allow-Methods` value, or null to use the path's `Allow`. */
+  methods: string | null
+  /** `Access-Control-Allow-Headers` value, or null to echo the request's. */
+  headers: string | null
+  credentials: boolean
+  maxAge: string
+}
+
+/** Settings plus what is derived from them once per apply. */
+export interface CompiledHttpSettings {
+  readonly settings: HttpSettings
+  readonly cors: CompiledCors | null
+  /** Global `preHandler` middleware ids in run order (ascending priority, ties in list order). */
+  readonly middleware: readonly string[]
+}
+
+/**
+ * Derives what requests read from validated settings, once per apply: the CORS lookups and the
+ * global `preHandler` middleware in run order.
+ * @example compileHttpSettings(parseHttpSettings({ port: 0 })).middleware // []
+ */
+export function compileHttpSettings(settings: HttpSettings): CompiledHttpSettings {
+  const c = settings.cors
+  const cors: CompiledCors | null = c && {
+    anyOrigin: c.allowed_origins.includes('*'),
+    origins: new Set(c.allowed_origins),
+    methods: c.allowed_methods.length > 0 ? c.allowed_methods.join(', ') : null,
+    headers: c.allowed_headers.length > 0 ? c.allowed_headers.join(', ') : null,
+    credentials: c.allow_credentials,
+    maxAge: String(c.max_age_seconds),
+  }
+  const middleware = settings.middleware
+    .map((entry, index) => ({ entry, index }))
+    .filter(({ entry }) => entry.phase === 'preHandler')
+    .sort((a, b) => a.entry.priority - b.entry.priority || a.index - b.index)
+    .map(({ entry }) => entry.function_id)
+  return { settings, cors, middleware }
 }

@@ -26,6 +26,7 @@ import type { StreamAuthInput, StreamChangeEvent, StreamJoinLeaveEvent } from 's
 import { jsonParse } from 'svc-protocol/json'
 import type { Logger } from '../../engine/types.ts'
 import { Fifo } from '../shared/fifo.ts'
+import type { MetricSeries } from '../../adapters/observability/records.ts'
 
 /** Largest client frame accepted, bytes; client messages are small join/leave requests. */
 export const MAX_CLIENT_FRAME_BYTES = 64 * 1024
@@ -138,6 +139,22 @@ export interface StreamClientStats {
   unsent_bytes: number
   /** Clients closed with 1013 since the hub started. */
   slow_clients_closed: number
+}
+
+/**
+ * `engine::metrics::list` series of the client listener: `svc.stream.clients`,
+ * `svc.stream.subscriptions` (gauges), `svc.stream.unsent_bytes` (gauge, bytes not yet taken by
+ * the clients' sockets) and `svc.stream.slow_clients_closed` (sum since start: clients closed
+ * with 1013 for exceeding `client_buffer_messages` or `client_buffer_bytes`). `now`: ns since the epoch.
+ */
+export function clientMetricSeries(stats: StreamClientStats, now: number): MetricSeries[] {
+  const point = (value: number) => [{ time_unix_nano: now, value, attributes: {} }]
+  return [
+    { name: 'svc.stream.clients', type: 'gauge', unit: '{client}', description: 'connected stream WebSocket clients', points: point(stats.clients) },
+    { name: 'svc.stream.subscriptions', type: 'gauge', unit: '{subscription}', description: 'open subscriptions of stream clients', points: point(stats.subscriptions) },
+    { name: 'svc.stream.unsent_bytes', type: 'gauge', unit: 'By', description: 'bytes of frames not yet taken by the clients\' sockets', points: point(stats.unsent_bytes) },
+    { name: 'svc.stream.slow_clients_closed', type: 'sum', unit: '{client}', description: 'clients closed with 1013 (client_buffer_messages, client_buffer_bytes)', points: point(stats.slow_clients_closed) },
+  ]
 }
 
 /**

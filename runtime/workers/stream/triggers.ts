@@ -4,10 +4,66 @@
  */
 import { Errors, errorBodyOf } from 'svc-protocol/errors'
 import type { StreamChangeEvent, StreamJoinLeaveEvent, StreamJoinLeaveTriggerConfig, StreamTriggerConfig } from 'svc-protocol'
-import type { BindingInfo, LocalTriggerProvider, LocalWorker, Logger } from '../../engine/types.ts'
+import type { StreamAdapterChange } from '../../adapters/stream/index.ts'
+import type { BindingInfo, LocalTriggerProvider, LocalTriggerTypeOptions, LocalWorker, Logger } from '../../engine/types.ts'
 import { createCondition, type Condition } from '../shared/conditions.ts'
 import type { TelemetryHub } from '../../engine/telemetry.ts'
 import { OrderedFanOut, type FanOutOptions, type FanOutQueue, type TraceOrigin } from '../shared/fanout.ts'
+import { JOIN_LEAVE_PAYLOAD, STREAM_CHANGE_EVENT } from './formats.ts'
+
+/** The `stream` trigger type as the worker registers it (§6.4). */
+export const STREAM_TRIGGER_TYPE: LocalTriggerTypeOptions = {
+  id: 'stream',
+  description: 'Fires on every change of a stream item (create, update, delete) and on stream::send',
+  trigger_request_format: {
+    type: 'object',
+    required: ['stream_name'],
+    properties: { stream_name: { type: 'string' }, group_id: { type: 'string' }, item_id: { type: 'string' }, condition_function_id: { type: 'string' } },
+  },
+  call_request_format: STREAM_CHANGE_EVENT,
+}
+
+const JOIN_LEAVE_FORMAT = {
+  trigger_request_format: {
+    type: 'object',
+    properties: { stream_name: { type: 'string' }, group_id: { type: 'string' }, condition_function_id: { type: 'string' } },
+  },
+  call_request_format: JOIN_LEAVE_PAYLOAD,
+} as const
+
+/** The `stream:join` trigger type as the worker registers it (§6.5). */
+export const STREAM_JOIN_TRIGGER_TYPE: LocalTriggerTypeOptions = {
+  id: 'stream:join',
+  description: 'Runs before a WebSocket client joins a stream group; may refuse the join',
+  ...JOIN_LEAVE_FORMAT,
+}
+
+/** The `stream:leave` trigger type as the worker registers it (§6.5). */
+export const STREAM_LEAVE_TRIGGER_TYPE: LocalTriggerTypeOptions = {
+  id: 'stream:leave',
+  description: 'Runs after a WebSocket client left a stream group',
+  ...JOIN_LEAVE_FORMAT,
+}
+
+/** The §6.3 event of a change from an adapter's change feed: an item change, or a `stream::send`. */
+export function changeEventOf(change: StreamAdapterChange): StreamChangeEvent<unknown> {
+  if (change.kind === 'send') {
+    return { type: 'stream', timestamp: Date.now(), streamName: change.stream_name, groupId: change.group_id, id: change.id, event: { type: 'event', event: { type: change.type, data: change.data } } }
+  }
+  return itemChangeEvent(change.stream_name, change.group_id, change.item_id, change.old_value, change.new_value)
+}
+
+/**
+ * The §6.3 event of an item change: `create` when there was no old value, `update`, or `delete`
+ * when `newValue` is undefined (its data the old value, null when unknown).
+ */
+export function itemChangeEvent(stream: string, group: string, item: string, oldValue: unknown, newValue: unknown): StreamChangeEvent<unknown> {
+  const event =
+    newValue === undefined
+      ? { type: 'delete' as const, data: oldValue ?? null }
+      : { type: oldValue === undefined || oldValue === null ? ('create' as const) : ('update' as const), data: newValue }
+  return { type: 'stream', timestamp: Date.now(), streamName: stream, groupId: group, id: item, event }
+}
 
 function optionalString(source: Record<string, unknown>, field: string, type: string): string | undefined {
   const value = source[field]

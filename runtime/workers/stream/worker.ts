@@ -2,6 +2,10 @@
  * The built-in stream worker `svc-stream` (builtins.md §6): the `stream::*` functions, the
  * `stream`, `stream:join` and `stream:leave` trigger types, and the client WebSocket (./clients.ts).
  *
+ * The standard shape of a built-in: ./descriptor.ts, ./settings.ts, ./functions.ts (`stream::*`),
+ * ./triggers.ts (`stream`, `stream:join`, `stream:leave`), and this file, the lifecycle: start,
+ * settings, adapters, the client listener, stop.
+ *
  * Storage sits behind a stream adapter (runtime/adapters/stream/); change events come from the
  * adapter's change feed, except for custom streams (§6.2), whose events are built from the results
  * their functions return. Each event goes to the `stream` triggers (ordered fan-out, §2.5) and to
@@ -13,31 +17,28 @@ import {
   streamAdapterIdentity,
   type StreamAdapter,
   type StreamAdapterChange,
-  type StreamWriteOptions,
 } from '../../adapters/stream/index.ts'
 import type { StreamChangeEvent, StreamJoinLeaveEvent } from 'svc-protocol'
-import { Errors, errorBodyOf } from 'svc-protocol/errors'
-import type { BuiltinContext, BuiltinWorker, InvocationContext, LocalFunctionOptions } from '../../engine/types.ts'
+import { Errors } from 'svc-protocol/errors'
+import type { BuiltinContext, BuiltinWorker } from '../../engine/types.ts'
 import { createSettingsApplier, withSettingsKey, type SettingsApplier } from '../shared/settings.ts'
-import { AdapterSlots, type AdapterSlot as KitAdapterSlot } from '../shared/adapter-slots.ts'
+import { AdapterSlots } from '../shared/adapter-slots.ts'
 import { ListeningServer, type ServerTimeouts } from '../shared/listening-server.ts'
-import { CHANGE_RESULT, DELETE_RESULT, NO_RESULT, UPDATE_RESULT } from '../shared/formats.ts'
-import { JOIN_LEAVE_PAYLOAD, STREAM_CHANGE_EVENT } from './formats.ts'
-import { traceOriginOf, type TraceOrigin } from '../shared/fanout.ts'
-import { applyUpdateOps, assertUpdateOps } from '../../update-ops/index.ts'
-import type { UpdateOp, UpdateOpError } from '../../update-ops/types.ts'
-import { checkValueSize } from '../../adapters/state/codec.ts'
-import { StreamClients, type StreamClientHost, type StreamClientStats } from './clients.ts'
-import type { MetricSeries } from '../../adapters/observability/records.ts'
+import type { TraceOrigin } from '../shared/fanout.ts'
+import { clientMetricSeries, StreamClients, type StreamClientHost, type StreamClientStats } from './clients.ts'
+import { registerStreamFunctions, StreamFunctions, type StreamAdapterSlot } from './functions.ts'
 import { DEFAULT_CLIENT_BUFFER_BYTES, parseStreamSettings, type StreamSettings } from './settings.ts'
-import { JoinLeaveHooks, StreamTriggers } from './triggers.ts'
+import {
+  changeEventOf,
+  itemChangeEvent,
+  JoinLeaveHooks,
+  STREAM_JOIN_TRIGGER_TYPE,
+  STREAM_LEAVE_TRIGGER_TYPE,
+  STREAM_TRIGGER_TYPE,
+  StreamTriggers,
+} from './triggers.ts'
 
 export const STREAM_WORKER_NAME = 'svc-stream'
-
-type Payload = Record<string, unknown>
-
-/** An adapter in use; client connections hold the one current when they opened (§2.9, §6.1). */
-type AdapterSlot = KitAdapterSlot<StreamAdapter>
 
 /**
  * Timing of the client keepalive (defaults: §6.6, 30 s / 60 s) and the listener's transport
@@ -48,9 +49,6 @@ export interface StreamWorkerOptions {
   idleTimeoutMs?: number
   timeouts?: Partial<ServerTimeouts>
 }
-
-/** A custom stream function's answer, or `absent` when no such function is registered. */
-type CustomOutcome = { found: true; result: unknown } | { found: false }
 
 /**
  * `svc-stream`. Settings (§6.1) take effect only through {@link StreamWorker.applySettings}:
@@ -67,6 +65,7 @@ export class StreamWorker implements BuiltinWorker, StreamClientHost {
   private context: BuiltinContext | null = null
   private settings: StreamSettings | null = null
   private adapters: AdapterSlots<StreamAdapter> | null = null
+  private functions: StreamFunctions | null = null
   private triggers: StreamTriggers | null = null
   private joinHooks: JoinLeaveHooks | null = null
   private leaveHooks: JoinLeaveHooks | null = null
@@ -102,6 +101,12 @@ export class StreamWorker implements BuiltinWorker, StreamClientHost {
     this.triggers = new StreamTriggers(deps)
     this.joinHooks = new JoinLeaveHooks('stream:join', deps)
     this.leaveHooks = new JoinLeaveHooks('stream:leave', deps)
+    this.functions = new StreamFunctions({
+      worker: context.worker,
+      adapters: this.adapters,
+      maxItemBytes: () => this.settings?.max_item_bytes ?? null,
+      emitItem: (stream, group, item, oldValue, newValue, origin) => this.emit(itemChangeEvent(stream, group, item, oldValue, newValue), origin, undefined),
+    })
     this.clients = new StreamClients(this, context.log, this.options)
     const clients = this.clients
     this.listener = new ListeningServer({
@@ -120,26 +125,11 @@ export class StreamWorker implements BuiltinWorker, StreamClientHost {
       onConfigError: (message) => context.worker.setLastConfigError(message),
     })
     await this.applySettings(settings)
-    this.registerFunctions()
-    this.registerTriggerTypes()
-    this.removeMetricSource = context.telemetry?.addMetricSource((now) => this.metricSeries(now))
-  }
-
-  /**
-   * `engine::metrics::list` series of the client listener: `svc.stream.clients`,
-   * `svc.stream.subscriptions` (gauges), `svc.stream.unsent_bytes` (gauge, bytes not yet taken by
-   * the clients' sockets) and `svc.stream.slow_clients_closed` (sum since start: clients closed
-   * with 1013 for exceeding `client_buffer_messages` or `client_buffer_bytes`).
-   */
-  private metricSeries(now: number): MetricSeries[] {
-    const stats = this.clientStats
-    const point = (value: number) => [{ time_unix_nano: now, value, attributes: {} }]
-    return [
-      { name: 'svc.stream.clients', type: 'gauge', unit: '{client}', description: 'connected stream WebSocket clients', points: point(stats.clients) },
-      { name: 'svc.stream.subscriptions', type: 'gauge', unit: '{subscription}', description: 'open subscriptions of stream clients', points: point(stats.subscriptions) },
-      { name: 'svc.stream.unsent_bytes', type: 'gauge', unit: 'By', description: 'bytes of frames not yet taken by the clients\' sockets', points: point(stats.unsent_bytes) },
-      { name: 'svc.stream.slow_clients_closed', type: 'sum', unit: '{client}', description: 'clients closed with 1013 (client_buffer_messages, client_buffer_bytes)', points: point(stats.slow_clients_closed) },
-    ]
+    registerStreamFunctions(context.worker, this.functions)
+    context.worker.registerTriggerType(STREAM_TRIGGER_TYPE, this.triggers)
+    context.worker.registerTriggerType(STREAM_JOIN_TRIGGER_TYPE, this.joinHooks)
+    context.worker.registerTriggerType(STREAM_LEAVE_TRIGGER_TYPE, this.leaveHooks)
+    this.removeMetricSource = context.telemetry?.addMetricSource((now) => clientMetricSeries(this.clientStats, now))
   }
 
   /**
@@ -198,10 +188,10 @@ export class StreamWorker implements BuiltinWorker, StreamClientHost {
   }
 
   async sync(streamName: string, groupId: string, id: string | null, source: object | null): Promise<unknown> {
-    const slot = (source as AdapterSlot | null) ?? undefined
+    const slot = (source as StreamAdapterSlot | null) ?? undefined
     return id === null
-      ? this.list({ stream_name: streamName, group_id: groupId }, slot)
-      : this.get({ stream_name: streamName, group_id: groupId, item_id: id }, slot)
+      ? this.functions!.list({ stream_name: streamName, group_id: groupId }, slot)
+      : this.functions!.get({ stream_name: streamName, group_id: groupId, item_id: id }, slot)
   }
 
   attach(): object | null {
@@ -209,7 +199,7 @@ export class StreamWorker implements BuiltinWorker, StreamClientHost {
   }
 
   detach(source: object | null): void {
-    this.adapters?.release(source as AdapterSlot | null)
+    this.adapters?.release(source as StreamAdapterSlot | null)
   }
 
   // ---- settings --------------------------------------------------------------------------------
@@ -239,284 +229,18 @@ export class StreamWorker implements BuiltinWorker, StreamClientHost {
     this.settings = next
   }
 
-  private withAdapter<T>(functionId: string, operation: (adapter: StreamAdapter) => Promise<T>, on?: AdapterSlot): Promise<T> {
-    return this.adapters!.run(functionId, operation, on)
-  }
-
   // ---- events ----------------------------------------------------------------------------------
 
-  private onChange(change: StreamAdapterChange, slot: AdapterSlot): void {
-    if (change.kind === 'send') {
-      this.emit(
-        { type: 'stream', timestamp: Date.now(), streamName: change.stream_name, groupId: change.group_id, id: change.id, event: { type: 'event', event: { type: change.type, data: change.data } } },
-        change.origin,
-        slot,
-      )
-      return
-    }
-    this.emitItem(change.stream_name, change.group_id, change.item_id, change.old_value, change.new_value, change.origin, slot)
+  private onChange(change: StreamAdapterChange, slot: StreamAdapterSlot): void {
+    this.emit(changeEventOf(change), change.origin, slot)
   }
 
   /**
-   * The §6.3 event of an item change; `newValue` undefined means deleted. `slot`: the adapter it
-   * comes from (only that adapter's connections get it); absent for custom streams.
+   * Sends a §6.3 event to the `stream` triggers and the matching client subscriptions. `slot`: the
+   * adapter it comes from (only that adapter's connections get it); absent for custom streams.
    */
-  private emitItem(stream: string, group: string, item: string, oldValue: unknown, newValue: unknown, origin?: TraceOrigin, slot?: AdapterSlot): void {
-    const event =
-      newValue === undefined
-        ? { type: 'delete' as const, data: oldValue ?? null }
-        : { type: oldValue === undefined || oldValue === null ? ('create' as const) : ('update' as const), data: newValue }
-    this.emit({ type: 'stream', timestamp: Date.now(), streamName: stream, groupId: group, id: item, event }, origin, slot)
-  }
-
-  private emit(event: StreamChangeEvent<unknown>, origin: TraceOrigin | undefined, slot: AdapterSlot | undefined): void {
+  private emit(event: StreamChangeEvent<unknown>, origin: TraceOrigin | undefined, slot: StreamAdapterSlot | undefined): void {
     this.triggers?.publish(event, origin)
     this.clients?.publish(event, slot)
   }
-
-  // ---- functions -------------------------------------------------------------------------------
-
-  private registerFunctions(): void {
-    const worker = this.context!.worker
-    const item = { stream_name: { type: 'string' }, group_id: { type: 'string' }, item_id: { type: 'string' } }
-    const itemKeys = ['stream_name', 'group_id', 'item_id']
-    const register = (id: string, handler: (p: Payload, c: InvocationContext) => unknown, options: LocalFunctionOptions) =>
-      worker.registerFunction(id, (data, context) => handler(payloadOf(data), context), options)
-
-    register('stream::get', (p) => this.get(p), {
-      description: "An item's data; no result when absent",
-      request_format: { type: 'object', required: itemKeys, properties: item },
-      response_format: { description: "the item's data; no result when absent" },
-    })
-    register('stream::set', (p, c) => this.set(p, c), {
-      description: 'Store an item; returns {old_value, new_value}',
-      request_format: { type: 'object', required: [...itemKeys, 'data'], properties: { ...item, data: {} } },
-      response_format: CHANGE_RESULT,
-    })
-    register('stream::delete', (p, c) => this.delete(p, c), {
-      description: 'Remove an item; returns {old_value}, or {} when absent',
-      request_format: { type: 'object', required: itemKeys, properties: item },
-      response_format: DELETE_RESULT,
-    })
-    register('stream::update', (p, c) => this.update(p, c), {
-      description: 'Apply update operations to an item; returns {old_value, new_value, errors?}',
-      request_format: { type: 'object', required: [...itemKeys, 'ops'], properties: { ...item, ops: { type: 'array', items: { type: 'object', required: ['type'] } } } },
-      response_format: UPDATE_RESULT,
-    })
-    register('stream::list', (p) => this.list(p), {
-      description: "The data of a group's items ordered by item_id",
-      request_format: { type: 'object', required: ['stream_name', 'group_id'], properties: { stream_name: item.stream_name, group_id: item.group_id } },
-      response_format: { type: 'array', description: "the items' data, ordered by item_id", items: {} },
-    })
-    register('stream::list_groups', (p) => this.listGroups(p), {
-      description: "A stream's group ids, sorted",
-      request_format: { type: 'object', required: ['stream_name'], properties: { stream_name: item.stream_name } },
-      response_format: { type: 'array', items: { type: 'string' } },
-    })
-    register('stream::list_all', () => this.listAll(), {
-      description: 'Every stream with its groups: {streams: [{stream_name, groups}], count}',
-      request_format: { type: 'object', properties: {} },
-      response_format: {
-        type: 'object',
-        required: ['streams', 'count'],
-        properties: {
-          streams: { type: 'array', items: { type: 'object', required: ['stream_name', 'groups'], properties: { stream_name: { type: 'string' }, groups: { type: 'array', items: { type: 'string' } } } } },
-          count: { type: 'integer' },
-        },
-      },
-    })
-    register('stream::send', (p, c) => this.send(p, c), {
-      description: 'Push a transient event to the group; nothing is stored',
-      request_format: {
-        type: 'object',
-        required: ['stream_name', 'group_id', 'type', 'data'],
-        properties: { stream_name: item.stream_name, group_id: item.group_id, type: { type: 'string' }, data: {}, id: { type: 'string' } },
-      },
-      response_format: NO_RESULT,
-    })
-  }
-
-  private registerTriggerTypes(): void {
-    const worker = this.context!.worker
-    const joinLeaveFormat = {
-      trigger_request_format: {
-        type: 'object',
-        properties: { stream_name: { type: 'string' }, group_id: { type: 'string' }, condition_function_id: { type: 'string' } },
-      },
-      call_request_format: JOIN_LEAVE_PAYLOAD,
-    } as const
-    worker.registerTriggerType(
-      {
-        id: 'stream',
-        description: 'Fires on every change of a stream item (create, update, delete) and on stream::send',
-        trigger_request_format: {
-          type: 'object',
-          required: ['stream_name'],
-          properties: { stream_name: { type: 'string' }, group_id: { type: 'string' }, item_id: { type: 'string' }, condition_function_id: { type: 'string' } },
-        },
-        call_request_format: STREAM_CHANGE_EVENT,
-      },
-      this.triggers!,
-    )
-    worker.registerTriggerType({ id: 'stream:join', description: 'Runs before a WebSocket client joins a stream group; may refuse the join', ...joinLeaveFormat }, this.joinHooks!)
-    worker.registerTriggerType({ id: 'stream:leave', description: 'Runs after a WebSocket client left a stream group', ...joinLeaveFormat }, this.leaveHooks!)
-  }
-
-  /**
-   * Calls `stream::<op>(<name>)` in `default` when it is registered (§6.2 custom streams); its
-   * errors pass through unchanged.
-   */
-  private async custom(op: string, stream: string, payload: Payload): Promise<CustomOutcome> {
-    const functionId = `stream::${op}(${stream})`
-    if (!this.context!.worker.hasFunction(functionId)) return { found: false }
-    try {
-      return { found: true, result: await this.context!.worker.invoke({ function_id: functionId, data: payload }) }
-    } catch (error) {
-      const body = errorBodyOf(error)
-      if (body.code === 'function_not_found' && body.message === Errors.functionNotFound(functionId).message) return { found: false }
-      throw error
-    }
-  }
-
-  private async get(p: Payload, slot?: AdapterSlot): Promise<unknown> {
-    const { stream, group, item } = itemOf(p)
-    const custom = await this.custom('get', stream, p)
-    if (custom.found) return custom.result ?? undefined
-    return this.withAdapter('stream::get', (adapter) => adapter.get(stream, group, item), slot)
-  }
-
-  private async set(p: Payload, context: InvocationContext): Promise<{ old_value: unknown; new_value: unknown }> {
-    const { stream, group, item } = itemOf(p)
-    const data = p.data
-    if (data === undefined) throw Errors.invalidArguments('data is required')
-    const custom = await this.customWrite('set', stream, p, data)
-    if (custom.found) {
-      const result = (custom.result ?? {}) as { old_value?: unknown; new_value?: unknown }
-      this.emitItem(stream, group, item, result.old_value ?? null, result.new_value === undefined ? data : result.new_value, traceOriginOf(context))
-      return custom.result as { old_value: unknown; new_value: unknown }
-    }
-    const options = this.writeOptions(context)
-    const old = await this.withAdapter('stream::set', (adapter) => adapter.set(stream, group, item, data, options))
-    return { old_value: old ?? null, new_value: data }
-  }
-
-  private async delete(p: Payload, context: InvocationContext): Promise<{ old_value?: unknown }> {
-    const { stream, group, item } = itemOf(p)
-    const custom = await this.custom('delete', stream, p)
-    if (custom.found) {
-      const result = custom.result
-      if (typeof result === 'object' && result !== null && 'old_value' in result) {
-        this.emitItem(stream, group, item, (result as { old_value: unknown }).old_value, undefined, traceOriginOf(context))
-      }
-      return result as { old_value?: unknown }
-    }
-    const origin = traceOriginOf(context)
-    const old = await this.withAdapter('stream::delete', (adapter) => adapter.delete(stream, group, item, origin ? { origin } : {}))
-    return old === undefined ? {} : { old_value: old }
-  }
-
-  private async update(p: Payload, context: InvocationContext): Promise<{ old_value: unknown; new_value: unknown; errors?: UpdateOpError[] }> {
-    const { stream, group, item } = itemOf(p)
-    if (p.ops === undefined || p.ops === null) throw Errors.invalidArguments('ops is required')
-    const ops = p.ops
-    assertUpdateOps(ops)
-    const custom = await this.customUpdate(stream, group, item, ops as UpdateOp[], p, context)
-    if (custom) return custom
-    const options = this.writeOptions(context)
-    const outcome = await this.withAdapter('stream::update', (adapter) => adapter.update(stream, group, item, ops as UpdateOp[], options))
-    const result: { old_value: unknown; new_value: unknown; errors?: UpdateOpError[] } = { old_value: outcome.old_value ?? null, new_value: outcome.new_value }
-    if (outcome.errors.length > 0) result.errors = outcome.errors
-    return result
-  }
-
-  /** `stream::update` on a custom stream: read through get, apply the ops, write through set (§6.2). */
-  private async customUpdate(stream: string, group: string, item: string, ops: UpdateOp[], p: Payload, context: InvocationContext) {
-    const key = { stream_name: stream, group_id: group, item_id: item }
-    const read = await this.custom('get', stream, key)
-    if (!read.found) return null
-    const { value, errors } = applyUpdateOps(read.result ?? undefined, ops)
-    const written = await this.customWrite('set', stream, { ...key, data: value }, value)
-    if (!written.found) throw Errors.functionNotFound(`stream::set(${stream})`)
-    const answer = (written.result ?? {}) as { old_value?: unknown; new_value?: unknown }
-    const oldValue = read.result === undefined ? null : read.result
-    this.emitItem(stream, group, item, oldValue, answer.new_value === undefined ? value : answer.new_value, traceOriginOf(context))
-    void p
-    const result: { old_value: unknown; new_value: unknown; errors?: UpdateOpError[] } = { old_value: oldValue, new_value: answer.new_value === undefined ? value : answer.new_value }
-    if (errors.length > 0) result.errors = errors
-    return result
-  }
-
-  /** A custom write, after the `max_item_bytes` check (§6.1 applies to custom streams too). */
-  private async customWrite(op: string, stream: string, payload: Payload, data: unknown): Promise<CustomOutcome> {
-    const limit = this.settings?.max_item_bytes
-    if (limit !== null && limit !== undefined) {
-      const text = JSON.stringify(data)
-      if (text !== undefined) checkValueSize(text, limit, 'max_item_bytes')
-    }
-    return this.custom(op, stream, payload)
-  }
-
-  private async list(p: Payload, slot?: AdapterSlot): Promise<unknown[]> {
-    const stream = requiredString(p, 'stream_name')
-    const group = requiredString(p, 'group_id')
-    const custom = await this.custom('list', stream, p)
-    if (custom.found) return custom.result as unknown[]
-    return this.withAdapter('stream::list', (adapter) => adapter.list(stream, group), slot)
-  }
-
-  private async listGroups(p: Payload): Promise<string[]> {
-    const stream = requiredString(p, 'stream_name')
-    const custom = await this.custom('list_groups', stream, p)
-    if (custom.found) return custom.result as string[]
-    return this.withAdapter('stream::list_groups', (adapter) => adapter.listGroups(stream))
-  }
-
-  private async listAll(): Promise<{ streams: Array<{ stream_name: string; groups: string[] }>; count: number }> {
-    const streams = await this.withAdapter('stream::list_all', (adapter) => adapter.listAll())
-    return { streams, count: streams.length }
-  }
-
-  private async send(p: Payload, context: InvocationContext): Promise<undefined> {
-    const stream = requiredString(p, 'stream_name')
-    const group = requiredString(p, 'group_id')
-    const type = requiredString(p, 'type')
-    if (p.data === undefined) throw Errors.invalidArguments('data is required')
-    const id = p.id
-    if (id !== undefined && id !== null && (typeof id !== 'string' || id === '')) throw Errors.invalidArguments('id must be a non-empty string')
-    const event = { stream_name: stream, group_id: group, id: typeof id === 'string' ? wellFormed(id) : null, type, data: p.data, origin: traceOriginOf(context) }
-    await this.withAdapter('stream::send', (adapter) => adapter.publish(event))
-    return undefined
-  }
-
-  private writeOptions(context: InvocationContext): StreamWriteOptions {
-    const options: StreamWriteOptions = { maxItemBytes: this.settings?.max_item_bytes ?? null }
-    const origin = traceOriginOf(context)
-    if (origin) options.origin = origin
-    return options
-  }
 }
-
-// ---------------------------------------------------------------------------------------------
-// Payload validation (builtins.md §2.1)
-
-function payloadOf(data: unknown): Payload {
-  if (data === undefined || data === null) return {}
-  if (typeof data !== 'object' || Array.isArray(data)) throw Errors.invalidArguments('payload must be an object')
-  return data as Payload
-}
-
-function wellFormed(text: string): string {
-  return (text as unknown as { toWellFormed(): string }).toWellFormed()
-}
-
-function requiredString(p: Payload, field: string): string {
-  const value = p[field]
-  if (value === undefined || value === null) throw Errors.invalidArguments(`${field} is required`)
-  if (typeof value !== 'string' || value === '') throw Errors.invalidArguments(`${field} must be a non-empty string`)
-  return wellFormed(value)
-}
-
-function itemOf(p: Payload): { stream: string; group: string; item: string } {
-  return { stream: requiredString(p, 'stream_name'), group: requiredString(p, 'group_id'), item: requiredString(p, 'item_id') }
-}
-

@@ -1,0 +1,111 @@
+/**
+ * What the observability worker records of each invocation (builtins.md §12, protocol.md §10.1),
+ * through an {@link Interceptor} on the invocation pipeline: an `execute <function_id>` span for a
+ * function the engine serves itself (worker-routed calls get no engine span, their `traceparent`
+ * is forwarded unchanged), and per-function counts, errors and durations, read as the
+ * `svc.function.*` series.
+ */
+import type { ErrorBody, JsonInput } from 'svc-protocol'
+import type { MetricSeries } from '../../adapters/observability/records.ts'
+import type { FunctionEntry } from '../../engine/functions.ts'
+import type { Interceptor, Invocation } from '../../engine/pipeline.ts'
+import type { ActiveSpan, TelemetryHub } from '../../engine/telemetry.ts'
+
+/** Duration histogram bounds of `svc.function.duration`, ms. */
+const BOUNDS = [1, 5, 10, 25, 50, 100, 250, 500, 1000, 2500, 5000, 10000]
+
+interface FunctionStats {
+  count: number
+  errors: number
+  sum: number
+  buckets: number[]
+}
+
+/**
+ * Per-function invocation metrics and engine spans.
+ * @example
+ * const invocations = new InvocationMetrics(OWN_FUNCTIONS)
+ * invocations.hub = hub
+ * const remove = hub.addInterceptor(invocations.interceptor)
+ * invocations.series(nowUnixNano())
+ */
+export class InvocationMetrics {
+  private readonly stats = new Map<string, FunctionStats>()
+  private readonly ignored: ReadonlySet<string>
+  /** Where `execute` spans start; none while undefined (set at the worker's start). */
+  hub: TelemetryHub | undefined
+
+  /** `ignored`: ids of functions neither counted nor spanned (the worker's own: no feedback loop). */
+  constructor(ignored: ReadonlySet<string>) {
+    this.ignored = ignored
+  }
+
+  /** Invocations counted since start, every function together. */
+  get total(): number {
+    let total = 0
+    for (const s of this.stats.values()) total += s.count
+    return total
+  }
+
+  readonly interceptor: Interceptor = {
+    name: 'observability',
+    intercept: (invocation: Invocation, target: FunctionEntry): void => {
+      const id = target.id
+      if (this.ignored.has(id)) return
+      const replica = target.latest
+      let span: ActiveSpan | undefined
+      if (replica.peer.kind === 'builtin' && replica.ownSpan !== true && this.hub !== undefined) {
+        const attributes: Record<string, unknown> = { 'svc.function.id': id, 'svc.worker.name': replica.peer.name }
+        if (id.startsWith('engine::') || (replica.metadata as { internal?: unknown } | undefined)?.internal === true) attributes['svc.function.kind'] = 'internal'
+        span = this.hub.startSpan({ name: `execute ${id}`, kind: 'internal', parent: invocation.traceparent, attributes })
+        if (span !== undefined) invocation.traceparent = span.traceparent
+      }
+      let stats = this.stats.get(id)
+      if (stats === undefined) this.stats.set(id, (stats = { count: 0, errors: 0, sum: 0, buckets: new Array<number>(BOUNDS.length + 1).fill(0) }))
+      const s = stats
+      const started = performance.now()
+      const reply = invocation.reply
+      const done = (error: ErrorBody | undefined): void => {
+        const ms = performance.now() - started
+        s.count++
+        s.sum += ms
+        let b = 0
+        while (b < BOUNDS.length && ms > BOUNDS[b]!) b++
+        s.buckets[b]!++
+        if (error !== undefined) {
+          s.errors++
+          span?.end('error', error.message, { 'svc.error.code': error.code })
+        } else span?.end('ok')
+      }
+      invocation.reply = {
+        result(value: JsonInput | undefined) {
+          done(undefined)
+          reply.result(value)
+        },
+        error(error: ErrorBody) {
+          done(error)
+          reply.error(error)
+        },
+      }
+    },
+  }
+
+  /**
+   * The per-function series (§12 metrics): invocations and errors (cumulative sums), durations
+   * (histogram, ms). `now`: the points' time, ns since the epoch.
+   */
+  series(now: number): MetricSeries[] {
+    const fnSeries: MetricSeries[] = [
+      { name: 'svc.function.invocations', type: 'sum', unit: '{invocation}', description: 'invocations per function', points: [] },
+      { name: 'svc.function.errors', type: 'sum', unit: '{invocation}', description: 'failed invocations per function', points: [] },
+      { name: 'svc.function.duration', type: 'histogram', unit: 'ms', description: 'invocation duration per function', points: [] },
+    ]
+    for (const [id, s] of this.stats) {
+      const attributes = { 'svc.function.id': id }
+      fnSeries[0]!.points.push({ time_unix_nano: now, value: s.count, attributes })
+      fnSeries[1]!.points.push({ time_unix_nano: now, value: s.errors, attributes })
+      fnSeries[2]!.points.push({ time_unix_nano: now, value: { count: s.count, sum: s.sum, bucket_counts: [...s.buckets], explicit_bounds: BOUNDS }, attributes })
+    }
+    return fnSeries
+  }
+}
