@@ -52,6 +52,19 @@ describe('a fleet of three engine processes', () => {
     await rm(project, { recursive: true, force: true })
   })
 
+  it('says in the engine_ready event which fleet the engine joined, as which engine', () => {
+    const ready = engines[2]!.output.map((line) => {
+      try {
+        return JSON.parse(line) as { event?: string; fleet?: { name: string; engine: string; engines: number; status: string } }
+      } catch {
+        return {}
+      }
+    }).find((e) => e.event === 'engine_ready')
+    assert.equal(ready?.fleet?.name, 'e2e')
+    assert.equal(ready?.fleet?.engine, 'e3')
+    assert.equal(ready?.fleet?.status, 'healthy')
+  })
+
   it('calls functions across engine processes, with a worker on each', async () => {
     for (const [i, name] of ['e1', 'e2', 'e3'].entries()) worker(i, `w-${name}`).registerFunction(`hello::${name}`, (input: { from: string }) => `${name} greets ${input.from}`)
     const caller = worker(0, 'caller')

@@ -88,6 +88,15 @@ describe('a fleet of three engines on NATS', () => {
     assert.equal(own?.engine, 'charlie')
     const info = (await engines[2]!.engine.inject({ function_id: 'engine::functions::info', data: { function_id: 'orders::validate' } })) as { replicas: Array<{ engine?: string; worker_name: string }> }
     assert.deepEqual(info.replicas.map((r) => [r.worker_name, r.engine]), [['orders', 'bravo']])
+    const list = (await engines[2]!.engine.inject({ function_id: 'engine::functions::list', data: {} })) as { functions: Array<{ function_id: string; engines?: string[] }> }
+    assert.deepEqual(list.functions.find((f) => f.function_id === 'orders::validate')?.engines, ['bravo'])
+    assert.deepEqual(list.functions.find((f) => f.function_id === 'state::get')?.engines, ['charlie'])
+    const fleet = (await engines[2]!.engine.inject({ function_id: 'engine::fleet::list', data: {} })) as { fleet: string; engine: string; status: string; engines: Array<{ engine: string; self: boolean; workers: number }> }
+    assert.equal(fleet.fleet, 'fleet-test')
+    assert.equal(fleet.engine, 'charlie')
+    assert.equal(fleet.status, 'healthy')
+    assert.deepEqual(fleet.engines.map((e) => [e.engine, e.self]), [['charlie', true], ['alpha', false], ['bravo', false]])
+    assert.ok(fleet.engines.find((e) => e.engine === 'bravo')!.workers >= 1)
   })
 
   it('prefers a replica on the caller\'s own engine, and balances the replicas on other engines', async () => {

@@ -12,6 +12,7 @@ import {
   type FunctionDetail,
   type FunctionsInfoBatchResult,
   type FunctionsListResult,
+  type FleetListResult,
   type FunctionSummary,
   type RegisteredTriggerDetail,
   type RegisteredTriggersListResult,
@@ -49,6 +50,8 @@ export interface EngineFunctionsHost {
   peerById(workerId: string): Peer | undefined
   /** This engine's name in its fleet; undefined when it is alone (issue 19). */
   readonly engineName: string | undefined
+  /** `engine::fleet::list`: the fleet's engines and health (issue 19). */
+  fleetList(): FleetListResult
   /** `engine::workers::register` (§3.2) for the announcing peer. */
   announce(caller: Peer | undefined, payload: WorkerAnnounce): { success: true }
 }
@@ -69,7 +72,7 @@ function optionalString(id: string, input: Input, field: string): string | undef
 }
 
 /** FunctionSummary of protocol.md §11.1. */
-export function functionSummary(entry: FunctionEntry): FunctionSummary {
+export function functionSummary(entry: FunctionEntry, engineName?: string): FunctionSummary {
   const latest = entry.latest
   const summary: FunctionSummary = {
     function_id: entry.id,
@@ -79,6 +82,7 @@ export function functionSummary(entry: FunctionEntry): FunctionSummary {
   }
   if (latest.description !== undefined) summary.description = latest.description
   if (latest.metadata !== undefined) summary.metadata = latest.metadata
+  if (engineName !== undefined) summary.engines = [...new Set(entry.replicas.map((r) => r.peer.engine ?? engineName))].sort()
   return summary
 }
 
@@ -148,7 +152,7 @@ export function registerEngineFunctions(engine: EngineFunctionsHost, peer: Built
     const latest = entry.latest
     // Fields in the order of §11.1's FunctionDetail (the CLI prints them as they come).
     return {
-      ...functionSummary(entry),
+      ...functionSummary(entry, engine.engineName),
       ...(latest.request_format !== undefined && { request_schema: latest.request_format }),
       ...(latest.response_format !== undefined && { response_schema: latest.response_format }),
       ...(latest.invocation && { invocation: { url: latest.invocation.url, method: latest.invocation.method ?? 'POST' } }),
@@ -214,7 +218,7 @@ export function registerEngineFunctions(engine: EngineFunctionsHost, peer: Built
       .filter((e) => matchesSearch(search, e.id, e.latest.description))
       .filter((e) => worker === undefined || e.replicas.some((r) => r.peer.name === worker))
       .filter((e) => workers === undefined || e.replicas.some((r) => r.peer.name !== null && workers.includes(r.peer.name)))
-      .map(functionSummary)
+      .map((entry) => functionSummary(entry, engine.engineName))
     return { functions }
   })
 
@@ -325,6 +329,8 @@ export function registerEngineFunctions(engine: EngineFunctionsHost, peer: Built
     return { workers }
   })
 
+  fn('engine::fleet::list', 'List the engines of the fleet this engine belongs to, with their health', (): FleetListResult => engine.fleetList())
+
   fn('engine::workers::info', 'Describe a worker', (input, context): WorkerInfoResult => {
     const id = 'engine::workers::info'
     const workerId = optionalString(id, input, 'id')
@@ -349,7 +355,7 @@ export function registerEngineFunctions(engine: EngineFunctionsHost, peer: Built
     }
     return {
       worker,
-      functions: engine.functions.ofPeer(peer).filter((e) => visible(context.access, e)).map(functionSummary),
+      functions: engine.functions.ofPeer(peer).filter((e) => visible(context.access, e)).map((entry) => functionSummary(entry, engine.engineName)),
       trigger_types: [...engine.triggers.providers()].filter((p) => p.peer === peer).map(triggerTypeSummary),
       registered_triggers: engine.triggers.allBindings().filter((b) => b.owner === peer && bindingVisible(context.access, b)).map(bindingSummary),
       matching_ids: matches.map((p) => p.workerId),
@@ -417,9 +423,9 @@ function isBuiltin(peer: Peer): peer is BuiltinPeer {
  * `functions` of an `engine::functions-available` fire (§11.6): every function, in every
  * namespace and internal ones included, that `access` (the binding owner's rules) may see.
  */
-export function visibleFunctionSummaries(functions: FunctionRegistry, access: AccessPolicy): FunctionSummary[] {
+export function visibleFunctionSummaries(functions: FunctionRegistry, access: AccessPolicy, engineName?: string): FunctionSummary[] {
   return functions
     .list()
     .filter((e) => access.canSee(e.id, e.namespace, e.latest.metadata))
-    .map(functionSummary)
+    .map((entry) => functionSummary(entry, engineName))
 }

@@ -33,6 +33,7 @@ import {
   type AuthInput,
   type Decoded,
   type ErrorBody,
+  type FleetListResult,
   type InboundInvoke,
   type InboundMessage,
   type MalformedCode,
@@ -172,7 +173,7 @@ export class Engine implements BuiltinHost, PipelineHost {
     }
     registerEngineFunctions(this, this.enginePeer)
     this.channels.start()
-    this.engineTriggers = new EngineTriggers(this.enginePeer, this.log, (binding) => visibleFunctionSummaries(this.functions, this.accessOf(this.triggers.getBinding(binding.id)?.owner)))
+    this.engineTriggers = new EngineTriggers(this.enginePeer, this.log, (binding) => visibleFunctionSummaries(this.functions, this.accessOf(this.triggers.getBinding(binding.id)?.owner), this.engineName))
     try {
       for (const config of this.config.listeners) {
         const keepalive = new Keepalive({ pingIntervalMs: config.ping_interval_ms, idleTimeoutMs: config.idle_timeout_ms, drainTimeoutMs: config.drain_timeout_ms }, this.log)
@@ -267,6 +268,14 @@ export class Engine implements BuiltinHost, PipelineHost {
   /** This engine's name in its fleet (`fleet.engine`); undefined when it is alone. */
   get engineName(): string | undefined {
     return this.config.fleet?.engine
+  }
+
+  /** `engine::fleet::list` (issue 19). */
+  fleetList(): FleetListResult {
+    const fleet = this.fleet
+    if (fleet === undefined) return { fleet: null, engine: null, status: 'alone', engines: [] }
+    const health = fleet.health()
+    return { fleet: fleet.config.name, engine: fleet.config.engine, status: health.status, detail: health.detail, engines: fleet.list() }
   }
 
   /** Workers listed by `engine::workers::*`: open sessions, running built-ins, and in a fleet the other engines' workers. */

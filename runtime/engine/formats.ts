@@ -30,6 +30,7 @@ export const FUNCTION_SUMMARY = object(
     description: STRING,
     metadata: { type: 'object' },
     replica_count: { type: 'integer', minimum: 1 },
+    engines: { type: 'array', items: STRING, description: 'in a fleet: the engines its replicas run on' },
   },
   ['function_id', 'namespace', 'worker_name', 'replica_count'],
 )
@@ -43,7 +44,7 @@ export const FUNCTION_DETAIL = object(
     request_schema: { type: 'object', description: 'the request_format given at registration' },
     response_schema: { type: 'object', description: 'the response_format given at registration' },
     invocation: object({ url: STRING, method: { type: 'string', enum: ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'] } }, ['url', 'method'], { description: 'functions the engine invokes by HTTP' }),
-    replicas: { type: 'array', items: object({ worker_id: STRING, worker_name: NULLABLE_STRING }, ['worker_id', 'worker_name']) },
+    replicas: { type: 'array', items: object({ worker_id: STRING, worker_name: NULLABLE_STRING, engine: { type: 'string', description: 'in a fleet: the engine of its worker' } }, ['worker_id', 'worker_name']) },
     registered_triggers: {
       type: 'array',
       items: object({ id: STRING, trigger_type: STRING, config: {}, status: BINDING_STATUS }, ['id', 'trigger_type', 'config', 'status']),
@@ -101,6 +102,7 @@ export const WORKER_SUMMARY = object(
     function_count: { type: 'integer', minimum: 0 },
     connected_at_ms: { type: 'integer', description: 'Unix milliseconds' },
     active_invocations: { type: 'integer', minimum: 0 },
+    engine: { type: 'string', description: 'in a fleet: the engine the worker is connected to' },
   },
   ['id', 'name', 'description', 'version', 'namespace', 'runtime', 'os', 'pid', 'isolation', 'ip_address', 'status', 'function_count', 'connected_at_ms', 'active_invocations'],
 )
@@ -211,6 +213,35 @@ export const ENGINE_FUNCTION_FORMATS: Record<string, { request_format: FormatSch
       { examples: [{}] },
     ),
     response_format: { ...listOf('workers', WORKER_SUMMARY), description: 'sorted by name, then id' },
+  },
+  'engine::fleet::list': {
+    request_format: object({}, [], { examples: [{}] }),
+    response_format: object(
+      {
+        fleet: { ...NULLABLE_STRING, description: 'the fleet name; null when the engine is alone' },
+        engine: { ...NULLABLE_STRING, description: "this engine's name in the fleet" },
+        status: { type: 'string', enum: ['healthy', 'degraded', 'alone'], description: 'degraded while NATS is unreachable' },
+        detail: STRING,
+        engines: {
+          type: 'array',
+          description: 'the answering engine first, then the others by name',
+          items: object(
+            {
+              engine: STRING,
+              instance: { type: 'string', description: 'the engine run' },
+              self: { type: 'boolean' },
+              urls: { type: 'array', items: STRING },
+              started_at_ms: { type: 'integer', description: 'Unix milliseconds' },
+              last_heard_ms: { type: 'integer', minimum: 0, description: 'ms since its last heartbeat' },
+              workers: { type: 'integer', minimum: 0 },
+              functions: { type: 'integer', minimum: 0 },
+            },
+            ['engine', 'instance', 'self', 'urls', 'started_at_ms', 'last_heard_ms', 'workers', 'functions'],
+          ),
+        },
+      },
+      ['fleet', 'engine', 'status', 'engines'],
+    ),
   },
   'engine::workers::info': {
     request_format: object(

@@ -24,6 +24,11 @@ export interface ReadyInfo {
    * token svc gave it (`/?token=…`) unless the entry turns the token off; else undefined.
    */
   consoleUrl?: string | undefined
+  /**
+   * In a fleet (`fleet` in config.yaml, issue 19): its name, this engine's name, the engines heard
+   * from so far (this one included) and whether NATS is reachable.
+   */
+  fleet?: { name: string; engine: string; engines: number; status: 'healthy' | 'degraded' } | undefined
   /** Absolute path of the config file, undefined when running on built-in defaults. */
   configFile: string | undefined
   dataDir: string
@@ -43,6 +48,7 @@ function line(label: string, value: string): string {
  *   http      http://127.0.0.1:3111
  *   console   svc console  → http://127.0.0.1:3113
  *   workers   math-worker running · caller-worker installing · old-worker disabled
+ *   fleet     shop as eu-1 · 3 engines
  * ```
  */
 export function formatBanner(info: ReadyInfo): string {
@@ -52,6 +58,10 @@ export function formatBanner(info: ReadyInfo): string {
   for (const url of info.streamUrls) text += line('streams', url)
   if (info.consoleUrl !== undefined) text += line('console', `svc console  → ${info.consoleUrl}`)
   if (info.workers.length > 0) text += line('workers', info.workers.map((w) => `${w.name} ${w.state}`).join(' · '))
+  if (info.fleet !== undefined) {
+    const { name, engine, engines, status } = info.fleet
+    text += line('fleet', `${name} as ${engine} · ${status === 'healthy' ? `${engines} engine${engines === 1 ? '' : 's'}` : 'NATS unreachable, serving alone until it is'}`)
+  }
   return text
 }
 
@@ -72,6 +82,7 @@ export function readyEvent(info: ReadyInfo): Record<string, unknown> {
     stream_urls: info.streamUrls,
     ...(info.consoleUrl === undefined ? {} : { console_url: info.consoleUrl }),
     workers: info.workers,
+    ...(info.fleet === undefined ? {} : { fleet: info.fleet }),
     config_file: info.configFile ?? null,
     data_dir: info.dataDir,
   }

@@ -16,6 +16,8 @@ export interface ListedFunction {
   /** True for engine housekeeping and ids marked `metadata.internal` (shown only with `--all`). */
   internal: boolean
   replica_count: number
+  /** In a fleet: the engines its replicas run on (issue 19). */
+  engines?: string[]
 }
 
 export interface FunctionsQuery {
@@ -54,6 +56,7 @@ export async function listFunctions(query: FunctionsQuery): Promise<ListedFuncti
       description: f.description ?? null,
       internal: f.metadata?.internal === true || isInternalId(f.function_id),
       replica_count: f.replica_count,
+      ...(f.engines !== undefined && { engines: f.engines }),
     }))
     .sort((a, b) => a.namespace.localeCompare(b.namespace) || a.function_id.localeCompare(b.function_id))
 }
@@ -62,16 +65,18 @@ export async function listFunctions(query: FunctionsQuery): Promise<ListedFuncti
 const DESCRIPTION_WIDTH = 60
 
 /**
- * The table of `svc functions`: `ID WORKER NAMESPACE DESCRIPTION`, columns padded, no trailing spaces.
- * An empty list prints a hint line instead.
+ * The table of `svc functions`: `ID WORKER NAMESPACE DESCRIPTION`, columns padded, no trailing spaces;
+ * in a fleet `ENGINES` after `WORKER` (where the replicas run). An empty list prints a hint line instead.
  */
 export function formatFunctionsTable(functions: readonly ListedFunction[]): string {
   if (functions.length === 0) return 'No functions are registered. Start a worker (svc, or svc worker add).\n'
-  const header = ['ID', 'WORKER', 'NAMESPACE', 'DESCRIPTION']
+  const fleet = functions.some((f) => f.engines !== undefined)
+  const header = fleet ? ['ID', 'WORKER', 'ENGINES', 'NAMESPACE', 'DESCRIPTION'] : ['ID', 'WORKER', 'NAMESPACE', 'DESCRIPTION']
   // Ids, names and descriptions are what workers registered: each cell one escaped line.
   const rows = functions.map((f) => [
     terminalText(f.function_id),
     terminalText(f.worker ?? '-'),
+    ...(fleet ? [terminalText(f.engines?.join(',') ?? '-')] : []),
     terminalText(f.namespace),
     terminalText(shorten((f.description ?? '').replace(/\s+/g, ' ').trim()) || '-'),
   ])

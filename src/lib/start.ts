@@ -290,6 +290,7 @@ export async function startEngine(options: StartOptions): Promise<RunningEngine>
     consoleUrl: supervised.has('console')
       ? consoleUrl(config.builtins.console?.config, consoleTokenOff(config.builtins.console?.config) ? undefined : consoleToken)
       : undefined,
+    fleet: fleetLine(engine),
     configFile: config.file,
     dataDir: config.data_dir,
   }
@@ -652,4 +653,11 @@ export function handleSignals(options: {
       process.off('SIGTERM', onSignal)
     },
   }
+}
+
+/** The banner's fleet line (issue 19); undefined when the engine is alone. */
+function fleetLine(engine: Engine): ReadyInfo['fleet'] {
+  const fleet = engine.fleetList()
+  if (fleet.fleet === null || fleet.engine === null) return undefined
+  return { name: fleet.fleet, engine: fleet.engine, engines: fleet.engines.length, status: fleet.status === 'degraded' ? 'degraded' : 'healthy' }
 }

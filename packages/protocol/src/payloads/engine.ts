@@ -10,6 +10,8 @@ export interface FunctionSummary {
   description?: string
   metadata?: Record<string, unknown>
   replica_count: number
+  /** In a fleet: the engines its replicas' workers are connected to, sorted (an svc addition, issue 19). */
+  engines?: string[]
 }
 
 /** An entry of `engine::workers::list` (protocol.md §11.1 WorkerSummary). */
@@ -165,4 +167,36 @@ export interface ChannelRef {
 export interface CreateChannelResult {
   writer: ChannelRef
   reader: ChannelRef
+}
+
+/** One engine of a fleet in `engine::fleet::list` (an svc addition, issue 19). */
+export interface FleetEngineInfo {
+  /** `fleet.engine` of that engine. */
+  engine: string
+  /** Its current run (a new one at each start). */
+  instance: string
+  /** True for the engine that answered. */
+  self: boolean
+  /** Its worker listener URLs. */
+  urls: string[]
+  /** Unix ms of its start. */
+  started_at_ms: number
+  /** Ms since its last heartbeat reached the answering engine; 0 for itself. */
+  last_heard_ms: number
+  /** Worker connections on it. */
+  workers: number
+  /** Function replicas its workers registered. */
+  functions: number
+}
+
+/** The result of `engine::fleet::list`: the fleet this engine belongs to, null when it is alone. */
+export interface FleetListResult {
+  fleet: string | null
+  /** This engine's name in the fleet; null when it is alone. */
+  engine: string | null
+  /** `healthy`, or `degraded` while NATS is unreachable; `alone` without a fleet. */
+  status: 'healthy' | 'degraded' | 'alone'
+  detail?: string
+  /** The answering engine first, then the others by name. */
+  engines: FleetEngineInfo[]
 }
