@@ -6,6 +6,8 @@
  * recover by themselves. Engine processes and `kill -9` are in fleet-processes.test.ts.
  */
 import assert from 'node:assert/strict'
+import fc from 'fast-check'
+import { connect, type NatsConnection } from 'nats'
 import { after, before, describe, it } from 'node:test'
 import { registerWorker, type SvcClient } from 'svc-sdk'
 import { flushOtel } from 'svc-sdk/telemetry'
@@ -181,6 +183,57 @@ describe('a fleet of three engines on NATS', () => {
         return false
       }
     }, 15_000)
+  })
+
+  it('stays up and keeps serving whatever any NATS client publishes on the fleet\'s subjects (fast-check)', async () => {
+    client(1, 'steady').registerFunction('steady::echo', (input: unknown) => input)
+    await listed(0, 'steady::echo')
+    const alpha = engines[0]!.engine.fleet!
+    const nc: NatsConnection = await connect({ servers: nats.url })
+    try {
+      const subjects = [
+        'svc.fleet-test.heartbeat',
+        `svc.fleet-test.snapshot.${alpha.instance}`,
+        `svc.fleet-test.call.${alpha.instance}.default.steady::echo`,
+        `svc.fleet-test.call.${alpha.instance}.default.state::get`,
+        `svc.fleet-test.reply.${alpha.instance}.0`,
+        `svc.fleet-test.reply.${alpha.instance}.zz`,
+      ]
+      const json = fc.jsonValue({ maxDepth: 4 })
+      const heartbeatLike = fc.record(
+        { engine: fc.oneof(fc.string(), fc.constant('alpha')), instance: fc.oneof(fc.string(), fc.stringMatching(/^[0-9a-f]{16}$/)), version: fc.oneof(fc.integer(), json), urls: fc.oneof(fc.array(fc.string()), json), started_at_ms: fc.oneof(fc.nat(), json), leaving: fc.oneof(fc.constant(true), json) },
+        { requiredKeys: [] },
+      )
+      const frameLike = fc.record(
+        { type: fc.constantFrom('invokefunction', 'invocationresult', 'registerfunction', 'x'), invocation_id: fc.oneof(fc.string(), json), function_id: fc.oneof(fc.constantFrom('steady::echo', 'engine::functions::list', 'nope'), fc.string(), json), data: json, namespace: fc.oneof(fc.constant('default'), fc.string(), json), action: fc.oneof(fc.constant({ type: 'enqueue', queue: 'q' }), fc.constant({ type: 'void' }), json) },
+        { requiredKeys: [] },
+      )
+      const payload = fc.oneof(
+        fc.uint8Array({ maxLength: 512 }),
+        fc.string({ unit: 'binary', maxLength: 512 }),
+        heartbeatLike.map((v) => JSON.stringify(v)),
+        frameLike.map((v) => JSON.stringify(v)),
+        fc.constant('['.repeat(10_000)),
+      )
+      await fc.assert(
+        fc.asyncProperty(fc.array(fc.tuple(fc.constantFrom(...subjects), payload, fc.boolean()), { minLength: 1, maxLength: 20 }), async (messages) => {
+          for (const [subject, data, withReply] of messages) nc.publish(subject, data, withReply ? { reply: `junk.${subject.length}` } : undefined)
+          await nc.flush()
+          // The engine still answers, and a call across engines still works.
+          assert.equal(await engines[0]!.engine.inject({ function_id: 'steady::echo', data: { ok: 1 } }).then((r) => JSON.stringify(r)), '{"ok":1}')
+        }),
+        { numRuns: 60 },
+      )
+      const fleet = (await engines[0]!.engine.inject({ function_id: 'engine::fleet::list', data: {} })) as { engines: Array<{ engine: string }> }
+      assert.ok(fleet.engines.length <= 1024 + 1)
+      // Made-up engines leave after the timeout: only the real ones stay.
+      await eventually(async () => {
+        const now = (await engines[0]!.engine.inject({ function_id: 'engine::fleet::list', data: {} })) as { engines: Array<{ engine: string }> }
+        return now.engines.map((e) => e.engine).sort().join() === 'alpha,bravo,charlie'
+      }, 15_000)
+    } finally {
+      await nc.close()
+    }
   })
 
   it('removes the functions of an engine that stops, at once', async () => {

@@ -9,6 +9,7 @@
  * the member is dropped and the call goes to another replica, if any. Calls in flight to an engine
  * that stops answering heartbeats end with `invocation_stopped` ({@link FleetCalls.memberGone}).
  */
+import { randomBytes } from 'node:crypto'
 import { Codes, decodeFrame, encodeInvokeFunction, encodeResult, errorBody, Errors, type ErrorBody, type JsonInput } from 'svc-protocol'
 import type { FunctionEntry, Replica } from '../engine/functions.ts'
 import type { Invocation, Reply } from '../engine/invocation.ts'
@@ -49,6 +50,11 @@ export class FleetCalls implements MemberLink {
   /** Call subject per (member, function): built once. */
   private readonly subjectCache = new WeakMap<FunctionEntry, Map<Member, string>>()
   private counter = 0
+  /**
+   * Leg ids start with a secret of this engine run, so that no NATS client can answer a call it
+   * did not see by guessing its reply subject.
+   */
+  private readonly secret = randomBytes(6).toString('hex')
 
   constructor(bus: CallBus, state: BusState, subjects: FleetSubjects, log: Logger, onNoResponders: (member: Member) => void) {
     this.bus = bus
@@ -68,7 +74,7 @@ export class FleetCalls implements MemberLink {
       return invocation.reply.error(errorBody(Errors.fleetUnavailable, `${target.id} is served by engine ${member.engine}, and this engine has lost its NATS connection`))
     }
     const isVoid = invocation.action?.type === 'void'
-    const id = isVoid ? undefined : (this.counter++).toString(36)
+    const id = isVoid ? undefined : this.secret + (this.counter++).toString(36)
     const frame = encodeInvokeFunction({
       type: 'invokefunction',
       ...(id !== undefined && { invocation_id: id }),
@@ -109,9 +115,11 @@ export class FleetCalls implements MemberLink {
       return this.redispatch(leg)
     }
     const decoded = decodeFrame(data, false)
-    if (decoded.kind !== 'message' || decoded.message.type !== 'invocationresult') {
-      this.log.warn(`an answer from engine ${leg.member.engine} was not an invocationresult frame; the call fails`)
-      return this.finish(leg, undefined, Errors.invalidMessage('the answer of another engine of the fleet was not an invocationresult').toErrorBody())
+    if (decoded.kind !== 'message' || decoded.message.type !== 'invocationresult' || decoded.message.invocation_id !== leg.id) {
+      // Not the callee engine's answer (which is an invocationresult of this leg): dropped, and the
+      // call keeps waiting for the real one.
+      this.log.debug(`a message on the reply subject of a call to engine ${leg.member.engine} was not its answer; ignored`)
+      return
     }
     this.finish(leg, decoded.message.result, decoded.message.error)
   }

@@ -69,6 +69,11 @@ export interface FleetHealth {
 
 /** How long a snapshot request may take before it is asked again, ms (at least). */
 const SNAPSHOT_TIMEOUT_MS = 2000
+/**
+ * Most engines one engine keeps track of: a NATS client that makes up heartbeats of ever new
+ * engines cannot grow this engine's memory past it (they also leave after the timeout).
+ */
+export const MAX_MEMBERS = 1024
 /** Changes within this many ms are announced in one heartbeat. */
 const ANNOUNCE_DEBOUNCE_MS = 10
 
@@ -299,6 +304,11 @@ export class Fleet {
     this.publish(this.subjects.heartbeat, JSON.stringify(this.heartbeat()))
     const now = performance.now()
     const interval = this.config.heartbeat_interval_ms
+    // This engine's own event loop stalled (a long synchronous task, a paused process): the
+    // heartbeats that arrived meanwhile are still unread, so the stall is not the others' silence.
+    const stall = this.lastTick === undefined ? 0 : now - this.lastTick - interval
+    this.lastTick = now
+    if (stall > interval / 2) for (const member of this.members.values()) member.lastSeen += stall
     for (const member of [...this.members.values()]) {
       const silent = now - member.lastSeen
       if (silent > this.config.heartbeat_timeout_ms) this.leave(member, `no heartbeat for ${this.config.heartbeat_timeout_ms} ms`)
@@ -333,6 +343,13 @@ export class Fleet {
     }
     const now = performance.now()
     if (member === undefined) {
+      if (this.members.size >= MAX_MEMBERS) {
+        if (!this.duplicateWarned.has('\0full')) {
+          this.duplicateWarned.add('\0full')
+          this.host.log.warn(`fleet ${this.config.name} has more than ${MAX_MEMBERS} engines; engine ${beat.engine} and later ones are ignored`)
+        }
+        return
+      }
       if (beat.engine === this.config.engine && !this.duplicateWarned.has(beat.engine)) {
         this.duplicateWarned.add(beat.engine)
         this.host.log.warn(`another engine of fleet ${this.config.name} is also named ${beat.engine}: give each engine its own fleet.engine (or SVC_FLEET_ENGINE)`)
@@ -442,6 +459,8 @@ export class Fleet {
   }
 
   private lastBody = ''
+  /** Monotonic ms of the previous heartbeat tick. */
+  private lastTick: number | undefined
 
   // ---- serving -------------------------------------------------------------------------------
 
