@@ -44,7 +44,7 @@ def test_refuses_bad_lists_naming_the_entry_by_position() -> None:
         (["http://a:1/"], "engine address must be a ws:// or wss:// URL, got http"),
         (["ws://a:1", "ws://b:1", "nope"], "engine address 3 of 3 is not a URL"),
         (["ws://a:1", 7], "engine address 2 of 2 is not a string"),
-        (["ws://"], "engine address has no host"),
+        (["ws://"], "engine address is not a URL"),
         (7, "must be a ws:// or wss:// URL or a list of them"),
         (["ws://a:1"] * (MAX_ENGINE_ADDRESSES + 1), "65 entries, at most 64"),
     ]
@@ -60,6 +60,10 @@ def test_errors_never_show_user_password_query_or_fragment() -> None:
     assert not any(s in str(err.value) for s in ("hunter2", "s3cret", "user", "frag"))
     assert display_address("wss://u:p@svc.example:8443/ws?token=t#x") == "wss://svc.example:8443/ws"
     assert display_address("not a url token=t") == "(not a URL)"
+    assert display_address("http://u:SECRET?x@h/") == "(not a URL)"
+    with pytest.raises(ValueError) as stray:
+        engine_addresses(["http://u:SECRET?x@h/"])
+    assert "SECRET" not in str(stray.value)
 
 
 def test_svc_url_is_a_comma_separated_list(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -90,6 +94,12 @@ _entry = st.one_of(
         st.none() | _secret,
     ),
     st.sampled_from(["", " ", "ws://", "ws:", "//h", "not a url", "ws://[::1", "ws://h/?a=%2C"]),
+    # A password with a character that ends the authority: the parser sees no user part.
+    st.builds(
+        lambda scheme, special: f"{scheme}://u:SECRET{special}x@h/",
+        st.sampled_from(["ws", "http", "wss"]),
+        st.sampled_from(["?", "#", "/", "\\", "%", "[", " "]),
+    ),
 )
 
 

@@ -29,11 +29,16 @@ def display_address(address: str) -> str:
     """
     try:
         parts = urlsplit(address)
+        host = parts.hostname
+        port = parts.port
     except ValueError:
         return "(not a URL)"
-    if parts.scheme == "" or parts.netloc == "":
+    if parts.scheme == "" or not host:
         return "(not a URL)"
-    return f"{parts.scheme}://{parts.netloc.rpartition('@')[2]}{parts.path}"
+    # Host and port as parsed, never the raw authority: text before a stray ``?``/``#``/``/`` in a
+    # password would otherwise pass for the host.
+    shown = f"[{host}]" if ":" in host else host
+    return f"{parts.scheme}://{shown}{'' if port is None else f':{port}'}{parts.path}"
 
 
 def split_address_list(text: str) -> list[str]:
@@ -73,9 +78,10 @@ def engine_addresses(value: object, source: str = "engine address") -> tuple[str
         try:
             parts = urlsplit(entry)
             host = parts.hostname
+            parts.port  # noqa: B018 -- raises ValueError for a port that is not a number in range
         except ValueError:
             raise ValueError(f"{name} is not a URL (expected ws://host:port/ or wss://host/)") from None
-        if parts.scheme == "":
+        if parts.scheme == "" or display_address(entry) == "(not a URL)":
             raise ValueError(f"{name} is not a URL (expected ws://host:port/ or wss://host/)")
         if parts.scheme not in ("ws", "wss"):
             raise ValueError(f"{name} must be a ws:// or wss:// URL, got {parts.scheme}: ({display_address(entry)})")
