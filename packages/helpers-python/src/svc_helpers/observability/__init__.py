@@ -101,7 +101,8 @@ class OtelConfig:
 
     Attributes:
         enabled: default True; env ``OTEL_ENABLED`` set to ``false``, ``0``, ``no`` or ``off`` disables.
-        engine_ws_url: engine address; the socket is ``<address>/otel``. Default env ``SVC_URL``, else
+        engine_ws_url: engine address; the socket is ``<address>/otel``. Default env ``SVC_URL`` (its
+            first address when it lists several, comma-separated), else
             ``ws://127.0.0.1:49134``.
         service_name: env ``OTEL_SERVICE_NAME``, else ``svc-python``.
         service_version: env ``SERVICE_VERSION``, else ``unknown``.
@@ -234,7 +235,8 @@ class _Pipeline:
     def __init__(self, config: OtelConfig) -> None:
         from svc_helpers.backoff import DEFAULT_RECONNECTION_CONFIG
 
-        url = config.engine_ws_url or os.environ.get("SVC_URL") or "ws://127.0.0.1:49134"
+        # SVC_URL may list several engines (issue 19 §3): the telemetry socket takes the first.
+        url = config.engine_ws_url or (os.environ.get("SVC_URL") or "").split(",")[0].strip() or "ws://127.0.0.1:49134"
         attrs: dict[str, Any] = {
             "service.name": config.service_name or os.environ.get("OTEL_SERVICE_NAME") or "svc-python",
             "service.version": config.service_version or os.environ.get("SERVICE_VERSION") or "unknown",

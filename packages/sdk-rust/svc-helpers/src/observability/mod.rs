@@ -56,7 +56,8 @@ pub const DEFAULT_ENGINE_URL: &str = "ws://127.0.0.1:49134";
 pub struct OtelConfig {
     /// Default true; env `OTEL_ENABLED` set to `false`, `0`, `no` or `off` disables.
     pub enabled: Option<bool>,
-    /// Worker address whose `/otel` path receives the frames; env `SVC_URL`, else [`DEFAULT_ENGINE_URL`].
+    /// Worker address whose `/otel` path receives the frames; env `SVC_URL` (its first address when
+    /// it lists several), else [`DEFAULT_ENGINE_URL`].
     pub engine_ws_url: Option<String>,
     /// `service.name`; env `OTEL_SERVICE_NAME`, else `svc-rust`.
     pub service_name: Option<String>,
@@ -154,7 +155,9 @@ pub fn init_otel(config: OtelConfig) -> bool {
     if slot.is_some() {
         return true;
     }
-    let url = config.engine_ws_url.clone().or_else(|| env("SVC_URL")).unwrap_or_else(|| DEFAULT_ENGINE_URL.to_string());
+    // SVC_URL may list several engines (issue 19 §3): the telemetry socket takes the first.
+    let first_of_env = || env("SVC_URL").and_then(|v| v.split(',').next().map(|s| s.trim().to_string())).filter(|v| !v.is_empty());
+    let url = config.engine_ws_url.clone().or_else(first_of_env).unwrap_or_else(|| DEFAULT_ENGINE_URL.to_string());
     let reconnection = config.reconnection_config.unwrap_or_default();
     let Ok(socket) = socket::TelemetrySocket::start(&url, config.headers.clone().unwrap_or_default(), reconnection) else { return false };
     let service_name = config.service_name.clone().or_else(|| env("OTEL_SERVICE_NAME")).unwrap_or_else(|| "svc-rust".into());
