@@ -36,7 +36,7 @@ export type { ErrorBody, ErrorCodeValue, InvocationErrorInit } from 'svc-protoco
 export { EngineFunctions } from 'svc-protocol/ids'
 export type { EngineFunctionId } from 'svc-protocol/ids'
 export type { FunctionSummary, WorkerSummary } from 'svc-protocol/payloads/engine'
-export { createStream, displayAddress } from 'svc-protocol/client'
+export { createStream } from 'svc-protocol/client'
 export type { IStream } from 'svc-protocol/client'
 // Channels (sdk.md §9, §13): the client core's ends, as svc-sdk has them minus the Node streams.
 export { ChannelDirection, ChannelError, ChannelItem, ChannelReader, ChannelWriter, extractChannelRefs, isChannelRef } from 'svc-protocol/client'
@@ -82,7 +82,7 @@ export const EngineTriggers = {
  * })
  * @example
  * const fleet = registerWorker(['wss://a.svc.example.com/?token=t', 'wss://b.svc.example.com/?token=t'])
- * fleet.addConnectionStateListener((state, address) => console.log(state, displayAddress(address)))
+ * fleet.addConnectionStateListener((state, address) => console.log(state, new URL(address).host))
  */
 export function registerWorker(address: string | readonly string[], options?: InitOptions): SvcClient {
   return new BrowserClient(resolveAddress(address), resolveOptions(options))

@@ -21,7 +21,6 @@ import type { InitOptions, SvcClient } from './types.ts'
 export { ChannelError, InvocationError, NonRetryableError, RegistrationRejectedError, RetryAfterError } from './errors.ts'
 export { ChannelReader, ChannelWriter } from './channel.ts'
 export { DEFAULT_ENGINE_URL } from './options.ts'
-export { displayAddress } from 'svc-protocol/client'
 export { flushOtel, getLogger, initOtel, Logger, shutdownOtel } from 'svc-helpers/observability'
 export type { OtelConfig } from 'svc-helpers/observability'
 export { TriggerAction } from './trigger-action.ts'
@@ -84,7 +83,7 @@ export type {
  * @example
  * // a fleet: rotates to the next engine when one goes away
  * const worker = registerWorker(['ws://10.0.0.1:49134', 'ws://10.0.0.2:49134'])
- * worker.addConnectionStateListener((state, address) => console.log(state, displayAddress(address)))
+ * worker.addConnectionStateListener((state, address) => console.log(state, new URL(address).host))
  */
 export function registerWorker(address?: string | readonly string[], options?: InitOptions): SvcClient {
   const resolvedAddress = resolveAddress(address)
