@@ -117,6 +117,16 @@ def test_any_svc_url_is_read_as_its_entries_or_refused_without_credentials(parts
         assert "SECRET" not in display_address(address)
 
 
+def test_telemetry_goes_to_the_first_engine_of_an_svc_url_list(monkeypatch: pytest.MonkeyPatch) -> None:
+    from svc_helpers.observability import OtelConfig, _engine_url
+
+    monkeypatch.setenv("SVC_URL", " ws://a:1 , ws://b:2")
+    assert _engine_url(OtelConfig()) == "ws://a:1"
+    assert _engine_url(OtelConfig(engine_ws_url="ws://c:3")) == "ws://c:3"
+    monkeypatch.setenv("SVC_URL", "")
+    assert _engine_url(OtelConfig()) == "ws://127.0.0.1:49134"
+
+
 def test_rotation_moves_on_at_once_and_waits_only_after_a_full_round() -> None:
     r = AddressRotation(("a", "b", "c"))
     steps = []

@@ -231,12 +231,17 @@ class _LogBatch:
             self._socket.send(encode_frame("LOGS", encode_logs(records, self._resource, TRACER_NAME, __version__)))
 
 
+def _engine_url(config: OtelConfig) -> str:
+    """The engine whose ``/otel`` socket gets the telemetry: ``engine_ws_url``, else the first address
+    of env ``SVC_URL`` (which may list several engines, comma-separated, issue 19 §3), else the default."""
+    return config.engine_ws_url or (os.environ.get("SVC_URL") or "").split(",")[0].strip() or "ws://127.0.0.1:49134"
+
+
 class _Pipeline:
     def __init__(self, config: OtelConfig) -> None:
         from svc_helpers.backoff import DEFAULT_RECONNECTION_CONFIG
 
-        # SVC_URL may list several engines (issue 19 §3): the telemetry socket takes the first.
-        url = config.engine_ws_url or (os.environ.get("SVC_URL") or "").split(",")[0].strip() or "ws://127.0.0.1:49134"
+        url = _engine_url(config)
         attrs: dict[str, Any] = {
             "service.name": config.service_name or os.environ.get("OTEL_SERVICE_NAME") or "svc-python",
             "service.version": config.service_version or os.environ.get("SERVICE_VERSION") or "unknown",
