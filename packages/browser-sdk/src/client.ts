@@ -60,15 +60,19 @@ export class BrowserClient implements SvcClient {
   readonly #session: ClientSession
   readonly #channels: Channels
 
-  constructor(address: string, options: ResolvedOptions, internals: ClientInternals = {}) {
+  /**
+   * @param address one engine URL or several (issue 19 §3), checked by the session.
+   * @throws TypeError for an address list `engineAddresses` refuses.
+   */
+  constructor(address: string | readonly string[], options: ResolvedOptions, internals: ClientInternals = {}) {
     const log = internals.log ?? consoleLog
     if (options.headersIgnored) {
       log.warn('the headers option is ignored in browsers: pass credentials as query parameters in the address (wss://…/?token=…) or with cookies')
     }
-    // Channel refs in payloads and results become live ends (sdk.md §9) that connect to this
-    // client's own engine address, whatever the payload says.
+    // Channel refs in payloads and results become live ends (sdk.md §9) that connect to the engine
+    // this client is connected to when the ref arrives (one of its addresses), whatever the payload says.
     this.#channels = new Channels({
-      address,
+      address: () => this.#session.getAddress(),
       socket: internals.channelSocket ?? webSocketChannels(globalThis.WebSocket),
       log,
       limits: internals.channelLimits,
@@ -118,7 +122,7 @@ export class BrowserClient implements SvcClient {
     return this.#session.getConnectionState()
   }
 
-  addConnectionStateListener(listener: (state: ConnectionState) => void): () => void {
+  addConnectionStateListener(listener: (state: ConnectionState, address: string) => void): () => void {
     return this.#session.addConnectionStateListener(listener)
   }
 
@@ -132,6 +136,10 @@ export class BrowserClient implements SvcClient {
 
   getAddress(): string {
     return this.#session.getAddress()
+  }
+
+  getAddresses(): readonly string[] {
+    return this.#session.getAddresses()
   }
 
   getNamespace(): string | undefined {

@@ -67,9 +67,12 @@ export const EngineTriggers = {
  * `address` is required (no environment in a browser): a `ws:`/`wss:` URL of a listener, normally
  * one with `rbac`, carrying the credentials its auth function reads as query parameters
  * (`wss://svc.example.com/?token=…`); cookies for its host are sent too. `options.headers` is
- * ignored, with a warning: browsers cannot set upgrade headers.
+ * ignored, with a warning: browsers cannot set upgrade headers. Several engines of a fleet
+ * (issue 19 §3): a list of addresses, tried in order; a failed attempt or a lost connection moves
+ * on to the next at once, and the backoff waits only after a full round.
  *
- * @throws TypeError when `address` is missing or not a `ws:`/`wss:` URL, for a blank `namespace`
+ * @throws TypeError when `address` is missing, an empty list, or an entry is empty or not a
+ *   `ws:`/`wss:` URL (never shown with its credentials), for a blank `namespace`
  *   or `workerName`, or out-of-range numbers; InvocationError `INVALID_NAMESPACE` for a namespace
  *   that is not well-formed text (protocol.md §3.5).
  *
@@ -77,7 +80,10 @@ export const EngineTriggers = {
  * const svc = registerWorker('wss://svc.example.com/browser?token=' + encodeURIComponent(token), {
  *   workerName: 'dashboard', reconnectionConfig: { maxDelayMs: 5000 },
  * })
+ * @example
+ * const fleet = registerWorker(['wss://a.svc.example.com/?token=t', 'wss://b.svc.example.com/?token=t'])
+ * fleet.addConnectionStateListener((state, address) => console.log(state, new URL(address).host))
  */
-export function registerWorker(address: string, options?: InitOptions): SvcClient {
+export function registerWorker(address: string | readonly string[], options?: InitOptions): SvcClient {
   return new BrowserClient(resolveAddress(address), resolveOptions(options))
 }

@@ -3,7 +3,7 @@
  * address is required, `headers` is ignored; and the announce a page sends (`runtime: "browser"`,
  * `os` from the user agent, no `pid`). Pure functions, computed once per client.
  */
-import { DEFAULT_INVOCATION_TIMEOUT_MS, DEFAULT_RECONNECTION_CONFIG, InvocationError, type ReconnectionConfig, type WorkerAnnounce } from 'svc-protocol/client'
+import { DEFAULT_INVOCATION_TIMEOUT_MS, DEFAULT_RECONNECTION_CONFIG, engineAddresses, InvocationError, type ReconnectionConfig, type WorkerAnnounce } from 'svc-protocol/client'
 import { Errors } from 'svc-protocol/errors'
 import { idProblem } from 'svc-protocol/ids'
 import type { InitOptions } from './types.ts'
@@ -21,22 +21,15 @@ export interface ResolvedOptions {
 }
 
 /**
- * The engine address, as given: required, a `ws:` or `wss:` URL (query parameters are how a
- * browser passes credentials, protocol.md §13.2).
- * @throws TypeError when `address` is missing or is not a `ws:`/`wss:` URL.
+ * The engine addresses, as given: required, one `ws:`/`wss:` URL or a list of them, the engines of
+ * a fleet tried in order and in rotation (issue 19 §3). Query parameters are how a browser passes
+ * credentials (protocol.md §13.2); errors never show them.
+ * @throws TypeError when `address` is missing, an empty list, or an entry is empty or not a
+ *   `ws:`/`wss:` URL (`engineAddresses` of `svc-protocol/client`).
  */
-export function resolveAddress(address: unknown): string {
-  if (typeof address !== 'string') throw new TypeError('engine address is required in a browser: registerWorker("wss://…/?token=…")')
-  let url: URL
-  try {
-    url = new URL(address)
-  } catch {
-    throw new TypeError(`engine address is not a URL: ${JSON.stringify(address)}`)
-  }
-  if (url.protocol !== 'ws:' && url.protocol !== 'wss:') {
-    throw new TypeError(`engine address must be a ws:// or wss:// URL, got ${url.protocol}`)
-  }
-  return address
+export function resolveAddress(address: unknown): readonly string[] {
+  if (typeof address !== 'string' && !Array.isArray(address)) throw new TypeError('engine address is required in a browser: registerWorker("wss://…/?token=…")')
+  return engineAddresses(address)
 }
 
 function assertNumber(name: string, value: unknown, min: number, max = Number.POSITIVE_INFINITY): void {

@@ -16,7 +16,7 @@
  * import { ClientSession } from 'svc-protocol/client'
  * const session = new ClientSession({ address: 'ws://127.0.0.1:49135/?token=t', connector: connectBrowserWebSocket, pingFrames: true, announce: { runtime: 'browser' } })
  */
-import type { ConnectOptions, Connector, Transport, TransportHandlers } from 'svc-protocol/client'
+import { displayAddress, type ConnectOptions, type Connector, type Transport, type TransportHandlers } from 'svc-protocol/client'
 import { Codes, SvcError } from 'svc-protocol/errors'
 
 /** The part of the WHATWG `WebSocket` this transport uses (structural: no DOM types needed). */
@@ -56,17 +56,12 @@ function assertCloseArgs(code: number | undefined, reason: string | undefined): 
   }
 }
 
-/** `url` up to its query or fragment: credentials in the query stay out of messages and logs. */
-function withoutQuery(url: string): string {
-  const end = url.search(/[?#]/)
-  return end === -1 ? url : url.slice(0, end)
-}
 
 type HeldEvent = (handlers: TransportHandlers) => void
 
 class BrowserWebSocketTransport implements Transport {
   readonly #ws: WebSocketLike
-  /** The address without its query: what error messages name (the query may hold a token). */
+  /** The address without user, password, query and fragment (`displayAddress`): what error messages name. */
   readonly #where: string
   #handlers: TransportHandlers | undefined = undefined
   /** Events held until the first `setHandlers` (then undefined). */
@@ -80,7 +75,7 @@ class BrowserWebSocketTransport implements Transport {
 
   constructor(ws: WebSocketLike, url: string) {
     this.#ws = ws
-    this.#where = withoutQuery(url)
+    this.#where = displayAddress(url)
     ws.binaryType = 'arraybuffer'
     ws.onopen = () => {
       clearTimeout(this.#handshakeTimer)

@@ -20,11 +20,13 @@ const quiet = { warn: () => {} }
 describe('registerWorker with any address and options (fast-check)', () => {
   it('returns a client, or throws the documented TypeError / INVALID_NAMESPACE, never anything else', () => {
     const anything = fc.oneof(fc.string({ unit: 'binary', maxLength: 12 }), fc.integer(), fc.double(), fc.boolean(), fc.constant(null), fc.constant(undefined), fc.object({ maxDepth: 1 }))
-    const address = fc.oneof(
+    const one = fc.oneof(
       anything,
-      fc.constantFrom('ws://127.0.0.1:1/', 'wss://h/?token=a&token=b', 'ws://[::1]:1/x?t=%00', 'http://h/', 'javascript:alert(1)', 'ws://', 'ws://h/\ud800', ' ws://h/'),
+      fc.constantFrom('ws://127.0.0.1:1/', 'wss://h/?token=a&token=b', 'ws://[::1]:1/x?t=%00', 'http://h/', 'javascript:alert(1)', 'ws://', 'ws://h/\ud800', ' ws://h/', '', 'wss://u:SECRET@h/', 'https://h/?token=SECRET'),
       fc.webUrl().map((u) => u.replace(/^https?/, 'ws')),
     )
+    // Several engines of a fleet (issue 19 §3): lists of good, bad and odd entries.
+    const address = fc.oneof({ weight: 3, arbitrary: one }, { weight: 2, arbitrary: fc.array(one, { maxLength: 5 }) })
     const options = fc.record(
       {
         workerName: fc.oneof(anything, fc.string({ unit: 'binary' })),
@@ -50,10 +52,15 @@ describe('registerWorker with any address and options (fast-check)', () => {
         } catch (err) {
           const documented = err instanceof TypeError || (err instanceof InvocationError && err.code === 'INVALID_NAMESPACE')
           assert.ok(documented, `unexpected ${String(err)}`)
+          assert.ok(!(err as Error).message.includes('SECRET'), `credentials in ${(err as Error).message}`)
           return
         }
-        const protocol = new URL(client.getAddress()).protocol
-        assert.ok(protocol === 'ws:' || protocol === 'wss:')
+        assert.ok(client.getAddresses().length >= 1)
+        assert.ok(client.getAddresses().includes(client.getAddress()))
+        for (const entry of client.getAddresses()) {
+          const protocol = new URL(entry).protocol
+          assert.ok(protocol === 'ws:' || protocol === 'wss:')
+        }
         assert.ok(['reconnecting', 'connecting'].includes(client.getConnectionState()))
         void client.shutdown()
       }),

@@ -119,7 +119,8 @@ describe('the browser transport', () => {
       for (const s of held) s.destroy()
       silent.close()
     })
-    const url = `ws://127.0.0.1:${(silent.address() as { port: number }).port}/page?token=s3cret`
+    // Credentials in the user part too: neither they nor the query may reach a message.
+    const url = `ws://user:hunter2@127.0.0.1:${(silent.address() as { port: number }).port}/page?token=s3cret`
     const { events } = open(url, 100)
     await eventually(() => events.some((e) => e.type === 'close'), 5000)
     assert.deepEqual(events.map((e) => e.type), ['error', 'close'])
@@ -131,7 +132,7 @@ describe('the browser transport', () => {
     // Through the facade: the client reconnects and keeps the timeout for getLastError().
     const page = client(t, url, { reconnectionConfig: { initialDelayMs: 10, maxDelayMs: 10 } }, { timings: { handshakeTimeoutMs: 100 } })
     await eventually(() => (page.getLastError() as { code?: string } | undefined)?.code === 'TIMEOUT', 5000)
-    assert.doesNotMatch(page.getLastError()!.message, /s3cret/)
+    assert.doesNotMatch(page.getLastError()!.message, /s3cret|hunter2/)
   })
 
   it('delivers text and binary frames in order, binary as Uint8Array; sends both; reports bufferedAmount', async (t) => {
@@ -223,7 +224,13 @@ describe('registerWorker options in a browser (sdk.md §13)', () => {
     assert.throws(() => resolveAddress(undefined), /engine address is required in a browser/)
     assert.throws(() => resolveAddress('http://127.0.0.1:49134/'), /must be a ws:\/\/ or wss:\/\/ URL, got http:/)
     assert.throws(() => resolveAddress('/relative'), /not a URL/)
-    assert.equal(resolveAddress('wss://svc.example.com/browser?token=a%20b'), 'wss://svc.example.com/browser?token=a%20b')
+    assert.deepEqual(resolveAddress('wss://svc.example.com/browser?token=a%20b'), ['wss://svc.example.com/browser?token=a%20b'])
+    // Several engines of a fleet (issue 19 §3): every entry checked, none shown with its token.
+    assert.deepEqual(resolveAddress(['wss://a.example/?token=t', 'wss://b.example/?token=t']), ['wss://a.example/?token=t', 'wss://b.example/?token=t'])
+    assert.throws(() => resolveAddress([]), /list is empty/)
+    assert.throws(() => resolveAddress(['wss://a.example/?token=t', '']), /engine address 2 of 2 is empty/)
+    assert.throws(() => resolveAddress(['wss://a.example/', 'https://b.example/?token=s3cret']), (err: Error) => /2 of 2 must be a ws:\/\/ or wss:\/\/ URL, got https: \(https:\/\/b\.example\/\)/.test(err.message) && !err.message.includes('s3cret'))
+    assert.throws(() => resolveAddress('token=s3cret'), (err: Error) => /not a URL/.test(err.message) && !err.message.includes('s3cret'))
 
     const resolved = resolveOptions({})
     assert.match(resolved.workerName, /^browser:[0-9a-f]{8}$/)

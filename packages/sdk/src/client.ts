@@ -87,17 +87,21 @@ export class WorkerClient implements SvcClient {
   readonly #session: ClientSession<InvocationSpan>
   readonly #channels: Channels<ChannelReader, ChannelWriter>
 
-  constructor(address: string, options: ResolvedOptions, internals: ClientInternals = {}) {
+  /**
+   * @param address one engine URL or several (issue 19 §3), checked by the session.
+   * @throws TypeError for an address list `engineAddresses` refuses.
+   */
+  constructor(address: string | readonly string[], options: ResolvedOptions, internals: ClientInternals = {}) {
     const hooks: ClientHooks<InvocationSpan> = {
       // Handler spans only when this client has telemetry on; calls carry the active context either way.
       telemetry: options.otelEnabled ? handlerTelemetry : callTelemetry,
       newId: randomUUID,
     }
-    // Channel refs in payloads and results become live ends (sdk.md §9) that connect to this
-    // client's own engine address, whatever the payload says.
+    // Channel refs in payloads and results become live ends (sdk.md §9) that connect to the engine
+    // this client is connected to when the ref arrives (one of its addresses), whatever the payload says.
     const log = internals.log ?? consoleLog
     const channels = (this.#channels = new Channels<ChannelReader, ChannelWriter>({
-      address,
+      address: () => this.#session.getAddress(),
       socket: internals.channelSocket ?? nodeChannelSocket,
       reader: ChannelReader,
       writer: ChannelWriter,
@@ -151,7 +155,7 @@ export class WorkerClient implements SvcClient {
     return this.#session.getConnectionState()
   }
 
-  addConnectionStateListener(listener: (state: ConnectionState) => void): () => void {
+  addConnectionStateListener(listener: (state: ConnectionState, address: string) => void): () => void {
     return this.#session.addConnectionStateListener(listener)
   }
 
@@ -165,6 +169,10 @@ export class WorkerClient implements SvcClient {
 
   getAddress(): string {
     return this.#session.getAddress()
+  }
+
+  getAddresses(): readonly string[] {
+    return this.#session.getAddresses()
   }
 
   getNamespace(): string | undefined {

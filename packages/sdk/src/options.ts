@@ -9,7 +9,7 @@ import { createRequire } from 'node:module'
 import { arch, hostname, platform, release } from 'node:os'
 import { basename, dirname, join } from 'node:path'
 import { otelEnabled } from 'svc-helpers/observability/internal'
-import { backoffDelay, DEFAULT_INVOCATION_TIMEOUT_MS, DEFAULT_RECONNECTION_CONFIG, InvocationError } from 'svc-protocol/client'
+import { backoffDelay, DEFAULT_INVOCATION_TIMEOUT_MS, DEFAULT_RECONNECTION_CONFIG, engineAddresses, InvocationError, splitAddressList } from 'svc-protocol/client'
 import { Errors } from 'svc-protocol/errors'
 import { idProblem } from 'svc-protocol/ids'
 import type { WorkerAnnounce } from './protocol.ts'
@@ -32,21 +32,18 @@ function envValue(env: Env, name: string): string | undefined {
 }
 
 /**
- * The engine address: the argument, else env `SVC_URL`, else {@link DEFAULT_ENGINE_URL}.
- * @throws TypeError when the address is not a `ws:` or `wss:` URL.
+ * The engine addresses (sdk.md §2, issue 19 §3): the argument (one URL, or a list of the engines of
+ * a fleet), else env `SVC_URL` (one URL, or several separated by commas: `ws://a:49134,ws://b:49134`),
+ * else {@link DEFAULT_ENGINE_URL}. The first is tried first; the client rotates through the rest.
+ * @throws TypeError when an entry is empty, not a URL or not a `ws:`/`wss:` URL, or the list is
+ *   empty or longer than 64; the message names the entry by position and never shows its
+ *   credentials (`engineAddresses` of `svc-protocol/client`).
+ * @example resolveAddress(undefined, { SVC_URL: 'ws://10.0.0.1:49134, ws://10.0.0.2:49134' }) // both
  */
-export function resolveAddress(address: string | undefined, env: Env = process.env): string {
-  const resolved = address ?? envValue(env, 'SVC_URL') ?? DEFAULT_ENGINE_URL
-  let url: URL
-  try {
-    url = new URL(resolved)
-  } catch {
-    throw new TypeError(`engine address is not a URL: ${JSON.stringify(resolved)}`)
-  }
-  if (url.protocol !== 'ws:' && url.protocol !== 'wss:') {
-    throw new TypeError(`engine address must be a ws:// or wss:// URL: ${resolved}`)
-  }
-  return resolved
+export function resolveAddress(address: string | readonly string[] | undefined, env: Env = process.env): readonly string[] {
+  if (address !== undefined) return engineAddresses(address)
+  const fromEnv = envValue(env, 'SVC_URL')
+  return engineAddresses(fromEnv === undefined ? DEFAULT_ENGINE_URL : splitAddressList(fromEnv), 'SVC_URL')
 }
 
 /** Options after defaults, as the client uses them. */

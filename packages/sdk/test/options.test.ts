@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict'
 import { hostname } from 'node:os'
 import { describe, it } from 'node:test'
+import fc from 'fast-check'
 import { TriggerAction } from '../src/index.ts'
 import {
   DEFAULT_ENGINE_URL,
@@ -12,19 +13,58 @@ import {
 } from '../src/options.ts'
 import { registerWorker } from '../src/index.ts'
 
-describe('address resolution (protocol.md §2)', () => {
+describe('address resolution (protocol.md §2, issue 19 §3)', () => {
   it('prefers the argument, then SVC_URL, then the IPv4 loopback default', () => {
-    assert.equal(resolveAddress('ws://engine:1/', { SVC_URL: 'ws://env:2' }), 'ws://engine:1/')
-    assert.equal(resolveAddress(undefined, { SVC_URL: 'wss://env:2/path' }), 'wss://env:2/path')
-    assert.equal(resolveAddress(undefined, { SVC_URL: '' }), 'ws://127.0.0.1:49134')
-    assert.equal(resolveAddress(undefined, {}), DEFAULT_ENGINE_URL)
+    assert.deepEqual(resolveAddress('ws://engine:1/', { SVC_URL: 'ws://env:2' }), ['ws://engine:1/'])
+    assert.deepEqual(resolveAddress(undefined, { SVC_URL: 'wss://env:2/path' }), ['wss://env:2/path'])
+    assert.deepEqual(resolveAddress(undefined, { SVC_URL: '' }), ['ws://127.0.0.1:49134'])
+    assert.deepEqual(resolveAddress(undefined, {}), [DEFAULT_ENGINE_URL])
     assert.equal(DEFAULT_ENGINE_URL, 'ws://127.0.0.1:49134')
   })
 
-  it('accepts only ws: and wss: URLs', () => {
+  it('accepts only ws: and wss: URLs, and never shows an address\'s credentials in the error', () => {
     assert.throws(() => resolveAddress('http://127.0.0.1:49134', {}), /ws:\/\/ or wss:\/\//)
     assert.throws(() => resolveAddress('not a url', {}), TypeError)
     assert.throws(() => registerWorker('https://example.com'), TypeError)
+    assert.throws(() => resolveAddress('https://user:hunter2@svc.example/?token=s3cret', {}), (err: Error) => err.message.includes('https://svc.example/') && !/hunter2|s3cret/.test(err.message))
+    assert.throws(() => resolveAddress(undefined, { SVC_URL: 'http://svc.example/?token=s3cret' }), (err: Error) => /^SVC_URL must be/.test(err.message) && !err.message.includes('s3cret'))
+  })
+
+  it('takes a list of engines, and SVC_URL as a comma-separated list, in order', () => {
+    assert.deepEqual(resolveAddress(['ws://a:1/', 'wss://b/x?token=t'], { SVC_URL: 'ws://env:2' }), ['ws://a:1/', 'wss://b/x?token=t'])
+    assert.deepEqual(resolveAddress(undefined, { SVC_URL: 'ws://a:1, ws://b:2/ ,wss://c/?token=x%2Cy' }), ['ws://a:1', 'ws://b:2/', 'wss://c/?token=x%2Cy'])
+    assert.throws(() => resolveAddress(undefined, { SVC_URL: 'ws://a:1,,ws://b:2' }), /SVC_URL 2 of 3 is empty/)
+    assert.throws(() => resolveAddress(undefined, { SVC_URL: 'ws://a:1,' }), /SVC_URL 2 of 2 is empty/)
+    assert.throws(() => resolveAddress(undefined, { SVC_URL: 'ws://a:1,http://b:2' }), /SVC_URL 2 of 2 must be a ws:\/\/ or wss:\/\/ URL, got http:/)
+    assert.throws(() => resolveAddress([], {}), /engine address list is empty/)
+    assert.throws(() => registerWorker(['ws://a:1', ''], { otel: { enabled: false } }), /engine address 2 of 2 is empty/)
+  })
+
+  it('reads any SVC_URL as the list of its comma-separated entries, or refuses it with a TypeError without its credentials (fast-check)', () => {
+    const secret = fc.string({ minLength: 1, maxLength: 8 }).map((s) => `SECRET${encodeURIComponent(s)}X`)
+    const entry = fc.oneof(
+      fc.tuple(fc.constantFrom('ws', 'wss', 'http', 'file', 'javascript'), fc.constantFrom('a:1', '[::1]:2', 'h.example'), fc.option(secret), fc.option(secret)).map(
+        ([scheme, host, user, token]) => `${scheme}://${user === null ? '' : `u:${user}@`}${host}/${token === null ? '' : `?token=${token}`}`,
+      ),
+      fc.constantFrom('', ' ', 'ws://', 'not a url', 'ws://h/?a=%2C'),
+    )
+    const padding = fc.constantFrom('', ' ', '  ', '\t')
+    fc.assert(
+      fc.property(fc.array(fc.tuple(padding, entry, padding), { minLength: 1, maxLength: 6 }), (parts) => {
+        const value = parts.map(([l, e, r]) => `${l}${e}${r}`).join(',')
+        let list: readonly string[]
+        try {
+          list = resolveAddress(undefined, { SVC_URL: value })
+        } catch (err) {
+          assert.ok(err instanceof TypeError, String(err))
+          assert.ok(!err.message.includes('SECRET'), err.message)
+          return
+        }
+        if (value === '') return // unset: the default
+        assert.deepEqual(list, parts.map(([, e]) => e.trim()))
+      }),
+      { numRuns: 500 },
+    )
   })
 })
 

@@ -21,6 +21,7 @@ export type { ClientHooks, ClientLog, ClientTelemetry, MaterializeKind, Material
 export { Heartbeat } from './heartbeat.ts'
 export type { HeartbeatOptions, HeartbeatPeer } from './heartbeat.ts'
 export { backoffDelay, DEFAULT_RECONNECTION_CONFIG } from './backoff.ts'
+export { AddressRotation, displayAddress, engineAddresses, MAX_ENGINE_ADDRESSES, splitAddressList } from './addresses.ts'
 export { CallTable, PendingCall } from './calls.ts'
 export { DEADLINE_SLOT_MS, Deadlines } from './deadlines.ts'
 export type { DeadlineSlot } from './deadlines.ts'

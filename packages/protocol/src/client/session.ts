@@ -31,6 +31,7 @@ import { decodeEngineFrame, encodeFrame, encodeInvokeFunction, encodeResultJson,
 import { Codes, Errors, type ErrorBody } from '../errors.ts'
 import type { InvokeFunctionMessage, JsonValue, RegisterTriggerMessage, WorkerAnnounce } from '../messages.ts'
 import type { ConnectOptions, Connector, Transport } from '../transport/types.ts'
+import { AddressRotation, displayAddress, engineAddresses } from './addresses.ts'
 import { backoffDelay, DEFAULT_RECONNECTION_CONFIG } from './backoff.ts'
 import { ProviderBindings } from './bindings.ts'
 import { createChannel, type Channel } from './channels/channels.ts'
@@ -82,8 +83,13 @@ export const DEFAULT_INVOCATION_TIMEOUT_MS = 30000
 
 /** Options of a {@link ClientSession}: already resolved by the facade (defaults, environment, checks). */
 export interface ClientSessionOptions<Scope = unknown> {
-  /** The engine's `ws:`/`wss:` URL, passed to `connector` as is. */
-  address: string
+  /**
+   * The engine's `ws:`/`wss:` URL, passed to `connector` as is; or the URLs of several engines of
+   * one fleet (issue 19 §3), tried in order: the first attempt goes to the first, each failed
+   * attempt or dropped connection moves to the next (round-robin), and the backoff of sdk.md §2
+   * waits only after a full round without an engine taking the worker.
+   */
+  address: string | readonly string[]
   /** Opens each connection to the engine. */
   connector: Connector
   /** Passed to every `connector` call (e.g. upgrade headers); the handshake deadline is added. */
@@ -150,7 +156,9 @@ function platformNewId(): () => string {
  * `shutdown()` or a terminal failure (sdk.md §8).
  */
 export class ClientSession<Scope = unknown> implements SvcClient {
-  readonly #address: string
+  readonly #rotation: AddressRotation
+  /** The address of the last connection that opened, for the failover log line. */
+  #openedAddress: string | undefined = undefined
   readonly #connector: Connector
   readonly #connectOptions: ConnectOptions
   readonly #namespace: string | undefined
@@ -193,15 +201,16 @@ export class ClientSession<Scope = unknown> implements SvcClient {
   readonly #calls: CallTable
   readonly #registrations = new RegistrationStore()
   readonly #bindings: ProviderBindings
-  readonly #stateListeners = new Set<(state: ConnectionState) => void>()
+  readonly #stateListeners = new Set<(state: ConnectionState, address: string) => void>()
   readonly #registrationListeners = new Set<(error: RegistrationError) => void>()
   /** Sends on the open connection (bound once: the call table's sender). */
   readonly #sendNow = (text: string): void => {
     ;(this.#transport as Transport).send(text)
   }
 
+  /** @throws TypeError when `address` is not one `ws:`/`wss:` URL or a non-empty list of them ({@link engineAddresses}). */
   constructor(options: ClientSessionOptions<Scope>) {
-    this.#address = options.address
+    this.#rotation = new AddressRotation(engineAddresses(options.address))
     this.#connector = options.connector
     this.#timings = { ...DEFAULT_TIMINGS, ...options.timings }
     this.#connectOptions = { ...options.connectOptions, handshakeTimeoutMs: this.#timings.handshakeTimeoutMs }
@@ -249,7 +258,7 @@ export class ClientSession<Scope = unknown> implements SvcClient {
     // The transport enforces the handshake deadline: `error` (TIMEOUT), then `close` with 1006.
     let transport: Transport
     try {
-      transport = this.#connector(this.#address, { ...this.#connectOptions })
+      transport = this.#connector(this.#rotation.current, { ...this.#connectOptions })
     } catch (err) {
       this.#lastError = err as Error
       this.#scheduleReconnect()
@@ -290,6 +299,12 @@ export class ClientSession<Scope = unknown> implements SvcClient {
     transport.send(this.#announceFrame)
     this.#registrations.replay(this.#sendNow)
     this.#calls.flush(this.#sendNow)
+    const address = this.#rotation.current
+    const rotation = this.#rotation
+    if (rotation.addresses.length > 1 && address !== this.#openedAddress && (this.#openedAddress !== undefined || rotation.index !== 0)) {
+      this.#log.warn(`connected to ${displayAddress(address)} (engine address ${rotation.index + 1} of ${rotation.addresses.length})`)
+    }
+    this.#openedAddress = address
     const peer: HeartbeatPeer = this.#pingFrames ? { ping: () => transport.send(PING_FRAME), terminate: () => transport.terminate() } : transport
     this.#heard = this.#heartbeat.track(peer)
     this.#setState('connected')
@@ -313,7 +328,19 @@ export class ClientSession<Scope = unknown> implements SvcClient {
     this.#scheduleReconnect()
   }
 
+  /**
+   * The attempt ended: the next goes to the next address at once, or, after a full round of the
+   * addresses (every attempt with one address), after the backoff delay (sdk.md §2).
+   */
   #scheduleReconnect(): void {
+    if (!this.#rotation.advance()) {
+      this.#setState('reconnecting')
+      this.#reconnectTimer = this.#timers.setTimeout(() => {
+        this.#reconnectTimer = undefined
+        if (!this.#terminal) this.#connect()
+      }, 0)
+      return
+    }
     const config = this.#reconnection
     if (config.maxRetries !== -1 && this.#retries >= config.maxRetries) {
       this.#fail(invocationError(Errors.notConnected()), true)
@@ -361,9 +388,10 @@ export class ClientSession<Scope = unknown> implements SvcClient {
   #setState(state: ConnectionState): void {
     if (this.#state === state) return
     this.#state = state
+    const address = this.#rotation.current
     for (const listener of this.#stateListeners) {
       try {
-        listener(state)
+        listener(state, address)
       } catch (err) {
         this.#log.warn(`connection state listener threw: ${errorMessage(err)}`)
       }
@@ -390,6 +418,7 @@ export class ClientSession<Scope = unknown> implements SvcClient {
       case 'workerregistered':
         this.#workerId = msg.worker_id
         this.#reattachToken = msg.reattach_token
+        this.#rotation.settle()
         this.#onWorkerRegistered?.(msg.worker_id)
         return
       case 'registertrigger':
@@ -733,9 +762,13 @@ export class ClientSession<Scope = unknown> implements SvcClient {
     return this.#state
   }
 
-  addConnectionStateListener(listener: (state: ConnectionState) => void): () => void {
+  /**
+   * Calls `listener(state, address)` now and on every change of state (sdk.md §8); `address` is
+   * {@link getAddress} at that moment (on `connected`, the engine the session is connected to).
+   */
+  addConnectionStateListener(listener: (state: ConnectionState, address: string) => void): () => void {
     this.#stateListeners.add(listener)
-    listener(this.#state)
+    listener(this.#state, this.#rotation.current)
     return () => {
       this.#stateListeners.delete(listener)
     }
@@ -752,8 +785,18 @@ export class ClientSession<Scope = unknown> implements SvcClient {
     return this.#workerId
   }
 
+  /**
+   * The address of the engine the session is connected to; while not connected, the one it tries
+   * next. Always one of {@link getAddresses}, as given (credentials included: log it through
+   * `displayAddress`).
+   */
   getAddress(): string {
-    return this.#address
+    return this.#rotation.current
+  }
+
+  /** Every engine address of this session, in the order they are tried (issue 19 §3). */
+  getAddresses(): readonly string[] {
+    return this.#rotation.addresses
   }
 
   getNamespace(): string | undefined {

@@ -223,13 +223,22 @@ export interface SvcClient {
   trigger<TIn = unknown>(request: TriggerRequest<TIn> & { action: { type: 'enqueue' } }): Promise<EnqueueResult>
 
   getConnectionState(): ConnectionState
-  /** Calls `listener` synchronously with the current state, then on every change. Returns the remover. */
-  addConnectionStateListener(listener: (state: ConnectionState) => void): () => void
+  /**
+   * Calls `listener` synchronously with the current state, then on every change, with the engine
+   * address of that moment ({@link getAddress}). Returns the remover.
+   */
+  addConnectionStateListener(listener: (state: ConnectionState, address: string) => void): () => void
   /** Returns the remover. */
   addRegistrationErrorListener(listener: (error: RegistrationError) => void): () => void
   /** From the latest `workerregistered`. */
   getWorkerId(): string | undefined
+  /**
+   * The engine address the client is connected to; while it is not, the one it tries next
+   * (issue 19 §3: one of several addresses). As given, credentials included.
+   */
   getAddress(): string
+  /** Every engine address of the client, in the order they are tried. */
+  getAddresses(): readonly string[]
   getNamespace(): string | undefined
   /** The fatal error in `failed`, else the last connection-level error. */
   getLastError(): Error | undefined

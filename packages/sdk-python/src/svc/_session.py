@@ -19,11 +19,13 @@ import random
 import uuid
 from concurrent.futures import Executor
 from dataclasses import dataclass
+from collections.abc import Sequence
 from typing import Any, Callable
 
 from svc_helpers.backoff import ReconnectionConfig, backoff_delay
 
 from . import _telemetry as telemetry
+from ._addresses import AddressRotation, display_address, engine_addresses
 from ._bindings import ProviderBindings
 from ._calls import CallFuture, CallTable, reject, resolve
 from ._codec import decode_engine_frame, dumps, encode_frame, encode_invoke, encode_result, encode_trigger_result
@@ -83,12 +85,20 @@ def _may_hold_refs(frame: str | bytes) -> bool:
 
 class ClientSession:
     """A worker session on ``loop``. Call :meth:`start` on the loop to connect; it reconnects with
-    backoff until :meth:`shutdown` or a terminal failure (sdk.md §8)."""
+    backoff until :meth:`shutdown` or a terminal failure (sdk.md §8).
+
+    ``address`` is one engine URL or several (issue 19 §3): the first attempt goes to the first, a
+    failed attempt or a dropped connection moves to the next at once (round-robin), and the backoff
+    waits only after a full round without an engine taking the worker.
+
+    Raises:
+        ValueError: for an address list :func:`svc._addresses.engine_addresses` refuses.
+    """
 
     def __init__(
         self,
         loop: asyncio.AbstractEventLoop,
-        address: str,
+        address: str | Sequence[str],
         announce: dict[str, Any],
         executor: Executor,
         *,
@@ -105,7 +115,8 @@ class ClientSession:
         registrations: RegistrationStore | None = None,
     ) -> None:
         self.loop = loop
-        self.address = address
+        self._rotation = AddressRotation(engine_addresses(address))
+        self._opened_address: str | None = None
         self.namespace = namespace
         self.executor = executor
         self._headers = headers
@@ -142,6 +153,17 @@ class ClientSession:
         self._heard: Callable[[], None] = lambda: None
         #: Called with the worker id on every ``workerregistered``.
         self.on_worker_registered: Callable[[str], None] | None = None
+
+    @property
+    def address(self) -> str:
+        """The engine address the session is connected to; while it is not, the one it tries next.
+        As given, credentials included (log it through :func:`display_address`)."""
+        return self._rotation.current
+
+    @property
+    def addresses(self) -> tuple[str, ...]:
+        """Every engine address of the session, in the order they are tried."""
+        return self._rotation.addresses
 
     # ------------------------------------------------------------ connection (sdk.md §8)
 
@@ -199,6 +221,11 @@ class ClientSession:
             conn.send(frame)
         self.calls.flush(conn.send)
         self._heard = self._heartbeat.track(_Peer(conn))
+        rotation = self._rotation
+        address = rotation.current
+        if len(rotation.addresses) > 1 and address != self._opened_address and (self._opened_address is not None or rotation.index != 0):
+            log.warning("connected to %s (engine address %d of %d)", display_address(address), rotation.index + 1, len(rotation.addresses))
+        self._opened_address = address
         self._set_state("connected")
 
     def _on_idle(self, _peer: HeartbeatPeer, _silent_ms: float) -> None:
@@ -223,8 +250,20 @@ class ClientSession:
         self._schedule_reconnect()
 
     def _schedule_reconnect(self) -> None:
+        """The attempt ended: the next goes to the next address at once, or after a full round of
+        the addresses (every attempt with one address) after the backoff delay (sdk.md §2)."""
         config = self._reconnection
         if self._terminal:
+            return
+        if not self._rotation.advance():
+            self._set_state("reconnecting")
+
+            def next_address() -> None:
+                self._reconnect_timer = None
+                if not self._terminal:
+                    self._connect()
+
+            self._reconnect_timer = self.loop.call_later(0, next_address)
             return
         if config.max_retries != -1 and self._retries >= config.max_retries:
             self._fail(InvocationError(ErrorCode.NOT_CONNECTED, "not connected to the engine"), retries_exhausted=True)
@@ -309,6 +348,7 @@ class ClientSession:
         elif kind == "invokefunction":
             self._on_invoke(conn, msg)
         elif kind == "workerregistered":
+            self._rotation.settle()
             self.worker_id = msg["worker_id"]
             self._reattach_token = msg["reattach_token"]
             if self.on_worker_registered is not None:

@@ -279,8 +279,14 @@ class Channel:
     reader_ref: StreamChannelRef
 
 
-def materializer(loop: asyncio.AbstractEventLoop, worker_url: str) -> Callable[[Any], Any]:
-    """The session hook that turns every channel ref in a payload or result into a live end."""
+def materializer(loop: asyncio.AbstractEventLoop, worker_url: str | Callable[[], str]) -> Callable[[Any], Any]:
+    """The session hook that turns every channel ref in a payload or result into a live end.
+
+    ``worker_url`` is the engine address, or a function read for every ref: a session with several
+    engine addresses (issue 19 §3) gives its current one, so an end connects to the engine the
+    session is on when the ref arrives (the one that holds the channel).
+    """
+    current_url: Callable[[], str] = (lambda: worker_url) if isinstance(worker_url, str) else worker_url
 
     def walk(value: Any, depth: int) -> Any:
         if depth > _MAX_DEPTH:
@@ -288,7 +294,8 @@ def materializer(loop: asyncio.AbstractEventLoop, worker_url: str) -> Callable[[
         if type(value) is dict:
             if is_channel_ref(value):
                 ref: StreamChannelRef = value  # type: ignore[assignment]
-                return ChannelReader(loop, worker_url, ref) if ref["direction"] == "read" else ChannelWriter(loop, worker_url, ref)
+                url = current_url()
+                return ChannelReader(loop, url, ref) if ref["direction"] == "read" else ChannelWriter(loop, url, ref)
             for key, item in value.items():
                 if type(item) is dict or type(item) is list:
                     replaced = walk(item, depth + 1)

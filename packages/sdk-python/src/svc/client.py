@@ -14,16 +14,16 @@ import socket
 import threading
 import uuid
 import weakref
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable, cast
-from urllib.parse import urlsplit
 
 import svc_helpers.observability as observability
 from svc_helpers.backoff import ReconnectionConfig
 
 from . import _telemetry as telemetry
+from ._addresses import display_address, engine_addresses, split_address_list
 from ._codec import encode_frame
 from ._calls import CallFuture, reject
 from ._codes import ErrorCode
@@ -77,17 +77,25 @@ class InitOptions:
     connector: Connector | None = None
 
 
-def resolve_address(address: str | None) -> str:
-    """The argument, else env ``SVC_URL``, else :data:`DEFAULT_ENGINE_URL` (protocol.md §2).
+def resolve_address(address: str | Sequence[str] | None) -> tuple[str, ...]:
+    """The engine addresses (protocol.md §2, issue 19 §3): the argument (one URL, or a sequence of
+    the engines of a fleet), else env ``SVC_URL`` (one URL, or several separated by commas), else
+    :data:`DEFAULT_ENGINE_URL`. An empty string counts as unset. The first is tried first.
 
     Raises:
-        ValueError: for anything but a ``ws://`` or ``wss://`` URL.
+        ValueError: naming the entry by position, for an empty list or an entry that is empty or
+            not a ``ws://``/``wss://`` URL; the message never shows an address's credentials.
+
+    Example:
+        >>> resolve_address(["ws://10.0.0.1:49134", "ws://10.0.0.2:49134"])
+        ('ws://10.0.0.1:49134', 'ws://10.0.0.2:49134')
     """
-    resolved = address or os.environ.get("SVC_URL") or DEFAULT_ENGINE_URL
-    scheme = urlsplit(resolved).scheme if isinstance(resolved, str) else ""
-    if scheme not in ("ws", "wss"):
-        raise ValueError(f"engine address must be a ws:// or wss:// URL: {resolved!r}")
-    return resolved
+    if address is not None and address != "":
+        return engine_addresses(address)
+    from_env = os.environ.get("SVC_URL") or ""
+    if from_env == "":
+        return engine_addresses(DEFAULT_ENGINE_URL)
+    return engine_addresses(split_address_list(from_env), "SVC_URL")
 
 
 def _resolve_namespace(value: str | None) -> str | None:
@@ -195,8 +203,9 @@ class Svc:
     open. Calls from the client's own loop thread must use the ``*_async`` methods.
     """
 
-    def __init__(self, address: str, options: InitOptions) -> None:
-        self._address = address
+    def __init__(self, address: str | Sequence[str], options: InitOptions) -> None:
+        addresses = engine_addresses(address)
+        self._addresses = addresses
         self._options = options
         self._namespace = _resolve_namespace(options.namespace)
         if not (isinstance(options.invocation_timeout_ms, (int, float)) and options.invocation_timeout_ms >= 1):
@@ -226,14 +235,14 @@ class Svc:
         self._owns_otel = False
         if self._otel:
             self._owns_otel = observability.init_otel(
-                replace(otel_config, engine_ws_url=address, headers=options.headers, reconnection_config=otel_config.reconnection_config or reconnection)
+                replace(otel_config, engine_ws_url=addresses[0], headers=options.headers, reconnection_config=otel_config.reconnection_config or reconnection)
             )
         self._loop = asyncio.new_event_loop()
         self._executor = concurrent.futures.ThreadPoolExecutor(thread_name_prefix="svc-handler")
         self._first = threading.Event()
         self._session = ClientSession(
             self._loop,
-            address,
+            addresses,
             announce,
             self._executor,
             namespace=self._namespace,
@@ -243,7 +252,7 @@ class Svc:
             timings=options.timings,
             connector=options.connector,
             telemetry_enabled=self._otel,
-            materialize=materializer(self._loop, address),
+            materialize=materializer(self._loop, lambda: self._session.address),
         )
         self._state: ConnectionState = "disconnected"
         self._session.add_connection_state_listener(self._track_state)
@@ -279,7 +288,7 @@ class Svc:
         if self._session.state == "failed":
             error = self._session.last_error
             code = getattr(error, "code", ErrorCode.NOT_CONNECTED)
-            raise EngineConnectionError(code if isinstance(code, str) else ErrorCode.NOT_CONNECTED, f"could not connect to the engine at {self._address}: {error}")
+            raise EngineConnectionError(code if isinstance(code, str) else ErrorCode.NOT_CONNECTED, f"could not connect to the engine at {', '.join(display_address(a) for a in self._addresses)}: {error}")
 
     # ------------------------------------------------------------ registration (sdk.md §4–§5)
 
@@ -496,10 +505,20 @@ class Svc:
 
     @property
     def address(self) -> str:
-        return self._address
+        """The engine address the client is connected to; while it is not, the one it tries next
+        (one of :attr:`addresses`, issue 19 §3). As given, credentials included."""
+        return self._session.address
 
     def get_address(self) -> str:
-        return self._address
+        return self._session.address
+
+    @property
+    def addresses(self) -> tuple[str, ...]:
+        """Every engine address of the client, in the order they are tried."""
+        return self._addresses
+
+    def get_addresses(self) -> tuple[str, ...]:
+        return self._addresses
 
     @property
     def namespace(self) -> str | None:
@@ -566,18 +585,23 @@ class Svc:
         self.shutdown()
 
 
-def register_worker(address: str | None = None, options: InitOptions | None = None) -> Svc:
+def register_worker(address: str | Sequence[str] | None = None, options: InitOptions | None = None) -> Svc:
     """Connects a worker to the engine (sdk.md §2, §14). Starts the client's event loop on a
     background thread, initialises telemetry unless disabled, and waits up to 30 s for the first
     connection; after that it keeps retrying in the background (connection failures never raise).
 
     Args:
-        address: ``ws://`` or ``wss://`` URL of the engine; default env ``SVC_URL``, else
-            ``ws://127.0.0.1:49134``.
+        address: ``ws://`` or ``wss://`` URL of the engine, or a sequence of the URLs of several
+            engines of a fleet (issue 19 §3): the first is tried first, a failed attempt or a lost
+            connection moves on to the next at once (registrations are replayed there), and the
+            backoff waits only after a full round. Default env ``SVC_URL`` (one URL, or several
+            separated by commas), else ``ws://127.0.0.1:49134``. :attr:`Svc.address` is the engine
+            the client is on; a failover is logged (``svc`` logger) without credentials.
         options: :class:`InitOptions`.
 
     Raises:
-        ValueError: a non-WebSocket URL, a blank namespace, invalid numbers in the options.
+        ValueError: an empty address list, an empty or non-WebSocket URL (named by position, never
+            with its credentials), a blank namespace, invalid numbers in the options.
         InvocationError: ``INVALID_NAMESPACE`` for a namespace that is not well-formed text.
         EngineConnectionError: the client entered ``failed`` before it connected (``max_retries``
             exhausted, a fatal registration rejection).
@@ -588,6 +612,9 @@ def register_worker(address: str | None = None, options: InitOptions | None = No
         >>> client.register_function("orders::ping", lambda data: "pong")
         >>> client.trigger({"function_id": "orders::ping", "payload": None})
         'pong'
+        >>> fleet = register_worker(["ws://10.0.0.1:49134", "ws://10.0.0.2:49134"])
+        >>> fleet.address  # the engine it is connected to
+        'ws://10.0.0.1:49134'
     """
     client = Svc(resolve_address(address), options or InitOptions())
     try:

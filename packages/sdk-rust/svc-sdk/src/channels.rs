@@ -145,7 +145,8 @@ impl End {
 fn current_base() -> String {
     CHANNEL_BASE
         .with(|b| b.borrow().clone())
-        .or_else(|| std::env::var("SVC_URL").ok().filter(|v| !v.is_empty()))
+        // SVC_URL may list several engines: the first, as a client of that list starts with it.
+        .or_else(|| std::env::var("SVC_URL").ok().and_then(|v| crate::split_address_list(&v).into_iter().next()).filter(|v| !v.is_empty()))
         .unwrap_or_else(|| DEFAULT_ENGINE_URL.to_string())
 }
 

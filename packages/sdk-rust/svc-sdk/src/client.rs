@@ -13,6 +13,7 @@ use svc_helpers::ReconnectionConfig;
 use tokio::sync::{mpsc, oneshot};
 
 use crate::error::{codes, Error};
+use crate::addresses::IntoEngineAddresses;
 use crate::function::RegisterFunction;
 use crate::options::{WorkerMetadata, WorkerOptions};
 use crate::registrations::{check_namespace, request_problem, RegistrationStore};
@@ -90,7 +91,10 @@ type StateCell = (ConnectionState, Vec<(u64, StateListener)>, u64);
 
 /// State the handle and the session share.
 pub(crate) struct Shared {
-    pub(crate) address: String,
+    /// Every engine address, in the order they are tried (issue 19 §3).
+    pub(crate) addresses: Vec<String>,
+    /// Index in `addresses` of the engine the session is connected to, or tries next.
+    pub(crate) current: AtomicUsize,
     pub(crate) namespace: Option<String>,
     pub(crate) timeout_ms: u64,
     pub(crate) reconnection: ReconnectionConfig,
@@ -109,6 +113,11 @@ pub(crate) struct Shared {
 }
 
 impl Shared {
+    /// The engine address the session is connected to, or tries next.
+    pub(crate) fn address(&self) -> &str {
+        &self.addresses[self.current.load(Ordering::SeqCst) % self.addresses.len()]
+    }
+
     pub(crate) fn next_invocation_id(&self) -> String {
         let n = self.id_counter.fetch_add(1, Ordering::Relaxed);
         let mut id = String::with_capacity(self.id_prefix.len() + 12);
@@ -210,7 +219,8 @@ pub struct Svc {
 
 impl std::fmt::Debug for Svc {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Svc").field("address", &self.shared.address).field("state", &self.get_connection_state()).finish()
+        // Credentials stay out of debug output as out of errors.
+        f.debug_struct("Svc").field("address", &crate::display_address(self.shared.address())).field("state", &self.get_connection_state()).finish()
     }
 }
 
@@ -222,11 +232,25 @@ fn env(name: &str) -> Option<String> {
 /// fail this call, they are retried with backoff (sdk.md §8).
 ///
 /// `address`: the argument, else env `SVC_URL` (when the argument is empty), else
-/// [`DEFAULT_ENGINE_URL`]. Telemetry starts unless disabled (`OTEL_ENABLED=false`).
+/// [`DEFAULT_ENGINE_URL`]. Several engines of a fleet (issue 19 §3): a `&str` with addresses
+/// separated by commas (as `SVC_URL`), or a slice, array or `Vec` of them ([`IntoEngineAddresses`]).
+/// The first attempt goes to the first; a failed attempt or a lost connection moves on to the next
+/// at once (registrations are replayed there), and the backoff waits only after a full round.
+/// [`Svc::address`] is the engine the client is on; a failover is logged on stderr without
+/// credentials. Telemetry starts unless disabled (`OTEL_ENABLED=false`).
 ///
 /// # Errors
-/// [`Error::Runtime`] for invalid options: an address that is not `ws:`/`wss:` (`wss:` needs the
-/// `tls` feature), a blank namespace, or a thread that cannot be started.
+/// [`Error::Runtime`] for invalid options: an empty address list, an entry that is empty or not a
+/// `ws:`/`wss:` URL (named by position, never shown with its credentials; `wss:` needs the `tls`
+/// feature), a blank namespace, or a thread that cannot be started.
+///
+/// ```no_run
+/// use svc_sdk::{register_worker, InitOptions};
+///
+/// let fleet = register_worker(["ws://10.0.0.1:49134", "ws://10.0.0.2:49134"], InitOptions::default())?;
+/// eprintln!("on {}", svc_sdk::display_address(fleet.address()));
+/// # Ok::<(), svc_sdk::Error>(())
+/// ```
 ///
 /// ```no_run
 /// use schemars::JsonSchema;
@@ -252,19 +276,25 @@ fn env(name: &str) -> Option<String> {
 ///     Ok(())
 /// }
 /// ```
-pub fn register_worker(address: &str, options: impl Into<WorkerOptions>) -> Result<Svc, Error> {
+pub fn register_worker(address: impl IntoEngineAddresses, options: impl Into<WorkerOptions>) -> Result<Svc, Error> {
     register_worker_with(address, options.into(), Timings::default())
 }
 
-pub(crate) fn register_worker_with(address: &str, options: WorkerOptions, timings: Timings) -> Result<Svc, Error> {
-    let address = if address.is_empty() { env("SVC_URL").unwrap_or_else(|| DEFAULT_ENGINE_URL.to_string()) } else { address.to_string() };
-    let lower = address.to_ascii_lowercase();
-    if !(lower.starts_with("ws://") || lower.starts_with("wss://")) {
-        return Err(Error::Runtime(format!("engine address must be a ws: or wss: URL, got {address:?}")));
+/// The engine addresses: the argument, else env `SVC_URL` (a comma-separated list), else
+/// [`DEFAULT_ENGINE_URL`]; every entry checked ([`crate::engine_addresses`]).
+pub(crate) fn resolve_addresses(address: impl IntoEngineAddresses) -> Result<Vec<String>, Error> {
+    match address.into_engine_addresses() {
+        Some(list) => crate::engine_addresses(&list, "engine address"),
+        None => match env("SVC_URL") {
+            Some(value) => crate::engine_addresses(&crate::split_address_list(&value), "SVC_URL"),
+            None => Ok(vec![DEFAULT_ENGINE_URL.to_string()]),
+        },
     }
-    if lower.starts_with("wss://") && !cfg!(feature = "tls") {
-        return Err(Error::Runtime("wss: addresses need svc-sdk's `tls` feature".into()));
-    }
+}
+
+pub(crate) fn register_worker_with(address: impl IntoEngineAddresses, options: WorkerOptions, timings: Timings) -> Result<Svc, Error> {
+    let addresses = resolve_addresses(address)?;
+    let address = addresses[0].clone();
     let init = options.init;
     let namespace = init.namespace.clone().or_else(|| env("SVC_NAMESPACE"));
     check_namespace(namespace.as_deref(), "namespace").map_err(|e| Error::Runtime(e.to_string()))?;
@@ -280,6 +310,7 @@ pub(crate) fn register_worker_with(address: &str, options: WorkerOptions, timing
 
     let mut otel_config = init.otel.clone().unwrap_or_default();
     if otel_config.engine_ws_url.is_none() {
+        // The telemetry socket (svc-helpers) takes one address: the first engine's.
         otel_config.engine_ws_url = Some(address.clone());
     }
     if otel_config.headers.is_none() && !headers.is_empty() {
@@ -297,7 +328,8 @@ pub(crate) fn register_worker_with(address: &str, options: WorkerOptions, timing
     }
 
     let shared = Arc::new(Shared {
-        address: address.clone(),
+        addresses,
+        current: AtomicUsize::new(0),
         namespace,
         timeout_ms: options.invocation_timeout_ms.unwrap_or(30000),
         reconnection: options.reconnection_config.unwrap_or_default(),
@@ -591,7 +623,7 @@ impl Svc {
             },
         };
         let text = outcome.as_deref().map(|r| r.get()).unwrap_or("null");
-        with_channel_base(&self.shared.address, || serde_json::from_str(text).map_err(Error::from))
+        with_channel_base(self.shared.address(), || serde_json::from_str(text).map_err(Error::from))
     }
 
     fn call<P: Serialize>(&self, call: TriggerCall<P>) -> Result<Option<oneshot::Receiver<crate::calls::CallOutcome>>, Error> {
@@ -681,9 +713,16 @@ impl Svc {
         self.shared.worker_id.lock().ok().and_then(|w| w.clone())
     }
 
-    /// The engine address.
+    /// The engine address the client is connected to; while it is not, the one it tries next (one
+    /// of [`Svc::addresses`], issue 19 §3). As given, credentials included: show it through
+    /// [`crate::display_address`].
     pub fn address(&self) -> &str {
-        &self.shared.address
+        self.shared.address()
+    }
+
+    /// Every engine address of the client, in the order they are tried.
+    pub fn addresses(&self) -> &[String] {
+        &self.shared.addresses
     }
 
     /// The worker's namespace.

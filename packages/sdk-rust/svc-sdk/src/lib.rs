@@ -30,6 +30,7 @@
 //! ```
 #![warn(missing_docs)]
 
+mod addresses;
 mod bindings;
 mod calls;
 mod channels;
@@ -47,6 +48,7 @@ mod registrations;
 mod session;
 mod trigger;
 
+pub use addresses::{display_address, engine_addresses, split_address_list, IntoEngineAddresses, MAX_ENGINE_ADDRESSES};
 pub use channels::{
     channel_url, create_channel, extract_channel_refs, is_channel_ref, Channel, ChannelDirection, ChannelItem, ChannelReader, ChannelWriter,
     StreamChannelRef, MAX_FRAME_BYTES,
@@ -79,7 +81,7 @@ pub mod internal {
 
     /// [`crate::register_worker`] with the keepalive and handshake durations of a test.
     pub fn register_worker_with_timings(
-        address: &str,
+        address: impl crate::IntoEngineAddresses,
         options: impl Into<crate::WorkerOptions>,
         ping_interval: Duration,
         idle_timeout: Duration,

@@ -28,6 +28,7 @@ use tokio_tungstenite::tungstenite::protocol::{CloseFrame, WebSocketConfig};
 use tokio_tungstenite::tungstenite::Message;
 use tokio_tungstenite::{MaybeTlsStream, WebSocketStream};
 
+use crate::addresses::AddressRotation;
 use crate::bindings::ProviderBindings;
 use crate::calls::{CallOutcome, CallTable};
 use crate::client::{ConnectionState, RegistrationError, RegistrationKind, Shared};
@@ -107,6 +108,10 @@ pub(crate) struct Session {
     calls: CallTable,
     bindings: ProviderBindings,
     retries: u32,
+    /// Steps through `Shared::addresses` (issue 19 §3).
+    rotation: AddressRotation,
+    /// The address of the last connection that opened, for the failover log line.
+    opened: Option<usize>,
     reattach: Option<(String, String)>,
     out: Option<mpsc::UnboundedSender<Message>>,
     /// Set by a fatal `registrationrejected`.
@@ -189,6 +194,7 @@ fn shutdown_error() -> Error {
 
 impl Session {
     pub(crate) fn new(shared: Arc<Shared>, rx: mpsc::UnboundedReceiver<Command>, config: SessionConfig) -> Self {
+        let rotation = AddressRotation::new(shared.addresses.len());
         Self {
             shared,
             rx,
@@ -196,6 +202,8 @@ impl Session {
             calls: CallTable::default(),
             bindings: ProviderBindings::default(),
             retries: 0,
+            rotation,
+            opened: None,
             reattach: None,
             out: None,
             fatal: None,
@@ -207,10 +215,14 @@ impl Session {
     pub(crate) async fn run(mut self) {
         loop {
             self.set_state(ConnectionState::Connecting);
-            let address = self.shared.address.clone();
+            let index = self.shared.current.load(Ordering::SeqCst);
+            let address = self.shared.address().to_string();
+            // Channel refs deserialized on this thread connect to the engine the session is on.
+            crate::client::CHANNEL_BASE.with(|b| *b.borrow_mut() = Some(address.clone()));
             let headers = self.config.headers.clone();
             let handshake = self.config.timings.handshake;
-            let connecting = async move { connect(&address, &headers, handshake).await };
+            let target = address.clone();
+            let connecting = async move { connect(&target, &headers, handshake).await };
             tokio::pin!(connecting);
             let opened = loop {
                 tokio::select! {
@@ -223,6 +235,11 @@ impl Session {
                 None => return,
                 Some(Ok(ws)) => {
                     self.retries = 0;
+                    let count = self.shared.addresses.len();
+                    if count > 1 && self.opened != Some(index) && (self.opened.is_some() || index != 0) {
+                        eprintln!("[svc] connected to {} (engine address {} of {count})", crate::display_address(&address), index + 1);
+                    }
+                    self.opened = Some(index);
                     if !self.online(ws).await {
                         return;
                     }
@@ -231,6 +248,14 @@ impl Session {
             }
             if self.fatal.take().is_some() {
                 return self.serve_failed().await;
+            }
+            // The next attempt goes to the next address: at once, or after the backoff once every
+            // address had its turn (every attempt with one address, sdk.md §2).
+            let (next, round) = self.rotation.advance(index);
+            self.shared.current.store(next, Ordering::SeqCst);
+            if !round {
+                self.set_state(ConnectionState::Reconnecting);
+                continue;
             }
             let reconnection = self.shared.reconnection;
             if reconnection.max_retries >= 0 && i64::from(self.retries) >= reconnection.max_retries {
@@ -452,6 +477,7 @@ impl Session {
                 self.calls.settle(&result.invocation_id, outcome);
             }
             EngineFrame::WorkerRegistered { worker_id, reattach_token } => {
+                self.rotation.settle();
                 if let Ok(mut id) = self.shared.worker_id.lock() {
                     *id = Some(worker_id.clone());
                 }

@@ -111,7 +111,7 @@ impl TriggerHandler for Quiet {
 async fn headers_go_on_the_upgrade_of_both_sockets() {
     let (url, mut conns, mut upgrades) = recording_engine().await;
     let headers = std::collections::HashMap::from([("x-api-key".to_string(), "k-123".to_string())]);
-    let svc = register_worker(&format!("{url}/?tenant=a"), InitOptions { headers: Some(headers), ..InitOptions::default() }).unwrap();
+    let svc = register_worker(format!("{url}/?tenant=a"), InitOptions { headers: Some(headers), ..InitOptions::default() }).unwrap();
     let _engine = conns.recv().await.unwrap();
     let mut paths = Vec::new();
     while paths.len() < 2 {
@@ -252,7 +252,7 @@ async fn retries_exhausted_fail_the_client_and_its_queued_calls() {
     let port = TcpListener::bind("127.0.0.1:0").await.unwrap().local_addr().unwrap().port(); // released: nothing listens
     let config = ReconnectionConfig { initial_delay_ms: 10, max_delay_ms: 20, max_retries: 2, ..ReconnectionConfig::default() };
     let otel = svc_sdk::OtelConfig { enabled: Some(false), ..Default::default() };
-    let svc = register_worker(&format!("ws://127.0.0.1:{port}"), InitOptions { otel: Some(otel), ..InitOptions::default() }.reconnection_config(config)).unwrap();
+    let svc = register_worker(format!("ws://127.0.0.1:{port}"), InitOptions { otel: Some(otel), ..InitOptions::default() }.reconnection_config(config)).unwrap();
     let (tx, mut rx) = mpsc::unbounded_channel();
     let _watch = svc.add_connection_state_listener(move |s| {
         let _ = tx.send(s);

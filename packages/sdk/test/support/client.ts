@@ -13,7 +13,7 @@ export interface TestClient {
 /** Environment variables are ignored so the host's SVC_* settings cannot leak in. */
 export function makeClient(
   t: TestContext,
-  url: string,
+  url: string | readonly string[],
   options: InitOptions = {},
   internals: ClientInternals = {},
 ): TestClient {

@@ -101,7 +101,8 @@ class OtelConfig:
 
     Attributes:
         enabled: default True; env ``OTEL_ENABLED`` set to ``false``, ``0``, ``no`` or ``off`` disables.
-        engine_ws_url: engine address; the socket is ``<address>/otel``. Default env ``SVC_URL``, else
+        engine_ws_url: engine address; the socket is ``<address>/otel``. Default env ``SVC_URL`` (its
+            first address when it lists several, comma-separated), else
             ``ws://127.0.0.1:49134``.
         service_name: env ``OTEL_SERVICE_NAME``, else ``svc-python``.
         service_version: env ``SERVICE_VERSION``, else ``unknown``.
@@ -230,11 +231,17 @@ class _LogBatch:
             self._socket.send(encode_frame("LOGS", encode_logs(records, self._resource, TRACER_NAME, __version__)))
 
 
+def _engine_url(config: OtelConfig) -> str:
+    """The engine whose ``/otel`` socket gets the telemetry: ``engine_ws_url``, else the first address
+    of env ``SVC_URL`` (which may list several engines, comma-separated, issue 19 §3), else the default."""
+    return config.engine_ws_url or (os.environ.get("SVC_URL") or "").split(",")[0].strip() or "ws://127.0.0.1:49134"
+
+
 class _Pipeline:
     def __init__(self, config: OtelConfig) -> None:
         from svc_helpers.backoff import DEFAULT_RECONNECTION_CONFIG
 
-        url = config.engine_ws_url or os.environ.get("SVC_URL") or "ws://127.0.0.1:49134"
+        url = _engine_url(config)
         attrs: dict[str, Any] = {
             "service.name": config.service_name or os.environ.get("OTEL_SERVICE_NAME") or "svc-python",
             "service.version": config.service_version or os.environ.get("SERVICE_VERSION") or "unknown",

@@ -4,8 +4,10 @@
  *
  * @example
  * // a facade (svc-sdk, svc-browser-sdk) wires it into its session
- * const channels = new Channels({ address, socket: webSocketChannels(WebSocket) })
- * const session = new ClientSession({ address, connector, announce, hooks: { materialize: channels.materialize } })
+ * // `address` is read on every materialisation: ends connect to the engine the session is on now
+ * let session: ClientSession
+ * const channels = new Channels({ address: () => session.getAddress(), socket: webSocketChannels(WebSocket) })
+ * session = new ClientSession({ address: [a, b], connector, announce, hooks: { materialize: channels.materialize } })
  * const { writer, readerRef } = await session.createChannel()
  */
 import { EngineFunctions } from '../../ids.ts'
@@ -31,8 +33,13 @@ export interface Channel<R extends ChannelReader = ChannelReader, W extends Chan
 
 /** Options of {@link Channels}. */
 export interface ChannelsOptions<R extends ChannelReader = ChannelReader, W extends ChannelWriter = ChannelWriter> {
-  /** The session's engine address (`ws:`/`wss:`): ends connect to `<address without query>/ws/channels/…`. */
-  address: string
+  /**
+   * The session's engine address (`ws:`/`wss:`): ends connect to `<address without query>/ws/channels/…`.
+   * A function is called for every end opened, so a session with several engine addresses
+   * (issue 19 §3) gives `() => session.getAddress()`: a ref is materialised against the engine
+   * the session is connected to when the ref arrives, the one that holds the channel.
+   */
+  address: string | (() => string)
   /** Opens each end's WebSocket (the platform's). */
   socket: ChannelSocketFactory
   /** The reader class (a facade's subclass, e.g. with a Node `Readable`); default {@link ChannelReader}. */
@@ -51,7 +58,9 @@ const consoleLog: ClientLog = { warn: (message) => console.warn(`[svc] ${message
 
 /** Live channel ends for one session: from refs (materialisation) or from a new channel. */
 export class Channels<R extends ChannelReader = ChannelReader, W extends ChannelWriter = ChannelWriter> {
-  readonly #base: string
+  readonly #address: () => string
+  /** `channelBase` of the last address seen, computed again only when the address changes. */
+  #base: { address: string; base: string }
   readonly #socket: ChannelSocketFactory
   readonly #Reader: new (ref: StreamChannelRef, link: ChannelLink) => R
   readonly #Writer: new (ref: StreamChannelRef, link: ChannelLink) => W
@@ -60,9 +69,17 @@ export class Channels<R extends ChannelReader = ChannelReader, W extends Channel
   readonly #limits: Readonly<ChannelLimits>
   readonly #live = new Set<ChannelEnd>()
 
-  /** @throws TypeError when `address` is not a `ws:`/`wss:` URL. */
+  /** @throws TypeError when `address` (a string) is not a `ws:`/`wss:` URL. */
   constructor(options: ChannelsOptions<R, W>) {
-    this.#base = channelBase(options.address)
+    const address = options.address
+    if (typeof address === 'string') {
+      const base = { address, base: channelBase(address) }
+      this.#address = () => address
+      this.#base = base
+    } else {
+      this.#address = address
+      this.#base = { address: '', base: '' }
+    }
     this.#socket = options.socket
     this.#Reader = options.reader ?? (ChannelReader as unknown as new (ref: StreamChannelRef, link: ChannelLink) => R)
     this.#Writer = options.writer ?? (ChannelWriter as unknown as new (ref: StreamChannelRef, link: ChannelLink) => W)
@@ -78,8 +95,14 @@ export class Channels<R extends ChannelReader = ChannelReader, W extends Channel
    */
   open(ref: StreamChannelRef): R | W {
     if (!isChannelRef(ref)) throw new TypeError('not a channel ref: {channel_id, access_key, direction: "read" | "write"}')
-    const link: ChannelLink = { url: channelUrl(this.#base, ref), socket: this.#socket, timers: this.#timers, log: this.#log, limits: this.#limits, live: this.#live }
+    const link: ChannelLink = { url: channelUrl(this.#currentBase(), ref), socket: this.#socket, timers: this.#timers, log: this.#log, limits: this.#limits, live: this.#live }
     return ref.direction === 'read' ? new this.#Reader(ref, link) : new this.#Writer(ref, link)
+  }
+
+  #currentBase(): string {
+    const address = this.#address()
+    if (address !== this.#base.address || this.#base.base === '') this.#base = { address, base: channelBase(address) }
+    return this.#base.base
   }
 
   /** Ends of this client with a socket (connecting or open). */

@@ -56,7 +56,8 @@ pub const DEFAULT_ENGINE_URL: &str = "ws://127.0.0.1:49134";
 pub struct OtelConfig {
     /// Default true; env `OTEL_ENABLED` set to `false`, `0`, `no` or `off` disables.
     pub enabled: Option<bool>,
-    /// Worker address whose `/otel` path receives the frames; env `SVC_URL`, else [`DEFAULT_ENGINE_URL`].
+    /// Worker address whose `/otel` path receives the frames; env `SVC_URL` (its first address when
+    /// it lists several), else [`DEFAULT_ENGINE_URL`].
     pub engine_ws_url: Option<String>,
     /// `service.name`; env `OTEL_SERVICE_NAME`, else `svc-rust`.
     pub service_name: Option<String>,
@@ -154,7 +155,7 @@ pub fn init_otel(config: OtelConfig) -> bool {
     if slot.is_some() {
         return true;
     }
-    let url = config.engine_ws_url.clone().or_else(|| env("SVC_URL")).unwrap_or_else(|| DEFAULT_ENGINE_URL.to_string());
+    let url = engine_url(config.engine_ws_url.clone(), env("SVC_URL"));
     let reconnection = config.reconnection_config.unwrap_or_default();
     let Ok(socket) = socket::TelemetrySocket::start(&url, config.headers.clone().unwrap_or_default(), reconnection) else { return false };
     let service_name = config.service_name.clone().or_else(|| env("OTEL_SERVICE_NAME")).unwrap_or_else(|| "svc-rust".into());
@@ -240,6 +241,15 @@ pub mod internal {
     }
 }
 
+/// The engine whose `/otel` socket gets the telemetry: the configured address, else the first of
+/// `svc_url` (env `SVC_URL`, which may list several engines separated by commas, issue 19 §3), else
+/// [`DEFAULT_ENGINE_URL`].
+fn engine_url(configured: Option<String>, svc_url: Option<String>) -> String {
+    configured
+        .or_else(|| svc_url.and_then(|v| v.split(',').next().map(|s| s.trim().to_string())).filter(|v| !v.is_empty()))
+        .unwrap_or_else(|| DEFAULT_ENGINE_URL.to_string())
+}
+
 #[cfg(test)]
 mod tests {
     use super::socket::otel_url;
@@ -248,5 +258,13 @@ mod tests {
     fn otel_path_keeps_the_query() {
         assert_eq!(otel_url("ws://h:1"), "ws://h:1/otel");
         assert_eq!(otel_url("ws://h:1/?token=a"), "ws://h:1/otel?token=a");
+    }
+
+    #[test]
+    fn telemetry_goes_to_the_first_engine_of_an_svc_url_list() {
+        use super::engine_url;
+        assert_eq!(engine_url(None, Some(" ws://a:1 , ws://b:2".into())), "ws://a:1");
+        assert_eq!(engine_url(Some("ws://c:3".into()), Some("ws://a:1,ws://b:2".into())), "ws://c:3");
+        assert_eq!(engine_url(None, None), super::DEFAULT_ENGINE_URL);
     }
 }
