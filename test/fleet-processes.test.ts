@@ -22,8 +22,10 @@ describe('a fleet of three engine processes', () => {
   let project: string
   const engines: RunningEngine[] = []
   const workers: SvcClient[] = []
-  const worker = (engine: number, name: string): SvcClient => {
-    const w = registerWorker(engines[engine]!.engineUrl, { workerName: name, otel: { enabled: false } })
+  /** A worker of engine `engine`; `fallback` engines are further addresses it rotates to (sdk: several addresses). */
+  const worker = (engine: number, name: string, ...fallback: number[]): SvcClient => {
+    const addresses = [engine, ...fallback].map((i) => engines[i]!.engineUrl)
+    const w = registerWorker(addresses.length === 1 ? addresses[0]! : addresses, { workerName: name, otel: { enabled: false }, reconnectionConfig: { initialDelayMs: 100, maxDelayMs: 500 } })
     workers.push(w)
     return w
   }
@@ -81,7 +83,9 @@ describe('a fleet of three engine processes', () => {
     const caller = worker(0, 'load')
     // A replica on e2 and one on e3; e3's answers slowly so that calls are in flight when it dies.
     worker(1, 'stock-e2').registerFunction('stock::reserve', () => 'e2')
-    worker(2, 'stock-e3').registerFunction('stock::reserve', () => new Promise((resolve) => setTimeout(() => resolve('e3'), 200)))
+    // The e3 worker knows e2's address too: it moves there when e3 dies.
+    const movable = worker(2, 'stock-e3', 1)
+    movable.registerFunction('stock::reserve', () => new Promise((resolve) => setTimeout(() => resolve('moved'), 200)))
     await listedOn(caller, 'stock::reserve', 2)
     // Acknowledged writes through e3, before it dies.
     const writer = worker(2, 'writer')
@@ -102,22 +106,22 @@ describe('a fleet of three engine processes', () => {
       }
       await Promise.all(inFlight)
     })()
-    await eventually(() => outcomes.includes('e3') && outcomes.includes('e2'), 15_000)
+    await eventually(() => outcomes.includes('moved') && outcomes.includes('e2'), 15_000)
     const killedAt = performance.now()
     await engines[2]!.kill9()
     const before = outcomes.length
-    // Calls keep being answered, by e2 only, once the fleet dropped e3.
-    await eventually(() => outcomes.slice(before).filter((o) => o === 'e2').length >= 200, 30_000)
+    // Calls keep being answered once the fleet dropped e3; the moved worker serves again from e2.
+    await eventually(() => outcomes.slice(before).filter((o) => o === 'e2').length >= 200 && outcomes.slice(before).includes('moved'), 30_000)
     stop = true
     await load
     const errors = outcomes.filter((o) => o.startsWith('error:'))
     assert.ok(errors.every((e) => e === 'error:invocation_stopped'), `only invocation_stopped: ${[...new Set(errors)].join(', ')}`)
-    const tail = outcomes.slice(-100)
-    assert.ok(tail.every((o) => o === 'e2'), `the last calls were all served by e2: ${[...new Set(tail)].join(', ')}`)
-    const list = (await caller.trigger({ function_id: 'engine::functions::list', payload: {} })) as { functions: Array<{ function_id: string; replica_count: number }> }
-    assert.equal(list.functions.find((f) => f.function_id === 'stock::reserve')?.replica_count, 1)
-    const workersList = (await caller.trigger({ function_id: 'engine::workers::list', payload: {} })) as { workers: Array<{ engine?: string }> }
+    assert.equal(movable.getAddress(), engines[1]!.engineUrl, 'the worker rotated to e2')
+    const list = (await caller.trigger({ function_id: 'engine::functions::list', payload: {} })) as { functions: Array<{ function_id: string; replica_count: number; engines?: string[] }> }
+    assert.deepEqual(list.functions.find((f) => f.function_id === 'stock::reserve')?.engines, ['e2'])
+    const workersList = (await caller.trigger({ function_id: 'engine::workers::list', payload: {} })) as { workers: Array<{ name: string; engine?: string }> }
     assert.ok(!workersList.workers.some((w) => w.engine === 'e3'), 'e3 left the fleet')
+    assert.equal(workersList.workers.find((w) => w.name === 'stock-e3')?.engine, 'e2')
     // Every acknowledged write through e3 is read back through e1 and e2.
     for (const reader of [caller, worker(1, 'reader')]) {
       for (let i = 0; i < 50; i++) assert.equal(await reader.trigger({ function_id: 'state::get', payload: { scope: 'fleet-e2e', key: `k${i}` } }), i)
