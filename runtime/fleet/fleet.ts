@@ -131,7 +131,7 @@ export class Fleet {
    * Connects to NATS and joins the fleet. Waits up to `waitMs` for the first connection; without
    * one the engine runs degraded and keeps trying (health shows it).
    */
-  async start(waitMs = 5000): Promise<void> {
+  async start(waitMs = 1500): Promise<void> {
     const servers = this.config.nats
     const connecting = connect({
       servers,

@@ -1,0 +1,135 @@
+/**
+ * The fleet rows of `npm run bench` (issue 19): two engine processes in one fleet on a private
+ * nats-server, a callee worker on engine B (bench/callee.ts), and in the same run:
+ *
+ *   cross-engine   a caller on engine A invokes `bench::echo` on B (worker → A → NATS → B → worker)
+ *   same engine    the same caller on engine B (worker → B → worker), alternated with the above
+ *   Moleculer      caller broker → the same nats-server → callee broker
+ *   HTTP CPU       GET /bench/echo through B's own listener vs. through A's (the route is B's
+ *                  worker's): CPU time of every svc process (both engines and nats-server; the
+ *                  load generator and the worker are the same in both) per request, from
+ *                  /proc/<pid>/stat — two cores cannot show scaling in requests per second.
+ *
+ * Prints one JSON line. svc-sdk processes run with their defaults except telemetry (off like the
+ * peers', see run.ts).
+ */
+import { spawn, type ChildProcess } from 'node:child_process'
+import { readFileSync } from 'node:fs'
+import { mkdtemp, rm, writeFile } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { createInterface } from 'node:readline'
+import { fileURLToPath } from 'node:url'
+import { firstJson } from './lines.ts'
+import { runMain } from './measure.ts'
+import { startNatsServer } from './peers/nats-server.ts'
+
+const ROOT = fileURLToPath(new URL('..', import.meta.url))
+process.env.OTEL_ENABLED ??= 'false'
+const children: ChildProcess[] = []
+const ROUNDS = 3
+
+function start(args: string[], env: Record<string, string> = {}, cwd = ROOT): { child: ChildProcess; lines: AsyncIterableIterator<string> } {
+  const child = spawn(process.execPath, args, { cwd, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'inherit'] })
+  children.push(child)
+  return { child, lines: createInterface({ input: child.stdout! })[Symbol.asyncIterator]() }
+}
+
+async function run(args: string[], env: Record<string, string> = {}): Promise<Record<string, any>> {
+  const { lines } = start(args, env)
+  let last: Record<string, any> | undefined
+  for await (const line of lines) {
+    try {
+      last = JSON.parse(line)
+    } catch {
+      /* not the result */
+    }
+  }
+  if (!last) throw new Error(`${args.join(' ')} printed no result`)
+  return last
+}
+
+function stop(child: ChildProcess): Promise<void> {
+  return new Promise((resolve) => {
+    if (child.exitCode !== null) return resolve()
+    child.once('exit', () => resolve())
+    child.kill('SIGTERM')
+  })
+}
+
+/** CPU time of a process so far, ms (utime + stime of /proc/<pid>/stat). */
+function cpuMs(pid: number): number {
+  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8')
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ')
+  return ((Number(fields[11]) + Number(fields[12])) * 1000) / 100
+}
+
+const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!
+const medianRun = (runs: Array<Record<string, any>>) => [...runs].sort((a, b) => a.per_second[64] - b.per_second[64])[Math.floor(runs.length / 2)]!
+
+async function main(): Promise<void> {
+  const nats = await startNatsServer((child) => children.push(child))
+  const project = await mkdtemp(join(tmpdir(), 'svc-bench-fleet-'))
+  try {
+    await writeFile(
+      join(project, 'config.yaml'),
+      ['fleet:', '  name: bench', `  nats: ${nats.url}`, 'workers:', '  - name: svc-worker-manager', '    config: { port: 0 }', '  - name: svc-http', '    config: { port: 0 }', '  - name: svc-stream', '    config: { port: 0 }', ''].join('\n'),
+    )
+    const engine = async (name: string) => {
+      const started = start([join(ROOT, 'bin', 'run.js'), '--json', '--no-workers', '--data-dir', join(project, `.data-${name}`)], { SVC_LOG_LEVEL: 'warn', SVC_FLEET_ENGINE: name }, project)
+      return { ...started, ready: await firstJson(started.lines, 'engine_url') }
+    }
+    const a = await engine('a')
+    const b = await engine('b')
+    const callee = start(['bench/callee.ts', b.ready.engine_url])
+    await firstJson(callee.lines, 'ready')
+
+    const crossRuns: Array<Record<string, any>> = []
+    const localRuns: Array<Record<string, any>> = []
+    for (let round = 0; round < ROUNDS; round++) {
+      crossRuns.push(await run(['bench/load-ws.ts', 'svc', a.ready.engine_url]))
+      localRuns.push(await run(['bench/load-ws.ts', 'svc', b.ready.engine_url]))
+    }
+
+    // HTTP through B's own listener and through A's, alternated; CPU of both engines and nats-server.
+    const svcPids = [a.child.pid!, b.child.pid!, nats.child.pid!]
+    const http: Record<'own' | 'other', { cpu_us_per_request: number[]; per_second: number[] }> = { own: { cpu_us_per_request: [], per_second: [] }, other: { cpu_us_per_request: [], per_second: [] } }
+    const durationMs = Number(process.env.BENCH_DURATION_MS ?? 3000)
+    for (let round = 0; round < ROUNDS; round++) {
+      for (const [via, url] of [['own', b.ready.http_url], ['other', a.ready.http_url]] as const) {
+        const before = svcPids.reduce((sum, pid) => sum + cpuMs(pid), 0)
+        const result = await run(['bench/load-http.ts', `${url}/bench/echo`, '16'], { BENCH_DURATION_MS: String(durationMs) })
+        const used = svcPids.reduce((sum, pid) => sum + cpuMs(pid), 0) - before
+        // 500 warm-up requests plus the measured ones.
+        const requests = 500 + Math.round((result.per_second * durationMs) / 1000)
+        http[via].cpu_us_per_request.push(Math.round((used * 1000) / requests))
+        http[via].per_second.push(result.per_second)
+      }
+    }
+    await stop(callee.child)
+    await stop(a.child)
+    await stop(b.child)
+
+    const moleculerCallee = start(['bench/peers/moleculer-callee.ts', nats.url])
+    await firstJson(moleculerCallee.lines, 'ready')
+    const moleculer = await run(['bench/peers/moleculer-caller.ts', nats.url])
+    await stop(moleculerCallee.child)
+
+    console.log(
+      JSON.stringify({
+        cross: medianRun(crossRuns),
+        local: medianRun(localRuns),
+        moleculer,
+        http: {
+          own: { cpu_us_per_request: median(http.own.cpu_us_per_request), per_second: median(http.own.per_second) },
+          other: { cpu_us_per_request: median(http.other.cpu_us_per_request), per_second: median(http.other.per_second) },
+        },
+      }),
+    )
+  } finally {
+    await nats.stop()
+    await rm(project, { recursive: true, force: true })
+  }
+}
+
+runMain(main, children)
