@@ -49,7 +49,7 @@ describe('a fleet of three engines on NATS', () => {
   before(async () => {
     nats = await startTestNats()
     for (const name of ['alpha', 'bravo', 'charlie']) {
-      engines.push(await startTestEngine({ config: { fleet: fleetConfig(nats, name) }, settings: { 'svc-observability': { store: 'memory' } } }))
+      engines.push(await startTestEngine({ config: { fleet: fleetConfig(nats, name) }, settings: { 'svc-observability': { store: 'memory' }, queue: { queue_configs: { billing: {} } } } }))
     }
   })
   after(async () => {
@@ -79,6 +79,18 @@ describe('a fleet of three engines on NATS', () => {
     const failure = await rejection(engines[2]!.engine.inject({ function_id: 'orders::reject', data: {} }))
     assert.equal(failure.code, 'OUT_OF_STOCK')
     assert.match(failure.message, /no stock/)
+  })
+
+  it('enqueues for a function on another engine: the queue of the caller\'s engine delivers it there', async () => {
+    const delivered: unknown[] = []
+    client(2, 'billing').registerFunction('billing::charge', (input: { order: number }) => {
+      delivered.push(input.order)
+      return { charged: true }
+    })
+    await listed(0, 'billing::charge')
+    const receipt = (await client(0, 'shop').trigger({ function_id: 'billing::charge', payload: { order: 5 }, action: { type: 'enqueue', queue: 'billing' } })) as { messageReceiptId: string }
+    assert.match(receipt.messageReceiptId, /^[0-9a-f-]{36}$/)
+    await eventually(() => delivered.includes(5), 10_000)
   })
 
   it('lists every engine\'s workers with their engine, and the replicas of a function on each', async () => {
