@@ -86,9 +86,17 @@ async function main(): Promise<void> {
 
     const crossRuns: Array<Record<string, any>> = []
     const localRuns: Array<Record<string, any>> = []
+    // CPU µs per call of engine A, engine B and nats-server (and the callee) during each run.
+    const perCall = (runResult: Record<string, any>, before: number[], pids: number[]) => {
+      runResult.cpu_us_per_call = Object.fromEntries(['engine_a', 'engine_b', 'nats', 'callee'].map((name, i) => [name, Math.round(((cpuMs(pids[i]!) - before[i]!) * 1000) / runResult.calls)]))
+      return runResult
+    }
+    const pids = () => [a.child.pid!, b.child.pid!, nats.child.pid!, callee.child.pid!]
     for (let round = 0; round < ROUNDS; round++) {
-      crossRuns.push(await run(['bench/load-ws.ts', 'svc', a.ready.engine_url]))
-      localRuns.push(await run(['bench/load-ws.ts', 'svc', b.ready.engine_url]))
+      let before = pids().map(cpuMs)
+      crossRuns.push(perCall(await run(['bench/load-ws.ts', 'svc', a.ready.engine_url]), before, pids()))
+      before = pids().map(cpuMs)
+      localRuns.push(perCall(await run(['bench/load-ws.ts', 'svc', b.ready.engine_url]), before, pids()))
     }
 
     // HTTP through B's own listener and through A's, alternated; CPU of both engines and nats-server.

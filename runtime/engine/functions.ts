@@ -20,8 +20,6 @@ export interface Callee {
    * others, and calls served for another engine never go to them.
    */
   readonly remote?: boolean
-  /** The fleet member a remote callee's engine is (compared with `Invocation.avoid`). */
-  readonly member?: object
   dispatch(invocation: Invocation, target: FunctionEntry, replica: Replica): void
 }
 
@@ -75,16 +73,15 @@ export class FunctionEntry {
    * Picks a replica round-robin, skipping backpressured or dying peers; when every live replica is
    * backpressured, the one with the least unsent data (§6.1). In a fleet, replicas of this engine
    * come first and those on other engines are balanced among themselves; `localOnly` (a call
-   * served for another engine) takes this engine's only, and `avoid` skips one member's.
-   * Undefined when none is alive.
+   * served for another engine) takes this engine's only. Undefined when none is alive.
    */
-  pick(backpressureBytes: number, localOnly = false, avoid?: object): Replica | undefined {
+  pick(backpressureBytes: number, localOnly = false): Replica | undefined {
     const replicas = this.replicas
     const n = replicas.length
     if (n === 1) {
       const only = replicas[0]!
       if (!only.peer.alive) return undefined
-      if (only.callee.remote === true && (localOnly || (avoid !== undefined && only.callee.member === avoid))) return undefined
+      if (only.callee.remote === true && localOnly) return undefined
       return only
     }
     let fallback: Replica | undefined
@@ -113,7 +110,6 @@ export class FunctionEntry {
       const index = (this.remoteCursor + i) % n
       const replica = replicas[index]!
       if (!replica.peer.alive || replica.callee.remote !== true) continue
-      if (avoid !== undefined && replica.callee.member === avoid) continue
       this.remoteCursor = (index + 1) % n
       return replica
     }

@@ -40,6 +40,4 @@ export interface Invocation {
    * caller's engine already chose this one; issue 19).
    */
   localOnly?: true
-  /** A fleet member the call must not go to again (NATS found no subscriber there). */
-  avoid?: object
 }

@@ -255,7 +255,7 @@ export class InvocationPipeline {
       const interceptors = this.interceptors
       for (let i = 0; i < interceptors.length; i++) interceptors[i]!.intercept(invocation, target)
       // dispatch
-      const replica = target.pick(this.host.backpressureBytes, invocation.localOnly, invocation.avoid)
+      const replica = target.pick(this.host.backpressureBytes, invocation.localOnly)
       if (replica === undefined) return invocation.reply.error(this.notFound(invocation))
       replica.callee.dispatch(invocation, target, replica)
     } catch (err) {

@@ -99,28 +99,29 @@ export class FleetCalls implements MemberLink {
     ofMember.add(leg)
     const timeoutMs = invocation.timeoutMs
     if (timeoutMs !== undefined) leg.timer = setTimeout(() => this.finish(leg, undefined, errorBody(Errors.timeout, timeoutMs)), timeoutMs)
-    this.bus.publish(subject, frame, { reply: this.subjects.replyPrefix + id })
+    this.bus.publish(subject, frame, { reply: member.replySubject ??= this.subjects.replyPrefix + member.instance })
   }
 
   /**
-   * A message on this engine's reply subject: an `invocationresult` frame, or NATS's "no
-   * responders" status (code 503, no body) when the member's engine is gone.
+   * A message on this engine's reply subject for the calls to one member (one subject per member:
+   * NATS keeps no per-call state): an `invocationresult` frame of one of those calls, or NATS's
+   * "no responders" status (code 503, no body) when the member's engine has no subscription left.
    */
-  reply(subject: string, data: Uint8Array, status: number | undefined): void {
-    const leg = this.legs.get(subject.slice(this.subjects.replyPrefix.length))
-    if (leg === undefined) return
+  reply(subject: string, data: Uint8Array, status: number | undefined, memberOf: (instance: string) => Member | undefined): void {
     if (status === 503) {
-      this.close(leg)
-      this.onNoResponders(leg.member)
-      return this.redispatch(leg)
-    }
-    const decoded = decodeFrame(data, false)
-    if (decoded.kind !== 'message' || decoded.message.type !== 'invocationresult' || decoded.message.invocation_id !== leg.id) {
-      // Not the callee engine's answer (which is an invocationresult of this leg): dropped, and the
-      // call keeps waiting for the real one.
-      this.log.debug(`a message on the reply subject of a call to engine ${leg.member.engine} was not its answer; ignored`)
+      const member = memberOf(subject.slice(this.subjects.replyPrefix.length))
+      // The member is gone: leaving ends its calls in flight with invocation_stopped.
+      if (member !== undefined) this.onNoResponders(member)
       return
     }
+    const decoded = decodeFrame(data, false)
+    if (decoded.kind !== 'message' || decoded.message.type !== 'invocationresult') {
+      this.log.debug('a message on a fleet reply subject was not an invocationresult frame; ignored')
+      return
+    }
+    const leg = this.legs.get(decoded.message.invocation_id)
+    // Only the answer of a call to that member: a NATS client cannot answer another's calls.
+    if (leg === undefined || leg.member.replySubject !== subject) return
     this.finish(leg, decoded.message.result, decoded.message.error)
   }
 
@@ -137,16 +138,6 @@ export class FleetCalls implements MemberLink {
   stopAll(): void {
     for (const member of [...this.byMember.keys()]) this.memberGone(member)
   }
-
-  /** The call reached no subscriber: another replica, else `function_not_found`. */
-  private redispatch(leg: FleetLeg): void {
-    const { invocation, member } = leg
-    invocation.avoid = member
-    this.retry(invocation)
-  }
-
-  /** Set by the fleet: runs an invocation through the pipeline again. */
-  retry: (invocation: Invocation) => void = (invocation) => invocation.reply.error(errorBody(Errors.invocationStopped))
 
   private finish(leg: FleetLeg, result: JsonInput | undefined, error: ErrorBody | undefined): void {
     if (!this.close(leg)) return

@@ -116,7 +116,6 @@ export class Fleet {
     this.state = state
     this.bus = bus
     this.calls = new FleetCalls(bus, state, this.subjects, host.log, (member) => this.leave(member, 'NATS found no subscription of it'))
-    this.calls.retry = (invocation) => host.run(invocation)
   }
 
   private readonly state: BusState
@@ -256,7 +255,7 @@ export class Fleet {
       if (msg.reply) this.publish(msg.reply, this.snapshotJson)
     })
     sub(this.subjects.calls, (msg) => this.serve(msg))
-    sub(this.subjects.replies, (msg) => this.calls.reply(msg.subject, msg.data, msg.headers?.code))
+    sub(this.subjects.replies, (msg) => this.calls.reply(msg.subject, msg.data, msg.headers?.code, (instance) => this.members.get(instance)))
     void this.watch(nc)
     this.refreshSnapshot()
     this.publish(this.subjects.heartbeat, JSON.stringify(this.heartbeat()))

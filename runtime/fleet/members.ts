@@ -77,14 +77,12 @@ export class RemoteWorker implements Peer {
 export class FleetCallee implements Callee {
   readonly peer: RemoteWorker
   readonly remote = true
-  readonly member: Member
   /** Unsent bytes are NATS's to buffer; replica selection balances remote replicas round-robin. */
   readonly pendingBytes = 0
   private readonly link: MemberLink
 
   constructor(peer: RemoteWorker, link: MemberLink) {
     this.peer = peer
-    this.member = peer.member
     this.link = link
   }
 
@@ -109,6 +107,8 @@ export class Member {
   fetching = false
   /** A liveness probe is in flight. */
   probing = false
+  /** This engine's reply subject for its calls to the member (built on first use). */
+  replySubject: string | undefined
   readonly workers = new Map<string, RemoteWorker>()
   /** `namespace\0function_id\0worker_id` → the replica this member's snapshot added. */
   readonly replicas = new Map<string, { namespace: string; id: string; worker: RemoteWorker }>()

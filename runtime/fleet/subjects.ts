@@ -9,7 +9,8 @@
  *   one subject per function (the frame inside names the function too; the subject lets NATS
  *   tools see the traffic per function). An engine that is gone has no subscription, so NATS
  *   answers "no responders" at once.
- * - `svc.<fleet>.reply.<instance>.<leg>` — the answer to one call.
+ * - `svc.<fleet>.reply.<instance>.<member instance>` — answers to the calls this engine made to one
+ *   member (the frame names the call); NATS "no responders" there means the member is gone.
  */
 import { createHash } from 'node:crypto'
 
@@ -37,7 +38,7 @@ export class FleetSubjects {
   readonly heartbeat: string
   /** This engine's call subscription: every function it serves. */
   readonly calls: string
-  /** This engine's reply subscription, and the prefix of each call's reply subject. */
+  /** This engine's reply subscription, and the prefix of its reply subject per member. */
   readonly replies: string
   readonly replyPrefix: string
   private readonly prefix: string
