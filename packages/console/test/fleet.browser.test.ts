@@ -187,15 +187,15 @@ describe('console: the fleet (issue 19 §3, §4)', () => {
     await page.getByTestId('fleet-status').getByText('healthy').waitFor()
     await nats.stop()
     try {
-      await page.getByTestId('fleet-status').getByText('degraded').waitFor({ timeout: 15_000 })
+      await page.getByTestId('fleet-status').getByText('degraded').waitFor({ timeout: 20_000 })
       await page.getByTestId('fleet-status').getByText(/NATS is not reachable/).waitFor()
       // The sidebar re-reads the fleet every 10 s.
-      await page.getByTestId('fleet-membership').getByText(/\(degraded\)/).waitFor({ timeout: 15_000 })
+      await page.getByTestId('fleet-membership').getByText(/\(degraded\)/).waitFor({ timeout: 25_000 })
       await shot('fleet-degraded')
     } finally {
       await nats.start()
     }
-    await page.getByTestId('fleet-status').getByText('healthy').waitFor({ timeout: 15_000 })
+    await page.getByTestId('fleet-status').getByText('healthy').waitFor({ timeout: 20_000 })
     await engineRow('bravo').waitFor({ timeout: 15_000 })
   })
 
