@@ -327,7 +327,7 @@ describe('svc console backend (cli.md §7.1)', () => {
   })
 
   it('fuzz: any /api/invoke or /api/http body gets a JSON answer and the server keeps serving', async () => {
-    const functionId = fc.oneof(fc.constantFrom('shop::echo', 'shop::fail', 'state::get', 'engine::functions::list', 'nope::x', ''), fc.string(), fc.jsonValue())
+    const functionId = fc.oneof(fc.constantFrom('shop::echo', 'shop::fail', 'state::get', 'engine::functions::list', 'engine::workers::list', 'engine::fleet::list', 'nope::x', ''), fc.string(), fc.jsonValue())
     const invokeBody = fc.oneof(
       fc.record({ function_id: functionId, payload: fc.jsonValue(), namespace: fc.option(fc.oneof(fc.string(), fc.constant('default'), fc.integer())), timeout_ms: fc.option(fc.oneof(fc.integer(), fc.double())) }, { requiredKeys: ['function_id'] }),
       fc.jsonValue(),

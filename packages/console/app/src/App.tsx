@@ -12,6 +12,7 @@
  * | `/state`, `/state/:scope`, `/state/:scope/:key` | State |
  * | `/streams`, `/streams/:stream`, `/streams/:stream/:group` | Streams |
  * | `/configuration`, `/configuration/:id` | Configuration |
+ * | `/fleet` | Fleet: the engines of this engine's fleet (issue 19; listed in the sidebar only in a fleet) |
  */
 import type { ReactNode } from 'react'
 import { Layout } from './components/layout.tsx'
@@ -19,6 +20,7 @@ import { Empty, PageHeader } from './components/ui.tsx'
 import { Link, matchPath, useLocation } from './router/router.tsx'
 import { ConfigurationPage } from './pages/configuration/ConfigurationPage.tsx'
 import { FunctionDetailPage } from './pages/functions/FunctionDetailPage.tsx'
+import { FleetPage } from './pages/fleet/FleetPage.tsx'
 import { FunctionsPage } from './pages/functions/FunctionsPage.tsx'
 import { LogsPage } from './pages/logs/LogsPage.tsx'
 import { QueuesPage } from './pages/queues/QueuesPage.tsx'
@@ -54,6 +56,7 @@ const ROUTES: Route[] = [
   ['/streams/:stream/:group', (p) => <StreamsPage stream={p.stream!} group={p.group!} />],
   ['/configuration', () => <ConfigurationPage />],
   ['/configuration/:id', (p) => <ConfigurationPage id={p.id!} />],
+  ['/fleet', () => <FleetPage />],
 ]
 
 /** Picks the page for the current path; unknown paths get a "not found" page with a way back. */

@@ -73,6 +73,8 @@ export interface WorkerSummary {
   function_count: number
   connected_at_ms: number | null
   active_invocations: number
+  /** In a fleet: the engine the worker is connected to (issue 19; absent on an engine alone). */
+  engine?: string
 }
 
 /** WorkerDetail: a WorkerSummary plus the engine's view of it. */
@@ -91,6 +93,8 @@ export interface FunctionSummary {
   description?: string
   metadata?: Record<string, unknown>
   replica_count: number
+  /** In a fleet: the engines its replicas' workers are connected to, sorted (issue 19). */
+  engines?: string[]
 }
 
 /** FunctionDetail (protocol.md §11.1). */
@@ -98,8 +102,34 @@ export interface FunctionDetail extends FunctionSummary {
   request_schema?: JsonSchema
   response_schema?: JsonSchema
   invocation?: { url: string; method?: string }
-  replicas: { worker_id: string; worker_name: string | null }[]
+  /** `engine`: in a fleet, the engine each replica's worker is connected to (issue 19). */
+  replicas: { worker_id: string; worker_name: string | null; engine?: string }[]
   registered_triggers: { id: string; trigger_type: string; config: unknown; status: string }[]
+}
+
+/**
+ * `engine::fleet::list` (issue 19), as the engine answers it. Everything in `engines[]` but the
+ * answering engine's own row came from other engines over NATS: read it through
+ * `readFleet` (pages/fleet/fleet.ts) before showing it.
+ */
+export interface FleetListResult {
+  fleet: string | null
+  engine: string | null
+  status: 'healthy' | 'degraded' | 'alone'
+  detail?: string
+  engines: FleetEngineInfo[]
+}
+
+/** One engine of `engine::fleet::list`: `last_heard_ms` is relative to the answer, `started_at_ms` Unix ms. */
+export interface FleetEngineInfo {
+  engine: string
+  instance: string
+  self: boolean
+  urls: string[]
+  started_at_ms: number
+  last_heard_ms: number
+  workers: number
+  functions: number
 }
 
 /** TriggerTypeSummary (protocol.md §11.1). */

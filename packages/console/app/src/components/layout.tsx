@@ -4,7 +4,14 @@ import { getInfo } from '../api/client.ts'
 import type { ConsoleInfo } from '../api/types.ts'
 import { useConnectionState } from '../live/hooks.ts'
 import type { ConnectionState } from '../live/connection.ts'
+import { useFleet } from '../pages/fleet/FleetPage.tsx'
 import { Link, useLocation } from '../router/router.tsx'
+
+/** How often the sidebar re-reads the fleet's status while the engine is in one, ms. */
+const SIDEBAR_FLEET_POLL_MS = 10_000
+
+/** The Fleet entry: listed after the others, and only while the engine is in a fleet (issue 19). */
+export const FLEET_NAV = { label: 'Fleet', to: '/fleet' }
 
 /** Sidebar entries: label and the path prefix that marks them active. */
 export const NAV: { label: string; to: string }[] = [
@@ -65,6 +72,13 @@ export function Layout({ children }: { children: ReactNode }) {
   const { path } = useLocation()
   const state = useConnectionState()
   const info = useInfo(state)
+  // Membership is configuration: an engine alone is read once per connection (useCall re-reads on
+  // reconnection); in a fleet the NATS status is re-read every SIDEBAR_FLEET_POLL_MS.
+  const [polled, setPolled] = useState(false)
+  const fleet = useFleet({ pollMs: polled ? SIDEBAR_FLEET_POLL_MS : undefined })
+  const member = fleet.view !== undefined && !fleet.alone ? fleet.view : undefined
+  useEffect(() => setPolled(member !== undefined), [member !== undefined])
+  const nav = member || path === FLEET_NAV.to ? [...NAV, FLEET_NAV] : NAV
   const current = path === '/' ? '/workers' : path
   return (
     <div className="layout">
@@ -77,7 +91,7 @@ export function Layout({ children }: { children: ReactNode }) {
           <span className="muted small">console{info?.version ? ` ${info.version}` : ''}</span>
         </div>
         <ul>
-          {NAV.map((item) => {
+          {nav.map((item) => {
             const active = current === item.to || current.startsWith(item.to + '/')
             return (
               <li key={item.to}>
@@ -94,6 +108,12 @@ export function Layout({ children }: { children: ReactNode }) {
             {STATE_TEXT[state]}
           </span>
           {info?.engine_url ? <div className="muted small mono ellipsis" title={info.engine_url}>{info.engine_url}</div> : null}
+          {member ? (
+            <div className="muted small fleet-line" data-testid="fleet-membership">
+              engine <span className="mono">{member.engine}</span> of fleet <span className="mono">{member.fleet}</span>
+              {member.status === 'degraded' ? ' (degraded)' : ''}
+            </div>
+          ) : null}
         </div>
       </nav>
       <div className="main-col">

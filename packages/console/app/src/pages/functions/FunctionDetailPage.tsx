@@ -36,7 +36,8 @@ export function FunctionDetailPage({ id }: { id: string }) {
                   ['Namespace', data.namespace],
                   ['Description', data.description],
                   ['Worker', data.worker_name],
-                  ['Replicas', data.replicas.map((r) => r.worker_name ?? r.worker_id).join(', ') || String(data.replica_count)],
+                  ['Replicas', data.replicas.map((r) => `${r.worker_name ?? r.worker_id}${typeof r.engine === 'string' ? ` on ${r.engine}` : ''}`).join(', ') || String(data.replica_count)],
+                  ...(Array.isArray(data.engines) ? [['Engines', data.engines.join(', ')] as [string, string]] : []),
                   ['Served over HTTP', data.invocation ? `${data.invocation.method ?? 'POST'} ${data.invocation.url}` : null],
                   ['Metadata', data.metadata && Object.keys(data.metadata).length ? <JsonView value={data.metadata} /> : null],
                 ]}

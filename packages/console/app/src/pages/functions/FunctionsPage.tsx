@@ -1,11 +1,20 @@
 /**
  * Functions (cli.md §7.2): every function grouped by the prefix before `::`, with a toggle for
- * internal ones. Reads `engine::functions::list`; refreshed by the `functions` live channel.
+ * internal ones. Reads `engine::functions::list`; refreshed by the `functions` live channel. In a
+ * fleet (issue 19 §3) an Engines column names the engines each function's replicas are on.
  */
 import { useCall } from '../../api/hooks.ts'
 import type { FunctionSummary } from '../../api/types.ts'
 import { Link, pathOf, setQuery, useLocation, withQuery } from '../../router/router.tsx'
 import { Empty, ErrorBox, PageHeader, Updated } from '../../components/ui.tsx'
+import { cutText } from '../fleet/fleet.ts'
+
+/** The engines of a function as text (`alpha, bravo`), from untrusted names; null outside a fleet. */
+export function enginesText(f: Pick<FunctionSummary, 'engines'>): string | null {
+  if (!Array.isArray(f.engines)) return null
+  const names = f.engines.map((e) => cutText(e)).filter((e): e is string => e !== null)
+  return names.length > 8 ? `${names.slice(0, 8).join(', ')} +${names.length - 8} more` : names.join(', ')
+}
 
 /** Groups functions by the part of the id before the first `::` (the "service"). */
 export function groupByPrefix(functions: FunctionSummary[]): [string, FunctionSummary[]][] {
@@ -29,6 +38,7 @@ export function FunctionsPage() {
   const needle = search.toLowerCase()
   const functions = (data?.functions ?? []).filter((f) => !needle || f.function_id.toLowerCase().includes(needle) || (f.description ?? '').toLowerCase().includes(needle))
   const groups = groupByPrefix(functions)
+  const fleet = (data?.functions ?? []).some((f) => Array.isArray(f.engines))
   return (
     <>
       <PageHeader
@@ -60,6 +70,7 @@ export function FunctionsPage() {
                 <th>Function</th>
                 <th>Namespace</th>
                 <th>Worker</th>
+                {fleet ? <th>Engines</th> : null}
                 <th className="num">Replicas</th>
                 <th>Description</th>
               </tr>
@@ -75,6 +86,7 @@ export function FunctionsPage() {
                   </td>
                   <td>{f.namespace}</td>
                   <td>{f.worker_name ?? '—'}</td>
+                  {fleet ? <td className="mono">{enginesText(f) || '—'}</td> : null}
                   <td className="num">{f.replica_count}</td>
                   <td className="muted">{f.description ?? ''}</td>
                 </tr>

@@ -3,6 +3,7 @@
  * memory and event-loop lag (latest values from `engine::workers::info`, history from
  * `engine::metrics::list {worker}`), and its recent logs (`engine::logs::list {service_name}`).
  */
+import type { ReactNode } from 'react'
 import { useCall } from '../../api/hooks.ts'
 import type { LogPage, Metric, WorkerInfo } from '../../api/types.ts'
 import { formatBytes, formatDuration, formatSince, formatTime } from '../../format/format.ts'
@@ -48,6 +49,7 @@ export function WorkerDetailPage({ id }: { id: string }) {
               rows={[
                 ['Id', <span className="mono">{worker.id}</span>],
                 ['Namespace', worker.namespace],
+                ...(typeof worker.engine === 'string' ? [['Engine', <span className="mono">{worker.engine}</span>] as [string, ReactNode]] : []),
                 ['Description', worker.description],
                 ['Status', <StatusBadge status={worker.status} />],
                 ['Runtime', [worker.runtime, worker.version].filter(Boolean).join(' ')],
