@@ -26,6 +26,10 @@
  *               the worker's process (bench/http-upload.ts, its own engine)
  *   sdk-rust    the Rust SDK's caller/callee pair vs. the Node SDK's through one engine, alternated
  *               (bench/sdk-rust.ts, its own engine; needs cargo)
+ *   fleet       a call from a worker on engine A to a worker on engine B (two engines of one fleet
+ *               on a private nats-server) vs. the same call within engine B and vs. Moleculer
+ *               over the same nats-server; CPU per HTTP request through the other engine's
+ *               listener vs. the callee's own (bench/fleet.ts)
  *   cli start   `svc --version` and `svc trigger` of the packed CLI installed offline vs.
  *               `node -e "require('ws')"`, alternated, with and without the command manifest
  *               (bench/cli-start.ts)
@@ -211,6 +215,8 @@ async function main(): Promise<void> {
   const upload = await run(['bench/http-upload.ts'])
   // The Rust SDK pair vs the Node SDK pair, one engine, alternated (bench/sdk-rust.ts).
   const sdkRust = await run(['bench/sdk-rust.ts'])
+  // Two engines of a fleet: cross-engine calls and HTTP through the other engine (bench/fleet.ts).
+  const fleet = await run(['bench/fleet.ts'])
   // CLI start-up of the installed CLI vs. a bare Node loading ws (bench/cli-start.ts).
   const cliStart = await run(['bench/cli-start.ts'])
 
@@ -263,6 +269,8 @@ async function main(): Promise<void> {
     ...uploadRows(upload),
     '',
     ...sdkRustRows(sdkRust),
+    '',
+    ...fleetRows(fleet),
     '',
     ...cliStartRows(cliStart),
   ].join('\n')
@@ -351,6 +359,30 @@ function sdkRustRows(r: Record<string, any>): string[] {
 }
 
 /** CLI start-up rows (bench/cli-start.ts result). */
+/** The fleet rows (bench/fleet.ts result). */
+function fleetRows(r: Record<string, any>): string[] {
+  const cpu = (row: Record<string, any>) => {
+    const c = row.cpu_us_per_call as Record<string, number> | undefined
+    return c === undefined ? '' : ` (CPU µs per call: engine A ${c.engine_a}, engine B ${c.engine_b}, nats-server ${c.nats}, callee ${c.callee})`
+  }
+  return [
+    '| Fleet: two engines on one nats-server (svc: median of 3, alternated) | worker on A → engine A → NATS → engine B → worker | same call within engine B | Moleculer over the same nats-server | cross / same engine | cross / Moleculer |',
+    '|---|---|---|---|---|---|',
+    `| sequential p50 | ${r.cross.p50_us} µs | ${r.local.p50_us} µs | ${r.moleculer.p50_us} µs | ${(r.cross.p50_us / r.local.p50_us).toFixed(2)}× | ${(r.cross.p50_us / r.moleculer.p50_us).toFixed(2)}× |`,
+    ...IN_FLIGHT.map(
+      (n) =>
+        `| ${n} in flight | ${r.cross.per_second[n]}/s | ${r.local.per_second[n]}/s | ${r.moleculer.per_second[n]}/s | ${Math.round((r.cross.per_second[n] / r.local.per_second[n]) * 100)}% | ${Math.round((r.cross.per_second[n] / r.moleculer.per_second[n]) * 100)}%${n === 64 ? ' (target ≥ 100%)' : ''} |`,
+    ),
+    '',
+    `Cross-engine${cpu(r.cross)}; same engine${cpu(r.local)}.`,
+    '',
+    '| HTTP GET through a route of a worker on engine B, 16 connections (median of 3, alternated) | CPU µs per request (both engines and nats-server) | requests/s |',
+    '|---|---|---|',
+    `| through B's own listener | ${r.http.own.cpu_us_per_request} µs | ${r.http.own.per_second}/s |`,
+    `| through A's listener | ${r.http.other.cpu_us_per_request} µs (${(r.http.other.cpu_us_per_request / r.http.own.cpu_us_per_request).toFixed(2)}×, target ≤ 1.3×) | ${r.http.other.per_second}/s |`,
+  ]
+}
+
 function cliStartRows(r: Record<string, any>): string[] {
   const ms = r.ms as Record<string, number>
   const times = (key: string) => `${(ms[key]! / ms.node_ws!).toFixed(1)}×`
