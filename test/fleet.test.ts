@@ -161,6 +161,24 @@ describe('a fleet of three engines on NATS', () => {
     assert.ok(handler!.parent_span_id !== null && ids.has(handler!.parent_span_id), 'the handler span hangs under the request\'s spans')
   })
 
+  it('keeps serving a route replicated on two other engines when one of its workers goes', async () => {
+    const workers = [1, 2].map((i) => {
+      const w = client(i, `catalog-${i}`)
+      w.registerFunction('catalog::item', () => ({ status_code: 200, body: { from: i } }))
+      w.registerTrigger({ type: 'http', function_id: 'catalog::item', config: { api_path: 'fleet-catalog', http_method: 'GET' } })
+      return w
+    })
+    await listed(0, 'catalog::item', 2)
+    await eventually(async () => (await fetch(`${engines[0]!.httpUrl}/fleet-catalog`)).status === 200, 10_000)
+    await workers[0]!.shutdown()
+    await listed(0, 'catalog::item', 1)
+    // The route alpha took from bravo is now charlie's.
+    await eventually(async () => {
+      const response = await fetch(`${engines[0]!.httpUrl}/fleet-catalog`)
+      return response.status === 200 && ((await response.json()) as { from: number }).from === 2
+    }, 10_000)
+  })
+
   it('drops the functions of a worker that disconnects from its engine', async () => {
     const c = client(1, 'shortlived')
     c.registerFunction('short::lived', () => 'here')

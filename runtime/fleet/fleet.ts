@@ -25,7 +25,7 @@ import type { Invocation } from '../engine/invocation.ts'
 import type { Peer } from '../engine/peer.ts'
 import { DiscardReply } from '../engine/pipeline.ts'
 import { FleetCalls, FleetReply, type BusState, type CallBus } from './calls.ts'
-import { applySnapshot, Member, removeMember, type Applied, type BindingRegistry } from './members.ts'
+import { applySnapshot, applyTriggers, Member, removeMember, type Applied, type BindingRegistry } from './members.ts'
 import { FleetSubjects } from './subjects.ts'
 import { FLEET_TRIGGER_TYPES, readHeartbeat, readSnapshot, type Heartbeat, type Snapshot, type SnapshotFunction, type SnapshotTrigger } from './wire.ts'
 
@@ -180,6 +180,7 @@ export class Fleet {
     if (this.stopped || this.announceTimer !== undefined) return
     this.announceTimer = setTimeout(() => {
       this.announceTimer = undefined
+      this.reconcileTriggers()
       if (this.refreshSnapshot() && this.connected) this.publish(this.subjects.heartbeat, JSON.stringify(this.heartbeat()))
     }, ANNOUNCE_DEBOUNCE_MS)
   }
@@ -384,6 +385,7 @@ export class Fleet {
         if (this.members.get(member.instance) !== member) return
         if (snapshot.version <= member.appliedVersion) return
         this.report(applySnapshot(member, snapshot, this.host.functions, this.calls, this.host.triggers))
+        this.reconcileTriggers()
       }
     } finally {
       member.fetching = false
@@ -397,6 +399,15 @@ export class Fleet {
     this.host.log.info(`engine ${member.engine} left fleet ${this.config.name}: ${why}`)
     this.report(removeMember(member, this.host.functions, this.host.triggers))
     this.calls.memberGone(member)
+    this.reconcileTriggers()
+  }
+
+  /**
+   * Adds the fleet-wide bindings that were left out because an engine (this one, or one that left)
+   * already had the same: when that one goes, another's takes its place.
+   */
+  private reconcileTriggers(): void {
+    for (const member of this.members.values()) applyTriggers(member, this.host.triggers)
   }
 
   private report(applied: Applied): void {

@@ -114,6 +114,8 @@ export class Member {
   readonly replicas = new Map<string, { namespace: string; id: string; worker: RemoteWorker }>()
   /** The member's binding id → the id of the binding added here (`fleet:<instance>:<id>`). */
   readonly bindings = new Map<string, string>()
+  /** The fleet-wide bindings of its latest snapshot (added here unless this engine has the same). */
+  triggers: SnapshotTrigger[] = []
 
   constructor(beat: Heartbeat, now: number) {
     this.engine = beat.engine
@@ -188,7 +190,8 @@ export function applySnapshot(member: Member, snapshot: Snapshot, registry: Repl
     member.replicas.delete(key)
     if (registry.remove(r.namespace, r.id, r.worker)) applied.functionsChanged = true
   }
-  applyTriggers(member, snapshot, triggers)
+  member.triggers = snapshot.triggers
+  applyTriggers(member, triggers)
   for (const [id, worker] of member.workers) {
     if (workerIds.has(id)) continue
     worker.alive = false
@@ -204,8 +207,8 @@ export function applySnapshot(member: Member, snapshot: Snapshot, registry: Repl
  * binding of the same function and config that this engine already has (the same route of a
  * worker replicated on several engines) is not added twice.
  */
-function applyTriggers(member: Member, snapshot: Snapshot, triggers: BindingRegistry): void {
-  const wanted = new Map(snapshot.triggers.map((t) => [t.id, t]))
+export function applyTriggers(member: Member, triggers: BindingRegistry): void {
+  const wanted = new Map(member.triggers.map((t) => [t.id, t]))
   for (const [remoteId, localId] of member.bindings) {
     if (wanted.has(remoteId)) continue
     member.bindings.delete(remoteId)
@@ -232,6 +235,7 @@ export function removeMember(member: Member, registry: ReplicaRegistry, triggers
   const applied: Applied = { functionsChanged: false, connected: [], disconnected: [] }
   for (const localId of member.bindings.values()) triggers.removeBinding(localId)
   member.bindings.clear()
+  member.triggers = []
   for (const r of member.replicas.values()) {
     if (registry.remove(r.namespace, r.id, r.worker)) applied.functionsChanged = true
   }
