@@ -4,7 +4,8 @@ import type { AddressInfo } from 'node:net'
 import { after, before, describe, it } from 'node:test'
 import { WebSocketServer } from 'ws'
 import { flushOtel, initOtel, registerWorkerGauges, shutdownOtel, stopWorkerGauges, WORKER_GAUGES, WorkerMetricsCollector } from 'svc-helpers/observability'
-import { getMeter, startWorkerGauges } from 'svc-helpers/observability/internal'
+import { getMeter, startWorkerGauges, workerGaugeMetricsJson } from 'svc-helpers/observability/internal'
+import fc from 'fast-check'
 
 describe('worker gauges', () => {
   const metrics: any[] = []
@@ -78,5 +79,29 @@ describe('worker gauges', () => {
     c.stop()
     assert.ok(s.heapUsed > 0 && s.rss > 0 && s.uptimeSeconds > 0)
     assert.ok(s.cpuPercent >= 0 && s.eventLoopLagMs >= 0)
+  })
+})
+
+describe('property: worker gauges as OTLP/JSON (fast-check)', () => {
+  it('any worker id and name (lone surrogates, quotes, control characters, long) give valid JSON that carries them unchanged', () => {
+    const hostile = fc.oneof(fc.string({ unit: 'binary' }), fc.constantFrom('\uD800', 'a\uDFFFb', '"},{"key":"x', '\u0000\n\\', 'x'.repeat(10_000), ''))
+    fc.assert(
+      fc.property(hostile, fc.option(hostile, { nil: undefined }), (workerId, workerName) => {
+        stopWorkerGauges()
+        startWorkerGauges(workerName === undefined ? { workerId } : { workerId, workerName })
+        const metrics = JSON.parse('[' + workerGaugeMetricsJson() + ']') as any[]
+        stopWorkerGauges()
+        assert.deepEqual(metrics.map((m) => m.name), WORKER_GAUGES.map(([name]) => name))
+        for (const m of metrics) {
+          const [point, ...more] = m.gauge.dataPoints
+          assert.equal(more.length, 0)
+          assert.ok(typeof point.asDouble === 'number' || ['NaN', 'Infinity', '-Infinity'].includes(point.asDouble))
+          const attrs = Object.fromEntries(point.attributes.map((a: any) => [a.key, a.value.stringValue]))
+          assert.deepEqual(attrs, workerName === undefined ? { 'worker.id': workerId } : { 'worker.id': workerId, 'worker.name': workerName })
+        }
+      }),
+      { numRuns: 200 },
+    )
+    assert.equal(workerGaugeMetricsJson(), '', 'nothing once stopped')
   })
 })
