@@ -15,7 +15,8 @@ import { currentSpanId, currentTraceId, flushOtel, getBaggageEntry, initOtel, ot
 import { HandlerSpan, knownBaggageHeader, startHandlerSpan } from 'svc-helpers/observability/internal'
 import { parseTraceparent } from '../src/observability/handler-span.ts'
 import { msNanos, readableSpanJson } from '../src/observability/otlp-json.ts'
-import { MAX_BATCH_SPANS, MAX_QUEUED_SPANS, SpanBatch } from '../src/observability/span-batch.ts'
+import { MAX_BATCH_BYTES, MAX_BATCH_SPANS, MAX_QUEUED_SPANS, SpanBatch } from '../src/observability/span-batch.ts'
+import fc from 'fast-check'
 
 type OtlpSpan = Record<string, any>
 
@@ -237,7 +238,7 @@ describe('OTLP/JSON writer', () => {
 
   it('SpanBatch sends frames of at most MAX_BATCH_SPANS spans, grouped by scope, on flush', () => {
     const sent: any[] = []
-    const batch = new SpanBatch({ resourceJson: '{"attributes":[]}', flushIntervalMs: 60_000, send: (json) => sent.push(JSON.parse(json)) })
+    const batch = new SpanBatch({ resourceJson: '{"attributes":[]}', flushIntervalMs: 60_000, send: (frame) => sent.push(JSON.parse(Buffer.from(frame).toString('utf8'))) })
     for (let i = 0; i < MAX_BATCH_SPANS + 5; i++) batch.add(i % 2 === 0 ? '{"name":"a"}' : '{"name":"b"}', `{"name":"s${i}"}`)
     batch.flush()
     const counts = sent.map((f) => f.resourceSpans[0].scopeSpans.map((s: any) => [s.scope.name, s.spans.length]))
@@ -250,6 +251,42 @@ describe('OTLP/JSON writer', () => {
     batch.close()
     batch.add('{"name":"a"}', '{}')
     assert.equal(batch.stats.dropped, 1, 'closed: dropped and counted')
+  })
+})
+
+describe('property: SpanBatch frames (fast-check)', () => {
+  it('any span texts and scopes (non-ASCII, lone surrogates, quotes, up to 3× MAX_BATCH_BYTES) leave as valid frames: every span once, in order per scope, within the bounds', () => {
+    const text = fc.oneof(fc.string({ unit: 'binary', maxLength: 300 }), fc.constantFrom('\uD800', 'a\uDFFFb', '"]}]}', '日本語'.repeat(30_000), '😀'.repeat(40_000), 'x'.repeat(200_000)))
+    fc.assert(
+      fc.property(fc.array(fc.tuple(fc.constantFrom('a', 'b', '"c"'), text), { minLength: 1, maxLength: 150 }), fc.constantFrom('', 'OTLP'), (items, framePrefix) => {
+        const frames: string[] = []
+        const batch = new SpanBatch({ resourceJson: '{"attributes":[]}', flushIntervalMs: 60_000, framePrefix, send: (frame) => frames.push(Buffer.from(frame).toString('utf8')) })
+        // A span's text is JSON: hostile names are written as JSON strings.
+        const spans = items.map(([scope, name], i) => [JSON.stringify({ name: scope }), JSON.stringify({ name, i })] as const)
+        for (const [scope, span] of spans) batch.add(scope, span)
+        batch.close()
+        const got = new Map<string, Array<{ name: string; i: number }>>()
+        for (const frame of frames) {
+          assert.ok(frame.startsWith(framePrefix))
+          const request = JSON.parse(frame.slice(framePrefix.length))
+          const scopeSpans = request.resourceSpans[0].scopeSpans as Array<{ scope: { name: string }; spans: Array<{ name: string; i: number }> }>
+          assert.equal(scopeSpans.length, 1, 'one scope per frame')
+          const inFrame = scopeSpans[0]!.spans
+          assert.ok(inFrame.length >= 1 && inFrame.length <= MAX_BATCH_SPANS)
+          const chars = inFrame.reduce((n, x) => n + JSON.stringify(x).length, 0)
+          assert.ok(inFrame.length === 1 || chars <= MAX_BATCH_BYTES, `${inFrame.length} spans of ${chars} characters`)
+          const list = got.get(scopeSpans[0]!.scope.name) ?? []
+          list.push(...inFrame)
+          got.set(scopeSpans[0]!.scope.name, list)
+        }
+        for (const scope of ['a', 'b', '"c"']) {
+          const want = items.flatMap(([s, name], i) => (s === scope ? [{ name: JSON.parse(JSON.stringify(name)) as string, i }] : []))
+          assert.deepEqual(got.get(scope) ?? [], want, scope)
+        }
+        assert.deepEqual(batch.stats, { exported: items.length, dropped: 0 })
+      }),
+      { numRuns: 60 },
+    )
   })
 })
 

@@ -254,7 +254,7 @@ export function initOtel(config: OtelConfig = {}): boolean {
   let resource: Resource | undefined
   const sdkResource = (): Resource => (resource ??= sdkResources().resourceFromAttributes(resourceAttributes))
   const spanJsonResource = resourceJson(resourceAttributes)
-  const spans = new SpanBatch({ resourceJson: spanJsonResource, flushIntervalMs: resolved.spansFlushIntervalMs, send: (json) => socket.send('OTLP', json) })
+  const spans = new SpanBatch({ resourceJson: spanJsonResource, flushIntervalMs: resolved.spansFlushIntervalMs, framePrefix: 'OTLP', send: (frame) => socket.sendFrame(frame) })
   const contextManager = new AsyncLocalStorageContextManager().enable()
   context.setGlobalContextManager(contextManager)
   propagation.setGlobalPropagator(new CompositePropagator({ propagators: [new W3CTraceContextPropagator(), new W3CBaggagePropagator()] }))
