@@ -11,9 +11,10 @@ import { JsonTraceSerializer } from '@opentelemetry/otlp-transformer'
 import { resourceFromAttributes } from '@opentelemetry/resources'
 import { InMemorySpanExporter, SimpleSpanProcessor, TracerProvider } from '@opentelemetry/sdk-trace'
 import type { Transport, TransportHandlers } from 'svc-protocol/transport'
-import { currentSpanId, currentTraceId, flushOtel, getBaggageEntry, initOtel, otelSocketStats, shutdownOtel, withSpan } from 'svc-helpers/observability'
+import { currentSpanId, currentTraceId, flushOtel, getBaggageEntry, initOtel, injectBaggage, otelSocketStats, shutdownOtel, withSpan } from 'svc-helpers/observability'
 import { HandlerSpan, knownBaggageHeader, startHandlerSpan } from 'svc-helpers/observability/internal'
 import { parseTraceparent } from '../src/observability/handler-span.ts'
+import { W3CBaggagePropagator } from '@opentelemetry/core'
 import { msNanos, readableSpanJson } from '../src/observability/otlp-json.ts'
 import { MAX_BATCH_BYTES, MAX_BATCH_SPANS, MAX_QUEUED_SPANS, SpanBatch } from '../src/observability/span-batch.ts'
 import fc from 'fast-check'
@@ -251,6 +252,39 @@ describe('OTLP/JSON writer', () => {
     batch.close()
     batch.add('{"name":"a"}', '{}')
     assert.equal(batch.stats.dropped, 1, 'closed: dropped and counted')
+  })
+})
+
+describe('property: inbound baggage headers (fast-check)', () => {
+  it('any header sequence (hostile text, lone surrogates, repeats, alternation) gives a handler context with the entries the W3C propagator extracts that are well-formed text, which its calls can carry on', async () => {
+    const propagator = new W3CBaggagePropagator()
+    const entries = (b: ReturnType<typeof propagation.getBaggage>) => (b === undefined ? [] : b.getAllEntries().map(([k, e]) => [k, e.value]))
+    const header = fc.oneof(
+      fc.string({ unit: 'binary', maxLength: 80 }),
+      fc.constantFrom('svc.function.id=a%3A%3Ab,iii.function.id=a%3A%3Ab', 'k=v;prop', 'constructor=c,__proto__=p', '=,=,', 'a=%ZZ', 'k=\uD800', ' k = v ', ','.repeat(100)),
+    )
+    initOtel({ engineWsUrl: 'ws://127.0.0.1:1', connector: recorder().connector, metricsEnabled: false, fetchInstrumentationEnabled: false })
+    try {
+      fc.assert(
+        fc.property(fc.array(header, { minLength: 1, maxLength: 6 }), fc.nat(3), (headers, repeat) => {
+          for (const h of headers.flatMap((x) => Array(repeat + 1).fill(x) as string[])) {
+            const started = startHandlerSpan('execute a::b', ['svc.function.id', 'a::b'], undefined, h)!
+            const getter = { get: (c: any, k: string) => c[k], keys: (c: any) => Object.keys(c) }
+            const extracted = entries(propagation.getBaggage(propagator.extract(ROOT_CONTEXT, { baggage: h }, getter)))
+            const want = extracted.filter(([k, v]) => k.isWellFormed() && v.isWellFormed())
+            assert.deepEqual(entries(propagation.getBaggage(started.ctx)), want, JSON.stringify(h))
+            // What a handler's calls carry on: it can be written, and reads back as the same entries.
+            const outgoing = injectBaggage(started.ctx)
+            assert.deepEqual(outgoing === undefined ? [] : entries(propagation.getBaggage(propagator.extract(ROOT_CONTEXT, { baggage: outgoing }, getter))), want)
+            assert.equal(trace.getSpan(started.ctx), started.span)
+            started.span.end()
+          }
+        }),
+        { numRuns: 200 },
+      )
+    } finally {
+      await shutdownOtel()
+    }
   })
 })
 

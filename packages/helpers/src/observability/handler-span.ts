@@ -173,7 +173,7 @@ function parseBaggage(header: string): ParsedBaggage {
     lastBaggage = { header, parsed }
     return parsed
   }
-  const baggage = propagation.getBaggage(baggagePropagator.extract(ROOT_CONTEXT, { baggage: header }, defaultTextMapGetter))
+  const baggage = wellFormedEntries(propagation.getBaggage(baggagePropagator.extract(ROOT_CONTEXT, { baggage: header }, defaultTextMapGetter)))
   const attributes: Array<[string, string]> = []
   let normalized: string | undefined
   if (baggage !== undefined) {
@@ -188,6 +188,21 @@ function parseBaggage(header: string): ParsedBaggage {
   baggageCache.set(header, parsed)
   lastBaggage = { header, parsed }
   return parsed
+}
+
+/**
+ * `baggage` without the entries whose key or value is not well-formed text (a lone UTF-16
+ * surrogate: frames are JSON, which carries one as `\ud800`): W3C baggage values are
+ * percent-encoded UTF-8, which such text has none of, so the propagator could not write them on
+ * (`encodeURIComponent` throws) and the handler span's start threw inside the socket's message
+ * handler. They are dropped as the propagator drops malformed entries. Undefined when none is left.
+ */
+function wellFormedEntries(baggage: Baggage | undefined): Baggage | undefined {
+  if (baggage === undefined) return undefined
+  const entries = baggage.getAllEntries()
+  if (entries.every(([key, entry]) => key.isWellFormed() && entry.value.isWellFormed())) return baggage
+  const kept = entries.filter(([key, entry]) => key.isWellFormed() && entry.value.isWellFormed())
+  return kept.length === 0 ? undefined : propagation.createBaggage(Object.fromEntries(kept))
 }
 
 /**
