@@ -1,6 +1,7 @@
 /**
  * A svc-sdk worker with default settings (telemetry on) that records which `@opentelemetry`
- * packages its process has loaded, for `test/telemetry-sdk-lazy.test.ts`. The load hook is
+ * packages its process has loaded, for `test/telemetry-sdk-lazy.test.ts` (and a worker with
+ * telemetry on for `test/telemetry-sdk-baggage.test.ts`). The load hook is
  * registered before svc-sdk is imported, so every module svc-sdk loads, early or late, is seen.
  *
  * `node test/support/lazy-otel-worker.ts <engine url>` prints `{"ready":true}` once connected.
