@@ -22,6 +22,9 @@
  * measures CPU µs per call of the three processes at one fixed rate (BENCH_RATE, default 10,000
  * calls/s, the same in both modes; `sdk-rate`): what telemetry costs each process, without the
  * batching effects that make calls/s swing on a shared 2-core machine.
+ * Each run also reports the callee's start (`callee.start_ms`: spawn to connected, imports and
+ * telemetry set-up included) and its RSS when connected and after the runs (`rss_ready_mib`,
+ * `rss_after_mib`; /proc, Linux).
  * BENCH_ON_ONLY=caller|callee turns telemetry on in one of the two only (to see what each costs).
  * BENCH_CPU_PROF=<dir> runs the three processes of every run with `--cpu-prof` into that directory.
  *
@@ -229,6 +232,15 @@ async function cpuMs(p: ChildProcess): Promise<number> {
     return 0
   }
 }
+/** Resident set size of a child, MiB, from /proc (Linux; 0 elsewhere). */
+async function rssMib(p: ChildProcess): Promise<number> {
+  try {
+    const status = await readFile(`/proc/${p.pid}/status`, 'utf8')
+    return Math.round(Number(/^VmRSS:\s+(\d+) kB/m.exec(status)?.[1] ?? 0) / 102.4) / 10
+  } catch {
+    return 0
+  }
+}
 /** `getconf CLK_TCK` on Linux. */
 const CLOCK_TICKS = 100
 
@@ -254,9 +266,12 @@ async function sdkRun(mode: 'on' | 'off', round: number): Promise<Record<string,
   const engine = startNode([new URL(import.meta.url).pathname, 'sdk-engine'], {}, `engine-${mode}-${round}`)
   try {
     const { engine_url: url } = await engine.json('engine_url')
+    const calleeStart = performance.now()
     const callee = startNode(['bench/callee.ts', url], calleeEnv, `callee-${mode}-${round}`)
     try {
       await callee.json('ready')
+      // The worker's start: spawn to connected (imports, telemetry set-up, handshake), and its RSS then.
+      const start = { ms: Math.round(performance.now() - calleeStart), rss_mib: await rssMib(callee.child) }
       const caller = startNode(['bench/load-ws.ts', 'svc', url], callerEnv, `caller-${mode}-${round}`)
       const result = await caller.json('per_second')
       await new Promise((resolve) => (caller.child.exitCode !== null ? resolve(undefined) : caller.child.once('exit', resolve)))
@@ -270,6 +285,7 @@ async function sdkRun(mode: 'on' | 'off', round: number): Promise<Record<string,
       const perCall = (ms: number) => Math.round((ms * 1000 * 10) / done.calls) / 10
       result.cpu_us_per_call = { caller: perCall(done.cpu_ms), engine: perCall(after[0]! - before[0]!), callee: perCall(after[1]! - before[1]!) }
       await new Promise((resolve) => (paced.child.exitCode !== null ? resolve(undefined) : paced.child.once('exit', resolve)))
+      result.callee = { start_ms: start.ms, rss_ready_mib: start.rss_mib, rss_after_mib: await rssMib(callee.child) }
       await stopChild(callee.child)
       const stopped = stopChild(engine.child)
       const { store } = await engine.json('store')
@@ -300,12 +316,13 @@ async function sdkMain(): Promise<Record<string, unknown>> {
       p99_us: median(m, (r) => r.p99_us),
       per_second: Object.fromEntries(IN_FLIGHT.map((n) => [n, median(m, (r) => r.per_second[n])])),
       cpu_us_per_call: Object.fromEntries(['caller', 'engine', 'callee'].map((k) => [k, median(m, (r) => r.cpu_us_per_call[k])])),
+      callee: Object.fromEntries(['start_ms', 'rss_ready_mib', 'rss_after_mib'].map((k) => [k, median(m, (r) => r.callee[k])])),
     }
   }
   return {
     machine: `${cpus().length} × ${cpus()[0]?.model ?? 'cpu'}, Node ${process.version}`,
     store: process.env.BENCH_STORE ?? 'builtin',
-    runs: runs.map((r) => ({ mode: r.mode, p50_us: r.p50_us, per_second: r.per_second, cpu_us_per_call: r.cpu_us_per_call, store: r.store })),
+    runs: runs.map((r) => ({ mode: r.mode, p50_us: r.p50_us, per_second: r.per_second, cpu_us_per_call: r.cpu_us_per_call, callee: r.callee, store: r.store })),
     median: summary,
     ratios: { p50: ratio((r) => r.p50_us), ...Object.fromEntries(IN_FLIGHT.map((n) => [`throughput_${n}`, ratio((r) => r.per_second[n])])) },
   }

@@ -11,11 +11,13 @@ import { JsonTraceSerializer } from '@opentelemetry/otlp-transformer'
 import { resourceFromAttributes } from '@opentelemetry/resources'
 import { InMemorySpanExporter, SimpleSpanProcessor, TracerProvider } from '@opentelemetry/sdk-trace'
 import type { Transport, TransportHandlers } from 'svc-protocol/transport'
-import { currentSpanId, currentTraceId, flushOtel, getBaggageEntry, initOtel, otelSocketStats, shutdownOtel, withSpan } from 'svc-helpers/observability'
+import { currentSpanId, currentTraceId, flushOtel, getBaggageEntry, initOtel, injectBaggage, otelSocketStats, shutdownOtel, withSpan } from 'svc-helpers/observability'
 import { HandlerSpan, knownBaggageHeader, startHandlerSpan } from 'svc-helpers/observability/internal'
 import { parseTraceparent } from '../src/observability/handler-span.ts'
+import { W3CBaggagePropagator } from '@opentelemetry/core'
 import { msNanos, readableSpanJson } from '../src/observability/otlp-json.ts'
-import { MAX_BATCH_SPANS, MAX_QUEUED_SPANS, SpanBatch } from '../src/observability/span-batch.ts'
+import { MAX_BATCH_BYTES, MAX_BATCH_SPANS, MAX_QUEUED_SPANS, SpanBatch } from '../src/observability/span-batch.ts'
+import fc from 'fast-check'
 
 type OtlpSpan = Record<string, any>
 
@@ -237,7 +239,7 @@ describe('OTLP/JSON writer', () => {
 
   it('SpanBatch sends frames of at most MAX_BATCH_SPANS spans, grouped by scope, on flush', () => {
     const sent: any[] = []
-    const batch = new SpanBatch({ resourceJson: '{"attributes":[]}', flushIntervalMs: 60_000, send: (json) => sent.push(JSON.parse(json)) })
+    const batch = new SpanBatch({ resourceJson: '{"attributes":[]}', flushIntervalMs: 60_000, send: (frame) => sent.push(JSON.parse(Buffer.from(frame).toString('utf8'))) })
     for (let i = 0; i < MAX_BATCH_SPANS + 5; i++) batch.add(i % 2 === 0 ? '{"name":"a"}' : '{"name":"b"}', `{"name":"s${i}"}`)
     batch.flush()
     const counts = sent.map((f) => f.resourceSpans[0].scopeSpans.map((s: any) => [s.scope.name, s.spans.length]))
@@ -250,6 +252,75 @@ describe('OTLP/JSON writer', () => {
     batch.close()
     batch.add('{"name":"a"}', '{}')
     assert.equal(batch.stats.dropped, 1, 'closed: dropped and counted')
+  })
+})
+
+describe('property: inbound baggage headers (fast-check)', () => {
+  it('any header sequence (hostile text, lone surrogates, repeats, alternation) gives a handler context with the entries the W3C propagator extracts that are well-formed text, which its calls can carry on', async () => {
+    const propagator = new W3CBaggagePropagator()
+    const entries = (b: ReturnType<typeof propagation.getBaggage>) => (b === undefined ? [] : b.getAllEntries().map(([k, e]) => [k, e.value]))
+    const header = fc.oneof(
+      fc.string({ unit: 'binary', maxLength: 80 }),
+      fc.constantFrom('svc.function.id=a%3A%3Ab,iii.function.id=a%3A%3Ab', 'k=v;prop', 'constructor=c,__proto__=p', '=,=,', 'a=%ZZ', 'k=\uD800', ' k = v ', ','.repeat(100)),
+    )
+    initOtel({ engineWsUrl: 'ws://127.0.0.1:1', connector: recorder().connector, metricsEnabled: false, fetchInstrumentationEnabled: false })
+    try {
+      fc.assert(
+        fc.property(fc.array(header, { minLength: 1, maxLength: 6 }), fc.nat(3), (headers, repeat) => {
+          for (const h of headers.flatMap((x) => Array(repeat + 1).fill(x) as string[])) {
+            const started = startHandlerSpan('execute a::b', ['svc.function.id', 'a::b'], undefined, h)!
+            const getter = { get: (c: any, k: string) => c[k], keys: (c: any) => Object.keys(c) }
+            const extracted = entries(propagation.getBaggage(propagator.extract(ROOT_CONTEXT, { baggage: h }, getter)))
+            const want = extracted.filter(([k, v]) => k.isWellFormed() && v.isWellFormed())
+            assert.deepEqual(entries(propagation.getBaggage(started.ctx)), want, JSON.stringify(h))
+            // What a handler's calls carry on: it can be written, and reads back as the same entries.
+            const outgoing = injectBaggage(started.ctx)
+            assert.deepEqual(outgoing === undefined ? [] : entries(propagation.getBaggage(propagator.extract(ROOT_CONTEXT, { baggage: outgoing }, getter))), want)
+            assert.equal(trace.getSpan(started.ctx), started.span)
+            started.span.end()
+          }
+        }),
+        { numRuns: 200 },
+      )
+    } finally {
+      await shutdownOtel()
+    }
+  })
+})
+
+describe('property: SpanBatch frames (fast-check)', () => {
+  it('any span texts and scopes (non-ASCII, lone surrogates, quotes, up to 3× MAX_BATCH_BYTES) leave as valid frames: every span once, in order per scope, within the bounds', () => {
+    const text = fc.oneof(fc.string({ unit: 'binary', maxLength: 300 }), fc.constantFrom('\uD800', 'a\uDFFFb', '"]}]}', '日本語'.repeat(30_000), '😀'.repeat(40_000), 'x'.repeat(200_000)))
+    fc.assert(
+      fc.property(fc.array(fc.tuple(fc.constantFrom('a', 'b', '"c"'), text), { minLength: 1, maxLength: 150 }), fc.constantFrom('', 'OTLP'), (items, framePrefix) => {
+        const frames: string[] = []
+        const batch = new SpanBatch({ resourceJson: '{"attributes":[]}', flushIntervalMs: 60_000, framePrefix, send: (frame) => frames.push(Buffer.from(frame).toString('utf8')) })
+        // A span's text is JSON: hostile names are written as JSON strings.
+        const spans = items.map(([scope, name], i) => [JSON.stringify({ name: scope }), JSON.stringify({ name, i })] as const)
+        for (const [scope, span] of spans) batch.add(scope, span)
+        batch.close()
+        const got = new Map<string, Array<{ name: string; i: number }>>()
+        for (const frame of frames) {
+          assert.ok(frame.startsWith(framePrefix))
+          const request = JSON.parse(frame.slice(framePrefix.length))
+          const scopeSpans = request.resourceSpans[0].scopeSpans as Array<{ scope: { name: string }; spans: Array<{ name: string; i: number }> }>
+          assert.equal(scopeSpans.length, 1, 'one scope per frame')
+          const inFrame = scopeSpans[0]!.spans
+          assert.ok(inFrame.length >= 1 && inFrame.length <= MAX_BATCH_SPANS)
+          const chars = inFrame.reduce((n, x) => n + JSON.stringify(x).length, 0)
+          assert.ok(inFrame.length === 1 || chars <= MAX_BATCH_BYTES, `${inFrame.length} spans of ${chars} characters`)
+          const list = got.get(scopeSpans[0]!.scope.name) ?? []
+          list.push(...inFrame)
+          got.set(scopeSpans[0]!.scope.name, list)
+        }
+        for (const scope of ['a', 'b', '"c"']) {
+          const want = items.flatMap(([s, name], i) => (s === scope ? [{ name: JSON.parse(JSON.stringify(name)) as string, i }] : []))
+          assert.deepEqual(got.get(scope) ?? [], want, scope)
+        }
+        assert.deepEqual(batch.stats, { exported: items.length, dropped: 0 })
+      }),
+      { numRuns: 60 },
+    )
   })
 })
 

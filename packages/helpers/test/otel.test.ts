@@ -121,3 +121,39 @@ describe('resolveOtelConfig', () => {
     assert.deepEqual([d.enabled, d.serviceName, d.serviceVersion, d.logsBatchSize, d.logsFlushIntervalMs, d.metricsExportIntervalMs], [true, 'svc-node', 'unknown', 1, 100, 60000])
   })
 })
+
+describe('instrumentations given to initOtel', () => {
+  it('get the SDK tracer and meter providers themselves (built at once for them), and spans they start are exported', async () => {
+    const { TracerProvider } = await import('@opentelemetry/sdk-trace')
+    const { MeterProvider } = await import('@opentelemetry/sdk-metrics')
+    const frames: string[] = []
+    const connector = (): import('svc-protocol/transport').Transport => ({
+      send: () => {},
+      sendBinary: (data) => void frames.push(Buffer.from(data).toString('utf8')),
+      bufferedAmount: 0,
+      isOpen: true,
+      close: () => {},
+      terminate: () => {},
+      ping: () => {},
+      setHandlers: (h) => queueMicrotask(() => h.open?.()),
+    })
+    const got: { tracer?: unknown; meter?: unknown; enabled?: boolean } = {}
+    const instrumentation = {
+      setTracerProvider: (p: unknown) => (got.tracer = p),
+      setMeterProvider: (p: unknown) => (got.meter = p),
+      enable: () => (got.enabled = true),
+    }
+    assert.equal(initOtel({ engineWsUrl: 'ws://127.0.0.1:1', connector, fetchInstrumentationEnabled: false, instrumentations: [instrumentation] }), true)
+    try {
+      assert.ok(got.tracer instanceof TracerProvider, 'the SDK tracer provider')
+      assert.ok(got.meter instanceof MeterProvider, 'the SDK meter provider')
+      assert.equal(got.enabled, true)
+      await new Promise((r) => setImmediate(r))
+      ;(got.tracer as InstanceType<typeof TracerProvider>).getTracer('instr').startSpan('from an instrumentation').end()
+      await flushOtel()
+      assert.ok(frames.some((f) => f.startsWith('OTLP') && f.includes('"from an instrumentation"') && f.includes('{"name":"instr"}')))
+    } finally {
+      await shutdownOtel()
+    }
+  })
+})

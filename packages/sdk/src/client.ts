@@ -8,8 +8,8 @@
  * `tracing.ts` and worker gauges from svc-helpers.
  */
 import { randomUUID } from 'node:crypto'
-import { currentOtelConfig, registerWorkerGauges } from 'svc-helpers/observability'
-import { getMeter } from 'svc-helpers/observability/internal'
+import { currentOtelConfig } from 'svc-helpers/observability'
+import { startWorkerGauges } from 'svc-helpers/observability/internal'
 import {
   Channels,
   ClientSession,
@@ -75,7 +75,7 @@ function gaugeStarter(options: ResolvedOptions): ((workerId: string) => void) | 
   return (workerId) => {
     if (started || currentOtelConfig()?.metricsEnabled !== true) return
     started = true
-    registerWorkerGauges(getMeter(), { workerId, workerName: options.workerName })
+    startWorkerGauges({ workerId, workerName: options.workerName })
   }
 }
 

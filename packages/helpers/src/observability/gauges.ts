@@ -2,12 +2,18 @@
  * Worker resource gauges (sdk.md §12.3, protocol.md §10.3): memory, CPU, event-loop lag and
  * uptime of this process as observable gauges, each with attributes `worker.id` and `worker.name`.
  *
+ * Two ways in: {@link registerWorkerGauges} puts them on any OpenTelemetry `Meter`;
+ * {@link startWorkerGauges} (what svc-sdk uses) writes the same metrics as OTLP/JSON text at each
+ * export of `initOtel`'s telemetry, without the OpenTelemetry metrics SDK (issue 20: a worker with
+ * default settings does not load it).
+ *
  * @example
  * registerWorkerGauges(getMeter(), { workerId: 'w-1', workerName: 'billing' })
  * // … later
  * stopWorkerGauges()
  */
 import { monitorEventLoopDelay } from 'node:perf_hooks'
+import { attributesJson, msNanos } from './otlp-json.ts'
 
 type IntervalHistogram = ReturnType<typeof monitorEventLoopDelay>
 import type { Attributes, Meter, ObservableGauge, ObservableResult } from '@opentelemetry/api'
@@ -119,11 +125,64 @@ export function registerWorkerGauges(meter: Meter, options: WorkerGaugeOptions):
   }
 }
 
-/** Removes every gauge callback {@link registerWorkerGauges} added and stops their collectors. */
+/** A set of gauges started by {@link startWorkerGauges}. */
+interface TextGauges {
+  collector: WorkerMetricsCollector
+  /** OTLP/JSON `KeyValue[]` of `worker.id` and `worker.name`. */
+  attributes: string
+  /** When the gauges started, ns since the Unix epoch (every point's `startTimeUnixNano`). */
+  start: string
+}
+
+let textGauges: TextGauges[] = []
+
+/**
+ * Starts the worker gauges of protocol.md §10.3 without a `Meter`: each export of `initOtel`'s
+ * telemetry (every `metricsExportIntervalMs`, and at `flushOtel`/`shutdownOtel`) samples them
+ * once and sends them in its `MTRC` frame, as {@link registerWorkerGauges} on the SDK's meter would
+ * (the same names, units, attributes and `asDouble` values). Nothing is sent while telemetry is
+ * off or its metrics are disabled. Stopped by {@link stopWorkerGauges}.
+ */
+export function startWorkerGauges(options: WorkerGaugeOptions): void {
+  const attributes: Record<string, string> = { 'worker.id': options.workerId }
+  if (options.workerName !== undefined) attributes['worker.name'] = options.workerName
+  textGauges.push({ collector: new WorkerMetricsCollector(), attributes: attributesJson(attributes), start: msNanos(Date.now(), 0) })
+}
+
+/** A gauge value as an OTLP/JSON `asDouble` (proto3 JSON strings for NaN and ±Infinity). */
+function doubleJson(value: number): string {
+  if (Number.isFinite(value)) return String(value)
+  return '"' + (Number.isNaN(value) ? 'NaN' : value > 0 ? 'Infinity' : '-Infinity') + '"'
+}
+
+/**
+ * The OTLP/JSON `Metric`s (comma-separated, no brackets) of every gauge set started by
+ * {@link startWorkerGauges}, sampled now; '' when there is none. @internal (the `MTRC` export of `otel.ts`)
+ */
+export function workerGaugeMetricsJson(): string {
+  if (textGauges.length === 0) return ''
+  const time = msNanos(Date.now(), 0)
+  const metrics: string[] = []
+  const samples = textGauges.map((g) => g.collector.sample())
+  for (const [name, field, unit] of WORKER_GAUGES) {
+    let points = ''
+    for (let i = 0; i < textGauges.length; i++) {
+      const g = textGauges[i]!
+      if (i > 0) points += ','
+      points += '{"attributes":' + g.attributes + ',"startTimeUnixNano":"' + g.start + '","timeUnixNano":"' + time + '","asDouble":' + doubleJson(samples[i]![field]) + '}'
+    }
+    metrics.push('{"name":"' + name + '","unit":"' + unit + '","gauge":{"dataPoints":[' + points + ']}}')
+  }
+  return metrics.join(',')
+}
+
+/** Removes every gauge callback {@link registerWorkerGauges} added, ends the gauges {@link startWorkerGauges} started, and stops their collectors. */
 export function stopWorkerGauges(): void {
   for (const entry of active) {
     for (const gauge of entry.gauges) gauge.removeCallback(entry.callback)
     entry.collector.stop()
   }
   active = []
+  for (const g of textGauges) g.collector.stop()
+  textGauges = []
 }

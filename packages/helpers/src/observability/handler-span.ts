@@ -153,6 +153,8 @@ interface ParsedBaggage {
   header: string | undefined
   /** Entries as OTLP/JSON `KeyValue`s, in header order, with their keys. */
   attributes: Array<[string, string]>
+  /** The root context with this baggage: every handler with the header starts from it (contexts are immutable). */
+  ctx: Context
 }
 
 const baggagePropagator = new W3CBaggagePropagator()
@@ -161,10 +163,17 @@ const baggageCache = new Map<string, ParsedBaggage>()
 /** The normalized header of each cached `Baggage` object, so outgoing calls need not re-encode it. */
 const baggageHeaders = new WeakMap<Baggage, string>()
 
+/** The header parsed last: routed calls to one function carry the same one (checked before the cache, which hashes). */
+let lastBaggage: { header: string; parsed: ParsedBaggage } | undefined
+
 function parseBaggage(header: string): ParsedBaggage {
+  if (lastBaggage !== undefined && lastBaggage.header === header) return lastBaggage.parsed
   let parsed = baggageCache.get(header)
-  if (parsed !== undefined) return parsed
-  const baggage = propagation.getBaggage(baggagePropagator.extract(ROOT_CONTEXT, { baggage: header }, defaultTextMapGetter))
+  if (parsed !== undefined) {
+    lastBaggage = { header, parsed }
+    return parsed
+  }
+  const baggage = wellFormedEntries(propagation.getBaggage(baggagePropagator.extract(ROOT_CONTEXT, { baggage: header }, defaultTextMapGetter)))
   const attributes: Array<[string, string]> = []
   let normalized: string | undefined
   if (baggage !== undefined) {
@@ -174,10 +183,26 @@ function parseBaggage(header: string): ParsedBaggage {
     normalized = carrier['baggage']
     if (normalized !== undefined) baggageHeaders.set(baggage, normalized)
   }
-  parsed = { baggage, header: normalized, attributes }
+  parsed = { baggage, header: normalized, attributes, ctx: baggage === undefined ? ROOT_CONTEXT : propagation.setBaggage(ROOT_CONTEXT, baggage) }
   if (baggageCache.size >= 256) baggageCache.clear()
   baggageCache.set(header, parsed)
+  lastBaggage = { header, parsed }
   return parsed
+}
+
+/**
+ * `baggage` without the entries whose key or value is not well-formed text (a lone UTF-16
+ * surrogate: frames are JSON, which carries one as `\ud800`): W3C baggage values are
+ * percent-encoded UTF-8, which such text has none of, so the propagator could not write them on
+ * (`encodeURIComponent` throws) and the handler span's start threw inside the socket's message
+ * handler. They are dropped as the propagator drops malformed entries. Undefined when none is left.
+ */
+function wellFormedEntries(baggage: Baggage | undefined): Baggage | undefined {
+  if (baggage === undefined) return undefined
+  const entries = baggage.getAllEntries()
+  if (entries.every(([key, entry]) => key.isWellFormed() && entry.value.isWellFormed())) return baggage
+  const kept = entries.filter(([key, entry]) => key.isWellFormed() && entry.value.isWellFormed())
+  return kept.length === 0 ? undefined : propagation.createBaggage(Object.fromEntries(kept))
 }
 
 /**
@@ -458,8 +483,7 @@ export function startHandlerSpan(name: string, attribute: [string, string] | und
   if (sink === undefined) return undefined
   const parent = parseTraceparent(traceparent)
   const parsed = baggage === undefined || baggage === '' ? undefined : parseBaggage(baggage)
-  let ctx: Context = ROOT_CONTEXT
-  if (parsed?.baggage !== undefined) ctx = propagation.setBaggage(ctx, parsed.baggage)
+  const ctx: Context = parsed?.ctx ?? ROOT_CONTEXT
   if (parent !== undefined && (parent.traceFlags & 1) === 0) {
     // Parent-based sampling: an unsampled parent gives a span that records nothing but passes the trace on.
     const spanId = newSpanId()

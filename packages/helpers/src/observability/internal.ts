@@ -1,4 +1,5 @@
 /** `svc-helpers/observability/internal` (sdk.md §15): tracer and meter for svc's own packages, and svc-sdk's handler spans. */
+export { startWorkerGauges, workerGaugeMetricsJson } from './gauges.ts'
 export { HandlerSpan, knownBaggageHeader, startHandlerSpan, type StartedHandlerSpan } from './handler-span.ts'
 export { getMeter, otelEnabled } from './otel.ts'
 export { noSensitiveKeys, redactAndTruncateJson } from './redact.ts'

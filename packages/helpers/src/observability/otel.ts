@@ -5,7 +5,10 @@
  * baggage onto span attributes. Environment variables override defaults; explicit fields override both.
  *
  * Spans are written as OTLP/JSON text when they end and sent in batches ({@link SpanBatch}); the
- * handler spans of svc-sdk skip the SDK's span classes altogether ({@link startHandlerSpan}).
+ * handler spans of svc-sdk skip the SDK's span classes altogether ({@link startHandlerSpan}), and
+ * its worker gauges the metrics SDK (`startWorkerGauges`). The SDK's providers are registered as
+ * lazy ones (`lazy-sdk.ts`): `@opentelemetry/sdk-*` load when a span of another tracer, a log
+ * record or a meter instrument first needs them, not at import nor at `initOtel`.
  *
  * @example
  * initOtel({ serviceName: 'billing', engineWsUrl: 'ws://127.0.0.1:49134' })
@@ -16,16 +19,17 @@ import { randomUUID } from 'node:crypto'
 import { type Context, context, logs, metrics, type Meter, propagation, trace } from '@opentelemetry/api'
 import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks'
 import { CompositePropagator, ExportResultCode, W3CBaggagePropagator, W3CTraceContextPropagator } from '@opentelemetry/core'
-import { JsonLogsSerializer, JsonMetricsSerializer } from '@opentelemetry/otlp-transformer'
-import { resourceFromAttributes } from '@opentelemetry/resources'
-import { BatchLogRecordProcessor, LoggerProvider, type LogRecordExporter, type ReadableLogRecord } from '@opentelemetry/sdk-logs'
-import { MeterProvider, PeriodicExportingMetricReader, type PushMetricExporter, type ResourceMetrics } from '@opentelemetry/sdk-metrics'
-import { type Span, type SpanProcessor, TracerProvider } from '@opentelemetry/sdk-trace'
+import type { LoggerProvider, LogRecordExporter, ReadableLogRecord } from '@opentelemetry/sdk-logs'
+import type { MeterProvider, PushMetricExporter, ResourceMetrics } from '@opentelemetry/sdk-metrics'
+import type { Resource } from '@opentelemetry/resources'
+import type { Span, SpanProcessor, TracerProvider } from '@opentelemetry/sdk-trace'
 import type { Connector } from 'svc-protocol/transport'
 import { connectWebSocket } from 'svc-protocol/transport/ws'
 import { patchGlobalFetch, unpatchGlobalFetch } from './fetch.ts'
+import { workerGaugeMetricsJson } from './gauges.ts'
 import { pooledIdGenerator, setHandlerSpanSink } from './handler-span.ts'
-import { resourceJson } from './otlp-json.ts'
+import { LazyLoggerProvider, LazyMeterProvider, LazyTracerProvider, otlpTransformer, sdkLogs, sdkMetrics, sdkResources, sdkTrace } from './lazy-sdk.ts'
+import { resourceJson, scopeJson } from './otlp-json.ts'
 import { type FramePrefix, otelUrlOf, type SocketBackoff, TelemetrySocket, type TelemetrySocketStats } from './socket.ts'
 import { BatchingSpanProcessor, SpanBatch, type SpanBatchStats } from './span-batch.ts'
 import { TRACER_NAME } from './trace.ts'
@@ -145,7 +149,7 @@ class SocketLogExporter implements LogRecordExporter {
     this.socket = socket
   }
   export(records: ReadableLogRecord[], done: (r: { code: ExportResultCode }) => void): void {
-    const ok = sendBatch(this.socket, 'LOGS', JsonLogsSerializer.serializeRequest(records))
+    const ok = sendBatch(this.socket, 'LOGS', otlpTransformer().JsonLogsSerializer.serializeRequest(records))
     done({ code: ok ? ExportResultCode.SUCCESS : ExportResultCode.FAILED })
   }
   async forceFlush(): Promise<void> {}
@@ -158,7 +162,7 @@ class SocketMetricExporter implements PushMetricExporter {
     this.socket = socket
   }
   export(data: ResourceMetrics, done: (r: { code: ExportResultCode }) => void): void {
-    const ok = sendBatch(this.socket, 'MTRC', JsonMetricsSerializer.serializeRequest(data))
+    const ok = sendBatch(this.socket, 'MTRC', otlpTransformer().JsonMetricsSerializer.serializeRequest(data))
     done({ code: ok ? ExportResultCode.SUCCESS : ExportResultCode.FAILED })
   }
   async forceFlush(): Promise<void> {}
@@ -179,10 +183,25 @@ interface OtelState {
   config: ResolvedOtelConfig
   socket: TelemetrySocket
   spans: SpanBatch
-  tracerProvider: TracerProvider
-  meterProvider: MeterProvider | undefined
-  loggerProvider: LoggerProvider
+  /** The SDK providers, each built the first time something needs it (`lazy-sdk.ts`). */
+  tracerProvider: LazyTracerProvider<TracerProvider>
+  meterProvider: LazyMeterProvider<MeterProvider> | undefined
+  loggerProvider: LazyLoggerProvider<LoggerProvider>
   contextManager: AsyncLocalStorageContextManager
+  /** OTLP/JSON `Resource` of every frame. */
+  resourceJson: string
+  /** Exports the worker gauges of `startWorkerGauges` every `metricsExportIntervalMs` (metrics on). */
+  gaugeTimer: ReturnType<typeof setInterval> | undefined
+}
+
+/** OTLP/JSON scope of the worker gauges: svc's meter ({@link TRACER_NAME}). */
+const GAUGE_SCOPE = scopeJson(TRACER_NAME)
+
+/** Sends one `MTRC` frame of the gauges `startWorkerGauges` started, sampled now (none: nothing sent). */
+function exportWorkerGauges(s: OtelState): void {
+  const metricsJson = workerGaugeMetricsJson()
+  if (metricsJson === '') return
+  s.socket.send('MTRC', '{"resourceMetrics":[{"resource":' + s.resourceJson + ',"scopeMetrics":[{"scope":' + GAUGE_SCOPE + ',"metrics":[' + metricsJson + ']}]}]}')
 }
 
 let state: OtelState | undefined
@@ -230,47 +249,66 @@ export function initOtel(config: OtelConfig = {}): boolean {
     'service.instance.id': resolved.serviceInstanceId,
     ...(resolved.serviceNamespace !== undefined ? { 'service.namespace': resolved.serviceNamespace } : {}),
   }
-  const resource = resourceFromAttributes(resourceAttributes)
-  const spans = new SpanBatch({ resourceJson: resourceJson(resourceAttributes), flushIntervalMs: resolved.spansFlushIntervalMs, send: (json) => socket.send('OTLP', json) })
+  // The SDK's resource and providers are built when first needed: a worker whose only telemetry
+  // is handler spans, worker gauges and no log records never loads the OpenTelemetry SDK.
+  let resource: Resource | undefined
+  const sdkResource = (): Resource => (resource ??= sdkResources().resourceFromAttributes(resourceAttributes))
+  const spanJsonResource = resourceJson(resourceAttributes)
+  const spans = new SpanBatch({ resourceJson: spanJsonResource, flushIntervalMs: resolved.spansFlushIntervalMs, framePrefix: 'OTLP', send: (frame) => socket.sendFrame(frame) })
   const contextManager = new AsyncLocalStorageContextManager().enable()
   context.setGlobalContextManager(contextManager)
   propagation.setGlobalPropagator(new CompositePropagator({ propagators: [new W3CTraceContextPropagator(), new W3CBaggagePropagator()] }))
-  const tracerProvider = new TracerProvider({
-    resource,
-    idGenerator: pooledIdGenerator,
-    // Bounded: at most MAX_QUEUED_SPANS wait in the batch, later ones are dropped and counted.
-    spanProcessors: [new BaggageSpanProcessor(), new BatchingSpanProcessor(spans)],
-  })
-  trace.setGlobalTracerProvider(tracerProvider)
-  const loggerProvider = new LoggerProvider({
-    resource,
-    processors: [
-      new BatchLogRecordProcessor({
-        exporter: new SocketLogExporter(socket),
-        scheduledDelayMillis: resolved.logsFlushIntervalMs,
-        maxExportBatchSize: resolved.logsBatchSize,
-        maxQueueSize: Math.max(2048, resolved.logsBatchSize),
+  const tracerProvider = new LazyTracerProvider(
+    () =>
+      new (sdkTrace().TracerProvider)({
+        resource: sdkResource(),
+        idGenerator: pooledIdGenerator,
+        // Bounded: at most MAX_QUEUED_SPANS wait in the batch, later ones are dropped and counted.
+        spanProcessors: [new BaggageSpanProcessor(), new BatchingSpanProcessor(spans)],
       }),
-    ],
+  )
+  trace.setGlobalTracerProvider(tracerProvider)
+  const loggerProvider = new LazyLoggerProvider(() => {
+    const { BatchLogRecordProcessor, LoggerProvider } = sdkLogs()
+    return new LoggerProvider({
+      resource: sdkResource(),
+      processors: [
+        new BatchLogRecordProcessor({
+          exporter: new SocketLogExporter(socket),
+          scheduledDelayMillis: resolved.logsFlushIntervalMs,
+          maxExportBatchSize: resolved.logsBatchSize,
+          maxQueueSize: Math.max(2048, resolved.logsBatchSize),
+        }),
+      ],
+    })
   })
   logs.setGlobalLoggerProvider(loggerProvider)
-  let meterProvider: MeterProvider | undefined
+  let meterProvider: LazyMeterProvider<MeterProvider> | undefined
+  let gaugeTimer: ReturnType<typeof setInterval> | undefined
   if (resolved.metricsEnabled) {
-    meterProvider = new MeterProvider({
-      resource,
-      readers: [new PeriodicExportingMetricReader({ exporter: new SocketMetricExporter(socket), exportIntervalMillis: resolved.metricsExportIntervalMs })],
+    meterProvider = new LazyMeterProvider(() => {
+      const { MeterProvider, PeriodicExportingMetricReader } = sdkMetrics()
+      return new MeterProvider({
+        resource: sdkResource(),
+        readers: [new PeriodicExportingMetricReader({ exporter: new SocketMetricExporter(socket), exportIntervalMillis: resolved.metricsExportIntervalMs })],
+      })
     })
     metrics.setGlobalMeterProvider(meterProvider)
+    gaugeTimer = setInterval(() => {
+      if (state !== undefined) exportWorkerGauges(state)
+    }, resolved.metricsExportIntervalMs)
+    gaugeTimer.unref()
   }
   for (const instrumentation of resolved.instrumentations) {
     const i = instrumentation as { setTracerProvider?: (p: unknown) => void; setMeterProvider?: (p: unknown) => void; enable?: () => void }
-    i.setTracerProvider?.(tracerProvider)
-    if (meterProvider !== undefined) i.setMeterProvider?.(meterProvider)
+    // An instrumentation gets the SDK provider itself: it may keep and inspect what it is given.
+    i.setTracerProvider?.(tracerProvider.provider)
+    if (meterProvider !== undefined) i.setMeterProvider?.(meterProvider.provider)
     i.enable?.()
   }
   if (resolved.fetchInstrumentationEnabled) patchGlobalFetch()
   setHandlerSpanSink(spans)
-  state = { config: resolved, socket, spans, tracerProvider, meterProvider, loggerProvider, contextManager }
+  state = { config: resolved, socket, spans, tracerProvider, meterProvider, loggerProvider, contextManager, resourceJson: spanJsonResource, gaugeTimer }
   return true
 }
 
@@ -278,6 +316,8 @@ export function initOtel(config: OtelConfig = {}): boolean {
 export async function flushOtel(): Promise<void> {
   const s = state
   if (s === undefined) return
+  s.spans.flush()
+  if (s.config.metricsEnabled) exportWorkerGauges(s)
   await Promise.all([s.tracerProvider.forceFlush(), s.loggerProvider.forceFlush(), s.meterProvider?.forceFlush()])
 }
 
@@ -289,7 +329,10 @@ export async function shutdownOtel(): Promise<void> {
   const s = state
   if (s === undefined) return
   state = undefined
+  clearInterval(s.gaugeTimer)
   try {
+    s.spans.flush()
+    if (s.config.metricsEnabled) exportWorkerGauges(s)
     await Promise.allSettled([s.tracerProvider.forceFlush(), s.loggerProvider.forceFlush(), s.meterProvider?.forceFlush()])
     await Promise.allSettled([s.tracerProvider.shutdown(), s.loggerProvider.shutdown(), s.meterProvider?.shutdown()])
   } finally {

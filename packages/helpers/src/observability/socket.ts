@@ -87,13 +87,24 @@ export class TelemetrySocket {
     return { sent: this.#sent, dropped: this.#dropped, queued: this.#queue.length, connected: this.#transport?.isOpen ?? false }
   }
 
-  /** Sends (or queues) one frame. Never throws, never blocks. */
+  /** Sends (or queues) one frame: `prefix` then `json` (UTF-8). Never throws, never blocks. */
   send(prefix: FramePrefix, json: string | Uint8Array): void {
     if (this.#closed) {
       this.#dropped++
       return
     }
-    const frame = encodeTelemetryFrame(prefix, json)
+    this.sendFrame(encodeTelemetryFrame(prefix, json))
+  }
+
+  /**
+   * Sends (or queues) one whole frame, its 4-byte prefix included (protocol.md §10.2), as given:
+   * the bytes must not change afterwards. Never throws, never blocks.
+   */
+  sendFrame(frame: Uint8Array): void {
+    if (this.#closed) {
+      this.#dropped++
+      return
+    }
     const t = this.#transport
     if (t !== undefined && t.isOpen && t.sendBinary !== undefined) {
       if (t.bufferedAmount > MAX_BUFFERED_BYTES) {

@@ -38,21 +38,76 @@ export interface SpanBatchOptions {
   resourceJson: string
   /** Longest wait of a finished span before its batch is sent, ms. */
   flushIntervalMs: number
-  /** Receives each `ExportTraceServiceRequest` as JSON text (the `OTLP` frame body). */
-  send(json: string): void
+  /** ASCII text written before each request's JSON, e.g. `OTLP` (a `/otel` frame's prefix, protocol.md §10.2); default none. */
+  framePrefix?: string
+  /**
+   * Receives each frame: {@link SpanBatchOptions.framePrefix} then an `ExportTraceServiceRequest`
+   * as UTF-8 JSON. The bytes are the receiver's: the batch never touches them again.
+   */
+  send(frame: Uint8Array): void
 }
 
-/** Fragments of one instrumentation scope. */
-interface ScopeGroup {
-  scope: string
-  spans: string[]
+/** Closes the `spans` array, the `ScopeSpans`, `scopeSpans`, the `ResourceSpans`, `resourceSpans` and the request. */
+const TRAILER = ']}]}]}'
+
+/**
+ * One frame being written: the request's head (prefix, resource, scope) and the spans of one
+ * instrumentation scope so far, as UTF-8 in a buffer (off the JavaScript heap: a span's text is
+ * garbage as soon as it is written, instead of living in the young generation until the frame
+ * leaves, which made V8 grow it to 64 MiB under load).
+ */
+class Frame {
+  buffer: Buffer
+  length: number
+  spans = 0
+  /** Characters of span JSON written (the {@link MAX_BATCH_BYTES} bound counts characters). */
+  chars = 0
+
+  constructor(head: Buffer, firstSpanChars: number) {
+    // Room for MAX_BATCH_BYTES characters of ASCII spans; wider text grows it (append).
+    this.buffer = Buffer.allocUnsafe(head.length + Math.max(MAX_BATCH_BYTES, firstSpanChars) + 1024)
+    this.length = head.copy(this.buffer, 0)
+  }
+
+  append(span: string): void {
+    // A UTF-16 unit takes at most 3 bytes in UTF-8; the exact count only when that may not fit.
+    let need = this.length + span.length * 3 + 1 + TRAILER.length
+    if (need > this.buffer.length) {
+      need = this.length + Buffer.byteLength(span) + 1 + TRAILER.length
+      if (need > this.buffer.length) {
+        const grown = Buffer.allocUnsafe(Math.max(need, this.buffer.length * 2))
+        this.buffer.copy(grown, 0, 0, this.length)
+        this.buffer = grown
+      }
+    }
+    if (this.spans > 0) this.buffer[this.length++] = 0x2c // ','
+    this.length += this.buffer.write(span, this.length)
+    this.spans++
+    this.chars += span.length
+  }
+
+  /** The finished frame's bytes. */
+  finish(): Uint8Array {
+    this.length += this.buffer.write(TRAILER, this.length, 'latin1')
+    return this.buffer.subarray(0, this.length)
+  }
 }
 
-/** Finished spans waiting for their frame, grouped by instrumentation scope. */
+/**
+ * Finished spans waiting for their frame, grouped by instrumentation scope: each scope's spans are
+ * written straight into the bytes of its next frame ({@link Frame}), so sending needs no join,
+ * no second encoding and no copy.
+ */
 export class SpanBatch {
   readonly #options: SpanBatchOptions
-  #groups = new Map<string, ScopeGroup>()
-  #last: ScopeGroup | undefined
+  /** The frame being written, per scope. */
+  #open = new Map<string, Frame>()
+  /** Frames that are full, waiting for the next send. */
+  #full: Frame[] = []
+  /** The request head of each scope's frames, encoded once. */
+  readonly #heads = new Map<string, Buffer>()
+  #lastScope: string | undefined
+  #last: Frame | undefined
   #count = 0
   #chars = 0
   #timer: ReturnType<typeof setTimeout> | undefined
@@ -78,16 +133,21 @@ export class SpanBatch {
       this.#dropped++
       return
     }
-    let group = this.#last
-    if (group === undefined || group.scope !== scope) {
-      group = this.#groups.get(scope)
-      if (group === undefined) this.#groups.set(scope, (group = { scope, spans: [] }))
-      this.#last = group
+    let frame = this.#lastScope === scope ? this.#last : this.#open.get(scope)
+    if (frame !== undefined && (frame.spans >= MAX_BATCH_SPANS || frame.chars + span.length > MAX_BATCH_BYTES)) {
+      this.#full.push(frame)
+      frame = undefined
     }
-    group.spans.push(span)
+    if (frame === undefined) {
+      frame = new Frame(this.#head(scope), span.length)
+      this.#open.set(scope, frame)
+    }
+    this.#lastScope = scope
+    this.#last = frame
+    frame.append(span)
     this.#count++
     this.#chars += span.length
-    if (this.#count >= MAX_BATCH_SPANS || this.#chars >= MAX_BATCH_BYTES) {
+    if (this.#count >= MAX_BATCH_SPANS || this.#chars >= MAX_BATCH_BYTES || this.#full.length > 0) {
       // Sent after the current turn's I/O, not inside the span's end(): the handler's answer leaves first.
       this.#immediate ??= setImmediate(() => {
         this.#immediate = undefined
@@ -102,50 +162,41 @@ export class SpanBatch {
     }
   }
 
-  /** Sends every waiting span now, in frames of at most {@link MAX_BATCH_SPANS} spans. */
+  /** Sends every waiting span now, in frames of at most {@link MAX_BATCH_SPANS} spans of one scope. */
   flush(): void {
     clearTimeout(this.#timer)
     this.#timer = undefined
     if (this.#immediate !== undefined) clearImmediate(this.#immediate)
     this.#immediate = undefined
     if (this.#count === 0) return
-    const groups = [...this.#groups.values()]
-    this.#groups = new Map()
+    const frames = this.#full
+    for (const frame of this.#open.values()) frames.push(frame)
+    this.#full = []
+    this.#open = new Map()
+    this.#lastScope = undefined
     this.#last = undefined
     this.#count = 0
     this.#chars = 0
-    let parts: string[] = []
-    let inFrame = 0
-    let chars = 0
-    const emit = () => {
-      if (parts.length === 0) return
-      this.#options.send('{"resourceSpans":[{"resource":' + this.#options.resourceJson + ',"scopeSpans":[' + parts.join(',') + ']}]}')
-      parts = []
-      inFrame = 0
-      chars = 0
+    for (const frame of frames) {
+      this.#exported += frame.spans
+      this.#options.send(frame.finish())
     }
-    for (const group of groups) {
-      let start = 0
-      for (let i = 0; i < group.spans.length; i++) {
-        const len = group.spans[i]!.length
-        if (inFrame > 0 && (inFrame >= MAX_BATCH_SPANS || chars + len > MAX_BATCH_BYTES)) {
-          if (i > start) parts.push('{"scope":' + group.scope + ',"spans":[' + group.spans.slice(start, i).join(',') + ']}')
-          start = i
-          emit()
-        }
-        inFrame++
-        chars += len
-      }
-      if (start < group.spans.length) parts.push('{"scope":' + group.scope + ',"spans":[' + group.spans.slice(start).join(',') + ']}')
-      this.#exported += group.spans.length
-    }
-    emit()
   }
 
   /** Sends what waits and refuses further spans. */
   close(): void {
     this.flush()
     this.#closed = true
+  }
+
+  /** The bytes every frame of `scope` starts with: the prefix, the resource and the scope. */
+  #head(scope: string): Buffer {
+    let head = this.#heads.get(scope)
+    if (head === undefined) {
+      head = Buffer.from((this.#options.framePrefix ?? '') + '{"resourceSpans":[{"resource":' + this.#options.resourceJson + ',"scopeSpans":[{"scope":' + scope + ',"spans":[', 'utf8')
+      if (this.#heads.size < 1024) this.#heads.set(scope, head)
+    }
+    return head
   }
 }
 

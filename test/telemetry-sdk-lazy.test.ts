@@ -1,0 +1,88 @@
+/**
+ * SDK telemetry on by default loads the OpenTelemetry SDK only when something needs it (issue 20):
+ * a svc-sdk worker process with default settings serves invocations whose handler spans reach the
+ * engine, and its worker gauges too (sdk.md §12.3, protocol.md §10.3), while none of
+ * `@opentelemetry/sdk-trace`, `sdk-logs`, `sdk-metrics`, `resources` or `otlp-transformer` has
+ * been loaded; its first `Logger` record loads the logs SDK and still reaches `engine::logs::list`.
+ */
+import assert from 'node:assert/strict'
+import { type ChildProcess, spawn } from 'node:child_process'
+import { createInterface } from 'node:readline'
+import { after, before, describe, it } from 'node:test'
+import { ROOT } from './support/processes.ts'
+import { startTestEngine, type TestEngine } from './support/engine.ts'
+
+/** The packages a worker with only handler spans and gauges must not load. */
+const SDK_PACKAGES = ['@opentelemetry/otlp-transformer', '@opentelemetry/resources', '@opentelemetry/sdk-logs', '@opentelemetry/sdk-metrics', '@opentelemetry/sdk-trace']
+
+/** Polls `probe` (25 ms apart, about 10 s at most) until it returns something other than undefined. */
+async function eventually<T>(probe: () => Promise<T | undefined>, what: string): Promise<T> {
+  for (let i = 0; i < 400; i++) {
+    const value = await probe()
+    if (value !== undefined) return value
+    await new Promise((r) => setTimeout(r, 25))
+  }
+  assert.fail(`timed out waiting for ${what}`)
+}
+
+describe('SDK telemetry loads the OpenTelemetry SDK lazily (issue 20)', () => {
+  let engine: TestEngine
+  let worker: ChildProcess
+
+  before(async () => {
+    engine = await startTestEngine()
+    const env: Record<string, string | undefined> = { ...process.env }
+    delete env.OTEL_ENABLED // the default: telemetry on
+    worker = spawn(process.execPath, ['test/support/lazy-otel-worker.ts', engine.url], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] })
+    const stderr: string[] = []
+    worker.stderr!.on('data', (d) => stderr.push(String(d)))
+    await new Promise<void>((resolve, reject) => {
+      createInterface({ input: worker.stdout! }).on('line', (line) => {
+        if (line.includes('"ready"')) resolve()
+      })
+      worker.once('exit', (code) => reject(new Error(`the worker exited with ${code}:\n${stderr.join('')}`)))
+    })
+    await eventually(async () => (engine.engine.functions.resolve('default', 'lazy::log') !== undefined ? true : undefined), 'the worker functions')
+  })
+  after(async () => {
+    await new Promise((resolve) => (worker.exitCode !== null ? resolve(undefined) : (worker.once('exit', resolve), worker.kill('SIGTERM'))))
+    await engine.stop()
+  })
+
+  const call = (function_id: string, data: unknown = {}): Promise<unknown> => engine.engine.inject({ function_id, data })
+
+  it('handler spans and worker gauges reach the engine without loading the SDK packages', async () => {
+    assert.deepEqual(await call('lazy::echo', { n: 1 }), { n: 1 })
+    // Each lazy::modules call flushes: the echo's span, then the gauges (started at workerregistered).
+    let modules: string[] = []
+    const span = await eventually(async () => {
+      modules = (await call('lazy::modules')) as string[]
+      const { traces } = (await call('engine::traces::list', { name: 'execute lazy::echo' })) as { traces: Array<{ name: string; attributes: Record<string, unknown>; events: Array<{ name: string }> }> }
+      return traces[0]
+    }, 'the span of lazy::echo')
+    assert.equal(span.attributes['svc.function.id'], 'lazy::echo')
+    assert.deepEqual(span.events.map((e) => e.name).sort(), ['svc.invocation.input', 'svc.invocation.output'])
+    const rss = await eventually(async () => {
+      modules = (await call('lazy::modules')) as string[]
+      const { metrics } = (await call('engine::metrics::list', { metric_name: 'svc.worker.memory.rss', worker: 'lazy-otel' })) as { metrics: Array<{ type: string; unit?: string; points: Array<{ value: number; attributes: Record<string, unknown> }> }> }
+      return metrics[0]
+    }, 'the worker gauges')
+    assert.equal(rss.type, 'gauge')
+    assert.equal(rss.unit, 'By')
+    assert.ok(rss.points[0]!.value > 0)
+    assert.match(String(rss.points[0]!.attributes['worker.id']), /.+/)
+    assert.ok(modules.includes('@opentelemetry/api'), 'the API is loaded')
+    assert.deepEqual(modules.filter((m) => SDK_PACKAGES.includes(m)), [], 'no OpenTelemetry SDK package loaded')
+  })
+
+  it('the first Logger record loads the logs SDK, and the record reaches engine::logs::list', async () => {
+    const modules = (await call('lazy::log', { order: 7 })) as string[]
+    assert.ok(modules.includes('@opentelemetry/sdk-logs'), 'the logs SDK is loaded once a record needs it')
+    const record = await eventually(async () => {
+      const { logs } = (await call('engine::logs::list', { search: 'lazy log' })) as { logs: Array<{ body: string; service_name: string; attributes: Record<string, unknown> }> }
+      return logs[0]
+    }, 'the log record')
+    assert.equal(record.body, 'lazy log')
+    assert.equal(record.service_name, 'svc-node')
+  })
+})
