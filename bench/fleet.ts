@@ -120,7 +120,9 @@ async function main(): Promise<void> {
 
     const moleculerCallee = start(['bench/peers/moleculer-callee.ts', nats.url])
     await firstJson(moleculerCallee.lines, 'ready')
+    const natsBefore = cpuMs(nats.child.pid!)
     const moleculer = await run(['bench/peers/moleculer-caller.ts', nats.url])
+    moleculer.cpu_us_per_call = { nats: Math.round(((cpuMs(nats.child.pid!) - natsBefore) * 1000) / moleculer.calls) }
     await stop(moleculerCallee.child)
 
     console.log(

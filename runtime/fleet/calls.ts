@@ -17,6 +17,74 @@ import type { Logger } from '../engine/config.ts'
 import type { Member, MemberLink } from './members.ts'
 import type { FleetSubjects } from './subjects.ts'
 
+/**
+ * Separates the frames of one NATS message: U+001E (record separator) cannot appear in JSON text
+ * outside a string, and inside one it is escaped, so no frame contains it.
+ */
+const SEPARATOR = '\x1e'
+const SEPARATOR_BYTE = 0x1e
+
+/**
+ * The frames of one NATS message: each calls `each` with one frame's bytes. A message is one frame,
+ * or several joined by U+001E (a {@link Batcher}'s).
+ */
+export function eachFrame(data: Uint8Array, each: (frame: Uint8Array) => void): void {
+  let start = 0
+  for (;;) {
+    const end = data.indexOf(SEPARATOR_BYTE, start)
+    if (end < 0) return each(start === 0 ? data : data.subarray(start))
+    each(data.subarray(start, end))
+    start = end + 1
+  }
+}
+
+/**
+ * Frames for one subject published within one turn of the event loop's microtasks go out as one
+ * NATS message, joined by U+001E, up to NATS's `max_payload` — as the engine coalesces its
+ * WebSocket writes. Under load a message carries many calls or answers, so nats-server and both
+ * engines handle a fraction of the messages.
+ */
+export class Batcher {
+  private readonly bus: CallBus
+  private readonly state: BusState
+  private readonly pending = new Map<string, { frames: string[]; chars: number; reply: string | undefined }>()
+  private scheduled = false
+
+  constructor(bus: CallBus, state: BusState) {
+    this.bus = bus
+    this.state = state
+  }
+
+  add(subject: string, frame: string, reply?: string): void {
+    let batch = this.pending.get(subject)
+    // Every frame of a message shares its reply subject; UTF-16 length × 3 bounds the bytes.
+    if (batch !== undefined && (batch.reply !== reply || (batch.chars + frame.length + 1) * 3 > this.state.maxPayload)) {
+      this.send(subject, batch)
+      batch = undefined
+    }
+    if (batch === undefined) this.pending.set(subject, (batch = { frames: [], chars: 0, reply }))
+    batch.frames.push(frame)
+    batch.chars += frame.length + 1
+    if (!this.scheduled) {
+      this.scheduled = true
+      queueMicrotask(() => this.flush())
+    }
+  }
+
+  /** Publishes every pending batch now. */
+  flush(): void {
+    this.scheduled = false
+    for (const [subject, batch] of this.pending) this.send(subject, batch)
+    this.pending.clear()
+  }
+
+  private send(subject: string, batch: { frames: string[]; reply: string | undefined }): void {
+    this.pending.delete(subject)
+    const payload = batch.frames.length === 1 ? batch.frames[0]! : batch.frames.join(SEPARATOR)
+    this.bus.publish(subject, payload, batch.reply === undefined ? undefined : { reply: batch.reply })
+  }
+}
+
 /** The parts of a NATS connection calls use (nats.js `NatsConnection`). */
 export interface CallBus {
   publish(subject: string, payload: string, options?: { reply?: string }): void
@@ -39,7 +107,7 @@ interface FleetLeg {
 
 /** The caller's side: open calls to other engines, by leg id. */
 export class FleetCalls implements MemberLink {
-  private readonly bus: CallBus
+  private readonly batcher: Batcher
   private readonly state: BusState
   private readonly subjects: FleetSubjects
   private readonly log: Logger
@@ -56,8 +124,8 @@ export class FleetCalls implements MemberLink {
    */
   private readonly secret = randomBytes(6).toString('hex')
 
-  constructor(bus: CallBus, state: BusState, subjects: FleetSubjects, log: Logger, onNoResponders: (member: Member) => void) {
-    this.bus = bus
+  constructor(batcher: Batcher, state: BusState, subjects: FleetSubjects, log: Logger, onNoResponders: (member: Member) => void) {
+    this.batcher = batcher
     this.state = state
     this.subjects = subjects
     this.log = log
@@ -91,7 +159,8 @@ export class FleetCalls implements MemberLink {
       return invocation.reply.error(errorBody(Errors.fleetPayloadTooLarge, Buffer.byteLength(frame), limit))
     }
     const subject = this.subjectOf(member, target)
-    if (id === undefined) return this.bus.publish(subject, frame)
+    const reply = (member.replySubject ??= this.subjects.replyPrefix + member.instance)
+    if (id === undefined) return this.batcher.add(subject, frame, reply)
     const leg: FleetLeg = { id, member, invocation, timer: undefined }
     this.legs.set(id, leg)
     let ofMember = this.byMember.get(member)
@@ -99,7 +168,7 @@ export class FleetCalls implements MemberLink {
     ofMember.add(leg)
     const timeoutMs = invocation.timeoutMs
     if (timeoutMs !== undefined) leg.timer = setTimeout(() => this.finish(leg, undefined, errorBody(Errors.timeout, timeoutMs)), timeoutMs)
-    this.bus.publish(subject, frame, { reply: member.replySubject ??= this.subjects.replyPrefix + member.instance })
+    this.batcher.add(subject, frame, reply)
   }
 
   /**
@@ -114,15 +183,17 @@ export class FleetCalls implements MemberLink {
       if (member !== undefined) this.onNoResponders(member)
       return
     }
-    const decoded = decodeFrame(data, false)
-    if (decoded.kind !== 'message' || decoded.message.type !== 'invocationresult') {
-      this.log.debug('a message on a fleet reply subject was not an invocationresult frame; ignored')
-      return
-    }
-    const leg = this.legs.get(decoded.message.invocation_id)
-    // Only the answer of a call to that member: a NATS client cannot answer another's calls.
-    if (leg === undefined || leg.member.replySubject !== subject) return
-    this.finish(leg, decoded.message.result, decoded.message.error)
+    eachFrame(data, (frame) => {
+      const decoded = decodeFrame(frame, false)
+      if (decoded.kind !== 'message' || decoded.message.type !== 'invocationresult') {
+        this.log.debug('a message on a fleet reply subject was not an invocationresult frame; ignored')
+        return
+      }
+      const leg = this.legs.get(decoded.message.invocation_id)
+      // Only the answer of a call to that member: a NATS client cannot answer another's calls.
+      if (leg === undefined || leg.member.replySubject !== subject) return
+      this.finish(leg, decoded.message.result, decoded.message.error)
+    })
   }
 
   /** `member` left the fleet: its calls in flight end with `invocation_stopped`. */
@@ -169,14 +240,14 @@ export class FleetCalls implements MemberLink {
  * reply subject. A result over NATS's `max_payload` is answered with `RESULT_TOO_LARGE`.
  */
 export class FleetReply implements Reply {
-  private readonly bus: CallBus
+  private readonly batcher: Batcher
   private readonly state: BusState
   private readonly subject: string
   private readonly legId: string
   private readonly idJson: string
 
-  constructor(bus: CallBus, state: BusState, subject: string, legId: string, idJson: string) {
-    this.bus = bus
+  constructor(batcher: Batcher, state: BusState, subject: string, legId: string, idJson: string) {
+    this.batcher = batcher
     this.state = state
     this.subject = subject
     this.legId = legId
@@ -195,7 +266,7 @@ export class FleetReply implements Reply {
       const bytes = Buffer.byteLength(frame)
       if (bytes > limit) return this.error(errorBody(Errors.fleetResultTooLarge, bytes, limit))
     }
-    this.bus.publish(this.subject, frame)
+    this.batcher.add(this.subject, frame)
   }
 
   error(error: ErrorBody): void {
@@ -203,6 +274,6 @@ export class FleetReply implements Reply {
     if (frame.length * 3 > this.state.maxPayload && Buffer.byteLength(frame) > this.state.maxPayload) {
       frame = encodeResult(this.legId, this.idJson, undefined, { code: error.code, message: error.message.slice(0, 1024) })
     }
-    this.bus.publish(this.subject, frame)
+    this.batcher.add(this.subject, frame)
   }
 }

@@ -24,7 +24,7 @@ import type { FunctionRegistry } from '../engine/functions.ts'
 import type { Invocation } from '../engine/invocation.ts'
 import type { Peer } from '../engine/peer.ts'
 import { DiscardReply } from '../engine/pipeline.ts'
-import { FleetCalls, FleetReply, type BusState, type CallBus } from './calls.ts'
+import { Batcher, eachFrame, FleetCalls, FleetReply, type BusState, type CallBus } from './calls.ts'
 import { applySnapshot, applyTriggers, Member, removeMember, type Applied, type BindingRegistry } from './members.ts'
 import { FleetSubjects } from './subjects.ts'
 import { FLEET_TRIGGER_TYPES, readHeartbeat, readSnapshot, type Heartbeat, type Snapshot, type SnapshotFunction, type SnapshotTrigger } from './wire.ts'
@@ -114,12 +114,12 @@ export class Fleet {
       },
     }
     this.state = state
-    this.bus = bus
-    this.calls = new FleetCalls(bus, state, this.subjects, host.log, (member) => this.leave(member, 'NATS found no subscription of it'))
+    this.batcher = new Batcher(bus, state)
+    this.calls = new FleetCalls(this.batcher, state, this.subjects, host.log, (member) => this.leave(member, 'NATS found no subscription of it'))
   }
 
   private readonly state: BusState
-  private readonly bus: CallBus
+  private readonly batcher: Batcher
 
   /** The link {@link RemoteWorker}s' callees send through. */
   get link(): FleetCalls {
@@ -474,21 +474,28 @@ export class Fleet {
 
   // ---- serving -------------------------------------------------------------------------------
 
-  /** A call from another engine: runs on this engine's own replicas; answered on its reply subject. */
+  /**
+   * A message on this engine's call subject: one or several `invokefunction` frames from another
+   * engine, each run on this engine's own replicas and answered on the message's reply subject.
+   */
   private serve(msg: Msg): void {
-    const decoded = decodeFrame(msg.data, false)
+    eachFrame(msg.data, (frame) => this.serveFrame(frame, msg.reply))
+  }
+
+  private serveFrame(frame: Uint8Array, replySubject: string | undefined): void {
+    const decoded = decodeFrame(frame, false)
     if (decoded.kind !== 'message' || decoded.message.type !== 'invokefunction') {
-      if (msg.reply) {
+      if (replySubject !== undefined) {
         const reason = decoded.kind === 'malformed' ? decoded.reason : 'not an invokefunction frame'
-        this.publish(msg.reply, encodeResult('', '""', undefined, Errors.invalidMessage(`a call from another engine of the fleet was refused: ${reason}`).toErrorBody()))
+        this.batcher.add(replySubject, encodeResult('', '""', undefined, Errors.invalidMessage(`a call from another engine of the fleet was refused: ${reason}`).toErrorBody()))
       }
       return
     }
     const m = decoded.message
     const legId = m.invocation_id
     const reply =
-      legId !== undefined && msg.reply !== undefined && m.action?.type !== 'void'
-        ? new FleetReply(this.bus, this.state, msg.reply, legId, JSON.stringify(m.function_id))
+      legId !== undefined && replySubject !== undefined && m.action?.type !== 'void'
+        ? new FleetReply(this.batcher, this.state, replySubject, legId, JSON.stringify(m.function_id))
         : new DiscardReply(m.function_id, this.host.log)
     const invocation: Invocation = {
       requestedId: m.function_id,
