@@ -6,7 +6,7 @@
  * with SIGINT as Ctrl-C would. The config.yaml itself is loaded with hostile environment values.
  */
 import assert from 'node:assert/strict'
-import { spawn, type ChildProcess } from 'node:child_process'
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process'
 import { existsSync } from 'node:fs'
 import { mkdtemp, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
@@ -65,6 +65,9 @@ describe('examples/fleet: run.sh', () => {
   after(async () => {
     if (run.exitCode === null && run.signalCode === null) run.kill('SIGKILL')
     await exited
+    // Should run.ts have left anything behind (the SIGINT test then fails), it does not outlive the test.
+    for (const pid of summary?.pids ?? []) if (alive(pid)) process.kill(pid, 'SIGKILL')
+    if (summary?.dir) await rm(summary.dir, { recursive: true, force: true })
   })
 
   it('serves requests through every engine and spreads the calls over every worker', () => {
@@ -164,6 +167,13 @@ describe('examples/fleet: missing servers', () => {
     } finally {
       await rm(emptyPath, { recursive: true, force: true })
     }
+  })
+})
+
+describe('examples/fleet: sources', () => {
+  it('type-checks run.ts and worker.ts (they run as TypeScript; tsconfig.check.json does not cover examples/)', () => {
+    const tsc = spawnSync(process.execPath, [join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', EXAMPLE], { cwd: ROOT, encoding: 'utf8' })
+    assert.equal(tsc.status, 0, tsc.stdout + tsc.stderr)
   })
 })
 
