@@ -17,7 +17,7 @@
  * (with the command that installs it); 130 on Ctrl-C.
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process'
-import { createWriteStream, existsSync, readFileSync } from 'node:fs'
+import { createWriteStream, existsSync } from 'node:fs'
 import { mkdtemp, rm } from 'node:fs/promises'
 import { createServer } from 'node:net'
 import { tmpdir } from 'node:os'
@@ -160,12 +160,16 @@ function launch(role: string, name: string, command: string, argv: string[], env
   child.role = role
   children.add(child)
   const log = createWriteStream(join(workDir!, `${name}.log`))
+  /** The last lines of its output, for the error when it does not come up. */
+  const last: string[] = []
+  const tail = () => (last.length > 0 ? `:\n  ${last.join('\n  ')}` : '')
   return new Promise((resolvePromise, reject) => {
     let isReady = false
     const timer = setTimeout(() => reject(new Error(`${name} did not start within ${START_TIMEOUT_MS / 1000} s; see ${join(workDir!, `${name}.log`)}`)), START_TIMEOUT_MS)
     for (const stream of [child.stdout!, child.stderr!]) {
       createInterface({ input: stream }).on('line', (line) => {
         log.write(`${line}\n`)
+        if (last.push(line) > 5) last.shift()
         if (!isReady && ready(line)) {
           isReady = true
           clearTimeout(timer)
@@ -177,9 +181,10 @@ function launch(role: string, name: string, command: string, argv: string[], env
       clearTimeout(timer)
       reject(err)
     })
-    child.once('exit', (code, signal) => {
+    // 'close', not 'exit': its last lines are read by then.
+    child.once('close', (code, signal) => {
       clearTimeout(timer)
-      if (!isReady) reject(new Error(`${name} exited (${signal ?? code}) before it was ready; see ${join(workDir!, `${name}.log`)}`))
+      if (!isReady) reject(new Error(`${name} exited (${signal ?? code}) before it was ready; see ${join(workDir!, `${name}.log`)}${tail()}`))
       else if (!cleaning) say(`${name} exited (${signal ?? code}); see ${join(workDir!, `${name}.log`)}`)
     })
   })
@@ -204,16 +209,8 @@ async function startServer(name: string, given: number | undefined, start: (port
     try {
       return { port, child: await start(port) }
     } catch (error) {
-      if (given !== undefined || attempt >= 3 || !/address already in use/i.test(String((error as Error).message) + logTail(name))) throw error
+      if (given !== undefined || attempt >= 3 || !/address already in use/i.test((error as Error).message)) throw error
     }
-  }
-}
-
-function logTail(name: string): string {
-  try {
-    return readFileSync(join(workDir!, `${name}.log`), 'utf8').slice(-4000)
-  } catch {
-    return ''
   }
 }
 
@@ -411,7 +408,7 @@ function print(summary: Summary): void {
   say(`Fleet ${summary.fleet}: ${summary.orders_created} orders created and ${summary.orders_read} read back through another engine in ${seconds} s, ${summary.failed} failed`)
   say('')
   say('Requests served through each engine\'s HTTP listener:')
-  table([['engine', 'HTTP', 'requests', 'per second', 'failed'], ...summary.engines.map((e) => [e.engine, e.http_url, String(e.requests), String(Math.round(e.requests / seconds)), String(e.failed)])])
+  table([['engine', 'pid', 'HTTP', 'requests', 'per second', 'failed'], ...summary.engines.map((e) => [e.engine, String(e.pid), e.http_url, String(e.requests), String(Math.round(e.requests / seconds)), String(e.failed)])])
   say('')
   say('Calls each worker handled (and the engine it was on):')
   table([['worker', 'pid', 'started on', 'calls', 'on engine'], ...summary.workers.map((w) => [w.worker, String(w.pid), w.started_on, String(w.calls), Object.entries(w.engines).map(([e, n]) => `${e}: ${n}`).join(', ') || '-'])])
