@@ -109,7 +109,7 @@ describe('examples/fleet: run.sh', () => {
     const hostileValue = fc.oneof(
       fc.jsonValue({ maxDepth: 3 }),
       fc.string({ unit: 'binary', maxLength: 300 }),
-      fc.constantFrom('', ' ', '\u0000', 'x'.repeat(201), 'x'.repeat(200), -1, 0, 1.5, 1001, 2 ** 53, -(2 ** 53), '3', true, null, [], {}),
+      fc.constantFrom('', ' ', '\u0000', 'a\u0000b', '\ud800', '\udfff x', 'x'.repeat(201), 'x'.repeat(200), -1, 0, 1.5, 1001, 2 ** 53, -(2 ** 53), '3', true, null, [], {}),
     )
     const body = fc.oneof(
       // Shaped like an order, with hostile fields.
@@ -118,6 +118,8 @@ describe('examples/fleet: run.sh', () => {
       // Not JSON at all.
       fc.string({ maxLength: 200 }),
       fc.constant('['.repeat(5000)),
+      // A prototype key is data, not the order's quantity.
+      fc.constant('{"item":"x","__proto__":{"quantity":5},"constructor":{"prototype":{"quantity":7}}}'),
     )
     /** Our worker's `{error: '…'}`, or the engine's envelope `{error: {code, message}}` for what never reaches it (malformed JSON, no route). */
     const isError = (answer: { error?: unknown } | undefined): boolean =>
