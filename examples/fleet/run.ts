@@ -111,14 +111,15 @@ const say = (line: string): void => void (args.json ? process.stderr : process.s
 
 // ---- processes -------------------------------------------------------------------------------
 
-const children = new Set<ChildProcess>()
+/** What a started process is; they are stopped in this order. */
+type Role = 'worker' | 'engine' | 'server'
+const children = new Map<ChildProcess, Role>()
 let cleaning: Promise<void> | undefined
 
 /** Stops every process this run started: workers, then engines, then Redis and NATS; SIGKILL after STOP_TIMEOUT_MS. */
 function cleanup(): Promise<void> {
   cleaning ??= (async () => {
-    const byRole = (role: string) => [...children].filter((c) => (c as ChildProcess & { role?: string }).role === role)
-    for (const role of ['worker', 'engine', 'server']) await Promise.all(byRole(role).map(stopChild))
+    for (const role of ['worker', 'engine', 'server'] as const) await Promise.all([...children].filter(([, r]) => r === role).map(([child]) => stopChild(child)))
   })()
   return cleaning
 }
@@ -137,7 +138,7 @@ function stopChild(child: ChildProcess): Promise<void> {
 
 // Whatever ends this process, nothing it started outlives it.
 process.on('exit', () => {
-  for (const child of children) if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL')
+  for (const child of children.keys()) if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL')
 })
 for (const [signal, code] of [['SIGINT', 130], ['SIGTERM', 143], ['SIGHUP', 129]] as const) {
   process.once(signal, () => {
@@ -155,10 +156,9 @@ async function finish(code: number): Promise<never> {
 }
 
 /** Spawns a process whose output goes to `<workDir>/<name>.log`; `ready` sees each line of its stdout and stderr. */
-function launch(role: string, name: string, command: string, argv: string[], env: Record<string, string>, ready: (line: string) => boolean): Promise<ChildProcess> {
-  const child = spawn(command, argv, { cwd: ROOT, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] }) as ChildProcess & { role?: string }
-  child.role = role
-  children.add(child)
+function launch(role: Role, name: string, command: string, argv: string[], env: Record<string, string>, ready: (line: string) => boolean): Promise<ChildProcess> {
+  const child = spawn(command, argv, { cwd: ROOT, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] })
+  children.set(child, role)
   const log = createWriteStream(join(workDir!, `${name}.log`))
   /** The last lines of its output, for the error when it does not come up. */
   const last: string[] = []
@@ -294,7 +294,7 @@ async function main(): Promise<void> {
       const seen = load.byWorker.get(w.worker) ?? {}
       return { ...w, calls: Object.values(seen).reduce((a, b) => a + b, 0), engines: seen }
     }),
-    pids: [...children].map((c) => c.pid!),
+    pids: [...children.keys()].map((c) => c.pid!),
     dir: workDir,
   }
   print(summary)
