@@ -176,6 +176,8 @@ describe('state on redis while Redis is unavailable (builtins.md §13.4)', () =>
     t.after(() => watcher.worker.close())
     await ok(watcher.worker, 'state::set', { scope: 's', key: 'k', value: 'before' })
 
+    const health = async () => (await ok(watcher.worker, 'engine::health::check', {})) as { status: string; components: Record<string, { status: string; detail?: string }> }
+    assert.equal((await health()).components.redis?.status, 'healthy')
     await server.stop()
     const started = Date.now()
     const reply: Frame = await watcher.worker.call('state::get', { scope: 's', key: 'k' })
@@ -186,7 +188,14 @@ describe('state on redis while Redis is unavailable (builtins.md §13.4)', () =>
     assert.equal((await watcher.worker.call('state::update', { scope: 's', key: 'k', ops: [] })).error?.code, 'ADAPTER_UNAVAILABLE')
     assert.equal((await watcher.worker.call('state::update', { scope: 's', key: 'k', ops: 'x' })).error?.code, 'INVALID_ARGUMENTS')
 
+    // Health says so, naming the server without its password.
+    await eventually(async () => (await health()).components.redis?.status === 'degraded', 10_000)
+    const degraded = await health()
+    assert.equal(degraded.status, 'degraded')
+    assert.match(degraded.components.redis!.detail!, /not connected to redis:\/\/127\.0\.0\.1:\d+/)
+
     await server.start()
+    await eventually(async () => (await health()).components.redis?.status === 'healthy', 20_000)
     // Redis restarted empty (no persistence in tests); calls work again after the reconnect backoff.
     await eventually(async () => (await watcher.worker.call('state::set', { scope: 's', key: 'k', value: 'after' })).error === undefined, 20_000)
     assert.equal(await ok(watcher.worker, 'state::get', { scope: 's', key: 'k' }), 'after')

@@ -106,7 +106,25 @@ export function connectRedis(url: string, role: 'commands' | 'subscriber' = 'com
   const options = redisClientOptions()
   const client = new Redis(url, role === 'subscriber' ? { ...options, commandTimeout: undefined } : options)
   client.on('error', () => {})
+  OPEN.set(client, redactRedisUrl(url))
+  client.once('end', () => OPEN.delete(client))
   return client
+}
+
+/** Every client {@link connectRedis} made that has not ended, with its URL without password. */
+const OPEN = new Map<Redis, string>()
+
+/**
+ * The `redis` component of `engine::health::check`: `degraded` while a Redis client of this process
+ * is not connected (it reconnects by itself, and calls on it answer `ADAPTER_UNAVAILABLE`);
+ * undefined when no built-in uses Redis.
+ */
+export function redisHealth(): { status: 'healthy' | 'degraded'; detail: string } | undefined {
+  if (OPEN.size === 0) return undefined
+  const down = new Set<string>()
+  for (const [client, url] of OPEN) if (client.status !== 'ready') down.add(url)
+  if (down.size === 0) return { status: 'healthy', detail: `${OPEN.size} connection${OPEN.size === 1 ? '' : 's'}` }
+  return { status: 'degraded', detail: `not connected to ${[...down].join(', ')}; reconnecting` }
 }
 
 /** Resolves true once `client` is ready, false after `ms` or at its first error. */

@@ -8,6 +8,7 @@
 import { Errors } from 'svc-protocol'
 import { nowUnixNano, type LogRecord, type MetricSeries } from '../../adapters/observability/records.ts'
 import { SqliteStore } from '../../adapters/observability/sqlite.ts'
+import { redisHealth } from '../../adapters/redis.ts'
 import type { TelemetryStore } from '../../adapters/observability/store.ts'
 import { ENGINE_VERSION } from '../../engine/engine.ts'
 import type { TelemetryHub } from '../../engine/telemetry.ts'
@@ -94,7 +95,9 @@ function health(host: ObservabilityHost): Record<string, unknown> {
   let limited = 0
   for (const n of Object.values(host.limiter.totals())) limited += n
   // Components of the hub's health sources (the fleet's, issue 19); one degraded degrades the engine.
-  const sources = host.hub?.healthComponents() ?? {}
+  const sources: Record<string, { status: string; detail?: string }> = { ...host.hub?.healthComponents() }
+  const redis = redisHealth()
+  if (redis !== undefined) sources.redis = redis
   const degraded = Object.values(sources).some((c) => c.status === 'degraded')
   return {
     status: degraded ? 'degraded' : 'healthy',
