@@ -254,13 +254,17 @@ export class QueueWorker implements BuiltinWorker {
     this.leaseTimer = this.clock.setTimeout(() => void sweep(), every)
   }
 
-  /** Subscribers remembered by the store: none has a live trigger yet, so each counts as detached now. */
+  /**
+   * Subscribers remembered by the store: none has a live trigger on this engine yet, so each counts
+   * as detached now — unless the store is shared (`leaseCheckMs`), where another engine may hold it.
+   */
   private async loadSubscribers(backend: QueueBackend): Promise<void> {
     const now = this.now()
+    const shared = backend.leaseCheckMs !== undefined
     for (const record of await backend.subscribers()) {
       const known = this.subscribers.get(record.queue)
       if (known) continue
-      if (record.detached_at === undefined) {
+      if (record.detached_at === undefined && !shared) {
         record.detached_at = now
         await backend.saveSubscriber(record)
       }
@@ -591,6 +595,20 @@ export class QueueWorker implements BuiltinWorker {
     this.context?.log.info(`queue: subscriber ${sub.record.queue} forgotten; ${moved} undelivered messages moved to its DLQ`)
   }
 
+  /**
+   * A store shared with other engines: subscribers whose triggers live on another engine get a
+   * copy of a publish too. Records this engine has no trigger for are taken from the store (they
+   * are delivered by the engine holding the trigger, which the enqueue wakes).
+   */
+  private async learnSubscribers(backend: QueueBackend): Promise<void> {
+    if (backend.leaseCheckMs === undefined) return
+    for (const record of await backend.subscribers()) {
+      const known = this.subscribers.get(record.queue)
+      if (!known) this.subscribers.set(record.queue, { record, triggers: new Map() })
+      else if (known.triggers.size === 0 && known.expiry === undefined) known.record = record
+    }
+  }
+
   private subscribersOf(topic: string): Subscriber[] {
     return [...this.subscribers.values()].filter((s) => s.record.topic === topic)
   }
@@ -619,6 +637,7 @@ export class QueueWorker implements BuiltinWorker {
   /** Stores the copies of a publish; the number of subscribers. */
   private async publishCopies(topic: string, payloadData: unknown, traceparent: string | undefined, baggage: string | undefined): Promise<number> {
     const data = payloadData === undefined ? null : payloadData
+    await this.withBackend(PUBLISH_ID, (b) => this.learnSubscribers(b))
     const now = this.now()
     const subs = this.subscribersOf(topic)
     const base: Pick<QueueMessageInput, 'data' | 'enqueued_at' | 'ready_at' | 'traceparent' | 'baggage'> = { data, enqueued_at: now, ready_at: now }
