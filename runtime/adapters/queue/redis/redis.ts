@@ -34,8 +34,10 @@
  */
 import { randomUUID } from 'node:crypto'
 import type { Redis } from 'ioredis'
+import { Redis as RedisClient } from 'ioredis'
+import { Errors } from 'svc-protocol/errors'
 import { jsonParse } from 'svc-protocol/json'
-import { CALL_TIMEOUT_MS, connectRedis, parseRedisConfig, redactRedisUrl, redisCallError, waitReady, type RedisConfig } from '../../redis.ts'
+import { CALL_TIMEOUT_MS, connectRedis, parseRedisConfig, redisClientOptions, redactRedisUrl, redisCallError, waitReady, type RedisConfig } from '../../redis.ts'
 import type { StateAdapterLogger } from '../../state/types.ts'
 import {
   targetKey,
@@ -133,6 +135,49 @@ const SCRIPTS: Record<ScriptName, string> = {
   get: scripts.GET,
 }
 
+/**
+ * Calls made during one event-loop turn, sent as one script call at its end (the script is atomic
+ * for the whole batch, and handles the items in call order, as separate calls would).
+ */
+class TurnBatch<I, R> {
+  private items: I[] = []
+  private waiters: Array<{ count: number; resolve: (results: R[]) => void; reject: (error: unknown) => void }> = []
+
+  private readonly send: (items: I[]) => Promise<R[]>
+
+  /** `send` gets every item of the turn and answers one result per item, in order. */
+  constructor(send: (items: I[]) => Promise<R[]>) {
+    this.send = send
+  }
+
+  add(items: readonly I[]): Promise<R[]> {
+    return new Promise((resolve, reject) => {
+      if (this.waiters.length === 0) setImmediate(() => this.flush())
+      for (const item of items) this.items.push(item)
+      this.waiters.push({ count: items.length, resolve, reject })
+    })
+  }
+
+  private flush(): void {
+    const items = this.items
+    const waiters = this.waiters
+    this.items = []
+    this.waiters = []
+    this.send(items).then(
+      (results) => {
+        let at = 0
+        for (const waiter of waiters) {
+          waiter.resolve(results.slice(at, at + waiter.count))
+          at += waiter.count
+        }
+      },
+      (error) => {
+        for (const waiter of waiters) waiter.reject(error)
+      },
+    )
+  }
+}
+
 /** Options of {@link RedisQueueBackend.open} besides the config block. */
 export interface RedisQueueContext {
   /** Where the backend warns about an unreachable Redis. */
@@ -166,8 +211,14 @@ export class RedisQueueBackend implements QueueBackend {
   private readonly wakeListeners = new Set<WakeListener>()
   /** Remembered `startable` verdicts, refreshed at every reserve. */
   private readonly verdicts = new Map<string, { namespace: string; functionId: string }>()
-  /** Per queue: the `now` of this backend's last reserve and whether it ran out of scan budget. */
-  private readonly lastReserve = new Map<string, { now: number; more: boolean }>()
+  /**
+   * Per queue, from this backend's last reserve: its `now`, whether it ran out of scan budget, and
+   * the earliest ready_at after `now` it saw (null: none; undefined: not asked, the limit was filled).
+   */
+  private readonly lastReserve = new Map<string, { now: number; more: boolean; next: number | null | undefined }>()
+  /** Enqueues and acks of one turn go to Redis as one script call each. */
+  private readonly enqueues = new TurnBatch<Array<string | number>, EnqueueOutcome & { clash: boolean }>((items) => this.sendEnqueues(items))
+  private readonly acks = new TurnBatch<string, boolean>((ids) => this.sendAcks(ids))
   private renewTimer: NodeJS.Timeout | undefined
   private renewing = false
   private subscribedOnce = false
@@ -196,7 +247,10 @@ export class RedisQueueBackend implements QueueBackend {
     this.prefix = `${config.key_prefix}queue:`
     this.channel = `${this.prefix}wake`
     this.leaseCheckMs = Math.max(500, Math.floor(config.lease_ms / 2))
-    const client = connectRedis(config.url)
+    // The shared options, plus auto-pipelining: the commands of one turn (a pump's reserve, the
+    // turn's acks and enqueues) leave in one write.
+    const client = new RedisClient(config.url, { ...redisClientOptions(), enableAutoPipelining: true })
+    client.on('error', () => {})
     this.client = client
     const run = {} as Record<ScriptName, Script>
     for (const [name, lua] of Object.entries(SCRIPTS) as Array<[ScriptName, string]>) {
@@ -218,7 +272,7 @@ export class RedisQueueBackend implements QueueBackend {
 
   async enqueue(messages: readonly QueueMessageInput[]): Promise<EnqueueOutcome[]> {
     if (messages.length === 0) return []
-    const args: Array<string | number> = []
+    const args: Array<Array<string | number>> = []
     for (const input of messages) {
       const size_bytes = Buffer.byteLength(JSON.stringify(input.data ?? null) ?? 'null')
       const body: Record<string, unknown> = {}
@@ -227,7 +281,7 @@ export class RedisQueueBackend implements QueueBackend {
       const idem = input.idempotency
       // Redis forgets the key a minute after its window (the window itself is checked in the script).
       const ttl = idem ? Math.min(Math.max(idem.expires_at - input.enqueued_at, 1), 1e12) + 60_000 : 0
-      args.push(
+      args.push([
         input.id,
         input.queue,
         targetKey(input.namespace, input.function_id),
@@ -242,18 +296,31 @@ export class RedisQueueBackend implements QueueBackend {
         Math.floor(ttl),
         input.dead ? JSON.stringify({ code: input.dead.code, message: input.dead.message }) : '',
         JSON.stringify(body),
-      )
+      ])
     }
-    const reply = (await this.call('enqueue', () => this.run.enqueue(...args))) as Array<string | number>
-    const outcomes: EnqueueOutcome[] = []
-    for (let i = 0; i < reply.length; i += 2) outcomes.push({ id: String(reply[i]), duplicate: reply[i + 1] === 1 })
+    const outcomes = await this.enqueues.add(args)
+    const clash = outcomes.find((o) => o.clash)
+    if (clash) throw Errors.storageError(`queue enqueue: message id ${clash.id} is already stored in redis at ${this.where}`)
+    return outcomes.map(({ id, duplicate }) => ({ id, duplicate }))
+  }
+
+  private async sendEnqueues(messages: Array<Array<string | number>>): Promise<Array<EnqueueOutcome & { clash: boolean }>> {
+    const reply = (await this.call('enqueue', () => this.run.enqueue(...messages.flat()))) as Array<string | number>
+    const outcomes: Array<EnqueueOutcome & { clash: boolean }> = []
+    for (let i = 0; i < reply.length; i += 2) outcomes.push({ id: String(reply[i]), duplicate: reply[i + 1] === 1, clash: reply[i + 1] === 2 })
     return outcomes
+  }
+
+  private async sendAcks(ids: string[]): Promise<boolean[]> {
+    const reply = (await this.call('ack', () => this.run.ack(...ids))) as number[]
+    return reply.map((n) => n === 1)
   }
 
   async reserve(queue: string, request: ReserveRequest): Promise<QueueMessage[]> {
     const { now, startable } = request
     const taken: QueueMessage[] = []
     let more = false
+    let next: number | null | undefined
     // A target the script has no verdict for costs one more call, once per new target.
     for (let round = 0; round < 8 && taken.length < request.limit; round++) {
       const allowed: string[] = []
@@ -263,9 +330,10 @@ export class RedisQueueBackend implements QueueBackend {
       }
       const reply = (await this.call('reserve', () =>
         this.run.reserve(queue, now, request.limit - taken.length, this.config.lease_ms, RESERVE_SCAN_BUDGET, startable ? '1' : '0', allowed.length, ...allowed, refused.length, ...refused),
-      )) as [number, string[], Array<string | number>]
-      const [budgetOut, unknown, out] = reply
+      )) as [number, string[], Array<string | number>, string | null]
+      const [budgetOut, unknown, out, nextAt] = reply
       more = budgetOut === 1
+      next = nextAt === null || nextAt === undefined ? null : Number(nextAt)
       for (let i = 0; i < out.length; i += 5) {
         const id = String(out[i])
         this.held.add(id)
@@ -278,13 +346,14 @@ export class RedisQueueBackend implements QueueBackend {
         this.verdicts.set(key, { namespace: key.slice(0, cut), functionId: key.slice(cut + 1) })
       }
     }
-    this.lastReserve.set(queue, { now, more })
+    this.lastReserve.set(queue, { now, more, next: taken.length < request.limit ? next : undefined })
     return taken
   }
 
   async ack(id: string): Promise<boolean> {
     try {
-      return (await this.call('ack', () => this.run.ack(id))) === 1
+      const [acked] = await this.acks.add([id])
+      return acked!
     } finally {
       this.held.delete(id)
     }
@@ -359,9 +428,12 @@ export class RedisQueueBackend implements QueueBackend {
     const last = this.lastReserve.get(queue)
     // Messages ready at the last reserve and still pending were skipped (busy key, target not
     // startable): they wait for an event, not for a time. Without a reserve, everything counts.
-    const after = last ? last.now : -1
-    const reply = await this.call('next-ready', () => this.run.nextReady(queue, after))
-    let next = reply === null || reply === undefined ? undefined : Number(reply)
+    let next: number | undefined
+    if (last?.next !== undefined) next = last.next ?? undefined
+    else {
+      const reply = await this.call('next-ready', () => this.run.nextReady(queue, last ? last.now : -1))
+      next = reply === null || reply === undefined ? undefined : Number(reply)
+    }
     if (last?.more) next = Math.min(next ?? Infinity, now + RESCAN_MS)
     return next
   }

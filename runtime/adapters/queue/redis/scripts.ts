@@ -91,7 +91,8 @@ local FIELDS = {'s', 'o', 'q', 'g', 'k', 'n'}
 /**
  * ARGV 3…: 14 fields per message: id, queue, target, has group ('1'/'0'), group, has key, key,
  * ready_at, enqueued_at, idempotency key ('' none), its expires_at, its TTL in ms, dead error JSON
- * ('' none), body JSON. Returns `[id, duplicate (0/1)]` per message.
+ * ('' none), body JSON. Returns `[id, 0 stored | 1 duplicate of that id | 2 id already taken]`
+ * per message.
  */
 export const ENQUEUE = `${PRELUDE}
 local out = {}
@@ -117,7 +118,10 @@ while i <= #ARGV do
   end
   if not dup then
     local m = mkey(id)
-    if redis.call('EXISTS', m) == 1 then return redis.error_reply('ERR svc queue: message id ' .. id .. ' is already stored') end
+    if redis.call('EXISTS', m) == 1 then
+      out[#out + 1] = id
+      out[#out + 1] = 2
+    else
     local seq = redis.call('INCR', P .. 'seq')
     redis.call('HSET', m, 'q', q, 't', t, 'n', seq, 'r', ready, 'a', 0, 'b', body)
     if hasG == '1' then redis.call('HSET', m, 'g', g) else g = nil end
@@ -133,6 +137,7 @@ while i <= #ARGV do
     end
     out[#out + 1] = id
     out[#out + 1] = 0
+    end
   end
 end
 for q in pairs(woken) do wake(q) end
@@ -143,7 +148,9 @@ return out
  * ARGV 3 queue, 4 now, 5 limit, 6 lease ms, 7 scan budget, 8 check targets ('1'/'0'), then the
  * count and the targets that may start, then the count and the targets that may not. A target in
  * neither list is not started and is reported, so that the caller can ask about it and call again.
- * Returns `[more (1 when the scan budget ran out), [unknown targets], [id, attempts, seq, ready_at, body]…]`.
+ * Returns `[more (1 when the scan budget ran out), [unknown targets], [id, attempts, seq, ready_at,
+ * body]…, next]` where `next` is, when fewer than `limit` started, the earliest ready_at after `now`
+ * of an ungrouped pending message or a pending group head (else false).
  */
 export const RESERVE = `${PRELUDE}
 local q = ARGV[3]
@@ -237,19 +244,37 @@ while taken < limit and more == 0 do
   end
   if scanned >= budget then more = 1 end
 end
-return {more, unknown, out}
+-- When it did not fill the limit: the earliest ready_at still to come (what nextReadyAt answers).
+local nextAt = false
+if taken < limit then
+  local nowEx = '(' .. now
+  for _, key in ipairs({pk, gh}) do
+    local hit = redis.call('ZRANGEBYSCORE', key, nowEx, '+inf', 'WITHSCORES', 'LIMIT', 0, 1)
+    if hit[2] and ((not nextAt) or tonumber(hit[2]) < tonumber(nextAt)) then nextAt = hit[2] end
+  end
+end
+return {more, unknown, out, nextAt}
 `
 
-/** ARGV 3 id. Deletes the message when this owner has it in flight; 1 or 0. */
+/** ARGV 3… ids. Deletes each message this owner has in flight; `[1 or 0]` per id. */
 export const ACK = `${PRELUDE}
-local id = ARGV[3]
-local f = redis.call('HMGET', mkey(id), unpack(FIELDS))
-if f[1] ~= 'i' or f[2] ~= OWNER then return 0 end
-unplace(id, f)
-redis.call('DEL', mkey(id))
-countQueue(f[3], -1)
-if f[4] or f[5] then wake(f[3]) end
-return 1
+local out = {}
+local woken = {}
+for x = 3, #ARGV do
+  local id = ARGV[x]
+  local f = redis.call('HMGET', mkey(id), unpack(FIELDS))
+  if f[1] ~= 'i' or f[2] ~= OWNER then
+    out[#out + 1] = 0
+  else
+    unplace(id, f)
+    redis.call('DEL', mkey(id))
+    countQueue(f[3], -1)
+    if f[4] or f[5] then woken[f[3]] = true end
+    out[#out + 1] = 1
+  end
+end
+for q in pairs(woken) do wake(q) end
+return out
 `
 
 /** ARGV 3 id, 4 ready_at, 5 refund ('1'/'0'). Back to pending when this owner has it in flight; 1 or 0. */
