@@ -5,8 +5,10 @@
  */
 import assert from 'node:assert/strict'
 import { after, describe, it } from 'node:test'
+import fc from 'fast-check'
 import { startTestRedis } from '../../../../test/support/redis.ts'
 import { input, runQueueBackendConformance } from '../conformance.ts'
+import type { QueueMessageInput } from '../types.ts'
 import { RedisQueueBackend, type RedisQueueConfig } from './redis.ts'
 
 const redis = await startTestRedis()
@@ -190,5 +192,135 @@ describe('redis queue backend: Redis down and back', () => {
     assert.equal(warnings.length, 1)
     assert.match(warnings[0]!, /unreachable/)
     await assert.rejects(backend.queues(), (error: { code?: string }) => error.code === 'ADAPTER_UNAVAILABLE')
+  })
+})
+
+describe('redis queue backend under hostile names (fast-check)', () => {
+  // Names that could break a key layout or a script: separators of the layout (':', NUL, '|',
+  // newline), Redis glob and hash-tag characters, lone surrogates (UTF-8 would merge them),
+  // U+0001 (the escape of ./redis.ts enc), non-BMP and long names, empty strings.
+  const hostile = fc.oneof(
+    fc.constantFrom('', ':', 'q', 'q:', ':q', 'p:q', 'g:1:q', '\u0000', 'a\u0000b', '|', '1|x', '\n', '*', '?', '[a]', '{tag}', 'a\ud800', 'a\udc00', '\ud800', '\u0001', '\u0001"x"', '😀', 'é', 'e\u0301'),
+    fc.string({ unit: 'binary', maxLength: 8 }),
+    fc.string({ maxLength: 300 }).map((s) => s.repeat(2)),
+  )
+  type Op =
+    | { kind: 'enqueue'; queue: number; group?: number; key?: number; idem?: number; dead: boolean; delay: boolean }
+    | { kind: 'reserve'; queue: number; refuse: boolean }
+    | { kind: 'settle'; pick: number; how: 'ack' | 'release' | 'refund' | 'dead' }
+    | { kind: 'dlq'; queue: number; how: 'redrive' | 'one' | 'discard' | 'all' }
+
+  const op: fc.Arbitrary<Op> = fc.oneof(
+    fc.record({ kind: fc.constant('enqueue' as const), queue: fc.nat(3), group: fc.option(fc.nat(3), { nil: undefined }), key: fc.option(fc.nat(3), { nil: undefined }), idem: fc.option(fc.nat(3), { nil: undefined }), dead: fc.boolean(), delay: fc.boolean() }, { requiredKeys: ['kind', 'queue', 'dead', 'delay'] }),
+    fc.record({ kind: fc.constant('reserve' as const), queue: fc.nat(3), refuse: fc.boolean() }),
+    fc.record({ kind: fc.constant('settle' as const), pick: fc.nat(), how: fc.constantFrom('ack' as const, 'release' as const, 'refund' as const, 'dead' as const) }),
+    fc.record({ kind: fc.constant('dlq' as const), queue: fc.nat(3), how: fc.constantFrom('redrive' as const, 'one' as const, 'discard' as const, 'all' as const) }),
+  )
+
+  it('behaves as the in-process index (memory backend) for any names and any sequence of operations', async () => {
+    const { openMemoryQueue } = await import('../memory/memory.ts')
+    const sortIds = (ms: Array<{ id: string; attempts: number }>) => ms.map((m) => `${m.id}#${m.attempts}`).sort()
+    await fc.assert(
+      fc.asyncProperty(fc.array(hostile, { minLength: 4, maxLength: 4 }), fc.array(hostile, { minLength: 6, maxLength: 6 }), fc.array(op, { minLength: 1, maxLength: 40 }), async (queues, names, ops) => {
+        const red = await open()
+        const mem = openMemoryQueue()
+        try {
+          const inFlight: string[] = []
+          let step = 0
+          let n = 0
+          for (const o of ops) {
+            const now = T0 + ++step * 10
+            switch (o.kind) {
+              case 'enqueue': {
+                const fields: Partial<QueueMessageInput> = { id: `${names[n++ % names.length]}#${n}`, queue: queues[o.queue]!, function_id: names[n % names.length]!, enqueued_at: now, ready_at: o.delay ? now + 15 : now, data: { name: names[(n + 1) % names.length] } }
+                if (o.group !== undefined) fields.group = names[o.group]!
+                if (o.key !== undefined) fields.key = names[o.key]!
+                if (o.idem !== undefined) fields.idempotency = { key: names[o.idem]!, expires_at: now + 100 }
+                if (o.dead) fields.dead = { code: 'no_subscribers', message: names[0]! }
+                const message = input(fields)
+                assert.deepEqual(await red.enqueue([message]), await mem.enqueue([message]))
+                break
+              }
+              case 'reserve': {
+                const queue = queues[o.queue]!
+                const refused = names[1]!
+                const startable = o.refuse ? (_ns: string, fid: string) => fid !== refused : undefined
+                const request = startable ? { now, limit: 1000, startable } : { now, limit: 1000 }
+                const [a, b] = [await red.reserve(queue, request), await mem.reserve(queue, request)]
+                assert.deepEqual(sortIds(a), sortIds(b))
+                for (const m of a) {
+                  const twin = b.find((x) => x.id === m.id)!
+                  assert.deepEqual(m, twin)
+                  inFlight.push(m.id)
+                }
+                break
+              }
+              case 'settle': {
+                if (inFlight.length === 0) break
+                const [id] = inFlight.splice(o.pick % inFlight.length, 1)
+                const run = (b: typeof red | typeof mem) =>
+                  o.how === 'ack' ? b.ack(id!) : o.how === 'dead' ? b.deadLetter(id!, { code: 'boom', message: names[2]! }, now) : b.release(id!, { ready_at: now + 5, refund: o.how === 'refund' })
+                assert.equal(await run(red), await run(mem))
+                break
+              }
+              case 'dlq': {
+                const queue = queues[o.queue]!
+                const dead = await mem.deadLetters(queue, 0, 1000)
+                assert.deepEqual(sortIds(await red.deadLetters(queue, 0, 1000)), sortIds(dead))
+                const one = dead[0]?.id ?? names[3]!
+                const run = (b: typeof red | typeof mem) =>
+                  o.how === 'redrive' ? b.redrive(queue, now) : o.how === 'one' ? b.redriveMessage(queue, one, now) : o.how === 'discard' ? b.discard(queue, one) : b.deadLetterQueue(queue, { code: 'subscriber_expired', message: 'x' }, now)
+                assert.deepEqual(await run(red), await run(mem))
+                break
+              }
+            }
+            for (const queue of new Set(queues)) assert.deepEqual(await red.counts(queue, now), await mem.counts(queue, now), `counts of ${JSON.stringify(queue)}`)
+          }
+          assert.deepEqual((await red.queues()).sort(), (await mem.queues()).sort())
+          for (const id of inFlight) assert.deepEqual(await red.get(id), await mem.get(id))
+        } finally {
+          await red.close()
+          await mem.close()
+        }
+      }),
+      { numRuns: 100 },
+    )
+  })
+
+  it('any adapter config is refused naming an adapter field, or opens a store isolated under its prefix', async () => {
+    const { parseQueueAdapterEntry } = await import('../index.ts')
+    await fc.assert(
+      fc.asyncProperty(
+        fc.record(
+          { url: fc.oneof({ arbitrary: fc.constant(redis.url), weight: 4 }, hostile), key_prefix: hostile, lease_ms: fc.oneof(fc.constant(30_000), fc.integer(), fc.double(), hostile), extra: fc.option(hostile, { nil: undefined }) },
+          { requiredKeys: ['url'] },
+        ),
+        async (raw) => {
+          const config: Record<string, unknown> = { ...raw }
+          if (raw.extra !== undefined) config[raw.extra] = 1
+          delete config.extra
+          let spec
+          try {
+            spec = parseQueueAdapterEntry({ name: 'redis', config })
+          } catch (error) {
+            assert.match((error as Error).message, /^adapter\.config(\.|\b)/)
+            return
+          }
+          assert.equal(spec.name, 'redis')
+          if (spec.name !== 'redis' || spec.config.url !== redis.url) return
+          const prefix = spec.config.key_prefix
+          const backend = await RedisQueueBackend.open({ ...spec.config, key_prefix: `iso${++prefixes}:${prefix}` })
+          try {
+            const m = input({ queue: prefix })
+            await backend.enqueue([m])
+            assert.deepEqual(await backend.queues(), [prefix])
+            assert.equal((await backend.reserve(prefix, { now: T0, limit: 1 }))[0]!.id, m.id)
+          } finally {
+            await backend.close()
+          }
+        },
+      ),
+      { numRuns: 40 },
+    )
   })
 })

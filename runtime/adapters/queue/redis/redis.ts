@@ -136,6 +136,21 @@ const SCRIPTS: Record<ScriptName, string> = {
 }
 
 /**
+ * A name as it goes into a Redis key or member. Redis keeps bytes and strings travel as UTF-8,
+ * where every lone surrogate becomes U+FFFD: two names svc tells apart ('a\ud800', 'a\udc00') would
+ * name one queue, group or message. Such a name (and any starting with U+0001) is stored as U+0001
+ * followed by its JSON text, which escapes lone surrogates; every other name as it is. Injective.
+ */
+export function enc(name: string): string {
+  return name.isWellFormed() && !name.startsWith('\u0001') ? name : `\u0001${JSON.stringify(name)}`
+}
+
+/** The name {@link enc} stored. */
+export function dec(stored: string): string {
+  return stored.startsWith('\u0001') ? (JSON.parse(stored.slice(1)) as string) : stored
+}
+
+/**
  * Calls made during one event-loop turn, sent as one script call at its end (the script is atomic
  * for the whole batch, and handles the items in call order, as separate calls would).
  */
@@ -282,16 +297,16 @@ export class RedisQueueBackend implements QueueBackend {
       // Redis forgets the key a minute after its window (the window itself is checked in the script).
       const ttl = idem ? Math.min(Math.max(idem.expires_at - input.enqueued_at, 1), 1e12) + 60_000 : 0
       args.push([
-        input.id,
-        input.queue,
-        targetKey(input.namespace, input.function_id),
+        enc(input.id),
+        enc(input.queue),
+        enc(targetKey(input.namespace, input.function_id)),
         input.group !== undefined ? '1' : '0',
-        input.group ?? '',
+        enc(input.group ?? ''),
         input.key !== undefined ? '1' : '0',
-        input.key ?? '',
+        enc(input.key ?? ''),
         input.ready_at,
         input.enqueued_at,
-        idem ? idem.key : '',
+        idem ? `k${enc(idem.key)}` : '', // marked, so that an empty key is a key
         idem ? idem.expires_at : 0,
         Math.floor(ttl),
         input.dead ? JSON.stringify({ code: input.dead.code, message: input.dead.message }) : '',
@@ -307,7 +322,7 @@ export class RedisQueueBackend implements QueueBackend {
   private async sendEnqueues(messages: Array<Array<string | number>>): Promise<Array<EnqueueOutcome & { clash: boolean }>> {
     const reply = (await this.call('enqueue', () => this.run.enqueue(...messages.flat()))) as Array<string | number>
     const outcomes: Array<EnqueueOutcome & { clash: boolean }> = []
-    for (let i = 0; i < reply.length; i += 2) outcomes.push({ id: String(reply[i]), duplicate: reply[i + 1] === 1, clash: reply[i + 1] === 2 })
+    for (let i = 0; i < reply.length; i += 2) outcomes.push({ id: dec(String(reply[i])), duplicate: reply[i + 1] === 1, clash: reply[i + 1] === 2 })
     return outcomes
   }
 
@@ -329,21 +344,23 @@ export class RedisQueueBackend implements QueueBackend {
         for (const [key, target] of this.verdicts) (startable(target.namespace, target.functionId) ? allowed : refused).push(key)
       }
       const reply = (await this.call('reserve', () =>
-        this.run.reserve(queue, now, request.limit - taken.length, this.config.lease_ms, RESERVE_SCAN_BUDGET, startable ? '1' : '0', allowed.length, ...allowed, refused.length, ...refused),
+        this.run.reserve(enc(queue), now, request.limit - taken.length, this.config.lease_ms, RESERVE_SCAN_BUDGET, startable ? '1' : '0', allowed.length, ...allowed, refused.length, ...refused),
       )) as [number, string[], Array<string | number>, string | null]
       const [budgetOut, unknown, out, nextAt] = reply
       more = budgetOut === 1
       next = nextAt === null || nextAt === undefined ? null : Number(nextAt)
       for (let i = 0; i < out.length; i += 5) {
-        const id = String(out[i])
-        this.held.add(id)
+        const id = dec(String(out[i]))
+        this.held.add(enc(id))
         taken.push(this.message(id, queue, 'in_flight', Number(out[i + 1]), Number(out[i + 2]), Number(out[i + 3]), String(out[i + 4])))
       }
       if (unknown.length === 0 || !startable) break
       if (this.verdicts.size + unknown.length > MAX_TARGET_VERDICTS) this.verdicts.clear()
-      for (const key of unknown) {
+      for (const encoded of unknown) {
+        // Keyed as the script sees targets (encoded); the verdict is asked with the decoded names.
+        const key = dec(encoded)
         const cut = key.indexOf('\u0000')
-        this.verdicts.set(key, { namespace: key.slice(0, cut), functionId: key.slice(cut + 1) })
+        this.verdicts.set(encoded, { namespace: key.slice(0, cut), functionId: key.slice(cut + 1) })
       }
     }
     this.lastReserve.set(queue, { now, more, next: taken.length < request.limit ? next : undefined })
@@ -352,67 +369,67 @@ export class RedisQueueBackend implements QueueBackend {
 
   async ack(id: string): Promise<boolean> {
     try {
-      const [acked] = await this.acks.add([id])
+      const [acked] = await this.acks.add([enc(id)])
       return acked!
     } finally {
-      this.held.delete(id)
+      this.held.delete(enc(id))
     }
   }
 
   async release(id: string, options: { ready_at: number; refund?: boolean }): Promise<boolean> {
     try {
-      return (await this.call('release', () => this.run.release(id, options.ready_at, options.refund ? '1' : '0'))) === 1
+      return (await this.call('release', () => this.run.release(enc(id), options.ready_at, options.refund ? '1' : '0'))) === 1
     } finally {
-      this.held.delete(id)
+      this.held.delete(enc(id))
     }
   }
 
   async deadLetter(id: string, error: QueueError, failedAt: number): Promise<boolean> {
     try {
-      return (await this.call('dead-letter', () => this.run.deadLetter(id, JSON.stringify({ code: error.code, message: error.message }), failedAt))) === 1
+      return (await this.call('dead-letter', () => this.run.deadLetter(enc(id), JSON.stringify({ code: error.code, message: error.message }), failedAt))) === 1
     } finally {
-      this.held.delete(id)
+      this.held.delete(enc(id))
     }
   }
 
   async deadLetterQueue(queue: string, error: QueueError, failedAt: number): Promise<number> {
-    return Number(await this.call('dead-letter', () => this.run.deadLetterQueue(queue, JSON.stringify({ code: error.code, message: error.message }), failedAt)))
+    return Number(await this.call('dead-letter', () => this.run.deadLetterQueue(enc(queue), JSON.stringify({ code: error.code, message: error.message }), failedAt)))
   }
 
   async redrive(queue: string, now: number): Promise<number> {
-    return Number(await this.call('redrive', () => this.run.redrive(queue, now)))
+    return Number(await this.call('redrive', () => this.run.redrive(enc(queue), now)))
   }
 
   async redriveMessage(queue: string, id: string, now: number): Promise<boolean> {
-    return (await this.call('redrive', () => this.run.redriveOne(queue, id, now))) === 1
+    return (await this.call('redrive', () => this.run.redriveOne(enc(queue), enc(id), now))) === 1
   }
 
   async discard(queue: string, id: string): Promise<boolean> {
-    return (await this.call('discard', () => this.run.discard(queue, id))) === 1
+    return (await this.call('discard', () => this.run.discard(enc(queue), enc(id)))) === 1
   }
 
   async get(id: string): Promise<QueueMessage | undefined> {
-    const f = (await this.call('get', () => this.run.get(id))) as string[]
+    const f = (await this.call('get', () => this.run.get(enc(id)))) as string[]
     if (f.length === 0) return undefined
     const [s, a, n, r, q, b, e, fa] = f as [string, string, string, string, string, string, string, string]
-    const message = this.message(id, q, s === 'i' ? 'in_flight' : s === 'd' ? 'dead' : 'pending', Number(a), Number(n), Number(r), b)
+    const message = this.message(id, dec(q), s === 'i' ? 'in_flight' : s === 'd' ? 'dead' : 'pending', Number(a), Number(n), Number(r), b)
     if (e !== '') message.error = jsonParse(e) as QueueError
     if (fa !== '') message.failed_at = Number(fa)
     return message
   }
 
   async counts(queue: string, now: number): Promise<QueueCounts> {
-    const [pending, delayed, in_flight, dead] = (await this.call('counts', () => this.run.counts(queue, now))) as number[]
+    const [pending, delayed, in_flight, dead] = (await this.call('counts', () => this.run.counts(enc(queue), now))) as number[]
     return { pending: pending!, delayed: delayed!, in_flight: in_flight!, dead: dead! }
   }
 
   async deadLetters(queue: string, offset: number, limit: number): Promise<QueueMessage[]> {
     if (limit <= 0) return []
     const stop = offset + limit - 1 > 2 ** 31 ? -1 : offset + limit - 1
-    const out = (await this.call('dead-letters', () => this.run.deadLetters(queue, offset, stop))) as string[]
+    const out = (await this.call('dead-letters', () => this.run.deadLetters(enc(queue), offset, stop))) as string[]
     const messages: QueueMessage[] = []
     for (let i = 0; i < out.length; i += 7) {
-      const message = this.message(out[i]!, queue, 'dead', Number(out[i + 1]), Number(out[i + 2]), Number(out[i + 3]), out[i + 4]!)
+      const message = this.message(dec(out[i]!), queue, 'dead', Number(out[i + 1]), Number(out[i + 2]), Number(out[i + 3]), out[i + 4]!)
       if (out[i + 5] !== '') message.error = jsonParse(out[i + 5]!) as QueueError
       if (out[i + 6] !== '') message.failed_at = Number(out[i + 6])
       messages.push(message)
@@ -421,7 +438,7 @@ export class RedisQueueBackend implements QueueBackend {
   }
 
   async queues(): Promise<string[]> {
-    return this.call('queues', () => this.client.hkeys(`${this.prefix}queues`))
+    return (await this.call('queues', () => this.client.hkeys(`${this.prefix}queues`))).map(dec)
   }
 
   async nextReadyAt(queue: string, now: number): Promise<number | undefined> {
@@ -431,7 +448,7 @@ export class RedisQueueBackend implements QueueBackend {
     let next: number | undefined
     if (last?.next !== undefined) next = last.next ?? undefined
     else {
-      const reply = await this.call('next-ready', () => this.run.nextReady(queue, last ? last.now : -1))
+      const reply = await this.call('next-ready', () => this.run.nextReady(enc(queue), last ? last.now : -1))
       next = reply === null || reply === undefined ? undefined : Number(reply)
     }
     if (last?.more) next = Math.min(next ?? Infinity, now + RESCAN_MS)
@@ -455,11 +472,11 @@ export class RedisQueueBackend implements QueueBackend {
   }
 
   async saveSubscriber(record: SubscriberRecord): Promise<void> {
-    await this.call('save-subscriber', () => this.client.hset(`${this.prefix}subs`, record.queue, JSON.stringify(record)))
+    await this.call('save-subscriber', () => this.client.hset(`${this.prefix}subs`, enc(record.queue), JSON.stringify(record)))
   }
 
   async deleteSubscriber(queue: string): Promise<void> {
-    await this.call('delete-subscriber', () => this.client.hdel(`${this.prefix}subs`, queue))
+    await this.call('delete-subscriber', () => this.client.hdel(`${this.prefix}subs`, enc(queue)))
   }
 
   async subscribers(): Promise<SubscriberRecord[]> {
@@ -512,7 +529,7 @@ export class RedisQueueBackend implements QueueBackend {
       const actions: string[] = []
       for (let i = 0; i < found.length; i += 3) {
         const id = found[i]!
-        actions.push(id, Number(found[i + 2]) >= allowedAttempts(found[i + 1]!) ? 'd' : 'r')
+        actions.push(id, Number(found[i + 2]) >= allowedAttempts(dec(found[i + 1]!)) ? 'd' : 'r')
         this.held.delete(id)
       }
       const [requeued, dead] = (await this.call('recover', () => this.run.recoverApply(now, JSON.stringify(INTERRUPTED), ...actions))) as number[]
@@ -564,7 +581,7 @@ export class RedisQueueBackend implements QueueBackend {
     if (this.closed) return
     const cut = text.indexOf('\n')
     if (cut < 0 || text.slice(0, cut) === this.owner) return
-    this.emitWake(text.slice(cut + 1))
+    this.emitWake(dec(text.slice(cut + 1)))
   }
 
   private emitWake(queue: string | undefined): void {

@@ -90,7 +90,7 @@ local FIELDS = {'s', 'o', 'q', 'g', 'k', 'n'}
 
 /**
  * ARGV 3…: 14 fields per message: id, queue, target, has group ('1'/'0'), group, has key, key,
- * ready_at, enqueued_at, idempotency key ('' none), its expires_at, its TTL in ms, dead error JSON
+ * ready_at, enqueued_at, idempotency key after a 'k' ('' none), its expires_at, its TTL in ms, dead error JSON
  * ('' none), body JSON. Returns `[id, 0 stored | 1 duplicate of that id | 2 id already taken]`
  * per message.
  */
@@ -104,7 +104,7 @@ while i <= #ARGV do
   i = i + 14
   local dup = false
   if ik ~= '' then
-    local ikey = P .. 'i:' .. #q .. ':' .. q .. ik
+    local ikey = P .. 'i:' .. #q .. ':' .. q .. string.sub(ik, 2)
     local seen = redis.call('GET', ikey)
     if seen then
       local sep = string.find(seen, '|', 1, true)
