@@ -22,7 +22,8 @@ export const QUEUE_SETTINGS: JsonSchema = {
  * redis backend (runtime/adapters/queue/redis/redis.ts).
  */
 function queueAdapterSchema(): JsonSchema {
-  const entry = adapterEntrySchema(['builtin', 'memory', 'redis']) as { properties: { config: { properties: Record<string, JsonSchema> } } }
+  const description = 'builtin: SQLite queue.db; memory: in-process; redis: one store for every engine on the same Redis and key_prefix (leases, wake-ups)'
+  const entry = adapterEntrySchema(['builtin', 'memory', 'redis'], description) as { properties: { config: { properties: Record<string, JsonSchema> } } }
   entry.properties.config.properties.lease_ms = {
     type: 'integer',
     minimum: 1000,
