@@ -7,6 +7,7 @@
  */
 import assert from 'node:assert/strict'
 import { after, describe, it } from 'node:test'
+import fc from 'fast-check'
 import { eventually, RawWorker, type Frame } from '../../../test/support/raw-worker.ts'
 import { startTestEngine, type TestEngine } from '../../../test/support/engine.ts'
 import { startTestRedis } from '../../../test/support/redis.ts'
@@ -128,5 +129,48 @@ describe('queue worker with adapter redis: a fleet on one Redis', () => {
     const answer = await w.call('configuration::set', { id: 'queue', value: { adapter: { name: 'redis', config: { url: redis.url, lease_ms: 10 } } } })
     assert.equal(answer.error?.code, 'SCHEMA_INVALID')
     assert.match(answer.error.message, /adapter\/config\/lease_ms/)
+  })
+})
+
+describe('queue worker with adapter redis under random input (fast-check)', () => {
+  // The catalogue codes the queue functions answer with (./fuzz.test.ts), plus STORAGE_ERROR: a
+  // messageReceiptId already stored is refused by the redis store.
+  const CODES = new Set(['INVALID_ARGUMENTS', 'queue_not_set', 'topic_not_set', 'message_id_not_set', 'queue_not_found', 'invalid_message_group', 'invalid_queue_config', 'SCHEMA_INVALID', 'enqueue_error', 'STORAGE_ERROR'])
+  const FUNCTIONS = ['svc::durable::publish', 'svc::queue::redrive', 'svc::queue::redrive_message', 'svc::queue::discard_message', 'engine::queue::list_topics', 'engine::queue::topic_stats', 'engine::queue::dlq_topics', 'engine::queue::dlq_messages', 'engine::queue::enqueue']
+  // Names that reach Redis keys: layout separators, NUL, glob and hash-tag characters, lone
+  // surrogates (merged by UTF-8 unless escaped), U+0001 (the escape), non-BMP and long text.
+  const hostile = fc.oneof(
+    fc.jsonValue({ maxDepth: 2 }),
+    fc.string({ unit: 'binary', maxLength: 12 }),
+    fc.constantFrom('q', 'f', '', ':', 'q:', '\u0000', '*', '{tag}', '|', 'a\ud800', 'a\udc00', '\u0001', '\u0001"q"', '😀', 'x'.repeat(600), null),
+  )
+
+  it('answers every payload with a result or a catalogue code, and keeps delivering', async () => {
+    const engine = await engineWith(queueSettings({ queue_configs: { q: {}, f: { type: 'fifo', message_group_field: 'g' }, k: { concurrency_key_field: 'g' } } }))
+    const w = await worker(engine)
+    const got: unknown[] = []
+    w.serve('fz::run', (data) => void got.push(data))
+    await call(w, 'engine::functions::list', {})
+    await fc.assert(
+      fc.asyncProperty(
+        fc.constantFrom(...FUNCTIONS),
+        fc.record(
+          { queue: fc.oneof(fc.constantFrom('q', 'f', 'k'), hostile), topic: hostile, message_id: hostile, messageReceiptId: hostile, data: fc.oneof(hostile, fc.record({ g: hostile })), function_id: fc.oneof(fc.constant('fz::run'), hostile), offset: hostile, limit: hostile, delay_ms: hostile, idempotency_key: hostile },
+          { requiredKeys: [] },
+        ),
+        async (fn, payload) => {
+          try {
+            await engine.engine.inject({ function_id: fn, data: payload })
+          } catch (error) {
+            const code = (error as { code?: string }).code
+            assert.ok(code !== undefined && CODES.has(code), `${fn} failed with ${code}: ${(error as Error).message}`)
+          }
+        },
+      ),
+      { numRuns: 300 },
+    )
+    got.length = 0
+    await engine.engine.inject({ function_id: 'engine::queue::enqueue', data: { queue: 'q', function_id: 'fz::run', data: { last: true } } })
+    await eventually(() => got.some((d) => JSON.stringify(d) === '{"last":true}'), 10_000)
   })
 })
