@@ -13,6 +13,7 @@
  * includes it. The load modes (`svc-load`, `bullmq-load`) are what it spawns.
  */
 import { spawn, type ChildProcess } from 'node:child_process'
+import { readFileSync } from 'node:fs'
 import { mkdtemp, rm, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -36,6 +37,40 @@ export interface QueueRow {
   p99_ms: number
   lost: number
   duplicated: number
+  /**
+   * CPU time per message, µs (user + system, Linux /proc): the engine, the load process (svc-sdk
+   * worker or BullMQ process), redis-server. On a machine whose cores are busy the sum bounds the rate.
+   */
+  cpu_us?: { engine?: number; client: number; redis?: number }
+}
+
+/** User + system CPU time of a live process, ms; NaN where /proc is missing. */
+function cpuMs(pid: number | undefined): number {
+  try {
+    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ')
+    return ((Number(fields[11]) + Number(fields[12])) * 1000) / 100 // clock ticks, USER_HZ 100
+  } catch {
+    return Number.NaN
+  }
+}
+
+/** Runs one load process and returns its row with the CPU each process spent on it (read before the load exits). */
+async function measured(args: string[], engine: ChildProcess | undefined, redis: ChildProcess | undefined): Promise<QueueRow> {
+  const engine0 = cpuMs(engine?.pid)
+  const redis0 = cpuMs(redis?.pid)
+  const load = start(process.execPath, args)
+  const row = (await lastJson(load.lines, 'per_second')) as QueueRow
+  const perMessage = (ms: number) => (Number.isFinite(ms) ? Math.round((ms * 1000) / row.messages) : undefined)
+  const cpu: NonNullable<QueueRow['cpu_us']> = { client: perMessage(cpuMs(load.child.pid)) ?? Number.NaN }
+  const e = perMessage(cpuMs(engine?.pid) - engine0)
+  const r = perMessage(cpuMs(redis?.pid) - redis0)
+  if (e !== undefined) cpu.engine = e
+  if (r !== undefined) cpu.redis = r
+  row.cpu_us = cpu
+  for await (const _ of load.lines) {
+    // drain until the load process has shut down
+  }
+  return row
 }
 
 /** Measurement state shared by the producer and the handler of one load process. */
@@ -167,7 +202,7 @@ function stop(child: ChildProcess): Promise<void> {
 
 
 /** The queue worker's `adapter` entry of one svc row, as YAML flow text. */
-type SvcAdapter = { name: 'builtin' } | { name: 'redis'; port: number }
+type SvcAdapter = { name: 'builtin' } | { name: 'redis'; port: number; server: ChildProcess }
 
 async function measureSvc(adapter: SvcAdapter): Promise<QueueRow[]> {
   const project = await mkdtemp(join(tmpdir(), 'svc-bench-queue-'))
@@ -196,8 +231,7 @@ async function measureSvc(adapter: SvcAdapter): Promise<QueueRow[]> {
   const rows: QueueRow[] = []
   try {
     for (const c of CONCURRENCIES) {
-      const load = start(process.execPath, ['bench/queue.ts', 'svc-load', ready.engine_url, `bench-${c}`, String(c)])
-      rows.push((await lastJson(load.lines)) as QueueRow)
+      rows.push(await measured(['bench/queue.ts', 'svc-load', ready.engine_url, `bench-${c}`, String(c)], engine.child, adapter.name === 'redis' ? adapter.server : undefined))
     }
   } finally {
     await stop(engine.child)
@@ -207,7 +241,7 @@ async function measureSvc(adapter: SvcAdapter): Promise<QueueRow[]> {
 }
 
 /** A private redis-server with AOF (appendfsync everysec), BullMQ's usual durable setting. */
-async function startRedis(): Promise<{ port: number; close: () => Promise<void> }> {
+async function startRedis(): Promise<{ port: number; server: ChildProcess; close: () => Promise<void> }> {
   const dir = await mkdtemp(join(tmpdir(), 'svc-bench-redis-'))
   const port = await freePort()
   const redis = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--dir', dir, '--save', '', '--appendonly', 'yes', '--appendfsync', 'everysec'], {
@@ -224,6 +258,7 @@ async function startRedis(): Promise<{ port: number; close: () => Promise<void> 
   })
   return {
     port,
+    server: redis,
     close: async () => {
       await stop(redis)
       await rm(dir, { recursive: true, force: true })
@@ -231,12 +266,9 @@ async function startRedis(): Promise<{ port: number; close: () => Promise<void> 
   }
 }
 
-async function measureBullmq(port: number): Promise<QueueRow[]> {
+async function measureBullmq(port: number, server: ChildProcess): Promise<QueueRow[]> {
   const rows: QueueRow[] = []
-  for (const c of CONCURRENCIES) {
-    const load = start(process.execPath, ['bench/queue.ts', 'bullmq-load', String(port), String(c)])
-    rows.push((await lastJson(load.lines)) as QueueRow)
-  }
+  for (const c of CONCURRENCIES) rows.push(await measured(['bench/queue.ts', 'bullmq-load', String(port), String(c)], undefined, server))
   return rows
 }
 
@@ -256,6 +288,13 @@ export function queueTable(svc: QueueRow[], svcRedis: QueueRow[], bullmq: QueueR
     const lat = (x: QueueRow) => `${(x.p50_ms / b.p50_ms).toFixed(2)}× / ${(x.p99_ms / b.p99_ms).toFixed(2)}×`
     lines.push(`| concurrency ${c}: p50 / p99 enqueue → handler | ${s.p50_ms} / ${s.p99_ms} ms | ${r.p50_ms} / ${r.p99_ms} ms | ${b.p50_ms} / ${b.p99_ms} ms | ${lat(s)} | ${lat(r)} |`)
     lines.push(`| concurrency ${c}: lost / duplicated | ${s.lost} / ${s.duplicated} | ${r.lost} / ${r.duplicated} | ${b.lost} / ${b.duplicated} | | |`)
+    const cpu = (x: QueueRow) => {
+      const u = x.cpu_us
+      if (!u) return 'n/a'
+      const parts = [u.engine !== undefined ? `engine ${u.engine}` : '', `client ${u.client}`, u.redis !== undefined ? `redis ${u.redis}` : ''].filter(Boolean)
+      return `${parts.join(' + ')} µs`
+    }
+    lines.push(`| concurrency ${c}: CPU per message | ${cpu(s)} | ${cpu(r)} | ${cpu(b)} | | |`)
   }
   return lines.join('\n')
 }
@@ -270,8 +309,8 @@ async function main(): Promise<void> {
   let svcRedis: QueueRow[]
   let bullmq: QueueRow[]
   try {
-    svcRedis = await measureSvc({ name: 'redis', port: redis.port })
-    bullmq = await measureBullmq(redis.port)
+    svcRedis = await measureSvc({ name: 'redis', port: redis.port, server: redis.server })
+    bullmq = await measureBullmq(redis.port, redis.server)
   } finally {
     await redis.close()
   }

@@ -167,7 +167,7 @@ class TurnBatch<I, R> {
 
   add(items: readonly I[]): Promise<R[]> {
     return new Promise((resolve, reject) => {
-      if (this.waiters.length === 0) setImmediate(() => this.flush())
+      if (this.waiters.length === 0) process.nextTick(() => this.flush())
       for (const item of items) this.items.push(item)
       this.waiters.push({ count: items.length, resolve, reject })
     })
