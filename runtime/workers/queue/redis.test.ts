@@ -10,6 +10,7 @@ import { after, describe, it } from 'node:test'
 import fc from 'fast-check'
 import { eventually, RawWorker, type Frame } from '../../../test/support/raw-worker.ts'
 import { startTestEngine, type TestEngine } from '../../../test/support/engine.ts'
+import { recordingLogger } from '../../../test/support/recording-log.ts'
 import { startTestRedis } from '../../../test/support/redis.ts'
 
 const redis = await startTestRedis()
@@ -27,8 +28,8 @@ function queueSettings(extra: Record<string, unknown> = {}, config: Record<strin
   return { adapter: { name: 'redis', config: { url: redis.url, key_prefix: `e2e${++prefixes}:`, ...config } }, ...extra }
 }
 
-async function engineWith(settings: unknown): Promise<TestEngine> {
-  const engine = await startTestEngine({ settings: { queue: settings } })
+async function engineWith(settings: unknown, log?: ReturnType<typeof recordingLogger>['log']): Promise<TestEngine> {
+  const engine = await startTestEngine(log ? { settings: { queue: settings }, log } : { settings: { queue: settings } })
   engines.push(engine)
   return engine
 }
@@ -121,6 +122,29 @@ describe('queue worker with adapter redis: a fleet on one Redis', () => {
     assert.deepEqual(await call(publisher, 'svc::durable::publish', { topic: 'orders', data: { id: 7 } }), { subscriber_count: 1 })
     await eventually(() => got.length === 1, 10_000)
     assert.deepEqual(got, [{ id: 7 }])
+  })
+
+  it('a subscriber whose trigger went away on engine A but lives on engine B is not expired by A', async () => {
+    // B re-saves its live subscriber every 500 ms (lease_ms / 2), well within the 3 s retention.
+    const settings = queueSettings({ subscriber_retention_ms: 3000 }, { lease_ms: 1000 })
+    const { log, entries } = recordingLogger()
+    const a = await engineWith(settings, log)
+    const b = await engineWith(settings)
+    const got: unknown[] = []
+    const onA = await worker(a)
+    onA.serve('audit::log', () => {})
+    onA.send({ type: 'registertrigger', id: 'sub-a', trigger_type: 'durable:subscriber', function_id: 'audit::log', config: { topic: 'orders' } })
+    await eventually(async () => (await call(onA, 'engine::queue::topic_stats', { topic: 'orders' }).catch(() => ({}))).consumer_count === 1)
+    const onB = await worker(b)
+    onB.serve('audit::log', (data) => void got.push(data))
+    onB.send({ type: 'registertrigger', id: 'sub-b', trigger_type: 'durable:subscriber', function_id: 'audit::log', config: { topic: 'orders' } })
+    await eventually(async () => (await call(onB, 'engine::queue::topic_stats', { topic: 'orders' }).catch(() => ({}))).consumer_count === 1)
+    await onA.close() // A's last trigger goes: A records the subscriber detached and plans its expiry
+    await eventually(() => entries.some((e) => /subscriber orders::audit::log (is live on another engine|forgotten)/.test(e.message)), 10_000)
+    assert.ok(entries.some((e) => /subscriber orders::audit::log is live on another engine/.test(e.message)), JSON.stringify(entries.map((e) => e.message)))
+    assert.deepEqual(await call(onB, 'svc::durable::publish', { topic: 'orders', data: { id: 1 } }), { subscriber_count: 1 })
+    await eventually(() => got.length === 1, 10_000)
+    assert.equal((await call(onB, 'engine::queue::topic_stats', { topic: 'orders' })).dlq_depth, 0)
   })
 
   it('refuses a bad lease_ms naming the field', async () => {

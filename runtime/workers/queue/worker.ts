@@ -241,6 +241,8 @@ export class QueueWorker implements BuiltinWorker {
       this.leaseTimer = undefined
       if (!current()) return
       try {
+        // Subscribers with a live trigger here say so, so that no engine expires them (see expire).
+        for (const sub of this.subscribers.values()) if (sub.triggers.size > 0) await backend.saveSubscriber(sub.record)
         const taken = await backend.recoverExpired(this.now(), (queue) => this.settingsOf(queue).max_retries + 1)
         if (taken.requeued + taken.deadLettered > 0) {
           this.context?.log.info(`queue: took back ${taken.requeued} messages whose engine stopped renewing their lease, ${taken.deadLettered} dead-lettered (delivery_interrupted)`)
@@ -589,6 +591,22 @@ export class QueueWorker implements BuiltinWorker {
     if (sub.triggers.size > 0 || this.subscribers.get(sub.record.queue) !== sub) return
     const backend = this.backends?.current?.adapter
     if (!backend) return
+    if (backend.leaseCheckMs !== undefined) {
+      // A shared store: the engines holding a live trigger of this subscriber re-save its record
+      // (without detached_at) every leaseCheckMs; the store's record decides, not this engine's.
+      const stored = (await backend.subscribers()).find((r) => r.queue === sub.record.queue)
+      if (stored === undefined) {
+        this.subscribers.delete(sub.record.queue) // another engine expired it already
+        return
+      }
+      const due = stored.detached_at === undefined ? undefined : stored.detached_at + this.settings!.subscriber_retention_ms
+      if (due === undefined || due > this.now()) {
+        sub.record = stored
+        if (due !== undefined) this.scheduleExpiry(sub)
+        else this.context?.log.info(`queue: subscriber ${sub.record.queue} is live on another engine; kept`)
+        return
+      }
+    }
     this.subscribers.delete(sub.record.queue)
     const moved = await backend.deadLetterQueue(sub.record.queue, { code: Codes.SubscriberExpired, message: `subscriber ${sub.record.function_id} of topic '${sub.record.topic}' had no live trigger for subscriber_retention_ms` }, this.now())
     await backend.deleteSubscriber(sub.record.queue)
