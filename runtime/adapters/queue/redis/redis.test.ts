@@ -30,6 +30,22 @@ async function waitFor(check: () => boolean | Promise<boolean>, timeoutMs = 20_0
   }
 }
 
+describe('redis queue backend: calls of one turn', () => {
+  it('600 enqueues and acks made in one turn are batched into a few script calls, each stored once, in call order', async (t) => {
+    const backend = await open()
+    t.after(() => backend.close())
+    const messages = Array.from({ length: 600 }, (_, i) => input({ data: { i }, idempotency: i % 100 === 99 ? { key: 'same', expires_at: T0 + 1000 } : undefined }))
+    const outcomes = await Promise.all(messages.map((m) => backend.enqueue([m])))
+    // The first message with the key is stored; the later ones in the same turn answer its id.
+    const first = messages[99]!.id
+    for (const [i, [outcome]] of outcomes.entries()) assert.deepEqual(outcome, i % 100 === 99 && i > 99 ? { id: first, duplicate: true } : { id: messages[i]!.id, duplicate: false })
+    const got = await backend.reserve('q', { now: T0, limit: 1000 })
+    assert.deepEqual(got.map((m) => (m.data as { i: number }).i), messages.map((_, i) => i).filter((i) => !(i % 100 === 99 && i > 99)))
+    assert.deepEqual(await Promise.all(got.map((m) => backend.ack(m.id))), got.map(() => true))
+    assert.deepEqual(await backend.queues(), [])
+  })
+})
+
 describe('redis queue backend: two engines on one Redis', () => {
   it('never has one message in flight on both at once, and delivers each exactly once without a crash', async (t) => {
     const shared = config()

@@ -62,6 +62,8 @@ export const MAX_LEASE_MS = 3_600_000
 export const RESERVE_SCAN_BUDGET = 2_000
 /** When a reserve ran out of its scan budget, the worker looks again after this many ms. */
 const RESCAN_MS = 250
+/** Most items (messages, ids) of one batched script call, so that one call never holds Redis long. */
+const MAX_BATCH = 256
 /** Most distinct targets whose `startable` verdict is remembered per backend. */
 const MAX_TARGET_VERDICTS = 1024
 /** Fields a message body holds (the parts that never change), as the SQLite backend stores them. */
@@ -165,8 +167,10 @@ class TurnBatch<I, R> {
     this.send = send
   }
 
+  /** Adds one call's items (never split across script calls); a batch past {@link MAX_BATCH} items leaves at once. */
   add(items: readonly I[]): Promise<R[]> {
     return new Promise((resolve, reject) => {
+      if (this.items.length > 0 && this.items.length + items.length > MAX_BATCH) this.flush()
       if (this.waiters.length === 0) process.nextTick(() => this.flush())
       for (const item of items) this.items.push(item)
       this.waiters.push({ count: items.length, resolve, reject })
@@ -176,6 +180,7 @@ class TurnBatch<I, R> {
   private flush(): void {
     const items = this.items
     const waiters = this.waiters
+    if (waiters.length === 0) return
     this.items = []
     this.waiters = []
     this.send(items).then(

@@ -4,8 +4,8 @@
  *
  * Every script takes no KEYS (the keys an operation touches, e.g. the fifo group of a message, are
  * only known inside it) and `ARGV[1]` = the key prefix `<key_prefix>queue:`, `ARGV[2]` = the
- * caller's owner id (one per open backend). A single Redis server (or a primary with replicas) is
- * assumed, not Redis Cluster. Key layout, for prefix `P` (see ./redis.ts for the meaning):
+ * caller's owner id (one per open backend). A single Redis server (or a primary with replicas),
+ * version 5 or later, is assumed, not Redis Cluster. Key layout, for prefix `P` (see ./redis.ts for the meaning):
  *
  * - `P m:<id>` hash per message: `q` queue, `t` target (`namespace NUL function_id`), `g` fifo
  *   group (absent for none), `k` concurrency key (absent for none), `n` seq, `s` state
@@ -27,6 +27,8 @@
 
 /** Helpers shared by every script. Numbers that reach Redis as Lua numbers stay below 1e14 (ms, seq). */
 const PRELUDE = String.raw`
+-- Lease times come from TIME: replicate effects, not the script (the default from Redis 5 on).
+if redis.replicate_commands then redis.replicate_commands() end
 local P = ARGV[1]
 local OWNER = ARGV[2]
 local function mkey(id) return P .. 'm:' .. id end
