@@ -198,3 +198,30 @@ describe('queue worker with adapter redis under random input (fast-check)', () =
     await eventually(() => got.some((d) => JSON.stringify(d) === '{"last":true}'), 10_000)
   })
 })
+
+describe('queue worker with adapter redis: Redis down and back', () => {
+  it('answers ADAPTER_UNAVAILABLE while Redis is down and delivers again once it is back, by itself', async () => {
+    const engine = await engineWith(queueSettings({ queue_configs: { jobs: {} } }))
+    const w = await worker(engine)
+    const got: unknown[] = []
+    w.serve('jobs::run', (data) => void got.push(data))
+    await call(w, 'engine::functions::list', {})
+    const enqueue = (data: unknown) => engine.engine.inject({ function_id: 'engine::queue::enqueue', data: { queue: 'jobs', function_id: 'jobs::run', data } })
+    await enqueue({ n: 1 })
+    await eventually(() => got.length === 1)
+    await redis.stop()
+    await assert.rejects(enqueue({ n: 2 }), { code: 'ADAPTER_UNAVAILABLE' })
+    await assert.rejects(engine.engine.inject({ function_id: 'engine::queue::topic_stats', data: { topic: 'jobs' } }), { code: 'ADAPTER_UNAVAILABLE' })
+    await redis.start()
+    await eventually(async () => {
+      try {
+        await enqueue({ n: 3 })
+        return true
+      } catch (error) {
+        assert.equal((error as { code?: string }).code, 'ADAPTER_UNAVAILABLE')
+        return false
+      }
+    }, 15_000)
+    await eventually(() => got.some((d) => JSON.stringify(d) === '{"n":3}'), 10_000)
+  })
+})
