@@ -28,10 +28,16 @@
  * - **onWake** tells the worker that another engine made messages of a queue startable (an enqueue,
  *   a release, a freed fifo head…), so that it reserves without polling; `undefined` means any
  *   queue may have work (notifications were missed). A store one engine owns never calls it.
- * - Durable subscriber records (§7.5) are stored next to the messages.
+ * - In a shared store, ack, release and deadLetter of an in-flight message succeed only for the
+ *   backend holding it (false once its lease expired and another engine took it back).
+ * - Durable subscriber records (§7.5) are stored next to the messages. A store with `leaseCheckMs`
+ *   is shared: the worker reads the records other engines saved when it publishes, and re-saves
+ *   the records it holds a live trigger for every `leaseCheckMs`, so that no engine expires them.
  *
  * Not in the contract: settings (retries, backoff, concurrency), delivery, timers and the clock.
- * Times are Unix milliseconds supplied by the caller; a backend never reads the time itself.
+ * Times are Unix milliseconds supplied by the caller; a backend never reads the time itself, except
+ * the lease deadlines of a shared store, kept on the store's own clock (redis: `TIME`) so that the
+ * engines' clocks need not agree.
  */
 
 import type { StateAdapterLogger } from '../state/types.ts'
