@@ -74,6 +74,6 @@ export async function openQueueBackend(spec: QueueAdapterSpec, context: QueueAda
     case 'builtin':
       return openSqliteQueue(spec.config, context, now)
     case 'redis':
-      return RedisQueueBackend.open(spec.config, { log: context.log })
+      return RedisQueueBackend.open(spec.config, { log: context.log, dataDir: context.dataDir })
   }
 }

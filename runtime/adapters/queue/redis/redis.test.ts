@@ -151,6 +151,36 @@ describe('redis queue backend: two engines on one Redis', () => {
     assert.deepEqual((await b.reserve('q', { now: T0 + 1, limit: 10 })).map((m) => m.id), [later.id])
   })
 
+  it('an engine restarted on its data directory takes back what its earlier process held at open; other engines and live backends wait for the lease', async (t) => {
+    const shared = config() // 30 s leases: nothing here may wait for one
+    const crashed = await RedisQueueBackend.open(shared, { dataDir: '/srv/engine-a' })
+    const other = await RedisQueueBackend.open(shared, { dataDir: '/srv/engine-b' })
+    t.after(() => other.close())
+    const [m1, m2, m3] = [input(), input({ queue: 'tight' }), input({ queue: 'b' })]
+    await crashed.enqueue([m1, m2, m3])
+    await crashed.reserve('q', { now: T0, limit: 1 })
+    await crashed.reserve('tight', { now: T0, limit: 1 })
+    await other.reserve('b', { now: T0, limit: 1 })
+    await crashed.close() // its process dies; its leases still run
+    // Another engine's open does not take them, nor the other engine's own live message.
+    const stranger = await RedisQueueBackend.open(shared, { dataDir: '/srv/engine-c' })
+    t.after(() => stranger.close())
+    assert.deepEqual(await stranger.recover(T0, () => 4), { requeued: 0, deadLettered: 0 })
+    // The same engine, restarted: at once, attempt kept, exhausted to the DLQ.
+    const restarted = await RedisQueueBackend.open(shared, { dataDir: '/srv/engine-a/' })
+    t.after(() => restarted.close())
+    assert.deepEqual(await restarted.recover(T0, (queue) => (queue === 'tight' ? 1 : 4)), { requeued: 1, deadLettered: 1 })
+    assert.equal((await restarted.reserve('q', { now: T0, limit: 1 }))[0]!.attempts, 2)
+    assert.equal((await restarted.deadLetters('tight', 0, 1))[0]!.error!.code, 'delivery_interrupted')
+    // A second backend of the live process (an adapter switch) leaves the first one's deliveries alone.
+    const [live] = await restarted.enqueue([input({ queue: 'live' })]).then(() => restarted.reserve('live', { now: T0, limit: 1 }))
+    const switched = await RedisQueueBackend.open(shared, { dataDir: '/srv/engine-a' })
+    t.after(() => switched.close())
+    assert.deepEqual(await switched.recover(T0, () => 4), { requeued: 0, deadLettered: 0 })
+    assert.equal(await restarted.ack(live!.id), true)
+    assert.equal(await other.ack((await other.get(m3.id))!.id), true)
+  })
+
   it("wakes the other engine's listeners when messages become startable, not its own", async (t) => {
     const shared = config()
     const a = await RedisQueueBackend.open(shared)

@@ -15,7 +15,9 @@
  * which the queue worker calls every {@link RedisQueueBackend.leaseCheckMs}, returns messages whose
  * lease expired (their engine crashed or lost Redis for longer than the lease) to pending with their
  * attempt kept, or to the DLQ (`delivery_interrupted`) when exhausted. `recover` at open does the
- * same and also takes back what this backend itself still holds. Lease times are the server's
+ * same and also takes back, at once, what this engine's earlier processes held: owner ids start
+ * with a key of the host name and the data directory (one engine per data directory), and a
+ * restarted engine claims those of its key that no backend of its live process holds. Lease times are the server's
  * (`TIME`), so the engines' clocks need not agree; the message times (`ready_at`…) stay the
  * caller's.
  *
@@ -32,7 +34,9 @@
  * `ADAPTER_UNAVAILABLE` within 5 s when Redis is unreachable, the clients reconnect with backoff,
  * and opening never fails because Redis is down.
  */
-import { randomUUID } from 'node:crypto'
+import { createHash, randomUUID } from 'node:crypto'
+import { hostname } from 'node:os'
+import { resolve } from 'node:path'
 import type { Redis } from 'ioredis'
 import { Redis as RedisClient } from 'ioredis'
 import { Errors } from 'svc-protocol/errors'
@@ -202,6 +206,20 @@ class TurnBatch<I, R> {
 export interface RedisQueueContext {
   /** Where the backend warns about an unreachable Redis. */
   log?: StateAdapterLogger | undefined
+  /**
+   * The engine's data directory: with the host name, the engine's identity across restarts (one
+   * engine per data directory), so that `recover` at open takes back at once what this engine's
+   * earlier process held, without waiting for its leases to run out.
+   */
+  dataDir?: string | undefined
+}
+
+/** Owner ids of the backends open in this process (an adapter switch keeps the old one serving). */
+const liveOwners = new Set<string>()
+
+/** `<16 hex digits>/`: the owner prefix of the engine at `dataDir` on this host. */
+function enginePrefix(dataDir: string): string {
+  return `${createHash('sha256').update(`${hostname()}\u0000${resolve(dataDir)}`).digest('hex').slice(0, 16)}/`
 }
 
 const silent: StateAdapterLogger = { info() {}, warn() {}, error() {} }
@@ -217,8 +235,10 @@ export class RedisQueueBackend implements QueueBackend {
   readonly config: RedisQueueConfig
   /** How often the worker calls {@link recoverExpired}: half a lease. */
   readonly leaseCheckMs: number
-  /** This backend's owner id in Redis (one per open backend, so one per engine process). */
-  readonly owner = randomUUID()
+  /** This backend's owner id in Redis: `<engine prefix><uuid>`, one per open backend. */
+  readonly owner: string
+  /** The owner prefix of this engine's backends, past and present ('' without a data directory). */
+  private readonly engine: string
   private readonly client: Redis
   private readonly subscriber: Redis
   private readonly log: StateAdapterLogger
@@ -250,7 +270,7 @@ export class RedisQueueBackend implements QueueBackend {
    * Resolves even when Redis is unreachable: a warning is logged and the clients keep trying.
    */
   static async open(config: RedisQueueConfig, context: RedisQueueContext = {}): Promise<RedisQueueBackend> {
-    const backend = new RedisQueueBackend(config, context.log ?? silent)
+    const backend = new RedisQueueBackend(config, context.log ?? silent, context.dataDir === undefined ? '' : enginePrefix(context.dataDir))
     const [commands, events] = await Promise.all([waitReady(backend.client, CALL_TIMEOUT_MS), waitReady(backend.subscriber, CALL_TIMEOUT_MS)])
     backend.opened = true
     const subscribed = events && backend.subscriber.status === 'ready' && (await backend.subscribeChannel())
@@ -260,7 +280,10 @@ export class RedisQueueBackend implements QueueBackend {
     return backend
   }
 
-  private constructor(config: RedisQueueConfig, log: StateAdapterLogger) {
+  private constructor(config: RedisQueueConfig, log: StateAdapterLogger, engine: string) {
+    this.engine = engine
+    this.owner = `${engine}${randomUUID()}`
+    liveOwners.add(this.owner)
     this.config = config
     this.log = log
     this.where = redactRedisUrl(config.url)
@@ -496,6 +519,7 @@ export class RedisQueueBackend implements QueueBackend {
   async close(): Promise<void> {
     if (this.closed) return
     this.closed = true
+    liveOwners.delete(this.owner)
     clearInterval(this.renewTimer)
     this.wakeListeners.clear()
     this.client.disconnect()
@@ -527,9 +551,10 @@ export class RedisQueueBackend implements QueueBackend {
 
   private async reclaim(now: number, allowedAttempts: (queue: string) => number, onlyExpired: boolean): Promise<RecoverOutcome> {
     const outcome = { requeued: 0, deadLettered: 0 }
+    const live = [...liveOwners]
+    const scope = onlyExpired ? ['1', '', 0] : ['0', this.engine, live.length, ...live]
     for (let round = 0; round < 100; round++) {
-      const own = onlyExpired ? [] : [...this.held]
-      const found = (await this.call('recover', () => this.run.recoverScan(onlyExpired ? '1' : '0', ...own))) as string[]
+      const found = (await this.call('recover', () => this.run.recoverScan(...scope))) as string[]
       if (found.length === 0) break
       const actions: string[] = []
       for (let i = 0; i < found.length; i += 3) {
@@ -537,11 +562,10 @@ export class RedisQueueBackend implements QueueBackend {
         actions.push(id, Number(found[i + 2]) >= allowedAttempts(dec(found[i + 1]!)) ? 'd' : 'r')
         this.held.delete(id)
       }
-      const [requeued, dead] = (await this.call('recover', () => this.run.recoverApply(now, JSON.stringify(INTERRUPTED), ...actions))) as number[]
+      const [requeued, dead] = (await this.call('recover', () => this.run.recoverApply(now, JSON.stringify(INTERRUPTED), ...scope, ...actions))) as number[]
       outcome.requeued += requeued!
       outcome.deadLettered += dead!
-      // Only the expired ones come in pages; this backend's own were all listed at once.
-      if (found.length < 3000 || requeued! + dead! === 0) break
+      if (requeued! + dead! === 0) break
     }
     return outcome
   }

@@ -398,12 +398,38 @@ return best
 `
 
 /**
- * ARGV 3 '1' for expired leases only, '0' to add this owner's in-flight messages listed after it
- * (4…). Candidates for recovery: `[id, queue, attempts]…`, at most 1000 expired ones per call.
+ * Which in-flight messages may be taken back: those whose lease expired, and, at open (not for
+ * expired leases only), those of this engine's earlier processes: an owner id that starts with
+ * this engine's prefix (`<engine key>/`) and is not a live backend of this process, or this
+ * backend's own (recover runs while it delivers nothing).
  */
-export const RECOVER_SCAN = `${PRELUDE}
+const CLAIMABLE = String.raw`
+local function claimable(o, lease, clock, prefix, live)
+  if lease and tonumber(lease) <= clock then return true end
+  if not o then return false end
+  if o == OWNER then return prefix ~= nil end
+  return prefix ~= nil and prefix ~= '' and string.sub(o, 1, #prefix) == prefix and not live[o]
+end
+`
+
+/**
+ * ARGV 3 '1' for expired leases only, '0' to include this engine's earlier processes; 4 this
+ * engine's owner prefix ('' none), 5 the count of live owners of this process, then those owners.
+ * Candidates: `[id, queue, attempts]…`, at most 1000 expired ones per call.
+ */
+export const RECOVER_SCAN = `${PRELUDE}${CLAIMABLE}
 local out = {}
+local clock = redisNow()
+local prefix = nil
+local live = {}
+if ARGV[3] == '0' then
+  prefix = ARGV[4]
+  for x = 1, tonumber(ARGV[5]) do live[ARGV[5 + x]] = true end
+end
+local seen = {}
 local function add(id)
+  if seen[id] then return end
+  seen[id] = true
   local f = redis.call('HMGET', mkey(id), 's', 'q', 'a')
   if f[1] == 'i' then
     out[#out + 1] = id
@@ -411,32 +437,39 @@ local function add(id)
     out[#out + 1] = f[3]
   end
 end
-for _, id in ipairs(redis.call('ZRANGEBYSCORE', P .. 'leases', '-inf', redisNow(), 'LIMIT', 0, 1000)) do add(id) end
-if ARGV[3] == '0' then
-  for x = 4, #ARGV do
-    if redis.call('HGET', mkey(ARGV[x]), 'o') == OWNER then add(ARGV[x]) end
+for _, id in ipairs(redis.call('ZRANGEBYSCORE', P .. 'leases', '-inf', clock, 'LIMIT', 0, 1000)) do add(id) end
+if prefix ~= nil then
+  -- Every lease, once at open: the messages this engine held before it restarted.
+  for _, id in ipairs(redis.call('ZRANGE', P .. 'leases', 0, -1)) do
+    if claimable(redis.call('HGET', mkey(id), 'o'), nil, clock, prefix, live) then add(id) end
   end
 end
 return out
 `
 
 /**
- * ARGV 3 now, 4 error JSON for the exhausted, then pairs (id, 'r' requeue | 'd' dead-letter).
- * Each applies only while the message is still in flight and either held by this owner or its
- * lease expired (checked again here: the scan and this call are not one transaction).
- * Returns `[requeued, dead-lettered]`.
+ * ARGV 3 now, 4 error JSON for the exhausted, 5 '1' expired only / '0' at open, 6 owner prefix,
+ * 7 count of live owners, then those owners, then pairs (id, 'r' requeue | 'd' dead-letter).
+ * Each applies only while the message is still in flight and still claimable (checked again here:
+ * the scan and this call are not one transaction). Returns `[requeued, dead-lettered]`.
  */
-export const RECOVER_APPLY = `${PRELUDE}
+export const RECOVER_APPLY = `${PRELUDE}${CLAIMABLE}
 local now = ARGV[3]
 local clock = redisNow()
+local prefix = nil
+local live = {}
+local nLive = tonumber(ARGV[7])
+if ARGV[5] == '0' then
+  prefix = ARGV[6]
+  for x = 1, nLive do live[ARGV[7 + x]] = true end
+end
 local requeued, dead = 0, 0
 local woken = {}
-for x = 5, #ARGV, 2 do
+for x = 8 + nLive, #ARGV, 2 do
   local id, action = ARGV[x], ARGV[x + 1]
   local m = mkey(id)
   local f = redis.call('HMGET', m, unpack(FIELDS))
-  local lease = redis.call('ZSCORE', P .. 'leases', id)
-  if f[1] == 'i' and (f[2] == OWNER or (lease and tonumber(lease) <= clock)) then
+  if f[1] == 'i' and claimable(f[2], redis.call('ZSCORE', P .. 'leases', id), clock, prefix, live) then
     if action == 'd' then
       kill(id, f, ARGV[4], now)
       dead = dead + 1
