@@ -620,10 +620,18 @@ export class QueueWorker implements BuiltinWorker {
    */
   private async learnSubscribers(backend: QueueBackend): Promise<void> {
     if (backend.leaseCheckMs === undefined) return
+    const stored = new Set<string>()
     for (const record of await backend.subscribers()) {
+      stored.add(record.queue)
       const known = this.subscribers.get(record.queue)
       if (!known) this.subscribers.set(record.queue, { record, triggers: new Map() })
       else if (known.triggers.size === 0 && known.expiry === undefined) known.record = record
+    }
+    // Expired by another engine: no more copies for it.
+    for (const [queue, sub] of this.subscribers) {
+      if (sub.triggers.size > 0 || stored.has(queue)) continue
+      sub.expiry?.()
+      this.subscribers.delete(queue)
     }
   }
 
