@@ -9,7 +9,7 @@ import fc from 'fast-check'
 import { startTestRedis } from '../../../../test/support/redis.ts'
 import { input, runQueueBackendConformance } from '../conformance.ts'
 import type { QueueMessageInput } from '../types.ts'
-import { RedisQueueBackend, type RedisQueueConfig } from './redis.ts'
+import { RedisQueueBackend, RESERVE_SCAN_BUDGET, type RedisQueueConfig } from './redis.ts'
 
 const redis = await startTestRedis()
 after(() => redis.close())
@@ -43,6 +43,28 @@ describe('redis queue backend: calls of one turn', () => {
     assert.deepEqual(got.map((m) => (m.data as { i: number }).i), messages.map((_, i) => i).filter((i) => !(i % 100 === 99 && i > 99)))
     assert.deepEqual(await Promise.all(got.map((m) => backend.ack(m.id))), got.map(() => true))
     assert.deepEqual(await backend.queues(), [])
+  })
+})
+
+describe('redis queue backend: long scans', () => {
+  it('a startable message behind more blocked ones than one reserve looks at is still started (no starvation)', async (t) => {
+    const backend = await open()
+    t.after(() => backend.close())
+    const blocked = Array.from({ length: RESERVE_SCAN_BUDGET + 300 }, () => input({ key: 'busy' }))
+    const waitingGroups = Array.from({ length: RESERVE_SCAN_BUDGET + 300 }, (_, i) => input({ group: `g${i}`, function_id: 'gone::f' }))
+    const free = input({ data: { free: true } })
+    for (let i = 0; i < blocked.length; i += 256) await backend.enqueue(blocked.slice(i, i + 256))
+    for (let i = 0; i < waitingGroups.length; i += 256) await backend.enqueue(waitingGroups.slice(i, i + 256))
+    await backend.enqueue([free])
+    const startable = (_ns: string, fid: string) => fid !== 'gone::f'
+    // The first reserve starts the key's first message; then every other 'busy' message waits.
+    assert.deepEqual((await backend.reserve('q', { now: T0, limit: 1, startable })).map((m) => m.id), [blocked[0]!.id])
+    let found: string[] = []
+    for (let round = 0; round < 10 && found.length === 0; round++) {
+      found = (await backend.reserve('q', { now: T0, limit: 10, startable })).map((m) => m.id)
+      if (found.length === 0) assert.ok((await backend.nextReadyAt('q', T0))! <= T0 + 1000, 'a reserve that ran out of budget asks to be called again soon')
+    }
+    assert.deepEqual(found, [free.id])
   })
 })
 

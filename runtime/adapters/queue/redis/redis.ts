@@ -252,10 +252,11 @@ export class RedisQueueBackend implements QueueBackend {
   /** Remembered `startable` verdicts, refreshed at every reserve. */
   private readonly verdicts = new Map<string, { namespace: string; functionId: string }>()
   /**
-   * Per queue, from this backend's last reserve: its `now`, whether it ran out of scan budget, and
-   * the earliest ready_at after `now` it saw (null: none; undefined: not asked, the limit was filled).
+   * Per queue, from this backend's last reserve: its `now`, whether it ran out of scan budget, the
+   * earliest ready_at after `now` it saw (null: none; undefined: not asked, the limit was filled),
+   * and where the next scans of groups and standard messages resume.
    */
-  private readonly lastReserve = new Map<string, { now: number; more: boolean; next: number | null | undefined }>()
+  private readonly lastReserve = new Map<string, { now: number; more: boolean; next: number | null | undefined; resume: { group: number; standard: number } }>()
   /** Enqueues and acks of one turn go to Redis as one script call each. */
   private readonly enqueues = new TurnBatch<Array<string | number>, EnqueueOutcome & { clash: boolean }>((items) => this.sendEnqueues(items))
   private readonly acks = new TurnBatch<string, boolean>((ids) => this.sendAcks(ids))
@@ -364,6 +365,10 @@ export class RedisQueueBackend implements QueueBackend {
     const taken: QueueMessage[] = []
     let more = false
     let next: number | null | undefined
+    // Every round starts where the last call left off (a new round only adds verdicts); the last
+    // round's answer is where the next call starts.
+    const from = this.lastReserve.get(queue)?.resume ?? { group: 0, standard: 0 }
+    let resume = from
     // A target the script has no verdict for costs one more call, once per new target.
     for (let round = 0; round < 8 && taken.length < request.limit; round++) {
       const allowed: string[] = []
@@ -372,9 +377,10 @@ export class RedisQueueBackend implements QueueBackend {
         for (const [key, target] of this.verdicts) (startable(target.namespace, target.functionId) ? allowed : refused).push(key)
       }
       const reply = (await this.call('reserve', () =>
-        this.run.reserve(enc(queue), now, request.limit - taken.length, this.config.lease_ms, RESERVE_SCAN_BUDGET, startable ? '1' : '0', allowed.length, ...allowed, refused.length, ...refused),
-      )) as [number, string[], Array<string | number>, string | null]
-      const [budgetOut, unknown, out, nextAt] = reply
+        this.run.reserve(enc(queue), now, request.limit - taken.length, this.config.lease_ms, RESERVE_SCAN_BUDGET, from.group, from.standard, startable ? '1' : '0', allowed.length, ...allowed, refused.length, ...refused),
+      )) as [number, string[], Array<string | number>, string | null, number, number]
+      const [budgetOut, unknown, out, nextAt, groupOffset, standardOffset] = reply
+      resume = { group: groupOffset, standard: standardOffset }
       more = budgetOut === 1
       next = nextAt === null || nextAt === undefined ? null : Number(nextAt)
       for (let i = 0; i < out.length; i += 5) {
@@ -391,7 +397,7 @@ export class RedisQueueBackend implements QueueBackend {
         this.verdicts.set(encoded, { namespace: key.slice(0, cut), functionId: key.slice(cut + 1) })
       }
     }
-    this.lastReserve.set(queue, { now, more, next: taken.length < request.limit ? next : undefined })
+    this.lastReserve.set(queue, { now, more, next: taken.length < request.limit ? next : undefined, resume })
     return taken
   }
 

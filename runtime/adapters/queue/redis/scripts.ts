@@ -147,12 +147,14 @@ return out
 `
 
 /**
- * ARGV 3 queue, 4 now, 5 limit, 6 lease ms, 7 scan budget, 8 check targets ('1'/'0'), then the
+ * ARGV 3 queue, 4 now, 5 limit, 6 lease ms, 7 scan budget, 8 and 9 where the group and standard
+ * scans start (from the last call's answer), 10 check targets ('1'/'0'), then the
  * count and the targets that may start, then the count and the targets that may not. A target in
  * neither list is not started and is reported, so that the caller can ask about it and call again.
  * Returns `[more (1 when the scan budget ran out), [unknown targets], [id, attempts, seq, ready_at,
  * body]…, next]` where `next` is, when fewer than `limit` started, the earliest ready_at after `now`
- * of an ungrouped pending message or a pending group head (else false).
+ * of an ungrouped pending message or a pending group head (else false), then where the next
+ * group and standard scans start (0 unless the budget ran out).
  */
 export const RESERVE = `${PRELUDE}
 local q = ARGV[3]
@@ -160,9 +162,9 @@ local now = ARGV[4]
 local limit = tonumber(ARGV[5])
 local lease = tonumber(ARGV[6])
 local budget = tonumber(ARGV[7])
-local check = ARGV[8] == '1'
+local check = ARGV[10] == '1'
 local verdict = {}
-local j = 9
+local j = 11
 local nA = tonumber(ARGV[j])
 for x = 1, nA do verdict[ARGV[j + x]] = true end
 j = j + nA + 1
@@ -184,7 +186,6 @@ end
 local deadline = redisNow() + lease
 local out = {}
 local taken = 0
-local scanned = 0
 local more = 0
 local function start(id, m)
   local a = redis.call('HINCRBY', m, 'a', 1)
@@ -199,53 +200,60 @@ local function start(id, m)
   out[#out + 1] = f[3]
   taken = taken + 1
 end
--- fifo groups: the head of each group whose head is pending and ready.
-local gh = qkey('gh', q)
-local offset = 0
-while taken < limit and more == 0 do
-  local groups = redis.call('ZRANGEBYSCORE', gh, '-inf', now, 'LIMIT', offset, 64)
-  if #groups == 0 then break end
-  for _, g in ipairs(groups) do
-    if taken >= limit then break end
-    scanned = scanned + 1
-    local id = redis.call('ZRANGE', gkey(q, g), 0, 0)[1]
-    local m = mkey(id)
-    if may(redis.call('HGET', m, 't')) then
-      start(id, m)
-      redis.call('ZREM', gh, g)
-      redis.call('ZREM', qkey('gp', q), id)
+-- Visits the entries of zset 'key' ready at 'now' from position 'from' (where the last call of
+-- this caller ran out of budget, ARGV 8 and 9) to the end, then from the start back to 'from', so
+-- that work behind a long run of blocked entries is reached across calls. Looks at 'cap' entries
+-- at most. 'visit' answers true when it took the entry out of the zset (skipped ones keep their
+-- positions). Returns the position to resume at (0 unless the cap ran out) and how many it looked at.
+local function scan(key, from, cap, visit)
+  local offset, wrapped, seen = from, from == 0, 0
+  while taken < limit do
+    if seen >= cap then
+      more = 1
+      return offset, seen
+    end
+    if wrapped and from > 0 and offset >= from then return 0, seen end
+    local batch = redis.call('ZRANGEBYSCORE', key, '-inf', now, 'LIMIT', offset, 64)
+    if #batch == 0 then
+      if wrapped then return 0, seen end
+      wrapped = true
+      offset = 0
     else
-      offset = offset + 1
+      for _, entry in ipairs(batch) do
+        if taken >= limit or seen >= cap then break end
+        seen = seen + 1
+        if not visit(entry) then offset = offset + 1 end
+      end
     end
   end
-  if scanned >= budget then more = 1 end
+  return 0, seen
 end
+-- fifo groups: the head of each group whose head is pending and ready.
+local gh = qkey('gh', q)
+-- Groups look at half the budget at most; standard messages get the rest.
+local groupOffset, groupSeen = scan(gh, tonumber(ARGV[8]), math.floor(budget / 2), function(g)
+  local id = redis.call('ZRANGE', gkey(q, g), 0, 0)[1]
+  local m = mkey(id)
+  if not may(redis.call('HGET', m, 't')) then return false end
+  start(id, m)
+  redis.call('ZREM', gh, g)
+  redis.call('ZREM', qkey('gp', q), id)
+  return true
+end)
 -- standard messages, oldest ready first; one attempt per concurrency key.
 local pk = qkey('p', q)
 local busy = qkey('k', q)
-offset = 0
-while taken < limit and more == 0 do
-  local members = redis.call('ZRANGEBYSCORE', pk, '-inf', now, 'LIMIT', offset, 64)
-  if #members == 0 then break end
-  for _, mem in ipairs(members) do
-    if taken >= limit then break end
-    scanned = scanned + 1
+local stdOffset = scan(pk, tonumber(ARGV[9]), budget - groupSeen, function(mem)
     local id = string.sub(mem, 17)
     local m = mkey(id)
     local f = redis.call('HMGET', m, 't', 'k')
-    local ok = true
-    if f[2] and redis.call('SISMEMBER', busy, f[2]) == 1 then ok = false end
-    if ok and not may(f[1]) then ok = false end
-    if ok then
-      redis.call('ZREM', pk, mem)
-      if f[2] then redis.call('SADD', busy, f[2]) end
-      start(id, m)
-    else
-      offset = offset + 1
-    end
-  end
-  if scanned >= budget then more = 1 end
-end
+    if f[2] and redis.call('SISMEMBER', busy, f[2]) == 1 then return false end
+    if not may(f[1]) then return false end
+    redis.call('ZREM', pk, mem)
+    if f[2] then redis.call('SADD', busy, f[2]) end
+    start(id, m)
+    return true
+  end)
 -- When it did not fill the limit: the earliest ready_at still to come (what nextReadyAt answers).
 local nextAt = false
 if taken < limit then
@@ -255,7 +263,7 @@ if taken < limit then
     if hit[2] and ((not nextAt) or tonumber(hit[2]) < tonumber(nextAt)) then nextAt = hit[2] end
   end
 end
-return {more, unknown, out, nextAt}
+return {more, unknown, out, nextAt, groupOffset, stdOffset}
 `
 
 /** ARGV 3… ids. Deletes each message this owner has in flight; `[1 or 0]` per id. */
