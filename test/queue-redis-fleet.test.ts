@@ -21,7 +21,7 @@ after(async () => {
 
 const queueYaml = () => `  - name: queue
     config:
-      adapter: { name: redis, config: { url: "${redis.url}", key_prefix: "fleet:", lease_ms: 1000 } }
+      adapter: { name: redis, config: { url: "${redis.url}", key_prefix: "fleet:", lease_ms: 2000 } }
       queue_configs:
         jobs:
           max_retries: 3

@@ -83,7 +83,7 @@ describe('queue worker with adapter redis: a fleet on one Redis', () => {
   })
 
   it('a message in flight on an engine that goes away is delivered again by another engine after the lease, attempt kept', async () => {
-    const settings = queueSettings({ queue_configs: { work: { max_retries: 3 } } }, { lease_ms: 1000 })
+    const settings = queueSettings({ queue_configs: { work: { max_retries: 3 } } }, { lease_ms: 2000 })
     const a = await engineWith(settings)
     const b = await engineWith(settings)
     const doomed = await worker(a)
