@@ -3,15 +3,17 @@
  * end — enqueue, durable store, delivery to a handler, acknowledgement — counting messages/s,
  * p50/p99 enqueue-to-handler latency, and lost or duplicated messages.
  *
- *   svc     the engine process with the queue worker on its `builtin` adapter (SQLite, WAL,
- *           synchronous=FULL); one svc-sdk worker process enqueues and handles
- *   BullMQ  the peer: a private redis-server (appendonly yes, appendfsync everysec, its usual
- *           durable setting) and one process with a BullMQ Queue and Worker
+ *   svc        the engine process with the queue worker on its `builtin` adapter (SQLite, WAL,
+ *              synchronous=FULL); one svc-sdk worker process enqueues and handles
+ *   svc-redis  the same with the queue worker on the `redis` adapter, on the redis-server BullMQ uses
+ *   BullMQ     the peer: a private redis-server (appendonly yes, appendfsync everysec, its usual
+ *              durable setting) and one process with a BullMQ Queue and Worker
  *
- * `node bench/queue.ts` runs both and prints a JSON line `{queue_table, rows}`; `npm run bench`
+ * `node bench/queue.ts` runs all three and prints a JSON line `{queue_table, rows}`; `npm run bench`
  * includes it. The load modes (`svc-load`, `bullmq-load`) are what it spawns.
  */
 import { spawn, type ChildProcess } from 'node:child_process'
+import { readFileSync } from 'node:fs'
 import { mkdtemp, rm, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -35,6 +37,40 @@ export interface QueueRow {
   p99_ms: number
   lost: number
   duplicated: number
+  /**
+   * CPU time per message, µs (user + system, Linux /proc): the engine, the load process (svc-sdk
+   * worker or BullMQ process), redis-server. On a machine whose cores are busy the sum bounds the rate.
+   */
+  cpu_us?: { engine?: number; client: number; redis?: number }
+}
+
+/** User + system CPU time of a live process, ms; NaN where /proc is missing. */
+function cpuMs(pid: number | undefined): number {
+  try {
+    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ')
+    return ((Number(fields[11]) + Number(fields[12])) * 1000) / 100 // clock ticks, USER_HZ 100
+  } catch {
+    return Number.NaN
+  }
+}
+
+/** Runs one load process and returns its row with the CPU each process spent on it (read before the load exits). */
+async function measured(args: string[], engine: ChildProcess | undefined, redis: ChildProcess | undefined): Promise<QueueRow> {
+  const engine0 = cpuMs(engine?.pid)
+  const redis0 = cpuMs(redis?.pid)
+  const load = start(process.execPath, args)
+  const row = (await lastJson(load.lines, 'per_second')) as QueueRow
+  const perMessage = (ms: number) => (Number.isFinite(ms) ? Math.round((ms * 1000) / row.messages) : undefined)
+  const cpu: NonNullable<QueueRow['cpu_us']> = { client: perMessage(cpuMs(load.child.pid)) ?? Number.NaN }
+  const e = perMessage(cpuMs(engine?.pid) - engine0)
+  const r = perMessage(cpuMs(redis?.pid) - redis0)
+  if (e !== undefined) cpu.engine = e
+  if (r !== undefined) cpu.redis = r
+  row.cpu_us = cpu
+  for await (const _ of load.lines) {
+    // drain until the load process has shut down
+  }
+  return row
 }
 
 /** Measurement state shared by the producer and the handler of one load process. */
@@ -165,8 +201,12 @@ function stop(child: ChildProcess): Promise<void> {
 }
 
 
-async function measureSvc(): Promise<QueueRow[]> {
+/** The queue worker's `adapter` entry of one svc row, as YAML flow text. */
+type SvcAdapter = { name: 'builtin' } | { name: 'redis'; port: number; server: ChildProcess }
+
+async function measureSvc(adapter: SvcAdapter): Promise<QueueRow[]> {
   const project = await mkdtemp(join(tmpdir(), 'svc-bench-queue-'))
+  const entry = adapter.name === 'builtin' ? '{ name: builtin }' : `{ name: redis, config: { url: "redis://127.0.0.1:${adapter.port}", key_prefix: "bench:" } }`
   await writeFile(
     join(project, 'config.yaml'),
     [
@@ -175,21 +215,23 @@ async function measureSvc(): Promise<QueueRow[]> {
       '    config: { port: 0 }',
       '  - name: svc-http',
       '    config: { port: 0 }',
+      // Every port free: another engine on this machine may hold a default one.
+      '  - name: svc-stream',
+      '    config: { port: 0 }',
       '  - name: queue',
       '    config:',
-      '      adapter: { name: builtin }',
+      `      adapter: ${entry}`,
       '      queue_configs:',
       ...CONCURRENCIES.map((c) => `        bench-${c}: { type: standard, concurrency: ${c}, max_retries: 3 }`),
       '',
     ].join('\n'),
   )
-  const engine = start(process.execPath, [join(ROOT, 'bin', 'run.js'), '--json'], project, { SVC_LOG_LEVEL: 'warn' })
+  const engine = start(process.execPath, [...(process.env.BENCH_QUEUE_PROFILE ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_QUEUE_PROFILE}`] : []), join(ROOT, 'bin', 'run.js'), '--json'], project, { SVC_LOG_LEVEL: 'warn' })
   const ready = await lastJson(engine.lines, 'engine_url')
   const rows: QueueRow[] = []
   try {
     for (const c of CONCURRENCIES) {
-      const load = start(process.execPath, ['bench/queue.ts', 'svc-load', ready.engine_url, `bench-${c}`, String(c)])
-      rows.push((await lastJson(load.lines)) as QueueRow)
+      rows.push(await measured(['bench/queue.ts', 'svc-load', ready.engine_url, `bench-${c}`, String(c)], engine.child, adapter.name === 'redis' ? adapter.server : undefined))
     }
   } finally {
     await stop(engine.child)
@@ -198,7 +240,8 @@ async function measureSvc(): Promise<QueueRow[]> {
   return rows
 }
 
-async function measureBullmq(): Promise<QueueRow[]> {
+/** A private redis-server with AOF (appendfsync everysec), BullMQ's usual durable setting. */
+async function startRedis(): Promise<{ port: number; server: ChildProcess; close: () => Promise<void> }> {
   const dir = await mkdtemp(join(tmpdir(), 'svc-bench-redis-'))
   const port = await freePort()
   const redis = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--dir', dir, '--save', '', '--appendonly', 'yes', '--appendfsync', 'everysec'], {
@@ -213,32 +256,45 @@ async function measureBullmq(): Promise<QueueRow[]> {
     })
     redis.once('exit', (code) => reject(new Error(`redis-server exited with ${code}: ${out}`)))
   })
-  const rows: QueueRow[] = []
-  try {
-    for (const c of CONCURRENCIES) {
-      const load = start(process.execPath, ['bench/queue.ts', 'bullmq-load', String(port), String(c)])
-      rows.push((await lastJson(load.lines)) as QueueRow)
-    }
-  } finally {
-    await stop(redis)
-    await rm(dir, { recursive: true, force: true })
+  return {
+    port,
+    server: redis,
+    close: async () => {
+      await stop(redis)
+      await rm(dir, { recursive: true, force: true })
+    },
   }
+}
+
+async function measureBullmq(port: number, server: ChildProcess): Promise<QueueRow[]> {
+  const rows: QueueRow[] = []
+  for (const c of CONCURRENCIES) rows.push(await measured(['bench/queue.ts', 'bullmq-load', String(port), String(c)], undefined, server))
   return rows
 }
 
 /** The markdown table of one run, ratios against BullMQ. */
-export function queueTable(svc: QueueRow[], bullmq: QueueRow[]): string {
+export function queueTable(svc: QueueRow[], svcRedis: QueueRow[], bullmq: QueueRow[]): string {
   const lines = [
-    `| Queue, ${MESSAGES.toLocaleString('en')} messages end to end (enqueue → store → handler → ack) | svc (builtin: SQLite, synchronous=FULL) | BullMQ on redis-server (AOF everysec) | svc / BullMQ |`,
-    '|---|---|---|---|',
+    `| Queue, ${MESSAGES.toLocaleString('en')} messages end to end (enqueue → store → handler → ack) | svc (builtin: SQLite, synchronous=FULL) | svc (redis adapter, same redis-server as BullMQ) | BullMQ on redis-server (AOF everysec) | svc builtin / BullMQ | svc redis / BullMQ |`,
+    '|---|---|---|---|---|---|',
   ]
   for (const [i, c] of CONCURRENCIES.entries()) {
     const s = svc[i]!
+    const r = svcRedis[i]!
     const b = bullmq[i]!
     const target = c === 10 ? ' (target ≥ 5,000/s)' : ''
-    lines.push(`| concurrency ${c}: messages/s | ${s.per_second}/s${target} | ${b.per_second}/s | ${(s.per_second / b.per_second).toFixed(2)}× |`)
-    lines.push(`| concurrency ${c}: p50 / p99 enqueue → handler | ${s.p50_ms} / ${s.p99_ms} ms | ${b.p50_ms} / ${b.p99_ms} ms | ${(s.p50_ms / b.p50_ms).toFixed(2)}× / ${(s.p99_ms / b.p99_ms).toFixed(2)}× |`)
-    lines.push(`| concurrency ${c}: lost / duplicated | ${s.lost} / ${s.duplicated} | ${b.lost} / ${b.duplicated} | |`)
+    const redisTarget = c === 10 ? ' (target ≥ 1×)' : ''
+    lines.push(`| concurrency ${c}: messages/s | ${s.per_second}/s${target} | ${r.per_second}/s | ${b.per_second}/s | ${(s.per_second / b.per_second).toFixed(2)}× | ${(r.per_second / b.per_second).toFixed(2)}×${redisTarget} |`)
+    const lat = (x: QueueRow) => `${(x.p50_ms / b.p50_ms).toFixed(2)}× / ${(x.p99_ms / b.p99_ms).toFixed(2)}×`
+    lines.push(`| concurrency ${c}: p50 / p99 enqueue → handler | ${s.p50_ms} / ${s.p99_ms} ms | ${r.p50_ms} / ${r.p99_ms} ms | ${b.p50_ms} / ${b.p99_ms} ms | ${lat(s)} | ${lat(r)} |`)
+    lines.push(`| concurrency ${c}: lost / duplicated | ${s.lost} / ${s.duplicated} | ${r.lost} / ${r.duplicated} | ${b.lost} / ${b.duplicated} | | |`)
+    const cpu = (x: QueueRow) => {
+      const u = x.cpu_us
+      if (!u) return 'n/a'
+      const parts = [u.engine !== undefined ? `engine ${u.engine}` : '', `client ${u.client}`, u.redis !== undefined ? `redis ${u.redis}` : ''].filter(Boolean)
+      return `${parts.join(' + ')} µs`
+    }
+    lines.push(`| concurrency ${c}: CPU per message | ${cpu(s)} | ${cpu(r)} | ${cpu(b)} | | |`)
   }
   return lines.join('\n')
 }
@@ -247,11 +303,24 @@ async function main(): Promise<void> {
   const [mode, a, b, c] = process.argv.slice(2)
   if (mode === 'svc-load') return svcLoad(a!, b!, Number(c))
   if (mode === 'bullmq-load') return bullmqLoad(Number(a), Number(b))
-  const svc = await measureSvc()
-  const bullmq = await measureBullmq()
-  const table = queueTable(svc, bullmq)
+  const only = process.env.BENCH_QUEUE_ONLY // e.g. `redis` while working on one row
+  const svc = only === 'redis' ? [] : await measureSvc({ name: 'builtin' })
+  const redis = await startRedis()
+  let svcRedis: QueueRow[]
+  let bullmq: QueueRow[]
+  try {
+    svcRedis = await measureSvc({ name: 'redis', port: redis.port, server: redis.server })
+    bullmq = await measureBullmq(redis.port, redis.server)
+  } finally {
+    await redis.close()
+  }
+  if (only === 'redis') {
+    console.log(JSON.stringify({ rows: { svcRedis, bullmq } }))
+    return
+  }
+  const table = queueTable(svc, svcRedis, bullmq)
   console.error(table)
-  console.log(JSON.stringify({ queue_table: table, rows: { svc, bullmq } }))
+  console.log(JSON.stringify({ queue_table: table, rows: { svc, svc_redis: svcRedis, bullmq } }))
 }
 
 if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) runMain(main, children)

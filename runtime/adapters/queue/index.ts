@@ -3,7 +3,9 @@
  * and opening the backend it names.
  */
 import { parseAdapterEntry, parseNoAdapterConfig } from '../entry.ts'
+import { describeRedis } from '../redis.ts'
 import { openMemoryQueue } from './memory/memory.ts'
+import { parseRedisQueueConfig, RedisQueueBackend, type RedisQueueConfig } from './redis/redis.ts'
 import { openSqliteQueue, sqliteQueuePath, type SqliteQueueConfig } from './sqlite/sqlite.ts'
 import type { QueueAdapterContext, QueueBackend } from './types.ts'
 
@@ -11,13 +13,19 @@ export type * from './types.ts'
 export { targetKey } from './types.ts'
 
 /** A validated adapter entry of the queue worker, name canonical. */
-export type QueueAdapterSpec = { name: 'builtin'; config: SqliteQueueConfig } | { name: 'memory'; config: Record<string, never> }
+export type QueueAdapterSpec =
+  | { name: 'builtin'; config: SqliteQueueConfig }
+  | { name: 'memory'; config: Record<string, never> }
+  | { name: 'redis'; config: RedisQueueConfig }
+
+export { RedisQueueBackend, parseRedisQueueConfig, DEFAULT_LEASE_MS } from './redis/redis.ts'
 
 /**
  * Validates the `adapter` entry; undefined or null means `{name: "builtin"}`.
- * @throws Error whose message starts with the key (`adapter.name 'x' is unknown; …`). `redis` is
- *   refused until its backend exists (docs/decisions.md).
+ * @throws Error whose message starts with the key (`adapter.name 'x' is unknown; …`,
+ *   `adapter.config.lease_ms must be …`).
  * @example parseQueueAdapterEntry({ name: 'in_memory' }) // { name: 'memory', config: {} }
+ * @example parseQueueAdapterEntry({ name: 'redis', config: { url: 'redis://cache:6379' } }) // { name: 'redis', config: { url: 'redis://cache:6379', key_prefix: 'svc:', lease_ms: 30000 } }
  */
 export function parseQueueAdapterEntry(entry: unknown): QueueAdapterSpec {
   return parseAdapterEntry<QueueAdapterSpec>(entry, {
@@ -32,21 +40,40 @@ export function parseQueueAdapterEntry(entry: unknown): QueueAdapterSpec {
       return { name: 'builtin', config: result as SqliteQueueConfig }
     },
     memory: (config) => ({ name: 'memory', config: parseNoAdapterConfig('memory')(config) }),
-    redis: () => {
-      throw new Error('adapter.name redis is not available for the queue worker yet; use builtin or memory')
-    },
+    redis: (config) => ({ name: 'redis', config: parseRedisQueueConfig(config) }),
   })
 }
 
 /** Equal for two specs exactly when they open the same store. */
 export function queueAdapterIdentity(spec: QueueAdapterSpec, context: QueueAdapterContext): string {
-  return spec.name === 'memory' ? 'memory' : `builtin:${sqliteQueuePath(spec.config, context)}`
+  switch (spec.name) {
+    case 'memory':
+      return 'memory'
+    case 'builtin':
+      return `builtin:${sqliteQueuePath(spec.config, context)}`
+    case 'redis':
+      // The full URL (password included) decides identity; only the redacted form is ever shown.
+      return `redis:${spec.config.url}#${spec.config.key_prefix}#lease=${spec.config.lease_ms}`
+  }
+}
+
+/** How logs name an adapter: its identity, with a redis password hidden. */
+export function describeQueueAdapter(spec: QueueAdapterSpec, context: QueueAdapterContext): string {
+  return spec.name === 'redis' ? `${describeRedis(spec.config)} (lease ${spec.config.lease_ms} ms)` : queueAdapterIdentity(spec, context)
 }
 
 /**
- * Opens the backend a spec names and loads what it holds.
+ * Opens the backend a spec names and loads what it holds; `redis` connects and subscribes first,
+ * but resolves (warning through `context.log`) when Redis is unreachable (builtins.md §13.4).
  * @throws the store's error when it cannot open (an unreadable SQLite file).
  */
-export function openQueueBackend(spec: QueueAdapterSpec, context: QueueAdapterContext, now = Date.now()): QueueBackend {
-  return spec.name === 'memory' ? openMemoryQueue() : openSqliteQueue(spec.config, context, now)
+export async function openQueueBackend(spec: QueueAdapterSpec, context: QueueAdapterContext, now = Date.now()): Promise<QueueBackend> {
+  switch (spec.name) {
+    case 'memory':
+      return openMemoryQueue()
+    case 'builtin':
+      return openSqliteQueue(spec.config, context, now)
+    case 'redis':
+      return RedisQueueBackend.open(spec.config, { log: context.log, dataDir: context.dataDir })
+  }
 }

@@ -10,6 +10,8 @@
  */
 import type {
   EnqueueOutcome,
+  RecoverOutcome,
+  WakeListener,
   QueueBackend,
   QueueCounts,
   QueueError,
@@ -527,6 +529,18 @@ export class IndexedQueueBackend implements QueueBackend {
       requeued++
     }
     return this.committed().then(() => ({ requeued, deadLettered }))
+  }
+
+  /** One engine owns this store: no leases, nothing expires. */
+  readonly leaseCheckMs = undefined
+
+  recoverExpired(): Promise<RecoverOutcome> {
+    return Promise.resolve({ requeued: 0, deadLettered: 0 })
+  }
+
+  /** Only this engine writes here: nobody else makes work. */
+  onWake(_listener: WakeListener): () => void {
+    return () => {}
   }
 
   saveSubscriber(record: SubscriberRecord): Promise<void> {

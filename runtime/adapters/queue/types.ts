@@ -1,6 +1,6 @@
 /**
  * The queue backend seam (builtins.md §7.7, §7.8, §13): what the queue worker needs from a store of
- * messages, described by its semantics so that every implementation (memory, SQLite, later Redis)
+ * messages, described by its semantics so that every implementation (memory, SQLite, Redis)
  * behaves the same and passes one conformance suite (./conformance.ts).
  *
  * In the contract:
@@ -16,13 +16,31 @@
  * - **ack** deletes an in-flight message; **release** (nack) returns it to pending, visible again at
  *   `ready_at` (delayed until then), optionally giving back the attempt it used; **deadLetter** moves
  *   it to the queue's DLQ with the error; **redrive** / **discard** act on the DLQ.
- * - **recover** runs once after opening: in-flight messages of an earlier process return to pending
- *   with their attempt count kept, or go to the DLQ (`delivery_interrupted`) when exhausted.
- * - Durable subscriber records (§7.5) are stored next to the messages.
+ * - **recover** runs once after opening, while this backend delivers nothing: in-flight messages of
+ *   an earlier process (and any this backend reserved) return to pending with their attempt count
+ *   kept, or go to the DLQ (`delivery_interrupted`) when exhausted. A store shared by several
+ *   engines (redis) leaves alone the messages another live engine holds: each reserve takes a
+ *   lease, its owner renews it, and only an expired lease (its engine crashed) counts as "of an
+ *   earlier process".
+ * - **recoverExpired** is recover for a running engine: the worker calls it every `leaseCheckMs`
+ *   when that is set, taking back messages whose lease expired. A store one engine owns (memory,
+ *   builtin: the data directory lock) has no leases, no `leaseCheckMs`, and finds nothing.
+ * - **onWake** tells the worker that another engine made messages of a queue startable (an enqueue,
+ *   a release, a freed fifo head…), so that it reserves without polling; `undefined` means any
+ *   queue may have work (notifications were missed). A store one engine owns never calls it.
+ * - In a shared store, ack, release and deadLetter of an in-flight message succeed only for the
+ *   backend holding it (false once its lease expired and another engine took it back).
+ * - Durable subscriber records (§7.5) are stored next to the messages. A store with `leaseCheckMs`
+ *   is shared: the worker reads the records other engines saved when it publishes, and re-saves
+ *   the records it holds a live trigger for every `leaseCheckMs`, so that no engine expires them.
  *
  * Not in the contract: settings (retries, backoff, concurrency), delivery, timers and the clock.
- * Times are Unix milliseconds supplied by the caller; a backend never reads the time itself.
+ * Times are Unix milliseconds supplied by the caller; a backend never reads the time itself, except
+ * the lease deadlines of a shared store, kept on the store's own clock (redis: `TIME`) so that the
+ * engines' clocks need not agree.
  */
+
+import type { StateAdapterLogger } from '../state/types.ts'
 
 /** An error as stored with a dead-lettered message: `{code, message}`. */
 export interface QueueError {
@@ -156,13 +174,31 @@ export interface QueueBackend {
    * After opening: in-flight messages back to pending (ready at `now`, attempts kept), or to the DLQ
    * with `delivery_interrupted` when `attempts >= allowedAttempts(queue)`.
    */
-  recover(now: number, allowedAttempts: (queue: string) => number): Promise<{ requeued: number; deadLettered: number }>
+  recover(now: number, allowedAttempts: (queue: string) => number): Promise<RecoverOutcome>
+  /**
+   * In-flight messages whose lease expired (their engine stopped renewing it) back to pending or to
+   * the DLQ, by the rule of `recover`. Never touches a message a live engine holds.
+   */
+  recoverExpired(now: number, allowedAttempts: (queue: string) => number): Promise<RecoverOutcome>
+  /** How often (ms) the worker calls `recoverExpired`; undefined for a store one engine owns. */
+  readonly leaseCheckMs: number | undefined
+  /** Listens for other engines' work (see the module comment); returns the function that stops it. */
+  onWake(listener: WakeListener): () => void
   saveSubscriber(record: SubscriberRecord): Promise<void>
   deleteSubscriber(queue: string): Promise<void>
   subscribers(): Promise<SubscriberRecord[]>
   /** Flushes and releases the store; later calls reject. */
   close(): Promise<void>
 }
+
+/** What `recover` and `recoverExpired` did. */
+export interface RecoverOutcome {
+  requeued: number
+  deadLettered: number
+}
+
+/** Called with a queue that may have startable messages, or undefined for every queue. */
+export type WakeListener = (queue: string | undefined) => void
 
 /** One string per target `(namespace, function_id)`, for sets of targets. */
 export function targetKey(namespace: string, functionId: string): string {
@@ -173,4 +209,6 @@ export function targetKey(namespace: string, functionId: string): string {
 export interface QueueAdapterContext {
   /** Absolute engine data directory. */
   dataDir: string
+  /** Where a shared store warns (e.g. an unreachable Redis at open). */
+  log?: StateAdapterLogger | undefined
 }

@@ -17,6 +17,23 @@ export const QUEUE_SETTINGS: JsonSchema = {
   },
 }
 
+/**
+ * The queue worker's `adapter` entry: the common one (builtins.md §2.9) plus `lease_ms` of the
+ * redis backend (runtime/adapters/queue/redis/redis.ts).
+ */
+function queueAdapterSchema(): JsonSchema {
+  const description = 'builtin: SQLite queue.db; memory: in-process; redis: one store for every engine on the same Redis and key_prefix (leases, wake-ups)'
+  const entry = adapterEntrySchema(['builtin', 'memory', 'redis'], description) as { properties: { config: { properties: Record<string, JsonSchema> } } }
+  entry.properties.config.properties.lease_ms = {
+    type: 'integer',
+    minimum: 1000,
+    maximum: 3600000,
+    default: 30000,
+    description: 'redis: ms an engine holds a message it delivers before another engine may take it back (renewed every third of it while delivering)',
+  }
+  return entry as JsonSchema
+}
+
 export const QUEUE_DESCRIPTOR = {
   name: 'queue',
   aliases: [],
@@ -31,7 +48,7 @@ export const QUEUE_DESCRIPTOR = {
   settings: {
     type: 'object',
     properties: {
-      adapter: adapterEntrySchema(['builtin', 'memory', 'redis']),
+      adapter: queueAdapterSchema(),
       queue_configs: {
         type: 'object',
         default: {},

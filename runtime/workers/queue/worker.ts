@@ -11,6 +11,7 @@
 import { randomUUID } from 'node:crypto'
 import { Codes, errorBodyOf, Errors, type ErrorBody } from 'svc-protocol/errors'
 import {
+  describeQueueAdapter,
   openQueueBackend,
   queueAdapterIdentity,
   targetKey,
@@ -117,6 +118,10 @@ export class QueueWorker implements BuiltinWorker {
   /** Registered targets whose call still answered `function_not_found` (their replica went away): their messages wait (§7.7). */
   private readonly missing = new Set<string>()
   private missingTimer: CancelTimer | undefined
+  /** Stops hearing the current backend's wake-ups (other engines' work, a shared store). */
+  private stopWake: (() => void) | undefined
+  /** The next `recoverExpired` sweep of a shared store (leases of crashed engines). */
+  private leaseTimer: CancelTimer | undefined
   /**
    * Whether a message for a target may start (§7.7: `pending` leaves to `in_flight` only when its
    * function is registered). Messages of an unregistered target stay where they are, unread and
@@ -178,6 +183,8 @@ export class QueueWorker implements BuiltinWorker {
     for (const runner of this.runners.values()) runner.cancelTimer?.()
     for (const sub of this.subscribers.values()) sub.expiry?.()
     this.missingTimer?.()
+    this.leaseTimer?.()
+    this.stopWake?.()
     await this.backends?.close()
   }
 
@@ -185,7 +192,7 @@ export class QueueWorker implements BuiltinWorker {
 
   private async apply(next: QueueWorkerSettings, previous: QueueWorkerSettings | undefined): Promise<void> {
     const context = this.context!
-    const adapterContext = { dataDir: context.dataDir }
+    const adapterContext = { dataDir: context.dataDir, log: context.log }
     const identity = queueAdapterIdentity(next.adapter, adapterContext)
     if (previous) for (const [name, settings] of previous.queue_configs) if (!next.queue_configs.has(name)) this.removed.set(name, settings)
     for (const name of next.queue_configs.keys()) this.removed.delete(name)
@@ -194,7 +201,7 @@ export class QueueWorker implements BuiltinWorker {
     let backend: QueueBackend | undefined
     if (opening) {
       try {
-        backend = openQueueBackend(next.adapter, adapterContext, this.now())
+        backend = await openQueueBackend(next.adapter, adapterContext, this.now())
       } catch (error) {
         throw withSettingsKey(Errors.storageError(`cannot open the ${next.adapter.name} queue adapter: ${(error as Error).message}`, error), 'adapter')
       }
@@ -206,19 +213,60 @@ export class QueueWorker implements BuiltinWorker {
       await this.loadSubscribers(backend)
       const recovered = await backend.recover(this.now(), (queue) => this.settingsOf(queue).max_retries + 1)
       if (recovered.requeued + recovered.deadLettered > 0) context.log.info(`queue: recovered ${recovered.requeued} in-flight messages, ${recovered.deadLettered} dead-lettered (delivery_interrupted)`)
-      context.log.info(`queue uses the ${next.adapter.name} adapter`, { adapter: identity })
+      context.log.info(`queue uses the ${next.adapter.name} adapter`, { adapter: describeQueueAdapter(next.adapter, adapterContext) })
+      this.watch(backend)
     }
     for (const sub of this.subscribers.values()) this.scheduleExpiry(sub)
     void this.pumpAll()
   }
 
-  /** Subscribers remembered by the store: none has a live trigger yet, so each counts as detached now. */
+  /**
+   * A store shared with other engines: pump a queue when another engine made work in it (wake-ups
+   * arrive at most once per change, and pumps coalesce), and take back, every `leaseCheckMs`, the
+   * messages of engines that stopped renewing their leases.
+   */
+  private watch(backend: QueueBackend): void {
+    this.stopWake?.()
+    this.leaseTimer?.()
+    this.leaseTimer = undefined
+    const current = () => !this.stopped && this.backends?.current?.adapter === backend
+    this.stopWake = backend.onWake((queue) => {
+      if (!current()) return
+      if (queue === undefined) void this.pumpAll()
+      else this.pump(queue)
+    })
+    const every = backend.leaseCheckMs
+    if (every === undefined) return
+    const sweep = async () => {
+      this.leaseTimer = undefined
+      if (!current()) return
+      try {
+        // Subscribers with a live trigger here say so, so that no engine expires them (see expire).
+        for (const sub of this.subscribers.values()) if (sub.triggers.size > 0) await backend.saveSubscriber(sub.record)
+        const taken = await backend.recoverExpired(this.now(), (queue) => this.settingsOf(queue).max_retries + 1)
+        if (taken.requeued + taken.deadLettered > 0) {
+          this.context?.log.info(`queue: took back ${taken.requeued} messages whose engine stopped renewing their lease, ${taken.deadLettered} dead-lettered (delivery_interrupted)`)
+          await this.pumpAll()
+        }
+      } catch (error) {
+        this.context?.log.warn('queue: looking for expired leases failed; trying again', { error: String(error) })
+      }
+      if (current()) this.leaseTimer = this.clock.setTimeout(() => void sweep(), every)
+    }
+    this.leaseTimer = this.clock.setTimeout(() => void sweep(), every)
+  }
+
+  /**
+   * Subscribers remembered by the store: none has a live trigger on this engine yet, so each counts
+   * as detached now — unless the store is shared (`leaseCheckMs`), where another engine may hold it.
+   */
   private async loadSubscribers(backend: QueueBackend): Promise<void> {
     const now = this.now()
+    const shared = backend.leaseCheckMs !== undefined
     for (const record of await backend.subscribers()) {
       const known = this.subscribers.get(record.queue)
       if (known) continue
-      if (record.detached_at === undefined) {
+      if (record.detached_at === undefined && !shared) {
         record.detached_at = now
         await backend.saveSubscriber(record)
       }
@@ -259,7 +307,15 @@ export class QueueWorker implements BuiltinWorker {
   private async pumpAll(): Promise<void> {
     const slot = this.backends?.current
     if (!slot) return
-    for (const queue of await slot.adapter.queues()) this.pump(queue)
+    let queues: string[]
+    try {
+      queues = await slot.adapter.queues()
+    } catch (error) {
+      // A shared store that is unreachable: its lease sweep or reconnection wakes the queues later.
+      this.context?.log.warn('queue: listing the queues failed', { error: String(error) })
+      return
+    }
+    for (const queue of queues) this.pump(queue)
   }
 
   /** Starts as many ready messages of `queue` as free slots allow; coalesces concurrent calls. */
@@ -303,7 +359,12 @@ export class QueueWorker implements BuiltinWorker {
       for (const message of messages) void this.deliver(slot, queue, runner, message)
       if (messages.length === free) runner.again = true
       else {
-        const next = await slot.adapter.nextReadyAt(queue, now)
+        let next: number | undefined
+        try {
+          next = await slot.adapter.nextReadyAt(queue, now)
+        } catch {
+          next = this.now() + 1000 // the store is unreachable: look again in a second
+        }
         if (next !== undefined) this.setTimer(queue, runner, next)
       }
     } while (runner.again)
@@ -530,10 +591,48 @@ export class QueueWorker implements BuiltinWorker {
     if (sub.triggers.size > 0 || this.subscribers.get(sub.record.queue) !== sub) return
     const backend = this.backends?.current?.adapter
     if (!backend) return
+    if (backend.leaseCheckMs !== undefined) {
+      // A shared store: the engines holding a live trigger of this subscriber re-save its record
+      // (without detached_at) every leaseCheckMs; the store's record decides, not this engine's.
+      const stored = (await backend.subscribers()).find((r) => r.queue === sub.record.queue)
+      if (stored === undefined) {
+        this.subscribers.delete(sub.record.queue) // another engine expired it already
+        return
+      }
+      const due = stored.detached_at === undefined ? undefined : stored.detached_at + this.settings!.subscriber_retention_ms
+      if (due === undefined || due > this.now()) {
+        sub.record = stored
+        if (due !== undefined) this.scheduleExpiry(sub)
+        else this.context?.log.info(`queue: subscriber ${sub.record.queue} is live on another engine; kept`)
+        return
+      }
+    }
     this.subscribers.delete(sub.record.queue)
     const moved = await backend.deadLetterQueue(sub.record.queue, { code: Codes.SubscriberExpired, message: `subscriber ${sub.record.function_id} of topic '${sub.record.topic}' had no live trigger for subscriber_retention_ms` }, this.now())
     await backend.deleteSubscriber(sub.record.queue)
     this.context?.log.info(`queue: subscriber ${sub.record.queue} forgotten; ${moved} undelivered messages moved to its DLQ`)
+  }
+
+  /**
+   * A store shared with other engines: subscribers whose triggers live on another engine get a
+   * copy of a publish too. Records this engine has no trigger for are taken from the store (they
+   * are delivered by the engine holding the trigger, which the enqueue wakes).
+   */
+  private async learnSubscribers(backend: QueueBackend): Promise<void> {
+    if (backend.leaseCheckMs === undefined) return
+    const stored = new Set<string>()
+    for (const record of await backend.subscribers()) {
+      stored.add(record.queue)
+      const known = this.subscribers.get(record.queue)
+      if (!known) this.subscribers.set(record.queue, { record, triggers: new Map() })
+      else if (known.triggers.size === 0 && known.expiry === undefined) known.record = record
+    }
+    // Expired by another engine: no more copies for it.
+    for (const [queue, sub] of this.subscribers) {
+      if (sub.triggers.size > 0 || stored.has(queue)) continue
+      sub.expiry?.()
+      this.subscribers.delete(queue)
+    }
   }
 
   private subscribersOf(topic: string): Subscriber[] {
@@ -564,6 +663,7 @@ export class QueueWorker implements BuiltinWorker {
   /** Stores the copies of a publish; the number of subscribers. */
   private async publishCopies(topic: string, payloadData: unknown, traceparent: string | undefined, baggage: string | undefined): Promise<number> {
     const data = payloadData === undefined ? null : payloadData
+    await this.withBackend(PUBLISH_ID, (b) => this.learnSubscribers(b))
     const now = this.now()
     const subs = this.subscribersOf(topic)
     const base: Pick<QueueMessageInput, 'data' | 'enqueued_at' | 'ready_at' | 'traceparent' | 'baggage'> = { data, enqueued_at: now, ready_at: now }

@@ -1,0 +1,631 @@
+/**
+ * The `redis` queue backend (builtins.md §7, §13.4, issue 19 §2): messages in Redis, so that the
+ * queue workers of several engines pointing at the same Redis and key prefix share every queue,
+ * its DLQ and its subscriber records, and each message is started by one engine at a time.
+ *
+ * Every operation is one Lua script (./scripts.ts, where the key layout is), so it is atomic on
+ * the server: reserve honours fifo groups (one head per group, retried in place), concurrency keys
+ * and delays exactly as the in-process index does, and skips, without a write, messages whose
+ * target the caller's `startable` refuses (the script is handed the verdicts for the targets it
+ * meets; a target it has no verdict for is reported back, asked about, and the call repeated).
+ *
+ * Leases (several engines): reserve records this backend's owner id and a lease deadline on the
+ * Redis server's clock (`lease_ms`, default {@link DEFAULT_LEASE_MS}); a timer renews the leases of
+ * the messages this backend holds every `lease_ms / 3`. {@link RedisQueueBackend.recoverExpired},
+ * which the queue worker calls every {@link RedisQueueBackend.leaseCheckMs}, returns messages whose
+ * lease expired (their engine crashed or lost Redis for longer than the lease) to pending with their
+ * attempt kept, or to the DLQ (`delivery_interrupted`) when exhausted. `recover` at open does the
+ * same and also takes back, at once, what this engine's earlier processes held: owner ids start
+ * with a key of the host name and the data directory (one engine per data directory), and a
+ * restarted engine claims those of its key that no backend of its live process holds. Lease times are the server's
+ * (`TIME`), so the engines' clocks need not agree; the message times (`ready_at`…) stay the
+ * caller's.
+ *
+ * Waking: changes that make messages of a queue startable (enqueue, release, redrive, recovery, a
+ * fifo head or concurrency key freed) PUBLISH `<owner>\n<queue>` on `<prefix>queue:wake`; each
+ * backend subscribes on its own connection and tells {@link RedisQueueBackend.onWake} listeners
+ * about other owners' messages (its own are ignored: its worker pumps already). A reconnected
+ * subscription wakes every queue, since messages may have been missed.
+ *
+ * Durability: a call resolves once Redis executed its script; surviving a Redis crash is Redis's
+ * persistence setting (`appendonly yes`; `appendfsync always` for no loss at all).
+ *
+ * Availability (shared with every redis adapter, ../../redis.ts): calls fail with
+ * `ADAPTER_UNAVAILABLE` within 5 s when Redis is unreachable, the clients reconnect with backoff,
+ * and opening never fails because Redis is down.
+ */
+import { createHash, randomUUID } from 'node:crypto'
+import { hostname } from 'node:os'
+import { resolve } from 'node:path'
+import type { Redis } from 'ioredis'
+import { Redis as RedisClient } from 'ioredis'
+import { Errors } from 'svc-protocol/errors'
+import { jsonParse } from 'svc-protocol/json'
+import { CALL_TIMEOUT_MS, connectRedis, parseRedisConfig, redisClientOptions, redactRedisUrl, redisCallError, waitReady, type RedisConfig } from '../../redis.ts'
+import type { StateAdapterLogger } from '../../state/types.ts'
+import {
+  targetKey,
+  type EnqueueOutcome,
+  type QueueBackend,
+  type QueueCounts,
+  type QueueError,
+  type QueueMessage,
+  type QueueMessageInput,
+  type RecoverOutcome,
+  type ReserveRequest,
+  type SubscriberRecord,
+  type WakeListener,
+} from '../types.ts'
+import * as scripts from './scripts.ts'
+
+/** Default lease of an in-flight message, ms (renewed every third of it while delivered). */
+export const DEFAULT_LEASE_MS = 30_000
+export const MIN_LEASE_MS = 1_000
+export const MAX_LEASE_MS = 3_600_000
+/** Most pending entries one reserve looks at (skipped busy keys, unstartable targets) before it stops. */
+export const RESERVE_SCAN_BUDGET = 2_000
+/** When a reserve ran out of its scan budget, the worker looks again after this many ms. */
+const RESCAN_MS = 250
+/** Most items (messages, ids) of one batched script call, so that one call never holds Redis long. */
+const MAX_BATCH = 256
+/** Most distinct targets whose `startable` verdict is remembered per backend. */
+const MAX_TARGET_VERDICTS = 1024
+/** Fields a message body holds (the parts that never change), as the SQLite backend stores them. */
+const BODY_FIELDS = ['function_id', 'namespace', 'data', 'metadata', 'traceparent', 'baggage', 'group', 'key', 'enqueued_at', 'size_bytes'] as const
+const INTERRUPTED: QueueError = { code: 'delivery_interrupted', message: 'the engine stopped while the last attempt was in flight' }
+
+/** `adapter.config` of the redis queue backend: the shared redis block plus `lease_ms`. */
+export interface RedisQueueConfig extends RedisConfig {
+  /** Lease of an in-flight message, ms ({@link MIN_LEASE_MS}–{@link MAX_LEASE_MS}); default {@link DEFAULT_LEASE_MS}. */
+  lease_ms: number
+}
+
+/**
+ * Checks the `adapter.config` block of `{name: redis}` for the queue worker: `url` (or
+ * `redis_url`), `key_prefix` (../../redis.ts) and `lease_ms`.
+ * @throws Error naming the field, e.g. `adapter.config.lease_ms must be an integer from 1000 to 3600000`.
+ * @example parseRedisQueueConfig({ url: 'redis://cache:6379', lease_ms: 10000 }) // { url, key_prefix: 'svc:', lease_ms: 10000 }
+ */
+export function parseRedisQueueConfig(config: Record<string, unknown>): RedisQueueConfig {
+  const { lease_ms: lease, ...rest } = config
+  for (const field of Object.keys(rest)) {
+    if (field !== 'url' && field !== 'redis_url' && field !== 'key_prefix') {
+      throw new Error(`adapter.config.${field} is not a redis queue adapter option (known: url, key_prefix, lease_ms)`)
+    }
+  }
+  const base = parseRedisConfig(rest)
+  let lease_ms = DEFAULT_LEASE_MS
+  if (lease !== undefined && lease !== null) {
+    if (typeof lease !== 'number' || !Number.isSafeInteger(lease) || lease < MIN_LEASE_MS || lease > MAX_LEASE_MS) {
+      throw new Error(`adapter.config.lease_ms must be an integer from ${MIN_LEASE_MS} to ${MAX_LEASE_MS}`)
+    }
+    lease_ms = lease
+  }
+  return { ...base, lease_ms }
+}
+
+type Script = (...args: Array<string | number>) => Promise<unknown>
+type ScriptName =
+  | 'enqueue'
+  | 'reserve'
+  | 'ack'
+  | 'release'
+  | 'deadLetter'
+  | 'deadLetterQueue'
+  | 'redrive'
+  | 'redriveOne'
+  | 'discard'
+  | 'counts'
+  | 'deadLetters'
+  | 'nextReady'
+  | 'recoverScan'
+  | 'recoverApply'
+  | 'renew'
+  | 'get'
+const SCRIPTS: Record<ScriptName, string> = {
+  enqueue: scripts.ENQUEUE,
+  reserve: scripts.RESERVE,
+  ack: scripts.ACK,
+  release: scripts.RELEASE,
+  deadLetter: scripts.DEAD_LETTER,
+  deadLetterQueue: scripts.DEAD_LETTER_QUEUE,
+  redrive: scripts.REDRIVE,
+  redriveOne: scripts.REDRIVE_ONE,
+  discard: scripts.DISCARD,
+  counts: scripts.COUNTS,
+  deadLetters: scripts.DEAD_LETTERS,
+  nextReady: scripts.NEXT_READY,
+  recoverScan: scripts.RECOVER_SCAN,
+  recoverApply: scripts.RECOVER_APPLY,
+  renew: scripts.RENEW,
+  get: scripts.GET,
+}
+
+/**
+ * A name as it goes into a Redis key or member. Redis keeps bytes and strings travel as UTF-8,
+ * where every lone surrogate becomes U+FFFD: two names svc tells apart ('a\ud800', 'a\udc00') would
+ * name one queue, group or message. Such a name (and any starting with U+0001) is stored as U+0001
+ * followed by its JSON text, which escapes lone surrogates; every other name as it is. Injective.
+ */
+export function enc(name: string): string {
+  return name.isWellFormed() && !name.startsWith('\u0001') ? name : `\u0001${JSON.stringify(name)}`
+}
+
+/** The name {@link enc} stored. */
+export function dec(stored: string): string {
+  return stored.startsWith('\u0001') ? (JSON.parse(stored.slice(1)) as string) : stored
+}
+
+/**
+ * Calls made during one event-loop turn, sent as one script call at its end (the script is atomic
+ * for the whole batch, and handles the items in call order, as separate calls would).
+ */
+class TurnBatch<I, R> {
+  private items: I[] = []
+  private waiters: Array<{ count: number; resolve: (results: R[]) => void; reject: (error: unknown) => void }> = []
+
+  private readonly send: (items: I[]) => Promise<R[]>
+
+  /** `send` gets every item of the turn and answers one result per item, in order. */
+  constructor(send: (items: I[]) => Promise<R[]>) {
+    this.send = send
+  }
+
+  /** Adds one call's items (never split across script calls); a batch past {@link MAX_BATCH} items leaves at once. */
+  add(items: readonly I[]): Promise<R[]> {
+    return new Promise((resolve, reject) => {
+      if (this.items.length > 0 && this.items.length + items.length > MAX_BATCH) this.flush()
+      if (this.waiters.length === 0) process.nextTick(() => this.flush())
+      for (const item of items) this.items.push(item)
+      this.waiters.push({ count: items.length, resolve, reject })
+    })
+  }
+
+  private flush(): void {
+    const items = this.items
+    const waiters = this.waiters
+    if (waiters.length === 0) return
+    this.items = []
+    this.waiters = []
+    this.send(items).then(
+      (results) => {
+        let at = 0
+        for (const waiter of waiters) {
+          waiter.resolve(results.slice(at, at + waiter.count))
+          at += waiter.count
+        }
+      },
+      (error) => {
+        for (const waiter of waiters) waiter.reject(error)
+      },
+    )
+  }
+}
+
+/** Options of {@link RedisQueueBackend.open} besides the config block. */
+export interface RedisQueueContext {
+  /** Where the backend warns about an unreachable Redis. */
+  log?: StateAdapterLogger | undefined
+  /**
+   * The engine's data directory: with the host name, the engine's identity across restarts (one
+   * engine per data directory), so that `recover` at open takes back at once what this engine's
+   * earlier process held, without waiting for its leases to run out.
+   */
+  dataDir?: string | undefined
+}
+
+/** Owner ids of the backends open in this process (an adapter switch keeps the old one serving). */
+const liveOwners = new Set<string>()
+
+/** `<16 hex digits>/`: the owner prefix of the engine at `dataDir` on this host. */
+function enginePrefix(dataDir: string): string {
+  return `${createHash('sha256').update(`${hostname()}\u0000${resolve(dataDir)}`).digest('hex').slice(0, 16)}/`
+}
+
+const silent: StateAdapterLogger = { info() {}, warn() {}, error() {} }
+
+/**
+ * @example
+ * const backend = await RedisQueueBackend.open({ url: 'redis://127.0.0.1:6379', key_prefix: 'svc:', lease_ms: 30000 })
+ * backend.onWake((queue) => console.log('work in', queue ?? 'every queue'))
+ * const [message] = await backend.reserve('emails', { now: Date.now(), limit: 1 })
+ */
+export class RedisQueueBackend implements QueueBackend {
+  readonly name = 'redis'
+  readonly config: RedisQueueConfig
+  /** How often the worker calls {@link recoverExpired}: half a lease. */
+  readonly leaseCheckMs: number
+  /** This backend's owner id in Redis: `<engine prefix><uuid>`, one per open backend. */
+  readonly owner: string
+  /** The owner prefix of this engine's backends, past and present ('' without a data directory). */
+  private readonly engine: string
+  private readonly client: Redis
+  private readonly subscriber: Redis
+  private readonly log: StateAdapterLogger
+  private readonly where: string
+  private readonly prefix: string
+  private readonly channel: string
+  private readonly run: Record<ScriptName, Script>
+  /** Ids this backend holds in flight (their leases are renewed). */
+  private readonly held = new Set<string>()
+  private readonly wakeListeners = new Set<WakeListener>()
+  /** Remembered `startable` verdicts, refreshed at every reserve. */
+  private readonly verdicts = new Map<string, { namespace: string; functionId: string }>()
+  /**
+   * Per queue, from this backend's last reserve: its `now`, whether it ran out of scan budget, the
+   * earliest ready_at after `now` it saw (null: none; undefined: not asked, the limit was filled),
+   * and where the next scans of groups and standard messages resume.
+   */
+  private readonly lastReserve = new Map<string, { now: number; more: boolean; next: number | null | undefined; resume: { group: number; standard: number } }>()
+  /** Enqueues and acks of one turn go to Redis as one script call each. */
+  private readonly enqueues = new TurnBatch<Array<string | number>, EnqueueOutcome & { clash: boolean }>((items) => this.sendEnqueues(items))
+  private readonly acks = new TurnBatch<string, boolean>((ids) => this.sendAcks(ids))
+  private renewTimer: NodeJS.Timeout | undefined
+  private renewing = false
+  private subscribedOnce = false
+  private opened = false
+  private closed = false
+
+  /**
+   * Connects (waiting at most {@link CALL_TIMEOUT_MS}) and subscribes to `<prefix>queue:wake`.
+   * Resolves even when Redis is unreachable: a warning is logged and the clients keep trying.
+   */
+  static async open(config: RedisQueueConfig, context: RedisQueueContext = {}): Promise<RedisQueueBackend> {
+    const backend = new RedisQueueBackend(config, context.log ?? silent, context.dataDir === undefined ? '' : enginePrefix(context.dataDir))
+    const [commands, events] = await Promise.all([waitReady(backend.client, CALL_TIMEOUT_MS), waitReady(backend.subscriber, CALL_TIMEOUT_MS)])
+    backend.opened = true
+    const subscribed = events && backend.subscriber.status === 'ready' && (await backend.subscribeChannel())
+    if (!commands || !subscribed) {
+      backend.log.warn(`redis queue adapter: ${backend.where} is unreachable; queue calls fail with ADAPTER_UNAVAILABLE until it is back`, { url: backend.where })
+    }
+    return backend
+  }
+
+  private constructor(config: RedisQueueConfig, log: StateAdapterLogger, engine: string) {
+    this.engine = engine
+    this.owner = `${engine}${randomUUID()}`
+    liveOwners.add(this.owner)
+    this.config = config
+    this.log = log
+    this.where = redactRedisUrl(config.url)
+    this.prefix = `${config.key_prefix}queue:`
+    this.channel = `${this.prefix}wake`
+    this.leaseCheckMs = Math.max(500, Math.floor(config.lease_ms / 2))
+    // The shared options, plus auto-pipelining: the commands of one turn (a pump's reserve, the
+    // turn's acks and enqueues) leave in one write.
+    const client = new RedisClient(config.url, { ...redisClientOptions(), enableAutoPipelining: true })
+    client.on('error', () => {})
+    this.client = client
+    const run = {} as Record<ScriptName, Script>
+    for (const [name, lua] of Object.entries(SCRIPTS) as Array<[ScriptName, string]>) {
+      const command = `svcQueue_${name}`
+      client.defineCommand(command, { numberOfKeys: 0, lua })
+      const fn = (client as unknown as Record<string, Script>)[command]!.bind(client)
+      run[name] = (...args) => fn(this.prefix, this.owner, ...args)
+    }
+    this.run = run
+    this.subscriber = connectRedis(config.url, 'subscriber')
+    this.subscriber.on('messageBuffer', (_channel: Buffer, message: Buffer) => this.receive(message.toString('utf8')))
+    this.subscriber.on('ready', () => {
+      if (this.opened && !this.closed) void this.subscribeChannel()
+    })
+    const renewEvery = Math.max(100, Math.floor(config.lease_ms / 3))
+    this.renewTimer = setInterval(() => void this.renew(), renewEvery)
+    this.renewTimer.unref()
+  }
+
+  async enqueue(messages: readonly QueueMessageInput[]): Promise<EnqueueOutcome[]> {
+    if (messages.length === 0) return []
+    const args: Array<Array<string | number>> = []
+    for (const input of messages) {
+      const size_bytes = Buffer.byteLength(JSON.stringify(input.data ?? null) ?? 'null')
+      const body: Record<string, unknown> = {}
+      const source = { ...input, size_bytes } as Record<string, unknown>
+      for (const field of BODY_FIELDS) if (source[field] !== undefined) body[field] = source[field]
+      const idem = input.idempotency
+      // Redis forgets the key a minute after its window (the window itself is checked in the script).
+      const ttl = idem ? Math.min(Math.max(idem.expires_at - input.enqueued_at, 1), 1e12) + 60_000 : 0
+      args.push([
+        enc(input.id),
+        enc(input.queue),
+        enc(targetKey(input.namespace, input.function_id)),
+        input.group !== undefined ? '1' : '0',
+        enc(input.group ?? ''),
+        input.key !== undefined ? '1' : '0',
+        enc(input.key ?? ''),
+        input.ready_at,
+        input.enqueued_at,
+        idem ? `k${enc(idem.key)}` : '', // marked, so that an empty key is a key
+        idem ? idem.expires_at : 0,
+        Math.floor(ttl),
+        input.dead ? JSON.stringify({ code: input.dead.code, message: input.dead.message }) : '',
+        JSON.stringify(body),
+      ])
+    }
+    const outcomes = await this.enqueues.add(args)
+    const clash = outcomes.find((o) => o.clash)
+    if (clash) throw Errors.storageError(`queue enqueue: message id ${clash.id} is already stored in redis at ${this.where}`)
+    return outcomes.map(({ id, duplicate }) => ({ id, duplicate }))
+  }
+
+  private async sendEnqueues(messages: Array<Array<string | number>>): Promise<Array<EnqueueOutcome & { clash: boolean }>> {
+    const reply = (await this.call('enqueue', () => this.run.enqueue(...messages.flat()))) as Array<string | number>
+    const outcomes: Array<EnqueueOutcome & { clash: boolean }> = []
+    for (let i = 0; i < reply.length; i += 2) outcomes.push({ id: dec(String(reply[i])), duplicate: reply[i + 1] === 1, clash: reply[i + 1] === 2 })
+    return outcomes
+  }
+
+  private async sendAcks(ids: string[]): Promise<boolean[]> {
+    const reply = (await this.call('ack', () => this.run.ack(...ids))) as number[]
+    return reply.map((n) => n === 1)
+  }
+
+  async reserve(queue: string, request: ReserveRequest): Promise<QueueMessage[]> {
+    const { now, startable } = request
+    const taken: QueueMessage[] = []
+    let more = false
+    let next: number | null | undefined
+    // Every round starts where the last call left off (a new round only adds verdicts); the last
+    // round's answer is where the next call starts.
+    const from = this.lastReserve.get(queue)?.resume ?? { group: 0, standard: 0 }
+    let resume = from
+    // A target the script has no verdict for costs one more call, once per new target.
+    for (let round = 0; round < 8 && taken.length < request.limit; round++) {
+      const allowed: string[] = []
+      const refused: string[] = []
+      if (startable) {
+        for (const [key, target] of this.verdicts) (startable(target.namespace, target.functionId) ? allowed : refused).push(key)
+      }
+      const reply = (await this.call('reserve', () =>
+        this.run.reserve(enc(queue), now, request.limit - taken.length, this.config.lease_ms, RESERVE_SCAN_BUDGET, from.group, from.standard, startable ? '1' : '0', allowed.length, ...allowed, refused.length, ...refused),
+      )) as [number, string[], Array<string | number>, string | null, number, number]
+      const [budgetOut, unknown, out, nextAt, groupOffset, standardOffset] = reply
+      resume = { group: groupOffset, standard: standardOffset }
+      more = budgetOut === 1
+      next = nextAt === null || nextAt === undefined ? null : Number(nextAt)
+      for (let i = 0; i < out.length; i += 5) {
+        const id = dec(String(out[i]))
+        this.held.add(enc(id))
+        taken.push(this.message(id, queue, 'in_flight', Number(out[i + 1]), Number(out[i + 2]), Number(out[i + 3]), String(out[i + 4])))
+      }
+      if (unknown.length === 0 || !startable) break
+      if (this.verdicts.size + unknown.length > MAX_TARGET_VERDICTS) this.verdicts.clear()
+      for (const encoded of unknown) {
+        // Keyed as the script sees targets (encoded); the verdict is asked with the decoded names.
+        const key = dec(encoded)
+        const cut = key.indexOf('\u0000')
+        this.verdicts.set(encoded, { namespace: key.slice(0, cut), functionId: key.slice(cut + 1) })
+      }
+    }
+    this.lastReserve.set(queue, { now, more, next: taken.length < request.limit ? next : undefined, resume })
+    return taken
+  }
+
+  async ack(id: string): Promise<boolean> {
+    try {
+      const [acked] = await this.acks.add([enc(id)])
+      return acked!
+    } finally {
+      this.held.delete(enc(id))
+    }
+  }
+
+  async release(id: string, options: { ready_at: number; refund?: boolean }): Promise<boolean> {
+    try {
+      return (await this.call('release', () => this.run.release(enc(id), options.ready_at, options.refund ? '1' : '0'))) === 1
+    } finally {
+      this.held.delete(enc(id))
+    }
+  }
+
+  async deadLetter(id: string, error: QueueError, failedAt: number): Promise<boolean> {
+    try {
+      return (await this.call('dead-letter', () => this.run.deadLetter(enc(id), JSON.stringify({ code: error.code, message: error.message }), failedAt))) === 1
+    } finally {
+      this.held.delete(enc(id))
+    }
+  }
+
+  async deadLetterQueue(queue: string, error: QueueError, failedAt: number): Promise<number> {
+    return Number(await this.call('dead-letter', () => this.run.deadLetterQueue(enc(queue), JSON.stringify({ code: error.code, message: error.message }), failedAt)))
+  }
+
+  async redrive(queue: string, now: number): Promise<number> {
+    return Number(await this.call('redrive', () => this.run.redrive(enc(queue), now)))
+  }
+
+  async redriveMessage(queue: string, id: string, now: number): Promise<boolean> {
+    return (await this.call('redrive', () => this.run.redriveOne(enc(queue), enc(id), now))) === 1
+  }
+
+  async discard(queue: string, id: string): Promise<boolean> {
+    return (await this.call('discard', () => this.run.discard(enc(queue), enc(id)))) === 1
+  }
+
+  async get(id: string): Promise<QueueMessage | undefined> {
+    const f = (await this.call('get', () => this.run.get(enc(id)))) as string[]
+    if (f.length === 0) return undefined
+    const [s, a, n, r, q, b, e, fa] = f as [string, string, string, string, string, string, string, string]
+    const message = this.message(id, dec(q), s === 'i' ? 'in_flight' : s === 'd' ? 'dead' : 'pending', Number(a), Number(n), Number(r), b)
+    if (e !== '') message.error = jsonParse(e) as QueueError
+    if (fa !== '') message.failed_at = Number(fa)
+    return message
+  }
+
+  async counts(queue: string, now: number): Promise<QueueCounts> {
+    const [pending, delayed, in_flight, dead] = (await this.call('counts', () => this.run.counts(enc(queue), now))) as number[]
+    return { pending: pending!, delayed: delayed!, in_flight: in_flight!, dead: dead! }
+  }
+
+  async deadLetters(queue: string, offset: number, limit: number): Promise<QueueMessage[]> {
+    if (limit <= 0) return []
+    const stop = offset + limit - 1 > 2 ** 31 ? -1 : offset + limit - 1
+    const out = (await this.call('dead-letters', () => this.run.deadLetters(enc(queue), offset, stop))) as string[]
+    const messages: QueueMessage[] = []
+    for (let i = 0; i < out.length; i += 7) {
+      const message = this.message(dec(out[i]!), queue, 'dead', Number(out[i + 1]), Number(out[i + 2]), Number(out[i + 3]), out[i + 4]!)
+      if (out[i + 5] !== '') message.error = jsonParse(out[i + 5]!) as QueueError
+      if (out[i + 6] !== '') message.failed_at = Number(out[i + 6])
+      messages.push(message)
+    }
+    return messages
+  }
+
+  async queues(): Promise<string[]> {
+    return (await this.call('queues', () => this.client.hkeys(`${this.prefix}queues`))).map(dec)
+  }
+
+  async nextReadyAt(queue: string, now: number): Promise<number | undefined> {
+    const last = this.lastReserve.get(queue)
+    // Messages ready at the last reserve and still pending were skipped (busy key, target not
+    // startable): they wait for an event, not for a time. Without a reserve, everything counts.
+    let next: number | undefined
+    if (last?.next !== undefined) next = last.next ?? undefined
+    else {
+      const reply = await this.call('next-ready', () => this.run.nextReady(enc(queue), last ? last.now : -1))
+      next = reply === null || reply === undefined ? undefined : Number(reply)
+    }
+    if (last?.more) next = Math.min(next ?? Infinity, now + RESCAN_MS)
+    return next
+  }
+
+  recover(now: number, allowedAttempts: (queue: string) => number): Promise<RecoverOutcome> {
+    return this.reclaim(now, allowedAttempts, false)
+  }
+
+  recoverExpired(now: number, allowedAttempts: (queue: string) => number): Promise<RecoverOutcome> {
+    return this.reclaim(now, allowedAttempts, true)
+  }
+
+  onWake(listener: WakeListener): () => void {
+    const entry: WakeListener = (queue) => listener(queue)
+    this.wakeListeners.add(entry)
+    return () => {
+      this.wakeListeners.delete(entry)
+    }
+  }
+
+  async saveSubscriber(record: SubscriberRecord): Promise<void> {
+    await this.call('save-subscriber', () => this.client.hset(`${this.prefix}subs`, enc(record.queue), JSON.stringify(record)))
+  }
+
+  async deleteSubscriber(queue: string): Promise<void> {
+    await this.call('delete-subscriber', () => this.client.hdel(`${this.prefix}subs`, enc(queue)))
+  }
+
+  async subscribers(): Promise<SubscriberRecord[]> {
+    const values = await this.call('subscribers', () => this.client.hvals(`${this.prefix}subs`))
+    return values.map((text) => jsonParse(text) as SubscriberRecord)
+  }
+
+  /**
+   * Stops renewing and disconnects. Messages still held stay in flight until their lease runs out,
+   * then any engine's worker takes them back (as after a crash).
+   */
+  async close(): Promise<void> {
+    if (this.closed) return
+    this.closed = true
+    liveOwners.delete(this.owner)
+    clearInterval(this.renewTimer)
+    this.wakeListeners.clear()
+    this.client.disconnect()
+    this.subscriber.disconnect()
+  }
+
+  // ---- internals ------------------------------------------------------------------------------
+
+  private message(id: string, queue: string, state: QueueMessage['state'], attempts: number, seq: number, readyAt: number, bodyText: string): QueueMessage {
+    const body = jsonParse(bodyText) as Record<string, unknown>
+    const message: QueueMessage = {
+      id,
+      queue,
+      function_id: body.function_id as string,
+      namespace: body.namespace as string,
+      data: body.data,
+      enqueued_at: body.enqueued_at as number,
+      ready_at: readyAt,
+      state,
+      attempts,
+      seq,
+      size_bytes: body.size_bytes as number,
+    }
+    for (const field of ['metadata', 'traceparent', 'baggage', 'group', 'key'] as const) {
+      if (body[field] !== undefined) (message as unknown as Record<string, unknown>)[field] = body[field]
+    }
+    return message
+  }
+
+  private async reclaim(now: number, allowedAttempts: (queue: string) => number, onlyExpired: boolean): Promise<RecoverOutcome> {
+    const outcome = { requeued: 0, deadLettered: 0 }
+    const live = [...liveOwners]
+    const scope = onlyExpired ? ['1', '', 0] : ['0', this.engine, live.length, ...live]
+    for (let round = 0; round < 100; round++) {
+      const found = (await this.call('recover', () => this.run.recoverScan(...scope))) as string[]
+      if (found.length === 0) break
+      const actions: string[] = []
+      for (let i = 0; i < found.length; i += 3) {
+        const id = found[i]!
+        actions.push(id, Number(found[i + 2]) >= allowedAttempts(dec(found[i + 1]!)) ? 'd' : 'r')
+        this.held.delete(id)
+      }
+      const [requeued, dead] = (await this.call('recover', () => this.run.recoverApply(now, JSON.stringify(INTERRUPTED), ...scope, ...actions))) as number[]
+      outcome.requeued += requeued!
+      outcome.deadLettered += dead!
+      if (requeued! + dead! === 0) break
+    }
+    return outcome
+  }
+
+  private async renew(): Promise<void> {
+    if (this.closed || this.renewing || this.held.size === 0 || this.client.status !== 'ready') return
+    this.renewing = true
+    try {
+      const lost = (await this.run.renew(this.config.lease_ms, ...this.held)) as string[]
+      for (const id of lost) this.held.delete(id)
+    } catch {
+      // Redis is unreachable: the next tick tries again; a lease that runs out meanwhile lets
+      // another engine deliver the message again (at least once).
+    } finally {
+      this.renewing = false
+    }
+  }
+
+  /** Runs one Redis call; a failure becomes `STORAGE_ERROR` or `ADAPTER_UNAVAILABLE` (../../redis.ts). */
+  private async call<T>(operation: string, run: () => Promise<T>): Promise<T> {
+    if (this.closed) throw new Error(`redis queue adapter for ${this.where} is closed`)
+    try {
+      return await run()
+    } catch (error) {
+      throw redisCallError(error, this.where, `queue ${operation}`)
+    }
+  }
+
+  private async subscribeChannel(): Promise<boolean> {
+    try {
+      await this.subscriber.subscribe(this.channel)
+    } catch {
+      return false
+    }
+    // Wakes sent while the subscription was down are lost: every queue may have work.
+    if (this.subscribedOnce) this.emitWake(undefined)
+    this.subscribedOnce = true
+    return true
+  }
+
+  private receive(text: string): void {
+    if (this.closed) return
+    const cut = text.indexOf('\n')
+    if (cut < 0 || text.slice(0, cut) === this.owner) return
+    this.emitWake(dec(text.slice(cut + 1)))
+  }
+
+  private emitWake(queue: string | undefined): void {
+    for (const listener of this.wakeListeners) {
+      try {
+        listener(queue)
+      } catch {
+        // The listener's fault; the others still hear of it.
+      }
+    }
+  }
+}
