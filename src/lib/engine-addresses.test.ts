@@ -11,7 +11,7 @@ import { describe, it } from 'node:test'
 import fc from 'fast-check'
 import { addressList, oneAddress, shownAddress, shownAddresses } from './engine-addresses.ts'
 import { CliError, formatHumanError } from './errors.ts'
-import { resolveEngine, unreachableHint, engineNotice, type EngineTarget } from './project.ts'
+import { engineNotice, resolveEngine, resolveEngineUrl, unreachableHint, type EngineTarget } from './project.ts'
 import { unreachableAtAll, unreachableError } from './trigger.ts'
 
 describe('engine address lists of the CLI (issue 19 §3)', () => {
@@ -34,12 +34,14 @@ describe('engine address lists of the CLI (issue 19 §3)', () => {
     assert.throws(() => oneAddress('http://u:hunter2@h/'), (err: unknown) => err instanceof CliError && !err.message.includes('hunter2'))
   })
 
-  it('the address of --engine and SVC_URL stays the text as given; the project is not asked', () => {
+  it('the address of --engine and SVC_URL stays the text as given; resolveEngineUrl takes its first address', () => {
     const dir = mkdtempSync(join(tmpdir(), 'svc-addresses-'))
     try {
       const env = { SVC_URL: 'ws://a:1, ws://b:2' }
       assert.equal(resolveEngine({ env, cwd: dir }).url, 'ws://a:1, ws://b:2')
       assert.equal(resolveEngine({ env, cwd: dir, flag: 'ws://c:3,ws://d:4' }).url, 'ws://c:3,ws://d:4')
+      // svc console and the compose daemon stay on one address: the first.
+      assert.equal(resolveEngineUrl({ env, cwd: dir }), 'ws://a:1')
     } finally {
       rmSync(dir, { recursive: true, force: true })
     }
