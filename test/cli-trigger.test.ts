@@ -289,6 +289,58 @@ describe('svc trigger failures before any invocation', () => {
     assert.equal(JSON.parse(json.stdout).error.code, 'ENGINE_UNREACHABLE')
   })
 
+  it('an address list (--engine, SVC_URL) uses the first engine that answers: [dead, live] (issue 19 §3)', async () => {
+    const dead = `ws://127.0.0.1:${await closedPort()}`
+    const flag = await svc(['trigger', 'test::echo', 'a=1', '--engine', `${dead},${engineUrl}`])
+    assert.equal(flag.code, 0, flag.stderr)
+    assert.equal(flag.stderr, '')
+    assert.deepEqual(JSON.parse(flag.stdout), { a: 1 })
+    // A shell that exports the fleet's list for its workers runs svc commands too.
+    const env = { SVC_URL: `${dead}, ${engineUrl}` }
+    const viaEnv = await svc(['trigger', 'test::echo', 'b=2'], { env })
+    assert.equal(viaEnv.code, 0, viaEnv.stderr)
+    assert.deepEqual(JSON.parse(viaEnv.stdout), { b: 2 })
+    const functions = await svc(['functions', '--json'], { env })
+    assert.equal(functions.code, 0, functions.stderr)
+    assert.ok((JSON.parse(functions.stdout) as { functions: Array<{ function_id: string }> }).functions.some((f) => f.function_id === 'test::echo'))
+  })
+
+  it('no address of a list answering exits 3 naming every address tried, without credentials', async () => {
+    const [one, two] = [await closedPort(), await closedPort()]
+    const list = `ws://user:hunter2@127.0.0.1:${one}/?token=s3cret,ws://127.0.0.1:${two}`
+    const result = await svc(['trigger', 'math::add', '--engine', list])
+    assert.equal(result.code, 3, result.stderr)
+    assert.equal(
+      result.stderr,
+      `Error: Cannot connect to the engine at any of 2 addresses: ws://127.0.0.1:${one} (ECONNREFUSED), ws://127.0.0.1:${two} (ECONNREFUSED). Is svc running?\n` +
+        `Hint: check the address given with --engine (ws://127.0.0.1:${one}, ws://127.0.0.1:${two}), or start that engine with svc\n`,
+    )
+    const functions = await svc(['functions', '--json'], { env: { SVC_URL: list } })
+    assert.equal(functions.code, 3, functions.stderr)
+    assert.doesNotMatch(functions.stdout + functions.stderr, /hunter2|s3cret|user/)
+    assert.match(functions.stdout + functions.stderr, /Cannot connect to the engine at any of 2 addresses: ws:\/\/127\.0\.0\.1:\d+ \(ECONNREFUSED\), ws:/)
+    // One address: the same message as before, its credentials left out too.
+    const single = await svc(['trigger', 'math::add', '--json', '--engine', `ws://user:hunter2@127.0.0.1:${one}/?token=s3cret`])
+    assert.equal(single.code, 3)
+    assert.deepEqual(JSON.parse(single.stdout).error, {
+      code: 'ENGINE_UNREACHABLE',
+      message: `Cannot connect to the engine at ws://127.0.0.1:${one} (ECONNREFUSED). Is svc running?`,
+    })
+  })
+
+  it('an invalid entry of an address list exits 2 naming it by position, without credentials', async () => {
+    const result = await svc(['trigger', 'math::add', '--engine', `${engineUrl},https://user:hunter2@svc.example/ws?token=s3cret`])
+    assert.equal(result.code, 2, result.stderr)
+    assert.ok(
+      result.stderr.startsWith('Error: Invalid engine URL: engine address 2 of 2 must be a ws:// or wss:// URL, got https: (https://svc.example/ws)\n'),
+      result.stderr,
+    )
+    assert.doesNotMatch(result.stderr, /hunter2|s3cret|user/)
+    const empty = await svc(['functions'], { env: { SVC_URL: `${engineUrl},,` } })
+    assert.equal(empty.code, 2, empty.stderr)
+    assert.match(empty.stderr, /^Error: Invalid engine URL: engine address 2 of 3 is empty/)
+  })
+
   it("the project's engine not running: the Hint line says where to start it (issue 16)", async () => {
     const port = await closedPort()
     const project = mkdtempSync(join(tmpdir(), 'svc-cli-stopped-'))

@@ -325,6 +325,10 @@ describe('svc worker add|remove|list with a running engine', () => {
 
     const table = await svc(dir, ['worker', 'list'], engine.engineUrl)
     assert.match(table.stdout, new RegExp(`^math-worker  local    default    running     ${process.pid} +1 +\\./workers/math-worker$`, 'm'))
+    // SVC_URL a fleet's list (issue 19 §3): the first engine that answers, [dead, live].
+    const fromList = await svc(dir, ['worker', 'list', '--all', '--json'], `${closedUrl}, ${engine.engineUrl}`)
+    assert.equal(fromList.code, 0, fromList.stderr)
+    assert.deepEqual((JSON.parse(fromList.stdout) as typeof listing).workers.find((w) => w.name === 'math-worker'), row('math-worker'))
     assert.doesNotMatch(table.stdout, /outsider/, 'external workers only with --all')
 
     // svc reloads local worker entries itself; built-in changes wait for its next start.

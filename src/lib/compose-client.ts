@@ -8,7 +8,8 @@ import type { WorkerSummary } from 'svc-protocol'
 import type { ContainerResult, OpResult, RemoveResult, StatusResult } from '../compose/types.ts'
 import { terminalLines, terminalText } from '../../runtime/engine/terminal.ts'
 import { CliError, ExitCode, usageError } from './errors.ts'
-import { resolveEngineUrl } from './project.ts'
+import { projectEngine } from './project.ts'
+import { shownAddresses } from './engine-addresses.ts'
 import { triggerOnce } from './trigger.ts'
 
 /** Flags of the client commands (`svc compose status|down|restart|remove`). */
@@ -21,6 +22,7 @@ export const composeClientFlags = {
 }
 
 export interface ComposeTarget {
+  /** The engine's address: one `ws://` URL or several separated by commas (`triggerOnce` uses the first that answers). */
   url: string
   /** `-n`; found from the connected daemons when undefined ({@link findDaemonNamespace}). */
   namespace?: string | undefined
@@ -37,7 +39,8 @@ export interface ComposeTarget {
  */
 export function composeTarget(flags: { engine?: string | undefined; namespace?: string | undefined; file?: string | undefined; 'timeout-ms': number }): ComposeTarget {
   const cwd = process.cwd()
-  return { url: resolveEngineUrl({ flag: flags.engine, cwd }), namespace: flags.namespace, file: flags.file, cwd, timeoutMs: flags['timeout-ms'] }
+  // Every address of an --engine/SVC_URL list: triggerOnce uses the first engine that answers.
+  return { url: projectEngine({ flag: flags.engine, cwd }).url, namespace: flags.namespace, file: flags.file, cwd, timeoutMs: flags['timeout-ms'] }
 }
 
 /**
@@ -52,7 +55,7 @@ export async function findDaemonNamespace(url: string, timeoutMs: number): Promi
   if (namespaces.length === 0) {
     throw new CliError({
       code: 'NO_COMPOSE_DAEMON',
-      message: `No compose daemon is connected to the engine at ${url}`,
+      message: `No compose daemon is connected to the engine at ${shownAddresses(url)}`,
       hint: 'start one with svc compose -n <namespace> (or svc compose up)',
       exitCode: ExitCode.Failure,
     })

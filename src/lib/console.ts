@@ -9,6 +9,7 @@ import { fileURLToPath } from 'node:url'
 import { checkAllowedHost, checkToken, ConsoleListenError, CONSOLE_TOKEN_ENV, startConsole, type ConsoleLog, type RunningConsole } from 'svc-console'
 import { terminalText } from '../../runtime/engine/terminal.ts'
 import { CliError, ExitCode, usageError } from './errors.ts'
+import { shownAddress } from './engine-addresses.ts'
 
 export interface ConsoleCommandOptions {
   port: number
@@ -61,14 +62,15 @@ export function consoleLog(stdout: (text: string) => void, stderr: (text: string
 export async function runConsole(options: ConsoleCommandOptions): Promise<RunningConsole> {
   const stdout = options.stdout ?? ((text: string) => void process.stdout.write(text))
   const stderr = options.stderr ?? ((text: string) => void process.stderr.write(text))
+  // The address is named without its credentials (user, password, query: shownAddress).
   let engine: URL
   try {
     engine = new URL(options.engineUrl)
   } catch {
-    throw usageError(`Invalid engine URL '${options.engineUrl}'`, 'pass --engine ws://127.0.0.1:49134')
+    throw usageError('Invalid engine URL: not a URL', 'pass --engine ws://127.0.0.1:49134')
   }
   if (engine.protocol !== 'ws:' && engine.protocol !== 'wss:') {
-    throw usageError(`Invalid engine URL '${options.engineUrl}': expected ws:// or wss://`, 'pass --engine ws://127.0.0.1:49134')
+    throw usageError(`Invalid engine URL '${shownAddress(options.engineUrl)}': expected ws:// or wss://`, 'pass --engine ws://127.0.0.1:49134')
   }
   const allowedHosts = options.allowedHosts ?? []
   for (const name of allowedHosts) {
@@ -108,7 +110,7 @@ export async function runConsole(options: ConsoleCommandOptions): Promise<Runnin
   // A token the console drew is shown once here; one from the environment is never printed.
   const drawn = options.token === undefined
   if (options.json) stdout(`${JSON.stringify({ event: 'console_ready', url: running.url, ...(drawn ? { open_url: running.openUrl, token: running.token } : {}) })}\n`)
-  else stdout(`svc console → ${drawn ? running.openUrl : running.url}${typeof options.token === 'string' ? ` (access token from ${CONSOLE_TOKEN_ENV})` : ''}\n  engine  ${options.engineUrl}\n`)
+  else stdout(`svc console → ${drawn ? running.openUrl : running.url}${typeof options.token === 'string' ? ` (access token from ${CONSOLE_TOKEN_ENV})` : ''}\n  engine  ${shownAddress(options.engineUrl)}\n`)
   if (options.open) await openBrowser(drawn ? running.openUrl : running.url)
   return running
 }

@@ -8,6 +8,7 @@ import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, unlinkSyn
 import { tmpdir, userInfo } from 'node:os'
 import { basename, join } from 'node:path'
 import { parseProjectIni, PROJECT_INI } from '../project/project-ini.ts'
+import { splitAddressList } from 'svc-protocol/client'
 import { LISTENER_DEFAULTS } from '../../runtime/engine/types.ts'
 
 /** What a running engine records about itself. */
@@ -174,9 +175,13 @@ export function engineAt(url: string, env: NodeJS.ProcessEnv = process.env): Eng
 /**
  * The largest message the engine at `url` accepts, bytes: `max_message_bytes` of that listener as
  * its running engine recorded it, else the protocol's default (64 MiB, protocol.md §2) — an engine
- * the registry does not know (another machine, an older svc) is assumed to have the default.
+ * the registry does not know (another machine, an older svc) is assumed to have the default. Of a
+ * comma-separated list of addresses, the smallest of their limits.
  */
 export function maxMessageBytesAt(url: string, env: NodeJS.ProcessEnv = process.env): number {
+  // A list (issue 19 §3): any of its engines may answer, so the payload must fit the smallest.
+  const addresses = splitAddressList(url)
+  if (addresses.length > 1) return Math.min(...addresses.map((address) => maxMessageBytesAt(address, env)))
   const record = engineAt(url, env)
   const target = endpoint(url)
   const index = record?.engine_urls.findIndex((u) => endpoint(u) === target) ?? -1

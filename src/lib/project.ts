@@ -10,6 +10,8 @@ import { engineAt, projectName, runningEngineOf } from './engines.ts'
 import type { EngineRecord } from './engines.ts'
 import { CliCodes, CliError, ExitCode } from './errors.ts'
 import { terminalText } from '../../runtime/engine/terminal.ts'
+import { splitAddressList } from 'svc-protocol/client'
+import { shownAddresses } from './engine-addresses.ts'
 
 /** Name of the engine configuration file looked for in the working directory and its parents. */
 export const CONFIG_FILE_NAME = 'config.yaml'
@@ -62,12 +64,14 @@ export function listenerUrl(host: string, port: number): string {
 }
 
 /**
- * The engine URL for commands that talk to a running engine (cli.md §1), as {@link projectEngine}
- * resolves it.
+ * The engine URL for commands that stay connected through svc-sdk with one address (`svc console`,
+ * the compose daemon), as {@link projectEngine} resolves it: of a comma-separated list
+ * (`--engine`, `SVC_URL`; issue 19 §3) the first address. Commands that connect once take the
+ * whole list from {@link projectEngine} and use the first engine that answers.
  * @throws CliError (exit 3) when the address belongs to another project's engine.
  */
 export function resolveEngineUrl(options: EngineOptions): string {
-  return projectEngine(options).url
+  return splitAddressList(projectEngine(options).url)[0]!
 }
 
 /**
@@ -97,6 +101,11 @@ export type EngineSource = 'flag' | 'env' | 'state' | 'config' | 'default'
 
 /** The engine a command talks to, and whose it is. */
 export interface EngineTarget {
+  /**
+   * The address as given: one `ws://` URL, or from `--engine`/`SVC_URL` several separated by
+   * commas (issue 19 §3), tried in order by the commands (`connectFirst` of trigger.ts). Shown
+   * only through `shownAddresses` (no credentials).
+   */
   url: string
   source: EngineSource
   /** The project the command runs in (root and name); undefined outside a project. */
@@ -132,8 +141,13 @@ export function resolveEngine(options: EngineOptions): EngineTarget {
   }
   let foreign: EngineRecord | undefined
   if (project !== undefined && source !== 'state') {
-    const owner = engineAt(url, env as NodeJS.ProcessEnv)
-    if (owner !== undefined && owner.project_root !== project.root) foreign = owner
+    for (const address of splitAddressList(url)) {
+      const owner = engineAt(address, env as NodeJS.ProcessEnv)
+      if (owner !== undefined && owner.project_root !== project.root) {
+        foreign = owner
+        break
+      }
+    }
   }
   return { url, source, project, foreign }
 }
@@ -154,15 +168,15 @@ export function engineNotice(target: EngineTarget): string | undefined {
 function noticeLine(target: EngineTarget): string | undefined {
   if (target.foreign !== undefined && (target.source === 'flag' || target.source === 'env')) {
     const here = target.project === undefined ? '' : `, not of this project (${target.project.name})`
-    return `Warning: ${target.url} is the engine of project ${target.foreign.project_name} (${target.foreign.project_root})${here}`
+    return `Warning: ${shownAddresses(target.url)} is the engine of project ${target.foreign.project_name} (${target.foreign.project_root})${here}`
   }
   if (target.foreign !== undefined) {
-    return `The engine of project ${target.project?.name ?? 'this project'} is not running (${target.url} is the engine of project ${target.foreign.project_name})`
+    return `The engine of project ${target.project?.name ?? 'this project'} is not running (${shownAddresses(target.url)} is the engine of project ${target.foreign.project_name})`
   }
   // An address the user gave (--engine, SVC_URL) needs no announcement.
   if (target.source === 'flag' || target.source === 'env' || target.url === DEFAULT_ENGINE_URL) return undefined
   const whose = target.project === undefined ? '' : ` (project ${target.project.name})`
-  return `Engine ${target.url}${whose}`
+  return `Engine ${shownAddresses(target.url)}${whose}`
 }
 
 /**
@@ -172,8 +186,8 @@ function noticeLine(target: EngineTarget): string | undefined {
  * check or unset it. Undefined outside a project, where the catalogue's hint for the code applies.
  */
 export function unreachableHint(target: EngineTarget): string | undefined {
-  if (target.source === 'flag') return `check the address given with --engine (${target.url}), or start that engine with svc`
-  if (target.source === 'env') return `check SVC_URL (${target.url}), or unset it to use ${target.project === undefined ? 'the default engine' : "the project's engine"}`
+  if (target.source === 'flag') return `check the address given with --engine (${shownAddresses(target.url)}), or start that engine with svc`
+  if (target.source === 'env') return `check SVC_URL (${shownAddresses(target.url)}), or unset it to use ${target.project === undefined ? 'the default engine' : "the project's engine"}`
   if (target.project === undefined) return undefined
   return `start it with svc in ${target.project.root}, or pass --engine <url> of a running engine`
 }
@@ -187,8 +201,8 @@ export function foreignEngineError(target: EngineTarget): CliError {
   const name = target.project?.name ?? 'this project'
   return new CliError({
     code: CliCodes.EngineUnreachable,
-    message: `The engine of project ${name} is not running (${target.url} is the engine of project ${owner.project_name} at ${owner.project_root})`,
-    hint: `start it with svc in ${target.project?.root ?? 'the project directory'}, or pass --engine ${target.url} to use ${owner.project_name}'s engine`,
+    message: `The engine of project ${name} is not running (${shownAddresses(target.url)} is the engine of project ${owner.project_name} at ${owner.project_root})`,
+    hint: `start it with svc in ${target.project?.root ?? 'the project directory'}, or pass --engine ${shownAddresses(target.url)} to use ${owner.project_name}'s engine`,
     exitCode: ExitCode.Unreachable,
   })
 }

@@ -9,8 +9,9 @@ import { ClientSession, InvocationError, TriggerAction, type SvcClient, type Tri
 import { connectWebSocket } from 'svc-protocol/transport/ws'
 import type { FunctionSummary, WorkerSummary } from 'svc-protocol'
 import { closestMatch } from '../../runtime/config/catalogue.ts'
-import { Codes, Errors } from 'svc-protocol/errors'
+import { Codes, Errors, SvcError } from 'svc-protocol/errors'
 import { CliCodes, CliError, ExitCode, exitCodeForCode, hintFor } from './errors.ts'
+import { addressList, oneAddress, shownAddress, shownAddresses } from './engine-addresses.ts'
 import { interruptible } from './interactive.ts'
 import { terminalText } from '../../runtime/engine/terminal.ts'
 
@@ -21,7 +22,7 @@ export const TRIGGER_WORKER_NAME = 'svc-cli:trigger'
 export const NOT_FOUND_HINT = hintFor(Codes.FunctionNotFound)!
 
 export interface TriggerCall {
-  /** `ws://…` of the engine. */
+  /** `ws://…` of the engine, or several separated by commas (`SVC_URL`'s form): the first that answers is used. */
   url: string
   functionId: string
   payload: unknown
@@ -52,15 +53,44 @@ export interface TriggerOutcome {
 /**
  * `Cannot connect to the engine at <url> (<reason>). Is svc running?` (exit 3), code
  * `ENGINE_UNREACHABLE`, with `hint` (the project's, see `unreachableHint` of project.ts) or else
- * the catalogue's hint for the code.
+ * the catalogue's hint for the code. `url` is shown without credentials (`shownAddresses`; a
+ * comma-separated list as its addresses).
  */
 export function unreachableError(url: string, cause: unknown, hint: string | undefined = hintFor(Codes.EngineUnreachable)): CliError {
   const reason = reasonOf(cause)
   const init: ConstructorParameters<typeof CliError>[0] = {
     code: CliCodes.EngineUnreachable,
-    message: `Cannot connect to the engine at ${url}${reason ? ` (${reason})` : ''}. Is svc running?`,
+    message: `Cannot connect to the engine at ${shownAddresses(url)}${reason ? ` (${reason})` : ''}. Is svc running?`,
     exitCode: exitCodeForCode(Codes.EngineUnreachable),
     cause,
+  }
+  if (hint !== undefined) init.hint = hint
+  return new CliError(init)
+}
+
+/** One address {@link connectFirst} tried without an engine answering, and why (undefined: unknown). */
+export interface FailedAttempt {
+  address: string
+  cause: unknown
+}
+
+/**
+ * {@link unreachableError} after every address of a list failed (issue 19 §3): one attempt reads
+ * as before; several give `Cannot connect to the engine at any of <n> addresses: <address>
+ * (<reason>), …. Is svc running?`, each address without credentials, the causes together as an
+ * `AggregateError`.
+ */
+export function unreachableAtAll(attempts: readonly FailedAttempt[], hint: string | undefined = hintFor(Codes.EngineUnreachable)): CliError {
+  if (attempts.length === 1) return unreachableError(attempts[0]!.address, attempts[0]!.cause, hint)
+  const tried = attempts.map(({ address, cause }) => {
+    const reason = reasonOf(cause)
+    return `${shownAddress(address)}${reason ? ` (${reason})` : ''}`
+  })
+  const init: ConstructorParameters<typeof CliError>[0] = {
+    code: CliCodes.EngineUnreachable,
+    message: `Cannot connect to the engine at any of ${attempts.length} addresses: ${tried.join(', ')}. Is svc running?`,
+    exitCode: exitCodeForCode(Codes.EngineUnreachable),
+    cause: new AggregateError(attempts.map((a) => a.cause), 'no engine address answered'),
   }
   if (hint !== undefined) init.hint = hint
   return new CliError(init)
@@ -79,19 +109,14 @@ function reasonOf(cause: unknown): string | undefined {
  * Registers a short-lived worker for a CLI command (cli.md §4.6): no reconnection, no telemetry
  * (no /otel socket, no spans), announced as a Node worker of the CLI's version.
  *
- * @throws {CliError} `INVALID_ARGUMENT` (exit 2) for a URL that is not `ws:`/`wss:`
+ * `url` is one address; a list goes through {@link connectFirst}.
+ *
+ * @throws {CliError} `INVALID_ARGUMENT` (exit 2) for a URL that is not `ws:`/`wss:` (named without
+ *   its credentials)
  */
 export function registerCliWorker(url: string, workerName: string, workerDescription: string): SvcClient {
-  let problem: string | undefined
-  try {
-    const protocol = new URL(url).protocol
-    if (protocol !== 'ws:' && protocol !== 'wss:') problem = `engine address must be a ws:// or wss:// URL: ${url}`
-  } catch {
-    problem = `engine address is not a URL: ${JSON.stringify(url)}`
-  }
-  if (problem !== undefined) throw new CliError({ code: CliCodes.InvalidArgument, message: `Invalid engine URL '${url}': ${problem}`, exitCode: ExitCode.Usage })
   return new ClientSession({
-    address: url,
+    address: oneAddress(url),
     connector: connectWebSocket,
     announce: {
       runtime: 'node',
@@ -106,21 +131,68 @@ export function registerCliWorker(url: string, workerName: string, workerDescrip
   })
 }
 
-export function connect(url: string, unreachableHint?: string): Promise<SvcClient> {
-  const client = registerCliWorker(url, TRIGGER_WORKER_NAME, 'svc trigger (command line)')
-  return new Promise((resolve, reject) => {
-    const remove = client.addConnectionStateListener((state) => {
-      if (state === 'connected') {
-        queueMicrotask(() => remove())
-        resolve(client)
-      } else if (state === 'failed' || state === 'disconnected') {
-        queueMicrotask(() => remove())
-        const cause = client.getLastError()
-        void client.shutdown()
-        reject(unreachableError(url, cause, unreachableHint))
-      }
+/**
+ * Connects a short-lived CLI worker ({@link registerCliWorker}) to the first engine of `url` that
+ * answers (issue 19 §3): the addresses of a comma-separated list are tried one after another, in
+ * order; an attempt that fails — refused, reset, no opening handshake within the client's deadline
+ * (10 s), closed before it opened, or no `connected` within `timeoutMs` when given — moves on to
+ * the next. Resolves the connected client, or every failed attempt in order.
+ *
+ * @throws {CliError} `INVALID_ARGUMENT` (exit 2) for an address text that is not a list of
+ *   `ws:`/`wss:` URLs (see `addressList`)
+ */
+export async function connectFirst(
+  url: string,
+  workerName: string,
+  workerDescription: string,
+  timeoutMs?: number,
+): Promise<{ client: SvcClient; failed?: undefined } | { client?: undefined; failed: FailedAttempt[] }> {
+  const addresses = addressList(url)
+  const failed: FailedAttempt[] = []
+  for (const address of addresses) {
+    const client = registerCliWorker(address, workerName, workerDescription)
+    const outcome = await opened(client, timeoutMs)
+    if (outcome.connected) return { client }
+    failed.push({ address, cause: outcome.cause })
+    await client.shutdown().catch(() => undefined)
+  }
+  return { failed }
+}
+
+/** Waits for `client`'s first `connected`, or for its attempt to end (`failed`, `disconnected`, `timeoutMs`). */
+function opened(client: SvcClient, timeoutMs: number | undefined): Promise<{ connected: true } | { connected: false; cause: unknown }> {
+  return new Promise((resolve) => {
+    let done = false
+    let timer: ReturnType<typeof setTimeout> | undefined
+    let remove: (() => void) | undefined
+    const finish = (outcome: { connected: true } | { connected: false; cause: unknown }): void => {
+      if (done) return
+      done = true
+      clearTimeout(timer)
+      // The listener may run inside addConnectionStateListener, before `remove` is assigned.
+      queueMicrotask(() => remove?.())
+      resolve(outcome)
+    }
+    remove = client.addConnectionStateListener((state) => {
+      if (state === 'connected') finish({ connected: true })
+      else if (state === 'failed' || state === 'disconnected') finish({ connected: false, cause: client.getLastError() })
     })
+    if (!done && timeoutMs !== undefined) {
+      timer = setTimeout(() => finish({ connected: false, cause: client.getLastError() ?? new SvcError(Codes.Timeout, `no answer within ${timeoutMs}ms`) }), timeoutMs)
+    }
   })
+}
+
+/**
+ * {@link connectFirst} for `svc trigger` and the commands built on it.
+ *
+ * @throws {CliError} `ENGINE_UNREACHABLE` (exit 3) naming every address tried
+ *   ({@link unreachableAtAll}), `INVALID_ARGUMENT` (exit 2) for an invalid address text
+ */
+export async function connect(url: string, unreachableHint?: string): Promise<SvcClient> {
+  const outcome = await connectFirst(url, TRIGGER_WORKER_NAME, 'svc trigger (command line)')
+  if (outcome.failed !== undefined) throw unreachableAtAll(outcome.failed, unreachableHint)
+  return outcome.client
 }
 
 /**
@@ -146,7 +218,8 @@ export async function triggerOnce(call: TriggerCall): Promise<TriggerOutcome> {
     try {
       result = await client.trigger(request as TriggerRequest & { action?: undefined })
     } catch (err) {
-      const failure = invocationFailure(err, call)
+      // A lost connection names the engine the call went to, not the whole list.
+      const failure = invocationFailure(err, { ...call, url: client.getAddress() })
       if (failure.code === Codes.FunctionNotFound) throw await withNotFoundHint(failure, client, call)
       throw failure
     }

@@ -5,7 +5,7 @@
 import type { SvcClient } from 'svc-protocol/client'
 import type { FunctionSummary, WorkerSummary } from 'svc-protocol'
 import { CliError, ExitCode } from '../lib/errors.ts'
-import { registerCliWorker, unreachableError } from '../lib/trigger.ts'
+import { connectFirst, unreachableError } from '../lib/trigger.ts'
 import { engineNotice } from '../lib/project.ts'
 import type { EngineTarget } from '../lib/project.ts'
 
@@ -41,35 +41,16 @@ export class EngineSession {
   }
 
   /**
-   * Connects without retrying. Resolves undefined when nothing answers at `url` (refused, reset,
-   * not a svc engine, or no answer within {@link CONNECT_TIMEOUT_MS}).
+   * Connects without retrying, to the first engine of `url` that answers (one address, or several
+   * separated by commas: `connectFirst`, issue 19 §3). Resolves undefined when nothing answers at
+   * any (refused, reset, not a svc engine, or no answer within {@link CONNECT_TIMEOUT_MS} each).
+   * The session's `url` is the address that answered.
    *
    * @throws {CliError} `INVALID_ARGUMENT` (exit 2) for a URL the SDK rejects
    */
   static async open(url: string, timeoutMs = CONNECT_TIMEOUT_MS): Promise<EngineSession | undefined> {
-    const client = registerCliWorker(url, CLI_WORKER_NAME, 'svc worker (command line)')
-    const connected = await new Promise<boolean>((resolve) => {
-      const timer = setTimeout(() => finish(false), timeoutMs)
-      let remove: (() => void) | undefined
-      let done = false
-      function finish(ok: boolean): void {
-        if (done) return
-        done = true
-        clearTimeout(timer)
-        queueMicrotask(() => remove?.())
-        resolve(ok)
-      }
-      remove = client.addConnectionStateListener((state) => {
-        if (state === 'connected') finish(true)
-        else if (state === 'failed' || state === 'disconnected') finish(false)
-      })
-      if (done) remove()
-    })
-    if (!connected) {
-      await client.shutdown().catch(() => undefined)
-      return undefined
-    }
-    return new EngineSession(url, client)
+    const outcome = await connectFirst(url, CLI_WORKER_NAME, 'svc worker (command line)', timeoutMs)
+    return outcome.client === undefined ? undefined : new EngineSession(outcome.client.getAddress(), outcome.client)
   }
 
   /**

@@ -3,9 +3,11 @@
  * `ws` server on a free port that records the binary frames.
  */
 import assert from 'node:assert/strict'
+import { spawn } from 'node:child_process'
 import { createServer } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { after, before, describe, it } from 'node:test'
+import { fileURLToPath } from 'node:url'
 import { WebSocketServer } from 'ws'
 import {
   currentTraceId,
@@ -116,6 +118,9 @@ describe('resolveOtelConfig', () => {
     assert.equal(r.logsBatchSize, 5)
     assert.equal(r.spansFlushIntervalMs, 250)
     assert.equal(r.engineWsUrl, 'ws://h:1')
+    // SVC_URL may list several engines (issue 19 §3): telemetry goes to the first.
+    assert.equal(resolveOtelConfig({}, { SVC_URL: ' ws://a:1/?token=t , ws://b:2' }).engineWsUrl, 'ws://a:1/?token=t')
+    assert.equal(resolveOtelConfig({ engineWsUrl: 'ws://c:3' }, { SVC_URL: 'ws://a:1,ws://b:2' }).engineWsUrl, 'ws://c:3')
     assert.equal(resolveOtelConfig({ enabled: true, serviceName: 'x' }, env).enabled, true)
     const d = resolveOtelConfig({}, {})
     assert.deepEqual([d.enabled, d.serviceName, d.serviceVersion, d.logsBatchSize, d.logsFlushIntervalMs, d.metricsExportIntervalMs], [true, 'svc-node', 'unknown', 1, 100, 60000])
@@ -155,5 +160,60 @@ describe('instrumentations given to initOtel', () => {
     } finally {
       await shutdownOtel()
     }
+  })
+})
+
+describe('initOtel without an address, SVC_URL a list of engines (issue 19 §3)', () => {
+  it('connects the telemetry socket to the first engine of the list', async (t) => {
+    const seen: Array<{ engine: 'a' | 'b'; path: string; spans: string[] }> = []
+    const servers = await Promise.all(
+      (['a', 'b'] as const).map(async (engine) => {
+        const wss = new WebSocketServer({ port: 0, host: '127.0.0.1' })
+        await new Promise((resolve) => wss.once('listening', resolve))
+        wss.on('connection', (ws, req) => {
+          const connection = { engine, path: req.url ?? '', spans: [] as string[] }
+          seen.push(connection)
+          ws.on('message', (data: Buffer) => {
+            if (data.subarray(0, 4).toString('ascii') !== 'OTLP') return
+            const body = JSON.parse(data.subarray(4).toString('utf8')) as { resourceSpans: any[] }
+            for (const r of body.resourceSpans) for (const s of r.scopeSpans) for (const span of s.spans) connection.spans.push(span.name)
+          })
+        })
+        return wss
+      }),
+    )
+    t.after(() => {
+      for (const wss of servers) {
+        for (const ws of wss.clients) ws.terminate()
+        wss.close()
+      }
+    })
+    const [a, b] = servers.map((wss) => `ws://127.0.0.1:${(wss.address() as AddressInfo).port}`)
+    // A process of its own: initOtel is once per process, and this one's is taken above.
+    const script = [
+      "import { initOtel, withSpan, flushOtel } from 'svc-helpers/observability'",
+      "if (!initOtel({ serviceName: 'otel-list', metricsEnabled: false, fetchInstrumentationEnabled: false })) throw new Error('not initialised')",
+      "await withSpan('to-the-first-engine', {}, async () => {})",
+      'await flushOtel()',
+      'setInterval(() => {}, 1000)',
+    ].join('\n')
+    const child = spawn(process.execPath, ['--input-type=module', '-e', script], {
+      cwd: fileURLToPath(new URL('..', import.meta.url)),
+      env: { ...process.env, SVC_URL: `${a}, ${b}`, OTEL_ENABLED: 'true' },
+      stdio: ['ignore', 'ignore', 'pipe'],
+    })
+    let stderr = ''
+    child.stderr!.on('data', (chunk: Buffer) => (stderr += chunk.toString()))
+    const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()))
+    t.after(async () => {
+      child.kill('SIGKILL')
+      await exited
+    })
+    for (let i = 0; !seen.some((c) => c.spans.includes('to-the-first-engine')); i++) {
+      assert.ok(child.exitCode === null, `the process exited: ${stderr}`)
+      assert.ok(i < 600, `no span reached an engine within 60 s: ${JSON.stringify(seen)} ${stderr}`)
+      await new Promise((r) => setTimeout(r, 100))
+    }
+    assert.deepEqual(seen.map((c) => [c.engine, c.path]), [['a', '/otel']])
   })
 })

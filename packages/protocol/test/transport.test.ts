@@ -478,7 +478,8 @@ describe('ws transport', () => {
     })
     const port = (silent.address() as AddressInfo).port
     const started = Date.now()
-    const a = connectWebSocket(`ws://127.0.0.1:${port}/?token=secret`, { handshakeTimeoutMs: 50 })
+    // Credentials in the user part and the query: neither may reach the message.
+    const a = connectWebSocket(`ws://user:hunter2@127.0.0.1:${port}/?token=secret`, { handshakeTimeoutMs: 50 })
     const ra = new Recorder(a)
     await until(() => ra.closes.length === 1, 'closed')
     assert.ok(Date.now() - started >= 45)
@@ -518,9 +519,20 @@ describe('ws transport', () => {
     assert.deepEqual(ra.events, ['close:1006'])
   })
 
-  it('refuses URLs that are not ws: or wss:', () => {
+  it('refuses URLs that are not ws: or wss:, naming them without their credentials', () => {
     assert.throws(() => connectWebSocket('http://127.0.0.1:1', {}), TypeError)
     assert.throws(() => connectWebSocket('not a url', {}), TypeError)
+    // The message once held the whole text: user, password and query token included.
+    for (const connect of [connectWebSocket, memoryConnector(() => {})]) {
+      assert.throws(
+        () => connect('https://user:hunter2@svc.example/ws?token=s3cret#frag', {}),
+        (err: Error) => err instanceof TypeError && err.message === 'not a ws:// or wss:// URL, got https: (https://svc.example/ws)',
+      )
+      assert.throws(
+        () => connect('ws://user:hunter2@/?token=s3cret', {}),
+        (err: Error) => err instanceof TypeError && err.message === 'not a URL (expected ws://host:port/ or wss://host/)',
+      )
+    }
   })
 })
 

@@ -41,7 +41,7 @@ export type ReconnectionConfig = SocketBackoff
 export interface OtelConfig {
   /** Default true; env `OTEL_ENABLED` = false/0/no/off disables. */
   enabled?: boolean
-  /** Default env `SVC_URL`, else `ws://127.0.0.1:49134`. */
+  /** Default the first address of env `SVC_URL` (a comma-separated list of engines, issue 19 §3), else `ws://127.0.0.1:49134`. */
   engineWsUrl?: string
   /** Default true: patches global `fetch`. */
   fetchInstrumentationEnabled?: boolean
@@ -117,7 +117,7 @@ export function otelEnabled(enabled: boolean | undefined, env: Env = process.env
 export function resolveOtelConfig(config: OtelConfig = {}, env: Env = process.env): ResolvedOtelConfig {
   return {
     enabled: otelEnabled(config.enabled, env),
-    engineWsUrl: config.engineWsUrl ?? envString(env, 'SVC_URL') ?? 'ws://127.0.0.1:49134',
+    engineWsUrl: config.engineWsUrl ?? (envString(env, 'SVC_URL')?.split(',')[0]!.trim() || 'ws://127.0.0.1:49134'),
     fetchInstrumentationEnabled: config.fetchInstrumentationEnabled ?? true,
     instrumentations: config.instrumentations ?? [],
     logsBatchSize: Math.max(1, Math.floor(config.logsBatchSize ?? envNumber(env, 'OTEL_LOGS_BATCH_SIZE') ?? 1)),

@@ -3,6 +3,7 @@
  * transport accepts is one a real WebSocket (RFC 6455) would accept too, and both read URLs alike.
  * Internal to the transports; not a subpath export.
  */
+import { displayAddress } from '../client/addresses.ts'
 
 /** Status codes an endpoint may send in a close frame (RFC 6455 §7.4; the set `ws` accepts). */
 export function isSendableCloseCode(code: number): boolean {
@@ -44,17 +45,19 @@ export function asSentText(text: string): string {
 }
 
 /**
- * @throws TypeError when `url` is not a `ws:` or `wss:` URL.
+ * @throws TypeError when `url` is not a `ws:` or `wss:` URL. The message names the address only
+ *   through `displayAddress` (scheme, host, port, path): user, password, query and fragment are
+ *   where credentials travel (protocol.md §13.2), and text that does not parse is not shown at all.
  */
 export function parseWebSocketUrl(url: string): URL {
   let parsed: URL
   try {
     parsed = new URL(url)
   } catch {
-    throw new TypeError(`not a URL: ${JSON.stringify(url)}`)
+    throw new TypeError('not a URL (expected ws://host:port/ or wss://host/)')
   }
   if (parsed.protocol !== 'ws:' && parsed.protocol !== 'wss:') {
-    throw new TypeError(`not a ws:// or wss:// URL: ${url}`)
+    throw new TypeError(`not a ws:// or wss:// URL, got ${parsed.protocol} (${displayAddress(url)})`)
   }
   return parsed
 }

@@ -19,6 +19,7 @@ import type { IncomingMessage } from 'node:http'
 import type { Socket } from 'node:net'
 import type { Duplex } from 'node:stream'
 import WebSocket from 'ws'
+import { displayAddress } from '../client/addresses.ts'
 import { Codes, SvcError } from '../errors.ts'
 import { assertCloseArgs, assertText, parseWebSocketUrl, queryOf } from './frames.ts'
 import type { ConnectOptions, Connector, PeerInfo, Transport, TransportHandlers } from './types.ts'
@@ -134,12 +135,12 @@ class WsTransport implements Transport {
     transport.#ws.resume()
   }
 
-  /** Starts the opening-handshake deadline of a client transport. */
-  startHandshakeTimer(url: string, timeoutMs: number): void {
+  /** Starts the opening-handshake deadline of a client transport; `where` is the address as messages show it. */
+  startHandshakeTimer(where: string, timeoutMs: number): void {
     this.#handshakeTimer = setTimeout(() => {
       this.#handshakeTimer = undefined
       if (this.#ws.readyState !== WebSocket.CONNECTING) return
-      this.#emit((h) => h.error?.(new SvcError(Codes.Timeout, `handshake with ${url} timed out after ${timeoutMs}ms`)))
+      this.#emit((h) => h.error?.(new SvcError(Codes.Timeout, `handshake with ${where} timed out after ${timeoutMs}ms`)))
       this.terminate()
     }, timeoutMs)
   }
@@ -274,21 +275,23 @@ export function wsServerTransport(ws: WebSocket, tcp: Socket | Duplex): Transpor
  * Opens a client transport with Node `ws` (no per-message compression). Headers of
  * `options.headers` go on the HTTP upgrade request. Past `options.handshakeTimeoutMs` (default:
  * none) without an open, `error` fires with an `SvcError` of code `TIMEOUT`
- * (`handshake with <url> timed out after <ms>ms`), then `close` with 1006. Network failures
+ * (`handshake with <address> timed out after <ms>ms`, the address without user, password, query
+ * and fragment: `displayAddress`), then `close` with 1006. Network failures
  * (`ECONNREFUSED`, a non-101 answer) fire `error` with the socket's error, then `close` with 1006.
  *
- * @throws TypeError when `url` is not a `ws:` or `wss:` URL.
+ * @throws TypeError when `url` is not a `ws:` or `wss:` URL (its message shows the address as
+ *   `displayAddress` does, never its credentials).
  * @example
  * const transport = connectWebSocket('ws://127.0.0.1:49134', { headers: { authorization: 'Bearer t' }, handshakeTimeoutMs: 10000 })
  */
 export const connectWebSocket: Connector = (url: string, options: ConnectOptions = {}): Transport => {
-  const parsed = parseWebSocketUrl(url)
+  parseWebSocketUrl(url)
   const wsOptions: WebSocket.ClientOptions = { perMessageDeflate: false }
   if (options.headers !== undefined) wsOptions.headers = options.headers
   const transport = new WsTransport(new WebSocket(url, wsOptions), undefined)
   if (options.handshakeTimeoutMs !== undefined) {
-    // The query may carry credentials; the message names the endpoint only.
-    transport.startHandshakeTimer(`${parsed.protocol}//${parsed.host}${parsed.pathname}`, options.handshakeTimeoutMs)
+    // User, password and query may carry credentials: the message names the endpoint only.
+    transport.startHandshakeTimer(displayAddress(url), options.handshakeTimeoutMs)
   }
   return transport
 }

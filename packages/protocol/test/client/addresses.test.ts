@@ -19,7 +19,27 @@ import {
   type TimerHandle,
   type Timers,
 } from '../../src/client/index.ts'
+import { memoryConnector } from '../../src/transport/memory.ts'
+import { connectWebSocket } from '../../src/transport/ws.ts'
 import { ScriptedTransport } from './support.ts'
+
+/**
+ * Hostile engine addresses: secrets only where credentials travel — user, password, query,
+ * fragment (percent-encoded so they cannot change how the URL parses) — in any scheme, broken
+ * texts, and passwords with a character that ends the authority.
+ */
+const secret = fc.string({ minLength: 1, maxLength: 12 }).map((s) => `SECRET${encodeURIComponent(s)}X`)
+const scheme = fc.constantFrom('ws:', 'wss:', 'http:', 'https:', 'javascript:', 'file:', 'WS:', 'ftp:')
+const host = fc.constantFrom('127.0.0.1:1', '[::1]:2', 'svc.example', 'h', 'xn--nxasmq6b.example:443')
+const hostileAddress = fc.oneof(
+  { weight: 4, arbitrary: fc.tuple(scheme, fc.option(secret), fc.option(secret), host, fc.constantFrom('', '/', '/ws', '/a/b'), fc.option(secret), fc.option(secret)).map(
+    ([s, user, password, h, path, query, fragment]) =>
+      `${s}//${user === null ? '' : `${user}${password === null ? '' : `:${password}`}@`}${h}${path}${query === null ? '' : `?token=${query}`}${fragment === null ? '' : `#${fragment}`}`,
+  ) },
+  { weight: 1, arbitrary: fc.constantFrom('', ' ', ',', 'ws://', 'ws:', '//h', 'ws://h/\ud800', ' ws://h/', 'ws://h:99999/', 'ws://SECRET:x@/?t=SECRET') },
+  // A password with a character that ends the authority: the parser sees no user part.
+  { weight: 1, arbitrary: fc.tuple(scheme, fc.constantFrom('?', '#', '/', '\\', '%', '[', ' ')).map(([s, c]) => `${s}//u:SECRET${c}x@h/`) },
+)
 
 describe('engine address lists (issue 19 §3)', () => {
   it('takes one address as given, or a list in order, frozen', () => {
@@ -59,21 +79,7 @@ describe('engine address lists (issue 19 §3)', () => {
   })
 
   it('accepts any list of ws:/wss: URLs and refuses any other list with a TypeError that keeps its credentials out (fast-check)', () => {
-    // Secrets only where credentials travel: user, password, query, fragment (percent-encoded so
-    // they cannot change how the URL parses).
-    const secret = fc.string({ minLength: 1, maxLength: 12 }).map((s) => `SECRET${encodeURIComponent(s)}X`)
-    const scheme = fc.constantFrom('ws:', 'wss:', 'http:', 'https:', 'javascript:', 'file:', 'WS:', 'ftp:')
-    const host = fc.constantFrom('127.0.0.1:1', '[::1]:2', 'svc.example', 'h', 'xn--nxasmq6b.example:443')
-    const entry = fc.oneof(
-      { weight: 4, arbitrary: fc.tuple(scheme, fc.option(secret), fc.option(secret), host, fc.constantFrom('', '/', '/ws', '/a/b'), fc.option(secret), fc.option(secret)).map(
-        ([s, user, password, h, path, query, fragment]) =>
-          `${s}//${user === null ? '' : `${user}${password === null ? '' : `:${password}`}@`}${h}${path}${query === null ? '' : `?token=${query}`}${fragment === null ? '' : `#${fragment}`}`,
-      ) },
-      { weight: 1, arbitrary: fc.constantFrom('', ' ', ',', 'ws://', 'ws:', '//h', 'ws://h/\ud800', ' ws://h/', 'ws://h:99999/') },
-      // A password with a character that ends the authority: the parser sees no user part.
-      { weight: 1, arbitrary: fc.tuple(scheme, fc.constantFrom('?', '#', '/', '\\', '%', '[', ' ')).map(([s, c]) => `${s}//u:SECRET${c}x@h/`) },
-    )
-    const input = fc.oneof({ weight: 5, arbitrary: fc.array(entry, { maxLength: 6 }) }, { weight: 1, arbitrary: entry })
+    const input = fc.oneof({ weight: 5, arbitrary: fc.array(hostileAddress, { maxLength: 6 }) }, { weight: 1, arbitrary: hostileAddress })
     fc.assert(
       fc.property(input, (value) => {
         let list: readonly string[]
@@ -89,6 +95,34 @@ describe('engine address lists (issue 19 §3)', () => {
         for (const address of list) {
           assert.ok(['ws:', 'wss:'].includes(new URL(address).protocol))
           assert.ok(!displayAddress(address).includes('SECRET'))
+        }
+      }),
+      { numRuns: 1000 },
+    )
+  })
+
+  it("the transports' connectors refuse a hostile address with a TypeError that keeps its credentials out (fast-check)", () => {
+    const memory = memoryConnector((server) => server.terminate())
+    fc.assert(
+      fc.property(hostileAddress, (address) => {
+        let parsed: URL | undefined
+        try {
+          parsed = new URL(address)
+        } catch {}
+        const refused = parsed === undefined || (parsed.protocol !== 'ws:' && parsed.protocol !== 'wss:')
+        // connectWebSocket only where it refuses: a ws: address would open a real socket.
+        for (const connect of refused ? [memory, connectWebSocket] : [memory]) {
+          let transport
+          try {
+            transport = connect(address, {})
+          } catch (err) {
+            assert.ok(refused, `refused a ws: URL: ${String(err)}`)
+            assert.ok(err instanceof TypeError, `unexpected ${String(err)}`)
+            assert.ok(!err.message.includes('SECRET'), `credentials in ${err.message}`)
+            continue
+          }
+          assert.ok(!refused, 'took an address that is not a ws:/wss: URL')
+          transport.terminate()
         }
       }),
       { numRuns: 1000 },
