@@ -13,49 +13,23 @@
  * Prints one JSON line. svc-sdk processes run with their defaults except telemetry (off like the
  * peers', see run.ts).
  */
-import { spawn, type ChildProcess } from 'node:child_process'
+import type { ChildProcess } from 'node:child_process'
 import { readFileSync } from 'node:fs'
 import { mkdtemp, rm, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { createInterface } from 'node:readline'
-import { fileURLToPath } from 'node:url'
 import { firstJson } from './lines.ts'
+import { processes, ROOT } from './processes.ts'
 import { runMain } from './measure.ts'
 import { startNatsServer } from './peers/nats-server.ts'
 
-const ROOT = fileURLToPath(new URL('..', import.meta.url))
 process.env.OTEL_ENABLED ??= 'false'
 const children: ChildProcess[] = []
+const { start, run, stop } = processes(children)
 const ROUNDS = 3
 
-function start(args: string[], env: Record<string, string> = {}, cwd = ROOT): { child: ChildProcess; lines: AsyncIterableIterator<string> } {
-  const child = spawn(process.execPath, args, { cwd, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'inherit'] })
-  children.push(child)
-  return { child, lines: createInterface({ input: child.stdout! })[Symbol.asyncIterator]() }
-}
 
-async function run(args: string[], env: Record<string, string> = {}): Promise<Record<string, any>> {
-  const { lines } = start(args, env)
-  let last: Record<string, any> | undefined
-  for await (const line of lines) {
-    try {
-      last = JSON.parse(line)
-    } catch {
-      /* not the result */
-    }
-  }
-  if (!last) throw new Error(`${args.join(' ')} printed no result`)
-  return last
-}
 
-function stop(child: ChildProcess): Promise<void> {
-  return new Promise((resolve) => {
-    if (child.exitCode !== null) return resolve()
-    child.once('exit', () => resolve())
-    child.kill('SIGTERM')
-  })
-}
 
 /** CPU time of a process so far, ms (utime + stime of /proc/<pid>/stat). */
 function cpuMs(pid: number): number {

@@ -36,58 +36,25 @@
  *
  * `--write` replaces the results section of docs/benchmarks.md.
  */
-import { spawn, type ChildProcess } from 'node:child_process'
+import type { ChildProcess } from 'node:child_process'
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises'
 import { cpus, totalmem, tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { createInterface } from 'node:readline'
-import { fileURLToPath } from 'node:url'
 import { firstJson } from './lines.ts'
+import { processes, ROOT } from './processes.ts'
 import { freePort, IN_FLIGHT, runMain } from './measure.ts'
 import { natsServerPath, startNatsServer } from './peers/nats-server.ts'
 
-const ROOT = fileURLToPath(new URL('..', import.meta.url))
 // The peers (Moleculer, raw NATS, BullMQ) run without tracing, so svc-sdk processes run with their
 // telemetry off too (like for like); what telemetry costs is measured on its own in the tracing rows,
 // which set OTEL_ENABLED per mode. The engine keeps its default settings.
 process.env.OTEL_ENABLED ??= 'false'
 const children: ChildProcess[] = []
+const { start, run, runDocument, stop } = processes(children)
 
-function start(args: string[], env: Record<string, string> = {}, cwd = ROOT): { child: ChildProcess; lines: AsyncIterableIterator<string> } {
-  const child = spawn(process.execPath, args, { cwd, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'inherit'] })
-  children.push(child)
-  return { child, lines: createInterface({ input: child.stdout! })[Symbol.asyncIterator]() }
-}
 
-async function run(args: string[], env: Record<string, string> = {}): Promise<Record<string, any>> {
-  const { lines } = start(args, env)
-  let last: Record<string, any> | undefined
-  for await (const line of lines) {
-    try {
-      last = JSON.parse(line)
-    } catch {
-      /* ignore */
-    }
-  }
-  if (!last) throw new Error(`${args.join(' ')} printed no result`)
-  return last
-}
 
-/** Runs a script that prints one JSON document (possibly over several lines) and parses it. */
-async function runDocument(args: string[]): Promise<Record<string, any>> {
-  const { lines } = start(args)
-  const out: string[] = []
-  for await (const line of lines) out.push(line)
-  return JSON.parse(out.join('\n'))
-}
 
-function stop(child: ChildProcess): Promise<void> {
-  return new Promise((resolve) => {
-    if (child.exitCode !== null) return resolve()
-    child.once('exit', () => resolve())
-    child.kill('SIGTERM')
-  })
-}
 
 /** The peer rows: caller and callee processes talking through one nats-server started here. */
 async function measurePeers(): Promise<{ moleculer: Record<string, any>; nats: Record<string, any> }> {

@@ -17,7 +17,7 @@
  */
 import { randomBytes } from 'node:crypto'
 import { connect, type Msg, type NatsConnection, type Subscription } from 'nats'
-import { decodeFrame, encodeResult, Errors, type WorkerSummary } from 'svc-protocol'
+import { decodeFrame, encodeResult, Errors, type FleetEngineInfo, type WorkerSummary } from 'svc-protocol'
 import { PERMISSIVE } from '../engine/access/policy.ts'
 import type { FleetConfig, Logger } from '../engine/config.ts'
 import type { FunctionRegistry } from '../engine/functions.ts'
@@ -45,20 +45,6 @@ export interface FleetHost {
   functionsChanged(): void
   /** A worker of another engine joined or left the fleet (`engine::workers-available`). */
   workerEvent(event: 'worker_connected' | 'worker_disconnected', workerId: string): void
-}
-
-/** One engine of the fleet as `svc status`, the console and `engine::fleet::list` show it. */
-export interface FleetMemberInfo {
-  engine: string
-  instance: string
-  /** This engine. */
-  self: boolean
-  urls: string[]
-  started_at_ms: number
-  /** Ms since its last heartbeat; 0 for this engine. */
-  last_heard_ms: number
-  workers: number
-  functions: number
 }
 
 /** The `fleet` component of `engine::health::check`. */
@@ -186,10 +172,10 @@ export class Fleet {
   }
 
   /** The engines of the fleet, this one first. */
-  list(): FleetMemberInfo[] {
+  list(): FleetEngineInfo[] {
     const now = performance.now()
     const own = this.localExport()
-    const self: FleetMemberInfo = {
+    const self: FleetEngineInfo = {
       engine: this.config.engine,
       instance: this.instance,
       self: true,

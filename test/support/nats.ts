@@ -5,8 +5,9 @@
  *
  * Fails (never skips) when `nats-server` is missing, saying how to install it.
  */
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process'
+import { spawnSync, type ChildProcess } from 'node:child_process'
 import { freePort } from './redis.ts'
+import { spawnUntilReady } from './server-process.ts'
 
 export interface TestNats {
   /** `nats://127.0.0.1:<port>` */
@@ -60,32 +61,5 @@ export async function startTestNats(): Promise<TestNats> {
 }
 
 function spawnNats(port: number): Promise<ChildProcess> {
-  const child = spawn('nats-server', ['-a', '127.0.0.1', '-p', String(port)], { stdio: ['ignore', 'pipe', 'pipe'] })
-  let output = ''
-  return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => {
-      child.kill('SIGKILL')
-      reject(new Error(`nats-server did not start within 10 s:\n${output}`))
-    }, 10_000)
-    const onData = (chunk: Buffer) => {
-      output += chunk.toString()
-      if (output.includes('Server is ready')) {
-        clearTimeout(timer)
-        child.stderr!.off('data', onData)
-        child.stderr!.resume()
-        child.stdout!.resume()
-        resolve(child)
-      }
-    }
-    child.stderr!.on('data', onData)
-    child.stdout!.on('data', (chunk: Buffer) => (output += chunk.toString()))
-    child.once('exit', (code) => {
-      clearTimeout(timer)
-      reject(new Error(`nats-server exited with code ${code} before it was ready:\n${output}`))
-    })
-    child.once('error', (error) => {
-      clearTimeout(timer)
-      reject(error)
-    })
-  })
+  return spawnUntilReady('nats-server', ['-a', '127.0.0.1', '-p', String(port)], 'Server is ready')
 }

@@ -4,11 +4,12 @@
  *
  * Fails (never skips) when `redis-server` is missing, saying how to install it.
  */
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process'
+import { spawnSync, type ChildProcess } from 'node:child_process'
 import { mkdtempSync, rmSync } from 'node:fs'
 import { createServer } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import { spawnUntilReady } from './server-process.ts'
 
 export interface TestRedis {
   /** `redis://127.0.0.1:<port>` */
@@ -106,36 +107,9 @@ export async function startTestRedis(): Promise<TestRedis> {
 }
 
 function spawnRedis(port: number, dir: string): Promise<ChildProcess> {
-  const child = spawn(
+  return spawnUntilReady(
     'redis-server',
     ['--port', String(port), '--bind', '127.0.0.1', '--dir', dir, '--save', '', '--appendonly', 'no', '--daemonize', 'no'],
-    { stdio: ['ignore', 'pipe', 'pipe'] },
+    'Ready to accept connections',
   )
-  let output = ''
-  return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => {
-      child.kill('SIGKILL')
-      reject(new Error(`redis-server did not start within 10 s:\n${output}`))
-    }, 10_000)
-    const onData = (chunk: Buffer) => {
-      output += chunk.toString()
-      if (output.includes('Ready to accept connections')) {
-        clearTimeout(timer)
-        child.stdout!.off('data', onData)
-        child.stdout!.resume()
-        child.stderr!.resume()
-        resolve(child)
-      }
-    }
-    child.stdout!.on('data', onData)
-    child.stderr!.on('data', (chunk: Buffer) => (output += chunk.toString()))
-    child.once('exit', (code) => {
-      clearTimeout(timer)
-      reject(new Error(`redis-server exited with code ${code} before it was ready:\n${output}`))
-    })
-    child.once('error', (error) => {
-      clearTimeout(timer)
-      reject(error)
-    })
-  })
 }
