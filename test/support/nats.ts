@@ -7,7 +7,7 @@
  */
 import { spawnSync, type ChildProcess } from 'node:child_process'
 import { freePort } from './redis.ts'
-import { spawnUntilReady } from './server-process.ts'
+import { spawnUntilReady, stopProcess } from './server-process.ts'
 
 export interface TestNats {
   /** `nats://127.0.0.1:<port>` */
@@ -40,11 +40,7 @@ export async function startTestNats(): Promise<TestNats> {
   const stop = async (): Promise<void> => {
     const running = child
     child = null
-    if (!running || running.exitCode !== null || running.signalCode !== null) return
-    await new Promise<void>((resolve) => {
-      running.once('exit', () => resolve())
-      running.kill('SIGTERM')
-    })
+    await stopProcess(running)
   }
   return {
     url: `nats://127.0.0.1:${port}`,

@@ -9,7 +9,7 @@ import { mkdtempSync, rmSync } from 'node:fs'
 import { createServer } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { spawnUntilReady } from './server-process.ts'
+import { spawnUntilReady, stopProcess } from './server-process.ts'
 
 export interface TestRedis {
   /** `redis://127.0.0.1:<port>` */
@@ -72,11 +72,7 @@ export async function startTestRedis(): Promise<TestRedis> {
   const stop = async (): Promise<void> => {
     const running = child
     child = null
-    if (!running || running.exitCode !== null || running.signalCode !== null) return
-    await new Promise<void>((resolve) => {
-      running.once('exit', () => resolve())
-      running.kill('SIGTERM')
-    })
+    await stopProcess(running)
   }
 
   return {

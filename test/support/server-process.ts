@@ -37,3 +37,12 @@ export function spawnUntilReady(command: string, args: string[], ready: string):
     })
   })
 }
+
+/** SIGTERM to `child` unless it already exited; resolves once it has. */
+export async function stopProcess(child: ChildProcess | null): Promise<void> {
+  if (!child || child.exitCode !== null || child.signalCode !== null) return
+  await new Promise<void>((resolve) => {
+    child.once('exit', () => resolve())
+    child.kill('SIGTERM')
+  })
+}

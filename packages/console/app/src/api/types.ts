@@ -108,29 +108,11 @@ export interface FunctionDetail extends FunctionSummary {
 }
 
 /**
- * `engine::fleet::list` (issue 19), as the engine answers it. Everything in `engines[]` but the
- * answering engine's own row came from other engines over NATS: read it through
- * `readFleet` (pages/fleet/fleet.ts) before showing it.
+ * `engine::fleet::list` (issue 19), the engine's own payload types. Everything in `engines[]` but
+ * the answering engine's own row came from other engines over NATS: read it through `readFleet`
+ * (pages/fleet/fleet.ts) before showing it.
  */
-export interface FleetListResult {
-  fleet: string | null
-  engine: string | null
-  status: 'healthy' | 'degraded' | 'alone'
-  detail?: string
-  engines: FleetEngineInfo[]
-}
-
-/** One engine of `engine::fleet::list`: `last_heard_ms` is relative to the answer, `started_at_ms` Unix ms. */
-export interface FleetEngineInfo {
-  engine: string
-  instance: string
-  self: boolean
-  urls: string[]
-  started_at_ms: number
-  last_heard_ms: number
-  workers: number
-  functions: number
-}
+export type { FleetEngineInfo, FleetListResult } from 'svc-protocol'
 
 /** TriggerTypeSummary (protocol.md §11.1). */
 export interface TriggerTypeSummary {
