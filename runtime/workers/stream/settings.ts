@@ -25,7 +25,7 @@ export interface StreamSettings {
   client_buffer_bytes: number
   /** Largest accepted JSON encoding of an item, UTF-8 bytes; null (default): no limit. */
   max_item_bytes: number | null
-  /** Canonical adapter entry. Default `{name: "builtin"}`; `redis` is refused (not available yet). */
+  /** Canonical adapter entry. Default `{name: "builtin"}`; `memory` and `redis` (shared by every engine on one server) are the others. */
   adapter: StreamAdapterSpec
 }
 
