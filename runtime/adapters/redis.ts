@@ -10,7 +10,8 @@
  * and such failures are `ADAPTER_UNAVAILABLE` ({@link redisCallError}). Opening never fails because
  * Redis is down: the adapter logs a warning and works as soon as Redis is reachable.
  */
-import { Redis, type RedisOptions } from 'ioredis'
+import { createRequire } from 'node:module'
+import type { Redis, RedisOptions } from 'ioredis'
 import { Errors, SvcError } from 'svc-protocol/errors'
 
 /** `adapter.config` of a `redis` adapter (builtins.md §13.4), defaults applied. */
@@ -104,12 +105,21 @@ export function redisClientOptions(): RedisOptions {
  */
 export function connectRedis(url: string, role: 'commands' | 'subscriber' = 'commands'): Redis {
   const options = redisClientOptions()
-  const client = new Redis(url, role === 'subscriber' ? { ...options, commandTimeout: undefined } : options)
+  const client = new (ioredis())(url, role === 'subscriber' ? { ...options, commandTimeout: undefined } : options)
   client.on('error', () => {})
   OPEN.set(client, redactRedisUrl(url))
   client.once('end', () => OPEN.delete(client))
   return client
 }
+
+/**
+ * ioredis's client class, loaded on the first connection (synchronously: ioredis is CommonJS), so
+ * that parsing config.yaml or asking for health never loads it.
+ */
+function ioredis(): typeof Redis {
+  return (IOREDIS ??= (createRequire(import.meta.url)('ioredis') as typeof import('ioredis')).Redis)
+}
+let IOREDIS: typeof Redis | undefined
 
 /** Every client {@link connectRedis} made that has not ended, with its URL without password. */
 const OPEN = new Map<Redis, string>()

@@ -16,7 +16,7 @@
  *   cannot hear them). On reconnect the heartbeats resume and the views are brought up to date.
  */
 import { randomBytes } from 'node:crypto'
-import { connect, type Msg, type NatsConnection, type Subscription } from 'nats'
+import type { Msg, NatsConnection, Subscription } from 'nats'
 import { decodeFrame, encodeResult, Errors, type FleetEngineInfo, type WorkerSummary } from 'svc-protocol'
 import { PERMISSIVE } from '../engine/access/policy.ts'
 import type { FleetConfig, Logger } from '../engine/config.ts'
@@ -118,6 +118,8 @@ export class Fleet {
    */
   async start(waitMs = 1500): Promise<void> {
     const servers = this.config.nats
+    // nats loads only when a fleet is configured.
+    const { connect } = await import('nats')
     const connecting = connect({
       servers,
       name: `svc-engine ${this.config.engine}`,

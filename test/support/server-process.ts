@@ -4,11 +4,11 @@
 import { spawn, type ChildProcess } from 'node:child_process'
 
 /**
- * Spawns `command` and resolves once its output (stdout or stderr) contains `ready`.
+ * Spawns `command` (in `options.cwd`, with `options.env`) and resolves once its output (stdout or stderr) contains `ready`.
  * @throws Error with the output when it exits first or is not ready within 10 s (then killed).
  */
-export function spawnUntilReady(command: string, args: string[], ready: string): Promise<ChildProcess> {
-  const child = spawn(command, args, { stdio: ['ignore', 'pipe', 'pipe'] })
+export function spawnUntilReady(command: string, args: string[], ready: string, options: { cwd?: string; env?: NodeJS.ProcessEnv } = {}): Promise<ChildProcess> {
+  const child = spawn(command, args, { ...options, stdio: ['ignore', 'pipe', 'pipe'] })
   let output = ''
   return new Promise((resolve, reject) => {
     const timer = setTimeout(() => {

@@ -6,14 +6,12 @@ import { parseAdapterEntry, parseNoAdapterConfig } from '../entry.ts'
 import { parseRedisConfig, describeRedis, type RedisConfig } from '../redis.ts'
 import { parseSqliteStateConfig } from '../state/sqlite/sqlite.ts'
 import { MemoryCronSlotStore } from './memory/memory.ts'
-import { RedisCronSlotStore } from './redis/redis.ts'
 import { SqliteCronSlotStore, sqliteCronPath, type SqliteCronConfig } from './sqlite/sqlite.ts'
 import type { CronSlotStore, CronStoreContext } from './types.ts'
 
 export type * from './types.ts'
 export { MemoryCronSlotStore } from './memory/memory.ts'
 export { SqliteCronSlotStore } from './sqlite/sqlite.ts'
-export { RedisCronSlotStore } from './redis/redis.ts'
 
 /** A validated adapter entry, name canonical. */
 export type CronAdapterSpec =
@@ -67,6 +65,7 @@ export async function openCronSlotStore(
     case 'memory':
       return new MemoryCronSlotStore()
     case 'redis':
-      return RedisCronSlotStore.open(spec.config, log)
+      // The redis module (and ioredis) loads only when a worker uses it.
+      return (await import('./redis/redis.ts')).RedisCronSlotStore.open(spec.config, log)
   }
 }

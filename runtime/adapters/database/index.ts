@@ -6,8 +6,6 @@ import { mkdirSync } from 'node:fs'
 import { dirname } from 'node:path'
 import { Errors } from 'svc-protocol/errors'
 import { RESULT_LIMIT_DEFAULTS } from './limits.ts'
-import { openMysqlDriver } from './mysql/index.ts'
-import { openPostgresDriver } from './postgres/index.ts'
 import { openSqliteDriver } from './sqlite/index.ts'
 import type { DatabaseDriver, DriverOptions } from './types.ts'
 import { driverOf, sqlitePath } from './url.ts'
@@ -41,8 +39,9 @@ export async function openDatabaseDriver(options: DriverOptions, root: string): 
       return openSqliteDriver({ name: options.name, path, busyTimeoutMs: options.pool.acquire_timeout_ms, limits: options.limits ?? RESULT_LIMIT_DEFAULTS, allowAttach: options.allowAttach ?? false })
     }
     case 'postgres':
-      return openPostgresDriver(options)
+      // Drivers load on first use: a project without PostgreSQL or MySQL never loads pg or mysql2.
+      return (await import('./postgres/index.ts')).openPostgresDriver(options)
     case 'mysql':
-      return openMysqlDriver(options)
+      return (await import('./mysql/index.ts')).openMysqlDriver(options)
   }
 }

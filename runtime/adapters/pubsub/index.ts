@@ -5,12 +5,10 @@
 import { parseAdapterEntry, parseNoAdapterConfig } from '../entry.ts'
 import { parseRedisConfig, describeRedis, type RedisConfig } from '../redis.ts'
 import { MemoryPubSubAdapter } from './memory/memory.ts'
-import { RedisPubSubAdapter } from './redis/redis.ts'
 import type { PubSubAdapter, PubSubAdapterContext } from './types.ts'
 
 export type * from './types.ts'
 export { MemoryPubSubAdapter } from './memory/memory.ts'
-export { RedisPubSubAdapter } from './redis/redis.ts'
 
 /** A validated adapter entry, name canonical. */
 export type PubSubAdapterSpec =
@@ -51,6 +49,7 @@ export async function openPubSubAdapter(spec: PubSubAdapterSpec, context: PubSub
     case 'memory':
       return new MemoryPubSubAdapter(context)
     case 'redis':
-      return RedisPubSubAdapter.open(spec.config, context)
+      // The redis module (and ioredis) loads only when a worker uses it.
+      return (await import('./redis/redis.ts')).RedisPubSubAdapter.open(spec.config, context)
   }
 }

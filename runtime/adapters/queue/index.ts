@@ -5,7 +5,7 @@
 import { parseAdapterEntry, parseNoAdapterConfig } from '../entry.ts'
 import { describeRedis } from '../redis.ts'
 import { openMemoryQueue } from './memory/memory.ts'
-import { parseRedisQueueConfig, RedisQueueBackend, type RedisQueueConfig } from './redis/redis.ts'
+import { parseRedisQueueConfig, type RedisQueueConfig } from './redis/config.ts'
 import { openSqliteQueue, sqliteQueuePath, type SqliteQueueConfig } from './sqlite/sqlite.ts'
 import type { QueueAdapterContext, QueueBackend } from './types.ts'
 
@@ -18,7 +18,7 @@ export type QueueAdapterSpec =
   | { name: 'memory'; config: Record<string, never> }
   | { name: 'redis'; config: RedisQueueConfig }
 
-export { RedisQueueBackend, parseRedisQueueConfig, DEFAULT_LEASE_MS } from './redis/redis.ts'
+export { parseRedisQueueConfig, DEFAULT_LEASE_MS } from './redis/config.ts'
 
 /**
  * Validates the `adapter` entry; undefined or null means `{name: "builtin"}`.
@@ -74,6 +74,7 @@ export async function openQueueBackend(spec: QueueAdapterSpec, context: QueueAda
     case 'builtin':
       return openSqliteQueue(spec.config, context, now)
     case 'redis':
-      return RedisQueueBackend.open(spec.config, { log: context.log, dataDir: context.dataDir })
+      // The redis module (and ioredis) loads only when a worker uses it.
+      return (await import('./redis/redis.ts')).RedisQueueBackend.open(spec.config, { log: context.log, dataDir: context.dataDir })
   }
 }

@@ -5,7 +5,6 @@
 import { parseAdapterEntry } from '../entry.ts'
 import { MemoryStateAdapter, parseMemoryStateConfig } from './memory/memory.ts'
 import { parseRedisConfig, describeRedis, type RedisConfig } from '../redis.ts'
-import { RedisStateAdapter } from './redis/redis.ts'
 import { parseSqliteStateConfig, SqliteStateAdapter, sqliteStatePath, type SqliteStateConfig } from './sqlite/sqlite.ts'
 import type { StateAdapter, StateAdapterContext } from './types.ts'
 
@@ -13,7 +12,6 @@ export type * from './types.ts'
 export { compareUtf8 } from './types.ts'
 export { MemoryStateAdapter } from './memory/memory.ts'
 export { SqliteStateAdapter } from './sqlite/sqlite.ts'
-export { RedisStateAdapter } from './redis/redis.ts'
 
 /** Canonical adapter names of the state worker (builtins.md §13.1). */
 export type StateAdapterName = 'builtin' | 'memory' | 'redis'
@@ -79,6 +77,7 @@ export async function openStateAdapter(spec: StateAdapterSpec, context: StateAda
     case 'memory':
       return new MemoryStateAdapter()
     case 'redis':
-      return RedisStateAdapter.open(spec.config, context)
+      // The redis module (and ioredis) loads only when a worker uses it.
+      return (await import('./redis/redis.ts')).RedisStateAdapter.open(spec.config, context)
   }
 }

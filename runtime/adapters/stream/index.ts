@@ -9,13 +9,11 @@ import { describeRedis, type RedisConfig } from '../redis.ts'
 import { parseStateAdapterEntry } from '../state/index.ts'
 import { MemoryStateAdapter } from '../state/memory/memory.ts'
 import { SqliteStateAdapter } from '../state/sqlite/sqlite.ts'
-import { RedisStreamAdapter } from './redis.ts'
 import { StateBackedStreamAdapter } from './state-backed.ts'
 import type { StreamAdapter, StreamAdapterContext } from './types.ts'
 
 export type * from './types.ts'
 export { StateBackedStreamAdapter } from './state-backed.ts'
-export { RedisStreamAdapter } from './redis.ts'
 
 /** Default database file of `builtin`, relative to the data directory (§13.2). */
 export const DEFAULT_STREAM_DB = 'stream.db'
@@ -75,6 +73,7 @@ export async function openStreamAdapter(spec: StreamAdapterSpec, context: Stream
     case 'memory':
       return new StateBackedStreamAdapter(new MemoryStateAdapter())
     case 'redis':
-      return RedisStreamAdapter.open(spec.config, { log: context.log })
+      // The redis module (and ioredis) loads only when a worker uses it.
+      return (await import('./redis.ts')).RedisStreamAdapter.open(spec.config, { log: context.log })
   }
 }

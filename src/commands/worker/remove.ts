@@ -1,7 +1,6 @@
 /**
  * `svc worker remove`: take workers out of config.yaml, or turn built-ins off (cli.md §4.4).
  */
-import { confirm } from '@inquirer/prompts'
 import { Args, Flags } from '@oclif/core'
 import { SvcCommand } from '../../lib/command.ts'
 import { interruptible, isInteractiveProcess } from '../../lib/interactive.ts'
@@ -51,6 +50,7 @@ export default class WorkerRemove extends SvcCommand {
 }
 
 /** `? Stop and remove math-worker? (Y/n)`; Ctrl-C at the prompt exits 130 (cli.md §1.1). */
-function ask(message: string): Promise<boolean> {
+async function ask(message: string): Promise<boolean> {
+  const { confirm } = await import('@inquirer/prompts')
   return interruptible(confirm({ message, default: true }))
 }

@@ -41,7 +41,7 @@ import type { Redis } from 'ioredis'
 import { Redis as RedisClient } from 'ioredis'
 import { Errors } from 'svc-protocol/errors'
 import { jsonParse } from 'svc-protocol/json'
-import { CALL_TIMEOUT_MS, connectRedis, parseRedisConfig, redisClientOptions, redactRedisUrl, redisCallError, waitReady, type RedisConfig } from '../../redis.ts'
+import { CALL_TIMEOUT_MS, connectRedis, redisClientOptions, redactRedisUrl, redisCallError, waitReady, type RedisConfig } from '../../redis.ts'
 import type { StateAdapterLogger } from '../../state/types.ts'
 import {
   targetKey,
@@ -57,11 +57,10 @@ import {
   type WakeListener,
 } from '../types.ts'
 import * as scripts from './scripts.ts'
+import type { RedisQueueConfig } from './config.ts'
 
-/** Default lease of an in-flight message, ms (renewed every third of it while delivered). */
-export const DEFAULT_LEASE_MS = 30_000
-export const MIN_LEASE_MS = 1_000
-export const MAX_LEASE_MS = 3_600_000
+export { DEFAULT_LEASE_MS, MAX_LEASE_MS, MIN_LEASE_MS, parseRedisQueueConfig, type RedisQueueConfig } from './config.ts'
+
 /** Most pending entries one reserve looks at (skipped busy keys, unstartable targets) before it stops. */
 export const RESERVE_SCAN_BUDGET = 2_000
 /** When a reserve ran out of its scan budget, the worker looks again after this many ms. */
@@ -73,36 +72,6 @@ const MAX_TARGET_VERDICTS = 1024
 /** Fields a message body holds (the parts that never change), as the SQLite backend stores them. */
 const BODY_FIELDS = ['function_id', 'namespace', 'data', 'metadata', 'traceparent', 'baggage', 'group', 'key', 'enqueued_at', 'size_bytes'] as const
 const INTERRUPTED: QueueError = { code: 'delivery_interrupted', message: 'the engine stopped while the last attempt was in flight' }
-
-/** `adapter.config` of the redis queue backend: the shared redis block plus `lease_ms`. */
-export interface RedisQueueConfig extends RedisConfig {
-  /** Lease of an in-flight message, ms ({@link MIN_LEASE_MS}–{@link MAX_LEASE_MS}); default {@link DEFAULT_LEASE_MS}. */
-  lease_ms: number
-}
-
-/**
- * Checks the `adapter.config` block of `{name: redis}` for the queue worker: `url` (or
- * `redis_url`), `key_prefix` (../../redis.ts) and `lease_ms`.
- * @throws Error naming the field, e.g. `adapter.config.lease_ms must be an integer from 1000 to 3600000`.
- * @example parseRedisQueueConfig({ url: 'redis://cache:6379', lease_ms: 10000 }) // { url, key_prefix: 'svc:', lease_ms: 10000 }
- */
-export function parseRedisQueueConfig(config: Record<string, unknown>): RedisQueueConfig {
-  const { lease_ms: lease, ...rest } = config
-  for (const field of Object.keys(rest)) {
-    if (field !== 'url' && field !== 'redis_url' && field !== 'key_prefix') {
-      throw new Error(`adapter.config.${field} is not a redis queue adapter option (known: url, key_prefix, lease_ms)`)
-    }
-  }
-  const base = parseRedisConfig(rest)
-  let lease_ms = DEFAULT_LEASE_MS
-  if (lease !== undefined && lease !== null) {
-    if (typeof lease !== 'number' || !Number.isSafeInteger(lease) || lease < MIN_LEASE_MS || lease > MAX_LEASE_MS) {
-      throw new Error(`adapter.config.lease_ms must be an integer from ${MIN_LEASE_MS} to ${MAX_LEASE_MS}`)
-    }
-    lease_ms = lease
-  }
-  return { ...base, lease_ms }
-}
 
 type Script = (...args: Array<string | number>) => Promise<unknown>
 type ScriptName =
