@@ -28,7 +28,7 @@ import { diffConfig, watchConfigFile } from './reload.ts'
 import { existsSync, mkdirSync } from 'node:fs'
 import { join } from 'node:path'
 import { superviseWorker } from '../supervisor/supervisor.ts'
-import { checkToken, CONSOLE_TOKEN_ENV, newToken } from 'svc-console'
+import { checkToken, CONSOLE_TOKEN_ENV, newToken } from 'svc-console/access'
 import type { OutputLine, RegistrationProbe, SupervisedWorker, WorkerState } from '../supervisor/types.ts'
 
 export const LOG_LEVELS = ['trace', 'debug', 'info', 'warn', 'error'] as const

@@ -3,7 +3,7 @@
  * limits of stored telemetry (./limits.ts) and the `otlp` export block (§12.8) included.
  */
 import { DEFAULT_MAX_LOG_BYTES, DEFAULT_MAX_SPAN_BYTES, MIN_WINDOW_BYTES } from '../../adapters/observability/store.ts'
-import { resolveOtlpSettings, type OtlpSettings } from './export.ts'
+import { resolveOtlpSettings, type OtlpSettings } from './otlp-settings.ts'
 import { DEFAULT_TELEMETRY_LIMITS, MIN_LENGTH_LIMIT, MIN_RECORD_SIZE_LIMIT, type TelemetryLimits } from './limits.ts'
 
 /** The severity number of each log level (§12.2): `engine::log::<level>` and `log_level`. */

@@ -32,7 +32,7 @@ import { MemoryStore, NoStore, type StoreLimits, type TelemetryStore } from '../
 import type { TelemetryHub, TelemetrySink, TelemetrySource } from '../../engine/telemetry.ts'
 import type { BuiltinContext, BuiltinWorker } from '../../engine/types.ts'
 import { createSettingsApplier, type SettingsApplier } from '../shared/settings.ts'
-import { OtlpExport } from './export.ts'
+import type { OtlpExport } from './export.ts'
 import { OWN_FUNCTIONS, recordOf, registerObservabilityFunctions } from './functions.ts'
 import { InvocationMetrics } from './invocations.ts'
 import { TelemetryLimiter } from './limits.ts'
@@ -186,7 +186,7 @@ export class ObservabilityWorker implements BuiltinWorker, TelemetrySink {
     const wanted = next.enabled && next.otlp.enabled
     const key = wanted ? JSON.stringify(next.otlp) : ''
     if (key === this.exportKey) return
-    const started = wanted ? await OtlpExport.start(next.otlp, (message) => this.context?.log.warn(message)) : undefined
+    const started = wanted ? await (await import('./export.ts')).OtlpExport.start(next.otlp, (message) => this.context?.log.warn(message)) : undefined
     const previous = this.export
     this.export = started
     this.exportKey = key
