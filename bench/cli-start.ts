@@ -11,23 +11,11 @@
  *
  * Usage: `node bench/cli-start.ts [rounds]` (default 15), after `npm run build`.
  */
-import { execFileSync, spawn } from 'node:child_process'
-import { existsSync, mkdtempSync, renameSync, rmSync, statSync } from 'node:fs'
-import { tmpdir } from 'node:os'
-import { dirname, join } from 'node:path'
-import { fileURLToPath } from 'node:url'
-import { packDist } from '../src/project/bundle.ts'
+import { spawn } from 'node:child_process'
+import { renameSync } from 'node:fs'
+import { join } from 'node:path'
 import { startTestEngine } from '../test/support/engine.ts'
-
-const ROOT = fileURLToPath(new URL('..', import.meta.url))
-const PACK = join(ROOT, 'dist', 'pack')
-const VERSION = (JSON.parse(execFileSync('npm', ['pkg', 'get', 'version'], { cwd: ROOT, encoding: 'utf8' })) as string).trim()
-const CLI_TARBALL = join(PACK, `svc-${VERSION}.tgz`)
-
-function median(values: number[]): number {
-  const sorted = [...values].sort((a, b) => a - b)
-  return Math.round(sorted[Math.floor(sorted.length / 2)]! * 10) / 10
-}
+import { installPackedCli, median } from './packed-cli.ts'
 
 /**
  * Wall milliseconds of one run of `file args`, which must exit 0. Asynchronous: the engine the
@@ -45,16 +33,10 @@ function wall(file: string, args: string[], env: NodeJS.ProcessEnv): Promise<num
 
 async function main(): Promise<void> {
   const rounds = Number(process.argv[2] ?? 15)
-  if (!existsSync(CLI_TARBALL) || statSync(CLI_TARBALL).mtimeMs < statSync(join(ROOT, 'dist', 'src')).mtimeMs) packDist(ROOT, PACK)
-  const prefix = mkdtempSync(join(tmpdir(), 'svc-bench-cli-'))
+  const cli = installPackedCli()
   const engine = await startTestEngine({ builtins: [] })
   try {
-    const env: NodeJS.ProcessEnv = { ...process.env, PATH: `${dirname(process.execPath)}:${process.env.PATH ?? ''}`, npm_config_audit: 'false', npm_config_fund: 'false' }
-    execFileSync('npm', ['i', '-g', '--prefix', prefix, '--offline', CLI_TARBALL], { env, stdio: 'ignore' })
-    const svc = join(prefix, 'bin', 'svc')
-    const installed = join(prefix, 'lib', 'node_modules', 'svc')
-    const home = mkdtempSync(join(tmpdir(), 'svc-bench-home-'))
-    const run = { ...env, HOME: home }
+    const { svc, installed, env: run } = cli
     const ms = { node_ws: [] as number[], version: [] as number[], trigger: [] as number[], version_unlisted: [] as number[], trigger_unlisted: [] as number[] }
     const manifest = join(installed, 'oclif.manifest.json')
     const hidden = `${manifest}.hidden`
@@ -77,10 +59,9 @@ async function main(): Promise<void> {
       rounds,
       ms: Object.fromEntries(Object.entries(ms).map(([key, values]) => [key, median(values)])),
     }))
-    rmSync(home, { recursive: true, force: true })
   } finally {
     await engine.stop()
-    rmSync(prefix, { recursive: true, force: true })
+    cli.remove()
   }
 }
 
