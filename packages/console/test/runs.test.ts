@@ -151,9 +151,15 @@ describe('run history and re-run (issue 21, the console)', () => {
     assert.equal(res.status, 405)
   })
 
-  it('POST /api/rerun refuses a body without a valid rerun_of, or with trace', async () => {
+  it('POST /api/rerun without rerun_of (a dead letter’s payload) runs in a new trace with no link', async () => {
+    const rerun = await post('/api/rerun', { function_id: 'shop::price', payload: { qty: 7 } })
+    assert.deepEqual({ ok: rerun.body.ok, result: rerun.body.result, rerun_of: rerun.body.rerun_of }, { ok: true, result: { total: 21 }, rerun_of: null })
+    await flushOtel()
+    await eventually(async () => (await runs({ function_id: 'shop::price' })).runs.some((r) => r.trace_id === rerun.body.trace_id && r.rerun_of === null), 10_000)
+  })
+
+  it('POST /api/rerun refuses an invalid rerun_of, or trace', async () => {
     const cases: [unknown, RegExp][] = [
-      [{ function_id: 'shop::price', payload: {} }, /rerun_of/],
       [{ function_id: 'shop::price', rerun_of: 'xyz' }, /rerun_of/],
       [{ function_id: 'shop::price', rerun_of: '0'.repeat(32) }, /rerun_of/],
       [{ function_id: 'shop::price', rerun_of: 'ab'.repeat(16) + ',k=v' }, /rerun_of/],
@@ -173,7 +179,7 @@ describe('run history and re-run (issue 21, the console)', () => {
     const rerunBody = fc.oneof(
       fc.record(
         { function_id: fc.oneof(fc.constantFrom('shop::price', 'shop::nope', 'engine::runs::list', ''), fc.string(), fc.jsonValue()), payload: fc.jsonValue(), rerun_of: traceId, namespace: fc.option(fc.oneof(fc.string(), fc.integer())), timeout_ms: fc.option(fc.oneof(fc.integer({ min: -5, max: 5000 }), fc.double())), trace: fc.option(fc.jsonValue()) },
-        { requiredKeys: ['rerun_of'] },
+        { requiredKeys: [] },
       ),
       fc.jsonValue(),
       fc.string(),

@@ -48,7 +48,7 @@ export type InvokeOutcome =
 /** The trace context of a re-run (see {@link rerunContext}). */
 export interface RerunContext {
   traceparent: string
-  baggage: string
+  baggage?: string
   /** The new run's trace id. */
   trace_id: string
 }
@@ -57,12 +57,15 @@ export interface RerunContext {
  * The trace context of a re-run of the run in trace `rerunOf` (32 lower-case hex digits): a new
  * sampled trace whose first span's parent is a span id no one records (so the callee's span is the
  * trace's root), and W3C baggage `svc.rerun_of=<rerunOf>`, which SDK handler spans copy into their
- * attributes (protocol.md §10.1) and `engine::runs::list` reports as `rerun_of`.
+ * attributes (protocol.md §10.1) and `engine::runs::list` reports as `rerun_of`; no baggage
+ * without `rerunOf` (a dead letter's payload, which names no trace).
  * @example rerunContext('4bf92f3577b34da6a3ce929d0e0e4736').baggage // 'svc.rerun_of=4bf92f3577b34da6a3ce929d0e0e4736'
  */
-export function rerunContext(rerunOf: string): RerunContext {
+export function rerunContext(rerunOf: string | undefined): RerunContext {
   const traceId = randomBytes(16).toString('hex')
-  return { traceparent: `00-${traceId}-${randomBytes(8).toString('hex')}-01`, baggage: `svc.rerun_of=${rerunOf}`, trace_id: traceId }
+  const context: RerunContext = { traceparent: `00-${traceId}-${randomBytes(8).toString('hex')}-01`, trace_id: traceId }
+  if (rerunOf !== undefined) context.baggage = `svc.rerun_of=${rerunOf}`
+  return context
 }
 
 /**
