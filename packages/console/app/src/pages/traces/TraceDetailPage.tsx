@@ -5,13 +5,14 @@
  * Reads `engine::traces::tree` (again every second while a span is unfinished or the trace is
  * fresh, since worker spans arrive late) and `engine::logs::list {trace_id, span_id}`.
  */
-import { useEffect, useState } from 'react'
+import { useEffect, useState, type ReactNode } from 'react'
 import { useCall } from '../../api/hooks.ts'
 import type { LogPage, SpanNode } from '../../api/types.ts'
 import { formatDuration, formatTime, nanoToMs, serviceHue } from '../../format/format.ts'
 import { Link, pathOf, setQuery, useLocation, withQuery } from '../../router/router.tsx'
 import { Badge, Crumb, Empty, ErrorBox, Fields, PageHeader, Panel, StatusBadge, useNow } from '../../components/ui.tsx'
 import { JsonView } from '../../components/json.tsx'
+import { RerunOf, RerunPanel } from '../../components/RerunPanel.tsx'
 import { LogTable } from '../logs/LogTable.tsx'
 import { ServiceTag } from './TracesPage.tsx'
 import { hasUnfinished, layoutWaterfall, withoutInternal } from './waterfall.ts'
@@ -140,6 +141,10 @@ export function TraceDetailPage({ traceId }: { traceId: string }) {
 function SpanPanel({ span }: { span: SpanNode }) {
   const logs = useCall<LogPage>('engine::logs::list', { trace_id: span.trace_id, span_id: span.span_id, limit: 100 }, { pollMs: span.end_time_unix_nano === null ? 1000 : undefined })
   const fnId = typeof span.attributes['svc.function.id'] === 'string' ? (span.attributes['svc.function.id'] as string) : undefined
+  const rerunOf = typeof span.attributes['svc.rerun_of'] === 'string' ? (span.attributes['svc.rerun_of'] as string) : undefined
+  // A handler span with its recorded input can be run again (the function's own span: `execute <id>`).
+  const input = span.events?.find((e) => e.name === 'svc.invocation.input')?.attributes['svc.payload.json']
+  const [rerunning, setRerunning] = useState(false)
   return (
     <Panel title={span.name} className="span-panel">
       <Fields
@@ -154,8 +159,18 @@ function SpanPanel({ span }: { span: SpanNode }) {
           ['Span id', <span className="mono">{span.span_id}</span>],
           ['Parent', span.parent_span_id ? <button type="button" className="small" onClick={() => setQuery({ span: span.parent_span_id })}>{span.parent_span_id}</button> : 'root'],
           ['Function', fnId ? <Link to={pathOf('functions', fnId)} className="mono">{fnId}</Link> : null],
+          ...(rerunOf ? [['Re-run', <RerunOf traceId={rerunOf} />] as [string, ReactNode]] : []),
         ]}
       />
+      {fnId && span.name === `execute ${fnId}` && typeof input === 'string' ? (
+        rerunning ? (
+          <RerunPanel functionId={fnId} payloadJson={input} rerunOf={span.trace_id} />
+        ) : (
+          <button type="button" onClick={() => setRerunning(true)}>
+            Re-run {fnId}…
+          </button>
+        )
+      ) : null}
       <h3>Attributes</h3>
       <JsonView value={span.attributes} maxHeight={260} />
       <h3>Events ({span.events?.length ?? 0})</h3>
