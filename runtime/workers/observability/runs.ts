@@ -100,7 +100,8 @@ function runOf(store: TelemetryStore, functionId: string, s: SpanRecord): Run {
     span_id: s.span_id,
     function_id: functionId,
     status: s.status,
-    started_at_ms: Math.floor(s.start_time_unix_nano / 1e6),
+    // + 1 µs: a whole ms stored as ns (ms × 1e6, a double) may read back just below it.
+    started_at_ms: Math.floor(s.start_time_unix_nano / 1e6 + 1e-3),
     duration_ms: s.duration_ms,
     caller: callerOf(store, s),
     service_name: s.service_name,
