@@ -48,7 +48,7 @@ export function TriggersPage({ triggerId }: { triggerId?: string }) {
         }
         subtitle={
           <>
-            {list.data && known ? `${triggers.length} registered triggers of ${typeIds.length} types` : 'Loading…'}. <Updated at={list.updatedAt} />
+            {list.data && known ? `${triggers.length} registered ${triggers.length === 1 ? 'trigger' : 'triggers'} of ${typeIds.length} ${typeIds.length === 1 ? 'type' : 'types'}` : 'Loading…'}. <Updated at={list.updatedAt} />
           </>
         }
         actions={
