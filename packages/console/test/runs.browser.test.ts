@@ -122,6 +122,15 @@ describe('console runs, re-runs, triggers, streams and log search in Chromium (i
     await link.getByRole('link').click()
     await page.waitForURL(new RegExp(`/traces/${old.trace_id}$`))
     await page.getByRole('list', { name: 'Spans' }).getByRole('listitem').filter({ hasText: 'execute shop::price' }).waitFor()
+    // The new run's trace says what it re-runs, and that its parent is the console, not a span.
+    const newest = (await runs('shop::price')).runs[0]!
+    assert.notEqual(newest.trace_id, old.trace_id)
+    await page.goto(`${server.url}/traces/${newest.trace_id}`)
+    const field = page.getByTestId('rerun-of')
+    await field.getByRole('link', { name: `${old.trace_id.slice(0, 12)}…` }).waitFor()
+    await page.getByText('the console started this re-run').waitFor()
+    await page.getByRole('button', { name: 'Re-run shop::price…' }).waitFor()
+    await shot('runs-rerun-trace')
   })
 
   it('Triggers opens on the user’s HTTP triggers; internal ones show only behind the switch; cron shows its next three runs', async () => {

@@ -130,7 +130,7 @@ export function TraceDetailPage({ traceId }: { traceId: string }) {
               })}
             </div>
           </div>
-          {selected ? <SpanPanel key={selected.span_id} span={selected} /> : null}
+          {selected ? <SpanPanel key={selected.span_id} span={selected} parentStored={selected.parent_span_id !== null && hasSpan(allRoots, selected.parent_span_id)} /> : null}
         </div>
       ) : null}
     </>
@@ -138,7 +138,7 @@ export function TraceDetailPage({ traceId }: { traceId: string }) {
 }
 
 /** Details of one span and the logs recorded under it. */
-function SpanPanel({ span }: { span: SpanNode }) {
+function SpanPanel({ span, parentStored }: { span: SpanNode; parentStored: boolean }) {
   const logs = useCall<LogPage>('engine::logs::list', { trace_id: span.trace_id, span_id: span.span_id, limit: 100 }, { pollMs: span.end_time_unix_nano === null ? 1000 : undefined })
   const fnId = typeof span.attributes['svc.function.id'] === 'string' ? (span.attributes['svc.function.id'] as string) : undefined
   const rerunOf = typeof span.attributes['svc.rerun_of'] === 'string' ? (span.attributes['svc.rerun_of'] as string) : undefined
@@ -157,7 +157,7 @@ function SpanPanel({ span }: { span: SpanNode }) {
           ['Start', formatTime(nanoToMs(span.start_time_unix_nano))],
           ['Duration', span.end_time_unix_nano === null ? <Badge tone="warn">unfinished</Badge> : formatDuration(span.duration_ms)],
           ['Span id', <span className="mono">{span.span_id}</span>],
-          ['Parent', span.parent_span_id ? <button type="button" className="small" onClick={() => setQuery({ span: span.parent_span_id })}>{span.parent_span_id}</button> : 'root'],
+          ['Parent', span.parent_span_id === null ? 'root' : parentStored ? <button type="button" className="small" onClick={() => setQuery({ span: span.parent_span_id })}>{span.parent_span_id}</button> : <span className="muted">not recorded (<span className="mono">{span.parent_span_id}</span>){rerunOf ? ': the console started this re-run' : ''}</span>],
           ['Function', fnId ? <Link to={pathOf('functions', fnId)} className="mono">{fnId}</Link> : null],
           ...(rerunOf ? [['Re-run', <RerunOf traceId={rerunOf} />] as [string, ReactNode]] : []),
         ]}
@@ -166,7 +166,7 @@ function SpanPanel({ span }: { span: SpanNode }) {
         rerunning ? (
           <RerunPanel functionId={fnId} payloadJson={input} rerunOf={span.trace_id} />
         ) : (
-          <button type="button" onClick={() => setRerunning(true)}>
+          <button type="button" className="rerun-open" onClick={() => setRerunning(true)}>
             Re-run {fnId}…
           </button>
         )
@@ -211,6 +211,11 @@ function SpanPanel({ span }: { span: SpanNode }) {
       {logs.data?.logs.length ? <LogTable logs={logs.data.logs} compact inSpan /> : <Empty>No logs for this span.</Empty>}
     </Panel>
   )
+}
+
+/** Whether the forest holds the span `spanId`. */
+function hasSpan(nodes: SpanNode[], spanId: string): boolean {
+  return nodes.some((n) => n.span_id === spanId || hasSpan(n.children ?? [], spanId))
 }
 
 /** Spans in a forest. */
