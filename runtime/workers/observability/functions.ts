@@ -5,7 +5,7 @@
  * `engine::health::check`, and `engine::runs::list` (./runs.ts). Queries read the store in use (./query.ts); a store `none` answers
  * `STORAGE_DISABLED`.
  */
-import { Errors } from 'svc-protocol'
+import { EngineFunctions, Errors } from 'svc-protocol'
 import { nowUnixNano, type LogRecord, type MetricSeries } from '../../adapters/observability/records.ts'
 import { SqliteStore } from '../../adapters/observability/sqlite.ts'
 import { redisHealth } from '../../adapters/redis.ts'
@@ -85,8 +85,8 @@ export function registerObservabilityFunctions(worker: LocalWorker, host: Observ
   fn('engine::health::check', 'Health of the engine and its observability store', () => health(host))
 
   // Run history (issue 21, the console's function page): its own block, apart from the trace queries.
-  OWN_FUNCTIONS.add('engine::runs::list')
-  worker.registerFunction('engine::runs::list', (data) => listRuns(stored(), data), {
+  OWN_FUNCTIONS.add(EngineFunctions.LIST_RUNS)
+  worker.registerFunction(EngineFunctions.LIST_RUNS, (data) => listRuns(stored(), data), {
     description: 'Recent invocations of one function, newest first: status, timings, caller, payload previews (filters: status, before_ms)',
     ...RUNS_LIST_FORMATS,
   })
