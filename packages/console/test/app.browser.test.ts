@@ -197,7 +197,7 @@ describe('console app in Chromium', () => {
     await page.getByRole('tab', { name: /^cron/ }).click()
     await page.getByRole('link', { name: 'Test' }).click()
     await page.getByRole('heading', { name: 'Next runs' }).waitFor()
-    assert.equal(await page.locator('ol li').count(), 5, 'five next runs')
+    assert.equal(await page.locator('ol:not(.next-runs) li').count(), 5, 'five next runs in the tester')
     await page.getByRole('button', { name: 'Run now' }).click()
     await page.getByText('"ticked": true').waitFor()
     await shot('triggers-cron')
@@ -305,8 +305,9 @@ describe('console app in Chromium', () => {
 
   it('Streams: groups, items and the live monitor', async () => {
     await nav('Streams')
-    await page.getByRole('link', { name: 'chat' }).click()
-    await page.getByRole('link', { name: 'room-1' }).click()
+    // The stream group table (with item counts) names them too: the lists on the left are used.
+    await page.getByRole('navigation', { name: 'Streams' }).getByRole('link', { name: /^chat/ }).click()
+    await page.getByRole('navigation', { name: 'Groups' }).getByRole('link', { name: /^room-1/ }).click()
     await page.getByText('joined').waitFor()
     await worker.trigger({ function_id: 'stream::set', payload: { stream_name: 'chat', group_id: 'room-1', item_id: 'm2', data: { text: 'live!' } } })
     await page.getByText('create', { exact: true }).waitFor()

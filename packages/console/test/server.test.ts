@@ -289,6 +289,23 @@ describe('svc console backend (cli.md §7.1)', () => {
     }
   })
 
+  it('GET /api/stream-groups lists every stream group with its item count', async () => {
+    for (const [stream, group, item] of [['orders', 'eu', 'o1'], ['orders', 'eu', 'o2'], ['orders', 'us', 'o3'], ['presence', 'lobby', 'p1']]) {
+      await post(server.url, '/api/invoke', { function_id: 'stream::set', payload: { stream_name: stream, group_id: group, item_id: item, data: { item } } })
+    }
+    const reply = await getJson(server.url, '/api/stream-groups')
+    assert.equal(reply.status, 200, JSON.stringify(reply.body))
+    const counts = Object.fromEntries(reply.body.streams.flatMap((s: any) => s.groups.map((g: any) => [`${s.stream_name}/${g.group_id}`, g.items])))
+    assert.equal(counts['orders/eu'], 2)
+    assert.equal(counts['orders/us'], 1)
+    assert.equal(counts['presence/lobby'], 1)
+    assert.equal(reply.body.truncated, false)
+    assert.equal(reply.body.group_count, Object.keys(counts).length)
+    assert.equal((await post(server.url, '/api/stream-groups', {})).status, 405)
+    const anonymous = await fetch(server.url + '/api/stream-groups')
+    assert.equal(anonymous.status, 401, 'the counts need the access token like every API read')
+  })
+
   it('refuses hostile bodies with 413/400/415 and keeps serving', async () => {
     const huge = JSON.stringify({ function_id: 'shop::echo', payload: 'x'.repeat(2 * 1024 * 1024) })
     const tooBig = await post(server.url, '/api/invoke', huge)

@@ -40,6 +40,8 @@ export const EngineFunctions = {
   BAGGAGE_SET: 'engine::baggage::set',
   BAGGAGE_GET_ALL: 'engine::baggage::get_all',
   HEALTH_CHECK: 'engine::health::check',
+  /** A function's recent runs from its `execute` spans (issue 21: the console's run history). */
+  LIST_RUNS: 'engine::runs::list',
   // §11.5 queue worker
   QUEUE_ENQUEUE: 'engine::queue::enqueue',
   QUEUE_LIST_TOPICS: 'engine::queue::list_topics',
@@ -103,6 +105,7 @@ export const RESERVED_FUNCTION_IDS: ReadonlySet<string> = new Set([
   EngineFunctions.BAGGAGE_SET,
   EngineFunctions.BAGGAGE_GET_ALL,
   EngineFunctions.HEALTH_CHECK,
+  EngineFunctions.LIST_RUNS,
 ])
 
 /** Trigger types the engine owns; workers cannot register them (protocol.md §5.3). */

@@ -14,5 +14,5 @@
 export { ConnectionError, DEFAULT_TIMINGS, WorkerClient } from './client.ts'
 export type { ClientInternals, ClientLog, ClientTimings } from './client.ts'
 export { resolveAddress, resolveOptions } from './options.ts'
-export { runUnsampled } from './tracing.ts'
+export { runUnsampled, runWithTraceContext } from './tracing.ts'
 export type { ResolvedOptions } from './options.ts'

@@ -113,7 +113,7 @@ export function invocationHeaders(s: InvocationSpan): { traceparent?: string; ba
  * The inbound `traceparent` of the handler running when it is unsampled and telemetry is off
  * (see {@link runUnsampled}).
  */
-const unsampledParent = new AsyncLocalStorage<string>()
+const unsampledParent = new AsyncLocalStorage<TraceContext & { traceparent: string }>()
 
 /** True for a W3C `traceparent` whose sampled flag (bit 0 of the last field) is off. */
 export function isUnsampled(traceparent: string | undefined): traceparent is string {
@@ -128,7 +128,17 @@ export function isUnsampled(traceparent: string | undefined): traceparent is str
  * and propagates nothing, at no cost per call).
  */
 export function runUnsampled<T>(traceparent: string, fn: () => T): T {
-  return unsampledParent.run(traceparent, fn)
+  return unsampledParent.run({ traceparent }, fn)
+}
+
+/**
+ * Runs `fn` so that the calls it makes carry exactly `trace` (protocol.md §10.1), whatever the
+ * client's telemetry: the console's re-run sends a `traceparent` of a trace it names and a
+ * `baggage` with `svc.rerun_of`, which the callee's handler span copies into its attributes.
+ * @example await runWithTraceContext({ traceparent, baggage: 'svc.rerun_of=4bf9…' }, () => client.trigger(request))
+ */
+export function runWithTraceContext<T>(trace: { traceparent: string; baggage?: string }, fn: () => T): T {
+  return unsampledParent.run(trace.baggage === undefined ? { traceparent: trace.traceparent } : { traceparent: trace.traceparent, baggage: trace.baggage }, fn)
 }
 
 /**
@@ -139,7 +149,7 @@ export function outgoingTraceContext(): TraceContext | undefined {
   // An unsampled parent set by runUnsampled wins even when another client of the process has
   // telemetry on: only a telemetry-off client (or host) sets one.
   const parent = unsampledParent.getStore()
-  if (parent !== undefined) return { traceparent: parent }
+  if (parent !== undefined) return parent
   if (!isOtelInitialized()) return undefined
   const ctx = context.active()
   let out: TraceContext | undefined
@@ -160,7 +170,7 @@ export function outgoingTraceContext(): TraceContext | undefined {
 /** Runs a handler in its span, or under an unsampled inbound parent, or plainly (no closure: arguments are passed on). */
 function runHandler<T>(s: InvocationSpan | undefined, traceparent: string | undefined, handler: (data: any, metadata?: any) => T, data: unknown, metadata: unknown): T {
   if (s !== undefined) return context.with(s.ctx, handler, undefined, data, metadata)
-  if (isUnsampled(traceparent)) return unsampledParent.run(traceparent, handler, data, metadata)
+  if (isUnsampled(traceparent)) return unsampledParent.run({ traceparent }, handler, data, metadata)
   return handler(data, metadata)
 }
 

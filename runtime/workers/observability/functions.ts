@@ -2,10 +2,10 @@
  * The functions of the observability worker (builtins.md §12.5, protocol.md §11.4): `engine::log::*`,
  * `engine::logs::list` / `::clear`, `engine::traces::list` / `::tree` / `::group_by` / `::clear`,
  * `engine::metrics::list`, `engine::baggage::get` / `::set` / `::get_all` and
- * `engine::health::check`. Queries read the store in use (./query.ts); a store `none` answers
+ * `engine::health::check`, and `engine::runs::list` (./runs.ts). Queries read the store in use (./query.ts); a store `none` answers
  * `STORAGE_DISABLED`.
  */
-import { Errors } from 'svc-protocol'
+import { EngineFunctions, Errors } from 'svc-protocol'
 import { nowUnixNano, type LogRecord, type MetricSeries } from '../../adapters/observability/records.ts'
 import { SqliteStore } from '../../adapters/observability/sqlite.ts'
 import { redisHealth } from '../../adapters/redis.ts'
@@ -18,6 +18,7 @@ import type { InvocationMetrics } from './invocations.ts'
 import type { TelemetryLimiter } from './limits.ts'
 import { severityText, spreadLogData, stripAnsi } from './otlp.ts'
 import { groupBy, listLogs, listTraces, traceTree } from './query.ts'
+import { listRuns, RUNS_LIST_FORMATS } from './runs.ts'
 import { LOG_LEVELS, type ObservabilitySettings } from './settings.ts'
 import { DELIVERY_TRACE, type LogTriggers, type TraceTriggers } from './triggers.ts'
 
@@ -82,6 +83,13 @@ export function registerObservabilityFunctions(worker: LocalWorker, host: Observ
   })
   fn('engine::baggage::get_all', "Every entry of the invocation's baggage", (_data, ctx) => ({ entries: Object.fromEntries(parseBaggage(ctx.baggage)) }))
   fn('engine::health::check', 'Health of the engine and its observability store', () => health(host))
+
+  // Run history (issue 21, the console's function page): its own block, apart from the trace queries.
+  OWN_FUNCTIONS.add(EngineFunctions.LIST_RUNS)
+  worker.registerFunction(EngineFunctions.LIST_RUNS, (data) => listRuns(stored(), data), {
+    description: 'Recent invocations of one function, newest first: status, timings, caller, payload previews (filters: status, before_ms)',
+    ...RUNS_LIST_FORMATS,
+  })
 }
 
 /** `engine::health::check` (protocol.md §11.4): the engine, the store and what was dropped or truncated, the OTLP export. */

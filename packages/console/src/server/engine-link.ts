@@ -4,7 +4,7 @@
  */
 import { randomBytes } from 'node:crypto'
 import { registerWorker } from 'svc-sdk'
-import { runUnsampled } from 'svc-sdk/internal'
+import { runUnsampled, runWithTraceContext } from 'svc-sdk/internal'
 import type { ConnectionState, InitOptions, SvcClient } from 'svc-sdk'
 import type { ConnectionData, ConsoleLog, LiveChannel } from './types.ts'
 
@@ -44,6 +44,29 @@ export interface EngineLinkOptions {
 export type InvokeOutcome =
   | { ok: true; result: unknown; duration_ms: number }
   | { ok: false; error: { code: string; message: string; stacktrace?: string }; duration_ms: number }
+
+/** The trace context of a re-run (see {@link rerunContext}). */
+export interface RerunContext {
+  traceparent: string
+  baggage?: string
+  /** The new run's trace id. */
+  trace_id: string
+}
+
+/**
+ * The trace context of a re-run of the run in trace `rerunOf` (32 lower-case hex digits): a new
+ * sampled trace whose first span's parent is a span id no one records (so the callee's span is the
+ * trace's root), and W3C baggage `svc.rerun_of=<rerunOf>`, which SDK handler spans copy into their
+ * attributes (protocol.md §10.1) and `engine::runs::list` reports as `rerun_of`; no baggage
+ * without `rerunOf` (a dead letter's payload, which names no trace).
+ * @example rerunContext('4bf92f3577b34da6a3ce929d0e0e4736').baggage // 'svc.rerun_of=4bf92f3577b34da6a3ce929d0e0e4736'
+ */
+export function rerunContext(rerunOf: string | undefined): RerunContext {
+  const traceId = randomBytes(16).toString('hex')
+  const context: RerunContext = { traceparent: `00-${traceId}-${randomBytes(8).toString('hex')}-01`, trace_id: traceId }
+  if (rerunOf !== undefined) context.baggage = `svc.rerun_of=${rerunOf}`
+  return context
+}
 
 /**
  * One long-lived SDK client that reconnects forever (initial delay doubling to the maximum, no
@@ -123,7 +146,7 @@ export class EngineLink {
    * Invokes a function for `POST /api/invoke` (cli.md §7.1). Never rejects: a failure is
    * `{ok: false, error}`; `engine_unreachable` when the console is not connected.
    */
-  async invoke(functionId: string, payload: unknown, namespace: string | undefined, timeoutMs: number | undefined, traced = true): Promise<InvokeOutcome> {
+  async invoke(functionId: string, payload: unknown, namespace: string | undefined, timeoutMs: number | undefined, traced: boolean | RerunContext = true): Promise<InvokeOutcome> {
     const started = performance.now()
     const elapsed = () => Math.round(performance.now() - started)
     if (!this.connected) {
@@ -140,8 +163,10 @@ export class EngineLink {
         ...(namespace !== undefined ? { namespace } : {}),
         ...(timeoutMs !== undefined ? { timeoutMs } : {}),
       }
-      // Untraced calls carry an unsampled traceparent, so the engine records no spans for them.
-      const result = traced ? await this.#client.trigger(request) : await runUnsampled(unsampledTraceparent(), () => this.#client.trigger(request))
+      // Untraced calls carry an unsampled traceparent, so the engine records no spans for them; a
+      // re-run carries its own trace context (the new trace id, `svc.rerun_of` in baggage).
+      const trigger = () => this.#client.trigger(request)
+      const result = traced === true ? await trigger() : traced === false ? await runUnsampled(unsampledTraceparent(), trigger) : await runWithTraceContext(traced, trigger)
       return { ok: true, result: result === undefined ? null : result, duration_ms: elapsed() }
     } catch (err) {
       const e = err as { code?: unknown; detail?: unknown; message?: unknown; stacktrace?: unknown }

@@ -105,6 +105,30 @@ export function parseInvokeRequest(body: unknown): InvokeRequest {
   return request
 }
 
+/** Body of `POST /api/rerun`: an {@link InvokeRequest} (always traced) plus the run it repeats. */
+export interface RerunRequest extends Omit<InvokeRequest, 'trace'> {
+  /** Trace id of the run re-run: 32 lower-case hex digits, not all zero; absent for a payload with no trace (a dead letter). */
+  rerun_of?: string
+}
+
+const TRACE_ID = /^(?!0{32})[0-9a-f]{32}$/
+
+/**
+ * Checks a `POST /api/rerun` body: the fields of {@link parseInvokeRequest} (`trace` is not
+ * accepted: a re-run is always traced) and `rerun_of`, the old run's trace id (32 hex digits, any
+ * case, not all zero; returned in lower case), optional: a dead letter names no trace.
+ * @throws {ApiError} 400 `INVALID_REQUEST` naming the field
+ */
+export function parseRerunRequest(body: unknown): RerunRequest {
+  const o = object(body, '{"function_id": "math::add", "payload": {...}, "rerun_of": "4bf92f3577b34da6a3ce929d0e0e4736"}')
+  if (o.trace !== undefined) throw badRequest('a re-run is always traced; remove trace')
+  const { trace: _trace, ...call } = parseInvokeRequest(o)
+  if (o.rerun_of === undefined || o.rerun_of === null) return call
+  const rerunOf = typeof o.rerun_of === 'string' ? o.rerun_of.toLowerCase() : undefined
+  if (rerunOf === undefined || !TRACE_ID.test(rerunOf)) throw badRequest('rerun_of must be the trace id of the run re-run: 32 hex digits, not all zero')
+  return { ...call, rerun_of: rerunOf }
+}
+
 /** Body of `POST /api/http`. */
 export interface HttpProxyRequest {
   method: string

@@ -8,10 +8,11 @@ import type { Duplex } from 'node:stream'
 import { Errors, httpStatusOf, type SvcError } from 'svc-protocol/errors'
 import { WebSocketServer } from 'ws'
 import { checkAllowedHost, checkToken, ConsoleAccess, newToken } from './access.ts'
-import { EngineLink } from './engine-link.ts'
+import { EngineLink, rerunContext } from './engine-link.ts'
 import { LIVE_MAX_INBOUND_BYTES, LiveHub } from './live.ts'
-import { ApiError, parseHttpRequest, parseInvokeRequest, readJsonBody, type HttpProxyRequest } from './requests.ts'
+import { ApiError, parseHttpRequest, parseInvokeRequest, parseRerunRequest, readJsonBody, type HttpProxyRequest } from './requests.ts'
 import { DEFAULT_APP_DIR, serveApp } from './static.ts'
+import { streamGroups } from './stream-groups.ts'
 import { relayStream, STREAM_PROXY_MAX_FRAME_BYTES } from './streams-proxy.ts'
 import type { ConsoleInfo, ConsoleLog, ConsoleOptions, ConsoleTimeouts, RunningConsole } from './types.ts'
 
@@ -47,7 +48,9 @@ export class ConsoleListenError extends Error {
  * `svc-console` (namespace `default`), retrying forever (1 s doubling to 30 s) while the engine is
  * unreachable; the server serves either way and `/api/info` says `connected: false`.
  *
- * Endpoints: `GET /api/info`, `POST /api/invoke`, `POST /api/http`, WebSockets `GET /api/live` and
+ * Endpoints: `GET /api/info`, `POST /api/invoke`, `POST /api/rerun` (an invoke in a new trace
+ * marked `svc.rerun_of`; answers the invoke envelope plus `trace_id` and `rerun_of`), `POST /api/http`,
+ * `GET /api/stream-groups` (every stream group with its item count, ./stream-groups.ts), WebSockets `GET /api/live` and
  * `GET /ws/streams`; any other GET is the app (SPA fallback to `index.html`). Bad input answers
  * 400/404/405/413 with `{error: {code, message}}`.
  *
@@ -130,6 +133,10 @@ export async function startConsole(options: ConsoleOptions = {}): Promise<Runnin
         throw new ApiError(405, 'METHOD_NOT_ALLOWED', `${pathname} accepts ${route} only`)
       }
       if (pathname === '/api/info') return sendJson(res, 200, await info())
+      if (pathname === '/api/stream-groups') {
+        if (!link!.connected) throw new ApiError(503, 'engine_unreachable', 'the console is not connected to the engine')
+        return sendJson(res, 200, await streamGroups(link!))
+      }
       if (pathname === '/api/live') throw new ApiError(426, 'INVALID_REQUEST', '/api/live is a WebSocket endpoint')
       // A JSON content type makes a browser send a CORS preflight, which this server never
       // grants: other sites cannot invoke functions through a user's console.
@@ -142,6 +149,12 @@ export async function startConsole(options: ConsoleOptions = {}): Promise<Runnin
         const call = parseInvokeRequest(body)
         const outcome = await link!.invoke(call.function_id, call.payload, call.namespace, call.timeout_ms, call.trace ?? true)
         return sendJson(res, 200, outcome)
+      }
+      if (pathname === '/api/rerun') {
+        const call = parseRerunRequest(body)
+        const trace = rerunContext(call.rerun_of)
+        const outcome = await link!.invoke(call.function_id, call.payload, call.namespace, call.timeout_ms, trace)
+        return sendJson(res, 200, { ...outcome, trace_id: trace.trace_id, rerun_of: call.rerun_of ?? null })
       }
       return sendJson(res, 200, await proxyHttp(parseHttpRequest(body), link!))
     }
@@ -262,6 +275,8 @@ const API_ROUTES: Record<string, string> = {
   '/api/info': 'GET',
   '/api/invoke': 'POST',
   '/api/http': 'POST',
+  '/api/rerun': 'POST',
+  '/api/stream-groups': 'GET',
   '/api/live': 'GET',
 }
 

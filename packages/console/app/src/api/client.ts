@@ -4,7 +4,7 @@
  * worker.
  */
 import { jsonParse } from 'svc-protocol/json'
-import type { ConsoleInfo, HttpTestRequest, HttpTestResponse, InvocationErrorBody, InvokeRequest, InvokeResult } from './types.ts'
+import type { ConsoleInfo, StreamGroups, HttpTestRequest, HttpTestResponse, InvocationErrorBody, InvokeRequest, InvokeResult, RerunRequest, RerunResult } from './types.ts'
 
 /** A failed call: an invocation error body from the engine, or a transport failure (`code: 'NETWORK'`). */
 export class ApiError extends Error {
@@ -72,6 +72,22 @@ export async function invoke<T = unknown>(req: InvokeRequest): Promise<InvokeRes
 }
 
 /**
+ * `POST /api/rerun`: invokes a function again in a new trace marked `svc.rerun_of` (the old run's
+ * trace id), and returns the invoke envelope with the new `trace_id`. Transport failures are folded
+ * into `{ok: false}` as for {@link invoke}.
+ * @example const r = await rerun({ function_id: 'math::add', payload: { a: 2, b: 2 }, rerun_of: run.trace_id })
+ */
+export async function rerun<T = unknown>(req: RerunRequest): Promise<RerunResult<T>> {
+  const started = performance.now()
+  try {
+    return await request<RerunResult<T>>('POST', '/api/rerun', req)
+  } catch (error) {
+    const body = error instanceof ApiError ? error.body : { code: 'NETWORK', message: String(error) }
+    return { ok: false, error: body, duration_ms: Math.round(performance.now() - started) }
+  }
+}
+
+/**
  * Invokes a function and returns only its result (`undefined` for "no result").
  * @throws ApiError with the invocation's error code and message.
  */
@@ -79,6 +95,14 @@ export async function call<T = unknown>(functionId: string, payload: unknown = {
   const outcome = await invoke<T>({ function_id: functionId, payload, ...options })
   if (!outcome.ok) throw new ApiError(outcome.error)
   return outcome.result
+}
+
+/**
+ * `GET /api/stream-groups` → every stream group with its item count (at most 500 counted).
+ * @throws ApiError `engine_unreachable` (503) when the streams cannot be listed.
+ */
+export function getStreamGroups(): Promise<StreamGroups> {
+  return request<StreamGroups>('GET', '/api/stream-groups')
 }
 
 /**

@@ -37,6 +37,54 @@ export interface InvokeRequest {
   trace?: boolean
 }
 
+/** `POST /api/rerun` body: an invoke in a new trace marked as a re-run of `rerun_of` (a trace id). */
+export interface RerunRequest {
+  function_id: string
+  payload: unknown
+  namespace?: string
+  timeout_ms?: number
+  /** The old run's trace id; absent for a payload with no trace (a dead letter). */
+  rerun_of?: string
+}
+
+/** `POST /api/rerun` result: the invoke envelope, the new run's trace id and the old one. */
+export type RerunResult<T = unknown> = InvokeResult<T> & { trace_id?: string; rerun_of?: string | null }
+
+/** A recorded payload of a run: JSON text, a prefix of it when `truncated`. */
+export interface RunPayload {
+  json: string
+  truncated: boolean
+}
+
+/** An entry of `engine::runs::list` (one invocation of a function, from its `execute` span). */
+export interface Run {
+  trace_id: string
+  span_id: string
+  function_id: string
+  status: 'ok' | 'error' | 'unset'
+  status_message?: string
+  started_at_ms: number
+  duration_ms: number | null
+  caller: string | null
+  service_name: string
+  input: RunPayload | null
+  output: RunPayload | null
+  rerun_of: string | null
+}
+
+/** `engine::runs::list` result. */
+export interface RunPage {
+  runs: Run[]
+  total: number
+}
+
+/** `GET /api/stream-groups`: every stream group with its item count (null: not counted, or `error`). */
+export interface StreamGroups {
+  streams: { stream_name: string; groups: { group_id: string; items: number | null; error?: string }[] }[]
+  group_count: number
+  truncated: boolean
+}
+
 /** `POST /api/http` body: a request the backend performs against the HTTP listener. */
 export interface HttpTestRequest {
   method: string

@@ -1,6 +1,7 @@
 /**
- * One function (cli.md §7.2): description, request and response schemas, replicas, registered
- * triggers and the invoke panel. Reads `engine::functions::info {function_id, namespace?}`.
+ * One function (cli.md §7.2): its recent runs first (./RunHistory.tsx), then description, request
+ * and response schemas, replicas, registered triggers and the invoke panel. Reads
+ * `engine::functions::info {function_id, namespace?}` and `engine::runs::list`.
  */
 import { useCall } from '../../api/hooks.ts'
 import type { FunctionDetail } from '../../api/types.ts'
@@ -8,6 +9,7 @@ import { Link, pathOf, useLocation } from '../../router/router.tsx'
 import { Crumb, Empty, ErrorBox, Fields, PageHeader, Panel, StatusBadge } from '../../components/ui.tsx'
 import { JsonView } from '../../components/json.tsx'
 import { InvokePanel } from './InvokePanel.tsx'
+import { RunHistory } from './RunHistory.tsx'
 
 /** Function detail for `/functions/:id?ns=`. */
 export function FunctionDetailPage({ id }: { id: string }) {
@@ -26,6 +28,7 @@ export function FunctionDetailPage({ id }: { id: string }) {
         subtitle={data?.description}
       />
       <ErrorBox error={error} title="Could not read the function" />
+      {data ? <RunHistory functionId={data.function_id} namespace={data.namespace} /> : null}
       {data ? (
         <div className="grid-2 align-start">
           <div>

@@ -1,7 +1,8 @@
 /**
  * Logs (cli.md §7.2): newest first, filters for minimum severity, service, trace id, time range and
- * text (all kept in the query string), and a live tail that prepends records pushed on the `logs`
- * channel that pass the filters. Reads `engine::logs::list` (builtins.md §12.5).
+ * a search of text and `key=value` attribute terms (./search.ts; all kept in the query string), and
+ * a live tail that prepends records pushed on the `logs` channel that pass the filters. Reads
+ * `engine::logs::list` (builtins.md §12.5).
  */
 import { useEffect, useMemo, useState } from 'react'
 import { useCall } from '../../api/hooks.ts'
@@ -11,6 +12,7 @@ import { nanoToMs } from '../../format/format.ts'
 import { setQuery, useLocation } from '../../router/router.tsx'
 import { Empty, ErrorBox, PageHeader, Updated } from '../../components/ui.tsx'
 import { LogTable } from './LogTable.tsx'
+import { ATTRIBUTE_SCAN, matchesTerms, parseLogSearch } from './search.ts'
 
 const SEVERITIES = [
   { value: '', label: 'All severities' },
@@ -57,12 +59,15 @@ export function LogsPage() {
   }, [draft])
 
   const [rangeAnchor, setRangeAnchor] = useState(() => Date.now())
+  // Words search the body on the engine; key=value terms are matched here over a bounded page.
+  const search = useMemo(() => parseLogSearch(text), [text])
+  const terms = search.terms
   const payload = useMemo(() => {
-    const p: Record<string, unknown> = { limit }
+    const p: Record<string, unknown> = { limit: terms.length ? ATTRIBUTE_SCAN : limit }
     if (severity) p.severity_min = Number(severity)
     if (service) p.service_name = service
     if (trace) p.trace_id = trace
-    if (text) p.search = text
+    if (search.text) p.search = search.text
     const preset = RANGES.find((r) => r.value === range)
     if (preset?.ms) p.start_time = rangeAnchor - preset.ms
     if (range === 'custom') {
@@ -70,7 +75,7 @@ export function LogsPage() {
       if (to) p.end_time = new Date(to).getTime()
     }
     return p
-  }, [limit, severity, service, trace, text, range, from, to, rangeAnchor])
+  }, [limit, severity, service, trace, search, terms.length, range, from, to, rangeAnchor])
 
   const { data, error, updatedAt, reload } = useCall<LogPage>('engine::logs::list', payload)
   const [tailed, setTailed] = useState<LogRecord[]>([])
@@ -85,21 +90,23 @@ export function LogsPage() {
       if (severity && record.severity_number < Number(severity)) return
       if (service && record.service_name?.toLowerCase() !== service.toLowerCase()) return
       if (trace && record.trace_id !== trace) return
-      if (text && !record.body?.toLowerCase().includes(text.toLowerCase())) return
+      if (search.text && !record.body?.toLowerCase().includes(search.text.toLowerCase())) return
+      if (terms.length && !matchesTerms(record, terms)) return
       if (endBound !== undefined && nanoToMs(record.timestamp_unix_nano) > endBound) return
       setTailed((prev) => [record, ...prev].slice(0, 1000))
     },
     tail,
   )
 
-  const logs = [...tailed, ...(data?.logs ?? [])]
+  const page = terms.length ? (data?.logs ?? []).filter((record) => matchesTerms(record, terms)) : (data?.logs ?? [])
+  const logs = [...tailed, ...page]
   return (
     <>
       <PageHeader
         title="Logs"
         subtitle={
           <>
-            {data ? `${data.total} matching records` : 'Loading…'}
+            {!data ? 'Loading…' : terms.length ? `${page.length} of the newest ${Math.min(data.total, ATTRIBUTE_SCAN)} records${data.total > ATTRIBUTE_SCAN ? ` (of ${data.total})` : ''} have ${terms.map((t) => `${t.key}=${t.value}`).join(' ')}` : `${data.total} matching records`}
             {tail ? ', live' : ''}. <Updated at={updatedAt} />
           </>
         }
@@ -168,13 +175,13 @@ export function LogsPage() {
           </>
         ) : null}
         <label className="grow">
-          Text
-          <input type="search" value={draft.text} placeholder="search the body" onChange={(e) => setDraft({ ...draft, text: e.target.value })} />
+          Search
+          <input type="search" value={draft.text} placeholder="text in the body; key=value for attributes" onChange={(e) => setDraft({ ...draft, text: e.target.value })} />
         </label>
       </form>
       <ErrorBox error={error} title="Could not read logs" />
       {logs.length ? <LogTable logs={logs} /> : data ? <Empty>No log records match.</Empty> : null}
-      {data && data.total > data.logs.length ? (
+      {data && !terms.length && data.total > data.logs.length ? (
         <p>
           <button type="button" onClick={() => setLimit((l) => Math.min(l + PAGE, 1000))} disabled={limit >= 1000}>
             Show more ({data.logs.length} of {data.total})

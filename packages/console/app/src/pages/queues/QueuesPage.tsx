@@ -14,6 +14,7 @@ import { formatBytes, formatTime, preview } from '../../format/format.ts'
 import { Link, navigate, pathOf, useLocation, withQuery } from '../../router/router.tsx'
 import { Badge, Crumb, Empty, ErrorBox, PageHeader, Panel, StatusBadge, Tabs, Updated } from '../../components/ui.tsx'
 import { JsonEditor, JsonView, parseJson } from '../../components/json.tsx'
+import { RerunPanel } from '../../components/RerunPanel.tsx'
 
 /** `/queues` (`?tab=dlq` for dead letters), `/queues/:name`, `/queues/:name/dlq`. */
 export function QueuesPage({ name, dlq = false }: { name?: string; dlq?: boolean }) {
@@ -374,7 +375,13 @@ function DeadLetters({ queue }: { queue: string }) {
                       <p className="small">
                         Function <code>{m.function_id}</code> in {m.namespace}; queue <code>{m.queue}</code>; enqueued {formatTime(m.enqueued_at)}; {m.retries} retries; {formatBytes(m.size_bytes)}
                       </p>
-                      <JsonView value={m.payload} maxHeight={260} />
+                      <div className="grid-2 align-start">
+                        <JsonView value={m.payload} maxHeight={260} />
+                        <div>
+                          <h3>Re-run {m.function_id} now</h3>
+                          <RerunPanel functionId={m.function_id} namespace={m.namespace} payloadJson={JSON.stringify(m.payload ?? null)} />
+                        </div>
+                      </div>
                     </td>
                   </tr>
                 ) : null}

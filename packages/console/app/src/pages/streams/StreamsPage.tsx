@@ -1,10 +1,13 @@
 /**
- * Streams (cli.md §7.2): streams, their groups and items, and a live monitor that joins a group over
- * `/ws/streams` and lists incoming events with time, type and size, with pause and JSON export.
- * Reads `stream::list_all`, `stream::list_groups`, `stream::list` (builtins.md §6.2).
+ * Streams (cli.md §7.2): every stream group with its item count (`GET /api/stream-groups`), streams,
+ * their groups and items, and a live monitor that joins a group over `/ws/streams` and lists
+ * incoming events with time, type and size, with pause and JSON export. Reads `stream::list_all`,
+ * `stream::list_groups`, `stream::list` (builtins.md §6.2).
  */
 import { Fragment, useEffect, useRef, useState } from 'react'
-import { useCall } from '../../api/hooks.ts'
+import { ApiError, getStreamGroups } from '../../api/client.ts'
+import { useCall, useVisible } from '../../api/hooks.ts'
+import type { StreamGroups } from '../../api/types.ts'
 import { formatBytes, formatClock, preview } from '../../format/format.ts'
 import { Link, pathOf } from '../../router/router.tsx'
 import { Badge, Crumb, Empty, ErrorBox, PageHeader, Panel, Updated } from '../../components/ui.tsx'
@@ -18,6 +21,8 @@ export function StreamsPage({ stream, group }: { stream?: string; group?: string
   const all = useCall<{ streams: { stream_name: string; groups: unknown }[]; count: number }>('stream::list_all', {}, { pollMs: 5000 })
   const groups = useCall<string[]>('stream::list_groups', { stream_name: stream }, { enabled: Boolean(stream), pollMs: 5000 })
   const groupCount = (g: unknown) => (Array.isArray(g) ? g.length : typeof g === 'number' ? g : undefined)
+  const counts = useStreamGroups()
+  const itemsOf = (s: string, g: string) => counts.data?.streams.find((x) => x.stream_name === s)?.groups.find((x) => x.group_id === g)?.items
   return (
     <>
       <PageHeader
@@ -73,6 +78,7 @@ export function StreamsPage({ stream, group }: { stream?: string; group?: string
                     <li key={g}>
                       <Link to={pathOf('streams', stream, g)} className={g === group ? 'active' : undefined}>
                         <span className="mono ellipsis">{g}</span>
+                        {typeof itemsOf(stream, g) === 'number' ? <span className="muted small">{itemsOf(stream, g)}</span> : null}
                       </Link>
                     </li>
                   ))}
@@ -85,9 +91,69 @@ export function StreamsPage({ stream, group }: { stream?: string; group?: string
             <Empty>Select a stream.</Empty>
           )}
         </nav>
-        <div>{stream && group ? <GroupView key={`${stream}/${group}`} stream={stream} group={group} /> : <Empty>Select a group to see its items and monitor it live.</Empty>}</div>
+        <div>{stream && group ? <GroupView key={`${stream}/${group}`} stream={stream} group={group} /> : <GroupTable data={counts.data} error={counts.error} stream={stream} />}</div>
       </div>
     </>
+  )
+}
+
+/** `GET /api/stream-groups`, again every 5 s while the tab is visible. */
+function useStreamGroups(): { data: StreamGroups | undefined; error: ApiError | undefined } {
+  const [state, setState] = useState<{ data: StreamGroups | undefined; error: ApiError | undefined }>({ data: undefined, error: undefined })
+  const visible = useVisible()
+  useEffect(() => {
+    if (!visible) return
+    let stopped = false
+    const load = () =>
+      getStreamGroups().then(
+        (data) => !stopped && setState({ data, error: undefined }),
+        (error: unknown) => !stopped && setState((s) => ({ data: s.data, error: error instanceof ApiError ? error : new ApiError({ code: 'UNKNOWN', message: String(error) }) })),
+      )
+    void load()
+    const id = setInterval(load, 5000)
+    return () => {
+      stopped = true
+      clearInterval(id)
+    }
+  }, [visible])
+  return state
+}
+
+/** Every stream group (of `stream`, when one is selected) with its item count. */
+function GroupTable({ data, error, stream }: { data: StreamGroups | undefined; error: ApiError | undefined; stream: string | undefined }) {
+  const rows = (data?.streams ?? []).filter((s) => !stream || s.stream_name === stream).flatMap((s) => s.groups.map((g) => ({ stream: s.stream_name, ...g })))
+  return (
+    <Panel title={`Stream groups (${rows.length})`}>
+      <ErrorBox error={error} title="Could not count the stream groups" />
+      {data?.truncated ? <p className="muted small">Item counts of the first 500 groups only.</p> : null}
+      {rows.length ? (
+        <table className="table" aria-label="Stream groups">
+          <thead>
+            <tr>
+              <th>Stream</th>
+              <th>Group</th>
+              <th className="num">Items</th>
+            </tr>
+          </thead>
+          <tbody>
+            {rows.map((r) => (
+              <tr key={`${r.stream}/${r.group_id}`}>
+                <td className="mono">
+                  <Link to={pathOf('streams', r.stream)}>{r.stream}</Link>
+                </td>
+                <td className="mono">
+                  <Link to={pathOf('streams', r.stream, r.group_id)}>{r.group_id}</Link>
+                </td>
+                <td className="num" title={r.error}>{r.items ?? '—'}</td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      ) : data ? (
+        <Empty>No stream groups hold items yet.</Empty>
+      ) : null}
+      <p className="muted small">Select a group to see its items and monitor it live.</p>
+    </Panel>
   )
 }
 

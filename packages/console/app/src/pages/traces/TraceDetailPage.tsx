@@ -5,13 +5,14 @@
  * Reads `engine::traces::tree` (again every second while a span is unfinished or the trace is
  * fresh, since worker spans arrive late) and `engine::logs::list {trace_id, span_id}`.
  */
-import { useEffect, useState } from 'react'
+import { useEffect, useState, type ReactNode } from 'react'
 import { useCall } from '../../api/hooks.ts'
 import type { LogPage, SpanNode } from '../../api/types.ts'
 import { formatDuration, formatTime, nanoToMs, serviceHue } from '../../format/format.ts'
 import { Link, pathOf, setQuery, useLocation, withQuery } from '../../router/router.tsx'
 import { Badge, Crumb, Empty, ErrorBox, Fields, PageHeader, Panel, StatusBadge, useNow } from '../../components/ui.tsx'
 import { JsonView } from '../../components/json.tsx'
+import { RerunOf, RerunPanel } from '../../components/RerunPanel.tsx'
 import { LogTable } from '../logs/LogTable.tsx'
 import { ServiceTag } from './TracesPage.tsx'
 import { hasUnfinished, layoutWaterfall, withoutInternal } from './waterfall.ts'
@@ -129,7 +130,7 @@ export function TraceDetailPage({ traceId }: { traceId: string }) {
               })}
             </div>
           </div>
-          {selected ? <SpanPanel key={selected.span_id} span={selected} /> : null}
+          {selected ? <SpanPanel key={selected.span_id} span={selected} parentStored={selected.parent_span_id !== null && hasSpan(allRoots, selected.parent_span_id)} /> : null}
         </div>
       ) : null}
     </>
@@ -137,9 +138,13 @@ export function TraceDetailPage({ traceId }: { traceId: string }) {
 }
 
 /** Details of one span and the logs recorded under it. */
-function SpanPanel({ span }: { span: SpanNode }) {
+function SpanPanel({ span, parentStored }: { span: SpanNode; parentStored: boolean }) {
   const logs = useCall<LogPage>('engine::logs::list', { trace_id: span.trace_id, span_id: span.span_id, limit: 100 }, { pollMs: span.end_time_unix_nano === null ? 1000 : undefined })
   const fnId = typeof span.attributes['svc.function.id'] === 'string' ? (span.attributes['svc.function.id'] as string) : undefined
+  const rerunOf = typeof span.attributes['svc.rerun_of'] === 'string' ? (span.attributes['svc.rerun_of'] as string) : undefined
+  // A handler span with its recorded input can be run again (the function's own span: `execute <id>`).
+  const input = span.events?.find((e) => e.name === 'svc.invocation.input')?.attributes['svc.payload.json']
+  const [rerunning, setRerunning] = useState(false)
   return (
     <Panel title={span.name} className="span-panel">
       <Fields
@@ -152,10 +157,20 @@ function SpanPanel({ span }: { span: SpanNode }) {
           ['Start', formatTime(nanoToMs(span.start_time_unix_nano))],
           ['Duration', span.end_time_unix_nano === null ? <Badge tone="warn">unfinished</Badge> : formatDuration(span.duration_ms)],
           ['Span id', <span className="mono">{span.span_id}</span>],
-          ['Parent', span.parent_span_id ? <button type="button" className="small" onClick={() => setQuery({ span: span.parent_span_id })}>{span.parent_span_id}</button> : 'root'],
+          ['Parent', span.parent_span_id === null ? 'root' : parentStored ? <button type="button" className="small" onClick={() => setQuery({ span: span.parent_span_id })}>{span.parent_span_id}</button> : <span className="muted">not recorded (<span className="mono">{span.parent_span_id}</span>){rerunOf ? ': the console started this re-run' : ''}</span>],
           ['Function', fnId ? <Link to={pathOf('functions', fnId)} className="mono">{fnId}</Link> : null],
+          ...(rerunOf ? [['Re-run', <RerunOf traceId={rerunOf} />] as [string, ReactNode]] : []),
         ]}
       />
+      {fnId && span.name === `execute ${fnId}` && typeof input === 'string' ? (
+        rerunning ? (
+          <RerunPanel functionId={fnId} payloadJson={input} rerunOf={span.trace_id} />
+        ) : (
+          <button type="button" className="rerun-open" onClick={() => setRerunning(true)}>
+            Re-run {fnId}…
+          </button>
+        )
+      ) : null}
       <h3>Attributes</h3>
       <JsonView value={span.attributes} maxHeight={260} />
       <h3>Events ({span.events?.length ?? 0})</h3>
@@ -196,6 +211,11 @@ function SpanPanel({ span }: { span: SpanNode }) {
       {logs.data?.logs.length ? <LogTable logs={logs.data.logs} compact inSpan /> : <Empty>No logs for this span.</Empty>}
     </Panel>
   )
+}
+
+/** Whether the forest holds the span `spanId`. */
+function hasSpan(nodes: SpanNode[], spanId: string): boolean {
+  return nodes.some((n) => n.span_id === spanId || hasSpan(n.children ?? [], spanId))
 }
 
 /** Spans in a forest. */

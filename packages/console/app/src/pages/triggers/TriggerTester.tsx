@@ -200,7 +200,7 @@ function CronTester({ trigger }: { trigger: RegisteredTrigger }) {
         <code>{expression}</code> <span className="muted">({timeZone})</span>
       </p>
       <h3>Next runs</h3>
-      {problem ? <p className="text-error">{problem}</p> : runs === null ? <p className="muted">Not computed for expressions with L, W or #.</p> : (
+      {problem ? <p className="text-error">{problem}</p> : runs === null || runs.length === 0 ? <p className="muted">No future runs.</p> : (
         <ol className="small mono">
           {runs.map((t) => (
             <li key={t}>{formatTime(t)}</li>
