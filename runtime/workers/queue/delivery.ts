@@ -12,6 +12,7 @@ import type { ActiveSpan, TelemetryHub } from '../../engine/telemetry.ts'
 import type { LocalInvokeRequest, LocalWorker, Logger } from '../../engine/types.ts'
 import type { AdapterSlot, AdapterSlots } from '../shared/adapter-slots.ts'
 import type { CancelTimer, Clock } from '../shared/clock.ts'
+import { errorText, formatDelay, quoted, triggerCommand } from '../shared/failure-text.ts'
 import { backoffDelay, type QueueSettings, type QueueWorkerSettings } from './settings.ts'
 import type { DurableSubscribers, SubscriberTrigger } from './triggers.ts'
 
@@ -247,6 +248,8 @@ export class QueueDelivery {
     const span = hub?.recording(message.traceparent) === true ? deliverySpan(hub, queue, message, latest) : undefined
     const traceparent = span !== undefined ? span.traceparent : message.traceparent
     let error: ErrorBody | undefined
+    /** Which call failed: the handler, or the trigger's condition function. */
+    let failedCall = message.function_id
     let handlerNotFound = false
     let freed = false
     /** Gives the attempt's slot back (once) and looks for more work; slots of a replaced backend were reset already. */
@@ -265,7 +268,10 @@ export class QueueDelivery {
         const outcome = await latest.condition(message.data, call)
         if (!outcome.run) {
           run = false
-          if (outcome.failed) error = outcome.body
+          if (outcome.failed) {
+            error = outcome.body
+            failedCall = `condition ${latest.conditionId ?? ''} of ${message.function_id}`
+          }
         }
       }
       if (run) {
@@ -304,10 +310,12 @@ export class QueueDelivery {
           break
         case 'retry':
           settled = backend.release(message.id, { ready_at: host.now() + verdict.delayMs })
+          this.logFailure(queue, message, settings, failedCall, error!, verdict)
           break
         case 'dead':
           settled = backend.deadLetter(message.id, { code: verdict.error.code, message: verdict.error.message }, host.now())
           runner.failed++
+          this.logFailure(queue, message, settings, failedCall, verdict.error, verdict)
           break
       }
       // The backend changed its index already: the next reserve may start now and share the
@@ -321,6 +329,24 @@ export class QueueDelivery {
     } finally {
       backends.release(slot)
     }
+  }
+
+  /**
+   * The terminal's and the log store's line of a failed attempt (issue 21): a warning naming the
+   * queue, the call that failed, `attempt n of m`, the error and when the next attempt runs; an
+   * error when the message went to the dead letter queue, with the `svc trigger` command that
+   * redrives it. Everything quoted is bounded and escaped (../shared/failure-text.ts).
+   */
+  private logFailure(queue: string, message: QueueMessage, settings: QueueSettings, failedCall: string, error: ErrorBody, verdict: Verdict): void {
+    if (this.stopped) return
+    const sub = this.host.subscribers.get(queue)
+    const where = sub ? `durable subscriber of topic ${quoted(sub.record.topic)}` : `queue ${quoted(queue)}`
+    const line = `${where}: ${quoted(failedCall)} failed, attempt ${message.attempts} of ${settings.max_retries + 1}: ${errorText(error)}`
+    if (verdict.kind === 'retry') {
+      this.host.log.warn(`${line}; next retry in ${formatDelay(verdict.delayMs)}`)
+      return
+    }
+    this.host.log.error(`${line}; moved to the dead letter queue. ${redriveHint(queue, message.id)}`)
   }
 
   private markMissing(target: string): void {
@@ -385,4 +411,14 @@ function deliverySpan(hub: TelemetryHub, queue: string, message: QueueMessage, t
   attributes['svc.queue.message_id'] = message.id
   attributes['svc.queue.attempt'] = message.attempts
   return hub.startSpan({ name: `deliver ${queue}`, kind: 'consumer', parent: message.traceparent, attributes })
+}
+
+/**
+ * How to redrive one dead-lettered message: the exact `svc trigger svc::queue::redrive_message`
+ * command (§7.3), or, for a queue name no command line could carry readably (a topic with control
+ * characters, or too long), the function and the message id.
+ */
+export function redriveHint(queue: string, messageId: string): string {
+  if (quoted(queue) === queue && quoted(messageId) === messageId) return `Redrive it: ${triggerCommand('svc::queue::redrive_message', { queue, message_id: messageId })}`
+  return `Redrive it with svc::queue::redrive_message (message_id ${quoted(messageId)})`
 }

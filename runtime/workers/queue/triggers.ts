@@ -30,6 +30,8 @@ export interface SubscriberTrigger {
   seq: number
   metadata?: unknown
   condition: Condition | null
+  /** `condition_function_id` of the config, named when the condition fails. */
+  conditionId?: string
   /** Raw queue settings of the trigger (§7.6), or undefined. */
   config: Record<string, unknown> | undefined
 }
@@ -137,6 +139,7 @@ export class DurableSubscribers implements LocalTriggerProvider {
       condition: createCondition(this.host.worker, { condition_function_id: config.condition_function_id as string | undefined, namespace: binding.namespace, metadata: binding.metadata }),
       config: raw,
     }
+    if (trigger.condition !== null) trigger.conditionId = String(config.condition_function_id)
     sub.triggers.set(binding.id, trigger)
     sub.expiry?.()
     sub.expiry = undefined
