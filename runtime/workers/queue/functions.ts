@@ -13,7 +13,7 @@ import type { InvocationContext, LocalFunctionOptions, LocalInvokeRequest, Local
 import type { AdapterSlots } from '../shared/adapter-slots.ts'
 import { MAX_DELAY_MS, type QueueDelivery } from './delivery.ts'
 import { QUEUE_FUNCTION_FORMATS } from './formats.ts'
-import { parseQueueSettings, queueNameProblem, type QueueSettings, type QueueWorkerSettings } from './settings.ts'
+import { parseQueueSettings, queueNameProblem, undeclaredQueue, type QueueSettings, type QueueWorkerSettings } from './settings.ts'
 import type { DurableSubscribers } from './triggers.ts'
 
 /** The worker's name: the id of its configuration entry (§7.3 `queue::define` writes there). */
@@ -167,7 +167,7 @@ export class QueueFunctions {
   /** The message of an enqueue, stored with `traceparent` as its trace context. */
   async store(queue: string, p: Payload, traceparent: string | undefined): Promise<{ messageReceiptId: string }> {
     const settings = this.host.settings().queue_configs.get(queue)
-    if (!settings) throw Errors.queueNotFound(queue)
+    if (!settings) throw undeclaredQueue(queue)
     const functionId = p.function_id
     if (typeof functionId !== 'string' || functionId === '') throw Errors.invalidArguments('function_id must be a non-empty string')
     const now = this.host.now()

@@ -9,6 +9,8 @@ import fc from 'fast-check'
 import { startTestEngine, type TestEngine } from '../../../test/support/engine.ts'
 import { errorText, MAX_MESSAGE_CHARS, MAX_NAME_CHARS, quoted } from '../shared/failure-text.ts'
 import { redriveHint } from './delivery.ts'
+import { parse } from 'yaml'
+import { parseQueueWorkerSettings, queueDeclarationYaml } from './settings.ts'
 
 const CODES = new Set([
   'INVALID_ARGUMENTS',
@@ -78,6 +80,30 @@ describe('queue functions under random input', () => {
     // Still alive and answering.
     const topics = (await t.engine.inject({ function_id: 'engine::queue::list_topics', data: {} })) as Array<{ name: string }>
     assert.ok(topics.some((topic) => topic.name === 'q'))
+  })
+
+  it('an enqueue to any undeclared name answers queue_not_found whose config.yaml lines declare exactly that name (issue 21)', async () => {
+    await fc.assert(
+      fc.asyncProperty(
+        fc.oneof(fc.stringMatching(/^[A-Za-z0-9_.:-]{1,128}$/), fc.constantFrom('123', 'true', 'False', 'NO', 'null', 'Null', '-', '-1', ':', '::', 'a:b', '.inf', '.NaN', '0x1F', '0o7', '1e3', '1_000', '_', 'y')),
+        async (queue) => {
+          fc.pre(queue !== 'q' && queue !== 'f')
+          const error = await t.engine.inject({ function_id: 'engine::queue::enqueue', data: { queue, function_id: 'x::y', data: {} } }).then(
+            () => assert.fail('enqueued'),
+            (e: { code: string; message: string }) => e,
+          )
+          assert.equal(error.code, 'queue_not_found')
+          const yaml = error.message.slice(error.message.indexOf('\n') + 1)
+          assert.equal(yaml, queueDeclarationYaml(queue))
+          const [entry] = (parse(`workers:\n${yaml}`) as { workers: Array<{ name: string; config: unknown }> }).workers
+          assert.equal(entry!.name, 'queue')
+          assert.deepEqual([...parseQueueWorkerSettings(entry!.config).queue_configs.keys()], [queue])
+        },
+      ),
+      { numRuns: 300 },
+    )
+    // No name that is not one gets lines to paste.
+    for (const queue of [...RESERVED, 'a b', 'x'.repeat(129), '\u001b[2J']) assert.equal(queueDeclarationYaml(queue), undefined)
   })
 
   it('queue::define refuses reserved names whatever the config, and stores nothing (fast-check)', async () => {
