@@ -5,6 +5,7 @@
  */
 import assert from 'node:assert/strict'
 import { describe, it, type TestContext } from 'node:test'
+import fc from 'fast-check'
 import { startTestEngine } from '../../../test/support/engine.ts'
 import { toErrorBody } from '../src/errors.ts'
 import { defineQueue, InvocationError, NonRetryableError, registerWorker, RetryAfterError, TriggerAction, type QueueSettings } from '../src/index.ts'
@@ -89,5 +90,32 @@ describe('svc-sdk queue signals', () => {
     assert.ok(refused instanceof InvocationError)
     assert.deepEqual([refused.code, refused.detail], ['invalid_queue_config', "Queue 'broken' is of type 'fifo' but 'message_group_field' is not set"])
     await assert.rejects(defineQueue(client, 'no spaces', {}), { code: 'invalid_queue_config' })
+  })
+
+  it('defineQueue under hostile names and settings: defined, or refused with a queue code, never anything else (fast-check)', async (t: TestContext) => {
+    const engine = await startTestEngine({ settings: { queue: { adapter: { name: 'memory' } } } })
+    t.after(() => engine.stop())
+    const client = registerWorker(engine.url, { workerName: 'sdk-define-fuzz', otel: { enabled: false } })
+    t.after(() => client.shutdown())
+    const hostile = fc.oneof(fc.jsonValue({ maxDepth: 2 }), fc.string({ unit: 'binary', maxLength: 40 }), fc.constantFrom('__proto__', 'constructor', '', '\ud800', -1, 1e308, 1025, 'fifo', 'standard'))
+    const name = fc.oneof(fc.stringMatching(/^fz[A-Za-z0-9_.:-]{0,20}$/), hostile)
+    const settings = fc.oneof(
+      hostile,
+      fc.record({ type: hostile, message_group_field: hostile, max_retries: hostile, backoff_ms: hostile, max_backoff_ms: hostile, concurrency: hostile, delivery_timeout_ms: hostile, concurrency_key_field: hostile }, { requiredKeys: [] }),
+    )
+    await fc.assert(
+      fc.asyncProperty(name, settings, async (queue, config) => {
+        try {
+          const result = await defineQueue(client, queue as string, config as QueueSettings)
+          assert.equal(result.queue, queue)
+          // A queue it defined takes messages at once.
+          await client.trigger({ function_id: 'sdk::nothing', payload: {}, action: TriggerAction.Enqueue({ queue: queue as string }) })
+        } catch (error) {
+          assert.ok(error instanceof InvocationError, String(error))
+          assert.ok(['invalid_queue_config', 'queue_not_set', 'INVALID_ARGUMENTS', 'SCHEMA_INVALID'].includes(error.code), `${error.code}: ${error.detail}`)
+        }
+      }),
+      { numRuns: 80 },
+    )
   })
 })
