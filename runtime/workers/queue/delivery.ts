@@ -13,11 +13,9 @@ import type { LocalInvokeRequest, LocalWorker, Logger } from '../../engine/types
 import type { AdapterSlot, AdapterSlots } from '../shared/adapter-slots.ts'
 import type { CancelTimer, Clock } from '../shared/clock.ts'
 import { errorText, formatDelay, quoted, triggerCommand } from '../shared/failure-text.ts'
-import { backoffDelay, type QueueSettings, type QueueWorkerSettings } from './settings.ts'
+import { backoffDelay, MAX_DELAY_MS, type QueueSettings, type QueueWorkerSettings } from './settings.ts'
 import type { DurableSubscribers, SubscriberTrigger } from './triggers.ts'
 
-/** Longest delay a message may ask for (`delay_ms`, `retry_after_ms`): 7 days. */
-export const MAX_DELAY_MS = 604_800_000
 
 /**
  * The W3C baggage of a delivery: `svc.queue.name`, `svc.queue.message_id`, `svc.queue.attempt`

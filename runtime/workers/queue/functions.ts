@@ -11,9 +11,9 @@ import type { QueueBackend, QueueMessage, QueueMessageInput } from '../../adapte
 import type { ActiveSpan, TelemetryHub } from '../../engine/telemetry.ts'
 import type { InvocationContext, LocalFunctionOptions, LocalInvokeRequest, LocalWorker } from '../../engine/types.ts'
 import type { AdapterSlots } from '../shared/adapter-slots.ts'
-import { MAX_DELAY_MS, type QueueDelivery } from './delivery.ts'
+import type { QueueDelivery } from './delivery.ts'
 import { QUEUE_FUNCTION_FORMATS } from './formats.ts'
-import { parseQueueSettings, queueNameProblem, undeclaredQueue, type QueueSettings, type QueueWorkerSettings } from './settings.ts'
+import { MAX_DELAY_MS, parseQueueSettings, queueNameProblem, undeclaredQueue, type QueueSettings, type QueueWorkerSettings } from './settings.ts'
 import type { DurableSubscribers } from './triggers.ts'
 
 /** The worker's name: the id of its configuration entry (§7.3 `queue::define` writes there). */

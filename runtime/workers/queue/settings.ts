@@ -46,6 +46,8 @@ export const QUEUE_DEFAULTS: QueueSettings = Object.freeze({
   delivery_timeout_ms: 900_000,
 })
 
+/** Longest delay a message may ask for (`delay_ms`, `retry_after_ms`): 7 days. */
+export const MAX_DELAY_MS = 604_800_000
 export const DEFAULT_RETENTION_MS = 604_800_000
 export const DEFAULT_IDEMPOTENCY_WINDOW_MS = 86_400_000
 /** Queue names (§7.1). */
