@@ -24,6 +24,8 @@ export { DEFAULT_ENGINE_URL } from './options.ts'
 export { flushOtel, getLogger, initOtel, Logger, shutdownOtel } from 'svc-helpers/observability'
 export type { OtelConfig } from 'svc-helpers/observability'
 export { TriggerAction } from './trigger-action.ts'
+export { defineQueue } from './queue.ts'
+export type { DefineQueueResult, FifoQueueSettings, QueueSettings, StandardQueueSettings } from './queue.ts'
 export type {
   Channel,
   ConnectionState,

@@ -257,6 +257,37 @@ describe('svc-cron on a manual clock (builtins.md §9.3)', () => {
     }
   })
 
+  it('logs a failed run as one error line with the trigger, its schedule, the function and the error, bounded and escaped (issue 21)', async () => {
+    const s = await setup({ clock: createManualClock(T0) })
+    try {
+      const clock = s.clock!
+      let calls = 0
+      const client = s.client('fails')
+      client.registerFunction('report::daily', () => {
+        calls++
+        throw Object.assign(new Error(calls === 1 ? 'no database' : `\u001b[31mred\r\nforged line${'y'.repeat(100_000)}`), { code: 'DB_DOWN' })
+      })
+      const t = client.registerTrigger({ type: 'cron', function_id: 'report::daily', config: { expression: '* * * * * *' } })
+      await bound(s, [t.id])
+      await advanceTo(clock, '2025-01-01T00:00:01.000Z')
+      await eventually(() => s.entries.some((e) => e.message.includes('report::daily run failed')) && clock.pending === 1)
+      const first = s.entries.filter((e) => e.message.includes('report::daily run failed'))
+      assert.deepEqual(
+        first.map((e) => [e.level, e.message]),
+        [['error', `cron trigger ${t.id} (* * * * * *): report::daily run failed: DB_DOWN: no database`]],
+      )
+      await advanceTo(clock, '2025-01-01T00:00:02.000Z')
+      await eventually(() => s.entries.filter((e) => e.message.includes('report::daily run failed')).length === 2)
+      const hostile = s.entries.filter((e) => e.message.includes('report::daily run failed'))[1]!.message
+      // eslint-disable-next-line no-control-regex
+      assert.doesNotMatch(hostile, /[\u0000-\u0008\u000a-\u001f\u007f-\u009f]/)
+      assert.ok(hostile.includes('DB_DOWN: \\x1b[31mred\\r\\nforged lineyyy') && hostile.endsWith('y…'), hostile.slice(0, 200))
+      assert.ok(hostile.length < 1000, `line of ${hostile.length} characters`)
+    } finally {
+      await s.stop()
+    }
+  })
+
   it('logs a run that exceeds timeout_ms and goes on with the next slot', async () => {
     const s = await setup({ clock: createManualClock(T0) })
     try {

@@ -20,6 +20,7 @@ import type { BindingInfo, LocalInvokeRequest, LocalTriggerProvider, LocalTrigge
 import type { AdapterSlot, AdapterSlots } from '../shared/adapter-slots.ts'
 import type { CancelTimer, Clock } from '../shared/clock.ts'
 import { createCondition } from '../shared/conditions.ts'
+import { errorText, quoted } from '../shared/failure-text.ts'
 import { parseCronTriggerConfig, type CronExpression, type CronTriggerConfig } from './expression.ts'
 
 /** Longest single timer, ms; longer waits are re-armed (setTimeout overflows past 2^31 - 1 ms). */
@@ -300,13 +301,15 @@ export class CronScheduler implements LocalTriggerProvider {
       span.end('error', body.message, { 'svc.error.code': body.code })
     }
     if (this.stopped) return
-    const { code, message } = errorBodyOf(error)
-    this.deps.log.error(`cron trigger ${owner.binding.id}: ${what}`, {
-      trigger_id: owner.binding.id,
+    // One line at the default level (issue 21): the trigger, its schedule, the function, the error
+    // (bounded and escaped: the message comes from the handler).
+    const body = errorBodyOf(error)
+    const { binding, config } = owner
+    this.deps.log.error(`cron trigger ${quoted(binding.id)} (${quoted(config.expression)}): ${quoted(functionId)} ${what}: ${errorText(body)}`, {
+      trigger_id: binding.id,
       function_id: functionId,
       scheduled_time: new Date(slot).toISOString(),
-      code,
-      message,
+      code: body.code,
     })
   }
 }

@@ -1,15 +1,21 @@
 /**
- * One delivery attempt of a queue message (builtins.md §7.6, §7.7): the `svc.queue.*` baggage
- * entries, the optional condition, the handler call bounded by `delivery_timeout_ms`, and the
- * decision that follows from its outcome.
+ * Delivery of the queue worker (builtins.md §7.6, §7.7): per queue a pump reserves as many ready
+ * messages as free slots allow (`concurrency`), delivers each one — the `svc.queue.*` baggage
+ * entries, the optional condition, the handler call bounded by `delivery_timeout_ms` — and
+ * acknowledges, delays or dead-letters it, as the decision from the outcome says.
  */
 import type { ErrorBody } from 'svc-protocol/errors'
-import { Codes } from 'svc-protocol/errors'
-import type { QueueMessage } from '../../adapters/queue/index.ts'
-import { backoffDelay, type QueueSettings } from './settings.ts'
+import { Codes, errorBodyOf } from 'svc-protocol/errors'
+import { targetKey, type QueueBackend, type QueueMessage } from '../../adapters/queue/index.ts'
+import type { MetricSeries } from '../../adapters/observability/records.ts'
+import type { ActiveSpan, TelemetryHub } from '../../engine/telemetry.ts'
+import type { LocalInvokeRequest, LocalWorker, Logger } from '../../engine/types.ts'
+import type { AdapterSlot, AdapterSlots } from '../shared/adapter-slots.ts'
+import type { CancelTimer, Clock } from '../shared/clock.ts'
+import { errorText, formatDelay, quoted, triggerCommand } from '../shared/failure-text.ts'
+import { backoffDelay, MAX_DELAY_MS, type QueueSettings, type QueueWorkerSettings } from './settings.ts'
+import type { DurableSubscribers, SubscriberTrigger } from './triggers.ts'
 
-/** Longest delay a message may ask for (`delay_ms`, `retry_after_ms`): 7 days. */
-export const MAX_DELAY_MS = 604_800_000
 
 /**
  * The W3C baggage of a delivery: `svc.queue.name`, `svc.queue.message_id`, `svc.queue.attempt`
@@ -46,4 +52,371 @@ export function verdictOf(message: QueueMessage, settings: QueueSettings, error:
   const retryAfter = error.retry_after_ms
   if (typeof retryAfter === 'number') return { kind: 'retry', delayMs: Math.min(Math.max(0, Math.round(retryAfter)), MAX_DELAY_MS) }
   return { kind: 'retry', delayMs: backoffDelay(settings, message.attempts) }
+}
+
+/** The worker name in spans (§12.7). */
+const WORKER_NAME = 'queue'
+/** How often a registered target whose call answered `function_not_found` is tried again without a functions change, ms. */
+const MISSING_RETRY_MS = 2000
+
+/** Per-queue delivery state of this engine. */
+export interface Runner {
+  inFlight: number
+  pumping: boolean
+  again: boolean
+  timerAt?: number
+  cancelTimer?: CancelTimer
+  /** Messages stored by this engine (enqueue action, durable publish), duplicates not counted. */
+  enqueued: number
+  /** Messages acknowledged. */
+  delivered: number
+  /** Messages moved to the dead letter queue after a failed attempt. */
+  failed: number
+}
+
+/** What delivery needs of the worker. */
+export interface DeliveryHost {
+  /** Where handlers are called, and whether a target is registered (§7.7). */
+  readonly worker: Pick<LocalWorker, 'invoke' | 'hasFunction'>
+  readonly log: Logger
+  readonly clock: Clock
+  /** Spans of §12.7; undefined: none. */
+  readonly telemetry: TelemetryHub | undefined
+  /** The backend in use and replaced ones still settling their deliveries. */
+  readonly backends: AdapterSlots<QueueBackend>
+  readonly subscribers: DurableSubscribers
+  /** Unix ms now, on the worker's clock. */
+  now(): number
+  /** The worker settings in effect (the named queues of the metric series). */
+  settings(): QueueWorkerSettings
+  /** Effective settings of any queue. */
+  settingsOf(queue: string): QueueSettings
+}
+
+/**
+ * The pumps of every queue. A pump coalesces concurrent wake-ups, starts as many ready messages as
+ * free slots allow, and sets a timer for the next delayed one; time comes from the host's clock so
+ * that tests can move it by hand.
+ *
+ * @example
+ * const delivery = new QueueDelivery(host)
+ * delivery.pump('emails') // after an enqueue to `emails`
+ */
+export class QueueDelivery {
+  private readonly host: DeliveryHost
+  private readonly runners = new Map<string, Runner>()
+  /** Registered targets whose call still answered `function_not_found` (their replica went away): their messages wait (§7.7). */
+  private readonly missing = new Set<string>()
+  private missingTimer: CancelTimer | undefined
+  private stopped = false
+  /**
+   * Whether a message for a target may start (§7.7: `pending` leaves to `in_flight` only when its
+   * function is registered). Messages of an unregistered target stay where they are, unread and
+   * unwritten, until the set of functions changes: waiting costs no write.
+   */
+  private readonly startable = (namespace: string, functionId: string): boolean =>
+    this.host.worker.hasFunction(functionId, namespace) && (this.missing.size === 0 || !this.missing.has(targetKey(namespace, functionId)))
+
+  constructor(host: DeliveryHost) {
+    this.host = host
+  }
+
+  /** The delivery state of `queue` (made on first use). */
+  runner(queue: string): Runner {
+    let runner = this.runners.get(queue)
+    if (!runner) this.runners.set(queue, (runner = { inFlight: 0, pumping: false, again: false, enqueued: 0, delivered: 0, failed: 0 }))
+    return runner
+  }
+
+  /** The delivery state of `queue`, if it has one. */
+  runnerOf(queue: string): Runner | undefined {
+    return this.runners.get(queue)
+  }
+
+  /** A new backend: the slots of the old one are free (its deliveries finish there). */
+  resetInFlight(): void {
+    for (const runner of this.runners.values()) runner.inFlight = 0
+  }
+
+  /** Cancels every timer; pumps stop. */
+  stop(): void {
+    this.stopped = true
+    for (const runner of this.runners.values()) runner.cancelTimer?.()
+    this.missingTimer?.()
+  }
+
+  /** Pumps every queue the backend holds. */
+  async pumpAll(): Promise<void> {
+    const slot = this.host.backends.current
+    if (!slot) return
+    let queues: string[]
+    try {
+      queues = await slot.adapter.queues()
+    } catch (error) {
+      // A shared store that is unreachable: its lease sweep or reconnection wakes the queues later.
+      this.host.log.warn('queue: listing the queues failed', { error: String(error) })
+      return
+    }
+    for (const queue of queues) this.pump(queue)
+  }
+
+  /** Starts as many ready messages of `queue` as free slots allow; coalesces concurrent calls. */
+  pump(queue: string): void {
+    const runner = this.runner(queue)
+    if (runner.pumping) {
+      runner.again = true
+      return
+    }
+    runner.pumping = true
+    void this.pumpLoop(queue, runner).finally(() => {
+      runner.pumping = false
+      // A pump() that arrived after the loop's last check (a settled delivery's continuation can
+      // run between the loop's return and this callback) would otherwise be lost, and with it the
+      // retry timer of the message it released.
+      if (runner.again) this.pump(queue)
+    })
+  }
+
+  /** The set of functions changed: messages waiting for a target may go (§7.7). */
+  functionsChanged(): void {
+    this.missing.clear()
+    this.missingTimer?.()
+    this.missingTimer = undefined
+    void this.pumpAll()
+  }
+
+  private async pumpLoop(queue: string, runner: Runner): Promise<void> {
+    do {
+      runner.again = false
+      const slot = this.host.backends.current
+      if (!slot || this.stopped) return
+      const sub = this.host.subscribers.get(queue)
+      // A subscriber's copies wait for a live trigger (§7.5).
+      if (sub && sub.triggers.size === 0) return
+      const settings = this.host.settingsOf(queue)
+      const free = settings.concurrency - runner.inFlight
+      if (free <= 0) return
+      const now = this.host.now()
+      let messages: QueueMessage[]
+      try {
+        messages = await slot.adapter.reserve(queue, { now, limit: free, startable: this.startable })
+      } catch (error) {
+        this.host.log.error(`queue: reserving messages of ${queue} failed`, { error: String(error) })
+        this.setTimer(queue, runner, this.host.now() + 1000)
+        return
+      }
+      runner.inFlight += messages.length
+      for (const message of messages) void this.deliver(slot, queue, runner, message)
+      if (messages.length === free) runner.again = true
+      else {
+        let next: number | undefined
+        try {
+          next = await slot.adapter.nextReadyAt(queue, now)
+        } catch {
+          next = this.host.now() + 1000 // the store is unreachable: look again in a second
+        }
+        if (next !== undefined) this.setTimer(queue, runner, next)
+      }
+    } while (runner.again)
+  }
+
+  /** Pumps `queue` again at Unix ms `at` (keeps an earlier timer). */
+  private setTimer(queue: string, runner: Runner, at: number): void {
+    if (this.stopped) return
+    if (runner.timerAt !== undefined && runner.timerAt <= at) return
+    runner.cancelTimer?.()
+    runner.timerAt = at
+    runner.cancelTimer = this.host.clock.setTimeout(() => {
+      runner.timerAt = undefined
+      runner.cancelTimer = undefined
+      this.pump(queue)
+    }, at - this.host.now())
+  }
+
+  private async deliver(reservedOn: AdapterSlot<QueueBackend>, queue: string, runner: Runner, message: QueueMessage): Promise<void> {
+    const host = this.host
+    const backends = host.backends
+    const slot = backends.hold(reservedOn)!
+    const settings = host.settingsOf(queue)
+    const sub = host.subscribers.get(queue)
+    const latest = sub ? host.subscribers.latest(sub) : undefined
+    const baggage = queueBaggage(message.baggage, queue, message.id, message.attempts)
+    const hub = host.telemetry
+    // `deliver <queue>` (§12.7): parent of the condition and handler calls. Nothing at all when no span may be recorded.
+    const span = hub?.recording(message.traceparent) === true ? deliverySpan(hub, queue, message, latest) : undefined
+    const traceparent = span !== undefined ? span.traceparent : message.traceparent
+    let error: ErrorBody | undefined
+    /** Which call failed: the handler, or the trigger's condition function. */
+    let failedCall = message.function_id
+    let handlerNotFound = false
+    let freed = false
+    /** Gives the attempt's slot back (once) and looks for more work; slots of a replaced backend were reset already. */
+    const free = () => {
+      if (freed) return
+      freed = true
+      if (backends.current !== slot) return
+      runner.inFlight--
+      this.pump(queue)
+    }
+    try {
+      let run = true
+      if (latest?.condition) {
+        const call: { timeoutMs: number; traceparent?: string; baggage?: string } = { timeoutMs: settings.delivery_timeout_ms, baggage }
+        if (traceparent !== undefined) call.traceparent = traceparent
+        const outcome = await latest.condition(message.data, call)
+        if (!outcome.run) {
+          run = false
+          if (outcome.failed) {
+            error = outcome.body
+            failedCall = `condition ${latest.conditionId ?? ''} of ${message.function_id}`
+          }
+        }
+      }
+      if (run) {
+        const request: LocalInvokeRequest = {
+          function_id: message.function_id,
+          namespace: message.namespace,
+          data: message.data,
+          baggage,
+          timeoutMs: settings.delivery_timeout_ms,
+        }
+        const metadata = sub ? latest?.metadata : message.metadata
+        if (metadata !== undefined && metadata !== null) request.metadata = metadata
+        if (traceparent !== undefined) request.traceparent = traceparent
+        try {
+          await host.worker.invoke(request)
+        } catch (thrown) {
+          error = errorBodyOf(thrown)
+          handlerNotFound = error.code === Codes.FunctionNotFound
+        }
+      }
+      const verdict = verdictOf(message, settings, error, handlerNotFound)
+      if (span !== undefined) {
+        if (error === undefined) span.end('ok')
+        else span.end('error', error.message, { 'svc.error.code': error.code })
+      }
+      const backend = slot.adapter
+      let settled: Promise<boolean>
+      switch (verdict.kind) {
+        case 'ack':
+          settled = backend.ack(message.id)
+          runner.delivered++
+          break
+        case 'wait':
+          this.markMissing(targetKey(message.namespace, message.function_id))
+          settled = backend.release(message.id, { ready_at: message.ready_at, refund: true })
+          break
+        case 'retry':
+          settled = backend.release(message.id, { ready_at: host.now() + verdict.delayMs })
+          this.logFailure(queue, message, settings, failedCall, error!, verdict)
+          break
+        case 'dead':
+          settled = backend.deadLetter(message.id, { code: verdict.error.code, message: verdict.error.message }, host.now())
+          runner.failed++
+          this.logFailure(queue, message, settings, failedCall, verdict.error, verdict)
+          break
+      }
+      // The backend changed its index already: the next reserve may start now and share the
+      // transaction of this acknowledgement (one commit for both).
+      free()
+      await settled
+    } catch (failure) {
+      free()
+      span?.end('error', `settling failed: ${String(failure)}`)
+      host.log.error(`queue: settling message ${message.id} of ${queue} failed; it is delivered again after a restart`, { error: String(failure) })
+    } finally {
+      backends.release(slot)
+    }
+  }
+
+  /**
+   * The terminal's and the log store's line of a failed attempt (issue 21): a warning naming the
+   * queue, the call that failed, `attempt n of m`, the error and when the next attempt runs; an
+   * error when the message went to the dead letter queue, with the `svc trigger` command that
+   * redrives it. Everything quoted is bounded and escaped (../shared/failure-text.ts).
+   */
+  private logFailure(queue: string, message: QueueMessage, settings: QueueSettings, failedCall: string, error: ErrorBody, verdict: Verdict): void {
+    if (this.stopped) return
+    const sub = this.host.subscribers.get(queue)
+    const where = sub ? `durable subscriber of topic ${quoted(sub.record.topic)}` : `queue ${quoted(queue)}`
+    const line = `${where}: ${quoted(failedCall)} failed, attempt ${message.attempts} of ${settings.max_retries + 1}: ${errorText(error)}`
+    if (verdict.kind === 'retry') {
+      this.host.log.warn(`${line}; next retry in ${formatDelay(verdict.delayMs)}`)
+      return
+    }
+    this.host.log.error(`${line}; moved to the dead letter queue. ${redriveHint(queue, message.id)}`)
+  }
+
+  private markMissing(target: string): void {
+    this.missing.add(target)
+    if (this.missingTimer || this.stopped) return
+    this.missingTimer = this.host.clock.setTimeout(() => {
+      this.missingTimer = undefined
+      this.functionsChanged()
+    }, MISSING_RETRY_MS)
+  }
+
+  /**
+   * The queue worker's metric series for `engine::metrics::list` (builtins.md §12.5, through the
+   * telemetry hub), one point per queue (named, subscriber, or holding stored messages) with
+   * attribute `svc.queue.name`, the figures of `engine::queue::topic_stats`:
+   * - gauges, unit `{message}`: `svc.queue.depth` (waiting: ready or delayed), `svc.queue.delayed`,
+   *   `svc.queue.in_flight` (being delivered), `svc.queue.dlq_depth` (in its dead letter queue);
+   * - sums since this engine started, unit `{message}`: `svc.queue.enqueued` (stored, duplicates
+   *   not counted), `svc.queue.delivered` (acknowledged), `svc.queue.failed` (dead-lettered after
+   *   an attempt), the throughput per queue.
+   * `now` is the listing's time, ns since the Unix epoch.
+   */
+  async metricSeries(now: number): Promise<MetricSeries[]> {
+    const slot = this.host.backends.current
+    if (!slot) return []
+    const names = new Set<string>([...this.host.settings().queue_configs.keys(), ...this.host.subscribers.byQueue.keys(), ...this.runners.keys(), ...(await slot.adapter.queues())])
+    const gauge = (name: string, description: string): MetricSeries => ({ name, type: 'gauge', unit: '{message}', description, points: [] })
+    const sum = (name: string, description: string): MetricSeries => ({ name, type: 'sum', unit: '{message}', description, points: [] })
+    const depth = gauge('svc.queue.depth', 'messages waiting in the queue, ready or delayed')
+    const delayed = gauge('svc.queue.delayed', 'messages waiting for their delay or retry backoff')
+    const inFlight = gauge('svc.queue.in_flight', 'messages being delivered')
+    const dlq = gauge('svc.queue.dlq_depth', "messages in the queue's dead letter queue")
+    const enqueued = sum('svc.queue.enqueued', 'messages stored by this engine')
+    const delivered = sum('svc.queue.delivered', 'messages acknowledged by this engine')
+    const failed = sum('svc.queue.failed', 'messages this engine moved to the dead letter queue')
+    const nowMs = this.host.now()
+    for (const queue of [...names].sort()) {
+      const c = await slot.adapter.counts(queue, nowMs)
+      const r = this.runners.get(queue)
+      const attributes = { 'svc.queue.name': queue }
+      const point = (series: MetricSeries, value: number) => series.points.push({ time_unix_nano: now, value, attributes })
+      point(depth, c.pending + c.delayed)
+      point(delayed, c.delayed)
+      point(inFlight, c.in_flight)
+      point(dlq, c.dead)
+      point(enqueued, r?.enqueued ?? 0)
+      point(delivered, r?.delivered ?? 0)
+      point(failed, r?.failed ?? 0)
+    }
+    return [depth, delayed, inFlight, dlq, enqueued, delivered, failed]
+  }
+}
+
+/**
+ * The `deliver <queue>` consumer span of one delivery attempt (builtins.md §12.7), child of the
+ * context the message carries (its `enqueue` span), with the §12.7 common and queue attributes.
+ */
+function deliverySpan(hub: TelemetryHub, queue: string, message: QueueMessage, trigger: SubscriberTrigger | undefined): ActiveSpan | undefined {
+  const origin = trigger === undefined ? { worker: WORKER_NAME } : { worker: WORKER_NAME, triggerType: trigger.type, triggerId: trigger.id }
+  const attributes = hub.deliveryAttributes(message.function_id, message.namespace, origin)
+  attributes['svc.queue.name'] = queue
+  attributes['svc.queue.message_id'] = message.id
+  attributes['svc.queue.attempt'] = message.attempts
+  return hub.startSpan({ name: `deliver ${queue}`, kind: 'consumer', parent: message.traceparent, attributes })
+}
+
+/**
+ * How to redrive one dead-lettered message: the exact `svc trigger svc::queue::redrive_message`
+ * command (§7.3), or, for a queue name no command line could carry readably (a topic with control
+ * characters, or too long), the function and the message id.
+ */
+export function redriveHint(queue: string, messageId: string): string {
+  if (quoted(queue) === queue && quoted(messageId) === messageId) return `Redrive it: ${triggerCommand('svc::queue::redrive_message', { queue, message_id: messageId })}`
+  return `Redrive it with svc::queue::redrive_message (message_id ${quoted(messageId)})`
 }

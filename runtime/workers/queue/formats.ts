@@ -4,7 +4,7 @@
  * docs/reference/functions.md. Registration-time data only.
  */
 import type { FormatSchema } from 'svc-protocol'
-import { MAX_DELAY_MS } from './delivery.ts'
+import { MAX_DELAY_MS } from './settings.ts'
 import { QUEUE_SETTINGS } from './descriptor.ts'
 
 const STRING = { type: 'string' } as const

@@ -7,6 +7,10 @@ import assert from 'node:assert/strict'
 import { after, before, describe, it } from 'node:test'
 import fc from 'fast-check'
 import { startTestEngine, type TestEngine } from '../../../test/support/engine.ts'
+import { errorText, MAX_MESSAGE_CHARS, MAX_NAME_CHARS, quoted } from '../shared/failure-text.ts'
+import { redriveHint } from './delivery.ts'
+import { parse } from 'yaml'
+import { parseQueueWorkerSettings, queueDeclarationYaml } from './settings.ts'
 
 const CODES = new Set([
   'INVALID_ARGUMENTS',
@@ -78,6 +82,30 @@ describe('queue functions under random input', () => {
     assert.ok(topics.some((topic) => topic.name === 'q'))
   })
 
+  it('an enqueue to any undeclared name answers queue_not_found whose config.yaml lines declare exactly that name (issue 21)', async () => {
+    await fc.assert(
+      fc.asyncProperty(
+        fc.oneof(fc.stringMatching(/^[A-Za-z0-9_.:-]{1,128}$/), fc.constantFrom('123', 'true', 'False', 'NO', 'null', 'Null', '-', '-1', ':', '::', 'a:b', '.inf', '.NaN', '0x1F', '0o7', '1e3', '1_000', '_', 'y')),
+        async (queue) => {
+          fc.pre(queue !== 'q' && queue !== 'f')
+          const error = await t.engine.inject({ function_id: 'engine::queue::enqueue', data: { queue, function_id: 'x::y', data: {} } }).then(
+            () => assert.fail('enqueued'),
+            (e: { code: string; message: string }) => e,
+          )
+          assert.equal(error.code, 'queue_not_found')
+          const yaml = error.message.slice(error.message.indexOf('\n') + 1)
+          assert.equal(yaml, queueDeclarationYaml(queue))
+          const [entry] = (parse(`workers:\n${yaml}`) as { workers: Array<{ name: string; config: unknown }> }).workers
+          assert.equal(entry!.name, 'queue')
+          assert.deepEqual([...parseQueueWorkerSettings(entry!.config).queue_configs.keys()], [queue])
+        },
+      ),
+      { numRuns: 300 },
+    )
+    // No name that is not one gets lines to paste.
+    for (const queue of [...RESERVED, 'a b', 'x'.repeat(129), '\u001b[2J']) assert.equal(queueDeclarationYaml(queue), undefined)
+  })
+
   it('queue::define refuses reserved names whatever the config, and stores nothing (fast-check)', async () => {
     const stored = async () => JSON.stringify(((await t.engine.inject({ function_id: 'configuration::get', data: { id: 'queue', raw: true } })) as { value: unknown }).value)
     const before = await stored()
@@ -92,5 +120,96 @@ describe('queue functions under random input', () => {
     )
     assert.equal(await stored(), before)
     assert.equal(({} as Record<string, unknown>).max_retries, undefined)
+  })
+})
+
+/** Splits a command line as a POSIX shell does for the words `shellWord` writes: plain, single-quoted and backslash-escaped parts. */
+function shellSplit(line: string): string[] {
+  const words: string[] = []
+  let word = ''
+  let open = false
+  let quoting = false
+  let escaped = false
+  for (const c of line) {
+    if (escaped) {
+      word += c
+      escaped = false
+    } else if (quoting) {
+      if (c === "'") quoting = false
+      else word += c
+    } else if (c === "'") {
+      quoting = true
+      open = true
+    } else if (c === '\\') {
+      escaped = true
+    } else if (c === ' ') {
+      if (open || word !== '') words.push(word)
+      word = ''
+      open = false
+    } else {
+      word += c
+    }
+  }
+  assert.equal(quoting, false, 'unterminated quote')
+  if (open || word !== '') words.push(word)
+  return words
+}
+
+/** The payload svc trigger builds from `key=value` tokens (cli.md §4.6 rules 2–3). */
+function cliPayload(tokens: string[]): Record<string, unknown> {
+  const payload: Record<string, unknown> = {}
+  for (const token of tokens) {
+    const at = token.indexOf('=')
+    const text = token.slice(at + 1)
+    let value: unknown = text
+    try {
+      value = JSON.parse(text)
+    } catch {
+      // not JSON: kept as text
+    }
+    payload[token.slice(0, at)] = value
+  }
+  return payload
+}
+
+describe('failure lines under hostile input (issue 21, fast-check)', () => {
+  // eslint-disable-next-line no-control-regex
+  const UNSAFE = /[\u0000-\u0008\u000a-\u001f\u007f-\u009f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]/
+  const text = fc.oneof(
+    fc.string({ unit: 'binary', maxLength: 2000 }),
+    fc.string({ unit: fc.constantFrom('\u001b', '[', '2', 'J', '\r', '\n', '\u0007', '\u009b', '\u202e', '\ud83d', '\ude00', 'x', "'", '\\'), maxLength: 3000 }),
+    fc.constantFrom('', 'ok', '\ud800', 'x'.repeat(100_000)),
+  )
+
+  it('quotes any error code and message on one line, bounded, never splitting a surrogate pair', () => {
+    fc.assert(
+      fc.property(text, text, (code, message) => {
+        const line = errorText({ code, message })
+        assert.doesNotMatch(line, UNSAFE)
+        assert.ok(line.length <= 6 * (MAX_NAME_CHARS + MAX_MESSAGE_CHARS) + 4)
+        const cut = quoted(message, MAX_MESSAGE_CHARS)
+        if (message.length > MAX_MESSAGE_CHARS) assert.ok(cut.endsWith('…') && !/[\ud800-\udbff]…$/.test(cut))
+      }),
+      { numRuns: 300 },
+    )
+  })
+
+  it('gives a redrive command that sends exactly the queue and message id, or no command at all', () => {
+    const queue = fc.oneof(
+      fc.stringMatching(/^[A-Za-z0-9_.:-]{1,128}$/),
+      fc.constantFrom('123', 'true', 'null', '1e3', '-1', '"x"', 'a b', "it's", '$(rm -rf /)', '`id`', 'a;b', '*', '~'),
+      text.filter((t) => t !== ''),
+    )
+    fc.assert(
+      fc.property(queue, fc.uuid(), (name, id) => {
+        const hint = redriveHint(`${name}::fn::x`, id)
+        assert.doesNotMatch(hint, UNSAFE)
+        if (!hint.startsWith('Redrive it: ')) return
+        const words = shellSplit(hint.slice('Redrive it: '.length))
+        assert.deepEqual(words.slice(0, 3), ['svc', 'trigger', 'svc::queue::redrive_message'])
+        assert.deepEqual(cliPayload(words.slice(3)), { queue: `${name}::fn::x`, message_id: id })
+      }),
+      { numRuns: 400 },
+    )
   })
 })

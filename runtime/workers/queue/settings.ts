@@ -2,9 +2,10 @@
  * Settings of the queue worker (builtins.md §7.1, §7.6): defaults, validation with the spec's
  * messages, and the trigger-config spellings of §7.6 (camelCase aliases, shortcuts, `concurrent`).
  */
+import { Document, type YAMLMap } from 'yaml'
 import { isReservedKeyName } from '../shared/names.ts'
 import { parseQueueAdapterEntry, type QueueAdapterSpec } from '../../adapters/queue/index.ts'
-import { Errors, type SvcError } from 'svc-protocol/errors'
+import { Errors, SvcError } from 'svc-protocol/errors'
 
 /** Effective settings of one queue, every default applied (§7.1). */
 export interface QueueSettings {
@@ -45,6 +46,8 @@ export const QUEUE_DEFAULTS: QueueSettings = Object.freeze({
   delivery_timeout_ms: 900_000,
 })
 
+/** Longest delay a message may ask for (`delay_ms`, `retry_after_ms`): 7 days. */
+export const MAX_DELAY_MS = 604_800_000
 export const DEFAULT_RETENTION_MS = 604_800_000
 export const DEFAULT_IDEMPOTENCY_WINDOW_MS = 86_400_000
 /** Queue names (§7.1). */
@@ -180,4 +183,40 @@ function nonNegative(source: Record<string, unknown>, key: string, fallback: num
 /** Retry delay after attempt `attempts` failed (§7.1): min(backoff_ms × 2^(attempts−1), max_backoff_ms). */
 export function backoffDelay(settings: QueueSettings, attempts: number): number {
   return Math.min(settings.backoff_ms * 2 ** Math.max(0, attempts - 1), settings.max_backoff_ms)
+}
+
+/**
+ * The config.yaml lines that declare queue `name` (§7.1): the queue worker's entry of the
+ * `workers:` list with `name` under `queue_configs`, indented two spaces to sit under `workers:`.
+ * Written by the `yaml` library, so any valid queue name is quoted where YAML needs it (`"123"`,
+ * `"true"`, `"~"`). Undefined for a name no queue may have ({@link queueNameProblem}).
+ *
+ * @example
+ * queueDeclarationYaml('emails')
+ * // '  - name: queue\n    config:\n      queue_configs:\n        emails: { max_retries: 3, concurrency: 10 }'
+ */
+export function queueDeclarationYaml(name: string): string | undefined {
+  if (queueNameProblem(name) !== undefined) return undefined
+  const settings = { max_retries: QUEUE_DEFAULTS.max_retries, concurrency: QUEUE_DEFAULTS.concurrency }
+  const doc = new Document([{ name: 'queue', config: { queue_configs: { [name]: settings } } }])
+  ;(doc.getIn([0, 'config', 'queue_configs', name], true) as YAMLMap).flow = true
+  return doc
+    .toString({ indent: 2 })
+    .trimEnd()
+    .split('\n')
+    .map((line) => `  ${line}`)
+    .join('\n')
+}
+
+/**
+ * `queue_not_found` for an enqueue to a queue that is not declared (§7.4 step 3): the §7.3 message,
+ * then how to declare it, ending with the config.yaml lines of {@link queueDeclarationYaml} (from
+ * the first line break on, the text is that YAML).
+ * @example undeclaredQueue('emails').message.split('\n')[0] // "Queue 'emails' is not declared in queue_configs. Declare it from code (queue::define; svc-sdk: defineQueue) or in config.yaml under workers: (merged into the queue entry if there is one):"
+ */
+export function undeclaredQueue(name: string): SvcError {
+  const error = Errors.queueNotFound(name)
+  const yaml = queueDeclarationYaml(name)
+  if (yaml === undefined) return error
+  return new SvcError(error.code, `${error.message}. Declare it from code (queue::define; svc-sdk: defineQueue) or in config.yaml under workers: (merged into the queue entry if there is one):\n${yaml}`)
 }
