@@ -281,7 +281,9 @@ export function registerEngineFunctions(engine: EngineFunctionsHost, peer: Built
     const includeInternal = input.include_internal === true
     const registered_triggers = engine.triggers
       .allBindings()
-      .filter((b) => includeInternal || !b.function_id.startsWith('engine::'))
+      // As engine::functions::list: a trigger of an internal function (engine::…, or marked
+      // `metadata.internal` — the built-ins', the console's) shows only with include_internal.
+      .filter((b) => includeInternal || (!b.function_id.startsWith('engine::') && engine.functions.get(b.namespace, b.function_id)?.latest.metadata?.internal !== true))
       .filter((b) => bindingVisible(context.access, b))
       .filter((b) => triggerType === undefined || b.trigger_type === triggerType)
       .filter((b) => functionId === undefined || b.function_id === functionId)

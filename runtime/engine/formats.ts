@@ -187,7 +187,7 @@ export const ENGINE_FUNCTION_FORMATS: Record<string, { request_format: FormatSch
         function_id: STRING,
         worker: { type: 'string', description: 'name of the owning worker' },
         status: BINDING_STATUS,
-        include_internal: { ...INCLUDE_INTERNAL, description: 'also show triggers whose function id begins engine::' },
+        include_internal: { ...INCLUDE_INTERNAL, description: 'also show triggers of internal functions (engine::…, or marked metadata.internal)' },
       },
       [],
       { examples: [{}] },
