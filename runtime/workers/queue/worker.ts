@@ -455,7 +455,7 @@ export class QueueWorker implements BuiltinWorker {
           settled = backend.release(message.id, { ready_at: this.now() + verdict.delayMs })
           break
         case 'dead':
-          settled = backend.deadLetter(message.id, { code: verdict.error.code, message: verdict.error.message }, this.now())
+          settled = backend.deadLetter(message.id, deadError(verdict.error), this.now())
           runner.failed++
           break
       }
@@ -999,6 +999,16 @@ function endFailed(span: ActiveSpan, error: unknown): void {
 }
 
 /** The §7.3 DLQ message shape. */
+/** Most characters of a handler's stack kept with a dead-lettered message. */
+export const MAX_DLQ_STACK_CHARS = 16_384
+
+/** The error stored with a dead-lettered message: code, message and the handler's stack (its first {@link MAX_DLQ_STACK_CHARS} characters). */
+function deadError(error: ErrorBody): { code: string; message: string; stacktrace?: string } {
+  const out: { code: string; message: string; stacktrace?: string } = { code: error.code, message: error.message }
+  if (typeof error.stacktrace === 'string' && error.stacktrace !== '') out.stacktrace = error.stacktrace.slice(0, MAX_DLQ_STACK_CHARS)
+  return out
+}
+
 function dlqView(m: QueueMessage): Record<string, unknown> {
   return {
     id: m.id,
