@@ -61,6 +61,7 @@ describe('handler errors and console output from a real worker process', () => {
   let worker: ChildProcess
   const stdout: string[] = []
   const stderr: string[] = []
+  let supervised = false
   const svc = (...args: string[]) => runSvc(args, { cwd: dir, env: cliEnv({ SVC_URL: t.url, NO_COLOR: '1' }) })
   const call = (function_id: string, data: unknown, options: { action?: unknown } = {}) => t.engine.inject({ function_id, data, ...options } as Parameters<TestEngine['engine']['inject']>[0])
 
@@ -76,8 +77,15 @@ describe('handler errors and console output from a real worker process', () => {
     file = join(dir, 'worker.mjs')
     writeFileSync(file, workerSource())
     worker = spawn(process.execPath, [file, t.url], { cwd: dir, stdio: ['ignore', 'pipe', 'pipe'] })
-    createInterface({ input: worker.stdout! }).on('line', (l) => stdout.push(l))
-    createInterface({ input: worker.stderr! }).on('line', (l) => stderr.push(l))
+    // As svc's supervisor does (src/lib/start.ts): each output line becomes a log record, once `supervised`.
+    createInterface({ input: worker.stdout!, crlfDelay: Infinity }).on('line', (l) => {
+      stdout.push(l)
+      if (supervised) t.engine.telemetry.output('app', 'stdout', l)
+    })
+    createInterface({ input: worker.stderr!, crlfDelay: Infinity }).on('line', (l) => {
+      stderr.push(l)
+      if (supervised) t.engine.telemetry.output('app', 'stderr', l)
+    })
     await eventually(() => stdout.includes('READY'), 30_000)
     await eventually(async () => {
       const { functions } = (await call('engine::functions::list', {})) as { functions: Array<{ function_id: string }> }
@@ -129,5 +137,60 @@ describe('handler errors and console output from a real worker process', () => {
       return entry !== undefined
     }, 15_000)
     assert.match(firstFrame(entry!.error!.stacktrace ?? ''), new RegExp(`at chargeCard \\(.*worker\\.mjs:${THROW_LINE}:\\d+\\)`), JSON.stringify(entry))
+  })
+
+  /** The trace of the one `app::prints` call made with `n`, once its span is stored. */
+  const printsTrace = async (n: number): Promise<string> => {
+    let traceId = ''
+    await eventually(async () => {
+      const { traces } = (await call('engine::traces::list', { function_id: 'app::prints', limit: 1000 })) as { traces: Array<{ trace_id: string }> }
+      for (const trace of traces) {
+        const { roots } = (await call('engine::traces::tree', { trace_id: trace.trace_id })) as { roots: Array<{ events: Array<{ name: string; attributes: Record<string, unknown> }> }> }
+        const input = roots.flatMap((r) => r.events).find((e) => e.name === 'svc.invocation.input')
+        if (input !== undefined && String(input.attributes['svc.payload.json']).includes(`"n":${n}`)) traceId = trace.trace_id
+      }
+      return traceId !== ''
+    }, 15_000)
+    return traceId
+  }
+
+  const logsOf = async (search: string) =>
+    ((await call('engine::logs::list', { search, limit: 1000 })) as { logs: Array<{ body: string; trace_id: string | null; span_id: string | null; attributes: Record<string, unknown> }> }).logs
+
+  it('console.log in a handler of a worker svc did not launch: svc logs --trace shows the lines, printed once', async () => {
+    await call('app::prints', { n: 1 })
+    const traceId = await printsTrace(1)
+    let shown = ''
+    await eventually(async () => {
+      const r = await svc('logs', '--trace', traceId)
+      shown = r.stdout
+      return r.code === 0 && shown.includes('printed 1') && shown.includes('complained 1')
+    }, 15_000)
+    assert.equal(shown.match(/printed 1/g)?.length, 1, shown)
+    assert.deepEqual(stdout.filter((l) => l === 'printed 1'), ['printed 1'])
+    assert.deepEqual(stderr.filter((l) => l === 'complained 1'), ['complained 1'])
+    const [record] = await logsOf('printed 1')
+    assert.equal(record!.trace_id, traceId)
+    assert.match(record!.span_id ?? '', /^[0-9a-f]{16}$/)
+  })
+
+  it("under svc's supervisor the captured line gets the trace id and is stored once", async () => {
+    supervised = true
+    try {
+      await call('app::prints', { n: 2 })
+      const traceId = await printsTrace(2)
+      // Paired once the SDK's record arrives: the captured line then carries the trace.
+      await eventually(async () => (await logsOf('printed 2')).some((l) => l.trace_id === traceId), 15_000)
+      await eventually(async () => (await logsOf('complained 2')).some((l) => l.trace_id === traceId), 15_000)
+      const printed = await logsOf('printed 2')
+      assert.equal(printed.length, 1, JSON.stringify(printed))
+      assert.equal(printed[0]!.attributes['log.source'], 'stdout')
+      assert.equal((await logsOf('complained 2')).length, 1)
+      const r = await svc('logs', '--trace', traceId)
+      assert.equal(r.stdout.match(/printed 2/g)?.length, 1, r.stdout)
+      assert.equal(r.stdout.match(/complained 2/g)?.length, 1, r.stdout)
+    } finally {
+      supervised = false
+    }
   })
 })
