@@ -60,7 +60,7 @@ describe('svc traces waterfall', () => {
   it('one row per span, indented by depth, the bar placed by start and sized by duration; the failure under its span', () => {
     const spans = [
       span('1', null, 0, 100, 0, { name: 'POST /orders' }),
-      span('2', '1', 50, 50, 1, { status: 'error', events: [{ name: 'exception', timestamp_unix_nano: BASE, attributes: { 'exception.type': 'Error', 'exception.message': 'card declined', 'exception.stacktrace': 'Error: card declined\n    at charge (/app/src/pay.ts:12:11)\n    at handler (/app/src/index.ts:30:5)' } }] }),
+      span('2', '1', 50, 50, 1, { status: 'error', events: [{ name: 'exception', timestamp_unix_nano: BASE, attributes: { 'exception.type': 'Error', 'exception.message': 'card declined', 'exception.stacktrace': 'Error: card declined\n    at charge (/app/src/pay.ts:12:11)\n    at handler (/app/src/index.ts:30:5)\n    at run (/app/node_modules/svc-sdk/dist/tracing.js:1:1)\n    at emit (node:events:514:28)' } }] }),
       span('3', '2', 60, null, 2, { status: 'unset' }),
     ]
     const out = formatWaterfall(spans, { columns: 100 })
@@ -70,7 +70,10 @@ describe('svc traces waterfall', () => {
     assert.match(lines[2]!, /^ {2}execute 2 +█+ +50ms {2}error$/)
     assert.match(lines[3]!, /^ {4}! Error: card declined$/)
     assert.match(lines[4]!, /^ {6}at charge \(\/app\/src\/pay\.ts:12:11\)$/)
-    assert.match(lines[6]!, /^ {4}execute 3 +░+ +running {2}unset$/)
+    assert.match(lines[5]!, /^ {6}at handler \(\/app\/src\/index\.ts:30:5\)$/)
+    // The frames after the user's (svc-sdk's dispatch, Node's) are left to --json.
+    assert.equal(lines[6], `      … 2 more frames (svc traces ${T} --json)`)
+    assert.match(lines[7]!, /^ {4}execute 3 +░+ +running {2}unset$/)
     // The parent's bar starts at the left of the bar column, the child's half way along it.
     const barStart = (line: string) => line.search(/[█░]/)
     const barEnd = (line: string) => line.lastIndexOf('█') + 1

@@ -189,8 +189,13 @@ export function formatTracesTable(traces: readonly TraceListEntry[], options: { 
   return [line(header, true), ...rows.map((r) => line(r, false))].join('\n') + '\n' + more
 }
 
-/** Stack lines printed under a failing span; `--json` has them all. */
+/** Stack lines printed under a failing span at most; `--json` has them all. */
 const STACK_LINES = 12
+
+/** A frame of the user's code: neither Node's (`node:…`) nor a package's (`/node_modules/`). */
+function isUserFrame(frame: string): boolean {
+  return !/\(node:|\bat node:|[\\/]node_modules[\\/]/.test(frame)
+}
 
 /** The message and stack of a failing span: its `exception` event, else its status message. */
 function failureOf(span: TraceSpan): { message: string | undefined; stack: string | undefined } {
@@ -242,8 +247,11 @@ export function formatWaterfall(spans: ReadonlyArray<TraceSpan & { depth: number
     if (stack !== undefined) {
       // The stack's first line repeats the message; the frames follow it.
       const frames = stack.split(/\r?\n/).filter((l) => /^\s*at /.test(l))
-      for (const frame of frames.slice(0, STACK_LINES)) lines.push(fit(`${indent}  ${terminalText(frame.trim())}`, columns))
-      if (frames.length > STACK_LINES) lines.push(`${indent}  … ${frames.length - STACK_LINES} more frames (svc traces ${root.trace_id} --json)`)
+      // The user's frames come first; Node's and the packages' (svc-sdk's dispatch) after them are left to --json.
+      const own = frames.findIndex((f) => !isUserFrame(f))
+      const shown = Math.min(STACK_LINES, own > 0 ? own : frames.length)
+      for (const frame of frames.slice(0, shown)) lines.push(fit(`${indent}  ${terminalText(frame.trim())}`, columns))
+      if (frames.length > shown) lines.push(fit(`${indent}  … ${frames.length - shown} more frame${frames.length - shown === 1 ? '' : 's'} (svc traces ${root.trace_id} --json)`, columns))
     }
   }
   return lines.join('\n') + '\n'
