@@ -51,6 +51,24 @@ describe('svc traces flags', () => {
     for (const bad of ['abc', 'g'.repeat(32), `${'a'.repeat(32)}\u001b]0;x\u0007`]) assert.throws(() => parseTraceId(bad), (e: unknown) => e instanceof CliError && e.exitCode === 2 && !UNSAFE.test(e.message))
   })
 
+  it('any argument text parses or is refused as a usage error, shown escaped (property)', () => {
+    const hostile = fc.oneof(fc.string({ maxLength: 80 }), fc.string({ unit: 'binary', maxLength: 80 }), fc.constantFrom('\u001b]52;c;aGk=\u0007', '1e309', 'NaN', '-0', '0x10', ' 5 s ', '00-' + 'a'.repeat(32) + '-' + 'b'.repeat(16) + '-01\n'))
+    fc.assert(
+      fc.property(hostile, (text) => {
+        for (const parse of [() => parseTraceId(text), () => parseDurationMs(text, '--min-duration')]) {
+          try {
+            const value = parse()
+            assert.ok(typeof value === 'string' ? /^[0-9a-f]{32}$/.test(value) : Number.isFinite(value) && value >= 0, String(value))
+          } catch (e) {
+            assert.ok(e instanceof CliError && e.exitCode === 2, String(e))
+            assert.ok(!UNSAFE.test(e.message) && !UNSAFE.test(e.hint ?? ''), JSON.stringify(e.message))
+          }
+        }
+      }),
+      { numRuns: 1000 },
+    )
+  })
+
   it('durations read as people write them', () => {
     assert.deepEqual([0.42, 12.4, 1250, 123_000, null].map(formatDuration), ['0.42ms', '12ms', '1.25s', '2m03s', 'running'])
   })
