@@ -80,7 +80,7 @@ export class EngineSession {
    *
    * @throws {CliError} exit 3 when the connection is lost
    */
-  async listLogs(filter: { service_name?: string; start_time?: number; limit?: number }): Promise<StoredLog[] | undefined> {
+  async listLogs(filter: { service_name?: string; trace_id?: string; start_time?: number; limit?: number }): Promise<StoredLog[] | undefined> {
     try {
       const result = (await this.call('engine::logs::list', filter)) as { logs?: StoredLog[] }
       return result.logs ?? []

@@ -14,6 +14,8 @@ export interface LogsOptions {
   projectRoot: string
   /** Only this worker (service name, or log file name). */
   worker?: string | undefined
+  /** Only the records of this trace (32 lower-case hex characters); the store only, never the files. */
+  traceId?: string | undefined
   /** Lines printed before following. */
   lines: number
   follow: boolean
@@ -29,6 +31,7 @@ export async function logsFromStore(session: EngineSession, options: LogsOptions
   const filter = (start?: number) => ({
     limit: start === undefined ? options.lines : 1000,
     ...(options.worker ? { service_name: options.worker } : {}),
+    ...(options.traceId !== undefined ? { trace_id: options.traceId } : {}),
     ...(start !== undefined ? { start_time: start } : {}),
   })
   // One query either way: it tells whether the store answers at all.

@@ -236,6 +236,7 @@ export const Codes = {
   // cli.md §1.1, §4.6: failures the CLI detects before or instead of an invocation (never on the wire)
   EngineUnreachable: 'ENGINE_UNREACHABLE',
   MessageTooLarge: 'MESSAGE_TOO_LARGE',
+  TraceNotFound: 'TRACE_NOT_FOUND',
 } as const
 export type Code = (typeof Codes)[keyof typeof Codes]
 
@@ -319,6 +320,10 @@ entry(Codes.EngineUnreachable, 503, 'unreachable', ['cli'], 'A command could not
   wire: false,
   hint: 'start the engine with svc in the project directory, or pass --engine <url> of a running engine',
 })
+entry(Codes.TraceNotFound, 404, 'failure', ['cli'], 'svc traces <trace_id> found no span of that trace in the observability store: the id is mistyped, the trace was not sampled or is older than the store keeps, or its spans have not arrived yet.', 'List recent traces with `svc traces` and copy an id from there (or the `traceparent` header of an HTTP response); worker spans arrive a second or two after the call; raise the retention or the sampling ratio in the observability settings to keep more.', {
+  wire: false,
+  hint: 'svc traces lists the recent ones; a new trace may take a second or two to arrive',
+})
 entry(Codes.MessageTooLarge, 413, 'usage', ['cli'], 'svc trigger was given a payload larger than the engine accepts in one message (`max_message_bytes`, 64 MiB by default, protocol.md §2); nothing was sent.', 'Send a reference to the data (a file path, a URL, a state key) instead of the data, or raise `max_message_bytes` of the svc-worker-manager entry in config.yaml.', {
   wire: false,
   hint: 'send a reference to the data (a path, a URL, a state key) instead, or raise max_message_bytes of the svc-worker-manager entry in config.yaml',
@@ -377,6 +382,7 @@ export const Errors = {
   /** Payload of a built-in worker's function (builtins.md §2.1): `<field> is required`, `<field> must be <type>`. */
   invalidArguments: (detail: string) => make(Codes.InvalidArguments, detail),
   storageDisabled: () => make(Codes.StorageDisabled, 'local telemetry storage is disabled (store: none)'),
+  traceNotFound: (traceId: string) => make(Codes.TraceNotFound, `Trace ${traceId} not found`),
   notFound: (message: string) => make(Codes.NotFound, message),
   /** `engine::functions::info` of a function the caller's session may not invoke (protocol.md §11.1). */
   notVisible: (id: string) => make(Codes.Forbidden, `Function '${id}' is not visible to this session.`),

@@ -15,6 +15,7 @@
  */
 import { initOtel, isOtelInitialized, type OtelConfig, shutdownOtel, stopWorkerGauges } from 'svc-helpers/observability'
 import { WorkerClient } from './client.ts'
+import { captureConsole } from './console.ts'
 import { resolveAddress, resolveOptions } from './options.ts'
 import type { InitOptions, SvcClient } from './types.ts'
 
@@ -97,6 +98,8 @@ export function registerWorker(address?: string | readonly string[], options?: I
     const otel: OtelConfig = { ...options?.otel, engineWsUrl: resolvedAddress[0]! }
     if (resolved.headers !== undefined) otel.headers = resolved.headers
     if (initOtel(otel)) otelOwners = 0
+    // console.* in a handler carries the invocation's trace to the log store (issue 21).
+    if (isOtelInitialized()) captureConsole(resolved.workerName)
     if (isOtelInitialized() && otelOwners !== undefined) {
       otelOwners++
       const shutdown = client.shutdown.bind(client)

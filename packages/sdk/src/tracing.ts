@@ -79,17 +79,30 @@ export function runInSpan<T>(s: InvocationSpan | undefined, fn: () => T): T {
 }
 
 /**
+ * The exception a failed handler span records (`exception.type` = the code): the handler's own
+ * stack as `toErrorBody` kept it, so the span shows the user's frames; a failure that had no
+ * stack (an error body, a thrown string) gets none rather than the SDK's frames of this point.
+ */
+function spanException(error: { code: string; message: string; stacktrace?: string }): Error {
+  const exception = Object.assign(new Error(error.message), { name: error.code })
+  exception.stack = typeof error.stacktrace === 'string' && error.stacktrace !== '' ? error.stacktrace : `${error.code}: ${error.message}`
+  return exception
+}
+
+/**
  * Ends the span with the outcome and returns the W3C headers to put on the `invocationresult`
- * (protocol.md §10.1). `resultJson` is `JSON.stringify(result)` when the caller already made it.
+ * (protocol.md §10.1). `error` is the wire error body (`{code, message, stacktrace?}`, protocol.md
+ * §7.1); its `stacktrace` becomes the span's `exception.stacktrace`. `resultJson` is
+ * `JSON.stringify(result)` when the caller already made it.
  */
 export function endInvocationSpan(
   s: InvocationSpan,
   result: unknown,
-  error: { code: string; message: string } | undefined,
+  error: { code: string; message: string; stacktrace?: string } | undefined,
   resultJson?: string,
 ): { traceparent?: string; baggage?: string } {
   if (error !== undefined) {
-    markSpanError(s.span, Object.assign(new Error(error.message), { name: error.code }))
+    markSpanError(s.span, spanException(error))
     recordPayload(s.span, 'svc.invocation.output', error, false)
   } else {
     setOkUnlessError(s.span)
@@ -183,7 +196,7 @@ export const handlerTelemetry: ClientTelemetry<InvocationSpan> = Object.freeze({
   startHandler: startInvocationSpan,
   runHandler,
   resultContext: invocationHeaders,
-  endHandler: (s: InvocationSpan, result: unknown, error: { code: string; message: string } | undefined, resultJson: string | undefined) => {
+  endHandler: (s: InvocationSpan, result: unknown, error: { code: string; message: string; stacktrace?: string } | undefined, resultJson: string | undefined) => {
     endInvocationSpan(s, result, error, resultJson)
   },
 })

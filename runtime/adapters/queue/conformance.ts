@@ -147,6 +147,13 @@ export function runQueueBackendConformance(name: string, factory: QueueBackendFa
       const dlq = await b.deadLetters('q', 0, 10)
       assert.deepEqual(ids(dlq), ids([...msgs].reverse()))
       assert.deepEqual(dlq[0]!.error, { code: 'boom', message: 'no 2' })
+      // The handler's stack stays with the entry (issue 21: the DLQ points at the user's code).
+      const failing = input()
+      await b.enqueue([failing])
+      await b.reserve('q', { now: T0, limit: 1 })
+      assert.equal(await b.deadLetter(failing.id, { code: 'boom', message: 'with stack', stacktrace: 'Error: with stack\n    at charge (/app/pay.js:3:9)' }, T0 + 5), true)
+      assert.deepEqual((await b.deadLetters('q', 0, 1))[0]!.error, { code: 'boom', message: 'with stack', stacktrace: 'Error: with stack\n    at charge (/app/pay.js:3:9)' })
+      assert.equal(await b.discard('q', failing.id), true)
       assert.equal(dlq[0]!.failed_at, T0 + 2)
       assert.deepEqual(ids(await b.deadLetters('q', 1, 1)), [msgs[1]!.id])
       assert.equal(await b.redriveMessage('q', msgs[1]!.id, T0 + 10), true)

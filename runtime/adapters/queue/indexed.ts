@@ -401,7 +401,7 @@ export class IndexedQueueBackend implements QueueBackend {
     const slot = this.slot(message.queue)
     this.unplace(slot, message)
     message.state = 'dead'
-    message.error = { code: error.code, message: error.message }
+    message.error = error.stacktrace === undefined ? { code: error.code, message: error.message } : { code: error.code, message: error.message, stacktrace: error.stacktrace }
     message.failed_at = failedAt
     slot.dead.set(message.id, message)
     this.touch(message)

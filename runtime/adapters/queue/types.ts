@@ -42,10 +42,11 @@
 
 import type { StateAdapterLogger } from '../state/types.ts'
 
-/** An error as stored with a dead-lettered message: `{code, message}`. */
+/** An error as stored with a dead-lettered message: `{code, message, stacktrace?}` (the handler's stack, kept for the DLQ view). */
 export interface QueueError {
   code: string
   message: string
+  stacktrace?: string
 }
 
 /** A message to store (builtins.md §7.2, §7.4). */

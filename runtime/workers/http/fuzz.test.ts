@@ -135,9 +135,20 @@ const body = fc.option(
 )
 
 const headerName = text(tokenChars, 12).filter((n) => n.length > 0 && !['content-length', 'transfer-encoding', 'host', 'connection', 'content-type', 'expect', 'upgrade', 'te', 'trailer'].includes(n))
-const headers = fc.tuple(fc.dictionary(headerName, text(valueChars, 40), { maxKeys: 5 }), contentType).map(([h, ct]) => {
+const hex = (n: number) => fc.array(fc.constantFrom(...'0123456789abcdef'), { minLength: n, maxLength: n }).map((a) => a.join(''))
+/** Request `traceparent` values: valid (sampled or not) and the malformed kinds a response must never echo (issue 21). */
+const traceparent = fc.option(
+  fc.oneof(
+    fc.tuple(hex(32), hex(16), fc.constantFrom('00', '01')).map(([t, s, f]) => `00-${t}-${s}-${f}`),
+    fc.constantFrom(`00-${'0'.repeat(32)}-${'1'.repeat(16)}-01`, `00-${'a'.repeat(32)}-${'0'.repeat(16)}-01`, `ff-${'a'.repeat(32)}-${'b'.repeat(16)}-01`, `00-${'A'.repeat(32)}-${'b'.repeat(16)}-01`, `00-${'a'.repeat(32)}-${'b'.repeat(16)}-01-extra`, '00-abc-def-01', ''),
+    text(valueChars, 60),
+  ),
+  { nil: undefined },
+)
+const headers = fc.tuple(fc.dictionary(headerName, text(valueChars, 40), { maxKeys: 5 }), contentType, traceparent).map(([h, ct, tp]) => {
   const out: Record<string, string> = { ...h }
   if (ct !== undefined) out['content-type'] = ct
+  if (tp !== undefined) out.traceparent = tp
   return out
 })
 
@@ -163,6 +174,17 @@ function checkAnswer(c: Case, a: Answer): void {
     assert.doesNotThrow(() => JSON.parse(a.body.toString('utf8')), where)
   }
   assert.equal(Number(a.headers['content-length'] ?? a.body.length), a.body.length, where)
+  // One W3C traceparent at most, never a malformed request header echoed; the error body names its trace (issue 21).
+  const tp = a.headers.traceparent
+  if (tp !== undefined) {
+    assert.equal(typeof tp, 'string', where)
+    assert.match(tp as string, /^(?!ff)[0-9a-f]{2}-(?!0{32})[0-9a-f]{32}-(?!0{16})[0-9a-f]{16}-[0-9a-f]{2}$/, where)
+  }
+  const sent = c.headers.traceparent
+  if (sent !== undefined && tp !== undefined) assert.equal((tp as string).slice(3, 35), sent.slice(3, 35), where)
+  if (sent === undefined || !/^(?!ff)[0-9a-f]{2}-(?!0{32})[0-9a-f]{32}-(?!0{16})[0-9a-f]{16}-[0-9a-f]{2}$/.test(sent)) assert.equal(tp, undefined, where)
+  else assert.equal(tp, sent, `no span is recorded here: the client's own traceparent comes back: ${where}`)
+  if (a.status >= 400 && c.method.toUpperCase() !== 'HEAD') assert.equal(JSON.parse(a.body.toString('utf8')).error.trace_id, tp === undefined ? undefined : (tp as string).slice(3, 35), where)
 }
 
 describe('svc-http fuzzing (builtins.md §3.9)', () => {
@@ -225,6 +247,9 @@ describe('svc-http fuzzing (builtins.md §3.9)', () => {
           ['GET', '/gone', {}, undefined],
           ['POST', '/upload', { 'content-type': 'application/json' }, Buffer.alloc(5000, 0x20)],
           ['PUT', '/upload', {}, Buffer.alloc(5000, 0x20)],
+          ['POST', '/fail', { traceparent: `00-${'4'.repeat(32)}-${'5'.repeat(16)}-01` }, undefined],
+          ['GET', '/nowhere', { traceparent: `00-${'6'.repeat(32)}-${'7'.repeat(16)}-00` }, undefined],
+          ['GET', '/echo', { traceparent: `00-${'0'.repeat(32)}-${'7'.repeat(16)}-01` }, undefined],
         ],
       },
     )

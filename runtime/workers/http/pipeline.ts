@@ -17,7 +17,7 @@ import type { ChannelRef, CreateChannelResult, LocalChannels } from '../../engin
 import type { BuiltinContext } from '../../engine/types.ts'
 import type { CancelTimer, Clock } from '../shared/clock.ts'
 import { collectHeaders, InvalidBody, parseBody, parseUrlEncoded } from './request.ts'
-import { describeInvalidResult, errorEnvelope, JSON_CONTENT_TYPE, mapResponse, newErrorId } from './response.ts'
+import { describeInvalidResult, errorEnvelope, JSON_CONTENT_TYPE, mapResponse, newErrorId, responseTraceparent, withTraceparent } from './response.ts'
 import type { ActiveRoute, Router } from './router.ts'
 import { HTTP_WORKER_NAME, type CompiledCors, type CompiledHttpSettings } from './settings.ts'
 import { RequestBodyPump, ResponseStream, type PumpEnd } from './streaming.ts'
@@ -524,7 +524,7 @@ export class RequestPipeline {
     x.markDone()
     const stream = x.stream!
     const res = x.res
-    const headers = [...stream.headers]
+    const headers = withTraceparent([...stream.headers], responseTraceparent(x.traceparent))
     if (x.cors) headers.push(...x.cors)
     if (bodyPending(x.req)) headers.push('connection', 'close')
     try {
@@ -731,7 +731,7 @@ export class RequestPipeline {
   private answer(x: Exchange, status: number, headers: string[], body: string | null): void {
     if (x.done) return
     x.markDone()
-    this.write(x.res, x.head, x.cors, status, headers, body, bodyPending(x.req))
+    this.write(x.res, x.head, x.cors, status, withTraceparent(headers, responseTraceparent(x.traceparent)), body, bodyPending(x.req))
   }
 
   /**
@@ -762,14 +762,20 @@ export class RequestPipeline {
         ...(detail !== undefined ? { detail } : {}),
       })
     }
-    this.write(x.res, x.head, x.cors, status, [...ERROR_HEADERS], errorEnvelope(code, message, errorId, extra), close || bodyPending(x.req))
+    const traceparent = responseTraceparent(x.traceparent)
+    const headers: string[] = [...ERROR_HEADERS]
+    if (traceparent !== undefined) headers.push('traceparent', traceparent)
+    this.write(x.res, x.head, x.cors, status, headers, errorEnvelope(code, message, errorId, extra, traceparent?.slice(3, 35)), close || bodyPending(x.req))
   }
 
   /** An answer before any exchange exists (no route, wrong method); the status is the catalogue's. */
   private writeError(res: ServerResponse, head: boolean, cors: string[] | null, code: Code, message: string, extraHeaders?: string[]): void {
     const headers: string[] = [...ERROR_HEADERS]
     if (extraHeaders) headers.push(...extraHeaders)
-    this.write(res, head, cors, httpStatusOf(code), headers, errorEnvelope(code, message), false)
+    // No exchange, no span: the trace the client sent, if any.
+    const traceparent = responseTraceparent(firstHeader(res.req.headers.traceparent))
+    if (traceparent !== undefined) headers.push('traceparent', traceparent)
+    this.write(res, head, cors, httpStatusOf(code), headers, errorEnvelope(code, message, undefined, undefined, traceparent?.slice(3, 35)), false)
   }
 
   /** An unexpected failure: 500 `internal_error`, logged with its error id; never thrown further. */
@@ -790,7 +796,10 @@ export class RequestPipeline {
     })
     try {
       const internal = Errors.internal(errorId)
-      this.write(res, req.method === 'HEAD', x?.cors ?? null, 500, [...ERROR_HEADERS], errorEnvelope(internal.code, internal.message, errorId), true)
+      const traceparent = responseTraceparent(x?.traceparent ?? firstHeader(req.headers.traceparent))
+      const headers: string[] = [...ERROR_HEADERS]
+      if (traceparent !== undefined) headers.push('traceparent', traceparent)
+      this.write(res, req.method === 'HEAD', x?.cors ?? null, 500, headers, errorEnvelope(internal.code, internal.message, errorId, undefined, traceparent?.slice(3, 35)), true)
     } catch {
       res.destroy()
     }
@@ -805,6 +814,8 @@ export class RequestPipeline {
     allow: string,
   ): void {
     const headers = ['allow', allow]
+    const traceparent = responseTraceparent(firstHeader(req.headers.traceparent))
+    if (traceparent !== undefined) headers.push('traceparent', traceparent)
     if (cors && corsHeaders && req.headers['access-control-request-method'] !== undefined) {
       headers.push('access-control-allow-methods', cors.methods ?? allow)
       const requested = req.headers['access-control-request-headers']

@@ -136,17 +136,43 @@ export function describeInvalidResult(result: unknown): string {
   return `the handler returned ${kindOf(result)}, expected a response object`
 }
 
+/** A W3C `traceparent` (version 00–fe, trace and parent ids not all zero). */
+const TRACEPARENT = /^(?!ff)[0-9a-f]{2}-(?!0{32})[0-9a-f]{32}-(?!0{16})[0-9a-f]{16}-[0-9a-f]{2}$/
+
+/**
+ * The `traceparent` a response carries (issue 21): `traceparent` when it is a valid W3C value
+ * (the request's server span, or the request's own header when no span was recorded), else
+ * undefined — a malformed request header is never echoed.
+ */
+export function responseTraceparent(traceparent: string | undefined): string | undefined {
+  return traceparent !== undefined && traceparent.length === 55 && TRACEPARENT.test(traceparent) ? traceparent : undefined
+}
+
+/**
+ * `headers` with `traceparent` set to `traceparent` (issue 21): a handler's own `traceparent`
+ * lines are dropped first, since the server's names the trace the request ran in. Unchanged when
+ * `traceparent` is undefined.
+ */
+export function withTraceparent(headers: string[], traceparent: string | undefined): string[] {
+  if (traceparent === undefined) return headers
+  for (let i = headers.length - 2; i >= 0; i -= 2) if (headers[i]!.length === 11 && headers[i]!.toLowerCase() === 'traceparent') headers.splice(i, 2)
+  headers.push('traceparent', traceparent)
+  return headers
+}
+
 /** A fresh `error_id`: 12 lower-case hex digits (§3.9). */
 export function newErrorId(): string {
   return randomBytes(6).toString('hex')
 }
 
 /**
- * The error envelope `{"error":{"code","message","error_id"?}}` (§3.9) as JSON text; `extra` adds
- * top-level fields (`skipped: true` for 422 `CONDITION_NOT_MET`).
+ * The error envelope `{"error":{"code","message","error_id"?,"trace_id"?}}` (§3.9) as JSON text;
+ * `trace_id` (32 hex) names the request's trace, which `svc traces <trace_id>` draws (issue 21);
+ * `extra` adds top-level fields (`skipped: true` for 422 `CONDITION_NOT_MET`).
  */
-export function errorEnvelope(code: string, message: string, errorId?: string, extra?: Record<string, unknown>): string {
+export function errorEnvelope(code: string, message: string, errorId?: string, extra?: Record<string, unknown>, traceId?: string): string {
   const error: Record<string, string> = { code, message }
   if (errorId !== undefined) error.error_id = errorId
+  if (traceId !== undefined) error.trace_id = traceId
   return JSON.stringify(extra ? { error, ...extra } : { error })
 }

@@ -120,9 +120,10 @@ const OBSERVABILITY_FUNCTION_FORMATS: Record<string, { request_format: FormatSch
   'engine::traces::list': {
     request_format: object(
       {
-        trace_id: { type: 'string', description: 'one trace' },
-        name: { type: 'string', description: 'case-insensitive substring of the root span\'s name' },
-        service_name: { type: 'string', description: 'case-insensitive substring of the root span\'s service' },
+        trace_id: { type: 'string', maxLength: 256, description: 'one trace' },
+        name: { type: 'string', maxLength: 256, description: 'case-insensitive substring of the root span\'s name' },
+        service_name: { type: 'string', maxLength: 256, description: 'case-insensitive substring of the root span\'s service' },
+        function_id: { type: 'string', maxLength: 256, description: 'traces in which this function ran (a span with svc.function.id equal to it)' },
         status: { ...SPAN_STATUS, description: 'of the root span' },
         min_duration_ms: { type: 'number', minimum: 0 },
         max_duration_ms: { type: 'number', minimum: 0 },

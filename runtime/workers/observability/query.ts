@@ -73,8 +73,17 @@ export function listLogs(store: TelemetryStore, data: unknown): { logs: LogRecor
 /** A trace summary: its root span plus `span_count`, `error_count`, `service_names`. */
 export type TraceSummary = SpanRecord & { span_count: number; error_count: number; service_names: string[] }
 
-/** Spans grouped by trace, each with its root (the earliest span whose parent is not stored). */
-function summaries(store: TelemetryStore): TraceSummary[] {
+/** Longest text filter of `engine::traces::list` (`name`, `service_name`, `function_id`), characters. */
+export const MAX_TRACE_FILTER_CHARS = 256
+
+/** Root-span statuses `status` may name (§12.4). */
+const STATUSES = new Set(['ok', 'error', 'unset'])
+
+/**
+ * Spans grouped by trace, each with its root (the earliest span whose parent is not stored). With
+ * `functionId`, only traces one of whose spans has `svc.function.id` equal to it.
+ */
+function summaries(store: TelemetryStore, functionId?: string): TraceSummary[] {
   const byTrace = new Map<string, SpanRecord[]>()
   for (const s of store.spans()) {
     let list = byTrace.get(s.trace_id)
@@ -86,13 +95,15 @@ function summaries(store: TelemetryStore): TraceSummary[] {
     const ids = new Set(spans.map((s) => s.span_id))
     let root: SpanRecord | undefined
     let errors = 0
+    let calls = functionId === undefined
     const services = new Set<string>()
     for (const s of spans) {
+      if (!calls && s.attributes['svc.function.id'] === functionId) calls = true
       if (s.status === 'error') errors++
       services.add(s.service_name)
       if ((s.parent_span_id === null || !ids.has(s.parent_span_id)) && (root === undefined || s.start_time_unix_nano < root.start_time_unix_nano)) root = s
     }
-    if (root === undefined) continue
+    if (root === undefined || !calls) continue
     out.push({ ...root, span_count: spans.length, error_count: errors, service_names: [...services] })
   }
   return out
@@ -108,17 +119,35 @@ const SORT_KEYS: Record<string, (s: TraceSummary) => number | string> = {
   service_name: (s) => s.service_name,
 }
 
-/** `engine::traces::list`: `{traces, spans (the same array), total, offset, limit}`. */
+/** An optional text filter of at most {@link MAX_TRACE_FILTER_CHARS} characters. */
+function optFilter(o: Obj, key: string, fn: string): string | undefined {
+  const v = optString(o, key, fn)
+  if (v !== undefined && v.length > MAX_TRACE_FILTER_CHARS) throw Errors.invalidInput(fn, `${key} must be at most ${MAX_TRACE_FILTER_CHARS} characters`)
+  return v
+}
+
+/**
+ * `engine::traces::list` (builtins.md §12.5): `{traces, spans (the same array), total, offset, limit}`.
+ * Besides the spec's filters, `function_id` keeps the traces in which that function ran (a span
+ * with `svc.function.id` equal to it), which `svc traces --function` reads. Text filters are at most
+ * {@link MAX_TRACE_FILTER_CHARS} characters, `status` is `ok`, `error` or `unset`, durations are
+ * non-negative ms.
+ *
+ * @throws {SvcError} `INVALID_ARGUMENTS` for a field of the wrong type or out of those bounds
+ */
 export function listTraces(store: TelemetryStore, data: unknown): { traces: TraceSummary[]; spans: TraceSummary[]; total: number; offset: number; limit: number } {
   const fn = 'engine::traces::list'
   const o = input(data, fn)
   const { limit, offset } = page(o, fn)
-  const traceId = optString(o, 'trace_id', fn)?.toLowerCase()
-  const name = optString(o, 'name', fn)?.toLowerCase()
-  const service = optString(o, 'service_name', fn)?.toLowerCase()
+  const traceId = optFilter(o, 'trace_id', fn)?.toLowerCase()
+  const name = optFilter(o, 'name', fn)?.toLowerCase()
+  const service = optFilter(o, 'service_name', fn)?.toLowerCase()
+  const functionId = optFilter(o, 'function_id', fn)
   const status = optString(o, 'status', fn)?.toLowerCase()
+  if (status !== undefined && !STATUSES.has(status)) throw Errors.invalidInput(fn, 'status must be ok, error or unset')
   const minD = optNumber(o, 'min_duration_ms', fn)
   const maxD = optNumber(o, 'max_duration_ms', fn)
+  if ((minD !== undefined && minD < 0) || (maxD !== undefined && maxD < 0)) throw Errors.invalidInput(fn, 'min_duration_ms and max_duration_ms must be non-negative')
   const start = optNumber(o, 'start_time', fn)
   const end = optNumber(o, 'end_time', fn)
   const sortBy = optString(o, 'sort_by', fn) ?? 'start_time'
@@ -129,7 +158,7 @@ export function listTraces(store: TelemetryStore, data: unknown): { traces: Trac
   const attrs = o.attributes
   if (attrs !== undefined && attrs !== null && (typeof attrs !== 'object' || Array.isArray(attrs))) throw Errors.invalidInput(fn, 'attributes must be an object')
   const includeInternal = o.include_internal === true
-  const matched = summaries(store).filter((t) => {
+  const matched = summaries(store, functionId).filter((t) => {
     if (traceId !== undefined && t.trace_id !== traceId) return false
     if (!includeInternal && traceId === undefined && isInternal(t)) return false
     if (name !== undefined && !t.name.toLowerCase().includes(name)) return false

@@ -32,6 +32,7 @@ import { MemoryStore, NoStore, type StoreLimits, type TelemetryStore } from '../
 import type { TelemetryHub, TelemetrySink, TelemetrySource } from '../../engine/telemetry.ts'
 import type { BuiltinContext, BuiltinWorker } from '../../engine/types.ts'
 import { createSettingsApplier, type SettingsApplier } from '../shared/settings.ts'
+import { ConsoleLines } from './console-lines.ts'
 import type { OtlpExport } from './export.ts'
 import { OWN_FUNCTIONS, recordOf, registerObservabilityFunctions } from './functions.ts'
 import { InvocationMetrics } from './invocations.ts'
@@ -63,6 +64,8 @@ export class ObservabilityWorker implements BuiltinWorker, TelemetrySink {
   private sweepTimer: NodeJS.Timeout | undefined
   /** `execute` spans and per-function metrics of the invocations (./invocations.ts). */
   private readonly invocations = new InvocationMetrics(OWN_FUNCTIONS)
+  /** Pairs captured output lines with svc-sdk's console records (issue 21). */
+  private readonly consoleLines = new ConsoleLines()
   private logTriggers: LogTriggers | undefined
   private traceTriggers: TraceTriggers | undefined
   /** The running OTLP export (§12.8); undefined while `otlp.enabled` is false. */
@@ -300,6 +303,15 @@ export class ObservabilityWorker implements BuiltinWorker, TelemetrySink {
     else if (prefix === 'LOGS') {
       if (this.settings.logs_enabled)
         for (const l of logsOf(request, service, nowUnixNano())) {
+          // A console call of a handler (svc-sdk): its line was printed where the worker runs (and
+          // svc shows it), so it is never printed here; paired with the captured line (./console-lines.ts).
+          if (l.attributes['svc.console'] === true) {
+            delete l.attributes['svc.console']
+            // The name svc launched the worker by (the /otel socket has none of its own).
+            const worker = typeof l.attributes['svc.worker.name'] === 'string' ? l.attributes['svc.worker.name'] : source.worker_name
+            if (worker === undefined || !this.consoleLines.consoleRecord(worker, l)) this.log(l)
+            continue
+          }
           this.log(l)
           this.print(l)
         }
@@ -314,7 +326,9 @@ export class ObservabilityWorker implements BuiltinWorker, TelemetrySink {
   /** TelemetrySink: a worker process's output line (§12.2, cli.md §5.6). */
   output(worker: string, stream: 'stdout' | 'stderr', text: string): void {
     if (!this.settings.logs_enabled) return
-    this.log(recordOf(worker, stream === 'stderr' ? 13 : 9, text, { 'log.source': stream }, { 'service.name': worker }))
+    const record = recordOf(worker, stream === 'stderr' ? 13 : 9, text, { 'log.source': stream }, { 'service.name': worker })
+    // Trace ids arrive later, from the SDK's copy of a handler's console call (./console-lines.ts).
+    if (this.consoleLines.capturedLine(worker, stream, record)) this.log(record)
   }
 
   /** TelemetrySink: a record of the engine's own log (service `service_name`, §12.1 `log_level` applied). */

@@ -311,7 +311,7 @@ export class QueueDelivery {
           this.logFailure(queue, message, settings, failedCall, error!, verdict)
           break
         case 'dead':
-          settled = backend.deadLetter(message.id, { code: verdict.error.code, message: verdict.error.message }, host.now())
+          settled = backend.deadLetter(message.id, deadError(verdict.error), host.now())
           runner.failed++
           this.logFailure(queue, message, settings, failedCall, verdict.error, verdict)
           break
@@ -419,4 +419,14 @@ function deliverySpan(hub: TelemetryHub, queue: string, message: QueueMessage, t
 export function redriveHint(queue: string, messageId: string): string {
   if (quoted(queue) === queue && quoted(messageId) === messageId) return `Redrive it: ${triggerCommand('svc::queue::redrive_message', { queue, message_id: messageId })}`
   return `Redrive it with svc::queue::redrive_message (message_id ${quoted(messageId)})`
+}
+
+/** Most characters of a handler's stack kept with a dead-lettered message. */
+export const MAX_DLQ_STACK_CHARS = 16_384
+
+/** The error stored with a dead-lettered message: code, message and the handler's stack (its first {@link MAX_DLQ_STACK_CHARS} characters). */
+function deadError(error: ErrorBody): { code: string; message: string; stacktrace?: string } {
+  const out: { code: string; message: string; stacktrace?: string } = { code: error.code, message: error.message }
+  if (typeof error.stacktrace === 'string' && error.stacktrace !== '') out.stacktrace = error.stacktrace.slice(0, MAX_DLQ_STACK_CHARS)
+  return out
 }

@@ -6,11 +6,14 @@
 import assert from 'node:assert/strict'
 import { after, before, describe, it } from 'node:test'
 import fc from 'fast-check'
+import { registerWorker } from 'svc-sdk'
 import { startTestEngine, type TestEngine } from '../../../test/support/engine.ts'
 import { errorText, MAX_MESSAGE_CHARS, MAX_NAME_CHARS, quoted } from '../shared/failure-text.ts'
 import { redriveHint } from './delivery.ts'
 import { parse } from 'yaml'
 import { parseQueueWorkerSettings, queueDeclarationYaml } from './settings.ts'
+import { eventually } from '../../../test/support/raw-worker.ts'
+import { MAX_DLQ_STACK_CHARS } from './delivery.ts'
 
 const CODES = new Set([
   'INVALID_ARGUMENTS',
@@ -104,6 +107,40 @@ describe('queue functions under random input', () => {
     )
     // No name that is not one gets lines to paste.
     for (const queue of [...RESERVED, 'a b', 'x'.repeat(129), '\u001b[2J']) assert.equal(queueDeclarationYaml(queue), undefined)
+  })
+
+  it("keeps a failing handler's stack with its dead letter, whatever it holds, cut to MAX_DLQ_STACK_CHARS (fast-check)", async () => {
+    await t.engine.inject({ function_id: 'queue::define', data: { queue: 'fz-dead', config: { max_retries: 0 } } })
+    const client = registerWorker(t.url, { workerName: 'fz-stacks', otel: { enabled: false } })
+    try {
+      client.registerFunction('fz::throws', (data: { stack: string; n: number }) => {
+        throw Object.assign(new Error(`failed ${data.n}`), { stack: data.stack })
+      })
+      await eventually(async () => ((await t.engine.inject({ function_id: 'engine::functions::list', data: {} })) as { functions: Array<{ function_id: string }> }).functions.some((f) => f.function_id === 'fz::throws'))
+      const stack = fc.oneof(
+        fc.string({ unit: 'binary', maxLength: 200 }),
+        fc.constantFrom('\u001b]52;c;aGk=\u0007\n    at x (/a.js:1:1)', '\r\n\u202e', '__proto__'),
+        fc.integer({ min: MAX_DLQ_STACK_CHARS - 2, max: 200_000 }).map((n) => `Error: big\n${'    at f (/big.js:1:1)\n'.repeat(Math.ceil(n / 24))}`.slice(0, n)),
+      )
+      let n = 0
+      await fc.assert(
+        fc.asyncProperty(stack, async (sent) => {
+          const id = ++n
+          await t.engine.inject({ function_id: 'fz::throws', data: { stack: sent, n: id }, action: { type: 'enqueue', queue: 'fz-dead' } })
+          let entry: { error?: { message: string; stacktrace?: string } } | undefined
+          await eventually(async () => {
+            const page = (await t.engine.inject({ function_id: 'engine::queue::dlq_messages', data: { topic: 'fz-dead', limit: 5 } })) as Array<{ error?: { message: string; stacktrace?: string } }>
+            entry = page.find((m) => m.error?.message === `failed ${id}`)
+            return entry !== undefined
+          }, 15_000)
+          // A stack is what the SDK sent (toErrorBody keeps a non-empty one), at most the first MAX_DLQ_STACK_CHARS characters.
+          assert.equal(entry!.error!.stacktrace, sent === '' ? undefined : sent.slice(0, MAX_DLQ_STACK_CHARS))
+        }),
+        { numRuns: 40 },
+      )
+    } finally {
+      await client.shutdown()
+    }
   })
 
   it('queue::define refuses reserved names whatever the config, and stores nothing (fast-check)', async () => {

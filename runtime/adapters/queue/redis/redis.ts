@@ -389,7 +389,7 @@ export class RedisQueueBackend implements QueueBackend {
 
   async deadLetter(id: string, error: QueueError, failedAt: number): Promise<boolean> {
     try {
-      return (await this.call('dead-letter', () => this.run.deadLetter(enc(id), JSON.stringify({ code: error.code, message: error.message }), failedAt))) === 1
+      return (await this.call('dead-letter', () => this.run.deadLetter(enc(id), JSON.stringify({ code: error.code, message: error.message, stacktrace: error.stacktrace }), failedAt))) === 1
     } finally {
       this.held.delete(enc(id))
     }
