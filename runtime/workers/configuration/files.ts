@@ -50,7 +50,7 @@ export interface SettingsFile {
 
 /** What the watcher reports; `problem` names the place, `<path>:<line>:<column>: <problem>`. */
 export type SettingsFileEvent =
-  | { kind: 'changed'; id: string; path: string; file: SettingsFile }
+  | { kind: 'changed'; id: string; path: string; file: SettingsFile; /** Our writes of the id when it was read. */ writes: number }
   | { kind: 'invalid'; id: string; path: string; problem: string }
   | { kind: 'deleted'; id: string; path: string }
 
@@ -118,6 +118,11 @@ export class SettingsFiles {
   readonly directory: string
   /** Text last written or read per id, to tell our own writes from hand edits. */
   private readonly known = new Map<string, string>()
+  /**
+   * Our writes per id so far. A hand-edit check whose read started before one of our writes may
+   * have read the older text: it is dropped, or it would put the older value back over ours.
+   */
+  private readonly writes = new Map<string, number>()
   private watcher: FSWatcher | null = null
   private watching: Promise<void> = Promise.resolve()
   private readonly timers = new Map<string, NodeJS.Timeout>()
@@ -163,6 +168,7 @@ export class SettingsFiles {
     await mkdir(this.directory, { recursive: true })
     const temporary = join(this.directory, `.${id}.${randomBytes(6).toString('hex')}.tmp`)
     this.known.set(id, text)
+    this.writes.set(id, (this.writes.get(id) ?? 0) + 1)
     try {
       await writeFile(temporary, text, { mode: 0o644 })
       await rename(temporary, this.pathOf(id))
@@ -201,6 +207,14 @@ export class SettingsFiles {
     this.watcher.on('error', () => {})
   }
 
+  /**
+   * Whether a hand edit still is the latest text of its file: false once one of our writes of the
+   * id followed the read (the event waited behind it and would undo it).
+   */
+  isCurrent(event: SettingsFileEvent): boolean {
+    return event.kind !== 'changed' || (this.writes.get(event.id) ?? 0) === event.writes
+  }
+
   /** Resolves once the watcher is ready (for tests that edit right after start). */
   ready(): Promise<void> {
     return this.watching
@@ -217,10 +231,14 @@ export class SettingsFiles {
   /** What changed in `id`'s file since we last wrote or read it; null when nothing did. */
   private async inspect(id: string): Promise<SettingsFileEvent | null> {
     const path = this.pathOf(id)
+    const writes = this.writes.get(id) ?? 0
     let text: string
     try {
       text = await this.read(id)
+      // One of our writes landed while reading: what was read may be older than it.
+      if ((this.writes.get(id) ?? 0) !== writes) return null
     } catch (error) {
+      if ((this.writes.get(id) ?? 0) !== writes) return null
       if ((error as NodeJS.ErrnoException).code === 'ENOENT') {
         if (!this.known.has(id)) return null
         this.known.delete(id)
@@ -232,7 +250,7 @@ export class SettingsFiles {
     try {
       const file = parseSettingsFile(text, id, path)
       this.known.set(id, text)
-      return { kind: 'changed', id, path, file }
+      return { kind: 'changed', id, path, file, writes }
     } catch (error) {
       return { kind: 'invalid', id, path, problem: problemOf(error, path) }
     }

@@ -65,7 +65,7 @@ export class ConfigurationWorker implements BuiltinWorker {
     registerConfigurationFunctions(context.worker, entries)
     context.worker.registerTriggerType(CONFIGURATION_TRIGGER_TYPE, triggers)
     if (options.watch) {
-      files.watch(options.debounce_ms, (event) => void entries.serialised(() => entries.onFileEvent(event)))
+      files.watch(options.debounce_ms, (event) => void entries.serialised(async () => (files.isCurrent(event) ? entries.onFileEvent(event) : undefined)))
       await files.ready()
     }
   }
