@@ -6,6 +6,7 @@
 import type { ErrorBody, JsonInput, TriggerActionValue } from 'svc-protocol'
 import type { AccessPolicy } from './access/policy.ts'
 import type { Peer } from './peer.ts'
+import type { Flight } from './flights.ts'
 
 /** Where an invocation's outcome goes (the deliver stage). Exactly one method is called, once. */
 export interface Reply {
@@ -40,4 +41,9 @@ export interface Invocation {
    * caller's engine already chose this one; issue 19).
    */
   localOnly?: true
+  /**
+   * The call's entry in the engine's table of invocations in flight: its cancellation. The
+   * dispatch stage records who serves it; the callee sets how its work stops ({@link Flight.stop}).
+   */
+  flight?: Flight
 }
