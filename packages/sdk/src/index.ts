@@ -31,6 +31,7 @@ export type {
   CronTriggerPayload,
   EnqueueResult,
   FunctionHandler,
+  HandlerContext,
   FunctionRef,
   HttpAuthConfig,
   HttpInvocationConfig,

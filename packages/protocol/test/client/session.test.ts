@@ -226,9 +226,9 @@ describe('ClientSession hooks', () => {
           events.push(`start ${functionId} ${JSON.stringify(data)} ${traceparent}`)
           return { functionId }
         },
-        runHandler: (scope, _traceparent, handler, data, metadata) => {
+        runHandler: (scope, _traceparent, handler, data, metadata, context) => {
           events.push(`run ${scope?.functionId}`)
-          return handler(data, metadata)
+          return handler(data, metadata, context)
         },
         resultContext: () => ({ traceparent: '00-0af7651916cd43dd8448eb211c80319c-00f067aa0ba902b7-01' }),
         endHandler: (scope, result, error, json) => events.push(`end ${scope.functionId} ${String(result)} ${error?.code} ${json}`),
