@@ -177,4 +177,17 @@ describe('svc-sdk cancellation across a fleet', () => {
     assert.match((seen.reason as InvocationError).message, /across the fleet/)
     await eventually(() => engines[1]!.engine.flights.size === 0 && engines[0]!.engine.flights.size === 0, 10_000)
   })
+
+  it("a void call to another engine leaves nothing in flight on the caller's engine", async () => {
+    let ran = 0
+    const server = registerWorker(engines[1]!.url, { workerName: 'west-void', otel: OTEL_OFF })
+    clients.push(server)
+    server.registerFunction('far::void', () => {
+      ran++
+    })
+    await eventually(() => engines[0]!.engine.functions.get('default', 'far::void') !== undefined, 10_000)
+    await engines[0]!.engine.inject({ function_id: 'far::void', data: null, action: { type: 'void' } })
+    await eventually(() => ran === 1, 10_000)
+    await eventually(() => engines[0]!.engine.flights.size === 0 && engines[1]!.engine.flights.size === 0, 10_000)
+  })
 })

@@ -162,7 +162,12 @@ export class FleetCalls implements MemberLink {
     }
     const subject = this.subjectOf(member, target)
     const reply = (member.replySubject ??= this.subjects.replyPrefix + member.instance)
-    if (id === undefined) return this.batcher.add(subject, frame, reply)
+    if (id === undefined) {
+      this.batcher.add(subject, frame, reply)
+      // A void call is done here once sent (§6.3): nothing comes back to settle its flight.
+      invocation.flight?.result(undefined)
+      return
+    }
     const leg: FleetLeg = { id, member, invocation, subject, timer: undefined }
     this.legs.set(id, leg)
     let ofMember = this.byMember.get(member)
