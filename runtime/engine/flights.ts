@@ -15,7 +15,7 @@
 import { randomUUID } from 'node:crypto'
 import { errorBody, Errors, MAX_CANCEL_REASON, type ErrorBody, type JsonInput } from 'svc-protocol'
 import type { Peer } from './peer.ts'
-import type { Reply } from './invocation.ts'
+import type { InvocationFlight, Reply } from './invocation.ts'
 
 /** One in-flight invocation as `engine::invocations::list` shows it (ids, names, ms epoch). */
 export interface FlightSummary {
@@ -43,7 +43,7 @@ export type StopWork = (reason: string | undefined) => void
 /** Most flights `engine::invocations::list` returns. */
 export const MAX_LISTED_FLIGHTS = 1000
 
-export class Flight implements Reply {
+export class Flight implements InvocationFlight {
   /** Engine-assigned id (UUID v4); a leg to a remote worker uses it as its invocation id. */
   readonly id: string
   readonly functionId: string

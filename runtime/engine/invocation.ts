@@ -6,13 +6,25 @@
 import type { ErrorBody, JsonInput, TriggerActionValue } from 'svc-protocol'
 import type { AccessPolicy } from './access/policy.ts'
 import type { Peer } from './peer.ts'
-import type { Flight } from './flights.ts'
 
 /** Where an invocation's outcome goes (the deliver stage). Exactly one method is called, once. */
 export interface Reply {
   /** The callee answered; `value` undefined (or JSON `null`) means no result (§5.9). */
   result(value: JsonInput | undefined): void
   error(error: ErrorBody): void
+}
+
+/**
+ * The cancellation side of an invocation (implemented by `Flight`, flights.ts): what the dispatch
+ * stage and the callees use of it.
+ */
+export interface InvocationFlight extends Reply {
+  /** Engine-assigned id (UUID v4); a leg to a remote worker uses it as its invocation id. */
+  readonly id: string
+  /** Set by the callee at dispatch: stops the call's work, and makes sure it delivers nothing afterwards. */
+  stop: ((reason: string | undefined) => void) | undefined
+  /** Dispatch: who serves the call, the reply its callee answers (after the interceptors), its trace context. */
+  dispatched(worker: Peer, outer: Reply, traceparent: string | undefined): void
 }
 
 /** One invocation as it moves through the pipeline. Stages may rewrite the mutable fields. */
@@ -43,7 +55,7 @@ export interface Invocation {
   localOnly?: true
   /**
    * The call's entry in the engine's table of invocations in flight: its cancellation. The
-   * dispatch stage records who serves it; the callee sets how its work stops ({@link Flight.stop}).
+   * dispatch stage records who serves it; the callee sets how its work stops ({@link InvocationFlight.stop}).
    */
-  flight?: Flight
+  flight?: InvocationFlight
 }
