@@ -161,6 +161,12 @@ describe('engine::invocations::list and ::cancel', () => {
     const before = Date.now()
     caller.send({ type: 'invokefunction', invocation_id: 'l1', function_id: 'slow::listed', data: null, traceparent })
     const leg = await callee.next(invoked('slow::listed'))
+    const all = await caller.call('engine::invocations::list', {})
+    const ids = all.result.invocations.map((i: { function_id: string }) => i.function_id)
+    assert.ok(ids.includes('slow::listed'), ids.join(','))
+    assert.ok(!ids.some((id: string) => id.startsWith('engine::')), 'engine:: calls (the listing itself) only with include_internal')
+    const internal = await caller.call('engine::invocations::list', { include_internal: true })
+    assert.ok(internal.result.invocations.some((i: { function_id: string }) => i.function_id === 'engine::invocations::list'))
     const listed = await caller.call('engine::invocations::list', { function_id: 'slow::listed' })
     const [entry] = listed.result.invocations
     assert.equal(listed.result.total, 1)

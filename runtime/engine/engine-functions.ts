@@ -341,7 +341,12 @@ export function registerEngineFunctions(engine: EngineFunctionsHost, peer: Built
     const functionId = optionalString(id, input, 'function_id')
     const limit = input.limit ?? 100
     if (typeof limit !== 'number' || !Number.isInteger(limit) || limit < 0) throw Errors.invalidInput(id, 'limit must be an integer ≥ 0')
-    return engine.flights.list(limit, (f) => (functionId === undefined || f.functionId === functionId) && flightVisible(context.access, context.caller, f))
+    // engine:: calls (this listing among them) only on request, as in the other listings (§11.1).
+    const internal = input.include_internal === true || (functionId !== undefined && isInternalId(functionId))
+    return engine.flights.list(
+      limit,
+      (f) => (functionId === undefined ? internal || !isInternalId(f.functionId) : f.functionId === functionId) && flightVisible(context.access, context.caller, f),
+    )
   })
 
   fn('engine::invocations::cancel', 'Cancel an invocation in flight: its caller gets the error cancelled, its handler is told to stop', (input, context) => {

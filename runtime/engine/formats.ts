@@ -248,6 +248,7 @@ export const ENGINE_FUNCTION_FORMATS: Record<string, { request_format: FormatSch
       {
         limit: { type: 'integer', minimum: 0, maximum: 1000, default: 100, description: 'most invocations returned, oldest first' },
         function_id: { type: 'string', description: 'only invocations of this function' },
+        include_internal: { ...INCLUDE_INTERNAL, description: 'also show calls of engine:: functions (this listing among them)' },
       },
       [],
       { examples: [{}] },
