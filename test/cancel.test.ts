@@ -153,6 +153,40 @@ describe('the engine cancels', () => {
   })
 })
 
+describe('an HTTP-invoked function (protocol.md §6.8)', () => {
+  it('a cancelled call abandons its HTTP request: the function\'s server sees the connection close', async () => {
+    const { createServer } = await import('node:http')
+    let closed!: () => void
+    const connectionClosed = new Promise<void>((resolve) => (closed = resolve))
+    let arrived!: () => void
+    const requestArrived = new Promise<void>((resolve) => (arrived = resolve))
+    const server = createServer((req) => {
+      arrived()
+      req.socket.once('close', () => closed()) // never answers
+    })
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+    const h = await startTestEngine({ builtins: [], config: { http_functions: { url_allowlist: ['127.0.0.1'], block_private_ips: true, require_https: true } } })
+    try {
+      const owner = await RawWorker.connect(h.url, { announce: { name: 'owner' } })
+      const port = (server.address() as { port: number }).port
+      owner.send({ type: 'registerfunction', id: 'remote::hang', invocation: { url: `http://127.0.0.1:${port}/`, timeout_ms: 60_000 } })
+      await eventually(() => h.engine.functions.get('default', 'remote::hang') !== undefined)
+      const caller = await RawWorker.connect(h.url, { announce: { name: 'caller' } })
+      caller.send({ type: 'invokefunction', invocation_id: 'r1', function_id: 'remote::hang', data: {} })
+      await requestArrived
+      caller.send({ type: 'cancelinvocation', invocation_id: 'r1' })
+      assert.equal((await caller.next((f) => f.invocation_id === 'r1')).error?.code, 'cancelled')
+      await connectionClosed
+      await eventually(() => h.engine.flights.size === 0)
+      await Promise.all([owner.close(), caller.close()])
+    } finally {
+      await h.stop()
+      server.closeAllConnections()
+      await new Promise((resolve) => server.close(resolve))
+    }
+  })
+})
+
 describe('engine::invocations::list and ::cancel', () => {
   it('lists the call in flight with its worker, caller and trace, and cancels it by the listed id', async () => {
     const callee = await hangingCallee('slow::listed')
