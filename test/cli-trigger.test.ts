@@ -14,6 +14,7 @@ import { after, before, describe, it } from 'node:test'
 import { registerWorker, type SvcClient } from 'svc-sdk'
 import { cliEnv, runSvc, type Finished } from './support/cli.ts'
 import { startEngineProcess } from './support/processes.ts'
+import { eventually } from './support/raw-worker.ts'
 
 const SVC_BIN = fileURLToPath(new URL('../bin/run.js', import.meta.url))
 
@@ -29,6 +30,8 @@ let engineUrl = ''
 let worker: SvcClient | undefined
 let billing: SvcClient | undefined
 const voidCalls: unknown[] = []
+/** What test::cancellable saw: its start, and the reason its signal aborted with. */
+const cancellable: { started?: () => void; reason?: unknown } = {}
 let voidArrived: (() => void) | undefined
 
 const cleanEnv = cliEnv
@@ -82,6 +85,15 @@ before(async () => {
     throw Object.assign(new Error('the ledger is closed'), { code: 'LEDGER_CLOSED' })
   })
   worker.registerFunction('test::slow', () => new Promise((resolve) => setTimeout(() => resolve('late'), 5000).unref()))
+  worker.registerFunction('test::cancellable', (_data: unknown, _metadata: unknown, { signal }: { signal: AbortSignal }) => {
+    cancellable.started?.()
+    return new Promise((_resolve, reject) =>
+      signal.addEventListener('abort', () => {
+        cancellable.reason = signal.reason
+        reject(signal.reason)
+      }),
+    )
+  })
   worker.registerFunction('test::sink', (data: unknown) => {
     voidCalls.push(data)
     voidArrived?.()
@@ -89,7 +101,7 @@ before(async () => {
   })
   billing = registerWorker(engineUrl, { workerName: 'cli-trigger-billing', namespace: 'billing' })
   billing.registerFunction('test::where', () => 'billing')
-  await registered(worker, ['test::echo', 'test::nothing', 'test::fail', 'test::slow', 'test::sink'])
+  await registered(worker, ['test::echo', 'test::nothing', 'test::fail', 'test::slow', 'test::cancellable', 'test::sink'])
 })
 
 after(async () => {
@@ -100,6 +112,24 @@ after(async () => {
     await engineExit
   }
   rmSync(dir, { recursive: true, force: true })
+})
+
+describe('svc trigger and Ctrl-C (issue 21)', () => {
+  it('the first SIGINT cancels the invocation, says so, and exits 130; the handler sees its signal abort', async () => {
+    const started = new Promise<void>((resolve) => (cancellable.started = resolve))
+    let child: ChildProcess | undefined
+    const run = runSvc(['trigger', 'test::cancellable', '--engine', engineUrl], { cwd: dir, env: cliEnv(), onSpawn: (c) => (child = c) })
+    await started
+    child!.kill('SIGINT')
+    const result = await run
+    assert.equal(result.code, 130, result.stderr)
+    assert.match(result.stderr, /Cancelling test::cancellable: sent cancel to the engine/)
+    assert.match(result.stderr, /Cancelled test::cancellable/)
+    assert.equal(result.stdout, '')
+    await eventually(() => cancellable.reason !== undefined)
+    assert.equal((cancellable.reason as { code?: string }).code, 'cancelled')
+    assert.match((cancellable.reason as { message: string }).message, /interrupted \(Ctrl-C\)/)
+  })
 })
 
 describe('svc trigger (cli.md §4.6)', () => {

@@ -219,7 +219,7 @@ const { value: hostileValue } = fc.letrec((tie) => ({
   ),
 }))
 
-const FIELDS = ['id', 'function_id', 'invocation_id', 'trigger_type', 'namespace', 'trigger_namespace', 'data', 'result', 'error', 'metadata', 'config', 'action', 'description', 'invocation', 'previous_worker_id', 'reattach_token']
+const FIELDS = ['id', 'function_id', 'invocation_id', 'trigger_type', 'namespace', 'trigger_namespace', 'data', 'result', 'error', 'metadata', 'config', 'action', 'description', 'invocation', 'previous_worker_id', 'reattach_token', 'reason']
 
 /** One frame: a plausible message with hostile fields, deep nesting, or raw text. */
 const hostileFrame = fc.oneof(
@@ -227,6 +227,11 @@ const hostileFrame = fc.oneof(
   fc.record({ type: fc.constantFrom('invokefunction', 'registerfunction', 'invocationresult'), depth: fc.integer({ min: 120, max: 3000 }) }).map(
     ({ type, depth }) => `{"type":"${type}","id":"f::d","function_id":"health::echo","invocation_id":"fz","data":${deep(depth)},"result":${deep(depth)}}`,
   ),
+  // A call and cancels of it, of other ids, with hostile reasons (issue 21): in any order with the rest.
+  fc.record({ id: fc.constantFrom('fz', 'fz2', ''), reason: fc.option(hostileValue, { nil: undefined }) }).map(({ id, reason }) =>
+    JSON.stringify(reason === undefined ? { type: 'cancelinvocation', invocation_id: id } : { type: 'cancelinvocation', invocation_id: id, reason }),
+  ),
+  fc.constantFrom('fz', 'fz2').map((id) => JSON.stringify({ type: 'invokefunction', function_id: 'health::echo', invocation_id: id, data: { id } })),
   fc.string({ unit: 'binary', maxLength: 200 }),
   fc.constantFrom('{', '[]', 'null', '{"type":1}', '{"type":"invokefunction"}', '{"type":"invokefunction","function_id":"health::echo","action":{"type":"enqueue"}}', '   '),
 )
@@ -344,6 +349,8 @@ describe('protocol fuzz (fast-check)', () => {
           assert.deepEqual(answer.result, { after: frames.length })
           await w.close()
         }
+        // Whatever was called and cancelled, nothing stays in flight once the connection is gone.
+        await eventually(() => t.engine.flights.size === 0)
       }),
       { numRuns: 150 },
     )

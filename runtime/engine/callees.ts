@@ -5,7 +5,7 @@
  * the invocation's reply, and engine-originated calls time out here (§6.5).
  */
 import { randomUUID } from 'node:crypto'
-import { decodeJson, encodeInvoke, errorBody, errorBodyOf, Errors, type ErrorBody, type HttpInvocationConfig, type RawJson } from 'svc-protocol'
+import { decodeJson, encodeCancel, encodeInvoke, errorBody, errorBodyOf, Errors, type ErrorBody, type HttpInvocationConfig, type RawJson } from 'svc-protocol'
 import type { FunctionEntry, Replica } from './functions.ts'
 import { invokeOverHttp } from './http-invoke.ts'
 import type { Peer } from './peer.ts'
@@ -48,10 +48,13 @@ export class LegTable {
       return invocation.reply.error(this.tooManyForConnection)
     }
     if (this.size >= this.limits.total) return invocation.reply.error(this.tooManyForEngine)
-    const leg: Leg = { id: randomUUID(), callee, caller, reply: invocation.reply, timer: undefined }
+    const flight = invocation.flight
+    // A leg of a flight carries the flight's id: the id engine::invocations::list shows is the one the worker knows.
+    const leg: Leg = { id: flight?.id ?? randomUUID(), callee, caller, reply: invocation.reply, timer: undefined }
     callee.executing.set(leg.id, leg)
     caller?.calling.add(leg)
     this.size++
+    if (flight !== undefined) flight.stop = (reason) => this.cancel(leg, reason)
     const timeoutMs = invocation.timeoutMs
     if (timeoutMs !== undefined) leg.timer = setTimeout(LegTable.expire, timeoutMs, this, leg, timeoutMs)
     try {
@@ -100,6 +103,25 @@ export class LegTable {
     for (const leg of [...session.calling]) this.close(leg)
   }
 
+  /**
+   * Cancels an open leg: it is closed (a late result is ignored) and its worker gets
+   * `cancelinvocation` with the leg's id. The caller's answer is the flight's to give.
+   */
+  cancel(leg: Leg, reason: string | undefined): void {
+    if (leg.callee.executing.get(leg.id) !== leg) return
+    this.close(leg)
+    LegTable.sendCancel(leg, reason)
+  }
+
+  /** Tells the leg's worker to stop; a frame its connection cannot take is not worth failing for. */
+  private static sendCancel(leg: Leg, reason: string | undefined): void {
+    try {
+      leg.callee.send(encodeCancel(leg.id, reason))
+    } catch {
+      // FrameTooLarge for a tiny max_message_bytes: the worker runs on; its result is ignored.
+    }
+  }
+
   private close(leg: Leg): void {
     if (leg.callee.executing.delete(leg.id)) this.size--
     leg.caller?.calling.delete(leg)
@@ -110,6 +132,8 @@ export class LegTable {
     if (leg.callee.executing.get(leg.id) !== leg) return
     leg.timer = undefined
     table.close(leg)
+    // The engine's timeout cancels the callee too (§6.5): its handler need not run on for nobody.
+    LegTable.sendCancel(leg, `timed out after ${timeoutMs}ms`)
     leg.reply.error(errorBody(Errors.timeout, timeoutMs))
   }
 }
@@ -133,9 +157,38 @@ export class RemoteCallee implements Callee {
   }
 }
 
+/**
+ * One run of an in-process handler: whether its outcome went out, and the `AbortSignal` its
+ * context offers, made on first use (most built-in calls never look at it).
+ */
+class LocalRun {
+  done = false
+  private controller: AbortController | undefined
+  private reason: Error | undefined
+
+  get signal(): AbortSignal {
+    if (this.reason !== undefined && this.controller === undefined) return AbortSignal.abort(this.reason)
+    return (this.controller ??= new AbortController()).signal
+  }
+
+  /** The call was cancelled or timed out: the handler's signal aborts with `reason`. */
+  abort(reason: Error): void {
+    if (this.reason !== undefined) return
+    this.reason = reason
+    this.controller?.abort(reason)
+  }
+}
+
 /** What an in-process handler learns about its invocation. */
-function contextOf(invocation: Invocation, target: FunctionEntry): InvocationContext {
-  const context: InvocationContext = { function_id: target.id, baggage: mergeBaggage(invocation.baggage, target), access: invocation.access }
+function contextOf(invocation: Invocation, target: FunctionEntry, run: LocalRun): InvocationContext {
+  const context: InvocationContext = {
+    function_id: target.id,
+    baggage: mergeBaggage(invocation.baggage, target),
+    access: invocation.access,
+    get signal() {
+      return run.signal
+    },
+  }
   if (invocation.caller !== null) {
     context.caller_worker_id = invocation.caller.workerId
     context.caller = invocation.caller
@@ -147,9 +200,10 @@ function contextOf(invocation: Invocation, target: FunctionEntry): InvocationCon
 
 /**
  * Delivers the outcome of `work` to `reply` once: the result, the error, or `TIMEOUT` when the
- * engine-originated call's timeout passes first.
+ * engine-originated call's timeout passes first (the run's signal then aborts). A cancel of the
+ * invocation's flight aborts the signal and drops the outcome.
  */
-function settle(invocation: Invocation, peer: { activeInvocations: number }, work: () => unknown): void {
+function settle(invocation: Invocation, peer: { activeInvocations: number }, run: LocalRun, work: () => unknown): void {
   const reply = invocation.reply
   peer.activeInvocations++
   let value: unknown
@@ -163,28 +217,39 @@ function settle(invocation: Invocation, peer: { activeInvocations: number }, wor
     peer.activeInvocations--
     return reply.result(value)
   }
-  let done = false
   let timer: NodeJS.Timeout | undefined
   const timeoutMs = invocation.timeoutMs
   if (timeoutMs !== undefined) {
     timer = setTimeout(() => {
-      if (done) return
-      done = true
+      if (run.done) return
+      run.done = true
       peer.activeInvocations--
-      reply.error(errorBody(Errors.timeout, timeoutMs))
+      const timedOut = Errors.timeout(timeoutMs)
+      run.abort(timedOut)
+      reply.error(timedOut.toErrorBody())
     }, timeoutMs)
+  }
+  const flight = invocation.flight
+  if (flight !== undefined) {
+    flight.stop = (reason) => {
+      if (run.done) return
+      run.done = true
+      clearTimeout(timer)
+      peer.activeInvocations--
+      run.abort(Errors.cancelled(reason))
+    }
   }
   value.then(
     (result) => {
-      if (done) return
-      done = true
+      if (run.done) return
+      run.done = true
       clearTimeout(timer)
       peer.activeInvocations--
       reply.result(result)
     },
     (err: unknown) => {
-      if (done) return
-      done = true
+      if (run.done) return
+      run.done = true
       clearTimeout(timer)
       peer.activeInvocations--
       reply.error(errorBodyOf(err))
@@ -205,7 +270,8 @@ export class LocalCallee implements Callee {
 
   dispatch(invocation: Invocation, target: FunctionEntry): void {
     const handler = this.handler
-    settle(invocation, this.peer, () => handler(decodeJson(invocation.data), contextOf(invocation, target)))
+    const run = new LocalRun()
+    settle(invocation, this.peer, run, () => handler(decodeJson(invocation.data), contextOf(invocation, target, run)))
   }
 }
 
@@ -226,6 +292,7 @@ export class HttpCallee implements Callee {
 
   dispatch(invocation: Invocation, target: FunctionEntry): void {
     // The call's own timeout_ms applies (§6.5); the engine's timeout of its own calls bounds it too.
-    settle(invocation, this.counter, () => invokeOverHttp(this.config, target.id, decodeJson(invocation.data), contextOf(invocation, target), this.policy()))
+    const run = new LocalRun()
+    settle(invocation, this.counter, run, () => invokeOverHttp(this.config, target.id, decodeJson(invocation.data), contextOf(invocation, target, run), this.policy()))
   }
 }

@@ -34,6 +34,7 @@ import { DEFAULT_BUFFER_SIZE, MAX_BUFFER_SIZE, MIN_BUFFER_SIZE } from './channel
 import { ENGINE_FUNCTION_FORMATS } from './formats.ts'
 import type { FunctionEntry, FunctionRegistry } from './functions.ts'
 import type { Peer } from './peer.ts'
+import type { FlightTable } from './flights.ts'
 import type { Registrations } from './registrations.ts'
 import type { Binding, ProviderEntry, TriggerRegistry } from './triggers.ts'
 import type { InvocationContext } from './types.ts'
@@ -52,6 +53,8 @@ export interface EngineFunctionsHost {
   readonly engineName: string | undefined
   /** `engine::fleet::list`: the fleet's engines and health (issue 19). */
   fleetList(): FleetListResult
+  /** Invocations in flight (`engine::invocations::list` / `cancel`). */
+  readonly flights: FlightTable
   /** `engine::workers::register` (§3.2) for the announcing peer. */
   announce(caller: Peer | undefined, payload: WorkerAnnounce): { success: true }
 }
@@ -329,6 +332,33 @@ export function registerEngineFunctions(engine: EngineFunctionsHost, peer: Built
         return an < bn ? -1 : an > bn ? 1 : a.id < b.id ? -1 : 1
       })
     return { workers }
+  })
+
+  /** A flight this session may see: one of its own calls, or a call of a function it may invoke. */
+  const flightVisible = (access: AccessPolicy, caller: Peer | undefined, flight: { caller: Peer | null; functionId: string; namespace: string }) =>
+    !access.restricted || (caller !== undefined && flight.caller === caller) || access.canSee(flight.functionId, flight.namespace, engine.functions.get(flight.namespace, flight.functionId)?.latest.metadata)
+
+  fn('engine::invocations::list', 'List the invocations in flight, oldest first', (input, context) => {
+    const id = 'engine::invocations::list'
+    const functionId = optionalString(id, input, 'function_id')
+    const limit = input.limit ?? 100
+    if (typeof limit !== 'number' || !Number.isInteger(limit) || limit < 0) throw Errors.invalidInput(id, 'limit must be an integer ≥ 0')
+    // engine:: calls (this listing among them) only on request, as in the other listings (§11.1).
+    const internal = input.include_internal === true || (functionId !== undefined && isInternalId(functionId))
+    return engine.flights.list(
+      limit,
+      (f) => (functionId === undefined ? internal || !isInternalId(f.functionId) : f.functionId === functionId) && flightVisible(context.access, context.caller, f),
+    )
+  })
+
+  fn('engine::invocations::cancel', 'Cancel an invocation in flight: its caller gets the error cancelled, its handler is told to stop', (input, context) => {
+    const id = 'engine::invocations::cancel'
+    const invocationId = optionalString(id, input, 'invocation_id')
+    if (invocationId === undefined) throw Errors.invalidInput(id, 'invocation_id is required')
+    const reason = optionalString(id, input, 'reason')
+    const flight = engine.flights.get(invocationId)
+    if (flight === undefined || !flightVisible(context.access, context.caller, flight)) return { cancelled: false }
+    return { cancelled: flight.cancel(reason ?? `cancelled by ${context.caller?.name ?? 'the engine'} (engine::invocations::cancel)`) }
   })
 
   fn('engine::fleet::list', 'List the engines of the fleet this engine belongs to, with their health', (): FleetListResult => engine.fleetList())

@@ -50,6 +50,7 @@ import { DEFAULT_LEG_LIMITS, LegTable, RemoteCallee, type LegLimits } from './ca
 import { registerEngineFunctions, visibleFunctionSummaries, workerSummary } from './engine-functions.ts'
 import { EngineTriggers } from './engine-triggers.ts'
 import { FunctionRegistry } from './functions.ts'
+import { Flight, FlightTable } from './flights.ts'
 import { Keepalive } from './keepalive.ts'
 import { Listener, type ChannelEndpoint, type LinkKind } from './listener.ts'
 import { consoleLogger, type LogLevel } from './logger.ts'
@@ -102,6 +103,8 @@ export class Engine implements BuiltinHost, PipelineHost {
   readonly backpressureBytes: number
   /** Registration of functions, trigger types and triggers by sessions and built-ins (§5, §8.1, §13.5). */
   readonly registrations: Registrations
+  /** Invocations in flight: `cancelinvocation`, `engine::invocations::list` / `cancel`. */
+  readonly flights = new FlightTable()
   private readonly sessions = new Map<string, Session>()
   private readonly builtinPeers = new Map<string, BuiltinPeer>()
   private readonly legs: LegTable
@@ -145,6 +148,7 @@ export class Engine implements BuiltinHost, PipelineHost {
             triggers: this.triggers,
             log: this.log,
             run: (invocation) => this.pipeline.run(invocation),
+            flights: this.flights,
             localWorkers: () => [...this.sessions.values()],
             workerSummary: (peer) => workerSummary(peer, this.functions, this.engineName),
             workerUrls: () => this.workerUrls,
@@ -574,6 +578,8 @@ export class Engine implements BuiltinHost, PipelineHost {
         return this.invokeFromSession(session, message)
       case 'invocationresult':
         return this.legs.complete(session, message.invocation_id, message.result, message.error)
+      case 'cancelinvocation':
+        return this.cancelFromSession(session, message.invocation_id, message.reason)
       case 'registerfunction':
         return this.registrations.registerFunction(session, message)
       case 'unregisterfunction':
@@ -614,6 +620,8 @@ export class Engine implements BuiltinHost, PipelineHost {
     session.retire()
     if (!wasOpen) return
     this.registrations.removeFunctionsOf(session)
+    // The calls it made and still awaits are cancelled: nobody is left to take their answers.
+    if (session.requested.size > 0) for (const flight of [...session.requested.values()]) flight.cancel('the caller disconnected')
     this.legs.sessionEnded(session)
     this.registrations.removeTriggersOf(session)
     this.sessions.delete(session.workerId)
@@ -673,20 +681,39 @@ export class Engine implements BuiltinHost, PipelineHost {
 
   // ---- invocation ----------------------------------------------------------------------------
 
+  /**
+   * A W→E `cancelinvocation`: the session cancels a call it made, by the `invocation_id` it sent.
+   * In flight: answered with `cancelled` at once, its work stopped. Still held in the registration
+   * buffer (§3.4): dropped, and answered. Unknown (ended, void, never sent): ignored.
+   */
+  private cancelFromSession(session: Session, invocationId: string, reason: string | undefined): void {
+    const flight = session.requested.get(invocationId)
+    if (flight !== undefined) {
+      flight.cancel(reason)
+      return
+    }
+    const held = session.dropHeld(invocationId)
+    if (held !== undefined) new RelayReply(session, invocationId, session.idJson(held)).error(errorBody(Errors.cancelled, reason))
+  }
+
   /** A W→E `invokefunction` (§6.2–§6.4): the hot path. */
   private invokeFromSession(session: Session, message: InboundInvoke): void {
     const invocationId = message.action?.type === 'void' ? undefined : message.invocation_id
+    const namespace = message.namespace ?? 'default'
+    const reply =
+      invocationId === undefined
+        ? new DiscardReply(message.function_id, this.log)
+        : new RelayReply(session, invocationId, session.idJson(message.function_id))
+    const flight = new Flight(this.flights, message.function_id, namespace, session, reply, invocationId === undefined ? undefined : session.requested, invocationId)
     const invocation: Invocation = {
       requestedId: message.function_id,
       functionId: message.function_id,
-      namespace: message.namespace ?? 'default',
+      namespace,
       data: message.data,
       caller: session,
       access: session.access,
-      reply:
-        invocationId === undefined
-          ? new DiscardReply(message.function_id, this.log)
-          : new RelayReply(session, invocationId, session.idJson(message.function_id)),
+      reply: flight,
+      flight,
     }
     if (message.metadata !== undefined) invocation.metadata = message.metadata
     if (message.action !== undefined) invocation.action = message.action
@@ -702,20 +729,36 @@ export class Engine implements BuiltinHost, PipelineHost {
   invokeAs(caller: Peer | null, request: LocalInvokeRequest): Promise<unknown> {
     const isVoid = request.action?.type === 'void'
     const reply = isVoid ? new DiscardReply(request.function_id, this.log) : new PromiseReply()
+    const namespace = request.namespace ?? 'default'
+    const flight = new Flight(this.flights, request.function_id, namespace, caller, reply)
     const invocation: Invocation = {
       requestedId: request.function_id,
       functionId: request.function_id,
-      namespace: request.namespace ?? 'default',
+      namespace,
       data: request.data === undefined ? null : request.data,
       caller,
       access: this.accessOf(caller),
       timeoutMs: request.timeoutMs ?? this.internalTimeoutMs,
-      reply,
+      reply: flight,
+      flight,
     }
     if (request.metadata !== undefined) invocation.metadata = request.metadata
     if (request.action !== undefined) invocation.action = request.action
     if (request.traceparent !== undefined) invocation.traceparent = request.traceparent
     if (request.baggage !== undefined) invocation.baggage = request.baggage
+    const signal = request.signal
+    if (signal !== undefined) {
+      if (signal.aborted) {
+        flight.cancel(abortReason(signal))
+        return reply instanceof PromiseReply ? reply.promise : Promise.resolve(undefined)
+      }
+      const onAbort = () => flight.cancel(abortReason(signal))
+      signal.addEventListener('abort', onAbort, { once: true })
+      if (reply instanceof PromiseReply) {
+        const forget = () => signal.removeEventListener('abort', onAbort)
+        reply.promise.then(forget, forget)
+      }
+    }
     this.pipeline.run(invocation)
     return reply instanceof PromiseReply ? reply.promise : Promise.resolve(undefined)
   }
@@ -738,6 +781,14 @@ function malformedAnswer(code: MalformedCode, reason: string): ErrorBody {
   if (code === Codes.InvalidId) return errorBody(Errors.idNotText, reason)
   if (code === Codes.InvalidNamespace) return errorBody(Errors.namespaceNotText, reason)
   return errorBody(Errors.invalidMessage, reason)
+}
+
+/** The text of an abort signal's reason: a string as it is, an error's message, else none. */
+function abortReason(signal: AbortSignal): string | undefined {
+  const reason: unknown = signal.reason
+  if (typeof reason === 'string') return reason
+  if (reason instanceof Error && reason.name !== 'AbortError') return reason.message
+  return undefined
 }
 
 function isRecord(value: unknown): value is Record<string, unknown> {

@@ -243,6 +243,50 @@ export const ENGINE_FUNCTION_FORMATS: Record<string, { request_format: FormatSch
       ['fleet', 'engine', 'status', 'engines'],
     ),
   },
+  'engine::invocations::list': {
+    request_format: object(
+      {
+        limit: { type: 'integer', minimum: 0, maximum: 1000, default: 100, description: 'most invocations returned, oldest first' },
+        function_id: { type: 'string', description: 'only invocations of this function' },
+        include_internal: { ...INCLUDE_INTERNAL, description: 'also show calls of engine:: functions (this listing among them)' },
+      },
+      [],
+      { examples: [{}] },
+    ),
+    response_format: object(
+      {
+        invocations: {
+          type: 'array',
+          items: object(
+            {
+              invocation_id: { type: 'string', description: 'engine-assigned; what engine::invocations::cancel takes, and the id the serving worker knows the call by' },
+              function_id: STRING,
+              namespace: STRING,
+              worker: { ...NULLABLE_STRING, description: 'worker id serving the call; null while it waits in the engine' },
+              worker_name: NULLABLE_STRING,
+              caller: { ...NULLABLE_STRING, description: 'worker id of the caller; null for the engine (HTTP routes, cron, queues, inject)' },
+              caller_name: NULLABLE_STRING,
+              started_at: { type: 'integer', description: 'Unix milliseconds when the call entered the engine' },
+              trace_id: { ...NULLABLE_STRING, description: '32 hex digits of its W3C trace' },
+            },
+            ['invocation_id', 'function_id', 'namespace', 'worker', 'worker_name', 'caller', 'caller_name', 'started_at', 'trace_id'],
+          ),
+        },
+        total: { type: 'integer', minimum: 0, description: 'invocations in flight that this session may see' },
+      },
+      ['invocations', 'total'],
+    ),
+  },
+  'engine::invocations::cancel': {
+    request_format: object(
+      {
+        invocation_id: { type: 'string', description: 'an invocation_id of engine::invocations::list' },
+        reason: { type: 'string', maxLength: 1024, description: 'passed to the handler and to the caller in the `cancelled` error' },
+      },
+      ['invocation_id'],
+    ),
+    response_format: object({ cancelled: { type: 'boolean', description: 'false when no such invocation is in flight (it ended, or never was)' } }, ['cancelled']),
+  },
   'engine::workers::info': {
     request_format: object(
       { id: { type: 'string', description: 'worker (connection) id' }, name: STRING, namespace: { type: 'string', description: 'with name' } },

@@ -153,7 +153,7 @@ interface HttpAnswer {
  * `timeoutMs` bounds everything from connecting to the last byte.
  * @throws SvcError `http_request_failed` on a connection failure or timeout.
  */
-function send(target: Target, method: string, headers: Record<string, string>, body: string | null, timeoutMs: number): Promise<HttpAnswer> {
+function send(target: Target, method: string, headers: Record<string, string>, body: string | null, timeoutMs: number, signal?: AbortSignal): Promise<HttpAnswer> {
   const href = target.url.href
   return new Promise((resolve, reject) => {
     let settled = false
@@ -161,9 +161,12 @@ function send(target: Target, method: string, headers: Record<string, string>, b
       if (settled) return
       settled = true
       clearTimeout(timer)
+      signal?.removeEventListener('abort', onAbort)
       request.destroy()
       reject(Errors.httpRequestFailed(href, detail))
     }
+    // The invocation was cancelled: the request is abandoned (its connection closed).
+    const onAbort = (): void => fail('the invocation was cancelled')
     const https = target.url.protocol === 'https:'
     const options: RequestOptions & { servername?: string } = {
       method,
@@ -179,6 +182,10 @@ function send(target: Target, method: string, headers: Record<string, string>, b
     if (https && !isIP(target.host)) options.servername = target.host
     const request: ClientRequest = (https ? httpsRequest : httpRequest)(options)
     const timer = setTimeout(() => fail(`timed out after ${timeoutMs}ms`), timeoutMs)
+    if (signal !== undefined) {
+      if (signal.aborted) queueMicrotask(onAbort)
+      else signal.addEventListener('abort', onAbort, { once: true })
+    }
     request.on('error', (err) => fail(err.message))
     request.on('response', (response: IncomingMessage) => {
       const chunks: Buffer[] = []
@@ -191,6 +198,7 @@ function send(target: Target, method: string, headers: Record<string, string>, b
         if (settled) return
         settled = true
         clearTimeout(timer)
+        signal?.removeEventListener('abort', onAbort)
         resolve({ status: response.statusCode ?? 0, statusText: response.statusMessage ?? '', text: Buffer.concat(chunks).toString('utf8') })
       })
     })
@@ -210,6 +218,8 @@ function secret(name: string): string {
  * addresses (TLS still verifies the certificate against the host name).
  *
  * @param config the replica's `invocation` (§5.1); `timeout_ms` (default 30000 ms) bounds the whole request.
+ * @param context `signal`, when given, abandons the request once aborted (the invocation was
+ *   cancelled or timed out in the engine): its connection is closed.
  * @param policy default {@link HTTP_FUNCTIONS_DEFAULTS}: https only, no private addresses.
  * @param options seams for tests ({@link HttpInvokeOptions}); the engine passes none.
  * @returns the parsed JSON body, or undefined for an empty 2xx body.
@@ -223,7 +233,7 @@ export async function invokeOverHttp(
   config: HttpInvocationConfig,
   functionId: string,
   data: unknown,
-  context: Pick<InvocationContext, 'function_id' | 'traceparent' | 'baggage'>,
+  context: Pick<InvocationContext, 'function_id' | 'traceparent' | 'baggage'> & { signal?: AbortSignal },
   policy: HttpFunctionsPolicy = HTTP_FUNCTIONS_DEFAULTS,
   options: HttpInvokeOptions = {},
 ): Promise<unknown> {
@@ -247,7 +257,7 @@ export async function invokeOverHttp(
   else if (auth?.type === 'bearer') headers.authorization = `Bearer ${secret(auth.token_key)}`
   else if (auth?.type === 'api_key') headers[auth.header.toLowerCase()] = secret(auth.value_key)
 
-  const answer = await send(target, method, headers, method === 'GET' ? null : body, config.timeout_ms ?? DEFAULT_TIMEOUT_MS)
+  const answer = await send(target, method, headers, method === 'GET' ? null : body, config.timeout_ms ?? DEFAULT_TIMEOUT_MS, context.signal)
   if (answer.status >= 200 && answer.status < 300) {
     if (answer.text.trim() === '') return undefined
     try {

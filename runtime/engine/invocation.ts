@@ -14,6 +14,19 @@ export interface Reply {
   error(error: ErrorBody): void
 }
 
+/**
+ * The cancellation side of an invocation (implemented by `Flight`, flights.ts): what the dispatch
+ * stage and the callees use of it.
+ */
+export interface InvocationFlight extends Reply {
+  /** Engine-assigned id (UUID v4); a leg to a remote worker uses it as its invocation id. */
+  readonly id: string
+  /** Set by the callee at dispatch: stops the call's work, and makes sure it delivers nothing afterwards. */
+  stop: ((reason: string | undefined) => void) | undefined
+  /** Dispatch: who serves the call, the reply its callee answers (after the interceptors), its trace context. */
+  dispatched(worker: Peer, outer: Reply, traceparent: string | undefined): void
+}
+
 /** One invocation as it moves through the pipeline. Stages may rewrite the mutable fields. */
 export interface Invocation {
   /** The id the caller asked for; relayed results carry it (§6.2 step 3). */
@@ -40,4 +53,9 @@ export interface Invocation {
    * caller's engine already chose this one; issue 19).
    */
   localOnly?: true
+  /**
+   * The call's entry in the engine's table of invocations in flight: its cancellation. The
+   * dispatch stage records who serves it; the callee sets how its work stops ({@link InvocationFlight.stop}).
+   */
+  flight?: InvocationFlight
 }

@@ -257,6 +257,7 @@ export class InvocationPipeline {
       // dispatch
       const replica = target.pick(this.host.backpressureBytes, invocation.localOnly)
       if (replica === undefined) return invocation.reply.error(this.notFound(invocation))
+      invocation.flight?.dispatched(replica.peer, invocation.reply, invocation.traceparent)
       replica.callee.dispatch(invocation, target, replica)
     } catch (err) {
       this.fail(invocation, err)
@@ -309,6 +310,7 @@ export class InvocationPipeline {
       timeoutMs: this.host.internalTimeoutMs,
       reply: invocation.reply,
     }
+    if (invocation.flight !== undefined) call.flight = invocation.flight
     if (invocation.traceparent !== undefined) call.traceparent = invocation.traceparent
     if (invocation.baggage !== undefined) call.baggage = invocation.baggage
     this.run(call)

@@ -10,6 +10,7 @@ import { PERMISSIVE, type AccessPolicy } from './access/policy.ts'
 import type { Peer } from './peer.ts'
 import { FrameTooLarge, type Callee, type FrameSink, type Reply } from './pipeline.ts'
 import type { ListenerConfig } from './config.ts'
+import type { Flight } from './flights.ts'
 
 /** Frames held by the registration buffer (§3.4). Other frames are processed at once. */
 const BUFFERED_TYPES = new Set([
@@ -82,6 +83,11 @@ export class Session implements Peer, FrameSink {
   readonly executing = new Map<string, Leg>()
   /** Legs this session made and still awaits (dropped when it disconnects, §3.6 step 3). */
   readonly calling = new Set<Leg>()
+  /**
+   * The synchronous calls this session made that are in flight, by the `invocation_id` it sent:
+   * what its `cancelinvocation` names. Cancelled when it disconnects.
+   */
+  readonly requested = new Map<string, Flight>()
   graceTimer: NodeJS.Timeout | undefined
   /** Frames waiting for the namespace (the registration buffer). */
   private held: Array<{ message: InboundMessage; bytes: number }> = []
@@ -172,6 +178,18 @@ export class Session implements Peer, FrameSink {
     this.held = []
     this.backlog = this.backlog.length === 0 ? held : [...held, ...this.backlog]
     return true
+  }
+
+  /**
+   * Drops the held `invokefunction` whose `invocation_id` is `invocationId` (a call cancelled
+   * while it waited in the registration buffer, §3.4). Returns its function id, else undefined.
+   */
+  dropHeld(invocationId: string): string | undefined {
+    const index = this.held.findIndex(({ message }) => message.type === 'invokefunction' && message.invocation_id === invocationId && message.action?.type !== 'void')
+    if (index < 0) return undefined
+    const [dropped] = this.held.splice(index, 1)
+    this.inboundBytes -= dropped!.bytes
+    return (dropped!.message as { function_id: string }).function_id
   }
 
   /** True when frames wait in the inbound queue (later frames must queue behind them). */

@@ -28,6 +28,13 @@ export interface InvocationContext {
   caller?: Peer
   /** The caller's access rules: listings show only what the caller may invoke (protocol.md §11). */
   access: AccessPolicy
+  /**
+   * Aborts when the invocation is cancelled (`cancelinvocation`, `engine::invocations::cancel`)
+   * or its engine timeout passes; `reason` is the `SvcError` (`cancelled` or `TIMEOUT`). Long
+   * handlers stop their work on it; pass it on to the calls they make
+   * (`worker.invoke({ …, signal: context.signal })`). Made on first use.
+   */
+  readonly signal: AbortSignal
 }
 
 /**
@@ -89,6 +96,12 @@ export interface LocalInvokeRequest {
   timeoutMs?: number
   traceparent?: string
   baggage?: string
+  /**
+   * Cancels the call when it aborts (svc-http: the HTTP client went away): the callee stops and
+   * the call rejects with `cancelled` (`SvcError`), the signal's reason as its message when it is
+   * a string.
+   */
+  signal?: AbortSignal
 }
 
 /** A trigger a built-in registers for itself; its function is resolved in `default`. */

@@ -10,7 +10,7 @@
  * that stops answering heartbeats end with `invocation_stopped` ({@link FleetCalls.memberGone}).
  */
 import { randomBytes } from 'node:crypto'
-import { Codes, decodeFrame, encodeInvokeFunction, encodeResult, errorBody, Errors, type ErrorBody, type JsonInput } from 'svc-protocol'
+import { Codes, decodeFrame, encodeCancel, encodeInvokeFunction, encodeResult, errorBody, Errors, type ErrorBody, type JsonInput } from 'svc-protocol'
 import type { FunctionEntry, Replica } from '../engine/functions.ts'
 import type { Invocation, Reply } from '../engine/invocation.ts'
 import type { Logger } from '../engine/config.ts'
@@ -102,6 +102,8 @@ interface FleetLeg {
   readonly id: string
   readonly member: Member
   readonly invocation: Invocation
+  /** The call subject it went on: a cancel follows it there. */
+  readonly subject: string
   timer: NodeJS.Timeout | undefined
 }
 
@@ -160,15 +162,41 @@ export class FleetCalls implements MemberLink {
     }
     const subject = this.subjectOf(member, target)
     const reply = (member.replySubject ??= this.subjects.replyPrefix + member.instance)
-    if (id === undefined) return this.batcher.add(subject, frame, reply)
-    const leg: FleetLeg = { id, member, invocation, timer: undefined }
+    if (id === undefined) {
+      this.batcher.add(subject, frame, reply)
+      // A void call is done here once sent (§6.3): nothing comes back to settle its flight.
+      invocation.flight?.result(undefined)
+      return
+    }
+    const leg: FleetLeg = { id, member, invocation, subject, timer: undefined }
     this.legs.set(id, leg)
     let ofMember = this.byMember.get(member)
     if (ofMember === undefined) this.byMember.set(member, (ofMember = new Set()))
     ofMember.add(leg)
     const timeoutMs = invocation.timeoutMs
-    if (timeoutMs !== undefined) leg.timer = setTimeout(() => this.finish(leg, undefined, errorBody(Errors.timeout, timeoutMs)), timeoutMs)
+    if (timeoutMs !== undefined) {
+      leg.timer = setTimeout(() => {
+        // The engine's timeout cancels the callee too (§6.5), on the engine that serves it.
+        if (this.legs.get(leg.id) === leg) this.sendCancel(leg, `timed out after ${timeoutMs}ms`)
+        this.finish(leg, undefined, errorBody(Errors.timeout, timeoutMs))
+      }, timeoutMs)
+    }
+    if (invocation.flight !== undefined) invocation.flight.stop = (reason) => this.cancel(leg, reason)
     this.batcher.add(subject, frame, reply)
+  }
+
+  /**
+   * Cancels a call to another engine: the leg is closed (a late answer is ignored) and a
+   * `cancelinvocation` frame with the leg's id follows the call on its subject, with the same
+   * reply subject, so the serving engine finds the call and cancels it there.
+   */
+  private cancel(leg: FleetLeg, reason: string | undefined): void {
+    if (!this.close(leg)) return
+    this.sendCancel(leg, reason)
+  }
+
+  private sendCancel(leg: FleetLeg, reason: string | undefined): void {
+    if (this.state.connected) this.batcher.add(leg.subject, encodeCancel(leg.id, reason), leg.member.replySubject)
   }
 
   /**

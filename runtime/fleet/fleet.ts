@@ -21,6 +21,7 @@ import { decodeFrame, encodeResult, Errors, type FleetEngineInfo, type WorkerSum
 import { PERMISSIVE } from '../engine/access/policy.ts'
 import type { FleetConfig, Logger } from '../engine/config.ts'
 import type { FunctionRegistry } from '../engine/functions.ts'
+import { Flight, type FlightTable } from '../engine/flights.ts'
 import type { Invocation } from '../engine/invocation.ts'
 import type { Peer } from '../engine/peer.ts'
 import { DiscardReply } from '../engine/pipeline.ts'
@@ -36,6 +37,8 @@ export interface FleetHost {
   readonly log: Logger
   /** Runs an invocation through the engine's pipeline. */
   run(invocation: Invocation): void
+  /** The engine's invocations in flight: calls served for other engines are listed and cancelled there. */
+  readonly flights: FlightTable
   /** This engine's worker connections (not built-ins, not other engines' workers). */
   localWorkers(): Peer[]
   /** WorkerSummary of one of {@link localWorkers} (protocol.md §11.1). */
@@ -456,6 +459,9 @@ export class Fleet {
     return true
   }
 
+  /** Calls served here for other engines, by reply subject and leg id: what their cancels name. */
+  private readonly served = new Map<string, Flight>()
+
   private lastBody = ''
   /** Monotonic ms of the previous heartbeat tick. */
   private lastTick: number | undefined
@@ -472,6 +478,12 @@ export class Fleet {
 
   private serveFrame(frame: Uint8Array, replySubject: string | undefined): void {
     const decoded = decodeFrame(frame, false)
+    if (decoded.kind === 'message' && decoded.message.type === 'cancelinvocation') {
+      // Only the engine that made the call can name it: its reply subject and the leg's id (which
+      // starts with that engine's secret) are both part of the key.
+      if (replySubject !== undefined) this.served.get(servedKey(replySubject, decoded.message.invocation_id))?.cancel(decoded.message.reason)
+      return
+    }
     if (decoded.kind !== 'message' || decoded.message.type !== 'invokefunction') {
       if (replySubject !== undefined) {
         const reason = decoded.kind === 'malformed' ? decoded.reason : 'not an invokefunction frame'
@@ -481,18 +493,21 @@ export class Fleet {
     }
     const m = decoded.message
     const legId = m.invocation_id
-    const reply =
-      legId !== undefined && replySubject !== undefined && m.action?.type !== 'void'
-        ? new FleetReply(this.batcher, this.state, replySubject, legId, JSON.stringify(m.function_id))
-        : new DiscardReply(m.function_id, this.host.log)
+    const answered = legId !== undefined && replySubject !== undefined && m.action?.type !== 'void'
+    const reply = answered ? new FleetReply(this.batcher, this.state, replySubject, legId, JSON.stringify(m.function_id)) : new DiscardReply(m.function_id, this.host.log)
+    const namespace = m.namespace ?? 'default'
+    const flight = answered
+      ? new Flight(this.host.flights, m.function_id, namespace, null, reply, this.served, servedKey(replySubject, legId))
+      : new Flight(this.host.flights, m.function_id, namespace, null, reply)
     const invocation: Invocation = {
       requestedId: m.function_id,
       functionId: m.function_id,
-      namespace: m.namespace ?? 'default',
+      namespace,
       data: m.data,
       caller: null,
       access: PERMISSIVE,
-      reply,
+      reply: flight,
+      flight,
       localOnly: true,
     }
     if (m.metadata !== undefined) invocation.metadata = m.metadata
@@ -500,4 +515,9 @@ export class Fleet {
     if (m.baggage !== undefined) invocation.baggage = m.baggage
     this.host.run(invocation)
   }
+}
+
+/** The key of a call served for another engine: its reply subject and its leg id. */
+function servedKey(replySubject: string, legId: string): string {
+  return `${replySubject} ${legId}`
 }

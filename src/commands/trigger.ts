@@ -133,15 +133,18 @@ export default class Trigger extends SvcCommand {
 
     announce()
     const started = performance.now()
+    const interrupt = cancelOnInterrupt(input.functionId, flags.json)
     let outcome
     try {
-      outcome = await triggerOnce(call)
+      outcome = await triggerOnce({ ...call, signal: interrupt.signal })
     } catch (err) {
       const error = toCliError(err)
       if (!flags.json) throw error
       process.stdout.write(`${terminalJson({ ok: false, error: jsonError(error), duration_ms: Math.round(performance.now() - started) })}\n`)
       this.exit(error.exitCode)
       return
+    } finally {
+      interrupt.done()
     }
 
     // The result is the function's: JSON that a terminal cannot act on (terminalJson, issue 16).
@@ -151,6 +154,23 @@ export default class Trigger extends SvcCommand {
       process.stdout.write(`${terminalJson(outcome.result, 2)}\n`)
     }
   }
+}
+
+/**
+ * Ctrl-C while `svc trigger` waits (issue 21): the first SIGINT aborts `signal` — the call is
+ * cancelled in the engine, which tells the worker running it, and the command exits 130 once its
+ * connection closed (at most `CANCEL_CLOSE_BOUND_MS` later) — and says so on stderr; a second
+ * SIGINT exits 130 at once. `done()` removes the handler.
+ */
+function cancelOnInterrupt(functionId: string, json: boolean): { signal: AbortSignal; done(): void } {
+  const controller = new AbortController()
+  const onSigint = (): void => {
+    if (controller.signal.aborted) process.exit(ExitCode.Interrupted)
+    if (!json) process.stderr.write(`\nCancelling ${terminalText(functionId)}: sent cancel to the engine (Ctrl-C again to quit at once)\n`)
+    controller.abort('svc trigger was interrupted (Ctrl-C)')
+  }
+  process.on('SIGINT', onSigint)
+  return { signal: controller.signal, done: () => process.off('SIGINT', onSigint) }
 }
 
 /**

@@ -42,7 +42,15 @@ export interface TriggerCall {
   declaredWorkers?: readonly string[] | undefined
   /** The `Hint:` of an unreachable engine, when the command knows better than the catalogue (`unreachableHint` of project.ts). */
   unreachableHint?: string | undefined
+  /**
+   * Cancels the call when it aborts (Ctrl-C): the engine is sent `cancelinvocation` and the call
+   * fails with `cancelled`, exit 130 ({@link ExitCode.Interrupted}).
+   */
+  signal?: AbortSignal | undefined
 }
+
+/** How long a cancelled `svc trigger` waits for its connection to close after the cancel went out, ms. */
+export const CANCEL_CLOSE_BOUND_MS = 1000
 
 export interface TriggerOutcome {
   /** The function's result; undefined when it returned none (or for `void`). */
@@ -207,6 +215,7 @@ export async function triggerOnce(call: TriggerCall): Promise<TriggerOutcome> {
   const started = performance.now()
   try {
     const request: TriggerRequest = { function_id: call.functionId, payload: call.payload, timeoutMs: call.timeoutMs }
+    if (call.signal !== undefined) request.signal = call.signal
     if (call.namespace !== undefined) request.namespace = call.namespace
     if (call.mode === 'void') request.action = TriggerAction.Void()
     else if (call.mode === 'enqueue') request.action = TriggerAction.Enqueue({
@@ -218,6 +227,16 @@ export async function triggerOnce(call: TriggerCall): Promise<TriggerOutcome> {
     try {
       result = await client.trigger(request as TriggerRequest & { action?: undefined })
     } catch (err) {
+      if (call.signal?.aborted === true && err instanceof InvocationError && err.code === Codes.Cancelled) {
+        // The cancel is on its way; the close that follows waits for it to leave, briefly.
+        await Promise.race([client.shutdown(), new Promise((resolve) => setTimeout(resolve, CANCEL_CLOSE_BOUND_MS).unref())])
+        throw new CliError({
+          code: Codes.Cancelled,
+          message: `Cancelled ${call.functionId}: the engine was told to stop it (its handler's signal aborts)`,
+          exitCode: ExitCode.Interrupted,
+          cause: err,
+        })
+      }
       // A lost connection names the engine the call went to, not the whole list.
       const failure = invocationFailure(err, { ...call, url: client.getAddress() })
       if (failure.code === Codes.FunctionNotFound) throw await withNotFoundHint(failure, client, call)

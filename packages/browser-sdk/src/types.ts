@@ -9,6 +9,7 @@ export type {
   ConnectionState,
   EnqueueResult,
   FunctionHandler,
+  HandlerContext,
   FunctionRef,
   JsonValue,
   ReconnectionConfig,

@@ -22,8 +22,9 @@
 import { Codes, isErrorBody, wireErrorBody, type ErrorBody } from './errors.ts'
 import { idProblem } from './ids.ts'
 import { jsonParse, JsonSyntaxError, MAX_FRAME_DEPTH, scanObjectMembers } from './json.ts'
-import { MessageType } from './messages.ts'
+import { MAX_CANCEL_REASON, MessageType } from './messages.ts'
 import type {
+  CancelInvocationMessage,
   ErrorMessage,
   InvocationResultMessage,
   InvokeFunctionMessage,
@@ -313,6 +314,7 @@ const OPTIONAL: Record<string, readonly string[]> = {
   registertrigger: ['metadata', 'namespace', 'trigger_namespace'],
   unregistertrigger: ['trigger_type', 'function_id'],
   triggerregistrationresult: ['error'],
+  cancelinvocation: ['reason'],
   registerservice: ['name', 'description', 'parent_service_id'],
 }
 
@@ -392,6 +394,11 @@ function normalize(type: string, raw: Record<string, unknown>): Problem | undefi
       return requireString(raw, 'id')
     case 'reattach':
       return requireString(raw, 'previous_worker_id') ?? requireString(raw, 'reattach_token')
+    case 'cancelinvocation': {
+      const found = requireString(raw, 'invocation_id') ?? optionalString(raw, 'reason')
+      if (found === undefined && typeof raw.reason === 'string' && raw.reason.length > MAX_CANCEL_REASON) raw.reason = raw.reason.slice(0, MAX_CANCEL_REASON)
+      return found
+    }
     case 'registerservice':
       return requireString(raw, 'id')
     default:
@@ -500,6 +507,17 @@ export function encodeResultJson(
   return frame + '}'
 }
 
+/**
+ * A `cancelinvocation` (either direction): `invocationId` is the id the receiver knows the call by
+ * (the caller's own id W→E, the leg's id E→W); `reason` is omitted when undefined and cut to
+ * {@link MAX_CANCEL_REASON} characters.
+ */
+export function encodeCancel(invocationId: string, reason?: string): string {
+  const frame: CancelInvocationMessage = { type: 'cancelinvocation', invocation_id: invocationId }
+  if (reason !== undefined) frame.reason = reason.length > MAX_CANCEL_REASON ? reason.slice(0, MAX_CANCEL_REASON) : reason
+  return JSON.stringify(frame)
+}
+
 /** E→W `registertrigger` delivering a binding to a worker provider (§5.5). */
 export function encodeRegisterTrigger(binding: Omit<RegisterTriggerMessage, 'type' | 'namespace'> & { namespace: string }): string {
   const frame: RegisterTriggerMessage = {
@@ -566,6 +584,8 @@ export type WorkerInboundMessage =
   /** A call to execute: `data` decoded (`null` when absent), never `action` or `namespace`. */
   | InvokeFunctionMessage
   | WorkerInboundResult
+  /** The engine asks this worker to stop running a call it sent (by that call's `invocation_id`). */
+  | CancelInvocationMessage
   /** A binding delivered to this worker as its provider (`config` `{}` when absent). */
   | RegisterTriggerMessage
   | UnregisterTriggerMessage
@@ -591,7 +611,7 @@ function str(value: unknown): string | undefined {
  *
  * @returns the typed message, or undefined for what carries nothing to act on: empty, broken or
  *   non-object frames, unknown types, W→E-only types, and frames missing a field their handling
- *   needs (an `invocationresult` without a string `invocation_id`, an `invokefunction` without a
+ *   needs (an `invocationresult` or a `cancelinvocation` without a string `invocation_id`, an `invokefunction` without a
  *   string `function_id`, a `registertrigger`, `unregistertrigger` or `triggerregistrationresult`
  *   without a string `id`, a `workerregistered` without string ids, an `error` without an ErrorBody).
  *   Never throws.
@@ -610,6 +630,14 @@ export function decodeEngineFrame(data: string | Uint8Array): WorkerInboundMessa
       return decodeInboundResult(f)
     case 'invokefunction':
       return decodeInboundInvoke(f)
+    case 'cancelinvocation': {
+      const id = str(f.invocation_id)
+      if (id === undefined) return undefined
+      const reason = str(f.reason)
+      return reason === undefined
+        ? { type: 'cancelinvocation', invocation_id: id }
+        : { type: 'cancelinvocation', invocation_id: id, reason: reason.length > MAX_CANCEL_REASON ? reason.slice(0, MAX_CANCEL_REASON) : reason }
+    }
     case 'workerregistered': {
       const workerId = str(f.worker_id)
       const token = str(f.reattach_token)

@@ -159,6 +159,8 @@ export const Codes = {
   FunctionNotInvokable: 'function_not_invokable',
   InvocationFailed: 'invocation_failed',
   InvocationStopped: 'invocation_stopped',
+  // svc addition: cancellation (docs/reference/protocol.md "cancelinvocation")
+  Cancelled: 'cancelled',
   Timeout: 'TIMEOUT',
   InvalidMessage: 'invalid_message',
   InvalidNamespace: 'INVALID_NAMESPACE',
@@ -253,6 +255,7 @@ entry(Codes.FunctionNotFound, 404, 'failure', ['engine', 'sdk'], 'No live replic
 entry(Codes.FunctionNotInvokable, 500, 'failure', ['sdk'], 'A worker was asked to run a function it registered as HTTP-invoked.', 'Invoke it through the engine (`svc trigger`), which calls its URL; do not route it to a worker.')
 entry(Codes.InvocationFailed, 500, 'failure', ['sdk'], 'A handler threw an error without a code of its own.', 'Read the handler\'s message; run the CLI again with `--debug` for its stack trace, or throw an error with a code of your own.')
 entry(Codes.InvocationStopped, 502, 'failure', ['engine', 'sdk'], 'The executing replica or the caller disconnected mid-call.', 'Check why the worker exited or the connection dropped (`svc logs`, `svc worker list`), then retry the call.')
+entry(Codes.Cancelled, 499, 'failure', ['engine', 'sdk'], 'The invocation was cancelled before it finished: its caller sent `cancelinvocation` (svc-sdk: an aborted `signal`), `engine::invocations::cancel` named it, the HTTP client of its route disconnected, or its caller\'s timeout passed; a late result from the worker is dropped.', 'Intended by whoever cancelled it; if not, check what cancels the call (a caller\'s `signal` or timeout, `engine::invocations::cancel` from a script or the console) and retry.')
 entry(Codes.Timeout, 504, 'timeout', ['engine', 'sdk'], 'An engine-originated call, or a caller waiting for a result, exceeded its timeout.', 'Make the function answer sooner, or raise the timeout (`svc trigger --timeout-ms`, `internal_invocation_timeout_ms` in config.yaml).')
 entry(Codes.InvalidMessage, 400, 'failure', ['engine'], 'A malformed frame that owes a reply.', 'Use an SDK of the same protocol version; a hand-written client must send frames as protocol.md §5 describes.')
 entry(Codes.InvalidNamespace, 400, 'usage', ['engine', 'sdk'], 'A namespace field is present but blank, or is not well-formed text (a control character, a lone UTF-16 surrogate, more than 1024 characters); svc-sdk refuses such a namespace before sending anything.', 'Give the namespace a name of well-formed text, or leave the field out to use `default`.')
@@ -371,6 +374,8 @@ export const Errors = {
   /** SDK side: the caller's own connection dropped after the call was sent. */
   connectionLost: () => make(Codes.InvocationStopped, 'Invocation stopped: connection to the engine was lost'),
   timeout: (ms: number) => make(Codes.Timeout, `invocation timed out after ${ms}ms`),
+  /** The invocation was cancelled; `reason` as the canceller gave it (cut to 1024 characters), if any. */
+  cancelled: (reason?: string) => make(Codes.Cancelled, reason === undefined || reason === '' ? 'Invocation cancelled' : `Invocation cancelled: ${reason}`),
   invalidMessage: (reason: string) => make(Codes.InvalidMessage, `Invalid message: ${reason}`),
   invalidNamespace: () => make(Codes.InvalidNamespace, 'namespace is empty: give it a name, or omit it to use `default`'),
   /** A namespace that is not well-formed text; `detail` names the field and the problem (`namespace contains a lone UTF-16 surrogate at index 3`). */

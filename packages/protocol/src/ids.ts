@@ -17,6 +17,9 @@ export const EngineFunctions = {
   REGISTERED_TRIGGER_INFO: 'engine::registered-triggers::info',
   LIST_WORKERS: 'engine::workers::list',
   WORKER_INFO: 'engine::workers::info',
+  // invocations in flight and their cancellation (svc addition, docs/reference/protocol.md)
+  LIST_INVOCATIONS: 'engine::invocations::list',
+  CANCEL_INVOCATION: 'engine::invocations::cancel',
   // §11.2 registration helpers and the announce
   REGISTER_WORKER: 'engine::workers::register',
   REGISTER_TRIGGER: 'engine::register_trigger',
@@ -85,6 +88,8 @@ export const RESERVED_FUNCTION_IDS: ReadonlySet<string> = new Set([
   EngineFunctions.REGISTERED_TRIGGER_INFO,
   EngineFunctions.LIST_WORKERS,
   EngineFunctions.WORKER_INFO,
+  EngineFunctions.LIST_INVOCATIONS,
+  EngineFunctions.CANCEL_INVOCATION,
   EngineFunctions.REGISTER_WORKER,
   EngineFunctions.REGISTER_TRIGGER,
   EngineFunctions.UNREGISTER_TRIGGER,

@@ -19,6 +19,7 @@ export const MessageType = {
   TriggerRegistrationResult: 'triggerregistrationresult',
   InvokeFunction: 'invokefunction',
   InvocationResult: 'invocationresult',
+  CancelInvocation: 'cancelinvocation',
   WorkerRegistered: 'workerregistered',
   RegistrationRejected: 'registrationrejected',
   Reattach: 'reattach',
@@ -149,6 +150,23 @@ export interface InvocationResultMessage {
   baggage?: string
 }
 
+/**
+ * Cancels an invocation (svc addition, docs/reference/protocol.md "cancelinvocation"), both
+ * directions. W→E: a caller cancels a call it made, naming the `invocation_id` it sent; the
+ * engine answers that call at once with the error `cancelled` and passes the cancel on. E→W: the
+ * engine tells the worker running a call (by the leg's `invocation_id`, §5.8) to stop; no answer is
+ * owed. Workers that do not know the type ignore it (§3.5), so old SDKs keep working.
+ */
+export interface CancelInvocationMessage {
+  type: 'cancelinvocation'
+  invocation_id: string
+  /** Why, for the handler and the logs; at most {@link MAX_CANCEL_REASON} characters are kept. */
+  reason?: string
+}
+
+/** Characters of a `cancelinvocation` reason the engine keeps (longer ones are cut). */
+export const MAX_CANCEL_REASON = 1024
+
 /** §5.10 */
 export interface WorkerRegisteredMessage {
   type: 'workerregistered'
@@ -208,6 +226,7 @@ export type Message =
   | TriggerRegistrationResultMessage
   | InvokeFunctionMessage
   | InvocationResultMessage
+  | CancelInvocationMessage
   | WorkerRegisteredMessage
   | RegistrationRejectedMessage
   | ReattachMessage

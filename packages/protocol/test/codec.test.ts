@@ -14,7 +14,8 @@
 import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
 import fc from 'fast-check'
-import { decodeEngineFrame, decodeText, encodeInvokeFunction, encodeResult, RawJson, type InboundInvoke, type InboundResult } from '../src/codec.ts'
+import { decodeEngineFrame, decodeText, encodeCancel, encodeInvokeFunction, encodeResult, RawJson, type InboundInvoke, type InboundResult } from '../src/codec.ts'
+import { MAX_CANCEL_REASON, type CancelInvocationMessage } from '../src/messages.ts'
 import { isErrorBody } from '../src/errors.ts'
 import { idProblem } from '../src/ids.ts'
 
@@ -93,7 +94,7 @@ const jsonValue = fc.jsonValue({ maxDepth: 4 }).map((v) => v as unknown)
 const hostileText = fc.oneof(fc.string({ unit: 'binary' }), fc.constantFrom('__proto__', 'constructor', '\ud800', 'a\u0000b', '', ' '))
 /** Field values of any JSON type, so every field of every frame type is tried with the wrong type. */
 const anyField = fc.oneof(jsonValue, hostileText, fc.constant(null), fc.constant(undefined))
-const ENGINE_TYPES = ['invocationresult', 'invokefunction', 'workerregistered', 'registertrigger', 'unregistertrigger', 'triggerregistrationresult', 'registrationrejected', 'ping', 'pong', 'error', 'registerfunction', 'reattach', 'nope', 'INVOKEFUNCTION'] as const
+const ENGINE_TYPES = ['invocationresult', 'invokefunction', 'cancelinvocation', 'workerregistered', 'registertrigger', 'unregistertrigger', 'triggerregistrationresult', 'registrationrejected', 'ping', 'pong', 'error', 'registerfunction', 'reattach', 'nope', 'INVOKEFUNCTION'] as const
 const FIELDS = ['invocation_id', 'function_id', 'data', 'metadata', 'action', 'result', 'error', 'traceparent', 'baggage', 'worker_id', 'reattach_token', 'id', 'trigger_type', 'config', 'namespace', 'trigger_namespace', 'code', 'message', 'reason', 'owner_worker_id', 'trigger_type_id', 'worker_name'] as const
 
 const optionalString = (value: unknown) => value === undefined || typeof value === 'string'
@@ -115,6 +116,11 @@ function assertWellTyped(message: ReturnType<typeof decodeEngineFrame>): void {
       for (const f of ['invocation_id', 'traceparent', 'baggage'] as const) assert.ok(optionalString(message[f]), f)
       assert.notEqual(message.data, undefined)
       assert.notEqual(message.metadata, null)
+      return
+    case 'cancelinvocation':
+      assert.equal(typeof message.invocation_id, 'string')
+      assert.ok(optionalString(message.reason), 'reason')
+      assert.ok((message.reason?.length ?? 0) <= MAX_CANCEL_REASON, 'reason is cut')
       return
     case 'workerregistered':
       assert.equal(typeof message.worker_id, 'string')
@@ -242,5 +248,42 @@ describe('one codec, both directions (fast-check)', () => {
     assert.throws(() => encodeInvokeFunction({ type: 'invokefunction', function_id: 'f', data: cycle }), TypeError)
     assert.throws(() => encodeInvokeFunction({ type: 'invokefunction', function_id: 'f', data: 1n }), TypeError)
     assert.equal(encodeInvokeFunction({ type: 'invokefunction', function_id: 'f', data: undefined }), '{"type":"invokefunction","function_id":"f","data":null}')
+  })
+})
+
+describe('cancelinvocation (fast-check)', () => {
+  const reason = fc.oneof(hostileText, fc.string({ minLength: 1000, maxLength: 3000 }), fc.constant(undefined))
+
+  it('the engine reads any cancel frame as a message with a string invocation_id and a reason of at most 1024 characters, or as malformed (never throws)', () => {
+    fc.assert(
+      fc.property(fc.dictionary(fc.constantFrom('invocation_id', 'reason', 'function_id', 'data'), anyField), (fields) => {
+        const decoded = decodeText(JSON.stringify({ ...fields, type: 'cancelinvocation' }))
+        if (decoded.kind === 'message') {
+          const m = decoded.message as CancelInvocationMessage
+          assert.equal(m.type, 'cancelinvocation')
+          assert.equal(typeof m.invocation_id, 'string')
+          assert.ok(m.reason === undefined || (typeof m.reason === 'string' && m.reason.length <= MAX_CANCEL_REASON))
+        } else {
+          assert.equal(decoded.kind, 'malformed')
+          assert.ok(typeof fields.invocation_id !== 'string' || (fields.reason !== undefined && fields.reason !== null && typeof fields.reason !== 'string'))
+        }
+      }),
+      { numRuns: 1000 },
+    )
+  })
+
+  it('what encodeCancel writes reads back the same in both directions, its reason cut to 1024 characters', () => {
+    fc.assert(
+      fc.property(hostileText, reason, (invocationId, why) => {
+        const text = encodeCancel(invocationId, why as string | undefined)
+        const expected: CancelInvocationMessage = { type: 'cancelinvocation', invocation_id: invocationId }
+        if (why !== undefined) expected.reason = (why as string).slice(0, MAX_CANCEL_REASON)
+        const engine = decodeText(text)
+        assert.equal(engine.kind, 'message')
+        assert.deepEqual({ ...(engine as { message: object }).message }, expected)
+        assert.deepEqual(decodeEngineFrame(text), expected)
+      }),
+      { numRuns: 500 },
+    )
   })
 })

@@ -447,3 +447,32 @@ def test_handler_spans_and_logger_records_carry_the_invocations_trace(engine: En
         assert span["attributes"]["svc.function.id"] == "pyt::traced"
     finally:
         c.shutdown()
+
+
+def test_a_cancelled_async_handler_has_its_task_cancelled_and_sends_no_answer(client: Any) -> None:
+    started = threading.Event()
+    cancelled = threading.Event()
+
+    async def wait(data: Any) -> str:
+        started.set()
+        try:
+            await asyncio.sleep(60)
+        except asyncio.CancelledError:
+            cancelled.set()
+            raise
+        return "never"
+
+    client.register_function("pyt::wait", wait)
+    eventually(lambda: "pyt::wait" in names(client, "pyt::"))
+    client.trigger({"function_id": "pyt::wait", "payload": None, "action": TriggerAction.Void()})
+    assert started.wait(10)
+    listed = client.trigger({"function_id": "engine::invocations::list", "payload": {"function_id": "pyt::wait"}})
+    [invocation] = listed["invocations"]
+    answer = client.trigger({"function_id": "engine::invocations::cancel", "payload": {"invocation_id": invocation["invocation_id"], "reason": "stop"}})
+    assert answer == {"cancelled": True}
+    assert cancelled.wait(10)
+    # The worker is still serving, and nothing of the cancelled call is left in flight.
+    client.register_function("pyt::ok", lambda data: "ok")
+    eventually(lambda: "pyt::ok" in names(client, "pyt::"))
+    assert client.trigger({"function_id": "pyt::ok", "payload": None}) == "ok"
+    eventually(lambda: client.trigger({"function_id": "engine::invocations::list", "payload": {"function_id": "pyt::wait"}})["total"] == 0)

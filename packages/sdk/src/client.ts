@@ -7,6 +7,7 @@
  * announce of `options.ts` (`node:os`, `process`), Node's UUIDs, and the OpenTelemetry hooks of
  * `tracing.ts` and worker gauges from svc-helpers.
  */
+import { AsyncLocalStorage } from 'node:async_hooks'
 import { randomUUID } from 'node:crypto'
 import { currentOtelConfig } from 'svc-helpers/observability'
 import { startWorkerGauges } from 'svc-helpers/observability/internal'
@@ -14,6 +15,8 @@ import {
   Channels,
   ClientSession,
   ConnectionError,
+  type HandlerContext,
+  type HandlerScope,
   createChannel,
   DEFAULT_TIMINGS,
   type ChannelLimits,
@@ -80,6 +83,16 @@ function gaugeStarter(options: ResolvedOptions): ((workerId: string) => void) | 
 }
 
 /**
+ * The running handler's context, found again by the calls it makes (`trigger` inside a handler
+ * follows the handler's cancellation, sdk.md §6): one store for every client of the process.
+ */
+const handlerContexts = new AsyncLocalStorage<HandlerContext>()
+const HANDLER_SCOPE: HandlerScope = Object.freeze({
+  run: <A extends unknown[], T>(context: HandlerContext, fn: (...args: A) => T, ...args: A): T => handlerContexts.run(context, fn, ...args),
+  current: () => handlerContexts.getStore(),
+})
+
+/**
  * The Node worker client. Create it with `registerWorker`; it connects at once and reconnects with
  * backoff until `shutdown()` or a terminal failure.
  */
@@ -96,6 +109,7 @@ export class WorkerClient implements SvcClient {
       // Handler spans only when this client has telemetry on; calls carry the active context either way.
       telemetry: options.otelEnabled ? handlerTelemetry : callTelemetry,
       newId: randomUUID,
+      handlerScope: HANDLER_SCOPE,
     }
     // Channel refs in payloads and results become live ends (sdk.md §9) that connect to the engine
     // this client is connected to when the ref arrives (one of its addresses), whatever the payload says.

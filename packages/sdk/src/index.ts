@@ -34,6 +34,7 @@ export type {
   CronTriggerPayload,
   EnqueueResult,
   FunctionHandler,
+  HandlerContext,
   FunctionRef,
   HttpAuthConfig,
   HttpInvocationConfig,

@@ -24,7 +24,7 @@ import {
   tracePayloadsDisabled,
 } from 'svc-helpers/observability'
 import { HandlerSpan, knownBaggageHeader, redactAndTruncateJson, startHandlerSpan } from 'svc-helpers/observability/internal'
-import type { ClientTelemetry, TraceContext } from 'svc-protocol/client'
+import type { ClientTelemetry, HandlerContext, TraceContext } from 'svc-protocol/client'
 
 /** A handler's span and the context to run it in. */
 export interface InvocationSpan {
@@ -181,10 +181,17 @@ export function outgoingTraceContext(): TraceContext | undefined {
 }
 
 /** Runs a handler in its span, or under an unsampled inbound parent, or plainly (no closure: arguments are passed on). */
-function runHandler<T>(s: InvocationSpan | undefined, traceparent: string | undefined, handler: (data: any, metadata?: any) => T, data: unknown, metadata: unknown): T {
-  if (s !== undefined) return context.with(s.ctx, handler, undefined, data, metadata)
-  if (isUnsampled(traceparent)) return unsampledParent.run({ traceparent }, handler, data, metadata)
-  return handler(data, metadata)
+function runHandler<T>(
+  s: InvocationSpan | undefined,
+  traceparent: string | undefined,
+  handler: (data: any, metadata: any, handlerContext: HandlerContext) => T,
+  data: unknown,
+  metadata: unknown,
+  handlerContext: HandlerContext,
+): T {
+  if (s !== undefined) return context.with(s.ctx, handler, undefined, data, metadata, handlerContext)
+  if (isUnsampled(traceparent)) return unsampledParent.run({ traceparent }, handler, data, metadata, handlerContext)
+  return handler(data, metadata, handlerContext)
 }
 
 /**

@@ -11,6 +11,7 @@ export type {
   ConnectionState,
   EnqueueResult,
   FunctionHandler,
+  HandlerContext,
   FunctionRef,
   HttpAuthConfig,
   HttpInvocationConfig,

@@ -81,6 +81,8 @@ class Exchange {
   writerEnd: Error | null | undefined = undefined
   /** Something the handler sent on the response channel was ignored and logged (once per exchange). */
   warned = false
+  /** Aborts when the client goes away before the response finished: the handler's invocation is cancelled. */
+  gone: AbortController | null = null
   private isDone = false
   private onDone: (() => void) | null = null
 
@@ -463,7 +465,9 @@ export class RequestPipeline {
     })
     x.stream.attached(channels.attachReader(response.reader, x.stream))
     const payload: HandlerRequest = { ...request, request_body: body.reader, response: response.writer }
+    x.gone = new AbortController()
     this.context.worker.invoke({
+      signal: x.gone.signal,
       function_id: b.functionId,
       data: payload,
       namespace: b.namespace,
@@ -596,6 +600,8 @@ export class RequestPipeline {
    */
   private exchangeEnded(x: Exchange): void {
     x.markDone()
+    // The client disconnected before the response ended: nobody waits for the handler any more.
+    if (!x.res.writableFinished) x.gone?.abort('the HTTP client disconnected')
     if (x.channelIds.length === 0) return
     x.stream?.cancel()
     x.pump?.stop()

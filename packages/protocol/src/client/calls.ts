@@ -25,6 +25,8 @@ export class PendingCall {
   frame: string | undefined = undefined
   /** Sent on the current connection: it may have run if that connection drops. */
   sent = false
+  /** Removes the call's `abort` listener from its signal, once the call ends (set by the session). */
+  detach: (() => void) | undefined = undefined
 
   constructor(id: string, functionId: string, timeoutMs: number) {
     this.id = id
@@ -44,8 +46,12 @@ export class CallTable {
   /** Frames of calls made while not connected: void calls as text, the others as their entry. */
   #queue: Array<string | PendingCall> = []
 
-  constructor(timers?: Timers) {
+  /** Told of a call that timed out after it was sent (the session cancels it in the engine). */
+  readonly #onExpire: ((call: PendingCall) => void) | undefined
+
+  constructor(timers?: Timers, onExpire?: (call: PendingCall) => void) {
     this.#deadlines = new Deadlines<PendingCall>((call) => this.#expire(call), timers)
+    this.#onExpire = onExpire
   }
 
   /** Calls awaiting an answer. */
@@ -56,8 +62,9 @@ export class CallTable {
   /**
    * Opens a call that rejects with `TIMEOUT` (`invocation timed out after <ms>ms`) unless settled
    * within `timeoutMs`. `send` sends `frame` now, or undefined to queue it until {@link flush}.
+   * Returns the call; its `promise` settles with the answer.
    */
-  open(id: string, functionId: string, timeoutMs: number, frame: string, send: ((text: string) => void) | undefined): Promise<unknown> {
+  open(id: string, functionId: string, timeoutMs: number, frame: string, send: ((text: string) => void) | undefined): PendingCall {
     const call = new PendingCall(id, functionId, timeoutMs)
     this.#pending.set(id, call)
     call.slot = this.#deadlines.add(call, timeoutMs)
@@ -68,7 +75,7 @@ export class CallTable {
       call.frame = frame
       this.#queue.push(call)
     }
-    return call.promise
+    return call
   }
 
   /** Queues the frame of a void call until {@link flush}. */
@@ -82,6 +89,20 @@ export class CallTable {
     if (call === undefined) return undefined
     this.#pending.delete(id)
     this.#deadlines.cancel(call, call.slot)
+    call.detach?.()
+    return call
+  }
+
+  /**
+   * Cancels the call `id`: it rejects with `error` now and a late answer is ignored; a call still
+   * queued is dropped unsent. Returns the call when it was pending (its `sent` says whether the
+   * engine has it and must be told), else undefined.
+   */
+  cancel(id: string, error: Error): PendingCall | undefined {
+    const call = this.settle(id)
+    if (call === undefined) return undefined
+    call.frame = undefined
+    call.reject(error)
     return call
   }
 
@@ -107,6 +128,7 @@ export class CallTable {
       if (!call.sent) continue
       this.#pending.delete(call.id)
       this.#deadlines.cancel(call, call.slot)
+      call.detach?.()
       call.reject(make(call))
     }
   }
@@ -119,6 +141,7 @@ export class CallTable {
     this.#queue = []
     for (const call of calls) {
       call.frame = undefined
+      call.detach?.()
       call.reject(make(call))
     }
   }
@@ -127,6 +150,8 @@ export class CallTable {
     if (this.#pending.get(call.id) !== call) return
     this.#pending.delete(call.id)
     call.frame = undefined // a queued call that expired is skipped when the queue is flushed
+    call.detach?.()
+    if (call.sent) this.#onExpire?.(call)
     call.reject(invocationError(Errors.timeout(call.timeoutMs), call.functionId))
   }
 }

@@ -4,6 +4,7 @@
  * Node's UUIDs; a browser SDK may pass nothing. Every hook is optional and costs nothing when absent.
  */
 import type { ErrorBody } from '../errors.ts'
+import type { HandlerContext } from './types.ts'
 
 /** Where the client reports what the application should hear about but cannot catch. */
 export interface ClientLog {
@@ -41,9 +42,10 @@ export interface ClientTelemetry<Scope = unknown> {
   runHandler<T>(
     scope: Scope | undefined,
     traceparent: string | undefined,
-    handler: (data: any, metadata?: any) => T,
+    handler: (data: any, metadata: any, context: HandlerContext) => T,
     data: unknown,
     metadata: unknown,
+    context: HandlerContext,
   ): T
   /** The trace context of the `invocationresult` answering a scope's invocation. */
   resultContext(scope: Scope): TraceContext
@@ -74,4 +76,18 @@ export interface ClientHooks<Scope = unknown> {
   onWorkerRegistered?(workerId: string): void
   /** Ids of calls and bindings (UUID v4); default `crypto.randomUUID`, else one from `crypto.getRandomValues`. */
   newId?(): string
+  /**
+   * Where a handler's context is found again by the calls it makes (svc-sdk: an
+   * `AsyncLocalStorage`), so they are cancelled with it. Absent (browsers): calls follow only the
+   * `signal` they are given.
+   */
+  handlerScope?: HandlerScope
+}
+
+/** Carries the running handler's context through its asynchronous work. */
+export interface HandlerScope {
+  /** Calls `fn(...args)` with `context` current for everything it starts, and returns what it returns. */
+  run<A extends unknown[], T>(context: HandlerContext, fn: (...args: A) => T, ...args: A): T
+  /** The context of the handler whose work is running now, if any. */
+  current(): HandlerContext | undefined
 }

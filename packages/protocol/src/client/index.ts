@@ -17,7 +17,7 @@
  */
 export { ClientSession, DEFAULT_INVOCATION_TIMEOUT_MS, DEFAULT_TIMINGS } from './session.ts'
 export type { ClientSessionOptions, ClientTimings } from './session.ts'
-export type { ClientHooks, ClientLog, ClientTelemetry, MaterializeKind, Materializer, TraceContext } from './hooks.ts'
+export type { ClientHooks, ClientLog, ClientTelemetry, HandlerScope, MaterializeKind, Materializer, TraceContext } from './hooks.ts'
 export { Heartbeat } from './heartbeat.ts'
 export type { HeartbeatOptions, HeartbeatPeer } from './heartbeat.ts'
 export { backoffDelay, DEFAULT_RECONNECTION_CONFIG } from './backoff.ts'

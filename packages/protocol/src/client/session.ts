@@ -27,8 +27,8 @@
  * session.registerFunction('page::ping', () => 'pong')
  * await session.trigger({ function_id: 'math::add', payload: { a: 1, b: 2 } })
  */
-import { decodeEngineFrame, encodeFrame, encodeInvokeFunction, encodeResultJson, encodeTriggerResult, idJson, type WorkerInboundRejection, type WorkerInboundResult } from '../codec.ts'
-import { Codes, Errors, type ErrorBody } from '../errors.ts'
+import { decodeEngineFrame, encodeCancel, encodeFrame, encodeInvokeFunction, encodeResultJson, encodeTriggerResult, idJson, type WorkerInboundRejection, type WorkerInboundResult } from '../codec.ts'
+import { Codes, errorBody, Errors, type ErrorBody } from '../errors.ts'
 import type { InvokeFunctionMessage, JsonValue, RegisterTriggerMessage, WorkerAnnounce } from '../messages.ts'
 import type { ConnectOptions, Connector, Transport } from '../transport/types.ts'
 import { AddressRotation, displayAddress, engineAddresses } from './addresses.ts'
@@ -38,7 +38,8 @@ import { createChannel, type Channel } from './channels/channels.ts'
 import { CallTable } from './calls.ts'
 import { ConnectionError, errorMessage, InvocationError, invocationError, RegistrationRejectedError, toErrorBody } from './errors.ts'
 import { Heartbeat, type HeartbeatPeer } from './heartbeat.ts'
-import type { ClientHooks, ClientLog, ClientTelemetry, Materializer } from './hooks.ts'
+import { abortReason, HandlerRun } from './handler-context.ts'
+import type { ClientHooks, ClientLog, ClientTelemetry, HandlerScope, Materializer } from './hooks.ts'
 import { RegistrationStore, requestProblem, triggerTypeKey, type LocalTriggerType } from './registrations.ts'
 import { systemTimers, type TimerHandle, type Timers } from './timers.ts'
 import type {
@@ -174,6 +175,9 @@ export class ClientSession<Scope = unknown> implements SvcClient {
   readonly #onWorkerRegistered: ((workerId: string) => void) | undefined
   readonly #newId: () => string
   readonly #pingFrames: boolean
+  readonly #scope: HandlerScope | undefined
+  /** Handlers running, by the invocation id the engine sent: what its `cancelinvocation` names. */
+  readonly #running = new Map<string, HandlerRun>()
 
   #state: ConnectionState = 'disconnected'
   /** The current connection, from the connector call until its `close`. */
@@ -229,6 +233,7 @@ export class ClientSession<Scope = unknown> implements SvcClient {
     this.#materialize = hooks.materialize
     this.#onWorkerRegistered = hooks.onWorkerRegistered
     this.#newId = hooks.newId ?? platformNewId()
+    this.#scope = hooks.handlerScope
     // The announce is a void call of engine::workers::register (protocol.md §3.2); engine:: ids
     // live in `default`, so it carries no namespace.
     this.#announceFrame = encodeInvokeFunction({
@@ -237,7 +242,8 @@ export class ClientSession<Scope = unknown> implements SvcClient {
       data: options.announce,
       action: { type: 'void' },
     })
-    this.#calls = new CallTable(this.#timers)
+    // A call that timed out here is cancelled in the engine too: its worker need not run on for nobody.
+    this.#calls = new CallTable(this.#timers, (call) => this.#sendIfConnected(encodeCancel(call.id, `timed out after ${call.timeoutMs}ms`)))
     this.#bindings = new ProviderBindings(this.#log)
     this.#heartbeat = new Heartbeat({
       pingIntervalMs: this.#timings.pingIntervalMs,
@@ -318,6 +324,11 @@ export class ClientSession<Scope = unknown> implements SvcClient {
     this.#heartbeat.stop()
     this.#heard = () => {}
     if (wasOpen) this.#calls.failSent((call) => invocationError(Errors.connectionLost(), call.functionId))
+    // Handlers of that connection cannot answer any more (the engine ended their calls): they stop.
+    if (this.#running.size > 0) {
+      for (const run of this.#running.values()) run.abort('connection to the engine was lost')
+      this.#running.clear()
+    }
     // The engine has moved our bindings to another provider or parked them (protocol.md §3.6 step 5);
     // a reopened connection gets them delivered again.
     this.#bindings.releaseAll()
@@ -415,6 +426,9 @@ export class ClientSession<Scope = unknown> implements SvcClient {
       case 'invokefunction':
         this.#onInvoke(transport, msg)
         return
+      case 'cancelinvocation':
+        this.#running.get(msg.invocation_id)?.abort(msg.reason)
+        return
       case 'workerregistered':
         this.#workerId = msg.worker_id
         this.#reattachToken = msg.reattach_token
@@ -471,9 +485,11 @@ export class ClientSession<Scope = unknown> implements SvcClient {
       return
     }
     // The handler starts now and the transport keeps reading: inbound invocations run concurrently.
+    const run = new HandlerRun(msg.invocation_id ?? '', msg.function_id)
+    if (msg.invocation_id !== undefined) this.#running.set(msg.invocation_id, run)
     const scope = this.#telemetry?.startHandler(msg.function_id, msg.data, msg.traceparent, msg.baggage)
     if (this.#materialize === undefined) {
-      this.#run(transport, msg, fn.handler, msg.data, scope)
+      this.#run(transport, msg, fn.handler, msg.data, scope, run)
       return
     }
     let data: unknown
@@ -486,24 +502,21 @@ export class ClientSession<Scope = unknown> implements SvcClient {
     if (isThenable(data)) {
       const handler = fn.handler
       data.then(
-        (value) => this.#run(transport, msg, handler, value, scope),
+        (value) => this.#run(transport, msg, handler, value, scope, run),
         (err: unknown) => this.#answer(transport, msg, undefined, toErrorBody(err), scope),
       )
     } else {
-      this.#run(transport, msg, fn.handler, data, scope)
+      this.#run(transport, msg, fn.handler, data, scope, run)
     }
   }
 
-  #run(transport: Transport, msg: InvokeFunctionMessage, handler: FunctionHandler, data: unknown, scope: Scope | undefined): void {
+  #run(transport: Transport, msg: InvokeFunctionMessage, handler: FunctionHandler, data: unknown, scope: Scope | undefined, run: HandlerRun): void {
     let value: unknown
     try {
       const metadata = msg.metadata as JsonValue | undefined
-      // Without a scope or an inbound context there is nothing to run the handler in.
-      const telemetry = this.#telemetry
-      value =
-        telemetry === undefined || (scope === undefined && msg.traceparent === undefined)
-          ? handler(data, metadata)
-          : telemetry.runHandler(scope, msg.traceparent, handler, data, metadata)
+      // The handler's context stays current for the calls it makes, so they are cancelled with it.
+      const handlerScope = this.#scope
+      value = handlerScope === undefined ? this.#call(handler, data, metadata, scope, msg, run) : handlerScope.run(run, this.#callBound, handler, data, metadata, scope, msg, run)
     } catch (err) {
       this.#answer(transport, msg, undefined, toErrorBody(err), scope)
       return
@@ -518,7 +531,30 @@ export class ClientSession<Scope = unknown> implements SvcClient {
     }
   }
 
+  /** Calls the handler: inside the telemetry scope when there is one or an inbound context, else plainly. */
+  #call(handler: FunctionHandler, data: unknown, metadata: JsonValue | undefined, scope: Scope | undefined, msg: InvokeFunctionMessage, run: HandlerRun): unknown {
+    const telemetry = this.#telemetry
+    return telemetry === undefined || (scope === undefined && msg.traceparent === undefined)
+      ? handler(data, metadata, run)
+      : telemetry.runHandler(scope, msg.traceparent, handler, data, metadata, run)
+  }
+
+  readonly #callBound = (handler: FunctionHandler, data: unknown, metadata: JsonValue | undefined, scope: Scope | undefined, msg: InvokeFunctionMessage, run: HandlerRun): unknown =>
+    this.#call(handler, data, metadata, scope, msg, run)
+
   #answer(transport: Transport, msg: InvokeFunctionMessage, result: unknown, error: ErrorBody | undefined, scope: Scope | undefined): void {
+    const id = msg.invocation_id
+    if (id !== undefined) {
+      const run = this.#running.get(id)
+      if (run !== undefined) {
+        this.#running.delete(id)
+        // Cancelled: the engine answered the caller already and drops a late result; none is sent.
+        if (run.cancelled) {
+          if (scope !== undefined) this.#telemetry!.endHandler(scope, undefined, error ?? errorBody(Errors.cancelled), undefined)
+          return
+        }
+      }
+    }
     // The result is encoded before the span ends, so its payload event can reuse the text (and a
     // result that cannot be sent ends the span as the failure the caller gets).
     let json: string | undefined
@@ -635,6 +671,9 @@ export class ClientSession<Scope = unknown> implements SvcClient {
     if (refused !== undefined) return Promise.reject(invocationError(refused, functionId))
     const action = request.action
     const id = action !== undefined && action.type === 'void' ? undefined : this.#newId()
+    // A call made inside a handler follows the handler's cancellation unless it is given its own.
+    const signal = id === undefined ? undefined : (request.signal ?? this.#scope?.current()?.signal)
+    if (signal?.aborted) return Promise.reject(invocationError(Errors.cancelled(abortReason(signal)), functionId))
     let text: string
     try {
       const trace = this.#telemetry?.outgoing()
@@ -657,7 +696,22 @@ export class ClientSession<Scope = unknown> implements SvcClient {
       else this.#calls.queueVoid(text)
       return RESOLVED
     }
-    return this.#calls.open(id, functionId, request.timeoutMs ?? this.#timeoutMs, text, this.#connected ? this.#sendNow : undefined)
+    const call = this.#calls.open(id, functionId, request.timeoutMs ?? this.#timeoutMs, text, this.#connected ? this.#sendNow : undefined)
+    if (signal !== undefined) {
+      const onAbort = (): void => this.#cancelCall(id, functionId, abortReason(signal))
+      signal.addEventListener('abort', onAbort, { once: true })
+      call.detach = () => signal.removeEventListener('abort', onAbort)
+    }
+    return call.promise
+  }
+
+  /**
+   * Cancels a call of this client: it rejects with `cancelled` now; the engine is sent
+   * `cancelinvocation` when it has the call (a call still queued is dropped unsent).
+   */
+  #cancelCall(id: string, functionId: string, reason: string | undefined): void {
+    const call = this.#calls.cancel(id, invocationError(Errors.cancelled(reason), functionId))
+    if (call?.sent === true) this.#sendIfConnected(encodeCancel(id, reason))
   }
 
   // ---------------------------------------------------------------- registration (sdk.md §4–§5)

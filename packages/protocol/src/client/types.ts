@@ -36,11 +36,40 @@ export interface ReconnectionConfig {
 export type ConnectionState = 'disconnected' | 'connecting' | 'connected' | 'reconnecting' | 'failed'
 
 /**
- * A function handler (sdk.md §4). Receives the payload and the invocation `metadata` (undefined when
- * the caller sent none). The resolved value becomes the result (`undefined`: no result); a thrown
- * error becomes the error body (its own `code` when valid, else `invocation_failed`).
+ * What a handler learns about the invocation it runs, its third argument (svc addition: the
+ * second stays the invocation `metadata`, as iii handlers have it).
  */
-export type FunctionHandler<TIn = any, TOut = any> = (data: TIn, metadata?: JsonValue) => TOut | Promise<TOut>
+export interface HandlerContext {
+  /** The id the engine gave this invocation (the leg's `invocation_id`, protocol.md §5.8). */
+  readonly invocationId: string
+  readonly functionId: string
+  /**
+   * Aborts when the invocation is cancelled: its caller cancelled it, its caller's or the engine's
+   * timeout passed, its caller or HTTP client went away, or `engine::invocations::cancel` named it
+   * (`cancelinvocation` from the engine). `signal.reason` is an `InvocationError` with code
+   * `cancelled` whose message carries the canceller's reason. Nobody waits for the answer any
+   * more: stop the work, and return or throw as you like (the SDK sends nothing back). Calls the
+   * handler makes with `trigger` while it runs are cancelled with it (svc-sdk; in a browser pass
+   * `signal` to them). Made on first use.
+   *
+   * @example
+   * client.registerFunction('report::build', async (input, _metadata, { signal }) => {
+   *   for (const page of input.pages) {
+   *     signal.throwIfAborted()
+   *     await render(page, { signal })
+   *   }
+   * })
+   */
+  readonly signal: AbortSignal
+}
+
+/**
+ * A function handler (sdk.md §4). Receives the payload, the invocation `metadata` (undefined when
+ * the caller sent none) and a {@link HandlerContext} (its `signal` aborts when the invocation is
+ * cancelled). The resolved value becomes the result (`undefined`: no result); a thrown error
+ * becomes the error body (its own `code` when valid, else `invocation_failed`).
+ */
+export type FunctionHandler<TIn = any, TOut = any> = (data: TIn, metadata: JsonValue | undefined, context: HandlerContext) => TOut | Promise<TOut>
 
 /** Describes a value; JSON Schema documents are valid formats (protocol.md §4 FormatSchema). */
 export type RegisterFunctionFormat = FormatSchema
@@ -151,6 +180,19 @@ export interface TriggerRequest<TIn = unknown> {
   metadata?: JsonValue
   /** Namespace of the target; default the worker's, omitted for ids beginning `engine::`. */
   namespace?: string
+  /**
+   * Cancels the call when it aborts (synchronous and enqueue calls): the call rejects at once with
+   * an `InvocationError` `cancelled` (the signal's reason, when a string or an `Error`, in its
+   * message), and the engine is sent `cancelinvocation` so the worker running it is told to stop
+   * (a call still queued while disconnected is dropped unsent). Already aborted: rejects without
+   * sending. Inside a handler, calls default to the handler's own `signal` (svc-sdk).
+   *
+   * @example
+   * const controller = new AbortController()
+   * const report = client.trigger({ function_id: 'report::build', payload: { pages }, signal: controller.signal })
+   * cancelButton.onclick = () => controller.abort('the user closed the page')
+   */
+  signal?: AbortSignal
 }
 
 /** Result of an enqueue call: the queue worker persisted the message. */

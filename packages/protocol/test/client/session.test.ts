@@ -161,6 +161,51 @@ describe('ClientSession over an in-memory transport (the SDK scenarios, against 
   })
 })
 
+describe('ClientSession cancellation (issue 21)', () => {
+  it('drops a call still queued when its signal aborts, and sends cancelinvocation for one already sent', async (t) => {
+    const engine = new TinyEngine()
+    const { client } = session(t, engine)
+    const early = new AbortController()
+    const queued = client.trigger({ function_id: 'never::answers', payload: 'queued', signal: early.signal })
+    early.abort('changed my mind') // before the connection opened: the call is still queued
+    await assert.rejects(queued, (err: InvocationError) => err.code === 'cancelled' && err.detail === 'Invocation cancelled: changed my mind')
+    const late = new AbortController()
+    const sent = client.trigger({ function_id: 'never::answers', payload: 'sent', signal: late.signal })
+    await until(() => engine.sessions[0]?.frames.some((f) => f.data === 'sent') === true, 'call sent')
+    const id = engine.sessions[0]!.frames.find((f) => f.data === 'sent')!.invocation_id
+    late.abort()
+    await assert.rejects(sent, (err: InvocationError) => err.code === 'cancelled' && err.detail === 'Invocation cancelled')
+    await until(() => engine.sessions[0]!.frames.some((f) => f.type === 'cancelinvocation'), 'cancel sent')
+    const frames = engine.sessions[0]!.frames
+    assert.deepEqual(frames.filter((f) => f.type === 'cancelinvocation'), [{ type: 'cancelinvocation', invocation_id: id }])
+    assert.equal(frames.some((f) => f.data === 'queued'), false, 'the queued call was never sent')
+  })
+
+  it("aborts a handler's signal on the engine's cancelinvocation and sends no answer for it", async (t) => {
+    const engine = new TinyEngine()
+    engine.probe = 'hold'
+    const { client } = session(t, engine)
+    let reason: unknown
+    client.registerFunction('slow::fn', (_data, _metadata, { signal, invocationId }) => {
+      assert.equal(invocationId, 'probe-slow::fn')
+      return new Promise((_resolve, reject) =>
+        signal.addEventListener('abort', () => {
+          reason = signal.reason
+          reject(new Error('stopped'))
+        }),
+      )
+    })
+    await until(() => engine.sessions[0]?.frames.some((f) => f.type === 'registerfunction') === true, 'registered')
+    engine.sessions[0]!.transport.send(JSON.stringify({ type: 'cancelinvocation', invocation_id: 'probe-slow::fn', reason: 'not needed' }))
+    await until(() => reason !== undefined, 'signal aborted')
+    assert.ok(reason instanceof InvocationError)
+    assert.equal(reason.code, 'cancelled')
+    assert.equal(reason.detail, 'Invocation cancelled: not needed')
+    assert.equal(await client.trigger({ function_id: 'engine::echo', payload: 'still here' }), 'still here')
+    assert.equal(engine.results.has('slow::fn'), false, 'no answer for a cancelled invocation')
+  })
+})
+
 describe('ClientSession hooks', () => {
   it('materialises a payload before the handler runs and a result before the call resolves (sync or async)', async (t) => {
     const engine = new TinyEngine()
@@ -226,9 +271,9 @@ describe('ClientSession hooks', () => {
           events.push(`start ${functionId} ${JSON.stringify(data)} ${traceparent}`)
           return { functionId }
         },
-        runHandler: (scope, _traceparent, handler, data, metadata) => {
+        runHandler: (scope, _traceparent, handler, data, metadata, context) => {
           events.push(`run ${scope?.functionId}`)
-          return handler(data, metadata)
+          return handler(data, metadata, context)
         },
         resultContext: () => ({ traceparent: '00-0af7651916cd43dd8448eb211c80319c-00f067aa0ba902b7-01' }),
         endHandler: (scope, result, error, json) => events.push(`end ${scope.functionId} ${String(result)} ${error?.code} ${json}`),

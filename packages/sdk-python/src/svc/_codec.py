@@ -58,7 +58,7 @@ def decode_engine_frame(data: str | bytes | bytearray | memoryview) -> Frame | N
         The frame as a dict whose fields the session reads are checked and defaulted, or None for
         what carries nothing to act on: empty, broken, too deeply nested or non-object frames,
         unknown and W→E-only types, and frames missing a field their handling needs (an
-        ``invocationresult`` without a string ``invocation_id``, an ``invokefunction`` without a
+        ``invocationresult`` or ``cancelinvocation`` without a string ``invocation_id``, an ``invokefunction`` without a
         string ``function_id``, a trigger frame without a string ``id``, a ``workerregistered``
         without a string ``worker_id``, an ``error`` without an ErrorBody).
     """
@@ -139,6 +139,12 @@ def decode_engine_frame(data: str | bytes | bytearray | memoryview) -> Frame | N
             "worker_name": _str(raw.get("worker_name")),
             "owner_worker_id": _str(raw.get("owner_worker_id")) or "",
         }
+    if kind == "cancelinvocation":
+        # The engine asks this worker to stop running a call it sent (svc addition, issue 21).
+        if type(raw.get("invocation_id")) is not str:
+            return None
+        reason = _str(raw.get("reason"))
+        return {"type": kind, "invocation_id": raw["invocation_id"], "reason": None if reason is None else reason[:1024]}
     if kind == "ping" or kind == "pong":
         return {"type": kind}
     if kind == "error":

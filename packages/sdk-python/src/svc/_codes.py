@@ -14,6 +14,7 @@ class ErrorCode:
     FUNCTION_NOT_INVOKABLE = "function_not_invokable"
     INVOCATION_FAILED = "invocation_failed"
     INVOCATION_STOPPED = "invocation_stopped"
+    CANCELLED = "cancelled"
     TIMEOUT = "TIMEOUT"
     INVALID_MESSAGE = "invalid_message"
     INVALID_NAMESPACE = "INVALID_NAMESPACE"

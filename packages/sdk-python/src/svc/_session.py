@@ -145,6 +145,11 @@ class ClientSession:
         self._task: asyncio.Task[None] | None = None
 
         self.calls = CallTable(loop)
+        # Handlers running, by the invocation id the engine sent (what its cancelinvocation names):
+        # the asyncio task of an async handler, None for a sync one (it runs on in its thread).
+        self._running: dict[str, asyncio.Task[None] | None] = {}
+        # Invocations the engine cancelled: their answer is not sent (the engine dropped the call).
+        self._cancelled: set[str] = set()
         self.registrations = registrations or RegistrationStore()
         self.bindings = ProviderBindings(loop, executor)
         self._state_listeners: list[Callable[[ConnectionState], None]] = []
@@ -243,6 +248,9 @@ class ClientSession:
             self.calls.fail_sent(
                 lambda call: InvocationError(ErrorCode.INVOCATION_STOPPED, "Invocation stopped: connection to the engine was lost", call.function_id, None, call.id)
             )
+        # Handlers of that connection cannot answer any more (the engine ended their calls).
+        for invocation_id in list(self._running):
+            self._on_cancel(invocation_id)
         # The engine moved our bindings elsewhere or parked them; a new connection gets them again.
         self.bindings.release_all()
         if self._terminal:
@@ -353,6 +361,8 @@ class ClientSession:
             self._reattach_token = msg["reattach_token"]
             if self.on_worker_registered is not None:
                 self.on_worker_registered(msg["worker_id"])
+        elif kind == "cancelinvocation":
+            self._on_cancel(msg["invocation_id"])
         elif kind == "registertrigger":
             self._on_deliver_binding(conn, msg)
         elif kind == "unregistertrigger":
@@ -397,11 +407,32 @@ class ClientSession:
             self._answer(conn, msg, None, error, None)
             return
         scope = telemetry.start_handler(function_id, msg["data"], msg["traceparent"], msg["baggage"]) if self._telemetry else None
+        invocation_id = msg["invocation_id"]
         if fn.shape.is_async:
-            self.loop.create_task(self._run_async(conn, msg, fn, scope))
+            task = self.loop.create_task(self._run_async(conn, msg, fn, scope))
+            if invocation_id is not None:
+                self._running[invocation_id] = task
+                task.add_done_callback(lambda _: self._forget(invocation_id))
         else:
             future = self.loop.run_in_executor(self.executor, self._run_sync, msg, fn, scope)
+            if invocation_id is not None:
+                self._running[invocation_id] = None
             future.add_done_callback(lambda f: self._sync_done(conn, msg, f, scope))
+
+    def _on_cancel(self, invocation_id: str) -> None:
+        """The engine cancelled a call this worker runs: an async handler's task is cancelled
+        (``asyncio.CancelledError`` at its ``await``); a sync handler runs on in its thread. Either
+        way no answer is sent: the engine answered the caller with ``cancelled`` already."""
+        if invocation_id not in self._running:
+            return
+        self._cancelled.add(invocation_id)
+        task = self._running.pop(invocation_id)
+        if task is not None:
+            task.cancel()
+
+    def _forget(self, invocation_id: str) -> None:
+        self._running.pop(invocation_id, None)
+        self._cancelled.discard(invocation_id)
 
     def _args(self, msg: dict[str, Any], fn: LocalFunction) -> tuple[tuple[Any, ...], dict[str, Any]]:
         shape = fn.shape
@@ -426,6 +457,11 @@ class ClientSession:
             args, kwargs = self._args(msg, fn)
             assert fn.handler is not None
             result = await fn.handler(*args, **kwargs)
+        except asyncio.CancelledError:
+            # Cancelled by the engine (issue 21): no answer goes out; the span ends as cancelled.
+            if msg["invocation_id"] in self._cancelled:
+                self._answer(conn, msg, None, {"code": ErrorCode.CANCELLED, "message": "Invocation cancelled"}, scope)
+            raise
         except Exception as err:
             self._answer(conn, msg, None, to_error_body(err), scope)
         else:
@@ -446,6 +482,8 @@ class ClientSession:
                 telemetry.detach(token)
 
     def _sync_done(self, conn: Connection, msg: dict[str, Any], future: asyncio.Future[Any], scope: telemetry.HandlerScope | None) -> None:
+        if msg["invocation_id"] is not None:
+            self._running.pop(msg["invocation_id"], None)
         try:
             result = future.result()
         except Exception as err:
@@ -473,7 +511,11 @@ class ClientSession:
             except Exception as err:
                 error = {"code": ErrorCode.INVOCATION_FAILED, "message": f"result is not JSON-serialisable: {err}"}
         invocation_id = msg["invocation_id"]
-        if conn is self._conn and self._connected and invocation_id is not None:
+        # A cancelled call's answer is dropped by the engine: it is not sent.
+        cancelled = invocation_id is not None and invocation_id in self._cancelled
+        if cancelled:
+            self._cancelled.discard(invocation_id)
+        if not cancelled and conn is self._conn and self._connected and invocation_id is not None:
             tp = bg = None
             if scope is not None:
                 tp, bg = scope.traceparent, scope.baggage
