@@ -38,7 +38,8 @@ export default class Console extends SvcCommand {
   async run(): Promise<void> {
     const { flags } = await this.parse(Console)
     const fromEnv = process.env[CONSOLE_TOKEN_ENV]
-    const running = await runConsole({
+    // Signals are handled from here on, so one sent as soon as the address is printed exits 0.
+    const running = runConsole({
       port: flags.port ?? DEFAULT_CONSOLE_PORT,
       // Only the default gives way: a port the user named is theirs to fix (cli.md §4.8).
       portFallback: flags.port === undefined,

@@ -5,7 +5,8 @@
 import assert from 'node:assert/strict'
 import { createServer } from 'node:net'
 import { describe, it } from 'node:test'
-import { runConsole } from './console.ts'
+import { runConsole, untilSignal } from './console.ts'
+import type { RunningConsole } from 'svc-console'
 import { CliError } from './errors.ts'
 
 const base = { port: 0, host: '127.0.0.1', open: false, json: false, version: '0.0.0-test', stdout: () => {}, stderr: () => {} }
@@ -72,5 +73,29 @@ describe('svc console port', () => {
       assert.equal(err.exitCode, 1)
       return true
     })
+  })
+})
+
+describe('svc console signals', () => {
+  it('a SIGTERM that arrives while the console is still starting stops it once started, exit 0', async () => {
+    let started!: (running: RunningConsole) => void
+    const starting = new Promise<RunningConsole>((resolve) => (started = resolve))
+    let closed = false
+    let err = ''
+    const done = untilSignal(starting, { json: false, stderr: (text) => (err += text), exit: (code) => assert.fail(`exit(${code}) called`) })
+    // What a supervisor does as soon as it reads the address: signal at once.
+    process.emit('SIGTERM', 'SIGTERM')
+    started({ close: async () => void (closed = true) } as RunningConsole)
+    assert.equal(await done, 0)
+    assert.equal(closed, true)
+    assert.match(err, /Received SIGTERM; stopping the console/)
+    assert.equal(process.listenerCount('SIGTERM'), 0, 'its handlers are removed')
+  })
+
+  it('a console that fails to start rejects with its error, its handlers removed', async () => {
+    const failure = new Error('port in use')
+    await assert.rejects(untilSignal(Promise.reject(failure), { json: false, stderr: () => {} }), failure)
+    assert.equal(process.listenerCount('SIGINT'), 0)
+    assert.equal(process.listenerCount('SIGTERM'), 0)
   })
 })

@@ -152,13 +152,24 @@ export async function openBrowser(url: string): Promise<void> {
 
 /**
  * Waits for SIGINT or SIGTERM, closes the console and resolves with exit code 0 (cli.md §1.1); a
- * second SIGINT exits 130 at once. Resolves also if the server is closed by other means.
+ * second SIGINT exits 130 at once. `running` may still be starting: the handlers are in place
+ * before it prints its address, so a signal sent as soon as the address appears stops it cleanly
+ * (before, such a SIGTERM killed the process by signal). Rejects with `running`'s error if it
+ * fails to start (the handlers removed).
  */
-export function untilSignal(running: RunningConsole, options: { json: boolean; stderr?: (text: string) => void; exit?: (code: number) => never }): Promise<number> {
+export function untilSignal(
+  running: RunningConsole | Promise<RunningConsole>,
+  options: { json: boolean; stderr?: (text: string) => void; exit?: (code: number) => never },
+): Promise<number> {
   const stderr = options.stderr ?? ((text: string) => void process.stderr.write(text))
   const exit = options.exit ?? ((code: number) => process.exit(code))
-  return new Promise((resolve) => {
+  const started = Promise.resolve(running)
+  return new Promise((resolve, reject) => {
     let requested = false
+    const remove = () => {
+      process.off('SIGINT', onSignal)
+      process.off('SIGTERM', onSignal)
+    }
     const onSignal = (signal: NodeJS.Signals) => {
       if (requested) {
         if (signal === 'SIGINT') exit(ExitCode.Interrupted)
@@ -169,15 +180,22 @@ export function untilSignal(running: RunningConsole, options: { json: boolean; s
       else stderr(`\nReceived ${signal}; stopping the console\n`)
       const deadline = setTimeout(() => exit(ExitCode.Success), 5000)
       deadline.unref()
-      running.close().finally(() => {
-        clearTimeout(deadline)
-        process.off('SIGINT', onSignal)
-        process.off('SIGTERM', onSignal)
-        resolve(ExitCode.Success)
-      })
+      started
+        .then((console) => console.close())
+        .catch(() => {})
+        .finally(() => {
+          clearTimeout(deadline)
+          remove()
+          resolve(ExitCode.Success)
+        })
     }
     process.on('SIGINT', onSignal)
     process.on('SIGTERM', onSignal)
+    started.catch((err: unknown) => {
+      if (requested) return
+      remove()
+      reject(err)
+    })
   })
 }
 
