@@ -374,6 +374,14 @@ describe('a new user: init, start, use (issue 3)', () => {
 
       const bad = await post(`${engine.httpUrl}/math/add-two-numbers`, { a: 'one' })
       assert.equal(bad.status, 400)
+
+      // The workers' logs hold no npm warning (their install at this first start, cli.md §5.3, and
+      // npx's start): the templates declare their install-script policy (allowScripts), and their
+      // dependencies agree on their peers.
+      for (const worker of ['math-worker', 'caller-worker']) {
+        const log = readFileSync(join(demo, '.svc', 'logs', `${worker}.log`), 'utf8')
+        assert.doesNotMatch(log, /npm warn/i, log)
+      }
     } finally {
       await stopEngine(engine)
     }
