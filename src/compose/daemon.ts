@@ -18,7 +18,7 @@ import { superviseWorker } from '../supervisor/supervisor.ts'
 import { addContainerText, removeContainerText, writeFileAtomic } from './edit.ts'
 import { ComposeError } from './errors.ts'
 import { composeFileSchema } from './schema.ts'
-import { COMPOSE_FILE_NAME, CONTAINER_KEY_PATTERN, loadComposeFile, parseComposeFile, readComposeText } from './file.ts'
+import { COMPOSE_FILE_NAME, ComposeFileError, CONTAINER_KEY_PATTERN, loadComposeFile, parseComposeFile, readComposeText } from './file.ts'
 import type { ComposeFile } from './file.ts'
 import { operationId, ProjectRunner, resolvePath } from './runner.ts'
 import type { ContainerListener, ContainerRecord, EngineAccess, Supervise } from './runner.ts'
@@ -194,7 +194,7 @@ export class ComposeDaemon {
             return await (exclusive ? this.exclusive(() => handler(payload)) : handler(payload))
           } catch (err) {
             // A plain {code, message} leaves out the stack trace, which says nothing to a caller.
-            if (err instanceof ComposeError) throw err.toBody()
+            if (err instanceof ComposeError || err instanceof ComposeFileError) throw err.toBody()
             throw err
           }
         },
