@@ -1,7 +1,8 @@
 /**
  * `svc functions` as a user runs it: the built CLI (bin/run.js) against a real engine. Internal
  * functions — every `engine::` id, `engine::queue::*` too — only with `--all`; outside a project,
- * one line on stderr names the engine used. Needs `npm run build`.
+ * one line on stderr names the engine used (svc compose's client verbs say it too). Needs
+ * `npm run build`.
  */
 import assert from 'node:assert/strict'
 import { mkdtemp, rm } from 'node:fs/promises'
@@ -58,5 +59,13 @@ describe('svc functions', () => {
     const json = await runSvc(['functions', '--json'], { cwd: outside, env: cliEnv({ SVC_URL: t.url }) })
     assert.equal(json.stderr, '')
     assert.equal((await runSvc(['functions', '--engine', t.url], { cwd: outside })).stderr, '')
+  })
+
+  it('svc compose status outside a project names the engine it asks too', async () => {
+    const result = await runSvc(['compose', 'status'], { cwd: outside, env: cliEnv({ SVC_URL: t.url }) })
+    const [first, ...rest] = result.stderr.split('\n')
+    assert.equal(first, `No svc project here (no config.yaml in this directory or above); using the engine at ${t.url} (SVC_URL)`)
+    // Then the answer: no compose daemon is connected to this engine.
+    assert.match(rest.join('\n'), /No compose daemon is connected to the engine at /)
   })
 })
