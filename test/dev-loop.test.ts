@@ -12,6 +12,7 @@ import { pathToFileURL } from 'node:url'
 import { after, before, describe, it } from 'node:test'
 import { ROOT, SVC_BIN, startEngineProcess, tempProject } from './support/processes.ts'
 import type { RunningEngine } from './support/processes.ts'
+import { waitFor } from './support/wait.ts'
 
 const SDK = pathToFileURL(join(ROOT, 'packages', 'sdk', 'dist', 'index.js')).href
 
@@ -46,14 +47,9 @@ function states(worker: string): Array<Record<string, unknown>> {
   return events().filter((e) => e.event === 'worker_state' && e.worker === worker)
 }
 
-async function until<T>(find: () => T | undefined | false, what: string, timeoutMs = 30_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs
-  for (;;) {
-    const found = find()
-    if (found) return found
-    if (Date.now() > deadline) assert.fail(`timed out waiting for ${what}; svc printed:\n${engine?.output.join('\n')}`)
-    await new Promise((resolve) => setTimeout(resolve, 50))
-  }
+/** Waits for `find` (see waitFor), naming what svc printed when it times out. */
+function until<T>(find: () => T | undefined | false, what: string, timeoutMs = 30_000): Promise<T> {
+  return waitFor(find, () => `${what}; svc printed:\n${engine?.output.join('\n')}`, timeoutMs, 50)
 }
 
 interface TriggerResult {

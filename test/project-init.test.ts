@@ -18,6 +18,7 @@ import { launchChromium } from './support/chromium.ts'
 import { SVC_BIN, startEngineProcess, type RunningEngine } from './support/processes.ts'
 import { freePort } from './support/redis.ts'
 import { cliEnv, runSvc, type Finished } from './support/cli.ts'
+import { waitFor } from './support/wait.ts'
 
 const scratch = mkdtempSync(join(tmpdir(), 'svc-project-init-'))
 const children = new Set<ChildProcess>()
@@ -298,15 +299,9 @@ function useFreePorts(project: string): void {
   writeFileSync(file, patched)
 }
 
-/** Polls `probe` until it returns a value, or fails after `timeoutMs` with `explain()`. */
-async function eventually<T>(probe: () => Promise<T | undefined>, timeoutMs: number, explain: () => string): Promise<T> {
-  const deadline = Date.now() + timeoutMs
-  for (;;) {
-    const value = await probe().catch(() => undefined)
-    if (value !== undefined) return value
-    if (Date.now() > deadline) throw new Error(`gave up after ${timeoutMs} ms\n${explain()}`)
-    await new Promise((r) => setTimeout(r, 250))
-  }
+/** Polls `probe` (250 ms apart) until it gives a value, or fails after `timeoutMs` with `explain()`. */
+function eventually<T>(probe: () => Promise<T | undefined>, timeoutMs: number, explain: () => string): Promise<T> {
+  return waitFor(probe, explain, timeoutMs, 250)
 }
 
 /** Starts `svc` in a new project, remembering it (and its workers' process groups) for cleanup. */
@@ -374,6 +369,14 @@ describe('a new user: init, start, use (issue 3)', () => {
 
       const bad = await post(`${engine.httpUrl}/math/add-two-numbers`, { a: 'one' })
       assert.equal(bad.status, 400)
+
+      // The workers' logs hold no npm warning (their install at this first start, cli.md §5.3, and
+      // npx's start): the templates declare their install-script policy (allowScripts), and their
+      // dependencies agree on their peers.
+      for (const worker of ['math-worker', 'caller-worker']) {
+        const log = readFileSync(join(demo, '.svc', 'logs', `${worker}.log`), 'utf8')
+        assert.doesNotMatch(log, /npm warn/i, log)
+      }
     } finally {
       await stopEngine(engine)
     }

@@ -20,6 +20,7 @@ import { after, describe, it } from 'node:test'
 import { fileURLToPath } from 'node:url'
 import { startEngineProcess, type RunningEngine } from './support/processes.ts'
 import { cliEnv, runSvc, type Finished } from './support/cli.ts'
+import { waitFor } from './support/wait.ts'
 
 const REPO = fileURLToPath(new URL('..', import.meta.url))
 const scratch = mkdtempSync(join(tmpdir(), 'svc-project-languages-'))
@@ -65,14 +66,9 @@ function useFreePorts(project: string): void {
   writeFileSync(file, patched)
 }
 
-async function eventually<T>(probe: () => Promise<T | undefined>, timeoutMs: number, explain: () => string): Promise<T> {
-  const deadline = Date.now() + timeoutMs
-  for (;;) {
-    const value = await probe().catch(() => undefined)
-    if (value !== undefined) return value
-    if (Date.now() > deadline) throw new Error(`gave up after ${timeoutMs} ms\n${explain()}`)
-    await new Promise((r) => setTimeout(r, 250))
-  }
+/** Polls `probe` (250 ms apart) until it gives a value, or fails after `timeoutMs` with `explain()`. */
+function eventually<T>(probe: () => Promise<T | undefined>, timeoutMs: number, explain: () => string): Promise<T> {
+  return waitFor(probe, explain, timeoutMs, 250)
 }
 
 async function startProject(project: string, env: Record<string, string> = {}): Promise<RunningEngine> {

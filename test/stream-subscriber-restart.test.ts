@@ -9,6 +9,7 @@ import { createInterface } from 'node:readline'
 import { after, before, it } from 'node:test'
 import { startTestEngine, type TestEngine } from './support/engine.ts'
 import { ROOT } from './support/processes.ts'
+import { waitFor } from './support/wait.ts'
 
 interface Subscriber {
   child: ChildProcess
@@ -30,14 +31,6 @@ function startSubscriber(url: string): Subscriber {
     else events.push(message.event)
   })
   return { child, events, ready }
-}
-
-async function waitFor(check: () => boolean, what: string, timeoutMs = 10_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs
-  while (!check()) {
-    if (Date.now() > deadline) assert.fail(`timed out waiting for ${what}`)
-    await new Promise((resolve) => setTimeout(resolve, 20))
-  }
 }
 
 let test: TestEngine

@@ -11,19 +11,10 @@ import { createInterface } from 'node:readline'
 import { after, before, describe, it } from 'node:test'
 import { ROOT } from './support/processes.ts'
 import { startTestEngine, type TestEngine } from './support/engine.ts'
+import { waitFor } from './support/wait.ts'
 
 /** The packages a worker with only handler spans and gauges must not load. */
 const SDK_PACKAGES = ['@opentelemetry/otlp-transformer', '@opentelemetry/resources', '@opentelemetry/sdk-logs', '@opentelemetry/sdk-metrics', '@opentelemetry/sdk-trace']
-
-/** Polls `probe` (25 ms apart, about 10 s at most) until it returns something other than undefined. */
-async function eventually<T>(probe: () => Promise<T | undefined>, what: string): Promise<T> {
-  for (let i = 0; i < 400; i++) {
-    const value = await probe()
-    if (value !== undefined) return value
-    await new Promise((r) => setTimeout(r, 25))
-  }
-  assert.fail(`timed out waiting for ${what}`)
-}
 
 describe('SDK telemetry loads the OpenTelemetry SDK lazily (issue 20)', () => {
   let engine: TestEngine
@@ -42,7 +33,7 @@ describe('SDK telemetry loads the OpenTelemetry SDK lazily (issue 20)', () => {
       })
       worker.once('exit', (code) => reject(new Error(`the worker exited with ${code}:\n${stderr.join('')}`)))
     })
-    await eventually(async () => (engine.engine.functions.resolve('default', 'lazy::log') !== undefined ? true : undefined), 'the worker functions')
+    await waitFor(async () => (engine.engine.functions.resolve('default', 'lazy::log') !== undefined ? true : undefined), 'the worker functions')
   })
   after(async () => {
     await new Promise((resolve) => (worker.exitCode !== null ? resolve(undefined) : (worker.once('exit', resolve), worker.kill('SIGTERM'))))
@@ -55,14 +46,14 @@ describe('SDK telemetry loads the OpenTelemetry SDK lazily (issue 20)', () => {
     assert.deepEqual(await call('lazy::echo', { n: 1 }), { n: 1 })
     // Each lazy::modules call flushes: the echo's span, then the gauges (started at workerregistered).
     let modules: string[] = []
-    const span = await eventually(async () => {
+    const span = await waitFor(async () => {
       modules = (await call('lazy::modules')) as string[]
       const { traces } = (await call('engine::traces::list', { name: 'execute lazy::echo' })) as { traces: Array<{ name: string; attributes: Record<string, unknown>; events: Array<{ name: string }> }> }
       return traces[0]
     }, 'the span of lazy::echo')
     assert.equal(span.attributes['svc.function.id'], 'lazy::echo')
     assert.deepEqual(span.events.map((e) => e.name).sort(), ['svc.invocation.input', 'svc.invocation.output'])
-    const rss = await eventually(async () => {
+    const rss = await waitFor(async () => {
       modules = (await call('lazy::modules')) as string[]
       const { metrics } = (await call('engine::metrics::list', { metric_name: 'svc.worker.memory.rss', worker: 'lazy-otel' })) as { metrics: Array<{ type: string; unit?: string; points: Array<{ value: number; attributes: Record<string, unknown> }> }> }
       return metrics[0]
@@ -78,7 +69,7 @@ describe('SDK telemetry loads the OpenTelemetry SDK lazily (issue 20)', () => {
   it('the first Logger record loads the logs SDK, and the record reaches engine::logs::list', async () => {
     const modules = (await call('lazy::log', { order: 7 })) as string[]
     assert.ok(modules.includes('@opentelemetry/sdk-logs'), 'the logs SDK is loaded once a record needs it')
-    const record = await eventually(async () => {
+    const record = await waitFor(async () => {
       const { logs } = (await call('engine::logs::list', { search: 'lazy log' })) as { logs: Array<{ body: string; service_name: string; attributes: Record<string, unknown> }> }
       return logs[0]
     }, 'the log record')

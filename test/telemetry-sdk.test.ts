@@ -10,11 +10,7 @@ import { after, before, describe, it } from 'node:test'
 import { registerWorker, type SvcClient } from 'svc-sdk'
 import { currentTraceId, flushOtel, getLogger, isOtelInitialized, otelSocketStats, withSpan } from 'svc-sdk/telemetry'
 import { startTestEngine, type TestEngine } from './support/engine.ts'
-
-async function until(pred: () => boolean, what: string): Promise<void> {
-  for (let i = 0; i < 200 && !pred(); i++) await new Promise((r) => setTimeout(r, 25))
-  assert.ok(pred(), `timed out waiting for ${what}`)
-}
+import { waitFor } from './support/wait.ts'
 
 describe('SDK telemetry with a real engine', () => {
   let engine: TestEngine
@@ -31,7 +27,7 @@ describe('SDK telemetry with a real engine', () => {
       const inner = await caller.trigger<unknown, { traceId: string | null }>({ function_id: 'tele::inner', payload: {} })
       return { traceId: currentTraceId() ?? null, inner: inner.traceId }
     })
-    await until(() => caller.getConnectionState() === 'connected' && callee.getConnectionState() === 'connected', 'connections')
+    await waitFor(() => caller.getConnectionState() === 'connected' && callee.getConnectionState() === 'connected', 'connections')
   })
   after(async () => {
     await caller.shutdown()
@@ -42,10 +38,10 @@ describe('SDK telemetry with a real engine', () => {
 
   it('opens /otel and the engine takes its frames without disturbing invocations', async () => {
     assert.equal(isOtelInitialized(), true, 'telemetry is on by default')
-    await until(() => otelSocketStats()?.connected === true, 'the /otel socket')
+    await waitFor(() => otelSocketStats()?.connected === true, 'the /otel socket')
     await withSpan('warm-up', {}, () => getLogger().info('hello'))
     await flushOtel()
-    await until(() => (otelSocketStats()?.sent ?? 0) > 0, 'frames sent')
+    await waitFor(() => (otelSocketStats()?.sent ?? 0) > 0, 'frames sent')
     assert.equal(otelSocketStats()?.dropped, 0)
     assert.equal(otelSocketStats()?.connected, true, 'the engine keeps the socket open')
   })
@@ -66,16 +62,6 @@ describe('SDK telemetry with a real engine', () => {
     assert.match(result.traceId ?? '', /^[0-9a-f]{32}$/)
   })
 })
-
-/** Polls `probe` (25 ms apart, about 5 s at most) until it returns something other than undefined. */
-async function eventually<T>(probe: () => Promise<T | undefined>, what: string): Promise<T> {
-  for (let i = 0; i < 200; i++) {
-    const value = await probe()
-    if (value !== undefined) return value
-    await new Promise((r) => setTimeout(r, 25))
-  }
-  assert.fail(`timed out waiting for ${what}`)
-}
 
 interface TraceSummary {
   trace_id: string
@@ -109,7 +95,7 @@ describe('SDK telemetry is on by default (sdk.md §12.1), spans reach the engine
     ((await engine.engine.inject({ function_id: 'engine::traces::list', data: { name } })) as { traces: TraceSummary[] }).traces
 
   async function connectedAll(...clients: SvcClient[]): Promise<void> {
-    await until(() => clients.every((c) => c.getConnectionState() === 'connected'), 'connections')
+    await waitFor(() => clients.every((c) => c.getConnectionState() === 'connected'), 'connections')
   }
 
   it('a registerWorker without otel options records handler spans that engine::traces::list returns', async () => {
@@ -123,7 +109,7 @@ describe('SDK telemetry is on by default (sdk.md §12.1), spans reach the engine
       const out = await caller.trigger({ function_id: 'deftel::outer', payload: { n: 1, password: 'p' } })
       assert.deepEqual(out, { echoed: { n: 1, password: 'p' } }, 'the payload itself is untouched')
       await flushOtel()
-      const root = await eventually(async () => (await traces('execute deftel::outer')).find((t) => t.span_count === 2), 'both handler spans in one trace')
+      const root = await waitFor(async () => (await traces('execute deftel::outer')).find((t) => t.span_count === 2), 'both handler spans in one trace')
       assert.equal(root.name, 'execute deftel::outer')
       assert.equal(root.service_name, 'svc-node')
       assert.equal(root.attributes['svc.function.id'], 'deftel::outer')
@@ -178,7 +164,7 @@ describe('SDK telemetry is on by default (sdk.md §12.1), spans reach the engine
       assert.equal(await on.trigger({ function_id: 'mixtel::off', payload: {} }), 'off')
       assert.equal(await on.trigger({ function_id: 'mixtel::on', payload: {} }), 'on')
       await flushOtel()
-      await eventually(async () => ((await traces('execute mixtel::on')).length > 0 ? true : undefined), 'the span of mixtel::on')
+      await waitFor(async () => ((await traces('execute mixtel::on')).length > 0 ? true : undefined), 'the span of mixtel::on')
       // mixtel::off ended first and would have left on the same socket no later than mixtel::on.
       assert.deepEqual(await traces('mixtel::off'), [])
     } finally {

@@ -12,6 +12,7 @@ import { fileURLToPath } from 'node:url'
 import type { Transport } from 'svc-protocol'
 import { Keepalive } from './keepalive.ts'
 import type { Logger } from './types.ts'
+import { waitFor } from '../../test/support/wait.ts'
 
 class FakeTransport {
   pings = 0
@@ -28,12 +29,8 @@ class FakeTransport {
 
 const asTransport = (t: FakeTransport) => t as unknown as Transport
 
-async function until(predicate: () => boolean, what: string): Promise<void> {
-  const deadline = Date.now() + 10000
-  while (!predicate()) {
-    if (Date.now() > deadline) throw new Error(`until: ${what} not reached within 10 s`)
-    await new Promise((r) => setTimeout(r, 5))
-  }
+function until(predicate: () => boolean, what: string): Promise<boolean> {
+  return waitFor(predicate, what, 10_000, 5)
 }
 
 function recordingLog(): { log: Logger; warnings: string[] } {

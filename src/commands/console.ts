@@ -11,7 +11,7 @@ import { resolveEngineUrl } from '../lib/project.ts'
 export default class Console extends SvcCommand {
   static override summary = 'Serve the web console of a running engine'
   static override description =
-    'Serves the web console on http://127.0.0.1:3113 and connects to the engine as the worker svc-console; ' +
+    'Serves the web console on http://127.0.0.1:3113 (another free port, printed, when 3113 is taken and --port is not given) and connects to the engine as the worker svc-console; ' +
     'if the engine is not reachable it keeps retrying (1 s doubling to 30 s) and the pages show a disconnected banner. ' +
     'Only requests that name the console as localhost, 127.0.0.1, [::1], its --host or an --allowed-host are served. ' +
     'The API needs a per-run access token: the printed address carries it (/?token=…) and opening it once lets the browser in; ' +
@@ -26,7 +26,7 @@ export default class Console extends SvcCommand {
   ]
 
   static override flags = {
-    port: Flags.integer({ char: 'p', summary: 'Port of the console (0 picks a free port)', default: DEFAULT_CONSOLE_PORT, min: 0, max: 65535 }),
+    port: Flags.integer({ char: 'p', summary: `Port of the console (0 picks a free port); without it ${DEFAULT_CONSOLE_PORT}, or a free port when ${DEFAULT_CONSOLE_PORT} is taken`, min: 0, max: 65535 }),
     host: Flags.string({ summary: 'Interface to listen on; anything but loopback is reachable by others (with the access token)', default: DEFAULT_CONSOLE_HOST }),
     'allowed-host': Flags.string({ summary: 'Another host name the console may be reached as (besides localhost, 127.0.0.1, [::1] and --host); repeatable', multiple: true }),
     token: Flags.boolean({ summary: `Require the per-run access token (default; ${CONSOLE_TOKEN_ENV} sets it); --no-token lets anyone who can reach the port in`, default: true, allowNo: true }),
@@ -38,8 +38,11 @@ export default class Console extends SvcCommand {
   async run(): Promise<void> {
     const { flags } = await this.parse(Console)
     const fromEnv = process.env[CONSOLE_TOKEN_ENV]
-    const running = await runConsole({
-      port: flags.port,
+    // Signals are handled from here on, so one sent as soon as the address is printed exits 0.
+    const running = runConsole({
+      port: flags.port ?? DEFAULT_CONSOLE_PORT,
+      // Only the default gives way: a port the user named is theirs to fix (cli.md §4.8).
+      portFallback: flags.port === undefined,
       host: flags.host,
       allowedHosts: flags['allowed-host'] ?? [],
       token: !flags.token ? false : fromEnv !== undefined && fromEnv !== '' ? fromEnv : undefined,

@@ -5,7 +5,7 @@ import { Flags } from '@oclif/core'
 import { SvcCommand } from '../lib/command.ts'
 import { terminalJson } from '../../runtime/engine/terminal.ts'
 import { formatFunctionsTable, listFunctions } from '../lib/functions.ts'
-import { projectEngine, unreachableHint } from '../lib/project.ts'
+import { engineNotice, projectEngine, unreachableHint } from '../lib/project.ts'
 
 export default class Functions extends SvcCommand {
   static override summary = 'List the functions registered with the running engine'
@@ -31,6 +31,9 @@ export default class Functions extends SvcCommand {
   async run(): Promise<void> {
     const { flags } = await this.parse(Functions)
     const target = projectEngine({ flag: flags.engine, cwd: process.cwd() })
+    // Which engine answers, on stderr (outside a project: that none was found); --json stays one document.
+    const notice = engineNotice(target)
+    if (notice !== undefined && !flags.json) process.stderr.write(notice)
     const functions = await listFunctions({ url: target.url, namespace: flags.namespace, all: flags.all, search: flags.search, worker: flags.worker, unreachableHint: unreachableHint(target) })
     process.stdout.write(flags.json ? `${terminalJson({ functions })}\n` : formatFunctionsTable(functions))
   }

@@ -3,7 +3,6 @@
  */
 import { Flags } from '@oclif/core'
 import { SvcCommand } from '../lib/command.ts'
-import { setLogColour } from '../../runtime/engine/logger.ts'
 import { handleSignals, LOG_LEVELS, startEngine } from '../lib/start.ts'
 
 export default class Start extends SvcCommand {
@@ -32,13 +31,11 @@ export default class Start extends SvcCommand {
       options: [...LOG_LEVELS],
     }),
     verbose: Flags.boolean({ summary: 'Print a line for each HTTP request and each invocation (same as --log-level debug)' }),
-    color: Flags.boolean({ summary: 'Colour log lines (default: on a terminal, unless NO_COLOR is set)', allowNo: true }),
     json: Flags.boolean({ summary: 'Print one JSON event per line (engine_ready, worker_state, log, shutdown)' }),
   }
 
   async run(): Promise<void> {
     const { flags } = await this.parse(Start)
-    if (flags.color !== undefined) setLogColour(flags.color)
     const signals = handleSignals({ json: flags.json })
     let running
     try {

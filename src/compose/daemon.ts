@@ -10,6 +10,7 @@ import { BUILTIN_NAMES, canonicalBuiltinName } from '../../runtime/config/catalo
 import type { Env } from '../../runtime/config/placeholders.ts'
 import type { Logger } from '../../runtime/engine/types.ts'
 import { CliError, ExitCode } from '../lib/errors.ts'
+import { processAlive } from '../lib/processes.ts'
 import { displayPath } from '../lib/project.ts'
 import { unreachableError } from '../lib/trigger.ts'
 import { loadManifest } from '../supervisor/manifest.ts'
@@ -17,9 +18,9 @@ import { superviseWorker } from '../supervisor/supervisor.ts'
 import { addContainerText, removeContainerText, writeFileAtomic } from './edit.ts'
 import { ComposeError } from './errors.ts'
 import { composeFileSchema } from './schema.ts'
-import { COMPOSE_FILE_NAME, CONTAINER_KEY_PATTERN, loadComposeFile, parseComposeFile, readComposeText } from './file.ts'
+import { COMPOSE_FILE_NAME, ComposeFileError, CONTAINER_KEY_PATTERN, loadComposeFile, parseComposeFile, readComposeText } from './file.ts'
 import type { ComposeFile } from './file.ts'
-import { isAlive, operationId, ProjectRunner, resolvePath } from './runner.ts'
+import { operationId, ProjectRunner, resolvePath } from './runner.ts'
 import type { ContainerListener, ContainerRecord, EngineAccess, Supervise } from './runner.ts'
 import type { AddResult, ListResult, OpResult, RemoveResult, StatusResult, ValidateResult, WorkerSummary } from './types.ts'
 
@@ -164,7 +165,7 @@ export class ComposeDaemon {
     } catch {
       return
     }
-    if (typeof state.daemon_pid === 'number' && state.daemon_pid !== process.pid && isAlive(state.daemon_pid)) {
+    if (typeof state.daemon_pid === 'number' && state.daemon_pid !== process.pid && processAlive(state.daemon_pid)) {
       // Its daemon still runs (disconnected from the engine): its containers are not ours to take.
       return
     }
@@ -172,7 +173,7 @@ export class ComposeDaemon {
     for (const project of state.projects ?? []) {
       for (const record of project.containers ?? []) {
         if (record.pid === null || !['ready', 'restarting', 'starting'].includes(record.state)) continue
-        if (!isAlive(record.pid) || !registered.has(record.container)) continue
+        if (!processAlive(record.pid) || !registered.has(record.container)) continue
         this.runner.adopt(project.file, displayPath(project.file, this.cwd), record)
         this.log.info(`re-adopted ${record.container} (pid ${record.pid}) of ${displayPath(project.file, this.cwd)}`)
       }
@@ -193,7 +194,7 @@ export class ComposeDaemon {
             return await (exclusive ? this.exclusive(() => handler(payload)) : handler(payload))
           } catch (err) {
             // A plain {code, message} leaves out the stack trace, which says nothing to a caller.
-            if (err instanceof ComposeError) throw err.toBody()
+            if (err instanceof ComposeError || err instanceof ComposeFileError) throw err.toBody()
             throw err
           }
         },

@@ -3,7 +3,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { describe, it } from 'node:test'
-import { ComposeError } from './errors.ts'
+import { YamlError } from '../../runtime/yaml/index.ts'
 import { loadComposeFile, parseComposeFile, parseDuration, startOrder } from './file.ts'
 import type { BuiltinContainer, PathContainer } from './file.ts'
 
@@ -12,7 +12,7 @@ function fails(text: string, pattern: RegExp, code = 'INVALID_COMPOSE_FILE', env
   assert.throws(
     () => parseComposeFile(text, { env }),
     (err: unknown) => {
-      assert.ok(err instanceof ComposeError, String(err))
+      assert.ok(err instanceof YamlError, String(err))
       assert.equal(err.code, code, err.message)
       assert.match(err.message, pattern)
       return true
@@ -234,7 +234,7 @@ describe('parseComposeFile', () => {
   })
 
   it('uses the given label in messages', () => {
-    assert.throws(() => parseComposeFile('x: 1\n', { label: 'deploy/compose.yaml' }), /^ComposeError: deploy\/compose\.yaml:1:1: unknown top-level key 'x'/)
+    assert.throws(() => parseComposeFile('x: 1\n', { label: 'deploy/compose.yaml' }), /^ComposeFileError: deploy\/compose\.yaml:1:1: unknown top-level key 'x'/)
   })
 })
 

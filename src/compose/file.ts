@@ -1,11 +1,12 @@
 /**
  * `worker-compose.yaml` (cli.md §2.3): parsing with positions, validation, placeholder expansion and
- * the start order. Every problem is a {@link ComposeError} whose message names the place and the key,
+ * the start order. Every problem in the file is a {@link ComposeFileError} (the YAML readers' one
+ * located error, runtime/yaml) whose message names the place and the key,
  * `worker-compose.yaml:7:5: unknown key 'enviroment' in container 'api' (did you mean 'environment'?)`.
  */
 import { isMap, isScalar, isSeq } from 'yaml'
-import type { Document, Node, Pair, YAMLMap } from 'yaml'
-import { CONFIG_FILE_LIMITS, readTextFileSync, YamlError, YamlSource, type Fail } from '../../runtime/yaml/index.ts'
+import type { Node, Pair, YAMLMap } from 'yaml'
+import { CONFIG_FILE_LIMITS, readTextFileSync, YamlError, YamlReader, type Place } from '../../runtime/yaml/index.ts'
 import { BUILTIN_NAMES, canonicalBuiltinName, didYouMean } from '../../runtime/config/catalogue.ts'
 import type { BuiltinName } from '../../runtime/config/catalogue.ts'
 import { ExpandError, expandPlaceholders, expandString } from '../../runtime/config/placeholders.ts'
@@ -13,6 +14,23 @@ import type { Env } from '../../runtime/config/placeholders.ts'
 import { RESERVED_ENV } from '../supervisor/env.ts'
 import { ComposeError } from './errors.ts'
 import type { ComposeErrorCode } from './errors.ts'
+
+/** Codes of a problem in a compose file (cli.md §4.7). */
+export type ComposeFileErrorCode = Extract<ComposeErrorCode, 'INVALID_COMPOSE_FILE' | 'RESERVED_WORKER' | 'RESERVED_ENV_OVERRIDE'>
+
+/**
+ * A compose file svc refuses, at `file:line:column`: the YAML readers' located error with the
+ * compose codes (`INVALID_COMPOSE_FILE`, `RESERVED_WORKER`, `RESERVED_ENV_OVERRIDE`). A compose
+ * call answers it as `{code, message}` (`toBody`), `svc compose` exits 2 (cli.md §1.1).
+ */
+export class ComposeFileError extends YamlError {
+  override readonly name = 'ComposeFileError'
+  declare readonly code: ComposeFileErrorCode
+
+  constructor(file: string, place: Place | undefined, problem: string, code: ComposeFileErrorCode = 'INVALID_COMPOSE_FILE') {
+    super(file, place, problem, { code })
+  }
+}
 
 /** The file the daemon reads when a payload names none (cli.md §4.7). */
 export const COMPOSE_FILE_NAME = 'worker-compose.yaml'
@@ -48,11 +66,8 @@ export type RestartPolicy = (typeof RESTART_POLICIES)[number]
 export const BUILTIN_KEYS = ['worker', 'depends_on', 'config'] as const
 const SCRIPT_KEYS = ['pre_run', 'pre_run_timeout', 'run', 'post_run'] as const
 
-/** A 1-based place in the file. */
-export interface Place {
-  line: number
-  column: number
-}
+/** A 1-based place in the file: the YAML reader's. */
+export type { Place }
 
 interface ContainerBase {
   /** The container key: the worker's SVC_WORKER_NAME. */
@@ -137,19 +152,19 @@ export function loadComposeFile(path: string, options: ParseOptions = {}): Compo
 /**
  * The text of a compose file, at most {@link CONFIG_FILE_LIMITS}`.maxBytes` (1 MiB) read.
  *
- * @throws {ComposeError} `NO_COMPOSE_FILE` when it does not exist; `INVALID_COMPOSE_FILE` when it is
- *   larger than the limit or cannot be read.
+ * @throws {ComposeError} `NO_COMPOSE_FILE` when it does not exist; {@link ComposeFileError}
+ *   `INVALID_COMPOSE_FILE` when it cannot be read or is larger than the limit.
  */
 export function readComposeText(path: string, label: string): string {
   try {
     return readTextFileSync(path, { file: label, maxBytes: CONFIG_FILE_LIMITS.maxBytes })
   } catch (err) {
-    if (err instanceof YamlError) throw new ComposeError('INVALID_COMPOSE_FILE', err.message)
+    if (err instanceof YamlError) throw new ComposeFileError(err.file, err.place, err.problem)
     const code = (err as NodeJS.ErrnoException).code
     if (code === 'ENOENT' || code === 'ENOTDIR') {
       throw new ComposeError('NO_COMPOSE_FILE', `No compose file at ${label}`)
     }
-    throw new ComposeError('INVALID_COMPOSE_FILE', `${label}: cannot be read (${(err as Error).message})`)
+    throw new ComposeFileError(label, undefined, `cannot be read (${(err as Error).message})`)
   }
 }
 
@@ -159,7 +174,7 @@ export function readComposeText(path: string, label: string): string {
  * `depends_on` targets, self-references and cycles, durations, types; expands placeholders in every
  * string except the `config` of built-in containers.
  *
- * @throws {ComposeError} `INVALID_COMPOSE_FILE` for any of these; `RESERVED_WORKER` for
+ * @throws {ComposeFileError} `INVALID_COMPOSE_FILE` for any of these; `RESERVED_WORKER` for
  *   `builtin://configuration`; `RESERVED_ENV_OVERRIDE` for a reserved variable in `environment`.
  *   Messages start `<label>:<line>:<col>: `.
  * @example
@@ -210,32 +225,21 @@ export function startOrder(containers: ReadonlyArray<Pick<ContainerSpec, 'key' |
 type AnyPair = Pair<Node | null, Node | null>
 
 /** Walks the YAML syntax tree so that every error names its line and column. */
-class Reader {
-  private readonly source: YamlSource
-  private readonly failAt: Fail = (node, problem) => this.fail(node, problem)
+class Reader extends YamlReader {
   private readonly label: string
   private readonly env: Env
 
   constructor(text: string, label: string, env: Env) {
     // Duplicate keys are found while walking so the message can name the key.
-    try {
-      this.source = new YamlSource(text, { file: label, uniqueKeys: false })
-    } catch (err) {
-      if (err instanceof YamlError) throw new ComposeError('INVALID_COMPOSE_FILE', err.message)
-      throw err
-    }
+    super(text, { file: label, uniqueKeys: false }, (file, place, problem, code) => new ComposeFileError(file, place, problem, code as ComposeFileErrorCode | undefined))
     this.label = label
     this.env = env
-  }
-
-  private get doc(): Document.Parsed {
-    return this.source.doc
   }
 
   read(): ComposeFile {
     const top = this.deref(this.doc.contents)
     if (top === null || (isScalar(top) && top.value === null)) {
-      throw new ComposeError('INVALID_COMPOSE_FILE', `${this.label}:1:1: the file is empty; a project with no workers is written 'containers: {}'`)
+      throw new ComposeFileError(this.label, { line: 1, column: 1 }, "the file is empty; a project with no workers is written 'containers: {}'")
     }
     if (!isMap(top)) this.fail(top, 'the top level must be a mapping with a containers key')
     const pairs = this.pairs(top, 'top-level', TOP_KEYS)
@@ -252,7 +256,7 @@ class Reader {
       const value = this.string(ns, 'namespace')
       if (value.trim() === '') this.fail(ns.value ?? ns.key, 'namespace must be a non-blank string')
       file.namespace = value
-      file.namespacePlace = this.placeOf(ns.value ?? ns.key)
+      file.namespacePlace = this.source.placeOf(ns.value ?? ns.key)
     }
     const startup = pairs.get('startup_timeout')
     if (startup) file.startupTimeoutMs = this.duration(startup, 'startup_timeout', 1)
@@ -465,7 +469,7 @@ class Reader {
       if (n === null || !isScalar(n) || typeof n.value !== 'string' || n.value.trim() === '') {
         this.fail(n ?? node, 'env_file must be a file path or a list of file paths')
       }
-      out.push({ path: this.expand(n.value as string, n), place: this.placeOf(n) })
+      out.push({ path: this.expand(n.value as string, n), place: this.source.placeOf(n) })
     }
     return out
   }
@@ -523,7 +527,8 @@ class Reader {
     }
   }
 
-  private string(pair: AnyPair, name: string): string {
+  /** A string with its placeholders expanded. */
+  protected override string(pair: AnyPair, name: string): string {
     const node = this.deref(pair.value)
     if (node === null || !isScalar(node) || typeof node.value !== 'string') {
       this.fail(node ?? pair.key ?? this.doc.contents!, `${name} must be a string${describe(node)}`)
@@ -582,26 +587,6 @@ class Reader {
     }
   }
 
-  private keyOf(pair: AnyPair): string {
-    return this.source.keyOf(pair, this.failAt)
-  }
-
-  private deref(node: unknown): Node | null {
-    return this.source.deref(node, this.failAt)
-  }
-
-  private placeOf(node: Node | null | undefined): Place {
-    return this.source.placeOf(node)
-  }
-
-  private fail(node: Node | null | undefined, problem: string, code: ComposeErrorCode = 'INVALID_COMPOSE_FILE'): never {
-    const place = this.placeOf(node)
-    throw new ComposeError(code, `${this.label}:${place.line}:${place.column}: ${problem}`)
-  }
-
-  private failKey(pair: AnyPair, problem: string, code: ComposeErrorCode = 'INVALID_COMPOSE_FILE'): never {
-    this.fail(pair.key ?? pair.value, problem, code)
-  }
 }
 
 /** `, got a list` style suffix for type errors. */

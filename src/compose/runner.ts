@@ -12,6 +12,7 @@ import type { Logger } from '../../runtime/engine/types.ts'
 import type { RegistrationProbe, SupervisedWorker, SupervisorOptions, WorkerSpec, WorkerState } from '../supervisor/types.ts'
 import { consoleStartCommand, consoleTokenOff, consoleUrl } from '../lib/console.ts'
 import { CONSOLE_TOKEN_ENV, newToken } from 'svc-console/access'
+import { processAlive } from '../lib/processes.ts'
 import { displayPath } from '../lib/project.ts'
 import { EnvFileError, parseEnvFile } from './env-file.ts'
 import { builtinDescriptor } from '../../runtime/workers/catalogue.ts'
@@ -694,7 +695,7 @@ export class ProjectRunner {
       output: [],
     }
     const timer = setInterval(() => {
-      if (isAlive(pid)) return
+      if (processAlive(pid)) return
       clearInterval(timer)
       if (c.adopted === undefined || c.stopping) return
       c.adopted = undefined
@@ -783,16 +784,6 @@ function seconds(ms: number): string {
   return ms % 1000 === 0 ? `${ms / 1000} s` : `${ms} ms`
 }
 
-/** True when a process with this pid exists (signal 0; EPERM still means it exists). */
-export function isAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0)
-    return true
-  } catch (err) {
-    return (err as NodeJS.ErrnoException).code === 'EPERM'
-  }
-}
-
 function signalGroup(pid: number, signal: NodeJS.Signals): void {
   try {
     process.kill(-pid, signal)
@@ -810,6 +801,6 @@ async function stopAdopted(adopted: Adopted, timeoutMs: number): Promise<void> {
   clearInterval(adopted.timer)
   signalGroup(adopted.pid, 'SIGTERM')
   const deadline = Date.now() + timeoutMs
-  while (isAlive(adopted.pid) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100))
-  if (isAlive(adopted.pid)) signalGroup(adopted.pid, 'SIGKILL')
+  while (processAlive(adopted.pid) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100))
+  if (processAlive(adopted.pid)) signalGroup(adopted.pid, 'SIGKILL')
 }

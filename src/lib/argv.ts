@@ -14,5 +14,14 @@ export function withDefaultCommand(argv: readonly string[]): string[] {
   const first = argv[0]
   if (first === undefined) return ['start']
   if (first.startsWith('-') && !PASS_THROUGH.has(first)) return ['start', ...argv]
+  // `svc help` and `svc autocomplete` are oclif plugins' commands, without a --color flag; their
+  // output follows --no-color all the same (oclif's renderer reads it from process.argv).
+  if (PLUGIN_COMMANDS.has(first)) return argv.filter((arg, i) => !(COLOUR_FLAGS.has(arg) && (argv.indexOf('--') < 0 || i < argv.indexOf('--'))))
   return [...argv]
 }
+
+/** Commands of oclif plugins (package.json `oclif.plugins`), not svc's own. */
+const PLUGIN_COMMANDS = new Set(['help', 'autocomplete'])
+
+/** Accepted by every svc command (`SvcCommand.baseFlags`), `svc help` included. */
+const COLOUR_FLAGS = new Set(['--color', '--no-color'])

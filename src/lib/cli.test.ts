@@ -1,7 +1,9 @@
 import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
 import { ConfigError } from '../../runtime/config/errors.ts'
+import fc from 'fast-check'
 import { withDefaultCommand } from './argv.ts'
+import { colourRequested } from './command.ts'
 import { formatBanner, readyEvent } from './banner.ts'
 import { consoleLog, consoleStartCommand, consoleTokenOff, consoleUrl } from './console.ts'
 import { InvocationError } from 'svc-sdk'
@@ -18,6 +20,34 @@ describe('default command (cli.md §1)', () => {
     assert.deepEqual(withDefaultCommand([]), ['start'])
     assert.deepEqual(withDefaultCommand(['--port', '0', '--json']), ['start', '--port', '0', '--json'])
     assert.deepEqual(withDefaultCommand(['-c', 'x.yaml']), ['start', '-c', 'x.yaml'])
+  })
+
+  it('svc help and svc autocomplete take --color/--no-color (before any --) like every command', () => {
+    assert.deepEqual(withDefaultCommand(['help', 'functions', '--no-color']), ['help', 'functions'])
+    assert.deepEqual(withDefaultCommand(['autocomplete', '--color', 'bash']), ['autocomplete', 'bash'])
+    assert.deepEqual(withDefaultCommand(['functions', '--no-color']), ['functions', '--no-color'])
+    assert.deepEqual(withDefaultCommand(['help', '--', '--no-color']), ['help', '--', '--no-color'])
+  })
+
+  it('colourRequested: the last of --color/--no-color before any --', () => {
+    assert.equal(colourRequested(['x']), undefined)
+    assert.equal(colourRequested(['--no-color']), false)
+    assert.equal(colourRequested(['--no-color', '--color']), true)
+    assert.equal(colourRequested(['--color', '--', '--no-color']), true)
+    // Hostile argv: whatever the words, only the exact flags before `--` count, and other words pass through.
+    const word = fc.oneof(fc.constantFrom('--color', '--no-color', '--', '--colour', '--no-color=1', 'help', 'autocomplete', '-h'), fc.string())
+    fc.assert(
+      fc.property(fc.array(word, { maxLength: 12 }), (argv) => {
+        const end = argv.indexOf('--')
+        const before = end < 0 ? argv : argv.slice(0, end)
+        const last = before.filter((a) => a === '--color' || a === '--no-color').at(-1)
+        assert.equal(colourRequested(argv), last === undefined ? undefined : last === '--color')
+        const out = withDefaultCommand(argv)
+        if (end >= 0 && argv[0] !== undefined && !argv[0].startsWith('-')) assert.deepEqual(out.slice(out.indexOf('--')), argv.slice(end))
+        if (argv[0] !== 'help' && argv[0] !== 'autocomplete') assert.deepEqual(out.filter((a) => a === '--no-color').length, argv.filter((a) => a === '--no-color').length)
+      }),
+      { numRuns: 500 },
+    )
   })
 
   it('leaves commands, --version and --help alone', () => {

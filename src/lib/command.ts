@@ -3,6 +3,7 @@
  * cli.md §1 (`Error: …`/`Hint: …` on stderr, or `{"error":{"code","message"}}` on stdout with --json).
  */
 import { Command, Flags } from '@oclif/core'
+import { setLogColour } from '../../runtime/engine/logger.ts'
 import { debugEnabled, formatHumanError, formatJsonError, toCliError } from './errors.ts'
 import type { CliError } from './errors.ts'
 
@@ -15,6 +16,23 @@ export abstract class SvcCommand extends Command {
   /** Accepted by every command; read from argv by {@link debugEnabled} so parse errors honour it too. */
   static override baseFlags = {
     debug: Flags.boolean({ summary: 'Show stack traces with errors (also DEBUG=1)', helpGroup: 'GLOBAL' }),
+    color: Flags.boolean({
+      summary: 'Colour the output (default: on a terminal, unless NO_COLOR is set); --no-color turns it off',
+      allowNo: true,
+      helpGroup: 'GLOBAL',
+    }),
+  }
+
+  /**
+   * Applies `--color`/`--no-color` (cli.md §1 Colour) before the command runs, so every line it
+   * prints — log lines, progress, errors — follows it, parse errors included. The last of the two
+   * before any `--` wins; without either, `colourEnabled`'s rules (TTY, `NO_COLOR`, `FORCE_COLOR`).
+   * oclif's help and listr2 read `--no-color` from the process's argv themselves.
+   */
+  override async init(): Promise<void> {
+    const colour = colourRequested(this.argv)
+    if (colour !== undefined) setLogColour(colour)
+    await super.init()
   }
 
   /** True when `--json` appears before any `--` (known before flags are parsed, so parse errors follow it). */
@@ -37,4 +55,20 @@ export abstract class SvcCommand extends Command {
     this.exit(error.exitCode)
     return undefined
   }
+}
+
+/**
+ * `--color` (true) or `--no-color` (false) as the last of them before any `--` in `argv`;
+ * undefined when neither is given.
+ *
+ * @example colourRequested(['--color', 'x', '--no-color']) // false
+ */
+export function colourRequested(argv: readonly string[]): boolean | undefined {
+  const end = argv.indexOf('--')
+  let colour: boolean | undefined
+  for (const arg of end < 0 ? argv : argv.slice(0, end)) {
+    if (arg === '--color') colour = true
+    else if (arg === '--no-color') colour = false
+  }
+  return colour
 }

@@ -8,7 +8,7 @@ import type { WorkerSummary } from 'svc-protocol'
 import type { ContainerResult, OpResult, RemoveResult, StatusResult } from '../compose/types.ts'
 import { terminalLines, terminalText } from '../../runtime/engine/terminal.ts'
 import { CliError, ExitCode, usageError } from './errors.ts'
-import { projectEngine } from './project.ts'
+import { engineNotice, projectEngine } from './project.ts'
 import { shownAddresses } from './engine-addresses.ts'
 import { triggerOnce } from './trigger.ts'
 
@@ -34,13 +34,22 @@ export interface ComposeTarget {
 
 /**
  * The target of a `svc compose <verb>` command from its {@link composeClientFlags}: the project's
- * engine (refusing another project's, issue 11) and the current directory.
+ * engine (refusing another project's, issue 11) and the current directory. Writes the engine's
+ * notice (`engineNotice`: outside a project, that none was found and which address is used) to
+ * `stderr` unless `json`.
  * @throws CliError when the address belongs to another project's engine
  */
-export function composeTarget(flags: { engine?: string | undefined; namespace?: string | undefined; file?: string | undefined; 'timeout-ms': number }): ComposeTarget {
+export function composeTarget(
+  flags: { engine?: string | undefined; namespace?: string | undefined; file?: string | undefined; 'timeout-ms': number; json?: boolean | undefined },
+  stderr: (text: string) => void = (text) => void process.stderr.write(text),
+): ComposeTarget {
   const cwd = process.cwd()
+  const target = projectEngine({ flag: flags.engine, cwd })
+  // Which engine is asked (outside a project: that none was found), as svc trigger and svc functions say it.
+  const notice = engineNotice(target)
+  if (notice !== undefined && flags.json !== true) stderr(notice)
   // Every address of an --engine/SVC_URL list: triggerOnce uses the first engine that answers.
-  return { url: projectEngine({ flag: flags.engine, cwd }).url, namespace: flags.namespace, file: flags.file, cwd, timeoutMs: flags['timeout-ms'] }
+  return { url: target.url, namespace: flags.namespace, file: flags.file, cwd, timeoutMs: flags['timeout-ms'] }
 }
 
 /**

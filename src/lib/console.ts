@@ -13,6 +13,12 @@ import { shownAddress } from './engine-addresses.ts'
 
 export interface ConsoleCommandOptions {
   port: number
+  /**
+   * When `port` is taken (`EADDRINUSE`), listen on a free port the system picks instead and say so
+   * on stderr (the default port, 3113, when `--port` was not given); otherwise a port in use fails
+   * with `PORT_IN_USE` (cli.md §4.8).
+   */
+  portFallback?: boolean
   host: string
   /** Further Host names to serve (`--allowed-host`, repeatable). */
   allowedHosts?: readonly string[]
@@ -55,7 +61,10 @@ export function consoleLog(stdout: (text: string) => void, stderr: (text: string
  * the console drew it; a token from `SVC_CONSOLE_TOKEN` is not printed. Warns on stderr for a
  * non-loopback host and for `--no-token`.
  *
- * @throws {CliError} `PORT_IN_USE` exit 1 `Port 3113 is already in use; pass --port`; exit 1 for
+ * With `portFallback`, a port in use is replaced by a free one (a line on stderr names both).
+ *
+ * @throws {CliError} `PORT_IN_USE` exit 1 `Port 3113 is already in use; pass --port` (without
+ *   `portFallback`); exit 1 for
  *   other bind failures; exit 2 for an engine URL that is not ws:// or wss://, an `--allowed-host`
  *   that is not a host name, or a `SVC_CONSOLE_TOKEN` that is not 16 to 512 of `A-Z a-z 0-9 . _ ~ -`
  */
@@ -98,9 +107,18 @@ export async function runConsole(options: ConsoleCommandOptions): Promise<Runnin
     )
   }
   const log = consoleLog(stdout, stderr, options.json === true)
+  const start = (port: number) =>
+    startConsole({ port, host: options.host, engineUrl: options.engineUrl, log, version: options.version, allowedHosts, ...(options.token === undefined ? {} : { token: options.token }) })
   let running: RunningConsole
   try {
-    running = await startConsole({ port: options.port, host: options.host, engineUrl: options.engineUrl, log, version: options.version, allowedHosts, ...(options.token === undefined ? {} : { token: options.token }) })
+    try {
+      running = await start(options.port)
+    } catch (err) {
+      // Another console (or anything) holds the default port: a second project's console still starts.
+      if (!(options.portFallback === true && options.port !== 0 && err instanceof ConsoleListenError && err.code === 'EADDRINUSE')) throw err
+      running = await start(0)
+      stderr(`Port ${options.port} is already in use; the console listens on port ${new URL(running.url).port} instead (pass --port to choose one)\n`)
+    }
   } catch (err) {
     if (err instanceof ConsoleListenError) {
       throw new CliError({ code: err.code === 'EADDRINUSE' ? 'PORT_IN_USE' : 'LISTEN_FAILED', message: err.message, exitCode: ExitCode.Failure, cause: err })
@@ -134,13 +152,24 @@ export async function openBrowser(url: string): Promise<void> {
 
 /**
  * Waits for SIGINT or SIGTERM, closes the console and resolves with exit code 0 (cli.md §1.1); a
- * second SIGINT exits 130 at once. Resolves also if the server is closed by other means.
+ * second SIGINT exits 130 at once. `running` may still be starting: the handlers are in place
+ * before it prints its address, so a signal sent as soon as the address appears stops it cleanly
+ * (before, such a SIGTERM killed the process by signal). Rejects with `running`'s error if it
+ * fails to start (the handlers removed).
  */
-export function untilSignal(running: RunningConsole, options: { json: boolean; stderr?: (text: string) => void; exit?: (code: number) => never }): Promise<number> {
+export function untilSignal(
+  running: RunningConsole | Promise<RunningConsole>,
+  options: { json: boolean; stderr?: (text: string) => void; exit?: (code: number) => never },
+): Promise<number> {
   const stderr = options.stderr ?? ((text: string) => void process.stderr.write(text))
   const exit = options.exit ?? ((code: number) => process.exit(code))
-  return new Promise((resolve) => {
+  const started = Promise.resolve(running)
+  return new Promise((resolve, reject) => {
     let requested = false
+    const remove = () => {
+      process.off('SIGINT', onSignal)
+      process.off('SIGTERM', onSignal)
+    }
     const onSignal = (signal: NodeJS.Signals) => {
       if (requested) {
         if (signal === 'SIGINT') exit(ExitCode.Interrupted)
@@ -151,15 +180,22 @@ export function untilSignal(running: RunningConsole, options: { json: boolean; s
       else stderr(`\nReceived ${signal}; stopping the console\n`)
       const deadline = setTimeout(() => exit(ExitCode.Success), 5000)
       deadline.unref()
-      running.close().finally(() => {
-        clearTimeout(deadline)
-        process.off('SIGINT', onSignal)
-        process.off('SIGTERM', onSignal)
-        resolve(ExitCode.Success)
-      })
+      started
+        .then((console) => console.close())
+        .catch(() => {})
+        .finally(() => {
+          clearTimeout(deadline)
+          remove()
+          resolve(ExitCode.Success)
+        })
     }
     process.on('SIGINT', onSignal)
     process.on('SIGTERM', onSignal)
+    started.catch((err: unknown) => {
+      if (requested) return
+      remove()
+      reject(err)
+    })
   })
 }
 

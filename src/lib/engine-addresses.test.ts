@@ -84,6 +84,8 @@ describe('engine address lists of the CLI (issue 19 §3)', () => {
           formatHumanError(unreachableAtAll(attempts, unreachableHint(target))),
           formatHumanError(unreachableError(text, undefined, unreachableHint(target))),
           engineNotice({ ...target, foreign: { project_name: 'q', project_root: '/q' } as EngineTarget['foreign'] }) ?? '',
+          // Outside a project the address (SVC_URL) is named in the notice.
+          engineNotice({ ...target, project: undefined }) ?? '',
         ]) {
           assert.ok(hidden(message), message)
           // One line each (terminal safety): URL serialisation escapes control characters.

@@ -10,6 +10,7 @@ import { basename, join } from 'node:path'
 import { parseProjectIni, PROJECT_INI } from '../project/project-ini.ts'
 import { splitAddressList } from 'svc-protocol/client'
 import { LISTENER_DEFAULTS } from '../../runtime/engine/types.ts'
+import { processAlive } from './processes.ts'
 
 /** What a running engine records about itself. */
 export interface EngineRecord {
@@ -63,16 +64,6 @@ export function projectName(projectRoot: string): string {
     // No identity file: a hand-made project.
   }
   return basename(projectRoot)
-}
-
-/** True when a process with this pid exists (EPERM: it exists but belongs to another user). */
-export function processAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0)
-    return true
-  } catch (err) {
-    return (err as NodeJS.ErrnoException).code === 'EPERM'
-  }
 }
 
 function writeAtomically(file: string, text: string): void {

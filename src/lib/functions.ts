@@ -2,7 +2,7 @@
  * `svc functions`: the functions registered with a running engine, as a table or JSON, from
  * `engine::functions::list` (protocol.md §11.1).
  */
-import { isInternalId, type FunctionSummary } from 'svc-protocol'
+import { ENGINE_PREFIX, type FunctionSummary } from 'svc-protocol'
 import { triggerOnce } from './trigger.ts'
 import { terminalText } from '../../runtime/engine/terminal.ts'
 
@@ -13,7 +13,7 @@ export interface ListedFunction {
   worker: string | null
   namespace: string
   description: string | null
-  /** True for engine housekeeping and ids marked `metadata.internal` (shown only with `--all`). */
+  /** True for every `engine::` id (`engine::queue::*` too) and ids marked `metadata.internal` (shown only with `--all`). */
   internal: boolean
   replica_count: number
   /** In a fleet: the engines its replicas run on (issue 19). */
@@ -36,7 +36,9 @@ export interface FunctionsQuery {
 }
 
 /**
- * Lists functions, sorted by namespace then id.
+ * Lists functions, sorted by namespace then id. Without `all` no internal function is listed: the
+ * engine's default listing keeps `engine::queue::*` (protocol.md §11.1, for consoles and SDKs), but
+ * `svc functions` hides every `engine::` id as its help says, so the list is the user's functions.
  *
  * @throws {CliError} exit 3 when the engine is unreachable, exit 4 on timeout (see `triggerOnce`)
  */
@@ -49,16 +51,22 @@ export async function listFunctions(query: FunctionsQuery): Promise<ListedFuncti
   const { result } = await triggerOnce({ url: query.url, functionId: 'engine::functions::list', payload, mode: 'sync', timeoutMs: query.timeoutMs ?? 30_000, unreachableHint: query.unreachableHint })
   const functions = (result as { functions: FunctionSummary[] }).functions
   return functions
+    .filter((f) => query.all === true || !internalFunction(f))
     .map((f) => ({
       function_id: f.function_id,
       worker: f.worker_name,
       namespace: f.namespace,
       description: f.description ?? null,
-      internal: f.metadata?.internal === true || isInternalId(f.function_id),
+      internal: internalFunction(f),
       replica_count: f.replica_count,
       ...(f.engines !== undefined && { engines: f.engines }),
     }))
     .sort((a, b) => a.namespace.localeCompare(b.namespace) || a.function_id.localeCompare(b.function_id))
+}
+
+/** Engine housekeeping (any `engine::` id) or marked `metadata.internal` by its worker. */
+function internalFunction(f: FunctionSummary): boolean {
+  return f.metadata?.internal === true || f.function_id.startsWith(ENGINE_PREFIX)
 }
 
 /** Descriptions are cut to this many characters in the table (the full text is in `--json`). */

@@ -5,21 +5,12 @@
 import { mkdirSync, openSync, readFileSync, unlinkSync, writeSync, closeSync } from 'node:fs'
 import { join } from 'node:path'
 import { CliError, ExitCode } from './errors.ts'
+import { processAlive } from './processes.ts'
 
 /** A held lock; `release()` removes the file if it is still ours. Idempotent. */
 export interface DataDirLock {
   readonly path: string
   release(): void
-}
-
-/** True when a process with this pid exists (EPERM: it exists but belongs to another user). */
-function processExists(pid: number): boolean {
-  try {
-    process.kill(pid, 0)
-    return true
-  } catch (err) {
-    return (err as NodeJS.ErrnoException).code === 'EPERM'
-  }
 }
 
 function readPid(path: string): number | undefined {
@@ -49,7 +40,7 @@ export function lockDataDir(dataDir: string, pid = process.pid): DataDirLock {
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err
       const owner = readPid(path)
-      if (owner !== undefined && owner !== pid && processExists(owner)) {
+      if (owner !== undefined && owner !== pid && processAlive(owner)) {
         throw new CliError({
           code: 'DATA_DIR_LOCKED',
           message: `data directory ${dataDir} is in use by another svc engine (pid ${owner})`,

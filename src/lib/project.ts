@@ -156,8 +156,9 @@ export function resolveEngine(options: EngineOptions): EngineTarget {
  * What a command says about its engine before it talks to it (issue 11), one line for stderr or
  * undefined: a warning when an explicit address (--engine, SVC_URL) is another project's engine;
  * that the project's engine is not running when its address holds another project's engine;
- * otherwise, for an address found in the project (not given by the user), which engine it is when
- * that is not the default address.
+ * outside a project, that no project was found and which address (the default, or `SVC_URL`) is
+ * used; otherwise, for an address found in the project (not given by the user), which engine it is
+ * when that is not the default address.
  */
 export function engineNotice(target: EngineTarget): string | undefined {
   const line = noticeLine(target)
@@ -172,6 +173,11 @@ function noticeLine(target: EngineTarget): string | undefined {
   }
   if (target.foreign !== undefined) {
     return `The engine of project ${target.project?.name ?? 'this project'} is not running (${shownAddresses(target.url)} is the engine of project ${target.foreign.project_name})`
+  }
+  // Outside a project nothing chose the engine but the default (or an exported SVC_URL): say so,
+  // so a command run in the wrong directory does not read as this project's answer.
+  if (target.project === undefined && (target.source === 'default' || target.source === 'env')) {
+    return `No svc project here (no config.yaml in this directory or above); using the engine at ${shownAddresses(target.url)}${target.source === 'env' ? ' (SVC_URL)' : ''}`
   }
   // An address the user gave (--engine, SVC_URL) needs no announcement.
   if (target.source === 'flag' || target.source === 'env' || target.url === DEFAULT_ENGINE_URL) return undefined

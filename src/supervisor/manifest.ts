@@ -5,8 +5,8 @@
 import { existsSync, readFileSync, statSync } from 'node:fs'
 import { basename, join, resolve } from 'node:path'
 import { isMap, isScalar, isSeq } from 'yaml'
-import type { Document, Node, Pair } from 'yaml'
-import { CONFIG_FILE_LIMITS, describeFound as describe, readTextFileSync, YamlError, YamlSource, type Fail } from '../../runtime/yaml/index.ts'
+import type { Node, Pair } from 'yaml'
+import { CONFIG_FILE_LIMITS, describeFound as describe, readTextFileSync, YamlError, YamlReader } from '../../runtime/yaml/index.ts'
 import { didYouMean } from '../../runtime/config/catalogue.ts'
 import type { WorkerManifest } from './types.ts'
 import { manifestFieldsUnder } from './manifest-fields.ts'
@@ -59,33 +59,23 @@ export function isDependencyManifest(fileName: string): boolean {
 export type ManifestErrorCode = 'INVALID_MANIFEST' | 'NO_START_SCRIPT' | 'UNKNOWN_WORKER'
 
 /**
- * A worker directory that cannot be used. `message` is compiler style,
+ * A worker directory that cannot be used: the YAML readers' located error ({@link YamlError}) with
+ * the manifest's codes. `message` is compiler style,
  * `workers/math/svc.worker.yaml:3:5: unknown field 'scirpts' (did you mean 'scripts'?)`, or the plain
  * problem when it has no place in a file (`Cannot determine how to start ./x: add a svc.worker.yaml
  * with scripts.start`). Codes: `INVALID_MANIFEST` (the manifest is wrong), `NO_START_SCRIPT` (no
  * manifest and nothing detected), `UNKNOWN_WORKER` (the directory does not exist).
  * `svc worker add` maps it to exit 2; at launch it puts the worker in state `failed`.
+ * `file` is the manifest as named in the message (relative when the directory was given
+ * relative), or the directory.
  */
-export class ManifestError extends Error {
+export class ManifestError extends YamlError {
   override readonly name = 'ManifestError'
-  readonly code: ManifestErrorCode
-  /** The manifest file as named in the message (relative when the directory was given relative), or the directory. */
-  readonly file: string
-  /** 1-based line; undefined when the problem has no place in a file. */
-  readonly line: number | undefined
-  /** 1-based column. */
-  readonly column: number | undefined
-  /** The message without the `file:line:col: ` prefix. */
-  readonly problem: string
+  declare readonly code: ManifestErrorCode
 
   constructor(init: { code?: ManifestErrorCode; file: string; line?: number; column?: number; problem: string; plain?: boolean }) {
-    const where = init.line === undefined ? init.file : `${init.file}:${init.line}:${init.column ?? 1}`
-    super(init.plain ? init.problem : `${where}: ${init.problem}`)
-    this.code = init.code ?? 'INVALID_MANIFEST'
-    this.file = init.file
-    this.line = init.line
-    this.column = init.column
-    this.problem = init.problem
+    super(init.file, init.line === undefined ? undefined : { line: init.line, column: init.column ?? 1 }, init.problem, { code: init.code ?? 'INVALID_MANIFEST' })
+    if (init.plain) this.message = init.problem
   }
 
   /** The same problem as a YAML reader's error (size, syntax, nesting, aliases), `INVALID_MANIFEST`. */
@@ -394,26 +384,15 @@ const WATCH_KEYS = manifestFieldsUnder('watch')
 
 type AnyPair = Pair<Node | null, Node | null>
 
-/** Walks the YAML tree so every error names its line and column (same style as config.yaml). */
-class ManifestReader {
-  private readonly source: YamlSource
-  private readonly failAt: Fail = (node, problem) => this.fail(node, problem)
-  private readonly file: string
+/** Walks the YAML tree (the shared located reader) so every error names its line and column. */
+class ManifestReader extends YamlReader {
   private scriptsNode: Node | null = null
   private runtimeNode: Node | null = null
 
   constructor(text: string, file: string) {
-    try {
-      this.source = new YamlSource(text, { file })
-    } catch (err) {
-      if (err instanceof YamlError) throw ManifestError.fromYaml(err)
-      throw err
-    }
-    this.file = file
-  }
-
-  private get doc(): Document.Parsed {
-    return this.source.doc
+    super(text, { file }, (name, place, problem, code) =>
+      new ManifestError({ file: name, problem, ...(place ? { line: place.line, column: place.column } : {}), ...(code ? { code: code as ManifestErrorCode } : {}) }),
+    )
   }
 
   read(): WorkerManifest {
@@ -588,54 +567,10 @@ class ManifestReader {
     }
   }
 
-  // -- typed values ----------------------------------------------------------------------------
+  // -- typed values: the shared reader's, with the catalogue's did-you-mean ------------------
 
-  private string(pair: AnyPair, field: string, allowEmpty = false): string {
-    const node = this.deref(pair.value)
-    if (node === null || !isScalar(node) || typeof node.value !== 'string') {
-      this.fail(node ?? pair.key, `${field} must be a string${describe(node)}`)
-    }
-    const text = node.value as string
-    if (!allowEmpty && text.trim() === '') this.fail(node, `${field} must not be empty`)
-    return text
-  }
-
-  private oneOf<T extends string>(pair: AnyPair, field: string, values: readonly T[]): T {
-    const node = this.deref(pair.value)
-    const value = node !== null && isScalar(node) ? node.value : undefined
-    if (typeof value !== 'string' || !(values as readonly string[]).includes(value)) {
-      const list = values.map((v) => `'${v}'`)
-      const options = `${list.slice(0, -1).join(', ')} or ${list[list.length - 1]}`
-      const hint = typeof value === 'string' ? didYouMean(value, values) : ''
-      this.fail(node ?? pair.key, `${field} must be ${options}${describe(node)}${hint}`)
-    }
-    return value as T
-  }
-
-  private mapping(owner: AnyPair, field: string) {
-    const node = this.deref(owner.value)
-    if (node === null || (isScalar(node) && node.value === null)) return undefined
-    if (!isMap(node)) this.fail(node, `${field} must be a mapping${describe(node)}`)
-    return node
-  }
-
-  // -- positions -------------------------------------------------------------------------------
-
-  private keyOf(pair: AnyPair): string {
-    return this.source.keyOf(pair, this.failAt)
-  }
-
-  private deref(node: Node | null | undefined): Node | null {
-    return this.source.deref(node, this.failAt)
-  }
-
-  private fail(node: Node | null | undefined, problem: string): never {
-    const place = this.source.placeOf(node)
-    throw new ManifestError({ file: this.file, line: place.line, column: place.column, problem })
-  }
-
-  private failKey(pair: AnyPair, problem: string): never {
-    this.fail(pair.key ?? pair.value, problem)
+  protected override oneOf<T extends string>(pair: AnyPair, field: string, values: readonly T[]): T {
+    return super.oneOf(pair, field, values, (value) => didYouMean(value, values))
   }
 }
 

@@ -6,6 +6,7 @@ import { readdirSync, readFileSync } from 'node:fs'
 import { createInterface } from 'node:readline'
 import { execa } from 'execa'
 import type { ResultPromise } from 'execa'
+import { processAlive } from '../lib/processes.ts'
 
 const WINDOWS = process.platform === 'win32'
 
@@ -162,14 +163,7 @@ export function signalGroup(pgid: number, signal: NodeJS.Signals): boolean {
  * zombies (members whose parent died and that no init reaps, as in some containers) do not count.
  */
 export function groupAlive(pgid: number): boolean {
-  if (WINDOWS) {
-    try {
-      process.kill(pgid, 0)
-      return true
-    } catch {
-      return false
-    }
-  }
+  if (WINDOWS) return processAlive(pgid)
   try {
     process.kill(-pgid, 0)
   } catch (err) {

@@ -4,6 +4,7 @@
  * anything else (a missing, partial, older or newer file is never an error here).
  */
 import { readFileSync, statSync } from 'node:fs'
+import { processAlive } from '../lib/processes.ts'
 import { stateFilePath } from '../supervisor/state-file.ts'
 import type { WorkerState } from '../supervisor/types.ts'
 
@@ -75,16 +76,6 @@ function timestamp(value: unknown): number | undefined {
     if (Number.isFinite(ms)) return ms
   }
   return undefined
-}
-
-/** True when a process with this pid exists (EPERM: it exists but belongs to another user). */
-export function processAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0)
-    return true
-  } catch (err) {
-    return (err as NodeJS.ErrnoException).code === 'EPERM'
-  }
 }
 
 /** The last `count` lines of a log file (empty when it cannot be read); reads at most the last 64 KiB. */

@@ -11,3 +11,17 @@ export function billionLaughs(indent = ''): string {
   }
   return `${lines.join('\n')}\n`
 }
+
+/**
+ * Pieces of YAML syntax for random texts: indicators, quotes, block scalars, tags, directives,
+ * anchors and aliases (some cyclic), merge keys, a second document, and the field names of the
+ * file under test (`keys`, e.g. `containers:` or `scripts:`), so random texts reach its checks too.
+ * Join an array of them: `fc.array(fc.constantFrom(...yamlFragments(keys))).map((p) => p.join(''))`.
+ */
+export function yamlFragments(keys: readonly string[] = []): string[] {
+  return [
+    ...['a', 'key', '- ', '? ', ': ', ', ', '[', ']', '{', '}', '\n', '  ', '"', "'", '#', '---\n', '|\n', '>-\n', '!!str ', '!tag ', '\\', '%YAML 1.1\n', '<<: '],
+    ...['&a ', '&b ', '*a', '*b', '*zz', '&a [*b, *a]', '&b {x: *a}', 'null', '~', '0x1F', '1e400', '-.inf', 'true', '""', '__proto__: 1\n'],
+    ...keys.flatMap((key) => [`${key}:`, `${key}: `, `\n${key}:\n  `]),
+  ]
+}

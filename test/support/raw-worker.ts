@@ -7,6 +7,7 @@ import type { Connector, Transport } from 'svc-protocol'
 import { connectWebSocket } from 'svc-protocol/transport/ws'
 import type { Engine } from '../../runtime/engine/engine.ts'
 import type { ListenerConfig } from '../../runtime/engine/config.ts'
+import { waitFor } from './wait.ts'
 
 export type Frame = Record<string, any>
 
@@ -171,11 +172,7 @@ export class RawWorker {
   }
 }
 
-/** Waits until `check` returns true (polling every 10 ms), failing after `timeoutMs`. */
+/** Waits until `check` returns true (polling every 10 ms), failing after `timeoutMs`: {@link waitFor} without a description. */
 export async function eventually(check: () => boolean | Promise<boolean>, timeoutMs = 5000): Promise<void> {
-  const deadline = Date.now() + timeoutMs
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error('condition not met in time')
-    await new Promise((r) => setTimeout(r, 10))
-  }
+  await waitFor(check, 'a condition (eventually)', timeoutMs, 10)
 }

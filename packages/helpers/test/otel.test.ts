@@ -20,6 +20,7 @@ import {
   shutdownOtel,
   withSpan,
 } from 'svc-helpers/observability'
+import { waitFor } from '../../../test/support/wait.ts'
 
 interface Frame {
   prefix: string
@@ -59,10 +60,6 @@ describe('initOtel over a /otel receiver', () => {
     http.close()
   })
 
-  async function waitFor(pred: () => boolean): Promise<void> {
-    for (let i = 0; i < 100 && !pred(); i++) await new Promise((r) => setTimeout(r, 50))
-    assert.ok(pred(), 'timed out waiting for frames')
-  }
 
   it('sends spans as OTLP frames and logs as LOGS frames with the trace id', async () => {
     let traceId: string | undefined
@@ -72,7 +69,7 @@ describe('initOtel over a /otel receiver', () => {
     })
     assert.match(traceId ?? '', /^[0-9a-f]{32}$/)
     await flushOtel()
-    await waitFor(() => frames.some((f) => f.prefix === 'OTLP') && frames.some((f) => f.prefix === 'LOGS'))
+    await waitFor(() => frames.some((f) => f.prefix === 'OTLP') && frames.some((f) => f.prefix === 'LOGS'), 'an OTLP and a LOGS frame', 5000, 50)
     assert.equal(paths[0], '/otel?token=t')
     const spans = frames.filter((f) => f.prefix === 'OTLP').flatMap((f) => (f.body['resourceSpans'] as any[]).flatMap((r) => r.scopeSpans.flatMap((s: any) => s.spans)))
     const span = spans.find((s) => s.name === 'unit-of-work')
@@ -95,7 +92,7 @@ describe('initOtel over a /otel receiver', () => {
     assert.equal(missing.status, 404)
     await assert.rejects(fetch('http://127.0.0.1:1/refused'))
     await flushOtel()
-    await waitFor(() => frames.some((f) => f.prefix === 'OTLP' && JSON.stringify(f.body).includes('POST /missing')))
+    await waitFor(() => frames.some((f) => f.prefix === 'OTLP' && JSON.stringify(f.body).includes('POST /missing')), 'the span of POST /missing', 5000, 50)
     const spans = frames.filter((f) => f.prefix === 'OTLP').flatMap((f) => (f.body['resourceSpans'] as any[]).flatMap((r) => r.scopeSpans.flatMap((s: any) => s.spans)))
     const byName = new Map(spans.map((s) => [s.name, s]))
     assert.equal(byName.get('GET /ok').status.code ?? 0, 0)

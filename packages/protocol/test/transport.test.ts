@@ -13,15 +13,12 @@ import { SvcError } from '../src/errors.ts'
 import { memoryConnector, memoryPair } from '../src/transport/memory.ts'
 import type { PeerInfo, Transport } from '../src/transport/types.ts'
 import { connectWebSocket, FIRST_WRITE_FRAMES, MAX_FRAMES_PER_WRITE, peerInfoOf, READ_BUDGET_BYTES, READ_BUDGET_FRAMES, wsServerTransport } from '../src/transport/ws.ts'
+import { waitFor } from '../../../test/support/wait.ts'
 
 const WAIT_MS = 5000
 
-async function until(predicate: () => boolean, what: string): Promise<void> {
-  const deadline = Date.now() + WAIT_MS
-  while (!predicate()) {
-    if (Date.now() > deadline) throw new Error(`until: ${what} not reached within ${WAIT_MS}ms`)
-    await new Promise((r) => setTimeout(r, 2))
-  }
+function until(predicate: () => boolean, what: string): Promise<boolean> {
+  return waitFor(predicate, what, WAIT_MS, 2)
 }
 
 const nextMacrotask = () => new Promise<void>((r) => setImmediate(r))

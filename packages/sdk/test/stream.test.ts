@@ -7,13 +7,10 @@ import { after, before, describe, it } from 'node:test'
 import { registerWorker, type SvcClient } from 'svc-sdk'
 import { createStream, type IStream, type StreamChangeEvent, type StreamTriggerInput, type StreamJoinLeaveEvent, type StreamJoinTriggerInput } from 'svc-sdk/stream'
 import { startTestEngine, type TestEngine } from '../../../test/support/engine.ts'
+import { waitFor } from '../../../test/support/wait.ts'
 
-async function until(check: () => boolean | Promise<boolean>, what: string): Promise<void> {
-  const deadline = Date.now() + 5000
-  while (!(await check())) {
-    if (Date.now() > deadline) assert.fail(`timed out: ${what}`)
-    await new Promise((resolve) => setTimeout(resolve, 20))
-  }
+function until(check: () => boolean | Promise<boolean>, what: string): Promise<boolean> {
+  return waitFor(check, what, 5000, 20)
 }
 
 type Note = { text: string; n?: number }

@@ -13,6 +13,7 @@ import type { StateAdapterLogger } from '../state/types.ts'
 import { runStreamAdapterConformance } from './conformance.ts'
 import { RedisStreamAdapter } from './redis.ts'
 import type { StreamAdapterChange } from './types.ts'
+import { waitFor } from '../../../test/support/wait.ts'
 
 const redis = await startTestRedis()
 after(() => redis.close())
@@ -22,12 +23,8 @@ const open = (key_prefix = `t${++prefixes}:`) => RedisStreamAdapter.open({ url: 
 
 runStreamAdapterConformance('redis', () => open())
 
-async function waitFor(check: () => boolean | Promise<boolean>, timeoutMs: number): Promise<void> {
-  const deadline = Date.now() + timeoutMs
-  while (!(await check())) {
-    if (Date.now() > deadline) assert.fail(`condition not met within ${timeoutMs} ms`)
-    await new Promise((resolve) => setTimeout(resolve, 20))
-  }
+function until(check: () => boolean | Promise<boolean>, timeoutMs: number): Promise<boolean> {
+  return waitFor(check, 'a redis condition', timeoutMs)
 }
 
 const record = (adapter: RedisStreamAdapter) => {
@@ -54,7 +51,7 @@ describe('redis stream adapter: two engines on one Redis', () => {
       { kind: 'item', stream_name: 'chat', group_id: 'room', item_id: 'm1', old_value: { text: 'hello' }, new_value: undefined },
     ]
     // b's own writes are reported before they resolve; a's reach b when the PUBLISH arrives.
-    await waitFor(() => seenByA.length === 4 && seenByB.length === 4, 5000)
+    await until(() => seenByA.length === 4 && seenByB.length === 4, 5000)
     assert.deepEqual(seenByA, expected)
     assert.deepEqual(seenByB, expected)
 
@@ -114,9 +111,9 @@ describe('redis stream adapter while Redis is unreachable (builtins.md §13.4)',
     await assert.rejects(adapter.publish({ stream_name: 's', group_id: 'g', id: null, type: 't', data: 1 }), { code: 'ADAPTER_UNAVAILABLE' })
     const changes = record(adapter)
     await late.start()
-    await waitFor(async () => adapter.set('s', 'g', 'i', 1).then(() => true, () => false), 15_000)
+    await until(async () => adapter.set('s', 'g', 'i', 1).then(() => true, () => false), 15_000)
     assert.equal(await adapter.get('s', 'g', 'i'), 1)
-    await waitFor(async () => {
+    await until(async () => {
       await adapter.set('s', 'g', 'again', changes.length)
       return changes.some((c) => c.kind === 'item' && c.item_id === 'again')
     }, 10_000)
@@ -139,7 +136,7 @@ describe('redis stream adapter while Redis is unreachable (builtins.md §13.4)',
     assert.ok(Date.now() - started < 5000, `failing took ${Date.now() - started} ms`)
     await server.start()
     // A write through the peer reaches this adapter's listeners once both are back.
-    await waitFor(async () => {
+    await until(async () => {
       await peer.set('s', 'g', 'back', true).catch(() => {})
       return changes.some((c) => c.kind === 'item' && c.item_id === 'back')
     }, 20_000)
@@ -158,7 +155,7 @@ describe('redis stream adapter while Redis is unreachable (builtins.md §13.4)',
     assert.ok(Number(await client.client('KILL', 'TYPE', 'pubsub')) >= 1)
     await adapter.set('s', 'g', 'during', 2)
     assert.equal(await adapter.get('s', 'g', 'during'), 2)
-    await waitFor(async () => {
+    await until(async () => {
       await adapter.set('s', 'g', 'after', changes.length)
       return changes.some((c) => c.kind === 'item' && c.item_id === 'after')
     }, 10_000)
@@ -209,7 +206,7 @@ describe('redis stream adapter: hostile input against real Redis (fast-check)', 
               await model.publish(event)
             }
           }
-          await waitFor(() => heard.length >= expected.length, 5000)
+          await until(() => heard.length >= expected.length, 5000)
           // JSON is what travels: -0 becomes 0 both in storage and in events.
           const json = (value: unknown) => JSON.parse(JSON.stringify(value ?? null))
           assert.deepEqual(json(heard), json(expected))

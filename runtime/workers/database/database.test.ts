@@ -12,6 +12,7 @@ import { startTestEngine, type TestEngine } from '../../../test/support/engine.t
 import { RawWorker } from '../../../test/support/raw-worker.ts'
 import { startTestMysql, type TestMysql } from '../../../test/support/mysql.ts'
 import { startTestPostgres, type TestPostgres } from '../../../test/support/postgres.ts'
+import { waitFor } from '../../../test/support/wait.ts'
 
 let pg: TestPostgres
 let my: TestMysql
@@ -21,13 +22,8 @@ const invoke = (function_id: string, data: unknown) => t.engine.inject({ functio
 const settingsOf = (databases: Record<string, unknown>) => ({ databases })
 const set = (value: unknown) => invoke('configuration::set', { id: 'database', value })
 
-async function eventually(check: () => Promise<boolean>, timeoutMs = 5000): Promise<void> {
-  const deadline = Date.now() + timeoutMs
-  for (;;) {
-    if (await check().catch(() => false)) return
-    if (Date.now() > deadline) throw new Error('condition not met in time')
-    await new Promise((resolve) => setTimeout(resolve, 25))
-  }
+function eventually(check: () => Promise<boolean>, timeoutMs = 5000): Promise<boolean> {
+  return waitFor(check, 'a database condition', timeoutMs)
 }
 
 const listed = async () =>

@@ -1,5 +1,6 @@
 /** Test support of the client core's tests: a transport the test scripts, and a condition wait. */
 import type { Transport, TransportHandlers } from '../../src/transport/types.ts'
+import { waitFor } from '../../../../test/support/wait.ts'
 
 /**
  * A transport scripted by the test: records what the client sends, delivers what the test gives,
@@ -48,10 +49,6 @@ export class ScriptedTransport implements Transport {
 }
 
 /** Resolves when `predicate` holds, polling the event loop; rejects after a guard interval. */
-export async function until(predicate: () => boolean, what: string): Promise<void> {
-  const deadline = Date.now() + 10000
-  while (!predicate()) {
-    if (Date.now() > deadline) throw new Error(`until: ${what} not reached within 10 s`)
-    await new Promise((r) => setTimeout(r, 5))
-  }
+export function until(predicate: () => boolean, what: string): Promise<boolean> {
+  return waitFor(predicate, what, 10_000, 5)
 }

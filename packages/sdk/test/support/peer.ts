@@ -6,6 +6,7 @@
 import { randomUUID } from 'node:crypto'
 import type { AddressInfo } from 'node:net'
 import WebSocket, { WebSocketServer } from 'ws'
+import { waitFor } from '../../../../test/support/wait.ts'
 
 /** Frames as the client sent them, parsed. */
 export type Frame = { type: string; [key: string]: any }
@@ -133,10 +134,6 @@ export class EnginePeer {
 }
 
 /** Resolves when `predicate` holds, polling the event loop; rejects after a guard interval. */
-export async function until(predicate: () => boolean, what = 'condition'): Promise<void> {
-  const deadline = Date.now() + WAIT_MS
-  while (!predicate()) {
-    if (Date.now() > deadline) throw new Error(`until: ${what} not reached within ${WAIT_MS}ms`)
-    await new Promise((r) => setTimeout(r, 5))
-  }
+export function until(predicate: () => boolean, what = 'a condition'): Promise<boolean> {
+  return waitFor(predicate, what, WAIT_MS, 5)
 }

@@ -10,6 +10,7 @@ import { startTestRedis } from '../../../../test/support/redis.ts'
 import { input, runQueueBackendConformance } from '../conformance.ts'
 import type { QueueMessageInput } from '../types.ts'
 import { RedisQueueBackend, RESERVE_SCAN_BUDGET, type RedisQueueConfig } from './redis.ts'
+import { waitFor } from '../../../../test/support/wait.ts'
 
 const redis = await startTestRedis()
 after(() => redis.close())
@@ -22,12 +23,8 @@ runQueueBackendConformance('redis', () => open())
 
 const T0 = 1_700_000_000_000
 
-async function waitFor(check: () => boolean | Promise<boolean>, timeoutMs = 20_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs
-  while (!(await check())) {
-    if (Date.now() > deadline) assert.fail(`condition not met within ${timeoutMs} ms`)
-    await new Promise((resolve) => setTimeout(resolve, 20))
-  }
+function until(check: () => boolean | Promise<boolean>, timeoutMs = 20_000): Promise<boolean> {
+  return waitFor(check, 'a redis condition', timeoutMs)
 }
 
 describe('redis queue backend: calls of one turn', () => {
@@ -131,7 +128,7 @@ describe('redis queue backend: two engines on one Redis', () => {
       return Number(s) * 1000 + Math.floor(Number(us) / 1000)
     }
     const start = await timeOf()
-    await waitFor(async () => (await timeOf()) > start + 4500)
+    await until(async () => (await timeOf()) > start + 4500)
     assert.deepEqual(await b.recoverExpired(T0, () => 4), { requeued: 0, deadLettered: 0 })
     assert.deepEqual(await b.counts('q', T0), { pending: 0, delayed: 0, in_flight: 2, dead: 0 })
     assert.equal(await a.ack(held[0]!.id), true)
@@ -158,7 +155,7 @@ describe('redis queue backend: two engines on one Redis', () => {
     // The fifo group stays blocked and the key busy while the crashed engine's lease runs.
     assert.deepEqual(await b.reserve('q', { now: T0, limit: 10 }), [])
     let taken = { requeued: 0, deadLettered: 0 }
-    await waitFor(async () => {
+    await until(async () => {
       const round = await b.recoverExpired(T0 + 1, (queue) => (queue === 'tight' ? 1 : 4))
       taken = { requeued: taken.requeued + round.requeued, deadLettered: taken.deadLettered + round.deadLettered }
       return taken.requeued + taken.deadLettered === 4
@@ -214,14 +211,14 @@ describe('redis queue backend: two engines on one Redis', () => {
     a.onWake((q) => heardByA.push(q))
     b.onWake((q) => heardByB.push(q))
     await a.enqueue([input({ queue: 'jobs', group: 'g' }), input({ queue: 'jobs', group: 'g' })])
-    await waitFor(() => heardByB.includes('jobs'))
+    await until(() => heardByB.includes('jobs'))
     const [head] = await b.reserve('jobs', { now: T0, limit: 10 })
     heardByA.length = 0
     await b.ack(head!.id) // frees the group's next message
-    await waitFor(() => heardByA.includes('jobs'))
+    await until(() => heardByA.includes('jobs'))
     await a.enqueue([input({ queue: 'dead', dead: { code: 'no_subscribers', message: 'none' } })])
     await b.enqueue([input({ queue: 'mine' })])
-    await waitFor(() => heardByA.includes('mine'))
+    await until(() => heardByA.includes('mine'))
     assert.ok(!heardByB.includes('mine') && !heardByB.includes('dead'))
   })
 })
@@ -238,7 +235,7 @@ describe('redis queue backend: Redis down and back', () => {
       await assert.rejects(call(), (error: { code?: string }) => error.code === 'ADAPTER_UNAVAILABLE')
     }
     await redis.start()
-    await waitFor(async () => {
+    await until(async () => {
       try {
         await backend.enqueue([input({ data: { back: true } })])
         return true
@@ -249,7 +246,7 @@ describe('redis queue backend: Redis down and back', () => {
     })
     const [message] = await backend.reserve('q', { now: T0, limit: 1 })
     assert.deepEqual(message!.data, { back: true })
-    await waitFor(() => woken.includes(undefined))
+    await until(() => woken.includes(undefined))
   })
 
   it('opens while Redis is unreachable, warning once, and works when it comes up', async (t) => {

@@ -15,6 +15,7 @@ import { runStateAdapterConformance } from '../conformance.ts'
 import type { StateAdapterLogger, StateChange } from '../types.ts'
 import { encodeOps, RedisStateAdapter } from './redis.ts'
 import { APPLY_OPS_SCRIPT } from './scripts.ts'
+import { waitFor } from '../../../../test/support/wait.ts'
 
 const redis = await startTestRedis()
 after(() => redis.close())
@@ -172,11 +173,11 @@ describe('redis state adapter while Redis is unreachable (builtins.md §13.4)', 
     const changes: StateChange[] = []
     adapter.subscribe((change) => changes.push(change))
     await late.start()
-    await waitFor(async () => (await adapter.set('s', 'k', 1).then(() => true, () => false)), 15_000)
+    await until(async () => (await adapter.set('s', 'k', 1).then(() => true, () => false)), 15_000)
     assert.equal(await adapter.get('s', 'k'), 1)
     // The change feed is subscribed too.
     await adapter.set('s', 'k', 2)
-    await waitFor(() => changes.some((c) => c.new_value === 2), 5000)
+    await until(() => changes.some((c) => c.new_value === 2), 5000)
   })
 
   it('fails calls within 5 s when Redis goes away, reconnects when it is back, and reports changes again', async (t) => {
@@ -196,8 +197,8 @@ describe('redis state adapter while Redis is unreachable (builtins.md §13.4)', 
     assert.ok(Date.now() - started < 5000, `failing took ${Date.now() - started} ms`)
 
     await server.start()
-    await waitFor(async () => (await adapter.get('s', 'k').then(() => true, () => false)), 15_000)
-    await waitFor(async () => {
+    await until(async () => (await adapter.get('s', 'k').then(() => true, () => false)), 15_000)
+    await until(async () => {
       await adapter.set('s', 'again', changes.length)
       return changes.some((c) => c.key === 'again')
     }, 10_000)
@@ -216,7 +217,7 @@ describe('redis state adapter while Redis is unreachable (builtins.md §13.4)', 
     const took = Date.now() - started
     assert.ok(took < 5000, `failing took ${took} ms`)
     server.resume()
-    await waitFor(async () => (await adapter.get('s', 'k').then((v) => v === 1, () => false)), 10_000)
+    await until(async () => (await adapter.get('s', 'k').then((v) => v === 1, () => false)), 10_000)
   })
 
   it('answers ADAPTER_UNAVAILABLE at once when nothing listens at the address', async (t) => {
@@ -229,10 +230,6 @@ describe('redis state adapter while Redis is unreachable (builtins.md §13.4)', 
   })
 })
 
-async function waitFor(check: () => boolean | Promise<boolean>, timeoutMs: number): Promise<void> {
-  const deadline = Date.now() + timeoutMs
-  while (!(await check())) {
-    if (Date.now() > deadline) assert.fail(`condition not met within ${timeoutMs} ms`)
-    await new Promise((resolve) => setTimeout(resolve, 50))
-  }
+function until(check: () => boolean | Promise<boolean>, timeoutMs: number): Promise<boolean> {
+  return waitFor(check, 'a redis condition', timeoutMs)
 }
