@@ -284,7 +284,8 @@ console.log('installed')`,
     assert.equal(h.logs.filter((l) => l.message.includes('starting: node worker.mjs')).length, 2, JSON.stringify(h.logs))
     assert.equal(h.worker.failure?.code, 'STARTUP_FAILED')
     const line = h.logs.find((l) => l.level === 'error')!.message
-    assert.match(line, new RegExp(`^${h.name} cannot start \\(exited with code 1, twice the same way\\): SyntaxError: .+; waiting for a change to workers/${h.name}$`))
+    // The summary keeps where the error is (issue 21).
+    assert.match(line, new RegExp(`^${h.name} cannot start \\(exited with code 1, twice the same way\\): SyntaxError: .+ \\(worker\\.mjs:3\\); waiting for a change to workers/${h.name}$`))
     await assert.rejects(h.worker.waitUntilRunning(1000), (err: SupervisorError) => err.code === 'STARTUP_FAILED' && /SyntaxError/.test(err.message))
 
     writeFileSync(join(h.dir, 'worker.mjs'), script('fixed'))

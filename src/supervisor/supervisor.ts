@@ -10,7 +10,7 @@ import { watch } from 'chokidar'
 import type { FSWatcher } from 'chokidar'
 import type { Logger } from '../../runtime/engine/types.ts'
 import { buildWorkerEnv, reservedNamesIn } from './env.ts'
-import { CompilerErrorScanner } from './compiler-output.ts'
+import { CompilerErrorScanner, startupErrorLine } from './compiler-output.ts'
 import { checkKvm } from './kvm.ts'
 import { LogFile } from './log-file.ts'
 import { isDependencyManifest, loadManifest, MANIFEST_FILE, ManifestError } from './manifest.ts'
@@ -654,7 +654,7 @@ class WorkerSupervisor extends EventEmitter implements SupervisedWorker {
     this.#startupFailure = signature
     if (previous !== signature) return false
     const description = describeExit(exit)
-    const quoted = lastOutputLine(this.#tail)
+    const quoted = startupErrorLine(this.#tail, this.#spec.directory)
     const where = this.#spec.watch && (this.#manifest?.watch.enabled ?? true) ? `waiting for a change to ${this.#directoryLabel()}` : `run svc worker restart ${this.name} after fixing it`
     this.#failure = {
       code: 'STARTUP_FAILED',
@@ -918,22 +918,11 @@ class WorkerSupervisor extends EventEmitter implements SupervisedWorker {
 }
 
 /** Lines of a worker's own output kept to compare and quote start-up failures. */
-const TAIL_LINES = 20
+const TAIL_LINES = 40
 
 /** Digits vary between two runs of the same failure (pids, times, ports); they do not count. */
 function normaliseLine(line: string): string {
   return line.replace(/\d+/g, '#').trim()
-}
-
-/**
- * The line that says what went wrong: the last `…Error: …`/`…Exception…`/`panic` line, else the
- * last line that is not a stack frame or the Node.js version footer.
- */
-export function lastOutputLine(lines: readonly string[]): string | undefined {
-  const meaningful = lines.map((l) => l.trim()).filter((l) => l !== '' && !/^at\s/.test(l) && !/^Node\.js v\d/.test(l) && l !== '^')
-  const error = meaningful.findLast((l) => /^(\w+\.)*\w*(Error|Exception)\b|^panic|^Traceback|^error(\[|:)/i.test(l))
-  const line = error ?? meaningful.at(-1)
-  return line !== undefined && line.length > 200 ? `${line.slice(0, 199)}…` : line
 }
 
 /** `2 s`, `1.5 s`, `200 ms`. */
