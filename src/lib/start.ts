@@ -8,6 +8,8 @@ import type { LoadedBuiltinEntry, LoadedConfig, LoadedLocalWorkerEntry } from '.
 import { builtinDescriptor } from '../../runtime/workers/catalogue.ts'
 import { storeSeed } from '../../runtime/workers/shared/configured.ts'
 import { Engine } from '../../runtime/engine/engine.ts'
+import type { FunctionEntry } from '../../runtime/engine/functions.ts'
+import type { Session } from '../../runtime/engine/session.ts'
 import { colourEnabled, consoleLogger } from '../../runtime/engine/logger.ts'
 import { createBuiltins } from '../../runtime/workers/index.ts'
 import type { LogLevel, LogRecord } from '../../runtime/engine/logger.ts'
@@ -167,6 +169,8 @@ export async function startEngine(options: StartOptions): Promise<RunningEngine>
   // cli.md §3 step 5: launch the enabled local workers (§5).
   const supervised = new Map<string, SupervisedWorker>()
   const engineUrl = engine.workerUrls[0] ?? 'ws://127.0.0.1:49134'
+  // The configuration in effect: config.yaml reloads replace it.
+  let current = config
   const launch = (entry: LoadedLocalWorkerEntry): SupervisedWorker => {
     const worker = launchLocalWorker(entry, {
       engine,
@@ -208,7 +212,6 @@ export async function startEngine(options: StartOptions): Promise<RunningEngine>
 
   // cli.md §2.1 Reload: local worker entries and built-in settings apply while svc runs; enabling or
   // disabling a built-in and listener changes need a restart.
-  let current = config
   const reloader =
     options.watch && config.file
       ? watchConfigFile(config.file, {
@@ -420,7 +423,8 @@ function launchLocalWorker(entry: LoadedLocalWorkerEntry, context: LaunchContext
     envBase: 'engine',
     env: entry.env,
     watch: context.watch && entry.watch,
-    isRegistered: (probe) => hasConnection(context.engine, entry.name, namespace, probe),
+    isRegistered: (probe) => hasRegistered(context.engine, entry.name, namespace, probe),
+    drain: (previous, next, options) => drainConnections(context.engine, entry.name, namespace, previous, next, { ...options, log: context.log }),
   }
   if (entry.config !== undefined) spec.config = entry.config
   if (entry.isolation !== undefined) spec.isolation = entry.isolation
@@ -499,6 +503,71 @@ function hasConnection(engine: Engine, name: string, namespace: string, probe: R
     if (connection.name === name && connection.namespace === namespace && connection.connectedAtMs >= probe.startedAtMs) return true
   }
   return false
+}
+
+/**
+ * How long a reload's new connection may lack a function the previous process registered before
+ * it counts as registered anyway (ms): the new code may have dropped it. The SDKs send every
+ * registration right after the connection opens, so a function still missing by then is not coming.
+ */
+export const REGISTRATION_SETTLE_MS = 3000
+
+/**
+ * True when the process `probe` describes has registered (cli.md §5.3, issue 21): a connection
+ * announced as `name` in `namespace`, opened since `probe.startedAtMs`, that holds every function
+ * the older connections of the same worker hold — the previous process a reload keeps serving until
+ * then — or has been open {@link REGISTRATION_SETTLE_MS}. Without an older connection, the
+ * announce is enough.
+ */
+export function hasRegistered(engine: Engine, name: string, namespace: string, probe: RegistrationProbe): boolean {
+  const previous = new Set<FunctionEntry>()
+  const fresh: Session[] = []
+  for (const connection of engine.openSessions()) {
+    if (!connection.namespaceResolved || !connection.alive || connection.name !== name || connection.namespace !== namespace) continue
+    if (connection.connectedAtMs >= probe.startedAtMs) fresh.push(connection)
+    else for (const entry of engine.functions.ofPeer(connection)) previous.add(entry)
+  }
+  if (fresh.length === 0) return false
+  if (previous.size === 0) return true
+  const now = Date.now()
+  return fresh.some(
+    (connection) => now - connection.connectedAtMs >= REGISTRATION_SETTLE_MS || [...previous].every((entry) => entry.replicas.some((r) => r.peer === connection)),
+  )
+}
+
+/** How often draining connections are checked for calls still running (ms). */
+const DRAIN_POLL_MS = 50
+
+/**
+ * `WorkerSpec.drain` of a local worker (issue 21): marks the connections of the replaced process
+ * (`name` in `namespace`, opened between `previous.startedAtMs` and `next.startedAtMs`) draining,
+ * so replica selection sends new calls to the new process (§6.1, `Peer.draining`), and resolves
+ * once they execute no invocation, after `graceMs` (a warning names the calls left), or when
+ * `signal` aborts.
+ */
+export async function drainConnections(
+  engine: Engine,
+  name: string,
+  namespace: string,
+  previous: RegistrationProbe,
+  next: RegistrationProbe,
+  options: { graceMs: number; signal: AbortSignal; log: Logger },
+): Promise<void> {
+  const connections = () =>
+    engine
+      .openSessions()
+      .filter((c) => c.alive && c.name === name && c.namespace === namespace && c.connectedAtMs >= previous.startedAtMs && c.connectedAtMs < next.startedAtMs)
+  for (const connection of connections()) connection.draining = true
+  const deadline = Date.now() + options.graceMs
+  for (;;) {
+    const calls = connections().reduce((n, c) => n + c.activeInvocations, 0)
+    if (calls === 0 || options.signal.aborted) return
+    if (Date.now() >= deadline) {
+      options.log.warn(`${name}: the previous process still runs ${calls} call${calls === 1 ? '' : 's'} after ${options.graceMs / 1000} s; stopping it`)
+      return
+    }
+    await new Promise((resolve) => setTimeout(resolve, DRAIN_POLL_MS))
+  }
 }
 
 /** Resolves once no worker is `declared`, `starting` or `restarting`, or after `timeoutMs`. */
