@@ -28,7 +28,7 @@ import { locateConfig } from './project.ts'
 import { engineHoldingPort, projectName, recordEngine } from './engines.ts'
 import { diffConfig, watchConfigFile } from './reload.ts'
 import { existsSync, mkdirSync } from 'node:fs'
-import { join } from 'node:path'
+import { join, resolve, sep } from 'node:path'
 import { superviseWorker } from '../supervisor/supervisor.ts'
 import { checkToken, CONSOLE_TOKEN_ENV, newToken } from 'svc-console'
 import type { OutputLine, RegistrationProbe, SupervisedWorker, WorkerState } from '../supervisor/types.ts'
@@ -176,6 +176,7 @@ export async function startEngine(options: StartOptions): Promise<RunningEngine>
       engine,
       engineUrl,
       projectRoot: config.project_root,
+      ignoredPaths: (directory) => pathsInside(current, directory),
       watch: options.watch,
       log: note,
       output: makeLogger(entry.name),
@@ -356,6 +357,8 @@ interface LaunchContext {
   engine: Engine
   engineUrl: string
   projectRoot: string
+  /** Paths inside a worker directory its watcher ignores (see {@link pathsInside}); unset for the console. */
+  ignoredPaths?: (directory: string) => readonly string[]
   /** False with `--no-watch`. */
   watch: boolean
   /** Supervisor transitions (source `svc`). */
@@ -428,6 +431,8 @@ function launchLocalWorker(entry: LoadedLocalWorkerEntry, context: LaunchContext
   }
   if (entry.config !== undefined) spec.config = entry.config
   if (entry.isolation !== undefined) spec.isolation = entry.isolation
+  const ignoredPaths = context.ignoredPaths
+  if (ignoredPaths) spec.ignoredPaths = () => ignoredPaths(entry.worker_path)
   const worker = superviseWorker(spec, { log: context.log })
   printOutput(worker, context)
   worker.on('output', (line: OutputLine) => {
@@ -494,6 +499,32 @@ function launchConsole(entry: LoadedBuiltinEntry, context: LaunchContext, token:
   const emit = context.emit
   if (emit) worker.on('state', (state: WorkerState) => emit({ event: 'worker_state', worker: 'console', state, ...(worker.pid !== undefined ? { pid: worker.pid } : {}) }))
   return worker
+}
+
+/** {@link pathsInside} per configuration and worker directory: the watcher asks for every path it sees. */
+const insideCache = new WeakMap<LoadedConfig, Map<string, readonly string[]>>()
+
+/**
+ * What a worker's watcher ignores besides cli.md §5.4's list (issue 21, no restart storms): the
+ * paths of `config` inside `directory` that are not its own source — other local workers'
+ * directories (a worker at the project root, as in the `starter` template, holds them all), the
+ * data directory (SQLite files and the engine's `.lock`) and the settings directory of the
+ * configuration worker. Absolute paths.
+ */
+export function pathsInside(config: LoadedConfig, directory: string): readonly string[] {
+  let byDirectory = insideCache.get(config)
+  if (!byDirectory) insideCache.set(config, (byDirectory = new Map()))
+  const known = byDirectory.get(directory)
+  if (known) return known
+  const settings = (config.builtins.configuration?.config as { directory?: unknown } | undefined)?.directory
+  const candidates = [
+    config.data_dir,
+    resolve(config.project_root, typeof settings === 'string' ? settings : 'config'),
+    ...config.local_workers.map((w) => resolve(w.worker_path)),
+  ]
+  const inside = [...new Set(candidates.filter((p) => p.startsWith(directory + sep)))]
+  byDirectory.set(directory, inside)
+  return inside
 }
 
 /** True when a connection announced as `name` in `namespace` was opened since `probe.startedAtMs`. */

@@ -11,6 +11,7 @@ import { after, describe, it } from 'node:test'
 import fc from 'fast-check'
 import { stringify } from 'yaml'
 import { CompilerErrorScanner, startupErrorLine } from './compiler-output.ts'
+import { ignoreMatcher } from './watch.ts'
 import { binaryNameOf, ManifestError, parseManifest } from './manifest.ts'
 import { isSimpleCommand } from './process.ts'
 
@@ -118,6 +119,21 @@ describe('python and rust manifests (fast-check)', () => {
         }
         const syntax = startupErrorLine([...lines.filter((l) => !/:\d+$|ERROR:|File "|\bat\b/.test(l)), `file:///w/src/x.mjs:${n}`, '', 'SyntaxError: Unexpected end of input'], '/w')
         assert.equal(syntax, `SyntaxError: Unexpected end of input (src/x.mjs:${n})`)
+      }),
+      { numRuns: 500 },
+    )
+  })
+
+  it('the watcher never ignores a worker source file, whatever its directory, and always ignores editor and temporary files beside it', () => {
+    const segment = fc.string({ unit: fc.constantFrom(...'abcxyz-_.'.split('')), minLength: 1, maxLength: 12 }).filter((t) => !/^\.|~$|\.(log|tmp|sw[pox])$/.test(t) && !['node_modules', 'dist', 'build', 'out', 'coverage', 'target', 'venv', '4913'].includes(t))
+    const ignored = ignoreMatcher({ directory: '/p', patterns: [], paths: ['/p/config.yaml'] })
+    fc.assert(
+      fc.property(fc.array(segment, { maxLength: 4 }), segment, fc.constantFrom('.ts', '.mjs', '.py', '.rs', '.json'), (dirs, name, ext) => {
+        const file = join('/p', ...dirs, `${name}${ext}`)
+        assert.ok(!ignored(file), file)
+        for (const temp of [`${file}~`, join('/p', ...dirs, `.${name}${ext}.swp`), join('/p', ...dirs, `.#${name}${ext}`), join('/p', ...dirs, `.${name}${ext}.123.tmp`), join('/p', ...dirs, '4913')]) {
+          assert.ok(ignored(temp), temp)
+        }
       }),
       { numRuns: 500 },
     )

@@ -63,7 +63,7 @@ interface Harness {
 
 function supervise(
   files: Record<string, string>,
-  spec: Partial<WorkerSpec> = {},
+  spec: Partial<WorkerSpec> | ((dir: string) => Partial<WorkerSpec>) = {},
   timings: Partial<SupervisorTimings> = {},
 ): Harness {
   const { dir, name } = workerDir(files)
@@ -85,7 +85,7 @@ function supervise(
       env: {},
       watch: true,
       isRegistered: (probe) => readyAt.some((t) => t >= probe.startedAtMs),
-      ...spec,
+      ...(typeof spec === 'function' ? spec(dir) : spec),
     },
     { log, timings },
   )
@@ -261,6 +261,40 @@ console.log('installed')`,
     writeFileSync(join(h.dir, 'src', 'lib.mjs'), 'export const x = 2\n')
     await h.until(() => h.readies().length === count + 1 && h.worker.state === 'running', 'a restart for src/lib.mjs')
     assert.ok(h.logs.some((l) => l.message === `${h.name}: ${join('src', 'lib.mjs')} changed; restarting`), JSON.stringify(h.logs.map((l) => l.message)))
+  })
+
+  it('a worker at the project root: other workers, config.yaml and its temporary files, editors\' files, .svc, .git, node_modules cause no restart; its own source exactly one', async () => {
+    // The starter template's shape (worker_path: .): the worker directory is the project root.
+    const files = {
+      'svc.worker.yaml': manifest('root-worker'),
+      'worker.mjs': script('r1'),
+      'config.yaml': 'workers: []\n',
+      'workers/other/index.mjs': 'export {}\n',
+      'data/state.db': '',
+      'node_modules/x/index.js': '',
+      '.git/index': '',
+      '.svc/data/.lock': '',
+    }
+    const h = supervise(files, (dir) => ({ projectRoot: dir, ignoredPaths: () => [join(dir, 'workers', 'other'), join(dir, 'data')] }))
+    await h.worker.start()
+    await h.worker.waitUntilRunning(20_000)
+    const before = h.readies().length
+    const changed = () => h.logs.filter((l) => / changed; (restarting|starting)$/.test(l.message)).map((l) => l.message)
+    const write = (rel: string, text = `${Date.now()}\n`) => writeFileSync(join(h.dir, rel), text)
+    write('workers/other/index.mjs')
+    write('config.yaml', 'workers: [] # edited\n')
+    // An editor's save of config.yaml: backup, swap file, vim's write test, emacs lock and autosave,
+    // a temporary file renamed over it (svc's own config writer: .config.yaml.<pid>.tmp).
+    for (const rel of ['config.yaml~', '.config.yaml.swp', '.config.yaml.swx', '4913', '.#config.yaml', '#config.yaml#', '.config.yaml.4242.tmp', 'config.yaml___jb_tmp___']) write(rel)
+    write('data/state.db')
+    write('node_modules/x/index.js')
+    write('.git/index')
+    write('.svc/data/.lock')
+    write('worker.mjs', script('r2'))
+    await h.until(() => h.readies().some((l) => l.startsWith('ready r2')) && h.worker.state === 'running', 'the edited worker to run')
+    assert.deepEqual(changed(), [`${h.name}: worker.mjs changed; restarting`])
+    assert.equal(h.readies().length, before + 1)
+    assert.equal(h.worker.restarts, 1)
   })
 
   it('a killed worker is restarted after 1 s and logs the attempt', async () => {

@@ -5,7 +5,7 @@
  */
 import { EventEmitter } from 'node:events'
 import { statSync } from 'node:fs'
-import { basename, dirname, isAbsolute, join, relative } from 'node:path'
+import { basename, dirname, isAbsolute, join, relative, resolve, sep } from 'node:path'
 import { watch } from 'chokidar'
 import type { FSWatcher } from 'chokidar'
 import type { Logger } from '../../runtime/engine/types.ts'
@@ -929,9 +929,15 @@ class WorkerSupervisor extends EventEmitter implements SupervisedWorker {
       ],
     })
     const stateTemp = `${this.#stateFile.path}.`
+    const more = spec.ignoredPaths
+    const ignoredElsewhere = (path: string) => {
+      if (!more) return false
+      const absolute = resolve(spec.directory, path)
+      return more().some((p) => absolute === p || absolute.startsWith(p + sep))
+    }
     const watcher = watch(spec.directory, {
       ignoreInitial: true,
-      ignored: (path: string) => ignored(path) || path.startsWith(stateTemp),
+      ignored: (path: string) => ignored(path) || path.startsWith(stateTemp) || ignoredElsewhere(path),
     })
     this.#watcher = watcher
     this.#watchKey = key

@@ -66,6 +66,13 @@ export interface WorkerSpec {
   isolation?: 'process' | 'microvm'
   /** False disables watching (entry/container `watch: false`, `svc --no-watch`). */
   watch: boolean
+  /**
+   * Absolute paths the watcher ignores with everything below them, besides those of §5.4: other
+   * workers' directories inside this one (a worker at the project root), the engine's data
+   * directory and settings directory. Called for every path the watcher sees, so it reflects
+   * config.yaml reloads; keep it cheap.
+   */
+  ignoredPaths?: () => readonly string[]
   /** Replaces the manifest's start command (compose `scripts.run`). */
   startCommand?: string
   /** True for svc's own processes (the console): nothing to install, so no "no install step" warning. */
