@@ -6,6 +6,7 @@
  * serving and says where the error is.
  */
 import assert from 'node:assert/strict'
+import { spawn } from 'node:child_process'
 import { mkdirSync, rmSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { pathToFileURL } from 'node:url'
@@ -14,7 +15,7 @@ import { registerWorker } from 'svc-sdk'
 import type { SvcClient } from 'svc-sdk'
 import { startEngine } from '../src/lib/start.ts'
 import type { RunningEngine } from '../src/lib/start.ts'
-import { ROOT, tempProject } from './support/processes.ts'
+import { ROOT, SVC_BIN, tempProject } from './support/processes.ts'
 
 const SDK = pathToFileURL(join(ROOT, 'packages', 'sdk', 'dist', 'index.js')).href
 
@@ -102,11 +103,16 @@ function steadyCalls(client: SvcClient, concurrency = 4) {
 }
 
 before(async () => {
-  dir = await tempProject('  - name: versioned\n    worker_path: ./workers/versioned\n')
+  dir = await tempProject('  - name: versioned\n    worker_path: ./workers/versioned\n  - name: crasher\n    worker_path: ./workers/crasher\n')
   const worker = join(dir, 'workers', 'versioned')
   mkdirSync(worker, { recursive: true })
   writeFileSync(join(worker, 'svc.worker.yaml'), 'name: versioned\nscripts:\n  start: node index.mjs\n')
   writeFileSync(join(worker, 'index.mjs'), workerSource('v1'))
+  // A worker that never gets to register crash::now: a syntax error on line 2.
+  const crasher = join(dir, 'workers', 'crasher')
+  mkdirSync(crasher, { recursive: true })
+  writeFileSync(join(crasher, 'svc.worker.yaml'), 'name: crasher\nscripts:\n  start: node index.mjs\n')
+  writeFileSync(join(crasher, 'index.mjs'), "console.log('registering crash::now')\nexport const broken = {\n")
   const env = { ...process.env }
   delete env.SVC_URL
   running = await startEngine({ version: 'test', cwd: dir, env, workers: true, watch: true, json: true, stdout: (text) => void printed.push(text) })
@@ -172,5 +178,24 @@ describe('reload drops no call (issue 21)', () => {
     await until(() => check.answers.at(-1)?.version === 'v4', 'answers from v4')
     await check.stop()
     assert.deepEqual(check.errors, [])
+  })
+})
+
+describe("a crashed worker's function_not_found (issue 21)", () => {
+  it('svc trigger says the worker crashed, with its name and last error, not that it may still be installing', async () => {
+    await until(() => running!.workers.find((w) => w.name === 'crasher')?.state === 'crashed', 'the crasher to be crashed')
+    const env = { ...process.env }
+    delete env.SVC_URL
+    const child = spawn(process.execPath, [SVC_BIN, 'trigger', 'crash::now'], { cwd: dir, env, stdio: ['ignore', 'pipe', 'pipe'] })
+    let stderr = ''
+    child.stderr.on('data', (d) => (stderr += d))
+    const code = await new Promise<number | null>((resolve) => child.on('close', resolve))
+    assert.equal(code, 1, stderr)
+    assert.match(stderr, /^Error: function_not_found: Function crash::now not found$/m)
+    assert.match(
+      stderr,
+      /^Hint: crasher crashed \(exited with code 1 before it registered: SyntaxError: .+ \(index\.mjs:\d\)\); fix it and save, svc starts it again on the next change \(svc logs crasher shows its output\)$/m,
+    )
+    assert.doesNotMatch(stderr, /may still be installing/)
   })
 })
