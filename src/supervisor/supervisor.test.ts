@@ -6,6 +6,8 @@ import assert from 'node:assert/strict'
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { dirname, join } from 'node:path'
+import { createServer } from 'node:http'
+import type { AddressInfo } from 'node:net'
 import { after, describe, it } from 'node:test'
 import type { Logger } from '../../runtime/engine/types.ts'
 import { checkKvm } from './kvm.ts'
@@ -295,6 +297,51 @@ console.log('installed')`,
     assert.deepEqual(changed(), [`${h.name}: worker.mjs changed; restarting`])
     assert.equal(h.readies().length, before + 1)
     assert.equal(h.worker.restarts, 1)
+  })
+
+  describe('reload beside the serving process (WorkerSpec.drain, issue 21)', () => {
+    it('the new process starts while the old one runs; the old one drains, then stops; a crash of the new one keeps the old one', async () => {
+      const drains: Array<[number | undefined, number | undefined]> = []
+      const h = supervise({ 'svc.worker.yaml': manifest('overlap'), 'worker.mjs': script('o1') }, { drain: async (previous, next) => void drains.push([previous.pid, next.pid]) })
+      await h.worker.start()
+      await h.worker.waitUntilRunning(20_000)
+      const first = h.worker.pid!
+      let oldAliveAtReady: boolean | undefined
+      h.worker.on('output', (line: OutputLine) => {
+        if (line.text.startsWith('ready o2')) oldAliveAtReady = alive(first)
+      })
+      writeFileSync(join(h.dir, 'worker.mjs'), script('o2'))
+      await h.until(() => h.readies().some((l) => l.startsWith('ready o2')) && h.worker.state === 'running' && !alive(first), 'o2 running, o1 gone')
+      const second = h.worker.pid!
+      assert.deepEqual(drains, [[first, second]])
+      // The old process still ran when the new one was ready: it was stopped only after.
+      assert.equal(oldAliveAtReady, true)
+      assert.deepEqual(h.states.slice(-3), ['restarting', 'starting', 'running'])
+      writeFileSync(join(h.dir, 'worker.mjs'), "console.log('loading')\nthrow new Error('no config')\n")
+      await h.until(() => h.logs.some((l) => l.level === 'error' && l.message.startsWith(`${h.name}: the new process exited with code 1`)), 'the failure report')
+      assert.equal(h.worker.state, 'running')
+      assert.equal(h.worker.pid, second)
+      assert.ok(alive(second))
+      assert.match(h.worker.lastError!, /^the new process exited with code 1 before it registered: Error: no config \(worker\.mjs:2\)$/)
+    })
+
+    it('a new process that cannot bind the address the old one holds (EADDRINUSE) is started after the old one stopped', async () => {
+      const port = await new Promise<number>((resolve) => {
+        const server = createServer().listen(0, '127.0.0.1', () => {
+          const { port } = server.address() as AddressInfo
+          server.close(() => resolve(port))
+        })
+      })
+      const listener = (tag: string) => `import { createServer } from 'node:http'\ncreateServer().listen(${port}, '127.0.0.1', () => console.log('ready ${tag} ' + process.pid))\n`
+      const h = supervise({ 'svc.worker.yaml': manifest('listener'), 'worker.mjs': listener('l1') }, { drain: async () => {} })
+      await h.worker.start()
+      await h.worker.waitUntilRunning(20_000)
+      const first = h.worker.pid!
+      writeFileSync(join(h.dir, 'worker.mjs'), listener('l2'))
+      await h.until(() => h.readies().some((l) => l.startsWith('ready l2')) && h.worker.state === 'running', 'l2 running')
+      assert.ok(!alive(first))
+      assert.ok(h.logs.some((l) => l.level === 'warn' && l.message.startsWith(`${h.name}: the new process could not listen beside the previous one`)), JSON.stringify(h.logs))
+    })
   })
 
   it('a killed worker is restarted after 1 s and logs the attempt', async () => {
