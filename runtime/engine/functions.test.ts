@@ -5,13 +5,14 @@
  */
 import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
+import fc from 'fast-check'
 import { FunctionEntry } from './functions.ts'
 import type { Callee, Replica } from './functions.ts'
 import type { Peer } from './peer.ts'
 
-function replica(name: string, state: { alive?: boolean; draining?: boolean; pendingBytes?: number } = {}): Replica {
+function replica(name: string, state: { alive?: boolean; draining?: boolean; pendingBytes?: number; remote?: boolean } = {}): Replica {
   const peer = { workerId: name, kind: 'connection', alive: state.alive ?? true, draining: state.draining ?? false, name, namespace: 'default', connectedAtMs: 0, activeInvocations: 0, announce: {}, ipAddress: null } as Peer
-  const callee: Callee = { peer, pendingBytes: state.pendingBytes ?? 0, dispatch() {} }
+  const callee: Callee = { peer, pendingBytes: state.pendingBytes ?? 0, dispatch() {}, ...(state.remote ? { remote: true } : {}) }
   return { peer, callee, wireIdJson: '"f"' }
 }
 
@@ -39,5 +40,30 @@ describe('FunctionEntry.pick with a draining peer (issue 21)', () => {
     const entry = new FunctionEntry('default', 'f')
     entry.replicas.push(replica('old', { draining: true }), replica('busy', { pendingBytes: 1 << 20 }))
     assert.deepEqual(picks(entry, 2), ['busy', 'busy'])
+  })
+})
+
+describe('FunctionEntry.pick (fast-check)', () => {
+  it('any replica set: a live replica is picked whenever one may be, never a dying one, and a draining one only when no other local live replica is there', () => {
+    // Only connections of this engine drain (other engines' replicas are RemoteWorker peers).
+    const state = fc
+      .record({ alive: fc.boolean(), draining: fc.boolean(), pendingBytes: fc.constantFrom(0, 10, 1 << 20), remote: fc.boolean() })
+      .map((s) => ({ ...s, draining: s.draining && !s.remote }))
+    fc.assert(
+      fc.property(fc.array(state, { minLength: 1, maxLength: 8 }), fc.boolean(), fc.nat({ max: 20 }), (states, localOnly, turns) => {
+        const entry = new FunctionEntry('default', 'f')
+        states.forEach((s, i) => entry.replicas.push(replica(`r${i}`, s)))
+        for (let t = 0; t <= turns; t++) {
+          const picked = entry.pick(1024, localOnly)
+          const usable = entry.replicas.filter((r) => r.peer.alive && !(localOnly && r.callee.remote === true))
+          if (usable.length === 0) return assert.equal(picked, undefined)
+          assert.ok(picked !== undefined && picked.peer.alive)
+          if (localOnly) assert.notEqual(picked.callee.remote, true)
+          const otherLocal = usable.some((r) => r.callee.remote !== true && r.peer.draining !== true)
+          if (picked.peer.draining === true && entry.replicas.length > 1) assert.ok(!otherLocal, 'a draining replica was picked beside a live one')
+        }
+      }),
+      { numRuns: 1000 },
+    )
   })
 })
