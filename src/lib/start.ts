@@ -16,7 +16,7 @@ import type { LogLevel, LogRecord } from '../../runtime/engine/logger.ts'
 import type { Logger } from '../../runtime/engine/types.ts'
 import { formatBanner, readyEvent } from './banner.ts'
 import type { ReadyInfo } from './banner.ts'
-import { consoleStartCommand, consoleTokenOff, consoleUrl } from './console.ts'
+import { consoleTokenOff, consoleUrl } from './console.ts'
 import { invocationLogger } from './dev-log.ts'
 import { terminalJson } from '../../runtime/engine/terminal.ts'
 import { InstallProgress } from './install-progress.ts'
@@ -27,9 +27,10 @@ import type { DataDirLock } from './lock.ts'
 import { locateConfig } from './project.ts'
 import { engineHoldingPort, projectName, recordEngine } from './engines.ts'
 import { diffConfig, watchConfigFile } from './reload.ts'
-import { existsSync, mkdirSync } from 'node:fs'
+import { existsSync } from 'node:fs'
 import { join, resolve, sep } from 'node:path'
 import { superviseWorker } from '../supervisor/supervisor.ts'
+import { connectedSince, consoleWorkerSpec, CONSOLE_WORKER_NAME } from '../supervisor/launch.ts'
 import { checkToken, CONSOLE_TOKEN_ENV, newToken } from 'svc-console'
 import type { OutputLine, RegistrationProbe, SupervisedWorker, WorkerState } from '../supervisor/types.ts'
 
@@ -477,22 +478,17 @@ function consoleTokenOf(env: NodeJS.ProcessEnv): string {
  * cli.md §5.5; nothing is watched or installed.
  */
 function launchConsole(entry: LoadedBuiltinEntry, context: LaunchContext, token: string): SupervisedWorker {
-  const directory = join(context.projectRoot, '.svc', 'console')
-  mkdirSync(directory, { recursive: true })
   const worker = superviseWorker(
-    {
+    consoleWorkerSpec({
       name: 'console',
-      directory,
-      namespace: 'default',
+      directory: join(context.projectRoot, '.svc', 'console'),
       engineUrl: context.engineUrl,
       projectRoot: context.projectRoot,
       envBase: 'engine',
-      env: consoleTokenOff(entry.config) ? {} : { [CONSOLE_TOKEN_ENV]: token },
-      watch: false,
-      noInstall: true,
-      startCommand: consoleStartCommand(context.engineUrl, entry.config),
-      isRegistered: (probe) => hasConnection(context.engine, 'svc-console', 'default', probe),
-    },
+      config: entry.config,
+      token: consoleTokenOff(entry.config) ? undefined : token,
+      isRegistered: (probe) => hasConnection(context.engine, CONSOLE_WORKER_NAME, 'default', probe),
+    }),
     { log: context.log },
   )
   printOutput(worker, context)
@@ -529,11 +525,11 @@ export function pathsInside(config: LoadedConfig, directory: string): readonly s
 
 /** True when a connection announced as `name` in `namespace` was opened since `probe.startedAtMs`. */
 function hasConnection(engine: Engine, name: string, namespace: string, probe: RegistrationProbe): boolean {
-  for (const connection of engine.openSessions()) {
-    if (!connection.namespaceResolved) continue
-    if (connection.name === name && connection.namespace === namespace && connection.connectedAtMs >= probe.startedAtMs) return true
-  }
-  return false
+  const announced = engine
+    .openSessions()
+    .filter((c) => c.namespaceResolved)
+    .map((c) => ({ name: c.name, namespace: c.namespace, connectedAtMs: c.connectedAtMs }))
+  return connectedSince(announced, name, namespace, probe)
 }
 
 /**
