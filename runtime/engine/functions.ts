@@ -71,9 +71,11 @@ export class FunctionEntry {
 
   /**
    * Picks a replica round-robin, skipping backpressured or dying peers; when every live replica is
-   * backpressured, the one with the least unsent data (§6.1). In a fleet, replicas of this engine
-   * come first and those on other engines are balanced among themselves; `localOnly` (a call
-   * served for another engine) takes this engine's only. Undefined when none is alive.
+   * backpressured, the one with the least unsent data (§6.1). A draining peer (a worker process
+   * being replaced by a reload, {@link Peer.draining}) is picked only when no other live replica is
+   * there. In a fleet, replicas of this engine come first and those on other engines are balanced
+   * among themselves; `localOnly` (a call served for another engine) takes this engine's only.
+   * Undefined when none is alive.
    */
   pick(backpressureBytes: number, localOnly = false): Replica | undefined {
     const replicas = this.replicas
@@ -86,6 +88,7 @@ export class FunctionEntry {
     }
     let fallback: Replica | undefined
     let fallbackBytes = Infinity
+    let draining: Replica | undefined
     let remotes = 0
     for (let i = 0; i < n; i++) {
       const index = (this.cursor + i) % n
@@ -93,6 +96,10 @@ export class FunctionEntry {
       if (!replica.peer.alive) continue
       if (replica.callee.remote === true) {
         remotes++
+        continue
+      }
+      if (replica.peer.draining === true) {
+        draining ??= replica
         continue
       }
       const bytes = replica.callee.pendingBytes
@@ -105,7 +112,7 @@ export class FunctionEntry {
         fallbackBytes = bytes
       }
     }
-    if (remotes === 0 || localOnly) return fallback
+    if (remotes === 0 || localOnly) return fallback ?? draining
     for (let i = 0; i < n; i++) {
       const index = (this.remoteCursor + i) % n
       const replica = replicas[index]!
@@ -113,7 +120,7 @@ export class FunctionEntry {
       this.remoteCursor = (index + 1) % n
       return replica
     }
-    return fallback
+    return fallback ?? draining
   }
 }
 

@@ -10,6 +10,11 @@ export interface Peer {
   readonly kind: 'connection' | 'builtin'
   /** False once the peer started tearing down; such peers are never picked as replicas. */
   readonly alive: boolean
+  /**
+   * True while a replaced worker process finishes its calls (a reload, cli.md §5.4): replica
+   * selection passes it over while another live replica of the function is there. Connections only.
+   */
+  readonly draining?: boolean
   /** Name from the announce (connections) or the built-in's name; null before any announce. */
   readonly name: string | null
   /** Namespace of the peer (`default` until resolved). */

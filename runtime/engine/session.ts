@@ -76,6 +76,11 @@ export class Session implements Peer, FrameSink {
   namespace = 'default'
   /** False until the first successful announce, the grace period, or a full buffer (§3.4). */
   namespaceResolved = false
+  /**
+   * Set by whoever supervises the worker (`svc`'s reload, src/lib/start.ts) once a new process of
+   * it has registered: new calls go to the other replicas; calls already here finish (§6.1 picks).
+   */
+  draining = false
   announce: WorkerAnnounce = {}
   /** Set by the engine when the session opens: executes calls routed to this session's replicas. */
   callee!: Callee

@@ -5,14 +5,16 @@
  * supervisor of cli.md §5; built-in containers are checked against the engine.
  */
 import { randomBytes } from 'node:crypto'
-import { mkdirSync, readFileSync, statSync } from 'node:fs'
+import { readFileSync, statSync } from 'node:fs'
 import { homedir } from 'node:os'
 import { dirname, isAbsolute, join, resolve } from 'node:path'
 import type { Logger } from '../../runtime/engine/types.ts'
 import type { RegistrationProbe, SupervisedWorker, SupervisorOptions, WorkerSpec, WorkerState } from '../supervisor/types.ts'
-import { consoleStartCommand, consoleTokenOff, consoleUrl } from '../lib/console.ts'
-import { CONSOLE_TOKEN_ENV, newToken } from 'svc-console/access'
+import { consoleTokenOff, consoleUrl } from '../lib/console.ts'
+import { newToken } from 'svc-console/access'
 import { processAlive } from '../lib/processes.ts'
+import { connectedSince, consoleWorkerSpec, CONSOLE_WORKER_NAME } from '../supervisor/launch.ts'
+import type { ListedConnection } from '../supervisor/launch.ts'
 import { displayPath } from '../lib/project.ts'
 import { EnvFileError, parseEnvFile } from './env-file.ts'
 import { builtinDescriptor } from '../../runtime/workers/catalogue.ts'
@@ -343,9 +345,7 @@ export class ProjectRunner {
           return false
         }
         // A connection older than this process is the previous one, not yet gone.
-        return workers.some(
-          (w) => w.name === spec.key && w.namespace === namespace && (w.connected_at_ms >= probe.startedAtMs || (probe.pid !== undefined && w.pid === probe.pid)),
-        )
+        return connectedSince(workers.map(listed), spec.key, namespace, probe)
       },
     }
     if (spec.config !== undefined) workerSpec.config = spec.config
@@ -389,40 +389,33 @@ export class ProjectRunner {
   private async startConsole(c: Container, spec: BuiltinContainer): Promise<void> {
     const running = await this.engine.listWorkers({ namespace: 'default' })
     if (running.some((w) => w.name === 'svc-console')) return
-    let startCommand: string
-    try {
-      startCommand = consoleStartCommand(this.engine.url, spec.config)
-    } catch (err) {
-      throw new ComposeError('INVALID_COMPOSE_FILE', `${spec.key}: ${(err as Error).message.replace(/^config\.yaml: /, '')}`)
-    }
     const token = consoleTokenOff(spec.config) ? undefined : newToken()
-    const directory = join(this.cwd, '.svc', 'compose', this.namespace, 'console')
-    mkdirSync(directory, { recursive: true })
-    const supervised = this.supervise(
-      {
+    let consoleSpec: WorkerSpec
+    try {
+      consoleSpec = consoleWorkerSpec({
         name: spec.key,
-        directory,
-        namespace: 'default',
+        directory: join(this.cwd, '.svc', 'compose', this.namespace, 'console'),
         engineUrl: this.engine.url,
         projectRoot: this.cwd,
         envBase: 'compose',
-        env: token === undefined ? {} : { [CONSOLE_TOKEN_ENV]: token },
-        watch: false,
-        noInstall: true,
-        startCommand,
+        config: spec.config,
+        token,
         logFile: this.logFile(spec.key),
         stateFile: join(this.cwd, '.svc', 'compose', this.namespace, 'workers', `${spec.key}.json`),
         isRegistered: async (probe: RegistrationProbe) => {
           try {
             const workers = await this.engine.listWorkers({ namespace: 'default' })
-            return workers.some((w) => w.name === 'svc-console' && w.connected_at_ms >= probe.startedAtMs)
+            // By connection time only: a console's announce carries no pid svc started.
+            return connectedSince(workers.map((w) => ({ ...listed(w), pid: undefined })), CONSOLE_WORKER_NAME, 'default', probe)
           } catch {
             return false
           }
         },
-      },
-      { log: this.log },
-    )
+      })
+    } catch (err) {
+      throw new ComposeError('INVALID_COMPOSE_FILE', `${spec.key}: ${(err as Error).message.replace(/^config\.yaml: /, '')}`)
+    }
+    const supervised = this.supervise(consoleSpec, { log: this.log })
     this.attach(c, supervised, spec.key)
     try {
       await supervised.start()
@@ -803,4 +796,9 @@ async function stopAdopted(adopted: Adopted, timeoutMs: number): Promise<void> {
   const deadline = Date.now() + timeoutMs
   while (processAlive(adopted.pid) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100))
   if (processAlive(adopted.pid)) signalGroup(adopted.pid, 'SIGKILL')
+}
+
+/** A worker of `engine::workers::list` as {@link connectedSince} reads it. */
+function listed(w: WorkerSummary): ListedConnection {
+  return { name: w.name, namespace: w.namespace, connectedAtMs: w.connected_at_ms, pid: w.pid ?? undefined }
 }

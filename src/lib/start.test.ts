@@ -1,11 +1,11 @@
 import assert from 'node:assert/strict'
-import { mkdtempSync } from 'node:fs'
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { describe, it } from 'node:test'
 import type { LoadedConfig } from '../../runtime/config/loader.ts'
 import { loadConfig } from '../../runtime/config/loader.ts'
-import { handleSignals, portInUse } from './start.ts'
+import { handleSignals, pathsInside, portInUse } from './start.ts'
 import type { RunningEngine } from './start.ts'
 
 class Exited extends Error {
@@ -125,5 +125,20 @@ describe('port in use (cli.md §3 step 4)', () => {
   it('leaves other errors alone', () => {
     assert.equal(portInUse(new Error('boom'), config, env), undefined)
     assert.equal(portInUse(Object.assign(new Error('x'), { code: 'EACCES', port: 80 }), config, env), undefined)
+  })
+})
+
+describe('pathsInside: what a worker at the project root does not watch (issue 21)', () => {
+  it('other workers, the data directory and the settings directory inside it; nothing outside it', () => {
+    const root = mkdtempSync(join(tmpdir(), 'svc-paths-inside-'))
+    for (const dir of ['workers/other', 'src']) mkdirSync(join(root, dir), { recursive: true })
+    writeFileSync(
+      join(root, 'config.yaml'),
+      'data_dir: state\nworkers:\n  - name: configuration\n    config:\n      directory: settings\n  - name: app\n    worker_path: .\n  - name: other\n    worker_path: ./workers/other\n    enabled: false\n',
+    )
+    const config = loadConfig('config.yaml', { cwd: root, env: {} })
+    assert.deepEqual([...pathsInside(config, config.project_root)].sort(), [join(root, 'settings'), join(root, 'state'), join(root, 'workers', 'other')])
+    assert.deepEqual(pathsInside(config, join(root, 'workers', 'other')), [])
+    rmSync(root, { recursive: true, force: true })
   })
 })

@@ -8,13 +8,15 @@ import type { LoadedBuiltinEntry, LoadedConfig, LoadedLocalWorkerEntry } from '.
 import { builtinDescriptor } from '../../runtime/workers/catalogue.ts'
 import { storeSeed } from '../../runtime/workers/shared/configured.ts'
 import { Engine } from '../../runtime/engine/engine.ts'
+import type { FunctionEntry } from '../../runtime/engine/functions.ts'
+import type { Session } from '../../runtime/engine/session.ts'
 import { colourEnabled, consoleLogger } from '../../runtime/engine/logger.ts'
 import { createBuiltins } from '../../runtime/workers/index.ts'
 import type { LogLevel, LogRecord } from '../../runtime/engine/logger.ts'
 import type { Logger } from '../../runtime/engine/types.ts'
 import { formatBanner, readyEvent } from './banner.ts'
 import type { ReadyInfo } from './banner.ts'
-import { consoleStartCommand, consoleTokenOff, consoleUrl } from './console.ts'
+import { consoleTokenOff, consoleUrl } from './console.ts'
 import { invocationLogger } from './dev-log.ts'
 import { terminalJson } from '../../runtime/engine/terminal.ts'
 import { InstallProgress } from './install-progress.ts'
@@ -25,9 +27,10 @@ import type { DataDirLock } from './lock.ts'
 import { locateConfig } from './project.ts'
 import { engineHoldingPort, projectName, recordEngine } from './engines.ts'
 import { diffConfig, watchConfigFile } from './reload.ts'
-import { existsSync, mkdirSync } from 'node:fs'
-import { join } from 'node:path'
+import { existsSync } from 'node:fs'
+import { join, resolve, sep } from 'node:path'
 import { superviseWorker } from '../supervisor/supervisor.ts'
+import { connectedSince, consoleWorkerSpec, CONSOLE_WORKER_NAME } from '../supervisor/launch.ts'
 import { checkToken, CONSOLE_TOKEN_ENV, newToken } from 'svc-console/access'
 import type { OutputLine, RegistrationProbe, SupervisedWorker, WorkerState } from '../supervisor/types.ts'
 
@@ -167,11 +170,14 @@ export async function startEngine(options: StartOptions): Promise<RunningEngine>
   // cli.md §3 step 5: launch the enabled local workers (§5).
   const supervised = new Map<string, SupervisedWorker>()
   const engineUrl = engine.workerUrls[0] ?? 'ws://127.0.0.1:49134'
+  // The configuration in effect: config.yaml reloads replace it.
+  let current = config
   const launch = (entry: LoadedLocalWorkerEntry): SupervisedWorker => {
     const worker = launchLocalWorker(entry, {
       engine,
       engineUrl,
       projectRoot: config.project_root,
+      ignoredPaths: (directory) => pathsInside(current, directory),
       watch: options.watch,
       log: note,
       output: makeLogger(entry.name),
@@ -208,7 +214,6 @@ export async function startEngine(options: StartOptions): Promise<RunningEngine>
 
   // cli.md §2.1 Reload: local worker entries and built-in settings apply while svc runs; enabling or
   // disabling a built-in and listener changes need a restart.
-  let current = config
   const reloader =
     options.watch && config.file
       ? watchConfigFile(config.file, {
@@ -353,6 +358,8 @@ interface LaunchContext {
   engine: Engine
   engineUrl: string
   projectRoot: string
+  /** Paths inside a worker directory its watcher ignores (see {@link pathsInside}); unset for the console. */
+  ignoredPaths?: (directory: string) => readonly string[]
   /** False with `--no-watch`. */
   watch: boolean
   /** Supervisor transitions (source `svc`). */
@@ -420,10 +427,13 @@ function launchLocalWorker(entry: LoadedLocalWorkerEntry, context: LaunchContext
     envBase: 'engine',
     env: entry.env,
     watch: context.watch && entry.watch,
-    isRegistered: (probe) => hasConnection(context.engine, entry.name, namespace, probe),
+    isRegistered: (probe) => hasRegistered(context.engine, entry.name, namespace, probe),
+    drain: (previous, next, options) => drainConnections(context.engine, entry.name, namespace, previous, next, { ...options, log: context.log }),
   }
   if (entry.config !== undefined) spec.config = entry.config
   if (entry.isolation !== undefined) spec.isolation = entry.isolation
+  const ignoredPaths = context.ignoredPaths
+  if (ignoredPaths) spec.ignoredPaths = () => ignoredPaths(entry.worker_path)
   const worker = superviseWorker(spec, { log: context.log })
   printOutput(worker, context)
   worker.on('output', (line: OutputLine) => {
@@ -468,22 +478,17 @@ function consoleTokenOf(env: NodeJS.ProcessEnv): string {
  * cli.md §5.5; nothing is watched or installed.
  */
 function launchConsole(entry: LoadedBuiltinEntry, context: LaunchContext, token: string): SupervisedWorker {
-  const directory = join(context.projectRoot, '.svc', 'console')
-  mkdirSync(directory, { recursive: true })
   const worker = superviseWorker(
-    {
+    consoleWorkerSpec({
       name: 'console',
-      directory,
-      namespace: 'default',
+      directory: join(context.projectRoot, '.svc', 'console'),
       engineUrl: context.engineUrl,
       projectRoot: context.projectRoot,
       envBase: 'engine',
-      env: consoleTokenOff(entry.config) ? {} : { [CONSOLE_TOKEN_ENV]: token },
-      watch: false,
-      noInstall: true,
-      startCommand: consoleStartCommand(context.engineUrl, entry.config),
-      isRegistered: (probe) => hasConnection(context.engine, 'svc-console', 'default', probe),
-    },
+      config: entry.config,
+      token: consoleTokenOff(entry.config) ? undefined : token,
+      isRegistered: (probe) => hasConnection(context.engine, CONSOLE_WORKER_NAME, 'default', probe),
+    }),
     { log: context.log },
   )
   printOutput(worker, context)
@@ -492,13 +497,104 @@ function launchConsole(entry: LoadedBuiltinEntry, context: LaunchContext, token:
   return worker
 }
 
+/** {@link pathsInside} per configuration and worker directory: the watcher asks for every path it sees. */
+const insideCache = new WeakMap<LoadedConfig, Map<string, readonly string[]>>()
+
+/**
+ * What a worker's watcher ignores besides cli.md §5.4's list (issue 21, no restart storms): the
+ * paths of `config` inside `directory` that are not its own source — other local workers'
+ * directories (a worker at the project root, as in the `starter` template, holds them all), the
+ * data directory (SQLite files and the engine's `.lock`) and the settings directory of the
+ * configuration worker. Absolute paths.
+ */
+export function pathsInside(config: LoadedConfig, directory: string): readonly string[] {
+  let byDirectory = insideCache.get(config)
+  if (!byDirectory) insideCache.set(config, (byDirectory = new Map()))
+  const known = byDirectory.get(directory)
+  if (known) return known
+  const settings = (config.builtins.configuration?.config as { directory?: unknown } | undefined)?.directory
+  const candidates = [
+    config.data_dir,
+    resolve(config.project_root, typeof settings === 'string' ? settings : 'config'),
+    ...config.local_workers.map((w) => resolve(w.worker_path)),
+  ]
+  const inside = [...new Set(candidates.filter((p) => p.startsWith(directory + sep)))]
+  byDirectory.set(directory, inside)
+  return inside
+}
+
 /** True when a connection announced as `name` in `namespace` was opened since `probe.startedAtMs`. */
 function hasConnection(engine: Engine, name: string, namespace: string, probe: RegistrationProbe): boolean {
+  const announced = engine
+    .openSessions()
+    .filter((c) => c.namespaceResolved)
+    .map((c) => ({ name: c.name, namespace: c.namespace, connectedAtMs: c.connectedAtMs }))
+  return connectedSince(announced, name, namespace, probe)
+}
+
+/**
+ * How long a reload's new connection may lack a function the previous process registered before
+ * it counts as registered anyway (ms): the new code may have dropped it. The SDKs send every
+ * registration right after the connection opens, so a function still missing by then is not coming.
+ */
+export const REGISTRATION_SETTLE_MS = 3000
+
+/**
+ * True when the process `probe` describes has registered (cli.md §5.3, issue 21): a connection
+ * announced as `name` in `namespace`, opened since `probe.startedAtMs`, that holds every function
+ * the older connections of the same worker hold — the previous process a reload keeps serving until
+ * then — or has been open {@link REGISTRATION_SETTLE_MS}. Without an older connection, the
+ * announce is enough.
+ */
+export function hasRegistered(engine: Engine, name: string, namespace: string, probe: RegistrationProbe): boolean {
+  const previous = new Set<FunctionEntry>()
+  const fresh: Session[] = []
   for (const connection of engine.openSessions()) {
-    if (!connection.namespaceResolved) continue
-    if (connection.name === name && connection.namespace === namespace && connection.connectedAtMs >= probe.startedAtMs) return true
+    if (!connection.namespaceResolved || !connection.alive || connection.name !== name || connection.namespace !== namespace) continue
+    if (connection.connectedAtMs >= probe.startedAtMs) fresh.push(connection)
+    else for (const entry of engine.functions.ofPeer(connection)) previous.add(entry)
   }
-  return false
+  if (fresh.length === 0) return false
+  if (previous.size === 0) return true
+  const now = Date.now()
+  return fresh.some(
+    (connection) => now - connection.connectedAtMs >= REGISTRATION_SETTLE_MS || [...previous].every((entry) => entry.replicas.some((r) => r.peer === connection)),
+  )
+}
+
+/** How often draining connections are checked for calls still running (ms). */
+const DRAIN_POLL_MS = 50
+
+/**
+ * `WorkerSpec.drain` of a local worker (issue 21): marks the connections of the replaced process
+ * (`name` in `namespace`, opened between `previous.startedAtMs` and `next.startedAtMs`) draining,
+ * so replica selection sends new calls to the new process (§6.1, `Peer.draining`), and resolves
+ * once they execute no invocation, after `graceMs` (a warning names the calls left), or when
+ * `signal` aborts.
+ */
+export async function drainConnections(
+  engine: Engine,
+  name: string,
+  namespace: string,
+  previous: RegistrationProbe,
+  next: RegistrationProbe,
+  options: { graceMs: number; signal: AbortSignal; log: Logger },
+): Promise<void> {
+  const connections = () =>
+    engine
+      .openSessions()
+      .filter((c) => c.alive && c.name === name && c.namespace === namespace && c.connectedAtMs >= previous.startedAtMs && c.connectedAtMs < next.startedAtMs)
+  for (const connection of connections()) connection.draining = true
+  const deadline = Date.now() + options.graceMs
+  for (;;) {
+    const calls = connections().reduce((n, c) => n + c.activeInvocations, 0)
+    if (calls === 0 || options.signal.aborted) return
+    if (Date.now() >= deadline) {
+      options.log.warn(`${name}: the previous process still runs ${calls} call${calls === 1 ? '' : 's'} after ${options.graceMs / 1000} s; stopping it`)
+      return
+    }
+    await new Promise((resolve) => setTimeout(resolve, DRAIN_POLL_MS))
+  }
 }
 
 /** Resolves once no worker is `declared`, `starting` or `restarting`, or after `timeoutMs`. */

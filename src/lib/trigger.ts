@@ -292,16 +292,44 @@ export interface NotFoundContext {
   workers: readonly { name: string | null; namespace: string }[]
   /** Local workers config.yaml declares. */
   declaredWorkers: readonly string[]
+  /**
+   * What svc's supervisor last recorded of declared workers (`.svc/state/workers/<name>.json` of
+   * the project whose engine answered), by name; a worker without a current record is absent.
+   */
+  workerStates?: ReadonlyMap<string, DeclaredWorkerState>
 }
 
+/** A declared worker's supervisor state, as the not-found hint uses it. */
+export interface DeclaredWorkerState {
+  /** `crashed`, `failed`, `stopped`, `starting`… (cli.md §4.5). */
+  state?: string
+  /** Why it crashed, failed or last exited: `exited with code 1 before it registered: SyntaxError: … (src/index.ts:3)`. */
+  lastError?: string
+}
+
+/** Longest last error a hint quotes (a summary line is at most 200 characters, plus what precedes it). */
+const HINT_ERROR_CHARS = 300
+
 /**
- * The hint for `function_not_found` that fits the cause (issue 11): a close id → `did you mean`;
- * a `compose::` id in a namespace no compose daemon serves → say so; a namespace nothing is
- * connected in → say so; a declared local worker not connected yet → it may still be starting;
- * otherwise no worker registered that id.
+ * The hint for `function_not_found` that fits the cause (issue 11): a declared local worker that is
+ * not connected and that svc's supervisor recorded `crashed`, `failed` or `stopped` → say so, with
+ * its last error (issue 21); a close id → `did you mean`; a `compose::` id in a namespace no compose
+ * daemon serves → say so; a namespace nothing is connected in → say so; a declared local worker not
+ * connected yet → it may still be starting; otherwise no worker registered that id.
  */
 export function notFoundHint(context: NotFoundContext): string {
   const namespace = context.namespace ?? 'default'
+  const notConnected = context.declaredWorkers.filter((name) => !context.workers.some((w) => w.name === name))
+  const down = notConnected.filter((name) => ['crashed', 'failed', 'stopped'].includes(context.workerStates?.get(name)?.state ?? ''))
+  if (down.length > 0) {
+    const what = down.map((name) => {
+      const { state, lastError } = context.workerStates!.get(name)!
+      const error = lastError === undefined ? '' : lastError.length > HINT_ERROR_CHARS ? ` (${lastError.slice(0, HINT_ERROR_CHARS - 1)}…)` : ` (${lastError})`
+      return `${name} ${state}${error}`
+    })
+    const next = down.some((name) => context.workerStates!.get(name)!.state !== 'stopped') ? 'fix it and save, svc starts it again on the next change' : 'a change to its files starts it again'
+    return `${what.join('; ')}; ${next} (svc logs ${down[0]} shows its output)`
+  }
   // The engine falls back to `default` for ids a namespace does not have.
   const reachable = context.functions.filter((f) => f.namespace === namespace || f.namespace === 'default').map((f) => f.function_id)
   const close = closestMatch(context.functionId, reachable)
@@ -332,6 +360,7 @@ async function withNotFoundHint(failure: CliError, client: SvcClient, call: Trig
       functions: functions.functions ?? [],
       workers: workers.workers ?? [],
       declaredWorkers: call.declaredWorkers ?? [],
+      workerStates: await declaredWorkerStates(call),
     })
     const init: ConstructorParameters<typeof CliError>[0] = { code: failure.code, message: failure.message, exitCode: failure.exitCode, hint, cause: failure.cause }
     if (failure.details !== undefined) init.details = failure.details
@@ -340,6 +369,31 @@ async function withNotFoundHint(failure: CliError, client: SvcClient, call: Trig
   } catch {
     return failure
   }
+}
+
+/**
+ * The supervisor's records of `call.declaredWorkers` in the project of the engine at `call.url`
+ * (the per-user registry of running engines names its root); records of an svc that is no longer
+ * running are left out. Loaded only when a call was not found.
+ */
+async function declaredWorkerStates(call: TriggerCall): Promise<Map<string, DeclaredWorkerState>> {
+  const states = new Map<string, DeclaredWorkerState>()
+  const names = call.declaredWorkers ?? []
+  if (names.length === 0) return states
+  const [{ engineAt }, { readWorkerState }] = await Promise.all([import('./engines.ts'), import('../worker-admin/state-files.ts')])
+  const engine = addressList(call.url)
+    .map((address) => engineAt(address))
+    .find((record) => record !== undefined)
+  if (engine === undefined) return states
+  for (const name of names) {
+    const record = readWorkerState(engine.project_root, name)
+    if (record === undefined || record.stale || record.supervisorPid !== engine.pid) continue
+    const state: DeclaredWorkerState = {}
+    if (record.state !== undefined) state.state = record.state
+    if (record.lastError !== undefined) state.lastError = record.lastError
+    states.set(name, state)
+  }
+  return states
 }
 
 /**

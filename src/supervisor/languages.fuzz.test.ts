@@ -10,7 +10,8 @@ import { join } from 'node:path'
 import { after, describe, it } from 'node:test'
 import fc from 'fast-check'
 import { stringify } from 'yaml'
-import { CompilerErrorScanner } from './compiler-output.ts'
+import { CompilerErrorScanner, startupErrorLine } from './compiler-output.ts'
+import { ignoreMatcher } from './watch.ts'
 import { binaryNameOf, ManifestError, parseManifest } from './manifest.ts'
 import { isSimpleCommand } from './process.ts'
 
@@ -94,6 +95,45 @@ describe('python and rust manifests (fast-check)', () => {
         assert.ok(head!.length <= 300)
         if (place !== undefined) assert.match(place, /^ {2}--> \S.*:\d+:\d+$/)
         assert.ok(!scanner.oneLine!.includes('\n'))
+      }),
+      { numRuns: 500 },
+    )
+  })
+
+  it('a start-up failure summary (issue 21) is one line of at most 200 characters for any output, and keeps the place Node printed', () => {
+    // Lines shaped like the places the summary looks for, hostile ones among them: long runs of
+    // ':' and '/' (backtracking), ANSI sequences, `file://` URLs with escapes, stack frames.
+    const placeish = fc.oneof(
+      fc.string({ unit: fc.constantFrom(...'/:.a1 ()@%\\'.split('')), maxLength: 300 }).map((t) => `/${t}`),
+      fc.string({ unit: fc.constantFrom(...'/:.a1 ()'.split('')), maxLength: 300 }).map((t) => `    at ${t}`),
+      fc.string({ maxLength: 300 }).map((t) => `file:///${t}:7`),
+      fc.constantFrom('Error: Transform failed with 1 error:', '/w/a.ts:1:2: ERROR: x', '  File "/w/m.py", line 9', '\u001b[31mTypeError\u001b[0m: x', '^^^^', 'Node.js v24.0.0'),
+      fc.string({ minLength: 290, maxLength: 400 }).map((t) => `SyntaxError: ${t}`),
+    )
+    fc.assert(
+      fc.property(fc.array(fc.oneof(hostile, placeish), { maxLength: 40 }), fc.nat({ max: 99 }), (lines, n) => {
+        const summary = startupErrorLine(lines, '/w')
+        if (summary !== undefined) {
+          assert.ok(summary.length <= 200, summary)
+          assert.ok(!summary.includes('\n'))
+        }
+        const syntax = startupErrorLine([...lines.filter((l) => !/:\d+$|ERROR:|File "|\bat\b/.test(l)), `file:///w/src/x.mjs:${n}`, '', 'SyntaxError: Unexpected end of input'], '/w')
+        assert.equal(syntax, `SyntaxError: Unexpected end of input (src/x.mjs:${n})`)
+      }),
+      { numRuns: 500 },
+    )
+  })
+
+  it('the watcher never ignores a worker source file, whatever its directory, and always ignores editor and temporary files beside it', () => {
+    const segment = fc.string({ unit: fc.constantFrom(...'abcxyz-_.'.split('')), minLength: 1, maxLength: 12 }).filter((t) => !/^\.|~$|\.(log|tmp|sw[pox])$/.test(t) && !['node_modules', 'dist', 'build', 'out', 'coverage', 'target', 'venv', '4913'].includes(t))
+    const ignored = ignoreMatcher({ directory: '/p', patterns: [], paths: ['/p/config.yaml'] })
+    fc.assert(
+      fc.property(fc.array(segment, { maxLength: 4 }), segment, fc.constantFrom('.ts', '.mjs', '.py', '.rs', '.json'), (dirs, name, ext) => {
+        const file = join('/p', ...dirs, `${name}${ext}`)
+        assert.ok(!ignored(file), file)
+        for (const temp of [`${file}~`, join('/p', ...dirs, `.${name}${ext}.swp`), join('/p', ...dirs, `.#${name}${ext}`), join('/p', ...dirs, `.${name}${ext}.123.tmp`), join('/p', ...dirs, '4913')]) {
+          assert.ok(ignored(temp), temp)
+        }
       }),
       { numRuns: 500 },
     )

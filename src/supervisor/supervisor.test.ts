@@ -6,6 +6,8 @@ import assert from 'node:assert/strict'
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { dirname, join } from 'node:path'
+import { createServer } from 'node:http'
+import type { AddressInfo } from 'node:net'
 import { after, describe, it } from 'node:test'
 import type { Logger } from '../../runtime/engine/types.ts'
 import { checkKvm } from './kvm.ts'
@@ -63,7 +65,7 @@ interface Harness {
 
 function supervise(
   files: Record<string, string>,
-  spec: Partial<WorkerSpec> = {},
+  spec: Partial<WorkerSpec> | ((dir: string) => Partial<WorkerSpec>) = {},
   timings: Partial<SupervisorTimings> = {},
 ): Harness {
   const { dir, name } = workerDir(files)
@@ -85,7 +87,7 @@ function supervise(
       env: {},
       watch: true,
       isRegistered: (probe) => readyAt.some((t) => t >= probe.startedAtMs),
-      ...spec,
+      ...(typeof spec === 'function' ? spec(dir) : spec),
     },
     { log, timings },
   )
@@ -263,6 +265,85 @@ console.log('installed')`,
     assert.ok(h.logs.some((l) => l.message === `${h.name}: ${join('src', 'lib.mjs')} changed; restarting`), JSON.stringify(h.logs.map((l) => l.message)))
   })
 
+  it('a worker at the project root: other workers, config.yaml and its temporary files, editors\' files, .svc, .git, node_modules cause no restart; its own source exactly one', async () => {
+    // The starter template's shape (worker_path: .): the worker directory is the project root.
+    const files = {
+      'svc.worker.yaml': manifest('root-worker'),
+      'worker.mjs': script('r1'),
+      'config.yaml': 'workers: []\n',
+      'workers/other/index.mjs': 'export {}\n',
+      'data/state.db': '',
+      'node_modules/x/index.js': '',
+      '.git/index': '',
+      '.svc/data/.lock': '',
+    }
+    const h = supervise(files, (dir) => ({ projectRoot: dir, ignoredPaths: () => [join(dir, 'workers', 'other'), join(dir, 'data')] }))
+    await h.worker.start()
+    await h.worker.waitUntilRunning(20_000)
+    const before = h.readies().length
+    const changed = () => h.logs.filter((l) => / changed; (restarting|starting)$/.test(l.message)).map((l) => l.message)
+    const write = (rel: string, text = `${Date.now()}\n`) => writeFileSync(join(h.dir, rel), text)
+    write('workers/other/index.mjs')
+    write('config.yaml', 'workers: [] # edited\n')
+    // An editor's save of config.yaml: backup, swap file, vim's write test, emacs lock and autosave,
+    // a temporary file renamed over it (svc's own config writer: .config.yaml.<pid>.tmp).
+    for (const rel of ['config.yaml~', '.config.yaml.swp', '.config.yaml.swx', '4913', '.#config.yaml', '#config.yaml#', '.config.yaml.4242.tmp', 'config.yaml___jb_tmp___']) write(rel)
+    write('data/state.db')
+    write('node_modules/x/index.js')
+    write('.git/index')
+    write('.svc/data/.lock')
+    write('worker.mjs', script('r2'))
+    await h.until(() => h.readies().some((l) => l.startsWith('ready r2')) && h.worker.state === 'running', 'the edited worker to run')
+    assert.deepEqual(changed(), [`${h.name}: worker.mjs changed; restarting`])
+    assert.equal(h.readies().length, before + 1)
+    assert.equal(h.worker.restarts, 1)
+  })
+
+  describe('reload beside the serving process (WorkerSpec.drain, issue 21)', () => {
+    it('the new process starts while the old one runs; the old one drains, then stops; a crash of the new one keeps the old one', async () => {
+      const drains: Array<[number | undefined, number | undefined]> = []
+      const h = supervise({ 'svc.worker.yaml': manifest('overlap'), 'worker.mjs': script('o1') }, { drain: async (previous, next) => void drains.push([previous.pid, next.pid]) })
+      await h.worker.start()
+      await h.worker.waitUntilRunning(20_000)
+      const first = h.worker.pid!
+      let oldAliveAtReady: boolean | undefined
+      h.worker.on('output', (line: OutputLine) => {
+        if (line.text.startsWith('ready o2')) oldAliveAtReady = alive(first)
+      })
+      writeFileSync(join(h.dir, 'worker.mjs'), script('o2'))
+      await h.until(() => h.readies().some((l) => l.startsWith('ready o2')) && h.worker.state === 'running' && !alive(first), 'o2 running, o1 gone')
+      const second = h.worker.pid!
+      assert.deepEqual(drains, [[first, second]])
+      // The old process still ran when the new one was ready: it was stopped only after.
+      assert.equal(oldAliveAtReady, true)
+      assert.deepEqual(h.states.slice(-3), ['restarting', 'starting', 'running'])
+      writeFileSync(join(h.dir, 'worker.mjs'), "console.log('loading')\nthrow new Error('no config')\n")
+      await h.until(() => h.logs.some((l) => l.level === 'error' && l.message.startsWith(`${h.name}: the new process exited with code 1`)), 'the failure report')
+      assert.equal(h.worker.state, 'running')
+      assert.equal(h.worker.pid, second)
+      assert.ok(alive(second))
+      assert.match(h.worker.lastError!, /^the new process exited with code 1 before it registered: Error: no config \(worker\.mjs:2\)$/)
+    })
+
+    it('a new process that cannot bind the address the old one holds (EADDRINUSE) is started after the old one stopped', async () => {
+      const port = await new Promise<number>((resolve) => {
+        const server = createServer().listen(0, '127.0.0.1', () => {
+          const { port } = server.address() as AddressInfo
+          server.close(() => resolve(port))
+        })
+      })
+      const listener = (tag: string) => `import { createServer } from 'node:http'\ncreateServer().listen(${port}, '127.0.0.1', () => console.log('ready ${tag} ' + process.pid))\n`
+      const h = supervise({ 'svc.worker.yaml': manifest('listener'), 'worker.mjs': listener('l1') }, { drain: async () => {} })
+      await h.worker.start()
+      await h.worker.waitUntilRunning(20_000)
+      const first = h.worker.pid!
+      writeFileSync(join(h.dir, 'worker.mjs'), listener('l2'))
+      await h.until(() => h.readies().some((l) => l.startsWith('ready l2')) && h.worker.state === 'running', 'l2 running')
+      assert.ok(!alive(first))
+      assert.ok(h.logs.some((l) => l.level === 'warn' && l.message.startsWith(`${h.name}: the new process could not listen beside the previous one`)), JSON.stringify(h.logs))
+    })
+  })
+
   it('a killed worker is restarted after 1 s and logs the attempt', async () => {
     const h = supervise({ 'svc.worker.yaml': manifest('victim'), 'worker.mjs': script('k') })
     await h.worker.start()
@@ -284,7 +365,8 @@ console.log('installed')`,
     assert.equal(h.logs.filter((l) => l.message.includes('starting: node worker.mjs')).length, 2, JSON.stringify(h.logs))
     assert.equal(h.worker.failure?.code, 'STARTUP_FAILED')
     const line = h.logs.find((l) => l.level === 'error')!.message
-    assert.match(line, new RegExp(`^${h.name} cannot start \\(exited with code 1, twice the same way\\): SyntaxError: .+; waiting for a change to workers/${h.name}$`))
+    // The summary keeps where the error is (issue 21).
+    assert.match(line, new RegExp(`^${h.name} cannot start \\(exited with code 1, twice the same way\\): SyntaxError: .+ \\(worker\\.mjs:3\\); waiting for a change to workers/${h.name}$`))
     await assert.rejects(h.worker.waitUntilRunning(1000), (err: SupervisorError) => err.code === 'STARTUP_FAILED' && /SyntaxError/.test(err.message))
 
     writeFileSync(join(h.dir, 'worker.mjs'), script('fixed'))

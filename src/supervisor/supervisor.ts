@@ -5,12 +5,12 @@
  */
 import { EventEmitter } from 'node:events'
 import { statSync } from 'node:fs'
-import { basename, dirname, isAbsolute, join, relative } from 'node:path'
+import { basename, dirname, isAbsolute, join, relative, resolve, sep } from 'node:path'
 import { watch } from 'chokidar'
 import type { FSWatcher } from 'chokidar'
 import type { Logger } from '../../runtime/engine/types.ts'
 import { buildWorkerEnv, reservedNamesIn } from './env.ts'
-import { CompilerErrorScanner } from './compiler-output.ts'
+import { CompilerErrorScanner, startupErrorLine } from './compiler-output.ts'
 import { checkKvm } from './kvm.ts'
 import { LogFile } from './log-file.ts'
 import { isDependencyManifest, loadManifest, MANIFEST_FILE, ManifestError } from './manifest.ts'
@@ -20,6 +20,7 @@ import { dependencyHash, logFilePath, StateFile, stateFilePath } from './state-f
 import type {
   OutputLine,
   OutputPhase,
+  RegistrationProbe,
   SupervisedWorker,
   SupervisorFailure,
   SupervisorOptions,
@@ -44,6 +45,7 @@ export const SUPERVISOR_TIMINGS: Readonly<SupervisorTimings> = {
   stopTimeoutMs: 5000,
   postRunTimeoutMs: 60_000,
   registrationNoteMs: 15_000,
+  drainGraceMs: 10_000,
 }
 
 /**
@@ -99,8 +101,17 @@ class WorkerSupervisor extends EventEmitter implements SupervisedWorker {
   #lastError: string | undefined
   #manifest: WorkerManifest | undefined
   #install: InstallRecord
-  /** The worker process. */
+  /** The worker process: the one serving (or starting, when none serves). */
   #proc: ShellProcess | undefined
+  /**
+   * A process a reload started while `#proc` keeps serving (`WorkerSpec.drain`); it becomes `#proc`
+   * once it registers, and `#proc` then drains and stops.
+   */
+  #candidate: ShellProcess | undefined
+  /** Replaced processes finishing their calls before they stop, with the end of each. */
+  #retiring = new Map<ShellProcess, Promise<void>>()
+  /** Aborted by stop(): retiring processes stop at once. */
+  #retireAbort = new AbortController()
   /** setup, install, pre_run or post_run while it runs (stop() kills it). */
   #task: ShellProcess | undefined
   /** Group of a process that exited on its own, signalled and checked before the next start. */
@@ -128,8 +139,8 @@ class WorkerSupervisor extends EventEmitter implements SupervisedWorker {
   #waitForManifest = false
   #warnedNoInstall = false
   #stopping: Promise<void> | undefined
-  /** The last lines the current worker process printed (start-up failures quote them). */
-  #tail: string[] = []
+  /** The last lines each worker process printed (start-up failures quote them). */
+  #tails = new WeakMap<ShellProcess, string[]>()
   /** The process that reached `running`; an exit of any other one is a start-up failure. */
   #registered: ShellProcess | undefined
   /** Signature of the previous start-up failure (exit plus its last output), until a change or a registration. */
@@ -209,11 +220,21 @@ class WorkerSupervisor extends EventEmitter implements SupervisedWorker {
     if (task) await stopGroup(task, this.#stopTimeoutMs)
     // The running action sees the new generation after its current step and returns.
     await this.#chain
+    this.#retireAbort.abort()
+    this.#retireAbort = new AbortController()
+    const candidate = this.#candidate
+    this.#candidate = undefined
     const proc = this.#proc
-    if (proc) {
-      await this.#stopProcess(proc)
-      await this.#postRun(undefined)
-    }
+    await Promise.all([
+      candidate && this.#stopOther(candidate),
+      ...[...this.#retiring.keys()].map((p) => this.#stopOther(p)),
+      proc &&
+        (async () => {
+          await this.#stopProcess(proc)
+          await this.#postRun(undefined)
+        })(),
+    ])
+    await Promise.all(this.#retiring.values())
     this.#reapOrphans()
     this.#failure = undefined
     this.#waitForManifest = false
@@ -305,6 +326,13 @@ class WorkerSupervisor extends EventEmitter implements SupervisedWorker {
    * install when needed, stops the current process (`restarting`), then starts a new one.
    */
   async #launch(generation: number, reload: boolean, reason?: string): Promise<void> {
+    // A process an earlier change started that has not registered yet: this change replaces it.
+    const abandoned = this.#candidate
+    if (abandoned) {
+      this.#candidate = undefined
+      await this.#stopOther(abandoned)
+      if (generation !== this.#generation) return
+    }
     if (reload || !this.#manifest) {
       if (!(await this.#prepare(generation))) return
     }
@@ -312,6 +340,13 @@ class WorkerSupervisor extends EventEmitter implements SupervisedWorker {
     if (installed === false || generation !== this.#generation) return
     if (!(await this.#buildIfNeeded(generation, installed === 'ran'))) return
     const proc = this.#proc
+    if (proc && this.#overlaps(proc)) {
+      // Issue 21: the new process starts beside the serving one, which stops once it registered.
+      this.#restarts++
+      this.#setState('restarting', reason)
+      await this.#spawn(generation, proc)
+      return
+    }
     if (proc) {
       this.#restarts++
       this.#setState('restarting', reason)
@@ -484,8 +519,21 @@ class WorkerSupervisor extends EventEmitter implements SupervisedWorker {
     return this.#install.install_command !== install || this.#install.install_hash !== dependencyHash(this.#spec.directory)
   }
 
-  /** Runs pre_run (compose), then the start command; state `starting` until it registers. */
-  async #spawn(generation: number): Promise<void> {
+  /**
+   * True when a change may start the new process beside `proc` (issue 21): svc passed
+   * `WorkerSpec.drain`, and `proc` registered and still runs. Compose hooks (`pre_run`, `post_run`)
+   * assume one process at a time, so a container with them is stopped first.
+   */
+  #overlaps(proc: ShellProcess): boolean {
+    const spec = this.#spec
+    return spec.drain !== undefined && !spec.preRun && !spec.postRun && this.#registered === proc && !proc.exited
+  }
+
+  /**
+   * Runs pre_run (compose), then the start command; state `starting` until it registers. With
+   * `replacing`, the new process is the candidate of a reload and `replacing` keeps serving.
+   */
+  async #spawn(generation: number, replacing?: ShellProcess): Promise<void> {
     const spec = this.#spec
     const manifest = this.#manifest!
     clearTimeout(this.#backoff)
@@ -514,39 +562,123 @@ class WorkerSupervisor extends EventEmitter implements SupervisedWorker {
       return
     }
     this.#writeLog('svc', `$ ${command}`)
-    this.#tail = []
+    const tail: string[] = []
     const proc = runShell(command, {
       cwd: spec.directory,
       env: this.#env(),
       exec: true,
       onLine: (stream, text) => {
-        this.#tail.push(text)
-        if (this.#tail.length > TAIL_LINES) this.#tail.shift()
+        tail.push(text)
+        if (tail.length > TAIL_LINES) tail.shift()
         this.#output(stream, text, 'run')
       },
     })
-    this.#proc = proc
-    this.#startedAt = new Date(proc.startedAtMs)
+    this.#tails.set(proc, tail)
+    if (replacing) this.#candidate = proc
+    else {
+      this.#proc = proc
+      this.#startedAt = new Date(proc.startedAtMs)
+    }
     this.#failure = undefined
     this.#setState('starting', proc.pid === undefined ? undefined : `pid ${proc.pid}`)
-    this.#log.info(`${this.name} starting: ${command}${proc.pid === undefined ? '' : ` (pid ${proc.pid})`}`)
+    const pid = proc.pid === undefined ? '' : ` (pid ${proc.pid})`
+    const beside = replacing ? `; the previous process${replacing.pid === undefined ? '' : ` (pid ${replacing.pid})`} serves until it registers` : ''
+    this.#log.info(`${this.name} starting: ${command}${pid}${beside}`)
     void proc.done.then((exit) => this.#onExit(proc, exit))
     this.#watchRegistration(proc)
+  }
+
+  /**
+   * The candidate of a reload registered: it becomes the worker's process, and the previous one
+   * drains (`WorkerSpec.drain`, at most `drainGraceMs`), then stops (§5.1).
+   */
+  #promote(next: ShellProcess): void {
+    const previous = this.#proc
+    this.#candidate = undefined
+    this.#proc = next
+    this.#startedAt = new Date(next.startedAtMs)
+    this.#registered = next
+    this.#startupFailure = undefined
+    this.#setState('running')
+    const after = formatSeconds(Date.now() - next.startedAtMs)
+    if (!previous || previous.exited) {
+      this.#log.info(`${this.name} running (registered after ${after})`)
+      return
+    }
+    this.#log.info(`${this.name} running (registered after ${after}); the previous process${previous.pid === undefined ? '' : ` (pid ${previous.pid})`} finishes its calls, then stops`)
+    // Its exit is no crash from now on.
+    previous.requested = true
+    const signal = this.#retireAbort.signal
+    const retired = (async () => {
+      try {
+        const drained = this.#spec.drain?.(probeOf(previous), probeOf(next), { graceMs: this.#t.drainGraceMs, signal })
+        if (drained) await Promise.race([drained, aborted(signal)])
+      } catch (err) {
+        this.#log.debug(`${this.name}: draining the previous process failed: ${(err as Error).message}`)
+      }
+      await this.#stopOther(previous)
+    })().finally(() => this.#retiring.delete(previous))
+    this.#retiring.set(previous, retired)
+  }
+
+  /** Stops a process that is not `#proc` (a replaced or abandoned one), warning when SIGKILL was needed. */
+  async #stopOther(proc: ShellProcess): Promise<void> {
+    const killed = await stopGroup(proc, this.#stopTimeoutMs)
+    if (killed) this.#log.warn(`${this.name}: a previous process did not stop within ${formatSeconds(this.#stopTimeoutMs)}; killed it (SIGKILL)`)
+  }
+
+  /**
+   * The candidate of a reload exited before it registered while the previous process serves: the
+   * previous one keeps serving, and the failure is reported with its summary line (a syntax error:
+   * `SyntaxError: … (src/index.ts:3)`). A new process that could not bind an address the previous
+   * one holds (`EADDRINUSE`: a worker with a listener of its own) is started the usual way instead:
+   * stop the previous process, then start.
+   */
+  async #candidateFailed(generation: number, proc: ShellProcess, exit: CommandExit): Promise<void> {
+    // The exit event can come before the last lines were read from the pipes.
+    await settledWithin(proc.drained, OUTPUT_DRAIN_MS)
+    if (generation !== this.#generation || this.#candidate) return
+    const serving = this.#proc
+    const tail = this.#tails.get(proc) ?? []
+    const description = describeExit(exit)
+    const quoted = startupErrorLine(tail, this.#spec.directory)
+    if (!serving || serving.exited) {
+      this.#lastError = `${description} before it registered${quoted ? `: ${quoted}` : ''}`
+      if (!this.#proc) await this.#afterExit(generation, proc, exit)
+      return
+    }
+    if (tail.some((line) => /EADDRINUSE|address already in use/i.test(line))) {
+      this.#log.warn(`${this.name}: the new process could not listen beside the previous one${quoted ? ` (${quoted})` : ''}; stopping the previous one first`)
+      this.#setState('restarting', 'address in use')
+      await this.#stopProcess(serving)
+      if (generation !== this.#generation || this.#proc) return
+      await this.#spawn(generation)
+      return
+    }
+    this.#lastError = `the new process ${description} before it registered${quoted ? `: ${quoted}` : ''}`
+    this.#setState('running', 'the previous process keeps serving')
+    const where = this.#spec.watch && (this.#manifest?.watch.enabled ?? true) ? `waiting for a change to ${this.#directoryLabel()}` : `run svc worker restart ${this.name} after fixing it`
+    this.#log.error(`${this.name}: the new process ${description} before it registered${quoted ? `: ${quoted}` : ''}; the previous process keeps serving (${where})`)
   }
 
   /** Polls `isRegistered` every 200 ms while `starting` (§5.3). */
   #watchRegistration(proc: ShellProcess): void {
     let noted = false
+    const current = () => (this.#proc === proc || this.#candidate === proc) && !proc.exited && this.#state === 'starting'
     const tick = async () => {
       this.#poll = undefined
-      if (this.#proc !== proc || proc.exited || this.#state !== 'starting') return
+      if (!current()) return
       let registered = false
       try {
         registered = await this.#spec.isRegistered({ pid: proc.pid, startedAtMs: proc.startedAtMs })
       } catch (err) {
         this.#log.debug(`${this.name}: registration check failed: ${(err as Error).message}`)
       }
-      if (this.#proc !== proc || proc.exited || this.#state !== 'starting') return
+      if (!current()) return
+      if (registered && this.#candidate === proc) {
+        this.#promote(proc)
+        return
+      }
       if (registered) {
         this.#registered = proc
         this.#startupFailure = undefined
@@ -568,15 +700,27 @@ class WorkerSupervisor extends EventEmitter implements SupervisedWorker {
 
   /** The worker process ended. Requested exits are handled by whoever asked; the rest follow §5.5. */
   #onExit(proc: ShellProcess, exit: CommandExit): void {
-    if (this.#proc === proc) {
-      this.#proc = undefined
-      clearTimeout(this.#poll)
-      this.#poll = undefined
+    const wasCandidate = this.#candidate === proc
+    if (this.#proc === proc || wasCandidate) {
+      if (wasCandidate) this.#candidate = undefined
+      else this.#proc = undefined
+      // The poll belongs to the process that is starting: the candidate while there is one.
+      if (wasCandidate || !this.#candidate) {
+        clearTimeout(this.#poll)
+        this.#poll = undefined
+      }
     }
     const description = describeExit(exit)
     this.#writeLog('svc', `process ${description}`)
     this.emit('exit', { code: exit.code, signal: exit.signal, requested: proc.requested } satisfies WorkerExit)
     if (proc.requested) return
+    if (wasCandidate && this.#proc && !this.#proc.exited) {
+      // What the new process left behind in its group must not outlive it.
+      if (proc.pid !== undefined) signalGroup(proc.pid, 'SIGKILL')
+      const generation = this.#generation
+      void this.#enqueue(generation, () => this.#candidateFailed(generation, proc, exit))
+      return
+    }
     this.#lastError = description
     // What the worker left behind in its group (a dev server's children) must not outlive it.
     if (proc.pid !== undefined && signalGroup(proc.pid, 'SIGTERM')) this.#orphanGroup = proc.pid
@@ -585,9 +729,10 @@ class WorkerSupervisor extends EventEmitter implements SupervisedWorker {
   }
 
   async #afterExit(generation: number, proc: ShellProcess, exit: CommandExit): Promise<void> {
-    if (this.#proc) return // a file change or restart() already started a new process
+    // A file change or restart() already started a new process.
+    if (this.#proc || this.#candidate) return
     await this.#postRun(generation)
-    if (generation !== this.#generation || this.#proc) return
+    if (generation !== this.#generation || this.#proc || this.#candidate) return
     const description = describeExit(exit)
     if (exit.spawnError !== undefined) {
       // Not a crash of the worker: the shell never ran (the directory vanished, no shell).
@@ -607,8 +752,8 @@ class WorkerSupervisor extends EventEmitter implements SupervisedWorker {
       this.#log.info(`${this.name} ${description}; it starts again on the next file change`)
       return
     }
-    if (this.#registered !== proc && (await this.#repeatedStartupFailure(generation, exit))) return
-    if (generation !== this.#generation || this.#proc) return
+    if (this.#registered !== proc && (await this.#repeatedStartupFailure(generation, proc, exit))) return
+    if (generation !== this.#generation || this.#proc || this.#candidate) return
     const now = Date.now()
     this.#streak = now - proc.startedAtMs >= this.#t.healthyRunMs ? 1 : this.#streak + 1
     this.#exits = this.#exits.filter((t) => now - t < this.#t.crashWindowMs)
@@ -632,7 +777,7 @@ class WorkerSupervisor extends EventEmitter implements SupervisedWorker {
     this.#backoff = setTimeout(() => {
       this.#backoff = undefined
       void this.#enqueue(generation, async () => {
-        if (this.#proc || this.#state !== 'restarting') return
+        if (this.#proc || this.#candidate || this.#state !== 'restarting') return
         this.#restarts++
         await this.#spawn(generation)
       })
@@ -645,16 +790,17 @@ class WorkerSupervisor extends EventEmitter implements SupervisedWorker {
    * error, a missing module). The worker becomes `crashed` and waits for a file change, with one
    * line quoting what it printed. True when that happened.
    */
-  async #repeatedStartupFailure(generation: number, exit: CommandExit): Promise<boolean> {
+  async #repeatedStartupFailure(generation: number, proc: ShellProcess, exit: CommandExit): Promise<boolean> {
     // The exit event can come before the last lines were read from the pipes.
-    await new Promise((resolve) => setTimeout(resolve, 50))
-    if (generation !== this.#generation || this.#proc) return false
-    const signature = `${describeExit(exit)}\n${this.#tail.map(normaliseLine).join('\n')}`
+    await settledWithin(proc.drained, OUTPUT_DRAIN_MS)
+    if (generation !== this.#generation || this.#proc || this.#candidate) return false
+    const tail = this.#tails.get(proc) ?? []
+    const signature = `${describeExit(exit)}\n${tail.map(normaliseLine).join('\n')}`
     const previous = this.#startupFailure
     this.#startupFailure = signature
     if (previous !== signature) return false
     const description = describeExit(exit)
-    const quoted = lastOutputLine(this.#tail)
+    const quoted = startupErrorLine(tail, this.#spec.directory)
     const where = this.#spec.watch && (this.#manifest?.watch.enabled ?? true) ? `waiting for a change to ${this.#directoryLabel()}` : `run svc worker restart ${this.name} after fixing it`
     this.#failure = {
       code: 'STARTUP_FAILED',
@@ -687,6 +833,9 @@ class WorkerSupervisor extends EventEmitter implements SupervisedWorker {
       // Stopped in the background: the failure is reported now, not 5 s later.
       void this.#stopProcess(proc)
     }
+    const candidate = this.#candidate
+    this.#candidate = undefined
+    if (candidate) void this.#stopOther(candidate)
     this.#setState('failed', failure.message)
     this.#log.error(`${this.name} failed: ${failure.message}${failure.hint ? ` (hint: ${failure.hint})` : ''}`)
     return false
@@ -780,9 +929,15 @@ class WorkerSupervisor extends EventEmitter implements SupervisedWorker {
       ],
     })
     const stateTemp = `${this.#stateFile.path}.`
+    const more = spec.ignoredPaths
+    const ignoredElsewhere = (path: string) => {
+      if (!more) return false
+      const absolute = resolve(spec.directory, path)
+      return more().some((p) => absolute === p || absolute.startsWith(p + sep))
+    }
     const watcher = watch(spec.directory, {
       ignoreInitial: true,
-      ignored: (path: string) => ignored(path) || path.startsWith(stateTemp),
+      ignored: (path: string) => ignored(path) || path.startsWith(stateTemp) || ignoredElsewhere(path),
     })
     this.#watcher = watcher
     this.#watchKey = key
@@ -825,7 +980,8 @@ class WorkerSupervisor extends EventEmitter implements SupervisedWorker {
   /** One debounced burst of changes (§5.4). */
   async #onChanges(generation: number, changes: Map<string, number>): Promise<void> {
     const dir = this.#spec.directory
-    const proc = this.#proc
+    // The newest process: a reload's candidate, else the serving one.
+    const proc = this.#candidate ?? this.#proc
     // Changes the running process already started with: files written by setup or install, whose
     // events arrive after the spawn. An event that arrived before the spawn is one; so is one that
     // arrived shortly after it for a file last modified before it.
@@ -918,22 +1074,11 @@ class WorkerSupervisor extends EventEmitter implements SupervisedWorker {
 }
 
 /** Lines of a worker's own output kept to compare and quote start-up failures. */
-const TAIL_LINES = 20
+const TAIL_LINES = 40
 
 /** Digits vary between two runs of the same failure (pids, times, ports); they do not count. */
 function normaliseLine(line: string): string {
   return line.replace(/\d+/g, '#').trim()
-}
-
-/**
- * The line that says what went wrong: the last `…Error: …`/`…Exception…`/`panic` line, else the
- * last line that is not a stack frame or the Node.js version footer.
- */
-export function lastOutputLine(lines: readonly string[]): string | undefined {
-  const meaningful = lines.map((l) => l.trim()).filter((l) => l !== '' && !/^at\s/.test(l) && !/^Node\.js v\d/.test(l) && l !== '^')
-  const error = meaningful.findLast((l) => /^(\w+\.)*\w*(Error|Exception)\b|^panic|^Traceback|^error(\[|:)/i.test(l))
-  const line = error ?? meaningful.at(-1)
-  return line !== undefined && line.length > 200 ? `${line.slice(0, 199)}…` : line
 }
 
 /** `2 s`, `1.5 s`, `200 ms`. */
@@ -945,6 +1090,17 @@ function formatSeconds(ms: number): string {
 
 /** How long a failed step's output may lag its exit before the first compiler error is read (ms). */
 const OUTPUT_DRAIN_MS = 2000
+
+/** What `isRegistered` and `drain` get to know about a process. */
+function probeOf(proc: ShellProcess): RegistrationProbe {
+  return { pid: proc.pid, startedAtMs: proc.startedAtMs }
+}
+
+/** Resolves when `signal` aborts. */
+function aborted(signal: AbortSignal): Promise<void> {
+  if (signal.aborted) return Promise.resolve()
+  return new Promise((resolve) => signal.addEventListener('abort', () => resolve(), { once: true }))
+}
 
 /** Resolves when `promise` settles or after `ms`, whichever is first. */
 async function settledWithin(promise: Promise<unknown>, ms: number): Promise<void> {

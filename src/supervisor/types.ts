@@ -66,6 +66,13 @@ export interface WorkerSpec {
   isolation?: 'process' | 'microvm'
   /** False disables watching (entry/container `watch: false`, `svc --no-watch`). */
   watch: boolean
+  /**
+   * Absolute paths the watcher ignores with everything below them, besides those of §5.4: other
+   * workers' directories inside this one (a worker at the project root), the engine's data
+   * directory and settings directory. Called for every path the watcher sees, so it reflects
+   * config.yaml reloads; keep it cheap.
+   */
+  ignoredPaths?: () => readonly string[]
   /** Replaces the manifest's start command (compose `scripts.run`). */
   startCommand?: string
   /** True for svc's own processes (the console): nothing to install, so no "no install step" warning. */
@@ -93,6 +100,17 @@ export interface WorkerSpec {
    * disconnected) need not count.
    */
   isRegistered: (probe: RegistrationProbe) => boolean | Promise<boolean>
+  /**
+   * Set to reload without a gap (issue 21; cli.md §5.4 refined): on a change, a new process starts
+   * while the registered one keeps serving; once the new one registers ({@link isRegistered}),
+   * `drain` is called for the previous one and the previous process is stopped (§5.1: SIGTERM,
+   * then SIGKILL after the stop timeout) when it resolves. It should tell the engine the previous
+   * process's connections are draining (new calls go to the new one) and resolve once they execute
+   * no invocation, or after `graceMs` (ms), or when `signal` aborts (svc stops the worker). A new
+   * process that exits before it registers leaves the previous one serving. Without `drain`, a
+   * change stops the process first, then starts the new one (compose path containers).
+   */
+  drain?: (previous: RegistrationProbe, next: RegistrationProbe, options: { graceMs: number; signal: AbortSignal }) => Promise<void>
 }
 
 /** The process a {@link WorkerSpec.isRegistered} poll is about. */
@@ -131,6 +149,11 @@ export interface SupervisorTimings {
   postRunTimeoutMs: number
   /** When a worker that has not registered gets a note saying what it must do (15000). */
   registrationNoteMs: number
+  /**
+   * How long a process replaced by a reload may take to finish its calls before it is stopped
+   * (10000; {@link WorkerSpec.drain}).
+   */
+  drainGraceMs: number
 }
 
 /**

@@ -24,8 +24,15 @@ export const IGNORED_NAMES = [
   '.svc',
 ] as const
 
-/** Patterns ignored besides {@link IGNORED_NAMES} (cli.md §5.4). */
-export const IGNORED_PATTERNS = ['*.log'] as const
+/**
+ * Patterns ignored besides {@link IGNORED_NAMES} (cli.md §5.4): `*.log`, and the files editors and
+ * atomic writers make beside the file they save (issue 21: one save of config.yaml in a worker at
+ * the project root restarted it several times): backups (`index.ts~`), vim's swap files and its
+ * write test (`.index.ts.swp`, `4913`), emacs's autosave and lock files (`#index.ts#`, `.#index.ts`),
+ * JetBrains' safe-write files, and temporary files (`*.tmp`: svc's own config.yaml, settings and
+ * state writers rename `.<name>.<pid>.tmp` over the file).
+ */
+export const IGNORED_PATTERNS = ['*.log', '*~', '*.swp', '*.swo', '*.swx', '4913', '#*#', '.#*', '*___jb_tmp___', '*___jb_old___', '*.tmp', '.DS_Store'] as const
 
 /**
  * Converts a glob to a regular expression over `/`-separated relative paths: `*` and `?` stay

@@ -249,8 +249,8 @@ function entry(code: Code, status: number, exit: ExitClass, source: ErrorSource[
   entries.set(code, options.hint === undefined ? value : { ...value, hint: options.hint })
 }
 
-entry(Codes.FunctionNotFound, 404, 'failure', ['engine', 'sdk'], 'No live replica for the id after namespace fallback.', 'Check the id and namespace with `svc functions`; if the worker that registers it is still installing or starting, check `svc worker list` and retry.', {
-  hint: 'the worker may still be installing or starting; check svc worker list and retry',
+entry(Codes.FunctionNotFound, 404, 'failure', ['engine', 'sdk'], 'No live replica for the id after namespace fallback.', 'Check the id and namespace with `svc functions`; if the worker that registers it is still installing or starting, check `svc worker list` and retry; if it crashed, `svc worker list` and `svc logs <worker>` show why.', {
+  hint: 'the worker may still be installing or starting, or it crashed; svc worker list shows its state and last error',
 })
 entry(Codes.FunctionNotInvokable, 500, 'failure', ['sdk'], 'A worker was asked to run a function it registered as HTTP-invoked.', 'Invoke it through the engine (`svc trigger`), which calls its URL; do not route it to a worker.')
 entry(Codes.InvocationFailed, 500, 'failure', ['sdk'], 'A handler threw an error without a code of its own.', 'Read the handler\'s message; run the CLI again with `--debug` for its stack trace, or throw an error with a code of your own.')
