@@ -347,6 +347,12 @@ describe('a new user: init, start, use (issue 3)', () => {
     const demo = join(cwd, 'demo')
     assert.ok(existsSync(join(demo, 'workers', 'math-worker', 'node_modules', 'svc-sdk', 'package.json')))
     assert.ok(existsSync(join(demo, 'workers', 'caller-worker', 'node_modules', '.bin', 'tsx')))
+    // init recorded its installs as svc's own, so the first start does not install again.
+    for (const worker of ['math-worker', 'caller-worker']) {
+      const state = JSON.parse(readFileSync(join(demo, '.svc', 'state', 'workers', `${worker}.json`), 'utf8')) as { install_command?: string; install_hash?: string }
+      assert.match(state.install_command ?? '', /^npm install/, worker)
+      assert.match(state.install_hash ?? '', /^sha256:/, worker)
+    }
 
     useFreePorts(demo)
     const engine = await startProject(demo)
@@ -377,6 +383,7 @@ describe('a new user: init, start, use (issue 3)', () => {
         const log = readFileSync(join(demo, '.svc', 'logs', `${worker}.log`), 'utf8')
         assert.doesNotMatch(log, /npm warn/i, log)
       }
+      assert.doesNotMatch(engine.output.join('\n'), /installing: npm install/, 'the first start installed again')
     } finally {
       await stopEngine(engine)
     }

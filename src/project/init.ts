@@ -4,7 +4,7 @@
  */
 import { Listr, LISTR_LOGGER_STDERR_LEVELS, ListrLogger, ListrLogLevels, PRESET_TIMER } from 'listr2'
 import type { ListrTask } from 'listr2'
-import { installDirectories, installFailedError, runInstall } from './install.ts'
+import { installDirectories, installFailedError, recordInstall, runInstall } from './install.ts'
 import type { InstallOutcome } from './install.ts'
 import { nextSteps } from './next-steps.ts'
 import { copyTemplate, writeProjectIni } from './scaffold.ts'
@@ -111,6 +111,8 @@ export async function initProject(options: InitOptions): Promise<InitResult> {
                 await ctx.installs
                 throw new Error(outcome.reason)
               }
+              // The first svc start finds the install done (no second npm install).
+              await recordInstall(options.directory, directory, manager)
             },
           })),
           { concurrent: true },

@@ -3,8 +3,12 @@
  * template put a package.json in.
  */
 import { execa } from 'execa'
-import { join, posix } from 'node:path'
+import { existsSync } from 'node:fs'
+import { join, posix, relative, sep } from 'node:path'
+import { loadConfig } from '../../runtime/config/loader.ts'
 import { CliError, ExitCode } from '../lib/errors.ts'
+import { loadManifest } from '../supervisor/manifest.ts'
+import { dependencyHash, StateFile, stateFilePath } from '../supervisor/state-file.ts'
 import type { PackageManager } from './types.ts'
 
 /**
@@ -80,3 +84,50 @@ function indent(text: string): string {
     .map((line) => `  ${line}`)
     .join('\n')
 }
+
+/**
+ * Records an install `svc project init` ran as the supervisor records its own (cli.md §5.3: install
+ * command and dependency-manifest hash in `.svc/state/workers/<name>.json`), for every local worker
+ * of the new project's config.yaml whose directory is `directory` and whose install command is this
+ * package manager's install: the first `svc` then starts the worker without installing it again.
+ * Anything unreadable records nothing (the first start installs, as before).
+ * @param directory relative to `project`, as in {@link installDirectories} (`''` for the root).
+ */
+export async function recordInstall(project: string, directory: string, manager: PackageManager): Promise<void> {
+  const configFile = join(project, 'config.yaml')
+  if (!existsSync(configFile)) return
+  let workers
+  try {
+    workers = loadConfig(configFile, { cwd: project }).local_workers
+  } catch {
+    return
+  }
+  for (const worker of workers) {
+    if (relative(project, worker.worker_path).split(sep).join('/') !== directory) continue
+    let install: string | undefined
+    try {
+      install = loadManifest(worker.worker_path).scripts.install
+    } catch {
+      continue
+    }
+    if (install === undefined || !(install === `${manager} install` || install.startsWith(`${manager} install `))) continue
+    const now = new Date().toISOString()
+    await new StateFile(stateFilePath(project, worker.name)).write({
+      name: worker.name,
+      namespace: worker.namespace ?? 'default',
+      directory: worker.worker_path,
+      state: 'stopped',
+      pid: null,
+      supervisor_pid: process.pid,
+      started_at: null,
+      restarts: 0,
+      last_error: null,
+      last_error_code: null,
+      updated_at: now,
+      install_command: install,
+      install_hash: dependencyHash(worker.worker_path),
+      installed_at: now,
+    })
+  }
+}
+
