@@ -1,7 +1,7 @@
 /**
  * Contracts of the worker supervisor (cli.md §5): how `svc` (config.yaml `worker_path` entries) and
  * the compose daemon (path containers) install, start, watch and restart local workers.
- * Implementation: `supervisor.ts`; manifests: `manifest.ts`; KVM check: `kvm.ts`.
+ * Implementation: `supervisor.ts`; manifests: `manifest.ts`; usable-KVM probe: `microvm/probe.ts`.
  */
 import type { EventEmitter } from 'node:events'
 import type { Logger } from '../../runtime/engine/types.ts'
