@@ -118,7 +118,7 @@ export class MicrovmLauncher {
       this.#vm = vm
     }
     const vm = this.#vm
-    const guestEnv = { ...env, SVC_URL: engine.url, III_URL: engine.url, SVC_ISOLATION: 'microvm', SVC_PROJECT_ROOT: '/workspace' }
+    const guestEnv: Record<string, string> = { ...env, SVC_URL: engine.url, III_URL: engine.url, SVC_ISOLATION: 'microvm', SVC_PROJECT_ROOT: '/workspace' }
     // Host files the guest cannot see (the engine's own environment passes through, cli.md §5.2).
     for (const name of HOST_PATH_VARIABLES) delete guestEnv[name]
     const startedAtMs = Date.now()
