@@ -946,6 +946,7 @@ class WorkerSupervisor extends EventEmitter implements SupervisedWorker {
       last_error: this.#lastError ?? null,
       last_error_code: this.#failure?.code ?? null,
       updated_at: new Date().toISOString(),
+      ...(this.#microvm ? { isolation: 'microvm' as const, vm_pids: this.#microvm.hostPids() } : {}),
       ...this.#install,
     }
   }

@@ -175,6 +175,10 @@ export interface WorkerStateRecord {
   last_error: string | null
   last_error_code: string | null
   updated_at: string
+  /** `microvm` while the worker's processes run in a microVM (cli.md §5.7); absent for a process worker. */
+  isolation?: 'microvm'
+  /** Host pids of the worker's microVM (QEMU first, then its virtiofs daemons), for the host RSS `svc worker list` shows. */
+  vm_pids?: number[]
   /** `scripts.setup` text that last succeeded (setup runs again only when it changes). */
   setup_command?: string
   /** `scripts.install` text and dependency-manifest hash after the last successful install. */
