@@ -285,22 +285,16 @@ export class MicroVm extends EventEmitter {
     this.#ctl = socket
     const lines = createInterface({ input: socket, crlfDelay: Infinity })
     lines.on('line', (text) => {
-      let event: { event?: unknown; gen?: unknown; pid?: unknown; code?: unknown; message?: unknown }
-      try {
-        event = JSON.parse(text)
-      } catch {
-        return
-      }
+      const event = parseAgentEvent(text)
+      if (!event) return
       if (event.event === 'ready') this.emit('ready')
-      else if (event.event === 'started' && typeof event.gen === 'number' && typeof event.pid === 'number') {
+      else if (event.event === 'started') {
         this.pids.set(event.gen, event.pid)
         this.emit('started', event.gen, event.pid)
-      } else if (event.event === 'exit' && typeof event.gen === 'number' && typeof event.code === 'number') {
+      } else if (event.event === 'exit') {
         this.pids.delete(event.gen)
-        const code = event.code
-        const exit: MicroVmExit = code > 128 && code < 160 ? { gen: event.gen, code: null, signal: SIGNALS[code - 128] ?? 'SIGKILL' } : { gen: event.gen, code, signal: null }
-        this.emit('exit', exit)
-      } else if (event.event === 'error' && typeof event.message === 'string') this.emit('guest-error', event.message)
+        this.emit('exit', { gen: event.gen, code: event.code, signal: event.signal } satisfies MicroVmExit)
+      } else if (event.event === 'error') this.emit('guest-error', event.message)
     })
   }
 
@@ -333,6 +327,44 @@ export function kernelCommandLine(accel: 'kvm' | 'tcg'): string {
     if (mhz) khz = Math.round(Number(mhz[1]) * 1000)
   } catch {}
   return `${base} tsc=reliable tsc_early_khz=${khz} lpj=${Math.round(khz * 2)}`
+}
+
+/** An event of the guest agent, checked: the guest is not trusted (cli.md §5.7). */
+export type AgentEvent =
+  | { event: 'ready' }
+  | { event: 'started'; gen: number; pid: number }
+  | { event: 'exit'; gen: number; code: number | null; signal: NodeJS.Signals | null }
+  | { event: 'error'; message: string }
+
+/** Longest agent line read; a longer one is dropped (the guest decides what it sends). */
+export const MAX_AGENT_LINE = 4096
+
+/**
+ * Reads one JSON line of the guest agent. Anything that is not one of the {@link AgentEvent}
+ * shapes with safe non-negative integers is undefined; an error message is cut to 200 characters
+ * without control characters, since it reaches the svc console.
+ */
+export function parseAgentEvent(text: string): AgentEvent | undefined {
+  if (text.length > MAX_AGENT_LINE) return undefined
+  let value: unknown
+  try {
+    value = JSON.parse(text)
+  } catch {
+    return undefined
+  }
+  if (typeof value !== 'object' || value === null) return undefined
+  const v = value as Record<string, unknown>
+  const count = (n: unknown): n is number => typeof n === 'number' && Number.isSafeInteger(n) && n >= 0
+  if (v.event === 'ready') return { event: 'ready' }
+  if (v.event === 'started' && count(v.gen) && count(v.pid)) return { event: 'started', gen: v.gen, pid: v.pid }
+  if (v.event === 'exit' && count(v.gen) && count(v.code) && v.code <= 255) {
+    return v.code > 128 ? { event: 'exit', gen: v.gen, code: null, signal: SIGNALS[v.code - 128] ?? 'SIGKILL' } : { event: 'exit', gen: v.gen, code: v.code, signal: null }
+  }
+  if (v.event === 'error' && typeof v.message === 'string') {
+    // eslint-disable-next-line no-control-regex
+    return { event: 'error', message: v.message.replace(/[\u0000-\u001f\u007f-\u009f\u2028\u2029]/g, ' ').slice(0, 200) }
+  }
+  return undefined
 }
 
 let microvmMachine: boolean | undefined
