@@ -193,7 +193,12 @@ describe('isolation: microvm under TCG (slow)', { skip, timeout: 600_000 }, () =
   })
 
   it('boots, registers, answers, restarts on an edit inside the same VM, logs, is fenced off, and leaves nothing behind', async () => {
-    await until(() => events().find((e) => e.event === 'worker_state' && e.worker === 'vm' && e.state === 'running'), 'the microVM worker to register', 300_000)
+    const settled = await until(
+      () => events().find((e) => e.event === 'worker_state' && e.worker === 'vm' && (e.state === 'running' || e.state === 'failed' || e.state === 'crashed')),
+      'the microVM worker to register',
+      300_000,
+    )
+    assert.equal(settled.state, 'running', `the worker ${String(settled.state)}: ${String(settled.error)}`)
     const first = await infoOf(1, 60_000)
     assert.equal(first.isolation, 'microvm')
     assert.match(first.url, /^ws:\/\/10\.0\.2\.100:\d+$/)

@@ -135,7 +135,9 @@ export interface SupervisorTimings {
 
 /**
  * Why a worker is `failed` or `crashed`. Codes: `INVALID_MANIFEST`, `NO_START_SCRIPT`,
- * `UNKNOWN_WORKER` (manifest.ts), `KVM_NOT_ACCESSIBLE` and `MICROVM_NOT_AVAILABLE` (cli.md §5.7),
+ * `UNKNOWN_WORKER` (manifest.ts), `KVM_NOT_ACCESSIBLE` (the usable-KVM probe, cli.md §5.7),
+ * `INVALID_ARGUMENT` (a `SVC_MICROVM_ACCEL` other than `kvm`/`tcg`), `MICROVM_RUNTIME_NOT_FOUND` (no QEMU or
+ * virtiofsd), `MICROVM_SETUP_FAILED` (the guest assets could not be fetched or built), `MICROVM_BOOT_FAILED`,
  * `RESERVED_ENV_OVERRIDE` (compose env, §5.2), `SETUP_FAILED`, `INSTALL_FAILED` (§5.3),
  * `BUILD_FAILED` (`scripts.build` failed with no previous build running), `PRE_RUN_FAILED` (compose `pre_run`), `SPAWN_FAILED` (the shell could not be started),
  * `CRASHED` (§5.5), `STARTUP_FAILED` (exited before registering the same way twice in a row).
