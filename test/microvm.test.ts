@@ -179,7 +179,7 @@ describe('isolation: microvm under TCG (slow)', { skip, timeout: 600_000 }, () =
     }
     copy('svc-sdk')
     engine = await startEngineProcess(dir, [], { SVC_MICROVM_ACCEL: 'tcg' })
-  })
+  }, { timeout: 120_000 })
 
   after(async () => {
     other?.close()
@@ -192,7 +192,7 @@ describe('isolation: microvm under TCG (slow)', { skip, timeout: 600_000 }, () =
     rmSync(dir, { recursive: true, force: true })
   })
 
-  it('boots, registers, answers, restarts on an edit inside the same VM, logs, is fenced off, and leaves nothing behind', async () => {
+  it('boots, registers, answers, restarts on an edit inside the same VM, logs, is fenced off, and leaves nothing behind', { timeout: 540_000 }, async () => {
     const settled = await until(
       () => events().find((e) => e.event === 'worker_state' && e.worker === 'vm' && (e.state === 'running' || e.state === 'failed' || e.state === 'crashed')),
       'the microVM worker to register',
