@@ -67,6 +67,8 @@ let engine: RunningEngine | undefined
 let other: Server | undefined
 let otherPort = 0
 let otherConnections = 0
+/** Host processes of the worker's VM (QEMU, virtiofsd), found by its run directory. */
+let vmPids: number[] = []
 
 function events(): Array<Record<string, unknown>> {
   const parsed: Array<Record<string, unknown>> = []
@@ -184,7 +186,8 @@ describe('isolation: microvm under TCG (slow)', { skip, timeout: 600_000 }, () =
   after(async () => {
     other?.close()
     if (engine && engine.child.exitCode === null && engine.child.signalCode === null) await engine.kill9()
-    for (const pid of processesWith(dir)) {
+    // Whatever is left of this test's VM, should the test fail midway.
+    for (const pid of [...processesWith(dir), ...vmPids]) {
       try {
         process.kill(pid, 'SIGKILL')
       } catch {}
@@ -210,7 +213,7 @@ describe('isolation: microvm under TCG (slow)', { skip, timeout: 600_000 }, () =
     assert.equal(otherConnections, 0)
 
     const state = JSON.parse(readFileSync(join(dir, '.svc', 'state', 'workers', 'vm.json'), 'utf8')) as { pid: number }
-    const vmPids = processesWith(readFileSync(`/proc/${state.pid}/cmdline`, 'utf8').split('\0').find((a) => a.startsWith('file:') && a.includes('svc-vm-'))!.slice(5).replace(/\/console\.log$/, ''))
+    vmPids = processesWith(readFileSync(`/proc/${state.pid}/cmdline`, 'utf8').split('\0').find((a) => a.startsWith('file:') && a.includes('svc-vm-'))!.slice(5).replace(/\/console\.log$/, ''))
     assert.ok(vmPids.includes(state.pid), `QEMU (pid ${state.pid}) is among ${vmPids.join(', ')}`)
     assert.ok(vmPids.length >= 3, `QEMU and two virtiofsd: ${vmPids.join(', ')}`)
 

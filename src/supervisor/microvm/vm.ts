@@ -158,7 +158,7 @@ export class MicroVm extends EventEmitter {
       ['workspace', o.workspace, 'none'],
     ] as const) {
       const socket = join(dir, `${tag}.fs.sock`)
-      const daemon = spawn(virtiofsd, [`--socket-path=${socket}`, '-o', `source=${source}`, '-o', `cache=${cache}`, '-o', `log_level=${process.env.SVC_MICROVM_DEBUG ? 'debug' : 'err'}`], {
+      const daemon = spawn(...diesWithSvc(virtiofsd, [`--socket-path=${socket}`, '-o', `source=${source}`, '-o', `cache=${cache}`, '-o', `log_level=${process.env.SVC_MICROVM_DEBUG ? 'debug' : 'err'}`]), {
         stdio: ['ignore', 'ignore', 'pipe'],
       })
       daemon.stderr?.on('data', (chunk: Buffer) => {
@@ -201,7 +201,7 @@ export class MicroVm extends EventEmitter {
       '-sandbox', 'on',
     ]
     if (process.env.SVC_MICROVM_DEBUG) console.error(qemu, args.join(' '))
-    const child = spawn(qemu, args, { stdio: ['ignore', 'ignore', 'pipe'] })
+    const child = spawn(...diesWithSvc(qemu, args), { stdio: ['ignore', 'ignore', 'pipe'] })
     this.#qemu = child
     let stderr = ''
     child.stderr?.on('data', (chunk: Buffer) => {
@@ -365,6 +365,16 @@ export function parseAgentEvent(text: string): AgentEvent | undefined {
     return { event: 'error', message: v.message.replace(/[\u0000-\u001f\u007f-\u009f\u2028\u2029]/g, ' ').slice(0, 200) }
   }
   return undefined
+}
+
+/**
+ * `[file, args]` that run `file` so the kernel SIGKILLs it when svc dies, even by `kill -9`:
+ * through util-linux `setpriv --pdeathsig SIGKILL`, which sets the signal and execs (same pid).
+ * Without setpriv the program runs as is and only svc's exit hook stops it.
+ */
+export function diesWithSvc(file: string, args: string[]): [string, string[]] {
+  const setpriv = findProgram(['setpriv'])
+  return setpriv ? [setpriv, ['--pdeathsig', 'SIGKILL', '--', file, ...args]] : [file, args]
 }
 
 let microvmMachine: boolean | undefined
