@@ -3,14 +3,14 @@
  * projects, with and without a running engine. Needs `npm run build`.
  */
 import assert from 'node:assert/strict'
-import { closeSync, mkdirSync, mkdtempSync, openSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { closeSync, existsSync, mkdirSync, mkdtempSync, openSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { createServer } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { after, before, describe, it } from 'node:test'
 import { registerWorker } from 'svc-sdk'
 import type { SvcClient } from 'svc-sdk'
-import { KVM_MESSAGES } from '../src/supervisor/kvm.ts'
+import { KVM_MESSAGES } from '../src/supervisor/microvm/probe.ts'
 import { startEngineProcess, SVC_BIN } from './support/processes.ts'
 import { cliEnv, runSvc, type Finished } from './support/cli.ts'
 import type { RunningEngine } from './support/processes.ts'
@@ -100,15 +100,24 @@ const config = (dir: string) => readFileSync(join(dir, 'config.yaml'), 'utf8')
 /** CONFIG with `lines` added after its last entry (before the trailing comment block). */
 const withEntries = (lines: string) => CONFIG.replace('    enabled: false       # no schedules yet\n', `    enabled: false       # no schedules yet\n${lines}`)
 
-/** Whether this host passes the KVM check of cli.md §5.7 (run independently of the CLI's). */
-function hostHasKvm(): boolean {
-  if (process.platform !== 'linux') return false
+/**
+ * What the usable-KVM probe of cli.md §5.7 must answer on this host, worked out independently of
+ * svc: undefined when microVMs can run here with hardware KVM, else the exact message.
+ */
+function expectedKvmRefusal(): string | undefined {
+  if (process.platform !== 'linux') return KVM_MESSAGES.notLinux
+  if (!existsSync('/dev/kvm')) return KVM_MESSAGES.missing
   try {
     closeSync(openSync('/dev/kvm', 'r+'))
-    return true
   } catch {
-    return false
+    return KVM_MESSAGES.denied
   }
+  const modules = new Set(existsSync('/sys/module') ? readdirSync('/sys/module') : [])
+  if (existsSync('/proc/modules')) for (const line of readFileSync('/proc/modules', 'utf8').split('\n')) modules.add(line.split(' ')[0]!)
+  if (modules.has('kvm_intel') || modules.has('kvm_amd')) return undefined
+  if (modules.has('kvm_pvm')) return KVM_MESSAGES.software('kvm_pvm')
+  const other = [...modules].sort().find((m) => /^kvm_[a-z0-9_]+$/.test(m))
+  return other ? KVM_MESSAGES.software(other) : KVM_MESSAGES.noBackend
 }
 
 describe('svc worker add: local workers', () => {
@@ -153,22 +162,33 @@ describe('svc worker add: local workers', () => {
     assert.equal(config(dir), CONFIG)
   })
 
-  it('runs the KVM check for microVM isolation before editing config.yaml (outcome depends on this host)', async () => {
+  it('runs the usable-KVM probe for microVM isolation before editing config.yaml (exact verdict of this host)', async () => {
     const dir = project({ vm: manifest('vm', 'isolation: microvm\n'), plain: manifest('plain') })
     const fromManifest = await svc(dir, ['worker', 'add', './workers/vm'])
     const fromFlag = await svc(dir, ['worker', 'add', './workers/plain', '--isolation', 'microvm'])
-    if (hostHasKvm()) {
+    const refusal = expectedKvmRefusal()
+    if (refusal === undefined) {
       assert.equal(fromManifest.code, 0, fromManifest.stderr)
       assert.equal(fromFlag.code, 0, fromFlag.stderr)
       assert.equal(config(dir), withEntries('  - name: vm\n    worker_path: ./workers/vm\n  - name: plain\n    worker_path: ./workers/plain\n    isolation: microvm\n'))
     } else {
+      // A /dev/kvm that opens is not enough (a PVM host): the refusal names what is missing.
       for (const result of [fromManifest, fromFlag]) {
         assert.equal(result.code, 1)
-        assert.ok(Object.values(KVM_MESSAGES).some((m) => result.stderr === `Error: ${m}\n`), result.stderr)
-        assert.match(result.stderr, /^Error: KVM not accessible -- /)
+        assert.equal(result.stderr, `Error: ${refusal}\n`)
       }
       assert.equal(config(dir), CONFIG)
     }
+  })
+
+  it('SVC_MICROVM_ACCEL=tcg lets svc worker add declare a microVM worker on any Linux host', { skip: process.platform !== 'linux' }, async () => {
+    const dir = project({ plain: manifest('plain') })
+    const added = await runSvc(['worker', 'add', './workers/plain', '--isolation', 'microvm'], {
+      cwd: dir,
+      env: cliEnv({ SVC_URL: closedUrl, NO_COLOR: '1', SVC_MICROVM_ACCEL: 'tcg', XDG_CACHE_HOME: join(dir, '.cache') }),
+    })
+    assert.equal(added.code, 0, added.stderr)
+    assert.equal(config(dir), withEntries('  - name: plain\n    worker_path: ./workers/plain\n    isolation: microvm\n'))
   })
 
   it('--json gives the result shape of cli.md §4.2, and the highest exit code of several arguments', async () => {

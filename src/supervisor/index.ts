@@ -18,7 +18,7 @@ export {
   PACKAGE_MANAGERS,
 } from './manifest.ts'
 export type { LoadManifestOptions, ManifestErrorCode, RuntimeKind, PackageManager, InferredScripts } from './manifest.ts'
-export { checkKvm, KVM_MESSAGES } from './kvm.ts'
-export type { KvmCheck, KvmCheckOptions } from './kvm.ts'
+export { checkKvm, KVM_MESSAGES, microvmCacheDir } from './microvm/probe.ts'
+export type { KvmCheck, KvmCheckOptions } from './microvm/probe.ts'
 export { RESERVED_ENV, BASELINE_ENV, buildWorkerEnv, reservedNamesIn } from './env.ts'
 export { readWorkerState, stateFilePath, logFilePath, dependencyHash } from './state-file.ts'

@@ -36,6 +36,11 @@ export interface ShellProcess {
    * so wait on it with a bound.
    */
   readonly drained: Promise<void>
+  /**
+   * How to stop it when it is no process group of this host (a process inside a microVM, cli.md
+   * §5.7): asked by {@link stopGroup} instead of signals. Resolves true when it had to be killed.
+   */
+  stop?: (timeoutMs: number) => Promise<boolean>
 }
 
 /** Every group started and not yet seen gone, killed if svc itself exits without stopping them. */
@@ -212,6 +217,7 @@ export async function waitFor(check: () => boolean, timeoutMs: number, intervalM
  */
 export async function stopGroup(proc: ShellProcess, timeoutMs: number): Promise<boolean> {
   proc.requested = true
+  if (proc.stop) return proc.stop(timeoutMs)
   const pid = proc.pid
   if (pid === undefined) {
     await proc.done

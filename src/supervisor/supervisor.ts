@@ -11,7 +11,8 @@ import type { FSWatcher } from 'chokidar'
 import type { Logger } from '../../runtime/engine/types.ts'
 import { buildWorkerEnv, reservedNamesIn } from './env.ts'
 import { CompilerErrorScanner, startupErrorLine } from './compiler-output.ts'
-import { checkKvm } from './kvm.ts'
+import { MicrovmLauncher, MicrovmSetupError } from './microvm/launcher.ts'
+import { checkKvm } from './microvm/probe.ts'
 import { LogFile } from './log-file.ts'
 import { isDependencyManifest, loadManifest, MANIFEST_FILE, ManifestError } from './manifest.ts'
 import { describeExit, groupAlive, runShell, signalGroup, stopGroup } from './process.ts'
@@ -145,6 +146,8 @@ class WorkerSupervisor extends EventEmitter implements SupervisedWorker {
   #registered: ShellProcess | undefined
   /** Signature of the previous start-up failure (exit plus its last output), until a change or a registration. */
   #startupFailure: string | undefined
+  /** The microVM this worker's processes run in (`isolation: microvm`, cli.md §5.7); undefined for a process worker. */
+  #microvm: MicrovmLauncher | undefined
 
   constructor(spec: WorkerSpec, options: SupervisorOptions) {
     super()
@@ -236,6 +239,7 @@ class WorkerSupervisor extends EventEmitter implements SupervisedWorker {
     ])
     await Promise.all(this.#retiring.values())
     this.#reapOrphans()
+    await this.#microvm?.shutdown()
     this.#failure = undefined
     this.#waitForManifest = false
     this.#setState('stopped', 'stopped by svc')
@@ -373,7 +377,8 @@ class WorkerSupervisor extends EventEmitter implements SupervisedWorker {
       }
     }
     // The host check comes before anything else when the entry asks for a microVM (§5.7).
-    if (spec.isolation === 'microvm') return this.#failMicrovm(generation)
+    if (spec.isolation === 'microvm' && !(await this.#useMicrovm(generation))) return false
+    if (spec.isolation === 'process') await this.#dropMicrovm()
     let manifest: WorkerManifest
     try {
       manifest = loadManifest(spec.directory, { requireStart: spec.startCommand === undefined, label: this.#directoryLabel() })
@@ -392,25 +397,52 @@ class WorkerSupervisor extends EventEmitter implements SupervisedWorker {
     const env = buildWorkerEnv({ spec, manifest, isolation: 'process' })
     for (const ignored of env.ignored) this.#log.warn(`${this.name}: ${ignored}, which svc sets itself; ignoring it`)
     await this.#syncWatcher(generation)
-    if (manifest.isolation === 'microvm' && spec.isolation === undefined) return this.#failMicrovm(generation)
+    if (spec.isolation === undefined) {
+      if (manifest.isolation === 'microvm') {
+        if (!(await this.#useMicrovm(generation))) return false
+      } else await this.#dropMicrovm()
+    }
     return generation === this.#generation
   }
 
-  /** microVM isolation: the KVM check of §5.7, then the honest answer that the runner is not here yet. */
-  async #failMicrovm(generation: number): Promise<false> {
+  /**
+   * microVM isolation (§5.7): the usable-KVM probe; on success the worker's processes run in a
+   * microVM from the next start, else the worker is `failed` until its configuration changes.
+   */
+  async #useMicrovm(generation: number): Promise<boolean> {
+    const kvm = checkKvm()
+    if (kvm.ok) {
+      this.#microvm ??= new MicrovmLauncher({
+        name: this.name,
+        directory: this.#spec.directory,
+        projectRoot: this.#spec.projectRoot,
+        engineUrl: this.#spec.engineUrl,
+        accel: kvm.accel,
+        log: this.#log,
+      })
+      return true
+    }
+    await this.#dropMicrovm()
     this.#manifest = undefined
     await this.#syncWatcher(generation)
-    const kvm = checkKvm()
-    const failure: SupervisorFailure = kvm.ok
-      ? {
-          code: 'MICROVM_NOT_AVAILABLE',
-          message: `microVM isolation is not available in this version of svc (KVM is usable on this host)`,
-          hint: 'the microVM runner itself is a later milestone; set isolation: process to run this worker now',
-        }
-      : { code: kvm.code, message: kvm.message, hint: 'set isolation: process to run this worker now' }
-    this.#fail(generation, failure)
+    this.#fail(generation, { code: kvm.code, message: kvm.message, hint: 'set isolation: process to run this worker now' })
     this.#waitForManifest = true
     return false
+  }
+
+  /** Powers off the microVM of a worker that no longer asks for one. */
+  async #dropMicrovm(): Promise<void> {
+    const launcher = this.#microvm
+    this.#microvm = undefined
+    if (!launcher) return
+    const proc = this.#proc
+    if (proc?.stop) await this.#stopProcess(proc)
+    await launcher.shutdown()
+  }
+
+  /** Host RSS of the worker's microVM in bytes (QEMU and its virtiofs daemons); undefined for a process worker. */
+  get vmRssBytes(): number | undefined {
+    return this.#microvm?.hostRssBytes()
   }
 
   /**
@@ -526,7 +558,8 @@ class WorkerSupervisor extends EventEmitter implements SupervisedWorker {
    */
   #overlaps(proc: ShellProcess): boolean {
     const spec = this.#spec
-    return spec.drain !== undefined && !spec.preRun && !spec.postRun && this.#registered === proc && !proc.exited
+    // A microVM runs one worker process; its agent restarts it in place.
+    return spec.drain !== undefined && !spec.preRun && !spec.postRun && this.#microvm === undefined && this.#registered === proc && !proc.exited
   }
 
   /**
@@ -563,16 +596,25 @@ class WorkerSupervisor extends EventEmitter implements SupervisedWorker {
     }
     this.#writeLog('svc', `$ ${command}`)
     const tail: string[] = []
-    const proc = runShell(command, {
-      cwd: spec.directory,
-      env: this.#env(),
-      exec: true,
-      onLine: (stream, text) => {
-        tail.push(text)
-        if (tail.length > TAIL_LINES) tail.shift()
-        this.#output(stream, text, 'run')
-      },
-    })
+    const onLine = (stream: 'stdout' | 'stderr', text: string) => {
+      tail.push(text)
+      if (tail.length > TAIL_LINES) tail.shift()
+      this.#output(stream, text, 'run')
+    }
+    let proc: ShellProcess
+    if (this.#microvm) {
+      try {
+        proc = await this.#microvm.run(command, this.#env(), manifest, onLine)
+      } catch (err) {
+        if (!(err instanceof MicrovmSetupError)) throw err
+        this.#fail(generation, { code: err.code, message: err.message, ...(err.hint === undefined ? {} : { hint: err.hint }) })
+        return
+      }
+      if (generation !== this.#generation) {
+        await stopGroup(proc, this.#stopTimeoutMs)
+        return
+      }
+    } else proc = runShell(command, { cwd: spec.directory, env: this.#env(), exec: true, onLine })
     this.#tails.set(proc, tail)
     if (replacing) this.#candidate = proc
     else {
@@ -723,7 +765,7 @@ class WorkerSupervisor extends EventEmitter implements SupervisedWorker {
     }
     this.#lastError = description
     // What the worker left behind in its group (a dev server's children) must not outlive it.
-    if (proc.pid !== undefined && signalGroup(proc.pid, 'SIGTERM')) this.#orphanGroup = proc.pid
+    if (proc.pid !== undefined && !proc.stop && signalGroup(proc.pid, 'SIGTERM')) this.#orphanGroup = proc.pid
     const generation = this.#generation
     void this.#enqueue(generation, () => this.#afterExit(generation, proc, exit))
   }
@@ -1061,6 +1103,7 @@ class WorkerSupervisor extends EventEmitter implements SupervisedWorker {
       last_error: this.#lastError ?? null,
       last_error_code: this.#failure?.code ?? null,
       updated_at: new Date().toISOString(),
+      ...(this.#microvm ? { isolation: 'microvm' as const, vm_pids: this.#microvm.hostPids() } : {}),
       ...this.#install,
     }
   }

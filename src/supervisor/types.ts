@@ -1,7 +1,7 @@
 /**
  * Contracts of the worker supervisor (cli.md §5): how `svc` (config.yaml `worker_path` entries) and
  * the compose daemon (path containers) install, start, watch and restart local workers.
- * Implementation: `supervisor.ts`; manifests: `manifest.ts`; KVM check: `kvm.ts`.
+ * Implementation: `supervisor.ts`; manifests: `manifest.ts`; usable-KVM probe: `microvm/probe.ts`.
  */
 import type { EventEmitter } from 'node:events'
 import type { Logger } from '../../runtime/engine/types.ts'
@@ -158,7 +158,9 @@ export interface SupervisorTimings {
 
 /**
  * Why a worker is `failed` or `crashed`. Codes: `INVALID_MANIFEST`, `NO_START_SCRIPT`,
- * `UNKNOWN_WORKER` (manifest.ts), `KVM_NOT_ACCESSIBLE` and `MICROVM_NOT_AVAILABLE` (cli.md §5.7),
+ * `UNKNOWN_WORKER` (manifest.ts), `KVM_NOT_ACCESSIBLE` (the usable-KVM probe, cli.md §5.7),
+ * `INVALID_ARGUMENT` (a `SVC_MICROVM_ACCEL` other than `kvm`/`tcg`), `MICROVM_RUNTIME_NOT_FOUND` (no QEMU or
+ * virtiofsd), `MICROVM_SETUP_FAILED` (the guest assets could not be fetched or built), `MICROVM_BOOT_FAILED`,
  * `RESERVED_ENV_OVERRIDE` (compose env, §5.2), `SETUP_FAILED`, `INSTALL_FAILED` (§5.3),
  * `BUILD_FAILED` (`scripts.build` failed with no previous build running), `PRE_RUN_FAILED` (compose `pre_run`), `SPAWN_FAILED` (the shell could not be started),
  * `CRASHED` (§5.5), `STARTUP_FAILED` (exited before registering the same way twice in a row).
@@ -198,6 +200,10 @@ export interface WorkerStateRecord {
   last_error: string | null
   last_error_code: string | null
   updated_at: string
+  /** `microvm` while the worker's processes run in a microVM (cli.md §5.7); absent for a process worker. */
+  isolation?: 'microvm'
+  /** Host pids of the worker's microVM (QEMU first, then its virtiofs daemons), for the host RSS `svc worker list` shows. */
+  vm_pids?: number[]
   /** `scripts.setup` text that last succeeded (setup runs again only when it changes). */
   setup_command?: string
   /** `scripts.install` text and dependency-manifest hash after the last successful install. */

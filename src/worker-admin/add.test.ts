@@ -5,7 +5,7 @@ import { homedir, tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { after, before, describe, it } from 'node:test'
 import { CliError } from '../lib/errors.ts'
-import { KVM_MESSAGES } from '../supervisor/kvm.ts'
+import { KVM_MESSAGES } from '../supervisor/microvm/probe.ts'
 import { addWorkers, classifyWorker, entryPath } from './add.ts'
 import type { AddContext, AddRequest } from './add.ts'
 import { EngineAccess } from './engine.ts'
@@ -63,7 +63,7 @@ describe('svc worker add (library)', () => {
   })
 
   it('writes isolation only when given as a flag', async () => {
-    const ok = () => ({ ok: true as const })
+    const ok = () => ({ ok: true as const, accel: 'kvm' as const })
     const fromManifest = await run({ workers: ['./workers/vm'] }, { checkKvm: ok })
     assert.equal(fromManifest.config, `${CONFIG}  - name: vm\n    worker_path: ./workers/vm\n`)
     const fromFlag = await run({ workers: ['./workers/plain'], isolation: 'microvm', namespace: 'jobs' }, { checkKvm: ok })

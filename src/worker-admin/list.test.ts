@@ -76,6 +76,9 @@ describe('svc worker list merges config.yaml, state files and the engine', () =>
         '  - name: jobs',
         '    worker_path: ./workers/jobs',
         '    namespace: ${JOBS_NS:batch}',
+        '  - name: vm',
+        '    worker_path: ./workers/vm',
+        '    isolation: microvm',
         '',
       ].join('\n'),
     )
@@ -89,6 +92,8 @@ describe('svc worker list merges config.yaml, state files and the engine', () =>
     state('old', { state: 'running', pid: 1, supervisor_pid: 2 ** 22 + 54321 })
     state('older', { state: 'failed', updated_at: new Date(Date.now() - 3_600_000).toISOString() })
     state('console', { state: 'installing' })
+    // A microVM worker: the supervisor records its VM's host pids (this test process stands in for QEMU).
+    state('vm', { state: 'starting', pid: process.pid, isolation: 'microvm', vm_pids: [process.pid, 'x', -1] })
     writeFileSync(join(root, '.svc', 'state', 'workers', 'jobs.json'), '{ not json')
 
     const math = registerWorker(engine.url, { workerName: 'math-worker' })
@@ -138,13 +143,18 @@ describe('svc worker list merges config.yaml, state files and the engine', () =>
     assert.equal(row('jobs')!.status, 'declared', 'an unreadable record is ignored')
     assert.equal(row('jobs')!.namespace, 'batch', 'placeholders in namespace are expanded')
     assert.equal(row('console')!.status, 'installing')
+    const vm = row('vm')!
+    assert.equal(vm.isolation, 'microvm')
+    assert.ok(vm.vm_rss_bytes! > 1024 * 1024, `host RSS of the VM's pids: ${vm.vm_rss_bytes}`)
+    assert.match(formatTable([vm]), new RegExp(`\\./workers/vm \\(microvm, ${Math.round(vm.vm_rss_bytes! / 1048576)} MiB\\)\\n$`))
+    assert.equal(row('math-worker')!.isolation, undefined, 'a process worker has no isolation field')
     assert.equal(row('svc-cron')!.status, 'disabled')
     assert.equal(row('svc-http')!.status, 'running')
     assert.equal(row('configuration')!.kind, 'builtin')
     assert.deepEqual(row('stray'), { name: 'stray', kind: 'external', namespace: 'elsewhere', status: 'running', pid: process.pid, functions: [], source: null })
     assert.deepEqual(
       result.workers.map((w) => w.name),
-      ['svc-http', 'svc-state', 'svc-stream', 'svc-pubsub', 'svc-cron', 'queue', 'database', 'console', 'configuration', 'svc-observability', 'math-worker', 'caller-worker', 'old', 'older', 'jobs', 'stray'],
+      ['svc-http', 'svc-state', 'svc-stream', 'svc-pubsub', 'svc-cron', 'queue', 'database', 'console', 'configuration', 'svc-observability', 'math-worker', 'caller-worker', 'old', 'older', 'jobs', 'vm', 'stray'],
     )
   })
 

@@ -2,6 +2,7 @@
  * `svc worker list` (cli.md §4.5): config.yaml, the supervisor state files and, when the engine
  * is reachable, `engine::workers::list` merged into one table.
  */
+import { readFileSync } from 'node:fs'
 import { expandString } from '../../runtime/config/placeholders.ts'
 import { terminalText } from '../../runtime/engine/terminal.ts'
 import { readConfigText, readEntries } from './config-file.ts'
@@ -30,6 +31,10 @@ export interface ListedWorker {
   /** `built-in`, the entry's `worker_path`, or null for external workers. */
   source: string | null
   last_error?: string
+  /** `microvm` for a worker running in a microVM (cli.md §5.7); absent for a process worker. */
+  isolation?: 'microvm'
+  /** Host RSS of its microVM (QEMU and the virtiofs daemons) in bytes, read when listed. */
+  vm_rss_bytes?: number
 }
 
 export interface WorkerListing {
@@ -172,7 +177,23 @@ function localRow(entry: ConfigEntry, view: EngineView, context: ListContext, cl
   row.pid = record?.pid ?? listed?.pid ?? null
   row.functions = view.functionsOf(entry.name, namespace)
   if (record?.lastError && isTroubled(row.status)) row.last_error = record.lastError
+  if (record?.isolation === 'microvm') {
+    row.isolation = 'microvm'
+    row.vm_rss_bytes = residentBytes(record.vmPids ?? [])
+  }
   return row
+}
+
+/** Sum of VmRSS of `pids` (Linux `/proc/<pid>/status`), bytes; 0 for pids that are gone. */
+function residentBytes(pids: readonly number[]): number {
+  let total = 0
+  for (const pid of pids) {
+    try {
+      const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))
+      if (m) total += Number(m[1]) * 1024
+    } catch {}
+  }
+  return total
 }
 
 /** The state record of `name` when it belongs to the running engine's supervisor. */
@@ -211,7 +232,7 @@ export function formatTable(workers: readonly ListedWorker[]): string {
     w.status,
     w.pid === null ? '-' : String(w.pid),
     w.status === 'disabled' || w.status === 'engine not running' ? '-' : String(w.functions.length),
-    w.source ?? '-',
+    `${w.source ?? '-'}${w.isolation === 'microvm' ? ` (microvm, ${Math.round((w.vm_rss_bytes ?? 0) / 1048576)} MiB)` : ''}`,
   ].map(terminalText))
   const minimum = [0, 0, 0, 'restarting'.length, 0, 0, 0]
   const widths = header.map((h, i) => Math.max(h.length, minimum[i]!, ...rows.map((r) => r[i]!.length)))

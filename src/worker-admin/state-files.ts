@@ -25,6 +25,10 @@ export interface WorkerStateView {
   lastError?: string
   /** Pid of the svc process supervising the worker. */
   supervisorPid?: number
+  /** `microvm` for a worker whose processes run in a microVM (cli.md §5.7). */
+  isolation?: 'microvm'
+  /** Host pids of that microVM (QEMU and its virtiofs daemons). */
+  vmPids?: number[]
   /** True when the supervising process is gone: the record describes an earlier run. */
   stale: boolean
   /** When the supervisor last wrote the file (ms since the epoch): `updated_at`, else the file's mtime. */
@@ -58,6 +62,8 @@ export function readWorkerState(projectRoot: string, name: string): WorkerStateV
   if (typeof raw.state === 'string' && (WORKER_STATES as readonly string[]).includes(raw.state)) record.state = raw.state as WorkerState
   if (isPid(raw.pid)) record.pid = raw.pid
   if (typeof raw.last_error === 'string' && raw.last_error !== '') record.lastError = raw.last_error
+  if (raw.isolation === 'microvm') record.isolation = 'microvm'
+  if (Array.isArray(raw.vm_pids)) record.vmPids = raw.vm_pids.filter(isPid).slice(0, 8)
   if (isPid(raw.supervisor_pid)) {
     record.supervisorPid = raw.supervisor_pid
     record.stale = !processAlive(raw.supervisor_pid)

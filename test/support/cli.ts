@@ -13,7 +13,7 @@ export interface Finished {
 }
 
 /** Variables of the test's own environment that would steer svc; tests set them explicitly. */
-const STEERING = ['SVC_URL', 'SVC_NAMESPACE', 'SVC_WORKER_NAME', 'SVC_NAMESPACE_GRACE_MS', 'SVC_LOG_LEVEL', 'SVC_CONSOLE_TOKEN', 'HTTP_PORT', 'DEBUG', 'CI']
+const STEERING = ['SVC_URL', 'SVC_MICROVM_ACCEL', 'SVC_NAMESPACE', 'SVC_WORKER_NAME', 'SVC_NAMESPACE_GRACE_MS', 'SVC_LOG_LEVEL', 'SVC_CONSOLE_TOKEN', 'HTTP_PORT', 'DEBUG', 'CI']
 
 /** The test's environment without the variables that steer svc, then `extra`. */
 export function cliEnv(extra: NodeJS.ProcessEnv = {}): NodeJS.ProcessEnv {

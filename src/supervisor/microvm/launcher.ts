@@ -1,0 +1,189 @@
+/**
+ * The supervisor's launch seam for `isolation: microvm` (cli.md §5.7): where a process worker gets
+ * `runShell`, a microVM worker gets {@link MicrovmLauncher.run}, which returns the same
+ * {@link ShellProcess} shape. The VM boots on the first run and keeps running across restarts
+ * (the agent restarts the process inside it); {@link MicrovmLauncher.shutdown} powers it off.
+ */
+import type { Logger } from '../../../runtime/engine/types.ts'
+import type { CommandExit, ShellProcess } from '../process.ts'
+import type { WorkerManifest } from '../types.ts'
+import { ensureGuestAssets, MicrovmSetupError, projectNodeBinary } from './assets.ts'
+import { microvmCacheDir } from './probe.ts'
+import { ENGINE_GUEST_ADDRESS, MicroVm } from './vm.ts'
+import type { MicroVmExit } from './vm.ts'
+
+/** cli.md §2.2 `resources`: defaults and bounds. */
+export const MICROVM_DEFAULTS = { cpus: 2, memoryMib: 2048, maxCpus: 4, maxMemoryMib: 4096, minMemoryMib: 128 } as const
+
+/** How long a boot may take before it counts as failed: TCG boots take seconds, not minutes (ms). */
+export const BOOT_TIMEOUT_MS = { kvm: 30_000, tcg: 180_000 } as const
+
+/** Variables of the engine's environment that name host files, which the guest does not have. */
+const HOST_PATH_VARIABLES = ['NODE_EXTRA_CA_CERTS', 'SSL_CERT_FILE', 'SSL_CERT_DIR', 'TMPDIR', 'XDG_RUNTIME_DIR'] as const
+
+/** Every VM of this process, powered off hard if svc exits without stopping them. */
+const liveVms = new Set<MicroVm>()
+let exitHook = false
+
+export interface MicrovmLauncherOptions {
+  name: string
+  directory: string
+  projectRoot: string
+  /** The engine's URL as a host process would use it (`ws://127.0.0.1:49134`). */
+  engineUrl: string
+  accel: 'kvm' | 'tcg'
+  log: Logger
+}
+
+/** The guest's `SVC_URL`: the engine's port behind `10.0.2.100` (cli.md §5.7). */
+export function guestEngineUrl(engineUrl: string): { url: string; port: number; host: string } {
+  const parsed = new URL(engineUrl)
+  const port = Number(parsed.port || (parsed.protocol === 'wss:' ? 443 : 80))
+  let host = parsed.hostname.replace(/^\[|\]$/g, '')
+  if (host === '0.0.0.0' || host === '::' || host === 'localhost') host = '127.0.0.1'
+  const url = `${parsed.protocol}//${ENGINE_GUEST_ADDRESS}:${port}${parsed.pathname === '/' ? '' : parsed.pathname}${parsed.search}`
+  return { url, port, host }
+}
+
+/** Runs one worker's processes in one microVM. */
+export class MicrovmLauncher {
+  readonly #o: MicrovmLauncherOptions
+  #vm: MicroVm | undefined
+
+  constructor(options: MicrovmLauncherOptions) {
+    this.#o = options
+  }
+
+  /** QEMU's pid while the VM runs. */
+  get vmPid(): number | undefined {
+    return this.#vm?.pid
+  }
+
+  /** Host RSS of the VM (QEMU and its virtiofs daemons), bytes; 0 when none runs. */
+  hostRssBytes(): number {
+    return this.#vm?.alive ? this.#vm.hostRssBytes() : 0
+  }
+
+  /** Host pids of the VM, for tests that check nothing is left behind. */
+  hostPids(): number[] {
+    return this.#vm?.hostPids() ?? []
+  }
+
+  /**
+   * Boots the VM when none runs (building the guest assets on first use), then starts `command` in
+   * it with `env` (its `SVC_URL` pointed at `10.0.2.100`).
+   *
+   * @throws {MicrovmSetupError} a missing host tool, a failed download or a failed boot.
+   */
+  async run(
+    command: string,
+    env: Record<string, string>,
+    manifest: WorkerManifest,
+    onLine: (stream: 'stdout' | 'stderr', text: string) => void,
+  ): Promise<ShellProcess> {
+    const o = this.#o
+    const engine = guestEngineUrl(o.engineUrl)
+    if (!this.#vm?.alive) {
+      const assets = await ensureGuestAssets({
+        cacheDir: microvmCacheDir(),
+        nodeBinary: projectNodeBinary(o.projectRoot),
+        onProgress: (text) => o.log.info(`${o.name}: microVM guest: ${text}`),
+      })
+      const cpus = Math.min(Math.max(1, manifest.resources?.cpus ?? MICROVM_DEFAULTS.cpus), MICROVM_DEFAULTS.maxCpus)
+      const memoryMib = Math.min(Math.max(MICROVM_DEFAULTS.minMemoryMib, manifest.resources?.memory_mib ?? MICROVM_DEFAULTS.memoryMib), MICROVM_DEFAULTS.maxMemoryMib)
+      const vm = new MicroVm({
+        name: o.name,
+        assets,
+        workspace: o.directory,
+        accel: o.accel,
+        cpus,
+        memoryMib,
+        enginePort: engine.port,
+        engineHost: engine.host,
+        bootTimeoutMs: BOOT_TIMEOUT_MS[o.accel],
+      })
+      vm.on('guest-error', (message: string) => o.log.warn(`${o.name}: microVM agent: ${message}`))
+      installExitHook()
+      liveVms.add(vm)
+      const started = Date.now()
+      o.log.info(`${o.name}: booting its microVM (${o.accel === 'tcg' ? 'software emulation, slow' : 'KVM'}, ${cpus} vCPU, ${memoryMib} MiB)`)
+      try {
+        await vm.boot()
+      } catch (err) {
+        liveVms.delete(vm)
+        throw err
+      }
+      vm.once('down', () => liveVms.delete(vm))
+      o.log.info(`${o.name}: microVM up in ${((Date.now() - started) / 1000).toFixed(1)} s (pid ${vm.pid})`)
+      this.#vm = vm
+    }
+    const vm = this.#vm
+    const guestEnv: Record<string, string> = { ...env, SVC_URL: engine.url, III_URL: engine.url, SVC_ISOLATION: 'microvm', SVC_PROJECT_ROOT: '/workspace' }
+    // Host files the guest cannot see (the engine's own environment passes through, cli.md §5.2).
+    for (const name of HOST_PATH_VARIABLES) delete guestEnv[name]
+    const startedAtMs = Date.now()
+    const onOutput = (stream: 'stdout' | 'stderr', text: string) => onLine(stream, text)
+    vm.on('line', onOutput)
+    let gen = 0
+    let resolveDone!: (exit: CommandExit) => void
+    const done = new Promise<CommandExit>((resolve) => (resolveDone = resolve))
+    const onExit = (exit: MicroVmExit) => {
+      if (exit.gen === gen) finish({ code: exit.code, signal: exit.signal })
+    }
+    const onDown = (reason: string) => finish({ code: null, signal: 'SIGKILL', spawnError: `the microVM stopped (${reason})` })
+    const finish = (exit: CommandExit) => {
+      if (proc.exited) return
+      proc.exited = true
+      vm.off('exit', onExit)
+      vm.off('down', onDown)
+      // The output of a later start is that process's.
+      setImmediate(() => vm.off('line', onOutput))
+      resolveDone(exit.spawnError !== undefined ? { code: exit.code, signal: exit.signal } : exit)
+    }
+    const proc: ShellProcess = {
+      pid: vm.pid,
+      startedAtMs,
+      exited: false,
+      requested: false,
+      drained: done.then(() => {}),
+      done,
+      stop: async (timeoutMs: number) => {
+        proc.requested = true
+        if (proc.exited) return false
+        if (!vm.alive) return false
+        vm.stopProcess()
+        // The agent gives 5 s and then SIGKILLs the group; allow for that and a slow guest.
+        const killed = await Promise.race([done.then(() => false), new Promise<boolean>((r) => setTimeout(() => r(true), timeoutMs + 10_000))])
+        if (killed) await this.shutdown()
+        return killed
+      },
+    }
+    vm.on('exit', onExit)
+    vm.once('down', onDown)
+    gen = vm.start({ command, cwd: '/workspace', env: guestEnv })
+    return proc
+  }
+
+  /** Powers the VM off (agent `poweroff`, 5 s, then SIGTERM/SIGKILL of QEMU and the daemons). */
+  async shutdown(): Promise<void> {
+    const vm = this.#vm
+    this.#vm = undefined
+    if (!vm) return
+    await vm.shutdown(5000)
+    liveVms.delete(vm)
+  }
+}
+
+function installExitHook(): void {
+  if (exitHook) return
+  exitHook = true
+  process.on('exit', () => {
+    for (const vm of liveVms) for (const pid of vm.hostPids()) {
+      try {
+        process.kill(pid, 'SIGKILL')
+      } catch {}
+    }
+  })
+}
+
+export { MicrovmSetupError }

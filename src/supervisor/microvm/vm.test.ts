@@ -1,0 +1,86 @@
+/**
+ * The microVM's host processes do not outlive svc (cli.md §5.7, issue 22: "nothing left behind
+ * after Ctrl-C or kill -9 of svc"). A child Node process starts a MicroVm (QEMU and two virtiofsd;
+ * the guest need not finish booting) and is killed with SIGKILL: no chance to run an exit hook.
+ */
+import assert from 'node:assert/strict'
+import { spawn } from 'node:child_process'
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { fileURLToPath } from 'node:url'
+import { after, describe, it } from 'node:test'
+import { createInterface } from 'node:readline'
+import { findVmm } from './vm.ts'
+
+function missing(): string | undefined {
+  if (process.platform !== 'linux' || process.arch !== 'x64') return 'needs Linux on x86-64'
+  try {
+    findVmm()
+  } catch (err) {
+    return (err as Error).message
+  }
+  return undefined
+}
+
+const scratch = mkdtempSync(join(tmpdir(), 'svc-vm-kill-'))
+after(() => rmSync(scratch, { recursive: true, force: true }))
+
+function alive(pid: number): boolean {
+  try {
+    return readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]?.[0] !== 'Z'
+  } catch {
+    return false
+  }
+}
+
+/** Live processes whose command line mentions `text`. */
+function sharing(text: string): number[] {
+  const found: number[] = []
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry) || Number(entry) === process.pid) continue
+    try {
+      if (readFileSync(`/proc/${entry}/cmdline`, 'utf8').includes(text) && alive(Number(entry))) found.push(Number(entry))
+    } catch {}
+  }
+  return found
+}
+
+describe('microVM host processes', { skip: missing() }, () => {
+  it('die with svc when it is killed with SIGKILL', async () => {
+    // Assets that need no download: QEMU is spawned at once; whether the guest boots does not matter.
+    writeFileSync(join(scratch, 'vmlinuz'), '')
+    writeFileSync(join(scratch, 'initrd.img'), '')
+    const vm = fileURLToPath(new URL('./vm.ts', import.meta.url))
+    const script = `
+      const { MicroVm } = await import(${JSON.stringify(vm)})
+      const vm = new MicroVm({ name: 't', assets: { kernel: ${JSON.stringify(join(scratch, 'vmlinuz'))}, initrd: ${JSON.stringify(join(scratch, 'initrd.img'))}, root: ${JSON.stringify(scratch)} },
+        workspace: ${JSON.stringify(scratch)}, accel: 'tcg', cpus: 1, memoryMib: 128, enginePort: 9, bootTimeoutMs: 600000 })
+      vm.boot().catch(() => {})
+      const timer = setInterval(() => { if (vm.hostPids().length === 3) { console.log(JSON.stringify(vm.hostPids())); clearInterval(timer) } }, 20)
+      setInterval(() => {}, 1000)
+    `
+    const child = spawn(process.execPath, ['--input-type=module', '-e', script], { stdio: ['ignore', 'pipe', 'inherit'] })
+    const line = await new Promise<string>((resolve, reject) => {
+      createInterface({ input: child.stdout! }).once('line', resolve)
+      child.once('exit', (code) => reject(new Error(`the VM host exited (${code}) before it started QEMU`)))
+    })
+    const pids = JSON.parse(line) as number[]
+    assert.equal(pids.length, 3)
+    try {
+      child.kill('SIGKILL')
+      const deadline = Date.now() + 20_000
+      while (pids.some(alive) && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 50))
+      assert.deepEqual(pids.filter(alive), [], 'QEMU and virtiofsd are gone after kill -9 of their parent')
+      // virtiofsd's own sandboxed child too (its command line names the shared directory).
+      while (sharing(scratch).length > 0 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 50))
+      assert.deepEqual(sharing(scratch), [], 'no process shares the directory any more')
+    } finally {
+      for (const pid of pids) {
+        try {
+          process.kill(pid, 'SIGKILL')
+        } catch {}
+      }
+    }
+  })
+})

@@ -1,0 +1,243 @@
+/**
+ * End to end, slow: `isolation: microvm` (cli.md §5.7, issue 22) under software emulation
+ * (`SVC_MICROVM_ACCEL=tcg`, so it runs on any Linux host with qemu-system-x86, virtiofsd and apt).
+ * A TypeScript worker boots in a microVM, registers, answers `svc trigger`, restarts on a source
+ * edit with the new code (the VM keeps running), its output reaches `.svc/logs`, it cannot reach
+ * a host port other than the engine's, and stopping `svc` leaves no QEMU, virtiofsd or relay
+ * behind. The first run downloads the guest kernel (apt-get download) into the user's cache.
+ * Needs `npm run build`. Marked slow: a TCG boot takes 10–60 s on a loaded 2-core machine.
+ */
+import assert from 'node:assert/strict'
+import { spawn } from 'node:child_process'
+import { cpSync, existsSync, mkdirSync, readdirSync, readFileSync, realpathSync, rmSync, writeFileSync } from 'node:fs'
+import { createServer } from 'node:net'
+import type { Server } from 'node:net'
+import { join } from 'node:path'
+import { after, before, describe, it } from 'node:test'
+import { findVmm } from '../src/supervisor/microvm/vm.ts'
+import { ROOT, SVC_BIN, startEngineProcess, tempProject } from './support/processes.ts'
+import type { RunningEngine } from './support/processes.ts'
+
+/** Why this file cannot run here, or undefined. */
+function missing(): string | undefined {
+  if (process.platform !== 'linux' || process.arch !== 'x64') return 'needs Linux on x86-64'
+  try {
+    findVmm()
+  } catch (err) {
+    return (err as Error).message
+  }
+  if (!existsSync('/usr/bin/apt-get') || !existsSync('/usr/bin/dpkg-deb')) return 'needs apt-get and dpkg-deb for the guest kernel'
+  return undefined
+}
+const skip = missing()
+
+/** A TypeScript worker (Node 24 runs it without a build step) that says which version it is. */
+function workerSource(version: number): string {
+  return `import { connect } from 'node:net'
+import { registerWorker } from 'svc-sdk'
+
+/** Tries a TCP connection; resolves 'connected', or the error code, or 'timeout'. */
+function reach(host: string, port: number): Promise<string> {
+  return new Promise((resolve) => {
+    const socket = connect({ host, port })
+    const timer = setTimeout(() => { socket.destroy(); resolve('timeout') }, 3000)
+    socket.once('connect', () => { clearTimeout(timer); socket.destroy(); resolve('connected') })
+    socket.once('error', (err: NodeJS.ErrnoException) => { clearTimeout(timer); resolve(err.code ?? 'error') })
+  })
+}
+
+const version: number = ${version}
+const svc = registerWorker()
+svc.registerFunction('vm::info', async ({ port }: { port: number }) => ({
+  version,
+  isolation: process.env.SVC_ISOLATION,
+  url: process.env.SVC_URL,
+  cwd: process.cwd(),
+  hostLoopback: await reach('10.0.2.2', port),
+  forwardedAddress: await reach('10.0.2.100', port),
+  outside: await reach('1.1.1.1', 80),
+}))
+console.log('vm worker v' + version + ' up in ' + process.env.SVC_ISOLATION)
+process.on('SIGTERM', async () => { await svc.shutdown(); process.exit(0) })
+`
+}
+
+let dir = ''
+let engine: RunningEngine | undefined
+let other: Server | undefined
+let otherPort = 0
+let otherConnections = 0
+/** Host processes of the worker's VM (QEMU, virtiofsd), found by its run directory. */
+let vmPids: number[] = []
+
+function events(): Array<Record<string, unknown>> {
+  const parsed: Array<Record<string, unknown>> = []
+  for (const line of engine?.output ?? []) {
+    try {
+      const event = JSON.parse(line) as unknown
+      if (event && typeof event === 'object') parsed.push(event as Record<string, unknown>)
+    } catch {}
+  }
+  return parsed
+}
+
+async function until<T>(find: () => T | undefined | false, what: string, timeoutMs: number): Promise<T> {
+  const deadline = Date.now() + timeoutMs
+  for (;;) {
+    const found = find()
+    if (found) return found
+    if (Date.now() > deadline) assert.fail(`timed out waiting for ${what}; svc printed:\n${engine?.output.join('\n')}`)
+    await new Promise((resolve) => setTimeout(resolve, 100))
+  }
+}
+
+interface Info {
+  version: number
+  isolation: string
+  url: string
+  cwd: string
+  hostLoopback: string
+  forwardedAddress: string
+  outside: string
+}
+
+function trigger(): Promise<{ code: number | null; json: { ok: boolean; result?: Info; error?: { code: string } } }> {
+  return new Promise((resolve, reject) => {
+    const env = { ...process.env }
+    delete env.SVC_URL
+    const child = spawn(process.execPath, [SVC_BIN, 'trigger', 'vm::info', `port=${otherPort}`, '--engine', engine!.engineUrl, '--json', '--timeout-ms', '60000'], {
+      cwd: dir,
+      env,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    })
+    let stdout = ''
+    child.stdout.on('data', (d) => (stdout += d))
+    child.on('error', reject)
+    child.on('close', (code) => {
+      try {
+        resolve({ code, json: JSON.parse(stdout) })
+      } catch {
+        reject(new Error(`svc trigger printed no JSON (exit ${code}): ${stdout}`))
+      }
+    })
+  })
+}
+
+/** Calls vm::info until it answers with `version` (a restarted worker registers a moment after it connects). */
+async function infoOf(version: number, timeoutMs: number): Promise<Info> {
+  const deadline = Date.now() + timeoutMs
+  let last: unknown
+  while (Date.now() < deadline) {
+    const answer = await trigger()
+    last = answer.json
+    if (answer.code === 0 && answer.json.result?.version === version) return answer.json.result
+    await new Promise((resolve) => setTimeout(resolve, 500))
+  }
+  assert.fail(`vm::info never answered version ${version}; last: ${JSON.stringify(last)}\n${engine?.output.join('\n')}`)
+}
+
+/** Pids of live processes whose command line mentions `needle`. */
+function processesWith(needle: string): number[] {
+  const pids: number[] = []
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue
+    try {
+      const cmdline = readFileSync(`/proc/${entry}/cmdline`, 'utf8').replaceAll('\0', ' ')
+      const state = readFileSync(`/proc/${entry}/stat`, 'utf8').split(') ')[1]?.[0]
+      if (cmdline.includes(needle) && state !== 'Z') pids.push(Number(entry))
+    } catch {}
+  }
+  return pids
+}
+
+describe('isolation: microvm under TCG (slow)', { skip, timeout: 600_000 }, () => {
+  before(async () => {
+    other = createServer((socket) => {
+      otherConnections++
+      socket.destroy()
+    })
+    await new Promise<void>((resolve) => other!.listen(0, '127.0.0.1', resolve))
+    otherPort = (other.address() as { port: number }).port
+    dir = await tempProject('  - name: vm\n    worker_path: ./workers/vm\n    isolation: microvm\n')
+    const worker = join(dir, 'workers', 'vm')
+    mkdirSync(join(worker, 'src'), { recursive: true })
+    // Small: TCG boots are slow, and the workspace is what the guest reads over virtiofs.
+    writeFileSync(
+      join(worker, 'svc.worker.yaml'),
+      'name: vm\nruntime:\n  kind: typescript\n  entry: src/index.ts\nscripts:\n  install: "true"\n  start: node src/index.ts\nresources:\n  cpus: 1\n  memory_mib: 512\n',
+    )
+    writeFileSync(join(worker, 'package.json'), '{ "type": "module", "private": true }\n')
+    writeFileSync(join(worker, 'src', 'index.ts'), workerSource(1))
+    // The SDK and its dependencies as installed packages (the guest sees only the worker
+    // directory): copies, not the workspace symlinks, which point outside it.
+    const copied = new Set<string>()
+    const copy = (name: string) => {
+      if (copied.has(name)) return
+      copied.add(name)
+      const source = realpathSync(join(ROOT, 'node_modules', name))
+      cpSync(source, join(worker, 'node_modules', name), { recursive: true, dereference: true, filter: (p) => !/\/(src|test)$/.test(p.slice(source.length)) })
+      const manifest = JSON.parse(readFileSync(join(source, 'package.json'), 'utf8')) as { dependencies?: Record<string, string> }
+      for (const dependency of Object.keys(manifest.dependencies ?? {})) copy(dependency)
+    }
+    copy('svc-sdk')
+    engine = await startEngineProcess(dir, [], { SVC_MICROVM_ACCEL: 'tcg' })
+  }, { timeout: 120_000 })
+
+  after(async () => {
+    other?.close()
+    if (engine && engine.child.exitCode === null && engine.child.signalCode === null) await engine.kill9()
+    // Whatever is left of this test's VM, should the test fail midway.
+    for (const pid of [...processesWith(dir), ...vmPids]) {
+      try {
+        process.kill(pid, 'SIGKILL')
+      } catch {}
+    }
+    rmSync(dir, { recursive: true, force: true })
+  })
+
+  it('boots, registers, answers, restarts on an edit inside the same VM, logs, is fenced off, and leaves nothing behind', { timeout: 540_000 }, async () => {
+    const settled = await until(
+      () => events().find((e) => e.event === 'worker_state' && e.worker === 'vm' && (e.state === 'running' || e.state === 'failed' || e.state === 'crashed')),
+      'the microVM worker to register',
+      300_000,
+    )
+    assert.equal(settled.state, 'running', `the worker ${String(settled.state)}: ${String(settled.error)}`)
+    const first = await infoOf(1, 60_000)
+    assert.equal(first.isolation, 'microvm')
+    assert.match(first.url, /^ws:\/\/10\.0\.2\.100:\d+$/)
+    assert.equal(first.cwd, '/workspace')
+    // restrict=on: no host address but the engine's forward, and nothing outside.
+    assert.notEqual(first.hostLoopback, 'connected')
+    assert.notEqual(first.forwardedAddress, 'connected')
+    assert.notEqual(first.outside, 'connected')
+    assert.equal(otherConnections, 0)
+
+    const state = JSON.parse(readFileSync(join(dir, '.svc', 'state', 'workers', 'vm.json'), 'utf8')) as { pid: number }
+    vmPids = processesWith(readFileSync(`/proc/${state.pid}/cmdline`, 'utf8').split('\0').find((a) => a.startsWith('file:') && a.includes('svc-vm-'))!.slice(5).replace(/\/console\.log$/, ''))
+    assert.ok(vmPids.includes(state.pid), `QEMU (pid ${state.pid}) is among ${vmPids.join(', ')}`)
+    assert.ok(vmPids.length >= 3, `QEMU and two virtiofsd: ${vmPids.join(', ')}`)
+
+    writeFileSync(join(dir, 'workers', 'vm', 'src', 'index.ts'), workerSource(2))
+    const second = await infoOf(2, 300_000)
+    assert.equal(second.isolation, 'microvm')
+    // The VM kept running: the same QEMU serves the new process.
+    const after = JSON.parse(readFileSync(join(dir, '.svc', 'state', 'workers', 'vm.json'), 'utf8')) as { pid: number }
+    assert.equal(after.pid, state.pid)
+
+    const log = readFileSync(join(dir, '.svc', 'logs', 'vm.log'), 'utf8')
+    assert.match(log, /stdout vm worker v1 up in microvm/)
+    assert.match(log, /stdout vm worker v2 up in microvm/)
+
+    assert.equal(await engine!.stop(), 0)
+    const left = vmPids.filter((pid) => {
+      try {
+        process.kill(pid, 0)
+        return readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]?.[0] !== 'Z'
+      } catch {
+        return false
+      }
+    })
+    assert.deepEqual(left, [], 'QEMU and virtiofsd are gone after svc stops')
+    assert.deepEqual(processesWith(`nc 127.0.0.1 ${new URL(engine!.engineUrl).port}`), [], 'no engine relay is left')
+  })
+})
