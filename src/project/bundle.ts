@@ -72,10 +72,19 @@ function nestedPackages(dir: string): string[] {
   return out.flatMap((p) => [p, ...nestedPackages(p)])
 }
 
-/** Packs `stage` (a staging copy) with every production dependency bundled; `extraFiles` join its `files`. */
+/**
+ * Packs `stage` (a staging copy) with every production dependency bundled; `extraFiles` join its
+ * `files`. The staged package's own `optionalDependencies` (svc's database drivers, Redis and NATS
+ * clients, OTLP exporters: runtime/adapters/optional-package.ts) are neither bundled nor declared,
+ * so that an install stays small and offline; the feature that needs one says how to add it
+ * (`DEPENDENCY_MISSING`).
+ */
 function packWithBundle(root: string, stage: string, workspaces: readonly string[], packed: Record<string, string>, out: string, extraFiles: readonly string[] = []): string {
-  stageDependencies(root, stage, workspaces, packed)
   const pkgFile = join(stage, 'package.json')
+  const staged = JSON.parse(readFileSync(pkgFile, 'utf8')) as Record<string, unknown>
+  delete staged.optionalDependencies
+  writeFileSync(pkgFile, `${JSON.stringify(staged, null, 2)}\n`)
+  stageDependencies(root, stage, workspaces, packed)
   const pkg = JSON.parse(readFileSync(pkgFile, 'utf8')) as Record<string, unknown>
   pkg.bundleDependencies = depsOf(stage)
   if (extraFiles.length > 0) pkg.files = [...((pkg.files as string[] | undefined) ?? []), ...extraFiles]
