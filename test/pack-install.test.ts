@@ -226,7 +226,13 @@ it('the packed CLI installs offline, scaffolds a project that runs, and the proj
   assert.deepEqual(Object.keys(commandManifest.commands).sort(), compiled(join(installed, 'dist', 'src', 'commands')).sort())
   assert.equal(commandManifest.version, VERSION)
   assert.match(await run('svc', ['--version'], scratch, env), new RegExp(`^svc/${VERSION.replace(/\./g, '\\.')} `))
-  // Issue 20 "Install": the optional packages are not installed with it (they install on demand).
+  // Issue 20 "Install": at most 60 MB on disk; each package once (svc-sdk's dependencies are the
+  // CLI's, not a second copy nested under it), no TypeScript declarations or source maps; the
+  // optional packages are not installed with it (they install on demand).
+  const bytes = Number(execFileSync('du', ['-sb', installed], { encoding: 'utf8' }).split('\t')[0])
+  assert.ok(bytes <= 60e6, `the installed CLI takes ${bytes} bytes, over 60 MB`)
+  assert.ok(!existsSync(join(installed, 'node_modules', 'svc-sdk', 'node_modules')), 'svc-sdk carries no second copy of its dependencies')
+  for (const file of ['dist/src/commands/trigger.d.ts', 'dist/src/commands/trigger.js.map', 'node_modules/svc-sdk/dist/index.d.ts']) assert.ok(!existsSync(join(installed, file)), `${file} is not shipped`)
   for (const optional of ['pg', 'mysql2', 'ioredis', 'nats', '@grpc/grpc-js', '@opentelemetry/exporter-trace-otlp-proto']) {
     assert.ok(!existsSync(join(installed, 'node_modules', optional)), `${optional} is not installed with svc`)
   }
