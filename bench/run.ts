@@ -33,6 +33,8 @@
  *   cli start   `svc --version` and `svc trigger` of the packed CLI installed offline vs.
  *               `node -e "require('ws')"`, alternated, with and without the command manifest
  *               (bench/cli-start.ts)
+ *   install     `npm i -g --offline` of the packed CLI: wall seconds, installed MB and files
+ *               (bench/install.ts; targets ≤ 30 s, ≤ 60 MB)
  *
  * `--write` replaces the results section of docs/benchmarks.md.
  */
@@ -186,6 +188,8 @@ async function main(): Promise<void> {
   const fleet = await run(['bench/fleet.ts'])
   // CLI start-up of the installed CLI vs. a bare Node loading ws (bench/cli-start.ts).
   const cliStart = await run(['bench/cli-start.ts'])
+  // The packed CLI's offline install: time, bytes and files (bench/install.ts).
+  const install = await run(['bench/install.ts'])
 
   const pct = (a: number, b: number) => `${Math.round((a / b) * 100)}%`
   const ratio = (a: number, b: number) => `${(a / b).toFixed(2)}×`
@@ -240,6 +244,8 @@ async function main(): Promise<void> {
     ...fleetRows(fleet),
     '',
     ...cliStartRows(cliStart),
+    '',
+    `Install (\`npm i -g --offline\` of the packed CLI, ${install.tarball_mb} MB tarball): ${install.install_s} s (target ≤ 30 s), ${install.installed_mb} MB on disk (target ≤ 60 MB), ${install.files.toLocaleString('en')} files.`,
   ].join('\n')
   console.log(table)
   if (write) {

@@ -1,18 +1,39 @@
 #!/usr/bin/env node
 // The svc command (oclif), running the compiled commands in dist/.
 
-// Checked before anything else loads: on an older Node, svc would fail later with an obscure
-// error (node:sqlite missing, syntax it does not know).
+// Checked before anything else loads: svc needs Node 22.13 or newer (node:sqlite, require of ES
+// modules). Started by an older Node (often the system's, first on PATH), it runs itself again with
+// a newer Node found on the machine (bin/find-node.js: SVC_NODE, PATH, nvm, fnm, Volta, n), or says
+// what to install.
 const [major, minor] = process.versions.node.split('.').map(Number)
 if (major < 22 || (major === 22 && minor < 13)) {
-  process.stderr.write(
-    `Error: svc needs Node.js 22.13 or newer; this is Node ${process.version}.\n` +
-      'Hint: install a newer Node, or in a checkout of svc run it through npm (npm run svc -- <args>), ' +
-      'which uses the Node 24 that npm install put in node_modules/.bin.\n',
-  )
-  process.exit(1)
+  const { findNode, noNodeMessage } = await import('./find-node.js')
+  // SVC_LAUNCHED_BY: set for the Node run here, so a launcher never starts a launcher.
+  const found = process.env.SVC_LAUNCHED_BY === undefined ? findNode(process.env) : undefined
+  if (found === undefined) {
+    process.stderr.write(noNodeMessage(process.version, process.env.SVC_NODE))
+    process.exit(1)
+  }
+  const { spawn } = await import('node:child_process')
+  const { fileURLToPath } = await import('node:url')
+  const child = spawn(found.path, [fileURLToPath(import.meta.url), ...process.argv.slice(2)], {
+    stdio: 'inherit',
+    env: { ...process.env, SVC_LAUNCHED_BY: process.version },
+  })
+  // The terminal sends Ctrl-C to both processes; a signal sent to this one alone is passed on.
+  for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP']) process.on(signal, () => child.kill(signal))
+  child.on('error', (error) => {
+    process.stderr.write(`Error: could not run svc with ${found.path}: ${error.message}\n`)
+    process.exit(1)
+  })
+  child.on('exit', (code, signal) => {
+    if (signal !== null) {
+      process.removeAllListeners(signal)
+      process.kill(process.pid, signal)
+    } else process.exit(code ?? 1)
+  })
+} else {
+  const { execute } = await import('@oclif/core')
+  const { withDefaultCommand } = await import('../dist/src/lib/argv.js')
+  await execute({ dir: import.meta.url, args: withDefaultCommand(process.argv.slice(2)) })
 }
-
-const { execute } = await import('@oclif/core')
-const { withDefaultCommand } = await import('../dist/src/lib/argv.js')
-await execute({ dir: import.meta.url, args: withDefaultCommand(process.argv.slice(2)) })

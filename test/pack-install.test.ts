@@ -226,6 +226,16 @@ it('the packed CLI installs offline, scaffolds a project that runs, and the proj
   assert.deepEqual(Object.keys(commandManifest.commands).sort(), compiled(join(installed, 'dist', 'src', 'commands')).sort())
   assert.equal(commandManifest.version, VERSION)
   assert.match(await run('svc', ['--version'], scratch, env), new RegExp(`^svc/${VERSION.replace(/\./g, '\\.')} `))
+  // Issue 20 "Install": at most 60 MB on disk; each package once (svc-sdk's dependencies are the
+  // CLI's, not a second copy nested under it), no TypeScript declarations or source maps; the
+  // optional packages are not installed with it (they install on demand).
+  const bytes = Number(execFileSync('du', ['-sb', installed], { encoding: 'utf8' }).split('\t')[0])
+  assert.ok(bytes <= 60e6, `the installed CLI takes ${bytes} bytes, over 60 MB`)
+  assert.ok(!existsSync(join(installed, 'node_modules', 'svc-sdk', 'node_modules')), 'svc-sdk carries no second copy of its dependencies')
+  for (const file of ['dist/src/commands/trigger.d.ts', 'dist/src/commands/trigger.js.map', 'node_modules/svc-sdk/dist/index.d.ts']) assert.ok(!existsSync(join(installed, file)), `${file} is not shipped`)
+  for (const optional of ['pg', 'mysql2', 'ioredis', 'nats', '@grpc/grpc-js', '@opentelemetry/exporter-trace-otlp-proto']) {
+    assert.ok(!existsSync(join(installed, 'node_modules', optional)), `${optional} is not installed with svc`)
+  }
 
   const home = join(scratch, 'home')
   mkdirSync(home)
@@ -244,6 +254,17 @@ it('the packed CLI installs offline, scaffolds a project that runs, and the proj
     assert.ok(existsSync(join(home, 'rust', 'vendor', 'rust', ...file.split('/'))), `the rust template copies the Rust SDK's ${file}`)
   }
   assert.ok(existsSync(join(home, 'rust', 'workers', 'math-worker', 'Cargo.lock')))
+  // Started by an old Node first on PATH (the system's Node 20 here), svc runs with the newer Node
+  // it finds further on PATH (bin/run.js, issue 20 "Install").
+  const oldNode = ['/usr/bin', '/bin'].find((dir) => existsSync(join(dir, 'node')) && !/^v(2[3-9]|22\.(1[3-9]|[2-9]\d))/.test(execFileSync(join(dir, 'node'), ['-v'], { encoding: 'utf8' })))
+  if (oldNode !== undefined) {
+    const oldEnv = { ...env, PATH: [oldNode, join(prefix, 'bin'), dirname(process.execPath), env.PATH ?? ''].join(delimiter) }
+    await timed('old node', async () => {
+      assert.match(await run('svc', ['--version'], scratch, oldEnv), new RegExp(`^svc/${VERSION.replace(/\./g, '\\.')} .* node-${process.version}`))
+      await run('svc', ['project', 'init', 'old-node', '--template', 'quickstart', '--no-install', '--ports', 'auto'], home, oldEnv)
+    })
+    assert.ok(existsSync(join(home, 'old-node', 'config.yaml')), 'svc project init ran when started by an old Node')
+  }
   await timed('project init', () => run('svc', ['project', 'init', 'demo', '--template', 'quickstart'], home, env))
   // The browser template's page loads the SDK bundle the installed CLI ships (no checkout to build it from).
   await timed('browser template', () => run('svc', ['project', 'init', 'web', '--template', 'browser', '--no-install'], home, env))
@@ -276,6 +297,28 @@ it('the packed CLI installs offline, scaffolds a project that runs, and the proj
   const again = await timed('svc start after move', () => startSvc(moved, env))
   assert.deepEqual(await timed('trigger after move', () => addOneAndTwo(moved, again.engineUrl, env, again.output)), { c: 3 })
   await stopSvc(again.child)
+
+  // A PostgreSQL database without pg installed: the engine runs, and says which package to add and how (DEPENDENCY_MISSING).
+  const pgProject = join(scratch, 'pg-project')
+  mkdirSync(pgProject)
+  writeFileSync(join(pgProject, 'config.yaml'), ['workers:', '  - name: svc-worker-manager', '    config: { port: 0 }', '  - name: svc-http', '    config: { port: 0 }', '  - name: svc-stream', '    config: { port: 0 }', '  - name: database', '    config:', '      databases:', '        primary:', '          url: postgres://app@127.0.0.1:1/app', ''].join('\n'))
+  const pg = await timed('missing pg', () => startSvc(pgProject, env))
+  type LogEvent = { data?: { code?: string; message?: string } }
+  const parse = (line: string): LogEvent => {
+    try {
+      return JSON.parse(line) as LogEvent
+    } catch {
+      return {}
+    }
+  }
+  const logged = (): LogEvent | undefined => pg.output.map(parse).find((event) => event?.data?.code === 'DEPENDENCY_MISSING')
+  const deadline = Date.now() + 30_000
+  while (logged() === undefined && Date.now() < deadline && pg.child.exitCode === null) await new Promise((resolve) => setTimeout(resolve, 100))
+  const missing = logged()
+  assert.ok(missing, `no DEPENDENCY_MISSING logged:\n${pg.output.join('\n')}`)
+  assert.equal(pg.child.exitCode, null, 'svc keeps running')
+  assert.match(missing.data!.message!, /the package pg, needed for PostgreSQL databases, is not installed; add it where svc is installed: npm i -g pg@\S+ pg-cursor@\S+$/)
+  await stopSvc(pg.child)
 
   console.log(`# ${packed ? 'packed' : 'reused'} tarballs; ms per phase: ${JSON.stringify(timings)}`)
 })

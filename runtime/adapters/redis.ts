@@ -10,9 +10,9 @@
  * and such failures are `ADAPTER_UNAVAILABLE` ({@link redisCallError}). Opening never fails because
  * Redis is down: the adapter logs a warning and works as soon as Redis is reachable.
  */
-import { createRequire } from 'node:module'
 import type { Redis, RedisOptions } from 'ioredis'
 import { Errors, SvcError } from 'svc-protocol/errors'
+import { requireOptional } from './optional-package.ts'
 
 /** `adapter.config` of a `redis` adapter (builtins.md §13.4), defaults applied. */
 export interface RedisConfig {
@@ -117,7 +117,7 @@ export function connectRedis(url: string, role: 'commands' | 'subscriber' = 'com
  * that parsing config.yaml or asking for health never loads it.
  */
 function ioredis(): typeof Redis {
-  return (IOREDIS ??= (createRequire(import.meta.url)('ioredis') as typeof import('ioredis')).Redis)
+  return (IOREDIS ??= requireOptional<typeof import('ioredis')>('ioredis', 'Redis adapters').Redis)
 }
 let IOREDIS: typeof Redis | undefined
 

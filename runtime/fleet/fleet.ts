@@ -29,6 +29,7 @@ import { Batcher, eachFrame, FleetCalls, FleetReply, type BusState, type CallBus
 import { applySnapshot, applyTriggers, Member, removeMember, type Applied, type BindingRegistry } from './members.ts'
 import { FleetSubjects } from './subjects.ts'
 import { FLEET_TRIGGER_TYPES, readHeartbeat, readSnapshot, type Heartbeat, type Snapshot, type SnapshotFunction, type SnapshotTrigger } from './wire.ts'
+import { loadOptional } from '../adapters/optional-package.ts'
 
 /** What the fleet needs from its engine. */
 export interface FleetHost {
@@ -122,7 +123,7 @@ export class Fleet {
   async start(waitMs = 1500): Promise<void> {
     const servers = this.config.nats
     // nats loads only when a fleet is configured.
-    const { connect } = await import('nats')
+    const { connect } = await loadOptional(['nats'], 'a fleet (fleet.nats in config.yaml)', () => import('nats'))
     const connecting = connect({
       servers,
       name: `svc-engine ${this.config.engine}`,

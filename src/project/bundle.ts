@@ -72,10 +72,20 @@ function nestedPackages(dir: string): string[] {
   return out.flatMap((p) => [p, ...nestedPackages(p)])
 }
 
-/** Packs `stage` (a staging copy) with every production dependency bundled; `extraFiles` join its `files`. */
-function packWithBundle(root: string, stage: string, workspaces: readonly string[], packed: Record<string, string>, out: string, extraFiles: readonly string[] = []): string {
-  stageDependencies(root, stage, workspaces, packed)
+/**
+ * Packs `stage` (a staging copy) with every production dependency bundled; `extraFiles` join its
+ * `files`. The staged package's own `optionalDependencies` (svc's database drivers, Redis and NATS
+ * clients, OTLP exporters: runtime/adapters/optional-package.ts) are neither bundled nor declared,
+ * so that an install stays small and offline; the feature that needs one says how to add it
+ * (`DEPENDENCY_MISSING`).
+ */
+function packWithBundle(root: string, stage: string, workspaces: readonly string[], packed: Record<string, string>, out: string, extraFiles: readonly string[] = [], prune = false): string {
   const pkgFile = join(stage, 'package.json')
+  const staged = JSON.parse(readFileSync(pkgFile, 'utf8')) as Record<string, unknown>
+  delete staged.optionalDependencies
+  writeFileSync(pkgFile, `${JSON.stringify(staged, null, 2)}\n`)
+  stageDependencies(root, stage, workspaces, packed)
+  if (prune) pruneUnused(stage)
   const pkg = JSON.parse(readFileSync(pkgFile, 'utf8')) as Record<string, unknown>
   pkg.bundleDependencies = depsOf(stage)
   if (extraFiles.length > 0) pkg.files = [...((pkg.files as string[] | undefined) ?? []), ...extraFiles]
@@ -87,6 +97,31 @@ function packWithBundle(root: string, stage: string, workspaces: readonly string
   delete scripts.prepack
   writeFileSync(pkgFile, `${JSON.stringify(pkg, null, 2)}\n`)
   return npmPack(stage, out)
+}
+
+/**
+ * Files a CLI never reads at run time: TypeScript sources and declarations (Node does not strip
+ * types under node_modules, and nothing compiles against the installed CLI), source maps, and
+ * markdown other than licence texts. Removing them from the staged copy of the CLI halves its
+ * files (issue 20 "Install": fewer files is most of a faster `npm i -g`).
+ */
+const UNUSED_AT_RUN_TIME = /\.(?:[cm]?ts|map|md|markdown)$/i
+const KEEP = /^(?:licen[cs]e|copying|notice)/i
+
+/**
+ * Deletes {@link UNUSED_AT_RUN_TIME} files from `stage/dist` and `stage/node_modules`; the
+ * console's app bundle, templates and vendored SDKs are not under them (templates and vendor
+ * stay whole; the console's app is served from its dist/app, whose source map is unused).
+ */
+function pruneUnused(stage: string): void {
+  const visit = (dir: string): void => {
+    for (const entry of readdirSync(dir, { withFileTypes: true })) {
+      const path = join(dir, entry.name)
+      if (entry.isDirectory()) visit(path)
+      else if (UNUSED_AT_RUN_TIME.test(entry.name) && !KEEP.test(entry.name)) rmSync(path, { force: true })
+    }
+  }
+  for (const top of ['dist', 'node_modules']) if (existsSync(join(stage, top))) visit(join(stage, top))
 }
 
 function packSdkIn(root: string, work: string, packed: Record<string, string>): string {
@@ -134,7 +169,12 @@ export function packDist(root: string, out: string): string[] {
   const work = mkdtempSync(join(tmpdir(), 'svc-pack-'))
   try {
     const packed: Record<string, string> = {}
-    for (const [name, dir] of Object.entries(WORKSPACES)) packed[name] = npmPack(join(root, 'packages', dir), work)
+    // The workspaces' own tarballs in a folder of their own: packSdkIn writes svc-sdk-<v>.tgz (with
+    // its dependencies bundled) into `work`, which must not replace the plain svc-sdk the CLI unpacks
+    // (it did: every OpenTelemetry package shipped twice, once nested under svc-sdk).
+    const plain = join(work, 'workspaces')
+    mkdirSync(plain)
+    for (const [name, dir] of Object.entries(WORKSPACES)) packed[name] = npmPack(join(root, 'packages', dir), plain)
     const sdk = packSdkIn(root, work, packed)
 
     const cliStage = join(work, 'stage-cli')
@@ -153,7 +193,7 @@ export function packDist(root: string, out: string): string[] {
     mkdirSync(wheels, { recursive: true })
     for (const wheel of pythonWheels(root)) cpSync(wheel, join(wheels, wheel.split('/').pop()!))
     copyRustSdk(rustSdkDirectory(root), join(cliStage, ...RUST_VENDOR_DIRECTORY.split('/')))
-    const cli = packWithBundle(root, cliStage, Object.keys(WORKSPACES), packed, work, ['vendor'])
+    const cli = packWithBundle(root, cliStage, Object.keys(WORKSPACES), packed, work, ['vendor'], true)
 
     return [sdk, cli].map((file) => moveInto(file, out))
   } finally {

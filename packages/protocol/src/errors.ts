@@ -239,6 +239,8 @@ export const Codes = {
   EngineUnreachable: 'ENGINE_UNREACHABLE',
   MessageTooLarge: 'MESSAGE_TOO_LARGE',
   TraceNotFound: 'TRACE_NOT_FOUND',
+  // issue 20: an optional package (database driver, Redis/NATS client, OTLP exporter) not installed
+  DependencyMissing: 'DEPENDENCY_MISSING',
 } as const
 export type Code = (typeof Codes)[keyof typeof Codes]
 
@@ -330,6 +332,10 @@ entry(Codes.TraceNotFound, 404, 'failure', ['cli'], 'svc traces <trace_id> found
 entry(Codes.MessageTooLarge, 413, 'usage', ['cli'], 'svc trigger was given a payload larger than the engine accepts in one message (`max_message_bytes`, 64 MiB by default, protocol.md §2); nothing was sent.', 'Send a reference to the data (a file path, a URL, a state key) instead of the data, or raise `max_message_bytes` of the svc-worker-manager entry in config.yaml.', {
   wire: false,
   hint: 'send a reference to the data (a path, a URL, a state key) instead, or raise max_message_bytes of the svc-worker-manager entry in config.yaml',
+})
+
+entry(Codes.DependencyMissing, 503, 'failure', ['engine', 'database', 'state', 'queue', 'pubsub'], 'A feature needs an optional package that is not installed: a PostgreSQL or MySQL database (pg, mysql2), a Redis adapter (ioredis), a fleet (nats) or an OTLP export (the OpenTelemetry exporters); the packed svc leaves them out to install small and fast.', 'Install the packages the message names where svc is installed: `npm i -g <packages>` for a global svc (the message gives the exact command), `npm i <packages>` in the project of a local one; then start svc again.', {
+  hint: 'install the package(s) the message names with the npm command it gives, then start svc again',
 })
 
 /** Every catalogue entry, in catalogue order. */
@@ -501,6 +507,12 @@ export const Errors = {
   /** `<driver code>: <driver message>` (builtins.md §10.4). */
   driverError: (driverCode: string, message: string) => make(Codes.DriverError, `${driverCode}: ${message}`),
   configError: (message: string) => make(Codes.ConfigError, message),
+  /**
+   * An optional package `name` that `feature` needs is not installed (issue 20); `install`: the
+   * `name@range` specs that add the feature (svc's optionalDependencies), joined into the command.
+   */
+  dependencyMissing: (name: string, feature: string, install: readonly string[]) =>
+    make(Codes.DependencyMissing, `the package ${name}, needed for ${feature}, is not installed; add it where svc is installed: npm i -g ${install.join(' ')}`),
   /**
    * A query result over a limit of its database (`max_rows` rows, or `max_result_bytes` bytes of
    * row JSON); reading stopped at the first row beyond it.

@@ -9,6 +9,7 @@ import { RESULT_LIMIT_DEFAULTS } from './limits.ts'
 import { openSqliteDriver } from './sqlite/index.ts'
 import type { DatabaseDriver, DriverOptions } from './types.ts'
 import { driverOf, sqlitePath } from './url.ts'
+import { loadOptional } from '../optional-package.ts'
 
 export type * from './types.ts'
 export { driverOf, isLocalUrl, redactUrl, sqlitePath, type DriverKind } from './url.ts'
@@ -40,8 +41,8 @@ export async function openDatabaseDriver(options: DriverOptions, root: string): 
     }
     case 'postgres':
       // Drivers load on first use: a project without PostgreSQL or MySQL never loads pg or mysql2.
-      return (await import('./postgres/index.ts')).openPostgresDriver(options)
+      return (await loadOptional(['pg', 'pg-cursor'], 'PostgreSQL databases', () => import('./postgres/index.ts'))).openPostgresDriver(options)
     case 'mysql':
-      return (await import('./mysql/index.ts')).openMysqlDriver(options)
+      return (await loadOptional(['mysql2'], 'MySQL databases', () => import('./mysql/index.ts'))).openMysqlDriver(options)
   }
 }

@@ -20,6 +20,7 @@ import { ExportResultCode, type ExportResult } from '@opentelemetry/core'
 import { resourceFromAttributes, type Resource } from '@opentelemetry/resources'
 import type { MetricSeries, LogRecord, SpanRecord, SpanKind } from '../../adapters/observability/records.ts'
 import { SIGNALS, type OtlpSettings } from './otlp-settings.ts'
+import { loadOptional } from '../../adapters/optional-package.ts'
 
 export { resolveOtlpSettings, type OtlpSettings } from './otlp-settings.ts'
 
@@ -152,12 +153,11 @@ async function loadExporters(settings: OtlpSettings): Promise<{ traces: Exporter
   const base = settings.endpoint
   const headers = settings.headers
   if (settings.protocol === 'grpc') {
-    const [{ OTLPTraceExporter }, { OTLPLogExporter }, { OTLPMetricExporter }, grpc] = await Promise.all([
-      import('@opentelemetry/exporter-trace-otlp-grpc'),
-      import('@opentelemetry/exporter-logs-otlp-grpc'),
-      import('@opentelemetry/exporter-metrics-otlp-grpc'),
-      import('@grpc/grpc-js'),
-    ])
+    const [{ OTLPTraceExporter }, { OTLPLogExporter }, { OTLPMetricExporter }, grpc] = await loadOptional(
+      ['@opentelemetry/exporter-trace-otlp-grpc', '@opentelemetry/exporter-logs-otlp-grpc', '@opentelemetry/exporter-metrics-otlp-grpc', '@grpc/grpc-js'],
+      'an OTLP export over grpc',
+      () => Promise.all([import('@opentelemetry/exporter-trace-otlp-grpc'), import('@opentelemetry/exporter-logs-otlp-grpc'), import('@opentelemetry/exporter-metrics-otlp-grpc'), import('@grpc/grpc-js')]),
+    )
     const metadata = (): InstanceType<typeof grpc.Metadata> => {
       const m = new grpc.Metadata()
       for (const [k, v] of Object.entries(headers)) m.set(k, v)
@@ -169,8 +169,12 @@ async function loadExporters(settings: OtlpSettings): Promise<{ traces: Exporter
   }
   const json = settings.protocol === 'http/json'
   const [{ OTLPTraceExporter }, { OTLPLogExporter }, { OTLPMetricExporter }] = json
-    ? await Promise.all([import('@opentelemetry/exporter-trace-otlp-http'), import('@opentelemetry/exporter-logs-otlp-http'), import('@opentelemetry/exporter-metrics-otlp-http')])
-    : await Promise.all([import('@opentelemetry/exporter-trace-otlp-proto'), import('@opentelemetry/exporter-logs-otlp-proto'), import('@opentelemetry/exporter-metrics-otlp-proto')])
+    ? await loadOptional(['@opentelemetry/exporter-trace-otlp-http', '@opentelemetry/exporter-logs-otlp-http', '@opentelemetry/exporter-metrics-otlp-http'], 'an OTLP export over http/json', () =>
+        Promise.all([import('@opentelemetry/exporter-trace-otlp-http'), import('@opentelemetry/exporter-logs-otlp-http'), import('@opentelemetry/exporter-metrics-otlp-http')]),
+      )
+    : await loadOptional(['@opentelemetry/exporter-trace-otlp-proto', '@opentelemetry/exporter-logs-otlp-proto', '@opentelemetry/exporter-metrics-otlp-proto'], 'an OTLP export over http/protobuf', () =>
+        Promise.all([import('@opentelemetry/exporter-trace-otlp-proto'), import('@opentelemetry/exporter-logs-otlp-proto'), import('@opentelemetry/exporter-metrics-otlp-proto')]),
+      )
   const config = (path: string) => ({ url: `${base}/v1/${path}`, headers })
   return { traces: new OTLPTraceExporter(config('traces')), logs: new OTLPLogExporter(config('logs')), metrics: new OTLPMetricExporter(config('metrics')) }
 }
