@@ -7,7 +7,7 @@
  * Fails (never skips) when the binaries are missing, saying how to install them.
  */
 import { spawnSync, type ChildProcess } from 'node:child_process'
-import { mkdtempSync, rmSync } from 'node:fs'
+import { mkdirSync, mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { freePort } from './redis.ts'
@@ -43,8 +43,12 @@ export async function startTestMysql(): Promise<TestMysql> {
   const user = process.getuid?.() === 0 ? 'root' : (process.env.USER ?? 'root')
   const dir = mkdtempSync(join(tmpdir(), 'svc-mysql-'))
   const data = join(dir, 'data')
+  // Its own temporary directory: two servers set up at once (another test run, another project's
+  // tests) must not meet in /tmp (`Could not remove temporary table '/tmp/#sql-temptable-…'`).
+  const temporary = join(dir, 'tmp')
+  mkdirSync(temporary)
   try {
-    await runSetup('mariadb-install-db', install, ['--no-defaults', `--datadir=${data}`, `--user=${user}`, '--auth-root-authentication-method=normal', '--skip-test-db'])
+    await runSetup('mariadb-install-db', install, ['--no-defaults', `--datadir=${data}`, `--user=${user}`, `--tmpdir=${temporary}`, '--auth-root-authentication-method=normal', '--skip-test-db'])
   } catch (error) {
     rmSync(dir, { recursive: true, force: true })
     throw error
@@ -61,7 +65,7 @@ export async function startTestMysql(): Promise<TestMysql> {
         name: 'mariadbd',
         command: server,
         args: [
-          '--no-defaults', `--datadir=${data}`, `--socket=${join(dir, 'mysqld.sock')}`, `--pid-file=${join(dir, 'mysqld.pid')}`,
+          '--no-defaults', `--datadir=${data}`, `--tmpdir=${temporary}`, `--socket=${join(dir, 'mysqld.sock')}`, `--pid-file=${join(dir, 'mysqld.pid')}`,
           `--port=${port}`, '--bind-address=127.0.0.1', `--user=${user}`, '--skip-log-bin', '--innodb-flush-log-at-trx-commit=0',
           '--innodb-buffer-pool-size=32M', '--max-connections=200',
           '--character-set-server=utf8mb4', '--collation-server=utf8mb4_unicode_ci',
