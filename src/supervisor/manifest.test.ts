@@ -47,7 +47,7 @@ runtime:
   entry: src/index.ts
 scripts:
   install: npm install
-  start: npx tsx src/index.ts
+  start: node --import tsx src/index.ts
 env: { LOG_LEVEL: info, RETRIES: 3, VERBOSE: true }
 watch: { ignore: ["fixtures/**"] }
 resources: { cpus: 4, memory_mib: 4096 }
@@ -57,7 +57,7 @@ resources: { cpus: 4, memory_mib: 4096 }
       name: 'math-worker',
       description: 'Adds numbers',
       runtime: { kind: 'typescript', package_manager: 'npm', entry: 'src/index.ts' },
-      scripts: { install: 'npm install', start: 'npx tsx src/index.ts' },
+      scripts: { install: 'npm install', start: 'node --import tsx src/index.ts' },
       env: { LOG_LEVEL: 'info', RETRIES: '3', VERBOSE: 'true' },
       isolation: 'process',
       resources: { cpus: 4, memory_mib: 4096 },
@@ -139,11 +139,11 @@ resources: { cpus: 4, memory_mib: 4096 }
 describe('script inference (cli.md §2.2 table)', () => {
   const infer = (yaml: string, files: Record<string, string> = {}) => loadManifest(workerDir({ 'svc.worker.yaml': yaml, ...files })).scripts
 
-  it('typescript: npm → npx tsx; pnpm/yarn → exec tsx; package_manager defaults to npm', () => {
-    assert.deepEqual(infer('name: x\nruntime: { kind: typescript, entry: src/index.ts }\n'), { install: 'npm install', start: 'npx tsx src/index.ts' })
+  it('typescript: npm and pnpm → node --import tsx (one process); yarn → yarn exec tsx; package_manager defaults to npm', () => {
+    assert.deepEqual(infer('name: x\nruntime: { kind: typescript, entry: src/index.ts }\n'), { install: 'npm install', start: 'node --import tsx src/index.ts' })
     assert.deepEqual(infer('name: x\nruntime: { kind: typescript, package_manager: pnpm, entry: src/index.ts }\n'), {
       install: 'pnpm install',
-      start: 'pnpm exec tsx src/index.ts',
+      start: 'node --import tsx src/index.ts',
     })
     assert.deepEqual(infer('name: x\nruntime: { kind: typescript, package_manager: yarn, entry: src/index.ts }\n'), {
       install: 'yarn install',

@@ -108,7 +108,7 @@ export interface LoadManifestOptions {
  *   is not a directory.
  * @example
  * const manifest = loadManifest('./workers/math-worker')
- * manifest.scripts.start // 'npx tsx src/index.ts'
+ * manifest.scripts.start // 'node --import tsx src/index.ts'
  */
 export function loadManifest(dir: string, options: LoadManifestOptions = {}): WorkerManifest {
   const label = options.label ?? dir
@@ -190,7 +190,9 @@ export interface InferredScripts {
  *   follows a change, while the previous binary keeps serving); `start` is the release binary,
  *   `"${CARGO_TARGET_DIR:-target}/release/<bin>"`, where `<bin>` is `entry` when given, else the
  *   binary `Cargo.toml` in `directory` names ({@link cargoBinaryName}); undefined when neither says.
- * - TypeScript with bun runs `bun run <entry>` (bun runs TypeScript itself).
+ * - TypeScript with npm or pnpm runs `node --import tsx <entry>`: one Node process with tsx's loader
+ *   (the worker's own `tsx` dependency); yarn runs `yarn exec tsx <entry>` (Plug'n'Play has no
+ *   node_modules to import from); bun runs `bun run <entry>` (bun runs TypeScript itself).
  *
  * Start commands are single simple commands, which the supervisor runs with `exec` (one process).
  */
@@ -200,7 +202,9 @@ export function inferScripts(kind: RuntimeKind, manager: PackageManager, entry: 
     case 'typescript': {
       const install = `${manager} install`
       if (quoted === undefined) return { install }
-      if (manager === 'npm') return { install, start: `npx tsx ${quoted}` }
+      // One process (issue 20): Node with tsx's loader in it, not npx → tsx's CLI → a second Node.
+      // Yarn keeps `yarn exec`, which also works under Plug'n'Play (no node_modules to import from).
+      if (manager === 'npm' || manager === 'pnpm') return { install, start: `node --import tsx ${quoted}` }
       if (manager === 'bun') return { install, start: `bun run ${quoted}` }
       return { install, start: `${manager} exec tsx ${quoted}` }
     }
