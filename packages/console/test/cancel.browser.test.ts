@@ -1,7 +1,8 @@
 /**
  * The console's Cancel button (issue 21 "In the console" → Cancel) in a real browser: a real
  * engine, an svc-sdk worker whose handler waits on its `signal` (telemetry on, so its runs are
- * recorded), a second worker that calls it, the console backend, and Chromium. The function's page
+ * recorded), a second worker that calls it, the console backend, and Chromium. The Functions page
+ * counts the call and links to the functions running now; the function's page
  * shows the call on top of its run history as running, with its caller; Cancel ends it — the
  * caller gets `cancelled`, the handler's signal aborts — the row leaves, and the finished run
  * appears below as an error saying it was cancelled. Screenshots go to
@@ -74,13 +75,23 @@ describe('the console cancels a running invocation from its function’s page (i
   })
 
   it('the running call is on top with its caller; Cancel ends it for the caller and the handler, and its run appears as cancelled', async () => {
-    await page.goto(`${server.url}/functions/jobs%3A%3Along`)
-    const table = page.getByRole('table', { name: 'Runs of jobs::long' })
+    await page.goto(`${server.url}/functions`)
     const outcome = caller.trigger({ function_id: 'jobs::long', payload: { order: 7 } }).then(
       () => 'answered',
       (error: unknown) => error,
     )
     await waitFor(() => started.length === 1, 'the handler running')
+    // The Functions page counts it, and its link narrows the list to the functions running now.
+    const count = page.getByTestId('running-count')
+    await count.getByText('1 running now').waitFor({ timeout: 10_000 })
+    await page.getByRole('row').filter({ hasText: 'jobs::long' }).getByText('1 running').waitFor()
+    await count.click()
+    await page.waitForURL(/\/functions\?running=1$/)
+    await page.getByRole('link', { name: 'jobs::long' }).waitFor()
+    assert.equal(await page.getByRole('link', { name: 'engine::log::info' }).count(), 0, 'only the running functions')
+    await shot('cancel-functions-running')
+    await page.getByRole('link', { name: 'jobs::long' }).click()
+    const table = page.getByRole('table', { name: 'Runs of jobs::long' })
     const running = table.getByTestId('running-row')
     await running.first().waitFor({ timeout: 10_000 })
     assert.equal(await running.count(), 1)

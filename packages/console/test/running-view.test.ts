@@ -9,7 +9,7 @@ import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
 import fc from 'fast-check'
 import { MAX_TEXT } from '../app/src/pages/fleet/fleet.ts'
-import { MAX_INVOCATION_ID, readRunning, runningTotal, wasCancelled } from '../app/src/pages/functions/running.ts'
+import { MAX_INVOCATION_ID, readRunning, runningByFunction, runningTotal, wasCancelled } from '../app/src/pages/functions/running.ts'
 
 const flight = (invocation_id: string, extra: Record<string, unknown> = {}) => ({
   invocation_id,
@@ -111,9 +111,17 @@ describe('the run history reads engine::invocations::list defensively', () => {
         }
         const total = runningTotal(value)
         assert.ok(Number.isSafeInteger(total) && total >= 0)
+        let counted = 0
+        for (const n of runningByFunction(value).values()) counted += n
+        assert.ok(counted <= (Array.isArray((value as { invocations?: unknown } | null)?.invocations) ? (value as { invocations: unknown[] }).invocations.length : 0))
       }),
       { numRuns: 500 },
     )
+  })
+
+  it('the Functions page counts calls per namespace and function', () => {
+    const counts = runningByFunction({ invocations: [flight('a'), flight('b'), flight('c', { namespace: 'other' }), flight('d', { function_id: 7 }), null], total: 5 })
+    assert.deepEqual([...counts], [['default/jobs::long', 2], ['other/jobs::long', 1]])
   })
 
   it('a finished run is shown as cancelled when it ended with the catalogue’s cancelled message', () => {

@@ -87,3 +87,25 @@ function isObject(value: unknown): value is Record<string, unknown> {
 export function wasCancelled(run: { status: string; status_message?: string | undefined }): boolean {
   return run.status === 'error' && typeof run.status_message === 'string' && /^Invocation cancelled(:|$)/.test(run.status_message)
 }
+
+/** Invocations read per poll of the Functions page's running counts (the listing's maximum). */
+export const RUNNING_COUNT_LIMIT = 1000
+/** Re-read interval of the Functions page's running counts while the tab is visible, ms. */
+export const RUNNING_COUNT_POLL_MS = 2000
+
+/**
+ * Invocations in flight per function, keyed `namespace/function_id`, from an
+ * `engine::invocations::list` answer (the rows it holds; `total` may count more). Rows of the wrong
+ * shape are skipped.
+ * @example runningByFunction({ invocations: [{ function_id: 'a::b', namespace: 'default' }], total: 1 }).get('default/a::b') // 1
+ */
+export function runningByFunction(answer: unknown): Map<string, number> {
+  const counts = new Map<string, number>()
+  if (!isObject(answer) || !Array.isArray(answer.invocations)) return counts
+  for (const item of answer.invocations.slice(0, RUNNING_COUNT_LIMIT) as unknown[]) {
+    if (!isObject(item) || typeof item.function_id !== 'string' || typeof item.namespace !== 'string') continue
+    const key = `${item.namespace}/${item.function_id}`
+    counts.set(key, (counts.get(key) ?? 0) + 1)
+  }
+  return counts
+}
