@@ -15,6 +15,7 @@ import { WebSocket } from 'ws'
 import { startConsole, type RunningConsole } from 'svc-console'
 import { startTestEngine, type TestEngine } from '../../../test/support/engine.ts'
 import { eventually } from '../../../test/support/raw-worker.ts'
+import { waitFor } from '../../../test/support/wait.ts'
 import { slowClient } from '../../../test/support/slow-client.ts'
 
 interface Reply {
@@ -103,6 +104,8 @@ describe('svc console backend (cli.md §7.1)', () => {
       body: { id: req.path_params.id, page: req.query_params.page, tag: req.headers['x-tag'], got: req.body },
     }))
     worker.registerTrigger({ type: 'http', function_id: 'shop::order', config: { api_path: 'orders/:id', http_method: 'POST' } })
+    // Runs until cancelled: the handler's only way out is its signal.
+    worker.registerFunction('shop::wait', (_payload: unknown, _metadata, context) => new Promise((_resolve, reject) => context.signal.addEventListener('abort', () => reject(context.signal.reason), { once: true })))
     await eventually(() => worker.getConnectionState() === 'connected', 10_000)
     server = await start({ port: 0, engineUrl: t.url, reconnect: { initialDelayMs: 100, maxDelayMs: 400 } })
     await eventually(() => server.connected, 10_000)
@@ -182,6 +185,29 @@ describe('svc console backend (cli.md §7.1)', () => {
     } finally {
       await slow.shutdown()
     }
+  })
+
+  it('the Cancel button’s call: engine::invocations::cancel through /api/invoke passes the write checks (token, JSON body, this site) and then cancels', async () => {
+    const outcome = worker.trigger({ function_id: 'shop::wait', payload: {} }).then(
+      () => 'answered',
+      (error: unknown) => error,
+    )
+    const inFlight = async () => (await post(server.url, '/api/invoke', { function_id: 'engine::invocations::list', payload: { function_id: 'shop::wait' } })).body.result as { invocations: Array<{ invocation_id: string; caller_name: string | null }>; total: number }
+    const listed = await waitFor(async () => (await inFlight()).invocations[0], 'shop::wait in flight')
+    assert.equal(listed.caller_name, 'console-test-worker')
+    const cancel = { function_id: 'engine::invocations::cancel', payload: { invocation_id: listed.invocation_id } }
+    const noToken = await fetch(server.url + '/api/invoke', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(cancel) })
+    assert.equal(noToken.status, 401)
+    assert.equal((await post(server.url, '/api/invoke', JSON.stringify(cancel), { 'content-type': 'text/plain' })).status, 415, 'a form post, which needs no preflight')
+    assert.equal((await post(server.url, '/api/invoke', cancel, { origin: 'http://evil.example' })).status, 403, 'another site')
+    assert.equal((await inFlight()).total, 1, 'the refused cancels left the call running')
+    const done = await post(server.url, '/api/invoke', cancel)
+    assert.equal(done.status, 200)
+    assert.deepEqual([done.body.ok, done.body.result], [true, { cancelled: true }])
+    assert.equal(((await outcome) as { code?: string }).code, 'cancelled')
+    assert.equal((await inFlight()).total, 0)
+    const again = await post(server.url, '/api/invoke', cancel)
+    assert.deepEqual(again.body.result, { cancelled: false }, 'an invocation that ended is not cancelled twice')
   })
 
   it('POST /api/http sends the request to the HTTP listener and returns status, headers and body', async () => {
@@ -347,6 +373,14 @@ describe('svc console backend (cli.md §7.1)', () => {
     const functionId = fc.oneof(fc.constantFrom('shop::echo', 'shop::fail', 'state::get', 'engine::functions::list', 'engine::workers::list', 'engine::fleet::list', 'nope::x', ''), fc.string(), fc.jsonValue())
     const invokeBody = fc.oneof(
       fc.record({ function_id: functionId, payload: fc.jsonValue(), namespace: fc.option(fc.oneof(fc.string(), fc.constant('default'), fc.integer())), timeout_ms: fc.option(fc.oneof(fc.integer(), fc.double())) }, { requiredKeys: ['function_id'] }),
+      // The Cancel button's calls, with hostile ids, reasons and limits.
+      fc.record({
+        function_id: fc.constantFrom('engine::invocations::cancel', 'engine::invocations::list'),
+        payload: fc.oneof(
+          fc.record({ invocation_id: fc.oneof(fc.uuid(), fc.string(), fc.string({ minLength: 2000, maxLength: 3000 }), fc.jsonValue()), reason: fc.oneof(fc.string({ maxLength: 1100 }), fc.jsonValue()), function_id: fc.oneof(fc.string(), fc.jsonValue()), limit: fc.oneof(fc.integer(), fc.double(), fc.jsonValue()), include_internal: fc.jsonValue() }, { requiredKeys: [] }),
+          fc.jsonValue(),
+        ),
+      }),
       fc.jsonValue(),
       fc.string(),
     )

@@ -4,24 +4,28 @@
  * result previews — each linked to its trace. A row opens on the full payloads (read from the
  * run's span with `engine::traces::tree`), the error, the run it re-ran, and a re-run form.
  *
- * Rows are built from a list of {@link RunRow}s so that in-flight invocations
- * (`engine::invocations::list`, with a Cancel action) can be put on top as `running` rows later.
+ * On top, the function's invocations in flight (`engine::invocations::list {function_id}`, re-read
+ * every {@link RUNNING_POLL_MS} ms while the tab is visible): start, elapsed time, caller and a
+ * Cancel button (`engine::invocations::cancel {invocation_id}` through `/api/invoke`, a write like
+ * any other). The cancelled call's caller gets the error `cancelled`; its run then appears below.
  */
 import { Fragment, useState } from 'react'
-import { useCall } from '../../api/hooks.ts'
+import { call } from '../../api/client.ts'
+import { useAction, useCall } from '../../api/hooks.ts'
 import type { Run, RunPage, SpanNode } from '../../api/types.ts'
-import { formatDuration, formatTime } from '../../format/format.ts'
+import { formatDuration, formatSince, formatTime } from '../../format/format.ts'
 import { Link, pathOf, withQuery } from '../../router/router.tsx'
-import { Empty, ErrorBox, Panel, StatusBadge, Updated } from '../../components/ui.tsx'
+import { Badge, Empty, ErrorBox, Panel, StatusBadge, Updated, useNow } from '../../components/ui.tsx'
 import { JsonView } from '../../components/json.tsx'
 import { RerunOf, RerunPanel } from '../../components/RerunPanel.tsx'
+import { readRunning, RUNNING_LIMIT, RUNNING_POLL_MS, wasCancelled, type RunningRow } from './running.ts'
 
 /** Runs shown per page, and the most the "Show more" button goes to. */
 const PAGE = 25
 const MOST = 500
 
-/** A row of the history: a finished run, or (later) an in-flight invocation shown on top. */
-export type RunRow = { kind: 'finished'; run: Run } | { kind: 'running'; invocation_id: string; started_at_ms: number; caller: string | null; trace_id: string | null }
+/** A row of the history: a finished run, or an in-flight invocation shown on top. */
+export type RunRow = { kind: 'finished'; run: Run } | { kind: 'running'; invocation: RunningRow }
 
 /** The run history panel of `functionId`. */
 export function RunHistory({ functionId, namespace }: { functionId: string; namespace: string }) {
@@ -29,10 +33,22 @@ export function RunHistory({ functionId, namespace }: { functionId: string; name
   const [limit, setLimit] = useState(PAGE)
   const [open, setOpen] = useState<string | null>(null)
   const page = useCall<RunPage>('engine::runs::list', { function_id: functionId, limit, ...(status ? { status } : {}) }, { live: ['traces'] })
-  const rows: RunRow[] = (page.data?.runs ?? []).map((run) => ({ kind: 'finished', run }))
+  const flights = useCall<unknown>('engine::invocations::list', { function_id: functionId, limit: RUNNING_LIMIT }, { pollMs: RUNNING_POLL_MS })
+  // Ids cancelled here leave the list at once, before the next read confirms it.
+  const [cancelled, setCancelled] = useState<ReadonlySet<string>>(() => new Set())
+  const running = readRunning(flights.data, functionId, namespace, cancelled)
+  const onCancelled = (id: string) => {
+    setCancelled((ids) => new Set([...ids].slice(-RUNNING_LIMIT).concat(id)))
+    flights.reload()
+    page.reload()
+  }
+  const rows: RunRow[] = [
+    ...running.rows.map((invocation): RunRow => ({ kind: 'running', invocation })),
+    ...(page.data?.runs ?? []).map((run): RunRow => ({ kind: 'finished', run })),
+  ]
   return (
     <Panel
-      title={`Runs${page.data ? ` (${page.data.total})` : ''}`}
+      title={`Runs${page.data ? ` (${page.data.total})` : ''}${running.rows.length ? ` · ${running.rows.length + running.more} running` : ''}`}
       className="runs-panel"
       actions={
         <>
@@ -49,6 +65,8 @@ export function RunHistory({ functionId, namespace }: { functionId: string; name
       }
     >
       <ErrorBox error={page.error} title="Could not read the runs" />
+      {/* An engine from before cancellation has no listing: the history is shown without running rows. */}
+      <ErrorBox error={flights.error?.code === 'function_not_found' ? undefined : flights.error} title="Could not read the running invocations" />
       {page.data && rows.length === 0 ? <Empty>No runs recorded{status ? ` with status ${status}` : ''}. Runs appear here when the function is invoked by a worker with telemetry on (svc-sdk records it by default).</Empty> : null}
       {rows.length ? (
         <div className="scroll-x">
@@ -68,18 +86,57 @@ export function RunHistory({ functionId, namespace }: { functionId: string; name
               {rows.map((row) =>
                 row.kind === 'finished' ? (
                   <FinishedRow key={row.run.span_id} run={row.run} namespace={namespace} open={open === row.run.span_id} onToggle={() => setOpen(open === row.run.span_id ? null : row.run.span_id)} onRerun={() => page.reload()} />
-                ) : null,
+                ) : (
+                  <RunningRowView key={row.invocation.invocationId} row={row.invocation} onCancelled={onCancelled} />
+                ),
               )}
             </tbody>
           </table>
         </div>
       ) : null}
+      {running.more > 0 ? <p className="small muted">{running.more} more running, not shown.</p> : null}
       {page.data && page.data.total > rows.length && limit < MOST ? (
         <button type="button" onClick={() => setLimit((l) => Math.min(l + PAGE * 2, MOST))}>
           Show more
         </button>
       ) : null}
     </Panel>
+  )
+}
+
+/** An invocation in flight: start, elapsed time, caller, and Cancel. */
+function RunningRowView({ row, onCancelled }: { row: RunningRow; onCancelled: (id: string) => void }) {
+  const now = useNow(1000)
+  const [cancel, state] = useAction(async () => {
+    const answer = await call<{ cancelled?: unknown }>('engine::invocations::cancel', { invocation_id: row.invocationId, reason: 'cancelled from the console' }, { trace: false })
+    onCancelled(row.invocationId)
+    return answer
+  })
+  return (
+    <tr className="run-row running" data-testid="running-row">
+      <td className="nowrap">
+        <Badge tone="info">running</Badge>
+      </td>
+      <td className="small nowrap">{formatTime(row.startedAtMs)}</td>
+      <td className="num small nowrap" title="elapsed">
+        {row.startedAtMs === null ? '—' : formatSince(row.startedAtMs, Math.max(now, row.startedAtMs))}
+      </td>
+      <td className="small mono">{row.caller}</td>
+      <td colSpan={2} className="small">
+        {row.worker ? <span className="muted">on {row.worker}</span> : <span className="muted">waiting for a worker</span>}
+        {state.error ? <span className="text-error"> · could not cancel: {state.error.message}</span> : null}
+      </td>
+      <td className="nowrap">
+        {row.traceId ? (
+          <Link to={pathOf('traces', row.traceId)} className="mono small">
+            {row.traceId.slice(0, 8)}
+          </Link>
+        ) : null}{' '}
+        <button type="button" className="danger small" disabled={state.busy} onClick={() => void cancel()} aria-label={`Cancel invocation ${row.invocationId}`}>
+          {state.busy ? 'Cancelling…' : 'Cancel'}
+        </button>
+      </td>
+    </tr>
   )
 }
 
@@ -92,6 +149,12 @@ function FinishedRow({ run, namespace, open, onToggle, onRerun }: { run: Run; na
             {open ? '▾' : '▸'}
           </button>
           <StatusBadge status={run.status} />
+          {wasCancelled(run) ? (
+            <>
+              {' '}
+              <Badge tone="warn" title="error code cancelled">cancelled</Badge>
+            </>
+          ) : null}
         </td>
         <td className="small nowrap">{formatTime(run.started_at_ms)}</td>
         <td className="num small">{formatDuration(run.duration_ms)}</td>
@@ -152,7 +215,7 @@ function RunDetail({ run, namespace, onRerun }: { run: Run; namespace: string; o
             </>
           ) : null}
         </p>
-        {run.status === 'error' ? <ErrorBox error={{ code: 'error', message: run.status_message ?? 'the run failed' }} /> : null}
+        {run.status === 'error' ? <ErrorBox error={{ code: wasCancelled(run) ? 'cancelled' : 'error', message: run.status_message ?? 'the run failed' }} /> : null}
         <h3>Input{run.input?.truncated && !span ? ' (preview, cut)' : ''}</h3>
         <Payload json={input} />
         <h3>{run.status === 'error' ? 'Error' : 'Result'}{run.output?.truncated && !span ? ' (preview, cut)' : ''}</h3>
