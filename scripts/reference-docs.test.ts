@@ -35,7 +35,7 @@ describe('generated reference pages', () => {
   it('svc.worker.yaml.md documents every field the parser accepts, with inferred scripts', () => {
     const text = renderManifestReference()
     for (const f of MANIFEST_FIELDS) assert.ok(text.includes(`| \`${f.path}\` |`), `${f.path} missing from svc.worker.yaml.md`)
-    assert.match(text, /^\| typescript, npm \| `npm install` \|  \| `npx tsx src\/index.ts` \|$/m)
+    assert.match(text, /^\| typescript, npm \| `npm install` \|  \| `node --import tsx src\/index.ts` \|$/m)
     assert.match(text, /^\| rust \| `cargo build --release` \| `cargo build --release` \| `"\$\{CARGO_TARGET_DIR:-target\}\/release\/math-worker"` \|$/m)
   })
 
