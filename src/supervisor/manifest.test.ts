@@ -3,7 +3,8 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join, relative } from 'node:path'
 import { after, describe, it } from 'node:test'
-import { binaryNameOf, inferScripts, isDependencyManifest, loadManifest, ManifestError, workerNameFor } from './manifest.ts'
+import fc from 'fast-check'
+import { binaryNameOf, erasableSyntaxOnly, inferScripts, isDependencyManifest, loadManifest, ManifestError, workerNameFor } from './manifest.ts'
 
 const scratch = mkdtempSync(join(tmpdir(), 'svc-manifest-'))
 after(() => rmSync(scratch, { recursive: true, force: true }))
@@ -138,6 +139,27 @@ resources: { cpus: 4, memory_mib: 4096 }
 
 describe('script inference (cli.md §2.2 table)', () => {
   const infer = (yaml: string, files: Record<string, string> = {}) => loadManifest(workerDir({ 'svc.worker.yaml': yaml, ...files })).scripts
+
+  it('typescript: node runs the entry itself when tsconfig.json sets erasableSyntaxOnly (comments and trailing commas allowed)', () => {
+    const yaml = 'name: x\nruntime: { kind: typescript, entry: src/index.ts }\n'
+    const tsconfig = '{\n  // Node strips the types\n  "compilerOptions": { /* "erasableSyntaxOnly": false */ "erasableSyntaxOnly": true, },\n}\n'
+    assert.deepEqual(infer(yaml, { 'tsconfig.json': tsconfig }), { install: 'npm install', start: 'node src/index.ts' })
+    assert.equal(infer(yaml, { 'tsconfig.json': '{ "compilerOptions": { "erasableSyntaxOnly": false } }' }).start, 'node --import tsx src/index.ts')
+    assert.equal(infer(yaml, { 'tsconfig.json': '{ // "compilerOptions": { "erasableSyntaxOnly": true }\n}' }).start, 'node --import tsx src/index.ts')
+    assert.equal(infer(yaml, { 'tsconfig.json': '{ "extends": "./base.json" }' }).start, 'node --import tsx src/index.ts')
+  })
+
+  it('erasableSyntaxOnly reads any tsconfig.json text without throwing (fast-check)', () => {
+    fc.assert(
+      fc.property(fc.oneof(fc.string({ unit: 'binary', maxLength: 300 }), fc.json(), fc.constantFrom('{"compilerOptions": {"erasableSyntaxOnly": "true"}}', '{"compilerOptions": null}', '[1,', '"/*', '{"a": "\\"//"}')), (text) => {
+        const dir = workerDir({ 'tsconfig.json': text })
+        const verdict = erasableSyntaxOnly(dir)
+        assert.equal(typeof verdict, 'boolean')
+        if (verdict) assert.match(text, /erasableSyntaxOnly/)
+      }),
+      { numRuns: 200 },
+    )
+  })
 
   it('typescript: npm and pnpm → node --import tsx (one process); yarn → yarn exec tsx; package_manager defaults to npm', () => {
     assert.deepEqual(infer('name: x\nruntime: { kind: typescript, entry: src/index.ts }\n'), { install: 'npm install', start: 'node --import tsx src/index.ts' })

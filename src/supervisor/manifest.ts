@@ -190,8 +190,9 @@ export interface InferredScripts {
  *   follows a change, while the previous binary keeps serving); `start` is the release binary,
  *   `"${CARGO_TARGET_DIR:-target}/release/<bin>"`, where `<bin>` is `entry` when given, else the
  *   binary `Cargo.toml` in `directory` names ({@link cargoBinaryName}); undefined when neither says.
- * - TypeScript with npm or pnpm runs `node --import tsx <entry>`: one Node process with tsx's loader
- *   (the worker's own `tsx` dependency); yarn runs `yarn exec tsx <entry>` (Plug'n'Play has no
+ * - TypeScript with npm or pnpm runs `node <entry>` when the worker's `tsconfig.json` sets
+ *   `compilerOptions.erasableSyntaxOnly` (Node strips the types: {@link erasableSyntaxOnly}), else
+ *   `node --import tsx <entry>`: one Node process with tsx's loader (the worker's own `tsx`); yarn runs `yarn exec tsx <entry>` (Plug'n'Play has no
  *   node_modules to import from); bun runs `bun run <entry>` (bun runs TypeScript itself).
  *
  * Start commands are single simple commands, which the supervisor runs with `exec` (one process).
@@ -202,9 +203,10 @@ export function inferScripts(kind: RuntimeKind, manager: PackageManager, entry: 
     case 'typescript': {
       const install = `${manager} install`
       if (quoted === undefined) return { install }
-      // One process (issue 20): Node with tsx's loader in it, not npx → tsx's CLI → a second Node.
-      // Yarn keeps `yarn exec`, which also works under Plug'n'Play (no node_modules to import from).
-      if (manager === 'npm' || manager === 'pnpm') return { install, start: `node --import tsx ${quoted}` }
+      // One process (issue 20): Node strips the types itself when the worker's tsconfig promises
+      // erasable syntax only; otherwise Node with tsx's loader in it (not npx → tsx's CLI → a second
+      // Node). Yarn keeps `yarn exec`, which also works under Plug'n'Play (no node_modules to import from).
+      if (manager === 'npm' || manager === 'pnpm') return { install, start: directory !== undefined && erasableSyntaxOnly(directory) ? `node ${quoted}` : `node --import tsx ${quoted}` }
       if (manager === 'bun') return { install, start: `bun run ${quoted}` }
       return { install, start: `${manager} exec tsx ${quoted}` }
     }
@@ -576,5 +578,58 @@ class ManifestReader extends YamlReader {
   protected override oneOf<T extends string>(pair: AnyPair, field: string, values: readonly T[]): T {
     return super.oneOf(pair, field, values, (value) => didYouMean(value, values))
   }
+}
+
+/** Largest `tsconfig.json` read for {@link erasableSyntaxOnly}, bytes. */
+const MAX_TSCONFIG_BYTES = 256 * 1024
+
+/**
+ * True when `<directory>/tsconfig.json` sets `compilerOptions.erasableSyntaxOnly: true` (TypeScript
+ * 5.8+): the sources use only syntax Node's type stripping can erase (no enums, namespaces or
+ * parameter properties), so Node 22.18+/23.6+ runs them as they are. A file that is missing, larger
+ * than {@link MAX_TSCONFIG_BYTES}, not JSON with comments and trailing commas, or that `extends`
+ * another (whose options this does not follow) gives false: tsx's loader then runs the worker.
+ * @example erasableSyntaxOnly('./workers/math-worker') // true for the templates
+ */
+export function erasableSyntaxOnly(directory: string): boolean {
+  let text: string
+  try {
+    const file = join(directory, 'tsconfig.json')
+    if (statSync(file).size > MAX_TSCONFIG_BYTES) return false
+    text = readFileSync(file, 'utf8')
+  } catch {
+    return false
+  }
+  let config: unknown
+  try {
+    config = JSON.parse(withoutJsonComments(text))
+  } catch {
+    return false
+  }
+  if (typeof config !== 'object' || config === null) return false
+  const { compilerOptions } = config as { compilerOptions?: unknown }
+  return typeof compilerOptions === 'object' && compilerOptions !== null && (compilerOptions as { erasableSyntaxOnly?: unknown }).erasableSyntaxOnly === true
+}
+
+/** JSON with line and block comments and trailing commas, as tsconfig files are, made plain JSON; strings kept as they are. */
+function withoutJsonComments(text: string): string {
+  let out = ''
+  for (let i = 0; i < text.length; i++) {
+    const c = text[i]!
+    if (c === '"') {
+      let j = i + 1
+      while (j < text.length && text[j] !== '"') j += text[j] === '\\' ? 2 : 1
+      out += text.slice(i, j + 1)
+      i = j
+    } else if (c === '/' && text[i + 1] === '/') {
+      while (i < text.length && text[i] !== '\n') i++
+      out += '\n'
+    } else if (c === '/' && text[i + 1] === '*') {
+      const end = text.indexOf('*/', i + 2)
+      i = end < 0 ? text.length : end + 1
+      out += ' '
+    } else out += c
+  }
+  return out.replace(/,(\s*[}\]])/g, '$1')
 }
 
