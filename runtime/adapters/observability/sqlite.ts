@@ -365,9 +365,12 @@ export class SqliteStore extends MemoryStore {
     this.timer = undefined
     const spans: unknown[] = []
     let bytes = this.pendingBytes
+    // The spans of one frame share their resource object: its JSON is made once per batch.
+    const resources = new Map<object, string>()
     for (const s of this.pendingSpans) {
       const attributes = JSON.stringify(s.attributes)
-      const resource = jsonOf(s.resource)
+      let resource = resources.get(s.resource)
+      if (resource === undefined) resources.set(s.resource, (resource = jsonOf(s.resource)))
       const events = s.events.length === 0 ? '[]' : JSON.stringify(s.events)
       const links = s.links.length === 0 ? '[]' : JSON.stringify(s.links)
       spans.push(s.start_time_unix_nano, s.trace_id, s.span_id, s.parent_span_id, s.name, s.kind, s.service_name, s.end_time_unix_nano, s.duration_ms, s.status, s.status_message ?? null, attributes, resource, events, links, droppedMembers(s))

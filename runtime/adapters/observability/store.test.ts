@@ -10,6 +10,7 @@ import { LIMITS, log, runStoreConformance, span } from './conformance.ts'
 import { BATCH_BYTES, MAX_IN_FLIGHT, MAX_QUEUED_BYTES, SqliteStore } from './sqlite.ts'
 import { MemoryStore, NoStore, RECORD_OVERHEAD_BYTES, type StoreLimits } from './store.ts'
 import type { LogRecord, SpanRecord } from './records.ts'
+import { attributeMap } from '../../workers/observability/otlp.ts'
 
 const dir = mkdtempSync(join(tmpdir(), 'svc-obs-store-'))
 after(() => rmSync(dir, { recursive: true, force: true }))
@@ -258,6 +259,15 @@ describe('span rows of the builtin store', () => {
     const text = fc.string({ unit: 'binary' })
     const attrs = fc.dictionary(fc.string(), fc.jsonValue(), { noNullPrototype: true })
     const shared = Object.freeze({ 'service.name': 'svc' })
+    // The resource of the spans of one frame: one object, not frozen, shared by the spans of a batch.
+    const frameResource = attributeMap() as Record<string, string>
+    Object.assign(frameResource, { 'service.name': 'svc-node', 'service.instance.id': 'i-1' })
+    frameResource['__proto__'] = 'p'
+    const attributeMapOf = (entries: Record<string, unknown>): Record<string, unknown> => {
+      const map = attributeMap()
+      for (const key of Object.keys(entries)) map[key] = entries[key]
+      return map
+    }
     const none = Object.freeze([]) as never[]
     const record = fc.record(
       {
@@ -272,8 +282,8 @@ describe('span rows of the builtin store', () => {
         duration_ms: fc.option(fc.double(), { nil: null }),
         status: fc.constantFrom('ok', 'error', 'unset'),
         status_message: text,
-        attributes: attrs,
-        resource: fc.oneof(fc.constant(shared), fc.dictionary(fc.string(), fc.string(), { noNullPrototype: true })),
+        attributes: fc.oneof(attrs, attrs.map(attributeMapOf), fc.constant(attributeMapOf({ ['__proto__']: 1, constructor: 'c', lone: '\ud800' }))),
+        resource: fc.oneof(fc.constant(shared), fc.constant(frameResource), fc.dictionary(fc.string(), fc.string(), { noNullPrototype: true })),
         events: fc.oneof(fc.constant(none), fc.array(fc.record({ name: text, timestamp_unix_nano: fc.integer(), attributes: attrs, dropped_attributes_count: fc.nat() }, { requiredKeys: ['name', 'timestamp_unix_nano', 'attributes'] }))),
         links: fc.oneof(fc.constant(none), fc.array(fc.record({ trace_id: text, span_id: text, attributes: attrs, dropped_attributes_count: fc.nat() }, { requiredKeys: ['trace_id', 'span_id', 'attributes'] }))),
         // What the size limits dropped (present only when non-zero).

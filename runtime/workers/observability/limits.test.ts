@@ -170,7 +170,9 @@ describe('TelemetryLimiter', () => {
     const s = span({ attributes })
     limiter.span(s)
     assert.deepEqual(Object.keys(s.attributes), ['__proto__', 'constructor'])
-    assert.equal(Object.getPrototypeOf(s.attributes), null)
+    // Nothing inherited: the map's prototype chain holds no property (otlp.ts, attributeMap).
+    for (let p = Object.getPrototypeOf(s.attributes); p !== null; p = Object.getPrototypeOf(p)) assert.deepEqual(Reflect.ownKeys(p), [])
+    assert.equal('hasOwnProperty' in s.attributes, false)
     assert.match(s.attributes['__proto__'] as string, /^p+…\[truncated \d+ bytes\]$/)
     assert.match(s.attributes['constructor'] as string, /^\{"nested":"n+…\[truncated \d+ bytes\]$/)
     assert.equal(s.dropped_attributes_count, 3)

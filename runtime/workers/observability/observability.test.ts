@@ -292,6 +292,25 @@ describe('observability worker', () => {
       fc.integer({ min: 100_000, max: 2_000_000 }).map((n) => JSON.stringify({ resourceSpans: [{ scopeSpans: [{ spans: [{ traceId: hex(16), spanId: hex(8), name: 'n'.repeat(n), attributes: [{ key: 'big', value: { stringValue: 'v'.repeat(n) } }] }] }] }] })),
       fc.integer({ min: 100_000, max: 2_000_000 }).map((n) => JSON.stringify({ resourceLogs: [{ scopeLogs: [{ logRecords: [{ body: { stringValue: 'b'.repeat(n) }, attributes: [{ key: 'log.data', value: { kvlistValue: { values: [{ key: 'x', value: { stringValue: 'x'.repeat(n) } }] } } }] }] }] }] })),
       fc.integer({ min: 100_000, max: 2_000_000 }).map((n) => JSON.stringify({ resourceMetrics: [{ scopeMetrics: [{ metrics: [{ name: 'big', gauge: { dataPoints: [{ asInt: 1, attributes: [{ key: 'a', value: { stringValue: 'a'.repeat(n) } }] }] } }] }] }] })),
+      // Deep nesting: an attribute value nested thousands of levels (kvlist and array), and a member the ingest never reads.
+      fc.integer({ min: 1000, max: 20_000 }).map((n) => {
+        const deep = '{"kvlistValue":{"values":[{"key":"k","value":'.repeat(n) + '{"stringValue":"x"}' + '}]}}'.repeat(n)
+        return `{"resourceSpans":[{"scopeSpans":[{"spans":[{"traceId":"${hex(16)}","spanId":"${hex(8)}","attributes":[{"key":"deep","value":${deep}},{"key":"arr","value":${'{"arrayValue":{"values":['.repeat(n)}${']}}'.repeat(n)}}]}]}]}],"extra":${'['.repeat(n)}${']'.repeat(n)}}`
+      }),
+      // Repeated keys (the last one wins, as JSON.parse reads them), at every level of a span.
+      fc.constantFrom('spanId', 'traceId', 'name', 'attributes', 'events', 'kind', 'status', 'startTimeUnixNano').map(
+        (key) => `{"resourceSpans":[{"scopeSpans":[{"spans":[{"traceId":"${hex(16)}","spanId":"${hex(8)}","name":"a","${key}":null,"${key}":[{"key":"k","value":{"stringValue":"1"}}],"attributes":[{"key":"d","value":{"intValue":"1"}},{"key":"d","value":{"boolValue":true}}],"${key}":"${hex(8)}"}]}],"scopeSpans":[]}]}`,
+      ),
+      // Wrong types anywhere in a span.
+      fc.record({ traceId: fc.anything(), spanId: fc.anything(), name: fc.anything(), kind: fc.anything(), startTimeUnixNano: fc.anything(), endTimeUnixNano: fc.anything(), attributes: fc.anything(), events: fc.anything(), links: fc.anything(), status: fc.anything() }, { requiredKeys: [] }).map((span) => JSON.stringify({ resourceSpans: [{ resource: { attributes: [{ key: 'service.name', value: span }] }, scopeSpans: [{ spans: [{ traceId: hex(16), spanId: hex(8), ...span }, span] }] }] }) ?? ''),
+      // Numbers as text that are not finite (or not JSON at all: a bare NaN or Infinity token).
+      fc.constantFrom('"NaN"', '"Infinity"', '"-Infinity"', '"1e400"', '"-1e400"', '"0x10"', '""', 'NaN', 'Infinity', '-Infinity', '1e400', '-0').map(
+        (n) => `{"resourceSpans":[{"scopeSpans":[{"spans":[{"traceId":"${hex(16)}","spanId":"${hex(8)}","name":"n","startTimeUnixNano":${n},"endTimeUnixNano":${n},"events":[{"name":"e","timeUnixNano":${n}}],"attributes":[{"key":"i","value":{"intValue":${n}}},{"key":"d","value":{"doubleValue":${n}}}]}]}]}]}`,
+      ),
+      // Lone surrogates, escaped and raw (raw ones reach the engine as U+FFFD once encoded as UTF-8).
+      fc.constantFrom('\\ud800', '\\udfff', 'a\\ud800b', '\\udc00\\ud800', '\ud800', 'x\udfffy').map(
+        (text) => `{"resourceSpans":[{"resource":{"attributes":[{"key":"service.name","value":{"stringValue":"${text}"}}]},"scopeSpans":[{"spans":[{"traceId":"${hex(16)}","spanId":"${hex(8)}","name":"${text}","status":{"code":2,"message":"${text}"},"attributes":[{"key":"${text}","value":{"stringValue":"${text}"}}],"events":[{"name":"${text}","attributes":[{"key":"${text}","value":{"arrayValue":{"values":[{"stringValue":"${text}"}]}}}]}]}]}]}]}`,
+      ),
     )
     await fc.assert(
       fc.asyncProperty(prefix, body, async (p, b) => {
