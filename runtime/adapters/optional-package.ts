@@ -1,7 +1,9 @@
 /**
  * Optional packages of the installed CLI (issue 20 "Install"): database drivers, the Redis and
- * NATS clients and the OTLP exporters are left out of the packed `svc` (they are
- * `optionalDependencies` of a checkout) and load on first use. When one is not installed, the
+ * NATS clients and the OTLP exporters are left out of the packed `svc` and load on first use. In a
+ * checkout the drivers and clients are `optionalDependencies`; the exporters stay `dependencies`,
+ * because npm skips an optional package whose `engines` (theirs: Node >= 22.15) do not match the
+ * Node running npm — the system Node 20 of a fresh machine — and the build needs their types. When one is not installed, the
  * feature that needs it fails with `DEPENDENCY_MISSING`, naming the package and the `npm i -g`
  * command that adds it, instead of Node's `Cannot find package` from deep inside the engine.
  */
@@ -9,8 +11,8 @@ import { createRequire } from 'node:module'
 import { Errors } from 'svc-protocol/errors'
 
 /**
- * Every optional package and the version range svc is tested with (kept equal to
- * `optionalDependencies` of svc's package.json; test/optional-package.test.ts checks it).
+ * Every optional package and the version range svc is tested with (kept equal to the range in svc's
+ * package.json, `optionalDependencies` or `dependencies`; test/optional-package.test.ts checks it).
  */
 export const OPTIONAL_PACKAGES: Readonly<Record<string, string>> = {
   '@grpc/grpc-js': '^1.14.7',

@@ -13,6 +13,7 @@ import { execFileSync } from 'node:child_process'
 import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import { OPTIONAL_PACKAGES } from '../../runtime/adapters/optional-package.ts'
 import { copyRustSdk, PYTHON_VENDOR_DIRECTORY, pythonWheels, RUST_VENDOR_DIRECTORY, rustSdkDirectory } from './vendor.ts'
 
 /** Workspace packages of a checkout: package name → directory under `packages/`. */
@@ -74,8 +75,8 @@ function nestedPackages(dir: string): string[] {
 
 /**
  * Packs `stage` (a staging copy) with every production dependency bundled; `extraFiles` join its
- * `files`. The staged package's own `optionalDependencies` (svc's database drivers, Redis and NATS
- * clients, OTLP exporters: runtime/adapters/optional-package.ts) are neither bundled nor declared,
+ * `files`. svc's optional packages (`OPTIONAL_PACKAGES`: database drivers, Redis and NATS clients,
+ * OTLP exporters; runtime/adapters/optional-package.ts) are neither bundled nor declared,
  * so that an install stays small and offline; the feature that needs one says how to add it
  * (`DEPENDENCY_MISSING`).
  */
@@ -83,6 +84,9 @@ function packWithBundle(root: string, stage: string, workspaces: readonly string
   const pkgFile = join(stage, 'package.json')
   const staged = JSON.parse(readFileSync(pkgFile, 'utf8')) as Record<string, unknown>
   delete staged.optionalDependencies
+  // Optional packages a checkout keeps as dependencies (the OTLP exporters) are left out as well.
+  const dependencies = staged.dependencies as Record<string, string> | undefined
+  if (dependencies) for (const name of Object.keys(OPTIONAL_PACKAGES)) delete dependencies[name]
   writeFileSync(pkgFile, `${JSON.stringify(staged, null, 2)}\n`)
   stageDependencies(root, stage, workspaces, packed)
   if (prune) pruneUnused(stage)
