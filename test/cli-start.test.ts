@@ -302,21 +302,3 @@ describe('svc start (cli.md §3)', () => {
     assert.equal(result.stdout, `svc/0.1.0 ${process.platform}-${process.arch} node-${process.version}\n`)
   })
 })
-
-describe('an older Node', () => {
-  /** A node binary on this machine older than 22.13 (the system one here is 20), if any. */
-  const oldNode = ['/usr/bin/node', '/usr/local/bin/node', '/bin/node'].find((candidate) => {
-    try {
-      const [major, minor] = spawnSync(candidate, ['-p', 'process.versions.node'], { encoding: 'utf8' }).stdout.trim().split('.').map(Number)
-      return major! < 22 || (major === 22 && minor! < 13)
-    } catch {
-      return false
-    }
-  })
-
-  it('svc refuses to run with a clear message and exit 1', { skip: oldNode ? false : 'no Node older than 22.13 on this machine' }, () => {
-    const result = spawnSync(oldNode!, [SVC_BIN, '--version'], { encoding: 'utf8' })
-    assert.equal(result.status, 1)
-    assert.match(result.stderr, /^Error: svc needs Node\.js 22\.13 or newer; this is Node v\d+\.\d+\.\d+\.\nHint: /)
-  })
-})
