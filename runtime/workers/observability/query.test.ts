@@ -74,7 +74,7 @@ describe('engine::traces::list filters (svc traces)', () => {
           assert.ok(e instanceof SvcError && e.code === 'INVALID_ARGUMENTS', String(e))
         }
       }),
-      { numRuns: 500 },
+      { numRuns: 500, examples: [[{ sort_by: '__proto__' }], [{ sort_by: 'constructor', sort_order: 'asc' }]] },
     )
   })
 })

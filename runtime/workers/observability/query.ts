@@ -152,7 +152,8 @@ export function listTraces(store: TelemetryStore, data: unknown): { traces: Trac
   const end = optNumber(o, 'end_time', fn)
   const sortBy = optString(o, 'sort_by', fn) ?? 'start_time'
   const order = optString(o, 'sort_order', fn) ?? 'desc'
-  const key = SORT_KEYS[sortBy]
+  // Own keys only: `__proto__` or `constructor` must not reach the prototype.
+  const key = Object.hasOwn(SORT_KEYS, sortBy) ? SORT_KEYS[sortBy] : undefined
   if (key === undefined) throw Errors.invalidInput(fn, 'sort_by must be start_time, duration_ms, name or service_name')
   if (order !== 'asc' && order !== 'desc') throw Errors.invalidInput(fn, 'sort_order must be asc or desc')
   const attrs = o.attributes
