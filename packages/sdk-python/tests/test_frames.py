@@ -41,7 +41,7 @@ class FakeConnection:
 
 TYPES = [
     "invokefunction", "invocationresult", "workerregistered", "registertrigger", "unregistertrigger",
-    "triggerregistrationresult", "registrationrejected", "ping", "pong", "error", "registerfunction", "reattach", "???",
+    "triggerregistrationresult", "registrationrejected", "ping", "pong", "error", "registerfunction", "reattach", "cancelinvocation", "???",
 ]
 json_values = st.recursive(
     st.none() | st.booleans() | st.integers(min_value=-(2**70), max_value=2**70) | st.floats() | st.text(max_size=20),
@@ -53,7 +53,7 @@ frame_dicts = st.fixed_dictionaries(
     {"type": st.sampled_from(TYPES)},
     optional={
         k: field_values
-        for k in ("invocation_id", "function_id", "data", "metadata", "result", "error", "id", "trigger_type", "config", "worker_id", "reattach_token", "code", "message", "traceparent", "baggage", "namespace")
+        for k in ("invocation_id", "function_id", "data", "metadata", "result", "error", "id", "trigger_type", "config", "worker_id", "reattach_token", "code", "message", "traceparent", "baggage", "namespace", "reason")
     },
 )
 
@@ -146,6 +146,9 @@ def test_hostile_frames_never_crash_the_session_and_owed_calls_are_answered(fram
         call = _owed(frame)
         if call is not None:
             owed.add(call)
+        cancel = decode_engine_frame(frame)
+        if cancel is not None and cancel["type"] == "cancelinvocation":
+            owed.discard(cancel["invocation_id"])  # the engine no longer waits for that answer
     # A well-formed call after the hostile ones is answered too: the session still works.
     h.session._on_frame(h.conn, '{"type":"invokefunction","invocation_id":"probe","function_id":"echo::it","data":[1]}')
     owed.add("probe")
@@ -178,3 +181,40 @@ def test_a_pending_call_resolves_with_its_result_amid_hostile_frames(frames: lis
         h.loop.run_until_complete(h.session.shutdown())
         h.loop.close()
         h.executor.shutdown()
+
+
+#: Reasons a caller may give: any text (lone surrogates, NULs, far past the 1024 kept), or none.
+reasons = st.none() | st.text(max_size=40) | st.sampled_from(["\ud800", "\x00", "é" * 1500, "x" * 5000, "\U0001f600" * 1100, ""])
+
+
+@settings(max_examples=100, deadline=None)
+@given(reasons, st.booleans())
+def test_a_cancelled_call_fails_at_once_and_the_engine_gets_one_bounded_cancelinvocation(reason: str | None, connected: bool) -> None:
+    """Caller side (issue 21): a call cancelled with any reason text fails ``cancelled`` at once;
+    the engine is sent exactly one well-formed ``cancelinvocation`` naming it, its reason at most
+    1024 characters, when it had the call (none for a call still queued); a late answer is dropped."""
+    h = harness()
+    h.conn.sent.clear()
+    if not connected:
+        h.session._connected = False  # the call is queued, as while reconnecting
+    try:
+        future = h.session.trigger({"function_id": "remote::x", "payload": None}, None, call_id="call-1")
+        h.session.cancel_call("call-1", reason)
+        h.session.cancel_call("call-1", reason)  # twice: nothing more
+        with_error = h.loop.run_until_complete(asyncio.wait_for(asyncio.gather(future, return_exceptions=True), 5))[0]
+        assert getattr(with_error, "code", None) == "cancelled"
+        expected = "Invocation cancelled" if not reason else f"Invocation cancelled: {reason[:1024]}"
+        assert with_error.message == expected
+        cancels = [json.loads(t) for t in h.conn.sent if json.loads(t).get("type") == "cancelinvocation"]
+        if connected:
+            assert len(cancels) == 1 and cancels[0]["invocation_id"] == "call-1"
+            assert len(cancels[0].get("reason", "")) <= 1024
+            assert ("reason" in cancels[0]) == bool(reason)
+        else:
+            assert cancels == []
+        h.session._on_frame(h.conn, json.dumps({"type": "invocationresult", "invocation_id": "call-1", "function_id": "remote::x", "result": 1}))
+        assert h.session.calls.size == 0
+    finally:
+        h.session._connected = True
+        h.session.calls.fail_all(lambda call: RuntimeError("cleared"))
+        h.session.calls._queue = []

@@ -15,6 +15,7 @@ from svc_helpers.backoff import ReconnectionConfig
 
 from ._bindings import TriggerConfig
 from ._codes import ErrorCode
+from ._handler_context import HandlerContext, handler_context
 from ._session import ClientTimings
 from .client import DEFAULT_ENGINE_URL, FunctionRef, InitOptions, Svc, Trigger, TriggerTypeRef, __version__, register_worker
 from .errors import EngineConnectionError, InvocationError, NonRetryableError, RegistrationRejectedError, RetryAfterError
@@ -29,6 +30,7 @@ __all__ = [
     "EnqueueResult",
     "ErrorCode",
     "FunctionRef",
+    "HandlerContext",
     "InitOptions",
     "InvocationError",
     "NonRetryableError",
@@ -44,5 +46,6 @@ __all__ = [
     "TriggerRequest",
     "TriggerTypeRef",
     "__version__",
+    "handler_context",
     "register_worker",
 ]

@@ -2,6 +2,8 @@
 each with its timeout, and the frames of calls made while not connected, sent in order after the
 next open. Mirrors ``CallTable`` and ``Deadlines`` of the client core: calls whose deadlines fall in
 the same 10 ms slot share one timer, so a call costs a set insert instead of a timer of its own.
+A call can be cancelled (:meth:`CallTable.cancel`), and one that times out after it was sent is
+reported so the session cancels it in the engine (issue 21).
 """
 
 from __future__ import annotations
@@ -49,7 +51,7 @@ def reject(future: CallFuture, error: BaseException) -> None:
 
 
 class PendingCall:
-    __slots__ = ("id", "function_id", "timeout_ms", "future", "slot", "frame", "sent")
+    __slots__ = ("id", "function_id", "timeout_ms", "future", "slot", "frame", "sent", "owner")
 
     def __init__(self, call_id: str, function_id: str, timeout_ms: float, future: CallFuture) -> None:
         self.id = call_id
@@ -61,6 +63,9 @@ class PendingCall:
         self.frame: str | None = None
         #: Sent on the current connection: it may have run if that connection drops.
         self.sent = False
+        #: The ids of the calls a handler made that await an answer (its run's ``calls``), when a
+        #: handler made this one: it leaves that set when it settles.
+        self.owner: set[str] | None = None
 
 
 def _fmt_ms(ms: float) -> str:
@@ -103,8 +108,11 @@ class Deadlines:
 class CallTable:
     """Pending calls by invocation id, plus the queue of frames waiting for the next open."""
 
-    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+    def __init__(self, loop: asyncio.AbstractEventLoop, on_timeout: Callable[[PendingCall], None] | None = None) -> None:
+        """``on_timeout`` is told of a call that timed out after it was sent (the session cancels
+        it in the engine: its worker need not run on for nobody)."""
         self._loop = loop
+        self._on_timeout = on_timeout
         self._pending: dict[str, PendingCall] = {}
         self._deadlines = Deadlines(loop, self._on_expire)
         self._queue: list[str | PendingCall] = []
@@ -113,14 +121,28 @@ class CallTable:
     def size(self) -> int:
         return len(self._pending)
 
-    def open(self, call_id: str, function_id: str, timeout_ms: float, frame: str, send: Callable[[str], None] | None, future: CallFuture | None = None) -> CallFuture:
+    def open(
+        self,
+        call_id: str,
+        function_id: str,
+        timeout_ms: float,
+        frame: str,
+        send: Callable[[str], None] | None,
+        future: CallFuture | None = None,
+        owner: set[str] | None = None,
+    ) -> CallFuture:
         """Opens a call that fails with ``TIMEOUT`` (``invocation timed out after <ms>ms``) unless
         settled within ``timeout_ms``. ``send`` sends ``frame`` now; None queues it until :meth:`flush`.
-        The outcome goes to ``future`` (a new asyncio future of the loop when None), returned."""
+        The outcome goes to ``future`` (a new asyncio future of the loop when None), returned.
+        ``owner``: the call ids of the handler run that makes it (the id is added, and removed when
+        the call ends)."""
         if future is None:
             future = self._loop.create_future()
         call = PendingCall(call_id, function_id, timeout_ms, future)
         self._pending[call_id] = call
+        if owner is not None:
+            call.owner = owner
+            owner.add(call_id)
         call.slot = self._deadlines.add(call, timeout_ms)
         if send is not None:
             call.sent = True
@@ -136,8 +158,19 @@ class CallTable:
     def settle(self, call_id: str) -> PendingCall | None:
         """Removes and returns the call (its answer arrived); None for a late or foreign answer."""
         call = self._pending.pop(call_id, None)
-        if call is not None and call.slot is not None:
-            call.slot.discard(call)
+        if call is not None:
+            _release(call)
+        return call
+
+    def cancel(self, call_id: str, make: Callable[[PendingCall], BaseException]) -> PendingCall | None:
+        """Cancels the call: it fails with ``make(call)`` now and a late answer is ignored; a call still
+        queued is dropped unsent. Returns the call when it was pending (its ``sent`` says whether
+        the engine has it and must be told), else None."""
+        call = self.settle(call_id)
+        if call is None:
+            return None
+        call.frame = None
+        reject(call.future, make(call))
         return call
 
     def flush(self, send: Callable[[str], None]) -> None:
@@ -155,8 +188,7 @@ class CallTable:
         """Fails the calls sent on a connection that was lost: they may or may not have run (sdk.md §6)."""
         for call in [c for c in self._pending.values() if c.sent]:
             del self._pending[call.id]
-            if call.slot is not None:
-                call.slot.discard(call)
+            _release(call)
             reject(call.future, make(call))
 
     def fail_all(self, make: Callable[[PendingCall], BaseException]) -> None:
@@ -167,14 +199,33 @@ class CallTable:
         self._queue = []
         for call in calls:
             call.frame = None
+            if call.owner is not None:
+                call.owner.discard(call.id)
             reject(call.future, make(call))
 
     def _on_expire(self, call: PendingCall) -> None:
         if self._pending.get(call.id) is not call:
             return
         del self._pending[call.id]
+        if call.owner is not None:
+            call.owner.discard(call.id)
         call.frame = None
         reject(
             call.future,
             InvocationError(ErrorCode.TIMEOUT, f"invocation timed out after {_fmt_ms(call.timeout_ms)}ms", call.function_id, None, call.id),
         )
+        if call.sent and self._on_timeout is not None:
+            self._on_timeout(call)
+
+
+def _release(call: PendingCall) -> None:
+    """Takes a call that left the table out of its deadline slot and its handler's set."""
+    if call.slot is not None:
+        call.slot.discard(call)
+    if call.owner is not None:
+        call.owner.discard(call.id)
+
+
+def format_ms(ms: float) -> str:
+    """``ms`` as the messages write it: ``1500``, ``0.5``."""
+    return _fmt_ms(ms)

@@ -214,6 +214,16 @@ def encode_trigger_result(trigger_id: str, trigger_type: str, function_id: str, 
     return _dumps(frame)
 
 
+def encode_cancel(invocation_id: str, reason: str | None = None) -> str:
+    """A ``cancelinvocation`` frame, W→E (svc addition, docs/reference/protocol.md): the caller
+    cancels a call it made. ``reason`` is cut to 1024 characters (what the engine keeps); None and
+    an empty text send none."""
+    frame: dict[str, Any] = {"type": "cancelinvocation", "invocation_id": invocation_id}
+    if reason is not None and reason != "":
+        frame["reason"] = reason[:1024]
+    return _dumps(frame)
+
+
 def encode_frame(frame: dict[str, Any]) -> str:
     """Any other frame (registrations, ``reattach``, ``ping``, …) as compact JSON."""
     return _dumps(frame)

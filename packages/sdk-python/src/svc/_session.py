@@ -27,8 +27,9 @@ from svc_helpers.backoff import ReconnectionConfig, backoff_delay
 from . import _telemetry as telemetry
 from ._addresses import AddressRotation, display_address, engine_addresses
 from ._bindings import ProviderBindings
-from ._calls import CallFuture, CallTable, reject, resolve
-from ._codec import decode_engine_frame, dumps, encode_frame, encode_invoke, encode_result, encode_trigger_result
+from ._calls import CallFuture, CallTable, PendingCall, format_ms, reject, resolve
+from ._codec import decode_engine_frame, dumps, encode_cancel, encode_frame, encode_invoke, encode_result, encode_trigger_result
+from ._handler_context import HandlerRun, bound_reason, cancelled_message, reset_current, set_current
 from ._codes import ErrorCode
 from ._heartbeat import Heartbeat, HeartbeatPeer
 from ._registrations import LocalFunction, LocalTriggerType, RegistrationStore, request_problem
@@ -144,12 +145,10 @@ class ClientSession:
         self.last_error: BaseException | None = None
         self._task: asyncio.Task[None] | None = None
 
-        self.calls = CallTable(loop)
-        # Handlers running, by the invocation id the engine sent (what its cancelinvocation names):
-        # the asyncio task of an async handler, None for a sync one (it runs on in its thread).
-        self._running: dict[str, asyncio.Task[None] | None] = {}
-        # Invocations the engine cancelled: their answer is not sent (the engine dropped the call).
-        self._cancelled: set[str] = set()
+        # A call that timed out here is cancelled in the engine too: its worker need not run on for nobody.
+        self.calls = CallTable(loop, self._on_call_timeout)
+        # Handlers running, by the invocation id the engine sent (what its cancelinvocation names).
+        self._running: dict[str, HandlerRun] = {}
         self.registrations = registrations or RegistrationStore()
         self.bindings = ProviderBindings(loop, executor)
         self._state_listeners: list[Callable[[ConnectionState], None]] = []
@@ -250,7 +249,7 @@ class ClientSession:
             )
         # Handlers of that connection cannot answer any more (the engine ended their calls).
         for invocation_id in list(self._running):
-            self._on_cancel(invocation_id)
+            self._on_cancel(invocation_id, "connection to the engine was lost")
         # The engine moved our bindings elsewhere or parked them; a new connection gets them again.
         self.bindings.release_all()
         if self._terminal:
@@ -362,7 +361,7 @@ class ClientSession:
             if self.on_worker_registered is not None:
                 self.on_worker_registered(msg["worker_id"])
         elif kind == "cancelinvocation":
-            self._on_cancel(msg["invocation_id"])
+            self._on_cancel(msg["invocation_id"], msg["reason"])
         elif kind == "registertrigger":
             self._on_deliver_binding(conn, msg)
         elif kind == "unregistertrigger":
@@ -408,31 +407,36 @@ class ClientSession:
             return
         scope = telemetry.start_handler(function_id, msg["data"], msg["traceparent"], msg["baggage"]) if self._telemetry else None
         invocation_id = msg["invocation_id"]
+        # A void call from an engine that sends no id cannot be cancelled; its run is not listed.
+        run = HandlerRun(invocation_id if invocation_id is not None else "", function_id)
         if fn.shape.is_async:
-            task = self.loop.create_task(self._run_async(conn, msg, fn, scope))
+            task = self.loop.create_task(self._run_async(conn, msg, fn, scope, run))
+            run.task = task
             if invocation_id is not None:
-                self._running[invocation_id] = task
-                task.add_done_callback(lambda _: self._forget(invocation_id))
+                self._running[invocation_id] = run
+                task.add_done_callback(lambda _: self._forget(invocation_id, run))
         else:
-            future = self.loop.run_in_executor(self.executor, self._run_sync, msg, fn, scope)
+            future = self.loop.run_in_executor(self.executor, self._run_sync, msg, fn, scope, run)
             if invocation_id is not None:
-                self._running[invocation_id] = None
-            future.add_done_callback(lambda f: self._sync_done(conn, msg, f, scope))
+                self._running[invocation_id] = run
+            future.add_done_callback(lambda f: self._sync_done(conn, msg, f, scope, run))
 
-    def _on_cancel(self, invocation_id: str) -> None:
-        """The engine cancelled a call this worker runs: an async handler's task is cancelled
-        (``asyncio.CancelledError`` at its ``await``); a sync handler runs on in its thread. Either
-        way no answer is sent: the engine answered the caller with ``cancelled`` already."""
-        if invocation_id not in self._running:
+    def _on_cancel(self, invocation_id: str, reason: str | None) -> None:
+        """The engine cancelled a call this worker runs: the calls its handler made are cancelled
+        with the same reason, then an async handler's task is cancelled (``asyncio.CancelledError``
+        at its ``await``); a sync handler runs on in its thread (its :class:`HandlerContext`
+        reads cancelled). Either way no answer is sent: the engine answered the caller already."""
+        run = self._running.pop(invocation_id, None)
+        if run is None or not run.abort(reason):
             return
-        self._cancelled.add(invocation_id)
-        task = self._running.pop(invocation_id)
-        if task is not None:
-            task.cancel()
+        for call_id in list(run.calls):
+            self.cancel_call(call_id, run.reason)
+        if run.task is not None:
+            run.task.cancel()
 
-    def _forget(self, invocation_id: str) -> None:
-        self._running.pop(invocation_id, None)
-        self._cancelled.discard(invocation_id)
+    def _forget(self, invocation_id: str, run: HandlerRun) -> None:
+        if self._running.get(invocation_id) is run:
+            del self._running[invocation_id]
 
     def _args(self, msg: dict[str, Any], fn: LocalFunction) -> tuple[tuple[Any, ...], dict[str, Any]]:
         shape = fn.shape
@@ -450,60 +454,74 @@ class ClientSession:
             return scope.context
         return telemetry.unsampled_context(msg["traceparent"])
 
-    async def _run_async(self, conn: Connection, msg: dict[str, Any], fn: LocalFunction, scope: telemetry.HandlerScope | None) -> None:
+    async def _run_async(self, conn: Connection, msg: dict[str, Any], fn: LocalFunction, scope: telemetry.HandlerScope | None, run: HandlerRun) -> None:
         ctx = self._context_of(msg, scope)
         token = telemetry.attach(ctx) if ctx is not None else None
+        # The task's own context: the calls the handler makes see its run (and are cancelled with it).
+        set_current(run)
         try:
             args, kwargs = self._args(msg, fn)
             assert fn.handler is not None
             result = await fn.handler(*args, **kwargs)
         except asyncio.CancelledError:
             # Cancelled by the engine (issue 21): no answer goes out; the span ends as cancelled.
-            if msg["invocation_id"] in self._cancelled:
-                self._answer(conn, msg, None, {"code": ErrorCode.CANCELLED, "message": "Invocation cancelled"}, scope)
+            if run.cancelled:
+                self._answer(conn, msg, None, {"code": ErrorCode.CANCELLED, "message": cancelled_message(run.reason)}, scope, run)
             raise
         except Exception as err:
-            self._answer(conn, msg, None, to_error_body(err), scope)
+            self._answer(conn, msg, None, to_error_body(err), scope, run)
         else:
-            self._answer(conn, msg, result, None, scope)
+            self._answer(conn, msg, result, None, scope, run)
         finally:
             if token is not None:
                 telemetry.detach(token)
 
-    def _run_sync(self, msg: dict[str, Any], fn: LocalFunction, scope: telemetry.HandlerScope | None) -> Any:
+    def _run_sync(self, msg: dict[str, Any], fn: LocalFunction, scope: telemetry.HandlerScope | None, run: HandlerRun) -> Any:
         ctx = self._context_of(msg, scope)
         token = telemetry.attach(ctx) if ctx is not None else None
+        # A pool thread's context: the run is current while the handler runs, then reset.
+        current = set_current(run)
         try:
             args, kwargs = self._args(msg, fn)
             assert fn.handler is not None
             return fn.handler(*args, **kwargs)
         finally:
+            reset_current(current)
             if token is not None:
                 telemetry.detach(token)
 
-    def _sync_done(self, conn: Connection, msg: dict[str, Any], future: asyncio.Future[Any], scope: telemetry.HandlerScope | None) -> None:
+    def _sync_done(self, conn: Connection, msg: dict[str, Any], future: asyncio.Future[Any], scope: telemetry.HandlerScope | None, run: HandlerRun) -> None:
         if msg["invocation_id"] is not None:
-            self._running.pop(msg["invocation_id"], None)
+            self._forget(msg["invocation_id"], run)
         try:
             result = future.result()
         except Exception as err:
-            self._answer(conn, msg, None, to_error_body(err), scope)
+            self._answer(conn, msg, None, to_error_body(err), scope, run)
             return
         if asyncio.iscoroutine(result):
             # A sync callable that returned a coroutine (a partial of an async function, say).
             async def finish(coro: Any) -> None:
+                set_current(run)
                 try:
                     value = await coro
                 except Exception as err:
-                    self._answer(conn, msg, None, to_error_body(err), scope)
+                    self._answer(conn, msg, None, to_error_body(err), scope, run)
                 else:
-                    self._answer(conn, msg, value, None, scope)
+                    self._answer(conn, msg, value, None, scope, run)
 
             self.loop.create_task(finish(result))
             return
-        self._answer(conn, msg, result, None, scope)
+        self._answer(conn, msg, result, None, scope, run)
 
-    def _answer(self, conn: Connection, msg: dict[str, Any], result: Any, error: dict[str, Any] | None, scope: telemetry.HandlerScope | None) -> None:
+    def _answer(
+        self,
+        conn: Connection,
+        msg: dict[str, Any],
+        result: Any,
+        error: dict[str, Any] | None,
+        scope: telemetry.HandlerScope | None,
+        run: HandlerRun | None = None,
+    ) -> None:
         result_json: str | None = None
         if error is None and result is not None:
             try:
@@ -512,9 +530,7 @@ class ClientSession:
                 error = {"code": ErrorCode.INVOCATION_FAILED, "message": f"result is not JSON-serialisable: {err}"}
         invocation_id = msg["invocation_id"]
         # A cancelled call's answer is dropped by the engine: it is not sent.
-        cancelled = invocation_id is not None and invocation_id in self._cancelled
-        if cancelled:
-            self._cancelled.discard(invocation_id)
+        cancelled = run is not None and run.cancelled
         if not cancelled and conn is self._conn and self._connected and invocation_id is not None:
             tp = bg = None
             if scope is not None:
@@ -602,20 +618,47 @@ class ClientSession:
 
     # ------------------------------------------------------------ invocation (sdk.md §6)
 
-    def trigger(self, request: dict[str, Any], trace: tuple[str | None, str | None] | None) -> asyncio.Future[Any]:
+    def new_id(self) -> str:
+        """A new invocation id (thread-safe): callers take one up front so that they can cancel the call."""
+        return self._new_id()
+
+    def trigger(
+        self,
+        request: dict[str, Any],
+        trace: tuple[str | None, str | None] | None,
+        *,
+        call_id: str | None = None,
+        run: HandlerRun | None = None,
+    ) -> asyncio.Future[Any]:
         """Invokes a function (sdk.md §6) on the loop; ``trace`` is the caller's trace context.
-        The future fails with an :class:`InvocationError` (``TIMEOUT``, ``invocation_stopped``,
-        ``NOT_CONNECTED``, ``SHUTDOWN``, the remote code; at once ``INVALID_ARGUMENTS`` for a
-        missing id or a payload JSON cannot encode, ``INVALID_ID``/``INVALID_NAMESPACE``)."""
+        The future fails with an :class:`InvocationError` (``TIMEOUT``, ``cancelled``,
+        ``invocation_stopped``, ``NOT_CONNECTED``, ``SHUTDOWN``, the remote code; at once
+        ``INVALID_ARGUMENTS`` for a missing id or a payload JSON cannot encode,
+        ``INVALID_ID``/``INVALID_NAMESPACE``). ``call_id``/``run``: see :meth:`trigger_into`."""
         future: asyncio.Future[Any] = self.loop.create_future()
-        self.trigger_into(request, trace, future)
+        self.trigger_into(request, trace, future, call_id=call_id, run=run)
         return future
 
-    def trigger_into(self, request: dict[str, Any], trace: tuple[str | None, str | None] | None, future: CallFuture) -> None:
+    def trigger_into(
+        self,
+        request: dict[str, Any],
+        trace: tuple[str | None, str | None] | None,
+        future: CallFuture,
+        *,
+        call_id: str | None = None,
+        run: HandlerRun | None = None,
+    ) -> None:
         """:meth:`trigger` settling ``future``: an asyncio future of the loop, or a
         ``concurrent.futures.Future`` that another thread waits on (settled in place when the
-        answer is read, so that thread wakes at once). Called on the loop."""
+        answer is read, so that thread wakes at once). Called on the loop.
+
+        ``call_id`` is the invocation id of a synchronous or enqueue call (a new one when None):
+        :meth:`cancel_call` takes it. ``run`` is the handler run making the call: the call is
+        cancelled with it, and fails with ``cancelled`` at once, unsent, when the run already is.
+        A ``future`` already done (its caller gave up before the call started) sends nothing."""
         function_id = request.get("function_id") if isinstance(request, dict) else None
+        if future.done():
+            return
         if self._terminal:
             reject(future, InvocationError(ErrorCode.NOT_CONNECTED, "not connected to the engine", function_id if isinstance(function_id, str) else None))
             return
@@ -629,7 +672,13 @@ class ClientSession:
             return
         action = request.get("action")
         is_void = isinstance(action, dict) and action.get("type") == "void"
-        call_id = None if is_void else self._new_id()
+        if is_void:
+            call_id = None
+        elif call_id is None:
+            call_id = self._new_id()
+        if call_id is not None and run is not None and run.cancelled:
+            reject(future, InvocationError(ErrorCode.CANCELLED, cancelled_message(run.reason), function_id, None, call_id))
+            return
         timeout_ms = request.get("timeout_ms")
         if timeout_ms is None:
             timeout_ms = self._timeout_ms
@@ -655,7 +704,20 @@ class ClientSession:
             resolve(future, None)
             return
         conn = self._conn
-        self.calls.open(call_id, function_id, timeout_ms, text, conn.send if self._connected and conn is not None else None, future)
+        self.calls.open(call_id, function_id, timeout_ms, text, conn.send if self._connected and conn is not None else None, future, run.calls if run is not None else None)
+
+    def cancel_call(self, call_id: str, reason: str | None = None) -> None:
+        """Cancels a call of this client (called on the loop): it fails with ``cancelled``
+        (``Invocation cancelled: <reason>``) now, and the engine is sent ``cancelinvocation`` when
+        it has the call (one still queued while disconnected is dropped unsent). ``reason`` is cut
+        to 1024 characters. A call that already ended (or never started) is left alone."""
+        reason = bound_reason(reason)
+        call = self.calls.cancel(call_id, lambda c: InvocationError(ErrorCode.CANCELLED, cancelled_message(reason), c.function_id, None, c.id))
+        if call is not None and call.sent:
+            self.send_if_connected(encode_cancel(call_id, reason))
+
+    def _on_call_timeout(self, call: PendingCall) -> None:
+        self.send_if_connected(encode_cancel(call.id, f"timed out after {format_ms(call.timeout_ms)}ms"))
 
     # ------------------------------------------------------------ registration helpers
 

@@ -19,6 +19,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable, cast
 
+from typing_extensions import TypeAlias
+
 import svc_helpers.observability as observability
 from svc_helpers.backoff import ReconnectionConfig
 
@@ -27,6 +29,7 @@ from ._addresses import display_address, engine_addresses, split_address_list
 from ._codec import encode_frame
 from ._calls import CallFuture, reject
 from ._codes import ErrorCode
+from ._handler_context import HandlerRun, current_run
 from ._handoff import Inbox, LoopFuture, settle_in_loop
 from ._ids import id_problem
 from ._registrations import LocalTriggerType
@@ -42,6 +45,10 @@ __version__ = "0.1.0"
 DEFAULT_ENGINE_URL = "ws://127.0.0.1:49134"
 #: How long ``register_worker`` waits for the first connection, s (sdk.md §14).
 FIRST_CONNECTION_WAIT_S = 30.0
+
+#: A call on its way from another thread: request, trace context, where its outcome goes, its
+#: invocation id and the handler run that makes it.
+_Start: TypeAlias = tuple[dict[str, Any], tuple[str | None, str | None] | None, CallFuture, str, HandlerRun | None]
 
 
 @dataclass
@@ -257,7 +264,7 @@ class Svc:
         self._state: ConnectionState = "disconnected"
         self._session.add_connection_state_listener(self._track_state)
         #: Calls made outside the loop thread, on their way to the session.
-        self._starts: Inbox[tuple[dict[str, Any], tuple[str | None, str | None] | None, CallFuture]] = Inbox(self._loop, self._start_call, self._not_connected)
+        self._starts: Inbox[_Start] = Inbox(self._loop, self._start_call, self._not_connected)
         self._inboxes: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, Inbox[tuple[asyncio.Future[Any], bool, Any]]] = weakref.WeakKeyDictionary()
         self._inboxes_lock = threading.Lock()
         self._thread = threading.Thread(target=self._run, name="svc-client", daemon=True)
@@ -394,26 +401,36 @@ class Svc:
 
     # ------------------------------------------------------------ invocation (sdk.md §6)
 
-    def _start_call(self, item: tuple[dict[str, Any], tuple[str | None, str | None] | None, CallFuture]) -> None:
+    def _start_call(self, item: _Start) -> None:
         """Starts a call handed over by :meth:`_submit` (on the loop)."""
-        req, trace, out = item
+        req, trace, out, call_id, run = item
         try:
-            self._session.trigger_into(req, trace, out)
+            self._session.trigger_into(req, trace, out, call_id=call_id, run=run)
         except BaseException as err:  # never expected: trigger reports through its future
             reject(out, err)
 
     @staticmethod
-    def _not_connected(item: tuple[dict[str, Any], tuple[str | None, str | None] | None, CallFuture]) -> None:
+    def _not_connected(item: _Start) -> None:
         reject(item[2], InvocationError(ErrorCode.NOT_CONNECTED, "not connected to the engine", item[0].get("function_id")))
 
-    def _submit(self, request: Mapping[str, Any], trace: tuple[str | None, str | None] | None, out: CallFuture) -> None:
+    def _submit(self, request: Mapping[str, Any], trace: tuple[str | None, str | None] | None, out: CallFuture, call_id: str, run: HandlerRun | None) -> None:
         """Hands a call made outside the loop thread to the session; its outcome goes to ``out``
         (settled by the session in place when the answer is read)."""
-        item = (request if isinstance(request, dict) else dict(request), trace, out)
+        item = (request if isinstance(request, dict) else dict(request), trace, out, call_id, run)
         if self._loop.is_closed():
             self._not_connected(item)
         else:
             self._starts.put(item)
+
+    def _cancel(self, call_id: str, reason: str | None) -> None:
+        """Cancels call ``call_id`` from any thread (on the loop); nothing once the client is closed."""
+        if self._on_loop_thread():
+            self._session.cancel_call(call_id, reason)
+        elif not self._loop.is_closed():
+            try:
+                self._loop.call_soon_threadsafe(self._session.cancel_call, call_id, reason)
+            except RuntimeError:  # closed meanwhile
+                pass
 
     def _inbox_of(self, loop: asyncio.AbstractEventLoop) -> Inbox[tuple[asyncio.Future[Any], bool, Any]]:
         """The inbox through which outcomes reach callers on ``loop`` (one per loop, kept while it lives)."""
@@ -430,9 +447,15 @@ class Svc:
         ``namespace``. Returns the result (None when none); with ``TriggerAction.Void()`` None at
         once; with ``TriggerAction.Enqueue(queue=…)`` ``{"messageReceiptId": …}`` once persisted.
 
+        Cancellation (docs/reference/protocol.md "cancelinvocation"): when the timeout passes, or
+        the wait is interrupted (``KeyboardInterrupt``), the engine is sent ``cancelinvocation`` so
+        the worker running the call is told to stop. Inside a handler, the call is cancelled with
+        the handler's own invocation (it raises ``cancelled`` then).
+
         Raises:
-            InvocationError: ``TIMEOUT`` (``invocation timed out after <ms>ms``), ``invocation_stopped``,
-                ``NOT_CONNECTED``, ``SHUTDOWN``, the remote code (with ``stacktrace``), or at once
+            InvocationError: ``TIMEOUT`` (``invocation timed out after <ms>ms``), ``cancelled``
+                (``Invocation cancelled: <reason>``), ``invocation_stopped``, ``NOT_CONNECTED``,
+                ``SHUTDOWN``, the remote code (with ``stacktrace``), or at once
                 ``INVALID_ARGUMENTS`` / ``INVALID_ID`` / ``INVALID_NAMESPACE``.
             RuntimeError: when called on the client's own loop thread (use :meth:`trigger_async`).
 
@@ -443,20 +466,52 @@ class Svc:
         if self._on_loop_thread():
             raise RuntimeError("trigger() blocks: call it outside the client's event loop, or await trigger_async() there")
         out: concurrent.futures.Future[Any] = concurrent.futures.Future()
-        self._submit(request, telemetry.outgoing(), out)
-        return out.result()
+        call_id = self._session.new_id()
+        self._submit(request, telemetry.outgoing(), out, call_id, current_run())
+        try:
+            return out.result()
+        except BaseException:
+            if not out.done():  # interrupted while waiting (KeyboardInterrupt): nobody waits any more
+                out.cancel()
+                self._cancel(call_id, "the caller was interrupted")
+            raise
 
     async def trigger_async(self, request: Mapping[str, Any]) -> Any:
-        """:meth:`trigger` as a coroutine, awaitable on any event loop (the client's own included)."""
+        """:meth:`trigger` as a coroutine, awaitable on any event loop (the client's own included).
+
+        Cancelling the awaiting task (``task.cancel(msg)``, ``asyncio.wait_for``'s or
+        ``asyncio.timeout``'s deadline, a ``TaskGroup`` whose sibling failed) cancels the call: the
+        engine is sent ``cancelinvocation`` (reason: ``msg`` when one was given, cut to 1024
+        characters) so the worker running it is told to stop, and its late answer is dropped. The
+        SDK's own timeout (``timeout_ms``) cancels it the same way and raises ``TIMEOUT``. Inside a
+        handler, the call is cancelled with the handler's own invocation.
+
+        Raises:
+            InvocationError: as :meth:`trigger`.
+            asyncio.CancelledError: the awaiting task was cancelled (the call is cancelled with it).
+
+        Example:
+            >>> try:
+            ...     report = await asyncio.wait_for(client.trigger_async({"function_id": "report::build", "payload": {}}), 5)
+            ... except asyncio.TimeoutError:
+            ...     ...  # the worker building the report was told to stop
+        """
         trace = telemetry.outgoing()
         running = asyncio.get_running_loop()
+        call_id = self._session.new_id()
+        run = current_run()
         if running is self._loop:
             req = request if isinstance(request, dict) else dict(request)
-            return await self._session.trigger(req, trace)
-        # Another loop: the outcome comes back through that loop's inbox (one wake-up per batch).
-        future: asyncio.Future[Any] = running.create_future()
-        self._submit(request, trace, LoopFuture(future, self._inbox_of(running)))
-        return await future
+            future = self._session.trigger(req, trace, call_id=call_id, run=run)
+        else:
+            # Another loop: the outcome comes back through that loop's inbox (one wake-up per batch).
+            future = running.create_future()
+            self._submit(request, trace, LoopFuture(future, self._inbox_of(running)), call_id, run)
+        try:
+            return await future
+        except asyncio.CancelledError as err:
+            self._cancel(call_id, _cancel_message(err))
+            raise
 
     # ------------------------------------------------------------ state and accessors
 
@@ -583,6 +638,11 @@ class Svc:
 
     def __exit__(self, *_exc: object) -> None:
         self.shutdown()
+
+
+def _cancel_message(err: asyncio.CancelledError) -> str | None:
+    """The message ``task.cancel(msg)`` gave, when a text."""
+    return err.args[0] if err.args and isinstance(err.args[0], str) else None
 
 
 def register_worker(address: str | Sequence[str] | None = None, options: InitOptions | None = None) -> Svc:
