@@ -1,6 +1,8 @@
 //! The call table (sdk.md §6; `CallTable` and `Deadlines` of the client core): synchronous and
 //! enqueue calls awaiting their `invocationresult`, each with its deadline, and the frames of calls
-//! made while not connected, sent in order after the next open.
+//! made while not connected, sent in order after the next open. A call can be cancelled
+//! ([`CallTable::cancel`]); the calls that time out after they were sent are returned by
+//! [`CallTable::expire`] so the session cancels them in the engine (issue 21).
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
 
@@ -16,6 +18,7 @@ pub(crate) type CallOutcome = Result<Option<Box<RawValue>>, Error>;
 struct PendingCall {
     reply: oneshot::Sender<CallOutcome>,
     deadline: (Instant, u64),
+    timeout_ms: u64,
     /// Sent on the current connection: it may have run if that connection drops.
     sent: bool,
     /// The frame while the call waits in the outbound queue.
@@ -43,17 +46,17 @@ impl CallTable {
         self.pending.len()
     }
 
-    /// Opens a call that ends with `TIMEOUT` unless settled by `deadline`. Returns the frame to
-    /// send now when `connected`, else queues it.
-    pub(crate) fn open(&mut self, id: String, frame: String, deadline: Instant, reply: oneshot::Sender<CallOutcome>, connected: bool) -> Option<String> {
+    /// Opens a call that ends with `TIMEOUT` unless settled within `timeout_ms` of `now`.
+    /// Returns the frame to send now when `connected`, else queues it.
+    pub(crate) fn open(&mut self, id: String, frame: String, now: Instant, timeout_ms: u64, reply: oneshot::Sender<CallOutcome>, connected: bool) -> Option<String> {
         self.seq += 1;
-        let key = (deadline, self.seq);
+        let key = (now + std::time::Duration::from_millis(timeout_ms), self.seq);
         self.deadlines.insert(key, id.clone());
         if connected {
-            self.pending.insert(id, PendingCall { reply, deadline: key, sent: true, frame: None });
+            self.pending.insert(id, PendingCall { reply, deadline: key, timeout_ms, sent: true, frame: None });
             Some(frame)
         } else {
-            self.pending.insert(id.clone(), PendingCall { reply, deadline: key, sent: false, frame: Some(frame) });
+            self.pending.insert(id.clone(), PendingCall { reply, deadline: key, timeout_ms, sent: false, frame: Some(frame) });
             self.queue.push_back(Queued::Call(id));
             None
         }
@@ -76,13 +79,25 @@ impl CallTable {
         }
     }
 
+    /// Cancels call `id`: it ends with `error` now and a late answer is ignored; a call still
+    /// queued is dropped unsent. `Some(sent)` when it was pending (`sent`: the engine has it and
+    /// must be told), `None` for a call that already ended.
+    pub(crate) fn cancel(&mut self, id: &str, error: Error) -> Option<bool> {
+        let call = self.pending.remove(id)?;
+        self.deadlines.remove(&call.deadline);
+        let _ = call.reply.send(Err(error));
+        Some(call.sent)
+    }
+
     /// The earliest deadline, if any call is pending.
     pub(crate) fn next_deadline(&self) -> Option<Instant> {
         self.deadlines.keys().next().map(|(at, _)| *at)
     }
 
-    /// Ends every call whose deadline is not after `now` with `TIMEOUT` (a queued one is dropped from the queue).
-    pub(crate) fn expire(&mut self, now: Instant) {
+    /// Ends every call whose deadline is not after `now` with `TIMEOUT` (a queued one is dropped
+    /// from the queue). Returns the ids and timeouts (ms) of those that had been sent.
+    pub(crate) fn expire(&mut self, now: Instant) -> Vec<(String, u64)> {
+        let mut sent = Vec::new();
         while let Some(entry) = self.deadlines.first_entry() {
             if entry.key().0 > now {
                 break;
@@ -90,8 +105,12 @@ impl CallTable {
             let id = entry.remove();
             if let Some(call) = self.pending.remove(&id) {
                 let _ = call.reply.send(Err(Error::Timeout));
+                if call.sent {
+                    sent.push((id, call.timeout_ms));
+                }
             }
         }
+        sent
     }
 
     /// The queued frames in order (calls that expired meanwhile skipped), marking calls sent.
@@ -149,13 +168,35 @@ mod tests {
         let now = Instant::now();
         let (tx1, rx1) = oneshot::channel();
         let (tx2, _rx2) = oneshot::channel();
-        assert!(table.open("a".into(), "A".into(), now + Duration::from_millis(10), tx1, false).is_none());
+        assert!(table.open("a".into(), "A".into(), now, 10, tx1, false).is_none());
         table.queue_void("V".into());
-        table.open("b".into(), "B".into(), now + Duration::from_secs(60), tx2, false);
-        table.expire(now + Duration::from_millis(10));
+        table.open("b".into(), "B".into(), now, 60_000, tx2, false);
+        // Not sent: nothing to cancel in the engine.
+        assert!(table.expire(now + Duration::from_millis(10)).is_empty());
         assert!(matches!(rx1.await.unwrap(), Err(Error::Timeout)));
         assert_eq!(table.drain_queue(), vec!["V".to_string(), "B".to_string()]);
         table.fail_sent();
+        assert_eq!(table.len(), 0);
+    }
+
+    #[tokio::test(flavor = "current_thread")]
+    async fn a_cancelled_call_ends_at_once_and_a_sent_one_that_times_out_is_reported() {
+        let mut table = CallTable::default();
+        let now = Instant::now();
+        let (tx1, rx1) = oneshot::channel();
+        let (tx2, rx2) = oneshot::channel();
+        let (tx3, _rx3) = oneshot::channel();
+        table.open("a".into(), "A".into(), now, 60_000, tx1, true);
+        table.open("q".into(), "Q".into(), now, 60_000, tx2, false);
+        table.open("t".into(), "T".into(), now, 25, tx3, true);
+        assert_eq!(table.cancel("a", crate::handler_context::cancelled_error(Some("bye"))), Some(true));
+        assert_eq!(table.cancel("a", Error::Timeout), None);
+        assert_eq!(rx1.await.unwrap().unwrap_err().to_string(), "cancelled: Invocation cancelled: bye");
+        // Queued: dropped unsent.
+        assert_eq!(table.cancel("q", crate::handler_context::cancelled_error(None)), Some(false));
+        assert!(rx2.await.unwrap().is_err());
+        assert!(table.drain_queue().is_empty());
+        assert_eq!(table.expire(now + Duration::from_millis(25)), vec![("t".to_string(), 25)]);
         assert_eq!(table.len(), 0);
     }
 }

@@ -15,6 +15,7 @@ use tokio::sync::{mpsc, oneshot};
 use crate::error::{codes, Error};
 use crate::addresses::IntoEngineAddresses;
 use crate::function::RegisterFunction;
+use crate::handler_context::HandlerContext;
 use crate::options::{WorkerMetadata, WorkerOptions};
 use crate::registrations::{check_namespace, request_problem, RegistrationStore};
 use crate::session::{Command, Done, Session, SessionConfig, Timings};
@@ -177,6 +178,32 @@ pub(crate) fn release_telemetry() {
         otel::shutdown_otel();
     } else {
         otel::flush_otel();
+    }
+}
+
+/// Cancels a call whose `trigger` future was dropped before its outcome arrived (a `select!`
+/// that took another branch, a `tokio::time::timeout`, an aborted task), or whose handler was
+/// cancelled: the session answers it `cancelled` and sends the engine `cancelinvocation`.
+struct CancelOnDrop {
+    tx: mpsc::UnboundedSender<Command>,
+    /// The call while it awaits its outcome.
+    id: Option<String>,
+    /// The handler making the call: its reason goes along when it was cancelled.
+    run: Option<HandlerContext>,
+}
+
+impl CancelOnDrop {
+    fn fire(&mut self) {
+        if let Some(id) = self.id.take() {
+            let reason = self.run.as_ref().filter(|r| r.is_cancelled()).and_then(|r| r.reason().map(str::to_string));
+            let _ = self.tx.send(Command::Cancel { id, reason });
+        }
+    }
+}
+
+impl Drop for CancelOnDrop {
+    fn drop(&mut self) {
+        self.fire();
     }
 }
 
@@ -582,6 +609,26 @@ impl Svc {
     /// While the client is not connected, calls are queued and sent after the next open (their
     /// timeouts keep running). The caller's active OpenTelemetry context is injected.
     ///
+    /// Cancellation (docs/reference/protocol.md "cancelinvocation"): dropping the returned future
+    /// before it completes (a `select!` that took another branch, `tokio::time::timeout`, an
+    /// aborted task) cancels the call: the engine is sent `cancelinvocation` so the worker running
+    /// it is told to stop, and its late answer is dropped (a call still queued is dropped unsent).
+    /// The call's own timeout cancels it the same way and ends with [`Error::Timeout`]. Inside a
+    /// handler, the call is cancelled with the handler's own invocation ([`HandlerContext`]): it
+    /// ends with `cancelled` then, and fails so at once, unsent, when the handler already is.
+    ///
+    /// ```no_run
+    /// # async fn run(client: svc_sdk::Svc) -> Result<(), svc_sdk::Error> {
+    /// use std::time::Duration;
+    /// use svc_sdk::TriggerRequest;
+    /// let request = TriggerRequest { function_id: "report::build".into(), payload: serde_json::json!({}), action: None, timeout_ms: None };
+    /// // Gives up after 5 s: the worker building the report is told to stop.
+    /// if tokio::time::timeout(Duration::from_secs(5), client.trigger(request)).await.is_err() {
+    ///     eprintln!("no report within 5 s");
+    /// }
+    /// # Ok(()) }
+    /// ```
+    ///
     /// ```no_run
     /// # async fn run(client: svc_sdk::Svc) -> Result<(), svc_sdk::Error> {
     /// use svc_sdk::{Error, TriggerRequest};
@@ -597,39 +644,63 @@ impl Svc {
     ///
     /// # Errors
     /// [`Error::Timeout`]; [`Error::NotConnected`] in state `failed` or after shutdown;
-    /// [`Error::Remote`] with the remote code, or `invocation_stopped` (the connection dropped
+    /// [`Error::Remote`] with the remote code, or `cancelled` (`Invocation cancelled: <reason>`,
+    /// the handler making the call was cancelled), `invocation_stopped` (the connection dropped
     /// after the call was sent), `SHUTDOWN`, `INVALID_ID`, `INVALID_NAMESPACE`,
     /// `INVALID_ARGUMENTS`; [`Error::Serde`] for a payload JSON cannot encode.
     pub async fn trigger<P: Serialize>(&self, request: impl Into<TriggerCall<P>>) -> Result<Value, Error> {
-        match self.call(request.into())? {
+        match self.call_and_wait(request.into()).await? {
+            Some(raw) => Ok(serde_json::from_str(raw.get())?),
             None => Ok(Value::Null),
-            Some(rx) => match rx.await {
-                Ok(Ok(Some(raw))) => Ok(serde_json::from_str(raw.get())?),
-                Ok(Ok(None)) => Ok(Value::Null),
-                Ok(Err(e)) => Err(e),
-                Err(_) => Err(Error::NotConnected),
-            },
         }
     }
 
     /// [`Svc::trigger`] whose result is read as `O` (channel refs in it become live ends).
     pub async fn trigger_as<O: DeserializeOwned, P: Serialize>(&self, request: impl Into<TriggerCall<P>>) -> Result<O, Error> {
-        let outcome = match self.call(request.into())? {
-            None => None,
-            Some(rx) => match rx.await {
-                Ok(Ok(raw)) => raw,
-                Ok(Err(e)) => return Err(e),
-                Err(_) => return Err(Error::NotConnected),
-            },
-        };
+        let outcome = self.call_and_wait(request.into()).await?;
         let text = outcome.as_deref().map(|r| r.get()).unwrap_or("null");
         with_channel_base(self.shared.address(), || serde_json::from_str(text).map_err(Error::from))
     }
 
-    fn call<P: Serialize>(&self, call: TriggerCall<P>) -> Result<Option<oneshot::Receiver<crate::calls::CallOutcome>>, Error> {
+    /// Makes the call and waits for its outcome, cancelling it when this future is dropped first
+    /// or when the handler that makes it is cancelled (issue 21).
+    async fn call_and_wait<P: Serialize>(&self, call: TriggerCall<P>) -> Result<Option<Box<serde_json::value::RawValue>>, Error> {
+        let run = HandlerContext::current();
+        let Some((id, rx)) = self.call(call, run.as_ref())? else { return Ok(None) };
+        let mut guard = CancelOnDrop { tx: self.handle.tx.clone(), id: Some(id), run: run.clone() };
+        let outcome = match &run {
+            None => rx.await,
+            Some(run) => {
+                let mut rx = rx;
+                tokio::select! {
+                    biased;
+                    outcome = &mut rx => outcome,
+                    _ = run.cancelled() => {
+                        // The handler was cancelled: so is its call (the session answers it `cancelled`).
+                        guard.fire();
+                        rx.await
+                    }
+                }
+            }
+        };
+        guard.id = None;
+        match outcome {
+            Ok(outcome) => outcome,
+            Err(_) => Err(Error::NotConnected),
+        }
+    }
+
+    fn call<P: Serialize>(&self, call: TriggerCall<P>, run: Option<&HandlerContext>) -> Result<Option<(String, oneshot::Receiver<crate::calls::CallOutcome>)>, Error> {
         let request = call.request;
         if self.shared.terminal.load(Ordering::SeqCst) {
             return Err(Error::NotConnected);
+        }
+        let void = matches!(request.action, Some(TriggerAction::Void));
+        if let (false, Some(run)) = (void, run) {
+            if run.is_cancelled() {
+                // Made by a handler already cancelled: it fails at once, unsent.
+                return Err(crate::handler_context::cancelled_error(run.reason()));
+            }
         }
         let namespace = call.namespace.or_else(|| self.default_namespace(&request.function_id));
         request_problem(&request.function_id, namespace.as_deref())?;
@@ -637,7 +708,6 @@ impl Svc {
         let metadata = call.metadata.map(|m| m.to_string());
         let (traceparent, baggage) = if self.shared.telemetry { (otel::inject_traceparent(), otel::inject_baggage()) } else { (None, None) };
         let action = request.action.as_ref().map(serde_json::to_string).transpose()?;
-        let void = matches!(request.action, Some(TriggerAction::Void));
         let id = if void { None } else { Some(self.shared.next_invocation_id()) };
         let frame = crate::codec::encode_invoke(
             id.as_deref(),
@@ -657,10 +727,10 @@ impl Svc {
             Some(id) => {
                 let (reply, rx) = oneshot::channel();
                 let timeout_ms = request.timeout_ms.unwrap_or(self.shared.timeout_ms);
-                if self.handle.tx.send(Command::Call { id, frame, timeout_ms, reply }).is_err() {
+                if self.handle.tx.send(Command::Call { id: id.clone(), frame, timeout_ms, reply }).is_err() {
                     return Err(Error::NotConnected);
                 }
-                Ok(Some(rx))
+                Ok(Some((id, rx)))
             }
         }
     }

@@ -63,6 +63,14 @@ pub enum EngineFrame {
     Pong,
     /// Authentication failure before a close (§5.15).
     AuthError(ErrorBody),
+    /// The engine cancelled a call this worker runs (svc addition, docs/reference/protocol.md
+    /// "cancelinvocation"): stop it; no answer is owed.
+    Cancel {
+        /// The id of the leg the engine sent this worker.
+        invocation_id: String,
+        /// Why, cut to 1024 characters; `None` when absent or empty.
+        reason: Option<String>,
+    },
 }
 
 /// An `invokefunction` to execute.
@@ -235,13 +243,19 @@ pub fn decode_engine_frame(data: &[u8]) -> Option<EngineFrame> {
     let text = text.as_ref();
     match serde_json::from_str::<Fields>(text) {
         Ok(f) => decode_fields(&f),
-        // Duplicate keys or a broken frame: a call whose id can still be read is owed an answer.
+        // Duplicate keys or a broken frame: a call whose id can still be read is owed an answer,
+        // and a cancel whose id can be read still cancels.
         Err(_) => owed_answer(text),
     }
 }
 
 fn owed_answer(text: &str) -> Option<EngineFrame> {
-    let top = top_level_strings(text, &["type", "invocation_id", "function_id"])?;
+    let top = top_level_strings(text, &["type", "invocation_id", "function_id", "reason"])?;
+    if top[0].as_deref() == Some("cancelinvocation") {
+        // Read as the engine's parser reads it (the last of a duplicate key wins): a cancel is not lost.
+        let reason = crate::handler_context::bound_reason(top[3].as_deref());
+        return top[1].clone().map(|invocation_id| EngineFrame::Cancel { invocation_id, reason });
+    }
     if top[0].as_deref() != Some("invokefunction") {
         return None;
     }
@@ -397,6 +411,10 @@ fn decode_fields(f: &Fields) -> Option<EngineFrame> {
                 owner_worker_id: text(f.owner_worker_id).unwrap_or_default(),
             }))
         }
+        "cancelinvocation" => Some(EngineFrame::Cancel {
+            invocation_id: text(f.invocation_id)?,
+            reason: crate::handler_context::bound_reason(text(f.reason).as_deref()),
+        }),
         "ping" => Some(EngineFrame::Ping),
         "pong" => Some(EngineFrame::Pong),
         "error" => {
@@ -412,6 +430,20 @@ fn decode_fields(f: &Fields) -> Option<EngineFrame> {
 fn push_str(out: &mut String, s: &str) {
     // Writing a `String` into a `String` cannot fail.
     out.push_str(&serde_json::to_string(s).unwrap_or_else(|_| "\"\"".into()));
+}
+
+/// `{"type":"cancelinvocation","invocation_id":…,"reason":…}` (W→E, svc addition): the caller
+/// cancels a call it made. `reason` is cut to 1024 characters; `None` or empty sends none.
+pub fn encode_cancel(invocation_id: &str, reason: Option<&str>) -> String {
+    let mut out = String::with_capacity(72 + invocation_id.len());
+    out.push_str("{\"type\":\"cancelinvocation\",\"invocation_id\":");
+    push_str(&mut out, invocation_id);
+    if let Some(reason) = crate::handler_context::bound_reason(reason) {
+        out.push_str(",\"reason\":");
+        push_str(&mut out, &reason);
+    }
+    out.push('}');
+    out
 }
 
 /// `{"type":"invokefunction",...}`; `data` and `metadata` are JSON texts.

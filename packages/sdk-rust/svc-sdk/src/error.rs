@@ -14,6 +14,8 @@ pub mod codes {
     pub const INVOCATION_FAILED: &str = "invocation_failed";
     /// The connection dropped after the call was sent (client side), or the callee left (engine).
     pub const INVOCATION_STOPPED: &str = "invocation_stopped";
+    /// The invocation was cancelled (its caller, a timeout, `engine::invocations::cancel`); issue 21.
+    pub const CANCELLED: &str = "cancelled";
     /// A synchronous or enqueue call exceeded its timeout.
     pub const TIMEOUT: &str = "TIMEOUT";
     /// A call made in state `failed` or after shutdown.

@@ -3,7 +3,9 @@
 //! The Rust SDK for svc workers (sdk.md §14): connect to the engine with [`register_worker`],
 //! register functions ([`RegisterFunction`]: sync, async or HTTP-invoked, formats derived with
 //! `schemars`), triggers and trigger types, invoke functions with [`Svc::trigger`] (synchronous,
-//! void or enqueue, with timeouts), pass [channels](create_channel), and watch the connection.
+//! void or enqueue, with timeouts; dropping the call's future or its timeout cancels it in the
+//! engine, and a handler learns of its own cancellation from its [`HandlerContext`]), pass
+//! [channels](create_channel), and watch the connection.
 //! Telemetry (OpenTelemetry spans and the [`telemetry::Logger`]) goes to the engine's `/otel`
 //! socket.
 //!
@@ -39,6 +41,7 @@ mod client;
 pub mod codec;
 mod error;
 mod function;
+mod handler_context;
 mod handler_span;
 mod heartbeat;
 mod http;
@@ -59,6 +62,9 @@ pub use client::{
 };
 pub use error::{codes, is_own_code, Error, ErrorBody, InvocationError};
 pub use function::{format_of, HttpAuthConfig, HttpInvocationConfig, HttpMethod, RegisterFunction};
+pub use handler_context::{HandlerContext, MAX_CANCEL_REASON};
+/// The cancellation token of [`HandlerContext::cancellation_token`] (`tokio-util`).
+pub use tokio_util::sync::CancellationToken;
 pub use http::{HttpRequest, HttpResponse, OneOrMany};
 pub use ids::{id_problem, MAX_ID_LENGTH};
 pub use options::{InitOptions, TelemetryOptions, WorkerMetadata, WorkerOptions};

@@ -10,9 +10,10 @@
 //! disconnected. Every `invokefunction` is answered (protocol.md §5.8); handlers run as their own
 //! tasks while the session keeps reading.
 
+use std::collections::HashMap;
 use std::panic::AssertUnwindSafe;
 use std::sync::atomic::Ordering;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use futures_util::{FutureExt, SinkExt, StreamExt};
@@ -35,6 +36,7 @@ use crate::client::{ConnectionState, RegistrationError, RegistrationKind, Shared
 use crate::codec::{self, EngineFrame, InboundBinding, InboundInvoke};
 use crate::error::{codes, Error, ErrorBody};
 use crate::function::{ErasedHandler, HandlerOutput};
+use crate::handler_context::{cancelled_error, HandlerContext};
 use crate::handler_span::{self, SpanSettings};
 use crate::heartbeat::{Beat, Heartbeat};
 use crate::trigger::TriggerConfig;
@@ -84,6 +86,9 @@ pub(crate) enum Command {
     Call { id: String, frame: String, timeout_ms: u64, reply: oneshot::Sender<CallOutcome> },
     /// A void call: sent now, or queued until the next open.
     Void(String),
+    /// Cancel a synchronous or enqueue call of this client: it ends with `cancelled` now, and
+    /// the engine is sent `cancelinvocation` when it has the call (issue 21).
+    Cancel { id: String, reason: Option<String> },
     /// A registration frame: sent only when connected (the store replays it on every open).
     Send(String),
     /// Let go of the bindings of a trigger type registration (replaced or unregistered).
@@ -117,7 +122,12 @@ pub(crate) struct Session {
     /// Set by a fatal `registrationrejected`.
     fatal: Option<Error>,
     spans: SpanSettings,
+    /// Handlers running, by the invocation id the engine sent (what its `cancelinvocation` names).
+    running: Running,
 }
+
+/// The handlers running; a handler's task takes itself out when it ends.
+type Running = Arc<Mutex<HashMap<String, HandlerContext>>>;
 
 async fn sleep_until_opt(at: Option<Instant>) {
     match at {
@@ -208,6 +218,7 @@ impl Session {
             out: None,
             fatal: None,
             spans: SpanSettings::from_env(),
+            running: Running::default(),
         }
     }
 
@@ -228,7 +239,7 @@ impl Session {
                 tokio::select! {
                     r = &mut connecting => break Some(r),
                     cmd = self.rx.recv() => if !self.offline_command(cmd) { break None },
-                    _ = sleep_until_opt(self.calls.next_deadline()) => self.calls.expire(Instant::now()),
+                    _ = sleep_until_opt(self.calls.next_deadline()) => self.expire(),
                 }
             };
             match opened {
@@ -270,7 +281,7 @@ impl Session {
                 tokio::select! {
                     _ = sleep_until(wake) => break,
                     cmd = self.rx.recv() => if !self.offline_command(cmd) { return },
-                    _ = sleep_until_opt(self.calls.next_deadline()) => self.calls.expire(Instant::now()),
+                    _ = sleep_until_opt(self.calls.next_deadline()) => self.expire(),
                 }
             }
         }
@@ -328,11 +339,15 @@ impl Session {
                 false
             }
             Some(Command::Call { id, frame, timeout_ms, reply }) => {
-                self.calls.open(id, frame, Instant::now() + Duration::from_millis(timeout_ms), reply, false);
+                self.calls.open(id, frame, Instant::now(), timeout_ms, reply, false);
                 true
             }
             Some(Command::Void(frame)) => {
                 self.calls.queue_void(frame);
+                true
+            }
+            Some(Command::Cancel { id, reason }) => {
+                self.cancel_call(&id, reason.as_deref());
                 true
             }
             Some(Command::Send(_)) => true,
@@ -351,6 +366,31 @@ impl Session {
     fn send(&self, msg: Message) {
         if let Some(out) = &self.out {
             let _ = out.send(msg);
+        }
+    }
+
+    /// Ends the calls whose deadline passed with `TIMEOUT`; those the engine has are cancelled
+    /// there too (their worker need not run on for nobody).
+    fn expire(&mut self) {
+        for (id, timeout_ms) in self.calls.expire(Instant::now()) {
+            self.send(Message::text(codec::encode_cancel(&id, Some(&format!("timed out after {timeout_ms}ms")))));
+        }
+    }
+
+    /// Cancels a call of this client (a dropped `trigger` future, a cancelled handler's call).
+    fn cancel_call(&mut self, id: &str, reason: Option<&str>) {
+        let reason = crate::handler_context::bound_reason(reason);
+        if self.calls.cancel(id, cancelled_error(reason.as_deref())) == Some(true) {
+            self.send(Message::text(codec::encode_cancel(id, reason.as_deref())));
+        }
+    }
+
+    /// The engine cancelled a call this worker runs: its handler is told (an async one is
+    /// dropped), and its answer is not sent.
+    fn cancel_running(&mut self, invocation_id: &str, reason: Option<&str>) {
+        let run = self.running.lock().ok().and_then(|mut running| running.remove(invocation_id));
+        if let Some(run) = run {
+            run.cancel(reason);
         }
     }
 
@@ -395,10 +435,11 @@ impl Session {
                 },
                 cmd = self.rx.recv() => match cmd {
                     Some(Command::Call { id, frame, timeout_ms, reply }) => {
-                        if let Some(frame) = self.calls.open(id, frame, Instant::now() + Duration::from_millis(timeout_ms), reply, true) {
+                        if let Some(frame) = self.calls.open(id, frame, Instant::now(), timeout_ms, reply, true) {
                             self.send(Message::text(frame));
                         }
                     }
+                    Some(Command::Cancel { id, reason }) => self.cancel_call(&id, reason.as_deref()),
                     Some(Command::Void(frame)) | Some(Command::Send(frame)) => self.send(Message::text(frame)),
                     Some(Command::ReleaseBindings { key, generation }) => self.bindings.release_all(Some((&key, generation))),
                     Some(Command::Shutdown(done)) => {
@@ -415,7 +456,7 @@ impl Session {
                         break;
                     }
                 },
-                _ = sleep_until_opt(self.calls.next_deadline()) => self.calls.expire(Instant::now()),
+                _ = sleep_until_opt(self.calls.next_deadline()) => self.expire(),
                 beat = heartbeat.next() => match beat {
                     Beat::Ping => self.send(Message::Ping(Vec::new().into())),
                     Beat::Idle => {
@@ -437,6 +478,11 @@ impl Session {
         self.out = None;
         writer.abort();
         self.calls.fail_sent();
+        // Handlers of that connection cannot answer any more (the engine ended their calls).
+        let runs: Vec<HandlerContext> = self.running.lock().map(|mut running| running.drain().map(|(_, run)| run).collect()).unwrap_or_default();
+        for run in runs {
+            run.cancel(Some("connection to the engine was lost"));
+        }
         // The engine moved our bindings elsewhere or parked them (protocol.md §3.6 step 5).
         self.bindings.release_all(None);
         keep_running
@@ -521,6 +567,7 @@ impl Session {
             EngineFrame::AuthError(body) => {
                 self.shared.set_last_error(Error::Remote { code: body.code, message: body.message, stacktrace: None });
             }
+            EngineFrame::Cancel { invocation_id, reason } => self.cancel_running(&invocation_id, reason.as_deref()),
         }
     }
 
@@ -569,15 +616,37 @@ impl Session {
             None
         };
         let metadata: Option<serde_json::Value> = call.metadata.as_deref().and_then(|m| serde_json::from_str(m.get()).ok());
-        let reply = Reply { out: self.out.clone(), invocation_id: call.invocation_id, function_id: call.function_id, spans: self.spans };
+        // A void call from an engine that sends no id cannot be cancelled; its run is not listed.
+        let run = HandlerContext::new(call.invocation_id.clone().unwrap_or_default(), call.function_id.clone());
+        if let (Some(id), Ok(mut running)) = (&call.invocation_id, self.running.lock()) {
+            running.insert(id.clone(), run.clone());
+        }
+        let reply = Reply {
+            out: self.out.clone(),
+            invocation_id: call.invocation_id,
+            function_id: call.function_id,
+            spans: self.spans,
+            run: run.clone(),
+            running: self.running.clone(),
+        };
         let prepared = {
             let _guard = cx.clone().map(|c| c.attach());
-            prepare(&handler, &call.data, metadata)
+            run.enter(|| prepare(&handler, &call.data, metadata))
         };
         match prepared {
             Prepared::Failed(body) => reply.send(Err(body), cx),
             Prepared::Async(fut) => {
                 let task = AssertUnwindSafe(fut).catch_unwind().map(|r| r.unwrap_or_else(|panic| Err(panic_body(panic))));
+                // Cancelled: the handler's future is dropped where it waits (its calls' drop
+                // guards cancel them); the handler's context stays current for the calls it makes.
+                let cancelled = run.clone();
+                let task = run.scope(async move {
+                    tokio::select! {
+                        biased;
+                        _ = cancelled.cancelled() => Err(cancelled_error(cancelled.reason()).to_body()),
+                        out = task => out,
+                    }
+                });
                 match cx {
                     Some(cx) => {
                         tokio::spawn(async move {
@@ -594,7 +663,8 @@ impl Session {
                 tokio::task::spawn_blocking(move || {
                     let out = {
                         let _guard = cx.clone().map(|c| c.attach());
-                        std::panic::catch_unwind(AssertUnwindSafe(job)).unwrap_or_else(|panic| Err(panic_body(panic)))
+                        // A blocking handler runs on when cancelled; its context tells it to stop.
+                        run.enter(|| std::panic::catch_unwind(AssertUnwindSafe(job)).unwrap_or_else(|panic| Err(panic_body(panic))))
                     };
                     reply.send(out, cx);
                 });
@@ -640,17 +710,26 @@ fn panic_body(panic: Box<dyn std::any::Any + Send>) -> ErrorBody {
     }
 }
 
-/// Where one invocation's answer goes: the connection it arrived on (dropped if that one closed).
+/// Where one invocation's answer goes: the connection it arrived on (dropped if that one closed,
+/// and when the invocation was cancelled: the engine answered its caller already).
 struct Reply {
     out: Option<mpsc::UnboundedSender<Message>>,
     invocation_id: Option<String>,
     function_id: String,
     spans: SpanSettings,
+    run: HandlerContext,
+    running: Running,
 }
 
 impl Reply {
     fn send(self, out: HandlerOutput, cx: Option<opentelemetry::Context>) {
-        if let (Some(sender), Some(id)) = (&self.out, &self.invocation_id) {
+        if let (Some(id), Ok(mut running)) = (&self.invocation_id, self.running.lock()) {
+            if running.get(id).is_some_and(|r| r.same(&self.run)) {
+                running.remove(id);
+            }
+        }
+        let cancelled = self.run.is_cancelled();
+        if let (Some(sender), Some(id), false) = (&self.out, &self.invocation_id, cancelled) {
             let (traceparent, baggage) = cx.as_ref().map(handler_span::result_context).unwrap_or((None, None));
             let frame = match &out {
                 Ok(result) => codec::encode_result(id, &self.function_id, result.as_deref(), None, traceparent.as_deref(), baggage.as_deref()),

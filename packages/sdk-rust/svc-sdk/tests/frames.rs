@@ -1,10 +1,13 @@
 //! Properties of decoding engine frames (protocol.md §3.5, §5.8): hostile frames never panic the
 //! decoder, and every `invokefunction` that carries a string `invocation_id` is owed an answer,
-//! whatever else it carries (wrong field types, nulls, duplicate keys, deep nesting).
+//! whatever else it carries (wrong field types, nulls, duplicate keys, deep nesting); a
+//! `cancelinvocation` with a string id names that call, its reason bounded, and one the SDK
+//! encodes reads back the same.
 
 use proptest::prelude::*;
 use serde_json::{json, Value};
-use svc_sdk::codec::{decode_engine_frame, EngineFrame};
+use svc_sdk::codec::{decode_engine_frame, encode_cancel, EngineFrame};
+use svc_sdk::MAX_CANCEL_REASON;
 
 fn json_value() -> impl Strategy<Value = Value> {
     let leaf = prop_oneof![
@@ -22,10 +25,19 @@ fn json_value() -> impl Strategy<Value = Value> {
     })
 }
 
-const FIELDS: &[&str] = &["type", "invocation_id", "function_id", "data", "metadata", "result", "error", "traceparent", "baggage", "id", "config", "code"];
+const FIELDS: &[&str] = &["type", "invocation_id", "function_id", "data", "metadata", "result", "error", "traceparent", "baggage", "id", "config", "code", "reason"];
 
 fn member() -> impl Strategy<Value = String> {
     (prop::sample::select(FIELDS), json_value()).prop_map(|(k, v)| format!("\"{k}\":{v}"))
+}
+
+/// Reasons a canceller may give: any text, far past the 1024 characters kept, multi-byte ones included.
+fn reason() -> impl Strategy<Value = String> {
+    prop_oneof!["\\PC{0,40}", "\\PC{1000,1100}", (1000usize..1100).prop_map(|n| "é".repeat(n)), (0usize..3).prop_map(|n| "😀".repeat(1020 + n))]
+}
+
+fn bounded(reason: &str) -> Option<String> {
+    (!reason.is_empty()).then(|| reason.chars().take(MAX_CANCEL_REASON).collect())
 }
 
 fn nested(depth: usize) -> String {
@@ -71,5 +83,45 @@ proptest! {
             _ => None,
         };
         prop_assert_eq!(owed, Some(id), "frame: {}", frame);
+    }
+
+    #[test]
+    fn a_cancelinvocation_names_its_call_with_its_reason_bounded(
+        id in "\\PC{1,40}",
+        reason in prop::option::of(reason()),
+        others in prop::collection::vec(member(), 0..6),
+    ) {
+        let mut members: Vec<String> = others
+            .into_iter()
+            .filter(|m| !m.starts_with("\"type\"") && !m.starts_with("\"invocation_id\"") && !m.starts_with("\"reason\""))
+            .collect();
+        members.push("\"type\":\"cancelinvocation\"".into());
+        members.push(format!("\"invocation_id\":{}", json!(id)));
+        if let Some(r) = &reason {
+            members.push(format!("\"reason\":{}", json!(r)));
+        }
+        let frame = format!("{{{}}}", members.join(","));
+        match decode_engine_frame(frame.as_bytes()) {
+            Some(EngineFrame::Cancel { invocation_id, reason: got }) => {
+                prop_assert_eq!(invocation_id, id);
+                prop_assert_eq!(got, reason.as_deref().and_then(bounded));
+            }
+            other => prop_assert!(false, "frame {} decoded as {:?}", frame, other),
+        }
+    }
+
+    #[test]
+    fn a_cancelinvocation_the_sdk_encodes_is_json_and_reads_back(id in "\\PC{1,40}", reason in prop::option::of(reason())) {
+        let text = encode_cancel(&id, reason.as_deref());
+        let value: Value = serde_json::from_str(&text).expect("JSON");
+        prop_assert_eq!(&value["type"], "cancelinvocation");
+        prop_assert!(value["reason"].as_str().is_none_or(|r| r.chars().count() <= MAX_CANCEL_REASON));
+        match decode_engine_frame(text.as_bytes()) {
+            Some(EngineFrame::Cancel { invocation_id, reason: got }) => {
+                prop_assert_eq!(invocation_id, id);
+                prop_assert_eq!(got, reason.as_deref().and_then(bounded));
+            }
+            other => prop_assert!(false, "{} decoded as {:?}", text, other),
+        }
     }
 }

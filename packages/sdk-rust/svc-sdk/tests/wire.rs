@@ -282,6 +282,10 @@ fn hostile_frame() -> impl Strategy<Value = String> {
         Just(r#"{"type":"unregistertrigger","id":7}"#.to_string()),
         Just(r#"{"type":"workerregistered","worker_id":{}}"#.to_string()),
         Just(r#"{"type":"error","error":"x"}"#.to_string()),
+        // Cancels of calls this worker does not run (finished, unknown), or not readable: ignored.
+        Just(r#"{"type":"cancelinvocation","invocation_id":"nobody","reason":"stop"}"#.to_string()),
+        Just(r#"{"type":"cancelinvocation","invocation_id":7}"#.to_string()),
+        Just(format!(r#"{{"type":"cancelinvocation","invocation_id":"nobody","reason":"{}"}}"#, "x".repeat(5000))),
         Just(format!(r#"{{"type":"ping","x":{}0{}}}"#, "[".repeat(4000), "]".repeat(4000))),
         // A registrationrejected with another code is fatal by design (protocol.md §5.11): only the non-fatal one is noise.
         Just(r#"{"type":"registrationrejected","code":"FUNCTION_NAMESPACE_CONFLICT","function_id":null}"#.to_string()),
