@@ -5,6 +5,10 @@ and a handler's own calls are cancelled with it."""
 from __future__ import annotations
 
 import asyncio
+import os
+import signal
+import subprocess
+import sys
 import threading
 from typing import Any
 
@@ -185,3 +189,39 @@ def test_a_call_made_by_a_handler_already_cancelled_fails_at_once_unsent(caller:
     assert raised.value.code == "TIMEOUT"
     assert done.wait(10)
     assert seen == ["cancelled"]
+
+
+INTERRUPTED_CALLER = """
+import sys
+from svc import InitOptions, register_worker
+
+client = register_worker(sys.argv[1], InitOptions(worker_name="py-interrupted"))
+print("calling", flush=True)
+try:
+    client.trigger({"function_id": "pyc::slow-interrupted", "payload": None, "timeout_ms": 60000})
+except KeyboardInterrupt:
+    print("interrupted", flush=True)
+client.shutdown()
+"""
+
+
+def test_ctrl_c_in_a_blocking_trigger_cancels_the_call_in_the_worker(engine: Engine, callee: Any) -> None:
+    slow = Slow()
+    callee.register_function("pyc::slow-interrupted", slow.async_handler)
+    registered(callee, "pyc::slow-interrupted")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p), "OTEL_ENABLED": "false"}
+    proc = subprocess.Popen([sys.executable, "-c", INTERRUPTED_CALLER, engine.url], env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        assert proc.stdout is not None
+        assert proc.stdout.readline().strip() == "calling"
+        assert slow.started.wait(20), "the call did not reach the handler"
+        proc.send_signal(signal.SIGINT)
+        assert slow.cancelled.wait(10), "the handler was not cancelled"
+        assert slow.reason == ["the caller was interrupted"]
+        assert proc.stdout.readline().strip() == "interrupted"
+        assert proc.wait(30) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(10)
+    eventually(lambda: in_flight(callee, "pyc::slow-interrupted") == 0)
