@@ -173,6 +173,65 @@ async fn wait_connected(svc: &Svc) {
     guard.remove();
 }
 
+/// Cancellation on the wire (issue 21): a dropped call sends one `cancelinvocation` and ignores its
+/// late answer; the engine's `cancelinvocation` drops an async handler's future, with the reason cut
+/// to 1024 characters, and no answer goes back for it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_dropped_call_is_cancelled_and_a_cancelled_handler_sends_no_answer() {
+    let (url, mut conns) = fake_engine().await;
+    let svc = client(&url);
+    let (dropped_tx, mut dropped) = mpsc::unbounded_channel::<Option<String>>();
+    struct Report(svc_sdk::HandlerContext, mpsc::UnboundedSender<Option<String>>);
+    impl Drop for Report {
+        fn drop(&mut self) {
+            let _ = self.1.send(self.0.reason().map(str::to_string));
+        }
+    }
+    svc.register_function(
+        "t::wait",
+        RegisterFunction::new_async(move |_: Value| {
+            let report = Report(svc_sdk::HandlerContext::current().unwrap(), dropped_tx.clone());
+            async move {
+                let _report = report;
+                std::future::pending::<()>().await;
+                Ok::<_, Error>(())
+            }
+        }),
+    );
+    svc.register_function("t::echo", RegisterFunction::new_async(|v: Value| async move { Ok::<_, Error>(v) }));
+    let mut engine = conns.recv().await.unwrap();
+    engine.send(r#"{"type":"workerregistered","worker_id":"w-1","reattach_token":"t-1"}"#).await;
+    wait_connected(&svc).await;
+
+    let call = svc.trigger(TriggerRequest { function_id: "remote::slow".into(), payload: json!(null), action: None, timeout_ms: Some(60_000) });
+    let sent = tokio::select! {
+        _ = call => panic!("the call was answered"),
+        frame = async {
+            loop {
+                let frame = engine.recv_type("invokefunction").await;
+                if frame["function_id"] == "remote::slow" {
+                    return frame;
+                }
+            }
+        } => frame,
+    };
+    // The select dropped the call's future.
+    assert_eq!(engine.recv_type("cancelinvocation").await, json!({"type": "cancelinvocation", "invocation_id": sent["invocation_id"]}));
+    engine.send(&json!({"type": "invocationresult", "invocation_id": sent["invocation_id"], "result": 1}).to_string()).await;
+
+    engine.send(r#"{"type":"invokefunction","invocation_id":"leg-1","function_id":"t::wait","data":null}"#).await;
+    engine.send(&json!({"type": "cancelinvocation", "invocation_id": "leg-1", "reason": "y".repeat(5000)}).to_string()).await;
+    let reason = tokio::time::timeout(Duration::from_secs(20), dropped.recv()).await.unwrap().unwrap();
+    assert_eq!(reason, Some("y".repeat(1024)));
+    // No answer for leg-1: the next result is the echo's.
+    engine.send(r#"{"type":"invokefunction","invocation_id":"leg-2","function_id":"t::echo","data":2}"#).await;
+    let answer = engine.recv_type("invocationresult").await;
+    assert_eq!((answer["invocation_id"].as_str(), &answer["result"]), (Some("leg-2"), &json!(2)));
+    assert_eq!(svc.get_connection_state(), ConnectionState::Connected);
+    drop(engine);
+    svc.shutdown_async().await;
+}
+
 /// Frames recorded from the reference iii engine's wire format (protocol.md §14): payloads carry
 /// `_caller_worker_id` (§14.9), results may lack `function_id`, errors may be bare values, a
 /// `workerregistered` may lack the reattach token, and `WORKER_NAMESPACE_CONFLICT` is fatal.
