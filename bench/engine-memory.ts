@@ -14,7 +14,7 @@
  * are connected (`engine_cpu_us_per_call`: its CPU time during the calls, spans stored included, per
  * call — steadier than `seconds` on a shared machine), right after the last call, its `VmHWM`, and `VmRSS` again once the observability
  * window reports no further growth (the spans of the last calls arrive after their results), and
- * `rss_quiet_mib` BENCH_QUIET_MS (default 30 s) later, once V8's memory reducer has run;
+ * `rss_quiet_mib` BENCH_QUIET_MS (default 10 s) later, once V8's memory reducer has run;
  * `window` is the observability worker's health detail; `callee_rss_ready_mib` / `callee_rss_after_mib`:
  * the callee's `VmRSS` once connected and after the calls (a trivial svc-sdk worker run as a
  * TypeScript file, as `svc` runs one). Linux only (/proc).
@@ -139,7 +139,7 @@ async function main(): Promise<void> {
     }
     const final = rssOf(engine.child.pid!)
     // V8's memory reducer shrinks the heap some seconds after the allocation rate drops.
-    await new Promise((resolve) => setTimeout(resolve, Number(process.env.BENCH_QUIET_MS ?? 30_000)))
+    await new Promise((resolve) => setTimeout(resolve, Number(process.env.BENCH_QUIET_MS ?? 10_000)))
     const quiet = rssOf(engine.child.pid!)
     console.log(
       JSON.stringify({
