@@ -35,6 +35,9 @@
  *               (bench/cli-start.ts)
  *   install     `npm i -g --offline` of the packed CLI: wall seconds, installed MB and files
  *               (bench/install.ts; targets ≤ 30 s, ≤ 60 MB)
+ *   memory      the engine's RSS (`svc --json`, defaults) after 100,000 calls between svc-sdk
+ *               workers with telemetry on, and the callee's (bench/engine-memory.ts; targets
+ *               < 200 MiB, ≤ 70 MB)
  *
  * `--write` replaces the results section of docs/benchmarks.md.
  */
@@ -190,6 +193,8 @@ async function main(): Promise<void> {
   const cliStart = await run(['bench/cli-start.ts'])
   // The packed CLI's offline install: time, bytes and files (bench/install.ts).
   const install = await run(['bench/install.ts'])
+  // The engine's RSS after 100,000 traced calls between svc-sdk workers, defaults (bench/engine-memory.ts).
+  const engineMemory = await run(['bench/engine-memory.ts'])
 
   const pct = (a: number, b: number) => `${Math.round((a / b) * 100)}%`
   const ratio = (a: number, b: number) => `${(a / b).toFixed(2)}×`
@@ -246,6 +251,8 @@ async function main(): Promise<void> {
     ...cliStartRows(cliStart),
     '',
     `Install (\`npm i -g --offline\` of the packed CLI, ${install.tarball_mb} MB tarball): ${install.install_s} s (target ≤ 30 s), ${install.installed_mb} MB on disk (target ≤ 60 MB), ${install.files.toLocaleString('en')} files.`,
+    '',
+    `Engine memory with defaults (\`svc --json\`, svc-sdk caller and callee with telemetry on, ${engineMemory.calls.toLocaleString('en')} calls at 64 in flight): RSS ${engineMemory.rss_idle_mib} MiB idle, ${engineMemory.rss_settled_mib} MiB after the calls, peak ${engineMemory.peak_rss_mib} MiB (target < 200 MiB); window: ${engineMemory.window}. A trivial svc-sdk worker: ${engineMemory.callee_rss_ready_mib} MiB connected (target ≤ 70 MB), ${engineMemory.callee_rss_after_mib} MiB after the calls.`,
   ].join('\n')
   console.log(table)
   if (write) {

@@ -16,7 +16,9 @@ if (major < 22 || (major === 22 && minor < 13)) {
   }
   const { spawn } = await import('node:child_process')
   const { fileURLToPath } = await import('node:url')
-  const child = spawn(found.path, [fileURLToPath(import.meta.url), ...process.argv.slice(2)], {
+  const { ENGINE_V8_FLAGS, hostsEngine } = await import('./engine-heap.js')
+  const heap = hostsEngine(process.argv.slice(2)) ? ENGINE_V8_FLAGS : []
+  const child = spawn(found.path, [...heap, fileURLToPath(import.meta.url), ...process.argv.slice(2)], {
     stdio: 'inherit',
     env: { ...process.env, SVC_LAUNCHED_BY: process.version },
   })
@@ -33,6 +35,19 @@ if (major < 22 || (major === 22 && minor < 13)) {
     } else process.exit(code ?? 1)
   })
 } else {
+  // An engine-hosting command starts again, in place, with the engine's V8 heap settings
+  // (bin/engine-heap.js). process.execve: Node 22.15 / 23.11 and newer, POSIX.
+  if (typeof process.execve === 'function') {
+    const { ENGINE_V8_FLAGS, heapChosen, hostsEngine } = await import('./engine-heap.js')
+    if (hostsEngine(process.argv.slice(2)) && !heapChosen(process.execArgv, process.env.NODE_OPTIONS)) {
+      const { fileURLToPath } = await import('node:url')
+      try {
+        process.execve(process.execPath, [process.execPath, ...ENGINE_V8_FLAGS, ...process.execArgv, fileURLToPath(import.meta.url), ...process.argv.slice(2)])
+      } catch {
+        // Not replaced (the call is experimental): run on with V8's defaults.
+      }
+    }
+  }
   const { execute } = await import('@oclif/core')
   const { withDefaultCommand } = await import('../dist/src/lib/argv.js')
   await execute({ dir: import.meta.url, args: withDefaultCommand(process.argv.slice(2)) })

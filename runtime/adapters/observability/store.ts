@@ -30,8 +30,8 @@ export interface StoreLimits {
   maxDiskBytes: number
 }
 
-/** Default `memory_max_span_bytes`: 64 MiB. */
-export const DEFAULT_MAX_SPAN_BYTES = 64 << 20
+/** Default `memory_max_span_bytes`: 16 MiB (about 13,000 svc-sdk handler spans; docs/decisions.md, issue 20). */
+export const DEFAULT_MAX_SPAN_BYTES = 16 << 20
 /** Default `memory_max_log_bytes`: 32 MiB. */
 export const DEFAULT_MAX_LOG_BYTES = 32 << 20
 /** Smallest byte budget accepted for either window: 1 MiB. */

@@ -23,7 +23,7 @@ export const OBSERVABILITY_DESCRIPTOR = {
       max_disk_bytes: { type: 'integer', minimum: 1, default: 1073741824, description: 'builtin store size cap' },
       memory_max_spans: { type: 'integer', minimum: 1000, default: 100000, description: 'in-memory window (both stores)' },
       memory_max_logs: { type: 'integer', minimum: 1000, default: 20000 },
-      memory_max_span_bytes: { type: 'integer', minimum: 1048576, default: 67108864, description: 'in-memory window (both stores): estimated bytes of spans held (JSON size plus 128 per span); the oldest are evicted beyond it (svc.observability.window_bytes)' },
+      memory_max_span_bytes: { type: 'integer', minimum: 1048576, default: 16777216, description: 'in-memory window (both stores): estimated bytes of spans held (JSON size plus 128 per span); the oldest are evicted beyond it (svc.observability.window_bytes)' },
       memory_max_log_bytes: { type: 'integer', minimum: 1048576, default: 33554432, description: 'in-memory window (both stores): estimated bytes of log records held; the oldest are evicted beyond it' },
       sampling_ratio: { type: 'number', minimum: 0, maximum: 1, default: 1, description: 'head sampling of traces the engine starts' },
       logs_enabled: { type: 'boolean', default: true },

@@ -1,0 +1,42 @@
+// V8 heap settings for the processes that host an engine (`svc`, `svc start`): plain JavaScript,
+// loaded by bin/run.js before anything else, on any Node.
+//
+// With V8's defaults a busy engine holds about 250 MiB more than it uses: the young generation
+// grows to 3 × 16 MiB and the old generation to about twice its live objects between two full
+// collections (bench/engine-memory.ts: 410–470 MiB of RSS after 100,000 traced calls, with 28 MiB
+// of live heap besides the span window). These flags are read when V8 starts, so they cannot be
+// set from inside the process: bin/run.js replaces itself with a Node started with them
+// (`process.execve`: same pid, terminal and signals; no second process). docs/benchmarks.md
+// ("Engine memory") has the measurements behind the values; docs/decisions.md the trade-off.
+
+/** `--max-semi-space-size` (MiB) and `--heap-growing-percent` for an engine process. */
+export const ENGINE_V8_FLAGS = ['--max-semi-space-size=4', '--heap-growing-percent=50']
+
+/** Flags after which the command-line arguments stop being svc's own (`svc trigger -- …`). */
+const PASS_THROUGH = new Set(['--version', '-v', '--help', '-h'])
+
+/**
+ * Whether `svc <argv>` runs an engine in this process: `svc`, `svc` followed only by flags, and
+ * `svc start …` (src/lib/argv.ts makes `start` the default command).
+ *
+ * @param {readonly string[]} argv the arguments after `svc`
+ * @returns {boolean}
+ */
+export function hostsEngine(argv) {
+  const first = argv[0]
+  return first === undefined || first === 'start' || (first.startsWith('-') && !PASS_THROUGH.has(first))
+}
+
+/**
+ * Whether V8's young generation or heap growth is already chosen for this process, by its
+ * command line or by NODE_OPTIONS (the user's choice wins; and a process started with
+ * {@link ENGINE_V8_FLAGS} is not started again).
+ *
+ * @param {readonly string[]} execArgv `process.execArgv`
+ * @param {string | undefined} nodeOptions `process.env.NODE_OPTIONS`
+ * @returns {boolean}
+ */
+export function heapChosen(execArgv, nodeOptions) {
+  const chosen = (arg) => /^--(max[-_]semi[-_]space[-_]size|heap[-_]growing[-_]percent|optimize[-_]for[-_]size)\b/.test(arg)
+  return execArgv.some(chosen) || (nodeOptions ?? '').split(/\s+/).some(chosen)
+}
