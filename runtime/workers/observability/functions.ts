@@ -6,7 +6,8 @@
  * `STORAGE_DISABLED`.
  */
 import { EngineFunctions, Errors } from 'svc-protocol'
-import { nowUnixNano, type LogRecord, type MetricSeries } from '../../adapters/observability/records.ts'
+import type { LogRecord, MetricSeries, MetricsListResult } from 'svc-protocol'
+import { nowUnixNano } from '../../adapters/observability/records.ts'
 import { SqliteStore } from '../../adapters/observability/sqlite.ts'
 import { redisHealth } from '../../adapters/redis.ts'
 import type { TelemetryStore } from '../../adapters/observability/store.ts'
@@ -145,7 +146,7 @@ function logCall(host: ObservabilityHost, level: string, severity: number, data:
 }
 
 /** `engine::metrics::list` (§12.5): the stored series, the per-function ones and those of the hub's metric sources. */
-async function metrics(host: ObservabilityHost, store: TelemetryStore, data: unknown): Promise<{ metrics: MetricSeries[] }> {
+async function metrics(host: ObservabilityHost, store: TelemetryStore, data: unknown): Promise<MetricsListResult> {
   const d = (data ?? {}) as { metric_name?: unknown; worker?: unknown; start_time?: unknown; end_time?: unknown }
   const now = nowUnixNano()
   const fnSeries = host.invocations.series(now)
