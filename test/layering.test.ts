@@ -14,6 +14,7 @@
  */
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
+import { execFileSync } from 'node:child_process'
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { dirname, join, relative, resolve } from 'node:path'
@@ -113,4 +114,30 @@ test('each layering rule is caught, naming the file and the import; tests and th
   } finally {
     rmSync(root, { recursive: true, force: true })
   }
+})
+
+/** The runtime modules (repository-relative) a fresh Node process loads when it imports `entry`. */
+function modulesLoadedBy(entry: string): string[] {
+  const dir = mkdtempSync(join(tmpdir(), 'svc-entry-'))
+  try {
+    const hook = join(dir, 'hook.mjs')
+    const log = join(dir, 'modules.txt')
+    writeFileSync(log, '')
+    writeFileSync(hook, `import { registerHooks } from 'node:module'\nimport { appendFileSync } from 'node:fs'\nregisterHooks({ load(url, context, next) { appendFileSync(${JSON.stringify(log)}, url + '\\n'); return next(url, context) } })\n`)
+    execFileSync(process.execPath, ['--import', hook, '--input-type=module', '-e', `await import(${JSON.stringify(join(ROOT, entry))})`], { stdio: 'pipe' })
+    return readFileSync(log, 'utf8')
+      .split('\n')
+      .filter((url) => url.startsWith('file:'))
+      .map((url) => relative(ROOT, fileURLToPath(url)).split('\\').join('/'))
+  } finally {
+    rmSync(dir, { recursive: true, force: true })
+  }
+}
+
+test('the light entry loads no engine, built-in worker or driver; the engine entry does (issue 20: svc trigger stays light)', () => {
+  const HEAVY = /^runtime\/(engine\/engine|workers\/index|workers\/[^/]+\/worker|fleet\/[^/]+)\.ts$|(^|\/)node_modules\/(pg|pg-cursor|mysql2|ioredis|nats|ajv)\//
+  const light = modulesLoadedBy('runtime/index.ts')
+  assert.ok(light.includes('runtime/yaml/index.ts') && light.includes('runtime/config/loader.ts'), 'the hook saw the light entry load')
+  assert.deepEqual(light.filter((m) => HEAVY.test(m)), [], 'runtime/index.ts loads only what any command may load')
+  assert.ok(modulesLoadedBy('runtime/start.ts').includes('runtime/engine/engine.ts'))
 })
