@@ -6,7 +6,7 @@
  * `STORAGE_DISABLED`.
  */
 import { EngineFunctions, Errors } from 'svc-protocol'
-import type { LogRecord, MetricSeries, MetricsListResult } from 'svc-protocol'
+import type { HealthCheckResult, HealthComponent, LogRecord, MetricSeries, MetricsListResult } from 'svc-protocol'
 import { nowUnixNano } from '../../adapters/observability/records.ts'
 import { SqliteStore } from '../../adapters/observability/sqlite.ts'
 import { redisHealth } from '../../adapters/redis.ts'
@@ -39,7 +39,7 @@ export interface ObservabilityHost {
   readonly logTriggers: LogTriggers
   readonly traceTriggers: TraceTriggers
   /** The `otlp_export` component of `engine::health::check`. */
-  exportHealth(): Record<string, unknown>
+  exportHealth(): HealthComponent
   /** Limits, stores, exports and delivers a record to the `log` triggers (unless `quiet`). */
   log(record: LogRecord, quiet: boolean): void
   /** Prints a worker's record on the engine's console when `logs_console_output` is on. */
@@ -94,7 +94,7 @@ export function registerObservabilityFunctions(worker: LocalWorker, host: Observ
 }
 
 /** `engine::health::check` (protocol.md §11.4): the engine, the store and what was dropped or truncated, the OTLP export. */
-function health(host: ObservabilityHost): Record<string, unknown> {
+function health(host: ObservabilityHost): HealthCheckResult {
   const store = host.store()
   const counts = store.counts()
   const bytes = store.windowBytes()

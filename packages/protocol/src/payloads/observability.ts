@@ -108,6 +108,45 @@ export interface MetricsListResult {
   metrics: MetricSeries[]
 }
 
+/** `engine::logs::list` input (§12.5); every filter optional; times in Unix ms. */
+export interface LogsListInput {
+  /** 0–1000, default 100. */
+  limit?: number
+  offset?: number
+  start_time?: number
+  end_time?: number
+  trace_id?: string
+  span_id?: string
+  /** Exact, ignoring case. */
+  service_name?: string
+  /** A severity number, 0–24. */
+  severity_min?: number
+  /** Exact, ignoring case. */
+  severity_text?: string
+  /** Case-insensitive substring of the body. */
+  search?: string
+}
+
+/** `engine::log::<level>` input (`info`, `warn`…): a log record written by the caller. */
+export interface LogInput {
+  message: string
+  /** Stored as attributes `log.data.<field>` (non-object data as `log.data`). */
+  data?: unknown
+  trace_id?: string
+  span_id?: string
+  /** Default: the calling worker's name. */
+  service_name?: string
+}
+
+/** `engine::metrics::list` input: every filter optional; times in Unix ms. */
+export interface MetricsListInput {
+  metric_name?: string
+  /** Points whose `worker.name` attribute is this worker. */
+  worker?: string
+  start_time?: number
+  end_time?: number
+}
+
 /** `engine::logs::list` result (§12.5): a page of the matching records, newest first. */
 export interface LogsListResult {
   logs: LogRecord[]
@@ -119,6 +158,33 @@ export interface LogsListResult {
 
 /** An entry of `engine::traces::list`: the root span of a trace plus counts over the whole trace. */
 export type TraceSummary = SpanRecord & { span_count: number; error_count: number; service_names: string[] }
+
+/** `engine::traces::list` input (protocol.md §11.4); every filter optional; times in Unix ms. */
+export interface TracesListInput {
+  trace_id?: string
+  /** Case-insensitive substring of the root span's name (at most 256 characters, like the next two). */
+  name?: string
+  service_name?: string
+  /** Traces in which this function ran. */
+  function_id?: string
+  /** Of the root span. */
+  status?: SpanStatus
+  min_duration_ms?: number
+  max_duration_ms?: number
+  start_time?: number
+  end_time?: number
+  /** Every pair must equal a root-span attribute. */
+  attributes?: Record<string, unknown>
+  /** Show traces whose root span is internal; default false. */
+  include_internal?: boolean
+  /** Default `start_time`. */
+  sort_by?: 'start_time' | 'duration_ms' | 'duration' | 'name' | 'service_name'
+  /** Default `desc`. */
+  sort_order?: 'desc' | 'asc'
+  offset?: number
+  /** 0–1000, default 100. */
+  limit?: number
+}
 
 /** `engine::traces::list` result; `spans` is the same list as `traces` (the iii engine's name). */
 export interface TracesListResult {
@@ -136,6 +202,22 @@ export type SpanNode = SpanRecord & { children: SpanNode[] }
 export interface TraceTreeResult {
   trace_id: string
   roots: SpanNode[]
+}
+
+/** `engine::traces::tree` input. */
+export interface TraceTreeInput {
+  trace_id: string
+}
+
+/** `engine::traces::group_by` input: spans with `attribute`, grouped by its value. */
+export interface SpanGroupsInput {
+  attribute: string
+  /** Unix ms. */
+  since_ms?: number
+  /** 0–1000, default 100. */
+  limit?: number
+  /** Also count spans of internal functions; default false. */
+  include_internal?: boolean
 }
 
 /** One group of `engine::traces::group_by` (protocol.md §11.4). */
@@ -212,4 +294,36 @@ export interface Run {
 export interface RunsListResult {
   runs: Run[]
   total: number
+}
+
+/** One component of `engine::health::check`: `healthy`, `degraded`, `disabled`…; some add their own figures. */
+export interface HealthComponent {
+  status: string
+  detail?: string
+  [field: string]: unknown
+}
+
+/** `engine::health::check` result: `degraded` when any component is. */
+export interface HealthCheckResult {
+  status: 'healthy' | 'degraded'
+  version: string
+  /** RFC 3339. */
+  timestamp: string
+  /** `engine`, `observability`, `otlp_export`, and `fleet`, `redis` where they run. */
+  components: Record<string, HealthComponent>
+}
+
+/** `engine::baggage::get {key}` result: null when the invocation's baggage has no such entry. */
+export interface BaggageGetResult {
+  value: string | null
+}
+
+/** `engine::baggage::set {key, value}` result: the updated W3C `baggage` header value. */
+export interface BaggageSetResult {
+  baggage: string
+}
+
+/** `engine::baggage::get_all` result. */
+export interface BaggageEntriesResult {
+  entries: Record<string, string>
 }
