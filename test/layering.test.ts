@@ -10,7 +10,8 @@
  *
  * Shipped sources only: tests (`*.test.ts`, `packages/<name>/test/`, `test-support/`) sit beside
  * the code and may start an engine from wherever it lives. Imports are read with TypeScript's
- * pre-processor, so `import type`, `export … from` and dynamic `import()` all count.
+ * pre-processor, so `import type`, `export … from` and dynamic `import()` all count. And the light
+ * entry, loaded in a fresh process, loads no engine, built-in worker or driver.
  */
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
