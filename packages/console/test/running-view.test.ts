@@ -131,5 +131,13 @@ describe('the run history reads engine::invocations::list defensively', () => {
     assert.equal(wasCancelled({ status: 'ok', error_code: 'cancelled' }), false)
     assert.equal(wasCancelled({ status: 'error', error_code: null }), false)
     assert.equal(wasCancelled({ status: 'error' }), false)
+    // Whatever a run's fields hold (a worker's spans are not trusted), only the exact code counts.
+    fc.assert(
+      fc.property(fc.oneof(fc.constantFrom('ok', 'error', 'unset'), fc.string()), fc.oneof(fc.constantFrom('cancelled', 'CANCELLED', 'cancelled ', null), fc.string(), fc.jsonValue()), fc.string(), (status, code, message) => {
+        const run = { status, error_code: code, status_message: message } as { status: string; error_code: string | null }
+        assert.equal(wasCancelled(run), status === 'error' && code === 'cancelled')
+      }),
+      { numRuns: 300 },
+    )
   })
 })
