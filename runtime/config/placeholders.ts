@@ -7,6 +7,7 @@
  * | `${NAME:default}`, `${NAME:-default}` | value of `NAME`, or `default` when unset or empty |
  * | `$${` | a literal `${` |
  */
+import { isSinglePlaceholder } from 'svc-protocol/settings-schema'
 
 /** The environment placeholders read from: `process.env` or a test's own map. */
 export type Env = Readonly<Record<string, string | undefined>>
@@ -99,10 +100,8 @@ function invalidPlaceholder(fragment: string): ExpandError {
   )
 }
 
-/** True when `text` is exactly one placeholder, the only case that may change type (§2.8). */
-export function isSinglePlaceholder(text: string): boolean {
-  return text.startsWith('${') && text.indexOf('}') === text.length - 1
-}
+/** True when `text` is exactly one placeholder, the only case that may change type (§2.8): the settings-schema contract's check, shared with the console. */
+export { isSinglePlaceholder }
 
 /** The scalar types a schema hint accepts at one position, `anyOf`/`oneOf` branches included. */
 function typesOf(hint: SchemaHint | undefined): Set<string> {

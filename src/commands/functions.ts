@@ -3,7 +3,7 @@
  */
 import { Flags } from '@oclif/core'
 import { SvcCommand } from '../lib/command.ts'
-import { terminalJson } from '../../runtime/engine/terminal.ts'
+import { terminalJson } from '../../runtime/index.ts'
 import { formatFunctionsTable, listFunctions } from '../lib/functions.ts'
 import { engineNotice, projectEngine, unreachableHint } from '../lib/project.ts'
 

@@ -2,7 +2,7 @@
  * `svc logs [WORKER] [-f]`: worker and engine log lines (issue 11).
  */
 import { Args, Flags } from '@oclif/core'
-import { colourEnabled } from '../../runtime/engine/logger.ts'
+import { colourEnabled } from '../../runtime/index.ts'
 import { SvcCommand } from '../lib/command.ts'
 import { Codes } from 'svc-protocol/errors'
 import { CliError, ExitCode } from '../lib/errors.ts'

@@ -2,8 +2,7 @@
  * `svc traces [TRACE_ID]`: recent traces as a table, or one trace as a waterfall (issue 21).
  */
 import { Args, Flags } from '@oclif/core'
-import { colourEnabled } from '../../runtime/engine/logger.ts'
-import { terminalJson } from '../../runtime/engine/terminal.ts'
+import { colourEnabled, terminalJson } from '../../runtime/index.ts'
 import { SvcCommand } from '../lib/command.ts'
 import { projectEngine, unreachableHint } from '../lib/project.ts'
 import { DEFAULT_COLUMNS, formatTracesTable, formatWaterfall, listTraces, MAX_TRACES_LIMIT, parseDurationMs, parseTraceId, readTrace } from '../lib/traces.ts'

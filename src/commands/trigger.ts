@@ -4,7 +4,7 @@
  */
 import { Args, Flags } from '@oclif/core'
 import { InvocationError } from 'svc-protocol/client'
-import { terminalJson, terminalText } from '../../runtime/engine/terminal.ts'
+import { terminalJson, terminalText } from '../../runtime/index.ts'
 import { SvcCommand } from '../lib/command.ts'
 import { CliError, exitCodeForCode, ExitCode, hintFor, toCliError, usageError } from '../lib/errors.ts'
 import { assertFitsMessage, dataLabel, PayloadError, readAll, readDataArgument, resolveTriggerInput } from '../lib/payload.ts'

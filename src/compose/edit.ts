@@ -9,7 +9,7 @@
 import { renameSync, writeFileSync } from 'node:fs'
 import { isMap, isScalar, stringify, YAMLMap } from 'yaml'
 import type { Document, Node, Pair } from 'yaml'
-import { YamlError, YamlSource } from '../../runtime/yaml/index.ts'
+import { YamlError, YamlSource } from '../../runtime/index.ts'
 import { ComposeError } from './errors.ts'
 
 /** What a project with no workers is written as (cli.md §2.3). */

@@ -6,11 +6,7 @@
  */
 import { isMap, isScalar, isSeq } from 'yaml'
 import type { Node, Pair, YAMLMap } from 'yaml'
-import { CONFIG_FILE_LIMITS, readTextFileSync, YamlError, YamlReader, type Place } from '../../runtime/yaml/index.ts'
-import { BUILTIN_NAMES, canonicalBuiltinName, didYouMean } from '../../runtime/config/catalogue.ts'
-import type { BuiltinName } from '../../runtime/config/catalogue.ts'
-import { ExpandError, expandPlaceholders, expandString } from '../../runtime/config/placeholders.ts'
-import type { Env } from '../../runtime/config/placeholders.ts'
+import { BUILTIN_NAMES, type BuiltinName, canonicalBuiltinName, CONFIG_FILE_LIMITS, didYouMean, type Env, ExpandError, expandPlaceholders, expandString, type Place, readTextFileSync, YamlError, YamlReader } from '../../runtime/index.ts'
 import { RESERVED_ENV } from '../supervisor/env.ts'
 import { ComposeError } from './errors.ts'
 import type { ComposeErrorCode } from './errors.ts'

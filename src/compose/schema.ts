@@ -4,7 +4,7 @@
  * `file.ts` stays the authority (it also checks dependency cycles, placeholders and duplicate keys,
  * which a schema cannot express); `schema.test.ts` keeps the two in step on keys and enums.
  */
-import { BUILTIN_NAMES } from '../../runtime/config/catalogue.ts'
+import { BUILTIN_NAMES } from '../../runtime/index.ts'
 import { RESTART_POLICIES } from './file.ts'
 
 const duration = {

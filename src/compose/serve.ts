@@ -5,10 +5,7 @@
  */
 import { resolve } from 'node:path'
 import { Listr, ListrLogger, ListrLogLevels } from 'listr2'
-import { consoleLogger } from '../../runtime/engine/logger.ts'
-import type { LogRecord } from '../../runtime/engine/logger.ts'
-import { terminalJson } from '../../runtime/engine/terminal.ts'
-import type { Env } from '../../runtime/config/placeholders.ts'
+import { consoleLogger, type Env, type LogRecord, terminalJson } from '../../runtime/index.ts'
 import { CliError, ExitCode } from '../lib/errors.ts'
 import { displayPath, resolveEngineUrl } from '../lib/project.ts'
 import { ComposeDaemon } from './daemon.ts'

@@ -3,7 +3,7 @@
  * cli.md §1 (`Error: …`/`Hint: …` on stderr, or `{"error":{"code","message"}}` on stdout with --json).
  */
 import { Command, Flags } from '@oclif/core'
-import { setLogColour } from '../../runtime/engine/logger.ts'
+import { setLogColour } from '../../runtime/index.ts'
 import { debugEnabled, formatHumanError, formatJsonError, toCliError } from './errors.ts'
 import type { CliError } from './errors.ts'
 

@@ -7,7 +7,7 @@ import { isIP } from 'node:net'
 import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { checkAllowedHost, checkToken, ConsoleListenError, CONSOLE_TOKEN_ENV, startConsole, type ConsoleLog, type RunningConsole } from 'svc-console'
-import { terminalText } from '../../runtime/engine/terminal.ts'
+import { terminalText } from '../../runtime/index.ts'
 import { CliError, ExitCode, usageError } from './errors.ts'
 import { shownAddress } from './engine-addresses.ts'
 

@@ -4,8 +4,7 @@
  * pipeline, so every caller — workers, HTTP triggers, cron, queues, `svc trigger` — is covered
  * without touching a call site.
  */
-import type { Interceptor } from '../../runtime/engine/pipeline.ts'
-import type { Logger } from '../../runtime/engine/types.ts'
+import type { Interceptor, Logger } from '../../runtime/index.ts'
 
 export interface InvocationLogOptions {
   /** Where the lines go: a console-only logger (never the log store, whose `log` triggers are invocations themselves). */

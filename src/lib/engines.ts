@@ -9,7 +9,7 @@ import { tmpdir, userInfo } from 'node:os'
 import { basename, join } from 'node:path'
 import { parseProjectIni, PROJECT_INI } from '../project/project-ini.ts'
 import { splitAddressList } from 'svc-protocol/client'
-import { LISTENER_DEFAULTS } from '../../runtime/engine/types.ts'
+import { LISTENER_DEFAULTS } from '../../runtime/index.ts'
 import { processAlive } from './processes.ts'
 
 /** What a running engine records about itself. */

@@ -9,8 +9,7 @@
  * are no catalogue code.
  */
 import { catalogueEntry, Codes, exitCodeOf } from 'svc-protocol/errors'
-import { ConfigError } from '../../runtime/config/errors.ts'
-import { terminalJson, terminalLines, terminalText } from '../../runtime/engine/terminal.ts'
+import { ConfigError, terminalJson, terminalLines, terminalText } from '../../runtime/index.ts'
 
 /**
  * Codes of failures only the CLI detects (cli.md §1, §4.6); engine and function failures keep their

@@ -4,7 +4,7 @@
  */
 import { ENGINE_PREFIX, type FunctionSummary } from 'svc-protocol'
 import { triggerOnce } from './trigger.ts'
-import { terminalText } from '../../runtime/engine/terminal.ts'
+import { terminalText } from '../../runtime/index.ts'
 
 /** One row of `svc functions` (and of its `--json` output). */
 export interface ListedFunction {

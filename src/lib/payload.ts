@@ -5,7 +5,7 @@
  */
 import { openSync, closeSync, fstatSync, readFileSync } from 'node:fs'
 import { JsonSyntaxError, jsonParse, parseJson } from 'svc-protocol/json'
-import { terminalText } from '../../runtime/engine/terminal.ts'
+import { terminalText } from '../../runtime/index.ts'
 
 /**
  * A payload that cannot be built or sent; the CLI reports `message` with exit code 2 and `code`:

@@ -3,13 +3,10 @@
  */
 import { existsSync, readFileSync, statSync } from 'node:fs'
 import { dirname, join, relative, resolve, isAbsolute, sep } from 'node:path'
-import { expandString } from '../../runtime/config/placeholders.ts'
-import { CONFIG_FILE_LIMITS, readTextFileSync, YamlSource } from '../../runtime/yaml/index.ts'
-import type { Env } from '../../runtime/config/placeholders.ts'
+import { CONFIG_FILE_LIMITS, type Env, expandString, readTextFileSync, terminalText, YamlSource } from '../../runtime/index.ts'
 import { engineAt, projectName, runningEngineOf } from './engines.ts'
 import type { EngineRecord } from './engines.ts'
 import { CliCodes, CliError, ExitCode } from './errors.ts'
-import { terminalText } from '../../runtime/engine/terminal.ts'
 import { splitAddressList } from 'svc-protocol/client'
 import { shownAddresses } from './engine-addresses.ts'
 

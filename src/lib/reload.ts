@@ -4,7 +4,7 @@
  * A file that fails to load is reported and nothing changes.
  */
 import { watch, type FSWatcher } from 'chokidar'
-import type { LoadedConfig, LoadedLocalWorkerEntry } from '../../runtime/config/loader.ts'
+import type { LoadedConfig, LoadedLocalWorkerEntry } from '../../runtime/index.ts'
 
 /** Debounce of config.yaml changes, ms (cli.md §2.1). */
 export const CONFIG_RELOAD_DEBOUNCE_MS = 300

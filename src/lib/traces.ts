@@ -7,7 +7,7 @@
 import { Codes, Errors } from 'svc-protocol/errors'
 import { CliError, ExitCode, hintFor, usageError } from './errors.ts'
 import { triggerOnce } from './trigger.ts'
-import { terminalText } from '../../runtime/engine/terminal.ts'
+import { terminalText } from '../../runtime/index.ts'
 
 /** A stored span as `engine::traces::tree` returns it (builtins.md §12.4); times in Unix ns. */
 export interface TraceSpan {

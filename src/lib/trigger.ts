@@ -8,12 +8,11 @@ import { arch, platform, release } from 'node:os'
 import { ClientSession, InvocationError, TriggerAction, type SvcClient, type TriggerRequest } from 'svc-protocol/client'
 import { connectWebSocket } from 'svc-protocol/transport/ws'
 import type { FunctionSummary, WorkerSummary } from 'svc-protocol'
-import { closestMatch } from '../../runtime/config/catalogue.ts'
+import { closestMatch, terminalText } from '../../runtime/index.ts'
 import { Codes, Errors, SvcError } from 'svc-protocol/errors'
 import { CliCodes, CliError, ExitCode, exitCodeForCode, hintFor } from './errors.ts'
 import { addressList, oneAddress, shownAddress, shownAddresses } from './engine-addresses.ts'
 import { interruptible } from './interactive.ts'
-import { terminalText } from '../../runtime/engine/terminal.ts'
 
 /** Worker name the CLI announces while it triggers. */
 export const TRIGGER_WORKER_NAME = 'svc-cli:trigger'

@@ -13,7 +13,7 @@ import { execFileSync } from 'node:child_process'
 import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { OPTIONAL_PACKAGES } from '../../runtime/adapters/optional-package.ts'
+import { OPTIONAL_PACKAGES } from '../../runtime/index.ts'
 import { copyRustSdk, PYTHON_VENDOR_DIRECTORY, pythonWheels, RUST_VENDOR_DIRECTORY, rustSdkDirectory } from './vendor.ts'
 
 /** Workspace packages of a checkout: package name → directory under `packages/`. */

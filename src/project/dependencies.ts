@@ -4,7 +4,7 @@
  * one, else `^<cli version>`. Never an absolute path: a project must survive being moved or cloned.
  */
 import { posix } from 'node:path'
-import { YamlSource } from '../../runtime/yaml/index.ts'
+import { YamlSource } from '../../runtime/index.ts'
 import type { PackageManager } from './types.ts'
 import { VENDOR_DIRECTORY, vendoredFileName } from './vendor.ts'
 

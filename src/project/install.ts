@@ -5,7 +5,7 @@
 import { execa } from 'execa'
 import { existsSync } from 'node:fs'
 import { join, posix, relative, sep } from 'node:path'
-import { loadConfig } from '../../runtime/config/loader.ts'
+import { loadConfig } from '../../runtime/index.ts'
 import { CliError, ExitCode } from '../lib/errors.ts'
 import { loadManifest } from '../supervisor/manifest.ts'
 import { dependencyHash, StateFile, stateFilePath } from '../supervisor/state-file.ts'

@@ -5,7 +5,7 @@
 import { writeFileSync } from 'node:fs'
 import { createServer } from 'node:net'
 import { isMap, isSeq, YAMLMap } from 'yaml'
-import { CONFIG_FILE_LIMITS, readTextFileSync, YamlSource } from '../../runtime/yaml/index.ts'
+import { CONFIG_FILE_LIMITS, readTextFileSync, YamlSource } from '../../runtime/index.ts'
 import { runningEngines } from '../lib/engines.ts'
 
 /** The ports a project listens on. */

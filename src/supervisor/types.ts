@@ -4,7 +4,7 @@
  * Implementation: `supervisor.ts`; manifests: `manifest.ts`; usable-KVM probe: `microvm/probe.ts`.
  */
 import type { EventEmitter } from 'node:events'
-import type { Logger } from '../../runtime/engine/types.ts'
+import type { Logger } from '../../runtime/index.ts'
 
 /** Supervisor states (cli.md §4.5, §5.3–§5.5). */
 export type WorkerState =

@@ -5,7 +5,7 @@
 import { existsSync, realpathSync, statSync } from 'node:fs'
 import { homedir } from 'node:os'
 import { isAbsolute, join, relative, resolve, sep } from 'node:path'
-import { expandString } from '../../runtime/config/placeholders.ts'
+import { expandString } from '../../runtime/index.ts'
 import { CliError, ExitCode, toCliError } from '../lib/errors.ts'
 import { checkKvm as defaultCheckKvm } from '../supervisor/microvm/probe.ts'
 import type { KvmCheck } from '../supervisor/microvm/probe.ts'

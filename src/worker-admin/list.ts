@@ -3,8 +3,7 @@
  * is reachable, `engine::workers::list` merged into one table.
  */
 import { readFileSync } from 'node:fs'
-import { expandString } from '../../runtime/config/placeholders.ts'
-import { terminalText } from '../../runtime/engine/terminal.ts'
+import { expandString, terminalText } from '../../runtime/index.ts'
 import { readConfigText, readEntries } from './config-file.ts'
 import type { ConfigEntry } from './config-file.ts'
 import { engineStartedAtMs } from './engine.ts'

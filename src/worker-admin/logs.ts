@@ -5,9 +5,7 @@
  */
 import { readdirSync, readFileSync, statSync } from 'node:fs'
 import { join } from 'node:path'
-import { formatLogLine } from '../../runtime/engine/logger.ts'
-import { terminalText } from '../../runtime/engine/terminal.ts'
-import type { LogRecord } from '../../runtime/engine/logger.ts'
+import { formatLogLine, type LogRecord, terminalText } from '../../runtime/index.ts'
 import type { EngineSession, StoredLog } from './engine.ts'
 
 export interface LogsOptions {

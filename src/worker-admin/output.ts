@@ -2,7 +2,7 @@
  * Where the worker commands' human output goes (cli.md §1): results on stdout, warnings and
  * `Error:`/`Hint:` lines on stderr; with `--json` nothing is written until the one JSON document.
  */
-import { terminalLines, terminalText } from '../../runtime/engine/terminal.ts'
+import { terminalLines, terminalText } from '../../runtime/index.ts'
 import { debugEnabled, formatHumanError, toCliError } from '../lib/errors.ts'
 import type { CliError } from '../lib/errors.ts'
 

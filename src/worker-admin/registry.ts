@@ -6,9 +6,7 @@
  * Everything here is derived from the built-in worker descriptors (runtime/workers/catalogue.ts),
  * the same data config.yaml validation uses, so the CLI and the engine can never disagree.
  */
-import { canonicalBuiltinName, closestMatch, LISTENER_NAME } from '../../runtime/config/catalogue.ts'
-import type { BuiltinName } from '../../runtime/config/catalogue.ts'
-import { builtinsInListOrder, type RunMode } from '../../runtime/workers/catalogue.ts'
+import { type BuiltinName, builtinsInListOrder, canonicalBuiltinName, closestMatch, LISTENER_NAME, type RunMode } from '../../runtime/index.ts'
 
 /** One built-in worker as the CLI knows it. */
 export interface BuiltinInfo {

@@ -1,7 +1,7 @@
 /**
  * The `--json` document of `svc worker add|remove` (cli.md §4.2, §1).
  */
-import { terminalJson } from '../../runtime/engine/terminal.ts'
+import { terminalJson } from '../../runtime/index.ts'
 
 /**
  * Prints `{"workers": [...]}` on one line, plus the top-level `error` of cli.md §1 (the first

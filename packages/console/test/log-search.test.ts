@@ -6,7 +6,7 @@
 import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
 import fc from 'fast-check'
-import type { LogRecord } from '../../../runtime/adapters/observability/records.ts'
+import type { LogRecord } from 'svc-protocol'
 import { matchesTerms, MAX_TERMS, parseLogSearch } from '../app/src/pages/logs/search.ts'
 
 const record = (attributes: Record<string, unknown>, resource: Record<string, string> = {}): LogRecord => ({

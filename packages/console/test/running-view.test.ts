@@ -124,11 +124,20 @@ describe('the run history reads engine::invocations::list defensively', () => {
     assert.deepEqual([...counts], [['default/jobs::long', 2], ['other/jobs::long', 1]])
   })
 
-  it('a finished run is shown as cancelled when it ended with the catalogue’s cancelled message', () => {
-    assert.equal(wasCancelled({ status: 'error', status_message: 'Invocation cancelled: cancelled from the console' }), true)
-    assert.equal(wasCancelled({ status: 'error', status_message: 'Invocation cancelled' }), true)
-    assert.equal(wasCancelled({ status: 'error', status_message: 'Invocation cancelledness' }), false)
-    assert.equal(wasCancelled({ status: 'ok', status_message: 'Invocation cancelled' }), false)
+  it('a finished run is shown as cancelled when it ended with the catalogue’s cancelled code, whatever its message', () => {
+    assert.equal(wasCancelled({ status: 'error', error_code: 'cancelled' }), true)
+    assert.equal(wasCancelled({ status: 'error', error_code: 'PRINTER_EMPTY', status_message: 'Invocation cancelled: out of paper' } as { status: string; error_code: string }), false)
+    assert.equal(wasCancelled({ status: 'error', error_code: 'Cancelled' }), false)
+    assert.equal(wasCancelled({ status: 'ok', error_code: 'cancelled' }), false)
+    assert.equal(wasCancelled({ status: 'error', error_code: null }), false)
     assert.equal(wasCancelled({ status: 'error' }), false)
+    // Whatever a run's fields hold (a worker's spans are not trusted), only the exact code counts.
+    fc.assert(
+      fc.property(fc.oneof(fc.constantFrom('ok', 'error', 'unset'), fc.string()), fc.oneof(fc.constantFrom('cancelled', 'CANCELLED', 'cancelled ', null), fc.string(), fc.jsonValue()), fc.string(), (status, code, message) => {
+        const run = { status, error_code: code, status_message: message } as { status: string; error_code: string | null }
+        assert.equal(wasCancelled(run), status === 'error' && code === 'cancelled')
+      }),
+      { numRuns: 300 },
+    )
   })
 })

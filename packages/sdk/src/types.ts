@@ -79,45 +79,10 @@ export interface InitOptions {
 }
 
 /**
- * `config` of a `subscribe` trigger of the built-in `svc-pubsub` (builtins.md §8). The handler
- * receives the published `data` unchanged as its payload.
+ * Trigger configs and payloads of the built-in pub/sub and cron workers (builtins.md §8, §9):
+ * svc-protocol's own types, re-exported so a worker imports them from svc-sdk.
  *
  * @example
- * client.registerTrigger<SubscribeTriggerConfig>({ type: 'subscribe', function_id: 'mail::on-order', config: { topic: 'orders' } })
+ * client.registerTrigger<CronTriggerConfig>({ type: 'cron', function_id: 'reports::daily', config: { expression: '0 0 2 * * *' } })
  */
-export interface SubscribeTriggerConfig {
-  /** Exact, case-sensitive topic; non-empty (an empty one is refused with `INVALID_TRIGGER_CONFIG`). */
-  topic: string
-  /** Function deciding per message; only a `false` result skips it (builtins.md §2.2). */
-  condition_function_id?: string
-}
-
-/**
- * `config` of a `cron` trigger of the built-in `svc-cron` (builtins.md §9.1). Refusals come back
- * as `INVALID_TRIGGER_CONFIG` (`Cron expression is required`, `Invalid cron expression '<expr>':
- * <reason>`, `Unknown timezone '<tz>'`).
- *
- * @example
- * client.registerTrigger<CronTriggerConfig>({
- *   type: 'cron', function_id: 'reports::daily', config: { expression: '0 0 2 * * *', timezone: 'Europe/Berlin' },
- * })
- */
-export interface CronTriggerConfig {
-  /** `second minute hour day-of-month month day-of-week [year]` (six or seven fields, §9.2). */
-  expression: string
-  /** IANA zone name; default the worker's `default_timezone` (`UTC`). */
-  timezone?: string
-  /** Bound of one run in ms; default 3 600 000. A timed-out run counts as finished and is logged. */
-  timeout_ms?: number
-  /** Function deciding per slot; `false` or a failure skips the slot (builtins.md §2.2). */
-  condition_function_id?: string
-}
-
-/** Payload a `cron` trigger delivers (builtins.md §9.3); times are RFC 3339 UTC with milliseconds. */
-export interface CronTriggerPayload {
-  trigger: 'cron'
-  /** Id of the trigger the run is made for (the oldest of identical replicas). */
-  job_id: string
-  scheduled_time: string
-  actual_time: string
-}
+export type { CronTriggerConfig, CronTriggerPayload, SubscribeTriggerConfig } from 'svc-protocol'

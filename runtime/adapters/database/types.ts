@@ -18,6 +18,7 @@
  * the worker does those.
  */
 
+import type { ExecuteResult, Isolation, QueryResult, TransactionResult } from 'svc-protocol'
 import type { ResultLimits } from './limits.ts'
 
 /** A positional parameter after the §10.3 mapping. */
@@ -29,52 +30,9 @@ export interface Statement {
   params: Parameter[]
 }
 
-/** `columns[]` of a query result: the driver-reported type name, or null when unknown (§10.2). */
-export interface Column {
-  name: string
-  type: string | null
-}
-
-/** A result row: column name → JSON-ready value (§10.3). */
-export type Row = Record<string, unknown>
-
-/** Result of `database::query` (§10.2). */
-export interface QueryResult {
-  rows: Row[]
-  row_count: number
-  columns: Column[]
-}
-
-/** Result of `database::execute` (§10.2). */
-export interface ExecuteResult {
-  affected_rows: number
-  /** The inserted row id (SQLite, MySQL), the first column of the first RETURNING row (PostgreSQL), else null. */
-  last_insert_id: string | null
-  /** Rows of a RETURNING clause, else []. */
-  returned_rows: Row[]
-}
-
-/** One entry of a committed transaction's `results` (§10.2). */
-export interface TransactionStatementResult {
-  affected_rows: number
-  last_insert_id: string | null
-  /** Rows for statements that return rows, else []. */
-  rows: Row[]
-}
-
-/** The error object of a rolled-back transaction (§10.2). */
-export interface TransactionError {
-  code: string
-  driver_code?: string
-  message: string
-}
-
-/** Result of `database::transaction` (§10.2): a statement failure is a successful call. */
-export type TransactionResult =
-  | { committed: true; results: TransactionStatementResult[] }
-  | { committed: false; failed_index: number; error: TransactionError }
-
-export type Isolation = 'read_committed' | 'repeatable_read' | 'serializable'
+// The results callers receive (§10.2) are svc-protocol's (payloads/database.ts): one definition
+// for the drivers, the worker and every caller.
+export type { Column, ExecuteResult, Isolation, QueryResult, Row, TransactionError, TransactionResult, TransactionStatementResult } from 'svc-protocol'
 
 /** Per-call options. */
 export interface CallOptions {

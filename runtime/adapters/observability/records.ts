@@ -1,80 +1,14 @@
 /**
  * The records the observability worker stores (builtins.md §12.4): spans, log records and metric
- * points, in the shapes the query functions return.
+ * points, in the shapes the query functions return (their types are svc-protocol's), and the
+ * size estimates the store and the limiter use.
  */
 
-/** Span kinds of §12.4 (OTLP `SPAN_KIND_*` lower-cased, `unspecified` read as `internal`). */
-export type SpanKind = 'internal' | 'server' | 'client' | 'producer' | 'consumer'
+import type { LogRecord, MetricSeries, SpanRecord } from 'svc-protocol'
 
-/** `ok`, `error` or `unset` (§12.4). */
-export type SpanStatus = 'ok' | 'error' | 'unset'
-
-/**
- * A span (§12.4). Ids are lower-case hex (trace 32, span 16 characters). Times are Unix
- * nanoseconds as JSON numbers (microsecond precision). `end_time_unix_nano` and `duration_ms`
- * are null while the span is unfinished.
- */
-export interface SpanRecord {
-  trace_id: string
-  span_id: string
-  parent_span_id: string | null
-  name: string
-  kind: SpanKind
-  service_name: string
-  start_time_unix_nano: number
-  end_time_unix_nano: number | null
-  duration_ms: number | null
-  status: SpanStatus
-  status_message?: string
-  attributes: Record<string, unknown>
-  resource: Record<string, string>
-  events: Array<{ name: string; timestamp_unix_nano: number; attributes: Record<string, unknown>; dropped_attributes_count?: number }>
-  links: Array<{ trace_id: string; span_id: string; attributes: Record<string, unknown>; dropped_attributes_count?: number }>
-  /**
-   * Attributes dropped or truncated by the observability worker's size limits (OTLP's field of the
-   * same name); absent when none. Likewise on events and links.
-   */
-  dropped_attributes_count?: number
-  /** Events dropped by the size limits; absent when none. */
-  dropped_events_count?: number
-  /** Links dropped by the size limits; absent when none. */
-  dropped_links_count?: number
-}
-
-/** A log record (§12.4): payload of the `log` trigger and element of `engine::logs::list`. */
-export interface LogRecord {
-  timestamp_unix_nano: number
-  observed_timestamp_unix_nano: number
-  /** 1–4 trace, 5–8 debug, 9–12 info, 13–16 warn, 17–20 error, 21–24 fatal; 0 unspecified. */
-  severity_number: number
-  severity_text: string
-  body: string
-  attributes: Record<string, unknown>
-  resource: Record<string, string>
-  service_name: string
-  trace_id: string | null
-  span_id: string | null
-  instrumentation_scope_name?: string
-  instrumentation_scope_version?: string
-  /** Attributes dropped or truncated by the observability worker's size limits (OTLP's field); absent when none. */
-  dropped_attributes_count?: number
-}
-
-/** One point of a metric (§12.5 `engine::metrics::list`). */
-export interface MetricPoint {
-  time_unix_nano: number
-  value: unknown
-  attributes: Record<string, unknown>
-}
-
-/** A metric with its points (§12.5). */
-export interface MetricSeries {
-  name: string
-  type: 'gauge' | 'sum' | 'histogram'
-  unit?: string
-  description?: string
-  points: MetricPoint[]
-}
+// The records as callers receive them are svc-protocol's (payloads/observability.ts): one
+// definition for the engine, the console and any other caller.
+export type { LogRecord, MetricPoint, MetricSeries, SpanEvent, SpanKind, SpanLink, SpanRecord, SpanStatus } from 'svc-protocol'
 
 /**
  * A contributor of metric series to `engine::metrics::list` (§12.5), registered with

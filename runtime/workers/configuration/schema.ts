@@ -1,59 +1,21 @@
 /**
- * JSON Schema validation of settings values (builtins.md §11.2) with Ajv, draft 2020-12.
+ * JSON Schema validation of settings values (builtins.md §11.2) with Ajv, draft 2020-12: the
+ * contract of `svc-protocol/settings-schema` (the console's Configuration page checks with it too)
+ * over this process's one Ajv instance.
  *
  * Violations read `<json pointer>: <problem>` (`/port: must be <= 65535`, `/: must have required
  * property 'adapter'`), the form `SCHEMA_INVALID` messages list them in.
  */
-import { Ajv2020, type ValidateFunction, type ErrorObject } from 'ajv/dist/2020.js'
-import { isSinglePlaceholder } from '../../config/placeholders.ts'
+import { Ajv2020 } from 'ajv/dist/2020.js'
+import { SETTINGS_SCHEMA_OPTIONS, settingsSchemaCompiler, type SettingsValidator } from 'svc-protocol/settings-schema'
 
-/** A compiled schema: the violations of a value, empty when it is valid. */
-export type SettingsValidator = (value: unknown) => string[]
-
-// One Ajv instance per process: compiled schemas are cached by it. `strict: false` accepts schemas
-// that use annotation keywords Ajv does not know (`format` values, `x-*`), as users' schemas may.
-const ajv = new Ajv2020({ allErrors: true, strict: false, validateFormats: false })
+export type { SettingsValidator }
 
 /**
- * Compiles `schema` once.
+ * Compiles `schema` once; `acceptPlaceholders` for a raw value (before expansion).
+ * One Ajv instance per process: compiled schemas are cached by it.
  * @throws Error `schema is not a valid JSON Schema: <reason>` when Ajv refuses it.
  * @example compileSettingsSchema({ type: 'object', properties: { port: { type: 'integer' } } })({ port: 'x' })
  * // ['/port: must be integer']
  */
-export function compileSettingsSchema(schema: unknown, options: { acceptPlaceholders?: boolean } = {}): SettingsValidator {
-  if (typeof schema !== 'object' || schema === null || Array.isArray(schema)) {
-    if (typeof schema !== 'boolean') throw new Error('schema must be a JSON Schema object')
-  }
-  let validate: ValidateFunction
-  try {
-    validate = ajv.compile(schema as object)
-  } catch (error) {
-    throw new Error(`schema is not a valid JSON Schema: ${(error as Error).message}`)
-  }
-  if (options.acceptPlaceholders !== true) return (value) => (validate(value) ? [] : (validate.errors ?? []).map(describeViolation))
-  // A raw value (before expansion): a string made of one placeholder stands for the integer, number
-  // or boolean the schema expects there, converted after expansion (builtins.md §2.8).
-  return (value) =>
-    validate(value) ? [] : (validate.errors ?? []).filter((error) => !(error.keyword === 'type' && isPlaceholderAt(value, error.instancePath))).map(describeViolation)
-}
-
-/** True when the value at JSON pointer `pointer` of `root` is a string of exactly one placeholder. */
-function isPlaceholderAt(root: unknown, pointer: string): boolean {
-  let value = root
-  for (const token of pointer === '' ? [] : pointer.slice(1).split('/')) {
-    if (typeof value !== 'object' || value === null) return false
-    value = (value as Record<string, unknown>)[token.replaceAll('~1', '/').replaceAll('~0', '~')]
-  }
-  return typeof value === 'string' && isSinglePlaceholder(value)
-}
-
-function describeViolation(error: ErrorObject): string {
-  const pointer = error.instancePath === '' ? '/' : error.instancePath
-  let problem = error.message ?? error.keyword
-  if (error.keyword === 'additionalProperties') {
-    problem = `unknown key '${String((error.params as { additionalProperty?: unknown }).additionalProperty)}'`
-  } else if (error.keyword === 'enum') {
-    problem = `must be one of ${((error.params as { allowedValues?: unknown[] }).allowedValues ?? []).map((v) => JSON.stringify(v)).join(', ')}`
-  }
-  return `${pointer}: ${problem}`
-}
+export const compileSettingsSchema = settingsSchemaCompiler(new Ajv2020({ ...SETTINGS_SCHEMA_OPTIONS }))

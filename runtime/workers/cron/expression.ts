@@ -7,6 +7,7 @@
  * that a five-field crontab expression gets the hint of §9.2.
  */
 import { Cron } from 'croner'
+import type { CronTriggerConfig as CronTriggerInput } from 'svc-protocol'
 import { Errors, type SvcError } from 'svc-protocol/errors'
 
 /** Bound of one run when `timeout_ms` is omitted (§9.1), ms. */
@@ -16,15 +17,14 @@ export const DEFAULT_CRON_TIMEOUT_MS = 3_600_000
 export const FIVE_FIELD_HINT =
   "expected 6 fields (second minute hour day-of-month month day-of-week); prefix a 5-field crontab expression with '0 '"
 
-/** A validated `cron` trigger config (§9.1). */
-export interface CronTriggerConfig {
-  /** Fields separated by single spaces (whitespace normalised). */
-  expression: string
-  /** IANA zone given by the trigger; undefined means the worker's `default_timezone`. */
-  timezone?: string
+/**
+ * A validated `cron` trigger config (§9.1): svc-protocol's `CronTriggerConfig` with the
+ * expression's whitespace normalised (fields separated by single spaces), `timeout_ms` defaulted,
+ * and `timezone` undefined when the worker's `default_timezone` applies.
+ */
+export interface CronTriggerConfig extends CronTriggerInput {
   /** Bound of one run, ms. */
   timeout_ms: number
-  condition_function_id?: string
 }
 
 /** A parsed expression: the next slot strictly after a time, in a zone. */

@@ -13,6 +13,7 @@
  *   (capped delays, clock adjustments) is re-armed for the rest of the wait.
  */
 import { createHash } from 'node:crypto'
+import type { CronTriggerPayload } from 'svc-protocol'
 import { errorBodyOf } from 'svc-protocol/errors'
 import type { CronSlotStore } from '../../adapters/cron/types.ts'
 import type { ActiveSpan, TelemetryHub } from '../../engine/telemetry.ts'
@@ -26,13 +27,8 @@ import { parseCronTriggerConfig, type CronExpression, type CronTriggerConfig } f
 /** Longest single timer, ms; longer waits are re-armed (setTimeout overflows past 2^31 - 1 ms). */
 export const MAX_TIMER_MS = 60 * 60 * 1000
 
-/** The payload of one run (§9.3); times are RFC 3339 UTC with ms. */
-export interface CronRunPayload {
-  trigger: 'cron'
-  job_id: string
-  scheduled_time: string
-  actual_time: string
-}
+/** The payload of one run (§9.3): svc-protocol's `CronTriggerPayload`. */
+export type CronRunPayload = CronTriggerPayload
 
 interface CronTrigger {
   readonly binding: BindingInfo

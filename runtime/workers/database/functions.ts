@@ -3,6 +3,7 @@
  * `database::execute`, `database::transaction` and `database::list_databases`. They reach the
  * databases only through {@link DatabaseHost}; the worker (./worker.ts) owns the drivers.
  */
+import type { DatabaseListResult } from 'svc-protocol'
 import { redactUrl, type DatabaseDriver, type ExecuteResult, type QueryResult, type TransactionResult } from '../../adapters/database/index.ts'
 import type { LocalFunctionOptions, LocalWorker } from '../../engine/types.ts'
 import { DATABASE_RESULTS } from './formats.ts'
@@ -92,7 +93,7 @@ function transaction(host: DatabaseHost, p: Payload): Promise<TransactionResult>
   })
 }
 
-function listDatabases(host: DatabaseHost): { databases: Array<{ name: string; driver: string; url: string; pool: unknown; tls_mode: string }> } {
+function listDatabases(host: DatabaseHost): DatabaseListResult {
   return {
     databases: host.databases().map(({ name, config }) => ({
       name,

@@ -6,7 +6,8 @@
  * `STORAGE_DISABLED`.
  */
 import { EngineFunctions, Errors } from 'svc-protocol'
-import { nowUnixNano, type LogRecord, type MetricSeries } from '../../adapters/observability/records.ts'
+import type { HealthCheckResult, HealthComponent, LogRecord, MetricSeries, MetricsListResult } from 'svc-protocol'
+import { nowUnixNano } from '../../adapters/observability/records.ts'
 import { SqliteStore } from '../../adapters/observability/sqlite.ts'
 import { redisHealth } from '../../adapters/redis.ts'
 import type { TelemetryStore } from '../../adapters/observability/store.ts'
@@ -38,7 +39,7 @@ export interface ObservabilityHost {
   readonly logTriggers: LogTriggers
   readonly traceTriggers: TraceTriggers
   /** The `otlp_export` component of `engine::health::check`. */
-  exportHealth(): Record<string, unknown>
+  exportHealth(): HealthComponent
   /** Limits, stores, exports and delivers a record to the `log` triggers (unless `quiet`). */
   log(record: LogRecord, quiet: boolean): void
   /** Prints a worker's record on the engine's console when `logs_console_output` is on. */
@@ -93,7 +94,7 @@ export function registerObservabilityFunctions(worker: LocalWorker, host: Observ
 }
 
 /** `engine::health::check` (protocol.md §11.4): the engine, the store and what was dropped or truncated, the OTLP export. */
-function health(host: ObservabilityHost): Record<string, unknown> {
+function health(host: ObservabilityHost): HealthCheckResult {
   const store = host.store()
   const counts = store.counts()
   const bytes = store.windowBytes()
@@ -145,7 +146,7 @@ function logCall(host: ObservabilityHost, level: string, severity: number, data:
 }
 
 /** `engine::metrics::list` (§12.5): the stored series, the per-function ones and those of the hub's metric sources. */
-async function metrics(host: ObservabilityHost, store: TelemetryStore, data: unknown): Promise<{ metrics: MetricSeries[] }> {
+async function metrics(host: ObservabilityHost, store: TelemetryStore, data: unknown): Promise<MetricsListResult> {
   const d = (data ?? {}) as { metric_name?: unknown; worker?: unknown; start_time?: unknown; end_time?: unknown }
   const now = nowUnixNano()
   const fnSeries = host.invocations.series(now)

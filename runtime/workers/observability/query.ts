@@ -4,7 +4,7 @@
  * Inputs are validated here; a wrong shape throws `INVALID_ARGUMENTS`.
  */
 import { Errors } from 'svc-protocol'
-import type { LogRecord, SpanRecord } from '../../adapters/observability/records.ts'
+import type { LogRecord, LogsListResult, SpanGroup, SpanGroupsResult, SpanNode, SpanRecord, TraceSummary, TracesListResult, TraceTreeResult } from 'svc-protocol'
 import type { TelemetryStore } from '../../adapters/observability/store.ts'
 
 type Obj = Record<string, unknown>
@@ -39,7 +39,7 @@ function page(o: Obj, fn: string): { limit: number; offset: number } {
 }
 
 /** `engine::logs::list`: `{logs, total, offset, limit}`, newest first. */
-export function listLogs(store: TelemetryStore, data: unknown): { logs: LogRecord[]; total: number; offset: number; limit: number } {
+export function listLogs(store: TelemetryStore, data: unknown): LogsListResult {
   const fn = 'engine::logs::list'
   const o = input(data, fn)
   const { limit, offset } = page(o, fn)
@@ -69,9 +69,6 @@ export function listLogs(store: TelemetryStore, data: unknown): { logs: LogRecor
   }
   return { logs: matched.slice(offset, offset + limit), total: matched.length, offset, limit }
 }
-
-/** A trace summary: its root span plus `span_count`, `error_count`, `service_names`. */
-export type TraceSummary = SpanRecord & { span_count: number; error_count: number; service_names: string[] }
 
 /** Longest text filter of `engine::traces::list` (`name`, `service_name`, `function_id`), characters. */
 export const MAX_TRACE_FILTER_CHARS = 256
@@ -135,7 +132,7 @@ function optFilter(o: Obj, key: string, fn: string): string | undefined {
  *
  * @throws {SvcError} `INVALID_ARGUMENTS` for a field of the wrong type or out of those bounds
  */
-export function listTraces(store: TelemetryStore, data: unknown): { traces: TraceSummary[]; spans: TraceSummary[]; total: number; offset: number; limit: number } {
+export function listTraces(store: TelemetryStore, data: unknown): TracesListResult {
   const fn = 'engine::traces::list'
   const o = input(data, fn)
   const { limit, offset } = page(o, fn)
@@ -184,11 +181,8 @@ export function listTraces(store: TelemetryStore, data: unknown): { traces: Trac
   return { traces, spans: traces, total: matched.length, offset, limit }
 }
 
-/** A span with its children (sorted by start time). */
-export type SpanNode = SpanRecord & { children: SpanNode[] }
-
 /** `engine::traces::tree`: `{trace_id, roots}`; spans whose parent is not stored are roots. */
-export function traceTree(store: TelemetryStore, data: unknown): { trace_id: string; roots: SpanNode[] } {
+export function traceTree(store: TelemetryStore, data: unknown): TraceTreeResult {
   const fn = 'engine::traces::tree'
   const traceId = optString(input(data, fn), 'trace_id', fn)
   if (traceId === undefined || traceId === '') throw Errors.invalidInput(fn, 'trace_id is required')
@@ -206,20 +200,8 @@ export function traceTree(store: TelemetryStore, data: unknown): { trace_id: str
   return { trace_id: traceId.toLowerCase(), roots }
 }
 
-/** One group of `engine::traces::group_by`. */
-export interface SpanGroup {
-  value: unknown
-  trace_ids: string[]
-  span_count: number
-  first_seen_ms: number
-  last_seen_ms: number
-  /** Sum of the finished spans' durations, ms. */
-  duration_ms: number
-  error_count: number
-}
-
 /** `engine::traces::group_by` (protocol.md §11.4): spans with `attribute`, grouped by its value, largest groups first. */
-export function groupBy(store: TelemetryStore, data: unknown): { groups: SpanGroup[] } {
+export function groupBy(store: TelemetryStore, data: unknown): SpanGroupsResult {
   const fn = 'engine::traces::group_by'
   const o = input(data, fn)
   const attribute = optString(o, 'attribute', fn)

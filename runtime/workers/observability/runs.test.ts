@@ -2,7 +2,8 @@
  * `engine::runs::list` over a memory store (issue 21): the newest runs of one function within the
  * limit whatever the window holds, the caller from the parent span, hostile payload events and
  * inputs (fast-check): previews never exceed 4 KiB nor cut a character, a bad input is
- * `INVALID_ARGUMENTS`, never a crash.
+ * `INVALID_ARGUMENTS`, never a crash, and a span's error code of any shape gives a run's
+ * `error_code` that is null or a short code.
  */
 import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
@@ -79,6 +80,25 @@ describe('engine::runs::list', () => {
           assert.ok(page.runs.length <= 500 && page.total >= page.runs.length)
         } catch (error) {
           assert.equal((error as { code?: string }).code, 'INVALID_ARGUMENTS', String(error))
+        }
+      }),
+      { numRuns: 300 },
+    )
+    // A worker's spans are not trusted: whatever its `svc.error.code` attribute or `exception.type`
+    // event attribute holds, a run's error_code is null or a short code, and only a failed run has one.
+    const hostileCode = fc.oneof(fc.string(), fc.string({ unit: 'binary', maxLength: 300 }), fc.constantFrom('cancelled', 'TIMEOUT', 'a'.repeat(129), 'x\u001b[2J', '__proto__', ''), fc.jsonValue())
+    fc.assert(
+      fc.property(fc.constantFrom('ok', 'error', 'unset'), fc.option(hostileCode, { nil: undefined }), fc.option(hostileCode, { nil: undefined }), (status, engineCode, exceptionType) => {
+        const id = `c${Math.random().toString(16).slice(2)}`
+        const attributes: Record<string, unknown> = engineCode === undefined ? {} : { 'svc.error.code': engineCode }
+        const events = exceptionType === undefined ? [] : [{ name: 'exception', timestamp_unix_nano: 0, attributes: { 'exception.type': exceptionType } }]
+        store.putSpan(span(id, 's', null, Date.now(), { name: `execute fz::${id}`, status: status as 'ok', attributes, events }))
+        const [run] = listRuns(store, { function_id: `fz::${id}`, limit: 1 }).runs
+        const code = run!.error_code
+        if (status !== 'error') assert.equal(code, null)
+        else if (code !== null) {
+          assert.match(code, /^[A-Za-z0-9_.:-]{1,128}$/)
+          assert.equal(code, engineCode !== undefined ? engineCode : exceptionType)
         }
       }),
       { numRuns: 300 },

@@ -9,8 +9,7 @@
  * The store's size limits apply before (a value the limiter truncated is marked too).
  */
 import { Errors } from 'svc-protocol'
-import type { FormatSchema } from 'svc-protocol'
-import type { SpanRecord } from '../../adapters/observability/records.ts'
+import type { FormatSchema, Run, RunPayload, RunsListResult, SpanRecord } from 'svc-protocol'
 import type { TelemetryStore } from '../../adapters/observability/store.ts'
 
 /** Largest payload preview of a run, bytes of JSON (the input and the output each). */
@@ -18,36 +17,6 @@ export const RUN_PAYLOAD_PREVIEW_BYTES = 4096
 /** Default and largest `limit` of `engine::runs::list`. */
 export const RUNS_DEFAULT_LIMIT = 50
 export const RUNS_MAX_LIMIT = 500
-
-/** A recorded payload: its JSON text, maybe cut. */
-export interface RunPayload {
-  /** JSON text (when `truncated`, a prefix of it, so not always valid JSON). */
-  json: string
-  /** Cut here, or by the SDK's cap or the store's size limits. */
-  truncated: boolean
-}
-
-/** One invocation of `engine::runs::list`. */
-export interface Run {
-  trace_id: string
-  span_id: string
-  function_id: string
-  status: 'ok' | 'error' | 'unset'
-  /** The error message of a failed run. */
-  status_message?: string
-  /** Unix ms of the span's start. */
-  started_at_ms: number
-  /** null while the span is unfinished. */
-  duration_ms: number | null
-  /** Who called: the calling function's id, else the parent span's name (`POST /orders`, `cron …`); null for a root. */
-  caller: string | null
-  /** The service (worker) that ran it. */
-  service_name: string
-  input: RunPayload | null
-  output: RunPayload | null
-  /** The trace this run re-runs (the span attribute `svc.rerun_of`, set by the console's re-run). */
-  rerun_of: string | null
-}
 
 const STATUSES = new Set(['ok', 'error', 'unset'])
 
@@ -59,7 +28,7 @@ const STATUSES = new Set(['ok', 'error', 'unset'])
  * @throws SvcError `INVALID_ARGUMENTS` naming the field
  * @example listRuns(store, { function_id: 'orders::create', limit: 20, status: 'error' })
  */
-export function listRuns(store: TelemetryStore, data: unknown): { runs: Run[]; total: number } {
+export function listRuns(store: TelemetryStore, data: unknown): RunsListResult {
   const fn = 'engine::runs::list'
   if (data === null || typeof data !== 'object' || Array.isArray(data)) throw Errors.invalidInput(fn, 'the input must be an object with function_id')
   const o = data as Record<string, unknown>
@@ -108,9 +77,27 @@ function runOf(store: TelemetryStore, functionId: string, s: SpanRecord): Run {
     input: payloadOf(s, 'svc.invocation.input'),
     output: payloadOf(s, 'svc.invocation.output'),
     rerun_of: typeof s.attributes['svc.rerun_of'] === 'string' ? (s.attributes['svc.rerun_of'] as string) : null,
+    error_code: errorCodeOf(s),
   }
   if (s.status_message !== undefined && s.status_message !== '') run.status_message = s.status_message
   return run
+}
+
+/** What an error code may look like here: the catalogue's and a worker's own (`cancelled`, `TIMEOUT`, `increment.not_number`, `TypeError`). */
+const ERROR_CODE = /^[A-Za-z0-9_.:-]{1,128}$/
+
+/**
+ * The code a failed run ended with: the engine's `execute` span carries it as `svc.error.code`, an
+ * SDK's handler span as the `exception.type` of its `exception` event (svc-sdk names the exception
+ * after the wire error's code). Null for a run that did not fail, and for a value that is not a
+ * code (a worker's spans are not trusted: anything longer than 128 characters or outside
+ * `[A-Za-z0-9_.:-]`).
+ */
+function errorCodeOf(s: SpanRecord): string | null {
+  if (s.status !== 'error') return null
+  let code = s.attributes['svc.error.code']
+  if (code === undefined) code = s.events.find((e) => e.name === 'exception')?.attributes['exception.type']
+  return typeof code === 'string' && ERROR_CODE.test(code) ? code : null
 }
 
 /** The parent span's function (`execute <id>` → `<id>`) or name; null without a stored parent. */
@@ -179,13 +166,14 @@ export const RUNS_LIST_FORMATS: { request_format: FormatSchema; response_format:
         description: 'newest first',
         items: {
           type: 'object',
-          required: ['trace_id', 'span_id', 'function_id', 'status', 'started_at_ms', 'duration_ms', 'caller', 'service_name', 'input', 'output', 'rerun_of'],
+          required: ['trace_id', 'span_id', 'function_id', 'status', 'error_code', 'started_at_ms', 'duration_ms', 'caller', 'service_name', 'input', 'output', 'rerun_of'],
           properties: {
             trace_id: { type: 'string' },
             span_id: { type: 'string' },
             function_id: { type: 'string' },
             status: { type: 'string', enum: ['ok', 'error', 'unset'] },
             status_message: { type: 'string' },
+            error_code: { type: ['string', 'null'], description: 'the error code of a failed run (cancelled, TIMEOUT, a worker\'s own); null when it did not fail or recorded none' },
             started_at_ms: { type: 'integer', description: 'Unix milliseconds' },
             duration_ms: { type: ['number', 'null'] },
             caller: { type: ['string', 'null'], description: 'the calling function, else the parent span\'s name; null for a root span' },

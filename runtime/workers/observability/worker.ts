@@ -26,6 +26,7 @@
  */
 import { join } from 'node:path'
 import { Errors } from 'svc-protocol'
+import type { HealthComponent } from 'svc-protocol'
 import { nowUnixNano, type LogRecord, type MetricSeries, type SpanRecord } from '../../adapters/observability/records.ts'
 import { SqliteStore } from '../../adapters/observability/sqlite.ts'
 import { MemoryStore, NoStore, type StoreLimits, type TelemetryStore } from '../../adapters/observability/store.ts'
@@ -213,7 +214,7 @@ export class ObservabilityWorker implements BuiltinWorker, TelemetrySink {
    * `disabled` only once nothing more can leave: while an export turned off still sends what it
    * held, `stopping`.
    */
-  private exportHealth(): Record<string, unknown> {
+  private exportHealth(): HealthComponent {
     const exporting = this.export
     const draining = this.stopping.size > 0 ? { detail: 'the previous export is sending the records it held' } : {}
     if (exporting === undefined) return this.stopping.size > 0 ? { status: 'stopping', ...draining } : { status: 'disabled' }

@@ -7,6 +7,7 @@
  * other subscribers; each delivery is condition then handler within `internal_invocation_timeout_ms`,
  * and failures are logged and dropped (docs/decisions.md, "Pub/sub delivery").
  */
+import type { SubscribeTriggerConfig } from 'svc-protocol'
 import { Errors } from 'svc-protocol/errors'
 import type { PubSubAdapter, PubSubOrigin } from '../../adapters/pubsub/types.ts'
 import type { TelemetryHub } from '../../engine/telemetry.ts'
@@ -26,12 +27,8 @@ export const SUBSCRIBE_TRIGGER_TYPE: LocalTriggerTypeOptions = {
   call_request_format: { description: 'the published data, unchanged' },
 }
 
-/** A validated `subscribe` trigger config (§8). */
-export interface SubscribeTriggerConfig {
-  /** Exact, case-sensitive topic; non-empty. */
-  topic: string
-  condition_function_id?: string
-}
+/** A validated `subscribe` trigger config (§8): svc-protocol's. */
+export type { SubscribeTriggerConfig }
 
 interface Subscriber {
   readonly id: string

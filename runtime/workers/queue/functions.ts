@@ -7,6 +7,7 @@
  */
 import { randomUUID } from 'node:crypto'
 import { Codes, errorBodyOf, Errors } from 'svc-protocol/errors'
+import type { DlqMessage, DlqTopic, DurablePublishResult, QueueDefineResult, QueueDiscardMessageResult, QueueEnqueueResult, QueueRedriveMessageResult, QueueRedriveResult, QueueTopic, QueueTopicStats } from 'svc-protocol'
 import type { QueueBackend, QueueMessage, QueueMessageInput } from '../../adapters/queue/index.ts'
 import type { ActiveSpan, TelemetryHub } from '../../engine/telemetry.ts'
 import type { InvocationContext, LocalFunctionOptions, LocalInvokeRequest, LocalWorker } from '../../engine/types.ts'
@@ -83,7 +84,7 @@ export class QueueFunctions {
    * one `enqueue <topic>` producer span (§12.7, child of the publisher's span) whose context every
    * copy carries. `ctx` is absent for the republish of a redrive (a new trace).
    */
-  async publish(p: Payload, ctx?: InvocationContext): Promise<{ subscriber_count: number }> {
+  async publish(p: Payload, ctx?: InvocationContext): Promise<DurablePublishResult> {
     const topic = p.topic ?? p.queue
     if (topic === undefined || topic === null || topic === '') throw Errors.topicNotSet()
     if (typeof topic !== 'string') throw Errors.invalidArguments('topic must be a non-empty string')
@@ -142,7 +143,7 @@ export class QueueFunctions {
    * payload, which the Enqueue action fills, else the call's); the message carries the span's
    * context so that its deliveries join the caller's trace.
    */
-  async enqueue(p: Payload, ctx: InvocationContext): Promise<{ messageReceiptId: string }> {
+  async enqueue(p: Payload, ctx: InvocationContext): Promise<QueueEnqueueResult> {
     const queue = p.queue
     if (queue === undefined || queue === null || queue === '') throw Errors.queueNotSet()
     if (typeof queue !== 'string') throw Errors.invalidArguments('queue must be a non-empty string')
@@ -165,7 +166,7 @@ export class QueueFunctions {
   }
 
   /** The message of an enqueue, stored with `traceparent` as its trace context. */
-  async store(queue: string, p: Payload, traceparent: string | undefined): Promise<{ messageReceiptId: string }> {
+  async store(queue: string, p: Payload, traceparent: string | undefined): Promise<QueueEnqueueResult> {
     const settings = this.host.settings().queue_configs.get(queue)
     if (!settings) throw undeclaredQueue(queue)
     const functionId = p.function_id
@@ -204,7 +205,7 @@ export class QueueFunctions {
   }
 
   /** `queue::define` (§7.3): validates, writes into queue_configs of the `queue` entry, applies. */
-  async define(p: Payload): Promise<{ queue: string; changed: boolean }> {
+  async define(p: Payload): Promise<QueueDefineResult> {
     const queue = p.queue
     if (queue === undefined || queue === null || queue === '') throw Errors.queueNotSet()
     const problem = queueNameProblem(queue)
@@ -240,7 +241,7 @@ export class QueueFunctions {
     throw Errors.queueNotFound(name)
   }
 
-  async redrive(p: Payload): Promise<{ queue: string; redriven: number }> {
+  async redrive(p: Payload): Promise<QueueRedriveResult> {
     const { name, queues } = await this.resolve(p)
     let redriven = 0
     for (const queue of queues) {
@@ -268,7 +269,7 @@ export class QueueFunctions {
     return id
   }
 
-  async redriveOne(p: Payload): Promise<{ queue: string; message_id: string; redriven: 0 | 1 }> {
+  async redriveOne(p: Payload): Promise<QueueRedriveMessageResult> {
     const messageId = this.messageIdOf(p)
     const { name, queues } = await this.resolve(p)
     for (const queue of queues) {
@@ -283,7 +284,7 @@ export class QueueFunctions {
     return { queue: name, message_id: messageId, redriven: 0 }
   }
 
-  async discardOne(p: Payload): Promise<{ queue: string; message_id: string; discarded: 0 | 1 }> {
+  async discardOne(p: Payload): Promise<QueueDiscardMessageResult> {
     const messageId = this.messageIdOf(p)
     const { name, queues } = await this.resolve(p)
     for (const queue of queues) {
@@ -326,8 +327,8 @@ export class QueueFunctions {
     return kind === 'topic' ? [name, ...this.host.subscribers.of(name).map((s) => s.record.queue)] : [name]
   }
 
-  async listTopics(): Promise<Array<{ name: string; kind: string; broker_type: string; subscriber_count: number; depth: number; dlq_depth: number }>> {
-    const out = []
+  async listTopics(): Promise<QueueTopic[]> {
+    const out: QueueTopic[] = []
     const brokerType = this.host.backends.current?.adapter.name ?? this.host.settings().adapter.name
     for (const { name, kind } of await this.names()) {
       const c = await this.countsOf(this.queuesOf(name, kind))
@@ -336,7 +337,7 @@ export class QueueFunctions {
     return out
   }
 
-  async topicStats(p: Payload): Promise<Record<string, unknown>> {
+  async topicStats(p: Payload): Promise<QueueTopicStats> {
     const name = p.topic ?? p.queue
     if (name === undefined || name === null || name === '') throw Errors.topicNotSet()
     if (typeof name !== 'string') throw Errors.invalidArguments('topic must be a non-empty string')
@@ -352,7 +353,7 @@ export class QueueFunctions {
       failed += r?.failed ?? 0
     }
     const consumers = entry.kind === 'queue' ? 0 : queues.reduce((n, q) => n + (this.host.subscribers.get(q)?.triggers.size ?? 0), 0)
-    const stats: Record<string, unknown> = {
+    const stats: QueueTopicStats = {
       name,
       kind: entry.kind,
       depth: c.pending + c.delayed,
@@ -362,10 +363,10 @@ export class QueueFunctions {
       consumer_count: consumers,
       delivered,
       failed,
-      config: entry.kind === 'topic' ? this.host.settings().subscriber_defaults : this.host.settingsOf(name),
+      config: (entry.kind === 'topic' ? this.host.settings().subscriber_defaults : this.host.settingsOf(name)) as unknown as QueueTopicStats['config'],
     }
     if (entry.kind === 'topic') {
-      const subscribers = []
+      const subscribers: NonNullable<QueueTopicStats['subscribers']> = []
       for (const sub of this.host.subscribers.of(name)) {
         const sc = await this.countsOf([sub.record.queue])
         subscribers.push({ function_id: sub.record.function_id, namespace: sub.record.namespace, queue: sub.record.queue, online: sub.triggers.size > 0, depth: sc.pending + sc.delayed, in_flight: sc.in_flight, dlq_depth: sc.dead })
@@ -375,8 +376,8 @@ export class QueueFunctions {
     return stats
   }
 
-  async dlqTopics(): Promise<Array<{ topic: string; kind: string; broker_type: string; message_count: number }>> {
-    const out = []
+  async dlqTopics(): Promise<DlqTopic[]> {
+    const out: DlqTopic[] = []
     const brokerType = this.host.backends.current?.adapter.name ?? this.host.settings().adapter.name
     for (const { name, kind } of await this.names()) {
       const c = await this.countsOf([name])
@@ -385,7 +386,7 @@ export class QueueFunctions {
     return out
   }
 
-  async dlqMessages(p: Payload): Promise<unknown[]> {
+  async dlqMessages(p: Payload): Promise<DlqMessage[]> {
     const { queues } = await this.resolve({ queue: p.topic ?? p.queue })
     const offset = boundedInteger(p, 'offset', 0, Number.MAX_SAFE_INTEGER)
     const limit = boundedInteger(p, 'limit', 50, MAX_DLQ_PAGE)
@@ -407,18 +408,19 @@ function endFailed(span: ActiveSpan, error: unknown): void {
 }
 
 /** The §7.3 DLQ message shape. */
-function dlqView(m: QueueMessage): Record<string, unknown> {
+function dlqView(m: QueueMessage): DlqMessage {
   return {
     id: m.id,
     queue: m.queue,
     function_id: m.function_id,
     namespace: m.namespace,
     payload: m.data,
-    error: m.error,
+    error: m.error ?? null,
     attempts: m.attempts,
     retries: Math.max(0, m.attempts - 1),
     enqueued_at: m.enqueued_at,
-    failed_at: m.failed_at,
+    // A dead-lettered message always has both; the fallbacks only satisfy the type.
+    failed_at: m.failed_at ?? m.enqueued_at,
     size_bytes: m.size_bytes,
   }
 }

@@ -2,7 +2,7 @@
  * `svc compose down`: stop the containers of a compose file (cli.md §4.7, `compose::down`).
  */
 import { SvcCommand } from '../../lib/command.ts'
-import { terminalJson } from '../../../runtime/engine/terminal.ts'
+import { terminalJson } from '../../../runtime/index.ts'
 import { callCompose, composeClientFlags, composeTarget, formatOpResult } from '../../lib/compose-client.ts'
 import type { OpResult } from '../../compose/types.ts'
 

@@ -3,7 +3,7 @@
  */
 import { Args } from '@oclif/core'
 import { SvcCommand } from '../../lib/command.ts'
-import { terminalJson } from '../../../runtime/engine/terminal.ts'
+import { terminalJson } from '../../../runtime/index.ts'
 import { callCompose, composeClientFlags, composeTarget, formatOpResult } from '../../lib/compose-client.ts'
 import type { OpResult } from '../../compose/types.ts'
 

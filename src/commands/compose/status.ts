@@ -2,7 +2,7 @@
  * `svc compose status`: the containers of a compose file and their states (cli.md §4.7, `compose::status`).
  */
 import { SvcCommand } from '../../lib/command.ts'
-import { terminalJson } from '../../../runtime/engine/terminal.ts'
+import { terminalJson } from '../../../runtime/index.ts'
 import { callCompose, composeClientFlags, composeTarget, formatStatus } from '../../lib/compose-client.ts'
 import type { StatusResult } from '../../compose/types.ts'
 

@@ -2,7 +2,7 @@
  * `svc worker list`: every worker of the project with its status (cli.md §4.5).
  */
 import { Flags } from '@oclif/core'
-import { terminalJson } from '../../../runtime/engine/terminal.ts'
+import { terminalJson } from '../../../runtime/index.ts'
 import { SvcCommand } from '../../lib/command.ts'
 import { EngineAccess, formatTable, listWorkers, openProject } from '../../worker-admin/index.ts'
 

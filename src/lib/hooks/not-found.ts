@@ -8,7 +8,7 @@
  */
 import type { Hook } from '@oclif/core'
 import notFound from '@oclif/plugin-not-found'
-import { closestMatch } from '../../../runtime/config/catalogue.ts'
+import { closestMatch } from '../../../runtime/index.ts'
 import { CliError, ExitCode, formatHumanError } from '../errors.ts'
 import { isInteractiveProcess } from '../interactive.ts'
 

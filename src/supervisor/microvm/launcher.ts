@@ -4,7 +4,7 @@
  * {@link ShellProcess} shape. The VM boots on the first run and keeps running across restarts
  * (the agent restarts the process inside it); {@link MicrovmLauncher.shutdown} powers it off.
  */
-import type { Logger } from '../../../runtime/engine/types.ts'
+import type { Logger } from '../../../runtime/index.ts'
 import type { CommandExit, ShellProcess } from '../process.ts'
 import type { WorkerManifest } from '../types.ts'
 import { ensureGuestAssets, MicrovmSetupError, projectNodeBinary } from './assets.ts'

@@ -13,24 +13,12 @@ import { isOtelInitialized } from './otel.ts'
 import { redact, safeStringify } from './redact.ts'
 import { currentSpanId, currentTraceId, TRACER_NAME } from './trace.ts'
 import { jsonParse } from 'svc-protocol/json'
+import type { LogRecord } from 'svc-protocol'
 
 export { SeverityNumber }
 
-/** A log record as the observability worker stores it (builtins.md §12.4). */
-export interface OtelLogEvent {
-  timestamp_unix_nano: number
-  observed_timestamp_unix_nano: number
-  severity_number: number
-  severity_text: string
-  body: string
-  attributes: Record<string, unknown>
-  trace_id: string | null
-  span_id: string | null
-  resource: Record<string, string>
-  service_name: string
-  instrumentation_scope_name?: string
-  instrumentation_scope_version?: string
-}
+/** A log record as the observability worker stores it (builtins.md §12.4): svc-protocol's `LogRecord`. */
+export type OtelLogEvent = LogRecord
 
 type Level = 'debug' | 'info' | 'warn' | 'error'
 const SEVERITY: Record<Level, [SeverityNumber, string]> = {

@@ -3,7 +3,7 @@
  * pages read (protocol.md §11, builtins.md §4–§12). Only the fields the console uses are typed;
  * everything else is kept as `unknown` so that additive fields never break a page.
  */
-import type { LogRecord, SpanRecord as Span } from '../../../../../runtime/adapters/observability/records.ts'
+import type { SpanRecord as Span } from 'svc-protocol'
 
 /** `GET /api/info` (cli.md §7.1). */
 export interface ConsoleInfo {
@@ -50,33 +50,11 @@ export interface RerunRequest {
 /** `POST /api/rerun` result: the invoke envelope, the new run's trace id and the old one. */
 export type RerunResult<T = unknown> = InvokeResult<T> & { trace_id?: string; rerun_of?: string | null }
 
-/** A recorded payload of a run: JSON text, a prefix of it when `truncated`. */
-export interface RunPayload {
-  json: string
-  truncated: boolean
-}
-
-/** An entry of `engine::runs::list` (one invocation of a function, from its `execute` span). */
-export interface Run {
-  trace_id: string
-  span_id: string
-  function_id: string
-  status: 'ok' | 'error' | 'unset'
-  status_message?: string
-  started_at_ms: number
-  duration_ms: number | null
-  caller: string | null
-  service_name: string
-  input: RunPayload | null
-  output: RunPayload | null
-  rerun_of: string | null
-}
-
-/** `engine::runs::list` result. */
-export interface RunPage {
-  runs: Run[]
-  total: number
-}
+/**
+ * `engine::runs::list` (builtins.md §12.5): the runs of one function, each with its status, error
+ * code, timings, caller and payload previews — svc-protocol's types, as the engine answers them.
+ */
+export type { Run, RunPayload, RunsListResult as RunPage } from 'svc-protocol'
 
 /** `GET /api/stream-groups`: every stream group with its item count (null: not counted, or `error`). */
 export interface StreamGroups {
@@ -191,93 +169,22 @@ export interface WorkerInfo {
   matching_ids: string[]
 }
 
-/** A metric of `engine::metrics::list` (builtins.md §12.5). */
-export interface Metric {
-  name: string
-  type: 'gauge' | 'sum' | 'histogram'
-  unit?: string
-  description?: string
-  points: { time_unix_nano: number; value: number; attributes: Record<string, unknown> }[]
-}
+/** A metric of `engine::metrics::list` (builtins.md §12.5): svc-protocol's; a point's `value` is a number for gauges and sums. */
+export type { MetricSeries as Metric, MetricsListResult } from 'svc-protocol'
 
-/** A log record and a span as the observability worker stores and answers them (builtins.md §12.4): the engine's own types. */
-export type { LogRecord, SpanRecord as Span } from '../../../../../runtime/adapters/observability/records.ts'
+/**
+ * A log record and a span as the observability worker stores and answers them (builtins.md §12.4),
+ * `engine::logs::list`'s page, `engine::traces::list`'s entries and `engine::traces::tree`'s nodes:
+ * svc-protocol's types.
+ */
+export type { LogRecord, LogsListResult as LogPage, SpanNode, SpanRecord as Span, TraceSummary } from 'svc-protocol'
 
-/** `engine::logs::list` result. */
-export interface LogPage {
-  logs: LogRecord[]
-  total: number
-  offset: number
-  limit: number
-}
-
-/** An entry of `engine::traces::list`: the root span plus counts. */
-export interface TraceSummary extends Span {
-  span_count: number
-  error_count: number
-  service_names: string[]
-}
-
-/** A node of `engine::traces::tree`. */
-export interface SpanNode extends Span {
-  children: SpanNode[]
-}
-
-/** An entry of `engine::queue::list_topics` (builtins.md §7.3). */
-export interface QueueTopic {
-  name: string
-  kind: 'queue' | 'subscriber' | 'topic'
-  broker_type: string
-  subscriber_count: number
-  depth: number
-  dlq_depth: number
-}
-
-/** `engine::queue::topic_stats` result. */
-export interface TopicStats {
-  name: string
-  kind: string
-  depth: number
-  delayed: number
-  in_flight: number
-  dlq_depth: number
-  consumer_count: number
-  delivered: number
-  failed: number
-  config: Record<string, unknown> | null
-  subscribers?: {
-    function_id: string
-    namespace: string
-    queue: string
-    online: boolean
-    depth: number
-    in_flight: number
-    dlq_depth: number
-  }[]
-}
-
-/** An entry of `engine::queue::dlq_topics`. */
-export interface DlqTopic {
-  topic: string
-  kind: string
-  broker_type: string
-  message_count: number
-}
-
-/** A dead-lettered message (builtins.md §7.3). */
-export interface DlqMessage {
-  id: string
-  queue: string
-  function_id: string
-  namespace: string
-  payload: unknown
-  error: { code: string; message: string } | null
-  attempts: number
-  retries: number
-  enqueued_at: number
-  failed_at: number
-  size_bytes: number
-}
+/**
+ * The queue worker's listings (builtins.md §7.3): `engine::queue::list_topics`,
+ * `engine::queue::topic_stats`, `engine::queue::dlq_topics` and a dead-lettered message of
+ * `engine::queue::dlq_messages` — svc-protocol's types.
+ */
+export type { DlqMessage, DlqTopic, QueueTopic, QueueTopicStats as TopicStats } from 'svc-protocol'
 
 /** An entry of `configuration::list` (builtins.md §11.2). */
 export interface ConfigurationEntry {

@@ -8,10 +8,14 @@ import { useEffect, useMemo, useState } from 'react'
 import { ApiError, call } from '../../api/client.ts'
 import { useAction, useCall } from '../../api/hooks.ts'
 import type { ConfigurationEntry, JsonSchema } from '../../api/types.ts'
-import { compileSettingsSchema, type SettingsValidator } from '../../../../../../runtime/workers/configuration/schema.ts'
+import { Ajv2020 } from 'ajv/dist/2020.js'
+import { SETTINGS_SCHEMA_OPTIONS, settingsSchemaCompiler, type SettingsValidator } from 'svc-protocol/settings-schema'
 import { Link, pathOf, setQuery, useLocation } from '../../router/router.tsx'
 import { Crumb, Empty, ErrorBox, PageHeader, Panel, Tabs, Updated } from '../../components/ui.tsx'
 import { JsonEditor, JsonView, parseJson } from '../../components/json.tsx'
+
+/** The configuration worker's own schema contract (svc-protocol/settings-schema) over Ajv bundled for the browser: the page shows the engine's messages before saving. */
+const compileSettingsSchema = settingsSchemaCompiler(new Ajv2020({ ...SETTINGS_SCHEMA_OPTIONS }))
 
 /** Splits a `SCHEMA_INVALID` message into its `<pointer>: <problem>` violations. */
 export function violationsOf(error: ApiError | undefined): string[] {

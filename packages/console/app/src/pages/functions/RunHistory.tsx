@@ -215,7 +215,7 @@ function RunDetail({ run, namespace, onRerun }: { run: Run; namespace: string; o
             </>
           ) : null}
         </p>
-        {run.status === 'error' ? <ErrorBox error={{ code: wasCancelled(run) ? 'cancelled' : 'error', message: run.status_message ?? 'the run failed' }} /> : null}
+        {run.status === 'error' ? <ErrorBox error={{ code: run.error_code ?? 'error', message: run.status_message ?? 'the run failed' }} /> : null}
         <h3>Input{run.input?.truncated && !span ? ' (preview, cut)' : ''}</h3>
         <Payload json={input} />
         <h3>{run.status === 'error' ? 'Error' : 'Result'}{run.output?.truncated && !span ? ' (preview, cut)' : ''}</h3>

@@ -80,12 +80,13 @@ function isObject(value: unknown): value is Record<string, unknown> {
 }
 
 /**
- * Was this finished run cancelled? `engine::runs::list` gives a failed run's message, not its code:
- * a cancelled call's span ends with the catalogue's `cancelled` message (`Invocation cancelled` or
- * `Invocation cancelled: <reason>`, packages/protocol/src/errors.ts).
+ * Was this finished run cancelled? A failed run of `engine::runs::list` carries the catalogue code
+ * it ended with (`error_code`, packages/protocol/src/errors.ts): `cancelled`. The message is not
+ * read: a handler's own error may say anything.
  */
-export function wasCancelled(run: { status: string; status_message?: string | undefined }): boolean {
-  return run.status === 'error' && typeof run.status_message === 'string' && /^Invocation cancelled(:|$)/.test(run.status_message)
+export function wasCancelled(run: { status: string; error_code?: string | null | undefined }): boolean {
+  // The code's literal, not svc-protocol/errors' `Codes`: that module brings the whole catalogue (46 KB) into the page.
+  return run.status === 'error' && run.error_code === 'cancelled'
 }
 
 /** Invocations read per poll of the Functions page's running counts (the listing's maximum). */

@@ -5,7 +5,7 @@
  */
 import type { ReactNode } from 'react'
 import { useCall } from '../../api/hooks.ts'
-import type { LogPage, Metric, WorkerInfo } from '../../api/types.ts'
+import type { LogPage, MetricsListResult, WorkerInfo } from '../../api/types.ts'
 import { formatBytes, formatDuration, formatSince, formatTime } from '../../format/format.ts'
 import { Link, pathOf, withQuery } from '../../router/router.tsx'
 import { Badge, Crumb, Empty, ErrorBox, Fields, PageHeader, Panel, StatusBadge, Updated, useNow } from '../../components/ui.tsx'
@@ -27,7 +27,7 @@ export function WorkerDetailPage({ id }: { id: string }) {
   const now = useNow(1000)
   // Rounded to the minute so that the payload, and so the data hook's key, changes at most once a minute.
   const since = Math.floor(now / 60_000) * 60_000 - 15 * 60_000
-  const metrics = useCall<{ metrics: Metric[] }>('engine::metrics::list', { worker: name, start_time: since }, { enabled: Boolean(name), pollMs: 5000 })
+  const metrics = useCall<MetricsListResult>('engine::metrics::list', { worker: name, start_time: since }, { enabled: Boolean(name), pollMs: 5000 })
   const logs = useCall<LogPage>('engine::logs::list', { service_name: name, limit: 50 }, { enabled: Boolean(name), live: ['logs'] })
 
   return (
@@ -70,7 +70,7 @@ export function WorkerDetailPage({ id }: { id: string }) {
               <div className="metrics">
                 {GAUGES.map((g) => {
                   const latest = worker.latest_metrics?.[g.name]
-                  const series = metrics.data?.metrics.find((m) => m.name === g.name)?.points.map((p) => p.value) ?? []
+                  const series = metrics.data?.metrics.find((m) => m.name === g.name)?.points.map((p) => p.value).filter((v): v is number => typeof v === 'number') ?? []
                   return (
                     <div className="metric" key={g.name}>
                       <div className="muted small">{g.label}</div>
