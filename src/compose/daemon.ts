@@ -14,7 +14,6 @@ import { processAlive } from '../lib/processes.ts'
 import { displayPath } from '../lib/project.ts'
 import { unreachableError } from '../lib/trigger.ts'
 import { loadManifest } from '../supervisor/manifest.ts'
-import { superviseWorker } from '../supervisor/supervisor.ts'
 import { addContainerText, removeContainerText, writeFileAtomic } from './edit.ts'
 import { ComposeError } from './errors.ts'
 import { composeFileSchema } from './schema.ts'
@@ -47,7 +46,7 @@ export interface DaemonOptions {
   env?: Env
   /** Daemon and supervisor messages. */
   log: Logger
-  /** Default: `superviseWorker` of src/supervisor. */
+  /** Default: `superviseWorker` of src/supervisor (the orchestrator's). */
   supervise?: Supervise
   /** Default {@link ENGINE_CONNECT_TIMEOUT_MS}. */
   connectTimeoutMs?: number
@@ -98,7 +97,7 @@ export class ComposeDaemon {
       namespace: this.namespace,
       cwd: this.cwd,
       engine: this.engineAccess(),
-      supervise: options.supervise ?? superviseWorker,
+      ...(options.supervise ? { supervise: options.supervise } : {}),
       log: this.log,
       onChange: () => this.schedulePersist(),
     })

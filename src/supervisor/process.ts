@@ -232,6 +232,30 @@ export async function stopGroup(proc: ShellProcess, timeoutMs: number): Promise<
   return true
 }
 
+/**
+ * Stops the process group led by `pid`, a process this svc did not start (a container a previous
+ * compose daemon started and this one re-adopted, cli.md §4.7): SIGTERM to the group (to the
+ * process alone when it leads none), then SIGKILL when it or a member is still alive after
+ * `timeoutMs` (ms). Resolves once they are gone, or 2 s after the SIGKILL. True when SIGKILL was needed.
+ */
+export async function stopPid(pid: number, timeoutMs: number): Promise<boolean> {
+  const signal = (name: NodeJS.Signals) => {
+    if (signalGroup(pid, name)) return
+    try {
+      process.kill(pid, name)
+    } catch {
+      /* already gone */
+    }
+  }
+  const gone = () => !processAlive(pid) && !groupAlive(pid)
+  if (gone()) return false
+  signal('SIGTERM')
+  if (await waitFor(gone, timeoutMs)) return false
+  signal('SIGKILL')
+  await waitFor(gone, 2000)
+  return true
+}
+
 /** Describes an exit for messages: `exited with code 1`, `was killed by SIGKILL`, `could not be started (…)`. */
 export function describeExit(exit: CommandExit): string {
   if (exit.spawnError !== undefined) return `could not be started (${exit.spawnError})`
