@@ -173,7 +173,7 @@ export class ComposeDaemon {
       for (const record of project.containers ?? []) {
         if (record.pid === null || !['ready', 'restarting', 'starting'].includes(record.state)) continue
         if (!processAlive(record.pid) || !registered.has(record.container)) continue
-        this.runner.adopt(project.file, displayPath(project.file, this.cwd), record)
+        if (!this.runner.adopt(project.file, displayPath(project.file, this.cwd), record)) continue
         this.log.info(`re-adopted ${record.container} (pid ${record.pid}) of ${displayPath(project.file, this.cwd)}`)
       }
     }

@@ -18,6 +18,7 @@ import { consoleWorkerSpec } from '../supervisor/launch.ts'
 import type { ListedConnection } from '../supervisor/launch.ts'
 import { listedEngine } from '../supervisor/engine-view.ts'
 import { Orchestrator } from '../supervisor/orchestrator.ts'
+import { isSignalTarget } from '../supervisor/process.ts'
 import { displayPath } from '../lib/project.ts'
 import { EnvFileError, parseEnvFile } from './env-file.ts'
 import { builtinDescriptor } from '../../runtime/workers/catalogue.ts'
@@ -652,11 +653,14 @@ export class ProjectRunner {
    * Takes over a container process recorded by a previous daemon that is still alive and still
    * registered (cli.md §4.7). It counts as ready; it can be stopped (SIGTERM to its process group,
    * SIGKILL after the stop timeout) but is not restarted by a crash policy until it is started again.
+   * False, and nothing taken over, for a record whose pid no signal may go to (`isSignalTarget`:
+   * 0, 1 or a negative number would reach the daemon's own group or every process) or whose
+   * container runs already.
    */
-  adopt(path: string, label: string, record: ContainerRecord): void {
-    if (record.pid === null) return
+  adopt(path: string, label: string, record: ContainerRecord): boolean {
     const pid = record.pid
-    const restarts = record.restarts
+    if (!isSignalTarget(pid) || this.containers.has(record.container)) return false
+    const restarts = Number.isSafeInteger(record.restarts) && record.restarts >= 0 ? record.restarts : 0
     const c: Container = {
       key: record.container,
       project: path,
@@ -664,7 +668,7 @@ export class ProjectRunner {
       kind: record.kind,
       state: 'ready',
       pid,
-      startedAt: record.started_at ? Date.parse(record.started_at) : undefined,
+      startedAt: startedAtOf(record.started_at),
       restarts,
       lastError: undefined,
       detail: 'adopted after a daemon restart',
@@ -687,6 +691,7 @@ export class ProjectRunner {
     })
     this.projects.set(path, this.projects.get(path) ?? { path, label, file: undefined, active: true })
     this.containers.set(c.key, c)
+    return true
   }
 
   /** True when an operation ran on the project at `path`. */
@@ -731,6 +736,13 @@ function statusOf(c: Container): ContainerStatus {
     restarts: c.restarts,
     last_error: c.lastError ?? null,
   }
+}
+
+/** A recorded `started_at` as ms since the epoch; undefined for null or anything that is no time (a hand-edited state.json). */
+function startedAtOf(recorded: unknown): number | undefined {
+  if (typeof recorded !== 'string') return undefined
+  const ms = Date.parse(recorded)
+  return Number.isFinite(ms) ? ms : undefined
 }
 
 /** `keys` and everything they depend on, transitively, in no particular order. */

@@ -149,8 +149,9 @@ describe('Orchestrator (issue 21)', () => {
     assert.deepEqual(orchestrator.workers, [])
   })
 
-  it('an adopted process is stopped as a group (SIGTERM), and a stop it asked for is no exit of its own', async () => {
+  it('an adopted process is stopped as a group (SIGTERM), reports its own exit once, and refuses pids no signal may go to', async () => {
     const { orchestrator } = setup()
+    for (const pid of [0, 1, -1, 1.5, Number.NaN]) assert.throws(() => orchestrator.adopt('bad', pid, { restarts: 0, onExit: () => {} }), /is not a pid svc can adopt/)
     const child = spawn('sleep', ['60'], { detached: true, stdio: 'ignore' })
     const exited = new Promise((resolve) => child.once('exit', resolve))
     const pid = child.pid!

@@ -8,7 +8,7 @@
  */
 import type { Logger } from '../../runtime/engine/types.ts'
 import { processAlive } from '../lib/processes.ts'
-import { stopPid } from './process.ts'
+import { isSignalTarget, stopPid } from './process.ts'
 import { superviseWorker } from './supervisor.ts'
 import type { EngineView, Supervise, SupervisedWorker, SupervisorTimings, WorkerLaunch, WorkerSpec } from './types.ts'
 
@@ -160,9 +160,11 @@ export class Orchestrator {
    * stopped ({@link stop}) but is not restarted; `onExit` is called once if it exits on its own
    * (checked every second). `restarts` is its count so far.
    *
-   * @throws {Error} when a worker of that name is launched or adopted
+   * @throws {Error} when a worker of that name is launched or adopted, or when `pid` is no
+   *   `isSignalTarget` (0, 1, negative: stopping it would signal svc's own group or every process)
    */
   adopt(name: string, pid: number, options: { restarts: number; onExit: () => void }): void {
+    if (!isSignalTarget(pid)) throw new Error(`${name}: ${String(pid)} is not a pid svc can adopt`)
     if (this.#workers.has(name) || this.#adopted.has(name)) throw new Error(`${name} is already launched; stop it first`)
     this.#restarts.set(name, options.restarts)
     const timer = setInterval(() => {
