@@ -18,6 +18,8 @@ import type { EngineView, RegistrationProbe } from './types.ts'
  *
  * @param url the worker WebSocket URL exported as SVC_URL
  * @param log where a drain that runs out of time says so
+ * @example
+ * const orchestrator = new Orchestrator({ engine: inProcessEngine(engine, engine.workerUrls[0]!, log), log })
  */
 export function inProcessEngine(engine: Engine, url: string, log: Logger): EngineView {
   return {
@@ -33,6 +35,9 @@ export function inProcessEngine(engine: Engine, url: string, log: Logger): Engin
  * namespace opened since the process started, or announcing its pid (`Registrant.byPid`). A
  * failed listing counts as not yet. No drain: the daemon cannot mark another engine's connections,
  * so a reload stops the process first.
+ *
+ * @example
+ * const view = listedEngine(url, async (namespace) => (await listWorkers({ namespace })).map(toListedConnection))
  */
 export function listedEngine(url: string, list: (namespace: string) => Promise<ListedConnection[]>): EngineView {
   return {

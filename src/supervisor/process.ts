@@ -151,6 +151,9 @@ export function runShell(
  * True for a pid a signal may be sent to as one process or one process group: a safe integer above
  * 1. Signalling the group of 0 reaches svc's own group, -1 (the group "of 1") every process the user
  * may signal; a pid read from a record (a compose daemon's state.json) must never become either.
+ *
+ * @example isSignalTarget(4242) // true
+ * @example isSignalTarget(1) // false: signalling its group is kill(-1), every process
  */
 export function isSignalTarget(pid: unknown): pid is number {
   return typeof pid === 'number' && Number.isSafeInteger(pid) && pid > 1
@@ -252,6 +255,8 @@ export async function stopGroup(proc: ShellProcess, timeoutMs: number): Promise<
  * process alone when it leads none), then SIGKILL when it or a member is still alive after
  * `timeoutMs` (ms). Resolves once they are gone, or 2 s after the SIGKILL. True when SIGKILL was needed.
  * A `pid` that is no {@link isSignalTarget} (0, 1, negative, not an integer) is never signalled.
+ *
+ * @example await stopPid(record.pid, 10_000) // true when it took SIGKILL
  */
 export async function stopPid(pid: number, timeoutMs: number): Promise<boolean> {
   if (!isSignalTarget(pid)) return false
