@@ -3,10 +3,13 @@
  * src/supervisor/orchestrator.ts): the same crash loop, run by `startEngine` (what `svc` runs) and
  * by the compose daemon's runner against that same engine, ends the same way — `crashed` after 5
  * unrequested exits (compose: `failed` with `CRASHED`) — and both count the same restarts, also the
- * ones of processes that crashed before they registered again.
+ * ones of processes that crashed before they registered again. `svc --json` reports a console that
+ * cannot start as it reports a local worker: with its error and code.
  */
 import assert from 'node:assert/strict'
 import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { createServer } from 'node:net'
+import type { AddressInfo } from 'node:net'
 import { join } from 'node:path'
 import { pathToFileURL } from 'node:url'
 import { after, before, describe, it } from 'node:test'
@@ -110,5 +113,35 @@ describe('one orchestrator for svc and svc compose (issue 21)', () => {
     const composeRecord = join(dir, '.svc', 'compose', NS, 'workers', 'looper-c.json')
     assert.ok(existsSync(composeRecord))
     assert.equal(JSON.parse(readFileSync(composeRecord, 'utf8')).restarts, status.restarts)
+  })
+})
+
+describe('svc --json shows the console like any worker it launches', () => {
+  it('a console that cannot start: its worker_state event carries the error and its code', { timeout: 120_000 }, async () => {
+    // The console's port, held here: it exits the same way twice and is crashed (issue 11).
+    const holder = createServer()
+    await new Promise<void>((resolve) => holder.listen(0, '127.0.0.1', resolve))
+    const port = (holder.address() as AddressInfo).port
+    const project = await tempProject(`  - name: console\n    config: { port: ${port}, host: 127.0.0.1 }\n`)
+    const lines: string[] = []
+    const env = { ...process.env }
+    delete env.SVC_URL
+    delete env.SVC_CONSOLE_TOKEN
+    let svc: RunningEngine | undefined
+    try {
+      svc = await startEngine({ version: 'test', cwd: project, env, workers: true, watch: false, json: true, stdout: (text) => void lines.push(text) })
+      const events = () => lines.join('').split('\n').filter((l) => l.startsWith('{')).map((l) => JSON.parse(l) as Record<string, unknown>)
+      const failed = await waitFor(
+        () => events().find((e) => e.event === 'worker_state' && e.worker === 'console' && (e.state === 'crashed' || e.state === 'failed')),
+        () => `the console to fail; svc printed:\n${lines.join('')}`,
+        90_000,
+      )
+      assert.equal(typeof failed.error, 'string', JSON.stringify(failed))
+      assert.equal(failed.error_code, 'STARTUP_FAILED', JSON.stringify(failed))
+    } finally {
+      await svc?.stop()
+      holder.close()
+      rmSync(project, { recursive: true, force: true })
+    }
   })
 })

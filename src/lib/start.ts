@@ -398,19 +398,26 @@ function launchLocalWorker(entry: LoadedLocalWorkerEntry, context: LaunchContext
     // Also a log record of the observability worker (builtins.md §12.2, cli.md §5.6).
     context.engine.telemetry.output(entry.name, line.stream, line.text)
   })
-  const emit = context.emit
-  if (emit) {
-    worker.on('state', (state: WorkerState) => {
-      const event: Record<string, unknown> = { event: 'worker_state', worker: entry.name, state }
-      if (worker.pid !== undefined) event.pid = worker.pid
-      if ((state === 'failed' || state === 'crashed') && worker.lastError) {
-        event.error = worker.lastError
-        if (worker.failure) event.error_code = worker.failure.code
-      }
-      emit(event)
-    })
-  }
+  emitStates(worker, context)
   return worker
+}
+
+/**
+ * With `--json`, every transition of `worker` is a `worker_state` event (`worker`, `state`, `pid?`,
+ * and `error`, `error_code` when it failed or crashed): the same for local workers and the console.
+ */
+function emitStates(worker: SupervisedWorker, context: LaunchContext): void {
+  const emit = context.emit
+  if (!emit) return
+  worker.on('state', (state: WorkerState) => {
+    const event: Record<string, unknown> = { event: 'worker_state', worker: worker.name, state }
+    if (worker.pid !== undefined) event.pid = worker.pid
+    if ((state === 'failed' || state === 'crashed') && worker.lastError) {
+      event.error = worker.lastError
+      if (worker.failure) event.error_code = worker.failure.code
+    }
+    emit(event)
+  })
 }
 
 /**
@@ -448,8 +455,7 @@ function launchConsole(entry: LoadedBuiltinEntry, context: LaunchContext, token:
     }),
   )
   printOutput(worker, context)
-  const emit = context.emit
-  if (emit) worker.on('state', (state: WorkerState) => emit({ event: 'worker_state', worker: 'console', state, ...(worker.pid !== undefined ? { pid: worker.pid } : {}) }))
+  emitStates(worker, context)
   return worker
 }
 
