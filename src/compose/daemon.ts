@@ -9,10 +9,11 @@ import type { SvcClient } from 'svc-sdk'
 import { BUILTIN_NAMES, canonicalBuiltinName, type Env, type Logger } from '../../runtime/index.ts'
 import { CliError, ExitCode } from '../lib/errors.ts'
 import { processAlive } from '../lib/processes.ts'
+import { jsonParse } from 'svc-protocol/json'
+import { isSignalTarget } from '../supervisor/process.ts'
 import { displayPath } from '../lib/project.ts'
 import { unreachableError } from '../lib/trigger.ts'
 import { loadManifest } from '../supervisor/manifest.ts'
-import { superviseWorker } from '../supervisor/supervisor.ts'
 import { addContainerText, removeContainerText, writeFileAtomic } from './edit.ts'
 import { ComposeError } from './errors.ts'
 import { composeFileSchema } from './schema.ts'
@@ -45,7 +46,7 @@ export interface DaemonOptions {
   env?: Env
   /** Daemon and supervisor messages. */
   log: Logger
-  /** Default: `superviseWorker` of src/supervisor. */
+  /** Default: `superviseWorker` of src/supervisor (the orchestrator's). */
   supervise?: Supervise
   /** Default {@link ENGINE_CONNECT_TIMEOUT_MS}. */
   connectTimeoutMs?: number
@@ -96,7 +97,7 @@ export class ComposeDaemon {
       namespace: this.namespace,
       cwd: this.cwd,
       engine: this.engineAccess(),
-      supervise: options.supervise ?? superviseWorker,
+      ...(options.supervise ? { supervise: options.supervise } : {}),
       log: this.log,
       onChange: () => this.schedulePersist(),
     })
@@ -157,24 +158,23 @@ export class ComposeDaemon {
 
   /** Re-adopts container processes of a previous daemon that are alive and still registered. */
   private async readopt(): Promise<void> {
-    let state: { daemon_pid?: number; projects?: Array<{ file: string; containers: ContainerRecord[] }> }
+    let text: string
     try {
-      state = JSON.parse(readFileSync(this.stateFile, 'utf8'))
+      text = readFileSync(this.stateFile, 'utf8')
     } catch {
       return
     }
-    if (typeof state.daemon_pid === 'number' && state.daemon_pid !== process.pid && processAlive(state.daemon_pid)) {
+    const state = readDaemonState(text)
+    if (state.daemonPid !== undefined && state.daemonPid !== process.pid && processAlive(state.daemonPid)) {
       // Its daemon still runs (disconnected from the engine): its containers are not ours to take.
       return
     }
+    if (state.records.length === 0) return
     const registered = new Set((await this.listWorkers({ namespace: this.namespace })).map((w) => w.name))
-    for (const project of state.projects ?? []) {
-      for (const record of project.containers ?? []) {
-        if (record.pid === null || !['ready', 'restarting', 'starting'].includes(record.state)) continue
-        if (!processAlive(record.pid) || !registered.has(record.container)) continue
-        this.runner.adopt(project.file, displayPath(project.file, this.cwd), record)
-        this.log.info(`re-adopted ${record.container} (pid ${record.pid}) of ${displayPath(project.file, this.cwd)}`)
-      }
+    for (const { file, record } of state.records) {
+      if (!processAlive(record.pid) || !registered.has(record.container)) continue
+      if (!this.runner.adopt(file, displayPath(file, this.cwd), record)) continue
+      this.log.info(`re-adopted ${record.container} (pid ${record.pid}) of ${displayPath(file, this.cwd)}`)
     }
   }
 
@@ -511,6 +511,64 @@ export class ComposeDaemon {
     }
   }
 }
+
+/** What a daemon takes from a previous daemon's state.json (cli.md §4.7). */
+export interface DaemonState {
+  /** The previous daemon's pid, when it is one. */
+  daemonPid: number | undefined
+  /** Containers that were running (`ready`, `restarting`, `starting`) with a pid a signal may go to. */
+  records: Array<{ file: string; record: ContainerRecord }>
+}
+
+/**
+ * Reads the text of `.svc/compose/<namespace>/state.json` as written by `persistNow`, keeping only
+ * what re-adoption can act on: entries of the wrong shape (a hand-edited or truncated file, another
+ * version's fields) are left out, never thrown over, so a daemon always starts. At most 10 000
+ * containers are read.
+ *
+ * @example readDaemonState('{"daemon_pid": 12, "projects": []}') // { daemonPid: 12, records: [] }
+ */
+export function readDaemonState(text: string): DaemonState {
+  let parsed: unknown
+  try {
+    parsed = jsonParse(text)
+  } catch {
+    return { daemonPid: undefined, records: [] }
+  }
+  const object = (v: unknown): Record<string, unknown> | undefined => (typeof v === 'object' && v !== null && !Array.isArray(v) ? (v as Record<string, unknown>) : undefined)
+  const state = object(parsed)
+  const daemonPid = state && isSignalTarget(state.daemon_pid) ? state.daemon_pid : undefined
+  const records: DaemonState['records'] = []
+  const projects = Array.isArray(state?.projects) ? state.projects : []
+  for (const p of projects) {
+    const project = object(p)
+    if (!project || typeof project.file !== 'string' || !Array.isArray(project.containers)) continue
+    for (const c of project.containers) {
+      const record = object(c)
+      if (!record || records.length >= MAX_READOPTED) continue
+      if (typeof record.container !== 'string' || typeof record.worker !== 'string' || !isSignalTarget(record.pid)) continue
+      if (record.state !== 'ready' && record.state !== 'restarting' && record.state !== 'starting') continue
+      records.push({
+        file: project.file,
+        record: {
+          container: record.container,
+          worker: record.worker,
+          state: record.state,
+          pid: record.pid,
+          started_at: typeof record.started_at === 'string' ? record.started_at : null,
+          restarts: Number.isSafeInteger(record.restarts) && (record.restarts as number) >= 0 ? (record.restarts as number) : 0,
+          last_error: null,
+          project: project.file,
+          kind: record.kind === 'builtin' ? 'builtin' : 'path',
+        },
+      })
+    }
+  }
+  return { daemonPid, records }
+}
+
+/** Containers read from one state.json at most. */
+const MAX_READOPTED = 10_000
 
 /** Waits for the first `connected`; rejects with the exit-3 error after `timeoutMs`. */
 function connected(client: SvcClient, url: string, timeoutMs: number): Promise<void> {

@@ -1,20 +1,24 @@
 /**
  * The project runner of the compose daemon (cli.md §4.7, container lifecycle): starts the containers
  * of compose files in dependency order (independent ones concurrently), waits for each to register,
- * rolls a failed `up` back, and stops projects in reverse order. Path containers run under the
- * supervisor of cli.md §5; built-in containers are checked against the engine.
+ * rolls a failed `up` back, and stops projects in reverse order. Path containers and the console
+ * are launched, restarted and stopped by the orchestrator `svc` uses too (src/supervisor/
+ * orchestrator.ts, the supervisor of cli.md §5), over an engine view read through
+ * `engine::workers::list`; built-in containers are checked against the engine.
  */
 import { randomBytes } from 'node:crypto'
 import { readFileSync, statSync } from 'node:fs'
 import { homedir } from 'node:os'
 import { dirname, isAbsolute, join, resolve } from 'node:path'
 import { builtinDescriptor, type Logger } from '../../runtime/index.ts'
-import type { RegistrationProbe, SupervisedWorker, SupervisorOptions, WorkerSpec, WorkerState } from '../supervisor/types.ts'
+import type { Supervise, SupervisedWorker, SupervisorTimings, WorkerLaunch, WorkerState } from '../supervisor/types.ts'
 import { consoleTokenOff, consoleUrl } from '../lib/console.ts'
 import { newToken } from 'svc-console/access'
-import { processAlive } from '../lib/processes.ts'
-import { connectedSince, consoleWorkerSpec, CONSOLE_WORKER_NAME } from '../supervisor/launch.ts'
+import { consoleWorkerSpec } from '../supervisor/launch.ts'
 import type { ListedConnection } from '../supervisor/launch.ts'
+import { listedEngine } from '../supervisor/engine-view.ts'
+import { Orchestrator } from '../supervisor/orchestrator.ts'
+import { isSignalTarget } from '../supervisor/process.ts'
 import { displayPath } from '../lib/project.ts'
 import { EnvFileError, parseEnvFile } from './env-file.ts'
 import { ComposeError, errorBody } from './errors.ts'
@@ -41,8 +45,7 @@ export interface EngineAccess {
   log(level: 'info' | 'warn', message: string, serviceName: string, source?: 'stdout' | 'stderr'): void
 }
 
-/** `superviseWorker` of src/supervisor, or a stand-in. */
-export type Supervise = (spec: WorkerSpec, options: SupervisorOptions) => SupervisedWorker
+export type { Supervise } from '../supervisor/types.ts'
 
 export interface RunnerOptions {
   /** The daemon's namespace: every container registers here (SVC_NAMESPACE). */
@@ -50,7 +53,10 @@ export interface RunnerOptions {
   /** The daemon's working directory: `.svc/` lives here and it is SVC_PROJECT_ROOT. */
   cwd: string
   engine: EngineAccess
-  supervise: Supervise
+  /** Default `superviseWorker` of src/supervisor. */
+  supervise?: Supervise
+  /** Overrides of the supervisor's timings (tests). */
+  timings?: Partial<SupervisorTimings>
   log: Logger
   /** Called after every change of a container's state (to persist state.json). */
   onChange?: () => void
@@ -61,12 +67,6 @@ export type ContainerListener = (result: ContainerResult) => void
 
 /** How many of a container's last output lines a start failure quotes. */
 const QUOTED_LINES = 20
-
-/** A process left by a previous daemon and re-adopted (cli.md §4.7): stoppable, not restartable. */
-interface Adopted {
-  pid: number
-  timer: NodeJS.Timeout
-}
 
 /** A container the runner knows, running or not. */
 interface Container {
@@ -82,7 +82,8 @@ interface Container {
   lastError: ErrorBody | undefined
   detail: string | undefined
   supervised: SupervisedWorker | undefined
-  adopted: Adopted | undefined
+  /** True for a process left by a previous daemon and re-adopted (cli.md §4.7): stoppable, not restartable. */
+  adopted: boolean
   /** Set while the runner stops it, so the supervisor's transitions are not read as crashes. */
   stopping: boolean
   /** The last lines it printed, for failure messages. */
@@ -119,7 +120,8 @@ export class ProjectRunner {
   readonly namespace: string
   readonly cwd: string
   private readonly engine: EngineAccess
-  private readonly supervise: Supervise
+  /** Launches, restarts and stops the path containers and the console (as it does for `svc`). */
+  private readonly orchestrator: Orchestrator
   private readonly log: Logger
   private readonly onChange: () => void
   private readonly containers = new Map<string, Container>()
@@ -129,8 +131,14 @@ export class ProjectRunner {
     this.namespace = options.namespace
     this.cwd = options.cwd
     this.engine = options.engine
-    this.supervise = options.supervise
     this.log = options.log
+    const engine = options.engine
+    this.orchestrator = new Orchestrator({
+      engine: listedEngine(engine.url, async (namespace) => (await engine.listWorkers({ namespace })).map(listed)),
+      log: options.log,
+      ...(options.supervise ? { supervise: options.supervise } : {}),
+      ...(options.timings ? { timings: options.timings } : {}),
+    })
     this.onChange = options.onChange ?? (() => {})
   }
 
@@ -239,7 +247,6 @@ export class ProjectRunner {
 
   /** A fresh record for a start, keeping the restart count of an earlier run. */
   private record(spec: ContainerSpec, project: Project): Container {
-    const previous = this.containers.get(spec.key)
     const c: Container = {
       key: spec.key,
       project: project.path,
@@ -248,11 +255,11 @@ export class ProjectRunner {
       state: 'starting',
       pid: undefined,
       startedAt: undefined,
-      restarts: previous?.restarts ?? 0,
+      restarts: this.orchestrator.restarts(spec.key),
       lastError: undefined,
       detail: undefined,
       supervised: undefined,
-      adopted: undefined,
+      adopted: false,
       stopping: false,
       output: [],
     }
@@ -324,11 +331,10 @@ export class ProjectRunner {
     const before = await this.listOwnNamespace()
     const namespace = this.namespace
 
-    const workerSpec: WorkerSpec = {
+    const workerSpec: WorkerLaunch = {
       name: spec.key,
       directory,
       namespace,
-      engineUrl: this.engine.url,
       projectRoot: this.cwd,
       envBase: 'compose',
       env,
@@ -336,16 +342,6 @@ export class ProjectRunner {
       stopTimeoutMs: file.stopTimeoutMs,
       logFile: this.logFile(spec.key),
       stateFile: join(this.cwd, '.svc', 'compose', namespace, 'workers', `${spec.key}.json`),
-      isRegistered: async (probe: RegistrationProbe) => {
-        let workers: WorkerSummary[]
-        try {
-          workers = await this.engine.listWorkers({ namespace })
-        } catch {
-          return false
-        }
-        // A connection older than this process is the previous one, not yet gone.
-        return connectedSince(workers.map(listed), spec.key, namespace, probe)
-      },
     }
     if (spec.config !== undefined) workerSpec.config = spec.config
     if (spec.isolation !== undefined) workerSpec.isolation = spec.isolation
@@ -354,7 +350,7 @@ export class ProjectRunner {
     if (spec.scripts.preRun !== undefined) workerSpec.preRun = { command: spec.scripts.preRun, timeoutMs: spec.scripts.preRunTimeoutMs }
     if (spec.scripts.postRun !== undefined) workerSpec.postRun = spec.scripts.postRun
 
-    const supervised = this.supervise(workerSpec, { log: this.log })
+    const supervised = this.orchestrator.launch(workerSpec)
     this.attach(c, supervised, spec.key)
 
     try {
@@ -389,7 +385,7 @@ export class ProjectRunner {
     const running = await this.engine.listWorkers({ namespace: 'default' })
     if (running.some((w) => w.name === 'svc-console')) return
     const token = consoleTokenOff(spec.config) ? undefined : newToken()
-    let consoleSpec: WorkerSpec
+    let consoleSpec: WorkerLaunch
     try {
       consoleSpec = consoleWorkerSpec({
         name: spec.key,
@@ -401,20 +397,11 @@ export class ProjectRunner {
         token,
         logFile: this.logFile(spec.key),
         stateFile: join(this.cwd, '.svc', 'compose', this.namespace, 'workers', `${spec.key}.json`),
-        isRegistered: async (probe: RegistrationProbe) => {
-          try {
-            const workers = await this.engine.listWorkers({ namespace: 'default' })
-            // By connection time only: a console's announce carries no pid svc started.
-            return connectedSince(workers.map((w) => ({ ...listed(w), pid: undefined })), CONSOLE_WORKER_NAME, 'default', probe)
-          } catch {
-            return false
-          }
-        },
       })
     } catch (err) {
       throw new ComposeError('INVALID_COMPOSE_FILE', `${spec.key}: ${(err as Error).message.replace(/^config\.yaml: /, '')}`)
     }
-    const supervised = this.supervise(consoleSpec, { log: this.log })
+    const supervised = this.orchestrator.launch(consoleSpec)
     this.attach(c, supervised, spec.key)
     try {
       await supervised.start()
@@ -505,6 +492,9 @@ export class ProjectRunner {
   private onSupervisorState(c: Container, supervised: SupervisedWorker, state: WorkerState): void {
     if (c.supervised !== supervised || c.stopping || c.state === 'starting') return
     const before = c.state
+    // The supervisor's count, as svc worker list shows it: every restart, also those of a crash loop
+    // that never reaches running again.
+    c.restarts = supervised.restarts
     switch (state) {
       case 'running':
         c.state = 'ready'
@@ -514,7 +504,6 @@ export class ProjectRunner {
       case 'restarting':
       case 'installing':
       case 'starting':
-        if (before === 'ready') c.restarts += 1
         c.state = 'restarting'
         break
       case 'crashed':
@@ -590,11 +579,11 @@ export class ProjectRunner {
     c.stopping = true
     try {
       if (c.supervised) await this.disposeSupervised(c)
-      if (c.adopted) await stopAdopted(c.adopted, stopTimeoutMs)
+      else await this.orchestrator.stop(key, stopTimeoutMs)
     } catch (err) {
       this.log.warn(`stopping ${key} failed: ${(err as Error).message}`)
     }
-    c.adopted = undefined
+    c.adopted = false
     c.state = 'stopped'
     c.pid = undefined
     c.stopping = false
@@ -606,10 +595,9 @@ export class ProjectRunner {
     if (!supervised) return
     c.stopping = true
     try {
-      await supervised.stop()
+      await this.orchestrator.stop(c.key)
     } finally {
-      supervised.removeAllListeners('output')
-      supervised.removeAllListeners('state')
+      c.restarts = supervised.restarts
       c.supervised = undefined
       c.stopping = false
     }
@@ -664,12 +652,14 @@ export class ProjectRunner {
    * Takes over a container process recorded by a previous daemon that is still alive and still
    * registered (cli.md §4.7). It counts as ready; it can be stopped (SIGTERM to its process group,
    * SIGKILL after the stop timeout) but is not restarted by a crash policy until it is started again.
+   * False, and nothing taken over, for a record whose pid no signal may go to (`isSignalTarget`:
+   * 0, 1 or a negative number would reach the daemon's own group or every process) or whose
+   * container runs already.
    */
-  adopt(path: string, label: string, record: ContainerRecord): void {
-    if (record.pid === null) return
-    const project = this.projects.get(path) ?? { path, label, file: undefined, active: true }
-    this.projects.set(path, project)
+  adopt(path: string, label: string, record: ContainerRecord): boolean {
     const pid = record.pid
+    if (!isSignalTarget(pid) || this.containers.has(record.container)) return false
+    const restarts = Number.isSafeInteger(record.restarts) && record.restarts >= 0 ? record.restarts : 0
     const c: Container = {
       key: record.container,
       project: path,
@@ -677,29 +667,30 @@ export class ProjectRunner {
       kind: record.kind,
       state: 'ready',
       pid,
-      startedAt: record.started_at ? Date.parse(record.started_at) : undefined,
-      restarts: record.restarts,
+      startedAt: startedAtOf(record.started_at),
+      restarts,
       lastError: undefined,
       detail: 'adopted after a daemon restart',
       supervised: undefined,
-      adopted: undefined,
+      adopted: true,
       stopping: false,
       output: [],
     }
-    const timer = setInterval(() => {
-      if (processAlive(pid)) return
-      clearInterval(timer)
-      if (c.adopted === undefined || c.stopping) return
-      c.adopted = undefined
-      c.state = 'failed'
-      c.pid = undefined
-      c.lastError = { code: 'CRASHED', message: `${c.key} (pid ${pid}, adopted after a daemon restart) exited; run compose::up to start it again` }
-      this.log.warn(c.lastError.message)
-      this.onChange()
-    }, 1000)
-    timer.unref()
-    c.adopted = { pid, timer }
+    this.orchestrator.adopt(c.key, pid, {
+      restarts,
+      onExit: () => {
+        if (!c.adopted || c.stopping) return
+        c.adopted = false
+        c.state = 'failed'
+        c.pid = undefined
+        c.lastError = { code: 'CRASHED', message: `${c.key} (pid ${pid}, adopted after a daemon restart) exited; run compose::up to start it again` }
+        this.log.warn(c.lastError.message)
+        this.onChange()
+      },
+    })
+    this.projects.set(path, this.projects.get(path) ?? { path, label, file: undefined, active: true })
     this.containers.set(c.key, c)
+    return true
   }
 
   /** True when an operation ran on the project at `path`. */
@@ -746,6 +737,13 @@ function statusOf(c: Container): ContainerStatus {
   }
 }
 
+/** A recorded `started_at` as ms since the epoch; undefined for null or anything that is no time (a hand-edited state.json). */
+function startedAtOf(recorded: unknown): number | undefined {
+  if (typeof recorded !== 'string') return undefined
+  const ms = Date.parse(recorded)
+  return Number.isFinite(ms) ? ms : undefined
+}
+
 /** `keys` and everything they depend on, transitively, in no particular order. */
 function withDependencies(keys: string[], byKey: Map<string, ContainerSpec>): string[] {
   const out = new Set<string>()
@@ -776,28 +774,7 @@ function seconds(ms: number): string {
   return ms % 1000 === 0 ? `${ms / 1000} s` : `${ms} ms`
 }
 
-function signalGroup(pid: number, signal: NodeJS.Signals): void {
-  try {
-    process.kill(-pid, signal)
-  } catch {
-    try {
-      process.kill(pid, signal)
-    } catch {
-      /* already gone */
-    }
-  }
-}
-
-/** SIGTERM to the adopted process group, SIGKILL after `timeoutMs` (cli.md §5.1). */
-async function stopAdopted(adopted: Adopted, timeoutMs: number): Promise<void> {
-  clearInterval(adopted.timer)
-  signalGroup(adopted.pid, 'SIGTERM')
-  const deadline = Date.now() + timeoutMs
-  while (processAlive(adopted.pid) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100))
-  if (processAlive(adopted.pid)) signalGroup(adopted.pid, 'SIGKILL')
-}
-
-/** A worker of `engine::workers::list` as {@link connectedSince} reads it. */
+/** A worker of `engine::workers::list` as the registration check reads it. */
 function listed(w: WorkerSummary): ListedConnection {
   return { name: w.name, namespace: w.namespace, connectedAtMs: w.connected_at_ms, pid: w.pid ?? undefined }
 }

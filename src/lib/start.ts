@@ -3,7 +3,7 @@
  * directory, start the engine, launch the local workers, announce it, and stop it all cleanly on
  * SIGINT/SIGTERM.
  */
-import { builtinDescriptor, colourEnabled, consoleLogger, type FunctionEntry, loadConfig, type LoadedBuiltinEntry, type LoadedConfig, type LoadedLocalWorkerEntry, type Logger, type LogLevel, type LogRecord, type Session, terminalJson } from '../../runtime/index.ts'
+import { builtinDescriptor, colourEnabled, consoleLogger, loadConfig, type LoadedBuiltinEntry, type LoadedConfig, type LoadedLocalWorkerEntry, type Logger, type LogLevel, type LogRecord, terminalJson } from '../../runtime/index.ts'
 import { createBuiltins, Engine, storeSeed } from '../../runtime/start.ts'
 import { formatBanner, readyEvent } from './banner.ts'
 import type { ReadyInfo } from './banner.ts'
@@ -19,10 +19,11 @@ import { engineHoldingPort, projectName, recordEngine } from './engines.ts'
 import { diffConfig, watchConfigFile } from './reload.ts'
 import { existsSync } from 'node:fs'
 import { join, resolve, sep } from 'node:path'
-import { superviseWorker } from '../supervisor/supervisor.ts'
-import { connectedSince, consoleWorkerSpec, CONSOLE_WORKER_NAME } from '../supervisor/launch.ts'
+import { consoleWorkerSpec } from '../supervisor/launch.ts'
+import { inProcessEngine } from '../supervisor/engine-view.ts'
+import { Orchestrator } from '../supervisor/orchestrator.ts'
 import { checkToken, CONSOLE_TOKEN_ENV, newToken } from 'svc-console/access'
-import type { OutputLine, RegistrationProbe, SupervisedWorker, WorkerState } from '../supervisor/types.ts'
+import type { OutputLine, SupervisedWorker, WorkerLaunch, WorkerState } from '../supervisor/types.ts'
 
 export const LOG_LEVELS = ['trace', 'debug', 'info', 'warn', 'error'] as const
 
@@ -157,49 +158,30 @@ export async function startEngine(options: StartOptions): Promise<RunningEngine>
   // Installs before the banner run behind one spinner line on a terminal.
   const progress = new InstallProgress({ tty: !options.json && options.stdout === undefined && process.stdout.isTTY === true, colour: colourEnabled(process.stdout) })
 
-  // cli.md §3 step 5: launch the enabled local workers (§5).
-  const supervised = new Map<string, SupervisedWorker>()
+  // cli.md §3 step 5: launch the enabled local workers (§5) through the orchestrator, with this
+  // engine in-process: registration read from its sessions, reloads drained beside the old process.
   const engineUrl = engine.workerUrls[0] ?? 'ws://127.0.0.1:49134'
+  const orchestrator = new Orchestrator({ engine: inProcessEngine(engine, engineUrl, note), log: note })
   // The configuration in effect: config.yaml reloads replace it.
   let current = config
-  const launch = (entry: LoadedLocalWorkerEntry): SupervisedWorker => {
-    const worker = launchLocalWorker(entry, {
-      engine,
-      engineUrl,
-      projectRoot: config.project_root,
-      ignoredPaths: (directory) => pathsInside(current, directory),
-      watch: options.watch,
-      log: note,
-      output: makeLogger(entry.name),
-      emit: options.json ? emit : undefined,
-      progress,
-    })
-    supervised.set(entry.name, worker)
-    return worker
-  }
+  const context = (name: string): LaunchContext => ({
+    engine,
+    orchestrator,
+    projectRoot: current.project_root,
+    ignoredPaths: (directory) => pathsInside(current, directory),
+    watch: options.watch,
+    output: makeLogger(name),
+    emit: options.json ? emit : undefined,
+    progress,
+  })
+  const launch = (entry: LoadedLocalWorkerEntry): SupervisedWorker => launchLocalWorker(entry, context(entry.name))
   if (options.workers) {
     for (const entry of config.local_workers) if (entry.enabled) launch(entry)
     // The console entry (cli.md §4.3): a separate process, supervised like a local worker.
     const consoleEntry = config.builtins.console
-    if (consoleEntry?.enabled) {
-      const worker = launchConsole(
-        consoleEntry,
-        {
-          engine,
-          engineUrl,
-          projectRoot: config.project_root,
-          watch: false,
-          log: note,
-          output: makeLogger('console'),
-          emit: options.json ? emit : undefined,
-          progress,
-        },
-        tokenForConsole(),
-      )
-      supervised.set('console', worker)
-    }
-    await Promise.all([...supervised.values()].map((w) => w.start()))
-    await settled([...supervised.values()], BANNER_WAIT_MS)
+    if (consoleEntry?.enabled) launchConsole(consoleEntry, context('console'), tokenForConsole())
+    await Promise.all(orchestrator.workers.map((w) => w.start()))
+    await orchestrator.settled(BANNER_WAIT_MS)
   }
 
   // cli.md §2.1 Reload: local worker entries and built-in settings apply while svc runs; enabling or
@@ -215,32 +197,16 @@ export async function startEngine(options: StartOptions): Promise<RunningEngine>
             current = next
             if (options.workers) {
               const stopping = [...changes.stopped, ...changes.restarted.map((e) => e.name)]
-              await Promise.all(
-                stopping.map(async (name) => {
-                  const worker = supervised.get(name)
-                  supervised.delete(name)
-                  await worker?.stop().catch((err: unknown) => note.error(`${name}: ${(err as Error).message}`))
-                }),
-              )
+              await Promise.all(stopping.map((name) => orchestrator.stop(name).catch((err: unknown) => note.error(`${name}: ${(err as Error).message}`))))
               await Promise.all([...changes.started, ...changes.restarted].map((entry) => launch(entry).start()))
             }
             for (const name of changes.builtins) await applyBuiltinChange(engine, name, previous.builtins[name], next.builtins[name], note)
             // The console entry is a process svc supervises: an added, enabled, changed or removed
             // entry starts, restarts or stops it now (svc worker add console says so).
             if (options.workers && changes.builtins.includes('console')) {
-              const running = supervised.get('console')
-              supervised.delete('console')
-              await running?.stop().catch((err: unknown) => note.error(`console: ${(err as Error).message}`))
+              await orchestrator.stop('console').catch((err: unknown) => note.error(`console: ${(err as Error).message}`))
               const entry = next.builtins.console
-              if (entry?.enabled) {
-                const worker = launchConsole(
-                  entry,
-                  { engine, engineUrl, projectRoot: next.project_root, watch: false, log: note, output: makeLogger('console'), emit: options.json ? emit : undefined, progress },
-                  tokenForConsole(),
-                )
-                supervised.set('console', worker)
-                await worker.start()
-              }
+              if (entry?.enabled) await launchConsole(entry, context('console'), tokenForConsole()).start()
             }
             if (changes.listeners) note.warn('config.yaml: a svc-worker-manager entry changed; restart svc to apply it')
             const summary = {
@@ -261,16 +227,15 @@ export async function startEngine(options: StartOptions): Promise<RunningEngine>
 
   const workers = config.local_workers.map((w) => ({
     name: w.name,
-    state: supervised.get(w.name)?.state ?? (w.enabled ? 'skipped' : 'disabled'),
+    state: orchestrator.get(w.name)?.state ?? (w.enabled ? 'skipped' : 'disabled'),
   }))
   progress.close()
   // svc worker restart <name> (issue 11).
   const restarts = options.workers
     ? watchRestartRequests(config.project_root, (name) => {
-        const worker = supervised.get(name)
-        if (!worker) return note.warn(`svc worker restart ${name}: no worker of that name is running here`)
+        if (!orchestrator.get(name)) return note.warn(`svc worker restart ${name}: no worker of that name is running here`)
         note.info(`${name}: restart requested`)
-        worker.restart().catch((err: unknown) => note.error(`${name}: ${(err as Error).message}`))
+        orchestrator.restart(name).catch((err: unknown) => note.error(`${name}: ${(err as Error).message}`))
       })
     : undefined
   const ready: ReadyInfo = {
@@ -282,7 +247,7 @@ export async function startEngine(options: StartOptions): Promise<RunningEngine>
     httpUrls: engine.listenUrls('svc-http'),
     streamUrls: engine.listenUrls('svc-stream'),
     workers,
-    consoleUrl: supervised.has('console')
+    consoleUrl: orchestrator.get('console')
       ? consoleUrl(config.builtins.console?.config, consoleTokenOff(config.builtins.console?.config) ? undefined : consoleToken)
       : undefined,
     fleet: fleetLine(engine),
@@ -298,12 +263,12 @@ export async function startEngine(options: StartOptions): Promise<RunningEngine>
     config,
     ready,
     get workers() {
-      return [...supervised.values()]
+      return orchestrator.workers
     },
     stop() {
       restarts?.close()
       stopped ??= Promise.resolve(reloader?.close())
-        .then(() => Promise.all([...supervised.values()].map((w) => w.stop().catch((err: unknown) => note.error(`${w.name}: ${(err as Error).message}`)))))
+        .then(() => orchestrator.stopAll())
         .then(() => engine.stop())
         .finally(() => {
           unrecord()
@@ -343,17 +308,16 @@ async function applyBuiltinChange(
   }
 }
 
-/** What {@link launchLocalWorker} needs from `svc start`. */
+/** What {@link launchLocalWorker} and {@link launchConsole} need from `svc start`. */
 interface LaunchContext {
   engine: Engine
-  engineUrl: string
+  /** Launches, restarts and stops the workers; its log is the supervisor's (source `svc`). */
+  orchestrator: Orchestrator
   projectRoot: string
-  /** Paths inside a worker directory its watcher ignores (see {@link pathsInside}); unset for the console. */
-  ignoredPaths?: (directory: string) => readonly string[]
+  /** Paths inside a worker directory its watcher ignores (see {@link pathsInside}). */
+  ignoredPaths: (directory: string) => readonly string[]
   /** False with `--no-watch`. */
   watch: boolean
-  /** Supervisor transitions (source `svc`). */
-  log: Logger
   /** The worker's own output lines (source = the worker's name): INFO for stdout, WARN for stderr. */
   output: Logger
   /** Set with `--json`: `worker_state` events. */
@@ -407,42 +371,45 @@ function printOutput(worker: SupervisedWorker, context: LaunchContext): void {
  * in the entry's namespace, opened after the current process was started.
  */
 function launchLocalWorker(entry: LoadedLocalWorkerEntry, context: LaunchContext): SupervisedWorker {
-  const namespace = entry.namespace ?? 'default'
-  const spec: Parameters<typeof superviseWorker>[0] = {
+  const spec: WorkerLaunch = {
     name: entry.name,
     directory: entry.worker_path,
-    namespace,
-    engineUrl: context.engineUrl,
+    namespace: entry.namespace ?? 'default',
     projectRoot: context.projectRoot,
     envBase: 'engine',
     env: entry.env,
     watch: context.watch && entry.watch,
-    isRegistered: (probe) => hasRegistered(context.engine, entry.name, namespace, probe),
-    drain: (previous, next, options) => drainConnections(context.engine, entry.name, namespace, previous, next, { ...options, log: context.log }),
   }
   if (entry.config !== undefined) spec.config = entry.config
   if (entry.isolation !== undefined) spec.isolation = entry.isolation
   const ignoredPaths = context.ignoredPaths
-  if (ignoredPaths) spec.ignoredPaths = () => ignoredPaths(entry.worker_path)
-  const worker = superviseWorker(spec, { log: context.log })
+  spec.ignoredPaths = () => ignoredPaths(entry.worker_path)
+  const worker = context.orchestrator.launch(spec)
   printOutput(worker, context)
   worker.on('output', (line: OutputLine) => {
     // Also a log record of the observability worker (builtins.md §12.2, cli.md §5.6).
     context.engine.telemetry.output(entry.name, line.stream, line.text)
   })
-  const emit = context.emit
-  if (emit) {
-    worker.on('state', (state: WorkerState) => {
-      const event: Record<string, unknown> = { event: 'worker_state', worker: entry.name, state }
-      if (worker.pid !== undefined) event.pid = worker.pid
-      if ((state === 'failed' || state === 'crashed') && worker.lastError) {
-        event.error = worker.lastError
-        if (worker.failure) event.error_code = worker.failure.code
-      }
-      emit(event)
-    })
-  }
+  emitStates(worker, context)
   return worker
+}
+
+/**
+ * With `--json`, every transition of `worker` is a `worker_state` event (`worker`, `state`, `pid?`,
+ * and `error`, `error_code` when it failed or crashed): the same for local workers and the console.
+ */
+function emitStates(worker: SupervisedWorker, context: LaunchContext): void {
+  const emit = context.emit
+  if (!emit) return
+  worker.on('state', (state: WorkerState) => {
+    const event: Record<string, unknown> = { event: 'worker_state', worker: worker.name, state }
+    if (worker.pid !== undefined) event.pid = worker.pid
+    if ((state === 'failed' || state === 'crashed') && worker.lastError) {
+      event.error = worker.lastError
+      if (worker.failure) event.error_code = worker.failure.code
+    }
+    emit(event)
+  })
 }
 
 /**
@@ -468,22 +435,19 @@ function consoleTokenOf(env: NodeJS.ProcessEnv): string {
  * cli.md §5.5; nothing is watched or installed.
  */
 function launchConsole(entry: LoadedBuiltinEntry, context: LaunchContext, token: string): SupervisedWorker {
-  const worker = superviseWorker(
+  const worker = context.orchestrator.launch(
     consoleWorkerSpec({
       name: 'console',
       directory: join(context.projectRoot, '.svc', 'console'),
-      engineUrl: context.engineUrl,
+      engineUrl: context.orchestrator.engineUrl,
       projectRoot: context.projectRoot,
       envBase: 'engine',
       config: entry.config,
       token: consoleTokenOff(entry.config) ? undefined : token,
-      isRegistered: (probe) => hasConnection(context.engine, CONSOLE_WORKER_NAME, 'default', probe),
     }),
-    { log: context.log },
   )
   printOutput(worker, context)
-  const emit = context.emit
-  if (emit) worker.on('state', (state: WorkerState) => emit({ event: 'worker_state', worker: 'console', state, ...(worker.pid !== undefined ? { pid: worker.pid } : {}) }))
+  emitStates(worker, context)
   return worker
 }
 
@@ -511,98 +475,6 @@ export function pathsInside(config: LoadedConfig, directory: string): readonly s
   const inside = [...new Set(candidates.filter((p) => p.startsWith(directory + sep)))]
   byDirectory.set(directory, inside)
   return inside
-}
-
-/** True when a connection announced as `name` in `namespace` was opened since `probe.startedAtMs`. */
-function hasConnection(engine: Engine, name: string, namespace: string, probe: RegistrationProbe): boolean {
-  const announced = engine
-    .openSessions()
-    .filter((c) => c.namespaceResolved)
-    .map((c) => ({ name: c.name, namespace: c.namespace, connectedAtMs: c.connectedAtMs }))
-  return connectedSince(announced, name, namespace, probe)
-}
-
-/**
- * How long a reload's new connection may lack a function the previous process registered before
- * it counts as registered anyway (ms): the new code may have dropped it. The SDKs send every
- * registration right after the connection opens, so a function still missing by then is not coming.
- */
-export const REGISTRATION_SETTLE_MS = 3000
-
-/**
- * True when the process `probe` describes has registered (cli.md §5.3, issue 21): a connection
- * announced as `name` in `namespace`, opened since `probe.startedAtMs`, that holds every function
- * the older connections of the same worker hold — the previous process a reload keeps serving until
- * then — or has been open {@link REGISTRATION_SETTLE_MS}. Without an older connection, the
- * announce is enough.
- */
-export function hasRegistered(engine: Engine, name: string, namespace: string, probe: RegistrationProbe): boolean {
-  const previous = new Set<FunctionEntry>()
-  const fresh: Session[] = []
-  for (const connection of engine.openSessions()) {
-    if (!connection.namespaceResolved || !connection.alive || connection.name !== name || connection.namespace !== namespace) continue
-    if (connection.connectedAtMs >= probe.startedAtMs) fresh.push(connection)
-    else for (const entry of engine.functions.ofPeer(connection)) previous.add(entry)
-  }
-  if (fresh.length === 0) return false
-  if (previous.size === 0) return true
-  const now = Date.now()
-  return fresh.some(
-    (connection) => now - connection.connectedAtMs >= REGISTRATION_SETTLE_MS || [...previous].every((entry) => entry.replicas.some((r) => r.peer === connection)),
-  )
-}
-
-/** How often draining connections are checked for calls still running (ms). */
-const DRAIN_POLL_MS = 50
-
-/**
- * `WorkerSpec.drain` of a local worker (issue 21): marks the connections of the replaced process
- * (`name` in `namespace`, opened between `previous.startedAtMs` and `next.startedAtMs`) draining,
- * so replica selection sends new calls to the new process (§6.1, `Peer.draining`), and resolves
- * once they execute no invocation, after `graceMs` (a warning names the calls left), or when
- * `signal` aborts.
- */
-export async function drainConnections(
-  engine: Engine,
-  name: string,
-  namespace: string,
-  previous: RegistrationProbe,
-  next: RegistrationProbe,
-  options: { graceMs: number; signal: AbortSignal; log: Logger },
-): Promise<void> {
-  const connections = () =>
-    engine
-      .openSessions()
-      .filter((c) => c.alive && c.name === name && c.namespace === namespace && c.connectedAtMs >= previous.startedAtMs && c.connectedAtMs < next.startedAtMs)
-  for (const connection of connections()) connection.draining = true
-  const deadline = Date.now() + options.graceMs
-  for (;;) {
-    const calls = connections().reduce((n, c) => n + c.activeInvocations, 0)
-    if (calls === 0 || options.signal.aborted) return
-    if (Date.now() >= deadline) {
-      options.log.warn(`${name}: the previous process still runs ${calls} call${calls === 1 ? '' : 's'} after ${options.graceMs / 1000} s; stopping it`)
-      return
-    }
-    await new Promise((resolve) => setTimeout(resolve, DRAIN_POLL_MS))
-  }
-}
-
-/** Resolves once no worker is `declared`, `starting` or `restarting`, or after `timeoutMs`. */
-function settled(workers: SupervisedWorker[], timeoutMs: number): Promise<void> {
-  const busy = () => workers.some((w) => w.state === 'declared' || w.state === 'starting' || w.state === 'restarting')
-  if (!busy()) return Promise.resolve()
-  return new Promise<void>((resolve) => {
-    const done = () => {
-      clearTimeout(timer)
-      for (const w of workers) w.off('state', check)
-      resolve()
-    }
-    const check = () => {
-      if (!busy()) done()
-    }
-    const timer = setTimeout(done, timeoutMs)
-    for (const w of workers) w.on('state', check)
-  })
 }
 
 function logEvent(record: LogRecord): Record<string, unknown> {

@@ -1,8 +1,14 @@
 /**
- * The worker supervisor (cli.md §5): manifests, the KVM check and `superviseWorker`.
+ * The worker supervisor (cli.md §5): the orchestrator `svc` and `svc compose` launch workers
+ * through, its engine views, `superviseWorker`, the crash policy, manifests and the KVM check.
  */
 export * from './types.ts'
 export { superviseWorker, SupervisorError, SUPERVISOR_TIMINGS } from './supervisor.ts'
+export { Orchestrator } from './orchestrator.ts'
+export type { OrchestratorOptions } from './orchestrator.ts'
+export { inProcessEngine, listedEngine } from './engine-view.ts'
+export { CrashWindow, exitAction } from './crash-policy.ts'
+export type { CrashDecision, CrashWindowLimits, ExitFacts, RestartPolicy } from './crash-policy.ts'
 export {
   loadManifest,
   parseManifest,

@@ -13,7 +13,7 @@ const scratch = mkdtempSync(join(tmpdir(), 'svc-launch-'))
 after(() => rmSync(scratch, { recursive: true, force: true }))
 
 describe('consoleWorkerSpec (cli.md §4.3, §4.7)', () => {
-  const base = { name: 'console', engineUrl: 'ws://127.0.0.1:49999', projectRoot: scratch, envBase: 'engine' as const, isRegistered: () => false }
+  const base = { name: 'console', engineUrl: 'ws://127.0.0.1:49999', projectRoot: scratch, envBase: 'engine' as const }
 
   it('runs svc console from its directory, creating it; the token only in the environment', () => {
     const directory = join(scratch, '.svc', 'console')
@@ -25,6 +25,8 @@ describe('consoleWorkerSpec (cli.md §4.3, §4.7)', () => {
     assert.equal(spec.watch, false)
     assert.equal(spec.noInstall, true)
     assert.equal(spec.namespace, 'default')
+    assert.deepEqual(spec.registersAs, { name: 'svc-console', namespace: 'default', byPid: false })
+    assert.equal(spec.overlap, false)
   })
 
   it('no token: no SVC_CONSOLE_TOKEN; a config the console refuses throws before anything is created', () => {

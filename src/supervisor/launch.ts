@@ -1,13 +1,13 @@
 /**
  * What `svc` (src/lib/start.ts, config.yaml entries) and `svc compose` (src/compose/runner.ts,
- * containers) launch the same way through the supervisor: the console as a supervised process
- * (cli.md §4.3 `console` entry, §4.7 `builtin://console`), and the registration check of a worker
- * by the connections the engine lists (cli.md §5.3).
+ * containers) hand the orchestrator alike: the console as a supervised process (cli.md §4.3
+ * `console` entry, §4.7 `builtin://console`), and the registration check of a worker by the
+ * connections the engine lists (cli.md §5.3).
  */
 import { mkdirSync } from 'node:fs'
 import { CONSOLE_TOKEN_ENV } from 'svc-console'
 import { consoleStartCommand } from '../lib/console.ts'
-import type { RegistrationProbe, WorkerSpec } from './types.ts'
+import type { RegistrationProbe, WorkerLaunch, WorkerSpec } from './types.ts'
 
 /** The name the console announces; it counts as registered once a connection of that name is there. */
 export const CONSOLE_WORKER_NAME = 'svc-console'
@@ -25,8 +25,6 @@ export interface ConsoleLaunch {
   config: unknown
   /** The access token, passed in `SVC_CONSOLE_TOKEN`; undefined with `token: false`. */
   token: string | undefined
-  /** True once `svc-console` connected since the probe's process started. */
-  isRegistered: WorkerSpec['isRegistered']
   logFile?: string
   stateFile?: string
 }
@@ -35,24 +33,27 @@ export interface ConsoleLaunch {
  * The supervised console (cli.md §4.3, §4.7): `svc console --no-open --engine <url>` with the
  * entry's flags ({@link consoleStartCommand}) run from `directory`, nothing installed or watched,
  * namespace `default`; its token in the environment, never on the command line other users can read.
+ * It counts as registered once `svc-console` connected in `default` since it started (by time: the
+ * launcher may run the console under another Node, so its pid is not the one svc started), and it
+ * is never started beside itself (a second console would find its port taken).
  *
  * @throws {CliError} exit 2 for a `config` that `consoleStartCommand` refuses
  */
-export function consoleWorkerSpec(launch: ConsoleLaunch): WorkerSpec {
+export function consoleWorkerSpec(launch: ConsoleLaunch): WorkerLaunch {
   const startCommand = consoleStartCommand(launch.engineUrl, launch.config)
   mkdirSync(launch.directory, { recursive: true })
-  const spec: WorkerSpec = {
+  const spec: WorkerLaunch = {
     name: launch.name,
     directory: launch.directory,
     namespace: 'default',
-    engineUrl: launch.engineUrl,
     projectRoot: launch.projectRoot,
     envBase: launch.envBase,
     env: launch.token === undefined ? {} : { [CONSOLE_TOKEN_ENV]: launch.token },
     watch: false,
     noInstall: true,
     startCommand,
-    isRegistered: launch.isRegistered,
+    registersAs: { name: CONSOLE_WORKER_NAME, namespace: 'default', byPid: false },
+    overlap: false,
   }
   if (launch.logFile !== undefined) spec.logFile = launch.logFile
   if (launch.stateFile !== undefined) spec.stateFile = launch.stateFile

@@ -147,8 +147,24 @@ export function runShell(
   return proc
 }
 
-/** Sends `signal` to the process group led by `pgid` (Windows: the process tree). False when it is gone. */
+/**
+ * True for a pid a signal may be sent to as one process or one process group: a safe integer above
+ * 1. Signalling the group of 0 reaches svc's own group, -1 (the group "of 1") every process the user
+ * may signal; a pid read from a record (a compose daemon's state.json) must never become either.
+ *
+ * @example isSignalTarget(4242) // true
+ * @example isSignalTarget(1) // false: signalling its group is kill(-1), every process
+ */
+export function isSignalTarget(pid: unknown): pid is number {
+  return typeof pid === 'number' && Number.isSafeInteger(pid) && pid > 1
+}
+
+/**
+ * Sends `signal` to the process group led by `pgid` (Windows: the process tree). False when it is
+ * gone, and for a `pgid` that is no {@link isSignalTarget} (nothing is sent).
+ */
 export function signalGroup(pgid: number, signal: NodeJS.Signals): boolean {
+  if (!isSignalTarget(pgid)) return false
   if (WINDOWS) {
     if (signal === 'SIGKILL' || signal === 'SIGTERM') {
       execa('taskkill', ['/pid', String(pgid), '/T', '/F'], { reject: false, windowsHide: true }).catch(() => {})
@@ -168,6 +184,7 @@ export function signalGroup(pgid: number, signal: NodeJS.Signals): boolean {
  * zombies (members whose parent died and that no init reaps, as in some containers) do not count.
  */
 export function groupAlive(pgid: number): boolean {
+  if (!isSignalTarget(pgid)) return false
   if (WINDOWS) return processAlive(pgid)
   try {
     process.kill(-pgid, 0)
@@ -228,6 +245,34 @@ export async function stopGroup(proc: ShellProcess, timeoutMs: number): Promise<
   signalGroup(pid, 'SIGTERM')
   if (await waitFor(gone, timeoutMs)) return false
   signalGroup(pid, 'SIGKILL')
+  await waitFor(gone, 2000)
+  return true
+}
+
+/**
+ * Stops the process group led by `pid`, a process this svc did not start (a container a previous
+ * compose daemon started and this one re-adopted, cli.md §4.7): SIGTERM to the group (to the
+ * process alone when it leads none), then SIGKILL when it or a member is still alive after
+ * `timeoutMs` (ms). Resolves once they are gone, or 2 s after the SIGKILL. True when SIGKILL was needed.
+ * A `pid` that is no {@link isSignalTarget} (0, 1, negative, not an integer) is never signalled.
+ *
+ * @example await stopPid(record.pid, 10_000) // true when it took SIGKILL
+ */
+export async function stopPid(pid: number, timeoutMs: number): Promise<boolean> {
+  if (!isSignalTarget(pid)) return false
+  const signal = (name: NodeJS.Signals) => {
+    if (signalGroup(pid, name)) return
+    try {
+      process.kill(pid, name)
+    } catch {
+      /* already gone */
+    }
+  }
+  const gone = () => !processAlive(pid) && !groupAlive(pid)
+  if (gone()) return false
+  signal('SIGTERM')
+  if (await waitFor(gone, timeoutMs)) return false
+  signal('SIGKILL')
   await waitFor(gone, 2000)
   return true
 }

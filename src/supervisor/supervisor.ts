@@ -11,6 +11,7 @@ import type { FSWatcher } from 'chokidar'
 import type { Logger } from '../../runtime/index.ts'
 import { buildWorkerEnv, reservedNamesIn } from './env.ts'
 import { CompilerErrorScanner, startupErrorLine } from './compiler-output.ts'
+import { CrashWindow, exitAction } from './crash-policy.ts'
 import { MicrovmLauncher, MicrovmSetupError } from './microvm/launcher.ts'
 import { checkKvm } from './microvm/probe.ts'
 import { LogFile } from './log-file.ts'
@@ -130,11 +131,9 @@ class WorkerSupervisor extends EventEmitter implements SupervisedWorker {
   #debounce: NodeJS.Timeout | undefined
   #backoff: NodeJS.Timeout | undefined
   #poll: NodeJS.Timeout | undefined
-  /** Times of unrequested exits within the crash window. */
-  #exits: number[] = []
-  /** Consecutive quick unrequested exits (drives the backoff). */
-  #streak = 0
-  #restarts = 0
+  /** Unrequested exits within the crash window and the backoff (cli.md §5.5). */
+  readonly #crashes: CrashWindow
+  #restarts: number
   #startedAt: Date | undefined
   /** Set after a failure that only a configuration change can clear (KVM, §5.7). */
   #waitForManifest = false
@@ -156,6 +155,8 @@ class WorkerSupervisor extends EventEmitter implements SupervisedWorker {
     this.#log = options.log
     this.#t = { ...SUPERVISOR_TIMINGS, ...options.timings }
     this.#stopTimeoutMs = spec.stopTimeoutMs ?? this.#t.stopTimeoutMs
+    this.#crashes = new CrashWindow(this.#t)
+    this.#restarts = spec.restarts ?? 0
     this.#logFile = new LogFile(spec.logFile ?? logFilePath(spec.projectRoot, spec.name), {
       onError: (err) => this.#log.warn(`${this.name}: cannot write its log file: ${err.message}`),
     })
@@ -202,8 +203,7 @@ class WorkerSupervisor extends EventEmitter implements SupervisedWorker {
     if (this.#active) return this.#chain
     this.#active = true
     const generation = ++this.#generation
-    this.#exits = []
-    this.#streak = 0
+    this.#crashes.reset()
     await this.#enqueue(generation, () => this.#launch(generation, true))
   }
 
@@ -776,20 +776,20 @@ class WorkerSupervisor extends EventEmitter implements SupervisedWorker {
     await this.#postRun(generation)
     if (generation !== this.#generation || this.#proc || this.#candidate) return
     const description = describeExit(exit)
-    if (exit.spawnError !== undefined) {
+    const action = exitAction(this.#spec.restartPolicy ?? 'on-failure', exit)
+    if (action === 'spawn-failed') {
       // Not a crash of the worker: the shell never ran (the directory vanished, no shell).
       this.#fail(generation, { code: 'SPAWN_FAILED', message: `start command ${description}`, hint: 'svc retries after the next file change' })
       return
     }
-    const policy = this.#spec.restartPolicy ?? 'on-failure'
-    if (policy === 'never' && exit.code !== 0) {
+    if (action === 'given-up') {
       this.#failure = { code: 'EXITED', message: `${description}; restart policy never`, hint: `see ${this.#logFile.path}` }
       this.#lastError = this.#failure.message
       this.#setState('failed', description)
       this.#log.warn(`${this.name} ${description}; not restarted (restart policy never)`)
       return
     }
-    if (exit.code === 0 && policy !== 'always') {
+    if (action === 'stopped') {
       this.#setState('stopped', description)
       this.#log.info(`${this.name} ${description}; it starts again on the next file change`)
       return
@@ -797,12 +797,9 @@ class WorkerSupervisor extends EventEmitter implements SupervisedWorker {
     if (this.#registered !== proc && (await this.#repeatedStartupFailure(generation, proc, exit))) return
     if (generation !== this.#generation || this.#proc || this.#candidate) return
     const now = Date.now()
-    this.#streak = now - proc.startedAtMs >= this.#t.healthyRunMs ? 1 : this.#streak + 1
-    this.#exits = this.#exits.filter((t) => now - t < this.#t.crashWindowMs)
-    this.#exits.push(now)
-    const count = this.#exits.length
-    const limit = this.#t.crashLimit
-    if (count >= limit) {
+    const decision = this.#crashes.record(now, now - proc.startedAtMs)
+    const { count, limit } = decision
+    if (decision.crashed) {
       this.#failure = {
         code: 'CRASHED',
         message: `${description}; ${count} unrequested exits within ${formatSeconds(this.#t.crashWindowMs)}`,
@@ -813,7 +810,7 @@ class WorkerSupervisor extends EventEmitter implements SupervisedWorker {
       this.#log.error(`${this.name} ${description}; crashed (${count}/${limit} exits within ${formatSeconds(this.#t.crashWindowMs)}), waiting for a file change`)
       return
     }
-    const delay = Math.min(this.#t.backoffStartMs * 2 ** (this.#streak - 1), this.#t.backoffMaxMs)
+    const delay = decision.delayMs
     this.#setState('restarting', description)
     this.#log.warn(`${this.name} ${description}; restarting in ${formatSeconds(delay)} (${count}/${limit})`)
     this.#backoff = setTimeout(() => {
@@ -1060,8 +1057,7 @@ class WorkerSupervisor extends EventEmitter implements SupervisedWorker {
   }
 
   #resetCrashPolicy(): void {
-    this.#exits = []
-    this.#streak = 0
+    this.#crashes.reset()
     this.#startupFailure = undefined
     clearTimeout(this.#backoff)
     this.#backoff = undefined

@@ -5,6 +5,7 @@
  */
 import type { EventEmitter } from 'node:events'
 import type { Logger } from '../../runtime/index.ts'
+import type { RestartPolicy } from './crash-policy.ts'
 
 /** Supervisor states (cli.md §4.5, §5.3–§5.5). */
 export type WorkerState =
@@ -86,7 +87,13 @@ export interface WorkerSpec {
    * non-zero exit or a signal, `always` after exit 0 too, `never` never (state `stopped` after exit 0,
    * `failed` otherwise). Compose container key `restart`.
    */
-  restartPolicy?: 'always' | 'on-failure' | 'never'
+  restartPolicy?: RestartPolicy
+  /**
+   * Restarts counted before this supervisor: the orchestrator relaunched a worker of this name
+   * (a config.yaml change, `compose::restart`, a daemon that re-adopted it). `restarts` and the
+   * state file count on from here. Default 0.
+   */
+  restarts?: number
   /** SIGTERM → SIGKILL delay, ms (default 5000; compose `stop_timeout`). */
   stopTimeoutMs?: number
   /** Log file, default `<projectRoot>/.svc/logs/<name>.log`. */
@@ -195,7 +202,7 @@ export interface WorkerStateRecord {
   supervisor_pid: number
   /** ISO time the current process started, else null. */
   started_at: string | null
-  /** Restarts since the supervisor started (crash restarts and file-change restarts). */
+  /** Restarts since the worker was first launched (crash restarts, file-change restarts, restart requests). */
   restarts: number
   last_error: string | null
   last_error_code: string | null
@@ -238,7 +245,10 @@ export interface SupervisedWorker extends EventEmitter {
   readonly failure: SupervisorFailure | undefined
   /** The manifest in use (undefined until read, or when it is invalid). */
   readonly manifest: WorkerManifest | undefined
-  /** Restarts since the supervisor was created (crash restarts, file-change restarts, `restart()`). */
+  /**
+   * Restarts since the worker was first launched (crash restarts, file-change restarts, `restart()`;
+   * from `WorkerSpec.restarts` on).
+   */
   readonly restarts: number
   /** When the current process started. */
   readonly startedAt: Date | undefined
@@ -255,3 +265,51 @@ export interface SupervisedWorker extends EventEmitter {
    */
   waitUntilRunning(timeoutMs: number): Promise<void>
 }
+
+/** Who a launched worker registers as with the engine (cli.md §5.3). */
+export interface Registrant {
+  /** The announced name: the entry or container name, or `svc-console` for the console. */
+  name: string
+  namespace: string
+  /**
+   * True when a connection announcing the started process's pid counts too (an engine that lists
+   * connections, compose); false when the announce carries another pid (the console, which the
+   * launcher may re-run under another Node).
+   */
+  byPid: boolean
+}
+
+/**
+ * The engine as the orchestrator needs it: where workers connect, and whether the process a probe
+ * describes has registered. `svc` passes its in-process engine (`inProcessEngine`), the compose
+ * daemon one it reaches over its connection (`listedEngine`); see `engine-view.ts`.
+ */
+export interface EngineView {
+  /** The worker WebSocket URL, exported to workers as SVC_URL. */
+  readonly url: string
+  /** True once the process `probe` describes registered as `who` (cli.md §5.3). Must not throw. */
+  isRegistered(who: Registrant, probe: RegistrationProbe): boolean | Promise<boolean>
+  /**
+   * Present when the engine can send new calls away from a process (issue 21): `WorkerSpec.drain`
+   * of every worker launched with `overlap` not false. Without it, a reload stops the process first.
+   */
+  drain?(who: Registrant, previous: RegistrationProbe, next: RegistrationProbe, options: { graceMs: number; signal: AbortSignal }): Promise<void>
+}
+
+/**
+ * A worker as `svc` and `svc compose` hand it to the orchestrator: a {@link WorkerSpec} without
+ * what the orchestrator fills in from its {@link EngineView} (the URL, the registration check, the
+ * drain) and the restart count it carries across launches of the same name.
+ */
+export type WorkerLaunch = Omit<WorkerSpec, 'engineUrl' | 'isRegistered' | 'drain' | 'restarts'> & {
+  /** Default `{ name, namespace, byPid: true }`. */
+  registersAs?: Registrant
+  /**
+   * False: a reload stops the process before starting the next one, even where the engine view can
+   * drain (the console, which would find its port taken). Default true.
+   */
+  overlap?: boolean
+}
+
+/** `superviseWorker`, or a stand-in (tests). */
+export type Supervise = (spec: WorkerSpec, options: SupervisorOptions) => SupervisedWorker
