@@ -45,6 +45,7 @@ import { LISTENER_DEFAULTS, type BuiltinContext, type BuiltinWorker, type Engine
 import { createBuiltins } from '../runtime/workers/index.ts'
 import { registerWorker } from 'svc-sdk'
 import { IN_FLIGHT, runMain, sequential, throughput } from './measure.ts'
+import { ENGINE_V8_FLAGS } from '../bin/engine-heap.js'
 import { PAYLOAD } from './payload.ts'
 
 const DURATION_MS = Number(process.env.BENCH_DURATION_MS ?? 3000)
@@ -263,7 +264,8 @@ async function sdkRun(mode: 'on' | 'off', round: number): Promise<Record<string,
   const only = process.env.BENCH_ON_ONLY
   const calleeEnv = only === 'caller' ? { OTEL_ENABLED: 'false' } : env
   const callerEnv = only === 'callee' ? { OTEL_ENABLED: 'false' } : env
-  const engine = startNode([new URL(import.meta.url).pathname, 'sdk-engine'], {}, `engine-${mode}-${round}`)
+  // The V8 heap settings `svc` gives its engine (bin/engine-heap.js), so this engine is the users'.
+  const engine = startNode([...ENGINE_V8_FLAGS, new URL(import.meta.url).pathname, 'sdk-engine'], {}, `engine-${mode}-${round}`)
   try {
     const { engine_url: url } = await engine.json('engine_url')
     const calleeStart = performance.now()
