@@ -14,7 +14,7 @@ import { after, before, describe, it } from 'node:test'
 import { registerWorker, type SvcClient } from 'svc-sdk'
 import { cliEnv, runSvc, type Finished } from './support/cli.ts'
 import { startEngineProcess } from './support/processes.ts'
-import { eventually } from './support/raw-worker.ts'
+import { waitFor } from './support/wait.ts'
 
 const SVC_BIN = fileURLToPath(new URL('../bin/run.js', import.meta.url))
 
@@ -126,7 +126,7 @@ describe('svc trigger and Ctrl-C (issue 21)', () => {
     assert.match(result.stderr, /Cancelling test::cancellable: sent cancel to the engine/)
     assert.match(result.stderr, /Cancelled test::cancellable/)
     assert.equal(result.stdout, '')
-    await eventually(() => cancellable.reason !== undefined)
+    await waitFor(() => cancellable.reason !== undefined, 'cancellable.reason !== undefined')
     assert.equal((cancellable.reason as { code?: string }).code, 'cancelled')
     assert.match((cancellable.reason as { message: string }).message, /interrupted \(Ctrl-C\)/)
   })

@@ -7,9 +7,9 @@ import { after, before, describe, it } from 'node:test'
 import type { SvcClient } from 'svc-sdk'
 import { CronWorker } from '../runtime/workers/cron/worker.ts'
 import { startTestEngine, type TestEngine } from './support/engine.ts'
-import { eventually } from './support/raw-worker.ts'
 import { startTestRedis, type TestRedis } from './support/redis.ts'
 import { bindingsSettled, connectClient } from './support/sdk-harness.ts'
+import { waitFor } from './support/wait.ts'
 
 describe('svc-cron across engines sharing Redis', () => {
   let redis: TestRedis
@@ -37,7 +37,7 @@ describe('svc-cron across engines sharing Redis', () => {
       const t = client.registerTrigger({ type: 'cron', function_id: 'report::tick', config: { expression: '* * * * * *' } })
       await bindingsSettled(test.engine, [t.id])
     }
-    await eventually(() => runs.length >= 4, 15_000)
+    await waitFor(() => runs.length >= 4, 'runs.length >= 4', 15_000)
     const slots = runs.map((r) => r.scheduled_time)
     assert.equal(new Set(slots).size, slots.length, `a slot ran twice: ${JSON.stringify(runs)}`)
   })

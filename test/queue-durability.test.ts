@@ -6,8 +6,9 @@
 import assert from 'node:assert/strict'
 import { rm } from 'node:fs/promises'
 import { after, describe, it } from 'node:test'
-import { RawWorker, eventually, type Frame } from './support/raw-worker.ts'
+import { RawWorker, type Frame } from './support/raw-worker.ts'
 import { startEngineProcess, tempProject } from './support/processes.ts'
+import { waitFor } from './support/wait.ts'
 
 const QUEUE_YAML = `  - name: queue
     config:
@@ -54,10 +55,10 @@ describe('queue durability', () => {
       assert.equal(answer.error, undefined)
       receipts.set(n, answer.result.messageReceiptId)
     }
-    await eventually(async () => {
+    await waitFor(async () => {
       const s = await stats(w)
       return s.depth === 0 && s.in_flight === 1 && before.length === 30
-    }, 10_000)
+    }, 'the condition', 10_000)
     // Let the acknowledgement transaction of the last answers commit.
     await new Promise((resolve) => setTimeout(resolve, 200))
     await engine.kill9()
@@ -70,11 +71,11 @@ describe('queue durability', () => {
       afterRestart.push(delivery(data, frame))
       return { ok: true }
     })
-    await eventually(() => afterRestart.length >= 1, 10_000)
-    await eventually(async () => {
+    await waitFor(() => afterRestart.length >= 1, 'afterRestart.length >= 1', 10_000)
+    await waitFor(async () => {
       const s = await stats(w)
       return s.depth === 0 && s.in_flight === 0
-    }, 10_000)
+    }, 'the condition', 10_000)
     await new Promise((resolve) => setTimeout(resolve, 300))
     assert.deepEqual(afterRestart, [{ n: 7, id: receipts.get(7)!, attempt: '2' }])
     assert.equal((await stats(w)).dlq_depth, 0)
@@ -100,7 +101,7 @@ describe('queue durability', () => {
       w = await RawWorker.connect(engine.engineUrl)
       const seen = new Set<number>()
       w.serve('absent::run', (data) => void seen.add(data.n))
-      await eventually(() => seen.size === 50, 15_000)
+      await waitFor(() => seen.size === 50, 'seen.size === 50', 15_000)
       await w.close()
       assert.equal(await engine.stop(), 0)
     } finally {

@@ -11,7 +11,7 @@ import { setTimeout as sleep } from 'node:timers/promises'
 import { after, before, describe, it } from 'node:test'
 import { registerWorker, type SvcClient } from 'svc-sdk'
 import { startTestEngine, type TestEngine } from './support/engine.ts'
-import { eventually } from './support/raw-worker.ts'
+import { waitFor } from './support/wait.ts'
 
 describe('a trace trigger handled by a worker with telemetry off', () => {
   let t: TestEngine
@@ -28,10 +28,10 @@ describe('a trace trigger handled by a worker with telemetry off', () => {
       return null
     })
     client.registerTrigger({ type: 'trace', function_id: 'on-traces', config: {} })
-    await eventually(async () => {
+    await waitFor(async () => {
       const { functions } = (await t.engine.inject({ function_id: 'engine::functions::list', data: {} })) as { functions: Array<{ function_id: string }> }
       return functions.some((f) => f.function_id === 'on-traces')
-    }, 10_000)
+    }, 'the condition', 10_000)
     // The trigger is registered after the functions; give it its round trip.
     await sleep(200)
   })
@@ -43,7 +43,7 @@ describe('a trace trigger handled by a worker with telemetry off', () => {
   it('fires once for the one trace, not again for the calls its handler makes', async () => {
     // One traced call (engine::functions::list, polled above, is internal and fires nothing).
     await client.trigger({ function_id: 'state::set', payload: { scope: 'orders', key: 'o1', value: { total: 3 } } })
-    await eventually(() => batches.length === 1)
+    await waitFor(() => batches.length === 1, 'batches.length === 1')
     // Several trace batches (300 ms each) later, nothing more arrived.
     await sleep(1500)
     assert.equal(batches.length, 1, `deliveries: ${JSON.stringify(batches)}`)

@@ -14,6 +14,7 @@ import { checkKvm } from './microvm/probe.ts'
 import { superviseWorker } from './supervisor.ts'
 import type { SupervisorError } from './supervisor.ts'
 import type { OutputLine, SupervisedWorker, SupervisorTimings, WorkerSpec, WorkerState } from './types.ts'
+import { waitFor } from '../../test/support/wait.ts'
 
 const root = mkdtempSync(join(tmpdir(), 'svc-supervisor-'))
 const started: SupervisedWorker[] = []
@@ -113,11 +114,7 @@ function supervise(
     logs,
     states,
     async until(check, what, timeoutMs = 20_000) {
-      const deadline = Date.now() + timeoutMs
-      while (!check()) {
-        if (Date.now() > deadline) assert.fail(`timed out waiting for ${what}\n${story()}`)
-        await new Promise((resolve) => setTimeout(resolve, 25))
-      }
+      await waitFor(check, () => `${what}\n${story()}`, timeoutMs)
     },
     readies: () => lines.filter((l) => l.text.startsWith('ready')).map((l) => l.text),
   }

@@ -13,7 +13,7 @@ import { after, before, describe, it } from 'node:test'
 import { cliEnv, runSvc } from '../../../test/support/cli.ts'
 import { startTestEngine, type TestEngine } from '../../../test/support/engine.ts'
 import { SVC_BIN } from '../../../test/support/processes.ts'
-import { eventually } from '../../../test/support/raw-worker.ts'
+import { waitFor } from '../../../test/support/wait.ts'
 
 interface Ready {
   event: string
@@ -84,7 +84,7 @@ describe('svc console (cli.md §4.8)', () => {
     assert.equal((await fetch(`${ready.url}/api/info`)).status, 401, 'the API needs the token')
     const headers = { authorization: `Bearer ${ready.token}` }
     let info: any
-    await eventually(async () => (info = (await (await fetch(`${ready.url}/api/info`, { headers })).json()) as any).connected === true, 10_000)
+    await waitFor(async () => (info = (await (await fetch(`${ready.url}/api/info`, { headers })).json()) as any).connected === true, '(info = (await (await fetch(`${ready.url}/api/info`, { headers })).json()) as any).connected === true', 10_000)
     assert.equal(info.engine_url, t.url)
     assert.equal(info.http_url, t.httpUrl)
     run.child.kill('SIGINT')
@@ -163,7 +163,7 @@ describe('svc console (cli.md §4.8)', () => {
     const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)))
     try {
       // The console may be running before svc prints engine_ready (the banner comes last): wait for both.
-      await eventually(() => events.some((e) => e.event === 'worker_state' && e.worker === 'console' && e.state === 'running') && events.some((e) => e.event === 'engine_ready'), 20_000)
+      await waitFor(() => events.some((e) => e.event === 'worker_state' && e.worker === 'console' && e.state === 'running') && events.some((e) => e.event === 'engine_ready'), 'the condition', 20_000)
       const line = events.find((e) => e.event === 'log' && e.source === 'console' && /svc console → /.test(e.message))
       const url = /http:\/\/\S+/.exec(line.message)![0]
       const ready = events.find((e) => e.event === 'engine_ready')

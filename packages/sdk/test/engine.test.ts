@@ -14,7 +14,7 @@ import { InvocationError, TriggerAction } from '../src/index.ts'
 import { resolveOptions } from '../src/options.ts'
 import type { InitOptions, RegistrationError, SvcClient, TriggerConfig } from '../src/types.ts'
 import { FAST_RECONNECT } from './support/client.ts'
-import { until } from './support/peer.ts'
+import { waitFor } from '../../../test/support/wait.ts'
 
 async function engine(t: TestContext, port = 0): Promise<TestEngine> {
   const e = await startTestEngine({ builtins: [], listener: { port } })
@@ -74,7 +74,7 @@ describe('svc-sdk against the engine', () => {
   it('announces the worker: the engine lists its name, runtime and namespace', async (t) => {
     const e = await engine(t)
     const w = worker(t, e.url, 'announcer', { workerDescription: 'says hello', namespace: 'prod' })
-    await until(() => w.getWorkerId() !== undefined, 'workerregistered')
+    await waitFor(() => w.getWorkerId() !== undefined, 'workerregistered', 5000, 5)
     for (;;) {
       const { workers } = await w.trigger<object, { workers: Array<Record<string, unknown>> }>({
         function_id: EngineFunctions.LIST_WORKERS,
@@ -166,7 +166,7 @@ describe('svc-sdk against the engine', () => {
       await caller.trigger({ function_id: 'audit::record', payload: { e: 1 }, action: TriggerAction.Void() }),
       undefined,
     )
-    await until(() => events.length === 1, 'void call delivered')
+    await waitFor(() => events.length === 1, 'void call delivered', 5000, 5)
     assert.deepEqual(events, [{ e: 1 }])
 
     const receipt = await caller.trigger({
@@ -252,7 +252,7 @@ describe('svc-sdk against the engine', () => {
     await registered(callee, 'durable::echo')
     const firstWorkerId = callee.getWorkerId()
     await first.stop()
-    await until(() => callee.getConnectionState() !== 'connected', 'connection lost')
+    await waitFor(() => callee.getConnectionState() !== 'connected', 'connection lost', 5000, 5)
 
     const second = await engine(t, port)
     const caller = worker(t, second.url, 'client')
@@ -296,8 +296,8 @@ describe('svc-sdk against the engine', () => {
       metadata: { team: 'orders' },
     })
     const bad = consumer.registerTrigger({ type: 'webhook', function_id: 'orders::on-webhook', config: { path: 'x' } })
-    await until(() => bindings.has(good.id), 'binding delivered')
-    await until(() => refusals.length === 1, 'refusal reported')
+    await waitFor(() => bindings.has(good.id), 'binding delivered', 5000, 5)
+    await waitFor(() => refusals.length === 1, 'refusal reported', 5000, 5)
     assert.equal(refusals[0]?.id, bad.id)
     assert.equal(refusals[0]?.kind, 'trigger')
     assert.equal(refusals[0]?.code, 'trigger_registration_failed')
@@ -313,11 +313,11 @@ describe('svc-sdk against the engine', () => {
       metadata: binding.metadata,
       action: TriggerAction.Void(),
     })
-    await until(() => received.length === 1, 'target invoked')
+    await waitFor(() => received.length === 1, 'target invoked', 5000, 5)
     assert.deepEqual(received[0], { data: { body: 'order 42' }, metadata: { team: 'orders' } })
 
     good.unregister()
-    await until(() => removed.length === 1, 'unregisterTrigger called')
+    await waitFor(() => removed.length === 1, 'unregisterTrigger called', 5000, 5)
     assert.deepEqual(removed, ['orders::on-webhook'])
   })
 
@@ -327,7 +327,7 @@ describe('svc-sdk against the engine', () => {
     const refusals: RegistrationError[] = []
     w.addRegistrationErrorListener((err) => refusals.push(err))
     w.registerFunction(EngineFunctions.LIST_FUNCTIONS, () => 'mine')
-    await until(() => refusals.length === 1, 'refusal reported')
+    await waitFor(() => refusals.length === 1, 'refusal reported', 5000, 5)
     assert.equal(refusals[0]?.kind, 'function')
     assert.equal(refusals[0]?.code, 'FUNCTION_NAMESPACE_CONFLICT')
     assert.equal(refusals[0]?.reason, 'reserved_id')
