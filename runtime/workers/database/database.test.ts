@@ -267,8 +267,10 @@ describe('database worker: settings at runtime (§10.1, §2.7)', () => {
   })
 
   it('lets a running query finish on the old pool when its database changes', async () => {
-    const running = invoke('database::query', { db: 'pg', sql: 'SELECT pg_sleep(0.5), 42 AS answer' })
-    await new Promise((resolve) => setTimeout(resolve, 100))
+    const sql = 'SELECT pg_sleep(1), 42 AS answer'
+    const running = invoke('database::query', { db: 'pg', sql })
+    const active = async () => ((await invoke('database::query', { db: 'pg', sql: 'SELECT count(*)::int AS n FROM pg_stat_activity WHERE query = $1', params: [sql] })) as { rows: Array<{ n: number }> }).rows[0]!.n
+    await waitFor(async () => (await active()) === 1, 'the slow query running on the old pool')
     await set(settingsOf({ ...base(), pg: { url: pg.url, pool: { max: 2 } } }))
     await waitFor(async () => JSON.stringify((await listed()).find((d) => d.name === 'pg')?.pool).includes('"max":2'), 'JSON.stringify((await listed()).find((d) => d.name === \'pg\')?.pool).includes(\'"max":2\')')
     const result = (await running) as { rows: Array<{ answer: number }> }

@@ -13,7 +13,7 @@ import { startOtlpReceiver, type OtlpReceiver } from '../../../test/support/otlp
 import { RawWorker } from '../../../test/support/raw-worker.ts'
 import { silentLogger } from '../../engine/logger.ts'
 import { resolveOtlpSettings } from './export.ts'
-import { waitFor } from '../../../test/support/wait.ts'
+import { quietPeriod, waitFor } from '../../../test/support/wait.ts'
 
 const hex = (bytes: number): string => randomBytes(bytes).toString('hex')
 
@@ -191,7 +191,7 @@ describe('OTLP export', () => {
     const seen = receiver.requests.length
     const held = receiver.spans.filter((s) => s.name.startsWith('held ')).length
     assert.equal(held, 1100, 'a planned change loses nothing the export held')
-    await new Promise((r) => setTimeout(r, 1500))
+    await quietPeriod(1500, 'no OTLP request once the export is disabled (more than one export tick)')
     assert.deepEqual(receiver.requests.slice(seen), [], 'nothing leaves once the export is reported disabled')
   })
 
@@ -199,7 +199,7 @@ describe('OTLP export', () => {
     await configure({ enabled: false })
     const seen = receiver.requests.length
     await traffic()
-    await new Promise((r) => setTimeout(r, 1500))
+    await quietPeriod(1500, 'no OTLP request once the export is turned off (more than one export tick)')
     assert.equal(receiver.requests.length, seen)
   })
 })
