@@ -310,6 +310,27 @@ describe('svc-cron on a manual clock (builtins.md §9.3)', () => {
   })
 })
 
+describe("svc-cron among the engine's built-ins on a manual clock (createBuiltins' clock)", () => {
+  it('runs a yearly slot once the clock passes it, with no real time waited', async () => {
+    const clock = createManualClock()
+    const test = await startTestEngine({ clock }) // every built-in of the release, on that clock
+    const client = connectClient(test.engine, 'yearly')
+    try {
+      const runs: CronRunPayload[] = []
+      client.registerFunction('yearly::run', (payload: CronRunPayload) => void runs.push(payload))
+      const t = client.registerTrigger({ type: 'cron', function_id: 'yearly::run', config: { expression: '0 0 0 1 1 *' } })
+      await bindingsSettled(test.engine, [t.id])
+      const start = Date.now()
+      clock.advance(366 * 24 * 3600 * 1000)
+      await waitFor(() => runs.length === 1, 'the run of the next 1 January')
+      assert.equal(runs[0]!.scheduled_time, `${new Date(start).getUTCFullYear() + 1}-01-01T00:00:00.000Z`)
+    } finally {
+      await client.shutdown()
+      await test.stop()
+    }
+  })
+})
+
 describe('svc-cron registration errors (builtins.md §9.1)', () => {
   it('refuses bad schedules with the exact messages', async () => {
     const s = await setup()
