@@ -109,14 +109,23 @@ describe('svc console (cli.md §4.8)', () => {
   })
 
   it('keeps running while the engine is unreachable, and warns for a non-loopback host', async () => {
-    const run = spawnConsole(['--json', '--no-open', '--port', '0', '--host', '0.0.0.0', '--engine', 'ws://127.0.0.1:9'], project)
+    // An "engine" that drops every connection: it counts the console's attempts.
+    let attempts = 0
+    const dropping = createServer((socket) => {
+      attempts++
+      socket.destroy()
+    })
+    await new Promise<void>((resolve) => dropping.listen(0, '127.0.0.1', resolve))
+    after(() => dropping.close())
+    const enginePort = (dropping.address() as { port: number }).port
+    const run = spawnConsole(['--json', '--no-open', '--port', '0', '--host', '0.0.0.0', '--engine', `ws://127.0.0.1:${enginePort}`], project)
     children.push(run.child)
     const ready = await run.ready
     const url = ready.url.replace('0.0.0.0', '127.0.0.1')
     const info = (await (await fetch(`${url}/api/info`, { headers: { authorization: `Bearer ${ready.token}` } })).json()) as { connected: boolean }
     assert.equal(info.connected, false)
     assert.match(run.stderr(), /listens on 0\.0\.0\.0: anyone who can reach this port and has the access token/)
-    await new Promise((r) => setTimeout(r, 1500))
+    await waitFor(() => attempts >= 2 || run.child.exitCode !== null, 'a second connection attempt')
     assert.equal(run.child.exitCode, null, 'still running after failed connection attempts')
     run.child.kill('SIGTERM')
     assert.equal(await run.exited, 0)

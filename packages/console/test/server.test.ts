@@ -68,12 +68,14 @@ class LiveClient {
   send(frame: unknown): void {
     this.socket.send(typeof frame === 'string' ? frame : JSON.stringify(frame))
   }
-  async next(match: (frame: any) => boolean, what: string, timeoutMs = 5000): Promise<any> {
-    let found: any
-    await waitFor(() => (found = this.frames.find(match)) !== undefined, '(found = this.frames.find(match)) !== undefined', timeoutMs).catch(() => {
-      throw new Error(`no live frame: ${what}; got ${JSON.stringify(this.frames).slice(0, 600)}`)
-    })
-    return found
+  next(match: (frame: any) => boolean, what: string, timeoutMs = 5000): Promise<any> {
+    return waitFor(() => this.frames.find(match), () => `a live frame: ${what}; got ${JSON.stringify(this.frames).slice(0, 600)}`, timeoutMs)
+  }
+  /** Sends a bad frame and waits for its error: the server reads frames in order, so it has read every frame sent before. */
+  async read(): Promise<void> {
+    const errors = this.frames.filter((f) => f.error).length
+    this.send('a barrier, not json')
+    await waitFor(() => this.frames.filter((f) => f.error).length > errors, 'the error answering the barrier frame')
   }
   close(): void {
     this.socket.close()
@@ -269,7 +271,7 @@ describe('svc console backend (cli.md §7.1)', () => {
     live.push(client)
     await client.opened
     client.send({ subscribe: ['traces'] })
-    await new Promise((resolve) => setTimeout(resolve, 100)) // the subscription is read before the request
+    await client.read() // the subscription is read before the request
     const response = await fetch(`${t.httpUrl}/orders/T-1`, { method: 'POST' })
     assert.equal(response.status, 201)
     const listed = (await t.engine.inject({ function_id: 'engine::traces::list', data: { name: 'POST /orders/:id' } })) as { traces: Array<{ trace_id: string }> }
@@ -291,7 +293,7 @@ describe('svc console backend (cli.md §7.1)', () => {
     assert.match(client.frames[2].error.message, /unknown channel "nonsense"/)
 
     client.send({ subscribe: ['state'] })
-    await new Promise((r) => setTimeout(r, 50))
+    await client.read()
     await post(server.url, '/api/invoke', { function_id: 'engine::log::info', payload: { message: 'not for this client' } })
     await post(server.url, '/api/invoke', { function_id: 'state::set', payload: { scope: 'only-state', key: 'k', value: 1 } })
     await client.next((f) => f.channel === 'state' && f.data.scope === 'only-state', 'the state push')

@@ -13,12 +13,11 @@ import { SvcError } from '../src/errors.ts'
 import { memoryConnector, memoryPair } from '../src/transport/memory.ts'
 import type { PeerInfo, Transport } from '../src/transport/types.ts'
 import { connectWebSocket, FIRST_WRITE_FRAMES, MAX_FRAMES_PER_WRITE, peerInfoOf, READ_BUDGET_BYTES, READ_BUDGET_FRAMES, wsServerTransport } from '../src/transport/ws.ts'
-import { waitFor } from '../../../test/support/wait.ts'
+import { quietPeriod, waitFor } from '../../../test/support/wait.ts'
 
 const WAIT_MS = 5000
 
 const nextMacrotask = () => new Promise<void>((r) => setImmediate(r))
-const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms))
 
 /** Everything a transport reported, in order. */
 class Recorder {
@@ -178,7 +177,7 @@ function transportBehaviour(name: string, factory: PairFactory): void {
       const { a, b } = await factory(t)
       a.send('early')
       a.ping()
-      await sleep(20)
+      await quietPeriod(20, 'the frame and ping reach the other end before it sets handlers (nothing to observe there)')
       const rb = new Recorder(b)
       await waitFor(() => rb.messages.length === 1 && rb.alive === 1, 'held frame and ping', 5000, 2)
       assert.deepEqual(rb.texts(), ['early'])
@@ -187,13 +186,13 @@ function transportBehaviour(name: string, factory: PairFactory): void {
     it('delivers to the handlers of the latest setHandlers call, once', async (t) => {
       const { a, b } = await factory(t)
       a.send('early')
-      await sleep(20)
+      await quietPeriod(20, 'the frame reaches the other end before it sets handlers (nothing to observe there)')
       const first = new Recorder(b)
       const second = new Recorder(b)
       a.send('later')
-      await waitFor(() => second.messages.length === 2, 'both frames', 5000, 2)
-      await sleep(20)
-      assert.deepEqual(second.texts(), ['early', 'later'])
+      a.send('marker') // a wrong delivery to the first handlers would have happened before this one arrives
+      await waitFor(() => second.messages.length === 3, 'the three frames', 5000, 2)
+      assert.deepEqual(second.texts(), ['early', 'later', 'marker'])
       assert.equal(first.messages.length, 0)
     })
 
@@ -212,7 +211,7 @@ function transportBehaviour(name: string, factory: PairFactory): void {
       a.close(1000)
       a.terminate()
       b.terminate()
-      await sleep(20)
+      await quietPeriod(20, 'no second close event after close and terminate of a closed transport')
       assert.equal(ra.closes.length + rb.closes.length, 2, 'close fires exactly once per end')
     })
 
@@ -247,7 +246,7 @@ function transportBehaviour(name: string, factory: PairFactory): void {
       assert.equal(ra.closes[0]![0], 1006)
       assert.equal(rb.closes[0]![0], 1006)
       a.terminate()
-      await sleep(20)
+      await quietPeriod(20, 'no second close event after terminate of a terminated transport')
       assert.equal(ra.closes.length, 1)
     })
 
@@ -262,7 +261,7 @@ function transportBehaviour(name: string, factory: PairFactory): void {
       await waitFor(() => ra.closes.length === 1 && rb.closes.length === 1, 'both closed', 5000, 2)
       b.send('dropped too')
       a.send('dropped again')
-      await sleep(20)
+      await quietPeriod(20, 'nothing sent after close arrives (no frame can follow a close as a marker)')
       assert.deepEqual(rb.texts(), ['kept'])
       assert.deepEqual(ra.texts(), [])
       assert.equal(rb.alive, 0)

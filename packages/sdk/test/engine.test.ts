@@ -38,17 +38,15 @@ interface FunctionSummary {
 
 /** Waits until the engine lists `id` (with at least `replicas` replicas): registrations are not acknowledged. */
 async function registered(client: SvcClient, id: string, replicas = 1, namespace?: string): Promise<void> {
-  for (let i = 0; i < 500; i++) {
-    const payload: Record<string, unknown> = { include_internal: true }
-    if (namespace !== undefined) payload.namespace = namespace
+  const payload: Record<string, unknown> = { include_internal: true }
+  if (namespace !== undefined) payload.namespace = namespace
+  await waitFor(async () => {
     const { functions } = await client.trigger<object, { functions: FunctionSummary[] }>({
       function_id: EngineFunctions.LIST_FUNCTIONS,
       payload,
     })
-    if (functions.some((f) => f.function_id === id && f.replica_count >= replicas)) return
-    await new Promise((r) => setTimeout(r, 10))
-  }
-  throw new Error(`function ${id} was never registered`)
+    return functions.some((f) => f.function_id === id && f.replica_count >= replicas)
+  }, `function ${id} registered (${replicas} replicas)`)
 }
 
 describe('svc-sdk against the engine', () => {
@@ -75,21 +73,17 @@ describe('svc-sdk against the engine', () => {
     const e = await engine(t)
     const w = worker(t, e.url, 'announcer', { workerDescription: 'says hello', namespace: 'prod' })
     await waitFor(() => w.getWorkerId() !== undefined, 'workerregistered', 5000, 5)
-    for (;;) {
+    const me = await waitFor(async () => {
       const { workers } = await w.trigger<object, { workers: Array<Record<string, unknown>> }>({
         function_id: EngineFunctions.LIST_WORKERS,
         payload: {},
       })
-      const me = workers.find((x) => x.id === w.getWorkerId())
-      if (me?.name === 'announcer') {
-        assert.equal(me.runtime, 'node')
-        assert.equal(me.description, 'says hello')
-        assert.equal(me.namespace, 'prod')
-        assert.equal(me.pid, process.pid)
-        break
-      }
-      await new Promise((r) => setTimeout(r, 10))
-    }
+      return workers.find((x) => x.id === w.getWorkerId() && x.name === 'announcer')
+    }, 'the announcer listed under its name')
+    assert.equal(me.runtime, 'node')
+    assert.equal(me.description, 'says hello')
+    assert.equal(me.namespace, 'prod')
+    assert.equal(me.pid, process.pid)
   })
 
   it('carries error codes end to end', async (t) => {
@@ -347,13 +341,12 @@ describe('svc-sdk against the engine', () => {
     await leaving.shutdown()
     await rejected
     assert.equal(leaving.getConnectionState(), 'disconnected')
-    for (;;) {
+    await waitFor(async () => {
       const { functions } = await callee.trigger<object, { functions: FunctionSummary[] }>({
         function_id: EngineFunctions.LIST_FUNCTIONS,
         payload: {},
       })
-      if (!functions.some((f) => f.function_id === 'leaving::fn')) break
-      await new Promise((r) => setTimeout(r, 10))
-    }
+      return !functions.some((f) => f.function_id === 'leaving::fn')
+    }, 'leaving::fn unlisted')
   })
 })

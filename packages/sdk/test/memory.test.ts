@@ -19,12 +19,12 @@ type Frame = { type: string; [key: string]: any }
  * calls to `engine::echo`, and calls every function a worker registers with `{ probe: true }`.
  */
 class TinyEngine {
-  readonly sessions: Array<{ transport: Transport; info: PeerInfo; frames: Frame[]; closes: number[]; workerId: string }> = []
+  readonly sessions: Array<{ transport: Transport; info: PeerInfo; frames: Frame[]; closes: number[]; workerId: string; pings: number }> = []
   /** Results of the calls the engine made, by function id. */
   readonly results = new Map<string, Frame>()
 
   readonly accept = (transport: Transport, info: PeerInfo): void => {
-    const session = { transport, info, frames: [] as Frame[], closes: [] as number[], workerId: randomUUID() }
+    const session = { transport, info, frames: [] as Frame[], closes: [] as number[], workerId: randomUUID(), pings: 0 }
     this.sessions.push(session)
     transport.setHandlers({
       message: (data) => {
@@ -33,6 +33,7 @@ class TinyEngine {
         this.#onFrame(transport, frame)
       },
       close: (code) => session.closes.push(code),
+      alive: () => void session.pings++,
     })
     transport.send(JSON.stringify({ type: 'workerregistered', worker_id: session.workerId, reattach_token: randomUUID() }))
   }
@@ -125,8 +126,8 @@ describe('the client over an in-memory transport', () => {
       { timings: { pingIntervalMs: 10, idleTimeoutMs: 40 } },
     )
     await waitFor(() => client.getConnectionState() === 'connected', 'connected', 5000, 5)
-    // No frame for three idle timeouts: the pongs to the client's pings are what keeps it up.
-    await new Promise((r) => setTimeout(r, 120))
+    // No frame for three idle timeouts (twelve pings 10 ms apart): the pongs to the client's pings are what keeps it up.
+    await waitFor(() => engine.sessions[0]!.pings >= 12, 'twelve pings at the engine')
     assert.equal(engine.sessions.length, 1)
     assert.equal(client.getConnectionState(), 'connected')
   })

@@ -44,7 +44,7 @@ describe('invocation spans', () => {
     assert.ok(failed)
     endInvocationSpan(failed, undefined, { code: 'out_of_stock', message: 'none left' })
     await flushOtel()
-    for (let i = 0; i < 100 && spans.length < 2; i++) await new Promise((r) => setTimeout(r, 20))
+    await waitFor(() => spans.length >= 2, 'both spans exported')
     const ok = spans.find((x) => x.name === 'execute orders::create')
     assert.equal(ok.traceId, '0af7651916cd43dd8448eb211c80319c')
     assert.equal(ok.parentSpanId, 'b7ad6b7169203331')
