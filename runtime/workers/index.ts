@@ -26,7 +26,8 @@ export type BuiltinsConfig = Pick<EngineConfig, 'data_dir' | 'builtins'> & {
   /**
    * Clock of the timers of the built-ins that keep them — queue (retry backoff, delays, leases,
    * subscriber retention), cron (slots and run budgets; wall time is the clock's reading from the
-   * moment the built-ins are created on) and pub/sub (delivery budgets, drop warnings); default the
+   * moment the built-ins are created on), pub/sub (delivery budgets, drop warnings) and
+   * observability (the retention sweep); default the
    * real one. Tests pass a manual clock and move time with `advance(ms)` instead of sleeping.
    */
   clock?: Clock
@@ -38,7 +39,7 @@ export function createBuiltins(config: BuiltinsConfig): BuiltinWorker[] {
   // of every later built-in reach it (builtins.md §12).
   const clock = config.clock
   const workers: BuiltinWorker[] = [
-    new ObservabilityWorker(),
+    new ObservabilityWorker(clock ? { clock } : {}),
     new StateWorker(),
     new StreamWorker(),
     new HttpWorker(),

@@ -10,6 +10,7 @@ import { after, before, describe, it } from 'node:test'
 import fc from 'fast-check'
 import WebSocket from 'ws'
 import { startTestEngine, type TestEngine } from '../../../test/support/engine.ts'
+import { createManualClock } from '../shared/clock.ts'
 import { RawWorker } from '../../../test/support/raw-worker.ts'
 import { waitFor } from '../../../test/support/wait.ts'
 import { bindingsSettled } from '../../../test/support/sdk-harness.ts'
@@ -748,6 +749,24 @@ describe('observability worker with store: none', () => {
       await t.engine.inject({ function_id: 'engine::log::info', data: { message: 'x' } })
       await assert.rejects(t.engine.inject({ function_id: 'engine::logs::list', data: {} }), { code: 'STORAGE_DISABLED', message: 'local telemetry storage is disabled (store: none)' })
       await assert.rejects(t.engine.inject({ function_id: 'engine::traces::list', data: {} }), { code: 'STORAGE_DISABLED' })
+    } finally {
+      await t.stop()
+    }
+  })
+})
+
+describe('retention on the engine clock (builtins.md §12.1 retention_seconds)', () => {
+  it('the sweep every 60 s drops records older than retention_seconds, moved by a manual clock', async () => {
+    const clock = createManualClock()
+    const t = await startTestEngine({ clock, settings: { 'svc-observability': { store: 'memory', retention_seconds: 60 } } })
+    try {
+      const total = async (search: string) => ((await t.engine.inject({ function_id: 'engine::logs::list', data: { search } })) as { total: number }).total
+      await t.engine.inject({ function_id: 'engine::log::info', data: { message: 'kept a minute' } })
+      assert.equal(await total('kept a minute'), 1)
+      clock.advance(60_000) // the first sweep: the record is younger than 60 s on this clock
+      assert.equal(await total('kept a minute'), 1)
+      clock.advance(60_000) // the second: it is 120 s old
+      assert.equal(await total('kept a minute'), 0)
     } finally {
       await t.stop()
     }
