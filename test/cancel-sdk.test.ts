@@ -36,7 +36,7 @@ describe('svc-sdk cancellation, one engine', () => {
     clients.push(c)
     return c
   }
-  const registered = (id: string) => waitFor(() => e.engine.functions.get('default', id) !== undefined, "e.engine.functions.get('default', id) !== undefined")
+  const registered = (id: string) => waitFor(() => e.engine.functions.get('default', id) !== undefined, `${id} registered`)
 
   before(async () => {
     e = await startTestEngine({ builtins: [] })
@@ -87,14 +87,19 @@ describe('svc-sdk cancellation, one engine', () => {
 
   it('rejects at once, sending nothing, for a signal already aborted', async () => {
     let ran = false
-    client('never').registerFunction('never::run', () => {
+    const never = client('never')
+    never.registerFunction('never::run', () => {
       ran = true
     })
+    never.registerFunction('never::marker', () => 'marker')
     await registered('never::run')
-    const error = await rejection(client('caller2').trigger({ function_id: 'never::run', payload: null, signal: AbortSignal.abort('too late') }))
+    await registered('never::marker')
+    const caller = client('caller2')
+    const error = await rejection(caller.trigger({ function_id: 'never::run', payload: null, signal: AbortSignal.abort('too late') }))
     assert.equal(error.code, 'cancelled')
     assert.match(error.message, /too late/)
-    await new Promise((r) => setTimeout(r, 100))
+    // A call after it on the same connections: had the aborted call been sent, it would have run first.
+    assert.equal(await caller.trigger({ function_id: 'never::marker', payload: null }), 'marker')
     assert.equal(ran, false)
   })
 

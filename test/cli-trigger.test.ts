@@ -57,13 +57,12 @@ async function closedPort(): Promise<number> {
 
 /** Waits until `ids` are all listed by the engine (registrations are asynchronous). */
 async function registered(client: SvcClient, ids: string[]): Promise<void> {
-  for (;;) {
+  await waitFor(async () => {
     const { functions } = (await client.trigger({ function_id: 'engine::functions::list', payload: {} })) as {
       functions: Array<{ function_id: string }>
     }
-    if (ids.every((id) => functions.some((f) => f.function_id === id))) return
-    await new Promise((resolve) => setTimeout(resolve, 20))
-  }
+    return ids.every((id) => functions.some((f) => f.function_id === id))
+  }, `${ids.join(', ')} registered`)
 }
 
 before(async () => {
@@ -257,11 +256,10 @@ describe('svc trigger (cli.md §4.6)', () => {
     assert.match(receipt, /^[0-9a-f-]{36}$/)
     const second = await trigger('test::sink', 'n=2', '--enqueue', 'cli-jobs', '--idempotency-key', 'cli-k1')
     assert.deepEqual(JSON.parse(second.stdout), { messageReceiptId: receipt })
-    for (;;) {
+    await waitFor(async () => {
       const stats = (await worker!.trigger({ function_id: 'engine::queue::topic_stats', payload: { topic: 'cli-jobs' } })) as { delivered: number; depth: number }
-      if (stats.delivered === 1 && stats.depth === 0) break
-      await new Promise((resolve) => setTimeout(resolve, 20))
-    }
+      return stats.delivered === 1 && stats.depth === 0
+    }, 'one delivery of the enqueued message, nothing waiting')
     const bad = await trigger('test::sink', '--delay-ms', '5')
     assert.equal(bad.code, 2)
   })

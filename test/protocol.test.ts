@@ -506,14 +506,19 @@ describe('engine trigger types', () => {
     const fires: Array<{ event: string; functions: Array<{ function_id: string }> }> = []
     watcher.serve('watch::functions', (data) => void fires.push(data))
     watcher.send({ type: 'registertrigger', id: 'watch-f', trigger_type: 'engine::functions-available', function_id: 'watch::functions', config: {} })
-    await waitFor(() => t.engine.triggers.getBinding('watch-f')?.status === 'active', "t.engine.triggers.getBinding('watch-f')?.status === 'active'")
-    await new Promise((r) => setTimeout(r, 700))
+    await waitFor(() => t.engine.triggers.getBinding('watch-f')?.status === 'active', 'the watch-f binding active')
+    // Markers: a function registered after a change fires in the next window, so once a fire lists
+    // the marker, every earlier window has fired.
+    const listing = (id: string) => fires.findIndex((f) => f.functions.some((fn) => fn.function_id === id))
+    watcher.serve('fn-watcher::before', () => null)
+    await waitFor(() => listing('fn-watcher::before') >= 0, 'a fire listing fn-watcher::before')
     fires.length = 0
     const burst = await worker({ name: 'burst' })
     for (const id of ['burst::a', 'burst::b', 'burst::c']) burst.serve(id, () => null)
     await waitFor(() => fires.length === 1, 'fires.length === 1')
-    await new Promise((r) => setTimeout(r, 700))
-    assert.equal(fires.length, 1)
+    burst.serve('burst::after', () => null)
+    await waitFor(() => listing('burst::after') >= 0, 'a fire listing burst::after')
+    assert.equal(listing('burst::after'), 1, 'the burst fired once, then the marker')
     assert.equal(fires[0]!.event, 'functions_changed')
     const ids = fires[0]!.functions.map((f) => f.function_id)
     for (const id of ['burst::a', 'burst::b', 'burst::c', 'engine::functions::list']) assert.ok(ids.includes(id), id)

@@ -46,9 +46,14 @@ describe('svc-pubsub across engines sharing Redis', () => {
     await engines[0]!.test.engine.inject({ function_id: 'publish', data: { topic: 'fleet', data: { from: 0 } } })
     await engines[1]!.test.engine.inject({ function_id: 'publish', data: { topic: 'fleet', data: { from: 1 } } })
     await waitFor(() => got.length === 4, 'got.length === 4')
-    await new Promise((r) => setTimeout(r, 150))
+    // Markers after them from both engines: each subscriber hears a publisher's messages in order,
+    // so a duplicate would have come before the markers.
+    await engines[0]!.test.engine.inject({ function_id: 'publish', data: { topic: 'fleet', data: { from: 0, marker: true } } })
+    await engines[1]!.test.engine.inject({ function_id: 'publish', data: { topic: 'fleet', data: { from: 1, marker: true } } })
+    const isMarker = (g: { data: unknown }) => (g.data as { marker?: boolean }).marker === true
+    await waitFor(() => got.filter(isMarker).length === 4, 'the four markers')
     assert.deepEqual(
-      got.map((g) => `${g.engine}<-${(g.data as { from: number }).from}`).sort(),
+      got.filter((g) => !isMarker(g)).map((g) => `${g.engine}<-${(g.data as { from: number }).from}`).sort(),
       ['0<-0', '0<-1', '1<-0', '1<-1'],
     )
   })
