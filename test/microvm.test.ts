@@ -119,15 +119,17 @@ function trigger(): Promise<{ code: number | null; json: { ok: boolean; result?:
 
 /** Calls vm::info until it answers with `version` (a restarted worker registers a moment after it connects). */
 async function infoOf(version: number, timeoutMs: number): Promise<Info> {
-  const deadline = Date.now() + timeoutMs
   let last: unknown
-  while (Date.now() < deadline) {
-    const answer = await trigger()
-    last = answer.json
-    if (answer.code === 0 && answer.json.result?.version === version) return answer.json.result
-    await new Promise((resolve) => setTimeout(resolve, 500))
-  }
-  assert.fail(`vm::info never answered version ${version}; last: ${JSON.stringify(last)}\n${engine?.output.join('\n')}`)
+  return waitFor(
+    async () => {
+      const answer = await trigger()
+      last = answer.json
+      return answer.code === 0 && answer.json.result?.version === version && (answer.json.result as Info)
+    },
+    () => `vm::info to answer version ${version}; last: ${JSON.stringify(last)}\n${engine?.output.join('\n')}`,
+    timeoutMs,
+    500,
+  )
 }
 
 /** Pids of live processes whose command line mentions `needle`. */

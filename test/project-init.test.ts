@@ -265,7 +265,10 @@ describe('svc project init: errors and exit codes (cli.md §1.1, §4.1)', () => 
 describe('svc project init interrupted (issue 11)', () => {
   it('Ctrl-C during the install stops it, removes the new directory (exit 130); the next try succeeds', { timeout: 60_000 }, async () => {
     // A registry that never answers: npm waits until it is stopped.
-    const registry = createServer(() => {})
+    let asked = false
+    const registry = createServer(() => {
+      asked = true // and never answers: the install hangs
+    })
     await new Promise<void>((resolve) => registry.listen(0, '127.0.0.1', resolve))
     try {
       const cwd = workdir()
@@ -273,7 +276,7 @@ describe('svc project init interrupted (issue 11)', () => {
       let child: ChildProcess | undefined
       const run = runSvc(['project', 'init', 'demo', '-t', 'quickstart'], { cwd, env, onSpawn: (c) => children.add((child = c)) })
       await waitFor(async () => existsSync(join(cwd, 'demo', 'workers', 'math-worker', 'package.json')) || undefined, () => 'no scaffold', 20_000, 250)
-      await new Promise((resolve) => setTimeout(resolve, 1500))
+      await waitFor(() => asked, 'the install asking the registry', 20_000)
       child!.kill('SIGINT')
       const finished = await run
       assert.equal(finished.code, 130, finished.stdout + finished.stderr)
