@@ -11,8 +11,8 @@ import { InvocationError, registerWorker, type HandlerContext, type SvcClient } 
 import { FLEET_DEFAULTS } from '../runtime/engine/config.ts'
 import { startTestEngine, type TestEngine } from './support/engine.ts'
 import { startTestNats, type TestNats } from './support/nats.ts'
-import { eventually } from './support/raw-worker.ts'
 import { rejection } from './support/sdk-harness.ts'
+import { waitFor } from './support/wait.ts'
 
 const OTEL_OFF = { enabled: false } as const
 
@@ -36,7 +36,7 @@ describe('svc-sdk cancellation, one engine', () => {
     clients.push(c)
     return c
   }
-  const registered = (id: string) => eventually(() => e.engine.functions.get('default', id) !== undefined)
+  const registered = (id: string) => waitFor(() => e.engine.functions.get('default', id) !== undefined, `${id} registered`)
 
   before(async () => {
     e = await startTestEngine({ builtins: [] })
@@ -68,33 +68,38 @@ describe('svc-sdk cancellation, one engine', () => {
     const caller = client('caller')
     const controller = new AbortController()
     const call = caller.trigger({ function_id: 'middle::work', payload: { pages: 3 }, signal: controller.signal })
-    await eventually(() => child.started === true)
+    await waitFor(() => child.started === true, 'child.started === true')
     controller.abort('the user closed the page')
     const error = await rejection(call)
     assert.ok(error instanceof InvocationError)
     assert.equal(error.code, 'cancelled')
     assert.match(error.message, /the user closed the page/)
 
-    await eventually(() => parent.reason !== undefined && child.reason !== undefined)
+    await waitFor(() => parent.reason !== undefined && child.reason !== undefined, 'parent.reason !== undefined && child.reason !== undefined')
     assert.equal((parent.reason as InvocationError).code, 'cancelled')
     assert.match((parent.reason as InvocationError).message, /the user closed the page/)
     // The child was cancelled by the middle worker's SDK (its own cancel), with the same reason.
     assert.equal((child.reason as InvocationError).code, 'cancelled')
     assert.match((child.reason as InvocationError).message, /the user closed the page/)
     assert.equal((parent.childError as InvocationError).code, 'cancelled')
-    await eventually(() => e.engine.flights.size === 0)
+    await waitFor(() => e.engine.flights.size === 0, 'e.engine.flights.size === 0')
   })
 
   it('rejects at once, sending nothing, for a signal already aborted', async () => {
     let ran = false
-    client('never').registerFunction('never::run', () => {
+    const never = client('never')
+    never.registerFunction('never::run', () => {
       ran = true
     })
+    never.registerFunction('never::marker', () => 'marker')
     await registered('never::run')
-    const error = await rejection(client('caller2').trigger({ function_id: 'never::run', payload: null, signal: AbortSignal.abort('too late') }))
+    await registered('never::marker')
+    const caller = client('caller2')
+    const error = await rejection(caller.trigger({ function_id: 'never::run', payload: null, signal: AbortSignal.abort('too late') }))
     assert.equal(error.code, 'cancelled')
     assert.match(error.message, /too late/)
-    await new Promise((r) => setTimeout(r, 100))
+    // A call after it on the same connections: had the aborted call been sent, it would have run first.
+    assert.equal(await caller.trigger({ function_id: 'never::marker', payload: null }), 'marker')
     assert.equal(ran, false)
   })
 
@@ -104,7 +109,7 @@ describe('svc-sdk cancellation, one engine', () => {
     await registered('slow::timeout')
     const error = await rejection(client('impatient').trigger({ function_id: 'slow::timeout', payload: null, timeoutMs: 300 }))
     assert.equal(error.code, 'TIMEOUT')
-    await eventually(() => seen.reason !== undefined)
+    await waitFor(() => seen.reason !== undefined, 'seen.reason !== undefined')
     assert.equal((seen.reason as InvocationError).code, 'cancelled')
     assert.match((seen.reason as InvocationError).message, /timed out after 300ms/)
   })
@@ -114,7 +119,7 @@ describe('svc-sdk cancellation, one engine', () => {
     client('slow2').registerFunction('slow::engine', untilAborted(seen))
     await registered('slow::engine')
     await assert.rejects(e.engine.inject({ function_id: 'slow::engine', data: null, timeoutMs: 200 }), { code: 'TIMEOUT' })
-    await eventually(() => seen.reason !== undefined)
+    await waitFor(() => seen.reason !== undefined, 'seen.reason !== undefined')
     assert.match((seen.reason as InvocationError).message, /timed out after 200ms/)
   })
 
@@ -124,7 +129,7 @@ describe('svc-sdk cancellation, one engine', () => {
     await registered('long::job')
     const script = client('script')
     const call = script.trigger({ function_id: 'long::job', payload: null })
-    await eventually(() => seen.started === true)
+    await waitFor(() => seen.started === true, 'seen.started === true')
     const { invocations } = await script.trigger<unknown, { invocations: Array<{ invocation_id: string; worker_name: string }> }>({
       function_id: 'engine::invocations::list',
       payload: { function_id: 'long::job' },
@@ -134,7 +139,7 @@ describe('svc-sdk cancellation, one engine', () => {
     const answer = await script.trigger({ function_id: 'engine::invocations::cancel', payload: { invocation_id: invocations[0]!.invocation_id, reason: 'stuck' } })
     assert.deepEqual(answer, { cancelled: true })
     assert.equal((await rejection(call)).code, 'cancelled')
-    await eventually(() => seen.reason !== undefined)
+    await waitFor(() => seen.reason !== undefined, 'seen.reason !== undefined')
     assert.match((seen.reason as InvocationError).message, /stuck/)
   })
 })
@@ -162,20 +167,20 @@ describe('svc-sdk cancellation across a fleet', () => {
     const server = registerWorker(engines[1]!.url, { workerName: 'west-worker', otel: OTEL_OFF })
     clients.push(server)
     server.registerFunction('far::wait', untilAborted(seen))
-    await eventually(() => engines[0]!.engine.functions.get('default', 'far::wait') !== undefined, 10_000)
+    await waitFor(() => engines[0]!.engine.functions.get('default', 'far::wait') !== undefined, "engines[0]!.engine.functions.get('default', 'far::wait') !== undefined", 10_000)
     const caller = registerWorker(engines[0]!.url, { workerName: 'east-caller', otel: OTEL_OFF })
     clients.push(caller)
     const controller = new AbortController()
     const call = caller.trigger({ function_id: 'far::wait', payload: null, signal: controller.signal })
-    await eventually(() => seen.started === true, 10_000)
+    await waitFor(() => seen.started === true, 'seen.started === true', 10_000)
     // Listed on both engines: on the caller's as sent to the other engine, on the serving one with its worker.
     const served = (await engines[1]!.engine.inject({ function_id: 'engine::invocations::list', data: { function_id: 'far::wait' } })) as { total: number }
     assert.equal(served.total, 1)
     controller.abort('across the fleet')
     assert.equal((await rejection(call)).code, 'cancelled')
-    await eventually(() => seen.reason !== undefined, 10_000)
+    await waitFor(() => seen.reason !== undefined, 'seen.reason !== undefined', 10_000)
     assert.match((seen.reason as InvocationError).message, /across the fleet/)
-    await eventually(() => engines[1]!.engine.flights.size === 0 && engines[0]!.engine.flights.size === 0, 10_000)
+    await waitFor(() => engines[1]!.engine.flights.size === 0 && engines[0]!.engine.flights.size === 0, 'engines[1]!.engine.flights.size === 0 && engines[0]!.engine.flights.size === 0', 10_000)
   })
 
   it("a void call to another engine leaves nothing in flight on the caller's engine", async () => {
@@ -185,9 +190,9 @@ describe('svc-sdk cancellation across a fleet', () => {
     server.registerFunction('far::void', () => {
       ran++
     })
-    await eventually(() => engines[0]!.engine.functions.get('default', 'far::void') !== undefined, 10_000)
+    await waitFor(() => engines[0]!.engine.functions.get('default', 'far::void') !== undefined, "engines[0]!.engine.functions.get('default', 'far::void') !== undefined", 10_000)
     await engines[0]!.engine.inject({ function_id: 'far::void', data: null, action: { type: 'void' } })
-    await eventually(() => ran === 1, 10_000)
-    await eventually(() => engines[0]!.engine.flights.size === 0 && engines[1]!.engine.flights.size === 0, 10_000)
+    await waitFor(() => ran === 1, 'ran === 1', 10_000)
+    await waitFor(() => engines[0]!.engine.flights.size === 0 && engines[1]!.engine.flights.size === 0, 'engines[0]!.engine.flights.size === 0 && engines[1]!.engine.flights.size === 0', 10_000)
   })
 })

@@ -9,7 +9,8 @@ import assert from 'node:assert/strict'
 import { request } from 'node:http'
 import { after, before, describe, it } from 'node:test'
 import { startTestEngine, type TestEngine } from './support/engine.ts'
-import { RawWorker, eventually, type Frame } from './support/raw-worker.ts'
+import { RawWorker, type Frame } from './support/raw-worker.ts'
+import { waitFor } from './support/wait.ts'
 
 let e: TestEngine
 const workers: RawWorker[] = []
@@ -31,7 +32,7 @@ async function worker(announce?: Record<string, unknown>): Promise<RawWorker> {
 async function hangingCallee(id: string): Promise<RawWorker> {
   const w = await worker({ name: `callee-${id}` })
   w.send({ type: 'registerfunction', id })
-  await eventually(() => e.engine.functions.get('default', id) !== undefined)
+  await waitFor(() => e.engine.functions.get('default', id) !== undefined, "e.engine.functions.get('default', id) !== undefined")
   return w
 }
 
@@ -82,10 +83,10 @@ describe('cancelinvocation from the caller', () => {
       if (data === 'hang') return new Promise<string>((resolve) => gate.push(() => resolve('finally')))
       return `ok ${data}`
     })
-    await eventually(() => e.engine.functions.get('default', 'old::fn') !== undefined)
+    await waitFor(() => e.engine.functions.get('default', 'old::fn') !== undefined, "e.engine.functions.get('default', 'old::fn') !== undefined")
     const caller = await worker()
     caller.send({ type: 'invokefunction', invocation_id: 'o1', function_id: 'old::fn', data: 'hang' })
-    await eventually(() => calls === 1)
+    await waitFor(() => calls === 1, 'calls === 1')
     caller.send({ type: 'cancelinvocation', invocation_id: 'o1' })
     assert.equal((await caller.next((f) => f.invocation_id === 'o1')).error?.code, 'cancelled')
     await old.next((f) => f.type === 'cancelinvocation')
@@ -101,7 +102,7 @@ describe('cancelinvocation from the caller', () => {
     try {
       const callee = await RawWorker.connect(held.url, { announce: { name: 'callee' } })
       callee.send({ type: 'registerfunction', id: 'slow::held' })
-      await eventually(() => held.engine.functions.get('default', 'slow::held') !== undefined)
+      await waitFor(() => held.engine.functions.get('default', 'slow::held') !== undefined, "held.engine.functions.get('default', 'slow::held') !== undefined")
       const caller = await RawWorker.connect(held.url)
       caller.send({ type: 'invokefunction', invocation_id: 'h1', function_id: 'slow::held', data: null })
       caller.send({ type: 'cancelinvocation', invocation_id: 'h1', reason: 'changed my mind' })
@@ -141,7 +142,7 @@ describe('the engine cancels', () => {
     const callee = await hangingCallee('slow::route')
     callee.send({ type: 'registertrigger', id: 'route-slow', trigger_type: 'http', function_id: 'slow::route', config: { api_path: 'slow', http_method: 'GET' } })
     await callee.next((f) => f.type === 'triggerregistrationresult' || f.type === 'registertrigger', 300).catch(() => undefined)
-    await eventually(() => e.engine.triggers.getBinding('route-slow')?.status === 'active')
+    await waitFor(() => e.engine.triggers.getBinding('route-slow')?.status === 'active', "e.engine.triggers.getBinding('route-slow')?.status === 'active'")
     const req = request(`${e.httpUrl}/slow`)
     req.on('error', () => {})
     req.end()
@@ -149,7 +150,7 @@ describe('the engine cancels', () => {
     req.destroy()
     const cancel = await callee.next(cancelOf(leg.invocation_id))
     assert.equal(cancel.reason, 'the HTTP client disconnected')
-    await eventually(() => e.engine.flights.get(leg.invocation_id) === undefined)
+    await waitFor(() => e.engine.flights.get(leg.invocation_id) === undefined, 'e.engine.flights.get(leg.invocation_id) === undefined')
   })
 })
 
@@ -170,14 +171,14 @@ describe('an HTTP-invoked function (protocol.md §6.8)', () => {
       const owner = await RawWorker.connect(h.url, { announce: { name: 'owner' } })
       const port = (server.address() as { port: number }).port
       owner.send({ type: 'registerfunction', id: 'remote::hang', invocation: { url: `http://127.0.0.1:${port}/`, timeout_ms: 60_000 } })
-      await eventually(() => h.engine.functions.get('default', 'remote::hang') !== undefined)
+      await waitFor(() => h.engine.functions.get('default', 'remote::hang') !== undefined, "h.engine.functions.get('default', 'remote::hang') !== undefined")
       const caller = await RawWorker.connect(h.url, { announce: { name: 'caller' } })
       caller.send({ type: 'invokefunction', invocation_id: 'r1', function_id: 'remote::hang', data: {} })
       await requestArrived
       caller.send({ type: 'cancelinvocation', invocation_id: 'r1' })
       assert.equal((await caller.next((f) => f.invocation_id === 'r1')).error?.code, 'cancelled')
       await connectionClosed
-      await eventually(() => h.engine.flights.size === 0)
+      await waitFor(() => h.engine.flights.size === 0, 'h.engine.flights.size === 0')
       await Promise.all([owner.close(), caller.close()])
     } finally {
       await h.stop()
@@ -243,7 +244,7 @@ describe('engine::invocations::list and ::cancel', () => {
     })
     const controller = new AbortController()
     const call = e.engine.inject({ function_id: 'local::wait', data: null, signal: controller.signal })
-    await eventually(() => seen !== undefined)
+    await waitFor(() => seen !== undefined, 'seen !== undefined')
     controller.abort('no longer needed')
     await assert.rejects(call, { code: 'cancelled', message: 'Invocation cancelled: no longer needed' })
     assert.equal(((await stopped) as { code: string }).code, 'cancelled')

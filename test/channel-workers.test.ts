@@ -11,8 +11,8 @@ import { createInterface } from 'node:readline'
 import { after, before, describe, it } from 'node:test'
 import { startTestEngine, type TestEngine } from './support/engine.ts'
 import { ROOT } from './support/processes.ts'
-import { eventually } from './support/raw-worker.ts'
 import { connectClient } from './support/sdk-harness.ts'
+import { waitFor } from './support/wait.ts'
 
 /** Same bytes as the worker's `pattern`: byte i is `(seed + i) % 251`. */
 function pattern(size: number, seed: number): Buffer {
@@ -45,7 +45,7 @@ describe('channels between worker processes (sdk.md §9)', () => {
   before(async () => {
     e = await startTestEngine({ builtins: [] })
     await Promise.all([startWorker(e.url, 'producer'), startWorker(e.url, 'consumer')])
-    await eventually(() => ['producer::send', 'producer::serve', 'consumer::take', 'consumer::fetch'].every((id) => e.engine.functions.resolve('default', id) !== undefined))
+    await waitFor(() => ['producer::send', 'producer::serve', 'consumer::take', 'consumer::fetch'].every((id) => e.engine.functions.resolve('default', id) !== undefined), 'the condition')
   })
   after(async () => {
     await Promise.all(children.map((child) => new Promise((resolve) => (child.exitCode !== null ? resolve(undefined) : (child.once('exit', resolve), child.kill('SIGTERM'))))))
@@ -66,7 +66,7 @@ describe('channels between worker processes (sdk.md §9)', () => {
     assert.equal(result.consumer.note, 'from producer')
     assert.deepEqual(result.consumer.items, ['begin', 65536, 36864, 'middle', 10, 65536, 65536, 65536, 65536, 45056, 'end'])
     assert.deepEqual(result.consumer.runs, [sha256(), sha256(pattern(100 * 1024, 1)), sha256(pattern(10, 2), pattern(300 * 1024, 3)), sha256()])
-    await eventually(() => e.engine.channels.size === 0)
+    await waitFor(() => e.engine.channels.size === 0, 'e.engine.channels.size === 0')
   })
 
   it('a process reads a reader ref another process returned nested in its result', async (t) => {
@@ -76,6 +76,6 @@ describe('channels between worker processes (sdk.md §9)', () => {
     const result = await client.trigger<unknown, { pid: number; bytes: number; sha256: string }>({ function_id: 'consumer::fetch', payload: { sizes }, timeoutMs: 60_000 })
     assert.equal(result.bytes, sizes.reduce((a, b) => a + b, 0))
     assert.equal(result.sha256, sha256(...sizes.map((size, i) => pattern(size, i))))
-    await eventually(() => e.engine.channels.size === 0)
+    await waitFor(() => e.engine.channels.size === 0, 'e.engine.channels.size === 0')
   })
 })

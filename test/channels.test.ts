@@ -11,7 +11,8 @@ import { CHANNEL_BUFFER_BYTES, UNCLAIMED_TTL_MS } from '../runtime/engine/channe
 import { createManualClock } from '../runtime/workers/shared/clock.ts'
 import { ChannelSocket, channelUrl, upgradeAnswer } from './support/channel-client.ts'
 import { startTestEngine, type TestEngine, type TestEngineOptions } from './support/engine.ts'
-import { RawWorker, eventually } from './support/raw-worker.ts'
+import { RawWorker } from './support/raw-worker.ts'
+import { waitFor } from './support/wait.ts'
 
 const engines: TestEngine[] = []
 const sockets: ChannelSocket[] = []
@@ -91,7 +92,7 @@ describe('channel data (§9)', () => {
     assert.deepEqual(await reader.closed, { code: 1000, reason: '' })
     assert.deepEqual(reader.items, sent)
     assert.equal((await writer.closed).code, 1000)
-    await eventually(() => e.engine.channels.size === 0)
+    await waitFor(() => e.engine.channels.size === 0, 'e.engine.channels.size === 0')
   })
 
   it('keeps the items of a writer that finished before the reader connected, then ends with 1000', async () => {
@@ -106,7 +107,7 @@ describe('channel data (§9)', () => {
     const reader = await open(e.url, refs.reader)
     assert.deepEqual(await reader.closed, { code: 1000, reason: '' })
     assert.deepEqual(reader.items, ['first', Buffer.from('second')])
-    await eventually(() => e.engine.channels.size === 0)
+    await waitFor(() => e.engine.channels.size === 0, 'e.engine.channels.size === 0')
   })
 })
 
@@ -173,11 +174,11 @@ describe('ends (§9)', () => {
     const reader = await open(e.url, refs.reader)
     const writer = await open(e.url, refs.writer)
     await writer.sendWritten('one')
-    await eventually(() => reader.items.length === 1)
+    await waitFor(() => reader.items.length === 1, 'reader.items.length === 1')
     writer.ws.terminate()
     assert.equal((await reader.closed).code, 1011)
     assert.deepEqual(reader.items, ['one'])
-    await eventually(() => e.engine.channels.size === 0)
+    await waitFor(() => e.engine.channels.size === 0, 'e.engine.channels.size === 0')
   })
 
   it('a writer closing with any code but 1000 ends abnormally: 1011 to the reader, after every item', async () => {
@@ -192,7 +193,7 @@ describe('ends (§9)', () => {
       assert.equal((await reader.closed).code, 1011)
       assert.deepEqual(reader.items, ['a', Buffer.from('b')])
     }
-    await eventually(() => e.engine.channels.size === 0)
+    await waitFor(() => e.engine.channels.size === 0, 'e.engine.channels.size === 0')
   })
 
   it('a reader that goes away gets the writer closed with 1011; a writer claiming after that is closed with 1011 too', async () => {
@@ -201,19 +202,19 @@ describe('ends (§9)', () => {
     const reader = await open(e.url, refs.reader)
     const writer = await open(e.url, refs.writer)
     writer.send('x')
-    await eventually(() => reader.items.length === 1)
+    await waitFor(() => reader.items.length === 1, 'reader.items.length === 1')
     reader.ws.close(1000)
     assert.equal((await writer.closed).code, 1011)
-    await eventually(() => e.engine.channels.size === 0)
+    await waitFor(() => e.engine.channels.size === 0, 'e.engine.channels.size === 0')
 
     const late = await create(e)
     const early = await open(e.url, late.reader)
     early.ws.terminate()
-    await eventually(() => e.engine.channels.get(late.reader.channel_id)?.isClaimed('read') === true)
+    await waitFor(() => e.engine.channels.get(late.reader.channel_id)?.isClaimed('read') === true, "e.engine.channels.get(late.reader.channel_id)?.isClaimed('read') === true")
     const lateWriter = new ChannelSocket(channelUrl(e.url, late.writer))
     sockets.push(lateWriter)
     assert.equal((await lateWriter.closed).code, 1011)
-    await eventually(() => e.engine.channels.size === 0)
+    await waitFor(() => e.engine.channels.size === 0, 'e.engine.channels.size === 0')
   })
 })
 
@@ -227,9 +228,9 @@ describe('backpressure (§9)', () => {
     const items = binaryItems(192, 64 * 1024)
     for (const item of items) writer.send(item)
     const channel = e.engine.channels.get(refs.writer.channel_id)!
-    await eventually(() => channel.writerIsPaused)
+    await waitFor(() => channel.writerIsPaused, 'channel.writerIsPaused')
     // The kernel buffers fill and the writer's own buffer holds the rest: its sends stall.
-    await eventually(() => writer.ws.bufferedAmount > 0, 10_000)
+    await waitFor(() => writer.ws.bufferedAmount > 0, 'writer.ws.bufferedAmount > 0', 10_000)
     const stalledAt = writer.ws.bufferedAmount
     // Items parsed from the socket read in hand when reading stopped still count: one 64 KiB read.
     assert.ok(channel.heldItems <= bufferSize + 1, `held ${channel.heldItems}`)
@@ -241,7 +242,7 @@ describe('backpressure (§9)', () => {
     assert.ok(channel.heldItems <= bufferSize + 1, `held ${channel.heldItems}`)
 
     const reader = await open(e.url, refs.reader)
-    await eventually(() => reader.items.length === items.length, 30_000)
+    await waitFor(() => reader.items.length === items.length, 'reader.items.length === items.length', 30_000)
     writer.ws.close(1000)
     assert.equal((await reader.closed).code, 1000)
     assert.equal(reader.items.length, items.length)
@@ -255,8 +256,8 @@ describe('backpressure (§9)', () => {
     const items = binaryItems(64, 256 * 1024)
     for (const item of items) writer.send(item)
     const channel = e.engine.channels.get(refs.writer.channel_id)!
-    await eventually(() => channel.writerIsPaused)
-    await eventually(() => writer.ws.bufferedAmount > 0, 10_000)
+    await waitFor(() => channel.writerIsPaused, 'channel.writerIsPaused')
+    await waitFor(() => writer.ws.bufferedAmount > 0, 'writer.ws.bufferedAmount > 0', 10_000)
     assert.ok(channel.heldItems <= CHANNEL_BUFFER_BYTES / (256 * 1024) + 1, `held ${channel.heldItems}`)
     const reader = await open(e.url, refs.reader)
     writer.ws.close(1000)
@@ -272,7 +273,7 @@ describe('backpressure (§9)', () => {
     const writer = await open(e.url, refs.writer)
     for (const item of binaryItems(256, 64 * 1024)) writer.send(item)
     assert.equal((await writer.closed).code, 1011)
-    await eventually(() => e.engine.channels.size === 0)
+    await waitFor(() => e.engine.channels.size === 0, 'e.engine.channels.size === 0')
   })
 
   it('a writer held back by backpressure is not dropped as silent (idle_timeout_ms), however long the reader takes to connect', async () => {
@@ -281,10 +282,10 @@ describe('backpressure (§9)', () => {
     const writer = await open(e.url, refs.writer)
     const items = binaryItems(128, 64 * 1024)
     for (const item of items) writer.send(item)
-    await eventually(() => writer.ws.bufferedAmount > 0, 10_000)
+    await waitFor(() => writer.ws.bufferedAmount > 0, 'writer.ws.bufferedAmount > 0', 10_000)
     // Eight keepalive sweeps, well past idle_timeout_ms, while the engine does not read the writer.
     const pingsBefore = writer.pings
-    await eventually(() => writer.pings >= pingsBefore + 8, 10_000)
+    await waitFor(() => writer.pings >= pingsBefore + 8, 'writer.pings >= pingsBefore + 8', 10_000)
     assert.ok(writer.isOpen)
     const reader = await open(e.url, refs.reader)
     writer.ws.close(1000)
@@ -316,7 +317,7 @@ describe('frame size limits (§2, §9)', () => {
     assert.equal((await reader.closed).code, 1011)
     assert.equal((await writer.closed).code, 1009)
     assert.deepEqual(reader.items, [Buffer.alloc(1024)])
-    await eventually(() => e.engine.channels.size === 0)
+    await waitFor(() => e.engine.channels.size === 0, 'e.engine.channels.size === 0')
   })
 })
 

@@ -14,6 +14,7 @@ import { after, before, describe, it } from 'node:test'
 import { registerWorker, type SvcClient } from 'svc-sdk'
 import { cliEnv, runSvc, type Finished } from './support/cli.ts'
 import { SVC_BIN } from './support/processes.ts'
+import { waitFor } from './support/wait.ts'
 
 const scratch = mkdtempSync(join(tmpdir(), 'svc-cli-projects-'))
 // A registry of running engines of this test alone.
@@ -55,11 +56,10 @@ async function serve(url: string, project: string): Promise<void> {
   client.registerFunction('p::fail', () => {
     throw new Error('the ledger is closed')
   })
-  for (;;) {
+  await waitFor(async () => {
     const { functions } = (await client.trigger({ function_id: 'engine::functions::list', payload: {} })) as { functions: Array<{ function_id: string }> }
-    if (functions.some((f) => f.function_id === 'p::fail')) return
-    await new Promise((resolve) => setTimeout(resolve, 20))
-  }
+    return functions.some((f) => f.function_id === 'p::fail')
+  }, 'p::fail registered')
 }
 
 let a = ''
@@ -220,12 +220,16 @@ describe('svc worker add console while svc runs (issue 11)', () => {
     const config = join(dir, 'config.yaml')
     writeFileSync(config, readFileSync(config, 'utf8').replace(/- name: console\n/, '- name: console\n    config: { port: 0 }\n'))
     let status = ''
-    for (let i = 0; i < 100 && status !== 'running'; i++) {
-      await new Promise((resolve) => setTimeout(resolve, 200))
-      const list = await svc(['worker', 'list', '--json'], dir)
-      status = (JSON.parse(list.stdout) as { workers: Array<{ name: string; status: string }> }).workers.find((w) => w.name === 'console')?.status ?? ''
-    }
-    assert.equal(status, 'running')
+    await waitFor(
+      async () => {
+        const list = await svc(['worker', 'list', '--json'], dir)
+        status = (JSON.parse(list.stdout) as { workers: Array<{ name: string; status: string }> }).workers.find((w) => w.name === 'console')?.status ?? ''
+        return status === 'running'
+      },
+      () => `the console worker running (last status: ${status})`,
+      20_000,
+      200,
+    )
     child.kill('SIGTERM')
     assert.equal(await exited, 0)
   })

@@ -15,7 +15,7 @@ import { registerWorker, type SvcClient } from 'svc-sdk'
 import { flushOtel, getLogger } from 'svc-sdk/telemetry'
 import { cliEnv, runSvc } from './support/cli.ts'
 import { startTestEngine, type TestEngine } from './support/engine.ts'
-import { eventually } from './support/raw-worker.ts'
+import { waitFor } from './support/wait.ts'
 
 interface Listed {
   traces: Array<{ trace_id: string; name: string; status: string; duration_ms: number; span_count: number }>
@@ -55,7 +55,7 @@ describe('svc traces and svc logs --trace', () => {
       await new Promise((resolve) => setTimeout(resolve, 2000))
       return { slow: true }
     })
-    await eventually(async () => ((await client.trigger({ function_id: 'engine::functions::list', payload: {} })) as { functions: Array<{ function_id: string }> }).functions.some((f) => f.function_id === 'shop::slow'))
+    await waitFor(async () => ((await client.trigger({ function_id: 'engine::functions::list', payload: {} })) as { functions: Array<{ function_id: string }> }).functions.some((f) => f.function_id === 'shop::slow'), 'the condition')
     await client.trigger({ function_id: 'shop::checkout', payload: { order: 'o-1' } })
     await assert.rejects(client.trigger({ function_id: 'shop::checkout', payload: { order: 'o-2', fail: true } }))
     await client.trigger({ function_id: 'shop::slow', payload: {} })
@@ -70,7 +70,7 @@ describe('svc traces and svc logs --trace', () => {
 
   it('lists recent traces newest first, as a table and as JSON', async () => {
     let all!: Listed
-    await eventually(async () => (all = await listed()).traces.filter((tr) => tr.name.startsWith('execute shop::')).length >= 3, 15_000)
+    await waitFor(async () => (all = await listed()).traces.filter((tr) => tr.name.startsWith('execute shop::')).length >= 3, "(all = await listed()).traces.filter((tr) => tr.name.startsWith('execute shop::')).length >= 3", 15_000)
     const names = all.traces.map((tr) => tr.name).filter((n) => n.startsWith('execute shop::'))
     assert.deepEqual(names.slice(0, 3), ['execute shop::slow', 'execute shop::checkout', 'execute shop::checkout'])
     const table = await svc('traces')
@@ -99,11 +99,11 @@ describe('svc traces and svc logs --trace', () => {
   it('draws a trace as a waterfall: the nested call indented, its error message under it', async () => {
     const [failed] = (await listed('--status', 'error')).traces
     let out = ''
-    await eventually(async () => {
+    await waitFor(async () => {
       const r = await svc('traces', failed!.trace_id)
       out = r.stdout
       return r.code === 0 && /card declined/.test(out)
-    }, 15_000)
+    }, 'the condition', 15_000)
     const lines = out.trimEnd().split('\n')
     assert.match(lines[0]!, new RegExp(`^Trace ${failed!.trace_id} +\\d+ms +\\d+ spans, \\d+ failed`))
     const root = lines.findIndex((l) => l.startsWith('execute shop::checkout'))
@@ -144,11 +144,11 @@ describe('svc traces and svc logs --trace', () => {
     ]
     ws.send(Buffer.concat([Buffer.from('OTLP'), Buffer.from(JSON.stringify({ resourceSpans: [{ resource: { attributes: [{ key: 'service.name', value: { stringValue: 'evil' } }] }, scopeSpans: [{ spans }] }] }))]))
     let out = ''
-    await eventually(async () => {
+    await waitFor(async () => {
       const r = await svc('traces', traceId)
       out = r.stdout
       return r.code === 0 && out.includes('forged')
-    }, 15_000)
+    }, 'the condition', 15_000)
     ws.close()
     assert.ok(!UNSAFE.test(out), JSON.stringify(out))
     assert.match(out, /evil\\x1b\]52;c;aGk=\\x07\\x1b\[2J/)

@@ -14,7 +14,7 @@ import { after, before, describe, it } from 'node:test'
 import { registerWorker, type SvcClient } from 'svc-sdk'
 import { cliEnv, runSvc, type Finished } from './support/cli.ts'
 import { startEngineProcess } from './support/processes.ts'
-import { eventually } from './support/raw-worker.ts'
+import { waitFor } from './support/wait.ts'
 
 const SVC_BIN = fileURLToPath(new URL('../bin/run.js', import.meta.url))
 
@@ -57,13 +57,12 @@ async function closedPort(): Promise<number> {
 
 /** Waits until `ids` are all listed by the engine (registrations are asynchronous). */
 async function registered(client: SvcClient, ids: string[]): Promise<void> {
-  for (;;) {
+  await waitFor(async () => {
     const { functions } = (await client.trigger({ function_id: 'engine::functions::list', payload: {} })) as {
       functions: Array<{ function_id: string }>
     }
-    if (ids.every((id) => functions.some((f) => f.function_id === id))) return
-    await new Promise((resolve) => setTimeout(resolve, 20))
-  }
+    return ids.every((id) => functions.some((f) => f.function_id === id))
+  }, `${ids.join(', ')} registered`)
 }
 
 before(async () => {
@@ -126,7 +125,7 @@ describe('svc trigger and Ctrl-C (issue 21)', () => {
     assert.match(result.stderr, /Cancelling test::cancellable: sent cancel to the engine/)
     assert.match(result.stderr, /Cancelled test::cancellable/)
     assert.equal(result.stdout, '')
-    await eventually(() => cancellable.reason !== undefined)
+    await waitFor(() => cancellable.reason !== undefined, 'cancellable.reason !== undefined')
     assert.equal((cancellable.reason as { code?: string }).code, 'cancelled')
     assert.match((cancellable.reason as { message: string }).message, /interrupted \(Ctrl-C\)/)
   })
@@ -257,11 +256,10 @@ describe('svc trigger (cli.md §4.6)', () => {
     assert.match(receipt, /^[0-9a-f-]{36}$/)
     const second = await trigger('test::sink', 'n=2', '--enqueue', 'cli-jobs', '--idempotency-key', 'cli-k1')
     assert.deepEqual(JSON.parse(second.stdout), { messageReceiptId: receipt })
-    for (;;) {
+    await waitFor(async () => {
       const stats = (await worker!.trigger({ function_id: 'engine::queue::topic_stats', payload: { topic: 'cli-jobs' } })) as { delivered: number; depth: number }
-      if (stats.delivered === 1 && stats.depth === 0) break
-      await new Promise((resolve) => setTimeout(resolve, 20))
-    }
+      return stats.delivered === 1 && stats.depth === 0
+    }, 'one delivery of the enqueued message, nothing waiting')
     const bad = await trigger('test::sink', '--delay-ms', '5')
     assert.equal(bad.code, 2)
   })

@@ -12,7 +12,7 @@ import { createInterface } from 'node:readline'
 import { after, describe, it } from 'node:test'
 import { cliEnv } from './support/cli.ts'
 import { startEngineProcess, SVC_BIN, tempProject, type RunningEngine } from './support/processes.ts'
-import { eventually } from './support/raw-worker.ts'
+import { waitFor } from './support/wait.ts'
 
 const NS = 'console-otter'
 
@@ -44,18 +44,18 @@ describe('compose: builtin://console', () => {
     daemon.stderr!.on('data', (d) => (stderr += String(d)))
 
     const printed = () => events.find((e) => e.event === 'log' && /console: svc console → /.test(String(e.message)))
-    await eventually(() => printed() !== undefined, 60_000).catch(() => assert.fail(`no console address:\n${JSON.stringify(events)}\n${stderr}`))
+    await waitFor(() => printed() !== undefined, 'printed() !== undefined', 60_000).catch(() => assert.fail(`no console address:\n${JSON.stringify(events)}\n${stderr}`))
     const token = /\?token=([A-Za-z0-9_-]+)/.exec(printed()!.message)![1]!
     assert.match(token, /^[A-Za-z0-9_-]{32}$/)
 
     // The console's own line names its real port and where its token came from.
     const logFile = join(dir, '.svc', 'logs', NS, 'console.log')
     let url = ''
-    await eventually(() => {
+    await waitFor(() => {
       const match = existsSync(logFile) ? /svc console → (http:\/\/\S+) \(access token from SVC_CONSOLE_TOKEN\)/.exec(readFileSync(logFile, 'utf8')) : null
       if (match) url = match[1]!
       return match !== null
-    }, 20_000)
+    }, 'the condition', 20_000)
     assert.ok(!readFileSync(logFile, 'utf8').includes(token), 'the token is not in the container log')
     assert.equal((await fetch(`${url}/api/info`)).status, 401)
     assert.equal((await fetch(`${url}/api/info`, { headers: { authorization: `Bearer ${token}` } })).status, 200)

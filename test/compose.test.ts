@@ -12,6 +12,7 @@ import { after, before, describe, it } from 'node:test'
 import { registerWorker, type SvcClient } from 'svc-sdk'
 import { ROOT, startEngineProcess, SVC_BIN, tempProject, type RunningEngine } from './support/processes.ts'
 import { cliEnv, runSvc, type Finished } from './support/cli.ts'
+import { waitFor } from './support/wait.ts'
 
 const SDK = join(ROOT, 'packages', 'sdk', 'dist', 'index.js')
 const NS = 'e2e-otter'
@@ -68,17 +69,12 @@ function spawnDaemon(args: string[]): Daemon {
 
 /** Waits for an event matching `match`, or for the process to exit (then rejects with its output). */
 async function waitForEvent(daemon: Daemon, match: (e: Record<string, unknown>) => boolean, timeoutMs = 60_000): Promise<Record<string, unknown>> {
-  const deadline = Date.now() + timeoutMs
   let exited = false
   void daemon.exited.then(() => (exited = true))
-  for (;;) {
-    const found = daemon.events.find(match)
-    if (found) return found
-    if (exited || Date.now() > deadline) {
-      throw new Error(`no such event (exited: ${exited}):\n${JSON.stringify(daemon.events, null, 1)}\n${daemon.stderr.join('')}`)
-    }
-    await new Promise((r) => setTimeout(r, 50))
-  }
+  const story = () => `an event (exited: ${exited}):\n${JSON.stringify(daemon.events, null, 1)}\n${daemon.stderr.join('')}`
+  const found = await waitFor(() => daemon.events.find(match) ?? (exited && ('exited' as const)), story, timeoutMs, 50)
+  if (found === 'exited') throw new Error(`no such event: ${story()}`)
+  return found
 }
 
 /** Calls a function in the test namespace and returns its result, or `{error}` when it failed. */
@@ -107,11 +103,7 @@ function alive(pid: number): boolean {
 }
 
 async function waitUntil(predicate: () => boolean | Promise<boolean>, what: string, timeoutMs = 20_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs
-  while (!(await predicate())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting until ${what}`)
-    await new Promise((r) => setTimeout(r, 100))
-  }
+  await waitFor(predicate, what, timeoutMs, 100)
 }
 
 /** Runs `svc <args>` to completion in the project directory. */

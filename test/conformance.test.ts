@@ -18,7 +18,7 @@ import { ChannelSocket } from './support/channel-client.ts'
 import { ROOT, startEngineProcess, tempProject, type RunningEngine } from './support/processes.ts'
 import { svcPython } from './support/python.ts'
 import { rustConformanceWorker } from './support/rust.ts'
-import { eventually } from './support/raw-worker.ts'
+import { waitFor } from './support/wait.ts'
 
 interface Sdk {
   name: string
@@ -121,7 +121,7 @@ describe('conformance of every SDK against one engine', () => {
 
   async function allRegistered(): Promise<void> {
     for (const w of workers.values()) {
-      await eventually(async () => JSON.stringify(await listed(w.sdk.prefix)) === JSON.stringify(functionsOf(w)), 30_000)
+      await waitFor(async () => JSON.stringify(await listed(w.sdk.prefix)) === JSON.stringify(functionsOf(w)), 'JSON.stringify(await listed(w.sdk.prefix)) === JSON.stringify(functionsOf(w))', 30_000)
     }
   }
 
@@ -154,7 +154,7 @@ describe('conformance of every SDK against one engine', () => {
         const enqueued = await call(`${P}::call`, { function_id: `${P}::note`, payload: { via: 'enqueue' }, action: { type: 'enqueue', queue: 'jobs' } })
         assert.equal(enqueued.ok, true, JSON.stringify(enqueued))
         assert.match(enqueued.result.messageReceiptId, /^[0-9a-f-]{36}$/)
-        await eventually(async () => (await call(`${P}::events`, {})).notes.length === 2, 10_000)
+        await waitFor(async () => (await call(`${P}::events`, {})).notes.length === 2, '(await call(`${P}::events`, {})).notes.length === 2', 10_000)
         assert.deepEqual(((await call(`${P}::events`, {})).notes as unknown[]).map((n) => JSON.stringify(n)).sort(), ['{"via":"enqueue"}', '{"via":"void"}'])
       })
 
@@ -175,14 +175,14 @@ describe('conformance of every SDK against one engine', () => {
       it('shares calls between two replicas', async () => {
         const b = await launch(sdk, 'b', engine.engineUrl)
         try {
-          await eventually(async () => (await call('engine::functions::info', { function_id: `${P}::whoami` })).replica_count === 2, 20_000)
+          await waitFor(async () => (await call('engine::functions::info', { function_id: `${P}::whoami` })).replica_count === 2, "(await call('engine::functions::info', { function_id: `${P}::whoami` })).replica_count === 2", 20_000)
           const seen = new Set<string>()
           for (let i = 0; i < 40 && seen.size < 2; i++) seen.add((await call(`${P}::whoami`, {})).worker)
           assert.deepEqual([...seen].sort(), ['a', 'b'])
         } finally {
           await stopWorker(b)
         }
-        await eventually(async () => (await call('engine::functions::info', { function_id: `${P}::whoami` })).replica_count === 1, 20_000)
+        await waitFor(async () => (await call('engine::functions::info', { function_id: `${P}::whoami` })).replica_count === 1, "(await call('engine::functions::info', { function_id: `${P}::whoami` })).replica_count === 1", 20_000)
       })
 
       it('serves HTTP GET and POST with path and query params', async () => {
@@ -201,7 +201,7 @@ describe('conformance of every SDK against one engine', () => {
         const updated = await call(`${P}::call`, { function_id: 'state::update', payload: { scope: P, key: 'k1', ops: [{ type: 'increment', path: 'n', by: 2 }] } })
         assert.equal(updated.ok, true, JSON.stringify(updated))
         assert.deepEqual(updated.result.new_value, { n: 3 })
-        await eventually(async () => (await call(`${P}::events`, {})).state.length >= 2, 10_000)
+        await waitFor(async () => (await call(`${P}::events`, {})).state.length >= 2, '(await call(`${P}::events`, {})).state.length >= 2', 10_000)
         const state = (await call(`${P}::events`, {})).state as Array<{ event_type: string; key: string; new_value: unknown }>
         assert.deepEqual(state.map((e) => [e.event_type, e.key, e.new_value]), [['state:created', 'k1', { n: 1 }], ['state:updated', 'k1', { n: 3 }]])
       })
@@ -214,11 +214,11 @@ describe('conformance of every SDK against one engine', () => {
     it(`fires a ${provider.name} worker's trigger type into a ${consumer.name} worker's function`, async () => {
       const tag = `${consumer.name}->${provider.name}`
       const { id } = await call(`${consumer.prefix}::bind`, { trigger_type: `${provider.prefix}-ticker`, config: { tag }, metadata: { pair: tag } })
-      await eventually(async () => (await call(`${provider.prefix}::bindings`, {})).bindings.some((b: { id: string }) => b.id === id), 10_000)
+      await waitFor(async () => (await call(`${provider.prefix}::bindings`, {})).bindings.some((b: { id: string }) => b.id === id), '(await call(`${provider.prefix}::bindings`, {})).bindings.some((b: { id: string }) => b.id === id)', 10_000)
       const binding = (await call(`${provider.prefix}::bindings`, {})).bindings.find((b: { id: string }) => b.id === id)
       assert.deepEqual(binding, { id, function_id: `${consumer.prefix}::on-tick`, config: { tag }, metadata: { pair: tag } })
       assert.ok((await call(`${provider.prefix}::fire`, { payload: { tick: tag } })).fired >= 1)
-      await eventually(async () => (await call(`${consumer.prefix}::events`, {})).ticks.some((t: { payload: { tick: string } }) => t.payload.tick === tag), 10_000)
+      await waitFor(async () => (await call(`${consumer.prefix}::events`, {})).ticks.some((t: { payload: { tick: string } }) => t.payload.tick === tag), 'the condition', 10_000)
       const tick = (await call(`${consumer.prefix}::events`, {})).ticks.find((t: { payload: { tick: string } }) => t.payload.tick === tag)
       assert.deepEqual(tick, { payload: { tick: tag }, metadata: { pair: tag } })
     })
@@ -277,16 +277,16 @@ describe('conformance of every SDK against one engine', () => {
     for (const sdk of SDKS) {
       assert.deepEqual(await call(`${sdk.prefix}::echo`, 'again'), { data: 'again', metadata: null })
       // Its triggers came back with it: the HTTP route and the state trigger.
-      await eventually(async () => (await fetch(`${engine.httpUrl}/conf/${sdk.name}/items/7`)).status === 200, 20_000)
+      await waitFor(async () => (await fetch(`${engine.httpUrl}/conf/${sdk.name}/items/7`)).status === 200, '(await fetch(`${engine.httpUrl}/conf/${sdk.name}/items/7`)).status === 200', 20_000)
       assert.equal((await call(`${sdk.prefix}::call`, { function_id: 'state::set', payload: { scope: sdk.prefix, key: 'after-restart', value: 1 } })).ok, true)
-      await eventually(async () => (await call(`${sdk.prefix}::events`, {})).state.some((e: { key: string }) => e.key === 'after-restart'), 10_000)
+      await waitFor(async () => (await call(`${sdk.prefix}::events`, {})).state.some((e: { key: string }) => e.key === 'after-restart'), "(await call(`${sdk.prefix}::events`, {})).state.some((e: { key: string }) => e.key === 'after-restart')", 10_000)
     }
     // And the bindings to other workers' trigger types.
     for (const [consumer, provider] of pairs) {
       const tag = `${consumer.name}->${provider.name}`
-      await eventually(async () => (await call(`${provider.prefix}::bindings`, {})).bindings.some((b: { config: { tag?: string } }) => b.config.tag === tag), 20_000)
+      await waitFor(async () => (await call(`${provider.prefix}::bindings`, {})).bindings.some((b: { config: { tag?: string } }) => b.config.tag === tag), 'the condition', 20_000)
       await call(`${provider.prefix}::fire`, { payload: { tick: `${tag} again` } })
-      await eventually(async () => (await call(`${consumer.prefix}::events`, {})).ticks.some((t: { payload: { tick: string } }) => t.payload.tick === `${tag} again`), 10_000)
+      await waitFor(async () => (await call(`${consumer.prefix}::events`, {})).ticks.some((t: { payload: { tick: string } }) => t.payload.tick === `${tag} again`), 'the condition', 10_000)
     }
   })
 })

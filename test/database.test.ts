@@ -12,6 +12,7 @@ import { registerWorker, type SvcClient } from 'svc-sdk'
 import { startEngineProcess, tempProject, type RunningEngine } from './support/processes.ts'
 import { startTestMysql, type TestMysql } from './support/mysql.ts'
 import { startTestPostgres, type TestPostgres } from './support/postgres.ts'
+import { waitFor } from './support/wait.ts'
 
 let pg: TestPostgres
 let my: TestMysql
@@ -64,13 +65,10 @@ describe('database worker in svc (builtins.md §10)', () => {
   it('adds a MySQL database while running, through configuration::set', async () => {
     const { value } = await call<{ value: { databases: Record<string, unknown> } }>('configuration::get', { id: 'database', raw: true })
     await call('configuration::set', { id: 'database', value: { databases: { ...value.databases, shop: { url: my.url } } } })
-    const deadline = Date.now() + 5000
-    for (;;) {
+    await waitFor(async () => {
       const { databases } = await call<{ databases: Array<{ name: string }> }>('database::list_databases', {})
-      if (databases.some((d) => d.name === 'shop')) break
-      assert.ok(Date.now() < deadline, 'shop appears')
-      await new Promise((resolve) => setTimeout(resolve, 50))
-    }
+      return databases.some((d) => d.name === 'shop')
+    }, 'shop listed')
     const result = await call<{ committed: boolean; results: Array<{ rows: unknown[] }> }>('database::transaction', {
       db: 'shop',
       statements: [{ sql: 'CREATE TEMPORARY TABLE cart (item VARCHAR(20))' }, { sql: 'INSERT INTO cart VALUES (?)', params: ['tea'] }, { sql: 'SELECT item FROM cart' }],

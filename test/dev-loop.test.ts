@@ -85,13 +85,15 @@ function trigger(...args: string[]): Promise<TriggerResult> {
 /** Calls until the answer is `expected` (a restarted worker registers its function a moment after it announces). */
 async function answers(expected: string, ...args: string[]): Promise<void> {
   let last: TriggerResult | undefined
-  const deadline = Date.now() + 30_000
-  while (Date.now() < deadline) {
-    last = await trigger(...args)
-    if (last.code === 0 && last.json.result?.message === expected) return
-    await new Promise((resolve) => setTimeout(resolve, 200))
-  }
-  assert.fail(`svc trigger ${args.join(' ')} never answered '${expected}'; last: ${JSON.stringify(last)}\n${engine?.output.join('\n')}`)
+  await waitFor(
+    async () => {
+      last = await trigger(...args)
+      return last.code === 0 && last.json.result?.message === expected
+    },
+    () => `svc trigger ${args.join(' ')} to answer '${expected}'; last: ${JSON.stringify(last)}\n${engine?.output.join('\n')}`,
+    30_000,
+    200,
+  )
 }
 
 function alive(pid: number): boolean {
@@ -220,11 +222,7 @@ describe('the development loop (cli.md §5, §6)', () => {
       const result = await trigger('configuration::get', 'id=svc-http')
       return (result.json.result as unknown as { value: Record<string, unknown> } | undefined)?.value
     }
-    const deadline = Date.now() + 20_000
-    while ((await read())?.max_body_bytes !== 64) {
-      if (Date.now() > deadline) assert.fail(`config/svc-http.yaml never got max_body_bytes 64\n${engine?.output.join('\n')}`)
-      await new Promise((resolve) => setTimeout(resolve, 200))
-    }
+    await waitFor(async () => (await read())?.max_body_bytes === 64, () => `config/svc-http.yaml to get max_body_bytes 64\n${engine?.output.join('\n')}`, 20_000, 200)
     assert.match(readFileSync(join(dir, 'config', 'svc-http.yaml'), 'utf8'), /max_body_bytes: 64/)
     writeFileSync(config, original)
   })

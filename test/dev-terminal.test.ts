@@ -10,6 +10,7 @@ import { join } from 'node:path'
 import { after, describe, it } from 'node:test'
 import { cliEnv, runSvc } from './support/cli.ts'
 import { SVC_BIN, tempProject } from './support/processes.ts'
+import { quietPeriod, waitForMatch } from './support/wait.ts'
 
 const SOCKET = `svc-devterm-${process.pid}`
 const tmux = (...args: string[]) => execFileSync('tmux', ['-L', SOCKET, ...args], { encoding: 'utf8' })
@@ -47,22 +48,14 @@ async function startPiped(cwd: string, args: string[], env: NodeJS.ProcessEnv = 
   let text = ''
   child.stdout.on('data', (d) => (text += d))
   child.stderr.on('data', (d) => (text += d))
-  const deadline = Date.now() + 30_000
-  while (!/^ {2}http {6}(\S+)$/m.test(text)) {
-    if (Date.now() > deadline || child.exitCode !== null) assert.fail(`no banner:\n${text}`)
-    await new Promise((resolve) => setTimeout(resolve, 50))
-  }
+  await waitForMatch(() => text, /^ {2}http {6}(\S+)$/m, 'the banner', { stopIf: () => child.exitCode !== null && `svc exited with code ${child.exitCode}` })
   return {
     child,
     output: () => text,
     engineUrl: /^ {2}engine {4}(\S+)$/m.exec(text)![1]!,
     httpUrl: /^ {2}http {6}(\S+)$/m.exec(text)![1]!,
     async waitFor(pattern: RegExp, what: string) {
-      const until = Date.now() + 20_000
-      while (!pattern.test(text)) {
-        if (Date.now() > until) assert.fail(`timed out waiting for ${what}:\n${text}`)
-        await new Promise((resolve) => setTimeout(resolve, 50))
-      }
+      await waitForMatch(() => text, pattern, what, { timeoutMs: 20_000 })
     },
     async stop() {
       child.kill('SIGTERM')
@@ -91,7 +84,7 @@ describe('svc terminal output (issue 11)', () => {
     const quiet = await startPiped(dir, [])
     await quiet.waitFor(/greeter running/, 'the worker to run')
     await runSvc(['trigger', 'greet::hello', '--engine', quiet.engineUrl], { cwd: dir })
-    await new Promise((resolve) => setTimeout(resolve, 300))
+    await quietPeriod(300, 'no invocation line printed at log level info')
     assert.doesNotMatch(quiet.output(), /invoke greet::hello/)
     await quiet.stop()
     const verbose = await startPiped(dir, ['--verbose'])
@@ -105,13 +98,8 @@ describe('svc terminal output (issue 11)', () => {
     const dir = await greeterProject()
     const run = async (name: string, prefix: string, flags = '') => {
       tmux('new-session', '-d', '-s', name, '-x', '200', '-y', '50', '-c', dir, `env -u CI ${prefix} ${process.execPath} ${SVC_BIN} ${flags}; sleep 60`)
-      const deadline = Date.now() + 30_000
       let screen = ''
-      while (Date.now() < deadline) {
-        screen = tmux('capture-pane', '-e', '-p', '-t', name)
-        if (screen.includes('greeter up')) break
-        await new Promise((resolve) => setTimeout(resolve, 100))
-      }
+      await waitForMatch(() => (screen = tmux('capture-pane', '-e', '-p', '-t', name)), /greeter up/, `'greeter up' on the ${name} screen`)
       tmux('send-keys', '-t', name, 'C-c')
       return screen
     }
@@ -148,18 +136,14 @@ describe('svc logs and svc worker restart (issue 11)', () => {
       child.stderr.on('data', (d) => (text += d))
       return { child, text: () => text }
     })
-    await new Promise((resolve) => setTimeout(resolve, 1500))
+    await quietPeriod(1500, 'svc logs -f attaches and prints no line from before it started (it prints nothing to wait for)')
     for (const f of followers) assert.doesNotMatch(f.text(), /greeter up/)
 
     const restarted = await runSvc(['worker', 'restart', 'greeter'], { cwd: dir, env })
     assert.equal(restarted.code, 0, restarted.stdout + restarted.stderr)
     assert.match(restarted.stdout, /^Restarted greeter \(pid \d+\)$/m)
     for (const f of followers) {
-      const deadline = Date.now() + 10_000
-      while (!/greeter INFO greeter up/.test(f.text())) {
-        if (Date.now() > deadline) assert.fail(`svc logs -f did not show the new line:\n${f.text()}\nsvc:\n${svc.output()}`)
-        await new Promise((resolve) => setTimeout(resolve, 100))
-      }
+      await waitForMatch(f.text, /greeter INFO greeter up/, `the new line in svc logs -f (svc printed:\n${svc.output()})`, { timeoutMs: 10_000 })
       f.child.kill('SIGINT')
       await new Promise((resolve) => f.child.once('exit', resolve))
     }

@@ -9,8 +9,9 @@ import type { AddressInfo } from 'node:net'
 import { after, describe, it } from 'node:test'
 import WebSocket from 'ws'
 import { startTestEngine, type TestEngine } from './support/engine.ts'
-import { RawWorker, eventually } from './support/raw-worker.ts'
+import { RawWorker } from './support/raw-worker.ts'
 import type { BuiltinWorker } from '../runtime/engine/types.ts'
+import { waitFor } from './support/wait.ts'
 
 const engines: TestEngine[] = []
 const workers: RawWorker[] = []
@@ -31,16 +32,18 @@ describe('listener limits', () => {
     const silent = new WebSocket(e.url, { autoPong: false })
     await new Promise((resolve) => silent.once('message', resolve))
     silent.send(JSON.stringify({ type: 'registerfunction', id: 'silent::fn' }))
-    await eventually(() => e.engine.functions.get('default', 'silent::fn') !== undefined)
+    await waitFor(() => e.engine.functions.get('default', 'silent::fn') !== undefined, "e.engine.functions.get('default', 'silent::fn') !== undefined")
     const closed = await new Promise<number>((resolve) => silent.once('close', (code) => resolve(code)))
     assert.equal(closed, 1006)
-    await eventually(() => e.engine.functions.get('default', 'silent::fn') === undefined)
+    await waitFor(() => e.engine.functions.get('default', 'silent::fn') === undefined, "e.engine.functions.get('default', 'silent::fn') === undefined")
 
-    // A client that answers pings stays connected.
-    const lively = await RawWorker.connect(e.url)
-    workers.push(lively)
-    await new Promise((r) => setTimeout(r, 400))
-    assert.equal(lively.isOpen, true)
+    // A client that answers pings stays connected, well past the idle timeout (eight pings 50 ms apart).
+    const lively = new WebSocket(e.url)
+    let pings = 0
+    lively.on('ping', () => pings++)
+    await waitFor(() => pings >= 8 || lively.readyState === WebSocket.CLOSED, 'eight pings')
+    assert.equal(lively.readyState, WebSocket.OPEN)
+    lively.close()
   })
 
   it('closes with 1009 a connection that sends a frame over max_message_bytes', async () => {
@@ -65,7 +68,7 @@ describe('listener limits', () => {
     const w = await RawWorker.connect(e.url)
     workers.push(w)
     for (let i = 0; i < 10000; i++) w.send({ type: 'registerfunction', id: `bulk::f${i}` })
-    await eventually(() => e.engine.functions.get('default', 'bulk::f9999') !== undefined, 10000)
+    await waitFor(() => e.engine.functions.get('default', 'bulk::f9999') !== undefined, "e.engine.functions.get('default', 'bulk::f9999') !== undefined", 10000)
     assert.equal(e.engine.functions.get('default', 'bulk::f0')?.replicas.length, 1)
   })
 })
@@ -84,13 +87,13 @@ describe('frames waiting to be handled are bounded in bytes (max_inbound_bytes, 
     // The auth function never answers a connection that asks it to wait.
     gate.serve('gate::auth', (input: { headers: Record<string, string> }) => (input.headers['x-wait'] ? (stalled++, new Promise(() => {})) : {}))
     gate.serve('health::echo', (data: unknown) => data)
-    await eventually(() => e.engine.functions.get('default', 'health::echo') !== undefined && e.engine.functions.get('default', 'gate::auth') !== undefined)
+    await waitFor(() => e.engine.functions.get('default', 'health::echo') !== undefined && e.engine.functions.get('default', 'gate::auth') !== undefined, 'the condition')
 
     const flood = new WebSocket(e.urls[1]!, { headers: { 'x-wait': '1' } })
     const closed = new Promise<{ code: number; reason: string }>((resolve) => flood.once('close', (code, reason) => resolve({ code, reason: reason.toString() })))
     flood.on('error', () => {})
     await new Promise((resolve) => flood.once('open', resolve))
-    await eventually(() => stalled === 1)
+    await waitFor(() => stalled === 1, 'stalled === 1')
     // 40 calls of 16 KiB: 640 KiB, far below the 10,000-frame cap, well over the byte bound.
     const payload = 'p'.repeat(16 * 1024)
     for (let i = 0; i < 40 && flood.readyState === WebSocket.OPEN; i++) {
@@ -111,7 +114,7 @@ describe('frames waiting to be handled are bounded in bytes (max_inbound_bytes, 
     workers.push(w)
     // 8 × 48 KiB: the sixth frame takes the held bytes over 256 KiB.
     for (let i = 0; i < 8; i++) w.send({ type: 'registerfunction', id: `heavy::f${i}`, description: 'd'.repeat(48 * 1024) })
-    await eventually(() => e.engine.functions.get('default', 'heavy::f7') !== undefined, 10000)
+    await waitFor(() => e.engine.functions.get('default', 'heavy::f7') !== undefined, "e.engine.functions.get('default', 'heavy::f7') !== undefined", 10000)
     assert.equal(e.engine.functions.get('default', 'heavy::f0')?.replicas.length, 1)
     assert.equal(w.isOpen, true)
   })
@@ -143,7 +146,7 @@ describe('frames the engine would send over max_message_bytes (issue 16 item 7)'
     const { e, big, small } = await twoListeners()
     const callee = await connect(big)
     callee.serve('big::result', (n: number) => 'x'.repeat(n))
-    await eventually(() => e.engine.functions.get('default', 'big::result') !== undefined)
+    await waitFor(() => e.engine.functions.get('default', 'big::result') !== undefined, "e.engine.functions.get('default', 'big::result') !== undefined")
     const caller = await connect(small)
     const fits = await caller.call('big::result', SMALL - 200)
     assert.equal(fits.result.length, SMALL - 200)
@@ -166,7 +169,7 @@ describe('frames the engine would send over max_message_bytes (issue 16 item 7)'
     const owner = await connect(e.urls[0]!)
     for (let i = 0; i < 40; i++) owner.send({ type: 'registerfunction', id: `many::f${i}`, description: 'd'.repeat(200) })
     owner.send({ type: 'registerfunction', id: 'remote::large', invocation: { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/` } })
-    await eventually(() => e.engine.functions.get('default', 'remote::large') !== undefined && e.engine.functions.get('default', 'many::f39') !== undefined)
+    await waitFor(() => e.engine.functions.get('default', 'remote::large') !== undefined && e.engine.functions.get('default', 'many::f39') !== undefined, 'the condition')
     const caller = await connect(e.urls[1]!)
     const listed = await caller.call('engine::functions::list', {})
     assert.equal(listed.error.code, 'RESULT_TOO_LARGE')
@@ -201,7 +204,7 @@ describe('frames the engine would send over max_message_bytes (issue 16 item 7)'
     callee.serve('big::error', () => {
       throw Object.assign(new Error('e'.repeat(2 * SMALL)), { code: 'ORDER_TOO_BIG', retry_after_ms: 5 })
     })
-    await eventually(() => e.engine.functions.get('default', 'big::error') !== undefined)
+    await waitFor(() => e.engine.functions.get('default', 'big::error') !== undefined, "e.engine.functions.get('default', 'big::error') !== undefined")
     const caller = await connect(small)
     const answer = await caller.call('big::error', null)
     assert.equal(answer.error.code, 'ORDER_TOO_BIG')
@@ -214,7 +217,7 @@ describe('frames the engine would send over max_message_bytes (issue 16 item 7)'
     const { e, big, small } = await twoListeners()
     const callee = await connect(small)
     callee.serve('small::echo', (data) => data)
-    await eventually(() => e.engine.functions.get('default', 'small::echo') !== undefined)
+    await waitFor(() => e.engine.functions.get('default', 'small::echo') !== undefined, "e.engine.functions.get('default', 'small::echo') !== undefined")
     // From a built-in (engine-originated) and from a worker on a listener with a higher limit.
     await assert.rejects(e.engine.inject({ function_id: 'small::echo', data: 'p'.repeat(SMALL) }), (err: { code: string; message: string }) => {
       assert.equal(err.code, 'PAYLOAD_TOO_LARGE')
@@ -232,7 +235,7 @@ describe('frames the engine would send over max_message_bytes (issue 16 item 7)'
     const { e, small } = await twoListeners()
     const provider = await connect(small)
     provider.send({ type: 'registertriggertype', id: 'webhook', description: '' })
-    await eventually(() => [...e.engine.triggers.providers()].some((p) => p.typeId === 'webhook'))
+    await waitFor(() => [...e.engine.triggers.providers()].some((p) => p.typeId === 'webhook'), "[...e.engine.triggers.providers()].some((p) => p.typeId === 'webhook')")
     await assert.rejects(
       e.engine.inject({ function_id: 'engine::register_trigger', data: { trigger_type: 'webhook', function_id: 'any::fn', config: { blob: 'c'.repeat(SMALL) } } }),
       (err: { code: string; message: string }) => {
@@ -279,7 +282,7 @@ describe('HTTP-invoked functions', () => {
       id: 'remote::charge',
       invocation: { url: `${base}/charge`, method: 'POST', headers: { 'x-team': 'billing' }, auth: { type: 'hmac', secret_key: 'SVC_TEST_HMAC' } },
     })
-    await eventually(() => e.engine.functions.get('default', 'remote::charge') !== undefined)
+    await waitFor(() => e.engine.functions.get('default', 'remote::charge') !== undefined, "e.engine.functions.get('default', 'remote::charge') !== undefined")
 
     const ok = await caller.call('remote::charge', { amount: 5 }, { traceparent: '00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01' })
     assert.deepEqual(ok.result, { ok: true })
@@ -311,7 +314,7 @@ describe('HTTP-invoked functions', () => {
     workers.push(owner, caller)
     owner.send({ type: 'registerfunction', id: 'remote::plain', invocation: { url: 'http://127.0.0.1:9/x' } })
     owner.send({ type: 'registerfunction', id: 'remote::private', invocation: { url: 'https://127.0.0.1:9/x' } })
-    await eventually(() => e.engine.functions.get('default', 'remote::private') !== undefined)
+    await waitFor(() => e.engine.functions.get('default', 'remote::private') !== undefined, "e.engine.functions.get('default', 'remote::private') !== undefined")
     const plain = await caller.call('remote::plain', {})
     assert.equal(plain.error.code, 'url_validation_failed')
     assert.match(plain.error.message, /^URL http:\/\/127\.0\.0\.1:9\/x is not allowed: /)
@@ -322,7 +325,7 @@ describe('HTTP-invoked functions', () => {
     workers.push(o2)
     o2.send({ type: 'registerfunction', id: 'remote::secret', invocation: { url: 'http://127.0.0.1:9/x', auth: { type: 'bearer', token_key: 'SVC_TEST_UNSET_TOKEN' } } })
     o2.send({ type: 'registerfunction', id: 'remote::down', invocation: { url: 'http://127.0.0.1:9/x', timeout_ms: 2000 } })
-    await eventually(() => lenient.engine.functions.get('default', 'remote::down') !== undefined)
+    await waitFor(() => lenient.engine.functions.get('default', 'remote::down') !== undefined, "lenient.engine.functions.get('default', 'remote::down') !== undefined")
     const c2 = await RawWorker.connect(lenient.url)
     workers.push(c2)
     assert.deepEqual((await c2.call('remote::secret', {})).error, { code: 'secret_not_set', message: 'Environment variable SVC_TEST_UNSET_TOKEN is not set' })

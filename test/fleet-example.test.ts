@@ -16,7 +16,7 @@ import { after, before, describe, it } from 'node:test'
 import fc from 'fast-check'
 import { ConfigError, loadConfig } from '../runtime/config/index.ts'
 import { ROOT } from './support/processes.ts'
-import { eventually } from './support/raw-worker.ts'
+import { waitFor } from './support/wait.ts'
 
 const EXAMPLE = join(ROOT, 'examples', 'fleet')
 const CONFIG = join(EXAMPLE, 'config.yaml')
@@ -149,7 +149,7 @@ describe('examples/fleet: run.sh', () => {
     for (const pid of summary.pids) assert.ok(alive(pid), `process ${pid} runs while the fleet is kept`)
     run.kill('SIGINT')
     assert.equal(await exited, 130)
-    await eventually(() => summary.pids.every((pid) => !alive(pid)), 15_000)
+    await waitFor(() => summary.pids.every((pid) => !alive(pid)), 'summary.pids.every((pid) => !alive(pid))', 15_000)
     assert.equal(existsSync(summary.dir), false, 'its temporary directory is gone')
   })
 })

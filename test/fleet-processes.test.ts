@@ -13,8 +13,8 @@ import { after, before, describe, it } from 'node:test'
 import { registerWorker, type SvcClient } from 'svc-sdk'
 import { startTestNats, type TestNats } from './support/nats.ts'
 import { startEngineProcess, type RunningEngine } from './support/processes.ts'
-import { eventually } from './support/raw-worker.ts'
 import { startTestRedis, type TestRedis } from './support/redis.ts'
+import { waitFor } from './support/wait.ts'
 
 describe('a fleet of three engine processes', () => {
   let nats: TestNats
@@ -30,10 +30,10 @@ describe('a fleet of three engine processes', () => {
     return w
   }
   const listedOn = async (caller: SvcClient, functionId: string, replicas: number) =>
-    eventually(async () => {
+    waitFor(async () => {
       const list = (await caller.trigger({ function_id: 'engine::functions::list', payload: {} })) as { functions: Array<{ function_id: string; replica_count: number }> }
       return list.functions.some((f) => f.function_id === functionId && f.replica_count === replicas)
-    }, 15_000)
+    }, 'the condition', 15_000)
 
   before(async () => {
     ;[nats, redis] = await Promise.all([startTestNats(), startTestRedis()])
@@ -106,12 +106,12 @@ describe('a fleet of three engine processes', () => {
       }
       await Promise.all(inFlight)
     })()
-    await eventually(() => outcomes.includes('moved') && outcomes.includes('e2'), 15_000)
+    await waitFor(() => outcomes.includes('moved') && outcomes.includes('e2'), "outcomes.includes('moved') && outcomes.includes('e2')", 15_000)
     const killedAt = performance.now()
     await engines[2]!.kill9()
     const before = outcomes.length
     // Calls keep being answered once the fleet dropped e3; the moved worker serves again from e2.
-    await eventually(() => outcomes.slice(before).filter((o) => o === 'e2').length >= 200 && outcomes.slice(before).includes('moved'), 30_000)
+    await waitFor(() => outcomes.slice(before).filter((o) => o === 'e2').length >= 200 && outcomes.slice(before).includes('moved'), "outcomes.slice(before).filter((o) => o === 'e2').length >= 200 && outcomes.slice(before).includes('moved')", 30_000)
     stop = true
     await load
     const errors = outcomes.filter((o) => o.startsWith('error:'))

@@ -14,8 +14,8 @@ import { flushOtel } from 'svc-sdk/telemetry'
 import { FLEET_DEFAULTS, type FleetConfig } from '../runtime/engine/config.ts'
 import { startTestEngine, type TestEngine } from './support/engine.ts'
 import { startTestNats, type TestNats } from './support/nats.ts'
-import { eventually } from './support/raw-worker.ts'
 import { connectClient, rejection } from './support/sdk-harness.ts'
+import { waitFor } from './support/wait.ts'
 
 const fleetConfig = (nats: TestNats, engine: string, name = 'fleet-test'): FleetConfig => ({
   ...FLEET_DEFAULTS,
@@ -41,10 +41,10 @@ describe('a fleet of three engines on NATS', () => {
   }
   /** Waits until engine `i` lists `functionId` with `replicas` replicas. */
   const listed = (i: number, functionId: string, replicas = 1) =>
-    eventually(async () => {
+    waitFor(async () => {
       const list = (await engines[i]!.engine.inject({ function_id: 'engine::functions::list', data: {} })) as Listed
       return list.functions.some((f) => f.function_id === functionId && f.replica_count === replicas)
-    }, 10_000)
+    }, 'the condition', 10_000)
 
   before(async () => {
     nats = await startTestNats()
@@ -70,7 +70,7 @@ describe('a fleet of three engines on NATS', () => {
     assert.deepEqual(await a.trigger({ function_id: 'orders::validate', payload: { id: 7 } }), { valid: true, served_by: 'bravo' })
     assert.deepEqual(await engines[0]!.engine.inject({ function_id: 'orders::validate', data: { id: -1 } }), { valid: false, served_by: 'bravo' })
     await a.trigger({ function_id: 'orders::validate', payload: { id: 99 }, action: { type: 'void' } })
-    await eventually(() => seen.some((s) => (s as { id: number }).id === 99))
+    await waitFor(() => seen.some((s) => (s as { id: number }).id === 99), 'seen.some((s) => (s as { id: number }).id === 99)')
     // An error keeps its code across engines.
     b.registerFunction('orders::reject', () => {
       throw Object.assign(new Error('no stock'), { code: 'OUT_OF_STOCK' })
@@ -90,7 +90,7 @@ describe('a fleet of three engines on NATS', () => {
     await listed(0, 'billing::charge')
     const receipt = (await client(0, 'shop').trigger({ function_id: 'billing::charge', payload: { order: 5 }, action: { type: 'enqueue', queue: 'billing' } })) as { messageReceiptId: string }
     assert.match(receipt.messageReceiptId, /^[0-9a-f-]{36}$/)
-    await eventually(() => delivered.includes(5), 10_000)
+    await waitFor(() => delivered.includes(5), 'delivered.includes(5)', 10_000)
   })
 
   it('lists every engine\'s workers with their engine, and the replicas of a function on each', async () => {
@@ -137,7 +137,7 @@ describe('a fleet of three engines on NATS', () => {
     worker.registerFunction('api::order', (req: { path_params: { id: string } }) => ({ status_code: 200, body: { order: req.path_params.id } }))
     worker.registerTrigger({ type: 'http', function_id: 'api::order', config: { api_path: 'fleet-orders/:id', http_method: 'GET' } })
     for (const e of engines) {
-      await eventually(async () => (await fetch(`${e.httpUrl}/fleet-orders/1`)).status === 200, 10_000)
+      await waitFor(async () => (await fetch(`${e.httpUrl}/fleet-orders/1`)).status === 200, '(await fetch(`${e.httpUrl}/fleet-orders/1`)).status === 200', 10_000)
     }
     const response = await fetch(`${engines[0]!.httpUrl}/fleet-orders/42`)
     assert.deepEqual(await response.json(), { order: '42' })
@@ -146,14 +146,14 @@ describe('a fleet of three engines on NATS', () => {
     const traceIds = listed.traces.map((t) => t.trace_id)
     assert.ok(traceIds.length >= 1)
     let handler: { trace_id: string; parent_span_id: string | null; name: string } | undefined
-    await eventually(async () => {
+    await waitFor(async () => {
       await flushOtel()
       for (const traceId of traceIds) {
         const tree = (await engines[1]!.engine.inject({ function_id: 'engine::traces::tree', data: { trace_id: traceId } })) as { roots: Array<{ trace_id: string; parent_span_id: string | null; name: string; children: unknown[] }> }
         handler = tree.roots.find((r) => r.name === 'execute api::order') ?? handler
       }
       return handler !== undefined
-    }, 10_000)
+    }, 'the condition', 10_000)
     const serverSpans = (await engines[0]!.engine.inject({ function_id: 'engine::traces::tree', data: { trace_id: handler!.trace_id } })) as { roots: Array<{ span_id: string; name: string; children: Array<{ span_id: string }> }> }
     const server = serverSpans.roots.find((r) => r.name === 'GET /fleet-orders/:id')
     assert.ok(server, 'the request through alpha and the handler on bravo share one trace id')
@@ -169,14 +169,14 @@ describe('a fleet of three engines on NATS', () => {
       return w
     })
     await listed(0, 'catalog::item', 2)
-    await eventually(async () => (await fetch(`${engines[0]!.httpUrl}/fleet-catalog`)).status === 200, 10_000)
+    await waitFor(async () => (await fetch(`${engines[0]!.httpUrl}/fleet-catalog`)).status === 200, '(await fetch(`${engines[0]!.httpUrl}/fleet-catalog`)).status === 200', 10_000)
     await workers[0]!.shutdown()
     await listed(0, 'catalog::item', 1)
     // The route alpha took from bravo is now charlie's.
-    await eventually(async () => {
+    await waitFor(async () => {
       const response = await fetch(`${engines[0]!.httpUrl}/fleet-catalog`)
       return response.status === 200 && ((await response.json()) as { from: number }).from === 2
-    }, 10_000)
+    }, 'the condition', 10_000)
   })
 
   it('drops the functions of a worker that disconnects from its engine', async () => {
@@ -185,7 +185,7 @@ describe('a fleet of three engines on NATS', () => {
     await listed(0, 'short::lived')
     assert.equal(await engines[0]!.engine.inject({ function_id: 'short::lived', data: {} }), 'here')
     await c.shutdown()
-    await eventually(async () => (await rejection(engines[0]!.engine.inject({ function_id: 'short::lived', data: {} }))).code === 'function_not_found', 10_000)
+    await waitFor(async () => (await rejection(engines[0]!.engine.inject({ function_id: 'short::lived', data: {} }))).code === 'function_not_found', 'the condition', 10_000)
   })
 
   it('times out an engine-originated call to a silent function on another engine', async () => {
@@ -199,20 +199,20 @@ describe('a fleet of three engines on NATS', () => {
     client(1, 'resilient').registerFunction('resilient::ping', () => 'pong')
     await listed(0, 'resilient::ping')
     await nats.stop()
-    await eventually(() => engines[0]!.engine.fleet!.health().status === 'degraded', 10_000)
+    await waitFor(() => engines[0]!.engine.fleet!.health().status === 'degraded', "engines[0]!.engine.fleet!.health().status === 'degraded'", 10_000)
     const failure = await rejection(engines[0]!.engine.inject({ function_id: 'resilient::ping', data: {} }))
     assert.equal(failure.code, 'ADAPTER_UNAVAILABLE')
     const health = (await engines[0]!.engine.inject({ function_id: 'engine::health::check', data: {} })) as { status: string; components: Record<string, { status: string }> }
     assert.equal(health.components.fleet?.status, 'degraded')
     await nats.start()
-    await eventually(() => engines.every((e) => e.engine.fleet!.health().status === 'healthy'), 15_000)
-    await eventually(async () => {
+    await waitFor(() => engines.every((e) => e.engine.fleet!.health().status === 'healthy'), "engines.every((e) => e.engine.fleet!.health().status === 'healthy')", 15_000)
+    await waitFor(async () => {
       try {
         return (await engines[0]!.engine.inject({ function_id: 'resilient::ping', data: {} })) === 'pong'
       } catch {
         return false
       }
-    }, 15_000)
+    }, 'the condition', 15_000)
   })
 
   it('stays up and keeps serving whatever any NATS client publishes on the fleet\'s subjects (fast-check)', async () => {
@@ -257,10 +257,10 @@ describe('a fleet of three engines on NATS', () => {
       const fleet = (await engines[0]!.engine.inject({ function_id: 'engine::fleet::list', data: {} })) as { engines: Array<{ engine: string }> }
       assert.ok(fleet.engines.length <= 1024 + 1)
       // Made-up engines leave after the timeout: only the real ones stay.
-      await eventually(async () => {
+      await waitFor(async () => {
         const now = (await engines[0]!.engine.inject({ function_id: 'engine::fleet::list', data: {} })) as { engines: Array<{ engine: string }> }
         return now.engines.map((e) => e.engine).sort().join() === 'alpha,bravo,charlie'
-      }, 15_000)
+      }, 'the condition', 15_000)
     } finally {
       await nc.close()
     }

@@ -16,7 +16,7 @@ import { after, before, describe, it } from 'node:test'
 import { cliEnv, runSvc } from './support/cli.ts'
 import { startTestEngine, type TestEngine } from './support/engine.ts'
 import { ROOT } from './support/processes.ts'
-import { eventually } from './support/raw-worker.ts'
+import { waitFor } from './support/wait.ts'
 
 /** Line of the `throw` in the worker file below (1-based). */
 const THROW_LINE = 6
@@ -86,11 +86,11 @@ describe('handler errors and console output from a real worker process', () => {
       stderr.push(l)
       if (supervised) t.engine.telemetry.output('app', 'stderr', l)
     })
-    await eventually(() => stdout.includes('READY'), 30_000)
-    await eventually(async () => {
+    await waitFor(() => stdout.includes('READY'), "stdout.includes('READY')", 30_000)
+    await waitFor(async () => {
       const { functions } = (await call('engine::functions::list', {})) as { functions: Array<{ function_id: string }> }
       return functions.some((f) => f.function_id === 'app::prints')
-    }, 30_000)
+    }, 'the condition', 30_000)
   })
 
   after(async () => {
@@ -113,7 +113,7 @@ describe('handler errors and console output from a real worker process', () => {
   it("the span's exception carries the user's stack, its first frame in the worker file", async () => {
     await assert.rejects(call('app::fails', { card: 1111 }))
     let exception: Record<string, unknown> | undefined
-    await eventually(async () => {
+    await waitFor(async () => {
       const { traces } = (await call('engine::traces::list', { function_id: 'app::fails', status: 'error' })) as { traces: Array<{ trace_id: string }> }
       for (const trace of traces) {
         const { roots } = (await call('engine::traces::tree', { trace_id: trace.trace_id })) as { roots: Span[] }
@@ -122,7 +122,7 @@ describe('handler errors and console output from a real worker process', () => {
         if (exception !== undefined) return true
       }
       return false
-    }, 15_000)
+    }, 'the condition', 15_000)
     const stack = String(exception!['exception.stacktrace'])
     assert.match(firstFrame(stack), new RegExp(`at chargeCard \\(.*worker\\.mjs:${THROW_LINE}:\\d+\\)`), stack)
     assert.doesNotMatch(stack.split('\n').slice(0, 2).join('\n'), /svc-sdk|tracing\.(ts|js)/)
@@ -131,18 +131,18 @@ describe('handler errors and console output from a real worker process', () => {
   it("a dead letter entry keeps the user's stack", async () => {
     await call('app::fails', { card: 9999 }, { action: { type: 'enqueue', queue: 'jobs' } })
     let entry: { error?: { stacktrace?: string; message?: string } } | undefined
-    await eventually(async () => {
+    await waitFor(async () => {
       const messages = (await call('engine::queue::dlq_messages', { topic: 'jobs' })) as Array<{ error?: { stacktrace?: string; message?: string } }>
       entry = messages.find((m) => m.error?.message?.includes('card 9999'))
       return entry !== undefined
-    }, 15_000)
+    }, 'the condition', 15_000)
     assert.match(firstFrame(entry!.error!.stacktrace ?? ''), new RegExp(`at chargeCard \\(.*worker\\.mjs:${THROW_LINE}:\\d+\\)`), JSON.stringify(entry))
   })
 
   /** The trace of the one `app::prints` call made with `n`, once its span is stored. */
   const printsTrace = async (n: number): Promise<string> => {
     let traceId = ''
-    await eventually(async () => {
+    await waitFor(async () => {
       const { traces } = (await call('engine::traces::list', { function_id: 'app::prints', limit: 1000 })) as { traces: Array<{ trace_id: string }> }
       for (const trace of traces) {
         const { roots } = (await call('engine::traces::tree', { trace_id: trace.trace_id })) as { roots: Array<{ events: Array<{ name: string; attributes: Record<string, unknown> }> }> }
@@ -150,7 +150,7 @@ describe('handler errors and console output from a real worker process', () => {
         if (input !== undefined && String(input.attributes['svc.payload.json']).includes(`"n":${n}`)) traceId = trace.trace_id
       }
       return traceId !== ''
-    }, 15_000)
+    }, 'the condition', 15_000)
     return traceId
   }
 
@@ -161,11 +161,11 @@ describe('handler errors and console output from a real worker process', () => {
     await call('app::prints', { n: 1 })
     const traceId = await printsTrace(1)
     let shown = ''
-    await eventually(async () => {
+    await waitFor(async () => {
       const r = await svc('logs', '--trace', traceId)
       shown = r.stdout
       return r.code === 0 && shown.includes('printed 1') && shown.includes('complained 1')
-    }, 15_000)
+    }, 'the condition', 15_000)
     assert.equal(shown.match(/printed 1/g)?.length, 1, shown)
     assert.deepEqual(stdout.filter((l) => l === 'printed 1'), ['printed 1'])
     assert.deepEqual(stderr.filter((l) => l === 'complained 1'), ['complained 1'])
@@ -180,8 +180,8 @@ describe('handler errors and console output from a real worker process', () => {
       await call('app::prints', { n: 2 })
       const traceId = await printsTrace(2)
       // Paired once the SDK's record arrives: the captured line then carries the trace.
-      await eventually(async () => (await logsOf('printed 2')).some((l) => l.trace_id === traceId), 15_000)
-      await eventually(async () => (await logsOf('complained 2')).some((l) => l.trace_id === traceId), 15_000)
+      await waitFor(async () => (await logsOf('printed 2')).some((l) => l.trace_id === traceId), "(await logsOf('printed 2')).some((l) => l.trace_id === traceId)", 15_000)
+      await waitFor(async () => (await logsOf('complained 2')).some((l) => l.trace_id === traceId), "(await logsOf('complained 2')).some((l) => l.trace_id === traceId)", 15_000)
       const printed = await logsOf('printed 2')
       assert.equal(printed.length, 1, JSON.stringify(printed))
       assert.equal(printed[0]!.attributes['log.source'], 'stdout')

@@ -11,7 +11,8 @@ import { idProblem, MessageType, RESERVED_FUNCTION_IDS, RESERVED_TRIGGER_TYPES }
 import WebSocket from 'ws'
 import { ChannelSocket, upgradeAnswer } from './support/channel-client.ts'
 import { startTestEngine, type TestEngine } from './support/engine.ts'
-import { RawWorker, eventually } from './support/raw-worker.ts'
+import { RawWorker } from './support/raw-worker.ts'
+import { waitFor } from './support/wait.ts'
 
 let t: TestEngine
 let callee: RawWorker
@@ -22,7 +23,7 @@ before(async () => {
   callee = await RawWorker.connect(t.url, { announce: { name: 'healthy' } })
   open.push(callee)
   callee.serve('health::echo', (data) => data)
-  await eventually(() => t.engine.functions.get('default', 'health::echo') !== undefined)
+  await waitFor(() => t.engine.functions.get('default', 'health::echo') !== undefined, "t.engine.functions.get('default', 'health::echo') !== undefined")
 })
 after(async () => {
   await Promise.all(open.map((w) => w.close()))
@@ -113,7 +114,7 @@ describe('frames that used to crash the engine', () => {
       }
     })
     w.send({ type: 'registerfunction', id: 'deep::result' })
-    await eventually(() => t.engine.functions.get('default', 'deep::result') !== undefined)
+    await waitFor(() => t.engine.functions.get('default', 'deep::result') !== undefined, "t.engine.functions.get('default', 'deep::result') !== undefined")
     const caller = await RawWorker.connect(t.url)
     open.push(caller)
     const answer = await caller.call('deep::result', null)
@@ -133,7 +134,7 @@ describe('frames that used to crash the engine', () => {
     // Nesting under the limit is accepted; only the announce's strings are kept.
     w.announce({ name: 'n\ud800ame\u202e', description: 'd', os: { nested: JSON.parse(deep(100)) }, telemetry: { framework: JSON.parse(deep(100)), language: 'ts' } })
     w.send(`{"type":"registerfunction","id":"deep::ok","metadata":{"x":${deep(100)}}}`)
-    await eventually(() => t.engine.functions.get('default', 'deep::ok') !== undefined)
+    await waitFor(() => t.engine.functions.get('default', 'deep::ok') !== undefined, "t.engine.functions.get('default', 'deep::ok') !== undefined")
     const workers = ((await t.engine.inject({ function_id: 'engine::workers::list', data: {} })) as { workers: Array<{ id: string; name: string; os: unknown }> }).workers
     const me = workers.find((x) => x.id === w.workerId)!
     assert.equal(me.name, 'n\ufffdame')
@@ -152,7 +153,7 @@ describe('frames that used to crash the engine', () => {
     await new Promise((resolve) => socket.once('open', resolve))
     socket.send(Buffer.from([0x7b, 0xff, 0xfe, 0x7d]), { binary: true })
     socket.send('{"type":"invokefunction","invocation_id":"big","function_id":"health::echo","data":1e400}')
-    await eventually(() => frames.some((f) => f.includes('"big"')))
+    await waitFor(() => frames.some((f) => f.includes('"big"')), 'frames.some((f) => f.includes(\'"big"\'))')
     // The engine forwards the number as written; the callee's JSON.parse reads it as Infinity,
     // which JSON writes back as null.
     assert.equal(JSON.parse(frames.find((f) => f.includes('"big"'))!).error, undefined)
@@ -169,7 +170,7 @@ describe('open invocations are bounded', () => {
       const sink = await RawWorker.connect(e.url)
       workers.push(sink)
       sink.send({ type: 'registerfunction', id: 'never::answers' })
-      await eventually(() => e.engine.functions.get('default', 'never::answers') !== undefined)
+      await waitFor(() => e.engine.functions.get('default', 'never::answers') !== undefined, "e.engine.functions.get('default', 'never::answers') !== undefined")
       const a = await RawWorker.connect(e.url)
       const b = await RawWorker.connect(e.url)
       workers.push(a, b)
@@ -254,7 +255,7 @@ describe('frames over a connection\'s limit (fast-check, issue 16 item 7)', () =
       const small = await RawWorker.connect(e.urls[1]!)
       small.serve('size::echo', (data) => data)
       const caller = await RawWorker.connect(e.urls[1]!)
-      await eventually(() => e.engine.functions.get('default', 'size::make') !== undefined && e.engine.functions.get('default', 'size::echo') !== undefined)
+      await waitFor(() => e.engine.functions.get('default', 'size::make') !== undefined && e.engine.functions.get('default', 'size::echo') !== undefined, 'the condition')
       await fc.assert(
         fc.asyncProperty(textRecipe, fc.option(fc.constantFrom('ORDER_FAILED', 'x'.repeat(100), '\ud800'), { nil: undefined }), async ({ unit, units }, code) => {
           const text = unit.repeat(units)
@@ -303,7 +304,7 @@ describe('frames queued while a session is busy (fast-check, issue 16 item 5)', 
       // Connections that ask to wait are never answered: everything they send queues.
       gate.serve('gate::auth', (input: { headers: Record<string, string> }) => (input.headers['x-wait'] ? new Promise(() => {}) : {}))
       gate.serve('health::echo', (data: unknown) => data)
-      await eventually(() => e.engine.functions.get('default', 'gate::auth') !== undefined && e.engine.functions.get('default', 'health::echo') !== undefined)
+      await waitFor(() => e.engine.functions.get('default', 'gate::auth') !== undefined && e.engine.functions.get('default', 'health::echo') !== undefined, 'the condition')
       await fc.assert(
         fc.asyncProperty(fc.array(inboundFrame, { maxLength: 12 }), async (drawn) => {
           // Two frames of the limit at the end make sure the bound is reached.
@@ -350,7 +351,7 @@ describe('protocol fuzz (fast-check)', () => {
           await w.close()
         }
         // Whatever was called and cancelled, nothing stays in flight once the connection is gone.
-        await eventually(() => t.engine.flights.size === 0)
+        await waitFor(() => t.engine.flights.size === 0, 't.engine.flights.size === 0')
       }),
       { numRuns: 150 },
     )
@@ -457,7 +458,7 @@ describe('registration hook fuzz (fast-check)', () => {
       hookWorker.serve('hooks::function', () => hooks.function)
       hookWorker.serve('hooks::trigger-type', () => hooks.triggerType)
       hookWorker.serve('hooks::trigger', () => hooks.trigger)
-      await eventually(() => e.engine.functions.get('default', 'hooks::trigger') !== undefined)
+      await waitFor(() => e.engine.functions.get('default', 'hooks::trigger') !== undefined, "e.engine.functions.get('default', 'hooks::trigger') !== undefined")
       await fc.assert(
         fc.asyncProperty(hookResult, hookResult, hookResult, async (onFunction, onTriggerType, onTrigger) => {
           Object.assign(hooks, { function: onFunction, triggerType: onTriggerType, trigger: onTrigger })
@@ -577,7 +578,7 @@ describe('the channel route (fast-check, issue 17 part 2)', () => {
       }),
       { numRuns: 30 },
     )
-    await eventually(() => t.engine.channels.size === 0)
+    await waitFor(() => t.engine.channels.size === 0, 't.engine.channels.size === 0')
     await stillRouting()
   })
 })

@@ -11,6 +11,7 @@ import { join } from 'node:path'
 import { after, before, describe, it } from 'node:test'
 import { registerWorker, type SvcClient } from 'svc-sdk'
 import { SVC_BIN, startEngineProcess, tempProject, type RunningEngine } from './support/processes.ts'
+import { waitForMatch } from './support/wait.ts'
 
 const SOCKET = `svc-test-${process.pid}`
 const tmux = (...args: string[]) => execFileSync('tmux', ['-L', SOCKET, ...args], { encoding: 'utf8' })
@@ -23,14 +24,10 @@ function session(name: string, cwd: string, command: string): void {
 
 /** Waits until the pane shows `text`; returns the screen. */
 async function screenShows(name: string, text: string | RegExp, timeoutMs = 20000): Promise<string> {
-  const deadline = Date.now() + timeoutMs
   let screen = ''
-  while (Date.now() < deadline) {
-    screen = tmux('capture-pane', '-p', '-t', name)
-    if (typeof text === 'string' ? screen.includes(text) : text.test(screen)) return screen
-    await new Promise((r) => setTimeout(r, 100))
-  }
-  assert.fail(`the screen never showed ${String(text)}:\n${screen}`)
+  const pattern = typeof text === 'string' ? new RegExp(text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')) : text
+  await waitForMatch(() => (screen = tmux('capture-pane', '-p', '-t', name)), pattern, `the screen to show ${String(text)}`, { timeoutMs })
+  return screen
 }
 
 after(() => {

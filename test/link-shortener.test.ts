@@ -9,19 +9,22 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { after, before, describe, it } from 'node:test'
 import { ROOT, startEngineProcess, type RunningEngine } from './support/processes.ts'
+import { waitFor } from './support/wait.ts'
 
 let dataDir: string
 let engine: RunningEngine
 
 /** Waits until the worker's routes answer (svc starts it after the engine is up). */
 async function waitForRoutes(base: string): Promise<void> {
-  const deadline = Date.now() + 30000
-  while (Date.now() < deadline) {
-    const res = await fetch(`${base}/links/__probe__`).catch(() => undefined)
-    if (res && res.status === 404 && (await json(res)).error?.startsWith?.('no link')) return
-    await new Promise((r) => setTimeout(r, 100))
-  }
-  throw new Error(`routes never became available; svc output:\n${engine.output.join('\n')}`)
+  await waitFor(
+    async () => {
+      const res = await fetch(`${base}/links/__probe__`).catch(() => undefined)
+      return res !== undefined && res.status === 404 && (await json(res)).error?.startsWith?.('no link') === true
+    },
+    () => `the link routes; svc output:\n${engine.output.join('\n')}`,
+    30_000,
+    100,
+  )
 }
 
 const json = (res: Response): Promise<any> => res.json()

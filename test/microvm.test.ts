@@ -17,6 +17,7 @@ import { after, before, describe, it } from 'node:test'
 import { findVmm } from '../src/supervisor/microvm/vm.ts'
 import { ROOT, SVC_BIN, startEngineProcess, tempProject } from './support/processes.ts'
 import type { RunningEngine } from './support/processes.ts'
+import { waitFor } from './support/wait.ts'
 
 /** Why this file cannot run here, or undefined. */
 function missing(): string | undefined {
@@ -81,15 +82,8 @@ function events(): Array<Record<string, unknown>> {
   return parsed
 }
 
-async function until<T>(find: () => T | undefined | false, what: string, timeoutMs: number): Promise<T> {
-  const deadline = Date.now() + timeoutMs
-  for (;;) {
-    const found = find()
-    if (found) return found
-    if (Date.now() > deadline) assert.fail(`timed out waiting for ${what}; svc printed:\n${engine?.output.join('\n')}`)
-    await new Promise((resolve) => setTimeout(resolve, 100))
-  }
-}
+/** Describes a wait with what svc printed so far, for its failure message. */
+const svcPrinted = (what: string) => () => `${what}; svc printed:\n${engine?.output.join('\n')}`
 
 interface Info {
   version: number
@@ -125,15 +119,17 @@ function trigger(): Promise<{ code: number | null; json: { ok: boolean; result?:
 
 /** Calls vm::info until it answers with `version` (a restarted worker registers a moment after it connects). */
 async function infoOf(version: number, timeoutMs: number): Promise<Info> {
-  const deadline = Date.now() + timeoutMs
   let last: unknown
-  while (Date.now() < deadline) {
-    const answer = await trigger()
-    last = answer.json
-    if (answer.code === 0 && answer.json.result?.version === version) return answer.json.result
-    await new Promise((resolve) => setTimeout(resolve, 500))
-  }
-  assert.fail(`vm::info never answered version ${version}; last: ${JSON.stringify(last)}\n${engine?.output.join('\n')}`)
+  return waitFor(
+    async () => {
+      const answer = await trigger()
+      last = answer.json
+      return answer.code === 0 && answer.json.result?.version === version && (answer.json.result as Info)
+    },
+    () => `vm::info to answer version ${version}; last: ${JSON.stringify(last)}\n${engine?.output.join('\n')}`,
+    timeoutMs,
+    500,
+  )
 }
 
 /** Pids of live processes whose command line mentions `needle`. */
@@ -196,9 +192,9 @@ describe('isolation: microvm under TCG (slow)', { skip, timeout: 600_000 }, () =
   })
 
   it('boots, registers, answers, restarts on an edit inside the same VM, logs, is fenced off, and leaves nothing behind', { timeout: 540_000 }, async () => {
-    const settled = await until(
+    const settled = await waitFor(
       () => events().find((e) => e.event === 'worker_state' && e.worker === 'vm' && (e.state === 'running' || e.state === 'failed' || e.state === 'crashed')),
-      'the microVM worker to register',
+      svcPrinted('the microVM worker to register'),
       300_000,
     )
     assert.equal(settled.state, 'running', `the worker ${String(settled.state)}: ${String(settled.error)}`)

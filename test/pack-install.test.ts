@@ -19,6 +19,7 @@ import { createInterface } from 'node:readline'
 import { after, it } from 'node:test'
 import { fileURLToPath } from 'node:url'
 import { packDist } from '../src/project/bundle.ts'
+import { waitFor } from './support/wait.ts'
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url))
 const VERSION = (JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { version: string }).version
@@ -194,17 +195,13 @@ function killGroup(child: ChildProcess): void {
 
 /** `svc trigger math::add a=1 b=2` until the math worker has registered (at most 60 s). */
 async function addOneAndTwo(cwd: string, engineUrl: string, env: NodeJS.ProcessEnv, output: string[]): Promise<unknown> {
-  const deadline = Date.now() + 60_000
-  let last = ''
-  for (;;) {
-    try {
-      return JSON.parse(await run('svc', ['trigger', 'math::add', 'a=1', 'b=2', '--engine', engineUrl], cwd, env))
-    } catch (err) {
-      last = (err as Error).message
-    }
-    if (Date.now() > deadline) assert.fail(`math::add never answered:\n${last}\nsvc output:\n${output.join('\n')}`)
-    await new Promise((resolve) => setTimeout(resolve, 500))
-  }
+  const answer = await waitFor(
+    async () => ({ value: JSON.parse(await run('svc', ['trigger', 'math::add', 'a=1', 'b=2', '--engine', engineUrl], cwd, env)) as unknown }),
+    () => `math::add to answer; svc output:\n${output.join('\n')}`,
+    60_000,
+    500,
+  )
+  return answer.value
 }
 
 it('the packed CLI installs offline, scaffolds a project that runs, and the project survives a move (issue 11)', { timeout: 240_000 }, async () => {
@@ -312,11 +309,9 @@ it('the packed CLI installs offline, scaffolds a project that runs, and the proj
     }
   }
   const logged = (): LogEvent | undefined => pg.output.map(parse).find((event) => event?.data?.code === 'DEPENDENCY_MISSING')
-  const deadline = Date.now() + 30_000
-  while (logged() === undefined && Date.now() < deadline && pg.child.exitCode === null) await new Promise((resolve) => setTimeout(resolve, 100))
-  const missing = logged()
-  assert.ok(missing, `no DEPENDENCY_MISSING logged:\n${pg.output.join('\n')}`)
-  assert.equal(pg.child.exitCode, null, 'svc keeps running')
+  // Resolves with the event, or with nothing once svc exited (which the next line reports).
+  const missing = await waitFor(() => logged() ?? (pg.child.exitCode !== null && ({} as LogEvent)), () => `DEPENDENCY_MISSING logged:\n${pg.output.join('\n')}`, 30_000, 100)
+  assert.equal(pg.child.exitCode, null, `svc keeps running:\n${pg.output.join('\n')}`)
   assert.match(missing.data!.message!, /the package pg, needed for PostgreSQL databases, is not installed; add it where svc is installed: npm i -g pg@\S+ pg-cursor@\S+$/)
   await stopSvc(pg.child)
 

@@ -265,15 +265,18 @@ describe('svc project init: errors and exit codes (cli.md §1.1, §4.1)', () => 
 describe('svc project init interrupted (issue 11)', () => {
   it('Ctrl-C during the install stops it, removes the new directory (exit 130); the next try succeeds', { timeout: 60_000 }, async () => {
     // A registry that never answers: npm waits until it is stopped.
-    const registry = createServer(() => {})
+    let asked = false
+    const registry = createServer(() => {
+      asked = true // and never answers: the install hangs
+    })
     await new Promise<void>((resolve) => registry.listen(0, '127.0.0.1', resolve))
     try {
       const cwd = workdir()
       const env = cliEnv({ npm_config_registry: `http://127.0.0.1:${(registry.address() as AddressInfo).port}/`, npm_config_cache: join(cwd, '.npm-cache') })
       let child: ChildProcess | undefined
       const run = runSvc(['project', 'init', 'demo', '-t', 'quickstart'], { cwd, env, onSpawn: (c) => children.add((child = c)) })
-      await eventually(async () => existsSync(join(cwd, 'demo', 'workers', 'math-worker', 'package.json')) || undefined, 20_000, () => 'no scaffold')
-      await new Promise((resolve) => setTimeout(resolve, 1500))
+      await waitFor(async () => existsSync(join(cwd, 'demo', 'workers', 'math-worker', 'package.json')) || undefined, () => 'no scaffold', 20_000, 250)
+      await waitFor(() => asked, 'the install asking the registry', 20_000)
       child!.kill('SIGINT')
       const finished = await run
       assert.equal(finished.code, 130, finished.stdout + finished.stderr)
@@ -297,11 +300,6 @@ function useFreePorts(project: string): void {
   // svc-stream runs on its default port (3112) when config.yaml does not list it.
   if (!/^\s+- name: svc-stream$/m.test(patched)) patched += '\n  - name: svc-stream\n    config:\n      port: 0\n'
   writeFileSync(file, patched)
-}
-
-/** Polls `probe` (250 ms apart) until it gives a value, or fails after `timeoutMs` with `explain()`. */
-function eventually<T>(probe: () => Promise<T | undefined>, timeoutMs: number, explain: () => string): Promise<T> {
-  return waitFor(probe, explain, timeoutMs, 250)
 }
 
 /** Starts `svc` in a new project, remembering it (and its workers' process groups) for cleanup. */
@@ -358,14 +356,15 @@ describe('a new user: init, start, use (issue 3)', () => {
     const engine = await startProject(demo)
     try {
       // The workers install (already done) and start under the supervisor; poll until the route answers.
-      const answer = await eventually(
+      const answer = await waitFor(
         async () => {
           const res = await post(`${engine.httpUrl}/math/add-two-numbers`, { a: 1, b: 2 })
           if (res.status !== 200) return undefined
           return res.json()
         },
-        120_000,
         () => engine.output.join('\n'),
+        120_000,
+        250,
       )
       assert.deepEqual(answer, { c: 3 })
 
@@ -404,13 +403,14 @@ describe('a new user: init, start, use (issue 3)', () => {
 
     const engine = await startProject(project)
     try {
-      const first = await eventually(
+      const first = await waitFor(
         async () => {
           const res = await fetch(`${engine.httpUrl}/hello?name=Ada`)
           return res.status === 200 ? res.json() : undefined
         },
-        120_000,
         () => engine.output.join('\n'),
+        120_000,
+        250,
       )
       assert.deepEqual(first, { message: 'Hello, Ada!', count: 1 })
       assert.deepEqual(await (await fetch(`${engine.httpUrl}/hello?name=Bo`)).json(), { message: 'Hello, Bo!', count: 2 })
@@ -424,14 +424,15 @@ describe('a new user: init, start, use (issue 3)', () => {
       const last = await read(['stream::get', 'stream_name=activity', 'group_id=hello', 'item_id=last-greeting'])
       assert.equal(last.name, 'Bo')
       assert.equal(last.count, 2)
-      const tick = await eventually(
+      const tick = await waitFor(
         () => read(['stream::get', 'stream_name=activity', 'group_id=cron', 'item_id=last-tick']),
-        30_000,
         () => engine.output.join('\n'),
+        30_000,
+        250,
       )
       assert.match(tick.scheduled_time, /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.000Z$/)
       // The stream trigger logs every change of the activity stream under the worker's name.
-      await eventually(async () => (engine.output.some((line) => line.includes('activity hello/last-greeting: update')) ? true : undefined), 30_000, () => engine.output.join('\n'))
+      await waitFor(async () => (engine.output.some((line) => line.includes('activity hello/last-greeting: update')) ? true : undefined), () => engine.output.join('\n'), 30_000, 250)
     } finally {
       await stopEngine(engine)
     }
@@ -451,10 +452,11 @@ describe('a new user: init, start, use (issue 3)', () => {
       const engine = await startProject(project, { BROWSER_PORT: String(await freePort()) })
       try {
         // The worker prints the page's address with the token it made (and keeps in the state worker).
-        const token = await eventually(
+        const token = await waitFor(
           async () => engine.output.join('\n').match(/open http:\/\/localhost:\S+\/\?token=([0-9a-f]{32})/)?.[1],
-          120_000,
           () => engine.output.join('\n'),
+          120_000,
+          250,
         )
         const page = await browser.newPage()
         const pageErrors: string[] = []
@@ -468,13 +470,14 @@ describe('a new user: init, start, use (issue 3)', () => {
         assert.deepEqual(JSON.parse(await page.locator('#answer').textContent() ?? ''), { message: 'Hello, Ada, from Node!', visits: 1 })
 
         // The Node worker calls the page: its `greet` is stored as browser::greet.
-        const asked = await eventually(
+        const asked = await waitFor(
           async () => {
             const res = await fetch(`${engine.httpUrl}/ask-browser?name=Ada`)
             return res.status === 200 ? res.json() : undefined
           },
-          30_000,
           () => engine.output.join('\n'),
+          30_000,
+          250,
         )
         assert.deepEqual(asked, { greeting: 'Hello, Ada, from the browser' })
         await page.locator('#asked', { hasText: '1' }).waitFor()
@@ -506,13 +509,14 @@ describe('a new user: init, start, use (issue 3)', () => {
     useFreePorts(project)
     const engine = await startProject(project)
     try {
-      const created = await eventually(
+      const created = await waitFor(
         async () => {
           const res = await post(`${engine.httpUrl}/links`, { url: 'https://nodejs.org/en', code: 'node' })
           return res.status === 404 || res.status === 503 ? undefined : res
         },
-        120_000,
         () => engine.output.join('\n'),
+        120_000,
+        250,
       )
       assert.equal(created.status, 201)
       assert.deepEqual(await created.json(), { code: 'node', url: 'https://nodejs.org/en' })

@@ -66,11 +66,6 @@ function useFreePorts(project: string): void {
   writeFileSync(file, patched)
 }
 
-/** Polls `probe` (250 ms apart) until it gives a value, or fails after `timeoutMs` with `explain()`. */
-function eventually<T>(probe: () => Promise<T | undefined>, timeoutMs: number, explain: () => string): Promise<T> {
-  return waitFor(probe, explain, timeoutMs, 250)
-}
-
 async function startProject(project: string, env: Record<string, string> = {}): Promise<RunningEngine> {
   const engine = await startEngineProcess(project, [], env)
   engines.add(engine)
@@ -103,15 +98,16 @@ const post = (url: string, body: unknown) => fetch(url, { method: 'POST', header
 
 /** GET /math/hello?name=Ada's message once it is `expected`. */
 async function helloSays(engine: RunningEngine, expected: string, timeoutMs: number): Promise<void> {
-  await eventually(
+  await waitFor(
     async () => {
       const res = await fetch(`${engine.httpUrl}/math/hello?name=Ada`)
       if (res.status !== 200) return undefined
       const body = (await res.json()) as { message?: string }
       return body.message === expected ? true : undefined
     },
-    timeoutMs,
     () => engine.output.join('\n'),
+    timeoutMs,
+    250,
   )
 }
 
@@ -120,13 +116,14 @@ async function assertCalls(engine: RunningEngine, project: string): Promise<void
   const trigger = await svc(['trigger', 'math::add', 'a=1', 'b=2', '--engine', engine.engineUrl], project)
   assert.equal(trigger.code, 0, `${trigger.stdout}${trigger.stderr}`)
   assert.deepEqual(JSON.parse(trigger.stdout), { c: 3 })
-  const viaNode = await eventually(
+  const viaNode = await waitFor(
     async () => {
       const res = await post(`${engine.httpUrl}/math/add-two-numbers`, { a: 1, b: 2 })
       return res.status === 200 ? res.json() : undefined
     },
-    120_000,
     () => engine.output.join('\n'),
+    120_000,
+    250,
   )
   assert.deepEqual(viaNode, { c: 3 })
 }
@@ -227,10 +224,11 @@ describe('svc project init --template python|rust, then svc (issue 18)', () => {
 
       // A type error: the first compiler error with its place is printed, the rebuilt binary still answers.
       writeFileSync(main, source.replace('let name = request', 'let broken: u32 = "one";\n    let name = request'))
-      const report = await eventually(
+      const report = await waitFor(
         async () => engine.output.find((line) => line.includes('error[E0308]')),
-        300_000,
         () => engine.output.join('\n'),
+        300_000,
+        250,
       )
       assert.match(report, /build failed \(cargo build --release exited with code 101\); the previous build keeps running/)
       assert.match(report, /error\[E0308\]: mismatched types(\\n|\n) {2}--> src\/main\.rs:\d+:\d+/)

@@ -5,7 +5,8 @@ import assert from 'node:assert/strict'
 import { after, before, describe, it } from 'node:test'
 import WebSocket from 'ws'
 import { startTestEngine, type TestEngine } from './support/engine.ts'
-import { RawWorker, eventually } from './support/raw-worker.ts'
+import { RawWorker } from './support/raw-worker.ts'
+import { waitFor } from './support/wait.ts'
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/
 
@@ -55,7 +56,7 @@ describe('session', () => {
     const callee = await worker()
     callee.serve('early::fn', () => 'ok')
     const caller = await worker()
-    await eventually(async () => (await caller.call('early::fn', null)).result === 'ok')
+    await waitFor(async () => (await caller.call('early::fn', null)).result === 'ok', "(await caller.call('early::fn', null)).result === 'ok'")
   })
 
   it('places functions in the namespace of the announce, even when it arrives after the registrations', async () => {
@@ -76,7 +77,7 @@ describe('session', () => {
     const w = await worker({ name: 'defaults' })
     w.serve('shared::fn', () => 'default-copy')
     const caller = await worker()
-    await eventually(async () => (await caller.call('shared::fn', null, { namespace: 'elsewhere' })).result === 'default-copy')
+    await waitFor(async () => (await caller.call('shared::fn', null, { namespace: 'elsewhere' })).result === 'default-copy', "(await caller.call('shared::fn', null, { namespace: 'elsewhere' })).result === 'default-copy'")
   })
 
   it('refuses a blank namespace with INVALID_NAMESPACE', async () => {
@@ -91,7 +92,7 @@ describe('invocation', () => {
     const callee = await worker({ name: 'math' })
     callee.serve('math::add', (d: { a: number; b: number }) => ({ c: d.a + d.b }))
     const caller = await worker({ name: 'caller' })
-    await eventually(async () => (await caller.call('math::add', { a: 2, b: 3 })).result?.c === 5)
+    await waitFor(async () => (await caller.call('math::add', { a: 2, b: 3 })).result?.c === 5, "(await caller.call('math::add', { a: 2, b: 3 })).result?.c === 5")
     const r = await caller.call('math::add', { a: 40, b: 2 }, { invocation_id: 'mine-1' })
     assert.deepEqual(r, { type: 'invocationresult', invocation_id: 'mine-1', function_id: 'math::add', result: { c: 42 } })
   })
@@ -104,7 +105,7 @@ describe('invocation', () => {
       return null
     })
     const caller = await worker()
-    await eventually(async () => !(await caller.call('echo::frame', { x: 1 }, { invocation_id: 'abc', baggage: 'k=v', metadata: { m: 1 } })).error)
+    await waitFor(async () => !(await caller.call('echo::frame', { x: 1 }, { invocation_id: 'abc', baggage: 'k=v', metadata: { m: 1 } })).error, 'the condition')
     assert.notEqual(seen.invocation_id, 'abc')
     assert.match(String(seen.invocation_id), UUID)
     assert.deepEqual(seen.data, { x: 1 })
@@ -120,7 +121,7 @@ describe('invocation', () => {
       throw Object.assign(new Error('nope'), { code: 'ORDER_INVALID' })
     })
     const caller = await worker()
-    await eventually(async () => (await caller.call('fail::now', {})).error?.code === 'ORDER_INVALID')
+    await waitFor(async () => (await caller.call('fail::now', {})).error?.code === 'ORDER_INVALID', "(await caller.call('fail::now', {})).error?.code === 'ORDER_INVALID'")
   })
 
   it('removes only this connection’s replica on unregisterfunction', async () => {
@@ -128,14 +129,14 @@ describe('invocation', () => {
     const b = await worker({ name: 'b' })
     a.serve('unreg::fn', () => 'a')
     b.serve('unreg::fn', () => 'b')
-    await eventually(() => t.engine.functions.get('default', 'unreg::fn')?.replicas.length === 2)
+    await waitFor(() => t.engine.functions.get('default', 'unreg::fn')?.replicas.length === 2, "t.engine.functions.get('default', 'unreg::fn')?.replicas.length === 2")
     a.send({ type: 'unregisterfunction', id: 'unreg::fn' })
     a.send({ type: 'unregisterfunction', id: 'never::registered' })
-    await eventually(() => t.engine.functions.get('default', 'unreg::fn')?.replicas.length === 1)
+    await waitFor(() => t.engine.functions.get('default', 'unreg::fn')?.replicas.length === 1, "t.engine.functions.get('default', 'unreg::fn')?.replicas.length === 1")
     const caller = await worker()
     assert.equal((await caller.call('unreg::fn', null)).result, 'b')
     b.send({ type: 'unregisterfunction', id: 'unreg::fn' })
-    await eventually(async () => (await caller.call('unreg::fn', null)).error?.code === 'function_not_found')
+    await waitFor(async () => (await caller.call('unreg::fn', null)).error?.code === 'function_not_found', "(await caller.call('unreg::fn', null)).error?.code === 'function_not_found'")
   })
 
   it('answers an unknown function with the exact not-found message', async () => {
@@ -152,10 +153,10 @@ describe('invocation', () => {
       return 'ignored'
     })
     const caller = await worker()
-    await eventually(async () => !(await caller.call('void::target', null)).error)
+    await waitFor(async () => !(await caller.call('void::target', null)).error, "!(await caller.call('void::target', null)).error")
     caller.send({ type: 'invokefunction', invocation_id: 'v1', function_id: 'void::target', data: null, action: { type: 'void' } })
     caller.send({ type: 'invokefunction', invocation_id: 'v2', function_id: 'missing::void', data: null, action: { type: 'void' } })
-    await eventually(() => calls === 2)
+    await waitFor(() => calls === 2, 'calls === 2')
     assert.ok(await caller.silent((f) => f.invocation_id === 'v1' || f.invocation_id === 'v2'))
   })
 
@@ -166,10 +167,10 @@ describe('invocation', () => {
     a.serve('rr::fn', () => ++counts.a)
     b.serve('rr::fn', () => ++counts.b)
     const caller = await worker()
-    await eventually(async () => {
+    await waitFor(async () => {
       const list = (await t.engine.inject({ function_id: 'engine::functions::info', data: { function_id: 'rr::fn' } })) as { replica_count: number }
       return list.replica_count === 2
-    })
+    }, 'the condition')
     for (let i = 0; i < 6; i++) await caller.call('rr::fn', null)
     assert.deepEqual(counts, { a: 3, b: 3 })
   })
@@ -178,9 +179,9 @@ describe('invocation', () => {
     const callee = await worker()
     callee.serve('slow::fn', () => new Promise(() => {}))
     const caller = await worker()
-    await eventually(() => t.engine.functions.get('default', 'slow::fn') !== undefined)
+    await waitFor(() => t.engine.functions.get('default', 'slow::fn') !== undefined, "t.engine.functions.get('default', 'slow::fn') !== undefined")
     const pending = caller.call('slow::fn', null)
-    await eventually(() => t.engine.functions.get('default', 'slow::fn')!.replicas[0]!.peer.activeInvocations === 1)
+    await waitFor(() => t.engine.functions.get('default', 'slow::fn')!.replicas[0]!.peer.activeInvocations === 1, "t.engine.functions.get('default', 'slow::fn')!.replicas[0]!.peer.activeInvocations === 1")
     await callee.close()
     assert.deepEqual((await pending).error, { code: 'invocation_stopped', message: 'Invocation stopped' })
   })
@@ -194,9 +195,9 @@ describe('invocation', () => {
     })
     const intruder = await worker()
     const caller = await worker()
-    await eventually(() => t.engine.functions.get('default', 'hijack::fn') !== undefined)
+    await waitFor(() => t.engine.functions.get('default', 'hijack::fn') !== undefined, "t.engine.functions.get('default', 'hijack::fn') !== undefined")
     const pending = caller.call('hijack::fn', null)
-    await eventually(() => legId !== '')
+    await waitFor(() => legId !== '', "legId !== ''")
     intruder.send({ type: 'invocationresult', invocation_id: legId, function_id: 'hijack::fn', result: 'fake' })
     assert.equal((await pending).result, 'real')
   })
@@ -204,7 +205,7 @@ describe('invocation', () => {
   it('times out engine-originated calls', async () => {
     const callee = await worker()
     callee.serve('never::answers', () => new Promise(() => {}))
-    await eventually(() => t.engine.functions.get('default', 'never::answers') !== undefined)
+    await waitFor(() => t.engine.functions.get('default', 'never::answers') !== undefined, "t.engine.functions.get('default', 'never::answers') !== undefined")
     await assert.rejects(t.engine.inject({ function_id: 'never::answers', data: null, timeoutMs: 50 }), {
       code: 'TIMEOUT',
       message: 'invocation timed out after 50ms',
@@ -216,7 +217,7 @@ describe('invocation', () => {
     w.serve('self::inner', () => 'inner')
     w.serve('self::outer', async () => (await w.call('self::inner', null)).result + '+outer')
     const caller = await worker()
-    await eventually(async () => (await caller.call('self::outer', null)).result === 'inner+outer')
+    await waitFor(async () => (await caller.call('self::outer', null)).result === 'inner+outer', "(await caller.call('self::outer', null)).result === 'inner+outer'")
   })
 
   it('answers an enqueue with enqueue_error when no queue worker runs', async () => {
@@ -267,7 +268,7 @@ describe('lenient decoding and malformed frames', () => {
       return 1
     })
     const caller = await worker()
-    await eventually(() => t.engine.functions.get('default', 'nodata::fn') !== undefined)
+    await waitFor(() => t.engine.functions.get('default', 'nodata::fn') !== undefined, "t.engine.functions.get('default', 'nodata::fn') !== undefined")
     caller.send({ type: 'invokefunction', invocation_id: 'nd', function_id: 'nodata::fn' })
     await caller.next((f) => f.invocation_id === 'nd')
     assert.equal(seen, null)
@@ -305,7 +306,7 @@ describe('reconnection and ownership', () => {
   it('reattach retires the previous connection and its registrations', async () => {
     const old = await worker({ name: 'phoenix' })
     old.serve('phoenix::fn', () => 'old')
-    await eventually(() => t.engine.functions.get('default', 'phoenix::fn') !== undefined)
+    await waitFor(() => t.engine.functions.get('default', 'phoenix::fn') !== undefined, "t.engine.functions.get('default', 'phoenix::fn') !== undefined")
     const closed = old.closed
     const fresh = await worker()
     fresh.send({ type: 'reattach', previous_worker_id: old.workerId, reattach_token: old.reattachToken })
@@ -331,7 +332,7 @@ describe('reconnection and ownership', () => {
     stale.serve('flaky::fn', () => 'stale')
     const successor = await worker({ name: 'flaky' })
     successor.serve('flaky::fn', () => 'successor')
-    await eventually(() => t.engine.functions.get('default', 'flaky::fn')?.replicas.length === 2)
+    await waitFor(() => t.engine.functions.get('default', 'flaky::fn')?.replicas.length === 2, "t.engine.functions.get('default', 'flaky::fn')?.replicas.length === 2")
     await stale.close()
     const caller = await worker()
     for (let i = 0; i < 3; i++) assert.equal((await caller.call('flaky::fn', null)).result, 'successor')
@@ -342,10 +343,10 @@ describe('triggers', () => {
   it('parks a binding until its type appears, then delivers it to the provider', async () => {
     const consumer = await worker({ name: 'consumer' })
     consumer.send({ type: 'registertrigger', id: 'wh-1', trigger_type: 'webhook', function_id: 'orders::on', config: { path: '/a' }, metadata: { team: 'x' } })
-    await eventually(async () => {
+    await waitFor(async () => {
       const info = (await t.engine.inject({ function_id: 'engine::registered-triggers::info', data: { id: 'wh-1' } }).catch(() => null)) as { status: string } | null
       return info?.status === 'pending'
-    })
+    }, 'the condition')
     const provider = await worker({ name: 'provider' })
     provider.send({ type: 'registertriggertype', id: 'webhook', description: 'Incoming webhooks' })
     const delivered = await provider.next((f) => f.type === 'registertrigger')
@@ -392,9 +393,9 @@ describe('triggers', () => {
     first.send({ type: 'registertriggertype', id: 'mqtt', description: 'MQTT' })
     const second = await worker({ name: 'p2' })
     const consumer = await worker({ name: 'c' })
-    await eventually(() => t.engine.triggers.activeProvider('default', 'mqtt') !== undefined)
+    await waitFor(() => t.engine.triggers.activeProvider('default', 'mqtt') !== undefined, "t.engine.triggers.activeProvider('default', 'mqtt') !== undefined")
     second.send({ type: 'registertriggertype', id: 'mqtt', description: 'MQTT too' })
-    await eventually(() => t.engine.triggers.activeProvider('default', 'mqtt')?.peer.name === 'p2')
+    await waitFor(() => t.engine.triggers.activeProvider('default', 'mqtt')?.peer.name === 'p2', "t.engine.triggers.activeProvider('default', 'mqtt')?.peer.name === 'p2'")
     consumer.send({ type: 'registertrigger', id: 'mq-1', trigger_type: 'mqtt', function_id: 'x::y', config: {} })
     await second.next((f) => f.type === 'registertrigger' && f.id === 'mq-1')
 
@@ -403,13 +404,13 @@ describe('triggers', () => {
     assert.ok(await second.silent((f) => f.type === 'unregistertrigger'))
 
     await first.close()
-    await eventually(() => t.engine.triggers.getBinding('mq-1')?.status === 'pending')
+    await waitFor(() => t.engine.triggers.getBinding('mq-1')?.status === 'pending', "t.engine.triggers.getBinding('mq-1')?.status === 'pending'")
   })
 
   it('engine::register_trigger creates a binding owned by no connection and waits for the provider', async () => {
     const provider = await worker({ name: 'cronish' })
     provider.send({ type: 'registertriggertype', id: 'ticker', description: 'ticks' })
-    await eventually(() => t.engine.triggers.activeProvider('default', 'ticker') !== undefined)
+    await waitFor(() => t.engine.triggers.activeProvider('default', 'ticker') !== undefined, "t.engine.triggers.activeProvider('default', 'ticker') !== undefined")
     provider.onFrame((f) => {
       if (f.type === 'registertrigger') {
         const error = f.config.every ? undefined : { code: 'trigger_registration_failed', message: 'every is required' }
@@ -434,7 +435,7 @@ describe('engine functions', () => {
     w.serve('inventory::count', () => 7, { description: 'Count items', metadata: { public: true }, request_format: { type: 'object' } })
     w.send({ type: 'registertriggertype', id: 'stock-alert', description: 'Low stock' })
     const caller = await worker()
-    await eventually(() => t.engine.triggers.activeProvider('default', 'stock-alert') !== undefined)
+    await waitFor(() => t.engine.triggers.activeProvider('default', 'stock-alert') !== undefined, "t.engine.triggers.activeProvider('default', 'stock-alert') !== undefined")
 
     const workers = (await caller.call('engine::workers::list', {})).result.workers as Array<Record<string, unknown>>
     const inventory = workers.find((x) => x.name === 'inventory')!
@@ -488,12 +489,12 @@ describe('engine trigger types', () => {
     const events: Array<{ event: string; worker_id: string }> = []
     watcher.serve('watch::workers', (data) => void events.push(data))
     watcher.send({ type: 'registertrigger', id: 'watch-w', trigger_type: 'engine::workers-available', function_id: 'watch::workers', config: {} })
-    await eventually(() => t.engine.triggers.getBinding('watch-w')?.status === 'active')
+    await waitFor(() => t.engine.triggers.getBinding('watch-w')?.status === 'active', "t.engine.triggers.getBinding('watch-w')?.status === 'active'")
     const subject = await connect()
     subject.announce({ name: 'subject' })
-    await eventually(() => events.filter((e) => e.worker_id === subject.workerId).length === 2)
+    await waitFor(() => events.filter((e) => e.worker_id === subject.workerId).length === 2, 'events.filter((e) => e.worker_id === subject.workerId).length === 2')
     await subject.close()
-    await eventually(() => events.filter((e) => e.worker_id === subject.workerId).length === 3)
+    await waitFor(() => events.filter((e) => e.worker_id === subject.workerId).length === 3, 'events.filter((e) => e.worker_id === subject.workerId).length === 3')
     assert.deepEqual(
       events.filter((e) => e.worker_id === subject.workerId).map((e) => e.event),
       ['worker_connected', 'worker_metadata_updated', 'worker_disconnected'],
@@ -505,14 +506,19 @@ describe('engine trigger types', () => {
     const fires: Array<{ event: string; functions: Array<{ function_id: string }> }> = []
     watcher.serve('watch::functions', (data) => void fires.push(data))
     watcher.send({ type: 'registertrigger', id: 'watch-f', trigger_type: 'engine::functions-available', function_id: 'watch::functions', config: {} })
-    await eventually(() => t.engine.triggers.getBinding('watch-f')?.status === 'active')
-    await new Promise((r) => setTimeout(r, 700))
+    await waitFor(() => t.engine.triggers.getBinding('watch-f')?.status === 'active', 'the watch-f binding active')
+    // Markers: a function registered after a change fires in the next window, so once a fire lists
+    // the marker, every earlier window has fired.
+    const listing = (id: string) => fires.findIndex((f) => f.functions.some((fn) => fn.function_id === id))
+    watcher.serve('fn-watcher::before', () => null)
+    await waitFor(() => listing('fn-watcher::before') >= 0, 'a fire listing fn-watcher::before')
     fires.length = 0
     const burst = await worker({ name: 'burst' })
     for (const id of ['burst::a', 'burst::b', 'burst::c']) burst.serve(id, () => null)
-    await eventually(() => fires.length === 1)
-    await new Promise((r) => setTimeout(r, 700))
-    assert.equal(fires.length, 1)
+    await waitFor(() => fires.length === 1, 'fires.length === 1')
+    burst.serve('burst::after', () => null)
+    await waitFor(() => listing('burst::after') >= 0, 'a fire listing burst::after')
+    assert.equal(listing('burst::after'), 1, 'the burst fired once, then the marker')
     assert.equal(fires[0]!.event, 'functions_changed')
     const ids = fires[0]!.functions.map((f) => f.function_id)
     for (const id of ['burst::a', 'burst::b', 'burst::c', 'engine::functions::list']) assert.ok(ids.includes(id), id)
@@ -538,7 +544,7 @@ describe('WebSocket specifics', () => {
     assert.equal(payload.toString(), 'hello')
     socket.close()
     await new Promise((resolve) => socket.once('close', resolve))
-    await eventually(async () => ((await ws.engine.inject({ function_id: 'engine::workers::list', data: {} })) as { workers: unknown[] }).workers.length === 0)
+    await waitFor(async () => ((await ws.engine.inject({ function_id: 'engine::workers::list', data: {} })) as { workers: unknown[] }).workers.length === 0, 'the condition')
   })
 
   it('accepts telemetry sockets on /otel without listing them as workers, and 404s other paths', async () => {

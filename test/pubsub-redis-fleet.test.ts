@@ -8,9 +8,9 @@ import { after, before, describe, it } from 'node:test'
 import type { SvcClient } from 'svc-sdk'
 import { PubSubWorker } from '../runtime/workers/pubsub/worker.ts'
 import { startTestEngine, type TestEngine } from './support/engine.ts'
-import { eventually } from './support/raw-worker.ts'
 import { startTestRedis, type TestRedis } from './support/redis.ts'
 import { bindingsSettled, connectClient } from './support/sdk-harness.ts'
+import { waitFor } from './support/wait.ts'
 
 describe('svc-pubsub across engines sharing Redis', () => {
   let redis: TestRedis
@@ -45,10 +45,15 @@ describe('svc-pubsub across engines sharing Redis', () => {
 
     await engines[0]!.test.engine.inject({ function_id: 'publish', data: { topic: 'fleet', data: { from: 0 } } })
     await engines[1]!.test.engine.inject({ function_id: 'publish', data: { topic: 'fleet', data: { from: 1 } } })
-    await eventually(() => got.length === 4)
-    await new Promise((r) => setTimeout(r, 150))
+    await waitFor(() => got.length === 4, 'got.length === 4')
+    // Markers after them from both engines: each subscriber hears a publisher's messages in order,
+    // so a duplicate would have come before the markers.
+    await engines[0]!.test.engine.inject({ function_id: 'publish', data: { topic: 'fleet', data: { from: 0, marker: true } } })
+    await engines[1]!.test.engine.inject({ function_id: 'publish', data: { topic: 'fleet', data: { from: 1, marker: true } } })
+    const isMarker = (g: { data: unknown }) => (g.data as { marker?: boolean }).marker === true
+    await waitFor(() => got.filter(isMarker).length === 4, 'the four markers')
     assert.deepEqual(
-      got.map((g) => `${g.engine}<-${(g.data as { from: number }).from}`).sort(),
+      got.filter((g) => !isMarker(g)).map((g) => `${g.engine}<-${(g.data as { from: number }).from}`).sort(),
       ['0<-0', '0<-1', '1<-0', '1<-1'],
     )
   })

@@ -25,7 +25,8 @@ import { createInterface } from 'node:readline'
 import { after, before, describe, it } from 'node:test'
 import { startTestEngine, type TestEngine } from './support/engine.ts'
 import { ROOT } from './support/processes.ts'
-import { RawWorker, eventually } from './support/raw-worker.ts'
+import { RawWorker } from './support/raw-worker.ts'
+import { waitFor } from './support/wait.ts'
 
 /** The version read and tested against; bump it together with what the test expects. */
 const III_SDK = '0.25.0'
@@ -118,17 +119,17 @@ describe('the iii Python SDK logger (iii-sdk from PyPI)', () => {
     // A call with a trace context: the SDK runs the handler in a span of that trace.
     const w = await RawWorker.connect(t.url)
     const trace = randomBytes(16).toString('hex')
-    await eventually(async () => ((await w.call('engine::functions::list', { prefix: 'py::' })).result?.functions ?? []).length === 1, 10_000)
+    await waitFor(async () => ((await w.call('engine::functions::list', { prefix: 'py::' })).result?.functions ?? []).length === 1, "((await w.call('engine::functions::list', { prefix: 'py::' })).result?.functions ?? []).length === 1", 10_000)
     const answer = await w.call('py::log', { n: 7 }, { traceparent: `00-${trace}-${randomBytes(8).toString('hex')}-01` })
     assert.equal(answer.error, undefined, JSON.stringify(answer.error))
     assert.equal(answer.result.trace_id, trace)
 
     let logs: Log[] = []
-    await eventually(async () => {
+    await waitFor(async () => {
       // The Python worker's records (the engine's own, service svc, are stored too).
       logs = ((await w.call('engine::logs::list', { limit: 100 })).result.logs as Log[]).filter((l) => l.attributes['log.source'] !== 'engine')
       return logs.length >= 6
-    }, 20_000)
+    }, 'the condition', 20_000)
     const byBody = new Map(logs.map((l) => [l.body, l]))
     assert.deepEqual([...byBody.keys()].sort(), ['billing line', 'explicit context', 'inside handler', 'order stored', 'payment failed', 'plain line'])
 

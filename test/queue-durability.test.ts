@@ -5,9 +5,12 @@
  */
 import assert from 'node:assert/strict'
 import { rm } from 'node:fs/promises'
+import { join } from 'node:path'
+import { DatabaseSync } from 'node:sqlite'
 import { after, describe, it } from 'node:test'
-import { RawWorker, eventually, type Frame } from './support/raw-worker.ts'
+import { RawWorker, type Frame } from './support/raw-worker.ts'
 import { startEngineProcess, tempProject } from './support/processes.ts'
+import { waitFor } from './support/wait.ts'
 
 const QUEUE_YAML = `  - name: queue
     config:
@@ -54,12 +57,17 @@ describe('queue durability', () => {
       assert.equal(answer.error, undefined)
       receipts.set(n, answer.result.messageReceiptId)
     }
-    await eventually(async () => {
+    await waitFor(async () => {
       const s = await stats(w)
       return s.depth === 0 && s.in_flight === 1 && before.length === 30
-    }, 10_000)
-    // Let the acknowledgement transaction of the last answers commit.
-    await new Promise((resolve) => setTimeout(resolve, 200))
+    }, 'every message answered but the one in flight', 10_000)
+    // The acknowledgements of the last answers committed: queue.db holds only the message in flight.
+    const db = new DatabaseSync(join(project, '.svc', 'data', 'queue.db'), { timeout: 10_000 })
+    try {
+      await waitFor(() => (db.prepare('SELECT count(*) AS n FROM queue_messages').get() as { n: number }).n === 1, 'queue.db holding only the message in flight')
+    } finally {
+      db.close()
+    }
     await engine.kill9()
     await w.close().catch(() => {})
 
@@ -70,12 +78,11 @@ describe('queue durability', () => {
       afterRestart.push(delivery(data, frame))
       return { ok: true }
     })
-    await eventually(() => afterRestart.length >= 1, 10_000)
-    await eventually(async () => {
+    await waitFor(() => afterRestart.length >= 1, 'afterRestart.length >= 1', 10_000)
+    await waitFor(async () => {
       const s = await stats(w)
       return s.depth === 0 && s.in_flight === 0
-    }, 10_000)
-    await new Promise((resolve) => setTimeout(resolve, 300))
+    }, 'nothing waiting or in flight (depth counts delayed retries too)', 10_000)
     assert.deepEqual(afterRestart, [{ n: 7, id: receipts.get(7)!, attempt: '2' }])
     assert.equal((await stats(w)).dlq_depth, 0)
     // Every message was delivered, each acknowledged one exactly once.
@@ -100,7 +107,7 @@ describe('queue durability', () => {
       w = await RawWorker.connect(engine.engineUrl)
       const seen = new Set<number>()
       w.serve('absent::run', (data) => void seen.add(data.n))
-      await eventually(() => seen.size === 50, 15_000)
+      await waitFor(() => seen.size === 50, 'seen.size === 50', 15_000)
       await w.close()
       assert.equal(await engine.stop(), 0)
     } finally {

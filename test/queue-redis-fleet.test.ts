@@ -8,9 +8,10 @@
 import assert from 'node:assert/strict'
 import { rm } from 'node:fs/promises'
 import { after, describe, it } from 'node:test'
-import { RawWorker, eventually, type Frame } from './support/raw-worker.ts'
+import { RawWorker, type Frame } from './support/raw-worker.ts'
 import { startEngineProcess, tempProject } from './support/processes.ts'
 import { startTestRedis } from './support/redis.ts'
+import { waitFor } from './support/wait.ts'
 
 const redis = await startTestRedis()
 const projects: string[] = []
@@ -67,10 +68,10 @@ describe('queue on redis: a fleet survives the kill -9 of one engine', () => {
     }
     const wb = await RawWorker.connect(b.engineUrl)
     // Engine B sees the same queue; A's message stays in flight on A while A renews its lease.
-    await eventually(async () => {
+    await waitFor(async () => {
       const s = await stats(wb)
       return s.depth === 0 && s.in_flight === 1 && before.length === 30
-    }, 10_000)
+    }, 'the condition', 10_000)
     await a.kill9()
     await wa.close().catch(() => {})
 
@@ -79,11 +80,11 @@ describe('queue on redis: a fleet survives the kill -9 of one engine', () => {
       afterCrash.push(delivery(data, frame))
       return { ok: true }
     })
-    await eventually(() => afterCrash.length >= 1, 15_000)
-    await eventually(async () => {
+    await waitFor(() => afterCrash.length >= 1, 'afterCrash.length >= 1', 15_000)
+    await waitFor(async () => {
       const s = await stats(wb)
       return s.depth === 0 && s.in_flight === 0
-    }, 10_000)
+    }, 'the condition', 10_000)
     // A later duplicate would show up in this quiet period.
     assert.equal(await wb.silent((f) => f.type === 'invokefunction' && f.function_id === 'job::run', 500), true)
     assert.deepEqual(afterCrash, [{ n: 7, id: receipts.get(7)!, attempt: '2' }])

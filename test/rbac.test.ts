@@ -10,7 +10,8 @@ import { after, before, describe, it } from 'node:test'
 import WebSocket from 'ws'
 import type { Logger } from '../runtime/engine/types.ts'
 import { startTestEngine, type TestEngine } from './support/engine.ts'
-import { RawWorker, eventually, type Frame } from './support/raw-worker.ts'
+import { RawWorker, type Frame } from './support/raw-worker.ts'
+import { waitFor } from './support/wait.ts'
 
 let t: TestEngine
 let trusted: RawWorker
@@ -107,7 +108,7 @@ before(async () => {
   open.push(analytics)
   analytics.serve('reports::daily', () => 'daily report')
   analytics.serve('secret::numbers', () => 42)
-  await eventually(async () => (await trusted.call('engine::functions::list', {})).result.functions.some((f: any) => f.function_id === 'reports::daily'))
+  await waitFor(async () => (await trusted.call('engine::functions::list', {})).result.functions.some((f: any) => f.function_id === 'reports::daily'), 'the condition')
 })
 
 after(async () => {
@@ -170,7 +171,7 @@ describe('auth function (§3.1, §13.2)', () => {
     socket.on('message', (data) => frames.push(JSON.parse(data.toString())))
     await new Promise((resolve) => socket.once('open', resolve))
     socket.send(JSON.stringify({ type: 'invokefunction', invocation_id: 'early', function_id: 'api::ping', data: 1 }))
-    await eventually(() => frames.some((f) => f.invocation_id === 'early'))
+    await waitFor(() => frames.some((f) => f.invocation_id === 'early'), "frames.some((f) => f.invocation_id === 'early')")
     assert.equal(frames[0]!.type, 'workerregistered')
     assert.deepEqual(frames.find((f) => f.invocation_id === 'early')!.result, { from: 'api::ping', data: 1 })
     socket.close()
@@ -263,7 +264,7 @@ describe('registration gates, prefix and hooks (§13.2, §13.5)', () => {
     w.send({ type: 'registerfunction', id: 'null::x' })
     const nullDenied = await w.next((f) => f.type === 'registrationrejected' && f.function_id === 'null::x')
     assert.equal(nullDenied.message, 'registration denied by gw::on-function: the hook returned no result')
-    await eventually(async () => (await trusted.call('engine::functions::info', { function_id: 'renamed::x' })).result?.description === 'mapped')
+    await waitFor(async () => (await trusted.call('engine::functions::info', { function_id: 'renamed::x' })).result?.description === 'mapped', 'the condition')
     // Frames to the worker keep the id it sent (§5.8).
     assert.equal((await trusted.call('renamed::x', {})).result, 'renamed answer')
     const input = hookInputs.function!.find((i) => i.function_id === 'rename::x')
@@ -277,13 +278,13 @@ describe('registration gates, prefix and hooks (§13.2, §13.5)', () => {
       seen.push(frame)
       return 'prefixed answer'
     })
-    await eventually(async () => (await trusted.call('tenant1::fn', {})).result === 'prefixed answer')
+    await waitFor(async () => (await trusted.call('tenant1::fn', {})).result === 'prefixed answer', "(await trusted.call('tenant1::fn', {})).result === 'prefixed answer'")
     assert.equal(seen[0]!.function_id, 'fn')
     w.send({ type: 'registertrigger', id: 'pt-1', trigger_type: 'custom', function_id: 'fn', config: {} })
-    await eventually(async () => {
+    await waitFor(async () => {
       const list = (await trusted.call('engine::registered-triggers::list', {})).result.registered_triggers
       return list.some((b: any) => b.id === 'pt-1' && b.function_id === 'tenant1::fn')
-    })
+    }, 'the condition')
     w.send({ type: 'registertriggertype', id: 'mine' })
     const rejected = await w.next((f) => f.type === 'registrationrejected')
     assert.equal(rejected.reason, 'forbidden')
@@ -313,11 +314,11 @@ describe('registration gates, prefix and hooks (§13.2, §13.5)', () => {
     w.send({ type: 'registertrigger', id: 'tr-target', trigger_type: 'custom', function_id: 'private::hidden', config: {} })
     assert.equal((await w.next((f) => f.type === 'triggerregistrationresult' && f.id === 'tr-target')).error.code, 'FORBIDDEN')
     w.send({ type: 'registertrigger', id: 'tr-map', trigger_type: 'custom', function_id: 'map::me', config: { a: 1 }, metadata: { m: 1 } })
-    await eventually(async () => {
+    await waitFor(async () => {
       const list = (await trusted.call('engine::registered-triggers::list', {})).result.registered_triggers
       const b = list.find((x: any) => x.id === 'tr-map')
       return b !== undefined && b.function_id === 'api::mapped' && b.config.mapped === true
-    })
+    }, 'the condition')
     assert.deepEqual(hookInputs.trigger!.find((i) => i.trigger_id === 'tr-map'), {
       trigger_id: 'tr-map',
       trigger_type: 'custom',
@@ -329,7 +330,7 @@ describe('registration gates, prefix and hooks (§13.2, §13.5)', () => {
     })
     // Unregistering by the id the worker sent removes the stored binding.
     w.send({ type: 'unregistertrigger', id: 'tr-map' })
-    await eventually(async () => !(await trusted.call('engine::registered-triggers::list', {})).result.registered_triggers.some((b: any) => b.id === 'tr-map'))
+    await waitFor(async () => !(await trusted.call('engine::registered-triggers::list', {})).result.registered_triggers.some((b: any) => b.id === 'tr-map'), 'the condition')
   })
 
   it('the trigger type hook maps or denies; engine-owned types stay reserved', async () => {
@@ -339,7 +340,7 @@ describe('registration gates, prefix and hooks (§13.2, §13.5)', () => {
     assert.equal(denied.reason, 'hook_denied')
     assert.equal(denied.message, 'registration denied by gw::on-trigger-type: not this one')
     w.send({ type: 'registertriggertype', id: 'rename-type', description: 'original' })
-    await eventually(async () => (await trusted.call('engine::triggers::list', {})).result.triggers.some((x: any) => x.id === 'renamed-type' && x.description === 'mapped'))
+    await waitFor(async () => (await trusted.call('engine::triggers::list', {})).result.triggers.some((x: any) => x.id === 'renamed-type' && x.description === 'mapped'), 'the condition')
     assert.deepEqual(hookInputs.triggerType!.find((i) => i.trigger_type_id === 'rename-type'), { trigger_type_id: 'rename-type', description: 'original', context: { user: 'ada' } })
     w.send({ type: 'registertriggertype', id: 'engine::workers-available' })
     assert.equal((await w.next((f) => f.type === 'registrationrejected' && f.trigger_type_id === 'engine::workers-available')).reason, 'reserved_id')
@@ -381,7 +382,7 @@ describe('middleware (§13.4)', () => {
     w.send({ type: 'registertriggertype', id: 'defaults::type' })
     assert.equal((await w.next((f) => f.type === 'registrationrejected')).reason, 'forbidden')
     w.serve('defaults::fn', () => 'ok')
-    await eventually(async () => (await trusted.call('engine::functions::list', {})).result.functions.some((f: any) => f.function_id === 'defaults::fn'))
+    await waitFor(async () => (await trusted.call('engine::functions::list', {})).result.functions.some((f: any) => f.function_id === 'defaults::fn'), 'the condition')
   })
 })
 

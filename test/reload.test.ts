@@ -16,6 +16,7 @@ import type { SvcClient } from 'svc-sdk'
 import { startEngine } from '../src/lib/start.ts'
 import type { RunningEngine } from '../src/lib/start.ts'
 import { ROOT, SVC_BIN, tempProject } from './support/processes.ts'
+import { waitFor } from './support/wait.ts'
 
 const SDK = pathToFileURL(join(ROOT, 'packages', 'sdk', 'dist', 'index.js')).href
 
@@ -42,15 +43,8 @@ let running: RunningEngine | undefined
 let caller: SvcClient | undefined
 const printed: string[] = []
 
-async function until<T>(find: () => T | undefined | false, what: string, timeoutMs = 60_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs
-  for (;;) {
-    const found = find()
-    if (found) return found
-    if (Date.now() > deadline) assert.fail(`timed out waiting for ${what}; svc printed:\n${printed.join('')}`)
-    await new Promise((resolve) => setTimeout(resolve, 50))
-  }
-}
+/** Describes a wait with what svc printed so far, for its failure message. */
+const svcPrinted = (what: string) => () => `${what}; svc printed:\n${printed.join('')}`
 
 /** The JSON events printed so far. */
 function events(): Array<Record<string, unknown>> {
@@ -116,7 +110,7 @@ before(async () => {
   const env = { ...process.env }
   delete env.SVC_URL
   running = await startEngine({ version: 'test', cwd: dir, env, workers: true, watch: true, json: true, stdout: (text) => void printed.push(text) })
-  await until(() => running!.workers.find((w) => w.name === 'versioned')?.state === 'running', 'the worker to run')
+  await waitFor(() => running!.workers.find((w) => w.name === 'versioned')?.state === 'running', svcPrinted('the worker to run'), 60_000)
   caller = registerWorker(running.engine.workerUrls[0], { workerName: 'reload-caller', otel: { enabled: false } } as Parameters<typeof registerWorker>[1])
 })
 
@@ -130,7 +124,7 @@ after(async () => {
 describe('reload drops no call (issue 21)', () => {
   it('an edit during a steady loop of calls: zero errors, the new code answers, the old process is gone', async () => {
     const calls = steadyCalls(caller!)
-    await until(() => calls.answers.length >= 20 && calls.answers.at(-1)!.version === 'v1', 'answers from v1')
+    await waitFor(() => calls.answers.length >= 20 && calls.answers.at(-1)!.version === 'v1', svcPrinted('answers from v1'), 60_000)
     const oldPid = calls.answers.at(-1)!.pid
     const worker = running!.workers.find((w) => w.name === 'versioned')!
     let promotedAt = Infinity
@@ -138,10 +132,10 @@ describe('reload drops no call (issue 21)', () => {
       if (state === 'running' && promotedAt === Infinity) promotedAt = performance.now()
     })
     writeFileSync(join(dir, 'workers', 'versioned', 'index.mjs'), workerSource('v2'))
-    await until(() => calls.answers.at(-1)?.version === 'v2', 'answers from v2')
-    await until(() => !alive(oldPid), 'the old process to stop')
+    await waitFor(() => calls.answers.at(-1)?.version === 'v2', svcPrinted('answers from v2'), 60_000)
+    await waitFor(() => !alive(oldPid), svcPrinted('the old process to stop'), 60_000)
     const count = calls.answers.length
-    await until(() => calls.answers.length >= count + 20, '20 more answers')
+    await waitFor(() => calls.answers.length >= count + 20, svcPrinted('20 more answers'), 60_000)
     await calls.stop()
     assert.deepEqual(calls.errors, [], `calls failed during the reload; svc printed:\n${printed.join('')}`)
     // Once the new process registered (state running again), every call sent went to it.
@@ -155,16 +149,16 @@ describe('reload drops no call (issue 21)', () => {
 
   it('a syntax error in the edit: the old process keeps answering, and svc says where the error is', async () => {
     const calls = steadyCalls(caller!)
-    await until(() => calls.answers.length >= 10, 'answers')
+    await waitFor(() => calls.answers.length >= 10, svcPrinted('answers'), 60_000)
     const serving = calls.answers.at(-1)!
     writeFileSync(join(dir, 'workers', 'versioned', 'index.mjs'), `${workerSource('v3')}\nexport const broken = {\n`)
-    const line = await until(
+    const line = await waitFor(
       () => events().find((e) => e.event === 'log' && typeof e.message === 'string' && e.message.startsWith('versioned: the new process exited')),
-      'the report of the failed new process',
+      svcPrinted('the report of the failed new process'), 60_000,
     )
     assert.match(line.message as string, /before it registered: SyntaxError: .+ \(index\.mjs:\d+\); the previous process keeps serving \(waiting for a change to workers\/versioned\)$/)
     const count = calls.answers.length
-    await until(() => calls.answers.length >= count + 20, '20 more answers')
+    await waitFor(() => calls.answers.length >= count + 20, svcPrinted('20 more answers'), 60_000)
     await calls.stop()
     assert.deepEqual(calls.errors, [])
     assert.ok(calls.answers.slice(count).every((a) => a.version === serving.version && a.pid === serving.pid), 'the old process answered every call')
@@ -175,7 +169,7 @@ describe('reload drops no call (issue 21)', () => {
     // The fix is picked up as usual.
     writeFileSync(join(dir, 'workers', 'versioned', 'index.mjs'), workerSource('v4'))
     const check = steadyCalls(caller!, 1)
-    await until(() => check.answers.at(-1)?.version === 'v4', 'answers from v4')
+    await waitFor(() => check.answers.at(-1)?.version === 'v4', svcPrinted('answers from v4'), 60_000)
     await check.stop()
     assert.deepEqual(check.errors, [])
   })
@@ -183,7 +177,7 @@ describe('reload drops no call (issue 21)', () => {
 
 describe("a crashed worker's function_not_found (issue 21)", () => {
   it('svc trigger says the worker crashed, with its name and last error, not that it may still be installing', async () => {
-    await until(() => running!.workers.find((w) => w.name === 'crasher')?.state === 'crashed', 'the crasher to be crashed')
+    await waitFor(() => running!.workers.find((w) => w.name === 'crasher')?.state === 'crashed', svcPrinted('the crasher to be crashed'), 60_000)
     const env = { ...process.env }
     delete env.SVC_URL
     const child = spawn(process.execPath, [SVC_BIN, 'trigger', 'crash::now'], { cwd: dir, env, stdio: ['ignore', 'pipe', 'pipe'] })

@@ -11,7 +11,8 @@ import type { Socket } from 'node:net'
 import { after, describe, it } from 'node:test'
 import WebSocket from 'ws'
 import { startTestEngine, type TestEngine } from './support/engine.ts'
-import { RawWorker, eventually, type Frame } from './support/raw-worker.ts'
+import { RawWorker, type Frame } from './support/raw-worker.ts'
+import { waitFor } from './support/wait.ts'
 
 const engines: TestEngine[] = []
 const workers: RawWorker[] = []
@@ -54,7 +55,7 @@ describe('the slow-consumer rule', () => {
     slow.socket.send(JSON.stringify({ type: 'registerfunction', id: 'slow::fn' }))
     const healthy = await connect(e.url)
     healthy.serve('healthy::echo', (data) => data)
-    await eventually(() => e.engine.functions.get('default', 'slow::fn') !== undefined && e.engine.functions.get('default', 'healthy::echo') !== undefined)
+    await waitFor(() => e.engine.functions.get('default', 'slow::fn') !== undefined && e.engine.functions.get('default', 'healthy::echo') !== undefined, 'the condition')
     slow.pause()
 
     const flood = await connect(e.url)
@@ -67,7 +68,7 @@ describe('the slow-consumer rule', () => {
     const independent = await connect(e.url)
     for (let i = 0; i < 20; i++) assert.deepEqual((await independent.call('healthy::echo', { i })).result, { i })
 
-    await eventually(() => answers.size === FLOOD, 30000)
+    await waitFor(() => answers.size === FLOOD, 'answers.size === FLOOD', 30000)
     const codes = new Set([...answers.values()].map((f) => f.error?.code))
     // Calls the engine had sent on end with invocation_stopped; any that came after the drop find no function.
     assert.ok(codes.has('invocation_stopped'), `codes: ${[...codes].join(', ')}`)
@@ -82,11 +83,11 @@ describe('the slow-consumer rule', () => {
     const e = await engine()
     const healthy = await connect(e.url)
     healthy.serve('healthy::echo', (data) => data)
-    await eventually(() => e.engine.functions.get('default', 'healthy::echo') !== undefined)
+    await waitFor(() => e.engine.functions.get('default', 'healthy::echo') !== undefined, "e.engine.functions.get('default', 'healthy::echo') !== undefined")
     const caller = await pausable(e.url)
     caller.pause()
     for (let i = 0; i < FLOOD; i++) caller.socket.send(`{"type":"invokefunction","invocation_id":"c${i}","function_id":"healthy::echo","data":"${PAYLOAD}"}`)
-    await eventually(() => !e.engine.openSessions().some((s) => s.workerId === caller.workerId), 30000)
+    await waitFor(() => !e.engine.openSessions().some((s) => s.workerId === caller.workerId), '!e.engine.openSessions().some((s) => s.workerId === caller.workerId)', 30000)
     const other = await connect(e.url)
     assert.equal((await other.call('healthy::echo', 'still here')).result, 'still here')
     assert.equal(healthy.isOpen, true)

@@ -7,8 +7,9 @@ import { after, before, describe, it } from 'node:test'
 import type { Logger } from '../runtime/engine/types.ts'
 import { StateWorker } from '../runtime/workers/state/worker.ts'
 import { startTestEngine, type TestEngine } from './support/engine.ts'
-import { eventually, RawWorker, type Frame } from './support/raw-worker.ts'
+import { RawWorker, type Frame } from './support/raw-worker.ts'
 import { startTestRedis, type TestRedis } from './support/redis.ts'
+import { waitFor } from './support/wait.ts'
 
 const redis = await startTestRedis()
 after(() => redis.close())
@@ -42,7 +43,7 @@ async function ok(worker: RawWorker, function_id: string, data: unknown): Promis
 async function settle(writer: RawWorker, watchers: Array<{ events: Array<Record<string, unknown>> }>) {
   const key = `marker-${Math.random().toString(16).slice(2)}`
   await ok(writer, 'state::set', { scope: 'markers', key, value: true })
-  await eventually(() => watchers.every((w) => w.events.some((e) => e.key === key)), 5000)
+  await waitFor(() => watchers.every((w) => w.events.some((e) => e.key === key)), 'watchers.every((w) => w.events.some((e) => e.key === key))', 5000)
   return watchers.map((w) => {
     const seen = w.events.slice(0, w.events.findIndex((e) => e.key === key))
     w.events.splice(0, w.events.length)
@@ -189,21 +190,21 @@ describe('state on redis while Redis is unavailable (builtins.md §13.4)', () =>
     assert.equal((await watcher.worker.call('state::update', { scope: 's', key: 'k', ops: 'x' })).error?.code, 'INVALID_ARGUMENTS')
 
     // Health says so, naming the server without its password.
-    await eventually(async () => (await health()).components.redis?.status === 'degraded', 10_000)
+    await waitFor(async () => (await health()).components.redis?.status === 'degraded', "(await health()).components.redis?.status === 'degraded'", 10_000)
     const degraded = await health()
     assert.equal(degraded.status, 'degraded')
     assert.match(degraded.components.redis!.detail!, /not connected to redis:\/\/127\.0\.0\.1:\d+/)
 
     await server.start()
-    await eventually(async () => (await health()).components.redis?.status === 'healthy', 20_000)
+    await waitFor(async () => (await health()).components.redis?.status === 'healthy', "(await health()).components.redis?.status === 'healthy'", 20_000)
     // Redis restarted empty (no persistence in tests); calls work again after the reconnect backoff.
-    await eventually(async () => (await watcher.worker.call('state::set', { scope: 's', key: 'k', value: 'after' })).error === undefined, 20_000)
+    await waitFor(async () => (await watcher.worker.call('state::set', { scope: 's', key: 'k', value: 'after' })).error === undefined, "(await watcher.worker.call('state::set', { scope: 's', key: 'k', value: 'after' })).error === undefined", 20_000)
     assert.equal(await ok(watcher.worker, 'state::get', { scope: 's', key: 'k' }), 'after')
     // And triggers fire again: the change feed is subscribed again.
-    await eventually(async () => {
+    await waitFor(async () => {
       await ok(watcher.worker, 'state::set', { scope: 's', key: 'again', value: Date.now() })
       return watcher.events.some((e) => e.key === 'again')
-    }, 10_000)
+    }, 'the condition', 10_000)
   })
 
   it('starts an engine whose Redis is down, with a warning, and serves state as soon as Redis is there', async (t) => {
@@ -224,7 +225,7 @@ describe('state on redis while Redis is unavailable (builtins.md §13.4)', () =>
     assert.equal((await worker.call('state::get', { scope: 's', key: 'k' })).error?.code, 'ADAPTER_UNAVAILABLE')
 
     await server.start()
-    await eventually(async () => (await worker.call('state::set', { scope: 's', key: 'k', value: 1 })).error === undefined, 20_000)
+    await waitFor(async () => (await worker.call('state::set', { scope: 's', key: 'k', value: 1 })).error === undefined, "(await worker.call('state::set', { scope: 's', key: 'k', value: 1 })).error === undefined", 20_000)
     assert.equal(await ok(worker, 'state::get', { scope: 's', key: 'k' }), 1)
   })
 })

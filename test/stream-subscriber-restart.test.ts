@@ -45,13 +45,12 @@ after(async () => {
 
 /** Writes until the subscriber has the event of item `id` (the binding may register a moment after `ready`). */
 async function deliveredTo(subscriber: Subscriber, id: string): Promise<void> {
-  const deadline = Date.now() + 10_000
   let n = 0
-  while (!subscriber.events.some((e) => e.id === id)) {
-    if (Date.now() > deadline) assert.fail(`${id} never reached the subscriber`)
+  await waitFor(async () => {
+    if (subscriber.events.some((e) => e.id === id)) return true
     await test.engine.inject({ function_id: 'stream::set', data: { stream_name: 'feed', group_id: 'g', item_id: id, data: n++ } })
-    await new Promise((resolve) => setTimeout(resolve, 50))
-  }
+    return false
+  }, `${id} at the subscriber`, 10_000, 50)
 }
 
 it('a subscriber killed and restarted still receives stream events, in order', async () => {
@@ -92,6 +91,8 @@ it('a subscriber whose connection drops reconnects, replays its binding (same tr
   const start = subscriber.events.length
   await test.engine.inject({ function_id: 'stream::set', data: { stream_name: 'feed', group_id: 'g', item_id: 'once', data: 1 } })
   await waitFor(() => subscriber.events.slice(start).some((e) => e.id === 'once'), 'the event after the reconnect')
-  await new Promise((resolve) => setTimeout(resolve, 200))
+  // A marker after it: a second binding would have delivered 'once' before its marker arrives.
+  await test.engine.inject({ function_id: 'stream::set', data: { stream_name: 'feed', group_id: 'g', item_id: 'marker', data: 1 } })
+  await waitFor(() => subscriber.events.slice(start).some((e) => e.id === 'marker'), 'the marker after the reconnect')
   assert.equal(subscriber.events.filter((e) => e.id === 'once').length, 1, 'delivered once, not once per binding')
 })

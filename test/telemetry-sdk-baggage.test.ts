@@ -12,6 +12,7 @@ import { after, before, describe, it } from 'node:test'
 import { ROOT } from './support/processes.ts'
 import { RawWorker } from './support/raw-worker.ts'
 import { startTestEngine, type TestEngine } from './support/engine.ts'
+import { waitFor } from './support/wait.ts'
 
 describe('hostile inbound baggage and a worker with telemetry on', () => {
   let engine: TestEngine
@@ -32,7 +33,7 @@ describe('hostile inbound baggage and a worker with telemetry on', () => {
       })
       worker.once('exit', (code) => reject(new Error(`the worker exited with ${code}`)))
     })
-    for (let i = 0; i < 400 && engine.engine.functions.resolve('default', 'lazy::echo') === undefined; i++) await new Promise((r) => setTimeout(r, 25))
+    await waitFor(() => engine.engine.functions.resolve('default', 'lazy::echo') !== undefined, 'lazy::echo registered')
     caller = await RawWorker.connect(engine.url)
   })
   after(async () => {
@@ -54,14 +55,10 @@ describe('hostile inbound baggage and a worker with telemetry on', () => {
 
   it('the spans of those calls keep the well-formed entries only', async () => {
     await caller.call('lazy::modules', {}) // flushes the worker's spans
-    let spans: Array<{ attributes: Record<string, unknown> }> = []
-    for (let i = 0; i < 400; i++) {
-      spans = ((await engine.engine.inject({ function_id: 'engine::traces::list', data: { name: 'execute lazy::echo' } })) as { traces: typeof spans }).traces
-      if (spans.some((s) => s.attributes['ok'] === 'yes')) break
-      await new Promise((r) => setTimeout(r, 25))
-    }
-    const withOk = spans.find((s) => s.attributes['ok'] === 'yes')
-    assert.ok(withOk, 'the span of the call with ok=yes')
+    const withOk = await waitFor(async () => {
+      const spans = ((await engine.engine.inject({ function_id: 'engine::traces::list', data: { name: 'execute lazy::echo' } })) as { traces: Array<{ attributes: Record<string, unknown> }> }).traces
+      return spans.find((s) => s.attributes['ok'] === 'yes')
+    }, 'the span of the call with ok=yes')
     assert.equal(withOk.attributes['svc.function.id'], 'lazy::echo')
     assert.ok(!('k' in withOk.attributes), 'the entry that is not well-formed is dropped')
   })

@@ -14,6 +14,7 @@ import { after, before, describe, it } from 'node:test'
 import WebSocket from 'ws'
 import { cliEnv, runSvc } from './support/cli.ts'
 import { SVC_BIN, tempProject } from './support/processes.ts'
+import { waitForMatch } from './support/wait.ts'
 
 /** What a terminal may act on, besides TAB and LF (which end our lines). */
 // eslint-disable-next-line no-control-regex
@@ -41,13 +42,9 @@ function assertSafe(text: string, what: string): void {
   assert.doesNotMatch(plain, FORGED, `${what} printed a forged line:\n${plain}`)
 }
 
-async function waitFor(pattern: RegExp, what: string): Promise<void> {
-  const until = Date.now() + 30_000
-  while (!pattern.test(output)) {
-    if (Date.now() > until || svc?.exitCode !== null) assert.fail(`timed out waiting for ${what}:\n${output}`)
-    await new Promise((resolve) => setTimeout(resolve, 50))
-  }
-}
+/** Waits until svc's output matches `pattern`; gives up at once when svc exits. */
+const printed = (pattern: RegExp, what: string) =>
+  waitForMatch(() => output, pattern, what, { stopIf: () => svc?.exitCode !== null && `svc exited with code ${svc?.exitCode}` })
 
 before(async () => {
   dir = await tempProject('  - name: hostile\n    worker_path: ./workers/hostile\n')
@@ -75,9 +72,9 @@ console.log('hostile ready')
   svc = child
   child.stdout.on('data', (d) => (output += d))
   child.stderr.on('data', (d) => (output += d))
-  await waitFor(/^ {2}engine {4}ws:\/\/\S+$/m, 'the banner')
+  await printed(/^ {2}engine {4}ws:\/\/\S+$/m, 'the banner')
   engineUrl = /^ {2}engine {4}(ws:\/\/\S+)$/m.exec(output)![1]!
-  await waitFor(/hostile\S* \S*INFO\S* hostile ready/, 'the worker')
+  await printed(/hostile\S* \S*INFO\S* hostile ready/, 'the worker')
 })
 
 after(async () => {
@@ -102,10 +99,10 @@ describe('text from outside on the terminal (issue 16 item 8)', () => {
       ],
     }
     socket.send(Buffer.concat([Buffer.from('LOGS'), Buffer.from(JSON.stringify(logs))]))
-    await waitFor(/forged-by-otel-body/, 'the OTLP record')
-    await waitFor(/forged-by-lf/, 'the SDK log record')
-    await waitFor(/title .* end/, 'the title line')
-    await waitFor(/bidi .* end/, 'the stderr line')
+    await printed(/forged-by-otel-body/, 'the OTLP record')
+    await printed(/forged-by-lf/, 'the SDK log record')
+    await printed(/title .* end/, 'the title line')
+    await printed(/bidi .* end/, 'the stderr line')
     socket.close()
     assertSafe(output, 'svc')
     // Shown, not obeyed, and not lost.

@@ -17,7 +17,7 @@ import { after, before, describe, it } from 'node:test'
 import { registerWorker, TriggerAction, type SvcClient } from 'svc-sdk'
 import { flushOtel, otelSocketStats } from 'svc-sdk/telemetry'
 import { startTestEngine, type TestEngine } from './support/engine.ts'
-import { eventually } from './support/raw-worker.ts'
+import { waitFor } from './support/wait.ts'
 
 interface Node {
   trace_id: string
@@ -84,7 +84,7 @@ describe('one trace across svc-http, an SDK worker, a nested call, a queue and a
     client.registerFunction('on-change', () => ({ seen: true }))
     client.registerTrigger({ type: 'http', function_id: 'a', config: { api_path: 'orders/:id', http_method: 'GET' } })
     client.registerTrigger({ type: 'state', function_id: 'on-change', config: { scope: 'trace-e2e' } })
-    await eventually(() => client.getConnectionState() === 'connected' && otelSocketStats()?.connected === true, 10_000)
+    await waitFor(() => client.getConnectionState() === 'connected' && otelSocketStats()?.connected === true, "client.getConnectionState() === 'connected' && otelSocketStats()?.connected === true", 10_000)
   })
 
   after(async () => {
@@ -95,23 +95,23 @@ describe('one trace across svc-http, an SDK worker, a nested call, a queue and a
   /** The tree of `traceId` once it holds `count` finished spans (worker spans arrive after an export delay). */
   async function finishedTree(traceId: string, count: number): Promise<Node[]> {
     let roots: Node[] = []
-    await eventually(async () => {
+    await waitFor(async () => {
       await flushOtel()
       roots = ((await t.engine.inject({ function_id: 'engine::traces::tree', data: { trace_id: traceId } })) as { roots: Node[] }).roots
       const spans = flatten(roots)
       return spans.length >= count && spans.every((s) => s.end_time_unix_nano !== null)
-    }, 10_000)
+    }, 'the condition', 10_000)
     return roots
   }
 
   it('HTTP → execute a → execute b → enqueue jobs → deliver jobs → execute c is one trace', async () => {
     let response: Response | undefined
-    await eventually(async () => {
+    await waitFor(async () => {
       response = await fetch(`${t.httpUrl}/orders/42`)
       return response.status === 200
-    }, 10_000)
+    }, 'the condition', 10_000)
     const body = (await response!.json()) as { receipt: string }
-    await eventually(() => delivered.includes('42'), 10_000)
+    await waitFor(() => delivered.includes('42'), "delivered.includes('42')", 10_000)
 
     const listed = (await t.engine.inject({ function_id: 'engine::traces::list', data: { name: 'GET /orders/:id' } })) as { traces: Array<{ trace_id: string }> }
     assert.equal(listed.traces.length, 1, 'one trace for the request')
@@ -162,10 +162,10 @@ describe('one trace across svc-http, an SDK worker, a nested call, a queue and a
     client.registerFunction('boom', () => {
       throw Object.assign(new Error('no way'), { code: 'BOOM' })
     })
-    await eventually(async () => (await t.engine.inject({ function_id: 'engine::functions::list', data: {} }).then((r) => JSON.stringify(r))).includes('"boom"'), 10_000)
+    await waitFor(async () => (await t.engine.inject({ function_id: 'engine::functions::list', data: {} }).then((r) => JSON.stringify(r))).includes('"boom"'), 'the condition', 10_000)
     const { messageReceiptId } = await client.trigger({ function_id: 'boom', payload: {}, action: TriggerAction.Enqueue({ queue: 'jobs' }) })
     let deliver: { status: string; status_message?: string; attributes: Record<string, unknown> } | undefined
-    await eventually(async () => {
+    await waitFor(async () => {
       const listed = (await t.engine.inject({ function_id: 'engine::traces::list', data: { name: 'enqueue jobs', limit: 1000 } })) as { traces: Array<{ trace_id: string; attributes: Record<string, unknown> }> }
       const mine = listed.traces.find((x) => x.attributes['svc.queue.message_id'] === messageReceiptId)
       if (mine === undefined) return false
@@ -174,7 +174,7 @@ describe('one trace across svc-http, an SDK worker, a nested call, a queue and a
       if (span === undefined || span.end_time_unix_nano === null) return false
       deliver = span
       return true
-    }, 10_000)
+    }, 'the condition', 10_000)
     assert.equal(deliver!.status, 'error')
     assert.equal(deliver!.status_message, 'no way')
     assert.equal(deliver!.attributes['svc.error.code'], 'BOOM')
@@ -184,11 +184,11 @@ describe('one trace across svc-http, an SDK worker, a nested call, a queue and a
     const trigger = client.registerTrigger({ type: 'cron', function_id: 'tick', config: { expression: '* * * * * *' } })
     let traceId: string | undefined
     try {
-      await eventually(async () => {
+      await waitFor(async () => {
         const listed = (await t.engine.inject({ function_id: 'engine::traces::list', data: { name: 'cron tick' } })) as { traces: Array<{ trace_id: string }> }
         traceId = listed.traces[0]?.trace_id
         return traceId !== undefined
-      }, 10_000)
+      }, 'the condition', 10_000)
     } finally {
       trigger.unregister()
     }
@@ -210,12 +210,12 @@ describe('one trace across svc-http, an SDK worker, a nested call, a queue and a
   it('a state trigger delivery is `trigger state <function_id>`, child of the write, parent of the handler', async () => {
     await client.trigger({ function_id: 'w', payload: { value: 7 } })
     let traceId: string | undefined
-    await eventually(async () => {
+    await waitFor(async () => {
       await flushOtel()
       const listed = (await t.engine.inject({ function_id: 'engine::traces::list', data: { name: 'execute w' } })) as { traces: Array<{ trace_id: string }> }
       traceId = listed.traces[0]?.trace_id
       return traceId !== undefined
-    }, 10_000)
+    }, 'the condition', 10_000)
     const roots = await finishedTree(traceId!, 4)
     assert.equal(roots.length, 1)
     const writer = roots[0]!
@@ -242,7 +242,7 @@ describe('one trace across svc-http, an SDK worker, a nested call, a queue and a
       client.registerTrigger({ type: 'configuration', function_id: 'on-config', config: { configuration_id: 'trace-e2e' } }),
     ]
     try {
-      await eventually(() => triggers.every((x) => t.engine.triggers.getBinding(x.id)?.status === 'active'), 10_000)
+      await waitFor(() => triggers.every((x) => t.engine.triggers.getBinding(x.id)?.status === 'active'), "triggers.every((x) => t.engine.triggers.getBinding(x.id)?.status === 'active')", 10_000)
       const writes: Array<{ call: string; data: unknown; chain: string[] }> = [
         { call: 'publish', data: { topic: 'news', data: { n: 1 } }, chain: ['execute publish', 'subscribe news on-news', 'execute on-news'] },
         { call: 'svc::durable::publish', data: { topic: 'orders', data: { n: 1 } }, chain: ['execute svc::durable::publish', 'enqueue orders', 'deliver orders::on-order', 'execute on-order'] },

@@ -7,16 +7,17 @@
  * again, forever. Traces of internal functions (engine::*) do not fire it at all.
  */
 import assert from 'node:assert/strict'
-import { setTimeout as sleep } from 'node:timers/promises'
 import { after, before, describe, it } from 'node:test'
 import { registerWorker, type SvcClient } from 'svc-sdk'
 import { startTestEngine, type TestEngine } from './support/engine.ts'
-import { eventually } from './support/raw-worker.ts'
+import { bindingsSettled } from './support/sdk-harness.ts'
+import { waitFor } from './support/wait.ts'
 
 describe('a trace trigger handled by a worker with telemetry off', () => {
   let t: TestEngine
   let client: SvcClient
   const batches: string[][] = []
+  let handled = 0
 
   before(async () => {
     t = await startTestEngine({ settings: { 'svc-observability': { store: 'memory' } } })
@@ -25,15 +26,15 @@ describe('a trace trigger handled by a worker with telemetry off', () => {
       batches.push(data.trace_ids)
       // What a real handler does with the ids: more calls, which must not make traces of their own.
       await client.trigger({ function_id: 'state::set', payload: { scope: 'seen', key: data.trace_ids[0]!, value: true } })
+      handled++
       return null
     })
-    client.registerTrigger({ type: 'trace', function_id: 'on-traces', config: {} })
-    await eventually(async () => {
+    const trigger = client.registerTrigger({ type: 'trace', function_id: 'on-traces', config: {} })
+    await waitFor(async () => {
       const { functions } = (await t.engine.inject({ function_id: 'engine::functions::list', data: {} })) as { functions: Array<{ function_id: string }> }
       return functions.some((f) => f.function_id === 'on-traces')
-    }, 10_000)
-    // The trigger is registered after the functions; give it its round trip.
-    await sleep(200)
+    }, 'on-traces registered', 10_000)
+    await bindingsSettled(t.engine, [trigger.id])
   })
   after(async () => {
     await client?.shutdown()
@@ -43,15 +44,17 @@ describe('a trace trigger handled by a worker with telemetry off', () => {
   it('fires once for the one trace, not again for the calls its handler makes', async () => {
     // One traced call (engine::functions::list, polled above, is internal and fires nothing).
     await client.trigger({ function_id: 'state::set', payload: { scope: 'orders', key: 'o1', value: { total: 3 } } })
-    await eventually(() => batches.length === 1)
-    // Several trace batches (300 ms each) later, nothing more arrived.
-    await sleep(1500)
-    assert.equal(batches.length, 1, `deliveries: ${JSON.stringify(batches)}`)
+    await waitFor(() => batches.length === 1 && handled === 1, 'the first batch handled')
+    // A marker: a traced call after the handler's own call. Batches go out in order, so a trace of
+    // the handler's call would be delivered no later than the marker's.
+    await client.trigger({ function_id: 'state::get', payload: { scope: 'marker', key: 'm' } })
+    await waitFor(() => batches.length >= 2, 'the batch of the marker')
     const { traces } = (await t.engine.inject({ function_id: 'engine::traces::list', data: {} })) as { traces: Array<{ name: string; trace_id: string }> }
-    assert.deepEqual(traces.map((trace) => trace.name), ['execute state::set'])
-    assert.deepEqual(batches[0], [traces[0]!.trace_id])
+    assert.deepEqual(traces.map((trace) => trace.name).sort(), ['execute state::get', 'execute state::set'])
+    const traceOf = (name: string) => traces.find((trace) => trace.name === name)!.trace_id
+    assert.deepEqual(batches.slice(0, 2), [[traceOf('execute state::set')], [traceOf('execute state::get')]], `deliveries: ${JSON.stringify(batches)}`)
     // The handler's own call did run (unsampled, untraced).
-    const seen = await client.trigger({ function_id: 'state::get', payload: { scope: 'seen', key: traces[0]!.trace_id } })
+    const seen = await client.trigger({ function_id: 'state::get', payload: { scope: 'seen', key: traceOf('execute state::set') } })
     assert.equal(seen, true)
   })
 })

@@ -14,6 +14,7 @@ import { KVM_MESSAGES } from '../src/supervisor/microvm/probe.ts'
 import { startEngineProcess, SVC_BIN } from './support/processes.ts'
 import { cliEnv, runSvc, type Finished } from './support/cli.ts'
 import type { RunningEngine } from './support/processes.ts'
+import { quietPeriod, waitFor } from './support/wait.ts'
 
 /** A commented config.yaml: every edit must keep these bytes (aligned comments included). */
 const CONFIG = `# Test project for the worker commands.
@@ -324,15 +325,18 @@ describe('svc worker add|remove|list with a running engine', () => {
     outsider.registerFunction('jobs::run', () => ({}))
 
     // Registration is asynchronous: poll until both workers show their function.
-    let listing: { engine_running: boolean; workers: Array<Record<string, unknown>> }
-    for (;;) {
-      const result = await svc(dir, ['worker', 'list', '--all', '--json'], engine.engineUrl)
-      assert.equal(result.code, 0, result.stderr)
-      listing = JSON.parse(result.stdout)
-      const fns = (name: string) => (listing.workers.find((w) => w.name === name)?.functions as string[] | undefined) ?? []
-      if (fns('math-worker').length > 0 && fns('outsider').length > 0) break
-      await new Promise((resolve) => setTimeout(resolve, 200))
-    }
+    const listing = await waitFor(
+      async () => {
+        const result = await svc(dir, ['worker', 'list', '--all', '--json'], engine.engineUrl)
+        assert.equal(result.code, 0, result.stderr)
+        const listed: { engine_running: boolean; workers: Array<Record<string, unknown>> } = JSON.parse(result.stdout)
+        const fns = (name: string) => (listed.workers.find((w) => w.name === name)?.functions as string[] | undefined) ?? []
+        return fns('math-worker').length > 0 && fns('outsider').length > 0 && listed
+      },
+      'math-worker and outsider listed with their functions',
+      60_000,
+      200,
+    )
     assert.equal(listing.engine_running, true)
     const row = (name: string) => listing.workers.find((w) => w.name === name)
     assert.deepEqual(row('math-worker'), { name: 'math-worker', kind: 'local', namespace: 'default', status: 'running', pid: process.pid, functions: ['math::add'], source: './workers/math-worker' })
@@ -378,14 +382,17 @@ describe('svc worker list with workers svc launched', () => {
     const engine = await startEngineProcess(dir)
     engines.add(engine)
     let row: Record<string, unknown> | undefined
-    for (let attempt = 0; ; attempt++) {
-      const result = await svc(dir, ['worker', 'list', '--json'], engine.engineUrl)
-      assert.equal(result.code, 0, result.stderr)
-      row = (JSON.parse(result.stdout).workers as Array<Record<string, unknown>>).find((w) => w.name === 'math-worker')
-      if (row?.status === 'running' && (row.functions as string[]).length > 0) break
-      assert.ok(attempt < 300, `math-worker did not start: ${JSON.stringify(row)}\n${engine.output.join('\n')}`)
-      await new Promise((resolve) => setTimeout(resolve, 200))
-    }
+    await waitFor(
+      async () => {
+        const result = await svc(dir, ['worker', 'list', '--json'], engine.engineUrl)
+        assert.equal(result.code, 0, result.stderr)
+        row = (JSON.parse(result.stdout).workers as Array<Record<string, unknown>>).find((w) => w.name === 'math-worker')
+        return row?.status === 'running' && (row.functions as string[]).length > 0
+      },
+      () => `math-worker to start: ${JSON.stringify(row)}\n${engine.output.join('\n')}`,
+      60_000,
+      200,
+    )
     const record = JSON.parse(readFileSync(join(dir, '.svc', 'state', 'workers', 'math-worker.json'), 'utf8'))
     assert.deepEqual(row, { name: 'math-worker', kind: 'local', namespace: 'default', status: 'running', pid: record.pid, functions: ['math-worker::ping'], source: './workers/math-worker' })
 
@@ -422,12 +429,17 @@ describe('svc worker add into a running svc', () => {
 
     const removed = await svc(dir, ['worker', 'remove', 'greeter'], engine.engineUrl)
     assert.equal(removed.stdout, 'Removed greeter from config.yaml; svc stops it\n')
-    for (let attempt = 0; ; attempt++) {
-      const gone = await svc(dir, ['trigger', 'greeter::ping'], engine.engineUrl)
-      if (gone.code === 1 && /function_not_found/.test(gone.stderr)) break
-      assert.ok(attempt < 100, `greeter still answers: ${gone.stdout}${gone.stderr}`)
-      await new Promise((resolve) => setTimeout(resolve, 200))
-    }
+    let last = ''
+    await waitFor(
+      async () => {
+        const gone = await svc(dir, ['trigger', 'greeter::ping'], engine.engineUrl)
+        last = gone.stdout + gone.stderr
+        return gone.code === 1 && /function_not_found/.test(gone.stderr)
+      },
+      () => `greeter to stop answering: ${last}`,
+      20_000,
+      200,
+    )
     await stopEngine(engine)
   })
 })
@@ -446,28 +458,29 @@ describe('svc worker add of a worker that cannot start (issue 11)', () => {
     assert.match(added.stderr, /Error: broken exited before registering \(exited with code 1\)/)
     assert.match(added.stderr, /SyntaxError/)
     // svc: a second identical failure, then one line and no third attempt.
-    const waiting = async () => {
-      for (let i = 0; i < 100; i++) {
-        const line = engine.output.find((l) => l.includes('cannot start') && l.includes('waiting for a change to workers/broken'))
-        if (line) return line
-        await new Promise((resolve) => setTimeout(resolve, 100))
-      }
-      assert.fail(`no "waiting for a change" line:\n${engine.output.join('\n')}`)
-    }
-    assert.match(await waiting(), /SyntaxError/)
-    await new Promise((resolve) => setTimeout(resolve, 2500))
+    const waiting = await waitFor(
+      () => engine.output.find((l) => l.includes('cannot start') && l.includes('waiting for a change to workers/broken')),
+      () => `the "waiting for a change" line:\n${engine.output.join('\n')}`,
+    )
+    assert.match(waiting, /SyntaxError/)
+    await quietPeriod(2500, 'no third start of a worker that failed twice the same way (the supervisor backoff runs on real timers)')
     const attempts = engine.output.filter((l) => l.includes('broken starting: node index.mjs')).length
     assert.equal(attempts, 2, engine.output.join('\n'))
     writeFileSync(
       join(dir, 'workers', 'broken', 'index.mjs'),
       `import { registerWorker } from ${JSON.stringify(import.meta.resolve('svc-sdk'))}\nconst svc = registerWorker()\nsvc.registerFunction('broken::ping', () => ({ pong: true }))\n`,
     )
-    for (let attempt = 0; ; attempt++) {
-      const result = await svc(dir, ['trigger', 'broken::ping'], engine.engineUrl)
-      if (result.code === 0) break
-      assert.ok(attempt < 100, result.stderr)
-      await new Promise((resolve) => setTimeout(resolve, 200))
-    }
+    let last = ''
+    await waitFor(
+      async () => {
+        const result = await svc(dir, ['trigger', 'broken::ping'], engine.engineUrl)
+        last = result.stderr
+        return result.code === 0
+      },
+      () => `the fixed worker to answer: ${last}`,
+      20_000,
+      200,
+    )
     await stopEngine(engine)
   })
 })

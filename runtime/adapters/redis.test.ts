@@ -8,6 +8,7 @@ import fc from 'fast-check'
 import { SvcError } from 'svc-protocol/errors'
 import { startTestRedis } from '../../test/support/redis.ts'
 import { CALL_TIMEOUT_MS, connectRedis, parseRedisConfig, redactRedisUrl, redisCallError, describeRedis, waitReady } from './redis.ts'
+import { waitFor } from '../../test/support/wait.ts'
 
 const redis = await startTestRedis()
 after(() => redis.close())
@@ -98,11 +99,7 @@ describe('redis connections and failed calls (builtins.md §13.4)', () => {
     assert.equal(failure.code, 'ADAPTER_UNAVAILABLE')
     assert.match(failure.message, /^redis at redis:\/\/127\.0\.0\.1:\d+ is unavailable \(test get\): /)
     await late.start()
-    const deadline = Date.now() + 15_000
-    while (!(await client.ping().then(() => true, () => false))) {
-      assert.ok(Date.now() < deadline, 'the client did not reconnect within 15 s')
-      await new Promise((resolve) => setTimeout(resolve, 50))
-    }
+    await waitFor(() => client.ping().then(() => true, () => false), 'the client to reconnect', 15_000, 50)
   })
 
   it('a subscriber connection has no call timeout (it waits for messages); a command connection has one', () => {

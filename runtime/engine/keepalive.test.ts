@@ -29,10 +29,6 @@ class FakeTransport {
 
 const asTransport = (t: FakeTransport) => t as unknown as Transport
 
-function until(predicate: () => boolean, what: string): Promise<boolean> {
-  return waitFor(predicate, what, 10_000, 5)
-}
-
 function recordingLog(): { log: Logger; warnings: string[] } {
   const warnings: string[] = []
   return { log: { debug() {}, info() {}, warn: (m) => warnings.push(m), error() {} }, warnings }
@@ -48,7 +44,7 @@ describe('listener keepalive', () => {
       const heard = keepalive.track(asTransport(live))
       keepalive.track(asTransport(silent))
       const timer = setInterval(heard, 10)
-      await until(() => silent.terminated, 'the silent connection terminated')
+      await waitFor(() => silent.terminated, 'the silent connection terminated', 10_000, 5)
       clearInterval(timer)
       assert.equal(live.terminated, false)
       assert.ok(live.pings >= 3, `the live connection was pinged (${live.pings})`)
@@ -65,14 +61,14 @@ describe('listener keepalive', () => {
       const transport = new FakeTransport()
       const heard = keepalive.track(asTransport(transport))
       const frames = setInterval(heard, 5)
-      await until(() => transport.pings >= 2, 'pinged twice')
+      await waitFor(() => transport.pings >= 2, 'pinged twice', 10_000, 5)
       clearInterval(frames)
       // One more sweep takes the last frame into account. Then a long synchronous step (in the
       // check phase, like any callback) blocks the loop past the idle timeout while a frame
       // arrives: its I/O completion is read in the next poll phase, after the timers that fell
       // due meanwhile have run.
       const pings = transport.pings
-      await until(() => transport.pings > pings, 'one more sweep')
+      await waitFor(() => transport.pings > pings, 'one more sweep', 10_000, 5)
       await new Promise<void>((resolve) =>
         setImmediate(() => {
           stat(fileURLToPath(import.meta.url), () => heard())
@@ -83,7 +79,7 @@ describe('listener keepalive', () => {
           resolve()
         }),
       )
-      await until(() => transport.pings >= pings + 4 || transport.terminated, 'three more sweeps')
+      await waitFor(() => transport.pings >= pings + 4 || transport.terminated, 'three more sweeps', 10_000, 5)
       assert.equal(transport.terminated, false)
     } finally {
       keepalive.stop()

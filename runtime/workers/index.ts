@@ -23,7 +23,13 @@ import { StreamWorker } from './stream/worker.ts'
 export type BuiltinsConfig = Pick<EngineConfig, 'data_dir' | 'builtins'> & {
   /** Directory the settings directory resolves against; default: the data directory. */
   project_root?: string
-  /** Clock of the queue worker's timers; default the real one. Tests pass a manual clock. */
+  /**
+   * Clock of the timers of the built-ins that keep them — queue (retry backoff, delays, leases,
+   * subscriber retention), cron (slots and run budgets; wall time is the clock's reading from the
+   * moment the built-ins are created on), pub/sub (delivery budgets, drop warnings) and
+   * observability (the retention sweep); default the
+   * real one. Tests pass a manual clock and move time with `advance(ms)` instead of sleeping.
+   */
   clock?: Clock
 }
 
@@ -31,7 +37,17 @@ export type BuiltinsConfig = Pick<EngineConfig, 'data_dir' | 'builtins'> & {
 export function createBuiltins(config: BuiltinsConfig): BuiltinWorker[] {
   // The observability worker starts right after the configuration worker, so that spans and logs
   // of every later built-in reach it (builtins.md §12).
-  const workers: BuiltinWorker[] = [new ObservabilityWorker(), new StateWorker(), new StreamWorker(), new HttpWorker(), new QueueWorker(config.clock ? { clock: config.clock } : {}), new PubSubWorker(), new CronWorker(), new DatabaseWorker({ root: config.project_root ?? config.data_dir })]
+  const clock = config.clock
+  const workers: BuiltinWorker[] = [
+    new ObservabilityWorker(clock ? { clock } : {}),
+    new StateWorker(),
+    new StreamWorker(),
+    new HttpWorker(),
+    new QueueWorker(clock ? { clock } : {}),
+    new PubSubWorker(clock ? { clock } : {}),
+    new CronWorker(clock ? { clock, epochMs: Date.now() - clock.now() } : {}),
+    new DatabaseWorker({ root: config.project_root ?? config.data_dir }),
+  ]
   const configuration = new ConfigurationWorker({ root: config.project_root ?? config.data_dir })
   return [
     configuration,

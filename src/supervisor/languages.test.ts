@@ -16,6 +16,7 @@ import { after, describe, it } from 'node:test'
 import type { Logger } from '../../runtime/engine/types.ts'
 import { superviseWorker } from './supervisor.ts'
 import type { OutputLine, SupervisedWorker, WorkerState } from './types.ts'
+import { waitFor } from '../../test/support/wait.ts'
 
 const root = mkdtempSync(join(tmpdir(), 'svc-languages-'))
 const started: SupervisedWorker[] = []
@@ -104,11 +105,7 @@ function supervise(files: Record<string, string>, env: Record<string, string> = 
     states,
     write,
     async until(check, what, timeoutMs = 120_000) {
-      const deadline = Date.now() + timeoutMs
-      while (!check()) {
-        if (Date.now() > deadline) assert.fail(`timed out waiting for ${what}\n${story()}`)
-        await new Promise((resolve) => setTimeout(resolve, 50))
-      }
+      await waitFor(check, () => `${what}\n${story()}`, timeoutMs, 50)
     },
     readies: () =>
       lines

@@ -14,6 +14,7 @@ import { checkKvm } from './microvm/probe.ts'
 import { superviseWorker } from './supervisor.ts'
 import type { SupervisorError } from './supervisor.ts'
 import type { OutputLine, SupervisedWorker, SupervisorTimings, WorkerSpec, WorkerState } from './types.ts'
+import { quietPeriod, waitFor } from '../../test/support/wait.ts'
 
 const root = mkdtempSync(join(tmpdir(), 'svc-supervisor-'))
 const started: SupervisedWorker[] = []
@@ -113,11 +114,7 @@ function supervise(
     logs,
     states,
     async until(check, what, timeoutMs = 20_000) {
-      const deadline = Date.now() + timeoutMs
-      while (!check()) {
-        if (Date.now() > deadline) assert.fail(`timed out waiting for ${what}\n${story()}`)
-        await new Promise((resolve) => setTimeout(resolve, 25))
-      }
+      await waitFor(check, () => `${what}\n${story()}`, timeoutMs)
     },
     readies: () => lines.filter((l) => l.text.startsWith('ready')).map((l) => l.text),
   }
@@ -359,8 +356,8 @@ console.log('installed')`,
     const h = supervise({ 'svc.worker.yaml': manifest('broken'), 'worker.mjs': "console.log('loading')\nexport const x = {\n" }, {}, { backoffStartMs: 50 })
     await h.worker.start()
     await h.until(() => h.worker.state === 'crashed', 'crashed')
-    // Two attempts, the same way: no third.
-    await new Promise((resolve) => setTimeout(resolve, 500))
+    // Two attempts, the same way: no third (the supervisor's backoff runs on real timers).
+    await quietPeriod(500, 'no third start of a worker that crashed twice the same way')
     assert.equal(h.lines.filter((l) => l.text === 'loading').length, 0, 'a module with a syntax error runs nothing')
     assert.equal(h.logs.filter((l) => l.message.includes('starting: node worker.mjs')).length, 2, JSON.stringify(h.logs))
     assert.equal(h.worker.failure?.code, 'STARTUP_FAILED')

@@ -16,6 +16,7 @@ import { EngineSession } from './engine.ts'
 import { followWorker, WorkerFollower } from './follow.ts'
 import type { FollowOptions } from './follow.ts'
 import type { StepRunner } from './progress.ts'
+import { waitFor } from '../../test/support/wait.ts'
 
 let engine: TestEngine
 let session: EngineSession
@@ -142,11 +143,7 @@ describe('following a worker until it registers', () => {
     writeState(root, 'ns-worker', { state: 'starting', pid: process.pid })
     const follower = new WorkerFollower(options(root, 'ns-worker', { timeoutMs: 60_000 }))
     // Once the other namespace's connection is listed, the follower must still not see it as registered.
-    for (;;) {
-      const listed = await session.listWorkers({ namespace: 'elsewhere' })
-      if (listed.some((w) => w.name === 'ns-worker')) break
-      await new Promise((resolve) => setTimeout(resolve, 50))
-    }
+    await waitFor(async () => (await session.listWorkers({ namespace: 'elsewhere' })).some((w) => w.name === 'ns-worker'), 'ns-worker listed in namespace elsewhere')
     const seen = await follower.observe()
     assert.equal(seen.registered, undefined)
     assert.equal(seen.state, 'starting')

@@ -10,6 +10,7 @@ import type { TestEngine } from '../../test/support/engine.ts'
 import { EngineAccess } from './engine.ts'
 import { formatTable, listWorkers } from './list.ts'
 import type { ListedWorker } from './list.ts'
+import { waitFor } from '../../test/support/wait.ts'
 
 describe('svc worker list table', () => {
   it('prints the example of cli.md §4.5 byte for byte', () => {
@@ -119,12 +120,11 @@ describe('svc worker list merges config.yaml, state files and the engine', () =>
   }
 
   it('takes registration from the engine and the rest of the life cycle from live supervisor records', async () => {
-    let result = await listing(true)
     // Registration is asynchronous: wait until the SDK workers are listed with their functions.
-    while (!result.workers.some((w) => w.name === 'math-worker' && w.functions.length === 1) || !result.workers.some((w) => w.name === 'stray')) {
-      await new Promise((resolve) => setTimeout(resolve, 50))
-      result = await listing(true)
-    }
+    let result = await waitFor(async () => {
+      const listed = await listing(true)
+      return listed.workers.some((w) => w.name === 'math-worker' && w.functions.length === 1) && listed.workers.some((w) => w.name === 'stray') && listed
+    }, 'math-worker (with its function) and stray listed')
     assert.equal(result.engine_running, true)
     const row = (name: string) => result.workers.find((w) => w.name === name)
     assert.deepEqual(row('math-worker'), { name: 'math-worker', kind: 'local', namespace: 'default', status: 'running', pid: 4242, functions: ['math::add'], source: './workers/math-worker' })

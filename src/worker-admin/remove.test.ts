@@ -10,6 +10,7 @@ import type { TestEngine } from '../../test/support/engine.ts'
 import { EngineAccess } from './engine.ts'
 import { humanOutput } from './output.ts'
 import { removeWorkers } from './remove.ts'
+import { waitFor } from '../../test/support/wait.ts'
 
 const CONFIG = 'workers:\n  - name: math-worker   # adds\n    worker_path: ./workers/math-worker\n  - name: idle\n    worker_path: ./workers/idle\n'
 
@@ -24,7 +25,7 @@ describe('svc worker remove asks before stopping a running worker (interactive r
     math = registerWorker(engine.url, { workerName: 'math-worker' })
     const access = new EngineAccess(engine.url)
     const session = (await access.get())!
-    while (!(await session.listWorkers()).some((w) => w.name === 'math-worker')) await new Promise((resolve) => setTimeout(resolve, 50))
+    await waitFor(async () => (await session.listWorkers()).some((w) => w.name === 'math-worker'), 'math-worker listed')
     await access.close()
   })
 

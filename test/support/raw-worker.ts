@@ -7,7 +7,6 @@ import type { Connector, Transport } from 'svc-protocol'
 import { connectWebSocket } from 'svc-protocol/transport/ws'
 import type { Engine } from '../../runtime/engine/engine.ts'
 import type { ListenerConfig } from '../../runtime/engine/config.ts'
-import { waitFor } from './wait.ts'
 
 export type Frame = Record<string, any>
 
@@ -170,9 +169,4 @@ export class RawWorker {
     if (!this.isClosed) this.transport.close(1000)
     await this.closed
   }
-}
-
-/** Waits until `check` returns true (polling every 10 ms), failing after `timeoutMs`: {@link waitFor} without a description. */
-export async function eventually(check: () => boolean | Promise<boolean>, timeoutMs = 5000): Promise<void> {
-  await waitFor(check, 'a condition (eventually)', timeoutMs, 10)
 }

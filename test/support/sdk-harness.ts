@@ -6,7 +6,7 @@ import assert from 'node:assert/strict'
 import type { SvcClient } from 'svc-sdk'
 import { resolveAddress, resolveOptions, WorkerClient } from 'svc-sdk/internal'
 import type { Engine } from '../../runtime/engine/engine.ts'
-import { eventually } from './raw-worker.ts'
+import { waitFor } from './wait.ts'
 
 /**
  * A svc-sdk client connected to `engine` through an in-memory transport.
@@ -17,8 +17,8 @@ export function connectClient(engine: Engine, workerName: string): SvcClient {
 }
 
 /** Waits (5 s at most) until every trigger id has the binding status given (the engine binds asynchronously). */
-export function bindingsSettled(engine: Engine, ids: string[], status: 'active' | 'failed' = 'active'): Promise<void> {
-  return eventually(() => ids.every((id) => engine.triggers.getBinding(id)?.status === status))
+export async function bindingsSettled(engine: Engine, ids: string[], status: 'active' | 'failed' = 'active'): Promise<void> {
+  await waitFor(() => ids.every((id) => engine.triggers.getBinding(id)?.status === status), `the bindings of ${ids.join(', ')} ${status}`, 5000)
 }
 
 /** Resolves with the rejection of `promise`; fails the test if it resolves. */

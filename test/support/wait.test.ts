@@ -1,7 +1,7 @@
 /** `waitFor`, the tests' one wait helper. */
 import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
-import { waitFor } from './wait.ts'
+import { quietPeriod, quietPeriods, waitFor, waitForMatch } from './wait.ts'
 
 describe('waitFor', () => {
   it('resolves with the first value the check gives (true for a predicate)', async () => {
@@ -21,5 +21,33 @@ describe('waitFor', () => {
       }, () => 'GET /health; svc printed: nothing', 50),
       (err: Error) => /waiting for GET \/health; svc printed: nothing\nlast error: ECONNREFUSED$/.test(err.message) && (err.cause as Error).message === 'ECONNREFUSED',
     )
+  })
+})
+
+describe('waitForMatch', () => {
+  it('resolves with the match once the text has it, ignoring a global flag', async () => {
+    let output = ''
+    const waiting = waitForMatch(() => output, /ready on port (\d+)/g, 'the ready line')
+    output += 'starting\n'
+    setImmediate(() => (output += 'ready on port 4321\n'))
+    const match = await waiting
+    assert.equal(match[1], '4321')
+    assert.equal((await waitForMatch(() => output, /ready on port (\d+)/g, 'the ready line again'))[1], '4321')
+  })
+
+  it('stops at once with the reason stopIf gives, showing the text so far', async () => {
+    await assert.rejects(
+      waitForMatch(() => 'boom\n', /ready/, 'the ready line', { timeoutMs: 60_000, stopIf: () => 'svc exited with code 1' }),
+      /^Error: gave up waiting for the ready line: svc exited with code 1\nboom\n$/,
+    )
+    await assert.rejects(waitForMatch(() => 'nothing yet', /ready/, 'the ready line', { timeoutMs: 50 }), /timed out after 50 ms waiting for the ready line:\nnothing yet$/)
+  })
+})
+
+describe('quietPeriod', () => {
+  it('waits and counts the wait under its reason', async () => {
+    const before = quietPeriods.get('the wait.test reason') ?? 0
+    await quietPeriod(1, 'the wait.test reason')
+    assert.equal(quietPeriods.get('the wait.test reason'), before + 1)
   })
 })

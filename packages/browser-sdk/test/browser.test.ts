@@ -27,9 +27,9 @@ import type { AuthInput, AuthResult } from 'svc-helpers/rbac'
 import type { ListenerConfig } from '../../../runtime/engine/types.ts'
 import { launchChromium } from '../../../test/support/chromium.ts'
 import { startTestEngine, type TestEngine } from '../../../test/support/engine.ts'
-import { eventually } from '../../../test/support/raw-worker.ts'
 import type * as BrowserSdk from '../src/index.ts'
 import type { StreamChangeEvent } from '../src/stream.ts'
+import { waitFor } from '../../../test/support/wait.ts'
 
 /** A sum of the bytes modulo 65521 that the page computes the same way (order-insensitive is enough: sizes are checked too). */
 function checksum(data: Uint8Array): number {
@@ -139,7 +139,7 @@ describe('svc-browser-sdk in Chromium', () => {
       const data = await body.readAll()
       return { name, size: data.byteLength, sum: checksum(data), messages }
     })
-    await eventually(async () => node.getConnectionState() === 'connected' && (await listed('gate::auth')), 10_000)
+    await waitFor(async () => node.getConnectionState() === 'connected' && (await listed('gate::auth')), "node.getConnectionState() === 'connected' && (await listed('gate::auth'))", 10_000)
 
     pages = await startPageServer()
     page = await browser.newPage()
@@ -169,7 +169,7 @@ describe('svc-browser-sdk in Chromium', () => {
       })
     }, `${rbacUrl}/?token=${TOKEN}`)
     await page.waitForFunction(() => (globalThis as unknown as PageGlobals).client.getConnectionState() === 'connected', undefined, { timeout: 10_000 })
-    await eventually(() => listed('browser::double'), 10_000)
+    await waitFor(() => listed('browser::double'), "listed('browser::double')", 10_000)
 
     assert.equal(await node.trigger({ function_id: 'browser::double', payload: 21 }), 42)
     const { title, agent } = (await node.trigger({ function_id: 'browser::title', payload: {} })) as { title: string; agent: string }
@@ -206,7 +206,7 @@ describe('svc-browser-sdk in Chromium', () => {
     assert.equal(results.fired, true)
     assert.match((results.queued as { messageReceiptId: string }).messageReceiptId, /\S/)
     assert.deepEqual(results.refused, { isInvocationError: true, code: 'FORBIDDEN', detail: "function 'secret::read' not allowed (add to rbac.expose_functions)" })
-    await eventually(() => tasks.length === 2, 10_000)
+    await waitFor(() => tasks.length === 2, 'tasks.length === 2', 10_000)
     assert.deepEqual(new Set(tasks.map((task) => JSON.stringify(task))), new Set(['{"via":"void"}', '{"via":"queue"}']))
   })
 
@@ -236,12 +236,12 @@ describe('svc-browser-sdk in Chromium', () => {
       })
       g.client.registerTrigger({ type: 'stream', function_id: 'browser::on-change', config: { stream_name: 'notes' } })
     })
-    await eventually(async () => (await listed('stream::set(notes)')) && (await listed('browser::on-change')), 10_000)
+    await waitFor(async () => (await listed('stream::set(notes)')) && (await listed('browser::on-change')), "(await listed('stream::set(notes)')) && (await listed('browser::on-change'))", 10_000)
     // The binding is in place once a change reaches the page; until then the write may go unseen.
-    await eventually(async () => {
+    await waitFor(async () => {
       await node.trigger({ function_id: 'stream::set', payload: { stream_name: 'notes', group_id: 'g1', item_id: 'warm-up', data: { n: 0 } } })
       return page.evaluate(() => (globalThis as unknown as PageGlobals).changes.length > 0)
-    }, 10_000)
+    }, 'the condition', 10_000)
 
     const set = await node.trigger({ function_id: 'stream::set', payload: { stream_name: 'notes', group_id: 'g1', item_id: 'n1', data: { text: 'from Node' } } })
     assert.deepEqual(set, { old_value: null, new_value: { text: 'from Node' } })
@@ -289,7 +289,7 @@ describe('svc-browser-sdk in Chromium', () => {
         return { size, sum, items, messages, isReader: body instanceof g.svc.ChannelReader }
       })
     })
-    await eventually(() => listed('browser::count'), 10_000)
+    await waitFor(() => listed('browser::count'), "listed('browser::count')", 10_000)
     const { writer, readerRef } = await node.createChannel()
     const counted = node.trigger({ function_id: 'browser::count', payload: { body: readerRef } })
     writer.sendMessage('hello, page')
@@ -345,7 +345,7 @@ describe('svc-browser-sdk in Chromium', () => {
     assert.equal(t.urls[1], rbacUrl)
     // The Node worker comes back (and with it the auth function), then the page is admitted again.
     await page.waitForFunction(() => (globalThis as unknown as PageGlobals).client.getConnectionState() === 'connected', undefined, { timeout: 20_000 })
-    await eventually(async () => node.getConnectionState() === 'connected' && (await listed('browser::double')), 20_000)
+    await waitFor(async () => node.getConnectionState() === 'connected' && (await listed('browser::double')), "node.getConnectionState() === 'connected' && (await listed('browser::double'))", 20_000)
     assert.equal(await node.trigger({ function_id: 'browser::double', payload: 50 }), 100)
     assert.deepEqual(await page.evaluate(() => (globalThis as unknown as PageGlobals).client.trigger({ function_id: 'node::greet', payload: { name: 'again' } })), { greeting: 'Hello, again, from Node' })
     const states = await page.evaluate(() => (globalThis as unknown as PageGlobals).states)

@@ -11,9 +11,9 @@ import { after, before, describe, it } from 'node:test'
 import fc from 'fast-check'
 import { WebSocketServer, type WebSocket as WsSocket } from 'ws'
 import { InvocationError } from 'svc-protocol/client'
-import { eventually } from '../../../test/support/raw-worker.ts'
 import { BrowserClient } from '../src/client.ts'
 import { resolveAddress, resolveOptions } from '../src/options.ts'
+import { waitFor } from '../../../test/support/wait.ts'
 
 const quiet = { warn: () => {} }
 
@@ -124,7 +124,7 @@ describe('the browser transport under hostile frames and closes (fast-check)', (
       })
     }
     try {
-      await eventually(() => client.getConnectionState() === 'connected' && server !== undefined, 10_000)
+      await waitFor(() => client.getConnectionState() === 'connected' && server !== undefined, "client.getConnectionState() === 'connected' && server !== undefined", 10_000)
       let run = 0
       await fc.assert(
         fc.asyncProperty(fc.array(frame, { maxLength: 25 }), json, async (frames, payload) => {
@@ -135,7 +135,7 @@ describe('the browser transport under hostile frames and closes (fast-check)', (
           }
           const id = `check-${run++}`
           ws.send(JSON.stringify({ type: 'invokefunction', invocation_id: id, function_id: 'browser::echo', data: payload }))
-          await eventually(() => replies.has(id), 10_000)
+          await waitFor(() => replies.has(id), 'replies.has(id)', 10_000)
           assert.equal(client.getConnectionState(), 'connected')
           assert.equal(server, ws, 'the same connection all along')
           // As JSON carries it (-0 arrives as 0).
@@ -158,14 +158,14 @@ describe('the browser transport under hostile frames and closes (fast-check)', (
     // A close reason carries at most 123 bytes of UTF-8.
     const reason = fc.string({ unit: 'grapheme', maxLength: 30 }).filter((r) => Buffer.byteLength(r) <= 123)
     try {
-      await eventually(() => client.getConnectionState() === 'connected' && servers.length === 1, 10_000)
+      await waitFor(() => client.getConnectionState() === 'connected' && servers.length === 1, "client.getConnectionState() === 'connected' && servers.length === 1", 10_000)
       await fc.assert(
         fc.asyncProperty(fc.oneof(sendable.map((code) => ({ code })), fc.constant({ code: undefined })), reason, fc.boolean(), async ({ code }, why, abrupt) => {
           const before = servers.length
           const ws = servers.at(-1)!
           if (abrupt) ws.terminate()
           else ws.close(code, code === undefined ? undefined : why)
-          await eventually(() => servers.length === before + 1 && client.getConnectionState() === 'connected', 10_000)
+          await waitFor(() => servers.length === before + 1 && client.getConnectionState() === 'connected', "servers.length === before + 1 && client.getConnectionState() === 'connected'", 10_000)
         }),
         { numRuns: 25 },
       )

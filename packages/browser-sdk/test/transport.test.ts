@@ -12,12 +12,12 @@ import { WebSocketServer, type WebSocket as WsSocket } from 'ws'
 import { registerWorker as registerNodeWorker } from 'svc-sdk'
 import type { Transport } from 'svc-protocol/client'
 import { startTestEngine } from '../../../test/support/engine.ts'
-import { eventually } from '../../../test/support/raw-worker.ts'
 import { BrowserClient, type ClientInternals } from '../src/client.ts'
 import { resolveAddress, resolveOptions } from '../src/options.ts'
 import { browserConnector, connectBrowserWebSocket } from '../src/transport.ts'
 import type { InitOptions } from '../src/types.ts'
 import { SDK_VERSION } from '../src/version.ts'
+import { waitFor } from '../../../test/support/wait.ts'
 
 const quiet = { warn: () => {} }
 
@@ -77,8 +77,8 @@ describe('svc-browser-sdk over a WHATWG WebSocket, against a real engine', () =>
     page.registerFunction('browser::fails', () => {
       throw Object.assign(new Error('no such thing'), { code: 'NOT_HERE' })
     })
-    await eventually(() => page.getConnectionState() === 'connected', 10_000)
-    await eventually(async () => (await node.trigger({ function_id: 'engine::functions::list', payload: {} }) as { functions: Array<{ function_id: string }> }).functions.some((f) => f.function_id === 'browser::double'), 10_000)
+    await waitFor(() => page.getConnectionState() === 'connected', "page.getConnectionState() === 'connected'", 10_000)
+    await waitFor(async () => (await node.trigger({ function_id: 'engine::functions::list', payload: {} }) as { functions: Array<{ function_id: string }> }).functions.some((f) => f.function_id === 'browser::double'), 'the condition', 10_000)
 
     assert.equal(await node.trigger({ function_id: 'browser::double', payload: 21 }), 42)
     await assert.rejects(node.trigger({ function_id: 'browser::fails', payload: {} }), (err: Error & { code?: string }) => err.code === 'NOT_HERE' && err.message === 'NOT_HERE: no such thing')
@@ -99,12 +99,12 @@ describe('svc-browser-sdk over a WHATWG WebSocket, against a real engine', () =>
       if (answering && text === '{"type":"ping"}') ws.send('{"type":"pong"}')
     })
     const page = client(t, server.url, {}, { timings: { pingIntervalMs: 50, idleTimeoutMs: 400 }, random: () => 0.5 })
-    await eventually(() => page.getConnectionState() === 'connected', 5000)
-    await eventually(() => server.texts.filter((f) => f === '{"type":"ping"}').length >= 16, 10_000)
+    await waitFor(() => page.getConnectionState() === 'connected', "page.getConnectionState() === 'connected'", 5000)
+    await waitFor(() => server.texts.filter((f) => f === '{"type":"ping"}').length >= 16, 'server.texts.filter((f) => f === \'{"type":"ping"}\').length >= 16', 10_000)
     assert.equal(page.getConnectionState(), 'connected', 'pongs kept it up across several idle timeouts')
     assert.equal(server.sockets.length, 1, 'one connection all along')
     answering = false
-    await eventually(() => server.sockets.length === 2, 5000)
+    await waitFor(() => server.sockets.length === 2, 'server.sockets.length === 2', 5000)
     assert.equal((page.getLastError() as Error & { code?: string })?.code, 'TIMEOUT')
   })
 })
@@ -122,7 +122,7 @@ describe('the browser transport', () => {
     // Credentials in the user part too: neither they nor the query may reach a message.
     const url = `ws://user:hunter2@127.0.0.1:${(silent.address() as { port: number }).port}/page?token=s3cret`
     const { events } = open(url, 100)
-    await eventually(() => events.some((e) => e.type === 'close'), 5000)
+    await waitFor(() => events.some((e) => e.type === 'close'), "events.some((e) => e.type === 'close')", 5000)
     assert.deepEqual(events.map((e) => e.type), ['error', 'close'])
     const error = events[0]!.error as Error & { code?: string }
     assert.equal(error.code, 'TIMEOUT')
@@ -131,7 +131,7 @@ describe('the browser transport', () => {
 
     // Through the facade: the client reconnects and keeps the timeout for getLastError().
     const page = client(t, url, { reconnectionConfig: { initialDelayMs: 10, maxDelayMs: 10 } }, { timings: { handshakeTimeoutMs: 100 } })
-    await eventually(() => (page.getLastError() as { code?: string } | undefined)?.code === 'TIMEOUT', 5000)
+    await waitFor(() => (page.getLastError() as { code?: string } | undefined)?.code === 'TIMEOUT', "(page.getLastError() as { code?: string } | undefined)?.code === 'TIMEOUT'", 5000)
     assert.doesNotMatch(page.getLastError()!.message, /s3cret|hunter2/)
   })
 
@@ -139,13 +139,13 @@ describe('the browser transport', () => {
     const server = await rawServer(t)
     const received: Array<{ data: Buffer; binary: boolean }> = []
     const { transport, events } = open(server.url)
-    await eventually(() => events.some((e) => e.type === 'open') && server.sockets.length === 1, 5000)
+    await waitFor(() => events.some((e) => e.type === 'open') && server.sockets.length === 1, "events.some((e) => e.type === 'open') && server.sockets.length === 1", 5000)
     const ws = server.sockets[0]!
     ws.on('message', (data, binary) => received.push({ data: data as Buffer, binary }))
     ws.send('{"type":"ping"}')
     ws.send(Buffer.from([0, 1, 2, 255]), { binary: true })
     ws.send('é')
-    await eventually(() => events.filter((e) => e.type === 'message').length === 3, 5000)
+    await waitFor(() => events.filter((e) => e.type === 'message').length === 3, "events.filter((e) => e.type === 'message').length === 3", 5000)
     const messages = events.filter((e) => e.type === 'message')
     assert.deepEqual(messages.map((m) => [m.data, m.binary]), [['{"type":"ping"}', false], [new Uint8Array([0, 1, 2, 255]), true], ['é', false]])
     assert.ok(messages[1]!.data instanceof Uint8Array)
@@ -154,7 +154,7 @@ describe('the browser transport', () => {
     assert.equal(transport.isOpen, true)
     transport.send('{"type":"pong"}')
     transport.sendBinary!(new Uint8Array([9, 8]))
-    await eventually(() => received.length === 2, 5000)
+    await waitFor(() => received.length === 2, 'received.length === 2', 5000)
     assert.deepEqual(received.map((r) => [r.binary, [...r.data]]), [[false, [...Buffer.from('{"type":"pong"}')]], [true, [9, 8]]])
     assert.throws(() => transport.send(42 as unknown as string), TypeError)
     assert.throws(() => transport.sendBinary!('x' as unknown as Uint8Array), TypeError)
@@ -164,7 +164,7 @@ describe('the browser transport', () => {
     const server = await rawServer(t)
     const closes: Array<[number, string]> = []
     const { transport, events } = open(server.url)
-    await eventually(() => events.some((e) => e.type === 'open') && server.sockets.length === 1, 5000)
+    await waitFor(() => events.some((e) => e.type === 'open') && server.sockets.length === 1, "events.some((e) => e.type === 'open') && server.sockets.length === 1", 5000)
     server.sockets[0]!.on('close', (code, reason) => closes.push([code, reason.toString()]))
     assert.throws(() => transport.close(1001), /close code 1001 cannot be sent from a browser: use 1000 or 3000–4999/)
     assert.throws(() => transport.close(1000, 'é'.repeat(62)), RangeError)
@@ -172,18 +172,18 @@ describe('the browser transport', () => {
     transport.close(4001, 'bye')
     assert.equal(transport.isOpen, false)
     transport.send('dropped: not open any more')
-    await eventually(() => events.some((e) => e.type === 'close'), 5000)
+    await waitFor(() => events.some((e) => e.type === 'close'), "events.some((e) => e.type === 'close')", 5000)
     assert.deepEqual(events.find((e) => e.type === 'close'), { type: 'close', code: 4001, reason: 'bye' })
-    await eventually(() => closes.length === 1, 5000)
+    await waitFor(() => closes.length === 1, 'closes.length === 1', 5000)
     assert.deepEqual(closes, [[4001, 'bye']])
 
     const early = open(server.url)
     early.transport.close(1000)
-    await eventually(() => early.events.some((e) => e.type === 'close'), 5000)
+    await waitFor(() => early.events.some((e) => e.type === 'close'), "early.events.some((e) => e.type === 'close')", 5000)
     assert.deepEqual(early.events.map((e) => [e.type, e.code]), [['close', 1006]])
     const other = await rawServer(t)
     const terminated = open(other.url)
-    await eventually(() => terminated.events.some((e) => e.type === 'open') && other.sockets.length === 1, 5000)
+    await waitFor(() => terminated.events.some((e) => e.type === 'open') && other.sockets.length === 1, "terminated.events.some((e) => e.type === 'open') && other.sockets.length === 1", 5000)
     let serverSawEnd = false
     other.sockets[0]!.on('close', () => (serverSawEnd = true))
     terminated.transport.terminate()
@@ -191,7 +191,7 @@ describe('the browser transport', () => {
     assert.equal(terminated.transport.isOpen, false)
     terminated.transport.send('dropped')
     // Until the connection is gone on both sides: the socket's own close event is detached.
-    await eventually(() => serverSawEnd && terminated.events.some((e) => e.type === 'close'), 5000)
+    await waitFor(() => serverSawEnd && terminated.events.some((e) => e.type === 'close'), "serverSawEnd && terminated.events.some((e) => e.type === 'close')", 5000)
     assert.deepEqual(terminated.events.map((e) => [e.type, e.code]), [['open', undefined], ['close', 1006]], 'close (1006), once')
   })
 
@@ -199,12 +199,12 @@ describe('the browser transport', () => {
     const server = await rawServer(t)
     const transport = connectBrowserWebSocket(server.url, {})
     // Open (the socket's open event has fired) before anyone listens.
-    await eventually(() => transport.isOpen && server.sockets.length === 1, 5000)
+    await waitFor(() => transport.isOpen && server.sockets.length === 1, 'transport.isOpen && server.sockets.length === 1', 5000)
     const seen: string[] = []
     transport.setHandlers({ open: () => seen.push('open'), message: (data) => seen.push(String(data)), close: () => seen.push('close') })
     assert.deepEqual(seen, ['open'], 'the held open event is delivered to the first handlers')
     server.sockets[0]!.send('later')
-    await eventually(() => seen.length === 2, 5000)
+    await waitFor(() => seen.length === 2, 'seen.length === 2', 5000)
     assert.deepEqual(seen, ['open', 'later'])
     transport.close(1000)
 

@@ -26,7 +26,7 @@ import { registerWorker, TriggerAction, type SvcClient } from 'svc-sdk'
 import { flushOtel, getLogger, otelSocketStats } from 'svc-sdk/telemetry'
 import { startConsole, type RunningConsole } from 'svc-console'
 import { startTestEngine, type TestEngine } from '../../../test/support/engine.ts'
-import { eventually } from '../../../test/support/raw-worker.ts'
+import { waitFor } from '../../../test/support/wait.ts'
 
 const here = dirname(fileURLToPath(import.meta.url))
 const artifacts = join(here, 'artifacts')
@@ -101,20 +101,20 @@ describe('console app in Chromium', () => {
       return { status_code: 200, body: { ok: true } }
     })
     traced.registerTrigger({ type: 'http', function_id: 'traced::checkout', config: { api_path: 'checkout', http_method: 'POST' } })
-    await eventually(() => worker.getConnectionState() === 'connected' && traced.getConnectionState() === 'connected' && otelSocketStats()?.connected === true, 10_000)
+    await waitFor(() => worker.getConnectionState() === 'connected' && traced.getConnectionState() === 'connected' && otelSocketStats()?.connected === true, 'the condition', 10_000)
     await worker.trigger({ function_id: 'state::set', payload: { scope: 'users', key: 'u1', value: { name: 'Ada', roles: ['admin'] } } })
     await worker.trigger({ function_id: 'state::set', payload: { scope: 'users', key: 'u2', value: { name: 'Grace' } } })
     await worker.trigger({ function_id: 'stream::set', payload: { stream_name: 'chat', group_id: 'room-1', item_id: 'm1', data: { text: 'hi' } } })
     await worker.trigger({ function_id: 'svc::durable::publish', payload: { topic: 'nobody-listens', data: { order: 42 } } })
     await worker.trigger({ function_id: 'engine::log::warn', payload: { message: 'demo worker is ready', data: { answer: 42 }, service_name: 'demo-worker' } })
     for (const job of ['job-a', 'job-b']) await worker.trigger({ function_id: 'demo::job', payload: { job }, action: TriggerAction.Enqueue({ queue: 'jobs' }) })
-    await eventually(() => jobRuns.get('job-a') === 1 && jobRuns.get('job-b') === 1, 10_000)
+    await waitFor(() => jobRuns.get('job-a') === 1 && jobRuns.get('job-b') === 1, "jobRuns.get('job-a') === 1 && jobRuns.get('job-b') === 1", 10_000)
     const checkout = await fetch(`${t.httpUrl}/checkout`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ cart: 'c-7' }) })
     assert.equal(checkout.status, 200)
     await flushOtel()
 
     server = await startConsole({ port: 0, engineUrl: t.url, appDir, reconnect: { initialDelayMs: 100, maxDelayMs: 400 } })
-    await eventually(() => server.connected, 10_000)
+    await waitFor(() => server.connected, 'server.connected', 10_000)
     browser = await chromium.launch({ executablePath: chromiumPath, args: ['--no-sandbox'] })
     page = await browser.newPage({ viewport: { width: 1280, height: 800 } })
     page.on('pageerror', (error) => pageErrors.push(String(error)))
@@ -223,7 +223,7 @@ describe('console app in Chromium', () => {
     await shot('queues-dlq-jobs')
     await jobA.getByRole('button', { name: 'Redrive' }).click()
     await jobA.waitFor({ state: 'detached' })
-    await eventually(() => jobRuns.get('job-a') === 2, 5000)
+    await waitFor(() => jobRuns.get('job-a') === 2, "jobRuns.get('job-a') === 2", 5000)
     await jobB.getByRole('button', { name: 'Discard' }).click() // the confirm dialog is accepted
     await page.getByText('No dead letters in jobs.').waitFor()
     await page.getByRole('tab', { name: 'Dead letters (1)' }).waitFor() // only nobody-listens is left
@@ -284,7 +284,7 @@ describe('console app in Chromium', () => {
     await page.getByRole('link', { name: 'users' }).click()
     await page.getByRole('link', { name: /^u1/ }).click()
     const editor = page.getByLabel('Value', { exact: true })
-    await eventually(async () => /"Ada"/.test(await editor.inputValue()), 5000)
+    await waitFor(async () => /"Ada"/.test(await editor.inputValue()), '/"Ada"/.test(await editor.inputValue())', 5000)
     await worker.trigger({ function_id: 'state::set', payload: { scope: 'users', key: 'u3', value: { name: 'Linus' } } })
     await page.getByRole('link', { name: /^u3/ }).waitFor()
     await shot('state')
@@ -295,7 +295,7 @@ describe('console app in Chromium', () => {
     const before = userEvents.length
     await editor.fill(JSON.stringify({ name: 'Ada Lovelace', roles: ['admin', 'author'] }, null, 2))
     await page.getByRole('button', { name: 'Save', exact: true }).click()
-    await eventually(() => userEvents.slice(before).some((e) => e.key === 'u1' && (e.new_value as { name?: string } | undefined)?.name === 'Ada Lovelace'), 5000)
+    await waitFor(() => userEvents.slice(before).some((e) => e.key === 'u1' && (e.new_value as { name?: string } | undefined)?.name === 'Ada Lovelace'), 'the condition', 5000)
     assert.deepEqual(userEvents.at(-1)?.new_value, { name: 'Ada Lovelace', roles: ['admin', 'author'] })
     await page.getByRole('button', { name: 'Save', exact: true }).and(page.locator(':disabled')).waitFor() // saved: nothing left to save
     assert.match(await editor.inputValue(), /Ada Lovelace/, 'the editor shows the saved value, never the old one')

@@ -13,7 +13,7 @@ import { after, before, describe, it } from 'node:test'
 import { cliEnv, runSvc } from '../../../test/support/cli.ts'
 import { startTestEngine, type TestEngine } from '../../../test/support/engine.ts'
 import { SVC_BIN } from '../../../test/support/processes.ts'
-import { eventually } from '../../../test/support/raw-worker.ts'
+import { waitFor } from '../../../test/support/wait.ts'
 
 interface Ready {
   event: string
@@ -84,7 +84,7 @@ describe('svc console (cli.md §4.8)', () => {
     assert.equal((await fetch(`${ready.url}/api/info`)).status, 401, 'the API needs the token')
     const headers = { authorization: `Bearer ${ready.token}` }
     let info: any
-    await eventually(async () => (info = (await (await fetch(`${ready.url}/api/info`, { headers })).json()) as any).connected === true, 10_000)
+    await waitFor(async () => (info = (await (await fetch(`${ready.url}/api/info`, { headers })).json()) as any).connected === true, '(info = (await (await fetch(`${ready.url}/api/info`, { headers })).json()) as any).connected === true', 10_000)
     assert.equal(info.engine_url, t.url)
     assert.equal(info.http_url, t.httpUrl)
     run.child.kill('SIGINT')
@@ -109,14 +109,23 @@ describe('svc console (cli.md §4.8)', () => {
   })
 
   it('keeps running while the engine is unreachable, and warns for a non-loopback host', async () => {
-    const run = spawnConsole(['--json', '--no-open', '--port', '0', '--host', '0.0.0.0', '--engine', 'ws://127.0.0.1:9'], project)
+    // An "engine" that drops every connection: it counts the console's attempts.
+    let attempts = 0
+    const dropping = createServer((socket) => {
+      attempts++
+      socket.destroy()
+    })
+    await new Promise<void>((resolve) => dropping.listen(0, '127.0.0.1', resolve))
+    after(() => dropping.close())
+    const enginePort = (dropping.address() as { port: number }).port
+    const run = spawnConsole(['--json', '--no-open', '--port', '0', '--host', '0.0.0.0', '--engine', `ws://127.0.0.1:${enginePort}`], project)
     children.push(run.child)
     const ready = await run.ready
     const url = ready.url.replace('0.0.0.0', '127.0.0.1')
     const info = (await (await fetch(`${url}/api/info`, { headers: { authorization: `Bearer ${ready.token}` } })).json()) as { connected: boolean }
     assert.equal(info.connected, false)
     assert.match(run.stderr(), /listens on 0\.0\.0\.0: anyone who can reach this port and has the access token/)
-    await new Promise((r) => setTimeout(r, 1500))
+    await waitFor(() => attempts >= 2 || run.child.exitCode !== null, 'a second connection attempt')
     assert.equal(run.child.exitCode, null, 'still running after failed connection attempts')
     run.child.kill('SIGTERM')
     assert.equal(await run.exited, 0)
@@ -163,7 +172,7 @@ describe('svc console (cli.md §4.8)', () => {
     const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)))
     try {
       // The console may be running before svc prints engine_ready (the banner comes last): wait for both.
-      await eventually(() => events.some((e) => e.event === 'worker_state' && e.worker === 'console' && e.state === 'running') && events.some((e) => e.event === 'engine_ready'), 20_000)
+      await waitFor(() => events.some((e) => e.event === 'worker_state' && e.worker === 'console' && e.state === 'running') && events.some((e) => e.event === 'engine_ready'), 'the condition', 20_000)
       const line = events.find((e) => e.event === 'log' && e.source === 'console' && /svc console → /.test(e.message))
       const url = /http:\/\/\S+/.exec(line.message)![0]
       const ready = events.find((e) => e.event === 'engine_ready')

@@ -24,7 +24,7 @@ import { startConsole, type RunningConsole } from 'svc-console'
 import { FLEET_DEFAULTS, type FleetConfig } from '../../../runtime/engine/config.ts'
 import { startTestEngine, type TestEngine } from '../../../test/support/engine.ts'
 import { startTestNats, type TestNats } from '../../../test/support/nats.ts'
-import { eventually } from '../../../test/support/raw-worker.ts'
+import { waitFor } from '../../../test/support/wait.ts'
 
 const here = dirname(fileURLToPath(import.meta.url))
 const artifacts = join(here, 'artifacts')
@@ -88,10 +88,10 @@ describe('console: the fleet (issue 19 §3, §4)', () => {
     const orders = worker(bravo, 'orders')
     orders.registerFunction('orders::validate', (input: { id: number }) => ({ valid: input.id > 0 }), { description: 'Validates an order' })
     worker(bravo, HOSTILE_NAME).registerFunction('hostile::noop', () => null)
-    await eventually(() => workers.every((w) => w.getConnectionState() === 'connected'), 10_000)
+    await waitFor(() => workers.every((w) => w.getConnectionState() === 'connected'), "workers.every((w) => w.getConnectionState() === 'connected')", 10_000)
     server = await startConsole({ port: 0, engineUrl: alpha.url, appDir, reconnect: { initialDelayMs: 100, maxDelayMs: 400 } })
     loneServer = await startConsole({ port: 0, engineUrl: lone.url, appDir, reconnect: { initialDelayMs: 100, maxDelayMs: 400 } })
-    await eventually(() => server.connected && loneServer.connected, 10_000)
+    await waitFor(() => server.connected && loneServer.connected, 'server.connected && loneServer.connected', 10_000)
     browser = await chromium.launch({ executablePath: chromiumPath, args: ['--no-sandbox'] })
     page = await browser.newPage({ viewport: { width: 1280, height: 800 } })
     page.on('pageerror', (error) => pageErrors.push(String(error)))
@@ -108,10 +108,10 @@ describe('console: the fleet (issue 19 §3, §4)', () => {
 
   it('the backend reads the whole fleet: both engines, the remote worker with its engine, each function with its engines', async () => {
     let fleet: any
-    await eventually(async () => {
+    await waitFor(async () => {
       fleet = await invoke(server, 'engine::fleet::list')
       return fleet.engines.length === 2 && fleet.engines[1].workers >= 2
-    }, 10_000)
+    }, 'the condition', 10_000)
     assert.equal(fleet.fleet, 'console-fleet')
     assert.equal(fleet.engine, 'alpha')
     assert.equal(fleet.status, 'healthy')
@@ -143,7 +143,7 @@ describe('console: the fleet (issue 19 §3, §4)', () => {
     assert.ok(before >= 2, `bravo has its two workers, got ${before}`)
     await shot('fleet')
     worker(bravo, 'late-joiner').registerFunction('late::ping', () => 'pong')
-    await eventually(async () => (await bravoWorkers()) === before + 1, 10_000)
+    await waitFor(async () => (await bravoWorkers()) === before + 1, '(await bravoWorkers()) === before + 1', 10_000)
     assert.deepEqual(pageErrors, [])
   })
 

@@ -20,7 +20,7 @@ import { registerWorker, type SvcClient } from 'svc-sdk'
 import { flushOtel, otelSocketStats } from 'svc-sdk/telemetry'
 import { startConsole, type RunningConsole } from 'svc-console'
 import { startTestEngine, type TestEngine } from '../../../test/support/engine.ts'
-import { eventually } from '../../../test/support/raw-worker.ts'
+import { waitFor } from '../../../test/support/wait.ts'
 
 const here = dirname(fileURLToPath(import.meta.url))
 const artifacts = join(here, 'artifacts')
@@ -54,18 +54,18 @@ describe('console runs, re-runs, triggers, streams and log search in Chromium (i
     plain.registerFunction('plain::tick', () => ({ ticked: true }))
     plain.registerTrigger({ type: 'http', function_id: 'plain::hello', config: { api_path: 'hello', http_method: 'GET' } })
     plain.registerTrigger({ type: 'cron', function_id: 'plain::tick', config: { expression: '0 30 9 * * *', timezone: 'UTC' } })
-    await eventually(() => worker.getConnectionState() === 'connected' && plain.getConnectionState() === 'connected' && otelSocketStats()?.connected === true, 10_000)
+    await waitFor(() => worker.getConnectionState() === 'connected' && plain.getConnectionState() === 'connected' && otelSocketStats()?.connected === true, 'the condition', 10_000)
     await worker.trigger({ function_id: 'shop::price', payload: { qty: 2 } })
     await worker.trigger({ function_id: 'shop::price', payload: { qty: -1 } }).catch(() => undefined)
     await flushOtel()
-    await eventually(async () => (await runs('shop::price')).runs.length === 2, 10_000)
+    await waitFor(async () => (await runs('shop::price')).runs.length === 2, "(await runs('shop::price')).runs.length === 2", 10_000)
     for (const [group, n] of [['eu', 3], ['us', 1]] as const) {
       for (let i = 0; i < n; i++) await plain.trigger({ function_id: 'stream::set', payload: { stream_name: 'orders', group_id: group, item_id: `o${i}`, data: { i } } })
     }
     for (const cart of ['c-7', 'c-8']) await plain.trigger({ function_id: 'engine::log::info', payload: { message: `cart ${cart} checked out`, data: { cart } } })
 
     server = await startConsole({ port: 0, engineUrl: t.url, appDir, reconnect: { initialDelayMs: 100, maxDelayMs: 400 } })
-    await eventually(() => server.connected, 10_000)
+    await waitFor(() => server.connected, 'server.connected', 10_000)
     browser = await chromium.launch({ executablePath: chromiumPath, args: ['--no-sandbox'] })
     page = await browser.newPage({ viewport: { width: 1280, height: 900 } })
     page.on('pageerror', (error) => pageErrors.push(String(error)))

@@ -12,7 +12,7 @@ import { registerWorker, type SvcClient } from 'svc-sdk'
 import { flushOtel, otelSocketStats } from 'svc-sdk/telemetry'
 import { startConsole, type RunningConsole } from 'svc-console'
 import { startTestEngine, type TestEngine } from '../../../test/support/engine.ts'
-import { eventually } from '../../../test/support/raw-worker.ts'
+import { waitFor } from '../../../test/support/wait.ts'
 
 interface Run {
   trace_id: string
@@ -50,7 +50,7 @@ describe('run history and re-run (issue 21, the console)', () => {
   const runsOf = async (functionId: string, count: number): Promise<Run[]> => {
     let list: Run[] = []
     await flushOtel()
-    await eventually(async () => (list = (await runs({ function_id: functionId })).runs).length >= count, 10_000).catch(() => {
+    await waitFor(async () => (list = (await runs({ function_id: functionId })).runs).length >= count, '(list = (await runs({ function_id: functionId })).runs).length >= count', 10_000).catch(() => {
       throw new Error(`expected ${count} runs of ${functionId}, got ${JSON.stringify(list).slice(0, 400)}`)
     })
     return list
@@ -65,9 +65,9 @@ describe('run history and re-run (issue 21, the console)', () => {
     })
     worker.registerFunction('shop::checkout', async ({ qty }: { qty: number }) => worker.trigger({ function_id: 'shop::price', payload: { qty } }))
     worker.registerFunction('shop::big', () => ({ blob: 'é'.repeat(5000) }))
-    await eventually(() => worker.getConnectionState() === 'connected' && otelSocketStats()?.connected === true, 10_000)
+    await waitFor(() => worker.getConnectionState() === 'connected' && otelSocketStats()?.connected === true, "worker.getConnectionState() === 'connected' && otelSocketStats()?.connected === true", 10_000)
     server = await startConsole({ port: 0, engineUrl: t.url, reconnect: { initialDelayMs: 100, maxDelayMs: 400 } })
-    await eventually(() => server.connected, 10_000)
+    await waitFor(() => server.connected, 'server.connected', 10_000)
   })
 
   after(async () => {
@@ -139,7 +139,7 @@ describe('run history and re-run (issue 21, the console)', () => {
     assert.equal(rerun.body.ok, false)
     assert.match(rerun.body.error.message, /negative/)
     await flushOtel()
-    await eventually(async () => (await runs({ function_id: 'shop::price', status: 'error' })).runs.some((r) => r.trace_id === rerun.body.trace_id && r.rerun_of === old.trace_id), 10_000)
+    await waitFor(async () => (await runs({ function_id: 'shop::price', status: 'error' })).runs.some((r) => r.trace_id === rerun.body.trace_id && r.rerun_of === old.trace_id), 'the condition', 10_000)
   })
 
   it('POST /api/rerun keeps the console’s access rules: a token, a JSON content type, an allowed Origin', async () => {
@@ -155,7 +155,7 @@ describe('run history and re-run (issue 21, the console)', () => {
     const rerun = await post('/api/rerun', { function_id: 'shop::price', payload: { qty: 7 } })
     assert.deepEqual({ ok: rerun.body.ok, result: rerun.body.result, rerun_of: rerun.body.rerun_of }, { ok: true, result: { total: 21 }, rerun_of: null })
     await flushOtel()
-    await eventually(async () => (await runs({ function_id: 'shop::price' })).runs.some((r) => r.trace_id === rerun.body.trace_id && r.rerun_of === null), 10_000)
+    await waitFor(async () => (await runs({ function_id: 'shop::price' })).runs.some((r) => r.trace_id === rerun.body.trace_id && r.rerun_of === null), 'the condition', 10_000)
   })
 
   it('POST /api/rerun refuses an invalid rerun_of, or trace', async () => {

@@ -14,7 +14,6 @@ import { registerWorker, type SvcClient } from 'svc-sdk'
 import { WebSocket } from 'ws'
 import { startConsole, type RunningConsole } from 'svc-console'
 import { startTestEngine, type TestEngine } from '../../../test/support/engine.ts'
-import { eventually } from '../../../test/support/raw-worker.ts'
 import { waitFor } from '../../../test/support/wait.ts'
 import { slowClient } from '../../../test/support/slow-client.ts'
 
@@ -69,12 +68,14 @@ class LiveClient {
   send(frame: unknown): void {
     this.socket.send(typeof frame === 'string' ? frame : JSON.stringify(frame))
   }
-  async next(match: (frame: any) => boolean, what: string, timeoutMs = 5000): Promise<any> {
-    let found: any
-    await eventually(() => (found = this.frames.find(match)) !== undefined, timeoutMs).catch(() => {
-      throw new Error(`no live frame: ${what}; got ${JSON.stringify(this.frames).slice(0, 600)}`)
-    })
-    return found
+  next(match: (frame: any) => boolean, what: string, timeoutMs = 5000): Promise<any> {
+    return waitFor(() => this.frames.find(match), () => `a live frame: ${what}; got ${JSON.stringify(this.frames).slice(0, 600)}`, timeoutMs)
+  }
+  /** Sends a bad frame and waits for its error: the server reads frames in order, so it has read every frame sent before. */
+  async read(): Promise<void> {
+    const errors = this.frames.filter((f) => f.error).length
+    this.send('a barrier, not json')
+    await waitFor(() => this.frames.filter((f) => f.error).length > errors, 'the error answering the barrier frame')
   }
   close(): void {
     this.socket.close()
@@ -106,9 +107,9 @@ describe('svc console backend (cli.md §7.1)', () => {
     worker.registerTrigger({ type: 'http', function_id: 'shop::order', config: { api_path: 'orders/:id', http_method: 'POST' } })
     // Runs until cancelled: the handler's only way out is its signal.
     worker.registerFunction('shop::wait', (_payload: unknown, _metadata, context) => new Promise((_resolve, reject) => context.signal.addEventListener('abort', () => reject(context.signal.reason), { once: true })))
-    await eventually(() => worker.getConnectionState() === 'connected', 10_000)
+    await waitFor(() => worker.getConnectionState() === 'connected', "worker.getConnectionState() === 'connected'", 10_000)
     server = await start({ port: 0, engineUrl: t.url, reconnect: { initialDelayMs: 100, maxDelayMs: 400 } })
-    await eventually(() => server.connected, 10_000)
+    await waitFor(() => server.connected, 'server.connected', 10_000)
   })
 
   after(async () => {
@@ -177,7 +178,7 @@ describe('svc console backend (cli.md §7.1)', () => {
     const slow = registerWorker(t.url, { workerName: 'console-test-slow', namespace: 'slowns', otel: { enabled: false }, enableMetricsReporting: false })
     slow.registerFunction('slow::wait', () => new Promise((r) => setTimeout(() => r('late'), 2000)))
     try {
-      await eventually(async () => (await post(server.url, '/api/invoke', { function_id: 'engine::functions::info', payload: { function_id: 'slow::wait', namespace: 'slowns' } })).body.ok === true)
+      await waitFor(async () => (await post(server.url, '/api/invoke', { function_id: 'engine::functions::info', payload: { function_id: 'slow::wait', namespace: 'slowns' } })).body.ok === true, 'the condition')
       const timedOut = await post(server.url, '/api/invoke', { function_id: 'slow::wait', payload: {}, namespace: 'slowns', timeout_ms: 100 })
       assert.equal(timedOut.body.ok, false)
       assert.equal(timedOut.body.error.code, 'TIMEOUT')
@@ -270,7 +271,7 @@ describe('svc console backend (cli.md §7.1)', () => {
     live.push(client)
     await client.opened
     client.send({ subscribe: ['traces'] })
-    await new Promise((resolve) => setTimeout(resolve, 100)) // the subscription is read before the request
+    await client.read() // the subscription is read before the request
     const response = await fetch(`${t.httpUrl}/orders/T-1`, { method: 'POST' })
     assert.equal(response.status, 201)
     const listed = (await t.engine.inject({ function_id: 'engine::traces::list', data: { name: 'POST /orders/:id' } })) as { traces: Array<{ trace_id: string }> }
@@ -287,12 +288,12 @@ describe('svc console backend (cli.md §7.1)', () => {
     client.send({ subscribe: ['logs', 'nonsense'] })
     client.send({ subscribe: 'state' })
     client.send([1, 2, 3])
-    await eventually(() => client.frames.filter((f) => f.error).length === 5)
+    await waitFor(() => client.frames.filter((f) => f.error).length === 5, 'client.frames.filter((f) => f.error).length === 5')
     assert.ok(client.frames.every((f) => typeof f.error?.code === 'string' && typeof f.error?.message === 'string'))
     assert.match(client.frames[2].error.message, /unknown channel "nonsense"/)
 
     client.send({ subscribe: ['state'] })
-    await new Promise((r) => setTimeout(r, 50))
+    await client.read()
     await post(server.url, '/api/invoke', { function_id: 'engine::log::info', payload: { message: 'not for this client' } })
     await post(server.url, '/api/invoke', { function_id: 'state::set', payload: { scope: 'only-state', key: 'k', value: 1 } })
     await client.next((f) => f.channel === 'state' && f.data.scope === 'only-state', 'the state push')
@@ -307,9 +308,9 @@ describe('svc console backend (cli.md §7.1)', () => {
     await new Promise((resolve, reject) => socket.once('open', resolve).once('error', reject))
     try {
       socket.send(JSON.stringify({ type: 'join', data: { subscriptionId: 's1', streamName: 'chat', groupId: 'room-1' } }))
-      await eventually(() => frames.some((f) => JSON.stringify(f).includes('sync')))
+      await waitFor(() => frames.some((f) => JSON.stringify(f).includes('sync')), "frames.some((f) => JSON.stringify(f).includes('sync'))")
       await post(server.url, '/api/invoke', { function_id: 'stream::set', payload: { stream_name: 'chat', group_id: 'room-1', item_id: 'm1', data: { text: 'hello' } } })
-      await eventually(() => frames.some((f) => JSON.stringify(f).includes('"hello"')))
+      await waitFor(() => frames.some((f) => JSON.stringify(f).includes('"hello"')), 'frames.some((f) => JSON.stringify(f).includes(\'"hello"\'))')
     } finally {
       socket.close()
     }

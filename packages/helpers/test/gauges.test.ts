@@ -6,6 +6,7 @@ import { WebSocketServer } from 'ws'
 import { flushOtel, initOtel, registerWorkerGauges, shutdownOtel, stopWorkerGauges, WORKER_GAUGES, WorkerMetricsCollector } from 'svc-helpers/observability'
 import { getMeter, startWorkerGauges, workerGaugeMetricsJson } from 'svc-helpers/observability/internal'
 import fc from 'fast-check'
+import { waitFor } from '../../../test/support/wait.ts'
 
 describe('worker gauges', () => {
   const metrics: any[] = []
@@ -32,7 +33,7 @@ describe('worker gauges', () => {
   it('exports every gauge of protocol.md §10.3 with worker.id and worker.name', async () => {
     registerWorkerGauges(getMeter(), { workerId: 'w-1', workerName: 'billing' })
     await flushOtel()
-    for (let i = 0; i < 100 && metrics.length < WORKER_GAUGES.length; i++) await new Promise((r) => setTimeout(r, 20))
+    await waitFor(() => metrics.length >= WORKER_GAUGES.length, () => `every gauge exported; got ${metrics.map((m) => m.name)}`)
     const names = new Set(metrics.map((m) => m.name))
     for (const [name] of WORKER_GAUGES) assert.ok(names.has(name), name)
     const rss = metrics.find((m) => m.name === 'svc.worker.memory.rss').gauge.dataPoints[0]
@@ -46,7 +47,7 @@ describe('worker gauges', () => {
     metrics.length = 0
     startWorkerGauges({ workerId: 'w-2', workerName: 'shipping' })
     await flushOtel()
-    for (let i = 0; i < 100 && metrics.length < WORKER_GAUGES.length; i++) await new Promise((r) => setTimeout(r, 20))
+    await waitFor(() => metrics.length >= WORKER_GAUGES.length, () => `every gauge exported; got ${metrics.map((m) => m.name)}`)
     for (const [name, , unit] of WORKER_GAUGES) {
       const metric = metrics.find((m) => m.name === name)
       assert.ok(metric, name)
@@ -67,8 +68,7 @@ describe('worker gauges', () => {
     startWorkerGauges({ workerId: 'w-3' })
     await flushOtel()
     const points = () => metrics.flatMap((m) => m.gauge?.dataPoints ?? []).map((p: any) => Object.fromEntries(p.attributes.map((a: any) => [a.key, a.value.stringValue])))
-    for (let i = 0; i < 100 && !points().some((a) => a['worker.id'] === 'w-3'); i++) await new Promise((r) => setTimeout(r, 20))
-    assert.ok(points().some((a) => a['worker.id'] === 'w-3'), 'the second set is exported')
+    await waitFor(() => points().some((a) => a['worker.id'] === 'w-3'), 'the second set exported')
     assert.ok(!points().some((a) => a['worker.id'] === 'w-2'), 'the stopped set is not')
     stopWorkerGauges()
   })

@@ -206,11 +206,10 @@ describe('initOtel without an address, SVC_URL a list of engines (issue 19 §3)'
       child.kill('SIGKILL')
       await exited
     })
-    for (let i = 0; !seen.some((c) => c.spans.includes('to-the-first-engine')); i++) {
+    await waitFor(() => {
       assert.ok(child.exitCode === null, `the process exited: ${stderr}`)
-      assert.ok(i < 600, `no span reached an engine within 60 s: ${JSON.stringify(seen)} ${stderr}`)
-      await new Promise((r) => setTimeout(r, 100))
-    }
+      return seen.some((c) => c.spans.includes('to-the-first-engine'))
+    }, () => `a span at an engine: ${JSON.stringify(seen)} ${stderr}`, 60_000, 100)
     assert.deepEqual(seen.map((c) => [c.engine, c.path]), [['a', '/otel']])
   })
 })

@@ -4,6 +4,7 @@ import { describe, it } from 'node:test'
 import type { Connector, Transport, TransportHandlers } from 'svc-protocol/transport'
 import { encodeTelemetryFrame, otelUrlOf } from 'svc-helpers/observability'
 import { MAX_QUEUED_FRAMES, TelemetrySocket } from '../src/observability/socket.ts'
+import { waitFor } from '../../../test/support/wait.ts'
 
 /** A transport that opens only when told, recording binary frames. */
 function fakeConnector(): { connector: Connector; open(): void; sent: Uint8Array[]; urls: string[] } {
@@ -81,8 +82,7 @@ describe('TelemetrySocket against a peer that stops reading', () => {
     wss.on('connection', (_ws, req) => req.socket.pause())
     const port = (wss.address() as { port: number }).port
     const socket = new TelemetrySocket({ url: `ws://127.0.0.1:${port}/otel`, connector: connectWebSocket, backoff: BACKOFF })
-    for (let i = 0; i < 200 && !socket.stats.connected; i++) await new Promise((r) => setTimeout(r, 10))
-    assert.equal(socket.stats.connected, true)
+    await waitFor(() => socket.stats.connected, 'the telemetry socket connected')
     const frame = 'x'.repeat(1024 * 1024)
     const started = performance.now()
     const frames = Math.ceil((MAX_BUFFERED_BYTES * 3) / frame.length)

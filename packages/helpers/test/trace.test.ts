@@ -25,6 +25,7 @@ import {
   setCurrentSpanError,
   withSpan,
 } from 'svc-helpers/observability'
+import { nextTurn } from '../../../test/support/wait.ts'
 
 describe('without a provider (telemetry off)', () => {
   it('helpers are no-ops and withSpan still runs the callback', async () => {
@@ -61,7 +62,7 @@ describe('with an in-memory provider', () => {
   it('withSpan sets OK, records events and attributes, exposes the ids', async () => {
     exporter.reset()
     const ids = await withSpan('work', { attributes: { a: 1 } }, async () => {
-      await new Promise((r) => setTimeout(r, 1))
+      await nextTurn() // the span stays current across an await
       recordSpanEvent('step', { n: 2 })
       setCurrentSpanAttribute('b', 'two')
       assert.equal(currentSpanIsRecording(), true)

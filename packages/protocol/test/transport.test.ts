@@ -13,16 +13,11 @@ import { SvcError } from '../src/errors.ts'
 import { memoryConnector, memoryPair } from '../src/transport/memory.ts'
 import type { PeerInfo, Transport } from '../src/transport/types.ts'
 import { connectWebSocket, FIRST_WRITE_FRAMES, MAX_FRAMES_PER_WRITE, peerInfoOf, READ_BUDGET_BYTES, READ_BUDGET_FRAMES, wsServerTransport } from '../src/transport/ws.ts'
-import { waitFor } from '../../../test/support/wait.ts'
+import { quietPeriod, waitFor } from '../../../test/support/wait.ts'
 
 const WAIT_MS = 5000
 
-function until(predicate: () => boolean, what: string): Promise<boolean> {
-  return waitFor(predicate, what, WAIT_MS, 2)
-}
-
 const nextMacrotask = () => new Promise<void>((r) => setImmediate(r))
-const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms))
 
 /** Everything a transport reported, in order. */
 class Recorder {
@@ -103,7 +98,7 @@ const wsFactory: PairFactory = async (t) => {
   const server = await startWsServer(t)
   const a = connectWebSocket(server.url, {})
   t.after(() => a.terminate())
-  await until(() => a.isOpen && server.accepted.length === 1, 'ws pair open')
+  await waitFor(() => a.isOpen && server.accepted.length === 1, 'ws pair open', 5000, 2)
   const { transport: b, ws } = server.accepted[0]!
   return { a, b, sendBinaryToA: (bytes) => ws.send(bytes, { binary: true }) }
 }
@@ -141,7 +136,7 @@ function transportBehaviour(name: string, factory: PairFactory): void {
       a.send('{"n":"last"}')
       const back = Array.from({ length: 50 }, (_, i) => `{"back":${i}}`)
       for (const text of back) b.send(text)
-      await until(() => rb.messages.length === sent.length && ra.messages.length === back.length, 'all frames')
+      await waitFor(() => rb.messages.length === sent.length && ra.messages.length === back.length, 'all frames', 5000, 2)
       assert.deepEqual(rb.texts(), sent)
       assert.deepEqual(ra.texts(), back)
       assert.ok(rb.messages.every((m) => typeof m.data === 'string' && m.isBinary === false))
@@ -153,7 +148,7 @@ function transportBehaviour(name: string, factory: PairFactory): void {
       const rb = new Recorder(pair.b)
       pair.a.send('{"type":"ping","é":"ü"}')
       pair.sendBinaryToA(new Uint8Array([0x4f, 0x54, 0x4c, 0x50, 0, 255]))
-      await until(() => ra.messages.length === 1 && rb.messages.length === 1, 'both frames')
+      await waitFor(() => ra.messages.length === 1 && rb.messages.length === 1, 'both frames', 5000, 2)
       assert.deepEqual(rb.messages[0], { data: '{"type":"ping","é":"ü"}', isBinary: false })
       const binary = ra.messages[0]!
       assert.equal(binary.isBinary, true)
@@ -167,14 +162,14 @@ function transportBehaviour(name: string, factory: PairFactory): void {
       a.send('x')
       await Promise.resolve()
       assert.equal(rb.messages.length, 0)
-      await until(() => rb.messages.length === 1, 'frame')
+      await waitFor(() => rb.messages.length === 1, 'frame', 5000, 2)
     })
 
     it('sends a lone surrogate as U+FFFD, as UTF-8 encoding does', async (t) => {
       const { a, b } = await factory(t)
       const rb = new Recorder(b)
       a.send('{"s":"a\ud800b"}')
-      await until(() => rb.messages.length === 1, 'frame')
+      await waitFor(() => rb.messages.length === 1, 'frame', 5000, 2)
       assert.equal(rb.messages[0]!.data, '{"s":"a\ufffdb"}')
     })
 
@@ -182,22 +177,22 @@ function transportBehaviour(name: string, factory: PairFactory): void {
       const { a, b } = await factory(t)
       a.send('early')
       a.ping()
-      await sleep(20)
+      await quietPeriod(20, 'the frame and ping reach the other end before it sets handlers (nothing to observe there)')
       const rb = new Recorder(b)
-      await until(() => rb.messages.length === 1 && rb.alive === 1, 'held frame and ping')
+      await waitFor(() => rb.messages.length === 1 && rb.alive === 1, 'held frame and ping', 5000, 2)
       assert.deepEqual(rb.texts(), ['early'])
     })
 
     it('delivers to the handlers of the latest setHandlers call, once', async (t) => {
       const { a, b } = await factory(t)
       a.send('early')
-      await sleep(20)
+      await quietPeriod(20, 'the frame reaches the other end before it sets handlers (nothing to observe there)')
       const first = new Recorder(b)
       const second = new Recorder(b)
       a.send('later')
-      await until(() => second.messages.length === 2, 'both frames')
-      await sleep(20)
-      assert.deepEqual(second.texts(), ['early', 'later'])
+      a.send('marker') // a wrong delivery to the first handlers would have happened before this one arrives
+      await waitFor(() => second.messages.length === 3, 'the three frames', 5000, 2)
+      assert.deepEqual(second.texts(), ['early', 'later', 'marker'])
       assert.equal(first.messages.length, 0)
     })
 
@@ -208,7 +203,7 @@ function transportBehaviour(name: string, factory: PairFactory): void {
       a.send('before')
       a.close(4001, 'going away')
       assert.equal(a.isOpen, false)
-      await until(() => ra.closes.length === 1 && rb.closes.length === 1, 'both closed')
+      await waitFor(() => ra.closes.length === 1 && rb.closes.length === 1, 'both closed', 5000, 2)
       assert.deepEqual(ra.closes, [[4001, 'going away']])
       assert.deepEqual(rb.closes, [[4001, 'going away']])
       assert.deepEqual(rb.events, ['text:before', 'close:4001'])
@@ -216,7 +211,7 @@ function transportBehaviour(name: string, factory: PairFactory): void {
       a.close(1000)
       a.terminate()
       b.terminate()
-      await sleep(20)
+      await quietPeriod(20, 'no second close event after close and terminate of a closed transport')
       assert.equal(ra.closes.length + rb.closes.length, 2, 'close fires exactly once per end')
     })
 
@@ -226,7 +221,7 @@ function transportBehaviour(name: string, factory: PairFactory): void {
       const rb = new Recorder(b)
       b.send('bye')
       b.close(1000, 'done')
-      await until(() => ra.closes.length === 1 && rb.closes.length === 1, 'both closed')
+      await waitFor(() => ra.closes.length === 1 && rb.closes.length === 1, 'both closed', 5000, 2)
       assert.deepEqual(ra.events.filter((e) => e !== 'open'), ['text:bye', 'close:1000'])
       assert.deepEqual(ra.closes, [[1000, 'done']])
       assert.deepEqual(rb.closes, [[1000, 'done']])
@@ -237,7 +232,7 @@ function transportBehaviour(name: string, factory: PairFactory): void {
       const ra = new Recorder(a)
       const rb = new Recorder(b)
       a.close()
-      await until(() => ra.closes.length === 1 && rb.closes.length === 1, 'both closed')
+      await waitFor(() => ra.closes.length === 1 && rb.closes.length === 1, 'both closed', 5000, 2)
       assert.deepEqual([ra.closes, rb.closes], [[[1005, '']], [[1005, '']]])
     })
 
@@ -247,11 +242,11 @@ function transportBehaviour(name: string, factory: PairFactory): void {
       const rb = new Recorder(b)
       a.terminate()
       assert.equal(a.isOpen, false)
-      await until(() => ra.closes.length === 1 && rb.closes.length === 1, 'both closed')
+      await waitFor(() => ra.closes.length === 1 && rb.closes.length === 1, 'both closed', 5000, 2)
       assert.equal(ra.closes[0]![0], 1006)
       assert.equal(rb.closes[0]![0], 1006)
       a.terminate()
-      await sleep(20)
+      await quietPeriod(20, 'no second close event after terminate of a terminated transport')
       assert.equal(ra.closes.length, 1)
     })
 
@@ -263,10 +258,10 @@ function transportBehaviour(name: string, factory: PairFactory): void {
       a.close(1000)
       a.send('dropped')
       a.ping()
-      await until(() => ra.closes.length === 1 && rb.closes.length === 1, 'both closed')
+      await waitFor(() => ra.closes.length === 1 && rb.closes.length === 1, 'both closed', 5000, 2)
       b.send('dropped too')
       a.send('dropped again')
-      await sleep(20)
+      await quietPeriod(20, 'nothing sent after close arrives (no frame can follow a close as a marker)')
       assert.deepEqual(rb.texts(), ['kept'])
       assert.deepEqual(ra.texts(), [])
       assert.equal(rb.alive, 0)
@@ -277,9 +272,9 @@ function transportBehaviour(name: string, factory: PairFactory): void {
       const ra = new Recorder(a)
       const rb = new Recorder(b)
       a.ping()
-      await until(() => rb.alive === 1 && ra.alive === 1, 'ping and pong')
+      await waitFor(() => rb.alive === 1 && ra.alive === 1, 'ping and pong', 5000, 2)
       b.ping()
-      await until(() => rb.alive === 2 && ra.alive === 2, 'ping and pong back')
+      await waitFor(() => rb.alive === 2 && ra.alive === 2, 'ping and pong back', 5000, 2)
       assert.equal(ra.messages.length + rb.messages.length, 0, 'pings are not messages')
     })
 
@@ -290,8 +285,8 @@ function transportBehaviour(name: string, factory: PairFactory): void {
       const frame = 'x'.repeat(64 * 1024)
       for (let i = 0; i < 32; i++) a.send(frame)
       assert.ok(a.bufferedAmount >= 64 * 1024, `bufferedAmount ${a.bufferedAmount} after 2 MiB in one turn`)
-      await until(() => rb.messages.length === 32, 'all frames')
-      await until(() => a.bufferedAmount === 0, 'drained')
+      await waitFor(() => rb.messages.length === 32, 'all frames', 5000, 2)
+      await waitFor(() => a.bufferedAmount === 0, 'drained', 5000, 2)
     })
 
     it('writtenBytes grows as frames leave the buffer and never goes back', async (t) => {
@@ -303,7 +298,7 @@ function transportBehaviour(name: string, factory: PairFactory): void {
       for (let i = 0; i < 32; i++) a.send(frame)
       const sent = a.writtenBytes!
       assert.ok(sent >= before)
-      await until(() => rb.messages.length === 32 && a.bufferedAmount === 0, 'all frames')
+      await waitFor(() => rb.messages.length === 32 && a.bufferedAmount === 0, 'all frames', 5000, 2)
       // Every payload byte left (a WebSocket adds its frame headers on top).
       assert.ok(a.writtenBytes! - before >= 32 * frame.length, `writtenBytes grew by ${a.writtenBytes! - before}`)
     })
@@ -353,7 +348,7 @@ describe('ws transport', () => {
     const a = connectWebSocket(server.url, {})
     t.after(() => a.terminate())
     const ra = new Recorder(a)
-    await until(() => ra.opened === 1 && server.accepted.length === 1, 'open')
+    await waitFor(() => ra.opened === 1 && server.accepted.length === 1, 'open', 5000, 2)
     const { transport: b, tcp } = server.accepted[0]!
     const writes = countWrites(tcp)
     try {
@@ -379,7 +374,7 @@ describe('ws transport', () => {
       writes.restore()
     }
     const total = 41 + MAX_FRAMES_PER_WRITE
-    await until(() => ra.messages.length === total, 'all frames')
+    await waitFor(() => ra.messages.length === total, 'all frames', 5000, 2)
     assert.deepEqual(ra.texts(), Array.from({ length: total }, (_, i) => `{"n":${i}}`))
   })
 
@@ -388,7 +383,7 @@ describe('ws transport', () => {
     const a = connectWebSocket(server.url, {})
     t.after(() => a.terminate())
     new Recorder(a)
-    await until(() => a.isOpen && server.accepted.length === 1, 'open')
+    await waitFor(() => a.isOpen && server.accepted.length === 1, 'open', 5000, 2)
     const { transport: b, ws } = server.accepted[0]!
     // Whether reading was paused when each frame arrived, and whether it was again a turn later.
     const pausedAt: boolean[] = []
@@ -402,17 +397,17 @@ describe('ws transport', () => {
     })
     const frames = READ_BUDGET_FRAMES * 3
     for (let i = 0; i < frames; i++) a.send(`{"n":${i}}`)
-    await until(() => pausedAt.length === frames, 'every frame')
+    await waitFor(() => pausedAt.length === frames, 'every frame', 5000, 2)
     // The frame that reaches the budget is delivered with reading paused; the next turn resumes it.
     assert.equal(pausedAt[READ_BUDGET_FRAMES - 1], true)
     assert.ok(pausedAt.slice(0, READ_BUDGET_FRAMES - 1).every((p) => !p))
-    await until(() => resumed.length === pausedAt.filter(Boolean).length, 'resumed')
+    await waitFor(() => resumed.length === pausedAt.filter(Boolean).length, 'resumed', 5000, 2)
     assert.ok(resumed.every(Boolean))
     // A few large frames reach the byte budget first.
     pausedAt.length = 0
     const large = 'x'.repeat(READ_BUDGET_BYTES / 2)
     for (let i = 0; i < 4; i++) a.send(large)
-    await until(() => pausedAt.length === 4, 'large frames')
+    await waitFor(() => pausedAt.length === 4, 'large frames', 5000, 2)
     assert.ok(pausedAt.some(Boolean))
   })
 
@@ -422,7 +417,7 @@ describe('ws transport', () => {
     const a = connectWebSocket(server.url, {})
     t.after(() => a.terminate())
     const ra = new Recorder(a)
-    await until(() => ra.opened === 1 && server.accepted.length === 1, 'open')
+    await waitFor(() => ra.opened === 1 && server.accepted.length === 1, 'open', 5000, 2)
     const rb = new Recorder(server.accepted[0]!.transport)
     // The client's TCP socket is the server socket's peer: find it by its local port.
     const serverTcp = server.accepted[0]!.tcp as Socket
@@ -445,7 +440,7 @@ describe('ws transport', () => {
       proto._writeGeneric = original
     }
     assert.ok(tcp !== undefined)
-    await until(() => rb.messages.length === 40, 'all frames')
+    await waitFor(() => rb.messages.length === 40, 'all frames', 5000, 2)
     assert.deepEqual(rb.texts(), Array.from({ length: 40 }, (_, i) => `{"n":${i}}`))
   })
 
@@ -455,7 +450,7 @@ describe('ws transport', () => {
       headers: { 'X-Api-Token': 'secret-1', 'x-worker': 'w1' },
     })
     t.after(() => a.terminate())
-    await until(() => server.accepted.length === 1, 'upgrade')
+    await waitFor(() => server.accepted.length === 1, 'upgrade', 5000, 2)
     const info: PeerInfo = peerInfoOf(server.accepted[0]!.request)
     assert.equal(info.headers['x-api-token'], 'secret-1')
     assert.equal(info.headers['x-worker'], 'w1')
@@ -478,7 +473,7 @@ describe('ws transport', () => {
     // Credentials in the user part and the query: neither may reach the message.
     const a = connectWebSocket(`ws://user:hunter2@127.0.0.1:${port}/?token=secret`, { handshakeTimeoutMs: 50 })
     const ra = new Recorder(a)
-    await until(() => ra.closes.length === 1, 'closed')
+    await waitFor(() => ra.closes.length === 1, 'closed', 5000, 2)
     assert.ok(Date.now() - started >= 45)
     assert.deepEqual(ra.events, ['error', 'close:1006'])
     const error = ra.errors[0] as SvcError
@@ -495,7 +490,7 @@ describe('ws transport', () => {
     await new Promise<void>((r) => probe.close(() => r()))
     const a = connectWebSocket(`ws://127.0.0.1:${port}`, { handshakeTimeoutMs: 5000 })
     const ra = new Recorder(a)
-    await until(() => ra.closes.length === 1, 'closed')
+    await waitFor(() => ra.closes.length === 1, 'closed', 5000, 2)
     assert.deepEqual(ra.events, ['error', 'close:1006'])
     assert.equal((ra.errors[0] as NodeJS.ErrnoException).code, 'ECONNREFUSED')
   })
@@ -510,9 +505,9 @@ describe('ws transport', () => {
     })
     const a = connectWebSocket(`ws://127.0.0.1:${(silent.address() as AddressInfo).port}`, { handshakeTimeoutMs: 5000 })
     const ra = new Recorder(a)
-    await until(() => sockets.length === 1, 'TCP accepted')
+    await waitFor(() => sockets.length === 1, 'TCP accepted', 5000, 2)
     a.close(1000)
-    await until(() => ra.closes.length === 1, 'closed')
+    await waitFor(() => ra.closes.length === 1, 'closed', 5000, 2)
     assert.deepEqual(ra.events, ['close:1006'])
   })
 
@@ -545,7 +540,7 @@ describe('memory transport', () => {
     assert.equal(a.bufferedAmount, 4)
     b.terminate()
     assert.equal(a.bufferedAmount, 0)
-    await until(() => ra.closes.length === 1 && rb.closes.length === 1, 'both closed')
+    await waitFor(() => ra.closes.length === 1 && rb.closes.length === 1, 'both closed', 5000, 2)
     assert.deepEqual([ra.events, rb.events], [['close:1006'], ['close:1006']])
   })
 
@@ -561,7 +556,7 @@ describe('memory transport', () => {
     const bytes = new Uint8Array([1, 2, 3])
     a.sendBinary(bytes)
     bytes[0] = 9
-    await until(() => rb.messages.length === 1, 'frame')
+    await waitFor(() => rb.messages.length === 1, 'frame', 5000, 2)
     assert.deepEqual([...(rb.messages[0]!.data as Uint8Array)], [1, 2, 3])
     assert.throws(() => a.sendBinary('x' as unknown as Uint8Array), TypeError)
   })
@@ -572,7 +567,7 @@ describe('memory transport', () => {
     const rb = new Recorder(b)
     a.close(4000, 'from a')
     b.close(4001, 'from b')
-    await until(() => ra.closes.length === 1 && rb.closes.length === 1, 'both closed')
+    await waitFor(() => ra.closes.length === 1 && rb.closes.length === 1, 'both closed', 5000, 2)
     assert.deepEqual([ra.closes, rb.closes], [[[4001, 'from b']], [[4000, 'from a']]])
   })
 
@@ -600,14 +595,14 @@ describe('memory transport', () => {
       })
       await Promise.resolve()
       assert.equal(rc.opened, 0)
-      await until(() => rc.messages.length === 1, 'server frame')
+      await waitFor(() => rc.messages.length === 1, 'server frame', 5000, 2)
       assert.deepEqual(rc.events, ['open', 'text:{"type":"workerregis'])
       assert.equal(client.isOpen, true)
       const rs = new Recorder(accepted[0]!.server)
       client.send('{"type":"ping"}')
-      await until(() => rs.messages.length === 1, 'client frame')
+      await waitFor(() => rs.messages.length === 1, 'client frame', 5000, 2)
       client.close(1000)
-      await until(() => rs.closes.length === 1 && rc.closes.length === 1, 'both closed')
+      await waitFor(() => rs.closes.length === 1 && rc.closes.length === 1, 'both closed', 5000, 2)
       assert.deepEqual(rs.closes, [[1000, '']])
     })
 
@@ -627,7 +622,7 @@ describe('memory transport', () => {
       const rc = new Recorder(client)
       const rs = new Recorder(server!)
       client.close(1000)
-      await until(() => rc.closes.length === 1 && rs.closes.length === 1, 'both closed')
+      await waitFor(() => rc.closes.length === 1 && rs.closes.length === 1, 'both closed', 5000, 2)
       assert.deepEqual([rc.events, rs.events], [['close:1006'], ['close:1006']])
     })
 
@@ -636,7 +631,7 @@ describe('memory transport', () => {
         throw new Error('engine is stopping')
       })('ws://x', {})
       const rc = new Recorder(client)
-      await until(() => rc.closes.length === 1, 'closed')
+      await waitFor(() => rc.closes.length === 1, 'closed', 5000, 2)
       assert.deepEqual(rc.events, ['error', 'close:1006'])
       assert.equal(rc.errors[0]!.message, 'engine is stopping')
     })

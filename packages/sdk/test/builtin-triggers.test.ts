@@ -3,7 +3,8 @@ import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
 import type { CronTriggerConfig, CronTriggerPayload, FunctionHandler, SubscribeTriggerConfig } from '../src/index.ts'
 import { makeClient } from './support/client.ts'
-import { EnginePeer, until } from './support/peer.ts'
+import { EnginePeer } from './support/peer.ts'
+import { waitFor } from '../../../test/support/wait.ts'
 
 describe('typed built-in trigger configs', () => {
   it('send subscribe and cron configs as given', async (t) => {
@@ -11,7 +12,7 @@ describe('typed built-in trigger configs', () => {
     t.after(() => peer.close())
     const { client } = makeClient(t, peer.url)
     const conn = await peer.connection(0)
-    await until(() => client.getConnectionState() === 'connected', 'connected')
+    await waitFor(() => client.getConnectionState() === 'connected', 'connected', 5000, 5)
 
     const subscribe: SubscribeTriggerConfig = { topic: 'orders', condition_function_id: 'orders::is-paid' }
     const cron: CronTriggerConfig = { expression: '0 0 2 * * *', timezone: 'Europe/Berlin', timeout_ms: 60_000 }

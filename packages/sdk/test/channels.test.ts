@@ -11,13 +11,12 @@ import { pipeline } from 'node:stream/promises'
 import { after, before, describe, it, type TestContext } from 'node:test'
 import fc from 'fast-check'
 import { startTestEngine, type TestEngine } from '../../../test/support/engine.ts'
-import { eventually } from '../../../test/support/raw-worker.ts'
 import { ChannelReader, ChannelWriter } from '../src/channel.ts'
 import { WorkerClient } from '../src/client.ts'
 import { ChannelError, InvocationError } from '../src/errors.ts'
 import { createChannel, extractChannelRefs, isChannelRef } from '../src/helpers.ts'
 import { resolveOptions } from '../src/options.ts'
-import { until } from './support/peer.ts'
+import { waitFor } from '../../../test/support/wait.ts'
 
 const FRAME = 64 * 1024
 
@@ -184,7 +183,7 @@ describe('Node streams (sdk.md §9)', () => {
     const sent = pipeline(source, writer.stream)
     const received = pipeline(reader.stream, sink)
     // The reader holds its 1 MiB, the engine its channel's, the kernel buffers fill: the writer stalls.
-    await eventually(() => writer.stream.writableNeedDrain && writer.bufferedAmount >= 1024 * 1024, 30_000)
+    await waitFor(() => writer.stream.writableNeedDrain && writer.bufferedAmount >= 1024 * 1024, 'writer.stream.writableNeedDrain && writer.bufferedAmount >= 1024 * 1024', 30_000)
     sample()
     const producedWhenStalled = produced
     assert.ok(producedWhenStalled < total, `the source was held back (${producedWhenStalled} of ${total} bytes produced)`)
@@ -258,7 +257,7 @@ describe('abnormal ends (protocol.md §9)', () => {
     const { writer, readerRef } = await a.createChannel()
     const first = await materialised(b, readerRef)
     first.onMessage(() => {}) // claims the end
-    await until(() => e.engine.channels.get(readerRef.channel_id)?.isClaimed('read') === true, 'the first reader claimed its end')
+    await waitFor(() => e.engine.channels.get(readerRef.channel_id)?.isClaimed('read') === true, 'the first reader claimed its end', 5000, 5)
     const second = await materialised(b, readerRef)
     await assert.rejects(second.next(), (err: ChannelError) => err.code === 'CHANNEL_CLOSED' && err.close_code === 1008 && /claimed already/.test(err.message))
 
@@ -294,7 +293,7 @@ describe('abnormal ends (protocol.md §9)', () => {
     await writer.write('x')
     assert.deepEqual([...(await reader.next())!], [...Buffer.from('x')])
     const readerEnd = assert.rejects(reader.next(), (err: ChannelError) => err.code === 'CHANNEL_CLOSED' && err.close_code === 1001)
-    await until(() => e.engine.channels.get(reader.channelId)?.isClaimed('read') === true, 'claimed')
+    await waitFor(() => e.engine.channels.get(reader.channelId)?.isClaimed('read') === true, 'claimed', 5000, 5)
     await e.stop()
     await readerEnd
     await assert.rejects(writer.write('late'), (err: ChannelError) => err.code === 'CHANNEL_CLOSED')

@@ -14,7 +14,7 @@ import { InvocationError, TriggerAction } from '../src/index.ts'
 import { resolveOptions } from '../src/options.ts'
 import type { InitOptions, RegistrationError, SvcClient, TriggerConfig } from '../src/types.ts'
 import { FAST_RECONNECT } from './support/client.ts'
-import { until } from './support/peer.ts'
+import { waitFor } from '../../../test/support/wait.ts'
 
 async function engine(t: TestContext, port = 0): Promise<TestEngine> {
   const e = await startTestEngine({ builtins: [], listener: { port } })
@@ -38,17 +38,15 @@ interface FunctionSummary {
 
 /** Waits until the engine lists `id` (with at least `replicas` replicas): registrations are not acknowledged. */
 async function registered(client: SvcClient, id: string, replicas = 1, namespace?: string): Promise<void> {
-  for (let i = 0; i < 500; i++) {
-    const payload: Record<string, unknown> = { include_internal: true }
-    if (namespace !== undefined) payload.namespace = namespace
+  const payload: Record<string, unknown> = { include_internal: true }
+  if (namespace !== undefined) payload.namespace = namespace
+  await waitFor(async () => {
     const { functions } = await client.trigger<object, { functions: FunctionSummary[] }>({
       function_id: EngineFunctions.LIST_FUNCTIONS,
       payload,
     })
-    if (functions.some((f) => f.function_id === id && f.replica_count >= replicas)) return
-    await new Promise((r) => setTimeout(r, 10))
-  }
-  throw new Error(`function ${id} was never registered`)
+    return functions.some((f) => f.function_id === id && f.replica_count >= replicas)
+  }, `function ${id} registered (${replicas} replicas)`)
 }
 
 describe('svc-sdk against the engine', () => {
@@ -74,22 +72,18 @@ describe('svc-sdk against the engine', () => {
   it('announces the worker: the engine lists its name, runtime and namespace', async (t) => {
     const e = await engine(t)
     const w = worker(t, e.url, 'announcer', { workerDescription: 'says hello', namespace: 'prod' })
-    await until(() => w.getWorkerId() !== undefined, 'workerregistered')
-    for (;;) {
+    await waitFor(() => w.getWorkerId() !== undefined, 'workerregistered', 5000, 5)
+    const me = await waitFor(async () => {
       const { workers } = await w.trigger<object, { workers: Array<Record<string, unknown>> }>({
         function_id: EngineFunctions.LIST_WORKERS,
         payload: {},
       })
-      const me = workers.find((x) => x.id === w.getWorkerId())
-      if (me?.name === 'announcer') {
-        assert.equal(me.runtime, 'node')
-        assert.equal(me.description, 'says hello')
-        assert.equal(me.namespace, 'prod')
-        assert.equal(me.pid, process.pid)
-        break
-      }
-      await new Promise((r) => setTimeout(r, 10))
-    }
+      return workers.find((x) => x.id === w.getWorkerId() && x.name === 'announcer')
+    }, 'the announcer listed under its name')
+    assert.equal(me.runtime, 'node')
+    assert.equal(me.description, 'says hello')
+    assert.equal(me.namespace, 'prod')
+    assert.equal(me.pid, process.pid)
   })
 
   it('carries error codes end to end', async (t) => {
@@ -166,7 +160,7 @@ describe('svc-sdk against the engine', () => {
       await caller.trigger({ function_id: 'audit::record', payload: { e: 1 }, action: TriggerAction.Void() }),
       undefined,
     )
-    await until(() => events.length === 1, 'void call delivered')
+    await waitFor(() => events.length === 1, 'void call delivered', 5000, 5)
     assert.deepEqual(events, [{ e: 1 }])
 
     const receipt = await caller.trigger({
@@ -252,7 +246,7 @@ describe('svc-sdk against the engine', () => {
     await registered(callee, 'durable::echo')
     const firstWorkerId = callee.getWorkerId()
     await first.stop()
-    await until(() => callee.getConnectionState() !== 'connected', 'connection lost')
+    await waitFor(() => callee.getConnectionState() !== 'connected', 'connection lost', 5000, 5)
 
     const second = await engine(t, port)
     const caller = worker(t, second.url, 'client')
@@ -296,8 +290,8 @@ describe('svc-sdk against the engine', () => {
       metadata: { team: 'orders' },
     })
     const bad = consumer.registerTrigger({ type: 'webhook', function_id: 'orders::on-webhook', config: { path: 'x' } })
-    await until(() => bindings.has(good.id), 'binding delivered')
-    await until(() => refusals.length === 1, 'refusal reported')
+    await waitFor(() => bindings.has(good.id), 'binding delivered', 5000, 5)
+    await waitFor(() => refusals.length === 1, 'refusal reported', 5000, 5)
     assert.equal(refusals[0]?.id, bad.id)
     assert.equal(refusals[0]?.kind, 'trigger')
     assert.equal(refusals[0]?.code, 'trigger_registration_failed')
@@ -313,11 +307,11 @@ describe('svc-sdk against the engine', () => {
       metadata: binding.metadata,
       action: TriggerAction.Void(),
     })
-    await until(() => received.length === 1, 'target invoked')
+    await waitFor(() => received.length === 1, 'target invoked', 5000, 5)
     assert.deepEqual(received[0], { data: { body: 'order 42' }, metadata: { team: 'orders' } })
 
     good.unregister()
-    await until(() => removed.length === 1, 'unregisterTrigger called')
+    await waitFor(() => removed.length === 1, 'unregisterTrigger called', 5000, 5)
     assert.deepEqual(removed, ['orders::on-webhook'])
   })
 
@@ -327,7 +321,7 @@ describe('svc-sdk against the engine', () => {
     const refusals: RegistrationError[] = []
     w.addRegistrationErrorListener((err) => refusals.push(err))
     w.registerFunction(EngineFunctions.LIST_FUNCTIONS, () => 'mine')
-    await until(() => refusals.length === 1, 'refusal reported')
+    await waitFor(() => refusals.length === 1, 'refusal reported', 5000, 5)
     assert.equal(refusals[0]?.kind, 'function')
     assert.equal(refusals[0]?.code, 'FUNCTION_NAMESPACE_CONFLICT')
     assert.equal(refusals[0]?.reason, 'reserved_id')
@@ -347,13 +341,12 @@ describe('svc-sdk against the engine', () => {
     await leaving.shutdown()
     await rejected
     assert.equal(leaving.getConnectionState(), 'disconnected')
-    for (;;) {
+    await waitFor(async () => {
       const { functions } = await callee.trigger<object, { functions: FunctionSummary[] }>({
         function_id: EngineFunctions.LIST_FUNCTIONS,
         payload: {},
       })
-      if (!functions.some((f) => f.function_id === 'leaving::fn')) break
-      await new Promise((r) => setTimeout(r, 10))
-    }
+      return !functions.some((f) => f.function_id === 'leaving::fn')
+    }, 'leaving::fn unlisted')
   })
 })

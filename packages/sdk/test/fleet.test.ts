@@ -8,11 +8,11 @@ import assert from 'node:assert/strict'
 import { createServer, type AddressInfo } from 'node:net'
 import { describe, it, type TestContext } from 'node:test'
 import { startTestEngine, type TestEngine } from '../../../test/support/engine.ts'
-import { eventually } from '../../../test/support/raw-worker.ts'
 import { displayAddress } from 'svc-protocol/client'
 import { registerWorker } from '../src/index.ts'
 import type { ConnectionState } from '../src/types.ts'
 import { makeClient } from './support/client.ts'
+import { waitFor } from '../../../test/support/wait.ts'
 
 async function engine(t: TestContext): Promise<TestEngine> {
   const e = await startTestEngine({ builtins: [] })
@@ -32,7 +32,7 @@ async function deadAddress(): Promise<string> {
 /** Calls `functionId` through `caller` until the engine has it (registrations are replayed asynchronously). */
 async function callWhenThere(caller: { trigger: (r: { function_id: string; payload: unknown }) => Promise<unknown> }, functionId: string, payload: unknown): Promise<unknown> {
   let result: unknown
-  await eventually(async () => {
+  await waitFor(async () => {
     try {
       result = await caller.trigger({ function_id: functionId, payload })
       return true
@@ -40,7 +40,7 @@ async function callWhenThere(caller: { trigger: (r: { function_id: string; paylo
       if ((err as { code?: string }).code === 'function_not_found') return false
       throw err
     }
-  }, 20_000)
+  }, 'the condition', 20_000)
   return result
 }
 
@@ -56,7 +56,7 @@ describe('several engine addresses (issue 19 §3)', () => {
     const seen: Array<[ConnectionState, string]> = []
     worker.addConnectionStateListener((state, address) => seen.push([state, address]))
     worker.registerFunction('fleet::echo', (input: unknown) => ({ from: 'worker', input }))
-    await eventually(() => worker.getConnectionState() === 'connected', 20_000)
+    await waitFor(() => worker.getConnectionState() === 'connected', "worker.getConnectionState() === 'connected'", 20_000)
     assert.equal(worker.getAddress(), live.url)
     assert.deepEqual(worker.getAddresses(), [dead, live.url])
     assert.deepEqual(seen.at(-1), ['connected', live.url])
@@ -74,14 +74,14 @@ describe('several engine addresses (issue 19 §3)', () => {
     const warnings: string[] = []
     const { client: worker } = makeClient(t, [a.url, b.url], { otel: { enabled: false }, reconnectionConfig: NO_BACKOFF_WAIT }, { log: { warn: (m) => warnings.push(m) } })
     worker.registerFunction('fleet::where', () => 'served')
-    await eventually(() => worker.getConnectionState() === 'connected', 20_000)
+    await waitFor(() => worker.getConnectionState() === 'connected', "worker.getConnectionState() === 'connected'", 20_000)
     assert.equal(worker.getAddress(), a.url)
     const { client: onA } = makeClient(t, a.url, { otel: { enabled: false } })
     assert.equal(await callWhenThere(onA, 'fleet::where', null), 'served')
 
     aStopped = true
     await a.stop()
-    await eventually(() => worker.getConnectionState() === 'connected' && worker.getAddress() === b.url, 20_000)
+    await waitFor(() => worker.getConnectionState() === 'connected' && worker.getAddress() === b.url, "worker.getConnectionState() === 'connected' && worker.getAddress() === b.url", 20_000)
     assert.ok(warnings.includes(`connected to ${displayAddress(b.url)} (engine address 2 of 2)`), warnings.join('\n'))
 
     const { client: onB } = makeClient(t, b.url, { otel: { enabled: false } })

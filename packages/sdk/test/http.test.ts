@@ -12,9 +12,9 @@ import { after, before, describe, it } from 'node:test'
 import { http } from 'svc-sdk/http'
 import { HttpWorker } from '../../../runtime/workers/http/worker.ts'
 import { startTestEngine, type TestEngine } from '../../../test/support/engine.ts'
-import { eventually } from '../../../test/support/raw-worker.ts'
 import { WorkerClient } from '../src/client.ts'
 import { resolveOptions } from '../src/options.ts'
+import { waitFor } from '../../../test/support/wait.ts'
 
 let t: TestEngine
 let client: WorkerClient
@@ -51,7 +51,7 @@ async function route(id: string, method: string, path: string, extra: Record<str
 before(async () => {
   t = await startTestEngine({ builtins: [new HttpWorker()], settings: { 'svc-http': { port: 0, max_body_bytes: 1024 * 1024 } } })
   client = new WorkerClient(t.url, resolveOptions({ workerName: 'http-helper', otel: { enabled: false } }, {}), { log: { warn: () => {} } })
-  await eventually(() => client.getConnectionState() === 'connected', 10_000)
+  await waitFor(() => client.getConnectionState() === 'connected', "client.getConnectionState() === 'connected'", 10_000)
 })
 
 after(async () => {

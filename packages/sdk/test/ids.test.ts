@@ -10,11 +10,12 @@ import { describe, it, type TestContext } from 'node:test'
 import fc from 'fast-check'
 import { idProblem } from 'svc-protocol/ids'
 import { startTestEngine, type TestEngine } from '../../../test/support/engine.ts'
-import { eventually, RawWorker } from '../../../test/support/raw-worker.ts'
+import { RawWorker } from '../../../test/support/raw-worker.ts'
 import { WorkerClient } from '../src/client.ts'
 import { InvocationError, TriggerAction } from '../src/index.ts'
 import { resolveOptions } from '../src/options.ts'
 import type { RegistrationError } from '../src/types.ts'
+import { waitFor } from '../../../test/support/wait.ts'
 
 async function engine(t: TestContext): Promise<TestEngine> {
   const e = await startTestEngine({ builtins: [], config: { registration_namespace_grace_ms: 10 } })
@@ -54,13 +55,13 @@ describe('ids and namespaces the engine would refuse (issue 16 item 14)', () => 
     throwsCode(() => client.registerFunction('bad::\u0007bell', () => 1), 'INVALID_ID', 'Invalid id: function id contains a control character (U+0007) at index 5')
     throwsCode(() => client.registerFunction('x'.repeat(1025), { url: 'https://example.com/' }), 'INVALID_ID', 'Invalid id: function id is longer than 1024 characters (1025)')
     client.registerFunction('good::fn', (data: number) => data + 1)
-    await eventually(() => listed(client, 'good::fn'))
+    await waitFor(() => listed(client, 'good::fn'), "listed(client, 'good::fn')")
     assert.equal(await client.trigger({ function_id: 'good::fn', payload: 1 }), 2)
     // Nothing reached the engine: no refusal came back, and the id was never stored for a replay.
     assert.deepEqual(refusals, [])
     assert.equal(client.getConnectionState(), 'connected')
     client.registerFunction('bad::fixed', () => 'ok')
-    await eventually(() => listed(client, 'bad::fixed'))
+    await waitFor(() => listed(client, 'bad::fixed'), "listed(client, 'bad::fixed')")
   })
 
   it('registerTrigger and registerTriggerType check their ids (INVALID_ID) and namespaces (INVALID_NAMESPACE)', async (t) => {
@@ -77,7 +78,7 @@ describe('ids and namespaces the engine would refuse (issue 16 item 14)', () => 
     const type = client.registerTriggerType({ id: 'hook', description: 'hooks' }, handler)
     throwsCode(() => type.registerFunction('hooked::\ud800', () => 1, {}), 'INVALID_ID', 'Invalid id: function id contains a lone UTF-16 surrogate at index 8')
     client.registerFunction('hooked::fn', () => 'ok')
-    await eventually(() => listed(client, 'hooked::fn'))
+    await waitFor(() => listed(client, 'hooked::fn'), "listed(client, 'hooked::fn')")
     assert.deepEqual(refusals, [])
     // A blank namespace stays a TypeError (sdk.md §5).
     assert.throws(() => client.registerTrigger({ type: 'hook', function_id: 'a::b', config: {}, namespace: ' ' }), TypeError)

@@ -6,7 +6,8 @@ import assert from 'node:assert/strict'
 import { describe, it, type TestContext } from 'node:test'
 import { InvocationError, TriggerAction } from '../src/index.ts'
 import { FAST_RECONNECT, makeClient } from './support/client.ts'
-import { EnginePeer, type Frame, until } from './support/peer.ts'
+import { EnginePeer, type Frame } from './support/peer.ts'
+import { waitFor } from '../../../test/support/wait.ts'
 
 async function connected(t: TestContext, options: Parameters<typeof makeClient>[2] = {}) {
   const p = await EnginePeer.start()
@@ -14,7 +15,7 @@ async function connected(t: TestContext, options: Parameters<typeof makeClient>[
   const made = makeClient(t, p.url, options)
   const conn = await p.connection(0)
   await conn.waitForType('invokefunction') // the announce
-  await until(() => made.client.getConnectionState() === 'connected', 'connected')
+  await waitFor(() => made.client.getConnectionState() === 'connected', 'connected', 5000, 5)
   return { ...made, peer: p, conn }
 }
 
@@ -154,7 +155,7 @@ describe('calls across a lost connection (sdk.md §6)', () => {
       reconnectionConfig: { ...FAST_RECONNECT, initialDelayMs: 150, maxDelayMs: 150 },
     })
     conn.ws.terminate()
-    await until(() => client.getConnectionState() === 'reconnecting', 'reconnecting')
+    await waitFor(() => client.getConnectionState() === 'reconnecting', 'reconnecting', 5000, 5)
     const expired = client.trigger({ function_id: 'expired::call', payload: 1, timeoutMs: 10 })
     const kept = client.trigger({ function_id: 'kept::call', payload: 1, timeoutMs: 5000 })
     await assert.rejects(expired, (err: InvocationError) => err.code === 'TIMEOUT')
@@ -303,7 +304,7 @@ describe('registerFunction (sdk.md §4)', () => {
     assert.deepEqual(await conn.waitForType('unregisterfunction'), { type: 'unregisterfunction', id: 'math::add' })
     // The id is free again, and invocations of the removed function are refused.
     client.registerFunction('math::add', () => 3)
-    await until(() => conn.frames.filter((f) => f.type === 'registerfunction').length === 2, 'second registration')
+    await waitFor(() => conn.frames.filter((f) => f.type === 'registerfunction').length === 2, 'second registration', 5000, 5)
     assert.equal(conn.frames.filter((f) => f.type === 'unregisterfunction').length, 1)
   })
 })

@@ -10,7 +10,7 @@ import type { PeerInfo, Transport } from 'svc-protocol/transport'
 import { InvocationError, TriggerAction } from '../src/index.ts'
 import { WorkerClient, resolveAddress, resolveOptions, type ClientInternals } from '../src/internal.ts'
 import type { ConnectionState, InitOptions } from '../src/types.ts'
-import { until } from './support/peer.ts'
+import { waitFor } from '../../../test/support/wait.ts'
 
 type Frame = { type: string; [key: string]: any }
 
@@ -19,12 +19,12 @@ type Frame = { type: string; [key: string]: any }
  * calls to `engine::echo`, and calls every function a worker registers with `{ probe: true }`.
  */
 class TinyEngine {
-  readonly sessions: Array<{ transport: Transport; info: PeerInfo; frames: Frame[]; closes: number[]; workerId: string }> = []
+  readonly sessions: Array<{ transport: Transport; info: PeerInfo; frames: Frame[]; closes: number[]; workerId: string; pings: number }> = []
   /** Results of the calls the engine made, by function id. */
   readonly results = new Map<string, Frame>()
 
   readonly accept = (transport: Transport, info: PeerInfo): void => {
-    const session = { transport, info, frames: [] as Frame[], closes: [] as number[], workerId: randomUUID() }
+    const session = { transport, info, frames: [] as Frame[], closes: [] as number[], workerId: randomUUID(), pings: 0 }
     this.sessions.push(session)
     transport.setHandlers({
       message: (data) => {
@@ -33,6 +33,7 @@ class TinyEngine {
         this.#onFrame(transport, frame)
       },
       close: (code) => session.closes.push(code),
+      alive: () => void session.pings++,
     })
     transport.send(JSON.stringify({ type: 'workerregistered', worker_id: session.workerId, reattach_token: randomUUID() }))
   }
@@ -72,7 +73,7 @@ describe('the client over an in-memory transport', () => {
     client.registerFunction('echo::upper', (input: { probe: boolean }) => ({ seen: input.probe }))
 
     assert.deepEqual(await client.trigger({ function_id: 'engine::echo', payload: { n: 1 } }), { n: 1 })
-    await until(() => engine.results.has('echo::upper'), 'the engine got the result of its call')
+    await waitFor(() => engine.results.has('echo::upper'), 'the engine got the result of its call', 5000, 5)
 
     const session = engine.sessions[0]!
     assert.equal(session.info.ip, '10.1.2.3')
@@ -90,7 +91,7 @@ describe('the client over an in-memory transport', () => {
     assert.deepEqual(states, ['connecting', 'connected'])
 
     await client.shutdown()
-    await until(() => session.closes.length === 1, 'engine side closed')
+    await waitFor(() => session.closes.length === 1, 'engine side closed', 5000, 5)
     assert.deepEqual(session.closes, [1000])
     assert.equal(client.getConnectionState(), 'disconnected')
   })
@@ -104,14 +105,14 @@ describe('the client over an in-memory transport', () => {
     void client.trigger({ function_id: 'audit::log', payload: 1, action: TriggerAction.Void() })
     assert.equal(await queued, 'queued')
     const stuck = client.trigger({ function_id: 'never::answers', payload: {} })
-    await until(() => engine.sessions[0]!.frames.some((f) => f.function_id === 'never::answers'), 'call sent')
+    await waitFor(() => engine.sessions[0]!.frames.some((f) => f.function_id === 'never::answers'), 'call sent', 5000, 5)
     engine.sessions[0]!.transport.terminate()
     await assert.rejects(stuck, (err: InvocationError) => {
       assert.equal(err.code, 'invocation_stopped')
       assert.equal(err.message, 'invocation_stopped: Invocation stopped: connection to the engine was lost')
       return true
     })
-    await until(() => engine.sessions.length === 2 && client.getConnectionState() === 'connected', 'reconnected')
+    await waitFor(() => engine.sessions.length === 2 && client.getConnectionState() === 'connected', 'reconnected', 5000, 5)
     assert.equal(await client.trigger({ function_id: 'engine::echo', payload: 2 }), 2)
     assert.deepEqual(states, ['connecting', 'connected', 'reconnecting', 'connecting', 'connected'])
   })
@@ -124,9 +125,9 @@ describe('the client over an in-memory transport', () => {
       { reconnectionConfig: { initialDelayMs: 1, maxDelayMs: 5, jitterFactor: 0 } },
       { timings: { pingIntervalMs: 10, idleTimeoutMs: 40 } },
     )
-    await until(() => client.getConnectionState() === 'connected', 'connected')
-    // No frame for three idle timeouts: the pongs to the client's pings are what keeps it up.
-    await new Promise((r) => setTimeout(r, 120))
+    await waitFor(() => client.getConnectionState() === 'connected', 'connected', 5000, 5)
+    // No frame for three idle timeouts (twelve pings 10 ms apart): the pongs to the client's pings are what keeps it up.
+    await waitFor(() => engine.sessions[0]!.pings >= 12, 'twelve pings at the engine')
     assert.equal(engine.sessions.length, 1)
     assert.equal(client.getConnectionState(), 'connected')
   })

@@ -9,8 +9,7 @@ import fc from 'fast-check'
 import { startTestEngine } from '../../../test/support/engine.ts'
 import { toErrorBody } from '../src/errors.ts'
 import { defineQueue, InvocationError, NonRetryableError, registerWorker, RetryAfterError, TriggerAction, type QueueSettings } from '../src/index.ts'
-import { until } from './support/peer.ts'
-import { eventually } from '../../../test/support/raw-worker.ts'
+import { waitFor } from '../../../test/support/wait.ts'
 
 describe('svc-sdk queue signals', () => {
   it('map to the §7.7 error bodies', () => {
@@ -45,7 +44,7 @@ describe('svc-sdk queue signals', () => {
     await client.trigger({ function_id: 'jobs::plain', payload: { n: 3 }, action: TriggerAction.Enqueue({ queue: 'jobs', delayMs: 20 }) })
     const fatal = await client.trigger({ function_id: 'jobs::fatal', payload: {}, action: TriggerAction.Enqueue({ queue: 'jobs' }) })
     await client.trigger({ function_id: 'jobs::later', payload: {}, action: TriggerAction.Enqueue({ queue: 'jobs' }) })
-    await until(() => plain === 2 && later === 2, 'deliveries and the retry')
+    await waitFor(() => plain === 2 && later === 2, 'deliveries and the retry', 5000, 5)
     const dlq = (await client.trigger({ function_id: 'engine::queue::dlq_messages', payload: { topic: 'jobs' } })) as Array<{ id: string; attempts: number; error: { code: string } }>
     assert.equal(dlq.length, 1)
     assert.deepEqual([dlq[0]!.id, dlq[0]!.attempts, dlq[0]!.error.code], [fatal.messageReceiptId, 1, 'NON_RETRYABLE'])
@@ -72,13 +71,13 @@ describe('svc-sdk queue signals', () => {
     assert.deepEqual(await defineQueue(client, 'mail', { max_retries: 0 }), { queue: 'mail', changed: true })
     for (const n of [1, 2, 3]) await client.trigger({ function_id: 'bank::apply', payload: { account: 'a1', n }, action: TriggerAction.Enqueue({ queue: 'ledger' }) })
     await client.trigger({ function_id: 'mail::flaky', payload: {}, action: TriggerAction.Enqueue({ queue: 'mail' }) })
-    await until(() => got.length === 3 && failures === 1, 'deliveries of the defined queues')
+    await waitFor(() => got.length === 3 && failures === 1, 'deliveries of the defined queues', 5000, 5)
     assert.deepEqual(got.map((op) => op.n), [1, 2, 3])
     // The settings given are the settings in effect: fifo by account, one attempt for mail.
     const ledger = (await client.trigger({ function_id: 'engine::queue::topic_stats', payload: { topic: 'ledger' } })) as { config: Record<string, unknown> }
     assert.deepEqual([ledger.config.type, ledger.config.message_group_field, ledger.config.max_retries], ['fifo', 'account', 1])
     let dead: unknown[] = []
-    await eventually(async () => (dead = (await client.trigger({ function_id: 'engine::queue::dlq_messages', payload: { topic: 'mail' } })) as unknown[]).length === 1)
+    await waitFor(async () => (dead = (await client.trigger({ function_id: 'engine::queue::dlq_messages', payload: { topic: 'mail' } })) as unknown[]).length === 1, 'the condition')
     assert.equal(dead.length, 1)
     assert.equal(failures, 1)
 

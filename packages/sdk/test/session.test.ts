@@ -8,7 +8,8 @@ import { describe, it } from 'node:test'
 import { InvocationError, RegistrationRejectedError, TriggerAction } from '../src/index.ts'
 import { SDK_VERSION } from '../src/options.ts'
 import { FAST_RECONNECT, makeClient } from './support/client.ts'
-import { EnginePeer, until } from './support/peer.ts'
+import { EnginePeer } from './support/peer.ts'
+import { waitFor } from '../../../test/support/wait.ts'
 
 async function peer(t: import('node:test').TestContext, options?: Parameters<typeof EnginePeer.start>[0]) {
   const p = await EnginePeer.start(options)
@@ -107,7 +108,7 @@ describe('reconnection and reattach (protocol.md §3.7)', () => {
     const trigger = client.registerTrigger({ type: 'cron', function_id: 'svc::f', config: { expression: '* * * * *' } })
     const first = await p.connection(0)
     await first.waitForType('registertrigger')
-    await until(() => client.getWorkerId() === first.workerId, 'worker id stored')
+    await waitFor(() => client.getWorkerId() === first.workerId, 'worker id stored', 5000, 5)
     first.ws.terminate()
 
     const second = await p.connection(1)
@@ -120,7 +121,7 @@ describe('reconnection and reattach (protocol.md §3.7)', () => {
     assert.equal(frames[1]?.function_id, 'engine::workers::register')
     assert.equal(frames[2]?.type, 'registerfunction')
     assert.equal(frames[3]?.id, trigger.id)
-    await until(() => client.getWorkerId() === second.workerId, 'new worker id stored')
+    await waitFor(() => client.getWorkerId() === second.workerId, 'new worker id stored', 5000, 5)
     assert.deepEqual(states, ['connecting', 'connected', 'reconnecting', 'connecting', 'connected'])
   })
 
@@ -132,11 +133,11 @@ describe('reconnection and reattach (protocol.md §3.7)', () => {
     const first = await p.connection(0)
     await first.waitForType('registerfunction', (f) => f.id === 'drop::me')
     first.ws.terminate()
-    await until(() => client.getConnectionState() === 'reconnecting', 'reconnecting')
+    await waitFor(() => client.getConnectionState() === 'reconnecting', 'reconnecting', 5000, 5)
     gone.unregister()
     const second = await p.connection(1)
     await second.waitForType('registerfunction')
-    await until(() => second.frames.length >= 3, 'replay')
+    await waitFor(() => second.frames.length >= 3, 'replay', 5000, 5)
     assert.deepEqual(
       second.frames.filter((f) => f.type === 'registerfunction').map((f) => f.id),
       [kept.id],
@@ -171,7 +172,7 @@ describe('reconnection and reattach (protocol.md §3.7)', () => {
       { reconnectionConfig: { ...FAST_RECONNECT, maxRetries: 0 } },
       { timings: { handshakeTimeoutMs: 50 } },
     )
-    await until(() => client.getConnectionState() === 'failed', 'failed')
+    await waitFor(() => client.getConnectionState() === 'failed', 'failed', 5000, 5)
     assert.deepEqual(states, ['connecting', 'failed'])
     assert.equal((client.getLastError() as { code?: string }).code, 'TIMEOUT')
     assert.match(client.getLastError()?.message ?? '', /handshake .* timed out after 50ms/)
@@ -198,7 +199,7 @@ describe('connection state listeners (sdk.md §8)', () => {
     const seen: string[] = []
     const remove = client.addConnectionStateListener((s) => seen.push(s))
     assert.deepEqual(seen, ['connecting'])
-    await until(() => client.getConnectionState() === 'connected', 'connected')
+    await waitFor(() => client.getConnectionState() === 'connected', 'connected', 5000, 5)
     assert.deepEqual(seen, ['connecting', 'connected'])
     remove()
     await client.shutdown()
@@ -212,7 +213,7 @@ describe('keepalive (protocol.md §3.3)', () => {
     const p = await peer(t)
     makeClient(t, p.url, {}, { timings: { pingIntervalMs: 20 } })
     const conn = await p.connection(0)
-    await until(() => conn.pings >= 2, 'two pings')
+    await waitFor(() => conn.pings >= 2, 'two pings', 5000, 5)
   })
 
   it('reconnects when nothing arrives for the idle timeout', async (t) => {
@@ -273,7 +274,7 @@ describe('shutdown (sdk.md §8)', () => {
       silent.close()
     })
     const { client, states } = makeClient(t, `ws://127.0.0.1:${(silent.address() as AddressInfo).port}`)
-    await until(() => sockets.length === 1, 'TCP connection accepted')
+    await waitFor(() => sockets.length === 1, 'TCP connection accepted', 5000, 5)
     await client.shutdown()
     assert.deepEqual(states, ['connecting', 'disconnected'])
     assert.equal(client.getLastError(), undefined)
@@ -307,7 +308,7 @@ describe('registration refusals (sdk.md §7.3)', () => {
       function_id: 'billing::charge',
       owner_worker_id: '',
     })
-    await until(() => errors.length === 1, 'listener called')
+    await waitFor(() => errors.length === 1, 'listener called', 5000, 5)
     assert.deepEqual(errors[0], {
       kind: 'function',
       id: 'billing::charge',

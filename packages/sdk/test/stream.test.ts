@@ -9,10 +9,6 @@ import { createStream, type IStream, type StreamChangeEvent, type StreamTriggerI
 import { startTestEngine, type TestEngine } from '../../../test/support/engine.ts'
 import { waitFor } from '../../../test/support/wait.ts'
 
-function until(check: () => boolean | Promise<boolean>, what: string): Promise<boolean> {
-  return waitFor(check, what, 5000, 20)
-}
-
 type Note = { text: string; n?: number }
 
 function mapStream(store: Map<string, Note>): IStream<Note> {
@@ -62,7 +58,7 @@ describe('svc-sdk/stream', () => {
     const trigger: StreamTriggerInput = { type: 'stream', function_id: 'notes::changed', config: { stream_name: 'notes' } }
     client.registerTrigger(trigger)
     const stream = createStream(client, 'notes', mapStream(store))
-    await until(async () => ((await call('stream::list_groups', { stream_name: 'notes' }).catch(() => null)) as unknown[] | null)?.length === 0 && store.size === 0 && (await call('stream::set', { stream_name: 'notes', group_id: 'g', item_id: 'probe', data: { text: 'p' } }), store.has('g\u0000probe')), 'the custom stream')
+    await waitFor(async () => ((await call('stream::list_groups', { stream_name: 'notes' }).catch(() => null)) as unknown[] | null)?.length === 0 && store.size === 0 && (await call('stream::set', { stream_name: 'notes', group_id: 'g', item_id: 'probe', data: { text: 'p' } }), store.has('g\u0000probe')), 'the custom stream', 5000, 20)
     assert.deepEqual(await call('stream::get', { stream_name: 'notes', group_id: 'g', item_id: 'probe' }), { text: 'p' })
     assert.deepEqual(await call('stream::update', { stream_name: 'notes', group_id: 'g', item_id: 'probe', ops: [{ type: 'increment', path: 'n' }] }), {
       old_value: { text: 'p' },
@@ -71,11 +67,11 @@ describe('svc-sdk/stream', () => {
     assert.deepEqual(await call('stream::list', { stream_name: 'notes', group_id: 'g' }), [{ text: 'p', n: 1 }])
     assert.deepEqual(await call('stream::list_groups', { stream_name: 'notes' }), ['g'])
     assert.deepEqual(await call('stream::delete', { stream_name: 'notes', group_id: 'g', item_id: 'probe' }), { old_value: { text: 'p', n: 1 } })
-    await until(() => events.length >= 3, 'three events')
+    await waitFor(() => events.length >= 3, 'three events', 5000, 20)
     assert.deepEqual(events.map((e) => e.event.type), ['create', 'update', 'delete'])
 
     stream.unregister()
-    await until(async () => (await call('stream::list_groups', { stream_name: 'notes' })) !== undefined && store.size === 0 && (await call('stream::set', { stream_name: 'notes', group_id: 'g', item_id: 'x', data: { text: 'built-in' } }), !store.has('g\u0000x')), 'the built-in store again')
+    await waitFor(async () => (await call('stream::list_groups', { stream_name: 'notes' })) !== undefined && store.size === 0 && (await call('stream::set', { stream_name: 'notes', group_id: 'g', item_id: 'x', data: { text: 'built-in' } }), !store.has('g\u0000x')), 'the built-in store again', 5000, 20)
     assert.deepEqual(await call('stream::get', { stream_name: 'notes', group_id: 'g', item_id: 'x' }), { text: 'built-in' })
   })
 

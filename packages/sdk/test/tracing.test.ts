@@ -9,7 +9,8 @@ import { WebSocketServer } from 'ws'
 import { flushOtel, initOtel, shutdownOtel } from 'svc-sdk/telemetry'
 import { endInvocationSpan, startInvocationSpan } from '../src/tracing.ts'
 import { makeClient } from './support/client.ts'
-import { EnginePeer, until } from './support/peer.ts'
+import { EnginePeer } from './support/peer.ts'
+import { waitFor } from '../../../test/support/wait.ts'
 
 describe('invocation spans', () => {
   const spans: any[] = []
@@ -43,7 +44,7 @@ describe('invocation spans', () => {
     assert.ok(failed)
     endInvocationSpan(failed, undefined, { code: 'out_of_stock', message: 'none left' })
     await flushOtel()
-    for (let i = 0; i < 100 && spans.length < 2; i++) await new Promise((r) => setTimeout(r, 20))
+    await waitFor(() => spans.length >= 2, 'both spans exported')
     const ok = spans.find((x) => x.name === 'execute orders::create')
     assert.equal(ok.traceId, '0af7651916cd43dd8448eb211c80319c')
     assert.equal(ok.parentSpanId, 'b7ad6b7169203331')
@@ -63,7 +64,7 @@ describe('invocation spans', () => {
     t.after(() => peer.close())
     const { client } = makeClient(t, peer.url)
     const conn = await peer.connection(0)
-    await until(() => client.getConnectionState() === 'connected', 'connected')
+    await waitFor(() => client.getConnectionState() === 'connected', 'connected', 5000, 5)
     client.registerFunction('bad::result', () => ({ n: 10n }))
     conn.send({ type: 'invokefunction', invocation_id: 'x', function_id: 'bad::result', data: null, baggage: 'constructor=c' })
     const answer = await conn.waitFor((f) => f.type === 'invocationresult' && f.invocation_id === 'x')
@@ -71,7 +72,7 @@ describe('invocation spans', () => {
     assert.match(answer.traceparent, /^00-[0-9a-f]{32}-[0-9a-f]{16}-01$/)
     assert.equal(answer.baggage, 'constructor=c', 'the inbound baggage comes back unchanged')
     await flushOtel()
-    await until(() => spans.some((x) => x.name === 'execute bad::result'), 'the span')
+    await waitFor(() => spans.some((x) => x.name === 'execute bad::result'), 'the span', 5000, 5)
     const span = spans.find((x) => x.name === 'execute bad::result')
     assert.equal(span.spanId, answer.traceparent.split('-')[2])
     assert.equal(span.status.code, 2)

@@ -6,14 +6,15 @@ import { describe, it, type TestContext } from 'node:test'
 import { TriggerAction } from '../src/index.ts'
 import type { InitOptions, TriggerConfig } from '../src/types.ts'
 import { FAST_RECONNECT, makeClient } from './support/client.ts'
-import { EnginePeer, type Frame, until } from './support/peer.ts'
+import { EnginePeer, type Frame } from './support/peer.ts'
+import { waitFor } from '../../../test/support/wait.ts'
 
 async function connected(t: TestContext, options: InitOptions = {}) {
   const p = await EnginePeer.start()
   t.after(() => p.close())
   const made = makeClient(t, p.url, options)
   const conn = await p.connection(0)
-  await until(() => made.client.getConnectionState() === 'connected', 'connected')
+  await waitFor(() => made.client.getConnectionState() === 'connected', 'connected', 5000, 5)
   return { ...made, peer: p, conn }
 }
 
@@ -77,7 +78,7 @@ describe('registerTrigger (sdk.md §5)', () => {
     a.unregister()
     a.unregister()
     assert.deepEqual(await conn.waitForType('unregistertrigger'), { type: 'unregistertrigger', id: a.id, trigger_type: 'cron' })
-    await until(() => conn.frames.length >= 5, 'frames')
+    await waitFor(() => conn.frames.length >= 5, 'frames', 5000, 5)
     assert.equal(conn.frames.filter((f) => f.type === 'unregistertrigger').length, 1)
   })
 
@@ -103,7 +104,7 @@ describe('registerTrigger (sdk.md §5)', () => {
       function_id: 'api::get',
       error: { code: 'ROUTE_CONFLICT', message: "Route 'GET /x' conflicts" },
     })
-    await until(() => errors.length === 1, 'listener called')
+    await waitFor(() => errors.length === 1, 'listener called', 5000, 5)
     assert.deepEqual(errors[0], {
       kind: 'trigger',
       id: trigger.id,
@@ -170,7 +171,7 @@ describe('trigger type providers (protocol.md §8.3)', () => {
     assert.deepEqual(fire.metadata, { team: 'orders' })
 
     conn.send({ type: 'unregistertrigger', id: 't1', trigger_type: 'webhook', function_id: 'orders::on-webhook' })
-    await until(() => rec.unregistered.length === 1, 'unregisterTrigger called')
+    await waitFor(() => rec.unregistered.length === 1, 'unregisterTrigger called', 5000, 5)
     assert.deepEqual(rec.unregistered[0], rec.registered[0])
   })
 
@@ -211,7 +212,7 @@ describe('trigger type providers (protocol.md §8.3)', () => {
     conn.send({ type: 'registertrigger', id: 't1', trigger_type: 'webhook', function_id: 'a::b', config: {} })
     await conn.waitFor(resultFor('t1'))
     conn.send({ type: 'unregistertrigger', id: 't1', trigger_type: 'webhook' })
-    await until(() => warnings.some((w) => w.includes('cannot stop listener')), 'warning logged')
+    await waitFor(() => warnings.some((w) => w.includes('cannot stop listener')), 'warning logged', 5000, 5)
   })
 
   it('lets go of held bindings when the connection is lost and re-registers the type on reconnect', async (t) => {
@@ -221,7 +222,7 @@ describe('trigger type providers (protocol.md §8.3)', () => {
     conn.send({ type: 'registertrigger', id: 't1', trigger_type: 'webhook', function_id: 'a::b', config: {} })
     await conn.waitFor(resultFor('t1'))
     conn.ws.terminate()
-    await until(() => rec.unregistered.length === 1, 'binding released')
+    await waitFor(() => rec.unregistered.length === 1, 'binding released', 5000, 5)
     const next = await peer.connection(1)
     await next.waitForType('registertriggertype', (f) => f.id === 'webhook')
     next.send({ type: 'registertrigger', id: 't1', trigger_type: 'webhook', function_id: 'a::b', config: {} })
@@ -257,7 +258,7 @@ describe('trigger type providers (protocol.md §8.3)', () => {
     ref.unregister()
     assert.deepEqual(await conn.waitForType('unregistertriggertype'), { type: 'unregistertriggertype', id: 'webhook' })
     // The engine sends no unregistertrigger for a type we stop providing; the SDK lets go itself.
-    await until(() => rec.unregistered.length === 1, 'binding released')
+    await waitFor(() => rec.unregistered.length === 1, 'binding released', 5000, 5)
     conn.send({ type: 'registertrigger', id: 'late', trigger_type: 'webhook', function_id: 'x::y' })
     assert.equal((await conn.waitFor(resultFor('late'))).error.code, 'trigger_type_not_found')
   })

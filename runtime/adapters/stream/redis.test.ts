@@ -23,10 +23,6 @@ const open = (key_prefix = `t${++prefixes}:`) => RedisStreamAdapter.open({ url: 
 
 runStreamAdapterConformance('redis', () => open())
 
-function until(check: () => boolean | Promise<boolean>, timeoutMs: number): Promise<boolean> {
-  return waitFor(check, 'a redis condition', timeoutMs)
-}
-
 const record = (adapter: RedisStreamAdapter) => {
   const changes: StreamAdapterChange[] = []
   adapter.subscribe((change) => changes.push(change))
@@ -51,7 +47,7 @@ describe('redis stream adapter: two engines on one Redis', () => {
       { kind: 'item', stream_name: 'chat', group_id: 'room', item_id: 'm1', old_value: { text: 'hello' }, new_value: undefined },
     ]
     // b's own writes are reported before they resolve; a's reach b when the PUBLISH arrives.
-    await until(() => seenByA.length === 4 && seenByB.length === 4, 5000)
+    await waitFor(() => seenByA.length === 4 && seenByB.length === 4, 'seenByA.length === 4 && seenByB.length === 4', 5000)
     assert.deepEqual(seenByA, expected)
     assert.deepEqual(seenByB, expected)
 
@@ -111,12 +107,12 @@ describe('redis stream adapter while Redis is unreachable (builtins.md §13.4)',
     await assert.rejects(adapter.publish({ stream_name: 's', group_id: 'g', id: null, type: 't', data: 1 }), { code: 'ADAPTER_UNAVAILABLE' })
     const changes = record(adapter)
     await late.start()
-    await until(async () => adapter.set('s', 'g', 'i', 1).then(() => true, () => false), 15_000)
+    await waitFor(async () => adapter.set('s', 'g', 'i', 1).then(() => true, () => false), "adapter.set('s', 'g', 'i', 1).then(() => true, () => false)", 15_000)
     assert.equal(await adapter.get('s', 'g', 'i'), 1)
-    await until(async () => {
+    await waitFor(async () => {
       await adapter.set('s', 'g', 'again', changes.length)
       return changes.some((c) => c.kind === 'item' && c.item_id === 'again')
-    }, 10_000)
+    }, 'the condition', 10_000)
   })
 
   it('fails calls within 5 s when Redis goes away and recovers by itself, change feed included', async (t) => {
@@ -136,10 +132,10 @@ describe('redis stream adapter while Redis is unreachable (builtins.md §13.4)',
     assert.ok(Date.now() - started < 5000, `failing took ${Date.now() - started} ms`)
     await server.start()
     // A write through the peer reaches this adapter's listeners once both are back.
-    await until(async () => {
+    await waitFor(async () => {
       await peer.set('s', 'g', 'back', true).catch(() => {})
       return changes.some((c) => c.kind === 'item' && c.item_id === 'back')
-    }, 20_000)
+    }, 'the condition', 20_000)
     assert.equal(await adapter.get('s', 'g', 'back'), true)
     assert.match(warnings.join('\n'), /reconnected to .* not delivered/)
   })
@@ -155,10 +151,10 @@ describe('redis stream adapter while Redis is unreachable (builtins.md §13.4)',
     assert.ok(Number(await client.client('KILL', 'TYPE', 'pubsub')) >= 1)
     await adapter.set('s', 'g', 'during', 2)
     assert.equal(await adapter.get('s', 'g', 'during'), 2)
-    await until(async () => {
+    await waitFor(async () => {
       await adapter.set('s', 'g', 'after', changes.length)
       return changes.some((c) => c.kind === 'item' && c.item_id === 'after')
-    }, 10_000)
+    }, 'the condition', 10_000)
   })
 
   it('answers ADAPTER_UNAVAILABLE at once when nothing listens at the address', async (t) => {
@@ -206,7 +202,7 @@ describe('redis stream adapter: hostile input against real Redis (fast-check)', 
               await model.publish(event)
             }
           }
-          await until(() => heard.length >= expected.length, 5000)
+          await waitFor(() => heard.length >= expected.length, 'heard.length >= expected.length', 5000)
           // JSON is what travels: -0 becomes 0 both in storage and in events.
           const json = (value: unknown) => JSON.parse(JSON.stringify(value ?? null))
           assert.deepEqual(json(heard), json(expected))

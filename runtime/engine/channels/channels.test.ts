@@ -9,10 +9,10 @@ import { after, before, describe, it } from 'node:test'
 import type { CreateChannelResult } from 'svc-protocol'
 import { ChannelSocket } from '../../../test/support/channel-client.ts'
 import { startTestEngine, type TestEngine } from '../../../test/support/engine.ts'
-import { eventually } from '../../../test/support/raw-worker.ts'
 import { createManualClock } from '../../workers/shared/clock.ts'
 import type { BuiltinContext, BuiltinWorker } from '../types.ts'
 import { ChannelRegistry, UNCLAIMED_TTL_MS, type ChannelItem, type LocalChannelReader, type LocalChannels } from './index.ts'
+import { waitFor } from '../../../test/support/wait.ts'
 
 /** A built-in that only keeps its context: its `worker.channels` is what svc-http will use. */
 class ContextKeeper implements BuiltinWorker {
@@ -72,7 +72,7 @@ describe('an in-process writer, a worker reading over its socket', () => {
     writer.close()
     assert.deepEqual(await reader.closed, { code: 1000, reason: '' })
     assert.deepEqual(reader.items, ['{"type":"set_status","status_code":201}', ...Array.from({ length: 10 }, (_, i) => Buffer.from([i]))])
-    await eventually(() => t.engine.channels.get(pair.writer.channel_id) === undefined)
+    await waitFor(() => t.engine.channels.get(pair.writer.channel_id) === undefined, 't.engine.channels.get(pair.writer.channel_id) === undefined')
   })
 
   it('write waits for room: at most buffer_size items are held until the reader takes them', async () => {
@@ -117,7 +117,7 @@ describe('an in-process writer, a worker reading over its socket', () => {
       })(),
       (err: { code: string; message: string }) => err.code === 'CHANNEL_CLOSED' && /the reader went away/.test(err.message),
     )
-    await eventually(() => t.engine.channels.get(pair.writer.channel_id) === undefined)
+    await waitFor(() => t.engine.channels.get(pair.writer.channel_id) === undefined, 't.engine.channels.get(pair.writer.channel_id) === undefined')
   })
 
   it('an item larger than the reader\'s listener takes fails the writer with PAYLOAD_TOO_LARGE and the reader with 1011', async () => {
@@ -154,7 +154,7 @@ describe('a worker writing over its socket, an in-process reader', () => {
       Array.from({ length: 20 }, (_, i) => `data: ${i}\n\n`),
     )
     assert.equal((await writer.closed).code, 1000)
-    await eventually(() => t.engine.channels.get(pair.reader.channel_id) === undefined)
+    await waitFor(() => t.engine.channels.get(pair.reader.channel_id) === undefined, 't.engine.channels.get(pair.reader.channel_id) === undefined')
   })
 
   it('a reader that does not take items stops the writer\'s socket (backpressure)', async () => {
@@ -163,9 +163,9 @@ describe('a worker writing over its socket, an in-process reader', () => {
     const writer = await open(pair.writer)
     for (let i = 0; i < 256; i++) writer.send(Buffer.alloc(64 * 1024, i))
     const channel = t.engine.channels.get(pair.reader.channel_id)!
-    await eventually(() => channel.writerIsPaused)
+    await waitFor(() => channel.writerIsPaused, 'channel.writerIsPaused')
     // Not read by the engine: the kernel buffers fill and the writer's sends stall.
-    await eventually(() => writer.ws.bufferedAmount > 0, 10_000)
+    await waitFor(() => writer.ws.bufferedAmount > 0, 'writer.ws.bufferedAmount > 0', 10_000)
     assert.ok(channel.heldItems <= 3, `held ${channel.heldItems}`)
     writer.ws.close(1000)
     const { items, error } = await drain(reader)
@@ -179,7 +179,7 @@ describe('a worker writing over its socket, an in-process reader', () => {
     const reader = channels.openReader(pair.reader)
     const writer = await open(pair.writer)
     await writer.sendWritten('before')
-    await eventually(() => t.engine.channels.get(pair.reader.channel_id)!.heldItems === 1)
+    await waitFor(() => t.engine.channels.get(pair.reader.channel_id)!.heldItems === 1, 't.engine.channels.get(pair.reader.channel_id)!.heldItems === 1')
     writer.ws.terminate()
     const { items, error } = await drain(reader)
     assert.deepEqual(items, [{ type: 'text', text: 'before' }])
@@ -199,7 +199,7 @@ describe('a worker writing over its socket, an in-process reader', () => {
     }
     assert.equal((await writer.closed).code, 1011)
     await assert.rejects(reader.next(), { code: 'CHANNEL_CLOSED' })
-    await eventually(() => t.engine.channels.get(pair.reader.channel_id) === undefined)
+    await waitFor(() => t.engine.channels.get(pair.reader.channel_id) === undefined, 't.engine.channels.get(pair.reader.channel_id) === undefined')
   })
 })
 
@@ -235,21 +235,21 @@ describe('a worker writing over its socket, an in-process sink (attachReader)', 
     writer.send('last')
     const channel = t.engine.channels.get(pair.reader.channel_id)!
     // Nothing is done yet: the channel holds its two items (and the rest of the socket read in hand) and stops reading.
-    await eventually(() => channel.writerIsPaused)
+    await waitFor(() => channel.writerIsPaused, 'channel.writerIsPaused')
     const held = recorded.items.length
     assert.ok(held >= 2 && held <= 10, `handed ${held}`)
     while (recorded.items.length < 65) {
       recorded.release()
-      await eventually(() => recorded.pending.length > 0 || recorded.items.length === 65)
+      await waitFor(() => recorded.pending.length > 0 || recorded.items.length === 65, 'recorded.pending.length > 0 || recorded.items.length === 65')
     }
     recorded.release()
     writer.ws.close(1000)
-    await eventually(() => recorded.ends.length === 1)
+    await waitFor(() => recorded.ends.length === 1, 'recorded.ends.length === 1')
     assert.deepEqual(recorded.ends, [{ normal: true, reason: '' }])
     recorded.items.slice(0, 64).forEach((item, i) => assert.ok(item.type === 'binary' && item.data[0] === i, `item ${i}`))
     assert.deepEqual(recorded.items[64], { type: 'text', text: 'last' })
     assert.equal((await writer.closed).code, 1000)
-    await eventually(() => t.engine.channels.get(pair.reader.channel_id) === undefined)
+    await waitFor(() => t.engine.channels.get(pair.reader.channel_id) === undefined, 't.engine.channels.get(pair.reader.channel_id) === undefined')
   })
 
   it('an abnormal writer end or a removal reaches end(false, reason); cancel() closes the writer with 1011 and ends nothing', async () => {
@@ -258,10 +258,10 @@ describe('a worker writing over its socket, an in-process sink (attachReader)', 
     channels.attachReader(aborted.reader, first.sink)
     const writer = await open(aborted.writer)
     writer.send('before')
-    await eventually(() => first.items.length === 1)
+    await waitFor(() => first.items.length === 1, 'first.items.length === 1')
     first.release()
     writer.ws.terminate()
-    await eventually(() => first.ends.length === 1)
+    await waitFor(() => first.ends.length === 1, 'first.ends.length === 1')
     assert.deepEqual(first.ends, [{ normal: false, reason: 'the writer ended abnormally' }])
 
     const removed = channels.create()
@@ -275,7 +275,7 @@ describe('a worker writing over its socket, an in-process sink (attachReader)', 
     const attached = channels.attachReader(cancelled.reader, third.sink)
     const writer3 = await open(cancelled.writer)
     writer3.send('one')
-    await eventually(() => third.items.length === 1)
+    await waitFor(() => third.items.length === 1, 'third.items.length === 1')
     attached.cancel()
     attached.cancel()
     const closed = await writer3.closed
@@ -283,7 +283,7 @@ describe('a worker writing over its socket, an in-process sink (attachReader)', 
     assert.match(closed.reason, /the reader went away/)
     assert.deepEqual(third.ends, [])
     third.release() // a done after the end changes nothing
-    await eventually(() => t.engine.channels.get(cancelled.reader.channel_id) === undefined)
+    await waitFor(() => t.engine.channels.get(cancelled.reader.channel_id) === undefined, 't.engine.channels.get(cancelled.reader.channel_id) === undefined')
     assert.throws(() => channels.attachReader(aborted.writer, first.sink), { code: 'NOT_FOUND' })
   })
 })

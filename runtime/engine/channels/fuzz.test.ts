@@ -10,8 +10,8 @@ import { after, before, describe, it } from 'node:test'
 import fc from 'fast-check'
 import { ChannelSocket, type ReceivedItem } from '../../../test/support/channel-client.ts'
 import { startTestEngine, type TestEngine } from '../../../test/support/engine.ts'
-import { eventually } from '../../../test/support/raw-worker.ts'
 import { ChannelRegistry, type ChannelItem, type LocalChannelReader } from './index.ts'
+import { waitFor } from '../../../test/support/wait.ts'
 
 /** An item as generated: text, or binary bytes (small random ones, or large filled ones). */
 type Generated = { text: string } | { bytes: Buffer }
@@ -133,7 +133,7 @@ describe('channel core with in-process ends (fast-check)', () => {
           assert.deepEqual(received, accepted, 'every accepted item, in order')
           if (ending === 'normal') assert.equal(accepted.length, writesBeforeEnd, 'a normal end: every write made before close() was accepted')
         }
-        await eventually(() => registry.size === 0, 2000)
+        await waitFor(() => registry.size === 0, 'registry.size === 0', 2000)
       }),
       { numRuns: 300 },
     )
@@ -216,7 +216,7 @@ describe('channel core with an in-process sink (attachReader, fast-check)', () =
           assert.deepEqual(ends, [true])
           assert.deepEqual(received, accepted, 'a normal end: every accepted item')
         } else assert.equal(ends.length, 1)
-        await eventually(() => registry.size === 0, 2000)
+        await waitFor(() => registry.size === 0, 'registry.size === 0', 2000)
       }),
       { numRuns: 300 },
     )
@@ -284,7 +284,7 @@ describe('channel sockets (fast-check, real WebSockets)', () => {
             assert.equal(code, end.code === 1000 || end.code === undefined ? 1000 : 1011)
           }
           await writer.closed
-          await eventually(() => t.engine.channels.size === 0, 10_000)
+          await waitFor(() => t.engine.channels.size === 0, 't.engine.channels.size === 0', 10_000)
         },
       ),
       { numRuns: 40 },

@@ -11,8 +11,10 @@ import { join } from 'node:path'
 import WebSocket from 'ws'
 import { parse } from 'yaml'
 import { startTestEngine, type TestEngine } from '../../../test/support/engine.ts'
+import { silentLogger } from '../../engine/logger.ts'
 import type { ConfigurationEventData } from 'svc-sdk/configuration'
-import { eventually, RawWorker, type Frame } from '../../../test/support/raw-worker.ts'
+import { RawWorker, type Frame } from '../../../test/support/raw-worker.ts'
+import { waitFor } from '../../../test/support/wait.ts'
 
 const SCHEMA = {
   type: 'object',
@@ -34,10 +36,11 @@ describe('configuration worker (builtins.md §11)', () => {
   let dir: string
   let w: RawWorker
   const events: ConfigurationEventData[] = []
+  const warnings: string[] = []
   const call = (id: string, data: unknown) => t.engine.inject({ function_id: id, data })
 
   before(async () => {
-    t = await startTestEngine({ settings: { configuration: { debounce_ms: 30 } } })
+    t = await startTestEngine({ settings: { configuration: { debounce_ms: 30 } }, log: { ...silentLogger, warn: (m) => void warnings.push(m) } })
     dir = join(t.dataDir, 'config')
     w = await RawWorker.connect(t.url, { announce: { name: 'config-test', runtime: 'node' } })
     w.serve('on-config', (data) => void events.push(data))
@@ -60,7 +63,7 @@ describe('configuration worker (builtins.md §11)', () => {
     assert.deepEqual(await call('configuration::get', { id: 'app', raw: true }), { id: 'app', value: { port: '${SVC_TEST_APP_PORT:1}', name: 'x' } })
     const file = parse(await readFile(join(dir, 'app.yaml'), 'utf8'))
     assert.deepEqual(file, { id: 'app', name: 'App', description: 'the app', value: { port: '${SVC_TEST_APP_PORT:1}', name: 'x' } })
-    await eventually(() => events.some((e) => e.event_type === 'configuration:registered'))
+    await waitFor(() => events.some((e) => e.event_type === 'configuration:registered'), "events.some((e) => e.event_type === 'configuration:registered')")
     assert.deepEqual(events.find((e) => e.event_type === 'configuration:registered'), {
       type: 'configuration', event_type: 'configuration:registered', id: 'app', name: 'App', description: 'the app',
       old_value: null, new_value: { port: 8080, name: 'x' },
@@ -71,7 +74,7 @@ describe('configuration worker (builtins.md §11)', () => {
     events.length = 0
     const again = (await call('configuration::register', { id: 'app', name: 'App 2', description: 'd', schema: SCHEMA, initial_value: { name: 'other' } })) as { value: unknown }
     assert.deepEqual(again.value, { port: '${SVC_TEST_APP_PORT:1}', name: 'x' })
-    await eventually(() => events.length === 1)
+    await waitFor(() => events.length === 1, 'events.length === 1')
     assert.equal(events[0]!.event_type, 'configuration:updated')
     assert.equal(events[0]!.name, 'App 2')
   })
@@ -91,7 +94,7 @@ describe('configuration worker (builtins.md §11)', () => {
     // An unset placeholder without default fails the write (§2.8).
     delete process.env.SVC_TEST_UNSET
     await rejectsWith(call('configuration::set', { id: 'app', value: { name: '${SVC_TEST_UNSET}' } }), 'EXPAND_FAILED', /environment variable SVC_TEST_UNSET is not set/)
-    await eventually(() => events.length === 2)
+    await waitFor(() => events.length === 2, 'events.length === 2')
     assert.deepEqual(events.map((e) => e.new_value), [{ port: 1 }, { port: 3 }])
   })
 
@@ -103,10 +106,10 @@ describe('configuration worker (builtins.md §11)', () => {
     await rejectsWith(call('configuration::register', { id: 'bad-schema', schema: { type: 'nonsense' } }), 'INVALID_ARGUMENTS', /not a valid JSON Schema/)
     // A file written by hand before anyone registered the entry: readable raw, not validated.
     await writeFile(join(dir, 'orphan.yaml'), 'id: orphan\nname: Orphan\ndescription: ""\nvalue: { a: 1 }\n')
-    await eventually(async () => {
+    await waitFor(async () => {
       const { configurations } = (await call('configuration::list', {})) as { configurations: Array<{ id: string }> }
       return configurations.some((c) => c.id === 'orphan')
-    })
+    }, 'the condition')
     assert.deepEqual(await call('configuration::get', { id: 'orphan', raw: true }), { id: 'orphan', value: { a: 1 } })
     await rejectsWith(call('configuration::get', { id: 'orphan' }), 'SCHEMA_UNAVAILABLE')
     await rejectsWith(call('configuration::set', { id: 'orphan', value: {} }), 'SCHEMA_UNAVAILABLE')
@@ -128,15 +131,18 @@ describe('configuration worker (builtins.md §11)', () => {
   it('picks up hand edits, rejects invalid ones and keeps the previous value', async () => {
     events.length = 0
     await writeFile(join(dir, 'app.yaml'), 'id: app\nname: App 2\ndescription: d\nvalue:\n  port: 9\n')
-    await eventually(async () => ((await call('configuration::get', { id: 'app' })) as { value: { port: number } }).value.port === 9)
-    await eventually(() => events.length === 1)
+    await waitFor(async () => ((await call('configuration::get', { id: 'app' })) as { value: { port: number } }).value.port === 9, "((await call('configuration::get', { id: 'app' })) as { value: { port: number } }).value.port === 9")
+    await waitFor(() => events.length === 1, 'events.length === 1')
     assert.deepEqual(events[0]!.old_value, { port: 3 })
     // Fails the schema, then fails to parse, then names another id: all ignored.
+    // Each rejected file is reported as a warning: that is when the watcher is done with it.
+    const rejected = (file: string) => warnings.filter((m) => m.includes(file) && m.includes('rejected')).length
+    const [app, other] = [rejected('app.yaml'), rejected('other.yaml')]
     await writeFile(join(dir, 'app.yaml'), 'id: app\nname: App\ndescription: d\nvalue:\n  port: nine\n')
     await writeFile(join(dir, 'other.yaml'), 'id: app\nvalue: {}\n')
-    await new Promise((resolve) => setTimeout(resolve, 300))
+    await waitFor(() => rejected('app.yaml') > app && rejected('other.yaml') > other, () => `both files rejected; warnings: ${warnings.join('\n')}`)
     await writeFile(join(dir, 'app.yaml'), 'id: app\nvalue: [unclosed\n')
-    await new Promise((resolve) => setTimeout(resolve, 300))
+    await waitFor(() => rejected('app.yaml') > app + 1, () => `the unparsable file rejected; warnings: ${warnings.join('\n')}`)
     assert.deepEqual(await call('configuration::get', { id: 'app' }), { id: 'app', value: { port: 9 } })
     assert.equal(events.length, 1)
   })
@@ -144,7 +150,7 @@ describe('configuration worker (builtins.md §11)', () => {
   it('fires configuration:deleted when the file is removed and only then', async () => {
     events.length = 0
     await unlink(join(dir, 'app.yaml'))
-    await eventually(() => events.length === 1)
+    await waitFor(() => events.length === 1, 'events.length === 1')
     assert.equal(events[0]!.event_type, 'configuration:deleted')
     assert.equal(events[0]!.new_value, null)
     await rejectsWith(call('configuration::get', { id: 'app' }), 'NOT_FOUND')
@@ -188,7 +194,7 @@ describe('built-in settings through the configuration worker (builtins.md §2.7)
     const body = JSON.stringify({ text: 'x'.repeat(2000) })
     assert.equal((await post('/echo', body)).status, 413)
     await call('configuration::set', { id: 'svc-http', value: { port: 0, max_body_bytes: 100000 } })
-    await eventually(async () => (await post('/echo', body)).status === 200)
+    await waitFor(async () => (await post('/echo', body)).status === 200, "(await post('/echo', body)).status === 200")
   })
 
   it('applies hand edits of config/svc-http.yaml: CORS and the request timeout', async () => {
@@ -196,13 +202,13 @@ describe('built-in settings through the configuration worker (builtins.md §2.7)
     const stored = parse(await readFile(file, 'utf8'))
     stored.value = { ...stored.value, cors: { allowed_origins: ['https://app.test'] } }
     await writeFile(file, JSON.stringify(stored))
-    await eventually(async () => (await post('/echo', '{}', { origin: 'https://app.test' })).headers.get('access-control-allow-origin') === 'https://app.test')
+    await waitFor(async () => (await post('/echo', '{}', { origin: 'https://app.test' })).headers.get('access-control-allow-origin') === 'https://app.test', 'the condition')
     // A handler slower than the new default_timeout is cut off with 504.
     w.serve('slow', () => new Promise((resolve) => setTimeout(() => resolve({ body: {} }), 1500)))
     w.send({ type: 'registertrigger', id: 'r2', trigger_type: 'http', function_id: 'slow', config: { api_path: 'slow', http_method: 'POST' } })
     await w.call('engine::workers::list', {})
     await call('configuration::update', { id: 'svc-http', ops: [{ type: 'set', path: 'default_timeout', value: 200 }] })
-    await eventually(async () => (await post('/slow', '{}')).status === 504, 10000)
+    await waitFor(async () => (await post('/slow', '{}')).status === 504, "(await post('/slow', '{}')).status === 504", 10000)
   })
 
   it('refuses an invalid change with the schema error and keeps the previous settings', async () => {
@@ -216,11 +222,11 @@ describe('built-in settings through the configuration worker (builtins.md §2.7)
     const port = (blocker.address() as { port: number }).port
     try {
       await call('configuration::update', { id: 'svc-http', ops: [{ type: 'set', path: 'port', value: port }] })
-      await eventually(async () => typeof (await workerInfo('svc-http')).last_config_error === 'string')
+      await waitFor(async () => typeof (await workerInfo('svc-http')).last_config_error === 'string', "typeof (await workerInfo('svc-http')).last_config_error === 'string'")
       assert.match(String((await workerInfo('svc-http')).last_config_error), /^port: /)
       assert.equal((await post('/echo', '{}')).status, 200)
       await call('configuration::update', { id: 'svc-http', ops: [{ type: 'set', path: 'port', value: 0 }] })
-      await eventually(async () => (await workerInfo('svc-http')).last_config_error === undefined)
+      await waitFor(async () => (await workerInfo('svc-http')).last_config_error === undefined, "(await workerInfo('svc-http')).last_config_error === undefined")
     } finally {
       blocker.close()
     }
@@ -229,28 +235,28 @@ describe('built-in settings through the configuration worker (builtins.md §2.7)
   it('applies svc-state settings live (max_value_bytes)', async () => {
     await call('state::set', { scope: 's', key: 'k', value: 'x'.repeat(100) })
     await call('configuration::set', { id: 'svc-state', value: { max_value_bytes: 10 } })
-    await eventually(async () => {
+    await waitFor(async () => {
       try {
         await call('state::set', { scope: 's', key: 'k', value: 'x'.repeat(100) })
         return false
       } catch (error) {
         return (error as { code?: string }).code === 'VALUE_TOO_LARGE'
       }
-    })
+    }, 'the condition')
   })
 
   it('applies svc-stream settings live (max_item_bytes, auth_function for new connections)', async () => {
     const item = { stream_name: 'room', group_id: 'g', item_id: 'i', data: 'x'.repeat(100) }
     await call('stream::set', item)
     await call('configuration::update', { id: 'svc-stream', ops: [{ type: 'set', path: 'max_item_bytes', value: 10 }] })
-    await eventually(async () => {
+    await waitFor(async () => {
       try {
         await call('stream::set', item)
         return false
       } catch (error) {
         return (error as { code?: string }).code === 'VALUE_TOO_LARGE'
       }
-    })
+    }, 'the condition')
     // An auth function that refuses: new client connections get 401.
     w.serve('deny-all', () => {
       throw Object.assign(new Error('no'), { code: 'DENIED' })
@@ -270,33 +276,33 @@ describe('built-in settings through the configuration worker (builtins.md §2.7)
         })
         client.on('error', () => resolve(0))
       })
-    await eventually(async () => (await upgradeStatus()) === 401)
+    await waitFor(async () => (await upgradeStatus()) === 401, '(await upgradeStatus()) === 401')
   })
 
   it('applies svc-cron settings live: an unknown default_timezone is refused by the worker and reported, a valid one clears it', async () => {
     await call('configuration::set', { id: 'svc-cron', value: { default_timezone: 'Mars/Olympus_Mons' } })
-    await eventually(async () => /default_timezone/.test(String((await workerInfo('svc-cron')).last_config_error)))
+    await waitFor(async () => /default_timezone/.test(String((await workerInfo('svc-cron')).last_config_error)), "/default_timezone/.test(String((await workerInfo('svc-cron')).last_config_error))")
     await call('configuration::set', { id: 'svc-cron', value: { default_timezone: 'Europe/Paris' } })
-    await eventually(async () => (await workerInfo('svc-cron')).last_config_error === undefined)
+    await waitFor(async () => (await workerInfo('svc-cron')).last_config_error === undefined, "(await workerInfo('svc-cron')).last_config_error === undefined")
   })
 
   it('resets an entry to its seed when its settings file is deleted', async () => {
     await unlink(join(dataDir, 'config', 'svc-state.yaml'))
-    await eventually(async () => {
+    await waitFor(async () => {
       try {
         return JSON.stringify((await call('configuration::get', { id: 'svc-state' })) as object) === JSON.stringify({ id: 'svc-state', value: {} })
       } catch {
         return false
       }
-    })
-    await eventually(async () => {
+    }, 'the condition')
+    await waitFor(async () => {
       try {
         await call('state::set', { scope: 's', key: 'k', value: 'x'.repeat(100) })
         return true
       } catch {
         return false
       }
-    })
+    }, 'the condition')
   })
 
   it('keeps hand edits across a restart with the same config.yaml block, and applies a changed block', async () => {

@@ -9,6 +9,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { test } from 'node:test'
 import { formatSettingsFile, SettingsFiles, type SettingsFileEvent } from './files.ts'
+import { waitFor } from '../../../test/support/wait.ts'
 
 const file = (value: unknown) => formatSettingsFile({ id: 'queue', name: 'queue', description: '', value })
 
@@ -21,10 +22,7 @@ test('a hand edit that waited behind one of our writes is no longer current; one
     files.watch(60, (event) => events.push(event))
     await files.ready()
     await writeFile(files.pathOf('queue'), file({ queue_configs: { edited: {} } }))
-    const deadline = Date.now() + 20_000
-    while (!events.some((e) => e.kind === 'changed') && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 20))
-    const edit = events.find((e) => e.kind === 'changed')
-    assert.ok(edit, 'the hand edit was reported')
+    const edit = await waitFor(() => events.find((e) => e.kind === 'changed'), 'the hand edit reported', 20_000)
     assert.equal(files.isCurrent(edit), true, 'nothing of ours came after the edit')
 
     await files.write('queue', file({ queue_configs: { edited: {}, defined: {} } }))
@@ -32,9 +30,7 @@ test('a hand edit that waited behind one of our writes is no longer current; one
 
     events.length = 0
     await writeFile(files.pathOf('queue'), file({ queue_configs: { again: {} } }))
-    while (!events.some((e) => e.kind === 'changed') && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 20))
-    const later = events.find((e) => e.kind === 'changed')
-    assert.ok(later, 'the second hand edit was reported')
+    const later = await waitFor(() => events.find((e) => e.kind === 'changed'), 'the second hand edit reported', 20_000)
     assert.equal(files.isCurrent(later), true, 'a hand edit after our write applies')
   } finally {
     await files.close()

@@ -12,9 +12,9 @@ import { after, before, describe, it } from 'node:test'
 import fc from 'fast-check'
 import { startTestEngine, type TestEngine } from '../../../test/support/engine.ts'
 import { billionLaughs } from '../../../test/support/hostile-yaml.ts'
-import { eventually } from '../../../test/support/raw-worker.ts'
 import { recordingLogger } from '../../../test/support/recording-log.ts'
 import { MAX_SETTINGS_FILE_BYTES, MAX_SETTINGS_VALUE_DEPTH } from './files.ts'
+import { waitFor } from '../../../test/support/wait.ts'
 
 const SCHEMA = { type: 'object', properties: { n: { type: 'integer', minimum: 0 } }, additionalProperties: false }
 const CODES = new Set(['INVALID_ARGUMENTS', 'INVALID_ID', 'NOT_FOUND', 'NOT_REGISTERED', 'SCHEMA_UNAVAILABLE', 'SCHEMA_INVALID', 'EXPAND_FAILED', 'VALUE_TOO_LARGE'])
@@ -94,11 +94,11 @@ describe('configuration::* under random input', () => {
     )
     // Last, a valid entry nested 500 levels deep: refused at the file's edge.
     await writeFile(join(t.dataDir, 'config', 'fuzz.yaml'), 'id: fuzz\nvalue: { n: 3 }\n')
-    await eventually(async () => ((await call('configuration::get', { id: 'fuzz' })) as { value: { n?: unknown } }).value.n === 3, 10_000)
+    await waitFor(async () => ((await call('configuration::get', { id: 'fuzz' })) as { value: { n?: unknown } }).value.n === 3, "((await call('configuration::get', { id: 'fuzz' })) as { value: { n?: unknown } }).value.n === 3", 10_000)
     const refusals = () => recorded.entries.filter((e) => e.level === 'warn' && e.message.startsWith('settings file') && e.message.includes('rejected')).length
     const before = refusals()
     await writeFile(join(t.dataDir, 'config', 'fuzz.yaml'), `id: fuzz\nvalue: { n: 4, deep: ${'['.repeat(500)}${']'.repeat(500)} }\n`)
-    await eventually(() => refusals() > before, 10_000)
+    await waitFor(() => refusals() > before, 'refusals() > before', 10_000)
     assert.deepEqual(await call('configuration::get', { id: 'fuzz' }), { id: 'fuzz', value: { n: 3 } })
     const { value } = (await call('configuration::get', { id: 'fuzz' })) as { value: { n?: unknown } }
     assert.ok(value.n === undefined || (Number.isInteger(value.n) && (value.n as number) >= 0), JSON.stringify(value))

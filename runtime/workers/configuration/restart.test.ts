@@ -12,8 +12,8 @@ import { after, before, describe, it } from 'node:test'
 import { startTestEngine, type TestEngine } from '../../../test/support/engine.ts'
 import { billionLaughs } from '../../../test/support/hostile-yaml.ts'
 import { recordingLogger } from '../../../test/support/recording-log.ts'
-import { eventually } from '../../../test/support/raw-worker.ts'
 import { MAX_SETTINGS_FILE_BYTES, MAX_SETTINGS_VALUE_DEPTH } from './files.ts'
+import { waitFor } from '../../../test/support/wait.ts'
 
 const SCHEMA = { type: 'object' }
 
@@ -163,15 +163,15 @@ describe('a settings file that cannot be read at start (issue 16)', () => {
 
   it('is picked up once fixed: the value applies and last_config_error clears', async () => {
     await writeFile(path(), 'id: svc-state\nname: State\ndescription: ""\nvalue:\n  max_value_bytes: 1000\n')
-    await eventually(async () => {
+    await waitFor(async () => {
       try {
         await call('state::set', { scope: 's', key: 'k', value: 'x'.repeat(100) })
         return true
       } catch {
         return false
       }
-    })
-    await eventually(async () => ((await call('engine::workers::info', { name: 'svc-state' })) as { worker: { last_config_error?: string } }).worker.last_config_error === undefined)
+    }, 'the condition')
+    await waitFor(async () => ((await call('engine::workers::info', { name: 'svc-state' })) as { worker: { last_config_error?: string } }).worker.last_config_error === undefined, 'the condition')
     assert.deepEqual(await call('configuration::get', { id: 'svc-state' }), { id: 'svc-state', value: { max_value_bytes: 1000 } })
   })
 })

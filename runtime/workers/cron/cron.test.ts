@@ -12,13 +12,13 @@ import { after, describe, it } from 'node:test'
 import fc from 'fast-check'
 import type { RegistrationError, SvcClient } from 'svc-sdk'
 import { startTestEngine, type TestEngine } from '../../../test/support/engine.ts'
-import { eventually } from '../../../test/support/raw-worker.ts'
 import { recordingLogger } from '../../../test/support/recording-log.ts'
 import { bindingsSettled, connectClient, rejection } from '../../../test/support/sdk-harness.ts'
 import { createManualClock, type ManualClock } from '../shared/clock.ts'
 import { FIVE_FIELD_HINT } from './expression.ts'
 import type { CronRunPayload } from './triggers.ts'
 import { CronWorker } from './worker.ts'
+import { waitFor } from '../../../test/support/wait.ts'
 
 const RFC3339_MS_UTC = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/
 
@@ -81,7 +81,7 @@ describe('svc-cron with real time (builtins.md §9.3)', () => {
       client.registerFunction('tick::run', handler)
       const t = client.registerTrigger({ type: 'cron', function_id: 'tick::run', config: { expression: '* * * * * *' }, metadata: { m: 1 } })
       await bound(s, [t.id])
-      await eventually(() => runs.length >= 2, 10_000)
+      await waitFor(() => runs.length >= 2, 'runs.length >= 2', 10_000)
       for (const { payload, metadata } of runs) {
         assert.equal(payload.trigger, 'cron')
         assert.equal(payload.job_id, t.id)
@@ -112,7 +112,7 @@ describe('svc-cron on a manual clock (builtins.md §9.3)', () => {
       await advanceTo(clock, '2025-01-01T00:00:09.999Z')
       assert.equal(runs.length, 0)
       await advanceTo(clock, '2025-01-01T00:00:10.000Z')
-      await eventually(() => runs.length === 1 && clock.pending === 1)
+      await waitFor(() => runs.length === 1 && clock.pending === 1, 'runs.length === 1 && clock.pending === 1')
       assert.deepEqual(runs[0]!.payload, {
         trigger: 'cron',
         job_id: t.id,
@@ -120,7 +120,7 @@ describe('svc-cron on a manual clock (builtins.md §9.3)', () => {
         actual_time: '2025-01-01T00:00:10.000Z',
       })
       await advanceTo(clock, '2025-01-01T00:00:20.003Z')
-      await eventually(() => runs.length === 2)
+      await waitFor(() => runs.length === 2, 'runs.length === 2')
       assert.equal(runs[1]!.payload.scheduled_time, '2025-01-01T00:00:20.000Z')
       // The timer fired at the slot, the run started once the clock had moved on to where advance left it.
       assert.equal(runs[1]!.payload.actual_time, '2025-01-01T00:00:20.003Z')
@@ -144,15 +144,15 @@ describe('svc-cron on a manual clock (builtins.md §9.3)', () => {
       const t = client.registerTrigger({ type: 'cron', function_id: 'slow::run', config: { expression: '* * * * * *' } })
       await bound(s, [t.id])
       await advanceTo(clock, '2025-01-01T00:00:01.000Z')
-      await eventually(() => scheduled.length === 1)
+      await waitFor(() => scheduled.length === 1, 'scheduled.length === 1')
       assert.equal(clock.pending, 0, 'nothing is planned while a run is in progress')
       await advanceTo(clock, '2025-01-01T00:00:04.200Z')
       assert.equal(scheduled.length, 1)
       gate = Promise.resolve()
       release()
-      await eventually(() => clock.pending === 1)
+      await waitFor(() => clock.pending === 1, 'clock.pending === 1')
       await advanceTo(clock, '2025-01-01T00:00:05.000Z')
-      await eventually(() => scheduled.length === 2)
+      await waitFor(() => scheduled.length === 2, 'scheduled.length === 2')
       assert.deepEqual(scheduled, ['2025-01-01T00:00:01.000Z', '2025-01-01T00:00:05.000Z'])
     } finally {
       await s.stop()
@@ -174,16 +174,16 @@ describe('svc-cron on a manual clock (builtins.md §9.3)', () => {
         await bound(s, ids)
       }
       await advanceTo(clock, '2025-01-01T00:01:00.000Z')
-      await eventually(() => runs.length === 1 && clock.pending === 1)
+      await waitFor(() => runs.length === 1 && clock.pending === 1, 'runs.length === 1 && clock.pending === 1')
       await advanceTo(clock, '2025-01-01T00:02:00.000Z')
-      await eventually(() => runs.length === 2 && clock.pending === 1)
+      await waitFor(() => runs.length === 2 && clock.pending === 1, 'runs.length === 2 && clock.pending === 1')
       assert.deepEqual(runs.map((r) => [r.payload.job_id, r.metadata]), [[ids[0], { replica: 'r1' }], [ids[0], { replica: 'r1' }]])
 
       // The oldest goes away: the next oldest takes over.
       await s.clients[0]!.shutdown()
-      await eventually(() => s.test.engine.triggers.getBinding(ids[0]!) === undefined)
+      await waitFor(() => s.test.engine.triggers.getBinding(ids[0]!) === undefined, 's.test.engine.triggers.getBinding(ids[0]!) === undefined')
       await advanceTo(clock, '2025-01-01T00:03:00.000Z')
-      await eventually(() => runs.length === 3 && clock.pending === 1)
+      await waitFor(() => runs.length === 3 && clock.pending === 1, 'runs.length === 3 && clock.pending === 1')
       assert.equal(runs[2]!.payload.job_id, ids[1])
       assert.deepEqual(runs[2]!.metadata, { replica: 'r2' })
     } finally {
@@ -213,16 +213,16 @@ describe('svc-cron on a manual clock (builtins.md §9.3)', () => {
       })
       await bound(s, [t.id])
       await advanceTo(clock, '2025-01-01T00:00:01.000Z')
-      await eventually(() => conditionCalls.length === 1 && clock.pending === 1)
+      await waitFor(() => conditionCalls.length === 1 && clock.pending === 1, 'conditionCalls.length === 1 && clock.pending === 1')
       assert.equal(runs.length, 0)
       answer = 'throw'
       await advanceTo(clock, '2025-01-01T00:00:02.000Z')
-      await eventually(() => conditionCalls.length === 2 && clock.pending === 1)
+      await waitFor(() => conditionCalls.length === 2 && clock.pending === 1, 'conditionCalls.length === 2 && clock.pending === 1')
       assert.equal(runs.length, 0)
       assert.ok(s.entries.some((e) => e.level === 'error' && e.data?.trigger_id === t.id && e.data?.code === 'NOPE'))
       answer = true
       await advanceTo(clock, '2025-01-01T00:00:03.000Z')
-      await eventually(() => runs.length === 1)
+      await waitFor(() => runs.length === 1, 'runs.length === 1')
       assert.equal(runs[0]!.payload.scheduled_time, '2025-01-01T00:00:03.000Z')
       assert.deepEqual(conditionCalls[2]!.payload, runs[0]!.payload)
       assert.deepEqual(conditionCalls[2]!.metadata, { who: 'cond' })
@@ -243,11 +243,11 @@ describe('svc-cron on a manual clock (builtins.md §9.3)', () => {
       await bound(s, [plain.id, berlin.id])
       await s.worker.applySettings({ default_timezone: 'America/New_York' })
       await advanceTo(clock, '2025-01-01T08:00:00.000Z')
-      await eventually(() => runs.length === 1 && clock.pending === 2)
+      await waitFor(() => runs.length === 1 && clock.pending === 2, 'runs.length === 1 && clock.pending === 2')
       assert.deepEqual([runs[0]!.payload.job_id, runs[0]!.payload.scheduled_time], [berlin.id, '2025-01-01T08:00:00.000Z'])
       await advanceTo(clock, '2025-01-01T09:00:00.000Z')
       await advanceTo(clock, '2025-01-01T14:00:00.000Z')
-      await eventually(() => runs.length === 2)
+      await waitFor(() => runs.length === 2, 'runs.length === 2')
       assert.deepEqual([runs[1]!.payload.job_id, runs[1]!.payload.scheduled_time], [plain.id, '2025-01-01T14:00:00.000Z'])
 
       const error = await rejection(s.worker.applySettings({ default_timezone: 'Mars/Olympus' }))
@@ -270,14 +270,14 @@ describe('svc-cron on a manual clock (builtins.md §9.3)', () => {
       const t = client.registerTrigger({ type: 'cron', function_id: 'report::daily', config: { expression: '* * * * * *' } })
       await bound(s, [t.id])
       await advanceTo(clock, '2025-01-01T00:00:01.000Z')
-      await eventually(() => s.entries.some((e) => e.message.includes('report::daily run failed')) && clock.pending === 1)
+      await waitFor(() => s.entries.some((e) => e.message.includes('report::daily run failed')) && clock.pending === 1, "s.entries.some((e) => e.message.includes('report::daily run failed')) && clock.pending === 1")
       const first = s.entries.filter((e) => e.message.includes('report::daily run failed'))
       assert.deepEqual(
         first.map((e) => [e.level, e.message]),
         [['error', `cron trigger ${t.id} (* * * * * *): report::daily run failed: DB_DOWN: no database`]],
       )
       await advanceTo(clock, '2025-01-01T00:00:02.000Z')
-      await eventually(() => s.entries.filter((e) => e.message.includes('report::daily run failed')).length === 2)
+      await waitFor(() => s.entries.filter((e) => e.message.includes('report::daily run failed')).length === 2, "s.entries.filter((e) => e.message.includes('report::daily run failed')).length === 2")
       const hostile = s.entries.filter((e) => e.message.includes('report::daily run failed'))[1]!.message
       // eslint-disable-next-line no-control-regex
       assert.doesNotMatch(hostile, /[\u0000-\u0008\u000a-\u001f\u007f-\u009f]/)
@@ -301,11 +301,32 @@ describe('svc-cron on a manual clock (builtins.md §9.3)', () => {
       const t = client.registerTrigger({ type: 'cron', function_id: 'hang::run', config: { expression: '* * * * * *', timeout_ms: 100 } })
       await bound(s, [t.id])
       await advanceTo(clock, '2025-01-01T00:00:01.000Z')
-      await eventually(() => s.entries.some((e) => e.message.includes('run timed out after 100ms')) && clock.pending === 1)
+      await waitFor(() => s.entries.some((e) => e.message.includes('run timed out after 100ms')) && clock.pending === 1, "s.entries.some((e) => e.message.includes('run timed out after 100ms')) && clock.pending === 1")
       await advanceTo(clock, '2025-01-01T00:00:02.000Z')
-      await eventually(() => scheduled.length === 2)
+      await waitFor(() => scheduled.length === 2, 'scheduled.length === 2')
     } finally {
       await s.stop()
+    }
+  })
+})
+
+describe("svc-cron among the engine's built-ins on a manual clock (createBuiltins' clock)", () => {
+  it('runs a yearly slot once the clock passes it, with no real time waited', async () => {
+    const clock = createManualClock()
+    const test = await startTestEngine({ clock }) // every built-in of the release, on that clock
+    const client = connectClient(test.engine, 'yearly')
+    try {
+      const runs: CronRunPayload[] = []
+      client.registerFunction('yearly::run', (payload: CronRunPayload) => void runs.push(payload))
+      const t = client.registerTrigger({ type: 'cron', function_id: 'yearly::run', config: { expression: '0 0 0 1 1 *' } })
+      await bindingsSettled(test.engine, [t.id])
+      const start = Date.now()
+      clock.advance(366 * 24 * 3600 * 1000)
+      await waitFor(() => runs.length === 1, 'the run of the next 1 January')
+      assert.equal(runs[0]!.scheduled_time, `${new Date(start).getUTCFullYear() + 1}-01-01T00:00:00.000Z`)
+    } finally {
+      await client.shutdown()
+      await test.stop()
     }
   })
 })
@@ -327,7 +348,7 @@ describe('svc-cron registration errors (builtins.md §9.1)', () => {
       ]
       const ids = cases.map(([config]) => client.registerTrigger({ type: 'cron', function_id: 'bad::run', config }).id)
       await bound(s, ids, 'failed')
-      await eventually(() => errors.length === cases.length)
+      await waitFor(() => errors.length === cases.length, 'errors.length === cases.length')
       cases.forEach(([, message], i) => {
         const error = errors.find((e) => e.id === ids[i])!
         assert.deepEqual([error.code, error.message], ['INVALID_TRIGGER_CONFIG', message])
@@ -357,7 +378,7 @@ describe('svc-cron registration errors (builtins.md §9.1)', () => {
         150,
       )
       const triggers = configs.map((config) => client.registerTrigger({ type: 'cron', function_id: 'fuzz::run', config }))
-      await eventually(() => triggers.every((t) => s.test.engine.triggers.getBinding(t.id)?.status !== 'pending'))
+      await waitFor(() => triggers.every((t) => s.test.engine.triggers.getBinding(t.id)?.status !== 'pending'), "triggers.every((t) => s.test.engine.triggers.getBinding(t.id)?.status !== 'pending')")
       for (const e of errors) assert.equal(e.code, 'INVALID_TRIGGER_CONFIG', e.message)
       for (const t of triggers) t.unregister()
       // Still serving registrations.
@@ -402,7 +423,7 @@ describe('svc-cron across an engine restart (builtins.md §9.3, §13.2)', () => 
 
     const first = await start('2025-01-01T00:00:03.000Z')
     await advanceTo(first.clock!, '2025-01-01T00:00:05.000Z')
-    await eventually(() => scheduled.length === 1 && first.clock!.pending === 1)
+    await waitFor(() => scheduled.length === 1 && first.clock!.pending === 1, 'scheduled.length === 1 && first.clock!.pending === 1')
     await first.stop()
 
     const db = new DatabaseSync(join(dataDir, 'cron.db'), { readOnly: true })
@@ -414,9 +435,9 @@ describe('svc-cron across an engine restart (builtins.md §9.3, §13.2)', () => 
     const second = await start('2025-01-01T00:00:04.000Z')
     try {
       await advanceTo(second.clock!, '2025-01-01T00:00:05.000Z')
-      await eventually(() => second.clock!.pending === 1)
+      await waitFor(() => second.clock!.pending === 1, 'second.clock!.pending === 1')
       await advanceTo(second.clock!, '2025-01-01T00:00:10.000Z')
-      await eventually(() => scheduled.length === 2)
+      await waitFor(() => scheduled.length === 2, 'scheduled.length === 2')
       assert.deepEqual(scheduled, ['2025-01-01T00:00:05.000Z', '2025-01-01T00:00:10.000Z'])
     } finally {
       await second.stop()

@@ -22,10 +22,6 @@ const invoke = (function_id: string, data: unknown) => t.engine.inject({ functio
 const settingsOf = (databases: Record<string, unknown>) => ({ databases })
 const set = (value: unknown) => invoke('configuration::set', { id: 'database', value })
 
-function eventually(check: () => Promise<boolean>, timeoutMs = 5000): Promise<boolean> {
-  return waitFor(check, 'a database condition', timeoutMs)
-}
-
 const listed = async () =>
   ((await invoke('database::list_databases', {})) as { databases: Array<{ name: string; driver: string; url: string; tls_mode: string; pool: unknown }> }).databases
 
@@ -262,19 +258,21 @@ describe('database worker: settings at runtime (§10.1, §2.7)', () => {
 
   it('adds a database without restart, and removes it again', async () => {
     await set(settingsOf({ ...base(), extra: { url: 'sqlite:data/extra.db' } }))
-    await eventually(async () => (await listed()).some((d) => d.name === 'extra'))
+    await waitFor(async () => (await listed()).some((d) => d.name === 'extra'), "(await listed()).some((d) => d.name === 'extra')")
     await invoke('database::execute', { db: 'extra', sql: 'CREATE TABLE x (v INTEGER)' })
     assert.equal(((await invoke('database::execute', { db: 'extra', sql: 'INSERT INTO x VALUES (?)', params: [7] })) as { affected_rows: number }).affected_rows, 1)
     await set(settingsOf(base()))
-    await eventually(async () => !(await listed()).some((d) => d.name === 'extra'))
+    await waitFor(async () => !(await listed()).some((d) => d.name === 'extra'), "!(await listed()).some((d) => d.name === 'extra')")
     await assert.rejects(invoke('database::query', { db: 'extra', sql: 'SELECT 1' }), { code: 'UNKNOWN_DB' })
   })
 
   it('lets a running query finish on the old pool when its database changes', async () => {
-    const running = invoke('database::query', { db: 'pg', sql: 'SELECT pg_sleep(0.5), 42 AS answer' })
-    await new Promise((resolve) => setTimeout(resolve, 100))
+    const sql = 'SELECT pg_sleep(1), 42 AS answer'
+    const running = invoke('database::query', { db: 'pg', sql })
+    const active = async () => ((await invoke('database::query', { db: 'pg', sql: 'SELECT count(*)::int AS n FROM pg_stat_activity WHERE query = $1', params: [sql] })) as { rows: Array<{ n: number }> }).rows[0]!.n
+    await waitFor(async () => (await active()) === 1, 'the slow query running on the old pool')
     await set(settingsOf({ ...base(), pg: { url: pg.url, pool: { max: 2 } } }))
-    await eventually(async () => JSON.stringify((await listed()).find((d) => d.name === 'pg')?.pool).includes('"max":2'))
+    await waitFor(async () => JSON.stringify((await listed()).find((d) => d.name === 'pg')?.pool).includes('"max":2'), 'JSON.stringify((await listed()).find((d) => d.name === \'pg\')?.pool).includes(\'"max":2\')')
     const result = (await running) as { rows: Array<{ answer: number }> }
     assert.equal(result.rows[0]!.answer, 42)
     assert.equal(((await invoke('database::query', { db: 'pg', sql: 'SELECT 1 AS one' })) as { row_count: number }).row_count, 1)
@@ -284,22 +282,22 @@ describe('database worker: settings at runtime (§10.1, §2.7)', () => {
     writeFileSync(join(t.dataDir, 'not-a-dir'), 'x')
     await set(settingsOf({ ...base(), broken: { url: 'sqlite:not-a-dir/x.db' } }))
     const info = async () => ((await invoke('engine::workers::info', { name: 'database' })) as { worker: { last_config_error?: string } }).worker
-    await eventually(async () => typeof (await info()).last_config_error === 'string')
+    await waitFor(async () => typeof (await info()).last_config_error === 'string', "typeof (await info()).last_config_error === 'string'")
     assert.match(String((await info()).last_config_error), /^databases\.broken/)
     assert.ok(!(await listed()).some((d) => d.name === 'broken'))
     assert.equal(((await invoke('database::query', { sql: 'SELECT 1 AS one' })) as { row_count: number }).row_count, 1)
     await set(settingsOf(base()))
-    await eventually(async () => (await info()).last_config_error === undefined)
+    await waitFor(async () => (await info()).last_config_error === undefined, '(await info()).last_config_error === undefined')
   })
 
   it('answers MISSING_DB when several databases are configured and none is primary', async () => {
     await set(settingsOf({ a: { url: 'sqlite::memory:' }, b: { url: 'sqlite::memory:' } }))
-    await eventually(async () => (await listed()).length === 2)
+    await waitFor(async () => (await listed()).length === 2, '(await listed()).length === 2')
     await assert.rejects(invoke('database::query', { sql: 'SELECT 1' }), { code: 'MISSING_DB' })
     await set(settingsOf({ only: { url: 'sqlite::memory:' } }))
-    await eventually(async () => (await listed()).length === 1)
+    await waitFor(async () => (await listed()).length === 1, '(await listed()).length === 1')
     assert.equal(((await invoke('database::query', { sql: 'SELECT 1 AS one' })) as { row_count: number }).row_count, 1)
     await set(settingsOf(base()))
-    await eventually(async () => (await listed()).length === 3)
+    await waitFor(async () => (await listed()).length === 3, '(await listed()).length === 3')
   })
 })

@@ -20,10 +20,11 @@ import { after, before, describe, it } from 'node:test'
 import fc from 'fast-check'
 import { startTestEngine, type TestEngine } from '../../../test/support/engine.ts'
 import { ChannelSocket } from '../../../test/support/channel-client.ts'
-import { eventually, RawWorker } from '../../../test/support/raw-worker.ts'
+import { RawWorker } from '../../../test/support/raw-worker.ts'
 import { slowClient } from '../../../test/support/slow-client.ts'
 import { parseControlItem } from './streaming.ts'
 import { HttpWorker } from './worker.ts'
+import { waitFor } from '../../../test/support/wait.ts'
 
 /** Statuses the worker may answer with (§3.6 descriptors chosen by the routes below, §3.9 errors). */
 const STATUSES = new Set([200, 204, 400, 404, 405, 413, 422, 500, 503])
@@ -263,7 +264,7 @@ describe('svc-http fuzzing (builtins.md §3.9)', () => {
     const echoed = JSON.parse(a.body.toString())
     assert.deepEqual(echoed.body, { ok: true })
     assert.deepEqual(echoed.query_params, { x: '1' })
-    await eventually(() => t.engine.channels.size === 0)
+    await waitFor(() => t.engine.channels.size === 0, 't.engine.channels.size === 0')
   })
 })
 
@@ -512,7 +513,7 @@ describe('svc-http fuzzing: response channel items (builtins.md §3.7)', () => {
         else if (answer === 'descriptor') call.answer({ status_code: 299, body: 'descriptor' })
         else call.fail(Object.assign(new Error('handler failed'), { code: 'E_FUZZ' }))
         const got = await response
-        await eventually(() => s.engine.channels.size === 0)
+        await waitFor(() => s.engine.channels.size === 0, 's.engine.channels.size === 0')
         checkStreamed(items, end, answer, got)
       }),
       { numRuns: 150 },

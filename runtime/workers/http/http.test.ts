@@ -7,8 +7,9 @@ import assert from 'node:assert/strict'
 import { request as httpRequest, type IncomingHttpHeaders, type OutgoingHttpHeaders } from 'node:http'
 import { createServer, type Server } from 'node:net'
 import { startTestEngine, type TestEngine } from '../../../test/support/engine.ts'
-import { eventually, RawWorker, type Frame } from '../../../test/support/raw-worker.ts'
+import { RawWorker, type Frame } from '../../../test/support/raw-worker.ts'
 import { HttpWorker } from './worker.ts'
+import { waitFor } from '../../../test/support/wait.ts'
 
 const BASE_SETTINGS = { port: 0, max_body_bytes: 1024 }
 
@@ -336,8 +337,8 @@ describe('svc-http in the engine (builtins.md §3)', () => {
         assert.equal((await info()).status, 'failed')
 
         await owner.close()
-        await eventually(async () => (await send('/conflict/2')).text === '"rival 2"')
-        await eventually(async () => (await info()).status === 'active')
+        await waitFor(async () => (await send('/conflict/2')).text === '"rival 2"', '(await send(\'/conflict/2\')).text === \'"rival 2"\'')
+        await waitFor(async () => (await info()).status === 'active', "(await info()).status === 'active'")
         assert.ok(await rival.silent((f) => f.type === 'triggerregistrationresult' && f.id === rivalId, 100))
       } finally {
         await owner.close()
@@ -355,9 +356,9 @@ describe('svc-http in the engine (builtins.md §3)', () => {
         const bId = await route(b, 'replica::fn', { api_path: '/replica/:id' })
         assert.ok(await b.silent((f) => f.type === 'triggerregistrationresult' && f.id === bId, 100))
         await a.close()
-        await eventually(async () => (await send('/replica/1')).text === '"b"')
+        await waitFor(async () => (await send('/replica/1')).text === '"b"', '(await send(\'/replica/1\')).text === \'"b"\'')
         await b.close()
-        await eventually(async () => (await send('/replica/1')).status === 404)
+        await waitFor(async () => (await send('/replica/1')).status === 404, "(await send('/replica/1')).status === 404")
       } finally {
         await a.close()
         await b.close()
@@ -369,7 +370,7 @@ describe('svc-http in the engine (builtins.md §3)', () => {
       assert.equal((await send('/short-lived')).status, 200)
       w.send({ type: 'unregistertrigger', id })
       await w.call('engine::workers::list', {})
-      await eventually(async () => (await send('/short-lived')).status === 404)
+      await waitFor(async () => (await send('/short-lived')).status === 404, "(await send('/short-lived')).status === 404")
     })
   })
 

@@ -12,10 +12,11 @@ import WebSocket from 'ws'
 import type { ChannelRef } from 'svc-protocol'
 import { channelUrl, ChannelSocket } from '../../../test/support/channel-client.ts'
 import { startTestEngine, type TestEngine } from '../../../test/support/engine.ts'
-import { eventually, RawWorker } from '../../../test/support/raw-worker.ts'
+import { RawWorker } from '../../../test/support/raw-worker.ts'
 import { recordingLogger } from '../../../test/support/recording-log.ts'
 import type { Invocation } from '../../engine/pipeline.ts'
 import { HttpWorker } from './worker.ts'
+import { waitFor } from '../../../test/support/wait.ts'
 
 /** The worker's own limit is small: streamed routes must get past it, buffered ones must not. */
 const SETTINGS = { port: 0, max_body_bytes: 1024 * 1024 }
@@ -139,7 +140,7 @@ function lines(rawHeaders: string[], name: string): string[] {
 }
 
 /** Every channel of the exchanges so far is gone (§9: removed when the exchange ends). */
-const noChannelsLeft = () => eventually(() => t.engine.channels.size === 0)
+const noChannelsLeft = () => waitFor(() => t.engine.channels.size === 0, 't.engine.channels.size === 0')
 
 /** A reader that hashes binary items as they come instead of keeping them. */
 function hashingReader(ref: ChannelRef): Promise<{ code: number; bytes: number; sha256: string }> {
@@ -335,7 +336,7 @@ describe('streamed responses (builtins.md §3.7)', () => {
       writer.send(Buffer.from('data: 1\n\n'))
       await client.until((text) => text === 'data: 1\n\n')
       // The call's budget (default_timeout) runs out in the engine; the stream goes on.
-      await eventually(() => timedOut.includes('TIMEOUT'))
+      await waitFor(() => timedOut.includes('TIMEOUT'), "timedOut.includes('TIMEOUT')")
       writer.send(Buffer.from('data: 2\n\n'))
       await client.until((text) => text === 'data: 1\n\ndata: 2\n\n')
       writer.ws.close(1000)
@@ -491,7 +492,7 @@ describe('request bodies (builtins.md §3.4, §3.5)', () => {
     client.req.write(Buffer.alloc(600, 1))
     const call = await handler.next()
     const reader = await end(call.data.request_body)
-    await eventually(() => reader.items.length > 0)
+    await waitFor(() => reader.items.length > 0, 'reader.items.length > 0')
     client.req.end(Buffer.alloc(600, 2))
     // The handler's reader sees the body end abnormally; the client gets 413.
     assert.equal((await reader.closed).code, 1011)
@@ -513,7 +514,7 @@ describe('request bodies (builtins.md §3.4, §3.5)', () => {
     client.req.write(Buffer.alloc(5000, 7))
     const call = await handler.next()
     const reader = await end(call.data.request_body)
-    await eventually(() => reader.items.length > 0)
+    await waitFor(() => reader.items.length > 0, 'reader.items.length > 0')
     client.req.destroy()
     assert.equal((await reader.closed).code, 1011)
     call.answer(null)

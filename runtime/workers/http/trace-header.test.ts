@@ -8,7 +8,8 @@ import assert from 'node:assert/strict'
 import { request } from 'node:http'
 import { after, before, describe, it } from 'node:test'
 import { startTestEngine, type TestEngine } from '../../../test/support/engine.ts'
-import { eventually, RawWorker } from '../../../test/support/raw-worker.ts'
+import { RawWorker } from '../../../test/support/raw-worker.ts'
+import { waitFor } from '../../../test/support/wait.ts'
 
 const W3C = /^00-([0-9a-f]{32})-([0-9a-f]{16})-01$/
 
@@ -41,11 +42,11 @@ describe('svc-http responses carry their trace', () => {
   /** The stored trace of `traceId`, by its root span's name, once the engine has it. */
   const rootName = async (traceId: string): Promise<string> => {
     let name = ''
-    await eventually(async () => {
+    await waitFor(async () => {
       const { traces } = (await t.engine.inject({ function_id: 'engine::traces::list', data: { trace_id: traceId } })) as { traces: Array<{ name: string }> }
       name = traces[0]?.name ?? ''
       return name !== ''
-    })
+    }, 'the condition')
     return name
   }
 

@@ -7,9 +7,10 @@
 import assert from 'node:assert/strict'
 import { after, before, describe, it } from 'node:test'
 import { startTestEngine, type TestEngine } from '../../../test/support/engine.ts'
-import { eventually, RawWorker } from '../../../test/support/raw-worker.ts'
+import { RawWorker } from '../../../test/support/raw-worker.ts'
 import { Engine } from '../../engine/engine.ts'
 import { silentLogger } from '../../engine/logger.ts'
+import { waitFor } from '../../../test/support/wait.ts'
 
 type Logs = { logs: Array<{ body: string; severity_text: string; service_name: string; attributes: Record<string, unknown> }> }
 
@@ -23,7 +24,7 @@ describe("the engine's own log", () => {
 
   const setObservability = async (value: Record<string, unknown>, check: () => boolean | Promise<boolean>): Promise<void> => {
     await t.engine.inject({ function_id: 'configuration::set', data: { id: 'svc-observability', value: { store: 'memory', ...value } } })
-    await eventually(check)
+    await waitFor(check, 'check')
   }
   const engineLogs = async (search: string): Promise<Logs['logs']> =>
     ((await t.engine.inject({ function_id: 'engine::logs::list', data: { search, service_name: 'svc' } })) as Logs).logs
@@ -32,7 +33,7 @@ describe("the engine's own log", () => {
     const w = await RawWorker.connect(t.url)
     w.send('{"type":"frobnicate-1"}') // debug: ignored frame
     w.send('{"type":5}') // warn: malformed frame
-    await eventually(async () => (await engineLogs('malformed frame')).length === 1)
+    await waitFor(async () => (await engineLogs('malformed frame')).length === 1, "(await engineLogs('malformed frame')).length === 1")
     assert.equal((await engineLogs('frobnicate-1')).length, 0)
     assert.equal(printed.some((p) => p.includes('frobnicate-1')), false)
     const [warned] = await engineLogs('malformed frame')
@@ -47,11 +48,12 @@ describe("the engine's own log", () => {
     assert.equal((await engineLogs('frobnicate-2'))[0]!.severity_text, 'DEBUG')
     assert.ok(printed.some((p) => p === "debug ignored frame: unknown type 'frobnicate-2'"))
 
+    let round = 0
     await setObservability({ log_level: 'error' }, async () => {
-      w.send('{"type":"frobnicate-3"}')
+      w.send(`{"type":"frobnicate-3-${++round}"}`)
       w.send('{"type":6}')
-      await new Promise((r) => setTimeout(r, 50))
-      return (await engineLogs('frobnicate-3')).length === 0
+      await w.call('engine::workers::list', {}) // frames are handled in order: both were before this answer
+      return (await engineLogs(`frobnicate-3-${round}`)).length === 0
     })
     assert.equal((await engineLogs('malformed frame')).length, 1, 'a warning under log_level: error is not kept')
     await w.close()
@@ -62,10 +64,10 @@ describe("the engine's own log", () => {
     t.engine.telemetry.console = (service, level, message) => void lines.push(`${service} ${level} ${message}`)
     const w = await RawWorker.connect(t.url)
     w.send({ type: 'invokefunction', function_id: 'engine::workers::register', data: { name: 'billing' }, action: { type: 'void' } })
-    await eventually(async () => {
+    await waitFor(async () => {
       await w.call('engine::log::error', { message: 'card declined', data: { order: 7 } })
       return lines.length > 0
-    })
+    }, 'the condition')
     assert.equal(lines[0], 'billing error card declined {"log.data.order":7}')
     await setObservability({ logs_console_output: false }, async () => {
       const before = lines.length

@@ -10,9 +10,10 @@ import { after, before, describe, it } from 'node:test'
 import WebSocket from 'ws'
 import { startTestEngine, type TestEngine } from '../../../test/support/engine.ts'
 import { startOtlpReceiver, type OtlpReceiver } from '../../../test/support/otlp-receiver.ts'
-import { eventually, RawWorker } from '../../../test/support/raw-worker.ts'
+import { RawWorker } from '../../../test/support/raw-worker.ts'
 import { silentLogger } from '../../engine/logger.ts'
 import { resolveOtlpSettings } from './export.ts'
+import { quietPeriod, waitFor } from '../../../test/support/wait.ts'
 
 const hex = (bytes: number): string => randomBytes(bytes).toString('hex')
 
@@ -31,7 +32,7 @@ describe('OTLP export', () => {
     w = await RawWorker.connect(t.url)
     w.serve('shop::ping', async (data) => ({ status_code: 200, body: { pong: (data as { query_params?: unknown }).query_params ?? null } }))
     w.send({ type: 'registertrigger', id: 'ping-route', trigger_type: 'http', function_id: 'shop::ping', config: { api_path: 'ping/:id', http_method: 'GET' } })
-    await eventually(async () => (await fetch(`${t.httpUrl}/ping/0`)).status === 200)
+    await waitFor(async () => (await fetch(`${t.httpUrl}/ping/0`)).status === 200, '(await fetch(`${t.httpUrl}/ping/0`)).status === 200')
   })
   after(async () => {
     await w.close()
@@ -45,13 +46,13 @@ describe('OTLP export', () => {
    */
   const configure = async (otlp: Record<string, unknown>, extra: Record<string, unknown> = { store: 'memory' }): Promise<void> => {
     await t.engine.inject({ function_id: 'configuration::set', data: { id: 'svc-observability', value: { ...extra, otlp } } })
-    await eventually(async () => {
+    await waitFor(async () => {
       const health = (await t.engine.inject({ function_id: 'engine::health::check', data: {} })) as { components: { otlp_export: Record<string, unknown> } }
       const shown = health.components.otlp_export
       if (shown.detail !== undefined) return false
       if (otlp.enabled !== true) return shown.status === 'disabled'
       return shown.protocol === otlp.protocol && shown.endpoint === otlp.endpoint && JSON.stringify(shown.signals) === JSON.stringify(otlp.signals ?? ['traces', 'metrics', 'logs'])
-    })
+    }, 'the condition')
   }
 
   /** One HTTP request (an engine server span) and one log line in its trace; returns the trace id. */
@@ -69,7 +70,7 @@ describe('OTLP export', () => {
       await configure({ enabled: true, protocol, endpoint: protocol === 'grpc' ? receiver.grpcUrl : receiver.httpUrl, headers: { 'x-api-key': 'k1' } })
       const before = receiver.requests.length
       const { traceId, spanId } = await traffic()
-      await eventually(() => receiver.spans.some((s) => s.traceId === traceId) && receiver.logs.some((l) => l.traceId === traceId), 10_000)
+      await waitFor(() => receiver.spans.some((s) => s.traceId === traceId) && receiver.logs.some((l) => l.traceId === traceId), 'receiver.spans.some((s) => s.traceId === traceId) && receiver.logs.some((l) => l.traceId === traceId)', 10_000)
       const wire = protocol === 'grpc' ? 'grpc' : 'http'
       const type = protocol === 'http/json' ? 'application/json' : protocol === 'grpc' ? 'application/grpc' : 'application/x-protobuf'
       assert.ok(receiver.requests.slice(before).includes(`${wire} traces ${type}`), receiver.requests.slice(before).join('\n'))
@@ -98,7 +99,7 @@ describe('OTLP export', () => {
       assert.equal(log.attributes['log.data.sku'], 'a-1')
       assert.equal(log.attributes['log.data.left'], 2)
 
-      await eventually(() => receiver.metrics.some((m) => m.name === 'svc.function.invocations' && m.points.some((p) => p.attributes['svc.function.id'] === 'shop::ping')), 10_000)
+      await waitFor(() => receiver.metrics.some((m) => m.name === 'svc.function.invocations' && m.points.some((p) => p.attributes['svc.function.id'] === 'shop::ping')), 'the condition', 10_000)
       const counts = receiver.metrics.filter((m) => m.name === 'svc.function.invocations').at(-1)!
       assert.equal(counts.type, 'sum')
       const ping = counts.points.find((p) => p.attributes['svc.function.id'] === 'shop::ping')!
@@ -114,11 +115,11 @@ describe('OTLP export', () => {
     receiver.failNext(3, 'http traces')
     const refused = await traffic()
     // Three refused attempts of the same batch, then it is gone; the store has the trace all along.
-    await eventually(() => receiver.refused === 3, 10_000)
+    await waitFor(() => receiver.refused === 3, 'receiver.refused === 3', 10_000)
     const listed = (await t.engine.inject({ function_id: 'engine::traces::list', data: { trace_id: refused.traceId } })) as { total: number }
     assert.equal(listed.total, 1)
     const next = await traffic()
-    await eventually(() => receiver.spans.some((s) => s.traceId === next.traceId), 10_000)
+    await waitFor(() => receiver.spans.some((s) => s.traceId === next.traceId), 'receiver.spans.some((s) => s.traceId === next.traceId)', 10_000)
     assert.equal(receiver.spans.some((s) => s.traceId === refused.traceId), false)
     assert.equal(warnings.length, 1, warnings.join('\n'))
     assert.match(warnings[0]!, /OTLP export of traces to http:\/\/127\.0\.0\.1:\d+ \(http\/protobuf\) failed/)
@@ -136,7 +137,7 @@ describe('OTLP export', () => {
     await new Promise((resolve, reject) => link.once('open', resolve).once('error', reject))
     link.send(Buffer.concat([Buffer.from('OTLP'), Buffer.from(JSON.stringify({ resourceSpans: [{ scopeSpans: [{ spans: [{ traceId, spanId: hex(8), name: 'limited', startTimeUnixNano: now, endTimeUnixNano: now, attributes, events }] }] }] }))]))
     link.send(Buffer.concat([Buffer.from('LOGS'), Buffer.from(JSON.stringify({ resourceLogs: [{ scopeLogs: [{ logRecords: [{ traceId, spanId: hex(8), body: { stringValue: 'l'.repeat(100_000) }, attributes }] }] }] }))]))
-    await eventually(() => receiver.spans.some((s) => s.traceId === traceId) && receiver.logs.some((l) => l.traceId === traceId), 10_000)
+    await waitFor(() => receiver.spans.some((s) => s.traceId === traceId) && receiver.logs.some((l) => l.traceId === traceId), 'receiver.spans.some((s) => s.traceId === traceId) && receiver.logs.some((l) => l.traceId === traceId)', 10_000)
     const span = receiver.spans.find((s) => s.traceId === traceId)!
     assert.match(span.attributes.big as string, /…\[truncated \d+ bytes\]$/)
     assert.equal(span.droppedAttributesCount, 1 + 3)
@@ -157,7 +158,7 @@ describe('OTLP export', () => {
     await new Promise((resolve, reject) => link.once('open', resolve).once('error', reject))
     link.send(Buffer.concat([Buffer.from('OTLP'), Buffer.from(JSON.stringify({ resourceSpans: [{ scopeSpans: [{ spans: [{ traceId, spanId: hex(8), name: 'tricky', startTimeUnixNano: now, endTimeUnixNano: now, attributes }] }] }] }))]))
     link.send(Buffer.concat([Buffer.from('LOGS'), Buffer.from(JSON.stringify({ resourceLogs: [{ scopeLogs: [{ logRecords: [{ traceId, spanId: hex(8), body: { stringValue: 'tricky' }, attributes }] }] }] }))]))
-    await eventually(() => receiver.spans.some((s) => s.traceId === traceId) && receiver.logs.some((l) => l.traceId === traceId), 10_000)
+    await waitFor(() => receiver.spans.some((s) => s.traceId === traceId) && receiver.logs.some((l) => l.traceId === traceId), 'receiver.spans.some((s) => s.traceId === traceId) && receiver.logs.some((l) => l.traceId === traceId)', 10_000)
     for (const exported of [receiver.spans.find((s) => s.traceId === traceId)!.attributes, receiver.logs.find((l) => l.traceId === traceId)!.attributes]) {
       assert.ok(Object.hasOwn(exported, '__proto__'))
       assert.equal(exported['__proto__'], 'p')
@@ -169,7 +170,7 @@ describe('OTLP export', () => {
   it('exports with store: none, where the query functions answer STORAGE_DISABLED', async () => {
     await configure({ enabled: true, protocol: 'http/json', endpoint: receiver.httpUrl }, { store: 'none' })
     const { traceId } = await traffic()
-    await eventually(() => receiver.spans.some((s) => s.traceId === traceId) && receiver.logs.some((l) => l.traceId === traceId), 10_000)
+    await waitFor(() => receiver.spans.some((s) => s.traceId === traceId) && receiver.logs.some((l) => l.traceId === traceId), 'receiver.spans.some((s) => s.traceId === traceId) && receiver.logs.some((l) => l.traceId === traceId)', 10_000)
     await assert.rejects(t.engine.inject({ function_id: 'engine::logs::list', data: {} }), /STORAGE_DISABLED|disabled/)
   })
 
@@ -180,17 +181,17 @@ describe('OTLP export', () => {
     try {
       // 1,100 finished spans: a batch leaves and waits for its answer, the others wait behind it.
       for (let i = 0; i < 1100; i++) t.engine.telemetry.startSpan({ name: `held ${i}`, kind: 'internal' })!.end('ok')
-      await eventually(() => receiver.held > 0, 10_000)
+      await waitFor(() => receiver.held > 0, 'receiver.held > 0', 10_000)
       await t.engine.inject({ function_id: 'configuration::set', data: { id: 'svc-observability', value: { store: 'memory', otlp: { enabled: false } } } })
-      await eventually(async () => (await status()) !== 'healthy', 10_000)
+      await waitFor(async () => (await status()) !== 'healthy', "(await status()) !== 'healthy'", 10_000)
     } finally {
       release()
     }
-    await eventually(async () => (await status()) === 'disabled', 10_000)
+    await waitFor(async () => (await status()) === 'disabled', "(await status()) === 'disabled'", 10_000)
     const seen = receiver.requests.length
     const held = receiver.spans.filter((s) => s.name.startsWith('held ')).length
     assert.equal(held, 1100, 'a planned change loses nothing the export held')
-    await new Promise((r) => setTimeout(r, 1500))
+    await quietPeriod(1500, 'no OTLP request once the export is disabled (more than one export tick)')
     assert.deepEqual(receiver.requests.slice(seen), [], 'nothing leaves once the export is reported disabled')
   })
 
@@ -198,7 +199,7 @@ describe('OTLP export', () => {
     await configure({ enabled: false })
     const seen = receiver.requests.length
     await traffic()
-    await new Promise((r) => setTimeout(r, 1500))
+    await quietPeriod(1500, 'no OTLP request once the export is turned off (more than one export tick)')
     assert.equal(receiver.requests.length, seen)
   })
 })

@@ -25,8 +25,9 @@ import { mkdir, rm, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import { describe, it } from 'node:test'
 import WebSocket from 'ws'
-import { RawWorker, eventually, type Frame } from '../../../test/support/raw-worker.ts'
+import { RawWorker, type Frame } from '../../../test/support/raw-worker.ts'
 import { startEngineProcess, tempProject, type RunningEngine } from '../../../test/support/processes.ts'
+import { waitFor } from '../../../test/support/wait.ts'
 
 const LINES = 1_000_000
 const PER_FRAME = 1000
@@ -126,7 +127,7 @@ for (const store of ['builtin', 'memory'] as const) {
         for (let i = 0; i < SOCKETS; i++) links.push(await openOtel(engine.engineUrl))
         // Warm-up: fill the window (and the file) so the baseline RSS includes a full window.
         await sendAll(links[0]!, [0, 1, 2, 3, 4, 5].map((i) => logsFrame(i * PER_FRAME, PER_FRAME, (n) => `warm ${n}`)))
-        await eventually(async () => (await call(w, 'engine::logs::list', { limit: 1 })).result?.logs[0]?.body === 'warm 5999', 30_000)
+        await waitFor(async () => (await call(w, 'engine::logs::list', { limit: 1 })).result?.logs[0]?.body === 'warm 5999', "(await call(w, 'engine::logs::list', { limit: 1 })).result?.logs[0]?.body === 'warm 5999'", 30_000)
         const baseline = memoryOf(pid).rss
         const started = performance.now()
 
@@ -186,12 +187,12 @@ for (const store of ['builtin', 'memory'] as const) {
         links.push(tail)
         tail.send(logsFrame(LINES, PER_FRAME), { binary: true })
         let newest: Array<{ body: string; attributes: Record<string, unknown>; service_name: string }> = []
-        await eventually(async () => {
+        await waitFor(async () => {
           const listed = await call(w, 'engine::logs::list', { limit: 5 })
           maxTotal = Math.max(maxTotal, listed.result.total)
           newest = listed.result.logs
           return lineOf(newest[0]?.body) === LAST
-        }, 60_000)
+        }, 'the condition', 60_000)
         const elapsed = performance.now() - started
         const memory = memoryOf(pid)
         sampleDisk()

@@ -10,7 +10,10 @@ import { after, before, describe, it } from 'node:test'
 import fc from 'fast-check'
 import WebSocket from 'ws'
 import { startTestEngine, type TestEngine } from '../../../test/support/engine.ts'
-import { eventually, RawWorker } from '../../../test/support/raw-worker.ts'
+import { createManualClock } from '../shared/clock.ts'
+import { RawWorker } from '../../../test/support/raw-worker.ts'
+import { waitFor } from '../../../test/support/wait.ts'
+import { bindingsSettled } from '../../../test/support/sdk-harness.ts'
 
 /** Opens `/otel` and resolves once it is open. */
 async function otel(url: string): Promise<WebSocket> {
@@ -87,13 +90,13 @@ describe('observability worker', () => {
       return { status_code: 200, body: 'hi' }
     })
     w.send({ type: 'registertrigger', id: 'hello-route', trigger_type: 'http', function_id: 'app::hello', config: { api_path: 'hello/:name', http_method: 'GET' } })
-    await eventually(async () => (await fetch(`${t.httpUrl}/hello/x`)).status === 200)
+    await waitFor(async () => (await fetch(`${t.httpUrl}/hello/x`)).status === 200, '(await fetch(`${t.httpUrl}/hello/x`)).status === 200')
 
     let tree: Tree = { roots: [] }
-    await eventually(async () => {
+    await waitFor(async () => {
       tree = (await t.engine.inject({ function_id: 'engine::traces::tree', data: { trace_id: traceId } })) as Tree
       return tree.roots.length === 1 && tree.roots[0]!.children[0]?.children.length === 1
-    })
+    }, 'the condition')
     const root = tree.roots[0]!
     assert.equal(root.name, 'GET /hello/:name')
     assert.equal(root.parent_span_id, null)
@@ -137,10 +140,10 @@ describe('observability worker', () => {
     const link = await otel(t.url)
     link.send(frame('LOGS', otlpLogs([{ body: 'from sdk', traceId: trace, severity: 17, data: { order: 'o7' } }])))
     let logs: Array<Record<string, any>> = []
-    await eventually(async () => {
+    await waitFor(async () => {
       logs = ((await t.engine.inject({ function_id: 'engine::logs::list', data: { trace_id: trace } })) as { logs: typeof logs }).logs
       return logs.length === 2
-    })
+    }, 'the condition')
     assert.equal(logs[0]!.body, 'from sdk')
     assert.equal(logs[0]!.severity_text, 'ERROR')
     assert.equal(logs[0]!.service_name, 'app')
@@ -184,10 +187,10 @@ describe('observability worker', () => {
       assert.match(JSON.stringify(attributes), /"__proto__":"p"/, where)
     }
     let root: Record<string, any> | undefined
-    await eventually(async () => {
+    await waitFor(async () => {
       root = ((await t.engine.inject({ function_id: 'engine::traces::tree', data: { trace_id: traceId } })) as { roots: Array<Record<string, any>> }).roots[0]
       return root !== undefined
-    })
+    }, 'the condition')
     expectTricky(root!.attributes, 'span')
     expectTricky(root!.events[0].attributes, 'event')
     expectTricky(root!.links[0].attributes, 'link')
@@ -199,19 +202,19 @@ describe('observability worker', () => {
     assert.deepEqual(grouped.groups.map((g) => [g.value, g.trace_ids]), [[true, [traceId]]], 'spans without the attribute are not grouped by a prototype member')
 
     let record: Record<string, any> | undefined
-    await eventually(async () => {
+    await waitFor(async () => {
       record = ((await t.engine.inject({ function_id: 'engine::logs::list', data: { trace_id: traceId } })) as { logs: Array<Record<string, any>> }).logs[0]
       return record !== undefined
-    })
+    }, 'the condition')
     expectTricky(record!.attributes, 'log record')
     assert.equal(record!.attributes['log.data.__proto__'], 'd')
     assert.equal(record!.resource['__proto__'], 'r')
 
     let points: Array<{ attributes: Attrs }> = []
-    await eventually(async () => {
+    await waitFor(async () => {
       points = ((await t.engine.inject({ function_id: 'engine::metrics::list', data: { metric_name: 'tricky.gauge' } })) as { metrics: Array<{ points: typeof points }> }).metrics[0]?.points ?? []
       return points.length > 0
-    })
+    }, 'the condition')
     expectTricky(points[0]!.attributes, 'metric point')
     link.close()
   })
@@ -221,12 +224,11 @@ describe('observability worker', () => {
     const got: string[] = []
     w.serve('app::onlog', (record) => void got.push(record.body))
     w.send({ type: 'registertrigger', id: 'warn-logs', trigger_type: 'log', function_id: 'app::onlog', config: { level: 'WARN' } })
-    // Registrations apply once the namespace grace period (250 ms) passes.
-    await new Promise((r) => setTimeout(r, 400))
+    await bindingsSettled(t.engine, ['warn-logs'])
     await t.engine.inject({ function_id: 'engine::log::info', data: { message: 'quiet' } })
     await t.engine.inject({ function_id: 'engine::log::warn', data: { message: 'loud' } })
     await t.engine.inject({ function_id: 'engine::log::error', data: { message: 'louder' } })
-    await eventually(() => got.length === 2)
+    await waitFor(() => got.length === 2, 'got.length === 2')
     assert.deepEqual(got, ['loud', 'louder'])
     await w.close()
   })
@@ -240,11 +242,15 @@ describe('observability worker', () => {
       await w.call('engine::log::error', { message: `seen: ${record.body}` }, { traceparent: f.traceparent })
     })
     w.send({ type: 'registertrigger', id: 'echo-logs', trigger_type: 'log', function_id: 'app::echo-log', config: { level: 'error' } })
-    await new Promise((r) => setTimeout(r, 400))
+    await bindingsSettled(t.engine, ['echo-logs'])
+    const logged = async (search: string) => ((await t.engine.inject({ function_id: 'engine::logs::list', data: { search } })) as { total: number }).total
     await t.engine.inject({ function_id: 'engine::log::error', data: { message: 'once' } })
-    await eventually(async () => ((await t.engine.inject({ function_id: 'engine::logs::list', data: { search: 'seen: once' } })) as { total: number }).total === 1)
-    await new Promise((r) => setTimeout(r, 200))
-    assert.equal(deliveries, 1)
+    await waitFor(async () => (await logged('seen: once')) === 1, "the handler's record of 'once'")
+    // A marker after it: deliveries are in order, so a looping delivery of 'seen: once' would come before it.
+    await t.engine.inject({ function_id: 'engine::log::error', data: { message: 'marker' } })
+    await waitFor(async () => (await logged('seen: marker')) === 1, "the handler's record of 'marker'")
+    assert.equal(deliveries, 2, 'once and the marker, nothing the handler logged')
+    assert.equal(await logged('seen: seen:'), 0)
     await w.close()
   })
 
@@ -265,10 +271,10 @@ describe('observability worker', () => {
     const payload = frame('LOGS', otlpLogs(batch))
     for (let i = 0; i < 200; i++) link.send(payload)
     link.send(frame('LOGS', otlpLogs([{ body: 'the last line' }])))
-    await eventually(async () => {
+    await waitFor(async () => {
       const listed = (await t.engine.inject({ function_id: 'engine::logs::list', data: { limit: 1 } })) as { logs: Array<{ body: string }>; total: number }
       return listed.logs[0]?.body === 'the last line'
-    }, 15000)
+    }, 'the condition', 15000)
     const listed = (await t.engine.inject({ function_id: 'engine::logs::list', data: { limit: 1 } })) as { total: number }
     assert.ok(listed.total <= 1000, `window holds ${listed.total}`)
     link.close()
@@ -371,11 +377,11 @@ describe('size limits of stored telemetry (attribute values, counts, log bodies,
     link.send(frame('OTLP', { resourceSpans: [{ resource: { attributes: [{ key: 'service.name', value: { stringValue: 'app' } }] }, scopeSpans: [{ spans: [span] }] }] }))
     link.send(frame('LOGS', otlpLogs([{ body: 'é'.repeat(10_000_000), traceId }])))
     let stored: Record<string, any> | undefined
-    await eventually(async () => {
+    await waitFor(async () => {
       const tree = (await t.engine.inject({ function_id: 'engine::traces::tree', data: { trace_id: traceId } })) as { roots: Array<Record<string, any>> }
       stored = tree.roots[0]
       return stored !== undefined
-    }, 60_000)
+    }, 'the condition', 60_000)
     assert.equal(original(stored!.attributes.big, 65536), 60_000_000)
     // 128 attributes kept (big and a0…a126); a127…a199 dropped, big truncated.
     assert.equal(Object.keys(stored!.attributes).length, 128)
@@ -386,10 +392,10 @@ describe('size limits of stored telemetry (attribute values, counts, log bodies,
     assert.equal(stored!.dropped_links_count, undefined)
 
     let log: Record<string, any> | undefined
-    await eventually(async () => {
+    await waitFor(async () => {
       log = ((await t.engine.inject({ function_id: 'engine::logs::list', data: { trace_id: traceId } })) as { logs: Array<Record<string, any>> }).logs[0]
       return log !== undefined
-    }, 60_000)
+    }, 'the condition', 60_000)
     assert.equal(original(log!.body, 65536), 20_000_000)
     assert.ok((log!.body as string).startsWith('éé'))
 
@@ -471,10 +477,10 @@ describe('the in-memory window is bounded in bytes (memory_max_span_bytes, memor
       const records = batch.map((seq) => ({ timeUnixNano: now, severityNumber: 9, body: { stringValue: hex(30 * 1024) }, attributes: [{ key: 'seq', value: { intValue: seq } }] }))
       link.send(frame('OTLP', { resourceSpans: [{ resource, scopeSpans: [{ spans }] }] }))
       link.send(frame('LOGS', { resourceLogs: [{ resource, scopeLogs: [{ logRecords: records }] }] }))
-      await eventually(async () => {
+      await waitFor(async () => {
         const held = await seqs()
         return held.spans.at(-1) === first + 3 && held.logs.at(-1) === first + 3
-      }, 30_000)
+      }, 'the condition', 30_000)
       const bytes = await windowBytes()
       assert.ok(bytes.spans <= BUDGET && bytes.logs <= BUDGET, `window ${JSON.stringify(bytes)} over ${BUDGET}`)
     }
@@ -516,11 +522,11 @@ describe('the in-memory window is bounded in bytes (memory_max_span_bytes, memor
             lastLog = n
           }
         }
-        await eventually(async () => {
+        await waitFor(async () => {
           const traces = (await t.engine.inject({ function_id: 'engine::traces::list', data: { service_name: service, limit: 1 } })) as { traces: Array<{ attributes: { seq: number } }> }
           const logs = (await t.engine.inject({ function_id: 'engine::logs::list', data: { service_name: service, limit: 1 } })) as { logs: Array<{ attributes: { seq: number } }> }
           return (lastSpan < 0 || traces.traces[0]?.attributes.seq === lastSpan) && (lastLog < 0 || logs.logs[0]?.attributes.seq === lastLog)
-        }, 30_000)
+        }, 'the condition', 30_000)
         const bytes = await windowBytes()
         assert.ok(bytes.spans <= BUDGET && bytes.logs <= BUDGET, `window ${JSON.stringify(bytes)} over ${BUDGET}`)
       }),
@@ -602,13 +608,13 @@ describe('size limits under random huge telemetry (property)', () => {
         link.send(frame('LOGS', { resourceLogs: [{ resource: { attributes: resource }, scopeLogs: [{ logRecords: logs.map((l) => ({ ...l, traceId, timeUnixNano: now })) }] }] }))
         let stored: Array<Record<string, any>> = []
         let records: Array<Record<string, any>> = []
-        await eventually(async () => {
+        await waitFor(async () => {
           const listed = (await t.engine.inject({ function_id: 'engine::traces::tree', data: { trace_id: traceId } })) as { roots: Array<Record<string, any>> }
           const flat = (nodes: Array<Record<string, any>>): Array<Record<string, any>> => nodes.flatMap((node) => [node, ...flat(node.children)])
           stored = flat(listed.roots)
           records = ((await t.engine.inject({ function_id: 'engine::logs::list', data: { trace_id: traceId } })) as { logs: Array<Record<string, any>> }).logs
           return stored.length === new Set(spans.map((s) => s.spanId)).size && records.length === logs.length
-        }, 30_000)
+        }, 'the condition', 30_000)
         for (const s of stored) {
           const { children: _children, ...record } = s
           within(record, LIMITS.attribute_value_length_limit, 'span')
@@ -650,11 +656,11 @@ describe('size limits under random huge telemetry (property)', () => {
         link.send(frame('LOGS', { resourceLogs: [{ scopeLogs: [{ logRecords: [{ traceId, timeUnixNano: now, body: { stringValue: 'l' }, attributes }] }] }] }))
         let span: Record<string, any> | undefined
         let record: Record<string, any> | undefined
-        await eventually(async () => {
+        await waitFor(async () => {
           span = ((await t.engine.inject({ function_id: 'engine::traces::tree', data: { trace_id: traceId } })) as { roots: Array<Record<string, any>> }).roots[0]
           record = ((await t.engine.inject({ function_id: 'engine::logs::list', data: { trace_id: traceId } })) as { logs: Array<Record<string, any>> }).logs[0]
           return span !== undefined && record !== undefined
-        }, 30_000)
+        }, 'the condition', 30_000)
         assert.equal(JSON.stringify(span!.attributes), expected(attributes))
         assert.equal(JSON.stringify(record!.attributes), expected(attributes))
       }),
@@ -672,14 +678,14 @@ describe('trace trigger under a span flood', () => {
       const batches: string[][] = []
       w.serve('app::ontraces', (data) => void batches.push(data.trace_ids))
       w.send({ type: 'registertrigger', id: 'all-traces', trigger_type: 'trace', function_id: 'app::ontraces', config: {} })
-      await new Promise((r) => setTimeout(r, 400))
+      await bindingsSettled(t.engine, ['all-traces'])
       const traces = Array.from({ length: 12000 }, () => hex(16))
       const now = nano()
       const spans = traces.map((traceId) => ({ traceId, spanId: hex(8), name: 'job', kind: 1, startTimeUnixNano: now, endTimeUnixNano: now }))
       const link = await otel(t.url)
       // One frame: every span arrives within one batch period.
       link.send(frame('OTLP', { resourceSpans: [{ resource: { attributes: [] }, scopeSpans: [{ spans }] }] }))
-      await eventually(() => batches.length > 0, 10_000)
+      await waitFor(() => batches.length > 0, 'batches.length > 0', 10_000)
       // (An engine span's trace may take a place in the batch, before or after the flood, and is then
       // left out of the delivery when it is internal: compare the flood's.)
       const flood = new Set(traces)
@@ -713,13 +719,12 @@ describe('log trigger whose handler does not keep up', () => {
       })
       subscriber.send({ type: 'registertrigger', id: 'all-logs', trigger_type: 'log', function_id: 'app::stuck', config: {} })
       callee.serve('app::ping', () => 'pong')
-      // Registrations apply once the namespace grace period (250 ms) passes.
-      await new Promise((r) => setTimeout(r, 400))
+      await bindingsSettled(t.engine, ['all-logs'])
       const link = await otel(t.url)
       for (let f = 0; f < 12; f++) link.send(frame('LOGS', otlpLogs(Array.from({ length: 1000 }, (_, i) => ({ body: `l${f * 1000 + i}` })))))
       const detail = async (): Promise<string> => ((await caller.call('engine::health::check', {})).result.components.observability.detail as string)
       // 12,000 records: 64 with the handler, 10,000 waiting, the oldest 1,936 of the rest dropped.
-      await eventually(async () => /\b1936 log records not delivered/.test(await detail()), 10_000)
+      await waitFor(async () => /\b1936 log records not delivered/.test(await detail()), '/\\b1936 log records not delivered/.test(await detail())', 10_000)
       // Anything sent to the subscriber before its own call's answer has arrived by then.
       await subscriber.call('engine::health::check', {})
       assert.equal(received.length, 64)
@@ -744,6 +749,24 @@ describe('observability worker with store: none', () => {
       await t.engine.inject({ function_id: 'engine::log::info', data: { message: 'x' } })
       await assert.rejects(t.engine.inject({ function_id: 'engine::logs::list', data: {} }), { code: 'STORAGE_DISABLED', message: 'local telemetry storage is disabled (store: none)' })
       await assert.rejects(t.engine.inject({ function_id: 'engine::traces::list', data: {} }), { code: 'STORAGE_DISABLED' })
+    } finally {
+      await t.stop()
+    }
+  })
+})
+
+describe('retention on the engine clock (builtins.md §12.1 retention_seconds)', () => {
+  it('the sweep every 60 s drops records older than retention_seconds, moved by a manual clock', async () => {
+    const clock = createManualClock()
+    const t = await startTestEngine({ clock, settings: { 'svc-observability': { store: 'memory', retention_seconds: 60 } } })
+    try {
+      const total = async (search: string) => ((await t.engine.inject({ function_id: 'engine::logs::list', data: { search } })) as { total: number }).total
+      await t.engine.inject({ function_id: 'engine::log::info', data: { message: 'kept a minute' } })
+      assert.equal(await total('kept a minute'), 1)
+      clock.advance(60_000) // the first sweep: the record is younger than 60 s on this clock
+      assert.equal(await total('kept a minute'), 1)
+      clock.advance(60_000) // the second: it is 120 s old
+      assert.equal(await total('kept a minute'), 0)
     } finally {
       await t.stop()
     }
@@ -794,12 +817,12 @@ describe('engine spans: sampling and HTTP errors', () => {
         throw Object.assign(new Error('nope'), { code: 'BROKEN' })
       })
       w.send({ type: 'registertrigger', id: 'fail-route', trigger_type: 'http', function_id: 'app::fail', config: { api_path: 'fail', http_method: 'POST' } })
-      await eventually(async () => (await fetch(`${t.httpUrl}/fail`, { method: 'POST' })).status >= 500)
+      await waitFor(async () => (await fetch(`${t.httpUrl}/fail`, { method: 'POST' })).status >= 500, "(await fetch(`${t.httpUrl}/fail`, { method: 'POST' })).status >= 500")
       let traces: Array<{ name: string; status: string; attributes: Record<string, unknown> }> = []
-      await eventually(async () => {
+      await waitFor(async () => {
         traces = ((await t.engine.inject({ function_id: 'engine::traces::list', data: { status: 'error', name: 'POST /fail' } })) as { traces: typeof traces }).traces
         return traces.length > 0
-      })
+      }, 'the condition')
       assert.equal(traces[0]!.name, 'POST /fail')
       assert.ok(Number(traces[0]!.attributes['http.response.status_code']) >= 500)
       assert.equal(traces[0]!.attributes['http.route'], '/fail')
@@ -832,10 +855,14 @@ describe('trace trigger and clearing', () => {
       w.serve('app::job', () => void jobs++)
       w.send({ type: 'registertrigger', id: 'all-traces', trigger_type: 'trace', function_id: 'app::ontrace', config: {} })
       w.send({ type: 'registertrigger', id: 'loop-state', trigger_type: 'state', function_id: 'app::onstate', config: { scope: 'loop' } })
-      await new Promise((r) => setTimeout(r, 400))
+      await bindingsSettled(t.engine, ['all-traces', 'loop-state'])
       await t.engine.inject({ function_id: 'state::get', data: { scope: 's', key: 'k' }, traceparent: parent })
-      await eventually(() => reactions === 1 && jobs === 1, 3000)
-      await new Promise((r) => setTimeout(r, 1000))
+      await waitFor(() => reactions === 1 && jobs === 1, 'reactions === 1 && jobs === 1', 3000)
+      // A marker trace after the handler's calls: the batches are in order, so a trace those calls
+      // made would be delivered no later than the marker.
+      const marker = `00-${hex(16)}-${hex(8)}-01`
+      await t.engine.inject({ function_id: 'state::get', data: { scope: 's', key: 'marker' }, traceparent: marker })
+      await waitFor(() => batches.flat().includes(marker.slice(3, 35)), 'the marker trace delivered')
       assert.equal(batches.flat().filter((id) => id === mine).length, 1, 'the trace fired the trigger once')
       assert.equal(reactions, 1)
       // None of the traces comes from what the handler did.
@@ -856,12 +883,12 @@ describe('trace trigger and clearing', () => {
       const batches: string[][] = []
       w.serve('app::ontrace', (data) => void batches.push(data.trace_ids))
       w.send({ type: 'registertrigger', id: 'error-traces', trigger_type: 'trace', function_id: 'app::ontrace', config: { status: 'ERROR' } })
-      await new Promise((r) => setTimeout(r, 400))
+      await bindingsSettled(t.engine, ['error-traces'])
       const ok = `00-${hex(16)}-${hex(8)}-01`
       const failed = `00-${hex(16)}-${hex(8)}-01`
       await t.engine.inject({ function_id: 'state::get', data: { scope: 's', key: 'k' }, traceparent: ok })
       await assert.rejects(t.engine.inject({ function_id: 'state::get', data: { scope: 7 }, traceparent: failed }))
-      await eventually(() => batches.flat().includes(failed.slice(3, 35)), 3000)
+      await waitFor(() => batches.flat().includes(failed.slice(3, 35)), 'batches.flat().includes(failed.slice(3, 35))', 3000)
       assert.ok(!batches.flat().includes(ok.slice(3, 35)))
       await t.engine.inject({ function_id: 'engine::log::info', data: { message: 'x' } })
       const spans = (await t.engine.inject({ function_id: 'engine::traces::clear', data: {} })) as { cleared: number }

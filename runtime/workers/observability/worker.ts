@@ -17,7 +17,8 @@
  *   counts what they truncated (`svc.observability.truncated`); the size the limiter measures is
  *   what the store's window counts against `memory_max_span_bytes` / `memory_max_log_bytes`
  *   (`svc.observability.window_bytes`).
- * - Sweeps the store every 60 s (retention, size cap).
+ * - Sweeps the store every 60 s (retention, size cap), on the worker's clock (`systemClock` unless
+ *   one is given: tests move a manual one instead of waiting minutes for retention).
  *
  * The standard shape of a built-in: ./descriptor.ts, ./settings.ts, ./functions.ts, ./triggers.ts
  * (`log`, `trace`), and this file: the lifecycle (start, settings, the store and the OTLP export
@@ -32,6 +33,7 @@ import { SqliteStore } from '../../adapters/observability/sqlite.ts'
 import { MemoryStore, NoStore, type StoreLimits, type TelemetryStore } from '../../adapters/observability/store.ts'
 import type { TelemetryHub, TelemetrySink, TelemetrySource } from '../../engine/telemetry.ts'
 import type { BuiltinContext, BuiltinWorker } from '../../engine/types.ts'
+import { systemClock, type CancelTimer, type Clock } from '../shared/clock.ts'
 import { createSettingsApplier, type SettingsApplier } from '../shared/settings.ts'
 import { ConsoleLines } from './console-lines.ts'
 import type { OtlpExport } from './export.ts'
@@ -46,6 +48,14 @@ import { LOG_TRIGGER_TYPE, LogTriggers, TRACE_TRIGGER_TYPE, TraceTriggers } from
 export const OBSERVABILITY_WORKER_NAME = 'svc-observability'
 
 const SWEEP_MS = 60_000
+
+export interface ObservabilityWorkerOptions {
+  /**
+   * Timer of the store sweep (every 60 s) and the time retention counts back from: Unix ms is the
+   * clock's reading from the worker's creation on. Default: the system clock and `Date.now()`.
+   */
+  clock?: Clock
+}
 
 export class ObservabilityWorker implements BuiltinWorker, TelemetrySink {
   readonly name = OBSERVABILITY_WORKER_NAME
@@ -62,7 +72,10 @@ export class ObservabilityWorker implements BuiltinWorker, TelemetrySink {
   private removeInterceptor: (() => void) | undefined
   private readonly processMetrics = new ProcessMetrics()
   private removeProcessMetrics: (() => void) | undefined
-  private sweepTimer: NodeJS.Timeout | undefined
+  private readonly clock: Clock
+  /** Unix ms now, on {@link clock}. */
+  private readonly wallNow: () => number
+  private cancelSweep: CancelTimer | undefined
   /** `execute` spans and per-function metrics of the invocations (./invocations.ts). */
   private readonly invocations = new InvocationMetrics(OWN_FUNCTIONS)
   /** Pairs captured output lines with svc-sdk's console records (issue 21). */
@@ -77,6 +90,17 @@ export class ObservabilityWorker implements BuiltinWorker, TelemetrySink {
   private metricsTimer: NodeJS.Timeout | undefined
   /** Invocation count at the last metrics export: unchanged stats are not sent again. */
   private exportedCount = -1
+
+  constructor(options: ObservabilityWorkerOptions = {}) {
+    const clock = options.clock
+    this.clock = clock ?? systemClock
+    if (clock) {
+      const epoch = Date.now() - clock.now()
+      this.wallNow = () => epoch + clock.now()
+    } else {
+      this.wallNow = Date.now
+    }
+  }
 
   get serviceName(): string {
     return this.settings.service_name
@@ -118,8 +142,7 @@ export class ObservabilityWorker implements BuiltinWorker, TelemetrySink {
     this.removeProcessMetrics = this.hub?.addMetricSource((now) => this.processMetrics.read(now))
     this.removeLimitMetrics = this.hub?.addMetricSource((now) => this.limiter.series(now))
     this.removeWindowMetrics = this.hub?.addMetricSource((now) => this.windowSeries(now))
-    this.sweepTimer = setInterval(() => this.sweep(), SWEEP_MS)
-    this.sweepTimer.unref()
+    this.scheduleSweep()
   }
 
   async applySettings(settings: unknown): Promise<void> {
@@ -134,7 +157,8 @@ export class ObservabilityWorker implements BuiltinWorker, TelemetrySink {
     this.removeLimitMetrics?.()
     this.removeWindowMetrics?.()
     this.processMetrics.stop()
-    clearInterval(this.sweepTimer)
+    this.cancelSweep?.()
+    this.cancelSweep = undefined
     this.traceTriggers?.stop()
     this.logTriggers?.stop()
     clearInterval(this.metricsTimer)
@@ -269,9 +293,17 @@ export class ObservabilityWorker implements BuiltinWorker, TelemetrySink {
     ]
   }
 
+  /** The next sweep, {@link SWEEP_MS} from now on the worker's clock; each sweep sets the next. */
+  private scheduleSweep(): void {
+    this.cancelSweep = this.clock.setTimeout(() => {
+      this.sweep()
+      this.scheduleSweep()
+    }, SWEEP_MS)
+  }
+
   private sweep(): void {
     try {
-      this.store.sweep(Date.now())
+      this.store.sweep(this.wallNow())
     } catch (error) {
       this.context?.log.warn(`${this.name}: store sweep failed: ${String(error)}`)
     }

@@ -9,11 +9,11 @@ import { after, before, describe, it } from 'node:test'
 import fc from 'fast-check'
 import type { RegistrationError, SvcClient } from 'svc-sdk'
 import { startTestEngine, type TestEngine } from '../../../test/support/engine.ts'
-import { eventually } from '../../../test/support/raw-worker.ts'
 import { recordingLogger } from '../../../test/support/recording-log.ts'
 import { bindingsSettled, connectClient, rejection as failure } from '../../../test/support/sdk-harness.ts'
 import { ROOT } from '../../../test/support/processes.ts'
 import { PubSubWorker } from './worker.ts'
+import { waitFor } from '../../../test/support/wait.ts'
 
 interface Setup {
   test: TestEngine
@@ -50,8 +50,6 @@ const bound = (s: Setup, ids: string[], status?: 'active' | 'failed') => binding
 
 const publish = (s: Setup, data: unknown) => s.test.engine.inject({ function_id: 'publish', data })
 
-const settle = () => new Promise((r) => setTimeout(r, 100))
-
 describe('svc-pubsub fan-out (builtins.md §8)', () => {
   let s: Setup
   before(async () => {
@@ -77,10 +75,15 @@ describe('svc-pubsub fan-out (builtins.md §8)', () => {
 
     const data = { id: 7, items: [1, 'two', null], nested: { ok: true } }
     assert.equal(await publish(s, { topic: 'orders', data }), undefined)
-    await eventually(() => got.length >= 4)
-    await settle()
-    assert.deepEqual(got.map((g) => g.who).sort(), ['a', 'a2', 'b', 'c'])
-    for (const g of got) assert.deepEqual(g.data, data)
+    await waitFor(() => got.length >= 4, 'got.length >= 4')
+    // A marker on each topic after it: each trigger delivers in order, so a wrong delivery of the
+    // first message would have come before the marker.
+    await publish(s, { topic: 'orders', data: 'marker' })
+    await publish(s, { topic: 'Orders', data: 'marker' })
+    await waitFor(() => got.filter((g) => g.data === 'marker').length === 5, 'the markers at every trigger')
+    const first = got.filter((g) => g.data !== 'marker')
+    assert.deepEqual(first.map((g) => g.who).sort(), ['a', 'a2', 'b', 'c'])
+    for (const g of first) assert.deepEqual(g.data, data)
   })
 
   it('isolates failures: one subscriber throwing does not stop the others, and it is logged', async () => {
@@ -98,7 +101,7 @@ describe('svc-pubsub fan-out (builtins.md §8)', () => {
     }
     await bound(s, ids)
     await publish(s, { topic: 'iso', data: 1 })
-    await eventually(() => got.length === 2 && s.entries.some((e) => e.level === 'error' && e.data?.function_id === 'bad::on'))
+    await waitFor(() => got.length === 2 && s.entries.some((e) => e.level === 'error' && e.data?.function_id === 'bad::on'), "got.length === 2 && s.entries.some((e) => e.level === 'error' && e.data?.function_id === 'bad::on')")
     const logged = s.entries.find((e) => e.data?.function_id === 'bad::on')!
     assert.equal(logged.data?.trigger_id, ids[0])
     assert.equal(logged.data?.code, 'BOOM')
@@ -116,7 +119,7 @@ describe('svc-pubsub fan-out (builtins.md §8)', () => {
     const t = client.registerTrigger({ type: 'subscribe', function_id: 'slow::on', config: { topic: 'slow' } })
     await bound(s, [t.id])
     await publish(s, { topic: 'slow', data: {} })
-    await eventually(() => started)
+    await waitFor(() => started, 'started')
     release()
   })
 
@@ -129,11 +132,12 @@ describe('svc-pubsub fan-out (builtins.md §8)', () => {
     const two = client.registerTrigger({ type: 'subscribe', function_id: 'unsub::two', config: { topic: 'u' } })
     await bound(s, [one.id, two.id])
     one.unregister()
-    await eventually(() => s.test.engine.triggers.getBinding(one.id) === undefined)
+    await waitFor(() => s.test.engine.triggers.getBinding(one.id) === undefined, 's.test.engine.triggers.getBinding(one.id) === undefined')
     await publish(s, { topic: 'u', data: 1 })
-    await eventually(() => got.length >= 1)
-    await settle()
-    assert.deepEqual(got, ['two'])
+    await publish(s, { topic: 'u', data: 'marker' })
+    // Both calls go to the same worker, in order: a delivery to the removed trigger would have come first.
+    await waitFor(() => got.length >= 2, 'the message and the marker at the remaining trigger')
+    assert.deepEqual(got, ['two', 'two'])
   })
 
   it('passes the trigger metadata as second argument; the condition sees data and metadata (§2.2, §2.3)', async () => {
@@ -153,9 +157,11 @@ describe('svc-pubsub fan-out (builtins.md §8)', () => {
     })
     await bound(s, [t.id])
     for (const n of [1, 2, 3, 4]) await publish(s, { topic: 'meta', data: { n } })
-    await eventually(() => conditions.length === 4 && got.length === 2)
-    await settle()
-    assert.deepEqual(got.map((g) => g.data).sort((x, y) => (x as { n: number }).n - (y as { n: number }).n), [{ n: 2 }, { n: 4 }])
+    await publish(s, { topic: 'meta', data: { n: 6 } }) // a marker: the trigger delivers in order
+    const isMarker = (g: { data: unknown }) => (g.data as { n: number }).n === 6
+    await waitFor(() => got.some(isMarker), 'the marker delivered')
+    assert.equal(conditions.filter((c) => !isMarker(c)).length, 4)
+    assert.deepEqual(got.filter((g) => !isMarker(g)).map((g) => g.data).sort((x, y) => (x as { n: number }).n - (y as { n: number }).n), [{ n: 2 }, { n: 4 }])
     for (const g of [...got, ...conditions]) assert.deepEqual(g.metadata, { tenant: 'acme' })
   })
 
@@ -169,7 +175,7 @@ describe('svc-pubsub fan-out (builtins.md §8)', () => {
     const t = client.registerTrigger({ type: 'subscribe', function_id: 'cfail::on', config: { topic: 'cfail', condition_function_id: 'cfail::cond' } })
     await bound(s, [t.id])
     await publish(s, { topic: 'cfail', data: 1 })
-    await eventually(() => s.entries.some((e) => e.level === 'error' && e.data?.trigger_id === t.id))
+    await waitFor(() => s.entries.some((e) => e.level === 'error' && e.data?.trigger_id === t.id), "s.entries.some((e) => e.level === 'error' && e.data?.trigger_id === t.id)")
     assert.equal(s.entries.find((e) => e.data?.trigger_id === t.id)?.data?.code, 'NOPE')
     assert.deepEqual(got, [])
   })
@@ -192,7 +198,7 @@ describe('svc-pubsub fan-out (builtins.md §8)', () => {
     client.registerFunction('lonetopic::on', () => undefined)
     const trigger = client.registerTrigger({ type: 'subscribe', function_id: 'lonetopic::on', config: { topic: '\udc00x' } })
     await bound(s, [trigger.id], 'failed')
-    await eventually(() => errors.length === 1)
+    await waitFor(() => errors.length === 1, 'errors.length === 1')
     assert.deepEqual([errors[0]!.code, errors[0]!.message], ['INVALID_TRIGGER_CONFIG', 'topic contains a lone UTF-16 surrogate at index 0 for subscribe triggers'])
   })
 
@@ -207,7 +213,7 @@ describe('svc-pubsub fan-out (builtins.md §8)', () => {
       client.registerTrigger({ type: 'subscribe', function_id: 'badtopic::on', config: { topic: 3 } }).id,
     ]
     await bound(s, ids, 'failed')
-    await eventually(() => errors.length === 3)
+    await waitFor(() => errors.length === 3, 'errors.length === 3')
     for (const e of errors) assert.equal(e.code, 'INVALID_TRIGGER_CONFIG')
     assert.equal(errors.find((e) => e.id === ids[0])?.message, 'topic is required for subscribe triggers')
   })
@@ -224,12 +230,12 @@ describe('svc-pubsub fan-out (builtins.md §8)', () => {
     const t = client.registerTrigger({ type: 'subscribe', function_id: 'flood::on', config: { topic: 'flood' } })
     await bound(s, [t.id])
     await publish(s, { topic: 'flood', data: { n: 0 } })
-    await eventually(() => got.length === 1)
+    await waitFor(() => got.length === 1, 'got.length === 1')
     const total = 10_100
     for (let n = 1; n <= total; n++) await publish(s, { topic: 'flood', data: { n } })
     assert.ok(s.entries.some((e) => e.level === 'warn' && e.data?.trigger_id === t.id && /10000 undelivered events; dropped the oldest/.test(e.message)))
     release()
-    await eventually(() => got.length === 1 + 10_000, 30_000)
+    await waitFor(() => got.length === 1 + 10_000, 'got.length === 1 + 10_000', 30_000)
     // The 100 oldest waiting messages were dropped; the newest 10 000 arrived.
     assert.equal(got[1], total - 10_000 + 1)
     assert.equal(got.at(-1), total)
@@ -262,7 +268,7 @@ describe('svc-pubsub fan-out (builtins.md §8)', () => {
       }),
       { numRuns: 200 },
     )
-    await eventually(() => ids.every((id) => s.test.engine.triggers.getBinding(id)?.status !== 'pending'))
+    await waitFor(() => ids.every((id) => s.test.engine.triggers.getBinding(id)?.status !== 'pending'), "ids.every((id) => s.test.engine.triggers.getBinding(id)?.status !== 'pending')")
     for (const e of errors) assert.equal(e.code, 'INVALID_TRIGGER_CONFIG', e.message)
     assert.equal(await publish(s, { topic: 'after-fuzz', data: 1 }), undefined)
   })
@@ -281,11 +287,11 @@ describe('svc-pubsub settings (builtins.md §8, §2.9)', () => {
       const error = await failure(s.worker.applySettings({ adapter: { name: 'memory', config: { path: 'x' } } }))
       assert.deepEqual([error.code, error.message], ['INVALID_ARGUMENTS', 'adapter.config.path is not a memory adapter option (it takes none)'])
       await publish(s, { topic: 'cfg', data: 1 })
-      await eventually(() => got.length === 1)
+      await waitFor(() => got.length === 1, 'got.length === 1')
 
       await s.worker.applySettings({ adapter: { name: 'in_memory' } })
       await publish(s, { topic: 'cfg', data: 2 })
-      await eventually(() => got.length === 2)
+      await waitFor(() => got.length === 2, 'got.length === 2')
       assert.deepEqual(got, [1, 2])
     } finally {
       await teardown(s)
@@ -315,12 +321,12 @@ describe('svc-pubsub with child-process workers over WebSockets', () => {
         if ('received' in event) received.push(event)
       })
     }
-    await eventually(
-      () => test.engine.triggers.allBindings().filter((b) => b.trigger_type === 'subscribe' && b.status === 'active').length === 3,
+    await waitFor(
+      () => test.engine.triggers.allBindings().filter((b) => b.trigger_type === 'subscribe' && b.status === 'active').length === 3, 'the condition',
       20_000,
     )
     await test.engine.inject({ function_id: 'publish', data: { topic: 'news', data: { headline: 'hi' } } })
-    await eventually(() => received.length === 3, 10_000)
+    await waitFor(() => received.length === 3, 'received.length === 3', 10_000)
     assert.deepEqual(received.map((r) => r.function_id).sort(), ['p1::on-news', 'p2::on-news', 'p3::on-news'])
     for (const r of received) assert.deepEqual(r.received, { headline: 'hi' })
   })

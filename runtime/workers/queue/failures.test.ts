@@ -9,9 +9,10 @@
 import assert from 'node:assert/strict'
 import { after, before, describe, it } from 'node:test'
 import { startTestEngine, type TestEngine } from '../../../test/support/engine.ts'
-import { eventually, RawWorker } from '../../../test/support/raw-worker.ts'
+import { RawWorker } from '../../../test/support/raw-worker.ts'
 import { recordingLogger, type LogEntry } from '../../../test/support/recording-log.ts'
 import { MAX_MESSAGE_CHARS } from '../shared/failure-text.ts'
+import { waitFor } from '../../../test/support/wait.ts'
 
 type Logs = { logs: Array<{ body: string; severity_text: string }> }
 
@@ -47,7 +48,7 @@ describe('queue worker: failed deliveries are logged (issue 21)', () => {
     })
     const answer = await w.call('mail::send', { to: 'a@example.com' }, { action: { type: 'enqueue', queue: 'emails' } })
     const id = answer.result.messageReceiptId as string
-    await eventually(() => linesOf('moved to the dead letter queue').length === 1)
+    await waitFor(() => linesOf('moved to the dead letter queue').length === 1, "linesOf('moved to the dead letter queue').length === 1")
     assert.equal(calls, 3)
     const failures = linesOf('queue emails: mail::send failed')
     assert.deepEqual(
@@ -59,7 +60,7 @@ describe('queue worker: failed deliveries are logged (issue 21)', () => {
       ],
     )
     // The same lines in the log store, which `svc logs` reads.
-    await eventually(async () => (await stored('queue emails: mail::send failed')).length === 3)
+    await waitFor(async () => (await stored('queue emails: mail::send failed')).length === 3, "(await stored('queue emails: mail::send failed')).length === 3")
     const kept = await stored('queue emails: mail::send failed')
     assert.deepEqual(kept.map((r) => r.severity_text).sort(), ['ERROR', 'WARN', 'WARN'])
     // The printed command's payload is what redrives the message.
@@ -72,9 +73,9 @@ describe('queue worker: failed deliveries are logged (issue 21)', () => {
       throw new Error('disk full')
     })
     w.send({ type: 'registertrigger', id: 'sub-1', trigger_type: 'durable:subscriber', function_id: 'audit::record', config: { topic: 'orders', max_retries: 1, backoff_ms: 5 } })
-    await eventually(() => t.engine.triggers.getBinding('sub-1')?.status === 'active')
+    await waitFor(() => t.engine.triggers.getBinding('sub-1')?.status === 'active', "t.engine.triggers.getBinding('sub-1')?.status === 'active'")
     await t.engine.inject({ function_id: 'svc::durable::publish', data: { topic: 'orders', data: { n: 1 } } })
-    await eventually(() => linesOf('durable subscriber of topic orders').length === 2)
+    await waitFor(() => linesOf('durable subscriber of topic orders').length === 2, "linesOf('durable subscriber of topic orders').length === 2")
     const [first, last] = linesOf('durable subscriber of topic orders')
     assert.equal(first!.message, 'durable subscriber of topic orders: audit::record failed, attempt 1 of 2: invocation_failed: disk full; next retry in 5 ms')
     assert.match(last!.message, /^durable subscriber of topic orders: audit::record failed, attempt 2 of 2: invocation_failed: disk full; moved to the dead letter queue\. Redrive it: svc trigger svc::queue::redrive_message queue=orders::audit::record message_id=[0-9a-f-]{36}$/)
@@ -86,7 +87,7 @@ describe('queue worker: failed deliveries are logged (issue 21)', () => {
       throw Object.assign(new Error(hostile), { code: 'BAD' })
     })
     await w.call('bad::handler', {}, { action: { type: 'enqueue', queue: 'hostile' } })
-    await eventually(() => linesOf('queue hostile: bad::handler failed').length === 1)
+    await waitFor(() => linesOf('queue hostile: bad::handler failed').length === 1, "linesOf('queue hostile: bad::handler failed').length === 1")
     const [line] = linesOf('queue hostile: bad::handler failed')
     assert.equal(line!.level, 'error')
     // eslint-disable-next-line no-control-regex

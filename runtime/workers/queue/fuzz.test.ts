@@ -12,8 +12,8 @@ import { errorText, MAX_MESSAGE_CHARS, MAX_NAME_CHARS, quoted } from '../shared/
 import { redriveHint } from './delivery.ts'
 import { parse } from 'yaml'
 import { parseQueueWorkerSettings, queueDeclarationYaml } from './settings.ts'
-import { eventually } from '../../../test/support/raw-worker.ts'
 import { MAX_DLQ_STACK_CHARS } from './delivery.ts'
+import { waitFor } from '../../../test/support/wait.ts'
 
 const CODES = new Set([
   'INVALID_ARGUMENTS',
@@ -116,7 +116,7 @@ describe('queue functions under random input', () => {
       client.registerFunction('fz::throws', (data: { stack: string; n: number }) => {
         throw Object.assign(new Error(`failed ${data.n}`), { stack: data.stack })
       })
-      await eventually(async () => ((await t.engine.inject({ function_id: 'engine::functions::list', data: {} })) as { functions: Array<{ function_id: string }> }).functions.some((f) => f.function_id === 'fz::throws'))
+      await waitFor(async () => ((await t.engine.inject({ function_id: 'engine::functions::list', data: {} })) as { functions: Array<{ function_id: string }> }).functions.some((f) => f.function_id === 'fz::throws'), 'the condition')
       const stack = fc.oneof(
         fc.string({ unit: 'binary', maxLength: 200 }),
         fc.constantFrom('\u001b]52;c;aGk=\u0007\n    at x (/a.js:1:1)', '\r\n\u202e', '__proto__'),
@@ -128,11 +128,11 @@ describe('queue functions under random input', () => {
           const id = ++n
           await t.engine.inject({ function_id: 'fz::throws', data: { stack: sent, n: id }, action: { type: 'enqueue', queue: 'fz-dead' } })
           let entry: { error?: { message: string; stacktrace?: string } } | undefined
-          await eventually(async () => {
+          await waitFor(async () => {
             const page = (await t.engine.inject({ function_id: 'engine::queue::dlq_messages', data: { topic: 'fz-dead', limit: 5 } })) as Array<{ error?: { message: string; stacktrace?: string } }>
             entry = page.find((m) => m.error?.message === `failed ${id}`)
             return entry !== undefined
-          }, 15_000)
+          }, 'the condition', 15_000)
           // A stack is what the SDK sent (toErrorBody keeps a non-empty one), at most the first MAX_DLQ_STACK_CHARS characters.
           assert.equal(entry!.error!.stacktrace, sent === '' ? undefined : sent.slice(0, MAX_DLQ_STACK_CHARS))
         }),

@@ -7,9 +7,10 @@ import { rm } from 'node:fs/promises'
 import { join } from 'node:path'
 import { DatabaseSync } from 'node:sqlite'
 import { after, describe, it } from 'node:test'
-import { RawWorker, eventually, type Frame } from '../../../test/support/raw-worker.ts'
+import { RawWorker, type Frame } from '../../../test/support/raw-worker.ts'
 import { startTestEngine, type TestEngine } from '../../../test/support/engine.ts'
 import { createManualClock } from '../shared/clock.ts'
+import { waitFor } from '../../../test/support/wait.ts'
 
 const engines: TestEngine[] = []
 const workers: RawWorker[] = []
@@ -58,10 +59,10 @@ describe('queue worker: enqueue and delivery', () => {
     assert.equal(answer.error, undefined)
     const receipt = answer.result.messageReceiptId
     assert.match(receipt, /^[0-9a-f-]{36}$/)
-    await eventually(() => seen.length === 1)
+    await waitFor(() => seen.length === 1, 'seen.length === 1')
     assert.deepEqual(seen[0]!.data, { to: 'a@example.com' })
     assert.deepEqual(baggageOf(seen[0]!), { 'svc.queue.name': 'emails', 'svc.queue.message_id': receipt, 'svc.queue.attempt': '1', ...pick(baggageOf(seen[0]!), 'svc.function.id', 'iii.function.id') })
-    await eventually(async () => (await call(w, 'engine::queue::topic_stats', { topic: 'emails' })).delivered === 1)
+    await waitFor(async () => (await call(w, 'engine::queue::topic_stats', { topic: 'emails' })).delivered === 1, "(await call(w, 'engine::queue::topic_stats', { topic: 'emails' })).delivered === 1")
     const stats = await call(w, 'engine::queue::topic_stats', { topic: 'emails' })
     assert.equal(stats.kind, 'queue')
     assert.equal(stats.depth, 0)
@@ -103,7 +104,7 @@ describe('queue worker: retries and dead letters', () => {
       throw Object.assign(new Error(`refused ${attempts.length}`), { code: 'E_REFUSED' })
     })
     const receipt = (await enqueue(w, 'jobs', 'job::run', { n: 1 })).result.messageReceiptId
-    await eventually(async () => (await call(w, 'engine::queue::dlq_messages', { topic: 'jobs' })).length === 1)
+    await waitFor(async () => (await call(w, 'engine::queue::dlq_messages', { topic: 'jobs' })).length === 1, "(await call(w, 'engine::queue::dlq_messages', { topic: 'jobs' })).length === 1")
     assert.deepEqual(attempts.map((a) => a.attempt), ['1', '2', '3'])
     // Backoff 20 ms then 40 ms (generous lower bounds only).
     assert.ok(attempts[1]!.at - attempts[0]!.at >= 15)
@@ -132,12 +133,12 @@ describe('queue worker: retries and dead letters', () => {
     })
     await enqueue(w, 'jobs', 'job::fatal', {})
     await enqueue(w, 'jobs', 'job::later', {})
-    await eventually(async () => (await call(w, 'engine::queue::dlq_messages', { topic: 'jobs' })).length === 1, 15_000)
+    await waitFor(async () => (await call(w, 'engine::queue::dlq_messages', { topic: 'jobs' })).length === 1, "(await call(w, 'engine::queue::dlq_messages', { topic: 'jobs' })).length === 1", 15_000)
     const [dead] = await call(w, 'engine::queue::dlq_messages', { topic: 'jobs' })
     assert.equal(dead.attempts, 1)
     assert.equal(dead.error.code, 'NON_RETRYABLE')
     // With backoff at one hour, only retry_after_ms can bring the second attempt this soon.
-    await eventually(() => retried === 2, 15_000)
+    await waitFor(() => retried === 2, 'retried === 2', 15_000)
   })
 
   it('redrives one message from the middle of a DLQ, discards another, redrives the rest', async () => {
@@ -151,11 +152,11 @@ describe('queue worker: retries and dead letters', () => {
     })
     const receipts: string[] = []
     for (let n = 0; n < 5; n++) receipts.push((await enqueue(w, 'jobs', 'job::run', { n })).result.messageReceiptId)
-    await eventually(async () => (await call(w, 'engine::queue::dlq_messages', { topic: 'jobs' })).length === 5)
+    await waitFor(async () => (await call(w, 'engine::queue::dlq_messages', { topic: 'jobs' })).length === 5, "(await call(w, 'engine::queue::dlq_messages', { topic: 'jobs' })).length === 5")
     healthy = true
     const middle = receipts[2]!
     assert.deepEqual(await call(w, 'svc::queue::redrive_message', { queue: 'jobs', message_id: middle }), { queue: 'jobs', message_id: middle, redriven: 1 })
-    await eventually(() => delivered.length === 1)
+    await waitFor(() => delivered.length === 1, 'delivered.length === 1')
     assert.deepEqual(delivered, [2])
     assert.deepEqual(await call(w, 'svc::queue::redrive_message', { queue: 'jobs', message_id: middle }), { queue: 'jobs', message_id: middle, redriven: 0 })
     assert.deepEqual(await call(w, 'svc::queue::discard_message', { queue: 'jobs', message_id: receipts[0] }), { queue: 'jobs', message_id: receipts[0], discarded: 1 })
@@ -163,7 +164,7 @@ describe('queue worker: retries and dead letters', () => {
     const left = await call(w, 'engine::queue::dlq_messages', { topic: 'jobs' })
     assert.deepEqual(left.map((m: { payload: { n: number } }) => m.payload.n).sort(), [1, 3, 4])
     assert.deepEqual(await call(w, 'svc::queue::redrive', { queue: 'jobs' }), { queue: 'jobs', redriven: 3 })
-    await eventually(() => delivered.length === 4)
+    await waitFor(() => delivered.length === 4, 'delivered.length === 4')
     assert.deepEqual(delivered.slice(1).sort(), [1, 3, 4])
   })
 
@@ -209,7 +210,7 @@ describe('queue worker: ordering and concurrency', () => {
     })
     for (let i = 0; i < 12; i++) await enqueue(w, 'wide', 'wide::run', { i })
     for (let i = 0; i < 12; i++) await enqueue(w, 'keyed', 'keyed::run', { account: `a${i % 3}` })
-    await eventually(() => done === 24, 10_000)
+    await waitFor(() => done === 24, 'done === 24', 10_000)
     assert.equal(peak, 3)
     assert.equal(keyPeak, 1)
   })
@@ -236,7 +237,7 @@ describe('queue worker: ordering and concurrency', () => {
       await enqueue(w, 'pay', 'pay::charge', { account: 'a', n })
       await enqueue(w, 'pay', 'pay::charge', { account: 'b', n })
     }
-    await eventually(() => order.length === 8)
+    await waitFor(() => order.length === 8, 'order.length === 8')
     assert.deepEqual(order.filter((o) => o.startsWith('a')), ['a0', 'a1', 'a2', 'a3'])
     assert.deepEqual(order.filter((o) => o.startsWith('b')), ['b0', 'b1', 'b2', 'b3'])
     assert.equal(overlap, false)
@@ -245,14 +246,19 @@ describe('queue worker: ordering and concurrency', () => {
   it('a message whose target is not registered waits without using an attempt', async () => {
     const engine = await engineWith({ adapter: { name: 'memory' }, queue_configs: { jobs: { max_retries: 0 } } })
     const w = await worker(engine)
+    const pings: unknown[] = []
+    w.serve('ping::run', (data) => void pings.push(data))
     await enqueue(w, 'jobs', 'late::run', { n: 1 })
-    await new Promise((resolve) => setTimeout(resolve, 100))
+    // A message to a registered function behind it on the same queue: once it is delivered, the
+    // queue was pumped past the waiting one.
+    await enqueue(w, 'jobs', 'ping::run', { n: 2 })
+    await waitFor(() => pings.length === 1, 'the message behind it delivered')
     const stats = await call(w, 'engine::queue::topic_stats', { topic: 'jobs' })
     assert.equal(stats.dlq_depth, 0)
     assert.equal(stats.depth, 1)
     const seen: Frame[] = []
     w.serve('late::run', (_d, frame) => void seen.push(frame))
-    await eventually(() => seen.length === 1, 8000)
+    await waitFor(() => seen.length === 1, 'seen.length === 1', 8000)
     assert.equal(baggageOf(seen[0]!)['svc.queue.attempt'], '1')
   })
 
@@ -274,15 +280,15 @@ describe('queue worker: ordering and concurrency', () => {
       for (let round = 1; round <= 3; round++) {
         clock.advance(2_000)
         assert.equal((await enqueue(w, 'jobs', 'ping::run', { round })).error, undefined)
-        await eventually(() => pings.length === round)
-        await eventually(async () => (await call(w, 'engine::queue::topic_stats', { topic: 'jobs' })).delivered === round)
+        await waitFor(() => pings.length === round, 'pings.length === round')
+        await waitFor(async () => (await call(w, 'engine::queue::topic_stats', { topic: 'jobs' })).delivered === round, "(await call(w, 'engine::queue::topic_stats', { topic: 'jobs' })).delivered === round")
       }
       assert.equal(writes(), 0, 'the waiting message was written while its target was not registered')
       const stats = await call(w, 'engine::queue::topic_stats', { topic: 'jobs' })
       assert.deepEqual([stats.depth, stats.in_flight, stats.dlq_depth], [1, 0, 0])
       const late: Frame[] = []
       w.serve('late::run', (_d, frame) => void late.push(frame))
-      await eventually(async () => (await call(w, 'engine::queue::topic_stats', { topic: 'jobs' })).delivered === 4, 8000)
+      await waitFor(async () => (await call(w, 'engine::queue::topic_stats', { topic: 'jobs' })).delivered === 4, "(await call(w, 'engine::queue::topic_stats', { topic: 'jobs' })).delivered === 4", 8000)
       assert.equal(late.length, 1)
       assert.equal(baggageOf(late[0]!)['svc.queue.attempt'], '1')
       assert.equal(baggageOf(late[0]!)['svc.queue.message_id'], receipt)
@@ -305,7 +311,7 @@ describe('queue worker: delay and idempotency (§7.4 extensions)', () => {
     clock.advance(3_599_000)
     assert.equal(await w.silent((f) => f.type === 'invokefunction' && f.function_id === 'later::run', 150), true)
     clock.advance(1_000)
-    await eventually(() => seen.length === 1)
+    await waitFor(() => seen.length === 1, 'seen.length === 1')
   })
 
   it('a repeated idempotency_key returns the first receipt and stores nothing', async () => {
@@ -319,7 +325,7 @@ describe('queue worker: delay and idempotency (§7.4 extensions)', () => {
     assert.notEqual(other.result.messageReceiptId, first.result.messageReceiptId)
     assert.equal((await call(w, 'engine::queue::topic_stats', { topic: 'once' })).depth, 2)
     w.serve('once::run', () => void runs++)
-    await eventually(() => runs === 2)
+    await waitFor(() => runs === 2, 'runs === 2')
   })
 })
 
@@ -333,11 +339,11 @@ describe('queue worker: durable pub/sub (§7.5)', () => {
     const offline = await worker(engine)
     offline.serve('audit::b', () => {})
     offline.send({ type: 'registertrigger', id: 'tb', trigger_type: 'queue', function_id: 'audit::b', config: { queue: 'orders', maxRetries: 1 } })
-    await eventually(async () => (await call(online, 'engine::queue::topic_stats', { topic: 'orders' }).catch(() => ({}))).subscribers?.length === 2)
+    await waitFor(async () => (await call(online, 'engine::queue::topic_stats', { topic: 'orders' }).catch(() => ({}))).subscribers?.length === 2, 'the condition')
     await offline.close()
-    await eventually(async () => (await call(online, 'engine::queue::topic_stats', { topic: 'orders' })).consumer_count === 1)
+    await waitFor(async () => (await call(online, 'engine::queue::topic_stats', { topic: 'orders' })).consumer_count === 1, "(await call(online, 'engine::queue::topic_stats', { topic: 'orders' })).consumer_count === 1")
     assert.deepEqual(await call(online, 'svc::durable::publish', { topic: 'orders', data: { id: 7 } }), { subscriber_count: 2 })
-    await eventually(() => gotA.length === 1)
+    await waitFor(() => gotA.length === 1, 'gotA.length === 1')
     const stats = await call(online, 'engine::queue::topic_stats', { topic: 'orders' })
     const b = stats.subscribers.find((s: { function_id: string }) => s.function_id === 'audit::b')
     assert.deepEqual([b.online, b.depth, b.queue], [false, 1, 'orders::audit::b'])
@@ -345,7 +351,7 @@ describe('queue worker: durable pub/sub (§7.5)', () => {
     const gotB: unknown[] = []
     back.serve('audit::b', (data) => void gotB.push(data))
     back.send({ type: 'registertrigger', id: 'tb2', trigger_type: 'durable:subscriber', function_id: 'audit::b', config: { topic: 'orders' } })
-    await eventually(() => gotB.length === 1)
+    await waitFor(() => gotB.length === 1, 'gotB.length === 1')
     assert.deepEqual(gotB, [{ id: 7 }])
     const topics = await call(online, 'engine::queue::list_topics', {})
     assert.deepEqual(topics.find((t: { name: string }) => t.name === 'orders'), { name: 'orders', kind: 'topic', broker_type: 'memory', subscriber_count: 2, depth: 0, dlq_depth: 0 })
@@ -360,9 +366,9 @@ describe('queue worker: durable pub/sub (§7.5)', () => {
     const got: unknown[] = []
     w.serve('lonely::sub', (data) => void got.push(data))
     w.send({ type: 'registertrigger', id: 't1', trigger_type: 'durable:subscriber', function_id: 'lonely::sub', config: { topic: 'lonely' } })
-    await eventually(async () => (await call(w, 'engine::queue::topic_stats', { topic: 'lonely' }).catch(() => ({}))).consumer_count === 1)
+    await waitFor(async () => (await call(w, 'engine::queue::topic_stats', { topic: 'lonely' }).catch(() => ({}))).consumer_count === 1, "(await call(w, 'engine::queue::topic_stats', { topic: 'lonely' }).catch(() => ({}))).consumer_count === 1")
     assert.deepEqual(await call(w, 'svc::queue::redrive_message', { queue: 'lonely', message_id: dead.id }), { queue: 'lonely', message_id: dead.id, redriven: 1 })
-    await eventually(() => got.length === 1)
+    await waitFor(() => got.length === 1, 'got.length === 1')
     assert.deepEqual(got, [{ x: 1 }])
   })
 
@@ -373,14 +379,14 @@ describe('queue worker: durable pub/sub (§7.5)', () => {
     const gone = await worker(engine)
     gone.serve('gone::sub', () => {})
     gone.send({ type: 'registertrigger', id: 'g', trigger_type: 'durable:subscriber', function_id: 'gone::sub', config: { topic: 'news', condition_function_id: 'gone::cond' } })
-    await eventually(async () => (await call(w, 'engine::queue::topic_stats', { topic: 'news' }).catch(() => ({}))).consumer_count === 1)
+    await waitFor(async () => (await call(w, 'engine::queue::topic_stats', { topic: 'news' }).catch(() => ({}))).consumer_count === 1, "(await call(w, 'engine::queue::topic_stats', { topic: 'news' }).catch(() => ({}))).consumer_count === 1")
     await gone.close()
-    await eventually(async () => (await call(w, 'engine::queue::topic_stats', { topic: 'news' })).consumer_count === 0)
+    await waitFor(async () => (await call(w, 'engine::queue::topic_stats', { topic: 'news' })).consumer_count === 0, "(await call(w, 'engine::queue::topic_stats', { topic: 'news' })).consumer_count === 0")
     assert.deepEqual(await call(w, 'svc::durable::publish', { topic: 'news', data: { n: 1 } }), { subscriber_count: 1 })
     clock.advance(59_000)
     assert.equal((await call(w, 'engine::queue::topic_stats', { topic: 'news' })).depth, 1)
     clock.advance(1_000)
-    await eventually(async () => (await call(w, 'engine::queue::dlq_messages', { topic: 'news::gone::sub' }).catch(() => [])).length === 1)
+    await waitFor(async () => (await call(w, 'engine::queue::dlq_messages', { topic: 'news::gone::sub' }).catch(() => [])).length === 1, "(await call(w, 'engine::queue::dlq_messages', { topic: 'news::gone::sub' }).catch(() => [])).length === 1")
     const [dead] = await call(w, 'engine::queue::dlq_messages', { topic: 'news::gone::sub' })
     assert.equal(dead.error.code, 'subscriber_expired')
     assert.deepEqual(await call(w, 'svc::durable::publish', { topic: 'news', data: { n: 2 } }), { subscriber_count: 0 })
@@ -399,11 +405,11 @@ describe('queue worker: durable pub/sub (§7.5)', () => {
       function_id: 'ledger::apply',
       config: { topic: 'ledger', condition_function_id: 'ledger::wanted', queue_config: { type: 'fifo', messageGroupField: 'account' } },
     })
-    await eventually(async () => (await call(w, 'engine::queue::topic_stats', { topic: 'ledger' }).catch(() => ({}))).consumer_count === 1)
+    await waitFor(async () => (await call(w, 'engine::queue::topic_stats', { topic: 'ledger' }).catch(() => ({}))).consumer_count === 1, "(await call(w, 'engine::queue::topic_stats', { topic: 'ledger' }).catch(() => ({}))).consumer_count === 1")
     assert.deepEqual(await call(w, 'svc::durable::publish', { topic: 'ledger', data: { n: 1 } }), { subscriber_count: 1 })
     await call(w, 'svc::durable::publish', { topic: 'ledger', data: { account: 'a', n: 2, skip: true } })
     await call(w, 'svc::durable::publish', { topic: 'ledger', data: { account: 'a', n: 3 } })
-    await eventually(() => got.length === 1)
+    await waitFor(() => got.length === 1, 'got.length === 1')
     assert.deepEqual(got, [{ account: 'a', n: 3 }])
     const [dead] = await call(w, 'engine::queue::dlq_messages', { topic: 'ledger' })
     assert.deepEqual(dead.error, { code: 'invalid_message_group', message: "FIFO queue 'ledger::ledger::apply' requires field 'account' in data" })
@@ -424,15 +430,15 @@ describe('queue worker: settings', () => {
     const w = await worker(engine)
     assert.equal((await enqueue(w, 'b', 'x::y', {})).error.code, 'queue_not_found')
     await call(w, 'configuration::set', { id: 'queue', value: { adapter: { name: 'memory' }, queue_configs: { a: {}, b: { concurrency: 2 } } } })
-    await eventually(async () => (await enqueue(w, 'b', 'x::y', {})).error === undefined)
+    await waitFor(async () => (await enqueue(w, 'b', 'x::y', {})).error === undefined, "(await enqueue(w, 'b', 'x::y', {})).error === undefined")
     const refused = await w.call('configuration::set', { id: 'queue', value: { queue_configs: { c: { type: 'lifo' } } } })
     assert.equal(refused.error.code, 'SCHEMA_INVALID')
     // Passes the schema, fails the §7.1 rule: not applied, reported as last_config_error.
     await call(w, 'configuration::set', { id: 'queue', value: { adapter: { name: 'memory' }, queue_configs: { c: { type: 'fifo' } } } })
-    await eventually(async () => {
+    await waitFor(async () => {
       const info = await call(w, 'engine::workers::info', { name: 'queue' }).catch(() => undefined)
       return String(info?.worker?.last_config_error).includes("is of type 'fifo' but 'message_group_field' is not set")
-    })
+    }, 'the condition')
     assert.equal((await enqueue(w, 'b', 'x::y', {})).error, undefined)
     assert.equal((await enqueue(w, 'c', 'x::y', {})).error.code, 'queue_not_found')
   })
@@ -448,21 +454,21 @@ describe('queue worker: settings', () => {
       await blocked
     })
     const receipt = (await enqueue(w, 'jobs', 'jobs::run', { n: 1 })).result.messageReceiptId as string
-    await eventually(() => seen.length === 1)
+    await waitFor(() => seen.length === 1, 'seen.length === 1')
     await call(w, 'configuration::set', { id: 'queue', value: { adapter: { name: 'memory' }, queue_configs: { jobs: { concurrency: 1 } } } })
-    await eventually(async () => (await call(w, 'engine::queue::list_topics', {})).every((t: { broker_type: string }) => t.broker_type === 'memory'))
+    await waitFor(async () => (await call(w, 'engine::queue::list_topics', {})).every((t: { broker_type: string }) => t.broker_type === 'memory'), 'the condition')
     const db = new DatabaseSync(join(engine.dataDir, 'queue.db'), { timeout: 10_000 })
     try {
       const stored = () => (db.prepare('SELECT COUNT(*) AS n FROM queue_messages WHERE id = ?').get(receipt) as { n: number }).n
       assert.equal(stored(), 1, 'the message is in flight in queue.db')
       finish()
-      await eventually(() => stored() === 0)
+      await waitFor(() => stored() === 0, 'stored() === 0')
     } finally {
       db.close()
     }
     // The memory backend serves new messages meanwhile.
     assert.equal((await enqueue(w, 'jobs', 'jobs::run', { n: 2 })).error, undefined)
-    await eventually(() => seen.length === 2)
+    await waitFor(() => seen.length === 2, 'seen.length === 2')
   })
 
   it('queue::define declares a queue at once, reports changed, validates with invalid_queue_config', async () => {

@@ -8,10 +8,11 @@
 import assert from 'node:assert/strict'
 import { after, describe, it } from 'node:test'
 import fc from 'fast-check'
-import { eventually, RawWorker, type Frame } from '../../../test/support/raw-worker.ts'
+import { RawWorker, type Frame } from '../../../test/support/raw-worker.ts'
 import { startTestEngine, type TestEngine } from '../../../test/support/engine.ts'
 import { recordingLogger } from '../../../test/support/recording-log.ts'
 import { startTestRedis } from '../../../test/support/redis.ts'
+import { waitFor } from '../../../test/support/wait.ts'
 
 const redis = await startTestRedis()
 const engines: TestEngine[] = []
@@ -62,20 +63,20 @@ describe('queue worker with adapter redis: a fleet on one Redis', () => {
     await call(consumer, 'engine::functions::list', {})
     // B delivers a first message and goes idle: nothing of its own makes it look at the queue again.
     assert.equal((await producer.call('jobs::run', { i: -1 }, { action: { type: 'enqueue', queue: 'jobs' } })).error, undefined)
-    await eventually(() => seen.length === 1, 10_000)
-    await eventually(async () => {
+    await waitFor(() => seen.length === 1, 'seen.length === 1', 10_000)
+    await waitFor(async () => {
       const stats = await call(producer, 'engine::queue::topic_stats', { topic: 'jobs' })
       return stats.depth === 0 && stats.in_flight === 0
-    })
+    }, 'the condition')
     seen.length = 0
     for (let i = 0; i < 20; i++) {
       const answer = await producer.call('jobs::run', { i }, { action: { type: 'enqueue', queue: 'jobs' } })
       assert.equal(answer.error, undefined)
     }
     // The lease sweep (every 15 s) would find nothing to do: only the wake-up brings them to B.
-    await eventually(() => seen.length === 20, 10_000)
+    await waitFor(() => seen.length === 20, 'seen.length === 20', 10_000)
     assert.deepEqual([...seen].sort((x, y) => x - y), Array.from({ length: 20 }, (_, i) => i))
-    await eventually(async () => (await call(producer, 'engine::queue::topic_stats', { topic: 'jobs' })).in_flight === 0)
+    await waitFor(async () => (await call(producer, 'engine::queue::topic_stats', { topic: 'jobs' })).in_flight === 0, "(await call(producer, 'engine::queue::topic_stats', { topic: 'jobs' })).in_flight === 0")
     const stats = await call(producer, 'engine::queue::topic_stats', { topic: 'jobs' })
     assert.deepEqual([stats.depth, stats.dlq_depth], [0, 0])
     const listed = (await call(producer, 'engine::queue::list_topics', {})).find((t: { name: string }) => t.name === 'jobs')
@@ -94,19 +95,19 @@ describe('queue worker with adapter redis: a fleet on one Redis', () => {
     })
     await call(doomed, 'engine::functions::list', {})
     assert.equal((await doomed.call('work::do', { n: 1 }, { action: { type: 'enqueue', queue: 'work' } })).error, undefined)
-    await eventually(() => started.length === 1)
+    await waitFor(() => started.length === 1, 'started.length === 1')
     assert.equal(attemptOf(started[0]!), '1')
     await a.stop()
     const survivor = await worker(b)
     const got: Frame[] = []
     survivor.serve('work::do', (_data, frame) => void got.push(frame))
-    await eventually(() => got.length === 1, 15_000)
+    await waitFor(() => got.length === 1, 'got.length === 1', 15_000)
     assert.deepEqual(got[0]!.data, { n: 1 })
     assert.equal(attemptOf(got[0]!), '2')
-    await eventually(async () => {
+    await waitFor(async () => {
       const stats = await call(survivor, 'engine::queue::topic_stats', { topic: 'work' })
       return stats.depth === 0 && stats.in_flight === 0 && stats.dlq_depth === 0
-    })
+    }, 'the condition')
   })
 
   it("a durable publish through engine A reaches a subscriber whose trigger lives on engine B", async () => {
@@ -118,9 +119,9 @@ describe('queue worker with adapter redis: a fleet on one Redis', () => {
     const got: unknown[] = []
     subscriber.serve('audit::log', (data) => void got.push(data))
     subscriber.send({ type: 'registertrigger', id: 'sub', trigger_type: 'durable:subscriber', function_id: 'audit::log', config: { topic: 'orders' } })
-    await eventually(async () => (await call(subscriber, 'engine::queue::topic_stats', { topic: 'orders' }).catch(() => ({}))).consumer_count === 1)
+    await waitFor(async () => (await call(subscriber, 'engine::queue::topic_stats', { topic: 'orders' }).catch(() => ({}))).consumer_count === 1, 'the condition')
     assert.deepEqual(await call(publisher, 'svc::durable::publish', { topic: 'orders', data: { id: 7 } }), { subscriber_count: 1 })
-    await eventually(() => got.length === 1, 10_000)
+    await waitFor(() => got.length === 1, 'got.length === 1', 10_000)
     assert.deepEqual(got, [{ id: 7 }])
   })
 
@@ -134,16 +135,16 @@ describe('queue worker with adapter redis: a fleet on one Redis', () => {
     const onA = await worker(a)
     onA.serve('audit::log', () => {})
     onA.send({ type: 'registertrigger', id: 'sub-a', trigger_type: 'durable:subscriber', function_id: 'audit::log', config: { topic: 'orders' } })
-    await eventually(async () => (await call(onA, 'engine::queue::topic_stats', { topic: 'orders' }).catch(() => ({}))).consumer_count === 1)
+    await waitFor(async () => (await call(onA, 'engine::queue::topic_stats', { topic: 'orders' }).catch(() => ({}))).consumer_count === 1, "(await call(onA, 'engine::queue::topic_stats', { topic: 'orders' }).catch(() => ({}))).consumer_count === 1")
     const onB = await worker(b)
     onB.serve('audit::log', (data) => void got.push(data))
     onB.send({ type: 'registertrigger', id: 'sub-b', trigger_type: 'durable:subscriber', function_id: 'audit::log', config: { topic: 'orders' } })
-    await eventually(async () => (await call(onB, 'engine::queue::topic_stats', { topic: 'orders' }).catch(() => ({}))).consumer_count === 1)
+    await waitFor(async () => (await call(onB, 'engine::queue::topic_stats', { topic: 'orders' }).catch(() => ({}))).consumer_count === 1, "(await call(onB, 'engine::queue::topic_stats', { topic: 'orders' }).catch(() => ({}))).consumer_count === 1")
     await onA.close() // A's last trigger goes: A records the subscriber detached and plans its expiry
-    await eventually(() => entries.some((e) => /subscriber orders::audit::log (is live on another engine|forgotten)/.test(e.message)), 10_000)
+    await waitFor(() => entries.some((e) => /subscriber orders::audit::log (is live on another engine|forgotten)/.test(e.message)), 'entries.some((e) => /subscriber orders::audit::log (is live on another engine|forgotten)/.test(e.message))', 10_000)
     assert.ok(entries.some((e) => /subscriber orders::audit::log is live on another engine/.test(e.message)), JSON.stringify(entries.map((e) => e.message)))
     assert.deepEqual(await call(onB, 'svc::durable::publish', { topic: 'orders', data: { id: 1 } }), { subscriber_count: 1 })
-    await eventually(() => got.length === 1, 10_000)
+    await waitFor(() => got.length === 1, 'got.length === 1', 10_000)
     assert.equal((await call(onB, 'engine::queue::topic_stats', { topic: 'orders' })).dlq_depth, 0)
   })
 
@@ -195,7 +196,7 @@ describe('queue worker with adapter redis under random input (fast-check)', () =
     )
     got.length = 0
     await engine.engine.inject({ function_id: 'engine::queue::enqueue', data: { queue: 'q', function_id: 'fz::run', data: { last: true } } })
-    await eventually(() => got.some((d) => JSON.stringify(d) === '{"last":true}'), 10_000)
+    await waitFor(() => got.some((d) => JSON.stringify(d) === '{"last":true}'), 'got.some((d) => JSON.stringify(d) === \'{"last":true}\')', 10_000)
   })
 })
 
@@ -208,12 +209,12 @@ describe('queue worker with adapter redis: Redis down and back', () => {
     await call(w, 'engine::functions::list', {})
     const enqueue = (data: unknown) => engine.engine.inject({ function_id: 'engine::queue::enqueue', data: { queue: 'jobs', function_id: 'jobs::run', data } })
     await enqueue({ n: 1 })
-    await eventually(() => got.length === 1)
+    await waitFor(() => got.length === 1, 'got.length === 1')
     await redis.stop()
     await assert.rejects(enqueue({ n: 2 }), { code: 'ADAPTER_UNAVAILABLE' })
     await assert.rejects(engine.engine.inject({ function_id: 'engine::queue::topic_stats', data: { topic: 'jobs' } }), { code: 'ADAPTER_UNAVAILABLE' })
     await redis.start()
-    await eventually(async () => {
+    await waitFor(async () => {
       try {
         await enqueue({ n: 3 })
         return true
@@ -221,7 +222,7 @@ describe('queue worker with adapter redis: Redis down and back', () => {
         assert.equal((error as { code?: string }).code, 'ADAPTER_UNAVAILABLE')
         return false
       }
-    }, 15_000)
-    await eventually(() => got.some((d) => JSON.stringify(d) === '{"n":3}'), 10_000)
+    }, 'the condition', 15_000)
+    await waitFor(() => got.some((d) => JSON.stringify(d) === '{"n":3}'), 'got.some((d) => JSON.stringify(d) === \'{"n":3}\')', 10_000)
   })
 })

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
-import { createManualClock, systemClock } from './clock.ts'
+import fc from 'fast-check'
+import { createManualClock, MAX_TIMER_MS, systemClock } from './clock.ts'
 
 describe('manual clock', () => {
   it('fires due timers in due order, ties in set order, and only when advanced far enough', () => {
@@ -45,6 +46,35 @@ describe('manual clock', () => {
   })
 })
 
+describe('manual clock under any delays and steps (property)', () => {
+  it('fires each timer once, when time reaches its delay (NaN and negatives: 0; Infinity: never), in due order', () => {
+    const delay = fc.oneof(
+      fc.integer({ min: -1_000, max: 10_000 }),
+      fc.double({ min: -1e6, max: 1e6 }),
+      fc.constantFrom(Number.NaN, Infinity, -Infinity, -0, MAX_TIMER_MS + 1),
+    )
+    fc.assert(
+      fc.property(fc.array(delay, { maxLength: 20 }), fc.array(fc.integer({ min: 0, max: 3_000 }), { maxLength: 10 }), (delays, steps) => {
+        const clock = createManualClock(50)
+        const fired: Array<{ i: number; at: number }> = []
+        delays.forEach((ms, i) => clock.setTimeout(() => fired.push({ i, at: clock.now() }), ms))
+        const due = delays.map((ms) => 50 + (ms > 0 ? ms : 0))
+        let elapsed = 0
+        for (const step of steps) {
+          clock.advance(step)
+          elapsed += step
+          const expected = due
+            .map((at, i) => ({ i, at }))
+            .filter(({ at }) => at <= 50 + elapsed)
+            .sort((a, b) => a.at - b.at || a.i - b.i)
+          assert.deepEqual(fired, expected)
+        }
+        assert.equal(clock.pending, delays.length - fired.length)
+      }),
+    )
+  })
+})
+
 describe('system clock', () => {
   it('fires after the delay and can be cancelled', async () => {
     const start = systemClock.now()
@@ -52,7 +82,17 @@ describe('system clock', () => {
     assert.ok(systemClock.now() - start >= 19)
     let fired = false
     systemClock.setTimeout(() => (fired = true), 5)()
-    await new Promise((resolve) => setTimeout(resolve, 30))
+    // A timer of the same delay set after it fires after it: the marker that it would have fired by now.
+    await new Promise<void>((resolve) => systemClock.setTimeout(resolve, 5))
     assert.equal(fired, false)
+  })
+
+  it('waits delays past the 2^31 - 1 ms of one Node timer (Node alone would fire them after 1 ms)', async () => {
+    const fired: number[] = []
+    const cancels = [MAX_TIMER_MS + 1, 30 * 24 * 3600 * 1000, Infinity].map((ms) => systemClock.setTimeout(() => fired.push(ms), ms))
+    // A 5 ms marker: a delay Node had cut to 1 ms would have fired before it.
+    await new Promise<void>((resolve) => systemClock.setTimeout(resolve, 5))
+    assert.deepEqual(fired, [])
+    for (const cancel of cancels) cancel()
   })
 })

@@ -15,12 +15,27 @@ export type CancelTimer = () => void
 export interface Clock {
   /** Milliseconds on a monotonic scale; only differences between two readings mean anything. */
   now(): number
-  /** Calls `callback` once after `ms` milliseconds (0 or less: on a later turn). Returns its cancel function. */
+  /**
+   * Calls `callback` once after `ms` milliseconds (0 or less, or NaN: on a later turn; `Infinity`:
+   * never). Any length is kept, past the 2^31 - 1 ms a single Node timer takes. Returns its cancel function.
+   */
   setTimeout(callback: () => void, ms: number): CancelTimer
 }
 
 /**
- * The real clock: `performance.now()` and unref'd `setTimeout` timers.
+ * The longest delay one Node timer takes, ms (2^31 - 1, about 24.8 days). Node runs a longer one
+ * after 1 ms; {@link systemClock} chains timers instead.
+ */
+export const MAX_TIMER_MS = 2 ** 31 - 1
+
+/** The delay a clock waits for `ms`: NaN and negatives are 0 (a later turn), anything else as is. */
+function delayOf(ms: number): number {
+  return ms > 0 ? ms : 0
+}
+
+/**
+ * The real clock: `performance.now()` and unref'd `setTimeout` timers; a delay past
+ * {@link MAX_TIMER_MS} is a chain of timers (a 30-day subscriber retention waits 30 days, not 1 ms).
  *
  * @example
  * const cancel = systemClock.setTimeout(() => console.log('late'), 10_000)
@@ -29,8 +44,22 @@ export interface Clock {
 export const systemClock: Clock = Object.freeze({
   now: () => performance.now(),
   setTimeout(callback: () => void, ms: number): CancelTimer {
-    const timer = setTimeout(callback, Math.max(0, ms))
-    timer.unref()
+    const delay = delayOf(ms)
+    if (delay <= MAX_TIMER_MS) {
+      const timer = setTimeout(callback, delay)
+      timer.unref()
+      return () => clearTimeout(timer)
+    }
+    // Rare (long retentions and delays): one link of at most MAX_TIMER_MS at a time.
+    let left = delay
+    let timer: NodeJS.Timeout
+    const link = (): void => {
+      const step = Math.min(left, MAX_TIMER_MS)
+      left -= step
+      timer = setTimeout(() => (left > 0 ? link() : callback()), step)
+      timer.unref()
+    }
+    link()
     return () => clearTimeout(timer)
   },
 })
@@ -68,7 +97,7 @@ export function createManualClock(start = 0): ManualClock {
   return {
     now: () => now,
     setTimeout(callback: () => void, ms: number): CancelTimer {
-      const timer: ManualTimer = { due: now + Math.max(0, ms), seq: seq++, callback }
+      const timer: ManualTimer = { due: now + delayOf(ms), seq: seq++, callback }
       timers.add(timer)
       return () => void timers.delete(timer)
     },

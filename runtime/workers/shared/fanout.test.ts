@@ -3,7 +3,8 @@ import { describe, it } from 'node:test'
 import { SvcError } from 'svc-protocol/errors'
 import { createManualClock } from './clock.ts'
 import { MAX_QUEUED_EVENTS, OrderedFanOut, type FanOutOptions } from './fanout.ts'
-import { fakeWorker, gate, recordingLogger, until } from './test-support/fakes.ts'
+import { fakeWorker, gate, recordingLogger } from './test-support/fakes.ts'
+import { nextTurn, waitFor } from '../../../test/support/wait.ts'
 
 function setup(handlers: Parameters<typeof fakeWorker>[0], options: Partial<FanOutOptions> = {}) {
   const worker = fakeWorker(handlers)
@@ -20,7 +21,7 @@ describe('OrderedFanOut (builtins.md §2.5)', () => {
     const { fanOut } = setup({ 'a::handler': (n) => void seen.push(n as number) })
     fanOut.register(target('a')).push(1)
     assert.deepEqual(seen, [])
-    await until(() => seen.length === 1)
+    await waitFor(() => seen.length === 1, 'seen.length === 1')
   })
 
   it('delivers each binding its events in push order, one at a time (rule 3)', async () => {
@@ -38,7 +39,7 @@ describe('OrderedFanOut (builtins.md §2.5)', () => {
     })
     const queue = fanOut.register(target('a'))
     for (let i = 0; i < 20; i++) queue.push(i)
-    await until(() => seen.length === 20)
+    await waitFor(() => seen.length === 20, 'seen.length === 20')
     assert.deepEqual(seen, [...Array(20).keys()])
     assert.equal(maxInFlight, 1)
   })
@@ -53,10 +54,10 @@ describe('OrderedFanOut (builtins.md §2.5)', () => {
       slow.push(i)
       fast.push(i)
     }
-    await until(() => seen.length === 3)
+    await waitFor(() => seen.length === 3, 'seen.length === 3')
     assert.equal(slow.length, 2, 'the stuck binding still holds its later events')
     stuck.open()
-    await until(() => slow.length === 0)
+    await waitFor(() => slow.length === 0, 'slow.length === 0')
   })
 
   it('runs the condition first with payload and metadata; false skips, a failure skips and is logged', async () => {
@@ -70,7 +71,7 @@ describe('OrderedFanOut (builtins.md §2.5)', () => {
     })
     const queue = fanOut.register(target('a', { condition_function_id: 'a::cond', metadata: { m: 1 }, namespace: 'shop' }))
     for (const n of [0, 1, 2, 3]) queue.push(n, { traceparent: `tp-${n}` })
-    await until(() => delivered.length === 2)
+    await waitFor(() => delivered.length === 2, 'delivered.length === 2')
     assert.deepEqual(delivered, [0, 3])
     const condCall = worker.calls.find((c) => c.function_id === 'a::cond')!
     assert.deepEqual(condCall, { function_id: 'a::cond', data: 0, namespace: 'shop', timeoutMs: 1000, metadata: { m: 1 }, traceparent: 'tp-0' })
@@ -98,7 +99,7 @@ describe('OrderedFanOut (builtins.md §2.5)', () => {
     const queue = fanOut.register(target('a', { condition_function_id: 'a::cond' }))
     queue.push(0)
     queue.push(1)
-    await until(() => entries.some((e) => e.level === 'error'))
+    await waitFor(() => entries.some((e) => e.level === 'error'), "entries.some((e) => e.level === 'error')")
     const handlerCalls = worker.calls.filter((c) => c.function_id === 'a::handler')
     assert.deepEqual(handlerCalls.map((c) => c.timeoutMs), [600])
     assert.deepEqual(entries.find((e) => e.level === 'error')!.data, {
@@ -120,7 +121,7 @@ describe('OrderedFanOut (builtins.md §2.5)', () => {
     const queue = fanOut.register(target('a'))
     queue.push(0)
     queue.push(1)
-    await until(() => seen.length === 1)
+    await waitFor(() => seen.length === 1, 'seen.length === 1')
     assert.deepEqual(entries.filter((e) => e.level === 'error').map((e) => [e.message, e.data?.code]), [['state trigger a: handler failed', 'E_H']])
   })
 
@@ -139,7 +140,7 @@ describe('OrderedFanOut (builtins.md §2.5)', () => {
     )
     const queue = fanOut.register(target('a'))
     queue.push(0)
-    await until(() => queue.length === 0) // 0 is being delivered
+    await waitFor(() => queue.length === 0, 'queue.length === 0') // 0 is being delivered
     for (let i = 1; i <= 6; i++) queue.push(i) // 1, 2, 3 dropped
     const warnings = () => entries.filter((e) => e.level === 'warn')
     assert.equal(warnings().length, 1, 'the first drop warns, the next ones within the interval do not')
@@ -150,7 +151,7 @@ describe('OrderedFanOut (builtins.md §2.5)', () => {
     assert.equal(warnings().length, 2)
     assert.equal(warnings()[1]!.data!.dropped, 4)
     stuck.open()
-    await until(() => seen.length === 4)
+    await waitFor(() => seen.length === 4, 'seen.length === 4')
     assert.deepEqual(seen, [0, 5, 6, 7])
     assert.equal(MAX_QUEUED_EVENTS, 10_000)
   })
@@ -167,12 +168,13 @@ describe('OrderedFanOut (builtins.md §2.5)', () => {
     const queue = fanOut.register(target('a'))
     queue.push(0)
     queue.push(1)
-    await until(() => queue.length === 1)
+    await waitFor(() => queue.length === 1, 'queue.length === 1')
     fanOut.unregister('a')
     assert.equal(fanOut.get('a'), undefined)
     queue.push(2)
     stuck.open()
-    await new Promise((resolve) => setTimeout(resolve, 20))
+    await waitFor(() => seen.length > 0, 'the delivery in flight to finish')
+    await nextTurn() // the drain goes on by promises alone: a wrong next delivery has run by now
     assert.deepEqual(seen, [0])
   })
 
@@ -189,20 +191,22 @@ describe('OrderedFanOut (builtins.md §2.5)', () => {
     const queue = fanOut.register(target('a'))
     queue.push(0)
     queue.push(1)
-    await until(() => queue.length === 1)
+    await waitFor(() => queue.length === 1, 'queue.length === 1')
     assert.equal(fanOut.register({ ...target('a'), function_id: 'a::v2' }), queue)
     stuck.open()
-    await until(() => seen.length === 2)
+    await waitFor(() => seen.length === 2, 'seen.length === 2')
     assert.deepEqual(seen, ['old 0', 'new 1'])
   })
 
   it('clear() drops what waits; stop() also refuses new events and silences in-flight failures', async () => {
     const stuck = gate()
+    const thrown = gate()
     const seen: number[] = []
     const { fanOut, entries } = setup({
       'a::handler': async (n) => {
         if (n === 0) {
           await stuck.promise
+          thrown.open()
           throw new SvcError('E', 'late')
         }
         seen.push(n as number)
@@ -211,14 +215,15 @@ describe('OrderedFanOut (builtins.md §2.5)', () => {
     const queue = fanOut.register(target('a'))
     queue.push(0)
     queue.push(1)
-    await until(() => queue.length === 1)
+    await waitFor(() => queue.length === 1, 'queue.length === 1')
     fanOut.clear()
     assert.equal(queue.length, 0)
     fanOut.stop()
     queue.push(2)
     assert.equal(queue.length, 0)
     stuck.open()
-    await new Promise((resolve) => setTimeout(resolve, 20))
+    await thrown.promise
+    await nextTurn() // the failure and any wrong later delivery run by promises alone: done by now
     assert.deepEqual(seen, [])
     assert.equal(entries.filter((e) => e.level === 'error').length, 0)
   })

@@ -4,7 +4,8 @@ import { createServer as createNetServer, type AddressInfo } from 'node:net'
 import { describe, it } from 'node:test'
 import { createManualClock } from './clock.ts'
 import { ListeningServer, listenUrl, SERVER_TIMEOUTS, serverOptions } from './listening-server.ts'
-import { gate, recordingLogger, until } from './test-support/fakes.ts'
+import { gate, recordingLogger } from './test-support/fakes.ts'
+import { waitFor } from '../../../test/support/wait.ts'
 
 /** GET over a fresh connection; resolves with status and body text. */
 function get(url: string): Promise<{ status: number; text: string }> {
@@ -101,7 +102,7 @@ describe('ListeningServer (builtins.md §3.1 rebind)', () => {
     await listener.listen('127.0.0.1', 0)
     const oldUrl = listener.urls[0]!
     const slow = get(`${oldUrl}/slow`)
-    await until(() => arrived === 1)
+    await waitFor(() => arrived === 1, 'arrived === 1')
     assert.equal(await listener.listen('127.0.0.1', await freePort()), true)
     const newUrl = listener.urls[0]!
     assert.notEqual(newUrl, oldUrl)
@@ -110,18 +111,19 @@ describe('ListeningServer (builtins.md §3.1 rebind)', () => {
     assert.equal(listener.retiringCount, 1)
     held.open()
     assert.deepEqual(await slow, { status: 200, text: 'slow done' }, 'an in-flight request finishes on the old server')
-    await until(() => listener.retiringCount === 0)
+    await waitFor(() => listener.retiringCount === 0, 'listener.retiringCount === 0')
     clock.advance(10_000)
     await listener.stop()
   })
 
   it('cuts connections still open on the old server when the grace period ends', async () => {
+    let arrived = false
     const { listener, clock } = setup(() => {
-      /* never answers */
+      arrived = true // and never answers
     })
     await listener.listen('127.0.0.1', 0)
     const stuck = get(`${listener.urls[0]!}/never`)
-    await new Promise((resolve) => setTimeout(resolve, 20))
+    await waitFor(() => arrived, 'the request at the server')
     await listener.listen('127.0.0.1', await freePort())
     clock.advance(9_999)
     assert.equal(listener.retiringCount, 1)

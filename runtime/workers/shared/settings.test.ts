@@ -3,6 +3,7 @@ import { describe, it } from 'node:test'
 import { SvcError } from 'svc-protocol/errors'
 import { createSettingsApplier, settingsKeyOf, withSettingsKey } from './settings.ts'
 import { gate, recordingLogger } from './test-support/fakes.ts'
+import { nextTurn, waitFor } from '../../../test/support/wait.ts'
 
 interface Settings {
   port: number
@@ -31,7 +32,8 @@ describe('createSettingsApplier (builtins.md §2.7)', () => {
     })
     const a = applier.apply({ port: 1 })
     const b = applier.apply({ port: 2 })
-    await new Promise((resolve) => setTimeout(resolve, 10))
+    await waitFor(() => order.length > 0, 'the first apply to start')
+    await nextTurn() // applications chain by promises alone: a second one not waiting has started by now
     assert.deepEqual(order, ['start 1'], 'the second apply waits, parse included')
     first.open()
     assert.deepEqual(await a, { port: 1 })

@@ -11,10 +11,11 @@ import { DatabaseSync } from 'node:sqlite'
 import { after, before, describe, it } from 'node:test'
 import type { Logger } from '../../engine/types.ts'
 import { startTestEngine, type TestEngine } from '../../../test/support/engine.ts'
-import { eventually, RawWorker, type Frame } from '../../../test/support/raw-worker.ts'
+import { RawWorker, type Frame } from '../../../test/support/raw-worker.ts'
 import { recordingLogger } from '../../../test/support/recording-log.ts'
 import { rejection } from '../../../test/support/sdk-harness.ts'
 import { StateWorker } from './worker.ts'
+import { waitFor } from '../../../test/support/wait.ts'
 
 
 async function startStateEngine(
@@ -400,7 +401,7 @@ describe('state triggers (builtins.md §4.3)', () => {
     await call('state::set', { scope: 'users', key: 'u2', value: 'other key' })
     await call('state::set', { scope: 'users', key: 'u1', value: 'marker' })
 
-    await eventually(() => c.events('audit::on-user').length === 5)
+    await waitFor(() => c.events('audit::on-user').length === 5, "c.events('audit::on-user').length === 5")
     const base = { type: 'state', message_type: 'state', scope: 'users', key: 'u1' }
     assert.deepEqual(c.events('audit::on-user'), [
       { ...base, event_type: 'state:created', old_value: null, new_value: { name: 'Al' } },
@@ -426,8 +427,8 @@ describe('state triggers (builtins.md §4.3)', () => {
     await call('state::set', { scope: 'filter-b', key: 'k2', value: 2 })
     await call('state::set', { scope: 'filter-a', key: 'k2', value: 3 })
 
-    await eventually(
-      () => c.events('f::all').length === 3 && c.events('f::scope').length === 2 && c.events('f::key').length === 2,
+    await waitFor(
+      () => c.events('f::all').length === 3 && c.events('f::scope').length === 2 && c.events('f::key').length === 2, "c.events('f::all').length === 3 && c.events('f::scope').length === 2 && c.events('f::key').length === 2",
     )
     const values = (id: string) => c.events(id).map((e) => e.new_value)
     assert.deepEqual(values('f::all'), [1, 2, 3])
@@ -446,7 +447,7 @@ describe('state triggers (builtins.md §4.3)', () => {
     await c.settled()
 
     await call('state::set', { scope: 'meta', key: 'k', value: 1 })
-    await eventually(() => c.received.get('meta::with')!.length === 1 && c.received.get('meta::without')!.length === 1)
+    await waitFor(() => c.received.get('meta::with')!.length === 1 && c.received.get('meta::without')!.length === 1, "c.received.get('meta::with')!.length === 1 && c.received.get('meta::without')!.length === 1")
     const [withMeta] = c.received.get('meta::with')!
     const [withoutMeta] = c.received.get('meta::without')!
     assert.deepEqual(withMeta!.frame.metadata, { team: 'platform' })
@@ -462,7 +463,7 @@ describe('state triggers (builtins.md §4.3)', () => {
     await c.settled()
     const traceparent = '00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01'
     await call('state::set', { scope: 'traced', key: 'k', value: 1 }, { traceparent })
-    await eventually(() => c.received.get('trace::on')!.length === 1)
+    await waitFor(() => c.received.get('trace::on')!.length === 1, "c.received.get('trace::on')!.length === 1")
     assert.equal(c.received.get('trace::on')![0]!.frame.traceparent, traceparent)
   })
 
@@ -481,7 +482,7 @@ describe('state triggers (builtins.md §4.3)', () => {
     }
     await call('state::set', { scope: 'cond', key: 'absent-verdict', value: {} })
 
-    await eventually(() => c.events('cond::handler').length === verdicts.length)
+    await waitFor(() => c.events('cond::handler').length === verdicts.length, "c.events('cond::handler').length === verdicts.length")
     assert.deepEqual(
       c.events('cond::handler').map((e) => e.key),
       ['k1', 'k2', 'k3', 'k4', 'k5', 'k6', 'absent-verdict'],
@@ -510,7 +511,7 @@ describe('state triggers (builtins.md §4.3)', () => {
     await c.settled()
 
     await own.engine.inject({ function_id: 'state::set', data: { scope: 'c2', key: 'k', value: 1 } })
-    await eventually(() => entries.filter((e) => e.level === 'error').length === 2)
+    await waitFor(() => entries.filter((e) => e.level === 'error').length === 2, "entries.filter((e) => e.level === 'error').length === 2")
     assert.deepEqual(c.events('cond::after-throw'), [])
     assert.deepEqual(c.events('cond::after-missing'), [])
     const thrown = entries.find((e) => e.data?.trigger_id === failingId)!
@@ -544,10 +545,10 @@ describe('state triggers (builtins.md §4.3)', () => {
     // Every write returns while the slow handler is still blocked on the first event.
     for (let i = 0; i < 20; i++) await call('state::set', { scope: 'fifo', key: 'k', value: i })
     // The other trigger is not held up by the slow one.
-    await eventually(() => c.events('fifo::fast').length === 20)
+    await waitFor(() => c.events('fifo::fast').length === 20, "c.events('fifo::fast').length === 20")
     assert.equal(c.events('fifo::slow').length, 1)
     release()
-    await eventually(() => c.events('fifo::slow').length === 20)
+    await waitFor(() => c.events('fifo::slow').length === 20, "c.events('fifo::slow').length === 20")
     const expected = Array.from({ length: 20 }, (_, i) => i)
     assert.deepEqual(c.events('fifo::slow').map((e) => e.new_value), expected)
     assert.deepEqual(c.events('fifo::fast').map((e) => e.new_value), expected)
@@ -571,9 +572,9 @@ describe('state triggers (builtins.md §4.3)', () => {
     for (const value of ['throw', 'hang', 'after']) {
       await own.engine.inject({ function_id: 'state::set', data: { scope: 'errs', key: 'k', value } })
     }
-    await eventually(() => c.events('err::handler').length === 3)
+    await waitFor(() => c.events('err::handler').length === 3, "c.events('err::handler').length === 3")
     assert.deepEqual(c.events('err::handler').map((e) => e.new_value), ['throw', 'hang', 'after'])
-    await eventually(() => entries.filter((e) => e.level === 'error').length === 2)
+    await waitFor(() => entries.filter((e) => e.level === 'error').length === 2, "entries.filter((e) => e.level === 'error').length === 2")
     const logged = entries.filter((e) => e.level === 'error').map((e) => e.data)
     assert.deepEqual(logged[0], { trigger_id: id, function_id: 'err::handler', code: 'E_HANDLER', message: 'handler exploded' })
     assert.deepEqual(logged[1], { trigger_id: id, function_id: 'err::handler', code: 'TIMEOUT', message: 'invocation timed out after 200ms' })
@@ -593,7 +594,7 @@ describe('state triggers (builtins.md §4.3)', () => {
 
     // The first event is taken by the handler (blocked); 10 001 more wait, one too many.
     await own.engine.inject({ function_id: 'state::set', data: { scope: 'flood', key: 'k', value: 0 } })
-    await eventually(() => c.events('flood::handler').length === 1)
+    await waitFor(() => c.events('flood::handler').length === 1, "c.events('flood::handler').length === 1")
     for (let i = 1; i <= 10_001; i++) {
       await own.engine.inject({ function_id: 'state::set', data: { scope: 'flood', key: 'k', value: i } })
     }
@@ -601,7 +602,7 @@ describe('state triggers (builtins.md §4.3)', () => {
     assert.equal(warnings.length, 1)
     assert.equal(warnings[0]!.data!.dropped, 1)
     release()
-    await eventually(() => c.events('flood::handler').length === 10_001, 30_000)
+    await waitFor(() => c.events('flood::handler').length === 10_001, "c.events('flood::handler').length === 10_001", 30_000)
     const values = c.events('flood::handler').map((e) => e.new_value as number)
     assert.deepEqual(values.slice(0, 3), [0, 2, 3])
     assert.equal(values.at(-1), 10_001)
@@ -621,7 +622,7 @@ describe('state triggers (builtins.md §4.3)', () => {
     await set('while disabled')
     await worker.applySettings({ adapter: { name: 'memory' } })
     await set('after')
-    await eventually(() => c.events('toggle::handler').length === 1)
+    await waitFor(() => c.events('toggle::handler').length === 1, "c.events('toggle::handler').length === 1")
     assert.deepEqual(c.events('toggle::handler')[0]!.new_value, 'after')
     // The stored value kept changing all along.
     assert.deepEqual(c.events('toggle::handler')[0]!.old_value, 'while disabled')
@@ -638,7 +639,7 @@ describe('state triggers (builtins.md §4.3)', () => {
     await own.engine.inject({ function_id: 'state::set', data: { scope: 'switch', key: 'k', value: 'sqlite' } })
     await worker.applySettings({ adapter: { name: 'memory' } })
     await own.engine.inject({ function_id: 'state::set', data: { scope: 'switch', key: 'k', value: 'memory' } })
-    await eventually(() => c.events('switch::handler').length === 2)
+    await waitFor(() => c.events('switch::handler').length === 2, "c.events('switch::handler').length === 2")
     assert.deepEqual(
       c.events('switch::handler').map((e) => [e.event_type, e.new_value]),
       [
@@ -656,7 +657,7 @@ describe('state triggers (builtins.md §4.3)', () => {
     c.bind('ns::handler', { scope: 'ns', condition_function_id: 'ns::cond' }, { namespace: 'tenant-a' })
     await c.settled()
     await call('state::set', { scope: 'ns', key: 'k', value: 1 })
-    await eventually(() => c.events('ns::handler').length === 1)
+    await waitFor(() => c.events('ns::handler').length === 1, "c.events('ns::handler').length === 1")
     assert.equal(c.received.get('ns::cond')!.length, 1)
   })
 
@@ -687,7 +688,7 @@ describe('state triggers (builtins.md §4.3)', () => {
     c.worker.send({ type: 'unregistertrigger', id: gone })
     await c.settled()
     await call('state::set', { scope: 'unreg', key: 'k', value: 1 })
-    await eventually(() => c.events('unreg::kept').length === 1)
+    await waitFor(() => c.events('unreg::kept').length === 1, "c.events('unreg::kept').length === 1")
     assert.deepEqual(c.events('unreg::gone'), [])
   })
 })

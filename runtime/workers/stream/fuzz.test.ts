@@ -9,9 +9,9 @@ import assert from 'node:assert/strict'
 import { after, before, it } from 'node:test'
 import fc from 'fast-check'
 import type { TestEngine } from '../../../test/support/engine.ts'
-import { eventually } from '../../../test/support/raw-worker.ts'
 import { startStreamEngine, StreamSocket } from './test-support/stream.ts'
 import type { StreamWorker } from './worker.ts'
+import { waitFor } from '../../../test/support/wait.ts'
 
 let test: TestEngine
 let worker: StreamWorker
@@ -95,11 +95,11 @@ it('a client that stops reading and sends random joins and leaves of a large gro
           if (o.type === 'join') socket.join(o.subscriptionId, o.streamName, 'g')
           else socket.leave(o.subscriptionId, o.streamName, 'g')
         }
-        await eventually(() => reads === joins || worker.clientStats.slow_clients_closed > closedBefore, 30_000)
+        await waitFor(() => reads === joins || worker.clientStats.slow_clients_closed > closedBefore, 'reads === joins || worker.clientStats.slow_clients_closed > closedBefore', 30_000)
         // ws's frame headers are on top of the frames' bytes.
         assert.ok(largest <= bound + 1024, `${largest} bytes unsent for one client`)
         socket.socket.terminate()
-        await eventually(() => worker.clientStats.clients === 0, 30_000)
+        await waitFor(() => worker.clientStats.clients === 0, 'worker.clientStats.clients === 0', 30_000)
         const left = worker.clientStats
         assert.deepEqual([left.subscriptions, left.groups, left.unsent_messages, left.unsent_bytes], [0, 0, 0, 0])
       }),

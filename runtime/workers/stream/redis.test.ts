@@ -7,9 +7,9 @@
 import assert from 'node:assert/strict'
 import { after, describe, it } from 'node:test'
 import { registerWorker } from 'svc-sdk'
-import { eventually } from '../../../test/support/raw-worker.ts'
 import { startTestRedis } from '../../../test/support/redis.ts'
 import { startStreamEngine, StreamSocket } from './test-support/stream.ts'
+import { waitFor } from '../../../test/support/wait.ts'
 
 const redis = await startTestRedis()
 after(() => redis.close())
@@ -66,14 +66,14 @@ describe('svc-stream with adapter redis: two engines on one Redis', () => {
     client.registerTrigger({ type: 'stream', function_id: 't::on-change', config: { stream_name: 'orders' } })
     const callB = (function_id: string, data: unknown) => b.test.engine.inject({ function_id, data })
     // Until the trigger is registered on A, B's probes go unheard.
-    await eventually(async () => {
+    await waitFor(async () => {
       await callB('stream::set', { stream_name: 'orders', group_id: 'probe', item_id: 'p', data: Date.now() })
       return received.length > 0
-    })
+    }, 'the condition')
     received.length = 0
     for (let i = 0; i < 10; i++) await callB('stream::set', { stream_name: 'orders', group_id: 'g', item_id: 'o', data: i })
     await callB('stream::delete', { stream_name: 'orders', group_id: 'g', item_id: 'o' })
-    await eventually(() => received.filter((e) => e.groupId === 'g').length >= 11)
+    await waitFor(() => received.filter((e) => e.groupId === 'g').length >= 11, "received.filter((e) => e.groupId === 'g').length >= 11")
     const events = received.filter((e) => e.groupId === 'g')
     assert.deepEqual(events.map((e) => e.event.type), ['create', ...Array(9).fill('update'), 'delete'])
     assert.deepEqual(events.slice(0, 10).map((e) => e.event.data), Array.from({ length: 10 }, (_, i) => i))

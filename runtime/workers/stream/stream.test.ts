@@ -6,9 +6,10 @@ import assert from 'node:assert/strict'
 import { after, before, describe, it } from 'node:test'
 import { registerWorker, type SvcClient } from 'svc-sdk'
 import type { TestEngine } from '../../../test/support/engine.ts'
-import { eventually } from '../../../test/support/raw-worker.ts'
 import { startStreamEngine, StreamSocket, type Frame } from './test-support/stream.ts'
 import type { StreamWorker } from './worker.ts'
+import { quietPeriod, waitFor } from '../../../test/support/wait.ts'
+import { bindingsSettled } from '../../../test/support/sdk-harness.ts'
 
 async function failure(promise: Promise<unknown>): Promise<{ code: string; message: string }> {
   try {
@@ -94,6 +95,7 @@ describe('custom streams, stream triggers and join/leave hooks over svc-sdk', ()
   const received: Frame[] = []
   const custom = new Map<string, unknown>()
   const hookCalls: Array<{ hook: string; payload: Frame; metadata: unknown }> = []
+  const triggerIds: string[] = []
 
   before(async () => {
     ;({ test } = await startStreamEngine())
@@ -102,8 +104,8 @@ describe('custom streams, stream triggers and join/leave hooks over svc-sdk', ()
       received.push(event)
     })
     client.registerFunction('t::only-u2', async (event: Frame) => event.id === 'u2')
-    client.registerTrigger({ type: 'stream', function_id: 't::on-change', config: { stream_name: 'presence', group_id: 'room-1', condition_function_id: 't::only-u2' } })
-    client.registerTrigger({ type: 'stream', function_id: 't::on-change', config: { stream_name: 'presence', group_id: 'room-2' } })
+    triggerIds.push(client.registerTrigger({ type: 'stream', function_id: 't::on-change', config: { stream_name: 'presence', group_id: 'room-1', condition_function_id: 't::only-u2' } }).id)
+    triggerIds.push(client.registerTrigger({ type: 'stream', function_id: 't::on-change', config: { stream_name: 'presence', group_id: 'room-2' } }).id)
     // A custom stream `shop` kept in a Map.
     const key = (p: Frame) => `${p.group_id}/${p.item_id}`
     client.registerFunction('stream::get(shop)', async (p: Frame) => custom.get(key(p)))
@@ -122,7 +124,7 @@ describe('custom streams, stream triggers and join/leave hooks over svc-sdk', ()
     client.registerFunction('stream::list_groups(shop)', async () => {
       throw Object.assign(new Error('backend down'), { code: 'SHOP_DOWN' })
     })
-    client.registerTrigger({ type: 'stream', function_id: 't::on-change', config: { stream_name: 'shop' } })
+    triggerIds.push(client.registerTrigger({ type: 'stream', function_id: 't::on-change', config: { stream_name: 'shop' } }).id)
     client.registerFunction('t::join-hook', async (payload: Frame, metadata: unknown) => {
       hookCalls.push({ hook: 'join', payload, metadata })
       return payload.id === 'banned' ? { unauthorized: true } : payload.id === 'broken' ? Promise.reject(new Error('hook broke')) : { unauthorized: 'no' }
@@ -131,18 +133,18 @@ describe('custom streams, stream triggers and join/leave hooks over svc-sdk', ()
       hookCalls.push({ hook: 'leave', payload, metadata: undefined })
     })
     client.registerFunction('t::false', async () => false)
-    client.registerTrigger({ type: 'stream:join', function_id: 't::join-hook', config: { stream_name: 'presence' }, metadata: { m: 1 } })
-    client.registerTrigger({ type: 'stream:join', function_id: 't::join-hook', config: { stream_name: 'presence', group_id: 'gated', condition_function_id: 't::false' } })
-    client.registerTrigger({ type: 'stream:leave', function_id: 't::leave-hook', config: { group_id: 'room-1' } })
-    await eventually(async () => {
+    triggerIds.push(client.registerTrigger({ type: 'stream:join', function_id: 't::join-hook', config: { stream_name: 'presence' }, metadata: { m: 1 } }).id)
+    triggerIds.push(client.registerTrigger({ type: 'stream:join', function_id: 't::join-hook', config: { stream_name: 'presence', group_id: 'gated', condition_function_id: 't::false' } }).id)
+    triggerIds.push(client.registerTrigger({ type: 'stream:leave', function_id: 't::leave-hook', config: { group_id: 'room-1' } }).id)
+    await waitFor(async () => {
       try {
         await call('stream::list', { stream_name: 'shop', group_id: 'x' })
         return (await call('stream::list', { stream_name: 'shop', group_id: 'x' }) as unknown[])[0] === 'custom-list'
       } catch {
         return false
       }
-    })
-    await new Promise((resolve) => setTimeout(resolve, 100))
+    }, 'the condition')
+    await bindingsSettled(test.engine, triggerIds)
   })
   after(async () => {
     await client.shutdown()
@@ -156,7 +158,7 @@ describe('custom streams, stream triggers and join/leave hooks over svc-sdk', ()
     await call('stream::set', item('u1', { data: 1 }))
     await call('stream::set', item('u2', { data: 2 }))
     await call('stream::send', { stream_name: 'presence', group_id: 'room-2', type: 'typing', data: { x: 1 }, id: 'a' })
-    await eventually(() => received.length >= 23)
+    await waitFor(() => received.length >= 23, 'received.length >= 23')
     const room2 = received.filter((e) => e.groupId === 'room-2')
     assert.deepEqual(room2.map((e) => e.event.type), ['create', ...Array(19).fill('update'), 'delete', 'event'])
     assert.deepEqual(room2.slice(0, 20).map((e) => e.event.data), Array.from({ length: 20 }, (_, i) => i))
@@ -177,9 +179,11 @@ describe('custom streams, stream triggers and join/leave hooks over svc-sdk', ()
     assert.deepEqual(await failure(call('stream::list_groups', { stream_name: 'shop' })).then((e) => e.code), 'SHOP_DOWN')
     assert.deepEqual(await call('stream::delete', { stream_name: 'shop', group_id: 'g', item_id: 'i' }), { old_value: { n: 2 } })
     assert.deepEqual(await call('stream::delete', { stream_name: 'shop', group_id: 'g', item_id: 'i' }), {})
-    await eventually(() => received.length >= 3)
-    await new Promise((resolve) => setTimeout(resolve, 50))
-    assert.deepEqual(received.map((e) => [e.event.type, e.event.data]), [['create', { n: 1 }], ['update', { n: 2 }], ['delete', { n: 2 }]])
+    // A marker after them: the trigger delivers in order, so anything wrongly fired came before it.
+    await call('stream::set', { stream_name: 'shop', group_id: 'g', item_id: 'marker', data: 'm' })
+    await waitFor(() => received.some((e) => e.id === 'marker'), 'the marker event')
+    custom.delete('g/marker')
+    assert.deepEqual(received.filter((e) => e.id !== 'marker').map((e) => [e.event.type, e.event.data]), [['create', { n: 1 }], ['update', { n: 2 }], ['delete', { n: 2 }]])
     // Nothing reached the adapter.
     assert.deepEqual(await test.engine.inject({ function_id: 'stream::list_all', data: {} }).then((r: any) => r.streams.filter((s: any) => s.stream_name === 'shop')), [])
   })
@@ -204,11 +208,11 @@ describe('custom streams, stream triggers and join/leave hooks over svc-sdk', ()
     assert.equal(socket.frames.filter((f) => f.subscriptionId === 's2').length, 1)
     // Leave hooks: explicit leave, then every open subscription at close.
     socket.leave('s1', 'presence', 'room-1')
-    await eventually(() => hookCalls.some((c) => c.hook === 'leave' && c.payload.subscription_id === 's1'))
+    await waitFor(() => hookCalls.some((c) => c.hook === 'leave' && c.payload.subscription_id === 's1'), "hookCalls.some((c) => c.hook === 'leave' && c.payload.subscription_id === 's1')")
     socket.join('s5', 'presence', 'room-1')
     await socket.next((f) => f.subscriptionId === 's5')
     socket.close()
-    await eventually(() => hookCalls.some((c) => c.hook === 'leave' && c.payload.subscription_id === 's5'))
+    await waitFor(() => hookCalls.some((c) => c.hook === 'leave' && c.payload.subscription_id === 's5'), "hookCalls.some((c) => c.hook === 'leave' && c.payload.subscription_id === 's5')")
     assert.equal(hookCalls.filter((c) => c.hook === 'leave').length, 2, 'the leave hook filters on room-1; s4 (gated) is not reported')
   })
 })
@@ -250,12 +254,15 @@ describe('client WebSocket (builtins.md §6.6)', () => {
     const frame = socket.frames.find((f) => f.subscriptionId === 'all' && f.event.type === 'create')!
     assert.deepEqual(Object.keys(frame).sort(), ['event', 'groupId', 'id', 'streamName', 'subscriptionId', 'timestamp', 'type'])
     socket.leave('all', 'docs', 'g')
-    await eventually(async () => {
+    let round = 0
+    await waitFor(async () => {
       const before = socket.frames.length
-      await call('stream::set', { stream_name: 'docs', group_id: 'g', item_id: 'c', data: 1 })
-      await new Promise((r) => setTimeout(r, 50))
+      await call('stream::set', { stream_name: 'docs', group_id: 'g', item_id: 'c', data: ++round })
+      // A marker after it that just-b hears: a frame of 'all' for c would have come no later.
+      await call('stream::set', { stream_name: 'docs', group_id: 'g', item_id: 'b', data: round })
+      await socket.next((f) => f.subscriptionId === 'just-b' && f.event.data === round, 5000, before)
       return socket.frames.slice(before).every((f) => f.subscriptionId !== 'all')
-    })
+    }, "no more frames for 'all' after leave")
     socket.close()
   })
 
@@ -319,7 +326,7 @@ describe('client WebSocket (builtins.md §6.6)', () => {
     // 100 joins stay below the 1024 unsent messages (client_buffer_messages) and the 256 client
     // messages that may wait to be handled; only the bytes bound can close this client.
     for (let i = 0; i < 100; i++) slow.join(`s${i}`, 'heavy', 'g')
-    await eventually(() => worker.clientStats?.slow_clients_closed === closedBefore + 1, 30_000)
+    await waitFor(() => worker.clientStats?.slow_clients_closed === closedBefore + 1, 'worker.clientStats?.slow_clients_closed === closedBefore + 1', 30_000)
     await call('stream::set', { stream_name: 'heavy', group_id: 'g', item_id: 'after', data: 1 })
     assert.equal((await fast.next((f) => f.event.type === 'create')).id, 'after', 'the fast client keeps receiving')
     // Nothing of the slow client is left on the server: only the fast client and its subscription.
@@ -333,7 +340,7 @@ describe('client WebSocket (builtins.md §6.6)', () => {
     const syncs = slow.frames.filter((f) => f.event.type === 'sync').length
     assert.ok(syncs < 50, `the slow client got ${syncs} syncs before the close frame`)
     fast.close()
-    await eventually(() => worker.clientStats.clients === 0)
+    await waitFor(() => worker.clientStats.clients === 0, 'worker.clientStats.clients === 0')
     assert.deepEqual(worker.clientStats, { clients: 0, subscriptions: 0, groups: 0, unsent_messages: 0, unsent_bytes: 0, slow_clients_closed: closedBefore + 1 })
     await worker.applySettings({ port: 0, adapter: { name: 'memory' } })
   })
@@ -346,7 +353,7 @@ describe('client WebSocket (builtins.md §6.6)', () => {
     for (let i = 0; i < 200; i++) client.join('s', 'rejoin-big', 'g')
     client.join('done', 'rejoin-small', 'g')
     // The last join was handled: the replaced subscriptions' syncs left the queue with them.
-    await eventually(() => worker.clientStats?.subscriptions === 2, 30_000)
+    await waitFor(() => worker.clientStats?.subscriptions === 2, 'worker.clientStats?.subscriptions === 2', 30_000)
     assert.ok(worker.clientStats.unsent_bytes < 4 * 1024 * 1024, `${worker.clientStats.unsent_bytes} bytes unsent`)
     client.resume()
     await client.next((f) => f.subscriptionId === 'done' && f.event.type === 'sync', 30_000)
@@ -425,14 +432,14 @@ describe('client authentication (§6.6)', () => {
       inputs.push({ join: payload })
     })
     client.registerTrigger({ type: 'stream:join', function_id: 't::join', config: {} })
-    await eventually(async () => {
+    await waitFor(async () => {
       try {
         await test.engine.inject({ function_id: 't::auth', data: { query_params: { token: ['good'] } } })
         return true
       } catch {
         return false
       }
-    })
+    }, 'the condition')
     inputs.length = 0
   })
   after(async () => {
@@ -495,7 +502,7 @@ describe('settings (§6.1, §2.7)', () => {
       assert.deepEqual((await fresh.next((f) => f.event.type === 'sync')).event.data, ['in stream.db'])
       await set('again')
       await fresh.next((f) => f.event.type === 'update' && f.event.data === 'again')
-      await new Promise((resolve) => setTimeout(resolve, 50))
+      await quietPeriod(50, 'a connection on the old adapter hears no change made on the new one')
       assert.equal(old.frames.length, 1, 'the old connection hears only its own adapter')
       old.close()
       await old.closed()

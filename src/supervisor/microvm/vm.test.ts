@@ -12,6 +12,7 @@ import { fileURLToPath } from 'node:url'
 import { after, describe, it } from 'node:test'
 import { createInterface } from 'node:readline'
 import { findVmm } from './vm.ts'
+import { waitFor } from '../../../test/support/wait.ts'
 
 function missing(): string | undefined {
   if (process.platform !== 'linux' || process.arch !== 'x64') return 'needs Linux on x86-64'
@@ -69,12 +70,9 @@ describe('microVM host processes', { skip: missing() }, () => {
     assert.equal(pids.length, 3)
     try {
       child.kill('SIGKILL')
-      const deadline = Date.now() + 20_000
-      while (pids.some(alive) && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 50))
-      assert.deepEqual(pids.filter(alive), [], 'QEMU and virtiofsd are gone after kill -9 of their parent')
+      await waitFor(() => !pids.some(alive), () => `QEMU and virtiofsd gone after kill -9 of their parent; alive: ${pids.filter(alive)}`, 20_000, 50)
       // virtiofsd's own sandboxed child too (its command line names the shared directory).
-      while (sharing(scratch).length > 0 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 50))
-      assert.deepEqual(sharing(scratch), [], 'no process shares the directory any more')
+      await waitFor(() => sharing(scratch).length === 0, () => `no process sharing the directory; still: ${sharing(scratch)}`, 20_000, 50)
     } finally {
       for (const pid of pids) {
         try {

@@ -22,7 +22,8 @@ import {
   type ChannelSocketEvents,
   type StreamChannelRef,
 } from '../../src/client/index.ts'
-import { ScriptedTransport, until } from './support.ts'
+import { ScriptedTransport } from './support.ts'
+import { waitFor } from '../../../../test/support/wait.ts'
 
 const ID = '7c1e9a4e-2f0b-4c1d-9e8f-3a2b1c0d9e8f'
 const READ: StreamChannelRef = { channel_id: ID, access_key: 'e9d8c7b6-a5f4-4e3d-8c2b-1a0f9e8d7c6b', direction: 'read' }
@@ -285,7 +286,7 @@ describe('ChannelWriter (sdk.md §9)', () => {
     assert.equal(done, false)
     assert.equal(socket.sent.length, 3)
     socket.bufferedAmount = 0 // the network took it
-    await until(() => socket.sent.length === 5, 'two more frames once there was room')
+    await waitFor(() => socket.sent.length === 5, 'two more frames once there was room', 10_000, 5)
     assert.equal(done, false)
     socket.accumulate = false
     socket.bufferedAmount = 0
@@ -492,7 +493,7 @@ describe('ChannelReader (sdk.md §9, §13)', () => {
         if (got.length === 2) break
       }
     })()
-    await until(() => sockets.length === 1, 'connected')
+    await waitFor(() => sockets.length === 1, 'connected', 10_000, 5)
     const socket = sockets[0]!
     socket.open()
     socket.deliver(new Uint8Array([1]))
@@ -573,7 +574,7 @@ describe('channels through a ClientSession (materialize hook)', () => {
       return { echoed: data.nested.body }
     })
     transport.deliver({ type: 'invokefunction', invocation_id: 'i1', function_id: 'sink::take', data: { nested: { body: READ } } })
-    await until(() => transport.frames().some((f) => f.type === 'invocationresult'), 'answered')
+    await waitFor(() => transport.frames().some((f) => f.type === 'invocationresult'), 'answered', 10_000, 5)
     assert.ok(got instanceof ChannelReader)
     assert.deepEqual(transport.frames().find((f) => f.type === 'invocationresult')!.result, { echoed: READ })
     assert.equal(sockets.length, 0)

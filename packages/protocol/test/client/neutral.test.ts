@@ -12,7 +12,8 @@ import { describe, it } from 'node:test'
 import { fileURLToPath } from 'node:url'
 import { createContext, runInContext } from 'node:vm'
 import { build } from 'esbuild'
-import { ScriptedTransport, until } from './support.ts'
+import { ScriptedTransport } from './support.ts'
+import { waitFor } from '../../../../test/support/wait.ts'
 
 const SRC = join(dirname(fileURLToPath(import.meta.url)), '..', '..', 'src')
 const ENTRY = join(SRC, 'client', 'index.ts')
@@ -75,7 +76,7 @@ describe('svc-protocol/client is platform-free', () => {
     )
 
     transport.deliver({ type: 'invokefunction', invocation_id: 'i1', function_id: 'page::double', data: 21 })
-    await until(() => transport.sent.length === 3, 'the handler answered')
+    await waitFor(() => transport.sent.length === 3, 'the handler answered', 10_000, 5)
     assert.deepEqual(JSON.parse(transport.sent[2]!), { type: 'invocationresult', invocation_id: 'i1', function_id: 'page::double', result: 42 })
 
     const call = session.trigger({ function_id: 'node::greet', payload: { name: 'page' } })
@@ -144,7 +145,7 @@ describe('svc-protocol/client is platform-free', () => {
       return { bytes: all.byteLength, first: all[0], last: all[all.byteLength - 1] }
     })
     transport.deliver({ type: 'invokefunction', invocation_id: 'i1', function_id: 'page::upload', data: { body: reader } })
-    await until(() => PageWebSocket.opened.length === 1, 'the reader connected on first use')
+    await waitFor(() => PageWebSocket.opened.length === 1, 'the reader connected on first use', 10_000, 5)
     const readSocket = PageWebSocket.opened[0]!
     assert.equal(readSocket.url, 'ws://engine.example/ws/channels/c1?key=k%2F1&dir=read')
     assert.equal(readSocket.binaryType, 'arraybuffer')
@@ -153,7 +154,7 @@ describe('svc-protocol/client is platform-free', () => {
     readSocket.onmessage!({ data: new Uint8Array([1, 2, 3]).buffer })
     readSocket.onmessage!({ data: new Uint8Array([4, 5]).buffer })
     readSocket.onclose!({ code: 1000, reason: '' })
-    await until(() => transport.sent.some((t) => t.includes('"i1"')), 'the handler answered')
+    await waitFor(() => transport.sent.some((t) => t.includes('"i1"')), 'the handler answered', 10_000, 5)
     assert.deepEqual(JSON.parse(transport.sent.find((t) => t.includes('"i1"'))!).result, { bytes: 5, first: 1, last: 5 })
     assert.deepEqual(received, ['meta'])
 

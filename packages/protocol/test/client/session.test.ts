@@ -22,7 +22,8 @@ import {
   type ConnectionState,
   type TraceContext,
 } from '../../src/client/index.ts'
-import { ScriptedTransport, until } from './support.ts'
+import { ScriptedTransport } from './support.ts'
+import { waitFor } from '../../../../test/support/wait.ts'
 
 type Frame = { type: string; [key: string]: any }
 
@@ -100,7 +101,7 @@ describe('ClientSession over an in-memory transport (the SDK scenarios, against 
     client.registerFunction('echo::upper', (input: { probe: boolean }) => ({ seen: input.probe }))
 
     assert.deepEqual(await client.trigger({ function_id: 'engine::echo', payload: { n: 1 } }), { n: 1 })
-    await until(() => engine.results.has('echo::upper'), 'the engine got the result of its call')
+    await waitFor(() => engine.results.has('echo::upper'), 'the engine got the result of its call', 10_000, 5)
 
     const s = engine.sessions[0]!
     assert.equal(s.info.ip, '10.1.2.3')
@@ -113,7 +114,7 @@ describe('ClientSession over an in-memory transport (the SDK scenarios, against 
     assert.deepEqual(states, ['connecting', 'connected'])
 
     await client.shutdown()
-    await until(() => s.closes.length === 1, 'engine side closed')
+    await waitFor(() => s.closes.length === 1, 'engine side closed', 10_000, 5)
     assert.deepEqual(s.closes, [1000])
     assert.equal(client.getConnectionState(), 'disconnected')
   })
@@ -125,7 +126,7 @@ describe('ClientSession over an in-memory transport (the SDK scenarios, against 
     void client.trigger({ function_id: 'audit::log', payload: 1, action: TriggerAction.Void() })
     assert.equal(await queued, 'queued')
     const stuck = client.trigger({ function_id: 'never::answers', payload: {} })
-    await until(() => engine.sessions[0]!.frames.some((f) => f.function_id === 'never::answers'), 'call sent')
+    await waitFor(() => engine.sessions[0]!.frames.some((f) => f.function_id === 'never::answers'), 'call sent', 10_000, 5)
     engine.sessions[0]!.transport.terminate()
     await assert.rejects(stuck, (err: InvocationError) => {
       assert.ok(err instanceof InvocationError)
@@ -133,7 +134,7 @@ describe('ClientSession over an in-memory transport (the SDK scenarios, against 
       assert.equal(err.message, 'invocation_stopped: Invocation stopped: connection to the engine was lost')
       return true
     })
-    await until(() => engine.sessions.length === 2 && client.getConnectionState() === 'connected', 'reconnected')
+    await waitFor(() => engine.sessions.length === 2 && client.getConnectionState() === 'connected', 'reconnected', 10_000, 5)
     assert.equal(await client.trigger({ function_id: 'engine::echo', payload: 2 }), 2)
     assert.deepEqual(states, ['connecting', 'connected', 'reconnecting', 'connecting', 'connected'])
     assert.deepEqual(engine.sessions[1]!.frames[0], { type: 'reattach', previous_worker_id: 'worker-0', reattach_token: 'token-worker-0' })
@@ -142,9 +143,9 @@ describe('ClientSession over an in-memory transport (the SDK scenarios, against 
   it('keeps a quiet connection up on pings and pongs alone (keepalive, protocol.md §3.3)', async (t) => {
     const engine = new TinyEngine()
     const { client } = session(t, engine, { timings: { pingIntervalMs: 10, idleTimeoutMs: 40 } })
-    await until(() => client.getConnectionState() === 'connected', 'connected')
+    await waitFor(() => client.getConnectionState() === 'connected', 'connected', 10_000, 5)
     // No frame for three idle timeouts (12 pings): the pongs to the client's pings keep it up.
-    await until(() => engine.sessions[0]!.pings >= 12, 'twelve pings')
+    await waitFor(() => engine.sessions[0]!.pings >= 12, 'twelve pings', 10_000, 5)
     assert.equal(engine.sessions.length, 1)
     assert.deepEqual(engine.sessions[0]!.closes, [])
     assert.equal(client.getConnectionState(), 'connected')
@@ -153,10 +154,10 @@ describe('ClientSession over an in-memory transport (the SDK scenarios, against 
   it('keeps up with JSON ping frames where the transport has no pings, and reconnects when they go unanswered', async (t) => {
     const engine = new TinyEngine()
     const { client } = session(t, engine, { pingFrames: true, timings: { pingIntervalMs: 10, idleTimeoutMs: 40 } })
-    await until(() => engine.sessions[0]?.frames.filter((f) => f.type === 'ping').length === 5, 'five JSON pings answered')
+    await waitFor(() => engine.sessions[0]?.frames.filter((f) => f.type === 'ping').length === 5, 'five JSON pings answered', 10_000, 5)
     assert.equal(engine.sessions.length, 1)
     engine.silent = true
-    await until(() => engine.sessions.length === 2, 'reconnected after the pongs stopped')
+    await waitFor(() => engine.sessions.length === 2, 'reconnected after the pongs stopped', 10_000, 5)
     assert.equal(client.getLastError()?.message, 'no frame from the engine for 40ms; reconnecting')
   })
 })
@@ -171,11 +172,11 @@ describe('ClientSession cancellation (issue 21)', () => {
     await assert.rejects(queued, (err: InvocationError) => err.code === 'cancelled' && err.detail === 'Invocation cancelled: changed my mind')
     const late = new AbortController()
     const sent = client.trigger({ function_id: 'never::answers', payload: 'sent', signal: late.signal })
-    await until(() => engine.sessions[0]?.frames.some((f) => f.data === 'sent') === true, 'call sent')
+    await waitFor(() => engine.sessions[0]?.frames.some((f) => f.data === 'sent') === true, 'call sent', 10_000, 5)
     const id = engine.sessions[0]!.frames.find((f) => f.data === 'sent')!.invocation_id
     late.abort()
     await assert.rejects(sent, (err: InvocationError) => err.code === 'cancelled' && err.detail === 'Invocation cancelled')
-    await until(() => engine.sessions[0]!.frames.some((f) => f.type === 'cancelinvocation'), 'cancel sent')
+    await waitFor(() => engine.sessions[0]!.frames.some((f) => f.type === 'cancelinvocation'), 'cancel sent', 10_000, 5)
     const frames = engine.sessions[0]!.frames
     assert.deepEqual(frames.filter((f) => f.type === 'cancelinvocation'), [{ type: 'cancelinvocation', invocation_id: id }])
     assert.equal(frames.some((f) => f.data === 'queued'), false, 'the queued call was never sent')
@@ -195,9 +196,9 @@ describe('ClientSession cancellation (issue 21)', () => {
         }),
       )
     })
-    await until(() => engine.sessions[0]?.frames.some((f) => f.type === 'registerfunction') === true, 'registered')
+    await waitFor(() => engine.sessions[0]?.frames.some((f) => f.type === 'registerfunction') === true, 'registered', 10_000, 5)
     engine.sessions[0]!.transport.send(JSON.stringify({ type: 'cancelinvocation', invocation_id: 'probe-slow::fn', reason: 'not needed' }))
-    await until(() => reason !== undefined, 'signal aborted')
+    await waitFor(() => reason !== undefined, 'signal aborted', 10_000, 5)
     assert.ok(reason instanceof InvocationError)
     assert.equal(reason.code, 'cancelled')
     assert.equal(reason.detail, 'Invocation cancelled: not needed')
@@ -226,7 +227,7 @@ describe('ClientSession hooks', () => {
       return 'ok'
     })
     assert.deepEqual(await client.trigger({ function_id: 'engine::echo', payload: 'out' }), { live: 'out' })
-    await until(() => engine.results.has('chan::read'), 'handler answered')
+    await waitFor(() => engine.results.has('chan::read'), 'handler answered', 10_000, 5)
     assert.deepEqual(handled, { live: 'in' })
     assert.deepEqual(
       seen.map(([, kind, id]) => [kind, id]).sort(),
@@ -252,7 +253,7 @@ describe('ClientSession hooks', () => {
       ran = true
     })
     await assert.rejects(client.trigger({ function_id: 'engine::echo', payload: 1 }), /result ref is broken/)
-    await until(() => engine.results.has('chan::read'), 'answered')
+    await waitFor(() => engine.results.has('chan::read'), 'answered', 10_000, 5)
     assert.equal(ran, false)
     assert.deepEqual(engine.results.get('chan::read')!.error.code, 'invocation_failed')
     assert.match(engine.results.get('chan::read')!.error.message, /channel ref is broken/)
@@ -282,7 +283,7 @@ describe('ClientSession hooks', () => {
     const { client } = session<Scope>(t, engine, { hooks })
     client.registerFunction('traced::fn', () => 42)
     await client.trigger({ function_id: 'engine::echo', payload: 1 })
-    await until(() => engine.results.has('traced::fn'), 'answered')
+    await waitFor(() => engine.results.has('traced::fn'), 'answered', 10_000, 5)
     assert.deepEqual(events, [
       'start traced::fn {"probe":true} 00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01',
       'run traced::fn',
@@ -378,7 +379,7 @@ describe('ClientSession under hostile engine frames (fast-check)', () => {
         })
         const once = calls.filter((m) => calls.filter((c) => c.invocation_id === m.invocation_id).length === 1)
         const answerTo = (id: string | undefined) => transport.frames().find((s) => s.type === 'invocationresult' && s.invocation_id === id)
-        await until(() => calls.every((m) => answerTo(m.invocation_id) !== undefined), 'every call answered')
+        await waitFor(() => calls.every((m) => answerTo(m.invocation_id) !== undefined), 'every call answered', 10_000, 5)
         for (const call of once) {
           const answer = answerTo(call.invocation_id)!
           if (call.function_id === 'f::known') {

@@ -1,6 +1,5 @@
 /** Test support of the client core's tests: a transport the test scripts, and a condition wait. */
 import type { Transport, TransportHandlers } from '../../src/transport/types.ts'
-import { waitFor } from '../../../../test/support/wait.ts'
 
 /**
  * A transport scripted by the test: records what the client sends, delivers what the test gives,
@@ -46,9 +45,4 @@ export class ScriptedTransport implements Transport {
   frames(): Array<{ type: string; [key: string]: any }> {
     return this.sent.map((text) => JSON.parse(text))
   }
-}
-
-/** Resolves when `predicate` holds, polling the event loop; rejects after a guard interval. */
-export function until(predicate: () => boolean, what: string): Promise<boolean> {
-  return waitFor(predicate, what, 10_000, 5)
 }

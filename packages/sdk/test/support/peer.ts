@@ -6,7 +6,6 @@
 import { randomUUID } from 'node:crypto'
 import type { AddressInfo } from 'node:net'
 import WebSocket, { WebSocketServer } from 'ws'
-import { waitFor } from '../../../../test/support/wait.ts'
 
 /** Frames as the client sent them, parsed. */
 export type Frame = { type: string; [key: string]: any }
@@ -131,9 +130,4 @@ export class EnginePeer {
     for (const c of this.server.clients) c.terminate()
     await new Promise<void>((resolve) => this.server.close(() => resolve()))
   }
-}
-
-/** Resolves when `predicate` holds, polling the event loop; rejects after a guard interval. */
-export function until(predicate: () => boolean, what = 'a condition'): Promise<boolean> {
-  return waitFor(predicate, what, WAIT_MS, 5)
 }

@@ -6,11 +6,11 @@
 import assert from 'node:assert/strict'
 import { after, describe, it } from 'node:test'
 import { Redis } from 'ioredis'
-import { eventually } from '../../../../test/support/raw-worker.ts'
 import { startTestRedis } from '../../../../test/support/redis.ts'
 import { runPubSubAdapterConformance } from '../conformance.ts'
 import type { PubSubOrigin } from '../types.ts'
 import { RedisPubSubAdapter } from './redis.ts'
+import { waitFor } from '../../../../test/support/wait.ts'
 
 const redis = await startTestRedis()
 after(() => redis.close())
@@ -43,10 +43,14 @@ describe('redis pub/sub adapter (builtins.md §8, §13.4)', () => {
       for (const x of [a, b, other]) await x.adapter.subscribe('orders')
       await b.adapter.subscribe('other-topic')
       await a.adapter.publish('orders', { id: 1, list: [1, 'x', null] }, { traceparent: '00-abc-def-01' })
-      await eventually(() => a.received.length === 1 && b.received.length === 1)
-      await new Promise((r) => setTimeout(r, 100))
-      assert.equal(b.received.length, 1)
-      assert.equal(other.received.length, 0)
+      // Markers after it: Redis pushes messages to a subscriber in the order it handled the publishes.
+      await a.adapter.publish('orders', 'marker')
+      await other.adapter.publish('orders', 'marker')
+      const marked = (x: typeof a) => x.received.some((m) => m.data === 'marker')
+      await waitFor(() => marked(a) && marked(b) && marked(other), 'the markers at a, b and the other prefix')
+      assert.equal(a.received.length, 2)
+      assert.equal(b.received.length, 2)
+      assert.equal(other.received.length, 1, 'nothing from another prefix')
       assert.deepEqual(b.received[0], { topic: 'orders', data: { id: 1, list: [1, 'x', null] }, origin: { traceparent: '00-abc-def-01' } })
     } finally {
       await Promise.all([a, b, other].map((x) => x.adapter.close()))
@@ -61,7 +65,7 @@ describe('redis pub/sub adapter (builtins.md §8, §13.4)', () => {
       await probe.subscribe('chan:pubsub:Topic.A')
       probe.on('message', (channel: string) => seen.push(channel))
       await adapter.publish('Topic.A', 1)
-      await eventually(() => seen.length === 1)
+      await waitFor(() => seen.length === 1, 'seen.length === 1')
       assert.deepEqual(seen, ['chan:pubsub:Topic.A'])
     } finally {
       probe.disconnect()
@@ -73,10 +77,12 @@ describe('redis pub/sub adapter (builtins.md §8, §13.4)', () => {
     const a = await open()
     try {
       await a.adapter.subscribe('t')
+      await a.adapter.subscribe('marker')
       await a.adapter.unsubscribe('t')
       await a.adapter.publish('t', 1)
-      await new Promise((r) => setTimeout(r, 100))
-      assert.deepEqual(a.received, [])
+      await a.adapter.publish('marker', 2) // pushed after anything of 't' would have been
+      await waitFor(() => a.received.length > 0, 'the marker')
+      assert.deepEqual(a.received.map((m) => m.topic), ['marker'])
     } finally {
       await a.adapter.close()
     }
@@ -90,10 +96,10 @@ describe('redis pub/sub adapter (builtins.md §8, §13.4)', () => {
       await redis.stop()
       await assert.rejects(a.adapter.publish('r', 1), (error: { code?: string }) => error.code === 'ADAPTER_UNAVAILABLE')
       await redis.start()
-      await eventually(async () => {
+      await waitFor(async () => {
         await a.adapter.publish('r', 2).catch(() => {})
         return b.received.length > 0
-      }, 20_000)
+      }, 'the condition', 20_000)
       assert.equal(b.received.at(-1)!.data, 2)
     } finally {
       await Promise.all([a, b].map((x) => x.adapter.close()))

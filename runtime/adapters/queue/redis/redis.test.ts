@@ -23,10 +23,6 @@ runQueueBackendConformance('redis', () => open())
 
 const T0 = 1_700_000_000_000
 
-function until(check: () => boolean | Promise<boolean>, timeoutMs = 20_000): Promise<boolean> {
-  return waitFor(check, 'a redis condition', timeoutMs)
-}
-
 describe('redis queue backend: calls of one turn', () => {
   it('600 enqueues and acks made in one turn are batched into a few script calls, each stored once, in call order', async (t) => {
     const backend = await open()
@@ -128,7 +124,7 @@ describe('redis queue backend: two engines on one Redis', () => {
       return Number(s) * 1000 + Math.floor(Number(us) / 1000)
     }
     const start = await timeOf()
-    await until(async () => (await timeOf()) > start + 4500)
+    await waitFor(async () => (await timeOf()) > start + 4500, '(await timeOf()) > start + 4500', 20_000)
     assert.deepEqual(await b.recoverExpired(T0, () => 4), { requeued: 0, deadLettered: 0 })
     assert.deepEqual(await b.counts('q', T0), { pending: 0, delayed: 0, in_flight: 2, dead: 0 })
     assert.equal(await a.ack(held[0]!.id), true)
@@ -155,11 +151,11 @@ describe('redis queue backend: two engines on one Redis', () => {
     // The fifo group stays blocked and the key busy while the crashed engine's lease runs.
     assert.deepEqual(await b.reserve('q', { now: T0, limit: 10 }), [])
     let taken = { requeued: 0, deadLettered: 0 }
-    await until(async () => {
+    await waitFor(async () => {
       const round = await b.recoverExpired(T0 + 1, (queue) => (queue === 'tight' ? 1 : 4))
       taken = { requeued: taken.requeued + round.requeued, deadLettered: taken.deadLettered + round.deadLettered }
       return taken.requeued + taken.deadLettered === 4
-    })
+    }, 'the condition', 20_000)
     assert.deepEqual(taken, { requeued: 3, deadLettered: 1 })
     const again = await b.reserve('q', { now: T0 + 1, limit: 10 })
     assert.deepEqual(again.map((m) => [m.id, m.attempts]).sort(), msgs.slice(0, 3).map((m) => [m.id, 2]).sort())
@@ -211,14 +207,14 @@ describe('redis queue backend: two engines on one Redis', () => {
     a.onWake((q) => heardByA.push(q))
     b.onWake((q) => heardByB.push(q))
     await a.enqueue([input({ queue: 'jobs', group: 'g' }), input({ queue: 'jobs', group: 'g' })])
-    await until(() => heardByB.includes('jobs'))
+    await waitFor(() => heardByB.includes('jobs'), "heardByB.includes('jobs')", 20_000)
     const [head] = await b.reserve('jobs', { now: T0, limit: 10 })
     heardByA.length = 0
     await b.ack(head!.id) // frees the group's next message
-    await until(() => heardByA.includes('jobs'))
+    await waitFor(() => heardByA.includes('jobs'), "heardByA.includes('jobs')", 20_000)
     await a.enqueue([input({ queue: 'dead', dead: { code: 'no_subscribers', message: 'none' } })])
     await b.enqueue([input({ queue: 'mine' })])
-    await until(() => heardByA.includes('mine'))
+    await waitFor(() => heardByA.includes('mine'), "heardByA.includes('mine')", 20_000)
     assert.ok(!heardByB.includes('mine') && !heardByB.includes('dead'))
   })
 })
@@ -235,7 +231,7 @@ describe('redis queue backend: Redis down and back', () => {
       await assert.rejects(call(), (error: { code?: string }) => error.code === 'ADAPTER_UNAVAILABLE')
     }
     await redis.start()
-    await until(async () => {
+    await waitFor(async () => {
       try {
         await backend.enqueue([input({ data: { back: true } })])
         return true
@@ -243,10 +239,10 @@ describe('redis queue backend: Redis down and back', () => {
         assert.equal((error as { code?: string }).code, 'ADAPTER_UNAVAILABLE')
         return false
       }
-    })
+    }, 'the condition', 20_000)
     const [message] = await backend.reserve('q', { now: T0, limit: 1 })
     assert.deepEqual(message!.data, { back: true })
-    await until(() => woken.includes(undefined))
+    await waitFor(() => woken.includes(undefined), 'woken.includes(undefined)', 20_000)
   })
 
   it('opens while Redis is unreachable, warning once, and works when it comes up', async (t) => {

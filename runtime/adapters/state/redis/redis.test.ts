@@ -139,8 +139,7 @@ describe('redis state adapter', () => {
     await listener.subscribe('chan:state:events')
     await adapter.set('s', 'k', [1], { origin: { traceparent: 'tp' } })
     await adapter.delete('s', 'k')
-    const deadline = Date.now() + 2000
-    while (messages.length < 2 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10))
+    await waitFor(() => messages.length >= 2, 'both changes published')
     assert.deepEqual(messages, [
       { seq: 1, scope: 's', key: 'k', new: [1], origin: { traceparent: 'tp' } },
       { seq: 2, scope: 's', key: 'k', old: [1] },
@@ -173,11 +172,11 @@ describe('redis state adapter while Redis is unreachable (builtins.md §13.4)', 
     const changes: StateChange[] = []
     adapter.subscribe((change) => changes.push(change))
     await late.start()
-    await until(async () => (await adapter.set('s', 'k', 1).then(() => true, () => false)), 15_000)
+    await waitFor(async () => (await adapter.set('s', 'k', 1).then(() => true, () => false)), "await adapter.set('s', 'k', 1).then(() => true, () => false)", 15_000)
     assert.equal(await adapter.get('s', 'k'), 1)
     // The change feed is subscribed too.
     await adapter.set('s', 'k', 2)
-    await until(() => changes.some((c) => c.new_value === 2), 5000)
+    await waitFor(() => changes.some((c) => c.new_value === 2), 'changes.some((c) => c.new_value === 2)', 5000)
   })
 
   it('fails calls within 5 s when Redis goes away, reconnects when it is back, and reports changes again', async (t) => {
@@ -197,11 +196,11 @@ describe('redis state adapter while Redis is unreachable (builtins.md §13.4)', 
     assert.ok(Date.now() - started < 5000, `failing took ${Date.now() - started} ms`)
 
     await server.start()
-    await until(async () => (await adapter.get('s', 'k').then(() => true, () => false)), 15_000)
-    await until(async () => {
+    await waitFor(async () => (await adapter.get('s', 'k').then(() => true, () => false)), "await adapter.get('s', 'k').then(() => true, () => false)", 15_000)
+    await waitFor(async () => {
       await adapter.set('s', 'again', changes.length)
       return changes.some((c) => c.key === 'again')
-    }, 10_000)
+    }, 'the condition', 10_000)
     assert.match(warnings.join('\n'), /reconnected to .* not reported to triggers/)
   })
 
@@ -217,7 +216,7 @@ describe('redis state adapter while Redis is unreachable (builtins.md §13.4)', 
     const took = Date.now() - started
     assert.ok(took < 5000, `failing took ${took} ms`)
     server.resume()
-    await until(async () => (await adapter.get('s', 'k').then((v) => v === 1, () => false)), 10_000)
+    await waitFor(async () => (await adapter.get('s', 'k').then((v) => v === 1, () => false)), "await adapter.get('s', 'k').then((v) => v === 1, () => false)", 10_000)
   })
 
   it('answers ADAPTER_UNAVAILABLE at once when nothing listens at the address', async (t) => {
@@ -229,7 +228,3 @@ describe('redis state adapter while Redis is unreachable (builtins.md §13.4)', 
     assert.ok(Date.now() - started < 1000)
   })
 })
-
-function until(check: () => boolean | Promise<boolean>, timeoutMs: number): Promise<boolean> {
-  return waitFor(check, 'a redis condition', timeoutMs)
-}

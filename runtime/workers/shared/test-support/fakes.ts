@@ -2,7 +2,7 @@
  * Test doubles for the kit's unit tests: a recording logger and a LocalWorker whose `invoke`
  * runs in-process handlers and records each request.
  */
-import { Errors, SvcError } from 'svc-protocol/errors'
+import { Errors } from 'svc-protocol/errors'
 import type { LocalInvokeRequest, LocalWorker, Logger } from '../../../engine/types.ts'
 
 export interface LogEntry {
@@ -42,13 +42,4 @@ export function gate<T = void>(): { promise: Promise<T>; open: (value: T) => voi
   let open!: (value: T) => void
   const promise = new Promise<T>((resolve) => (open = resolve))
   return { promise, open }
-}
-
-/** Waits until `check` holds, polling every few ms; fails after `timeoutMs`. */
-export async function until(check: () => boolean, timeoutMs = 2000): Promise<void> {
-  const end = Date.now() + timeoutMs
-  while (!check()) {
-    if (Date.now() > end) throw new SvcError('TIMEOUT', 'condition not reached in time')
-    await new Promise((resolve) => setTimeout(resolve, 2))
-  }
 }

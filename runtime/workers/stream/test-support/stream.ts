@@ -7,6 +7,7 @@ import WebSocket from 'ws'
 import { startTestEngine, type TestEngine } from '../../../../test/support/engine.ts'
 import type { Logger } from '../../../engine/types.ts'
 import { StreamWorker, type StreamWorkerOptions } from '../worker.ts'
+import { waitFor } from '../../../../test/support/wait.ts'
 
 export type Frame = Record<string, any>
 
@@ -30,18 +31,15 @@ export class StreamSocket {
   readonly frames: Frame[] = []
   closeCode: number | undefined
   closeReason = ''
-  private waiters: Array<() => void> = []
 
   private constructor(socket: WebSocket) {
     this.socket = socket
     socket.on('message', (data) => {
       this.frames.push(JSON.parse(String(data)))
-      this.wake()
     })
     socket.on('close', (code, reason) => {
       this.closeCode = code
       this.closeReason = String(reason)
-      this.wake()
     })
   }
 
@@ -67,30 +65,13 @@ export class StreamSocket {
   }
 
   /** Waits for the first recorded frame (from `from` on) matching `predicate`. */
-  async next(predicate: (frame: Frame) => boolean, timeoutMs = 5000, from = 0): Promise<Frame> {
-    const deadline = Date.now() + timeoutMs
-    for (;;) {
-      const found = this.frames.slice(from).find(predicate)
-      if (found) return found
-      if (Date.now() > deadline) throw new Error(`no matching frame within ${timeoutMs} ms; got ${JSON.stringify(this.frames).slice(0, 2000)}`)
-      await new Promise<void>((resolve) => {
-        const timer = setTimeout(resolve, 50)
-        this.waiters.push(() => {
-          clearTimeout(timer)
-          resolve()
-        })
-      })
-    }
+  next(predicate: (frame: Frame) => boolean, timeoutMs = 5000, from = 0): Promise<Frame> {
+    return waitFor(() => this.frames.slice(from).find(predicate), () => `a matching frame; got ${JSON.stringify(this.frames).slice(0, 2000)}`, timeoutMs, 10)
   }
 
   /** Waits until the socket closed. */
-  async closed(timeoutMs = 10_000): Promise<number> {
-    const deadline = Date.now() + timeoutMs
-    while (this.closeCode === undefined) {
-      if (Date.now() > deadline) throw new Error('socket did not close')
-      await new Promise((resolve) => setTimeout(resolve, 20))
-    }
-    return this.closeCode
+  closed(timeoutMs = 10_000): Promise<number> {
+    return waitFor(() => this.closeCode, 'the socket to close', timeoutMs, 20)
   }
 
   close(): void {
@@ -105,11 +86,5 @@ export class StreamSocket {
   /** Reads the socket again. */
   resume(): void {
     ;(this.socket as unknown as { _socket: { resume(): void } })._socket.resume()
-  }
-
-  private wake(): void {
-    const waiters = this.waiters
-    this.waiters = []
-    for (const wake of waiters) wake()
   }
 }
