@@ -13,7 +13,7 @@ import { InvocationError, registerWorker, type HandlerContext, type SvcClient } 
 import { flushOtel, otelSocketStats } from 'svc-sdk/telemetry'
 import { wasCancelled } from '../packages/console/app/src/pages/functions/running.ts'
 import { startTestEngine, type TestEngine } from './support/engine.ts'
-import { eventually } from './support/raw-worker.ts'
+import { waitFor } from './support/wait.ts'
 import { rejection } from './support/sdk-harness.ts'
 
 describe('engine::runs::list error_code (issue 21)', () => {
@@ -25,9 +25,7 @@ describe('engine::runs::list error_code (issue 21)', () => {
   const finishedRun = async (functionId: string): Promise<Run> => {
     let run: Run | undefined
     await flushOtel()
-    await eventually(async () => (run = (await runs(functionId)).runs.find((r) => r.status !== 'unset')) !== undefined, 15_000).catch(() => {
-      throw new Error(`no finished run of ${functionId}`)
-    })
+    await waitFor(async () => (run = (await runs(functionId)).runs.find((r) => r.status !== 'unset')) !== undefined, `a finished run of ${functionId}`, 15_000)
     return run!
   }
 
@@ -40,8 +38,8 @@ describe('engine::runs::list error_code (issue 21)', () => {
     worker.registerFunction('jobs::impostor', () => {
       throw Object.assign(new Error('Invocation cancelled: the printer is out of paper'), { code: 'PRINTER_EMPTY' })
     })
-    await eventually(() => worker.getConnectionState() === 'connected' && otelSocketStats()?.connected === true, 10_000)
-    await eventually(() => e.engine.functions.get('default', 'jobs::long') !== undefined && e.engine.functions.get('default', 'jobs::impostor') !== undefined)
+    await waitFor(() => worker.getConnectionState() === 'connected' && otelSocketStats()?.connected === true, 'the worker and its /otel socket connected')
+    await waitFor(() => e.engine.functions.get('default', 'jobs::long') !== undefined && e.engine.functions.get('default', 'jobs::impostor') !== undefined, 'jobs::long and jobs::impostor registered')
   })
   after(async () => {
     await worker.shutdown()
@@ -51,11 +49,11 @@ describe('engine::runs::list error_code (issue 21)', () => {
   it('a worker call cancelled through engine::invocations::cancel is a run with error_code cancelled, shown as cancelled', async () => {
     const call = worker.trigger({ function_id: 'jobs::long', payload: { page: 1 } })
     let invocationId: string | undefined
-    await eventually(async () => {
+    await waitFor(async () => {
       const listed = (await e.engine.inject({ function_id: 'engine::invocations::list', data: { function_id: 'jobs::long' } })) as { invocations: Array<{ invocation_id: string }> }
       invocationId = listed.invocations[0]?.invocation_id
       return invocationId !== undefined
-    })
+    }, 'jobs::long in flight')
     assert.deepEqual(await e.engine.inject({ function_id: 'engine::invocations::cancel', data: { invocation_id: invocationId, reason: 'stuck' } }), { cancelled: true })
     assert.equal((await rejection(call)).code, 'cancelled')
 
@@ -88,7 +86,7 @@ describe('engine::runs::list error_code (issue 21)', () => {
     try {
       const controller = new AbortController()
       const call = e.engine.inject({ function_id: 'local::wait', data: null, signal: controller.signal })
-      await eventually(() => started)
+      await waitFor(() => started, 'local::wait started')
       controller.abort('no longer needed')
       await assert.rejects(call, { code: 'cancelled' })
 
