@@ -133,6 +133,20 @@ export interface WorkersListResult {
   workers: WorkerSummary[]
 }
 
+/**
+ * The result of `engine::workers::drain` (protocol.md §11.1, an svc addition for reloads without
+ * a gap, issue 21): the connection `id` is draining — new calls go to the other live replicas of
+ * its functions, calls already running there finish. Calling it again only reads the count, so a
+ * supervisor polls it until `active_invocations` is 0.
+ */
+export interface WorkerDrainResult {
+  /** The worker (connection) id, as `engine::workers::list` gives it. */
+  id: string
+  draining: true
+  /** Invocations the connection still executes. */
+  active_invocations: number
+}
+
 /** The result of `engine::workers::info` (protocol.md §11.1). */
 export interface WorkerInfoResult {
   worker: WorkerDetail
