@@ -403,9 +403,11 @@ export function registerEngineFunctions(engine: EngineFunctionsHost, peer: Built
     if (workerId === undefined) throw Errors.invalidInput(id, 'id is required')
     const session = engine.drainSession(workerId)
     if (session === undefined) {
+      // A session that is closing counts as gone; a remote worker carries its engine (issue 19).
       const other = engine.peerById(workerId)
-      if (other === undefined) throw Errors.notFound(`Worker '${workerId}' is not connected.`)
-      throw Errors.invalidInput(id, other.kind === 'builtin' ? 'id names a built-in worker; only connections drain' : 'id names a worker of another engine of the fleet; drain it there')
+      if (other?.kind === 'builtin') throw Errors.invalidInput(id, 'id names a built-in worker; only connections drain')
+      if (other?.engine !== undefined) throw Errors.invalidInput(id, 'id names a worker of another engine of the fleet; drain it there')
+      throw Errors.notFound(`Worker '${workerId}' is not connected.`)
     }
     return { id: session.workerId, draining: true, active_invocations: session.activeInvocations }
   })
