@@ -3,7 +3,8 @@
  * A real engine process and a real compose daemon (`svc compose up`) run a path container; a client
  * keeps calling its function while the container's source is edited. The new process starts beside
  * the old one, which serves until the new one holds its functions, is then drained over
- * `engine::workers::drain` and stopped once its calls finished. Needs `npm run build`.
+ * `engine::workers::drain` and stopped once its calls finished (a slow one among them). Needs
+ * `npm run build`.
  */
 import assert from 'node:assert/strict'
 import { spawn, type ChildProcess } from 'node:child_process'
@@ -31,6 +32,10 @@ svc.registerFunction('versioned::version', async () => {
   return { version: ${JSON.stringify(version)}, pid: process.pid }
 })
 svc.registerFunction('versioned::other', () => ({ ok: true }))
+svc.registerFunction('versioned::slow', async () => {
+  await new Promise((resolve) => setTimeout(resolve, 4000))
+  return { version: ${JSON.stringify(version)}, pid: process.pid }
+})
 process.on('SIGTERM', async () => { await svc.shutdown(); process.exit(0) })
 `
 }
@@ -142,6 +147,10 @@ describe('svc compose: a reload drops no call (issue 21)', () => {
     await until(() => calls.answers.length >= 20 && calls.answers.at(-1)!.version === 'v1', 'answers from v1')
     const oldPid = calls.answers.at(-1)!.pid
     containerPids.add(oldPid)
+    // A call running on the old process when the edit lands finishes there (within the 10 s grace).
+    const slow = client!
+      .trigger({ function_id: 'versioned::slow', payload: {}, namespace: NS, timeoutMs: 30_000 })
+      .catch((err: Error) => ({ error: err.message }))
     writeFileSync(join(dir, 'workers', 'versioned', 'index.mjs'), workerSource('v2'))
     const newPid = (await until(() => calls.answers.find((a) => a.version === 'v2'), 'answers from v2')).pid
     containerPids.add(newPid)
@@ -149,6 +158,7 @@ describe('svc compose: a reload drops no call (issue 21)', () => {
     const count = calls.answers.length
     await until(() => calls.answers.length >= count + 20, '20 more answers')
     await calls.stop()
+    assert.deepEqual(await slow, { version: 'v1', pid: oldPid })
     assert.deepEqual(calls.errors, [], `calls failed during the reload; the daemon printed:\n${daemon!.output.join('\n')}`)
     assert.equal(calls.answers.at(-1)!.version, 'v2')
     // As a user sees it: `svc trigger` reaches the new code, and one process of the container is listed.
