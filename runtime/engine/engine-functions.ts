@@ -143,6 +143,7 @@ export function workerSummary(p: Peer, functions: FunctionRegistry, engineName: 
   }
   const engine = p.engine ?? engineName
   if (engine !== undefined) summary.engine = engine
+  if (p.draining === true) summary.draining = true
   return summary
 }
 

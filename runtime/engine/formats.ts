@@ -103,6 +103,7 @@ export const WORKER_SUMMARY = object(
     connected_at_ms: { type: 'integer', description: 'Unix milliseconds' },
     active_invocations: { type: 'integer', minimum: 0 },
     engine: { type: 'string', description: 'in a fleet: the engine the worker is connected to' },
+    draining: { type: 'boolean', const: true, description: 'present while the connection drains (engine::workers::drain): new calls go to other replicas' },
   },
   ['id', 'name', 'description', 'version', 'namespace', 'runtime', 'os', 'pid', 'isolation', 'ip_address', 'status', 'function_count', 'connected_at_ms', 'active_invocations'],
 )

@@ -42,8 +42,10 @@ describe('engine::workers::drain (issue 21)', () => {
     try {
       assert.deepEqual(await drain(t, { id: old.workerId }), { id: old.workerId, draining: true, active_invocations: 1 })
       for (let i = 0; i < 6; i++) assert.equal((await caller.call('greet::hi', {})).result, 'new')
-      // Listed workers do not change: the draining connection is still there until it closes.
-      assert.ok(t.engine.openSessions().some((s) => s.workerId === old.workerId && s.draining))
+      // The draining connection is still listed until it closes, marked so; the new one is not.
+      const listed = (await t.engine.inject({ function_id: 'engine::workers::list', data: {} })) as { workers: Array<{ id: string; draining?: true }> }
+      assert.equal(listed.workers.find((w) => w.id === old.workerId)?.draining, true)
+      assert.equal(listed.workers.find((w) => w.id === fresh.workerId)?.draining, undefined)
       release()
       assert.equal((await running).result, 'old', 'the call that was running on the draining connection finished there')
       await eventually(async () => (await drain(t, { id: old.workerId })).active_invocations === 0)

@@ -35,6 +35,11 @@ export interface WorkerSummary {
   active_invocations: number
   /** In a fleet: the engine the worker is connected to (`fleet.engine`; an svc addition, issue 19). */
   engine?: string
+  /**
+   * Present while the connection drains (`engine::workers::drain`, a reload replacing its process;
+   * an svc addition, issue 21): new calls go to the other replicas, running ones finish here.
+   */
+  draining?: true
 }
 
 /** FunctionSummary plus what `engine::functions::info` tells (protocol.md §11.1 FunctionDetail). */
