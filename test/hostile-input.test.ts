@@ -233,6 +233,8 @@ const hostileFrame = fc.oneof(
     JSON.stringify(reason === undefined ? { type: 'cancelinvocation', invocation_id: id } : { type: 'cancelinvocation', invocation_id: id, reason }),
   ),
   fc.constantFrom('fz', 'fz2').map((id) => JSON.stringify({ type: 'invokefunction', function_id: 'health::echo', invocation_id: id, data: { id } })),
+  // engine::workers::drain (issue 21) with any payload: answered with an error, never a dropped connection.
+  fc.oneof(hostileValue, fc.record({ id: hostileValue })).map((data) => JSON.stringify({ type: 'invokefunction', function_id: 'engine::workers::drain', invocation_id: 'fzd', data })),
   fc.string({ unit: 'binary', maxLength: 200 }),
   fc.constantFrom('{', '[]', 'null', '{"type":1}', '{"type":"invokefunction"}', '{"type":"invokefunction","function_id":"health::echo","action":{"type":"enqueue"}}', '   '),
 )

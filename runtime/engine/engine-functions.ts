@@ -23,6 +23,7 @@ import {
   type TriggerTypeSummary,
   type UnregisterTriggerResult,
   type WorkerAnnounce,
+  type WorkerDrainResult,
   type WorkerDetail,
   type WorkerInfoResult,
   type WorkersListResult,
@@ -49,6 +50,8 @@ export interface EngineFunctionsHost {
   /** Workers listed by `engine::workers::*`: open sessions and running built-ins (not the engine's own). */
   listedPeers(): Peer[]
   peerById(workerId: string): Peer | undefined
+  /** `engine::workers::drain`: marks the open connection `workerId` draining; undefined when there is none. */
+  drainSession(workerId: string): Peer | undefined
   /** This engine's name in its fleet; undefined when it is alone (issue 19). */
   readonly engineName: string | undefined
   /** `engine::fleet::list`: the fleet's engines and health (issue 19). */
@@ -140,6 +143,7 @@ export function workerSummary(p: Peer, functions: FunctionRegistry, engineName: 
   }
   const engine = p.engine ?? engineName
   if (engine !== undefined) summary.engine = engine
+  if (p.draining === true) summary.draining = true
   return summary
 }
 
@@ -392,6 +396,21 @@ export function registerEngineFunctions(engine: EngineFunctionsHost, peer: Built
       registered_triggers: engine.triggers.allBindings().filter((b) => b.owner === peer && bindingVisible(context.access, b)).map(bindingSummary),
       matching_ids: matches.map((p) => p.workerId),
     }
+  })
+
+  fn('engine::workers::drain', 'Send new calls away from a worker connection and tell how many it still runs', (input): WorkerDrainResult => {
+    const id = 'engine::workers::drain'
+    const workerId = optionalString(id, input, 'id')
+    if (workerId === undefined) throw Errors.invalidInput(id, 'id is required')
+    const session = engine.drainSession(workerId)
+    if (session === undefined) {
+      // A session that is closing counts as gone; a remote worker carries its engine (issue 19).
+      const other = engine.peerById(workerId)
+      if (other?.kind === 'builtin') throw Errors.invalidInput(id, 'id names a built-in worker; only connections drain')
+      if (other?.engine !== undefined) throw Errors.invalidInput(id, 'id names a worker of another engine of the fleet; drain it there')
+      throw Errors.notFound(`Worker '${workerId}' is not connected.`)
+    }
+    return { id: session.workerId, draining: true, active_invocations: session.activeInvocations }
   })
 
   fn('engine::workers::register', 'Worker announce', (input, context) => engine.announce(context.caller, input as WorkerAnnounce))

@@ -296,6 +296,18 @@ export class Engine implements BuiltinHost, PipelineHost {
     )
   }
 
+  /**
+   * `engine::workers::drain` (issue 21): marks the open connection `workerId` draining
+   * (`Session.draining`: replica selection passes it over while another live replica is there) and
+   * returns it; undefined when no open connection of this engine has that id.
+   */
+  drainSession(workerId: string): Session | undefined {
+    const session = this.sessions.get(workerId)
+    if (session === undefined || !session.alive) return undefined
+    session.draining = true
+    return session
+  }
+
   /** Open sessions, most recent last. */
   openSessions(): Session[] {
     return [...this.sessions.values()]

@@ -103,6 +103,7 @@ export const WORKER_SUMMARY = object(
     connected_at_ms: { type: 'integer', description: 'Unix milliseconds' },
     active_invocations: { type: 'integer', minimum: 0 },
     engine: { type: 'string', description: 'in a fleet: the engine the worker is connected to' },
+    draining: { type: 'boolean', const: true, description: 'present while the connection drains (engine::workers::drain): new calls go to other replicas' },
   },
   ['id', 'name', 'description', 'version', 'namespace', 'runtime', 'os', 'pid', 'isolation', 'ip_address', 'status', 'function_count', 'connected_at_ms', 'active_invocations'],
 )
@@ -302,6 +303,20 @@ export const ENGINE_FUNCTION_FORMATS: Record<string, { request_format: FormatSch
         matching_ids: { type: 'array', items: STRING, description: 'every connection the name matches' },
       },
       ['worker', 'functions', 'trigger_types', 'registered_triggers', 'matching_ids'],
+    ),
+  },
+  'engine::workers::drain': {
+    request_format: object({ id: { type: 'string', description: 'worker (connection) id, from engine::workers::list' } }, ['id'], {
+      description: 'marks the connection draining: new calls go to the other live replicas of its functions; calling again only reads the count',
+      examples: [{ id: '6f1c0d2e-8a8b-4c39-9d54-2b7f0e1a3c55' }],
+    }),
+    response_format: object(
+      {
+        id: STRING,
+        draining: { type: 'boolean', const: true },
+        active_invocations: { type: 'integer', minimum: 0, description: 'invocations the connection still executes; poll until 0' },
+      },
+      ['id', 'draining', 'active_invocations'],
     ),
   },
   'engine::workers::register': {

@@ -77,8 +77,9 @@ export class Session implements Peer, FrameSink {
   /** False until the first successful announce, the grace period, or a full buffer (§3.4). */
   namespaceResolved = false
   /**
-   * Set by whoever supervises the worker (`svc`'s reload, src/lib/start.ts) once a new process of
-   * it has registered: new calls go to the other replicas; calls already here finish (§6.1 picks).
+   * Set by whoever supervises the worker once a new process of it has registered (`svc`'s reload
+   * in-process, the compose daemon's over `engine::workers::drain`): new calls go to the other
+   * replicas; calls already here finish (§6.1 picks). Never cleared: the connection is closing.
    */
   draining = false
   announce: WorkerAnnounce = {}

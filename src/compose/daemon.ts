@@ -10,6 +10,7 @@ import { BUILTIN_NAMES, canonicalBuiltinName, type Env, type Logger } from '../.
 import { CliError, ExitCode } from '../lib/errors.ts'
 import { processAlive } from '../lib/processes.ts'
 import { jsonParse } from 'svc-protocol/json'
+import type { WorkerDrainResult, WorkerInfoResult } from 'svc-protocol'
 import { isSignalTarget } from '../supervisor/process.ts'
 import { displayPath } from '../lib/project.ts'
 import { unreachableError } from '../lib/trigger.ts'
@@ -471,6 +472,12 @@ export class ComposeDaemon {
     return {
       url: this.engineUrl,
       listWorkers: (filter = {}) => this.listWorkers(filter),
+      workerFunctions: async (id) => {
+        const info = await this.client.trigger<unknown, WorkerInfoResult>({ function_id: 'engine::workers::info', payload: { id }, timeoutMs: ENGINE_CALL_TIMEOUT_MS })
+        return info.functions.map((f) => `${f.namespace}/${f.function_id}`)
+      },
+      drainWorker: async (id) =>
+        (await this.client.trigger<unknown, WorkerDrainResult>({ function_id: 'engine::workers::drain', payload: { id }, timeoutMs: ENGINE_CALL_TIMEOUT_MS })).active_invocations,
       configure: async (id, config) => {
         const call = <T>(function_id: string, payload: unknown) => this.client.trigger<unknown, T>({ function_id, payload, timeoutMs: ENGINE_CALL_TIMEOUT_MS })
         const stored = await call<{ value: unknown }>('configuration::get', { id, raw: true })

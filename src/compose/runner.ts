@@ -34,6 +34,18 @@ export interface EngineAccess {
   /** `engine::workers::list` with the given filter (protocol.md §11.1). */
   listWorkers(filter?: { namespace?: string; runtime?: string }): Promise<WorkerSummary[]>
   /**
+   * The functions the connection `id` holds, as `<namespace>/<function id>` (`engine::workers::info
+   * {id}`, protocol.md §11.1): a reload's new process counts as registered once it holds the
+   * previous one's. Optional (tests).
+   */
+  workerFunctions?(id: string): Promise<string[]>
+  /**
+   * `engine::workers::drain {id}` (issue 21): marks the connection draining and resolves with the
+   * calls it still runs; rejects with `code: 'NOT_FOUND'` once it is gone. Without it, a reload of
+   * a path container stops the old process before starting the new one.
+   */
+  drainWorker?(id: string): Promise<number>
+  /**
    * Deep-merges `config` into the stored settings entry `id` and stores the result with
    * `configuration::set` (cli.md §2.3); rejects with the configuration worker's error.
    */
@@ -134,7 +146,12 @@ export class ProjectRunner {
     this.log = options.log
     const engine = options.engine
     this.orchestrator = new Orchestrator({
-      engine: listedEngine(engine.url, async (namespace) => (await engine.listWorkers({ namespace })).map(listed)),
+      engine: listedEngine(engine.url, {
+        list: async (namespace) => (await engine.listWorkers({ namespace })).map(listed),
+        ...(engine.workerFunctions ? { functionsOf: (id: string) => engine.workerFunctions!(id) } : {}),
+        ...(engine.drainWorker ? { drain: (id: string) => engine.drainWorker!(id) } : {}),
+        log: options.log,
+      }),
       log: options.log,
       ...(options.supervise ? { supervise: options.supervise } : {}),
       ...(options.timings ? { timings: options.timings } : {}),
@@ -776,5 +793,5 @@ function seconds(ms: number): string {
 
 /** A worker of `engine::workers::list` as the registration check reads it. */
 function listed(w: WorkerSummary): ListedConnection {
-  return { name: w.name, namespace: w.namespace, connectedAtMs: w.connected_at_ms, pid: w.pid ?? undefined }
+  return { id: w.id, name: w.name, namespace: w.namespace, connectedAtMs: w.connected_at_ms, pid: w.pid ?? undefined }
 }

@@ -1,13 +1,13 @@
 /**
  * The two engines the orchestrator launches workers for (`EngineView`): `svc`'s own, in-process
  * (registration read from its sessions and registries, reloads drained), and the one the compose
- * daemon reaches over its connection (registration read from `engine::workers::list`).
+ * daemon reaches over its connection (registration read from `engine::workers::list` and
+ * `engine::workers::info`, reloads drained with `engine::workers::drain`).
  */
 import type { FunctionEntry, Logger, Session } from '../../runtime/index.ts'
 import type { Engine } from '../../runtime/start.ts'
-import { connectedSince } from './launch.ts'
 import type { ListedConnection } from './launch.ts'
-import type { EngineView, RegistrationProbe } from './types.ts'
+import type { EngineView, Registrant, RegistrationProbe } from './types.ts'
 
 /**
  * `svc`'s engine, in this process (cli.md §3): a worker counts as registered by
@@ -28,27 +28,127 @@ export function inProcessEngine(engine: Engine, url: string, log: Logger): Engin
 }
 
 /**
+ * What {@link listedEngine} asks an engine it reaches over a connection (protocol.md §11.1).
+ * `functionsOf` and `drain` are optional: without `drain` a reload stops the process first.
+ */
+export interface ListedEngineCalls {
+  /** The connections in `namespace` (`engine::workers::list {namespace}`). */
+  list(namespace: string): Promise<ListedConnection[]>
+  /**
+   * The functions the connection `id` holds, as `<namespace>/<function id>` (`engine::workers::info
+   * {id}`). Rejects when the engine cannot tell (the connection closed, the engine is unreachable).
+   */
+  functionsOf?(id: string): Promise<string[]>
+  /**
+   * `engine::workers::drain {id}`: marks the connection draining and resolves with the calls it still
+   * executes. Rejects with `code: 'NOT_FOUND'` once the connection is gone.
+   */
+  drain?(id: string): Promise<number>
+  /** Where a drain that runs out of time says so. */
+  log?: Logger
+}
+
+/**
  * An engine reached over a connection (the compose daemon, cli.md §4.7): a worker counts as
  * registered once `list(namespace)` (`engine::workers::list`) shows a connection of its name in its
- * namespace opened since the process started, or announcing its pid (`Registrant.byPid`). A
- * failed listing counts as not yet. No drain: the daemon cannot mark another engine's connections,
- * so a reload stops the process first.
+ * namespace opened since the process started, or announcing its pid (`Registrant.byPid`), that —
+ * while an older connection of the same worker is there (the process a reload replaces) — holds
+ * every function the older one holds (`functionsOf`) or has been open
+ * {@link REGISTRATION_SETTLE_MS}. A failed listing counts as not yet. With `calls.drain`, reloads
+ * overlap as `svc`'s do (issue 21): {@link drainListedConnections}.
  *
  * @example
- * const view = listedEngine(url, async (namespace) => (await listWorkers({ namespace })).map(toListedConnection))
+ * const view = listedEngine(url, { list: async (namespace) => (await listWorkers({ namespace })).map(toListedConnection),
+ *   functionsOf, drain: async (id) => (await call('engine::workers::drain', { id })).active_invocations, log })
  */
-export function listedEngine(url: string, list: (namespace: string) => Promise<ListedConnection[]>): EngineView {
-  return {
+export function listedEngine(url: string, calls: ListedEngineCalls): EngineView {
+  const view: EngineView = {
     url,
     isRegistered: async (who, probe) => {
-      let connections: ListedConnection[]
       try {
-        connections = await list(who.namespace)
+        return await listedRegistered(calls, who, probe)
       } catch {
         return false
       }
-      return connectedSince(who.byPid ? connections : connections.map((c) => ({ ...c, pid: undefined })), who.name, who.namespace, probe)
     },
+  }
+  const drain = calls.drain
+  if (drain) view.drain = (who, previous, next, options) => drainListedConnections({ ...calls, drain }, who, previous, next, options)
+  return view
+}
+
+/** True when the connection belongs to the process `probe` describes (`connectedSince`). */
+function ofProcess(c: ListedConnection, probe: RegistrationProbe): boolean {
+  return c.connectedAtMs >= probe.startedAtMs || (probe.pid !== undefined && c.pid === probe.pid)
+}
+
+/** {@link listedEngine}'s registration check; throws when the engine cannot tell. */
+async function listedRegistered(calls: ListedEngineCalls, who: Registrant, probe: RegistrationProbe): Promise<boolean> {
+  const connections = (await calls.list(who.namespace))
+    .filter((c) => c.name === who.name && c.namespace === who.namespace)
+    .map((c) => (who.byPid ? c : { ...c, pid: undefined }))
+  const fresh = connections.filter((c) => ofProcess(c, probe))
+  if (fresh.length === 0) return false
+  const previous = connections.filter((c) => !ofProcess(c, probe))
+  if (previous.length === 0 || !calls.functionsOf) return true
+  const now = Date.now()
+  if (fresh.some((c) => now - c.connectedAtMs >= REGISTRATION_SETTLE_MS)) return true
+  const wanted = new Set<string>()
+  for (const c of previous) if (c.id !== undefined) for (const f of await calls.functionsOf(c.id)) wanted.add(f)
+  for (const c of fresh) {
+    if (c.id === undefined) continue
+    const held = new Set(await calls.functionsOf(c.id))
+    if ([...wanted].every((f) => held.has(f))) return true
+  }
+  return false
+}
+
+/** How often a draining connection over `engine::workers::drain` is asked for its calls (ms). */
+const LISTED_DRAIN_POLL_MS = 100
+
+/**
+ * `WorkerSpec.drain` over a connection (issue 21): marks the connections of the replaced process
+ * (`who`, opened since `previous.startedAtMs` and before `next.startedAtMs`, or announcing
+ * `previous.pid`; never one of `next`'s) draining with `engine::workers::drain`, and resolves once
+ * they execute no invocation (a closed one counts as none), after `graceMs` (ms; a warning names the
+ * calls left), when `signal` aborts, or when the engine cannot be asked (the process is then
+ * stopped, as without a drain). Never rejects.
+ */
+export async function drainListedConnections(
+  calls: ListedEngineCalls & { drain: (id: string) => Promise<number> },
+  who: Registrant,
+  previous: RegistrationProbe,
+  next: RegistrationProbe,
+  options: { graceMs: number; signal: AbortSignal },
+): Promise<void> {
+  const byPid = (pid: number | undefined) => (who.byPid ? pid : undefined)
+  let ids: string[]
+  try {
+    ids = (await calls.list(who.namespace))
+      .filter((c) => c.name === who.name && c.namespace === who.namespace && c.id !== undefined)
+      .filter((c) => !ofProcess({ ...c, pid: byPid(c.pid) }, next))
+      .filter((c) => c.connectedAtMs >= previous.startedAtMs || (previous.pid !== undefined && byPid(c.pid) === previous.pid))
+      .map((c) => c.id!)
+  } catch (err) {
+    calls.log?.debug(`${who.name}: listing the previous process's connections failed: ${(err as Error).message}`)
+    return
+  }
+  const deadline = Date.now() + options.graceMs
+  for (;;) {
+    let running = 0
+    try {
+      const counts = await Promise.all(ids.map((id) => calls.drain(id).catch((err: { code?: unknown }) => (err?.code === 'NOT_FOUND' ? 0 : Promise.reject(err)))))
+      running = counts.reduce((n, c) => n + c, 0)
+    } catch (err) {
+      calls.log?.debug(`${who.name}: draining the previous process failed: ${(err as Error).message}`)
+      return
+    }
+    if (running === 0 || options.signal.aborted) return
+    if (Date.now() >= deadline) {
+      calls.log?.warn(`${who.name}: the previous process still runs ${running} call${running === 1 ? '' : 's'} after ${options.graceMs / 1000} s; stopping it`)
+      return
+    }
+    await new Promise((resolve) => setTimeout(resolve, LISTED_DRAIN_POLL_MS))
   }
 }
 

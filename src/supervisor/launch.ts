@@ -62,6 +62,8 @@ export function consoleWorkerSpec(launch: ConsoleLaunch): WorkerLaunch {
 
 /** A connection as the engine lists it, in-process (`Session`) or over `engine::workers::list`. */
 export interface ListedConnection {
+  /** The worker (connection) id, when listed over `engine::workers::list`. */
+  id?: string | undefined
   name: string | null
   namespace: string
   /** When it connected, ms since the epoch. */

@@ -115,7 +115,8 @@ export interface WorkerSpec {
    * process's connections are draining (new calls go to the new one) and resolve once they execute
    * no invocation, or after `graceMs` (ms), or when `signal` aborts (svc stops the worker). A new
    * process that exits before it registers leaves the previous one serving. Without `drain`, a
-   * change stops the process first, then starts the new one (compose path containers).
+   * change stops the process first, then starts the new one (the console; an engine without
+   * `engine::workers::drain`).
    */
   drain?: (previous: RegistrationProbe, next: RegistrationProbe, options: { graceMs: number; signal: AbortSignal }) => Promise<void>
 }

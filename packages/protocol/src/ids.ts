@@ -17,6 +17,8 @@ export const EngineFunctions = {
   REGISTERED_TRIGGER_INFO: 'engine::registered-triggers::info',
   LIST_WORKERS: 'engine::workers::list',
   WORKER_INFO: 'engine::workers::info',
+  /** svc addition (issue 21): send new calls away from a connection a reload replaces. */
+  DRAIN_WORKER: 'engine::workers::drain',
   // invocations in flight and their cancellation (svc addition, docs/reference/protocol.md)
   LIST_INVOCATIONS: 'engine::invocations::list',
   CANCEL_INVOCATION: 'engine::invocations::cancel',

@@ -35,6 +35,11 @@ export interface WorkerSummary {
   active_invocations: number
   /** In a fleet: the engine the worker is connected to (`fleet.engine`; an svc addition, issue 19). */
   engine?: string
+  /**
+   * Present while the connection drains (`engine::workers::drain`, a reload replacing its process;
+   * an svc addition, issue 21): new calls go to the other replicas, running ones finish here.
+   */
+  draining?: true
 }
 
 /** FunctionSummary plus what `engine::functions::info` tells (protocol.md §11.1 FunctionDetail). */
@@ -131,6 +136,20 @@ export interface RegisteredTriggersListResult {
 /** The result of `engine::workers::list` (protocol.md §11.1). */
 export interface WorkersListResult {
   workers: WorkerSummary[]
+}
+
+/**
+ * The result of `engine::workers::drain` (protocol.md §11.1, an svc addition for reloads without
+ * a gap, issue 21): the connection `id` is draining — new calls go to the other live replicas of
+ * its functions, calls already running there finish. Calling it again only reads the count, so a
+ * supervisor polls it until `active_invocations` is 0.
+ */
+export interface WorkerDrainResult {
+  /** The worker (connection) id, as `engine::workers::list` gives it. */
+  id: string
+  draining: true
+  /** Invocations the connection still executes. */
+  active_invocations: number
 }
 
 /** The result of `engine::workers::info` (protocol.md §11.1). */
