@@ -16,6 +16,7 @@ import { after, before, describe, it } from 'node:test'
 import { registerWorker, type SvcClient } from 'svc-sdk'
 import { cliEnv, runSvc } from './support/cli.ts'
 import { ROOT, startEngineProcess, SVC_BIN, tempProject, type RunningEngine } from './support/processes.ts'
+import { waitFor } from './support/wait.ts'
 
 const SDK = pathToFileURL(join(ROOT, 'packages', 'sdk', 'dist', 'index.js')).href
 const NS = 'e2e-reload'
@@ -57,14 +58,9 @@ function alive(pid: number): boolean {
   }
 }
 
-async function until<T>(find: () => T | undefined | false, what: string, timeoutMs = 60_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs
-  for (;;) {
-    const found = find()
-    if (found) return found
-    if (Date.now() > deadline) assert.fail(`timed out waiting for ${what}; the daemon printed:\n${daemon?.output.join('\n')}`)
-    await new Promise((resolve) => setTimeout(resolve, 50))
-  }
+/** {@link waitFor} with the daemon's output in the timeout message. */
+function until<T>(find: () => T | undefined | false, what: string, timeoutMs = 60_000): Promise<T> {
+  return waitFor(find, () => `${what}; the daemon printed:\n${daemon?.output.join('\n')}`, timeoutMs, 50)
 }
 
 /** Calls `versioned::version` from `concurrency` loops until `stop()`; every answer and error is kept, in order. */

@@ -8,7 +8,8 @@ import assert from 'node:assert/strict'
 import { after, before, describe, it } from 'node:test'
 import fc from 'fast-check'
 import { startTestEngine, type TestEngine } from '../../test/support/engine.ts'
-import { RawWorker, eventually } from '../../test/support/raw-worker.ts'
+import { RawWorker } from '../../test/support/raw-worker.ts'
+import { waitFor } from '../../test/support/wait.ts'
 import { PubSubWorker } from '../workers/pubsub/worker.ts'
 
 const drain = (t: TestEngine, data: unknown) => t.engine.inject({ function_id: 'engine::workers::drain', data }) as Promise<{ id: string; draining: true; active_invocations: number }>
@@ -32,13 +33,13 @@ describe('engine::workers::drain (issue 21)', () => {
       }
       return 'old'
     })
-    await eventually(() => t.engine.functions.get('default', 'greet::hi') !== undefined)
+    await waitFor(() => t.engine.functions.get('default', 'greet::hi') !== undefined, 'greet::hi registered')
     const caller = await RawWorker.connect(t.url)
     const running = caller.call('greet::hi', {}, { timeout_ms: 60_000 })
-    await eventually(() => t.engine.peerById(old.workerId)?.activeInvocations === 1)
+    await waitFor(() => t.engine.peerById(old.workerId)?.activeInvocations === 1, 'the old worker running one call')
     const fresh = await RawWorker.connect(t.url, { announce: { name: 'greeter' } })
     fresh.serve('greet::hi', () => 'new')
-    await eventually(() => t.engine.functions.get('default', 'greet::hi')?.replicas.length === 2)
+    await waitFor(() => t.engine.functions.get('default', 'greet::hi')?.replicas.length === 2, 'two replicas of greet::hi')
     try {
       assert.deepEqual(await drain(t, { id: old.workerId }), { id: old.workerId, draining: true, active_invocations: 1 })
       for (let i = 0; i < 6; i++) assert.equal((await caller.call('greet::hi', {})).result, 'new')
@@ -48,7 +49,7 @@ describe('engine::workers::drain (issue 21)', () => {
       assert.equal(listed.workers.find((w) => w.id === fresh.workerId)?.draining, undefined)
       release()
       assert.equal((await running).result, 'old', 'the call that was running on the draining connection finished there')
-      await eventually(async () => (await drain(t, { id: old.workerId })).active_invocations === 0)
+      await waitFor(async () => (await drain(t, { id: old.workerId })).active_invocations === 0, 'the drained worker idle')
     } finally {
       release()
       await Promise.all([old.close(), fresh.close(), caller.close()])
@@ -58,7 +59,7 @@ describe('engine::workers::drain (issue 21)', () => {
   it('a draining connection that is the only replica left still serves', async () => {
     const only = await RawWorker.connect(t.url, { announce: { name: 'lonely' } })
     only.serve('lonely::ping', () => 'pong')
-    await eventually(() => t.engine.functions.get('default', 'lonely::ping') !== undefined)
+    await waitFor(() => t.engine.functions.get('default', 'lonely::ping') !== undefined, 'lonely::ping registered')
     try {
       await drain(t, { id: only.workerId })
       assert.equal((await only.call('lonely::ping', {})).result, 'pong')
@@ -116,7 +117,7 @@ describe('engine::workers::drain fuzz (fast-check)', () => {
     const bystander = await RawWorker.connect(t.url, { announce: { name: 'bystander' } })
     bystander.serve('by::echo', (data) => data)
     const caller = await RawWorker.connect(t.url)
-    await eventually(() => t.engine.functions.get('default', 'by::echo') !== undefined)
+    await waitFor(() => t.engine.functions.get('default', 'by::echo') !== undefined, 'by::echo registered')
     try {
       await fc.assert(
         fc.asyncProperty(fc.oneof(hostileValue, fc.record({ id: hostileValue }), fc.record({ id: hostileString, extra: hostileValue })), async (payload) => {
