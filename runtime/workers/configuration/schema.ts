@@ -5,14 +5,30 @@
  * property 'adapter'`), the form `SCHEMA_INVALID` messages list them in.
  */
 import { Ajv2020, type ValidateFunction, type ErrorObject } from 'ajv/dist/2020.js'
+import { canonicalJson } from 'svc-protocol/json'
 import { isSinglePlaceholder } from '../../config/placeholders.ts'
+import { BUILTIN_DESCRIPTORS } from '../catalogue.ts'
 
 /** A compiled schema: the violations of a value, empty when it is valid. */
 export type SettingsValidator = (value: unknown) => string[]
 
 // One Ajv instance per process: compiled schemas are cached by it. `strict: false` accepts schemas
 // that use annotation keywords Ajv does not know (`format` values, `x-*`), as users' schemas may.
-const ajv = new Ajv2020({ allErrors: true, strict: false, validateFormats: false })
+// `code.optimize: false`: the generated validators run a little slower but compile faster, and
+// settings are validated only when written or read, never per invocation.
+const ajv = new Ajv2020({ allErrors: true, strict: false, validateFormats: false, code: { optimize: false } })
+
+// The built-in workers' own schemas (their descriptors' `settings`, checked against the draft
+// 2020-12 meta-schema by schema.test.ts) compile without that check: compiling the meta-schema,
+// once per process, was a fifth of the engine's start (issue 20). Every other schema is checked.
+const builtinAjv = new Ajv2020({ allErrors: true, strict: false, validateFormats: false, code: { optimize: false }, validateSchema: false })
+let builtinSchemas: Set<string> | undefined
+
+/** True when `schema` is, as JSON, the settings schema of a built-in worker. */
+function isBuiltinSchema(schema: unknown): boolean {
+  builtinSchemas ??= new Set(BUILTIN_DESCRIPTORS.flatMap((descriptor) => (descriptor.settings === null ? [] : [canonicalJson(descriptor.settings)])))
+  return builtinSchemas.has(canonicalJson(schema))
+}
 
 /**
  * Compiles `schema` once.
@@ -26,7 +42,7 @@ export function compileSettingsSchema(schema: unknown, options: { acceptPlacehol
   }
   let validate: ValidateFunction
   try {
-    validate = ajv.compile(schema as object)
+    validate = (isBuiltinSchema(schema) ? builtinAjv : ajv).compile(schema as object)
   } catch (error) {
     throw new Error(`schema is not a valid JSON Schema: ${(error as Error).message}`)
   }
