@@ -33,6 +33,10 @@ if (major < 22 || (major === 22 && minor < 13)) {
     } else process.exit(code ?? 1)
   })
 } else {
+  // Before anything else loads: the compiled code of what follows is reused from the last start
+  // (bin/compile-cache.js, issue 20 "Engine start").
+  const { enableCompileCache } = await import('./compile-cache.js')
+  enableCompileCache(await import('node:module'), process.env)
   const { execute } = await import('@oclif/core')
   const { withDefaultCommand } = await import('../dist/src/lib/argv.js')
   await execute({ dir: import.meta.url, args: withDefaultCommand(process.argv.slice(2)) })
