@@ -4,10 +4,11 @@
  * Violations read `<json pointer>: <problem>` (`/port: must be <= 65535`, `/: must have required
  * property 'adapter'`), the form `SCHEMA_INVALID` messages list them in.
  */
-import { Ajv2020, type ValidateFunction, type ErrorObject } from 'ajv/dist/2020.js'
+import { Ajv2020, type Options, type ValidateFunction, type ErrorObject } from 'ajv/dist/2020.js'
 import { canonicalJson } from 'svc-protocol/json'
 import { isSinglePlaceholder } from '../../config/placeholders.ts'
 import { BUILTIN_DESCRIPTORS } from '../catalogue.ts'
+import { PRECOMPILED_VALIDATORS } from './precompiled.ts'
 
 /** A compiled schema: the violations of a value, empty when it is valid. */
 export type SettingsValidator = (value: unknown) => string[]
@@ -16,18 +17,23 @@ export type SettingsValidator = (value: unknown) => string[]
 // that use annotation keywords Ajv does not know (`format` values, `x-*`), as users' schemas may.
 // `code.optimize: false`: the generated validators run a little slower but compile faster, and
 // settings are validated only when written or read, never per invocation.
-const ajv = new Ajv2020({ allErrors: true, strict: false, validateFormats: false, code: { optimize: false } })
+const OPTIONS: Options = { allErrors: true, strict: false, validateFormats: false, code: { optimize: false } }
+const ajv = new Ajv2020(OPTIONS)
 
 // The built-in workers' own schemas (their descriptors' `settings`, checked against the draft
 // 2020-12 meta-schema by schema.test.ts) compile without that check: compiling the meta-schema,
 // once per process, was a fifth of the engine's start (issue 20). Every other schema is checked.
-const builtinAjv = new Ajv2020({ allErrors: true, strict: false, validateFormats: false, code: { optimize: false }, validateSchema: false })
+// The packed CLI has them compiled ahead of time (precompiled.ts); a checkout compiles them here.
+/** Ajv's options for the built-in settings schemas (scripts/bundle-cli.ts precompiles them with these). */
+export const BUILTIN_OPTIONS: Readonly<Options> = { ...OPTIONS, validateSchema: false }
+const builtinAjv = new Ajv2020(BUILTIN_OPTIONS)
 let builtinSchemas: Set<string> | undefined
 
-/** True when `schema` is, as JSON, the settings schema of a built-in worker. */
-function isBuiltinSchema(schema: unknown): boolean {
+/** The canonical JSON of `schema` when it is the settings schema of a built-in worker. */
+function builtinSchemaKey(schema: unknown): string | undefined {
   builtinSchemas ??= new Set(BUILTIN_DESCRIPTORS.flatMap((descriptor) => (descriptor.settings === null ? [] : [canonicalJson(descriptor.settings)])))
-  return builtinSchemas.has(canonicalJson(schema))
+  const key = canonicalJson(schema)
+  return builtinSchemas.has(key) ? key : undefined
 }
 
 /**
@@ -42,7 +48,8 @@ export function compileSettingsSchema(schema: unknown, options: { acceptPlacehol
   }
   let validate: ValidateFunction
   try {
-    validate = (isBuiltinSchema(schema) ? builtinAjv : ajv).compile(schema as object)
+    const builtin = builtinSchemaKey(schema)
+    validate = builtin === undefined ? ajv.compile(schema as object) : (PRECOMPILED_VALIDATORS.get(builtin) ?? builtinAjv.compile(schema as object))
   } catch (error) {
     throw new Error(`schema is not a valid JSON Schema: ${(error as Error).message}`)
   }
