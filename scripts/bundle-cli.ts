@@ -11,6 +11,9 @@
  * - oclif's plugins (`@oclif/plugin-*`: `svc help`, `svc autocomplete`), and the TypeScript
  *   compilers oclif looks for when a plugin runs from sources;
  * - `svc-console`: served from its own folder (its app bundle), loaded only by the console paths;
+ * - `svc-sdk` and `svc-helpers` (only `svc compose`'s daemon uses them): svc-sdk reads its own
+ *   `package.json` and svc-helpers loads the OpenTelemetry SDK relative to itself; and
+ *   `svc-protocol`, so that the CLI, svc-sdk and svc-console share one copy of its classes;
  * - the optional packages (`OPTIONAL_PACKAGES`: database drivers, Redis, NATS, OTLP exporters) and
  *   `@inquirer/*`: loaded lazily, and only when configured or asked for;
  * - the optional native helpers of `ws` and `chokidar` (`bufferutil`, `utf-8-validate`, `fsevents`).
@@ -43,6 +46,15 @@ export const EXTERNAL: readonly string[] = [
   '@inquirer/*',
   'svc-console',
   'svc-console/*',
+  // svc-sdk (the compose daemon's) reads its ../package.json and loads the OpenTelemetry SDK from
+  // its own folder; it stays the package it is, with svc-helpers, and svc-protocol stays one copy
+  // for all of them (its error classes are compared with instanceof across packages).
+  'svc-protocol',
+  'svc-protocol/*',
+  'svc-sdk',
+  'svc-sdk/*',
+  'svc-helpers',
+  'svc-helpers/*',
   ...Object.keys(OPTIONAL_PACKAGES).flatMap((name) => [name, `${name}/*`]),
   // oclif's support for running a plugin's TypeScript sources, never used by a packed CLI.
   'typescript',

@@ -83,6 +83,13 @@ test('the bundled svc starts an engine, serves calls (SQLite included) and loads
   const bundled = readdirSync(join(stage, 'dist'), { recursive: true }).filter((file) => String(file).endsWith('.js'))
   assert.ok(bundled.length < 200, `the bundle has ${bundled.length} files`)
 
+  // Every command module of the bundle loads (a module that finds a file next to itself, such as
+  // svc-sdk's ../package.json, would throw here when bundled into dist/chunks).
+  const commands = readdirSync(join(stage, 'dist', 'src', 'commands'), { recursive: true }).map(String).filter((file) => file.endsWith('.js'))
+  assert.ok(commands.includes('compose/index.js') && commands.includes('start.js'), commands.join(', '))
+  const importAll = commands.map((file) => `await import(${JSON.stringify(pathToFileURL(join(stage, 'dist', 'src', 'commands', file)).href)})`).join('; ')
+  await run(process.execPath, ['--input-type=module', '-e', importAll], { cwd: scratch })
+
   const project = join(scratch, 'project')
   mkdirSync(project)
   writeFileSync(
