@@ -8,7 +8,11 @@
  * against `node -e 0` on the same Node, alternated round by round (the machine is shared; only
  * ratios of one run compare). Each round stops `svc` with SIGINT and waits for it to exit.
  *
- * Prints one JSON line: `{ rounds, ms: { node, banner, registered } }`, medians in milliseconds.
+ * Prints one JSON line: `{ rounds, ms: { node, banner, registered }, ratio: { banner, registered } }`,
+ * medians in milliseconds and the medians' ratios to `node -e 0`.
+ * With `SVC_BENCH_BASELINE=<svc executable>` (another installed svc, e.g. the previous release), a
+ * project scaffolded by that one is started in the same rounds too (`baseline_banner`,
+ * `baseline_registered`): before and after under the same load.
  * Usage: `node bench/engine-start.ts [rounds]` (default 7), after `npm run build`.
  */
 import { execFileSync, spawn } from 'node:child_process'
@@ -62,17 +66,26 @@ async function main(): Promise<void> {
   try {
     execFileSync(cli.svc, ['project', 'init', 'qs', '--template', 'quickstart', '--ports', 'auto'], { cwd: parent, env: cli.env, stdio: 'ignore' })
     const project = join(parent, 'qs')
-    const ms = { node: [] as number[], banner: [] as number[], registered: [] as number[] }
-    // One warm-up (the file cache, the workers' first start), then alternated rounds.
+    const baseline = process.env.SVC_BENCH_BASELINE
+    if (baseline !== undefined) execFileSync(baseline, ['project', 'init', 'base', '--template', 'quickstart', '--ports', 'auto'], { cwd: parent, env: cli.env, stdio: 'ignore' })
+    const ms: Record<string, number[]> = { node: [], banner: [], registered: [], baseline_banner: [], baseline_registered: [] }
+    // One warm-up (the file cache, the compile cache, the workers' first start), then alternated rounds.
     for (let round = -1; round < rounds; round++) {
       const node = await bareNode(cli.env)
       const svc = await startOnce(cli.svc, project, cli.env)
+      const base = baseline === undefined ? undefined : await startOnce(baseline, join(parent, 'base'), cli.env)
       if (round < 0) continue
-      ms.node.push(node)
-      ms.banner.push(svc.banner)
-      ms.registered.push(svc.registered)
+      ms.node!.push(node)
+      ms.banner!.push(svc.banner)
+      ms.registered!.push(svc.registered)
+      if (base !== undefined) {
+        ms.baseline_banner!.push(base.banner)
+        ms.baseline_registered!.push(base.registered)
+      }
     }
-    console.log(JSON.stringify({ rounds, ms: { node: median(ms.node), banner: median(ms.banner), registered: median(ms.registered) } }))
+    const medians = Object.fromEntries(Object.entries(ms).filter(([, values]) => values.length > 0).map(([key, values]) => [key, median(values)]))
+    const ratio = Object.fromEntries(Object.entries(medians).filter(([key]) => key !== 'node').map(([key, value]) => [key, Math.round((value / medians.node!) * 10) / 10]))
+    console.log(JSON.stringify({ rounds, ms: medians, ratio }))
   } finally {
     rmSync(parent, { recursive: true, force: true })
     cli.remove()

@@ -1,5 +1,6 @@
 #!/usr/bin/env node
-// The svc command (oclif), running the compiled commands in dist/.
+// The svc command (oclif), running the compiled commands in dist/ (in the packed CLI, the bundle of
+// scripts/bundle-cli.ts in their place).
 
 // Checked before anything else loads: svc needs Node 22.13 or newer (node:sqlite, require of ES
 // modules). Started by an older Node (often the system's, first on PATH), it runs itself again with
@@ -48,7 +49,14 @@ if (major < 22 || (major === 22 && minor < 13)) {
       }
     }
   }
-  const { execute } = await import('@oclif/core')
-  const { withDefaultCommand } = await import('../dist/src/lib/argv.js')
-  await execute({ dir: import.meta.url, args: withDefaultCommand(process.argv.slice(2)) })
+  // Before anything else loads: the compiled code of what follows is reused from the last start
+  // (bin/compile-cache.js, issue 20 "Engine start").
+  const { enableCompileCache } = await import('./compile-cache.js')
+  enableCompileCache(await import('node:module'), process.env)
+  // Stacks are printed with --debug or DEBUG: then they name src/…/*.ts lines through the source
+  // maps (the packed CLI is a bundle); otherwise parsing the maps would only slow every start.
+  const { debugEnabled } = await import('../dist/src/lib/argv.js')
+  if (debugEnabled(process.env, process.argv.slice(2))) process.setSourceMapsEnabled(true)
+  const { main } = await import('../dist/src/lib/main.js')
+  await main(import.meta.url, process.argv.slice(2))
 }

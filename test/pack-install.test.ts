@@ -85,6 +85,7 @@ function tarballs(): { packed: boolean } {
     'dist/runtime',
     'templates',
     'package.json',
+    'scripts/bundle-cli.ts',
     ...['sdk', 'helpers', 'protocol', 'console', 'browser-sdk'].flatMap((p) => [`packages/${p}/dist`, `packages/${p}/package.json`]),
     ...['sdk-python', 'helpers-python'].flatMap((p) => [`packages/${p}/src`, `packages/${p}/pyproject.toml`]),
     'packages/sdk-rust/Cargo.toml',
@@ -224,12 +225,16 @@ it('the packed CLI installs offline, scaffolds a project that runs, and the proj
   assert.equal(commandManifest.version, VERSION)
   assert.match(await run('svc', ['--version'], scratch, env), new RegExp(`^svc/${VERSION.replace(/\./g, '\\.')} `))
   // Issue 20 "Install": at most 60 MB on disk; each package once (svc-sdk's dependencies are the
-  // CLI's, not a second copy nested under it), no TypeScript declarations or source maps; the
+  // CLI's, not a second copy nested under it), no TypeScript declarations or dependencies' source maps; the
   // optional packages are not installed with it (they install on demand).
   const bytes = Number(execFileSync('du', ['-sb', installed], { encoding: 'utf8' }).split('\t')[0])
   assert.ok(bytes <= 60e6, `the installed CLI takes ${bytes} bytes, over 60 MB`)
   assert.ok(!existsSync(join(installed, 'node_modules', 'svc-sdk', 'node_modules')), 'svc-sdk carries no second copy of its dependencies')
-  for (const file of ['dist/src/commands/trigger.d.ts', 'dist/src/commands/trigger.js.map', 'node_modules/svc-sdk/dist/index.d.ts']) assert.ok(!existsSync(join(installed, file)), `${file} is not shipped`)
+  for (const file of ['dist/src/commands/trigger.d.ts', 'node_modules/svc-sdk/dist/index.d.ts', 'node_modules/svc-sdk/dist/index.js.map']) assert.ok(!existsSync(join(installed, file)), `${file} is not shipped`)
+  // dist/ is the bundle (scripts/bundle-cli.ts, issue 20 "Engine start"): the commands with their
+  // shared chunks, not the compiled tree, and its source maps for the stacks of --debug.
+  assert.ok(existsSync(join(installed, 'dist', 'chunks')) && !existsSync(join(installed, 'dist', 'runtime')), 'the installed CLI runs the bundle')
+  assert.ok(existsSync(join(installed, 'dist', 'src', 'commands', 'trigger.js.map')), 'the bundle ships its source maps')
   for (const optional of ['pg', 'mysql2', 'ioredis', 'nats', '@grpc/grpc-js', '@opentelemetry/exporter-trace-otlp-proto']) {
     assert.ok(!existsSync(join(installed, 'node_modules', optional)), `${optional} is not installed with svc`)
   }

@@ -3,7 +3,7 @@
  * a svc-sdk worker process with default settings serves invocations whose handler spans reach the
  * engine, and its worker gauges too (sdk.md §12.3, protocol.md §10.3), while none of
  * `@opentelemetry/sdk-trace`, `sdk-logs`, `sdk-metrics`, `resources` or `otlp-transformer` has
- * been loaded; its first `Logger` record loads the logs SDK and still reaches `engine::logs::list`.
+ * been loaded, nor Node's undici (an ES import of `node:http` loads it); its first `Logger` record loads the logs SDK and still reaches `engine::logs::list`.
  */
 import assert from 'node:assert/strict'
 import { type ChildProcess, spawn } from 'node:child_process'
@@ -64,6 +64,11 @@ describe('SDK telemetry loads the OpenTelemetry SDK lazily (issue 20)', () => {
     assert.match(String(rss.points[0]!.attributes['worker.id']), /.+/)
     assert.ok(modules.includes('@opentelemetry/api'), 'the API is loaded')
     assert.deepEqual(modules.filter((m) => SDK_PACKAGES.includes(m)), [], 'no OpenTelemetry SDK package loaded')
+  })
+
+  it('a worker that registered and served calls has not loaded undici (Node\'s fetch and WebSocket)', async () => {
+    assert.deepEqual(await call('lazy::echo', { n: 2 }), { n: 2 })
+    assert.deepEqual(await call('lazy::undici'), [])
   })
 
   it('the first Logger record loads the logs SDK, and the record reaches engine::logs::list', async () => {

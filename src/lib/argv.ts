@@ -25,3 +25,14 @@ const PLUGIN_COMMANDS = new Set(['help', 'autocomplete'])
 
 /** Accepted by every svc command (`SvcCommand.baseFlags`), `svc help` included. */
 const COLOUR_FLAGS = new Set(['--color', '--no-color'])
+
+/**
+ * True when stack traces should be shown: `--debug` among the arguments (before any `--`), or
+ * `DEBUG` set to anything but empty, `0` or `false`.
+ */
+export function debugEnabled(env: NodeJS.ProcessEnv = process.env, argv: readonly string[] = process.argv.slice(2)): boolean {
+  const end = argv.indexOf('--')
+  if ((end < 0 ? argv : argv.slice(0, end)).includes('--debug')) return true
+  const value = env.DEBUG
+  return value !== undefined && value !== '' && value !== '0' && value.toLowerCase() !== 'false'
+}

@@ -6,7 +6,10 @@ import { readFileSync } from 'node:fs'
 import { isIP } from 'node:net'
 import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
-import { checkAllowedHost, checkToken, ConsoleListenError, CONSOLE_TOKEN_ENV, startConsole, type ConsoleLog, type RunningConsole } from 'svc-console'
+// The console's backend (its server, svc-sdk, OpenTelemetry) loads only in runConsole: `svc` imports
+// this module for the banner's console address, and starts no console in-process (issue 20).
+import { checkAllowedHost, checkToken, CONSOLE_TOKEN_ENV } from 'svc-console/access'
+import type { ConsoleLog, RunningConsole } from 'svc-console'
 import { terminalText } from '../../runtime/index.ts'
 import { CliError, ExitCode, usageError } from './errors.ts'
 import { shownAddress } from './engine-addresses.ts'
@@ -107,6 +110,7 @@ export async function runConsole(options: ConsoleCommandOptions): Promise<Runnin
     )
   }
   const log = consoleLog(stdout, stderr, options.json === true)
+  const { ConsoleListenError, startConsole } = await import('svc-console')
   const start = (port: number) =>
     startConsole({ port, host: options.host, engineUrl: options.engineUrl, log, version: options.version, allowedHosts, ...(options.token === undefined ? {} : { token: options.token }) })
   let running: RunningConsole

@@ -10,6 +10,10 @@
  */
 import { catalogueEntry, Codes, exitCodeOf } from 'svc-protocol/errors'
 import { ConfigError, terminalJson, terminalLines, terminalText } from '../../runtime/index.ts'
+import { debugEnabled } from './argv.ts'
+
+// Read by bin/run.js before the CLI loads (it turns on source maps); kept importable from here.
+export { debugEnabled }
 
 /**
  * Codes of failures only the CLI detects (cli.md §1, §4.6); engine and function failures keep their
@@ -134,17 +138,6 @@ export function toCliError(err: unknown): CliError {
     return new CliError(init)
   }
   return new CliError({ code: Codes.InternalError, message: String(err), exitCode: ExitCode.Failure })
-}
-
-/**
- * True when stack traces should be shown: `--debug` among the arguments (before any `--`), or
- * `DEBUG` set to anything but empty, `0` or `false`.
- */
-export function debugEnabled(env: NodeJS.ProcessEnv = process.env, argv: readonly string[] = process.argv.slice(2)): boolean {
-  const end = argv.indexOf('--')
-  if ((end < 0 ? argv : argv.slice(0, end)).includes('--debug')) return true
-  const value = env.DEBUG
-  return value !== undefined && value !== '' && value !== '0' && value.toLowerCase() !== 'false'
 }
 
 /**

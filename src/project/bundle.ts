@@ -105,15 +105,16 @@ function packWithBundle(root: string, stage: string, workspaces: readonly string
 
 /**
  * Files a CLI never reads at run time: TypeScript sources and declarations (Node does not strip
- * types under node_modules, and nothing compiles against the installed CLI), source maps, and
- * markdown other than licence texts. Removing them from the staged copy of the CLI halves its
- * files (issue 20 "Install": fewer files is most of a faster `npm i -g`).
+ * types under node_modules, and nothing compiles against the installed CLI), source maps of its
+ * dependencies, and markdown other than licence texts. Removing them from the staged copy of the
+ * CLI halves its files (issue 20 "Install": fewer files is most of a faster `npm i -g`). The
+ * bundle's own source maps (`dist/**\/*.js.map`) stay: `--debug` turns them on (src/lib/main.ts).
  */
 const UNUSED_AT_RUN_TIME = /\.(?:[cm]?ts|map|md|markdown)$/i
 const KEEP = /^(?:licen[cs]e|copying|notice)/i
 
 /**
- * Deletes {@link UNUSED_AT_RUN_TIME} files from `stage/dist` and `stage/node_modules`; the
+ * Deletes {@link UNUSED_AT_RUN_TIME} files from `stage/node_modules` (`stage/dist` is the bundle); the
  * console's app bundle, templates and vendored SDKs are not under them (templates and vendor
  * stay whole; the console's app is served from its dist/app, whose source map is unused).
  */
@@ -125,7 +126,7 @@ function pruneUnused(stage: string): void {
       else if (UNUSED_AT_RUN_TIME.test(entry.name) && !KEEP.test(entry.name)) rmSync(path, { force: true })
     }
   }
-  for (const top of ['dist', 'node_modules']) if (existsSync(join(stage, top))) visit(join(stage, top))
+  if (existsSync(join(stage, 'node_modules'))) visit(join(stage, 'node_modules'))
 }
 
 function packSdkIn(root: string, work: string, packed: Record<string, string>): string {
@@ -183,9 +184,11 @@ export function packDist(root: string, out: string): string[] {
 
     const cliStage = join(work, 'stage-cli')
     mkdirSync(cliStage)
-    for (const entry of ['bin', 'dist', 'templates', 'package.json', 'README.md']) cpSync(join(root, entry), join(cliStage, entry), { recursive: true })
-    // dist/ holds every compiled tree and earlier tarballs (dist/pack, dist/vendor); the CLI needs src and runtime only.
-    for (const extra of readdirSync(join(cliStage, 'dist'))) if (extra !== 'src' && extra !== 'runtime') rmSync(join(cliStage, 'dist', extra), { recursive: true, force: true })
+    for (const entry of ['bin', 'templates', 'package.json', 'README.md']) cpSync(join(root, entry), join(cliStage, entry), { recursive: true })
+    // The CLI's dist/ is the bundle of the compiled tree (scripts/bundle-cli.ts, issue 20 "Engine
+    // start"): the same entry files (each command, the not-found hook, bin/run.js's main) with the
+    // code they share in dist/chunks, instead of about a thousand modules.
+    execFileSync(process.execPath, [join(root, 'scripts', 'bundle-cli.ts'), join(cliStage, 'dist')], { stdio: ['ignore', 'ignore', 'inherit'] })
     // The command manifest (scripts/oclif-manifest.ts): commands load only when run.
     execFileSync(process.execPath, [join(root, 'scripts', 'oclif-manifest.ts'), root, join(cliStage, 'oclif.manifest.json')], { stdio: ['ignore', 'ignore', 'inherit'] })
     mkdirSync(join(cliStage, 'vendor'))

@@ -5,7 +5,7 @@
  * connections the engine lists (cli.md §5.3).
  */
 import { mkdirSync } from 'node:fs'
-import { CONSOLE_TOKEN_ENV } from 'svc-console'
+import { CONSOLE_TOKEN_ENV } from 'svc-console/access'
 import { consoleStartCommand } from '../lib/console.ts'
 import type { RegistrationProbe, WorkerLaunch, WorkerSpec } from './types.ts'
 

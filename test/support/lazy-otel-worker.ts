@@ -6,7 +6,7 @@
  *
  * `node test/support/lazy-otel-worker.ts <engine url>` prints `{"ready":true}` once connected.
  * Functions: `lazy::echo` (returns its input), `lazy::modules` (flushes telemetry, returns the
- * loaded package names), `lazy::log` (emits a `Logger` record with its input as data, flushes,
+ * loaded package names), `lazy::undici` (Node's undici modules loaded, none expected), `lazy::log` (emits a `Logger` record with its input as data, flushes,
  * returns the loaded package names).
  */
 import { registerHooks } from 'node:module'
@@ -30,6 +30,8 @@ client.registerFunction('lazy::modules', async () => {
   await flushOtel()
   return modules()
 })
+// Node's own modules loaded so far whose name has `undici` (its fetch and WebSocket).
+client.registerFunction('lazy::undici', () => (process as unknown as { moduleLoadList: string[] }).moduleLoadList.filter((name) => name.includes('undici')))
 client.registerFunction('lazy::log', async (data) => {
   getLogger().info('lazy log', data)
   await flushOtel()

@@ -6,7 +6,6 @@ import { mkdirSync } from 'node:fs'
 import { dirname } from 'node:path'
 import { Errors } from 'svc-protocol/errors'
 import { RESULT_LIMIT_DEFAULTS } from './limits.ts'
-import { openSqliteDriver } from './sqlite/index.ts'
 import type { DatabaseDriver, DriverOptions } from './types.ts'
 import { driverOf, sqlitePath } from './url.ts'
 import { loadOptional } from '../optional-package.ts'
@@ -37,6 +36,8 @@ export async function openDatabaseDriver(options: DriverOptions, root: string): 
           throw Errors.configError(`${key}: cannot create the directory of ${path}: ${(error as Error).message}`)
         }
       }
+      // Loaded here, not at import: its own module (and, bundled, its own chunk beside its thread's file).
+      const { openSqliteDriver } = await import('./sqlite/index.ts')
       return openSqliteDriver({ name: options.name, path, busyTimeoutMs: options.pool.acquire_timeout_ms, limits: options.limits ?? RESULT_LIMIT_DEFAULTS, allowAttach: options.allowAttach ?? false })
     }
     case 'postgres':
