@@ -8,7 +8,7 @@
  * Needs `npm run build`. Marked slow: a TCG boot takes 10–60 s on a loaded 2-core machine.
  */
 import assert from 'node:assert/strict'
-import { spawn } from 'node:child_process'
+import { spawn, spawnSync } from 'node:child_process'
 import { cpSync, existsSync, mkdirSync, readdirSync, readFileSync, realpathSync, rmSync, writeFileSync } from 'node:fs'
 import { createServer } from 'node:net'
 import type { Server } from 'node:net'
@@ -16,6 +16,7 @@ import { join } from 'node:path'
 import { after, before, describe, it } from 'node:test'
 import { findVmm } from '../src/supervisor/microvm/vm.ts'
 import { ROOT, SVC_BIN, startEngineProcess, tempProject } from './support/processes.ts'
+import { svcPython } from './support/python.ts'
 import type { RunningEngine } from './support/processes.ts'
 
 /** Why this file cannot run here, or undefined. */
@@ -70,9 +71,9 @@ let otherConnections = 0
 /** Host processes of the worker's VM (QEMU, virtiofsd), found by its run directory. */
 let vmPids: number[] = []
 
-function events(): Array<Record<string, unknown>> {
+function events(of = engine): Array<Record<string, unknown>> {
   const parsed: Array<Record<string, unknown>> = []
-  for (const line of engine?.output ?? []) {
+  for (const line of of?.output ?? []) {
     try {
       const event = JSON.parse(line) as unknown
       if (event && typeof event === 'object') parsed.push(event as Record<string, unknown>)
@@ -81,12 +82,12 @@ function events(): Array<Record<string, unknown>> {
   return parsed
 }
 
-async function until<T>(find: () => T | undefined | false, what: string, timeoutMs: number): Promise<T> {
+async function until<T>(find: () => T | undefined | false, what: string, timeoutMs: number, of = engine): Promise<T> {
   const deadline = Date.now() + timeoutMs
   for (;;) {
     const found = find()
     if (found) return found
-    if (Date.now() > deadline) assert.fail(`timed out waiting for ${what}; svc printed:\n${engine?.output.join('\n')}`)
+    if (Date.now() > deadline) assert.fail(`timed out waiting for ${what}; svc printed:\n${of?.output.join('\n')}`)
     await new Promise((resolve) => setTimeout(resolve, 100))
   }
 }
@@ -101,12 +102,12 @@ interface Info {
   outside: string
 }
 
-function trigger(): Promise<{ code: number | null; json: { ok: boolean; result?: Info; error?: { code: string } } }> {
+function trigger<T = Info>(functionId = 'vm::info', args = [`port=${otherPort}`], on = { engine: engine!, dir }): Promise<{ code: number | null; json: { ok: boolean; result?: T; error?: { code: string } } }> {
   return new Promise((resolve, reject) => {
     const env = { ...process.env }
     delete env.SVC_URL
-    const child = spawn(process.execPath, [SVC_BIN, 'trigger', 'vm::info', `port=${otherPort}`, '--engine', engine!.engineUrl, '--json', '--timeout-ms', '60000'], {
-      cwd: dir,
+    const child = spawn(process.execPath, [SVC_BIN, 'trigger', functionId, ...args, '--engine', on.engine.engineUrl, '--json', '--timeout-ms', '60000'], {
+      cwd: on.dir,
       env,
       stdio: ['ignore', 'pipe', 'pipe'],
     })
@@ -239,5 +240,137 @@ describe('isolation: microvm under TCG (slow)', { skip, timeout: 600_000 }, () =
     })
     assert.deepEqual(left, [], 'QEMU and virtiofsd are gone after svc stops')
     assert.deepEqual(processesWith(`nc 127.0.0.1 ${new URL(engine!.engineUrl).port}`), [], 'no engine relay is left')
+  })
+})
+
+/** A Python worker (svc-sdk from the worker's own .venv) that says where it runs. */
+const PYTHON_WORKER = `import os, signal, sys, threading
+from svc import register_worker
+
+svc = register_worker()
+
+def info(_data):
+    return {
+        "isolation": os.environ.get("SVC_ISOLATION"),
+        "cwd": os.getcwd(),
+        "prefix": sys.prefix,
+        "executable": sys.executable,
+        "sdk": sys.modules["svc"].__file__,
+        "version": "%d.%d" % sys.version_info[:2],
+    }
+
+svc.register_function("vm::py", info)
+print("python vm worker up in", os.environ.get("SVC_ISOLATION"), flush=True)
+stopped = threading.Event()
+signal.signal(signal.SIGTERM, lambda *_: stopped.set())
+stopped.wait()
+svc.shutdown()
+`
+
+/**
+ * Copies the distributions `svc-sdk` needs (by its metadata's requirements) from the Python that
+ * runs this into the site-packages directory `argv[1]`: a worker venv without PyPI.
+ */
+const COPY_SDK = `import importlib.metadata as md, os, re, shutil, sys
+target, todo, seen = sys.argv[1], ["svc-sdk"], set()
+while todo:
+    name = todo.pop()
+    key = re.sub(r"[-_.]+", "-", name).lower()
+    if key in seen:
+        continue
+    seen.add(key)
+    try:
+        dist = md.distribution(name)
+    except md.PackageNotFoundError:
+        continue
+    todo += [re.match(r"\\s*([A-Za-z0-9._-]+)", r).group(1) for r in dist.requires or [] if "extra ==" not in r]
+    for f in dist.files or []:
+        rel, src = os.path.normpath(str(f)), os.path.realpath(dist.locate_file(f))
+        if rel.startswith("..") or not os.path.isfile(src):
+            continue
+        os.makedirs(os.path.dirname(os.path.join(target, rel)), exist_ok=True)
+        shutil.copy2(src, os.path.join(target, rel))
+`
+
+interface PyInfo {
+  isolation: string
+  cwd: string
+  prefix: string
+  executable: string
+  sdk: string
+  version: string
+}
+
+describe('isolation: microvm for a Python worker under TCG (slow)', { skip, timeout: 600_000 }, () => {
+  let pyDir = ''
+  let pyEngine: RunningEngine | undefined
+  let pyVmPids: number[] = []
+
+  before(async () => {
+    const python = await svcPython()
+    pyDir = await tempProject('  - name: py\n    worker_path: ./workers/py\n    isolation: microvm\n')
+    const worker = join(pyDir, 'workers', 'py')
+    mkdirSync(worker, { recursive: true })
+    writeFileSync(
+      join(worker, 'svc.worker.yaml'),
+      'name: py\nruntime:\n  kind: python\n  entry: main.py\nscripts:\n  install: "true"\n  start: .venv/bin/python main.py\nresources:\n  cpus: 1\n  memory_mib: 512\n',
+    )
+    writeFileSync(join(worker, 'main.py'), PYTHON_WORKER)
+    // A venv made on the host as svc's inferred install makes it (its bin/python links to the
+    // host interpreter by absolute path), with svc-sdk and its dependencies copied in.
+    const made = spawnSync(python, ['-m', 'venv', '--without-pip', join(worker, '.venv')], { encoding: 'utf8' })
+    assert.equal(made.status, 0, made.stderr)
+    const version = spawnSync(python, ['-c', 'import sys; print("%d.%d" % sys.version_info[:2])'], { encoding: 'utf8' }).stdout.trim()
+    const copied = spawnSync(python, ['-c', COPY_SDK, join(worker, '.venv', 'lib', `python${version}`, 'site-packages')], { encoding: 'utf8' })
+    assert.equal(copied.status, 0, copied.stderr)
+    pyEngine = await startEngineProcess(pyDir, [], { SVC_MICROVM_ACCEL: 'tcg' })
+  }, { timeout: 300_000 })
+
+  after(async () => {
+    if (pyEngine && pyEngine.child.exitCode === null && pyEngine.child.signalCode === null) await pyEngine.kill9()
+    for (const pid of [...processesWith(pyDir), ...pyVmPids]) {
+      try {
+        process.kill(pid, 'SIGKILL')
+      } catch {}
+    }
+    rmSync(pyDir, { recursive: true, force: true })
+  })
+
+  it('registers from its .venv in the guest, answers, logs, and leaves nothing behind', { timeout: 540_000 }, async () => {
+    const settled = await until(
+      () => events(pyEngine).find((e) => e.event === 'worker_state' && e.worker === 'py' && (e.state === 'running' || e.state === 'failed' || e.state === 'crashed')),
+      'the Python microVM worker to register',
+      360_000,
+      pyEngine,
+    )
+    assert.equal(settled.state, 'running', `the worker ${String(settled.state)}: ${String(settled.error)}`)
+    let answer = await trigger<PyInfo>('vm::py', [], { engine: pyEngine!, dir: pyDir })
+    for (let i = 0; i < 20 && answer.code !== 0; i++) {
+      await new Promise((resolve) => setTimeout(resolve, 500))
+      answer = await trigger<PyInfo>('vm::py', [], { engine: pyEngine!, dir: pyDir })
+    }
+    assert.equal(answer.code, 0, JSON.stringify(answer.json))
+    const info = answer.json.result!
+    assert.equal(info.isolation, 'microvm')
+    assert.equal(info.cwd, '/workspace')
+    // The venv's interpreter, found through its pyvenv.cfg; the SDK from its site-packages.
+    assert.equal(info.prefix, '/workspace/.venv')
+    assert.equal(info.executable, '/workspace/.venv/bin/python')
+    assert.match(info.sdk, /^\/workspace\/\.venv\/lib\/python3\.\d+\/site-packages\/svc\/__init__\.py$/)
+
+    const state = JSON.parse(readFileSync(join(pyDir, '.svc', 'state', 'workers', 'py.json'), 'utf8')) as { pid: number }
+    pyVmPids = processesWith(readFileSync(`/proc/${state.pid}/cmdline`, 'utf8').split('\0').find((a) => a.startsWith('file:') && a.includes('svc-vm-'))!.slice(5).replace(/\/console\.log$/, ''))
+    assert.ok(pyVmPids.length >= 3, `QEMU and two virtiofsd: ${pyVmPids.join(', ')}`)
+    await until(() => /stdout python vm worker up in microvm/.test(readFileSync(join(pyDir, '.svc', 'logs', 'py.log'), 'utf8')), 'the worker\'s line in .svc/logs/py.log', 30_000, pyEngine)
+
+    assert.equal(await pyEngine!.stop(), 0)
+    const left = pyVmPids.filter((pid) => {
+      try {
+        return readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]?.[0] !== 'Z'
+      } catch {
+        return false
+      }
+    })
+    assert.deepEqual(left, [], 'QEMU and virtiofsd are gone after svc stops')
   })
 })

@@ -7,7 +7,12 @@
 import type { Logger } from '../../../runtime/engine/types.ts'
 import type { CommandExit, ShellProcess } from '../process.ts'
 import type { WorkerManifest } from '../types.ts'
-import { ensureGuestAssets, MicrovmSetupError, projectNodeBinary } from './assets.ts'
+import { existsSync } from 'node:fs'
+import { join } from 'node:path'
+import { cargoBinaryName } from '../manifest.ts'
+import { findProgram, MicrovmSetupError, projectNodeBinary } from './assets.ts'
+import { ensureGuestAssets } from './roots.ts'
+import type { RuntimeSpec } from './roots.ts'
 import { microvmCacheDir } from './probe.ts'
 import { ENGINE_GUEST_ADDRESS, MicroVm } from './vm.ts'
 import type { MicroVmExit } from './vm.ts'
@@ -43,6 +48,30 @@ export function guestEngineUrl(engineUrl: string): { url: string; port: number; 
   if (host === '0.0.0.0' || host === '::' || host === 'localhost') host = '127.0.0.1'
   const url = `${parsed.protocol}//${ENGINE_GUEST_ADDRESS}:${port}${parsed.pathname === '/' ? '' : parsed.pathname}${parsed.search}`
   return { url, port, host }
+}
+
+/**
+ * The runtime root a worker's manifest needs (cli.md §5.7): `python` → the interpreter of the
+ * worker's `.venv` (else the host's `python3`); `rust` → the libraries of its release binary
+ * (`target/release/<entry or Cargo.toml's binary>`); anything else → the project's Node.
+ *
+ * @throws {MicrovmSetupError} `MICROVM_SETUP_FAILED` for a Python worker on a host without `python3`.
+ */
+export function runtimeSpec(manifest: WorkerManifest, directory: string, projectRoot: string): RuntimeSpec {
+  const kind = manifest.runtime.kind
+  if (kind === 'python') {
+    const venv = join(directory, '.venv', 'bin', 'python')
+    const interpreter = existsSync(venv) ? venv : findProgram(['python3'])
+    if (!interpreter) {
+      throw new MicrovmSetupError('MICROVM_SETUP_FAILED', 'microVM Python root: no .venv in the worker directory and no python3 on PATH', 'install Python 3 (apt-get install -y python3 python3-venv), or use isolation: process')
+    }
+    return { kind: 'python', interpreter }
+  }
+  if (kind === 'rust') {
+    const name = manifest.runtime.entry ?? cargoBinaryName(directory)
+    return { kind: 'native', binary: name === undefined ? undefined : join(directory, 'target', 'release', name) }
+  }
+  return { kind: 'node', nodeBinary: projectNodeBinary(projectRoot) }
 }
 
 /** Runs one worker's processes in one microVM. */
@@ -86,7 +115,7 @@ export class MicrovmLauncher {
     if (!this.#vm?.alive) {
       const assets = await ensureGuestAssets({
         cacheDir: microvmCacheDir(),
-        nodeBinary: projectNodeBinary(o.projectRoot),
+        runtime: runtimeSpec(manifest, o.directory, o.projectRoot),
         onProgress: (text) => o.log.info(`${o.name}: microVM guest: ${text}`),
       })
       const cpus = Math.min(Math.max(1, manifest.resources?.cpus ?? MICROVM_DEFAULTS.cpus), MICROVM_DEFAULTS.maxCpus)
@@ -160,7 +189,7 @@ export class MicrovmLauncher {
     }
     vm.on('exit', onExit)
     vm.once('down', onDown)
-    gen = vm.start({ command, cwd: '/workspace', env: guestEnv })
+    gen = vm.start({ command, cwd: '/workspace', env: guestEnv, hostPath: o.directory })
     return proc
   }
 

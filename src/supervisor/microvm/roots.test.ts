@@ -1,0 +1,73 @@
+/**
+ * The Python runtime root (cli.md §5.7) holds what a worker's venv needs, checked without a VM:
+ * `chroot` into the built root (as the guest's agent does, less the overlay) runs the venv's
+ * interpreter from the worker directory aliased at its host path, and the standard library's
+ * extension modules and a manylinux wheel (pydantic-core) import. Needs root for `chroot`, the
+ * cached guest assets (`apt-get download` on first use) and the Python test environment.
+ */
+import assert from 'node:assert/strict'
+import { spawnSync } from 'node:child_process'
+import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, symlinkSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { dirname, join } from 'node:path'
+import { after, describe, it } from 'node:test'
+import { svcPython } from '../../../test/support/python.ts'
+import { microvmCacheDir } from './probe.ts'
+import { describePython, ensureGuestAssets, linkChain } from './roots.ts'
+
+const CHROOT = ['/usr/sbin/chroot', '/sbin/chroot', '/usr/bin/chroot'].find((p) => existsSync(p)) ?? 'chroot'
+
+function missing(): string | undefined {
+  if (process.platform !== 'linux' || process.arch !== 'x64') return 'needs Linux on x86-64'
+  if (process.getuid?.() !== 0) return 'chroot needs root'
+  if (!existsSync('/usr/bin/apt-get') || !existsSync('/usr/bin/dpkg-deb')) return 'needs apt-get and dpkg-deb for the guest kernel'
+  return undefined
+}
+
+const scratch = mkdtempSync(join(tmpdir(), 'svc-roots-'))
+after(() => rmSync(scratch, { recursive: true, force: true }))
+
+describe('microVM runtime roots', { skip: missing() }, () => {
+  it('the Python root runs a venv made on the host, with ssl, ctypes, sqlite3 and a manylinux wheel', { timeout: 300_000 }, async () => {
+    const python = await svcPython()
+    const described = await describePython(python)
+    assert.ok(described.links.every((p) => !p.startsWith(dirname(dirname(python)))), `no hop inside the test venv: ${described.links.join(', ')}`)
+    const { root } = await ensureGuestAssets({ cacheDir: microvmCacheDir(), runtime: { kind: 'python', interpreter: python } })
+    assert.match(root, /\/root-python-[0-9a-f]{16}$/)
+    // Left out: the GUI, the test suite, the host's packages.
+    assert.ok(!existsSync(join(root, described.stdlib, 'tkinter')) && !existsSync(join(root, described.stdlib, 'test')) && !existsSync(join(root, described.stdlib, 'site-packages')))
+    // A worker venv on the "host" (this scratch directory), with pydantic-core copied in.
+    const worker = join(scratch, 'worker')
+    const made = spawnSync(python, ['-m', 'venv', '--without-pip', join(worker, '.venv')], { encoding: 'utf8' })
+    assert.equal(made.status, 0, made.stderr)
+    const site = (venv: string) => join(venv, 'lib', readdirSync(join(venv, 'lib')).find((d) => d.startsWith('python'))!, 'site-packages')
+    for (const entry of readdirSync(site(dirname(dirname(python))))) {
+      if (entry.startsWith('pydantic_core') || entry.startsWith('typing_extensions')) cpSync(join(site(dirname(dirname(python))), entry), join(site(join(worker, '.venv')), entry), { recursive: true })
+    }
+    // The guest's view: the root, the worker directory at /workspace and aliased at its host path.
+    const view = join(scratch, 'view')
+    cpSync(root, view, { recursive: true, verbatimSymlinks: true })
+    cpSync(worker, join(view, 'workspace'), { recursive: true, verbatimSymlinks: true })
+    mkdirSync(join(view, dirname(worker)), { recursive: true })
+    symlinkSync('/workspace', join(view, worker))
+    const run = spawnSync(
+      CHROOT,
+      [view, '/bin/sh', '-c', 'cd /workspace && .venv/bin/python -c "import ssl, ctypes, sqlite3, zlib, json, asyncio, pydantic_core, sys; print(sys.prefix)"'],
+      { encoding: 'utf8', env: { PATH: '/usr/local/bin:/usr/bin:/bin' } },
+    )
+    assert.equal(run.status, 0, run.stderr)
+    assert.equal(run.stdout.trim(), '/workspace/.venv')
+    // python3 on the guest's PATH is the same interpreter.
+    const bare = spawnSync(CHROOT, [view, '/bin/sh', '-c', 'python3 -c "import ssl; print(1)"'], { encoding: 'utf8', env: { PATH: '/usr/local/bin:/usr/bin:/bin' } })
+    assert.equal(bare.stdout.trim(), '1', bare.stderr)
+  })
+
+  it('linkChain follows relative and absolute links to the file', () => {
+    const dir = join(scratch, 'links')
+    mkdirSync(join(dir, 'bin'), { recursive: true })
+    spawnSync('touch', [join(dir, 'bin', 'python3.11')])
+    symlinkSync('python3.11', join(dir, 'bin', 'python3'))
+    symlinkSync(join(dir, 'bin', 'python3'), join(dir, 'python'))
+    assert.deepEqual(linkChain(join(dir, 'python')), [join(dir, 'python'), join(dir, 'bin', 'python3'), join(dir, 'bin', 'python3.11')])
+  })
+})
