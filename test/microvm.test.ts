@@ -9,14 +9,17 @@
  */
 import assert from 'node:assert/strict'
 import { spawn, spawnSync } from 'node:child_process'
+import type { ChildProcess } from 'node:child_process'
 import { cpSync, existsSync, mkdirSync, readdirSync, readFileSync, realpathSync, rmSync, writeFileSync } from 'node:fs'
 import { createServer } from 'node:net'
 import type { Server } from 'node:net'
 import { join } from 'node:path'
+import { createInterface } from 'node:readline'
 import { after, before, describe, it } from 'node:test'
 import { findVmm } from '../src/supervisor/microvm/vm.ts'
 import { ROOT, SVC_BIN, startEngineProcess, tempProject } from './support/processes.ts'
 import { svcPython } from './support/python.ts'
+import { cliEnv, runSvc } from './support/cli.ts'
 import type { RunningEngine } from './support/processes.ts'
 
 /** Why this file cannot run here, or undefined. */
@@ -301,14 +304,35 @@ interface PyInfo {
   version: string
 }
 
-describe('isolation: microvm for a Python worker under TCG (slow)', { skip, timeout: 600_000 }, () => {
+/** `svc compose up` in `cwd` as a daemon: its JSON events, and its exit. */
+function composeUp(cwd: string, engineUrl: string, namespace: string): { child: ChildProcess; events: Array<Record<string, unknown>>; output: string[]; exited: Promise<number | null> } {
+  const child = spawn(process.execPath, [SVC_BIN, 'compose', 'up', '-n', namespace, '--engine', engineUrl, '--json'], {
+    cwd,
+    env: cliEnv({ SVC_MICROVM_ACCEL: 'tcg' }),
+    stdio: ['ignore', 'pipe', 'pipe'],
+  })
+  const events: Array<Record<string, unknown>> = []
+  const output: string[] = []
+  createInterface({ input: child.stdout! }).on('line', (line) => {
+    output.push(line)
+    try {
+      events.push(JSON.parse(line))
+    } catch {}
+  })
+  child.stderr!.on('data', (d) => output.push(String(d)))
+  return { child, events, output, exited: new Promise((resolve) => child.once('exit', (code) => resolve(code))) }
+}
+
+describe('isolation: microvm for a Python worker under svc compose, TCG (slow)', { skip, timeout: 600_000 }, () => {
   let pyDir = ''
   let pyEngine: RunningEngine | undefined
+  let daemon: ReturnType<typeof composeUp> | undefined
   let pyVmPids: number[] = []
+  const NS = 'vm-py'
 
   before(async () => {
     const python = await svcPython()
-    pyDir = await tempProject('  - name: py\n    worker_path: ./workers/py\n    isolation: microvm\n')
+    pyDir = await tempProject('')
     const worker = join(pyDir, 'workers', 'py')
     mkdirSync(worker, { recursive: true })
     writeFileSync(
@@ -323,11 +347,14 @@ describe('isolation: microvm for a Python worker under TCG (slow)', { skip, time
     const version = spawnSync(python, ['-c', 'import sys; print("%d.%d" % sys.version_info[:2])'], { encoding: 'utf8' }).stdout.trim()
     const copied = spawnSync(python, ['-c', COPY_SDK, join(worker, '.venv', 'lib', `python${version}`, 'site-packages')], { encoding: 'utf8' })
     assert.equal(copied.status, 0, copied.stderr)
-    pyEngine = await startEngineProcess(pyDir, [], { SVC_MICROVM_ACCEL: 'tcg' })
+    // A TCG boot on a loaded machine takes minutes, not the default 30 s.
+    writeFileSync(join(pyDir, 'worker-compose.yaml'), 'startup_timeout: 400s\ncontainers:\n  py:\n    worker: path://./workers/py\n    isolation: microvm\n    watch: false\n')
+    pyEngine = await startEngineProcess(pyDir)
   }, { timeout: 300_000 })
 
   after(async () => {
-    if (pyEngine && pyEngine.child.exitCode === null && pyEngine.child.signalCode === null) await pyEngine.kill9()
+    if (daemon && daemon.child.exitCode === null && daemon.child.signalCode === null) daemon.child.kill('SIGKILL')
+    if (pyEngine && pyEngine.child.exitCode === null && pyEngine.child.signalCode === null) await pyEngine.stop()
     for (const pid of [...processesWith(pyDir), ...pyVmPids]) {
       try {
         process.kill(pid, 'SIGKILL')
@@ -336,19 +363,11 @@ describe('isolation: microvm for a Python worker under TCG (slow)', { skip, time
     rmSync(pyDir, { recursive: true, force: true })
   })
 
-  it('registers from its .venv in the guest, answers, logs, and leaves nothing behind', { timeout: 540_000 }, async () => {
-    const settled = await until(
-      () => events(pyEngine).find((e) => e.event === 'worker_state' && e.worker === 'py' && (e.state === 'running' || e.state === 'failed' || e.state === 'crashed')),
-      'the Python microVM worker to register',
-      360_000,
-      pyEngine,
-    )
-    assert.equal(settled.state, 'running', `the worker ${String(settled.state)}: ${String(settled.error)}`)
-    let answer = await trigger<PyInfo>('vm::py', [], { engine: pyEngine!, dir: pyDir })
-    for (let i = 0; i < 20 && answer.code !== 0; i++) {
-      await new Promise((resolve) => setTimeout(resolve, 500))
-      answer = await trigger<PyInfo>('vm::py', [], { engine: pyEngine!, dir: pyDir })
-    }
+  it('registers from its .venv in the guest, answers, shows its VM in compose status, logs, and leaves nothing behind', { timeout: 540_000 }, async () => {
+    daemon = composeUp(pyDir, pyEngine!.engineUrl, NS)
+    const up = await until(() => daemon!.events.find((e) => e.event === 'project_up') ?? (daemon!.child.exitCode !== null && { status: `exited ${daemon!.child.exitCode}` }), 'svc compose up', 420_000, { output: daemon.output } as RunningEngine)
+    assert.equal(up.status, 'ok', `${JSON.stringify(up)}\n${daemon.output.join('\n')}`)
+    const answer = await trigger<PyInfo>('vm::py', ['-n', NS], { engine: pyEngine!, dir: pyDir })
     assert.equal(answer.code, 0, JSON.stringify(answer.json))
     const info = answer.json.result!
     assert.equal(info.isolation, 'microvm')
@@ -358,12 +377,23 @@ describe('isolation: microvm for a Python worker under TCG (slow)', { skip, time
     assert.equal(info.executable, '/workspace/.venv/bin/python')
     assert.match(info.sdk, /^\/workspace\/\.venv\/lib\/python3\.\d+\/site-packages\/svc\/__init__\.py$/)
 
-    const state = JSON.parse(readFileSync(join(pyDir, '.svc', 'state', 'workers', 'py.json'), 'utf8')) as { pid: number }
-    pyVmPids = processesWith(readFileSync(`/proc/${state.pid}/cmdline`, 'utf8').split('\0').find((a) => a.startsWith('file:') && a.includes('svc-vm-'))!.slice(5).replace(/\/console\.log$/, ''))
-    assert.ok(pyVmPids.length >= 3, `QEMU and two virtiofsd: ${pyVmPids.join(', ')}`)
-    await until(() => /stdout python vm worker up in microvm/.test(readFileSync(join(pyDir, '.svc', 'logs', 'py.log'), 'utf8')), 'the worker\'s line in .svc/logs/py.log', 30_000, pyEngine)
+    // svc compose status: the isolation and the VM's host RSS, in the table and in --json.
+    const json = await runSvc(['compose', 'status', '-n', NS, '--json', '--engine', pyEngine!.engineUrl], { cwd: pyDir })
+    assert.equal(json.code, 0, json.stderr)
+    const status = JSON.parse(json.stdout) as { containers: Array<{ container: string; pid: number; isolation?: string; vm_rss_bytes?: number }> }
+    const py = status.containers.find((c) => c.container === 'py')!
+    assert.equal(py.isolation, 'microvm')
+    assert.ok(py.vm_rss_bytes! > 16 * 1048576, `host RSS of QEMU and virtiofsd: ${py.vm_rss_bytes}`)
+    const human = await runSvc(['compose', 'status', '-n', NS, '--engine', pyEngine!.engineUrl], { cwd: pyDir })
+    assert.match(human.stdout, /^py +path:\/\/\.\/workers\/py \(microvm, \d+ MiB\) +ready/m)
 
-    assert.equal(await pyEngine!.stop(), 0)
+    pyVmPids = processesWith(readFileSync(`/proc/${py.pid}/cmdline`, 'utf8').split('\0').find((a) => a.startsWith('file:') && a.includes('svc-vm-'))!.slice(5).replace(/\/console\.log$/, ''))
+    assert.ok(pyVmPids.length >= 3, `QEMU and two virtiofsd: ${pyVmPids.join(', ')}`)
+    const log = join(pyDir, '.svc', 'logs', NS, 'py.log')
+    await until(() => existsSync(log) && /python vm worker up in microvm/.test(readFileSync(log, 'utf8')), `the worker's line in ${log}`, 30_000, { output: daemon.output } as RunningEngine)
+
+    daemon.child.kill('SIGTERM')
+    assert.equal(await daemon.exited, 0)
     const left = pyVmPids.filter((pid) => {
       try {
         return readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]?.[0] !== 'Z'
@@ -371,6 +401,6 @@ describe('isolation: microvm for a Python worker under TCG (slow)', { skip, time
         return false
       }
     })
-    assert.deepEqual(left, [], 'QEMU and virtiofsd are gone after svc stops')
+    assert.deepEqual(left, [], 'QEMU and virtiofsd are gone after the compose daemon stops')
   })
 })
