@@ -10,6 +10,7 @@ import { checkAllowedHost, checkToken, ConsoleListenError, CONSOLE_TOKEN_ENV, st
 import { terminalText } from '../../runtime/engine/terminal.ts'
 import { CliError, ExitCode, usageError } from './errors.ts'
 import { shownAddress } from './engine-addresses.ts'
+import { microvmWorkers } from '../worker-admin/state-files.ts'
 
 export interface ConsoleCommandOptions {
   port: number
@@ -33,6 +34,11 @@ export interface ConsoleCommandOptions {
   open: boolean
   json: boolean
   version: string
+  /**
+   * The project whose supervisor state files say which workers run in a microVM and with which
+   * pids (`GET /api/microvms`, the Workers page's VM RSS); none when undefined.
+   */
+  projectRoot?: string | undefined
   stdout?: (text: string) => void
   stderr?: (text: string) => void
 }
@@ -108,7 +114,16 @@ export async function runConsole(options: ConsoleCommandOptions): Promise<Runnin
   }
   const log = consoleLog(stdout, stderr, options.json === true)
   const start = (port: number) =>
-    startConsole({ port, host: options.host, engineUrl: options.engineUrl, log, version: options.version, allowedHosts, ...(options.token === undefined ? {} : { token: options.token }) })
+    startConsole({
+      port,
+      host: options.host,
+      engineUrl: options.engineUrl,
+      log,
+      version: options.version,
+      allowedHosts,
+      ...(options.token === undefined ? {} : { token: options.token }),
+      ...(options.projectRoot === undefined ? {} : { microvms: () => microvmWorkers(options.projectRoot!) }),
+    })
   let running: RunningConsole
   try {
     try {
