@@ -252,8 +252,20 @@ from svc import register_worker
 
 svc = register_worker()
 
+def through_proxy(host):
+    """The status line the registry proxy answers a CONNECT to host:443 with, or the error."""
+    import socket
+    try:
+        with socket.create_connection(("10.0.2.100", int(os.environ.get("PROXY_PORT", "3128"))), timeout=20) as s:
+            s.sendall(("CONNECT %s:443 HTTP/1.1\\r\\nhost: %s:443\\r\\n\\r\\n" % (host, host)).encode())
+            return s.recv(200).decode("latin-1").split("\\r\\n")[0]
+    except OSError as e:
+        return type(e).__name__
+
 def info(_data):
     return {
+        "proxy_env": os.environ.get("HTTPS_PROXY"),
+        "proxy_for_worker": through_proxy("pypi.org"),
         "isolation": os.environ.get("SVC_ISOLATION"),
         "cwd": os.getcwd(),
         "prefix": sys.prefix,
@@ -268,6 +280,19 @@ stopped = threading.Event()
 signal.signal(signal.SIGTERM, lambda *_: stopped.set())
 stopped.wait()
 svc.shutdown()
+`
+
+/** The install step of the Python worker in the guest: what the registry proxy answers it. */
+const PROXY_PROBE = `import os, socket
+print("install HTTPS_PROXY=%s" % os.environ.get("HTTPS_PROXY"), flush=True)
+port = int(os.environ["HTTPS_PROXY"].rsplit(":", 1)[1])
+for host in ["evil.example.com", "pypi.org"]:
+    try:
+        with socket.create_connection(("10.0.2.100", port), timeout=30) as s:
+            s.sendall(("CONNECT %s:443 HTTP/1.1\\r\\nhost: %s:443\\r\\n\\r\\n" % (host, host)).encode())
+            print("install %s -> %s" % (host, s.recv(200).decode("latin-1").split("\\r\\n")[0]), flush=True)
+    except OSError as e:
+        print("install %s -> %s" % (host, type(e).__name__), flush=True)
 `
 
 /**
@@ -296,6 +321,8 @@ while todo:
 `
 
 interface PyInfo {
+  proxy_env: string | null
+  proxy_for_worker: string
   isolation: string
   cwd: string
   prefix: string
@@ -308,7 +335,8 @@ interface PyInfo {
 function composeUp(cwd: string, engineUrl: string, namespace: string): { child: ChildProcess; events: Array<Record<string, unknown>>; output: string[]; exited: Promise<number | null> } {
   const child = spawn(process.execPath, [SVC_BIN, 'compose', 'up', '-n', namespace, '--engine', engineUrl, '--json'], {
     cwd,
-    env: cliEnv({ SVC_MICROVM_ACCEL: 'tcg' }),
+    // Guest installs: the install step runs in the VM behind the registry proxy.
+    env: cliEnv({ SVC_MICROVM_ACCEL: 'tcg', SVC_MICROVM_INSTALL: 'guest' }),
     stdio: ['ignore', 'pipe', 'pipe'],
   })
   const events: Array<Record<string, unknown>> = []
@@ -337,9 +365,10 @@ describe('isolation: microvm for a Python worker under svc compose, TCG (slow)',
     mkdirSync(worker, { recursive: true })
     writeFileSync(
       join(worker, 'svc.worker.yaml'),
-      'name: py\nruntime:\n  kind: python\n  entry: main.py\nscripts:\n  install: "true"\n  start: .venv/bin/python main.py\nresources:\n  cpus: 1\n  memory_mib: 512\n',
+      'name: py\nruntime:\n  kind: python\n  entry: main.py\nscripts:\n  install: .venv/bin/python probe.py\n  start: .venv/bin/python main.py\nresources:\n  cpus: 1\n  memory_mib: 512\n',
     )
     writeFileSync(join(worker, 'main.py'), PYTHON_WORKER)
+    writeFileSync(join(worker, 'probe.py'), PROXY_PROBE)
     // A venv made on the host as svc's inferred install makes it (its bin/python links to the
     // host interpreter by absolute path), with svc-sdk and its dependencies copied in.
     const made = spawnSync(python, ['-m', 'venv', '--without-pip', join(worker, '.venv')], { encoding: 'utf8' })
@@ -376,6 +405,14 @@ describe('isolation: microvm for a Python worker under svc compose, TCG (slow)',
     assert.equal(info.prefix, '/workspace/.venv')
     assert.equal(info.executable, '/workspace/.venv/bin/python')
     assert.match(info.sdk, /^\/workspace\/\.venv\/lib\/python3\.\d+\/site-packages\/svc\/__init__\.py$/)
+    // The install step ran in the guest behind the registry proxy: another host refused, PyPI let
+    // through (200, or 502 where this host has no route to it); the worker itself gets no proxy.
+    const installLog = readFileSync(join(pyDir, '.svc', 'logs', NS, 'py.log'), 'utf8')
+    assert.match(installLog, /install HTTPS_PROXY=http:\/\/10\.0\.2\.100:3128/)
+    assert.match(installLog, /install evil\.example\.com -> HTTP\/1\.1 403 Forbidden/)
+    assert.match(installLog, /install pypi\.org -> HTTP\/1\.1 (200|502) /)
+    assert.equal(info.proxy_env, null)
+    assert.match(info.proxy_for_worker, /^HTTP\/1\.1 403 /)
 
     // svc compose status: the isolation and the VM's host RSS, in the table and in --json.
     const json = await runSvc(['compose', 'status', '-n', NS, '--json', '--engine', pyEngine!.engineUrl], { cwd: pyDir })

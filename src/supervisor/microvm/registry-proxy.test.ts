@@ -134,6 +134,21 @@ describe('microVM registry proxy (real sockets)', () => {
     }
   })
 
+  it('refuses even an allowed registry while closed (between install steps)', async () => {
+    let open = false
+    const gated = await startRegistryProxy({ allow: ['pypi.org'], resolve: () => ({ host: '127.0.0.1', port: registryPort }), isOpen: () => open })
+    try {
+      const shut = await exchange(gated.port, 'CONNECT pypi.org:443 HTTP/1.1\r\n\r\n', /\n$/)
+      assert.match(shut.received, /^HTTP\/1\.1 403 /)
+      open = true
+      const { socket, received } = await exchange(gated.port, 'CONNECT pypi.org:443 HTTP/1.1\r\n\r\n')
+      assert.match(received, /^HTTP\/1\.1 200 /)
+      socket.destroy()
+    } finally {
+      await gated.close()
+    }
+  })
+
   it('answers 502 when the registry cannot be reached', async () => {
     const dead = await startRegistryProxy({ allow: ['pypi.org'], resolve: () => ({ host: '127.0.0.1', port: 9 }) })
     try {

@@ -53,6 +53,11 @@ export interface RegistryProxyOptions {
   limits?: Partial<Record<keyof typeof PROXY_LIMITS, number>>
   /** Each refusal, for the worker's log. */
   onDenied?: (target: string) => void
+  /**
+   * Asked at every CONNECT: false refuses even an allowed registry (403), so the proxy can stay
+   * listening (its port forwarded into the guest) while only install steps may use it. Default open.
+   */
+  isOpen?: () => boolean
 }
 
 export interface RunningRegistryProxy {
@@ -145,7 +150,7 @@ export async function startRegistryProxy(options: RegistryProxyOptions = {}): Pr
   server.on('connect', (req: IncomingMessage, client: Socket, head: Buffer) => {
     client.on('error', () => {})
     const target = parseConnectTarget(req.url ?? '')
-    if (!target || !allowed.has(target.host) || target.port !== REGISTRY_PORT) {
+    if (!target || !allowed.has(target.host) || target.port !== REGISTRY_PORT || options.isOpen?.() === false) {
       const shown = JSON.stringify(String(req.url ?? '').slice(0, 300))
       options.onDenied?.(shown)
       const error = Errors.registryNotAllowed(shown, allow)

@@ -4,7 +4,7 @@
  * `$XDG_CACHE_HOME/svc/microvm/root-<kind>-<hash>/` and keyed by a hash of their inputs:
  *
  * - `node`: the project's own `node` binary and the libraries it links, and an `npx` that runs a
- *   package's binary from `node_modules/.bin`.
+ *   package's binary from `node_modules/.bin`; for guest installs also the host's npm.
  * - `python`: the host interpreter a worker's virtual environment was made with (or the `python3`
  *   on PATH), **at its host path**, its standard library (without `site-packages`, `test`,
  *   `idlelib`, `tkinter`, `turtledemo` and the `config-*` build files) and `lib-dynload`, the
@@ -31,8 +31,11 @@ const run = promisify(execFile)
 
 /** What a runtime root carries. */
 export type RuntimeSpec =
-  /** `nodeBinary`: the project's `node_modules/node/bin/node`, else the Node running svc. */
-  | { kind: 'node'; nodeBinary: string }
+  /**
+   * `nodeBinary`: the project's `node_modules/node/bin/node`, else the Node running svc; `npm`: the
+   * host's npm package directory, carried for guest installs (`/usr/local/bin/npm`).
+   */
+  | { kind: 'node'; nodeBinary: string; npm?: string }
   /** `interpreter`: a venv's `bin/python` (whose base interpreter is carried) or a host `python3`. */
   | { kind: 'python'; interpreter: string }
   /** `binary`: the host path of the compiled worker (in its directory); undefined before a build. */
@@ -168,12 +171,13 @@ export async function ensureGuestAssets(options: AssetOptions & { runtime: Runti
 export async function ensureRuntimeRoot(spec: RuntimeSpec, context: RootContext): Promise<string> {
   if (spec.kind === 'python') return pythonRoot(await describePython(spec.interpreter), context)
   if (spec.kind === 'native') return nativeRoot(spec.binary, context)
-  return nodeRoot(spec.nodeBinary, context)
+  return nodeRoot(spec.nodeBinary, spec.npm, context)
 }
 
-async function nodeRoot(node: string, context: RootContext): Promise<string> {
+async function nodeRoot(node: string, npm: string | undefined, context: RootContext): Promise<string> {
   const libs = await sharedLibraries(node)
-  const key = hash([LAYOUT, 'node', ...fingerprint([node, ...libs]), NPX_SHIM, context.initrd])
+  const withNpm = npm === undefined ? [] : ['npm', ...fingerprint([join(npm, 'package.json')])]
+  const key = hash([LAYOUT, 'node', ...fingerprint([node, ...libs]), NPX_SHIM, context.initrd, ...withNpm])
   return buildOnce(join(context.cacheDir, `root-node-${key}`), async (temp) => {
     context.onProgress?.(`building the Node root filesystem (${node})`)
     await baseRoot(temp, context.initrd)
@@ -181,6 +185,10 @@ async function nodeRoot(node: string, context: RootContext): Promise<string> {
     chmodSync(join(temp, 'usr/local/bin/node'), 0o755)
     copyLibraries(temp, libs)
     writeFileSync(join(temp, 'usr/local/bin/npx'), NPX_SHIM, { mode: 0o755 })
+    if (npm !== undefined) {
+      cpSync(npm, join(temp, 'usr/local/lib/node_modules/npm'), { recursive: true, dereference: true })
+      writeFileSync(join(temp, 'usr/local/bin/npm'), '#!/bin/sh\nexec /usr/local/bin/node /usr/local/lib/node_modules/npm/bin/npm-cli.js "$@"\n', { mode: 0o755 })
+    }
   })
 }
 
