@@ -1,13 +1,14 @@
 /**
- * The Python runtime root (cli.md §5.7) holds what a worker's venv needs, checked without a VM:
+ * The runtime roots (cli.md §5.7), checked without a VM. The Python root holds what a worker's venv needs:
  * `chroot` into the built root (as the guest's agent does, less the overlay) runs the venv's
  * interpreter from the worker directory aliased at its host path, and the standard library's
- * extension modules and a manylinux wheel (pydantic-core) import. Needs root for `chroot`, the
+ * extension modules and a manylinux wheel (pydantic-core) import. The native root runs a release
+ * binary from `/workspace` with the libraries `ldd` names. Needs root for `chroot`, the
  * cached guest assets (`apt-get download` on first use) and the Python test environment.
  */
 import assert from 'node:assert/strict'
 import { spawnSync } from 'node:child_process'
-import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, symlinkSync } from 'node:fs'
+import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, realpathSync, rmSync, symlinkSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { dirname, join } from 'node:path'
 import { after, describe, it } from 'node:test'
@@ -60,6 +61,26 @@ describe('microVM runtime roots', { skip: missing() }, () => {
     // python3 on the guest's PATH is the same interpreter.
     const bare = spawnSync(CHROOT, [view, '/bin/sh', '-c', 'python3 -c "import ssl; print(1)"'], { encoding: 'utf8', env: { PATH: '/usr/local/bin:/usr/bin:/bin' } })
     assert.equal(bare.stdout.trim(), '1', bare.stderr)
+  })
+
+  it('the native root runs a release binary from /workspace with only the libraries it links', { timeout: 300_000 }, async () => {
+    // A dynamically linked host program stands in for a Rust release binary (ls links more than glibc).
+    const worker = join(scratch, 'rust-worker')
+    mkdirSync(join(worker, 'target', 'release'), { recursive: true })
+    const binary = join(worker, 'target', 'release', 'tool')
+    cpSync(realpathSync('/bin/ls'), binary)
+    const { root } = await ensureGuestAssets({ cacheDir: microvmCacheDir(), runtime: { kind: 'native', binary } })
+    assert.match(root, /\/root-native-[0-9a-f]{16}$/)
+    assert.ok(!existsSync(join(root, 'workspace', 'target')), 'the binary is not part of the root')
+    const view = join(scratch, 'native-view')
+    cpSync(root, view, { recursive: true, verbatimSymlinks: true })
+    cpSync(worker, join(view, 'workspace'), { recursive: true })
+    const run = spawnSync(CHROOT, [view, '/workspace/target/release/tool', '-d', '/workspace'], { encoding: 'utf8', env: { PATH: '/bin' } })
+    assert.equal(run.status, 0, run.stderr)
+    assert.equal(run.stdout.trim(), '/workspace')
+    // Before the first build there is no binary: the root still has glibc and the loader.
+    const bare = await ensureGuestAssets({ cacheDir: microvmCacheDir(), runtime: { kind: 'native', binary: undefined } })
+    assert.ok(existsSync(join(bare.root, 'lib64', 'ld-linux-x86-64.so.2')) && readdirSync(join(bare.root, 'lib', 'x86_64-linux-gnu')).includes('libc.so.6'))
   })
 
   it('linkChain follows relative and absolute links to the file', () => {

@@ -61,6 +61,9 @@ export const GLIBC_LIBRARIES = ['libc.so.6', 'libm.so.6', 'libpthread.so.0', 'li
  */
 export const WHEEL_LIBRARIES = [...GLIBC_LIBRARIES, 'libcrypt.so.1', 'libstdc++.so.6', 'libz.so.1', 'libexpat.so.1'] as const
 
+/** The dynamic loader x86-64 glibc binaries name. */
+const X86_64_LOADER = '/lib64/ld-linux-x86-64.so.2'
+
 /** Directories searched for {@link GLIBC_LIBRARIES} and {@link WHEEL_LIBRARIES} (Debian multiarch first). */
 const LIBRARY_DIRS = ['/lib/x86_64-linux-gnu', '/usr/lib/x86_64-linux-gnu', '/lib64', '/usr/lib64', '/lib', '/usr/lib'] as const
 
@@ -219,7 +222,9 @@ async function pythonRoot(python: PythonInstall, context: RootContext): Promise<
 
 async function nativeRoot(binary: string | undefined, context: RootContext): Promise<string> {
   const linked = binary !== undefined && existsSync(binary) ? await sharedLibraries(binary) : []
-  const libs = [...new Set([...linked, ...systemLibraries(GLIBC_LIBRARIES), ...systemLibraries(['ld-linux-x86-64.so.2'])])].sort()
+  // The loader at the path x86-64 binaries name (PT_INTERP), whether or not a binary exists yet.
+  const loader = existsSync(X86_64_LOADER) ? [X86_64_LOADER] : []
+  const libs = [...new Set([...linked, ...systemLibraries(GLIBC_LIBRARIES), ...loader])].sort()
   const key = hash([LAYOUT, 'native', ...fingerprint(libs), context.initrd])
   return buildOnce(join(context.cacheDir, `root-native-${key}`), async (temp) => {
     context.onProgress?.(`building the native root filesystem (${libs.length} shared libraries)`)
