@@ -8,7 +8,7 @@
  * Needs `npm run build`. Marked slow: a TCG boot takes 10–60 s on a loaded 2-core machine.
  */
 import assert from 'node:assert/strict'
-import { spawn, spawnSync } from 'node:child_process'
+import { spawn } from 'node:child_process'
 import type { ChildProcess } from 'node:child_process'
 import { cpSync, existsSync, mkdirSync, readdirSync, readFileSync, realpathSync, rmSync, writeFileSync } from 'node:fs'
 import { createServer } from 'node:net'
@@ -18,7 +18,8 @@ import { createInterface } from 'node:readline'
 import { after, before, describe, it } from 'node:test'
 import { findVmm } from '../src/supervisor/microvm/vm.ts'
 import { ROOT, SVC_BIN, startEngineProcess, tempProject } from './support/processes.ts'
-import { svcPython } from './support/python.ts'
+import { workerVenv } from './support/python.ts'
+import { rustConformanceWorker } from './support/rust.ts'
 import { cliEnv, runSvc } from './support/cli.ts'
 import type { RunningEngine } from './support/processes.ts'
 
@@ -295,31 +296,6 @@ for host in ["evil.example.com", "pypi.org"]:
         print("install %s -> %s" % (host, type(e).__name__), flush=True)
 `
 
-/**
- * Copies the distributions `svc-sdk` needs (by its metadata's requirements) from the Python that
- * runs this into the site-packages directory `argv[1]`: a worker venv without PyPI.
- */
-const COPY_SDK = `import importlib.metadata as md, os, re, shutil, sys
-target, todo, seen = sys.argv[1], ["svc-sdk"], set()
-while todo:
-    name = todo.pop()
-    key = re.sub(r"[-_.]+", "-", name).lower()
-    if key in seen:
-        continue
-    seen.add(key)
-    try:
-        dist = md.distribution(name)
-    except md.PackageNotFoundError:
-        continue
-    todo += [re.match(r"\\s*([A-Za-z0-9._-]+)", r).group(1) for r in dist.requires or [] if "extra ==" not in r]
-    for f in dist.files or []:
-        rel, src = os.path.normpath(str(f)), os.path.realpath(dist.locate_file(f))
-        if rel.startswith("..") or not os.path.isfile(src):
-            continue
-        os.makedirs(os.path.dirname(os.path.join(target, rel)), exist_ok=True)
-        shutil.copy2(src, os.path.join(target, rel))
-`
-
 interface PyInfo {
   proxy_env: string | null
   proxy_for_worker: string
@@ -359,7 +335,6 @@ describe('isolation: microvm for a Python worker under svc compose, TCG (slow)',
   const NS = 'vm-py'
 
   before(async () => {
-    const python = await svcPython()
     pyDir = await tempProject('')
     const worker = join(pyDir, 'workers', 'py')
     mkdirSync(worker, { recursive: true })
@@ -371,11 +346,7 @@ describe('isolation: microvm for a Python worker under svc compose, TCG (slow)',
     writeFileSync(join(worker, 'probe.py'), PROXY_PROBE)
     // A venv made on the host as svc's inferred install makes it (its bin/python links to the
     // host interpreter by absolute path), with svc-sdk and its dependencies copied in.
-    const made = spawnSync(python, ['-m', 'venv', '--without-pip', join(worker, '.venv')], { encoding: 'utf8' })
-    assert.equal(made.status, 0, made.stderr)
-    const version = spawnSync(python, ['-c', 'import sys; print("%d.%d" % sys.version_info[:2])'], { encoding: 'utf8' }).stdout.trim()
-    const copied = spawnSync(python, ['-c', COPY_SDK, join(worker, '.venv', 'lib', `python${version}`, 'site-packages')], { encoding: 'utf8' })
-    assert.equal(copied.status, 0, copied.stderr)
+    await workerVenv(worker)
     // A TCG boot on a loaded machine takes minutes, not the default 30 s.
     writeFileSync(join(pyDir, 'worker-compose.yaml'), 'startup_timeout: 400s\ncontainers:\n  py:\n    worker: path://./workers/py\n    isolation: microvm\n    watch: false\n')
     pyEngine = await startEngineProcess(pyDir)
@@ -439,5 +410,63 @@ describe('isolation: microvm for a Python worker under svc compose, TCG (slow)',
       }
     })
     assert.deepEqual(left, [], 'QEMU and virtiofsd are gone after the compose daemon stops')
+  })
+})
+
+describe('isolation: microvm for a Rust release binary under TCG (slow)', { skip, timeout: 1_200_000 }, () => {
+  let rsDir = ''
+  let rsEngine: RunningEngine | undefined
+  let rsVmPids: number[] = []
+
+  before(async () => {
+    // The Rust conformance worker (test/conformance/README.md) is the release binary: built once by
+    // test/support/rust.ts (minutes on the first run), copied where cargo would leave it.
+    const binary = await rustConformanceWorker()
+    rsDir = await tempProject('  - name: conf-rust-a\n    worker_path: ./workers/rs\n    isolation: microvm\n')
+    const worker = join(rsDir, 'workers', 'rs')
+    mkdirSync(join(worker, 'target', 'release'), { recursive: true })
+    cpSync(binary, join(worker, 'target', 'release', 'conformance-worker'))
+    // It shuts down at the end of stdin, which the guest closes: a pipe that never ends keeps it up.
+    writeFileSync(
+      join(worker, 'svc.worker.yaml'),
+      'name: conf-rust-a\nruntime:\n  kind: rust\n  entry: conformance-worker\nscripts:\n  install: "true"\n  start: /bin/busybox tail -f /dev/null | target/release/conformance-worker\nenv:\n  CONF_PREFIX: conf-rust\n  CONF_WORKER: a\nresources:\n  cpus: 1\n  memory_mib: 256\nwatch:\n  enabled: false\n',
+    )
+    rsEngine = await startEngineProcess(rsDir, [], { SVC_MICROVM_ACCEL: 'tcg' })
+  }, { timeout: 900_000 })
+
+  after(async () => {
+    if (rsEngine && rsEngine.child.exitCode === null && rsEngine.child.signalCode === null) await rsEngine.kill9()
+    for (const pid of [...processesWith(rsDir), ...rsVmPids]) {
+      try {
+        process.kill(pid, 'SIGKILL')
+      } catch {}
+    }
+    rmSync(rsDir, { recursive: true, force: true })
+  })
+
+  it('runs target/release/<bin> from /workspace on a root of its libraries, answers, and leaves nothing behind', { timeout: 540_000 }, async () => {
+    const settled = await until(
+      () => events(rsEngine).find((e) => e.event === 'worker_state' && e.worker === 'conf-rust-a' && (e.state === 'running' || e.state === 'failed' || e.state === 'crashed')),
+      'the Rust microVM worker to register',
+      420_000,
+      rsEngine,
+    )
+    assert.equal(settled.state, 'running', `the worker ${String(settled.state)}: ${String(settled.error)}`)
+    const answer = await trigger<{ sdk: string; worker: string }>('conf-rust::whoami', [], { engine: rsEngine!, dir: rsDir })
+    assert.equal(answer.code, 0, JSON.stringify(answer.json))
+    assert.deepEqual(answer.json.result, { sdk: 'rust', worker: 'a' })
+    const state = JSON.parse(readFileSync(join(rsDir, '.svc', 'state', 'workers', 'conf-rust-a.json'), 'utf8')) as { pid: number }
+    const args = readFileSync(`/proc/${state.pid}/cmdline`, 'utf8').split('\0')
+    rsVmPids = processesWith(args.find((a) => a.startsWith('file:') && a.includes('svc-vm-'))!.slice(5).replace(/\/console\.log$/, ''))
+    assert.ok(args.some((a) => /root-native-[0-9a-f]{16}/.test(a)), 'the VM shares a native root')
+    assert.equal(await rsEngine!.stop(), 0)
+    const left = rsVmPids.filter((pid) => {
+      try {
+        return readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]?.[0] !== 'Z'
+      } catch {
+        return false
+      }
+    })
+    assert.deepEqual(left, [], 'QEMU and virtiofsd are gone after svc stops')
   })
 })
