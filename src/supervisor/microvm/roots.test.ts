@@ -8,7 +8,7 @@
  */
 import assert from 'node:assert/strict'
 import { spawnSync } from 'node:child_process'
-import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, realpathSync, rmSync, symlinkSync } from 'node:fs'
+import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, realpathSync, rmSync, symlinkSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { dirname, join } from 'node:path'
 import { after, describe, it } from 'node:test'
@@ -61,6 +61,18 @@ describe('microVM runtime roots', { skip: missing() }, () => {
     // python3 on the guest's PATH is the same interpreter.
     const bare = spawnSync(CHROOT, [view, '/bin/sh', '-c', 'python3 -c "import ssl; print(1)"'], { encoding: 'utf8', env: { PATH: '/usr/local/bin:/usr/bin:/bin' } })
     assert.equal(bare.stdout.trim(), '1', bare.stderr)
+  })
+
+  it('a python3 that is a wrapper script (pyenv\'s shim), not a link, describes the interpreter it runs and stays out of the root', async () => {
+    const python = await svcPython()
+    const shim = join(scratch, 'shims', 'python3')
+    mkdirSync(dirname(shim), { recursive: true })
+    writeFileSync(shim, `#!/bin/sh\nexec ${JSON.stringify(python)} "$@"\n`, { mode: 0o755 })
+    const described = await describePython(shim)
+    assert.ok(!described.links.includes(shim), `links: ${described.links.join(', ')}`)
+    const { root } = await ensureGuestAssets({ cacheDir: microvmCacheDir(), runtime: { kind: 'python', interpreter: shim } })
+    assert.ok(existsSync(join(root, described.executable)))
+    assert.ok(!existsSync(join(root, shim)))
   })
 
   it('the native root runs a release binary from /workspace with only the libraries it links', { timeout: 300_000 }, async () => {

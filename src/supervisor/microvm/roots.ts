@@ -129,9 +129,18 @@ export async function describePython(interpreter: string): Promise<PythonInstall
   // The venv's own links live in /workspace; the hops after them must exist in the root.
   const venv = dirname(dirname(resolve(interpreter)))
   const inVenv = existsSync(join(venv, 'pyvenv.cfg')) ? (p: string) => isInside(p, venv) : () => false
-  const links = linkChain(interpreter).filter((p) => p !== executable && !inVenv(p))
-  for (const p of linkChain(base)) if (p !== executable && !links.includes(p)) links.push(p)
+  // Only symlinks are kept: a wrapper script (pyenv's shim) is not the interpreter and stays out.
+  const links = linkChain(interpreter).filter((p) => p !== executable && !inVenv(p) && isLink(p))
+  for (const p of linkChain(base)) if (p !== executable && !links.includes(p) && isLink(p)) links.push(p)
   return { executable, links, stdlib: realpathSync(stdlib), dynload: realpathSync(text(answer.dynload) ?? join(stdlib, 'lib-dynload')), version: answer.version }
+}
+
+function isLink(path: string): boolean {
+  try {
+    return lstatSync(path).isSymbolicLink()
+  } catch {
+    return false
+  }
 }
 
 /** `path`, then each symlink target in turn (absolute), up to the file; at most 16 hops. */
@@ -172,9 +181,15 @@ export async function ensureGuestAssets(options: AssetOptions & { runtime: Runti
  *   a file of the root cannot be copied.
  */
 export async function ensureRuntimeRoot(spec: RuntimeSpec, context: RootContext): Promise<string> {
-  if (spec.kind === 'python') return pythonRoot(await describePython(spec.interpreter), context)
-  if (spec.kind === 'native') return nativeRoot(spec.binary, context)
-  return nodeRoot(spec.nodeBinary, spec.npm, context)
+  try {
+    if (spec.kind === 'python') return await pythonRoot(await describePython(spec.interpreter), context)
+    if (spec.kind === 'native') return await nativeRoot(spec.binary, context)
+    return await nodeRoot(spec.nodeBinary, spec.npm, context)
+  } catch (err) {
+    if (err instanceof MicrovmSetupError) throw err
+    // A file that vanished or cannot be read while copying: the worker fails with a message, not a stack.
+    throw new MicrovmSetupError('MICROVM_SETUP_FAILED', `microVM ${spec.kind} root: ${(err as Error).message}`, 'check the interpreter or binary the message names, then change a file to retry')
+  }
 }
 
 async function nodeRoot(node: string, npm: string | undefined, context: RootContext): Promise<string> {
