@@ -37,6 +37,8 @@ describe('microVM runtime roots', { skip: missing() }, () => {
     assert.match(root, /\/root-python-[0-9a-f]{16}$/)
     // Left out: the GUI, the test suite, the host's packages.
     assert.ok(!existsSync(join(root, described.stdlib, 'tkinter')) && !existsSync(join(root, described.stdlib, 'test')) && !existsSync(join(root, described.stdlib, 'site-packages')))
+    // pip verifies the registries against the host's CA bundle, at the path pip.conf and PIP_CERT name.
+    if (existsSync('/etc/ssl/certs/ca-certificates.crt')) assert.ok(existsSync(join(root, 'etc/ssl/certs/ca-certificates.crt')))
     // A worker venv on the "host" (this scratch directory), with pydantic-core copied in.
     const worker = join(scratch, 'worker')
     const made = spawnSync(python, ['-m', 'venv', '--without-pip', join(worker, '.venv')], { encoding: 'utf8' })

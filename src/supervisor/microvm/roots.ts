@@ -11,7 +11,8 @@
  *   libraries all of them link, and the system libraries manylinux wheels may link
  *   ({@link WHEEL_LIBRARIES}). Keeping the host path is what makes a venv work unchanged: its
  *   `bin/python` is a symlink to that absolute path and `pyvenv.cfg` names its directory as `home`.
- *   `python3` and `python` on the guest's PATH name the same interpreter.
+ *   `python3` and `python` on the guest's PATH name the same interpreter; the host's CA bundle
+ *   (`/etc/ssl/certs/ca-certificates.crt`) for pip.
  * - `native`: for a compiled (Rust) worker whose release binary lives in `/workspace`, only the
  *   shared libraries it links (from `ldd`; glibc and libgcc_s at least). The binary itself is not
  *   part of the root, so a rebuild never rebuilds the root.
@@ -60,6 +61,13 @@ export const GLIBC_LIBRARIES = ['libc.so.6', 'libm.so.6', 'libpthread.so.0', 'li
  * ones): the Python root holds those present on the host, so wheels such as pydantic-core import.
  */
 export const WHEEL_LIBRARIES = [...GLIBC_LIBRARIES, 'libcrypt.so.1', 'libstdc++.so.6', 'libz.so.1', 'libexpat.so.1'] as const
+
+/**
+ * The host's CA bundle (Debian's ca-certificates): pip, and npm under `NODE_EXTRA_CA_CERTS`-style
+ * settings, verify the registries against it; copied at the same path into the Python root and a
+ * Node root that carries npm, so `PIP_CERT`/`REQUESTS_CA_BUNDLE`/pip.conf settings naming it hold.
+ */
+const CA_BUNDLE = '/etc/ssl/certs/ca-certificates.crt'
 
 /** The dynamic loader x86-64 glibc binaries name. */
 const X86_64_LOADER = '/lib64/ld-linux-x86-64.so.2'
@@ -194,7 +202,7 @@ export async function ensureRuntimeRoot(spec: RuntimeSpec, context: RootContext)
 
 async function nodeRoot(node: string, npm: string | undefined, context: RootContext): Promise<string> {
   const libs = await sharedLibraries(node)
-  const withNpm = npm === undefined ? [] : ['npm', ...fingerprint([join(npm, 'package.json')])]
+  const withNpm = npm === undefined ? [] : ['npm', ...fingerprint([join(npm, 'package.json'), CA_BUNDLE])]
   const key = hash([LAYOUT, 'node', ...fingerprint([node, ...libs]), NPX_SHIM, context.initrd, ...withNpm])
   return buildOnce(join(context.cacheDir, `root-node-${key}`), async (temp) => {
     context.onProgress?.(`building the Node root filesystem (${node})`)
@@ -206,6 +214,7 @@ async function nodeRoot(node: string, npm: string | undefined, context: RootCont
     if (npm !== undefined) {
       cpSync(npm, join(temp, 'usr/local/lib/node_modules/npm'), { recursive: true, dereference: true })
       writeFileSync(join(temp, 'usr/local/bin/npm'), '#!/bin/sh\nexec /usr/local/bin/node /usr/local/lib/node_modules/npm/bin/npm-cli.js "$@"\n', { mode: 0o755 })
+      copyCaBundle(temp)
     }
   })
 }
@@ -213,7 +222,7 @@ async function nodeRoot(node: string, npm: string | undefined, context: RootCont
 async function pythonRoot(python: PythonInstall, context: RootContext): Promise<string> {
   const libs = await sharedLibraries(python.executable)
   const system = systemLibraries(WHEEL_LIBRARIES)
-  const key = hash([LAYOUT, 'python', python.version, python.stdlib, python.dynload, ...python.links, ...fingerprint([python.executable, join(python.stdlib, 'os.py'), python.dynload, ...libs, ...system]), dpkgStamp(), context.initrd])
+  const key = hash([LAYOUT, 'python', python.version, python.stdlib, python.dynload, ...python.links, ...fingerprint([python.executable, join(python.stdlib, 'os.py'), python.dynload, ...libs, ...system, CA_BUNDLE]), dpkgStamp(), context.initrd])
   return buildOnce(join(context.cacheDir, `root-python-${key}`), async (temp) => {
     context.onProgress?.(`building the Python ${python.version} root filesystem (${python.executable}, its standard library)`)
     await baseRoot(temp, context.initrd)
@@ -232,6 +241,7 @@ async function pythonRoot(python: PythonInstall, context: RootContext): Promise<
     const extensionLibs = new Set<string>()
     for (const file of listSharedObjects(python.dynload).filter((f) => !DYNLOAD_LEFT_OUT.test(basename(f)))) for (const lib of await sharedLibraries(file)) extensionLibs.add(lib)
     copyLibraries(temp, [...new Set([...libs, ...extensionLibs, ...system])])
+    copyCaBundle(temp)
   })
 }
 
@@ -261,6 +271,13 @@ async function baseRoot(temp: string, initrd: string): Promise<void> {
   writeFileSync(join(temp, 'etc/passwd'), 'root:x:0:0:root:/tmp:/bin/sh\n')
   writeFileSync(join(temp, 'etc/group'), 'root:x:0:\n')
   writeFileSync(join(temp, 'etc/hosts'), '127.0.0.1 localhost\n10.0.2.100 svc-engine\n')
+}
+
+/** The host's CA bundle at its path, when it has one (public certificates only). */
+function copyCaBundle(root: string): void {
+  if (!existsSync(CA_BUNDLE)) return
+  mkdirSync(join(root, dirname(CA_BUNDLE)), { recursive: true })
+  copyFileSync(realpathSync(CA_BUNDLE), join(root, CA_BUNDLE))
 }
 
 /** Copies each library's content to its path as named (a symlinked name becomes a file). */
