@@ -1,9 +1,11 @@
 /**
  * microVM isolation (issue 22): boot-to-registered, restart-to-registered and host RSS per VM of a
- * TypeScript worker with `isolation: microvm`, through the built `svc` as a user runs it.
+ * TypeScript (default) or Python (`MICROVM_BENCH_LANG=python`: a host-made .venv with svc-sdk)
+ * worker with `isolation: microvm`, through the built `svc` as a user runs it.
  *
  *   npm run build && node bench/microvm.ts            # hardware KVM
  *   SVC_MICROVM_ACCEL=tcg node bench/microvm.ts       # software emulation (any Linux host)
+ *   SVC_MICROVM_ACCEL=tcg MICROVM_BENCH_LANG=python node bench/microvm.ts
  *
  * Boot-to-registered: from `svc` logging "booting its microVM" to the worker's `running` state
  * (the guest assets are built first, untimed). Restart-to-registered: from the source edit's
@@ -16,8 +18,20 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { createInterface } from 'node:readline'
 import { ROOT } from './processes.ts'
+import { workerVenv } from '../test/support/python.ts'
 
 const RUNS = Number(process.env.MICROVM_BENCH_RESTARTS ?? 3)
+const PYTHON = process.env.MICROVM_BENCH_LANG === 'python'
+
+const pythonSource = (version: number) => `import signal, threading
+from svc import register_worker
+svc = register_worker()
+svc.register_function("vm::version", lambda _data: {"version": ${version}})
+stopped = threading.Event()
+signal.signal(signal.SIGTERM, lambda *_: stopped.set())
+stopped.wait()
+svc.shutdown()
+`
 
 const source = (version: number) => `import { registerWorker } from 'svc-sdk'
 const svc = registerWorker()
@@ -32,9 +46,16 @@ writeFileSync(
 )
 const worker = join(dir, 'workers', 'vm')
 mkdirSync(join(worker, 'src'), { recursive: true })
-writeFileSync(join(worker, 'svc.worker.yaml'), 'name: vm\nruntime:\n  kind: typescript\n  entry: src/index.ts\nscripts:\n  install: "true"\n  start: node src/index.ts\nresources:\n  cpus: 1\n  memory_mib: 512\n')
-writeFileSync(join(worker, 'package.json'), '{ "type": "module", "private": true }\n')
-writeFileSync(join(worker, 'src', 'index.ts'), source(0))
+const entry = PYTHON ? join(worker, 'main.py') : join(worker, 'src', 'index.ts')
+const write = (version: number) => writeFileSync(entry, PYTHON ? pythonSource(version) : source(version))
+if (PYTHON) {
+  writeFileSync(join(worker, 'svc.worker.yaml'), 'name: vm\nruntime:\n  kind: python\n  entry: main.py\nscripts:\n  install: "true"\n  start: .venv/bin/python main.py\nresources:\n  cpus: 1\n  memory_mib: 512\n')
+  await workerVenv(worker)
+} else {
+  writeFileSync(join(worker, 'svc.worker.yaml'), 'name: vm\nruntime:\n  kind: typescript\n  entry: src/index.ts\nscripts:\n  install: "true"\n  start: node src/index.ts\nresources:\n  cpus: 1\n  memory_mib: 512\n')
+  writeFileSync(join(worker, 'package.json'), '{ "type": "module", "private": true }\n')
+}
+write(0)
 const copied = new Set<string>()
 const copy = (name: string) => {
   if (copied.has(name)) return
@@ -44,7 +65,7 @@ const copy = (name: string) => {
   const manifest = JSON.parse(readFileSync(join(from, 'package.json'), 'utf8')) as { dependencies?: Record<string, string> }
   for (const dependency of Object.keys(manifest.dependencies ?? {})) copy(dependency)
 }
-copy('svc-sdk')
+if (!PYTHON) copy('svc-sdk')
 
 const child = spawn(process.execPath, [join(ROOT, 'bin', 'run.js'), '--json'], { cwd: dir, stdio: ['ignore', 'pipe', 'inherit'] })
 const waiters: Array<{ test: (e: Record<string, unknown>) => boolean; resolve: (t: number) => void }> = []
@@ -84,13 +105,14 @@ try {
   for (let i = 1; i <= RUNS; i++) {
     const changed = next((e) => message(e).includes('changed; restarting'))
     const up = next(running)
-    writeFileSync(join(worker, 'src', 'index.ts'), source(i))
+    write(i)
     const start = await changed
     restarts.push((await up) - start)
   }
   await new Promise((resolve) => setTimeout(resolve, 2000))
   const result = {
     accel: process.env.SVC_MICROVM_ACCEL === 'tcg' ? 'tcg' : 'kvm',
+    language: PYTHON ? 'python' : 'typescript',
     boot_to_registered_ms: Math.round(bootEnd - bootStart),
     restart_to_registered_ms: restarts.map(Math.round),
     host_rss_mib: Math.round(rssOfVm() / 1048576),

@@ -9,13 +9,18 @@
  */
 import assert from 'node:assert/strict'
 import { spawn } from 'node:child_process'
+import type { ChildProcess } from 'node:child_process'
 import { cpSync, existsSync, mkdirSync, readdirSync, readFileSync, realpathSync, rmSync, writeFileSync } from 'node:fs'
 import { createServer } from 'node:net'
 import type { Server } from 'node:net'
 import { join } from 'node:path'
+import { createInterface } from 'node:readline'
 import { after, before, describe, it } from 'node:test'
 import { findVmm } from '../src/supervisor/microvm/vm.ts'
 import { ROOT, SVC_BIN, startEngineProcess, tempProject } from './support/processes.ts'
+import { workerVenv } from './support/python.ts'
+import { rustConformanceWorker } from './support/rust.ts'
+import { cliEnv, runSvc } from './support/cli.ts'
 import type { RunningEngine } from './support/processes.ts'
 import { waitFor } from './support/wait.ts'
 
@@ -71,9 +76,9 @@ let otherConnections = 0
 /** Host processes of the worker's VM (QEMU, virtiofsd), found by its run directory. */
 let vmPids: number[] = []
 
-function events(): Array<Record<string, unknown>> {
+function events(of = engine): Array<Record<string, unknown>> {
   const parsed: Array<Record<string, unknown>> = []
-  for (const line of engine?.output ?? []) {
+  for (const line of of?.output ?? []) {
     try {
       const event = JSON.parse(line) as unknown
       if (event && typeof event === 'object') parsed.push(event as Record<string, unknown>)
@@ -85,6 +90,11 @@ function events(): Array<Record<string, unknown>> {
 /** Describes a wait with what svc printed so far, for its failure message. */
 const svcPrinted = (what: string) => () => `${what}; svc printed:\n${engine?.output.join('\n')}`
 
+/** {@link waitFor} every 100 ms, with what `of` (svc or the compose daemon) printed in its failure message. */
+function until<T>(find: () => T | undefined | false, what: string, timeoutMs: number, of = engine): Promise<T> {
+  return waitFor(find, () => `${what}; svc printed:\n${of?.output.join('\n')}`, timeoutMs, 100)
+}
+
 interface Info {
   version: number
   isolation: string
@@ -95,12 +105,12 @@ interface Info {
   outside: string
 }
 
-function trigger(): Promise<{ code: number | null; json: { ok: boolean; result?: Info; error?: { code: string } } }> {
+function trigger<T = Info>(functionId = 'vm::info', args = [`port=${otherPort}`], on = { engine: engine!, dir }): Promise<{ code: number | null; json: { ok: boolean; result?: T; error?: { code: string } } }> {
   return new Promise((resolve, reject) => {
     const env = { ...process.env }
     delete env.SVC_URL
-    const child = spawn(process.execPath, [SVC_BIN, 'trigger', 'vm::info', `port=${otherPort}`, '--engine', engine!.engineUrl, '--json', '--timeout-ms', '60000'], {
-      cwd: dir,
+    const child = spawn(process.execPath, [SVC_BIN, 'trigger', functionId, ...args, '--engine', on.engine.engineUrl, '--json', '--timeout-ms', '60000'], {
+      cwd: on.dir,
       env,
       stdio: ['ignore', 'pipe', 'pipe'],
     })
@@ -235,5 +245,229 @@ describe('isolation: microvm under TCG (slow)', { skip, timeout: 600_000 }, () =
     })
     assert.deepEqual(left, [], 'QEMU and virtiofsd are gone after svc stops')
     assert.deepEqual(processesWith(`nc 127.0.0.1 ${new URL(engine!.engineUrl).port}`), [], 'no engine relay is left')
+  })
+})
+
+/** A Python worker (svc-sdk from the worker's own .venv) that says where it runs. */
+const PYTHON_WORKER = `import os, signal, sys, threading
+from svc import register_worker
+
+svc = register_worker()
+
+def through_proxy(host):
+    """The status line the registry proxy answers a CONNECT to host:443 with, or the error."""
+    import socket
+    try:
+        with socket.create_connection(("10.0.2.100", int(os.environ.get("PROXY_PORT", "3128"))), timeout=20) as s:
+            s.sendall(("CONNECT %s:443 HTTP/1.1\\r\\nhost: %s:443\\r\\n\\r\\n" % (host, host)).encode())
+            return s.recv(200).decode("latin-1").split("\\r\\n")[0]
+    except OSError as e:
+        return type(e).__name__
+
+def info(_data):
+    return {
+        "proxy_env": os.environ.get("HTTPS_PROXY"),
+        "proxy_for_worker": through_proxy("pypi.org"),
+        "isolation": os.environ.get("SVC_ISOLATION"),
+        "cwd": os.getcwd(),
+        "prefix": sys.prefix,
+        "executable": sys.executable,
+        "sdk": sys.modules["svc"].__file__,
+        "version": "%d.%d" % sys.version_info[:2],
+    }
+
+svc.register_function("vm::py", info)
+print("python vm worker up in", os.environ.get("SVC_ISOLATION"), flush=True)
+stopped = threading.Event()
+signal.signal(signal.SIGTERM, lambda *_: stopped.set())
+stopped.wait()
+svc.shutdown()
+`
+
+/** The install step of the Python worker in the guest: what the registry proxy answers it. */
+const PROXY_PROBE = `import os, socket
+print("install HTTPS_PROXY=%s" % os.environ.get("HTTPS_PROXY"), flush=True)
+port = int(os.environ["HTTPS_PROXY"].rsplit(":", 1)[1])
+for host in ["evil.example.com", "pypi.org"]:
+    try:
+        with socket.create_connection(("10.0.2.100", port), timeout=30) as s:
+            s.sendall(("CONNECT %s:443 HTTP/1.1\\r\\nhost: %s:443\\r\\n\\r\\n" % (host, host)).encode())
+            print("install %s -> %s" % (host, s.recv(200).decode("latin-1").split("\\r\\n")[0]), flush=True)
+    except OSError as e:
+        print("install %s -> %s" % (host, type(e).__name__), flush=True)
+`
+
+interface PyInfo {
+  proxy_env: string | null
+  proxy_for_worker: string
+  isolation: string
+  cwd: string
+  prefix: string
+  executable: string
+  sdk: string
+  version: string
+}
+
+/** `svc compose up` in `cwd` as a daemon: its JSON events, and its exit. */
+function composeUp(cwd: string, engineUrl: string, namespace: string): { child: ChildProcess; events: Array<Record<string, unknown>>; output: string[]; exited: Promise<number | null> } {
+  const child = spawn(process.execPath, [SVC_BIN, 'compose', 'up', '-n', namespace, '--engine', engineUrl, '--json'], {
+    cwd,
+    // Guest installs: the install step runs in the VM behind the registry proxy.
+    env: cliEnv({ SVC_MICROVM_ACCEL: 'tcg', SVC_MICROVM_INSTALL: 'guest' }),
+    stdio: ['ignore', 'pipe', 'pipe'],
+  })
+  const events: Array<Record<string, unknown>> = []
+  const output: string[] = []
+  createInterface({ input: child.stdout! }).on('line', (line) => {
+    output.push(line)
+    try {
+      events.push(JSON.parse(line))
+    } catch {}
+  })
+  child.stderr!.on('data', (d) => output.push(String(d)))
+  return { child, events, output, exited: new Promise((resolve) => child.once('exit', (code) => resolve(code))) }
+}
+
+describe('isolation: microvm for a Python worker under svc compose, TCG (slow)', { skip, timeout: 600_000 }, () => {
+  let pyDir = ''
+  let pyEngine: RunningEngine | undefined
+  let daemon: ReturnType<typeof composeUp> | undefined
+  let pyVmPids: number[] = []
+  const NS = 'vm-py'
+
+  before(async () => {
+    pyDir = await tempProject('')
+    const worker = join(pyDir, 'workers', 'py')
+    mkdirSync(worker, { recursive: true })
+    writeFileSync(
+      join(worker, 'svc.worker.yaml'),
+      'name: py\nruntime:\n  kind: python\n  entry: main.py\nscripts:\n  install: .venv/bin/python probe.py\n  start: .venv/bin/python main.py\nresources:\n  cpus: 1\n  memory_mib: 512\n',
+    )
+    writeFileSync(join(worker, 'main.py'), PYTHON_WORKER)
+    writeFileSync(join(worker, 'probe.py'), PROXY_PROBE)
+    // A venv made on the host as svc's inferred install makes it (its bin/python links to the
+    // host interpreter by absolute path), with svc-sdk and its dependencies copied in.
+    await workerVenv(worker)
+    // A TCG boot on a loaded machine takes minutes, not the default 30 s.
+    writeFileSync(join(pyDir, 'worker-compose.yaml'), 'startup_timeout: 400s\ncontainers:\n  py:\n    worker: path://./workers/py\n    isolation: microvm\n    watch: false\n')
+    pyEngine = await startEngineProcess(pyDir)
+  }, { timeout: 300_000 })
+
+  after(async () => {
+    if (daemon && daemon.child.exitCode === null && daemon.child.signalCode === null) daemon.child.kill('SIGKILL')
+    if (pyEngine && pyEngine.child.exitCode === null && pyEngine.child.signalCode === null) await pyEngine.stop()
+    for (const pid of [...processesWith(pyDir), ...pyVmPids]) {
+      try {
+        process.kill(pid, 'SIGKILL')
+      } catch {}
+    }
+    rmSync(pyDir, { recursive: true, force: true })
+  })
+
+  it('registers from its .venv in the guest, answers, shows its VM in compose status, logs, and leaves nothing behind', { timeout: 540_000 }, async () => {
+    daemon = composeUp(pyDir, pyEngine!.engineUrl, NS)
+    const up = await until(() => daemon!.events.find((e) => e.event === 'project_up') ?? (daemon!.child.exitCode !== null && { status: `exited ${daemon!.child.exitCode}` }), 'svc compose up', 420_000, { output: daemon.output } as RunningEngine)
+    assert.equal(up.status, 'ok', `${JSON.stringify(up)}\n${daemon.output.join('\n')}`)
+    const answer = await trigger<PyInfo>('vm::py', ['-n', NS], { engine: pyEngine!, dir: pyDir })
+    assert.equal(answer.code, 0, JSON.stringify(answer.json))
+    const info = answer.json.result!
+    assert.equal(info.isolation, 'microvm')
+    assert.equal(info.cwd, '/workspace')
+    // The venv's interpreter, found through its pyvenv.cfg; the SDK from its site-packages.
+    assert.equal(info.prefix, '/workspace/.venv')
+    assert.equal(info.executable, '/workspace/.venv/bin/python')
+    assert.match(info.sdk, /^\/workspace\/\.venv\/lib\/python3\.\d+\/site-packages\/svc\/__init__\.py$/)
+    // The install step ran in the guest behind the registry proxy: another host refused, PyPI let
+    // through (200, or 502 where this host has no route to it); the worker itself gets no proxy.
+    const installLog = readFileSync(join(pyDir, '.svc', 'logs', NS, 'py.log'), 'utf8')
+    assert.match(installLog, /install HTTPS_PROXY=http:\/\/10\.0\.2\.100:3128/)
+    assert.match(installLog, /install evil\.example\.com -> HTTP\/1\.1 403 Forbidden/)
+    assert.match(installLog, /install pypi\.org -> HTTP\/1\.1 (200|502) /)
+    assert.equal(info.proxy_env, null)
+    assert.match(info.proxy_for_worker, /^HTTP\/1\.1 403 /)
+
+    // svc compose status: the isolation and the VM's host RSS, in the table and in --json.
+    const json = await runSvc(['compose', 'status', '-n', NS, '--json', '--engine', pyEngine!.engineUrl], { cwd: pyDir })
+    assert.equal(json.code, 0, json.stderr)
+    const status = JSON.parse(json.stdout) as { containers: Array<{ container: string; pid: number; isolation?: string; vm_rss_bytes?: number }> }
+    const py = status.containers.find((c) => c.container === 'py')!
+    assert.equal(py.isolation, 'microvm')
+    assert.ok(py.vm_rss_bytes! > 16 * 1048576, `host RSS of QEMU and virtiofsd: ${py.vm_rss_bytes}`)
+    const human = await runSvc(['compose', 'status', '-n', NS, '--engine', pyEngine!.engineUrl], { cwd: pyDir })
+    assert.match(human.stdout, /^py +path:\/\/\.\/workers\/py \(microvm, \d+ MiB\) +ready/m)
+
+    pyVmPids = processesWith(readFileSync(`/proc/${py.pid}/cmdline`, 'utf8').split('\0').find((a) => a.startsWith('file:') && a.includes('svc-vm-'))!.slice(5).replace(/\/console\.log$/, ''))
+    assert.ok(pyVmPids.length >= 3, `QEMU and two virtiofsd: ${pyVmPids.join(', ')}`)
+    const log = join(pyDir, '.svc', 'logs', NS, 'py.log')
+    await until(() => existsSync(log) && /python vm worker up in microvm/.test(readFileSync(log, 'utf8')), `the worker's line in ${log}`, 30_000, { output: daemon.output } as RunningEngine)
+
+    daemon.child.kill('SIGTERM')
+    assert.equal(await daemon.exited, 0)
+    const left = pyVmPids.filter((pid) => {
+      try {
+        return readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]?.[0] !== 'Z'
+      } catch {
+        return false
+      }
+    })
+    assert.deepEqual(left, [], 'QEMU and virtiofsd are gone after the compose daemon stops')
+  })
+})
+
+describe('isolation: microvm for a Rust release binary under TCG (slow)', { skip, timeout: 1_200_000 }, () => {
+  let rsDir = ''
+  let rsEngine: RunningEngine | undefined
+  let rsVmPids: number[] = []
+
+  before(async () => {
+    // The Rust conformance worker (test/conformance/README.md) is the release binary: built once by
+    // test/support/rust.ts (minutes on the first run), copied where cargo would leave it.
+    const binary = await rustConformanceWorker()
+    rsDir = await tempProject('  - name: conf-rust-a\n    worker_path: ./workers/rs\n    isolation: microvm\n')
+    const worker = join(rsDir, 'workers', 'rs')
+    mkdirSync(join(worker, 'target', 'release'), { recursive: true })
+    cpSync(binary, join(worker, 'target', 'release', 'conformance-worker'))
+    // It shuts down at the end of stdin, which the guest closes: a pipe that never ends keeps it up.
+    writeFileSync(
+      join(worker, 'svc.worker.yaml'),
+      'name: conf-rust-a\nruntime:\n  kind: rust\n  entry: conformance-worker\nscripts:\n  install: "true"\n  start: /bin/busybox tail -f /dev/null | target/release/conformance-worker\nenv:\n  CONF_PREFIX: conf-rust\n  CONF_WORKER: a\nresources:\n  cpus: 1\n  memory_mib: 256\nwatch:\n  enabled: false\n',
+    )
+    rsEngine = await startEngineProcess(rsDir, [], { SVC_MICROVM_ACCEL: 'tcg' })
+  }, { timeout: 900_000 })
+
+  after(async () => {
+    if (rsEngine && rsEngine.child.exitCode === null && rsEngine.child.signalCode === null) await rsEngine.kill9()
+    for (const pid of [...processesWith(rsDir), ...rsVmPids]) {
+      try {
+        process.kill(pid, 'SIGKILL')
+      } catch {}
+    }
+    rmSync(rsDir, { recursive: true, force: true })
+  })
+
+  it('runs target/release/<bin> from /workspace on a root of its libraries, answers, and leaves nothing behind', { timeout: 540_000 }, async () => {
+    const settled = await until(
+      () => events(rsEngine).find((e) => e.event === 'worker_state' && e.worker === 'conf-rust-a' && (e.state === 'running' || e.state === 'failed' || e.state === 'crashed')),
+      'the Rust microVM worker to register',
+      420_000,
+      rsEngine,
+    )
+    assert.equal(settled.state, 'running', `the worker ${String(settled.state)}: ${String(settled.error)}`)
+    const answer = await trigger<{ sdk: string; worker: string }>('conf-rust::whoami', [], { engine: rsEngine!, dir: rsDir })
+    assert.equal(answer.code, 0, JSON.stringify(answer.json))
+    assert.deepEqual(answer.json.result, { sdk: 'rust', worker: 'a' })
+    const state = JSON.parse(readFileSync(join(rsDir, '.svc', 'state', 'workers', 'conf-rust-a.json'), 'utf8')) as { pid: number }
+    const args = readFileSync(`/proc/${state.pid}/cmdline`, 'utf8').split('\0')
+    rsVmPids = processesWith(args.find((a) => a.startsWith('file:') && a.includes('svc-vm-'))!.slice(5).replace(/\/console\.log$/, ''))
+    assert.ok(args.some((a) => /root-native-[0-9a-f]{16}/.test(a)), 'the VM shares a native root')
+    assert.equal(await rsEngine!.stop(), 0)
+    const left = rsVmPids.filter((pid) => {
+      try {
+        return readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]?.[0] !== 'Z'
+      } catch {
+        return false
+      }
+    })
+    assert.deepEqual(left, [], 'QEMU and virtiofsd are gone after svc stops')
   })
 })

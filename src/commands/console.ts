@@ -1,12 +1,13 @@
 /**
  * `svc console`: the web console server (cli.md §4.8, §7).
  */
+import { dirname } from 'node:path'
 import { Flags } from '@oclif/core'
 import { CONSOLE_TOKEN_ENV, DEFAULT_CONSOLE_HOST, DEFAULT_CONSOLE_PORT } from 'svc-console'
 import { SvcCommand } from '../lib/command.ts'
 import { runConsole, untilSignal } from '../lib/console.ts'
 import { isInteractiveProcess } from '../lib/interactive.ts'
-import { resolveEngineUrl } from '../lib/project.ts'
+import { findConfigFile, resolveEngineUrl } from '../lib/project.ts'
 
 export default class Console extends SvcCommand {
   static override summary = 'Serve the web console of a running engine'
@@ -50,7 +51,14 @@ export default class Console extends SvcCommand {
       open: flags.open && isInteractiveProcess({ json: flags.json }),
       json: flags.json,
       version: this.config.version,
+      // Supervised by svc, the project is SVC_PROJECT_ROOT (its cwd is .svc/console/); by hand, the nearest config.yaml's.
+      projectRoot: process.env.SVC_PROJECT_ROOT || projectRootOf(process.cwd()),
     })
     this.exit(await untilSignal(running, { json: flags.json }))
   }
+}
+
+function projectRootOf(cwd: string): string | undefined {
+  const config = findConfigFile(cwd)
+  return config === undefined ? undefined : dirname(config)
 }

@@ -743,7 +743,7 @@ function resultOf(c: Container, changed: boolean): ContainerResult {
 }
 
 function statusOf(c: Container): ContainerStatus {
-  return {
+  const status: ContainerStatus = {
     container: c.key,
     worker: c.worker,
     state: c.state,
@@ -752,6 +752,13 @@ function statusOf(c: Container): ContainerStatus {
     restarts: c.restarts,
     last_error: c.lastError ?? null,
   }
+  // The same figure as `svc worker list`: VmRSS of QEMU and its daemons, read now.
+  const vmRss = c.supervised?.vmRssBytes
+  if (vmRss !== undefined) {
+    status.isolation = 'microvm'
+    status.vm_rss_bytes = vmRss
+  }
+  return status
 }
 
 /** A recorded `started_at` as ms since the epoch; undefined for null or anything that is no time (a hand-edited state.json). */

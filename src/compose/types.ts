@@ -58,6 +58,10 @@ export interface ContainerStatus {
   started_at: string | null
   restarts: number
   last_error: ErrorBody | null
+  /** `microvm` for a container running in a microVM (cli.md §5.7); absent for a process. */
+  isolation?: 'microvm'
+  /** Host RSS of its microVM (QEMU and the virtiofs daemons) in bytes, read when asked. */
+  vm_rss_bytes?: number
 }
 
 /** Result of `compose::status`. */

@@ -102,7 +102,7 @@ export function formatStatus(status: StatusResult): string {
       ['CONTAINER', 'WORKER', 'STATE', 'PID', 'RESTARTS', 'STARTED', 'LAST ERROR'],
       status.containers.map((c) => [
         c.container,
-        c.worker,
+        `${c.worker}${c.isolation === 'microvm' ? ` (microvm, ${Math.round((c.vm_rss_bytes ?? 0) / 1048576)} MiB)` : ''}`,
         c.state,
         c.pid === null ? '-' : String(c.pid),
         String(c.restarts),

@@ -13,6 +13,7 @@ import type { ConsoleLog, RunningConsole } from 'svc-console'
 import { terminalText } from '../../runtime/index.ts'
 import { CliError, ExitCode, usageError } from './errors.ts'
 import { shownAddress } from './engine-addresses.ts'
+import { microvmWorkers } from '../worker-admin/state-files.ts'
 
 export interface ConsoleCommandOptions {
   port: number
@@ -36,6 +37,11 @@ export interface ConsoleCommandOptions {
   open: boolean
   json: boolean
   version: string
+  /**
+   * The project whose supervisor state files say which workers run in a microVM and with which
+   * pids (`GET /api/microvms`, the Workers page's VM RSS); none when undefined.
+   */
+  projectRoot?: string | undefined
   stdout?: (text: string) => void
   stderr?: (text: string) => void
 }
@@ -112,7 +118,16 @@ export async function runConsole(options: ConsoleCommandOptions): Promise<Runnin
   const log = consoleLog(stdout, stderr, options.json === true)
   const { ConsoleListenError, startConsole } = await import('svc-console')
   const start = (port: number) =>
-    startConsole({ port, host: options.host, engineUrl: options.engineUrl, log, version: options.version, allowedHosts, ...(options.token === undefined ? {} : { token: options.token }) })
+    startConsole({
+      port,
+      host: options.host,
+      engineUrl: options.engineUrl,
+      log,
+      version: options.version,
+      allowedHosts,
+      ...(options.token === undefined ? {} : { token: options.token }),
+      ...(options.projectRoot === undefined ? {} : { microvms: () => microvmWorkers(options.projectRoot!) }),
+    })
   let running: RunningConsole
   try {
     try {

@@ -906,14 +906,22 @@ class WorkerSupervisor extends EventEmitter implements SupervisedWorker {
   ): Promise<CommandExit & { timedOut?: boolean; firstError?: string; firstErrorLine?: string }> {
     this.#writeLog('svc', `${step}: $ ${command}`)
     const scanner = new CompilerErrorScanner()
-    const task = runShell(command, {
-      cwd: this.#spec.directory,
-      env: this.#env(),
-      onLine: (stream, text) => {
-        scanner.push(text)
-        this.#output(stream, text, step as OutputPhase)
-      },
-    })
+    const onLine = (stream: 'stdout' | 'stderr', text: string) => {
+      scanner.push(text)
+      this.#output(stream, text, step as OutputPhase)
+    }
+    // microVM guest installs (cli.md §5.7, SVC_MICROVM_INSTALL=guest): setup and install run in the VM, behind the registry proxy.
+    const inGuest = this.#microvm?.guestInstall === true && (step === 'setup' || step === 'install') && this.#manifest !== undefined
+    let task: ShellProcess
+    if (inGuest) {
+      try {
+        task = await this.#microvm!.runTask(command, this.#env(), this.#manifest!, onLine)
+      } catch (err) {
+        if (!(err instanceof MicrovmSetupError)) throw err
+        this.#writeLog('svc', `${step}: ${err.message}`)
+        return { code: 1, signal: null, timedOut: false, firstError: err.message, firstErrorLine: err.message }
+      }
+    } else task = runShell(command, { cwd: this.#spec.directory, env: this.#env(), onLine })
     // post_run during stop() must not be killed by stop() itself.
     if (!detached) this.#task = task
     let timedOut = false

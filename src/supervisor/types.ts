@@ -253,6 +253,12 @@ export interface SupervisedWorker extends EventEmitter {
   readonly restarts: number
   /** When the current process started. */
   readonly startedAt: Date | undefined
+  /**
+   * Host RSS of the worker's microVM in bytes (QEMU and its virtiofs daemons, `/proc/<pid>/status`
+   * VmRSS, read when asked; 0 before it boots); undefined for a process worker (cli.md §5.7).
+   * Optional for stand-ins.
+   */
+  readonly vmRssBytes?: number | undefined
   /** Validates the manifest, installs when needed, starts the process and the watcher. */
   start(): Promise<void>
   /** Stops watching and the process (SIGTERM to the group, then SIGKILL after the stop timeout). */

@@ -8,6 +8,7 @@ import type { SvcClient } from 'svc-sdk'
 import { startTestEngine } from '../../test/support/engine.ts'
 import type { TestEngine } from '../../test/support/engine.ts'
 import { EngineAccess } from './engine.ts'
+import { microvmWorkers } from './state-files.ts'
 import { formatTable, listWorkers } from './list.ts'
 import type { ListedWorker } from './list.ts'
 import { waitFor } from '../../test/support/wait.ts'
@@ -118,6 +119,17 @@ describe('svc worker list merges config.yaml, state files and the engine', () =>
       await access.close()
     }
   }
+
+  it("the console's source (GET /api/microvms): the live microVM workers of the state files, with their VMs' host RSS", () => {
+    writeFileSync(
+      join(root, '.svc', 'state', 'workers', 'gone-vm.json'),
+      JSON.stringify({ name: 'gone-vm', state: 'running', isolation: 'microvm', vm_pids: [process.pid], supervisor_pid: 2 ** 22 + 54321 }),
+    )
+    const vms = microvmWorkers(root)
+    assert.deepEqual(vms.map((v) => v.name), ['vm'], 'process workers, unreadable and stale records are left out')
+    assert.ok(vms[0]!.vm_rss_bytes > 1024 * 1024, `host RSS of the VM's pids: ${vms[0]!.vm_rss_bytes}`)
+    assert.deepEqual(microvmWorkers(join(root, 'no-such-project')), [])
+  })
 
   it('takes registration from the engine and the rest of the life cycle from live supervisor records', async () => {
     // Registration is asynchronous: wait until the SDK workers are listed with their functions.

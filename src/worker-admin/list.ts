@@ -11,7 +11,7 @@ import type { EngineAccess, EngineFunction, EngineWorker } from './engine.ts'
 import type { WorkerProject } from './project.ts'
 import { BUILTIN_REGISTRY } from './registry.ts'
 import type { BuiltinInfo } from './registry.ts'
-import { readWorkerState } from './state-files.ts'
+import { readWorkerState, residentBytes } from './state-files.ts'
 import type { WorkerState } from '../supervisor/types.ts'
 import type { WorkerStateView } from './state-files.ts'
 
@@ -181,18 +181,6 @@ function localRow(entry: ConfigEntry, view: EngineView, context: ListContext, cl
     row.vm_rss_bytes = residentBytes(record.vmPids ?? [])
   }
   return row
-}
-
-/** Sum of VmRSS of `pids` (Linux `/proc/<pid>/status`), bytes; 0 for pids that are gone. */
-function residentBytes(pids: readonly number[]): number {
-  let total = 0
-  for (const pid of pids) {
-    try {
-      const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))
-      if (m) total += Number(m[1]) * 1024
-    } catch {}
-  }
-  return total
 }
 
 /** The state record of `name` when it belongs to the running engine's supervisor. */

@@ -3,7 +3,8 @@
  * §5.3). The supervisor owns their format; the worker commands read only a few fields and accept
  * anything else (a missing, partial, older or newer file is never an error here).
  */
-import { readFileSync, statSync } from 'node:fs'
+import { readdirSync, readFileSync, statSync } from 'node:fs'
+import { dirname } from 'node:path'
 import { processAlive } from '../lib/processes.ts'
 import { stateFilePath } from '../supervisor/state-file.ts'
 import type { WorkerState } from '../supervisor/types.ts'
@@ -69,6 +70,41 @@ export function readWorkerState(projectRoot: string, name: string): WorkerStateV
     record.stale = !processAlive(raw.supervisor_pid)
   }
   return record
+}
+
+/**
+ * The project's workers that run in a microVM (cli.md §5.7), from the supervisor's state files
+ * (`.svc/state/workers/*.json`, the source of `svc worker list`): name and host RSS of the VM's
+ * pids, bytes. Records of a supervisor that is gone are left out; at most 256 files are read.
+ */
+export function microvmWorkers(projectRoot: string): Array<{ name: string; vm_rss_bytes: number }> {
+  const dir = dirname(stateFilePath(projectRoot, 'x'))
+  let files: string[]
+  try {
+    files = readdirSync(dir).filter((f) => f.endsWith('.json')).sort().slice(0, 256)
+  } catch {
+    return []
+  }
+  const found: Array<{ name: string; vm_rss_bytes: number }> = []
+  for (const file of files) {
+    const name = file.slice(0, -'.json'.length)
+    const record = readWorkerState(projectRoot, name)
+    if (!record || record.stale || record.isolation !== 'microvm') continue
+    found.push({ name, vm_rss_bytes: residentBytes(record.vmPids ?? []) })
+  }
+  return found
+}
+
+/** Sum of VmRSS of `pids` (Linux `/proc/<pid>/status`), bytes; 0 for pids that are gone. */
+export function residentBytes(pids: readonly number[]): number {
+  let total = 0
+  for (const pid of pids) {
+    try {
+      const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))
+      if (m) total += Number(m[1]) * 1024
+    } catch {}
+  }
+  return total
 }
 
 function isPid(value: unknown): value is number {

@@ -73,3 +73,42 @@ async function build(): Promise<string> {
   }
   return python
 }
+
+/**
+ * Copies the distributions `svc-sdk` needs (by its metadata's requirements) from the Python that
+ * runs this into the site-packages directory `argv[1]`: a worker venv without PyPI.
+ */
+const COPY_SDK = `import importlib.metadata as md, os, re, shutil, sys
+target, todo, seen = sys.argv[1], ["svc-sdk"], set()
+while todo:
+    name = todo.pop()
+    key = re.sub(r"[-_.]+", "-", name).lower()
+    if key in seen:
+        continue
+    seen.add(key)
+    try:
+        dist = md.distribution(name)
+    except md.PackageNotFoundError:
+        continue
+    todo += [re.match(r"\\s*([A-Za-z0-9._-]+)", r).group(1) for r in dist.requires or [] if "extra ==" not in r]
+    for f in dist.files or []:
+        rel, src = os.path.normpath(str(f)), os.path.realpath(dist.locate_file(f))
+        if rel.startswith("..") or not os.path.isfile(src):
+            continue
+        os.makedirs(os.path.dirname(os.path.join(target, rel)), exist_ok=True)
+        shutil.copy2(src, os.path.join(target, rel))
+`
+
+/**
+ * Makes `<workerDir>/.venv` as svc's inferred Python install would (a venv of the base interpreter
+ * of {@link svcPython}, whose `bin/python` links to it by absolute path) and copies `svc-sdk` and
+ * its dependencies into it from the test environment: a worker venv without PyPI.
+ * @throws AssertionError when the venv cannot be made.
+ */
+export async function workerVenv(workerDir: string): Promise<void> {
+  const python = await svcPython()
+  const venv = join(workerDir, '.venv')
+  run(python, ['-m', 'venv', '--without-pip', venv], 'python -m venv')
+  const version = run(python, ['-c', 'import sys; print("%d.%d" % sys.version_info[:2])'], 'python --version').trim()
+  run(python, ['-c', COPY_SDK, join(venv, 'lib', `python${version}`, 'site-packages')], 'copying svc-sdk into the worker venv')
+}

@@ -113,7 +113,8 @@ describe('console app in Chromium', () => {
     assert.equal(checkout.status, 200)
     await flushOtel()
 
-    server = await startConsole({ port: 0, engineUrl: t.url, appDir, reconnect: { initialDelayMs: 100, maxDelayMs: 400 } })
+    // demo-worker stands in for a microVM worker: the supervisor's state files are svc's, not the console's.
+    server = await startConsole({ port: 0, engineUrl: t.url, appDir, reconnect: { initialDelayMs: 100, maxDelayMs: 400 }, microvms: () => [{ name: 'demo-worker', vm_rss_bytes: 300 * 1048576 }] })
     await waitFor(() => server.connected, 'server.connected', 10_000)
     browser = await chromium.launch({ executablePath: chromiumPath, args: ['--no-sandbox'] })
     page = await browser.newPage({ viewport: { width: 1280, height: 800 } })
@@ -150,6 +151,10 @@ describe('console app in Chromium', () => {
     await page.goto(server.url)
     await page.getByRole('link', { name: 'demo-worker' }).waitFor()
     await page.getByTestId('connection-state').getByText('connected').waitFor()
+    // A microVM worker shows its isolation and the VM's host RSS (GET /api/microvms).
+    const row = page.getByRole('row', { name: /demo-worker/ })
+    await row.getByText('300.0 MiB host RSS').waitFor()
+    await row.getByText('microvm', { exact: true }).waitFor()
     // Keyboard: the first Tab reaches the skip link, the next ones the sidebar links.
     await page.keyboard.press('Tab')
     assert.equal(await page.evaluate('document.activeElement?.textContent'), 'Skip to content')

@@ -465,6 +465,23 @@ describe('svc console without an engine, and the app files', () => {
     await rm(join(tmpdir(), 'svc-console-secret.txt'), { force: true })
   })
 
+  it('GET /api/microvms lists what its source says (none by default), behind the token like every endpoint', async () => {
+    assert.deepEqual((await getJson(server.url, '/api/microvms')).body, { workers: [] })
+    let rss = 300 * 1048576
+    const vms = await start({ port: 0, engineUrl: 'ws://127.0.0.1:9', appDir, microvms: () => [{ name: 'vm', vm_rss_bytes: rss }] })
+    try {
+      assert.deepEqual(await getJson(vms.url, '/api/microvms'), { status: 200, body: { workers: [{ name: 'vm', vm_rss_bytes: 300 * 1048576 }] } })
+      rss = 310 * 1048576
+      assert.equal((await getJson(vms.url, '/api/microvms')).body.workers[0].vm_rss_bytes, 310 * 1048576, 'read when asked')
+      const anonymous = await fetch(vms.url + '/api/microvms')
+      assert.equal(anonymous.status, 401)
+      const post = await fetch(vms.url + '/api/microvms', { method: 'POST', headers: bearer(vms.url) })
+      assert.equal(post.status, 405)
+    } finally {
+      await vms.close()
+    }
+  })
+
   it('serves while the engine is unreachable and says so', async () => {
     const info = await getJson(server.url, '/api/info')
     assert.deepEqual(info.body, { version: info.body.version, engine_url: 'ws://127.0.0.1:9', http_url: null, stream_url: null, connected: false })

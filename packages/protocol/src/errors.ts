@@ -241,6 +241,8 @@ export const Codes = {
   TraceNotFound: 'TRACE_NOT_FOUND',
   // issue 20: an optional package (database driver, Redis/NATS client, OTLP exporter) not installed
   DependencyMissing: 'DEPENDENCY_MISSING',
+  // issue 22, cli.md §5.7: the registry proxy of microVM installs refused a CONNECT
+  RegistryNotAllowed: 'REGISTRY_NOT_ALLOWED',
 } as const
 export type Code = (typeof Codes)[keyof typeof Codes]
 
@@ -334,6 +336,11 @@ entry(Codes.MessageTooLarge, 413, 'usage', ['cli'], 'svc trigger was given a pay
   hint: 'send a reference to the data (a path, a URL, a state key) instead, or raise max_message_bytes of the svc-worker-manager entry in config.yaml',
 })
 
+entry(Codes.RegistryNotAllowed, 403, 'failure', ['cli'], 'An install step inside a microVM (`isolation: microvm` with guest installs on) asked the registry proxy for a host or port that is not one of the package registries it allows (npm, PyPI, crates.io, and the npm registry of your npmrc), or sent a CONNECT request it cannot read.', 'Install from the allowed registries only (port 443), or name your own registry in the npmrc (`registry=`) or in `SVC_MICROVM_REGISTRIES` (comma-separated host names); or run installs on the host (the default).', {
+  wire: false,
+  hint: 'name the registry in SVC_MICROVM_REGISTRIES (comma-separated host names), or install on the host',
+})
+
 entry(Codes.DependencyMissing, 503, 'failure', ['engine', 'database', 'state', 'queue', 'pubsub'], 'A feature needs an optional package that is not installed: a PostgreSQL or MySQL database (pg, mysql2), a Redis adapter (ioredis), a fleet (nats) or an OTLP export (the OpenTelemetry exporters); the packed svc leaves them out to install small and fast.', 'Install the packages the message names where svc is installed: `npm i -g <packages>` for a global svc (the message gives the exact command), `npm i <packages>` in the project of a local one; then start svc again.', {
   hint: 'install the package(s) the message names with the npm command it gives, then start svc again',
 })
@@ -394,6 +401,9 @@ export const Errors = {
   invalidArguments: (detail: string) => make(Codes.InvalidArguments, detail),
   storageDisabled: () => make(Codes.StorageDisabled, 'local telemetry storage is disabled (store: none)'),
   traceNotFound: (traceId: string) => make(Codes.TraceNotFound, `Trace ${traceId} not found`),
+  /** The microVM registry proxy's refusal (cli.md §5.7): `target` as the CONNECT line named it (escaped by the caller). */
+  registryNotAllowed: (target: string, allowed: readonly string[]) =>
+    make(Codes.RegistryNotAllowed, `svc registry proxy: ${target} is not an allowed package registry (allowed, port 443: ${allowed.join(', ')})`),
   notFound: (message: string) => make(Codes.NotFound, message),
   /** `engine::functions::info` of a function the caller's session may not invoke (protocol.md §11.1). */
   notVisible: (id: string) => make(Codes.Forbidden, `Function '${id}' is not visible to this session.`),

@@ -1,14 +1,14 @@
 /**
  * Hostile inputs at the microVM's two boundaries (cli.md §5.7), with fast-check:
- * - host → guest: any environment (names, values with quotes, `$`, newlines, NUL), any cwd and
- *   command become a start program that the guest's `sh` runs with exactly those values, in a JSON
+ * - host → guest: any environment (names, values with quotes, `$`, newlines, NUL), any cwd,
+ *   command and worker host path (the guest's alias of /workspace) become a start program that the guest's `sh` runs with exactly those values, in a JSON
  *   line whose `sh` field the agent's `sed` extracts exactly (base64 only);
  * - guest → host: the guest is not trusted, so any line on `svc.ctl` is either one well-formed
  *   event or nothing, and an error message that reaches the svc console carries no control character.
  */
 import assert from 'node:assert/strict'
 import { spawnSync } from 'node:child_process'
-import { mkdtempSync, rmSync } from 'node:fs'
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readlinkSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { after, describe, it } from 'node:test'
@@ -53,6 +53,32 @@ describe('microVM agent boundaries (fast-check)', () => {
         // Either the directory does not exist (exit 126 from `cd … || exit 126`) or the command printed its text.
         if (run.status === 126) return
         assert.equal(run.status, 0, run.stderr)
+      }),
+      { numRuns: 60 },
+    )
+  })
+
+  it('any worker host path becomes at most one symlink to /workspace at that path, and the command still runs', () => {
+    let n = 0
+    fc.assert(
+      fc.property(shellish, fc.boolean(), (tail, absolute) => {
+        // Each run in its own directory, so an earlier link never stands in the way.
+        const base = join(scratch, `alias-${n++}`)
+        mkdirSync(base)
+        const hostPath = absolute ? join(base, 'w', tail.replaceAll('/', '_')) : tail
+        const program = startProgram({ command: 'printf ran', cwd: scratch, env: {}, hostPath })
+        const run = spawnSync('/bin/sh', ['-c', program], { encoding: 'utf8', env: {} })
+        assert.equal(run.status, 0, run.stderr)
+        assert.equal(run.stdout, 'ran')
+        const made = readdirSync(base, { recursive: true }).map(String)
+        // As the shell gets it: NUL cut, a lone surrogate as U+FFFD (UTF-8 on the way).
+        const clean = Buffer.from(hostPath.replaceAll('\0', '')).toString()
+        if (absolute && /^\/[^\n]*[^/\n]$/.test(clean) && !clean.endsWith('/.') && !clean.endsWith('/..')) {
+          assert.equal(readlinkSync(clean), '/workspace')
+        }
+        // Nothing but the link's directories and the link itself.
+        for (const entry of made) assert.ok(join(base, entry) === clean || clean.startsWith(`${join(base, entry)}/`), `unexpected ${entry} for ${JSON.stringify(hostPath)}`)
+        assert.ok(!existsSync('/tmp/pwned'))
       }),
       { numRuns: 60 },
     )

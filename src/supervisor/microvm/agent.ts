@@ -131,6 +131,12 @@ export interface GuestCommand {
   /** Current directory inside the guest; `/workspace` is the worker directory. */
   cwd: string
   env: Record<string, string>
+  /**
+   * The worker directory's host path: the guest makes it a symlink to `/workspace` (unless the
+   * path exists in the root), so absolute paths a host install wrote (a venv's script shebangs,
+   * an editable install's `.pth`) resolve in the guest too.
+   */
+  hostPath?: string
 }
 
 /** PATH inside the guest: the workspace's package binaries, then the runtime root's. */
@@ -157,6 +163,11 @@ export function startProgram(command: GuestCommand): string {
   }
   // Host paths mean nothing in the guest: its own PATH and HOME win.
   lines.push(`export PATH=${shellQuote(GUEST_PATH)} HOME=/tmp`)
+  const alias = command.hostPath?.replaceAll('\0', '')
+  if (alias !== undefined && /^\/[^\n]*[^/\n]$/.test(alias) && alias !== '/workspace') {
+    const quoted = shellQuote(alias)
+    lines.push(`[ -e ${quoted} ] || [ -L ${quoted} ] || { mkdir -p "$(dirname ${quoted})" && ln -s /workspace ${quoted}; } 2>/dev/null`)
+  }
   lines.push(`cd ${shellQuote(command.cwd.replaceAll('\0', ''))} || exit 126`)
   lines.push(`exec /bin/sh -c ${shellQuote(command.command.replaceAll('\0', ''))}`)
   return `${lines.join('\n')}\n`

@@ -5,18 +5,18 @@
  *   the static busybox, the agent as `/init` ({@link AGENT_SCRIPT}) and the virtio, virtiofs and
  *   overlay modules. The kernel and busybox come from the Debian packages, fetched with
  *   `apt-get download` and unpacked with `dpkg-deb -x` (nothing is installed on the host).
- * - `root-node-<hash>/`: the immutable Node root filesystem: the project's own `node` binary and
- *   the shared libraries it links, busybox (`/bin/sh`, `/usr/bin/env`), and an `npx` that runs a
- *   package's binary from `node_modules/.bin` (the guest has no registry access).
+ * - `root-<kind>-<hash>/`: the immutable runtime root filesystem of a worker's language
+ *   (`roots.ts`): Node, a Python interpreter and its standard library, or a native binary's
+ *   shared libraries, always with busybox (`/bin/sh`, `/usr/bin/env`).
  *
  * Each directory is keyed by a hash of its inputs, built under a lock (`<dir>.lock`) into a
  * temporary directory and renamed into place, so concurrent svc processes build it once and a
  * crash never leaves half a directory that looks complete.
  */
 import { execFile } from 'node:child_process'
-import { chmodSync, copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, realpathSync, renameSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs'
+import { chmodSync, copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, realpathSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs'
 import { createHash } from 'node:crypto'
-import { dirname, join } from 'node:path'
+import { join } from 'node:path'
 import { promisify } from 'node:util'
 import { gzipSync } from 'node:zlib'
 import { AGENT_SCRIPT, GUEST_MODULES } from './agent.ts'
@@ -52,8 +52,6 @@ export interface GuestAssets {
 export interface AssetOptions {
   /** Default `microvmCacheDir()`. */
   cacheDir: string
-  /** The Node binary of the root: the project's `node_modules/node/bin/node` or `process.execPath`. */
-  nodeBinary: string
   /** Progress lines for first use (`downloading linux-image-…`). */
   onProgress?: (text: string) => void
 }
@@ -88,20 +86,19 @@ export function projectNodeBinary(projectRoot: string): string {
 }
 
 /**
- * Makes sure the kernel, initramfs and Node root exist in the cache, building what is missing.
+ * Makes sure the kernel and initramfs exist in the cache, building them when missing; returns
+ * their directory (`vmlinuz`, `initrd.img`). The runtime root comes from `roots.ts`
+ * ({@link import('./roots.ts').ensureGuestAssets} builds both).
  *
  * @throws {MicrovmSetupError} `MICROVM_SETUP_FAILED` when a host tool is missing (the message names
  *   the `apt-get install`) or a download or unpack fails.
  */
-export async function ensureGuestAssets(options: AssetOptions): Promise<GuestAssets> {
-  const { cacheDir } = options
-  mkdirSync(cacheDir, { recursive: true })
-  const guest = await ensureGuest(options)
-  const root = await ensureNodeRoot(options, guest)
-  return { kernel: join(guest, 'vmlinuz'), initrd: join(guest, 'initrd.img'), root }
+export async function ensureGuest(options: AssetOptions): Promise<string> {
+  mkdirSync(options.cacheDir, { recursive: true })
+  return buildGuest(options)
 }
 
-async function ensureGuest(options: AssetOptions): Promise<string> {
+async function buildGuest(options: AssetOptions): Promise<string> {
   const apt = findProgram(['apt-get'])
   const aptCache = findProgram(['apt-cache'])
   const dpkgDeb = findProgram(['dpkg-deb'])
@@ -188,56 +185,8 @@ function findModules(dir: string): Map<string, string> {
   return found
 }
 
-/** `npx <bin> args…` in the guest: the package's binary from node_modules/.bin, nothing fetched. */
-const NPX_SHIM = `#!/bin/sh
-# svc microVM root: npx runs an installed package binary; the guest reaches no registry.
-while [ $# -gt 0 ]; do case "$1" in -y|--yes|--no-install|--offline) shift ;; --) shift; break ;; -*) shift ;; *) break ;; esac; done
-bin="$1"; shift
-dir="$PWD"
-while [ "$dir" != "/" ]; do
-  [ -x "$dir/node_modules/.bin/$bin" ] && exec "$dir/node_modules/.bin/$bin" "$@"
-  dir=$(dirname "$dir")
-done
-echo "npx: $bin is not installed in node_modules (the microVM has no registry access; add it to package.json)" >&2
-exit 127
-`
-
-/** Builds the Node root: node, its libraries (from `ldd`), busybox and the npx shim. */
-async function ensureNodeRoot(options: AssetOptions, guest: string): Promise<string> {
-  const node = options.nodeBinary
-  const libs = await sharedLibraries(node)
-  const busybox = join(guest, 'initrd.img')
-  const fingerprint = [node, ...libs].map((f) => {
-    const s = statSync(f)
-    return `${f}:${s.size}:${s.mtimeMs}`
-  })
-  const key = hash([...fingerprint, NPX_SHIM, busybox])
-  return buildOnce(join(options.cacheDir, `root-node-${key}`), async (temp) => {
-    options.onProgress?.(`building the Node root filesystem (${node})`)
-    for (const dir of ['bin', 'usr/bin', 'usr/local/bin', 'etc', 'tmp', 'workspace', 'proc', 'dev', 'sys']) mkdirSync(join(temp, dir), { recursive: true })
-    copyFileSync(node, join(temp, 'usr/local/bin/node'))
-    chmodSync(join(temp, 'usr/local/bin/node'), 0o755)
-    for (const lib of libs) {
-      const target = join(temp, lib)
-      mkdirSync(dirname(target), { recursive: true })
-      copyFileSync(realpathSync(lib), target)
-    }
-    // busybox from the initramfs build (the same Debian busybox-static).
-    const initrdBusybox = await extractBusybox(busybox, temp)
-    chmodSync(initrdBusybox, 0o755)
-    for (const applet of ['sh', 'env', 'cat', 'ls', 'sleep', 'kill', 'dirname', 'sed', 'echo', 'true', 'false', 'mkdir', 'rm', 'cp', 'mv', 'id', 'wget', 'nc']) {
-      const where = applet === 'env' ? 'usr/bin' : 'bin'
-      if (!existsSync(join(temp, where, applet))) symlinkSync('/bin/busybox', join(temp, where, applet))
-    }
-    writeFileSync(join(temp, 'usr/local/bin/npx'), NPX_SHIM, { mode: 0o755 })
-    writeFileSync(join(temp, 'etc/passwd'), 'root:x:0:0:root:/tmp:/bin/sh\n')
-    writeFileSync(join(temp, 'etc/group'), 'root:x:0:\n')
-    writeFileSync(join(temp, 'etc/hosts'), '127.0.0.1 localhost\n10.0.2.100 svc-engine\n')
-  })
-}
-
 /** Copies `/bin/busybox` out of a gzipped newc initramfs into `<root>/bin/busybox`. */
-async function extractBusybox(initrd: string, root: string): Promise<string> {
+export async function extractBusybox(initrd: string, root: string): Promise<string> {
   const { gunzipSync } = await import('node:zlib')
   const data = gunzipSync(readFileSync(initrd))
   let offset = 0
@@ -261,7 +210,7 @@ async function extractBusybox(initrd: string, root: string): Promise<string> {
 const align4 = (n: number) => (n + 3) & ~3
 
 /** The absolute paths of the shared libraries `binary` links (and the dynamic loader). */
-async function sharedLibraries(binary: string): Promise<string[]> {
+export async function sharedLibraries(binary: string): Promise<string[]> {
   const { stdout } = await run('ldd', [binary]).catch(() => ({ stdout: '' }))
   const libs = new Set<string>()
   for (const line of stdout.split('\n')) {
@@ -275,7 +224,7 @@ async function sharedLibraries(binary: string): Promise<string[]> {
  * Builds `dir` once: under a lock directory `<dir>.lock` (a stale lock whose owner is gone is taken
  * over), into `<dir>.tmp-<pid>`, renamed into place. Returns `dir`.
  */
-async function buildOnce(dir: string, build: (temp: string) => Promise<void>): Promise<string> {
+export async function buildOnce(dir: string, build: (temp: string) => Promise<void>): Promise<string> {
   if (existsSync(dir)) return dir
   const lock = `${dir}.lock`
   for (;;) {
@@ -326,7 +275,7 @@ function readText(path: string): string {
   }
 }
 
-function hash(parts: readonly string[]): string {
+export function hash(parts: readonly string[]): string {
   return createHash('sha256').update(parts.join('\0')).digest('hex').slice(0, 16)
 }
 

@@ -7,9 +7,16 @@
 import type { Logger } from '../../../runtime/index.ts'
 import type { CommandExit, ShellProcess } from '../process.ts'
 import type { WorkerManifest } from '../types.ts'
-import { ensureGuestAssets, MicrovmSetupError, projectNodeBinary } from './assets.ts'
+import { existsSync, realpathSync } from 'node:fs'
+import { dirname, join } from 'node:path'
+import { cargoBinaryName } from '../manifest.ts'
+import { findProgram, MicrovmSetupError, projectNodeBinary } from './assets.ts'
+import { ensureGuestAssets } from './roots.ts'
+import type { RuntimeSpec } from './roots.ts'
 import { microvmCacheDir } from './probe.ts'
-import { ENGINE_GUEST_ADDRESS, MicroVm } from './vm.ts'
+import { startRegistryProxy } from './registry-proxy.ts'
+import type { RunningRegistryProxy } from './registry-proxy.ts'
+import { ENGINE_GUEST_ADDRESS, MicroVm, registryProxyGuestPort } from './vm.ts'
 import type { MicroVmExit } from './vm.ts'
 
 /** cli.md §2.2 `resources`: defaults and bounds. */
@@ -33,6 +40,12 @@ export interface MicrovmLauncherOptions {
   engineUrl: string
   accel: 'kvm' | 'tcg'
   log: Logger
+  /**
+   * Run `setup` and `install` steps in the guest, reaching the package registries through the
+   * registry proxy ({@link startRegistryProxy}); default `SVC_MICROVM_INSTALL=guest` in svc's
+   * environment. Off: they run on the host, as for a process worker.
+   */
+  guestInstall?: boolean
 }
 
 /** The guest's `SVC_URL`: the engine's port behind `10.0.2.100` (cli.md §5.7). */
@@ -45,10 +58,51 @@ export function guestEngineUrl(engineUrl: string): { url: string; port: number; 
   return { url, port, host }
 }
 
+/**
+ * The runtime root a worker's manifest needs (cli.md §5.7): `python` → the interpreter of the
+ * worker's `.venv` (else the host's `python3`); `rust` → the libraries of its release binary
+ * (`target/release/<entry or Cargo.toml's binary>`); anything else → the project's Node.
+ *
+ * @throws {MicrovmSetupError} `MICROVM_SETUP_FAILED` for a Python worker on a host without `python3`.
+ */
+export function runtimeSpec(manifest: WorkerManifest, directory: string, projectRoot: string, withNpm = false): RuntimeSpec {
+  const kind = manifest.runtime.kind
+  if (kind === 'python') {
+    const venv = join(directory, '.venv', 'bin', 'python')
+    const interpreter = existsSync(venv) ? venv : findProgram(['python3'])
+    if (!interpreter) {
+      throw new MicrovmSetupError('MICROVM_SETUP_FAILED', 'microVM Python root: no .venv in the worker directory and no python3 on PATH', 'install Python 3 (apt-get install -y python3 python3-venv), or use isolation: process')
+    }
+    return { kind: 'python', interpreter }
+  }
+  if (kind === 'rust') {
+    const name = manifest.runtime.entry ?? cargoBinaryName(directory)
+    return { kind: 'native', binary: name === undefined ? undefined : join(directory, 'target', 'release', name) }
+  }
+  const npm = withNpm ? npmPackage() : undefined
+  return { kind: 'node', nodeBinary: projectNodeBinary(projectRoot), ...(npm === undefined ? {} : { npm }) }
+}
+
+/** The directory of the host's npm package (`…/node_modules/npm`), for guest installs; undefined without npm. */
+function npmPackage(): string | undefined {
+  const npm = findProgram(['npm'])
+  if (!npm) return undefined
+  try {
+    const cli = realpathSync(npm)
+    const dir = dirname(dirname(cli))
+    return existsSync(join(dir, 'bin', 'npm-cli.js')) ? dir : undefined
+  } catch {
+    return undefined
+  }
+}
+
 /** Runs one worker's processes in one microVM. */
 export class MicrovmLauncher {
   readonly #o: MicrovmLauncherOptions
   #vm: MicroVm | undefined
+  /** The registry proxy of guest installs; open only while an install step runs. */
+  #proxy: RunningRegistryProxy | undefined
+  #proxyOpen = false
 
   constructor(options: MicrovmLauncherOptions) {
     this.#o = options
@@ -83,12 +137,52 @@ export class MicrovmLauncher {
   ): Promise<ShellProcess> {
     const o = this.#o
     const engine = guestEngineUrl(o.engineUrl)
+    await this.#boot(manifest, engine)
+    return this.#start(command, env, onLine, engine)
+  }
+
+  /** True when `setup` and `install` run in the guest ({@link MicrovmLauncherOptions.guestInstall}). */
+  get guestInstall(): boolean {
+    return this.#o.guestInstall ?? process.env.SVC_MICROVM_INSTALL === 'guest'
+  }
+
+  /**
+   * Runs an install step in the guest (booting the VM when none runs): the registry proxy is open
+   * while it runs, and the step gets `HTTPS_PROXY`/`HTTP_PROXY` (and npm's and pip's own names for
+   * them) pointing at it. The worker's own process never has the proxy open.
+   *
+   * @throws {MicrovmSetupError} as {@link run}.
+   */
+  async runTask(
+    command: string,
+    env: Record<string, string>,
+    manifest: WorkerManifest,
+    onLine: (stream: 'stdout' | 'stderr', text: string) => void,
+  ): Promise<ShellProcess> {
+    const engine = guestEngineUrl(this.#o.engineUrl)
+    await this.#boot(manifest, engine)
+    const proxy = `http://${ENGINE_GUEST_ADDRESS}:${registryProxyGuestPort(engine.port)}`
+    const proxied = { ...env, HTTPS_PROXY: proxy, HTTP_PROXY: proxy, https_proxy: proxy, http_proxy: proxy, npm_config_proxy: proxy, npm_config_https_proxy: proxy, PIP_PROXY: proxy, NO_PROXY: ENGINE_GUEST_ADDRESS, no_proxy: ENGINE_GUEST_ADDRESS }
+    this.#proxyOpen = true
+    const proc = await this.#start(command, proxied, onLine, engine)
+    void proc.done.finally(() => (this.#proxyOpen = false))
+    return proc
+  }
+
+  async #boot(manifest: WorkerManifest, engine: { url: string; port: number; host: string }): Promise<void> {
+    const o = this.#o
     if (!this.#vm?.alive) {
       const assets = await ensureGuestAssets({
         cacheDir: microvmCacheDir(),
-        nodeBinary: projectNodeBinary(o.projectRoot),
+        runtime: runtimeSpec(manifest, o.directory, o.projectRoot, this.guestInstall),
         onProgress: (text) => o.log.info(`${o.name}: microVM guest: ${text}`),
       })
+      if (this.guestInstall && this.#proxy === undefined) {
+        this.#proxy = await startRegistryProxy({
+          isOpen: () => this.#proxyOpen,
+          onDenied: (target) => o.log.warn(`${o.name}: the registry proxy refused ${target} (REGISTRY_NOT_ALLOWED)`),
+        })
+      }
       const cpus = Math.min(Math.max(1, manifest.resources?.cpus ?? MICROVM_DEFAULTS.cpus), MICROVM_DEFAULTS.maxCpus)
       const memoryMib = Math.min(Math.max(MICROVM_DEFAULTS.minMemoryMib, manifest.resources?.memory_mib ?? MICROVM_DEFAULTS.memoryMib), MICROVM_DEFAULTS.maxMemoryMib)
       const vm = new MicroVm({
@@ -101,6 +195,7 @@ export class MicrovmLauncher {
         enginePort: engine.port,
         engineHost: engine.host,
         bootTimeoutMs: BOOT_TIMEOUT_MS[o.accel],
+        ...(this.#proxy === undefined ? {} : { registryProxyPort: this.#proxy.port }),
       })
       vm.on('guest-error', (message: string) => o.log.warn(`${o.name}: microVM agent: ${message}`))
       installExitHook()
@@ -117,7 +212,11 @@ export class MicrovmLauncher {
       o.log.info(`${o.name}: microVM up in ${((Date.now() - started) / 1000).toFixed(1)} s (pid ${vm.pid})`)
       this.#vm = vm
     }
-    const vm = this.#vm
+  }
+
+  #start(command: string, env: Record<string, string>, onLine: (stream: 'stdout' | 'stderr', text: string) => void, engine: { url: string }): ShellProcess {
+    const o = this.#o
+    const vm = this.#vm!
     const guestEnv: Record<string, string> = { ...env, SVC_URL: engine.url, III_URL: engine.url, SVC_ISOLATION: 'microvm', SVC_PROJECT_ROOT: '/workspace' }
     // Host files the guest cannot see (the engine's own environment passes through, cli.md §5.2).
     for (const name of HOST_PATH_VARIABLES) delete guestEnv[name]
@@ -160,7 +259,7 @@ export class MicrovmLauncher {
     }
     vm.on('exit', onExit)
     vm.once('down', onDown)
-    gen = vm.start({ command, cwd: '/workspace', env: guestEnv })
+    gen = vm.start({ command, cwd: '/workspace', env: guestEnv, hostPath: o.directory })
     return proc
   }
 
@@ -168,6 +267,9 @@ export class MicrovmLauncher {
   async shutdown(): Promise<void> {
     const vm = this.#vm
     this.#vm = undefined
+    const proxy = this.#proxy
+    this.#proxy = undefined
+    await proxy?.close()
     if (!vm) return
     await vm.shutdown(5000)
     liveVms.delete(vm)

@@ -41,6 +41,19 @@ export interface MicroVmOptions {
   engineHost?: string
   /** How long the guest may take to report `ready` (ms). */
   bootTimeoutMs: number
+  /**
+   * The registry proxy's loopback port, forwarded from `10.0.2.100:`{@link registryProxyGuestPort}
+   * (guest installs only); undefined forwards nothing more than the engine.
+   */
+  registryProxyPort?: number
+}
+
+/**
+ * The guest port of the registry proxy on `10.0.2.100`: 3128 (`HTTPS_PROXY=http://10.0.2.100:3128`),
+ * or 3129 when the engine itself listens on 3128.
+ */
+export function registryProxyGuestPort(enginePort: number): number {
+  return enginePort === 3128 ? 3129 : 3128
 }
 
 /** QEMU, the daemons and the agent as the host sees them. */
@@ -196,7 +209,10 @@ export class MicroVm extends EventEmitter {
       '-device', `${machine === 'microvm' ? 'vhost-user-fs-device' : 'vhost-user-fs-pci'},chardev=runtimefs,tag=runtime`,
       '-chardev', `socket,id=workspacefs,path=${join(dir, 'workspace.fs.sock')}`,
       '-device', `${machine === 'microvm' ? 'vhost-user-fs-device' : 'vhost-user-fs-pci'},chardev=workspacefs,tag=workspace`,
-      '-netdev', `user,id=net0,restrict=on,guestfwd=tcp:${ENGINE_GUEST_ADDRESS}:${o.enginePort}-cmd:${relay}`,
+      '-netdev',
+      `user,id=net0,restrict=on,guestfwd=tcp:${ENGINE_GUEST_ADDRESS}:${o.enginePort}-cmd:${relay}${
+        o.registryProxyPort === undefined ? '' : `,guestfwd=tcp:${ENGINE_GUEST_ADDRESS}:${registryProxyGuestPort(o.enginePort)}-cmd:${join(o.assets.root, 'bin', 'busybox')} nc 127.0.0.1 ${o.registryProxyPort}`
+      }`,
       '-device', machine === 'microvm' ? 'virtio-net-device,netdev=net0' : 'virtio-net-pci,netdev=net0',
       '-sandbox', 'on',
     ]

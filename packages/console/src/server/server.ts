@@ -133,6 +133,7 @@ export async function startConsole(options: ConsoleOptions = {}): Promise<Runnin
         throw new ApiError(405, 'METHOD_NOT_ALLOWED', `${pathname} accepts ${route} only`)
       }
       if (pathname === '/api/info') return sendJson(res, 200, await info())
+      if (pathname === '/api/microvms') return sendJson(res, 200, { workers: options.microvms?.() ?? [] })
       if (pathname === '/api/stream-groups') {
         if (!link!.connected) throw new ApiError(503, 'engine_unreachable', 'the console is not connected to the engine')
         return sendJson(res, 200, await streamGroups(link!))
@@ -277,6 +278,7 @@ const API_ROUTES: Record<string, string> = {
   '/api/http': 'POST',
   '/api/rerun': 'POST',
   '/api/stream-groups': 'GET',
+  '/api/microvms': 'GET',
   '/api/live': 'GET',
 }
 

@@ -54,6 +54,20 @@ export interface ConsoleOptions {
   appDir?: string
   /** Reconnection backoff towards the engine, ms; default 1000 doubling to 30000 (cli.md §4.8). */
   reconnect?: { initialDelayMs?: number; maxDelayMs?: number }
+  /**
+   * The project's workers that run in a microVM and their VM's host RSS (cli.md §5.7), read when
+   * `GET /api/microvms` asks; `svc console` reads the supervisor's state files, as
+   * `svc worker list` does. Default: none.
+   */
+  microvms?: () => ConsoleMicrovm[]
+}
+
+/** One worker in a microVM, as `GET /api/microvms` lists it. */
+export interface ConsoleMicrovm {
+  /** The worker's name (config.yaml entry). */
+  name: string
+  /** Host RSS of QEMU and its virtiofs daemons, bytes (0 while it boots). */
+  vm_rss_bytes: number
 }
 
 /** A console server that is listening. */

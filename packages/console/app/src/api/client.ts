@@ -4,7 +4,7 @@
  * worker.
  */
 import { jsonParse } from 'svc-protocol/json'
-import type { ConsoleInfo, StreamGroups, HttpTestRequest, HttpTestResponse, InvocationErrorBody, InvokeRequest, InvokeResult, RerunRequest, RerunResult } from './types.ts'
+import type { ConsoleInfo, ConsoleMicrovm, StreamGroups, HttpTestRequest, HttpTestResponse, InvocationErrorBody, InvokeRequest, InvokeResult, RerunRequest, RerunResult } from './types.ts'
 
 /** A failed call: an invocation error body from the engine, or a transport failure (`code: 'NETWORK'`). */
 export class ApiError extends Error {
@@ -95,6 +95,15 @@ export async function call<T = unknown>(functionId: string, payload: unknown = {
   const outcome = await invoke<T>({ function_id: functionId, payload, ...options })
   if (!outcome.ok) throw new ApiError(outcome.error)
   return outcome.result
+}
+
+/**
+ * `GET /api/microvms` → the workers that run in a microVM with their VM's host RSS in bytes
+ * (cli.md §5.7; from the supervisor's state files, as `svc worker list` shows them).
+ * @throws ApiError `NETWORK` when the backend is unreachable.
+ */
+export function getMicrovms(): Promise<{ workers: ConsoleMicrovm[] }> {
+  return request<{ workers: ConsoleMicrovm[] }>('GET', '/api/microvms')
 }
 
 /**

@@ -4,7 +4,7 @@
  */
 import { useCallback, useEffect, useRef, useState } from 'react'
 import { useConnectionState, useLive } from '../live/hooks.ts'
-import { ApiError, call } from './client.ts'
+import { ApiError, call, getMicrovms } from './client.ts'
 import type { LiveChannel } from './types.ts'
 
 /** State of a {@link useCall}: `data` is the last successful result, kept across later errors. */
@@ -141,4 +141,29 @@ export function useAction<A extends unknown[], R>(action: (...args: A) => Promis
   }, [])
   const clear = useCallback(() => setState({ busy: false, error: undefined, result: undefined }), [])
   return [run, { ...state, clear }]
+}
+
+/**
+ * The host RSS of each worker's microVM by worker name, bytes (`GET /api/microvms`, cli.md §5.7),
+ * read on mount, whenever `refreshKey` changes and every 5 s while the tab is visible. Empty when
+ * no worker runs in a microVM or the backend cannot say.
+ */
+export function useMicrovmRss(refreshKey?: unknown): ReadonlyMap<string, number> {
+  const [rss, setRss] = useState<ReadonlyMap<string, number>>(() => new Map())
+  const visible = useVisible()
+  useEffect(() => {
+    if (!visible) return
+    let current = true
+    const load = () =>
+      getMicrovms()
+        .then((r) => current && setRss(new Map((r.workers ?? []).map((w) => [w.name, w.vm_rss_bytes]))))
+        .catch(() => {})
+    void load()
+    const timer = setInterval(load, 5000)
+    return () => {
+      current = false
+      clearInterval(timer)
+    }
+  }, [visible, refreshKey])
+  return rss
 }

@@ -14,6 +14,12 @@ export interface ConsoleInfo {
   connected: boolean
 }
 
+/** One worker of `GET /api/microvms`: its name and its microVM's host RSS, bytes (cli.md §5.7). */
+export interface ConsoleMicrovm {
+  name: string
+  vm_rss_bytes: number
+}
+
 /** Error body of a failed invocation: `{code, message, stacktrace?}` (protocol.md §7). */
 export interface InvocationErrorBody {
   code: string

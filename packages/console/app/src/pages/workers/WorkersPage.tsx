@@ -1,13 +1,13 @@
 /**
  * Workers, the start page (cli.md §7.2): every connection and built-in worker with namespace,
- * runtime and SDK version, isolation, pid, address, connected for, function count and in-flight
+ * runtime and SDK version, isolation (with a microVM's host RSS, `GET /api/microvms`), pid, address, connected for, function count and in-flight
  * invocations. Reads `engine::workers::list`; refreshed by the `workers` live channel. In a fleet
  * (issue 19 §3) the list holds every engine's workers: an Engine column and a filter by engine
  * (`?engine=`) appear once any worker carries its engine.
  */
-import { useCall } from '../../api/hooks.ts'
+import { useCall, useMicrovmRss } from '../../api/hooks.ts'
 import type { WorkerSummary } from '../../api/types.ts'
-import { formatSince } from '../../format/format.ts'
+import { formatBytes, formatSince } from '../../format/format.ts'
 import { cutText, enginesOf } from '../fleet/fleet.ts'
 import { Link, pathOf, setQuery, useLocation } from '../../router/router.tsx'
 import { Badge, Empty, ErrorBox, PageHeader, StatusBadge, Updated, useNow } from '../../components/ui.tsx'
@@ -20,6 +20,8 @@ export function WorkersPage() {
   const engine = query.get('engine') ?? ''
   const { data, error, updatedAt } = useCall<{ workers: WorkerSummary[] }>('engine::workers::list', {}, { live: ['workers', 'functions'] })
   const now = useNow(1000)
+  // microVM workers' host RSS (QEMU and its virtiofs daemons), by name: the supervisor's view.
+  const vmRss = useMicrovmRss(updatedAt)
   const engines = enginesOf(data?.workers ?? [])
   const fleet = engines.length > 0
   const workers = (data?.workers ?? []).filter(
@@ -85,7 +87,15 @@ export function WorkersPage() {
                     {w.runtime ?? '—'}
                     {w.version ? <span className="muted small"> {w.version}</span> : null}
                   </td>
-                  <td>{w.isolation ? <Badge tone={w.isolation === 'microvm' ? 'accent' : 'muted'}>{w.isolation}</Badge> : '—'}</td>
+                  <td>
+                    {isolationOf(w, vmRss) ? <Badge tone={isolationOf(w, vmRss) === 'microvm' ? 'accent' : 'muted'}>{isolationOf(w, vmRss)}</Badge> : '—'}
+                    {w.name !== null && vmRss.has(w.name) ? (
+                      <span className="muted small" title="Host RSS of the worker's microVM (QEMU and its virtiofs daemons)">
+                        {' '}
+                        {formatBytes(vmRss.get(w.name))} host RSS
+                      </span>
+                    ) : null}
+                  </td>
                   <td className="mono">{w.pid ?? '—'}</td>
                   <td className="mono">{w.ip_address ?? '—'}</td>
                   <td>{w.connected_at_ms ? formatSince(w.connected_at_ms, now) : '—'}</td>
@@ -103,4 +113,9 @@ export function WorkersPage() {
       {!data && !error ? <Empty>Loading workers…</Empty> : null}
     </>
   )
+}
+
+/** The worker's announced isolation, else `microvm` when the supervisor runs it in one. */
+function isolationOf(w: WorkerSummary, vmRss: ReadonlyMap<string, number>): string | null {
+  return w.isolation ?? (w.name !== null && vmRss.has(w.name) ? 'microvm' : null)
 }
