@@ -39,7 +39,8 @@
  *               workers with telemetry on, and the callee's (bench/engine-memory.ts; targets
  *               < 200 MiB, ≤ 70 MB)
  *
- * `--write` replaces the results section of docs/benchmarks.md.
+ * `--write` replaces the results section of docs/benchmarks.md (between `<!-- results -->` and
+ * `<!-- /results -->`; the sections after it stay).
  */
 import type { ChildProcess } from 'node:child_process'
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises'
@@ -258,9 +259,12 @@ async function main(): Promise<void> {
   if (write) {
     const file = join(ROOT, 'docs', 'benchmarks.md')
     const current = await readFile(file, 'utf8').catch(() => '# Benchmarks\n')
+    // Replaces what lies between the two markers; the sections after the end marker stay.
     const marker = '<!-- results -->'
+    const end = '<!-- /results -->'
     const head = current.includes(marker) ? current.slice(0, current.indexOf(marker)) : current + '\n'
-    await writeFile(file, `${head}${marker}\n${table}\n`)
+    const tail = current.includes(end) ? current.slice(current.indexOf(end)) : `${end}\n`
+    await writeFile(file, `${head}${marker}\n${table}\n\n${tail}`)
   }
 }
 
