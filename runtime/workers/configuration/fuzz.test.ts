@@ -130,9 +130,11 @@ describe('configuration::set under random large and deep values (issue 16)', () 
           await engine.stop()
           engine = await start()
           const { value } = (await engine.engine.inject({ function_id: 'configuration::get', data: { id: 'big', raw: true } })) as { value: unknown }
-          assert.deepEqual(value, JSON.parse(JSON.stringify(acknowledged)))
+          // Compared as a caller over the wire gets them: JSON has no -0 (YAML keeps it, JSON sends 0).
+          assert.deepEqual(JSON.parse(JSON.stringify(value)), JSON.parse(JSON.stringify(acknowledged)))
         }),
-        { numRuns: 12 },
+        // The seed that drew {"dt/c]+": -0}: it read back as -0, which JSON had made 0 on one side only.
+        { numRuns: 12, examples: [[[{ value: { 'dt/c]+': -0, n: 1 } }]]] },
       )
     } finally {
       await engine.stop()
