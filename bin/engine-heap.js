@@ -9,22 +9,20 @@
 // (`process.execve`: same pid, terminal and signals; no second process). docs/benchmarks.md
 // ("Engine memory") has the measurements behind the values; docs/decisions.md the trade-off.
 
+import { withDefaultCommand } from '../dist/src/lib/argv.js'
+
 /** `--max-semi-space-size` (MiB) and `--heap-growing-percent` for an engine process. */
 export const ENGINE_V8_FLAGS = ['--max-semi-space-size=4', '--heap-growing-percent=50']
 
-/** Flags after which the command-line arguments stop being svc's own (`svc trigger -- …`). */
-const PASS_THROUGH = new Set(['--version', '-v', '--help', '-h'])
-
 /**
- * Whether `svc <argv>` runs an engine in this process: `svc`, `svc` followed only by flags, and
- * `svc start …` (src/lib/argv.ts makes `start` the default command).
+ * Whether `svc <argv>` runs an engine in this process: the commands that run `svc start`, the
+ * default command (src/lib/argv.ts: `svc` alone or followed only by flags).
  *
  * @param {readonly string[]} argv the arguments after `svc`
  * @returns {boolean}
  */
 export function hostsEngine(argv) {
-  const first = argv[0]
-  return first === undefined || first === 'start' || (first.startsWith('-') && !PASS_THROUGH.has(first))
+  return withDefaultCommand(argv)[0] === 'start'
 }
 
 /**

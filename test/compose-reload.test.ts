@@ -16,6 +16,8 @@ import { after, before, describe, it } from 'node:test'
 import { registerWorker, type SvcClient } from 'svc-sdk'
 import { cliEnv, runSvc } from './support/cli.ts'
 import { ROOT, startEngineProcess, SVC_BIN, tempProject, type RunningEngine } from './support/processes.ts'
+import { processAlive } from '../src/lib/processes.ts'
+import { callLoops, stopCallLoops } from './support/call-loop.ts'
 import { waitFor } from './support/wait.ts'
 
 const SDK = pathToFileURL(join(ROOT, 'packages', 'sdk', 'dist', 'index.js')).href
@@ -45,49 +47,16 @@ let dir = ''
 let engine: RunningEngine | undefined
 let client: SvcClient | undefined
 let daemon: { child: ChildProcess; events: Array<Record<string, unknown>>; output: string[]; exited: Promise<number | null> } | undefined
-/** Loops still calling (a failed assertion leaves its loop running): stopped in after(). */
-const loopsRunning = new Set<{ stop(): Promise<void> }>()
 const containerPids = new Set<number>()
-
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0)
-    return true
-  } catch {
-    return false
-  }
-}
 
 /** {@link waitFor} with the daemon's output in the timeout message. */
 function until<T>(find: () => T | undefined | false, what: string, timeoutMs = 60_000): Promise<T> {
   return waitFor(find, () => `${what}; the daemon printed:\n${daemon?.output.join('\n')}`, timeoutMs, 50)
 }
 
-/** Calls `versioned::version` from `concurrency` loops until `stop()`; every answer and error is kept, in order. */
+/** Calls `versioned::version` from `concurrency` loops until `stop()`. */
 function steadyCalls(caller: SvcClient, concurrency = 4) {
-  const answers: Array<{ version: string; pid: number }> = []
-  const errors: string[] = []
-  let stopping = false
-  const loops = Array.from({ length: concurrency }, async () => {
-    while (!stopping) {
-      try {
-        answers.push((await caller.trigger({ function_id: 'versioned::version', payload: {}, namespace: NS, timeoutMs: 20_000 })) as { version: string; pid: number })
-      } catch (err) {
-        errors.push(`${(err as { code?: string }).code ?? ''} ${(err as Error).message}`)
-      }
-    }
-  })
-  const handle = {
-    answers,
-    errors,
-    async stop() {
-      stopping = true
-      loopsRunning.delete(handle)
-      await Promise.all(loops)
-    },
-  }
-  loopsRunning.add(handle)
-  return handle
+  return callLoops(async () => (await caller.trigger({ function_id: 'versioned::version', payload: {}, namespace: NS, timeoutMs: 20_000 })) as { version: string; pid: number }, concurrency)
 }
 
 before(async () => {
@@ -117,7 +86,7 @@ before(async () => {
 })
 
 after(async () => {
-  await Promise.all([...loopsRunning].map((l) => l.stop()))
+  await stopCallLoops()
   await client?.shutdown().catch(() => undefined)
   if (daemon && daemon.child.exitCode === null && daemon.child.signalCode === null) {
     daemon.child.kill('SIGTERM')
@@ -126,7 +95,7 @@ after(async () => {
     clearTimeout(timer)
   }
   for (const pid of containerPids) {
-    if (!alive(pid)) continue
+    if (!processAlive(pid)) continue
     try {
       process.kill(-pid, 'SIGKILL')
     } catch {
@@ -150,7 +119,7 @@ describe('svc compose: a reload drops no call (issue 21)', () => {
     writeFileSync(join(dir, 'workers', 'versioned', 'index.mjs'), workerSource('v2'))
     const newPid = (await until(() => calls.answers.find((a) => a.version === 'v2'), 'answers from v2')).pid
     containerPids.add(newPid)
-    await until(() => !alive(oldPid), 'the old process to stop')
+    await until(() => !processAlive(oldPid), 'the old process to stop')
     const count = calls.answers.length
     await until(() => calls.answers.length >= count + 20, '20 more answers')
     await calls.stop()

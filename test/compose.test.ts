@@ -9,6 +9,7 @@ import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node
 import { join } from 'node:path'
 import { createInterface } from 'node:readline'
 import { after, before, describe, it } from 'node:test'
+import { processAlive } from '../src/lib/processes.ts'
 import { registerWorker, type SvcClient } from 'svc-sdk'
 import { ROOT, startEngineProcess, SVC_BIN, tempProject, type RunningEngine } from './support/processes.ts'
 import { cliEnv, runSvc, type Finished } from './support/cli.ts'
@@ -91,15 +92,6 @@ function remember(result: any): any {
   const containers = result?.containers ?? result?.up?.containers ?? []
   for (const c of containers) if (typeof c.pid === 'number') containerPids.add(c.pid)
   return result
-}
-
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0)
-    return true
-  } catch {
-    return false
-  }
 }
 
 async function waitUntil(predicate: () => boolean | Promise<boolean>, what: string, timeoutMs = 20_000): Promise<void> {
@@ -201,7 +193,7 @@ after(async () => {
     }
   }
   for (const pid of containerPids) {
-    if (!alive(pid)) continue
+    if (!processAlive(pid)) continue
     try {
       process.kill(-pid, 'SIGKILL')
     } catch {
@@ -381,7 +373,7 @@ describe('svc compose', () => {
     assert.equal(removed.changed, true)
     assert.deepEqual(removed.down.containers.map((c: any) => [c.container, c.state, c.changed]), [['extra', 'stopped', true]])
     assert.equal(readFileSync(join(dir, 'worker-compose.yaml'), 'utf8'), COMPOSE)
-    await waitUntil(() => !alive(extra.pid), 'extra is gone')
+    await waitUntil(() => !processAlive(extra.pid), 'extra is gone')
     const added = remember(await call('compose::add', { worker: './workers/extra' }))
     assert.equal(added.status, 'ok')
   })
@@ -471,7 +463,7 @@ describe('svc compose', () => {
         ['extra', 'stopped', true],
       ],
     )
-    await waitUntil(() => before.every((pid: number) => !alive(pid)), 'the container processes are gone')
+    await waitUntil(() => before.every((pid: number) => !processAlive(pid)), 'the container processes are gone')
     assert.deepEqual((await call('compose::status')).containers.map((c: any) => c.state), ['stopped', 'stopped', 'stopped'])
   })
 
@@ -480,7 +472,7 @@ describe('svc compose', () => {
     const pids = (await call('compose::status')).containers.map((c: any) => c.pid as number)
     assert.deepEqual(await call('compose::stop'), { stopping: true })
     assert.equal(await daemon.exited, 0, daemon.stderr.join(''))
-    await waitUntil(() => pids.every((pid: number) => !alive(pid)), 'the container processes are gone')
+    await waitUntil(() => pids.every((pid: number) => !processAlive(pid)), 'the container processes are gone')
     assert.ok(daemon.events.some((e) => e.event === 'stopped'))
   })
 })
@@ -499,7 +491,7 @@ describe('svc compose up', () => {
     assert.equal(error.error.code, 'PROJECT_DID_NOT_START')
     assert.match(error.error.message, /broken \(CHILD_EXITED_BEFORE_REGISTRATION\)/)
     const up = d.events.find((e) => e.event === 'project_up') as any
-    for (const c of up.containers) if (typeof c.pid === 'number') assert.ok(!alive(c.pid))
+    for (const c of up.containers) if (typeof c.pid === 'number') assert.ok(!processAlive(c.pid))
   })
 
   it('brings the file up, keeps serving, and stops everything on SIGTERM (exit 0)', async () => {
@@ -510,7 +502,7 @@ describe('svc compose up', () => {
     assert.deepEqual(JSON.parse(result.stdout), { hello: 'world', worker: 'api', ns: 'e2e-up', tone: 'warm' })
     d.child.kill('SIGTERM')
     assert.equal(await d.exited, 0)
-    for (const c of up.containers) assert.ok(!alive(c.pid), `${c.container} stopped`)
+    for (const c of up.containers) assert.ok(!processAlive(c.pid), `${c.container} stopped`)
   })
 
   it('re-adopts the containers of a daemon that was killed', async () => {
@@ -534,7 +526,7 @@ describe('svc compose up', () => {
     )
     second.child.kill('SIGTERM')
     assert.equal(await second.exited, 0)
-    await waitUntil(() => up.containers.every((c: any) => !alive(c.pid)), 'the adopted processes are stopped')
+    await waitUntil(() => up.containers.every((c: any) => !processAlive(c.pid)), 'the adopted processes are stopped')
   })
 
   it('exits 3 when the engine is not reachable within 10 s', async () => {

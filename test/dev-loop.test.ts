@@ -10,6 +10,7 @@ import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { pathToFileURL } from 'node:url'
 import { after, before, describe, it } from 'node:test'
+import { processAlive } from '../src/lib/processes.ts'
 import { ROOT, SVC_BIN, startEngineProcess, tempProject } from './support/processes.ts'
 import type { RunningEngine } from './support/processes.ts'
 import { waitFor } from './support/wait.ts'
@@ -94,15 +95,6 @@ async function answers(expected: string, ...args: string[]): Promise<void> {
     30_000,
     200,
   )
-}
-
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0)
-    return true
-  } catch {
-    return false
-  }
 }
 
 before(async () => {
@@ -209,7 +201,7 @@ describe('the development loop (cli.md §5, §6)', () => {
     writeFileSync(config, original)
     await until(() => events().find((e) => e.event === 'config_reloaded' && (e.stopped as string[]).includes('late')), 'late removed')
     const latePid = [...states('late')].reverse().find((e) => typeof e.pid === 'number')!.pid as number
-    await until(() => !alive(latePid), 'late stopped')
+    await until(() => !processAlive(latePid), 'late stopped')
   })
 
   it('a changed built-in config block in config.yaml applies while svc runs', async () => {
@@ -230,6 +222,6 @@ describe('the development loop (cli.md §5, §6)', () => {
   it('SIGTERM stops every worker, then the engine, exit 0', async () => {
     const pids = ['greeter', 'shop-greeter'].map((w) => [...states(w)].reverse().find((e) => typeof e.pid === 'number')!.pid as number)
     assert.equal(await engine!.stop(), 0)
-    for (const pid of pids) assert.equal(alive(pid), false, `worker ${pid} is gone`)
+    for (const pid of pids) assert.equal(processAlive(pid), false, `worker ${pid} is gone`)
   })
 })

@@ -16,6 +16,8 @@ import type { SvcClient } from 'svc-sdk'
 import { startEngine } from '../src/lib/start.ts'
 import type { RunningEngine } from '../src/lib/start.ts'
 import { ROOT, SVC_BIN, tempProject } from './support/processes.ts'
+import { processAlive } from '../src/lib/processes.ts'
+import { callLoops, stopCallLoops } from './support/call-loop.ts'
 import { waitFor } from './support/wait.ts'
 
 const SDK = pathToFileURL(join(ROOT, 'packages', 'sdk', 'dist', 'index.js')).href
@@ -37,8 +39,6 @@ process.on('SIGTERM', async () => { await svc.shutdown(); process.exit(0) })
 }
 
 let dir = ''
-/** Loops still calling (a failed assertion leaves its loop running): stopped in after(). */
-const loopsRunning = new Set<{ stop(): Promise<void> }>()
 let running: RunningEngine | undefined
 let caller: SvcClient | undefined
 const printed: string[] = []
@@ -55,45 +55,13 @@ function events(): Array<Record<string, unknown>> {
     .map((l) => JSON.parse(l) as Record<string, unknown>)
 }
 
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0)
-    return true
-  } catch {
-    return false
-  }
-}
-
-/**
- * Calls `reload::version` from `concurrency` loops until `stop()`; every answer and every error is
- * kept, in order.
- */
+/** Calls `reload::version` from `concurrency` loops until `stop()`, each answer with when it was sent. */
 function steadyCalls(client: SvcClient, concurrency = 4) {
-  const answers: Array<{ version: string; pid: number; sentAt: number }> = []
-  const errors: string[] = []
-  let stopping = false
-  const loops = Array.from({ length: concurrency }, async () => {
-    while (!stopping) {
-      const sentAt = performance.now()
-      try {
-        const answer = (await client.trigger({ function_id: 'reload::version', payload: {}, timeoutMs: 20_000 })) as { version: string; pid: number }
-        answers.push({ ...answer, sentAt })
-      } catch (err) {
-        errors.push(`${(err as { code?: string }).code ?? ''} ${(err as Error).message}`)
-      }
-    }
-  })
-  const handle = {
-    answers,
-    errors,
-    async stop() {
-      stopping = true
-      loopsRunning.delete(handle)
-      await Promise.all(loops)
-    },
-  }
-  loopsRunning.add(handle)
-  return handle
+  return callLoops(async () => {
+    const sentAt = performance.now()
+    const answer = (await client.trigger({ function_id: 'reload::version', payload: {}, timeoutMs: 20_000 })) as { version: string; pid: number }
+    return { ...answer, sentAt }
+  }, concurrency)
 }
 
 before(async () => {
@@ -115,7 +83,7 @@ before(async () => {
 })
 
 after(async () => {
-  await Promise.all([...loopsRunning].map((l) => l.stop()))
+  await stopCallLoops()
   await caller?.shutdown().catch(() => undefined)
   await running?.stop()
   if (dir) rmSync(dir, { recursive: true, force: true })
@@ -133,7 +101,7 @@ describe('reload drops no call (issue 21)', () => {
     })
     writeFileSync(join(dir, 'workers', 'versioned', 'index.mjs'), workerSource('v2'))
     await waitFor(() => calls.answers.at(-1)?.version === 'v2', svcPrinted('answers from v2'), 60_000)
-    await waitFor(() => !alive(oldPid), svcPrinted('the old process to stop'), 60_000)
+    await waitFor(() => !processAlive(oldPid), svcPrinted('the old process to stop'), 60_000)
     const count = calls.answers.length
     await waitFor(() => calls.answers.length >= count + 20, svcPrinted('20 more answers'), 60_000)
     await calls.stop()

@@ -204,7 +204,8 @@ export async function drainConnections(
     engine
       .openSessions()
       .filter((c) => c.alive && c.name === name && c.namespace === namespace && c.connectedAtMs >= previous.startedAtMs && c.connectedAtMs < next.startedAtMs)
-  for (const connection of connections()) connection.draining = true
+  // The one way a connection is marked, the same as `engine::workers::drain` over a connection.
+  for (const connection of connections()) engine.drainSession(connection.workerId)
   const deadline = Date.now() + options.graceMs
   for (;;) {
     const calls = connections().reduce((n, c) => n + c.activeInvocations, 0)
