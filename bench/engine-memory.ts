@@ -51,7 +51,10 @@ function cpuMsOf(pid: number): number {
 
 /** Starts a node process and resolves with its first stdout JSON line holding `key`. */
 function start(args: string[], key: string, cwd = ROOT): Promise<{ child: ChildProcess; line: Record<string, any> }> {
-  const child = spawn(process.execPath, args, { cwd, env: { ...process.env, SVC_LOG_LEVEL: 'warn' }, stdio: ['ignore', 'pipe', 'inherit'] })
+  // Defaults: `npm run bench` turns svc-sdk's telemetry off for its other rows (OTEL_ENABLED).
+  const env: NodeJS.ProcessEnv = { ...process.env, SVC_LOG_LEVEL: 'warn' }
+  delete env.OTEL_ENABLED
+  const child = spawn(process.execPath, args, { cwd, env, stdio: ['ignore', 'pipe', 'inherit'] })
   children.push(child)
   return new Promise((resolve, reject) => {
     const input = createInterface({ input: child.stdout! })
