@@ -160,6 +160,8 @@ export class Fleet {
     const nc = this.nc
     if (nc === undefined || nc.isClosed()) return
     try {
+      // Answers and cancels of this turn leave before the connection drains.
+      if (this.connected) this.batcher.flush()
       if (this.connected) this.publish(this.subjects.heartbeat, JSON.stringify({ ...this.heartbeat(), leaving: true }))
       await nc.drain()
     } catch {
