@@ -1,0 +1,183 @@
+/**
+ * A/B of the fleet's cross-engine costs (issue 19) between builds of svc, alternated in one run:
+ *
+ *   node bench/fleet-ab.ts <root> [<root> …]       (default: this checkout)
+ *
+ * Each root is a checkout with `dist` built (e.g. a copy of main's tree, and this one). Per root,
+ * two engines of one fleet (a fleet name per root) on one private nats-server, and a callee worker
+ * on engine B (bench/callee.ts of this checkout: the SDK is the same for every root). Per round,
+ * root after root: a caller on engine A calling `bench::echo` on B (bench/load-ws.ts: sequential,
+ * then 1, 8 and 64 in flight), then `GET /bench/echo` through B's own HTTP listener and through A's
+ * (bench/load-http.ts, 16 connections).
+ *
+ * Printed per root, one JSON line, medians of the rounds: calls/s; per call (cross) or request
+ * (HTTP), each process's CPU µs (user + system, /proc/<pid>/stat; the caller's from its own
+ * `process.cpuUsage()`) and read/write system calls (/proc/<pid>/io), and their sums. The last line
+ * gives the load average before and after each round. Two cores shared with other work cannot show
+ * throughput reliably: compare CPU per call, alternated.
+ *
+ * Environment: BENCH_ROUNDS (3); BENCH_PHASES (`cross,own,other`); BENCH_DURATION_MS (2,000, per
+ * in-flight count and per HTTP run) and BENCH_SAMPLES (2,000 sequential calls); BENCH_NODE_FLAGS
+ * (extra node flags of the engines and the callee, e.g. `--cpu-prof --cpu-prof-dir=/tmp/p` or
+ * `--perf-basic-prof`); BENCH_PIDS_FILE (the processes' pids are written there before the first
+ * round) and BENCH_START_DELAY_MS (a pause after writing it), to attach `perf record -p`.
+ */
+import type { ChildProcess } from 'node:child_process'
+import { readFileSync } from 'node:fs'
+import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
+import { join, resolve } from 'node:path'
+import { setTimeout as sleep } from 'node:timers/promises'
+import { firstJson } from './lines.ts'
+import { processes, ROOT } from './processes.ts'
+import { runMain } from './measure.ts'
+import { startNatsServer } from './peers/nats-server.ts'
+
+process.env.OTEL_ENABLED ??= 'false'
+const children: ChildProcess[] = []
+const { start, run, stop } = processes(children)
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3)
+const DURATION_MS = process.env.BENCH_DURATION_MS ?? '2000'
+const SAMPLES = process.env.BENCH_SAMPLES ?? '2000'
+const phases = new Set((process.env.BENCH_PHASES ?? 'cross,own,other').split(','))
+const nodeFlags = (process.env.BENCH_NODE_FLAGS ?? '').split(' ').filter((f) => f !== '')
+const roots = process.argv.slice(2).map((r) => resolve(r))
+if (roots.length === 0) roots.push(ROOT)
+
+/** CPU time (user + system, µs) and read/write system calls of a process so far. */
+interface Usage {
+  cpu: number
+  reads: number
+  writes: number
+}
+
+function usage(pid: number): Usage {
+  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8')
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ')
+  const io = readFileSync(`/proc/${pid}/io`, 'utf8')
+  return {
+    // utime and stime are in clock ticks (100 per second).
+    cpu: (Number(fields[11]) + Number(fields[12])) * 10_000,
+    reads: Number(/syscr: (\d+)/.exec(io)![1]),
+    writes: Number(/syscw: (\d+)/.exec(io)![1]),
+  }
+}
+
+/** Per operation, each named process's CPU µs and system calls between `before` and now. */
+function perOp(named: Record<string, number>, before: Record<string, Usage>, ops: number) {
+  const cpu: Record<string, number> = {}
+  const syscalls: Record<string, number> = {}
+  for (const [name, pid] of Object.entries(named)) {
+    const now = usage(pid)
+    cpu[name] = (now.cpu - before[name]!.cpu) / ops
+    syscalls[name] = (now.reads - before[name]!.reads + now.writes - before[name]!.writes) / ops
+  }
+  return { cpu, syscalls }
+}
+
+const snapshot = (named: Record<string, number>) => Object.fromEntries(Object.entries(named).map(([name, pid]) => [name, usage(pid)]))
+const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!
+const load = () => readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' ')
+const round1 = (n: number) => Math.round(n * 10) / 10
+
+/** Medians, field by field, of per-process records, with their `total` unless `total` is false. */
+function medians(records: Array<Record<string, number>>, total = true): Record<string, number> {
+  if (records.length === 0) return {}
+  const withTotal: Array<Record<string, number>> = total ? records.map((r) => ({ ...r, total: Object.values(r).reduce((a, b) => a + b, 0) })) : records
+  return Object.fromEntries(Object.keys(withTotal[0]!).map((k) => [k, round1(median(withTotal.map((r) => r[k]!)))]))
+}
+
+interface Setup {
+  root: string
+  pids: { engine_a: number; engine_b: number; nats: number; callee: number }
+  engineUrl: string
+  httpOwn: string
+  httpOther: string
+}
+
+async function main(): Promise<void> {
+  const nats = await startNatsServer((child) => children.push(child))
+  const project = await mkdtemp(join(tmpdir(), 'svc-bench-fleet-ab-'))
+  const setups: Setup[] = []
+  const started: ChildProcess[] = []
+  try {
+    for (const [i, root] of roots.entries()) {
+      const dir = join(project, `p${i}`)
+      await mkdir(dir)
+      const config = ['fleet:', `  name: ab${i}`, `  nats: ${nats.url}`, 'workers:', '  - name: svc-worker-manager', '    config: { port: 0 }', '  - name: svc-http', '    config: { port: 0 }', '  - name: svc-stream', '    config: { port: 0 }', '']
+      await writeFile(join(dir, 'config.yaml'), config.join('\n'))
+      const engine = async (name: string) => {
+        const engine = start([...nodeFlags, join(root, 'bin', 'run.js'), '--json', '--no-workers', '--data-dir', join(dir, `.data-${name}`)], { SVC_LOG_LEVEL: 'warn', SVC_FLEET_ENGINE: name }, dir)
+        started.push(engine.child)
+        return { child: engine.child, ready: await firstJson(engine.lines, 'engine_url') }
+      }
+      const a = await engine('a')
+      const b = await engine('b')
+      const callee = start([...nodeFlags, 'bench/callee.ts', b.ready.engine_url])
+      started.push(callee.child)
+      await firstJson(callee.lines, 'ready')
+      setups.push({
+        root,
+        pids: { engine_a: a.child.pid!, engine_b: b.child.pid!, nats: nats.child.pid!, callee: callee.child.pid! },
+        engineUrl: a.ready.engine_url,
+        httpOwn: b.ready.http_url,
+        httpOther: a.ready.http_url,
+      })
+    }
+    if (process.env.BENCH_PIDS_FILE !== undefined) await writeFile(process.env.BENCH_PIDS_FILE, JSON.stringify(setups.map((s) => ({ root: s.root, ...s.pids }))))
+    if (process.env.BENCH_START_DELAY_MS !== undefined) await sleep(Number(process.env.BENCH_START_DELAY_MS))
+
+    const results = setups.map(() => ({
+      rates: [] as Array<Record<string, number>>,
+      cross: { cpu: [] as Array<Record<string, number>>, syscalls: [] as Array<Record<string, number>> },
+      own: { cpu: [] as Array<Record<string, number>>, syscalls: [] as Array<Record<string, number>>, per_second: [] as number[] },
+      other: { cpu: [] as Array<Record<string, number>>, syscalls: [] as Array<Record<string, number>>, per_second: [] as number[] },
+    }))
+    const loads = [load()]
+    for (let round = 0; round < ROUNDS; round++) {
+      for (const [i, s] of setups.entries()) {
+        if (!phases.has('cross')) break
+        const before = snapshot(s.pids)
+        const r = await run(['bench/load-ws.ts', 'svc', s.engineUrl], { BENCH_DURATION_MS: DURATION_MS, BENCH_SAMPLES: SAMPLES })
+        const { cpu, syscalls } = perOp(s.pids, before, r.calls)
+        cpu.caller = (r.cpu_ms * 1000) / r.calls
+        results[i]!.cross.cpu.push(cpu)
+        results[i]!.cross.syscalls.push(syscalls)
+        results[i]!.rates.push({ p50_us: r.p50_us, ...r.per_second })
+      }
+      for (const [i, s] of setups.entries()) {
+        for (const via of ['own', 'other'] as const) {
+          if (!phases.has(via)) continue
+          // The load generator and the callee are the same either way: the engines and nats-server.
+          const { callee: _callee, ...svc } = s.pids
+          const before = snapshot(svc)
+          const r = await run(['bench/load-http.ts', `${via === 'own' ? s.httpOwn : s.httpOther}/bench/echo`, '16'], { BENCH_DURATION_MS: DURATION_MS })
+          // 500 warm-up requests plus the measured ones.
+          const requests = 500 + Math.round((r.per_second * Number(DURATION_MS)) / 1000)
+          const { cpu, syscalls } = perOp(svc, before, requests)
+          results[i]![via].cpu.push(cpu)
+          results[i]![via].syscalls.push(syscalls)
+          results[i]![via].per_second.push(r.per_second)
+        }
+      }
+      loads.push(load())
+    }
+    for (const [i, s] of setups.entries()) {
+      const r = results[i]!
+      const line: Record<string, unknown> = { root: s.root }
+      if (r.rates.length > 0) line.cross = { ...medians(r.rates, false), cpu_us_per_call: medians(r.cross.cpu), syscalls_per_call: medians(r.cross.syscalls), cpu_total_each_round: r.cross.cpu.map((c) => Math.round(Object.values(c).reduce((a, b) => a + b, 0))) }
+      for (const via of ['own', 'other'] as const) {
+        if (r[via].cpu.length > 0) line[`http_${via}`] = { per_second: median(r[via].per_second), cpu_us_per_request: medians(r[via].cpu), syscalls_per_request: medians(r[via].syscalls), cpu_total_each_round: r[via].cpu.map((c) => Math.round(Object.values(c).reduce((a, b) => a + b, 0))) }
+      }
+      if (r.own.cpu.length > 0 && r.other.cpu.length > 0) line.http_other_over_own = round1((medians(r.other.cpu).total! / medians(r.own.cpu).total!) * 100) / 100
+      console.log(JSON.stringify(line))
+    }
+    console.log(JSON.stringify({ load_average: loads }))
+  } finally {
+    for (const child of started) await stop(child)
+    await nats.stop()
+    await rm(project, { recursive: true, force: true })
+  }
+}
+
+runMain(main, children)
