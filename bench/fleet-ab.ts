@@ -169,7 +169,7 @@ async function main(): Promise<void> {
       for (const via of ['own', 'other'] as const) {
         if (r[via].cpu.length > 0) line[`http_${via}`] = { per_second: median(r[via].per_second), cpu_us_per_request: medians(r[via].cpu), syscalls_per_request: medians(r[via].syscalls), cpu_total_each_round: r[via].cpu.map((c) => Math.round(Object.values(c).reduce((a, b) => a + b, 0))) }
       }
-      if (r.own.cpu.length > 0 && r.other.cpu.length > 0) line.http_other_over_own = round1((medians(r.other.cpu).total! / medians(r.own.cpu).total!) * 100) / 100
+      if (r.own.cpu.length > 0 && r.other.cpu.length > 0) line.http_other_over_own = Math.round((medians(r.other.cpu).total! / medians(r.own.cpu).total!) * 100) / 100
       console.log(JSON.stringify(line))
     }
     console.log(JSON.stringify({ load_average: loads }))
