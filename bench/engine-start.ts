@@ -8,15 +8,21 @@
  * against `node -e 0` on the same Node, alternated round by round (the machine is shared; only
  * ratios of one run compare). Each round stops `svc` with SIGINT and waits for it to exit.
  *
- * Prints one JSON line: `{ rounds, ms: { node, banner, registered }, ratio: { banner, registered } }`,
- * medians in milliseconds and the medians' ratios to `node -e 0`.
+ * Prints one JSON line: `{ rounds, ms: { node, banner, registered, cpu }, ratio: { banner, registered },
+ * worker_rss_mib: { first, warm } }`, medians in milliseconds and the medians' ratios to
+ * `node -e 0`; `cpu`: CPU time of `svc` and its two workers until both were running (steadier
+ * than wall time on a shared machine; `/proc/<pid>/stat`, 10 ms ticks); `worker_rss_mib`: the `VmRSS` of the quickstart's TypeScript workers (`node
+ * src/index.ts` with the vendored svc-sdk, issue 20 "a trivial worker's RSS ≤ 70 MB") read when
+ * each is reported `running` (connected and registered) — `first` in the warm-up round (an empty
+ * compile cache: Node strips the types with amaro), `warm` the median of the later rounds (the
+ * compile cache `svc` passes its workers holds the stripped code).
  * With `SVC_BENCH_BASELINE=<svc executable>` (another installed svc, e.g. the previous release), a
  * project scaffolded by that one is started in the same rounds too (`baseline_banner`,
  * `baseline_registered`): before and after under the same load.
  * Usage: `node bench/engine-start.ts [rounds]` (default 7), after `npm run build`.
  */
 import { execFileSync, spawn } from 'node:child_process'
-import { mkdtempSync, rmSync } from 'node:fs'
+import { mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { createInterface } from 'node:readline'
@@ -31,8 +37,33 @@ function bareNode(env: NodeJS.ProcessEnv): Promise<number> {
   return new Promise((resolve, reject) => child.on('close', (code) => (code === 0 ? resolve(performance.now() - start) : reject(new Error(`node -e 0 exited ${code}`)))))
 }
 
-/** One start of `svc --json` in `project`: ms to the banner and to every worker running; then SIGINT. */
-async function startOnce(svc: string, project: string, env: NodeJS.ProcessEnv): Promise<{ banner: number; registered: number }> {
+/** `VmRSS` of a process in MiB, to 0.1; undefined once it is gone. */
+function rssMib(pid: number): number | undefined {
+  try {
+    const kib = Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1])
+    return Number.isFinite(kib) ? Math.round((kib / 1024) * 10) / 10 : undefined
+  } catch {
+    return undefined
+  }
+}
+
+/** CPU time (user + system) a process has used so far, ms (clock ticks of 10 ms); 0 once it is gone. */
+function cpuMs(pid: number): number {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8')
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ')
+    return (Number(fields[11]) + Number(fields[12])) * 10
+  } catch {
+    return 0
+  }
+}
+
+/**
+ * One start of `svc --json` in `project`: ms to the banner and to every worker running, each
+ * worker's RSS when it was reported running, and the CPU time `svc` and its workers used until
+ * then; then SIGINT.
+ */
+async function startOnce(svc: string, project: string, env: NodeJS.ProcessEnv): Promise<{ banner: number; registered: number; rss: number[]; cpu: number }> {
   const start = performance.now()
   const child = spawn(svc, ['--json'], { cwd: project, env, stdio: ['ignore', 'pipe', 'pipe'] })
   let stderr = ''
@@ -40,6 +71,8 @@ async function startOnce(svc: string, project: string, env: NodeJS.ProcessEnv): 
   const exited = new Promise<void>((resolve) => child.on('close', () => resolve()))
   let banner: number | undefined
   const running = new Set<string>()
+  const rss: number[] = []
+  let workersCpu = 0
   try {
     for await (const line of createInterface({ input: child.stdout })) {
       let event: Record<string, unknown>
@@ -49,8 +82,15 @@ async function startOnce(svc: string, project: string, env: NodeJS.ProcessEnv): 
         continue
       }
       if (event.event === 'engine_ready') banner = performance.now() - start
-      if (event.event === 'worker_state' && event.state === 'running') running.add(String(event.worker))
-      if (banner !== undefined && WORKERS.every((name) => running.has(name))) return { banner, registered: performance.now() - start }
+      if (event.event === 'worker_state' && event.state === 'running') {
+        running.add(String(event.worker))
+        const mib = typeof event.pid === 'number' ? rssMib(event.pid) : undefined
+        if (mib !== undefined) rss.push(mib)
+        if (typeof event.pid === 'number') workersCpu += cpuMs(event.pid)
+      }
+      if (banner !== undefined && WORKERS.every((name) => running.has(name))) {
+        return { banner, registered: performance.now() - start, rss, cpu: cpuMs(child.pid!) + workersCpu }
+      }
     }
     throw new Error(`svc exited before its workers ran: ${stderr}`)
   } finally {
@@ -67,25 +107,34 @@ async function main(): Promise<void> {
     execFileSync(cli.svc, ['project', 'init', 'qs', '--template', 'quickstart', '--ports', 'auto'], { cwd: parent, env: cli.env, stdio: 'ignore' })
     const project = join(parent, 'qs')
     const baseline = process.env.SVC_BENCH_BASELINE
-    if (baseline !== undefined) execFileSync(baseline, ['project', 'init', 'base', '--template', 'quickstart', '--ports', 'auto'], { cwd: parent, env: cli.env, stdio: 'ignore' })
-    const ms: Record<string, number[]> = { node: [], banner: [], registered: [], baseline_banner: [], baseline_registered: [] }
+    // The baseline's own HOME: its own compile cache (~/.cache/svc), so its first start is cold too.
+    const baseEnv = { ...cli.env, HOME: join(parent, 'baseline-home') }
+    mkdirSync(baseEnv.HOME, { recursive: true })
+    if (baseline !== undefined) execFileSync(baseline, ['project', 'init', 'base', '--template', 'quickstart', '--ports', 'auto'], { cwd: parent, env: baseEnv, stdio: 'ignore' })
+    const ms: Record<string, number[]> = { node: [], banner: [], registered: [], baseline_banner: [], baseline_registered: [], cpu: [], baseline_cpu: [] }
+    const rss: Record<string, number[]> = { first: [], warm: [], baseline_first: [], baseline_warm: [] }
     // One warm-up (the file cache, the compile cache, the workers' first start), then alternated rounds.
     for (let round = -1; round < rounds; round++) {
       const node = await bareNode(cli.env)
       const svc = await startOnce(cli.svc, project, cli.env)
-      const base = baseline === undefined ? undefined : await startOnce(baseline, join(parent, 'base'), cli.env)
+      const base = baseline === undefined ? undefined : await startOnce(baseline, join(parent, 'base'), baseEnv)
+      rss[round < 0 ? 'first' : 'warm']!.push(...svc.rss)
+      if (base !== undefined) rss[round < 0 ? 'baseline_first' : 'baseline_warm']!.push(...base.rss)
       if (round < 0) continue
       ms.node!.push(node)
       ms.banner!.push(svc.banner)
       ms.registered!.push(svc.registered)
+      ms.cpu!.push(svc.cpu)
       if (base !== undefined) {
         ms.baseline_banner!.push(base.banner)
         ms.baseline_registered!.push(base.registered)
+        ms.baseline_cpu!.push(base.cpu)
       }
     }
     const medians = Object.fromEntries(Object.entries(ms).filter(([, values]) => values.length > 0).map(([key, values]) => [key, median(values)]))
-    const ratio = Object.fromEntries(Object.entries(medians).filter(([key]) => key !== 'node').map(([key, value]) => [key, Math.round((value / medians.node!) * 10) / 10]))
-    console.log(JSON.stringify({ rounds, ms: medians, ratio }))
+    const ratio = Object.fromEntries(Object.entries(medians).filter(([key]) => key !== 'node' && !key.endsWith('cpu')).map(([key, value]) => [key, Math.round((value / medians.node!) * 10) / 10]))
+    const workerRss = Object.fromEntries(Object.entries(rss).filter(([, values]) => values.length > 0).map(([key, values]) => [key, median(values)]))
+    console.log(JSON.stringify({ rounds, ms: medians, ratio, worker_rss_mib: workerRss }))
   } finally {
     rmSync(parent, { recursive: true, force: true })
     cli.remove()

@@ -13,6 +13,12 @@ import { ChannelSocket, upgradeAnswer } from './support/channel-client.ts'
 import { startTestEngine, type TestEngine } from './support/engine.ts'
 import { RawWorker } from './support/raw-worker.ts'
 import { waitFor } from './support/wait.ts'
+import { mkdtemp, rm } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { Engine } from '../runtime/engine/engine.ts'
+import { silentLogger } from '../runtime/engine/logger.ts'
+import { LISTENER_DEFAULTS } from '../runtime/engine/types.ts'
 
 let t: TestEngine
 let callee: RawWorker
@@ -403,6 +409,75 @@ describe('protocol fuzz (fast-check)', () => {
       { numRuns: 40 },
     )
     await stillRouting()
+  })
+})
+
+describe('frames sent while the built-ins start (fast-check, issue 20)', () => {
+  it('a connection accepted before the built-ins are up: its frames wait, then are answered in order or it is closed on purpose; the engine routes', async () => {
+    const dataDir = await mkdtemp(join(tmpdir(), 'svc-early-fuzz-'))
+    try {
+      await fc.assert(
+        fc.asyncProperty(fc.array(hostileFrame, { minLength: 1, maxLength: 12 }), fc.boolean(), async (frames, closeEarly) => {
+          let open!: () => void
+          const gate = new Promise<void>((resolve) => (open = resolve))
+          const engine = new Engine(
+            { listeners: [{ ...LISTENER_DEFAULTS, port: 0 }], registration_namespace_grace_ms: 20, internal_invocation_timeout_ms: 30_000, data_dir: dataDir, local_workers: [], builtins: {} },
+            {
+              log: silentLogger,
+              builtins: [
+                {
+                  name: 'gate',
+                  async start(context) {
+                    await gate
+                    context.worker.registerFunction('health::echo', async (data) => data)
+                  },
+                  async applySettings() {},
+                  async stop() {},
+                },
+              ],
+            },
+          )
+          let listening!: () => void
+          const isListening = new Promise<void>((resolve) => (listening = resolve))
+          const started = engine.start({ onListening: () => listening() })
+          try {
+            await isListening
+            const socket = new WebSocket(engine.workerUrls[0]!)
+            socket.on('error', () => {})
+            const received: string[] = []
+            socket.on('message', (data) => void received.push(String(data)))
+            const closed = new Promise<void>((resolve) => socket.once('close', () => resolve()))
+            await new Promise((resolve) => socket.once('open', resolve))
+            for (const frame of frames) socket.send(frame)
+            socket.send(JSON.stringify({ type: 'ping' }))
+            // A WebSocket ping after the frames: its pong proves the engine has read them.
+            await new Promise<void>((resolve) => {
+              socket.once('pong', () => resolve())
+              socket.ping()
+            })
+            if (closeEarly) socket.close()
+            open()
+            await started
+            // The session answers the JSON ping after every frame before it, or was closed on purpose.
+            await Promise.race([waitFor(() => received.some((text) => text.includes('"pong"')), 'the pong'), closed])
+            if (!closeEarly && socket.readyState === WebSocket.OPEN) {
+              assert.ok(received[0]?.includes('"workerregistered"'), `the first frame: ${received[0]}`)
+              socket.close()
+            }
+            const probe = await RawWorker.connect(engine.workerUrls[0]!)
+            assert.deepEqual((await probe.call('health::echo', { ok: 1 })).result, { ok: 1 })
+            await probe.close()
+          } finally {
+            open()
+            await started.catch(() => {})
+            await engine.stop()
+          }
+        }),
+        { numRuns: 30 },
+      )
+    } finally {
+      await rm(dataDir, { recursive: true, force: true })
+    }
   })
 })
 

@@ -119,6 +119,10 @@ export class Engine implements BuiltinHost, PipelineHost {
   readonly fleet: Fleet | undefined
   private started = false
   private stopping = false
+  /** {@link watchRegistrations}' callbacks. */
+  private readonly registrationWatchers = new Set<() => void>()
+  /** Settles once the built-ins started (or failed to): sessions open only then ({@link start}). */
+  private builtinsStarting: Promise<void> | undefined
 
   constructor(config: EngineConfig, options: EngineOptions = {}) {
     this.config = config
@@ -136,7 +140,10 @@ export class Engine implements BuiltinHost, PipelineHost {
       triggers: this.triggers,
       callHook: (functionId, input) => this.invokeAs(null, { function_id: functionId, data: input, timeoutMs: this.internalTimeoutMs }),
       functionsChanged: () => this.engineTriggers?.functionsChanged(),
-      replicasChanged: () => this.fleet?.localChanged(),
+      replicasChanged: () => {
+        this.fleet?.localChanged()
+        this.registrationChanged()
+      },
       httpFunctions: () => this.config.http_functions,
     })
     this.enginePeer = new BuiltinPeer(this, 'engine', ENGINE_VERSION, true)
@@ -167,8 +174,19 @@ export class Engine implements BuiltinHost, PipelineHost {
     return this.builtinPeers.get(workerName)?.listenUrls ?? []
   }
 
-  /** Binds the listeners, then starts the engine functions and the built-in workers (cli.md §3). */
-  async start(): Promise<void> {
+  /**
+   * Binds the listeners, then starts the engine functions and the built-in workers (cli.md §3).
+   * Connections accepted while the built-ins start wait for them before their session opens
+   * (§3.1: no `workerregistered` yet; their frames queue, bounded as while auth runs), so a
+   * worker's first calls and trigger registrations find every built-in function and trigger type.
+   *
+   * @param options.onListening called once every listener accepts connections and before the
+   *   built-ins start: `svc` starts its workers there, so they load while the built-ins start
+   *   (issue 20). An exception it throws fails the start.
+   * @throws the error of a listener that cannot bind or of a built-in that fails to start (the
+   *   engine is stopped first)
+   */
+  async start(options: { onListening?: () => void } = {}): Promise<void> {
     if (this.started) throw new Error('engine already started')
     this.started = true
     await mkdir(this.config.data_dir, { recursive: true })
@@ -197,20 +215,33 @@ export class Engine implements BuiltinHost, PipelineHost {
         this.telemetry.addHealthSource('fleet', () => fleet.health())
         await fleet.start()
       }
-      for (const worker of this.builtins) {
-        const entry = this.config.builtins[worker.name]
-        if (entry && entry.enabled === false) continue
-        const peer = new BuiltinPeer(this, worker.name, ENGINE_VERSION)
-        this.builtinPeers.set(worker.name, peer)
-        this.runningBuiltins.push(worker)
-        await worker.start(
-          { worker: peer, dataDir: this.config.data_dir, internalInvocationTimeoutMs: this.internalTimeoutMs, log: this.log, telemetry: this.telemetry },
-          entry?.config,
-        )
+      let builtinsStarted!: () => void
+      this.builtinsStarting = new Promise<void>((resolve) => (builtinsStarted = resolve))
+      try {
+        options.onListening?.()
+        await this.startBuiltins()
+      } finally {
+        this.builtinsStarting = undefined
+        builtinsStarted()
       }
     } catch (err) {
       await this.stop()
       throw err
+    }
+  }
+
+  /** The enabled built-in workers, one after the other in their configured order. */
+  private async startBuiltins(): Promise<void> {
+    for (const worker of this.builtins) {
+      const entry = this.config.builtins[worker.name]
+      if (entry && entry.enabled === false) continue
+      const peer = new BuiltinPeer(this, worker.name, ENGINE_VERSION)
+      this.builtinPeers.set(worker.name, peer)
+      this.runningBuiltins.push(worker)
+      await worker.start(
+        { worker: peer, dataDir: this.config.data_dir, internalInvocationTimeoutMs: this.internalTimeoutMs, log: this.log, telemetry: this.telemetry },
+        entry?.config,
+      )
     }
   }
 
@@ -354,6 +385,22 @@ export class Engine implements BuiltinHost, PipelineHost {
       },
       error: (err) => this.log.debug('worker socket error', { worker_id: session.workerId, error: err.message }),
     })
+    const starting = this.builtinsStarting
+    if (starting !== undefined) {
+      // The built-ins are still starting (start()'s onListening): the session opens (and its auth
+      // function runs) once they are up; its frames wait in its inbound queue meanwhile.
+      void starting.then(() => this.admit(session, listenerAccess, info, listener))
+      return
+    }
+    this.admit(session, listenerAccess, info, listener)
+  }
+
+  /** Opens an accepted session, after the listener's auth function when it has one (§3.1 step 1). */
+  private admit(session: Session, listenerAccess: ListenerAccess | undefined, info: PeerInfo, listener: ListenerConfig): void {
+    if (this.stopping) {
+      session.transport.terminate()
+      return
+    }
     if (listenerAccess?.rbac.auth_function_id === undefined) {
       this.open(session, listenerAccess === undefined ? PERMISSIVE : new AccessPolicy(listenerAccess))
       return
@@ -582,6 +629,34 @@ export class Engine implements BuiltinHost, PipelineHost {
     if (session.namespaceResolved || session.state !== 'open') return
     // Held frames go before anything that arrived later (§3.4), even if one of them blocks.
     if (session.resolveNamespace(namespace)) this.drain(session)
+    this.registrationChanged()
+  }
+
+  /**
+   * Calls `onChange` (synchronously, without arguments) after anything that can change what
+   * {@link openSessions} and the function registry say a worker registered: a connection's
+   * namespace resolved (its announce, §3.2–§3.4), a function replica added or removed (§5), a
+   * connection closed. The supervisor of `svc` learns from it that a worker it started registered
+   * (cli.md §5.3) instead of polling. `onChange` should only schedule work; an exception it throws
+   * is logged and ignored.
+   *
+   * @returns a function that stops the calls
+   */
+  watchRegistrations(onChange: () => void): () => void {
+    const watcher = () => onChange()
+    this.registrationWatchers.add(watcher)
+    return () => void this.registrationWatchers.delete(watcher)
+  }
+
+  private registrationChanged(): void {
+    if (this.registrationWatchers.size === 0) return
+    for (const watcher of [...this.registrationWatchers]) {
+      try {
+        watcher()
+      } catch (err) {
+        this.log.error('a registration watcher failed', { error: (err as Error).message })
+      }
+    }
   }
 
   private handleMessage(session: Session, message: InboundMessage): Promise<void> | void {
@@ -639,6 +714,7 @@ export class Engine implements BuiltinHost, PipelineHost {
     this.sessions.delete(session.workerId)
     this.engineTriggers?.workerEvent('worker_disconnected', session.workerId)
     this.fleet?.localChanged()
+    this.registrationChanged()
   }
 
   // ---- announce ------------------------------------------------------------------------------

@@ -66,6 +66,11 @@ export interface RunningEngine {
  */
 const BANNER_WAIT_MS = 3000
 
+/** Worker output lines held for the log store while the engine starts (see `startEngine`). */
+const EARLY_OUTPUT_LINES = 1000
+
+const noop = () => {}
+
 /** Unwritten stdout bytes beyond which worker log records are not printed (counted instead). */
 const CONSOLE_BACKLOG_BYTES = 1 << 20
 
@@ -135,12 +140,61 @@ export async function startEngine(options: StartOptions): Promise<RunningEngine>
       invocationLogger({ log: makeLogger('engine'), internal: options.logLevel === 'trace', isInternal: (id, ns) => engine.telemetry.isInternal(id, ns) }),
     )
   }
+  // Installs before the banner run behind one spinner line on a terminal.
+  const progress = new InstallProgress({ tty: !options.json && options.stdout === undefined && process.stdout.isTTY === true, colour: colourEnabled(process.stdout) })
+  // Worker output is also a log record of the observability worker (builtins.md §12.2, cli.md
+  // §5.6). The workers start while the built-ins do (issue 20): lines that come before the engine
+  // finished starting wait here (at most EARLY_OUTPUT_LINES, the oldest dropped) for its sink.
+  let early: Array<[string, 'stdout' | 'stderr', string]> | undefined = []
+  const record = (worker: string, stream: 'stdout' | 'stderr', text: string) => {
+    if (early === undefined) return engine.telemetry.output(worker, stream, text)
+    if (early.length >= EARLY_OUTPUT_LINES) early.shift()
+    early.push([worker, stream, text])
+  }
+
+  // cli.md §3 step 5: launch the enabled local workers (§5) through the orchestrator, with this
+  // engine in-process: registration read from its sessions and reported by it
+  // (Engine.watchRegistrations), reloads drained beside the old process. They start as soon as the
+  // worker listener accepts, while the built-ins start (issue 20): the engine opens their sessions
+  // once the built-ins are up, so their first calls find them.
+  let launched: Orchestrator | undefined
+  let starts: Promise<unknown> | undefined
+  // The configuration in effect: config.yaml reloads replace it.
+  let current = config
+  const context = (name: string): LaunchContext => ({
+    record,
+    orchestrator: launched!,
+    projectRoot: current.project_root,
+    ignoredPaths: (directory) => pathsInside(current, directory),
+    watch: options.watch,
+    output: makeLogger(name),
+    emit: options.json ? emit : undefined,
+    progress,
+  })
+  const launch = (entry: LoadedLocalWorkerEntry): SupervisedWorker => launchLocalWorker(entry, context(entry.name))
+  const onListening = () => {
+    const engineUrl = engine.workerUrls[0] ?? 'ws://127.0.0.1:49134'
+    launched = new Orchestrator({ engine: inProcessEngine(engine, engineUrl, note), log: note })
+    if (!options.workers) return
+    for (const entry of config.local_workers) if (entry.enabled) launch(entry)
+    // The console entry (cli.md §4.3): a separate process, supervised like a local worker.
+    const consoleEntry = config.builtins.console
+    if (consoleEntry?.enabled) launchConsole(consoleEntry, context('console'), tokenForConsole())
+    starts = Promise.all(launched.workers.map((w) => w.start()))
+    // Rejections are awaited below, once the engine started.
+    starts.catch(noop)
+  }
   try {
-    await engine.start()
+    await engine.start({ onListening })
   } catch (err) {
+    progress.close()
+    await launched?.stopAll().catch((stopError: unknown) => note.error(`stopping the workers: ${(stopError as Error).message}`))
     lock.release()
     throw portInUse(err, config, options.env) ?? err
   }
+  const orchestrator = launched!
+  for (const [worker, stream, text] of early) engine.telemetry.output(worker, stream, text)
+  early = undefined
   // Issue 11: commands run in this project find this engine, and other projects' commands and
   // engines can name it.
   const portOf = (url: string) => Number(new URL(url).port)
@@ -155,32 +209,8 @@ export async function startEngine(options: StartOptions): Promise<RunningEngine>
     started_at_ms: Date.now(),
   }, options.env)
 
-  // Installs before the banner run behind one spinner line on a terminal.
-  const progress = new InstallProgress({ tty: !options.json && options.stdout === undefined && process.stdout.isTTY === true, colour: colourEnabled(process.stdout) })
-
-  // cli.md §3 step 5: launch the enabled local workers (§5) through the orchestrator, with this
-  // engine in-process: registration read from its sessions, reloads drained beside the old process.
-  const engineUrl = engine.workerUrls[0] ?? 'ws://127.0.0.1:49134'
-  const orchestrator = new Orchestrator({ engine: inProcessEngine(engine, engineUrl, note), log: note })
-  // The configuration in effect: config.yaml reloads replace it.
-  let current = config
-  const context = (name: string): LaunchContext => ({
-    engine,
-    orchestrator,
-    projectRoot: current.project_root,
-    ignoredPaths: (directory) => pathsInside(current, directory),
-    watch: options.watch,
-    output: makeLogger(name),
-    emit: options.json ? emit : undefined,
-    progress,
-  })
-  const launch = (entry: LoadedLocalWorkerEntry): SupervisedWorker => launchLocalWorker(entry, context(entry.name))
   if (options.workers) {
-    for (const entry of config.local_workers) if (entry.enabled) launch(entry)
-    // The console entry (cli.md §4.3): a separate process, supervised like a local worker.
-    const consoleEntry = config.builtins.console
-    if (consoleEntry?.enabled) launchConsole(consoleEntry, context('console'), tokenForConsole())
-    await Promise.all(orchestrator.workers.map((w) => w.start()))
+    await starts
     await orchestrator.settled(BANNER_WAIT_MS)
   }
 
@@ -310,7 +340,8 @@ async function applyBuiltinChange(
 
 /** What {@link launchLocalWorker} and {@link launchConsole} need from `svc start`. */
 interface LaunchContext {
-  engine: Engine
+  /** Records a line of a worker's output in the engine's log store (`TelemetryHub.output`). */
+  record: (worker: string, stream: 'stdout' | 'stderr', text: string) => void
   /** Launches, restarts and stops the workers; its log is the supervisor's (source `svc`). */
   orchestrator: Orchestrator
   projectRoot: string
@@ -388,7 +419,7 @@ function launchLocalWorker(entry: LoadedLocalWorkerEntry, context: LaunchContext
   printOutput(worker, context)
   worker.on('output', (line: OutputLine) => {
     // Also a log record of the observability worker (builtins.md §12.2, cli.md §5.6).
-    context.engine.telemetry.output(entry.name, line.stream, line.text)
+    context.record(entry.name, line.stream, line.text)
   })
   emitStates(worker, context)
   return worker

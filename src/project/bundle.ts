@@ -80,7 +80,16 @@ function nestedPackages(dir: string): string[] {
  * so that an install stays small and offline; the feature that needs one says how to add it
  * (`DEPENDENCY_MISSING`).
  */
-function packWithBundle(root: string, stage: string, workspaces: readonly string[], packed: Record<string, string>, out: string, extraFiles: readonly string[] = [], prune = false): string {
+function packWithBundle(
+  root: string,
+  stage: string,
+  workspaces: readonly string[],
+  packed: Record<string, string>,
+  out: string,
+  extraFiles: readonly string[] = [],
+  prune = false,
+  afterStaging?: (stage: string) => void,
+): string {
   const pkgFile = join(stage, 'package.json')
   const staged = JSON.parse(readFileSync(pkgFile, 'utf8')) as Record<string, unknown>
   delete staged.optionalDependencies
@@ -90,6 +99,7 @@ function packWithBundle(root: string, stage: string, workspaces: readonly string
   writeFileSync(pkgFile, `${JSON.stringify(staged, null, 2)}\n`)
   stageDependencies(root, stage, workspaces, packed)
   if (prune) pruneUnused(stage)
+  afterStaging?.(stage)
   const pkg = JSON.parse(readFileSync(pkgFile, 'utf8')) as Record<string, unknown>
   pkg.bundleDependencies = depsOf(stage)
   if (extraFiles.length > 0) pkg.files = [...((pkg.files as string[] | undefined) ?? []), ...extraFiles]
@@ -133,7 +143,12 @@ function packSdkIn(root: string, work: string, packed: Record<string, string>): 
   for (const name of ['svc-sdk', ...SDK_WORKSPACES]) packed[name] ??= npmPack(join(root, 'packages', WORKSPACES[name]!), work)
   const stage = join(work, 'stage-sdk')
   unpack(packed['svc-sdk']!, stage)
-  return packWithBundle(root, stage, SDK_WORKSPACES, packed, work)
+  // One bundled ES module per export, with shared chunks (scripts/bundle-sdk.ts, issue 20): what
+  // a worker loads at `import 'svc-sdk'`. In a child process: esbuild's plugins need its async API.
+  const bundleScript = join(root, 'scripts', 'bundle-sdk.ts')
+  return packWithBundle(root, stage, SDK_WORKSPACES, packed, work, [], false, (dir) => {
+    execFileSync(process.execPath, [bundleScript, dir], { stdio: ['ignore', 'ignore', 'inherit'] })
+  })
 }
 
 function moveInto(file: string, out: string): string {

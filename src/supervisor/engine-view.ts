@@ -11,7 +11,8 @@ import type { EngineView, Registrant, RegistrationProbe } from './types.ts'
 
 /**
  * `svc`'s engine, in this process (cli.md §3): a worker counts as registered by
- * {@link hasRegistered}; reloads start the new process beside the old one and drain it
+ * {@link hasRegistered}, checked whenever the engine reports a registration change
+ * (`Engine.watchRegistrations`: an announce, a function added or removed, a disconnect); reloads start the new process beside the old one and drain it
  * ({@link drainConnections}, issue 21).
  *
  * @param url the worker WebSocket URL exported as SVC_URL
@@ -23,6 +24,7 @@ export function inProcessEngine(engine: Engine, url: string, log: Logger): Engin
   return {
     url,
     isRegistered: (who, probe) => hasRegistered(engine, who.name, who.namespace, probe),
+    watchRegistrations: (onChange) => engine.watchRegistrations(onChange),
     drain: (who, previous, next, options) => drainConnections(engine, who.name, who.namespace, previous, next, { ...options, log }),
   }
 }

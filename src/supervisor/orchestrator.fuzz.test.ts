@@ -15,7 +15,11 @@ import type { ContainerRecord } from '../compose/runner.ts'
 import { CrashWindow } from './crash-policy.ts'
 import { Orchestrator } from './orchestrator.ts'
 import { isSignalTarget, signalGroup, stopPid } from './process.ts'
-import { SUPERVISOR_TIMINGS } from './supervisor.ts'
+import { SUPERVISOR_TIMINGS, superviseWorker } from './supervisor.ts'
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { waitFor } from '../../test/support/wait.ts'
 
 /** Pids as a corrupt or hand-edited record may hold them. */
 const hostilePid = fc.oneof(
@@ -124,5 +128,79 @@ describe('crash window (fast-check)', () => {
       }),
       { numRuns: 300 },
     )
+  })
+})
+
+/** What may happen while a worker starts: engine reports in bursts, its registration coming and going, turns passing. */
+const registrationStep = fc.oneof(
+  fc.record({ kind: fc.constant('events' as const), count: fc.integer({ min: 1, max: 6 }) }),
+  fc.record({ kind: fc.constantFrom('register' as const, 'unregister' as const, 'turn' as const, 'throw' as const) }),
+)
+
+describe('registration reported by the engine (fast-check, issue 20)', () => {
+  it('any run of reports, answers and failures: running only once the engine said registered, and the subscription ends with the start', async () => {
+    const root = mkdtempSync(join(tmpdir(), 'svc-registration-fuzz-'))
+    const dir = join(root, 'w')
+    mkdirSync(dir, { recursive: true })
+    writeFileSync(join(dir, 'svc.worker.yaml'), 'name: w\nscripts:\n  start: node -e "setInterval(() => {}, 1000)"\n')
+    try {
+      await fc.assert(
+        fc.asyncProperty(fc.array(registrationStep, { maxLength: 12 }), async (steps) => {
+          const listeners = new Set<() => void>()
+          let registered = false
+          let failing = false
+          let everRegistered = false
+          const worker = superviseWorker(
+            {
+              name: 'w',
+              directory: dir,
+              namespace: 'default',
+              engineUrl: 'ws://127.0.0.1:1',
+              projectRoot: root,
+              envBase: 'engine',
+              env: {},
+              watch: false,
+              noInstall: true,
+              isRegistered: () => {
+                if (failing) throw new Error('the engine cannot tell')
+                return registered
+              },
+              watchRegistrations: (onChange) => {
+                listeners.add(onChange)
+                return () => void listeners.delete(onChange)
+              },
+            },
+            // No poll within the test: only the reports can move the worker.
+            { log: silentLogger, timings: { registrationPollMs: 3_600_000, registrationFallbackPollMs: 3_600_000 } },
+          )
+          try {
+            await worker.start()
+            await waitFor(() => worker.state === 'starting' && listeners.size === 1, 'the worker starting, subscribed')
+            const report = () => {
+              for (const listener of [...listeners]) listener()
+            }
+            for (const step of steps) {
+              if (step.kind === 'events') for (let i = 0; i < step.count; i++) report()
+              else if (step.kind === 'register') everRegistered = registered = true
+              else if (step.kind === 'unregister') registered = false
+              else if (step.kind === 'throw') failing = !failing
+              else await new Promise((resolve) => setImmediate(resolve))
+              if (worker.state === 'running') assert.ok(everRegistered, 'running before the engine said registered')
+            }
+            failing = false
+            registered = true
+            report()
+            await waitFor(() => worker.state === 'running', 'running after a report while registered')
+            assert.equal(listeners.size, 0, 'the subscription outlived the start')
+          } finally {
+            await worker.stop()
+          }
+          assert.equal(listeners.size, 0)
+        }),
+        { numRuns: 25 },
+      )
+    } finally {
+      rmSync(root, { recursive: true, force: true })
+    }
   })
 })

@@ -86,6 +86,8 @@ export class Orchestrator {
       restarts: this.#restarts.get(launch.name) ?? 0,
       isRegistered: (probe) => engine.isRegistered(who, probe),
     }
+    const watch = engine.watchRegistrations
+    if (watch) spec.watchRegistrations = (onChange) => watch.call(engine, onChange)
     const drain = engine.drain
     if (drain && overlap !== false) spec.drain = (previous, next, options) => drain.call(engine, who, previous, next, options)
     const worker = this.#supervise(spec, this.#timings ? { log: this.#log, timings: this.#timings } : { log: this.#log })

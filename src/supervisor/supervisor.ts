@@ -39,6 +39,7 @@ import { ignoreMatcher } from './watch.ts'
 export const SUPERVISOR_TIMINGS: Readonly<SupervisorTimings> = {
   debounceMs: 500,
   registrationPollMs: 200,
+  registrationFallbackPollMs: 1000,
   backoffStartMs: 1000,
   backoffMaxMs: 30_000,
   crashWindowMs: 60_000,
@@ -131,6 +132,9 @@ class WorkerSupervisor extends EventEmitter implements SupervisedWorker {
   #debounce: NodeJS.Timeout | undefined
   #backoff: NodeJS.Timeout | undefined
   #poll: NodeJS.Timeout | undefined
+  /** The registration watch running (#watchRegistration), and how to end its engine subscription. */
+  #registrationWatch: symbol | undefined
+  #unwatchRegistrations: (() => void) | undefined
   /** Unrequested exits within the crash window and the backoff (cli.md §5.5). */
   readonly #crashes: CrashWindow
   #restarts: number
@@ -215,8 +219,9 @@ class WorkerSupervisor extends EventEmitter implements SupervisedWorker {
   async #stop(): Promise<void> {
     this.#active = false
     ++this.#generation
-    for (const timer of [this.#debounce, this.#backoff, this.#poll]) clearTimeout(timer)
-    this.#debounce = this.#backoff = this.#poll = undefined
+    for (const timer of [this.#debounce, this.#backoff]) clearTimeout(timer)
+    this.#debounce = this.#backoff = undefined
+    this.#stopRegistrationWatch()
     this.#changes.clear()
     await this.#closeWatcher()
     const task = this.#task
@@ -703,25 +708,43 @@ class WorkerSupervisor extends EventEmitter implements SupervisedWorker {
     this.#log.error(`${this.name}: the new process ${description} before it registered${quoted ? `: ${quoted}` : ''}; the previous process keeps serving (${where})`)
   }
 
-  /** Polls `isRegistered` every 200 ms while `starting` (§5.3). */
+  /**
+   * Checks `isRegistered` while `proc` is `starting` (§5.3): on each registration change the
+   * engine reports (`WorkerSpec.watchRegistrations`; one check per burst, on the next turn) and
+   * every `registrationFallbackPollMs`, or every `registrationPollMs` (200) for an engine that
+   * reports none. Replaces the watch of any earlier process.
+   */
   #watchRegistration(proc: ShellProcess): void {
+    this.#stopRegistrationWatch()
     let noted = false
+    let checking = false
+    let changed = false
     const current = () => (this.#proc === proc || this.#candidate === proc) && !proc.exited && this.#state === 'starting'
-    const tick = async () => {
-      this.#poll = undefined
-      if (!current()) return
+    const watch = this.#spec.watchRegistrations
+    const pollMs = watch ? this.#t.registrationFallbackPollMs : this.#t.registrationPollMs
+    // This watch, until a later one or #stopRegistrationWatch replaces it.
+    const token = Symbol(this.name)
+    const mine = () => this.#registrationWatch === token
+    const check = async (): Promise<void> => {
+      if (!mine()) return
+      if (!current()) return this.#stopRegistrationWatch()
+      if (checking) {
+        changed = true
+        return
+      }
+      checking = true
       let registered = false
       try {
         registered = await this.#spec.isRegistered({ pid: proc.pid, startedAtMs: proc.startedAtMs })
       } catch (err) {
         this.#log.debug(`${this.name}: registration check failed: ${(err as Error).message}`)
+      } finally {
+        checking = false
       }
-      if (!current()) return
-      if (registered && this.#candidate === proc) {
-        this.#promote(proc)
-        return
-      }
+      if (!mine() || !current()) return
       if (registered) {
+        this.#stopRegistrationWatch()
+        if (this.#candidate === proc) return this.#promote(proc)
         this.#registered = proc
         this.#startupFailure = undefined
         this.#setState('running')
@@ -735,9 +758,42 @@ class WorkerSupervisor extends EventEmitter implements SupervisedWorker {
             `with the name in SVC_WORKER_NAME (${this.name}) and namespace SVC_NAMESPACE (${this.#spec.namespace})`,
         )
       }
-      this.#poll = setTimeout(tick, this.#t.registrationPollMs)
+      // A change reported while this check awaited counts: look again at once.
+      if (changed) {
+        changed = false
+        return check()
+      }
     }
-    this.#poll = setTimeout(tick, this.#t.registrationPollMs)
+    const tick = async () => {
+      this.#poll = undefined
+      await check()
+      if (mine() && current() && this.#poll === undefined) this.#poll = setTimeout(tick, pollMs)
+    }
+    let pending: NodeJS.Immediate | undefined
+    const unwatch = watch?.(() => {
+      // Events come in bursts (an announce, then each function): one check after the burst.
+      pending ??= setImmediate(() => {
+        pending = undefined
+        void check()
+      })
+    })
+    this.#registrationWatch = token
+    this.#unwatchRegistrations = () => {
+      unwatch?.()
+      if (pending !== undefined) clearImmediate(pending)
+      pending = undefined
+    }
+    this.#poll = setTimeout(tick, pollMs)
+  }
+
+  /** Ends the registration watch of {@link #watchRegistration}: its poll and its engine subscription. */
+  #stopRegistrationWatch(): void {
+    clearTimeout(this.#poll)
+    this.#poll = undefined
+    this.#registrationWatch = undefined
+    const unwatch = this.#unwatchRegistrations
+    this.#unwatchRegistrations = undefined
+    unwatch?.()
   }
 
   /** The worker process ended. Requested exits are handled by whoever asked; the rest follow §5.5. */
@@ -747,10 +803,7 @@ class WorkerSupervisor extends EventEmitter implements SupervisedWorker {
       if (wasCandidate) this.#candidate = undefined
       else this.#proc = undefined
       // The poll belongs to the process that is starting: the candidate while there is one.
-      if (wasCandidate || !this.#candidate) {
-        clearTimeout(this.#poll)
-        this.#poll = undefined
-      }
+      if (wasCandidate || !this.#candidate) this.#stopRegistrationWatch()
     }
     const description = describeExit(exit)
     this.#writeLog('svc', `process ${description}`)
@@ -881,10 +934,7 @@ class WorkerSupervisor extends EventEmitter implements SupervisedWorker {
   }
 
   async #stopProcess(proc: ShellProcess): Promise<void> {
-    if (this.#proc === proc) {
-      clearTimeout(this.#poll)
-      this.#poll = undefined
-    }
+    if (this.#proc === proc) this.#stopRegistrationWatch()
     const killed = await stopGroup(proc, this.#stopTimeoutMs)
     if (killed) this.#log.warn(`${this.name} did not stop within ${formatSeconds(this.#stopTimeoutMs)}; killed it (SIGKILL)`)
     if (this.#proc === proc) this.#proc = undefined

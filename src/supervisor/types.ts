@@ -108,6 +108,14 @@ export interface WorkerSpec {
    */
   isRegistered: (probe: RegistrationProbe) => boolean | Promise<boolean>
   /**
+   * Present when the engine says when a registration may have changed (`svc`'s in-process engine,
+   * `Engine.watchRegistrations`): calls `onChange` after each such change until the returned
+   * function is called. While `starting`, the supervisor then checks {@link isRegistered} on each
+   * change (once per burst) and polls only every `registrationFallbackPollMs`; without it, every
+   * `registrationPollMs`.
+   */
+  watchRegistrations?: (onChange: () => void) => () => void
+  /**
    * Set to reload without a gap (issue 21; cli.md §5.4 refined): on a change, a new process starts
    * while the registered one keeps serving; once the new one registers ({@link isRegistered}),
    * `drain` is called for the previous one and the previous process is stopped (§5.1: SIGTERM,
@@ -143,6 +151,13 @@ export interface SupervisorTimings {
   debounceMs: number
   /** Registration poll while `starting` (§5.3: 200). */
   registrationPollMs: number
+  /**
+   * Registration poll while `starting` when the engine reports changes
+   * (`WorkerSpec.watchRegistrations`): what no event announces — a reload's new process that has
+   * been connected `REGISTRATION_SETTLE_MS` without a function the old one holds, the note after
+   * `registrationNoteMs` (1000).
+   */
+  registrationFallbackPollMs: number
   /** First crash-restart delay, doubled per consecutive crash up to `backoffMaxMs` (§5.5: 1000, 30000). */
   backoffStartMs: number
   backoffMaxMs: number
@@ -301,6 +316,11 @@ export interface EngineView {
    * of every worker launched with `overlap` not false. Without it, a reload stops the process first.
    */
   drain?(who: Registrant, previous: RegistrationProbe, next: RegistrationProbe, options: { graceMs: number; signal: AbortSignal }): Promise<void>
+  /**
+   * Present when the engine reports registration changes as they happen (`svc`'s in-process
+   * engine): `WorkerSpec.watchRegistrations` of every worker launched.
+   */
+  watchRegistrations?(onChange: () => void): () => void
 }
 
 /**
@@ -308,7 +328,7 @@ export interface EngineView {
  * what the orchestrator fills in from its {@link EngineView} (the URL, the registration check, the
  * drain) and the restart count it carries across launches of the same name.
  */
-export type WorkerLaunch = Omit<WorkerSpec, 'engineUrl' | 'isRegistered' | 'drain' | 'restarts'> & {
+export type WorkerLaunch = Omit<WorkerSpec, 'engineUrl' | 'isRegistered' | 'watchRegistrations' | 'drain' | 'restarts'> & {
   /** Default `{ name, namespace, byPid: true }`. */
   registersAs?: Registrant
   /**
