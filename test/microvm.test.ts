@@ -8,9 +8,10 @@
  * Needs `npm run build`. Marked slow: a TCG boot takes 10–60 s on a loaded 2-core machine.
  */
 import assert from 'node:assert/strict'
-import { spawn } from 'node:child_process'
+import { execFileSync, spawn } from 'node:child_process'
 import type { ChildProcess } from 'node:child_process'
-import { cpSync, existsSync, mkdirSync, readdirSync, readFileSync, realpathSync, rmSync, writeFileSync } from 'node:fs'
+import { chmodSync, chownSync, cpSync, existsSync, linkSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, realpathSync, rmSync, statSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
 import { createServer } from 'node:net'
 import type { Server } from 'node:net'
 import { join } from 'node:path'
@@ -471,3 +472,95 @@ describe('isolation: microvm for a Rust release binary under TCG (slow)', { skip
     assert.deepEqual(left, [], 'QEMU and virtiofsd are gone after svc stops')
   })
 })
+
+/**
+ * svc as a normal user (issue 22: "the VMM and the file-sharing daemons run without root where the
+ * host allows"): a child Node process as `nobody` with no supplementary groups boots a MicroVm under
+ * TCG (no /dev/kvm needed) from assets it can read, runs a command in the guest that reads and
+ * writes /workspace, and reports how QEMU and virtiofsd ran. Needs root to become `nobody`.
+ */
+describe('a microVM booted by a user without root, TCG (slow)', { skip: skip ?? (process.getuid?.() !== 0 ? 'needs root to start a process as nobody' : undefined), timeout: 600_000 }, () => {
+  const NOBODY = 65534
+  let scratch = ''
+  let hostPids: number[] = []
+  let runner: ChildProcess | undefined
+
+  after(() => {
+    runner?.kill('SIGKILL')
+    for (const pid of hostPids) {
+      try {
+        process.kill(pid, 'SIGKILL')
+      } catch {}
+    }
+    if (scratch) rmSync(scratch, { recursive: true, force: true })
+  })
+
+  it('runs QEMU as the user and virtiofsd in a user namespace; the guest reads and writes the workspace as that user', { timeout: 540_000 }, async () => {
+    const { ensureGuestAssets } = await import('../src/supervisor/microvm/roots.ts')
+    const { microvmCacheDir } = await import('../src/supervisor/microvm/probe.ts')
+    const built = await ensureGuestAssets({ cacheDir: microvmCacheDir(), runtime: { kind: 'native', binary: undefined } })
+    // root's cache (~/.cache is 0700) is out of nobody's reach: the kernel and initramfs as hard
+    // links in a directory it can read, the root as nobody's own copy, as in a user's own cache
+    // (files of an owner the namespace does not map show as nobody in the guest, and do not execute).
+    scratch = mkdtempSync(join(tmpdir(), 'svc-vm-nobody-'))
+    chmodSync(scratch, 0o755)
+    const assets = { kernel: join(scratch, 'vmlinuz'), initrd: join(scratch, 'initrd.img'), root: join(scratch, 'root') }
+    linkSync(built.kernel, assets.kernel)
+    linkSync(built.initrd, assets.initrd)
+    execFileSync('cp', ['-a', built.root, assets.root])
+    execFileSync('chown', ['-R', `${NOBODY}:${NOBODY}`, assets.root])
+    const workspace = join(scratch, 'workspace')
+    mkdirSync(workspace)
+    writeFileSync(join(workspace, 'marker'), 'from-the-host\n')
+    chownSync(workspace, NOBODY, NOBODY)
+    const vmModule = join(ROOT, 'src', 'supervisor', 'microvm', 'vm.ts')
+    const script = `
+      import { readFileSync } from 'node:fs'
+      const { MicroVm } = await import(${JSON.stringify(vmModule)})
+      const vm = new MicroVm({ name: 'nobody', assets: ${JSON.stringify(assets)}, workspace: ${JSON.stringify(workspace)}, accel: 'tcg', cpus: 1, memoryMib: 256, enginePort: 9, bootTimeoutMs: 480000 })
+      const report = (what) => console.log(JSON.stringify(what))
+      try {
+        const booting = vm.boot()
+        const announce = setInterval(() => { if (vm.hostPids().length === 3) { report({ pids: vm.hostPids() }); clearInterval(announce) } }, 20)
+        await booting
+        const uids = vm.hostPids().map((pid) => Number(/^Uid:\\s+(\\d+)/m.exec(readFileSync('/proc/' + pid + '/status', 'utf8'))[1]))
+        const lines = []
+        vm.on('line', (stream, text) => lines.push(stream + ' ' + text))
+        const exited = new Promise((resolve) => vm.once('exit', resolve))
+        vm.start({ command: 'echo guest: $(cat marker) && echo from-the-guest > written', cwd: '/workspace', env: {} })
+        const exit = await exited
+        // The output ports may trail the exit event on the control port.
+        for (let i = 0; i < 100 && lines.length === 0; i++) await new Promise((resolve) => setTimeout(resolve, 50))
+        report({ lines, exit, uids, confinement: vm.confinement })
+      } catch (err) {
+        report({ error: String(err.message) })
+      }
+      await vm.shutdown()
+      process.exit(0)
+    `
+    const child = (runner = spawn('setpriv', [`--reuid=${NOBODY}`, `--regid=${NOBODY}`, '--clear-groups', '--', process.execPath, '--input-type=module', '-e', script], {
+      cwd: scratch,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    }))
+    let stderr = ''
+    child.stderr!.on('data', (d) => (stderr += d))
+    const reports: Array<Record<string, unknown>> = []
+    createInterface({ input: child.stdout! }).on('line', (line) => {
+      const report = JSON.parse(line) as Record<string, unknown>
+      if (Array.isArray(report.pids)) hostPids = report.pids as number[]
+      reports.push(report)
+    })
+    const code = await new Promise<number | null>((resolve) => child.once('exit', resolve))
+    const result = reports.find((r) => 'lines' in r || 'error' in r)
+    assert.ok(result && !('error' in result), `the VM booted as nobody: ${JSON.stringify(result)} (exit ${code}); stderr: ${stderr}`)
+    assert.deepEqual(result.lines, ['stdout guest: from-the-host'])
+    assert.deepEqual(result.exit, { gen: 1, code: 0, signal: null })
+    assert.deepEqual(result.uids, [NOBODY, NOBODY, NOBODY], 'QEMU and both virtiofsd run as nobody')
+    assert.deepEqual(result.confinement, { runtime: 'userns-user', workspace: 'userns-user', qemu: 'user' })
+    // The guest's root wrote through virtiofsd in the namespace: on the host, the file is nobody's.
+    assert.equal(readFileSync(join(workspace, 'written'), 'utf8'), 'from-the-guest\n')
+    assert.equal(statSync(join(workspace, 'written')).uid, NOBODY)
+    assert.equal(code, 0)
+  })
+})
+

@@ -22,6 +22,8 @@ import { startLine } from './agent.ts'
 import type { GuestCommand } from './agent.ts'
 import type { GuestAssets } from './assets.ts'
 import { findProgram, MicrovmSetupError } from './assets.ts'
+import { confinedCommand, hostIdentity, ownerOf } from './privileges.ts'
+import type { Confinement } from './privileges.ts'
 
 /** The guest address that leads to the engine (cli.md §5.7). */
 export const ENGINE_GUEST_ADDRESS = '10.0.2.100'
@@ -103,6 +105,8 @@ export class MicroVm extends EventEmitter {
   #gen = 0
   /** Generation → pid of the worker's process group leader in the guest. */
   readonly pids = new Map<number, number>()
+  /** How QEMU and each virtiofsd (by share tag) run on the host, once started ({@link confinedCommand}). */
+  readonly confinement: { qemu?: Confinement; runtime?: Confinement; workspace?: Confinement } = {}
 
   constructor(options: MicroVmOptions) {
     super()
@@ -157,6 +161,18 @@ export class MicroVm extends EventEmitter {
     const o = this.options
     const { qemu, virtiofsd } = findVmm()
     const dir = this.runDir
+    const identity = hostIdentity()
+    const shares = (
+      [
+        ['runtime', o.assets.root, 'always'],
+        ['workspace', o.workspace, 'none'],
+      ] as const
+    ).map(([tag, source, cache]) => {
+      const socket = join(dir, `${tag}.fs.sock`)
+      const daemonArgs = [`--socket-path=${socket}`, '-o', `source=${source}`, '-o', `cache=${cache}`, '-o', `log_level=${process.env.SVC_MICROVM_DEBUG ? 'debug' : 'err'}`]
+      // Throws before anything starts when this host cannot run virtiofsd without root.
+      return { tag, source, socket, command: confinedCommand('virtiofsd', virtiofsd, daemonArgs, identity, ownerOf(source)) }
+    })
     const ready = new Promise<void>((resolve, reject) => {
       this.once('ready', resolve)
       this.once('down', (reason: string) => reject(new MicrovmSetupError('MICROVM_BOOT_FAILED', `${o.name}: the microVM stopped while booting (${reason})${this.#consoleTail()}`)))
@@ -166,22 +182,20 @@ export class MicroVm extends EventEmitter {
     await this.#listen(join(dir, 'ctl.sock'), (socket) => this.#onControl(socket))
     await this.#listen(join(dir, 'out.sock'), (socket) => this.#onOutput(socket, 'stdout'))
     await this.#listen(join(dir, 'err.sock'), (socket) => this.#onOutput(socket, 'stderr'))
-    for (const [tag, source, cache] of [
-      ['runtime', o.assets.root, 'always'],
-      ['workspace', o.workspace, 'none'],
-    ] as const) {
-      const socket = join(dir, `${tag}.fs.sock`)
-      const daemon = spawn(...diesWithSvc(virtiofsd, [`--socket-path=${socket}`, '-o', `source=${source}`, '-o', `cache=${cache}`, '-o', `log_level=${process.env.SVC_MICROVM_DEBUG ? 'debug' : 'err'}`]), {
-        stdio: ['ignore', 'ignore', 'pipe'],
-      })
+    for (const { tag, source, socket, command } of shares) {
+      const daemon = spawn(command.file, command.args, { stdio: ['ignore', 'ignore', 'pipe'] })
+      this.confinement[tag] = command.confinement
+      let stderr = ''
       daemon.stderr?.on('data', (chunk: Buffer) => {
+        stderr = (stderr + chunk.toString()).slice(-2000)
         if (process.env.SVC_MICROVM_DEBUG) process.stderr.write(`[virtiofsd ${tag}] ${chunk.toString()}`)
       })
       this.#daemons.push(daemon)
       await waitUntil(() => existsSync(socket) || daemon.exitCode !== null, 10_000)
       if (!existsSync(socket)) {
         await this.shutdown(0)
-        throw new MicrovmSetupError('MICROVM_BOOT_FAILED', `${o.name}: virtiofsd did not start for ${tag} (${source})`)
+        const said = stderr.trim().split('\n').at(-1)
+        throw new MicrovmSetupError('MICROVM_BOOT_FAILED', `${o.name}: virtiofsd did not start for ${tag} (${source})${said ? `: ${said}` : ''}`)
       }
     }
     const host = o.engineHost ?? '127.0.0.1'
@@ -217,7 +231,9 @@ export class MicroVm extends EventEmitter {
       '-sandbox', 'on',
     ]
     if (process.env.SVC_MICROVM_DEBUG) console.error(qemu, args.join(' '))
-    const child = spawn(...diesWithSvc(qemu, args), { stdio: ['ignore', 'ignore', 'pipe'] })
+    const vmm = confinedCommand('qemu', qemu, args, identity)
+    const child = spawn(vmm.file, vmm.args, { stdio: ['ignore', 'ignore', 'pipe'] })
+    this.confinement.qemu = vmm.confinement
     this.#qemu = child
     let stderr = ''
     child.stderr?.on('data', (chunk: Buffer) => {
@@ -381,16 +397,6 @@ export function parseAgentEvent(text: string): AgentEvent | undefined {
     return { event: 'error', message: v.message.replace(/[\u0000-\u001f\u007f-\u009f\u2028\u2029]/g, ' ').slice(0, 200) }
   }
   return undefined
-}
-
-/**
- * `[file, args]` that run `file` so the kernel SIGKILLs it when svc dies, even by `kill -9`:
- * through util-linux `setpriv --pdeathsig SIGKILL`, which sets the signal and execs (same pid).
- * Without setpriv the program runs as is and only svc's exit hook stops it.
- */
-export function diesWithSvc(file: string, args: string[]): [string, string[]] {
-  const setpriv = findProgram(['setpriv'])
-  return setpriv ? [setpriv, ['--pdeathsig', 'SIGKILL', '--', file, ...args]] : [file, args]
 }
 
 let microvmMachine: boolean | undefined
