@@ -24,6 +24,9 @@ import { rustConformanceWorker } from './support/rust.ts'
 import { cliEnv, runSvc } from './support/cli.ts'
 import type { RunningEngine } from './support/processes.ts'
 import { waitFor } from './support/wait.ts'
+import { superviseWorker } from '../src/supervisor/supervisor.ts'
+import type { SupervisedWorker } from '../src/supervisor/types.ts'
+import type { Logger } from '../runtime/engine/types.ts'
 
 /** Why this file cannot run here, or undefined. */
 function missing(): string | undefined {
@@ -564,3 +567,51 @@ describe('a microVM booted by a user without root, TCG (slow)', { skip: skip ?? 
   })
 })
 
+/**
+ * "has not registered after 15 s" (issue 22): under TCG the runtime starts slowly in the guest, so a
+ * microVM worker's note comes after 8× a process worker's budget (REGISTRATION_NOTE_FACTOR), counted
+ * from the VM being up, and says which budget it had. The supervisor alone, with a 1 s budget and
+ * a guest process that never registers.
+ */
+describe('the registration note of a microVM worker under TCG (slow)', { skip, timeout: 600_000 }, () => {
+  let project = ''
+  let worker: SupervisedWorker | undefined
+  const accel = process.env.SVC_MICROVM_ACCEL
+
+  after(async () => {
+    await worker?.stop().catch(() => {})
+    if (accel === undefined) delete process.env.SVC_MICROVM_ACCEL
+    else process.env.SVC_MICROVM_ACCEL = accel
+    for (const pid of project ? processesWith(project) : []) {
+      try {
+        process.kill(pid, 'SIGKILL')
+      } catch {}
+    }
+    if (project) rmSync(project, { recursive: true, force: true })
+  })
+
+  it('comes after 8× the process budget, from the boot, naming the budget', { timeout: 540_000 }, async () => {
+    process.env.SVC_MICROVM_ACCEL = 'tcg'
+    project = mkdtempSync(join(tmpdir(), 'svc-vm-note-'))
+    const dir = join(project, 'workers', 'quiet')
+    mkdirSync(dir, { recursive: true })
+    writeFileSync(
+      join(dir, 'svc.worker.yaml'),
+      'name: quiet\nruntime:\n  kind: javascript\n  entry: index.js\nisolation: microvm\nscripts:\n  install: "true"\n  start: exec /bin/busybox sleep 600\nresources:\n  cpus: 1\n  memory_mib: 256\nwatch:\n  enabled: false\n',
+    )
+    const logs: Array<{ at: number; level: string; message: string }> = []
+    const log = Object.fromEntries((['debug', 'info', 'warn', 'error'] as const).map((level) => [level, (message: string) => void logs.push({ at: Date.now(), level, message })])) as unknown as Logger
+    worker = superviseWorker(
+      { name: 'quiet', directory: dir, namespace: 'default', engineUrl: 'ws://127.0.0.1:9', projectRoot: project, envBase: 'engine', env: {}, watch: false, isRegistered: () => false },
+      { log, timings: { registrationNoteMs: 1000 } },
+    )
+    await worker.start()
+    const story = () => logs.map((l) => `${l.level} ${l.message}`).join('\n')
+    const started = await waitFor(() => logs.find((l) => l.message.startsWith('quiet starting: ')), () => `the guest process to start:\n${story()}`, 420_000, 100)
+    const note = await waitFor(() => logs.find((l) => l.message.includes('has not registered after')), () => `the registration note:\n${story()}`, 120_000, 100)
+    assert.equal(note.level, 'warn')
+    assert.match(note.message, /^quiet has not registered after \d+(\.\d+)? ?s \(a microVM worker under software emulation gets 8 s\); it must connect to SVC_URL/)
+    // The process budget (1 s) would have noted it within a second or two of the start.
+    assert.ok(note.at - started.at >= 7000, `the note came ${note.at - started.at} ms after the start`)
+  })
+})

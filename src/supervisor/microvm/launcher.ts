@@ -25,6 +25,14 @@ export const MICROVM_DEFAULTS = { cpus: 2, memoryMib: 2048, maxCpus: 4, maxMemor
 /** How long a boot may take before it counts as failed: TCG boots take seconds, not minutes (ms). */
 export const BOOT_TIMEOUT_MS = { kvm: 30_000, tcg: 180_000 } as const
 
+/**
+ * How many times a process worker's registration budget (`registrationNoteMs`, 15 s) a microVM
+ * worker gets before svc notes that it has not registered. The clock starts once the VM is up, but
+ * the runtime starts more slowly in the guest: about twice as slowly with KVM, and under TCG
+ * 11–37 s for a TypeScript worker on a loaded 2-core host (docs/benchmarks.md), so 8× (120 s).
+ */
+export const REGISTRATION_NOTE_FACTOR = { kvm: 2, tcg: 8 } as const
+
 /** Variables of the engine's environment that name host files, which the guest does not have. */
 const HOST_PATH_VARIABLES = ['NODE_EXTRA_CA_CERTS', 'SSL_CERT_FILE', 'SSL_CERT_DIR', 'TMPDIR', 'XDG_RUNTIME_DIR'] as const
 
@@ -111,6 +119,16 @@ export class MicrovmLauncher {
   /** QEMU's pid while the VM runs. */
   get vmPid(): number | undefined {
     return this.#vm?.pid
+  }
+
+  /**
+   * The registration note's budget for this worker, from a process worker's `processMs`
+   * ({@link REGISTRATION_NOTE_FACTOR}): `ms`, and `label`, which the warning quotes, e.g.
+   * `a microVM worker under software emulation gets 120 s`.
+   */
+  registrationNote(processMs: number): { ms: number; label: string } {
+    const ms = processMs * REGISTRATION_NOTE_FACTOR[this.#o.accel]
+    return { ms, label: `a microVM worker under ${this.#o.accel === 'tcg' ? 'software emulation' : 'KVM'} gets ${Math.round(ms / 1000)} s` }
   }
 
   /** Host RSS of the VM (QEMU and its virtiofs daemons), bytes; 0 when none runs. */
