@@ -615,3 +615,62 @@ describe('the registration note of a microVM worker under TCG (slow)', { skip, t
     assert.ok(note.at - started.at >= 7000, `the note came ${note.at - started.at} ms after the start`)
   })
 })
+
+/**
+ * The q35 fallback (cli.md §5.7, issue 22: "`-M microvm` (q35 fallback)"): a QEMU that refuses the
+ * microvm machine at start (a wrapper on PATH around the real one, which says what an old or
+ * stripped QEMU says) gets a second boot with `-M q35` and virtio-pci devices; the guest mounts
+ * both shares and runs a command. One real TCG boot (plus the refused start, which fails at once).
+ */
+describe('the q35 fallback, TCG (slow)', { skip, timeout: 600_000 }, () => {
+  let scratch = ''
+  let vm: import('../src/supervisor/microvm/vm.ts').MicroVm | undefined
+  const path = process.env.PATH
+
+  after(async () => {
+    process.env.PATH = path
+    await vm?.shutdown(0).catch(() => {})
+    if (scratch) rmSync(scratch, { recursive: true, force: true })
+  })
+
+  it('boots with -M q35 when QEMU refuses -M microvm, and the guest works', { timeout: 540_000 }, async () => {
+    const { ensureGuestAssets } = await import('../src/supervisor/microvm/roots.ts')
+    const { microvmCacheDir } = await import('../src/supervisor/microvm/probe.ts')
+    const { MicroVm } = await import('../src/supervisor/microvm/vm.ts')
+    const real = findVmm().qemu
+    const assets = await ensureGuestAssets({ cacheDir: microvmCacheDir(), runtime: { kind: 'native', binary: undefined } })
+    scratch = mkdtempSync(join(tmpdir(), 'svc-vm-q35-'))
+    const bin = join(scratch, 'bin')
+    mkdirSync(bin)
+    writeFileSync(
+      join(bin, 'qemu-system-x86_64'),
+      `#!/bin/sh\nfor a in "$@"; do case "$a" in microvm,*) echo "qemu-system-x86_64: -M microvm: unsupported machine type" >&2; exit 1 ;; esac; done\nexec ${real} "$@"\n`,
+      { mode: 0o755 },
+    )
+    const workspace = join(scratch, 'workspace')
+    mkdirSync(workspace)
+    writeFileSync(join(workspace, 'marker'), 'from-the-host\n')
+    process.env.PATH = `${bin}:${path}`
+    vm = new MicroVm({ name: 'q35', assets, workspace, accel: 'tcg', cpus: 1, memoryMib: 256, enginePort: 9, bootTimeoutMs: 480_000 })
+    const fallbacks: string[] = []
+    vm.on('fallback', (reason: string) => fallbacks.push(reason))
+    await vm.boot()
+    assert.equal(fallbacks.length, 1)
+    assert.match(fallbacks[0]!, /unsupported machine type/)
+    assert.equal(vm.machine, 'q35')
+    const cmdline = readFileSync(`/proc/${vm.pid}/cmdline`, 'utf8').split('\0')
+    assert.ok(cmdline.includes('q35,memory-backend=mem'), cmdline.join(' '))
+    assert.ok(cmdline.includes('virtio-net-pci,netdev=net0'), cmdline.join(' '))
+    const lines: string[] = []
+    vm.on('line', (stream: string, text: string) => lines.push(`${stream} ${text}`))
+    const exited = new Promise((resolve) => vm!.once('exit', resolve))
+    vm.start({ command: 'echo guest: $(cat marker) && echo from-the-guest > written', cwd: '/workspace', env: {} })
+    assert.deepEqual(await exited, { gen: 1, code: 0, signal: null })
+    await waitFor(() => lines.length > 0, () => 'the guest output', 10_000, 50)
+    assert.deepEqual(lines, ['stdout guest: from-the-host'])
+    assert.equal(readFileSync(join(workspace, 'written'), 'utf8'), 'from-the-guest\n')
+    const pids = vm.hostPids()
+    await vm.shutdown()
+    assert.deepEqual(pids.filter((pid) => existsSync(`/proc/${pid}`) && readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]?.[0] !== 'Z'), [], 'nothing left after the shutdown')
+  })
+})

@@ -216,6 +216,7 @@ export class MicrovmLauncher {
         ...(this.#proxy === undefined ? {} : { registryProxyPort: this.#proxy.port }),
       })
       vm.on('guest-error', (message: string) => o.log.warn(`${o.name}: microVM agent: ${message}`))
+      vm.on('fallback', (reason: string) => o.log.warn(`${o.name}: QEMU's microvm machine failed (${reason}); booting with q35 instead (virtio over PCI, a slower boot)`))
       installExitHook()
       liveVms.add(vm)
       const started = Date.now()
@@ -227,7 +228,7 @@ export class MicrovmLauncher {
         throw err
       }
       vm.once('down', () => liveVms.delete(vm))
-      o.log.info(`${o.name}: microVM up in ${((Date.now() - started) / 1000).toFixed(1)} s (pid ${vm.pid})`)
+      o.log.info(`${o.name}: microVM up in ${((Date.now() - started) / 1000).toFixed(1)} s (pid ${vm.pid}${vm.machine === 'q35' ? ', q35' : ''})`)
       this.#vm = vm
     }
   }

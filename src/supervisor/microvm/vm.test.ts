@@ -11,7 +11,7 @@ import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { after, describe, it } from 'node:test'
 import { createInterface } from 'node:readline'
-import { findVmm } from './vm.ts'
+import { findVmm, machineAvailable } from './vm.ts'
 import { waitFor } from '../../../test/support/wait.ts'
 
 function missing(): string | undefined {
@@ -86,5 +86,23 @@ describe('microVM host processes', { skip: missing() }, () => {
         } catch {}
       }
     }
+  })
+})
+
+describe("QEMU's machine types", () => {
+  it('microvm where -M help lists it, q35 first where it does not, and the boot decides where -M help fails', () => {
+    const fake = (name: string, body: string) => {
+      const path = join(scratch, name)
+      writeFileSync(path, `#!/bin/sh\n${body}\n`, { mode: 0o755 })
+      return path
+    }
+    const both = fake('qemu-both', 'printf "Supported machines are:\\nmicrovm              microvm (i386)\\nq35                  Standard PC (Q35 + ICH9, 2009)\\n"')
+    const old = fake('qemu-old', 'printf "Supported machines are:\\npc                   Standard PC\\nq35                  Standard PC (Q35 + ICH9, 2009)\\nmicrovm-ish          not it\\n"')
+    const broken = fake('qemu-broken', 'exit 1')
+    assert.equal(machineAvailable(both, 'microvm'), true)
+    assert.equal(machineAvailable(both, 'q35'), true)
+    assert.equal(machineAvailable(old, 'microvm'), false)
+    assert.equal(machineAvailable(old, 'q35'), true)
+    assert.equal(machineAvailable(broken, 'microvm'), true)
   })
 })

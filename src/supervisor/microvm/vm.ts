@@ -44,6 +44,11 @@ export interface MicroVmOptions {
   /** How long the guest may take to report `ready` (ms). */
   bootTimeoutMs: number
   /**
+   * The machine to boot, with no fallback; default: `microvm` where this QEMU has it
+   * ({@link machineAvailable}), and `q35` when it has not or when QEMU fails with it.
+   */
+  machine?: QemuMachine
+  /**
    * The registry proxy's loopback port, forwarded from `10.0.2.100:`{@link registryProxyGuestPort}
    * (guest installs only); undefined forwards nothing more than the engine.
    */
@@ -57,6 +62,9 @@ export interface MicroVmOptions {
 export function registryProxyGuestPort(enginePort: number): number {
   return enginePort === 3128 ? 3129 : 3128
 }
+
+/** QEMU's machine types svc boots: `microvm` (virtio-mmio devices), or `q35` (virtio-pci devices). */
+export type QemuMachine = 'microvm' | 'q35'
 
 /** QEMU, the daemons and the agent as the host sees them. */
 export interface MicroVmExit {
@@ -94,7 +102,11 @@ const SIGNALS: Record<number, NodeJS.Signals> = { 1: 'SIGHUP', 2: 'SIGINT', 9: '
  */
 export class MicroVm extends EventEmitter {
   readonly options: MicroVmOptions
-  readonly runDir: string
+  #runDir: string
+  /** The machine QEMU was started with last (`q35` after a fallback). */
+  machine: QemuMachine | undefined
+  /** True once the agent's control port connected: QEMU exiting before that is an early failure. */
+  #connected = false
   #qemu: ChildProcess | undefined
   #daemons: ChildProcess[] = []
   #servers: Server[] = []
@@ -112,7 +124,12 @@ export class MicroVm extends EventEmitter {
     super()
     this.options = options
     // Unix socket paths are limited to 107 bytes: a short directory under the temp dir.
-    this.runDir = mkdtempSync(join(tmpdir(), 'svc-vm-'))
+    this.#runDir = mkdtempSync(join(tmpdir(), 'svc-vm-'))
+  }
+
+  /** This VM's directory of sockets and the console log (a new one after a fallback). */
+  get runDir(): string {
+    return this.#runDir
   }
 
   /** Pid of QEMU while it runs. */
@@ -147,20 +164,49 @@ export class MicroVm extends EventEmitter {
   }
 
   /**
-   * Starts the daemons and QEMU and resolves once the agent reports `ready`.
+   * Starts the daemons and QEMU and resolves once the agent reports `ready`. With `microvm`, a QEMU
+   * that exits before the guest's agent connects (the machine type is refused, or the guest kernel
+   * cannot use it) is tried once more with `q35`: event `fallback` (reason: string) first.
    *
    * @throws {MicrovmSetupError} `MICROVM_RUNTIME_NOT_FOUND` (no QEMU or virtiofsd), `MICROVM_BOOT_FAILED`
    *   (QEMU exited, or no `ready` within `bootTimeoutMs`; the message quotes the guest console).
    */
   boot(): Promise<void> {
-    this.#ready ??= this.#boot()
+    this.#ready ??= this.#bootWithFallback()
     return this.#ready
   }
 
-  async #boot(): Promise<void> {
+  async #bootWithFallback(): Promise<void> {
+    const { qemu } = findVmm()
+    const first = this.options.machine ?? (machineAvailable(qemu, 'microvm') ? 'microvm' : 'q35')
+    try {
+      await this.#boot(first)
+    } catch (err) {
+      if (this.options.machine !== undefined || first !== 'microvm' || !this.#earlyExit) throw err
+      this.emit('fallback', (err as Error).message)
+      // A fresh start: shutdown() removed the run directory and reaped the daemons.
+      this.#runDir = mkdtempSync(join(tmpdir(), 'svc-vm-'))
+      this.#qemu = undefined
+      this.#earlyExit = false
+      this.#stopping = false
+      this.#daemons = []
+      this.#servers = []
+      this.#sockets = []
+      this.#ctl = undefined
+      this.#down = false
+      await this.#boot('q35')
+    }
+  }
+
+  /** QEMU exited by itself before the agent connected (not stopped by svc, not after a timeout). */
+  #earlyExit = false
+  #stopping = false
+
+  async #boot(machine: QemuMachine): Promise<void> {
     const o = this.options
     const { qemu, virtiofsd } = findVmm()
     const dir = this.runDir
+    this.machine = machine
     const identity = hostIdentity()
     const shares = (
       [
@@ -200,7 +246,6 @@ export class MicroVm extends EventEmitter {
     }
     const host = o.engineHost ?? '127.0.0.1'
     const relay = `${join(o.assets.root, 'bin', 'busybox')} nc ${host} ${o.enginePort}`
-    const machine = microvmSupported(qemu) ? 'microvm' : 'q35'
     const args = [
       '-M', `${machine},memory-backend=mem`,
       '-accel', o.accel,
@@ -242,6 +287,7 @@ export class MicroVm extends EventEmitter {
     })
     child.once('exit', (code, signal) => {
       this.#down = true
+      if (!this.#connected && !this.#stopping) this.#earlyExit = true
       const reason = stderr.trim().split('\n').at(-1) || (signal ? `killed by ${signal}` : `exit code ${code}`)
       this.emit('down', reason)
     })
@@ -273,6 +319,7 @@ export class MicroVm extends EventEmitter {
    * QEMU to exit, then SIGTERM, 2 s, SIGKILL to QEMU and the daemons. Removes the sockets.
    */
   async shutdown(graceMs = 5000): Promise<void> {
+    this.#stopping = true
     const qemu = this.#qemu
     if (qemu && qemu.exitCode === null && qemu.signalCode === null && graceMs > 0 && this.#ctl) {
       this.#send('{"op":"poweroff"}\n')
@@ -315,6 +362,7 @@ export class MicroVm extends EventEmitter {
 
   #onControl(socket: Socket): void {
     this.#ctl = socket
+    this.#connected = true
     const lines = createInterface({ input: socket, crlfDelay: Infinity })
     lines.on('line', (text) => {
       const event = parseAgentEvent(text)
@@ -399,16 +447,21 @@ export function parseAgentEvent(text: string): AgentEvent | undefined {
   return undefined
 }
 
-let microvmMachine: boolean | undefined
-/** True when this QEMU has the `microvm` machine (`-M help`), asked once per process. */
-function microvmSupported(qemu: string): boolean {
-  if (microvmMachine !== undefined) return microvmMachine
-  try {
-    microvmMachine = /^microvm\s/m.test(execFileSync(qemu, ['-M', 'help'], { encoding: 'utf8' }))
-  } catch {
-    microvmMachine = true
+const machines = new Map<string, string | undefined>()
+/**
+ * True when the QEMU at `qemu` lists `machine` in `-M help` (asked once per QEMU path and
+ * process); true as well when `-M help` fails, so the boot itself decides (and falls back).
+ */
+export function machineAvailable(qemu: string, machine: QemuMachine): boolean {
+  if (!machines.has(qemu)) {
+    let listed: string | undefined
+    try {
+      listed = execFileSync(qemu, ['-M', 'help'], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'], timeout: 10_000 })
+    } catch {}
+    machines.set(qemu, listed)
   }
-  return microvmMachine
+  const listed = machines.get(qemu)
+  return listed === undefined || new RegExp(`^${machine}\\s`, 'm').test(listed)
 }
 
 async function waitUntil(check: () => boolean, timeoutMs: number): Promise<boolean> {
