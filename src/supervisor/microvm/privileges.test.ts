@@ -46,10 +46,17 @@ describe('confinedCommand', () => {
     assert.deepEqual(daemon.args.slice(11), [VIRTIOFSD, '--socket-path=/tmp/x.sock'])
   })
 
-  it('svc as a user with supplementary groups: MICROVM_SETUP_FAILED naming them and what to do', () => {
+  it('svc as a user with supplementary groups and subordinate ids: the namespace is mapped by newuidmap (--map-auto), which allows setgroups', () => {
+    const daemon = confinedCommand('virtiofsd', VIRTIOFSD, ['-x'], { ...user, groups: [108, 1000], subordinateIds: true }, 1000)
+    assert.equal(daemon.confinement, 'userns-user')
+    assert.deepEqual(daemon.args.slice(0, 9), ['--pdeathsig', 'SIGKILL', '--', '/usr/bin/unshare', '--user', '--map-root-user', '--map-auto', '--mount', '--'])
+    assert.deepEqual(daemon.args.slice(-2), [VIRTIOFSD, '-x'])
+  })
+
+  it('svc as a user with supplementary groups and no subordinate ids: MICROVM_SETUP_FAILED naming them and what to do', () => {
     assert.throws(
       () => confinedCommand('virtiofsd', VIRTIOFSD, [], { ...user, groups: [27, 1000] }),
-      (err: unknown) => err instanceof MicrovmSetupError && err.code === 'MICROVM_SETUP_FAILED' && /supplementary groups \(27, 1000\)/.test(err.message) && /--clear-groups/.test(err.hint ?? ''),
+      (err: unknown) => err instanceof MicrovmSetupError && err.code === 'MICROVM_SETUP_FAILED' && /supplementary groups \(27, 1000\)/.test(err.message) && /apt-get install -y uidmap/.test(err.hint ?? '') && /--add-subuids/.test(err.hint ?? ''),
     )
     // QEMU itself does not care.
     assert.equal(confinedCommand('qemu', QEMU, [], { ...user, groups: [27] }).confinement, 'user')

@@ -12,12 +12,15 @@
  *   (QEMU 7.2's) needs CAP_SYS_ADMIN for its sandbox and writes a pid file under `/run/virtiofsd`:
  *   it runs in a user and mount namespace (`unshare --user --map-root-user --mount`) with a
  *   private tmpfs on `/run`. It also drops supplementary groups with setgroups(2), which a user
- *   namespace made without privilege forbids: a user with supplementary groups gets
- *   `MICROVM_SETUP_FAILED`, with what to do.
+ *   namespace made without privilege forbids: a user with supplementary groups (`kvm`, for one)
+ *   needs the namespace made by shadow's setuid `newuidmap`/`newgidmap` (Debian `uidmap`) from
+ *   the user's subordinate ids in `/etc/subuid` and `/etc/subgid` (`unshare --map-auto`), which
+ *   allows setgroups(2); without them, `MICROVM_SETUP_FAILED`, with what to do.
  *
  * Every command is wrapped in `setpriv --pdeathsig SIGKILL` so the kernel kills it with svc.
  */
 import { readFileSync, statSync } from 'node:fs'
+import { userInfo } from 'node:os'
 import { findProgram, MicrovmSetupError } from './assets.ts'
 
 /** What svc knows about itself and the host's tools when it launches a VM. */
@@ -31,6 +34,8 @@ export interface HostIdentity {
   unshare?: string
   /** A POSIX shell, for the mount in virtiofsd's namespace. */
   sh?: string
+  /** `newuidmap` and `newgidmap` are installed and the user has subordinate uids and gids. */
+  subordinateIds?: boolean
 }
 
 /** How a host process of a VM is confined. */
@@ -62,7 +67,29 @@ export function hostIdentity(): HostIdentity {
   const setpriv = findProgram(['setpriv'])
   const unshare = findProgram(['unshare'])
   const sh = findProgram(['sh'])
-  return { uid, groups, ...(setpriv ? { setpriv } : {}), ...(unshare ? { unshare } : {}), ...(sh ? { sh } : {}) }
+  const subordinateIds = uid !== 0 && findProgram(['newuidmap']) !== undefined && findProgram(['newgidmap']) !== undefined && hasSubordinateIds(uid)
+  return { uid, groups, ...(setpriv ? { setpriv } : {}), ...(unshare ? { unshare } : {}), ...(sh ? { sh } : {}), ...(subordinateIds ? { subordinateIds } : {}) }
+}
+
+/** True when `/etc/subuid` and `/etc/subgid` both give the user (by name or uid) a range. */
+function hasSubordinateIds(uid: number): boolean {
+  let name: string | undefined
+  try {
+    name = userInfo().username
+  } catch {}
+  const listed = (file: string) => {
+    try {
+      return readFileSync(file, 'utf8')
+        .split('\n')
+        .some((line) => {
+          const [who, , count] = line.split(':')
+          return (who === String(uid) || who === name) && Number(count) > 0
+        })
+    } catch {
+      return false
+    }
+  }
+  return listed('/etc/subuid') && listed('/etc/subgid')
 }
 
 /** Owner uid of `path`, or undefined when it cannot be read. */
@@ -103,14 +130,16 @@ export function confinedCommand(role: 'qemu' | 'virtiofsd', file: string, args: 
       'install util-linux, run svc as root, or use isolation: process',
     )
   }
-  if (host.groups.length > 0) {
+  if (host.groups.length > 0 && !host.subordinateIds) {
     throw new MicrovmSetupError(
       'MICROVM_SETUP_FAILED',
       `microVM file sharing: virtiofsd cannot run without root for a user with supplementary groups (${host.groups.join(', ')}): it drops them with setgroups(2), which a user namespace made without privilege forbids`,
-      'start svc without supplementary groups (as root: setpriv --reuid=<user> --regid=<group> --clear-groups svc …), or run svc as root (it confines QEMU and virtiofsd in user namespaces), or use isolation: process',
+      'install uidmap (apt-get install -y uidmap) and give the user subordinate ids (usermod --add-subuids 100000-165535 --add-subgids 100000-165535 <user>), or run svc as root (it confines QEMU and virtiofsd in user namespaces), or use isolation: process',
     )
   }
+  // Subordinate ids: newuidmap/newgidmap write the maps, which leaves setgroups(2) allowed.
+  const map = host.groups.length > 0 ? ['--map-root-user', '--map-auto'] : ['--map-root-user']
   // A private tmpfs on /run: virtiofsd writes its pid file under /run/virtiofsd, which only root may create.
   const script = 'mount -t tmpfs -o size=1m,mode=0755 svc-virtiofsd /run && exec "$0" "$@"'
-  return wrap('userns-user', [], [host.unshare, '--user', '--map-root-user', '--mount', '--', host.sh, '-c', script, file, ...args])
+  return wrap('userns-user', [], [host.unshare, '--user', ...map, '--mount', '--', host.sh, '-c', script, file, ...args])
 }
