@@ -10,11 +10,12 @@
  * Boot-to-registered: from `svc` logging "booting its microVM" to the worker's `running` state
  * (the guest assets are built first, untimed). Restart-to-registered: from the source edit's
  * "changed; restarting" to `running` again (the VM keeps running). Host RSS: VmRSS of QEMU and its
- * two virtiofsd daemons while the worker idles. Prints one JSON line.
+ * two virtiofsd daemons while the worker idles; their CPU time over the whole run; the load average
+ * at the end (other work on the host stretches TCG times). Prints one JSON line.
  */
 import { spawn } from 'node:child_process'
 import { cpSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, realpathSync, rmSync, writeFileSync } from 'node:fs'
-import { tmpdir } from 'node:os'
+import { loadavg, tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { createInterface } from 'node:readline'
 import { ROOT } from './processes.ts'
@@ -83,19 +84,23 @@ const next = (test: (e: Record<string, unknown>) => boolean) => new Promise<numb
 const message = (e: Record<string, unknown>) => (e.event === 'log' ? String(e.message) : '')
 const running = (e: Record<string, unknown>) => e.event === 'worker_state' && e.worker === 'vm' && e.state === 'running'
 
-function rssOfVm(): number {
+/** RSS (bytes) and CPU time (ms, user + system, from /proc/<pid>/stat at 100 ticks/s) of QEMU and its virtiofsd daemons. */
+function vmUsage(): { rss: number; cpuMs: number } {
   const state = JSON.parse(readFileSync(join(dir, '.svc', 'state', 'workers', 'vm.json'), 'utf8')) as { pid: number }
   const args = readFileSync(`/proc/${state.pid}/cmdline`, 'utf8').split('\0')
   const runDir = args.find((a) => a.startsWith('file:') && a.includes('svc-vm-'))!.slice(5).replace(/\/console\.log$/, '')
-  let bytes = 0
+  let rss = 0
+  let ticks = 0
   for (const entry of readdirSync('/proc')) {
     if (!/^\d+$/.test(entry)) continue
     try {
       if (!readFileSync(`/proc/${entry}/cmdline`, 'utf8').includes(runDir)) continue
-      bytes += Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${entry}/status`, 'utf8'))?.[1] ?? 0) * 1024
+      rss += Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${entry}/status`, 'utf8'))?.[1] ?? 0) * 1024
+      const fields = readFileSync(`/proc/${entry}/stat`, 'utf8').split(') ')[1]!.split(' ')
+      ticks += Number(fields[11]) + Number(fields[12])
     } catch {}
   }
-  return bytes
+  return { rss, cpuMs: ticks * 10 }
 }
 
 try {
@@ -110,13 +115,17 @@ try {
     restarts.push((await up) - start)
   }
   await new Promise((resolve) => setTimeout(resolve, 2000))
+  const usage = vmUsage()
   const result = {
     accel: process.env.SVC_MICROVM_ACCEL === 'tcg' ? 'tcg' : 'kvm',
     language: PYTHON ? 'python' : 'typescript',
     boot_to_registered_ms: Math.round(bootEnd - bootStart),
     restart_to_registered_ms: restarts.map(Math.round),
-    host_rss_mib: Math.round(rssOfVm() / 1048576),
+    host_rss_mib: Math.round(usage.rss / 1048576),
+    // Host CPU of QEMU and virtiofsd over the boot and the restarts (TCG: the guest's whole work).
+    vm_cpu_ms: usage.cpuMs,
     vm: { cpus: 1, memory_mib: 512 },
+    load_average: loadavg().map((n) => Number(n.toFixed(2))),
   }
   console.log(JSON.stringify(result))
 } finally {

@@ -8,9 +8,10 @@
  * Needs `npm run build`. Marked slow: a TCG boot takes 10–60 s on a loaded 2-core machine.
  */
 import assert from 'node:assert/strict'
-import { spawn } from 'node:child_process'
+import { execFileSync, spawn } from 'node:child_process'
 import type { ChildProcess } from 'node:child_process'
-import { cpSync, existsSync, mkdirSync, readdirSync, readFileSync, realpathSync, rmSync, writeFileSync } from 'node:fs'
+import { chmodSync, chownSync, cpSync, existsSync, linkSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, realpathSync, rmSync, statSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
 import { createServer } from 'node:net'
 import type { Server } from 'node:net'
 import { join } from 'node:path'
@@ -23,6 +24,9 @@ import { rustConformanceWorker } from './support/rust.ts'
 import { cliEnv, runSvc } from './support/cli.ts'
 import type { RunningEngine } from './support/processes.ts'
 import { waitFor } from './support/wait.ts'
+import { superviseWorker } from '../src/supervisor/supervisor.ts'
+import type { SupervisedWorker } from '../src/supervisor/types.ts'
+import type { Logger } from '../runtime/engine/types.ts'
 
 /** Why this file cannot run here, or undefined. */
 function missing(): string | undefined {
@@ -469,5 +473,204 @@ describe('isolation: microvm for a Rust release binary under TCG (slow)', { skip
       }
     })
     assert.deepEqual(left, [], 'QEMU and virtiofsd are gone after svc stops')
+  })
+})
+
+/**
+ * svc as a normal user (issue 22: "the VMM and the file-sharing daemons run without root where the
+ * host allows"): a child Node process as `nobody` with no supplementary groups boots a MicroVm under
+ * TCG (no /dev/kvm needed) from assets it can read, runs a command in the guest that reads and
+ * writes /workspace, and reports how QEMU and virtiofsd ran. Needs root to become `nobody`.
+ */
+describe('a microVM booted by a user without root, TCG (slow)', { skip: skip ?? (process.getuid?.() !== 0 ? 'needs root to start a process as nobody' : undefined), timeout: 600_000 }, () => {
+  const NOBODY = 65534
+  let scratch = ''
+  let hostPids: number[] = []
+  let runner: ChildProcess | undefined
+
+  after(() => {
+    runner?.kill('SIGKILL')
+    for (const pid of hostPids) {
+      try {
+        process.kill(pid, 'SIGKILL')
+      } catch {}
+    }
+    if (scratch) rmSync(scratch, { recursive: true, force: true })
+  })
+
+  it('runs QEMU as the user and virtiofsd in a user namespace; the guest reads and writes the workspace as that user', { timeout: 540_000 }, async () => {
+    const { ensureGuestAssets } = await import('../src/supervisor/microvm/roots.ts')
+    const { microvmCacheDir } = await import('../src/supervisor/microvm/probe.ts')
+    const built = await ensureGuestAssets({ cacheDir: microvmCacheDir(), runtime: { kind: 'native', binary: undefined } })
+    // root's cache (~/.cache is 0700) is out of nobody's reach: the kernel and initramfs as hard
+    // links in a directory it can read, the root as nobody's own copy, as in a user's own cache
+    // (files of an owner the namespace does not map show as nobody in the guest, and do not execute).
+    scratch = mkdtempSync(join(tmpdir(), 'svc-vm-nobody-'))
+    chmodSync(scratch, 0o755)
+    const assets = { kernel: join(scratch, 'vmlinuz'), initrd: join(scratch, 'initrd.img'), root: join(scratch, 'root') }
+    linkSync(built.kernel, assets.kernel)
+    linkSync(built.initrd, assets.initrd)
+    execFileSync('cp', ['-a', built.root, assets.root])
+    execFileSync('chown', ['-R', `${NOBODY}:${NOBODY}`, assets.root])
+    const workspace = join(scratch, 'workspace')
+    mkdirSync(workspace)
+    writeFileSync(join(workspace, 'marker'), 'from-the-host\n')
+    chownSync(workspace, NOBODY, NOBODY)
+    const vmModule = join(ROOT, 'src', 'supervisor', 'microvm', 'vm.ts')
+    const script = `
+      import { readFileSync } from 'node:fs'
+      const { MicroVm } = await import(${JSON.stringify(vmModule)})
+      const vm = new MicroVm({ name: 'nobody', assets: ${JSON.stringify(assets)}, workspace: ${JSON.stringify(workspace)}, accel: 'tcg', cpus: 1, memoryMib: 256, enginePort: 9, bootTimeoutMs: 480000 })
+      const report = (what) => console.log(JSON.stringify(what))
+      try {
+        const booting = vm.boot()
+        const announce = setInterval(() => { if (vm.hostPids().length === 3) { report({ pids: vm.hostPids() }); clearInterval(announce) } }, 20)
+        await booting
+        const uids = vm.hostPids().map((pid) => Number(/^Uid:\\s+(\\d+)/m.exec(readFileSync('/proc/' + pid + '/status', 'utf8'))[1]))
+        const lines = []
+        vm.on('line', (stream, text) => lines.push(stream + ' ' + text))
+        const exited = new Promise((resolve) => vm.once('exit', resolve))
+        vm.start({ command: 'echo guest: $(cat marker) && echo from-the-guest > written', cwd: '/workspace', env: {} })
+        const exit = await exited
+        // The output ports may trail the exit event on the control port.
+        for (let i = 0; i < 100 && lines.length === 0; i++) await new Promise((resolve) => setTimeout(resolve, 50))
+        report({ lines, exit, uids, confinement: vm.confinement })
+      } catch (err) {
+        report({ error: String(err.message) })
+      }
+      await vm.shutdown()
+      process.exit(0)
+    `
+    const child = (runner = spawn('setpriv', [`--reuid=${NOBODY}`, `--regid=${NOBODY}`, '--clear-groups', '--', process.execPath, '--input-type=module', '-e', script], {
+      cwd: scratch,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    }))
+    let stderr = ''
+    child.stderr!.on('data', (d) => (stderr += d))
+    const reports: Array<Record<string, unknown>> = []
+    createInterface({ input: child.stdout! }).on('line', (line) => {
+      const report = JSON.parse(line) as Record<string, unknown>
+      if (Array.isArray(report.pids)) hostPids = report.pids as number[]
+      reports.push(report)
+    })
+    const code = await new Promise<number | null>((resolve) => child.once('exit', resolve))
+    const result = reports.find((r) => 'lines' in r || 'error' in r)
+    assert.ok(result && !('error' in result), `the VM booted as nobody: ${JSON.stringify(result)} (exit ${code}); stderr: ${stderr}`)
+    assert.deepEqual(result.lines, ['stdout guest: from-the-host'])
+    assert.deepEqual(result.exit, { gen: 1, code: 0, signal: null })
+    assert.deepEqual(result.uids, [NOBODY, NOBODY, NOBODY], 'QEMU and both virtiofsd run as nobody')
+    assert.deepEqual(result.confinement, { runtime: 'userns-user', workspace: 'userns-user', qemu: 'user' })
+    // The guest's root wrote through virtiofsd in the namespace: on the host, the file is nobody's.
+    assert.equal(readFileSync(join(workspace, 'written'), 'utf8'), 'from-the-guest\n')
+    assert.equal(statSync(join(workspace, 'written')).uid, NOBODY)
+    assert.equal(code, 0)
+  })
+})
+
+/**
+ * "has not registered after 15 s" (issue 22): under TCG the runtime starts slowly in the guest, so a
+ * microVM worker's note comes after 8× a process worker's budget (REGISTRATION_NOTE_FACTOR), counted
+ * from the VM being up, and says which budget it had. The supervisor alone, with a 1 s budget and
+ * a guest process that never registers.
+ */
+describe('the registration note of a microVM worker under TCG (slow)', { skip, timeout: 600_000 }, () => {
+  let project = ''
+  let worker: SupervisedWorker | undefined
+  const accel = process.env.SVC_MICROVM_ACCEL
+
+  after(async () => {
+    await worker?.stop().catch(() => {})
+    if (accel === undefined) delete process.env.SVC_MICROVM_ACCEL
+    else process.env.SVC_MICROVM_ACCEL = accel
+    for (const pid of project ? processesWith(project) : []) {
+      try {
+        process.kill(pid, 'SIGKILL')
+      } catch {}
+    }
+    if (project) rmSync(project, { recursive: true, force: true })
+  })
+
+  it('comes after 8× the process budget, from the boot, naming the budget', { timeout: 540_000 }, async () => {
+    process.env.SVC_MICROVM_ACCEL = 'tcg'
+    project = mkdtempSync(join(tmpdir(), 'svc-vm-note-'))
+    const dir = join(project, 'workers', 'quiet')
+    mkdirSync(dir, { recursive: true })
+    writeFileSync(
+      join(dir, 'svc.worker.yaml'),
+      'name: quiet\nruntime:\n  kind: javascript\n  entry: index.js\nisolation: microvm\nscripts:\n  install: "true"\n  start: exec /bin/busybox sleep 600\nresources:\n  cpus: 1\n  memory_mib: 256\nwatch:\n  enabled: false\n',
+    )
+    const logs: Array<{ at: number; level: string; message: string }> = []
+    const log = Object.fromEntries((['debug', 'info', 'warn', 'error'] as const).map((level) => [level, (message: string) => void logs.push({ at: Date.now(), level, message })])) as unknown as Logger
+    worker = superviseWorker(
+      { name: 'quiet', directory: dir, namespace: 'default', engineUrl: 'ws://127.0.0.1:9', projectRoot: project, envBase: 'engine', env: {}, watch: false, isRegistered: () => false },
+      { log, timings: { registrationNoteMs: 1000 } },
+    )
+    await worker.start()
+    const story = () => logs.map((l) => `${l.level} ${l.message}`).join('\n')
+    const started = await waitFor(() => logs.find((l) => l.message.startsWith('quiet starting: ')), () => `the guest process to start:\n${story()}`, 420_000, 100)
+    const note = await waitFor(() => logs.find((l) => l.message.includes('has not registered after')), () => `the registration note:\n${story()}`, 120_000, 100)
+    assert.equal(note.level, 'warn')
+    assert.match(note.message, /^quiet has not registered after \d+(\.\d+)? ?s \(a microVM worker under software emulation gets 8 s\); it must connect to SVC_URL/)
+    // The process budget (1 s) would have noted it within a second or two of the start.
+    assert.ok(note.at - started.at >= 7000, `the note came ${note.at - started.at} ms after the start`)
+  })
+})
+
+/**
+ * The q35 fallback (cli.md §5.7, issue 22: "`-M microvm` (q35 fallback)"): a QEMU that refuses the
+ * microvm machine at start (a wrapper on PATH around the real one, which says what an old or
+ * stripped QEMU says) gets a second boot with `-M q35` and virtio-pci devices; the guest mounts
+ * both shares and runs a command. One real TCG boot (plus the refused start, which fails at once).
+ */
+describe('the q35 fallback, TCG (slow)', { skip, timeout: 600_000 }, () => {
+  let scratch = ''
+  let vm: import('../src/supervisor/microvm/vm.ts').MicroVm | undefined
+  const path = process.env.PATH
+
+  after(async () => {
+    process.env.PATH = path
+    await vm?.shutdown(0).catch(() => {})
+    if (scratch) rmSync(scratch, { recursive: true, force: true })
+  })
+
+  it('boots with -M q35 when QEMU refuses -M microvm, and the guest works', { timeout: 540_000 }, async () => {
+    const { ensureGuestAssets } = await import('../src/supervisor/microvm/roots.ts')
+    const { microvmCacheDir } = await import('../src/supervisor/microvm/probe.ts')
+    const { MicroVm } = await import('../src/supervisor/microvm/vm.ts')
+    const real = findVmm().qemu
+    const assets = await ensureGuestAssets({ cacheDir: microvmCacheDir(), runtime: { kind: 'native', binary: undefined } })
+    scratch = mkdtempSync(join(tmpdir(), 'svc-vm-q35-'))
+    const bin = join(scratch, 'bin')
+    mkdirSync(bin)
+    writeFileSync(
+      join(bin, 'qemu-system-x86_64'),
+      `#!/bin/sh\nfor a in "$@"; do case "$a" in microvm,*) echo "qemu-system-x86_64: -M microvm: unsupported machine type" >&2; exit 1 ;; esac; done\nexec ${real} "$@"\n`,
+      { mode: 0o755 },
+    )
+    const workspace = join(scratch, 'workspace')
+    mkdirSync(workspace)
+    writeFileSync(join(workspace, 'marker'), 'from-the-host\n')
+    process.env.PATH = `${bin}:${path}`
+    vm = new MicroVm({ name: 'q35', assets, workspace, accel: 'tcg', cpus: 1, memoryMib: 256, enginePort: 9, bootTimeoutMs: 480_000 })
+    const fallbacks: string[] = []
+    vm.on('fallback', (reason: string) => fallbacks.push(reason))
+    await vm.boot()
+    assert.equal(fallbacks.length, 1)
+    assert.match(fallbacks[0]!, /unsupported machine type/)
+    assert.equal(vm.machine, 'q35')
+    const cmdline = readFileSync(`/proc/${vm.pid}/cmdline`, 'utf8').split('\0')
+    assert.ok(cmdline.includes('q35,memory-backend=mem'), cmdline.join(' '))
+    assert.ok(cmdline.includes('virtio-net-pci,netdev=net0'), cmdline.join(' '))
+    const lines: string[] = []
+    vm.on('line', (stream: string, text: string) => lines.push(`${stream} ${text}`))
+    const exited = new Promise((resolve) => vm!.once('exit', resolve))
+    vm.start({ command: 'echo guest: $(cat marker) && echo from-the-guest > written', cwd: '/workspace', env: {} })
+    assert.deepEqual(await exited, { gen: 1, code: 0, signal: null })
+    await waitFor(() => lines.length > 0, () => 'the guest output', 10_000, 50)
+    assert.deepEqual(lines, ['stdout guest: from-the-host'])
+    assert.equal(readFileSync(join(workspace, 'written'), 'utf8'), 'from-the-guest\n')
+    const pids = vm.hostPids()
+    await vm.shutdown()
+    assert.deepEqual(pids.filter((pid) => existsSync(`/proc/${pid}`) && readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]?.[0] !== 'Z'), [], 'nothing left after the shutdown')
   })
 })

@@ -751,10 +751,12 @@ class WorkerSupervisor extends EventEmitter implements SupervisedWorker {
         this.#log.info(`${this.name} running (registered after ${formatSeconds(Date.now() - proc.startedAtMs)})`)
         return
       }
-      if (!noted && Date.now() - proc.startedAtMs >= this.#t.registrationNoteMs) {
+      // A microVM worker's budget is longer (the runtime starts slowly in the guest); the note says so.
+      const budget = this.#microvm?.registrationNote(this.#t.registrationNoteMs)
+      if (!noted && Date.now() - proc.startedAtMs >= (budget?.ms ?? this.#t.registrationNoteMs)) {
         noted = true
         this.#log.warn(
-          `${this.name} has not registered after ${formatSeconds(Date.now() - proc.startedAtMs)}; it must connect to SVC_URL ` +
+          `${this.name} has not registered after ${formatSeconds(Date.now() - proc.startedAtMs)}${budget ? ` (${budget.label})` : ''}; it must connect to SVC_URL ` +
             `with the name in SVC_WORKER_NAME (${this.name}) and namespace SVC_NAMESPACE (${this.#spec.namespace})`,
         )
       }

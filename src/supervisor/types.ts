@@ -170,7 +170,10 @@ export interface SupervisorTimings {
   stopTimeoutMs: number
   /** Upper bound for `post_run`, which has no timeout of its own (60000). */
   postRunTimeoutMs: number
-  /** When a worker that has not registered gets a note saying what it must do (15000). */
+  /**
+   * When a worker that has not registered gets a note saying what it must do (15000); a microVM
+   * worker gets `REGISTRATION_NOTE_FACTOR` times as long (microvm/launcher.ts: 2× with KVM, 8× under TCG).
+   */
   registrationNoteMs: number
   /**
    * How long a process replaced by a reload may take to finish its calls before it is stopped

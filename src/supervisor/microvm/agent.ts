@@ -25,6 +25,10 @@ export const GUEST_MODULES = [
   'virtio_ring',
   'virtio',
   'virtio_mmio',
+  // q35, the fallback machine: virtio over PCI.
+  'virtio_pci_legacy_dev',
+  'virtio_pci_modern_dev',
+  'virtio_pci',
   'virtio_console',
   'failover',
   'net_failover',

@@ -25,6 +25,14 @@ export const MICROVM_DEFAULTS = { cpus: 2, memoryMib: 2048, maxCpus: 4, maxMemor
 /** How long a boot may take before it counts as failed: TCG boots take seconds, not minutes (ms). */
 export const BOOT_TIMEOUT_MS = { kvm: 30_000, tcg: 180_000 } as const
 
+/**
+ * How many times a process worker's registration budget (`registrationNoteMs`, 15 s) a microVM
+ * worker gets before svc notes that it has not registered. The clock starts once the VM is up, but
+ * the runtime starts more slowly in the guest: about twice as slowly with KVM, and under TCG
+ * 11–37 s for a TypeScript worker on a loaded 2-core host (docs/benchmarks.md), so 8× (120 s).
+ */
+export const REGISTRATION_NOTE_FACTOR = { kvm: 2, tcg: 8 } as const
+
 /** Variables of the engine's environment that name host files, which the guest does not have. */
 const HOST_PATH_VARIABLES = ['NODE_EXTRA_CA_CERTS', 'SSL_CERT_FILE', 'SSL_CERT_DIR', 'TMPDIR', 'XDG_RUNTIME_DIR'] as const
 
@@ -113,6 +121,16 @@ export class MicrovmLauncher {
     return this.#vm?.pid
   }
 
+  /**
+   * The registration note's budget for this worker, from a process worker's `processMs`
+   * ({@link REGISTRATION_NOTE_FACTOR}): `ms`, and `label`, which the warning quotes, e.g.
+   * `a microVM worker under software emulation gets 120 s`.
+   */
+  registrationNote(processMs: number): { ms: number; label: string } {
+    const ms = processMs * REGISTRATION_NOTE_FACTOR[this.#o.accel]
+    return { ms, label: `a microVM worker under ${this.#o.accel === 'tcg' ? 'software emulation' : 'KVM'} gets ${Math.round(ms / 1000)} s` }
+  }
+
   /** Host RSS of the VM (QEMU and its virtiofs daemons), bytes; 0 when none runs. */
   hostRssBytes(): number {
     return this.#vm?.alive ? this.#vm.hostRssBytes() : 0
@@ -198,6 +216,7 @@ export class MicrovmLauncher {
         ...(this.#proxy === undefined ? {} : { registryProxyPort: this.#proxy.port }),
       })
       vm.on('guest-error', (message: string) => o.log.warn(`${o.name}: microVM agent: ${message}`))
+      vm.on('fallback', (reason: string) => o.log.warn(`${o.name}: QEMU's microvm machine failed (${reason}); booting with q35 instead (virtio over PCI, a slower boot)`))
       installExitHook()
       liveVms.add(vm)
       const started = Date.now()
@@ -209,7 +228,7 @@ export class MicrovmLauncher {
         throw err
       }
       vm.once('down', () => liveVms.delete(vm))
-      o.log.info(`${o.name}: microVM up in ${((Date.now() - started) / 1000).toFixed(1)} s (pid ${vm.pid})`)
+      o.log.info(`${o.name}: microVM up in ${((Date.now() - started) / 1000).toFixed(1)} s (pid ${vm.pid}${vm.machine === 'q35' ? ', q35' : ''})`)
       this.#vm = vm
     }
   }

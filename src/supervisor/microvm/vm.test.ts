@@ -5,13 +5,13 @@
  */
 import assert from 'node:assert/strict'
 import { spawn } from 'node:child_process'
-import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { mkdtempSync, readdirSync, readFileSync, readlinkSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { after, describe, it } from 'node:test'
 import { createInterface } from 'node:readline'
-import { findVmm } from './vm.ts'
+import { findVmm, machineAvailable } from './vm.ts'
 import { waitFor } from '../../../test/support/wait.ts'
 
 function missing(): string | undefined {
@@ -48,7 +48,7 @@ function sharing(text: string): number[] {
 }
 
 describe('microVM host processes', { skip: missing() }, () => {
-  it('die with svc when it is killed with SIGKILL', async () => {
+  it('run in user namespaces under a root svc, and die with svc when it is killed with SIGKILL', async () => {
     // Assets that need no download: QEMU is spawned at once; whether the guest boots does not matter.
     writeFileSync(join(scratch, 'vmlinuz'), '')
     writeFileSync(join(scratch, 'initrd.img'), '')
@@ -69,16 +69,40 @@ describe('microVM host processes', { skip: missing() }, () => {
     const pids = JSON.parse(line) as number[]
     assert.equal(pids.length, 3)
     try {
+      if (process.getuid?.() === 0) {
+        // svc as root: QEMU and both virtiofsd hold uid 0 only inside user namespaces of their own (privileges.ts).
+        const own = readlinkSync('/proc/self/ns/user')
+        await waitFor(() => pids.every((pid) => readlinkSync(`/proc/${pid}/ns/user`) !== own), () => `QEMU and virtiofsd in user namespaces: ${pids.map((pid) => readlinkSync(`/proc/${pid}/ns/user`))} (svc: ${own})`, 20_000, 50)
+      }
       child.kill('SIGKILL')
       await waitFor(() => !pids.some(alive), () => `QEMU and virtiofsd gone after kill -9 of their parent; alive: ${pids.filter(alive)}`, 20_000, 50)
       // virtiofsd's own sandboxed child too (its command line names the shared directory).
       await waitFor(() => sharing(scratch).length === 0, () => `no process sharing the directory; still: ${sharing(scratch)}`, 20_000, 50)
     } finally {
+      child.kill('SIGKILL')
       for (const pid of pids) {
         try {
           process.kill(pid, 'SIGKILL')
         } catch {}
       }
     }
+  })
+})
+
+describe("QEMU's machine types", () => {
+  it('microvm where -M help lists it, q35 first where it does not, and the boot decides where -M help fails', () => {
+    const fake = (name: string, body: string) => {
+      const path = join(scratch, name)
+      writeFileSync(path, `#!/bin/sh\n${body}\n`, { mode: 0o755 })
+      return path
+    }
+    const both = fake('qemu-both', 'printf "Supported machines are:\\nmicrovm              microvm (i386)\\nq35                  Standard PC (Q35 + ICH9, 2009)\\n"')
+    const old = fake('qemu-old', 'printf "Supported machines are:\\npc                   Standard PC\\nq35                  Standard PC (Q35 + ICH9, 2009)\\nmicrovm-ish          not it\\n"')
+    const broken = fake('qemu-broken', 'exit 1')
+    assert.equal(machineAvailable(both, 'microvm'), true)
+    assert.equal(machineAvailable(both, 'q35'), true)
+    assert.equal(machineAvailable(old, 'microvm'), false)
+    assert.equal(machineAvailable(old, 'q35'), true)
+    assert.equal(machineAvailable(broken, 'microvm'), true)
   })
 })

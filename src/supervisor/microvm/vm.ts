@@ -22,6 +22,8 @@ import { startLine } from './agent.ts'
 import type { GuestCommand } from './agent.ts'
 import type { GuestAssets } from './assets.ts'
 import { findProgram, MicrovmSetupError } from './assets.ts'
+import { confinedCommand, hostIdentity, ownerOf } from './privileges.ts'
+import type { Confinement } from './privileges.ts'
 
 /** The guest address that leads to the engine (cli.md §5.7). */
 export const ENGINE_GUEST_ADDRESS = '10.0.2.100'
@@ -42,6 +44,11 @@ export interface MicroVmOptions {
   /** How long the guest may take to report `ready` (ms). */
   bootTimeoutMs: number
   /**
+   * The machine to boot, with no fallback; default: `microvm` where this QEMU has it
+   * ({@link machineAvailable}), and `q35` when it has not or when QEMU fails with it.
+   */
+  machine?: QemuMachine
+  /**
    * The registry proxy's loopback port, forwarded from `10.0.2.100:`{@link registryProxyGuestPort}
    * (guest installs only); undefined forwards nothing more than the engine.
    */
@@ -55,6 +62,9 @@ export interface MicroVmOptions {
 export function registryProxyGuestPort(enginePort: number): number {
   return enginePort === 3128 ? 3129 : 3128
 }
+
+/** QEMU's machine types svc boots: `microvm` (virtio-mmio devices), or `q35` (virtio-pci devices). */
+export type QemuMachine = 'microvm' | 'q35'
 
 /** QEMU, the daemons and the agent as the host sees them. */
 export interface MicroVmExit {
@@ -92,7 +102,11 @@ const SIGNALS: Record<number, NodeJS.Signals> = { 1: 'SIGHUP', 2: 'SIGINT', 9: '
  */
 export class MicroVm extends EventEmitter {
   readonly options: MicroVmOptions
-  readonly runDir: string
+  #runDir: string
+  /** The machine QEMU was started with last (`q35` after a fallback). */
+  machine: QemuMachine | undefined
+  /** True once the agent's control port connected: QEMU exiting before that is an early failure. */
+  #connected = false
   #qemu: ChildProcess | undefined
   #daemons: ChildProcess[] = []
   #servers: Server[] = []
@@ -103,12 +117,19 @@ export class MicroVm extends EventEmitter {
   #gen = 0
   /** Generation → pid of the worker's process group leader in the guest. */
   readonly pids = new Map<number, number>()
+  /** How QEMU and each virtiofsd (by share tag) run on the host, once started ({@link confinedCommand}). */
+  readonly confinement: { qemu?: Confinement; runtime?: Confinement; workspace?: Confinement } = {}
 
   constructor(options: MicroVmOptions) {
     super()
     this.options = options
     // Unix socket paths are limited to 107 bytes: a short directory under the temp dir.
-    this.runDir = mkdtempSync(join(tmpdir(), 'svc-vm-'))
+    this.#runDir = mkdtempSync(join(tmpdir(), 'svc-vm-'))
+  }
+
+  /** This VM's directory of sockets and the console log (a new one after a fallback). */
+  get runDir(): string {
+    return this.#runDir
   }
 
   /** Pid of QEMU while it runs. */
@@ -143,20 +164,61 @@ export class MicroVm extends EventEmitter {
   }
 
   /**
-   * Starts the daemons and QEMU and resolves once the agent reports `ready`.
+   * Starts the daemons and QEMU and resolves once the agent reports `ready`. With `microvm`, a QEMU
+   * that exits before the guest's agent connects (the machine type is refused, or the guest kernel
+   * cannot use it) is tried once more with `q35`: event `fallback` (reason: string) first.
    *
    * @throws {MicrovmSetupError} `MICROVM_RUNTIME_NOT_FOUND` (no QEMU or virtiofsd), `MICROVM_BOOT_FAILED`
    *   (QEMU exited, or no `ready` within `bootTimeoutMs`; the message quotes the guest console).
    */
   boot(): Promise<void> {
-    this.#ready ??= this.#boot()
+    this.#ready ??= this.#bootWithFallback()
     return this.#ready
   }
 
-  async #boot(): Promise<void> {
+  async #bootWithFallback(): Promise<void> {
+    const { qemu } = findVmm()
+    const first = this.options.machine ?? (machineAvailable(qemu, 'microvm') ? 'microvm' : 'q35')
+    try {
+      await this.#boot(first)
+    } catch (err) {
+      if (this.options.machine !== undefined || first !== 'microvm' || !this.#earlyExit) throw err
+      this.emit('fallback', (err as Error).message)
+      // A fresh start: shutdown() removed the run directory and reaped the daemons.
+      this.#runDir = mkdtempSync(join(tmpdir(), 'svc-vm-'))
+      this.#qemu = undefined
+      this.#earlyExit = false
+      this.#stopping = false
+      this.#daemons = []
+      this.#servers = []
+      this.#sockets = []
+      this.#ctl = undefined
+      this.#down = false
+      await this.#boot('q35')
+    }
+  }
+
+  /** QEMU exited by itself before the agent connected (not stopped by svc, not after a timeout). */
+  #earlyExit = false
+  #stopping = false
+
+  async #boot(machine: QemuMachine): Promise<void> {
     const o = this.options
     const { qemu, virtiofsd } = findVmm()
     const dir = this.runDir
+    this.machine = machine
+    const identity = hostIdentity()
+    const shares = (
+      [
+        ['runtime', o.assets.root, 'always'],
+        ['workspace', o.workspace, 'none'],
+      ] as const
+    ).map(([tag, source, cache]) => {
+      const socket = join(dir, `${tag}.fs.sock`)
+      const daemonArgs = [`--socket-path=${socket}`, '-o', `source=${source}`, '-o', `cache=${cache}`, '-o', `log_level=${process.env.SVC_MICROVM_DEBUG ? 'debug' : 'err'}`]
+      // Throws before anything starts when this host cannot run virtiofsd without root.
+      return { tag, source, socket, command: confinedCommand('virtiofsd', virtiofsd, daemonArgs, identity, ownerOf(source)) }
+    })
     const ready = new Promise<void>((resolve, reject) => {
       this.once('ready', resolve)
       this.once('down', (reason: string) => reject(new MicrovmSetupError('MICROVM_BOOT_FAILED', `${o.name}: the microVM stopped while booting (${reason})${this.#consoleTail()}`)))
@@ -166,27 +228,24 @@ export class MicroVm extends EventEmitter {
     await this.#listen(join(dir, 'ctl.sock'), (socket) => this.#onControl(socket))
     await this.#listen(join(dir, 'out.sock'), (socket) => this.#onOutput(socket, 'stdout'))
     await this.#listen(join(dir, 'err.sock'), (socket) => this.#onOutput(socket, 'stderr'))
-    for (const [tag, source, cache] of [
-      ['runtime', o.assets.root, 'always'],
-      ['workspace', o.workspace, 'none'],
-    ] as const) {
-      const socket = join(dir, `${tag}.fs.sock`)
-      const daemon = spawn(...diesWithSvc(virtiofsd, [`--socket-path=${socket}`, '-o', `source=${source}`, '-o', `cache=${cache}`, '-o', `log_level=${process.env.SVC_MICROVM_DEBUG ? 'debug' : 'err'}`]), {
-        stdio: ['ignore', 'ignore', 'pipe'],
-      })
+    for (const { tag, source, socket, command } of shares) {
+      const daemon = spawn(command.file, command.args, { stdio: ['ignore', 'ignore', 'pipe'] })
+      this.confinement[tag] = command.confinement
+      let stderr = ''
       daemon.stderr?.on('data', (chunk: Buffer) => {
+        stderr = (stderr + chunk.toString()).slice(-2000)
         if (process.env.SVC_MICROVM_DEBUG) process.stderr.write(`[virtiofsd ${tag}] ${chunk.toString()}`)
       })
       this.#daemons.push(daemon)
       await waitUntil(() => existsSync(socket) || daemon.exitCode !== null, 10_000)
       if (!existsSync(socket)) {
         await this.shutdown(0)
-        throw new MicrovmSetupError('MICROVM_BOOT_FAILED', `${o.name}: virtiofsd did not start for ${tag} (${source})`)
+        const said = stderr.trim().split('\n').at(-1)
+        throw new MicrovmSetupError('MICROVM_BOOT_FAILED', `${o.name}: virtiofsd did not start for ${tag} (${source})${said ? `: ${said}` : ''}`)
       }
     }
     const host = o.engineHost ?? '127.0.0.1'
     const relay = `${join(o.assets.root, 'bin', 'busybox')} nc ${host} ${o.enginePort}`
-    const machine = microvmSupported(qemu) ? 'microvm' : 'q35'
     const args = [
       '-M', `${machine},memory-backend=mem`,
       '-accel', o.accel,
@@ -217,7 +276,9 @@ export class MicroVm extends EventEmitter {
       '-sandbox', 'on',
     ]
     if (process.env.SVC_MICROVM_DEBUG) console.error(qemu, args.join(' '))
-    const child = spawn(...diesWithSvc(qemu, args), { stdio: ['ignore', 'ignore', 'pipe'] })
+    const vmm = confinedCommand('qemu', qemu, args, identity)
+    const child = spawn(vmm.file, vmm.args, { stdio: ['ignore', 'ignore', 'pipe'] })
+    this.confinement.qemu = vmm.confinement
     this.#qemu = child
     let stderr = ''
     child.stderr?.on('data', (chunk: Buffer) => {
@@ -226,6 +287,7 @@ export class MicroVm extends EventEmitter {
     })
     child.once('exit', (code, signal) => {
       this.#down = true
+      if (!this.#connected && !this.#stopping) this.#earlyExit = true
       const reason = stderr.trim().split('\n').at(-1) || (signal ? `killed by ${signal}` : `exit code ${code}`)
       this.emit('down', reason)
     })
@@ -257,6 +319,7 @@ export class MicroVm extends EventEmitter {
    * QEMU to exit, then SIGTERM, 2 s, SIGKILL to QEMU and the daemons. Removes the sockets.
    */
   async shutdown(graceMs = 5000): Promise<void> {
+    this.#stopping = true
     const qemu = this.#qemu
     if (qemu && qemu.exitCode === null && qemu.signalCode === null && graceMs > 0 && this.#ctl) {
       this.#send('{"op":"poweroff"}\n')
@@ -299,6 +362,7 @@ export class MicroVm extends EventEmitter {
 
   #onControl(socket: Socket): void {
     this.#ctl = socket
+    this.#connected = true
     const lines = createInterface({ input: socket, crlfDelay: Infinity })
     lines.on('line', (text) => {
       const event = parseAgentEvent(text)
@@ -383,26 +447,21 @@ export function parseAgentEvent(text: string): AgentEvent | undefined {
   return undefined
 }
 
+const machines = new Map<string, string | undefined>()
 /**
- * `[file, args]` that run `file` so the kernel SIGKILLs it when svc dies, even by `kill -9`:
- * through util-linux `setpriv --pdeathsig SIGKILL`, which sets the signal and execs (same pid).
- * Without setpriv the program runs as is and only svc's exit hook stops it.
+ * True when the QEMU at `qemu` lists `machine` in `-M help` (asked once per QEMU path and
+ * process); true as well when `-M help` fails, so the boot itself decides (and falls back).
  */
-export function diesWithSvc(file: string, args: string[]): [string, string[]] {
-  const setpriv = findProgram(['setpriv'])
-  return setpriv ? [setpriv, ['--pdeathsig', 'SIGKILL', '--', file, ...args]] : [file, args]
-}
-
-let microvmMachine: boolean | undefined
-/** True when this QEMU has the `microvm` machine (`-M help`), asked once per process. */
-function microvmSupported(qemu: string): boolean {
-  if (microvmMachine !== undefined) return microvmMachine
-  try {
-    microvmMachine = /^microvm\s/m.test(execFileSync(qemu, ['-M', 'help'], { encoding: 'utf8' }))
-  } catch {
-    microvmMachine = true
+export function machineAvailable(qemu: string, machine: QemuMachine): boolean {
+  if (!machines.has(qemu)) {
+    let listed: string | undefined
+    try {
+      listed = execFileSync(qemu, ['-M', 'help'], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'], timeout: 10_000 })
+    } catch {}
+    machines.set(qemu, listed)
   }
-  return microvmMachine
+  const listed = machines.get(qemu)
+  return listed === undefined || new RegExp(`^${machine}\\s`, 'm').test(listed)
 }
 
 async function waitUntil(check: () => boolean, timeoutMs: number): Promise<boolean> {
