@@ -195,6 +195,40 @@ describe('a fleet of three engines on NATS', () => {
     assert.equal(failure.code, 'TIMEOUT')
   })
 
+  it('does not make the other engines fetch a snapshot at every heartbeat while only its workers\' active invocation counts change', async () => {
+    const releases: Array<() => void> = []
+    client(1, 'busy').registerFunction('busy::hold', () => new Promise<string>((resolve) => releases.push(() => resolve('done'))))
+    await listed(0, 'busy::hold')
+    const nc: NatsConnection = await connect({ servers: nats.url })
+    const versions: number[] = []
+    const sub = nc.subscribe('svc.fleet-test.heartbeat', {
+      callback: (_err, msg) => {
+        const beat = JSON.parse(msg.string()) as { engine: string; version: number }
+        if (beat.engine === 'bravo') versions.push(beat.version)
+      },
+    })
+    try {
+      const calls: Array<Promise<unknown>> = []
+      // A new call before each of five heartbeats: bravo's count of active invocations changes every time.
+      for (let i = 1; i <= 5; i++) {
+        calls.push(engines[0]!.engine.inject({ function_id: 'busy::hold', data: {} }))
+        await waitFor(() => releases.length === i, 'the call to reach bravo', 10_000)
+        const seen = versions.length
+        await waitFor(() => versions.length > seen, "bravo's next heartbeat", 10_000)
+      }
+      // Registrations are still announced at once.
+      client(1, 'busy-2').registerFunction('busy::other', () => 'other')
+      await listed(0, 'busy::other')
+      for (const release of releases) release()
+      assert.deepEqual(await Promise.all(calls), ['done', 'done', 'done', 'done', 'done'])
+      // The version moves for busy::other and at most once more (a refresh of the counts), not at every heartbeat.
+      assert.ok(new Set(versions).size <= 3, `bravo announced versions ${versions.join(', ')}`)
+    } finally {
+      sub.unsubscribe()
+      await nc.close()
+    }
+  })
+
   it('reports degraded health while NATS is down, fails remote calls with ADAPTER_UNAVAILABLE, and recovers', async () => {
     client(1, 'resilient').registerFunction('resilient::ping', () => 'pong')
     await listed(0, 'resilient::ping')

@@ -66,6 +66,13 @@ const SNAPSHOT_TIMEOUT_MS = 2000
 export const MAX_MEMBERS = 1024
 /** Changes within this many ms are announced in one heartbeat. */
 const ANNOUNCE_DEBOUNCE_MS = 10
+/**
+ * Workers' `active_invocations` alone raise the snapshot's version at most this often (ms). Under
+ * load the counts change at every heartbeat, and each new version makes every other engine fetch and
+ * apply the whole snapshot: a cost growing with the functions and the square of the engines, for
+ * a figure only listings show. Registrations still announce at once.
+ */
+export const ACTIVE_COUNTS_REFRESH_MS = 10_000
 
 export class Fleet {
   readonly config: FleetConfig
@@ -445,8 +452,15 @@ export class Fleet {
    */
   private refreshSnapshot(): boolean {
     const { workers, functions, triggers } = this.localExport()
-    const body = JSON.stringify({ workers, functions, triggers })
+    const rest = JSON.stringify({ functions, triggers }).slice(1)
+    const body = `{"workers":${JSON.stringify(workers)},${rest}`
     if (body === this.lastBody) return false
+    // What the workers serve, without how busy they are (ACTIVE_COUNTS_REFRESH_MS).
+    const shape = `${JSON.stringify(workers.map((w) => ({ ...w, active_invocations: 0 })))}${rest}`
+    const now = performance.now()
+    if (shape === this.lastShape && now - this.lastVersionAt < ACTIVE_COUNTS_REFRESH_MS) return false
+    this.lastShape = shape
+    this.lastVersionAt = now
     this.lastBody = body
     this.version++
     let json = `{"instance":"${this.instance}","version":${this.version},${body.slice(1)}`
@@ -466,6 +480,9 @@ export class Fleet {
   private readonly served = new Map<string, Flight>()
 
   private lastBody = ''
+  private lastShape = ''
+  /** Monotonic ms when the version was last raised. */
+  private lastVersionAt = -Infinity
   /** Monotonic ms of the previous heartbeat tick. */
   private lastTick: number | undefined
 
