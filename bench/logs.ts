@@ -19,6 +19,9 @@
  * 2,000 lines go through first as a warm-up. `not_written` is the rows of the reported round that
  * the builtin store dropped from the file (its writer thread behind; `engine::health::check`).
  *
+ * BENCH_STORES (`builtin,none`) measures a subset; BENCH_CPU_PROF=<dir> writes `--cpu-prof` profiles of
+ * the engine processes (every thread) there.
+ *
  * `node bench/logs.ts` prints one JSON line:
  * `{lines, stores: {<store>: {lines_per_second, ms, rss_peak_mib, not_written}}}`.
  */
@@ -36,7 +39,9 @@ const LINES = Number(process.env.BENCH_LOG_LINES ?? 100_000)
 const ROUNDS = 2
 const PER_FRAME = 1000
 const SOCKETS = 4
-const STORES = ['none', 'memory', 'builtin'] as const
+const ALL_STORES = ['none', 'memory', 'builtin'] as const
+/** BENCH_STORES: a comma-separated subset of the stores to measure (all three by default). */
+const STORES = process.env.BENCH_STORES === undefined ? ALL_STORES : ALL_STORES.filter((s) => process.env.BENCH_STORES!.split(',').includes(s))
 
 /** The resource an SDK worker sends with every batch (service, SDK, instance). */
 const RESOURCE = JSON.stringify({
@@ -101,7 +106,7 @@ async function call(url: string, function_id: string, data: unknown): Promise<an
   }
 }
 
-async function measure(store: (typeof STORES)[number]): Promise<Record<string, number>> {
+async function measure(store: (typeof ALL_STORES)[number]): Promise<Record<string, number>> {
   const project = await mkdtemp(join(tmpdir(), 'svc-bench-logs-'))
   let engine: ChildProcess | undefined
   try {
@@ -109,7 +114,7 @@ async function measure(store: (typeof STORES)[number]): Promise<Record<string, n
     await mkdir(join(project, 'config'))
     const settings = { store, memory_max_logs: 20000, max_disk_bytes: 64 << 20 }
     await writeFile(join(project, 'config', 'svc-observability.yaml'), `id: svc-observability\nname: Observability\ndescription: bench\nvalue: ${JSON.stringify(settings)}\n`)
-    engine = spawn(process.execPath, [join(ROOT, 'bin', 'run.js'), '--json'], { cwd: project, env: { ...process.env, SVC_LOG_LEVEL: 'warn' }, stdio: ['ignore', 'pipe', 'inherit'] })
+    engine = spawn(process.execPath, [...(process.env.BENCH_CPU_PROF ? ['--max-semi-space-size=4', '--heap-growing-percent=50', '--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_CPU_PROF}`] : []), join(ROOT, 'bin', 'run.js'), '--json'], { cwd: project, env: { ...process.env, SVC_LOG_LEVEL: 'warn' }, stdio: ['ignore', 'pipe', 'inherit'] })
     const { engine_url: url } = await firstJson(createInterface({ input: engine.stdout! })[Symbol.asyncIterator](), 'engine_url')
 
     const warmup = await openOtel(url)
