@@ -20,7 +20,8 @@
  * - the file stays within `max_disk_bytes`: before writing a batch the writer deletes the oldest
  *   rows of both tables (a range delete by `seq`) until the batch fits, freeing 1/16 of the cap
  *   more so that this happens about once per 1/16 of the cap written. The WAL is checkpointed
- *   every 1/8 of the cap (at most 1000 pages, SQLite's default) and truncated to that size.
+ *   every 1/8 of the cap (at most 4 MB, SQLite's default of 1000 pages of 4 KiB) and truncated to that size.
+ * - a new file has {@link PAGE_SIZE} pages.
  *
  * The sweep (retention, then the size cap; `VACUUM` when the file is still larger than the cap,
  * after the cap was lowered) and `clear` run on the writer too; the calling thread waits for them.
@@ -33,9 +34,10 @@
  * engine from starting. The fsyncs of `NORMAL` (one per WAL checkpoint, every 1/8 of the cap) took
  * half of the writer's time in the 1,000,000-line flood test.
  */
-import { renameSync, rmSync } from 'node:fs'
+import { existsSync, mkdirSync, renameSync, rmSync } from 'node:fs'
+import { dirname } from 'node:path'
 import { Worker } from 'node:worker_threads'
-import type { DatabaseSync } from 'node:sqlite'
+import { DatabaseSync } from 'node:sqlite'
 import { openSqlite } from '../sqlite.ts'
 import { jsonOf, type LogRecord, type SpanRecord } from './records.ts'
 import { MemoryStore, type StoreLimits } from './store.ts'
@@ -46,6 +48,16 @@ const SCHEMA = `
 CREATE TABLE IF NOT EXISTS spans (seq INTEGER PRIMARY KEY AUTOINCREMENT, start_ns INTEGER NOT NULL, body TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS logs (seq INTEGER PRIMARY KEY AUTOINCREMENT, ts_ns INTEGER NOT NULL, body TEXT NOT NULL);
 `
+
+/**
+ * Page size of a new `observability.db`, bytes. SQLite's default (4 KiB) made the writer spend a
+ * third of its CPU in page splits, WAL frames and checkpoints for rows of a few hundred bytes;
+ * 16 KiB pages took about a quarter less CPU per row (docs/benchmarks.md, issue 20). SQLite fixes
+ * the size when the file is first written: a file made before keeps its own.
+ */
+export const PAGE_SIZE = 16384
+/** The WAL is checkpointed at 1/8 of `max_disk_bytes`, and at most at this many bytes (SQLite's default, 1000 pages of 4 KiB). */
+const MAX_WAL_BYTES = 4_096_000
 
 /** A batch is cut at most this long after its first record, ms. */
 const FLUSH_MS = 50
@@ -124,7 +136,7 @@ let walFor = -1
 function limitWal(maxBytes) {
   if (maxBytes === walFor) return
   walFor = maxBytes
-  const pages = Math.max(16, Math.min(1000, Math.floor(maxBytes / 8 / pageSize)))
+  const pages = Math.max(16, Math.floor(Math.min(${MAX_WAL_BYTES}, maxBytes / 8) / pageSize))
   db.exec('PRAGMA wal_autocheckpoint = ' + pages + '; PRAGMA journal_size_limit = ' + pages * pageSize)
 }
 /** Deletes the oldest rows until \`incoming\` more bytes fit under \`maxBytes\` (and 1/16 of it more). */
@@ -246,6 +258,7 @@ export class SqliteStore extends MemoryStore {
     super(limits)
     let db: DatabaseSync | undefined
     try {
+      create(path)
       db = openSqlite(path, 'NORMAL', SCHEMA, () => ({})).db
       this.reload(db)
     } catch (error) {
@@ -257,6 +270,7 @@ export class SqliteStore extends MemoryStore {
       this.movedAside = `${path}.damaged-${Date.now()}`
       renameSync(path, this.movedAside)
       for (const suffix of ['-wal', '-shm']) rmSync(path + suffix, { force: true })
+      create(path)
       db = openSqlite(path, 'NORMAL', SCHEMA, () => ({})).db
     }
     this.db = db
@@ -464,6 +478,18 @@ function droppedMembers(s: SpanRecord): string {
   if (s.dropped_events_count !== undefined) members += ',"dropped_events_count":' + s.dropped_events_count
   if (s.dropped_links_count !== undefined) members += ',"dropped_links_count":' + s.dropped_links_count
   return members
+}
+
+/** Creates `path` (and its directory) with {@link PAGE_SIZE} pages when there is no file yet: the page size must be set before the WAL journal. */
+function create(path: string): void {
+  if (existsSync(path)) return
+  mkdirSync(dirname(path), { recursive: true })
+  const db = new DatabaseSync(path)
+  try {
+    db.exec(`PRAGMA page_size = ${PAGE_SIZE}; PRAGMA journal_mode = WAL`)
+  } finally {
+    db.close()
+  }
 }
 
 /** SQLite's "damaged file" errors: `SQLITE_CORRUPT` (11) and `SQLITE_NOTADB` (26), extended codes included. */

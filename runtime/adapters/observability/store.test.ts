@@ -7,7 +7,7 @@ import { join } from 'node:path'
 import { after, describe, it } from 'node:test'
 import { jsonParse } from 'svc-protocol/json'
 import { LIMITS, log, runStoreConformance, span } from './conformance.ts'
-import { BATCH_BYTES, MAX_IN_FLIGHT, MAX_QUEUED_BYTES, SqliteStore } from './sqlite.ts'
+import { BATCH_BYTES, MAX_IN_FLIGHT, MAX_QUEUED_BYTES, PAGE_SIZE, SqliteStore } from './sqlite.ts'
 import { MemoryStore, NoStore, RECORD_OVERHEAD_BYTES, type StoreLimits } from './store.ts'
 import type { LogRecord, SpanRecord } from './records.ts'
 import { attributeMap } from '../../workers/observability/otlp.ts'
@@ -64,6 +64,38 @@ describe('builtin observability store', () => {
     assert.ok(store.usedBytes() <= 2 << 20, `used ${store.usedBytes()}`)
     store.close()
     assert.ok(statSync(path).size < 8 << 20, `file ${statSync(path).size}`)
+  })
+})
+
+describe('builtin observability store: pages', () => {
+  it('makes a new observability.db with 16 KiB pages, and goes on with the pages of a file made before', () => {
+    const fresh = join(dir, 'pages-new.db')
+    const a = new SqliteStore(fresh, LIMITS)
+    a.putLog(log('new'))
+    a.close()
+    const pageSize = (path: string): number => {
+      const db = new DatabaseSync(path, { readOnly: true })
+      try {
+        return Number(db.prepare('PRAGMA page_size').get()!.page_size)
+      } finally {
+        db.close()
+      }
+    }
+    assert.equal(pageSize(fresh), PAGE_SIZE)
+    assert.equal(PAGE_SIZE, 16384)
+    // A file an earlier version made (4 KiB pages, WAL): reloaded and written as before.
+    const old = join(dir, 'pages-old.db')
+    const made = new DatabaseSync(old)
+    made.exec('PRAGMA journal_mode = WAL; CREATE TABLE spans (seq INTEGER PRIMARY KEY AUTOINCREMENT, start_ns INTEGER NOT NULL, body TEXT NOT NULL); CREATE TABLE logs (seq INTEGER PRIMARY KEY AUTOINCREMENT, ts_ns INTEGER NOT NULL, body TEXT NOT NULL)')
+    made.prepare('INSERT INTO logs (ts_ns, body) VALUES (?, ?)').run(1, JSON.stringify(log('before')))
+    made.close()
+    const b = new SqliteStore(old, LIMITS)
+    b.putLog(log('after'))
+    b.close()
+    const c = new SqliteStore(old, LIMITS)
+    assert.deepEqual(c.logs().map((l) => l.body), ['before', 'after'])
+    c.close()
+    assert.equal(pageSize(old), 4096)
   })
 })
 
