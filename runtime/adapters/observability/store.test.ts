@@ -99,6 +99,62 @@ describe('builtin observability store: pages', () => {
   })
 })
 
+describe('builtin observability store: resources', () => {
+  it('writes a resource once, not in every row: 20,000 log lines and 2,000 spans of a worker with a 4 KiB resource take under 8 MiB', () => {
+    const path = join(dir, 'resources-once.db')
+    const store = new SqliteStore(path, { ...LIMITS, maxLogs: 100, maxSpans: 100 })
+    // One worker's resource: the same object for every record of a frame, a new (equal) object per frame.
+    const resourceOfFrame = (): Record<string, string> => ({ 'service.name': 'orders', 'process.command_args': 'a'.repeat(4096) })
+    for (let frame = 0; frame < 20; frame++) {
+      const resource = resourceOfFrame()
+      for (let i = 0; i < 1000; i++) store.putLog(log(`line ${frame * 1000 + i}`, Date.now(), { resource }))
+      for (let i = 0; i < 100; i++) store.putSpan(span(`t${frame}`, `s${i}`, null, Date.now(), { resource }))
+    }
+    store.flush()
+    // Before: each row held the resource, 22,000 × 4 KiB ≈ 90 MiB.
+    assert.ok(store.usedBytes() < 8 << 20, `used ${store.usedBytes()} bytes`)
+    store.close()
+    const file = new DatabaseSync(path, { readOnly: true })
+    const count = Number(file.prepare('SELECT COUNT(*) AS n FROM resources').get()!.n)
+    file.close()
+    assert.equal(count, 1, 'equal resources are one row')
+    const reopened = new SqliteStore(path, { ...LIMITS, maxLogs: 100, maxSpans: 100 })
+    const logs = reopened.logs()
+    assert.equal(logs.at(-1)!.body, 'line 19999')
+    assert.deepEqual(logs.at(-1)!.resource, resourceOfFrame())
+    assert.deepEqual([...reopened.spans()].at(-1)!.resource, resourceOfFrame())
+    reopened.close()
+  })
+
+  it('deletes a resource with the last row naming it, and writes it again when it comes back', () => {
+    const path = join(dir, 'resources-pruned.db')
+    const store = new SqliteStore(path, { ...LIMITS, maxDiskBytes: 1 << 20 })
+    const body = 'p'.repeat(200)
+    // Each frame its own resource: the cap deletes old rows, and the resources only they named.
+    for (let frame = 0; frame < 200; frame++) {
+      const resource = { 'service.name': `w${frame}`, pad: 'r'.repeat(1000) }
+      for (let i = 0; i < 50; i++) store.putLog(log(`${frame} ${i} ${body}`, Date.now(), { resource }))
+      if (frame % 20 === 19) store.flush()
+    }
+    store.flush()
+    assert.ok(store.usedBytes() <= 1 << 20, `used ${store.usedBytes()}`)
+    const file = new DatabaseSync(path, { readOnly: true })
+    const orphans = Number(file.prepare('SELECT COUNT(*) AS n FROM resources WHERE id NOT IN (SELECT resource FROM logs WHERE resource IS NOT NULL)').get()!.n)
+    const named = Number(file.prepare('SELECT COUNT(DISTINCT resource) AS n FROM logs').get()!.n)
+    file.close()
+    assert.equal(orphans, 0, 'no resource outlives its rows')
+    assert.ok(named > 1 && named < 200, `${named} resources named`)
+    // A resource deleted with its rows is written again by the next record naming it.
+    store.putLog(log('back', Date.now(), { resource: { 'service.name': 'w0', pad: 'r'.repeat(1000) } }))
+    store.clearLogs()
+    store.putLog(log('again', Date.now(), { resource: { 'service.name': 'w1' } }))
+    store.close()
+    const reopened = new SqliteStore(path, LIMITS)
+    assert.deepEqual(reopened.logs().map((l) => [l.body, l.resource]), [['again', { 'service.name': 'w1' }]])
+    reopened.close()
+  })
+})
+
 describe('builtin observability store: a damaged file', () => {
   it('is moved aside and replaced by an empty store', () => {
     const path = join(dir, 'damaged.db')
@@ -325,16 +381,23 @@ describe('span rows of the builtin store', () => {
       },
       { requiredKeys: ['trace_id', 'span_id', 'parent_span_id', 'name', 'kind', 'service_name', 'start_time_unix_nano', 'end_time_unix_nano', 'duration_ms', 'status', 'attributes', 'resource', 'events', 'links'] },
     )
-    const rows = file.prepare('SELECT seq, body FROM spans WHERE seq > ? ORDER BY seq')
+    // A row holds the span without its resource; the resource is a row of `resources`, written once.
+    const rows = file.prepare('SELECT s.seq AS seq, s.body AS body, r.body AS resource FROM spans s LEFT JOIN resources r ON r.id = s.resource WHERE s.seq > ? ORDER BY s.seq')
     let seen = 0
     fc.assert(
       fc.property(fc.array(record, { minLength: 1, maxLength: 8 }), (spans) => {
         for (const span of spans) store.putSpan(span as never)
         store.flush()
-        const written = rows.all(seen) as Array<{ seq: number; body: string }>
+        const written = rows.all(seen) as Array<{ seq: number; body: string; resource: string }>
         seen = Number(written.at(-1)?.seq ?? seen)
+        const joined = written.map((row) => {
+          const body = jsonParse(row.body) as Record<string, unknown>
+          assert.equal(Object.hasOwn(body, 'resource'), false, 'the resource is not repeated in the row')
+          body.resource = jsonParse(row.resource)
+          return body
+        })
         // Spans with one trace and span id are one span to the window, but each put is a row.
-        assert.deepEqual(written.map((row) => jsonParse(row.body)), spans.map((span) => jsonParse(JSON.stringify(span))))
+        assert.deepEqual(joined, spans.map((span) => jsonParse(JSON.stringify(span))))
       }),
       { numRuns: 150 },
     )
