@@ -23,7 +23,9 @@
  * the engine processes (every thread) there.
  *
  * `node bench/logs.ts` prints one JSON line:
- * `{lines, stores: {<store>: {lines_per_second, ms, rss_peak_mib, not_written}}}`.
+ * `{lines, stores: {<store>: {lines_per_second, ms, rss_peak_mib, not_written, engine_cpu_us_per_line}}}`
+ * (`engine_cpu_us_per_line`: the engine's CPU over every thread, from /proc, from before the round
+ * until it is idle again, the writer's work included; of the reported round).
  */
 import { spawn, type ChildProcess } from 'node:child_process'
 import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises'
@@ -123,16 +125,35 @@ async function measure(store: (typeof ALL_STORES)[number]): Promise<Record<strin
     for (let f = 0; f < LINES / PER_FRAME; f++) frames[f % SOCKETS]!.push(logsFrame(f * PER_FRAME))
     const notWritten = async (): Promise<number> => Number(/(\d+) rows not written/.exec(String((await call(url, 'engine::health::check', {}))?.components?.observability?.detail ?? ''))?.[1] ?? 0)
 
-    let best: { ms: number; not_written: number } | undefined
+    /** The engine's CPU time (every thread), ms, from /proc (Linux). */
+    const cpuMs = async (): Promise<number> => {
+      const stat = await readFile(`/proc/${engine!.pid}/stat`, 'utf8')
+      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ')
+      return (Number(fields[11]) + Number(fields[12])) * 10
+    }
+    /** The CPU time once the engine is idle again (the builtin store's writer done): two equal readings 200 ms apart. */
+    const settledCpuMs = async (): Promise<number> => {
+      let last = await cpuMs()
+      for (let i = 0; i < 50; i++) {
+        await new Promise((r) => setTimeout(r, 200))
+        const now = await cpuMs()
+        if (now === last) return now
+        last = now
+      }
+      return last
+    }
+    let best: { ms: number; not_written: number; cpu_us_per_line: number } | undefined
     for (let round = 0; round < ROUNDS; round++) {
       // Each round starts from an empty store, the writer idle (clear waits for it).
       if (store !== 'none') await call(url, 'engine::logs::clear', {})
       const before = await notWritten()
       const sockets = await Promise.all(frames.map(() => openOtel(url)))
+      const cpuBefore = await settledCpuMs()
       const started = performance.now()
       await Promise.all(sockets.map((ws, i) => sendAndClose(ws, frames[i]!)))
       const ms = performance.now() - started
-      const run = { ms, not_written: (await notWritten()) - before }
+      const cpu = (await settledCpuMs()) - cpuBefore
+      const run = { ms, not_written: (await notWritten()) - before, cpu_us_per_line: Math.round((cpu * 1000 * 100) / LINES) / 100 }
       if (best === undefined || run.ms < best.ms) best = run
       if (store !== 'none') {
         // Every line reached the window: the newest is one of the last frames sent.
@@ -147,6 +168,7 @@ async function measure(store: (typeof ALL_STORES)[number]): Promise<Record<strin
       ms: Math.round(best!.ms),
       rss_peak_mib: Math.round(peakKib / 1024),
       not_written: best!.not_written,
+      engine_cpu_us_per_line: best!.cpu_us_per_line,
     }
   } finally {
     if (engine && engine.exitCode === null) {
