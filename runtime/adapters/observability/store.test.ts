@@ -403,6 +403,78 @@ describe('span rows of the builtin store', () => {
     )
   })
 
+  it('log rows and their resources read back as JSON.stringify writes the record, also after the cap or a clear deleted resources and across a restart (property)', async () => {
+    const { default: fc } = await import('fast-check')
+    const dir = mkdtempSync(join(tmpdir(), 'svc-obs-logrows-'))
+    after(() => rmSync(dir, { recursive: true, force: true }))
+    const path = join(dir, 'observability.db')
+    const limits = { ...LIMITS, maxLogs: 100_000, maxDiskBytes: 256 << 10 }
+    let store = new SqliteStore(path, limits)
+    after(() => store.close())
+    const text = fc.string({ unit: 'binary' })
+    const shared = Object.freeze({ 'service.name': 'svc' })
+    const protoResource = attributeMap() as Record<string, string>
+    protoResource['__proto__'] = 'p'
+    protoResource['constructor'] = '\ud800'
+    // Hostile resources: any keys and values (lone surrogates, __proto__), frozen and shared ones,
+    // equal but distinct objects, large ones (the cap then deletes rows and the resources only they named).
+    const resource = fc.oneof(
+      fc.constant(shared),
+      fc.constant(protoResource),
+      fc.dictionary(fc.string(), fc.string(), { noNullPrototype: true }),
+      fc.string({ unit: 'binary', minLength: 1 }).map((v) => ({ 'service.name': v, pad: v.repeat(Math.ceil(8192 / v.length)) })),
+    )
+    const record = fc.record({
+      timestamp_unix_nano: fc.double(),
+      observed_timestamp_unix_nano: fc.oneof(fc.double(), fc.integer()),
+      severity_number: fc.integer({ min: 0, max: 24 }),
+      severity_text: text,
+      body: text,
+      attributes: fc.dictionary(fc.string(), fc.jsonValue(), { noNullPrototype: true }),
+      resource,
+      service_name: text,
+      trace_id: fc.option(text, { nil: null }),
+      span_id: fc.option(text, { nil: null }),
+    })
+    const action = fc.oneof(
+      { weight: 8, arbitrary: fc.array(record, { minLength: 1, maxLength: 12 }) },
+      { weight: 1, arbitrary: fc.constantFrom('clear' as const, 'restart' as const) },
+    )
+    fc.assert(
+      fc.property(fc.array(action, { minLength: 1, maxLength: 6 }), (actions) => {
+        for (const a of actions) {
+          if (a === 'clear') store.clearLogs()
+          else if (a === 'restart') {
+            store.close()
+            store = new SqliteStore(path, limits)
+          } else for (const l of a) store.putLog(l as never)
+        }
+        store.flush()
+        const file = new DatabaseSync(path, { readOnly: true })
+        try {
+          const rows = file.prepare('SELECT l.body AS body, l.resource AS id, r.body AS resource FROM logs l LEFT JOIN resources r ON r.id = l.resource ORDER BY l.seq').all() as Array<{ body: string; id: number | null; resource: string | null }>
+          const orphans = Number(file.prepare('SELECT COUNT(*) AS n FROM resources WHERE id NOT IN (SELECT resource FROM logs WHERE resource IS NOT NULL UNION SELECT resource FROM spans WHERE resource IS NOT NULL)').get()!.n)
+          assert.equal(orphans, 0, 'no resource outlives the rows naming it')
+          // The rows the cap kept are the newest records of the window, each as JSON.stringify writes it.
+          const window = store.logs()
+          const newest = window.slice(window.length - rows.length).map((l) => jsonParse(JSON.stringify(l)))
+          assert.deepEqual(
+            rows.map((row) => {
+              assert.notEqual(row.resource, null, `resource ${row.id} of a row is in the file`)
+              const body = jsonParse(row.body) as Record<string, unknown>
+              body.resource = jsonParse(row.resource!)
+              return body
+            }),
+            newest,
+          )
+        } finally {
+          file.close()
+        }
+      }),
+      { numRuns: 60 },
+    )
+  })
+
   it('a value JSON cannot hold (a function) is dropped as JSON.stringify drops it, and the store goes on', () => {
     const dir = mkdtempSync(join(tmpdir(), 'svc-obs-rows-'))
     after(() => rmSync(dir, { recursive: true, force: true }))
