@@ -19,8 +19,13 @@
  * 2,000 lines go through first as a warm-up. `not_written` is the rows of the reported round that
  * the builtin store dropped from the file (its writer thread behind; `engine::health::check`).
  *
+ * BENCH_STORES (`builtin,none`) measures a subset; BENCH_CPU_PROF=<dir> writes `--cpu-prof` profiles of
+ * the engine processes (every thread) there.
+ *
  * `node bench/logs.ts` prints one JSON line:
- * `{lines, stores: {<store>: {lines_per_second, ms, rss_peak_mib, not_written}}}`.
+ * `{lines, stores: {<store>: {lines_per_second, ms, rss_peak_mib, not_written, engine_cpu_us_per_line}}}`
+ * (`engine_cpu_us_per_line`: the engine's CPU over every thread, from /proc, from before the round
+ * until it is idle again, the writer's work included; of the reported round).
  */
 import { spawn, type ChildProcess } from 'node:child_process'
 import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises'
@@ -36,7 +41,9 @@ const LINES = Number(process.env.BENCH_LOG_LINES ?? 100_000)
 const ROUNDS = 2
 const PER_FRAME = 1000
 const SOCKETS = 4
-const STORES = ['none', 'memory', 'builtin'] as const
+const ALL_STORES = ['none', 'memory', 'builtin'] as const
+/** BENCH_STORES: a comma-separated subset of the stores to measure (all three by default). */
+const STORES = process.env.BENCH_STORES === undefined ? ALL_STORES : ALL_STORES.filter((s) => process.env.BENCH_STORES!.split(',').includes(s))
 
 /** The resource an SDK worker sends with every batch (service, SDK, instance). */
 const RESOURCE = JSON.stringify({
@@ -101,7 +108,7 @@ async function call(url: string, function_id: string, data: unknown): Promise<an
   }
 }
 
-async function measure(store: (typeof STORES)[number]): Promise<Record<string, number>> {
+async function measure(store: (typeof ALL_STORES)[number]): Promise<Record<string, number>> {
   const project = await mkdtemp(join(tmpdir(), 'svc-bench-logs-'))
   let engine: ChildProcess | undefined
   try {
@@ -109,7 +116,7 @@ async function measure(store: (typeof STORES)[number]): Promise<Record<string, n
     await mkdir(join(project, 'config'))
     const settings = { store, memory_max_logs: 20000, max_disk_bytes: 64 << 20 }
     await writeFile(join(project, 'config', 'svc-observability.yaml'), `id: svc-observability\nname: Observability\ndescription: bench\nvalue: ${JSON.stringify(settings)}\n`)
-    engine = spawn(process.execPath, [join(ROOT, 'bin', 'run.js'), '--json'], { cwd: project, env: { ...process.env, SVC_LOG_LEVEL: 'warn' }, stdio: ['ignore', 'pipe', 'inherit'] })
+    engine = spawn(process.execPath, [...(process.env.BENCH_CPU_PROF ? ['--max-semi-space-size=4', '--heap-growing-percent=50', '--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_CPU_PROF}`] : []), join(ROOT, 'bin', 'run.js'), '--json'], { cwd: project, env: { ...process.env, SVC_LOG_LEVEL: 'warn' }, stdio: ['ignore', 'pipe', 'inherit'] })
     const { engine_url: url } = await firstJson(createInterface({ input: engine.stdout! })[Symbol.asyncIterator](), 'engine_url')
 
     const warmup = await openOtel(url)
@@ -118,16 +125,35 @@ async function measure(store: (typeof STORES)[number]): Promise<Record<string, n
     for (let f = 0; f < LINES / PER_FRAME; f++) frames[f % SOCKETS]!.push(logsFrame(f * PER_FRAME))
     const notWritten = async (): Promise<number> => Number(/(\d+) rows not written/.exec(String((await call(url, 'engine::health::check', {}))?.components?.observability?.detail ?? ''))?.[1] ?? 0)
 
-    let best: { ms: number; not_written: number } | undefined
+    /** The engine's CPU time (every thread), ms, from /proc (Linux). */
+    const cpuMs = async (): Promise<number> => {
+      const stat = await readFile(`/proc/${engine!.pid}/stat`, 'utf8')
+      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ')
+      return (Number(fields[11]) + Number(fields[12])) * 10
+    }
+    /** The CPU time once the engine is idle again (the builtin store's writer done): two equal readings 200 ms apart. */
+    const settledCpuMs = async (): Promise<number> => {
+      let last = await cpuMs()
+      for (let i = 0; i < 50; i++) {
+        await new Promise((r) => setTimeout(r, 200))
+        const now = await cpuMs()
+        if (now === last) return now
+        last = now
+      }
+      return last
+    }
+    let best: { ms: number; not_written: number; cpu_us_per_line: number } | undefined
     for (let round = 0; round < ROUNDS; round++) {
       // Each round starts from an empty store, the writer idle (clear waits for it).
       if (store !== 'none') await call(url, 'engine::logs::clear', {})
       const before = await notWritten()
       const sockets = await Promise.all(frames.map(() => openOtel(url)))
+      const cpuBefore = await settledCpuMs()
       const started = performance.now()
       await Promise.all(sockets.map((ws, i) => sendAndClose(ws, frames[i]!)))
       const ms = performance.now() - started
-      const run = { ms, not_written: (await notWritten()) - before }
+      const cpu = (await settledCpuMs()) - cpuBefore
+      const run = { ms, not_written: (await notWritten()) - before, cpu_us_per_line: Math.round((cpu * 1000 * 100) / LINES) / 100 }
       if (best === undefined || run.ms < best.ms) best = run
       if (store !== 'none') {
         // Every line reached the window: the newest is one of the last frames sent.
@@ -142,6 +168,7 @@ async function measure(store: (typeof STORES)[number]): Promise<Record<string, n
       ms: Math.round(best!.ms),
       rss_peak_mib: Math.round(peakKib / 1024),
       not_written: best!.not_written,
+      engine_cpu_us_per_line: best!.cpu_us_per_line,
     }
   } finally {
     if (engine && engine.exitCode === null) {

@@ -290,6 +290,7 @@ function logRows(r: Record<string, any>): string[] {
     `| Log ingest: lines/s through /otel (${r.lines.toLocaleString('en')} lines, 1,000 per \`LOGS\` frame, 4 sockets) | store none (baseline) | memory | builtin | builtin / none |`,
     '|---|---|---|---|---|',
     `| lines/s | ${none.lines_per_second}/s | ${memory.lines_per_second}/s (${ratio(memory)}) | ${builtin.lines_per_second}/s | ${ratio(builtin)} |`,
+    `| engine CPU per line, every thread (the writer's work included) | ${none.engine_cpu_us_per_line} µs | ${memory.engine_cpu_us_per_line} µs | ${builtin.engine_cpu_us_per_line} µs | ${(none.engine_cpu_us_per_line / builtin.engine_cpu_us_per_line).toFixed(2)}× (none / builtin) |`,
     `| engine peak RSS | ${none.rss_peak_mib} MiB | ${memory.rss_peak_mib} MiB | ${builtin.rss_peak_mib} MiB | |`,
     `| rows not written to observability.db (writer behind) | | | ${builtin.not_written} | |`,
   ]

@@ -12,6 +12,12 @@
  * path): a span still unfinished when its batch was cut gets a second, finished row, and the later
  * row wins when the window is reloaded from the file at open.
  *
+ * A record's resource (the same few hundred bytes to kilobytes for every record of a worker) is
+ * not repeated in its row: it is a row of the `resources` table, written the first time a record
+ * names it and deleted with the last row that does (see {@link SCHEMA}); each batch carries the
+ * JSON of its resources once. Writing it in every row made it about a third of the bytes the
+ * writer wrote for an SDK's log line.
+ *
  * Bounded whatever the ingest rate (a flood faster than the disk):
  * - at most {@link MAX_IN_FLIGHT} batches are with the writer; the others wait on this side, at
  *   most {@link MAX_QUEUED_BYTES} (and {@link MAX_QUEUED_BATCHES}) of them: beyond that the oldest
@@ -20,7 +26,8 @@
  * - the file stays within `max_disk_bytes`: before writing a batch the writer deletes the oldest
  *   rows of both tables (a range delete by `seq`) until the batch fits, freeing 1/16 of the cap
  *   more so that this happens about once per 1/16 of the cap written. The WAL is checkpointed
- *   every 1/8 of the cap (at most 1000 pages, SQLite's default) and truncated to that size.
+ *   every 1/8 of the cap (at most 4 MB, SQLite's default of 1000 pages of 4 KiB) and truncated to that size.
+ * - a new file has {@link PAGE_SIZE} pages.
  *
  * The sweep (retention, then the size cap; `VACUUM` when the file is still larger than the cap,
  * after the cap was lowered) and `clear` run on the writer too; the calling thread waits for them.
@@ -33,19 +40,38 @@
  * engine from starting. The fsyncs of `NORMAL` (one per WAL checkpoint, every 1/8 of the cap) took
  * half of the writer's time in the 1,000,000-line flood test.
  */
-import { renameSync, rmSync } from 'node:fs'
+import { existsSync, mkdirSync, renameSync, rmSync } from 'node:fs'
+import { dirname } from 'node:path'
 import { Worker } from 'node:worker_threads'
-import type { DatabaseSync } from 'node:sqlite'
+import { DatabaseSync } from 'node:sqlite'
 import { openSqlite } from '../sqlite.ts'
 import { jsonOf, type LogRecord, type SpanRecord } from './records.ts'
 import { MemoryStore, type StoreLimits } from './store.ts'
 import { Fifo } from '../../workers/shared/fifo.ts'
 import { jsonParse } from 'svc-protocol/json'
 
+/**
+ * A row's `body` is its record's JSON without `resource` when `resource` names a row of
+ * `resources` (the resource's JSON, stored once however many records share it); with `resource`
+ * NULL (rows written before the column existed) the body holds the whole record. `last_span` and
+ * `last_log` are the newest seq of each table whose rows name the resource: a resource whose
+ * rows are all deleted is deleted with them.
+ */
 const SCHEMA = `
-CREATE TABLE IF NOT EXISTS spans (seq INTEGER PRIMARY KEY AUTOINCREMENT, start_ns INTEGER NOT NULL, body TEXT NOT NULL);
-CREATE TABLE IF NOT EXISTS logs (seq INTEGER PRIMARY KEY AUTOINCREMENT, ts_ns INTEGER NOT NULL, body TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS spans (seq INTEGER PRIMARY KEY AUTOINCREMENT, start_ns INTEGER NOT NULL, body TEXT NOT NULL, resource INTEGER);
+CREATE TABLE IF NOT EXISTS logs (seq INTEGER PRIMARY KEY AUTOINCREMENT, ts_ns INTEGER NOT NULL, body TEXT NOT NULL, resource INTEGER);
+CREATE TABLE IF NOT EXISTS resources (id INTEGER PRIMARY KEY AUTOINCREMENT, body TEXT NOT NULL UNIQUE, last_span INTEGER NOT NULL DEFAULT 0, last_log INTEGER NOT NULL DEFAULT 0);
 `
+
+/**
+ * Page size of a new `observability.db`, bytes. SQLite's default (4 KiB) made the writer spend a
+ * third of its CPU in page splits, WAL frames and checkpoints for rows of a few hundred bytes;
+ * 16 KiB pages took about a quarter less CPU per row (docs/benchmarks.md, issue 20). SQLite fixes
+ * the size when the file is first written: a file made before keeps its own.
+ */
+export const PAGE_SIZE = 16384
+/** The WAL is checkpointed at 1/8 of `max_disk_bytes`, and at most at this many bytes (SQLite's default, 1000 pages of 4 KiB). */
+const MAX_WAL_BYTES = 4_096_000
 
 /** A batch is cut at most this long after its first record, ms. */
 const FLUSH_MS = 50
@@ -66,24 +92,31 @@ const INSERT_ROWS = 50
 /**
  * Values per span in a batch, in this order: start_time_unix_nano, trace_id, span_id,
  * parent_span_id, name, kind, service_name, end_time_unix_nano, duration_ms, status,
- * status_message (null when absent), then the JSON of attributes, resource, events and links,
+ * status_message (null when absent), then the JSON of attributes, the index of the resource in the
+ * batch's `resources`, the JSON of events and links,
  * then the dropped counts as JSON members (`,"dropped_attributes_count":2`, '' when none)
  * (primitives only: structured clone copies strings far faster than objects).
  */
 export const SPAN_FIELDS = 16
 
-/** A batch for the writer: spans as flat {@link SPAN_FIELDS} values each, logs as flat `[ns, json, …]`. */
+/** Values per log row in a batch: `[ns, json without the resource, index in the batch's resources]`. */
+const LOG_FIELDS = 3
+
+/**
+ * A batch for the writer: spans as flat {@link SPAN_FIELDS} values each, logs as flat
+ * {@link LOG_FIELDS} values each, and the JSON of the resources they name (by index), each once.
+ */
 interface Batch {
   spans: unknown[]
   logs: Array<number | string>
+  resources: string[]
   rows: number
   /** Serialised size (estimated for spans: their fields' text plus room for keys and numbers). */
   bytes: number
 }
 
 /**
- * The writer thread. Messages: `{seq, op: 'write', spans, logs, maxBytes}` (spans as
- * {@link SPAN_FIELDS} values each, logs as flat `[ns, json, …]`), `{seq, op: 'sweep', cutoffNs, maxBytes}`, `{seq, op: 'clear', table}`,
+ * The writer thread. Messages: `{seq, op: 'write', spans, logs, resources, maxBytes}` (see {@link Batch}), `{seq, op: 'sweep', cutoffNs, maxBytes}`, `{seq, op: 'clear', table}`,
  * `{seq, op: 'close'}`. After each one it adds the rows it failed to write to `done[1]`, stores
  * `seq` in `done[0]` and notifies (the owner reads both without waiting for an event, and can wait
  * for a `seq`), then posts `seq` back so that an idle owner hands over the next batch.
@@ -97,16 +130,40 @@ db.exec('PRAGMA busy_timeout = 5000; PRAGMA journal_mode = WAL; PRAGMA synchrono
 /** Inserts of one row and of ${INSERT_ROWS} rows per statement, by table (fewer statements, less binding overhead). */
 const inserts = {}
 for (const [t, ns] of [['spans', 'start_ns'], ['logs', 'ts_ns']]) {
-  const sql = 'INSERT INTO ' + t + ' (' + ns + ', body) VALUES '
-  inserts[t] = { one: db.prepare(sql + '(?, ?)'), many: db.prepare(sql + Array(${INSERT_ROWS}).fill('(?, ?)').join(', ')) }
+  const sql = 'INSERT INTO ' + t + ' (' + ns + ', body, resource) VALUES '
+  inserts[t] = { one: db.prepare(sql + '(?, ?, ?)'), many: db.prepare(sql + Array(${INSERT_ROWS}).fill('(?, ?, ?)').join(', ')) }
 }
-/** Appends flat \`[ns, json, …]\` rows to table \`t\`; the last seq, 0 when none. */
+/** Appends flat \`[ns, json, resource id, …]\` rows to table \`t\`; the last seq, 0 when none. */
 function insert(t, rows) {
   const { one, many } = inserts[t]
   let i = 0, last = 0
-  for (; i + ${INSERT_ROWS * 2} <= rows.length; i += ${INSERT_ROWS * 2}) last = many.run(...rows.slice(i, i + ${INSERT_ROWS * 2})).lastInsertRowid
-  for (; i < rows.length; i += 2) last = one.run(rows[i], rows[i + 1]).lastInsertRowid
+  for (; i + ${INSERT_ROWS * 3} <= rows.length; i += ${INSERT_ROWS * 3}) last = many.run(...rows.slice(i, i + ${INSERT_ROWS * 3})).lastInsertRowid
+  for (; i < rows.length; i += 3) last = one.run(rows[i], rows[i + 1], rows[i + 2]).lastInsertRowid
   return Number(last)
+}
+/** Ids of resources by their JSON, as the file has them (cleared whenever resources are deleted or a write rolled back). */
+let resourceIds = new Map()
+const findResource = db.prepare('SELECT id FROM resources WHERE body = ?')
+const addResource = db.prepare('INSERT INTO resources (body) VALUES (?)')
+const lastUse = { spans: db.prepare('UPDATE resources SET last_span = ? WHERE id = ?'), logs: db.prepare('UPDATE resources SET last_log = ? WHERE id = ?') }
+const pruneResources = db.prepare('DELETE FROM resources WHERE last_span < ? AND last_log < ?')
+/** The ids of a batch's resources (by index), added to the file when new. */
+function resourceIdsOf(texts) {
+  if (resourceIds.size > 4096) resourceIds = new Map()
+  return texts.map((text) => {
+    let id = resourceIds.get(text)
+    if (id === undefined) {
+      const found = findResource.get(text)
+      id = found === undefined ? Number(addResource.run(text).lastInsertRowid) : Number(found.id)
+      resourceIds.set(text, id)
+    }
+    return id
+  })
+}
+/** Deletes the resources no row names any more (every row up to their last use is gone). */
+function prune() {
+  const oldest = (t) => (t.max === 0 || t.max < t.min ? Number.MAX_SAFE_INTEGER : t.min)
+  if (pruneResources.run(oldest(tables.spans), oldest(tables.logs)).changes > 0) resourceIds = new Map()
 }
 const pragma = (name) => { const s = db.prepare('PRAGMA ' + name); return () => Number(Object.values(s.get() ?? {})[0] ?? 0) }
 const pageCount = pragma('page_count'), freePages = pragma('freelist_count')
@@ -124,7 +181,7 @@ let walFor = -1
 function limitWal(maxBytes) {
   if (maxBytes === walFor) return
   walFor = maxBytes
-  const pages = Math.max(16, Math.min(1000, Math.floor(maxBytes / 8 / pageSize)))
+  const pages = Math.max(16, Math.floor(Math.min(${MAX_WAL_BYTES}, maxBytes / 8) / pageSize))
   db.exec('PRAGMA wal_autocheckpoint = ' + pages + '; PRAGMA journal_size_limit = ' + pages * pageSize)
 }
 /** Deletes the oldest rows until \`incoming\` more bytes fit under \`maxBytes\` (and 1/16 of it more). */
@@ -143,11 +200,15 @@ function fit(incoming, maxBytes) {
       deleted += n
     }
     if (deleted === 0) return
+    prune()
   }
 }
 const quote = JSON.stringify
 const number = (x) => (x === null || !Number.isFinite(x) ? 'null' : String(x))
-/** Span fields (${SPAN_FIELDS} per span) to flat \`[ns, json, …]\` rows: the JSON.stringify of the record, key for key. */
+/**
+ * Span fields (${SPAN_FIELDS} per span) to flat \`[ns, json, resource index, …]\` rows: the JSON.stringify of the
+ * record without its resource, key for key.
+ */
 function spanRows(f) {
   const rows = []
   for (let i = 0; i < f.length; i += ${SPAN_FIELDS}) {
@@ -156,11 +217,15 @@ function spanRows(f) {
     rows.push(Number.isFinite(f[i]) ? f[i] : 0, '{"trace_id":' + quote(f[i + 1]) + ',"span_id":' + quote(f[i + 2]) + ',"parent_span_id":' + (f[i + 3] === null ? 'null' : quote(f[i + 3])) +
       ',"name":' + quote(f[i + 4]) + ',"kind":' + quote(f[i + 5]) + ',"service_name":' + quote(f[i + 6]) + ',"start_time_unix_nano":' + number(f[i]) +
       ',"end_time_unix_nano":' + number(f[i + 7]) + ',"duration_ms":' + number(f[i + 8]) + ',"status":' + quote(f[i + 9]) + message +
-      ',"attributes":' + f[i + 11] + ',"resource":' + f[i + 12] + ',"events":' + f[i + 13] + ',"links":' + f[i + 14] + f[i + 15] + '}')
+      ',"attributes":' + f[i + 11] + ',"events":' + f[i + 13] + ',"links":' + f[i + 14] + f[i + 15] + '}', f[i + 12])
   }
   return rows
 }
-const textBytes = (rows) => { let n = 0; for (let i = 1; i < rows.length; i += 2) n += rows[i].length; return n }
+const textBytes = (rows) => { let n = 0; for (let i = 1; i < rows.length; i += 3) n += rows[i].length; return n }
+/** Rows as the insert takes them: the batch's resource indexes replaced by the file's ids. */
+function withIds(rows, ids) {
+  for (let i = 2; i < rows.length; i += 3) rows[i] = ids[rows[i]]
+}
 parentPort.on('message', (m) => {
   let failed = 0
   try {
@@ -169,10 +234,12 @@ parentPort.on('message', (m) => {
     } else if (m.op === 'clear') {
       db.exec(m.table === 'logs' ? 'DELETE FROM logs' : 'DELETE FROM spans')
       recount()
+      prune()
     } else if (m.op === 'sweep') {
       db.prepare('DELETE FROM spans WHERE start_ns < ?').run(m.cutoffNs)
       db.prepare('DELETE FROM logs WHERE ts_ns < ?').run(m.cutoffNs)
       recount()
+      prune()
       fit(0, m.maxBytes)
       if (pageCount() * pageSize > m.maxBytes) {
         db.exec('VACUUM; PRAGMA wal_checkpoint(TRUNCATE)')
@@ -183,25 +250,36 @@ parentPort.on('message', (m) => {
       db.exec('BEGIN IMMEDIATE')
       try {
         // Rows need a little more room than their text: record headers, cell pointers, page slack.
-        const rowCount = (batch.spans.length + batch.logs.length) / 2
-        fit(Math.ceil((textBytes(batch.spans) + textBytes(batch.logs)) * 1.1) + rowCount * 8 + 2 * pageSize, m.maxBytes)
+        const rowCount = (batch.spans.length + batch.logs.length) / 3
+        let resourceBytes = 0
+        for (const text of m.resources) resourceBytes += text.length
+        fit(Math.ceil((textBytes(batch.spans) + textBytes(batch.logs) + resourceBytes) * 1.1) + rowCount * 8 + 2 * pageSize, m.maxBytes)
+        // After fit: a resource it deleted is added again.
+        const ids = resourceIdsOf(m.resources)
+        withIds(batch.spans, ids)
+        withIds(batch.logs, ids)
         for (const t of ['spans', 'logs']) {
           const rows = batch[t]
           if (rows.length === 0) continue
           const last = insert(t, rows)
           tables[t].max = last
-          if (tables[t].min === 0) tables[t].min = last - rows.length / 2 + 1
+          if (tables[t].min === 0) tables[t].min = last - rows.length / 3 + 1
+          // The seq of each resource's last row (a transaction's rows have consecutive seqs).
+          const lastRow = new Map()
+          for (let i = 2; i < rows.length; i += 3) lastRow.set(rows[i], i)
+          for (const [id, i] of lastRow) lastUse[t].run(last - (rows.length - 1 - i) / 3, id)
         }
         db.exec('COMMIT')
       } catch (error) {
         db.exec('ROLLBACK')
         recount()
-        failed = m.spans.length / ${SPAN_FIELDS} + m.logs.length / 2
+        resourceIds = new Map()
+        failed = m.spans.length / ${SPAN_FIELDS} + m.logs.length / 3
       }
     }
   } catch {
     // A failed write (disk full) loses this batch only; the window still has the records.
-    if (m.op === 'write') failed = m.spans.length / ${SPAN_FIELDS} + m.logs.length / 2
+    if (m.op === 'write') failed = m.spans.length / ${SPAN_FIELDS} + m.logs.length / 3
   }
   if (failed > 0) Atomics.add(done, 1, failed)
   Atomics.store(done, 0, m.seq)
@@ -224,8 +302,11 @@ export class SqliteStore extends MemoryStore {
   private seq = 0
   /** Spans of the batch being filled (by identity): an engine span that started and finished before the cut is written once. */
   private pendingSpans = new Set<SpanRecord>()
-  /** Log rows of the batch being filled, serialised at once (a log record never changes): `[ns, json, …]`. */
+  /** Log rows of the batch being filled, serialised at once (a log record never changes): {@link LOG_FIELDS} values each. */
   private pendingLogs: Array<number | string> = []
+  /** The resources of the batch being filled (their JSON, each once) and their indexes by object. */
+  private pendingResources: string[] = []
+  private resourceIndexes = new Map<object, number>()
   private pendingBytes = 0
   /** Cut batches not yet handed to the writer, oldest first. */
   private readonly queue = new Fifo<Batch>()
@@ -246,7 +327,9 @@ export class SqliteStore extends MemoryStore {
     super(limits)
     let db: DatabaseSync | undefined
     try {
+      create(path)
       db = openSqlite(path, 'NORMAL', SCHEMA, () => ({})).db
+      addResourceColumns(db)
       this.reload(db)
     } catch (error) {
       if (!isDamaged(error)) throw error
@@ -257,6 +340,7 @@ export class SqliteStore extends MemoryStore {
       this.movedAside = `${path}.damaged-${Date.now()}`
       renameSync(path, this.movedAside)
       for (const suffix of ['-wal', '-shm']) rmSync(path + suffix, { force: true })
+      create(path)
       db = openSqlite(path, 'NORMAL', SCHEMA, () => ({})).db
     }
     this.db = db
@@ -289,13 +373,35 @@ export class SqliteStore extends MemoryStore {
   }
 
   override putLog(log: LogRecord, bytes?: number): void {
+    // The row holds the record without its resource, which is written once per batch and file.
+    const resource = log.resource
+    let json: string
+    if (Reflect.set(log, 'resource', undefined)) {
+      try {
+        json = JSON.stringify(log)
+      } finally {
+        log.resource = resource
+      }
+    } else json = JSON.stringify({ ...log, resource: undefined })
+    const index = this.resourceIndex(resource)
     // The file needs the JSON anyway: its length is the record's size when none is given.
-    const json = JSON.stringify(log)
-    super.putLog(log, bytes ?? json.length)
+    super.putLog(log, bytes ?? json.length + this.pendingResources[index]!.length + 12)
     const ns = log.observed_timestamp_unix_nano
-    this.pendingLogs.push(Number.isFinite(ns) ? ns : 0, json)
+    this.pendingLogs.push(Number.isFinite(ns) ? ns : 0, json, index)
     this.pendingBytes += json.length
     this.added()
+  }
+
+  /** The index of `resource` in the batch being filled, its JSON added when it is the first record naming it. */
+  private resourceIndex(resource: object): number {
+    let index = this.resourceIndexes.get(resource)
+    if (index === undefined) {
+      const json = jsonOf(resource)
+      index = this.pendingResources.push(json) - 1
+      this.resourceIndexes.set(resource, index)
+      this.pendingBytes += json.length
+    }
+    return index
   }
 
   override clearLogs(): number {
@@ -344,7 +450,7 @@ export class SqliteStore extends MemoryStore {
 
   /** A record joined the batch being filled: cut it when full, else make sure a timer will. */
   private added(): void {
-    if (this.pendingSpans.size + this.pendingLogs.length / 2 >= BATCH_ROWS || this.pendingBytes >= BATCH_BYTES) {
+    if (this.pendingSpans.size + this.pendingLogs.length / LOG_FIELDS >= BATCH_ROWS || this.pendingBytes >= BATCH_BYTES) {
       this.cut()
       this.pump()
       return
@@ -364,22 +470,24 @@ export class SqliteStore extends MemoryStore {
     clearTimeout(this.timer)
     this.timer = undefined
     const spans: unknown[] = []
-    let bytes = this.pendingBytes
-    // The spans of one frame share their resource object: its JSON is made once per batch.
-    const resources = new Map<object, string>()
+    let bytes = 0
     for (const s of this.pendingSpans) {
       const attributes = JSON.stringify(s.attributes)
-      let resource = resources.get(s.resource)
-      if (resource === undefined) resources.set(s.resource, (resource = jsonOf(s.resource)))
+      // The spans of one frame share their resource object: its JSON is made once per batch.
+      const resource = this.resourceIndex(s.resource)
       const events = s.events.length === 0 ? '[]' : JSON.stringify(s.events)
       const links = s.links.length === 0 ? '[]' : JSON.stringify(s.links)
       spans.push(s.start_time_unix_nano, s.trace_id, s.span_id, s.parent_span_id, s.name, s.kind, s.service_name, s.end_time_unix_nano, s.duration_ms, s.status, s.status_message ?? null, attributes, resource, events, links, droppedMembers(s))
       // Room for the keys, the three numbers and the escapes of ids and names.
-      bytes += 320 + s.trace_id.length + s.span_id.length + s.name.length + s.service_name.length + (s.status_message?.length ?? 0) + attributes.length + resource.length + events.length + links.length
+      bytes += 320 + s.trace_id.length + s.span_id.length + s.name.length + s.service_name.length + (s.status_message?.length ?? 0) + attributes.length + events.length + links.length
     }
-    const batch: Batch = { spans, logs: this.pendingLogs, rows: spans.length / SPAN_FIELDS + this.pendingLogs.length / 2, bytes }
+    // The logs, and every resource's JSON (resourceIndex counted the spans' ones too).
+    bytes += this.pendingBytes
+    const batch: Batch = { spans, logs: this.pendingLogs, resources: this.pendingResources, rows: spans.length / SPAN_FIELDS + this.pendingLogs.length / LOG_FIELDS, bytes }
     this.pendingSpans = new Set()
     this.pendingLogs = []
+    this.pendingResources = []
+    this.resourceIndexes = new Map()
     this.pendingBytes = 0
     this.queue.push(batch)
     this.queuedBytes += bytes
@@ -408,7 +516,7 @@ export class SqliteStore extends MemoryStore {
   /** Posts one batch; its sequence number. */
   private post(batch: Batch): number {
     const seq = ++this.seq
-    this.writer.postMessage({ seq, op: 'write', spans: batch.spans, logs: batch.logs, maxBytes: this.limits.maxDiskBytes })
+    this.writer.postMessage({ seq, op: 'write', spans: batch.spans, logs: batch.logs, resources: batch.resources, maxBytes: this.limits.maxDiskBytes })
     return seq
   }
 
@@ -435,25 +543,71 @@ export class SqliteStore extends MemoryStore {
    * length), so that opening a large file never holds more than the window in memory.
    */
   private reload(db: DatabaseSync): void {
+    const resources = new Resources(db)
     // Rows are appended (a span that was written unfinished has a later, finished row): later rows win.
-    const spans = newestRows(db, 'spans', this.limits.maxSpans * 2, this.limits.maxSpanBytes)
-    for (let i = spans.length - 1; i >= 0; i--) super.putSpan(jsonParse(spans[i]!) as SpanRecord, spans[i]!.length)
-    const logs = newestRows(db, 'logs', this.limits.maxLogs, this.limits.maxLogBytes)
-    for (let i = logs.length - 1; i >= 0; i--) super.putLog(jsonParse(logs[i]!) as LogRecord, logs[i]!.length)
+    const spans = newestRows(db, 'spans', this.limits.maxSpans * 2, this.limits.maxSpanBytes, resources)
+    for (let i = spans.length - 1; i >= 0; i--) super.putSpan(resources.record<SpanRecord>(spans[i]!), spans[i]!.bytes)
+    const logs = newestRows(db, 'logs', this.limits.maxLogs, this.limits.maxLogBytes, resources)
+    for (let i = logs.length - 1; i >= 0; i--) super.putLog(resources.record<LogRecord>(logs[i]!), logs[i]!.bytes)
   }
 }
 
-/** Bodies of the newest rows of `table`, newest first: at most `maxRows`, and no more once their text reaches `maxBytes`. */
-function newestRows(db: DatabaseSync, table: 'spans' | 'logs', maxRows: number, maxBytes: number): string[] {
-  const out: string[] = []
+/** A row read back: its body, the id of its resource (null: the body holds it), its size in the window (body and resource JSON). */
+interface Row {
+  body: string
+  resource: number | null
+  bytes: number
+}
+
+/** The `resources` of the file as reload reads them: each parsed once, shared by the records that name it. */
+class Resources {
+  private readonly statement
+  private readonly byId = new Map<number, { text: string; value: Record<string, string> | undefined }>()
+
+  constructor(db: DatabaseSync) {
+    this.statement = db.prepare('SELECT body FROM resources WHERE id = ?')
+  }
+
+  /** The JSON of resource `id` ('{}' when the file lacks it). */
+  text(id: number): string {
+    let entry = this.byId.get(id)
+    if (entry === undefined) this.byId.set(id, (entry = { text: String(this.statement.get(id)?.body ?? '{}'), value: undefined }))
+    return entry.text
+  }
+
+  /** The record of a row, its resource joined. */
+  record<T extends { resource: Record<string, string> }>(row: Row): T {
+    const record = jsonParse(row.body) as T
+    if (row.resource === null) return record
+    this.text(row.resource)
+    const entry = this.byId.get(row.resource)!
+    entry.value ??= jsonParse(entry.text) as Record<string, string>
+    record.resource = entry.value
+    return record
+  }
+}
+
+/** The newest rows of `table`, newest first: at most `maxRows`, and no more once their text reaches `maxBytes`. */
+function newestRows(db: DatabaseSync, table: 'spans' | 'logs', maxRows: number, maxBytes: number, resources: Resources): Row[] {
+  const out: Row[] = []
   let bytes = 0
-  for (const row of db.prepare(`SELECT body FROM ${table} ORDER BY seq DESC LIMIT ?`).iterate(maxRows)) {
+  for (const row of db.prepare(`SELECT body, resource FROM ${table} ORDER BY seq DESC LIMIT ?`).iterate(maxRows)) {
     const body = String(row.body)
-    bytes += body.length
+    const resource = row.resource === null ? null : Number(row.resource)
+    const size = body.length + (resource === null ? 0 : resources.text(resource).length + 12)
+    bytes += size
     if (bytes > maxBytes && out.length > 0) break
-    out.push(body)
+    out.push({ body, resource, bytes: size })
   }
   return out
+}
+
+/** Adds the `resource` column to the tables of a file made before it existed (its rows keep NULL: their body holds the resource). */
+function addResourceColumns(db: DatabaseSync): void {
+  for (const table of ['spans', 'logs']) {
+    const columns = db.prepare(`PRAGMA table_info(${table})`).all().map((c) => c.name)
+    if (!columns.includes('resource')) db.exec(`ALTER TABLE ${table} ADD COLUMN resource INTEGER`)
+  }
 }
 
 /** The dropped counts of a span as JSON members to append (`,"dropped_events_count":3`), '' when it lost nothing. */
@@ -464,6 +618,18 @@ function droppedMembers(s: SpanRecord): string {
   if (s.dropped_events_count !== undefined) members += ',"dropped_events_count":' + s.dropped_events_count
   if (s.dropped_links_count !== undefined) members += ',"dropped_links_count":' + s.dropped_links_count
   return members
+}
+
+/** Creates `path` (and its directory) with {@link PAGE_SIZE} pages when there is no file yet: the page size must be set before the WAL journal. */
+function create(path: string): void {
+  if (existsSync(path)) return
+  mkdirSync(dirname(path), { recursive: true })
+  const db = new DatabaseSync(path)
+  try {
+    db.exec(`PRAGMA page_size = ${PAGE_SIZE}; PRAGMA journal_mode = WAL`)
+  } finally {
+    db.close()
+  }
 }
 
 /** SQLite's "damaged file" errors: `SQLITE_CORRUPT` (11) and `SQLITE_NOTADB` (26), extended codes included. */

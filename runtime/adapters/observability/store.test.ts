@@ -7,7 +7,7 @@ import { join } from 'node:path'
 import { after, describe, it } from 'node:test'
 import { jsonParse } from 'svc-protocol/json'
 import { LIMITS, log, runStoreConformance, span } from './conformance.ts'
-import { BATCH_BYTES, MAX_IN_FLIGHT, MAX_QUEUED_BYTES, SqliteStore } from './sqlite.ts'
+import { BATCH_BYTES, MAX_IN_FLIGHT, MAX_QUEUED_BYTES, PAGE_SIZE, SqliteStore } from './sqlite.ts'
 import { MemoryStore, NoStore, RECORD_OVERHEAD_BYTES, type StoreLimits } from './store.ts'
 import type { LogRecord, SpanRecord } from './records.ts'
 import { attributeMap } from '../../workers/observability/otlp.ts'
@@ -64,6 +64,94 @@ describe('builtin observability store', () => {
     assert.ok(store.usedBytes() <= 2 << 20, `used ${store.usedBytes()}`)
     store.close()
     assert.ok(statSync(path).size < 8 << 20, `file ${statSync(path).size}`)
+  })
+})
+
+describe('builtin observability store: pages', () => {
+  it('makes a new observability.db with 16 KiB pages, and goes on with the pages of a file made before', () => {
+    const fresh = join(dir, 'pages-new.db')
+    const a = new SqliteStore(fresh, LIMITS)
+    a.putLog(log('new'))
+    a.close()
+    const pageSize = (path: string): number => {
+      const db = new DatabaseSync(path, { readOnly: true })
+      try {
+        return Number(db.prepare('PRAGMA page_size').get()!.page_size)
+      } finally {
+        db.close()
+      }
+    }
+    assert.equal(pageSize(fresh), PAGE_SIZE)
+    assert.equal(PAGE_SIZE, 16384)
+    // A file an earlier version made (4 KiB pages, WAL): reloaded and written as before.
+    const old = join(dir, 'pages-old.db')
+    const made = new DatabaseSync(old)
+    made.exec('PRAGMA journal_mode = WAL; CREATE TABLE spans (seq INTEGER PRIMARY KEY AUTOINCREMENT, start_ns INTEGER NOT NULL, body TEXT NOT NULL); CREATE TABLE logs (seq INTEGER PRIMARY KEY AUTOINCREMENT, ts_ns INTEGER NOT NULL, body TEXT NOT NULL)')
+    made.prepare('INSERT INTO logs (ts_ns, body) VALUES (?, ?)').run(1, JSON.stringify(log('before')))
+    made.close()
+    const b = new SqliteStore(old, LIMITS)
+    b.putLog(log('after'))
+    b.close()
+    const c = new SqliteStore(old, LIMITS)
+    assert.deepEqual(c.logs().map((l) => l.body), ['before', 'after'])
+    c.close()
+    assert.equal(pageSize(old), 4096)
+  })
+})
+
+describe('builtin observability store: resources', () => {
+  it('writes a resource once, not in every row: 20,000 log lines and 2,000 spans of a worker with a 4 KiB resource take under 8 MiB', () => {
+    const path = join(dir, 'resources-once.db')
+    const store = new SqliteStore(path, { ...LIMITS, maxLogs: 100, maxSpans: 100 })
+    // One worker's resource: the same object for every record of a frame, a new (equal) object per frame.
+    const resourceOfFrame = (): Record<string, string> => ({ 'service.name': 'orders', 'process.command_args': 'a'.repeat(4096) })
+    for (let frame = 0; frame < 20; frame++) {
+      const resource = resourceOfFrame()
+      for (let i = 0; i < 1000; i++) store.putLog(log(`line ${frame * 1000 + i}`, Date.now(), { resource }))
+      for (let i = 0; i < 100; i++) store.putSpan(span(`t${frame}`, `s${i}`, null, Date.now(), { resource }))
+    }
+    store.flush()
+    // Before: each row held the resource, 22,000 × 4 KiB ≈ 90 MiB.
+    assert.ok(store.usedBytes() < 8 << 20, `used ${store.usedBytes()} bytes`)
+    store.close()
+    const file = new DatabaseSync(path, { readOnly: true })
+    const count = Number(file.prepare('SELECT COUNT(*) AS n FROM resources').get()!.n)
+    file.close()
+    assert.equal(count, 1, 'equal resources are one row')
+    const reopened = new SqliteStore(path, { ...LIMITS, maxLogs: 100, maxSpans: 100 })
+    const logs = reopened.logs()
+    assert.equal(logs.at(-1)!.body, 'line 19999')
+    assert.deepEqual(logs.at(-1)!.resource, resourceOfFrame())
+    assert.deepEqual([...reopened.spans()].at(-1)!.resource, resourceOfFrame())
+    reopened.close()
+  })
+
+  it('deletes a resource with the last row naming it, and writes it again when it comes back', () => {
+    const path = join(dir, 'resources-pruned.db')
+    const store = new SqliteStore(path, { ...LIMITS, maxDiskBytes: 1 << 20 })
+    const body = 'p'.repeat(200)
+    // Each frame its own resource: the cap deletes old rows, and the resources only they named.
+    for (let frame = 0; frame < 200; frame++) {
+      const resource = { 'service.name': `w${frame}`, pad: 'r'.repeat(1000) }
+      for (let i = 0; i < 50; i++) store.putLog(log(`${frame} ${i} ${body}`, Date.now(), { resource }))
+      if (frame % 20 === 19) store.flush()
+    }
+    store.flush()
+    assert.ok(store.usedBytes() <= 1 << 20, `used ${store.usedBytes()}`)
+    const file = new DatabaseSync(path, { readOnly: true })
+    const orphans = Number(file.prepare('SELECT COUNT(*) AS n FROM resources WHERE id NOT IN (SELECT resource FROM logs WHERE resource IS NOT NULL)').get()!.n)
+    const named = Number(file.prepare('SELECT COUNT(DISTINCT resource) AS n FROM logs').get()!.n)
+    file.close()
+    assert.equal(orphans, 0, 'no resource outlives its rows')
+    assert.ok(named > 1 && named < 200, `${named} resources named`)
+    // A resource deleted with its rows is written again by the next record naming it.
+    store.putLog(log('back', Date.now(), { resource: { 'service.name': 'w0', pad: 'r'.repeat(1000) } }))
+    store.clearLogs()
+    store.putLog(log('again', Date.now(), { resource: { 'service.name': 'w1' } }))
+    store.close()
+    const reopened = new SqliteStore(path, LIMITS)
+    assert.deepEqual(reopened.logs().map((l) => [l.body, l.resource]), [['again', { 'service.name': 'w1' }]])
+    reopened.close()
   })
 })
 
@@ -293,18 +381,97 @@ describe('span rows of the builtin store', () => {
       },
       { requiredKeys: ['trace_id', 'span_id', 'parent_span_id', 'name', 'kind', 'service_name', 'start_time_unix_nano', 'end_time_unix_nano', 'duration_ms', 'status', 'attributes', 'resource', 'events', 'links'] },
     )
-    const rows = file.prepare('SELECT seq, body FROM spans WHERE seq > ? ORDER BY seq')
+    // A row holds the span without its resource; the resource is a row of `resources`, written once.
+    const rows = file.prepare('SELECT s.seq AS seq, s.body AS body, r.body AS resource FROM spans s LEFT JOIN resources r ON r.id = s.resource WHERE s.seq > ? ORDER BY s.seq')
     let seen = 0
     fc.assert(
       fc.property(fc.array(record, { minLength: 1, maxLength: 8 }), (spans) => {
         for (const span of spans) store.putSpan(span as never)
         store.flush()
-        const written = rows.all(seen) as Array<{ seq: number; body: string }>
+        const written = rows.all(seen) as Array<{ seq: number; body: string; resource: string }>
         seen = Number(written.at(-1)?.seq ?? seen)
+        const joined = written.map((row) => {
+          const body = jsonParse(row.body) as Record<string, unknown>
+          assert.equal(Object.hasOwn(body, 'resource'), false, 'the resource is not repeated in the row')
+          body.resource = jsonParse(row.resource)
+          return body
+        })
         // Spans with one trace and span id are one span to the window, but each put is a row.
-        assert.deepEqual(written.map((row) => jsonParse(row.body)), spans.map((span) => jsonParse(JSON.stringify(span))))
+        assert.deepEqual(joined, spans.map((span) => jsonParse(JSON.stringify(span))))
       }),
       { numRuns: 150 },
+    )
+  })
+
+  it('log rows and their resources read back as JSON.stringify writes the record, also after the cap or a clear deleted resources and across a restart (property)', async () => {
+    const { default: fc } = await import('fast-check')
+    const dir = mkdtempSync(join(tmpdir(), 'svc-obs-logrows-'))
+    after(() => rmSync(dir, { recursive: true, force: true }))
+    const path = join(dir, 'observability.db')
+    const limits = { ...LIMITS, maxLogs: 100_000, maxDiskBytes: 256 << 10 }
+    let store = new SqliteStore(path, limits)
+    after(() => store.close())
+    const text = fc.string({ unit: 'binary' })
+    const shared = Object.freeze({ 'service.name': 'svc' })
+    const protoResource = attributeMap() as Record<string, string>
+    protoResource['__proto__'] = 'p'
+    protoResource['constructor'] = '\ud800'
+    // Hostile resources: any keys and values (lone surrogates, __proto__), frozen and shared ones,
+    // equal but distinct objects, large ones (the cap then deletes rows and the resources only they named).
+    const resource = fc.oneof(
+      fc.constant(shared),
+      fc.constant(protoResource),
+      fc.dictionary(fc.string(), fc.string(), { noNullPrototype: true }),
+      fc.string({ unit: 'binary', minLength: 1 }).map((v) => ({ 'service.name': v, pad: v.repeat(Math.ceil(8192 / v.length)) })),
+    )
+    const record = fc.record({
+      timestamp_unix_nano: fc.double(),
+      observed_timestamp_unix_nano: fc.oneof(fc.double(), fc.integer()),
+      severity_number: fc.integer({ min: 0, max: 24 }),
+      severity_text: text,
+      body: text,
+      attributes: fc.dictionary(fc.string(), fc.jsonValue(), { noNullPrototype: true }),
+      resource,
+      service_name: text,
+      trace_id: fc.option(text, { nil: null }),
+      span_id: fc.option(text, { nil: null }),
+    })
+    const action = fc.oneof(
+      { weight: 8, arbitrary: fc.array(record, { minLength: 1, maxLength: 12 }) },
+      { weight: 1, arbitrary: fc.constantFrom('clear' as const, 'restart' as const) },
+    )
+    fc.assert(
+      fc.property(fc.array(action, { minLength: 1, maxLength: 6 }), (actions) => {
+        for (const a of actions) {
+          if (a === 'clear') store.clearLogs()
+          else if (a === 'restart') {
+            store.close()
+            store = new SqliteStore(path, limits)
+          } else for (const l of a) store.putLog(l as never)
+        }
+        store.flush()
+        const file = new DatabaseSync(path, { readOnly: true })
+        try {
+          const rows = file.prepare('SELECT l.body AS body, l.resource AS id, r.body AS resource FROM logs l LEFT JOIN resources r ON r.id = l.resource ORDER BY l.seq').all() as Array<{ body: string; id: number | null; resource: string | null }>
+          const orphans = Number(file.prepare('SELECT COUNT(*) AS n FROM resources WHERE id NOT IN (SELECT resource FROM logs WHERE resource IS NOT NULL UNION SELECT resource FROM spans WHERE resource IS NOT NULL)').get()!.n)
+          assert.equal(orphans, 0, 'no resource outlives the rows naming it')
+          // The rows the cap kept are the newest records of the window, each as JSON.stringify writes it.
+          const window = store.logs()
+          const newest = window.slice(window.length - rows.length).map((l) => jsonParse(JSON.stringify(l)))
+          assert.deepEqual(
+            rows.map((row) => {
+              assert.notEqual(row.resource, null, `resource ${row.id} of a row is in the file`)
+              const body = jsonParse(row.body) as Record<string, unknown>
+              body.resource = jsonParse(row.resource!)
+              return body
+            }),
+            newest,
+          )
+        } finally {
+          file.close()
+        }
+      }),
+      { numRuns: 60 },
     )
   })
 
