@@ -26,7 +26,8 @@ const ROOT = fileURLToPath(new URL('..', import.meta.url))
 const MESSAGES = Number(process.env.BENCH_QUEUE_MESSAGES ?? 10_000)
 /** Enqueues awaiting their receipt at once (the producer's window). */
 const WINDOW = 256
-const CONCURRENCIES = [1, 10] as const
+/** Concurrencies measured; BENCH_QUEUE_CONCURRENCY=10 measures one while profiling (the table needs both). */
+const CONCURRENCIES: readonly number[] = process.env.BENCH_QUEUE_CONCURRENCY ? [Number(process.env.BENCH_QUEUE_CONCURRENCY)] : [1, 10]
 
 /** One measured run. */
 export interface QueueRow {
@@ -54,11 +55,17 @@ function cpuMs(pid: number | undefined): number {
   }
 }
 
+/** `--cpu-prof` flags for every process this bench starts when BENCH_QUEUE_PROFILE names a directory. */
+function profileArgs(): string[] {
+  const dir = process.env.BENCH_QUEUE_PROFILE
+  return dir ? ['--cpu-prof', `--cpu-prof-dir=${dir}`] : []
+}
+
 /** Runs one load process and returns its row with the CPU each process spent on it (read before the load exits). */
 async function measured(args: string[], engine: ChildProcess | undefined, redis: ChildProcess | undefined): Promise<QueueRow> {
   const engine0 = cpuMs(engine?.pid)
   const redis0 = cpuMs(redis?.pid)
-  const load = start(process.execPath, args)
+  const load = start(process.execPath, [...profileArgs(), ...args])
   const row = (await lastJson(load.lines, 'per_second')) as QueueRow
   const perMessage = (ms: number) => (Number.isFinite(ms) ? Math.round((ms * 1000) / row.messages) : undefined)
   const cpu: NonNullable<QueueRow['cpu_us']> = { client: perMessage(cpuMs(load.child.pid)) ?? Number.NaN }
@@ -226,7 +233,7 @@ async function measureSvc(adapter: SvcAdapter): Promise<QueueRow[]> {
       '',
     ].join('\n'),
   )
-  const engine = start(process.execPath, [...(process.env.BENCH_QUEUE_PROFILE ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_QUEUE_PROFILE}`] : []), join(ROOT, 'bin', 'run.js'), '--json'], project, { SVC_LOG_LEVEL: 'warn' })
+  const engine = start(process.execPath, [...profileArgs(), join(ROOT, 'bin', 'run.js'), '--json'], project, { SVC_LOG_LEVEL: 'warn' })
   const ready = await lastJson(engine.lines, 'engine_url')
   const rows: QueueRow[] = []
   try {
@@ -303,19 +310,19 @@ async function main(): Promise<void> {
   const [mode, a, b, c] = process.argv.slice(2)
   if (mode === 'svc-load') return svcLoad(a!, b!, Number(c))
   if (mode === 'bullmq-load') return bullmqLoad(Number(a), Number(b))
-  const only = process.env.BENCH_QUEUE_ONLY // e.g. `redis` while working on one row
+  const only = process.env.BENCH_QUEUE_ONLY // `redis` or `builtin` (each with BullMQ) while working on one row
   const svc = only === 'redis' ? [] : await measureSvc({ name: 'builtin' })
   const redis = await startRedis()
   let svcRedis: QueueRow[]
   let bullmq: QueueRow[]
   try {
-    svcRedis = await measureSvc({ name: 'redis', port: redis.port, server: redis.server })
+    svcRedis = only === 'builtin' ? [] : await measureSvc({ name: 'redis', port: redis.port, server: redis.server })
     bullmq = await measureBullmq(redis.port, redis.server)
   } finally {
     await redis.close()
   }
-  if (only === 'redis') {
-    console.log(JSON.stringify({ rows: { svcRedis, bullmq } }))
+  if (only === 'redis' || only === 'builtin') {
+    console.log(JSON.stringify({ rows: only === 'redis' ? { svcRedis, bullmq } : { svc, bullmq } }))
     return
   }
   const table = queueTable(svc, svcRedis, bullmq)
