@@ -32,8 +32,13 @@ export function parseQueueAdapterEntry(entry: unknown): QueueAdapterSpec {
     builtin: (config) => {
       const result: Record<string, unknown> = {}
       for (const [field, value] of Object.entries(config)) {
-        if (field !== 'path') throw new Error(`adapter.config.${field} is not a builtin adapter option (known: path)`)
+        if (field !== 'path' && field !== 'synchronous') throw new Error(`adapter.config.${field} is not a builtin adapter option (known: path, synchronous)`)
         if (value === null || value === undefined) continue
+        if (field === 'synchronous') {
+          if (value !== 'full' && value !== 'normal') throw new Error('adapter.config.synchronous must be "full" or "normal"')
+          result.synchronous = value
+          continue
+        }
         if (typeof value !== 'string' || value === '') throw new Error('adapter.config.path must be a non-empty string')
         result.path = value
       }

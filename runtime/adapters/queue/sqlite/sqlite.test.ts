@@ -15,6 +15,7 @@ let counter = 0
 const freshDir = () => join(root, `case-${++counter}`)
 
 runQueueBackendConformance('builtin (SQLite)', () => openSqliteQueue({}, { dataDir: freshDir() }))
+runQueueBackendConformance('builtin (SQLite, synchronous: normal)', () => openSqliteQueue({ synchronous: 'normal' }, { dataDir: freshDir() }))
 
 describe('builtin (SQLite) queue backend', () => {
   const T0 = 1_700_000_000_000
@@ -148,9 +149,9 @@ describe('builtin (SQLite) queue backend under hostile names and unawaited opera
 
   it('a reopened store holds exactly what the live one held, whatever the names and the interleaving', async () => {
     await fc.assert(
-      fc.asyncProperty(fc.array(hostile, { minLength: 3, maxLength: 3 }), fc.array(hostile, { minLength: 4, maxLength: 4 }), fc.array(op, { minLength: 1, maxLength: 30 }), async (queues, names, ops) => {
+      fc.asyncProperty(fc.constantFrom('full' as const, 'normal' as const), fc.array(hostile, { minLength: 3, maxLength: 3 }), fc.array(hostile, { minLength: 4, maxLength: 4 }), fc.array(op, { minLength: 1, maxLength: 30 }), async (synchronous, queues, names, ops) => {
         const dataDir = freshDir()
-        const live = openSqliteQueue({}, { dataDir }, T0)
+        const live = openSqliteQueue({ synchronous }, { dataDir }, T0)
         const ids = new Set<string>()
         const inFlight: string[] = []
         let unawaited: Array<Promise<unknown>> = []
@@ -196,7 +197,7 @@ describe('builtin (SQLite) queue backend under hostile names and unawaited opera
           await Promise.all(unawaited)
           const expected = { messages: await Promise.all([...ids].map((id) => live.get(id))), counts: await Promise.all(queues.map((q) => live.counts(q, now))), dead: await Promise.all(queues.map((q) => live.deadLetters(q, 0, 1000))), subscribers: (await live.subscribers()).sort(byQueue), queues: (await live.queues()).sort() }
           await live.close()
-          const reopened = openSqliteQueue({}, { dataDir }, now)
+          const reopened = openSqliteQueue({ synchronous }, { dataDir }, now)
           try {
             const actual = { messages: await Promise.all([...ids].map((id) => reopened.get(id))), counts: await Promise.all(queues.map((q) => reopened.counts(q, now))), dead: await Promise.all(queues.map((q) => reopened.deadLetters(q, 0, 1000))), subscribers: (await reopened.subscribers()).sort(byQueue), queues: (await reopened.queues()).sort() }
             assert.deepEqual(actual, expected)
@@ -209,6 +210,30 @@ describe('builtin (SQLite) queue backend under hostile names and unawaited opera
         }
       }),
       { numRuns: 40 },
+    )
+  })
+})
+
+describe('builtin queue adapter entry under hostile config (fast-check)', () => {
+  it('parses to path and synchronous as documented, or refuses with the field named', async () => {
+    const { parseQueueAdapterEntry } = await import('../index.ts')
+    const value = fc.oneof(fc.constantFrom('full', 'normal', 'FULL', 'off', 'extra', '', ' normal', null, 0, 1, true, '__proto__'), fc.jsonValue({ maxDepth: 2 }), fc.string({ unit: 'binary', maxLength: 8 }))
+    fc.assert(
+      fc.property(fc.dictionary(fc.constantFrom('path', 'synchronous', 'sync', '__proto__', 'constructor'), value, { maxKeys: 3 }), (config) => {
+        let spec
+        try {
+          spec = parseQueueAdapterEntry({ name: 'builtin', config })
+        } catch (error) {
+          assert.match((error as Error).message, /^adapter\.config\b/)
+          return
+        }
+        assert.equal(spec.name, 'builtin')
+        const parsed = spec.config as { path?: unknown; synchronous?: unknown }
+        assert.ok(parsed.synchronous === undefined || parsed.synchronous === 'full' || parsed.synchronous === 'normal')
+        assert.ok(parsed.path === undefined || (typeof parsed.path === 'string' && parsed.path !== ''))
+        for (const key of Object.keys(parsed)) assert.ok(key === 'path' || key === 'synchronous', key)
+      }),
+      { numRuns: 300 },
     )
   })
 })

@@ -14,7 +14,7 @@
  */
 import { mkdirSync } from 'node:fs'
 import { dirname, resolve } from 'node:path'
-import { DatabaseSync } from 'node:sqlite'
+import { DatabaseSync, type SQLInputValue, type StatementSync } from 'node:sqlite'
 import { Worker } from 'node:worker_threads'
 import { IndexedQueueBackend, type IndexedMessage, type JournalChanges, type QueueJournal } from '../indexed.ts'
 import type { QueueAdapterContext, SubscriberRecord } from '../types.ts'
@@ -24,6 +24,15 @@ import { jsonParse } from 'svc-protocol/json'
 export interface SqliteQueueConfig {
   /** Database file; relative paths resolve against the data directory. Default `<dataDir>/queue.db`. */
   path?: string
+  /**
+   * `full` (default, builtins.md §13.2): every commit waits for the disk (fsync), so a stored
+   * message, an attempt count, an acknowledgement survive a power loss; commits run on the writer
+   * thread. `normal` (opt-in, relaxed): SQLite's `synchronous=NORMAL` in WAL mode, no wait for the
+   * disk, commits on the engine thread: everything committed survives a crash or kill of the
+   * engine process (the operating system has it), but a power loss or OS crash may lose the last
+   * commits (acknowledged enqueues among them) until the next WAL checkpoint.
+   */
+  synchronous?: 'full' | 'normal'
 }
 
 export const DEFAULT_QUEUE_DB = 'queue.db'
@@ -62,6 +71,11 @@ const SCHEMA = `
   ) WITHOUT ROWID;
 `
 
+/** Inserts a message row, or updates the fields that change after enqueue. */
+const UPSERT_SQL =
+  'INSERT INTO queue_messages (id, seq, queue, state, attempts, ready_at, failed_at, error, body) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ' +
+  'ON CONFLICT (id) DO UPDATE SET state = excluded.state, attempts = excluded.attempts, ready_at = excluded.ready_at, failed_at = excluded.failed_at, error = excluded.error'
+
 /** Values per upserted message row in a {@link Batch}: id, seq, queue, state, attempts, ready_at, failed_at, error JSON, body JSON. */
 const ROW_FIELDS = 9
 
@@ -92,8 +106,7 @@ try {
   db = new DatabaseSync(workerData.path)
   db.exec('PRAGMA journal_mode = WAL; PRAGMA synchronous = FULL; PRAGMA busy_timeout = 5000;')
   s = {
-    upsert: db.prepare('INSERT INTO queue_messages (id, seq, queue, state, attempts, ready_at, failed_at, error, body) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ' +
-      'ON CONFLICT (id) DO UPDATE SET state = excluded.state, attempts = excluded.attempts, ready_at = excluded.ready_at, failed_at = excluded.failed_at, error = excluded.error'),
+    upsert: db.prepare(${JSON.stringify(UPSERT_SQL)}),
     delete: db.prepare('DELETE FROM queue_messages WHERE id = ?'),
     idem: db.prepare('INSERT OR REPLACE INTO queue_idempotency (queue, key, id, expires_at) VALUES (?, ?, ?, ?)'),
     subPut: db.prepare('INSERT OR REPLACE INTO queue_subscribers (queue, record) VALUES (?, ?)'),
@@ -138,8 +151,34 @@ parentPort.on('message', ({ seq, batch, close }) => {
 })
 `
 
+/** The rows of one turn's changes as a {@link Batch}, names encoded with {@link sqlText}. */
+function batchOf(changes: JournalChanges): Batch {
+  const batch: Batch = { upserts: [], deletes: [], idempotency: [], subscribers: [] }
+  for (const [id, message] of changes.messages) {
+    if (message === null) {
+      batch.deletes.push(sqlText(id))
+      continue
+    }
+    message.body ??= bodyOf(message)
+    batch.upserts.push(
+      sqlText(message.id),
+      message.seq,
+      sqlText(message.queue),
+      message.state,
+      message.attempts,
+      message.ready_at,
+      message.failed_at ?? null,
+      message.error ? JSON.stringify(message.error) : null,
+      message.body,
+    )
+  }
+  for (const entry of changes.idempotency) batch.idempotency.push(sqlText(entry.queue), sqlText(entry.key), sqlText(entry.id), entry.expires_at)
+  for (const [queue, record] of changes.subscribers) batch.subscribers.push(sqlText(queue), record === null ? null : JSON.stringify(record))
+  return batch
+}
+
 /**
- * The journal of the `builtin` backend: loads `queue.db` at open on the calling thread, then hands
+ * The journal of the `builtin` backend with `synchronous: full`: loads `queue.db` at open on the calling thread, then hands
  * each transaction to the writer thread ({@link WRITER}) and resolves when it committed.
  */
 class SqliteJournal implements QueueJournal {
@@ -175,28 +214,7 @@ class SqliteJournal implements QueueJournal {
 
   write(changes: JournalChanges): Promise<void> {
     if (this.broken) return Promise.reject(this.broken)
-    const batch: Batch = { upserts: [], deletes: [], idempotency: [], subscribers: [] }
-    for (const [id, message] of changes.messages) {
-      if (message === null) {
-        batch.deletes.push(sqlText(id))
-        continue
-      }
-      message.body ??= bodyOf(message)
-      batch.upserts.push(
-        sqlText(message.id),
-        message.seq,
-        sqlText(message.queue),
-        message.state,
-        message.attempts,
-        message.ready_at,
-        message.failed_at ?? null,
-        message.error ? JSON.stringify(message.error) : null,
-        message.body,
-      )
-    }
-    for (const entry of changes.idempotency) batch.idempotency.push(sqlText(entry.queue), sqlText(entry.key), sqlText(entry.id), entry.expires_at)
-    for (const [queue, record] of changes.subscribers) batch.subscribers.push(sqlText(queue), record === null ? null : JSON.stringify(record))
-    return this.send({ batch })
+    return this.send({ batch: batchOf(changes) })
   }
 
   async close(): Promise<void> {
@@ -269,6 +287,83 @@ export function fromSqlText(value: string): string {
   }
 }
 
+/** The statements of one connection that writes queue.db. */
+interface Statements {
+  upsert: StatementSync
+  delete: StatementSync
+  idem: StatementSync
+  subPut: StatementSync
+  subDelete: StatementSync
+  begin: StatementSync
+  commit: StatementSync
+  rollback: StatementSync
+}
+
+/**
+ * The journal of `synchronous: normal`: commits on the engine thread (SQLite does not wait for the
+ * disk, so a commit costs tens of µs, less than a hand-over to a thread).
+ */
+class InlineJournal implements QueueJournal {
+  private readonly db: DatabaseSync
+  private readonly s: Statements
+
+  constructor(path: string) {
+    mkdirSync(dirname(path), { recursive: true })
+    this.db = new DatabaseSync(path)
+    try {
+      this.db.exec(`PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; PRAGMA busy_timeout = 5000;\n${SCHEMA}`)
+      const prepare = (sql: string) => this.db.prepare(sql)
+      this.s = {
+        upsert: prepare(UPSERT_SQL),
+        delete: prepare('DELETE FROM queue_messages WHERE id = ?'),
+        idem: prepare('INSERT OR REPLACE INTO queue_idempotency (queue, key, id, expires_at) VALUES (?, ?, ?, ?)'),
+        subPut: prepare('INSERT OR REPLACE INTO queue_subscribers (queue, record) VALUES (?, ?)'),
+        subDelete: prepare('DELETE FROM queue_subscribers WHERE queue = ?'),
+        begin: prepare('BEGIN IMMEDIATE'),
+        commit: prepare('COMMIT'),
+        rollback: prepare('ROLLBACK'),
+      }
+    } catch (error) {
+      this.db.close()
+      throw error
+    }
+  }
+
+  load(now: number): ReturnType<QueueJournal['load']> {
+    return loadRows(this.db, now)
+  }
+
+  write(changes: JournalChanges): void {
+    const batch = batchOf(changes)
+    const s = this.s
+    s.begin.run()
+    try {
+      const u = batch.upserts
+      for (let i = 0; i < u.length; i += ROW_FIELDS) s.upsert.run(...(u.slice(i, i + ROW_FIELDS) as SQLInputValue[]))
+      for (const id of batch.deletes) s.delete.run(id)
+      const k = batch.idempotency
+      for (let i = 0; i < k.length; i += 4) s.idem.run(...(k.slice(i, i + 4) as SQLInputValue[]))
+      const r = batch.subscribers
+      for (let i = 0; i < r.length; i += 2) {
+        if (r[i + 1] === null) s.subDelete.run(r[i]!)
+        else s.subPut.run(r[i]!, r[i + 1]!)
+      }
+      s.commit.run()
+    } catch (error) {
+      try {
+        s.rollback.run()
+      } catch {
+        /* the transaction is already gone */
+      }
+      throw error
+    }
+  }
+
+  close(): void {
+    this.db.close()
+  }
+}
+
 /** Every stored message, idempotency key (expired ones deleted first) and subscriber of `db`. */
 function loadRows(db: DatabaseSync, now: number): ReturnType<QueueJournal['load']> {
   db.prepare('DELETE FROM queue_idempotency WHERE expires_at <= ?').run(now)
@@ -319,5 +414,6 @@ function bodyOf(message: IndexedMessage): string {
  * @example const backend = openSqliteQueue({}, { dataDir: '/srv/app/.svc/data' })
  */
 export function openSqliteQueue(config: SqliteQueueConfig, context: QueueAdapterContext, now = Date.now()): IndexedQueueBackend {
-  return new IndexedQueueBackend('builtin', new SqliteJournal(sqliteQueuePath(config, context)), now)
+  const path = sqliteQueuePath(config, context)
+  return new IndexedQueueBackend('builtin', config.synchronous === 'normal' ? new InlineJournal(path) : new SqliteJournal(path), now)
 }
