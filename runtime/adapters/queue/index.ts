@@ -62,9 +62,11 @@ export function queueAdapterIdentity(spec: QueueAdapterSpec, context: QueueAdapt
   }
 }
 
-/** How logs name an adapter: its identity, with a redis password hidden. */
+/** How logs name an adapter: its identity, with a redis password hidden, and the opt-in `synchronous: normal` of builtin. */
 export function describeQueueAdapter(spec: QueueAdapterSpec, context: QueueAdapterContext): string {
-  return spec.name === 'redis' ? `${describeRedis(spec.config)} (lease ${spec.config.lease_ms} ms)` : queueAdapterIdentity(spec, context)
+  if (spec.name === 'redis') return `${describeRedis(spec.config)} (lease ${spec.config.lease_ms} ms)`
+  const identity = queueAdapterIdentity(spec, context)
+  return spec.name === 'builtin' && spec.config.synchronous === 'normal' ? `${identity} (synchronous: normal, no wait for the disk)` : identity
 }
 
 /**

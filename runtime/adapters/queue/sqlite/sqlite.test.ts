@@ -214,6 +214,16 @@ describe('builtin (SQLite) queue backend under hostile names and unawaited opera
   })
 })
 
+describe('builtin queue adapter entry', () => {
+  it('names the opt-in synchronous: normal in the log line of the adapter in use, and only it', async () => {
+    const { describeQueueAdapter, parseQueueAdapterEntry } = await import('../index.ts')
+    const context = { dataDir: '/srv/app/.svc/data' }
+    assert.equal(describeQueueAdapter(parseQueueAdapterEntry({ name: 'builtin', config: { synchronous: 'normal' } }), context), 'builtin:/srv/app/.svc/data/queue.db (synchronous: normal, no wait for the disk)')
+    assert.equal(describeQueueAdapter(parseQueueAdapterEntry({ name: 'builtin', config: { synchronous: 'full' } }), context), 'builtin:/srv/app/.svc/data/queue.db')
+    assert.equal(describeQueueAdapter(parseQueueAdapterEntry(undefined), context), 'builtin:/srv/app/.svc/data/queue.db')
+  })
+})
+
 describe('builtin queue adapter entry under hostile config (fast-check)', () => {
   it('parses to path and synchronous as documented, or refuses with the field named', async () => {
     const { parseQueueAdapterEntry } = await import('../index.ts')
