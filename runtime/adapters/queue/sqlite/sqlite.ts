@@ -409,9 +409,14 @@ function bodyOf(message: IndexedMessage): string {
 }
 
 /**
- * Opens (creating if needed) `<dataDir>/queue.db` and loads it.
+ * Opens (creating if needed) `<dataDir>/queue.db` (or `config.path`) and loads it (builtins.md
+ * §13.2, §7.8). `synchronous` `full` (default): commits on a writer thread, each waiting for the
+ * disk; `normal` (opt-in): commits on the calling thread without that wait (see {@link SqliteQueueConfig}).
+ * An operation's promise rejects with the SQLite error when its transaction failed (disk full, the
+ * file locked beyond the 5 s busy timeout); the index keeps the change.
  * @throws the SQLite error when the file cannot be opened or is not a database.
  * @example const backend = openSqliteQueue({}, { dataDir: '/srv/app/.svc/data' })
+ * @example const relaxed = openSqliteQueue({ synchronous: 'normal' }, { dataDir: '/srv/app/.svc/data' })
  */
 export function openSqliteQueue(config: SqliteQueueConfig, context: QueueAdapterContext, now = Date.now()): IndexedQueueBackend {
   const path = sqliteQueuePath(config, context)
