@@ -32,14 +32,9 @@ export interface IndexedMessage extends QueueMessage {
 export interface QueueJournal {
   /** Every stored message, subscriber and unexpired idempotency key, read at open. */
   load(now: number): { messages: IndexedMessage[]; idempotency: Array<{ queue: string; key: string; id: string; expires_at: number }>; subscribers: SubscriberRecord[] }
-  /**
-   * Writes, in one transaction, the current form of each changed row (absent → deleted). A journal
-   * that commits off the event loop returns a promise that settles once the transaction committed
-   * (rejects when it failed); the index then gathers the next turns' changes into the following
-   * transaction meanwhile (one commit in flight at a time, in order).
-   */
-  write(changes: JournalChanges): void | Promise<void>
-  close(): void | Promise<void>
+  /** Writes, in one transaction, the current form of each changed row (absent → deleted). */
+  write(changes: JournalChanges): void
+  close(): void
 }
 
 /** Rows changed during one turn. */
@@ -145,8 +140,6 @@ export class IndexedQueueBackend implements QueueBackend {
   // The open batch of the current turn.
   private pending: JournalChanges | null = null
   private waiters: Array<{ resolve: () => void; reject: (error: unknown) => void }> = []
-  /** The transaction an asynchronous journal is committing, if any. */
-  private writing: Promise<void> | undefined
 
   constructor(name: string, journal: QueueJournal | null = null, now = Date.now()) {
     this.name = name
@@ -197,35 +190,18 @@ export class IndexedQueueBackend implements QueueBackend {
   }
 
   private flush(): void {
-    // One transaction at a time: what changes meanwhile joins the next one (group commit).
-    if (this.writing) return
     const changes = this.pending
     const waiters = this.waiters
     this.pending = null
     this.waiters = []
     if (!changes) return waiters.forEach((w) => w.resolve())
-    let written: void | Promise<void>
     try {
-      written = this.journal!.write(changes)
+      this.journal!.write(changes)
     } catch (error) {
       for (const w of waiters) w.reject(error)
       return
     }
-    if (written === undefined) return waiters.forEach((w) => w.resolve())
-    this.writing = written.then(
-      () => this.written(waiters, undefined),
-      (error: unknown) => this.written(waiters, error ?? new Error('the queue journal failed')),
-    )
-  }
-
-  /** A transaction of an asynchronous journal settled: answers its waiters, then commits what gathered meanwhile. */
-  private written(waiters: Array<{ resolve: () => void; reject: (error: unknown) => void }>, error: unknown): void {
-    this.writing = undefined
-    for (const w of waiters) {
-      if (error === undefined) w.resolve()
-      else w.reject(error)
-    }
-    if (this.pending && !this.closed) this.flush()
+    for (const w of waiters) w.resolve()
   }
 
   // ---- index ----------------------------------------------------------------------------------
@@ -585,13 +561,9 @@ export class IndexedQueueBackend implements QueueBackend {
 
   async close(): Promise<void> {
     if (this.closed) return
-    // What is being committed, then what gathered meanwhile, before the journal closes.
-    while (this.writing || this.pending) {
-      if (this.writing) await this.writing
-      else this.flush()
-    }
+    if (this.pending) this.flush()
     this.closed = true
-    await this.journal?.close()
+    this.journal?.close()
   }
 
   /** Forgets expired idempotency keys from memory (every 4096 new keys; the journal drops them at open). */
