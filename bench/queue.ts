@@ -5,11 +5,13 @@
  *
  *   svc        the engine process with the queue worker on its `builtin` adapter (SQLite, WAL,
  *              synchronous=FULL); one svc-sdk worker process enqueues and handles
+ *   svc-normal the same with the opt-in `synchronous: normal` (no wait for the disk: survives an
+ *              engine crash, not a power loss)
  *   svc-redis  the same with the queue worker on the `redis` adapter, on the redis-server BullMQ uses
  *   BullMQ     the peer: a private redis-server (appendonly yes, appendfsync everysec, its usual
  *              durable setting) and one process with a BullMQ Queue and Worker
  *
- * `node bench/queue.ts` runs all three and prints a JSON line `{queue_table, rows}`; `npm run bench`
+ * `node bench/queue.ts` runs all four and prints a JSON line `{queue_table, rows}`; `npm run bench`
  * includes it. The load modes (`svc-load`, `bullmq-load`) are what it spawns.
  */
 import { spawn, type ChildProcess } from 'node:child_process'
@@ -26,7 +28,8 @@ const ROOT = fileURLToPath(new URL('..', import.meta.url))
 const MESSAGES = Number(process.env.BENCH_QUEUE_MESSAGES ?? 10_000)
 /** Enqueues awaiting their receipt at once (the producer's window). */
 const WINDOW = 256
-const CONCURRENCIES = [1, 10] as const
+/** Concurrencies measured; BENCH_QUEUE_CONCURRENCY=10 measures one while profiling (the table needs both). */
+const CONCURRENCIES: readonly number[] = process.env.BENCH_QUEUE_CONCURRENCY ? [Number(process.env.BENCH_QUEUE_CONCURRENCY)] : [1, 10]
 
 /** One measured run. */
 export interface QueueRow {
@@ -54,11 +57,17 @@ function cpuMs(pid: number | undefined): number {
   }
 }
 
+/** `--cpu-prof` flags for every process this bench starts when BENCH_QUEUE_PROFILE names a directory. */
+function profileArgs(): string[] {
+  const dir = process.env.BENCH_QUEUE_PROFILE
+  return dir ? ['--cpu-prof', `--cpu-prof-dir=${dir}`] : []
+}
+
 /** Runs one load process and returns its row with the CPU each process spent on it (read before the load exits). */
 async function measured(args: string[], engine: ChildProcess | undefined, redis: ChildProcess | undefined): Promise<QueueRow> {
   const engine0 = cpuMs(engine?.pid)
   const redis0 = cpuMs(redis?.pid)
-  const load = start(process.execPath, args)
+  const load = start(process.execPath, [...profileArgs(), ...args])
   const row = (await lastJson(load.lines, 'per_second')) as QueueRow
   const perMessage = (ms: number) => (Number.isFinite(ms) ? Math.round((ms * 1000) / row.messages) : undefined)
   const cpu: NonNullable<QueueRow['cpu_us']> = { client: perMessage(cpuMs(load.child.pid)) ?? Number.NaN }
@@ -202,11 +211,11 @@ function stop(child: ChildProcess): Promise<void> {
 
 
 /** The queue worker's `adapter` entry of one svc row, as YAML flow text. */
-type SvcAdapter = { name: 'builtin' } | { name: 'redis'; port: number; server: ChildProcess }
+type SvcAdapter = { name: 'builtin'; synchronous?: 'normal' } | { name: 'redis'; port: number; server: ChildProcess }
 
 async function measureSvc(adapter: SvcAdapter): Promise<QueueRow[]> {
   const project = await mkdtemp(join(tmpdir(), 'svc-bench-queue-'))
-  const entry = adapter.name === 'builtin' ? '{ name: builtin }' : `{ name: redis, config: { url: "redis://127.0.0.1:${adapter.port}", key_prefix: "bench:" } }`
+  const entry = adapter.name === 'builtin' ? (adapter.synchronous ? `{ name: builtin, config: { synchronous: ${adapter.synchronous} } }` : '{ name: builtin }') : `{ name: redis, config: { url: "redis://127.0.0.1:${adapter.port}", key_prefix: "bench:" } }`
   await writeFile(
     join(project, 'config.yaml'),
     [
@@ -226,7 +235,7 @@ async function measureSvc(adapter: SvcAdapter): Promise<QueueRow[]> {
       '',
     ].join('\n'),
   )
-  const engine = start(process.execPath, [...(process.env.BENCH_QUEUE_PROFILE ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_QUEUE_PROFILE}`] : []), join(ROOT, 'bin', 'run.js'), '--json'], project, { SVC_LOG_LEVEL: 'warn' })
+  const engine = start(process.execPath, [...profileArgs(), join(ROOT, 'bin', 'run.js'), '--json'], project, { SVC_LOG_LEVEL: 'warn' })
   const ready = await lastJson(engine.lines, 'engine_url')
   const rows: QueueRow[] = []
   try {
@@ -273,28 +282,29 @@ async function measureBullmq(port: number, server: ChildProcess): Promise<QueueR
 }
 
 /** The markdown table of one run, ratios against BullMQ. */
-export function queueTable(svc: QueueRow[], svcRedis: QueueRow[], bullmq: QueueRow[]): string {
+export function queueTable(svc: QueueRow[], svcRedis: QueueRow[], bullmq: QueueRow[], svcNormal: QueueRow[]): string {
   const lines = [
-    `| Queue, ${MESSAGES.toLocaleString('en')} messages end to end (enqueue → store → handler → ack) | svc (builtin: SQLite, synchronous=FULL) | svc (redis adapter, same redis-server as BullMQ) | BullMQ on redis-server (AOF everysec) | svc builtin / BullMQ | svc redis / BullMQ |`,
-    '|---|---|---|---|---|---|',
+    `| Queue, ${MESSAGES.toLocaleString('en')} messages end to end (enqueue → store → handler → ack) | svc (builtin: SQLite, synchronous=FULL) | svc (builtin, opt-in synchronous: normal) | svc (redis adapter, same redis-server as BullMQ) | BullMQ on redis-server (AOF everysec) | svc builtin / BullMQ | svc builtin normal / BullMQ | svc redis / BullMQ |`,
+    '|---|---|---|---|---|---|---|---|',
   ]
   for (const [i, c] of CONCURRENCIES.entries()) {
     const s = svc[i]!
+    const n = svcNormal[i]!
     const r = svcRedis[i]!
     const b = bullmq[i]!
-    const target = c === 10 ? ' (target ≥ 5,000/s)' : ''
-    const redisTarget = c === 10 ? ' (target ≥ 1×)' : ''
-    lines.push(`| concurrency ${c}: messages/s | ${s.per_second}/s${target} | ${r.per_second}/s | ${b.per_second}/s | ${(s.per_second / b.per_second).toFixed(2)}× | ${(r.per_second / b.per_second).toFixed(2)}×${redisTarget} |`)
+    const target = ' (target ≥ 1×)'
+    const ratio = (x: QueueRow) => `${(x.per_second / b.per_second).toFixed(2)}×`
+    lines.push(`| concurrency ${c}: messages/s | ${s.per_second}/s | ${n.per_second}/s | ${r.per_second}/s | ${b.per_second}/s | ${ratio(s)}${target} | ${ratio(n)} | ${ratio(r)}${c === 10 ? target : ''} |`)
     const lat = (x: QueueRow) => `${(x.p50_ms / b.p50_ms).toFixed(2)}× / ${(x.p99_ms / b.p99_ms).toFixed(2)}×`
-    lines.push(`| concurrency ${c}: p50 / p99 enqueue → handler | ${s.p50_ms} / ${s.p99_ms} ms | ${r.p50_ms} / ${r.p99_ms} ms | ${b.p50_ms} / ${b.p99_ms} ms | ${lat(s)} | ${lat(r)} |`)
-    lines.push(`| concurrency ${c}: lost / duplicated | ${s.lost} / ${s.duplicated} | ${r.lost} / ${r.duplicated} | ${b.lost} / ${b.duplicated} | | |`)
+    lines.push(`| concurrency ${c}: p50 / p99 enqueue → handler | ${s.p50_ms} / ${s.p99_ms} ms | ${n.p50_ms} / ${n.p99_ms} ms | ${r.p50_ms} / ${r.p99_ms} ms | ${b.p50_ms} / ${b.p99_ms} ms | ${lat(s)} | ${lat(n)} | ${lat(r)} |`)
+    lines.push(`| concurrency ${c}: lost / duplicated | ${s.lost} / ${s.duplicated} | ${n.lost} / ${n.duplicated} | ${r.lost} / ${r.duplicated} | ${b.lost} / ${b.duplicated} | | | |`)
     const cpu = (x: QueueRow) => {
       const u = x.cpu_us
       if (!u) return 'n/a'
       const parts = [u.engine !== undefined ? `engine ${u.engine}` : '', `client ${u.client}`, u.redis !== undefined ? `redis ${u.redis}` : ''].filter(Boolean)
       return `${parts.join(' + ')} µs`
     }
-    lines.push(`| concurrency ${c}: CPU per message | ${cpu(s)} | ${cpu(r)} | ${cpu(b)} | | |`)
+    lines.push(`| concurrency ${c}: CPU per message | ${cpu(s)} | ${cpu(n)} | ${cpu(r)} | ${cpu(b)} | | | |`)
   }
   return lines.join('\n')
 }
@@ -303,24 +313,25 @@ async function main(): Promise<void> {
   const [mode, a, b, c] = process.argv.slice(2)
   if (mode === 'svc-load') return svcLoad(a!, b!, Number(c))
   if (mode === 'bullmq-load') return bullmqLoad(Number(a), Number(b))
-  const only = process.env.BENCH_QUEUE_ONLY // e.g. `redis` while working on one row
+  const only = process.env.BENCH_QUEUE_ONLY // `redis` or `builtin` (each with BullMQ) while working on one row
   const svc = only === 'redis' ? [] : await measureSvc({ name: 'builtin' })
+  const svcNormal = only === 'redis' ? [] : await measureSvc({ name: 'builtin', synchronous: 'normal' })
   const redis = await startRedis()
   let svcRedis: QueueRow[]
   let bullmq: QueueRow[]
   try {
-    svcRedis = await measureSvc({ name: 'redis', port: redis.port, server: redis.server })
+    svcRedis = only === 'builtin' ? [] : await measureSvc({ name: 'redis', port: redis.port, server: redis.server })
     bullmq = await measureBullmq(redis.port, redis.server)
   } finally {
     await redis.close()
   }
-  if (only === 'redis') {
-    console.log(JSON.stringify({ rows: { svcRedis, bullmq } }))
+  if (only === 'redis' || only === 'builtin') {
+    console.log(JSON.stringify({ rows: only === 'redis' ? { svcRedis, bullmq } : { svc, svcNormal, bullmq } }))
     return
   }
-  const table = queueTable(svc, svcRedis, bullmq)
+  const table = queueTable(svc, svcRedis, bullmq, svcNormal)
   console.error(table)
-  console.log(JSON.stringify({ queue_table: table, rows: { svc, svc_redis: svcRedis, bullmq } }))
+  console.log(JSON.stringify({ queue_table: table, rows: { svc, svc_normal: svcNormal, svc_redis: svcRedis, bullmq } }))
 }
 
 if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) runMain(main, children)

@@ -1,7 +1,8 @@
 /**
  * At-least-once across crashes (builtins.md §7.8): a message in flight when the engine process is
  * killed with SIGKILL is delivered again after a restart on the same data directory, with its
- * attempt count kept; acknowledged messages are never delivered again; nothing is lost.
+ * attempt count kept; acknowledged messages are never delivered again; nothing is lost. The same
+ * holds with the builtin adapter's opt-in `synchronous: normal` (only a power loss differs).
  */
 import assert from 'node:assert/strict'
 import { rm } from 'node:fs/promises'
@@ -21,6 +22,12 @@ const QUEUE_YAML = `  - name: queue
           concurrency: 4
 `
 
+/** The same cases with the default commits (fsync each) and with the opt-in `synchronous: normal`, whose promise is the same across a process crash. */
+const MODES: Array<[string, string]> = [
+  ['builtin, synchronous: full (default)', QUEUE_YAML],
+  ['builtin, synchronous: normal', QUEUE_YAML.replace('    config:\n', '    config:\n      adapter: { name: builtin, config: { synchronous: normal } }\n')],
+]
+
 interface Delivery {
   n: number
   id: string
@@ -37,7 +44,7 @@ async function stats(w: RawWorker): Promise<{ depth: number; in_flight: number; 
   return frame.result
 }
 
-describe('queue durability', () => {
+for (const [mode, QUEUE_YAML] of MODES) describe(`queue durability (${mode})`, () => {
   let project: string
   after(() => rm(project, { recursive: true, force: true }))
 

@@ -32,8 +32,13 @@ export function parseQueueAdapterEntry(entry: unknown): QueueAdapterSpec {
     builtin: (config) => {
       const result: Record<string, unknown> = {}
       for (const [field, value] of Object.entries(config)) {
-        if (field !== 'path') throw new Error(`adapter.config.${field} is not a builtin adapter option (known: path)`)
+        if (field !== 'path' && field !== 'synchronous') throw new Error(`adapter.config.${field} is not a builtin adapter option (known: path, synchronous)`)
         if (value === null || value === undefined) continue
+        if (field === 'synchronous') {
+          if (value !== 'full' && value !== 'normal') throw new Error('adapter.config.synchronous must be "full" or "normal"')
+          result.synchronous = value
+          continue
+        }
         if (typeof value !== 'string' || value === '') throw new Error('adapter.config.path must be a non-empty string')
         result.path = value
       }
@@ -57,9 +62,11 @@ export function queueAdapterIdentity(spec: QueueAdapterSpec, context: QueueAdapt
   }
 }
 
-/** How logs name an adapter: its identity, with a redis password hidden. */
+/** How logs name an adapter: its identity, with a redis password hidden, and the opt-in `synchronous: normal` of builtin. */
 export function describeQueueAdapter(spec: QueueAdapterSpec, context: QueueAdapterContext): string {
-  return spec.name === 'redis' ? `${describeRedis(spec.config)} (lease ${spec.config.lease_ms} ms)` : queueAdapterIdentity(spec, context)
+  if (spec.name === 'redis') return `${describeRedis(spec.config)} (lease ${spec.config.lease_ms} ms)`
+  const identity = queueAdapterIdentity(spec, context)
+  return spec.name === 'builtin' && spec.config.synchronous === 'normal' ? `${identity} (synchronous: normal, no wait for the disk)` : identity
 }
 
 /**

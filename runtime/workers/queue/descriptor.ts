@@ -19,7 +19,8 @@ export const QUEUE_SETTINGS: JsonSchema = {
 
 /**
  * The queue worker's `adapter` entry: the common one (builtins.md §2.9) plus `lease_ms` of the
- * redis backend (runtime/adapters/queue/redis/redis.ts).
+ * redis backend (runtime/adapters/queue/redis/redis.ts) and `synchronous` of the builtin one
+ * (runtime/adapters/queue/sqlite/sqlite.ts).
  */
 function queueAdapterSchema(): JsonSchema {
   const description = 'builtin: SQLite queue.db; memory: in-process; redis: one store for every engine on the same Redis and key_prefix (leases, wake-ups)'
@@ -30,6 +31,13 @@ function queueAdapterSchema(): JsonSchema {
     maximum: 3600000,
     default: 30000,
     description: 'redis: ms an engine holds a message it delivers before another engine may take it back (renewed every third of it while delivering)',
+  }
+  entry.properties.config.properties.synchronous = {
+    type: 'string',
+    enum: ['full', 'normal'],
+    default: 'full',
+    description:
+      'builtin: full waits for the disk at every commit (a stored message survives a power loss); normal, opt-in, skips that wait (survives an engine crash or kill, a power loss may lose the last commits)',
   }
   return entry as JsonSchema
 }

@@ -4,7 +4,9 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { DatabaseSync } from 'node:sqlite'
 import { after, describe, it } from 'node:test'
+import fc from 'fast-check'
 import { input, runQueueBackendConformance } from '../conformance.ts'
+import type { QueueMessageInput } from '../types.ts'
 import { openSqliteQueue } from './sqlite.ts'
 
 const root = mkdtempSync(join(tmpdir(), 'svc-queue-sqlite-'))
@@ -13,6 +15,7 @@ let counter = 0
 const freshDir = () => join(root, `case-${++counter}`)
 
 runQueueBackendConformance('builtin (SQLite)', () => openSqliteQueue({}, { dataDir: freshDir() }))
+runQueueBackendConformance('builtin (SQLite, synchronous: normal)', () => openSqliteQueue({ synchronous: 'normal' }, { dataDir: freshDir() }))
 
 describe('builtin (SQLite) queue backend', () => {
   const T0 = 1_700_000_000_000
@@ -60,5 +63,158 @@ describe('builtin (SQLite) queue backend', () => {
     assert.ok(!got.some((m) => m.id === later.id))
     assert.equal((await second.counts('q', T0 + 100)).delayed, 1)
     await second.close()
+  })
+})
+
+describe('builtin (SQLite) queue backend: unawaited operations', () => {
+  const T0 = 1_700_000_000_000
+  /** Resolves after the event loop turned once more (setImmediate runs after the I/O of a turn). */
+  const nextTurn = () => new Promise<void>((resolve) => setImmediate(resolve))
+
+  it('close commits the changes of operations not yet awaited', async () => {
+    const dataDir = freshDir()
+    const first = openSqliteQueue({}, { dataDir }, T0)
+    const a = input({ data: { n: 1 } })
+    const b = input({ data: { n: 2 } })
+    const c = input({ data: { n: 3 } })
+    await first.enqueue([a])
+    // Not awaited: changes of this turn and of the next one.
+    const pending = [first.enqueue([b]), nextTurn().then(() => first.enqueue([c])), first.reserve('q', { now: T0, limit: 1 })]
+    await nextTurn()
+    await first.close()
+    await Promise.all(pending)
+    const second = openSqliteQueue({}, { dataDir }, T0)
+    assert.deepEqual((await second.get(a.id))?.attempts, 1)
+    assert.deepEqual([(await second.get(b.id))?.id, (await second.get(c.id))?.id], [b.id, c.id])
+    await second.close()
+  })
+})
+
+describe('builtin (SQLite) queue backend under hostile names and unawaited operations (fast-check)', () => {
+  const T0 = 1_700_000_000_000
+  // Names and data that reach SQLite's UTF-8 text columns through bound parameters: lone
+  // surrogates, NUL, quotes, non-BMP, long strings, empty strings.
+  const hostile = fc.oneof(
+    fc.constantFrom('', 'q', '\u0000', 'a\u0000b', "'", '"', '\\', 'a\ud800', 'a\udc00', '\ud800', '\udfff\ud800', '😀', 'e\u0301', '\n', '%'),
+    fc.string({ unit: 'binary', maxLength: 8 }),
+    fc.string({ maxLength: 300 }).map((s) => s.repeat(3)),
+  )
+  type Op =
+    | { kind: 'enqueue'; queue: number; group?: number; idem?: number; dead: boolean; delay: boolean }
+    | { kind: 'reserve'; queue: number }
+    | { kind: 'settle'; pick: number; how: 'ack' | 'release' | 'refund' | 'dead' }
+    | { kind: 'dlq'; queue: number; how: 'redrive' | 'discard' }
+    | { kind: 'subscriber'; queue: number; remove: boolean }
+    /** Awaits every operation issued since the last one (the others run unawaited, across turns). */
+    | { kind: 'await' }
+  const op: fc.Arbitrary<Op> = fc.oneof(
+    fc.record({ kind: fc.constant('enqueue' as const), queue: fc.nat(2), group: fc.option(fc.nat(3), { nil: undefined }), idem: fc.option(fc.nat(3), { nil: undefined }), dead: fc.boolean(), delay: fc.boolean() }, { requiredKeys: ['kind', 'queue', 'dead', 'delay'] }),
+    fc.record({ kind: fc.constant('reserve' as const), queue: fc.nat(2) }),
+    fc.record({ kind: fc.constant('settle' as const), pick: fc.nat(), how: fc.constantFrom('ack' as const, 'release' as const, 'refund' as const, 'dead' as const) }),
+    fc.record({ kind: fc.constant('dlq' as const), queue: fc.nat(2), how: fc.constantFrom('redrive' as const, 'discard' as const) }),
+    fc.record({ kind: fc.constant('subscriber' as const), queue: fc.nat(2), remove: fc.boolean() }),
+    fc.constant({ kind: 'await' as const }),
+  )
+
+  const byQueue = (a: { queue: string }, b: { queue: string }) => (a.queue < b.queue ? -1 : a.queue > b.queue ? 1 : 0)
+
+  it('a reopened store holds exactly what the live one held, whatever the names and the interleaving', async () => {
+    await fc.assert(
+      fc.asyncProperty(fc.constantFrom('full' as const, 'normal' as const), fc.array(hostile, { minLength: 3, maxLength: 3 }), fc.array(hostile, { minLength: 4, maxLength: 4 }), fc.array(op, { minLength: 1, maxLength: 30 }), async (synchronous, queues, names, ops) => {
+        const dataDir = freshDir()
+        const live = openSqliteQueue({ synchronous }, { dataDir }, T0)
+        const ids = new Set<string>()
+        const inFlight: string[] = []
+        let unawaited: Array<Promise<unknown>> = []
+        let n = 0
+        // Every operation at its own time: dead letters keep their order (failed_at) across the reopen.
+        let now = T0
+        try {
+          for (const o of ops) {
+            now += 10
+            switch (o.kind) {
+              case 'enqueue': {
+                const fields: Partial<QueueMessageInput> = { id: `${names[n % names.length]}#${++n}`, queue: queues[o.queue]!, function_id: names[n % names.length]!, namespace: names[(n + 1) % names.length]!, enqueued_at: now, ready_at: o.delay ? now + 15 : now, data: { name: names[(n + 2) % names.length], n } }
+                if (o.group !== undefined) fields.group = names[o.group]!
+                if (o.idem !== undefined) fields.idempotency = { key: names[o.idem]!, expires_at: now + 100 }
+                if (o.dead) fields.dead = { code: 'no_subscribers', message: names[0]! }
+                ids.add(fields.id!)
+                unawaited.push(live.enqueue([input(fields)]))
+                break
+              }
+              case 'reserve':
+                unawaited.push(live.reserve(queues[o.queue]!, { now, limit: 1000 }).then((got) => inFlight.push(...got.map((m) => m.id))))
+                break
+              case 'settle': {
+                if (inFlight.length === 0) break
+                const [id] = inFlight.splice(o.pick % inFlight.length, 1)
+                unawaited.push(o.how === 'ack' ? live.ack(id!) : o.how === 'dead' ? live.deadLetter(id!, { code: 'boom', message: names[2]!, stacktrace: names[3]! }, now) : live.release(id!, { ready_at: now + 5, refund: o.how === 'refund' }))
+                break
+              }
+              case 'dlq': {
+                const dead = await live.deadLetters(queues[o.queue]!, 0, 1000)
+                unawaited.push(o.how === 'redrive' ? live.redrive(queues[o.queue]!, now) : live.discard(queues[o.queue]!, dead[0]?.id ?? names[3]!))
+                break
+              }
+              case 'subscriber':
+                unawaited.push(o.remove ? live.deleteSubscriber(queues[o.queue]!) : live.saveSubscriber({ queue: queues[o.queue]!, topic: names[0]!, namespace: names[1]!, function_id: names[2]! }))
+                break
+              case 'await':
+                await Promise.all(unawaited)
+                unawaited = []
+                break
+            }
+          }
+          await Promise.all(unawaited)
+          const expected = { messages: await Promise.all([...ids].map((id) => live.get(id))), counts: await Promise.all(queues.map((q) => live.counts(q, now))), dead: await Promise.all(queues.map((q) => live.deadLetters(q, 0, 1000))), subscribers: (await live.subscribers()).sort(byQueue), queues: (await live.queues()).sort() }
+          await live.close()
+          const reopened = openSqliteQueue({ synchronous }, { dataDir }, now)
+          try {
+            const actual = { messages: await Promise.all([...ids].map((id) => reopened.get(id))), counts: await Promise.all(queues.map((q) => reopened.counts(q, now))), dead: await Promise.all(queues.map((q) => reopened.deadLetters(q, 0, 1000))), subscribers: (await reopened.subscribers()).sort(byQueue), queues: (await reopened.queues()).sort() }
+            assert.deepEqual(actual, expected)
+          } finally {
+            await reopened.close()
+          }
+        } finally {
+          await Promise.allSettled(unawaited)
+          await live.close()
+        }
+      }),
+      { numRuns: 40 },
+    )
+  })
+})
+
+describe('builtin queue adapter entry', () => {
+  it('names the opt-in synchronous: normal in the log line of the adapter in use, and only it', async () => {
+    const { describeQueueAdapter, parseQueueAdapterEntry } = await import('../index.ts')
+    const context = { dataDir: '/srv/app/.svc/data' }
+    assert.equal(describeQueueAdapter(parseQueueAdapterEntry({ name: 'builtin', config: { synchronous: 'normal' } }), context), 'builtin:/srv/app/.svc/data/queue.db (synchronous: normal, no wait for the disk)')
+    assert.equal(describeQueueAdapter(parseQueueAdapterEntry({ name: 'builtin', config: { synchronous: 'full' } }), context), 'builtin:/srv/app/.svc/data/queue.db')
+    assert.equal(describeQueueAdapter(parseQueueAdapterEntry(undefined), context), 'builtin:/srv/app/.svc/data/queue.db')
+  })
+})
+
+describe('builtin queue adapter entry under hostile config (fast-check)', () => {
+  it('parses to path and synchronous as documented, or refuses with the field named', async () => {
+    const { parseQueueAdapterEntry } = await import('../index.ts')
+    const value = fc.oneof(fc.constantFrom('full', 'normal', 'FULL', 'off', 'extra', '', ' normal', null, 0, 1, true, '__proto__'), fc.jsonValue({ maxDepth: 2 }), fc.string({ unit: 'binary', maxLength: 8 }))
+    fc.assert(
+      fc.property(fc.dictionary(fc.constantFrom('path', 'synchronous', 'sync', '__proto__', 'constructor'), value, { maxKeys: 3 }), (config) => {
+        let spec
+        try {
+          spec = parseQueueAdapterEntry({ name: 'builtin', config })
+        } catch (error) {
+          assert.match((error as Error).message, /^adapter\.config\b/)
+          return
+        }
+        assert.equal(spec.name, 'builtin')
+        const parsed = spec.config as { path?: unknown; synchronous?: unknown }
+        assert.ok(parsed.synchronous === undefined || parsed.synchronous === 'full' || parsed.synchronous === 'normal')
+        assert.ok(parsed.path === undefined || (typeof parsed.path === 'string' && parsed.path !== ''))
+        for (const key of Object.keys(parsed)) assert.ok(key === 'path' || key === 'synchronous', key)
+      }),
+      { numRuns: 300 },
+    )
   })
 })
