@@ -84,11 +84,11 @@ const BANNER = "import { createRequire as __svcCreateRequire } from 'node:module
  * which load undici (tens of ms at every start; issue 20). Through `require`, a named import is a
  * property read where it is used. Specifiers keep their spelling (`node:sqlite` has no other).
  */
-const builtinsByRequire: Plugin = {
+export const builtinsByRequire: Plugin = {
   name: 'builtins-by-require',
   setup(build) {
     const names = new Set(builtinModules.flatMap((name) => (name.startsWith('node:') ? [name] : [name, `node:${name}`])))
-    build.onResolve({ filter: /^(node:)?[a-z_/]+$/ }, (args) => (names.has(args.path) && args.kind === 'import-statement' ? { path: args.path, namespace: 'node-builtin' } : undefined))
+    build.onResolve({ filter: /^(node:)?[a-z0-9_/]+$/ }, (args) => (names.has(args.path) && args.kind === 'import-statement' ? { path: args.path, namespace: 'node-builtin' } : undefined))
     build.onLoad({ filter: /.*/, namespace: 'node-builtin' }, (args) => ({ contents: `module.exports = require(${JSON.stringify(args.path)})`, loader: 'js' }))
   },
 }
