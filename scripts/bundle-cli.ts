@@ -55,6 +55,9 @@ export const EXTERNAL: readonly string[] = [
   'svc-sdk/*',
   'svc-helpers',
   'svc-helpers/*',
+  // ws: svc-protocol's WebSocket transport (external above) loads it from node_modules at every
+  // start; bundled too, the engine's listener ran a second copy of it (issue 20 "Engine start").
+  'ws',
   ...Object.keys(OPTIONAL_PACKAGES).flatMap((name) => [name, `${name}/*`]),
   // oclif's support for running a plugin's TypeScript sources, never used by a packed CLI.
   'typescript',

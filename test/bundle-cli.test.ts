@@ -82,6 +82,10 @@ test('the bundled svc starts an engine, serves calls (SQLite included) and loads
   assert.ok(existsSync(join(stage, 'dist', 'chunks', 'thread.js')), 'the SQLite thread is beside the chunks')
   const bundled = readdirSync(join(stage, 'dist'), { recursive: true }).filter((file) => String(file).endsWith('.js'))
   assert.ok(bundled.length < 200, `the bundle has ${bundled.length} files`)
+  // One copy of ws, from node_modules: svc-protocol's WebSocket transport loads it there at every
+  // start, and the engine's listener shares it rather than running a bundled second copy.
+  const withWs = bundled.filter((file) => readFileSync(join(stage, 'dist', String(file)), 'utf8').includes('node_modules/ws/lib/'))
+  assert.deepEqual(withWs, [], 'no copy of ws in the bundle')
 
   // Every command module of the bundle loads (a module that finds a file next to itself, such as
   // svc-sdk's ../package.json, would throw here when bundled into dist/chunks).
