@@ -97,6 +97,26 @@ export const builtinsByRequire: Plugin = {
 }
 
 /**
+ * svc-protocol imported once per specifier: each bundled module's `import … from 'svc-protocol/…'`
+ * is bound to a face module (`export { A, B } from 'svc-protocol/…'`, the names the package exports)
+ * that code splitting puts in a shared chunk, instead of every chunk importing the package itself.
+ * Node resolves a bare specifier for each importing file (package.json lookups up the folders, the
+ * `exports` map, realpath): about 100 of them at every start (issue 20 "Engine start"). The
+ * bindings stay direct (no namespace object or getters on the call path) and the package stays one
+ * module instance, as external.
+ */
+export const externalFaces: Plugin = {
+  name: 'external-faces',
+  setup(build) {
+    build.onResolve({ filter: /^svc-protocol(\/.*)?$/ }, (args) => (args.namespace === 'external-face' ? { path: args.path, external: true } : { path: args.path, namespace: 'external-face' }))
+    build.onLoad({ filter: /.*/, namespace: 'external-face' }, async (args) => {
+      const names = Object.keys((await import(args.path)) as object)
+      return { contents: `export { ${names.join(', ')} } from ${JSON.stringify(args.path)};\n`, loader: 'js' }
+    })
+  },
+}
+
+/**
  * The bundle's `runtime/workers/configuration/precompiled.js`: Ajv's standalone code of every
  * built-in settings schema, compiled with the options schema.ts uses for them, keyed by the
  * schema's canonical JSON, so that the engine does not generate and compile that code at every
@@ -156,7 +176,7 @@ export async function bundleCli(root: string, out: string): Promise<Metafile> {
     target: 'node22.13',
     chunkNames: 'chunks/[name]-[hash]',
     external: [...EXTERNAL],
-    plugins: [builtinsByRequire, precompiledValidators],
+    plugins: [builtinsByRequire, externalFaces, precompiledValidators],
     // Packages' "module" builds first, as Node's own resolution would not, only where both exist:
     // keep Node's choice ("main" for require, "exports" conditions) so behaviour does not change.
     mainFields: ['main', 'module'],
