@@ -4,6 +4,7 @@
  * other schema is still checked.
  */
 import assert from 'node:assert/strict'
+import { execFileSync } from 'node:child_process'
 import { test } from 'node:test'
 import { Ajv2020 } from 'ajv/dist/2020.js'
 import { BUILTIN_DESCRIPTORS } from '../catalogue.ts'
@@ -31,4 +32,22 @@ test('built-in schemas still validate values', () => {
   const http = BUILTIN_DESCRIPTORS.find((descriptor) => descriptor.name === 'svc-http')!.settings!
   const problems = compileSettingsSchema(http)({ port: 'not a port' })
   assert.ok(problems.some((problem) => problem.startsWith('/port: ')), problems.join('; '))
+})
+
+test('loading the schema compiler makes no Ajv instance; the first schema that needs one does (engine start, issue 20)', () => {
+  // In a child process: ajv's CommonJS exports are replaced by a counting subclass before schema.ts
+  // imports them (an ES import of a CommonJS module reads its exports when first imported).
+  const script = `
+import { createRequire } from 'node:module'
+const require = createRequire(${JSON.stringify(import.meta.url)})
+const ajvModule = require('ajv/dist/2020.js')
+let made = 0
+const Counted = class extends ajvModule.Ajv2020 { constructor(...args) { super(...args); made++ } }
+ajvModule.Ajv2020 = Counted
+const { compileSettingsSchema } = await import(${JSON.stringify(new URL('./schema.ts', import.meta.url).href)})
+const afterLoad = made
+compileSettingsSchema({ type: 'object', properties: { port: { type: 'integer' } } })
+console.log(JSON.stringify({ afterLoad, afterCompile: made }))`
+  const out = JSON.parse(execFileSync(process.execPath, ['--input-type=module', '-e', script], { encoding: 'utf8' })) as { afterLoad: number; afterCompile: number }
+  assert.deepEqual(out, { afterLoad: 0, afterCompile: 1 })
 })
