@@ -7,8 +7,33 @@ import assert from 'node:assert/strict'
 import { execFileSync } from 'node:child_process'
 import { test } from 'node:test'
 import { Ajv2020 } from 'ajv/dist/2020.js'
+import fc from 'fast-check'
 import { BUILTIN_DESCRIPTORS } from '../catalogue.ts'
 import { compileSettingsSchema } from './schema.ts'
+
+// First in the file: the first schemas this process compiles are hostile, so the Ajv instance made on
+// first use (issue 20) is made by one of them.
+test('property: any first schemas, hostile ones included, compile or are refused with the documented errors, and the compiler keeps working', () => {
+  const hostile = fc.oneof(
+    fc.jsonValue({ maxDepth: 3 }),
+    fc.constantFrom<unknown>(null, [], 'object', 1e308, { type: 'nonsense' }, { $ref: 'https://example.com/remote.json' }, { $ref: '#/nowhere' }, { $id: 'x', $defs: { a: { $id: 'x' } } }, { minProperties: -1 }, { pattern: '(' }, { type: 'object', required: ['a', 'a'] }),
+    fc.integer({ min: 1, max: 200 }).map((depth) => Array.from({ length: depth }).reduce<object>((inner) => ({ type: 'object', properties: { a: inner } }), { type: 'integer' })),
+  )
+  fc.assert(
+    fc.property(fc.array(hostile, { minLength: 1, maxLength: 4 }), (schemas) => {
+      for (const schema of schemas) {
+        try {
+          assert.equal(typeof compileSettingsSchema(schema), 'function')
+        } catch (error) {
+          assert.match((error as Error).message, /^schema must be a JSON Schema object$|^schema is not a valid JSON Schema: /)
+        }
+      }
+      const problems = compileSettingsSchema({ type: 'object', properties: { port: { type: 'integer' } } })({ port: 'x' })
+      assert.deepEqual(problems, ['/port: must be integer'])
+    }),
+    { numRuns: 150 },
+  )
+})
 
 test('every built-in settings schema is a valid JSON Schema (draft 2020-12)', () => {
   const ajv = new Ajv2020({ strict: false })
