@@ -2,9 +2,12 @@
 // svc loads is kept on disk and reused by the next start, instead of parsing and compiling about
 // 3 MB of JavaScript each time. Plain JavaScript loaded by bin/run.js before anything else.
 
-import { mkdirSync } from 'node:fs'
-import { homedir } from 'node:os'
-import { posix, win32 } from 'node:path'
+// Node's built-ins are taken with process.getBuiltinModule (Node >= 22.3, as svc needs 22.13), not
+// `import`: the ES module face of `node:fs` reads every export once when created, `fs.ReadStream`
+// included, which loads Node's file streams at every start (issue 20 "Engine start").
+const { mkdirSync } = process.getBuiltinModule('node:fs')
+const { homedir } = process.getBuiltinModule('node:os')
+const { posix, win32 } = process.getBuiltinModule('node:path')
 
 /**
  * The directory svc keeps Node's compile cache in: the user's own cache folder, never a shared one

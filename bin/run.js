@@ -41,7 +41,8 @@ if (major < 22 || (major === 22 && minor < 13)) {
   if (typeof process.execve === 'function') {
     const { ENGINE_V8_FLAGS, heapChosen, hostsEngine } = await import('./engine-heap.js')
     if (hostsEngine(process.argv.slice(2)) && !heapChosen(process.execArgv, process.env.NODE_OPTIONS)) {
-      const { fileURLToPath } = await import('node:url')
+      // Built-ins through process.getBuiltinModule, not import(): no ES module face to build.
+      const { fileURLToPath } = process.getBuiltinModule('node:url')
       try {
         process.execve(process.execPath, [process.execPath, ...ENGINE_V8_FLAGS, ...process.execArgv, fileURLToPath(import.meta.url), ...process.argv.slice(2)])
       } catch {
@@ -52,7 +53,7 @@ if (major < 22 || (major === 22 && minor < 13)) {
   // Before anything else loads: the compiled code of what follows is reused from the last start
   // (bin/compile-cache.js, issue 20 "Engine start").
   const { enableCompileCache } = await import('./compile-cache.js')
-  enableCompileCache(await import('node:module'), process.env)
+  enableCompileCache(process.getBuiltinModule('node:module'), process.env)
   // Stacks are printed with --debug or DEBUG: then they name src/…/*.ts lines through the source
   // maps (the packed CLI is a bundle); otherwise parsing the maps would only slow every start.
   const { debugEnabled } = await import('../dist/src/lib/argv.js')

@@ -15,7 +15,8 @@ import fc from 'fast-check'
 import { canonicalJson } from 'svc-protocol/json'
 import { BUILTIN_DESCRIPTORS, type JsonSchema } from '../runtime/workers/catalogue.ts'
 import { BUILTIN_OPTIONS } from '../runtime/workers/configuration/schema.ts'
-import { precompiledValidatorsModule } from './bundle-cli.ts'
+import { build } from 'esbuild'
+import { builtinsByRequire, precompiledValidatorsModule } from './bundle-cli.ts'
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url))
 const scratch = mkdtempSync(join(tmpdir(), 'svc-precompiled-'))
@@ -65,5 +66,18 @@ test('precompiled built-in validators judge every value as run-time compiled one
       }),
       { numRuns: 300 },
     )
+  }
+})
+
+test('the bundle takes every Node built-in with require, never with an ES import (no ES module face built at start)', async () => {
+  // Names with digits (node:v8, node:http2) and subpaths (node:fs/promises) included: node:v8 was imported.
+  const names = ['node:v8', 'v8', 'node:http2', 'node:fs/promises', 'node:path', 'node:sqlite', 'events']
+  const entry = join(scratch, 'builtins-entry.mjs')
+  writeFileSync(entry, names.map((name, i) => `import * as m${i} from ${JSON.stringify(name)}; console.log(m${i});`).join('\n'))
+  const result = await build({ entryPoints: [entry], bundle: true, write: false, format: 'esm', platform: 'node', plugins: [builtinsByRequire], logLevel: 'silent' })
+  const code = result.outputFiles[0]!.text
+  for (const name of names) {
+    assert.ok(!new RegExp(`from ["']${name}["']`).test(code), `${name} is not an ES import`)
+    assert.ok(code.includes(`require(${JSON.stringify(name)})`), `${name} is required`)
   }
 })

@@ -55,6 +55,9 @@ export const EXTERNAL: readonly string[] = [
   'svc-sdk/*',
   'svc-helpers',
   'svc-helpers/*',
+  // ws: svc-protocol's WebSocket transport (external above) loads it from node_modules at every
+  // start; bundled too, the engine's listener ran a second copy of it (issue 20 "Engine start").
+  'ws',
   ...Object.keys(OPTIONAL_PACKAGES).flatMap((name) => [name, `${name}/*`]),
   // oclif's support for running a plugin's TypeScript sources, never used by a packed CLI.
   'typescript',
@@ -84,12 +87,32 @@ const BANNER = "import { createRequire as __svcCreateRequire } from 'node:module
  * which load undici (tens of ms at every start; issue 20). Through `require`, a named import is a
  * property read where it is used. Specifiers keep their spelling (`node:sqlite` has no other).
  */
-const builtinsByRequire: Plugin = {
+export const builtinsByRequire: Plugin = {
   name: 'builtins-by-require',
   setup(build) {
     const names = new Set(builtinModules.flatMap((name) => (name.startsWith('node:') ? [name] : [name, `node:${name}`])))
-    build.onResolve({ filter: /^(node:)?[a-z_/]+$/ }, (args) => (names.has(args.path) && args.kind === 'import-statement' ? { path: args.path, namespace: 'node-builtin' } : undefined))
+    build.onResolve({ filter: /^(node:)?[a-z0-9_/]+$/ }, (args) => (names.has(args.path) && args.kind === 'import-statement' ? { path: args.path, namespace: 'node-builtin' } : undefined))
     build.onLoad({ filter: /.*/, namespace: 'node-builtin' }, (args) => ({ contents: `module.exports = require(${JSON.stringify(args.path)})`, loader: 'js' }))
+  },
+}
+
+/**
+ * svc-protocol imported once per specifier: each bundled module's `import … from 'svc-protocol/…'`
+ * is bound to a face module (`export { A, B } from 'svc-protocol/…'`, the names the package exports)
+ * that code splitting puts in a shared chunk, instead of every chunk importing the package itself.
+ * Node resolves a bare specifier for each importing file (package.json lookups up the folders, the
+ * `exports` map, realpath): about 100 of them at every start (issue 20 "Engine start"). The
+ * bindings stay direct (no namespace object or getters on the call path) and the package stays one
+ * module instance, as external.
+ */
+export const externalFaces: Plugin = {
+  name: 'external-faces',
+  setup(build) {
+    build.onResolve({ filter: /^svc-protocol(\/.*)?$/ }, (args) => (args.namespace === 'external-face' ? { path: args.path, external: true } : { path: args.path, namespace: 'external-face' }))
+    build.onLoad({ filter: /.*/, namespace: 'external-face' }, async (args) => {
+      const names = Object.keys((await import(args.path)) as object)
+      return { contents: `export { ${names.join(', ')} } from ${JSON.stringify(args.path)};\n`, loader: 'js' }
+    })
   },
 }
 
@@ -153,7 +176,7 @@ export async function bundleCli(root: string, out: string): Promise<Metafile> {
     target: 'node22.13',
     chunkNames: 'chunks/[name]-[hash]',
     external: [...EXTERNAL],
-    plugins: [builtinsByRequire, precompiledValidators],
+    plugins: [builtinsByRequire, externalFaces, precompiledValidators],
     // Packages' "module" builds first, as Node's own resolution would not, only where both exist:
     // keep Node's choice ("main" for require, "exports" conditions) so behaviour does not change.
     mainFields: ['main', 'module'],

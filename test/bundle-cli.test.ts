@@ -82,6 +82,18 @@ test('the bundled svc starts an engine, serves calls (SQLite included) and loads
   assert.ok(existsSync(join(stage, 'dist', 'chunks', 'thread.js')), 'the SQLite thread is beside the chunks')
   const bundled = readdirSync(join(stage, 'dist'), { recursive: true }).filter((file) => String(file).endsWith('.js'))
   assert.ok(bundled.length < 200, `the bundle has ${bundled.length} files`)
+  // One copy of ws, from node_modules: svc-protocol's WebSocket transport loads it there at every
+  // start, and the engine's listener shares it rather than running a bundled second copy.
+  const withWs = bundled.filter((file) => readFileSync(join(stage, 'dist', String(file)), 'utf8').includes('node_modules/ws/lib/'))
+  assert.deepEqual(withWs, [], 'no copy of ws in the bundle')
+  // Each svc-protocol specifier is imported by one bundled file (the chunk of its face), not by
+  // every chunk using it: Node resolves a bare specifier once per importing file.
+  const importers = new Map<string, number>()
+  for (const file of bundled) {
+    for (const [, specifier] of readFileSync(join(stage, 'dist', String(file)), 'utf8').matchAll(/from "(svc-protocol(?:\/[^"]*)?)"/g)) importers.set(specifier!, (importers.get(specifier!) ?? 0) + 1)
+  }
+  assert.ok(importers.get('svc-protocol/errors'), 'the bundle imports svc-protocol/errors')
+  for (const [specifier, count] of importers) assert.equal(count, 1, `${specifier} imported by ${count} bundled files`)
 
   // Every command module of the bundle loads (a module that finds a file next to itself, such as
   // svc-sdk's ../package.json, would throw here when bundled into dist/chunks).

@@ -108,6 +108,21 @@ describe('svc', () => {
     assert.ok(readdirSync(dir, { recursive: true }).length > 0, 'Node wrote compiled code into it')
   })
 
+  it('turning the cache on loads none of Node\'s file streams (no ES module face of node:fs at every start)', () => {
+    const home = mkdtempSync(join(scratch, 'home-'))
+    const env: NodeJS.ProcessEnv = { ...process.env, HOME: home }
+    delete env.XDG_CACHE_HOME
+    delete env.NODE_COMPILE_CACHE
+    delete env.NODE_DISABLE_COMPILE_CACHE
+    // What bin/run.js does before loading svc; process.moduleLoadList names Node's internal modules loaded so far.
+    const script = `const { enableCompileCache } = await import(${JSON.stringify(new URL('../bin/compile-cache.js', import.meta.url).href)})
+const dir = enableCompileCache(process.getBuiltinModule('node:module'), process.env)
+console.log(JSON.stringify({ dir, streams: process.moduleLoadList.includes('NativeModule internal/fs/streams') }))`
+    const out = JSON.parse(execFileSync(process.execPath, ['--input-type=module', '-e', script], { env, encoding: 'utf8' })) as { dir?: string; streams: boolean }
+    assert.equal(out.dir, join(home, '.cache', 'svc', 'node-compile-cache'), 'the cache is on')
+    assert.equal(out.streams, false, 'internal/fs/streams not loaded')
+  })
+
   it('writes no cache with NODE_DISABLE_COMPILE_CACHE=1', () => {
     const home = mkdtempSync(join(scratch, 'home-'))
     assert.match(svc(home, { NODE_DISABLE_COMPILE_CACHE: '1' }), /^svc\//)

@@ -16,9 +16,10 @@ export type { SettingsValidator }
 
 // One Ajv instance per process: compiled schemas are cached by it. `code.optimize: false`: the
 // generated validators run a little slower but compile faster, and settings are validated only
-// when written or read, never per invocation.
+// when written or read, never per invocation. Both instances are made on first use: the packed
+// CLI's built-in schemas are precompiled, so an engine start often needs neither (issue 20).
 const OPTIONS: Options = { ...SETTINGS_SCHEMA_OPTIONS, code: { optimize: false } }
-const ajv = new Ajv2020(OPTIONS)
+let ajv: Ajv2020 | undefined
 
 // The built-in workers' own schemas (their descriptors' `settings`, checked against the draft
 // 2020-12 meta-schema by schema.test.ts) compile without that check: compiling the meta-schema,
@@ -26,7 +27,7 @@ const ajv = new Ajv2020(OPTIONS)
 // The packed CLI has them compiled ahead of time (precompiled.ts); a checkout compiles them here.
 /** Ajv's options for the built-in settings schemas (scripts/bundle-cli.ts precompiles them with these). */
 export const BUILTIN_OPTIONS: Readonly<Options> = { ...OPTIONS, validateSchema: false }
-const builtinAjv = new Ajv2020(BUILTIN_OPTIONS)
+let builtinAjv: Ajv2020 | undefined
 let builtinSchemas: Set<string> | undefined
 
 /** The canonical JSON of `schema` when it is the settings schema of a built-in worker. */
@@ -40,7 +41,8 @@ function builtinSchemaKey(schema: unknown): string | undefined {
 const validators: SchemaCompiler = {
   compile(schema) {
     const builtin = builtinSchemaKey(schema)
-    return builtin === undefined ? ajv.compile(schema) : (PRECOMPILED_VALIDATORS.get(builtin) ?? builtinAjv.compile(schema))
+    if (builtin === undefined) return (ajv ??= new Ajv2020(OPTIONS)).compile(schema)
+    return PRECOMPILED_VALIDATORS.get(builtin) ?? (builtinAjv ??= new Ajv2020(BUILTIN_OPTIONS)).compile(schema)
   },
 }
 
