@@ -52,7 +52,7 @@ export class LegTable {
     // A leg of a flight carries the flight's id: the id engine::invocations::list shows is the one the worker knows.
     const leg: Leg = { id: flight?.id ?? randomUUID(), callee, caller, reply: invocation.reply, timer: undefined }
     callee.executing.set(leg.id, leg)
-    caller?.calling.add(leg)
+    caller?.calling.set(leg.id, leg)
     this.size++
     if (flight !== undefined) flight.stop = (reason) => this.cancel(leg, reason)
     const timeoutMs = invocation.timeoutMs
@@ -95,12 +95,12 @@ export class LegTable {
   sessionEnded(session: Session): void {
     if (session.executing.size > 0) {
       const stopped = errorBody(Errors.invocationStopped)
-      for (const leg of [...session.executing.values()]) {
+      for (const leg of session.executing.values()) {
         this.close(leg)
         leg.reply.error(stopped)
       }
     }
-    for (const leg of [...session.calling]) this.close(leg)
+    for (const leg of session.calling.values()) this.close(leg)
   }
 
   /**
@@ -124,7 +124,7 @@ export class LegTable {
 
   private close(leg: Leg): void {
     if (leg.callee.executing.delete(leg.id)) this.size--
-    leg.caller?.calling.delete(leg)
+    leg.caller?.calling.delete(leg.id)
     if (leg.timer !== undefined) clearTimeout(leg.timer)
   }
 
