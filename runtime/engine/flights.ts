@@ -15,7 +15,7 @@
 import { randomUUID } from 'node:crypto'
 import { errorBody, Errors, MAX_CANCEL_REASON, type ErrorBody, type JsonInput } from 'svc-protocol'
 import type { Peer } from './peer.ts'
-import type { InvocationFlight, Reply } from './invocation.ts'
+import type { InvocationFlight, Reply, WorkStopper } from './invocation.ts'
 import { CallIndex } from './call-index.ts'
 
 /** One in-flight invocation as `engine::invocations::list` shows it (ids, names, ms epoch). */
@@ -35,12 +35,6 @@ export interface FlightSummary {
   trace_id: string | null
 }
 
-/**
- * What stops a dispatched call's work; set by the callee. It must also make sure the callee never
- * delivers to the reply afterwards (the caller already has `cancelled`).
- */
-export type StopWork = (reason: string | undefined) => void
-
 /** Most flights `engine::invocations::list` returns. */
 export const MAX_LISTED_FLIGHTS = 1000
 
@@ -57,7 +51,7 @@ export class Flight implements InvocationFlight {
   worker: Peer | undefined
   traceparent: string | undefined
   /** Set by the callee at dispatch: stops the work. */
-  stop: StopWork | undefined
+  stop: WorkStopper | undefined
   /** True once an outcome went to the caller (result, error or `cancelled`). */
   settled = false
   private readonly table: FlightTable
@@ -108,7 +102,7 @@ export class Flight implements InvocationFlight {
     const stop = this.stop
     this.stop = undefined
     try {
-      stop?.(cut)
+      stop?.stopWork(cut)
     } finally {
       ;(this.outer ?? this).error(answer ?? errorBody(Errors.cancelled, cut))
     }
