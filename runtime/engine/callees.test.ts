@@ -6,7 +6,7 @@ import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
 import { getHeapSpaceStatistics, setFlagsFromString } from 'node:v8'
 import { runInNewContext } from 'node:vm'
-import type { Transport } from 'svc-protocol'
+import { RawJson, type Transport } from 'svc-protocol'
 import { LegTable } from './callees.ts'
 import { LISTENER_DEFAULTS } from './config.ts'
 import { Flight, FlightTable } from './flights.ts'
@@ -40,12 +40,13 @@ function openSession(transport: Transport): Session {
   return session
 }
 
+const EMPTY = new RawJson('{}')
 const target = { id: 'bench::echo', baggageJson: undefined } as unknown as FunctionEntry
 const replica = { wireIdJson: '"bench::echo"' } as unknown as Replica
 
 function routed(caller: Session, flights: FlightTable, n: number, reply: Reply): { flight: Flight; invocation: Invocation } {
   const flight = new Flight(flights, 'bench::echo', 'default', caller, reply, caller.requested, `call-${n}`)
-  const invocation = { requestedId: 'bench::echo', functionId: 'bench::echo', namespace: 'default', data: '{"n":1}', caller, access: undefined, reply: flight, flight } as unknown as Invocation
+  const invocation = { requestedId: 'bench::echo', functionId: 'bench::echo', namespace: 'default', data: new RawJson('{"n":1}'), caller, access: undefined, reply: flight, flight } as unknown as Invocation
   return { flight, invocation }
 }
 
@@ -69,7 +70,7 @@ describe('LegTable', () => {
       const { flight, invocation } = routed(caller, flights, n++, { result: () => void payload, error: () => void payload })
       legs.open(callee, invocation, target, replica)
       open.push(flight.id)
-      if (open.length > 64) legs.complete(callee, open.shift()!, '{}', undefined)
+      if (open.length > 64) legs.complete(callee, open.shift()!, EMPTY, undefined)
     }
     for (let i = 0; i < 2000; i++) call()
     gc({ type: 'major' })
@@ -80,7 +81,7 @@ describe('LegTable', () => {
       gc({ type: 'minor' })
     }
     const grown = oldSpace() - before
-    while (open.length > 0) legs.complete(callee, open.shift()!, '{}', undefined)
+    while (open.length > 0) legs.complete(callee, open.shift()!, EMPTY, undefined)
     assert.equal(legs.size, 0)
     assert.equal(flights.size, 0)
     assert.equal(caller.requested.size, 0)
@@ -103,7 +104,7 @@ describe('LegTable', () => {
     assert.equal(cancel.type, 'cancelinvocation')
     assert.equal(cancel.invocation_id, flight.id)
     assert.equal(cancel.reason, 'enough')
-    legs.complete(callee, flight.id, '{"late":true}', undefined)
+    legs.complete(callee, flight.id, new RawJson('{"late":true}'), undefined)
     assert.deepEqual(answers, [['error', 'cancelled']])
   })
 })
