@@ -10,9 +10,9 @@
  * points to, and the next table with it. Measured with 64 entries alive, one insert and one
  * delete per call, the container in the old generation (`--max-semi-space-size=4
  * --heap-growing-percent=50`): a `Map` promotes ~330 bytes per call, a null-prototype object
- * ~380, no index ~24, with 15–18× the full collections. In the engine the `Map`s and `Set` of the
- * call path promoted ~560 bytes per routed call (docs/benchmarks.md, "Per-call garbage and the old
- * generation").
+ * ~380, no index ~24, with 15–18× the full collections (docs/benchmarks.md, "Per-call garbage
+ * and the old generation"; in the engine a closure stored on every flight promoted even more and
+ * hid this, see `WorkStopper`).
  *
  * This index is an open-addressing hash table (linear probing) over two arrays it owns: a removed
  * entry's slots are cleared at once, and arrays it outgrows are emptied before they are dropped,
