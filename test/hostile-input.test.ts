@@ -226,6 +226,9 @@ const { value: hostileValue } = fc.letrec((tie) => ({
   ),
 }))
 
+/** Invocation ids of the calls and cancels a fuzzed connection sends. */
+const CALL_IDS = ['fz', 'fz2', '', '__proto__', 'constructor', 'hasOwnProperty', '0', '4294967295', '-0', 'a\ud800']
+
 const FIELDS = ['id', 'function_id', 'invocation_id', 'trigger_type', 'namespace', 'trigger_namespace', 'data', 'result', 'error', 'metadata', 'config', 'action', 'description', 'invocation', 'previous_worker_id', 'reattach_token', 'reason']
 
 /** One frame: a plausible message with hostile fields, deep nesting, or raw text. */
@@ -235,10 +238,11 @@ const hostileFrame = fc.oneof(
     ({ type, depth }) => `{"type":"${type}","id":"f::d","function_id":"health::echo","invocation_id":"fz","data":${deep(depth)},"result":${deep(depth)}}`,
   ),
   // A call and cancels of it, of other ids, with hostile reasons (issue 21): in any order with the rest.
-  fc.record({ id: fc.constantFrom('fz', 'fz2', ''), reason: fc.option(hostileValue, { nil: undefined }) }).map(({ id, reason }) =>
+  // The ids are keys of the session's call index (runtime/engine/call-index.ts): names objects have, array indices.
+  fc.record({ id: fc.constantFrom(...CALL_IDS), reason: fc.option(hostileValue, { nil: undefined }) }).map(({ id, reason }) =>
     JSON.stringify(reason === undefined ? { type: 'cancelinvocation', invocation_id: id } : { type: 'cancelinvocation', invocation_id: id, reason }),
   ),
-  fc.constantFrom('fz', 'fz2').map((id) => JSON.stringify({ type: 'invokefunction', function_id: 'health::echo', invocation_id: id, data: { id } })),
+  fc.constantFrom(...CALL_IDS.filter((id) => id !== '')).map((id) => JSON.stringify({ type: 'invokefunction', function_id: 'health::echo', invocation_id: id, data: { id } })),
   // engine::workers::drain (issue 21) with any payload: answered with an error, never a dropped connection.
   fc.oneof(hostileValue, fc.record({ id: hostileValue })).map((data) => JSON.stringify({ type: 'invokefunction', function_id: 'engine::workers::drain', invocation_id: 'fzd', data })),
   fc.string({ unit: 'binary', maxLength: 200 }),

@@ -12,6 +12,7 @@ import type { Peer } from './peer.ts'
 import { FrameTooLarge, isStringTooLong, mergeBaggage, type Callee, type Invocation } from './pipeline.ts'
 import { Session, type Leg } from './session.ts'
 import type { HttpFunctionsPolicy, InvocationContext, LocalHandler } from './types.ts'
+import type { Reply, WorkStopper } from './invocation.ts'
 
 /**
  * Bounds on open legs: an attacker who sends calls that are never answered must not grow the
@@ -50,11 +51,11 @@ export class LegTable {
     if (this.size >= this.limits.total) return invocation.reply.error(this.tooManyForEngine)
     const flight = invocation.flight
     // A leg of a flight carries the flight's id: the id engine::invocations::list shows is the one the worker knows.
-    const leg: Leg = { id: flight?.id ?? randomUUID(), callee, caller, reply: invocation.reply, timer: undefined }
+    const leg = new RemoteLeg(this, flight?.id ?? randomUUID(), callee, caller, invocation.reply)
     callee.executing.set(leg.id, leg)
-    caller?.calling.add(leg)
+    caller?.calling.set(leg.id, leg)
     this.size++
-    if (flight !== undefined) flight.stop = (reason) => this.cancel(leg, reason)
+    if (flight !== undefined) flight.stop = leg
     const timeoutMs = invocation.timeoutMs
     if (timeoutMs !== undefined) leg.timer = setTimeout(LegTable.expire, timeoutMs, this, leg, timeoutMs)
     try {
@@ -95,12 +96,12 @@ export class LegTable {
   sessionEnded(session: Session): void {
     if (session.executing.size > 0) {
       const stopped = errorBody(Errors.invocationStopped)
-      for (const leg of [...session.executing.values()]) {
+      for (const leg of session.executing.values()) {
         this.close(leg)
         leg.reply.error(stopped)
       }
     }
-    for (const leg of [...session.calling]) this.close(leg)
+    for (const leg of session.calling.values()) this.close(leg)
   }
 
   /**
@@ -124,7 +125,7 @@ export class LegTable {
 
   private close(leg: Leg): void {
     if (leg.callee.executing.delete(leg.id)) this.size--
-    leg.caller?.calling.delete(leg)
+    leg.caller?.calling.delete(leg.id)
     if (leg.timer !== undefined) clearTimeout(leg.timer)
   }
 
@@ -135,6 +136,28 @@ export class LegTable {
     // The engine's timeout cancels the callee too (§6.5): its handler need not run on for nobody.
     LegTable.sendCancel(leg, `timed out after ${timeoutMs}ms`)
     leg.reply.error(errorBody(Errors.timeout, timeoutMs))
+  }
+}
+
+/** An open leg to a remote session; a cancel of its flight cancels it (no closure per call: {@link WorkStopper}). */
+class RemoteLeg implements Leg, WorkStopper {
+  readonly table: LegTable
+  readonly id: string
+  readonly callee: Session
+  readonly caller: Session | undefined
+  readonly reply: Reply
+  timer: NodeJS.Timeout | undefined = undefined
+
+  constructor(table: LegTable, id: string, callee: Session, caller: Session | undefined, reply: Reply) {
+    this.table = table
+    this.id = id
+    this.callee = callee
+    this.caller = caller
+    this.reply = reply
+  }
+
+  stopWork(reason: string | undefined): void {
+    this.table.cancel(this, reason)
   }
 }
 
@@ -161,14 +184,26 @@ export class RemoteCallee implements Callee {
  * One run of an in-process handler: whether its outcome went out, and the `AbortSignal` its
  * context offers, made on first use (most built-in calls never look at it).
  */
-class LocalRun {
+class LocalRun implements WorkStopper {
   done = false
+  /** Set by {@link settle} while the handler's promise is pending. */
+  peer: { activeInvocations: number } | undefined = undefined
+  timer: NodeJS.Timeout | undefined = undefined
   private controller: AbortController | undefined
   private reason: Error | undefined
 
   get signal(): AbortSignal {
     if (this.reason !== undefined && this.controller === undefined) return AbortSignal.abort(this.reason)
     return (this.controller ??= new AbortController()).signal
+  }
+
+  /** The flight was cancelled: the outcome is dropped and the handler's signal aborts. */
+  stopWork(reason: string | undefined): void {
+    if (this.done) return
+    this.done = true
+    clearTimeout(this.timer)
+    this.peer!.activeInvocations--
+    this.abort(Errors.cancelled(reason))
   }
 
   /** The call was cancelled or timed out: the handler's signal aborts with `reason`. */
@@ -217,10 +252,10 @@ function settle(invocation: Invocation, peer: { activeInvocations: number }, run
     peer.activeInvocations--
     return reply.result(value)
   }
-  let timer: NodeJS.Timeout | undefined
+  run.peer = peer
   const timeoutMs = invocation.timeoutMs
   if (timeoutMs !== undefined) {
-    timer = setTimeout(() => {
+    run.timer = setTimeout(() => {
       if (run.done) return
       run.done = true
       peer.activeInvocations--
@@ -230,27 +265,19 @@ function settle(invocation: Invocation, peer: { activeInvocations: number }, run
     }, timeoutMs)
   }
   const flight = invocation.flight
-  if (flight !== undefined) {
-    flight.stop = (reason) => {
-      if (run.done) return
-      run.done = true
-      clearTimeout(timer)
-      peer.activeInvocations--
-      run.abort(Errors.cancelled(reason))
-    }
-  }
+  if (flight !== undefined) flight.stop = run
   value.then(
     (result) => {
       if (run.done) return
       run.done = true
-      clearTimeout(timer)
+      clearTimeout(run.timer)
       peer.activeInvocations--
       reply.result(result)
     },
     (err: unknown) => {
       if (run.done) return
       run.done = true
-      clearTimeout(timer)
+      clearTimeout(run.timer)
       peer.activeInvocations--
       reply.error(errorBodyOf(err))
     },

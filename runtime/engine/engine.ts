@@ -708,7 +708,7 @@ export class Engine implements BuiltinHost, PipelineHost {
     if (!wasOpen) return
     this.registrations.removeFunctionsOf(session)
     // The calls it made and still awaits are cancelled: nobody is left to take their answers.
-    if (session.requested.size > 0) for (const flight of [...session.requested.values()]) flight.cancel('the caller disconnected')
+    if (session.requested.size > 0) for (const flight of session.requested.values()) flight.cancel('the caller disconnected')
     this.legs.sessionEnded(session)
     this.registrations.removeTriggersOf(session)
     this.sessions.delete(session.workerId)

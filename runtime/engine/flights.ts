@@ -15,7 +15,8 @@
 import { randomUUID } from 'node:crypto'
 import { errorBody, Errors, MAX_CANCEL_REASON, type ErrorBody, type JsonInput } from 'svc-protocol'
 import type { Peer } from './peer.ts'
-import type { InvocationFlight, Reply } from './invocation.ts'
+import type { InvocationFlight, Reply, WorkStopper } from './invocation.ts'
+import { CallIndex } from './call-index.ts'
 
 /** One in-flight invocation as `engine::invocations::list` shows it (ids, names, ms epoch). */
 export interface FlightSummary {
@@ -34,12 +35,6 @@ export interface FlightSummary {
   trace_id: string | null
 }
 
-/**
- * What stops a dispatched call's work; set by the callee. It must also make sure the callee never
- * delivers to the reply afterwards (the caller already has `cancelled`).
- */
-export type StopWork = (reason: string | undefined) => void
-
 /** Most flights `engine::invocations::list` returns. */
 export const MAX_LISTED_FLIGHTS = 1000
 
@@ -50,11 +45,13 @@ export class Flight implements InvocationFlight {
   readonly namespace: string
   readonly caller: Peer | null
   readonly startedAt = Date.now()
+  /** Order of arrival among the engine's flights (set by {@link FlightTable.add}). */
+  seq = 0
   /** The peer serving the call, once dispatched. */
   worker: Peer | undefined
   traceparent: string | undefined
   /** Set by the callee at dispatch: stops the work. */
-  stop: StopWork | undefined
+  stop: WorkStopper | undefined
   /** True once an outcome went to the caller (result, error or `cancelled`). */
   settled = false
   private readonly table: FlightTable
@@ -62,10 +59,10 @@ export class Flight implements InvocationFlight {
   /** The reply the callee answers (interceptors wrap the flight): a cancel goes through it, so spans end. */
   private outer: Reply | undefined
   /** The caller's session index this flight is in, and its key there. */
-  private readonly index: Map<string, Flight> | undefined
+  private readonly index: CallIndex<Flight> | undefined
   private readonly key: string | undefined
 
-  constructor(table: FlightTable, functionId: string, namespace: string, caller: Peer | null, reply: Reply, index?: Map<string, Flight>, key?: string) {
+  constructor(table: FlightTable, functionId: string, namespace: string, caller: Peer | null, reply: Reply, index?: CallIndex<Flight>, key?: string) {
     this.table = table
     this.id = randomUUID()
     this.functionId = functionId
@@ -105,7 +102,7 @@ export class Flight implements InvocationFlight {
     const stop = this.stop
     this.stop = undefined
     try {
-      stop?.(cut)
+      stop?.stopWork(cut)
     } finally {
       ;(this.outer ?? this).error(answer ?? errorBody(Errors.cancelled, cut))
     }
@@ -139,13 +136,16 @@ export class Flight implements InvocationFlight {
 
 /** Every flight of the engine, by its engine-assigned id. */
 export class FlightTable {
-  private readonly flights = new Map<string, Flight>()
+  private readonly flights = new CallIndex<Flight>()
+  /** Flights added so far: each flight's {@link Flight.seq}, the order `list` gives. */
+  private added = 0
 
   get size(): number {
     return this.flights.size
   }
 
   add(flight: Flight): void {
+    flight.seq = this.added++
     this.flights.set(flight.id, flight)
   }
 
@@ -164,14 +164,11 @@ export class FlightTable {
   list(limit: number, visible: (flight: Flight) => boolean): { invocations: FlightSummary[]; total: number } {
     const bound = Math.max(0, Math.min(limit, MAX_LISTED_FLIGHTS))
     const invocations: FlightSummary[] = []
-    let total = 0
-    // A Map iterates in insertion order: the oldest first.
-    for (const flight of this.flights.values()) {
-      if (!visible(flight)) continue
-      total++
-      if (invocations.length < bound) invocations.push(flight.summary())
-    }
-    return { invocations, total }
+    const shown: Flight[] = []
+    for (const flight of this.flights.values()) if (visible(flight)) shown.push(flight)
+    shown.sort((a, b) => a.seq - b.seq)
+    for (let i = 0; i < shown.length && i < bound; i++) invocations.push(shown[i]!.summary())
+    return { invocations, total: shown.length }
   }
 }
 

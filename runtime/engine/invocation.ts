@@ -18,11 +18,28 @@ export interface Reply {
  * The cancellation side of an invocation (implemented by `Flight`, flights.ts): what the dispatch
  * stage and the callees use of it.
  */
+/**
+ * What stops a dispatched call's work, set on its flight by the callee (a leg, an in-process run, a
+ * call to another engine). `stopWork` must also make sure the callee never delivers to the reply
+ * afterwards (the caller already has `cancelled`).
+ *
+ * An object the callee already has for the call, not a closure made for it: measured in the engine
+ * (`bench/load-ws.ts svc`, `--max-semi-space-size=4 --heap-growing-percent=50`), a function stored
+ * on every flight (an arrow function or a bound one alike) had nearly every call's objects promoted
+ * to the old generation — ~570 bytes per routed call and a full collection every ~13 MB — where the
+ * leg object itself there promotes ~6 bytes per call and no full collection in a run
+ * (docs/benchmarks.md, "Per-call garbage and the old generation").
+ */
+export interface WorkStopper {
+  /** `reason`: the cancel's reason as the caller gets it, already cut to `MAX_CANCEL_REASON`. */
+  stopWork(reason: string | undefined): void
+}
+
 export interface InvocationFlight extends Reply {
   /** Engine-assigned id (UUID v4); a leg to a remote worker uses it as its invocation id. */
   readonly id: string
   /** Set by the callee at dispatch: stops the call's work, and makes sure it delivers nothing afterwards. */
-  stop: ((reason: string | undefined) => void) | undefined
+  stop: WorkStopper | undefined
   /** Dispatch: who serves the call, the reply its callee answers (after the interceptors), its trace context. */
   dispatched(worker: Peer, outer: Reply, traceparent: string | undefined): void
 }

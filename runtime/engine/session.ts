@@ -11,6 +11,7 @@ import type { Peer } from './peer.ts'
 import { FrameTooLarge, type Callee, type FrameSink, type Reply } from './pipeline.ts'
 import type { ListenerConfig } from './config.ts'
 import type { Flight } from './flights.ts'
+import { CallIndex } from './call-index.ts'
 
 /** Frames held by the registration buffer (§3.4). Other frames are processed at once. */
 const BUFFERED_TYPES = new Set([
@@ -86,14 +87,14 @@ export class Session implements Peer, FrameSink {
   /** Set by the engine when the session opens: executes calls routed to this session's replicas. */
   callee!: Callee
   /** Legs this session executes, by leg id: results are accepted only from here (§5.9). */
-  readonly executing = new Map<string, Leg>()
-  /** Legs this session made and still awaits (dropped when it disconnects, §3.6 step 3). */
-  readonly calling = new Set<Leg>()
+  readonly executing = new CallIndex<Leg>()
+  /** Legs this session made and still awaits, by leg id (dropped when it disconnects, §3.6 step 3). */
+  readonly calling = new CallIndex<Leg>()
   /**
    * The synchronous calls this session made that are in flight, by the `invocation_id` it sent:
    * what its `cancelinvocation` names. Cancelled when it disconnects.
    */
-  readonly requested = new Map<string, Flight>()
+  readonly requested = new CallIndex<Flight>()
   graceTimer: NodeJS.Timeout | undefined
   /** Frames waiting for the namespace (the registration buffer). */
   private held: Array<{ message: InboundMessage; bytes: number }> = []

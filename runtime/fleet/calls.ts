@@ -189,7 +189,7 @@ export class FleetCalls implements MemberLink {
         this.finish(leg, undefined, errorBody(Errors.timeout, timeoutMs))
       }, timeoutMs)
     }
-    if (invocation.flight !== undefined) invocation.flight.stop = (reason) => this.cancel(leg, reason)
+    if (invocation.flight !== undefined) invocation.flight.stop = { stopWork: (reason) => this.cancel(leg, reason) }
     this.batcher.add(subject, frame, reply)
   }
 

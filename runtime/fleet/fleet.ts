@@ -19,6 +19,7 @@ import { randomBytes } from 'node:crypto'
 import type { Msg, NatsConnection, Subscription } from 'nats'
 import { decodeFrame, encodeResult, Errors, type FleetEngineInfo, type WorkerSummary } from 'svc-protocol'
 import { PERMISSIVE } from '../engine/access/policy.ts'
+import { CallIndex } from '../engine/call-index.ts'
 import type { FleetConfig, Logger } from '../engine/config.ts'
 import type { FunctionRegistry } from '../engine/functions.ts'
 import { Flight, type FlightTable } from '../engine/flights.ts'
@@ -477,7 +478,7 @@ export class Fleet {
   }
 
   /** Calls served here for other engines, by reply subject and leg id: what their cancels name. */
-  private readonly served = new Map<string, Flight>()
+  private readonly served = new CallIndex<Flight>()
 
   private lastBody = ''
   private lastShape = ''
