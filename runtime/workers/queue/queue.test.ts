@@ -479,6 +479,11 @@ describe('queue worker: settings', () => {
     assert.deepEqual(await call(w, 'queue::define', { queue: 'fresh', config: { max_retries: 1 } }), { queue: 'fresh', changed: false })
     const badType = await w.call('queue::define', { queue: 'q', config: { type: 'lifo' } })
     assert.deepEqual(badType.error, { code: 'invalid_queue_config', message: "Queue 'q' has invalid type 'lifo'. Must be 'standard' or 'fifo'" })
+    // A value String() cannot turn into text (from JSON: an object whose toString is not a function).
+    const objectName = await w.call('queue::define', { queue: { toString: '' }, config: {} })
+    assert.deepEqual(objectName.error, { code: 'invalid_queue_config', message: 'Queue name {"toString":""} must match [A-Za-z0-9_.:-]{1,128}' })
+    const objectType = await w.call('queue::define', { queue: 'q', config: { type: { toString: 1 } } })
+    assert.deepEqual(objectType.error, { code: 'invalid_queue_config', message: 'Queue \'q\' has invalid type {"toString":1}. Must be \'standard\' or \'fifo\'' })
     const noGroup = await w.call('queue::define', { queue: 'q', config: { type: 'fifo' } })
     assert.deepEqual(noGroup.error, { code: 'invalid_queue_config', message: "Queue 'q' is of type 'fifo' but 'message_group_field' is not set" })
     const stored = await call(w, 'configuration::get', { id: 'queue' })

@@ -59,9 +59,23 @@ export const QUEUE_NAME = /^[A-Za-z0-9_.:-]{1,128}$/
  * @example queueNameProblem('__proto__') // "Queue name '__proto__' is reserved: …"
  */
 export function queueNameProblem(name: unknown): string | undefined {
-  if (typeof name !== 'string' || !QUEUE_NAME.test(name)) return `Queue name '${String(name)}' must match [A-Za-z0-9_.:-]{1,128}`
+  if (typeof name !== 'string' || !QUEUE_NAME.test(name)) return `Queue name ${shown(name)} must match [A-Za-z0-9_.:-]{1,128}`
   if (isReservedKeyName(name)) return `Queue name '${name}' is reserved: __proto__, constructor and prototype cannot name a queue`
   return undefined
+}
+
+/**
+ * A value as an error message quotes it: a string in quotes, anything else as its JSON (an object
+ * whose `toString` is not a function cannot be turned into text by `String`), cut to 80 characters.
+ */
+function shown(value: unknown): string {
+  let text: string
+  try {
+    text = typeof value === 'string' ? `'${value}'` : (JSON.stringify(value) ?? typeof value)
+  } catch {
+    text = typeof value
+  }
+  return text.length > 80 ? `${text.slice(0, 79)}…` : text
 }
 
 const INTEGER_KEYS: Record<string, [number, number]> = {
@@ -104,7 +118,7 @@ export function parseQueueSettings(name: string, raw: unknown, base: QueueSettin
     if (value === undefined || value === null) continue
     if (key === 'type') {
       const type = options.aliases && value === 'concurrent' ? 'standard' : value
-      if (type !== 'standard' && type !== 'fifo') throw invalid(`Queue '${name}' has invalid type '${String(value)}'. Must be 'standard' or 'fifo'`)
+      if (type !== 'standard' && type !== 'fifo') throw invalid(`Queue '${name}' has invalid type ${shown(value)}. Must be 'standard' or 'fifo'`)
       out.type = type
     } else if (key === 'message_group_field' || key === 'concurrency_key_field') {
       if (typeof value !== 'string' || value === '') throw invalid(`Queue '${name}': ${key} must be a non-empty string`)
