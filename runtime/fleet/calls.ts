@@ -12,7 +12,7 @@
 import { randomBytes } from 'node:crypto'
 import { Codes, decodeFrame, encodeCancel, encodeInvokeFunction, encodeResult, errorBody, Errors, type ErrorBody, type JsonInput } from 'svc-protocol'
 import type { FunctionEntry, Replica } from '../engine/functions.ts'
-import type { Invocation, Reply } from '../engine/invocation.ts'
+import type { Invocation, Reply, WorkStopper } from '../engine/invocation.ts'
 import type { Logger } from '../engine/config.ts'
 import type { Member, MemberLink } from './members.ts'
 import type { FleetSubjects } from './subjects.ts'
@@ -106,13 +106,27 @@ export interface BusState {
   readonly maxPayload: number
 }
 
-interface FleetLeg {
+/** An open call to another engine; a cancel of its flight cancels it (an object, no closure per call: `WorkStopper`). */
+class FleetLeg implements WorkStopper {
+  readonly calls: FleetCalls
   readonly id: string
   readonly member: Member
   readonly invocation: Invocation
   /** The call subject it went on: a cancel follows it there. */
   readonly subject: string
-  timer: NodeJS.Timeout | undefined
+  timer: NodeJS.Timeout | undefined = undefined
+
+  constructor(calls: FleetCalls, id: string, member: Member, invocation: Invocation, subject: string) {
+    this.calls = calls
+    this.id = id
+    this.member = member
+    this.invocation = invocation
+    this.subject = subject
+  }
+
+  stopWork(reason: string | undefined): void {
+    this.calls.cancel(this, reason)
+  }
 }
 
 /** The caller's side: open calls to other engines, by leg id. */
@@ -176,20 +190,14 @@ export class FleetCalls implements MemberLink {
       invocation.flight?.result(undefined)
       return
     }
-    const leg: FleetLeg = { id, member, invocation, subject, timer: undefined }
+    const leg = new FleetLeg(this, id, member, invocation, subject)
     this.legs.set(id, leg)
     let ofMember = this.byMember.get(member)
     if (ofMember === undefined) this.byMember.set(member, (ofMember = new Set()))
     ofMember.add(leg)
     const timeoutMs = invocation.timeoutMs
-    if (timeoutMs !== undefined) {
-      leg.timer = setTimeout(() => {
-        // The engine's timeout cancels the callee too (§6.5), on the engine that serves it.
-        if (this.legs.get(leg.id) === leg) this.sendCancel(leg, `timed out after ${timeoutMs}ms`)
-        this.finish(leg, undefined, errorBody(Errors.timeout, timeoutMs))
-      }, timeoutMs)
-    }
-    if (invocation.flight !== undefined) invocation.flight.stop = { stopWork: (reason) => this.cancel(leg, reason) }
+    if (timeoutMs !== undefined) leg.timer = setTimeout(FleetCalls.expire, timeoutMs, leg, timeoutMs)
+    if (invocation.flight !== undefined) invocation.flight.stop = leg
     this.batcher.add(subject, frame, reply)
   }
 
@@ -198,7 +206,15 @@ export class FleetCalls implements MemberLink {
    * `cancelinvocation` frame with the leg's id follows the call on its subject, with the same
    * reply subject, so the serving engine finds the call and cancels it there.
    */
-  private cancel(leg: FleetLeg, reason: string | undefined): void {
+  /** The engine's timeout cancels the callee too (§6.5), on the engine that serves it. Static: no closure per call. */
+  private static expire(leg: FleetLeg, timeoutMs: number): void {
+    const calls = leg.calls
+    if (calls.legs.get(leg.id) === leg) calls.sendCancel(leg, `timed out after ${timeoutMs}ms`)
+    calls.finish(leg, undefined, errorBody(Errors.timeout, timeoutMs))
+  }
+
+  /** Cancels `leg` (its flight's {@link WorkStopper}). */
+  cancel(leg: FleetLeg, reason: string | undefined): void {
     if (!this.close(leg)) return
     this.sendCancel(leg, reason)
   }
