@@ -47,6 +47,8 @@ if (roots.length === 0) roots.push(ROOT)
 /** CPU time (user + system, µs) and read/write system calls of a process so far. */
 interface Usage {
   cpu: number
+  /** System (kernel) time alone, µs. */
+  sys: number
   reads: number
   writes: number
 }
@@ -58,6 +60,7 @@ function usage(pid: number): Usage {
   return {
     // utime and stime are in clock ticks (100 per second).
     cpu: (Number(fields[11]) + Number(fields[12])) * 10_000,
+    sys: Number(fields[12]) * 10_000,
     reads: Number(/syscr: (\d+)/.exec(io)![1]),
     writes: Number(/syscw: (\d+)/.exec(io)![1]),
   }
@@ -66,13 +69,15 @@ function usage(pid: number): Usage {
 /** Per operation, each named process's CPU µs and system calls between `before` and now. */
 function perOp(named: Record<string, number>, before: Record<string, Usage>, ops: number) {
   const cpu: Record<string, number> = {}
+  const sys: Record<string, number> = {}
   const syscalls: Record<string, number> = {}
   for (const [name, pid] of Object.entries(named)) {
     const now = usage(pid)
     cpu[name] = (now.cpu - before[name]!.cpu) / ops
+    sys[name] = (now.sys - before[name]!.sys) / ops
     syscalls[name] = (now.reads - before[name]!.reads + now.writes - before[name]!.writes) / ops
   }
-  return { cpu, syscalls }
+  return { cpu, sys, syscalls }
 }
 
 const snapshot = (named: Record<string, number>) => Object.fromEntries(Object.entries(named).map(([name, pid]) => [name, usage(pid)]))
@@ -124,26 +129,44 @@ async function main(): Promise<void> {
         httpOther: a.ready.http_url,
       })
     }
+    let moleculerCallee: ChildProcess | undefined
+    if (phases.has('moleculer')) {
+      const callee = start(['bench/peers/moleculer-callee.ts', nats.url])
+      started.push(callee.child)
+      await firstJson(callee.lines, 'ready')
+      moleculerCallee = callee.child
+    }
     if (process.env.BENCH_PIDS_FILE !== undefined) await writeFile(process.env.BENCH_PIDS_FILE, JSON.stringify(setups.map((s) => ({ root: s.root, ...s.pids }))))
     if (process.env.BENCH_START_DELAY_MS !== undefined) await sleep(Number(process.env.BENCH_START_DELAY_MS))
 
     const results = setups.map(() => ({
       rates: [] as Array<Record<string, number>>,
-      cross: { cpu: [] as Array<Record<string, number>>, syscalls: [] as Array<Record<string, number>> },
+      cross: { cpu: [] as Array<Record<string, number>>, sys: [] as Array<Record<string, number>>, syscalls: [] as Array<Record<string, number>> },
       own: { cpu: [] as Array<Record<string, number>>, syscalls: [] as Array<Record<string, number>>, per_second: [] as number[] },
       other: { cpu: [] as Array<Record<string, number>>, syscalls: [] as Array<Record<string, number>>, per_second: [] as number[] },
     }))
+    const moleculer = { rates: [] as Array<Record<string, number>>, cpu: [] as Array<Record<string, number>> }
     const loads = [load()]
     for (let round = 0; round < ROUNDS; round++) {
       for (const [i, s] of setups.entries()) {
         if (!phases.has('cross')) break
         const before = snapshot(s.pids)
         const r = await run(['bench/load-ws.ts', 'svc', s.engineUrl], { BENCH_DURATION_MS: DURATION_MS, BENCH_SAMPLES: SAMPLES })
-        const { cpu, syscalls } = perOp(s.pids, before, r.calls)
+        const { cpu, sys, syscalls } = perOp(s.pids, before, r.calls)
         cpu.caller = (r.cpu_ms * 1000) / r.calls
         results[i]!.cross.cpu.push(cpu)
+        results[i]!.cross.sys.push(sys)
         results[i]!.cross.syscalls.push(syscalls)
         results[i]!.rates.push({ p50_us: r.p50_us, ...r.per_second })
+      }
+      if (moleculerCallee !== undefined) {
+        const pids = { nats: nats.child.pid!, callee: moleculerCallee.pid! }
+        const before = snapshot(pids)
+        const r = await run(['bench/peers/moleculer-caller.ts', nats.url], { BENCH_DURATION_MS: DURATION_MS, BENCH_SAMPLES: SAMPLES })
+        const { cpu } = perOp(pids, before, r.calls)
+        cpu.caller = (r.cpu_ms * 1000) / r.calls
+        moleculer.cpu.push(cpu)
+        moleculer.rates.push({ p50_us: r.p50_us, ...r.per_second })
       }
       for (const [i, s] of setups.entries()) {
         for (const via of ['own', 'other'] as const) {
@@ -165,13 +188,14 @@ async function main(): Promise<void> {
     for (const [i, s] of setups.entries()) {
       const r = results[i]!
       const line: Record<string, unknown> = { root: s.root }
-      if (r.rates.length > 0) line.cross = { ...medians(r.rates, false), cpu_us_per_call: medians(r.cross.cpu), syscalls_per_call: medians(r.cross.syscalls), cpu_total_each_round: r.cross.cpu.map((c) => Math.round(Object.values(c).reduce((a, b) => a + b, 0))) }
+      if (r.rates.length > 0) line.cross = { ...medians(r.rates, false), cpu_us_per_call: medians(r.cross.cpu), of_which_system_us: medians(r.cross.sys), syscalls_per_call: medians(r.cross.syscalls), cpu_total_each_round: r.cross.cpu.map((c) => Math.round(Object.values(c).reduce((a, b) => a + b, 0))) }
       for (const via of ['own', 'other'] as const) {
         if (r[via].cpu.length > 0) line[`http_${via}`] = { per_second: median(r[via].per_second), cpu_us_per_request: medians(r[via].cpu), syscalls_per_request: medians(r[via].syscalls), cpu_total_each_round: r[via].cpu.map((c) => Math.round(Object.values(c).reduce((a, b) => a + b, 0))) }
       }
       if (r.own.cpu.length > 0 && r.other.cpu.length > 0) line.http_other_over_own = Math.round((medians(r.other.cpu).total! / medians(r.own.cpu).total!) * 100) / 100
       console.log(JSON.stringify(line))
     }
+    if (moleculer.rates.length > 0) console.log(JSON.stringify({ moleculer: { ...medians(moleculer.rates, false), cpu_us_per_call: medians(moleculer.cpu), cpu_total_each_round: moleculer.cpu.map((c) => Math.round(Object.values(c).reduce((a, b) => a + b, 0))) } }))
     console.log(JSON.stringify({ load_average: loads }))
   } finally {
     for (const child of started) await stop(child)

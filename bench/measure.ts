@@ -53,7 +53,8 @@ export async function throughput(call: () => Promise<unknown>, inFlight: number,
  * `{ mode, p50_us, p99_us, samples, per_second: { 1, 8, 64 }, calls, cpu_ms }` (µs, calls/s; `calls`
  * made in all, `cpu_ms` the process's CPU time, user + system, while making them), closes the
  * caller and ends the process. Sequential latency over BENCH_SAMPLES calls (default 5,000) after
- * 1,000 warm-up calls, then each in-flight count for BENCH_DURATION_MS (default 3,000 ms).
+ * 1,000 warm-up calls, then each in-flight count for BENCH_DURATION_MS (default 3,000 ms);
+ * BENCH_IN_FLIGHT (e.g. `64`, or `1,8`) measures only those counts.
  */
 export async function reportCaller(mode: string, caller: Caller): Promise<never> {
   const durationMs = Number(process.env.BENCH_DURATION_MS ?? 3000)
@@ -61,7 +62,8 @@ export async function reportCaller(mode: string, caller: Caller): Promise<never>
   const cpu = process.cpuUsage()
   const latency = await sequential(caller.call, samples, 1000)
   const rates: Record<string, number> = {}
-  for (const inFlight of IN_FLIGHT) rates[inFlight] = await throughput(caller.call, inFlight, durationMs)
+  const counts = process.env.BENCH_IN_FLIGHT === undefined ? IN_FLIGHT : process.env.BENCH_IN_FLIGHT.split(',').map(Number)
+  for (const inFlight of counts) rates[inFlight] = await throughput(caller.call, inFlight, durationMs)
   const used = process.cpuUsage(cpu)
   const calls = 1000 + samples + Object.values(rates).reduce((sum, rate) => sum + Math.round((rate * durationMs) / 1000), 0)
   console.log(JSON.stringify({ mode, ...latency, per_second: rates, calls, cpu_ms: Math.round((used.user + used.system) / 1000) }))

@@ -1,13 +1,22 @@
 /**
  * The framing of calls between engines (./calls.ts): a NATS message carries one frame or several
- * joined by U+001E, and never more than NATS's max_payload (fast-check).
+ * joined by U+001E, and never more than NATS's max_payload (fast-check); a call's objects die
+ * young once it is answered.
  */
 import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
 import { connect, createServer, type AddressInfo, type Server, type Socket } from 'node:net'
+import { getHeapSpaceStatistics, setFlagsFromString } from 'node:v8'
+import { runInNewContext } from 'node:vm'
 import fc from 'fast-check'
+import { RawJson } from 'svc-protocol'
 import { waitFor } from '../../test/support/wait.ts'
-import { Batcher, eachFrame } from './calls.ts'
+import { Flight, FlightTable } from '../engine/flights.ts'
+import type { FunctionEntry, Replica } from '../engine/functions.ts'
+import type { Invocation } from '../engine/invocation.ts'
+import { Batcher, eachFrame, FleetCalls } from './calls.ts'
+import { Member } from './members.ts'
+import { FleetSubjects } from './subjects.ts'
 
 const frames = fc.array(fc.jsonValue({ maxDepth: 3 }).map((v) => JSON.stringify({ type: 'invocationresult', invocation_id: 'x', result: v })), { minLength: 1, maxLength: 40 })
 
@@ -82,6 +91,54 @@ describe('fleet call framing', () => {
       for (const s of sockets) s.destroy()
       server.close()
     }
+  })
+})
+
+describe('FleetCalls', () => {
+  it("lets an answered call's objects die young: calls to another engine do not fill the old generation", () => {
+    // Scavenges only (`gc({ type: 'minor' })`), 64 calls open at a time like the benchmark's
+    // 64 in flight. With a Map of open legs (and a Set per member), the hash tables V8 replaced
+    // under the churn kept the calls they held reachable from the old generation: every call was
+    // promoted with its payload (~40 MiB here).
+    setFlagsFromString('--expose-gc')
+    const gc = runInNewContext('gc') as (options?: { type: 'minor' | 'major' }) => void
+    const oldSpace = () => getHeapSpaceStatistics().find((s) => s.space_name === 'old_space')!.space_used_size
+    const subjects = new FleetSubjects('f', 'aaaa')
+    let lastFrame = ''
+    const batcher = { add: (_subject: string, frame: string) => void (lastFrame = frame) } as unknown as Batcher
+    const log = { debug() {}, info() {}, warn() {}, error() {} }
+    const calls = new FleetCalls(batcher, { connected: true, maxPayload: 1024 * 1024 }, subjects, log as never, () => {})
+    const member = new Member({ engine: 'b', instance: 'bbbb', version: 1, urls: [], started_at_ms: 0 }, 0)
+    const target = { id: 'bench::echo', namespace: 'default' } as unknown as FunctionEntry
+    const flights = new FlightTable()
+    const data = new RawJson('{"n":1}')
+    const open: Array<{ id: string; answer: Uint8Array }> = []
+    const memberOf = () => member
+    let answered = 0
+    const call = () => {
+      // A call's own objects: a payload of about 1 KB that its reply holds.
+      const payload = { data: new Array<number>(120).fill(open.length) }
+      const flight = new Flight(flights, 'bench::echo', 'default', null, { result: () => void (answered += payload.data.length > 0 ? 1 : 0), error: () => void payload })
+      const invocation = { requestedId: 'bench::echo', functionId: 'bench::echo', namespace: 'default', data, caller: null, reply: flight, flight, timeoutMs: 30_000 } as unknown as Invocation
+      calls.send(member, invocation, target, undefined as unknown as Replica)
+      const id = (JSON.parse(lastFrame) as { invocation_id: string }).invocation_id
+      open.push({ id, answer: Buffer.from(`{"type":"invocationresult","invocation_id":${JSON.stringify(id)},"result":{}}`) })
+      if (open.length > 64) calls.reply(member.replySubject!, open.shift()!.answer, undefined, memberOf)
+    }
+    for (let i = 0; i < 2000; i++) call()
+    gc({ type: 'major' })
+    gc({ type: 'major' })
+    const before = oldSpace()
+    for (let round = 0; round < 40; round++) {
+      for (let i = 0; i < 1000; i++) call()
+      gc({ type: 'minor' })
+    }
+    const grown = oldSpace() - before
+    while (open.length > 0) calls.reply(member.replySubject!, open.shift()!.answer, undefined, memberOf)
+    assert.equal(calls.size, 0)
+    assert.equal(flights.size, 0)
+    assert.equal(answered, 42_000)
+    assert.ok(grown < 8 * 1024 * 1024, `old generation grew by ${(grown / 1048576).toFixed(1)} MiB over 40,000 calls to another engine`)
   })
 })
 

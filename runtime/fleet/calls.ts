@@ -12,6 +12,7 @@
 import { randomBytes } from 'node:crypto'
 import { Codes, decodeFrame, encodeCancel, encodeInvokeFunction, encodeResult, errorBody, Errors, type ErrorBody, type JsonInput } from 'svc-protocol'
 import type { FunctionEntry, Replica } from '../engine/functions.ts'
+import { CallIndex } from '../engine/call-index.ts'
 import type { Invocation, Reply, WorkStopper } from '../engine/invocation.ts'
 import type { Logger } from '../engine/config.ts'
 import type { Member, MemberLink } from './members.ts'
@@ -137,8 +138,12 @@ export class FleetCalls implements MemberLink {
   private readonly log: Logger
   /** Called when NATS said a member has no subscription: it is gone. */
   private readonly onNoResponders: (member: Member) => void
-  private readonly legs = new Map<string, FleetLeg>()
-  private readonly byMember = new Map<Member, Set<FleetLeg>>()
+  /**
+   * Open calls by leg id: a {@link CallIndex}, not a `Map`, so that an answered call dies young (a
+   * `Map`'s replaced hash tables kept every call reachable from the old generation). No index per
+   * member: a member's calls are found by going through these when it leaves, which is rare.
+   */
+  private readonly legs = new CallIndex<FleetLeg>()
   /** Call subject per (member, function): built once. */
   private readonly subjectCache = new WeakMap<FunctionEntry, Map<Member, string>>()
   private counter = 0
@@ -192,9 +197,6 @@ export class FleetCalls implements MemberLink {
     }
     const leg = new FleetLeg(this, id, member, invocation, subject)
     this.legs.set(id, leg)
-    let ofMember = this.byMember.get(member)
-    if (ofMember === undefined) this.byMember.set(member, (ofMember = new Set()))
-    ofMember.add(leg)
     const timeoutMs = invocation.timeoutMs
     if (timeoutMs !== undefined) leg.timer = setTimeout(FleetCalls.expire, timeoutMs, leg, timeoutMs)
     if (invocation.flight !== undefined) invocation.flight.stop = leg
@@ -250,16 +252,16 @@ export class FleetCalls implements MemberLink {
 
   /** `member` left the fleet: its calls in flight end with `invocation_stopped`. */
   memberGone(member: Member): void {
-    const legs = this.byMember.get(member)
-    if (legs === undefined) return
+    if (this.legs.size === 0) return
     const stopped = errorBody(Errors.invocationStopped)
-    for (const leg of [...legs]) this.finish(leg, undefined, stopped)
-    this.byMember.delete(member)
+    for (const leg of this.legs.values()) if (leg.member === member) this.finish(leg, undefined, stopped)
   }
 
   /** Every open call ends with `invocation_stopped` (this engine is stopping). */
   stopAll(): void {
-    for (const member of [...this.byMember.keys()]) this.memberGone(member)
+    if (this.legs.size === 0) return
+    const stopped = errorBody(Errors.invocationStopped)
+    for (const leg of this.legs.values()) this.finish(leg, undefined, stopped)
   }
 
   private finish(leg: FleetLeg, result: JsonInput | undefined, error: ErrorBody | undefined): void {
@@ -270,7 +272,6 @@ export class FleetCalls implements MemberLink {
 
   private close(leg: FleetLeg): boolean {
     if (!this.legs.delete(leg.id)) return false
-    this.byMember.get(leg.member)?.delete(leg)
     if (leg.timer !== undefined) clearTimeout(leg.timer)
     return true
   }
