@@ -20,10 +20,12 @@
  * in-flight count and per HTTP run) and BENCH_SAMPLES (2,000 sequential calls); BENCH_NODE_FLAGS
  * (extra node flags of the engines and the callee, e.g. `--cpu-prof --cpu-prof-dir=/tmp/p` or
  * `--perf-basic-prof`); BENCH_PIDS_FILE (the processes' pids are written there before the first
- * round) and BENCH_START_DELAY_MS (a pause after writing it), to attach `perf record -p`.
+ * round) and BENCH_START_DELAY_MS (a pause after writing it), to attach `perf record -p`;
+ * BENCH_ENGINE_OUTPUT (a directory: each engine's standard output after it is ready, e.g. with
+ * `--trace-gc-nvp`, goes to `<root index>-<a|b>.log` there).
  */
 import type { ChildProcess } from 'node:child_process'
-import { readFileSync } from 'node:fs'
+import { createWriteStream, readFileSync } from 'node:fs'
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join, resolve } from 'node:path'
@@ -114,7 +116,12 @@ async function main(): Promise<void> {
       const engine = async (name: string) => {
         const engine = start([...nodeFlags, join(root, 'bin', 'run.js'), '--json', '--no-workers', '--data-dir', join(dir, `.data-${name}`)], { SVC_LOG_LEVEL: 'warn', SVC_FLEET_ENGINE: name }, dir)
         started.push(engine.child)
-        return { child: engine.child, ready: await firstJson(engine.lines, 'engine_url') }
+        // The engine's standard output (e.g. --trace-gc-nvp) goes to a file too.
+        if (process.env.BENCH_ENGINE_OUTPUT !== undefined) engine.child.stdout!.pipe(createWriteStream(join(process.env.BENCH_ENGINE_OUTPUT, `${i}-${name}.log`)))
+        const ready = await firstJson(engine.lines, 'engine_url')
+        // firstJson's end closed the line reader, which paused the stream: read on (a full pipe would block the engine).
+        engine.child.stdout!.resume()
+        return { child: engine.child, ready }
       }
       const a = await engine('a')
       const b = await engine('b')
@@ -142,8 +149,8 @@ async function main(): Promise<void> {
     const results = setups.map(() => ({
       rates: [] as Array<Record<string, number>>,
       cross: { cpu: [] as Array<Record<string, number>>, sys: [] as Array<Record<string, number>>, syscalls: [] as Array<Record<string, number>> },
-      own: { cpu: [] as Array<Record<string, number>>, syscalls: [] as Array<Record<string, number>>, per_second: [] as number[] },
-      other: { cpu: [] as Array<Record<string, number>>, syscalls: [] as Array<Record<string, number>>, per_second: [] as number[] },
+      own: { cpu: [] as Array<Record<string, number>>, sys: [] as Array<Record<string, number>>, syscalls: [] as Array<Record<string, number>>, per_second: [] as number[] },
+      other: { cpu: [] as Array<Record<string, number>>, sys: [] as Array<Record<string, number>>, syscalls: [] as Array<Record<string, number>>, per_second: [] as number[] },
     }))
     const moleculer = { rates: [] as Array<Record<string, number>>, cpu: [] as Array<Record<string, number>> }
     const loads = [load()]
@@ -177,8 +184,9 @@ async function main(): Promise<void> {
           const r = await run(['bench/load-http.ts', `${via === 'own' ? s.httpOwn : s.httpOther}/bench/echo`, '16'], { BENCH_DURATION_MS: DURATION_MS })
           // 500 warm-up requests plus the measured ones.
           const requests = 500 + Math.round((r.per_second * Number(DURATION_MS)) / 1000)
-          const { cpu, syscalls } = perOp(svc, before, requests)
+          const { cpu, sys, syscalls } = perOp(svc, before, requests)
           results[i]![via].cpu.push(cpu)
+          results[i]![via].sys.push(sys)
           results[i]![via].syscalls.push(syscalls)
           results[i]![via].per_second.push(r.per_second)
         }
@@ -190,7 +198,7 @@ async function main(): Promise<void> {
       const line: Record<string, unknown> = { root: s.root }
       if (r.rates.length > 0) line.cross = { ...medians(r.rates, false), cpu_us_per_call: medians(r.cross.cpu), of_which_system_us: medians(r.cross.sys), syscalls_per_call: medians(r.cross.syscalls), cpu_total_each_round: r.cross.cpu.map((c) => Math.round(Object.values(c).reduce((a, b) => a + b, 0))) }
       for (const via of ['own', 'other'] as const) {
-        if (r[via].cpu.length > 0) line[`http_${via}`] = { per_second: median(r[via].per_second), cpu_us_per_request: medians(r[via].cpu), syscalls_per_request: medians(r[via].syscalls), cpu_total_each_round: r[via].cpu.map((c) => Math.round(Object.values(c).reduce((a, b) => a + b, 0))) }
+        if (r[via].cpu.length > 0) line[`http_${via}`] = { per_second: median(r[via].per_second), cpu_us_per_request: medians(r[via].cpu), of_which_system_us: medians(r[via].sys), syscalls_per_request: medians(r[via].syscalls), cpu_total_each_round: r[via].cpu.map((c) => Math.round(Object.values(c).reduce((a, b) => a + b, 0))) }
       }
       if (r.own.cpu.length > 0 && r.other.cpu.length > 0) line.http_other_over_own = Math.round((medians(r.other.cpu).total! / medians(r.own.cpu).total!) * 100) / 100
       console.log(JSON.stringify(line))

@@ -262,6 +262,8 @@ describe('a fleet of three engines on NATS', () => {
         `svc.fleet-test.call.${alpha.instance}.default.state::get`,
         `svc.fleet-test.reply.${alpha.instance}.0`,
         `svc.fleet-test.reply.${alpha.instance}.zz`,
+        // The reply subject of a real member: answers with guessed ids must settle nothing.
+        `svc.fleet-test.reply.${alpha.instance}.${engines[1]!.engine.fleet!.instance}`,
       ]
       const json = fc.jsonValue({ maxDepth: 4 })
       const heartbeatLike = fc.record(
@@ -269,7 +271,7 @@ describe('a fleet of three engines on NATS', () => {
         { requiredKeys: [] },
       )
       const frameLike = fc.record(
-        { type: fc.constantFrom('invokefunction', 'invocationresult', 'registerfunction', 'x'), invocation_id: fc.oneof(fc.string(), json), function_id: fc.oneof(fc.constantFrom('steady::echo', 'engine::functions::list', 'nope'), fc.string(), json), data: json, namespace: fc.oneof(fc.constant('default'), fc.string(), json), action: fc.oneof(fc.constant({ type: 'enqueue', queue: 'q' }), fc.constant({ type: 'void' }), json) },
+        { type: fc.constantFrom('invokefunction', 'invocationresult', 'registerfunction', 'x'), invocation_id: fc.oneof(fc.string(), json, fc.constantFrom('__proto__', 'constructor', 'toString', 'hasOwnProperty', '0', '1', '')), function_id: fc.oneof(fc.constantFrom('steady::echo', 'engine::functions::list', 'nope'), fc.string(), json), data: json, namespace: fc.oneof(fc.constant('default'), fc.string(), json), action: fc.oneof(fc.constant({ type: 'enqueue', queue: 'q' }), fc.constant({ type: 'void' }), json) },
         { requiredKeys: [] },
       )
       const payload = fc.oneof(

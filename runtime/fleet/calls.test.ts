@@ -95,6 +95,78 @@ describe('fleet call framing', () => {
 })
 
 describe('FleetCalls', () => {
+  it('settles each call once: by its own answer, by its member leaving (invocation_stopped), never by an answer with a guessed id (fast-check)', () => {
+    const hostileId = fc.oneof(fc.string(), fc.constantFrom('__proto__', 'constructor', 'toString', 'hasOwnProperty', 'valueOf', '0', '1', '-1', ''))
+    const op = fc.oneof(
+      fc.record({ kind: fc.constant('call' as const), member: fc.integer({ min: 0, max: 2 }), void: fc.boolean() }),
+      fc.record({ kind: fc.constant('answer' as const), pick: fc.nat(), viaMember: fc.integer({ min: 0, max: 2 }) }),
+      fc.record({ kind: fc.constant('forged' as const), id: hostileId, viaMember: fc.integer({ min: 0, max: 2 }) }),
+      fc.record({ kind: fc.constant('cancel' as const), pick: fc.nat() }),
+      fc.record({ kind: fc.constant('leave' as const), member: fc.integer({ min: 0, max: 2 }) }),
+    )
+    fc.assert(
+      fc.property(fc.array(op, { maxLength: 60 }), fc.boolean(), (ops, stopAtEnd) => {
+        const subjects = new FleetSubjects('f', 'aaaa')
+        let lastFrame = ''
+        const batcher = { add: (_subject: string, frame: string) => void (lastFrame = frame) } as unknown as Batcher
+        const log = { debug() {}, info() {}, warn() {}, error() {} }
+        const calls = new FleetCalls(batcher, { connected: true, maxPayload: 1024 * 1024 }, subjects, log as never, () => {})
+        const members = ['m0', 'm1', 'm2'].map((instance) => new Member({ engine: instance, instance, version: 1, urls: [], started_at_ms: 0 }, 0))
+        const target = { id: 'x::y', namespace: 'default' } as unknown as FunctionEntry
+        const flights = new FlightTable()
+        // Every sync call made, with what settled it.
+        const made: Array<{ id: string; member: number; outcomes: string[]; flight: Flight }> = []
+        const open = () => made.filter((c) => c.outcomes.length === 0)
+        const answer = (id: string, member: number) => {
+          const m = members[member]!
+          m.replySubject ??= subjects.replyPrefix + m.instance
+          calls.reply(m.replySubject, Buffer.from(JSON.stringify({ type: 'invocationresult', invocation_id: id, result: { id } })), undefined, () => m)
+        }
+        for (const o of ops) {
+          if (o.kind === 'call') {
+            const outcomes: string[] = []
+            const flight = new Flight(flights, 'x::y', 'default', null, { result: (v) => void outcomes.push(`result ${v instanceof RawJson ? v.text : JSON.stringify(v)}`), error: (e) => void outcomes.push(e.code) })
+            const invocation = { requestedId: 'x::y', functionId: 'x::y', namespace: 'default', data: new RawJson('{}'), caller: null, reply: flight, flight, ...(o.void && { action: { type: 'void' } }) } as unknown as Invocation
+            calls.send(members[o.member]!, invocation, target, undefined as unknown as Replica)
+            if (!o.void) made.push({ id: (JSON.parse(lastFrame) as { invocation_id: string }).invocation_id, member: o.member, outcomes, flight })
+          } else if (o.kind === 'answer') {
+            const list = open()
+            if (list.length === 0) continue
+            const c = list[o.pick % list.length]!
+            answer(c.id, o.viaMember)
+            // Only through its own member's reply subject.
+            assert.deepEqual(c.outcomes, o.viaMember === c.member ? [`result ${JSON.stringify({ id: c.id })}`] : [])
+          } else if (o.kind === 'forged') {
+            const before = made.map((c) => c.outcomes.length)
+            answer(o.id, o.viaMember)
+            // A guessed id settles nothing, unless it is a real open call's id on its own member's subject.
+            for (const [i, c] of made.entries()) if (c.id !== o.id || c.member !== o.viaMember) assert.equal(c.outcomes.length, before[i])
+          } else if (o.kind === 'cancel') {
+            const list = open()
+            if (list.length === 0) continue
+            const c = list[o.pick % list.length]!
+            c.flight.cancel('enough')
+            assert.deepEqual(c.outcomes, ['cancelled'])
+          } else {
+            const before = made.map((c) => c.outcomes.length)
+            calls.memberGone(members[o.member]!)
+            for (const [i, c] of made.entries()) {
+              if (c.member === o.member && before[i] === 0) assert.deepEqual(c.outcomes, ['invocation_stopped'])
+              else assert.equal(c.outcomes.length, before[i])
+            }
+          }
+        }
+        if (stopAtEnd) {
+          calls.stopAll()
+          assert.equal(open().length, 0)
+        }
+        for (const c of made) assert.ok(c.outcomes.length <= 1, `${c.id} settled ${c.outcomes.length} times`)
+        assert.equal(calls.size, open().length)
+      }),
+      { numRuns: 300 },
+    )
+  })
+
   it("lets an answered call's objects die young: calls to another engine do not fill the old generation", () => {
     // Scavenges only (`gc({ type: 'minor' })`), 64 calls open at a time like the benchmark's
     // 64 in flight. With a Map of open legs (and a Set per member), the hash tables V8 replaced
