@@ -10,6 +10,9 @@
  *                  load generator and the worker are the same in both) per request, from
  *                  /proc/<pid>/stat — two cores cannot show scaling in requests per second.
  *
+ * CPU time per call of every process (the callers' from their own `process.cpuUsage()`), svc's and
+ * Moleculer's: at two cores, calls/s follow CPU per call summed over the processes.
+ *
  * Prints one JSON line. svc-sdk processes run with their defaults except telemetry (off like the
  * peers', see run.ts).
  */
@@ -63,6 +66,7 @@ async function main(): Promise<void> {
     // CPU µs per call of engine A, engine B and nats-server (and the callee) during each run.
     const perCall = (runResult: Record<string, any>, before: number[], pids: number[]) => {
       runResult.cpu_us_per_call = Object.fromEntries(['engine_a', 'engine_b', 'nats', 'callee'].map((name, i) => [name, Math.round(((cpuMs(pids[i]!) - before[i]!) * 1000) / runResult.calls)]))
+      runResult.cpu_us_per_call.caller = Math.round((runResult.cpu_ms * 1000) / runResult.calls)
       return runResult
     }
     const pids = () => [a.child.pid!, b.child.pid!, nats.child.pid!, callee.child.pid!]
@@ -95,8 +99,10 @@ async function main(): Promise<void> {
     const moleculerCallee = start(['bench/peers/moleculer-callee.ts', nats.url])
     await firstJson(moleculerCallee.lines, 'ready')
     const natsBefore = cpuMs(nats.child.pid!)
+    const calleeBefore = cpuMs(moleculerCallee.child.pid!)
     const moleculer = await run(['bench/peers/moleculer-caller.ts', nats.url])
-    moleculer.cpu_us_per_call = { nats: Math.round(((cpuMs(nats.child.pid!) - natsBefore) * 1000) / moleculer.calls) }
+    const perCallOf = (ms: number) => Math.round((ms * 1000) / moleculer.calls)
+    moleculer.cpu_us_per_call = { nats: perCallOf(cpuMs(nats.child.pid!) - natsBefore), callee: perCallOf(cpuMs(moleculerCallee.child.pid!) - calleeBefore), caller: perCallOf(moleculer.cpu_ms) }
     await stop(moleculerCallee.child)
 
     console.log(

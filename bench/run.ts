@@ -348,8 +348,12 @@ function sdkRustRows(r: Record<string, any>): string[] {
 function fleetRows(r: Record<string, any>): string[] {
   const cpu = (row: Record<string, any>) => {
     const c = row.cpu_us_per_call as Record<string, number> | undefined
-    return c === undefined ? '' : ` (CPU µs per call: engine A ${c.engine_a}, engine B ${c.engine_b}, nats-server ${c.nats}, callee ${c.callee})`
+    if (c === undefined) return ''
+    const total = Object.values(c).reduce((a, b) => a + b, 0)
+    return ` (CPU µs per call: engine A ${c.engine_a}, engine B ${c.engine_b}, nats-server ${c.nats}, callee ${c.callee}${c.caller === undefined ? '' : `, caller ${c.caller}; ${total} in all`})`
   }
+  const m = r.moleculer.cpu_us_per_call as Record<string, number> | undefined
+  const moleculerCpu = m?.callee === undefined ? '' : `; Moleculer (CPU µs per call: nats-server ${m.nats}, callee ${m.callee}, caller ${m.caller}; ${m.nats! + m.callee + m.caller!} in all)`
   return [
     '| Fleet: two engines on one nats-server (svc: median of 3, alternated) | worker on A → engine A → NATS → engine B → worker | same call within engine B | Moleculer over the same nats-server | cross / same engine | cross / Moleculer |',
     '|---|---|---|---|---|---|',
@@ -359,7 +363,7 @@ function fleetRows(r: Record<string, any>): string[] {
         `| ${n} in flight | ${r.cross.per_second[n]}/s | ${r.local.per_second[n]}/s | ${r.moleculer.per_second[n]}/s | ${Math.round((r.cross.per_second[n] / r.local.per_second[n]) * 100)}% | ${Math.round((r.cross.per_second[n] / r.moleculer.per_second[n]) * 100)}%${n === 64 ? ' (target ≥ 100%)' : ''} |`,
     ),
     '',
-    `Cross-engine${cpu(r.cross)}; same engine${cpu(r.local)}.`,
+    `Cross-engine${cpu(r.cross)}; same engine${cpu(r.local)}${moleculerCpu}.`,
     '',
     '| HTTP GET through a route of a worker on engine B, 16 connections (median of 3, alternated) | CPU µs per request (both engines and nats-server) | requests/s |',
     '|---|---|---|',
