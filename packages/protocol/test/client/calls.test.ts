@@ -22,7 +22,7 @@ describe('call table', () => {
     const transport = new ScriptedTransport()
     let n = 0
     let lastId = ''
-    const client = new ClientSession({ address: 'ws://127.0.0.1:1', connector: () => transport, hooks: { newId: () => (lastId = `call-${n++}`) } })
+    const client = new ClientSession({ address: 'ws://127.0.0.1:1', connector: () => transport, announce: { runtime: 'test', name: 'calls' }, hooks: { newId: () => (lastId = `call-${n++}`) } })
     transport.open()
     const inFlight: string[] = []
     const answers: Array<Promise<unknown>> = []
@@ -60,11 +60,11 @@ describe('call table', () => {
   it('still times calls out, and a lost connection fails the calls sent on it in the order they were made', async () => {
     const transport = new ScriptedTransport()
     let n = 0
-    const client = new ClientSession({ address: 'ws://127.0.0.1:1', connector: () => transport, hooks: { newId: () => `call-${n++}` } })
+    const client = new ClientSession({ address: 'ws://127.0.0.1:1', connector: () => transport, announce: { runtime: 'test', name: 'calls' }, hooks: { newId: () => `call-${n++}` } })
     transport.open()
-    const timedOut = client.trigger({ function_id: 'slow::one', timeoutMs: 20 }).catch((err: unknown) => err)
+    const timedOut = client.trigger({ function_id: 'slow::one', payload: null, timeoutMs: 20 }).catch((err: unknown) => err)
     const failed: string[] = []
-    const lost = ['a::1', 'b::2', 'c::3'].map((id) => client.trigger({ function_id: id }).catch((err: InvocationError) => failed.push(`${id} ${err.code}`)))
+    const lost = ['a::1', 'b::2', 'c::3'].map((id) => client.trigger({ function_id: id, payload: null }).catch((err: InvocationError) => failed.push(`${id} ${err.code}`)))
     const error = await timedOut
     assert.ok(error instanceof InvocationError)
     assert.equal(error.code, 'TIMEOUT')
