@@ -1,5 +1,6 @@
 /**
- * WebSocket load generator, one process. `echo <port>`: talks to the baseline echo server.
+ * WebSocket load generator, one process. `echo <port>`: talks to the baseline echo server (over
+ * loopback with a zero masking key, as svc's client transport does there).
  * `svc <engine_url>`: invokes `bench::echo` through the engine with svc-sdk. Prints one JSON line.
  */
 import WebSocket from 'ws'
@@ -9,8 +10,14 @@ import { PAYLOAD } from './payload.ts'
 
 const [mode, target] = process.argv.slice(2)
 
+function zeroMask(mask: Buffer): void {
+  mask.fill(0)
+}
+
 async function echoCaller(): Promise<Caller> {
-  const ws = new WebSocket(`ws://127.0.0.1:${target}`, { perMessageDeflate: false })
+  // The same masking as svc's client transport to a loopback address (zero key: ws then skips
+  // XOR-ing on both ends), so the floor is not handicapped by work svc's clients no longer do.
+  const ws = new WebSocket(`ws://127.0.0.1:${target}`, { perMessageDeflate: false, generateMask: zeroMask })
   await new Promise((resolve, reject) => (ws.once('open', resolve), ws.once('error', reject)))
   const pending = new Map<number, (v: unknown) => void>()
   let next = 0

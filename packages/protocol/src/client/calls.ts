@@ -3,9 +3,11 @@
  * `invocationresult`, each with its timeout, and the frames of calls made while not connected,
  * sent in order after the next open.
  *
- * Hot path: a call costs one map entry, one deadline-slot entry ({@link Deadlines}: no timer of its
- * own) and one promise.
+ * Hot path: a call costs one index entry ({@link CallIndex}: nothing it lets go of is kept alive by
+ * the old generation), one deadline-list node ({@link Deadlines}: no timer of its own) and one
+ * promise.
  */
+import { CallIndex } from '../call-index.ts'
 import { Errors } from '../errors.ts'
 import { Deadlines, type DeadlineSlot } from './deadlines.ts'
 import { invocationError } from './errors.ts'
@@ -16,6 +18,8 @@ export class PendingCall {
   readonly id: string
   readonly functionId: string
   readonly timeoutMs: number
+  /** Order of opening, for the calls a lost connection fails (in the order they were made). */
+  readonly seq: number
   readonly promise: Promise<unknown>
   resolve!: (value: unknown) => void
   reject!: (error: Error) => void
@@ -28,10 +32,11 @@ export class PendingCall {
   /** Removes the call's `abort` listener from its signal, once the call ends (set by the session). */
   detach: (() => void) | undefined = undefined
 
-  constructor(id: string, functionId: string, timeoutMs: number) {
+  constructor(id: string, functionId: string, timeoutMs: number, seq = 0) {
     this.id = id
     this.functionId = functionId
     this.timeoutMs = timeoutMs
+    this.seq = seq
     this.promise = new Promise<unknown>((resolve, reject) => {
       this.resolve = resolve
       this.reject = reject
@@ -40,7 +45,8 @@ export class PendingCall {
 }
 
 export class CallTable {
-  readonly #pending = new Map<string, PendingCall>()
+  readonly #pending = new CallIndex<PendingCall>()
+  #opened = 0
   /** Timeouts of the pending calls, grouped so that a call needs no timer of its own. */
   readonly #deadlines: Deadlines<PendingCall>
   /** Frames of calls made while not connected: void calls as text, the others as their entry. */
@@ -65,7 +71,7 @@ export class CallTable {
    * Returns the call; its `promise` settles with the answer.
    */
   open(id: string, functionId: string, timeoutMs: number, frame: string, send: ((text: string) => void) | undefined): PendingCall {
-    const call = new PendingCall(id, functionId, timeoutMs)
+    const call = new PendingCall(id, functionId, timeoutMs, this.#opened++)
     this.#pending.set(id, call)
     call.slot = this.#deadlines.add(call, timeoutMs)
     if (send !== undefined) {
@@ -124,7 +130,7 @@ export class CallTable {
 
   /** Rejects the calls sent on a connection that was lost: they may or may not have run (sdk.md §6). */
   failSent(make: (call: PendingCall) => Error): void {
-    for (const call of this.#pending.values()) {
+    for (const call of this.#inOrder()) {
       if (!call.sent) continue
       this.#pending.delete(call.id)
       this.#deadlines.cancel(call, call.slot)
@@ -135,7 +141,7 @@ export class CallTable {
 
   /** Rejects every pending and queued call with `make(call)`; queued void calls are dropped. */
   failAll(make: (call: PendingCall) => Error): void {
-    const calls = [...this.#pending.values()]
+    const calls = this.#inOrder()
     this.#pending.clear()
     this.#deadlines.clear()
     this.#queue = []
@@ -144,6 +150,11 @@ export class CallTable {
       call.detach?.()
       call.reject(make(call))
     }
+  }
+
+  /** The pending calls, oldest first. */
+  #inOrder(): PendingCall[] {
+    return this.#pending.values().sort(bySeq)
   }
 
   #expire(call: PendingCall): void {
@@ -155,3 +166,5 @@ export class CallTable {
     call.reject(invocationError(Errors.timeout(call.timeoutMs), call.functionId))
   }
 }
+
+const bySeq = (a: PendingCall, b: PendingCall): number => a.seq - b.seq

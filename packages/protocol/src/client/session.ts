@@ -27,6 +27,7 @@
  * session.registerFunction('page::ping', () => 'pong')
  * await session.trigger({ function_id: 'math::add', payload: { a: 1, b: 2 } })
  */
+import { CallIndex } from '../call-index.ts'
 import { decodeEngineFrame, encodeCancel, encodeFrame, encodeInvokeFunction, encodeResultJson, encodeTriggerResult, idJson, type WorkerInboundRejection, type WorkerInboundResult } from '../codec.ts'
 import { Codes, errorBody, Errors, type ErrorBody } from '../errors.ts'
 import type { InvokeFunctionMessage, JsonValue, RegisterTriggerMessage, WorkerAnnounce } from '../messages.ts'
@@ -176,8 +177,11 @@ export class ClientSession<Scope = unknown> implements SvcClient {
   readonly #newId: () => string
   readonly #pingFrames: boolean
   readonly #scope: HandlerScope | undefined
-  /** Handlers running, by the invocation id the engine sent: what its `cancelinvocation` names. */
-  readonly #running = new Map<string, HandlerRun>()
+  /**
+   * Handlers running, by the invocation id the engine sent: what its `cancelinvocation` names. A
+   * `CallIndex`, not a `Map`: a settled call's objects die young (see `svc-protocol/call-index`).
+   */
+  readonly #running = new CallIndex<HandlerRun>()
 
   #state: ConnectionState = 'disconnected'
   /** The current connection, from the connector call until its `close`. */

@@ -15,6 +15,7 @@
  * const transport = connectWebSocket('ws://127.0.0.1:49134', { handshakeTimeoutMs: 10000 })
  * transport.setHandlers({ open() { transport.send('{"type":"ping"}') }, message(data) {}, close(code) {} })
  */
+import { randomFillSync } from 'node:crypto'
 import type { IncomingMessage } from 'node:http'
 import type { Socket } from 'node:net'
 import type { Duplex } from 'node:stream'
@@ -22,6 +23,7 @@ import WebSocket from 'ws'
 import { displayAddress } from '../client/addresses.ts'
 import { Codes, SvcError } from '../errors.ts'
 import { assertCloseArgs, assertText, parseWebSocketUrl, queryOf } from './frames.ts'
+import { isLoopbackAddress, isLoopbackUrl } from './loopback.ts'
 import type { ConnectOptions, Connector, PeerInfo, Transport, TransportHandlers } from './types.ts'
 
 /**
@@ -272,7 +274,27 @@ export function wsServerTransport(ws: WebSocket, tcp: Socket | Duplex): Transpor
 }
 
 /**
- * Opens a client transport with Node `ws` (no per-message compression). Headers of
+ * The masking key of a frame a client sends to an engine whose URL names the loopback interface
+ * (`isLoopbackUrl`). Zero when the socket really is connected to a loopback address: `ws` then
+ * skips XOR-ing the payload on both ends (its Sender's `skipMasking`, its Receiver's zero-key check),
+ * which a profile showed as a few percent of a worker's CPU per call. Masking exists for
+ * intermediaries (RFC 6455 §5.3, §10.3: a proxy or cache a browser's script could feed chosen
+ * bytes); the loopback interface has none. A name such as `localhost` that resolved elsewhere
+ * gets a random key, as every non-loopback address does (those are left to `ws`'s own keys).
+ */
+function loopbackMask(peer: { readonly loopback: boolean }, mask: Buffer): void {
+  if (peer.loopback) {
+    mask[0] = 0
+    mask[1] = 0
+    mask[2] = 0
+    mask[3] = 0
+  } else randomFillSync(mask, 0, 4)
+}
+
+/**
+ * Opens a client transport with Node `ws` (no per-message compression). Frames to a loopback
+ * engine (127.0.0.0/8, ::1, `localhost`, checked again on the connected socket's address) carry a
+ * zero masking key; to any other address, random keys (RFC 6455 §5.3). Headers of
  * `options.headers` go on the HTTP upgrade request. Past `options.handshakeTimeoutMs` (default:
  * none) without an open, `error` fires with an `SvcError` of code `TIMEOUT`
  * (`handshake with <address> timed out after <ms>ms`, the address without user, password, query
@@ -288,7 +310,21 @@ export const connectWebSocket: Connector = (url: string, options: ConnectOptions
   parseWebSocketUrl(url)
   const wsOptions: WebSocket.ClientOptions = { perMessageDeflate: false }
   if (options.headers !== undefined) wsOptions.headers = options.headers
-  const transport = new WsTransport(new WebSocket(url, wsOptions), undefined)
+  let peer: { loopback: boolean } | undefined
+  if (isLoopbackUrl(url)) {
+    // Zero masking key on loopback (see loopbackMask); `ws`'s own random keys anywhere else.
+    const found = { loopback: false }
+    peer = found
+    wsOptions.generateMask = (mask) => loopbackMask(found, mask)
+  }
+  const ws = new WebSocket(url, wsOptions)
+  if (peer !== undefined) {
+    const found = peer
+    ws.once('upgrade', (response: IncomingMessage) => {
+      found.loopback = isLoopbackAddress(response.socket.remoteAddress)
+    })
+  }
+  const transport = new WsTransport(ws, undefined)
   if (options.handshakeTimeoutMs !== undefined) {
     // User, password and query may carry credentials: the message names the endpoint only.
     transport.startHandshakeTimer(displayAddress(url), options.handshakeTimeoutMs)

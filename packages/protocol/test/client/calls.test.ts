@@ -1,0 +1,76 @@
+/**
+ * The client's call table (calls.ts, deadlines.ts) under churn: a settled call's objects die young.
+ * A caller keeps its pending calls and their deadlines for as long as it runs, so those tables
+ * reach the old generation; a `Map` or `Set` there (V8 replaces their hash tables as entries come
+ * and go, and a replaced table still points at what it held) made every call in flight survive
+ * the scavenges and be promoted: a svc-sdk caller at 64 in flight promoted ~300 bytes per call.
+ */
+import assert from 'node:assert/strict'
+import { describe, it } from 'node:test'
+import { getHeapSpaceStatistics, setFlagsFromString } from 'node:v8'
+import { runInNewContext } from 'node:vm'
+import { ClientSession, InvocationError } from '../../src/client/index.ts'
+import { ScriptedTransport } from './support.ts'
+
+describe('call table', () => {
+  it("lets a settled call's objects die young: 40,000 calls at 64 in flight do not fill the old generation", async () => {
+    // Scavenges only (`gc({ type: 'minor' })`) between rounds: what an old-generation table still
+    // points at is promoted instead of freed.
+    setFlagsFromString('--expose-gc')
+    const gc = runInNewContext('gc') as (options?: { type: 'minor' | 'major' }) => void
+    const oldSpace = () => getHeapSpaceStatistics().find((s) => s.space_name === 'old_space')!.space_used_size
+    const transport = new ScriptedTransport()
+    let n = 0
+    let lastId = ''
+    const client = new ClientSession({ address: 'ws://127.0.0.1:1', connector: () => transport, announce: { runtime: 'test', name: 'calls' }, hooks: { newId: () => (lastId = `call-${n++}`) } })
+    transport.open()
+    const inFlight: string[] = []
+    const answers: Array<Promise<unknown>> = []
+    let settled = 0
+    const call = () => {
+      // A call's objects: its entry, its promise, the frame, and an answer of about 1 KB.
+      const promise = client.trigger({ function_id: 'bench::echo', payload: { n } })
+      transport.sent.length = 0
+      inFlight.push(lastId)
+      answers.push(promise.then(() => settled++))
+      if (inFlight.length > 64) {
+        const done = inFlight.shift()!
+        transport.deliver(`{"type":"invocationresult","invocation_id":"${done}","function_id":"bench::echo","result":{"data":[${new Array(120).fill(n).join(',')}]}}`)
+      }
+    }
+    for (let i = 0; i < 2000; i++) call()
+    await Promise.all(answers.splice(0, answers.length - 64))
+    // The tables are long-lived, as in a worker that has been up for a while.
+    gc({ type: 'major' })
+    gc({ type: 'major' })
+    const before = oldSpace()
+    for (let round = 0; round < 40; round++) {
+      for (let i = 0; i < 1000; i++) call()
+      await Promise.all(answers.splice(0, answers.length - 64))
+      gc({ type: 'minor' })
+    }
+    const grown = oldSpace() - before
+    for (const id of inFlight.splice(0)) transport.deliver(`{"type":"invocationresult","invocation_id":"${id}","function_id":"bench::echo"}`)
+    await Promise.all(answers.splice(0))
+    assert.equal(settled, 42_000)
+    await client.shutdown()
+    assert.ok(grown < 8 * 1024 * 1024, `old generation grew by ${(grown / 1048576).toFixed(1)} MiB over 40,000 settled calls`)
+  })
+
+  it('still times calls out, and a lost connection fails the calls sent on it in the order they were made', async () => {
+    const transport = new ScriptedTransport()
+    let n = 0
+    const client = new ClientSession({ address: 'ws://127.0.0.1:1', connector: () => transport, announce: { runtime: 'test', name: 'calls' }, hooks: { newId: () => `call-${n++}` } })
+    transport.open()
+    const timedOut = client.trigger({ function_id: 'slow::one', payload: null, timeoutMs: 20 }).catch((err: unknown) => err)
+    const failed: string[] = []
+    const lost = ['a::1', 'b::2', 'c::3'].map((id) => client.trigger({ function_id: id, payload: null }).catch((err: InvocationError) => failed.push(`${id} ${err.code}`)))
+    const error = await timedOut
+    assert.ok(error instanceof InvocationError)
+    assert.equal(error.code, 'TIMEOUT')
+    transport.terminate()
+    await Promise.all(lost)
+    assert.deepEqual(failed.map((f) => f.split(' ')[0]), ['a::1', 'b::2', 'c::3'])
+    await client.shutdown()
+  })
+})
