@@ -3,8 +3,7 @@
  * lives in memory, arranged so that reserve is cheap (a ready list per queue in ready order, a heap
  * of delayed messages, fifo groups, busy concurrency keys). A {@link QueueJournal} makes it durable:
  * every change marks the rows it touched, and the journal writes them in one transaction per
- * event-loop turn; the promise of an operation resolves once that transaction committed (and, for a
- * journal with `sync`, reached the disk).
+ * event-loop turn; the promise of an operation resolves once that transaction committed.
  *
  * One engine per store (the data directory lock, builtins.md §13.2) makes the in-memory index the
  * truth while the process runs; the journal is read back only at open.
@@ -35,14 +34,7 @@ export interface QueueJournal {
   load(now: number): { messages: IndexedMessage[]; idempotency: Array<{ queue: string; key: string; id: string; expires_at: number }>; subscribers: SubscriberRecord[] }
   /** Writes, in one transaction, the current form of each changed row (absent → deleted). */
   write(changes: JournalChanges): void
-  /**
-   * Present when a written transaction is not yet on disk: calls `done` once everything written so
-   * far is (with the error when it could not be made so). Calls made while one wait is running
-   * share the next one (group commit); `write` may run again meanwhile.
-   */
-  sync?(done: (error: Error | null) => void): void
-  /** Waits for a running sync, then closes the store. */
-  close(): void | Promise<void>
+  close(): void
 }
 
 /** Rows changed during one turn. */
@@ -148,8 +140,6 @@ export class IndexedQueueBackend implements QueueBackend {
   // The open batch of the current turn.
   private pending: JournalChanges | null = null
   private waiters: Array<{ resolve: () => void; reject: (error: unknown) => void }> = []
-  /** Settles when the journal's running sync ends; null when none runs. */
-  private syncing: Promise<void> | null = null
 
   constructor(name: string, journal: QueueJournal | null = null, now = Date.now()) {
     this.name = name
@@ -199,36 +189,19 @@ export class IndexedQueueBackend implements QueueBackend {
     })
   }
 
-  /**
-   * Writes the open batch in one transaction. With a journal that syncs afterwards, one sync runs
-   * at a time and the changes made meanwhile wait for it in the open batch: the next transaction
-   * takes them all (group commit: one commit and one sync per disk wait, not one per turn).
-   */
   private flush(): void {
-    if (this.syncing) return // the running sync's callback flushes again
     const changes = this.pending
     const waiters = this.waiters
     this.pending = null
     this.waiters = []
     if (!changes) return waiters.forEach((w) => w.resolve())
-    const journal = this.journal!
     try {
-      journal.write(changes)
+      this.journal!.write(changes)
     } catch (error) {
       for (const w of waiters) w.reject(error)
       return
     }
-    if (!journal.sync) return settle(waiters, null)
-    // Written but not yet on disk: nothing resolves before the journal says it is.
-    this.syncing = new Promise<void>((resolve) => {
-      journal.sync!((error) => {
-        this.syncing = null
-        resolve()
-        settle(waiters, error)
-        // After the continuations of these promises ran, so their changes join the next batch.
-        if (this.waiters.length > 0) setImmediate(() => this.flush())
-      })
-    })
+    for (const w of waiters) w.resolve()
   }
 
   // ---- index ----------------------------------------------------------------------------------
@@ -588,23 +561,15 @@ export class IndexedQueueBackend implements QueueBackend {
 
   async close(): Promise<void> {
     if (this.closed) return
-    while (this.syncing) await this.syncing
     if (this.pending) this.flush()
     this.closed = true
-    while (this.syncing) await this.syncing
-    await this.journal?.close()
+    this.journal?.close()
   }
 
   /** Forgets expired idempotency keys from memory (every 4096 new keys; the journal drops them at open). */
   pruneIdempotency(now: number): void {
     for (const [k, v] of this.idempotency) if (v.expires_at <= now) this.idempotency.delete(k)
   }
-}
-
-/** Resolves the promises of one commit, or rejects them with its error. */
-function settle(waiters: ReadonlyArray<{ resolve: () => void; reject: (error: unknown) => void }>, error: Error | null): void {
-  if (error) for (const w of waiters) w.reject(error)
-  else for (const w of waiters) w.resolve()
 }
 
 function idemKey(queue: string, key: string): string {

@@ -1,22 +1,15 @@
 /**
  * The `builtin` queue backend: the in-process index (../indexed.ts) journaled to SQLite through
- * `node:sqlite` (builtins.md §13.2): `<dataDir>/queue.db` by default, WAL journal, durable across a
- * power loss by default. The changes of one event-loop turn are written in one transaction before
- * any of their promises resolve.
+ * `node:sqlite` (builtins.md §13.2): `<dataDir>/queue.db` by default, WAL journal,
+ * `synchronous=FULL` (a committed message survives a power loss). The changes of one event-loop
+ * turn are written in one transaction, committed before any of their promises resolve, so a burst
+ * of enqueues costs one fsync rather than one each.
  *
- * The default (`synchronous: full`) is SQLite's `synchronous=NORMAL` (the commit writes the WAL
- * frames, no fsync) followed by an `fdatasync` of the WAL file on libuv's thread pool: a promise
- * resolves only after the fsync that began after its commit, which is what SQLite's
- * `synchronous=FULL` guarantees in WAL mode (the WAL is synced after each commit; checkpoints sync
- * the WAL before and the database after in both modes). The engine thread goes on serving while the
- * disk syncs, and every commit made meanwhile shares the next fsync (group commit). SQLite's own
- * FULL waited for the disk on the engine thread: 42% of its busy time at concurrency 10 (session 29,
- * docs/benchmarks.md). A writer thread for the whole commit was tried before and dropped (session 28:
- * 25–50 µs of CPU per hand-over, 15 MiB of RSS); an fsync request costs the thread pool a wake-up.
- *
- * `synchronous: normal` (opt-in) skips the fsync: survives a crash of the engine, not a power loss.
+ * `synchronous: normal` (opt-in) skips the wait for the disk. A writer thread for the commits was
+ * tried (session s28, docs/benchmarks.md): it took the fsync wait off the engine thread but cost
+ * 25–50 µs of CPU per commit and 15 MiB of RSS, and did not raise the rate reliably.
  */
-import { closeSync, fdatasync, fsyncSync, mkdirSync, openSync } from 'node:fs'
+import { mkdirSync } from 'node:fs'
 import { dirname, resolve } from 'node:path'
 import { DatabaseSync, type StatementSync } from 'node:sqlite'
 import { IndexedQueueBackend, type IndexedMessage, type JournalChanges, type QueueJournal } from '../indexed.ts'
@@ -28,9 +21,8 @@ export interface SqliteQueueConfig {
   /** Database file; relative paths resolve against the data directory. Default `<dataDir>/queue.db`. */
   path?: string
   /**
-   * `full` (default, builtins.md §13.2): nothing is answered before its commit is on disk (an
-   * fsync of the WAL, shared by the commits made while the previous one ran), so a stored message,
-   * an attempt count, an acknowledgement survive a power loss. `normal` (opt-in, relaxed):
+   * `full` (default, builtins.md §13.2): every commit waits for the disk (fsync), so a stored
+   * message, an attempt count, an acknowledgement survive a power loss. `normal` (opt-in, relaxed):
    * SQLite's `synchronous=NORMAL` in WAL mode, no wait for the disk: everything committed survives a crash or kill of the
    * engine process (the operating system has it), but a power loss or OS crash may lose the last
    * commits (acknowledged enqueues among them) until the next WAL checkpoint.
@@ -114,75 +106,19 @@ interface Statements {
   rollback: StatementSync
 }
 
-/** How the WAL file reaches the disk: `fs.fdatasync`, or a stand-in in tests (one that holds or fails). */
-export type FdatasyncFn = (fd: number, callback: (error: NodeJS.ErrnoException | null) => void) => void
-
-/**
- * Group fsync of one WAL file: one `fdatasync` at a time on libuv's thread pool; the requests made
- * while it runs wait for the next one, which starts when it ends and covers every write made before
- * they asked. Each request is answered once, with the error of its fsync (an `EIO`, `ENOSPC`) if any.
- */
-class WalSync {
-  private running = false
-  private closing: (() => void) | undefined
-  private waiting: Array<(error: Error | null) => void> = []
-
-  private readonly fd: number
-  private readonly fdatasync: FdatasyncFn
-
-  constructor(fd: number, fdatasyncFn: FdatasyncFn) {
-    this.fd = fd
-    this.fdatasync = fdatasyncFn
-  }
-
-  request(done: (error: Error | null) => void): void {
-    this.waiting.push(done)
-    if (!this.running) this.start()
-  }
-
-  private start(): void {
-    const batch = this.waiting
-    this.waiting = []
-    this.running = true
-    this.fdatasync(this.fd, (error) => {
-      this.running = false
-      for (const done of batch) done(error)
-      if (this.waiting.length > 0) this.start()
-      else this.closing?.()
-    })
-  }
-
-  /** Resolves once no fsync runs nor waits, then closes the file. */
-  close(): Promise<void> {
-    return new Promise<void>((resolve) => {
-      this.closing = () => {
-        this.closing = undefined
-        closeSync(this.fd)
-        resolve()
-      }
-      if (!this.running) this.closing()
-    })
-  }
-}
-
 /**
  * The journal of the `builtin` backend: one connection on the engine thread, one transaction per
- * turn's changes. `full` (default): the transaction is written without waiting for the disk, then
- * the WAL file is synced off the engine thread ({@link WalSync}) before the promises resolve;
- * `normal` (opt-in): no sync.
+ * turn's changes. `FULL` (default) waits for the disk at every commit; `NORMAL` (opt-in) does not.
  */
 class SqliteJournal implements QueueJournal {
   private readonly db: DatabaseSync
   private readonly s: Statements
-  private readonly wal: WalSync | undefined
-  readonly sync: QueueJournal['sync']
 
-  constructor(path: string, synchronous: 'full' | 'normal', fdatasyncFn: FdatasyncFn = fdatasync) {
+  constructor(path: string, synchronous: 'FULL' | 'NORMAL') {
     mkdirSync(dirname(path), { recursive: true })
     this.db = new DatabaseSync(path)
     try {
-      // NORMAL in both modes: `full` syncs the WAL itself, after the commit, off the engine thread.
-      this.db.exec(`PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; PRAGMA busy_timeout = 5000;\n${SCHEMA}`)
+      this.db.exec(`PRAGMA journal_mode = WAL; PRAGMA synchronous = ${synchronous}; PRAGMA busy_timeout = 5000;\n${SCHEMA}`)
       const prepare = (sql: string) => this.db.prepare(sql)
       this.s = {
         upsert: prepare(UPSERT_SQL),
@@ -193,11 +129,6 @@ class SqliteJournal implements QueueJournal {
         begin: prepare('BEGIN IMMEDIATE'),
         commit: prepare('COMMIT'),
         rollback: prepare('ROLLBACK'),
-      }
-      if (synchronous === 'full') {
-        this.wal = new WalSync(openWal(this.db, path), fdatasyncFn)
-        const wal = this.wal
-        this.sync = (done) => wal.request(done)
       }
     } catch (error) {
       this.db.close()
@@ -247,33 +178,9 @@ class SqliteJournal implements QueueJournal {
     }
   }
 
-  async close(): Promise<void> {
-    await this.wal?.close()
+  close(): void {
     this.db.close()
   }
-}
-
-/**
- * A descriptor of the WAL file of `db` (at `<path>-wal`), which stays the same file while the
- * connection is open (SQLite deletes it only when the last connection closes; a restart after a
- * checkpoint rewrites it in place). Its directory entry is synced once, as SQLite does for a new WAL.
- */
-function openWal(db: DatabaseSync, path: string): number {
-  // A read transaction makes SQLite create the WAL file if this connection has not yet.
-  db.prepare('SELECT count(*) FROM queue_subscribers').get()
-  const fd = openSync(`${path}-wal`, 'r')
-  try {
-    const dir = openSync(dirname(path), 'r')
-    try {
-      fsyncSync(dir)
-    } finally {
-      closeSync(dir)
-    }
-  } catch (error) {
-    closeSync(fd)
-    throw error
-  }
-  return fd
 }
 
 /** Every stored message, idempotency key (expired ones deleted first) and subscriber of `db`. */
@@ -322,19 +229,15 @@ function bodyOf(message: IndexedMessage): string {
 
 /**
  * Opens (creating if needed) `<dataDir>/queue.db` (or `config.path`) and loads it (builtins.md
- * §13.2, §7.8). `synchronous` `full` (default): an operation's promise resolves once its commit is
- * on disk (the WAL file fsynced, off the engine thread, one fsync for every commit made while the
- * previous one ran); `normal` (opt-in): once committed, no wait (see {@link SqliteQueueConfig}).
+ * §13.2, §7.8). `synchronous` `full` (default): each commit waits for the disk; `normal` (opt-in):
+ * no wait (see {@link SqliteQueueConfig}).
  * An operation's promise rejects with the SQLite error when its transaction failed (disk full, the
- * file locked beyond the 5 s busy timeout), or with the fsync's error (`EIO`, `ENOSPC`) when the
- * disk did not take it; the index keeps the change either way.
- * `fdatasyncFn` replaces `fs.fdatasync` (tests hold or fail it).
- * @throws the SQLite error when the file cannot be opened or is not a database; the `open`/`fsync`
- *   error when its WAL file or directory cannot.
+ * file locked beyond the 5 s busy timeout); the index keeps the change.
+ * @throws the SQLite error when the file cannot be opened or is not a database.
  * @example const backend = openSqliteQueue({}, { dataDir: '/srv/app/.svc/data' })
  * @example const relaxed = openSqliteQueue({ synchronous: 'normal' }, { dataDir: '/srv/app/.svc/data' })
  */
-export function openSqliteQueue(config: SqliteQueueConfig, context: QueueAdapterContext, now = Date.now(), fdatasyncFn?: FdatasyncFn): IndexedQueueBackend {
+export function openSqliteQueue(config: SqliteQueueConfig, context: QueueAdapterContext, now = Date.now()): IndexedQueueBackend {
   const path = sqliteQueuePath(config, context)
-  return new IndexedQueueBackend('builtin', new SqliteJournal(path, config.synchronous === 'normal' ? 'normal' : 'full', fdatasyncFn), now)
+  return new IndexedQueueBackend('builtin', new SqliteJournal(path, config.synchronous === 'normal' ? 'NORMAL' : 'FULL'), now)
 }
