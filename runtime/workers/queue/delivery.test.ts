@@ -83,7 +83,7 @@ describe('queue delivery under any grouping of settling results (fast-check)', (
           const seen = new Map<number, number>()
           let step = 0
           while (seen.size < count || calls.length > 0) {
-            await waitFor(() => calls.length > 0 || seen.size === count, 'a delivery in flight')
+            await waitFor(() => calls.length > 0 || seen.size === count, 'a delivery in flight', 10_000, 1)
             assert.ok(calls.length <= concurrency, `${calls.length} attempts at once, concurrency ${concurrency}`)
             // Answer a group of the calls in flight, from any position, in one turn or across two.
             const [at, size, split] = plan[step++ % Math.max(1, plan.length)] ?? [0, 1, false]
@@ -96,7 +96,7 @@ describe('queue delivery under any grouping of settling results (fast-check)', (
             }
             if (seen.size === count && calls.length === 0) break
           }
-          await waitFor(async () => (await backend.counts('q', T0)).in_flight === 0, 'every message acknowledged')
+          await waitFor(async () => (await backend.counts('q', T0)).in_flight === 0, 'every message acknowledged', 10_000, 1)
           assert.deepEqual([...seen.values()].filter((v) => v !== 1), [])
           assert.equal(seen.size, count)
           assert.deepEqual(await backend.counts('q', T0), { pending: 0, delayed: 0, in_flight: 0, dead: 0 })
