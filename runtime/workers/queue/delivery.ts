@@ -64,6 +64,8 @@ export interface Runner {
   inFlight: number
   pumping: boolean
   again: boolean
+  /** A pump is queued behind the current microtasks (pumpSoon). */
+  pumpQueued?: boolean
   timerAt?: number
   cancelTimer?: CancelTimer
   /** Messages stored by this engine (enqueue action, durable publish), duplicates not counted. */
@@ -177,6 +179,21 @@ export class QueueDelivery {
     })
   }
 
+  /**
+   * Pumps `queue` once the microtasks queued so far have run: the results of one socket read
+   * settle their deliveries in one microtask round, so every slot they free is free by then and one
+   * reserve fills them all (one transaction with their acknowledgements, one write of the
+   * deliveries) instead of one reserve for the first slot and another for the rest.
+   */
+  private pumpSoon(queue: string, runner: Runner): void {
+    if (runner.pumpQueued) return
+    runner.pumpQueued = true
+    queueMicrotask(() => {
+      runner.pumpQueued = false
+      this.pump(queue)
+    })
+  }
+
   /** The set of functions changed: messages waiting for a target may go (§7.7). */
   functionsChanged(): void {
     this.missing.clear()
@@ -256,7 +273,7 @@ export class QueueDelivery {
       freed = true
       if (backends.current !== slot) return
       runner.inFlight--
-      this.pump(queue)
+      this.pumpSoon(queue, runner)
     }
     try {
       let run = true

@@ -1,0 +1,111 @@
+/**
+ * The delivery pump on its own (./delivery.ts) with a real in-process queue backend and a stand-in
+ * worker whose handler calls answer when the test says: how results that settle together refill
+ * their slots.
+ */
+import assert from 'node:assert/strict'
+import { describe, it } from 'node:test'
+import type { QueueBackend } from '../../adapters/queue/index.ts'
+import { openMemoryQueue } from '../../adapters/queue/memory/memory.ts'
+import type { LocalInvokeRequest } from '../../engine/types.ts'
+import { AdapterSlots } from '../shared/adapter-slots.ts'
+import { createManualClock } from '../shared/clock.ts'
+import { waitFor } from '../../../test/support/wait.ts'
+import { QueueDelivery, type DeliveryHost } from './delivery.ts'
+import { parseQueueSettings, parseQueueWorkerSettings } from './settings.ts'
+
+const T0 = 1_700_000_000_000
+const silent = { debug() {}, info() {}, warn() {}, error() {} }
+
+/** A queue `q` at `concurrency` on a memory backend; every reserve is recorded with its limit. */
+function setup(concurrency: number) {
+  const clock = createManualClock(T0)
+  const backend = openMemoryQueue()
+  const reserves: number[] = []
+  const spied = new Proxy(backend, {
+    get(target, key, receiver) {
+      if (key === 'reserve') return (queue: string, request: Parameters<QueueBackend['reserve']>[1]) => (reserves.push(request.limit), target.reserve(queue, request))
+      const value = Reflect.get(target, key, receiver)
+      return typeof value === 'function' ? value.bind(target) : value
+    },
+  }) as QueueBackend
+  const backends = new AdapterSlots<QueueBackend>('queue', silent as never)
+  backends.install(spied, 'memory')
+  const calls: Array<{ request: LocalInvokeRequest; answer: () => void }> = []
+  const settings = parseQueueSettings('q', { concurrency, max_retries: 1 })
+  const host = {
+    worker: {
+      hasFunction: () => true,
+      invoke: (request: LocalInvokeRequest) => new Promise<unknown>((resolve) => calls.push({ request, answer: () => resolve(null) })),
+    },
+    log: silent,
+    clock,
+    telemetry: undefined,
+    backends,
+    subscribers: { get: () => undefined, latest: () => undefined, byQueue: new Map() },
+    now: () => clock.now(),
+    settings: () => parseQueueWorkerSettings({ queue_configs: { q: { concurrency, max_retries: 1 } } }),
+    settingsOf: () => settings,
+  } as unknown as DeliveryHost
+  return { backend, reserves, calls, delivery: new QueueDelivery(host) }
+}
+
+describe('queue delivery: slots freed together', () => {
+  it('refills every slot that results settling in one turn freed with one reserve (one transaction with their acks), not one for the first and one for the rest', async () => {
+    const { backend, reserves, calls, delivery } = setup(5)
+    await backend.enqueue(Array.from({ length: 12 }, (_, n) => ({ id: `m${n}`, queue: 'q', function_id: 'f', namespace: 'default', data: { n }, enqueued_at: T0, ready_at: T0 })))
+    delivery.pump('q')
+    await waitFor(() => calls.length === 5, 'five deliveries in flight')
+    assert.deepEqual(reserves, [5])
+    // The five results of one socket read: their handler calls settle in the same turn.
+    for (const call of calls.splice(0, 5)) call.answer()
+    await waitFor(() => calls.length === 5, 'the next five deliveries')
+    assert.deepEqual(reserves, [5, 5])
+    for (const call of calls.splice(0, 5)) call.answer()
+    await waitFor(() => calls.length === 2, 'the last two deliveries')
+    assert.deepEqual(reserves, [5, 5, 5])
+    for (const call of calls.splice(0, 2)) call.answer()
+    await waitFor(async () => (await backend.counts('q', T0)).in_flight === 0, 'every message acknowledged')
+    assert.deepEqual(await backend.counts('q', T0), { pending: 0, delayed: 0, in_flight: 0, dead: 0 })
+    delivery.stop()
+  })
+})
+
+describe('queue delivery under any grouping of settling results (fast-check)', () => {
+  it('never runs more than concurrency attempts at once, delivers every message once and leaves nothing in flight', async () => {
+    const fc = (await import('fast-check')).default
+    await fc.assert(
+      fc.asyncProperty(fc.integer({ min: 1, max: 8 }), fc.integer({ min: 0, max: 30 }), fc.array(fc.tuple(fc.nat(), fc.integer({ min: 1, max: 8 }), fc.boolean())), async (concurrency, count, plan) => {
+        const { backend, reserves, calls, delivery } = setup(concurrency)
+        try {
+          await backend.enqueue(Array.from({ length: count }, (_, n) => ({ id: `m${n}`, queue: 'q', function_id: 'f', namespace: 'default', data: { n }, enqueued_at: T0, ready_at: T0 })))
+          delivery.pump('q')
+          const seen = new Map<number, number>()
+          let step = 0
+          while (seen.size < count || calls.length > 0) {
+            await waitFor(() => calls.length > 0 || seen.size === count, 'a delivery in flight', 10_000, 1)
+            assert.ok(calls.length <= concurrency, `${calls.length} attempts at once, concurrency ${concurrency}`)
+            // Answer a group of the calls in flight, from any position, in one turn or across two.
+            const [at, size, split] = plan[step++ % Math.max(1, plan.length)] ?? [0, 1, false]
+            const group = calls.splice(at % Math.max(1, calls.length), size)
+            for (const [i, call] of group.entries()) {
+              const n = (call.request.data as { n: number }).n
+              seen.set(n, (seen.get(n) ?? 0) + 1)
+              if (split && i === Math.floor(group.length / 2)) await new Promise<void>((resolve) => setImmediate(resolve))
+              call.answer()
+            }
+            if (seen.size === count && calls.length === 0) break
+          }
+          await waitFor(async () => (await backend.counts('q', T0)).in_flight === 0, 'every message acknowledged', 10_000, 1)
+          assert.deepEqual([...seen.values()].filter((v) => v !== 1), [])
+          assert.equal(seen.size, count)
+          assert.deepEqual(await backend.counts('q', T0), { pending: 0, delayed: 0, in_flight: 0, dead: 0 })
+          assert.ok(reserves.every((limit) => limit >= 1 && limit <= concurrency), `reserve limits ${reserves}`)
+        } finally {
+          delivery.stop()
+        }
+      }),
+      { numRuns: 60 },
+    )
+  })
+})
