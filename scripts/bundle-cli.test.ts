@@ -16,7 +16,7 @@ import { canonicalJson } from 'svc-protocol/json'
 import { BUILTIN_DESCRIPTORS, type JsonSchema } from '../runtime/workers/catalogue.ts'
 import { BUILTIN_OPTIONS } from '../runtime/workers/configuration/schema.ts'
 import { build } from 'esbuild'
-import { builtinsByRequire, precompiledValidatorsModule } from './bundle-cli.ts'
+import { builtinsByRequire, bundleCli, precompiledValidatorsModule } from './bundle-cli.ts'
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url))
 const scratch = mkdtempSync(join(tmpdir(), 'svc-precompiled-'))
@@ -120,5 +120,22 @@ test('a named import of a built-in accessor that starts or loads more than it na
     const entry = join(dir, `${name}.mjs`)
     writeFileSync(entry, `import { ${name} } from '${specifier}'\nconsole.log(${name})\n`)
     await assert.rejects(build({ entryPoints: [entry], bundle: true, write: false, format: 'esm', platform: 'node', plugins: [builtinsByRequire], logLevel: 'silent' }), /No matching export/, `${specifier} ${name}`)
+  }
+})
+
+test("the packed CLI's start command loads neither execa nor listr2 before its workers run (issue 20 \"Engine start\")", async () => {
+  // What `svc` evaluates at start: the command's module and every chunk it imports statically.
+  const metafile = await bundleCli(ROOT, join(scratch, 'bundle'))
+  const start = Object.keys(metafile.outputs).find((file) => file.endsWith('src/commands/start.js'))!
+  const reached = new Set<string>()
+  const visit = (file: string): void => {
+    if (reached.has(file) || metafile.outputs[file] === undefined) return
+    reached.add(file)
+    for (const imported of metafile.outputs[file]!.imports) if (imported.kind === 'import-statement') visit(imported.path)
+  }
+  visit(start)
+  const inputs = [...reached].flatMap((file) => Object.keys(metafile.outputs[file]!.inputs))
+  for (const library of ['execa', 'listr2']) {
+    assert.deepEqual(inputs.filter((input) => input.includes(`node_modules/${library}/`)), [], `${library} is evaluated at every engine start`)
   }
 })
