@@ -16,7 +16,7 @@ import { canonicalJson } from 'svc-protocol/json'
 import { BUILTIN_DESCRIPTORS, type JsonSchema } from '../runtime/workers/catalogue.ts'
 import { BUILTIN_OPTIONS } from '../runtime/workers/configuration/schema.ts'
 import { build } from 'esbuild'
-import { builtinsByRequire, bundleCli, precompiledValidatorsModule } from './bundle-cli.ts'
+import { builtinsByRequire, bundleCli, lazyAjvCompiler, precompiledValidatorsModule } from './bundle-cli.ts'
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url))
 const scratch = mkdtempSync(join(tmpdir(), 'svc-precompiled-'))
@@ -138,4 +138,28 @@ test("the packed CLI's start command loads neither execa nor listr2 before its w
   for (const library of ['execa', 'listr2']) {
     assert.deepEqual(inputs.filter((input) => input.includes(`node_modules/${library}/`)), [], `${library} is evaluated at every engine start`)
   }
+})
+
+test("the bundle requires Ajv's compiler when a settings schema is first compiled, not when the settings module loads", async () => {
+  const outfile = join(scratch, 'schema-bundle.mjs')
+  await build({
+    entryPoints: [join(ROOT, 'dist', 'runtime', 'workers', 'configuration', 'schema.js')],
+    outfile,
+    bundle: true,
+    format: 'esm',
+    platform: 'node',
+    plugins: [builtinsByRequire, lazyAjvCompiler],
+    banner: { js: `import { createRequire as __c } from 'node:module'; const require = __c(${JSON.stringify(pathToFileURL(join(ROOT, 'package.json')).href)});` },
+    logLevel: 'silent',
+  })
+  const code = readFileSync(outfile, 'utf8')
+  const wrapper = /var (\w+) = __commonJS\(\{\s*"node_modules\/ajv\/dist\/2020\.js"/.exec(code)?.[1]
+  assert.ok(wrapper, "Ajv's compiler is in the bundle")
+  const calls = code.split('\n').filter((line) => line.includes(`${wrapper}()`))
+  assert.deepEqual(calls.map((line) => line.trim()), [`var load = () => loaded ??= ${wrapper}();`], 'required only inside the stand-in, on first use')
+  // And it compiles and judges a schema that is no built-in's.
+  const { compileSettingsSchema } = (await import(pathToFileURL(outfile).href)) as typeof import('../runtime/workers/configuration/schema.ts')
+  const validate = compileSettingsSchema({ type: 'object', properties: { port: { type: 'integer', maximum: 65535 } } })
+  assert.deepEqual(validate({ port: 70000 }), ['/port: must be <= 65535'])
+  assert.deepEqual(validate({ port: 1 }), [])
 })

@@ -182,6 +182,31 @@ const precompiledValidators: Plugin = {
   },
 }
 
+/**
+ * Ajv's compiler (`ajv/dist/2020.js`, ~60 CommonJS modules) as the settings schemas module
+ * (runtime/workers/configuration/schema.ts) imports it: a stand-in whose `Ajv2020` requires it on
+ * first use. An ES import of a CommonJS module runs it where the importer runs, at every start;
+ * the packed CLI's built-in schemas are precompiled, so a start rarely compiles one (issue 20
+ * "Engine start").
+ */
+export const lazyAjvCompiler: Plugin = {
+  name: 'lazy-ajv-compiler',
+  setup(build) {
+    build.onResolve({ filter: /^ajv\/dist\/2020(\.js)?$/ }, (args) =>
+      args.kind === 'import-statement' && /[\\/]runtime[\\/]workers[\\/]configuration[\\/]schema\.js$/.test(args.importer) ? { path: 'ajv/dist/2020.js', namespace: 'lazy-ajv' } : undefined,
+    )
+    build.onLoad({ filter: /.*/, namespace: 'lazy-ajv' }, () => ({
+      contents:
+        'let loaded\n' +
+        "const load = () => (loaded ??= require('ajv/dist/2020.js'))\n" +
+        '/** Ajv2020, required when the first instance is made. */\n' +
+        'export function Ajv2020(...options) { return new (load().Ajv2020)(...options) }\n',
+      loader: 'js',
+      resolveDir: ROOT,
+    }))
+  },
+}
+
 function jsFiles(dir: string): string[] {
   return readdirSync(dir, { withFileTypes: true }).flatMap((entry) => {
     const path = join(dir, entry.name)
@@ -215,7 +240,7 @@ export async function bundleCli(root: string, out: string): Promise<Metafile> {
     target: 'node22.13',
     chunkNames: 'chunks/[name]-[hash]',
     external: [...EXTERNAL],
-    plugins: [builtinsByRequire, externalFaces, precompiledValidators],
+    plugins: [builtinsByRequire, externalFaces, precompiledValidators, lazyAjvCompiler],
     // Packages' "module" builds first, as Node's own resolution would not, only where both exist:
     // keep Node's choice ("main" for require, "exports" conditions) so behaviour does not change.
     mainFields: ['main', 'module'],
