@@ -4,7 +4,7 @@
  * SIGINT/SIGTERM.
  */
 import { builtinDescriptor, colourEnabled, consoleLogger, loadConfig, type LoadedBuiltinEntry, type LoadedConfig, type LoadedLocalWorkerEntry, type Logger, type LogLevel, type LogRecord, terminalJson } from '../../runtime/index.ts'
-import { createBuiltins, Engine, storeSeed } from '../../runtime/start.ts'
+import { Engine, loadBuiltins, storeSeed } from '../../runtime/start.ts'
 import { formatBanner, readyEvent } from './banner.ts'
 import type { ReadyInfo } from './banner.ts'
 import { consoleTokenOff, consoleUrl } from './console.ts'
@@ -112,7 +112,7 @@ export async function startEngine(options: StartOptions): Promise<RunningEngine>
 
   const lock: DataDirLock = lockDataDir(config.data_dir)
   // The engine filters its own records (the log_level setting, or the flag when given).
-  const engine = new Engine(config, { log: makeLogger('engine', 'trace'), builtins: createBuiltins(config), ...(options.logLevel !== undefined ? { logLevel: options.logLevel } : {}) })
+  const engine = new Engine(config, { log: makeLogger('engine', 'trace'), builtins: () => loadBuiltins(config), ...(options.logLevel !== undefined ? { logLevel: options.logLevel } : {}) })
   // Worker log records (engine::log::*, LOGS frames) printed under the worker's name
   // (logs_console_output). A flood must not queue without bound behind a slow terminal or pipe:
   // while stdout holds more than CONSOLE_BACKLOG_BYTES unwritten, lines are skipped and counted.
