@@ -92,8 +92,47 @@ export const builtinsByRequire: Plugin = {
   setup(build) {
     const names = new Set(builtinModules.flatMap((name) => (name.startsWith('node:') ? [name] : [name, `node:${name}`])))
     build.onResolve({ filter: /^(node:)?[a-z0-9_/]+$/ }, (args) => (names.has(args.path) && args.kind === 'import-statement' ? { path: args.path, namespace: 'node-builtin' } : undefined))
-    build.onLoad({ filter: /.*/, namespace: 'node-builtin' }, (args) => ({ contents: `module.exports = require(${JSON.stringify(args.path)})`, loader: 'js' }))
+    build.onLoad({ filter: /.*/, namespace: 'node-builtin' }, (args) => ({ contents: builtinModuleSource(args.path), loader: 'js' }))
   },
+}
+
+/**
+ * Accessor exports of Node's built-ins that a bundled module may import by name, read once when the
+ * stand-in module runs: their getters only load a class or a module (`fs.promises`). The others
+ * either start or load more than an importer uses (`process.stdin`, `fs.ReadStream`,
+ * `http.WebSocket`, `crypto.webcrypto`), warn (`fs.F_OK`) or are state read when used
+ * (`process.exitCode`, `events.defaultMaxListeners`): they are not exported, and a named import of
+ * one fails the build ("No matching export") until it is judged and added here.
+ */
+const EAGER_ACCESSORS = new Set(['AsyncLocalStorage', 'BlockList', 'SocketAddress', 'EventEmitterAsyncResource', 'promises', 'aborted'])
+
+/**
+ * The bundle's stand-in for built-in `specifier`: an ES module that takes the built-in with
+ * `require` and exports its default (the module object) and each of its functions, classes and
+ * constants by name, read once (ES semantics: what `import { x } from 'node:fs'` gives, a value
+ * read when the module is linked). As a CommonJS stand-in (`module.exports = require(…)`), every
+ * importing module ran esbuild's `__toESM`, which copies every export of the built-in onto a new
+ * object as a getter: 240 copies, 11,000 getters and ~28 ms of CPU at each engine start (issue 20
+ * "Engine start"). The names are those of the Node running the build; an accessor outside
+ * {@link EAGER_ACCESSORS} is not exported.
+ */
+export function builtinModuleSource(specifier: string): string {
+  const builtin = process.getBuiltinModule(specifier) as Record<string, unknown> | undefined
+  const lines = [`const m = require(${JSON.stringify(specifier)})`, 'export default m']
+  const exported: string[] = []
+  if (builtin !== undefined && builtin !== null && (typeof builtin === 'object' || typeof builtin === 'function')) {
+    for (const key of Object.getOwnPropertyNames(builtin)) {
+      const descriptor = Object.getOwnPropertyDescriptor(builtin, key)
+      if (key === 'default' || key === '__esModule' || descriptor === undefined) continue
+      if (!('value' in descriptor) && !EAGER_ACCESSORS.has(key)) continue
+      // Own names of a function (`length`, `name`, `prototype`…) are not exports.
+      if (typeof builtin === 'function' && ['length', 'name', 'prototype', 'arguments', 'caller'].includes(key)) continue
+      lines.push(`const x${exported.length} = m[${JSON.stringify(key)}]`)
+      exported.push(`x${exported.length} as ${JSON.stringify(key)}`)
+    }
+  }
+  if (exported.length > 0) lines.push(`export { ${exported.join(', ')} }`)
+  return `${lines.join('\n')}\n`
 }
 
 /**
@@ -143,6 +182,31 @@ const precompiledValidators: Plugin = {
   },
 }
 
+/**
+ * Ajv's compiler (`ajv/dist/2020.js`, ~60 CommonJS modules) as the settings schemas module
+ * (runtime/workers/configuration/schema.ts) imports it: a stand-in whose `Ajv2020` requires it on
+ * first use. An ES import of a CommonJS module runs it where the importer runs, at every start;
+ * the packed CLI's built-in schemas are precompiled, so a start rarely compiles one (issue 20
+ * "Engine start").
+ */
+export const lazyAjvCompiler: Plugin = {
+  name: 'lazy-ajv-compiler',
+  setup(build) {
+    build.onResolve({ filter: /^ajv\/dist\/2020(\.js)?$/ }, (args) =>
+      args.kind === 'import-statement' && /[\\/]runtime[\\/]workers[\\/]configuration[\\/]schema\.js$/.test(args.importer) ? { path: 'ajv/dist/2020.js', namespace: 'lazy-ajv' } : undefined,
+    )
+    build.onLoad({ filter: /.*/, namespace: 'lazy-ajv' }, () => ({
+      contents:
+        'let loaded\n' +
+        "const load = () => (loaded ??= require('ajv/dist/2020.js'))\n" +
+        '/** Ajv2020, required when the first instance is made. */\n' +
+        'export function Ajv2020(...options) { return new (load().Ajv2020)(...options) }\n',
+      loader: 'js',
+      resolveDir: ROOT,
+    }))
+  },
+}
+
 function jsFiles(dir: string): string[] {
   return readdirSync(dir, { withFileTypes: true }).flatMap((entry) => {
     const path = join(dir, entry.name)
@@ -176,7 +240,7 @@ export async function bundleCli(root: string, out: string): Promise<Metafile> {
     target: 'node22.13',
     chunkNames: 'chunks/[name]-[hash]',
     external: [...EXTERNAL],
-    plugins: [builtinsByRequire, externalFaces, precompiledValidators],
+    plugins: [builtinsByRequire, externalFaces, precompiledValidators, lazyAjvCompiler],
     // Packages' "module" builds first, as Node's own resolution would not, only where both exist:
     // keep Node's choice ("main" for require, "exports" conditions) so behaviour does not change.
     mainFields: ['main', 'module'],

@@ -20,7 +20,7 @@ import { appendFileSync } from 'node:fs'
 registerHooks({ load(url, context, next) { appendFileSync(process.env.SVC_TEST_MODULE_LOG, url + '\\n'); return next(url, context) } })
 `
 
-test('svc on the default built-ins loads no pg, mysql2, ioredis, nats or @inquirer/prompts', async () => {
+test('svc on the default built-ins loads no pg, mysql2, ioredis, nats or @inquirer/prompts, nor execa (workers are spawned with node:child_process)', async () => {
   const dir = await mkdtemp(join(tmpdir(), 'svc-lazy-'))
   const log = join(dir, 'modules.txt')
   await writeFile(join(dir, 'hook.mjs'), HOOK)
@@ -34,7 +34,7 @@ test('svc on the default built-ins loads no pg, mysql2, ioredis, nats or @inquir
   try {
     const loaded = (await readFile(log, 'utf8')).split('\n').filter(Boolean)
     assert.ok(loaded.some((url) => url.includes('/runtime/workers/state/')), 'the hook saw the engine load its built-ins')
-    for (const library of ['pg', 'pg-cursor', 'mysql2', 'ioredis', 'nats', '@inquirer/prompts']) {
+    for (const library of ['pg', 'pg-cursor', 'mysql2', 'ioredis', 'nats', '@inquirer/prompts', 'execa']) {
       const found = loaded.filter((url) => url.includes(`/node_modules/${library}/`))
       assert.deepEqual(found, [], `${library} was loaded without being configured`)
     }

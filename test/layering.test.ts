@@ -140,5 +140,8 @@ test('the light entry loads no engine, built-in worker or driver; the engine ent
   const light = modulesLoadedBy('runtime/index.ts')
   assert.ok(light.includes('runtime/yaml/index.ts') && light.includes('runtime/config/loader.ts'), 'the hook saw the light entry load')
   assert.deepEqual(light.filter((m) => HEAVY.test(m)), [], 'runtime/index.ts loads only what any command may load')
-  assert.ok(modulesLoadedBy('runtime/start.ts').includes('runtime/engine/engine.ts'))
+  const engineEntry = modulesLoadedBy('runtime/start.ts')
+  assert.ok(engineEntry.includes('runtime/engine/engine.ts'))
+  // The built-ins' code loads when the engine starts them (loadBuiltins), after its listener accepts.
+  assert.deepEqual(engineEntry.filter((m) => /^runtime\/workers\/(index|[^/]+\/worker)\.ts$/.test(m)), [], 'runtime/start.ts loads no built-in worker')
 })

@@ -1,7 +1,8 @@
 /**
  * SDK telemetry on by default loads the OpenTelemetry SDK only when something needs it (issue 20):
  * a svc-sdk worker process with default settings serves invocations whose handler spans reach the
- * engine, and its worker gauges too (sdk.md §12.3, protocol.md §10.3), while none of
+ * engine, and its worker gauges too (sdk.md §12.3, protocol.md §10.3), it connects before even
+ * `@opentelemetry/core` loads, while none of
  * `@opentelemetry/sdk-trace`, `sdk-logs`, `sdk-metrics`, `resources` or `otlp-transformer` has
  * been loaded, nor Node's undici (an ES import of `node:http` loads it); its first `Logger` record loads the logs SDK and still reaches `engine::logs::list`.
  */
@@ -19,6 +20,8 @@ const SDK_PACKAGES = ['@opentelemetry/otlp-transformer', '@opentelemetry/resourc
 describe('SDK telemetry loads the OpenTelemetry SDK lazily (issue 20)', () => {
   let engine: TestEngine
   let worker: ChildProcess
+  /** The `@opentelemetry` packages the worker had loaded when it connected. */
+  let atConnect: string[] = []
 
   before(async () => {
     engine = await startTestEngine()
@@ -29,7 +32,10 @@ describe('SDK telemetry loads the OpenTelemetry SDK lazily (issue 20)', () => {
     worker.stderr!.on('data', (d) => stderr.push(String(d)))
     await new Promise<void>((resolve, reject) => {
       createInterface({ input: worker.stdout! }).on('line', (line) => {
-        if (line.includes('"ready"')) resolve()
+        if (line.includes('"ready"')) {
+          atConnect = (JSON.parse(line) as { modules: string[] }).modules
+          resolve()
+        }
       })
       worker.once('exit', (code) => reject(new Error(`the worker exited with ${code}:\n${stderr.join('')}`)))
     })
@@ -41,6 +47,18 @@ describe('SDK telemetry loads the OpenTelemetry SDK lazily (issue 20)', () => {
   })
 
   const call = (function_id: string, data: unknown = {}): Promise<unknown> => engine.engine.inject({ function_id, data })
+
+  it('a worker connects and registers before @opentelemetry/core loads; its first invocation loads it and the span still reaches the engine', async () => {
+    assert.ok(atConnect.includes('@opentelemetry/api'), `the API is loaded: ${atConnect.join(', ')}`)
+    assert.deepEqual(atConnect.filter((m) => m === '@opentelemetry/core' || m === '@opentelemetry/semantic-conventions'), [], 'core loads after the connection')
+    assert.deepEqual(await call('lazy::echo', { n: 0 }), { n: 0 })
+    const span = await waitFor(async () => {
+      await call('lazy::modules')
+      const { traces } = (await call('engine::traces::list', { name: 'execute lazy::echo' })) as { traces: Array<{ attributes: Record<string, unknown> }> }
+      return traces[0]
+    }, 'the span of lazy::echo')
+    assert.equal(span.attributes['svc.function.id'], 'lazy::echo')
+  })
 
   it('handler spans and worker gauges reach the engine without loading the SDK packages', async () => {
     assert.deepEqual(await call('lazy::echo', { n: 1 }), { n: 1 })

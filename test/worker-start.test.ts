@@ -28,7 +28,7 @@ after(async () => {
 })
 
 /** An engine on port 0 with `builtins` only (no listener of a built-in binds a port). */
-function engineWith(builtins: BuiltinWorker[], name: string): Engine {
+function engineWith(builtins: BuiltinWorker[] | (() => Promise<BuiltinWorker[]>), name: string): Engine {
   const config: EngineConfig = {
     listeners: [{ ...LISTENER_DEFAULTS, port: 0 }],
     registration_namespace_grace_ms: 250,
@@ -96,6 +96,28 @@ describe('workers start while the built-ins start (issue 20)', () => {
     assert.deepEqual(result.result, { echoed: { n: 1 } })
     // The session opened (workerregistered) only after the built-ins: it comes before the result.
     assert.ok(frames.findIndex((f) => f.type === 'workerregistered') < frames.indexOf(result))
+  })
+
+  it("built-ins given as a loader are loaded once the listener accepts (svc loads their code while its workers start), and their functions are there when start resolves", async () => {
+    const gate = gatedBuiltin()
+    gate.open()
+    let listening = false
+    let loadedAfterListening: boolean | undefined
+    const engine = engineWith(async () => {
+      loadedAfterListening = listening
+      return [gate.worker]
+    }, 'loader')
+    await engine.start({ onListening: () => (listening = true) })
+    assert.equal(loadedAfterListening, true, 'the loader ran after onListening')
+    assert.deepEqual(await engine.inject({ function_id: 'gate::echo', data: { n: 2 } }), { echoed: { n: 2 } })
+  })
+
+  it('a built-ins loader that fails fails the start, and the listener is closed again', async () => {
+    const engine = engineWith(() => Promise.reject(new Error('no built-ins here')), 'loader-fails')
+    let url: string | undefined
+    await assert.rejects(engine.start({ onListening: () => (url = engine.workerUrls[0]) }), /no built-ins here/)
+    assert.ok(url, 'it was listening')
+    await assert.rejects(fetch(url!.replace(/^ws/, 'http')), 'nothing listens any more')
   })
 
   it('a worker counts as registered when the engine reports its registration, without waiting for a poll', async () => {

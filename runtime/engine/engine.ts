@@ -81,8 +81,13 @@ export interface EngineOptions {
   log?: Logger
   /** A threshold chosen by the operator (`svc --log-level`): the `log_level` setting then has no effect. */
   logLevel?: LogLevel
-  /** Built-in workers to run (the composition root passes them, e.g. `createBuiltins(config)`); default none. */
-  builtins?: BuiltinWorker[]
+  /**
+   * Built-in workers to run (the composition root passes them, e.g. `createBuiltins(config)`), or a
+   * function that loads and makes them, called by {@link Engine.start} once the listeners accept:
+   * `svc` loads the built-ins' code while its workers start (issue 20 "Engine start"); default none.
+   * A rejection fails the start like a built-in that fails to start.
+   */
+  builtins?: BuiltinWorker[] | (() => Promise<BuiltinWorker[]>)
   /** Bounds on open invocations (defaults {@link DEFAULT_LEG_LIMITS}). */
   limits?: Partial<LegLimits>
   /** Clock of the channel sweep (protocol.md §9); default the real one. Tests move a manual one. */
@@ -111,7 +116,7 @@ export class Engine implements BuiltinHost, PipelineHost {
   private readonly listeners: Listener[] = []
   private readonly keepalives = new Map<ListenerConfig, Keepalive>()
   private readonly access = new Map<ListenerConfig, ListenerAccess>()
-  private readonly builtins: BuiltinWorker[]
+  private builtins: BuiltinWorker[] | (() => Promise<BuiltinWorker[]>)
   private readonly runningBuiltins: BuiltinWorker[] = []
   private readonly enginePeer: BuiltinPeer
   private engineTriggers: EngineTriggers | undefined
@@ -232,6 +237,7 @@ export class Engine implements BuiltinHost, PipelineHost {
 
   /** The enabled built-in workers, one after the other in their configured order. */
   private async startBuiltins(): Promise<void> {
+    if (typeof this.builtins === 'function') this.builtins = await this.builtins()
     for (const worker of this.builtins) {
       const entry = this.config.builtins[worker.name]
       if (entry && entry.enabled === false) continue

@@ -4,7 +4,7 @@
  * and holds other console output back; each install ends with one line. Its output reaches the
  * terminal only when it fails (it is always in `.svc/logs/<name>.log`).
  */
-import { Spinner } from 'listr2'
+import type { Spinner } from 'listr2'
 import { formatMs } from './dev-log.ts'
 
 type Write = typeof process.stdout.write
@@ -14,7 +14,8 @@ export class InstallProgress {
   readonly #tty: boolean
   readonly #colour: boolean
   readonly #installing = new Map<string, { command: string; started: number }>()
-  readonly #spinner = new Spinner()
+  // listr2 loads when an install first shows progress, not at every engine start (issue 20).
+  #spinner: Spinner | undefined
   #held: Array<{ stream: NodeJS.WriteStream; chunk: string | Uint8Array }> = []
   #restore: (() => void) | undefined
   #timer: NodeJS.Timeout | undefined
@@ -61,8 +62,12 @@ export class InstallProgress {
     // Ctrl-C during an install: what svc says about stopping must not be held back.
     process.once('SIGINT', this.#onSignal)
     this.#patch()
+    import('listr2').then(
+      ({ Spinner }) => (this.#spinner ??= new Spinner()),
+      () => {},
+    )
     this.#timer = setInterval(() => {
-      this.#spinner.spin()
+      this.#spinner?.spin()
       this.#render()
     }, 100)
     this.#timer.unref()
@@ -115,7 +120,7 @@ export class InstallProgress {
     if (!this.#restore || this.#installing.size === 0) return
     const now = performance.now()
     const parts = [...this.#installing].map(([name, e]) => `${name} (${e.command}, ${Math.floor((now - e.started) / 1000)} s)`)
-    const text = `${this.#spinner.fetch()} Installing dependencies: ${parts.join(' · ')}`
+    const text = `${this.#spinner?.fetch() ?? '⠋'} Installing dependencies: ${parts.join(' · ')}`
     const width = process.stdout.columns ?? 80
     this.#direct(text.length > width - 1 ? `${text.slice(0, width - 2)}…` : text)
   }

@@ -1,12 +1,14 @@
 import assert from 'node:assert/strict'
+import { EventEmitter } from 'node:events'
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { describe, it } from 'node:test'
 import type { LoadedConfig } from '../../runtime/config/loader.ts'
 import { loadConfig } from '../../runtime/config/loader.ts'
-import { handleSignals, pathsInside, portInUse } from './start.ts'
+import { handleSignals, pathsInside, portInUse, underway } from './start.ts'
 import type { RunningEngine } from './start.ts'
+import type { SupervisedWorker } from '../supervisor/types.ts'
 
 class Exited extends Error {
   readonly code: number
@@ -140,5 +142,30 @@ describe('pathsInside: what a worker at the project root does not watch (issue 2
     assert.deepEqual([...pathsInside(config, config.project_root)].sort(), [join(root, 'settings'), join(root, 'state'), join(root, 'workers', 'other')])
     assert.deepEqual(pathsInside(config, join(root, 'workers', 'other')), [])
     rmSync(root, { recursive: true, force: true })
+  })
+})
+
+describe('underway: when svc loads the built-ins, after the listener accepts (issue 20)', () => {
+  const worker = (state: string) => Object.assign(new EventEmitter(), { state }) as unknown as SupervisedWorker
+
+  it('waits until every launched worker has left declared (its process spawned, an install or a failure under way)', async () => {
+    const a = worker('declared')
+    const b = worker('declared')
+    let done = false
+    const waiting = underway([a, b], 60_000).then(() => (done = true))
+    await new Promise((resolve) => setImmediate(resolve))
+    assert.equal(done, false)
+    a.emit('state', 'starting')
+    await new Promise((resolve) => setImmediate(resolve))
+    assert.equal(done, false, 'one worker is still declared')
+    b.emit('state', 'installing')
+    await waiting
+    assert.equal(done, true)
+  })
+
+  it('does not wait for workers already past declared, nor longer than its bound for one that stays', async () => {
+    await underway([worker('starting'), worker('failed')], 60_000)
+    await underway([], 60_000)
+    await underway([worker('declared')], 10)
   })
 })

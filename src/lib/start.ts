@@ -4,7 +4,7 @@
  * SIGINT/SIGTERM.
  */
 import { builtinDescriptor, colourEnabled, consoleLogger, loadConfig, type LoadedBuiltinEntry, type LoadedConfig, type LoadedLocalWorkerEntry, type Logger, type LogLevel, type LogRecord, terminalJson } from '../../runtime/index.ts'
-import { createBuiltins, Engine, storeSeed } from '../../runtime/start.ts'
+import { Engine, loadBuiltins, storeSeed } from '../../runtime/start.ts'
 import { formatBanner, readyEvent } from './banner.ts'
 import type { ReadyInfo } from './banner.ts'
 import { consoleTokenOff, consoleUrl } from './console.ts'
@@ -71,6 +71,12 @@ const EARLY_OUTPUT_LINES = 1000
 
 const noop = () => {}
 
+/**
+ * How long the built-ins' code may wait, after the worker listener accepts, for the launched
+ * workers to leave `declared` (see `startEngine`), in ms.
+ */
+const BUILTINS_WAIT_MS = 250
+
 /** Unwritten stdout bytes beyond which worker log records are not printed (counted instead). */
 const CONSOLE_BACKLOG_BYTES = 1 << 20
 
@@ -112,7 +118,16 @@ export async function startEngine(options: StartOptions): Promise<RunningEngine>
 
   const lock: DataDirLock = lockDataDir(config.data_dir)
   // The engine filters its own records (the log_level setting, or the flag when given).
-  const engine = new Engine(config, { log: makeLogger('engine', 'trace'), builtins: createBuiltins(config), ...(options.logLevel !== undefined ? { logLevel: options.logLevel } : {}) })
+  // The built-ins' code loads once each launched worker has left `declared` (its process spawned,
+  // or an install, a build or a failure under way), at most BUILTINS_WAIT_MS after the listener
+  // accepts: evaluating their modules held up the workers' last steps before their spawn (the
+  // file watcher's first scan), and the workers, not the built-ins, are what svc waits for (issue 20).
+  let workersUnderway: Promise<unknown> = Promise.resolve()
+  const builtins = async () => {
+    await workersUnderway
+    return loadBuiltins(config)
+  }
+  const engine = new Engine(config, { log: makeLogger('engine', 'trace'), builtins, ...(options.logLevel !== undefined ? { logLevel: options.logLevel } : {}) })
   // Worker log records (engine::log::*, LOGS frames) printed under the worker's name
   // (logs_console_output). A flood must not queue without bound behind a slow terminal or pipe:
   // while stdout holds more than CONSOLE_BACKLOG_BYTES unwritten, lines are skipped and counted.
@@ -183,6 +198,7 @@ export async function startEngine(options: StartOptions): Promise<RunningEngine>
     starts = Promise.all(launched.workers.map((w) => w.start()))
     // Rejections are awaited below, once the engine started.
     starts.catch(noop)
+    workersUnderway = underway(launched.workers, BUILTINS_WAIT_MS)
   }
   try {
     await engine.start({ onListening })
@@ -336,6 +352,21 @@ async function applyBuiltinChange(
   } catch (err) {
     note.error(`config.yaml: the ${name} config block was not applied: ${(err as Error).message}; the previous settings stay in effect`)
   }
+}
+
+/**
+ * Resolves once every one of `workers` has left `declared` (spawned, installing, building or
+ * failed), or after `timeoutMs` (ms); never rejects. `svc` loads the built-ins' code then.
+ */
+export function underway(workers: readonly SupervisedWorker[], timeoutMs: number): Promise<void> {
+  let timer: NodeJS.Timeout | undefined
+  const left = (worker: SupervisedWorker) => (worker.state !== 'declared' ? undefined : new Promise<void>((resolve) => worker.once('state', () => resolve())))
+  const all = Promise.all(workers.map(left))
+  const bound = new Promise<void>((resolve) => {
+    timer = setTimeout(resolve, timeoutMs)
+    timer.unref()
+  })
+  return Promise.race([all, bound]).then(() => clearTimeout(timer))
 }
 
 /** What {@link launchLocalWorker} and {@link launchConsole} need from `svc start`. */

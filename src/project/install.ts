@@ -2,7 +2,6 @@
  * Installing a new project's dependencies (cli.md §4.1): `<manager> install` in each directory the
  * template put a package.json in.
  */
-import { execa } from 'execa'
 import { existsSync } from 'node:fs'
 import { join, posix, relative, sep } from 'node:path'
 import { loadConfig } from '../../runtime/index.ts'
@@ -45,6 +44,8 @@ const OUTPUT_TAIL_LINES = 30
 /** Runs the install in `<project>/<directory>`; never throws for a failed install. */
 export async function runInstall(project: string, directory: string, manager: PackageManager, signal?: AbortSignal): Promise<InstallOutcome> {
   const { file, args } = installCommand(manager)
+  // Loaded when an install runs: not by every command that imports the project library (issue 20).
+  const { execa } = await import('execa')
   const result = await execa(file, args, {
     cwd: join(project, ...directory.split('/').filter(Boolean)),
     all: true,

@@ -4,6 +4,7 @@
  * output, any start command. Each property names what a user could otherwise see go wrong.
  */
 import assert from 'node:assert/strict'
+import { spawnSync } from 'node:child_process'
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -13,7 +14,7 @@ import { stringify } from 'yaml'
 import { CompilerErrorScanner, startupErrorLine } from './compiler-output.ts'
 import { ignoreMatcher } from './watch.ts'
 import { binaryNameOf, ManifestError, parseManifest } from './manifest.ts'
-import { isSimpleCommand } from './process.ts'
+import { commandWords, isSimpleCommand } from './process.ts'
 
 const scratch = mkdtempSync(join(tmpdir(), 'svc-languages-fuzz-'))
 after(() => rmSync(scratch, { recursive: true, force: true }))
@@ -136,6 +137,31 @@ describe('python and rust manifests (fast-check)', () => {
         }
       }),
       { numRuns: 500 },
+    )
+  })
+
+  it('a start command svc runs without a shell gets the words sh would make of it, expansions included (issue 20)', () => {
+    // Quoted strings, ${NAME} and ${NAME:-word} of set, empty and unset variables, and the
+    // characters that matter to a shell; each simple command is given to /bin/sh as printf's arguments.
+    const word = fc.oneof(
+      hostile,
+      fc.string({ unit: fc.constantFrom(...'ab_-./:@%+=,'.split('')), minLength: 1, maxLength: 8 }),
+      fc.string({ unit: fc.constantFrom(...'ab $.-\'"'.split('')), maxLength: 8 }).map((t) => `'${t.replace(/'/g, '')}'`),
+      fc.tuple(fc.constantFrom('A', 'B', 'UNSET', 'EMPTY'), fc.option(fc.string({ unit: fc.constantFrom(...'ab-./: '.split('')), maxLength: 6 })), fc.string({ unit: fc.constantFrom(...'ab '.split('')), maxLength: 4 })).map(
+        ([name, fallback, around]) => `"${around}\${${name}${fallback === null ? '' : `:-${fallback}`}}${around}"`,
+      ),
+    )
+    const env = { PATH: process.env.PATH ?? '/usr/bin:/bin', A: 'a b', B: "'$x' \"y\"", EMPTY: '' }
+    fc.assert(
+      fc.property(fc.array(word, { minLength: 1, maxLength: 4 }), fc.constantFrom(' ', '  ', '\t'), (words, gap) => {
+        const command = words.join(gap)
+        const split = commandWords(command, env)
+        if (!isSimpleCommand(command)) return assert.equal(split, undefined)
+        const sh = spawnSync('/bin/sh', ['-c', `printf '%s\\0' ${command}`], { env, encoding: 'utf8' })
+        assert.equal(sh.status, 0, `${command}: ${sh.stderr}`)
+        assert.deepEqual(split, sh.stdout.split('\0').slice(0, -1), command)
+      }),
+      { numRuns: 300 },
     )
   })
 

@@ -1,11 +1,11 @@
 /**
- * Process plumbing of the supervisor (cli.md §5.1): commands through the platform shell, each in
- * its own process group, signalled as a group, and waited for until every member is gone.
+ * Process plumbing of the supervisor (cli.md §5.1): commands through the platform shell (or, for
+ * one simple command, split as the shell would and started without it), each in its own process
+ * group, signalled as a group, and waited for until every member is gone.
  */
-import { readdirSync, readFileSync } from 'node:fs'
+import { type ChildProcess, spawn } from 'node:child_process'
+import { readdirSync, readFileSync, realpathSync } from 'node:fs'
 import { createInterface } from 'node:readline'
-import { execa } from 'execa'
-import type { ResultPromise } from 'execa'
 import { processAlive } from '../lib/processes.ts'
 
 const WINDOWS = process.platform === 'win32'
@@ -77,10 +77,44 @@ export function isSimpleCommand(command: string): boolean {
 }
 
 /**
+ * The words `sh -c` makes of a {@link isSimpleCommand}, expanded with `env`: quotes removed,
+ * `${NAME}` the variable's value (empty when unset) and `${NAME:-word}` the value, or `word` when
+ * it is unset or empty — what POSIX `sh` does with these forms (no field splitting or globbing
+ * happens: expansions only appear inside double quotes). Undefined for any other command.
+ *
+ * @example commandWords('node "${ENTRY:-src/index.ts}" --x \'a b\'', {}) // ['node', 'src/index.ts', '--x', 'a b']
+ */
+export function commandWords(command: string, env: Readonly<Record<string, string | undefined>>): string[] | undefined {
+  if (!isSimpleCommand(command)) return undefined
+  const words: string[] = []
+  // One unquoted run, one '…' or one "…" per match; whitespace between words.
+  const part = /[ \t]+|'([^']*)'|"((?:[^"$]|\$\{[^}]*\})*)"|([^ \t'"]+)/g
+  let word: string | undefined
+  for (const match of command.matchAll(part)) {
+    if (match[0].trim() === '') {
+      if (word !== undefined) words.push(word)
+      word = undefined
+      continue
+    }
+    const text = match[1] ?? match[3] ?? (match[2] ?? '').replace(/\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}/g, (_, name: string, fallback: string | undefined) => {
+      const value = Object.hasOwn(env, name) ? env[name] : undefined
+      return fallback !== undefined && (value === undefined || value === '') ? fallback : (value ?? '')
+    })
+    word = (word ?? '') + text
+  }
+  if (word !== undefined) words.push(word)
+  return words
+}
+
+/**
  * Runs `command` through the platform shell (`sh -c` on POSIX, `cmd.exe /d /s /c` on Windows) in
  * `cwd` with exactly `env`, as the leader of a new process group (POSIX), stdin closed. Every
- * stdout/stderr line goes to `onLine`. With `exec` (POSIX), a {@link isSimpleCommand} replaces the
- * shell (`exec <command>`), so `pid` is the command's own process.
+ * stdout/stderr line goes to `onLine`. With `exec` (POSIX), a {@link isSimpleCommand} runs as the
+ * shell would run `exec <command>` (cli.md §5.1), without starting a shell: its words
+ * ({@link commandWords}) are executed directly, found on `env.PATH`, with `PWD` set to the
+ * directory as `sh` sets it — so `pid` is the command's own process, and a worker's start saves an
+ * exec of `/bin/sh` (issue 20 "Engine start"). A command that cannot be executed that way (not
+ * found, not executable) goes through the shell after all, which reports it as it always did.
  */
 export function runShell(
   command: string,
@@ -88,27 +122,22 @@ export function runShell(
 ): ShellProcess {
   installExitHook()
   const startedAtMs = Date.now()
-  const line = options.exec && !WINDOWS && isSimpleCommand(command) ? `exec ${command.trim()}` : command
-  const subprocess: ResultPromise = execa(line, {
-    shell: true,
-    cwd: options.cwd,
-    env: options.env,
-    extendEnv: false,
-    detached: !WINDOWS,
-    stdin: 'ignore',
-    stdout: 'pipe',
-    stderr: 'pipe',
-    buffer: false,
-    reject: false,
-    // The supervisor owns the lifetime: execa must not kill or wait on its own terms.
-    cleanup: false,
-    windowsHide: true,
-  })
-  const pid = subprocess.pid
+  const spawnOptions = { cwd: options.cwd, detached: !WINDOWS, stdio: ['ignore', 'pipe', 'pipe'] as ['ignore', 'pipe', 'pipe'], windowsHide: true }
+  let subprocess: ChildProcess | undefined
+  const words = options.exec && !WINDOWS ? commandWords(command, options.env) : undefined
+  if (words !== undefined && words.length > 0) {
+    const direct = spawn(words[0]!, words.slice(1), { ...spawnOptions, env: { ...options.env, PWD: shellPwd(options.cwd, options.env.PWD) } })
+    // No pid: it could not be executed (the error event follows); the shell reports that instead.
+    if (direct.pid !== undefined) subprocess = direct
+    else direct.once('error', () => {})
+  }
+  subprocess ??= spawn(options.exec && !WINDOWS && isSimpleCommand(command) ? `exec ${command.trim()}` : command, { ...spawnOptions, env: options.env, shell: true })
+  const child = subprocess
+  const pid = child.pid
   if (pid !== undefined && !WINDOWS) liveGroups.add(pid)
   const closed: Array<Promise<void>> = []
   for (const stream of ['stdout', 'stderr'] as const) {
-    const source = subprocess[stream]
+    const source = child[stream]
     if (!source) continue
     const lines = createInterface({ input: source, crlfDelay: Infinity })
     lines.on('line', (text) => options.onLine(stream, text))
@@ -133,18 +162,29 @@ export function runShell(
         resolve(exit)
       }
       // 'exit' fires when the leader exits, even while a grandchild still holds the pipes open.
-      subprocess.once('exit', (code: number | null, signal: NodeJS.Signals | null) => finish({ code, signal }))
-      subprocess.then(
-        (result) => {
-          if (result.exitCode === undefined && result.signal === undefined) {
-            finish({ code: null, signal: null, spawnError: result.originalMessage || result.shortMessage })
-          } else finish({ code: result.exitCode ?? null, signal: (result.signal as NodeJS.Signals | undefined) ?? null })
-        },
-        (err: unknown) => finish({ code: null, signal: null, spawnError: (err as Error).message }),
-      )
+      child.once('exit', (code: number | null, signal: NodeJS.Signals | null) => finish({ code, signal }))
+      // Never started (the shell itself, or the directory, is missing); a later error (a failed
+      // kill) does not end it.
+      child.once('error', (err: Error) => {
+        if (pid === undefined) finish({ code: null, signal: null, spawnError: err.message })
+      })
     }),
   }
   return proc
+}
+
+/**
+ * `PWD` as `sh` sets it in the environment of what it execs from `cwd`: the inherited value when
+ * it names that directory, else the directory's physical path.
+ */
+function shellPwd(cwd: string, inherited: string | undefined): string {
+  try {
+    const physical = realpathSync(cwd)
+    if (inherited !== undefined && inherited.startsWith('/') && realpathSync(inherited) === physical) return inherited
+    return physical
+  } catch {
+    return cwd
+  }
 }
 
 /**
@@ -167,7 +207,7 @@ export function signalGroup(pgid: number, signal: NodeJS.Signals): boolean {
   if (!isSignalTarget(pgid)) return false
   if (WINDOWS) {
     if (signal === 'SIGKILL' || signal === 'SIGTERM') {
-      execa('taskkill', ['/pid', String(pgid), '/T', '/F'], { reject: false, windowsHide: true }).catch(() => {})
+      spawn('taskkill', ['/pid', String(pgid), '/T', '/F'], { stdio: 'ignore', windowsHide: true }).on('error', () => {})
     }
     return true
   }

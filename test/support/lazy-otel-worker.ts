@@ -4,7 +4,8 @@
  * telemetry on for `test/telemetry-sdk-baggage.test.ts`). The load hook is
  * registered before svc-sdk is imported, so every module svc-sdk loads, early or late, is seen.
  *
- * `node test/support/lazy-otel-worker.ts <engine url>` prints `{"ready":true}` once connected.
+ * `node test/support/lazy-otel-worker.ts <engine url>` prints `{"ready":true,"modules":[…]}` once connected
+ * (the `@opentelemetry` packages loaded by then).
  * Functions: `lazy::echo` (returns its input), `lazy::modules` (flushes telemetry, returns the
  * loaded package names), `lazy::undici` (Node's undici modules loaded, none expected), `lazy::log` (emits a `Logger` record with its input as data, flushes,
  * returns the loaded package names).
@@ -38,6 +39,6 @@ client.registerFunction('lazy::log', async (data) => {
   return modules()
 })
 client.addConnectionStateListener((state) => {
-  if (state === 'connected') console.log(JSON.stringify({ ready: true }))
+  if (state === 'connected') console.log(JSON.stringify({ ready: true, modules: modules() }))
 })
 process.on('SIGTERM', () => void client.shutdown().finally(() => process.exit(0)))

@@ -14,7 +14,7 @@ import type { Transport, TransportHandlers } from 'svc-protocol/transport'
 import { currentSpanId, currentTraceId, flushOtel, getBaggageEntry, initOtel, injectBaggage, otelSocketStats, shutdownOtel, withSpan } from 'svc-helpers/observability'
 import { HandlerSpan, knownBaggageHeader, startHandlerSpan } from 'svc-helpers/observability/internal'
 import { parseTraceparent } from '../src/observability/handler-span.ts'
-import { W3CBaggagePropagator } from '@opentelemetry/core'
+import { CompositePropagator, W3CBaggagePropagator, W3CTraceContextPropagator } from '@opentelemetry/core'
 import { msNanos, readableSpanJson } from '../src/observability/otlp-json.ts'
 import { MAX_BATCH_BYTES, MAX_BATCH_SPANS, MAX_QUEUED_SPANS, SpanBatch } from '../src/observability/span-batch.ts'
 import fc from 'fast-check'
@@ -281,6 +281,43 @@ describe('property: inbound baggage headers (fast-check)', () => {
           }
         }),
         { numRuns: 200 },
+      )
+    } finally {
+      await shutdownOtel()
+    }
+  })
+})
+
+describe('property: the global propagator initOtel sets, made on first use (fast-check)', () => {
+  it('extracts and injects any traceparent, tracestate and baggage headers (hostile text included) as the W3C composite propagator does', async () => {
+    // initOtel sets a propagator that builds @opentelemetry/core's composite when first asked (issue 20).
+    const w3c = new CompositePropagator({ propagators: [new W3CTraceContextPropagator(), new W3CBaggagePropagator()] })
+    const getter = { get: (c: any, k: string) => c[k], keys: (c: any) => Object.keys(c) }
+    const setter = { set: (c: any, k: string, v: string) => void (c[k] = v) }
+    const seen = (ctx: ReturnType<typeof propagation.extract>) => {
+      const baggage = propagation.getBaggage(ctx)
+      return { span: trace.getSpanContext(ctx), baggage: baggage === undefined ? [] : baggage.getAllEntries().map(([k, e]) => [k, e.value, e.metadata?.toString()]) }
+    }
+    const text = fc.oneof(fc.string({ unit: 'binary', maxLength: 80 }), fc.constantFrom(PARENT, '00-00000000000000000000000000000000-b7ad6b7169203331-01', 'ff-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01', 'k=v;prop', 'a=%ZZ', '__proto__=p', 'k=\uD800', ','.repeat(200)))
+    initOtel({ engineWsUrl: 'ws://127.0.0.1:1', connector: recorder().connector, metricsEnabled: false, fetchInstrumentationEnabled: false })
+    try {
+      assert.deepEqual(propagation.fields(), w3c.fields())
+      fc.assert(
+        fc.property(fc.option(text), fc.option(text), fc.option(text), (traceparent, tracestate, baggage) => {
+          const carrier: Record<string, string> = {}
+          if (traceparent !== null) carrier.traceparent = traceparent
+          if (tracestate !== null) carrier.tracestate = tracestate
+          if (baggage !== null) carrier.baggage = baggage
+          const ours = propagation.extract(ROOT_CONTEXT, carrier, getter)
+          const theirs = w3c.extract(ROOT_CONTEXT, carrier, getter)
+          assert.deepEqual(seen(ours), seen(theirs))
+          const outOurs: Record<string, string> = {}
+          const outTheirs: Record<string, string> = {}
+          propagation.inject(ours, outOurs, setter)
+          w3c.inject(theirs, outTheirs, setter)
+          assert.deepEqual(outOurs, outTheirs)
+        }),
+        { numRuns: 300 },
       )
     } finally {
       await shutdownOtel()

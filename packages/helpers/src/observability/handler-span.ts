@@ -39,10 +39,11 @@ import {
   type TimeInput,
   trace,
 } from '@opentelemetry/api'
-import { W3CBaggagePropagator } from '@opentelemetry/core'
+import type { W3CBaggagePropagator } from '@opentelemetry/core'
 import { randomFillSync } from 'node:crypto'
 import { isAttributeValue, keyValueJson, scopeJson, spanFlags, statusJson } from './otlp-json.ts'
 import type { SpanBatch } from './span-batch.ts'
+import { otelCore } from './lazy-sdk.ts'
 import { TRACER_NAME } from './trace.ts'
 
 /** The SDK's default span limits (OpenTelemetry specification, "Span Limits"). */
@@ -157,7 +158,9 @@ interface ParsedBaggage {
   ctx: Context
 }
 
-const baggagePropagator = new W3CBaggagePropagator()
+// Made for the first baggage header: @opentelemetry/core loads then, not at import (issue 20).
+let baggageTextPropagator: W3CBaggagePropagator | undefined
+const baggagePropagator = (): W3CBaggagePropagator => (baggageTextPropagator ??= new (otelCore().W3CBaggagePropagator)())
 /** Inbound headers are few (the engine sets `svc.function.id` per target); bounded against floods. */
 const baggageCache = new Map<string, ParsedBaggage>()
 /** The normalized header of each cached `Baggage` object, so outgoing calls need not re-encode it. */
@@ -173,13 +176,13 @@ function parseBaggage(header: string): ParsedBaggage {
     lastBaggage = { header, parsed }
     return parsed
   }
-  const baggage = wellFormedEntries(propagation.getBaggage(baggagePropagator.extract(ROOT_CONTEXT, { baggage: header }, defaultTextMapGetter)))
+  const baggage = wellFormedEntries(propagation.getBaggage(baggagePropagator().extract(ROOT_CONTEXT, { baggage: header }, defaultTextMapGetter)))
   const attributes: Array<[string, string]> = []
   let normalized: string | undefined
   if (baggage !== undefined) {
     for (const [key, entry] of baggage.getAllEntries()) attributes.push([key, keyValueJson(key, entry.value)])
     const carrier: Record<string, string> = {}
-    baggagePropagator.inject(propagation.setBaggage(ROOT_CONTEXT, baggage), carrier, defaultTextMapSetter)
+    baggagePropagator().inject(propagation.setBaggage(ROOT_CONTEXT, baggage), carrier, defaultTextMapSetter)
     normalized = carrier['baggage']
     if (normalized !== undefined) baggageHeaders.set(baggage, normalized)
   }

@@ -31,6 +31,13 @@ function loadSync<T>(specifier: string): T {
   return require(fileURLToPath(import.meta.resolve(specifier))) as T
 }
 
+let core: typeof import('@opentelemetry/core') | undefined
+/**
+ * `@opentelemetry/core` (the W3C propagators; with its semantic conventions about 40 modules),
+ * loaded on first call: a worker connects and registers before it loads (issue 20 "Engine start");
+ * the first traced call or baggage header loads it.
+ */
+export const otelCore = (): typeof import('@opentelemetry/core') => (core ??= loadSync<typeof import('@opentelemetry/core')>('@opentelemetry/core'))
 /** `@opentelemetry/sdk-trace`, loaded on first call. */
 export const sdkTrace = (): typeof import('@opentelemetry/sdk-trace') => loadSync('@opentelemetry/sdk-trace')
 /** `@opentelemetry/sdk-logs`, loaded on first call. */

@@ -16,9 +16,9 @@
  * await shutdownOtel()
  */
 import { randomUUID } from 'node:crypto'
-import { type Context, context, logs, metrics, type Meter, propagation, trace } from '@opentelemetry/api'
+import { type Context, context, logs, metrics, type Meter, propagation, type TextMapPropagator, trace } from '@opentelemetry/api'
 import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks'
-import { CompositePropagator, ExportResultCode, W3CBaggagePropagator, W3CTraceContextPropagator } from '@opentelemetry/core'
+import type { ExportResultCode } from '@opentelemetry/core'
 import type { LoggerProvider, LogRecordExporter, ReadableLogRecord } from '@opentelemetry/sdk-logs'
 import type { MeterProvider, PushMetricExporter, ResourceMetrics } from '@opentelemetry/sdk-metrics'
 import type { Resource } from '@opentelemetry/resources'
@@ -28,7 +28,7 @@ import { connectWebSocket } from 'svc-protocol/transport/ws'
 import { patchGlobalFetch, unpatchGlobalFetch } from './fetch.ts'
 import { workerGaugeMetricsJson } from './gauges.ts'
 import { pooledIdGenerator, setHandlerSpanSink } from './handler-span.ts'
-import { LazyLoggerProvider, LazyMeterProvider, LazyTracerProvider, otlpTransformer, sdkLogs, sdkMetrics, sdkResources, sdkTrace } from './lazy-sdk.ts'
+import { LazyLoggerProvider, LazyMeterProvider, LazyTracerProvider, otelCore, otlpTransformer, sdkLogs, sdkMetrics, sdkResources, sdkTrace } from './lazy-sdk.ts'
 import { resourceJson, scopeJson } from './otlp-json.ts'
 import { type FramePrefix, otelUrlOf, type SocketBackoff, TelemetrySocket, type TelemetrySocketStats } from './socket.ts'
 import { BatchingSpanProcessor, SpanBatch, type SpanBatchStats } from './span-batch.ts'
@@ -137,6 +137,24 @@ export function resolveOtelConfig(config: OtelConfig = {}, env: Env = process.en
 }
 
 /** Sends serialized batches as frames; a serializer failure drops the batch (counted by the socket caller). */
+/**
+ * The global propagator `initOtel` sets: W3C trace context and baggage (`CompositePropagator` of
+ * `@opentelemetry/core`), made at its first use, so a worker connects and registers before
+ * `@opentelemetry/core` loads (issue 20 "Engine start").
+ */
+function w3cPropagators(): TextMapPropagator {
+  let composite: TextMapPropagator | undefined
+  const real = (): TextMapPropagator => {
+    const core = otelCore()
+    return (composite ??= new core.CompositePropagator({ propagators: [new core.W3CTraceContextPropagator(), new core.W3CBaggagePropagator()] }))
+  }
+  return {
+    inject: (ctx, carrier, setter) => real().inject(ctx, carrier, setter),
+    extract: (ctx, carrier, getter) => real().extract(ctx, carrier, getter),
+    fields: () => real().fields(),
+  }
+}
+
 function sendBatch(socket: TelemetrySocket, prefix: FramePrefix, bytes: Uint8Array | undefined): boolean {
   if (bytes === undefined) return false
   socket.send(prefix, bytes)
@@ -150,7 +168,7 @@ class SocketLogExporter implements LogRecordExporter {
   }
   export(records: ReadableLogRecord[], done: (r: { code: ExportResultCode }) => void): void {
     const ok = sendBatch(this.socket, 'LOGS', otlpTransformer().JsonLogsSerializer.serializeRequest(records))
-    done({ code: ok ? ExportResultCode.SUCCESS : ExportResultCode.FAILED })
+    done({ code: ok ? otelCore().ExportResultCode.SUCCESS : otelCore().ExportResultCode.FAILED })
   }
   async forceFlush(): Promise<void> {}
   async shutdown(): Promise<void> {}
@@ -163,7 +181,7 @@ class SocketMetricExporter implements PushMetricExporter {
   }
   export(data: ResourceMetrics, done: (r: { code: ExportResultCode }) => void): void {
     const ok = sendBatch(this.socket, 'MTRC', otlpTransformer().JsonMetricsSerializer.serializeRequest(data))
-    done({ code: ok ? ExportResultCode.SUCCESS : ExportResultCode.FAILED })
+    done({ code: ok ? otelCore().ExportResultCode.SUCCESS : otelCore().ExportResultCode.FAILED })
   }
   async forceFlush(): Promise<void> {}
   async shutdown(): Promise<void> {}
@@ -257,7 +275,7 @@ export function initOtel(config: OtelConfig = {}): boolean {
   const spans = new SpanBatch({ resourceJson: spanJsonResource, flushIntervalMs: resolved.spansFlushIntervalMs, framePrefix: 'OTLP', send: (frame) => socket.sendFrame(frame) })
   const contextManager = new AsyncLocalStorageContextManager().enable()
   context.setGlobalContextManager(contextManager)
-  propagation.setGlobalPropagator(new CompositePropagator({ propagators: [new W3CTraceContextPropagator(), new W3CBaggagePropagator()] }))
+  propagation.setGlobalPropagator(w3cPropagators())
   const tracerProvider = new LazyTracerProvider(
     () =>
       new (sdkTrace().TracerProvider)({

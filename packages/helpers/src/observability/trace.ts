@@ -27,13 +27,17 @@ import {
   trace,
   type Tracer,
 } from '@opentelemetry/api'
-import { W3CBaggagePropagator, W3CTraceContextPropagator } from '@opentelemetry/core'
+import type { W3CBaggagePropagator, W3CTraceContextPropagator } from '@opentelemetry/core'
+import { otelCore } from './lazy-sdk.ts'
 
 /** Instrumentation scope name of the spans svc's packages create. */
 export const TRACER_NAME = 'svc-node'
 
-const traceContext = new W3CTraceContextPropagator()
-const baggagePropagator = new W3CBaggagePropagator()
+// Made on first use: @opentelemetry/core loads then, not when svc-sdk is imported (issue 20).
+let traceContextPropagator: W3CTraceContextPropagator | undefined
+let baggageTextPropagator: W3CBaggagePropagator | undefined
+const traceContext = (): W3CTraceContextPropagator => (traceContextPropagator ??= new (otelCore().W3CTraceContextPropagator)())
+const baggagePropagator = (): W3CBaggagePropagator => (baggageTextPropagator ??= new (otelCore().W3CBaggagePropagator)())
 
 /** The tracer of svc's packages, from the global provider (no-op until {@link initOtel}). */
 export function getTracer(): Tracer {
@@ -129,7 +133,7 @@ export function setCurrentSpanError(message: string): void {
 /** The `traceparent` of the active span context (`00-<32 hex>-<16 hex>-<2 hex>`), or undefined. */
 export function injectTraceparent(ctx: Context = context.active()): string | undefined {
   const carrier: Record<string, string> = {}
-  traceContext.inject(ctx, carrier, defaultTextMapSetter)
+  traceContext().inject(ctx, carrier, defaultTextMapSetter)
   return carrier['traceparent']
 }
 
@@ -139,20 +143,20 @@ export function injectTraceparent(ctx: Context = context.active()): string | und
  */
 export function extractTraceparent(traceparent: string, base: Context = ROOT_CONTEXT): Context {
   if (typeof traceparent !== 'string') return base
-  return traceContext.extract(base, { traceparent }, defaultTextMapGetter)
+  return traceContext().extract(base, { traceparent }, defaultTextMapGetter)
 }
 
 /** The W3C `baggage` header of the active context's baggage, or undefined when it has none. */
 export function injectBaggage(ctx: Context = context.active()): string | undefined {
   const carrier: Record<string, string> = {}
-  baggagePropagator.inject(ctx, carrier, defaultTextMapSetter)
+  baggagePropagator().inject(ctx, carrier, defaultTextMapSetter)
   return carrier['baggage']
 }
 
 /** A context carrying the entries of a W3C `baggage` header; malformed members are skipped. */
 export function extractBaggage(baggage: string, base: Context = context.active()): Context {
   if (typeof baggage !== 'string') return base
-  return baggagePropagator.extract(base, { baggage }, defaultTextMapGetter)
+  return baggagePropagator().extract(base, { baggage }, defaultTextMapGetter)
 }
 
 /** A context from an optional `traceparent` and an optional `baggage` header (root context plus both). */
