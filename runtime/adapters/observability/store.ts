@@ -12,6 +12,7 @@
  * the window. Every store keeps within its bounds whatever the ingest rate: the window evicts the
  * oldest records, metrics keep one hour of points (and at most {@link MAX_POINTS_PER_SERIES}).
  */
+import { jsonParse } from 'svc-protocol/json'
 import { logSize, spanSize, type LogRecord, type MetricPoint, type MetricSeries, type SpanRecord } from './records.ts'
 
 /** Bounds of a store (the §12.1 settings that concern it). */
@@ -63,7 +64,13 @@ export const MAX_SERIES = 1_000
  */
 export interface TelemetryStore {
   readonly kind: 'memory' | 'builtin' | 'none'
-  putSpan(span: SpanRecord, bytes?: number): void
+  /**
+   * `sealed`: the caller never changes `span` (nor its attributes, events, links) after this call,
+   * so the window may keep it as its JSON ({@link PackedSpan}) instead of the object; reads return
+   * an equal record, a new object each time. Default false: the window keeps `span` itself (an
+   * engine span that finishes in place, {@link TelemetryStore.updateSpan}).
+   */
+  putSpan(span: SpanRecord, bytes?: number, sealed?: boolean): void
   /** `span`, put before, changed in place (an engine span that finished): written out again. */
   updateSpan(span: SpanRecord, bytes?: number): void
   putLog(log: LogRecord, bytes?: number): void
@@ -95,6 +102,58 @@ export interface TelemetryStore {
 }
 
 /**
+ * A span the window keeps as text: its ids and start (what the window's index, eviction and
+ * retention read) and the JSON of the record without its resource (the `builtin` file's row body,
+ * ./sqlite.ts), the resource object shared by the spans of a frame. A few objects per span instead
+ * of the record's graph of attribute maps, events and their strings: under traced load that graph
+ * was most of what V8 promoted to the old generation and marked again at every full collection
+ * (docs/benchmarks.md, issue 20, session 29).
+ */
+export class PackedSpan {
+  readonly trace_id: string
+  readonly span_id: string
+  readonly start_time_unix_nano: number
+  /** JSON of the record without `resource`. */
+  readonly body: string
+  readonly resource: Record<string, string>
+
+  constructor(span: SpanRecord, body: string) {
+    this.trace_id = span.trace_id
+    this.span_id = span.span_id
+    this.start_time_unix_nano = span.start_time_unix_nano
+    this.body = body
+    this.resource = span.resource
+  }
+
+  /** The record, a new object: its JSON parsed (`jsonParse`: escaped keys kept), the resource joined. */
+  unpack(): SpanRecord {
+    const span = jsonParse(this.body) as SpanRecord
+    span.resource = this.resource
+    return span
+  }
+}
+
+/**
+ * JSON of a span without its resource: the body of its row in the `builtin` file and of a
+ * {@link PackedSpan}. Numbers that are not finite become `null` (JSON.stringify).
+ */
+export function spanBody(span: SpanRecord): string {
+  const resource = span.resource
+  // Set aside, not deleted: the object keeps its shape.
+  ;(span as { resource: unknown }).resource = undefined
+  try {
+    return JSON.stringify(span)
+  } finally {
+    span.resource = resource
+  }
+}
+
+/** A slot of the window: a span object, or a span kept as text. */
+type Slot = SpanRecord | PackedSpan
+
+const unpacked = (slot: Slot): SpanRecord => (slot instanceof PackedSpan ? slot.unpack() : slot)
+
+/**
  * The bounded in-memory window shared by `memory` and `builtin`: at most `maxSpans` spans and
  * `maxSpanBytes` bytes of them, `maxLogs` log records and `maxLogBytes` bytes of them
  * ({@link TelemetryStore.windowBytes}); beyond either bound the oldest records are evicted. A record
@@ -112,7 +171,7 @@ export class MemoryStore implements TelemetryStore {
    * number (`spanFirst` is the oldest's): its slot is `(spanHead + position - spanFirst) % length`.
    * The records carry nothing of the window's.
    */
-  private spanRing: Array<SpanRecord | undefined> = []
+  private spanRing: Array<Slot | undefined> = []
   private spanSizes = new Float64Array(0)
   private spanHead = 0
   private spanCount = 0
@@ -143,17 +202,24 @@ export class MemoryStore implements TelemetryStore {
     this.trimLogs()
   }
 
-  putSpan(span: SpanRecord, bytes = spanSize(span)): void {
+  putSpan(span: SpanRecord, bytes = spanSize(span), sealed = false): void {
+    this.putSlot(sealed ? new PackedSpan(span, spanBody(span)) : span, bytes)
+  }
+
+  /** Puts a span or a packed span (see {@link putSpan}). */
+  protected putSlot(span: Slot, bytes: number): void {
     const counted = bytes + RECORD_OVERHEAD_BYTES
     const traces = this.traces
     const trace = traces.get(span.trace_id)
     if (trace !== undefined) {
-      // A span sent again (an in-progress one that finished): the stored object takes the new
-      // content and keeps its place, so the ring needs no search.
+      // A span sent again (an in-progress one that finished): it takes the earlier one's place, so
+      // the ring needs no search; an object stays the same object (an engine span may still
+      // finish in place, updateSpan), taking the new content.
       const slot = this.slotOf(trace, (s) => s.span_id === span.span_id)
       if (slot >= 0) {
         const earlier = this.spanRing[slot]!
-        if (earlier !== span) Object.assign(earlier, span)
+        if (earlier instanceof PackedSpan) this.spanRing[slot] = span
+        else if (earlier !== span) Object.assign(earlier, span instanceof PackedSpan ? span.unpack() : span)
         this.recount(slot, counted)
         return
       }
@@ -178,7 +244,7 @@ export class MemoryStore implements TelemetryStore {
   }
 
   /** The slot of the span of a trace entry that `match` picks; -1 when none does. */
-  private slotOf(trace: number | number[], match: (span: SpanRecord) => boolean): number {
+  private slotOf(trace: number | number[], match: (span: Slot) => boolean): number {
     if (!Array.isArray(trace)) {
       const slot = this.slot(trace)
       return match(this.spanRing[slot]!) ? slot : -1
@@ -191,12 +257,12 @@ export class MemoryStore implements TelemetryStore {
   }
 
   /** Appends to the ring, growing it (doubling, up to `maxSpans`) while it is not full yet. */
-  private ringPush(span: SpanRecord, counted: number): void {
+  private ringPush(span: Slot, counted: number): void {
     let ring = this.spanRing
     if (this.spanCount === ring.length) {
       // Unwrap into larger arrays (amortised O(1)); the window's capacity is reached gradually.
       const length = Math.max(64, Math.min(this.limits.maxSpans, ring.length * 2))
-      const next: Array<SpanRecord | undefined> = new Array(length)
+      const next: Array<Slot | undefined> = new Array(length)
       const sizes = new Float64Array(length)
       for (let i = 0; i < this.spanCount; i++) {
         const from = (this.spanHead + i) % ring.length
@@ -258,13 +324,13 @@ export class MemoryStore implements TelemetryStore {
     const ring = this.spanRing
     const head = this.spanHead
     const count = this.spanCount
-    for (let i = 0; i < count; i++) yield ring[(head + i) % ring.length]!
+    for (let i = 0; i < count; i++) yield unpacked(ring[(head + i) % ring.length]!)
   }
 
   trace(traceId: string): SpanRecord[] {
     const trace = this.traces.get(traceId)
     if (trace === undefined) return []
-    return Array.isArray(trace) ? trace.map((position) => this.spanRing[this.slot(position)]!) : [this.spanRing[this.slot(trace)]!]
+    return Array.isArray(trace) ? trace.map((position) => unpacked(this.spanRing[this.slot(position)]!)) : [unpacked(this.spanRing[this.slot(trace)]!)]
   }
 
   metrics(): MetricSeries[] {
