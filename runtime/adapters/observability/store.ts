@@ -13,7 +13,7 @@
  * oldest records, metrics keep one hour of points (and at most {@link MAX_POINTS_PER_SERIES}).
  */
 import { jsonParse } from 'svc-protocol/json'
-import { logSize, spanSize, type LogRecord, type MetricPoint, type MetricSeries, type SpanRecord } from './records.ts'
+import { logSize, spanSize, type LogRecord, type MetricPoint, type MetricSeries, type SpanRecord, type SpanStatus } from './records.ts'
 
 /** Bounds of a store (the §12.1 settings that concern it). */
 export interface StoreLimits {
@@ -80,6 +80,13 @@ export interface TelemetryStore {
   logs(): LogRecord[]
   /** Spans, oldest first. */
   spans(): IterableIterator<SpanRecord>
+  /**
+   * The same spans as their {@link SpanHead}s, oldest first: what a scan of the whole window
+   * filters on, without parsing the spans kept as text ({@link fullSpan} gives the record).
+   */
+  heads(): IterableIterator<SpanHead>
+  /** The {@link SpanHead}s of one trace (any order); empty when unknown. */
+  traceHeads(traceId: string): SpanHead[]
   /** The spans of one trace (any order); empty when unknown. */
   trace(traceId: string): SpanRecord[]
   metrics(): MetricSeries[]
@@ -116,6 +123,17 @@ export class PackedSpan {
   /** JSON of the record without `resource`. */
   readonly body: string
   readonly resource: Record<string, string>
+  // What whole-window scans filter on (engine::traces::list, engine::runs::list, the `trace` trigger's roots).
+  readonly parent_span_id: string | null
+  readonly name: string
+  readonly service_name: string
+  readonly status: SpanStatus
+  readonly end_time_unix_nano: number | null
+  readonly duration_ms: number | null
+  /** The `svc.function.id` attribute when it is a string. */
+  readonly function_id: string | undefined
+  /** The `svc.function.kind` attribute is `internal` (§12.4). */
+  readonly internal: boolean
 
   constructor(span: SpanRecord, body: string) {
     this.trace_id = span.trace_id
@@ -123,6 +141,15 @@ export class PackedSpan {
     this.start_time_unix_nano = span.start_time_unix_nano
     this.body = body
     this.resource = span.resource
+    this.parent_span_id = span.parent_span_id
+    this.name = span.name
+    this.service_name = span.service_name
+    this.status = span.status
+    this.end_time_unix_nano = span.end_time_unix_nano
+    this.duration_ms = span.duration_ms
+    const id = span.attributes['svc.function.id']
+    this.function_id = typeof id === 'string' ? id : undefined
+    this.internal = span.attributes['svc.function.kind'] === 'internal'
   }
 
   /** The record, a new object: its JSON parsed (`jsonParse`: escaped keys kept), the resource joined. */
@@ -151,7 +178,27 @@ export function spanBody(span: SpanRecord): string {
 /** A slot of the window: a span object, or a span kept as text. */
 type Slot = SpanRecord | PackedSpan
 
-const unpacked = (slot: Slot): SpanRecord => (slot instanceof PackedSpan ? slot.unpack() : slot)
+/**
+ * A span as a scan of the window sees it: the record (an engine span) or the span kept as text,
+ * both with `trace_id`, `span_id`, `parent_span_id`, `name`, `service_name`, `status`,
+ * `start_time_unix_nano`, `end_time_unix_nano` and `duration_ms`; {@link headFunctionId}, {@link headInternal} read two attributes,
+ * {@link fullSpan} gives the record.
+ */
+export type SpanHead = Slot
+
+/** The record of a head (a new object for a span kept as text). */
+export const fullSpan = (head: SpanHead): SpanRecord => (head instanceof PackedSpan ? head.unpack() : head)
+const unpacked = fullSpan
+
+/** The `svc.function.id` attribute of a span when it is a string. */
+export function headFunctionId(head: SpanHead): string | undefined {
+  if (head instanceof PackedSpan) return head.function_id
+  const id = head.attributes['svc.function.id']
+  return typeof id === 'string' ? id : undefined
+}
+
+/** Whether a span's `svc.function.kind` attribute is `internal`. */
+export const headInternal = (head: SpanHead): boolean => (head instanceof PackedSpan ? head.internal : head.attributes['svc.function.kind'] === 'internal')
 
 /**
  * The bounded in-memory window shared by `memory` and `builtin`: at most `maxSpans` spans and
@@ -327,6 +374,19 @@ export class MemoryStore implements TelemetryStore {
     for (let i = 0; i < count; i++) yield unpacked(ring[(head + i) % ring.length]!)
   }
 
+  *heads(): IterableIterator<SpanHead> {
+    const ring = this.spanRing
+    const head = this.spanHead
+    const count = this.spanCount
+    for (let i = 0; i < count; i++) yield ring[(head + i) % ring.length]!
+  }
+
+  traceHeads(traceId: string): SpanHead[] {
+    const trace = this.traces.get(traceId)
+    if (trace === undefined) return []
+    return Array.isArray(trace) ? trace.map((position) => this.spanRing[this.slot(position)]!) : [this.spanRing[this.slot(trace)]!]
+  }
+
   trace(traceId: string): SpanRecord[] {
     const trace = this.traces.get(traceId)
     if (trace === undefined) return []
@@ -449,6 +509,12 @@ export class NoStore implements TelemetryStore {
   }
   spans(): IterableIterator<SpanRecord> {
     return [][Symbol.iterator]()
+  }
+  heads(): IterableIterator<SpanHead> {
+    return [][Symbol.iterator]()
+  }
+  traceHeads(): SpanHead[] {
+    return []
   }
   trace(): SpanRecord[] {
     return []
