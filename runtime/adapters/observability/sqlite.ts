@@ -5,10 +5,11 @@
  * Every write to the file happens on a writer thread with its own connection, so the invocation
  * path never waits for SQLite. Records are gathered into batches of at most {@link BATCH_ROWS}
  * rows or {@link BATCH_BYTES} bytes, cut as soon as one is full or {@link FLUSH_MS} after the
- * first record; each batch is one transaction. Spans travel to the writer as their fields
- * ({@link SPAN_FIELDS} values each) and are serialised there: writing a span's JSON took more of
- * the engine thread than recording it (profile of `bench/tracing.ts`). An engine span that starts and finishes before its
- * batch is cut is written once. Span rows are appended, never updated (no index on the write
+ * first record; each batch is one transaction. Spans and log records travel to the writer as rows
+ * of their JSON (without the resource): a span put sealed (from an `/otel` frame) is serialised
+ * once, at ingest, and the window keeps that same text ({@link PackedSpan}); a span object (an
+ * engine span, which may still finish in place) is serialised at the cut, and one that starts and
+ * finishes before its batch is cut is written once. Span rows are appended, never updated (no index on the write
  * path): a span still unfinished when its batch was cut gets a second, finished row, and the later
  * row wins when the window is reloaded from the file at open.
  *
@@ -45,8 +46,8 @@ import { dirname } from 'node:path'
 import { Worker } from 'node:worker_threads'
 import { DatabaseSync } from 'node:sqlite'
 import { openSqlite } from '../sqlite.ts'
-import { jsonOf, type LogRecord, type SpanRecord } from './records.ts'
-import { MemoryStore, type StoreLimits } from './store.ts'
+import { jsonOf, spanSize, type LogRecord, type SpanRecord } from './records.ts'
+import { MemoryStore, PackedSpan, spanBody, type StoreLimits } from './store.ts'
 import { Fifo } from '../../workers/shared/fifo.ts'
 import { jsonParse } from 'svc-protocol/json'
 
@@ -90,24 +91,18 @@ export const MAX_QUEUED_BATCHES = 256
 const INSERT_ROWS = 50
 
 /**
- * Values per span in a batch, in this order: start_time_unix_nano, trace_id, span_id,
- * parent_span_id, name, kind, service_name, end_time_unix_nano, duration_ms, status,
- * status_message (null when absent), then the JSON of attributes, the index of the resource in the
- * batch's `resources`, the JSON of events and links,
- * then the dropped counts as JSON members (`,"dropped_attributes_count":2`, '' when none)
- * (primitives only: structured clone copies strings far faster than objects).
+ * Values per row in a batch, spans and logs alike: `[start or observed ns, the record's JSON
+ * without its resource, index of the resource in the batch's resources]` (primitives only:
+ * structured clone copies strings far faster than objects).
  */
-export const SPAN_FIELDS = 16
-
-/** Values per log row in a batch: `[ns, json without the resource, index in the batch's resources]`. */
-const LOG_FIELDS = 3
+const ROW_FIELDS = 3
 
 /**
- * A batch for the writer: spans as flat {@link SPAN_FIELDS} values each, logs as flat
- * {@link LOG_FIELDS} values each, and the JSON of the resources they name (by index), each once.
+ * A batch for the writer: span and log rows as flat {@link ROW_FIELDS} values each, and the JSON of
+ * the resources they name (by index), each once.
  */
 interface Batch {
-  spans: unknown[]
+  spans: Array<number | string>
   logs: Array<number | string>
   resources: string[]
   rows: number
@@ -203,24 +198,6 @@ function fit(incoming, maxBytes) {
     prune()
   }
 }
-const quote = JSON.stringify
-const number = (x) => (x === null || !Number.isFinite(x) ? 'null' : String(x))
-/**
- * Span fields (${SPAN_FIELDS} per span) to flat \`[ns, json, resource index, …]\` rows: the JSON.stringify of the
- * record without its resource, key for key.
- */
-function spanRows(f) {
-  const rows = []
-  for (let i = 0; i < f.length; i += ${SPAN_FIELDS}) {
-    const message = f[i + 10] === null ? '' : ',"status_message":' + quote(f[i + 10])
-    // A non-finite start (a hostile OTLP frame) would fail the NOT NULL column and the whole batch.
-    rows.push(Number.isFinite(f[i]) ? f[i] : 0, '{"trace_id":' + quote(f[i + 1]) + ',"span_id":' + quote(f[i + 2]) + ',"parent_span_id":' + (f[i + 3] === null ? 'null' : quote(f[i + 3])) +
-      ',"name":' + quote(f[i + 4]) + ',"kind":' + quote(f[i + 5]) + ',"service_name":' + quote(f[i + 6]) + ',"start_time_unix_nano":' + number(f[i]) +
-      ',"end_time_unix_nano":' + number(f[i + 7]) + ',"duration_ms":' + number(f[i + 8]) + ',"status":' + quote(f[i + 9]) + message +
-      ',"attributes":' + f[i + 11] + ',"events":' + f[i + 13] + ',"links":' + f[i + 14] + f[i + 15] + '}', f[i + 12])
-  }
-  return rows
-}
 const textBytes = (rows) => { let n = 0; for (let i = 1; i < rows.length; i += 3) n += rows[i].length; return n }
 /** Rows as the insert takes them: the batch's resource indexes replaced by the file's ids. */
 function withIds(rows, ids) {
@@ -246,7 +223,7 @@ parentPort.on('message', (m) => {
       }
     } else {
       limitWal(m.maxBytes)
-      const batch = { spans: spanRows(m.spans), logs: m.logs }
+      const batch = { spans: m.spans, logs: m.logs }
       db.exec('BEGIN IMMEDIATE')
       try {
         // Rows need a little more room than their text: record headers, cell pointers, page slack.
@@ -274,12 +251,12 @@ parentPort.on('message', (m) => {
         db.exec('ROLLBACK')
         recount()
         resourceIds = new Map()
-        failed = m.spans.length / ${SPAN_FIELDS} + m.logs.length / 3
+        failed = (m.spans.length + m.logs.length) / 3
       }
     }
   } catch {
     // A failed write (disk full) loses this batch only; the window still has the records.
-    if (m.op === 'write') failed = m.spans.length / ${SPAN_FIELDS} + m.logs.length / 3
+    if (m.op === 'write') failed = (m.spans.length + m.logs.length) / 3
   }
   if (failed > 0) Atomics.add(done, 1, failed)
   Atomics.store(done, 0, m.seq)
@@ -300,9 +277,15 @@ export class SqliteStore extends MemoryStore {
   private readonly done = new Int32Array(new SharedArrayBuffer(8))
   /** Sequence number of the last message posted to the writer. */
   private seq = 0
-  /** Spans of the batch being filled (by identity): an engine span that started and finished before the cut is written once. */
-  private pendingSpans = new Set<SpanRecord>()
-  /** Log rows of the batch being filled, serialised at once (a log record never changes): {@link LOG_FIELDS} values each. */
+  /**
+   * Span rows of the batch being filled ({@link ROW_FIELDS} values each): a sealed span's JSON at
+   * once (the window's {@link PackedSpan} body), a span object in place of its JSON until the cut
+   * (an engine span may still finish in place).
+   */
+  private pendingSpans: Array<number | string | SpanRecord> = []
+  /** The span objects among {@link pendingSpans}: an engine span that started and finished before the cut is written once. */
+  private pendingObjects = new Set<SpanRecord>()
+  /** Log rows of the batch being filled, serialised at once (a log record never changes): {@link ROW_FIELDS} values each. */
   private pendingLogs: Array<number | string> = []
   /** The resources of the batch being filled (their JSON, each once) and their indexes by object. */
   private pendingResources: string[] = []
@@ -360,16 +343,32 @@ export class SqliteStore extends MemoryStore {
     return this.dropped + Atomics.load(this.done, 1)
   }
 
-  override putSpan(span: SpanRecord, bytes?: number): void {
-    super.putSpan(span, bytes)
-    this.pendingSpans.add(span)
+  override putSpan(span: SpanRecord, bytes?: number, sealed = false): void {
+    if (sealed) {
+      // One serialisation for both: the window keeps the row's body.
+      const packed = new PackedSpan(span, spanBody(span))
+      this.putSlot(packed, bytes ?? spanSize(span))
+      const ns = packed.start_time_unix_nano
+      this.pendingSpans.push(Number.isFinite(ns) ? ns : 0, packed.body, this.resourceIndex(packed.resource))
+      this.pendingBytes += packed.body.length
+    } else {
+      super.putSpan(span, bytes)
+      this.pendObject(span)
+    }
     this.added()
   }
 
   override updateSpan(span: SpanRecord, bytes?: number): void {
     super.updateSpan(span, bytes)
-    this.pendingSpans.add(span)
+    this.pendObject(span)
     this.added()
+  }
+
+  /** Adds a span object to the batch being filled, once (serialised at the cut). */
+  private pendObject(span: SpanRecord): void {
+    if (this.pendingObjects.has(span)) return
+    this.pendingObjects.add(span)
+    this.pendingSpans.push(0, span, this.resourceIndex(span.resource))
   }
 
   override putLog(log: LogRecord, bytes?: number): void {
@@ -450,7 +449,7 @@ export class SqliteStore extends MemoryStore {
 
   /** A record joined the batch being filled: cut it when full, else make sure a timer will. */
   private added(): void {
-    if (this.pendingSpans.size + this.pendingLogs.length / LOG_FIELDS >= BATCH_ROWS || this.pendingBytes >= BATCH_BYTES) {
+    if ((this.pendingSpans.length + this.pendingLogs.length) / ROW_FIELDS >= BATCH_ROWS || this.pendingBytes >= BATCH_BYTES) {
       this.cut()
       this.pump()
       return
@@ -466,25 +465,27 @@ export class SqliteStore extends MemoryStore {
 
   /** Serialises the batch being filled into the queue; drops the oldest waiting batches beyond {@link MAX_QUEUED_BYTES}. */
   private cut(): void {
-    if (this.closed || (this.pendingSpans.size === 0 && this.pendingLogs.length === 0)) return
+    if (this.closed || (this.pendingSpans.length === 0 && this.pendingLogs.length === 0)) return
     clearTimeout(this.timer)
     this.timer = undefined
-    const spans: unknown[] = []
-    let bytes = 0
-    for (const s of this.pendingSpans) {
-      const attributes = JSON.stringify(s.attributes)
-      // The spans of one frame share their resource object: its JSON is made once per batch.
-      const resource = this.resourceIndex(s.resource)
-      const events = s.events.length === 0 ? '[]' : JSON.stringify(s.events)
-      const links = s.links.length === 0 ? '[]' : JSON.stringify(s.links)
-      spans.push(s.start_time_unix_nano, s.trace_id, s.span_id, s.parent_span_id, s.name, s.kind, s.service_name, s.end_time_unix_nano, s.duration_ms, s.status, s.status_message ?? null, attributes, resource, events, links, droppedMembers(s))
-      // Room for the keys, the three numbers and the escapes of ids and names.
-      bytes += 320 + s.trace_id.length + s.span_id.length + s.name.length + s.service_name.length + (s.status_message?.length ?? 0) + attributes.length + events.length + links.length
+    const spans = this.pendingSpans
+    // The span and log bodies and every resource's JSON so far; the span objects' JSON now.
+    let bytes = this.pendingBytes
+    if (this.pendingObjects.size > 0) {
+      for (let i = 1; i < spans.length; i += ROW_FIELDS) {
+        const s = spans[i]!
+        if (typeof s === 'string') continue
+        const span = s as SpanRecord
+        const body = spanBody(span)
+        // A non-finite start (a hostile OTLP frame) would fail the NOT NULL column and the whole batch.
+        spans[i - 1] = Number.isFinite(span.start_time_unix_nano) ? span.start_time_unix_nano : 0
+        spans[i] = body
+        bytes += body.length
+      }
     }
-    // The logs, and every resource's JSON (resourceIndex counted the spans' ones too).
-    bytes += this.pendingBytes
-    const batch: Batch = { spans, logs: this.pendingLogs, resources: this.pendingResources, rows: spans.length / SPAN_FIELDS + this.pendingLogs.length / LOG_FIELDS, bytes }
-    this.pendingSpans = new Set()
+    const batch: Batch = { spans: spans as Array<number | string>, logs: this.pendingLogs, resources: this.pendingResources, rows: (spans.length + this.pendingLogs.length) / ROW_FIELDS, bytes }
+    this.pendingSpans = []
+    this.pendingObjects = new Set()
     this.pendingLogs = []
     this.pendingResources = []
     this.resourceIndexes = new Map()
@@ -546,7 +547,12 @@ export class SqliteStore extends MemoryStore {
     const resources = new Resources(db)
     // Rows are appended (a span that was written unfinished has a later, finished row): later rows win.
     const spans = newestRows(db, 'spans', this.limits.maxSpans * 2, this.limits.maxSpanBytes, resources)
-    for (let i = spans.length - 1; i >= 0; i--) super.putSpan(resources.record<SpanRecord>(spans[i]!), spans[i]!.bytes)
+    for (let i = spans.length - 1; i >= 0; i--) {
+      const row = spans[i]!
+      const record = resources.record<SpanRecord>(row)
+      // The window keeps the row's text (a row of the current form holds no resource: a PackedSpan's body).
+      this.putSlot(row.resource === null ? record : new PackedSpan(record, row.body), row.bytes)
+    }
     const logs = newestRows(db, 'logs', this.limits.maxLogs, this.limits.maxLogBytes, resources)
     for (let i = logs.length - 1; i >= 0; i--) super.putLog(resources.record<LogRecord>(logs[i]!), logs[i]!.bytes)
   }
@@ -608,16 +614,6 @@ function addResourceColumns(db: DatabaseSync): void {
     const columns = db.prepare(`PRAGMA table_info(${table})`).all().map((c) => c.name)
     if (!columns.includes('resource')) db.exec(`ALTER TABLE ${table} ADD COLUMN resource INTEGER`)
   }
-}
-
-/** The dropped counts of a span as JSON members to append (`,"dropped_events_count":3`), '' when it lost nothing. */
-function droppedMembers(s: SpanRecord): string {
-  if (s.dropped_attributes_count === undefined && s.dropped_events_count === undefined && s.dropped_links_count === undefined) return ''
-  let members = ''
-  if (s.dropped_attributes_count !== undefined) members += ',"dropped_attributes_count":' + s.dropped_attributes_count
-  if (s.dropped_events_count !== undefined) members += ',"dropped_events_count":' + s.dropped_events_count
-  if (s.dropped_links_count !== undefined) members += ',"dropped_links_count":' + s.dropped_links_count
-  return members
 }
 
 /** Creates `path` (and its directory) with {@link PAGE_SIZE} pages when there is no file yet: the page size must be set before the WAL journal. */

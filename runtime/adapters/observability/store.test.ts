@@ -3,6 +3,8 @@ import { randomBytes } from 'node:crypto'
 import { existsSync, mkdtempSync, rmSync, statSync, writeFileSync } from 'node:fs'
 import { DatabaseSync } from 'node:sqlite'
 import { tmpdir } from 'node:os'
+import v8 from 'node:v8'
+import { runInNewContext } from 'node:vm'
 import { join } from 'node:path'
 import { after, describe, it } from 'node:test'
 import { jsonParse } from 'svc-protocol/json'
@@ -384,9 +386,25 @@ describe('span rows of the builtin store', () => {
     // A row holds the span without its resource; the resource is a row of `resources`, written once.
     const rows = file.prepare('SELECT s.seq AS seq, s.body AS body, r.body AS resource FROM spans s LEFT JOIN resources r ON r.id = s.resource WHERE s.seq > ? ORDER BY s.seq')
     let seen = 0
+    // Ids ever put as an object (not sealed): the window keeps that object, which takes the content of later puts.
+    const objectIds = new Set<string>()
+    const idOf = (span: { trace_id: string; span_id: string }): string => JSON.stringify([span.trace_id, span.span_id])
     fc.assert(
-      fc.property(fc.array(record, { minLength: 1, maxLength: 8 }), (spans) => {
-        for (const span of spans) store.putSpan(span as never)
+      fc.property(fc.array(fc.tuple(record, fc.boolean()), { minLength: 1, maxLength: 8 }), (puts) => {
+        const spans = puts.map(([span]) => span)
+        // Sealed (a frame's spans): the window keeps the row's text, and reads give the record back.
+        for (const [span, sealed] of puts) {
+          store.putSpan(span as never, undefined, sealed)
+          if (!sealed) objectIds.add(idOf(span))
+        }
+        for (const [span, sealed] of puts) {
+          const last = spans.findLast((s) => idOf(s) === idOf(span))
+          if (!sealed || last !== span || objectIds.has(idOf(span))) continue
+          const kept = store.trace(span.trace_id).filter((s) => s.span_id === span.span_id)
+          assert.equal(kept.length, 1)
+          assert.deepEqual(jsonParse(JSON.stringify(kept[0])), jsonParse(JSON.stringify(span)))
+          assert.equal(kept[0]!.resource, span.resource, 'the resource object is shared')
+        }
         store.flush()
         const written = rows.all(seen) as Array<{ seq: number; body: string; resource: string }>
         seen = Number(written.at(-1)?.seq ?? seen)
@@ -491,4 +509,46 @@ describe('span rows of the builtin store', () => {
     assert.deepEqual(bodies.map((b) => b.span_id), ['s1', 's2'])
     assert.deepEqual(bodies[0]!.attributes, { keep: 1 })
   })
+})
+
+describe('spans put sealed (from /otel frames) are kept as text', () => {
+  // What the window holds per span is what V8 keeps and marks for minutes under traced load: a
+  // sealed span must leave no object of its record behind (docs/benchmarks.md, issue 20).
+  v8.setFlagsFromString('--expose-gc')
+  const gc = runInNewContext('gc') as () => void
+
+  for (const kind of ['memory', 'builtin'] as const) {
+    it(`${kind}: keeps no object of the record (attributes, events, their maps), and reads give back an equal record`, async () => {
+      const store = kind === 'memory' ? new MemoryStore(LIMITS) : new SqliteStore(join(dir, `sealed-${kind}.db`), LIMITS)
+      // Made in another function: this frame's registers would keep the last record alive.
+      const { refs, expected } = putSealed(store)
+      store.flush()
+      await new Promise((r) => setImmediate(r))
+      gc()
+      assert.equal(refs.filter((r) => r.deref() !== undefined).length, 0, 'the window keeps objects of sealed spans')
+      assert.deepEqual(JSON.parse(JSON.stringify([...store.spans()])), expected)
+      assert.deepEqual(JSON.parse(JSON.stringify(store.trace('t3'))), expected.filter((s) => s.trace_id === 't3'))
+      assert.equal(store.trace('t3')[0]!.resource, store.trace('t3')[1]!.resource, 'the resource object is shared, not copied')
+      store.close()
+    })
+  }
+
+  /** Puts 50 sealed spans with attributes and a payload event (hostile keys and strings); weak references to their objects and their JSON copies. */
+  function putSealed(store: MemoryStore): { refs: Array<WeakRef<object>>; expected: SpanRecord[] } {
+    const refs: Array<WeakRef<object>> = []
+    const expected: SpanRecord[] = []
+    const resource = { 'service.name': 'w' }
+    for (let i = 0; i < 50; i++) {
+      const attributes = attributeMap()
+      attributes['svc.function.id'] = `f${i}`
+      attributes['quote"and\\backslash'] = 'v\u2028\ud800'
+      const eventAttributes = attributeMap()
+      eventAttributes['svc.payload.json'] = JSON.stringify({ i, text: 'x'.repeat(i) })
+      const record = span(`t${i % 5}`, `s${i}`, null, Date.now(), { attributes, resource, events: [{ name: 'svc.invocation.input', timestamp_unix_nano: 1, attributes: eventAttributes }] })
+      expected.push(JSON.parse(JSON.stringify(record)) as SpanRecord)
+      refs.push(new WeakRef(record), new WeakRef(attributes), new WeakRef(record.events), new WeakRef(eventAttributes))
+      store.putSpan(record, undefined, true)
+    }
+    return { refs, expected }
+  }
 })

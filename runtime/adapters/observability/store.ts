@@ -12,7 +12,8 @@
  * the window. Every store keeps within its bounds whatever the ingest rate: the window evicts the
  * oldest records, metrics keep one hour of points (and at most {@link MAX_POINTS_PER_SERIES}).
  */
-import { logSize, spanSize, type LogRecord, type MetricPoint, type MetricSeries, type SpanRecord } from './records.ts'
+import { jsonParse } from 'svc-protocol/json'
+import { logSize, spanSize, type LogRecord, type MetricPoint, type MetricSeries, type SpanRecord, type SpanStatus } from './records.ts'
 
 /** Bounds of a store (the §12.1 settings that concern it). */
 export interface StoreLimits {
@@ -63,7 +64,13 @@ export const MAX_SERIES = 1_000
  */
 export interface TelemetryStore {
   readonly kind: 'memory' | 'builtin' | 'none'
-  putSpan(span: SpanRecord, bytes?: number): void
+  /**
+   * `sealed`: the caller never changes `span` (nor its attributes, events, links) after this call,
+   * so the window may keep it as its JSON ({@link PackedSpan}) instead of the object; reads return
+   * an equal record, a new object each time. Default false: the window keeps `span` itself (an
+   * engine span that finishes in place, {@link TelemetryStore.updateSpan}).
+   */
+  putSpan(span: SpanRecord, bytes?: number, sealed?: boolean): void
   /** `span`, put before, changed in place (an engine span that finished): written out again. */
   updateSpan(span: SpanRecord, bytes?: number): void
   putLog(log: LogRecord, bytes?: number): void
@@ -73,6 +80,13 @@ export interface TelemetryStore {
   logs(): LogRecord[]
   /** Spans, oldest first. */
   spans(): IterableIterator<SpanRecord>
+  /**
+   * The same spans as their {@link SpanHead}s, oldest first: what a scan of the whole window
+   * filters on, without parsing the spans kept as text ({@link fullSpan} gives the record).
+   */
+  heads(): IterableIterator<SpanHead>
+  /** The {@link SpanHead}s of one trace (any order); empty when unknown. */
+  traceHeads(traceId: string): SpanHead[]
   /** The spans of one trace (any order); empty when unknown. */
   trace(traceId: string): SpanRecord[]
   metrics(): MetricSeries[]
@@ -95,6 +109,98 @@ export interface TelemetryStore {
 }
 
 /**
+ * A span the window keeps as text: its ids and start (what the window's index, eviction and
+ * retention read) and the JSON of the record without its resource (the `builtin` file's row body,
+ * ./sqlite.ts), the resource object shared by the spans of a frame. A few objects per span instead
+ * of the record's graph of attribute maps, events and their strings: under traced load that graph
+ * was most of what V8 promoted to the old generation and marked again at every full collection
+ * (docs/benchmarks.md, issue 20, session 29).
+ */
+export class PackedSpan {
+  readonly trace_id: string
+  readonly span_id: string
+  readonly start_time_unix_nano: number
+  /** JSON of the record without `resource`. */
+  readonly body: string
+  readonly resource: Record<string, string>
+  // What whole-window scans filter on (engine::traces::list, engine::runs::list, the `trace` trigger's roots).
+  readonly parent_span_id: string | null
+  readonly name: string
+  readonly service_name: string
+  readonly status: SpanStatus
+  readonly end_time_unix_nano: number | null
+  readonly duration_ms: number | null
+  /** The `svc.function.id` attribute when it is a string. */
+  readonly function_id: string | undefined
+  /** The `svc.function.kind` attribute is `internal` (§12.4). */
+  readonly internal: boolean
+
+  constructor(span: SpanRecord, body: string) {
+    this.trace_id = span.trace_id
+    this.span_id = span.span_id
+    this.start_time_unix_nano = span.start_time_unix_nano
+    this.body = body
+    this.resource = span.resource
+    this.parent_span_id = span.parent_span_id
+    this.name = span.name
+    this.service_name = span.service_name
+    this.status = span.status
+    this.end_time_unix_nano = span.end_time_unix_nano
+    this.duration_ms = span.duration_ms
+    const id = span.attributes['svc.function.id']
+    this.function_id = typeof id === 'string' ? id : undefined
+    this.internal = span.attributes['svc.function.kind'] === 'internal'
+  }
+
+  /** The record, a new object: its JSON parsed (`jsonParse`: escaped keys kept), the resource joined. */
+  unpack(): SpanRecord {
+    const span = jsonParse(this.body) as SpanRecord
+    span.resource = this.resource
+    return span
+  }
+}
+
+/**
+ * JSON of a span without its resource: the body of its row in the `builtin` file and of a
+ * {@link PackedSpan}. Numbers that are not finite become `null` (JSON.stringify).
+ */
+export function spanBody(span: SpanRecord): string {
+  const resource = span.resource
+  // Set aside, not deleted: the object keeps its shape.
+  ;(span as { resource: unknown }).resource = undefined
+  try {
+    return JSON.stringify(span)
+  } finally {
+    span.resource = resource
+  }
+}
+
+/** A slot of the window: a span object, or a span kept as text. */
+type Slot = SpanRecord | PackedSpan
+
+/**
+ * A span as a scan of the window sees it: the record (an engine span) or the span kept as text,
+ * both with `trace_id`, `span_id`, `parent_span_id`, `name`, `service_name`, `status`,
+ * `start_time_unix_nano`, `end_time_unix_nano` and `duration_ms`; {@link headFunctionId}, {@link headInternal} read two attributes,
+ * {@link fullSpan} gives the record.
+ */
+export type SpanHead = Slot
+
+/** The record of a head (a new object for a span kept as text). */
+export const fullSpan = (head: SpanHead): SpanRecord => (head instanceof PackedSpan ? head.unpack() : head)
+const unpacked = fullSpan
+
+/** The `svc.function.id` attribute of a span when it is a string. */
+export function headFunctionId(head: SpanHead): string | undefined {
+  if (head instanceof PackedSpan) return head.function_id
+  const id = head.attributes['svc.function.id']
+  return typeof id === 'string' ? id : undefined
+}
+
+/** Whether a span's `svc.function.kind` attribute is `internal`. */
+export const headInternal = (head: SpanHead): boolean => (head instanceof PackedSpan ? head.internal : head.attributes['svc.function.kind'] === 'internal')
+
+/**
  * The bounded in-memory window shared by `memory` and `builtin`: at most `maxSpans` spans and
  * `maxSpanBytes` bytes of them, `maxLogs` log records and `maxLogBytes` bytes of them
  * ({@link TelemetryStore.windowBytes}); beyond either bound the oldest records are evicted. A record
@@ -112,7 +218,7 @@ export class MemoryStore implements TelemetryStore {
    * number (`spanFirst` is the oldest's): its slot is `(spanHead + position - spanFirst) % length`.
    * The records carry nothing of the window's.
    */
-  private spanRing: Array<SpanRecord | undefined> = []
+  private spanRing: Array<Slot | undefined> = []
   private spanSizes = new Float64Array(0)
   private spanHead = 0
   private spanCount = 0
@@ -143,17 +249,24 @@ export class MemoryStore implements TelemetryStore {
     this.trimLogs()
   }
 
-  putSpan(span: SpanRecord, bytes = spanSize(span)): void {
+  putSpan(span: SpanRecord, bytes = spanSize(span), sealed = false): void {
+    this.putSlot(sealed ? new PackedSpan(span, spanBody(span)) : span, bytes)
+  }
+
+  /** Puts a span or a packed span (see {@link putSpan}). */
+  protected putSlot(span: Slot, bytes: number): void {
     const counted = bytes + RECORD_OVERHEAD_BYTES
     const traces = this.traces
     const trace = traces.get(span.trace_id)
     if (trace !== undefined) {
-      // A span sent again (an in-progress one that finished): the stored object takes the new
-      // content and keeps its place, so the ring needs no search.
+      // A span sent again (an in-progress one that finished): it takes the earlier one's place, so
+      // the ring needs no search; an object stays the same object (an engine span may still
+      // finish in place, updateSpan), taking the new content.
       const slot = this.slotOf(trace, (s) => s.span_id === span.span_id)
       if (slot >= 0) {
         const earlier = this.spanRing[slot]!
-        if (earlier !== span) Object.assign(earlier, span)
+        if (earlier instanceof PackedSpan) this.spanRing[slot] = span
+        else if (earlier !== span) Object.assign(earlier, span instanceof PackedSpan ? span.unpack() : span)
         this.recount(slot, counted)
         return
       }
@@ -178,7 +291,7 @@ export class MemoryStore implements TelemetryStore {
   }
 
   /** The slot of the span of a trace entry that `match` picks; -1 when none does. */
-  private slotOf(trace: number | number[], match: (span: SpanRecord) => boolean): number {
+  private slotOf(trace: number | number[], match: (span: Slot) => boolean): number {
     if (!Array.isArray(trace)) {
       const slot = this.slot(trace)
       return match(this.spanRing[slot]!) ? slot : -1
@@ -191,12 +304,12 @@ export class MemoryStore implements TelemetryStore {
   }
 
   /** Appends to the ring, growing it (doubling, up to `maxSpans`) while it is not full yet. */
-  private ringPush(span: SpanRecord, counted: number): void {
+  private ringPush(span: Slot, counted: number): void {
     let ring = this.spanRing
     if (this.spanCount === ring.length) {
       // Unwrap into larger arrays (amortised O(1)); the window's capacity is reached gradually.
       const length = Math.max(64, Math.min(this.limits.maxSpans, ring.length * 2))
-      const next: Array<SpanRecord | undefined> = new Array(length)
+      const next: Array<Slot | undefined> = new Array(length)
       const sizes = new Float64Array(length)
       for (let i = 0; i < this.spanCount; i++) {
         const from = (this.spanHead + i) % ring.length
@@ -258,13 +371,26 @@ export class MemoryStore implements TelemetryStore {
     const ring = this.spanRing
     const head = this.spanHead
     const count = this.spanCount
+    for (let i = 0; i < count; i++) yield unpacked(ring[(head + i) % ring.length]!)
+  }
+
+  *heads(): IterableIterator<SpanHead> {
+    const ring = this.spanRing
+    const head = this.spanHead
+    const count = this.spanCount
     for (let i = 0; i < count; i++) yield ring[(head + i) % ring.length]!
+  }
+
+  traceHeads(traceId: string): SpanHead[] {
+    const trace = this.traces.get(traceId)
+    if (trace === undefined) return []
+    return Array.isArray(trace) ? trace.map((position) => this.spanRing[this.slot(position)]!) : [this.spanRing[this.slot(trace)]!]
   }
 
   trace(traceId: string): SpanRecord[] {
     const trace = this.traces.get(traceId)
     if (trace === undefined) return []
-    return Array.isArray(trace) ? trace.map((position) => this.spanRing[this.slot(position)]!) : [this.spanRing[this.slot(trace)]!]
+    return Array.isArray(trace) ? trace.map((position) => unpacked(this.spanRing[this.slot(position)]!)) : [unpacked(this.spanRing[this.slot(trace)]!)]
   }
 
   metrics(): MetricSeries[] {
@@ -383,6 +509,12 @@ export class NoStore implements TelemetryStore {
   }
   spans(): IterableIterator<SpanRecord> {
     return [][Symbol.iterator]()
+  }
+  heads(): IterableIterator<SpanHead> {
+    return [][Symbol.iterator]()
+  }
+  traceHeads(): SpanHead[] {
+    return []
   }
   trace(): SpanRecord[] {
     return []

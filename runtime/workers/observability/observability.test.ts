@@ -334,6 +334,61 @@ describe('observability worker', () => {
     main.close()
     await w.close()
   })
+  it('reads back a span of any svc-sdk-like frame as sent: hostile strings, members in any order, huge integers (property)', async () => {
+    // The window keeps a frame's spans as text (PackedSpan); queries parse what they return.
+    const link = await otel(t.url)
+    const text = fc.oneof(fc.string({ unit: 'binary' }), fc.constantFrom('"', '\\', '\\"', '\\u0041', '\ud800', '\udc00\ud800', '\u2028', '}]}', '{"key":"x"}'))
+    const frame = fc
+      .record({ name: text, fn: text, payload: text, attribute: text, big: fc.bigInt({ min: 0n, max: 2n ** 70n }), code: fc.constantFrom(0, 1, 2) })
+      .chain((v) => {
+        const traceId = hex(16)
+        const members: Array<[string, unknown]> = [
+          ['traceId', traceId],
+          ['spanId', hex(8)],
+          ['name', `execute ${v.fn}`],
+          ['kind', 2],
+          ['startTimeUnixNano', '1795933355813327311'],
+          ['endTimeUnixNano', '1795933355816172441'],
+          ['attributes', [{ key: 'svc.function.id', value: { stringValue: v.fn } }, { key: v.attribute, value: { intValue: String(v.big) } }, { value: { stringValue: v.attribute }, key: 'reordered' }]],
+          ['events', [{ timeUnixNano: '1795933355814499361', name: 'svc.invocation.input', attributes: [{ key: 'svc.payload.json', value: { stringValue: v.payload } }, { key: 'svc.payload.ok', value: { boolValue: true } }] }]],
+          ['status', v.code === 0 ? {} : { code: v.code, message: v.name }],
+          ['flags', 257],
+        ]
+        return fc.shuffledSubarray(members, { minLength: members.length, maxLength: members.length }).map((order) => ({ v, traceId, json: JSON.stringify({ resourceSpans: [{ resource: { attributes: [{ key: 'service.name', value: { stringValue: 'fuzz' } }] }, scopeSpans: [{ scope: { name: 'svc-node' }, spans: [Object.fromEntries(order)] }] }] }) }))
+      })
+    await fc.assert(
+      fc.asyncProperty(frame, async ({ v, traceId, json }) => {
+        link.send(Buffer.concat([Buffer.from('OTLP'), Buffer.from(json)]))
+        const tree = await waitFor(async () => {
+          const r = (await t.engine.inject({ function_id: 'engine::traces::tree', data: { trace_id: traceId } })) as { roots: Array<Record<string, any>> }
+          return r.roots.length > 0 && r
+        }, 'the span in the window')
+        const sent = JSON.parse(json).resourceSpans[0].scopeSpans[0].spans[0]
+        const span = tree.roots[0]!
+        // JSON.stringify escapes lone surrogates (\\ud800): they arrive, and come back, as they were.
+        const wire = (s: string): string => s
+        assert.equal(span.name, `execute ${wire(v.fn)}`)
+        if (v.code !== 0 && wire(v.name) !== '') assert.equal(span.status_message, wire(v.name))
+        assert.equal(span.span_id, sent.spanId)
+        assert.equal(span.status, v.code === 1 ? 'ok' : v.code === 2 ? 'error' : 'unset')
+        // As an attribute map takes them in order (a repeated key keeps the later value).
+        const expected = new Map<string, unknown>([['svc.function.id', wire(v.fn)]])
+        expected.set(wire(v.attribute), Number(String(v.big)))
+        expected.set('reordered', wire(v.attribute))
+        const sorted = (entries: Array<[string, unknown]>) => entries.sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
+        assert.deepEqual(sorted(Object.entries(span.attributes)), sorted([...expected]))
+        assert.equal(span.events[0].attributes['svc.payload.json'], wire(v.payload))
+        const listed = (await t.engine.inject({ function_id: 'engine::traces::list', data: { trace_id: traceId } })) as { traces: Array<Record<string, any>> }
+        assert.deepEqual(listed.traces[0]!.attributes, span.attributes)
+        if (wire(v.fn) !== '') {
+          const runs = (await t.engine.inject({ function_id: 'engine::runs::list', data: { function_id: wire(v.fn), limit: 500 } })) as { runs: Array<Record<string, any>> }
+          assert.ok(runs.runs.some((run) => run.trace_id === traceId && run.input.json === wire(v.payload)))
+        }
+      }),
+      { numRuns: 60 },
+    )
+    link.close()
+  })
 })
 
 describe('size limits of stored telemetry (attribute values, counts, log bodies, records)', () => {

@@ -78,3 +78,44 @@ describe('engine::traces::list filters (svc traces)', () => {
     )
   })
 })
+
+describe('scans of a window of spans kept as text (spans from /otel frames)', () => {
+  /** `n` one-span traces put sealed, as the observability worker puts a frame's spans; every third an error, every other one running `orders::create`. */
+  function sealedStore(n: number): MemoryStore {
+    const s = new MemoryStore({ ...LIMITS, maxSpans: n })
+    for (let i = 0; i < n; i++) {
+      const trace = i.toString(16).padStart(32, '0')
+      const fn = i % 2 === 0 ? 'orders::create' : 'orders::list'
+      s.putSpan(span(trace, i.toString(16).padStart(16, '0'), null, T0 + i, { name: `execute ${fn}`, status: i % 3 === 0 ? 'error' : 'ok', end_time_unix_nano: (T0 + i + 5) * 1e6, duration_ms: 5, attributes: { 'svc.function.id': fn } }), undefined, true)
+    }
+    return s
+  }
+
+  it('engine::traces::list and engine::runs::list parse only the spans they return, and answer as over span objects', async () => {
+    const { PackedSpan } = await import('../../adapters/observability/store.ts')
+    const { listRuns } = await import('./runs.ts')
+    const sealed = sealedStore(600)
+    const unpack = PackedSpan.prototype.unpack
+    let parsed = 0
+    PackedSpan.prototype.unpack = function (this: InstanceType<typeof PackedSpan>) {
+      parsed++
+      return unpack.call(this)
+    }
+    let traces, runs
+    try {
+      traces = listTraces(sealed, { function_id: 'orders::create', status: 'error', limit: 5 })
+      runs = listRuns(sealed, { function_id: 'orders::create', limit: 5 })
+    } finally {
+      PackedSpan.prototype.unpack = unpack
+    }
+    // The 100 error traces of orders::create are summarised, 5 returned; 5 runs (each reads its trace).
+    assert.ok(parsed <= 200, `parsed ${parsed} of 600 spans`)
+    // The same answers as from span objects.
+    const objects = new MemoryStore({ ...LIMITS, maxSpans: 600 })
+    for (const s of sealed.spans()) objects.putSpan(s)
+    assert.deepEqual(traces, listTraces(objects, { function_id: 'orders::create', status: 'error', limit: 5 }))
+    assert.deepEqual(runs, listRuns(objects, { function_id: 'orders::create', limit: 5 }))
+    assert.equal(traces.traces.length, 5)
+    assert.equal(runs.runs.length, 5)
+  })
+})

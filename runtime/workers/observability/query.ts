@@ -5,7 +5,7 @@
  */
 import { Errors } from 'svc-protocol'
 import type { LogRecord, LogsListResult, SpanGroup, SpanGroupsResult, SpanNode, SpanRecord, TraceSummary, TracesListResult, TraceTreeResult } from 'svc-protocol'
-import type { TelemetryStore } from '../../adapters/observability/store.ts'
+import { fullSpan, headFunctionId, headInternal, type SpanHead, type TelemetryStore } from '../../adapters/observability/store.ts'
 
 type Obj = Record<string, unknown>
 
@@ -80,35 +80,44 @@ const STATUSES = new Set(['ok', 'error', 'unset'])
  * Spans grouped by trace, each with its root (the earliest span whose parent is not stored). With
  * `functionId`, only traces one of whose spans has `svc.function.id` equal to it.
  */
-function summaries(store: TelemetryStore, functionId?: string): TraceSummary[] {
-  const byTrace = new Map<string, SpanRecord[]>()
-  for (const s of store.spans()) {
+/** A trace of {@link summaries}: its root as the window holds it, and the counts of `TraceSummary`. */
+interface Summary {
+  root: SpanHead
+  span_count: number
+  error_count: number
+  service_names: string[]
+}
+
+function summaries(store: TelemetryStore, functionId?: string): Summary[] {
+  // Heads, not records: only the roots returned are parsed (spans kept as text, ../../adapters/observability/store.ts).
+  const byTrace = new Map<string, SpanHead[]>()
+  for (const s of store.heads()) {
     let list = byTrace.get(s.trace_id)
     if (list === undefined) byTrace.set(s.trace_id, (list = []))
     list.push(s)
   }
-  const out: TraceSummary[] = []
+  const out: Summary[] = []
   for (const spans of byTrace.values()) {
     const ids = new Set(spans.map((s) => s.span_id))
-    let root: SpanRecord | undefined
+    let root: SpanHead | undefined
     let errors = 0
     let calls = functionId === undefined
     const services = new Set<string>()
     for (const s of spans) {
-      if (!calls && s.attributes['svc.function.id'] === functionId) calls = true
+      if (!calls && headFunctionId(s) === functionId) calls = true
       if (s.status === 'error') errors++
       services.add(s.service_name)
       if ((s.parent_span_id === null || !ids.has(s.parent_span_id)) && (root === undefined || s.start_time_unix_nano < root.start_time_unix_nano)) root = s
     }
     if (root === undefined || !calls) continue
-    out.push({ ...root, span_count: spans.length, error_count: errors, service_names: [...services] })
+    out.push({ root, span_count: spans.length, error_count: errors, service_names: [...services] })
   }
   return out
 }
 
 const isInternal = (s: SpanRecord): boolean => s.attributes['svc.function.kind'] === 'internal'
 
-const SORT_KEYS: Record<string, (s: TraceSummary) => number | string> = {
+const SORT_KEYS: Record<string, (s: SpanHead) => number | string> = {
   start_time: (s) => s.start_time_unix_nano,
   duration_ms: (s) => s.duration_ms ?? -1,
   duration: (s) => s.duration_ms ?? -1,
@@ -156,9 +165,11 @@ export function listTraces(store: TelemetryStore, data: unknown): TracesListResu
   const attrs = o.attributes
   if (attrs !== undefined && attrs !== null && (typeof attrs !== 'object' || Array.isArray(attrs))) throw Errors.invalidInput(fn, 'attributes must be an object')
   const includeInternal = o.include_internal === true
-  const matched = summaries(store, functionId).filter((t) => {
+  // Filtered and sorted on the roots' heads: only the page returned is parsed (the attributes
+  // filter parses the roots it looks at).
+  const matched = summaries(store, functionId).filter(({ root: t }) => {
     if (traceId !== undefined && t.trace_id !== traceId) return false
-    if (!includeInternal && traceId === undefined && isInternal(t)) return false
+    if (!includeInternal && traceId === undefined && headInternal(t)) return false
     if (name !== undefined && !t.name.toLowerCase().includes(name)) return false
     if (service !== undefined && !t.service_name.toLowerCase().includes(service)) return false
     if (status !== undefined && t.status !== status) return false
@@ -168,16 +179,19 @@ export function listTraces(store: TelemetryStore, data: unknown): TracesListResu
     if (start !== undefined && endNs < start * 1e6) return false
     if (end !== undefined && t.start_time_unix_nano > end * 1e6) return false
     // Own keys only: `constructor` or `__proto__` match what a sender set, never the prototype's.
-    if (attrs) for (const [k, v] of Object.entries(attrs as Obj)) if (!Object.hasOwn(t.attributes, k) || t.attributes[k] !== v) return false
+    if (attrs) {
+      const attributes = fullSpan(t).attributes
+      for (const [k, v] of Object.entries(attrs as Obj)) if (!Object.hasOwn(attributes, k) || attributes[k] !== v) return false
+    }
     return true
   })
   const sign = order === 'asc' ? 1 : -1
   matched.sort((a, b) => {
-    const x = key(a)
-    const y = key(b)
+    const x = key(a.root)
+    const y = key(b.root)
     return (x < y ? -1 : x > y ? 1 : 0) * sign
   })
-  const traces = matched.slice(offset, offset + limit)
+  const traces: TraceSummary[] = matched.slice(offset, offset + limit).map(({ root, ...counts }) => ({ ...fullSpan(root), ...counts }))
   return { traces, spans: traces, total: matched.length, offset, limit }
 }
 

@@ -10,7 +10,7 @@
  */
 import { Errors } from 'svc-protocol'
 import type { FormatSchema, Run, RunPayload, RunsListResult, SpanRecord } from 'svc-protocol'
-import type { TelemetryStore } from '../../adapters/observability/store.ts'
+import { fullSpan, type SpanHead, type TelemetryStore } from '../../adapters/observability/store.ts'
 
 /** Largest payload preview of a run, bytes of JSON (the input and the output each). */
 export const RUN_PAYLOAD_PREVIEW_BYTES = 4096
@@ -43,9 +43,10 @@ export function listRuns(store: TelemetryStore, data: unknown): RunsListResult {
   const name = `execute ${functionId}`
   const beforeNs = before === undefined ? undefined : before * 1e6
   // A bounded set of the newest matches: the window is iterated oldest first and may be large.
-  const newest: SpanRecord[] = []
+  // Heads, not records: only the runs returned are parsed (spans kept as text, ../../adapters/observability/store.ts).
+  const newest: SpanHead[] = []
   let total = 0
-  for (const s of store.spans()) {
+  for (const s of store.heads()) {
     if (s.name !== name) continue
     if (status !== undefined && s.status !== status) continue
     if (beforeNs !== undefined && s.start_time_unix_nano >= beforeNs) continue
@@ -54,11 +55,11 @@ export function listRuns(store: TelemetryStore, data: unknown): RunsListResult {
     if (newest.length > limit * 2) trim(newest, limit)
   }
   trim(newest, limit)
-  return { runs: newest.map((s) => runOf(store, functionId, s)), total }
+  return { runs: newest.map((s) => runOf(store, functionId, fullSpan(s))), total }
 }
 
 /** Keeps the `limit` newest spans, newest first. */
-function trim(spans: SpanRecord[], limit: number): void {
+function trim(spans: SpanHead[], limit: number): void {
   spans.sort((a, b) => b.start_time_unix_nano - a.start_time_unix_nano)
   spans.length = Math.min(spans.length, limit)
 }

@@ -8,7 +8,7 @@
  * their handlers make never fire `log` or `trace` again (no feedback loop).
  */
 import type { LogRecord, SpanRecord } from '../../adapters/observability/records.ts'
-import type { TelemetryStore } from '../../adapters/observability/store.ts'
+import { headInternal, type SpanHead, type TelemetryStore } from '../../adapters/observability/store.ts'
 import { UNSAMPLED_TRACEPARENT } from '../../engine/telemetry.ts'
 import type { BindingInfo, LocalTriggerProvider, LocalTriggerTypeOptions, LocalWorker, Logger } from '../../engine/types.ts'
 import { LogDelivery } from './deliveries.ts'
@@ -147,8 +147,9 @@ export class TraceTriggers implements LocalTriggerProvider {
       this.pendingTraces = new Set()
       // Traces of internal functions (the engine's own housekeeping) are not delivered, as their
       // log records are not (§12.6) and engine::traces::list hides them by default.
-      const roots = new Map(ids.map((id) => [id, rootOf(this.store().trace(id))]))
-      for (const [id, root] of roots) if (root !== undefined && root.attributes['svc.function.kind'] === 'internal') roots.delete(id)
+      // Heads: the roots are found without parsing spans kept as text.
+      const roots = new Map(ids.map((id) => [id, rootOf(this.store().traceHeads(id))]))
+      for (const [id, root] of roots) if (root !== undefined && headInternal(root)) roots.delete(id)
       for (const { binding, service, status } of this.bindings.values()) {
         const matched = [...roots.keys()].filter((id) => {
           if (service === undefined && status === undefined) return true
@@ -168,9 +169,9 @@ export class TraceTriggers implements LocalTriggerProvider {
   }
 }
 
-function rootOf(spans: SpanRecord[]): SpanRecord | undefined {
+function rootOf(spans: SpanHead[]): SpanHead | undefined {
   const ids = new Set(spans.map((s) => s.span_id))
-  let root: SpanRecord | undefined
+  let root: SpanHead | undefined
   for (const s of spans) if ((s.parent_span_id === null || !ids.has(s.parent_span_id)) && (root === undefined || s.start_time_unix_nano < root.start_time_unix_nano)) root = s
   return root
 }

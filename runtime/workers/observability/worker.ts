@@ -312,16 +312,17 @@ export class ObservabilityWorker implements BuiltinWorker, TelemetrySink {
   // --- ingest -------------------------------------------------------------------------------
 
   /** TelemetrySink: an engine span, started or finished (or a span of a frame), limited (./limits.ts) before it is stored. */
-  span(span: SpanRecord, update = false): void {
+  span(span: SpanRecord, update = false, sealed = false): void {
     const bytes = this.limiter.span(span)
     if (update) this.store.updateSpan(span, bytes)
-    else this.store.putSpan(span, bytes)
+    else this.store.putSpan(span, bytes, sealed)
     if (this.export !== undefined && span.end_time_unix_nano !== null) this.export.span(span)
     if (this.traceTriggers !== undefined && this.traceTriggers.size > 0) this.traceTriggers.gained(span.trace_id)
   }
 
   /** TelemetrySink: an `/otel` frame or one sent on a worker's main connection (§10.2). */
   frame(prefix: 'OTLP' | 'MTRC' | 'LOGS', json: string, source: TelemetrySource): void {
+    const service = source.worker_name ?? 'unknown'
     let request: unknown
     try {
       // JSON.parse, not jsonParse: OTLP/JSON carries every user-chosen name as a value
@@ -331,8 +332,8 @@ export class ObservabilityWorker implements BuiltinWorker, TelemetrySink {
     } catch {
       return
     }
-    const service = source.worker_name ?? 'unknown'
-    if (prefix === 'OTLP') for (const s of spansOf(request, service)) this.span(s)
+    // A frame's spans are never changed after they are stored: the window may keep them as text.
+    if (prefix === 'OTLP') for (const s of spansOf(request, service)) this.span(s, false, true)
     else if (prefix === 'LOGS') {
       if (this.settings.logs_enabled)
         for (const l of logsOf(request, service, nowUnixNano())) {
