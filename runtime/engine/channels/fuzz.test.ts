@@ -291,3 +291,61 @@ describe('channel sockets (fast-check, real WebSockets)', () => {
     )
   })
 })
+
+describe('channel ids from the upgrade path (fast-check)', () => {
+  // The registry keeps its channels in a CallIndex (not a Map) so that an HTTP request's objects
+  // die young; the id in `/ws/channels/<id>` is the client's. Hostile ids: any UTF-16 (lone
+  // surrogates too), names of Object.prototype, the empty string, very long strings, uuid-shaped
+  // ones, and ids of channels already removed.
+  const hostileId = fc.oneof(
+    fc.string({ unit: 'binary', maxLength: 40 }),
+    fc.constantFrom('', '__proto__', 'constructor', 'hasOwnProperty', 'toString', 'valueOf', '00000000-0000-0000-0000-000000000000'),
+    fc.uuid(),
+    fc.tuple(fc.integer({ min: 1, max: 64 * 1024 }), fc.string({ unit: 'binary', minLength: 1, maxLength: 2 })).map(([n, c]) => c.repeat(n)),
+  )
+  type Op = { kind: 'create' } | { kind: 'remove'; pick: number } | { kind: 'lookup'; id: string } | { kind: 'stale'; pick: number }
+  const op: fc.Arbitrary<Op> = fc.oneof(
+    { weight: 4, arbitrary: fc.constant<Op>({ kind: 'create' }) },
+    { weight: 3, arbitrary: fc.nat().map((pick): Op => ({ kind: 'remove', pick })) },
+    { weight: 3, arbitrary: hostileId.map((id): Op => ({ kind: 'lookup', id })) },
+    { weight: 1, arbitrary: fc.nat().map((pick): Op => ({ kind: 'stale', pick })) },
+  )
+
+  it('finds exactly the open channels: a hostile or removed id is not found and throws nothing, through any number of creates and removals', () => {
+    fc.assert(
+      fc.property(fc.array(op, { maxLength: 300 }), (ops) => {
+        const registry = new ChannelRegistry()
+        const open = new Map<string, { writerKey: string; readerKey: string }>()
+        const removed: string[] = []
+        for (const o of ops) {
+          if (o.kind === 'create') {
+            const { writer, reader } = registry.create()
+            open.set(writer.channel_id, { writerKey: writer.access_key, readerKey: reader.access_key })
+          } else if (o.kind === 'remove' && open.size > 0) {
+            const id = [...open.keys()][o.pick % open.size]!
+            registry.remove(id)
+            open.delete(id)
+            removed.push(id)
+          } else if (o.kind === 'lookup') {
+            assert.equal(registry.get(o.id) !== undefined, open.has(o.id))
+            assert.equal(registry.find(o.id, o.id, 'write'), undefined)
+            assert.equal(registry.find(o.id, o.id, 'read'), undefined)
+          } else if (o.kind === 'stale' && removed.length > 0) {
+            const id = removed[o.pick % removed.length]!
+            assert.equal(registry.get(id), undefined)
+          }
+          assert.equal(registry.size, open.size)
+        }
+        for (const [id, keys] of open) {
+          assert.equal(registry.get(id)?.id, id)
+          assert.equal(registry.find(id, keys.writerKey, 'write')?.direction, 'write')
+          assert.equal(registry.find(id, keys.readerKey, 'read')?.direction, 'read')
+          assert.equal(registry.find(id, keys.readerKey, 'write'), undefined)
+        }
+        registry.stop()
+        assert.equal(registry.size, 0)
+      }),
+      { numRuns: 200 },
+    )
+  })
+})
