@@ -4,7 +4,7 @@
  * bench/engine-start.ts).
  */
 import { execFileSync } from 'node:child_process'
-import { existsSync, mkdtempSync, rmSync, statSync } from 'node:fs'
+import { existsSync, mkdtempSync, readdirSync, rmSync, statSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
@@ -25,13 +25,31 @@ export interface PackedCli {
 }
 
 /**
- * Packs the CLI unless `dist/pack` holds a tarball newer than `dist/src`, then installs it with
- * `npm i -g --offline` into a temporary prefix.
+ * The newest modification time (ms) of any built file that goes into the tarballs: `dist/` (but
+ * `dist/pack`) and each package's `dist/` under `packages/`. A directory's own time is not enough: a rebuild that
+ * rewrites files in place leaves it unchanged, and a stale tarball was then measured.
+ */
+function newestBuildMs(): number {
+  const roots = [join(ROOT, 'dist'), ...readdirSync(join(ROOT, 'packages')).map((name) => join(ROOT, 'packages', name, 'dist'))]
+  let newest = 0
+  for (const root of roots) {
+    if (!existsSync(root)) continue
+    for (const entry of readdirSync(root, { recursive: true, withFileTypes: true })) {
+      if (!entry.isFile() || entry.parentPath.startsWith(PACK)) continue
+      newest = Math.max(newest, statSync(join(entry.parentPath, entry.name)).mtimeMs)
+    }
+  }
+  return newest
+}
+
+/**
+ * Packs the CLI unless `dist/pack` holds a tarball newer than every built file (newestBuildMs), then installs it
+ * with `npm i -g --offline` into a temporary prefix.
  */
 export function installPackedCli(): PackedCli {
   const version = (JSON.parse(execFileSync('npm', ['pkg', 'get', 'version'], { cwd: ROOT, encoding: 'utf8' })) as string).trim()
   const tarball = join(PACK, `svc-${version}.tgz`)
-  if (!existsSync(tarball) || statSync(tarball).mtimeMs < statSync(join(ROOT, 'dist', 'src')).mtimeMs) packDist(ROOT, PACK)
+  if (!existsSync(tarball) || statSync(tarball).mtimeMs < newestBuildMs()) packDist(ROOT, PACK)
   const prefix = mkdtempSync(join(tmpdir(), 'svc-bench-cli-'))
   const home = mkdtempSync(join(tmpdir(), 'svc-bench-home-'))
   const env: NodeJS.ProcessEnv = { ...process.env, PATH: `${dirname(process.execPath)}:${process.env.PATH ?? ''}`, npm_config_audit: 'false', npm_config_fund: 'false' }
