@@ -4,8 +4,6 @@
  */
 import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
-import { getHeapSpaceStatistics, setFlagsFromString } from 'node:v8'
-import { runInNewContext } from 'node:vm'
 import { RawJson, type Transport } from 'svc-protocol'
 import { LegTable } from './callees.ts'
 import { LISTENER_DEFAULTS } from './config.ts'
@@ -13,6 +11,7 @@ import { Flight, FlightTable } from './flights.ts'
 import type { FunctionEntry, Replica } from './functions.ts'
 import type { Invocation, Reply } from './invocation.ts'
 import { Session } from './session.ts'
+import { oldGenerationGrowth } from '../../test/support/old-generation.ts'
 
 /** A transport that keeps the last `keep` frames sent. */
 function sink(keep = 10): Transport & { sent: string[] } {
@@ -55,9 +54,6 @@ describe('LegTable', () => {
     // Scavenges only (`gc({ type: 'minor' })`). With a closure stored on every flight as its stop
     // hook, every call reached the old generation (~20 MiB here; in the engine ~570 bytes per
     // routed call and a full collection every ~13 MB); with the leg as the hook, a few hundred KB.
-    setFlagsFromString('--expose-gc')
-    const gc = runInNewContext('gc') as (options?: { type: 'minor' | 'major' }) => void
-    const oldSpace = () => getHeapSpaceStatistics().find((s) => s.space_name === 'old_space')!.space_used_size
     const callee = openSession(sink())
     const caller = openSession(sink())
     const legs = new LegTable()
@@ -72,15 +68,7 @@ describe('LegTable', () => {
       open.push(flight.id)
       if (open.length > 64) legs.complete(callee, open.shift()!, EMPTY, undefined)
     }
-    for (let i = 0; i < 2000; i++) call()
-    gc({ type: 'major' })
-    gc({ type: 'major' })
-    const before = oldSpace()
-    for (let round = 0; round < 40; round++) {
-      for (let i = 0; i < 1000; i++) call()
-      gc({ type: 'minor' })
-    }
-    const grown = oldSpace() - before
+    const grown = oldGenerationGrowth(call)
     while (open.length > 0) legs.complete(callee, open.shift()!, EMPTY, undefined)
     assert.equal(legs.size, 0)
     assert.equal(flights.size, 0)

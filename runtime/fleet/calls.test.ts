@@ -6,8 +6,6 @@
 import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
 import { connect, createServer, type AddressInfo, type Server, type Socket } from 'node:net'
-import { getHeapSpaceStatistics, setFlagsFromString } from 'node:v8'
-import { runInNewContext } from 'node:vm'
 import fc from 'fast-check'
 import { RawJson } from 'svc-protocol'
 import { waitFor } from '../../test/support/wait.ts'
@@ -17,6 +15,7 @@ import type { Invocation } from '../engine/invocation.ts'
 import { Batcher, eachFrame, FleetCalls } from './calls.ts'
 import { Member } from './members.ts'
 import { FleetSubjects } from './subjects.ts'
+import { oldGenerationGrowth } from '../../test/support/old-generation.ts'
 
 const frames = fc.array(fc.jsonValue({ maxDepth: 3 }).map((v) => JSON.stringify({ type: 'invocationresult', invocation_id: 'x', result: v })), { minLength: 1, maxLength: 40 })
 
@@ -172,9 +171,6 @@ describe('FleetCalls', () => {
     // 64 in flight. With a Map of open legs (and a Set per member), the hash tables V8 replaced
     // under the churn kept the calls they held reachable from the old generation: every call was
     // promoted with its payload (~40 MiB here).
-    setFlagsFromString('--expose-gc')
-    const gc = runInNewContext('gc') as (options?: { type: 'minor' | 'major' }) => void
-    const oldSpace = () => getHeapSpaceStatistics().find((s) => s.space_name === 'old_space')!.space_used_size
     const subjects = new FleetSubjects('f', 'aaaa')
     let lastFrame = ''
     const batcher = { add: (_subject: string, frame: string) => void (lastFrame = frame) } as unknown as Batcher
@@ -197,15 +193,7 @@ describe('FleetCalls', () => {
       open.push({ id, answer: Buffer.from(`{"type":"invocationresult","invocation_id":${JSON.stringify(id)},"result":{}}`) })
       if (open.length > 64) calls.reply(member.replySubject!, open.shift()!.answer, undefined, memberOf)
     }
-    for (let i = 0; i < 2000; i++) call()
-    gc({ type: 'major' })
-    gc({ type: 'major' })
-    const before = oldSpace()
-    for (let round = 0; round < 40; round++) {
-      for (let i = 0; i < 1000; i++) call()
-      gc({ type: 'minor' })
-    }
-    const grown = oldSpace() - before
+    const grown = oldGenerationGrowth(call)
     while (open.length > 0) calls.reply(member.replySubject!, open.shift()!.answer, undefined, memberOf)
     assert.equal(calls.size, 0)
     assert.equal(flights.size, 0)

@@ -6,8 +6,6 @@
  */
 import assert from 'node:assert/strict'
 import { after, before, describe, it } from 'node:test'
-import { getHeapSpaceStatistics, setFlagsFromString } from 'node:v8'
-import { runInNewContext } from 'node:vm'
 import type { CreateChannelResult } from 'svc-protocol'
 import { ChannelSocket } from '../../../test/support/channel-client.ts'
 import { startTestEngine, type TestEngine } from '../../../test/support/engine.ts'
@@ -15,6 +13,7 @@ import { createManualClock } from '../../workers/shared/clock.ts'
 import type { BuiltinContext, BuiltinWorker } from '../types.ts'
 import { ChannelRegistry, UNCLAIMED_TTL_MS, type ChannelItem, type LocalChannelReader, type LocalChannels } from './index.ts'
 import { waitFor } from '../../../test/support/wait.ts'
+import { oldGenerationGrowth } from '../../../test/support/old-generation.ts'
 
 /** A built-in that only keeps its context: its `worker.channels` is what svc-http will use. */
 class ContextKeeper implements BuiltinWorker {
@@ -333,9 +332,6 @@ describe('the registry', () => {
     // its replaced hash tables kept every channel — and the request behind its reader — alive
     // until promoted (~32 MiB here; in the engine ~4.4 KB per HTTP request); with a CallIndex,
     // a few hundred KB.
-    setFlagsFromString('--expose-gc')
-    const gc = runInNewContext('gc') as (options?: { type: 'minor' | 'major' }) => void
-    const oldSpace = () => getHeapSpaceStatistics().find((s) => s.space_name === 'old_space')!.space_used_size
     const registry = new ChannelRegistry()
     const open: string[] = []
     let n = 0
@@ -349,15 +345,7 @@ describe('the registry', () => {
       }
       while (open.length > 128) registry.remove(open.shift()!)
     }
-    for (let i = 0; i < 2000; i++) request()
-    gc({ type: 'major' })
-    gc({ type: 'major' })
-    const before = oldSpace()
-    for (let round = 0; round < 40; round++) {
-      for (let i = 0; i < 500; i++) request()
-      gc({ type: 'minor' })
-    }
-    const grown = oldSpace() - before
+    const grown = oldGenerationGrowth(request, { perRound: 500 })
     while (open.length > 0) registry.remove(open.shift()!)
     assert.equal(registry.size, 0)
     assert.ok(grown < 8 * 1024 * 1024, `old generation grew by ${(grown / 1048576).toFixed(1)} MiB over 20,000 requests' channels`)
