@@ -101,6 +101,9 @@ describe('svc terminal output (issue 11)', () => {
       let screen = ''
       await waitForMatch(() => (screen = tmux('capture-pane', '-e', '-p', '-t', name)), /greeter up/, `'greeter up' on the ${name} screen`)
       tmux('send-keys', '-t', name, 'C-c')
+      // The next run uses the same data directory: wait until this svc has exited (the pane's
+      // shell has moved on to `sleep`), as a user's shell would before the next command.
+      await waitForMatch(() => tmux('display-message', '-p', '-t', name, '#{pane_current_command}'), /^sleep$/m, `svc on the ${name} screen to exit after Ctrl-C`)
       return screen
     }
     const coloured = await run('colour', '')
