@@ -13,6 +13,10 @@
  * carries an id that is not a well-formed string, and reported as malformed with enough of its
  * content for the engine to owe the right reply.
  *
+ * The routed call's frames as svc's encoders write them (`invokefunction`, `invocationresult`: `type`
+ * first, plain text, the encoders' fields only) are read in one pass without the member map; any
+ * other frame goes through the member map, which decodes those the same way.
+ *
  * Payloads and results are not decoded: `invokefunction.data` / `.metadata` and
  * `invocationresult.result` arrive as {@link RawJson}, the exact text received, so the engine
  * forwards them without a decode and a re-encode (each costs a full pass over the payload).

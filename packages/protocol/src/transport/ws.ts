@@ -3,7 +3,9 @@
  * accepted, {@link connectWebSocket} opens one as a client. Both coalesce writes: the frames sent
  * during one turn of the event loop leave in one TCP write (at most
  * {@link MAX_FRAMES_PER_WRITE} frames each) instead of one `writev` syscall per frame, which a
- * profile showed as the engine's largest cost under load.
+ * profile showed as the engine's largest cost under load. Each text frame goes into the corked
+ * socket as one buffer built here ({@link textFrame}: the bytes `ws` would write) where `ws` would
+ * write it synchronously and unmasked or with the zero key; `ws.send` otherwise.
  *
  * @example
  * // engine side
