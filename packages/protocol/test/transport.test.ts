@@ -9,7 +9,8 @@ import { createServer as createTcpServer, Socket, type AddressInfo } from 'node:
 import type { Duplex } from 'node:stream'
 import { describe, it, type TestContext } from 'node:test'
 import fc from 'fast-check'
-import { Sender, WebSocketServer, type WebSocket } from 'ws'
+import * as wsModule from 'ws'
+import { WebSocketServer, type WebSocket } from 'ws'
 import { SvcError } from '../src/errors.ts'
 import { memoryConnector, memoryPair } from '../src/transport/memory.ts'
 import type { PeerInfo, Transport } from '../src/transport/types.ts'
@@ -345,6 +346,8 @@ function expectedWrites(frames: number): number {
 
 /** The bytes `ws` itself writes for a text frame (its Sender), with the zero key when masked. */
 function wsFrameBytes(text: string, zeroMask: boolean): Buffer {
+  // ws exports its Sender (ws/wrapper.mjs) without a type for it.
+  const { Sender } = wsModule as unknown as { Sender: { frame(data: string, options: object): Array<Buffer | string> } }
   const list = Sender.frame(text, { fin: true, opcode: 1, mask: zeroMask, maskBuffer: Buffer.alloc(4), generateMask: (mask: Buffer) => mask.fill(0), readOnly: false, rsv1: false })
   return Buffer.concat(list.map((part) => (typeof part === 'string' ? Buffer.from(part) : part)))
 }
