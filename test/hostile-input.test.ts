@@ -245,6 +245,20 @@ const hostileFrame = fc.oneof(
   fc.constantFrom(...CALL_IDS.filter((id) => id !== '')).map((id) => JSON.stringify({ type: 'invokefunction', function_id: 'health::echo', invocation_id: id, data: { id } })),
   // engine::workers::drain (issue 21) with any payload: answered with an error, never a dropped connection.
   fc.oneof(hostileValue, fc.record({ id: hostileValue })).map((data) => JSON.stringify({ type: 'invokefunction', function_id: 'engine::workers::drain', invocation_id: 'fzd', data })),
+  // A call as svc's encoders write it — type first, compact: the codec's one-pass reading
+  // (decodeCall) — with hostile fields, a callee's result for a call id, maybe one character changed.
+  fc
+    .tuple(
+      fc.constantFrom('invokefunction', 'invocationresult'),
+      fc.dictionary(fc.constantFrom('function_id', 'invocation_id', 'data', 'result', 'metadata', 'traceparent', 'baggage', 'error', 'action', 'namespace'), hostileValue, { maxKeys: 4 }),
+      fc.option(fc.tuple(fc.nat(), fc.constantFrom(...'{}[]",:\\ 0n\u0000\u007f'.split(''))), { nil: undefined }),
+    )
+    .map(([type, fields, change]) => {
+      const text = JSON.stringify({ type, function_id: 'health::echo', invocation_id: 'fz', data: { ok: true }, ...fields })
+      if (change === undefined) return text
+      const i = change[0] % text.length
+      return text.slice(0, i) + change[1] + text.slice(i + 1)
+    }),
   fc.string({ unit: 'binary', maxLength: 200 }),
   fc.constantFrom('{', '[]', 'null', '{"type":1}', '{"type":"invokefunction"}', '{"type":"invokefunction","function_id":"health::echo","action":{"type":"enqueue"}}', '   '),
 )

@@ -13,6 +13,10 @@
  * carries an id that is not a well-formed string, and reported as malformed with enough of its
  * content for the engine to owe the right reply.
  *
+ * The routed call's frames as svc's encoders write them (`invokefunction`, `invocationresult`: `type`
+ * first, plain text, the encoders' fields only) are read in one pass without the member map; any
+ * other frame goes through the member map, which decodes those the same way.
+ *
  * Payloads and results are not decoded: `invokefunction.data` / `.metadata` and
  * `invocationresult.result` arrive as {@link RawJson}, the exact text received, so the engine
  * forwards them without a decode and a re-encode (each costs a full pass over the payload).
@@ -21,7 +25,7 @@
  */
 import { Codes, isErrorBody, wireErrorBody, type ErrorBody } from './errors.ts'
 import { idProblem } from './ids.ts'
-import { jsonParse, JsonSyntaxError, MAX_FRAME_DEPTH, scanObjectMembers } from './json.ts'
+import { isPlainText, jsonParse, JsonSyntaxError, MAX_FRAME_DEPTH, scanObjectMembers, scanPlainValue } from './json.ts'
 import { MAX_CANCEL_REASON, MessageType } from './messages.ts'
 import type {
   CancelInvocationMessage,
@@ -165,6 +169,10 @@ export function decodeFrame(data: string | Uint8Array, isBinary: boolean): Decod
 
 /** Decodes one text frame. */
 export function decodeText(text: string): Decoded {
+  if (text.startsWith('{"type":"invo')) {
+    const call = decodeCall(text)
+    if (call !== undefined) return call
+  }
   let members: Map<string, [number, number]> | undefined
   try {
     members = scanObjectMembers(text, MAX_FRAME_DEPTH)
@@ -189,6 +197,117 @@ export function decodeText(text: string): Decoded {
   const found = normalize(type, raw)
   if (found !== undefined) return malformed(found.reason, raw, found.code)
   return { kind: 'message', message: raw as unknown as InboundMessage }
+}
+
+// ---- the routed call's two frames, as svc's encoders write them ------------------------------
+// An `invokefunction` or `invocationresult` whose `type` comes first, in a text without
+// backslashes or control characters (isPlainText), with no other fields than svc's encoders
+// write, each of the type they give it: read in one pass without the member map, the string
+// fields sliced between their quotes, `data`/`metadata`/`result` checked by scanPlainValue and
+// kept as RawJson. Anything else — another order, an `action`, a `namespace`, an `error`, a
+// `null`, a field of another type, a repeated field, a malformed frame — returns undefined and
+// goes through the member map (decodeInvoke, decodeResult), which gives the same message for
+// every frame this path accepts and the verdict for every other.
+
+const INVOKE_HEAD = '{"type":"invokefunction"'
+const RESULT_HEAD = '{"type":"invocationresult"'
+/** Fields of {@link decodeCall}: bit per name. */
+const F_INVOCATION_ID = 1
+const F_FUNCTION_ID = 2
+const F_DATA = 4
+const F_METADATA = 8
+const F_TRACEPARENT = 16
+const F_BAGGAGE = 32
+const F_RESULT = 64
+
+/** The field bit of the key `s[start, end)`, 0 for any other key. */
+function callField(s: string, start: number, end: number): number {
+  switch (end - start) {
+    case 4:
+      return s.startsWith('data', start) ? F_DATA : 0
+    case 6:
+      return s.startsWith('result', start) ? F_RESULT : 0
+    case 7:
+      return s.startsWith('baggage', start) ? F_BAGGAGE : 0
+    case 8:
+      return s.startsWith('metadata', start) ? F_METADATA : 0
+    case 11:
+      return s.startsWith('function_id', start) ? F_FUNCTION_ID : s.startsWith('traceparent', start) ? F_TRACEPARENT : 0
+    case 13:
+      return s.startsWith('invocation_id', start) ? F_INVOCATION_ID : 0
+    default:
+      return 0
+  }
+}
+
+function decodeCall(s: string): Decoded | undefined {
+  let allowed: number
+  let i: number
+  if (s.startsWith(INVOKE_HEAD)) {
+    allowed = F_INVOCATION_ID | F_FUNCTION_ID | F_DATA | F_METADATA | F_TRACEPARENT | F_BAGGAGE
+    i = INVOKE_HEAD.length
+  } else if (s.startsWith(RESULT_HEAD)) {
+    allowed = F_INVOCATION_ID | F_FUNCTION_ID | F_RESULT | F_TRACEPARENT | F_BAGGAGE
+    i = RESULT_HEAD.length
+  } else return undefined
+  if (!isPlainText(s)) return undefined
+  let seen = 0
+  let invocationId: string | undefined
+  let functionId: string | undefined
+  let traceparent: string | undefined
+  let baggage: string | undefined
+  let payload: RawJson | undefined
+  let metadata: RawJson | undefined
+  for (;;) {
+    const c = s.charCodeAt(i)
+    if (c === 125) break
+    if (c !== 44 || s.charCodeAt(i + 1) !== 34) return undefined
+    const keyEnd = s.indexOf('"', i + 2)
+    if (keyEnd === -1 || s.charCodeAt(keyEnd + 1) !== 58) return undefined
+    const bit = callField(s, i + 2, keyEnd)
+    if (bit === 0 || (allowed & bit) === 0 || (seen & bit) !== 0) return undefined
+    seen |= bit
+    const start = keyEnd + 2
+    if (bit === F_DATA || bit === F_METADATA || bit === F_RESULT) {
+      // `null` is "omitted" for these fields: left to the member map, like every rarity (spaces too).
+      if (s.charCodeAt(start) === 32 || s.startsWith('null', start)) return undefined
+      const end = scanPlainValue(s, start, MAX_FRAME_DEPTH)
+      if (end === -1) return undefined
+      const raw = new RawJson(s.slice(start, end))
+      if (bit === F_METADATA) metadata = raw
+      else payload = raw
+      i = end
+    } else {
+      if (s.charCodeAt(start) !== 34) return undefined
+      const close = s.indexOf('"', start + 1)
+      if (close === -1) return undefined
+      const value = s.slice(start + 1, close)
+      if (bit === F_INVOCATION_ID) invocationId = value
+      else if (bit === F_FUNCTION_ID) functionId = value
+      else if (bit === F_TRACEPARENT) traceparent = value
+      else baggage = value
+      i = close + 1
+    }
+  }
+  if (i + 1 !== s.length) return undefined
+  if (allowed & F_DATA) {
+    if (functionId === undefined || idProblem(functionId) !== undefined) return undefined
+    const message = { type: 'invokefunction' } as InboundInvoke
+    if (invocationId !== undefined) message.invocation_id = invocationId
+    message.function_id = functionId
+    message.data = payload ?? RAW_NULL
+    if (metadata !== undefined) message.metadata = metadata
+    if (traceparent !== undefined) message.traceparent = traceparent
+    if (baggage !== undefined) message.baggage = baggage
+    return { kind: 'message', message }
+  }
+  if (invocationId === undefined) return undefined
+  const message = { type: 'invocationresult', invocation_id: invocationId } as InboundResult
+  if (functionId !== undefined) message.function_id = functionId
+  if (payload !== undefined) message.result = payload
+  if (traceparent !== undefined) message.traceparent = traceparent
+  if (baggage !== undefined) message.baggage = baggage
+  return { kind: 'message', message }
 }
 
 function parseObject(text: string): Record<string, unknown> | undefined {

@@ -338,6 +338,181 @@ function buildJson(s: string): unknown {
  * @returns undefined when `text` is well-formed JSON but not an object.
  */
 export function scanObjectMembers(text: string, maxDepth: number = MAX_JSON_DEPTH): Map<string, [number, number]> | undefined {
+  if (!SLOW_CHARACTER.test(text)) {
+    const members = plainObjectMembers(text, maxDepth)
+    if (members !== undefined) return members
+  }
+  return fullObjectMembers(text, maxDepth)
+}
+
+/**
+ * What only the full scanner reads right: a backslash (an escape, anywhere) or a control character
+ * (tab, newline and carriage return are whitespace outside strings and refused inside them).
+ */
+const SLOW_CHARACTER = /[\u0000-\u001f\\]/
+
+/**
+ * True when `text` holds no backslash and no control character (U+0000–U+001F): a text the plain
+ * scanners ({@link scanPlainValue}) read, strings ending at the next `"`. Compact JSON written by
+ * `JSON.stringify` is plain unless one of its strings needs an escape.
+ */
+export function isPlainText(text: string): boolean {
+  return !SLOW_CHARACTER.test(text)
+}
+
+/**
+ * {@link scanObjectMembers} for a text without a backslash or a control character (every frame
+ * svc's own encoders write: compact, escapes only where a string needs one): a string then ends at
+ * the next `"`, found by the native `indexOf` instead of a character at a time, and the text holds
+ * no escaped key. Everything else — structure, numbers, literals, the nesting limit — is checked as
+ * the full scanner checks it. Returns undefined for any text it does not accept, so the full
+ * scanner gives the verdict and the error.
+ */
+function plainObjectMembers(s: string, maxDepth: number): Map<string, [number, number]> | undefined {
+  const n = s.length
+  let i = skipSpaces(s, 0)
+  if (s.charCodeAt(i) !== 123 || maxDepth < 1) return undefined
+  const members = new Map<string, [number, number]>()
+  i = skipSpaces(s, i + 1)
+  if (s.charCodeAt(i) === 125) return skipSpaces(s, i + 1) === n ? members : undefined
+  for (;;) {
+    if (s.charCodeAt(i) !== 34) return undefined
+    const keyEnd = s.indexOf('"', i + 1)
+    if (keyEnd === -1) return undefined
+    const key = s.slice(i + 1, keyEnd)
+    i = skipSpaces(s, keyEnd + 1)
+    if (s.charCodeAt(i) !== 58) return undefined
+    const start = skipSpaces(s, i + 1)
+    const end = scanPlainValue(s, start, maxDepth)
+    if (end === -1) return undefined
+    members.set(key, [start, end])
+    i = skipSpaces(s, end)
+    const c = s.charCodeAt(i)
+    if (c === 44) {
+      i = skipSpaces(s, i + 1)
+      continue
+    }
+    if (c === 125) break
+    return undefined
+  }
+  return skipSpaces(s, i + 1) === n ? members : undefined
+}
+
+/** Spaces only: {@link plainObjectMembers} reads texts without tabs or line breaks. */
+function skipSpaces(s: string, i: number): number {
+  while (s.charCodeAt(i) === 32) i++
+  return i
+}
+
+/**
+ * The end of the JSON value at `s[start]` (spaces before it skipped) in a text
+ * {@link isPlainText} accepted, or -1 when it is not one well-formed value or nests deeper than
+ * `maxDepth` counting the one level of the object it is a member of — the verdict of
+ * {@link scanValue}`(s, start, maxDepth, 1)`, without its error. Iterative: any depth costs no stack.
+ * Only for plain texts: a string ends at its next `"` here.
+ */
+export function scanPlainValue(s: string, start: number, maxDepth: number): number {
+  const stack = maxDepth < SHARED_STACK.length ? SHARED_STACK : new Uint8Array(maxDepth + 1)
+  let depth = 1
+  let i = start
+  for (;;) {
+    // A value.
+    i = skipSpaces(s, i)
+    const c = s.charCodeAt(i)
+    if (c === 34) {
+      const close = s.indexOf('"', i + 1)
+      if (close === -1) return -1
+      i = close + 1
+    } else if (c === 123 || c === 91) {
+      if (depth === maxDepth) return -1
+      i = skipSpaces(s, i + 1)
+      const d = s.charCodeAt(i)
+      if (c === 123) {
+        if (d === 125) i++
+        else {
+          stack[depth++] = OBJECT
+          i = plainKey(s, i)
+          if (i === -1) return -1
+          continue
+        }
+      } else if (d === 93) i++
+      else {
+        stack[depth++] = ARRAY
+        continue
+      }
+    } else if (c === 45 || (c >= 48 && c <= 57)) {
+      i = plainNumberEnd(s, i)
+      if (i === -1) return -1
+    } else if (c === 116) {
+      if (!s.startsWith('true', i)) return -1
+      i += 4
+    } else if (c === 102) {
+      if (!s.startsWith('false', i)) return -1
+      i += 5
+    } else if (c === 110) {
+      if (!s.startsWith('null', i)) return -1
+      i += 4
+    } else return -1
+    // After a value: close containers until one continues with a comma.
+    for (;;) {
+      if (depth === 1) return i
+      i = skipSpaces(s, i)
+      const d = s.charCodeAt(i)
+      const kind = stack[depth - 1]
+      if (d === 44) {
+        i = skipSpaces(s, i + 1)
+        if (kind === OBJECT) {
+          i = plainKey(s, i)
+          if (i === -1) return -1
+        }
+        break
+      }
+      if ((d === 125 && kind === OBJECT) || (d === 93 && kind === ARRAY)) {
+        i++
+        depth--
+        continue
+      }
+      return -1
+    }
+  }
+}
+
+/** `"key"` and `:` of a plain text at `s[i]`: the index after the colon, or -1. */
+function plainKey(s: string, i: number): number {
+  if (s.charCodeAt(i) !== 34) return -1
+  const close = s.indexOf('"', i + 1)
+  if (close === -1) return -1
+  i = skipSpaces(s, close + 1)
+  return s.charCodeAt(i) === 58 ? i + 1 : -1
+}
+
+/** The end of the number at `s[i]` (RFC 8259 grammar), or -1. */
+function plainNumberEnd(s: string, i: number): number {
+  if (s.charCodeAt(i) === 45) i++
+  let c = s.charCodeAt(i)
+  if (c === 48) c = s.charCodeAt(++i)
+  else if (c >= 49 && c <= 57) {
+    do c = s.charCodeAt(++i)
+    while (c >= 48 && c <= 57)
+  } else return -1
+  if (c === 46) {
+    c = s.charCodeAt(++i)
+    if (!(c >= 48 && c <= 57)) return -1
+    do c = s.charCodeAt(++i)
+    while (c >= 48 && c <= 57)
+  }
+  if (c === 101 || c === 69) {
+    c = s.charCodeAt(++i)
+    if (c === 43 || c === 45) c = s.charCodeAt(++i)
+    if (!(c >= 48 && c <= 57)) return -1
+    do c = s.charCodeAt(++i)
+    while (c >= 48 && c <= 57)
+  }
+  return i
+}
+
+/** {@link scanObjectMembers} a character at a time: any text, with the error where it fails. */
+function fullObjectMembers(text: string, maxDepth: number): Map<string, [number, number]> | undefined {
   let i = skipWhitespace(text, 0)
   if (text.charCodeAt(i) !== 123) {
     assertJson(text, maxDepth)

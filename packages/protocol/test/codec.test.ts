@@ -18,6 +18,7 @@ import { decodeEngineFrame, decodeText, encodeCancel, encodeInvokeFunction, enco
 import { MAX_CANCEL_REASON, type CancelInvocationMessage } from '../src/messages.ts'
 import { isErrorBody } from '../src/errors.ts'
 import { idProblem } from '../src/ids.ts'
+import { MAX_FRAME_DEPTH } from '../src/json.ts'
 
 /** Strings a hostile peer might use as ids: any code units, lone surrogates, controls, huge lengths. */
 const hostileId = fc.oneof(
@@ -285,5 +286,94 @@ describe('cancelinvocation (fast-check)', () => {
       }),
       { numRuns: 500 },
     )
+  })
+})
+
+// ---- the routed call's frames read in one pass (decodeCall) against the member map ------------
+
+describe("a call's frames read in one pass give what the member map gives (fast-check)", () => {
+  /**
+   * The same frame with a leading space: `decodeText` reads it through the member map only (the
+   * one-pass reading takes frames that start with `{"type":"invo`), so the two decodings of one
+   * frame can be compared. Error messages name positions, shifted by the space: compared are the
+   * kind, the message or the fields and the code.
+   */
+  function sameAsMemberMap(text: string): void {
+    const fast = decodeText(text)
+    const full = decodeText(' ' + text)
+    assert.equal(fast.kind, full.kind, text)
+    if (fast.kind === 'message' && full.kind === 'message') assert.deepEqual(fast.message, full.message, text)
+    if (fast.kind === 'malformed' && full.kind === 'malformed') {
+      assert.equal(fast.code, full.code, text)
+      assert.deepEqual(fast.raw, full.raw, text)
+    }
+  }
+
+  /** Ids, with the ones idProblem refuses that JSON writes without an escape (DEL, too long). */
+  const id = fc.oneof({ arbitrary: fc.string({ maxLength: 40 }), weight: 8 }, { arbitrary: fc.constantFrom('a\u007fb', 'x'.repeat(1025), 'x'.repeat(1024), '😀::fn'), weight: 1 })
+  const fieldValue = fc.oneof(
+    jsonValue.map((v) => JSON.stringify(v) ?? 'null'),
+    hostileText.map((s) => JSON.stringify(s)),
+    fc.constantFrom('null', '"a\\"b"', '"\\u0041"', '"\\ud800"', '"\u0007"', '"x\ty"', ' {"a":1}', '{"a":1} ', '[ 1 ,2 ]', '01', '-', '1.', '1e', '-0.5e+7', 'tru', 'nul', '{"a":}', '[1,]', '"', '{', '"a"b"', '{}', '[]', '""'),
+  )
+  const rareKey = fc.constantFrom('error', 'action', 'namespace', 'type', 'timeout_ms', 'dat', 'datas', 'result ', 'function_id"')
+  const key = fc.oneof({ arbitrary: fc.constantFrom('invocation_id', 'function_id', 'data', 'metadata', 'result', 'traceparent', 'baggage'), weight: 6 }, { arbitrary: rareKey, weight: 1 })
+  const head = fc.oneof(
+    { arbitrary: fc.constantFrom('{"type":"invokefunction"', '{"type":"invocationresult"'), weight: 8 },
+    { arbitrary: fc.constantFrom('{"type":"invokefunctions"', '{"type":"invocationresult" ', '{"type":"invo"'), weight: 1 },
+  )
+  const colon = fc.oneof({ arbitrary: fc.constant(':'), weight: 6 }, { arbitrary: fc.constantFrom(' :', ': '), weight: 1 })
+  const close = fc.oneof({ arbitrary: fc.constant('}'), weight: 6 }, { arbitrary: fc.constantFrom(' }', '} ', '', ',}', '}}'), weight: 1 })
+  const member = fc.tuple(key, colon, fc.oneof({ arbitrary: fieldValue, weight: 1 }, { arbitrary: id.map((v) => JSON.stringify(v)), weight: 2 }))
+  /** A frame built field by field: any order, repeats, wrong types, spaces, escapes, broken values. */
+  const builtFrame = fc
+    .tuple(head, id, id, fc.array(member, { maxLength: 6 }), close)
+    .map(([h, callId, fn, members, end]) => h + `,"invocation_id":${JSON.stringify(callId)},"function_id":${JSON.stringify(fn)}` + members.map(([k, c, v]) => `,${JSON.stringify(k)}${c}${v}`).join('') + end)
+  /** Frames as svc's encoders write them, then maybe one character inserted, removed or replaced. */
+  const encodedFrame = fc
+    .tuple(
+      fc.oneof(
+        fc
+          .record({ invocation_id: fc.option(id, { nil: undefined }), function_id: fc.oneof(id, hostileText), data: jsonValue, metadata: fc.option(jsonValue, { nil: undefined }), traceparent: fc.option(id, { nil: undefined }), baggage: fc.option(id, { nil: undefined }) })
+          .map((fields) => encodeInvokeFunction({ type: 'invokefunction', ...fields })),
+        fc.tuple(id, id, fc.option(jsonValue, { nil: undefined }), fc.option(id, { nil: undefined }), fc.option(id, { nil: undefined })).map(([invocationId, functionId, result, traceparent, baggage]) =>
+          encodeResult(invocationId, JSON.stringify(functionId), result, undefined, traceparent, baggage),
+        ),
+      ),
+      fc.nat(),
+      fc.constantFrom('none', 'insert', 'delete', 'replace'),
+      fc.constantFrom(...'{}[]",:\\ -+.eE0123456789tfnul\u0000\u001f\ud800'.split('')),
+    )
+    .map(([text, at, op, ch]) => {
+      const i = at % text.length
+      if (op === 'insert') return text.slice(0, i) + ch + text.slice(i)
+      if (op === 'delete') return text.slice(0, i) + text.slice(i + 1)
+      if (op === 'replace') return text.slice(0, i) + ch + text.slice(i + 1)
+      return text
+    })
+
+  it('every frame, well-formed or hostile, decodes as through the member map', () => {
+    fc.assert(fc.property(fc.oneof(builtFrame, encodedFrame), sameAsMemberMap), { numRuns: 3000 })
+  })
+
+  it('payloads nested to the frame limit pass, one level more does not; text stays as sent', () => {
+    const nested = (levels: number) => '['.repeat(levels) + ']'.repeat(levels)
+    for (const levels of [MAX_FRAME_DEPTH - 2, MAX_FRAME_DEPTH - 1, MAX_FRAME_DEPTH, MAX_FRAME_DEPTH + 1]) {
+      sameAsMemberMap(`{"type":"invokefunction","function_id":"f","data":${nested(levels)}}`)
+      sameAsMemberMap(`{"type":"invocationresult","invocation_id":"i","result":{"a":${nested(levels)}}}`)
+    }
+    const ok = decodeText(`{"type":"invokefunction","function_id":"f","data":${nested(MAX_FRAME_DEPTH - 1)}}`)
+    assert.ok(ok.kind === 'message' && (ok.message as InboundInvoke).data.text === nested(MAX_FRAME_DEPTH - 1))
+    assert.equal(decodeText(`{"type":"invokefunction","function_id":"f","data":${nested(MAX_FRAME_DEPTH)}}`).kind, 'malformed')
+    const text = '{"type":"invocationresult","invocation_id":"i-1","function_id":"bench::echo","traceparent":"00-ab-cd-01","result":{"a":[1,-2.5e3,true,null,"ü"]}}'
+    const decoded = decodeText(text)
+    assert.ok(decoded.kind === 'message')
+    assert.deepEqual({ ...decoded.message, result: (decoded.message as InboundResult).result?.text }, {
+      type: 'invocationresult',
+      invocation_id: 'i-1',
+      function_id: 'bench::echo',
+      traceparent: '00-ab-cd-01',
+      result: '{"a":[1,-2.5e3,true,null,"ü"]}',
+    })
   })
 })

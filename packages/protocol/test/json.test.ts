@@ -146,6 +146,44 @@ describe('scanObjectMembers', () => {
     assert.equal(text.slice(...members.get('ab')!), '[1, 2]')
   })
 
+  it('accepts exactly the objects the full scanner accepts, at any depth limit, escapes or not (fast-check)', () => {
+    // Plain texts (no backslash, no control character) take the indexOf path; the rest the full one.
+    const objectText = fc
+      .tuple(fc.dictionary(fc.string({ unit: fc.constantFrom(...'ab "\\\u0000\u007f\u00fc\ud800'.split('')), maxLength: 3 }), fc.jsonValue({ maxDepth: 5 }), { maxKeys: 4 }), fc.nat(), fc.constantFrom('none', 'insert', 'delete', 'replace'), fc.constantFrom(...'{}[]",: -.e01tn\\\u0000\t'.split('')))
+      .map(([object, at, op, ch]) => {
+        const text = JSON.stringify(object)
+        const i = at % text.length
+        if (op === 'insert') return text.slice(0, i) + ch + text.slice(i)
+        if (op === 'delete') return text.slice(0, i) + text.slice(i + 1)
+        if (op === 'replace') return text.slice(0, i) + ch + text.slice(i + 1)
+        return text
+      })
+    fc.assert(
+      fc.property(objectText, fc.integer({ min: 1, max: 6 }), (text, depth) => {
+        let members: Map<string, [number, number]> | undefined
+        let threw = false
+        try {
+          members = scanObjectMembers(text, depth)
+        } catch (err) {
+          assert.ok(err instanceof JsonSyntaxError, String(err))
+          threw = true
+        }
+        let valid = true
+        try {
+          assertJson(text, depth)
+        } catch {
+          valid = false
+        }
+        assert.equal(threw, !valid, text)
+        if (members === undefined) return
+        const parsed = jsonParse(text) as Record<string, unknown>
+        assert.deepEqual([...members.keys()].sort(), Object.keys(parsed).sort())
+        for (const [key, [start, end]] of members) assert.deepEqual(jsonParse(text.slice(start, end)), parsed[key])
+      }),
+      { numRuns: 3000 },
+    )
+  })
+
   it('returns undefined for JSON that is not an object, and throws for what is not JSON', () => {
     assert.equal(scanObjectMembers('[1]'), undefined)
     assert.equal(scanObjectMembers(' "x" '), undefined)

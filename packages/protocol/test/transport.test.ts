@@ -8,11 +8,13 @@ import { createServer, type IncomingMessage } from 'node:http'
 import { createServer as createTcpServer, Socket, type AddressInfo } from 'node:net'
 import type { Duplex } from 'node:stream'
 import { describe, it, type TestContext } from 'node:test'
+import fc from 'fast-check'
+import * as wsModule from 'ws'
 import { WebSocketServer, type WebSocket } from 'ws'
 import { SvcError } from '../src/errors.ts'
 import { memoryConnector, memoryPair } from '../src/transport/memory.ts'
 import type { PeerInfo, Transport } from '../src/transport/types.ts'
-import { connectWebSocket, FIRST_WRITE_FRAMES, MAX_FRAMES_PER_WRITE, peerInfoOf, READ_BUDGET_BYTES, READ_BUDGET_FRAMES, wsServerTransport } from '../src/transport/ws.ts'
+import { connectWebSocket, FIRST_WRITE_FRAMES, MAX_FRAMES_PER_WRITE, peerInfoOf, READ_BUDGET_BYTES, READ_BUDGET_FRAMES, textFrame, wsServerTransport } from '../src/transport/ws.ts'
 import { quietPeriod, waitFor } from '../../../test/support/wait.ts'
 
 const WAIT_MS = 5000
@@ -342,7 +344,54 @@ function expectedWrites(frames: number): number {
   return frames <= FIRST_WRITE_FRAMES ? 0 : 1 + Math.floor((frames - FIRST_WRITE_FRAMES - 1) / MAX_FRAMES_PER_WRITE)
 }
 
+/** The bytes `ws` itself writes for a text frame (its Sender), with the zero key when masked. */
+function wsFrameBytes(text: string, zeroMask: boolean): Buffer {
+  // ws exports its Sender (ws/wrapper.mjs) without a type for it.
+  const { Sender } = wsModule as unknown as { Sender: { frame(data: string, options: object): Array<Buffer | string> } }
+  const list = Sender.frame(text, { fin: true, opcode: 1, mask: zeroMask, maskBuffer: Buffer.alloc(4), generateMask: (mask: Buffer) => mask.fill(0), readOnly: false, rsv1: false })
+  return Buffer.concat(list.map((part) => (typeof part === 'string' ? Buffer.from(part) : part)))
+}
+
+/** Texts around the three length encodings (125/126, 65535/65536 bytes), multi-byte and lone surrogates included. */
+const frameText = fc.oneof(
+  fc.string({ unit: 'binary', maxLength: 200 }),
+  fc.tuple(fc.constantFrom(124, 125, 126, 127, 65534, 65535, 65536, 65537), fc.constantFrom('', 'é', '😀', '\ud800', '\u0000')).map(([bytes, tail]) => 'x'.repeat(Math.max(0, bytes - Buffer.byteLength(tail))) + tail),
+)
+
 describe('ws transport', () => {
+  it('writes each text frame in one buffer, byte for byte what ws writes, unmasked or with the zero key (fast-check)', () => {
+    fc.assert(
+      fc.property(frameText, fc.boolean(), (text, zeroMask) => {
+        assert.ok(textFrame(text, zeroMask).equals(wsFrameBytes(text, zeroMask)))
+      }),
+      { numRuns: 300 },
+    )
+  })
+
+  it('frames of every length encoding arrive intact both ways, in order with binary frames', async (t) => {
+    const server = await startWsServer(t)
+    const a = connectWebSocket(server.url, {})
+    t.after(() => a.terminate())
+    const ra = new Recorder(a)
+    await waitFor(() => ra.opened === 1 && server.accepted.length === 1, 'open', 5000, 2)
+    const { transport: b, ws } = server.accepted[0]!
+    const rb = new Recorder(b)
+    const texts = [0, 1, 125, 126, 127, 65535, 65536, 70000].map((n) => 'é'.repeat(n >> 1) + 'x'.repeat(n & 1))
+    texts.push('😀 \ud800 end')
+    for (const text of texts) {
+      a.send(text)
+      b.send(text)
+    }
+    ws.send(Buffer.from([1, 2, 3]), { binary: true })
+    b.send('after binary')
+    const expected = texts.map((text) => text.replace('\ud800', '\ufffd'))
+    await waitFor(() => ra.messages.length === texts.length + 2 && rb.messages.length === texts.length, 'all frames', 5000, 2)
+    assert.deepEqual(rb.texts(), expected)
+    assert.deepEqual(ra.texts().slice(0, texts.length), expected)
+    assert.equal(ra.messages[texts.length]!.isBinary, true)
+    assert.equal(ra.messages[texts.length + 1]!.data, 'after binary')
+  })
+
   it('coalesces the frames of one turn: the first 2 leave at once, then writes of at most 16 frames (server side)', async (t) => {
     const server = await startWsServer(t)
     const a = connectWebSocket(server.url, {})

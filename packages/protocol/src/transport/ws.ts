@@ -3,7 +3,9 @@
  * accepted, {@link connectWebSocket} opens one as a client. Both coalesce writes: the frames sent
  * during one turn of the event loop leave in one TCP write (at most
  * {@link MAX_FRAMES_PER_WRITE} frames each) instead of one `writev` syscall per frame, which a
- * profile showed as the engine's largest cost under load.
+ * profile showed as the engine's largest cost under load. Each text frame goes into the corked
+ * socket as one buffer built here ({@link textFrame}: the bytes `ws` would write) where `ws` would
+ * write it synchronously and unmasked or with the zero key; `ws.send` otherwise.
  *
  * @example
  * // engine side
@@ -57,6 +59,7 @@ export const READ_BUDGET_BYTES = 1024 * 1024
 interface Corkable {
   cork(): void
   uncork(): void
+  write(chunk: Uint8Array): boolean
   /** `net.Socket`: bytes written, those still in its buffer included. */
   readonly bytesWritten?: number
   /** Bytes in the stream's buffer, the write in progress included. */
@@ -65,7 +68,48 @@ interface Corkable {
 
 function corkable(stream: unknown): Corkable | undefined {
   const s = stream as Partial<Corkable> | null | undefined
-  return s != null && typeof s.cork === 'function' && typeof s.uncork === 'function' ? (s as Corkable) : undefined
+  return s != null && typeof s.cork === 'function' && typeof s.uncork === 'function' && typeof s.write === 'function' ? (s as Corkable) : undefined
+}
+
+/**
+ * How {@link WsTransport.send} frames text: through `ws` (its `send`: an options object, a header
+ * buffer and two socket writes per frame), or written here as one buffer per frame.
+ */
+const Framing = {
+  /** `ws.send`: before the upgrade, with an extension negotiated, or with random masking keys. */
+  Ws: 0,
+  /** Server frames: unmasked (RFC 6455 §5.1). */
+  Server: 1,
+  /** Client frames to a loopback peer: masked with the zero key, so the payload is as it is (§5.3). */
+  ZeroMask: 2,
+} as const
+type Framing = (typeof Framing)[keyof typeof Framing]
+
+/**
+ * One complete text frame (RFC 6455 §5.2) in one buffer: FIN and opcode 1, the payload length
+ * (7 bits, or 126 and 16 bits, or 127 and 64 bits), for a client the zero masking key, then the
+ * payload as UTF-8 (a lone surrogate as U+FFFD, as `ws` writes it). The bytes are those `ws`
+ * writes for the same text, in one socket write instead of two.
+ */
+export function textFrame(text: string, zeroMask: boolean): Buffer {
+  const length = Buffer.byteLength(text)
+  const lengthBytes = length < 126 ? 0 : length < 65536 ? 2 : 8
+  const header = 2 + lengthBytes + (zeroMask ? 4 : 0)
+  const frame = Buffer.allocUnsafe(header + length)
+  frame[0] = 0x81
+  const maskBit = zeroMask ? 0x80 : 0
+  if (lengthBytes === 0) frame[1] = maskBit | length
+  else if (lengthBytes === 2) {
+    frame[1] = maskBit | 126
+    frame.writeUInt16BE(length, 2)
+  } else {
+    frame[1] = maskBit | 127
+    frame.writeUInt32BE(Math.floor(length / 0x100000000), 2)
+    frame.writeUInt32BE(length >>> 0, 6)
+  }
+  if (zeroMask) frame.writeUInt32BE(0, header - 4)
+  frame.write(text, header)
+  return frame
 }
 
 /** An event that arrived before the first `setHandlers`. */
@@ -92,10 +136,21 @@ class WsTransport implements Transport {
   /** Frames and bytes read since reading last yielded to other connections. */
   #readFrames = 0
   #readBytes = 0
+  #framing: Framing = Framing.Ws
+  /** A client's peer, once its address is known: loopback ones get zero masking keys. */
+  #peer: { readonly loopback: boolean } | undefined
 
-  constructor(ws: WebSocket, tcp: Corkable | undefined) {
+  /**
+   * `server`: the accepting end (frames unmasked). `peer`: a client's zero-masking decision
+   * ({@link loopbackMask}), read when the connection opens.
+   */
+  constructor(ws: WebSocket, tcp: Corkable | undefined, server: boolean, peer?: { readonly loopback: boolean }) {
     this.#ws = ws
     this.#tcp = tcp
+    this.#peer = peer
+    // Frames are written here only where `ws` would write the same bytes synchronously: no
+    // extension (a deflating `ws` may queue a frame behind a compression still running).
+    if (server && tcp !== undefined && ws.readyState === WebSocket.OPEN && ws.extensions === '') this.#framing = Framing.Server
     ws.binaryType = 'nodebuffer'
     ws.on('message', (data: WebSocket.RawData, isBinary: boolean) => {
       // binaryType 'nodebuffer': always one Buffer. ws has validated text frames as UTF-8.
@@ -109,6 +164,7 @@ class WsTransport implements Transport {
     ws.on('pong', () => this.#emit(fireAlive))
     ws.on('open', () => {
       clearTimeout(this.#handshakeTimer)
+      if (this.#peer?.loopback === true && this.#tcp !== undefined && ws.extensions === '') this.#framing = Framing.ZeroMask
       this.#emit(fireOpen)
     })
     ws.on('upgrade', (response: IncomingMessage) => {
@@ -192,6 +248,11 @@ class WsTransport implements Transport {
         this.#batch++
         this.#turnFrames++
       }
+      // Into the corked socket, in order with whatever `ws` itself writes (pongs, the close frame).
+      if (this.#framing !== Framing.Ws) {
+        tcp.write(textFrame(text, this.#framing === Framing.ZeroMask))
+        return
+      }
     }
     this.#ws.send(text)
   }
@@ -270,7 +331,7 @@ const fireOpen: HeldEvent = (h) => h.open?.()
  * wss.handleUpgrade(request, socket, head, (ws) => accept(wsServerTransport(ws, socket), peerInfoOf(request)))
  */
 export function wsServerTransport(ws: WebSocket, tcp: Socket | Duplex): Transport {
-  return new WsTransport(ws, corkable(tcp))
+  return new WsTransport(ws, corkable(tcp), true)
 }
 
 /**
@@ -324,7 +385,7 @@ export const connectWebSocket: Connector = (url: string, options: ConnectOptions
       found.loopback = isLoopbackAddress(response.socket.remoteAddress)
     })
   }
-  const transport = new WsTransport(ws, undefined)
+  const transport = new WsTransport(ws, undefined, false, peer)
   if (options.handshakeTimeoutMs !== undefined) {
     // User, password and query may carry credentials: the message names the endpoint only.
     transport.startHandshakeTimer(displayAddress(url), options.handshakeTimeoutMs)
