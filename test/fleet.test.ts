@@ -161,6 +161,41 @@ describe('a fleet of three engines on NATS', () => {
     assert.ok(handler!.parent_span_id !== null && ids.has(handler!.parent_span_id), 'the handler span hangs under the request\'s spans')
   })
 
+  it('answers at once, not at default_timeout, when a handler on another engine returns no result; a handler this engine also serves still streams', async () => {
+    // A handler on bravo only: through alpha's listener it has no response channel to stream on
+    // (a channel's ends open on the engine that created it), so no result is a bad response now.
+    const b = client(1, 'quiet')
+    b.registerFunction('quiet::nothing', () => null)
+    b.registerTrigger({ type: 'http', function_id: 'quiet::nothing', config: { api_path: 'fleet-nothing', http_method: 'POST' } })
+    b.registerFunction('quiet::echo', (req: { body: unknown }) => ({ status_code: 200, body: { got: req.body } }))
+    b.registerTrigger({ type: 'http', function_id: 'quiet::echo', config: { api_path: 'fleet-echo', http_method: 'POST' } })
+    await waitFor(async () => (await fetch(`${engines[0]!.httpUrl}/fleet-echo`, { method: 'POST', body: '{}', headers: { 'content-type': 'application/json' } })).status === 200, 'alpha serves bravo\'s route', 10_000)
+    const echoed = await fetch(`${engines[0]!.httpUrl}/fleet-echo`, { method: 'POST', body: JSON.stringify({ n: 1 }), headers: { 'content-type': 'application/json' } })
+    assert.deepEqual(await echoed.json(), { got: { n: 1 } })
+    const nothing = await fetch(`${engines[0]!.httpUrl}/fleet-nothing`, { method: 'POST', body: '{}', headers: { 'content-type': 'application/json' } })
+    assert.equal(nothing.status, 500)
+    const envelope = (await nothing.json()) as { error: { code: string; message: string } }
+    assert.equal(envelope.error.code, 'invalid_response')
+    assert.match(envelope.error.message, /another engine of the fleet/)
+    // Replicas on alpha and bravo: alpha's own serves, with its channels, and streams.
+    for (const i of [0, 1]) {
+      // Over real sockets: a channel end opens its own WebSocket to the worker's engine.
+      const w = registerWorker(engines[i]!.url, { workerName: `streamer-${i}` })
+      clients.push(w)
+      w.registerFunction('stream::out', async (req: { response: { sendMessage(text: string): void; write(chunk: string): Promise<void>; close(): Promise<void> } }) => {
+        req.response.sendMessage(JSON.stringify({ type: 'set_status', status_code: 201 }))
+        await req.response.write(`streamed by ${i}`)
+        await req.response.close()
+        return null
+      })
+      w.registerTrigger({ type: 'http', function_id: 'stream::out', config: { api_path: 'fleet-stream', http_method: 'GET' } })
+    }
+    await listed(0, 'stream::out', 2)
+    const streamed = await fetch(`${engines[0]!.httpUrl}/fleet-stream`)
+    assert.equal(streamed.status, 201, await streamed.clone().text())
+    assert.equal(await streamed.text(), 'streamed by 0')
+  })
+
   it('keeps serving a route replicated on two other engines when one of its workers goes', async () => {
     const workers = [1, 2].map((i) => {
       const w = client(i, `catalog-${i}`)
