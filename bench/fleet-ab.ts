@@ -22,7 +22,8 @@
  * `--perf-basic-prof`); BENCH_PIDS_FILE (the processes' pids are written there before the first
  * round) and BENCH_START_DELAY_MS (a pause after writing it), to attach `perf record -p`;
  * BENCH_ENGINE_OUTPUT (a directory: each engine's standard output after it is ready, e.g. with
- * `--trace-gc-nvp`, goes to `<root index>-<a|b>.log` there).
+ * `--trace-gc-nvp`, goes to `<root index>-<a|b>.log` there); BENCH_NATS_VARZ=1 (nats-server's
+ * messages and bytes in and out per call or request, from its `/varz`, heartbeats included).
  */
 import type { ChildProcess } from 'node:child_process'
 import { createWriteStream, readFileSync } from 'node:fs'
@@ -43,6 +44,7 @@ const DURATION_MS = process.env.BENCH_DURATION_MS ?? '2000'
 const SAMPLES = process.env.BENCH_SAMPLES ?? '2000'
 const phases = new Set((process.env.BENCH_PHASES ?? 'cross,own,other').split(','))
 const nodeFlags = (process.env.BENCH_NODE_FLAGS ?? '').split(' ').filter((f) => f !== '')
+const varz = process.env.BENCH_NATS_VARZ === '1'
 const roots = process.argv.slice(2).map((r) => resolve(r))
 if (roots.length === 0) roots.push(ROOT)
 
@@ -82,6 +84,19 @@ function perOp(named: Record<string, number>, before: Record<string, Usage>, ops
   return { cpu, sys, syscalls }
 }
 
+/** nats-server's message and byte counters (`/varz`), or undefined without monitoring. */
+async function natsCounters(monitorUrl: string | undefined): Promise<Record<string, number> | undefined> {
+  if (monitorUrl === undefined) return undefined
+  const v = (await (await fetch(`${monitorUrl}/varz`)).json()) as Record<string, number>
+  return { in_msgs: v.in_msgs!, out_msgs: v.out_msgs!, in_bytes: v.in_bytes!, out_bytes: v.out_bytes! }
+}
+
+/** Per operation, the change of each counter between `before` and `after`. */
+function counterDelta(before: Record<string, number> | undefined, after: Record<string, number> | undefined, ops: number): Record<string, number> | undefined {
+  if (before === undefined || after === undefined) return undefined
+  return Object.fromEntries(Object.keys(after).map((k) => [k, round1((after[k]! - before[k]!) / ops)]))
+}
+
 const snapshot = (named: Record<string, number>) => Object.fromEntries(Object.entries(named).map(([name, pid]) => [name, usage(pid)]))
 const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!
 const load = () => readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' ')
@@ -103,7 +118,7 @@ interface Setup {
 }
 
 async function main(): Promise<void> {
-  const nats = await startNatsServer((child) => children.push(child))
+  const nats = await startNatsServer((child) => children.push(child), varz)
   const project = await mkdtemp(join(tmpdir(), 'svc-bench-fleet-ab-'))
   const setups: Setup[] = []
   const started: ChildProcess[] = []
@@ -148,9 +163,9 @@ async function main(): Promise<void> {
 
     const results = setups.map(() => ({
       rates: [] as Array<Record<string, number>>,
-      cross: { cpu: [] as Array<Record<string, number>>, sys: [] as Array<Record<string, number>>, syscalls: [] as Array<Record<string, number>> },
-      own: { cpu: [] as Array<Record<string, number>>, sys: [] as Array<Record<string, number>>, syscalls: [] as Array<Record<string, number>>, per_second: [] as number[] },
-      other: { cpu: [] as Array<Record<string, number>>, sys: [] as Array<Record<string, number>>, syscalls: [] as Array<Record<string, number>>, per_second: [] as number[] },
+      cross: { cpu: [] as Array<Record<string, number>>, sys: [] as Array<Record<string, number>>, syscalls: [] as Array<Record<string, number>>, nats: [] as Array<Record<string, number>> },
+      own: { cpu: [] as Array<Record<string, number>>, sys: [] as Array<Record<string, number>>, syscalls: [] as Array<Record<string, number>>, per_second: [] as number[], nats: [] as Array<Record<string, number>> },
+      other: { cpu: [] as Array<Record<string, number>>, sys: [] as Array<Record<string, number>>, syscalls: [] as Array<Record<string, number>>, per_second: [] as number[], nats: [] as Array<Record<string, number>> },
     }))
     const moleculer = { rates: [] as Array<Record<string, number>>, cpu: [] as Array<Record<string, number>> }
     const loads = [load()]
@@ -158,8 +173,11 @@ async function main(): Promise<void> {
       for (const [i, s] of setups.entries()) {
         if (!phases.has('cross')) break
         const before = snapshot(s.pids)
+        const natsBefore = await natsCounters(nats.monitorUrl)
         const r = await run(['bench/load-ws.ts', 'svc', s.engineUrl], { BENCH_DURATION_MS: DURATION_MS, BENCH_SAMPLES: SAMPLES })
         const { cpu, sys, syscalls } = perOp(s.pids, before, r.calls)
+        const natsPerCall = counterDelta(natsBefore, await natsCounters(nats.monitorUrl), r.calls)
+        if (natsPerCall !== undefined) results[i]!.cross.nats.push(natsPerCall)
         cpu.caller = (r.cpu_ms * 1000) / r.calls
         results[i]!.cross.cpu.push(cpu)
         results[i]!.cross.sys.push(sys)
@@ -181,10 +199,13 @@ async function main(): Promise<void> {
           // The load generator and the callee are the same either way: the engines and nats-server.
           const { callee: _callee, ...svc } = s.pids
           const before = snapshot(svc)
+          const natsBefore = await natsCounters(nats.monitorUrl)
           const r = await run(['bench/load-http.ts', `${via === 'own' ? s.httpOwn : s.httpOther}/bench/echo`, '16'], { BENCH_DURATION_MS: DURATION_MS })
           // 500 warm-up requests plus the measured ones.
           const requests = 500 + Math.round((r.per_second * Number(DURATION_MS)) / 1000)
           const { cpu, sys, syscalls } = perOp(svc, before, requests)
+          const natsPerRequest = counterDelta(natsBefore, await natsCounters(nats.monitorUrl), requests)
+          if (natsPerRequest !== undefined) results[i]![via].nats.push(natsPerRequest)
           results[i]![via].cpu.push(cpu)
           results[i]![via].sys.push(sys)
           results[i]![via].syscalls.push(syscalls)
@@ -196,9 +217,9 @@ async function main(): Promise<void> {
     for (const [i, s] of setups.entries()) {
       const r = results[i]!
       const line: Record<string, unknown> = { root: s.root }
-      if (r.rates.length > 0) line.cross = { ...medians(r.rates, false), cpu_us_per_call: medians(r.cross.cpu), of_which_system_us: medians(r.cross.sys), syscalls_per_call: medians(r.cross.syscalls), cpu_total_each_round: r.cross.cpu.map((c) => Math.round(Object.values(c).reduce((a, b) => a + b, 0))) }
+      if (r.rates.length > 0) line.cross = { ...medians(r.rates, false), cpu_us_per_call: medians(r.cross.cpu), of_which_system_us: medians(r.cross.sys), syscalls_per_call: medians(r.cross.syscalls), cpu_total_each_round: r.cross.cpu.map((c) => Math.round(Object.values(c).reduce((a, b) => a + b, 0))), ...(r.cross.nats.length > 0 && { nats_per_call: medians(r.cross.nats, false) }) }
       for (const via of ['own', 'other'] as const) {
-        if (r[via].cpu.length > 0) line[`http_${via}`] = { per_second: median(r[via].per_second), cpu_us_per_request: medians(r[via].cpu), of_which_system_us: medians(r[via].sys), syscalls_per_request: medians(r[via].syscalls), cpu_total_each_round: r[via].cpu.map((c) => Math.round(Object.values(c).reduce((a, b) => a + b, 0))) }
+        if (r[via].cpu.length > 0) line[`http_${via}`] = { per_second: median(r[via].per_second), cpu_us_per_request: medians(r[via].cpu), of_which_system_us: medians(r[via].sys), syscalls_per_request: medians(r[via].syscalls), cpu_total_each_round: r[via].cpu.map((c) => Math.round(Object.values(c).reduce((a, b) => a + b, 0))), ...(r[via].nats.length > 0 && { nats_per_request: medians(r[via].nats, false) }) }
       }
       if (r.own.cpu.length > 0 && r.other.cpu.length > 0) line.http_other_over_own = Math.round((medians(r.other.cpu).total! / medians(r.own.cpu).total!) * 100) / 100
       console.log(JSON.stringify(line))

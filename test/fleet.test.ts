@@ -161,6 +161,77 @@ describe('a fleet of three engines on NATS', () => {
     assert.ok(handler!.parent_span_id !== null && ids.has(handler!.parent_span_id), 'the handler span hangs under the request\'s spans')
   })
 
+  it('answers at once, not at default_timeout, when a handler on another engine returns no result; a handler this engine also serves still streams', async () => {
+    // A handler on bravo only: through alpha's listener it has no response channel to stream on
+    // (a channel's ends open on the engine that created it), so no result is a bad response now.
+    const b = client(1, 'quiet')
+    b.registerFunction('quiet::nothing', () => null)
+    b.registerTrigger({ type: 'http', function_id: 'quiet::nothing', config: { api_path: 'fleet-nothing', http_method: 'POST' } })
+    b.registerFunction('quiet::echo', (req: { body: unknown }) => ({ status_code: 200, body: { got: req.body } }))
+    b.registerTrigger({ type: 'http', function_id: 'quiet::echo', config: { api_path: 'fleet-echo', http_method: 'POST' } })
+    await waitFor(async () => (await fetch(`${engines[0]!.httpUrl}/fleet-echo`, { method: 'POST', body: '{}', headers: { 'content-type': 'application/json' } })).status === 200, 'alpha serves bravo\'s route', 10_000)
+    const echoed = await fetch(`${engines[0]!.httpUrl}/fleet-echo`, { method: 'POST', body: JSON.stringify({ n: 1 }), headers: { 'content-type': 'application/json' } })
+    assert.deepEqual(await echoed.json(), { got: { n: 1 } })
+    const nothing = await fetch(`${engines[0]!.httpUrl}/fleet-nothing`, { method: 'POST', body: '{}', headers: { 'content-type': 'application/json' } })
+    assert.equal(nothing.status, 500)
+    const envelope = (await nothing.json()) as { error: { code: string; message: string } }
+    assert.equal(envelope.error.code, 'invalid_response')
+    assert.match(envelope.error.message, /another engine of the fleet/)
+    // Replicas on alpha and bravo: alpha's own serves, with its channels, and streams.
+    for (const i of [0, 1]) {
+      // Over real sockets: a channel end opens its own WebSocket to the worker's engine.
+      const w = registerWorker(engines[i]!.url, { workerName: `streamer-${i}` })
+      clients.push(w)
+      w.registerFunction('stream::out', async (req: { response: { sendMessage(text: string): void; write(chunk: string): Promise<void>; close(): Promise<void> } }) => {
+        req.response.sendMessage(JSON.stringify({ type: 'set_status', status_code: 201 }))
+        await req.response.write(`streamed by ${i}`)
+        await req.response.close()
+        return null
+      })
+      w.registerTrigger({ type: 'http', function_id: 'stream::out', config: { api_path: 'fleet-stream', http_method: 'GET' } })
+    }
+    await listed(0, 'stream::out', 2)
+    const streamed = await fetch(`${engines[0]!.httpUrl}/fleet-stream`)
+    assert.equal(streamed.status, 201, await streamed.clone().text())
+    assert.equal(await streamed.text(), 'streamed by 0')
+  })
+
+  it('answers a request through another engine\'s listener as the handler\'s own engine does, whatever the handler returns (fast-check)', async () => {
+    // The handler on bravo returns what the request's body names: any JSON, response object or not.
+    const b = client(1, 'mirror')
+    b.registerFunction('mirror::any', (req: { body: { value: unknown } }) => req.body.value)
+    b.registerTrigger({ type: 'http', function_id: 'mirror::any', config: { api_path: 'fleet-mirror', http_method: 'POST' } })
+    const post = (i: number, value: unknown) => fetch(`${engines[i]!.httpUrl}/fleet-mirror`, { method: 'POST', body: JSON.stringify({ value }), headers: { 'content-type': 'application/json' } })
+    await waitFor(async () => (await post(0, { status_code: 204 })).status === 204, 'alpha serves bravo\'s route', 10_000)
+    /** Status and body, without the ids that differ per answer (error id, trace id). */
+    const seen = async (response: Response) => {
+      const text = await response.text()
+      let body: unknown = text
+      try {
+        body = JSON.parse(text)
+      } catch {
+        /* not JSON: compared as text */
+      }
+      const error = (body as { error?: Record<string, unknown> } | null)?.error
+      if (typeof error === 'object' && error !== null) {
+        delete error.error_id
+        delete error.trace_id
+      }
+      return { status: response.status, type: response.headers.get('content-type'), body }
+    }
+    // 1xx left out: either listener writes one as a final answer, which HTTP clients refuse (reported).
+    const statusCode = fc.oneof(fc.integer({ min: 200, max: 599 }), fc.integer(), fc.constantFrom(0, 99, 600, 1e9, -1, 1.5), fc.string({ maxLength: 4 }))
+    const descriptor = fc.record({ status_code: statusCode, headers: fc.oneof(fc.dictionary(fc.constantFrom('x-a', 'content-type', 'set-cookie', 'x-\u00e9', 'bad header'), fc.oneof(fc.string({ maxLength: 8 }), fc.array(fc.string({ maxLength: 8 }), { maxLength: 2 }))), fc.jsonValue({ maxDepth: 1 })), body: fc.jsonValue({ maxDepth: 3 }) }, { requiredKeys: [] })
+    await fc.assert(
+      fc.asyncProperty(fc.oneof(descriptor, fc.jsonValue({ maxDepth: 3 }).filter((v) => v !== null)), async (value) => {
+        assert.deepEqual(await seen(await post(0, value)), await seen(await post(1, value)))
+      }),
+      { numRuns: 40 },
+    )
+    // No result: the own engine would wait for the response channel; through alpha there is none.
+    assert.equal((await post(0, null)).status, 500)
+  })
+
   it('keeps serving a route replicated on two other engines when one of its workers goes', async () => {
     const workers = [1, 2].map((i) => {
       const w = client(i, `catalog-${i}`)

@@ -13,6 +13,8 @@ export interface NatsServer {
   child: ChildProcess
   /** `nats://127.0.0.1:<port>` */
   url: string
+  /** `http://127.0.0.1:<port>` of the monitoring endpoint (`/varz`), when started with `monitor`. */
+  monitorUrl?: string
   /** Stops the server and removes its directory. */
   stop: () => Promise<void>
 }
@@ -31,11 +33,17 @@ export function natsServerPath(): string {
   throw new Error('nats-server is not on PATH; the Moleculer and NATS rows need it: apt-get install -y nats-server')
 }
 
-/** Starts nats-server and resolves once it accepts connections; `onSpawn` sees the child first. */
-export async function startNatsServer(onSpawn: (child: ChildProcess) => void = () => {}): Promise<NatsServer> {
+/**
+ * Starts nats-server and resolves once it accepts connections; `onSpawn` sees the child first.
+ * `monitor`: also serve the monitoring endpoint (`/varz`: messages and bytes in and out) on a free
+ * port, for counting NATS messages per operation.
+ */
+export async function startNatsServer(onSpawn: (child: ChildProcess) => void = () => {}, monitor = false): Promise<NatsServer> {
   const dir = await mkdtemp(join(tmpdir(), 'svc-bench-nats-'))
-  // -p -1: a free port chosen by the server, so two runs never collide; no monitoring or JetStream.
-  const child = spawn(natsServerPath(), ['-a', '127.0.0.1', '-p', '-1', '--ports_file_dir', dir], { stdio: ['ignore', 'ignore', 'pipe'] })
+  // -p -1: a free port chosen by the server, so two runs never collide; no JetStream, monitoring on request.
+  const args = ['-a', '127.0.0.1', '-p', '-1', '--ports_file_dir', dir]
+  if (monitor) args.push('-m', '-1')
+  const child = spawn(natsServerPath(), args, { stdio: ['ignore', 'ignore', 'pipe'] })
   onSpawn(child)
   let log = ''
   child.stderr!.on('data', (chunk: Buffer) => (log += chunk))
@@ -59,8 +67,11 @@ export async function startNatsServer(onSpawn: (child: ChildProcess) => void = (
     const file = (await readdir(dir)).find((name) => name.endsWith('.ports'))
     if (file) {
       try {
-        const ports = JSON.parse(await readFile(join(dir, file), 'utf8')) as { nats: string[] }
-        return { child, url: ports.nats[0]!, stop }
+        const ports = JSON.parse(await readFile(join(dir, file), 'utf8')) as { nats: string[]; monitoring?: string[] }
+        if (monitor && ports.monitoring?.[0] === undefined) throw new Error('monitoring port not written yet')
+        const server: NatsServer = { child, url: ports.nats[0]!, stop }
+        if (ports.monitoring?.[0] !== undefined) server.monitorUrl = ports.monitoring[0]
+        return server
       } catch {
         /* read while being written */
       }

@@ -30,6 +30,7 @@ export interface LocalRegistrations {
   unregisterLocalTriggerType(peer: Peer, id: string): void
   reportLocalTriggerResult(peer: Peer, triggerId: string, error?: { code: string; message: string }): void
   hasFunction(namespace: string, id: string): boolean
+  servedElsewhere(namespace: string, id: string): boolean
   registerLocalTrigger(peer: Peer, binding: LocalTriggerRegistration): void
   unregisterLocalTrigger(peer: Peer, id: string): void
 }
@@ -92,6 +93,10 @@ export class BuiltinPeer implements Peer, LocalWorker {
 
   hasFunction(id: string, namespace = 'default'): boolean {
     return this.host.registrations.hasFunction(namespace, id)
+  }
+
+  servedElsewhere(id: string, namespace = 'default'): boolean {
+    return this.host.registrations.servedElsewhere(namespace, id)
   }
 
   invoke(request: LocalInvokeRequest): Promise<unknown> {

@@ -380,6 +380,21 @@ export class Registrations implements LocalRegistrations {
     return this.host.functions.resolve(namespace, id) !== undefined
   }
 
+  /** See `LocalWorker.servedElsewhere`: resolves, with no live replica of this engine's own. */
+  servedElsewhere(namespace: string, id: string): boolean {
+    const entry = this.host.functions.resolve(namespace, id)
+    if (entry === undefined) return false
+    const replicas = entry.replicas
+    let remote = false
+    for (let i = 0; i < replicas.length; i++) {
+      const replica = replicas[i]!
+      if (!replica.peer.alive) continue
+      if (replica.callee.remote !== true) return false
+      remote = true
+    }
+    return remote
+  }
+
   registerLocalTrigger(peer: Peer, binding: LocalTriggerRegistration): void {
     const input: BindingInput = {
       id: binding.id,

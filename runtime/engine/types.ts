@@ -129,6 +129,14 @@ export interface LocalWorker {
    */
   hasFunction(id: string, namespace?: string): boolean
   /**
+   * Whether an invocation of `id` made now would be served by another engine of the fleet
+   * (issue 19): it resolves, and no live replica is this engine's own, so replica selection can
+   * only pick one on another engine (protocol.md §6.1, local replicas first). False outside a
+   * fleet, for a function this engine serves itself, and for one that does not resolve. svc-http
+   * gives such a handler no channels: their ends could only be opened on this engine.
+   */
+  servedElsewhere(id: string, namespace?: string): boolean
+  /**
    * Invokes a function by id. Resolves with its result (undefined when none); rejects with an
    * `SvcError` carrying the wire code (`function_not_found`, `TIMEOUT`, `invocation_stopped`,
    * the handler's own code, …). A `void` action resolves at once with undefined.

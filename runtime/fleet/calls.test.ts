@@ -30,6 +30,20 @@ describe('fleet call framing', () => {
     )
   })
 
+  it('eachFrame gives back every frame of a message that is not all valid UTF-8 (fast-check: stray bytes, cut sequences, lone surrogates), each frame\'s bytes as sent', () => {
+    // Frames of any bytes but the separator, and text with characters of every width.
+    const bytes = fc.uint8Array({ maxLength: 64 }).map((b) => Buffer.from(b.filter((x) => x !== 0x1e)))
+    const text = fc.string({ unit: 'binary', maxLength: 32 }).map((t) => Buffer.from(t.replaceAll('\x1e', ''), 'utf8'))
+    const cut = fc.constantFrom(Buffer.from([0xe2, 0x82]), Buffer.from([0xed, 0xa0, 0x80]), Buffer.from([0xff]), Buffer.from([0xc0, 0xaf]), Buffer.from([0xf4, 0x90, 0x80, 0x80]))
+    fc.assert(
+      fc.property(fc.array(fc.oneof(bytes, text, cut), { minLength: 1, maxLength: 20 }), (list) => {
+        const seen: Buffer[] = []
+        eachFrame(Buffer.concat(list.flatMap((f, i) => (i === 0 ? [f] : [Buffer.from([0x1e]), f]))), (frame) => seen.push(typeof frame === 'string' ? Buffer.from(frame, 'utf8') : Buffer.from(frame)))
+        assert.deepEqual(seen.map((b) => b.toString('hex')), list.map((b) => b.toString('hex')))
+      }),
+    )
+  })
+
   it('a Batcher publishes the frames of one turn per subject, in order, each message within max_payload, whichever callbacks of the turn added them', async () => {
     await fc.assert(
       // callbacks: how many I/O callbacks of one turn the frames are spread over (HTTP requests on

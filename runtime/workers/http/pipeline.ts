@@ -7,7 +7,8 @@
  * invocations. Each handler gets two channels (§3.4, §3.7): `request_body`, which carries the raw
  * request bytes, and `response`, from which a handler that returns no result streams its
  * response. Their mechanics are in ./streaming.ts; which answer wins is
- * {@link RequestPipeline}'s `runHandler`.
+ * {@link RequestPipeline}'s `runHandler`. A buffered route's handler that only another engine of a
+ * fleet serves (issue 19) gets neither: its worker could not open them there.
  */
 import { createServer, STATUS_CODES, type IncomingMessage, type Server, type ServerOptions, type ServerResponse } from 'node:http'
 import type { Duplex } from 'node:stream'
@@ -439,6 +440,10 @@ export class RequestPipeline {
    * headers with an empty body when it closes normally, 502 `CHANNEL_CLOSED` when it fails; a
    * writer that never ends before `default_timeout` gives 504 `TIMEOUT`.
    *
+   * A buffered route whose handler only another engine of the fleet serves gets no channels (their
+   * ends open only on this engine) and no `request_body`/`response` refs: its result is the
+   * response, and no result is answered at once with 500 `INVALID_RESPONSE`.
+   *
    * @param raw the body already read (a buffered route), or null to stream it from the request
    */
   private async runHandler(x: Exchange, request: HttpRequest, raw: Buffer | null): Promise<void> {
@@ -446,6 +451,14 @@ export class RequestPipeline {
     const b = x.binding
     const remaining = x.deadline - this.clock.now()
     if (remaining <= 0) throw BUDGET_EXCEEDED
+    if (raw !== null && this.context.worker.servedElsewhere(b.functionId, b.namespace)) {
+      // Served by another engine of the fleet (issue 19): no channels, since a channel's ends open
+      // on the engine that created it and the handler's worker is connected to another. The body
+      // already read travels in `body`, the response as the result; nothing is left to stream.
+      this.invokeHandler(x, { ...request }, remaining)
+      await x.whenDone()
+      return
+    }
     const channels = this.context.worker.channels
     const pair = createChannels(channels)
     if (!Array.isArray(pair)) {
@@ -465,6 +478,13 @@ export class RequestPipeline {
     })
     x.stream.attached(channels.attachReader(response.reader, x.stream))
     const payload: HandlerRequest = { ...request, request_body: body.reader, response: response.writer }
+    this.invokeHandler(x, payload, remaining)
+    await x.whenDone()
+  }
+
+  /** Invokes the route's handler with `payload` within `timeoutMs`; its outcome settles the exchange. */
+  private invokeHandler(x: Exchange, payload: HttpRequest, timeoutMs: number): void {
+    const b = x.binding
     x.gone = new AbortController()
     this.context.worker.invoke({
       signal: x.gone.signal,
@@ -472,14 +492,13 @@ export class RequestPipeline {
       data: payload,
       namespace: b.namespace,
       metadata: b.metadata,
-      timeoutMs: remaining,
+      timeoutMs,
       traceparent: x.traceparent,
       baggage: firstHeader(x.req.headers.baggage),
     }).then(
       (result) => this.guard(x, () => this.handlerReturned(x, result)),
-      (err) => this.guard(x, () => this.handlerFailed(x, err, remaining)),
+      (err) => this.guard(x, () => this.handlerFailed(x, err, timeoutMs)),
     )
-    await x.whenDone()
   }
 
   /** Runs a step of an exchange outside the request pipeline: a failure is answered, never thrown. */
@@ -494,6 +513,13 @@ export class RequestPipeline {
   private handlerReturned(x: Exchange, result: unknown): void {
     if (result === undefined || result === null) {
       x.outcome = 'none'
+      if (x.stream === null) {
+        // A handler on another engine of the fleet had no response channel to stream on.
+        x.outcome = 'settled'
+        const message = `the handler returned no result, expected a response object: ${x.binding.functionId} runs on another engine of the fleet, where this request has no response channel to stream on`
+        this.answerError(x, httpStatusOf(Codes.InvalidResponse), Codes.InvalidResponse, message)
+        return
+      }
       this.settleFromStream(x)
       return
     }

@@ -108,7 +108,8 @@ const STRING_OR_STRINGS = { oneOf: [{ type: 'string' }, { type: 'array', items: 
 /** The request object an `http` trigger delivers to its function (builtins.md §3.4). */
 const HTTP_REQUEST_FORMAT = {
   type: 'object',
-  required: ['method', 'path', 'route', 'path_params', 'query_params', 'headers', 'body', 'trigger', 'request_body', 'response'],
+  // request_body and response: absent when the handler runs on another engine of a fleet (issue 19).
+  required: ['method', 'path', 'route', 'path_params', 'query_params', 'headers', 'body', 'trigger'],
   properties: {
     method: { type: 'string', description: 'request method, upper case' },
     path: { type: 'string', description: 'the concrete request path, without the query string' },
@@ -122,8 +123,8 @@ const HTTP_REQUEST_FORMAT = {
       required: ['type', 'path', 'method'],
       properties: { type: { const: 'http' }, path: { type: 'string', description: 'the route' }, method: { type: 'string' } },
     },
-    request_body: { ...CHANNEL_REF, description: 'channel from which the raw request bytes can be read' },
-    response: { ...CHANNEL_REF, description: 'channel for a streamed response (§3.7)' },
+    request_body: { ...CHANNEL_REF, description: 'channel from which the raw request bytes can be read; absent when the handler runs on another engine of the fleet than the listener that took the request (a route without stream_request_body)' },
+    response: { ...CHANNEL_REF, description: 'channel for a streamed response (§3.7); absent, like request_body, on another engine of the fleet: the result is then the response' },
   },
 } satisfies FormatSchema
 
