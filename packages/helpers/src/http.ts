@@ -73,7 +73,7 @@ class ChannelResponse implements StreamResponse {
 
   status(code: number): StreamResponse {
     this.#beforeBody('status()')
-    if (!Number.isInteger(code) || code < 100 || code > 599) throw new RangeError(`HTTP status must be an integer 100–599, got ${String(code)}`)
+    if (!Number.isInteger(code) || code < 200 || code > 599) throw new RangeError(`HTTP status must be an integer 200–599 (1xx statuses are interim, never an answer), got ${String(code)}`)
     this.#channel.sendMessage(JSON.stringify({ type: 'set_status', status_code: code }))
     return this
   }

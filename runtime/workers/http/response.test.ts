@@ -15,14 +15,17 @@ function invalid(result: object): string {
 }
 
 describe('mapResponse (builtins.md §3.6)', () => {
-  it('defaults the status to 200 and accepts 100–599', () => {
+  it('defaults the status to 200 and accepts 200–599', () => {
     assert.equal(ok({}).status, 200)
     assert.equal(ok({ status_code: 201 }).status, 201)
     assert.equal(ok({ status_code: 599 }).status, 599)
   })
 
-  it('refuses status codes that are not integers from 100 to 599, and arrays', () => {
-    assert.match(invalid({ status_code: 600 }), /status_code must be an integer from 100 to 599, got 600/)
+  it('refuses status codes that are not integers from 200 to 599 (1xx is interim: a client would wait for the real answer), and arrays', () => {
+    assert.match(invalid({ status_code: 600 }), /status_code must be an integer from 200 to 599, got 600/)
+    assert.match(invalid({ status_code: 100 }), /got 100/)
+    assert.match(invalid({ status_code: 101 }), /got 101/)
+    assert.match(invalid({ status_code: 199 }), /got 199/)
     assert.match(invalid({ status_code: 99 }), /got 99/)
     assert.match(invalid({ status_code: 200.5 }), /got 200.5/)
     assert.match(invalid({ status_code: '200' }), /got "200"/)

@@ -97,8 +97,9 @@ function findContentType(headers: string[]): string | undefined {
  * `content-type: application/json; charset=utf-8` unless the handler set one.
  *
  * @returns the response, or `{invalid}` when `result` is not an object (a string, number, boolean
- *   or array) or `status_code` is not an integer from 100 to 599. `undefined`/`null` results are the
- *   caller's business (streamed responses, §3.7).
+ *   or array) or `status_code` is not an integer from 200 to 599 (a 1xx status is interim: written as
+ *   the answer, the client would wait for a final one; docs/decisions.md). `undefined`/`null`
+ *   results are the caller's business (streamed responses, §3.7).
  */
 export function mapResponse(result: object): PreparedResponse | InvalidResponse {
   if (Array.isArray(result)) return { invalid: 'the handler returned an array, expected a response object' }
@@ -106,8 +107,8 @@ export function mapResponse(result: object): PreparedResponse | InvalidResponse 
   let status = 200
   const code = descriptor.status_code
   if (code !== undefined && code !== null) {
-    if (typeof code !== 'number' || !Number.isInteger(code) || code < 100 || code > 599) {
-      return { invalid: `status_code must be an integer from 100 to 599, got ${JSON.stringify(code) ?? kindOf(code)}` }
+    if (typeof code !== 'number' || !Number.isInteger(code) || code < 200 || code > 599) {
+      return { invalid: `status_code must be an integer from 200 to 599, got ${JSON.stringify(code) ?? kindOf(code)}` }
     }
     status = code
   }

@@ -37,7 +37,7 @@ export interface IgnoredItem {
 
 /**
  * Reads one text item of a response channel (builtins.md §3.7): `{"type":"set_status",
- * "status_code":201}` (an integer 100–599) or `{"type":"set_headers","headers":{"k":"v"}}`
+ * "status_code":201}` (an integer 200–599) or `{"type":"set_headers","headers":{"k":"v"}}`
  * (values as in §3.6: strings, numbers, arrays of them; or an array of `"Name: value"` lines).
  * Anything else is an {@link IgnoredItem} naming the problem; never throws.
  *
@@ -55,8 +55,8 @@ export function parseControlItem(text: string): ControlItem | IgnoredItem {
   const item = value as { type?: unknown; status_code?: unknown; headers?: unknown }
   if (item.type === 'set_status') {
     const code = item.status_code
-    if (typeof code !== 'number' || !Number.isInteger(code) || code < 100 || code > 599) {
-      return { ignored: 'set_status needs status_code, an integer from 100 to 599' }
+    if (typeof code !== 'number' || !Number.isInteger(code) || code < 200 || code > 599) {
+      return { ignored: 'set_status needs status_code, an integer from 200 to 599' }
     }
     return { type: 'set_status', status: code }
   }
