@@ -17,7 +17,7 @@
 import { spawn, type ChildProcess } from 'node:child_process'
 import { readFileSync } from 'node:fs'
 import { mkdtemp, rm, writeFile } from 'node:fs/promises'
-import { tmpdir } from 'node:os'
+import { loadavg, tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { performance } from 'node:perf_hooks'
 import { createInterface } from 'node:readline'
@@ -45,6 +45,8 @@ export interface QueueRow {
    * worker or BullMQ process), redis-server. On a machine whose cores are busy the sum bounds the rate.
    */
   cpu_us?: { engine?: number; client: number; redis?: number }
+  /** The machine's 1-minute load average when the row ended (`os.loadavg()[0]`): other work beside the run. */
+  load?: number
 }
 
 /** User + system CPU time of a live process, ms; NaN where /proc is missing. */
@@ -76,6 +78,7 @@ async function measured(args: string[], engine: ChildProcess | undefined, redis:
   if (e !== undefined) cpu.engine = e
   if (r !== undefined) cpu.redis = r
   row.cpu_us = cpu
+  row.load = Number(loadavg()[0]!.toFixed(2))
   for await (const _ of load.lines) {
     // drain until the load process has shut down
   }

@@ -99,6 +99,66 @@ for (const [mode, QUEUE_YAML] of MODES) describe(`queue durability (${mode})`, (
     assert.equal(await engine.stop(), 0)
   })
 
+  it('loses no answered enqueue and repeats no attempt number across kill -9 under load (enqueues and deliveries in flight)', async () => {
+    const dir = await tempProject(QUEUE_YAML)
+    try {
+      let engine = await startEngineProcess(dir)
+      let w = await RawWorker.connect(engine.engineUrl)
+      const seen: Delivery[] = []
+      w.serve('job::run', (data, frame) => {
+        seen.push(delivery(data, frame))
+        // Answer a turn later, so that several attempts are in flight when the engine dies.
+        return new Promise((resolve) => setImmediate(() => resolve({ ok: true })))
+      })
+      // A producer with 16 enqueues awaiting their receipt at a time, until the engine dies.
+      const receipts = new Map<number, string>()
+      let killed = false
+      let next = 0
+      const lane = async () => {
+        while (!killed && next < 5_000) {
+          const n = next++
+          let answer
+          try {
+            answer = await w.call('job::run', { n }, { action: { type: 'enqueue', queue: 'jobs' } })
+          } catch {
+            return // the engine died with this enqueue unanswered: it may or may not be stored
+          }
+          if (answer.error === undefined) receipts.set(n, answer.result.messageReceiptId)
+        }
+      }
+      const producing = Promise.all(Array.from({ length: 16 }, lane))
+      await waitFor(() => seen.length >= 150 && receipts.size > seen.length, 'deliveries running while enqueues are answered', 20_000)
+      killed = true
+      await engine.kill9()
+      await w.close().catch(() => {})
+      await producing
+      const beforeKill = seen.length
+
+      engine = await startEngineProcess(dir)
+      w = await RawWorker.connect(engine.engineUrl)
+      w.serve('job::run', (data, frame) => void seen.push(delivery(data, frame)))
+      const answered = new Set(receipts.values())
+      await waitFor(() => {
+        const delivered = new Set(seen.map((d) => d.id))
+        return [...answered].every((id) => delivered.has(id))
+      }, 'every answered enqueue delivered', 60_000)
+      await waitFor(async () => {
+        const s = await stats(w)
+        return s.depth === 0 && s.in_flight === 0
+      }, 'the queue drained', 20_000)
+      assert.equal((await stats(w)).dlq_depth, 0)
+      assert.ok(seen.slice(0, beforeKill).every((d) => d.attempt === '1'), 'no attempt failed before the kill')
+      // Attempt counts kept: an attempt stored before the kill is never numbered again after it.
+      const attempts = new Map<string, string[]>()
+      for (const d of seen) attempts.set(d.id, [...(attempts.get(d.id) ?? []), d.attempt])
+      for (const [id, list] of attempts) assert.equal(new Set(list).size, list.length, `message ${id} got attempts ${list.join(', ')}`)
+      await w.close()
+      assert.equal(await engine.stop(), 0)
+    } finally {
+      await rm(dir, { recursive: true, force: true })
+    }
+  })
+
   it('keeps enqueued messages across kill -9 before any delivery (nothing lost)', async () => {
     const dir = await tempProject(QUEUE_YAML)
     try {

@@ -43,6 +43,14 @@ export interface JournalChanges {
   messages: Map<string, IndexedMessage | null>
   idempotency: Array<{ queue: string; key: string; id: string; expires_at: number }>
   subscribers: Map<string, SubscriberRecord | null>
+  /**
+   * True when the turn holds a change whose answer promises durability (builtins.md §7.8: an
+   * enqueue or durable publish before its receipt; also redrive, discard, subscriber records):
+   * the journal must make it survive a power loss before the promises resolve. False when the
+   * turn only holds the delivery chain's bookkeeping (reserve, ack, release, dead-letter after an
+   * attempt, recover), which answers no caller and must only survive a crash of the process.
+   */
+  durable: boolean
 }
 
 interface HeapEntry {
@@ -172,8 +180,13 @@ export class IndexedQueueBackend implements QueueBackend {
 
   private changes(): JournalChanges {
     if (this.closed) throw new Error('the queue store is closed')
-    if (!this.pending) this.pending = { messages: new Map(), idempotency: [], subscribers: new Map() }
+    if (!this.pending) this.pending = { messages: new Map(), idempotency: [], subscribers: new Map(), durable: false }
     return this.pending
+  }
+
+  /** Marks the open batch as answering a caller that is promised durability ({@link JournalChanges.durable}). */
+  private durably(): void {
+    if (this.pending) this.pending.durable = true
   }
 
   private touch(message: IndexedMessage, deleted = false): void {
@@ -320,6 +333,7 @@ export class IndexedQueueBackend implements QueueBackend {
     } catch (error) {
       return Promise.reject(error)
     }
+    this.durably()
     return this.committed().then(() => outcomes)
   }
 
@@ -418,6 +432,7 @@ export class IndexedQueueBackend implements QueueBackend {
       this.kill(m, error, failedAt)
       count++
     }
+    this.durably()
     return this.committed().then(() => count)
   }
 
@@ -426,6 +441,7 @@ export class IndexedQueueBackend implements QueueBackend {
     if (!slot || slot.dead.size === 0) return Promise.resolve(0)
     const dead = [...slot.dead.values()]
     for (const message of dead) this.revive(slot, message, now)
+    this.durably()
     return this.committed().then(() => dead.length)
   }
 
@@ -445,6 +461,7 @@ export class IndexedQueueBackend implements QueueBackend {
     const message = slot?.dead.get(id)
     if (!slot || !message) return Promise.resolve(false)
     this.revive(slot, message, now)
+    this.durably()
     return this.committed().then(() => true)
   }
 
@@ -456,6 +473,7 @@ export class IndexedQueueBackend implements QueueBackend {
     this.messages.delete(id)
     this.touch(message, true)
     this.dropSlotIfEmpty(queue)
+    this.durably()
     return this.committed().then(() => true)
   }
 
@@ -546,12 +564,14 @@ export class IndexedQueueBackend implements QueueBackend {
   saveSubscriber(record: SubscriberRecord): Promise<void> {
     this.subscriberRecords.set(record.queue, { ...record })
     if (this.journal) this.changes().subscribers.set(record.queue, { ...record })
+    this.durably()
     return this.committed()
   }
 
   deleteSubscriber(queue: string): Promise<void> {
     if (!this.subscriberRecords.delete(queue)) return Promise.resolve()
     if (this.journal) this.changes().subscribers.set(queue, null)
+    this.durably()
     return this.committed()
   }
 

@@ -37,7 +37,7 @@ function queueAdapterSchema(): JsonSchema {
     enum: ['full', 'normal'],
     default: 'full',
     description:
-      'builtin: full waits for the disk at every commit (a stored message survives a power loss); normal, opt-in, skips that wait (survives an engine crash or kill, a power loss may lose the last commits)',
+      'builtin: full waits for the disk at every commit that answers a caller (an answered enqueue survives a power loss; attempt starts and acks survive an engine crash or kill); normal, opt-in, skips that wait for every commit (a power loss may lose the last commits)',
   }
   return entry as JsonSchema
 }

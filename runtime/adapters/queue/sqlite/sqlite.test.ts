@@ -6,8 +6,9 @@ import { DatabaseSync } from 'node:sqlite'
 import { after, describe, it } from 'node:test'
 import fc from 'fast-check'
 import { input, runQueueBackendConformance } from '../conformance.ts'
+import { IndexedQueueBackend } from '../indexed.ts'
 import type { QueueMessageInput } from '../types.ts'
-import { openSqliteQueue } from './sqlite.ts'
+import { openSqliteQueue, SqliteJournal } from './sqlite.ts'
 
 const root = mkdtempSync(join(tmpdir(), 'svc-queue-sqlite-'))
 after(() => rmSync(root, { recursive: true, force: true }))
@@ -63,6 +64,86 @@ describe('builtin (SQLite) queue backend', () => {
     assert.ok(!got.some((m) => m.id === later.id))
     assert.equal((await second.counts('q', T0 + 100)).delayed, 1)
     await second.close()
+  })
+})
+
+/**
+ * A journal that reads, inside each transaction right before its COMMIT, the connection's
+ * `PRAGMA synchronous` (1 NORMAL, 2 FULL): the level SQLite applies to that commit.
+ */
+class ProbeJournal extends SqliteJournal {
+  readonly levels: number[] = []
+  /** Called with the level of each commit as it happens. */
+  onCommit: (level: number) => void = () => {}
+  protected override beforeCommit(): void {
+    const level = Number((this.db.prepare('PRAGMA synchronous').get() as { synchronous: number }).synchronous)
+    this.levels.push(level)
+    this.onCommit(level)
+  }
+}
+const NORMAL = 1
+const FULL = 2
+
+describe('builtin (SQLite) queue backend: the synchronous level of each commit (builtins.md §7.8, §13.2)', () => {
+  const T0 = 1_700_000_000_000
+  const probed = (synchronous: 'FULL' | 'NORMAL') => {
+    const journal = new ProbeJournal(join(freshDir(), 'queue.db'), synchronous)
+    return { journal, backend: new IndexedQueueBackend('builtin', journal, T0) }
+  }
+  /** The levels of the commits `step` made. */
+  const levelsOf = async (journal: ProbeJournal, step: () => Promise<unknown>) => {
+    const from = journal.levels.length
+    await step()
+    return journal.levels.slice(from)
+  }
+
+  it('commits what answers a caller with FULL (fsync) and the delivery bookkeeping with NORMAL', async () => {
+    const { journal, backend } = probed('FULL')
+    try {
+      const a = input({ data: { n: 1 } })
+      const b = input({ data: { n: 2 } })
+      assert.deepEqual(await levelsOf(journal, () => backend.enqueue([a, b])), [FULL], 'an enqueue is durable before its receipt')
+      assert.deepEqual(await levelsOf(journal, () => backend.reserve('q', { now: T0, limit: 1 })), [NORMAL], "an attempt's start")
+      assert.deepEqual(await levelsOf(journal, () => backend.ack(a.id)), [NORMAL], 'an acknowledgement')
+      assert.deepEqual(await levelsOf(journal, () => backend.reserve('q', { now: T0, limit: 1 })), [NORMAL])
+      assert.deepEqual(await levelsOf(journal, () => backend.release(b.id, { ready_at: T0 })), [NORMAL], 'a retry')
+      await backend.reserve('q', { now: T0, limit: 1 })
+      assert.deepEqual(await levelsOf(journal, () => backend.deadLetter(b.id, { code: 'boom', message: 'x' }, T0)), [NORMAL], 'a dead letter after an attempt')
+      assert.deepEqual(await levelsOf(journal, () => backend.redriveMessage('q', b.id, T0)), [FULL], 'a redrive answers its caller')
+      await backend.reserve('q', { now: T0, limit: 1 })
+      await backend.deadLetter(b.id, { code: 'boom', message: 'x' }, T0)
+      assert.deepEqual(await levelsOf(journal, () => backend.redrive('q', T0)), [FULL])
+      await backend.reserve('q', { now: T0, limit: 1 })
+      await backend.deadLetter(b.id, { code: 'boom', message: 'x' }, T0)
+      assert.deepEqual(await levelsOf(journal, () => backend.discard('q', b.id)), [FULL], 'a discard answers its caller')
+      const record = { queue: 't::f', topic: 't', namespace: 'default', function_id: 'f' }
+      assert.deepEqual(await levelsOf(journal, () => backend.saveSubscriber(record)), [FULL])
+      assert.deepEqual(await levelsOf(journal, () => backend.deleteSubscriber('t::f')), [FULL])
+      // An enqueue and an acknowledgement in one turn share one commit, which is then FULL.
+      const c = input({ data: { n: 3 } })
+      await backend.enqueue([c])
+      await backend.reserve('q', { now: T0, limit: 1 })
+      const d = input({ data: { n: 4 } })
+      assert.deepEqual(await levelsOf(journal, () => Promise.all([backend.ack(c.id), backend.enqueue([d])])), [FULL])
+      await backend.reserve('q', { now: T0, limit: 1 })
+      assert.deepEqual(await levelsOf(journal, () => backend.recover(T0, () => 4)), [NORMAL], 'recovery at open')
+    } finally {
+      await backend.close()
+    }
+  })
+
+  it('commits everything with NORMAL under the opt-in synchronous: normal', async () => {
+    const { journal, backend } = probed('NORMAL')
+    try {
+      const a = input()
+      await backend.enqueue([a])
+      await backend.reserve('q', { now: T0, limit: 1 })
+      await backend.ack(a.id)
+      await backend.saveSubscriber({ queue: 't::f', topic: 't', namespace: 'default', function_id: 'f' })
+      assert.deepEqual(journal.levels, [NORMAL, NORMAL, NORMAL, NORMAL])
+    } finally {
+      await backend.close()
+    }
   })
 })
 
@@ -122,7 +203,33 @@ describe('builtin (SQLite) queue backend under hostile names and unawaited opera
     await fc.assert(
       fc.asyncProperty(fc.constantFrom('full' as const, 'normal' as const), fc.array(hostile, { minLength: 3, maxLength: 3 }), fc.array(hostile, { minLength: 4, maxLength: 4 }), fc.array(op, { minLength: 1, maxLength: 30 }), async (synchronous, queues, names, ops) => {
         const dataDir = freshDir()
-        const live = openSqliteQueue({ synchronous }, { dataDir }, T0)
+        // The level of every commit, read in the commit path: an operation that answers a caller
+        // with a durability promise resolves only after a FULL commit made since it was issued;
+        // a commit while no such operation waits is NORMAL (and every commit is with `normal`).
+        const journal = new ProbeJournal(join(dataDir, 'queue.db'), synchronous === 'full' ? 'FULL' : 'NORMAL')
+        const live = new IndexedQueueBackend('builtin', journal, T0)
+        let fullCommits = 0
+        let durableWaiting = 0
+        journal.onCommit = (level) => {
+          if (synchronous === 'normal' || durableWaiting === 0) assert.equal(level, NORMAL, 'a commit that answers no caller does not wait for the disk')
+          if (level === FULL) fullCommits++
+        }
+        /** `promise` of an operation promised durable: it resolves after a FULL commit when it `changed` something. */
+        const durable = <T,>(promise: Promise<T>, changed: (value: T) => boolean): Promise<T> => {
+          const before = fullCommits
+          durableWaiting++
+          return promise.then(
+            (value) => {
+              durableWaiting--
+              if (synchronous === 'full' && changed(value)) assert.ok(fullCommits > before, 'answered only after an fsynced commit')
+              return value
+            },
+            (error: unknown) => {
+              durableWaiting--
+              throw error
+            },
+          )
+        }
         const ids = new Set<string>()
         const inFlight: string[] = []
         let unawaited: Array<Promise<unknown>> = []
@@ -139,7 +246,7 @@ describe('builtin (SQLite) queue backend under hostile names and unawaited opera
                 if (o.idem !== undefined) fields.idempotency = { key: names[o.idem]!, expires_at: now + 100 }
                 if (o.dead) fields.dead = { code: 'no_subscribers', message: names[0]! }
                 ids.add(fields.id!)
-                unawaited.push(live.enqueue([input(fields)]))
+                unawaited.push(durable(live.enqueue([input(fields)]), (outcomes) => outcomes.some((o) => !o.duplicate)))
                 break
               }
               case 'reserve':
@@ -153,11 +260,11 @@ describe('builtin (SQLite) queue backend under hostile names and unawaited opera
               }
               case 'dlq': {
                 const dead = await live.deadLetters(queues[o.queue]!, 0, 1000)
-                unawaited.push(o.how === 'redrive' ? live.redrive(queues[o.queue]!, now) : live.discard(queues[o.queue]!, dead[0]?.id ?? names[3]!))
+                unawaited.push(o.how === 'redrive' ? durable(live.redrive(queues[o.queue]!, now), (count) => count > 0) : durable(live.discard(queues[o.queue]!, dead[0]?.id ?? names[3]!), (discarded) => discarded))
                 break
               }
               case 'subscriber':
-                unawaited.push(o.remove ? live.deleteSubscriber(queues[o.queue]!) : live.saveSubscriber({ queue: queues[o.queue]!, topic: names[0]!, namespace: names[1]!, function_id: names[2]! }))
+                unawaited.push(o.remove ? durable(live.deleteSubscriber(queues[o.queue]!), () => false) : durable(live.saveSubscriber({ queue: queues[o.queue]!, topic: names[0]!, namespace: names[1]!, function_id: names[2]! }), () => true))
                 break
               case 'await':
                 await Promise.all(unawaited)

@@ -1,12 +1,22 @@
 /**
  * The `builtin` queue backend: the in-process index (../indexed.ts) journaled to SQLite through
- * `node:sqlite` (builtins.md §13.2): `<dataDir>/queue.db` by default, WAL journal,
- * `synchronous=FULL` (a committed message survives a power loss). The changes of one event-loop
- * turn are written in one transaction, committed before any of their promises resolve, so a burst
- * of enqueues costs one fsync rather than one each.
+ * `node:sqlite` (builtins.md §13.2): `<dataDir>/queue.db` by default, WAL journal. The changes of
+ * one event-loop turn are written in one transaction, committed before any of their promises
+ * resolve, so a burst of enqueues costs one fsync rather than one each.
  *
- * `synchronous: normal` (opt-in) skips the wait for the disk. A writer thread for the commits was
- * tried (session s28, docs/benchmarks.md): it took the fsync wait off the engine thread but cost
+ * Per commit, by what it answers (`synchronous: full`, the default): a transaction holding an
+ * enqueue, a durable publish, a redrive, a discard or a subscriber record commits with
+ * `PRAGMA synchronous=FULL` (an fsync of the WAL: it survives a power loss, §7.8 "durably stored
+ * before its receipt id is returned"); one holding only the delivery chain's bookkeeping (an
+ * attempt's start, its ack, retry or dead-letter, recovery at open) commits with `NORMAL`: written
+ * to the WAL, no fsync — it survives a crash or `kill -9` of the engine (§7.8 on in-flight messages);
+ * a power loss can roll back only the newest of these (WAL frames are replayed as a checksummed
+ * prefix, and any later FULL commit's fsync makes every earlier frame durable), so a message is at
+ * worst delivered again or one attempt counted less, never lost. SQLite takes the level per
+ * connection at each commit; it may not change inside a transaction, so it is set before `BEGIN`.
+ *
+ * `synchronous: normal` (opt-in) commits everything with `NORMAL`. A writer thread for the commits
+ * was tried (session s28, docs/benchmarks.md): it took the fsync wait off the engine thread but cost
  * 25–50 µs of CPU per commit and 15 MiB of RSS, and did not raise the rate reliably.
  */
 import { mkdirSync } from 'node:fs'
@@ -21,11 +31,14 @@ export interface SqliteQueueConfig {
   /** Database file; relative paths resolve against the data directory. Default `<dataDir>/queue.db`. */
   path?: string
   /**
-   * `full` (default, builtins.md §13.2): every commit waits for the disk (fsync), so a stored
-   * message, an attempt count, an acknowledgement survive a power loss. `normal` (opt-in, relaxed):
-   * SQLite's `synchronous=NORMAL` in WAL mode, no wait for the disk: everything committed survives a crash or kill of the
-   * engine process (the operating system has it), but a power loss or OS crash may lose the last
-   * commits (acknowledged enqueues among them) until the next WAL checkpoint.
+   * `full` (default, builtins.md §13.2): every commit that answers a caller (enqueue, durable
+   * publish, redrive, discard) waits for the disk (fsync), so an answered message survives a power
+   * loss; the delivery bookkeeping (attempt starts, acks, retries) does not wait: it survives a
+   * crash or kill of the engine, and after a power loss a message may be delivered again or one
+   * attempt counted less. `normal` (opt-in, relaxed): SQLite's `synchronous=NORMAL` in WAL mode for
+   * every commit, no wait for the disk: everything committed survives a crash or kill of the engine
+   * process (the operating system has it), but a power loss or OS crash may lose the last commits
+   * (acknowledged enqueues among them) until the next WAL checkpoint.
    */
   synchronous?: 'full' | 'normal'
 }
@@ -108,13 +121,26 @@ interface Statements {
 
 /**
  * The journal of the `builtin` backend: one connection on the engine thread, one transaction per
- * turn's changes. `FULL` (default) waits for the disk at every commit; `NORMAL` (opt-in) does not.
+ * turn's changes. With `synchronous` `FULL` (default) a transaction whose changes are
+ * {@link JournalChanges.durable} waits for the disk and the others do not; with `NORMAL` (opt-in)
+ * none does.
  */
-class SqliteJournal implements QueueJournal {
-  private readonly db: DatabaseSync
+export class SqliteJournal implements QueueJournal {
+  protected readonly db: DatabaseSync
   private readonly s: Statements
+  /** False with the opt-in `NORMAL`: no commit waits for the disk. */
+  private readonly fsyncDurable: boolean
+  /** The connection's `PRAGMA synchronous` now (it is set only when a commit needs another). */
+  private level: 'FULL' | 'NORMAL'
 
+  /**
+   * Opens (creating if needed) the database file at `path` and its schema.
+   * @param synchronous `FULL`: commits answering a caller are fsynced, the others not; `NORMAL`: none are.
+   * @throws the SQLite error when the file cannot be opened or is not a database.
+   */
   constructor(path: string, synchronous: 'FULL' | 'NORMAL') {
+    this.fsyncDurable = synchronous === 'FULL'
+    this.level = synchronous
     mkdirSync(dirname(path), { recursive: true })
     this.db = new DatabaseSync(path)
     try {
@@ -142,6 +168,13 @@ class SqliteJournal implements QueueJournal {
 
   write(changes: JournalChanges): void {
     const s = this.s
+    const level = this.fsyncDurable && changes.durable ? 'FULL' : 'NORMAL'
+    if (level !== this.level) {
+      // exec, not a prepared statement: SQLite applies `PRAGMA synchronous = x` when it compiles
+      // it, so preparing both levels up front would leave the connection at the second one.
+      this.db.exec(level === 'FULL' ? 'PRAGMA synchronous = FULL' : 'PRAGMA synchronous = NORMAL')
+      this.level = level
+    }
     s.begin.run()
     try {
       for (const [id, message] of changes.messages) {
@@ -167,6 +200,7 @@ class SqliteJournal implements QueueJournal {
         if (record === null) s.subDelete.run(sqlText(queue))
         else s.subPut.run(sqlText(queue), JSON.stringify(record))
       }
+      this.beforeCommit()
       s.commit.run()
     } catch (error) {
       try {
@@ -177,6 +211,9 @@ class SqliteJournal implements QueueJournal {
       throw error
     }
   }
+
+  /** Runs inside each transaction right before `COMMIT` (nothing here; a test reads the connection's state). */
+  protected beforeCommit(): void {}
 
   close(): void {
     this.db.close()
@@ -229,8 +266,8 @@ function bodyOf(message: IndexedMessage): string {
 
 /**
  * Opens (creating if needed) `<dataDir>/queue.db` (or `config.path`) and loads it (builtins.md
- * §13.2, §7.8). `synchronous` `full` (default): each commit waits for the disk; `normal` (opt-in):
- * no wait (see {@link SqliteQueueConfig}).
+ * §13.2, §7.8). `synchronous` `full` (default): each commit answering a caller waits for the disk,
+ * the delivery bookkeeping does not; `normal` (opt-in): no commit waits (see {@link SqliteQueueConfig}).
  * An operation's promise rejects with the SQLite error when its transaction failed (disk full, the
  * file locked beyond the 5 s busy timeout); the index keeps the change.
  * @throws the SQLite error when the file cannot be opened or is not a database.
