@@ -288,6 +288,46 @@ describe('property: inbound baggage headers (fast-check)', () => {
   })
 })
 
+describe('property: a handler span\'s attributes (fast-check)', () => {
+  it('any mix of initial attribute, baggage entries and attributes the handler sets, span after span, is written in order: initial, baggage, own (each later key wins)', async () => {
+    const rec = recorder()
+    initOtel({ engineWsUrl: 'ws://127.0.0.1:1', connector: rec.connector, metricsEnabled: false, fetchInstrumentationEnabled: false })
+    try {
+      const key = fc.constantFrom('svc.function.id', 'tenant', 'k', 'constructor', 'a.b')
+      const spanInput = fc.record({
+        initial: fc.option(fc.tuple(fc.constantFrom('svc.function.id', 'tenant'), fc.constantFrom('a::b', 'c::d'))),
+        baggage: fc.uniqueArray(fc.tuple(key, fc.constantFrom('v1', 'v2')), { selector: ([k]) => k, maxLength: 4 }),
+        own: fc.array(fc.tuple(key, fc.oneof(fc.constantFrom('x', 'y'), fc.integer())), { maxLength: 4 }),
+      })
+      await fc.assert(
+        fc.asyncProperty(fc.array(spanInput, { minLength: 1, maxLength: 5 }), async (inputs) => {
+          rec.frames.length = 0
+          for (const { initial, baggage, own } of inputs) {
+            const header = baggage.map(([k, v]) => `${k}=${v}`).join(',')
+            const started = startHandlerSpan('execute a::b', initial ?? undefined, undefined, header === '' ? undefined : header)!
+            for (const [k, v] of own) started.span.setAttribute(k, v)
+            started.span.end()
+          }
+          await flushOtel()
+          const spans = rec.spans().map((x) => x.span)
+          assert.equal(spans.length, inputs.length)
+          inputs.forEach(({ initial, baggage, own }, i) => {
+            const ownMap = new Map(own)
+            const want = new Map<string, unknown>()
+            if (initial !== null && !baggage.some(([k]) => k === initial[0]) && !ownMap.has(initial[0])) want.set(initial[0], initial[1])
+            for (const [k, v] of baggage) if (!ownMap.has(k)) want.set(k, v)
+            for (const [k, v] of ownMap) want.set(k, v)
+            assert.deepEqual(spans[i]!.attributes.map((kv: any) => [kv.key, Object.values(kv.value)[0]]), [...want], JSON.stringify(inputs[i]))
+          })
+        }),
+        { numRuns: 200 },
+      )
+    } finally {
+      await shutdownOtel()
+    }
+  })
+})
+
 describe('property: a handler\'s context (fast-check)', () => {
   it('reads, sets and deletes values (the span, the baggage, any key) as the API context with the same span and baggage does', async () => {
     initOtel({ engineWsUrl: 'ws://127.0.0.1:1', connector: recorder().connector, metricsEnabled: false, fetchInstrumentationEnabled: false })

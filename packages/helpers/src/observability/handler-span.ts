@@ -170,6 +170,41 @@ interface ParsedBaggage {
   attributes: Array<[string, string]>
   /** The root context with this baggage: every handler with the header starts from it (contexts are immutable). */
   ctx: Context
+  /** The start attributes of the spans last started with this header ({@link startAttributes}). */
+  start?: StartAttributes
+}
+
+/**
+ * The attributes a handler span starts with, written once per baggage header and initial
+ * attribute: the initial one unless a baggage entry has its key, then the baggage entries.
+ */
+interface StartAttributes {
+  initialKey: string | undefined
+  initialJson: string
+  /** True when the initial attribute is written (no baggage entry has its key). */
+  hasInitial: boolean
+  /** Their OTLP/JSON `KeyValue`s, comma-separated, at most {@link LIMIT}. */
+  text: string
+  /** How many there are (may exceed {@link LIMIT}). */
+  count: number
+}
+
+/** The start attributes of the spans last started without baggage. */
+let startWithoutBaggage: StartAttributes | undefined
+
+function startAttributes(baggage: ParsedBaggage | undefined, initialKey: string | undefined, initialJson: string): StartAttributes {
+  const known = baggage === undefined ? startWithoutBaggage : baggage.start
+  if (known !== undefined && known.initialKey === initialKey && known.initialJson === initialJson) return known
+  const bag = baggage === undefined ? [] : baggage.attributes
+  let hasInitial = initialKey !== undefined
+  for (let i = 0; i < bag.length && hasInitial; i++) if (bag[i]![0] === initialKey) hasInitial = false
+  let text = hasInitial ? initialJson : ''
+  let n = hasInitial ? 1 : 0
+  for (let i = 0; i < bag.length && n < LIMIT; i++) text += n++ === 0 ? bag[i]![1] : ',' + bag[i]![1]
+  const start: StartAttributes = { initialKey, initialJson, hasInitial, text, count: bag.length + (hasInitial ? 1 : 0) }
+  if (baggage === undefined) startWithoutBaggage = start
+  else baggage.start = start
+  return start
 }
 
 // Made for the first baggage header: @opentelemetry/core loads then, not at import (issue 20).
@@ -351,9 +386,8 @@ export class HandlerSpan implements Span {
   readonly #start: number
   /** {@link nanos} of `#start`, written once (the start and the input payload event share it). */
   #startNanos: string | undefined
-  /** The initial attribute (`svc.function.id`) as a key and OTLP/JSON `KeyValue`. */
-  readonly #initialKey: string | undefined
-  readonly #initialJson: string
+  /** The initial attribute (`svc.function.id`) and the baggage entries, as written. */
+  readonly #startAttributes: StartAttributes
   readonly #baggage: ParsedBaggage | undefined
   #attributes: Record<string, AttributeValue> | undefined
   #attributeCount = 0
@@ -382,11 +416,9 @@ export class HandlerSpan implements Span {
     this.parentSpanId = parent?.spanId
     this.#parentIsRemote = parent?.isRemote === true
     this.traceparent = '00-' + this.traceId + '-' + this.spanId + '-01'
-    this.#initialKey = initial?.[0]
-    this.#initialJson = initial === undefined ? '' : initialJson(initial[0], initial[1])
     this.#baggage = baggage
-    let count = baggage?.attributes.length ?? 0
-    if (initial !== undefined && !baggage?.attributes.some(([k]) => k === initial[0])) count++
+    this.#startAttributes = startAttributes(baggage, initial?.[0], initial === undefined ? '' : initialJson(initial[0], initial[1]))
+    const count = this.#startAttributes.count
     this.#attributeCount = Math.min(count, LIMIT)
     this.#droppedAttributes = Math.max(0, count - LIMIT)
   }
@@ -534,7 +566,10 @@ export class HandlerSpan implements Span {
   }
 
   #hasStartKey(key: string): boolean {
-    return key === this.#initialKey || (this.#baggage !== undefined && this.#baggage.attributes.some(([k]) => k === key))
+    if (key === this.#startAttributes.initialKey) return true
+    const bag = this.#baggage?.attributes
+    if (bag !== undefined) for (let i = 0; i < bag.length; i++) if (bag[i]![0] === key) return true
+    return false
   }
 
   #pushEvent(text: string): void {
@@ -553,21 +588,23 @@ export class HandlerSpan implements Span {
     text += ',"name":' + nameJson(this.#name) + ',"kind":' + (this.#kind + 1)
     text += ',"startTimeUnixNano":"' + this.#startText() + '","endTimeUnixNano":"' + endNanos + '","attributes":['
     const own = this.#attributes
-    const bag = this.#baggage?.attributes
-    let n = 0
-    const initialKey = this.#initialKey
-    if (initialKey !== undefined && (own === undefined || !(initialKey in own)) && (bag === undefined || !bag.some(([k]) => k === initialKey))) {
-      text += this.#initialJson
-      n++
-    }
-    if (bag !== undefined) {
-      for (const [key, kv] of bag) {
-        if (n >= LIMIT) break
-        if (own !== undefined && key in own) continue
-        text += n++ === 0 ? kv : ',' + kv
+    const start = this.#startAttributes
+    if (own === undefined) text += start.text
+    else {
+      // The handler set attributes: its own win over the initial one and baggage entries of the same key.
+      const bag = this.#baggage?.attributes
+      let n = 0
+      if (start.hasInitial && !(start.initialKey! in own)) {
+        text += start.initialJson
+        n++
       }
-    }
-    if (own !== undefined) {
+      if (bag !== undefined) {
+        for (let i = 0; i < bag.length && n < LIMIT; i++) {
+          const [key, kv] = bag[i]!
+          if (key in own) continue
+          text += n++ === 0 ? kv : ',' + kv
+        }
+      }
       for (const key in own) {
         const kv = keyValueJson(key, own[key])
         if (kv !== '') text += n++ === 0 ? kv : ',' + kv
