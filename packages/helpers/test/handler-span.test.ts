@@ -6,7 +6,7 @@
  */
 import assert from 'node:assert/strict'
 import { after, before, beforeEach, describe, it } from 'node:test'
-import { context, propagation, ROOT_CONTEXT, SpanKind, SpanStatusCode, trace } from '@opentelemetry/api'
+import { type Context, context, createContextKey, propagation, ROOT_CONTEXT, SpanKind, SpanStatusCode, trace } from '@opentelemetry/api'
 import { JsonTraceSerializer } from '@opentelemetry/otlp-transformer'
 import { resourceFromAttributes } from '@opentelemetry/resources'
 import { InMemorySpanExporter, SimpleSpanProcessor, TracerProvider } from '@opentelemetry/sdk-trace'
@@ -281,6 +281,85 @@ describe('property: inbound baggage headers (fast-check)', () => {
           }
         }),
         { numRuns: 200 },
+      )
+    } finally {
+      await shutdownOtel()
+    }
+  })
+})
+
+describe('property: a handler span\'s attributes (fast-check)', () => {
+  it('any mix of initial attribute, baggage entries and attributes the handler sets, span after span, is written in order: initial, baggage, own (each later key wins)', async () => {
+    const rec = recorder()
+    initOtel({ engineWsUrl: 'ws://127.0.0.1:1', connector: rec.connector, metricsEnabled: false, fetchInstrumentationEnabled: false })
+    try {
+      const key = fc.constantFrom('svc.function.id', 'tenant', 'k', 'constructor', 'a.b')
+      const spanInput = fc.record({
+        initial: fc.option(fc.tuple(fc.constantFrom('svc.function.id', 'tenant'), fc.constantFrom('a::b', 'c::d'))),
+        baggage: fc.uniqueArray(fc.tuple(key, fc.constantFrom('v1', 'v2')), { selector: ([k]) => k, maxLength: 4 }),
+        own: fc.array(fc.tuple(key, fc.oneof(fc.constantFrom('x', 'y'), fc.integer())), { maxLength: 4 }),
+      })
+      await fc.assert(
+        fc.asyncProperty(fc.array(spanInput, { minLength: 1, maxLength: 5 }), async (inputs) => {
+          rec.frames.length = 0
+          for (const { initial, baggage, own } of inputs) {
+            const header = baggage.map(([k, v]) => `${k}=${v}`).join(',')
+            const started = startHandlerSpan('execute a::b', initial ?? undefined, undefined, header === '' ? undefined : header)!
+            for (const [k, v] of own) started.span.setAttribute(k, v)
+            started.span.end()
+          }
+          await flushOtel()
+          const spans = rec.spans().map((x) => x.span)
+          assert.equal(spans.length, inputs.length)
+          inputs.forEach(({ initial, baggage, own }, i) => {
+            const ownMap = new Map(own)
+            const want = new Map<string, unknown>()
+            if (initial !== null && !baggage.some(([k]) => k === initial[0]) && !ownMap.has(initial[0])) want.set(initial[0], initial[1])
+            for (const [k, v] of baggage) if (!ownMap.has(k)) want.set(k, v)
+            for (const [k, v] of ownMap) want.set(k, v)
+            assert.deepEqual(spans[i]!.attributes.map((kv: any) => [kv.key, Object.values(kv.value)[0]]), [...want], JSON.stringify(inputs[i]))
+          })
+        }),
+        { numRuns: 200 },
+      )
+    } finally {
+      await shutdownOtel()
+    }
+  })
+})
+
+describe('property: a handler\'s context (fast-check)', () => {
+  it('reads, sets and deletes values (the span, the baggage, any key) as the API context with the same span and baggage does', async () => {
+    initOtel({ engineWsUrl: 'ws://127.0.0.1:1', connector: recorder().connector, metricsEnabled: false, fetchInstrumentationEnabled: false })
+    try {
+      const SPAN = createContextKey('OpenTelemetry Context Key SPAN')
+      const BAGGAGE = createContextKey('OpenTelemetry Baggage Key')
+      const own = [createContextKey('a'), createContextKey('b')]
+      const key = fc.constantFrom(SPAN, BAGGAGE, ...own)
+      const op = fc.oneof(
+        fc.record({ op: fc.constant('set' as const), key, value: fc.oneof(fc.string(), fc.constant(undefined), fc.integer()) }),
+        fc.record({ op: fc.constant('delete' as const), key }),
+      )
+      fc.assert(
+        fc.property(fc.option(fc.constantFrom('k=v', 'tenant=acme,svc.function.id=a%3A%3Ab')), fc.option(fc.constantFrom(PARENT, '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-00')), fc.array(op, { maxLength: 6 }), (baggage, parent, ops) => {
+          const started = startHandlerSpan('execute a::b', ['svc.function.id', 'a::b'], parent ?? undefined, baggage ?? undefined)!
+          // The API's own context with the same values: the baggage's root context plus the span.
+          let ours: Context = started.ctx
+          let theirs: Context = trace.setSpan(baggage === null ? ROOT_CONTEXT : propagation.setBaggage(ROOT_CONTEXT, propagation.getBaggage(started.ctx)!), started.span)
+          const same = () => {
+            for (const k of [SPAN, BAGGAGE, ...own]) assert.equal(ours.getValue(k), theirs.getValue(k))
+            assert.equal(trace.getSpan(ours), trace.getSpan(theirs))
+            context.with(ours, () => assert.equal(trace.getActiveSpan(), trace.getSpan(theirs)))
+          }
+          same()
+          for (const o of ops) {
+            ours = o.op === 'set' ? ours.setValue(o.key, o.value) : ours.deleteValue(o.key)
+            theirs = o.op === 'set' ? theirs.setValue(o.key, o.value) : theirs.deleteValue(o.key)
+            same()
+          }
+          started.span.end()
+        }),
+        { numRuns: 300 },
       )
     } finally {
       await shutdownOtel()

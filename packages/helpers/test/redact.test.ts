@@ -146,7 +146,7 @@ const jsonWithKeys = fc.letrec((tie) => ({
     fc.constant(null),
     fc.array(tie('value'), { maxLength: 4 }),
     fc.dictionary(
-      fc.oneof(fc.string(), fc.constantFrom('password', 'API_KEY', 'api_\u212Aey', 'paſſword', 'tokens', 'my-token', 'author', 'note', 'é')),
+      fc.oneof(fc.string(), fc.constantFrom('password', 'API_KEY', 'api_\u212Aey', 'paſſword', 'tokens', 'my-token', 'author', 'note', 'é', 'access_key', 'Access_Key', 'accesskey')),
       tie('value'),
       { maxKeys: 4 },
     ),
@@ -179,6 +179,14 @@ describe('redaction fast paths (the payload events of svc-sdk)', () => {
     assert.equal(redactAndTruncateJson('{"\\u0070assword":"x"}', { password: 'x' }, null).json, '{"password":"[REDACTED]"}')
     assert.equal(noSensitiveKeys('{"user":"ann","items":[1,2]}'), true)
     assert.equal(noSensitiveKeys('{"api_\u212Aey":1}'), false)
+    // Every name of sdk.md §12.2 (and svc's access_key, a channel ref's key) sends the text to the redacting pass.
+    for (const key of ['api_key', 'apikey', 'api-key', 'password', 'secret', 'credential', 'authorization', 'auth_token', 'access_token', 'refresh_token', 'bearer', 'private_key', 'client_secret', 'access_key', 'token', 'id_token', 'x-token']) {
+      assert.ok(isSensitiveKey(key), key)
+      assert.equal(noSensitiveKeys(JSON.stringify({ [key.toUpperCase()]: 'v' })), false, key)
+    }
+    // A channel ref in a result: its access_key is redacted even though the result's JSON is at hand.
+    const ref = { channel_id: 'c1', access_key: 'k', direction: 'read' }
+    assert.equal(redactAndTruncateJson(JSON.stringify({ ref }), { ref }, null).json, '{"ref":{"channel_id":"c1","access_key":"[REDACTED]","direction":"read"}}')
     assert.deepEqual(redactAndTruncateJson('{"s":"' + 'x'.repeat(50) + '"}', null, 20), { json: '{"s":"xxxxxxxxxxxxxx' + TRUNCATION_SUFFIX, truncated: true })
   })
 })

@@ -19,6 +19,7 @@ import {
   isOtelInitialized,
   markSpanError,
   redactAndTruncate,
+  type RedactedPayload,
   resolveMaxBytesFromEnv,
   setOkUnlessError,
   tracePayloadsDisabled,
@@ -40,15 +41,33 @@ export interface InvocationSpan {
 let payloadSettings: { disabled: boolean; maxBytes: number | null } | undefined
 
 /**
- * Records a payload event. `json` is the value's JSON when the caller has it (the result about to
- * be sent): then the text is reused unless it may hold a secret.
+ * The redacted, capped payload of an event, or undefined when payload events are off or the span
+ * does not record. `json` is the value's JSON when the caller has it (the result about to be
+ * sent): then the text is reused unless it may hold a secret.
  */
-function recordPayload(span: Span, name: string, value: unknown, ok: boolean, json?: string): void {
+function payloadOf(span: Span, value: unknown, json: string | undefined): RedactedPayload | undefined {
   payloadSettings ??= { disabled: tracePayloadsDisabled(), maxBytes: resolveMaxBytesFromEnv() }
-  if (payloadSettings.disabled || !span.isRecording()) return
-  const payload = json !== undefined ? redactAndTruncateJson(json, value, payloadSettings.maxBytes) : redactAndTruncate(value, payloadSettings.maxBytes)
-  if (span instanceof HandlerSpan) span.addPayloadEvent(name, payload.json, payload.truncated, ok)
-  else span.addEvent(name, { 'svc.payload.json': payload.json, 'svc.payload.truncated': payload.truncated, 'svc.payload.ok': ok })
+  if (payloadSettings.disabled || !span.isRecording()) return undefined
+  return json !== undefined ? redactAndTruncateJson(json, value, payloadSettings.maxBytes) : redactAndTruncate(value, payloadSettings.maxBytes)
+}
+
+/** Records the input payload event; a handler span puts it at its start time. */
+function recordInput(span: Span, value: unknown, json: string | undefined): void {
+  const payload = payloadOf(span, value, json)
+  if (payload === undefined) return
+  if (span instanceof HandlerSpan) span.addInputPayloadEvent(payload.json, payload.truncated)
+  else span.addEvent('svc.invocation.input', { 'svc.payload.json': payload.json, 'svc.payload.truncated': payload.truncated, 'svc.payload.ok': true })
+}
+
+/** Records the output payload event and ends the span; a handler span does both at one instant. */
+function endWithOutput(span: Span, value: unknown, ok: boolean, json: string | undefined): void {
+  const payload = payloadOf(span, value, json)
+  if (payload === undefined) span.end()
+  else if (span instanceof HandlerSpan) span.endWithPayloadEvent('svc.invocation.output', payload.json, payload.truncated, ok)
+  else {
+    span.addEvent('svc.invocation.output', { 'svc.payload.json': payload.json, 'svc.payload.truncated': payload.truncated, 'svc.payload.ok': ok })
+    span.end()
+  }
 }
 
 /** JSON of inbound data (parsed from a frame, so plain JSON values), or undefined when it cannot be written. */
@@ -60,6 +79,9 @@ function dataJson(data: unknown): string | undefined {
   }
 }
 
+/** The span name and initial attribute of the function invoked last: the same strings for its next calls (cheaper to compare, nothing to rebuild). */
+let lastFunction: { id: string; name: string; attribute: [string, string] } = { id: '', name: 'execute ', attribute: ['svc.function.id', ''] }
+
 /**
  * Starts the span of one inbound invocation, or undefined when telemetry is off. `traceparent`
  * and `baggage` are the inbound W3C headers (ignored unless strings).
@@ -67,9 +89,10 @@ function dataJson(data: unknown): string | undefined {
 export function startInvocationSpan(functionId: string, data: unknown, traceparent?: string, baggage?: string): InvocationSpan | undefined {
   const tp = typeof traceparent === 'string' ? traceparent : undefined
   const bg = typeof baggage === 'string' && baggage !== '' ? baggage : undefined
-  const started = startHandlerSpan(`execute ${functionId}`, ['svc.function.id', functionId], tp, bg)
+  if (functionId !== lastFunction.id) lastFunction = { id: functionId, name: `execute ${functionId}`, attribute: ['svc.function.id', functionId] }
+  const started = startHandlerSpan(lastFunction.name, lastFunction.attribute, tp, bg)
   if (started === undefined) return undefined
-  recordPayload(started.span, 'svc.invocation.input', data, true, started.span.isRecording() ? dataJson(data) : undefined)
+  recordInput(started.span, data, started.span.isRecording() ? dataJson(data) : undefined)
   return { span: started.span, ctx: started.ctx, traceparent: started.traceparent, baggage: bg }
 }
 
@@ -103,12 +126,11 @@ export function endInvocationSpan(
 ): { traceparent?: string; baggage?: string } {
   if (error !== undefined) {
     markSpanError(s.span, spanException(error))
-    recordPayload(s.span, 'svc.invocation.output', error, false)
+    endWithOutput(s.span, error, false, undefined)
   } else {
     setOkUnlessError(s.span)
-    recordPayload(s.span, 'svc.invocation.output', result ?? null, true, result === undefined ? 'null' : resultJson)
+    endWithOutput(s.span, result ?? null, true, result === undefined ? 'null' : resultJson)
   }
-  s.span.end()
   return invocationHeaders(s)
 }
 

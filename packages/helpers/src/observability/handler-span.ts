@@ -11,7 +11,9 @@
  * parse, an OTLP object tree and its JSON), about as much as routing the call itself. Here the parent `traceparent` is parsed with
  * one regular expression, ids come from a pooled random buffer, the inbound `baggage` header is
  * parsed once per distinct header (cached), payload events are kept as JSON text, and nothing but
- * one string survives the span's end.
+ * one string survives the span's end. The handler's context is a small {@link ActiveSpanContext}
+ * rather than the API's `BaseContext`; svc-sdk's payload events share the clock reads of the
+ * span's start (input) and end (output), so a span costs two clock reads and two time strings.
  *
  * Semantics kept from the SDK defaults: parent-based sampling that always samples a root (an
  * unsampled parent gives a non-recording span that still carries a new span id and propagates the
@@ -24,6 +26,7 @@ import {
   type AttributeValue,
   type Baggage,
   type Context,
+  createContextKey,
   defaultTextMapGetter,
   defaultTextMapSetter,
   type Exception,
@@ -80,6 +83,17 @@ export function newSpanId(): string {
 /** A random trace id: 32 lower-case hex digits, never all zero. */
 export function newTraceId(): string {
   return randomHex(16)
+}
+
+/**
+ * A new root span's trace id and span id from one draw of the pool (one hex encoding instead of
+ * two): 48 hex digits, the first 32 the trace id, the last 16 the span id, neither all zero.
+ */
+function newRootIds(): string {
+  for (;;) {
+    const hex = randomHex(24)
+    if (!hex.startsWith(ZERO_IDS[16]!) && !hex.endsWith(ZERO_IDS[8]!)) return hex
+  }
 }
 
 /** An `IdGenerator` for the SDK's tracer provider that draws from the same pool. */
@@ -156,6 +170,41 @@ interface ParsedBaggage {
   attributes: Array<[string, string]>
   /** The root context with this baggage: every handler with the header starts from it (contexts are immutable). */
   ctx: Context
+  /** The start attributes of the spans last started with this header ({@link startAttributes}). */
+  start?: StartAttributes
+}
+
+/**
+ * The attributes a handler span starts with, written once per baggage header and initial
+ * attribute: the initial one unless a baggage entry has its key, then the baggage entries.
+ */
+interface StartAttributes {
+  initialKey: string | undefined
+  initialJson: string
+  /** True when the initial attribute is written (no baggage entry has its key). */
+  hasInitial: boolean
+  /** Their OTLP/JSON `KeyValue`s, comma-separated, at most {@link LIMIT}. */
+  text: string
+  /** How many there are (may exceed {@link LIMIT}). */
+  count: number
+}
+
+/** The start attributes of the spans last started without baggage. */
+let startWithoutBaggage: StartAttributes | undefined
+
+function startAttributes(baggage: ParsedBaggage | undefined, initialKey: string | undefined, initialJson: string): StartAttributes {
+  const known = baggage === undefined ? startWithoutBaggage : baggage.start
+  if (known !== undefined && known.initialKey === initialKey && known.initialJson === initialJson) return known
+  const bag = baggage === undefined ? [] : baggage.attributes
+  let hasInitial = initialKey !== undefined
+  for (let i = 0; i < bag.length && hasInitial; i++) if (bag[i]![0] === initialKey) hasInitial = false
+  let text = hasInitial ? initialJson : ''
+  let n = hasInitial ? 1 : 0
+  for (let i = 0; i < bag.length && n < LIMIT; i++) text += n++ === 0 ? bag[i]![1] : ',' + bag[i]![1]
+  const start: StartAttributes = { initialKey, initialJson, hasInitial, text, count: bag.length + (hasInitial ? 1 : 0) }
+  if (baggage === undefined) startWithoutBaggage = start
+  else baggage.start = start
+  return start
 }
 
 // Made for the first baggage header: @opentelemetry/core loads then, not at import (issue 20).
@@ -226,6 +275,79 @@ export function setHandlerSpanSink(batch: SpanBatch | undefined): void {
   sink = batch
 }
 
+/**
+ * The context a handler runs in: `parent` (the root context, or one with the inbound baggage) with
+ * `span` as its active span. Reading it costs what reading the API's context costs; making one
+ * costs one small object instead of the API's `BaseContext` (three closures and a copy of the
+ * parent's `Map` per handler). Setting or deleting a value gives an API context as usual.
+ */
+class ActiveSpanContext implements Context {
+  readonly #parent: Context
+  readonly #span: Span
+
+  constructor(parent: Context, span: Span) {
+    this.#parent = parent
+    this.#span = span
+  }
+
+  getValue(key: symbol): unknown {
+    return key === SPAN_KEY ? this.#span : this.#parent.getValue(key)
+  }
+
+  setValue(key: symbol, value: unknown): Context {
+    return trace.setSpan(this.#parent, this.#span).setValue(key, value)
+  }
+
+  deleteValue(key: symbol): Context {
+    return trace.setSpan(this.#parent, this.#span).deleteValue(key)
+  }
+}
+
+/** The key `trace.setSpan` stores the active span under (`@opentelemetry/api` makes it with `createContextKey`). */
+const SPAN_KEY = createContextKey('OpenTelemetry Context Key SPAN')
+/** True when the API in use stores spans under {@link SPAN_KEY}, checked once: otherwise handler contexts are the API's own. */
+const LIGHT_CONTEXTS = ((): boolean => {
+  const probe = trace.wrapSpanContext({ traceId: '1'.repeat(32), spanId: '1'.repeat(16), traceFlags: 0 })
+  return trace.setSpan(ROOT_CONTEXT, probe).getValue(SPAN_KEY) === probe && trace.getSpan(new ActiveSpanContext(ROOT_CONTEXT, probe)) === probe
+})()
+
+/** `trace.setSpan(parent, span)`, as an {@link ActiveSpanContext} when the API allows. */
+function withSpanContext(parent: Context, span: Span): Context {
+  return LIGHT_CONTEXTS ? new ActiveSpanContext(parent, span) : trace.setSpan(parent, span)
+}
+
+/** The last span name written and its JSON: a worker's spans are named after a few functions. */
+let lastName = ''
+let lastNameJson = '""'
+/** The last initial attribute written (key, value) and its OTLP/JSON `KeyValue`. */
+let lastInitial: [string, string, string] | undefined
+
+function nameJson(name: string): string {
+  if (name !== lastName) {
+    lastName = name
+    lastNameJson = JSON.stringify(name)
+  }
+  return lastNameJson
+}
+
+function initialJson(key: string, value: string): string {
+  const last = lastInitial
+  if (last !== undefined && last[0] === key && last[1] === value) return last[2]
+  const json = keyValueJson(key, value)
+  lastInitial = [key, value, json]
+  return json
+}
+
+/** The end of a payload event by `svc.payload.truncated` (2) and `svc.payload.ok` (1). */
+const PAYLOAD_TAILS = [false, true].flatMap((truncated) =>
+  [false, true].map((ok) => '}},{"key":"svc.payload.truncated","value":{"boolValue":' + truncated + '}},{"key":"svc.payload.ok","value":{"boolValue":' + ok + '}}]}'),
+)
+
+/** A payload event's OTLP/JSON `Event` (protocol.md §10.1): `name` (a constant JSON needs no escape in) at `time` (nanoseconds since the epoch, decimal). */
+function payloadEventJson(name: string, time: string, json: string, truncated: boolean, ok: boolean): string {
+  return '{"name":"' + name + '","timeUnixNano":"' + time + '","attributes":[{"key":"svc.payload.json","value":{"stringValue":' + JSON.stringify(json) + PAYLOAD_TAILS[(truncated ? 2 : 0) + (ok ? 1 : 0)]!
+}
+
 function cleanEventAttributes(attributes: Attributes | undefined): { json: string; dropped: number } {
   if (attributes === undefined) return { json: '', dropped: 0 }
   let json = ''
@@ -262,9 +384,10 @@ export class HandlerSpan implements Span {
   #name: string
   readonly #kind: SpanKind
   readonly #start: number
-  /** The initial attribute (`svc.function.id`) as a key and OTLP/JSON `KeyValue`. */
-  readonly #initialKey: string | undefined
-  readonly #initialJson: string
+  /** {@link nanos} of `#start`, written once (the start and the input payload event share it). */
+  #startNanos: string | undefined
+  /** The initial attribute (`svc.function.id`) and the baggage entries, as written. */
+  readonly #startAttributes: StartAttributes
   readonly #baggage: ParsedBaggage | undefined
   #attributes: Record<string, AttributeValue> | undefined
   #attributeCount = 0
@@ -282,16 +405,20 @@ export class HandlerSpan implements Span {
     this.#start = now()
     this.#name = name
     this.#kind = kind
-    this.traceId = parent?.traceId ?? newTraceId()
-    this.spanId = newSpanId()
+    if (parent === undefined) {
+      const ids = newRootIds()
+      this.traceId = ids.slice(0, 32)
+      this.spanId = ids.slice(32)
+    } else {
+      this.traceId = parent.traceId
+      this.spanId = newSpanId()
+    }
     this.parentSpanId = parent?.spanId
     this.#parentIsRemote = parent?.isRemote === true
     this.traceparent = '00-' + this.traceId + '-' + this.spanId + '-01'
-    this.#initialKey = initial?.[0]
-    this.#initialJson = initial === undefined ? '' : keyValueJson(initial[0], initial[1])
     this.#baggage = baggage
-    let count = baggage?.attributes.length ?? 0
-    if (initial !== undefined && !baggage?.attributes.some(([k]) => k === initial[0])) count++
+    this.#startAttributes = startAttributes(baggage, initial?.[0], initial === undefined ? '' : initialJson(initial[0], initial[1]))
+    const count = this.#startAttributes.count
     this.#attributeCount = Math.min(count, LIMIT)
     this.#droppedAttributes = Math.max(0, count - LIMIT)
   }
@@ -350,10 +477,29 @@ export class HandlerSpan implements Span {
    */
   addPayloadEvent(name: string, json: string, truncated: boolean, ok: boolean): void {
     if (this.#ended) return
-    this.#pushEvent(
-      '{"name":"' + name + '","timeUnixNano":"' + nanos(now()) + '","attributes":[{"key":"svc.payload.json","value":{"stringValue":' + JSON.stringify(json) +
-        '}},{"key":"svc.payload.truncated","value":{"boolValue":' + truncated + '}},{"key":"svc.payload.ok","value":{"boolValue":' + ok + '}}]}',
-    )
+    this.#pushEvent(payloadEventJson(name, nanos(now()), json, truncated, ok))
+  }
+
+  /**
+   * Adds the `svc.invocation.input` payload event (protocol.md §10.1; `svc.payload.ok` true) at
+   * the span's start time: the payload the invocation started with, without a clock read of its own.
+   */
+  addInputPayloadEvent(json: string, truncated: boolean): void {
+    if (this.#ended) return
+    this.#pushEvent(payloadEventJson('svc.invocation.input', this.#startText(), json, truncated, true))
+  }
+
+  /**
+   * Adds the payload event `name` (as {@link addPayloadEvent}) and ends the span at the same
+   * instant, one clock read for both: the outcome recorded as the span ends. A second end does nothing.
+   */
+  endWithPayloadEvent(name: string, json: string, truncated: boolean, ok: boolean): void {
+    if (this.#ended) return
+    const end = Math.max(this.#start, now())
+    const time = nanos(end)
+    this.#pushEvent(payloadEventJson(name, time, json, truncated, ok))
+    this.#ended = true
+    sink?.add(SCOPE, this.#json(time))
   }
 
   addLink(link: Link): this {
@@ -412,11 +558,18 @@ export class HandlerSpan implements Span {
     if (this.#ended) return
     this.#ended = true
     const end = Math.max(this.#start, timeOf(endTime))
-    sink?.add(SCOPE, this.#json(end))
+    sink?.add(SCOPE, this.#json(nanos(end)))
+  }
+
+  #startText(): string {
+    return (this.#startNanos ??= nanos(this.#start))
   }
 
   #hasStartKey(key: string): boolean {
-    return key === this.#initialKey || (this.#baggage !== undefined && this.#baggage.attributes.some(([k]) => k === key))
+    if (key === this.#startAttributes.initialKey) return true
+    const bag = this.#baggage?.attributes
+    if (bag !== undefined) for (let i = 0; i < bag.length; i++) if (bag[i]![0] === key) return true
+    return false
   }
 
   #pushEvent(text: string): void {
@@ -429,27 +582,29 @@ export class HandlerSpan implements Span {
   }
 
   /** The OTLP/JSON `Span`. Attribute order: the initial one, baggage entries, then the handler's own (each later one wins). */
-  #json(end: number): string {
+  #json(endNanos: string): string {
     let text = '{"traceId":"' + this.traceId + '","spanId":"' + this.spanId + '"'
     if (this.parentSpanId !== undefined) text += ',"parentSpanId":"' + this.parentSpanId + '"'
-    text += ',"name":' + JSON.stringify(this.#name) + ',"kind":' + (this.#kind + 1)
-    text += ',"startTimeUnixNano":"' + nanos(this.#start) + '","endTimeUnixNano":"' + nanos(end) + '","attributes":['
+    text += ',"name":' + nameJson(this.#name) + ',"kind":' + (this.#kind + 1)
+    text += ',"startTimeUnixNano":"' + this.#startText() + '","endTimeUnixNano":"' + endNanos + '","attributes":['
     const own = this.#attributes
-    const bag = this.#baggage?.attributes
-    let n = 0
-    const initialKey = this.#initialKey
-    if (initialKey !== undefined && (own === undefined || !(initialKey in own)) && (bag === undefined || !bag.some(([k]) => k === initialKey))) {
-      text += this.#initialJson
-      n++
-    }
-    if (bag !== undefined) {
-      for (const [key, kv] of bag) {
-        if (n >= LIMIT) break
-        if (own !== undefined && key in own) continue
-        text += n++ === 0 ? kv : ',' + kv
+    const start = this.#startAttributes
+    if (own === undefined) text += start.text
+    else {
+      // The handler set attributes: its own win over the initial one and baggage entries of the same key.
+      const bag = this.#baggage?.attributes
+      let n = 0
+      if (start.hasInitial && !(start.initialKey! in own)) {
+        text += start.initialJson
+        n++
       }
-    }
-    if (own !== undefined) {
+      if (bag !== undefined) {
+        for (let i = 0; i < bag.length && n < LIMIT; i++) {
+          const [key, kv] = bag[i]!
+          if (key in own) continue
+          text += n++ === 0 ? kv : ',' + kv
+        }
+      }
       for (const key in own) {
         const kv = keyValueJson(key, own[key])
         if (kv !== '') text += n++ === 0 ? kv : ',' + kv
@@ -457,7 +612,13 @@ export class HandlerSpan implements Span {
     }
     text += ']'
     if (this.#droppedAttributes > 0) text += ',"droppedAttributesCount":' + this.#droppedAttributes
-    if (this.#events !== undefined) text += ',"events":[' + this.#events.join(',') + ']'
+    const events = this.#events
+    if (events !== undefined) {
+      // Appended one by one: the span's text is flattened once, when the batch writes it (a join made a copy of its own).
+      text += ',"events":[' + events[0]
+      for (let i = 1; i < events.length; i++) text += ',' + events[i]
+      text += ']'
+    }
     if (this.#droppedEvents > 0) text += ',"droppedEventsCount":' + this.#droppedEvents
     if (this.#links !== undefined) text += ',"links":[' + this.#links.join(',') + ']'
     if (this.#droppedLinks > 0) text += ',"droppedLinksCount":' + this.#droppedLinks
@@ -492,8 +653,8 @@ export function startHandlerSpan(name: string, attribute: [string, string] | und
     const spanId = newSpanId()
     const span = trace.wrapSpanContext({ traceId: parent.traceId, spanId, traceFlags: parent.traceFlags & ~1 & 0xff })
     const flags = (parent.traceFlags & ~1 & 0xff).toString(16).padStart(2, '0')
-    return { span, ctx: trace.setSpan(ctx, span), traceparent: '00-' + parent.traceId + '-' + spanId + '-' + flags }
+    return { span, ctx: withSpanContext(ctx, span), traceparent: '00-' + parent.traceId + '-' + spanId + '-' + flags }
   }
   const span = new HandlerSpan(name, SpanKind.INTERNAL, parent, attribute, parsed)
-  return { span, ctx: trace.setSpan(ctx, span), traceparent: span.traceparent }
+  return { span, ctx: withSpanContext(ctx, span), traceparent: span.traceparent }
 }

@@ -220,9 +220,11 @@ function checkMaxBytes(maxBytes: number | null): void {
 /**
  * Matches JSON text that may hold a sensitive key (see {@link isSensitiveKey}): one of the key
  * fragments anywhere (keys or values, any case, Unicode case folding so `K` U+212A counts as `k`),
- * or a `\u` escape (which could spell a key's letters). No match means no key is sensitive.
+ * or a `\u` escape (which could spell a key's letters). No match means no key is sensitive. Each
+ * name of {@link SENSITIVE_SUBSTRINGS} contains one of these fragments (`access_key` was missing,
+ * so a channel ref's key in a result went unredacted; the redaction test checks every name).
  */
-const MAYBE_SENSITIVE = /api[_-]?key|password|secret|credential|authorization|token|bearer|private_key|\\u/iu
+const MAYBE_SENSITIVE = /api[_-]?key|access_key|password|secret|credential|authorization|token|bearer|private_key|\\u/iu
 
 /**
  * True when JSON text certainly has no sensitive key, so redacting it would not change it. A
