@@ -75,6 +75,58 @@ describe('redis queue backend: finish and fetch', () => {
   })
 })
 
+describe('redis queue backend: acks wait for the reserve on its way back', () => {
+  it('an ack made while a reserve is in flight rides with the next reserve; with none, it goes alone once the reserve landed', async (t) => {
+    const backend = await open()
+    const { Redis } = await import('ioredis')
+    const admin = new Redis(redis.url)
+    t.after(async () => {
+      await admin.client('UNPAUSE').catch(() => {})
+      admin.disconnect()
+      await backend.close()
+    })
+    const calls = async () => {
+      const text = await admin.info('commandstats')
+      return Number(/^cmdstat_evalsha:calls=(\d+)/m.exec(text)?.[1] ?? 0) + Number(/^cmdstat_eval:calls=(\d+)/m.exec(text)?.[1] ?? 0)
+    }
+    await backend.enqueue([1, 2, 3, 4, 5].map((n) => input({ data: { n } })))
+    const turns = async (n: number) => {
+      for (let i = 0; i < n; i++) await new Promise((resolve) => setImmediate(resolve))
+    }
+    const [first] = await backend.reserve('q', { now: T0, limit: 1 })
+    // Warm every script (its first call is an EVAL, loading it), so that each call below is one EVALSHA.
+    const [spare] = await backend.reserve('q', { now: T0, limit: 1 })
+    const [, [warm]] = await Promise.all([backend.ack(spare!.id), backend.reserve('q', { now: T0, limit: 1 })])
+    assert.equal(await backend.ack(warm!.id), true)
+    const before = await calls()
+    // Scripts wait on the server while it is paused: the reserve stays in flight.
+    await admin.client('PAUSE', 60_000, 'WRITE')
+    const inFlight = backend.reserve('q', { now: T0, limit: 1 })
+    await turns(3)
+    // A result settles in another turn, as the worker's are: its slot is reserved again when the reserve lands.
+    const acked = backend.ack(first!.id)
+    await turns(3)
+    await admin.client('UNPAUSE')
+    const [got] = await inFlight
+    const next = backend.reserve('q', { now: T0, limit: 1 })
+    assert.equal(await acked, true)
+    const [third] = await next
+    assert.equal(await calls(), before + 2, 'the reserve in flight, then the next reserve carrying the ack')
+    assert.deepEqual([got!.data, third!.data], [{ n: 4 }, { n: 5 }])
+    // No reserve follows: the ack still goes, alone, once the reserve in flight has landed.
+    await admin.client('PAUSE', 60_000, 'WRITE')
+    const empty = backend.reserve('q', { now: T0, limit: 1 })
+    await turns(3)
+    const lone = backend.ack(got!.id)
+    await turns(3)
+    await admin.client('UNPAUSE')
+    assert.deepEqual(await empty, [])
+    assert.equal(await lone, true)
+    assert.equal(await backend.ack(third!.id), true)
+    assert.deepEqual(await backend.queues(), [])
+  })
+})
+
 describe('redis queue backend: long scans', () => {
   it('a startable message behind more blocked ones than one reserve looks at is still started (no starvation)', async (t) => {
     const backend = await open()

@@ -29,7 +29,9 @@
  *
  * Batching: the enqueues of one event-loop turn are one ENQUEUE call; its acks ride with its first
  * reserve in one ACK_RESERVE call ("finish and fetch": the acks run first, so what they free starts
- * in the same call), or go as one ACK call when no reserve was asked for in that turn.
+ * in the same call). Acks of a turn without a reserve wait, while a reserve of this backend is on
+ * its way back, for the reserve the worker makes when it lands (at most one round trip), and
+ * otherwise go as one ACK call.
  *
  * Durability: a call resolves once Redis executed its script; surviving a Redis crash is Redis's
  * persistence setting (`appendonly yes`; `appendfsync always` for no loss at all).
@@ -245,6 +247,8 @@ export class RedisQueueBackend implements QueueBackend {
   private turnAckWaiters: Array<{ resolve: (acked: boolean) => void; reject: (error: unknown) => void }> = []
   private turnReserves: Array<{ args: Array<string | number>; resolve: (reply: ReserveReply) => void; reject: (error: unknown) => void }> = []
   private turnScheduled = false
+  /** Turn reserves sent and not answered yet (acks wait for them, see {@link flushTurn}). */
+  private turnReservesInFlight = 0
   private renewTimer: NodeJS.Timeout | undefined
   private renewing = false
   private subscribedOnce = false
@@ -341,8 +345,19 @@ export class RedisQueueBackend implements QueueBackend {
   }
 
   /** Sends the turn's acks and first reserve rounds (see {@link turnAcks}). */
-  private flushTurn(): void {
+  private flushTurn(deferred = false): void {
+    if (!deferred && this.turnReserves.length === 0) {
+      // Acks settled from a macrotask (a timer, an immediate) run this tick before the microtasks
+      // in which the queue worker pumps the slots they freed: wait for those, so that the reserve joins.
+      queueMicrotask(() => this.flushTurn(true))
+      return
+    }
     this.turnScheduled = false
+    if (this.turnReserves.length === 0 && this.turnReservesInFlight > 0 && this.turnAcks.length < MAX_BATCH) {
+      // A reserve is on its way back, and the worker reserves again when it lands (its slots were
+      // freed meanwhile): the acks wait for that reserve to carry them (at most one round trip).
+      return
+    }
     let ids = this.turnAcks
     let waiters = this.turnAckWaiters
     const reserves = this.turnReserves
@@ -359,16 +374,19 @@ export class RedisQueueBackend implements QueueBackend {
       const carriedWaiters = waiters.slice(0, carried.length)
       ids = ids.slice(carried.length)
       waiters = waiters.slice(carried.length)
+      this.turnReservesInFlight++
       const sent =
         carried.length === 0
           ? this.call('reserve', () => this.run.reserve(...reserve.args))
           : this.call('ack-reserve', () => this.run.ackReserve(carried.length, ...carried, ...reserve.args))
       ;(sent as Promise<ReserveReply>).then(
         (reply) => {
+          this.reserveLanded()
           settleAcks(carriedWaiters, reply[6])
           reserve.resolve(reply)
         },
         (error) => {
+          this.reserveLanded()
           for (const waiter of carriedWaiters) waiter.reject(error)
           reserve.reject(error)
         },
@@ -384,6 +402,18 @@ export class RedisQueueBackend implements QueueBackend {
         },
       )
     }
+  }
+
+  /**
+   * A turn's reserve answered: the acks that waited for it go with the reserve its caller makes
+   * next (that one's turn carries them), or alone once the callers have run (an immediate later).
+   */
+  private reserveLanded(): void {
+    this.turnReservesInFlight--
+    if (this.turnAcks.length === 0) return
+    setImmediate(() => {
+      if (this.turnAcks.length > 0) this.scheduleTurn()
+    })
   }
 
   private scheduleTurn(): void {
