@@ -365,6 +365,7 @@ describe('redis queue backend under hostile names (fast-check)', () => {
     | { kind: 'enqueue'; queue: number; group?: number; key?: number; idem?: number; dead: boolean; delay: boolean; body: unknown }
     | { kind: 'reserve'; queue: number; refuse: boolean }
     | { kind: 'finish-and-fetch'; pick: number; queue: number }
+    | { kind: 'ack-behind-reserve'; pick: number; queue: number }
     | { kind: 'settle'; pick: number; how: 'ack' | 'release' | 'refund' | 'dead' }
     | { kind: 'dlq'; queue: number; how: 'redrive' | 'one' | 'discard' | 'all' }
 
@@ -372,6 +373,7 @@ describe('redis queue backend under hostile names (fast-check)', () => {
     fc.record({ kind: fc.constant('enqueue' as const), queue: fc.nat(3), group: fc.option(fc.nat(3), { nil: undefined }), key: fc.option(fc.nat(3), { nil: undefined }), idem: fc.option(fc.nat(3), { nil: undefined }), dead: fc.boolean(), delay: fc.boolean(), body: hostileBody }, { requiredKeys: ['kind', 'queue', 'dead', 'delay', 'body'] }),
     fc.record({ kind: fc.constant('reserve' as const), queue: fc.nat(3), refuse: fc.boolean() }),
     fc.record({ kind: fc.constant('finish-and-fetch' as const), pick: fc.nat(), queue: fc.nat(3) }),
+    fc.record({ kind: fc.constant('ack-behind-reserve' as const), pick: fc.nat(), queue: fc.nat(3) }),
     fc.record({ kind: fc.constant('settle' as const), pick: fc.nat(), how: fc.constantFrom('ack' as const, 'release' as const, 'refund' as const, 'dead' as const) }),
     fc.record({ kind: fc.constant('dlq' as const), queue: fc.nat(3), how: fc.constantFrom('redrive' as const, 'one' as const, 'discard' as const, 'all' as const) }),
   )
@@ -422,6 +424,23 @@ describe('redis queue backend under hostile names (fast-check)', () => {
                 const [acked, a] = await Promise.all([red.ack(id!), red.reserve(queue, { now, limit: 1000 })])
                 assert.equal(acked, await mem.ack(id!))
                 const b = await mem.reserve(queue, { now, limit: 1000 })
+                assert.deepEqual(sortIds(a), sortIds(b))
+                for (const m of a) {
+                  assert.deepEqual(m, b.find((x) => x.id === m.id)!)
+                  inFlight.push(m.id)
+                }
+                break
+              }
+              case 'ack-behind-reserve': {
+                // An ack in a later turn than a reserve still in flight (it waits for that reserve to land).
+                if (inFlight.length === 0) break
+                const [id] = inFlight.splice(o.pick % inFlight.length, 1)
+                const queue = queues[o.queue]!
+                const reserving = red.reserve(queue, { now, limit: 1000 })
+                await new Promise((resolve) => setImmediate(resolve))
+                const [a, acked] = await Promise.all([reserving, red.ack(id!)])
+                const b = await mem.reserve(queue, { now, limit: 1000 })
+                assert.equal(acked, await mem.ack(id!))
                 assert.deepEqual(sortIds(a), sortIds(b))
                 for (const m of a) {
                   assert.deepEqual(m, b.find((x) => x.id === m.id)!)
