@@ -14,7 +14,7 @@
  * `node bench/queue.ts` runs all four and prints a JSON line `{queue_table, rows}`; `npm run bench`
  * includes it. The load modes (`svc-load`, `bullmq-load`) are what it spawns.
  */
-import { spawn, type ChildProcess } from 'node:child_process'
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process'
 import { readFileSync } from 'node:fs'
 import { mkdtemp, rm, writeFile } from 'node:fs/promises'
 import { loadavg, tmpdir } from 'node:os'
@@ -45,6 +45,11 @@ export interface QueueRow {
    * worker or BullMQ process), redis-server. On a machine whose cores are busy the sum bounds the rate.
    */
   cpu_us?: { engine?: number; client: number; redis?: number }
+  /**
+   * Redis calls per message (`INFO commandstats` before and after the row, the whole server):
+   * script calls (`EVALSHA`/`EVAL`) and every command, those the scripts ran included.
+   */
+  redis_calls?: { scripts: number; commands: number }
   /** The machine's 1-minute load average when the row ended (`os.loadavg()[0]`): other work beside the run. */
   load?: number
 }
@@ -59,6 +64,19 @@ function cpuMs(pid: number | undefined): number {
   }
 }
 
+/** Calls per command name of the redis-server on `port` so far (`INFO commandstats`); undefined without redis-cli. */
+function commandStats(port: number | undefined): Map<string, number> | undefined {
+  if (port === undefined) return undefined
+  try {
+    const text = execFileSync('redis-cli', ['-p', String(port), 'INFO', 'commandstats'], { encoding: 'utf8' })
+    const calls = new Map<string, number>()
+    for (const match of text.matchAll(/^cmdstat_([^:]+):calls=(\d+)/gm)) calls.set(match[1]!, Number(match[2]))
+    return calls
+  } catch {
+    return undefined
+  }
+}
+
 /** `--cpu-prof` flags for every process this bench starts when BENCH_QUEUE_PROFILE names a directory. */
 function profileArgs(): string[] {
   const dir = process.env.BENCH_QUEUE_PROFILE
@@ -66,9 +84,10 @@ function profileArgs(): string[] {
 }
 
 /** Runs one load process and returns its row with the CPU each process spent on it (read before the load exits). */
-async function measured(args: string[], engine: ChildProcess | undefined, redis: ChildProcess | undefined): Promise<QueueRow> {
+async function measured(args: string[], engine: ChildProcess | undefined, redis: ChildProcess | undefined, redisPort?: number): Promise<QueueRow> {
   const engine0 = cpuMs(engine?.pid)
   const redis0 = cpuMs(redis?.pid)
+  const stats0 = commandStats(redisPort)
   const load = start(process.execPath, [...profileArgs(), ...args])
   const row = (await lastJson(load.lines, 'per_second')) as QueueRow
   const perMessage = (ms: number) => (Number.isFinite(ms) ? Math.round((ms * 1000) / row.messages) : undefined)
@@ -78,6 +97,18 @@ async function measured(args: string[], engine: ChildProcess | undefined, redis:
   if (e !== undefined) cpu.engine = e
   if (r !== undefined) cpu.redis = r
   row.cpu_us = cpu
+  const stats1 = commandStats(redisPort)
+  if (stats0 && stats1) {
+    let scripts = 0
+    let commands = 0
+    for (const [name, calls] of stats1) {
+      if (name === 'info') continue
+      const delta = calls - (stats0.get(name) ?? 0)
+      commands += delta
+      if (name === 'evalsha' || name === 'eval') scripts += delta
+    }
+    row.redis_calls = { scripts: Number((scripts / row.messages).toFixed(3)), commands: Number((commands / row.messages).toFixed(2)) }
+  }
   row.load = Number(loadavg()[0]!.toFixed(2))
   for await (const _ of load.lines) {
     // drain until the load process has shut down
@@ -243,7 +274,7 @@ async function measureSvc(adapter: SvcAdapter): Promise<QueueRow[]> {
   const rows: QueueRow[] = []
   try {
     for (const c of CONCURRENCIES) {
-      rows.push(await measured(['bench/queue.ts', 'svc-load', ready.engine_url, `bench-${c}`, String(c)], engine.child, adapter.name === 'redis' ? adapter.server : undefined))
+      rows.push(await measured(['bench/queue.ts', 'svc-load', ready.engine_url, `bench-${c}`, String(c)], engine.child, adapter.name === 'redis' ? adapter.server : undefined, adapter.name === 'redis' ? adapter.port : undefined))
     }
   } finally {
     await stop(engine.child)
@@ -280,7 +311,7 @@ async function startRedis(): Promise<{ port: number; server: ChildProcess; close
 
 async function measureBullmq(port: number, server: ChildProcess): Promise<QueueRow[]> {
   const rows: QueueRow[] = []
-  for (const c of CONCURRENCIES) rows.push(await measured(['bench/queue.ts', 'bullmq-load', String(port), String(c)], undefined, server))
+  for (const c of CONCURRENCIES) rows.push(await measured(['bench/queue.ts', 'bullmq-load', String(port), String(c)], undefined, server, port))
   return rows
 }
 

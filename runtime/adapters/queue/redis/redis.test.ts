@@ -39,6 +39,94 @@ describe('redis queue backend: calls of one turn', () => {
   })
 })
 
+describe('redis queue backend: finish and fetch', () => {
+  /** Script calls (EVAL, EVALSHA) the server ran so far. */
+  const scriptCalls = async () => {
+    const { Redis } = await import('ioredis')
+    const client = new Redis(redis.url)
+    try {
+      const text = await client.info('commandstats')
+      // The first call of a script is an EVAL (ioredis loads it), the later ones EVALSHA.
+      return Number(/^cmdstat_evalsha:calls=(\d+)/m.exec(text)?.[1] ?? 0) + Number(/^cmdstat_eval:calls=(\d+)/m.exec(text)?.[1] ?? 0)
+    } finally {
+      client.disconnect()
+    }
+  }
+
+  it('an ack and a reserve of one turn are one script call, and the reserve starts what the ack freed (a busy concurrency key, a fifo head)', async (t) => {
+    const backend = await open()
+    t.after(() => backend.close())
+    const keyed = [input({ key: 'k', data: { n: 1 } }), input({ key: 'k', data: { n: 2 } })]
+    const grouped = [input({ group: 'g', data: { n: 3 } }), input({ group: 'g', data: { n: 4 } })]
+    await backend.enqueue([...keyed, ...grouped])
+    const first = await backend.reserve('q', { now: T0, limit: 10 })
+    assert.deepEqual(first.map((m) => m.id).sort(), [keyed[0]!.id, grouped[0]!.id].sort())
+    const before = await scriptCalls()
+    // As the queue worker does: the results of a turn are acknowledged, and the freed slots reserved, without waiting.
+    const [ackedKey, ackedHead, next] = await Promise.all([backend.ack(keyed[0]!.id), backend.ack(grouped[0]!.id), backend.reserve('q', { now: T0, limit: 10 })])
+    assert.equal(await scriptCalls(), before + 1, 'one script call for two acks and a reserve')
+    assert.deepEqual([ackedKey, ackedHead], [true, true])
+    assert.deepEqual(next.map((m) => m.id).sort(), [keyed[1]!.id, grouped[1]!.id].sort())
+    // An ack of a message this backend does not hold answers false inside the combined call too.
+    const [again, none] = await Promise.all([backend.ack(keyed[0]!.id), backend.reserve('q', { now: T0, limit: 10 })])
+    assert.deepEqual([again, none], [false, []])
+    assert.deepEqual(await Promise.all(next.map((m) => backend.ack(m.id))), [true, true])
+    assert.deepEqual(await backend.queues(), [])
+  })
+})
+
+describe('redis queue backend: acks wait for the reserve on its way back', () => {
+  it('an ack made while a reserve is in flight rides with the next reserve; with none, it goes alone once the reserve landed', async (t) => {
+    const backend = await open()
+    const { Redis } = await import('ioredis')
+    const admin = new Redis(redis.url)
+    t.after(async () => {
+      await admin.client('UNPAUSE').catch(() => {})
+      admin.disconnect()
+      await backend.close()
+    })
+    const calls = async () => {
+      const text = await admin.info('commandstats')
+      return Number(/^cmdstat_evalsha:calls=(\d+)/m.exec(text)?.[1] ?? 0) + Number(/^cmdstat_eval:calls=(\d+)/m.exec(text)?.[1] ?? 0)
+    }
+    await backend.enqueue([1, 2, 3, 4, 5].map((n) => input({ data: { n } })))
+    const turns = async (n: number) => {
+      for (let i = 0; i < n; i++) await new Promise((resolve) => setImmediate(resolve))
+    }
+    const [first] = await backend.reserve('q', { now: T0, limit: 1 })
+    // Warm every script (its first call is an EVAL, loading it), so that each call below is one EVALSHA.
+    const [spare] = await backend.reserve('q', { now: T0, limit: 1 })
+    const [, [warm]] = await Promise.all([backend.ack(spare!.id), backend.reserve('q', { now: T0, limit: 1 })])
+    assert.equal(await backend.ack(warm!.id), true)
+    const before = await calls()
+    // Scripts wait on the server while it is paused: the reserve stays in flight.
+    await admin.client('PAUSE', 60_000, 'WRITE')
+    const inFlight = backend.reserve('q', { now: T0, limit: 1 })
+    await turns(3)
+    // A result settles in another turn, as the worker's are: its slot is reserved again when the reserve lands.
+    const acked = backend.ack(first!.id)
+    await turns(3)
+    await admin.client('UNPAUSE')
+    const [got] = await inFlight
+    const next = backend.reserve('q', { now: T0, limit: 1 })
+    assert.equal(await acked, true)
+    const [third] = await next
+    assert.equal(await calls(), before + 2, 'the reserve in flight, then the next reserve carrying the ack')
+    assert.deepEqual([got!.data, third!.data], [{ n: 4 }, { n: 5 }])
+    // No reserve follows: the ack still goes, alone, once the reserve in flight has landed.
+    await admin.client('PAUSE', 60_000, 'WRITE')
+    const empty = backend.reserve('q', { now: T0, limit: 1 })
+    await turns(3)
+    const lone = backend.ack(got!.id)
+    await turns(3)
+    await admin.client('UNPAUSE')
+    assert.deepEqual(await empty, [])
+    assert.equal(await lone, true)
+    assert.equal(await backend.ack(third!.id), true)
+    assert.deepEqual(await backend.queues(), [])
+  })
+})
+
 describe('redis queue backend: long scans', () => {
   it('a startable message behind more blocked ones than one reserve looks at is still started (no starvation)', async (t) => {
     const backend = await open()
@@ -266,15 +354,26 @@ describe('redis queue backend under hostile names (fast-check)', () => {
     fc.string({ unit: 'binary', maxLength: 8 }),
     fc.string({ maxLength: 300 }).map((s) => s.repeat(2)),
   )
+  // Message bodies that could break a script's reply or its parser: big, unicode, NUL, JSON-looking
+  // strings (a body is JSON text inside a flat reply array), any JSON value.
+  const hostileBody: fc.Arbitrary<unknown> = fc.oneof(
+    hostile,
+    fc.constantFrom('\u0000', '{"id":"x","a":1}', '[1,2', 'null', '1', '"', '\\', '\r\n*3\r\n$1', 'x'.repeat(20_000), '😀'.repeat(5_000)),
+    fc.jsonValue({ maxDepth: 3 }).map((v) => JSON.parse(JSON.stringify(v)) as unknown),
+  )
   type Op =
-    | { kind: 'enqueue'; queue: number; group?: number; key?: number; idem?: number; dead: boolean; delay: boolean }
+    | { kind: 'enqueue'; queue: number; group?: number; key?: number; idem?: number; dead: boolean; delay: boolean; body: unknown }
     | { kind: 'reserve'; queue: number; refuse: boolean }
+    | { kind: 'finish-and-fetch'; pick: number; queue: number }
+    | { kind: 'ack-behind-reserve'; pick: number; queue: number }
     | { kind: 'settle'; pick: number; how: 'ack' | 'release' | 'refund' | 'dead' }
     | { kind: 'dlq'; queue: number; how: 'redrive' | 'one' | 'discard' | 'all' }
 
   const op: fc.Arbitrary<Op> = fc.oneof(
-    fc.record({ kind: fc.constant('enqueue' as const), queue: fc.nat(3), group: fc.option(fc.nat(3), { nil: undefined }), key: fc.option(fc.nat(3), { nil: undefined }), idem: fc.option(fc.nat(3), { nil: undefined }), dead: fc.boolean(), delay: fc.boolean() }, { requiredKeys: ['kind', 'queue', 'dead', 'delay'] }),
+    fc.record({ kind: fc.constant('enqueue' as const), queue: fc.nat(3), group: fc.option(fc.nat(3), { nil: undefined }), key: fc.option(fc.nat(3), { nil: undefined }), idem: fc.option(fc.nat(3), { nil: undefined }), dead: fc.boolean(), delay: fc.boolean(), body: hostileBody }, { requiredKeys: ['kind', 'queue', 'dead', 'delay', 'body'] }),
     fc.record({ kind: fc.constant('reserve' as const), queue: fc.nat(3), refuse: fc.boolean() }),
+    fc.record({ kind: fc.constant('finish-and-fetch' as const), pick: fc.nat(), queue: fc.nat(3) }),
+    fc.record({ kind: fc.constant('ack-behind-reserve' as const), pick: fc.nat(), queue: fc.nat(3) }),
     fc.record({ kind: fc.constant('settle' as const), pick: fc.nat(), how: fc.constantFrom('ack' as const, 'release' as const, 'refund' as const, 'dead' as const) }),
     fc.record({ kind: fc.constant('dlq' as const), queue: fc.nat(3), how: fc.constantFrom('redrive' as const, 'one' as const, 'discard' as const, 'all' as const) }),
   )
@@ -294,7 +393,7 @@ describe('redis queue backend under hostile names (fast-check)', () => {
             const now = T0 + ++step * 10
             switch (o.kind) {
               case 'enqueue': {
-                const fields: Partial<QueueMessageInput> = { id: `${names[n++ % names.length]}#${n}`, queue: queues[o.queue]!, function_id: names[n % names.length]!, enqueued_at: now, ready_at: o.delay ? now + 15 : now, data: { name: names[(n + 1) % names.length] } }
+                const fields: Partial<QueueMessageInput> = { id: `${names[n++ % names.length]}#${n}`, queue: queues[o.queue]!, function_id: names[n % names.length]!, enqueued_at: now, ready_at: o.delay ? now + 15 : now, data: { name: names[(n + 1) % names.length], body: o.body } }
                 if (o.group !== undefined) fields.group = names[o.group]!
                 if (o.key !== undefined) fields.key = names[o.key]!
                 if (o.idem !== undefined) fields.idempotency = { key: names[o.idem]!, expires_at: now + 100 }
@@ -313,6 +412,38 @@ describe('redis queue backend under hostile names (fast-check)', () => {
                 for (const m of a) {
                   const twin = b.find((x) => x.id === m.id)!
                   assert.deepEqual(m, twin)
+                  inFlight.push(m.id)
+                }
+                break
+              }
+              case 'finish-and-fetch': {
+                // An ack and a reserve in one turn (one ACK_RESERVE call) against the index doing the ack, then the reserve.
+                if (inFlight.length === 0) break
+                const [id] = inFlight.splice(o.pick % inFlight.length, 1)
+                const queue = queues[o.queue]!
+                const [acked, a] = await Promise.all([red.ack(id!), red.reserve(queue, { now, limit: 1000 })])
+                assert.equal(acked, await mem.ack(id!))
+                const b = await mem.reserve(queue, { now, limit: 1000 })
+                assert.deepEqual(sortIds(a), sortIds(b))
+                for (const m of a) {
+                  assert.deepEqual(m, b.find((x) => x.id === m.id)!)
+                  inFlight.push(m.id)
+                }
+                break
+              }
+              case 'ack-behind-reserve': {
+                // An ack in a later turn than a reserve still in flight (it waits for that reserve to land).
+                if (inFlight.length === 0) break
+                const [id] = inFlight.splice(o.pick % inFlight.length, 1)
+                const queue = queues[o.queue]!
+                const reserving = red.reserve(queue, { now, limit: 1000 })
+                await new Promise((resolve) => setImmediate(resolve))
+                const [a, acked] = await Promise.all([reserving, red.ack(id!)])
+                const b = await mem.reserve(queue, { now, limit: 1000 })
+                assert.equal(acked, await mem.ack(id!))
+                assert.deepEqual(sortIds(a), sortIds(b))
+                for (const m of a) {
+                  assert.deepEqual(m, b.find((x) => x.id === m.id)!)
                   inFlight.push(m.id)
                 }
                 break

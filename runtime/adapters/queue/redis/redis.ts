@@ -27,6 +27,12 @@
  * about other owners' messages (its own are ignored: its worker pumps already). A reconnected
  * subscription wakes every queue, since messages may have been missed.
  *
+ * Batching: the enqueues of one event-loop turn are one ENQUEUE call; its acks ride with its first
+ * reserve in one ACK_RESERVE call ("finish and fetch": the acks run first, so what they free starts
+ * in the same call). Acks of a turn without a reserve wait, while a reserve of this backend is on
+ * its way back, for the reserve the worker makes when it lands (at most one round trip), and
+ * otherwise go as one ACK call.
+ *
  * Durability: a call resolves once Redis executed its script; surviving a Redis crash is Redis's
  * persistence setting (`appendonly yes`; `appendfsync always` for no loss at all).
  *
@@ -74,10 +80,13 @@ const BODY_FIELDS = ['function_id', 'namespace', 'data', 'metadata', 'traceparen
 const INTERRUPTED: QueueError = { code: 'delivery_interrupted', message: 'the engine stopped while the last attempt was in flight' }
 
 type Script = (...args: Array<string | number>) => Promise<unknown>
+/** RESERVE's (and ACK_RESERVE's) reply: more, unknown targets, taken messages, next, resume offsets, acked flags. */
+type ReserveReply = [number, string[], Array<string | number>, string | null, number, number, number[]]
 type ScriptName =
   | 'enqueue'
   | 'reserve'
   | 'ack'
+  | 'ackReserve'
   | 'release'
   | 'deadLetter'
   | 'deadLetterQueue'
@@ -95,6 +104,7 @@ const SCRIPTS: Record<ScriptName, string> = {
   enqueue: scripts.ENQUEUE,
   reserve: scripts.RESERVE,
   ack: scripts.ACK,
+  ackReserve: scripts.ACK_RESERVE,
   release: scripts.RELEASE,
   deadLetter: scripts.DEAD_LETTER,
   deadLetterQueue: scripts.DEAD_LETTER_QUEUE,
@@ -226,9 +236,19 @@ export class RedisQueueBackend implements QueueBackend {
    * and where the next scans of groups and standard messages resume.
    */
   private readonly lastReserve = new Map<string, { now: number; more: boolean; next: number | null | undefined; resume: { group: number; standard: number } }>()
-  /** Enqueues and acks of one turn go to Redis as one script call each. */
+  /** Enqueues of one turn go to Redis as one script call. */
   private readonly enqueues = new TurnBatch<Array<string | number>, EnqueueOutcome & { clash: boolean }>((items) => this.sendEnqueues(items))
-  private readonly acks = new TurnBatch<string, boolean>((ids) => this.sendAcks(ids))
+  /**
+   * Acks and first reserve rounds of the current turn, sent together at its end ({@link flushTurn}):
+   * the acks ride along with a reserve in one ACK_RESERVE call (finish and fetch), or go alone as
+   * one ACK call when no reserve was asked for.
+   */
+  private turnAcks: string[] = []
+  private turnAckWaiters: Array<{ resolve: (acked: boolean) => void; reject: (error: unknown) => void }> = []
+  private turnReserves: Array<{ args: Array<string | number>; resolve: (reply: ReserveReply) => void; reject: (error: unknown) => void }> = []
+  private turnScheduled = false
+  /** Turn reserves sent and not answered yet (acks wait for them, see {@link flushTurn}). */
+  private turnReservesInFlight = 0
   private renewTimer: NodeJS.Timeout | undefined
   private renewing = false
   private subscribedOnce = false
@@ -324,9 +344,92 @@ export class RedisQueueBackend implements QueueBackend {
     return outcomes
   }
 
-  private async sendAcks(ids: string[]): Promise<boolean[]> {
-    const reply = (await this.call('ack', () => this.run.ack(...ids))) as number[]
-    return reply.map((n) => n === 1)
+  /** Sends the turn's acks and first reserve rounds (see {@link turnAcks}). */
+  private flushTurn(deferred = false): void {
+    if (!deferred && this.turnReserves.length === 0) {
+      // Acks settled from a macrotask (a timer, an immediate) run this tick before the microtasks
+      // in which the queue worker pumps the slots they freed: wait for those, so that the reserve joins.
+      queueMicrotask(() => this.flushTurn(true))
+      return
+    }
+    this.turnScheduled = false
+    if (this.turnReserves.length === 0 && this.turnReservesInFlight > 0 && this.turnAcks.length < MAX_BATCH) {
+      // A reserve is on its way back, and the worker reserves again when it lands (its slots were
+      // freed meanwhile): the acks wait for that reserve to carry them (at most one round trip).
+      return
+    }
+    let ids = this.turnAcks
+    let waiters = this.turnAckWaiters
+    const reserves = this.turnReserves
+    this.turnAcks = []
+    this.turnAckWaiters = []
+    this.turnReserves = []
+    const settleAcks = (batch: typeof waiters, flags: unknown) => {
+      const acked = Array.isArray(flags) ? flags : []
+      for (let i = 0; i < batch.length; i++) batch[i]!.resolve(acked[i] === 1)
+    }
+    for (const reserve of reserves) {
+      // Finish and fetch: the first reserve carries up to MAX_BATCH acks; any other reserve (another queue) goes alone.
+      const carried = ids.length > MAX_BATCH ? ids.slice(0, MAX_BATCH) : ids
+      const carriedWaiters = waiters.slice(0, carried.length)
+      ids = ids.slice(carried.length)
+      waiters = waiters.slice(carried.length)
+      this.turnReservesInFlight++
+      const sent =
+        carried.length === 0
+          ? this.call('reserve', () => this.run.reserve(...reserve.args))
+          : this.call('ack-reserve', () => this.run.ackReserve(carried.length, ...carried, ...reserve.args))
+      ;(sent as Promise<ReserveReply>).then(
+        (reply) => {
+          this.reserveLanded()
+          settleAcks(carriedWaiters, reply[6])
+          reserve.resolve(reply)
+        },
+        (error) => {
+          this.reserveLanded()
+          for (const waiter of carriedWaiters) waiter.reject(error)
+          reserve.reject(error)
+        },
+      )
+    }
+    for (let at = 0; at < ids.length; at += MAX_BATCH) {
+      const batch = ids.slice(at, at + MAX_BATCH)
+      const batchWaiters = waiters.slice(at, at + MAX_BATCH)
+      this.call('ack', () => this.run.ack(...batch)).then(
+        (flags) => settleAcks(batchWaiters, flags),
+        (error) => {
+          for (const waiter of batchWaiters) waiter.reject(error)
+        },
+      )
+    }
+  }
+
+  /**
+   * A turn's reserve answered: the acks that waited for it go with the reserve its caller makes
+   * next (that one's turn carries them), or alone once the callers have run (an immediate later).
+   */
+  private reserveLanded(): void {
+    this.turnReservesInFlight--
+    if (this.turnAcks.length === 0) return
+    setImmediate(() => {
+      if (this.turnAcks.length > 0) this.scheduleTurn()
+    })
+  }
+
+  private scheduleTurn(): void {
+    if (this.turnScheduled) return
+    this.turnScheduled = true
+    process.nextTick(() => this.flushTurn())
+  }
+
+  /** One reserve script call: alone, or with the acks of this turn when `joinTurn`. */
+  private reserveCall(args: Array<string | number>, joinTurn: boolean): Promise<ReserveReply> {
+    if (!joinTurn) return this.call('reserve', () => this.run.reserve(...args)) as Promise<ReserveReply>
+    if (this.closed) return Promise.reject(new Error(`redis queue adapter for ${this.where} is closed`))
+    return new Promise((resolve, reject) => {
+      this.turnReserves.push({ args, resolve, reject })
+      this.scheduleTurn()
+    })
   }
 
   async reserve(queue: string, request: ReserveRequest): Promise<QueueMessage[]> {
@@ -345,9 +448,10 @@ export class RedisQueueBackend implements QueueBackend {
       if (startable) {
         for (const [key, target] of this.verdicts) (startable(target.namespace, target.functionId) ? allowed : refused).push(key)
       }
-      const reply = (await this.call('reserve', () =>
-        this.run.reserve(enc(queue), now, request.limit - taken.length, this.config.lease_ms, RESERVE_SCAN_BUDGET, from.group, from.standard, startable ? '1' : '0', allowed.length, ...allowed, refused.length, ...refused),
-      )) as [number, string[], Array<string | number>, string | null, number, number]
+      const reply = await this.reserveCall(
+        [enc(queue), now, request.limit - taken.length, this.config.lease_ms, RESERVE_SCAN_BUDGET, from.group, from.standard, startable ? '1' : '0', allowed.length, ...allowed, refused.length, ...refused],
+        round === 0,
+      )
       const [budgetOut, unknown, out, nextAt, groupOffset, standardOffset] = reply
       resume = { group: groupOffset, standard: standardOffset }
       more = budgetOut === 1
@@ -372,8 +476,12 @@ export class RedisQueueBackend implements QueueBackend {
 
   async ack(id: string): Promise<boolean> {
     try {
-      const [acked] = await this.acks.add([enc(id)])
-      return acked!
+      if (this.closed) throw new Error(`redis queue adapter for ${this.where} is closed`)
+      return await new Promise<boolean>((resolve, reject) => {
+        this.turnAcks.push(enc(id))
+        this.turnAckWaiters.push({ resolve, reject })
+        this.scheduleTurn()
+      })
     } finally {
       this.held.delete(enc(id))
     }

@@ -146,25 +146,15 @@ for q in pairs(woken) do wake(q) end
 return out
 `
 
-/**
- * ARGV 3 queue, 4 now, 5 limit, 6 lease ms, 7 scan budget, 8 and 9 where the group and standard
- * scans start (from the last call's answer), 10 check targets ('1'/'0'), then the
- * count and the targets that may start, then the count and the targets that may not. A target in
- * neither list is not started and is reported, so that the caller can ask about it and call again.
- * Returns `[more (1 when the scan budget ran out), [unknown targets], [id, attempts, seq, ready_at,
- * body]…, next]` where `next` is, when fewer than `limit` started, the earliest ready_at after `now`
- * of an ungrouped pending message or a pending group head (else false), then where the next
- * group and standard scans start (0 unless the budget ran out).
- */
-export const RESERVE = `${PRELUDE}
-local q = ARGV[3]
-local now = ARGV[4]
-local limit = tonumber(ARGV[5])
-local lease = tonumber(ARGV[6])
-local budget = tonumber(ARGV[7])
-local check = ARGV[10] == '1'
+const RESERVE_BODY = String.raw`
+local q = ARGV[B]
+local now = ARGV[B + 1]
+local limit = tonumber(ARGV[B + 2])
+local lease = tonumber(ARGV[B + 3])
+local budget = tonumber(ARGV[B + 4])
+local check = ARGV[B + 7] == '1'
 local verdict = {}
-local j = 11
+local j = B + 8
 local nA = tonumber(ARGV[j])
 for x = 1, nA do verdict[ARGV[j + x]] = true end
 j = j + nA + 1
@@ -231,7 +221,7 @@ end
 -- fifo groups: the head of each group whose head is pending and ready.
 local gh = qkey('gh', q)
 -- Groups look at half the budget at most; standard messages get the rest.
-local groupOffset, groupSeen = scan(gh, tonumber(ARGV[8]), math.floor(budget / 2), function(g)
+local groupOffset, groupSeen = scan(gh, tonumber(ARGV[B + 5]), math.floor(budget / 2), function(g)
   local id = redis.call('ZRANGE', gkey(q, g), 0, 0)[1]
   local m = mkey(id)
   if not may(redis.call('HGET', m, 't')) then return false end
@@ -243,7 +233,7 @@ end)
 -- standard messages, oldest ready first; one attempt per concurrency key.
 local pk = qkey('p', q)
 local busy = qkey('k', q)
-local stdOffset = scan(pk, tonumber(ARGV[9]), budget - groupSeen, function(mem)
+local stdOffset = scan(pk, tonumber(ARGV[B + 6]), budget - groupSeen, function(mem)
     local id = string.sub(mem, 17)
     local m = mkey(id)
     local f = redis.call('HMGET', m, 't', 'k')
@@ -263,28 +253,66 @@ if taken < limit then
     if hit[2] and ((not nextAt) or tonumber(hit[2]) < tonumber(nextAt)) then nextAt = hit[2] end
   end
 end
-return {more, unknown, out, nextAt, groupOffset, stdOffset}
+return {more, unknown, out, nextAt, groupOffset, stdOffset, acked}
 `
 
-/** ARGV 3… ids. Deletes each message this owner has in flight; `[1 or 0]` per id. */
-export const ACK = `${PRELUDE}
-local out = {}
-local woken = {}
-for x = 3, #ARGV do
-  local id = ARGV[x]
-  local f = redis.call('HMGET', mkey(id), unpack(FIELDS))
-  if f[1] ~= 'i' or f[2] ~= OWNER then
-    out[#out + 1] = 0
-  else
-    unplace(id, f)
-    redis.call('DEL', mkey(id))
-    countQueue(f[3], -1)
-    if f[4] or f[5] then woken[f[3]] = true end
-    out[#out + 1] = 1
+
+/**
+ * The acknowledgement of ACK and ACK_RESERVE: ARGV[from], ARGV[from + 1]… ids (to ARGV[to]).
+ * Deletes each message this owner has in flight; `{1 or 0}` per id.
+ */
+const ACK_BODY = String.raw`
+local function ackIds(from, to)
+  local acked = {}
+  local woken = {}
+  for x = from, to do
+    local id = ARGV[x]
+    local f = redis.call('HMGET', mkey(id), unpack(FIELDS))
+    if f[1] ~= 'i' or f[2] ~= OWNER then
+      acked[#acked + 1] = 0
+    else
+      unplace(id, f)
+      redis.call('DEL', mkey(id))
+      countQueue(f[3], -1)
+      if f[4] or f[5] then woken[f[3]] = true end
+      acked[#acked + 1] = 1
+    end
   end
+  for wq in pairs(woken) do wake(wq) end
+  return acked
 end
-for q in pairs(woken) do wake(q) end
-return out
+`
+
+/**
+ * ARGV B = 3: queue, B+1 now, B+2 limit, B+3 lease ms, B+4 scan budget, B+5 and B+6 where the group and standard
+ * scans start (from the last call's answer), B+7 check targets ('1'/'0'), then the
+ * count and the targets that may start, then the count and the targets that may not. A target in
+ * neither list is not started and is reported, so that the caller can ask about it and call again.
+ * Returns `[more (1 when the scan budget ran out), [unknown targets], [id, attempts, seq, ready_at,
+ * body]…, next, group offset, standard offset, []]` where `next` is, when fewer than `limit` started, the earliest ready_at after `now`
+ * of an ungrouped pending message or a pending group head (else false), then where the next
+ * group and standard scans start (0 unless the budget ran out).
+ */
+export const RESERVE = `${PRELUDE}
+local B = 3
+local acked = {}
+${RESERVE_BODY}`
+
+/**
+ * Finish and fetch (one call where a worker would make two): ARGV 3 the number n of ids to
+ * acknowledge, ARGV 4…3+n those ids (as ACK), then RESERVE's arguments from B = 4+n. The
+ * acknowledgements run first, so the concurrency keys and fifo heads they free can start at once.
+ * Returns RESERVE's reply with `[1 or 0 per acknowledged id]` as its 7th element.
+ */
+export const ACK_RESERVE = `${PRELUDE}${ACK_BODY}
+local nAck = tonumber(ARGV[3])
+local acked = ackIds(4, 3 + nAck)
+local B = 4 + nAck
+${RESERVE_BODY}`
+
+/** ARGV 3… ids. Deletes each message this owner has in flight; `[1 or 0]` per id. */
+export const ACK = `${PRELUDE}${ACK_BODY}
+return ackIds(3, #ARGV)
 `
 
 /** ARGV 3 id, 4 ready_at, 5 refund ('1'/'0'). Back to pending when this owner has it in flight; 1 or 0. */
