@@ -179,6 +179,8 @@ export class ClientSession<Scope = unknown> implements SvcClient {
   readonly #newId: () => string
   /** Ids of calls: {@link CallIds} unless the host passes `hooks.newId`. */
   readonly #nextCallId: () => string
+  /** The function id of the last call whose id `requestProblem` accepted (without a namespace of its own). */
+  #checkedFunctionId: string | undefined = undefined
   /** True when call ids need no escaping in JSON ({@link CallIds}): the frame takes them between quotes as they are. */
   readonly #plainCallIds: boolean
   readonly #pingFrames: boolean
@@ -684,8 +686,12 @@ export class ClientSession<Scope = unknown> implements SvcClient {
     if (typeof functionId !== 'string' || functionId === '') {
       return Promise.reject(invocationError(Errors.invalidArguments('function_id is required')))
     }
-    const refused = requestProblem(functionId, request.namespace)
-    if (refused !== undefined) return Promise.reject(invocationError(refused, functionId))
+    // Callers call the same few functions over and over: the last id found well-formed is not checked again.
+    if (functionId !== this.#checkedFunctionId || request.namespace !== undefined) {
+      const refused = requestProblem(functionId, request.namespace)
+      if (refused !== undefined) return Promise.reject(invocationError(refused, functionId))
+      if (request.namespace === undefined) this.#checkedFunctionId = functionId
+    }
     const action = request.action
     const id = action !== undefined && action.type === 'void' ? undefined : this.#nextCallId()
     // A call made inside a handler follows the handler's cancellation unless it is given its own.

@@ -118,6 +118,28 @@ describe('call ids (fast-check)', () => {
     )
   })
 
+  it('refuse a hostile function id whatever ids were called before it (the last id found well-formed is not checked again)', async () => {
+    const functionId = fc.oneof(fc.constantFrom('a::b', 'c::d', 'a::\ud800', 'a::\u0000', 'x'.repeat(1025), 'x'.repeat(1024)), fc.string({ unit: 'binary', maxLength: 6 }).filter((s) => s !== ''))
+    await fc.assert(
+      fc.asyncProperty(fc.array(fc.record({ id: functionId, namespace: fc.option(fc.constantFrom('ns', ' ', 'n\u0001'), { nil: undefined }) }), { minLength: 1, maxLength: 30 }), async (calls) => {
+        const transport = new ScriptedTransport()
+        const client = new ClientSession({ address: 'ws://127.0.0.1:1', connector: () => transport, announce: { runtime: 'test', name: 'ids' }, log: { warn: () => {} } })
+        transport.open()
+        transport.sent.length = 0
+        for (const { id, namespace } of calls) {
+          let outcome = 'pending'
+          client.trigger({ function_id: id, namespace, payload: 1 }).catch((err: InvocationError) => (outcome = err.code))
+          await new Promise((resolve) => setImmediate(resolve))
+          const bad = idProblem(id) !== undefined || (namespace !== undefined && (namespace.trim() === '' || idProblem(namespace) !== undefined))
+          assert.equal(outcome === 'pending', !bad, `${JSON.stringify(id)} in ${JSON.stringify(namespace)}: ${outcome}`)
+        }
+        assert.equal(transport.sent.length, calls.filter(({ id, namespace }) => idProblem(id) === undefined && (namespace === undefined || (namespace.trim() !== '' && idProblem(namespace) === undefined))).length)
+        await client.shutdown()
+      }),
+      { numRuns: 100 },
+    )
+  })
+
   it('take their prefix from any UUID source and refuse a source that gives something else', () => {
     fc.assert(
       fc.property(fc.uuid({ version: 4 }), fc.nat({ max: 5000 }), (uuid, skip) => {
