@@ -22,10 +22,11 @@ const hostileKey = fc.oneof(
 )
 
 describe('CallIndex', () => {
-  it('answers get, has, size and values as a Map does, for any keys and any order of operations', () => {
+  it('answers get, has, take, size and values as a Map does, for any keys and any order of operations', () => {
     const op = fc.oneof(
       fc.record({ kind: fc.constant('set' as const), key: hostileKey }),
       fc.record({ kind: fc.constant('delete' as const), key: hostileKey }),
+      fc.record({ kind: fc.constant('take' as const), key: hostileKey }),
     )
     fc.assert(
       fc.property(fc.array(op, { maxLength: 400 }), (ops) => {
@@ -36,6 +37,10 @@ describe('CallIndex', () => {
             const value = { n }
             index.set(o.key, value)
             model.set(o.key, value)
+          } else if (o.kind === 'take') {
+            const value = model.get(o.key)
+            model.delete(o.key)
+            assert.equal(index.take(o.key), value)
           } else assert.equal(index.delete(o.key), model.delete(o.key))
           assert.equal(index.size, model.size)
           assert.equal(index.get(o.key), model.get(o.key))

@@ -86,6 +86,17 @@ export class CallIndex<V extends object> {
     if (this.#used * 2 > mask + 1) this.#rebuild()
   }
 
+  /** Removes the entry of `key` and returns it (one probe where `get` then `delete` take two), or undefined. */
+  take(key: string): V | undefined {
+    const slot = this.#find(key)
+    if (slot < 0) return undefined
+    const value = this.#values[slot]
+    this.#keys[slot] = REMOVED
+    this.#values[slot] = undefined
+    this.#size--
+    return value
+  }
+
   /** Removes the entry of `key`; false when there was none. */
   delete(key: string): boolean {
     const slot = this.#find(key)

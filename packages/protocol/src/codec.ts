@@ -555,14 +555,15 @@ const ID_JSON = new Map<string, string>()
 /**
  * A W→E `invokefunction` (§5.8): a call from a worker. Built by concatenation (the hot path of every
  * call); `data` and `metadata` may be {@link RawJson}; fields left undefined are omitted, `data`
- * is written as `null` then.
+ * is written as `null` then. `invocationIdJson`, when given, is the JSON text of
+ * `message.invocation_id` (a client that makes ids needing no escape writes them as they are).
  * @throws TypeError when `data` or `metadata` holds a value JSON cannot encode (a BigInt, a cycle).
  */
-export function encodeInvokeFunction(message: InvokeFunctionMessage): string {
+export function encodeInvokeFunction(message: InvokeFunctionMessage, invocationIdJson?: string): string {
   let frame =
     message.invocation_id === undefined
       ? '{"type":"invokefunction","function_id":'
-      : '{"type":"invokefunction","invocation_id":' + JSON.stringify(message.invocation_id) + ',"function_id":'
+      : '{"type":"invokefunction","invocation_id":' + (invocationIdJson ?? JSON.stringify(message.invocation_id)) + ',"function_id":'
   frame += idJson(message.function_id) + ',"data":' + encodeJson(message.data)
   if (message.metadata !== undefined) frame += ',"metadata":' + encodeJson(message.metadata)
   if (message.action !== undefined) frame += ',"action":' + JSON.stringify(message.action)

@@ -4,11 +4,10 @@
  * (protocol.md §3) — state machine, reconnect, keepalive, call table, registration replay, trigger
  * type bindings — and speaks the protocol through the codec. This file adds what is Node's: the
  * `ws` transport (unless a test or an in-process host gives another {@link Connector}), the
- * announce of `options.ts` (`node:os`, `process`), Node's UUIDs, and the OpenTelemetry hooks of
+ * announce of `options.ts` (`node:os`, `process`), and the OpenTelemetry hooks of
  * `tracing.ts` and worker gauges from svc-helpers.
  */
 import { AsyncLocalStorage } from 'node:async_hooks'
-import { randomUUID } from 'node:crypto'
 import { currentOtelConfig } from 'svc-helpers/observability'
 import { startWorkerGauges } from 'svc-helpers/observability/internal'
 import {
@@ -108,7 +107,6 @@ export class WorkerClient implements SvcClient {
     const hooks: ClientHooks<InvocationSpan> = {
       // Handler spans only when this client has telemetry on; calls carry the active context either way.
       telemetry: options.otelEnabled ? handlerTelemetry : callTelemetry,
-      newId: randomUUID,
       handlerScope: HANDLER_SCOPE,
     }
     // Channel refs in payloads and results become live ends (sdk.md §9) that connect to the engine

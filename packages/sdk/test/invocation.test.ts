@@ -4,6 +4,7 @@
  */
 import assert from 'node:assert/strict'
 import { describe, it, type TestContext } from 'node:test'
+import { CALL_ID_FORMAT } from 'svc-protocol/client'
 import { InvocationError, TriggerAction } from '../src/index.ts'
 import { FAST_RECONNECT, makeClient } from './support/client.ts'
 import { EnginePeer, type Frame } from './support/peer.ts'
@@ -27,7 +28,8 @@ describe('synchronous calls (protocol.md §6.2)', () => {
     const result = client.trigger({ function_id: 'math::add', payload: { a: 2, b: 3 }, metadata: { tenant: 't1' } })
     const frame = await conn.waitFor(isCall('math::add'))
     assert.deepEqual(Object.keys(frame).sort(), ['data', 'function_id', 'invocation_id', 'metadata', 'type'])
-    assert.match(frame.invocation_id, /^[0-9a-f-]{36}$/)
+    // One per-client prefix and a counter (protocol.md §5.8: an opaque id), not a UUID per call.
+    assert.match(frame.invocation_id, CALL_ID_FORMAT)
     assert.deepEqual(frame.data, { a: 2, b: 3 })
     assert.deepEqual(frame.metadata, { tenant: 't1' })
     conn.send({ type: 'invocationresult', invocation_id: frame.invocation_id, function_id: 'math::add', result: { c: 5 } })

@@ -91,9 +91,8 @@ export class CallTable {
 
   /** Removes and returns the call `id` (its answer arrived), or undefined for a late or foreign answer. */
   settle(id: string): PendingCall | undefined {
-    const call = this.#pending.get(id)
+    const call = this.#pending.take(id)
     if (call === undefined) return undefined
-    this.#pending.delete(id)
     this.#deadlines.cancel(call, call.slot)
     call.detach?.()
     return call

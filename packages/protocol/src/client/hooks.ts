@@ -74,7 +74,11 @@ export interface ClientHooks<Scope = unknown> {
   materialize?: Materializer
   /** Called on every `workerregistered` with the worker id (e.g. to start worker gauges once). */
   onWorkerRegistered?(workerId: string): void
-  /** Ids of calls and bindings (UUID v4); default `crypto.randomUUID`, else one from `crypto.getRandomValues`. */
+  /**
+   * Ids of bindings (UUID v4) and, when given, of calls too. Default: bindings get
+   * `crypto.randomUUID` (else a UUID from `crypto.getRandomValues`), calls a per-client random
+   * prefix and a counter (`CallIds`, call-ids.ts).
+   */
   newId?(): string
   /**
    * Where a handler's context is found again by the calls it makes (svc-sdk: an

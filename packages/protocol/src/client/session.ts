@@ -36,6 +36,7 @@ import { AddressRotation, displayAddress, engineAddresses } from './addresses.ts
 import { backoffDelay, DEFAULT_RECONNECTION_CONFIG } from './backoff.ts'
 import { ProviderBindings } from './bindings.ts'
 import { createChannel, type Channel } from './channels/channels.ts'
+import { CallIds } from './call-ids.ts'
 import { CallTable } from './calls.ts'
 import { ConnectionError, errorMessage, InvocationError, invocationError, RegistrationRejectedError, toErrorBody } from './errors.ts'
 import { Heartbeat, type HeartbeatPeer } from './heartbeat.ts'
@@ -174,7 +175,14 @@ export class ClientSession<Scope = unknown> implements SvcClient {
   readonly #telemetry: ClientTelemetry<Scope> | undefined
   readonly #materialize: Materializer | undefined
   readonly #onWorkerRegistered: ((workerId: string) => void) | undefined
+  /** Ids of bindings (UUID v4, sdk.md §5), and of calls when the host passes `hooks.newId`. */
   readonly #newId: () => string
+  /** Ids of calls: {@link CallIds} unless the host passes `hooks.newId`. */
+  readonly #nextCallId: () => string
+  /** The function id of the last call whose id `requestProblem` accepted (without a namespace of its own). */
+  #checkedFunctionId: string | undefined = undefined
+  /** True when call ids need no escaping in JSON ({@link CallIds}): the frame takes them between quotes as they are. */
+  readonly #plainCallIds: boolean
   readonly #pingFrames: boolean
   readonly #scope: HandlerScope | undefined
   /**
@@ -237,6 +245,14 @@ export class ClientSession<Scope = unknown> implements SvcClient {
     this.#materialize = hooks.materialize
     this.#onWorkerRegistered = hooks.onWorkerRegistered
     this.#newId = hooks.newId ?? platformNewId()
+    if (hooks.newId !== undefined) {
+      this.#nextCallId = hooks.newId
+      this.#plainCallIds = false
+    } else {
+      const ids = new CallIds(this.#newId)
+      this.#nextCallId = () => ids.next()
+      this.#plainCallIds = true
+    }
     this.#scope = hooks.handlerScope
     // The announce is a void call of engine::workers::register (protocol.md §3.2); engine:: ids
     // live in `default`, so it carries no namespace.
@@ -549,9 +565,8 @@ export class ClientSession<Scope = unknown> implements SvcClient {
   #answer(transport: Transport, msg: InvokeFunctionMessage, result: unknown, error: ErrorBody | undefined, scope: Scope | undefined): void {
     const id = msg.invocation_id
     if (id !== undefined) {
-      const run = this.#running.get(id)
+      const run = this.#running.take(id)
       if (run !== undefined) {
-        this.#running.delete(id)
         // Cancelled: the engine answered the caller already and drops a late result; none is sent.
         if (run.cancelled) {
           if (scope !== undefined) this.#telemetry!.endHandler(scope, undefined, error ?? errorBody(Errors.cancelled), undefined)
@@ -671,10 +686,14 @@ export class ClientSession<Scope = unknown> implements SvcClient {
     if (typeof functionId !== 'string' || functionId === '') {
       return Promise.reject(invocationError(Errors.invalidArguments('function_id is required')))
     }
-    const refused = requestProblem(functionId, request.namespace)
-    if (refused !== undefined) return Promise.reject(invocationError(refused, functionId))
+    // Callers call the same few functions over and over: the last id found well-formed is not checked again.
+    if (functionId !== this.#checkedFunctionId || request.namespace !== undefined) {
+      const refused = requestProblem(functionId, request.namespace)
+      if (refused !== undefined) return Promise.reject(invocationError(refused, functionId))
+      if (request.namespace === undefined) this.#checkedFunctionId = functionId
+    }
     const action = request.action
-    const id = action !== undefined && action.type === 'void' ? undefined : this.#newId()
+    const id = action !== undefined && action.type === 'void' ? undefined : this.#nextCallId()
     // A call made inside a handler follows the handler's cancellation unless it is given its own.
     const signal = id === undefined ? undefined : (request.signal ?? this.#scope?.current()?.signal)
     if (signal?.aborted) return Promise.reject(invocationError(Errors.cancelled(abortReason(signal)), functionId))
@@ -691,7 +710,7 @@ export class ClientSession<Scope = unknown> implements SvcClient {
         namespace: request.namespace ?? this.#defaultNamespace(functionId),
         traceparent: trace?.traceparent,
         baggage: trace?.baggage,
-      })
+      }, id !== undefined && this.#plainCallIds ? '"' + id + '"' : undefined)
     } catch (err) {
       return Promise.reject(invocationError(Errors.invalidArguments(`payload is not JSON-serialisable: ${errorMessage(err)}`), functionId))
     }

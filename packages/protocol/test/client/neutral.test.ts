@@ -81,7 +81,7 @@ describe('svc-protocol/client is platform-free', () => {
 
     const call = session.trigger({ function_id: 'node::greet', payload: { name: 'page' } })
     const frame = JSON.parse(transport.sent[3]!)
-    assert.match(frame.invocation_id, /^[0-9a-f-]{36}$/)
+    assert.match(frame.invocation_id, core.CALL_ID_FORMAT)
     transport.deliver({ type: 'invocationresult', invocation_id: frame.invocation_id, function_id: 'node::greet', result: 'hello page' })
     assert.equal(await call, 'hello page')
 

@@ -13,6 +13,7 @@ import { decodeEngineFrame } from '../../src/codec.ts'
 import { memoryConnector } from '../../src/transport/memory.ts'
 import type { PeerInfo, Transport } from '../../src/transport/types.ts'
 import {
+  CALL_ID_FORMAT,
   Channels,
   ClientSession,
   InvocationError,
@@ -295,15 +296,20 @@ describe('ClientSession hooks', () => {
     assert.equal(call.baggage, 'tenant=t1')
   })
 
-  it('reports every workerregistered and generates call and binding ids with the platform crypto by default', async (t) => {
+  it('reports every workerregistered, gives bindings UUIDs and calls ids of one per-client prefix and a counter by default', async (t) => {
     const engine = new TinyEngine()
     const registered: string[] = []
     const { client } = session(t, engine, { hooks: { onWorkerRegistered: (id) => registered.push(id) } })
     const trigger = client.registerTrigger({ type: 'cron', function_id: 'a::b', config: {} })
     assert.match(trigger.id, /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/)
     assert.equal(await client.trigger({ function_id: 'engine::echo', payload: 'x' }), 'x')
-    const call = engine.sessions[0]!.frames.find((f) => f.function_id === 'engine::echo')!
-    assert.match(call.invocation_id, /^[0-9a-f-]{36}$/)
+    assert.equal(await client.trigger({ function_id: 'engine::echo', payload: 'y' }), 'y')
+    const calls = engine.sessions[0]!.frames.filter((f) => f.function_id === 'engine::echo')
+    assert.equal(calls.length, 2)
+    for (const call of calls) assert.match(call.invocation_id, CALL_ID_FORMAT)
+    const [first, second] = calls.map((call) => call.invocation_id as string)
+    assert.equal(first!.slice(0, 17), second!.slice(0, 17))
+    assert.notEqual(first, second)
     assert.deepEqual(registered, ['worker-0'])
   })
 })
