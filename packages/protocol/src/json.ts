@@ -370,38 +370,32 @@ export function isPlainText(text: string): boolean {
  */
 function plainObjectMembers(s: string, maxDepth: number): Map<string, [number, number]> | undefined {
   const n = s.length
-  let i = skipSpaces(s, 0)
+  let i = skipWhitespace(s, 0)
   if (s.charCodeAt(i) !== 123 || maxDepth < 1) return undefined
   const members = new Map<string, [number, number]>()
-  i = skipSpaces(s, i + 1)
-  if (s.charCodeAt(i) === 125) return skipSpaces(s, i + 1) === n ? members : undefined
+  i = skipWhitespace(s, i + 1)
+  if (s.charCodeAt(i) === 125) return skipWhitespace(s, i + 1) === n ? members : undefined
   for (;;) {
     if (s.charCodeAt(i) !== 34) return undefined
     const keyEnd = s.indexOf('"', i + 1)
     if (keyEnd === -1) return undefined
     const key = s.slice(i + 1, keyEnd)
-    i = skipSpaces(s, keyEnd + 1)
+    i = skipWhitespace(s, keyEnd + 1)
     if (s.charCodeAt(i) !== 58) return undefined
-    const start = skipSpaces(s, i + 1)
+    const start = skipWhitespace(s, i + 1)
     const end = scanPlainValue(s, start, maxDepth)
     if (end === -1) return undefined
     members.set(key, [start, end])
-    i = skipSpaces(s, end)
+    i = skipWhitespace(s, end)
     const c = s.charCodeAt(i)
     if (c === 44) {
-      i = skipSpaces(s, i + 1)
+      i = skipWhitespace(s, i + 1)
       continue
     }
     if (c === 125) break
     return undefined
   }
-  return skipSpaces(s, i + 1) === n ? members : undefined
-}
-
-/** Spaces only: {@link plainObjectMembers} reads texts without tabs or line breaks. */
-function skipSpaces(s: string, i: number): number {
-  while (s.charCodeAt(i) === 32) i++
-  return i
+  return skipWhitespace(s, i + 1) === n ? members : undefined
 }
 
 /**
@@ -417,7 +411,7 @@ export function scanPlainValue(s: string, start: number, maxDepth: number): numb
   let i = start
   for (;;) {
     // A value.
-    i = skipSpaces(s, i)
+    i = skipWhitespace(s, i)
     const c = s.charCodeAt(i)
     if (c === 34) {
       const close = s.indexOf('"', i + 1)
@@ -425,7 +419,7 @@ export function scanPlainValue(s: string, start: number, maxDepth: number): numb
       i = close + 1
     } else if (c === 123 || c === 91) {
       if (depth === maxDepth) return -1
-      i = skipSpaces(s, i + 1)
+      i = skipWhitespace(s, i + 1)
       const d = s.charCodeAt(i)
       if (c === 123) {
         if (d === 125) i++
@@ -456,11 +450,11 @@ export function scanPlainValue(s: string, start: number, maxDepth: number): numb
     // After a value: close containers until one continues with a comma.
     for (;;) {
       if (depth === 1) return i
-      i = skipSpaces(s, i)
+      i = skipWhitespace(s, i)
       const d = s.charCodeAt(i)
       const kind = stack[depth - 1]
       if (d === 44) {
-        i = skipSpaces(s, i + 1)
+        i = skipWhitespace(s, i + 1)
         if (kind === OBJECT) {
           i = plainKey(s, i)
           if (i === -1) return -1
@@ -482,7 +476,7 @@ function plainKey(s: string, i: number): number {
   if (s.charCodeAt(i) !== 34) return -1
   const close = s.indexOf('"', i + 1)
   if (close === -1) return -1
-  i = skipSpaces(s, close + 1)
+  i = skipWhitespace(s, close + 1)
   return s.charCodeAt(i) === 58 ? i + 1 : -1
 }
 

@@ -455,7 +455,7 @@ export class RequestPipeline {
       // Served by another engine of the fleet (issue 19): no channels, since a channel's ends open
       // on the engine that created it and the handler's worker is connected to another. The body
       // already read travels in `body`, the response as the result; nothing is left to stream.
-      this.invokeHandler(x, { ...request }, remaining)
+      this.invokeHandler(x, request, remaining)
       await x.whenDone()
       return
     }
