@@ -15,15 +15,15 @@
  * msg/s of the consume phase and the load average. `SVC_BENCH_ROOT=<tree>` takes the adapter from
  * another build (A/B against an earlier commit).
  */
-import { execFileSync, spawn, type ChildProcess } from 'node:child_process'
+import type { ChildProcess } from 'node:child_process'
 import { randomUUID } from 'node:crypto'
 import { readFileSync } from 'node:fs'
-import { mkdtemp, rm } from 'node:fs/promises'
-import { loadavg, tmpdir } from 'node:os'
+import { loadavg } from 'node:os'
 import { join } from 'node:path'
 import { performance } from 'node:perf_hooks'
 import { fileURLToPath, pathToFileURL } from 'node:url'
-import { freePort, runMain } from './measure.ts'
+import { runMain } from './measure.ts'
+import { commandStats, startRedis } from './peers/redis-server.ts'
 
 const ROOT = process.env.SVC_BENCH_ROOT ?? fileURLToPath(new URL('..', import.meta.url))
 const CONCURRENCY = 10
@@ -44,8 +44,8 @@ function ownCpuMs(): number {
 }
 
 function scriptCalls(port: number): number {
-  const text = execFileSync('redis-cli', ['-p', String(port), 'INFO', 'commandstats'], { encoding: 'utf8' })
-  return Number(/^cmdstat_evalsha:calls=(\d+)/m.exec(text)?.[1] ?? 0) + Number(/^cmdstat_eval:calls=(\d+)/m.exec(text)?.[1] ?? 0)
+  const calls = commandStats(port)
+  return (calls?.get('evalsha') ?? 0) + (calls?.get('eval') ?? 0)
 }
 
 const children: ChildProcess[] = []
@@ -53,18 +53,8 @@ const children: ChildProcess[] = []
 async function main(): Promise<void> {
   const messages = Number(process.argv[2] ?? 20_000)
   const rounds = Number(process.argv[3] ?? 3)
-  const dir = await mkdtemp(join(tmpdir(), 'svc-bench-redisq-'))
-  const port = await freePort()
-  const server = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--dir', dir, '--save', '', '--appendonly', 'yes', '--appendfsync', 'everysec'], { stdio: ['ignore', 'pipe', 'inherit'] })
-  children.push(server)
-  await new Promise<void>((resolve, reject) => {
-    let out = ''
-    server.stdout!.on('data', (chunk: Buffer) => {
-      out += chunk
-      if (out.includes('Ready to accept connections')) resolve()
-    })
-    server.once('exit', (code) => reject(new Error(`redis-server exited with ${code}: ${out}`)))
-  })
+  const redis = await startRedis(children)
+  const { port, server } = redis
   const { RedisQueueBackend } = (await import(pathToFileURL(join(ROOT, 'dist/runtime/adapters/queue/redis/redis.js')).href)) as typeof import('../runtime/adapters/queue/redis/redis.ts')
   try {
     for (let round = 0; round < rounds; round++) {
@@ -151,9 +141,7 @@ async function main(): Promise<void> {
       )
     }
   } finally {
-    server.kill('SIGTERM')
-    await new Promise((resolve) => server.once('exit', resolve))
-    await rm(dir, { recursive: true, force: true })
+    await redis.close()
   }
 }
 

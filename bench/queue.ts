@@ -14,7 +14,7 @@
  * `node bench/queue.ts` runs all four and prints a JSON line `{queue_table, rows}`; `npm run bench`
  * includes it. The load modes (`svc-load`, `bullmq-load`) are what it spawns.
  */
-import { execFileSync, spawn, type ChildProcess } from 'node:child_process'
+import { spawn, type ChildProcess } from 'node:child_process'
 import { readFileSync } from 'node:fs'
 import { mkdtemp, rm, writeFile } from 'node:fs/promises'
 import { loadavg, tmpdir } from 'node:os'
@@ -22,7 +22,8 @@ import { join } from 'node:path'
 import { performance } from 'node:perf_hooks'
 import { createInterface } from 'node:readline'
 import { fileURLToPath } from 'node:url'
-import { freePort, runMain } from './measure.ts'
+import { runMain } from './measure.ts'
+import { commandStats, startRedis } from './peers/redis-server.ts'
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url))
 const MESSAGES = Number(process.env.BENCH_QUEUE_MESSAGES ?? 10_000)
@@ -61,19 +62,6 @@ function cpuMs(pid: number | undefined): number {
     return ((Number(fields[11]) + Number(fields[12])) * 1000) / 100 // clock ticks, USER_HZ 100
   } catch {
     return Number.NaN
-  }
-}
-
-/** Calls per command name of the redis-server on `port` so far (`INFO commandstats`); undefined without redis-cli. */
-function commandStats(port: number | undefined): Map<string, number> | undefined {
-  if (port === undefined) return undefined
-  try {
-    const text = execFileSync('redis-cli', ['-p', String(port), 'INFO', 'commandstats'], { encoding: 'utf8' })
-    const calls = new Map<string, number>()
-    for (const match of text.matchAll(/^cmdstat_([^:]+):calls=(\d+)/gm)) calls.set(match[1]!, Number(match[2]))
-    return calls
-  } catch {
-    return undefined
   }
 }
 
@@ -283,32 +271,6 @@ async function measureSvc(adapter: SvcAdapter): Promise<QueueRow[]> {
   return rows
 }
 
-/** A private redis-server with AOF (appendfsync everysec), BullMQ's usual durable setting. */
-async function startRedis(): Promise<{ port: number; server: ChildProcess; close: () => Promise<void> }> {
-  const dir = await mkdtemp(join(tmpdir(), 'svc-bench-redis-'))
-  const port = await freePort()
-  const redis = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--dir', dir, '--save', '', '--appendonly', 'yes', '--appendfsync', 'everysec'], {
-    stdio: ['ignore', 'pipe', 'inherit'],
-  })
-  children.push(redis)
-  await new Promise<void>((resolve, reject) => {
-    let out = ''
-    redis.stdout!.on('data', (chunk: Buffer) => {
-      out += chunk
-      if (out.includes('Ready to accept connections')) resolve()
-    })
-    redis.once('exit', (code) => reject(new Error(`redis-server exited with ${code}: ${out}`)))
-  })
-  return {
-    port,
-    server: redis,
-    close: async () => {
-      await stop(redis)
-      await rm(dir, { recursive: true, force: true })
-    },
-  }
-}
-
 async function measureBullmq(port: number, server: ChildProcess): Promise<QueueRow[]> {
   const rows: QueueRow[] = []
   for (const c of CONCURRENCIES) rows.push(await measured(['bench/queue.ts', 'bullmq-load', String(port), String(c)], undefined, server, port))
@@ -350,7 +312,7 @@ async function main(): Promise<void> {
   const only = process.env.BENCH_QUEUE_ONLY // `redis` or `builtin` (each with BullMQ) while working on one row
   const svc = only === 'redis' ? [] : await measureSvc({ name: 'builtin' })
   const svcNormal = only === 'redis' ? [] : await measureSvc({ name: 'builtin', synchronous: 'normal' })
-  const redis = await startRedis()
+  const redis = await startRedis(children)
   let svcRedis: QueueRow[]
   let bullmq: QueueRow[]
   try {
