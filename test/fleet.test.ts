@@ -131,6 +131,48 @@ describe('a fleet of three engines on NATS', () => {
     assert.deepEqual([...answers].sort(), ['bravo', 'charlie'])
   })
 
+  it('counts a call in svc.function.* once across the fleet: on the engine that runs it; the engine that sent it counts svc.fleet.forwarded', async () => {
+    const b = client(1, 'tally')
+    b.registerFunction('tally::add', (input: { n: number }) => input.n + 1)
+    b.registerFunction('tally::fail', () => {
+      throw Object.assign(new Error('refused'), { code: 'REFUSED' })
+    })
+    await listed(0, 'tally::fail')
+    await listed(2, 'tally::fail')
+    const a = client(0, 'tally-caller')
+    for (let n = 0; n < 3; n++) assert.equal(await a.trigger({ function_id: 'tally::add', payload: { n } }), n + 1)
+    assert.equal(await engines[0]!.engine.inject({ function_id: 'tally::add', data: { n: 10 } }), 11)
+    for (let n = 0; n < 2; n++) assert.equal(await engines[2]!.engine.inject({ function_id: 'tally::add', data: { n } }), n + 1)
+    assert.equal(await engines[1]!.engine.inject({ function_id: 'tally::add', data: { n: 0 } }), 1)
+    assert.equal((await rejection(engines[0]!.engine.inject({ function_id: 'tally::fail', data: {} }))).code, 'REFUSED')
+    type Point = { value: number | { count: number }; attributes: Record<string, unknown> }
+    /** The points of `metric` on engine `i` for function `id`, as [serving engine or '', value]. */
+    const points = async (i: number, metric: string, id: string): Promise<Array<[unknown, number]>> => {
+      const listed = (await engines[i]!.engine.inject({ function_id: 'engine::metrics::list', data: { metric_name: metric } })) as { metrics: Array<{ name: string; points: Point[] }> }
+      return listed.metrics
+        .filter((m) => m.name === metric)
+        .flatMap((m) => m.points)
+        .filter((p) => p.attributes['svc.function.id'] === id)
+        .map((p) => [p.attributes['svc.fleet.engine'] ?? '', typeof p.value === 'number' ? p.value : p.value.count])
+    }
+    // 7 calls of tally::add, 1 of tally::fail, all run on bravo: counted there only.
+    assert.deepEqual(await points(1, 'svc.function.invocations', 'tally::add'), [['', 7]])
+    assert.deepEqual(await points(1, 'svc.function.duration', 'tally::add'), [['', 7]])
+    assert.deepEqual(await points(1, 'svc.function.invocations', 'tally::fail'), [['', 1]])
+    assert.deepEqual(await points(1, 'svc.function.errors', 'tally::fail'), [['', 1]])
+    for (const i of [0, 2]) {
+      for (const metric of ['svc.function.invocations', 'svc.function.errors', 'svc.function.duration']) {
+        assert.deepEqual(await points(i, metric, 'tally::add'), [], `${metric} of engine ${i}`)
+        assert.deepEqual(await points(i, metric, 'tally::fail'), [], `${metric} of engine ${i}`)
+      }
+    }
+    // The engines that sent them count what they sent, by serving engine.
+    assert.deepEqual(await points(0, 'svc.fleet.forwarded', 'tally::add'), [['bravo', 4]])
+    assert.deepEqual(await points(0, 'svc.fleet.forwarded', 'tally::fail'), [['bravo', 1]])
+    assert.deepEqual(await points(2, 'svc.fleet.forwarded', 'tally::add'), [['bravo', 2]])
+    assert.deepEqual(await points(1, 'svc.fleet.forwarded', 'tally::add'), [])
+  })
+
   it('serves an HTTP route registered through one engine on every engine\'s listener, in one trace', async () => {
     const worker = registerWorker(engines[1]!.url, { workerName: 'api', otel: { enabled: true, serviceName: 'api', fetchInstrumentationEnabled: false } })
     clients.push(worker)

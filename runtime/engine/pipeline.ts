@@ -9,9 +9,11 @@
  * - **authorize**: the caller's {@link AccessPolicy} (§13.3); listeners with a middleware divert
  *   the call to it here (§13.4).
  * - **intercept**: the {@link Interceptor} list (tracing, metrics and the console's live view plug
- *   in here); empty by default, so it costs nothing.
- * - **dispatch**: one replica, round-robin, to its {@link Callee}: a remote session (a leg awaiting
- *   `invocationresult`), an in-process handler, or an HTTP-invoked function.
+ *   in here), given the replica dispatch will use (picked just before); empty by default, so it
+ *   costs nothing.
+ * - **dispatch**: that replica (one, round-robin) to its {@link Callee}: a remote session (a leg
+ *   awaiting `invocationresult`), an in-process handler, an HTTP-invoked function, or another
+ *   engine of the fleet.
  * - **deliver**: the outcome goes to the invocation's {@link Reply}: relayed to a remote caller,
  *   resolved as a promise for in-process callers, or discarded for void calls.
  *
@@ -35,7 +37,7 @@ import {
   type TriggerActionValue,
 } from 'svc-protocol'
 import { PERMISSIVE, type AccessPolicy } from './access/policy.ts'
-import type { FunctionEntry, FunctionRegistry } from './functions.ts'
+import type { FunctionEntry, FunctionRegistry, Replica } from './functions.ts'
 import type { Invocation, Reply } from './invocation.ts'
 import type { Logger } from './config.ts'
 
@@ -48,7 +50,12 @@ export type { Callee } from './functions.ts'
  */
 export interface Interceptor {
   readonly name: string
-  intercept(invocation: Invocation, target: FunctionEntry): void
+  /**
+   * Runs for every invocation that has a live replica. `replica`: the one the call is dispatched
+   * to, already picked (round-robin, §6.1); `replica.callee.remote` is true when it is served by
+   * another engine of the fleet (issue 19).
+   */
+  intercept(invocation: Invocation, target: FunctionEntry, replica: Replica): void
 }
 
 /**
@@ -251,12 +258,14 @@ export class InvocationPipeline {
           return this.divert(invocation, middleware, target.id, target.namespace)
         }
       }
-      // intercept
-      const interceptors = this.interceptors
-      for (let i = 0; i < interceptors.length; i++) interceptors[i]!.intercept(invocation, target)
-      // dispatch
+      // The replica is picked before the interceptors, so they see where the call goes (the
+      // observability worker counts a call sent to another engine apart from one it runs).
       const replica = target.pick(this.host.backpressureBytes, invocation.localOnly)
       if (replica === undefined) return invocation.reply.error(this.notFound(invocation))
+      // intercept
+      const interceptors = this.interceptors
+      for (let i = 0; i < interceptors.length; i++) interceptors[i]!.intercept(invocation, target, replica)
+      // dispatch
       invocation.flight?.dispatched(replica.peer, invocation.reply, invocation.traceparent)
       replica.callee.dispatch(invocation, target, replica)
     } catch (err) {

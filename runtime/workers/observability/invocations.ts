@@ -4,10 +4,15 @@
  * function the engine serves itself (worker-routed calls get no engine span, their `traceparent`
  * is forwarded unchanged), and per-function counts, errors and durations, read as the
  * `svc.function.*` series.
+ *
+ * In a fleet a call is counted once across the engines (issue 19): in `svc.function.*` by the
+ * engine whose replica runs it, and, on the engine that sent it there over NATS, only in
+ * `svc.fleet.forwarded` (by function and serving engine) — so a sum over every engine's series
+ * is the number of calls.
  */
 import type { ErrorBody, JsonInput } from 'svc-protocol'
 import type { MetricSeries } from '../../adapters/observability/records.ts'
-import type { FunctionEntry } from '../../engine/functions.ts'
+import type { FunctionEntry, Replica } from '../../engine/functions.ts'
 import type { Interceptor, Invocation } from '../../engine/pipeline.ts'
 import type { ActiveSpan, TelemetryHub } from '../../engine/telemetry.ts'
 
@@ -21,6 +26,9 @@ interface FunctionStats {
   buckets: number[]
 }
 
+/** Calls sent to other engines of the fleet: per function id, per serving engine. */
+type ForwardedStats = Map<string, Map<string, number>>
+
 /**
  * Per-function invocation metrics and engine spans.
  * @example
@@ -31,6 +39,8 @@ interface FunctionStats {
  */
 export class InvocationMetrics {
   private readonly stats = new Map<string, FunctionStats>()
+  private readonly forwarded: ForwardedStats = new Map()
+  private forwardedTotal = 0
   private readonly ignored: ReadonlySet<string>
   /** Where `execute` spans start; none while undefined (set at the worker's start). */
   hub: TelemetryHub | undefined
@@ -40,19 +50,20 @@ export class InvocationMetrics {
     this.ignored = ignored
   }
 
-  /** Invocations counted since start, every function together. */
+  /** Invocations counted since start, every function together, forwarded ones included. */
   get total(): number {
-    let total = 0
+    let total = this.forwardedTotal
     for (const s of this.stats.values()) total += s.count
     return total
   }
 
   readonly interceptor: Interceptor = {
     name: 'observability',
-    intercept: (invocation: Invocation, target: FunctionEntry): void => {
+    intercept: (invocation: Invocation, target: FunctionEntry, replica: Replica): void => {
       const id = target.id
       if (this.ignored.has(id)) return
-      const replica = target.latest
+      // Sent to another engine: that engine counts it in svc.function.* when its replica runs it.
+      if (replica.callee.remote === true) return this.countForwarded(id, replica.peer.engine ?? '')
       let span: ActiveSpan | undefined
       if (replica.peer.kind === 'builtin' && replica.ownSpan !== true && this.hub !== undefined) {
         const attributes: Record<string, unknown> = { 'svc.function.id': id, 'svc.worker.name': replica.peer.name }
@@ -90,9 +101,19 @@ export class InvocationMetrics {
     },
   }
 
+  private countForwarded(id: string, engine: string): void {
+    let byEngine = this.forwarded.get(id)
+    if (byEngine === undefined) this.forwarded.set(id, (byEngine = new Map()))
+    byEngine.set(engine, (byEngine.get(engine) ?? 0) + 1)
+    this.forwardedTotal++
+  }
+
   /**
    * The per-function series (§12 metrics): invocations and errors (cumulative sums), durations
-   * (histogram, ms). `now`: the points' time, ns since the epoch.
+   * (histogram, ms), by `svc.function.id`, of the calls this engine's replicas ran; and, once a call
+   * went to another engine of the fleet, `svc.fleet.forwarded` (cumulative sum, by
+   * `svc.function.id` and `svc.fleet.engine`, the serving engine's name), counted when sent.
+   * `now`: the points' time, ns since the epoch.
    */
   series(now: number): MetricSeries[] {
     const fnSeries: MetricSeries[] = [
@@ -105,6 +126,13 @@ export class InvocationMetrics {
       fnSeries[0]!.points.push({ time_unix_nano: now, value: s.count, attributes })
       fnSeries[1]!.points.push({ time_unix_nano: now, value: s.errors, attributes })
       fnSeries[2]!.points.push({ time_unix_nano: now, value: { count: s.count, sum: s.sum, bucket_counts: [...s.buckets], explicit_bounds: BOUNDS }, attributes })
+    }
+    if (this.forwarded.size > 0) {
+      const forwarded: MetricSeries = { name: 'svc.fleet.forwarded', type: 'sum', unit: '{invocation}', description: 'invocations sent to another engine of the fleet, per function and serving engine', points: [] }
+      for (const [id, byEngine] of this.forwarded) {
+        for (const [engine, count] of byEngine) forwarded.points.push({ time_unix_nano: now, value: count, attributes: { 'svc.function.id': id, 'svc.fleet.engine': engine } })
+      }
+      fnSeries.push(forwarded)
     }
     return fnSeries
   }
