@@ -26,7 +26,8 @@
  * telemetry set-up included) and its RSS when connected and after the runs (`rss_ready_mib`,
  * `rss_after_mib`; /proc, Linux).
  * BENCH_ON_ONLY=caller|callee turns telemetry on in one of the two only (to see what each costs).
- * BENCH_CPU_PROF=<dir> runs the three processes of every run with `--cpu-prof` into that directory.
+ * BENCH_CPU_PROF=<dir> runs the three processes of every run with `--cpu-prof`, each thread's profile in
+ * `<dir>/<process>-<mode>-<run>/`.
  *
  * `node bench/tracing.ts` runs both parts, `node bench/tracing.ts engine|sdk` one; each prints the
  * runs and the on/off ratios (target: on ≥ 0.7 × off in throughput, p50 within 1.3×).
@@ -184,7 +185,8 @@ interface NodeChild {
 /** Starts `node <args>` from the repository root; `--cpu-prof` when BENCH_CPU_PROF names a directory. */
 function startNode(args: string[], env: Record<string, string>, profileName: string): NodeChild {
   const dir = process.env.BENCH_CPU_PROF
-  const prof = dir ? ['--cpu-prof', `--cpu-prof-dir=${dir}`, `--cpu-prof-name=${profileName}.cpuprofile`] : []
+  // One directory per process, Node's own file names: every thread's profile (the SQLite writer's too).
+  const prof = dir ? ['--cpu-prof', `--cpu-prof-dir=${join(dir, profileName)}`] : []
   const p = spawn(process.execPath, [...prof, ...args], { cwd: ROOT, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'inherit'] })
   children.push(p)
   const seen: Array<Record<string, any>> = []

@@ -5,14 +5,16 @@
  * the invocation's reply, and engine-originated calls time out here (§6.5).
  */
 import { randomUUID } from 'node:crypto'
-import { decodeJson, encodeCancel, encodeInvoke, errorBody, errorBodyOf, Errors, type ErrorBody, type HttpInvocationConfig, type RawJson } from 'svc-protocol'
+import { decodeJson, encodeCancel, encodeInvoke, encodeJson, errorBody, errorBodyOf, Errors, RawJson, type ErrorBody, type HttpInvocationConfig } from 'svc-protocol'
 import type { FunctionEntry, Replica } from './functions.ts'
+import { handlerSpanRecord, type HandledOutcome } from './handler-spans.ts'
 import { invokeOverHttp } from './http-invoke.ts'
 import type { Peer } from './peer.ts'
 import { FrameTooLarge, isStringTooLong, mergeBaggage, type Callee, type Invocation } from './pipeline.ts'
 import { Session, type Leg } from './session.ts'
 import type { HttpFunctionsPolicy, InvocationContext, LocalHandler } from './types.ts'
 import type { Reply, WorkStopper } from './invocation.ts'
+import type { SpanRecord } from '../adapters/observability/records.ts'
 
 /**
  * Bounds on open legs: an attacker who sends calls that are never answered must not grow the
@@ -35,6 +37,11 @@ export class LegTable {
   private readonly tooManyForEngine: ErrorBody
   /** Open legs in the whole engine. */
   size = 0
+  /**
+   * Where the handler spans workers leave to the engine are recorded (`handler-spans.ts`); set by
+   * the engine, absent in tables without telemetry.
+   */
+  telemetry: { recording(parent?: string): boolean; finishedSpan(record: SpanRecord): void } | undefined
 
   constructor(limits: LegLimits = DEFAULT_LEG_LIMITS) {
     this.limits = limits
@@ -51,7 +58,7 @@ export class LegTable {
     if (this.size >= this.limits.total) return invocation.reply.error(this.tooManyForEngine)
     const flight = invocation.flight
     // A leg of a flight carries the flight's id: the id engine::invocations::list shows is the one the worker knows.
-    const leg = new RemoteLeg(this, flight?.id ?? randomUUID(), callee, caller, invocation.reply)
+    const leg = new RemoteLeg(this, flight?.id ?? randomUUID(), callee, caller, invocation.reply, invocation, target, replica)
     callee.executing.set(leg.id, leg)
     caller?.calling.set(leg.id, leg)
     this.size++
@@ -80,13 +87,37 @@ export class LegTable {
     }
   }
 
-  /** An `invocationresult` from `from` (§5.9): results for unknown legs, or from other sessions, are ignored. */
-  complete(from: Session, legId: string, result: RawJson | undefined, error: ErrorBody | undefined): void {
+  /**
+   * An `invocationresult` from `from` (§5.9): results for unknown legs, or from other sessions, are
+   * ignored. `trace` holds the result's trace fields: with `span_start`/`span_end` the worker's
+   * handler span is recorded here (`handler-spans.ts`), after the caller has its answer.
+   */
+  complete(from: Session, legId: string, result: RawJson | undefined, error: ErrorBody | undefined, trace?: HandledOutcome): void {
     const leg = from.executing.get(legId)
     if (leg === undefined) return
     this.close(leg)
     if (error !== undefined) leg.reply.error(error)
     else leg.reply.result(result)
+    if (trace?.span_start !== undefined && this.telemetry !== undefined) this.recordSpan(leg as RemoteLeg, from, result, error, trace)
+  }
+
+  /** Records the handler span a worker's result asks for (nothing when no sink records or the data is malformed). */
+  private recordSpan(leg: RemoteLeg, from: Session, result: RawJson | undefined, error: ErrorBody | undefined, trace: HandledOutcome): void {
+    const telemetry = this.telemetry!
+    const invocation = leg.invocation
+    if (!telemetry.recording(invocation.traceparent)) return
+    const data = invocation.data
+    const call = {
+      functionId: JSON.parse(leg.replica.wireIdJson) as string,
+      data: data instanceof RawJson ? data.text : encodeJson(data),
+      traceparent: invocation.traceparent,
+      baggage: invocation.baggage === undefined ? leg.target.baggage : mergeBaggage(invocation.baggage, leg.target),
+    }
+    const outcome: HandledOutcome = { traceparent: trace.traceparent, span_start: trace.span_start, span_end: trace.span_end }
+    if (error !== undefined) outcome.error = error
+    else if (result !== undefined) outcome.result = result
+    const record = handlerSpanRecord(call, outcome, from.handlerSpans, from.name ?? 'unknown')
+    if (record !== undefined) telemetry.finishedSpan(record)
   }
 
   /**
@@ -146,14 +177,21 @@ class RemoteLeg implements Leg, WorkStopper {
   readonly callee: Session
   readonly caller: Session | undefined
   readonly reply: Reply
+  /** The call as sent, its target and replica: what a handler span recorded here is made of. */
+  readonly invocation: Invocation
+  readonly target: FunctionEntry
+  readonly replica: Replica
   timer: NodeJS.Timeout | undefined = undefined
 
-  constructor(table: LegTable, id: string, callee: Session, caller: Session | undefined, reply: Reply) {
+  constructor(table: LegTable, id: string, callee: Session, caller: Session | undefined, reply: Reply, invocation: Invocation, target: FunctionEntry, replica: Replica) {
     this.table = table
     this.id = id
     this.callee = callee
     this.caller = caller
     this.reply = reply
+    this.invocation = invocation
+    this.target = target
+    this.replica = replica
   }
 
   stopWork(reason: string | undefined): void {

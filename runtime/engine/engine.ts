@@ -28,6 +28,7 @@ import {
   errorBody,
   errorBodyOf,
   Errors,
+  HANDLER_SPANS_FEATURE,
   idProblem,
   RejectionMessages,
   type AuthInput,
@@ -50,6 +51,7 @@ import { DEFAULT_LEG_LIMITS, LegTable, RemoteCallee, type LegLimits } from './ca
 import { registerEngineFunctions, visibleFunctionSummaries, workerSummary } from './engine-functions.ts'
 import { EngineTriggers } from './engine-triggers.ts'
 import { FunctionRegistry } from './functions.ts'
+import { handlerSpanSource } from './handler-spans.ts'
 import { Flight, FlightTable } from './flights.ts'
 import { Keepalive } from './keepalive.ts'
 import { Listener, type ChannelEndpoint, type LinkKind } from './listener.ts'
@@ -72,6 +74,9 @@ import type {
 } from './types.ts'
 
 export const ENGINE_VERSION = '0.1.0'
+
+/** `workerregistered.features` (svc addition): this engine records handler spans from their results' times (`handler-spans.ts`). */
+const ENGINE_FEATURES = Object.freeze([HANDLER_SPANS_FEATURE]) as string[]
 
 export interface EngineOptions {
   /**
@@ -137,6 +142,7 @@ export class Engine implements BuiltinHost, PipelineHost {
     this.legs = new LegTable({ ...DEFAULT_LEG_LIMITS, ...options.limits })
     this.pipeline = new InvocationPipeline(this)
     this.telemetry = new TelemetryHub(this.pipeline, this.functions, options.logLevel)
+    this.legs.telemetry = this.telemetry
     this.log = this.telemetry.engineLogger(options.log ?? consoleLogger('engine', 'trace'))
     this.channels = new ChannelRegistry(options.clock === undefined ? { log: this.log } : { log: this.log, clock: options.clock })
     this.triggers = new TriggerRegistry(new TriggerProviders(this.log, (from, id, error) => this.triggers.providerAnswer(from, id, error)))
@@ -459,7 +465,7 @@ export class Engine implements BuiltinHost, PipelineHost {
     this.registrations.openSession(session)
     this.sessions.set(session.workerId, session)
     session.graceTimer = setTimeout(() => this.resolveNamespace(session, 'default'), this.config.registration_namespace_grace_ms)
-    session.send(encodeFrame({ type: 'workerregistered', worker_id: session.workerId, reattach_token: session.reattachToken }))
+    session.send(encodeFrame({ type: 'workerregistered', worker_id: session.workerId, reattach_token: session.reattachToken, features: ENGINE_FEATURES }))
     this.engineTriggers?.workerEvent('worker_connected', session.workerId)
     this.fleet?.localChanged()
     session.blocked = false
@@ -670,7 +676,7 @@ export class Engine implements BuiltinHost, PipelineHost {
       case 'invokefunction':
         return this.invokeFromSession(session, message)
       case 'invocationresult':
-        return this.legs.complete(session, message.invocation_id, message.result, message.error)
+        return this.legs.complete(session, message.invocation_id, message.result, message.error, message)
       case 'cancelinvocation':
         return this.cancelFromSession(session, message.invocation_id, message.reason)
       case 'registerfunction':
@@ -749,6 +755,7 @@ export class Engine implements BuiltinHost, PipelineHost {
     if (name !== undefined) announce.name = name
     const description = clean(payload.description)
     if (description !== undefined) announce.description = description
+    if (payload.handler_spans !== undefined) session.handlerSpans = handlerSpanSource(payload.handler_spans)
     if (isRecord(payload.telemetry)) {
       const telemetry: NonNullable<WorkerAnnounce['telemetry']> = {}
       for (const key of ['language', 'project_name', 'framework'] as const) {

@@ -331,6 +331,15 @@ export const ENGINE_FUNCTION_FORMATS: Record<string, { request_format: FormatSch
         isolation: NULLABLE_STRING,
         namespace: { type: 'string', description: 'namespace of the connection' },
         telemetry: object({ language: STRING, project_name: STRING, framework: STRING }),
+        handler_spans: object(
+          {
+            resource: { type: 'object', additionalProperties: { type: 'string' }, description: 'the worker\'s OpenTelemetry resource attributes' },
+            payloads: { type: 'boolean', description: 'false: no payload span events' },
+            payload_max_bytes: { type: ['integer', 'null'], minimum: 0, description: 'byte cap of a payload span event' },
+          },
+          ['resource'],
+          { description: 'handler spans the engine records for this worker (docs/reference/protocol.md)' },
+        ),
       },
       [],
       { description: 'the worker announce (protocol.md §3.2)' },

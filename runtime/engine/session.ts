@@ -11,6 +11,7 @@ import type { Peer } from './peer.ts'
 import { FrameTooLarge, type Callee, type FrameSink, type Reply } from './pipeline.ts'
 import type { ListenerConfig } from './config.ts'
 import type { Flight } from './flights.ts'
+import type { HandlerSpanSource } from './handler-spans.ts'
 import { CallIndex } from './call-index.ts'
 
 /** Frames held by the registration buffer (§3.4). Other frames are processed at once. */
@@ -84,6 +85,8 @@ export class Session implements Peer, FrameSink {
    */
   draining = false
   announce: WorkerAnnounce = {}
+  /** What the latest announce said of the handler spans this worker leaves to the engine (`handler-spans.ts`). */
+  handlerSpans: HandlerSpanSource | undefined = undefined
   /** Set by the engine when the session opens: executes calls routed to this session's replicas. */
   callee!: Callee
   /** Legs this session executes, by leg id: results are accepted only from here (§5.9). */

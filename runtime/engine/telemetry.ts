@@ -37,7 +37,7 @@ export interface TelemetrySink {
    * A span started (unfinished, `end_time_unix_nano` null) or, with `update`, the same object
    * again once it finished in place.
    */
-  span(span: SpanRecord, update?: boolean): void
+  span(span: SpanRecord, update?: boolean, sealed?: boolean): void
   /** An `OTLP`, `MTRC` or `LOGS` frame (§10.2): `json` is the text after the prefix, unparsed. */
   frame(prefix: TelemetryPrefix, json: string, source: TelemetrySource): void
   /** One line a worker process printed (cli.md §5.6): INFO for stdout, WARN for stderr. */
@@ -275,6 +275,18 @@ export class TelemetryHub {
       sink.frame(prefix, json, source)
     } catch {
       // A malformed frame is the sender's problem; the socket keeps going.
+    }
+  }
+
+  /**
+   * Stores a finished span the engine built for a worker (a handler span, `handler-spans.ts`):
+   * never changed afterwards. Dropped when no sink is attached. Never throws.
+   */
+  finishedSpan(record: SpanRecord): void {
+    try {
+      this.sink?.span(record, false, true)
+    } catch {
+      // Recording never fails the call it describes.
     }
   }
 

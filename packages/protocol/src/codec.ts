@@ -219,6 +219,8 @@ const F_METADATA = 8
 const F_TRACEPARENT = 16
 const F_BAGGAGE = 32
 const F_RESULT = 64
+const F_SPAN_START = 128
+const F_SPAN_END = 256
 
 /** The field bit of the key `s[start, end)`, 0 for any other key. */
 function callField(s: string, start: number, end: number): number {
@@ -230,7 +232,9 @@ function callField(s: string, start: number, end: number): number {
     case 7:
       return s.startsWith('baggage', start) ? F_BAGGAGE : 0
     case 8:
-      return s.startsWith('metadata', start) ? F_METADATA : 0
+      return s.startsWith('metadata', start) ? F_METADATA : s.startsWith('span_end', start) ? F_SPAN_END : 0
+    case 10:
+      return s.startsWith('span_start', start) ? F_SPAN_START : 0
     case 11:
       return s.startsWith('function_id', start) ? F_FUNCTION_ID : s.startsWith('traceparent', start) ? F_TRACEPARENT : 0
     case 13:
@@ -247,7 +251,7 @@ function decodeCall(s: string): Decoded | undefined {
     allowed = F_INVOCATION_ID | F_FUNCTION_ID | F_DATA | F_METADATA | F_TRACEPARENT | F_BAGGAGE
     i = INVOKE_HEAD.length
   } else if (s.startsWith(RESULT_HEAD)) {
-    allowed = F_INVOCATION_ID | F_FUNCTION_ID | F_RESULT | F_TRACEPARENT | F_BAGGAGE
+    allowed = F_INVOCATION_ID | F_FUNCTION_ID | F_RESULT | F_TRACEPARENT | F_BAGGAGE | F_SPAN_START | F_SPAN_END
     i = RESULT_HEAD.length
   } else return undefined
   if (!isPlainText(s)) return undefined
@@ -256,6 +260,8 @@ function decodeCall(s: string): Decoded | undefined {
   let functionId: string | undefined
   let traceparent: string | undefined
   let baggage: string | undefined
+  let spanStart: string | undefined
+  let spanEnd: string | undefined
   let payload: RawJson | undefined
   let metadata: RawJson | undefined
   for (;;) {
@@ -285,7 +291,9 @@ function decodeCall(s: string): Decoded | undefined {
       if (bit === F_INVOCATION_ID) invocationId = value
       else if (bit === F_FUNCTION_ID) functionId = value
       else if (bit === F_TRACEPARENT) traceparent = value
-      else baggage = value
+      else if (bit === F_BAGGAGE) baggage = value
+      else if (bit === F_SPAN_START) spanStart = value
+      else spanEnd = value
       i = close + 1
     }
   }
@@ -307,6 +315,8 @@ function decodeCall(s: string): Decoded | undefined {
   if (payload !== undefined) message.result = payload
   if (traceparent !== undefined) message.traceparent = traceparent
   if (baggage !== undefined) message.baggage = baggage
+  if (spanStart !== undefined) message.span_start = spanStart
+  if (spanEnd !== undefined) message.span_end = spanEnd
   return { kind: 'message', message }
 }
 
@@ -418,7 +428,7 @@ function decodeResult(text: string, spans: Spans): Decoded {
     const result = rawField(text, spans, 'result')
     if (result !== undefined) message.result = result
   }
-  for (const name of ['traceparent', 'baggage'] as const) {
+  for (const name of ['traceparent', 'baggage', 'span_start', 'span_end'] as const) {
     const value = field(text, spans, name)
     if (typeof value === 'string') message[name] = value
   }
@@ -607,9 +617,19 @@ export function encodeResult(
 }
 
 /**
+ * The times of a handler's span the engine records (`span_start`/`span_end` of an
+ * `invocationresult`, svc addition): nanoseconds since the Unix epoch, decimal digits only.
+ */
+export interface HandlerSpanTimes {
+  start: string
+  end: string
+}
+
+/**
  * {@link encodeResult} with the result already encoded: `resultJson` is its JSON text (undefined
  * or `null` omits it), written as it is — a handler's result is encoded once, for the frame and
- * its span alike.
+ * its span alike. `span` asks the engine to record the handler's span (`traceparent` is its
+ * context); only for an engine that lists `handler_spans` in `workerregistered.features`.
  */
 export function encodeResultJson(
   invocationId: string,
@@ -618,10 +638,13 @@ export function encodeResultJson(
   error: ErrorBody | undefined,
   traceparent?: string,
   baggage?: string,
+  span?: HandlerSpanTimes,
 ): string {
   let frame = '{"type":"invocationresult","invocation_id":' + JSON.stringify(invocationId) + ',"function_id":' + functionIdJson
   if (traceparent !== undefined) frame += ',"traceparent":' + JSON.stringify(traceparent)
   if (baggage !== undefined) frame += ',"baggage":' + JSON.stringify(baggage)
+  // Decimal digits only (HandlerSpanTimes): written as they are.
+  if (span !== undefined) frame += ',"span_start":"' + span.start + '","span_end":"' + span.end + '"'
   if (error !== undefined) frame += ',"error":' + JSON.stringify(error)
   else if (resultJson !== undefined && resultJson !== 'null') frame += ',"result":' + resultJson
   return frame + '}'
@@ -762,7 +785,10 @@ export function decodeEngineFrame(data: string | Uint8Array): WorkerInboundMessa
       const workerId = str(f.worker_id)
       const token = str(f.reattach_token)
       if (workerId === undefined || token === undefined) return undefined
-      return { type: 'workerregistered', worker_id: workerId, reattach_token: token }
+      const features = Array.isArray(f.features) ? f.features.filter((x): x is string => typeof x === 'string') : undefined
+      return features === undefined || features.length === 0
+        ? { type: 'workerregistered', worker_id: workerId, reattach_token: token }
+        : { type: 'workerregistered', worker_id: workerId, reattach_token: token, features }
     }
     case 'registertrigger':
       return decodeInboundBinding(f)

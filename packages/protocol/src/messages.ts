@@ -148,7 +148,22 @@ export interface InvocationResultMessage {
   error?: ErrorBody
   traceparent?: string
   baggage?: string
+  /**
+   * Start of the handler's span `execute <function_id>` whose context is `traceparent`, in
+   * nanoseconds since the Unix epoch as a decimal string (svc addition, docs/reference/protocol.md
+   * "Handler spans recorded by the engine"): with {@link span_end}, asks the engine to record that
+   * span. Sent only to an engine whose `workerregistered` lists {@link HANDLER_SPANS_FEATURE}.
+   */
+  span_start?: string
+  /** End of that span, as {@link span_start}. */
+  span_end?: string
 }
+
+/**
+ * The feature an engine lists in `workerregistered.features` when it records a handler's span
+ * from the `span_start`/`span_end` of its `invocationresult` (svc addition).
+ */
+export const HANDLER_SPANS_FEATURE = 'handler_spans'
 
 /**
  * Cancels an invocation (svc addition, docs/reference/protocol.md "cancelinvocation"), both
@@ -172,6 +187,8 @@ export interface WorkerRegisteredMessage {
   type: 'workerregistered'
   worker_id: string
   reattach_token: string
+  /** What this engine does beyond §5 (svc addition): e.g. {@link HANDLER_SPANS_FEATURE}. Absent: nothing. */
+  features?: string[]
 }
 
 /** §5.11 */
@@ -250,5 +267,16 @@ export interface WorkerAnnounce {
     project_name?: string
     framework?: string
     amplitude_api_key?: string
+  }
+  /**
+   * Sent by a worker that leaves its handler spans to the engine (svc addition,
+   * docs/reference/protocol.md "Handler spans recorded by the engine"): its OpenTelemetry resource
+   * and payload event settings. `payloads` false: no payload events; `payload_max_bytes`: their cap
+   * in UTF-8 bytes (null or absent: uncapped).
+   */
+  handler_spans?: {
+    resource: Record<string, string>
+    payloads?: boolean
+    payload_max_bytes?: number | null
   }
 }

@@ -14,7 +14,7 @@
 import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
 import fc from 'fast-check'
-import { decodeEngineFrame, decodeText, encodeCancel, encodeInvokeFunction, encodeResult, RawJson, type InboundInvoke, type InboundResult } from '../src/codec.ts'
+import { decodeEngineFrame, decodeText, encodeCancel, encodeInvokeFunction, encodeResult, encodeResultJson, RawJson, type InboundInvoke, type InboundResult } from '../src/codec.ts'
 import { MAX_CANCEL_REASON, type CancelInvocationMessage } from '../src/messages.ts'
 import { isErrorBody } from '../src/errors.ts'
 import { idProblem } from '../src/ids.ts'
@@ -317,7 +317,7 @@ describe("a call's frames read in one pass give what the member map gives (fast-
     fc.constantFrom('null', '"a\\"b"', '"\\u0041"', '"\\ud800"', '"\u0007"', '"x\ty"', ' {"a":1}', '{"a":1} ', '[ 1 ,2 ]', '01', '-', '1.', '1e', '-0.5e+7', 'tru', 'nul', '{"a":}', '[1,]', '"', '{', '"a"b"', '{}', '[]', '""'),
   )
   const rareKey = fc.constantFrom('error', 'action', 'namespace', 'type', 'timeout_ms', 'dat', 'datas', 'result ', 'function_id"')
-  const key = fc.oneof({ arbitrary: fc.constantFrom('invocation_id', 'function_id', 'data', 'metadata', 'result', 'traceparent', 'baggage'), weight: 6 }, { arbitrary: rareKey, weight: 1 })
+  const key = fc.oneof({ arbitrary: fc.constantFrom('invocation_id', 'function_id', 'data', 'metadata', 'result', 'traceparent', 'baggage', 'span_start', 'span_end'), weight: 6 }, { arbitrary: rareKey, weight: 1 })
   const head = fc.oneof(
     { arbitrary: fc.constantFrom('{"type":"invokefunction"', '{"type":"invocationresult"'), weight: 8 },
     { arbitrary: fc.constantFrom('{"type":"invokefunctions"', '{"type":"invocationresult" ', '{"type":"invo"'), weight: 1 },
@@ -338,6 +338,10 @@ describe("a call's frames read in one pass give what the member map gives (fast-
           .map((fields) => encodeInvokeFunction({ type: 'invokefunction', ...fields })),
         fc.tuple(id, id, fc.option(jsonValue, { nil: undefined }), fc.option(id, { nil: undefined }), fc.option(id, { nil: undefined })).map(([invocationId, functionId, result, traceparent, baggage]) =>
           encodeResult(invocationId, JSON.stringify(functionId), result, undefined, traceparent, baggage),
+        ),
+        // A result handing its span to the engine (span_start/span_end).
+        fc.tuple(id, id, fc.option(jsonValue, { nil: undefined }), id, fc.bigInt({ min: 0n, max: 2n ** 63n - 1n }), fc.bigInt({ min: 0n, max: 2n ** 63n - 1n })).map(([invocationId, functionId, result, traceparent, start, end]) =>
+          encodeResultJson(invocationId, JSON.stringify(functionId), result === undefined ? undefined : JSON.stringify(result), undefined, traceparent, undefined, { start: String(start), end: String(end) }),
         ),
       ),
       fc.nat(),
@@ -375,5 +379,16 @@ describe("a call's frames read in one pass give what the member map gives (fast-
       traceparent: '00-ab-cd-01',
       result: '{"a":[1,-2.5e3,true,null,"ü"]}',
     })
+  })
+
+  it('a result handing its span to the engine keeps span_start and span_end, in one pass and through the member map', () => {
+    const text = encodeResultJson('i-2', '"f"', '{"ok":1}', undefined, '00-' + 'a'.repeat(32) + '-' + 'b'.repeat(16) + '-01', 'k=v', { start: '1764400000000000001', end: '1764400000000500002' })
+    sameAsMemberMap(text)
+    const decoded = decodeText(text)
+    assert.ok(decoded.kind === 'message')
+    const message = decoded.message as InboundResult
+    assert.equal(message.span_start, '1764400000000000001')
+    assert.equal(message.span_end, '1764400000000500002')
+    assert.equal(message.result?.text, '{"ok":1}')
   })
 })

@@ -24,7 +24,8 @@ import {
   setOkUnlessError,
   tracePayloadsDisabled,
 } from 'svc-helpers/observability'
-import { HandlerSpan, knownBaggageHeader, redactAndTruncateJson, startHandlerSpan } from 'svc-helpers/observability/internal'
+import { HandlerSpan, knownBaggageHeader, otelResource, redactAndTruncateJson, startHandlerSpan } from 'svc-helpers/observability/internal'
+import type { HandlerSpanTimes, WorkerAnnounce } from 'svc-protocol'
 import type { ClientTelemetry, HandlerContext, TraceContext } from 'svc-protocol/client'
 
 /** A handler's span and the context to run it in. */
@@ -35,10 +36,16 @@ export interface InvocationSpan {
   traceparent: string
   /** The inbound `baggage`, returned unchanged: the span's context cannot change it. */
   baggage: string | undefined
+  /** True once the span was handed to the engine ({@link resultHeaders}): nothing is left to end here. */
+  handedOver: boolean
 }
 
 /** Payload settings, read from the environment once per process. */
 let payloadSettings: { disabled: boolean; maxBytes: number | null } | undefined
+
+function currentPayloadSettings(): { disabled: boolean; maxBytes: number | null } {
+  return (payloadSettings ??= { disabled: tracePayloadsDisabled(), maxBytes: resolveMaxBytesFromEnv() })
+}
 
 /**
  * The redacted, capped payload of an event, or undefined when payload events are off or the span
@@ -46,9 +53,9 @@ let payloadSettings: { disabled: boolean; maxBytes: number | null } | undefined
  * sent): then the text is reused unless it may hold a secret.
  */
 function payloadOf(span: Span, value: unknown, json: string | undefined): RedactedPayload | undefined {
-  payloadSettings ??= { disabled: tracePayloadsDisabled(), maxBytes: resolveMaxBytesFromEnv() }
-  if (payloadSettings.disabled || !span.isRecording()) return undefined
-  return json !== undefined ? redactAndTruncateJson(json, value, payloadSettings.maxBytes) : redactAndTruncate(value, payloadSettings.maxBytes)
+  const settings = currentPayloadSettings()
+  if (settings.disabled || !span.isRecording()) return undefined
+  return json !== undefined ? redactAndTruncateJson(json, value, settings.maxBytes) : redactAndTruncate(value, settings.maxBytes)
 }
 
 /** Records the input payload event; a handler span puts it at its start time. */
@@ -57,6 +64,11 @@ function recordInput(span: Span, value: unknown, json: string | undefined): void
   if (payload === undefined) return
   if (span instanceof HandlerSpan) span.addInputPayloadEvent(payload.json, payload.truncated)
   else span.addEvent('svc.invocation.input', { 'svc.payload.json': payload.json, 'svc.payload.truncated': payload.truncated, 'svc.payload.ok': true })
+}
+
+/** Records a deferred input payload event ({@link HandlerSpan.deferInput}): the payload's JSON made now. */
+function recordDeferredInput(span: HandlerSpan, data: unknown): void {
+  recordInput(span, data, dataJson(data))
 }
 
 /** Records the output payload event and ends the span; a handler span does both at one instant. */
@@ -84,16 +96,20 @@ let lastFunction: { id: string; name: string; attribute: [string, string] } = { 
 
 /**
  * Starts the span of one inbound invocation, or undefined when telemetry is off. `traceparent`
- * and `baggage` are the inbound W3C headers (ignored unless strings).
+ * and `baggage` are the inbound W3C headers (ignored unless strings). With `engineRecords` (the
+ * engine may record the span, see {@link resultHeaders}) the input payload event waits until the
+ * span is changed or sent in full, and is never made when the engine records it.
  */
-export function startInvocationSpan(functionId: string, data: unknown, traceparent?: string, baggage?: string): InvocationSpan | undefined {
+export function startInvocationSpan(functionId: string, data: unknown, traceparent?: string, baggage?: string, engineRecords = false): InvocationSpan | undefined {
   const tp = typeof traceparent === 'string' ? traceparent : undefined
   const bg = typeof baggage === 'string' && baggage !== '' ? baggage : undefined
   if (functionId !== lastFunction.id) lastFunction = { id: functionId, name: `execute ${functionId}`, attribute: ['svc.function.id', functionId] }
   const started = startHandlerSpan(lastFunction.name, lastFunction.attribute, tp, bg)
   if (started === undefined) return undefined
-  recordInput(started.span, data, started.span.isRecording() ? dataJson(data) : undefined)
-  return { span: started.span, ctx: started.ctx, traceparent: started.traceparent, baggage: bg }
+  const span = started.span
+  if (engineRecords && span instanceof HandlerSpan) span.deferInput(data, recordDeferredInput)
+  else recordInput(span, data, span.isRecording() ? dataJson(data) : undefined)
+  return { span, ctx: started.ctx, traceparent: started.traceparent, baggage: bg, handedOver: false }
 }
 
 /** Runs `fn` with the span's context active (or plainly without a span). */
@@ -124,6 +140,7 @@ export function endInvocationSpan(
   error: { code: string; message: string; stacktrace?: string } | undefined,
   resultJson?: string,
 ): { traceparent?: string; baggage?: string } {
+  if (s.handedOver) return invocationHeaders(s)
   if (error !== undefined) {
     markSpanError(s.span, spanException(error))
     endWithOutput(s.span, error, false, undefined)
@@ -141,6 +158,42 @@ export function endInvocationSpan(
 export function invocationHeaders(s: InvocationSpan): { traceparent?: string; baggage?: string } {
   const out: { traceparent?: string; baggage?: string } = { traceparent: s.traceparent }
   if (s.baggage !== undefined) out.baggage = s.baggage
+  return out
+}
+
+/**
+ * The W3C headers of an `invocationresult` and, with `engineRecords` (this connection's engine
+ * records handler spans: svc addition, docs/reference/protocol.md "Handler spans recorded by the
+ * engine"), the span handed to the engine: a {@link HandlerSpan} the handler left as svc-sdk made
+ * it ends here, exports nothing, and its times go in the result (`span_start`/`span_end`); the
+ * engine records the same span (payload events, status, baggage attributes) from what it holds.
+ * A span the handler changed is sent in full as before.
+ */
+export function resultHeaders(s: InvocationSpan, engineRecords: boolean): TraceContext & { span?: HandlerSpanTimes } {
+  const out: TraceContext & { span?: HandlerSpanTimes } = { traceparent: s.traceparent }
+  if (s.baggage !== undefined) out.baggage = s.baggage
+  if (engineRecords && s.span instanceof HandlerSpan) {
+    const times = s.span.handOver()
+    if (times !== undefined) {
+      out.span = times
+      s.handedOver = true
+    }
+  }
+  return out
+}
+
+/**
+ * The announce's `handler_spans` (protocol.md §3.2, svc addition): this process's span resource
+ * and payload settings, so the engine records handler spans as this SDK would; undefined while
+ * telemetry is off.
+ */
+export function handlerSpansAnnounce(): NonNullable<WorkerAnnounce['handler_spans']> | undefined {
+  const resource = otelResource()
+  if (resource === undefined) return undefined
+  const settings = currentPayloadSettings()
+  const out: NonNullable<WorkerAnnounce['handler_spans']> = { resource: { ...resource } }
+  if (settings.disabled) out.payloads = false
+  if (settings.maxBytes !== null) out.payload_max_bytes = settings.maxBytes
   return out
 }
 
@@ -224,10 +277,11 @@ export const handlerTelemetry: ClientTelemetry<InvocationSpan> = Object.freeze({
   outgoing: outgoingTraceContext,
   startHandler: startInvocationSpan,
   runHandler,
-  resultContext: invocationHeaders,
+  resultContext: resultHeaders,
   endHandler: (s: InvocationSpan, result: unknown, error: { code: string; message: string; stacktrace?: string } | undefined, resultJson: string | undefined) => {
     endInvocationSpan(s, result, error, resultJson)
   },
+  handlerSpans: handlerSpansAnnounce,
 })
 
 /**
@@ -235,4 +289,4 @@ export const handlerTelemetry: ClientTelemetry<InvocationSpan> = Object.freeze({
  * active context (another client of the process may record it) and an unsampled inbound parent
  * is still handed on (see {@link runUnsampled}).
  */
-export const callTelemetry: ClientTelemetry<InvocationSpan> = Object.freeze({ ...handlerTelemetry, startHandler: () => undefined })
+export const callTelemetry: ClientTelemetry<InvocationSpan> = Object.freeze({ ...handlerTelemetry, startHandler: () => undefined, handlerSpans: () => undefined })

@@ -399,6 +399,11 @@ export class HandlerSpan implements Span {
   #status: SpanStatus = { code: SpanStatusCode.UNSET }
   #ended = false
   #context: SpanContext | undefined
+  /** True once anything but svc-sdk's own bookkeeping changed the span: it is then sent in full. */
+  #touched = false
+  /** The input payload waiting to be recorded ({@link deferInput}), and who records it. */
+  #deferredData: unknown
+  #deferredRecorder: ((span: HandlerSpan, data: unknown) => void) | undefined
 
   /** Use {@link startHandlerSpan}. */
   constructor(name: string, kind: SpanKind, parent: SpanContext | undefined, initial: [string, string] | undefined, baggage: ParsedBaggage | undefined) {
@@ -438,6 +443,7 @@ export class HandlerSpan implements Span {
 
   setAttribute(key: string, value: AttributeValue): this {
     if (this.#ended || typeof key !== 'string' || key === '' || !isAttributeValue(value)) return this
+    this.#touch()
     // No prototype: `in` must see only attributes (a baggage key `constructor` is not one of ours).
     const attributes = (this.#attributes ??= Object.create(null) as Record<string, AttributeValue>)
     if (!(key in attributes) && !this.#hasStartKey(key)) {
@@ -458,6 +464,7 @@ export class HandlerSpan implements Span {
 
   addEvent(name: string, attributesOrStartTime?: Attributes | TimeInput, startTime?: TimeInput): this {
     if (this.#ended) return this
+    this.#touch()
     let attributes: Attributes | undefined
     if (isTimeInput(attributesOrStartTime)) {
       if (!isTimeInput(startTime)) startTime = attributesOrStartTime
@@ -495,6 +502,7 @@ export class HandlerSpan implements Span {
    */
   endWithPayloadEvent(name: string, json: string, truncated: boolean, ok: boolean): void {
     if (this.#ended) return
+    this.recordDeferredInput()
     const end = Math.max(this.#start, now())
     const time = nanos(end)
     this.#pushEvent(payloadEventJson(name, time, json, truncated, ok))
@@ -504,6 +512,7 @@ export class HandlerSpan implements Span {
 
   addLink(link: Link): this {
     if (this.#ended) return this
+    this.#touch()
     const ctx = link.context
     const { json, dropped } = cleanEventAttributes(link.attributes)
     let text = '{"traceId":"' + ctx.traceId + '","spanId":"' + ctx.spanId + '"'
@@ -528,12 +537,16 @@ export class HandlerSpan implements Span {
 
   setStatus(status: SpanStatus): this {
     if (this.#ended || status.code === SpanStatusCode.UNSET || this.#status.code === SpanStatusCode.OK) return this
+    this.#touch()
     this.#status = status.code === SpanStatusCode.ERROR && typeof status.message === 'string' ? { code: status.code, message: status.message } : { code: status.code }
     return this
   }
 
   updateName(name: string): this {
-    if (!this.#ended) this.#name = name
+    if (!this.#ended) {
+      this.#touch()
+      this.#name = name
+    }
     return this
   }
 
@@ -556,9 +569,52 @@ export class HandlerSpan implements Span {
   /** Ends the span and queues its OTLP/JSON for export. A second call does nothing. */
   end(endTime?: TimeInput): void {
     if (this.#ended) return
+    this.recordDeferredInput()
     this.#ended = true
     const end = Math.max(this.#start, timeOf(endTime))
     sink?.add(SCOPE, this.#json(nanos(end)))
+  }
+
+  /**
+   * Leaves the input payload event to be recorded later: `record(this, data)` runs when the span is
+   * first changed or is ended here, or never when the engine records the span ({@link handOver}).
+   * svc-sdk defers it on a connection whose engine may record handler spans.
+   */
+  deferInput(data: unknown, record: (span: HandlerSpan, data: unknown) => void): void {
+    this.#deferredData = data
+    this.#deferredRecorder = record
+  }
+
+  /** Records the deferred input payload event now, if one waits ({@link deferInput}). */
+  recordDeferredInput(): void {
+    const record = this.#deferredRecorder
+    if (record === undefined) return
+    const data = this.#deferredData
+    this.#deferredRecorder = undefined
+    this.#deferredData = undefined
+    record(this, data)
+  }
+
+  /**
+   * Hands the span to the engine (svc addition, docs/reference/protocol.md "Handler spans recorded
+   * by the engine"): when nothing but svc-sdk changed it, ends it without exporting anything and
+   * returns its start and end (nanoseconds since the epoch, decimal) for the `invocationresult`;
+   * the engine records the same span from them and the data it holds. Undefined when the handler
+   * changed the span (attributes, events, links, status, name) or it ended: it is sent in full.
+   */
+  handOver(): { start: string; end: string } | undefined {
+    if (this.#ended || this.#touched) return undefined
+    this.#ended = true
+    this.#deferredRecorder = undefined
+    this.#deferredData = undefined
+    return { start: this.#startText(), end: nanos(Math.max(this.#start, now())) }
+  }
+
+  #touch(): void {
+    if (this.#touched) return
+    this.#touched = true
+    // The input event comes first, at the span's start, as when it was recorded then.
+    this.recordDeferredInput()
   }
 
   #startText(): string {

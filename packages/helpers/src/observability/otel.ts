@@ -208,6 +208,8 @@ interface OtelState {
   contextManager: AsyncLocalStorageContextManager
   /** OTLP/JSON `Resource` of every frame. */
   resourceJson: string
+  /** The same resource's attributes (frozen). */
+  resource: Readonly<Record<string, string>>
   /** Exports the worker gauges of `startWorkerGauges` every `metricsExportIntervalMs` (metrics on). */
   gaugeTimer: ReturnType<typeof setInterval> | undefined
 }
@@ -326,8 +328,17 @@ export function initOtel(config: OtelConfig = {}): boolean {
   }
   if (resolved.fetchInstrumentationEnabled) patchGlobalFetch()
   setHandlerSpanSink(spans)
-  state = { config: resolved, socket, spans, tracerProvider, meterProvider, loggerProvider, contextManager, resourceJson: spanJsonResource, gaugeTimer }
+  state = { config: resolved, socket, spans, tracerProvider, meterProvider, loggerProvider, contextManager, resourceJson: spanJsonResource, resource: Object.freeze({ ...resourceAttributes }), gaugeTimer }
   return true
+}
+
+/**
+ * The resource attributes of every span this process exports (`service.name`, `service.version`,
+ * `service.instance.id`, `service.namespace` when set), or undefined when telemetry is off. svc-sdk
+ * announces them to an engine that records its handler spans (protocol.md §3.2 `handler_spans`).
+ */
+export function otelResource(): Readonly<Record<string, string>> | undefined {
+  return state?.resource
 }
 
 /** Exports every buffered span, log record and metric now. Resolves when handed to the socket. */

@@ -3,7 +3,9 @@
  * because it depends on where it runs. `svc-sdk` passes OpenTelemetry spans, worker gauges and
  * Node's UUIDs; a browser SDK may pass nothing. Every hook is optional and costs nothing when absent.
  */
+import type { HandlerSpanTimes } from '../codec.ts'
 import type { ErrorBody } from '../errors.ts'
+import type { WorkerAnnounce } from '../messages.ts'
 import type { HandlerContext } from './types.ts'
 
 /** Where the client reports what the application should hear about but cannot catch. */
@@ -29,9 +31,11 @@ export interface ClientTelemetry<Scope = unknown> {
   outgoing(): TraceContext | undefined
   /**
    * Starts recording one inbound invocation, before its payload is materialised; undefined records
-   * nothing (telemetry off, or not sampled). `data` is the payload as it arrived.
+   * nothing (telemetry off, or not sampled). `data` is the payload as it arrived. `engineRecords`:
+   * this connection's engine may record the span from the result's times ({@link resultContext}),
+   * so work only a span sent in full needs (its input payload event) may wait.
    */
-  startHandler(functionId: string, data: unknown, traceparent: string | undefined, baggage: string | undefined): Scope | undefined
+  startHandler(functionId: string, data: unknown, traceparent: string | undefined, baggage: string | undefined, engineRecords: boolean): Scope | undefined
   /**
    * Runs `handler(data, metadata)` once, synchronously, and returns what it returns: inside
    * `scope` when there is one, else under the inbound context (an unsampled `traceparent` is
@@ -47,13 +51,23 @@ export interface ClientTelemetry<Scope = unknown> {
     metadata: unknown,
     context: HandlerContext,
   ): T
-  /** The trace context of the `invocationresult` answering a scope's invocation. */
-  resultContext(scope: Scope): TraceContext
+  /**
+   * The trace context of the `invocationresult` answering a scope's invocation. With
+   * `engineRecords` (the engine lists `handler_spans` in `workerregistered.features` and this
+   * connection's announce carried {@link handlerSpans}) it may hand the span to the engine: it ends
+   * it here and returns its times in `span`, and {@link endHandler} then sends nothing.
+   */
+  resultContext(scope: Scope, engineRecords: boolean): TraceContext & { span?: HandlerSpanTimes }
   /**
    * Ends the scope with the outcome, after the answer was sent. `resultJson` is the result's JSON
    * when it was encoded (reuse it rather than encoding again).
    */
   endHandler(scope: Scope, result: unknown, error: ErrorBody | undefined, resultJson: string | undefined): void
+  /**
+   * The announce's `handler_spans` (the resource and payload settings of handler spans the engine
+   * may record), read on every open; undefined while this process sends no spans (telemetry not started).
+   */
+  handlerSpans?(): NonNullable<WorkerAnnounce['handler_spans']> | undefined
 }
 
 /** What is being materialised: an inbound invocation's payload, or a call's result. */

@@ -30,7 +30,7 @@
 import { CallIndex } from '../call-index.ts'
 import { decodeEngineFrame, encodeCancel, encodeFrame, encodeInvokeFunction, encodeResultJson, encodeTriggerResult, idJson, type WorkerInboundRejection, type WorkerInboundResult } from '../codec.ts'
 import { Codes, errorBody, Errors, type ErrorBody } from '../errors.ts'
-import type { InvokeFunctionMessage, JsonValue, RegisterTriggerMessage, WorkerAnnounce } from '../messages.ts'
+import { HANDLER_SPANS_FEATURE, type InvokeFunctionMessage, type JsonValue, type RegisterTriggerMessage, type WorkerAnnounce } from '../messages.ts'
 import type { ConnectOptions, Connector, Transport } from '../transport/types.ts'
 import { AddressRotation, displayAddress, engineAddresses } from './addresses.ts'
 import { backoffDelay, DEFAULT_RECONNECTION_CONFIG } from './backoff.ts'
@@ -171,7 +171,16 @@ export class ClientSession<Scope = unknown> implements SvcClient {
   readonly #log: ClientLog
   readonly #random: () => number
   readonly #timers: Timers
+  readonly #announce: WorkerAnnounce
+  /** The announce without `handler_spans`, encoded once. */
   readonly #announceFrame: string
+  /** True when this connection's announce carried `handler_spans`. */
+  #announcedHandlerSpans = false
+  /**
+   * True when the engine of this connection records handler spans from a result's times
+   * (`workerregistered.features` has `handler_spans`) and the announce gave it their resource.
+   */
+  #engineRecordsSpans = false
   readonly #telemetry: ClientTelemetry<Scope> | undefined
   readonly #materialize: Materializer | undefined
   readonly #onWorkerRegistered: ((workerId: string) => void) | undefined
@@ -254,14 +263,8 @@ export class ClientSession<Scope = unknown> implements SvcClient {
       this.#plainCallIds = true
     }
     this.#scope = hooks.handlerScope
-    // The announce is a void call of engine::workers::register (protocol.md §3.2); engine:: ids
-    // live in `default`, so it carries no namespace.
-    this.#announceFrame = encodeInvokeFunction({
-      type: 'invokefunction',
-      function_id: 'engine::workers::register',
-      data: options.announce,
-      action: { type: 'void' },
-    })
+    this.#announce = options.announce
+    this.#announceFrame = encodeAnnounce(options.announce)
     // A call that timed out here is cancelled in the engine too: its worker need not run on for nobody.
     this.#calls = new CallTable(this.#timers, (call) => this.#sendIfConnected(encodeCancel(call.id, `timed out after ${call.timeoutMs}ms`)))
     this.#bindings = new ProviderBindings(this.#log)
@@ -322,7 +325,12 @@ export class ClientSession<Scope = unknown> implements SvcClient {
     if (this.#workerId !== undefined && this.#reattachToken !== undefined) {
       transport.send(encodeFrame({ type: 'reattach', previous_worker_id: this.#workerId, reattach_token: this.#reattachToken }))
     }
-    transport.send(this.#announceFrame)
+    // Handler spans are left to the engine only on a connection whose announce gave their resource
+    // (known once telemetry started, which may be after this client was made).
+    const handlerSpans = this.#telemetry?.handlerSpans?.()
+    this.#announcedHandlerSpans = handlerSpans !== undefined
+    this.#engineRecordsSpans = false
+    transport.send(handlerSpans === undefined ? this.#announceFrame : encodeAnnounce({ ...this.#announce, handler_spans: handlerSpans }))
     this.#registrations.replay(this.#sendNow)
     this.#calls.flush(this.#sendNow)
     const address = this.#rotation.current
@@ -452,6 +460,7 @@ export class ClientSession<Scope = unknown> implements SvcClient {
       case 'workerregistered':
         this.#workerId = msg.worker_id
         this.#reattachToken = msg.reattach_token
+        this.#engineRecordsSpans = this.#announcedHandlerSpans && msg.features?.includes(HANDLER_SPANS_FEATURE) === true
         this.#rotation.settle()
         this.#onWorkerRegistered?.(msg.worker_id)
         return
@@ -507,7 +516,7 @@ export class ClientSession<Scope = unknown> implements SvcClient {
     // The handler starts now and the transport keeps reading: inbound invocations run concurrently.
     const run = new HandlerRun(msg.invocation_id ?? '', msg.function_id)
     if (msg.invocation_id !== undefined) this.#running.set(msg.invocation_id, run)
-    const scope = this.#telemetry?.startHandler(msg.function_id, msg.data, msg.traceparent, msg.baggage)
+    const scope = this.#telemetry?.startHandler(msg.function_id, msg.data, msg.traceparent, msg.baggage, this.#engineRecordsSpans)
     if (this.#materialize === undefined) {
       this.#run(transport, msg, fn.handler, msg.data, scope, run)
       return
@@ -586,10 +595,10 @@ export class ClientSession<Scope = unknown> implements SvcClient {
     }
     // The answer leaves first; the span ends (payload event, OTLP text) right after.
     if (transport === this.#transport && this.#connected && msg.invocation_id !== undefined) {
-      const trace = scope === undefined ? undefined : this.#telemetry!.resultContext(scope)
+      const trace = scope === undefined ? undefined : this.#telemetry!.resultContext(scope, this.#engineRecordsSpans)
       let text: string
       try {
-        text = encodeResultJson(msg.invocation_id, idJson(msg.function_id), json, error, trace?.traceparent, trace?.baggage)
+        text = encodeResultJson(msg.invocation_id, idJson(msg.function_id), json, error, trace?.traceparent, trace?.baggage, trace?.span)
       } catch (err) {
         const failed: ErrorBody = { code: Codes.InvocationFailed, message: `result is not JSON-serialisable: ${errorMessage(err)}` }
         text = encodeResultJson(msg.invocation_id, idJson(msg.function_id), undefined, failed)
@@ -919,4 +928,9 @@ export class ClientSession<Scope = unknown> implements SvcClient {
     this.#bindings.releaseAll()
     this.#setState('disconnected')
   }
+}
+
+/** The announce: a void call of engine::workers::register (protocol.md §3.2); engine:: ids live in `default`, so it carries no namespace. */
+function encodeAnnounce(announce: WorkerAnnounce): string {
+  return encodeInvokeFunction({ type: 'invokefunction', function_id: 'engine::workers::register', data: announce, action: { type: 'void' } })
 }

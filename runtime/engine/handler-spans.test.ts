@@ -1,0 +1,154 @@
+/**
+ * The handler span the engine records from a worker's result (`handler-spans.ts`): the announce's
+ * `handler_spans` checked, the span built from the call and the result, and a fast-check property
+ * over hostile fields (never throws; a record, when made, is in the invocation's trace and names
+ * the ids and times the result gave).
+ */
+import assert from 'node:assert/strict'
+import { describe, it } from 'node:test'
+import fc from 'fast-check'
+import { RawJson } from 'svc-protocol'
+import { baggageAttributes, handlerSpanRecord, handlerSpanSource, type HandledCall } from './handler-spans.ts'
+
+const TRACE = '4bf92f3577b34da6a3ce929d0e0e4736'
+const CALLER = '00f067aa0ba902b7'
+const OWN = 'b7ad6b7169203331'
+const call: HandledCall = {
+  functionId: 'orders::create',
+  data: '{"item":1,"password":"p"}',
+  traceparent: `00-${TRACE}-${CALLER}-01`,
+  baggage: 'svc.function.id=orders%3A%3Acreate,iii.function.id=orders%3A%3Acreate,tenant=acme;ttl=5',
+}
+const source = handlerSpanSource({ resource: { 'service.name': 'orders', 'service.version': '1.2.0' } })
+
+describe('handlerSpanSource', () => {
+  it('takes a resource of strings with a service.name and the payload settings', () => {
+    assert.deepEqual(handlerSpanSource({ resource: { 'service.name': 's' }, payloads: false, payload_max_bytes: 64 }), {
+      resource: { 'service.name': 's' },
+      serviceName: 's',
+      payloads: false,
+      maxBytes: 64,
+    })
+    assert.equal(source?.maxBytes, null)
+    assert.equal(source?.payloads, true)
+  })
+
+  it('refuses what is not that shape', () => {
+    for (const value of [
+      undefined,
+      null,
+      'x',
+      [],
+      {},
+      { resource: [] },
+      { resource: { 'service.version': '1' } },
+      { resource: { 'service.name': 1 } },
+      { resource: { 'service.name': 's' }, payloads: 'no' },
+      { resource: { 'service.name': 's' }, payload_max_bytes: -1 },
+      { resource: { 'service.name': 's' }, payload_max_bytes: 1.5 },
+      { resource: Object.fromEntries(Array.from({ length: 40 }, (_, i) => [`k${i}`, 'v']).concat([['service.name', 's']])) },
+      { resource: { 'service.name': 'x'.repeat(5000) } },
+      { resource: { 'service.name': '\ud800' } },
+    ]) {
+      assert.equal(handlerSpanSource(value), undefined, JSON.stringify(value))
+    }
+  })
+})
+
+describe('handlerSpanRecord', () => {
+  it('builds the span as svc-sdk writes it: parent, baggage attributes, redacted payload events, OK', () => {
+    const record = handlerSpanRecord(call, { traceparent: `00-${TRACE}-${OWN}-01`, span_start: '1000', span_end: '3000', result: new RawJson('{"id":7,"api_key":"k"}') }, source, 'fallback')
+    assert.ok(record)
+    assert.equal(record.trace_id, TRACE)
+    assert.equal(record.span_id, OWN)
+    assert.equal(record.parent_span_id, CALLER)
+    assert.equal(record.name, 'execute orders::create')
+    assert.equal(record.kind, 'internal')
+    assert.equal(record.service_name, 'orders')
+    assert.equal(record.resource['service.version'], '1.2.0')
+    assert.equal(record.duration_ms, 0.002)
+    assert.equal(record.status, 'ok')
+    assert.deepEqual(record.attributes, { 'svc.function.id': 'orders::create', 'iii.function.id': 'orders::create', tenant: 'acme' })
+    assert.deepEqual(
+      record.events.map((e) => [e.name, e.timestamp_unix_nano, e.attributes['svc.payload.json'], e.attributes['svc.payload.ok']]),
+      [
+        ['svc.invocation.input', 1000, '{"item":1,"password":"[REDACTED]"}', true],
+        ['svc.invocation.output', 3000, '{"id":7,"api_key":"[REDACTED]"}', true],
+      ],
+    )
+  })
+
+  it('a failure: ERROR with its message, error.type, the exception event between the payloads', () => {
+    const error = { code: 'payment_failed', message: 'card declined', stacktrace: 'Error: card declined\n    at charge (pay.ts:3:9)' }
+    const record = handlerSpanRecord(call, { traceparent: `00-${TRACE}-${OWN}-01`, span_start: '1', span_end: '2', error }, source, 'fallback')!
+    assert.equal(record.status, 'error')
+    assert.equal(record.status_message, 'card declined')
+    assert.equal(record.attributes['error.type'], 'payment_failed')
+    assert.deepEqual(record.events.map((e) => e.name), ['svc.invocation.input', 'exception', 'svc.invocation.output'])
+    assert.equal(record.events[1]!.attributes['exception.stacktrace'], error.stacktrace)
+    assert.equal(record.events[2]!.attributes['svc.payload.ok'], false)
+    // Without a stack: `<code>: <message>`, as svc-sdk records it.
+    const bare = handlerSpanRecord(call, { traceparent: `00-${TRACE}-${OWN}-01`, span_start: '1', span_end: '2', error: { code: 'x', message: 'y' } }, source, 'f')!
+    assert.equal(bare.events[1]!.attributes['exception.stacktrace'], 'x: y')
+  })
+
+  it('payload settings: no events when off, cut with the marker past the cap', () => {
+    const off = handlerSpanRecord(call, { traceparent: `00-${TRACE}-${OWN}-01`, span_start: '1', span_end: '2' }, handlerSpanSource({ resource: { 'service.name': 's' }, payloads: false }), 'f')!
+    assert.deepEqual(off.events, [])
+    const capped = handlerSpanRecord(call, { traceparent: `00-${TRACE}-${OWN}-01`, span_start: '1', span_end: '2' }, handlerSpanSource({ resource: { 'service.name': 's' }, payload_max_bytes: 5 }), 'f')!
+    assert.equal(capped.events[0]!.attributes['svc.payload.json'], '{"ite..."[TRUNCATED]"')
+    assert.equal(capped.events[0]!.attributes['svc.payload.truncated'], true)
+    assert.equal(capped.events[1]!.attributes['svc.payload.json'], 'null', 'no result: null, as svc-sdk records it')
+  })
+
+  it('a root span without a parent; the fallback service without an announce', () => {
+    const record = handlerSpanRecord({ ...call, traceparent: undefined }, { traceparent: `00-${TRACE}-${OWN}-01`, span_start: '1', span_end: '2' }, undefined, 'worker-a')!
+    assert.equal(record.parent_span_id, null)
+    assert.equal(record.service_name, 'worker-a')
+    assert.deepEqual(record.resource, { 'service.name': 'worker-a' })
+  })
+
+  it('baggage: entries in order, percent-decoded, properties dropped, malformed ones skipped, svc.function.id first when absent', () => {
+    assert.deepEqual(baggageAttributes('a=1,b=%E2%9C%93;p=1,bad,c=%ZZ, d = 4 ', 'f::g'), { 'svc.function.id': 'f::g', a: '1', b: '✓', d: '4' })
+    assert.deepEqual(Object.keys(baggageAttributes('__proto__=x', 'f')), ['svc.function.id', '__proto__'])
+  })
+
+  it('hostile fields never throw; a span is made only in the invocation trace, with the ids and times given (fast-check)', () => {
+    const hex = (n: number) => fc.string({ unit: fc.constantFrom(...'0123456789abcdef'), minLength: n, maxLength: n })
+    const traceparent = fc.oneof(
+      fc.tuple(hex(32), hex(16), fc.constantFrom('00', '01', '03', 'ff')).map(([t, s, f]) => `00-${t}-${s}-${f}`),
+      fc.tuple(fc.constant(TRACE), hex(16)).map(([t, s]) => `00-${t}-${s}-01`),
+      fc.string({ maxLength: 60 }),
+    )
+    const nanos = fc.oneof(fc.bigInt({ min: 0n, max: 10n ** 19n }).map(String), fc.string({ maxLength: 24 }))
+    const json = fc.oneof(fc.json({ maxDepth: 3 }), fc.string({ maxLength: 40 }))
+    fc.assert(
+      fc.property(
+        traceparent,
+        fc.option(nanos, { nil: undefined }),
+        fc.option(nanos, { nil: undefined }),
+        json,
+        fc.option(json, { nil: undefined }),
+        fc.string({ maxLength: 80 }),
+        fc.anything(),
+        (own, start, end, data, result, baggage, announced) => {
+          const record = handlerSpanRecord(
+            { functionId: 'f', data, traceparent: call.traceparent, baggage },
+            { traceparent: own, span_start: start, span_end: end, ...(result === undefined ? {} : { result: new RawJson(result) }) },
+            handlerSpanSource(announced),
+            'fallback',
+          )
+          if (record === undefined) return
+          assert.equal(record.trace_id, TRACE)
+          assert.equal(own, `00-${TRACE}-${record.span_id}-${own.slice(53)}`)
+          assert.equal(record.parent_span_id, CALLER)
+          assert.equal(record.start_time_unix_nano, Number(start))
+          assert.ok(record.end_time_unix_nano! >= record.start_time_unix_nano)
+          assert.equal(typeof record.attributes['svc.function.id'], 'string')
+          JSON.stringify(record)
+        },
+      ),
+      { numRuns: 2000 },
+    )
+  })
+})

@@ -1,0 +1,235 @@
+/**
+ * Handler spans recorded by the engine (svc addition to protocol.md §10.1; docs/reference/protocol.md,
+ * "Handler spans recorded by the engine"). A worker whose handler left its span untouched sends,
+ * instead of the span's OTLP/JSON on `/otel`, only its times: `span_start`/`span_end` on the
+ * `invocationresult`, whose `traceparent` already names the span. The engine holds everything
+ * else the span is made of — the invocation's `traceparent` (the parent), the `baggage` it sent
+ * (the attributes), the payload and the result as JSON text (the payload events), the error — and
+ * records `execute <function_id>` here, as the worker's SDK would have written it:
+ *
+ * - kind INTERNAL, the worker's resource (its announce's `handler_spans.resource`);
+ * - attributes: the baggage entries the worker received (`svc.function.id` first, as the engine
+ *   sets it), then `error.type` = the error code for a failure;
+ * - events: `svc.invocation.input` at the start, for a failure `exception` (`exception.type`,
+ *   `exception.message`, `exception.stacktrace`) at the end, `svc.invocation.output` at the end
+ *   (`svc.payload.ok` false for a failure), the payloads redacted and capped with the worker's
+ *   settings (`handler_spans.payloads`, `handler_spans.payload_max_bytes`: the SDK's
+ *   `SVC_DISABLE_TRACE_PAYLOADS`, `SVC_TRACE_PAYLOAD_MAX_BYTES`) by the SDK's rules (`svc-protocol/redact`);
+ * - status OK, or ERROR with the error's message.
+ *
+ * Why: a span the SDK writes as OTLP/JSON costs the worker about 5 µs and the engine about 20 µs
+ * to read, pack and store; this one costs the engine the price of its own spans (docs/benchmarks.md,
+ * SDK telemetry). A result whose times or `traceparent` are not well-formed, or name another
+ * trace than the invocation's, records nothing.
+ */
+import { type ErrorBody, jsonParse, type RawJson } from 'svc-protocol'
+import type { SpanEvent, SpanRecord } from '../adapters/observability/records.ts'
+import { noSensitiveKeys, redactAndTruncate, truncateJson, type RedactedPayload } from 'svc-protocol/redact'
+
+/** What a worker's announce says of the handler spans it leaves to the engine (`handler_spans`). */
+export interface HandlerSpanSource {
+  /** The worker's OpenTelemetry resource attributes (frozen: shared by its spans). */
+  resource: Readonly<Record<string, string>>
+  /** `service.name` of the resource. */
+  serviceName: string
+  /** False when the worker records no payload events (`SVC_DISABLE_TRACE_PAYLOADS`). */
+  payloads: boolean
+  /** Byte cap of a payload event's JSON (`SVC_TRACE_PAYLOAD_MAX_BYTES`); null: uncapped. */
+  maxBytes: number | null
+}
+
+/** Resource attributes of an announce at most; longer keys or values refuse the field. */
+const MAX_RESOURCE_ATTRIBUTES = 32
+const MAX_RESOURCE_KEY = 256
+const MAX_RESOURCE_VALUE = 4096
+
+/**
+ * The announce's `handler_spans` field (`{resource: {string: string}, payloads?: boolean,
+ * payload_max_bytes?: integer ≥ 0 | null}`), checked; undefined when absent or malformed (the
+ * worker's results then record no span here: the engine ignores their times).
+ * @example handlerSpanSource({ resource: { 'service.name': 'orders' } }) // → { serviceName: 'orders', payloads: true, maxBytes: null, … }
+ */
+export function handlerSpanSource(value: unknown): HandlerSpanSource | undefined {
+  if (!isRecord(value) || !isRecord(value.resource)) return undefined
+  const resource: Record<string, string> = {}
+  let count = 0
+  for (const key of Object.keys(value.resource)) {
+    const v = value.resource[key]
+    if (typeof v !== 'string' || key.length > MAX_RESOURCE_KEY || v.length > MAX_RESOURCE_VALUE || ++count > MAX_RESOURCE_ATTRIBUTES) return undefined
+    if (!key.isWellFormed() || !v.isWellFormed()) return undefined
+    // An own `__proto__` key stays data.
+    Object.defineProperty(resource, key, { value: v, enumerable: true, writable: false, configurable: false })
+  }
+  const serviceName = resource['service.name']
+  if (serviceName === undefined || serviceName === '') return undefined
+  const payloads = value.payloads === undefined || value.payloads === true
+  if (value.payloads !== undefined && typeof value.payloads !== 'boolean') return undefined
+  const max = value.payload_max_bytes
+  if (max !== undefined && max !== null && !(typeof max === 'number' && Number.isSafeInteger(max) && max >= 0)) return undefined
+  return { resource: Object.freeze(resource), serviceName, payloads, maxBytes: typeof max === 'number' ? max : null }
+}
+
+/** The invocation as the worker received it. */
+export interface HandledCall {
+  /** `function_id` of the `invokefunction` sent. */
+  functionId: string
+  /** Its `data`, as the JSON text sent. */
+  data: string
+  /** Its `traceparent`, if any. */
+  traceparent: string | undefined
+  /** Its `baggage` (W3C header). */
+  baggage: string
+}
+
+/** The worker's answer: the `invocationresult`'s trace fields and outcome. */
+export interface HandledOutcome {
+  traceparent?: string
+  span_start?: string
+  span_end?: string
+  result?: RawJson
+  error?: ErrorBody
+}
+
+/** `00-<32 hex>-<16 hex>-<2 hex>`, lower case, as svc's SDKs write it. */
+const TRACEPARENT = /^00-([0-9a-f]{32})-([0-9a-f]{16})-([0-9a-f]{2})$/
+const ZERO_TRACE = '0'.repeat(32)
+const ZERO_SPAN = '0'.repeat(16)
+/** Nanoseconds since the epoch: up to 19 digits fit 2^63. */
+const NANOS = /^[0-9]{1,19}$/
+
+/**
+ * The span a worker asked the engine to record for `call` (see the module), or undefined when
+ * `outcome` does not ask (no `span_start`/`span_end`) or asks with malformed or foreign data.
+ * `fallbackService` names the service when `source` is undefined (a worker that sent times without
+ * announcing `handler_spans`).
+ */
+export function handlerSpanRecord(call: HandledCall, outcome: HandledOutcome, source: HandlerSpanSource | undefined, fallbackService: string): SpanRecord | undefined {
+  const startText = outcome.span_start
+  const endText = outcome.span_end
+  if (startText === undefined || endText === undefined || outcome.traceparent === undefined) return undefined
+  if (!NANOS.test(startText) || !NANOS.test(endText)) return undefined
+  const own = TRACEPARENT.exec(outcome.traceparent)
+  if (own === null || own[1] === ZERO_TRACE || own[2] === ZERO_SPAN || (parseInt(own[3]!, 16) & 1) === 0) return undefined
+  const traceId = own[1]!
+  let parentSpanId: string | null = null
+  const parent = call.traceparent === undefined ? null : TRACEPARENT.exec(call.traceparent.toLowerCase())
+  if (parent !== null) {
+    // The span belongs to the invocation's trace, under the span that made the call.
+    if (parent[1] !== traceId) return undefined
+    parentSpanId = parent[2]!
+  }
+  const start = Number(startText)
+  const end = Number(endText)
+  if (end < start) return undefined
+  const settings = source ?? DEFAULT_SOURCE
+  const attributes = baggageAttributes(call.baggage, call.functionId)
+  const error = outcome.error
+  const events: SpanEvent[] = []
+  if (settings.payloads) events.push(payloadEvent('svc.invocation.input', start, payloadOf(call.data, settings.maxBytes), true))
+  if (error !== undefined) {
+    attributes['error.type'] = error.code
+    const exception: Record<string, unknown> = {}
+    if (error.code) exception['exception.type'] = error.code
+    if (error.message) exception['exception.message'] = error.message
+    exception['exception.stacktrace'] = typeof error.stacktrace === 'string' && error.stacktrace !== '' ? error.stacktrace : `${error.code}: ${error.message}`
+    events.push({ name: 'exception', timestamp_unix_nano: end, attributes: exception })
+  }
+  if (settings.payloads) {
+    const output = error !== undefined ? payloadOf(JSON.stringify(error), settings.maxBytes) : payloadOf(outcome.result?.text ?? 'null', settings.maxBytes)
+    events.push(payloadEvent('svc.invocation.output', end, output, error === undefined))
+  }
+  const record: SpanRecord = {
+    trace_id: traceId,
+    span_id: own[2]!,
+    parent_span_id: parentSpanId,
+    name: 'execute ' + call.functionId,
+    kind: 'internal',
+    service_name: source?.serviceName ?? fallbackService,
+    start_time_unix_nano: start,
+    end_time_unix_nano: end,
+    duration_ms: (end - start) / 1e6,
+    status: error === undefined ? 'ok' : 'error',
+    attributes,
+    resource: source?.resource ?? { 'service.name': fallbackService },
+    events,
+    links: [],
+  }
+  if (error !== undefined && error.message) record.status_message = error.message
+  return record
+}
+
+const DEFAULT_SOURCE: HandlerSpanSource = { resource: {}, serviceName: '', payloads: true, maxBytes: null }
+
+/** A payload event's JSON: the text as it travelled unless it may name a secret (then parsed and redacted), capped. */
+function payloadOf(text: string, maxBytes: number | null): RedactedPayload {
+  if (noSensitiveKeys(text)) return truncateJson(text, maxBytes)
+  let value: unknown
+  try {
+    value = jsonParse(text)
+  } catch {
+    return truncateJson(text, maxBytes)
+  }
+  return redactAndTruncate(value, maxBytes)
+}
+
+function payloadEvent(name: string, time: number, payload: RedactedPayload, ok: boolean): SpanEvent {
+  return { name, timestamp_unix_nano: time, attributes: { 'svc.payload.json': payload.json, 'svc.payload.truncated': payload.truncated, 'svc.payload.ok': ok } }
+}
+
+// ---- baggage --------------------------------------------------------------------------------
+
+/** W3C baggage limits (W3C Baggage §3.3.2): entries and bytes per header. */
+const MAX_BAGGAGE_ENTRIES = 180
+const MAX_BAGGAGE_BYTES = 8192
+
+/** Parsed headers: calls to one function carry the same one. Bounded against floods. */
+const baggageCache = new Map<string, ReadonlyArray<readonly [string, string]>>()
+
+/**
+ * The span's start attributes: the entries of the `baggage` header the worker received (as svc-sdk
+ * copies them: key and percent-decoded value, properties dropped, malformed entries skipped), with
+ * `svc.function.id` = `functionId` first when the header has no such entry. A new object per span.
+ */
+export function baggageAttributes(header: string, functionId: string): Record<string, unknown> {
+  let entries = baggageCache.get(header)
+  if (entries === undefined) {
+    entries = parseBaggage(header)
+    if (baggageCache.size >= 256) baggageCache.clear()
+    baggageCache.set(header, entries)
+  }
+  const attributes: Record<string, unknown> = {}
+  let hasId = false
+  for (const [key] of entries) if (key === 'svc.function.id') hasId = true
+  if (!hasId) attributes['svc.function.id'] = functionId
+  for (const [key, value] of entries) {
+    if (key === '__proto__') Object.defineProperty(attributes, key, { value, enumerable: true, writable: true, configurable: true })
+    else attributes[key] = value
+  }
+  return attributes
+}
+
+function parseBaggage(header: string): Array<readonly [string, string]> {
+  const out: Array<readonly [string, string]> = []
+  if (header.length > MAX_BAGGAGE_BYTES) return out
+  for (const member of header.split(',')) {
+    if (out.length >= MAX_BAGGAGE_ENTRIES) break
+    const pair = member.split(';', 1)[0]!
+    const eq = pair.indexOf('=')
+    if (eq <= 0) continue
+    try {
+      const key = decodeURIComponent(pair.slice(0, eq).trim())
+      const value = decodeURIComponent(pair.slice(eq + 1).trim())
+      if (key === '' || !key.isWellFormed() || !value.isWellFormed()) continue
+      const at = out.findIndex(([k]) => k === key)
+      if (at >= 0) out[at] = [key, value]
+      else out.push([key, value])
+    } catch {
+      // malformed percent-encoding: the entry is skipped, as the SDK's propagator skips it
+    }
+  }
+  return out
+}
+
+function isRecord(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value)
+}
