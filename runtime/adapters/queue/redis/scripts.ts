@@ -214,13 +214,17 @@ end
 -- positions). Returns the position to resume at (0 unless the cap ran out) and how many it looked at.
 local function scan(key, from, cap, visit)
   local offset, wrapped, seen = from, from == 0, 0
+  local size = limit - taken
   while taken < limit do
     if seen >= cap then
       more = 1
       return offset, seen
     end
     if wrapped and from > 0 and offset >= from then return 0, seen end
-    local batch = redis.call('ZRANGEBYSCORE', key, '-inf', now, 'LIMIT', offset, 64)
+    -- The first read asks for what is still wanted (each entry read is a string copied into Lua),
+    -- the later ones, past skipped entries, for 64 at a time.
+    local batch = redis.call('ZRANGEBYSCORE', key, '-inf', now, 'LIMIT', offset, size)
+    size = 64
     if #batch == 0 then
       if wrapped then return 0, seen end
       wrapped = true
