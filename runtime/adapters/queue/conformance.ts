@@ -127,6 +127,17 @@ export function runQueueBackendConformance(name: string, factory: QueueBackendFa
       assert.deepEqual(ids(await b.reserve('q', { now: T0, limit: 10 })), [x2.id])
     })
 
+    withBackend('a reserve for fewer messages than the blocked ones ahead still reaches the first startable one behind them', async (b) => {
+      const held = input({ key: 'x' })
+      await b.enqueue([held])
+      assert.deepEqual(ids(await b.reserve('q', { now: T0, limit: 1 })), [held.id])
+      const blocked = Array.from({ length: 3 }, () => input({ key: 'x' }))
+      const free = input()
+      await b.enqueue([...blocked, free])
+      assert.deepEqual(ids(await b.reserve('q', { now: T0, limit: 1 })), [free.id])
+      assert.deepEqual(await b.counts('q', T0), { pending: 3, delayed: 0, in_flight: 2, dead: 0 })
+    })
+
     withBackend('targets that are not startable are skipped and keep their place', async (b) => {
       const gone = input({ function_id: 'gone::f' })
       const goneHead = input({ function_id: 'gone::f', group: 'g' })

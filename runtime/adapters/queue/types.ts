@@ -143,6 +143,12 @@ export interface QueueBackend {
   enqueue(messages: readonly QueueMessageInput[]): Promise<EnqueueOutcome[]>
   /** Starts up to `limit` ready messages of `queue`; their attempt counts are stored first. */
   reserve(queue: string, request: ReserveRequest): Promise<QueueMessage[]>
+  /**
+   * True when the worker may reserve from a queue while an earlier reserve of it is still on its
+   * way (each call starts messages of its own): a store across the network, where waiting for the
+   * earlier reply before filling slots freed meanwhile costs a round trip. Absent: one at a time.
+   */
+  readonly reservesOverlap?: boolean
   /** Deletes an in-flight message; false when it is not in flight (redriven, discarded). */
   ack(id: string): Promise<boolean>
   /** Returns an in-flight message to pending, ready at `ready_at`; `refund` gives its attempt back. */

@@ -17,14 +17,25 @@ import { parseQueueSettings, parseQueueWorkerSettings } from './settings.ts'
 const T0 = 1_700_000_000_000
 const silent = { debug() {}, info() {}, warn() {}, error() {} }
 
-/** A queue `q` at `concurrency` on a memory backend; every reserve is recorded with its limit. */
-function setup(concurrency: number) {
+/**
+ * A queue `q` at `concurrency` on a memory backend; every reserve is recorded with its limit.
+ * `remote`: the backend declares `reservesOverlap` (as the redis one does) and each reserve stays on
+ * its way until the test lands it (`held`, oldest first), as a reply from a server would.
+ */
+function setup(concurrency: number, remote = false) {
   const clock = createManualClock(T0)
   const backend = openMemoryQueue()
   const reserves: number[] = []
+  const held: Array<() => void> = []
+  const reserve = (queue: string, request: Parameters<QueueBackend['reserve']>[1]) => {
+    reserves.push(request.limit)
+    if (!remote) return backend.reserve(queue, request)
+    return new Promise<Awaited<ReturnType<QueueBackend['reserve']>>>((resolve, reject) => held.push(() => backend.reserve(queue, request).then(resolve, reject)))
+  }
   const spied = new Proxy(backend, {
     get(target, key, receiver) {
-      if (key === 'reserve') return (queue: string, request: Parameters<QueueBackend['reserve']>[1]) => (reserves.push(request.limit), target.reserve(queue, request))
+      if (key === 'reserve') return reserve
+      if (key === 'reservesOverlap') return remote
       const value = Reflect.get(target, key, receiver)
       return typeof value === 'function' ? value.bind(target) : value
     },
@@ -47,7 +58,7 @@ function setup(concurrency: number) {
     settings: () => parseQueueWorkerSettings({ queue_configs: { q: { concurrency, max_retries: 1 } } }),
     settingsOf: () => settings,
   } as unknown as DeliveryHost
-  return { backend, reserves, calls, delivery: new QueueDelivery(host) }
+  return { backend, reserves, held, calls, delivery: new QueueDelivery(host) }
 }
 
 describe('queue delivery: slots freed together', () => {
@@ -65,6 +76,37 @@ describe('queue delivery: slots freed together', () => {
     await waitFor(() => calls.length === 2, 'the last two deliveries')
     assert.deepEqual(reserves, [5, 5, 5])
     for (const call of calls.splice(0, 2)) call.answer()
+    await waitFor(async () => (await backend.counts('q', T0)).in_flight === 0, 'every message acknowledged')
+    assert.deepEqual(await backend.counts('q', T0), { pending: 0, delayed: 0, in_flight: 0, dead: 0 })
+    delivery.stop()
+  })
+})
+
+describe('queue delivery: a store whose reserves overlap (redis)', () => {
+  it('reserves the slots freed while a reserve is on its way at once, instead of after it lands, and never starts more than concurrency', async () => {
+    const { backend, reserves, held, calls, delivery } = setup(4, true)
+    await backend.enqueue(Array.from({ length: 8 }, (_, n) => ({ id: `m${n}`, queue: 'q', function_id: 'f', namespace: 'default', data: { n }, enqueued_at: T0, ready_at: T0 })))
+    delivery.pump('q')
+    await waitFor(() => held.length === 1, 'the first reserve on its way')
+    held.shift()!()
+    await waitFor(() => calls.length === 4, 'four deliveries in flight')
+    // Two results of one socket read: their slots reserve (that reply is still on its way)…
+    for (const call of calls.splice(0, 2)) call.answer()
+    await waitFor(() => held.length === 1, 'a reserve for the two freed slots')
+    // …and the next two results do not wait for it: their slots reserve too.
+    for (const call of calls.splice(0, 2)) call.answer()
+    await waitFor(() => held.length === 2, 'a second reserve while the first is on its way')
+    assert.deepEqual(reserves, [4, 2, 2])
+    // A pump while every free slot is asked for reserves nothing more.
+    delivery.pump('q')
+    await new Promise<void>((resolve) => setImmediate(resolve))
+    assert.equal(held.length, 2)
+    held.shift()!()
+    held.shift()!()
+    await waitFor(() => calls.length === 4, 'the last four deliveries')
+    for (const call of calls.splice(0, 4)) call.answer()
+    await waitFor(() => held.length > 0, 'a reserve that finds the queue empty')
+    while (held.length > 0) held.shift()!()
     await waitFor(async () => (await backend.counts('q', T0)).in_flight === 0, 'every message acknowledged')
     assert.deepEqual(await backend.counts('q', T0), { pending: 0, delayed: 0, in_flight: 0, dead: 0 })
     delivery.stop()
@@ -101,6 +143,48 @@ describe('queue delivery under any grouping of settling results (fast-check)', (
           assert.equal(seen.size, count)
           assert.deepEqual(await backend.counts('q', T0), { pending: 0, delayed: 0, in_flight: 0, dead: 0 })
           assert.ok(reserves.every((limit) => limit >= 1 && limit <= concurrency), `reserve limits ${reserves}`)
+        } finally {
+          delivery.stop()
+        }
+      }),
+      { numRuns: 60 },
+    )
+  })
+
+  it('with overlapping reserves landing in any order against the results: never more than concurrency attempts or asked slots, every message once', async () => {
+    const fc = (await import('fast-check')).default
+    await fc.assert(
+      fc.asyncProperty(fc.integer({ min: 1, max: 8 }), fc.integer({ min: 0, max: 30 }), fc.array(fc.tuple(fc.boolean(), fc.nat(), fc.integer({ min: 1, max: 8 }))), async (concurrency, count, plan) => {
+        const { backend, reserves, held, calls, delivery } = setup(concurrency, true)
+        try {
+          await backend.enqueue(Array.from({ length: count }, (_, n) => ({ id: `m${n}`, queue: 'q', function_id: 'f', namespace: 'default', data: { n }, enqueued_at: T0, ready_at: T0 })))
+          delivery.pump('q')
+          const seen = new Map<number, number>()
+          let step = 0
+          let asked = 0
+          while (seen.size < count || calls.length > 0 || held.length > 0) {
+            await waitFor(() => calls.length > 0 || held.length > 0 || seen.size === count, 'a delivery or a reserve in flight', 10_000, 1)
+            assert.ok(calls.length <= concurrency, `${calls.length} attempts at once, concurrency ${concurrency}`)
+            // Slots asked for by the reserves on their way, plus the attempts running: never past concurrency.
+            asked = reserves.slice(reserves.length - held.length).reduce((a, b) => a + b, 0)
+            assert.ok(calls.length + asked <= concurrency, `${calls.length} running + ${asked} asked, concurrency ${concurrency}`)
+            const [land, at, size] = plan[step++ % Math.max(1, plan.length)] ?? [true, 0, 1]
+            if ((land || calls.length === 0) && held.length > 0) {
+              held.shift()!()
+              await new Promise<void>((resolve) => setImmediate(resolve))
+              continue
+            }
+            for (const call of calls.splice(at % Math.max(1, calls.length), size)) {
+              const n = (call.request.data as { n: number }).n
+              seen.set(n, (seen.get(n) ?? 0) + 1)
+              call.answer()
+            }
+            await new Promise<void>((resolve) => setImmediate(resolve))
+          }
+          await waitFor(async () => (await backend.counts('q', T0)).in_flight === 0, 'every message acknowledged', 10_000, 1)
+          assert.deepEqual([...seen.values()].filter((v) => v !== 1), [])
+          assert.equal(seen.size, count)
+          assert.deepEqual(await backend.counts('q', T0), { pending: 0, delayed: 0, in_flight: 0, dead: 0 })
         } finally {
           delivery.stop()
         }

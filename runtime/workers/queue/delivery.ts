@@ -62,7 +62,10 @@ const MISSING_RETRY_MS = 2000
 /** Per-queue delivery state of this engine. */
 export interface Runner {
   inFlight: number
-  pumping: boolean
+  /** Slots asked for by reserves still on their way ({@link QueueBackend.reservesOverlap}: several at once). */
+  reserving: number
+  /** Pump loops running (one, or more while reserves overlap). */
+  pumping: number
   again: boolean
   /** A pump is queued behind the current microtasks (pumpSoon). */
   pumpQueued?: boolean
@@ -126,7 +129,7 @@ export class QueueDelivery {
   /** The delivery state of `queue` (made on first use). */
   runner(queue: string): Runner {
     let runner = this.runners.get(queue)
-    if (!runner) this.runners.set(queue, (runner = { inFlight: 0, pumping: false, again: false, enqueued: 0, delivered: 0, failed: 0 }))
+    if (!runner) this.runners.set(queue, (runner = { inFlight: 0, reserving: 0, pumping: 0, again: false, enqueued: 0, delivered: 0, failed: 0 }))
     return runner
   }
 
@@ -162,20 +165,26 @@ export class QueueDelivery {
     for (const queue of queues) this.pump(queue)
   }
 
-  /** Starts as many ready messages of `queue` as free slots allow; coalesces concurrent calls. */
+  /**
+   * Starts as many ready messages of `queue` as free slots allow; coalesces concurrent calls. While
+   * a reserve is on its way, a call waits for it (the loop looks again when it lands), unless the
+   * backend lets reserves overlap and slots are free that no reserve has asked for: then those
+   * slots reserve at once, instead of a round trip later.
+   */
   pump(queue: string): void {
     const runner = this.runner(queue)
-    if (runner.pumping) {
+    if (runner.pumping > 0) {
       runner.again = true
-      return
+      if (runner.reserving === 0 || this.host.backends.current?.adapter.reservesOverlap !== true) return
+      if (this.host.settingsOf(queue).concurrency - runner.inFlight - runner.reserving <= 0) return
     }
-    runner.pumping = true
+    runner.pumping++
     void this.pumpLoop(queue, runner).finally(() => {
-      runner.pumping = false
+      runner.pumping--
       // A pump() that arrived after the loop's last check (a settled delivery's continuation can
       // run between the loop's return and this callback) would otherwise be lost, and with it the
       // retry timer of the message it released.
-      if (runner.again) this.pump(queue)
+      if (runner.again && runner.pumping === 0) this.pump(queue)
     })
   }
 
@@ -211,16 +220,19 @@ export class QueueDelivery {
       // A subscriber's copies wait for a live trigger (§7.5).
       if (sub && sub.triggers.size === 0) return
       const settings = this.host.settingsOf(queue)
-      const free = settings.concurrency - runner.inFlight
+      const free = settings.concurrency - runner.inFlight - runner.reserving
       if (free <= 0) return
       const now = this.host.now()
       let messages: QueueMessage[]
+      runner.reserving += free
       try {
         messages = await slot.adapter.reserve(queue, { now, limit: free, startable: this.startable })
       } catch (error) {
         this.host.log.error(`queue: reserving messages of ${queue} failed`, { error: String(error) })
         this.setTimer(queue, runner, this.host.now() + 1000)
         return
+      } finally {
+        runner.reserving -= free
       }
       runner.inFlight += messages.length
       for (const message of messages) void this.deliver(slot, queue, runner, message)

@@ -64,13 +64,14 @@ local function place(id, q, g, seq, ready)
     redis.call('ZADD', qkey('p', q), ready, member(seq, id))
   end
 end
--- f = HMGET s o q g k n. Out of the live indexes; the hash is left to the caller.
-local function unplace(id, f)
+-- f = HMGET s o q g k n. Out of the live indexes; the hash is left to the caller (its owner field
+-- cleared unless 'deleting': the caller deletes the hash next).
+local function unplace(id, f, deleting)
   local q, g, k = f[3], f[4], f[5]
   if f[1] == 'i' then
     redis.call('SREM', qkey('f', q), id)
     redis.call('ZREM', P .. 'leases', id)
-    redis.call('HDEL', mkey(id), 'o')
+    if not deleting then redis.call('HDEL', mkey(id), 'o') end
     if (not g) and k then redis.call('SREM', qkey('k', q), k) end
   elseif not g then
     redis.call('ZREM', qkey('p', q), member(f[6], id))
@@ -99,6 +100,7 @@ local FIELDS = {'s', 'o', 'q', 'g', 'k', 'n'}
 export const ENQUEUE = `${PRELUDE}
 local out = {}
 local woken = {}
+local added = {}
 local i = 3
 while i <= #ARGV do
   local id, q, t, hasG, g, hasK, k = ARGV[i], ARGV[i + 1], ARGV[i + 2], ARGV[i + 3], ARGV[i + 4], ARGV[i + 5], ARGV[i + 6]
@@ -125,15 +127,29 @@ while i <= #ARGV do
       out[#out + 1] = 2
     else
     local seq = redis.call('INCR', P .. 'seq')
-    redis.call('HSET', m, 'q', q, 't', t, 'n', seq, 'r', ready, 'a', 0, 'b', body)
-    if hasG == '1' then redis.call('HSET', m, 'g', g) else g = nil end
-    if hasK == '1' then redis.call('HSET', m, 'k', k) end
-    countQueue(q, 1)
+    -- One HSET with every field.
+    local fields = {'q', q, 't', t, 'n', seq, 'r', ready, 'a', 0, 'b', body}
+    if hasG == '1' then
+      fields[#fields + 1] = 'g'
+      fields[#fields + 1] = g
+    else
+      g = nil
+    end
+    if hasK == '1' then
+      fields[#fields + 1] = 'k'
+      fields[#fields + 1] = k
+    end
     if dead ~= '' then
-      redis.call('HSET', m, 's', 'd', 'e', dead, 'fa', enq)
+      for _, v in ipairs({'s', 'd', 'e', dead, 'fa', enq}) do fields[#fields + 1] = v end
+    else
+      fields[#fields + 1] = 's'
+      fields[#fields + 1] = 'p'
+    end
+    redis.call('HSET', m, unpack(fields))
+    added[q] = (added[q] or 0) + 1
+    if dead ~= '' then
       redis.call('ZADD', qkey('x', q), enq, id)
     else
-      redis.call('HSET', m, 's', 'p')
       place(id, q, g, seq, ready)
       woken[q] = true
     end
@@ -142,6 +158,7 @@ while i <= #ARGV do
     end
   end
 end
+for q, n in pairs(added) do countQueue(q, n) end
 for q in pairs(woken) do wake(q) end
 return out
 `
@@ -178,11 +195,11 @@ local out = {}
 local taken = 0
 local more = 0
 local function start(id, m)
-  local a = redis.call('HINCRBY', m, 'a', 1)
-  redis.call('HSET', m, 's', 'i', 'o', OWNER)
+  local f = redis.call('HMGET', m, 'n', 'r', 'b', 'a')
+  local a = tonumber(f[4]) + 1
+  redis.call('HSET', m, 'a', a, 's', 'i', 'o', OWNER)
   redis.call('SADD', qkey('f', q), id)
   redis.call('ZADD', P .. 'leases', deadline, id)
-  local f = redis.call('HMGET', m, 'n', 'r', 'b')
   out[#out + 1] = id
   out[#out + 1] = a
   out[#out + 1] = f[1]
@@ -197,13 +214,17 @@ end
 -- positions). Returns the position to resume at (0 unless the cap ran out) and how many it looked at.
 local function scan(key, from, cap, visit)
   local offset, wrapped, seen = from, from == 0, 0
+  local size = limit - taken
   while taken < limit do
     if seen >= cap then
       more = 1
       return offset, seen
     end
     if wrapped and from > 0 and offset >= from then return 0, seen end
-    local batch = redis.call('ZRANGEBYSCORE', key, '-inf', now, 'LIMIT', offset, 64)
+    -- The first read asks for what is still wanted (each entry read is a string copied into Lua),
+    -- the later ones, past skipped entries, for 64 at a time.
+    local batch = redis.call('ZRANGEBYSCORE', key, '-inf', now, 'LIMIT', offset, size)
+    size = 64
     if #batch == 0 then
       if wrapped then return 0, seen end
       wrapped = true
@@ -265,19 +286,21 @@ const ACK_BODY = String.raw`
 local function ackIds(from, to)
   local acked = {}
   local woken = {}
+  local removed = {}
   for x = from, to do
     local id = ARGV[x]
     local f = redis.call('HMGET', mkey(id), unpack(FIELDS))
     if f[1] ~= 'i' or f[2] ~= OWNER then
       acked[#acked + 1] = 0
     else
-      unplace(id, f)
+      unplace(id, f, true)
       redis.call('DEL', mkey(id))
-      countQueue(f[3], -1)
+      removed[f[3]] = (removed[f[3]] or 0) - 1
       if f[4] or f[5] then woken[f[3]] = true end
       acked[#acked + 1] = 1
     end
   end
+  for rq, n in pairs(removed) do countQueue(rq, n) end
   for wq in pairs(woken) do wake(wq) end
   return acked
 end
