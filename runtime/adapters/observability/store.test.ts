@@ -470,7 +470,9 @@ describe('span rows of the builtin store', () => {
         store.flush()
         const file = new DatabaseSync(path, { readOnly: true })
         try {
-          const rows = file.prepare('SELECT l.body AS body, l.resource AS id, r.body AS resource FROM logs l LEFT JOIN resources r ON r.id = l.resource ORDER BY l.seq').all() as Array<{ body: string; id: number | null; resource: string | null }>
+          const rows = file
+            .prepare('SELECT l.body AS body, l.resource AS id, r.body AS resource, CAST(l.ts_ns AS REAL) AS observed, CAST(l.time_ns AS REAL) AS time FROM logs l LEFT JOIN resources r ON r.id = l.resource ORDER BY l.seq')
+            .all() as Array<{ body: string; id: number | null; resource: string | null; observed: number; time: number | null }>
           const orphans = Number(file.prepare('SELECT COUNT(*) AS n FROM resources WHERE id NOT IN (SELECT resource FROM logs WHERE resource IS NOT NULL UNION SELECT resource FROM spans WHERE resource IS NOT NULL)').get()!.n)
           assert.equal(orphans, 0, 'no resource outlives the rows naming it')
           // The rows the cap kept are the newest records of the window, each as JSON.stringify writes it.
@@ -481,6 +483,12 @@ describe('span rows of the builtin store', () => {
               assert.notEqual(row.resource, null, `resource ${row.id} of a row is in the file`)
               const body = jsonParse(row.body) as Record<string, unknown>
               body.resource = jsonParse(row.resource!)
+              // Finite times are columns, not in the body; others stay in the body (as JSON writes them).
+              if (row.time !== null) {
+                assert.equal(Object.hasOwn(body, 'timestamp_unix_nano') || Object.hasOwn(body, 'observed_timestamp_unix_nano'), false, 'the times are not repeated in the body')
+                body.timestamp_unix_nano = row.time
+                body.observed_timestamp_unix_nano = row.observed
+              }
               return body
             }),
             newest,
