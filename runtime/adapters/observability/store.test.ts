@@ -95,6 +95,27 @@ describe('builtin observability store', () => {
     b.close()
   })
 
+  it('writes log rows as text, whatever their characters and however large the batch (the rows travel to the writer as UTF-8 bytes)', () => {
+    const path = join(dir, 'utf8.db')
+    const a = new SqliteStore(path, { ...LIMITS, maxLogs: 10_000, maxLogBytes: 64 << 20 })
+    // Two- to four-byte characters, a lone surrogate (JSON escapes it), and a batch of several
+    // MiB of UTF-8, more than the buffer the rows are written into at first.
+    const records = [log('é € 𝄞 \ud800 "quoted"'), log('€'.repeat(700_000)), log('𝄞'.repeat(300_000)), ...Array.from({ length: 2000 }, (_, i) => log(`line ${i} ${'ü'.repeat(i % 50)}`))]
+    for (const record of records) a.putLog(record)
+    a.close()
+    const file = new DatabaseSync(path, { readOnly: true })
+    const rows = file.prepare('SELECT typeof(body) AS type, body FROM logs ORDER BY seq').all() as Array<{ type: string; body: string }>
+    file.close()
+    assert.deepEqual(new Set(rows.map((row) => row.type)), new Set(['text']))
+    assert.deepEqual(
+      rows.map((row) => (jsonParse(row.body) as LogRecord).body),
+      records.map((record) => record.body),
+    )
+    const b = new SqliteStore(path, { ...LIMITS, maxLogs: 10_000, maxLogBytes: 64 << 20 })
+    assert.deepEqual(b.logs(), records)
+    b.close()
+  })
+
   it('keeps the file under max_disk_bytes under a flood', () => {
     const path = join(dir, 'cap.db')
     const store = new SqliteStore(path, { ...LIMITS, maxDiskBytes: 2 << 20 })
