@@ -23,9 +23,10 @@
  * the engine processes (every thread) there.
  *
  * `node bench/logs.ts` prints one JSON line:
- * `{lines, stores: {<store>: {lines_per_second, ms, rss_peak_mib, not_written, engine_cpu_us_per_line}}}`
+ * `{lines, stores: {<store>: {lines_per_second, ms, rss_peak_mib, not_written, engine_cpu_us_per_line, engine_main_cpu_us_per_line}}}`
  * (`engine_cpu_us_per_line`: the engine's CPU over every thread, from /proc, from before the round
- * until it is idle again, the writer's work included; of the reported round).
+ * until it is idle again, the writer's work included; `engine_main_cpu_us_per_line`: the same of
+ * its main thread alone, which reads the frames; of the reported round).
  */
 import { spawn, type ChildProcess } from 'node:child_process'
 import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises'
@@ -125,24 +126,25 @@ async function measure(store: (typeof ALL_STORES)[number]): Promise<Record<strin
     for (let f = 0; f < LINES / PER_FRAME; f++) frames[f % SOCKETS]!.push(logsFrame(f * PER_FRAME))
     const notWritten = async (): Promise<number> => Number(/(\d+) rows not written/.exec(String((await call(url, 'engine::health::check', {}))?.components?.observability?.detail ?? ''))?.[1] ?? 0)
 
-    /** The engine's CPU time (every thread), ms, from /proc (Linux). */
-    const cpuMs = async (): Promise<number> => {
-      const stat = await readFile(`/proc/${engine!.pid}/stat`, 'utf8')
+    /** CPU time, ms, from /proc (Linux): of the engine's every thread (`stat`), or of its main thread (`task/<pid>/stat`). */
+    const statMs = async (path: string): Promise<number> => {
+      const stat = await readFile(path, 'utf8')
       const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ')
       return (Number(fields[11]) + Number(fields[12])) * 10
     }
-    /** The CPU time once the engine is idle again (the builtin store's writer done): two equal readings 200 ms apart. */
-    const settledCpuMs = async (): Promise<number> => {
+    const cpuMs = (): Promise<number> => statMs(`/proc/${engine!.pid}/stat`)
+    /** The CPU times (every thread, main thread) once the engine is idle again (the builtin store's writer done): two equal readings 200 ms apart. */
+    const settledCpuMs = async (): Promise<{ all: number; main: number }> => {
       let last = await cpuMs()
       for (let i = 0; i < 50; i++) {
         await new Promise((r) => setTimeout(r, 200))
         const now = await cpuMs()
-        if (now === last) return now
+        if (now === last) break
         last = now
       }
-      return last
+      return { all: last, main: await statMs(`/proc/${engine!.pid}/task/${engine!.pid}/stat`) }
     }
-    let best: { ms: number; not_written: number; cpu_us_per_line: number } | undefined
+    let best: { ms: number; not_written: number; cpu_us_per_line: number; main_cpu_us_per_line: number } | undefined
     for (let round = 0; round < ROUNDS; round++) {
       // Each round starts from an empty store, the writer idle (clear waits for it).
       if (store !== 'none') await call(url, 'engine::logs::clear', {})
@@ -152,8 +154,9 @@ async function measure(store: (typeof ALL_STORES)[number]): Promise<Record<strin
       const started = performance.now()
       await Promise.all(sockets.map((ws, i) => sendAndClose(ws, frames[i]!)))
       const ms = performance.now() - started
-      const cpu = (await settledCpuMs()) - cpuBefore
-      const run = { ms, not_written: (await notWritten()) - before, cpu_us_per_line: Math.round((cpu * 1000 * 100) / LINES) / 100 }
+      const cpuAfter = await settledCpuMs()
+      const perLine = (ms: number): number => Math.round((ms * 1000 * 100) / LINES) / 100
+      const run = { ms, not_written: (await notWritten()) - before, cpu_us_per_line: perLine(cpuAfter.all - cpuBefore.all), main_cpu_us_per_line: perLine(cpuAfter.main - cpuBefore.main) }
       if (best === undefined || run.ms < best.ms) best = run
       if (store !== 'none') {
         // Every line reached the window: the newest is one of the last frames sent.
@@ -169,6 +172,7 @@ async function measure(store: (typeof ALL_STORES)[number]): Promise<Record<strin
       rss_peak_mib: Math.round(peakKib / 1024),
       not_written: best!.not_written,
       engine_cpu_us_per_line: best!.cpu_us_per_line,
+      engine_main_cpu_us_per_line: best!.main_cpu_us_per_line,
     }
   } finally {
     if (engine && engine.exitCode === null) {

@@ -6,7 +6,7 @@
  * path never waits for SQLite. Records are gathered into batches of at most {@link BATCH_ROWS}
  * rows or {@link BATCH_BYTES} bytes, cut as soon as one is full or {@link FLUSH_MS} after the
  * first record; each batch is one transaction. Spans and log records travel to the writer as rows
- * of their JSON (without the resource): a span put sealed (from an `/otel` frame) is serialised
+ * of their JSON (without the resource; a log record's as UTF-8 bytes, see {@link LOG_FIELDS}): a span put sealed (from an `/otel` frame) is serialised
  * once, at ingest, and the window keeps that same text ({@link PackedSpan}); a span object (an
  * engine span, which may still finish in place) is serialised at the cut, and one that starts and
  * finishes before its batch is cut is written once. Span rows are appended, never updated (no index on the write
@@ -57,10 +57,17 @@ import { jsonParse } from 'svc-protocol/json'
  * NULL (rows written before the column existed) the body holds the whole record. `last_span` and
  * `last_log` are the newest seq of each table whose rows name the resource: a resource whose
  * rows are all deleted is deleted with them.
+ *
+ * A log row's `ts_ns` is its record's `observed_timestamp_unix_nano` (what retention deletes by;
+ * 0 when not finite). With `time_ns` not NULL, that column is the record's `timestamp_unix_nano`
+ * and neither time is in `body`: printing the two 19-digit numbers was about a third of the
+ * `JSON.stringify` of an SDK's log line on the engine's thread (docs/benchmarks.md, issue 20,
+ * session 31). Rows with `time_ns` NULL (written before the column existed, or with a time that
+ * is not a finite number) have both times in `body`.
  */
 const SCHEMA = `
 CREATE TABLE IF NOT EXISTS spans (seq INTEGER PRIMARY KEY AUTOINCREMENT, start_ns INTEGER NOT NULL, body TEXT NOT NULL, resource INTEGER);
-CREATE TABLE IF NOT EXISTS logs (seq INTEGER PRIMARY KEY AUTOINCREMENT, ts_ns INTEGER NOT NULL, body TEXT NOT NULL, resource INTEGER);
+CREATE TABLE IF NOT EXISTS logs (seq INTEGER PRIMARY KEY AUTOINCREMENT, ts_ns INTEGER NOT NULL, body TEXT NOT NULL, resource INTEGER, time_ns INTEGER);
 CREATE TABLE IF NOT EXISTS resources (id INTEGER PRIMARY KEY AUTOINCREMENT, body TEXT NOT NULL UNIQUE, last_span INTEGER NOT NULL DEFAULT 0, last_log INTEGER NOT NULL DEFAULT 0);
 `
 
@@ -91,19 +98,43 @@ export const MAX_QUEUED_BATCHES = 256
 const INSERT_ROWS = 50
 
 /**
- * Values per row in a batch, spans and logs alike: `[start or observed ns, the record's JSON
- * without its resource, index of the resource in the batch's resources]` (primitives only:
- * structured clone copies strings far faster than objects).
+ * What a log record's two times add to its JSON, bytes (`"timestamp_unix_nano":` and
+ * `"observed_timestamp_unix_nano":` with 19 digits each, and their commas): counted in its size
+ * when the row holds them in columns and the size is estimated from the row.
  */
-const ROW_FIELDS = 3
+const TIMES_BYTES = 96
 
 /**
- * A batch for the writer: span and log rows as flat {@link ROW_FIELDS} values each, and the JSON of
- * the resources they name (by index), each once.
+ * Values per span row in a batch: `[start ns, the span's JSON without its resource, index of the
+ * resource in the batch's resources]` (primitives only: structured clone copies strings far faster
+ * than objects).
+ */
+const SPAN_FIELDS = 3
+/**
+ * Numbers per log row in a batch's `logs`: `[observed ns, end of the row's JSON in the batch's
+ * `logText`, index of the resource, timestamp ns or NaN]` (the columns `ts_ns`, `body`,
+ * `resource`, `time_ns` of {@link SCHEMA}; NaN: the times are in the JSON). The rows' JSON (the
+ * record without its resource, and without its times when they are columns) travels as UTF-8
+ * bytes, back to back, in one `ArrayBuffer` that is transferred, not copied: a row's string dies
+ * young instead of waiting on the heap for its batch's cut (V8 promoted most of them to the old
+ * generation, where its helper threads marked them), and the writer makes no strings of them.
+ * About 0.35 µs of engine CPU per log line less, on the GC helper threads and the writer
+ * (docs/benchmarks.md, issue 20, session 31).
+ */
+const LOG_FIELDS = 4
+/** Bytes of the buffer the log rows' JSON is written into (grown for a batch that needs more, e.g. non-ASCII text). */
+const LOG_TEXT_BYTES = BATCH_BYTES + (BATCH_BYTES >> 2)
+
+/**
+ * A batch for the writer: span rows as flat {@link SPAN_FIELDS} values each, log rows as
+ * {@link LOG_FIELDS} numbers each and their JSON in `logText`, and the JSON of the resources they
+ * name (by index), each once.
  */
 interface Batch {
   spans: Array<number | string>
-  logs: Array<number | string>
+  logs: Float64Array
+  /** The log rows' JSON, UTF-8, back to back (exactly as long as they are). */
+  logText: ArrayBuffer
   resources: string[]
   rows: number
   /** Serialised size (estimated for spans: their fields' text plus room for keys and numbers). */
@@ -111,7 +142,7 @@ interface Batch {
 }
 
 /**
- * The writer thread. Messages: `{seq, op: 'write', spans, logs, resources, maxBytes}` (see {@link Batch}), `{seq, op: 'sweep', cutoffNs, maxBytes}`, `{seq, op: 'clear', table}`,
+ * The writer thread. Messages: `{seq, op: 'write', spans, logs, logText, resources, maxBytes}` (see {@link Batch}, its buffers transferred), `{seq, op: 'sweep', cutoffNs, maxBytes}`, `{seq, op: 'clear', table}`,
  * `{seq, op: 'close'}`. After each one it adds the rows it failed to write to `done[1]`, stores
  * `seq` in `done[0]` and notifies (the owner reads both without waiting for an event, and can wait
  * for a `seq`), then posts `seq` back so that an idle owner hands over the next batch.
@@ -122,18 +153,22 @@ const { DatabaseSync } = require('node:sqlite')
 const db = new DatabaseSync(workerData.path)
 // synchronous = OFF: no fsync (telemetry; a process crash loses nothing, power loss may: see the class docs).
 db.exec('PRAGMA busy_timeout = 5000; PRAGMA journal_mode = WAL; PRAGMA synchronous = OFF;')
+/** Values per row by table (${SPAN_FIELDS} and ${LOG_FIELDS}: see SPAN_FIELDS, LOG_FIELDS). */
+const width = { spans: ${SPAN_FIELDS}, logs: ${LOG_FIELDS} }
 /** Inserts of one row and of ${INSERT_ROWS} rows per statement, by table (fewer statements, less binding overhead). */
 const inserts = {}
-for (const [t, ns] of [['spans', 'start_ns'], ['logs', 'ts_ns']]) {
-  const sql = 'INSERT INTO ' + t + ' (' + ns + ', body, resource) VALUES '
-  inserts[t] = { one: db.prepare(sql + '(?, ?, ?)'), many: db.prepare(sql + Array(${INSERT_ROWS}).fill('(?, ?, ?)').join(', ')) }
+// A log row's JSON is bound as the bytes of its UTF-8 (a BLOB), stored as the TEXT they are.
+for (const [t, columns, row] of [['spans', 'start_ns, body, resource', '(?, ?, ?)'], ['logs', 'ts_ns, body, resource, time_ns', '(?, CAST(? AS TEXT), ?, ?)']]) {
+  const sql = 'INSERT INTO ' + t + ' (' + columns + ') VALUES '
+  inserts[t] = { one: db.prepare(sql + row), many: db.prepare(sql + Array(${INSERT_ROWS}).fill(row).join(', ')) }
 }
-/** Appends flat \`[ns, json, resource id, …]\` rows to table \`t\`; the last seq, 0 when none. */
+/** Appends flat rows (\`[ns, json, resource id, …]\`, width[t] values each) to table \`t\`; the last seq, 0 when none. */
 function insert(t, rows) {
   const { one, many } = inserts[t]
+  const w = width[t], block = ${INSERT_ROWS} * w
   let i = 0, last = 0
-  for (; i + ${INSERT_ROWS * 3} <= rows.length; i += ${INSERT_ROWS * 3}) last = many.run(...rows.slice(i, i + ${INSERT_ROWS * 3})).lastInsertRowid
-  for (; i < rows.length; i += 3) last = one.run(rows[i], rows[i + 1], rows[i + 2]).lastInsertRowid
+  for (; i + block <= rows.length; i += block) last = many.run(...rows.slice(i, i + block)).lastInsertRowid
+  for (; i < rows.length; i += w) last = one.run(...rows.slice(i, i + w)).lastInsertRowid
   return Number(last)
 }
 /** Ids of resources by their JSON, as the file has them (cleared whenever resources are deleted or a write rolled back). */
@@ -198,11 +233,29 @@ function fit(incoming, maxBytes) {
     prune()
   }
 }
-const textBytes = (rows) => { let n = 0; for (let i = 1; i < rows.length; i += 3) n += rows[i].length; return n }
-/** Rows as the insert takes them: the batch's resource indexes replaced by the file's ids. */
+const textBytes = (rows) => { let n = 0; for (let i = 1; i < rows.length; i += ${SPAN_FIELDS}) n += rows[i].length; return n }
+/** Span rows as the insert takes them: the batch's resource indexes replaced by the file's ids. */
 function withIds(rows, ids) {
-  for (let i = 2; i < rows.length; i += 3) rows[i] = ids[rows[i]]
+  for (let i = 2; i < rows.length; i += ${SPAN_FIELDS}) rows[i] = ids[rows[i]]
 }
+/** Log rows as the insert takes them (\`[ts_ns, JSON bytes, resource id, time_ns or null]\`) from a batch's numbers and text. */
+function logRows(m, ids) {
+  const meta = m.logs
+  const rows = new Array(meta.length)
+  let start = 0
+  for (let i = 0; i < meta.length; i += ${LOG_FIELDS}) {
+    const end = meta[i + 1]
+    const time = meta[i + 3]
+    rows[i] = meta[i]
+    rows[i + 1] = new Uint8Array(m.logText, start, end - start)
+    rows[i + 2] = ids[meta[i + 2]]
+    rows[i + 3] = time === time ? time : null
+    start = end
+  }
+  return rows
+}
+/** Rows of a write message. */
+const rowsOf = (m) => m.spans.length / ${SPAN_FIELDS} + m.logs.length / ${LOG_FIELDS}
 parentPort.on('message', (m) => {
   let failed = 0
   try {
@@ -223,40 +276,41 @@ parentPort.on('message', (m) => {
       }
     } else {
       limitWal(m.maxBytes)
-      const batch = { spans: m.spans, logs: m.logs }
       db.exec('BEGIN IMMEDIATE')
       try {
         // Rows need a little more room than their text: record headers, cell pointers, page slack.
-        const rowCount = (batch.spans.length + batch.logs.length) / 3
+        const rowCount = rowsOf(m)
         let resourceBytes = 0
         for (const text of m.resources) resourceBytes += text.length
-        fit(Math.ceil((textBytes(batch.spans) + textBytes(batch.logs) + resourceBytes) * 1.1) + rowCount * 8 + 2 * pageSize, m.maxBytes)
+        // A log row's timestamp column (8 bytes) is counted with the row's 8 of overhead.
+        fit(Math.ceil((textBytes(m.spans) + m.logText.byteLength + resourceBytes) * 1.1) + rowCount * 8 + 2 * pageSize, m.maxBytes)
         // After fit: a resource it deleted is added again.
         const ids = resourceIdsOf(m.resources)
-        withIds(batch.spans, ids)
-        withIds(batch.logs, ids)
+        withIds(m.spans, ids)
+        const batch = { spans: m.spans, logs: logRows(m, ids) }
         for (const t of ['spans', 'logs']) {
           const rows = batch[t]
           if (rows.length === 0) continue
+          const w = width[t]
           const last = insert(t, rows)
           tables[t].max = last
-          if (tables[t].min === 0) tables[t].min = last - rows.length / 3 + 1
+          if (tables[t].min === 0) tables[t].min = last - rows.length / w + 1
           // The seq of each resource's last row (a transaction's rows have consecutive seqs).
           const lastRow = new Map()
-          for (let i = 2; i < rows.length; i += 3) lastRow.set(rows[i], i)
-          for (const [id, i] of lastRow) lastUse[t].run(last - (rows.length - 1 - i) / 3, id)
+          for (let i = 0; i < rows.length; i += w) lastRow.set(rows[i + 2], i / w)
+          for (const [id, n] of lastRow) lastUse[t].run(last - (rows.length / w - 1 - n), id)
         }
         db.exec('COMMIT')
       } catch (error) {
         db.exec('ROLLBACK')
         recount()
         resourceIds = new Map()
-        failed = (m.spans.length + m.logs.length) / 3
+        failed = rowsOf(m)
       }
     }
   } catch {
     // A failed write (disk full) loses this batch only; the window still has the records.
-    if (m.op === 'write') failed = (m.spans.length + m.logs.length) / 3
+    if (m.op === 'write') failed = rowsOf(m)
   }
   if (failed > 0) Atomics.add(done, 1, failed)
   Atomics.store(done, 0, m.seq)
@@ -278,15 +332,22 @@ export class SqliteStore extends MemoryStore {
   /** Sequence number of the last message posted to the writer. */
   private seq = 0
   /**
-   * Span rows of the batch being filled ({@link ROW_FIELDS} values each): a sealed span's JSON at
+   * Span rows of the batch being filled ({@link SPAN_FIELDS} values each): a sealed span's JSON at
    * once (the window's {@link PackedSpan} body), a span object in place of its JSON until the cut
    * (an engine span may still finish in place).
    */
   private pendingSpans: Array<number | string | SpanRecord> = []
   /** The span objects among {@link pendingSpans}: an engine span that started and finished before the cut is written once. */
   private pendingObjects = new Set<SpanRecord>()
-  /** Log rows of the batch being filled, serialised at once (a log record never changes): {@link ROW_FIELDS} values each. */
-  private pendingLogs: Array<number | string> = []
+  /**
+   * Log rows of the batch being filled, serialised at once (a log record never changes): their
+   * {@link LOG_FIELDS} numbers each in `logMeta`, their JSON as UTF-8 in `logText` (`logTextAt`
+   * bytes of it used); both copied out, exactly as long as they are, at the cut.
+   */
+  private logMeta = new Float64Array(BATCH_ROWS * LOG_FIELDS)
+  private logRows = 0
+  private logText = Buffer.allocUnsafeSlow(LOG_TEXT_BYTES)
+  private logTextAt = 0
   /** The resources of the batch being filled (their JSON, each once) and their indexes by object. */
   private pendingResources: string[] = []
   private resourceIndexes = new Map<object, number>()
@@ -312,7 +373,7 @@ export class SqliteStore extends MemoryStore {
     try {
       create(path)
       db = openSqlite(path, 'NORMAL', SCHEMA, () => ({})).db
-      addResourceColumns(db)
+      addColumns(db)
       this.reload(db)
     } catch (error) {
       if (!isDamaged(error)) throw error
@@ -372,23 +433,50 @@ export class SqliteStore extends MemoryStore {
   }
 
   override putLog(log: LogRecord, bytes?: number): void {
-    // The row holds the record without its resource, which is written once per batch and file.
+    // The row holds the record without its resource, which is written once per batch and file, and
+    // without its times, which are columns (see SCHEMA) unless one is not a finite number.
     const resource = log.resource
+    const time = log.timestamp_unix_nano
+    const observed = log.observed_timestamp_unix_nano
+    const apart = Number.isFinite(time) && Number.isFinite(observed)
     let json: string
     if (Reflect.set(log, 'resource', undefined)) {
       try {
+        if (apart) (log as { timestamp_unix_nano: unknown }).timestamp_unix_nano = (log as { observed_timestamp_unix_nano: unknown }).observed_timestamp_unix_nano = undefined
         json = JSON.stringify(log)
       } finally {
         log.resource = resource
+        log.timestamp_unix_nano = time
+        log.observed_timestamp_unix_nano = observed
       }
-    } else json = JSON.stringify({ ...log, resource: undefined })
+    } else json = JSON.stringify(apart ? { ...log, resource: undefined, timestamp_unix_nano: undefined, observed_timestamp_unix_nano: undefined } : { ...log, resource: undefined })
     const index = this.resourceIndex(resource)
     // The file needs the JSON anyway: its length is the record's size when none is given.
-    super.putLog(log, bytes ?? json.length + this.pendingResources[index]!.length + 12)
-    const ns = log.observed_timestamp_unix_nano
-    this.pendingLogs.push(Number.isFinite(ns) ? ns : 0, json, index)
+    super.putLog(log, bytes ?? json.length + (apart ? TIMES_BYTES : 0) + this.pendingResources[index]!.length + 12)
+    // At most 3 bytes of UTF-8 per UTF-16 unit (JSON.stringify leaves no lone surrogate).
+    if (this.logTextAt + json.length * 3 > this.logText.length) this.growText(this.logTextAt + json.length * 3)
+    this.logTextAt += this.logText.write(json, this.logTextAt)
+    let i = this.logRows * LOG_FIELDS
+    if (i === this.logMeta.length) {
+      const meta = new Float64Array(i * 2)
+      meta.set(this.logMeta)
+      this.logMeta = meta
+    }
+    const meta = this.logMeta
+    meta[i++] = Number.isFinite(observed) ? observed : 0
+    meta[i++] = this.logTextAt
+    meta[i++] = index
+    meta[i] = apart ? time : NaN
+    this.logRows++
     this.pendingBytes += json.length
     this.added()
+  }
+
+  /** Replaces {@link logText} with a buffer of at least `bytes`, keeping what it holds. */
+  private growText(bytes: number): void {
+    const text = Buffer.allocUnsafeSlow(Math.max(bytes, this.logText.length * 2))
+    this.logText.copy(text, 0, 0, this.logTextAt)
+    this.logText = text
   }
 
   /** The index of `resource` in the batch being filled, its JSON added when it is the first record naming it. */
@@ -449,7 +537,7 @@ export class SqliteStore extends MemoryStore {
 
   /** A record joined the batch being filled: cut it when full, else make sure a timer will. */
   private added(): void {
-    if ((this.pendingSpans.length + this.pendingLogs.length) / ROW_FIELDS >= BATCH_ROWS || this.pendingBytes >= BATCH_BYTES) {
+    if (this.pendingSpans.length / SPAN_FIELDS + this.logRows >= BATCH_ROWS || this.pendingBytes >= BATCH_BYTES) {
       this.cut()
       this.pump()
       return
@@ -465,14 +553,14 @@ export class SqliteStore extends MemoryStore {
 
   /** Serialises the batch being filled into the queue; drops the oldest waiting batches beyond {@link MAX_QUEUED_BYTES}. */
   private cut(): void {
-    if (this.closed || (this.pendingSpans.length === 0 && this.pendingLogs.length === 0)) return
+    if (this.closed || (this.pendingSpans.length === 0 && this.logRows === 0)) return
     clearTimeout(this.timer)
     this.timer = undefined
     const spans = this.pendingSpans
     // The span and log bodies and every resource's JSON so far; the span objects' JSON now.
     let bytes = this.pendingBytes
     if (this.pendingObjects.size > 0) {
-      for (let i = 1; i < spans.length; i += ROW_FIELDS) {
+      for (let i = 1; i < spans.length; i += SPAN_FIELDS) {
         const s = spans[i]!
         if (typeof s === 'string') continue
         const span = s as SpanRecord
@@ -483,10 +571,21 @@ export class SqliteStore extends MemoryStore {
         bytes += body.length
       }
     }
-    const batch: Batch = { spans: spans as Array<number | string>, logs: this.pendingLogs, resources: this.pendingResources, rows: (spans.length + this.pendingLogs.length) / ROW_FIELDS, bytes }
+    const batch: Batch = {
+      spans: spans as Array<number | string>,
+      logs: this.logMeta.slice(0, this.logRows * LOG_FIELDS),
+      // A copy as long as the text: a waiting batch holds no more than its rows.
+      logText: this.logText.buffer.slice(this.logText.byteOffset, this.logText.byteOffset + this.logTextAt),
+      resources: this.pendingResources,
+      rows: spans.length / SPAN_FIELDS + this.logRows,
+      bytes,
+    }
     this.pendingSpans = []
     this.pendingObjects = new Set()
-    this.pendingLogs = []
+    this.logRows = 0
+    this.logTextAt = 0
+    // A buffer grown for one batch is not kept.
+    if (this.logText.length > LOG_TEXT_BYTES) this.logText = Buffer.allocUnsafeSlow(LOG_TEXT_BYTES)
     this.pendingResources = []
     this.resourceIndexes = new Map()
     this.pendingBytes = 0
@@ -517,7 +616,7 @@ export class SqliteStore extends MemoryStore {
   /** Posts one batch; its sequence number. */
   private post(batch: Batch): number {
     const seq = ++this.seq
-    this.writer.postMessage({ seq, op: 'write', spans: batch.spans, logs: batch.logs, resources: batch.resources, maxBytes: this.limits.maxDiskBytes })
+    this.writer.postMessage({ seq, op: 'write', spans: batch.spans, logs: batch.logs, logText: batch.logText, resources: batch.resources, maxBytes: this.limits.maxDiskBytes }, [batch.logs.buffer as ArrayBuffer, batch.logText])
     return seq
   }
 
@@ -554,15 +653,28 @@ export class SqliteStore extends MemoryStore {
       this.putSlot(row.resource === null ? record : new PackedSpan(record, row.body), row.bytes)
     }
     const logs = newestRows(db, 'logs', this.limits.maxLogs, this.limits.maxLogBytes, resources)
-    for (let i = logs.length - 1; i >= 0; i--) super.putLog(resources.record<LogRecord>(logs[i]!), logs[i]!.bytes)
+    for (let i = logs.length - 1; i >= 0; i--) super.putLog(logRecord(logs[i]!, resources), logs[i]!.bytes)
   }
 }
 
-/** A row read back: its body, the id of its resource (null: the body holds it), its size in the window (body and resource JSON). */
+/**
+ * A row read back: its body, the id of its resource (null: the body holds it), its size in the
+ * window (body and resource JSON); for a log row whose times are columns (`time_ns` not NULL),
+ * `time` and `observed`.
+ */
 interface Row {
   body: string
   resource: number | null
   bytes: number
+  time?: number
+  observed?: number
+}
+
+/** The record of a log row: its times, when the row has them in columns, first, as in the record that was put. */
+function logRecord(row: Row, resources: Resources): LogRecord {
+  const record = resources.record<LogRecord>(row)
+  if (row.time === undefined) return record
+  return Object.assign({ timestamp_unix_nano: row.time, observed_timestamp_unix_nano: row.observed! }, record)
 }
 
 /** The `resources` of the file as reload reads them: each parsed once, shared by the records that name it. */
@@ -597,22 +709,29 @@ class Resources {
 function newestRows(db: DatabaseSync, table: 'spans' | 'logs', maxRows: number, maxBytes: number, resources: Resources): Row[] {
   const out: Row[] = []
   let bytes = 0
-  for (const row of db.prepare(`SELECT body, resource FROM ${table} ORDER BY seq DESC LIMIT ?`).iterate(maxRows)) {
+  // As REAL: node:sqlite refuses integers beyond 2^53, and nanosecond times are (the column took a
+  // double's exact value, which converts back exactly).
+  const columns = table === 'logs' ? 'body, resource, CAST(ts_ns AS REAL) AS ts_ns, CAST(time_ns AS REAL) AS time_ns' : 'body, resource'
+  for (const row of db.prepare(`SELECT ${columns} FROM ${table} ORDER BY seq DESC LIMIT ?`).iterate(maxRows)) {
     const body = String(row.body)
     const resource = row.resource === null ? null : Number(row.resource)
-    const size = body.length + (resource === null ? 0 : resources.text(resource).length + 12)
+    const apart = row.time_ns !== undefined && row.time_ns !== null
+    const size = body.length + (apart ? TIMES_BYTES : 0) + (resource === null ? 0 : resources.text(resource).length + 12)
     bytes += size
     if (bytes > maxBytes && out.length > 0) break
-    out.push({ body, resource, bytes: size })
+    out.push(apart ? { body, resource, bytes: size, time: Number(row.time_ns), observed: Number(row.ts_ns) } : { body, resource, bytes: size })
   }
   return out
 }
 
-/** Adds the `resource` column to the tables of a file made before it existed (its rows keep NULL: their body holds the resource). */
-function addResourceColumns(db: DatabaseSync): void {
-  for (const table of ['spans', 'logs']) {
+/**
+ * Adds the columns a file made before they existed lacks: `resource` (its rows keep NULL: their
+ * body holds the resource) and the logs' `time_ns` (NULL: the body holds the times).
+ */
+function addColumns(db: DatabaseSync): void {
+  for (const [table, added] of [['spans', ['resource']], ['logs', ['resource', 'time_ns']]] as const) {
     const columns = db.prepare(`PRAGMA table_info(${table})`).all().map((c) => c.name)
-    if (!columns.includes('resource')) db.exec(`ALTER TABLE ${table} ADD COLUMN resource INTEGER`)
+    for (const column of added) if (!columns.includes(column)) db.exec(`ALTER TABLE ${table} ADD COLUMN ${column} INTEGER`)
   }
 }
 

@@ -52,6 +52,70 @@ describe('builtin observability store', () => {
     b.close()
   })
 
+  it("writes a log record's times as columns, not in its row's JSON, and reloads them; rows of a file made before the column keep theirs in the body", () => {
+    const path = join(dir, 'times.db')
+    // A file of the previous version: the resource column, no time_ns; one row with its resource
+    // apart, one of the first version with the whole record in the body.
+    const made = new DatabaseSync(path)
+    made.exec(
+      'PRAGMA journal_mode = WAL; CREATE TABLE spans (seq INTEGER PRIMARY KEY AUTOINCREMENT, start_ns INTEGER NOT NULL, body TEXT NOT NULL, resource INTEGER); ' +
+        'CREATE TABLE logs (seq INTEGER PRIMARY KEY AUTOINCREMENT, ts_ns INTEGER NOT NULL, body TEXT NOT NULL, resource INTEGER); ' +
+        'CREATE TABLE resources (id INTEGER PRIMARY KEY AUTOINCREMENT, body TEXT NOT NULL UNIQUE, last_span INTEGER NOT NULL DEFAULT 0, last_log INTEGER NOT NULL DEFAULT 0)',
+    )
+    const first = log('first version', 1_700_000_000_000, { resource: { 'service.name': 'a' } })
+    const previous = log('previous version', 1_700_000_000_001, { resource: { 'service.name': 'b' } })
+    made.prepare('INSERT INTO logs (ts_ns, body) VALUES (?, ?)').run(first.observed_timestamp_unix_nano, JSON.stringify(first))
+    made.prepare('INSERT INTO resources (body, last_log) VALUES (?, 2)').run(JSON.stringify(previous.resource))
+    made.prepare('INSERT INTO logs (ts_ns, body, resource) VALUES (?, ?, 1)').run(previous.observed_timestamp_unix_nano, JSON.stringify({ ...previous, resource: undefined }))
+    made.close()
+
+    const a = new SqliteStore(path, LIMITS)
+    assert.deepEqual(a.logs(), [first, previous])
+    // Nanosecond times beyond 2^53, the two different; and a time that is not a finite number.
+    const now = log('now', Date.now(), { timestamp_unix_nano: 1_795_957_232_103_456_000, observed_timestamp_unix_nano: 1_795_957_232_104_000_000 })
+    const odd = log('odd', Date.now(), { timestamp_unix_nano: Number.NaN })
+    a.putLog(now)
+    a.putLog(odd)
+    a.close()
+
+    const file = new DatabaseSync(path, { readOnly: true })
+    const rows = file.prepare('SELECT body, CAST(ts_ns AS REAL) AS observed, CAST(time_ns AS REAL) AS time FROM logs ORDER BY seq').all() as Array<{ body: string; observed: number; time: number | null }>
+    file.close()
+    assert.deepEqual(
+      rows.map((row) => row.time),
+      [null, null, now.timestamp_unix_nano, null],
+    )
+    assert.equal(rows[2]!.observed, now.observed_timestamp_unix_nano)
+    assert.deepEqual(Object.keys(jsonParse(rows[2]!.body) as object).filter((k) => k.includes('timestamp')), [], 'the times are not in the body')
+    assert.equal((jsonParse(rows[3]!.body) as LogRecord).timestamp_unix_nano, null, 'a time JSON cannot hold stays in the body, as JSON writes it')
+
+    const b = new SqliteStore(path, LIMITS)
+    assert.deepEqual(b.logs(), [first, previous, now, { ...odd, timestamp_unix_nano: null }])
+    assert.deepEqual(Object.keys(b.logs()[2]!).slice(0, 2), ['timestamp_unix_nano', 'observed_timestamp_unix_nano'], 'the times come first, as in the record put')
+    b.close()
+  })
+
+  it('writes log rows as text, whatever their characters and however large the batch (the rows travel to the writer as UTF-8 bytes)', () => {
+    const path = join(dir, 'utf8.db')
+    const a = new SqliteStore(path, { ...LIMITS, maxLogs: 10_000, maxLogBytes: 64 << 20 })
+    // Two- to four-byte characters, a lone surrogate (JSON escapes it), and a batch of several
+    // MiB of UTF-8, more than the buffer the rows are written into at first.
+    const records = [log('é € 𝄞 \ud800 "quoted"'), log('€'.repeat(700_000)), log('𝄞'.repeat(300_000)), ...Array.from({ length: 2000 }, (_, i) => log(`line ${i} ${'ü'.repeat(i % 50)}`))]
+    for (const record of records) a.putLog(record)
+    a.close()
+    const file = new DatabaseSync(path, { readOnly: true })
+    const rows = file.prepare('SELECT typeof(body) AS type, body FROM logs ORDER BY seq').all() as Array<{ type: string; body: string }>
+    file.close()
+    assert.deepEqual(new Set(rows.map((row) => row.type)), new Set(['text']))
+    assert.deepEqual(
+      rows.map((row) => (jsonParse(row.body) as LogRecord).body),
+      records.map((record) => record.body),
+    )
+    const b = new SqliteStore(path, { ...LIMITS, maxLogs: 10_000, maxLogBytes: 64 << 20 })
+    assert.deepEqual(b.logs(), records)
+    b.close()
+  })
+
   it('keeps the file under max_disk_bytes under a flood', () => {
     const path = join(dir, 'cap.db')
     const store = new SqliteStore(path, { ...LIMITS, maxDiskBytes: 2 << 20 })
@@ -470,7 +534,9 @@ describe('span rows of the builtin store', () => {
         store.flush()
         const file = new DatabaseSync(path, { readOnly: true })
         try {
-          const rows = file.prepare('SELECT l.body AS body, l.resource AS id, r.body AS resource FROM logs l LEFT JOIN resources r ON r.id = l.resource ORDER BY l.seq').all() as Array<{ body: string; id: number | null; resource: string | null }>
+          const rows = file
+            .prepare('SELECT l.body AS body, l.resource AS id, r.body AS resource, CAST(l.ts_ns AS REAL) AS observed, CAST(l.time_ns AS REAL) AS time FROM logs l LEFT JOIN resources r ON r.id = l.resource ORDER BY l.seq')
+            .all() as Array<{ body: string; id: number | null; resource: string | null; observed: number; time: number | null }>
           const orphans = Number(file.prepare('SELECT COUNT(*) AS n FROM resources WHERE id NOT IN (SELECT resource FROM logs WHERE resource IS NOT NULL UNION SELECT resource FROM spans WHERE resource IS NOT NULL)').get()!.n)
           assert.equal(orphans, 0, 'no resource outlives the rows naming it')
           // The rows the cap kept are the newest records of the window, each as JSON.stringify writes it.
@@ -481,6 +547,12 @@ describe('span rows of the builtin store', () => {
               assert.notEqual(row.resource, null, `resource ${row.id} of a row is in the file`)
               const body = jsonParse(row.body) as Record<string, unknown>
               body.resource = jsonParse(row.resource!)
+              // Finite times are columns, not in the body; others stay in the body (as JSON writes them).
+              if (row.time !== null) {
+                assert.equal(Object.hasOwn(body, 'timestamp_unix_nano') || Object.hasOwn(body, 'observed_timestamp_unix_nano'), false, 'the times are not repeated in the body')
+                body.timestamp_unix_nano = row.time
+                body.observed_timestamp_unix_nano = row.observed
+              }
               return body
             }),
             newest,
