@@ -7,7 +7,9 @@
  * rows or {@link BATCH_BYTES} bytes, cut as soon as one is full or {@link FLUSH_MS} after the
  * first record; each batch is one transaction. Spans and log records travel to the writer as rows
  * of their JSON (without the resource): a span put sealed (from an `/otel` frame) is serialised
- * once, at ingest, and the window keeps that same text ({@link PackedSpan}); a span object (an
+ * once, at ingest, and the window keeps that same text ({@link PackedSpan}) as UTF-8 in shared
+ * chunks ({@link SpanTexts}) that the writer reads in place (its row names the chunk and the
+ * bytes, not a copy of the text); a span object (an
  * engine span, which may still finish in place) is serialised at the cut, and one that starts and
  * finishes before its batch is cut is written once. Span rows are appended, never updated (no index on the write
  * path): a span still unfinished when its batch was cut gets a second, finished row, and the later
@@ -47,7 +49,7 @@ import { Worker } from 'node:worker_threads'
 import { DatabaseSync } from 'node:sqlite'
 import { openSqlite } from '../sqlite.ts'
 import { jsonOf, spanSize, type LogRecord, type SpanRecord } from './records.ts'
-import { MemoryStore, PackedSpan, spanBody, type StoreLimits } from './store.ts'
+import { MemoryStore, PackedSpan, spanBody, type SpanTexts, type StoreLimits } from './store.ts'
 import { Fifo } from '../../workers/shared/fifo.ts'
 import { jsonParse } from 'svc-protocol/json'
 
@@ -93,25 +95,31 @@ const INSERT_ROWS = 50
 /**
  * Values per row in a batch, spans and logs alike: `[start or observed ns, the record's JSON
  * without its resource, index of the resource in the batch's resources]` (primitives only:
- * structured clone copies strings far faster than objects).
+ * structured clone copies strings far faster than objects). A packed span's JSON is a number
+ * instead: the index of its `[chunk, offset, length]` in the batch's `packed` (its UTF-8 bytes in
+ * `chunks[chunk]`, shared with the window).
  */
 const ROW_FIELDS = 3
 
 /**
- * A batch for the writer: span and log rows as flat {@link ROW_FIELDS} values each, and the JSON of
- * the resources they name (by index), each once.
+ * A batch for the writer: span and log rows as flat {@link ROW_FIELDS} values each, the JSON of
+ * the resources they name (by index), each once, and where the packed spans' JSON is.
  */
 interface Batch {
   spans: Array<number | string>
   logs: Array<number | string>
   resources: string[]
+  /** `[chunk index, offset, length]` per packed span, bytes. */
+  packed: number[]
+  /** The {@link SpanTexts} chunks the packed spans are in (shared, not copied). */
+  chunks: SharedArrayBuffer[]
   rows: number
   /** Serialised size (estimated for spans: their fields' text plus room for keys and numbers). */
   bytes: number
 }
 
 /**
- * The writer thread. Messages: `{seq, op: 'write', spans, logs, resources, maxBytes}` (see {@link Batch}), `{seq, op: 'sweep', cutoffNs, maxBytes}`, `{seq, op: 'clear', table}`,
+ * The writer thread. Messages: `{seq, op: 'write', spans, logs, resources, packed, chunks, maxBytes}` (see {@link Batch}), `{seq, op: 'sweep', cutoffNs, maxBytes}`, `{seq, op: 'clear', table}`,
  * `{seq, op: 'close'}`. After each one it adds the rows it failed to write to `done[1]`, stores
  * `seq` in `done[0]` and notifies (the owner reads both without waiting for an event, and can wait
  * for a `seq`), then posts `seq` back so that an idle owner hands over the next batch.
@@ -124,9 +132,10 @@ const db = new DatabaseSync(workerData.path)
 db.exec('PRAGMA busy_timeout = 5000; PRAGMA journal_mode = WAL; PRAGMA synchronous = OFF;')
 /** Inserts of one row and of ${INSERT_ROWS} rows per statement, by table (fewer statements, less binding overhead). */
 const inserts = {}
-for (const [t, ns] of [['spans', 'start_ns'], ['logs', 'ts_ns']]) {
+// A span's body may be bound as the UTF-8 bytes of a packed span: CAST stores them as the same TEXT a string makes.
+for (const [t, ns, row] of [['spans', 'start_ns', '(?, CAST(? AS TEXT), ?)'], ['logs', 'ts_ns', '(?, ?, ?)']]) {
   const sql = 'INSERT INTO ' + t + ' (' + ns + ', body, resource) VALUES '
-  inserts[t] = { one: db.prepare(sql + '(?, ?, ?)'), many: db.prepare(sql + Array(${INSERT_ROWS}).fill('(?, ?, ?)').join(', ')) }
+  inserts[t] = { one: db.prepare(sql + row), many: db.prepare(sql + Array(${INSERT_ROWS}).fill(row).join(', ')) }
 }
 /** Appends flat \`[ns, json, resource id, …]\` rows to table \`t\`; the last seq, 0 when none. */
 function insert(t, rows) {
@@ -199,6 +208,13 @@ function fit(incoming, maxBytes) {
   }
 }
 const textBytes = (rows) => { let n = 0; for (let i = 1; i < rows.length; i += 3) n += rows[i].length; return n }
+/** Packed spans' bodies (numbers: see ROW_FIELDS) as views of their bytes in the shared chunks. */
+function packedBodies(rows, packed, chunks) {
+  for (let i = 1; i < rows.length; i += 3) {
+    const k = rows[i]
+    if (typeof k === 'number') rows[i] = new Uint8Array(chunks[packed[k * 3]], packed[k * 3 + 1], packed[k * 3 + 2])
+  }
+}
 /** Rows as the insert takes them: the batch's resource indexes replaced by the file's ids. */
 function withIds(rows, ids) {
   for (let i = 2; i < rows.length; i += 3) rows[i] = ids[rows[i]]
@@ -224,6 +240,7 @@ parentPort.on('message', (m) => {
     } else {
       limitWal(m.maxBytes)
       const batch = { spans: m.spans, logs: m.logs }
+      packedBodies(batch.spans, m.packed, m.chunks)
       db.exec('BEGIN IMMEDIATE')
       try {
         // Rows need a little more room than their text: record headers, cell pointers, page slack.
@@ -278,11 +295,16 @@ export class SqliteStore extends MemoryStore {
   /** Sequence number of the last message posted to the writer. */
   private seq = 0
   /**
-   * Span rows of the batch being filled ({@link ROW_FIELDS} values each): a sealed span's JSON at
-   * once (the window's {@link PackedSpan} body), a span object in place of its JSON until the cut
-   * (an engine span may still finish in place).
+   * Span rows of the batch being filled ({@link ROW_FIELDS} values each): for a sealed span, the
+   * index of its bytes in {@link pendingPacked} (the window's {@link PackedSpan} body), for a span
+   * object the object itself until the cut (an engine span may still finish in place).
    */
   private pendingSpans: Array<number | string | SpanRecord> = []
+  /** `[chunk index, offset, length]` of the batch's packed spans (see {@link Batch}). */
+  private pendingPacked: number[] = []
+  /** The chunks {@link pendingPacked} names, and the last one's Buffer. */
+  private pendingChunks: SharedArrayBuffer[] = []
+  private lastChunk: Buffer | undefined
   /** The span objects among {@link pendingSpans}: an engine span that started and finished before the cut is written once. */
   private pendingObjects = new Set<SpanRecord>()
   /** Log rows of the batch being filled, serialised at once (a log record never changes): {@link ROW_FIELDS} values each. */
@@ -345,12 +367,17 @@ export class SqliteStore extends MemoryStore {
 
   override putSpan(span: SpanRecord, bytes?: number, sealed = false): void {
     if (sealed) {
-      // One serialisation for both: the window keeps the row's body.
-      const packed = new PackedSpan(span, spanBody(span))
+      // One serialisation for both: the window keeps the row's body, and the writer reads it there.
+      const packed = new PackedSpan(span, spanBody(span), this.texts)
       this.putSlot(packed, bytes ?? spanSize(span))
       const ns = packed.start_time_unix_nano
-      this.pendingSpans.push(Number.isFinite(ns) ? ns : 0, packed.body, this.resourceIndex(packed.resource))
-      this.pendingBytes += packed.body.length
+      if (packed.chunk !== this.lastChunk) {
+        this.lastChunk = packed.chunk
+        this.pendingChunks.push(packed.chunk.buffer as SharedArrayBuffer)
+      }
+      const index = this.pendingPacked.push(this.pendingChunks.length - 1, packed.offset, packed.length) / 3 - 1
+      this.pendingSpans.push(Number.isFinite(ns) ? ns : 0, index, this.resourceIndex(packed.resource))
+      this.pendingBytes += packed.length
     } else {
       super.putSpan(span, bytes)
       this.pendObject(span)
@@ -474,7 +501,7 @@ export class SqliteStore extends MemoryStore {
     if (this.pendingObjects.size > 0) {
       for (let i = 1; i < spans.length; i += ROW_FIELDS) {
         const s = spans[i]!
-        if (typeof s === 'string') continue
+        if (typeof s !== 'object') continue
         const span = s as SpanRecord
         const body = spanBody(span)
         // A non-finite start (a hostile OTLP frame) would fail the NOT NULL column and the whole batch.
@@ -483,8 +510,11 @@ export class SqliteStore extends MemoryStore {
         bytes += body.length
       }
     }
-    const batch: Batch = { spans: spans as Array<number | string>, logs: this.pendingLogs, resources: this.pendingResources, rows: (spans.length + this.pendingLogs.length) / ROW_FIELDS, bytes }
+    const batch: Batch = { spans: spans as Array<number | string>, logs: this.pendingLogs, resources: this.pendingResources, packed: this.pendingPacked, chunks: this.pendingChunks, rows: (spans.length + this.pendingLogs.length) / ROW_FIELDS, bytes }
     this.pendingSpans = []
+    this.pendingPacked = []
+    this.pendingChunks = []
+    this.lastChunk = undefined
     this.pendingObjects = new Set()
     this.pendingLogs = []
     this.pendingResources = []
@@ -517,7 +547,7 @@ export class SqliteStore extends MemoryStore {
   /** Posts one batch; its sequence number. */
   private post(batch: Batch): number {
     const seq = ++this.seq
-    this.writer.postMessage({ seq, op: 'write', spans: batch.spans, logs: batch.logs, resources: batch.resources, maxBytes: this.limits.maxDiskBytes })
+    this.writer.postMessage({ seq, op: 'write', spans: batch.spans, logs: batch.logs, resources: batch.resources, packed: batch.packed, chunks: batch.chunks, maxBytes: this.limits.maxDiskBytes })
     return seq
   }
 
@@ -551,7 +581,7 @@ export class SqliteStore extends MemoryStore {
       const row = spans[i]!
       const record = resources.record<SpanRecord>(row)
       // The window keeps the row's text (a row of the current form holds no resource: a PackedSpan's body).
-      this.putSlot(row.resource === null ? record : new PackedSpan(record, row.body), row.bytes)
+      this.putSlot(row.resource === null ? record : new PackedSpan(record, row.body, this.texts), row.bytes)
     }
     const logs = newestRows(db, 'logs', this.limits.maxLogs, this.limits.maxLogBytes, resources)
     for (let i = logs.length - 1; i >= 0; i--) super.putLog(resources.record<LogRecord>(logs[i]!), logs[i]!.bytes)

@@ -10,7 +10,7 @@ import { after, describe, it } from 'node:test'
 import { jsonParse } from 'svc-protocol/json'
 import { LIMITS, log, runStoreConformance, span } from './conformance.ts'
 import { BATCH_BYTES, MAX_IN_FLIGHT, MAX_QUEUED_BYTES, PAGE_SIZE, SqliteStore } from './sqlite.ts'
-import { MemoryStore, NoStore, RECORD_OVERHEAD_BYTES, type StoreLimits } from './store.ts'
+import { MemoryStore, NoStore, RECORD_OVERHEAD_BYTES, TEXT_CHUNK_BYTES, type StoreLimits } from './store.ts'
 import type { LogRecord, SpanRecord } from './records.ts'
 import { attributeMap } from '../../workers/observability/otlp.ts'
 
@@ -551,4 +551,38 @@ describe('spans put sealed (from /otel frames) are kept as text', () => {
     }
     return { refs, expected }
   }
+})
+
+describe('texts of sealed spans (UTF-8 chunks shared with the writer)', () => {
+  it('builtin: spans across many chunks, non-ASCII ones and one larger than a chunk read back from the window, the file and a reopened store as JSON.stringify writes them', () => {
+    const path = join(dir, 'texts.db')
+    const limits = { ...LIMITS, maxSpans: 5000, maxSpanBytes: 64 << 20 }
+    let store = new SqliteStore(path, limits)
+    const resource = Object.freeze({ 'service.name': 'w' })
+    const expected: string[] = []
+    // About 3 MiB of text: several chunks; every 7th span with multi-byte characters and escapes.
+    for (let i = 0; i < 3000; i++) {
+      const text = i % 7 === 0 ? `é☃𝄞"\\\u2028${i}`.repeat(40) : 'x'.repeat(900 + (i % 50))
+      const record = span(`t${i % 100}`, `s${i}`, null, 1_000_000 + i, { resource, attributes: { 'svc.function.id': 'f', n: i }, events: [{ name: 'svc.invocation.input', timestamp_unix_nano: i, attributes: { 'svc.payload.json': text } }] })
+      if (i === 1500) record.attributes.big = '☃'.repeat(TEXT_CHUNK_BYTES)
+      expected.push(JSON.stringify({ ...record, resource: undefined }))
+      store.putSpan(record, 1000, true)
+    }
+    const window = (s: MemoryStore): string[] => [...s.spans()].map((r) => {
+      assert.equal(r.resource['service.name'], 'w')
+      return JSON.stringify({ ...r, resource: undefined })
+    })
+    assert.deepEqual(window(store), expected)
+    store.flush()
+    const file = new DatabaseSync(path, { readOnly: true })
+    const rows = file.prepare('SELECT body, typeof(body) AS type FROM spans ORDER BY seq').all() as Array<{ body: string; type: string }>
+    file.close()
+    assert.deepEqual(rows.map((r) => r.type), expected.map(() => 'text'))
+    assert.deepEqual(rows.map((r) => r.body), expected)
+    store.close()
+    store = new SqliteStore(path, limits)
+    assert.deepEqual(window(store), expected)
+    assert.deepEqual(store.trace('t7').map((s) => s.span_id), expected.map((_, i) => `s${i}`).filter((_, i) => i % 100 === 7))
+    store.close()
+  })
 })

@@ -13,6 +13,7 @@
  * oldest records, metrics keep one hour of points (and at most {@link MAX_POINTS_PER_SERIES}).
  */
 import { jsonParse } from 'svc-protocol/json'
+import { TraceIndex } from './trace-index.ts'
 import { logSize, spanSize, type LogRecord, type MetricPoint, type MetricSeries, type SpanRecord, type SpanStatus } from './records.ts'
 
 /** Bounds of a store (the §12.1 settings that concern it). */
@@ -108,20 +109,64 @@ export interface TelemetryStore {
   close(): void
 }
 
+/** Bytes of a {@link SpanTexts} chunk (a larger one is made for a larger text). */
+export const TEXT_CHUNK_BYTES = 1 << 20
+
+/**
+ * Where the window keeps the JSON of its packed spans: UTF-8, appended into chunks of
+ * {@link TEXT_CHUNK_BYTES} bytes over `SharedArrayBuffer`s, off the V8 heap. A chunk is never
+ * written again once a text is in it, so the `builtin` store's writer thread reads the same bytes
+ * (./sqlite.ts) without a copy; it is released when no span (and no batch for the writer) names it
+ * any more, and as spans are evicted oldest first that is about one chunk per 1 MiB evicted.
+ *
+ * Why: kept as strings, the texts were most of what each span made V8 copy out of the young
+ * generation and mark at every full collection; and posting them to the writer copied them again
+ * (docs/benchmarks.md, issue 20, session 31).
+ */
+export class SpanTexts {
+  /** The chunk being filled. */
+  chunk: Buffer = Buffer.alloc(0)
+  private used = 0
+
+  /**
+   * Appends `text` as UTF-8; its offset in {@link chunk} (which is a new chunk when the text did
+   * not fit in the previous one). Its length in bytes is `Buffer.byteLength(text)`, given back by
+   * {@link written}.
+   */
+  append(text: string): number {
+    // At most 3 bytes per UTF-16 unit: the test never lets the write truncate.
+    const most = text.length * 3
+    if (this.used + most > this.chunk.length) {
+      this.chunk = Buffer.from(new SharedArrayBuffer(Math.max(TEXT_CHUNK_BYTES, most)))
+      this.used = 0
+    }
+    const offset = this.used
+    this.written = this.chunk.write(text, offset, 'utf8')
+    this.used = offset + this.written
+    return offset
+  }
+
+  /** Bytes the last {@link append} wrote. */
+  written = 0
+}
+
 /**
  * A span the window keeps as text: its ids and start (what the window's index, eviction and
  * retention read) and the JSON of the record without its resource (the `builtin` file's row body,
- * ./sqlite.ts), the resource object shared by the spans of a frame. A few objects per span instead
- * of the record's graph of attribute maps, events and their strings: under traced load that graph
- * was most of what V8 promoted to the old generation and marked again at every full collection
- * (docs/benchmarks.md, issue 20, session 29).
+ * ./sqlite.ts) as UTF-8 in a {@link SpanTexts} chunk, the resource object shared by the spans of a
+ * frame. A few objects per span instead of the record's graph of attribute maps, events and their
+ * strings: under traced load that graph was most of what V8 promoted to the old generation and
+ * marked again at every full collection (docs/benchmarks.md, issue 20, sessions 29 and 31).
  */
 export class PackedSpan {
   readonly trace_id: string
   readonly span_id: string
   readonly start_time_unix_nano: number
-  /** JSON of the record without `resource`. */
-  readonly body: string
+  /** The chunk holding the JSON of the record without `resource`: UTF-8, bytes `offset` to `offset + length`. */
+  readonly chunk: Buffer
+  readonly offset: number
+  /** Bytes of the JSON. */
+  readonly length: number
   readonly resource: Record<string, string>
   // What whole-window scans filter on (engine::traces::list, engine::runs::list, the `trace` trigger's roots).
   readonly parent_span_id: string | null
@@ -135,11 +180,14 @@ export class PackedSpan {
   /** The `svc.function.kind` attribute is `internal` (§12.4). */
   readonly internal: boolean
 
-  constructor(span: SpanRecord, body: string) {
+  /** `body`: the JSON of `span` without its resource ({@link spanBody}), appended to `texts`. */
+  constructor(span: SpanRecord, body: string, texts: SpanTexts) {
     this.trace_id = span.trace_id
     this.span_id = span.span_id
     this.start_time_unix_nano = span.start_time_unix_nano
-    this.body = body
+    this.offset = texts.append(body)
+    this.chunk = texts.chunk
+    this.length = texts.written
     this.resource = span.resource
     this.parent_span_id = span.parent_span_id
     this.name = span.name
@@ -150,6 +198,11 @@ export class PackedSpan {
     const id = span.attributes['svc.function.id']
     this.function_id = typeof id === 'string' ? id : undefined
     this.internal = span.attributes['svc.function.kind'] === 'internal'
+  }
+
+  /** JSON of the record without `resource` (a new string). */
+  get body(): string {
+    return this.chunk.toString('utf8', this.offset, this.offset + this.length)
   }
 
   /** The record, a new object: its JSON parsed (`jsonParse`: escaped keys kept), the resource joined. */
@@ -216,18 +269,22 @@ export class MemoryStore implements TelemetryStore {
    * Spans in arrival order: a ring, `spanRing[spanHead]` the oldest of `spanCount`, and
    * `spanSizes` the bytes counted for each at the same index. A span's position is its arrival
    * number (`spanFirst` is the oldest's): its slot is `(spanHead + position - spanFirst) % length`.
-   * The records carry nothing of the window's.
+   * The records carry nothing of the window's. At the same index, `spanOlder` is the position of
+   * the next older span of the same trace (below `spanFirst` once that one left the window: the
+   * end of the trace's chain), `spanHashes` the hash {@link traces} files its trace id under.
    */
   private spanRing: Array<Slot | undefined> = []
   private spanSizes = new Float64Array(0)
+  private spanOlder = new Float64Array(0)
+  private spanHashes = new Int32Array(0)
   private spanHead = 0
   private spanCount = 0
   /** Arrival number of the oldest span of the ring. */
   private spanFirst = 0
   /** Bytes counted for the spans in the ring. */
   private spanBytes = 0
-  /** Positions of the spans by trace: one number (most engine traces), an array when there are more. */
-  private readonly traces = new Map<string, number | number[]>()
+  /** The position of the newest span of each trace (the older ones are chained by `spanOlder`). */
+  private readonly traces = new TraceIndex((position) => this.spanRing[this.slot(position)]!.trace_id)
   /**
    * Logs: `logBuf[logHead…]` are live, `logSizes` their counted bytes at the same indices; evicted
    * slots are cleared at once, the arrays compacted when the dead prefix grows.
@@ -237,6 +294,8 @@ export class MemoryStore implements TelemetryStore {
   private logHead = 0
   private logBytes = 0
   private readonly series = new Map<string, MetricSeries>()
+  /** The JSON of the packed spans. */
+  protected readonly texts = new SpanTexts()
 
   constructor(limits: StoreLimits) {
     this.limits = limits
@@ -250,19 +309,20 @@ export class MemoryStore implements TelemetryStore {
   }
 
   putSpan(span: SpanRecord, bytes = spanSize(span), sealed = false): void {
-    this.putSlot(sealed ? new PackedSpan(span, spanBody(span)) : span, bytes)
+    this.putSlot(sealed ? new PackedSpan(span, spanBody(span), this.texts) : span, bytes)
   }
 
   /** Puts a span or a packed span (see {@link putSpan}). */
   protected putSlot(span: Slot, bytes: number): void {
     const counted = bytes + RECORD_OVERHEAD_BYTES
     const traces = this.traces
-    const trace = traces.get(span.trace_id)
-    if (trace !== undefined) {
+    const hash = traces.hash(span.trace_id)
+    const newest = traces.newest(span.trace_id, hash)
+    if (newest >= 0) {
       // A span sent again (an in-progress one that finished): it takes the earlier one's place, so
       // the ring needs no search; an object stays the same object (an engine span may still
       // finish in place, updateSpan), taking the new content.
-      const slot = this.slotOf(trace, (s) => s.span_id === span.span_id)
+      const slot = this.slotOf(newest, (s) => s.span_id === span.span_id)
       if (slot >= 0) {
         const earlier = this.spanRing[slot]!
         if (earlier instanceof PackedSpan) this.spanRing[slot] = span
@@ -273,15 +333,12 @@ export class MemoryStore implements TelemetryStore {
     }
     // Larger than the whole budget: kept out, rather than evicting everything else for it.
     if (counted > this.limits.maxSpanBytes) return
-    // Its arrival number (evicting the oldest keeps `spanFirst + spanCount`): indexed first, so
-    // that evicting an older span of the same trace finds the entry as it will be.
-    const position = this.spanFirst + this.spanCount
-    if (trace === undefined) traces.set(span.trace_id, position)
-    else if (Array.isArray(trace)) trace.push(position)
-    else traces.set(span.trace_id, [trace, position])
     const max = this.limits.maxSpans
     if (this.spanCount >= max) this.trimSpans(max - 1)
-    this.ringPush(span, counted)
+    // Its arrival number (evicting the oldest keeps `spanFirst + spanCount`); `newest`, when just
+    // evicted, is below `spanFirst` and ends the chain.
+    traces.set(span.trace_id, hash, this.spanFirst + this.spanCount)
+    this.ringPush(span, counted, newest, hash)
     if (this.spanBytes > this.limits.maxSpanBytes) this.trimSpans()
   }
 
@@ -290,48 +347,64 @@ export class MemoryStore implements TelemetryStore {
     return (this.spanHead + position - this.spanFirst) % this.spanRing.length
   }
 
-  /** The slot of the span of a trace entry that `match` picks; -1 when none does. */
-  private slotOf(trace: number | number[], match: (span: Slot) => boolean): number {
-    if (!Array.isArray(trace)) {
-      const slot = this.slot(trace)
-      return match(this.spanRing[slot]!) ? slot : -1
-    }
-    for (const position of trace) {
+  /** The slot of the span of a trace, from its newest at `newest`, that `match` picks; -1 when none does. */
+  private slotOf(newest: number, match: (span: Slot) => boolean): number {
+    for (let position = newest; position >= this.spanFirst; ) {
       const slot = this.slot(position)
       if (match(this.spanRing[slot]!)) return slot
+      position = this.spanOlder[slot]!
     }
     return -1
   }
 
+  /** The slots of the spans of a trace, oldest first. */
+  private slotsOf(traceId: string): number[] {
+    const slots: number[] = []
+    for (let position = this.traces.newest(traceId, this.traces.hash(traceId)); position >= this.spanFirst; ) {
+      const slot = this.slot(position)
+      slots.push(slot)
+      position = this.spanOlder[slot]!
+    }
+    return slots.reverse()
+  }
+
   /** Appends to the ring, growing it (doubling, up to `maxSpans`) while it is not full yet. */
-  private ringPush(span: Slot, counted: number): void {
+  private ringPush(span: Slot, counted: number, older: number, hash: number): void {
     let ring = this.spanRing
     if (this.spanCount === ring.length) {
       // Unwrap into larger arrays (amortised O(1)); the window's capacity is reached gradually.
       const length = Math.max(64, Math.min(this.limits.maxSpans, ring.length * 2))
       const next: Array<Slot | undefined> = new Array(length)
       const sizes = new Float64Array(length)
+      const olders = new Float64Array(length)
+      const hashes = new Int32Array(length)
       for (let i = 0; i < this.spanCount; i++) {
         const from = (this.spanHead + i) % ring.length
         next[i] = ring[from]
         sizes[i] = this.spanSizes[from]!
+        olders[i] = this.spanOlder[from]!
+        hashes[i] = this.spanHashes[from]!
       }
       this.spanRing = ring = next
       this.spanSizes = sizes
+      this.spanOlder = olders
+      this.spanHashes = hashes
       this.spanHead = 0
     }
     const slot = (this.spanHead + this.spanCount) % ring.length
     ring[slot] = span
     this.spanSizes[slot] = counted
+    this.spanOlder[slot] = older
+    this.spanHashes[slot] = hash
     this.spanBytes += counted
     this.spanCount++
   }
 
   /** The window holds the object itself: only its counted bytes change (evicting when over the budget). Nothing when it is no longer in the window. */
   updateSpan(span: SpanRecord, bytes = spanSize(span)): void {
-    const trace = this.traces.get(span.trace_id)
-    if (trace === undefined) return
-    const slot = this.slotOf(trace, (s) => s === span)
+    const newest = this.traces.newest(span.trace_id, this.traces.hash(span.trace_id))
+    if (newest < 0) return
+    const slot = this.slotOf(newest, (s) => s === span)
     if (slot >= 0) this.recount(slot, bytes + RECORD_OVERHEAD_BYTES)
   }
 
@@ -382,15 +455,11 @@ export class MemoryStore implements TelemetryStore {
   }
 
   traceHeads(traceId: string): SpanHead[] {
-    const trace = this.traces.get(traceId)
-    if (trace === undefined) return []
-    return Array.isArray(trace) ? trace.map((position) => this.spanRing[this.slot(position)]!) : [this.spanRing[this.slot(trace)]!]
+    return this.slotsOf(traceId).map((slot) => this.spanRing[slot]!)
   }
 
   trace(traceId: string): SpanRecord[] {
-    const trace = this.traces.get(traceId)
-    if (trace === undefined) return []
-    return Array.isArray(trace) ? trace.map((position) => unpacked(this.spanRing[this.slot(position)]!)) : [unpacked(this.spanRing[this.slot(trace)]!)]
+    return this.slotsOf(traceId).map((slot) => unpacked(this.spanRing[slot]!))
   }
 
   metrics(): MetricSeries[] {
@@ -410,6 +479,8 @@ export class MemoryStore implements TelemetryStore {
     const n = this.spanCount
     this.spanRing = []
     this.spanSizes = new Float64Array(0)
+    this.spanOlder = new Float64Array(0)
+    this.spanHashes = new Int32Array(0)
     this.spanHead = 0
     // Arrival numbers go on: a position of a cleared span never names a later one.
     this.spanFirst += this.spanCount
@@ -445,27 +516,18 @@ export class MemoryStore implements TelemetryStore {
 
   close(): void {}
 
-  /** Removes the oldest span of the ring and of its trace. */
+  /** Removes the oldest span of the ring and of its trace (the end of the trace's chain: only the index may name it). */
   private dropOldest(): void {
     const ring = this.spanRing
-    const span = ring[this.spanHead]!
-    const position = this.spanFirst
-    ring[this.spanHead] = undefined
-    this.spanBytes -= this.spanSizes[this.spanHead]!
-    this.spanHead = (this.spanHead + 1) % ring.length
+    const head = this.spanHead
+    const span = ring[head]!
+    // Before the ring moves: the index compares trace ids through it.
+    this.traces.delete(span.trace_id, this.spanHashes[head]!, this.spanFirst)
+    ring[head] = undefined
+    this.spanBytes -= this.spanSizes[head]!
+    this.spanHead = (head + 1) % ring.length
     this.spanFirst++
     this.spanCount--
-    const trace = this.traces.get(span.trace_id)
-    if (trace === undefined) return
-    if (!Array.isArray(trace)) {
-      if (trace === position) this.traces.delete(span.trace_id)
-      return
-    }
-    // The oldest of its trace: first in the array.
-    const i = trace.indexOf(position)
-    if (i >= 0) trace.splice(i, 1)
-    if (trace.length === 0) this.traces.delete(span.trace_id)
-    else if (trace.length === 1) this.traces.set(span.trace_id, trace[0]!)
   }
 
   /** Drops the oldest spans until at most `keep` remain and their bytes are within the budget. */
