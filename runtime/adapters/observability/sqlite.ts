@@ -370,12 +370,12 @@ export class SqliteStore extends MemoryStore {
       // One serialisation for both: the window keeps the row's body, and the writer reads it there.
       const packed = new PackedSpan(span, spanBody(span), this.texts)
       this.putSlot(packed, bytes ?? spanSize(span))
-      const ns = packed.start_time_unix_nano
+      const ns = span.start_time_unix_nano
       if (packed.chunk !== this.lastChunk) {
         this.lastChunk = packed.chunk
         this.pendingChunks.push(packed.chunk.buffer as SharedArrayBuffer)
       }
-      const index = this.pendingPacked.push(this.pendingChunks.length - 1, packed.offset, packed.length) / 3 - 1
+      const index = this.pendingPacked.push(this.pendingChunks.length - 1, packed.textOffset, packed.length) / 3 - 1
       this.pendingSpans.push(Number.isFinite(ns) ? ns : 0, index, this.resourceIndex(packed.resource))
       this.pendingBytes += packed.length
     } else {

@@ -554,6 +554,22 @@ describe('spans put sealed (from /otel frames) are kept as text', () => {
 })
 
 describe('texts of sealed spans (UTF-8 chunks shared with the writer)', () => {
+  it('a sealed span\'s head gives the times of the record as scans read them: null end and duration, -0, huge and fractional numbers', () => {
+    const store = new MemoryStore(LIMITS)
+    const times: Array<[number, number | null, number | null]> = [
+      [1764400000000000123, null, null],
+      [1764400000000000000, 1764400000000100000, 0.1],
+      [-0, 5e-324, Number.MAX_VALUE],
+      [Number.MAX_SAFE_INTEGER, null, 12.5],
+      [0, 3, null],
+    ]
+    times.forEach(([start, end, duration], i) => store.putSpan(span('t', `s${i}`, null, 0, { start_time_unix_nano: start, end_time_unix_nano: end, duration_ms: duration }), 100, true))
+    const heads = [...store.heads()]
+    assert.deepEqual(heads.map((h) => [h.start_time_unix_nano, h.end_time_unix_nano, h.duration_ms]), times)
+    assert.ok(Object.is(heads[2]!.start_time_unix_nano, -0))
+    assert.deepEqual(store.traceHeads('t').map((h) => h.end_time_unix_nano), times.map(([, end]) => end))
+  })
+
   it('builtin: spans across many chunks, non-ASCII ones and one larger than a chunk read back from the window, the file and a reopened store as JSON.stringify writes them', () => {
     const path = join(dir, 'texts.db')
     const limits = { ...LIMITS, maxSpans: 5000, maxSpanBytes: 64 << 20 }

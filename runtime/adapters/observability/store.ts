@@ -129,20 +129,27 @@ export class SpanTexts {
   private used = 0
 
   /**
-   * Appends `text` as UTF-8; its offset in {@link chunk} (which is a new chunk when the text did
-   * not fit in the previous one). Its length in bytes is `Buffer.byteLength(text)`, given back by
-   * {@link written}.
+   * Appends the {@link SPAN_HEAD_BYTES} of `span`'s times, then `text` as UTF-8; the offset of the
+   * times in {@link chunk} (which is a new chunk when they did not fit in the previous one), the
+   * text following them. The text's length in bytes is given back by {@link written}.
    */
-  append(text: string): number {
+  append(span: SpanRecord, text: string): number {
     // At most 3 bytes per UTF-16 unit: the test never lets the write truncate.
-    const most = text.length * 3
+    const most = SPAN_HEAD_BYTES + text.length * 3
     if (this.used + most > this.chunk.length) {
       this.chunk = Buffer.from(new SharedArrayBuffer(Math.max(TEXT_CHUNK_BYTES, most)))
       this.used = 0
     }
+    const chunk = this.chunk
     const offset = this.used
-    this.written = this.chunk.write(text, offset, 'utf8')
-    this.used = offset + this.written
+    const end = span.end_time_unix_nano
+    const duration = span.duration_ms
+    chunk.writeDoubleLE(span.start_time_unix_nano, offset)
+    chunk.writeDoubleLE(end ?? 0, offset + 8)
+    chunk.writeDoubleLE(duration ?? 0, offset + 16)
+    chunk[offset + 24] = (end === null ? NO_END : 0) | (duration === null ? NO_DURATION : 0)
+    this.written = chunk.write(text, offset + SPAN_HEAD_BYTES, 'utf8')
+    this.used = offset + SPAN_HEAD_BYTES + this.written
     return offset
   }
 
@@ -151,8 +158,18 @@ export class SpanTexts {
 }
 
 /**
- * A span the window keeps as text: its ids and start (what the window's index, eviction and
- * retention read) and the JSON of the record without its resource (the `builtin` file's row body,
+ * Bytes before a packed span's text in its chunk: its start, end and duration (float64, little
+ * endian) and a byte of flags ({@link NO_END}, {@link NO_DURATION}). Numbers kept in a V8 object
+ * are each an object of their own (a heap number) for the collector to copy and mark.
+ */
+const SPAN_HEAD_BYTES = 25
+/** Flags: `end_time_unix_nano` is null; `duration_ms` is null. */
+const NO_END = 1
+const NO_DURATION = 2
+
+/**
+ * A span the window keeps as text: its ids (what the window's index and eviction read), its times
+ * (read from its chunk) and the JSON of the record without its resource (the `builtin` file's row body,
  * ./sqlite.ts) as UTF-8 in a {@link SpanTexts} chunk, the resource object shared by the spans of a
  * frame. A few objects per span instead of the record's graph of attribute maps, events and their
  * strings: under traced load that graph was most of what V8 promoted to the old generation and
@@ -161,8 +178,7 @@ export class SpanTexts {
 export class PackedSpan {
   readonly trace_id: string
   readonly span_id: string
-  readonly start_time_unix_nano: number
-  /** The chunk holding the JSON of the record without `resource`: UTF-8, bytes `offset` to `offset + length`. */
+  /** The chunk holding the span's times at `offset`, then the JSON of the record without `resource`: UTF-8, {@link length} bytes from {@link textOffset}. */
   readonly chunk: Buffer
   readonly offset: number
   /** Bytes of the JSON. */
@@ -173,8 +189,6 @@ export class PackedSpan {
   readonly name: string
   readonly service_name: string
   readonly status: SpanStatus
-  readonly end_time_unix_nano: number | null
-  readonly duration_ms: number | null
   /** The `svc.function.id` attribute when it is a string. */
   readonly function_id: string | undefined
   /** The `svc.function.kind` attribute is `internal` (§12.4). */
@@ -184,8 +198,7 @@ export class PackedSpan {
   constructor(span: SpanRecord, body: string, texts: SpanTexts) {
     this.trace_id = span.trace_id
     this.span_id = span.span_id
-    this.start_time_unix_nano = span.start_time_unix_nano
-    this.offset = texts.append(body)
+    this.offset = texts.append(span, body)
     this.chunk = texts.chunk
     this.length = texts.written
     this.resource = span.resource
@@ -193,16 +206,32 @@ export class PackedSpan {
     this.name = span.name
     this.service_name = span.service_name
     this.status = span.status
-    this.end_time_unix_nano = span.end_time_unix_nano
-    this.duration_ms = span.duration_ms
     const id = span.attributes['svc.function.id']
     this.function_id = typeof id === 'string' ? id : undefined
     this.internal = span.attributes['svc.function.kind'] === 'internal'
   }
 
+  get start_time_unix_nano(): number {
+    return this.chunk.readDoubleLE(this.offset)
+  }
+
+  get end_time_unix_nano(): number | null {
+    return (this.chunk[this.offset + 24]! & NO_END) !== 0 ? null : this.chunk.readDoubleLE(this.offset + 8)
+  }
+
+  get duration_ms(): number | null {
+    return (this.chunk[this.offset + 24]! & NO_DURATION) !== 0 ? null : this.chunk.readDoubleLE(this.offset + 16)
+  }
+
+  /** Where the JSON starts in {@link chunk}. */
+  get textOffset(): number {
+    return this.offset + SPAN_HEAD_BYTES
+  }
+
   /** JSON of the record without `resource` (a new string). */
   get body(): string {
-    return this.chunk.toString('utf8', this.offset, this.offset + this.length)
+    const start = this.offset + SPAN_HEAD_BYTES
+    return this.chunk.toString('utf8', start, start + this.length)
   }
 
   /** The record, a new object: its JSON parsed (`jsonParse`: escaped keys kept), the resource joined. */
