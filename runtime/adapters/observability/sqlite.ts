@@ -9,7 +9,8 @@
  * of their JSON (without the resource): a span put sealed (from an `/otel` frame) is serialised
  * once, at ingest, and the window keeps that same text ({@link PackedSpan}) as UTF-8 in shared
  * chunks ({@link SpanTexts}) that the writer reads in place (its row names the chunk and the
- * bytes, not a copy of the text); a span object (an
+ * bytes, not a copy of the text; the batch holds the chunk until the writer is done with it, so
+ * that it is not reused before); a span object (an
  * engine span, which may still finish in place) is serialised at the cut, and one that starts and
  * finishes before its batch is cut is written once. Span rows are appended, never updated (no index on the write
  * path): a span still unfinished when its batch was cut gets a second, finished row, and the later
@@ -49,7 +50,7 @@ import { Worker } from 'node:worker_threads'
 import { DatabaseSync } from 'node:sqlite'
 import { openSqlite } from '../sqlite.ts'
 import { jsonOf, spanSize, type LogRecord, type SpanRecord } from './records.ts'
-import { MemoryStore, PackedSpan, spanBody, type SpanTexts, type StoreLimits } from './store.ts'
+import { MemoryStore, PackedSpan, spanBody, type SpanTexts, type StoreLimits, type TextChunk } from './store.ts'
 import { Fifo } from '../../workers/shared/fifo.ts'
 import { jsonParse } from 'svc-protocol/json'
 
@@ -113,6 +114,8 @@ interface Batch {
   packed: number[]
   /** The {@link SpanTexts} chunks the packed spans are in (shared, not copied). */
   chunks: SharedArrayBuffer[]
+  /** The same chunks, held ({@link TextChunk}) until the writer is done with the batch. */
+  held: TextChunk[]
   rows: number
   /** Serialised size (estimated for spans: their fields' text plus room for keys and numbers). */
   bytes: number
@@ -302,9 +305,10 @@ export class SqliteStore extends MemoryStore {
   private pendingSpans: Array<number | string | SpanRecord> = []
   /** `[chunk index, offset, length]` of the batch's packed spans (see {@link Batch}). */
   private pendingPacked: number[] = []
-  /** The chunks {@link pendingPacked} names, and the last one's Buffer. */
-  private pendingChunks: SharedArrayBuffer[] = []
-  private lastChunk: Buffer | undefined
+  /** The chunks {@link pendingPacked} names, each held once by the batch. */
+  private pendingChunks: TextChunk[] = []
+  /** Posted batches' chunks, held until the writer finished the batch (`done[0]` reaches `seq`), oldest first. */
+  private posted: Array<{ seq: number; held: TextChunk[] }> = []
   /** The span objects among {@link pendingSpans}: an engine span that started and finished before the cut is written once. */
   private pendingObjects = new Set<SpanRecord>()
   /** Log rows of the batch being filled, serialised at once (a log record never changes): {@link ROW_FIELDS} values each. */
@@ -371,9 +375,9 @@ export class SqliteStore extends MemoryStore {
       const packed = new PackedSpan(span, spanBody(span), this.texts)
       this.putSlot(packed, bytes ?? spanSize(span))
       const ns = span.start_time_unix_nano
-      if (packed.chunk !== this.lastChunk) {
-        this.lastChunk = packed.chunk
-        this.pendingChunks.push(packed.chunk.buffer as SharedArrayBuffer)
+      if (packed.chunk !== this.pendingChunks.at(-1)) {
+        this.texts.retain(packed.chunk)
+        this.pendingChunks.push(packed.chunk)
       }
       const index = this.pendingPacked.push(this.pendingChunks.length - 1, packed.textOffset, packed.length) / 3 - 1
       this.pendingSpans.push(Number.isFinite(ns) ? ns : 0, index, this.resourceIndex(packed.resource))
@@ -462,6 +466,7 @@ export class SqliteStore extends MemoryStore {
     for (let batch = this.queue.shift(); batch !== undefined; batch = this.queue.shift()) last = this.post(batch)
     this.queuedBytes = 0
     if (last !== undefined) this.wait(last)
+    this.reap()
   }
 
   override close(): void {
@@ -510,11 +515,10 @@ export class SqliteStore extends MemoryStore {
         bytes += body.length
       }
     }
-    const batch: Batch = { spans: spans as Array<number | string>, logs: this.pendingLogs, resources: this.pendingResources, packed: this.pendingPacked, chunks: this.pendingChunks, rows: (spans.length + this.pendingLogs.length) / ROW_FIELDS, bytes }
+    const batch: Batch = { spans: spans as Array<number | string>, logs: this.pendingLogs, resources: this.pendingResources, packed: this.pendingPacked, chunks: this.pendingChunks.map((chunk) => chunk.bytes.buffer as SharedArrayBuffer), held: this.pendingChunks, rows: (spans.length + this.pendingLogs.length) / ROW_FIELDS, bytes }
     this.pendingSpans = []
     this.pendingPacked = []
     this.pendingChunks = []
-    this.lastChunk = undefined
     this.pendingObjects = new Set()
     this.pendingLogs = []
     this.pendingResources = []
@@ -527,7 +531,15 @@ export class SqliteStore extends MemoryStore {
       const oldest = this.queue.shift()!
       this.queuedBytes -= oldest.bytes
       this.dropped += oldest.rows
+      for (const chunk of oldest.held) this.texts.release(chunk)
     }
+  }
+
+  /** Lets go of the chunks of the batches the writer finished. */
+  private reap(): void {
+    const done = Atomics.load(this.done, 0)
+    const posted = this.posted
+    while (posted.length > 0 && posted[0]!.seq <= done) for (const chunk of posted.shift()!.held) this.texts.release(chunk)
   }
 
   /**
@@ -536,6 +548,7 @@ export class SqliteStore extends MemoryStore {
    * loop turns rarely, and one event per turn would starve a writer that is fast enough.
    */
   private pump(): void {
+    this.reap()
     while (!this.closed && this.seq - Atomics.load(this.done, 0) < MAX_IN_FLIGHT) {
       const batch = this.queue.shift()
       if (batch === undefined) return
@@ -548,6 +561,7 @@ export class SqliteStore extends MemoryStore {
   private post(batch: Batch): number {
     const seq = ++this.seq
     this.writer.postMessage({ seq, op: 'write', spans: batch.spans, logs: batch.logs, resources: batch.resources, packed: batch.packed, chunks: batch.chunks, maxBytes: this.limits.maxDiskBytes })
+    if (batch.held.length > 0) this.posted.push({ seq, held: batch.held })
     return seq
   }
 

@@ -109,24 +109,45 @@ export interface TelemetryStore {
   close(): void
 }
 
-/** Bytes of a {@link SpanTexts} chunk (a larger one is made for a larger text). */
+/** Bytes of a {@link SpanTexts} chunk (a larger one is made for a larger text, and not reused). */
 export const TEXT_CHUNK_BYTES = 1 << 20
+/** Chunks {@link SpanTexts} keeps for reuse once nothing reads them (a window that shrank lets the others go). */
+const SPARE_CHUNKS = 4
+
+/**
+ * A chunk of {@link SpanTexts}: its bytes, and how many hold it — the packed spans of a window
+ * that name it, the batches for the `builtin` store's writer that name it, and the `SpanTexts`
+ * while it fills it. At zero it is reused, its {@link generation} bumped: a packed span of an
+ * earlier use refuses to read it.
+ */
+export class TextChunk {
+  readonly bytes: Buffer
+  users = 1
+  generation = 0
+
+  constructor(size: number) {
+    this.bytes = Buffer.from(new SharedArrayBuffer(size))
+  }
+}
 
 /**
  * Where the window keeps the JSON of its packed spans: UTF-8, appended into chunks of
  * {@link TEXT_CHUNK_BYTES} bytes over `SharedArrayBuffer`s, off the V8 heap. A chunk is never
- * written again once a text is in it, so the `builtin` store's writer thread reads the same bytes
- * (./sqlite.ts) without a copy; it is released when no span (and no batch for the writer) names it
- * any more, and as spans are evicted oldest first that is about one chunk per 1 MiB evicted.
+ * written again while anything holds it ({@link TextChunk}), so the `builtin` store's writer
+ * thread reads the same bytes (./sqlite.ts) without a copy; as spans are evicted oldest first, a
+ * chunk is free again about once per 1 MiB evicted, and the next one filled.
  *
  * Why: kept as strings, the texts were most of what each span made V8 copy out of the young
  * generation and mark at every full collection; and posting them to the writer copied them again
- * (docs/benchmarks.md, issue 20, session 31).
+ * (docs/benchmarks.md, issue 20, session 31). Why reused rather than left to the collector: an
+ * evicted chunk is freed only when V8 collects the packed spans that named it, which held tens of
+ * MiB of dead chunks for a 16 MiB window, and each new chunk cost a page fault per 4 KiB written.
  */
 export class SpanTexts {
   /** The chunk being filled. */
-  chunk: Buffer = Buffer.alloc(0)
+  chunk = new TextChunk(0)
   private used = 0
+  private readonly spare: TextChunk[] = []
 
   /**
    * Appends the {@link SPAN_HEAD_BYTES} of `span`'s times, then `text` as UTF-8; the offset of the
@@ -136,11 +157,8 @@ export class SpanTexts {
   append(span: SpanRecord, text: string): number {
     // At most 3 bytes per UTF-16 unit: the test never lets the write truncate.
     const most = SPAN_HEAD_BYTES + text.length * 3
-    if (this.used + most > this.chunk.length) {
-      this.chunk = Buffer.from(new SharedArrayBuffer(Math.max(TEXT_CHUNK_BYTES, most)))
-      this.used = 0
-    }
-    const chunk = this.chunk
+    if (this.used + most > this.chunk.bytes.length) this.next(most)
+    const chunk = this.chunk.bytes
     const offset = this.used
     const end = span.end_time_unix_nano
     const duration = span.duration_ms
@@ -155,6 +173,28 @@ export class SpanTexts {
 
   /** Bytes the last {@link append} wrote. */
   written = 0
+
+  /** One more holder of `chunk`. */
+  retain(chunk: TextChunk): void {
+    chunk.users++
+  }
+
+  /** A holder of `chunk` let it go: at the last, the chunk is kept for reuse (or left to the collector). */
+  release(chunk: TextChunk): void {
+    if (--chunk.users > 0) return
+    chunk.generation++
+    if (chunk.bytes.length === TEXT_CHUNK_BYTES && this.spare.length < SPARE_CHUNKS) this.spare.push(chunk)
+  }
+
+  /** Starts a chunk with room for `most` bytes: a spare one when it is large enough. */
+  private next(most: number): void {
+    const previous = this.chunk
+    const spare = most <= TEXT_CHUNK_BYTES ? this.spare.pop() : undefined
+    if (spare !== undefined) spare.users = 1
+    this.chunk = spare ?? new TextChunk(Math.max(TEXT_CHUNK_BYTES, most))
+    this.used = 0
+    this.release(previous)
+  }
 }
 
 /**
@@ -179,7 +219,9 @@ export class PackedSpan {
   readonly trace_id: string
   readonly span_id: string
   /** The chunk holding the span's times at `offset`, then the JSON of the record without `resource`: UTF-8, {@link length} bytes from {@link textOffset}. */
-  readonly chunk: Buffer
+  readonly chunk: TextChunk
+  /** The chunk's generation when the span was written (see {@link TextChunk}). */
+  private readonly generation: number
   readonly offset: number
   /** Bytes of the JSON. */
   readonly length: number
@@ -200,6 +242,7 @@ export class PackedSpan {
     this.span_id = span.span_id
     this.offset = texts.append(span, body)
     this.chunk = texts.chunk
+    this.generation = this.chunk.generation
     this.length = texts.written
     this.resource = span.resource
     this.parent_span_id = span.parent_span_id
@@ -211,16 +254,27 @@ export class PackedSpan {
     this.internal = span.attributes['svc.function.kind'] === 'internal'
   }
 
+  /**
+   * The chunk's bytes.
+   * @throws Error when the span left its window and the chunk was reused since (a head kept across a write to the store).
+   */
+  private bytes(): Buffer {
+    if (this.chunk.generation !== this.generation) throw new Error(`span ${this.span_id} of trace ${this.trace_id} left the observability window`)
+    return this.chunk.bytes
+  }
+
   get start_time_unix_nano(): number {
-    return this.chunk.readDoubleLE(this.offset)
+    return this.bytes().readDoubleLE(this.offset)
   }
 
   get end_time_unix_nano(): number | null {
-    return (this.chunk[this.offset + 24]! & NO_END) !== 0 ? null : this.chunk.readDoubleLE(this.offset + 8)
+    const bytes = this.bytes()
+    return (bytes[this.offset + 24]! & NO_END) !== 0 ? null : bytes.readDoubleLE(this.offset + 8)
   }
 
   get duration_ms(): number | null {
-    return (this.chunk[this.offset + 24]! & NO_DURATION) !== 0 ? null : this.chunk.readDoubleLE(this.offset + 16)
+    const bytes = this.bytes()
+    return (bytes[this.offset + 24]! & NO_DURATION) !== 0 ? null : bytes.readDoubleLE(this.offset + 16)
   }
 
   /** Where the JSON starts in {@link chunk}. */
@@ -231,7 +285,7 @@ export class PackedSpan {
   /** JSON of the record without `resource` (a new string). */
   get body(): string {
     const start = this.offset + SPAN_HEAD_BYTES
-    return this.chunk.toString('utf8', start, start + this.length)
+    return this.bytes().toString('utf8', start, start + this.length)
   }
 
   /** The record, a new object: its JSON parsed (`jsonParse`: escaped keys kept), the resource joined. */
@@ -354,8 +408,11 @@ export class MemoryStore implements TelemetryStore {
       const slot = this.slotOf(newest, (s) => s.span_id === span.span_id)
       if (slot >= 0) {
         const earlier = this.spanRing[slot]!
-        if (earlier instanceof PackedSpan) this.spanRing[slot] = span
-        else if (earlier !== span) Object.assign(earlier, span instanceof PackedSpan ? span.unpack() : span)
+        if (earlier instanceof PackedSpan) {
+          this.spanRing[slot] = span
+          if (span instanceof PackedSpan) this.texts.retain(span.chunk)
+          this.texts.release(earlier.chunk)
+        } else if (earlier !== span) Object.assign(earlier, span instanceof PackedSpan ? span.unpack() : span)
         this.recount(slot, counted)
         return
       }
@@ -422,6 +479,7 @@ export class MemoryStore implements TelemetryStore {
     }
     const slot = (this.spanHead + this.spanCount) % ring.length
     ring[slot] = span
+    if (span instanceof PackedSpan) this.texts.retain(span.chunk)
     this.spanSizes[slot] = counted
     this.spanOlder[slot] = older
     this.spanHashes[slot] = hash
@@ -506,6 +564,7 @@ export class MemoryStore implements TelemetryStore {
 
   clearSpans(): number {
     const n = this.spanCount
+    for (const head of this.heads()) if (head instanceof PackedSpan) this.texts.release(head.chunk)
     this.spanRing = []
     this.spanSizes = new Float64Array(0)
     this.spanOlder = new Float64Array(0)
@@ -552,6 +611,7 @@ export class MemoryStore implements TelemetryStore {
     const span = ring[head]!
     // Before the ring moves: the index compares trace ids through it.
     this.traces.delete(span.trace_id, this.spanHashes[head]!, this.spanFirst)
+    if (span instanceof PackedSpan) this.texts.release(span.chunk)
     ring[head] = undefined
     this.spanBytes -= this.spanSizes[head]!
     this.spanHead = (head + 1) % ring.length
