@@ -97,8 +97,8 @@ const INSERT_ROWS = 50
  * Values per row in a batch, spans and logs alike: `[start or observed ns, the record's JSON
  * without its resource, index of the resource in the batch's resources]` (primitives only:
  * structured clone copies strings far faster than objects). A packed span's JSON is a number
- * instead: the index of its `[chunk, offset, length]` in the batch's `packed` (its UTF-8 bytes in
- * `chunks[chunk]`, shared with the window).
+ * instead: the index of its `[chunk id, offset, length]` in the batch's `packed` (its UTF-8 bytes
+ * in that {@link TextChunk}, shared with the window: the writer is sent each chunk once).
  */
 const ROW_FIELDS = 3
 
@@ -110,11 +110,9 @@ interface Batch {
   spans: Array<number | string>
   logs: Array<number | string>
   resources: string[]
-  /** `[chunk index, offset, length]` per packed span, bytes. */
+  /** `[chunk id, offset, length]` per packed span, bytes. */
   packed: number[]
-  /** The {@link SpanTexts} chunks the packed spans are in (shared, not copied). */
-  chunks: SharedArrayBuffer[]
-  /** The same chunks, held ({@link TextChunk}) until the writer is done with the batch. */
+  /** The {@link SpanTexts} chunks the packed spans are in, held ({@link TextChunk}) until the writer is done with the batch. */
   held: TextChunk[]
   rows: number
   /** Serialised size (estimated for spans: their fields' text plus room for keys and numbers). */
@@ -122,7 +120,8 @@ interface Batch {
 }
 
 /**
- * The writer thread. Messages: `{seq, op: 'write', spans, logs, resources, packed, chunks, maxBytes}` (see {@link Batch}), `{seq, op: 'sweep', cutoffNs, maxBytes}`, `{seq, op: 'clear', table}`,
+ * The writer thread. Messages: `{seq, op: 'write', spans, logs, resources, packed, chunks, forget, maxBytes}` (see {@link Batch}; `chunks`:
+ * `[id, SharedArrayBuffer]` of the chunks it does not know yet, kept until `forget` names their id), `{seq, op: 'sweep', cutoffNs, maxBytes}`, `{seq, op: 'clear', table}`,
  * `{seq, op: 'close'}`. After each one it adds the rows it failed to write to `done[1]`, stores
  * `seq` in `done[0]` and notifies (the owner reads both without waiting for an event, and can wait
  * for a `seq`), then posts `seq` back so that an idle owner hands over the next batch.
@@ -211,11 +210,13 @@ function fit(incoming, maxBytes) {
   }
 }
 const textBytes = (rows) => { let n = 0; for (let i = 1; i < rows.length; i += 3) n += rows[i].length; return n }
+/** The text chunks shared with the owner, by id. */
+const chunks = new Map()
 /** Packed spans' bodies (numbers: see ROW_FIELDS) as views of their bytes in the shared chunks. */
-function packedBodies(rows, packed, chunks) {
+function packedBodies(rows, packed) {
   for (let i = 1; i < rows.length; i += 3) {
     const k = rows[i]
-    if (typeof k === 'number') rows[i] = new Uint8Array(chunks[packed[k * 3]], packed[k * 3 + 1], packed[k * 3 + 2])
+    if (typeof k === 'number') rows[i] = new Uint8Array(chunks.get(packed[k * 3]), packed[k * 3 + 1], packed[k * 3 + 2])
   }
 }
 /** Rows as the insert takes them: the batch's resource indexes replaced by the file's ids. */
@@ -243,7 +244,9 @@ parentPort.on('message', (m) => {
     } else {
       limitWal(m.maxBytes)
       const batch = { spans: m.spans, logs: m.logs }
-      packedBodies(batch.spans, m.packed, m.chunks)
+      for (const id of m.forget) chunks.delete(id)
+      for (const [id, buffer] of m.chunks) chunks.set(id, buffer)
+      packedBodies(batch.spans, m.packed)
       db.exec('BEGIN IMMEDIATE')
       try {
         // Rows need a little more room than their text: record headers, cell pointers, page slack.
@@ -307,6 +310,9 @@ export class SqliteStore extends MemoryStore {
   private pendingPacked: number[] = []
   /** The chunks {@link pendingPacked} names, each held once by the batch. */
   private pendingChunks: TextChunk[] = []
+  /** Chunks the writer was sent (it keeps them), and the ids of those since let go for good, for it to forget. */
+  private readonly writerChunks = new Set<TextChunk>()
+  private forget: number[] = []
   /** Posted batches' chunks, held until the writer finished the batch (`done[0]` reaches `seq`), oldest first. */
   private posted: Array<{ seq: number; held: TextChunk[] }> = []
   /** The span objects among {@link pendingSpans}: an engine span that started and finished before the cut is written once. */
@@ -354,6 +360,9 @@ export class SqliteStore extends MemoryStore {
     }
     this.db = db
     this.writer = new Worker(WRITER, { eval: true, workerData: { path, done: this.done.buffer } })
+    this.texts.onDrop = (chunk) => {
+      if (this.writerChunks.delete(chunk)) this.forget.push(chunk.id)
+    }
     this.writer.on('error', () => {})
     // One message finished (writes and operations alike post back): room for the next batch.
     this.writer.on('message', () => this.pump())
@@ -379,7 +388,7 @@ export class SqliteStore extends MemoryStore {
         this.texts.retain(packed.chunk)
         this.pendingChunks.push(packed.chunk)
       }
-      const index = this.pendingPacked.push(this.pendingChunks.length - 1, packed.textOffset, packed.length) / 3 - 1
+      const index = this.pendingPacked.push(packed.chunk.id, packed.textOffset, packed.length) / 3 - 1
       this.pendingSpans.push(Number.isFinite(ns) ? ns : 0, index, this.resourceIndex(packed.resource))
       this.pendingBytes += packed.length
     } else {
@@ -515,7 +524,7 @@ export class SqliteStore extends MemoryStore {
         bytes += body.length
       }
     }
-    const batch: Batch = { spans: spans as Array<number | string>, logs: this.pendingLogs, resources: this.pendingResources, packed: this.pendingPacked, chunks: this.pendingChunks.map((chunk) => chunk.bytes.buffer as SharedArrayBuffer), held: this.pendingChunks, rows: (spans.length + this.pendingLogs.length) / ROW_FIELDS, bytes }
+    const batch: Batch = { spans: spans as Array<number | string>, logs: this.pendingLogs, resources: this.pendingResources, packed: this.pendingPacked, held: this.pendingChunks, rows: (spans.length + this.pendingLogs.length) / ROW_FIELDS, bytes }
     this.pendingSpans = []
     this.pendingPacked = []
     this.pendingChunks = []
@@ -560,7 +569,16 @@ export class SqliteStore extends MemoryStore {
   /** Posts one batch; its sequence number. */
   private post(batch: Batch): number {
     const seq = ++this.seq
-    this.writer.postMessage({ seq, op: 'write', spans: batch.spans, logs: batch.logs, resources: batch.resources, packed: batch.packed, chunks: batch.chunks, maxBytes: this.limits.maxDiskBytes })
+    // Decided when posted, not cut: the batch that was to introduce a chunk may have been dropped.
+    const chunks: Array<[number, SharedArrayBuffer]> = []
+    for (const chunk of batch.held) {
+      if (this.writerChunks.has(chunk)) continue
+      this.writerChunks.add(chunk)
+      chunks.push([chunk.id, chunk.bytes.buffer as SharedArrayBuffer])
+    }
+    const forget = this.forget
+    this.forget = []
+    this.writer.postMessage({ seq, op: 'write', spans: batch.spans, logs: batch.logs, resources: batch.resources, packed: batch.packed, chunks, forget, maxBytes: this.limits.maxDiskBytes })
     if (batch.held.length > 0) this.posted.push({ seq, held: batch.held })
     return seq
   }

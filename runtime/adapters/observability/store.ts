@@ -121,6 +121,9 @@ const SPARE_CHUNKS = 4
  * earlier use refuses to read it.
  */
 export class TextChunk {
+  private static made = 0
+  /** Names the chunk to the `builtin` store's writer, which keeps the chunks it was sent. */
+  readonly id = ++TextChunk.made
   readonly bytes: Buffer
   users = 1
   generation = 0
@@ -148,6 +151,8 @@ export class SpanTexts {
   chunk = new TextChunk(0)
   private used = 0
   private readonly spare: TextChunk[] = []
+  /** Called with a chunk let go for good (not kept for reuse): the collector frees it. */
+  onDrop: ((chunk: TextChunk) => void) | undefined
 
   /**
    * Appends the {@link SPAN_HEAD_BYTES} of `span`'s times, then `text` as UTF-8; the offset of the
@@ -184,6 +189,7 @@ export class SpanTexts {
     if (--chunk.users > 0) return
     chunk.generation++
     if (chunk.bytes.length === TEXT_CHUNK_BYTES && this.spare.length < SPARE_CHUNKS) this.spare.push(chunk)
+    else this.onDrop?.(chunk)
   }
 
   /** Starts a chunk with room for `most` bytes: a spare one when it is large enough. */
