@@ -83,10 +83,12 @@ export interface TelemetryStore {
   spans(): IterableIterator<SpanRecord>
   /**
    * The same spans as their {@link SpanHead}s, oldest first: what a scan of the whole window
-   * filters on, without parsing the spans kept as text ({@link fullSpan} gives the record).
+   * filters on, without parsing the spans kept as text ({@link fullSpan} gives the record). A head
+   * is read before the next write to the store: one whose span left the window since may throw
+   * (its text's chunk reused, {@link TextChunk}).
    */
   heads(): IterableIterator<SpanHead>
-  /** The {@link SpanHead}s of one trace (any order); empty when unknown. */
+  /** The {@link SpanHead}s of one trace (any order; read them as {@link heads}); empty when unknown. */
   traceHeads(traceId: string): SpanHead[]
   /** The spans of one trace (any order); empty when unknown. */
   trace(traceId: string): SpanRecord[]
