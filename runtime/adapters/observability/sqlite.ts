@@ -306,7 +306,7 @@ export class SqliteStore extends MemoryStore {
    * object the object itself until the cut (an engine span may still finish in place).
    */
   private pendingSpans: Array<number | string | SpanRecord> = []
-  /** `[chunk index, offset, length]` of the batch's packed spans (see {@link Batch}). */
+  /** `[chunk id, offset, length]` of the batch's packed spans (see {@link Batch}). */
   private pendingPacked: number[] = []
   /** The chunks {@link pendingPacked} names, each held once by the batch. */
   private pendingChunks: TextChunk[] = []
