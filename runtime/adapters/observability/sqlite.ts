@@ -7,7 +7,10 @@
  * rows or {@link BATCH_BYTES} bytes, cut as soon as one is full or {@link FLUSH_MS} after the
  * first record; each batch is one transaction. Spans and log records travel to the writer as rows
  * of their JSON (without the resource; a log record's as UTF-8 bytes, see {@link LOG_FIELDS}): a span put sealed (from an `/otel` frame) is serialised
- * once, at ingest, and the window keeps that same text ({@link PackedSpan}); a span object (an
+ * once, at ingest, and the window keeps that same text ({@link PackedSpan}) as UTF-8 in shared
+ * chunks ({@link SpanTexts}) that the writer reads in place (its row names the chunk and the
+ * bytes, not a copy of the text; the batch holds the chunk until the writer is done with it, so
+ * that it is not reused before); a span object (an
  * engine span, which may still finish in place) is serialised at the cut, and one that starts and
  * finishes before its batch is cut is written once. Span rows are appended, never updated (no index on the write
  * path): a span still unfinished when its batch was cut gets a second, finished row, and the later
@@ -47,7 +50,7 @@ import { Worker } from 'node:worker_threads'
 import { DatabaseSync } from 'node:sqlite'
 import { openSqlite } from '../sqlite.ts'
 import { jsonOf, spanSize, type LogRecord, type SpanRecord } from './records.ts'
-import { MemoryStore, PackedSpan, spanBody, type StoreLimits } from './store.ts'
+import { MemoryStore, PackedSpan, spanBody, type SpanTexts, type StoreLimits, type TextChunk } from './store.ts'
 import { Fifo } from '../../workers/shared/fifo.ts'
 import { jsonParse } from 'svc-protocol/json'
 
@@ -107,7 +110,9 @@ const TIMES_BYTES = 96
 /**
  * Values per span row in a batch: `[start ns, the span's JSON without its resource, index of the
  * resource in the batch's resources]` (primitives only: structured clone copies strings far faster
- * than objects).
+ * than objects). A packed span's JSON is a number instead: the index of its `[chunk id, offset,
+ * length]` in the batch's `packed` (its UTF-8 bytes in that {@link TextChunk}, shared with the
+ * window: the writer is sent each chunk once).
  */
 const SPAN_FIELDS = 3
 /**
@@ -136,13 +141,18 @@ interface Batch {
   /** The log rows' JSON, UTF-8, back to back (exactly as long as they are). */
   logText: ArrayBuffer
   resources: string[]
+  /** `[chunk id, offset, length]` per packed span, bytes. */
+  packed: number[]
+  /** The {@link SpanTexts} chunks the packed spans are in, held ({@link TextChunk}) until the writer is done with the batch. */
+  held: TextChunk[]
   rows: number
   /** Serialised size (estimated for spans: their fields' text plus room for keys and numbers). */
   bytes: number
 }
 
 /**
- * The writer thread. Messages: `{seq, op: 'write', spans, logs, logText, resources, maxBytes}` (see {@link Batch}, its buffers transferred), `{seq, op: 'sweep', cutoffNs, maxBytes}`, `{seq, op: 'clear', table}`,
+ * The writer thread. Messages: `{seq, op: 'write', spans, logs, logText, resources, packed, chunks, forget, maxBytes}` (see {@link Batch}, its log buffers transferred; `chunks`:
+ * `[id, SharedArrayBuffer]` of the span text chunks it does not know yet, kept until `forget` names their id), `{seq, op: 'sweep', cutoffNs, maxBytes}`, `{seq, op: 'clear', table}`,
  * `{seq, op: 'close'}`. After each one it adds the rows it failed to write to `done[1]`, stores
  * `seq` in `done[0]` and notifies (the owner reads both without waiting for an event, and can wait
  * for a `seq`), then posts `seq` back so that an idle owner hands over the next batch.
@@ -157,8 +167,8 @@ db.exec('PRAGMA busy_timeout = 5000; PRAGMA journal_mode = WAL; PRAGMA synchrono
 const width = { spans: ${SPAN_FIELDS}, logs: ${LOG_FIELDS} }
 /** Inserts of one row and of ${INSERT_ROWS} rows per statement, by table (fewer statements, less binding overhead). */
 const inserts = {}
-// A log row's JSON is bound as the bytes of its UTF-8 (a BLOB), stored as the TEXT they are.
-for (const [t, columns, row] of [['spans', 'start_ns, body, resource', '(?, ?, ?)'], ['logs', 'ts_ns, body, resource, time_ns', '(?, CAST(? AS TEXT), ?, ?)']]) {
+// A log row's JSON, and a packed span's, is bound as the bytes of its UTF-8 (a BLOB): CAST stores them as the same TEXT a string makes.
+for (const [t, columns, row] of [['spans', 'start_ns, body, resource', '(?, CAST(? AS TEXT), ?)'], ['logs', 'ts_ns, body, resource, time_ns', '(?, CAST(? AS TEXT), ?, ?)']]) {
   const sql = 'INSERT INTO ' + t + ' (' + columns + ') VALUES '
   inserts[t] = { one: db.prepare(sql + row), many: db.prepare(sql + Array(${INSERT_ROWS}).fill(row).join(', ')) }
 }
@@ -234,6 +244,15 @@ function fit(incoming, maxBytes) {
   }
 }
 const textBytes = (rows) => { let n = 0; for (let i = 1; i < rows.length; i += ${SPAN_FIELDS}) n += rows[i].length; return n }
+/** The text chunks shared with the owner, by id. */
+const chunks = new Map()
+/** Packed spans' bodies (numbers: see SPAN_FIELDS) as views of their bytes in the shared chunks. */
+function packedBodies(rows, packed) {
+  for (let i = 1; i < rows.length; i += ${SPAN_FIELDS}) {
+    const k = rows[i]
+    if (typeof k === 'number') rows[i] = new Uint8Array(chunks.get(packed[k * 3]), packed[k * 3 + 1], packed[k * 3 + 2])
+  }
+}
 /** Span rows as the insert takes them: the batch's resource indexes replaced by the file's ids. */
 function withIds(rows, ids) {
   for (let i = 2; i < rows.length; i += ${SPAN_FIELDS}) rows[i] = ids[rows[i]]
@@ -276,6 +295,9 @@ parentPort.on('message', (m) => {
       }
     } else {
       limitWal(m.maxBytes)
+      for (const id of m.forget) chunks.delete(id)
+      for (const [id, buffer] of m.chunks) chunks.set(id, buffer)
+      packedBodies(m.spans, m.packed)
       db.exec('BEGIN IMMEDIATE')
       try {
         // Rows need a little more room than their text: record headers, cell pointers, page slack.
@@ -332,11 +354,20 @@ export class SqliteStore extends MemoryStore {
   /** Sequence number of the last message posted to the writer. */
   private seq = 0
   /**
-   * Span rows of the batch being filled ({@link SPAN_FIELDS} values each): a sealed span's JSON at
-   * once (the window's {@link PackedSpan} body), a span object in place of its JSON until the cut
-   * (an engine span may still finish in place).
+   * Span rows of the batch being filled ({@link SPAN_FIELDS} values each): for a sealed span, the
+   * index of its bytes in {@link pendingPacked} (the window's {@link PackedSpan} body), for a span
+   * object the object itself until the cut (an engine span may still finish in place).
    */
   private pendingSpans: Array<number | string | SpanRecord> = []
+  /** `[chunk id, offset, length]` of the batch's packed spans (see {@link Batch}). */
+  private pendingPacked: number[] = []
+  /** The chunks {@link pendingPacked} names, each held once by the batch. */
+  private pendingChunks: TextChunk[] = []
+  /** Chunks the writer was sent (it keeps them), and the ids of those since let go for good, for it to forget. */
+  private readonly writerChunks = new Set<TextChunk>()
+  private forget: number[] = []
+  /** Posted batches' chunks, held until the writer finished the batch (`done[0]` reaches `seq`), oldest first. */
+  private posted: Array<{ seq: number; held: TextChunk[] }> = []
   /** The span objects among {@link pendingSpans}: an engine span that started and finished before the cut is written once. */
   private pendingObjects = new Set<SpanRecord>()
   /**
@@ -389,6 +420,9 @@ export class SqliteStore extends MemoryStore {
     }
     this.db = db
     this.writer = new Worker(WRITER, { eval: true, workerData: { path, done: this.done.buffer } })
+    this.texts.onDrop = (chunk) => {
+      if (this.writerChunks.delete(chunk)) this.forget.push(chunk.id)
+    }
     this.writer.on('error', () => {})
     // One message finished (writes and operations alike post back): room for the next batch.
     this.writer.on('message', () => this.pump())
@@ -406,12 +440,17 @@ export class SqliteStore extends MemoryStore {
 
   override putSpan(span: SpanRecord, bytes?: number, sealed = false): void {
     if (sealed) {
-      // One serialisation for both: the window keeps the row's body.
-      const packed = new PackedSpan(span, spanBody(span))
+      // One serialisation for both: the window keeps the row's body, and the writer reads it there.
+      const packed = new PackedSpan(span, spanBody(span), this.texts)
       this.putSlot(packed, bytes ?? spanSize(span))
-      const ns = packed.start_time_unix_nano
-      this.pendingSpans.push(Number.isFinite(ns) ? ns : 0, packed.body, this.resourceIndex(packed.resource))
-      this.pendingBytes += packed.body.length
+      const ns = span.start_time_unix_nano
+      if (packed.chunk !== this.pendingChunks.at(-1)) {
+        this.texts.retain(packed.chunk)
+        this.pendingChunks.push(packed.chunk)
+      }
+      const index = this.pendingPacked.push(packed.chunk.id, packed.textOffset, packed.length) / 3 - 1
+      this.pendingSpans.push(Number.isFinite(ns) ? ns : 0, index, this.resourceIndex(packed.resource))
+      this.pendingBytes += packed.length
     } else {
       super.putSpan(span, bytes)
       this.pendObject(span)
@@ -523,6 +562,7 @@ export class SqliteStore extends MemoryStore {
     for (let batch = this.queue.shift(); batch !== undefined; batch = this.queue.shift()) last = this.post(batch)
     this.queuedBytes = 0
     if (last !== undefined) this.wait(last)
+    this.reap()
   }
 
   override close(): void {
@@ -562,7 +602,7 @@ export class SqliteStore extends MemoryStore {
     if (this.pendingObjects.size > 0) {
       for (let i = 1; i < spans.length; i += SPAN_FIELDS) {
         const s = spans[i]!
-        if (typeof s === 'string') continue
+        if (typeof s !== 'object') continue
         const span = s as SpanRecord
         const body = spanBody(span)
         // A non-finite start (a hostile OTLP frame) would fail the NOT NULL column and the whole batch.
@@ -577,10 +617,14 @@ export class SqliteStore extends MemoryStore {
       // A copy as long as the text: a waiting batch holds no more than its rows.
       logText: this.logText.buffer.slice(this.logText.byteOffset, this.logText.byteOffset + this.logTextAt),
       resources: this.pendingResources,
+      packed: this.pendingPacked,
+      held: this.pendingChunks,
       rows: spans.length / SPAN_FIELDS + this.logRows,
       bytes,
     }
     this.pendingSpans = []
+    this.pendingPacked = []
+    this.pendingChunks = []
     this.pendingObjects = new Set()
     this.logRows = 0
     this.logTextAt = 0
@@ -596,7 +640,15 @@ export class SqliteStore extends MemoryStore {
       const oldest = this.queue.shift()!
       this.queuedBytes -= oldest.bytes
       this.dropped += oldest.rows
+      for (const chunk of oldest.held) this.texts.release(chunk)
     }
+  }
+
+  /** Lets go of the chunks of the batches the writer finished. */
+  private reap(): void {
+    const done = Atomics.load(this.done, 0)
+    const posted = this.posted
+    while (posted.length > 0 && posted[0]!.seq <= done) for (const chunk of posted.shift()!.held) this.texts.release(chunk)
   }
 
   /**
@@ -605,6 +657,7 @@ export class SqliteStore extends MemoryStore {
    * loop turns rarely, and one event per turn would starve a writer that is fast enough.
    */
   private pump(): void {
+    this.reap()
     while (!this.closed && this.seq - Atomics.load(this.done, 0) < MAX_IN_FLIGHT) {
       const batch = this.queue.shift()
       if (batch === undefined) return
@@ -616,7 +669,20 @@ export class SqliteStore extends MemoryStore {
   /** Posts one batch; its sequence number. */
   private post(batch: Batch): number {
     const seq = ++this.seq
-    this.writer.postMessage({ seq, op: 'write', spans: batch.spans, logs: batch.logs, logText: batch.logText, resources: batch.resources, maxBytes: this.limits.maxDiskBytes }, [batch.logs.buffer as ArrayBuffer, batch.logText])
+    // Decided when posted, not cut: the batch that was to introduce a chunk may have been dropped.
+    const chunks: Array<[number, SharedArrayBuffer]> = []
+    for (const chunk of batch.held) {
+      if (this.writerChunks.has(chunk)) continue
+      this.writerChunks.add(chunk)
+      chunks.push([chunk.id, chunk.bytes.buffer as SharedArrayBuffer])
+    }
+    const forget = this.forget
+    this.forget = []
+    this.writer.postMessage(
+      { seq, op: 'write', spans: batch.spans, logs: batch.logs, logText: batch.logText, resources: batch.resources, packed: batch.packed, chunks, forget, maxBytes: this.limits.maxDiskBytes },
+      [batch.logs.buffer as ArrayBuffer, batch.logText],
+    )
+    if (batch.held.length > 0) this.posted.push({ seq, held: batch.held })
     return seq
   }
 
@@ -650,7 +716,7 @@ export class SqliteStore extends MemoryStore {
       const row = spans[i]!
       const record = resources.record<SpanRecord>(row)
       // The window keeps the row's text (a row of the current form holds no resource: a PackedSpan's body).
-      this.putSlot(row.resource === null ? record : new PackedSpan(record, row.body), row.bytes)
+      this.putSlot(row.resource === null ? record : new PackedSpan(record, row.body, this.texts), row.bytes)
     }
     const logs = newestRows(db, 'logs', this.limits.maxLogs, this.limits.maxLogBytes, resources)
     for (let i = logs.length - 1; i >= 0; i--) super.putLog(logRecord(logs[i]!, resources), logs[i]!.bytes)

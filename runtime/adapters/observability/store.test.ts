@@ -10,7 +10,7 @@ import { after, describe, it } from 'node:test'
 import { jsonParse } from 'svc-protocol/json'
 import { LIMITS, log, runStoreConformance, span } from './conformance.ts'
 import { BATCH_BYTES, MAX_IN_FLIGHT, MAX_QUEUED_BYTES, PAGE_SIZE, SqliteStore } from './sqlite.ts'
-import { MemoryStore, NoStore, RECORD_OVERHEAD_BYTES, type StoreLimits } from './store.ts'
+import { fullSpan, MemoryStore, NoStore, RECORD_OVERHEAD_BYTES, TEXT_CHUNK_BYTES, type StoreLimits } from './store.ts'
 import type { LogRecord, SpanRecord } from './records.ts'
 import { attributeMap } from '../../workers/observability/otlp.ts'
 
@@ -623,4 +623,106 @@ describe('spans put sealed (from /otel frames) are kept as text', () => {
     }
     return { refs, expected }
   }
+})
+
+describe('texts of sealed spans (UTF-8 chunks shared with the writer)', () => {
+  it('a sealed span\'s head gives the times of the record as scans read them: null end and duration, -0, huge and fractional numbers', () => {
+    const store = new MemoryStore(LIMITS)
+    const times: Array<[number, number | null, number | null]> = [
+      [1764400000000000123, null, null],
+      [1764400000000000000, 1764400000000100000, 0.1],
+      [-0, 5e-324, Number.MAX_VALUE],
+      [Number.MAX_SAFE_INTEGER, null, 12.5],
+      [0, 3, null],
+    ]
+    times.forEach(([start, end, duration], i) => store.putSpan(span('t', `s${i}`, null, 0, { start_time_unix_nano: start, end_time_unix_nano: end, duration_ms: duration }), 100, true))
+    const heads = [...store.heads()]
+    assert.deepEqual(heads.map((h) => [h.start_time_unix_nano, h.end_time_unix_nano, h.duration_ms]), times)
+    assert.ok(Object.is(heads[2]!.start_time_unix_nano, -0))
+    assert.deepEqual(store.traceHeads('t').map((h) => h.end_time_unix_nano), times.map(([, end]) => end))
+  })
+
+  it('builtin: spans across many chunks, non-ASCII ones and one larger than a chunk read back from the window, the file and a reopened store as JSON.stringify writes them', () => {
+    const path = join(dir, 'texts.db')
+    const limits = { ...LIMITS, maxSpans: 5000, maxSpanBytes: 64 << 20 }
+    let store = new SqliteStore(path, limits)
+    const resource = Object.freeze({ 'service.name': 'w' })
+    const expected: string[] = []
+    // About 3 MiB of text: several chunks; every 7th span with multi-byte characters and escapes.
+    for (let i = 0; i < 3000; i++) {
+      const text = i % 7 === 0 ? `é☃𝄞"\\\u2028${i}`.repeat(40) : 'x'.repeat(900 + (i % 50))
+      const record = span(`t${i % 100}`, `s${i}`, null, 1_000_000 + i, { resource, attributes: { 'svc.function.id': 'f', n: i }, events: [{ name: 'svc.invocation.input', timestamp_unix_nano: i, attributes: { 'svc.payload.json': text } }] })
+      if (i === 1500) record.attributes.big = '☃'.repeat(TEXT_CHUNK_BYTES)
+      expected.push(JSON.stringify({ ...record, resource: undefined }))
+      store.putSpan(record, 1000, true)
+    }
+    const window = (s: MemoryStore): string[] => [...s.spans()].map((r) => {
+      assert.equal(r.resource['service.name'], 'w')
+      return JSON.stringify({ ...r, resource: undefined })
+    })
+    assert.deepEqual(window(store), expected)
+    store.flush()
+    const file = new DatabaseSync(path, { readOnly: true })
+    const rows = file.prepare('SELECT body, typeof(body) AS type FROM spans ORDER BY seq').all() as Array<{ body: string; type: string }>
+    file.close()
+    assert.deepEqual(rows.map((r) => r.type), expected.map(() => 'text'))
+    assert.deepEqual(rows.map((r) => r.body), expected)
+    store.close()
+    store = new SqliteStore(path, limits)
+    assert.deepEqual(window(store), expected)
+    assert.deepEqual(store.trace('t7').map((s) => s.span_id), expected.map((_, i) => `s${i}`).filter((_, i) => i % 100 === 7))
+    store.close()
+  })
+})
+
+describe('chunks of sealed spans are reused once nothing reads them', () => {
+  /** A sealed span of about `size` bytes of JSON (every third with multi-byte characters). */
+  const sealed = (i: number, size: number): SpanRecord => span(`t${i % 37}`, `s${i}`, null, 1_000_000 + i, { resource: { 'service.name': 'w' }, attributes: { 'svc.function.id': 'f', text: (i % 3 === 0 ? `☃${i}` : `x${i}`).padEnd(size, i % 3 === 0 ? 'é' : 'y') } })
+  const bodyOf = (record: SpanRecord): string => JSON.stringify({ ...record, resource: undefined })
+
+  it('builtin: a chunk the window let go is not reused before the writer wrote the batches naming it, so every row holds its own span', () => {
+    const path = join(dir, 'reuse.db')
+    // A window of 1 MiB: the spans leave it (and their chunks) long before the held-up writer gets them.
+    const store = new SqliteStore(path, { ...LIMITS, maxSpans: 100_000, maxSpanBytes: 1 << 20, maxDiskBytes: 1 << 30 })
+    const lock = new DatabaseSync(path)
+    lock.exec('BEGIN IMMEDIATE')
+    const expected = new Map<string, string>()
+    try {
+      for (let i = 0; i < 6000; i++) {
+        const record = sealed(i, 2000)
+        expected.set(record.span_id, bodyOf(record))
+        store.putSpan(record, 2000, true)
+      }
+      lock.exec('ROLLBACK')
+      store.flush()
+      const rows = lock.prepare('SELECT body FROM spans ORDER BY seq').all() as Array<{ body: string }>
+      assert.ok(rows.length + store.droppedRows === 6000 && rows.length > 1000, `${rows.length} rows, ${store.droppedRows} dropped`)
+      for (const { body } of rows) assert.equal(body, expected.get((JSON.parse(body) as SpanRecord).span_id))
+      // And the window holds the newest spans, read from reused chunks.
+      const held = [...store.spans()]
+      assert.ok(held.length > 100)
+      assert.deepEqual(held.map(bodyOf), held.map((s) => expected.get(s.span_id)))
+      assert.equal(held.at(-1)!.span_id, 's5999')
+    } finally {
+      lock.close()
+      store.close()
+    }
+  })
+
+  it('memory: the window reads right through many reuses, and a head kept after its span left the window and its chunk was reused refuses to read rather than give another span', () => {
+    const store = new MemoryStore({ ...LIMITS, maxSpans: 100_000, maxSpanBytes: 1 << 20 })
+    store.putSpan(sealed(0, 3000), 3000, true)
+    const kept = [...store.heads()][0]!
+    for (let i = 1; i < 5000; i++) {
+      store.putSpan(sealed(i, 3000), 3000, true)
+      if (i % 500 === 0) {
+        const held = [...store.spans()]
+        assert.deepEqual(held.map(bodyOf), held.map((s) => bodyOf(sealed(Number(s.span_id.slice(1)), 3000))))
+        assert.equal(held.at(-1)!.span_id, `s${i}`)
+      }
+    }
+    assert.throws(() => fullSpan(kept), /left the observability window/)
+    assert.throws(() => kept.start_time_unix_nano, /left the observability window/)
+    assert.deepEqual(store.trace('t0').map((s) => s.span_id), [...store.heads()].filter((s) => s.trace_id === 't0').map((s) => s.span_id))
+  })
 })

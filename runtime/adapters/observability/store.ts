@@ -13,6 +13,7 @@
  * oldest records, metrics keep one hour of points (and at most {@link MAX_POINTS_PER_SERIES}).
  */
 import { jsonParse } from 'svc-protocol/json'
+import { TraceIndex } from './trace-index.ts'
 import { logSize, spanSize, type LogRecord, type MetricPoint, type MetricSeries, type SpanRecord, type SpanStatus } from './records.ts'
 
 /** Bounds of a store (the §12.1 settings that concern it). */
@@ -82,10 +83,12 @@ export interface TelemetryStore {
   spans(): IterableIterator<SpanRecord>
   /**
    * The same spans as their {@link SpanHead}s, oldest first: what a scan of the whole window
-   * filters on, without parsing the spans kept as text ({@link fullSpan} gives the record).
+   * filters on, without parsing the spans kept as text ({@link fullSpan} gives the record). A head
+   * is read before the next write to the store: one whose span left the window since may throw
+   * (its text's chunk reused, {@link TextChunk}).
    */
   heads(): IterableIterator<SpanHead>
-  /** The {@link SpanHead}s of one trace (any order); empty when unknown. */
+  /** The {@link SpanHead}s of one trace (any order; read them as {@link heads}); empty when unknown. */
   traceHeads(traceId: string): SpanHead[]
   /** The spans of one trace (any order); empty when unknown. */
   trace(traceId: string): SpanRecord[]
@@ -108,48 +111,189 @@ export interface TelemetryStore {
   close(): void
 }
 
+/** Bytes of a {@link SpanTexts} chunk (a larger one is made for a larger text, and not reused). */
+export const TEXT_CHUNK_BYTES = 1 << 20
+/** Chunks {@link SpanTexts} keeps for reuse once nothing reads them (a window that shrank lets the others go). */
+const SPARE_CHUNKS = 4
+
 /**
- * A span the window keeps as text: its ids and start (what the window's index, eviction and
- * retention read) and the JSON of the record without its resource (the `builtin` file's row body,
- * ./sqlite.ts), the resource object shared by the spans of a frame. A few objects per span instead
- * of the record's graph of attribute maps, events and their strings: under traced load that graph
- * was most of what V8 promoted to the old generation and marked again at every full collection
- * (docs/benchmarks.md, issue 20, session 29).
+ * A chunk of {@link SpanTexts}: its bytes, and how many hold it — the packed spans of a window
+ * that name it, the batches for the `builtin` store's writer that name it, and the `SpanTexts`
+ * while it fills it. At zero it is reused, its {@link generation} bumped: a packed span of an
+ * earlier use refuses to read it.
+ */
+export class TextChunk {
+  private static made = 0
+  /** Names the chunk to the `builtin` store's writer, which keeps the chunks it was sent. */
+  readonly id = ++TextChunk.made
+  readonly bytes: Buffer
+  users = 1
+  generation = 0
+
+  constructor(size: number) {
+    this.bytes = Buffer.from(new SharedArrayBuffer(size))
+  }
+}
+
+/**
+ * Where the window keeps the JSON of its packed spans: UTF-8, appended into chunks of
+ * {@link TEXT_CHUNK_BYTES} bytes over `SharedArrayBuffer`s, off the V8 heap. A chunk is never
+ * written again while anything holds it ({@link TextChunk}), so the `builtin` store's writer
+ * thread reads the same bytes (./sqlite.ts) without a copy; as spans are evicted oldest first, a
+ * chunk is free again about once per 1 MiB evicted, and the next one filled.
+ *
+ * Why: kept as strings, the texts were most of what each span made V8 copy out of the young
+ * generation and mark at every full collection; and posting them to the writer copied them again
+ * (docs/benchmarks.md, issue 20, session 31). Why reused rather than left to the collector: an
+ * evicted chunk is freed only when V8 collects the packed spans that named it, which held tens of
+ * MiB of dead chunks for a 16 MiB window, and each new chunk cost a page fault per 4 KiB written.
+ */
+export class SpanTexts {
+  /** The chunk being filled. */
+  chunk = new TextChunk(0)
+  private used = 0
+  private readonly spare: TextChunk[] = []
+  /** Called with a chunk let go for good (not kept for reuse): the collector frees it. */
+  onDrop: ((chunk: TextChunk) => void) | undefined
+
+  /**
+   * Appends the {@link SPAN_HEAD_BYTES} of `span`'s times, then `text` as UTF-8; the offset of the
+   * times in {@link chunk} (which is a new chunk when they did not fit in the previous one), the
+   * text following them. The text's length in bytes is given back by {@link written}.
+   */
+  append(span: SpanRecord, text: string): number {
+    // At most 3 bytes per UTF-16 unit: the test never lets the write truncate.
+    const most = SPAN_HEAD_BYTES + text.length * 3
+    if (this.used + most > this.chunk.bytes.length) this.next(most)
+    const chunk = this.chunk.bytes
+    const offset = this.used
+    const end = span.end_time_unix_nano
+    const duration = span.duration_ms
+    chunk.writeDoubleLE(span.start_time_unix_nano, offset)
+    chunk.writeDoubleLE(end ?? 0, offset + 8)
+    chunk.writeDoubleLE(duration ?? 0, offset + 16)
+    chunk[offset + 24] = (end === null ? NO_END : 0) | (duration === null ? NO_DURATION : 0)
+    this.written = chunk.write(text, offset + SPAN_HEAD_BYTES, 'utf8')
+    this.used = offset + SPAN_HEAD_BYTES + this.written
+    return offset
+  }
+
+  /** Bytes the last {@link append} wrote. */
+  written = 0
+
+  /** One more holder of `chunk`. */
+  retain(chunk: TextChunk): void {
+    chunk.users++
+  }
+
+  /** A holder of `chunk` let it go: at the last, the chunk is kept for reuse (or left to the collector). */
+  release(chunk: TextChunk): void {
+    if (--chunk.users > 0) return
+    chunk.generation++
+    if (chunk.bytes.length === TEXT_CHUNK_BYTES && this.spare.length < SPARE_CHUNKS) this.spare.push(chunk)
+    else this.onDrop?.(chunk)
+  }
+
+  /** Starts a chunk with room for `most` bytes: a spare one when it is large enough. */
+  private next(most: number): void {
+    const previous = this.chunk
+    const spare = most <= TEXT_CHUNK_BYTES ? this.spare.pop() : undefined
+    if (spare !== undefined) spare.users = 1
+    this.chunk = spare ?? new TextChunk(Math.max(TEXT_CHUNK_BYTES, most))
+    this.used = 0
+    this.release(previous)
+  }
+}
+
+/**
+ * Bytes before a packed span's text in its chunk: its start, end and duration (float64, little
+ * endian) and a byte of flags ({@link NO_END}, {@link NO_DURATION}). Numbers kept in a V8 object
+ * are each an object of their own (a heap number) for the collector to copy and mark.
+ */
+const SPAN_HEAD_BYTES = 25
+/** Flags: `end_time_unix_nano` is null; `duration_ms` is null. */
+const NO_END = 1
+const NO_DURATION = 2
+
+/**
+ * A span the window keeps as text: its ids (what the window's index and eviction read), its times
+ * (read from its chunk) and the JSON of the record without its resource (the `builtin` file's row body,
+ * ./sqlite.ts) as UTF-8 in a {@link SpanTexts} chunk, the resource object shared by the spans of a
+ * frame. A few objects per span instead of the record's graph of attribute maps, events and their
+ * strings: under traced load that graph was most of what V8 promoted to the old generation and
+ * marked again at every full collection (docs/benchmarks.md, issue 20, sessions 29 and 31).
  */
 export class PackedSpan {
   readonly trace_id: string
   readonly span_id: string
-  readonly start_time_unix_nano: number
-  /** JSON of the record without `resource`. */
-  readonly body: string
+  /** The chunk holding the span's times at `offset`, then the JSON of the record without `resource`: UTF-8, {@link length} bytes from {@link textOffset}. */
+  readonly chunk: TextChunk
+  /** The chunk's generation when the span was written (see {@link TextChunk}). */
+  private readonly generation: number
+  readonly offset: number
+  /** Bytes of the JSON. */
+  readonly length: number
   readonly resource: Record<string, string>
   // What whole-window scans filter on (engine::traces::list, engine::runs::list, the `trace` trigger's roots).
   readonly parent_span_id: string | null
   readonly name: string
   readonly service_name: string
   readonly status: SpanStatus
-  readonly end_time_unix_nano: number | null
-  readonly duration_ms: number | null
   /** The `svc.function.id` attribute when it is a string. */
   readonly function_id: string | undefined
   /** The `svc.function.kind` attribute is `internal` (§12.4). */
   readonly internal: boolean
 
-  constructor(span: SpanRecord, body: string) {
+  /** `body`: the JSON of `span` without its resource ({@link spanBody}), appended to `texts`. */
+  constructor(span: SpanRecord, body: string, texts: SpanTexts) {
     this.trace_id = span.trace_id
     this.span_id = span.span_id
-    this.start_time_unix_nano = span.start_time_unix_nano
-    this.body = body
+    this.offset = texts.append(span, body)
+    this.chunk = texts.chunk
+    this.generation = this.chunk.generation
+    this.length = texts.written
     this.resource = span.resource
     this.parent_span_id = span.parent_span_id
     this.name = span.name
     this.service_name = span.service_name
     this.status = span.status
-    this.end_time_unix_nano = span.end_time_unix_nano
-    this.duration_ms = span.duration_ms
     const id = span.attributes['svc.function.id']
     this.function_id = typeof id === 'string' ? id : undefined
     this.internal = span.attributes['svc.function.kind'] === 'internal'
+  }
+
+  /**
+   * The chunk's bytes.
+   * @throws Error when the span left its window and the chunk was reused since (a head kept across a write to the store).
+   */
+  private bytes(): Buffer {
+    if (this.chunk.generation !== this.generation) throw new Error(`span ${this.span_id} of trace ${this.trace_id} left the observability window`)
+    return this.chunk.bytes
+  }
+
+  get start_time_unix_nano(): number {
+    return this.bytes().readDoubleLE(this.offset)
+  }
+
+  get end_time_unix_nano(): number | null {
+    const bytes = this.bytes()
+    return (bytes[this.offset + 24]! & NO_END) !== 0 ? null : bytes.readDoubleLE(this.offset + 8)
+  }
+
+  get duration_ms(): number | null {
+    const bytes = this.bytes()
+    return (bytes[this.offset + 24]! & NO_DURATION) !== 0 ? null : bytes.readDoubleLE(this.offset + 16)
+  }
+
+  /** Where the JSON starts in {@link chunk}. */
+  get textOffset(): number {
+    return this.offset + SPAN_HEAD_BYTES
+  }
+
+  /** JSON of the record without `resource` (a new string). */
+  get body(): string {
+    const start = this.offset + SPAN_HEAD_BYTES
+    return this.bytes().toString('utf8', start, start + this.length)
   }
 
   /** The record, a new object: its JSON parsed (`jsonParse`: escaped keys kept), the resource joined. */
@@ -216,18 +360,22 @@ export class MemoryStore implements TelemetryStore {
    * Spans in arrival order: a ring, `spanRing[spanHead]` the oldest of `spanCount`, and
    * `spanSizes` the bytes counted for each at the same index. A span's position is its arrival
    * number (`spanFirst` is the oldest's): its slot is `(spanHead + position - spanFirst) % length`.
-   * The records carry nothing of the window's.
+   * The records carry nothing of the window's. At the same index, `spanOlder` is the position of
+   * the next older span of the same trace (below `spanFirst` once that one left the window: the
+   * end of the trace's chain), `spanHashes` the hash {@link traces} files its trace id under.
    */
   private spanRing: Array<Slot | undefined> = []
   private spanSizes = new Float64Array(0)
+  private spanOlder = new Float64Array(0)
+  private spanHashes = new Int32Array(0)
   private spanHead = 0
   private spanCount = 0
   /** Arrival number of the oldest span of the ring. */
   private spanFirst = 0
   /** Bytes counted for the spans in the ring. */
   private spanBytes = 0
-  /** Positions of the spans by trace: one number (most engine traces), an array when there are more. */
-  private readonly traces = new Map<string, number | number[]>()
+  /** The position of the newest span of each trace (the older ones are chained by `spanOlder`). */
+  private readonly traces = new TraceIndex((position) => this.spanRing[this.slot(position)]!.trace_id)
   /**
    * Logs: `logBuf[logHead…]` are live, `logSizes` their counted bytes at the same indices; evicted
    * slots are cleared at once, the arrays compacted when the dead prefix grows.
@@ -237,6 +385,8 @@ export class MemoryStore implements TelemetryStore {
   private logHead = 0
   private logBytes = 0
   private readonly series = new Map<string, MetricSeries>()
+  /** The JSON of the packed spans. */
+  protected readonly texts = new SpanTexts()
 
   constructor(limits: StoreLimits) {
     this.limits = limits
@@ -250,38 +400,39 @@ export class MemoryStore implements TelemetryStore {
   }
 
   putSpan(span: SpanRecord, bytes = spanSize(span), sealed = false): void {
-    this.putSlot(sealed ? new PackedSpan(span, spanBody(span)) : span, bytes)
+    this.putSlot(sealed ? new PackedSpan(span, spanBody(span), this.texts) : span, bytes)
   }
 
   /** Puts a span or a packed span (see {@link putSpan}). */
   protected putSlot(span: Slot, bytes: number): void {
     const counted = bytes + RECORD_OVERHEAD_BYTES
     const traces = this.traces
-    const trace = traces.get(span.trace_id)
-    if (trace !== undefined) {
+    const hash = traces.hash(span.trace_id)
+    const newest = traces.newest(span.trace_id, hash)
+    if (newest >= 0) {
       // A span sent again (an in-progress one that finished): it takes the earlier one's place, so
       // the ring needs no search; an object stays the same object (an engine span may still
       // finish in place, updateSpan), taking the new content.
-      const slot = this.slotOf(trace, (s) => s.span_id === span.span_id)
+      const slot = this.slotOf(newest, (s) => s.span_id === span.span_id)
       if (slot >= 0) {
         const earlier = this.spanRing[slot]!
-        if (earlier instanceof PackedSpan) this.spanRing[slot] = span
-        else if (earlier !== span) Object.assign(earlier, span instanceof PackedSpan ? span.unpack() : span)
+        if (earlier instanceof PackedSpan) {
+          this.spanRing[slot] = span
+          if (span instanceof PackedSpan) this.texts.retain(span.chunk)
+          this.texts.release(earlier.chunk)
+        } else if (earlier !== span) Object.assign(earlier, span instanceof PackedSpan ? span.unpack() : span)
         this.recount(slot, counted)
         return
       }
     }
     // Larger than the whole budget: kept out, rather than evicting everything else for it.
     if (counted > this.limits.maxSpanBytes) return
-    // Its arrival number (evicting the oldest keeps `spanFirst + spanCount`): indexed first, so
-    // that evicting an older span of the same trace finds the entry as it will be.
-    const position = this.spanFirst + this.spanCount
-    if (trace === undefined) traces.set(span.trace_id, position)
-    else if (Array.isArray(trace)) trace.push(position)
-    else traces.set(span.trace_id, [trace, position])
     const max = this.limits.maxSpans
     if (this.spanCount >= max) this.trimSpans(max - 1)
-    this.ringPush(span, counted)
+    // Its arrival number (evicting the oldest keeps `spanFirst + spanCount`); `newest`, when just
+    // evicted, is below `spanFirst` and ends the chain.
+    traces.set(span.trace_id, hash, this.spanFirst + this.spanCount)
+    this.ringPush(span, counted, newest, hash)
     if (this.spanBytes > this.limits.maxSpanBytes) this.trimSpans()
   }
 
@@ -290,48 +441,65 @@ export class MemoryStore implements TelemetryStore {
     return (this.spanHead + position - this.spanFirst) % this.spanRing.length
   }
 
-  /** The slot of the span of a trace entry that `match` picks; -1 when none does. */
-  private slotOf(trace: number | number[], match: (span: Slot) => boolean): number {
-    if (!Array.isArray(trace)) {
-      const slot = this.slot(trace)
-      return match(this.spanRing[slot]!) ? slot : -1
-    }
-    for (const position of trace) {
+  /** The slot of the span of a trace, from its newest at `newest`, that `match` picks; -1 when none does. */
+  private slotOf(newest: number, match: (span: Slot) => boolean): number {
+    for (let position = newest; position >= this.spanFirst; ) {
       const slot = this.slot(position)
       if (match(this.spanRing[slot]!)) return slot
+      position = this.spanOlder[slot]!
     }
     return -1
   }
 
+  /** The slots of the spans of a trace, oldest first. */
+  private slotsOf(traceId: string): number[] {
+    const slots: number[] = []
+    for (let position = this.traces.newest(traceId, this.traces.hash(traceId)); position >= this.spanFirst; ) {
+      const slot = this.slot(position)
+      slots.push(slot)
+      position = this.spanOlder[slot]!
+    }
+    return slots.reverse()
+  }
+
   /** Appends to the ring, growing it (doubling, up to `maxSpans`) while it is not full yet. */
-  private ringPush(span: Slot, counted: number): void {
+  private ringPush(span: Slot, counted: number, older: number, hash: number): void {
     let ring = this.spanRing
     if (this.spanCount === ring.length) {
       // Unwrap into larger arrays (amortised O(1)); the window's capacity is reached gradually.
       const length = Math.max(64, Math.min(this.limits.maxSpans, ring.length * 2))
       const next: Array<Slot | undefined> = new Array(length)
       const sizes = new Float64Array(length)
+      const olders = new Float64Array(length)
+      const hashes = new Int32Array(length)
       for (let i = 0; i < this.spanCount; i++) {
         const from = (this.spanHead + i) % ring.length
         next[i] = ring[from]
         sizes[i] = this.spanSizes[from]!
+        olders[i] = this.spanOlder[from]!
+        hashes[i] = this.spanHashes[from]!
       }
       this.spanRing = ring = next
       this.spanSizes = sizes
+      this.spanOlder = olders
+      this.spanHashes = hashes
       this.spanHead = 0
     }
     const slot = (this.spanHead + this.spanCount) % ring.length
     ring[slot] = span
+    if (span instanceof PackedSpan) this.texts.retain(span.chunk)
     this.spanSizes[slot] = counted
+    this.spanOlder[slot] = older
+    this.spanHashes[slot] = hash
     this.spanBytes += counted
     this.spanCount++
   }
 
   /** The window holds the object itself: only its counted bytes change (evicting when over the budget). Nothing when it is no longer in the window. */
   updateSpan(span: SpanRecord, bytes = spanSize(span)): void {
-    const trace = this.traces.get(span.trace_id)
-    if (trace === undefined) return
-    const slot = this.slotOf(trace, (s) => s === span)
+    const newest = this.traces.newest(span.trace_id, this.traces.hash(span.trace_id))
+    if (newest < 0) return
+    const slot = this.slotOf(newest, (s) => s === span)
     if (slot >= 0) this.recount(slot, bytes + RECORD_OVERHEAD_BYTES)
   }
 
@@ -382,15 +550,11 @@ export class MemoryStore implements TelemetryStore {
   }
 
   traceHeads(traceId: string): SpanHead[] {
-    const trace = this.traces.get(traceId)
-    if (trace === undefined) return []
-    return Array.isArray(trace) ? trace.map((position) => this.spanRing[this.slot(position)]!) : [this.spanRing[this.slot(trace)]!]
+    return this.slotsOf(traceId).map((slot) => this.spanRing[slot]!)
   }
 
   trace(traceId: string): SpanRecord[] {
-    const trace = this.traces.get(traceId)
-    if (trace === undefined) return []
-    return Array.isArray(trace) ? trace.map((position) => unpacked(this.spanRing[this.slot(position)]!)) : [unpacked(this.spanRing[this.slot(trace)]!)]
+    return this.slotsOf(traceId).map((slot) => unpacked(this.spanRing[slot]!))
   }
 
   metrics(): MetricSeries[] {
@@ -408,8 +572,11 @@ export class MemoryStore implements TelemetryStore {
 
   clearSpans(): number {
     const n = this.spanCount
+    for (const head of this.heads()) if (head instanceof PackedSpan) this.texts.release(head.chunk)
     this.spanRing = []
     this.spanSizes = new Float64Array(0)
+    this.spanOlder = new Float64Array(0)
+    this.spanHashes = new Int32Array(0)
     this.spanHead = 0
     // Arrival numbers go on: a position of a cleared span never names a later one.
     this.spanFirst += this.spanCount
@@ -445,27 +612,19 @@ export class MemoryStore implements TelemetryStore {
 
   close(): void {}
 
-  /** Removes the oldest span of the ring and of its trace. */
+  /** Removes the oldest span of the ring and of its trace (the end of the trace's chain: only the index may name it). */
   private dropOldest(): void {
     const ring = this.spanRing
-    const span = ring[this.spanHead]!
-    const position = this.spanFirst
-    ring[this.spanHead] = undefined
-    this.spanBytes -= this.spanSizes[this.spanHead]!
-    this.spanHead = (this.spanHead + 1) % ring.length
+    const head = this.spanHead
+    const span = ring[head]!
+    // Before the ring moves: the index compares trace ids through it.
+    this.traces.delete(span.trace_id, this.spanHashes[head]!, this.spanFirst)
+    if (span instanceof PackedSpan) this.texts.release(span.chunk)
+    ring[head] = undefined
+    this.spanBytes -= this.spanSizes[head]!
+    this.spanHead = (head + 1) % ring.length
     this.spanFirst++
     this.spanCount--
-    const trace = this.traces.get(span.trace_id)
-    if (trace === undefined) return
-    if (!Array.isArray(trace)) {
-      if (trace === position) this.traces.delete(span.trace_id)
-      return
-    }
-    // The oldest of its trace: first in the array.
-    const i = trace.indexOf(position)
-    if (i >= 0) trace.splice(i, 1)
-    if (trace.length === 0) this.traces.delete(span.trace_id)
-    else if (trace.length === 1) this.traces.set(span.trace_id, trace[0]!)
   }
 
   /** Drops the oldest spans until at most `keep` remain and their bytes are within the budget. */
