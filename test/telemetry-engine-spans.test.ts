@@ -224,3 +224,41 @@ describe('handler span fields from a raw worker', () => {
     })
   }
 })
+
+describe('a handler span the size limits change is recorded as a record, limited', () => {
+  let engine: TestEngine
+  let worker: RawWorker
+  let caller: RawWorker
+  const TRACE = '9'.repeat(31) + '1'
+
+  before(async () => {
+    engine = await startTestEngine({ settings: { 'svc-observability': { attribute_value_length_limit: 64 } } })
+    worker = await RawWorker.inProcess(engine.engine)
+    caller = await RawWorker.inProcess(engine.engine)
+    worker.announce({ name: 'raw', handler_spans: { resource: { 'service.name': 'limited' } } })
+    worker.onFrame((frame) => {
+      if (frame.type !== 'invokefunction' || frame.function_id !== 'raw::long') return
+      worker.send({ type: 'invocationresult', invocation_id: frame.invocation_id, function_id: frame.function_id, result: { long: 'y'.repeat(500) }, traceparent: `00-${TRACE}-${'7'.repeat(16)}-01`, span_start: '1000', span_end: '2000' })
+    })
+    worker.send({ type: 'registerfunction', id: 'raw::long' })
+    await waitFor(async () => ((await engine.engine.inject({ function_id: 'engine::functions::list', data: { prefix: 'raw::' } })) as { functions: unknown[] }).functions.length === 1, 'raw::long registered')
+  })
+  after(async () => {
+    await worker.close()
+    await caller.close()
+    await engine.stop()
+  })
+
+  it('the output payload is cut by attribute_value_length_limit, with its marker', async () => {
+    const answer = await caller.call('raw::long', {}, { traceparent: `00-${TRACE}-${'8'.repeat(16)}-01` })
+    assert.deepEqual(answer.result, { long: 'y'.repeat(500) }, 'the result itself is whole')
+    const span = await waitFor(async () => {
+      const tree = (await engine.engine.inject({ function_id: 'engine::traces::tree', data: { trace_id: TRACE } })) as { roots?: StoredSpan[] }
+      return tree.roots?.[0]
+    }, 'the recorded span')
+    const output = span.events.find((e) => e.name === 'svc.invocation.output')!
+    const text = String(output.attributes['svc.payload.json'])
+    assert.ok(text.length < 200, `cut: ${text.length} characters`)
+    assert.match(text, /…\[truncated \d+ bytes\]$/)
+  })
+})

@@ -7,7 +7,7 @@
 import { randomUUID } from 'node:crypto'
 import { decodeJson, encodeCancel, encodeInvoke, encodeJson, errorBody, errorBodyOf, Errors, RawJson, type ErrorBody, type HttpInvocationConfig } from 'svc-protocol'
 import type { FunctionEntry, Replica } from './functions.ts'
-import { handlerSpanRecord, type HandledOutcome } from './handler-spans.ts'
+import { handlerSpanRecord, handlerSpanText, type HandledOutcome, type HandlerSpanText } from './handler-spans.ts'
 import { invokeOverHttp } from './http-invoke.ts'
 import type { Peer } from './peer.ts'
 import { FrameTooLarge, isStringTooLong, mergeBaggage, type Callee, type Invocation } from './pipeline.ts'
@@ -41,7 +41,7 @@ export class LegTable {
    * Where the handler spans workers leave to the engine are recorded (`handler-spans.ts`); set by
    * the engine, absent in tables without telemetry.
    */
-  telemetry: { recording(parent?: string): boolean; finishedSpan(record: SpanRecord): void } | undefined
+  telemetry: { recording(parent?: string): boolean; packedSpan(span: HandlerSpanText): boolean; finishedSpan(record: SpanRecord): void } | undefined
 
   constructor(limits: LegLimits = DEFAULT_LEG_LIMITS) {
     this.limits = limits
@@ -116,7 +116,11 @@ export class LegTable {
     const outcome: HandledOutcome = { traceparent: trace.traceparent, span_start: trace.span_start, span_end: trace.span_end }
     if (error !== undefined) outcome.error = error
     else if (result !== undefined) outcome.result = result
-    const record = handlerSpanRecord(call, outcome, from.handlerSpans, from.name ?? 'unknown')
+    const service = from.name ?? 'unknown'
+    // As text first (no record objects, no JSON.stringify of them); as a record where the sink asks.
+    const text = handlerSpanText(call, outcome, from.handlerSpans, service)
+    if (text === undefined || telemetry.packedSpan(text)) return
+    const record = handlerSpanRecord(call, outcome, from.handlerSpans, service)
     if (record !== undefined) telemetry.finishedSpan(record)
   }
 

@@ -8,7 +8,8 @@ import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
 import fc from 'fast-check'
 import { RawJson } from 'svc-protocol'
-import { baggageAttributes, handlerSpanRecord, handlerSpanSource, type HandledCall } from './handler-spans.ts'
+import { spanBody } from '../adapters/observability/store.ts'
+import { baggageAttributes, handlerSpanRecord, handlerSpanSource, handlerSpanText, type HandledCall } from './handler-spans.ts'
 
 const TRACE = '4bf92f3577b34da6a3ce929d0e0e4736'
 const CALLER = '00f067aa0ba902b7'
@@ -149,6 +150,51 @@ describe('handlerSpanRecord', () => {
         },
       ),
       { numRuns: 2000 },
+    )
+  })
+
+  it('the text the store keeps is the JSON of the record, character for character (fast-check)', () => {
+    const hex = (n: number) => fc.string({ unit: fc.constantFrom(...'0123456789abcdef'), minLength: n, maxLength: n })
+    const text = fc.oneof(fc.string({ maxLength: 30 }), fc.string({ unit: 'grapheme', maxLength: 10 }), fc.constantFrom('"', '\\', '\u2028', '\ud800', '__proto__', 'password'))
+    const json = fc.oneof(fc.json({ maxDepth: 3 }), fc.constantFrom('{"password":"p","a":"\\u0041"}', '"\\ud800"', '[1,2]'))
+    const error = fc.option(fc.record({ code: text, message: text, stacktrace: fc.option(text, { nil: undefined }) }, { requiredKeys: ['code', 'message'] }), { nil: undefined })
+    const announced = fc.option(
+      fc.record({ resource: fc.dictionary(text, text, { maxKeys: 4 }).map((r) => ({ ...r, 'service.name': 'svc' })), payloads: fc.boolean(), payload_max_bytes: fc.option(fc.nat(200), { nil: null }) }),
+      { nil: undefined },
+    )
+    fc.assert(
+      fc.property(
+        hex(16),
+        fc.boolean(),
+        fc.bigInt({ min: 0n, max: 10n ** 18n }),
+        fc.bigInt({ min: 0n, max: 10n ** 12n }),
+        json,
+        fc.option(json, { nil: undefined }),
+        error,
+        fc.array(fc.tuple(text, text), { maxLength: 4 }),
+        text,
+        announced,
+        (spanId, parented, start, duration, data, result, err, entries, functionId, announce) => {
+          if (spanId === '0'.repeat(16)) return
+          const baggage = entries.map(([k, v]) => encodeURIComponent(k.toWellFormed()) + '=' + encodeURIComponent(v.toWellFormed())).join(',')
+          const c: HandledCall = { functionId, data, traceparent: parented ? call.traceparent : undefined, baggage }
+          const outcome = {
+            traceparent: `00-${TRACE}-${spanId}-01`,
+            span_start: String(start),
+            span_end: String(start + duration),
+            ...(err !== undefined ? { error: err } : result !== undefined ? { result: new RawJson(result) } : {}),
+          }
+          const source = announce === undefined ? undefined : handlerSpanSource(announce)
+          const record = handlerSpanRecord(c, outcome, source, 'fallback')
+          const packed = handlerSpanText(c, outcome, source, 'fallback')
+          assert.ok(record !== undefined && packed !== undefined)
+          assert.equal(packed.body, spanBody(record))
+          assert.equal(packed.head.span_id, record.span_id)
+          assert.equal(packed.head.attributes['svc.function.id'], record.attributes['svc.function.id'])
+          assert.equal(packed.eventCount, record.events.length)
+        },
+      ),
+      { numRuns: 1500 },
     )
   })
 })

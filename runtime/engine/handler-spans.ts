@@ -23,7 +23,7 @@
  * trace than the invocation's, records nothing.
  */
 import { type ErrorBody, jsonParse, type RawJson } from 'svc-protocol'
-import type { SpanEvent, SpanRecord } from '../adapters/observability/records.ts'
+import { RECORD_FIXED_BYTES, valueSize, type SpanEvent, type SpanRecord } from '../adapters/observability/records.ts'
 import { noSensitiveKeys, redactAndTruncate, truncateJson, type RedactedPayload } from 'svc-protocol/redact'
 
 /** What a worker's announce says of the handler spans it leaves to the engine (`handler_spans`). */
@@ -97,13 +97,26 @@ const ZERO_SPAN = '0'.repeat(16)
 /** Nanoseconds since the epoch: up to 19 digits fit 2^63. */
 const NANOS = /^[0-9]{1,19}$/
 
-/**
- * The span a worker asked the engine to record for `call` (see the module), or undefined when
- * `outcome` does not ask (no `span_start`/`span_end`) or asks with malformed or foreign data.
- * `fallbackService` names the service when `source` is undefined (a worker that sent times without
- * announcing `handler_spans`).
- */
-export function handlerSpanRecord(call: HandledCall, outcome: HandledOutcome, source: HandlerSpanSource | undefined, fallbackService: string): SpanRecord | undefined {
+/** What a handler span is made of, checked: both {@link handlerSpanRecord} and {@link handlerSpanText} write it. */
+interface SpanParts {
+  traceId: string
+  spanId: string
+  parentSpanId: string | null
+  functionId: string
+  serviceName: string
+  resource: Readonly<Record<string, string>>
+  start: number
+  end: number
+  baggage: BaggageAttributes
+  error: ErrorBody | undefined
+  /** The exception event's attributes (a failure). */
+  exception: Record<string, string> | undefined
+  input: RedactedPayload | undefined
+  output: RedactedPayload | undefined
+}
+
+/** The parts of the span `outcome` asks for, or undefined (see {@link handlerSpanRecord}). */
+function spanParts(call: HandledCall, outcome: HandledOutcome, source: HandlerSpanSource | undefined, fallbackService: string): SpanParts | undefined {
   const startText = outcome.span_start
   const endText = outcome.span_end
   if (startText === undefined || endText === undefined || outcome.traceparent === undefined) return undefined
@@ -122,40 +135,197 @@ export function handlerSpanRecord(call: HandledCall, outcome: HandledOutcome, so
   const end = Number(endText)
   if (end < start) return undefined
   const settings = source ?? DEFAULT_SOURCE
-  const attributes = baggageAttributes(call.baggage, call.functionId)
   const error = outcome.error
-  const events: SpanEvent[] = []
-  if (settings.payloads) events.push(payloadEvent('svc.invocation.input', start, payloadOf(call.data, settings.maxBytes), true))
+  let exception: Record<string, string> | undefined
   if (error !== undefined) {
-    attributes['error.type'] = error.code
-    const exception: Record<string, unknown> = {}
+    exception = {}
     if (error.code) exception['exception.type'] = error.code
     if (error.message) exception['exception.message'] = error.message
     exception['exception.stacktrace'] = typeof error.stacktrace === 'string' && error.stacktrace !== '' ? error.stacktrace : `${error.code}: ${error.message}`
-    events.push({ name: 'exception', timestamp_unix_nano: end, attributes: exception })
   }
-  if (settings.payloads) {
-    const output = error !== undefined ? payloadOf(JSON.stringify(error), settings.maxBytes) : payloadOf(outcome.result?.text ?? 'null', settings.maxBytes)
-    events.push(payloadEvent('svc.invocation.output', end, output, error === undefined))
+  return {
+    traceId,
+    spanId: own[2]!,
+    parentSpanId,
+    functionId: call.functionId,
+    serviceName: source?.serviceName ?? fallbackService,
+    resource: source?.resource ?? { 'service.name': fallbackService },
+    start,
+    end,
+    baggage: cachedBaggage(call.baggage, call.functionId),
+    error,
+    exception,
+    input: settings.payloads ? payloadOf(call.data, settings.maxBytes) : undefined,
+    output: settings.payloads ? payloadOf(error !== undefined ? JSON.stringify(error) : (outcome.result?.text ?? 'null'), settings.maxBytes) : undefined,
   }
+}
+
+/**
+ * The span a worker asked the engine to record for `call` (see the module), or undefined when
+ * `outcome` does not ask (no `span_start`/`span_end`) or asks with malformed or foreign data.
+ * `fallbackService` names the service when `source` is undefined (a worker that sent times without
+ * announcing `handler_spans`).
+ */
+export function handlerSpanRecord(call: HandledCall, outcome: HandledOutcome, source: HandlerSpanSource | undefined, fallbackService: string): SpanRecord | undefined {
+  const p = spanParts(call, outcome, source, fallbackService)
+  return p === undefined ? undefined : recordOf(p)
+}
+
+function recordOf(p: SpanParts): SpanRecord {
+  const attributes = { ...p.baggage.attributes }
+  const error = p.error
+  const events: SpanEvent[] = []
+  if (p.input !== undefined) events.push(payloadEvent('svc.invocation.input', p.start, p.input, true))
+  if (error !== undefined) {
+    attributes['error.type'] = error.code
+    events.push({ name: 'exception', timestamp_unix_nano: p.end, attributes: p.exception! })
+  }
+  if (p.output !== undefined) events.push(payloadEvent('svc.invocation.output', p.end, p.output, error === undefined))
   const record: SpanRecord = {
-    trace_id: traceId,
-    span_id: own[2]!,
-    parent_span_id: parentSpanId,
-    name: 'execute ' + call.functionId,
+    trace_id: p.traceId,
+    span_id: p.spanId,
+    parent_span_id: p.parentSpanId,
+    name: 'execute ' + p.functionId,
     kind: 'internal',
-    service_name: source?.serviceName ?? fallbackService,
-    start_time_unix_nano: start,
-    end_time_unix_nano: end,
-    duration_ms: (end - start) / 1e6,
+    service_name: p.serviceName,
+    start_time_unix_nano: p.start,
+    end_time_unix_nano: p.end,
+    duration_ms: (p.end - p.start) / 1e6,
     status: error === undefined ? 'ok' : 'error',
     attributes,
-    resource: source?.resource ?? { 'service.name': fallbackService },
+    resource: p.resource,
     events,
     links: [],
   }
   if (error !== undefined && error.message) record.status_message = error.message
   return record
+}
+
+/**
+ * A handler span written as the text the observability store keeps ({@link handlerSpanText}):
+ * what the store's window needs of it beside the text.
+ */
+export interface HandlerSpanText {
+  /**
+   * The span's fields the window filters on (ids, name, service, status, times, resource) and
+   * its attributes as far as `svc.function.id`; no events (they are in {@link body}).
+   */
+  head: SpanRecord
+  /** The span's JSON without its resource: what `JSON.stringify` of {@link handlerSpanRecord}'s record without it gives. */
+  body: string
+  /** Estimated JSON bytes of the span (the text, its fixed members and its resource). */
+  bytes: number
+  /** The longest string value in it, UTF-16 units (the size limits' check). */
+  longest: number
+  /** The most attributes it holds in one place (the span's or an event's). */
+  attributeCount: number
+  /** Events it holds. */
+  eventCount: number
+}
+
+/**
+ * {@link handlerSpanRecord}, written straight as the JSON text the store keeps, without the
+ * record's objects or a `JSON.stringify` of them (issue 20: the engine's main thread is what
+ * bounds traced calls). The same span: a property test holds the two together.
+ */
+export function handlerSpanText(call: HandledCall, outcome: HandledOutcome, source: HandlerSpanSource | undefined, fallbackService: string): HandlerSpanText | undefined {
+  const p = spanParts(call, outcome, source, fallbackService)
+  if (p === undefined) return undefined
+  const error = p.error
+  const name = nameOf(p.functionId)
+  const serviceJson = p.serviceName === lastService[0] ? lastService[1] : (lastService = [p.serviceName, JSON.stringify(p.serviceName)])[1]
+  const startText = String(p.start)
+  const endText = String(p.end)
+  let body = '{"trace_id":"' + p.traceId + '","span_id":"' + p.spanId + '","parent_span_id":' + (p.parentSpanId === null ? 'null' : '"' + p.parentSpanId + '"')
+  body += ',"name":' + name.json + ',"kind":"internal","service_name":' + serviceJson + ',"start_time_unix_nano":' + startText + ',"end_time_unix_nano":' + endText
+  body += ',"duration_ms":' + String((p.end - p.start) / 1e6) + ',"status":' + (error === undefined ? '"ok"' : '"error"') + ',"attributes":'
+  const bag = p.baggage
+  let longest = Math.max(name.name.length, p.serviceName.length, bag.longest)
+  let events = 0
+  if (error === undefined) body += bag.json
+  else {
+    const code = JSON.stringify(error.code)
+    body += (bag.json === '{}' ? '{' : bag.json.slice(0, -1) + ',') + '"error.type":' + code + '}'
+    longest = Math.max(longest, error.code.length)
+  }
+  body += ',"events":['
+  if (p.input !== undefined) {
+    body += payloadEventText('svc.invocation.input', startText, p.input, true)
+    longest = Math.max(longest, p.input.json.length)
+    events++
+  }
+  if (p.exception !== undefined) {
+    body += (events > 0 ? ',' : '') + '{"name":"exception","timestamp_unix_nano":' + endText + ',"attributes":' + JSON.stringify(p.exception) + '}'
+    for (const key in p.exception) longest = Math.max(longest, p.exception[key]!.length)
+    events++
+  }
+  if (p.output !== undefined) {
+    body += (events > 0 ? ',' : '') + payloadEventText('svc.invocation.output', endText, p.output, error === undefined)
+    longest = Math.max(longest, p.output.json.length)
+    events++
+  }
+  body += '],"links":[]'
+  if (error !== undefined && error.message) body += ',"status_message":' + JSON.stringify(error.message)
+  body += '}'
+  const head: SpanRecord = {
+    trace_id: p.traceId,
+    span_id: p.spanId,
+    parent_span_id: p.parentSpanId,
+    name: name.name,
+    kind: 'internal',
+    service_name: p.serviceName,
+    start_time_unix_nano: p.start,
+    end_time_unix_nano: p.end,
+    duration_ms: (p.end - p.start) / 1e6,
+    status: error === undefined ? 'ok' : 'error',
+    attributes: bag.attributes,
+    resource: p.resource,
+    events: NO_EVENTS,
+    links: NO_EVENTS as never[],
+  }
+  const resource = resourceFacts(p.resource)
+  return {
+    head,
+    body,
+    bytes: RECORD_FIXED_BYTES + body.length + resource.size,
+    longest: Math.max(longest, resource.longest),
+    attributeCount: Math.max(bag.count + (error === undefined ? 0 : 1), 3, resource.count),
+    eventCount: events,
+  }
+}
+
+const NO_EVENTS = Object.freeze([]) as unknown as SpanEvent[]
+
+/** The span name of the function named last, and its JSON. */
+let lastName = { name: 'execute ', json: '"execute "', functionId: '' }
+function nameOf(functionId: string): { name: string; json: string } {
+  if (lastName.functionId !== functionId) {
+    const name = 'execute ' + functionId
+    lastName = { name, json: JSON.stringify(name), functionId }
+  }
+  return lastName
+}
+let lastService: [string, string] = ['', '""']
+
+/** Size, longest value and count of a resource's attributes, measured once per resource object. */
+const resourceFactsOf = new WeakMap<object, { size: number; longest: number; count: number }>()
+function resourceFacts(resource: Readonly<Record<string, string>>): { size: number; longest: number; count: number } {
+  let facts = resourceFactsOf.get(resource)
+  if (facts === undefined) {
+    let longest = 0
+    let count = 0
+    for (const key in resource) {
+      longest = Math.max(longest, key.length, resource[key]!.length)
+      count++
+    }
+    facts = { size: valueSize(resource), longest, count }
+    resourceFactsOf.set(resource, facts)
+  }
+  return facts
+}
+
+function payloadEventText(name: string, time: string, payload: RedactedPayload, ok: boolean): string {
+  return '{"name":"' + name + '","timestamp_unix_nano":' + time + ',"attributes":{"svc.payload.json":' + JSON.stringify(payload.json) + ',"svc.payload.truncated":' + payload.truncated + ',"svc.payload.ok":' + ok + '}}'
 }
 
 const DEFAULT_SOURCE: HandlerSpanSource = { resource: {}, serviceName: '', payloads: true, maxBytes: null }
@@ -182,20 +352,55 @@ function payloadEvent(name: string, time: number, payload: RedactedPayload, ok: 
 const MAX_BAGGAGE_ENTRIES = 180
 const MAX_BAGGAGE_BYTES = 8192
 
-/** Parsed headers: calls to one function carry the same one. Bounded against floods. */
-const baggageCache = new Map<string, ReadonlyArray<readonly [string, string]>>()
+/** A baggage header's span attributes, written once per header and function. */
+interface BaggageAttributes {
+  /** The attributes (frozen; a record copies them). */
+  attributes: Readonly<Record<string, unknown>>
+  /** Their JSON (`JSON.stringify` of {@link attributes}). */
+  json: string
+  count: number
+  /** The longest key or value, UTF-16 units. */
+  longest: number
+}
+
+/** Parsed headers by header and function id: calls to one function carry the same one. Bounded against floods. */
+const baggageCache = new Map<string, BaggageAttributes>()
+let lastBaggage: { header: string; functionId: string; value: BaggageAttributes } | undefined
+
+function cachedBaggage(header: string, functionId: string): BaggageAttributes {
+  if (lastBaggage !== undefined && lastBaggage.header === header && lastBaggage.functionId === functionId) return lastBaggage.value
+  const key = functionId + '\u0000' + header
+  let value = baggageCache.get(key)
+  if (value === undefined) {
+    const attributes = baggageAttributes(header, functionId)
+    let longest = 0
+    let count = 0
+    for (const k in attributes) {
+      longest = Math.max(longest, k.length, String(attributes[k]).length)
+      count++
+    }
+    value = { attributes: Object.freeze(attributes), json: JSON.stringify(attributes), count, longest }
+    if (baggageCache.size >= 256) baggageCache.clear()
+    baggageCache.set(key, value)
+  }
+  lastBaggage = { header, functionId, value }
+  return value
+}
+
+/** Parsed headers' entries. Bounded against floods. */
+const entriesCache = new Map<string, ReadonlyArray<readonly [string, string]>>()
 
 /**
  * The span's start attributes: the entries of the `baggage` header the worker received (as svc-sdk
  * copies them: key and percent-decoded value, properties dropped, malformed entries skipped), with
- * `svc.function.id` = `functionId` first when the header has no such entry. A new object per span.
+ * `svc.function.id` = `functionId` first when the header has no such entry. A new object per call.
  */
 export function baggageAttributes(header: string, functionId: string): Record<string, unknown> {
-  let entries = baggageCache.get(header)
+  let entries = entriesCache.get(header)
   if (entries === undefined) {
     entries = parseBaggage(header)
-    if (baggageCache.size >= 256) baggageCache.clear()
-    baggageCache.set(header, entries)
+    if (entriesCache.size >= 256) entriesCache.clear()
+    entriesCache.set(header, entries)
   }
   const attributes: Record<string, unknown> = {}
   let hasId = false

@@ -8,6 +8,7 @@
  */
 import { randomFillSync } from 'node:crypto'
 import type { TelemetryPrefix } from 'svc-protocol'
+import type { HandlerSpanText } from './handler-spans.ts'
 import type { MetricSeries, MetricSource, SpanKind, SpanRecord, SpanStatus } from '../adapters/observability/records.ts'
 import { nowUnixNano } from '../adapters/observability/records.ts'
 import type { LogLevel } from './logger.ts'
@@ -38,6 +39,12 @@ export interface TelemetrySink {
    * again once it finished in place.
    */
   span(span: SpanRecord, update?: boolean, sealed?: boolean): void
+  /**
+   * A finished span the engine wrote as the store's text (`handler-spans.ts`, {@link HandlerSpanText}).
+   * False when the sink wants the record instead (an OTLP export reads records; the size limits
+   * would change the text): the caller then hands it to {@link span}.
+   */
+  packedSpan?(span: HandlerSpanText): boolean
   /** An `OTLP`, `MTRC` or `LOGS` frame (§10.2): `json` is the text after the prefix, unparsed. */
   frame(prefix: TelemetryPrefix, json: string, source: TelemetrySource): void
   /** One line a worker process printed (cli.md §5.6): INFO for stdout, WARN for stderr. */
@@ -282,6 +289,20 @@ export class TelemetryHub {
    * Stores a finished span the engine built for a worker (a handler span, `handler-spans.ts`):
    * never changed afterwards. Dropped when no sink is attached. Never throws.
    */
+  /**
+   * Stores a finished span the engine wrote as text ({@link TelemetrySink.packedSpan}); false
+   * when the sink takes records only, or none is attached: hand the record to {@link finishedSpan}.
+   * Never throws.
+   */
+  packedSpan(span: HandlerSpanText): boolean {
+    try {
+      return this.sink?.packedSpan?.(span) ?? false
+    } catch {
+      // Recording never fails the call it describes.
+      return true
+    }
+  }
+
   finishedSpan(record: SpanRecord): void {
     try {
       this.sink?.span(record, false, true)

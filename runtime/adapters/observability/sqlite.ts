@@ -438,10 +438,10 @@ export class SqliteStore extends MemoryStore {
     return this.dropped + Atomics.load(this.done, 1)
   }
 
-  override putSpan(span: SpanRecord, bytes?: number, sealed = false): void {
+  override putSpan(span: SpanRecord, bytes?: number, sealed = false, body?: string): void {
     if (sealed) {
       // One serialisation for both: the window keeps the row's body, and the writer reads it there.
-      const packed = new PackedSpan(span, spanBody(span), this.texts)
+      const packed = new PackedSpan(span, body ?? spanBody(span), this.texts)
       this.putSlot(packed, bytes ?? spanSize(span))
       const ns = span.start_time_unix_nano
       if (packed.chunk !== this.pendingChunks.at(-1)) {

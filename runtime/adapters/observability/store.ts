@@ -69,9 +69,12 @@ export interface TelemetryStore {
    * `sealed`: the caller never changes `span` (nor its attributes, events, links) after this call,
    * so the window may keep it as its JSON ({@link PackedSpan}) instead of the object; reads return
    * an equal record, a new object each time. Default false: the window keeps `span` itself (an
-   * engine span that finishes in place, {@link TelemetryStore.updateSpan}).
+   * engine span that finishes in place, {@link TelemetryStore.updateSpan}). `body`, with `sealed`:
+   * the span's JSON without its resource as the caller wrote it ({@link spanBody} of the whole
+   * record): kept as it is, and `span` need hold only what the window filters on (ids, name,
+   * service, status, times, resource, `svc.function.id`/`svc.function.kind`), not its events.
    */
-  putSpan(span: SpanRecord, bytes?: number, sealed?: boolean): void
+  putSpan(span: SpanRecord, bytes?: number, sealed?: boolean, body?: string): void
   /** `span`, put before, changed in place (an engine span that finished): written out again. */
   updateSpan(span: SpanRecord, bytes?: number): void
   putLog(log: LogRecord, bytes?: number): void
@@ -399,8 +402,8 @@ export class MemoryStore implements TelemetryStore {
     this.trimLogs()
   }
 
-  putSpan(span: SpanRecord, bytes = spanSize(span), sealed = false): void {
-    this.putSlot(sealed ? new PackedSpan(span, spanBody(span), this.texts) : span, bytes)
+  putSpan(span: SpanRecord, bytes = spanSize(span), sealed = false, body?: string): void {
+    this.putSlot(sealed ? new PackedSpan(span, body ?? spanBody(span), this.texts) : span, bytes)
   }
 
   /** Puts a span or a packed span (see {@link putSpan}). */

@@ -44,6 +44,7 @@ import { logsOf, metricsOf, spansOf, spreadLogData } from './otlp.ts'
 import { ProcessMetrics } from './process-metrics.ts'
 import { LOG_LEVELS, parseObservabilitySettings, type ObservabilitySettings } from './settings.ts'
 import { LOG_TRIGGER_TYPE, LogTriggers, TRACE_TRIGGER_TYPE, TraceTriggers } from './triggers.ts'
+import type { HandlerSpanText } from '../../engine/handler-spans.ts'
 
 export const OBSERVABILITY_WORKER_NAME = 'svc-observability'
 
@@ -318,6 +319,23 @@ export class ObservabilityWorker implements BuiltinWorker, TelemetrySink {
     else this.store.putSpan(span, bytes, sealed)
     if (this.export !== undefined && span.end_time_unix_nano !== null) this.export.span(span)
     if (this.traceTriggers !== undefined && this.traceTriggers.size > 0) this.traceTriggers.gained(span.trace_id)
+  }
+
+  /**
+   * TelemetrySink: a finished span the engine wrote as text (`runtime/engine/handler-spans.ts`),
+   * stored as it is when nothing would change it: no OTLP export (which reads records) and within
+   * the size limits (./limits.ts: its longest value, attribute and event counts, whole size).
+   * False otherwise: the engine hands over the record, which {@link span} limits.
+   */
+  packedSpan(span: HandlerSpanText): boolean {
+    if (this.export !== undefined) return false
+    const limits = this.limiter.limits
+    // UTF-16 units: at most 3 UTF-8 bytes each.
+    if (span.longest * 3 > limits.attribute_value_length_limit || span.bytes > limits.record_size_limit) return false
+    if (span.attributeCount > limits.attribute_count_limit || span.eventCount > limits.span_event_count_limit) return false
+    this.store.putSpan(span.head, span.bytes, true, span.body)
+    if (this.traceTriggers !== undefined && this.traceTriggers.size > 0) this.traceTriggers.gained(span.head.trace_id)
+    return true
   }
 
   /** TelemetrySink: an `/otel` frame or one sent on a worker's main connection (§10.2). */
