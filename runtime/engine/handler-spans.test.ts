@@ -8,6 +8,9 @@ import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
 import fc from 'fast-check'
 import { RawJson } from 'svc-protocol'
+import { runInNewContext } from 'node:vm'
+import { setFlagsFromString } from 'node:v8'
+import { decodeText, type InboundInvoke, type InboundResult } from 'svc-protocol'
 import { spanBody } from '../adapters/observability/store.ts'
 import { baggageAttributes, handlerSpanRecord, handlerSpanSource, handlerSpanText, type HandledCall } from './handler-spans.ts'
 
@@ -196,5 +199,28 @@ describe('handlerSpanRecord', () => {
       ),
       { numRuns: 1500 },
     )
+  })
+
+  it("keeps no frame's text alive through the ids it records (their traceparents are slices of the frames)", () => {
+    setFlagsFromString('--expose-gc')
+    const gc = runInNewContext('gc') as () => void
+    const hex = (n: number, width: number) => n.toString(16).padStart(width, '0')
+    const big = 'z'.repeat(100_000)
+    gc()
+    const before = process.memoryUsage().heapUsed
+    const kept: string[] = []
+    for (let i = 1; i <= 300; i++) {
+      // Both frames as the engine decodes them: an invocation (the parent) and its result, each with a 100 KB payload.
+      const invoke = decodeText(`{"type":"invokefunction","invocation_id":"c${i}","function_id":"f","traceparent":"00-${hex(i, 32)}-${hex(i, 16)}-01","data":{"x":"${big}${i}"}}`)
+      const result = decodeText(`{"type":"invocationresult","invocation_id":"l${i}","function_id":"f","traceparent":"00-${hex(i, 32)}-${hex(i + 1000, 16)}-01","span_start":"1","span_end":"2","result":{"x":"${big}${i}"}}`)
+      assert.ok(invoke.kind === 'message' && result.kind === 'message')
+      const message = result.message as InboundResult
+      const text = handlerSpanText({ functionId: 'f', data: '{}', traceparent: (invoke.message as InboundInvoke).traceparent, baggage: '' }, message, handlerSpanSource({ resource: { 'service.name': 's' }, payloads: false }), 'f')!
+      kept.push(text.head.trace_id, text.head.span_id, text.head.parent_span_id!)
+    }
+    gc()
+    const grown = process.memoryUsage().heapUsed - before
+    // 600 frames of 100 KB: 60 MB if the ids kept them.
+    assert.ok(grown < 16 << 20, `heap grew ${grown} bytes for ${kept.length} ids`)
   })
 })

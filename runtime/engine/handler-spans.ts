@@ -123,13 +123,13 @@ function spanParts(call: HandledCall, outcome: HandledOutcome, source: HandlerSp
   if (!NANOS.test(startText) || !NANOS.test(endText)) return undefined
   const own = TRACEPARENT.exec(outcome.traceparent)
   if (own === null || own[1] === ZERO_TRACE || own[2] === ZERO_SPAN || (parseInt(own[3]!, 16) & 1) === 0) return undefined
-  const traceId = own[1]!
+  const traceId = ownString(own[1]!)
   let parentSpanId: string | null = null
   const parent = call.traceparent === undefined ? null : TRACEPARENT.exec(call.traceparent.toLowerCase())
   if (parent !== null) {
     // The span belongs to the invocation's trace, under the span that made the call.
     if (parent[1] !== traceId) return undefined
-    parentSpanId = parent[2]!
+    parentSpanId = ownString(parent[2]!)
   }
   const start = Number(startText)
   const end = Number(endText)
@@ -145,7 +145,7 @@ function spanParts(call: HandledCall, outcome: HandledOutcome, source: HandlerSp
   }
   return {
     traceId,
-    spanId: own[2]!,
+    spanId: ownString(own[2]!),
     parentSpanId,
     functionId: call.functionId,
     serviceName: source?.serviceName ?? fallbackService,
@@ -326,6 +326,18 @@ function resourceFacts(resource: Readonly<Record<string, string>>): { size: numb
 
 function payloadEventText(name: string, time: string, payload: RedactedPayload, ok: boolean): string {
   return '{"name":"' + name + '","timestamp_unix_nano":' + time + ',"attributes":{"svc.payload.json":' + JSON.stringify(payload.json) + ',"svc.payload.truncated":' + payload.truncated + ',"svc.payload.ok":' + ok + '}}'
+}
+
+/**
+ * `id` as a string of its own. A regular expression's capture of a frame's `traceparent` is a
+ * slice of the frame's whole text in V8 (a substring of 13 characters or more shares its parent),
+ * and the window keeps a span's ids for as long as it keeps the span: sliced, they would keep each
+ * result's (and each invocation's) frame text alive with them, payload and all, outside the
+ * window's byte bound. Joined to one character and cut again, the id is copied from a flattened
+ * string of its own length plus one.
+ */
+function ownString(id: string): string {
+  return (' ' + id).slice(1)
 }
 
 const DEFAULT_SOURCE: HandlerSpanSource = { resource: {}, serviceName: '', payloads: true, maxBytes: null }
