@@ -8,26 +8,31 @@
  */
 import assert from 'node:assert/strict'
 import { after, before, describe, it } from 'node:test'
+import type { SpanRecord } from 'svc-protocol'
 import { registerWorker, type SvcClient } from 'svc-sdk'
 import { flushOtel, otelSocketStats, setCurrentSpanAttribute, withSpan } from 'svc-sdk/telemetry'
 import { RawWorker, type Frame } from './support/raw-worker.ts'
 import { startTestEngine, type TestEngine } from './support/engine.ts'
 import { waitFor } from './support/wait.ts'
 
-interface StoredSpan {
-  trace_id: string
-  span_id: string
-  parent_span_id: string | null
-  name: string
-  kind: string
-  service_name: string
-  status: string
-  status_message?: string
-  start_time_unix_nano: number
-  end_time_unix_nano: number
-  attributes: Record<string, unknown>
-  resource: Record<string, string>
-  events: Array<{ name: string; timestamp_unix_nano: number; attributes: Record<string, unknown> }>
+/** Spans as `engine::traces::tree` returns them; `children` on each node. */
+type StoredSpan = SpanRecord & { end_time_unix_nano: number }
+
+/**
+ * A raw worker announcing `handler_spans` and serving `id` with `result` (the extra fields of each
+ * `invocationresult` from `extra()`, read per call), and a raw caller, both in-process.
+ */
+async function rawPair(engine: TestEngine, id: string, announce: Record<string, unknown>, result: unknown, extra: () => Frame): Promise<{ worker: RawWorker; caller: RawWorker }> {
+  const worker = await RawWorker.inProcess(engine.engine)
+  const caller = await RawWorker.inProcess(engine.engine)
+  worker.announce(announce)
+  worker.onFrame((frame) => {
+    if (frame.type !== 'invokefunction' || frame.function_id !== id) return
+    worker.send({ type: 'invocationresult', invocation_id: frame.invocation_id, function_id: frame.function_id, result, ...extra() })
+  })
+  worker.send({ type: 'registerfunction', id })
+  await waitFor(async () => ((await engine.engine.inject({ function_id: 'engine::functions::list', data: { prefix: id } })) as { functions: unknown[] }).functions.length === 1, `${id} registered`)
+  return { worker, caller }
 }
 
 describe('handler spans recorded by the engine', () => {
@@ -165,16 +170,9 @@ describe('handler span fields from a raw worker', () => {
 
   before(async () => {
     engine = await startTestEngine()
-    worker = await RawWorker.inProcess(engine.engine)
-    caller = await RawWorker.inProcess(engine.engine)
+    const announce = { name: 'raw', handler_spans: { resource: { 'service.name': 'raw-svc', 'deployment.environment': 'test' }, payload_max_bytes: 12 } }
+    ;({ worker, caller } = await rawPair(engine, 'raw::fn', announce, { long: 'x'.repeat(40) }, () => extra))
     assert.deepEqual(worker.frames.find((f) => f.type === 'workerregistered')?.features, ['handler_spans'], 'the engine announces the feature')
-    worker.announce({ name: 'raw', handler_spans: { resource: { 'service.name': 'raw-svc', 'deployment.environment': 'test' }, payload_max_bytes: 12 } })
-    worker.onFrame((frame) => {
-      if (frame.type !== 'invokefunction' || frame.function_id !== 'raw::fn') return
-      worker.send({ type: 'invocationresult', invocation_id: frame.invocation_id, function_id: frame.function_id, result: { long: 'x'.repeat(40) }, ...extra })
-    })
-    worker.send({ type: 'registerfunction', id: 'raw::fn' })
-    await waitFor(async () => ((await engine.engine.inject({ function_id: 'engine::functions::list', data: { prefix: 'raw::' } })) as { functions: unknown[] }).functions.length === 1, 'raw::fn registered')
   })
   after(async () => {
     await worker.close()
@@ -233,15 +231,8 @@ describe('a handler span the size limits change is recorded as a record, limited
 
   before(async () => {
     engine = await startTestEngine({ settings: { 'svc-observability': { attribute_value_length_limit: 64 } } })
-    worker = await RawWorker.inProcess(engine.engine)
-    caller = await RawWorker.inProcess(engine.engine)
-    worker.announce({ name: 'raw', handler_spans: { resource: { 'service.name': 'limited' } } })
-    worker.onFrame((frame) => {
-      if (frame.type !== 'invokefunction' || frame.function_id !== 'raw::long') return
-      worker.send({ type: 'invocationresult', invocation_id: frame.invocation_id, function_id: frame.function_id, result: { long: 'y'.repeat(500) }, traceparent: `00-${TRACE}-${'7'.repeat(16)}-01`, span_start: '1000', span_end: '2000' })
-    })
-    worker.send({ type: 'registerfunction', id: 'raw::long' })
-    await waitFor(async () => ((await engine.engine.inject({ function_id: 'engine::functions::list', data: { prefix: 'raw::' } })) as { functions: unknown[] }).functions.length === 1, 'raw::long registered')
+    const extra = { traceparent: `00-${TRACE}-${'7'.repeat(16)}-01`, span_start: '1000', span_end: '2000' }
+    ;({ worker, caller } = await rawPair(engine, 'raw::long', { name: 'raw', handler_spans: { resource: { 'service.name': 'limited' } } }, { long: 'y'.repeat(500) }, () => extra))
   })
   after(async () => {
     await worker.close()

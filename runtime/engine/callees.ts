@@ -7,7 +7,7 @@
 import { randomUUID } from 'node:crypto'
 import { decodeJson, encodeCancel, encodeInvoke, encodeJson, errorBody, errorBodyOf, Errors, RawJson, type ErrorBody, type HttpInvocationConfig } from 'svc-protocol'
 import type { FunctionEntry, Replica } from './functions.ts'
-import { handlerSpanRecord, handlerSpanText, type HandledOutcome, type HandlerSpanText } from './handler-spans.ts'
+import { handlerSpan, spanRecord, spanText, type HandledOutcome, type HandlerSpanText } from './handler-spans.ts'
 import { invokeOverHttp } from './http-invoke.ts'
 import type { Peer } from './peer.ts'
 import { FrameTooLarge, isStringTooLong, mergeBaggage, type Callee, type Invocation } from './pipeline.ts'
@@ -116,12 +116,10 @@ export class LegTable {
     const outcome: HandledOutcome = { traceparent: trace.traceparent, span_start: trace.span_start, span_end: trace.span_end }
     if (error !== undefined) outcome.error = error
     else if (result !== undefined) outcome.result = result
-    const service = from.name ?? 'unknown'
+    const span = handlerSpan(call, outcome, from.handlerSpans, from.name ?? 'unknown')
+    if (span === undefined) return
     // As text first (no record objects, no JSON.stringify of them); as a record where the sink asks.
-    const text = handlerSpanText(call, outcome, from.handlerSpans, service)
-    if (text === undefined || telemetry.packedSpan(text)) return
-    const record = handlerSpanRecord(call, outcome, from.handlerSpans, service)
-    if (record !== undefined) telemetry.finishedSpan(record)
+    if (!telemetry.packedSpan(spanText(span))) telemetry.finishedSpan(spanRecord(span))
   }
 
   /**

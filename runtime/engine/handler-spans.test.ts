@@ -12,7 +12,7 @@ import { runInNewContext } from 'node:vm'
 import { setFlagsFromString } from 'node:v8'
 import { decodeText, type InboundInvoke, type InboundResult } from 'svc-protocol'
 import { spanBody } from '../adapters/observability/store.ts'
-import { baggageAttributes, handlerSpanRecord, handlerSpanSource, handlerSpanText, type HandledCall } from './handler-spans.ts'
+import { baggageAttributes, handlerSpan, handlerSpanRecord, handlerSpanSource, spanText, type HandledCall } from './handler-spans.ts'
 
 const TRACE = '4bf92f3577b34da6a3ce929d0e0e4736'
 const CALLER = '00f067aa0ba902b7'
@@ -189,7 +189,8 @@ describe('handlerSpanRecord', () => {
           }
           const source = announce === undefined ? undefined : handlerSpanSource(announce)
           const record = handlerSpanRecord(c, outcome, source, 'fallback')
-          const packed = handlerSpanText(c, outcome, source, 'fallback')
+          const parts = handlerSpan(c, outcome, source, 'fallback')
+          const packed = parts === undefined ? undefined : spanText(parts)
           assert.ok(record !== undefined && packed !== undefined)
           assert.equal(packed.body, spanBody(record))
           assert.equal(packed.head.span_id, record.span_id)
@@ -215,7 +216,7 @@ describe('handlerSpanRecord', () => {
       const result = decodeText(`{"type":"invocationresult","invocation_id":"l${i}","function_id":"f","traceparent":"00-${hex(i, 32)}-${hex(i + 1000, 16)}-01","span_start":"1","span_end":"2","result":{"x":"${big}${i}"}}`)
       assert.ok(invoke.kind === 'message' && result.kind === 'message')
       const message = result.message as InboundResult
-      const text = handlerSpanText({ functionId: 'f', data: '{}', traceparent: (invoke.message as InboundInvoke).traceparent, baggage: '' }, message, handlerSpanSource({ resource: { 'service.name': 's' }, payloads: false }), 'f')!
+      const text = spanText(handlerSpan({ functionId: 'f', data: '{}', traceparent: (invoke.message as InboundInvoke).traceparent, baggage: '' }, message, handlerSpanSource({ resource: { 'service.name': 's' }, payloads: false }), 'f')!)
       kept.push(text.head.trace_id, text.head.span_id, text.head.parent_span_id!)
     }
     gc()

@@ -22,9 +22,9 @@
  * SDK telemetry). A result whose times or `traceparent` are not well-formed, or name another
  * trace than the invocation's, records nothing.
  */
-import { type ErrorBody, jsonParse, type RawJson } from 'svc-protocol'
+import type { ErrorBody, RawJson } from 'svc-protocol'
 import { RECORD_FIXED_BYTES, valueSize, type SpanEvent, type SpanRecord } from '../adapters/observability/records.ts'
-import { noSensitiveKeys, redactAndTruncate, truncateJson, type RedactedPayload } from 'svc-protocol/redact'
+import { redactAndTruncateText, type RedactedPayload } from 'svc-protocol/redact'
 
 /** What a worker's announce says of the handler spans it leaves to the engine (`handler_spans`). */
 export interface HandlerSpanSource {
@@ -97,8 +97,8 @@ const ZERO_SPAN = '0'.repeat(16)
 /** Nanoseconds since the epoch: up to 19 digits fit 2^63. */
 const NANOS = /^[0-9]{1,19}$/
 
-/** What a handler span is made of, checked: both {@link handlerSpanRecord} and {@link handlerSpanText} write it. */
-interface SpanParts {
+/** What a handler span is made of, checked ({@link handlerSpan}): {@link spanRecord} and {@link spanText} write it. */
+export interface SpanParts {
   traceId: string
   spanId: string
   parentSpanId: string | null
@@ -115,8 +115,13 @@ interface SpanParts {
   output: RedactedPayload | undefined
 }
 
-/** The parts of the span `outcome` asks for, or undefined (see {@link handlerSpanRecord}). */
-function spanParts(call: HandledCall, outcome: HandledOutcome, source: HandlerSpanSource | undefined, fallbackService: string): SpanParts | undefined {
+/**
+ * The span a worker asked the engine to record for `call` (see the module), or undefined when
+ * `outcome` does not ask (no `span_start`/`span_end`) or asks with malformed or foreign data.
+ * `fallbackService` names the service when `source` is undefined (a worker that sent times without
+ * announcing `handler_spans`). Written by {@link spanText} or {@link spanRecord}.
+ */
+export function handlerSpan(call: HandledCall, outcome: HandledOutcome, source: HandlerSpanSource | undefined, fallbackService: string): SpanParts | undefined {
   const startText = outcome.span_start
   const endText = outcome.span_end
   if (startText === undefined || endText === undefined || outcome.traceparent === undefined) return undefined
@@ -155,23 +160,13 @@ function spanParts(call: HandledCall, outcome: HandledOutcome, source: HandlerSp
     baggage: cachedBaggage(call.baggage, call.functionId),
     error,
     exception,
-    input: settings.payloads ? payloadOf(call.data, settings.maxBytes) : undefined,
-    output: settings.payloads ? payloadOf(error !== undefined ? JSON.stringify(error) : (outcome.result?.text ?? 'null'), settings.maxBytes) : undefined,
+    input: settings.payloads ? redactAndTruncateText(call.data, settings.maxBytes) : undefined,
+    output: settings.payloads ? redactAndTruncateText(error !== undefined ? JSON.stringify(error) : (outcome.result?.text ?? 'null'), settings.maxBytes) : undefined,
   }
 }
 
-/**
- * The span a worker asked the engine to record for `call` (see the module), or undefined when
- * `outcome` does not ask (no `span_start`/`span_end`) or asks with malformed or foreign data.
- * `fallbackService` names the service when `source` is undefined (a worker that sent times without
- * announcing `handler_spans`).
- */
-export function handlerSpanRecord(call: HandledCall, outcome: HandledOutcome, source: HandlerSpanSource | undefined, fallbackService: string): SpanRecord | undefined {
-  const p = spanParts(call, outcome, source, fallbackService)
-  return p === undefined ? undefined : recordOf(p)
-}
-
-function recordOf(p: SpanParts): SpanRecord {
+/** The span as a record (the size limiter and an OTLP export read records). */
+export function spanRecord(p: SpanParts): SpanRecord {
   const attributes = { ...p.baggage.attributes }
   const error = p.error
   const events: SpanEvent[] = []
@@ -181,28 +176,39 @@ function recordOf(p: SpanParts): SpanRecord {
     events.push({ name: 'exception', timestamp_unix_nano: p.end, attributes: p.exception! })
   }
   if (p.output !== undefined) events.push(payloadEvent('svc.invocation.output', p.end, p.output, error === undefined))
+  return recordWith(p, attributes, events, [])
+}
+
+/** The record's members from `p`, with these attributes, events and links (a head: the cached attributes, none). */
+function recordWith(p: SpanParts, attributes: Record<string, unknown>, events: SpanEvent[], links: SpanRecord['links']): SpanRecord {
   const record: SpanRecord = {
     trace_id: p.traceId,
     span_id: p.spanId,
     parent_span_id: p.parentSpanId,
-    name: 'execute ' + p.functionId,
+    name: nameOf(p.functionId).name,
     kind: 'internal',
     service_name: p.serviceName,
     start_time_unix_nano: p.start,
     end_time_unix_nano: p.end,
     duration_ms: (p.end - p.start) / 1e6,
-    status: error === undefined ? 'ok' : 'error',
+    status: p.error === undefined ? 'ok' : 'error',
     attributes,
     resource: p.resource,
     events,
-    links: [],
+    links,
   }
-  if (error !== undefined && error.message) record.status_message = error.message
+  if (p.error !== undefined && p.error.message) record.status_message = p.error.message
   return record
 }
 
+/** {@link handlerSpan} then {@link spanRecord}: the record, or undefined. */
+export function handlerSpanRecord(call: HandledCall, outcome: HandledOutcome, source: HandlerSpanSource | undefined, fallbackService: string): SpanRecord | undefined {
+  const p = handlerSpan(call, outcome, source, fallbackService)
+  return p === undefined ? undefined : spanRecord(p)
+}
+
 /**
- * A handler span written as the text the observability store keeps ({@link handlerSpanText}):
+ * A handler span written as the text the observability store keeps ({@link spanText}):
  * what the store's window needs of it beside the text.
  */
 export interface HandlerSpanText {
@@ -224,13 +230,11 @@ export interface HandlerSpanText {
 }
 
 /**
- * {@link handlerSpanRecord}, written straight as the JSON text the store keeps, without the
- * record's objects or a `JSON.stringify` of them (issue 20: the engine's main thread is what
- * bounds traced calls). The same span: a property test holds the two together.
+ * The span written straight as the JSON text the store keeps, without the record's objects or a
+ * `JSON.stringify` of them (issue 20: the engine's main thread is what bounds traced calls): the
+ * text of {@link spanRecord}'s record, character for character (a property test holds them together).
  */
-export function handlerSpanText(call: HandledCall, outcome: HandledOutcome, source: HandlerSpanSource | undefined, fallbackService: string): HandlerSpanText | undefined {
-  const p = spanParts(call, outcome, source, fallbackService)
-  if (p === undefined) return undefined
+export function spanText(p: SpanParts): HandlerSpanText {
   const error = p.error
   const name = nameOf(p.functionId)
   const serviceJson = p.serviceName === lastService[0] ? lastService[1] : (lastService = [p.serviceName, JSON.stringify(p.serviceName)])[1]
@@ -267,22 +271,7 @@ export function handlerSpanText(call: HandledCall, outcome: HandledOutcome, sour
   body += '],"links":[]'
   if (error !== undefined && error.message) body += ',"status_message":' + JSON.stringify(error.message)
   body += '}'
-  const head: SpanRecord = {
-    trace_id: p.traceId,
-    span_id: p.spanId,
-    parent_span_id: p.parentSpanId,
-    name: name.name,
-    kind: 'internal',
-    service_name: p.serviceName,
-    start_time_unix_nano: p.start,
-    end_time_unix_nano: p.end,
-    duration_ms: (p.end - p.start) / 1e6,
-    status: error === undefined ? 'ok' : 'error',
-    attributes: bag.attributes,
-    resource: p.resource,
-    events: NO_EVENTS,
-    links: NO_EVENTS as never[],
-  }
+  const head = recordWith(p, bag.attributes as Record<string, unknown>, NO_EVENTS, NO_EVENTS as never[])
   const resource = resourceFacts(p.resource)
   return {
     head,
@@ -341,18 +330,6 @@ function ownString(id: string): string {
 }
 
 const DEFAULT_SOURCE: HandlerSpanSource = { resource: {}, serviceName: '', payloads: true, maxBytes: null }
-
-/** A payload event's JSON: the text as it travelled unless it may name a secret (then parsed and redacted), capped. */
-function payloadOf(text: string, maxBytes: number | null): RedactedPayload {
-  if (noSensitiveKeys(text)) return truncateJson(text, maxBytes)
-  let value: unknown
-  try {
-    value = jsonParse(text)
-  } catch {
-    return truncateJson(text, maxBytes)
-  }
-  return redactAndTruncate(value, maxBytes)
-}
 
 function payloadEvent(name: string, time: number, payload: RedactedPayload, ok: boolean): SpanEvent {
   return { name, timestamp_unix_nano: time, attributes: { 'svc.payload.json': payload.json, 'svc.payload.truncated': payload.truncated, 'svc.payload.ok': ok } }

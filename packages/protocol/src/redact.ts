@@ -11,6 +11,8 @@
  * // → { json: '{"big":"xxxxxxxxxx..."[TRUNCATED]"', truncated: true }
  */
 
+import { jsonParse } from './json.ts'
+
 /** What a redacted value is replaced with. */
 export const REDACTED_PLACEHOLDER = '[REDACTED]'
 /** What {@link safeStringify} returns when a value cannot be serialized at all. */
@@ -252,8 +254,26 @@ export function redactAndTruncateJson(json: string, value: unknown, maxBytes: nu
 const utf8Encoder = new TextEncoder()
 const utf8Decoder = new TextDecoder()
 
+/**
+ * {@link redactAndTruncateJson} for JSON text that came from elsewhere, its value not at hand (the
+ * engine's handler spans, of the payloads it relayed): the text itself when it has no sensitive
+ * key, else its value parsed and redacted; text that is not JSON is only cut.
+ * @throws RangeError when `maxBytes` is negative or not an integer.
+ */
+export function redactAndTruncateText(text: string, maxBytes: number | null): RedactedPayload {
+  checkMaxBytes(maxBytes)
+  if (noSensitiveKeys(text)) return truncateJson(text, maxBytes)
+  let value: unknown
+  try {
+    value = jsonParse(text)
+  } catch {
+    return truncateJson(text, maxBytes)
+  }
+  return truncateJson(redactedJson(value), maxBytes)
+}
+
 /** `json` cut to at most `maxBytes` UTF-8 bytes (on a character boundary) plus {@link TRUNCATION_SUFFIX}, or whole. */
-export function truncateJson(json: string, maxBytes: number | null): RedactedPayload {
+function truncateJson(json: string, maxBytes: number | null): RedactedPayload {
   if (maxBytes === null || json.length <= maxBytes / 3) return { json, truncated: false }
   const bytes = utf8Encoder.encode(json)
   if (bytes.length <= maxBytes) return { json, truncated: false }

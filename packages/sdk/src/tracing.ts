@@ -170,8 +170,7 @@ export function invocationHeaders(s: InvocationSpan): { traceparent?: string; ba
  * A span the handler changed is sent in full as before.
  */
 export function resultHeaders(s: InvocationSpan, engineRecords: boolean): TraceContext & { span?: HandlerSpanTimes } {
-  const out: TraceContext & { span?: HandlerSpanTimes } = { traceparent: s.traceparent }
-  if (s.baggage !== undefined) out.baggage = s.baggage
+  const out: TraceContext & { span?: HandlerSpanTimes } = invocationHeaders(s)
   if (engineRecords && s.span instanceof HandlerSpan) {
     const times = s.span.handOver()
     if (times !== undefined) {

@@ -318,7 +318,12 @@ export class ObservabilityWorker implements BuiltinWorker, TelemetrySink {
     if (update) this.store.updateSpan(span, bytes)
     else this.store.putSpan(span, bytes, sealed)
     if (this.export !== undefined && span.end_time_unix_nano !== null) this.export.span(span)
-    if (this.traceTriggers !== undefined && this.traceTriggers.size > 0) this.traceTriggers.gained(span.trace_id)
+    this.gained(span.trace_id)
+  }
+
+  /** A span of `traceId` was stored: the `trace` triggers may fire (./triggers.ts). */
+  private gained(traceId: string): void {
+    if (this.traceTriggers !== undefined && this.traceTriggers.size > 0) this.traceTriggers.gained(traceId)
   }
 
   /**
@@ -334,7 +339,7 @@ export class ObservabilityWorker implements BuiltinWorker, TelemetrySink {
     if (span.longest * 3 > limits.attribute_value_length_limit || span.bytes > limits.record_size_limit) return false
     if (span.attributeCount > limits.attribute_count_limit || span.eventCount > limits.span_event_count_limit) return false
     this.store.putSpan(span.head, span.bytes, true, span.body)
-    if (this.traceTriggers !== undefined && this.traceTriggers.size > 0) this.traceTriggers.gained(span.head.trace_id)
+    this.gained(span.head.trace_id)
     return true
   }
 
