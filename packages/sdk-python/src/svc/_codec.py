@@ -93,7 +93,13 @@ def decode_engine_frame(data: str | bytes | bytearray | memoryview) -> Frame | N
         worker_id = _str(raw.get("worker_id"))
         if worker_id is None:
             return None
-        return {"type": kind, "worker_id": worker_id, "reattach_token": _str(raw.get("reattach_token"))}
+        features = raw.get("features")
+        return {
+            "type": kind,
+            "worker_id": worker_id,
+            "reattach_token": _str(raw.get("reattach_token")),
+            "features": frozenset(f for f in features if isinstance(f, str)) if isinstance(features, list) else frozenset(),
+        }
     if kind == "registertrigger":
         trigger_id, trigger_type, function_id = _str(raw.get("id")), _str(raw.get("trigger_type")), _str(raw.get("function_id"))
         if trigger_id is None or trigger_type is None or function_id is None:
@@ -192,8 +198,11 @@ def encode_result(
     error: dict[str, Any] | None,
     traceparent: str | None = None,
     baggage: str | None = None,
+    span: tuple[str, str] | None = None,
 ) -> str:
-    """An ``invocationresult`` frame (protocol.md §5.9) around an already-encoded result; ``error`` wins."""
+    """An ``invocationresult`` frame (protocol.md §5.9) around an already-encoded result; ``error`` wins.
+    ``span``: the handler span's ``(span_start, span_end)`` when the engine records it (svc addition,
+    docs/reference/protocol.md "Handler spans recorded by the engine"; needs ``traceparent``)."""
     head = '{"type":"invocationresult","invocation_id":' + _dumps(invocation_id) + ',"function_id":' + _dumps(function_id)
     if error is not None:
         head += ',"error":' + _dumps(error)
@@ -203,6 +212,8 @@ def encode_result(
         head += ',"traceparent":' + _dumps(traceparent)
     if baggage is not None:
         head += ',"baggage":' + _dumps(baggage)
+    if span is not None and traceparent is not None:
+        head += ',"span_start":' + _dumps(span[0]) + ',"span_end":' + _dumps(span[1])
     return head + "}"
 
 

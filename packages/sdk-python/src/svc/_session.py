@@ -131,6 +131,9 @@ class ClientSession:
         self._random = rand
         # The announce is a void call of engine::workers::register (protocol.md §3.2).
         self._announce_frame = encode_invoke("engine::workers::register", announce, action={"type": "void"})
+        self._announces_spans = "handler_spans" in announce
+        #: This connection's engine records the handler spans handed to it (set by ``workerregistered``).
+        self._engine_records_spans = False
 
         self.state: ConnectionState = "disconnected"
         self._conn: Connection | None = None
@@ -217,6 +220,7 @@ class ClientSession:
         self._conn = conn
         self._connected = True
         self._retries = 0
+        self._engine_records_spans = False
         # Order of protocol.md §3.1: reattach, announce, replay, then calls queued while disconnected.
         if self.worker_id is not None and self._reattach_token is not None:
             conn.send(encode_frame({"type": "reattach", "previous_worker_id": self.worker_id, "reattach_token": self._reattach_token}))
@@ -358,6 +362,9 @@ class ClientSession:
             self._rotation.settle()
             self.worker_id = msg["worker_id"]
             self._reattach_token = msg["reattach_token"]
+            # The engine records handler spans this worker hands over (docs/reference/protocol.md
+            # "Handler spans recorded by the engine") only when its announce carried handler_spans.
+            self._engine_records_spans = self._announces_spans and "handler_spans" in msg["features"]
             if self.on_worker_registered is not None:
                 self.on_worker_registered(msg["worker_id"])
         elif kind == "cancelinvocation":
@@ -405,7 +412,11 @@ class ClientSession:
             )
             self._answer(conn, msg, None, error, None)
             return
-        scope = telemetry.start_handler(function_id, msg["data"], msg["traceparent"], msg["baggage"]) if self._telemetry else None
+        scope = (
+            telemetry.start_handler(function_id, msg["data"], msg["traceparent"], msg["baggage"], self._engine_records_spans)
+            if self._telemetry
+            else None
+        )
         invocation_id = msg["invocation_id"]
         # A void call from an engine that sends no id cannot be cancelled; its run is not listed.
         run = HandlerRun(invocation_id if invocation_id is not None else "", function_id)
@@ -533,10 +544,13 @@ class ClientSession:
         cancelled = run is not None and run.cancelled
         if not cancelled and conn is self._conn and self._connected and invocation_id is not None:
             tp = bg = None
+            span: tuple[str, str] | None = None
             if scope is not None:
                 tp, bg = scope.traceparent, scope.baggage
+                if self._engine_records_spans and tp is not None:
+                    span = telemetry.hand_over(scope)
             try:
-                text = encode_result(invocation_id, msg["function_id"], result_json, error, tp, bg)
+                text = encode_result(invocation_id, msg["function_id"], result_json, error, tp, bg, span)
             except Exception as err:
                 text = encode_result(
                     invocation_id, msg["function_id"], None, {"code": ErrorCode.INVOCATION_FAILED, "message": f"error is not JSON-serialisable: {err}"}

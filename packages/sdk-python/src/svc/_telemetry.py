@@ -3,17 +3,26 @@ in an INTERNAL span ``execute <function_id>`` parented on the inbound ``tracepar
 ``baggage``), with span events ``svc.invocation.input``/``svc.invocation.output`` holding the
 redacted, capped payloads; outgoing calls carry the active context. The session calls these hooks;
 with telemetry off, :func:`start_handler` returns None and no tracing work is done.
+
+On a connection whose engine records handler spans (svc addition, docs/reference/protocol.md
+"Handler spans recorded by the engine"), a span the handler left as the SDK made it is handed over:
+:func:`hand_over` returns its times for the ``invocationresult`` and the span is never ended here,
+so nothing is exported for it; its input payload event is deferred and never made. A span the
+handler changed (attribute, event, link, status, name, exception, end) is exported as before.
 """
 
 from __future__ import annotations
 
 import os
+import time
+from collections.abc import Mapping
 from typing import Any
 
 from opentelemetry import context as otel_context
 from opentelemetry import trace
 from opentelemetry.context import Context
-from opentelemetry.trace import SpanKind, Status, StatusCode
+from opentelemetry.trace import SpanContext, SpanKind, Status, StatusCode
+from opentelemetry.util import types
 
 from svc_helpers.observability import (
     extract_context,
@@ -22,6 +31,7 @@ from svc_helpers.observability import (
     inject_baggage,
     inject_traceparent,
     is_otel_initialized,
+    otel_resource,
     redact_and_truncate,
     resolve_max_bytes_from_env,
 )
@@ -37,24 +47,160 @@ def _settings() -> tuple[bool, int | None]:
     return _payload_settings
 
 
-class HandlerScope:
-    """One handler run: its span and the context to run it in."""
-
-    __slots__ = ("span", "context", "traceparent", "baggage")
-
-    def __init__(self, span: trace.Span, ctx: Context, traceparent: str | None, baggage: str | None) -> None:
-        self.span = span
-        self.context = ctx
-        self.traceparent = traceparent
-        self.baggage = baggage
+#: What the engine takes in an announce's ``handler_spans.resource``: attributes, and UTF-16 code
+#: units of a key and of a value (it ignores a larger resource, and the spans handed over with it).
+_MAX_RESOURCE_ATTRIBUTES = 32
+_MAX_RESOURCE_KEY = 256
+_MAX_RESOURCE_VALUE = 4096
 
 
-def _record(span: trace.Span, name: str, value: Any, ok: bool) -> None:
+def _fits(text: str, most: int) -> bool:
+    """``text`` is well-formed (no lone surrogate) and at most ``most`` UTF-16 code units long."""
+    try:
+        return len(text.encode("utf-16-le")) <= 2 * most
+    except UnicodeEncodeError:
+        return False
+
+
+def handler_spans_announce() -> dict[str, Any] | None:
+    """The announce's ``handler_spans`` (protocol.md §3.2, svc addition): this process's span
+    resource and payload settings, so that the engine records handler spans as this SDK would.
+    None while telemetry is off, or when the engine would not take the resource (more than 32
+    attributes, a key over 256 or a value over 4096 UTF-16 code units, no ``service.name``): every
+    span is then exported as before."""
+    resource = otel_resource()
+    if resource is None or len(resource) > _MAX_RESOURCE_ATTRIBUTES or not resource.get("service.name"):
+        return None
+    if not all(_fits(k, _MAX_RESOURCE_KEY) and _fits(v, _MAX_RESOURCE_VALUE) for k, v in resource.items()):
+        return None
+    disabled, max_bytes = _settings()
+    out: dict[str, Any] = {"resource": resource}
+    if disabled:
+        out["payloads"] = False
+    if max_bytes is not None:
+        out["payload_max_bytes"] = max_bytes
+    return out
+
+
+def _record(span: trace.Span, name: str, value: Any, ok: bool, timestamp: int | None = None) -> None:
     disabled, max_bytes = _settings()
     if disabled or not span.is_recording():
         return
     text, truncated = redact_and_truncate(value, max_bytes)
-    span.add_event(name, {"svc.payload.json": text, "svc.payload.truncated": truncated, "svc.payload.ok": ok})
+    span.add_event(name, {"svc.payload.json": text, "svc.payload.truncated": truncated, "svc.payload.ok": ok}, timestamp)
+
+
+class HandlerSpan(trace.Span):
+    """The span a handler sees as its current one: the SDK's span ``execute <function_id>``, noting
+    whether the handler changed it. Reads (``get_span_context``, ``is_recording``) change nothing;
+    every write marks it touched, and the first one records the deferred input payload event first
+    (at the span's start time), so the exported span has the shape it would have had."""
+
+    __slots__ = ("_span", "_touched", "_ended", "_deferred", "_has_deferred")
+
+    def __init__(self, span: trace.Span) -> None:
+        self._span = span
+        self._touched = False
+        self._ended = False
+        self._deferred: Any = None
+        self._has_deferred = False
+
+    @property
+    def inner(self) -> trace.Span:
+        """The SDK's span."""
+        return self._span
+
+    def defer_input(self, data: Any) -> None:
+        """Leaves the input payload event to be recorded when the span is first changed or ended
+        here, or never when it is handed over (:func:`hand_over`)."""
+        self._deferred = data
+        self._has_deferred = True
+
+    def record_deferred_input(self) -> None:
+        """Records the deferred input payload event now (at the span's start time), if one waits."""
+        if not self._has_deferred:
+            return
+        data = self._deferred
+        self._deferred = None
+        self._has_deferred = False
+        _record(self._span, "svc.invocation.input", data, True, getattr(self._span, "start_time", None))
+
+    def _touch(self) -> None:
+        if not self._touched:
+            self._touched = True
+            self.record_deferred_input()
+
+    def hand_over(self) -> tuple[str, str] | None:
+        """``(start, end)`` in nanoseconds since the epoch, as decimal text, when nothing but the SDK
+        changed the span; it is then never ended (nothing is exported). None when the handler
+        changed it or it ended."""
+        if self._touched or self._ended:
+            return None
+        start = getattr(self._span, "start_time", None)
+        if not isinstance(start, int):
+            return None
+        self._ended = True
+        self._deferred = None
+        self._has_deferred = False
+        return str(start), str(max(start, time.time_ns()))
+
+    # trace.Span: reads
+
+    def get_span_context(self) -> SpanContext:
+        return self._span.get_span_context()
+
+    def is_recording(self) -> bool:
+        return not self._ended and self._span.is_recording()
+
+    # trace.Span: writes
+
+    def end(self, end_time: int | None = None) -> None:
+        self._touch()
+        self._ended = True
+        self._span.end(end_time)
+
+    def set_attributes(self, attributes: Mapping[str, types.AttributeValue]) -> None:
+        self._touch()
+        self._span.set_attributes(attributes)
+
+    def set_attribute(self, key: str, value: types.AttributeValue) -> None:
+        self._touch()
+        self._span.set_attribute(key, value)
+
+    def add_event(self, name: str, attributes: types.Attributes = None, timestamp: int | None = None) -> None:
+        self._touch()
+        self._span.add_event(name, attributes, timestamp)
+
+    def add_link(self, context: SpanContext, attributes: types.Attributes = None) -> None:
+        self._touch()
+        self._span.add_link(context, attributes)
+
+    def update_name(self, name: str) -> None:
+        self._touch()
+        self._span.update_name(name)
+
+    def set_status(self, status: Status | StatusCode, description: str | None = None) -> None:
+        self._touch()
+        self._span.set_status(status, description)
+
+    def record_exception(
+        self, exception: BaseException, attributes: types.Attributes = None, timestamp: int | None = None, escaped: bool = False
+    ) -> None:
+        self._touch()
+        self._span.record_exception(exception, attributes, timestamp, escaped)
+
+
+class HandlerScope:
+    """One handler run: its span and the context to run it in."""
+
+    __slots__ = ("span", "context", "traceparent", "baggage", "handed_over")
+
+    def __init__(self, span: HandlerSpan, ctx: Context, traceparent: str | None, baggage: str | None) -> None:
+        self.span = span
+        self.context = ctx
+        self.traceparent = traceparent
+        self.baggage = baggage
+        self.handed_over = False
 
 
 def is_unsampled(traceparent: str | None) -> bool:
@@ -67,15 +213,34 @@ def is_unsampled(traceparent: str | None) -> bool:
         return False
 
 
-def start_handler(function_id: str, data: Any, traceparent: str | None, baggage: str | None) -> HandlerScope | None:
-    """Starts the span of one inbound invocation; None when telemetry is off."""
+def start_handler(function_id: str, data: Any, traceparent: str | None, baggage: str | None, defer_input: bool = False) -> HandlerScope | None:
+    """Starts the span of one inbound invocation; None when telemetry is off. ``defer_input``: the
+    engine may record the span (:func:`hand_over`), so the input payload event waits until the
+    span is changed or ended here."""
     if not is_otel_initialized():
         return None
     parent = extract_context(traceparent, baggage or None)
-    span = get_tracer().start_span(f"execute {function_id}", context=parent, kind=SpanKind.INTERNAL, attributes={"svc.function.id": function_id})
+    inner = get_tracer().start_span(f"execute {function_id}", context=parent, kind=SpanKind.INTERNAL, attributes={"svc.function.id": function_id})
+    span = HandlerSpan(inner)
     ctx = trace.set_span_in_context(span, parent)
-    _record(span, "svc.invocation.input", data, True)
+    if defer_input:
+        span.defer_input(data)
+    else:
+        _record(inner, "svc.invocation.input", data, True)
     return HandlerScope(span, ctx, inject_traceparent(ctx), baggage or None)
+
+
+def hand_over(scope: HandlerScope) -> tuple[str, str] | None:
+    """Hands the span to the engine (docs/reference/protocol.md "Handler spans recorded by the
+    engine"): ``(span_start, span_end)`` for the ``invocationresult`` when the handler left the
+    span as the SDK made it and it is sampled; :func:`end_handler` then does nothing. None when the
+    span is sent in full."""
+    if not scope.span.get_span_context().trace_flags.sampled:
+        return None
+    times = scope.span.hand_over()
+    if times is not None:
+        scope.handed_over = True
+    return times
 
 
 def unsampled_context(traceparent: str | None) -> Context | None:
@@ -85,11 +250,25 @@ def unsampled_context(traceparent: str | None) -> Context | None:
 
 
 def end_handler(scope: HandlerScope, result: Any, error: dict[str, Any] | None) -> None:
-    """Ends the span with the outcome (after the answer was sent)."""
-    span = scope.span
+    """Ends the span with the outcome (after the answer was sent); nothing for a span handed over."""
+    if scope.handed_over:
+        return
+    scope.span.record_deferred_input()
+    span = scope.span.inner
     if error is not None:
-        span.set_status(Status(StatusCode.ERROR, str(error.get("message"))))
-        span.set_attribute("error.type", str(error.get("code")))
+        code, message = str(error.get("code")), str(error.get("message"))
+        span.set_status(Status(StatusCode.ERROR, message))
+        span.set_attribute("error.type", code)
+        # The exception event as svc-sdk for Node and the engine record it: the handler's traceback.
+        stack = error.get("stacktrace")
+        span.add_event(
+            "exception",
+            {
+                "exception.type": code,
+                "exception.message": message,
+                "exception.stacktrace": stack if isinstance(stack, str) and stack != "" else f"{code}: {message}",
+            },
+        )
         _record(span, "svc.invocation.output", error, False)
     else:
         status = getattr(span, "status", None)

@@ -244,6 +244,10 @@ class Svc:
             self._owns_otel = observability.init_otel(
                 replace(otel_config, engine_ws_url=addresses[0], headers=options.headers, reconnection_config=otel_config.reconnection_config or reconnection)
             )
+        if self._otel:
+            handler_spans = telemetry.handler_spans_announce()
+            if handler_spans is not None:
+                announce["handler_spans"] = handler_spans
         self._loop = asyncio.new_event_loop()
         self._executor = concurrent.futures.ThreadPoolExecutor(thread_name_prefix="svc-handler")
         self._first = threading.Event()

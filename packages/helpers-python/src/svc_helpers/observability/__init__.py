@@ -58,6 +58,8 @@ __all__ = [
     "extract_traceparent",
     "flush_otel",
     "get_all_baggage",
+    "otel_resource",
+    "otel_socket_stats",
     "get_baggage_entry",
     "get_logger",
     "get_tracer",
@@ -167,10 +169,12 @@ def otel_enabled(explicit: bool | None = None) -> bool:
 class _SocketSpanExporter(SpanExporter):
     def __init__(self, socket: TelemetrySocket) -> None:
         self._socket = socket
+        self.exported = 0
 
     def export(self, spans: Any) -> SpanExportResult:
         if spans:
             self._socket.send(encode_frame("OTLP", encode_spans(spans)))
+            self.exported += len(spans)
         return SpanExportResult.SUCCESS
 
     def shutdown(self) -> None:
@@ -260,7 +264,8 @@ class _Pipeline:
             spans_ms = _env_number("OTEL_SPANS_FLUSH_INTERVAL_MS") or 100
         self.provider = TracerProvider(resource=self.resource)
         self.provider.add_span_processor(BaggageSpanProcessor())
-        self.provider.add_span_processor(BatchSpanProcessor(_SocketSpanExporter(self.socket), schedule_delay_millis=max(1.0, spans_ms)))
+        self.exporter = _SocketSpanExporter(self.socket)
+        self.provider.add_span_processor(BatchSpanProcessor(self.exporter, schedule_delay_millis=max(1.0, spans_ms)))
         batch = config.logs_batch_size or int(_env_number("OTEL_LOGS_BATCH_SIZE") or 1)
         logs_ms = config.logs_flush_interval_ms
         if logs_ms is None:
@@ -311,6 +316,35 @@ def init_otel(config: OtelConfig | Mapping[str, Any] | None = None) -> bool:
 def is_otel_initialized() -> bool:
     """True between :func:`init_otel` and the last :func:`shutdown_otel`."""
     return _pipeline is not None
+
+
+def otel_socket_stats() -> dict[str, int] | None:
+    """Counters of the telemetry pipeline, or None while telemetry is off: ``spans_exported`` (spans
+    handed to the socket), ``frames_sent`` (frames written to ``/otel``), ``frames_dropped`` (frames
+    dropped while more than :data:`MAX_QUEUED_FRAMES` waited, or after close)."""
+    pipeline = _pipeline
+    if pipeline is None:
+        return None
+    return {"spans_exported": pipeline.exporter.exported, "frames_sent": pipeline.socket.sent, "frames_dropped": pipeline.socket.dropped}
+
+
+def otel_resource() -> dict[str, str] | None:
+    """The resource of the spans this process exports (``service.name`` and the others), each value
+    as text, or None while telemetry is off. svc-sdk announces it so that the engine records
+    handler spans with the same resource (docs/reference/protocol.md "Handler spans recorded by the
+    engine")."""
+    pipeline = _pipeline
+    if pipeline is None:
+        return None
+    out: dict[str, str] = {}
+    for key, value in pipeline.resource.attributes.items():
+        if isinstance(value, bool):
+            out[key] = "true" if value else "false"
+        elif isinstance(value, (list, tuple)):
+            out[key] = ",".join(str(v) for v in value)
+        else:
+            out[key] = str(value)
+    return out
 
 
 def flush_otel(timeout_s: float = 5.0) -> None:
@@ -410,13 +444,34 @@ def extract_baggage(baggage: str, ctx: Context | None = None) -> Context:
     return _baggage_propagator.extract({"baggage": baggage}, ctx)
 
 
+#: Contexts holding only the entries of a ``baggage`` header, by header: the calls of one function
+#: carry the same baggage, and parsing it (percent-decoding every entry) cost as much as starting
+#: the handler's span. Contexts are immutable, so one may be shared. At most this many, each of a
+#: header of at most :data:`_BAGGAGE_CACHE_TEXT` characters.
+_BAGGAGE_CACHE_SIZE = 256
+_BAGGAGE_CACHE_TEXT = 1024
+_baggage_contexts: dict[str, Context] = {}
+
+
+def _baggage_context(baggage: str) -> Context:
+    ctx = _baggage_contexts.get(baggage)
+    if ctx is None:
+        ctx = extract_baggage(baggage, Context())
+        if len(baggage) <= _BAGGAGE_CACHE_TEXT:
+            while len(_baggage_contexts) >= _BAGGAGE_CACHE_SIZE:
+                try:
+                    del _baggage_contexts[next(iter(_baggage_contexts))]
+                except (KeyError, StopIteration, RuntimeError):
+                    break  # another thread evicted it first
+            _baggage_contexts[baggage] = ctx
+    return ctx
+
+
 def extract_context(traceparent: str | None = None, baggage: str | None = None) -> Context:
     """A context from an inbound ``traceparent`` and ``baggage`` (either may be absent)."""
-    ctx = Context()
+    ctx = _baggage_context(baggage) if baggage else Context()
     if traceparent:
         ctx = extract_traceparent(traceparent, ctx)
-    if baggage:
-        ctx = extract_baggage(baggage, ctx)
     return ctx
 
 
