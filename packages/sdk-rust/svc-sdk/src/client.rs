@@ -332,9 +332,6 @@ pub(crate) fn register_worker_with(address: impl IntoEngineAddresses, options: W
     if let Some(ns) = &namespace {
         announce["namespace"] = Value::String(ns.clone());
     }
-    // The announce is a void call of engine::workers::register (protocol.md §3.2) in `default`.
-    let announce_frame = crate::codec::encode_invoke(None, "engine::workers::register", &announce.to_string(), None, Some("{\"type\":\"void\"}"), None, None, None);
-
     let mut otel_config = init.otel.clone().unwrap_or_default();
     if otel_config.engine_ws_url.is_none() {
         // The telemetry socket (svc-helpers) takes one address: the first engine's.
@@ -353,6 +350,14 @@ pub(crate) fn register_worker_with(address: impl IntoEngineAddresses, options: W
     if telemetry {
         LIVE_TELEMETRY_CLIENTS.fetch_add(1, Ordering::SeqCst);
     }
+    // The engine records the handler spans this worker hands over with this resource.
+    let handler_spans = if telemetry { crate::handler_span::announce(crate::handler_span::SpanSettings::from_env()) } else { None };
+    let announces_spans = handler_spans.is_some();
+    if let Some(spans) = handler_spans {
+        announce["handler_spans"] = spans;
+    }
+    // The announce is a void call of engine::workers::register (protocol.md §3.2) in `default`.
+    let announce_frame = crate::codec::encode_invoke(None, "engine::workers::register", &announce.to_string(), None, Some("{\"type\":\"void\"}"), None, None, None);
 
     let shared = Arc::new(Shared {
         addresses,
@@ -372,7 +377,7 @@ pub(crate) fn register_worker_with(address: impl IntoEngineAddresses, options: W
         thread: Mutex::new(None),
     });
     let (tx, rx) = mpsc::unbounded_channel();
-    let session = Session::new(shared.clone(), rx, SessionConfig { headers, announce_frame, timings, telemetry });
+    let session = Session::new(shared.clone(), rx, SessionConfig { headers, announce_frame, announces_spans, timings, telemetry });
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().map_err(|e| Error::Runtime(e.to_string()))?;
     let thread = std::thread::Builder::new()
         .name("svc-connection".into())

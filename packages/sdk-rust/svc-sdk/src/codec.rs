@@ -23,6 +23,9 @@ pub enum EngineFrame {
         worker_id: String,
         /// Secret proof for `reattach`.
         reattach_token: String,
+        /// What the engine supports beyond the protocol (svc addition): `handler_spans` when it
+        /// records the handler spans workers hand over. Non-string entries are left out.
+        features: Vec<String>,
     },
     /// A call to execute (§5.8); `data` is the JSON text (`null` when absent).
     Invoke(InboundInvoke),
@@ -166,6 +169,8 @@ struct Fields<'a> {
     worker_id: Option<&'a RawValue>,
     #[serde(borrow)]
     reattach_token: Option<&'a RawValue>,
+    #[serde(borrow)]
+    features: Option<&'a RawValue>,
     #[serde(borrow)]
     id: Option<&'a RawValue>,
     #[serde(borrow)]
@@ -377,7 +382,14 @@ fn decode_fields(f: &Fields) -> Option<EngineFrame> {
             let result = if error.is_some() { None } else { f.result.map(|r| r.to_owned()) };
             Some(EngineFrame::Result(InboundResult { invocation_id, result, error }))
         }
-        "workerregistered" => Some(EngineFrame::WorkerRegistered { worker_id: text(f.worker_id)?, reattach_token: text(f.reattach_token)? }),
+        "workerregistered" => Some(EngineFrame::WorkerRegistered {
+            worker_id: text(f.worker_id)?,
+            reattach_token: text(f.reattach_token)?,
+            features: match value(f.features) {
+                Some(serde_json::Value::Array(list)) => list.into_iter().filter_map(|v| if let serde_json::Value::String(s) = v { Some(s) } else { None }).collect(),
+                _ => Vec::new(),
+            },
+        }),
         "registertrigger" => Some(EngineFrame::RegisterTrigger(InboundBinding {
             id: text(f.id)?,
             trigger_type: text(f.trigger_type)?,
@@ -500,6 +512,7 @@ pub(crate) fn encode_result(
     error: Option<&ErrorBody>,
     traceparent: Option<&str>,
     baggage: Option<&str>,
+    span: Option<(&str, &str)>,
 ) -> String {
     let mut out = String::with_capacity(96 + result.map_or(0, str::len));
     out.push_str("{\"type\":\"invocationresult\",\"invocation_id\":");
@@ -524,6 +537,14 @@ pub(crate) fn encode_result(
     if let Some(b) = baggage {
         out.push_str(",\"baggage\":");
         push_str(&mut out, b);
+    }
+    // The handler span's times when the engine records it (svc addition, docs/reference/protocol.md
+    // "Handler spans recorded by the engine"); its `traceparent` names the span.
+    if let (Some((start, end)), Some(_)) = (span, traceparent) {
+        out.push_str(",\"span_start\":");
+        push_str(&mut out, start);
+        out.push_str(",\"span_end\":");
+        push_str(&mut out, end);
     }
     out.push('}');
     out
@@ -617,7 +638,7 @@ mod tests {
         assert_eq!(v["function_id"], "a::\"b");
         assert_eq!(v["action"]["type"], "void");
         let err = ErrorBody { code: "c".into(), message: "m".into(), stacktrace: None };
-        let result: serde_json::Value = serde_json::from_str(&encode_result("i", "f", Some("1"), Some(&err), None, None)).unwrap();
+        let result: serde_json::Value = serde_json::from_str(&encode_result("i", "f", Some("1"), Some(&err), None, None, None)).unwrap();
         assert_eq!(result["error"]["code"], "c");
         assert!(result.get("result").is_none());
     }

@@ -102,6 +102,8 @@ type Ws = WebSocketStream<MaybeTlsStream<TcpStream>>;
 pub(crate) struct SessionConfig {
     pub(crate) headers: Vec<(String, String)>,
     pub(crate) announce_frame: String,
+    /// The announce carries `handler_spans` (docs/reference/protocol.md "Handler spans recorded by the engine").
+    pub(crate) announces_spans: bool,
     pub(crate) timings: Timings,
     pub(crate) telemetry: bool,
 }
@@ -122,6 +124,8 @@ pub(crate) struct Session {
     /// Set by a fatal `registrationrejected`.
     fatal: Option<Error>,
     spans: SpanSettings,
+    /// This connection's engine records the handler spans handed to it (set by `workerregistered`).
+    engine_records_spans: bool,
     /// Handlers running, by the invocation id the engine sent (what its `cancelinvocation` names).
     running: Running,
 }
@@ -218,6 +222,7 @@ impl Session {
             out: None,
             fatal: None,
             spans: SpanSettings::from_env(),
+            engine_records_spans: false,
             running: Running::default(),
         }
     }
@@ -400,6 +405,7 @@ impl Session {
         let (out_tx, out_rx) = mpsc::unbounded_channel::<Message>();
         let writer = tokio::spawn(write_loop(sink, out_rx));
         self.out = Some(out_tx);
+        self.engine_records_spans = false;
         if let Some((worker_id, token)) = &self.reattach {
             let frame = serde_json::json!({ "type": "reattach", "previous_worker_id": worker_id, "reattach_token": token });
             self.send(Message::text(frame.to_string()));
@@ -513,7 +519,7 @@ impl Session {
             EngineFrame::Invoke(call) => self.on_invoke(call),
             EngineFrame::MalformedInvoke { invocation_id, function_id, reason } => {
                 let body = ErrorBody { code: codes::INVALID_MESSAGE.into(), message: format!("Invalid message: {reason}"), stacktrace: None };
-                self.send(Message::text(codec::encode_result(&invocation_id, &function_id, None, Some(&body), None, None)));
+                self.send(Message::text(codec::encode_result(&invocation_id, &function_id, None, Some(&body), None, None, None)));
             }
             EngineFrame::Result(result) => {
                 let outcome = match result.error {
@@ -522,8 +528,9 @@ impl Session {
                 };
                 self.calls.settle(&result.invocation_id, outcome);
             }
-            EngineFrame::WorkerRegistered { worker_id, reattach_token } => {
+            EngineFrame::WorkerRegistered { worker_id, reattach_token, features } => {
                 self.rotation.settle();
+                self.engine_records_spans = self.config.announces_spans && features.iter().any(|f| f == "handler_spans");
                 if let Ok(mut id) = self.shared.worker_id.lock() {
                     *id = Some(worker_id.clone());
                 }
@@ -610,8 +617,8 @@ impl Session {
                 return self.answer_now(&call, ErrorBody { code: codes::FUNCTION_NOT_FOUND.into(), message, stacktrace: None });
             }
         };
-        let cx = if self.config.telemetry {
-            handler_span::start(&call.function_id, &call.data, call.traceparent.as_deref(), call.baggage.as_deref(), self.spans)
+        let scope = if self.config.telemetry {
+            handler_span::start(&call.function_id, &call.data, call.traceparent.as_deref(), call.baggage.as_deref(), self.spans, self.engine_records_spans)
         } else {
             None
         };
@@ -626,15 +633,17 @@ impl Session {
             invocation_id: call.invocation_id,
             function_id: call.function_id,
             spans: self.spans,
+            engine_records_spans: self.engine_records_spans,
             run: run.clone(),
             running: self.running.clone(),
         };
+        let cx = scope.as_ref().map(|s| s.cx.clone());
         let prepared = {
             let _guard = cx.clone().map(|c| c.attach());
             run.enter(|| prepare(&handler, &call.data, metadata))
         };
         match prepared {
-            Prepared::Failed(body) => reply.send(Err(body), cx),
+            Prepared::Failed(body) => reply.send(Err(body), scope),
             Prepared::Async(fut) => {
                 let task = AssertUnwindSafe(fut).catch_unwind().map(|r| r.unwrap_or_else(|panic| Err(panic_body(panic))));
                 // Cancelled: the handler's future is dropped where it waits (its calls' drop
@@ -650,8 +659,8 @@ impl Session {
                 match cx {
                     Some(cx) => {
                         tokio::spawn(async move {
-                            let out = task.with_context(cx.clone()).await;
-                            reply.send(out, Some(cx));
+                            let out = task.with_context(cx).await;
+                            reply.send(out, scope);
                         });
                     }
                     None => {
@@ -666,7 +675,7 @@ impl Session {
                         // A blocking handler runs on when cancelled; its context tells it to stop.
                         run.enter(|| std::panic::catch_unwind(AssertUnwindSafe(job)).unwrap_or_else(|panic| Err(panic_body(panic))))
                     };
-                    reply.send(out, cx);
+                    reply.send(out, scope);
                 });
             }
         }
@@ -674,7 +683,7 @@ impl Session {
 
     fn answer_now(&self, call: &InboundInvoke, body: ErrorBody) {
         if let Some(id) = &call.invocation_id {
-            self.send(Message::text(codec::encode_result(id, &call.function_id, None, Some(&body), None, None)));
+            self.send(Message::text(codec::encode_result(id, &call.function_id, None, Some(&body), None, None, None)));
         }
     }
 }
@@ -717,12 +726,14 @@ struct Reply {
     invocation_id: Option<String>,
     function_id: String,
     spans: SpanSettings,
+    /// The connection's engine records handler spans (when the call came).
+    engine_records_spans: bool,
     run: HandlerContext,
     running: Running,
 }
 
 impl Reply {
-    fn send(self, out: HandlerOutput, cx: Option<opentelemetry::Context>) {
+    fn send(self, out: HandlerOutput, mut scope: Option<handler_span::HandlerScope>) {
         if let (Some(id), Ok(mut running)) = (&self.invocation_id, self.running.lock()) {
             if running.get(id).is_some_and(|r| r.same(&self.run)) {
                 running.remove(id);
@@ -730,15 +741,20 @@ impl Reply {
         }
         let cancelled = self.run.is_cancelled();
         if let (Some(sender), Some(id), false) = (&self.out, &self.invocation_id, cancelled) {
-            let (traceparent, baggage) = cx.as_ref().map(handler_span::result_context).unwrap_or((None, None));
+            let (traceparent, baggage) = scope.as_ref().map(handler_span::result_context).unwrap_or((None, None));
+            let times = match (&mut scope, self.engine_records_spans && traceparent.is_some()) {
+                (Some(scope), true) => handler_span::hand_over(scope),
+                _ => None,
+            };
+            let span = times.as_ref().map(|(start, end)| (start.as_str(), end.as_str()));
             let frame = match &out {
-                Ok(result) => codec::encode_result(id, &self.function_id, result.as_deref(), None, traceparent.as_deref(), baggage.as_deref()),
-                Err(body) => codec::encode_result(id, &self.function_id, None, Some(body), traceparent.as_deref(), baggage.as_deref()),
+                Ok(result) => codec::encode_result(id, &self.function_id, result.as_deref(), None, traceparent.as_deref(), baggage.as_deref(), span),
+                Err(body) => codec::encode_result(id, &self.function_id, None, Some(body), traceparent.as_deref(), baggage.as_deref(), span),
             };
             let _ = sender.send(Message::text(frame));
         }
-        if let Some(cx) = cx {
-            handler_span::end(&cx, &out, self.spans);
+        if let Some(scope) = &scope {
+            handler_span::end(scope, &out, self.spans);
         }
     }
 }

@@ -21,6 +21,7 @@ mod redact;
 mod socket;
 mod trace;
 
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
@@ -92,6 +93,10 @@ struct Pipeline {
     logger_provider: SdkLoggerProvider,
     socket: socket::TelemetrySocket,
     service_name: String,
+    /// The resource's attributes as text, in key order.
+    resource: Vec<(String, String)>,
+    /// Spans handed to the socket.
+    spans_exported: Arc<AtomicU64>,
 }
 
 fn pipeline_slot() -> &'static Mutex<Option<Arc<Pipeline>>> {
@@ -107,13 +112,20 @@ fn pipeline() -> Option<Arc<Pipeline>> {
 struct SocketSpanExporter {
     socket: socket::TelemetrySocket,
     resource: serde_json::Value,
+    exported: Arc<AtomicU64>,
 }
 
+/// A span carrying this attribute was handed to the engine, which records it (svc addition,
+/// docs/reference/protocol.md "Handler spans recorded by the engine"): it is not exported.
+const HANDED_OVER: &str = "svc.internal.handed_over";
+
 impl SpanExporter for SocketSpanExporter {
-    async fn export(&self, batch: Vec<SpanData>) -> OTelSdkResult {
+    async fn export(&self, mut batch: Vec<SpanData>) -> OTelSdkResult {
+        batch.retain(|span| !span.attributes.iter().rev().any(|kv| kv.key.as_str() == HANDED_OVER));
         if !batch.is_empty() {
             let json = otlp::trace_request(&self.resource, &batch);
             self.socket.send(b"OTLP", &serde_json::to_vec(&json).unwrap_or_default());
+            self.exported.fetch_add(batch.len() as u64, Ordering::Relaxed);
         }
         Ok(())
     }
@@ -177,7 +189,10 @@ pub fn init_otel(config: OtelConfig) -> bool {
         .spans_flush_interval_ms
         .or_else(|| env("OTEL_SPANS_FLUSH_INTERVAL_MS").and_then(|v| v.parse().ok()))
         .unwrap_or(100);
-    let spans = SocketSpanExporter { socket: socket.clone(), resource: otlp::resource_json(&resource) };
+    let spans_exported = Arc::new(AtomicU64::new(0));
+    let spans = SocketSpanExporter { socket: socket.clone(), resource: otlp::resource_json(&resource), exported: spans_exported.clone() };
+    let mut resource_text: Vec<(String, String)> = resource.iter().map(|(k, v)| (k.as_str().to_string(), v.to_string())).collect();
+    resource_text.sort();
     let processor = BatchSpanProcessor::builder(spans)
         .with_batch_config(BatchConfigBuilder::default().with_scheduled_delay(Duration::from_millis(interval.max(1))).build())
         .build();
@@ -195,7 +210,7 @@ pub fn init_otel(config: OtelConfig) -> bool {
     ]));
     use opentelemetry::trace::TracerProvider as _;
     let tracer = tracer_provider.tracer(TRACER_NAME);
-    *slot = Some(Arc::new(Pipeline { tracer_provider, tracer, logger_provider, socket, service_name }));
+    *slot = Some(Arc::new(Pipeline { tracer_provider, tracer, logger_provider, socket, service_name, resource: resource_text, spans_exported }));
     true
 }
 
@@ -226,6 +241,9 @@ pub fn shutdown_otel() {
 pub mod internal {
     use super::*;
 
+    /// The span type of svc's tracer.
+    pub type SdkSpan = opentelemetry_sdk::trace::Span;
+
     /// svc's tracer while telemetry is on.
     pub fn tracer() -> Option<SdkTracer> {
         pipeline().map(|p| p.tracer.clone())
@@ -234,6 +252,25 @@ pub mod internal {
     /// True while a pipeline runs.
     pub fn is_active() -> bool {
         pipeline().is_some()
+    }
+
+    /// The resource of the spans this process exports (`service.name` and the others), each value
+    /// as text, in key order; `None` while telemetry is off. svc-sdk announces it so that the engine
+    /// records handler spans with the same resource.
+    pub fn resource() -> Option<Vec<(String, String)>> {
+        pipeline().map(|p| p.resource.clone())
+    }
+
+    /// Spans this process handed to the telemetry socket so far; `None` while telemetry is off.
+    pub fn spans_exported() -> Option<u64> {
+        pipeline().map(|p| p.spans_exported.load(Ordering::Relaxed))
+    }
+
+    /// Marks a span that the engine records (svc addition, docs/reference/protocol.md "Handler
+    /// spans recorded by the engine"): set on it before it ends, it keeps the exporter from
+    /// sending it.
+    pub fn handed_over_marker() -> KeyValue {
+        KeyValue::new(HANDED_OVER, true)
     }
 
     pub(crate) fn logger_provider() -> Option<(SdkLoggerProvider, String)> {
