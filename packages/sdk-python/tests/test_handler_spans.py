@@ -15,7 +15,7 @@ import pytest
 
 from conftest import Engine, eventually
 from svc import InitOptions, register_worker
-from svc_helpers.observability import extract_traceparent, flush_otel, otel_resource, otel_socket_stats, set_current_span_attribute
+from svc_helpers.observability import extract_traceparent, flush_otel, otel_resource, otel_socket_stats, set_current_span_attribute, with_span
 
 
 class Declined(Exception):
@@ -40,9 +40,14 @@ def worker(engine: Engine) -> Iterator[Any]:
         set_current_span_attribute("order.size", data["n"])
         raise Declined("card declined")
 
-    for name, fn in (("plain", plain), ("touched", touched), ("fails", fails), ("fails_touched", fails_touched)):
+    def child(data: Any) -> Any:
+        if data.get("touch"):
+            set_current_span_attribute("order.size", 1)
+        return with_span("inner step", lambda _span: {"ok": True})
+
+    for name, fn in (("plain", plain), ("touched", touched), ("fails", fails), ("fails_touched", fails_touched), ("child", child)):
         c.register_function(f"pyspans::{name}", fn)
-    eventually(lambda: len(c.trigger({"function_id": "engine::functions::list", "payload": {"prefix": "pyspans::"}})["functions"]) == 4)
+    eventually(lambda: len(c.trigger({"function_id": "engine::functions::list", "payload": {"prefix": "pyspans::"}})["functions"]) == 5)
     yield c
     c.shutdown()
 
@@ -185,3 +190,17 @@ def test_inbound_baggage_is_parsed_once_per_header_and_the_parsed_headers_kept_a
     long = "k=" + "v" * 2000
     assert baggage.get_all(observability.extract_context(None, long)) == {"k": "v" * 2000}
     assert long not in observability._baggage_contexts, "a long header is not kept"
+
+
+@pytest.mark.parametrize("touch", [False, True])
+def test_a_span_the_handler_starts_is_a_child_of_the_handler_span_recorded_or_exported(worker: Any, touch: bool) -> None:
+    # The handler span's ids are fixed at its start: the SDK's span made when the handler changes it
+    # (or the engine's record of an untouched one) has the id its child spans name as their parent.
+    trace_id, parent, outcome = call_traced(worker, "pyspans::child", {"touch": touch})
+    assert outcome == {"ok": True}
+    handler = span_of(worker, trace_id, "execute pyspans::child")
+    inner = span_of(worker, trace_id, "inner step")
+    assert handler["parent_span_id"] == parent
+    assert inner["parent_span_id"] == handler["span_id"]
+    assert (handler["attributes"].get("order.size") == 1) is touch
+    assert handler["start_time_unix_nano"] <= inner["start_time_unix_nano"]

@@ -21,14 +21,17 @@ from typing import Any
 from opentelemetry import context as otel_context
 from opentelemetry import trace
 from opentelemetry.context import Context
-from opentelemetry.trace import SpanContext, SpanKind, Status, StatusCode
+from opentelemetry.sdk.trace import Tracer
+from opentelemetry.sdk.trace.sampling import Decision
+from opentelemetry.trace import SpanContext, SpanKind, Status, StatusCode, TraceFlags
 from opentelemetry.util import types
 
 from svc_helpers.observability import (
     extract_context,
     extract_traceparent,
-    get_tracer,
     inject_baggage,
+    HandlerIds,
+    handler_span_support,
     inject_traceparent,
     is_otel_initialized,
     otel_resource,
@@ -91,23 +94,50 @@ def _record(span: trace.Span, name: str, value: Any, ok: bool, timestamp: int | 
 
 
 class HandlerSpan(trace.Span):
-    """The span a handler sees as its current one: the SDK's span ``execute <function_id>``, noting
-    whether the handler changed it. Reads (``get_span_context``, ``is_recording``) change nothing;
-    every write marks it touched, and the first one records the deferred input payload event first
-    (at the span's start time), so the exported span has the shape it would have had."""
+    """The span a handler sees as its current one, ``execute <function_id>``: its context (ids,
+    sampled flag) is fixed at the start, but the OpenTelemetry SDK's span behind it is made only
+    when something writes to it — the handler (attribute, event, link, status, name, exception,
+    end), or the SDK ending a span it did not hand over — with those ids and the start time. A span
+    handed over (:meth:`hand_over`) is never made, so it costs neither the SDK's span nor its export.
+    The first write records the deferred input payload event first (at the start time), so an
+    exported span has the shape it would have had."""
 
-    __slots__ = ("_span", "_touched", "_ended", "_deferred", "_has_deferred")
+    __slots__ = ("_span", "_context", "_recording", "_parent", "_name", "_attributes", "_start", "_support", "_touched", "_ended", "_deferred", "_has_deferred")
 
-    def __init__(self, span: trace.Span) -> None:
-        self._span = span
+    def __init__(
+        self,
+        context: SpanContext,
+        recording: bool,
+        parent: Context,
+        name: str,
+        attributes: dict[str, Any],
+        start: int,
+        support: tuple[Tracer, HandlerIds],
+    ) -> None:
+        self._span: trace.Span | None = None
+        self._context = context
+        self._recording = recording
+        self._parent = parent
+        self._name = name
+        self._attributes = attributes
+        self._start = start
+        self._support = support
         self._touched = False
         self._ended = False
         self._deferred: Any = None
         self._has_deferred = False
 
     @property
-    def inner(self) -> trace.Span:
-        """The SDK's span."""
+    def start_time(self) -> int:
+        """Nanoseconds since the epoch."""
+        return self._start
+
+    def inner(self) -> trace.Span | None:
+        """The SDK's span, made now if it was not yet; None when the span is not sampled."""
+        if self._span is None and self._recording:
+            tracer, ids = self._support
+            with ids.forced(self._context.trace_id, self._context.span_id):
+                self._span = tracer.start_span(self._name, context=self._parent, kind=SpanKind.INTERNAL, attributes=self._attributes, start_time=self._start)
         return self._span
 
     def defer_input(self, data: Any) -> None:
@@ -123,71 +153,79 @@ class HandlerSpan(trace.Span):
         data = self._deferred
         self._deferred = None
         self._has_deferred = False
-        _record(self._span, "svc.invocation.input", data, True, getattr(self._span, "start_time", None))
+        span = self.inner()
+        if span is not None:
+            _record(span, "svc.invocation.input", data, True, self._start)
 
-    def _touch(self) -> None:
+    def _touch(self) -> trace.Span | None:
         if not self._touched:
             self._touched = True
             self.record_deferred_input()
+        return self.inner()
 
     def hand_over(self) -> tuple[str, str] | None:
         """``(start, end)`` in nanoseconds since the epoch, as decimal text, when nothing but the SDK
-        changed the span; it is then never ended (nothing is exported). None when the handler
-        changed it or it ended."""
-        if self._touched or self._ended:
-            return None
-        start = getattr(self._span, "start_time", None)
-        if not isinstance(start, int):
+        changed the span; the SDK's span is then never made (nothing is exported). None when the
+        handler changed it, it ended, or it is not sampled."""
+        if self._touched or self._ended or not self._recording:
             return None
         self._ended = True
         self._deferred = None
         self._has_deferred = False
-        return str(start), str(max(start, time.time_ns()))
+        return str(self._start), str(max(self._start, time.time_ns()))
 
     # trace.Span: reads
 
     def get_span_context(self) -> SpanContext:
-        return self._span.get_span_context()
+        return self._context
 
     def is_recording(self) -> bool:
-        return not self._ended and self._span.is_recording()
+        return self._recording and not self._ended
 
     # trace.Span: writes
 
     def end(self, end_time: int | None = None) -> None:
-        self._touch()
+        span = self._touch()
         self._ended = True
-        self._span.end(end_time)
+        if span is not None:
+            span.end(end_time)
 
     def set_attributes(self, attributes: Mapping[str, types.AttributeValue]) -> None:
-        self._touch()
-        self._span.set_attributes(attributes)
+        span = self._touch()
+        if span is not None:
+            span.set_attributes(attributes)
 
     def set_attribute(self, key: str, value: types.AttributeValue) -> None:
-        self._touch()
-        self._span.set_attribute(key, value)
+        span = self._touch()
+        if span is not None:
+            span.set_attribute(key, value)
 
     def add_event(self, name: str, attributes: types.Attributes = None, timestamp: int | None = None) -> None:
-        self._touch()
-        self._span.add_event(name, attributes, timestamp)
+        span = self._touch()
+        if span is not None:
+            span.add_event(name, attributes, timestamp)
 
     def add_link(self, context: SpanContext, attributes: types.Attributes = None) -> None:
-        self._touch()
-        self._span.add_link(context, attributes)
+        span = self._touch()
+        if span is not None:
+            span.add_link(context, attributes)
 
     def update_name(self, name: str) -> None:
-        self._touch()
-        self._span.update_name(name)
+        span = self._touch()
+        if span is not None:
+            span.update_name(name)
 
     def set_status(self, status: Status | StatusCode, description: str | None = None) -> None:
-        self._touch()
-        self._span.set_status(status, description)
+        span = self._touch()
+        if span is not None:
+            span.set_status(status, description)
 
     def record_exception(
         self, exception: BaseException, attributes: types.Attributes = None, timestamp: int | None = None, escaped: bool = False
     ) -> None:
-        self._touch()
-        self._span.record_exception(exception, attributes, timestamp, escaped)
+        span = self._touch()
+        if span is not None:
+            span.record_exception(exception, attributes, timestamp, escaped)
 
 
 class HandlerScope:
@@ -213,21 +251,46 @@ def is_unsampled(traceparent: str | None) -> bool:
         return False
 
 
+#: The W3C flag bit of a random trace id (OpenTelemetry SDK 1.3x+; 0 where it has none).
+_RANDOM_TRACE_ID = int(getattr(TraceFlags, "RANDOM_TRACE_ID", 0))
+
+
 def start_handler(function_id: str, data: Any, traceparent: str | None, baggage: str | None, defer_input: bool = False) -> HandlerScope | None:
     """Starts the span of one inbound invocation; None when telemetry is off. ``defer_input``: the
-    engine may record the span (:func:`hand_over`), so the input payload event waits until the
-    span is changed or ended here."""
-    if not is_otel_initialized():
+    engine may record the span (:func:`hand_over`), so the SDK's span and its input payload event
+    wait until the span is changed or ended here. The span's context is the one the SDK would give
+    it: its sampler's decision, a new span id, the parent's trace (or a new one)."""
+    support = handler_span_support() if is_otel_initialized() else None
+    if support is None:
         return None
+    tracer, ids = support
     parent = extract_context(traceparent, baggage or None)
-    inner = get_tracer().start_span(f"execute {function_id}", context=parent, kind=SpanKind.INTERNAL, attributes={"svc.function.id": function_id})
-    span = HandlerSpan(inner)
-    ctx = trace.set_span_in_context(span, parent)
+    name = f"execute {function_id}"
+    attributes: dict[str, Any] = {"svc.function.id": function_id}
+    parent_context = trace.get_current_span(parent).get_span_context()
+    root = not parent_context.is_valid
+    trace_id = ids.generate_trace_id() if root else parent_context.trace_id
+    sampling = tracer.sampler.should_sample(parent, trace_id, name, SpanKind.INTERNAL, attributes)
+    flags = TraceFlags.SAMPLED if sampling.decision is Decision.RECORD_AND_SAMPLE else TraceFlags.DEFAULT
+    if _RANDOM_TRACE_ID and (ids.is_trace_id_random() if root else int(parent_context.trace_flags) & _RANDOM_TRACE_ID):
+        flags |= _RANDOM_TRACE_ID
+    context = SpanContext(trace_id, ids.generate_span_id(), is_remote=False, trace_flags=TraceFlags(flags), trace_state=sampling.trace_state)
+    recording = sampling.decision in (Decision.RECORD_ONLY, Decision.RECORD_AND_SAMPLE)
+    span = HandlerSpan(context, recording, parent, name, attributes, time.time_ns(), support)
     if defer_input:
         span.defer_input(data)
     else:
-        _record(inner, "svc.invocation.input", data, True)
-    return HandlerScope(span, ctx, inject_traceparent(ctx), baggage or None)
+        _record_input(span, data)
+    ctx = trace.set_span_in_context(span, parent)
+    # The W3C traceparent of the span, as the SDK's propagator writes it.
+    tp = f"00-{trace_id:032x}-{context.span_id:016x}-{int(context.trace_flags):02x}"
+    return HandlerScope(span, ctx, tp, baggage or None)
+
+
+def _record_input(span: HandlerSpan, data: Any) -> None:
+    inner = span.inner()
+    if inner is not None:
+        _record(inner, "svc.invocation.input", data, True, span.start_time)
 
 
 def hand_over(scope: HandlerScope) -> tuple[str, str] | None:
@@ -235,8 +298,6 @@ def hand_over(scope: HandlerScope) -> tuple[str, str] | None:
     engine"): ``(span_start, span_end)`` for the ``invocationresult`` when the handler left the
     span as the SDK made it and it is sampled; :func:`end_handler` then does nothing. None when the
     span is sent in full."""
-    if not scope.span.get_span_context().trace_flags.sampled:
-        return None
     times = scope.span.hand_over()
     if times is not None:
         scope.handed_over = True
@@ -254,7 +315,9 @@ def end_handler(scope: HandlerScope, result: Any, error: dict[str, Any] | None) 
     if scope.handed_over:
         return
     scope.span.record_deferred_input()
-    span = scope.span.inner
+    span = scope.span.inner()
+    if span is None:
+        return
     if error is not None:
         code, message = str(error.get("code")), str(error.get("message"))
         span.set_status(Status(StatusCode.ERROR, message))

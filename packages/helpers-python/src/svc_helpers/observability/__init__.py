@@ -32,8 +32,9 @@ from opentelemetry import trace
 from opentelemetry.baggage.propagation import W3CBaggagePropagator
 from opentelemetry.context import Context
 from opentelemetry.sdk.resources import Resource
-from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor, TracerProvider
+from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor, Tracer, TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, SpanExportResult
+from opentelemetry.sdk.trace.id_generator import RandomIdGenerator
 from opentelemetry.trace import SpanKind, Status, StatusCode
 from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
 
@@ -201,6 +202,36 @@ class BaggageSpanProcessor(SpanProcessor):
         return True
 
 
+class HandlerIds(RandomIdGenerator):
+    """Random ids, except for a span whose ids were handed out before it was made: svc-sdk starts a
+    handler's span only when the handler changes it (the engine records the others), with the ids
+    its context carried from the start. :meth:`forced` names them for the next span this thread
+    starts."""
+
+    def __init__(self) -> None:
+        self._next = threading.local()
+
+    @contextlib.contextmanager
+    def forced(self, trace_id: int, span_id: int) -> Iterator[None]:
+        """The next span started in this thread (inside the block) gets these ids."""
+        self._next.ids = (trace_id, span_id)
+        try:
+            yield
+        finally:
+            self._next.ids = None
+
+    def generate_trace_id(self) -> int:
+        ids = getattr(self._next, "ids", None)
+        return ids[0] if ids is not None else super().generate_trace_id()
+
+    def generate_span_id(self) -> int:
+        ids = getattr(self._next, "ids", None)
+        if ids is None:
+            return super().generate_span_id()
+        self._next.ids = None
+        return int(ids[1])
+
+
 class _LogBatch:
     """Log records waiting for their ``LOGS`` frame: sent when ``batch_size`` wait, or after
     ``flush_interval_ms``, whichever comes first."""
@@ -262,7 +293,8 @@ class _Pipeline:
         spans_ms = config.spans_flush_interval_ms
         if spans_ms is None:
             spans_ms = _env_number("OTEL_SPANS_FLUSH_INTERVAL_MS") or 100
-        self.provider = TracerProvider(resource=self.resource)
+        self.ids = HandlerIds()
+        self.provider = TracerProvider(resource=self.resource, id_generator=self.ids)
         self.provider.add_span_processor(BaggageSpanProcessor())
         self.exporter = _SocketSpanExporter(self.socket)
         self.provider.add_span_processor(BatchSpanProcessor(self.exporter, schedule_delay_millis=max(1.0, spans_ms)))
@@ -371,6 +403,14 @@ def shutdown_otel(timeout_s: float = 5.0, *, force: bool = False) -> None:
         flush_otel(timeout_s)
     else:
         pipeline.shutdown(timeout_s)
+
+
+def handler_span_support() -> tuple[Tracer, HandlerIds] | None:
+    """For svc-sdk: the pipeline's SDK tracer and its id generator, or None while telemetry is off."""
+    pipeline = _pipeline
+    if pipeline is None or not isinstance(pipeline.tracer, Tracer):
+        return None
+    return pipeline.tracer, pipeline.ids
 
 
 def get_tracer() -> trace.Tracer:
