@@ -53,7 +53,7 @@ frame_dicts = st.fixed_dictionaries(
     {"type": st.sampled_from(TYPES)},
     optional={
         k: field_values
-        for k in ("invocation_id", "function_id", "data", "metadata", "result", "error", "id", "trigger_type", "config", "worker_id", "reattach_token", "code", "message", "traceparent", "baggage", "namespace", "reason")
+        for k in ("invocation_id", "function_id", "data", "metadata", "result", "error", "id", "trigger_type", "config", "worker_id", "reattach_token", "code", "message", "traceparent", "baggage", "namespace", "reason", "features")
     },
 )
 
@@ -218,3 +218,13 @@ def test_a_cancelled_call_fails_at_once_and_the_engine_gets_one_bounded_cancelin
         h.session._connected = True
         h.session.calls.fail_all(lambda call: RuntimeError("cleared"))
         h.session.calls._queue = []
+
+
+@given(st.none() | json_values | st.lists(json_values, max_size=6))
+def test_a_workerregistered_lists_the_string_entries_of_its_features(features: Any) -> None:
+    frame: dict[str, Any] = {"type": "workerregistered", "worker_id": "w-1", "reattach_token": "t-1"}
+    if features is not None:
+        frame["features"] = features
+    msg = decode_engine_frame(json.dumps(frame, allow_nan=True))
+    assert msg is not None and msg["worker_id"] == "w-1"
+    assert msg["features"] == frozenset(f for f in features if isinstance(f, str)) if isinstance(features, list) else msg["features"] == frozenset()

@@ -25,7 +25,7 @@ fn json_value() -> impl Strategy<Value = Value> {
     })
 }
 
-const FIELDS: &[&str] = &["type", "invocation_id", "function_id", "data", "metadata", "result", "error", "traceparent", "baggage", "id", "config", "code", "reason"];
+const FIELDS: &[&str] = &["type", "invocation_id", "function_id", "data", "metadata", "result", "error", "traceparent", "baggage", "id", "config", "code", "reason", "worker_id", "reattach_token", "features"];
 
 fn member() -> impl Strategy<Value = String> {
     (prop::sample::select(FIELDS), json_value()).prop_map(|(k, v)| format!("\"{k}\":{v}"))
@@ -107,6 +107,25 @@ proptest! {
                 prop_assert_eq!(got, reason.as_deref().and_then(bounded));
             }
             other => prop_assert!(false, "frame {} decoded as {:?}", frame, other),
+        }
+    }
+
+    #[test]
+    fn a_workerregistered_lists_the_string_entries_of_its_features(features in prop::option::of(json_value())) {
+        let mut frame = json!({"type": "workerregistered", "worker_id": "w-1", "reattach_token": "t-1"});
+        if let Some(f) = &features {
+            frame["features"] = f.clone();
+        }
+        let want: Vec<String> = match &features {
+            Some(Value::Array(list)) => list.iter().filter_map(|v| v.as_str().map(String::from)).collect(),
+            _ => Vec::new(),
+        };
+        match decode_engine_frame(frame.to_string().as_bytes()) {
+            Some(EngineFrame::WorkerRegistered { worker_id, features: got, .. }) => {
+                prop_assert_eq!(worker_id, "w-1");
+                prop_assert_eq!(got, want);
+            }
+            other => prop_assert!(false, "{} decoded as {:?}", frame, other),
         }
     }
 
