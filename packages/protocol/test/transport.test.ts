@@ -14,7 +14,7 @@ import { WebSocketServer, type WebSocket } from 'ws'
 import { SvcError } from '../src/errors.ts'
 import { memoryConnector, memoryPair } from '../src/transport/memory.ts'
 import type { PeerInfo, Transport } from '../src/transport/types.ts'
-import { connectWebSocket, FIRST_WRITE_FRAMES, MAX_FRAMES_PER_WRITE, peerInfoOf, READ_BUDGET_BYTES, READ_BUDGET_FRAMES, textFrame, wsServerTransport } from '../src/transport/ws.ts'
+import { connectWebSocket, FIRST_WRITE_FRAMES, MAX_FRAMES_PER_WRITE, peerInfoOf, READ_BUDGET_BYTES, READ_BUDGET_FRAMES, setContentionProbe, textFrame, wsServerTransport } from '../src/transport/ws.ts'
 import { quietPeriod, waitFor } from '../../../test/support/wait.ts'
 
 const WAIT_MS = 5000
@@ -323,7 +323,8 @@ transportBehaviour('memory', memoryFactory)
 // ------------------------------------------------------------------ ws only
 
 /** Counts the write syscalls of TCP sockets (`_writeGeneric` serves both write and writev). */
-function countWrites(target: object): { count: number; restore(): void } {
+function countWrites(target: object | ((socket: Socket) => boolean)): { count: number; restore(): void } {
+  const counts = typeof target === 'function' ? (target as (socket: Socket) => boolean) : (socket: Socket) => socket === target
   const proto = Socket.prototype as unknown as { _writeGeneric: (...args: unknown[]) => unknown }
   const original = proto._writeGeneric
   const counter = {
@@ -332,8 +333,8 @@ function countWrites(target: object): { count: number; restore(): void } {
       proto._writeGeneric = original
     },
   }
-  proto._writeGeneric = function (this: object, ...args: unknown[]) {
-    if (this === target) counter.count++
+  proto._writeGeneric = function (this: Socket, ...args: unknown[]) {
+    if (counts(this)) counter.count++
     return original.apply(this, args)
   }
   return counter
@@ -393,6 +394,9 @@ describe('ws transport', () => {
   })
 
   it('coalesces the frames of one turn: the first 2 leave at once, then writes of at most 16 frames (server side)', async (t) => {
+    // A machine with an idle CPU (whatever the one running this test is doing).
+    setContentionProbe({ contended: false })
+    t.after(() => setContentionProbe(undefined))
     const server = await startWsServer(t)
     const a = connectWebSocket(server.url, {})
     t.after(() => a.terminate())
@@ -425,6 +429,49 @@ describe('ws transport', () => {
     const total = 41 + MAX_FRAMES_PER_WRITE
     await waitFor(() => ra.messages.length === total, 'all frames', 5000, 2)
     assert.deepEqual(ra.texts(), Array.from({ length: total }, (_, i) => `{"n":${i}}`))
+  })
+
+  it('with every CPU busy, a turn leaves in whole batches: no early write (server and client side)', async (t) => {
+    const probe = { contended: true }
+    setContentionProbe(probe)
+    t.after(() => setContentionProbe(undefined))
+    const server = await startWsServer(t)
+    const a = connectWebSocket(server.url, {})
+    t.after(() => a.terminate())
+    const ra = new Recorder(a)
+    await waitFor(() => ra.opened === 1 && server.accepted.length === 1, 'open', 5000, 2)
+    const { transport: b, tcp } = server.accepted[0]!
+    const rb = new Recorder(b)
+    const serverWrites = countWrites(tcp)
+    // The client's socket: the one connected to the server's port.
+    const port = Number(new URL(server.url).port)
+    const clientWrites = countWrites((socket) => socket.remotePort === port)
+    // Less than a full batch, so that only the contention decides (a turn after a full one starts
+    // with a full batch anyway).
+    const frames = MAX_FRAMES_PER_WRITE - 1
+    try {
+      for (let i = 0; i < frames; i++) {
+        b.send(`{"n":${i}}`)
+        a.send(`{"n":${i}}`)
+      }
+      assert.equal(serverWrites.count, 0, 'no early write: the batch waits for the end of the turn')
+      assert.equal(clientWrites.count, 0, 'no early write: the batch waits for the end of the turn')
+      await new Promise<void>((r) => process.nextTick(r))
+      assert.equal(serverWrites.count, 1, "the server's turn left in one write")
+      assert.equal(clientWrites.count, 1, "the client's turn left in one write")
+      // A CPU free again: the next turn writes its first frames early.
+      probe.contended = false
+      for (let i = 0; i <= FIRST_WRITE_FRAMES; i++) b.send(`{"m":${i}}`)
+      assert.equal(serverWrites.count, 2, 'the first frames leave as soon as the next one comes')
+      await new Promise<void>((r) => process.nextTick(r))
+    } finally {
+      serverWrites.restore()
+      clientWrites.restore()
+    }
+    const toClient = [...Array.from({ length: frames }, (_, i) => `{"n":${i}}`), ...Array.from({ length: FIRST_WRITE_FRAMES + 1 }, (_, i) => `{"m":${i}}`)]
+    await waitFor(() => ra.messages.length === toClient.length && rb.messages.length === frames, 'all frames', 5000, 2)
+    assert.deepEqual(ra.texts(), toClient)
+    assert.deepEqual(rb.texts(), Array.from({ length: frames }, (_, i) => `{"n":${i}}`))
   })
 
   it(`reads fairly: after ${READ_BUDGET_FRAMES} frames, or ${READ_BUDGET_BYTES} bytes, a connection's reading pauses until the next turn`, async (t) => {
@@ -461,6 +508,8 @@ describe('ws transport', () => {
   })
 
   it('coalesces on the client side too, through the upgrade response socket', async (t) => {
+    setContentionProbe({ contended: false })
+    t.after(() => setContentionProbe(undefined))
     const server = await startWsServer(t)
     let tcp: object | undefined
     const a = connectWebSocket(server.url, {})

@@ -25,6 +25,7 @@ import WebSocket from 'ws'
 import { displayAddress } from '../client/addresses.ts'
 import { Codes, SvcError } from '../errors.ts'
 import { assertCloseArgs, assertText, parseWebSocketUrl, queryOf } from './frames.ts'
+import { CpuContention } from './cpu-contention.ts'
 import { isLoopbackAddress, isLoopbackUrl } from './loopback.ts'
 import type { ConnectOptions, Connector, PeerInfo, Transport, TransportHandlers } from './types.ts'
 
@@ -36,13 +37,28 @@ import type { ConnectOptions, Connector, PeerInfo, Transport, TransportHandlers 
 export const MAX_FRAMES_PER_WRITE = 16
 
 /**
- * Frames in the first write of a turn, unless the previous turn filled whole batches. The first
- * frames leave at once so the peer starts on them while the rest of the turn is built: with 8
- * calls in flight, three processes (caller, engine, callee) otherwise take turns on one batch.
- * Under load the early write would only add a syscall per turn, so a turn after a full one starts
- * with a full batch. Measured on 2 cores: 8 in flight 31,000/s → 47,000/s; 64 in flight unchanged.
+ * Frames in the first write of a turn, unless the previous turn filled whole batches or every CPU
+ * of the machine has other work ({@link CpuContention}). The first frames leave at once so the
+ * peer starts on them, on an idle CPU, while the rest of the turn is built: with 8 calls in
+ * flight, three processes (caller, engine, callee) otherwise take turns on one batch. Measured on
+ * 2 idle cores: 8 in flight 31,000/s → 47,000/s; 64 in flight unchanged. Under load the early
+ * write would only add a syscall and a wake-up per turn, so a turn after a full one, or on a
+ * machine with no idle CPU, starts with a full batch.
  */
 export const FIRST_WRITE_FRAMES = 2
+
+/** The machine's CPUs, read from `/proc/loadavg` at most every 100 ms while frames are sent. */
+const machine = new CpuContention()
+/** Whether the machine's CPUs are all busy (read once per turn): {@link machine} unless a test sets it. */
+let contention: { readonly contended: boolean } = machine
+
+/**
+ * Internal (tests): replaces the contention signal every `ws` transport of this process reads
+ * (`undefined`: back to the machine's, sampled from `/proc/loadavg`).
+ */
+export function setContentionProbe(probe: { readonly contended: boolean } | undefined): void {
+  contention = probe ?? machine
+}
 
 /**
  * Frames one connection delivers before its reading pauses until the event loop's next turn (fair
@@ -234,8 +250,9 @@ class WsTransport implements Transport {
         this.#corked = true
         this.#batch = 1
         this.#turnFrames = 1
-        // Under load (full batches last turn) the early write only adds a syscall per turn.
-        this.#limit = this.#lastTurnFrames >= MAX_FRAMES_PER_WRITE ? MAX_FRAMES_PER_WRITE : FIRST_WRITE_FRAMES
+        // Under load (full batches last turn, or no idle CPU for the peer to wake on) the early
+        // write only adds a syscall and a wake-up per turn.
+        this.#limit = this.#lastTurnFrames >= MAX_FRAMES_PER_WRITE || contention.contended ? MAX_FRAMES_PER_WRITE : FIRST_WRITE_FRAMES
         tcp.cork()
         process.nextTick(WsTransport.#uncork, this)
       } else if (this.#batch >= this.#limit) {
