@@ -139,7 +139,7 @@ export class TextChunk {
 }
 
 /**
- * Where the window keeps the JSON of its packed spans: UTF-8, appended into chunks of
+ * Where the window keeps its packed spans (each its head, {@link SPAN_HEAD_BYTES}, then its JSON as UTF-8), appended into chunks of
  * {@link TEXT_CHUNK_BYTES} bytes over `SharedArrayBuffer`s, off the V8 heap. A chunk is never
  * written again while anything holds it ({@link TextChunk}), so the `builtin` store's writer
  * thread reads the same bytes (./sqlite.ts) without a copy; as spans are evicted oldest first, a
