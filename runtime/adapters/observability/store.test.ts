@@ -10,7 +10,7 @@ import { after, describe, it } from 'node:test'
 import { jsonParse } from 'svc-protocol/json'
 import { LIMITS, log, runStoreConformance, span } from './conformance.ts'
 import { BATCH_BYTES, MAX_IN_FLIGHT, MAX_QUEUED_BYTES, PAGE_SIZE, SqliteStore } from './sqlite.ts'
-import { fullSpan, MemoryStore, NoStore, RECORD_OVERHEAD_BYTES, TEXT_CHUNK_BYTES, type StoreLimits } from './store.ts'
+import { fullSpan, headFunctionId, MemoryStore, NoStore, RECORD_OVERHEAD_BYTES, TEXT_CHUNK_BYTES, type StoreLimits } from './store.ts'
 import type { LogRecord, SpanRecord } from './records.ts'
 import { attributeMap } from '../../workers/observability/otlp.ts'
 
@@ -671,6 +671,30 @@ describe('texts of sealed spans (UTF-8 chunks shared with the writer)', () => {
     assert.deepEqual(heads.map((h) => [h.start_time_unix_nano, h.end_time_unix_nano, h.duration_ms]), times)
     assert.ok(Object.is(heads[2]!.start_time_unix_nano, -0))
     assert.deepEqual(store.traceHeads('t').map((h) => h.end_time_unix_nano), times.map(([, end]) => end))
+  })
+
+  it("memory: heads give each span's name, service and svc.function.id (shared by many spans, or its own) through evictions, resends and clears", () => {
+    const store = new MemoryStore({ ...LIMITS, maxSpans: 300 })
+    const expected = new Map<string, [string, string, string | undefined]>()
+    const record = (i: number): SpanRecord => {
+      // Few names and services, and every 7th span a name of its own; every 5th span no function id.
+      const name = i % 7 === 0 ? `own ☃ ${i}` : `execute f${i % 3}`
+      const service = `w${i % 2}`
+      const functionId = i % 5 === 0 ? undefined : `f${i % 3}`
+      const attributes: Record<string, unknown> = functionId === undefined ? { other: 1 } : { 'svc.function.id': functionId }
+      expected.set(`s${i % 1000}`, [name, service, functionId])
+      return span(`t${i % 450}`, `s${i % 1000}`, null, 1_000_000 + i, { name, service_name: service, attributes })
+    }
+    for (let i = 0; i < 5000; i++) {
+      store.putSpan(record(i), 100, true)
+      if (i === 2600) store.clearSpans()
+      if (i % 250 === 0) {
+        const heads = [...store.heads()]
+        assert.ok(heads.length > 0)
+        for (const head of heads) assert.deepEqual([head.name, head.service_name, headFunctionId(head)], expected.get(head.span_id), head.span_id)
+        for (const full of store.spans()) assert.deepEqual([full.name, full.service_name, full.attributes['svc.function.id']], expected.get(full.span_id))
+      }
+    }
   })
 
   it('builtin: spans across many chunks, non-ASCII ones and one larger than a chunk read back from the window, the file and a reopened store as JSON.stringify writes them', () => {

@@ -130,11 +130,15 @@ export class TextChunk {
   /** Names the chunk to the `builtin` store's writer, which keeps the chunks it was sent. */
   readonly id = ++TextChunk.made
   readonly bytes: Buffer
+  /** The same bytes, for the heads' numbers (`DataView` reads and writes are compiled inline; `Buffer`'s are calls with checks). */
+  readonly view: DataView
   users = 1
   generation = 0
 
   constructor(size: number) {
-    this.bytes = Buffer.from(new SharedArrayBuffer(size))
+    const buffer = new SharedArrayBuffer(size)
+    this.bytes = Buffer.from(buffer)
+    this.view = new DataView(buffer)
   }
 }
 
@@ -160,42 +164,36 @@ export class SpanTexts {
   onDrop: ((chunk: TextChunk) => void) | undefined
 
   /**
-   * Appends `span`'s head (its times, status and flags, then its ids, name, service and
-   * `svc.function.id`: {@link SPAN_HEAD_BYTES}, then the strings), then `text` as UTF-8; the offset
-   * of the head in {@link chunk} (which is a new chunk when they did not fit in the previous one).
-   * Where the text starts and its length in bytes are given back by {@link textAt} and {@link written}.
+   * Appends `span`'s head (its times, status and flags, then its ids: {@link SPAN_HEAD_BYTES},
+   * then the ids), then `text` as UTF-8; the offset of the head in {@link chunk} (which is a new
+   * chunk when they did not fit in the previous one). Where the text starts and its length in
+   * bytes are given back by {@link textAt} and {@link written}.
    */
   append(span: SpanRecord, text: string): number {
-    const id = span.attributes['svc.function.id']
-    const functionId = typeof id === 'string' ? id : undefined
     const parent = span.parent_span_id
-    // At most 2 bytes per UTF-16 unit of the head's strings, 3 of the text: the test never lets a write truncate.
-    const strings = span.trace_id.length + span.span_id.length + (parent?.length ?? 0) + span.name.length + span.service_name.length + (functionId?.length ?? 0)
-    const most = SPAN_HEAD_BYTES + strings * 2 + text.length * 3
+    // At most 2 bytes per UTF-16 unit of the ids, 3 of the text: the test never lets a write truncate.
+    const most = SPAN_HEAD_BYTES + (span.trace_id.length + span.span_id.length + (parent?.length ?? 0)) * 2 + text.length * 3
     if (this.used + most > this.chunk.bytes.length) this.next(most)
     const chunk = this.chunk.bytes
+    const view = this.chunk.view
     const offset = this.used
     const end = span.end_time_unix_nano
     const duration = span.duration_ms
-    chunk.writeDoubleLE(span.start_time_unix_nano, offset)
-    chunk.writeDoubleLE(end ?? 0, offset + 8)
-    chunk.writeDoubleLE(duration ?? 0, offset + 16)
+    view.setFloat64(offset, span.start_time_unix_nano, true)
+    view.setFloat64(offset + 8, end ?? 0, true)
+    view.setFloat64(offset + 16, duration ?? 0, true)
     chunk[offset + 24] =
       (end === null ? NO_END : 0) |
       (duration === null ? NO_DURATION : 0) |
       (parent === null ? NO_PARENT : 0) |
-      (functionId === undefined ? NO_FUNCTION_ID : 0) |
       (span.attributes['svc.function.kind'] === 'internal' ? INTERNAL : 0)
     chunk[offset + 25] = span.status === 'ok' ? 1 : span.status === 'error' ? 2 : 0
-    let at = putField(chunk, offset, TRACE_ID, offset + SPAN_HEAD_BYTES, span.trace_id)
-    at = putField(chunk, offset, SPAN_ID, at, span.span_id)
-    at = putField(chunk, offset, PARENT_SPAN_ID, at, parent ?? '')
-    at = putField(chunk, offset, NAME, at, span.name)
-    at = putField(chunk, offset, SERVICE_NAME, at, span.service_name)
-    at = putField(chunk, offset, FUNCTION_ID, at, functionId ?? '')
+    let at = putField(chunk, view, offset, TRACE_ID, offset + SPAN_HEAD_BYTES, span.trace_id)
+    at = putField(chunk, view, offset, SPAN_ID, at, span.span_id)
+    at = putField(chunk, view, offset, PARENT_SPAN_ID, at, parent ?? '')
     this.textAt = at
     this.written = chunk.write(text, at, 'utf8')
-    chunk.writeUInt32LE(this.written, offset + TEXT_LENGTH_AT)
+    view.setUint32(offset + TEXT_LENGTH_AT, this.written, true)
     this.used = at + this.written
     return offset
   }
@@ -232,30 +230,28 @@ export class SpanTexts {
 /**
  * A packed span's head in its chunk, before its text: start, end and duration (float64, little
  * endian), a byte of flags ({@link NO_END}…{@link INTERNAL}), a byte of status (0 unset, 1 ok,
- * 2 error), the lengths of its six strings ({@link TRACE_ID}…{@link FUNCTION_ID}; uint32, UTF-16
+ * 2 error), the lengths of its three ids ({@link TRACE_ID}…{@link PARENT_SPAN_ID}; uint32, UTF-16
  * units, {@link WIDE} set when written as UTF-16LE rather than one byte per unit) and of its text
- * (uint32, bytes); then the strings, then the text. Numbers kept in a V8 object are each an object
+ * (uint32, bytes); then the ids, then the text. Numbers kept in a V8 object are each an object
  * of their own (a heap number), and strings too, for the collector to copy and mark: here they are
- * none.
+ * none. (The name, service and `svc.function.id`, which few spans differ in, are the window's
+ * {@link StringTable} entries.)
  */
-const SPAN_HEAD_BYTES = 54
-/** Where the strings' lengths start in a head. */
+const SPAN_HEAD_BYTES = 42
+/** Where the ids' lengths start in a head. */
 const LENGTHS_AT = 26
 /** Where the text's length is in a head. */
-const TEXT_LENGTH_AT = 50
-/** Flags: `end_time_unix_nano` is null; `duration_ms` is null; `parent_span_id` is null; no string `svc.function.id`; `svc.function.kind` is `internal`. */
+const TEXT_LENGTH_AT = 38
+/** Flags: `end_time_unix_nano` is null; `duration_ms` is null; `parent_span_id` is null; `svc.function.kind` is `internal`. */
 const NO_END = 1
 const NO_DURATION = 2
 const NO_PARENT = 4
-const NO_FUNCTION_ID = 8
 const INTERNAL = 16
-/** The head's strings, in this order. */
+/** The head's ids, in this order (then the text). */
 const TRACE_ID = 0
 const SPAN_ID = 1
 const PARENT_SPAN_ID = 2
-const NAME = 3
-const SERVICE_NAME = 4
-const FUNCTION_ID = 5
+const TEXT = 3
 /** A string's length word: written two bytes per unit (one was above U+00FF). */
 const WIDE = 0x80000000
 const STATUSES: readonly SpanStatus[] = ['unset', 'ok', 'error']
@@ -265,55 +261,122 @@ const STATUSES: readonly SpanStatus[] = ['unset', 'ok', 'error']
  * string goes. One byte per unit when every unit fits (ids, names: Latin-1), else UTF-16LE, which
  * keeps any string as it was (a lone surrogate too, which UTF-8 would replace).
  */
-function putField(chunk: Buffer, offset: number, field: number, at: number, s: string): number {
+function putField(chunk: Buffer, view: DataView, offset: number, field: number, at: number, s: string): number {
   const n = s.length
   for (let i = 0; i < n; i++) {
     const unit = s.charCodeAt(i)
     if (unit > 0xff) {
-      chunk.writeUInt32LE((n | WIDE) >>> 0, offset + LENGTHS_AT + 4 * field)
+      view.setUint32(offset + LENGTHS_AT + 4 * field, (n | WIDE) >>> 0, true)
       return at + chunk.write(s, at, 'utf16le')
     }
     chunk[at + i] = unit
   }
-  chunk.writeUInt32LE(n, offset + LENGTHS_AT + 4 * field)
+  view.setUint32(offset + LENGTHS_AT + 4 * field, n, true)
   return at + n
 }
 
 /** Bytes of a head's string whose length word is `word`. */
 const fieldBytes = (word: number): number => (word >= WIDE ? (word - WIDE) * 2 : word)
 
-/** Where string `field` (or, at 6, the text) of the head at `offset` starts. */
-function fieldAt(chunk: Buffer, offset: number, field: number): number {
+/** Where string `field` (or, at {@link TEXT}, the text) of the head at `offset` starts. */
+function fieldAt(chunk: TextChunk, offset: number, field: number): number {
   let at = offset + SPAN_HEAD_BYTES
-  for (let i = 0; i < field; i++) at += fieldBytes(chunk.readUInt32LE(offset + LENGTHS_AT + 4 * i))
+  for (let i = 0; i < field; i++) at += fieldBytes(chunk.view.getUint32(offset + LENGTHS_AT + 4 * i, true))
   return at
 }
 
 /** String `field` of the head at `offset` (a new string). */
-function fieldText(chunk: Buffer, offset: number, field: number): string {
-  const word = chunk.readUInt32LE(offset + LENGTHS_AT + 4 * field)
+function fieldText(chunk: TextChunk, offset: number, field: number): string {
+  const word = chunk.view.getUint32(offset + LENGTHS_AT + 4 * field, true)
   const at = fieldAt(chunk, offset, field)
-  return chunk.toString(word >= WIDE ? 'utf16le' : 'latin1', at, at + fieldBytes(word))
+  return chunk.bytes.toString(word >= WIDE ? 'utf16le' : 'latin1', at, at + fieldBytes(word))
 }
 
 /** Whether string `field` of the head at `offset` is `s` (no string made). */
-function fieldIs(chunk: Buffer, offset: number, field: number, s: string): boolean {
-  const word = chunk.readUInt32LE(offset + LENGTHS_AT + 4 * field)
+function fieldIs(chunk: TextChunk, offset: number, field: number, s: string): boolean {
+  const word = chunk.view.getUint32(offset + LENGTHS_AT + 4 * field, true)
   const wide = word >= WIDE
   const n = wide ? word - WIDE : word
   if (n !== s.length) return false
   const at = fieldAt(chunk, offset, field)
+  const bytes = chunk.bytes
   if (wide) {
-    for (let i = 0; i < n; i++) if ((chunk[at + 2 * i]! | (chunk[at + 2 * i + 1]! << 8)) !== s.charCodeAt(i)) return false
-  } else for (let i = 0; i < n; i++) if (chunk[at + i] !== s.charCodeAt(i)) return false
+    for (let i = 0; i < n; i++) if ((bytes[at + 2 * i]! | (bytes[at + 2 * i + 1]! << 8)) !== s.charCodeAt(i)) return false
+  } else for (let i = 0; i < n; i++) if (bytes[at + i] !== s.charCodeAt(i)) return false
   return true
+}
+
+/**
+ * Strings the window's spans share (names, services, function ids), each kept once with the number
+ * of spans naming it, by a small integer: a span holds three numbers instead of three strings.
+ * An entry goes with the last span naming it. Bounded by the window: at most three per span.
+ */
+class StringTable {
+  private readonly ids = new Map<string, number>()
+  private readonly values: Array<string | undefined> = []
+  private uses = new Int32Array(64)
+  private readonly free: number[] = []
+  /** The string used last and its id: spans in a row mostly name the same ones. */
+  private last: string | undefined
+  private lastId = -1
+
+  /** Entries held. */
+  get size(): number {
+    return this.ids.size
+  }
+
+  /** The id of `s`, with one more use. */
+  use(s: string): number {
+    let id = s === this.last ? this.lastId : this.ids.get(s)
+    if (id === undefined) {
+      id = this.free.pop() ?? this.values.length
+      if (id >= this.uses.length) {
+        const uses = new Int32Array(this.uses.length * 2)
+        uses.set(this.uses)
+        this.uses = uses
+      }
+      this.values[id] = s
+      this.ids.set(s, id)
+    }
+    this.last = s
+    this.lastId = id
+    this.uses[id]!++
+    return id
+  }
+
+  /** The string of `id`. */
+  get(id: number): string {
+    return this.values[id]!
+  }
+
+  /** One use of `id` less: the entry goes at the last. */
+  release(id: number): void {
+    if (--this.uses[id]! > 0) return
+    this.ids.delete(this.values[id]!)
+    this.values[id] = undefined
+    this.free.push(id)
+    if (this.lastId === id) {
+      this.last = undefined
+      this.lastId = -1
+    }
+  }
+
+  clear(): void {
+    this.ids.clear()
+    this.values.length = 0
+    this.uses.fill(0)
+    this.free.length = 0
+    this.last = undefined
+    this.lastId = -1
+  }
 }
 
 /**
  * A span the window keeps as text, as a scan reads it: made from the span's head and text in its
  * chunk when the scan reaches it (the window itself keeps no object per such span: its chunk,
- * offset and resource sit in the window's arrays). The head gives the ids, name, service, status,
- * `svc.function.id` and `svc.function.kind` (copied out at once) and the times (read on demand);
+ * offset, resource and the ids of its name, service and `svc.function.id` in its {@link StringTable}s
+ * sit in the window's arrays). The head gives the ids, status and `svc.function.kind` (copied out
+ * at once) and the times (read on demand);
  * the text is the JSON of the record without its resource (the `builtin` file's row body,
  * ./sqlite.ts); the resource object is shared by the spans of a frame or worker.
  *
@@ -344,24 +407,24 @@ export class PackedSpan {
   /** The `svc.function.kind` attribute is `internal` (§12.4). */
   readonly internal: boolean
 
-  /** The span whose head {@link SpanTexts.append} wrote at `offset` of `chunk`, with its resource. */
-  constructor(chunk: TextChunk, offset: number, resource: Readonly<Record<string, string>>) {
+  /** The span whose head {@link SpanTexts.append} wrote at `offset` of `chunk`, with its resource, name, service and `svc.function.id` attribute. */
+  constructor(chunk: TextChunk, offset: number, resource: Readonly<Record<string, string>>, name: string, serviceName: string, functionId: string | undefined) {
     const bytes = chunk.bytes
     const flags = bytes[offset + 24]!
     this.chunk = chunk
     this.generation = chunk.generation
     this.offset = offset
     this.resource = resource
-    this.trace_id = fieldText(bytes, offset, TRACE_ID)
-    this.span_id = fieldText(bytes, offset, SPAN_ID)
-    this.parent_span_id = (flags & NO_PARENT) !== 0 ? null : fieldText(bytes, offset, PARENT_SPAN_ID)
-    this.name = fieldText(bytes, offset, NAME)
-    this.service_name = fieldText(bytes, offset, SERVICE_NAME)
-    this.function_id = (flags & NO_FUNCTION_ID) !== 0 ? undefined : fieldText(bytes, offset, FUNCTION_ID)
+    this.trace_id = fieldText(chunk, offset, TRACE_ID)
+    this.span_id = fieldText(chunk, offset, SPAN_ID)
+    this.parent_span_id = (flags & NO_PARENT) !== 0 ? null : fieldText(chunk, offset, PARENT_SPAN_ID)
+    this.name = name
+    this.service_name = serviceName
+    this.function_id = functionId
     this.internal = (flags & INTERNAL) !== 0
     this.status = STATUSES[bytes[offset + 25]!]!
-    this.textOffset = fieldAt(bytes, offset, 6)
-    this.length = bytes.readUInt32LE(offset + TEXT_LENGTH_AT)
+    this.textOffset = fieldAt(chunk, offset, TEXT)
+    this.length = chunk.view.getUint32(offset + TEXT_LENGTH_AT, true)
   }
 
   /**
@@ -374,17 +437,18 @@ export class PackedSpan {
   }
 
   get start_time_unix_nano(): number {
-    return this.bytes().readDoubleLE(this.offset)
+    this.bytes()
+    return this.chunk.view.getFloat64(this.offset, true)
   }
 
   get end_time_unix_nano(): number | null {
     const bytes = this.bytes()
-    return (bytes[this.offset + 24]! & NO_END) !== 0 ? null : bytes.readDoubleLE(this.offset + 8)
+    return (bytes[this.offset + 24]! & NO_END) !== 0 ? null : this.chunk.view.getFloat64(this.offset + 8, true)
   }
 
   get duration_ms(): number | null {
     const bytes = this.bytes()
-    return (bytes[this.offset + 24]! & NO_DURATION) !== 0 ? null : bytes.readDoubleLE(this.offset + 16)
+    return (bytes[this.offset + 24]! & NO_DURATION) !== 0 ? null : this.chunk.view.getFloat64(this.offset + 16, true)
   }
 
   /** JSON of the record without `resource` (a new string). */
@@ -454,8 +518,10 @@ export class MemoryStore implements TelemetryStore {
    * number (`spanFirst` is the oldest's): its slot is `(spanHead + position - spanFirst) % length`.
    * The records carry nothing of the window's. A span kept as text has no object in the ring
    * (undefined there): `spanChunks` holds its chunk, `spanOffsets` where its head is in it
-   * ({@link SpanTexts.append}), `spanResources` its resource (shared objects); for a span object
-   * `spanChunks` holds undefined. At the same index, `spanOlder` is the position of
+   * ({@link SpanTexts.append}), `spanResources` its resource (shared objects), `spanNames`,
+   * `spanServices` and `spanFunctions` the ids of its name, service and `svc.function.id` (-1: none)
+   * in {@link names}, {@link services} and {@link functions}; for a span object `spanChunks` holds
+   * undefined. At the same index, `spanOlder` is the position of
    * the next older span of the same trace (below `spanFirst` once that one left the window: the
    * end of the trace's chain), `spanHashes` the hash {@link traces} files its trace id under.
    */
@@ -463,6 +529,12 @@ export class MemoryStore implements TelemetryStore {
   private spanChunks: Array<TextChunk | undefined> = []
   private spanResources: Array<Readonly<Record<string, string>> | undefined> = []
   private spanOffsets = new Float64Array(0)
+  private spanNames = new Int32Array(0)
+  private spanServices = new Int32Array(0)
+  private spanFunctions = new Int32Array(0)
+  private readonly names = new StringTable()
+  private readonly services = new StringTable()
+  private readonly functions = new StringTable()
   private spanSizes = new Float64Array(0)
   private spanOlder = new Float64Array(0)
   private spanHashes = new Int32Array(0)
@@ -528,9 +600,9 @@ export class MemoryStore implements TelemetryStore {
         const earlierChunk = this.spanChunks[slot]
         const earlier = this.spanRing[slot]
         if (earlierChunk !== undefined) {
-          this.setSlot(slot, object, chunk, offset, span.resource)
-          this.texts.release(earlierChunk)
-        } else if (earlier !== object) Object.assign(earlier!, object ?? new PackedSpan(chunk!, offset, span.resource).unpack())
+          this.releaseText(slot)
+          this.setSlot(slot, object, chunk, offset, span)
+        } else if (earlier !== object) Object.assign(earlier!, object ?? new PackedSpan(chunk!, offset, span.resource, span.name, span.service_name, undefined).unpack())
         this.recount(slot, counted)
         return
       }
@@ -543,19 +615,33 @@ export class MemoryStore implements TelemetryStore {
     // evicted, is below `spanFirst` and ends the chain.
     traces.set(traceId, hash, this.spanFirst + this.spanCount)
     this.ringPush(counted, newest, hash)
-    this.setSlot((this.spanHead + this.spanCount - 1) % this.spanRing.length, object, chunk, offset, span.resource)
+    this.setSlot((this.spanHead + this.spanCount - 1) % this.spanRing.length, object, chunk, offset, span)
     if (this.spanBytes > this.limits.maxSpanBytes) this.trimSpans()
   }
 
-  /** Fills `slot` with a span object, or (`object` undefined) a span's text, holding its chunk. */
-  private setSlot(slot: number, object: SpanRecord | undefined, chunk: TextChunk | undefined, offset: number, resource: Readonly<Record<string, string>>): void {
+  /** Fills `slot` with a span object, or (`object` undefined) `span`'s text at `offset` of `chunk`, holding the chunk and its strings. */
+  private setSlot(slot: number, object: SpanRecord | undefined, chunk: TextChunk | undefined, offset: number, span: SpanRecord): void {
     this.spanRing[slot] = object
     this.spanChunks[slot] = chunk
-    if (object === undefined) {
-      this.texts.retain(chunk!)
-      this.spanOffsets[slot] = offset
-      this.spanResources[slot] = resource
-    } else this.spanResources[slot] = undefined
+    if (object !== undefined) return
+    this.texts.retain(chunk!)
+    this.spanOffsets[slot] = offset
+    this.spanResources[slot] = span.resource
+    this.spanNames[slot] = this.names.use(span.name)
+    this.spanServices[slot] = this.services.use(span.service_name)
+    const id = span.attributes['svc.function.id']
+    this.spanFunctions[slot] = typeof id === 'string' ? this.functions.use(id) : -1
+  }
+
+  /** Lets go of what the span kept as text in `slot` holds: its chunk, resource and strings. */
+  private releaseText(slot: number): void {
+    this.texts.release(this.spanChunks[slot]!)
+    this.spanChunks[slot] = undefined
+    this.spanResources[slot] = undefined
+    this.names.release(this.spanNames[slot]!)
+    this.services.release(this.spanServices[slot]!)
+    const id = this.spanFunctions[slot]!
+    if (id >= 0) this.functions.release(id)
   }
 
   /** The ring slot of the span at arrival number `position`. */
@@ -566,13 +652,15 @@ export class MemoryStore implements TelemetryStore {
   /** The span in `slot` as a scan reads it (a new {@link PackedSpan} for a span kept as text). */
   private headAt(slot: number): SpanHead {
     const chunk = this.spanChunks[slot]
-    return chunk === undefined ? this.spanRing[slot]! : new PackedSpan(chunk, this.spanOffsets[slot]!, this.spanResources[slot]!)
+    if (chunk === undefined) return this.spanRing[slot]!
+    const id = this.spanFunctions[slot]!
+    return new PackedSpan(chunk, this.spanOffsets[slot]!, this.spanResources[slot]!, this.names.get(this.spanNames[slot]!), this.services.get(this.spanServices[slot]!), id < 0 ? undefined : this.functions.get(id))
   }
 
   /** Whether the span in `slot` is of trace `traceId`. */
   private isTrace(slot: number, traceId: string): boolean {
     const chunk = this.spanChunks[slot]
-    return chunk === undefined ? this.spanRing[slot]!.trace_id === traceId : fieldIs(chunk.bytes, this.spanOffsets[slot]!, TRACE_ID, traceId)
+    return chunk === undefined ? this.spanRing[slot]!.trace_id === traceId : fieldIs(chunk, this.spanOffsets[slot]!, TRACE_ID, traceId)
   }
 
   /** The slot of the span `spanId` of a trace, from its newest at `newest`; -1 when none is. */
@@ -580,7 +668,7 @@ export class MemoryStore implements TelemetryStore {
     for (let position = newest; position >= this.spanFirst; ) {
       const slot = this.slot(position)
       const chunk = this.spanChunks[slot]
-      if (chunk === undefined ? this.spanRing[slot]!.span_id === spanId : fieldIs(chunk.bytes, this.spanOffsets[slot]!, SPAN_ID, spanId)) return slot
+      if (chunk === undefined ? this.spanRing[slot]!.span_id === spanId : fieldIs(chunk, this.spanOffsets[slot]!, SPAN_ID, spanId)) return slot
       position = this.spanOlder[slot]!
     }
     return -1
@@ -617,6 +705,9 @@ export class MemoryStore implements TelemetryStore {
       const chunks: Array<TextChunk | undefined> = new Array(length).fill(undefined)
       const resources: Array<Readonly<Record<string, string>> | undefined> = new Array(length).fill(undefined)
       const offsets = new Float64Array(length)
+      const names = new Int32Array(length)
+      const services = new Int32Array(length)
+      const functions = new Int32Array(length)
       const sizes = new Float64Array(length)
       const olders = new Float64Array(length)
       const hashes = new Int32Array(length)
@@ -626,6 +717,9 @@ export class MemoryStore implements TelemetryStore {
         chunks[i] = this.spanChunks[from]
         resources[i] = this.spanResources[from]
         offsets[i] = this.spanOffsets[from]!
+        names[i] = this.spanNames[from]!
+        services[i] = this.spanServices[from]!
+        functions[i] = this.spanFunctions[from]!
         sizes[i] = this.spanSizes[from]!
         olders[i] = this.spanOlder[from]!
         hashes[i] = this.spanHashes[from]!
@@ -634,6 +728,9 @@ export class MemoryStore implements TelemetryStore {
       this.spanChunks = chunks
       this.spanResources = resources
       this.spanOffsets = offsets
+      this.spanNames = names
+      this.spanServices = services
+      this.spanFunctions = functions
       this.spanSizes = sizes
       this.spanOlder = olders
       this.spanHashes = hashes
@@ -729,6 +826,12 @@ export class MemoryStore implements TelemetryStore {
     this.spanChunks = []
     this.spanResources = []
     this.spanOffsets = new Float64Array(0)
+    this.spanNames = new Int32Array(0)
+    this.spanServices = new Int32Array(0)
+    this.spanFunctions = new Int32Array(0)
+    this.names.clear()
+    this.services.clear()
+    this.functions.clear()
     this.spanSizes = new Float64Array(0)
     this.spanOlder = new Float64Array(0)
     this.spanHashes = new Int32Array(0)
@@ -770,7 +873,7 @@ export class MemoryStore implements TelemetryStore {
   /** `start_time_unix_nano` of the span in `slot`. */
   private startOf(slot: number): number {
     const chunk = this.spanChunks[slot]
-    return chunk === undefined ? this.spanRing[slot]!.start_time_unix_nano : chunk.bytes.readDoubleLE(this.spanOffsets[slot]!)
+    return chunk === undefined ? this.spanRing[slot]!.start_time_unix_nano : chunk.view.getFloat64(this.spanOffsets[slot]!, true)
   }
 
   /** Removes the oldest span of the ring and of its trace (the end of the trace's chain: only the index may name it). */
@@ -778,12 +881,8 @@ export class MemoryStore implements TelemetryStore {
     const ring = this.spanRing
     const head = this.spanHead
     this.traces.delete(this.spanHashes[head]!, this.spanFirst)
-    const chunk = this.spanChunks[head]
-    if (chunk !== undefined) {
-      this.texts.release(chunk)
-      this.spanChunks[head] = undefined
-      this.spanResources[head] = undefined
-    } else ring[head] = undefined
+    if (this.spanChunks[head] !== undefined) this.releaseText(head)
+    else ring[head] = undefined
     this.spanBytes -= this.spanSizes[head]!
     this.spanHead = (head + 1) % ring.length
     this.spanFirst++
