@@ -246,7 +246,7 @@ const TEXT_LENGTH_AT = 38
 const NO_END = 1
 const NO_DURATION = 2
 const NO_PARENT = 4
-const INTERNAL = 16
+const INTERNAL = 8
 /** The head's ids, in this order (then the text). */
 const TRACE_ID = 0
 const SPAN_ID = 1
