@@ -50,7 +50,7 @@ import { Worker } from 'node:worker_threads'
 import { DatabaseSync } from 'node:sqlite'
 import { openSqlite } from '../sqlite.ts'
 import { jsonOf, spanSize, type LogRecord, type SpanRecord } from './records.ts'
-import { MemoryStore, PackedSpan, spanBody, type SpanTexts, type StoreLimits, type TextChunk } from './store.ts'
+import { MemoryStore, spanBody, type SpanTexts, type StoreLimits, type TextChunk } from './store.ts'
 import { Fifo } from '../../workers/shared/fifo.ts'
 import { jsonParse } from 'svc-protocol/json'
 
@@ -441,16 +441,18 @@ export class SqliteStore extends MemoryStore {
   override putSpan(span: SpanRecord, bytes?: number, sealed = false, body?: string): void {
     if (sealed) {
       // One serialisation for both: the window keeps the row's body, and the writer reads it there.
-      const packed = new PackedSpan(span, body ?? spanBody(span), this.texts)
-      this.putSlot(packed, bytes ?? spanSize(span))
+      const texts = this.texts
+      this.putPacked(span, body ?? spanBody(span), bytes ?? spanSize(span))
+      // Where the window's text of the span is (evicting can only have let go of other chunks: the one being filled is held).
+      const chunk = texts.chunk
       const ns = span.start_time_unix_nano
-      if (packed.chunk !== this.pendingChunks.at(-1)) {
-        this.texts.retain(packed.chunk)
-        this.pendingChunks.push(packed.chunk)
+      if (chunk !== this.pendingChunks.at(-1)) {
+        texts.retain(chunk)
+        this.pendingChunks.push(chunk)
       }
-      const index = this.pendingPacked.push(packed.chunk.id, packed.textOffset, packed.length) / 3 - 1
-      this.pendingSpans.push(Number.isFinite(ns) ? ns : 0, index, this.resourceIndex(packed.resource))
-      this.pendingBytes += packed.length
+      const index = this.pendingPacked.push(chunk.id, texts.textAt, texts.written) / 3 - 1
+      this.pendingSpans.push(Number.isFinite(ns) ? ns : 0, index, this.resourceIndex(span.resource))
+      this.pendingBytes += texts.written
     } else {
       super.putSpan(span, bytes)
       this.pendObject(span)
@@ -716,7 +718,8 @@ export class SqliteStore extends MemoryStore {
       const row = spans[i]!
       const record = resources.record<SpanRecord>(row)
       // The window keeps the row's text (a row of the current form holds no resource: a PackedSpan's body).
-      this.putSlot(row.resource === null ? record : new PackedSpan(record, row.body, this.texts), row.bytes)
+      if (row.resource === null) super.putSpan(record, row.bytes)
+      else this.putPacked(record, row.body, row.bytes)
     }
     const logs = newestRows(db, 'logs', this.limits.maxLogs, this.limits.maxLogBytes, resources)
     for (let i = logs.length - 1; i >= 0; i--) super.putLog(logRecord(logs[i]!, resources), logs[i]!.bytes)

@@ -130,16 +130,20 @@ export class TextChunk {
   /** Names the chunk to the `builtin` store's writer, which keeps the chunks it was sent. */
   readonly id = ++TextChunk.made
   readonly bytes: Buffer
+  /** The same bytes, for the heads' numbers (`DataView` reads and writes are compiled inline; `Buffer`'s are calls with checks). */
+  readonly view: DataView
   users = 1
   generation = 0
 
   constructor(size: number) {
-    this.bytes = Buffer.from(new SharedArrayBuffer(size))
+    const buffer = new SharedArrayBuffer(size)
+    this.bytes = Buffer.from(buffer)
+    this.view = new DataView(buffer)
   }
 }
 
 /**
- * Where the window keeps the JSON of its packed spans: UTF-8, appended into chunks of
+ * Where the window keeps its packed spans (each its head, {@link SPAN_HEAD_BYTES}, then its JSON as UTF-8), appended into chunks of
  * {@link TEXT_CHUNK_BYTES} bytes over `SharedArrayBuffer`s, off the V8 heap. A chunk is never
  * written again while anything holds it ({@link TextChunk}), so the `builtin` store's writer
  * thread reads the same bytes (./sqlite.ts) without a copy; as spans are evicted oldest first, a
@@ -160,28 +164,43 @@ export class SpanTexts {
   onDrop: ((chunk: TextChunk) => void) | undefined
 
   /**
-   * Appends the {@link SPAN_HEAD_BYTES} of `span`'s times, then `text` as UTF-8; the offset of the
-   * times in {@link chunk} (which is a new chunk when they did not fit in the previous one), the
-   * text following them. The text's length in bytes is given back by {@link written}.
+   * Appends `span`'s head (its times, status and flags, then its ids: {@link SPAN_HEAD_BYTES},
+   * then the ids), then `text` as UTF-8; the offset of the head in {@link chunk} (which is a new
+   * chunk when they did not fit in the previous one). Where the text starts and its length in
+   * bytes are given back by {@link textAt} and {@link written}.
    */
   append(span: SpanRecord, text: string): number {
-    // At most 3 bytes per UTF-16 unit: the test never lets the write truncate.
-    const most = SPAN_HEAD_BYTES + text.length * 3
+    const parent = span.parent_span_id
+    // At most 2 bytes per UTF-16 unit of the ids, 3 of the text: the test never lets a write truncate.
+    const most = SPAN_HEAD_BYTES + (span.trace_id.length + span.span_id.length + (parent?.length ?? 0)) * 2 + text.length * 3
     if (this.used + most > this.chunk.bytes.length) this.next(most)
     const chunk = this.chunk.bytes
+    const view = this.chunk.view
     const offset = this.used
     const end = span.end_time_unix_nano
     const duration = span.duration_ms
-    chunk.writeDoubleLE(span.start_time_unix_nano, offset)
-    chunk.writeDoubleLE(end ?? 0, offset + 8)
-    chunk.writeDoubleLE(duration ?? 0, offset + 16)
-    chunk[offset + 24] = (end === null ? NO_END : 0) | (duration === null ? NO_DURATION : 0)
-    this.written = chunk.write(text, offset + SPAN_HEAD_BYTES, 'utf8')
-    this.used = offset + SPAN_HEAD_BYTES + this.written
+    view.setFloat64(offset, span.start_time_unix_nano, true)
+    view.setFloat64(offset + 8, end ?? 0, true)
+    view.setFloat64(offset + 16, duration ?? 0, true)
+    chunk[offset + 24] =
+      (end === null ? NO_END : 0) |
+      (duration === null ? NO_DURATION : 0) |
+      (parent === null ? NO_PARENT : 0) |
+      (span.attributes['svc.function.kind'] === 'internal' ? INTERNAL : 0)
+    chunk[offset + 25] = span.status === 'ok' ? 1 : span.status === 'error' ? 2 : 0
+    let at = putField(chunk, view, offset, TRACE_ID, offset + SPAN_HEAD_BYTES, span.trace_id)
+    at = putField(chunk, view, offset, SPAN_ID, at, span.span_id)
+    at = putField(chunk, view, offset, PARENT_SPAN_ID, at, parent ?? '')
+    this.textAt = at
+    this.written = chunk.write(text, at, 'utf8')
+    view.setUint32(offset + TEXT_LENGTH_AT, this.written, true)
+    this.used = at + this.written
     return offset
   }
 
-  /** Bytes the last {@link append} wrote. */
+  /** Where the text of the last {@link append} starts in {@link chunk}. */
+  textAt = 0
+  /** Bytes of text the last {@link append} wrote. */
   written = 0
 
   /** One more holder of `chunk`. */
@@ -209,34 +228,175 @@ export class SpanTexts {
 }
 
 /**
- * Bytes before a packed span's text in its chunk: its start, end and duration (float64, little
- * endian) and a byte of flags ({@link NO_END}, {@link NO_DURATION}). Numbers kept in a V8 object
- * are each an object of their own (a heap number) for the collector to copy and mark.
+ * A packed span's head in its chunk, before its text: start, end and duration (float64, little
+ * endian), a byte of flags ({@link NO_END}…{@link INTERNAL}), a byte of status (0 unset, 1 ok,
+ * 2 error), the lengths of its three ids ({@link TRACE_ID}…{@link PARENT_SPAN_ID}; uint32, UTF-16
+ * units, {@link WIDE} set when written as UTF-16LE rather than one byte per unit) and of its text
+ * (uint32, bytes); then the ids, then the text. Numbers kept in a V8 object are each an object
+ * of their own (a heap number), and strings too, for the collector to copy and mark: here they are
+ * none. (The name, service and `svc.function.id`, which few spans differ in, are the window's
+ * {@link StringTable} entries.)
  */
-const SPAN_HEAD_BYTES = 25
-/** Flags: `end_time_unix_nano` is null; `duration_ms` is null. */
+const SPAN_HEAD_BYTES = 42
+/** Where the ids' lengths start in a head. */
+const LENGTHS_AT = 26
+/** Where the text's length is in a head. */
+const TEXT_LENGTH_AT = 38
+/** Flags: `end_time_unix_nano` is null; `duration_ms` is null; `parent_span_id` is null; `svc.function.kind` is `internal`. */
 const NO_END = 1
 const NO_DURATION = 2
+const NO_PARENT = 4
+const INTERNAL = 8
+/** The head's ids, in this order (then the text). */
+const TRACE_ID = 0
+const SPAN_ID = 1
+const PARENT_SPAN_ID = 2
+const TEXT = 3
+/** A string's length word: written two bytes per unit (one was above U+00FF). */
+const WIDE = 0x80000000
+const STATUSES: readonly SpanStatus[] = ['unset', 'ok', 'error']
 
 /**
- * A span the window keeps as text: its ids (what the window's index and eviction read), its times
- * (read from its chunk) and the JSON of the record without its resource (the `builtin` file's row body,
- * ./sqlite.ts) as UTF-8 in a {@link SpanTexts} chunk, the resource object shared by the spans of a
- * frame. A few objects per span instead of the record's graph of attribute maps, events and their
- * strings: under traced load that graph was most of what V8 promoted to the old generation and
- * marked again at every full collection (docs/benchmarks.md, issue 20, sessions 29 and 31).
+ * Writes `s` at `at` and its length into the head at `offset` as string `field`; where the next
+ * string goes. One byte per unit when every unit fits (ids, names: Latin-1), else UTF-16LE, which
+ * keeps any string as it was (a lone surrogate too, which UTF-8 would replace).
+ */
+function putField(chunk: Buffer, view: DataView, offset: number, field: number, at: number, s: string): number {
+  const n = s.length
+  for (let i = 0; i < n; i++) {
+    const unit = s.charCodeAt(i)
+    if (unit > 0xff) {
+      view.setUint32(offset + LENGTHS_AT + 4 * field, (n | WIDE) >>> 0, true)
+      return at + chunk.write(s, at, 'utf16le')
+    }
+    chunk[at + i] = unit
+  }
+  view.setUint32(offset + LENGTHS_AT + 4 * field, n, true)
+  return at + n
+}
+
+/** Bytes of a head's string whose length word is `word`. */
+const fieldBytes = (word: number): number => (word >= WIDE ? (word - WIDE) * 2 : word)
+
+/** Where string `field` (or, at {@link TEXT}, the text) of the head at `offset` starts. */
+function fieldAt(chunk: TextChunk, offset: number, field: number): number {
+  let at = offset + SPAN_HEAD_BYTES
+  for (let i = 0; i < field; i++) at += fieldBytes(chunk.view.getUint32(offset + LENGTHS_AT + 4 * i, true))
+  return at
+}
+
+/** String `field` of the head at `offset` (a new string). */
+function fieldText(chunk: TextChunk, offset: number, field: number): string {
+  const word = chunk.view.getUint32(offset + LENGTHS_AT + 4 * field, true)
+  const at = fieldAt(chunk, offset, field)
+  return chunk.bytes.toString(word >= WIDE ? 'utf16le' : 'latin1', at, at + fieldBytes(word))
+}
+
+/** Whether string `field` of the head at `offset` is `s` (no string made). */
+function fieldIs(chunk: TextChunk, offset: number, field: number, s: string): boolean {
+  const word = chunk.view.getUint32(offset + LENGTHS_AT + 4 * field, true)
+  const wide = word >= WIDE
+  const n = wide ? word - WIDE : word
+  if (n !== s.length) return false
+  const at = fieldAt(chunk, offset, field)
+  const bytes = chunk.bytes
+  if (wide) {
+    for (let i = 0; i < n; i++) if ((bytes[at + 2 * i]! | (bytes[at + 2 * i + 1]! << 8)) !== s.charCodeAt(i)) return false
+  } else for (let i = 0; i < n; i++) if (bytes[at + i] !== s.charCodeAt(i)) return false
+  return true
+}
+
+/**
+ * Strings the window's spans share (names, services, function ids), each kept once with the number
+ * of spans naming it, by a small integer: a span holds three numbers instead of three strings.
+ * An entry goes with the last span naming it. Bounded by the window: at most three per span.
+ */
+class StringTable {
+  private readonly ids = new Map<string, number>()
+  private readonly values: Array<string | undefined> = []
+  private uses = new Int32Array(64)
+  private readonly free: number[] = []
+  /** The string used last and its id: spans in a row mostly name the same ones. */
+  private last: string | undefined
+  private lastId = -1
+
+  /** Entries held. */
+  get size(): number {
+    return this.ids.size
+  }
+
+  /** The id of `s`, with one more use. */
+  use(s: string): number {
+    let id = s === this.last ? this.lastId : this.ids.get(s)
+    if (id === undefined) {
+      id = this.free.pop() ?? this.values.length
+      if (id >= this.uses.length) {
+        const uses = new Int32Array(this.uses.length * 2)
+        uses.set(this.uses)
+        this.uses = uses
+      }
+      this.values[id] = s
+      this.ids.set(s, id)
+    }
+    this.last = s
+    this.lastId = id
+    this.uses[id]!++
+    return id
+  }
+
+  /** The string of `id`. */
+  get(id: number): string {
+    return this.values[id]!
+  }
+
+  /** One use of `id` less: the entry goes at the last. */
+  release(id: number): void {
+    if (--this.uses[id]! > 0) return
+    this.ids.delete(this.values[id]!)
+    this.values[id] = undefined
+    this.free.push(id)
+    if (this.lastId === id) {
+      this.last = undefined
+      this.lastId = -1
+    }
+  }
+
+  clear(): void {
+    this.ids.clear()
+    this.values.length = 0
+    this.uses.fill(0)
+    this.free.length = 0
+    this.last = undefined
+    this.lastId = -1
+  }
+}
+
+/**
+ * A span the window keeps as text, as a scan reads it: made from the span's head and text in its
+ * chunk when the scan reaches it (the window itself keeps no object per such span: its chunk,
+ * offset, resource and the ids of its name, service and `svc.function.id` in its {@link StringTable}s
+ * sit in the window's arrays). The head gives the ids, status and `svc.function.kind` (copied out
+ * at once) and the times (read on demand);
+ * the text is the JSON of the record without its resource (the `builtin` file's row body,
+ * ./sqlite.ts); the resource object is shared by the spans of a frame or worker.
+ *
+ * Why no object per span in the window: kept for as long as the window keeps the span, each was
+ * promoted to the old generation and evicted from it, which was the collector's largest cost under
+ * traced load (docs/benchmarks.md, issue 20, sessions 29, 31 and 32).
  */
 export class PackedSpan {
   readonly trace_id: string
   readonly span_id: string
-  /** The chunk holding the span's times at `offset`, then the JSON of the record without `resource`: UTF-8, {@link length} bytes from {@link textOffset}. */
+  /** The chunk holding the span's head at `offset`, then the JSON of the record without `resource`: UTF-8, {@link length} bytes from {@link textOffset}. */
   readonly chunk: TextChunk
-  /** The chunk's generation when the span was written (see {@link TextChunk}). */
+  /** The chunk's generation when the head was read (see {@link TextChunk}). */
   private readonly generation: number
   readonly offset: number
+  /** Where the JSON starts in {@link chunk}. */
+  readonly textOffset: number
   /** Bytes of the JSON. */
   readonly length: number
-  readonly resource: Record<string, string>
+  readonly resource: Readonly<Record<string, string>>
   // What whole-window scans filter on (engine::traces::list, engine::runs::list, the `trace` trigger's roots).
   readonly parent_span_id: string | null
   readonly name: string
@@ -247,22 +407,24 @@ export class PackedSpan {
   /** The `svc.function.kind` attribute is `internal` (§12.4). */
   readonly internal: boolean
 
-  /** `body`: the JSON of `span` without its resource ({@link spanBody}), appended to `texts`. */
-  constructor(span: SpanRecord, body: string, texts: SpanTexts) {
-    this.trace_id = span.trace_id
-    this.span_id = span.span_id
-    this.offset = texts.append(span, body)
-    this.chunk = texts.chunk
-    this.generation = this.chunk.generation
-    this.length = texts.written
-    this.resource = span.resource
-    this.parent_span_id = span.parent_span_id
-    this.name = span.name
-    this.service_name = span.service_name
-    this.status = span.status
-    const id = span.attributes['svc.function.id']
-    this.function_id = typeof id === 'string' ? id : undefined
-    this.internal = span.attributes['svc.function.kind'] === 'internal'
+  /** The span whose head {@link SpanTexts.append} wrote at `offset` of `chunk`, with its resource, name, service and `svc.function.id` attribute. */
+  constructor(chunk: TextChunk, offset: number, resource: Readonly<Record<string, string>>, name: string, serviceName: string, functionId: string | undefined) {
+    const bytes = chunk.bytes
+    const flags = bytes[offset + 24]!
+    this.chunk = chunk
+    this.generation = chunk.generation
+    this.offset = offset
+    this.resource = resource
+    this.trace_id = fieldText(chunk, offset, TRACE_ID)
+    this.span_id = fieldText(chunk, offset, SPAN_ID)
+    this.parent_span_id = (flags & NO_PARENT) !== 0 ? null : fieldText(chunk, offset, PARENT_SPAN_ID)
+    this.name = name
+    this.service_name = serviceName
+    this.function_id = functionId
+    this.internal = (flags & INTERNAL) !== 0
+    this.status = STATUSES[bytes[offset + 25]!]!
+    this.textOffset = fieldAt(chunk, offset, TEXT)
+    this.length = chunk.view.getUint32(offset + TEXT_LENGTH_AT, true)
   }
 
   /**
@@ -275,34 +437,29 @@ export class PackedSpan {
   }
 
   get start_time_unix_nano(): number {
-    return this.bytes().readDoubleLE(this.offset)
+    this.bytes()
+    return this.chunk.view.getFloat64(this.offset, true)
   }
 
   get end_time_unix_nano(): number | null {
     const bytes = this.bytes()
-    return (bytes[this.offset + 24]! & NO_END) !== 0 ? null : bytes.readDoubleLE(this.offset + 8)
+    return (bytes[this.offset + 24]! & NO_END) !== 0 ? null : this.chunk.view.getFloat64(this.offset + 8, true)
   }
 
   get duration_ms(): number | null {
     const bytes = this.bytes()
-    return (bytes[this.offset + 24]! & NO_DURATION) !== 0 ? null : bytes.readDoubleLE(this.offset + 16)
-  }
-
-  /** Where the JSON starts in {@link chunk}. */
-  get textOffset(): number {
-    return this.offset + SPAN_HEAD_BYTES
+    return (bytes[this.offset + 24]! & NO_DURATION) !== 0 ? null : this.chunk.view.getFloat64(this.offset + 16, true)
   }
 
   /** JSON of the record without `resource` (a new string). */
   get body(): string {
-    const start = this.offset + SPAN_HEAD_BYTES
-    return this.bytes().toString('utf8', start, start + this.length)
+    return this.bytes().toString('utf8', this.textOffset, this.textOffset + this.length)
   }
 
   /** The record, a new object: its JSON parsed (`jsonParse`: escaped keys kept), the resource joined. */
   unpack(): SpanRecord {
     const span = jsonParse(this.body) as SpanRecord
-    span.resource = this.resource
+    span.resource = this.resource as Record<string, string>
     return span
   }
 }
@@ -322,20 +479,16 @@ export function spanBody(span: SpanRecord): string {
   }
 }
 
-/** A slot of the window: a span object, or a span kept as text. */
-type Slot = SpanRecord | PackedSpan
-
 /**
  * A span as a scan of the window sees it: the record (an engine span) or the span kept as text,
  * both with `trace_id`, `span_id`, `parent_span_id`, `name`, `service_name`, `status`,
  * `start_time_unix_nano`, `end_time_unix_nano` and `duration_ms`; {@link headFunctionId}, {@link headInternal} read two attributes,
  * {@link fullSpan} gives the record.
  */
-export type SpanHead = Slot
+export type SpanHead = SpanRecord | PackedSpan
 
 /** The record of a head (a new object for a span kept as text). */
 export const fullSpan = (head: SpanHead): SpanRecord => (head instanceof PackedSpan ? head.unpack() : head)
-const unpacked = fullSpan
 
 /** The `svc.function.id` attribute of a span when it is a string. */
 export function headFunctionId(head: SpanHead): string | undefined {
@@ -363,11 +516,25 @@ export class MemoryStore implements TelemetryStore {
    * Spans in arrival order: a ring, `spanRing[spanHead]` the oldest of `spanCount`, and
    * `spanSizes` the bytes counted for each at the same index. A span's position is its arrival
    * number (`spanFirst` is the oldest's): its slot is `(spanHead + position - spanFirst) % length`.
-   * The records carry nothing of the window's. At the same index, `spanOlder` is the position of
+   * The records carry nothing of the window's. A span kept as text has no object in the ring
+   * (undefined there): `spanChunks` holds its chunk, `spanOffsets` where its head is in it
+   * ({@link SpanTexts.append}), `spanResources` its resource (shared objects), `spanNames`,
+   * `spanServices` and `spanFunctions` the ids of its name, service and `svc.function.id` (-1: none)
+   * in {@link names}, {@link services} and {@link functions}; for a span object `spanChunks` holds
+   * undefined. At the same index, `spanOlder` is the position of
    * the next older span of the same trace (below `spanFirst` once that one left the window: the
    * end of the trace's chain), `spanHashes` the hash {@link traces} files its trace id under.
    */
-  private spanRing: Array<Slot | undefined> = []
+  private spanRing: Array<SpanRecord | undefined> = []
+  private spanChunks: Array<TextChunk | undefined> = []
+  private spanResources: Array<Readonly<Record<string, string>> | undefined> = []
+  private spanOffsets = new Float64Array(0)
+  private spanNames = new Int32Array(0)
+  private spanServices = new Int32Array(0)
+  private spanFunctions = new Int32Array(0)
+  private readonly names = new StringTable()
+  private readonly services = new StringTable()
+  private readonly functions = new StringTable()
   private spanSizes = new Float64Array(0)
   private spanOlder = new Float64Array(0)
   private spanHashes = new Int32Array(0)
@@ -378,7 +545,7 @@ export class MemoryStore implements TelemetryStore {
   /** Bytes counted for the spans in the ring. */
   private spanBytes = 0
   /** The position of the newest span of each trace (the older ones are chained by `spanOlder`). */
-  private readonly traces = new TraceIndex((position) => this.spanRing[this.slot(position)]!.trace_id)
+  private readonly traces = new TraceIndex((position, traceId) => this.isTrace(this.slot(position), traceId))
   /**
    * Logs: `logBuf[logHead…]` are live, `logSizes` their counted bytes at the same indices; evicted
    * slots are cleared at once, the arrays compacted when the dead prefix grows.
@@ -403,27 +570,39 @@ export class MemoryStore implements TelemetryStore {
   }
 
   putSpan(span: SpanRecord, bytes = spanSize(span), sealed = false, body?: string): void {
-    this.putSlot(sealed ? new PackedSpan(span, body ?? spanBody(span), this.texts) : span, bytes)
+    if (sealed) this.putPacked(span, body ?? spanBody(span), bytes)
+    else this.place(span, span, undefined, 0, bytes)
   }
 
-  /** Puts a span or a packed span (see {@link putSpan}). */
-  protected putSlot(span: Slot, bytes: number): void {
+  /**
+   * Puts `span` as text (see {@link putSpan}): its head and `body` appended to {@link texts}
+   * (whose `chunk`, `textAt` and `written` then say where the body is), the window keeping the
+   * chunk, offset and resource, not `span`.
+   */
+  protected putPacked(span: SpanRecord, body: string, bytes: number): void {
+    const offset = this.texts.append(span, body)
+    this.place(span, undefined, this.texts.chunk, offset, bytes)
+  }
+
+  /** Puts `span` (ids, resource), kept as `object` or, with `object` undefined, as the text at `offset` of `chunk`. */
+  private place(span: SpanRecord, object: SpanRecord | undefined, chunk: TextChunk | undefined, offset: number, bytes: number): void {
     const counted = bytes + RECORD_OVERHEAD_BYTES
     const traces = this.traces
-    const hash = traces.hash(span.trace_id)
-    const newest = traces.newest(span.trace_id, hash)
+    const traceId = span.trace_id
+    const hash = traces.hash(traceId)
+    const newest = traces.newest(traceId, hash)
     if (newest >= 0) {
       // A span sent again (an in-progress one that finished): it takes the earlier one's place, so
       // the ring needs no search; an object stays the same object (an engine span may still
       // finish in place, updateSpan), taking the new content.
-      const slot = this.slotOf(newest, (s) => s.span_id === span.span_id)
+      const slot = this.slotOfSpan(newest, span.span_id)
       if (slot >= 0) {
-        const earlier = this.spanRing[slot]!
-        if (earlier instanceof PackedSpan) {
-          this.spanRing[slot] = span
-          if (span instanceof PackedSpan) this.texts.retain(span.chunk)
-          this.texts.release(earlier.chunk)
-        } else if (earlier !== span) Object.assign(earlier, span instanceof PackedSpan ? span.unpack() : span)
+        const earlierChunk = this.spanChunks[slot]
+        const earlier = this.spanRing[slot]
+        if (earlierChunk !== undefined) {
+          this.releaseText(slot)
+          this.setSlot(slot, object, chunk, offset, span)
+        } else if (earlier !== object) Object.assign(earlier!, object ?? new PackedSpan(chunk!, offset, span.resource, span.name, span.service_name, undefined).unpack())
         this.recount(slot, counted)
         return
       }
@@ -434,9 +613,35 @@ export class MemoryStore implements TelemetryStore {
     if (this.spanCount >= max) this.trimSpans(max - 1)
     // Its arrival number (evicting the oldest keeps `spanFirst + spanCount`); `newest`, when just
     // evicted, is below `spanFirst` and ends the chain.
-    traces.set(span.trace_id, hash, this.spanFirst + this.spanCount)
-    this.ringPush(span, counted, newest, hash)
+    traces.set(traceId, hash, this.spanFirst + this.spanCount)
+    this.ringPush(counted, newest, hash)
+    this.setSlot((this.spanHead + this.spanCount - 1) % this.spanRing.length, object, chunk, offset, span)
     if (this.spanBytes > this.limits.maxSpanBytes) this.trimSpans()
+  }
+
+  /** Fills `slot` with a span object, or (`object` undefined) `span`'s text at `offset` of `chunk`, holding the chunk and its strings. */
+  private setSlot(slot: number, object: SpanRecord | undefined, chunk: TextChunk | undefined, offset: number, span: SpanRecord): void {
+    this.spanRing[slot] = object
+    this.spanChunks[slot] = chunk
+    if (object !== undefined) return
+    this.texts.retain(chunk!)
+    this.spanOffsets[slot] = offset
+    this.spanResources[slot] = span.resource
+    this.spanNames[slot] = this.names.use(span.name)
+    this.spanServices[slot] = this.services.use(span.service_name)
+    const id = span.attributes['svc.function.id']
+    this.spanFunctions[slot] = typeof id === 'string' ? this.functions.use(id) : -1
+  }
+
+  /** Lets go of what the span kept as text in `slot` holds: its chunk, resource and strings. */
+  private releaseText(slot: number): void {
+    this.texts.release(this.spanChunks[slot]!)
+    this.spanChunks[slot] = undefined
+    this.spanResources[slot] = undefined
+    this.names.release(this.spanNames[slot]!)
+    this.services.release(this.spanServices[slot]!)
+    const id = this.spanFunctions[slot]!
+    if (id >= 0) this.functions.release(id)
   }
 
   /** The ring slot of the span at arrival number `position`. */
@@ -444,11 +649,36 @@ export class MemoryStore implements TelemetryStore {
     return (this.spanHead + position - this.spanFirst) % this.spanRing.length
   }
 
-  /** The slot of the span of a trace, from its newest at `newest`, that `match` picks; -1 when none does. */
-  private slotOf(newest: number, match: (span: Slot) => boolean): number {
+  /** The span in `slot` as a scan reads it (a new {@link PackedSpan} for a span kept as text). */
+  private headAt(slot: number): SpanHead {
+    const chunk = this.spanChunks[slot]
+    if (chunk === undefined) return this.spanRing[slot]!
+    const id = this.spanFunctions[slot]!
+    return new PackedSpan(chunk, this.spanOffsets[slot]!, this.spanResources[slot]!, this.names.get(this.spanNames[slot]!), this.services.get(this.spanServices[slot]!), id < 0 ? undefined : this.functions.get(id))
+  }
+
+  /** Whether the span in `slot` is of trace `traceId`. */
+  private isTrace(slot: number, traceId: string): boolean {
+    const chunk = this.spanChunks[slot]
+    return chunk === undefined ? this.spanRing[slot]!.trace_id === traceId : fieldIs(chunk, this.spanOffsets[slot]!, TRACE_ID, traceId)
+  }
+
+  /** The slot of the span `spanId` of a trace, from its newest at `newest`; -1 when none is. */
+  private slotOfSpan(newest: number, spanId: string): number {
     for (let position = newest; position >= this.spanFirst; ) {
       const slot = this.slot(position)
-      if (match(this.spanRing[slot]!)) return slot
+      const chunk = this.spanChunks[slot]
+      if (chunk === undefined ? this.spanRing[slot]!.span_id === spanId : fieldIs(chunk, this.spanOffsets[slot]!, SPAN_ID, spanId)) return slot
+      position = this.spanOlder[slot]!
+    }
+    return -1
+  }
+
+  /** The slot holding the object `span` in the trace whose newest is at `newest`; -1 when none does. */
+  private slotOfObject(newest: number, span: SpanRecord): number {
+    for (let position = newest; position >= this.spanFirst; ) {
+      const slot = this.slot(position)
+      if (this.spanRing[slot] === span) return slot
       position = this.spanOlder[slot]!
     }
     return -1
@@ -465,32 +695,48 @@ export class MemoryStore implements TelemetryStore {
     return slots.reverse()
   }
 
-  /** Appends to the ring, growing it (doubling, up to `maxSpans`) while it is not full yet. */
-  private ringPush(span: Slot, counted: number, older: number, hash: number): void {
+  /** Appends a slot to the ring (its span set by {@link setSlot}), growing it (doubling, up to `maxSpans`) while it is not full yet. */
+  private ringPush(counted: number, older: number, hash: number): void {
     let ring = this.spanRing
     if (this.spanCount === ring.length) {
       // Unwrap into larger arrays (amortised O(1)); the window's capacity is reached gradually.
       const length = Math.max(64, Math.min(this.limits.maxSpans, ring.length * 2))
-      const next: Array<Slot | undefined> = new Array(length)
+      const next: Array<SpanRecord | undefined> = new Array(length).fill(undefined)
+      const chunks: Array<TextChunk | undefined> = new Array(length).fill(undefined)
+      const resources: Array<Readonly<Record<string, string>> | undefined> = new Array(length).fill(undefined)
+      const offsets = new Float64Array(length)
+      const names = new Int32Array(length)
+      const services = new Int32Array(length)
+      const functions = new Int32Array(length)
       const sizes = new Float64Array(length)
       const olders = new Float64Array(length)
       const hashes = new Int32Array(length)
       for (let i = 0; i < this.spanCount; i++) {
         const from = (this.spanHead + i) % ring.length
         next[i] = ring[from]
+        chunks[i] = this.spanChunks[from]
+        resources[i] = this.spanResources[from]
+        offsets[i] = this.spanOffsets[from]!
+        names[i] = this.spanNames[from]!
+        services[i] = this.spanServices[from]!
+        functions[i] = this.spanFunctions[from]!
         sizes[i] = this.spanSizes[from]!
         olders[i] = this.spanOlder[from]!
         hashes[i] = this.spanHashes[from]!
       }
       this.spanRing = ring = next
+      this.spanChunks = chunks
+      this.spanResources = resources
+      this.spanOffsets = offsets
+      this.spanNames = names
+      this.spanServices = services
+      this.spanFunctions = functions
       this.spanSizes = sizes
       this.spanOlder = olders
       this.spanHashes = hashes
       this.spanHead = 0
     }
     const slot = (this.spanHead + this.spanCount) % ring.length
-    ring[slot] = span
-    if (span instanceof PackedSpan) this.texts.retain(span.chunk)
     this.spanSizes[slot] = counted
     this.spanOlder[slot] = older
     this.spanHashes[slot] = hash
@@ -502,7 +748,7 @@ export class MemoryStore implements TelemetryStore {
   updateSpan(span: SpanRecord, bytes = spanSize(span)): void {
     const newest = this.traces.newest(span.trace_id, this.traces.hash(span.trace_id))
     if (newest < 0) return
-    const slot = this.slotOf(newest, (s) => s === span)
+    const slot = this.slotOfObject(newest, span)
     if (slot >= 0) this.recount(slot, bytes + RECORD_OVERHEAD_BYTES)
   }
 
@@ -539,25 +785,22 @@ export class MemoryStore implements TelemetryStore {
   }
 
   *spans(): IterableIterator<SpanRecord> {
-    const ring = this.spanRing
-    const head = this.spanHead
-    const count = this.spanCount
-    for (let i = 0; i < count; i++) yield unpacked(ring[(head + i) % ring.length]!)
+    for (const head of this.heads()) yield fullSpan(head)
   }
 
   *heads(): IterableIterator<SpanHead> {
-    const ring = this.spanRing
+    const length = this.spanRing.length
     const head = this.spanHead
     const count = this.spanCount
-    for (let i = 0; i < count; i++) yield ring[(head + i) % ring.length]!
+    for (let i = 0; i < count; i++) yield this.headAt((head + i) % length)
   }
 
   traceHeads(traceId: string): SpanHead[] {
-    return this.slotsOf(traceId).map((slot) => this.spanRing[slot]!)
+    return this.slotsOf(traceId).map((slot) => this.headAt(slot))
   }
 
   trace(traceId: string): SpanRecord[] {
-    return this.slotsOf(traceId).map((slot) => unpacked(this.spanRing[slot]!))
+    return this.slotsOf(traceId).map((slot) => fullSpan(this.headAt(slot)))
   }
 
   metrics(): MetricSeries[] {
@@ -575,8 +818,20 @@ export class MemoryStore implements TelemetryStore {
 
   clearSpans(): number {
     const n = this.spanCount
-    for (const head of this.heads()) if (head instanceof PackedSpan) this.texts.release(head.chunk)
+    for (let i = 0; i < n; i++) {
+      const chunk = this.spanChunks[(this.spanHead + i) % this.spanRing.length]
+      if (chunk !== undefined) this.texts.release(chunk)
+    }
     this.spanRing = []
+    this.spanChunks = []
+    this.spanResources = []
+    this.spanOffsets = new Float64Array(0)
+    this.spanNames = new Int32Array(0)
+    this.spanServices = new Int32Array(0)
+    this.spanFunctions = new Int32Array(0)
+    this.names.clear()
+    this.services.clear()
+    this.functions.clear()
     this.spanSizes = new Float64Array(0)
     this.spanOlder = new Float64Array(0)
     this.spanHashes = new Int32Array(0)
@@ -591,7 +846,7 @@ export class MemoryStore implements TelemetryStore {
 
   sweep(nowMs: number): void {
     const cutoffNs = (nowMs - this.limits.retentionSeconds * 1000) * 1e6
-    while (this.spanCount > 0 && this.spanRing[this.spanHead]!.start_time_unix_nano < cutoffNs) this.dropOldest()
+    while (this.spanCount > 0 && this.startOf(this.spanHead) < cutoffNs) this.dropOldest()
     const buf = this.logBuf
     while (this.logHead < buf.length && buf[this.logHead]!.observed_timestamp_unix_nano < cutoffNs) this.dropOldestLog()
     this.compactLogs()
@@ -615,15 +870,19 @@ export class MemoryStore implements TelemetryStore {
 
   close(): void {}
 
+  /** `start_time_unix_nano` of the span in `slot`. */
+  private startOf(slot: number): number {
+    const chunk = this.spanChunks[slot]
+    return chunk === undefined ? this.spanRing[slot]!.start_time_unix_nano : chunk.view.getFloat64(this.spanOffsets[slot]!, true)
+  }
+
   /** Removes the oldest span of the ring and of its trace (the end of the trace's chain: only the index may name it). */
   private dropOldest(): void {
     const ring = this.spanRing
     const head = this.spanHead
-    const span = ring[head]!
-    // Before the ring moves: the index compares trace ids through it.
-    this.traces.delete(span.trace_id, this.spanHashes[head]!, this.spanFirst)
-    if (span instanceof PackedSpan) this.texts.release(span.chunk)
-    ring[head] = undefined
+    this.traces.delete(this.spanHashes[head]!, this.spanFirst)
+    if (this.spanChunks[head] !== undefined) this.releaseText(head)
+    else ring[head] = undefined
     this.spanBytes -= this.spanSizes[head]!
     this.spanHead = (head + 1) % ring.length
     this.spanFirst++

@@ -8,8 +8,9 @@
  * full, every span put added an entry and evicted one, and the `Map`'s churn (its large backing
  * store in the old generation, a write barrier per entry, rehashes) cost about as much as the rest
  * of keeping the span (docs/benchmarks.md, issue 20, session 31). Keys are compared through the
- * window (`traceAt`), which holds the strings; their hashes are seeded per index, so a sender cannot
- * choose trace ids that all land in one cluster.
+ * window (`isTrace`), which holds the ids (as strings or as text in its chunks), and an entry is
+ * deleted by its position alone (positions are unique), so eviction reads no id; hashes are seeded
+ * per index, so a sender cannot choose trace ids that all land in one cluster.
  */
 import { randomBytes } from 'node:crypto'
 
@@ -26,11 +27,11 @@ export class TraceIndex {
   private mask = MIN_CAPACITY - 1
   private entries = 0
   private readonly seed = randomBytes(4).readInt32LE(0)
-  private readonly traceAt: (position: number) => string
+  private readonly isTrace: (position: number, traceId: string) => boolean
 
-  /** `traceAt(position)`: the trace id of the span at a position held by the index (always one in the window). */
-  constructor(traceAt: (position: number) => string) {
-    this.traceAt = traceAt
+  /** `isTrace(position, traceId)`: whether the span at a position held by the index (always one in the window) is of trace `traceId`. */
+  constructor(isTrace: (position: number, traceId: string) => boolean) {
+    this.isTrace = isTrace
   }
 
   /** Traces indexed. */
@@ -68,14 +69,22 @@ export class TraceIndex {
     if (++this.entries * 2 > this.positions.length) this.grow()
   }
 
-  /** The span at `position` left the window: the trace's entry goes when that span was its newest. */
-  delete(traceId: string, hash: number, position: number): void {
-    const slot = this.find(traceId, hash)
-    if (slot < 0 || this.positions[slot] !== position) return
-    // Backward-shift deletion: move up the entries of the cluster that probed past the hole.
+  /**
+   * The span at `position` (of a trace whose hash is `hash`) left the window: the trace's entry
+   * goes when that span was its newest. An entry's position names one span for good, so the entry
+   * is found by it, without comparing trace ids.
+   */
+  delete(hash: number, position: number): void {
     const positions = this.positions
     const hashes = this.hashes
     const mask = this.mask
+    let slot = hash & mask
+    for (; ; slot = (slot + 1) & mask) {
+      const at = positions[slot]!
+      if (at === EMPTY) return
+      if (at === position) break
+    }
+    // Backward-shift deletion: move up the entries of the cluster that probed past the hole.
     let hole = slot
     let next = slot
     for (;;) {
@@ -107,7 +116,7 @@ export class TraceIndex {
     for (let slot = hash & mask; ; slot = (slot + 1) & mask) {
       const position = positions[slot]!
       if (position === EMPTY) return ~slot
-      if (hashes[slot] === hash && this.traceAt(position) === traceId) return slot
+      if (hashes[slot] === hash && this.isTrace(position, traceId)) return slot
     }
   }
 
