@@ -32,15 +32,8 @@ export interface IndexedMessage extends QueueMessage {
 export interface QueueJournal {
   /** Every stored message, subscriber and unexpired idempotency key, read at open. */
   load(now: number): { messages: IndexedMessage[]; idempotency: Array<{ queue: string; key: string; id: string; expires_at: number }>; subscribers: SubscriberRecord[] }
-  /**
-   * Writes, in one transaction, the current form of each changed row (absent → deleted), and
-   * returns once it is committed. A promise when the commit is not yet as durable as
-   * {@link JournalChanges.durable} asks (the journal makes it so off the engine thread): the
-   * operations promised durability resolve when it does, the others at once; it rejects with the
-   * error of that step.
-   * @throws the error of the transaction (rolled back).
-   */
-  write(changes: JournalChanges): void | Promise<void>
+  /** Writes, in one transaction, the current form of each changed row (absent → deleted). */
+  write(changes: JournalChanges): void
   close(): void
 }
 
@@ -53,8 +46,7 @@ export interface JournalChanges {
   /**
    * True when the turn holds a change whose answer promises durability (builtins.md §7.8: an
    * enqueue or durable publish before its receipt; also redrive, discard, subscriber records):
-   * the journal must make it survive a power loss before the promises of those operations resolve
-   * (`builtin`: the promise {@link QueueJournal.write} returns). False when the
+   * the journal must make it survive a power loss before the promises resolve. False when the
    * turn only holds the delivery chain's bookkeeping (reserve, ack, release, dead-letter after an
    * attempt, recover), which answers no caller and must only survive a crash of the process.
    */
@@ -155,7 +147,7 @@ export class IndexedQueueBackend implements QueueBackend {
   private closed = false
   // The open batch of the current turn.
   private pending: JournalChanges | null = null
-  private waiters: Array<{ resolve: () => void; reject: (error: unknown) => void; durable: boolean }> = []
+  private waiters: Array<{ resolve: () => void; reject: (error: unknown) => void }> = []
 
   constructor(name: string, journal: QueueJournal | null = null, now = Date.now()) {
     this.name = name
@@ -192,20 +184,21 @@ export class IndexedQueueBackend implements QueueBackend {
     return this.pending
   }
 
+  /** Marks the open batch as answering a caller that is promised durability ({@link JournalChanges.durable}). */
+  private durably(): void {
+    if (this.pending) this.pending.durable = true
+  }
+
   private touch(message: IndexedMessage, deleted = false): void {
     if (this.journal) this.changes().messages.set(message.id, deleted ? null : message)
   }
 
-  /**
-   * Resolves once every change made so far is committed; with `durable`, once it is as durable as
-   * an answer to a caller promises ({@link JournalChanges.durable}: the open batch is marked so).
-   */
-  private committed(durable = false): Promise<void> {
+  /** Resolves once every change made so far is committed. */
+  private committed(): Promise<void> {
     if (!this.journal || !this.pending) return Promise.resolve()
-    if (durable) this.pending.durable = true
     return new Promise((resolve, reject) => {
       if (this.waiters.length === 0) setImmediate(() => this.flush())
-      this.waiters.push({ resolve, reject, durable })
+      this.waiters.push({ resolve, reject })
     })
   }
 
@@ -215,27 +208,13 @@ export class IndexedQueueBackend implements QueueBackend {
     this.pending = null
     this.waiters = []
     if (!changes) return waiters.forEach((w) => w.resolve())
-    let synced: void | Promise<void>
     try {
-      synced = this.journal!.write(changes)
+      this.journal!.write(changes)
     } catch (error) {
       for (const w of waiters) w.reject(error)
       return
     }
-    if (synced === undefined) {
-      for (const w of waiters) w.resolve()
-      return
-    }
-    // The delivery bookkeeping of the turn goes on now; the answers promised durable wait for the disk.
-    const durable: typeof waiters = []
-    for (const w of waiters) {
-      if (w.durable) durable.push(w)
-      else w.resolve()
-    }
-    synced.then(
-      () => durable.forEach((w) => w.resolve()),
-      (error: unknown) => durable.forEach((w) => w.reject(error)),
-    )
+    for (const w of waiters) w.resolve()
   }
 
   // ---- index ----------------------------------------------------------------------------------
@@ -354,7 +333,8 @@ export class IndexedQueueBackend implements QueueBackend {
     } catch (error) {
       return Promise.reject(error)
     }
-    return this.committed(true).then(() => outcomes)
+    this.durably()
+    return this.committed().then(() => outcomes)
   }
 
   reserve(queue: string, request: ReserveRequest): Promise<QueueMessage[]> {
@@ -452,7 +432,8 @@ export class IndexedQueueBackend implements QueueBackend {
       this.kill(m, error, failedAt)
       count++
     }
-    return this.committed(true).then(() => count)
+    this.durably()
+    return this.committed().then(() => count)
   }
 
   redrive(queue: string, now: number): Promise<number> {
@@ -460,7 +441,8 @@ export class IndexedQueueBackend implements QueueBackend {
     if (!slot || slot.dead.size === 0) return Promise.resolve(0)
     const dead = [...slot.dead.values()]
     for (const message of dead) this.revive(slot, message, now)
-    return this.committed(true).then(() => dead.length)
+    this.durably()
+    return this.committed().then(() => dead.length)
   }
 
   private revive(slot: QueueSlot, message: IndexedMessage, now: number): void {
@@ -479,7 +461,8 @@ export class IndexedQueueBackend implements QueueBackend {
     const message = slot?.dead.get(id)
     if (!slot || !message) return Promise.resolve(false)
     this.revive(slot, message, now)
-    return this.committed(true).then(() => true)
+    this.durably()
+    return this.committed().then(() => true)
   }
 
   discard(queue: string, id: string): Promise<boolean> {
@@ -490,7 +473,8 @@ export class IndexedQueueBackend implements QueueBackend {
     this.messages.delete(id)
     this.touch(message, true)
     this.dropSlotIfEmpty(queue)
-    return this.committed(true).then(() => true)
+    this.durably()
+    return this.committed().then(() => true)
   }
 
   get(id: string): Promise<QueueMessage | undefined> {
@@ -580,13 +564,15 @@ export class IndexedQueueBackend implements QueueBackend {
   saveSubscriber(record: SubscriberRecord): Promise<void> {
     this.subscriberRecords.set(record.queue, { ...record })
     if (this.journal) this.changes().subscribers.set(record.queue, { ...record })
-    return this.committed(true)
+    this.durably()
+    return this.committed()
   }
 
   deleteSubscriber(queue: string): Promise<void> {
     if (!this.subscriberRecords.delete(queue)) return Promise.resolve()
     if (this.journal) this.changes().subscribers.set(queue, null)
-    return this.committed(true)
+    this.durably()
+    return this.committed()
   }
 
   subscribers(): Promise<SubscriberRecord[]> {

@@ -69,151 +69,70 @@ describe('builtin (SQLite) queue backend', () => {
 
 /**
  * A journal that reads, inside each transaction right before its COMMIT, the connection's
- * `PRAGMA synchronous` (1 NORMAL, 2 FULL): the level SQLite applies to that commit; and counts the
- * syncs of the WAL it starts, which a test may hold back (`held`) to see what waits for them.
+ * `PRAGMA synchronous` (1 NORMAL, 2 FULL): the level SQLite applies to that commit.
  */
 class ProbeJournal extends SqliteJournal {
   readonly levels: number[] = []
-  /** Syncs started. */
-  syncs = 0
-  /** The highest number (1-based, in start order) of a sync that finished. */
-  lastSynced = 0
-  /** Syncs held back while set; `release` lets them finish (with `error`, failing). */
-  held: Array<(error: Error | null) => void> | undefined
-  /** Called as each sync starts. */
-  onSync: () => void = () => {}
+  /** Called with the level of each commit as it happens. */
+  onCommit: (level: number) => void = () => {}
   protected override beforeCommit(): void {
-    this.levels.push(Number((this.db.prepare('PRAGMA synchronous').get() as { synchronous: number }).synchronous))
-  }
-  protected override syncFile(fd: number, done: (error: Error | null) => void): void {
-    const n = ++this.syncs
-    this.onSync()
-    const finish = (error: Error | null) => {
-      if (!error) this.lastSynced = Math.max(this.lastSynced, n)
-      done(error)
-    }
-    if (this.held) this.held.push((error) => super.syncFile(fd, (e) => finish(error ?? e)))
-    else super.syncFile(fd, finish)
-  }
-  release(error: Error | null = null): void {
-    const held = this.held ?? []
-    this.held = undefined
-    for (const go of held) go(error)
+    const level = Number((this.db.prepare('PRAGMA synchronous').get() as { synchronous: number }).synchronous)
+    this.levels.push(level)
+    this.onCommit(level)
   }
 }
 const NORMAL = 1
+const FULL = 2
 
-describe('builtin (SQLite) queue backend: what waits for the disk (builtins.md §7.8, §13.2)', () => {
+describe('builtin (SQLite) queue backend: the synchronous level of each commit (builtins.md §7.8, §13.2)', () => {
   const T0 = 1_700_000_000_000
   const probed = (synchronous: 'FULL' | 'NORMAL') => {
     const journal = new ProbeJournal(join(freshDir(), 'queue.db'), synchronous)
     return { journal, backend: new IndexedQueueBackend('builtin', journal, T0) }
   }
-  /** The syncs of the WAL `step` started. */
-  const syncsOf = async (journal: ProbeJournal, step: () => Promise<unknown>) => {
-    const from = journal.syncs
+  /** The levels of the commits `step` made. */
+  const levelsOf = async (journal: ProbeJournal, step: () => Promise<unknown>) => {
+    const from = journal.levels.length
     await step()
-    return journal.syncs - from
-  }
-  /** Whether `promise` settled by the time the event loop turned twice more. */
-  const settledSoon = async (promise: Promise<unknown>) => {
-    let settled = false
-    promise.then(
-      () => (settled = true),
-      () => (settled = true),
-    )
-    for (let i = 0; i < 2; i++) await new Promise<void>((resolve) => setImmediate(resolve))
-    return settled
+    return journal.levels.slice(from)
   }
 
-  it('syncs the WAL after the commits that answer a caller, and only those; every commit itself is NORMAL', async () => {
+  it('commits what answers a caller with FULL (fsync) and the delivery bookkeeping with NORMAL', async () => {
     const { journal, backend } = probed('FULL')
     try {
       const a = input({ data: { n: 1 } })
       const b = input({ data: { n: 2 } })
-      assert.equal(await syncsOf(journal, () => backend.enqueue([a, b])), 1, 'an enqueue is durable before its receipt')
-      assert.equal(await syncsOf(journal, () => backend.reserve('q', { now: T0, limit: 1 })), 0, "an attempt's start")
-      assert.equal(await syncsOf(journal, () => backend.ack(a.id)), 0, 'an acknowledgement')
-      assert.equal(await syncsOf(journal, () => backend.reserve('q', { now: T0, limit: 1 })), 0)
-      assert.equal(await syncsOf(journal, () => backend.release(b.id, { ready_at: T0 })), 0, 'a retry')
+      assert.deepEqual(await levelsOf(journal, () => backend.enqueue([a, b])), [FULL], 'an enqueue is durable before its receipt')
+      assert.deepEqual(await levelsOf(journal, () => backend.reserve('q', { now: T0, limit: 1 })), [NORMAL], "an attempt's start")
+      assert.deepEqual(await levelsOf(journal, () => backend.ack(a.id)), [NORMAL], 'an acknowledgement')
+      assert.deepEqual(await levelsOf(journal, () => backend.reserve('q', { now: T0, limit: 1 })), [NORMAL])
+      assert.deepEqual(await levelsOf(journal, () => backend.release(b.id, { ready_at: T0 })), [NORMAL], 'a retry')
       await backend.reserve('q', { now: T0, limit: 1 })
-      assert.equal(await syncsOf(journal, () => backend.deadLetter(b.id, { code: 'boom', message: 'x' }, T0)), 0, 'a dead letter after an attempt')
-      assert.equal(await syncsOf(journal, () => backend.redriveMessage('q', b.id, T0)), 1, 'a redrive answers its caller')
-      await backend.reserve('q', { now: T0, limit: 1 })
-      await backend.deadLetter(b.id, { code: 'boom', message: 'x' }, T0)
-      assert.equal(await syncsOf(journal, () => backend.redrive('q', T0)), 1)
+      assert.deepEqual(await levelsOf(journal, () => backend.deadLetter(b.id, { code: 'boom', message: 'x' }, T0)), [NORMAL], 'a dead letter after an attempt')
+      assert.deepEqual(await levelsOf(journal, () => backend.redriveMessage('q', b.id, T0)), [FULL], 'a redrive answers its caller')
       await backend.reserve('q', { now: T0, limit: 1 })
       await backend.deadLetter(b.id, { code: 'boom', message: 'x' }, T0)
-      assert.equal(await syncsOf(journal, () => backend.discard('q', b.id)), 1, 'a discard answers its caller')
+      assert.deepEqual(await levelsOf(journal, () => backend.redrive('q', T0)), [FULL])
+      await backend.reserve('q', { now: T0, limit: 1 })
+      await backend.deadLetter(b.id, { code: 'boom', message: 'x' }, T0)
+      assert.deepEqual(await levelsOf(journal, () => backend.discard('q', b.id)), [FULL], 'a discard answers its caller')
       const record = { queue: 't::f', topic: 't', namespace: 'default', function_id: 'f' }
-      assert.equal(await syncsOf(journal, () => backend.saveSubscriber(record)), 1)
-      assert.equal(await syncsOf(journal, () => backend.deleteSubscriber('t::f')), 1)
-      // An enqueue and an acknowledgement in one turn share one commit, which is then synced.
+      assert.deepEqual(await levelsOf(journal, () => backend.saveSubscriber(record)), [FULL])
+      assert.deepEqual(await levelsOf(journal, () => backend.deleteSubscriber('t::f')), [FULL])
+      // An enqueue and an acknowledgement in one turn share one commit, which is then FULL.
       const c = input({ data: { n: 3 } })
       await backend.enqueue([c])
       await backend.reserve('q', { now: T0, limit: 1 })
       const d = input({ data: { n: 4 } })
-      assert.equal(await syncsOf(journal, () => Promise.all([backend.ack(c.id), backend.enqueue([d])])), 1)
+      assert.deepEqual(await levelsOf(journal, () => Promise.all([backend.ack(c.id), backend.enqueue([d])])), [FULL])
       await backend.reserve('q', { now: T0, limit: 1 })
-      assert.equal(await syncsOf(journal, () => backend.recover(T0, () => 4)), 0, 'recovery at open')
-      assert.ok(journal.levels.length > 10 && journal.levels.every((level) => level === NORMAL), 'no commit holds the engine thread for an fsync')
+      assert.deepEqual(await levelsOf(journal, () => backend.recover(T0, () => 4)), [NORMAL], 'recovery at open')
     } finally {
       await backend.close()
     }
   })
 
-  it('answers an enqueue only once its sync returned, while the delivery bookkeeping of the same turn goes on', async () => {
-    const { journal, backend } = probed('FULL')
-    try {
-      const a = input({ data: { n: 1 } })
-      await backend.enqueue([a])
-      journal.held = []
-      const b = input({ data: { n: 2 } })
-      // One turn: an enqueue (answers a caller) and an attempt's start (bookkeeping).
-      const enqueued = backend.enqueue([b])
-      const reserved = backend.reserve('q', { now: T0, limit: 1 })
-      assert.deepEqual((await reserved).map((m) => m.id), [a.id], 'the attempt starts without waiting for the disk')
-      assert.equal(await settledSoon(enqueued), false, 'the receipt waits for the sync')
-      // Commits made meanwhile join the next sync: held too, one sync for both.
-      const c = input({ data: { n: 3 } })
-      const later = backend.enqueue([c])
-      assert.equal(await settledSoon(later), false)
-      assert.equal(journal.syncs - 1, 1, 'one sync runs at a time')
-      journal.release()
-      assert.deepEqual((await enqueued).map((o) => o.duplicate), [false])
-      assert.deepEqual((await later).map((o) => o.duplicate), [false])
-      assert.equal(journal.syncs - 1, 2)
-      // A failed sync fails the answers that waited for it, not the store.
-      journal.held = []
-      const failed = backend.enqueue([input({ data: { n: 4 } })])
-      await new Promise<void>((resolve) => setImmediate(resolve))
-      journal.release(new Error('EIO: the disk failed'))
-      await assert.rejects(failed, /EIO/)
-      assert.deepEqual((await backend.enqueue([input({ data: { n: 5 } })])).map((o) => o.duplicate), [false])
-    } finally {
-      journal.release()
-      await backend.close()
-    }
-  })
-
-  it('syncs what still waits for the disk when it closes', async () => {
-    const dataDir = freshDir()
-    const journal = new ProbeJournal(join(dataDir, 'queue.db'), 'FULL')
-    const backend = new IndexedQueueBackend('builtin', journal, T0)
-    journal.held = []
-    const a = input({ data: { n: 1 } })
-    const enqueued = backend.enqueue([a])
-    await new Promise<void>((resolve) => setImmediate(resolve))
-    assert.equal(journal.syncs, 1)
-    await backend.close()
-    assert.deepEqual((await enqueued).map((o) => o.duplicate), [false], 'answered by the sync of close')
-    journal.release()
-    const reopened = openSqliteQueue({}, { dataDir }, T0)
-    assert.equal((await reopened.get(a.id))?.id, a.id)
-    await reopened.close()
-  })
-
-  it('syncs nothing under the opt-in synchronous: normal', async () => {
+  it('commits everything with NORMAL under the opt-in synchronous: normal', async () => {
     const { journal, backend } = probed('NORMAL')
     try {
       const a = input()
@@ -222,7 +141,6 @@ describe('builtin (SQLite) queue backend: what waits for the disk (builtins.md �
       await backend.ack(a.id)
       await backend.saveSubscriber({ queue: 't::f', topic: 't', namespace: 'default', function_id: 'f' })
       assert.deepEqual(journal.levels, [NORMAL, NORMAL, NORMAL, NORMAL])
-      assert.equal(journal.syncs, 0)
     } finally {
       await backend.close()
     }
@@ -285,23 +203,25 @@ describe('builtin (SQLite) queue backend under hostile names and unawaited opera
     await fc.assert(
       fc.asyncProperty(fc.constantFrom('full' as const, 'normal' as const), fc.array(hostile, { minLength: 3, maxLength: 3 }), fc.array(hostile, { minLength: 4, maxLength: 4 }), fc.array(op, { minLength: 1, maxLength: 30 }), async (synchronous, queues, names, ops) => {
         const dataDir = freshDir()
-        // The syncs of the WAL: an operation that answers a caller with a durability promise
-        // resolves only after a sync started since it was issued; no sync starts while no such
-        // operation waits (and none at all with `normal`).
+        // The level of every commit, read in the commit path: an operation that answers a caller
+        // with a durability promise resolves only after a FULL commit made since it was issued;
+        // a commit while no such operation waits is NORMAL (and every commit is with `normal`).
         const journal = new ProbeJournal(join(dataDir, 'queue.db'), synchronous === 'full' ? 'FULL' : 'NORMAL')
         const live = new IndexedQueueBackend('builtin', journal, T0)
+        let fullCommits = 0
         let durableWaiting = 0
-        journal.onSync = () => {
-          assert.ok(synchronous === 'full' && durableWaiting > 0, 'a commit that answers no caller does not wait for the disk')
+        journal.onCommit = (level) => {
+          if (synchronous === 'normal' || durableWaiting === 0) assert.equal(level, NORMAL, 'a commit that answers no caller does not wait for the disk')
+          if (level === FULL) fullCommits++
         }
-        /** `promise` of an operation promised durable: it resolves after a sync when it `changed` something. */
+        /** `promise` of an operation promised durable: it resolves after a FULL commit when it `changed` something. */
         const durable = <T,>(promise: Promise<T>, changed: (value: T) => boolean): Promise<T> => {
-          const before = journal.syncs
+          const before = fullCommits
           durableWaiting++
           return promise.then(
             (value) => {
               durableWaiting--
-              if (synchronous === 'full' && changed(value)) assert.ok(journal.lastSynced > before, 'answered only after a sync of the WAL')
+              if (synchronous === 'full' && changed(value)) assert.ok(fullCommits > before, 'answered only after an fsynced commit')
               return value
             },
             (error: unknown) => {

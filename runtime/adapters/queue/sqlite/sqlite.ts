@@ -4,26 +4,22 @@
  * one event-loop turn are written in one transaction, committed before any of their promises
  * resolve, so a burst of enqueues costs one fsync rather than one each.
  *
- * What a commit answers decides when it is durable (`synchronous: full`, the default). Every
- * transaction commits with `PRAGMA synchronous=NORMAL`: written to the WAL, no fsync — it survives a
- * crash or `kill -9` of the engine (§7.8 on in-flight messages). One holding an enqueue, a durable
- * publish, a redrive, a discard or a subscriber record is then made to survive a power loss too
- * (§7.8 "durably stored before its receipt id is returned"): an `fdatasync` of `queue.db-wal` on
- * libuv's thread pool, what SQLite's FULL does inline at the commit; those operations answer only
- * once it returns, while the delivery bookkeeping of the same turn (an attempt's start, its ack,
- * retry or dead-letter, recovery at open) goes on at once. One sync at a time: commits made while
- * one runs join the next. Before, a FULL commit held the engine thread for its fsync (0.2–0.7 ms on
- * a quiet disk, 6 ms under other I/O: every other connection and delivery waited). A power loss can
- * roll back only the newest commits not yet synced (WAL frames are replayed as a checksummed prefix,
- * and any later sync covers every earlier frame), so a message is at worst delivered again or one
- * attempt counted less, never lost once answered.
+ * Per commit, by what it answers (`synchronous: full`, the default): a transaction holding an
+ * enqueue, a durable publish, a redrive, a discard or a subscriber record commits with
+ * `PRAGMA synchronous=FULL` (an fsync of the WAL: it survives a power loss, §7.8 "durably stored
+ * before its receipt id is returned"); one holding only the delivery chain's bookkeeping (an
+ * attempt's start, its ack, retry or dead-letter, recovery at open) commits with `NORMAL`: written
+ * to the WAL, no fsync — it survives a crash or `kill -9` of the engine (§7.8 on in-flight messages);
+ * a power loss can roll back only the newest of these (WAL frames are replayed as a checksummed
+ * prefix, and any later FULL commit's fsync makes every earlier frame durable), so a message is at
+ * worst delivered again or one attempt counted less, never lost. SQLite takes the level per
+ * connection at each commit; it may not change inside a transaction, so it is set before `BEGIN`.
  *
- * `synchronous: normal` (opt-in) never syncs. A writer thread for the commits was tried (session
- * s28, docs/benchmarks.md): it cost 25–50 µs of CPU per commit and 15 MiB of RSS; so did a sync on
- * the thread pool after every commit (session 29), when every commit was still FULL. Now only the
- * commits that answer a caller sync (≈ 1 per 100 messages under load), so a hand-over costs little.
+ * `synchronous: normal` (opt-in) commits everything with `NORMAL`. A writer thread for the commits
+ * was tried (session s28, docs/benchmarks.md): it took the fsync wait off the engine thread but cost
+ * 25–50 µs of CPU per commit and 15 MiB of RSS, and did not raise the rate reliably.
  */
-import { closeSync, fdatasync, fdatasyncSync, mkdirSync, openSync } from 'node:fs'
+import { mkdirSync } from 'node:fs'
 import { dirname, resolve } from 'node:path'
 import { DatabaseSync, type StatementSync } from 'node:sqlite'
 import { IndexedQueueBackend, type IndexedMessage, type JournalChanges, type QueueJournal } from '../indexed.ts'
@@ -123,41 +119,32 @@ interface Statements {
   rollback: StatementSync
 }
 
-/** Operations waiting for a sync of the WAL. */
-type SyncWaiter = { resolve: () => void; reject: (error: unknown) => void }
-
 /**
  * The journal of the `builtin` backend: one connection on the engine thread, one transaction per
- * turn's changes, committed with `synchronous=NORMAL`. With `FULL` (default) a transaction whose
- * changes are {@link JournalChanges.durable} is then synced (an `fdatasync` of the WAL on the thread
- * pool, see the module); with `NORMAL` (opt-in) none is.
+ * turn's changes. With `synchronous` `FULL` (default) a transaction whose changes are
+ * {@link JournalChanges.durable} waits for the disk and the others do not; with `NORMAL` (opt-in)
+ * none does.
  */
 export class SqliteJournal implements QueueJournal {
   protected readonly db: DatabaseSync
   private readonly s: Statements
   /** False with the opt-in `NORMAL`: no commit waits for the disk. */
   private readonly fsyncDurable: boolean
-  /** `queue.db-wal`, opened at the first sync (SQLite creates it at the first commit). */
-  private readonly walPath: string
-  private walFd: number | undefined
-  /** Commits the sync in progress covers; undefined while none runs. */
-  private syncing: SyncWaiter[] | undefined
-  /** Commits made while a sync runs: the next one covers them. */
-  private queuedSyncs: SyncWaiter[] = []
-  private closed = false
+  /** The connection's `PRAGMA synchronous` now (it is set only when a commit needs another). */
+  private level: 'FULL' | 'NORMAL'
 
   /**
    * Opens (creating if needed) the database file at `path` and its schema.
-   * @param synchronous `FULL`: commits answering a caller are synced, the others not; `NORMAL`: none are.
+   * @param synchronous `FULL`: commits answering a caller are fsynced, the others not; `NORMAL`: none are.
    * @throws the SQLite error when the file cannot be opened or is not a database.
    */
   constructor(path: string, synchronous: 'FULL' | 'NORMAL') {
     this.fsyncDurable = synchronous === 'FULL'
-    this.walPath = `${path}-wal`
+    this.level = synchronous
     mkdirSync(dirname(path), { recursive: true })
     this.db = new DatabaseSync(path)
     try {
-      this.db.exec(`PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; PRAGMA busy_timeout = 5000;\n${SCHEMA}`)
+      this.db.exec(`PRAGMA journal_mode = WAL; PRAGMA synchronous = ${synchronous}; PRAGMA busy_timeout = 5000;\n${SCHEMA}`)
       const prepare = (sql: string) => this.db.prepare(sql)
       this.s = {
         upsert: prepare(UPSERT_SQL),
@@ -179,8 +166,15 @@ export class SqliteJournal implements QueueJournal {
     return loadRows(this.db, now)
   }
 
-  write(changes: JournalChanges): void | Promise<void> {
+  write(changes: JournalChanges): void {
     const s = this.s
+    const level = this.fsyncDurable && changes.durable ? 'FULL' : 'NORMAL'
+    if (level !== this.level) {
+      // exec, not a prepared statement: SQLite applies `PRAGMA synchronous = x` when it compiles
+      // it, so preparing both levels up front would leave the connection at the second one.
+      this.db.exec(level === 'FULL' ? 'PRAGMA synchronous = FULL' : 'PRAGMA synchronous = NORMAL')
+      this.level = level
+    }
     s.begin.run()
     try {
       for (const [id, message] of changes.messages) {
@@ -216,76 +210,13 @@ export class SqliteJournal implements QueueJournal {
       }
       throw error
     }
-    if (this.fsyncDurable && changes.durable) return this.sync()
   }
 
   /** Runs inside each transaction right before `COMMIT` (nothing here; a test reads the connection's state). */
   protected beforeCommit(): void {}
 
-  /**
-   * `fdatasync` of the WAL on the thread pool (a test watches it). Syncing any descriptor of the
-   * file writes every frame the connection wrote before the call: the inode's data, whoever wrote it.
-   */
-  protected syncFile(fd: number, done: (error: Error | null) => void): void {
-    fdatasync(fd, done)
-  }
-
-  /** Resolves once every commit made so far is on the disk. */
-  private sync(): Promise<void> {
-    return new Promise((resolve, reject) => {
-      this.queuedSyncs.push({ resolve, reject })
-      if (this.syncing === undefined) this.startSync()
-    })
-  }
-
-  private startSync(): void {
-    const batch = (this.syncing = this.queuedSyncs)
-    this.queuedSyncs = []
-    let fd: number
-    try {
-      fd = this.walFd ??= openSync(this.walPath, 'r')
-    } catch (error) {
-      this.syncing = undefined
-      for (const w of batch) w.reject(error)
-      return
-    }
-    this.syncFile(fd, (error) => {
-      if (this.syncing === batch) this.syncing = undefined
-      for (const w of batch) {
-        if (error) w.reject(error)
-        else w.resolve()
-      }
-      if (this.closed) this.closeWal()
-      else if (this.queuedSyncs.length > 0 && this.syncing === undefined) this.startSync()
-    })
-  }
-
-  /**
-   * Syncs what is still waiting for the disk on this thread (the engine is stopping), then closes
-   * the connection (SQLite checkpoints the WAL into queue.db and removes it).
-   */
   close(): void {
-    if (this.closed) return
-    this.closed = true
-    const waiting = [...(this.syncing ?? []), ...this.queuedSyncs]
-    this.queuedSyncs = []
-    if (waiting.length > 0) {
-      try {
-        fdatasyncSync((this.walFd ??= openSync(this.walPath, 'r')))
-        for (const w of waiting) w.resolve()
-      } catch (error) {
-        for (const w of waiting) w.reject(error)
-      }
-    }
-    // A sync still on the thread pool closes the descriptor when it returns.
-    if (this.syncing === undefined) this.closeWal()
     this.db.close()
-  }
-
-  private closeWal(): void {
-    if (this.walFd === undefined) return
-    closeSync(this.walFd)
-    this.walFd = undefined
   }
 }
 
