@@ -376,8 +376,15 @@ function cachedBaggage(header: string, functionId: string): BaggageAttributes {
   return value
 }
 
-/** Parsed headers' entries. Bounded against floods. */
-const entriesCache = new Map<string, ReadonlyArray<readonly [string, string]>>()
+/**
+ * Decoded members by their text (`key=value;props` → `[key, value]`, null when malformed).
+ * Headers that differ in one member share the others' decoding: a queue delivery's baggage
+ * (builtins.md §7.6) names its message id, so no two deliveries send the same header, and a cache
+ * by whole header missed on every one (issue 20: the parse was a third of a delivery's handler
+ * span). Bounded against floods; the keys and values are strings of their own (a member split
+ * from a header that is a slice of a frame would keep the frame alive, see {@link ownString}).
+ */
+const memberCache = new Map<string, readonly [string, string] | null>()
 
 /**
  * The span's start attributes: the entries of the `baggage` header the worker received (as svc-sdk
@@ -385,12 +392,7 @@ const entriesCache = new Map<string, ReadonlyArray<readonly [string, string]>>()
  * `svc.function.id` = `functionId` first when the header has no such entry. A new object per call.
  */
 export function baggageAttributes(header: string, functionId: string): Record<string, unknown> {
-  let entries = entriesCache.get(header)
-  if (entries === undefined) {
-    entries = parseBaggage(header)
-    if (entriesCache.size >= 256) entriesCache.clear()
-    entriesCache.set(header, entries)
-  }
+  const entries = parseBaggage(header)
   const attributes: Record<string, unknown> = {}
   let hasId = false
   for (const [key] of entries) if (key === 'svc.function.id') hasId = true
@@ -407,21 +409,36 @@ function parseBaggage(header: string): Array<readonly [string, string]> {
   if (header.length > MAX_BAGGAGE_BYTES) return out
   for (const member of header.split(',')) {
     if (out.length >= MAX_BAGGAGE_ENTRIES) break
-    const pair = member.split(';', 1)[0]!
-    const eq = pair.indexOf('=')
-    if (eq <= 0) continue
-    try {
-      const key = decodeURIComponent(pair.slice(0, eq).trim())
-      const value = decodeURIComponent(pair.slice(eq + 1).trim())
-      if (key === '' || !key.isWellFormed() || !value.isWellFormed()) continue
-      const at = out.findIndex(([k]) => k === key)
-      if (at >= 0) out[at] = [key, value]
-      else out.push([key, value])
-    } catch {
-      // malformed percent-encoding: the entry is skipped, as the SDK's propagator skips it
+    let pair = memberCache.get(member)
+    if (pair === undefined) {
+      pair = parseMember(member)
+      if (memberCache.size >= 256) memberCache.clear()
+      memberCache.set(ownString(member), pair)
     }
+    if (pair === null) continue
+    const key = pair[0]
+    let at = -1
+    for (let i = 0; i < out.length; i++) if (out[i]![0] === key) at = i
+    if (at >= 0) out[at] = pair
+    else out.push(pair)
   }
   return out
+}
+
+/** One list member's key and percent-decoded value (properties dropped); null when malformed. */
+function parseMember(member: string): readonly [string, string] | null {
+  const pair = member.split(';', 1)[0]!
+  const eq = pair.indexOf('=')
+  if (eq <= 0) return null
+  try {
+    const key = decodeURIComponent(pair.slice(0, eq).trim())
+    const value = decodeURIComponent(pair.slice(eq + 1).trim())
+    if (key === '' || !key.isWellFormed() || !value.isWellFormed()) return null
+    return [ownString(key), ownString(value)]
+  } catch {
+    // malformed percent-encoding: the entry is skipped, as the SDK's propagator skips it
+    return null
+  }
 }
 
 function isRecord(value: unknown): value is Record<string, unknown> {

@@ -87,6 +87,7 @@ export interface LocalTriggerTypeOptions {
 /** An invocation made from inside the engine (protocol.md §6). */
 export interface LocalInvokeRequest {
   function_id: string
+  /** The payload: a value, or a `RawJson` holding its JSON text (encoded once for the frame and the handler span). */
   data: unknown
   /** Target namespace; omitted means `default`, with the fallback of §6.1. */
   namespace?: string

@@ -5,6 +5,7 @@
  */
 import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
+import { decodeJson, type JsonInput } from 'svc-protocol'
 import type { QueueBackend } from '../../adapters/queue/index.ts'
 import { openMemoryQueue } from '../../adapters/queue/memory/memory.ts'
 import type { LocalInvokeRequest } from '../../engine/types.ts'
@@ -131,7 +132,7 @@ describe('queue delivery under any grouping of settling results (fast-check)', (
             const [at, size, split] = plan[step++ % Math.max(1, plan.length)] ?? [0, 1, false]
             const group = calls.splice(at % Math.max(1, calls.length), size)
             for (const [i, call] of group.entries()) {
-              const n = (call.request.data as { n: number }).n
+              const n = (decodeJson(call.request.data as JsonInput) as { n: number }).n
               seen.set(n, (seen.get(n) ?? 0) + 1)
               if (split && i === Math.floor(group.length / 2)) await new Promise<void>((resolve) => setImmediate(resolve))
               call.answer()
@@ -175,7 +176,7 @@ describe('queue delivery under any grouping of settling results (fast-check)', (
               continue
             }
             for (const call of calls.splice(at % Math.max(1, calls.length), size)) {
-              const n = (call.request.data as { n: number }).n
+              const n = (decodeJson(call.request.data as JsonInput) as { n: number }).n
               seen.set(n, (seen.get(n) ?? 0) + 1)
               call.answer()
             }

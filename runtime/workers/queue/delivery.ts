@@ -6,6 +6,7 @@
  */
 import type { ErrorBody } from 'svc-protocol/errors'
 import { Codes, errorBodyOf } from 'svc-protocol/errors'
+import { RawJson } from 'svc-protocol'
 import { targetKey, type QueueBackend, type QueueMessage } from '../../adapters/queue/index.ts'
 import type { MetricSeries } from '../../adapters/observability/records.ts'
 import type { ActiveSpan, TelemetryHub } from '../../engine/telemetry.ts'
@@ -305,7 +306,9 @@ export class QueueDelivery {
         const request: LocalInvokeRequest = {
           function_id: message.function_id,
           namespace: message.namespace,
-          data: message.data,
+          // Encoded once here: the invocation frame and the handler span's input event both read
+          // the text (with the value they would each have encoded it again).
+          data: RawJson.of(message.data),
           baggage,
           timeoutMs: settings.delivery_timeout_ms,
         }
