@@ -67,6 +67,12 @@ import { jsonParse } from 'svc-protocol/json'
  * `JSON.stringify` of an SDK's log line on the engine's thread (docs/benchmarks.md, issue 20,
  * session 31). Rows with `time_ns` NULL (written before the column existed, or with a time that
  * is not a finite number) have both times in `body`.
+ *
+ * A log row's `body` is an array when `time_ns` is not NULL: the record's fields by position
+ * ({@link LOG_ROW_FIELDS}), not an object that names them. The names were a third of the row's
+ * JSON: writing them cost the engine's thread a third of the row's `JSON.stringify`, and the writer
+ * (and the file) as many bytes again (docs/benchmarks.md, issue 20, session 32). Rows whose body is
+ * an object (written before, or with a time that is not finite) are read as before.
  */
 const SCHEMA = `
 CREATE TABLE IF NOT EXISTS spans (seq INTEGER PRIMARY KEY AUTOINCREMENT, start_ns INTEGER NOT NULL, body TEXT NOT NULL, resource INTEGER);
@@ -106,6 +112,62 @@ const INSERT_ROWS = 50
  * when the row holds them in columns and the size is estimated from the row.
  */
 const TIMES_BYTES = 96
+
+/**
+ * The fields of a log record in the array a row's `body` holds (see {@link SCHEMA}), in this
+ * order; the last three, optional in a record, only when one of them is there (null for one that is
+ * not). The record's resource and times are columns.
+ */
+const LOG_ROW_FIELDS = ['severity_number', 'severity_text', 'body', 'attributes', 'service_name', 'trace_id', 'span_id', 'instrumentation_scope_name', 'instrumentation_scope_version', 'dropped_attributes_count'] as const
+/** Fields always in a log row's array (the others are optional). */
+const LOG_ROW_FIXED = 7
+/** Bytes of `"<name>":` of each of {@link LOG_ROW_FIELDS}: what the record's JSON as an object adds to its row. */
+const LOG_KEY_BYTES = LOG_ROW_FIELDS.map((name) => name.length + 3)
+/** …of the fixed ones together. */
+const LOG_FIXED_KEY_BYTES = LOG_KEY_BYTES.slice(0, LOG_ROW_FIXED).reduce((a, b) => a + b, 0)
+
+/**
+ * What the body of a log row whose times are columns holds: the record's fields by position
+ * ({@link LOG_ROW_FIELDS}), without its resource and times; its JSON is the body. A value JSON
+ * cannot hold becomes null, as in an object (an `undefined` one too, which an object leaves out).
+ */
+function logRow(log: LogRecord): unknown[] {
+  const name = log.instrumentation_scope_name
+  const version = log.instrumentation_scope_version
+  const dropped = log.dropped_attributes_count
+  return name === undefined && version === undefined && dropped === undefined
+    ? [log.severity_number, log.severity_text, log.body, log.attributes, log.service_name, log.trace_id, log.span_id]
+    : [log.severity_number, log.severity_text, log.body, log.attributes, log.service_name, log.trace_id, log.span_id, name ?? null, version ?? null, dropped ?? null]
+}
+
+/** Bytes the record of a row's array ({@link logRow}) would take as a JSON object: the array's JSON `length`, the names of its fields added. */
+function logObjectBytes(fields: unknown[], length: number): number {
+  let bytes = length + LOG_FIXED_KEY_BYTES
+  for (let i = LOG_ROW_FIXED; i < fields.length; i++) bytes += fields[i] === null ? -5 : LOG_KEY_BYTES[i]!
+  return bytes
+}
+
+/** The record of a row's array ({@link logRow}): its fields in the order of a record that was put, the times and resource joined. */
+function logOfRow(fields: unknown[], time: number, observed: number, resource: Record<string, string>): LogRecord {
+  const record = {
+    timestamp_unix_nano: time,
+    observed_timestamp_unix_nano: observed,
+    severity_number: fields[0],
+    severity_text: fields[1],
+    body: fields[2],
+    attributes: fields[3],
+    resource,
+    service_name: fields[4],
+    trace_id: fields[5],
+    span_id: fields[6],
+  } as LogRecord
+  if (fields.length > LOG_ROW_FIXED) {
+    if (fields[7] !== null) record.instrumentation_scope_name = fields[7] as string
+    if (fields[8] !== null) record.instrumentation_scope_version = fields[8] as string
+    if (fields[9] !== null) record.dropped_attributes_count = fields[9] as number
+  }
+  return record
+}
 
 /**
  * Values per span row in a batch: `[start ns, the span's JSON without its resource, index of the
@@ -481,19 +543,24 @@ export class SqliteStore extends MemoryStore {
     const observed = log.observed_timestamp_unix_nano
     const apart = Number.isFinite(time) && Number.isFinite(observed)
     let json: string
-    if (Reflect.set(log, 'resource', undefined)) {
-      try {
-        if (apart) (log as { timestamp_unix_nano: unknown }).timestamp_unix_nano = (log as { observed_timestamp_unix_nano: unknown }).observed_timestamp_unix_nano = undefined
-        json = JSON.stringify(log)
-      } finally {
-        log.resource = resource
-        log.timestamp_unix_nano = time
-        log.observed_timestamp_unix_nano = observed
-      }
-    } else json = JSON.stringify(apart ? { ...log, resource: undefined, timestamp_unix_nano: undefined, observed_timestamp_unix_nano: undefined } : { ...log, resource: undefined })
-    const index = this.resourceIndex(resource)
     // The file needs the JSON anyway: its length is the record's size when none is given.
-    super.putLog(log, bytes ?? json.length + (apart ? TIMES_BYTES : 0) + this.pendingResources[index]!.length + 12)
+    let size: number
+    if (apart) {
+      const fields = logRow(log)
+      json = JSON.stringify(fields)
+      size = bytes === undefined ? logObjectBytes(fields, json.length) + TIMES_BYTES : 0
+    } else {
+      if (Reflect.set(log, 'resource', undefined)) {
+        try {
+          json = JSON.stringify(log)
+        } finally {
+          log.resource = resource
+        }
+      } else json = JSON.stringify({ ...log, resource: undefined })
+      size = json.length
+    }
+    const index = this.resourceIndex(resource)
+    super.putLog(log, bytes ?? size + this.pendingResources[index]!.length + 12)
     // At most 3 bytes of UTF-8 per UTF-16 unit (JSON.stringify leaves no lone surrogate).
     if (this.logTextAt + json.length * 3 > this.logText.length) this.growText(this.logTextAt + json.length * 3)
     this.logTextAt += this.logText.write(json, this.logTextAt)
@@ -737,10 +804,13 @@ interface Row {
   bytes: number
   time?: number
   observed?: number
+  /** A log row's body parsed, when it is an array ({@link logRow}). */
+  fields?: unknown[]
 }
 
 /** The record of a log row: its times, when the row has them in columns, first, as in the record that was put. */
 function logRecord(row: Row, resources: Resources): LogRecord {
+  if (row.fields !== undefined) return logOfRow(row.fields, row.time!, row.observed!, resources.value(row.resource))
   const record = resources.record<LogRecord>(row)
   if (row.time === undefined) return record
   return Object.assign({ timestamp_unix_nano: row.time, observed_timestamp_unix_nano: row.observed! }, record)
@@ -766,11 +836,17 @@ class Resources {
   record<T extends { resource: Record<string, string> }>(row: Row): T {
     const record = jsonParse(row.body) as T
     if (row.resource === null) return record
-    this.text(row.resource)
-    const entry = this.byId.get(row.resource)!
-    entry.value ??= jsonParse(entry.text) as Record<string, string>
-    record.resource = entry.value
+    record.resource = this.value(row.resource)
     return record
+  }
+
+  /** Resource `id` parsed, once (an empty one for null: a row that names none). */
+  value(id: number | null): Record<string, string> {
+    if (id === null) return {}
+    this.text(id)
+    const entry = this.byId.get(id)!
+    entry.value ??= jsonParse(entry.text) as Record<string, string>
+    return entry.value
   }
 }
 
@@ -785,10 +861,12 @@ function newestRows(db: DatabaseSync, table: 'spans' | 'logs', maxRows: number, 
     const body = String(row.body)
     const resource = row.resource === null ? null : Number(row.resource)
     const apart = row.time_ns !== undefined && row.time_ns !== null
-    const size = body.length + (apart ? TIMES_BYTES : 0) + (resource === null ? 0 : resources.text(resource).length + 12)
+    // An array body (logRow) counts as the object it stands for.
+    const fields = apart && body.charCodeAt(0) === 0x5b ? (jsonParse(body) as unknown[]) : undefined
+    const size = (fields === undefined ? body.length : logObjectBytes(fields, body.length)) + (apart ? TIMES_BYTES : 0) + (resource === null ? 0 : resources.text(resource).length + 12)
     bytes += size
     if (bytes > maxBytes && out.length > 0) break
-    out.push(apart ? { body, resource, bytes: size, time: Number(row.time_ns), observed: Number(row.ts_ns) } : { body, resource, bytes: size })
+    out.push(apart ? { body, resource, bytes: size, time: Number(row.time_ns), observed: Number(row.ts_ns), fields } : { body, resource, bytes: size })
   }
   return out
 }

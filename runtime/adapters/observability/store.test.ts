@@ -18,6 +18,20 @@ const dir = mkdtempSync(join(tmpdir(), 'svc-obs-store-'))
 after(() => rmSync(dir, { recursive: true, force: true }))
 let n = 0
 
+/** The fields a log row's array holds, by position (sqlite.ts `LOG_ROW_FIELDS`, written here again: the test reads the file as it is). */
+const LOG_ROW_FIELDS = ['severity_number', 'severity_text', 'body', 'attributes', 'service_name', 'trace_id', 'span_id', 'instrumentation_scope_name', 'instrumentation_scope_version', 'dropped_attributes_count']
+
+/** A log row's body as the record's fields by name: an array holds them by position (an optional one null when absent), an object (older rows, rows with times in the body) by name. */
+function logRowFields(body: string): Record<string, unknown> {
+  const value = jsonParse(body)
+  if (!Array.isArray(value)) return value as Record<string, unknown>
+  const fields: Record<string, unknown> = {}
+  value.forEach((v, i) => {
+    if (i < 7 || v !== null) fields[LOG_ROW_FIELDS[i]!] = v
+  })
+  return fields
+}
+
 runStoreConformance('memory', (limits) => new MemoryStore(limits))
 runStoreConformance('builtin', (limits) => new SqliteStore(join(dir, `o${n++}.db`), limits))
 
@@ -86,12 +100,41 @@ describe('builtin observability store', () => {
       [null, null, now.timestamp_unix_nano, null],
     )
     assert.equal(rows[2]!.observed, now.observed_timestamp_unix_nano)
-    assert.deepEqual(Object.keys(jsonParse(rows[2]!.body) as object).filter((k) => k.includes('timestamp')), [], 'the times are not in the body')
+    assert.deepEqual(jsonParse(rows[2]!.body), [9, 'INFO', 'now', {}, 'test', null, null], "the record's fields by position, without the times")
     assert.equal((jsonParse(rows[3]!.body) as LogRecord).timestamp_unix_nano, null, 'a time JSON cannot hold stays in the body, as JSON writes it')
 
     const b = new SqliteStore(path, LIMITS)
     assert.deepEqual(b.logs(), [first, previous, now, { ...odd, timestamp_unix_nano: null }])
     assert.deepEqual(Object.keys(b.logs()[2]!).slice(0, 2), ['timestamp_unix_nano', 'observed_timestamp_unix_nano'], 'the times come first, as in the record put')
+    b.close()
+  })
+
+  it("writes a log row's fields by position, its optional ones only when it has one, and reloads the same records counting the same bytes", () => {
+    const path = join(dir, 'fields.db')
+    const records = [
+      log('plain'),
+      log('scoped', Date.now(), { instrumentation_scope_name: 'bench', trace_id: 'a'.repeat(32), span_id: 'b'.repeat(16), attributes: { 'log.data.n': 1.5, nested: { k: ['v', null] } } }),
+      log('version only', Date.now(), { instrumentation_scope_version: '1.2' }),
+      log('limited', Date.now(), { instrumentation_scope_name: 's', instrumentation_scope_version: '2', dropped_attributes_count: 3, resource: { 'service.name': 'other' } }),
+    ]
+    const a = new SqliteStore(path, LIMITS)
+    for (const record of records) a.putLog(record)
+    const bytes = a.windowBytes().logs
+    a.close()
+    const file = new DatabaseSync(path, { readOnly: true })
+    const rows = file.prepare('SELECT body FROM logs ORDER BY seq').all().map((row) => jsonParse(String(row.body)))
+    file.close()
+    assert.deepEqual(rows, [
+      [9, 'INFO', 'plain', {}, 'test', null, null],
+      [9, 'INFO', 'scoped', { 'log.data.n': 1.5, nested: { k: ['v', null] } }, 'test', 'a'.repeat(32), 'b'.repeat(16), 'bench', null, null],
+      [9, 'INFO', 'version only', {}, 'test', null, null, null, '1.2', null],
+      [9, 'INFO', 'limited', {}, 'test', null, null, 's', '2', 3],
+    ])
+    const b = new SqliteStore(path, LIMITS)
+    assert.deepEqual(b.logs(), records)
+    // A record put without its size counts its JSON as an object (sqlite.ts); reloaded, the same.
+    assert.equal(b.windowBytes().logs, bytes)
+    assert.equal(bytes, records.reduce((sum, r) => sum + JSON.stringify({ ...r, timestamp_unix_nano: undefined, observed_timestamp_unix_nano: undefined, resource: undefined }).length + 96 + JSON.stringify(r.resource).length + 12 + RECORD_OVERHEAD_BYTES, 0))
     b.close()
   })
 
@@ -108,7 +151,7 @@ describe('builtin observability store', () => {
     file.close()
     assert.deepEqual(new Set(rows.map((row) => row.type)), new Set(['text']))
     assert.deepEqual(
-      rows.map((row) => (jsonParse(row.body) as LogRecord).body),
+      rows.map((row) => logRowFields(row.body).body),
       records.map((record) => record.body),
     )
     const b = new SqliteStore(path, { ...LIMITS, maxLogs: 10_000, maxLogBytes: 64 << 20 })
@@ -253,8 +296,8 @@ describe('builtin observability store: bounded hand-over to the writer', () => {
       lock.exec('ROLLBACK')
       store.flush()
       const rows = Number(lock.prepare('SELECT COUNT(*) AS n FROM logs').get()!.n)
-      const newest = JSON.parse(String(lock.prepare('SELECT body FROM logs ORDER BY seq DESC LIMIT 1').get()!.body)) as { body: string }
-      const oldest = JSON.parse(String(lock.prepare('SELECT body FROM logs ORDER BY seq LIMIT 1').get()!.body)) as { body: string }
+      const newest = logRowFields(String(lock.prepare('SELECT body FROM logs ORDER BY seq DESC LIMIT 1').get()!.body)) as { body: string }
+      const oldest = logRowFields(String(lock.prepare('SELECT body FROM logs ORDER BY seq LIMIT 1').get()!.body)) as { body: string }
       assert.equal(rows + store.droppedRows, total, 'every row is either in the file or counted')
       assert.match(newest.body, new RegExp(`^${total - 1} `), 'the newest row is in the file')
       assert.match(oldest.body, /^0 /, 'the batches already with the writer were written')
@@ -545,7 +588,7 @@ describe('span rows of the builtin store', () => {
           assert.deepEqual(
             rows.map((row) => {
               assert.notEqual(row.resource, null, `resource ${row.id} of a row is in the file`)
-              const body = jsonParse(row.body) as Record<string, unknown>
+              const body = logRowFields(row.body)
               body.resource = jsonParse(row.resource!)
               // Finite times are columns, not in the body; others stay in the body (as JSON writes them).
               if (row.time !== null) {
