@@ -105,6 +105,12 @@ export const MAX_QUEUED_BATCHES = 256
 
 /** Rows per multi-row `INSERT` statement of the writer. */
 const INSERT_ROWS = 50
+/**
+ * …and for log rows, first, this many (then {@link INSERT_ROWS}, then one at a time): a statement
+ * of 200 rows took about a sixth less of the writer's CPU per log row than four of 50
+ * (docs/benchmarks.md, issue 20, session 32).
+ */
+const LOG_INSERT_ROWS = 200
 
 /**
  * What a log record's two times add to its JSON, bytes (`"timestamp_unix_nano":` and
@@ -227,20 +233,21 @@ const db = new DatabaseSync(workerData.path)
 db.exec('PRAGMA busy_timeout = 5000; PRAGMA journal_mode = WAL; PRAGMA synchronous = OFF;')
 /** Values per row by table (${SPAN_FIELDS} and ${LOG_FIELDS}: see SPAN_FIELDS, LOG_FIELDS). */
 const width = { spans: ${SPAN_FIELDS}, logs: ${LOG_FIELDS} }
-/** Inserts of one row and of ${INSERT_ROWS} rows per statement, by table (fewer statements, less binding overhead). */
+/** Inserts by table, largest first: \`[statement, rows it inserts]\` of ${INSERT_ROWS} rows (logs: ${LOG_INSERT_ROWS}, then ${INSERT_ROWS}) and of one (fewer statements, less binding overhead). */
 const inserts = {}
 // A log row's JSON, and a packed span's, is bound as the bytes of its UTF-8 (a BLOB): CAST stores them as the same TEXT a string makes.
-for (const [t, columns, row] of [['spans', 'start_ns, body, resource', '(?, CAST(? AS TEXT), ?)'], ['logs', 'ts_ns, body, resource, time_ns', '(?, CAST(? AS TEXT), ?, ?)']]) {
+for (const [t, columns, row, sizes] of [['spans', 'start_ns, body, resource', '(?, CAST(? AS TEXT), ?)', [${INSERT_ROWS}, 1]], ['logs', 'ts_ns, body, resource, time_ns', '(?, CAST(? AS TEXT), ?, ?)', [${LOG_INSERT_ROWS}, ${INSERT_ROWS}, 1]]]) {
   const sql = 'INSERT INTO ' + t + ' (' + columns + ') VALUES '
-  inserts[t] = { one: db.prepare(sql + row), many: db.prepare(sql + Array(${INSERT_ROWS}).fill(row).join(', ')) }
+  inserts[t] = sizes.map((n) => [db.prepare(sql + Array(n).fill(row).join(', ')), n])
 }
 /** Appends flat rows (\`[ns, json, resource id, …]\`, width[t] values each) to table \`t\`; the last seq, 0 when none. */
 function insert(t, rows) {
-  const { one, many } = inserts[t]
-  const w = width[t], block = ${INSERT_ROWS} * w
+  const w = width[t]
   let i = 0, last = 0
-  for (; i + block <= rows.length; i += block) last = many.run(...rows.slice(i, i + block)).lastInsertRowid
-  for (; i < rows.length; i += w) last = one.run(...rows.slice(i, i + w)).lastInsertRowid
+  for (const [statement, n] of inserts[t]) {
+    const block = n * w
+    for (; i + block <= rows.length; i += block) last = statement.run(...rows.slice(i, i + block)).lastInsertRowid
+  }
   return Number(last)
 }
 /** Ids of resources by their JSON, as the file has them (cleared whenever resources are deleted or a write rolled back). */

@@ -138,6 +138,24 @@ describe('builtin observability store', () => {
     b.close()
   })
 
+  it('writes every log row of a batch, in order, whatever its number of rows (multi-row inserts of 200, 50 and one)', () => {
+    const path = join(dir, 'batch-sizes.db')
+    const a = new SqliteStore(path, { ...LIMITS, maxLogs: 10_000 })
+    const sizes = [1, 49, 50, 51, 199, 200, 273, 2000]
+    for (const size of sizes) {
+      for (let i = 0; i < size; i++) a.putLog(log(`${size} ${i}`))
+      a.flush()
+    }
+    a.close()
+    const file = new DatabaseSync(path, { readOnly: true })
+    const bodies = file.prepare('SELECT body FROM logs ORDER BY seq').all().map((row) => logRowFields(String(row.body)).body)
+    file.close()
+    assert.deepEqual(
+      bodies,
+      sizes.flatMap((size) => Array.from({ length: size }, (_, i) => `${size} ${i}`)),
+    )
+  })
+
   it('writes log rows as text, whatever their characters and however large the batch (the rows travel to the writer as UTF-8 bytes)', () => {
     const path = join(dir, 'utf8.db')
     const a = new SqliteStore(path, { ...LIMITS, maxLogs: 10_000, maxLogBytes: 64 << 20 })
