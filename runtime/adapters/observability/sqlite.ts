@@ -107,8 +107,8 @@ export const MAX_QUEUED_BATCHES = 256
 const INSERT_ROWS = 50
 /**
  * …and for log rows, first, this many (then {@link INSERT_ROWS}, then one at a time): a statement
- * of 200 rows took about a sixth less of the writer's CPU per log row than four of 50
- * (docs/benchmarks.md, issue 20, session 32).
+ * of 200 rows took about a sixth less of the writer's CPU per log row than four of 50, and
+ * `INSERT OR FAIL` (no statement journal) a fifth less again (docs/benchmarks.md, issue 20, session 32).
  */
 const LOG_INSERT_ROWS = 200
 
@@ -236,8 +236,10 @@ const width = { spans: ${SPAN_FIELDS}, logs: ${LOG_FIELDS} }
 /** Inserts by table, largest first: \`[statement, rows it inserts]\` of ${INSERT_ROWS} rows (logs: ${LOG_INSERT_ROWS}, then ${INSERT_ROWS}) and of one (fewer statements, less binding overhead). */
 const inserts = {}
 // A log row's JSON, and a packed span's, is bound as the bytes of its UTF-8 (a BLOB): CAST stores them as the same TEXT a string makes.
-for (const [t, columns, row, sizes] of [['spans', 'start_ns, body, resource', '(?, CAST(? AS TEXT), ?)', [${INSERT_ROWS}, 1]], ['logs', 'ts_ns, body, resource, time_ns', '(?, CAST(? AS TEXT), ?, ?)', [${LOG_INSERT_ROWS}, ${INSERT_ROWS}, 1]]]) {
-  const sql = 'INSERT INTO ' + t + ' (' + columns + ') VALUES '
+// Log rows: OR FAIL, so that a statement of many rows needs no statement journal (SQLite copies pages
+// into one for a statement that may have to undo its own rows; a failed batch is rolled back whole).
+for (const [t, columns, row, sizes, verb] of [['spans', 'start_ns, body, resource', '(?, CAST(? AS TEXT), ?)', [${INSERT_ROWS}, 1], 'INSERT'], ['logs', 'ts_ns, body, resource, time_ns', '(?, CAST(? AS TEXT), ?, ?)', [${LOG_INSERT_ROWS}, ${INSERT_ROWS}, 1], 'INSERT OR FAIL']]) {
+  const sql = verb + ' INTO ' + t + ' (' + columns + ') VALUES '
   inserts[t] = sizes.map((n) => [db.prepare(sql + Array(n).fill(row).join(', ')), n])
 }
 /** Appends flat rows (\`[ns, json, resource id, …]\`, width[t] values each) to table \`t\`; the last seq, 0 when none. */
@@ -393,7 +395,8 @@ parentPort.on('message', (m) => {
         }
         db.exec('COMMIT')
       } catch (error) {
-        db.exec('ROLLBACK')
+        // SQLite may have rolled the transaction back itself (an I/O error, a full disk, a statement without a statement journal).
+        if (db.isTransaction) db.exec('ROLLBACK')
         recount()
         resourceIds = new Map()
         failed = rowsOf(m)

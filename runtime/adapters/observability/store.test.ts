@@ -138,6 +138,32 @@ describe('builtin observability store', () => {
     b.close()
   })
 
+  it('counts a batch SQLite rolled back as not written, and the next batch names only resources the file has', () => {
+    const path = join(dir, 'rolled-back.db')
+    const a = new SqliteStore(path, LIMITS)
+    a.flush()
+    // A failure that makes SQLite roll back the whole transaction itself (as an I/O error or a full disk may).
+    const other = new DatabaseSync(path)
+    other.exec("CREATE TRIGGER fail BEFORE INSERT ON logs WHEN CAST(NEW.body AS TEXT) LIKE '%boom%' BEGIN SELECT RAISE(ROLLBACK, 'boom'); END")
+    const resource = { 'service.name': 'first seen in the failed batch' }
+    a.putLog(log('boom', Date.now(), { resource }))
+    a.putLog(log('lost with it', Date.now(), { resource }))
+    a.flush()
+    assert.equal(a.droppedRows, 2)
+    other.exec('DROP TRIGGER fail')
+    a.putLog(log('after', Date.now(), { resource }))
+    a.flush()
+    assert.equal(a.droppedRows, 2)
+    const rows = other.prepare('SELECT r.body AS resource FROM logs l LEFT JOIN resources r ON r.id = l.resource').all()
+    other.close()
+    assert.deepEqual(
+      rows.map((row) => row.resource),
+      [JSON.stringify(resource)],
+      "the row's resource is in the file",
+    )
+    a.close()
+  })
+
   it('writes every log row of a batch, in order, whatever its number of rows (multi-row inserts of 200, 50 and one)', () => {
     const path = join(dir, 'batch-sizes.db')
     const a = new SqliteStore(path, { ...LIMITS, maxLogs: 10_000 })
