@@ -281,24 +281,23 @@ export interface HandlerSpanText {
 export function spanText(p: SpanParts): HandlerSpanText {
   const error = p.error
   const name = nameOf(p.functionId)
-  const serviceJson = p.serviceName === lastService[0] ? lastService[1] : (lastService = [p.serviceName, JSON.stringify(p.serviceName)])[1]
   const startText = String(p.start)
   const endText = String(p.end)
-  let body = '{"trace_id":"' + p.traceId + '","span_id":"' + p.spanId + '","parent_span_id":' + (p.parentSpanId === null ? 'null' : '"' + p.parentSpanId + '"')
-  body += ',"name":' + name.json + ',"kind":"internal","service_name":' + serviceJson + ',"start_time_unix_nano":' + startText + ',"end_time_unix_nano":' + endText
-  body += ',"duration_ms":' + String((p.end - p.start) / 1e6) + ',"status":' + (error === undefined ? '"ok"' : '"error"') + ',"attributes":'
+  // Few pieces: the members no span differs in are joined once (per function and service, per baggage).
+  let body =
+    '{"trace_id":"' + p.traceId + '","span_id":"' + p.spanId + (p.parentSpanId === null ? '","parent_span_id":null' : '","parent_span_id":"' + p.parentSpanId + '"') +
+    namedText(name, p.serviceName) + startText + ',"end_time_unix_nano":' + endText + ',"duration_ms":' + String((p.end - p.start) / 1e6)
   const bag = p.baggage
   let longest = Math.max(name.name.length, p.serviceName.length, bag.longest)
   let events = 0
-  if (error === undefined) body += bag.json
+  if (error === undefined) body += bag.okText
   else {
     const code = JSON.stringify(error.code)
-    body += (bag.json === '{}' ? '{' : bag.json.slice(0, -1) + ',') + '"error.type":' + code + '}'
+    body += ',"status":"error","attributes":' + (bag.json === '{}' ? '{' : bag.json.slice(0, -1) + ',') + '"error.type":' + code + '},"events":['
     longest = Math.max(longest, error.code.length)
   }
-  body += ',"events":['
   if (p.input !== undefined) {
-    body += payloadEventText('svc.invocation.input', startText, p.input, true)
+    body += payloadEventText(INPUT_EVENT, startText, p.input, true)
     longest = Math.max(longest, p.input.json.length)
     events++
   }
@@ -308,7 +307,7 @@ export function spanText(p: SpanParts): HandlerSpanText {
     events++
   }
   if (p.output !== undefined) {
-    body += (events > 0 ? ',' : '') + payloadEventText('svc.invocation.output', endText, p.output, error === undefined)
+    body += payloadEventText(events > 0 ? NEXT_OUTPUT_EVENT : OUTPUT_EVENT, endText, p.output, error === undefined)
     longest = Math.max(longest, p.output.json.length)
     events++
   }
@@ -338,7 +337,15 @@ function nameOf(functionId: string): { name: string; json: string } {
   }
   return lastName
 }
-let lastService: [string, string] = ['', '""']
+
+/** The members from `,"name":` to `"start_time_unix_nano":` of the function and service named last. */
+let lastNamed = { name: '', service: '', text: '' }
+function namedText(name: { name: string; json: string }, service: string): string {
+  if (lastNamed.name !== name.name || lastNamed.service !== service) {
+    lastNamed = { name: name.name, service, text: ',"name":' + name.json + ',"kind":"internal","service_name":' + JSON.stringify(service) + ',"start_time_unix_nano":' }
+  }
+  return lastNamed.text
+}
 
 /** Size, longest value and count of a resource's attributes, measured once per resource object. */
 const resourceFactsOf = new WeakMap<object, { size: number; longest: number; count: number }>()
@@ -357,8 +364,15 @@ function resourceFacts(resource: Readonly<Record<string, string>>): { size: numb
   return facts
 }
 
-function payloadEventText(name: string, time: string, payload: RedactedPayload, ok: boolean): string {
-  return '{"name":"' + name + '","timestamp_unix_nano":' + time + ',"attributes":{"svc.payload.json":' + JSON.stringify(payload.json) + ',"svc.payload.truncated":' + payload.truncated + ',"svc.payload.ok":' + ok + '}}'
+/** A payload event's JSON up to its time: the input event, the output event (after another event: with the comma). */
+const INPUT_EVENT = '{"name":"svc.invocation.input","timestamp_unix_nano":'
+const OUTPUT_EVENT = '{"name":"svc.invocation.output","timestamp_unix_nano":'
+const NEXT_OUTPUT_EVENT = ',' + OUTPUT_EVENT
+/** A payload event's JSON after the payload, by `truncated` (2) and `ok` (1). */
+const PAYLOAD_TAILS = [false, true].flatMap((truncated) => [false, true].map((ok) => ',"svc.payload.truncated":' + truncated + ',"svc.payload.ok":' + ok + '}}'))
+
+function payloadEventText(head: string, time: string, payload: RedactedPayload, ok: boolean): string {
+  return head + time + ',"attributes":{"svc.payload.json":' + JSON.stringify(payload.json) + PAYLOAD_TAILS[(payload.truncated ? 2 : 0) + (ok ? 1 : 0)]!
 }
 
 /**
@@ -391,6 +405,8 @@ interface BaggageAttributes {
   attributes: Readonly<Record<string, unknown>>
   /** Their JSON (`JSON.stringify` of {@link attributes}). */
   json: string
+  /** A span's members from `,"status":` to `"events":[` when it succeeded: status ok, these attributes. */
+  okText: string
   count: number
   /** The longest key or value, UTF-16 units. */
   longest: number
@@ -412,7 +428,8 @@ function cachedBaggage(header: string, functionId: string): BaggageAttributes {
       longest = Math.max(longest, k.length, String(attributes[k]).length)
       count++
     }
-    value = { attributes: Object.freeze(attributes), json: JSON.stringify(attributes), count, longest }
+    const json = JSON.stringify(attributes)
+    value = { attributes: Object.freeze(attributes), json, okText: ',"status":"ok","attributes":' + json + ',"events":[', count, longest }
     if (baggageCache.size >= 256) baggageCache.clear()
     baggageCache.set(key, value)
   }
