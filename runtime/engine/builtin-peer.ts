@@ -70,7 +70,7 @@ export class BuiltinPeer implements Peer, LocalWorker {
   }
 
   registerFunction(id: string, handler: LocalHandler, options: LocalFunctionOptions = {}): void {
-    const replica: Replica = { peer: this, callee: new LocalCallee(this, handler), wireIdJson: JSON.stringify(id) }
+    const replica: Replica = { peer: this, callee: new LocalCallee(this, handler), wireId: id, wireIdJson: JSON.stringify(id) }
     if (options.description !== undefined) replica.description = options.description
     if (options.metadata !== undefined) replica.metadata = options.metadata
     if (options.request_format !== undefined) replica.request_format = options.request_format

@@ -41,7 +41,7 @@ function openSession(transport: Transport): Session {
 
 const EMPTY = new RawJson('{}')
 const target = { id: 'bench::echo', baggageJson: undefined } as unknown as FunctionEntry
-const replica = { wireIdJson: '"bench::echo"' } as unknown as Replica
+const replica = { wireId: 'bench::echo', wireIdJson: '"bench::echo"' } as unknown as Replica
 
 function routed(caller: Session, flights: FlightTable, n: number, reply: Reply): { flight: Flight; invocation: Invocation } {
   const flight = new Flight(flights, 'bench::echo', 'default', caller, reply, caller.requested, `call-${n}`)

@@ -108,7 +108,7 @@ export class LegTable {
     if (!telemetry.recording(invocation.traceparent)) return
     const data = invocation.data
     const call = {
-      functionId: JSON.parse(leg.replica.wireIdJson) as string,
+      functionId: leg.replica.wireId,
       data: data instanceof RawJson ? data.text : encodeJson(data),
       traceparent: invocation.traceparent,
       baggage: invocation.baggage === undefined ? leg.target.baggage : mergeBaggage(invocation.baggage, leg.target),

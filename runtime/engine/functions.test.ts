@@ -13,7 +13,7 @@ import type { Peer } from './peer.ts'
 function replica(name: string, state: { alive?: boolean; draining?: boolean; pendingBytes?: number; remote?: boolean } = {}): Replica {
   const peer = { workerId: name, kind: 'connection', alive: state.alive ?? true, draining: state.draining ?? false, name, namespace: 'default', connectedAtMs: 0, activeInvocations: 0, announce: {}, ipAddress: null } as Peer
   const callee: Callee = { peer, pendingBytes: state.pendingBytes ?? 0, dispatch() {}, ...(state.remote ? { remote: true } : {}) }
-  return { peer, callee, wireIdJson: '"f"' }
+  return { peer, callee, wireId: 'f', wireIdJson: '"f"' }
 }
 
 function picks(entry: FunctionEntry, n: number): string[] {

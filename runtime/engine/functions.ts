@@ -28,7 +28,9 @@ export interface Replica {
   readonly peer: Peer
   /** Executes calls routed to this replica: the session, an in-process handler or an HTTP request. */
   readonly callee: Callee
-  /** JSON of the id as the worker sent it: frames to the worker keep it (§5.8, §13.5). */
+  /** The id as the worker sent it (§5.8, §13.5): the handler span the engine records names it (handler-spans.ts). */
+  readonly wireId: string
+  /** {@link wireId} as JSON: frames to the worker keep it. */
   readonly wireIdJson: string
   description?: string
   request_format?: FormatSchema

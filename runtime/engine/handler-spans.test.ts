@@ -156,6 +156,36 @@ describe('handlerSpanRecord', () => {
     )
   })
 
+  it('records a span for exactly the traceparents the W3C format allows: own one lower case, sampled, non-zero ids; the caller\'s in either case (fast-check)', () => {
+    // The reference: the format as regular expressions (what the engine checked with before its character scan).
+    const ownFormat = /^00-([0-9a-f]{32})-([0-9a-f]{16})-([0-9a-f]{2})$/
+    const callerFormat = /^00-([0-9a-f]{32})-([0-9a-f]{16})-([0-9a-f]{2})$/i
+    const unit = fc.constantFrom(...'0123456789abcdefABCDEF-0g \u0130\u212a\u0660')
+    // A well-formed traceparent with a few characters replaced (case, non-hex, non-ASCII, zeros, dashes).
+    const mutated = (trace: string) =>
+      fc.tuple(fc.string({ unit: fc.constantFrom(...'0123456789abcdef'), minLength: 16, maxLength: 16 }), fc.constantFrom('00', '01', '03', '0a', '0b', 'ff', 'FF'), fc.array(fc.tuple(fc.nat(54), unit), { maxLength: 3 }))
+        .map(([span, flags, edits]) => {
+          const chars = [...`00-${trace}-${span}-${flags}`]
+          for (const [at, c] of edits) chars[at] = c
+          return chars.join('')
+        })
+    const tp = fc.oneof(mutated(TRACE), mutated('0'.repeat(32)), fc.constant(`00-${TRACE}-${'0'.repeat(16)}-01`), fc.string({ unit, minLength: 54, maxLength: 56 }))
+    fc.assert(
+      fc.property(tp, fc.option(fc.oneof(tp, tp.map((t) => t.toUpperCase())), { nil: undefined }), (own, caller) => {
+        const record = handlerSpanRecord({ ...call, traceparent: caller }, { traceparent: own, span_start: '1', span_end: '2' }, source, 'f')
+        const o = ownFormat.exec(own)
+        const c = caller === undefined ? null : callerFormat.exec(caller)
+        const expected = o !== null && !/^0+$/.test(o[1]!) && !/^0+$/.test(o[2]!) && (parseInt(o[3]!, 16) & 1) === 1 && (c === null || c[1]!.toLowerCase() === o[1])
+        assert.equal(record !== undefined, expected, `${own} under ${String(caller)}`)
+        if (record === undefined) return
+        assert.equal(record.trace_id, o![1])
+        assert.equal(record.span_id, o![2])
+        assert.equal(record.parent_span_id, c === null ? null : c[2]!.toLowerCase())
+      }),
+      { numRuns: 5000 },
+    )
+  })
+
   it('the text the store keeps is the JSON of the record, character for character (fast-check)', () => {
     const hex = (n: number) => fc.string({ unit: fc.constantFrom(...'0123456789abcdef'), minLength: n, maxLength: n })
     const text = fc.oneof(fc.string({ maxLength: 30 }), fc.string({ unit: 'grapheme', maxLength: 10 }), fc.constantFrom('"', '\\', '\u2028', '\ud800', '__proto__', 'password'))

@@ -191,7 +191,7 @@ export class Registrations implements LocalRegistrations {
       return this.reject(session, 'reserved_id', RejectionMessages.engineIdOutsideDefault(), session.namespace, { function_id: sentId })
     }
     const callee = message.invocation ? new HttpCallee(session, message.invocation, () => this.host.httpFunctions()) : session.callee
-    const replica: Replica = { peer: session, callee, wireIdJson: JSON.stringify(sentId) }
+    const replica: Replica = { peer: session, callee, wireId: sentId, wireIdJson: JSON.stringify(sentId) }
     if (message.description !== undefined) replica.description = message.description
     if (message.request_format !== undefined) replica.request_format = message.request_format
     if (message.response_format !== undefined) replica.response_format = message.response_format

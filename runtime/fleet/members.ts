@@ -176,7 +176,7 @@ export function applySnapshot(member: Member, snapshot: Snapshot, registry: Repl
     if (worker === undefined) continue
     const key = `${f.namespace}\0${f.function_id}\0${f.worker_id}`
     wanted.add(key)
-    const replica: Replica = { peer: worker, callee: worker.callee, wireIdJson: JSON.stringify(f.function_id) }
+    const replica: Replica = { peer: worker, callee: worker.callee, wireId: f.function_id, wireIdJson: JSON.stringify(f.function_id) }
     if (f.description !== undefined) replica.description = f.description
     if (f.metadata !== undefined) replica.metadata = f.metadata
     if (f.request_format !== undefined) replica.request_format = f.request_format

