@@ -106,11 +106,12 @@ export const MAX_QUEUED_BATCHES = 256
 /** Rows per multi-row `INSERT` statement of the writer. */
 const INSERT_ROWS = 50
 /**
- * …and for log rows, first, this many (then {@link INSERT_ROWS}, then one at a time): a statement
- * of 200 rows took about a sixth less of the writer's CPU per log row than four of 50, and
- * `INSERT OR FAIL` (no statement journal) a fifth less again (docs/benchmarks.md, issue 20, session 32).
+ * …and first, this many (then {@link INSERT_ROWS}, then one at a time), for span and log rows: a
+ * statement of 200 rows took about a sixth less of the writer's CPU per log row than four of 50,
+ * and `INSERT OR FAIL` (no statement journal) a fifth less again (docs/benchmarks.md, issue 20,
+ * session 32).
  */
-const LOG_INSERT_ROWS = 200
+const WIDE_INSERT_ROWS = 200
 
 /**
  * What a log record's two times add to its JSON, bytes (`"timestamp_unix_nano":` and
@@ -233,12 +234,14 @@ const db = new DatabaseSync(workerData.path)
 db.exec('PRAGMA busy_timeout = 5000; PRAGMA journal_mode = WAL; PRAGMA synchronous = OFF;')
 /** Values per row by table (${SPAN_FIELDS} and ${LOG_FIELDS}: see SPAN_FIELDS, LOG_FIELDS). */
 const width = { spans: ${SPAN_FIELDS}, logs: ${LOG_FIELDS} }
-/** Inserts by table, largest first: \`[statement, rows it inserts]\` of ${INSERT_ROWS} rows (logs: ${LOG_INSERT_ROWS}, then ${INSERT_ROWS}) and of one (fewer statements, less binding overhead). */
+/** Inserts by table, largest first: \`[statement, rows it inserts]\` of ${WIDE_INSERT_ROWS} rows, then ${INSERT_ROWS}, then one (fewer statements, less binding overhead). */
 const inserts = {}
 // A log row's JSON, and a packed span's, is bound as the bytes of its UTF-8 (a BLOB): CAST stores them as the same TEXT a string makes.
-// Log rows: OR FAIL, so that a statement of many rows needs no statement journal (SQLite copies pages
-// into one for a statement that may have to undo its own rows; a failed batch is rolled back whole).
-for (const [t, columns, row, sizes, verb] of [['spans', 'start_ns, body, resource', '(?, CAST(? AS TEXT), ?)', [${INSERT_ROWS}, 1], 'INSERT'], ['logs', 'ts_ns, body, resource, time_ns', '(?, CAST(? AS TEXT), ?, ?)', [${LOG_INSERT_ROWS}, ${INSERT_ROWS}, 1], 'INSERT OR FAIL']]) {
+// OR FAIL, so that a statement of many rows needs no statement journal (SQLite copies pages into one
+// for a statement that may have to undo its own rows; a failed batch is rolled back whole). Neither
+// table has a constraint a row could break but NOT NULL, so OR FAIL changes no outcome.
+for (const [t, columns, row] of [['spans', 'start_ns, body, resource', '(?, CAST(? AS TEXT), ?)'], ['logs', 'ts_ns, body, resource, time_ns', '(?, CAST(? AS TEXT), ?, ?)']]) {
+  const sizes = [${WIDE_INSERT_ROWS}, ${INSERT_ROWS}, 1], verb = 'INSERT OR FAIL'
   const sql = verb + ' INTO ' + t + ' (' + columns + ') VALUES '
   inserts[t] = sizes.map((n) => [db.prepare(sql + Array(n).fill(row).join(', ')), n])
 }

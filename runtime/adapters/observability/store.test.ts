@@ -182,6 +182,26 @@ describe('builtin observability store', () => {
     )
   })
 
+  it('writes every span row of a batch, in order, whatever its number of rows (multi-row inserts of 200, 50 and one)', () => {
+    const path = join(dir, 'span-batch-sizes.db')
+    const a = new SqliteStore(path, { ...LIMITS, maxSpans: 10_000 })
+    const sizes = [1, 49, 50, 51, 199, 200, 273, 2000]
+    let n = 0
+    for (const size of sizes) {
+      // Sealed spans (rows of text) and span objects (serialised at the cut) in one batch.
+      for (let i = 0; i < size; i++) a.putSpan(span(`t${size}`, `${size}-${i}`, null, 1_000_000 + n++, { name: `${size} ${i}` }), undefined, i % 2 === 0)
+      a.flush()
+    }
+    a.close()
+    const file = new DatabaseSync(path, { readOnly: true })
+    const names = file.prepare('SELECT body FROM spans ORDER BY seq').all().map((row) => (JSON.parse(String(row.body)) as { name: string }).name)
+    file.close()
+    assert.deepEqual(
+      names,
+      sizes.flatMap((size) => Array.from({ length: size }, (_, i) => `${size} ${i}`)),
+    )
+  })
+
   it('writes log rows as text, whatever their characters and however large the batch (the rows travel to the writer as UTF-8 bytes)', () => {
     const path = join(dir, 'utf8.db')
     const a = new SqliteStore(path, { ...LIMITS, maxLogs: 10_000, maxLogBytes: 64 << 20 })
