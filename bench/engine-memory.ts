@@ -16,12 +16,13 @@
  * window reports no further growth (the spans of the last calls arrive after their results), and
  * `rss_quiet_mib` BENCH_QUIET_MS (default 10 s) later, once V8's memory reducer has run;
  * `window` is the observability worker's health detail; `callee_rss_ready_mib` / `callee_rss_after_mib`:
- * the callee's `VmRSS` once connected and after the calls (a trivial svc-sdk worker run as a
+ * the callee's `VmRSS` once connected and after the calls (`callee_sdk`: `vendored` when it ran
+ * with the bundled svc-sdk a scaffolded project vendors, from `dist/pack/`; a trivial svc-sdk worker run as a
  * TypeScript file, as `svc` runs one). Linux only (/proc).
  */
-import { spawn, type ChildProcess } from 'node:child_process'
-import { readFileSync } from 'node:fs'
-import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises'
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process'
+import { existsSync, readdirSync, readFileSync } from 'node:fs'
+import { copyFile, mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { createInterface } from 'node:readline'
@@ -108,6 +109,25 @@ async function windowDetail(url: string): Promise<string> {
   }
 }
 
+/**
+ * The callee as a scaffolded project runs it: `bench/callee.ts` in a directory whose
+ * `node_modules/svc-sdk` is the vendored tarball of `dist/pack/` (the bundled svc-sdk that `svc
+ * project init` copies into a project; `npm run build` makes it). Without that tarball, the
+ * workspace's unbundled svc-sdk (more files, more RSS). Returns the script and its directory.
+ */
+async function calleeScript(project: string): Promise<{ script: string; cwd: string; sdk: 'vendored' | 'workspace' }> {
+  const pack = join(ROOT, 'dist', 'pack')
+  const tarball = existsSync(pack) ? readdirSync(pack).find((name) => /^svc-sdk-.*\.tgz$/.test(name)) : undefined
+  if (tarball === undefined) return { script: join(ROOT, 'bench', 'callee.ts'), cwd: ROOT, sdk: 'workspace' }
+  const dir = join(project, 'worker')
+  const sdk = join(dir, 'node_modules', 'svc-sdk')
+  await mkdir(sdk, { recursive: true })
+  execFileSync('tar', ['-xzf', join(pack, tarball), '-C', sdk, '--strip-components=1'])
+  await writeFile(join(dir, 'package.json'), JSON.stringify({ name: 'bench-worker', private: true, type: 'module' }))
+  await copyFile(join(ROOT, 'bench', 'callee.ts'), join(dir, 'callee.ts'))
+  return { script: join(dir, 'callee.ts'), cwd: dir, sdk: 'vendored' }
+}
+
 async function main(): Promise<void> {
   const project = await mkdtemp(join(tmpdir(), 'svc-bench-memory-'))
   try {
@@ -125,7 +145,8 @@ async function main(): Promise<void> {
     const url = engine.line.engine_url as string
     // BENCH_WORKER_NODE_ARGS (space-separated) goes to the callee's and caller's node.
     const workerArgs = process.env.BENCH_WORKER_NODE_ARGS?.split(' ').filter(Boolean) ?? []
-    const callee = await start([...workerArgs, 'bench/callee.ts', url], 'ready')
+    const calleeRun = await calleeScript(project)
+    const callee = await start([...workerArgs, calleeRun.script, url], 'ready', calleeRun.cwd)
     const idle = rssOf(engine.child.pid!)
     const calleeReady = rssOf(callee.child.pid!)
     const cpuBefore = cpuMsOf(engine.child.pid!)
@@ -154,6 +175,7 @@ async function main(): Promise<void> {
         peak_rss_mib: final.peak,
         rss_settled_mib: final.rss,
         rss_quiet_mib: quiet.rss,
+        callee_sdk: calleeRun.sdk,
         callee_rss_ready_mib: calleeReady.rss,
         callee_rss_after_mib: rssOf(callee.child.pid!).rss,
         window: await windowDetail(url).catch((error) => String(error)),

@@ -253,7 +253,7 @@ async function main(): Promise<void> {
     '',
     `Install (\`npm i -g --offline\` of the packed CLI, ${install.tarball_mb} MB tarball): ${install.install_s} s (target ≤ 30 s), ${install.installed_mb} MB on disk (target ≤ 60 MB), ${install.files.toLocaleString('en')} files.`,
     '',
-    `Engine memory with defaults (\`svc --json\`, svc-sdk caller and callee with telemetry on, ${engineMemory.calls.toLocaleString('en')} calls at 64 in flight): RSS ${engineMemory.rss_idle_mib} MiB idle, ${engineMemory.rss_settled_mib} MiB after the calls, peak ${engineMemory.peak_rss_mib} MiB (target < 200 MiB); window: ${engineMemory.window}. A trivial svc-sdk worker: ${engineMemory.callee_rss_ready_mib} MiB connected (target ≤ 70 MB), ${engineMemory.callee_rss_after_mib} MiB after the calls.`,
+    `Engine memory with defaults (\`svc --json\`, svc-sdk caller and callee with telemetry on, ${engineMemory.calls.toLocaleString('en')} calls at 64 in flight): RSS ${engineMemory.rss_idle_mib} MiB idle, ${engineMemory.rss_settled_mib} MiB after the calls, peak ${engineMemory.peak_rss_mib} MiB (target < 200 MiB); window: ${engineMemory.window}. A trivial svc-sdk worker (${engineMemory.callee_sdk === 'vendored' ? 'the bundled svc-sdk a scaffolded project vendors' : "the workspace's unbundled svc-sdk; run npm run build for the bundled one"}): ${engineMemory.callee_rss_ready_mib} MiB connected (target ≤ 70 MB), ${engineMemory.callee_rss_after_mib} MiB after the calls.`,
   ].join('\n')
   console.log(table)
   if (write) {
