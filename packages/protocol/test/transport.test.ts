@@ -96,6 +96,23 @@ async function startWsServer(t: TestContext): Promise<WsServer> {
   return server
 }
 
+/**
+ * A server and a client `ws` transport, open, the client's frames recorded; with `probe`, the
+ * machine's CPU contention as the transports read it (restored after the test).
+ */
+async function openWs(t: TestContext, probe?: { contended: boolean }) {
+  if (probe !== undefined) {
+    setContentionProbe(probe)
+    t.after(() => setContentionProbe(undefined))
+  }
+  const server = await startWsServer(t)
+  const a = connectWebSocket(server.url, {})
+  t.after(() => a.terminate())
+  const ra = new Recorder(a)
+  await waitFor(() => ra.opened === 1 && server.accepted.length === 1, 'open', 5000, 2)
+  return { server, a, ra, accepted: server.accepted[0]! }
+}
+
 const wsFactory: PairFactory = async (t) => {
   const server = await startWsServer(t)
   const a = connectWebSocket(server.url, {})
@@ -370,12 +387,8 @@ describe('ws transport', () => {
   })
 
   it('frames of every length encoding arrive intact both ways, in order with binary frames', async (t) => {
-    const server = await startWsServer(t)
-    const a = connectWebSocket(server.url, {})
-    t.after(() => a.terminate())
-    const ra = new Recorder(a)
-    await waitFor(() => ra.opened === 1 && server.accepted.length === 1, 'open', 5000, 2)
-    const { transport: b, ws } = server.accepted[0]!
+    const { a, ra, accepted } = await openWs(t)
+    const { transport: b, ws } = accepted
     const rb = new Recorder(b)
     const texts = [0, 1, 125, 126, 127, 65535, 65536, 70000].map((n) => 'é'.repeat(n >> 1) + 'x'.repeat(n & 1))
     texts.push('😀 \ud800 end')
@@ -395,14 +408,8 @@ describe('ws transport', () => {
 
   it('coalesces the frames of one turn: the first 2 leave at once, then writes of at most 16 frames (server side)', async (t) => {
     // A machine with an idle CPU (whatever the one running this test is doing).
-    setContentionProbe({ contended: false })
-    t.after(() => setContentionProbe(undefined))
-    const server = await startWsServer(t)
-    const a = connectWebSocket(server.url, {})
-    t.after(() => a.terminate())
-    const ra = new Recorder(a)
-    await waitFor(() => ra.opened === 1 && server.accepted.length === 1, 'open', 5000, 2)
-    const { transport: b, tcp } = server.accepted[0]!
+    const { ra, accepted } = await openWs(t, { contended: false })
+    const { transport: b, tcp } = accepted
     const writes = countWrites(tcp)
     try {
       for (let i = 0; i < FIRST_WRITE_FRAMES; i++) b.send(`{"n":${i}}`)
@@ -433,14 +440,8 @@ describe('ws transport', () => {
 
   it('with every CPU busy, a turn leaves in whole batches: no early write (server and client side)', async (t) => {
     const probe = { contended: true }
-    setContentionProbe(probe)
-    t.after(() => setContentionProbe(undefined))
-    const server = await startWsServer(t)
-    const a = connectWebSocket(server.url, {})
-    t.after(() => a.terminate())
-    const ra = new Recorder(a)
-    await waitFor(() => ra.opened === 1 && server.accepted.length === 1, 'open', 5000, 2)
-    const { transport: b, tcp } = server.accepted[0]!
+    const { server, a, ra, accepted } = await openWs(t, probe)
+    const { transport: b, tcp } = accepted
     const rb = new Recorder(b)
     const serverWrites = countWrites(tcp)
     // The client's socket: the one connected to the server's port.
@@ -508,14 +509,8 @@ describe('ws transport', () => {
   })
 
   it('coalesces on the client side too, through the upgrade response socket', async (t) => {
-    setContentionProbe({ contended: false })
-    t.after(() => setContentionProbe(undefined))
-    const server = await startWsServer(t)
+    const { server, a, ra } = await openWs(t, { contended: false })
     let tcp: object | undefined
-    const a = connectWebSocket(server.url, {})
-    t.after(() => a.terminate())
-    const ra = new Recorder(a)
-    await waitFor(() => ra.opened === 1 && server.accepted.length === 1, 'open', 5000, 2)
     const rb = new Recorder(server.accepted[0]!.transport)
     // The client's TCP socket is the server socket's peer: find it by its local port.
     const serverTcp = server.accepted[0]!.tcp as Socket

@@ -164,43 +164,37 @@ describe('builtin observability store', () => {
     a.close()
   })
 
-  it('writes every log row of a batch, in order, whatever its number of rows (multi-row inserts of 200, 50 and one)', () => {
-    const path = join(dir, 'batch-sizes.db')
-    const a = new SqliteStore(path, { ...LIMITS, maxLogs: 10_000 })
-    const sizes = [1, 49, 50, 51, 199, 200, 273, 2000]
-    for (const size of sizes) {
-      for (let i = 0; i < size; i++) a.putLog(log(`${size} ${i}`))
-      a.flush()
-    }
-    a.close()
-    const file = new DatabaseSync(path, { readOnly: true })
-    const bodies = file.prepare('SELECT body FROM logs ORDER BY seq').all().map((row) => logRowFields(String(row.body)).body)
-    file.close()
-    assert.deepEqual(
-      bodies,
-      sizes.flatMap((size) => Array.from({ length: size }, (_, i) => `${size} ${i}`)),
-    )
-  })
-
-  it('writes every span row of a batch, in order, whatever its number of rows (multi-row inserts of 200, 50 and one)', () => {
-    const path = join(dir, 'span-batch-sizes.db')
-    const a = new SqliteStore(path, { ...LIMITS, maxSpans: 10_000 })
-    const sizes = [1, 49, 50, 51, 199, 200, 273, 2000]
-    let n = 0
-    for (const size of sizes) {
+  // Rows of each table go to the file 200 to a statement, then 50, then one at a time.
+  const tables = {
+    logs: {
+      put: (a: SqliteStore, text: string) => a.putLog(log(text)),
+      read: (body: string) => logRowFields(body).body,
+    },
+    spans: {
       // Sealed spans (rows of text) and span objects (serialised at the cut) in one batch.
-      for (let i = 0; i < size; i++) a.putSpan(span(`t${size}`, `${size}-${i}`, null, 1_000_000 + n++, { name: `${size} ${i}` }), undefined, i % 2 === 0)
-      a.flush()
-    }
-    a.close()
-    const file = new DatabaseSync(path, { readOnly: true })
-    const names = file.prepare('SELECT body FROM spans ORDER BY seq').all().map((row) => (JSON.parse(String(row.body)) as { name: string }).name)
-    file.close()
-    assert.deepEqual(
-      names,
-      sizes.flatMap((size) => Array.from({ length: size }, (_, i) => `${size} ${i}`)),
-    )
-  })
+      put: (a: SqliteStore, text: string, i: number) => a.putSpan(span(`t${text}`, text.replace(' ', '-'), null, 1_000_000 + i, { name: text }), undefined, i % 2 === 0),
+      read: (body: string) => (JSON.parse(body) as { name: string }).name,
+    },
+  }
+  for (const [table, { put, read }] of Object.entries(tables)) {
+    it(`writes every ${table} row of a batch, in order, whatever its number of rows (multi-row inserts of 200, 50 and one)`, () => {
+      const path = join(dir, `${table}-batch-sizes.db`)
+      const a = new SqliteStore(path, { ...LIMITS, maxLogs: 10_000, maxSpans: 10_000 })
+      const sizes = [1, 49, 50, 51, 199, 200, 273, 2000]
+      for (const size of sizes) {
+        for (let i = 0; i < size; i++) put(a, `${size} ${i}`, i)
+        a.flush()
+      }
+      a.close()
+      const file = new DatabaseSync(path, { readOnly: true })
+      const texts = file.prepare(`SELECT body FROM ${table} ORDER BY seq`).all().map((row) => read(String(row.body)))
+      file.close()
+      assert.deepEqual(
+        texts,
+        sizes.flatMap((size) => Array.from({ length: size }, (_, i) => `${size} ${i}`)),
+      )
+    })
+  }
 
   it('writes log rows as text, whatever their characters and however large the batch (the rows travel to the writer as UTF-8 bytes)', () => {
     const path = join(dir, 'utf8.db')

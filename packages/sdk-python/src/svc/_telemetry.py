@@ -277,20 +277,13 @@ def start_handler(function_id: str, data: Any, traceparent: str | None, baggage:
     context = SpanContext(trace_id, ids.generate_span_id(), is_remote=False, trace_flags=TraceFlags(flags), trace_state=sampling.trace_state)
     recording = sampling.decision in (Decision.RECORD_ONLY, Decision.RECORD_AND_SAMPLE)
     span = HandlerSpan(context, recording, parent, name, attributes, time.time_ns(), support)
-    if defer_input:
-        span.defer_input(data)
-    else:
-        _record_input(span, data)
+    span.defer_input(data)
+    if not defer_input:
+        span.record_deferred_input()
     ctx = trace.set_span_in_context(span, parent)
     # The W3C traceparent of the span, as the SDK's propagator writes it.
     tp = f"00-{trace_id:032x}-{context.span_id:016x}-{int(context.trace_flags):02x}"
     return HandlerScope(span, ctx, tp, baggage or None)
-
-
-def _record_input(span: HandlerSpan, data: Any) -> None:
-    inner = span.inner()
-    if inner is not None:
-        _record(inner, "svc.invocation.input", data, True, span.start_time)
 
 
 def hand_over(scope: HandlerScope) -> tuple[str, str] | None:
