@@ -65,13 +65,13 @@ local function place(id, q, g, seq, ready)
   end
 end
 -- f = HMGET s o q g k n. Out of the live indexes; the hash is left to the caller (its owner field
--- cleared unless 'deleting': the caller deletes the hash next).
-local function unplace(id, f, deleting)
+-- cleared). ACK does the same for the messages it deletes, batched (ACK_BODY).
+local function unplace(id, f)
   local q, g, k = f[3], f[4], f[5]
   if f[1] == 'i' then
     redis.call('SREM', qkey('f', q), id)
     redis.call('ZREM', P .. 'leases', id)
-    if not deleting then redis.call('HDEL', mkey(id), 'o') end
+    redis.call('HDEL', mkey(id), 'o')
     if (not g) and k then redis.call('SREM', qkey('k', q), k) end
   elseif not g then
     redis.call('ZREM', qkey('p', q), member(f[6], id))
@@ -89,6 +89,16 @@ local function kill(id, f, err, at)
   if f[1] == 'i' and (f[4] or f[5]) then wake(f[3]) end
 end
 local FIELDS = {'s', 'o', 'q', 'g', 'k', 'n'}
+-- One command for many members (SADD, ZREM, ZADD, DEL…) where a script would call it per message:
+-- each redis.call costs Redis about as much as a small command from a client (and one AOF entry).
+-- 'list' holds the members (for ZADD: score, member pairs), sent 'step' at a time (Lua's unpack
+-- limit); 'key' false for DEL, whose arguments are all keys.
+local function many(cmd, key, list, step)
+  for at = 1, #list, step do
+    local stop = math.min(at + step - 1, #list)
+    if key then redis.call(cmd, key, unpack(list, at, stop)) else redis.call(cmd, unpack(list, at, stop)) end
+  end
+end
 `
 
 /**
@@ -101,6 +111,10 @@ export const ENQUEUE = `${PRELUDE}
 local out = {}
 local woken = {}
 local added = {}
+-- Sequence numbers: read once, handed out in order, written back once.
+local seqBase, seqUsed = nil, 0
+-- Ungrouped pending messages per queue: score, member pairs for one ZADD each.
+local pend = {}
 local i = 3
 while i <= #ARGV do
   local id, q, t, hasG, g, hasK, k = ARGV[i], ARGV[i + 1], ARGV[i + 2], ARGV[i + 3], ARGV[i + 4], ARGV[i + 5], ARGV[i + 6]
@@ -126,7 +140,9 @@ while i <= #ARGV do
       out[#out + 1] = id
       out[#out + 1] = 2
     else
-    local seq = redis.call('INCR', P .. 'seq')
+    if not seqBase then seqBase = tonumber(redis.call('GET', P .. 'seq') or '0') end
+    seqUsed = seqUsed + 1
+    local seq = seqBase + seqUsed
     -- One HSET with every field.
     local fields = {'q', q, 't', t, 'n', seq, 'r', ready, 'a', 0, 'b', body}
     if hasG == '1' then
@@ -149,8 +165,17 @@ while i <= #ARGV do
     added[q] = (added[q] or 0) + 1
     if dead ~= '' then
       redis.call('ZADD', qkey('x', q), enq, id)
-    else
+    elseif g then
       place(id, q, g, seq, ready)
+      woken[q] = true
+    else
+      local list = pend[q]
+      if not list then
+        list = {}
+        pend[q] = list
+      end
+      list[#list + 1] = ready
+      list[#list + 1] = member(seq, id)
       woken[q] = true
     end
     out[#out + 1] = id
@@ -158,6 +183,8 @@ while i <= #ARGV do
     end
   end
 end
+if seqUsed > 0 then redis.call('INCRBY', P .. 'seq', seqUsed) end
+for q, list in pairs(pend) do many('ZADD', qkey('p', q), list, 512) end
 for q, n in pairs(added) do countQueue(q, n) end
 for q in pairs(woken) do wake(q) end
 return out
@@ -194,12 +221,32 @@ local deadline = redisNow() + lease
 local out = {}
 local taken = 0
 local more = 0
+-- Index writes of the started messages, one command each per call (see 'many'): the in-flight set
+-- and the leases at the end; the entries taken out of a pending zset before that zset is read again.
+local startedIds, leaseList = {}, {}
+local removals = {}
+local function removeLater(key, entry)
+  local list = removals[key]
+  if not list then
+    list = {}
+    removals[key] = list
+  end
+  list[#list + 1] = entry
+end
+local function flushRemovals(key)
+  local list = removals[key]
+  if list and #list > 0 then
+    many('ZREM', key, list, 1000)
+    removals[key] = nil
+  end
+end
 local function start(id, m)
   local f = redis.call('HMGET', m, 'n', 'r', 'b', 'a')
   local a = tonumber(f[4]) + 1
   redis.call('HSET', m, 'a', a, 's', 'i', 'o', OWNER)
-  redis.call('SADD', qkey('f', q), id)
-  redis.call('ZADD', P .. 'leases', deadline, id)
+  startedIds[#startedIds + 1] = id
+  leaseList[#leaseList + 1] = deadline
+  leaseList[#leaseList + 1] = id
   out[#out + 1] = id
   out[#out + 1] = a
   out[#out + 1] = f[1]
@@ -222,7 +269,8 @@ local function scan(key, from, cap, visit)
     end
     if wrapped and from > 0 and offset >= from then return 0, seen end
     -- The first read asks for what is still wanted (each entry read is a string copied into Lua),
-    -- the later ones, past skipped entries, for 64 at a time.
+    -- the later ones, past skipped entries, for 64 at a time. Entries taken so far leave first.
+    flushRemovals(key)
     local batch = redis.call('ZRANGEBYSCORE', key, '-inf', now, 'LIMIT', offset, size)
     size = 64
     if #batch == 0 then
@@ -247,8 +295,8 @@ local groupOffset, groupSeen = scan(gh, tonumber(ARGV[B + 5]), math.floor(budget
   local m = mkey(id)
   if not may(redis.call('HGET', m, 't')) then return false end
   start(id, m)
-  redis.call('ZREM', gh, g)
-  redis.call('ZREM', qkey('gp', q), id)
+  removeLater(gh, g)
+  removeLater(qkey('gp', q), id)
   return true
 end)
 -- standard messages, oldest ready first; one attempt per concurrency key.
@@ -260,11 +308,16 @@ local stdOffset = scan(pk, tonumber(ARGV[B + 6]), budget - groupSeen, function(m
     local f = redis.call('HMGET', m, 't', 'k')
     if f[2] and redis.call('SISMEMBER', busy, f[2]) == 1 then return false end
     if not may(f[1]) then return false end
-    redis.call('ZREM', pk, mem)
+    removeLater(pk, mem)
     if f[2] then redis.call('SADD', busy, f[2]) end
     start(id, m)
     return true
   end)
+for key in pairs(removals) do flushRemovals(key) end
+if #startedIds > 0 then
+  many('SADD', qkey('f', q), startedIds, 1000)
+  many('ZADD', P .. 'leases', leaseList, 1000)
+end
 -- When it did not fill the limit: the earliest ready_at still to come (what nextReadyAt answers).
 local nextAt = false
 if taken < limit then
@@ -287,19 +340,40 @@ local function ackIds(from, to)
   local acked = {}
   local woken = {}
   local removed = {}
+  -- What unplace and DEL would do per message, with the in-flight sets, the leases and the
+  -- hashes written once per call (see 'many'); 'done' keeps an id acked twice in one call from
+  -- counting twice while its hash is still there.
+  local done, inFlight, leases, hashes = {}, {}, {}, {}
   for x = from, to do
     local id = ARGV[x]
-    local f = redis.call('HMGET', mkey(id), unpack(FIELDS))
+    local f = done[id] and {} or redis.call('HMGET', mkey(id), unpack(FIELDS))
     if f[1] ~= 'i' or f[2] ~= OWNER then
       acked[#acked + 1] = 0
     else
-      unplace(id, f, true)
-      redis.call('DEL', mkey(id))
-      removed[f[3]] = (removed[f[3]] or 0) - 1
-      if f[4] or f[5] then woken[f[3]] = true end
+      local q, g, k = f[3], f[4], f[5]
+      done[id] = true
+      local ids = inFlight[q]
+      if not ids then
+        ids = {}
+        inFlight[q] = ids
+      end
+      ids[#ids + 1] = id
+      leases[#leases + 1] = id
+      hashes[#hashes + 1] = mkey(id)
+      if (not g) and k then redis.call('SREM', qkey('k', q), k) end
+      if g then
+        redis.call('ZREM', gkey(q, g), id)
+        redis.call('ZREM', qkey('gp', q), id)
+        refreshGroup(q, g)
+      end
+      removed[q] = (removed[q] or 0) - 1
+      if g or k then woken[q] = true end
       acked[#acked + 1] = 1
     end
   end
+  for rq, ids in pairs(inFlight) do many('SREM', qkey('f', rq), ids, 1000) end
+  many('ZREM', P .. 'leases', leases, 1000)
+  many('DEL', false, hashes, 1000)
   for rq, n in pairs(removed) do countQueue(rq, n) end
   for wq in pairs(woken) do wake(wq) end
   return acked
