@@ -367,10 +367,17 @@ describe('redis queue backend under hostile names (fast-check)', () => {
     | { kind: 'finish-and-fetch'; pick: number; queue: number }
     | { kind: 'ack-behind-reserve'; pick: number; queue: number }
     | { kind: 'settle'; pick: number; how: 'ack' | 'release' | 'refund' | 'dead' }
+    | { kind: 'enqueue-many'; messages: Array<Extract<Op, { kind: 'enqueue' }>> }
+    | { kind: 'ack-many'; picks: number[] }
     | { kind: 'dlq'; queue: number; how: 'redrive' | 'one' | 'discard' | 'all' }
 
+  const enqueueOp = fc.record({ kind: fc.constant('enqueue' as const), queue: fc.nat(3), group: fc.option(fc.nat(3), { nil: undefined }), key: fc.option(fc.nat(3), { nil: undefined }), idem: fc.option(fc.nat(3), { nil: undefined }), dead: fc.boolean(), delay: fc.boolean(), body: hostileBody }, { requiredKeys: ['kind', 'queue', 'dead', 'delay', 'body'] })
   const op: fc.Arbitrary<Op> = fc.oneof(
-    fc.record({ kind: fc.constant('enqueue' as const), queue: fc.nat(3), group: fc.option(fc.nat(3), { nil: undefined }), key: fc.option(fc.nat(3), { nil: undefined }), idem: fc.option(fc.nat(3), { nil: undefined }), dead: fc.boolean(), delay: fc.boolean(), body: hostileBody }, { requiredKeys: ['kind', 'queue', 'dead', 'delay', 'body'] }),
+    enqueueOp,
+    // One script call for several messages (several queues, groups, keys, a repeated idempotency key).
+    fc.record({ kind: fc.constant('enqueue-many' as const), messages: fc.array(enqueueOp, { minLength: 2, maxLength: 6 }) }),
+    // Acks of one turn in one script call, an id twice among them.
+    fc.record({ kind: fc.constant('ack-many' as const), picks: fc.array(fc.nat(), { minLength: 1, maxLength: 5 }) }),
     fc.record({ kind: fc.constant('reserve' as const), queue: fc.nat(3), refuse: fc.boolean() }),
     fc.record({ kind: fc.constant('finish-and-fetch' as const), pick: fc.nat(), queue: fc.nat(3) }),
     fc.record({ kind: fc.constant('ack-behind-reserve' as const), pick: fc.nat(), queue: fc.nat(3) }),
@@ -389,17 +396,36 @@ describe('redis queue backend under hostile names (fast-check)', () => {
           const inFlight: string[] = []
           let step = 0
           let n = 0
+          const make = (o: Extract<Op, { kind: 'enqueue' }>, now: number) => {
+            const fields: Partial<QueueMessageInput> = { id: `${names[n++ % names.length]}#${n}`, queue: queues[o.queue]!, function_id: names[n % names.length]!, enqueued_at: now, ready_at: o.delay ? now + 15 : now, data: { name: names[(n + 1) % names.length], body: o.body } }
+            if (o.group !== undefined) fields.group = names[o.group]!
+            if (o.key !== undefined) fields.key = names[o.key]!
+            if (o.idem !== undefined) fields.idempotency = { key: names[o.idem]!, expires_at: now + 100 }
+            if (o.dead) fields.dead = { code: 'no_subscribers', message: names[0]! }
+            return input(fields)
+          }
           for (const o of ops) {
             const now = T0 + ++step * 10
             switch (o.kind) {
               case 'enqueue': {
-                const fields: Partial<QueueMessageInput> = { id: `${names[n++ % names.length]}#${n}`, queue: queues[o.queue]!, function_id: names[n % names.length]!, enqueued_at: now, ready_at: o.delay ? now + 15 : now, data: { name: names[(n + 1) % names.length], body: o.body } }
-                if (o.group !== undefined) fields.group = names[o.group]!
-                if (o.key !== undefined) fields.key = names[o.key]!
-                if (o.idem !== undefined) fields.idempotency = { key: names[o.idem]!, expires_at: now + 100 }
-                if (o.dead) fields.dead = { code: 'no_subscribers', message: names[0]! }
-                const message = input(fields)
+                const message = make(o, now)
                 assert.deepEqual(await red.enqueue([message]), await mem.enqueue([message]))
+                break
+              }
+              case 'enqueue-many': {
+                const messages = o.messages.map((m) => make(m, now))
+                assert.deepEqual(await red.enqueue(messages), await mem.enqueue(messages))
+                break
+              }
+              case 'ack-many': {
+                if (inFlight.length === 0) break
+                const ids = o.picks.map((pick) => inFlight[pick % inFlight.length]!)
+                ids.push(ids[0]!)
+                const acked = await Promise.all(ids.map((id) => red.ack(id)))
+                const expected: boolean[] = []
+                for (const id of ids) expected.push(await mem.ack(id))
+                assert.deepEqual(acked, expected)
+                for (const id of new Set(ids)) inFlight.splice(inFlight.indexOf(id), 1)
                 break
               }
               case 'reserve': {
