@@ -240,8 +240,25 @@ local function flushRemovals(key)
     removals[key] = nil
   end
 end
-local function start(id, m)
-  local f = redis.call('HMGET', m, 'n', 'r', 'b', 'a')
+-- A message's target and key decide whether it starts; the rest (its body above all) is only
+-- needed when it does. Until the first skip of a call every field is read at once (the entries at
+-- the resume point usually start: one command instead of two); after it, target and key first.
+local eager = true
+local function look(m)
+  if eager then
+    local f = redis.call('HMGET', m, 't', 'k', 'n', 'r', 'b', 'a')
+    return f[1], f[2], f
+  end
+  local f = redis.call('HMGET', m, 't', 'k')
+  return f[1], f[2], nil
+end
+local function skip()
+  eager = false
+  return false
+end
+-- 'f' as look read it: {t, k, n, r, b, a}, or nil to read n, r, b, a now.
+local function start(id, m, f)
+  if f then f = {f[3], f[4], f[5], f[6]} else f = redis.call('HMGET', m, 'n', 'r', 'b', 'a') end
   local a = tonumber(f[4]) + 1
   redis.call('HSET', m, 'a', a, 's', 'i', 'o', OWNER)
   startedIds[#startedIds + 1] = id
@@ -293,8 +310,9 @@ local gh = qkey('gh', q)
 local groupOffset, groupSeen = scan(gh, tonumber(ARGV[B + 5]), math.floor(budget / 2), function(g)
   local id = redis.call('ZRANGE', gkey(q, g), 0, 0)[1]
   local m = mkey(id)
-  if not may(redis.call('HGET', m, 't')) then return false end
-  start(id, m)
+  local t, _, f = look(m)
+  if not may(t) then return skip() end
+  start(id, m, f)
   removeLater(gh, g)
   removeLater(qkey('gp', q), id)
   return true
@@ -305,12 +323,12 @@ local busy = qkey('k', q)
 local stdOffset = scan(pk, tonumber(ARGV[B + 6]), budget - groupSeen, function(mem)
     local id = string.sub(mem, 17)
     local m = mkey(id)
-    local f = redis.call('HMGET', m, 't', 'k')
-    if f[2] and redis.call('SISMEMBER', busy, f[2]) == 1 then return false end
-    if not may(f[1]) then return false end
+    local t, k, f = look(m)
+    if k and redis.call('SISMEMBER', busy, k) == 1 then return skip() end
+    if not may(t) then return skip() end
     removeLater(pk, mem)
-    if f[2] then redis.call('SADD', busy, f[2]) end
-    start(id, m)
+    if k then redis.call('SADD', busy, k) end
+    start(id, m, f)
     return true
   end)
 for key in pairs(removals) do flushRemovals(key) end
