@@ -102,13 +102,15 @@ describe('redis queue backend: acks wait for the reserve on its way back', () =>
     // Scripts wait on the server while it is paused: the reserve stays in flight.
     await admin.client('PAUSE', 60_000, 'WRITE')
     const inFlight = backend.reserve('q', { now: T0, limit: 1 })
+    // As the worker's pump: its slot is reserved again as soon as the reserve lands (chained here,
+    // not after the UNPAUSE reply, which may reach this process after that reserve's reply).
+    const next = inFlight.then(() => backend.reserve('q', { now: T0, limit: 1 }))
     await turns(3)
-    // A result settles in another turn, as the worker's are: its slot is reserved again when the reserve lands.
+    // A result settles in another turn, as the worker's are.
     const acked = backend.ack(first!.id)
     await turns(3)
     await admin.client('UNPAUSE')
     const [got] = await inFlight
-    const next = backend.reserve('q', { now: T0, limit: 1 })
     assert.equal(await acked, true)
     const [third] = await next
     assert.equal(await calls(), before + 2, 'the reserve in flight, then the next reserve carrying the ack')
