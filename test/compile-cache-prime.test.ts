@@ -6,7 +6,7 @@
  */
 import assert from 'node:assert/strict'
 import { execFileSync } from 'node:child_process'
-import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { dirname, join } from 'node:path'
 import { pathToFileURL } from 'node:url'
@@ -130,11 +130,24 @@ describe('primeCompileCache', () => {
     assert.equal(existsSync(join(root, 'cache-unsupported')), false)
   })
 
-  it('reports a worker whose graph does not load as failed, without running any of it', async () => {
+  it('primes the .ts files a package import comes before, and loads no package code (a package that runs code when imported)', async () => {
+    const dir = project('package-first')
+    write(join(dir, 'node_modules', 'dep', 'package.json'), JSON.stringify({ name: 'dep', type: 'module', exports: './index.js' }))
+    write(join(dir, 'node_modules', 'dep', 'index.js'), "import { writeFileSync } from 'node:fs'\nwriteFileSync(new URL('../../ran-dep', import.meta.url), '')\nexport const dep = 0\n")
+    write(join(dir, 'src', 'index.ts'), "import { dep } from 'dep'\n" + readFileSync(join(dir, 'src', 'index.ts'), 'utf8').replace('one() + two', 'one() + two + dep'))
+    const env = envWith(join(root, 'cache-package-first'))
+    assert.equal(await primeCompileCache('node src/index.ts', { cwd: dir, env }), 'primed')
+    assert.deepEqual([...ran(dir), ...(existsSync(join(dir, 'ran-dep')) ? ['ran-dep'] : [])], [])
+    assert.deepEqual(run(dir, env), { amaro: false, sum: 3 })
+  })
+
+  it('runs none of a graph that does not link, and reports an entry that is not there as failed', async () => {
     const dir = project('broken')
     write(join(dir, 'src', 'index.ts'), "import { missing } from './one.ts'\nimport { writeFileSync } from 'node:fs'\nwriteFileSync(new URL('../ran-index', import.meta.url), String(missing))\n")
-    assert.equal(await primeCompileCache('node src/index.ts', { cwd: dir, env: envWith(join(root, 'cache-broken')) }), 'failed')
+    const env = envWith(join(root, 'cache-broken'))
+    await primeCompileCache('node src/index.ts', { cwd: dir, env })
     assert.deepEqual(ran(dir), [])
+    assert.equal(await primeCompileCache('node src/absent.ts', { cwd: dir, env }), 'failed')
   })
 })
 

@@ -5,12 +5,13 @@
  * Node strips a `.ts` worker's types with amaro, its swc WebAssembly build, which stays in the
  * worker's memory (~17 MiB of RSS) — unless the compile cache svc passes its workers
  * (`NODE_COMPILE_CACHE`, bin/compile-cache.js) already holds the stripped code of every `.ts` file
- * the worker loads. A prime fills it: `node -e 'import "<stop>"; import "<entry>"'`, an ES module
- * whose first import flushes the cache and exits. ESM loads, strips, compiles and links the whole
- * static graph before it evaluates any module, and evaluates the imports in order, so the entry's
- * graph is in the cache while none of the worker's code ran. The entry and its imports load by
- * their own URLs with their unchanged sources (the cache keys the stripped code by URL and source
- * hash), so the worker's later start finds them and its stack traces are the same.
+ * the worker loads. A prime fills it: `node -e 'import "<exit>"; import "<entry>"'`, an ES module
+ * whose first import exits. ESM loads, strips, compiles and links the whole static graph before it
+ * evaluates any module, and evaluates the imports in order, so the entry's graph is in the cache
+ * while none of the worker's code ran. The entry and its imports load by their own URLs with their
+ * unchanged sources (the cache keys the stripped code by URL and source hash), so the worker's
+ * later start finds them and its stack traces are the same. Packages (`node_modules/`, where Node
+ * strips no types) are not loaded: see {@link recorder}.
  *
  * A record of the files the prime loaded (path, mtime, size), kept beside Node's entries in the
  * cache directory, tells the next start whether it must prime again; a few `stat`s when nothing
@@ -28,11 +29,11 @@ import { commandWords } from './process.ts'
 export type PrimeOutcome =
   /** The record shows the cache holds every file the entry loads as they are now: nothing ran. */
   | 'fresh'
-  /** A prime ran and exited 0: the cache holds the entry's static graph. */
+  /** A prime ran: the cache holds the stripped code of the entry's static graph (what of it loaded, when it does not link). */
   | 'primed'
   /** Not a command Node strips types for (`node <entry.ts>` of an ES module), or the cache is off. */
   | 'unsupported'
-  /** The prime failed (the entry does not load, or it took longer than the timeout); the start goes on as before. */
+  /** The prime loaded nothing (no such entry) or took longer than the timeout; the start goes on as before. */
   | 'failed'
 
 /** The `node <entry>` a prime mirrors: the executable found on PATH and the entry's absolute path. */
@@ -91,35 +92,50 @@ export async function primeCompileCache(command: string, options: { cwd: string;
   if (target === undefined) return 'unsupported'
   const record = recordPath(cache, target, env.NODE_OPTIONS ?? '')
   if (recordFresh(record)) return 'fresh'
-  const child = spawn(target.node, ['--import', dataUrl(RECORDER), '--input-type=module', '-e', primeModule(target.entry, record)], {
+  const child = spawn(target.node, ['--import', dataUrl(recorder(record)), '--input-type=module', '-e', primeModule(target.entry)], {
     cwd: options.cwd,
     env,
     stdio: 'ignore',
     windowsHide: true,
   })
   return new Promise((resolvePrime) => {
-    const timer = setTimeout(() => child.kill('SIGKILL'), options.timeoutMs ?? PRIME_TIMEOUT_MS)
+    let timedOut = false
+    const timer = setTimeout(() => {
+      timedOut = true
+      child.kill('SIGKILL')
+    }, options.timeoutMs ?? PRIME_TIMEOUT_MS)
     child.once('error', () => {
       clearTimeout(timer)
       resolvePrime('failed')
     })
-    child.once('exit', (code) => {
+    child.once('exit', () => {
       clearTimeout(timer)
-      resolvePrime(code === 0 ? 'primed' : 'failed')
+      resolvePrime(!timedOut && recordFresh(record) ? 'primed' : 'failed')
     })
   })
 }
 
 /**
- * Runs first in the prime (`--import`): a synchronous load hook (`module.registerHooks`, Node ≥
- * 22.15) that notes each file the graph loads, with its mtime and size taken before Node reads it
- * (a write after that leaves the record older than the file: primed again next time).
+ * Runs first in the prime (`--import`): synchronous module hooks (`module.registerHooks`, Node ≥
+ * 22.15) that note each file the graph loads, with its mtime and size taken before Node reads it
+ * (a write after that leaves the record older than the file: primed again next time), and give
+ * every module under `node_modules/` as an empty one: Node strips no types there, and a package's
+ * code (svc-sdk's) is what the worker's own start caches; not loading it saves about a third of
+ * the prime. The graph then fails to link (its imports name exports the empty modules lack), so
+ * nothing of it is evaluated; a graph without packages evaluates the prime's first import, which
+ * exits. Either way the exit writes the record and flushes the cache.
  */
-const RECORDER = `import m from 'node:module'
+function recorder(record: string): string {
+  const temporary = `${record}.${process.pid}.tmp`
+  return `import m from 'node:module'
 import fs from 'node:fs'
 import { fileURLToPath } from 'node:url'
-const files = (globalThis[Symbol.for('svc.prime.files')] = [])
+const files = []
 m.registerHooks?.({
+  resolve(specifier, context, nextResolve) {
+    const resolved = nextResolve(specifier, context)
+    return resolved.url.startsWith('file:') && resolved.url.includes('/node_modules/') ? { url: 'data:text/javascript,', format: 'module', shortCircuit: true } : resolved
+  },
   load(url, context, nextLoad) {
     if (url.startsWith('file:')) {
       try {
@@ -131,28 +147,25 @@ m.registerHooks?.({
     return nextLoad(url, context)
   },
 })
-`
-
-/**
- * The prime's main module: its first import writes the record, flushes the cache and exits before
- * the second one, the worker's entry, is evaluated. Everything in it is synchronous: the graph's
- * evaluation goes on as soon as this module's ends.
- */
-function primeModule(entry: string, record: string): string {
-  const stop = `import m from 'node:module'
-import fs from 'node:fs'
-m.flushCompileCache?.()
-const files = globalThis[Symbol.for('svc.prime.files')] ?? []
-if (files.length > 0) {
+process.on('exit', () => {
+  m.flushCompileCache?.()
+  if (files.length === 0) return
   try {
     fs.mkdirSync(${JSON.stringify(dirname(record))}, { recursive: true, mode: 0o700 })
-    fs.writeFileSync(${JSON.stringify(`${record}.${process.pid}.tmp`)}, JSON.stringify({ files }), { mode: 0o600 })
-    fs.renameSync(${JSON.stringify(`${record}.${process.pid}.tmp`)}, ${JSON.stringify(record)})
+    fs.writeFileSync(${JSON.stringify(temporary)}, JSON.stringify({ files }), { mode: 0o600 })
+    fs.renameSync(${JSON.stringify(temporary)}, ${JSON.stringify(record)})
   } catch {}
-}
-process.exit(0)
+})
 `
-  return `import ${JSON.stringify(dataUrl(stop))}\nimport ${JSON.stringify(pathToFileURL(entry).href)}\n`
+}
+
+/**
+ * The prime's main module: its first import exits (the recorder's exit handler writes the record)
+ * before the second one, the worker's entry, is evaluated. It is synchronous: the graph's
+ * evaluation would go on as soon as it returned.
+ */
+function primeModule(entry: string): string {
+  return `import ${JSON.stringify(dataUrl('process.exit(0)'))}\nimport ${JSON.stringify(pathToFileURL(entry).href)}\n`
 }
 
 function dataUrl(source: string): string {
