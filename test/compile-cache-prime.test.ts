@@ -117,12 +117,15 @@ describe('primeCompileCache', () => {
     assert.deepEqual(run(dir, env), { amaro: false, sum: 42 })
   })
 
-  it('leaves alone what Node does not strip as an ES module, and a cache that is off', async () => {
+  it('leaves alone what Node does not strip as an ES module, a worker whose NODE_OPTIONS preload code, and a cache that is off', async () => {
     const dir = project('unsupported')
     const env = envWith(join(root, 'cache-unsupported'))
     assert.equal(await primeCompileCache('node --import tsx src/index.ts', { cwd: dir, env }), 'unsupported')
     assert.equal(await primeCompileCache('node src/two.cjs', { cwd: dir, env }), 'unsupported')
     assert.equal(await primeCompileCache('node src/index.ts', { cwd: dir, env: { ...env, NODE_DISABLE_COMPILE_CACHE: '1' } }), 'unsupported')
+    for (const preload of ['--require ./x.cjs', '--import=./x.mjs', '-r ./x.cjs', '--enable-source-maps --experimental-loader ./x.mjs']) {
+      assert.equal(await primeCompileCache('node src/index.ts', { cwd: dir, env: { ...env, NODE_OPTIONS: preload } }), 'unsupported', preload)
+    }
     const commonjs = join(root, 'commonjs')
     write(join(commonjs, 'package.json'), '{}')
     write(join(commonjs, 'index.ts'), 'const x: number = 1\n')

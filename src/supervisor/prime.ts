@@ -31,7 +31,7 @@ export type PrimeOutcome =
   | 'fresh'
   /** A prime ran: the cache holds the stripped code of the entry's static graph (what of it loaded, when it does not link). */
   | 'primed'
-  /** Not a command Node strips types for (`node <entry.ts>` of an ES module), or the cache is off. */
+  /** Not a command Node strips types for (`node <entry.ts>` of an ES module), `NODE_OPTIONS` preloads code, or the cache is off. */
   | 'unsupported'
   /** The prime loaded nothing (no such entry) or took longer than the timeout; the start goes on as before. */
   | 'failed'
@@ -41,6 +41,9 @@ export interface PrimeTarget {
   node: string
   entry: string
 }
+
+/** `NODE_OPTIONS` that load code before the entry (`--require`, `--import`, loaders): a worker started with them is not primed. */
+const PRELOAD_OPTION = /(?:^|\s)(?:-r|--require|--import|--loader|--experimental-loader)(?:[=\s]|$)/
 
 /** The prime's time limit, ms: a prime that hangs (an `--import` of the user's waiting) must not hold up the start. */
 export const PRIME_TIMEOUT_MS = 30_000
@@ -83,6 +86,8 @@ export async function primeCompileCache(command: string, options: { cwd: string;
   const { env } = options
   const cache = env.NODE_COMPILE_CACHE
   if (!cache || !isAbsolute(cache) || env.NODE_DISABLE_COMPILE_CACHE) return 'unsupported'
+  // Preloads would run in the prime: it would no longer run none of the worker's code.
+  if (PRELOAD_OPTION.test(env.NODE_OPTIONS ?? '')) return 'unsupported'
   let target: PrimeTarget | undefined
   try {
     target = primeTarget(command, options.cwd, env)
