@@ -45,7 +45,7 @@ export interface PrimeTarget {
 /** `NODE_OPTIONS` that load code before the entry (`--require`, `--import`, loaders): a worker started with them is not primed. */
 const PRELOAD_OPTION = /(?:^|\s)(?:-r|--require|--import|--loader|--experimental-loader)(?:[=\s]|$)/
 
-/** The prime's time limit, ms: a prime that hangs (an `--import` of the user's waiting) must not hold up the start. */
+/** The prime's time limit, ms: a prime that hangs (a file system that does not answer) must not hold up the start for longer. */
 export const PRIME_TIMEOUT_MS = 30_000
 
 /**
