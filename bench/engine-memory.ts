@@ -18,16 +18,19 @@
  * `window` is the observability worker's health detail; `callee_rss_ready_mib` / `callee_rss_after_mib`:
  * the callee's `VmRSS` once connected and after the calls (`callee_sdk`: `vendored` when it ran
  * with the bundled svc-sdk a scaffolded project vendors, from `dist/pack/`; a trivial svc-sdk worker run as a
- * TypeScript file, as `svc` runs one). Linux only (/proc).
+ * TypeScript file, as `svc` runs one; `callee_prime`: what the compile-cache prime `svc project init` and
+ * `svc` run before its start did, `primed`, or `off` with `BENCH_PRIME=0`: its first start then strips
+ * the types itself). Linux only (/proc).
  */
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process'
 import { existsSync, readdirSync, readFileSync } from 'node:fs'
 import { copyFile, mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
-import { join } from 'node:path'
+import { basename, delimiter, dirname, join } from 'node:path'
 import { createInterface } from 'node:readline'
 import { fileURLToPath } from 'node:url'
 import { registerWorker } from 'svc-sdk'
+import { primeCompileCache } from '../src/supervisor/prime.ts'
 import { runMain } from './measure.ts'
 import { PAYLOAD } from './payload.ts'
 
@@ -50,11 +53,17 @@ function cpuMsOf(pid: number): number {
   return (Number(fields[11]) + Number(fields[12])) * 10
 }
 
-/** Starts a node process and resolves with its first stdout JSON line holding `key`. */
-function start(args: string[], key: string, cwd = ROOT): Promise<{ child: ChildProcess; line: Record<string, any> }> {
+/** The environment of the processes this benchmark starts (`extra` added). */
+function envOf(extra: Record<string, string> = {}): Record<string, string> {
+  const env: Record<string, string> = {}
+  for (const [name, value] of Object.entries(process.env)) if (value !== undefined) env[name] = value
   // Defaults: `npm run bench` turns svc-sdk's telemetry off for its other rows (OTEL_ENABLED).
-  const env: NodeJS.ProcessEnv = { ...process.env, SVC_LOG_LEVEL: 'warn' }
   delete env.OTEL_ENABLED
+  return { ...env, SVC_LOG_LEVEL: 'warn', ...extra }
+}
+
+/** Starts a node process and resolves with its first stdout JSON line holding `key`. */
+function start(args: string[], key: string, cwd = ROOT, env: Record<string, string> = envOf()): Promise<{ child: ChildProcess; line: Record<string, any> }> {
   const child = spawn(process.execPath, args, { cwd, env, stdio: ['ignore', 'pipe', 'inherit'] })
   children.push(child)
   return new Promise((resolve, reject) => {
@@ -146,7 +155,13 @@ async function main(): Promise<void> {
     // BENCH_WORKER_NODE_ARGS (space-separated) goes to the callee's and caller's node.
     const workerArgs = process.env.BENCH_WORKER_NODE_ARGS?.split(' ').filter(Boolean) ?? []
     const calleeRun = await calleeScript(project)
-    const callee = await start([...workerArgs, calleeRun.script, url], 'ready', calleeRun.cwd)
+    // The callee's first start as after `svc project init` and `svc`: with a compile cache of its
+    // own (svc passes its workers one; this one starts empty, as on a new machine), primed through
+    // the function init and the supervisor call (src/supervisor/prime.ts) — unless BENCH_PRIME=0
+    // (the first start then strips the types itself: amaro in the callee's RSS).
+    const calleeEnv = envOf({ NODE_COMPILE_CACHE: join(project, 'node-compile-cache'), PATH: `${dirname(process.execPath)}${delimiter}${process.env.PATH ?? ''}` })
+    const primed = process.env.BENCH_PRIME === '0' ? 'off' : await primeCompileCache(`node ${basename(calleeRun.script)}`, { cwd: calleeRun.cwd, env: calleeEnv })
+    const callee = await start([...workerArgs, calleeRun.script, url], 'ready', calleeRun.cwd, calleeEnv)
     const idle = rssOf(engine.child.pid!)
     const calleeReady = rssOf(callee.child.pid!)
     const cpuBefore = cpuMsOf(engine.child.pid!)
@@ -176,6 +191,7 @@ async function main(): Promise<void> {
         rss_settled_mib: final.rss,
         rss_quiet_mib: quiet.rss,
         callee_sdk: calleeRun.sdk,
+        callee_prime: primed,
         callee_rss_ready_mib: calleeReady.rss,
         callee_rss_after_mib: rssOf(callee.child.pid!).rss,
         window: await windowDetail(url).catch((error) => String(error)),

@@ -8,21 +8,25 @@
  * against `node -e 0` on the same Node, alternated round by round (the machine is shared; only
  * ratios of one run compare). Each round stops `svc` with SIGINT and waits for it to exit.
  *
- * Prints one JSON line: `{ rounds, ms: { node, banner, registered, cpu }, ratio: { banner, registered },
- * worker_rss_mib: { first, warm } }`, medians in milliseconds and the medians' ratios to
+ * Prints one JSON line: `{ rounds, ms: { node, banner, registered, cpu, reload, reload_cpu }, ratio: { banner, registered },
+ * worker_rss_mib: { first, warm, reloaded } }`, medians in milliseconds and the medians' ratios to
  * `node -e 0`; `cpu`: CPU time of `svc` and its two workers until both were running (steadier
  * than wall time on a shared machine; `/proc/<pid>/stat`, 10 ms ticks); `worker_rss_mib`: the `VmRSS` of the quickstart's TypeScript workers (`node
  * src/index.ts` with the vendored svc-sdk, issue 20 "a trivial worker's RSS ≤ 70 MB") read when
- * each is reported `running` (connected and registered) — `first` in the warm-up round (an empty
- * compile cache: Node strips the types with amaro), `warm` the median of the later rounds (the
- * compile cache `svc` passes its workers holds the stripped code).
+ * each is reported `running` (connected and registered) — `first` in the warm-up round (the
+ * project's first `svc` after `svc project init`: an empty compile cache but for what init's
+ * prime put there, src/supervisor/prime.ts), `warm` the median of the later rounds, `reloaded` the
+ * math-worker's new process after an edit of its `src/index.ts` while `svc` runs; `reload`: ms
+ * from that write to the new process `running`, `reload_cpu`: CPU time `svc` (with its reaped
+ * children: the prime) and the new process used meanwhile — one edit per round, in a `svc` started
+ * for it.
  * With `SVC_BENCH_BASELINE=<svc executable>` (another installed svc, e.g. the previous release), a
  * project scaffolded by that one is started in the same rounds too (`baseline_banner`,
  * `baseline_registered`): before and after under the same load.
  * Usage: `node bench/engine-start.ts [rounds]` (default 7), after `npm run build`.
  */
 import { execFileSync, spawn } from 'node:child_process'
-import { mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs'
+import { appendFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { createInterface } from 'node:readline'
@@ -55,6 +59,57 @@ function cpuMs(pid: number): number {
     return (Number(fields[11]) + Number(fields[12])) * 10
   } catch {
     return 0
+  }
+}
+
+/** CPU time of a process so far with that of its children it waited for (`cutime`, `cstime`), ms; 0 once it is gone. */
+function cpuWithChildrenMs(pid: number): number {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8')
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ')
+    return (Number(fields[11]) + Number(fields[12]) + Number(fields[13]) + Number(fields[14])) * 10
+  } catch {
+    return 0
+  }
+}
+
+/**
+ * `svc --json` in `project` until both workers run, then one edit of the math-worker's entry (a
+ * comment line appended): ms from the write to its new process `running`, that process's RSS then,
+ * and the CPU time svc (the prime included) and the new process used meanwhile; then SIGINT.
+ */
+async function reloadOnce(svc: string, project: string, env: NodeJS.ProcessEnv, round: number): Promise<{ ms: number; rss: number; cpu: number }> {
+  const child = spawn(svc, ['--json'], { cwd: project, env, stdio: ['ignore', 'pipe', 'pipe'] })
+  let stderr = ''
+  child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()))
+  const exited = new Promise<void>((resolve) => child.on('close', () => resolve()))
+  const pids = new Map<string, number>()
+  let edited: { at: number; cpu: number; pid: number } | undefined
+  try {
+    for await (const line of createInterface({ input: child.stdout })) {
+      let event: Record<string, unknown>
+      try {
+        event = JSON.parse(line)
+      } catch {
+        continue
+      }
+      if (event.event !== 'worker_state' || event.state !== 'running' || typeof event.pid !== 'number') continue
+      const worker = String(event.worker)
+      if (edited !== undefined && worker === 'math-worker' && event.pid !== edited.pid) {
+        const ms = performance.now() - edited.at
+        return { ms, rss: rssMib(event.pid) ?? 0, cpu: cpuWithChildrenMs(child.pid!) - edited.cpu + cpuMs(event.pid) }
+      }
+      pids.set(worker, event.pid)
+      if (edited === undefined && WORKERS.every((name) => pids.has(name))) {
+        const cpu = cpuWithChildrenMs(child.pid!)
+        appendFileSync(join(project, 'workers', 'math-worker', 'src', 'index.ts'), `// edit ${round}\n`)
+        edited = { at: performance.now(), cpu, pid: pids.get('math-worker')! }
+      }
+    }
+    throw new Error(`svc exited before the edited worker ran again: ${stderr}`)
+  } finally {
+    child.kill('SIGINT')
+    await exited
   }
 }
 
@@ -111,8 +166,8 @@ async function main(): Promise<void> {
     const baseEnv = { ...cli.env, HOME: join(parent, 'baseline-home') }
     mkdirSync(baseEnv.HOME, { recursive: true })
     if (baseline !== undefined) execFileSync(baseline, ['project', 'init', 'base', '--template', 'quickstart', '--ports', 'auto'], { cwd: parent, env: baseEnv, stdio: 'ignore' })
-    const ms: Record<string, number[]> = { node: [], banner: [], registered: [], baseline_banner: [], baseline_registered: [], cpu: [], baseline_cpu: [] }
-    const rss: Record<string, number[]> = { first: [], warm: [], baseline_first: [], baseline_warm: [] }
+    const ms: Record<string, number[]> = { node: [], banner: [], registered: [], baseline_banner: [], baseline_registered: [], cpu: [], baseline_cpu: [], reload: [], baseline_reload: [], reload_cpu: [], baseline_reload_cpu: [] }
+    const rss: Record<string, number[]> = { first: [], warm: [], reloaded: [], baseline_first: [], baseline_warm: [], baseline_reloaded: [] }
     // One warm-up (the file cache, the compile cache, the workers' first start), then alternated rounds.
     for (let round = -1; round < rounds; round++) {
       const node = await bareNode(cli.env)
@@ -131,8 +186,20 @@ async function main(): Promise<void> {
         ms.baseline_cpu!.push(base.cpu)
       }
     }
+    // Edits while svc runs, alternated the same way.
+    for (let round = 0; round < rounds; round++) {
+      const svc = await reloadOnce(cli.svc, project, cli.env, round)
+      ms.reload!.push(svc.ms)
+      ms.reload_cpu!.push(svc.cpu)
+      rss.reloaded!.push(svc.rss)
+      if (baseline === undefined) continue
+      const base = await reloadOnce(baseline, join(parent, 'base'), baseEnv, round)
+      ms.baseline_reload!.push(base.ms)
+      ms.baseline_reload_cpu!.push(base.cpu)
+      rss.baseline_reloaded!.push(base.rss)
+    }
     const medians = Object.fromEntries(Object.entries(ms).filter(([, values]) => values.length > 0).map(([key, values]) => [key, median(values)]))
-    const ratio = Object.fromEntries(Object.entries(medians).filter(([key]) => key !== 'node' && !key.endsWith('cpu')).map(([key, value]) => [key, Math.round((value / medians.node!) * 10) / 10]))
+    const ratio = Object.fromEntries(Object.entries(medians).filter(([key]) => key !== 'node' && !key.endsWith('cpu') && !key.endsWith('reload')).map(([key, value]) => [key, Math.round((value / medians.node!) * 10) / 10]))
     const workerRss = Object.fromEntries(Object.entries(rss).filter(([, values]) => values.length > 0).map(([key, values]) => [key, median(values)]))
     console.log(JSON.stringify({ rounds, ms: medians, ratio, worker_rss_mib: workerRss }))
   } finally {

@@ -15,7 +15,8 @@
  * - `ws`'s optional native helpers (`bufferutil`, `utf-8-validate`).
  *
  * `ws` requires `https` and `tls` at load; in the bundle they load on first use (a `wss://`
- * address) instead. The declarations (`*.d.ts`) are kept unchanged, and so are the bundled
+ * address) instead. The bundle's `import`s of Node's built-ins become reads of the names they
+ * import ({@link builtinImportsAsReads}): no ES module face of a built-in is made. The declarations (`*.d.ts`) are kept unchanged, and so are the bundled
  * dependencies under `node_modules` they name: the package's types do not change. svc-sdk reads its
  * version from `../package.json` relative to its module, and `svc-helpers` resolves the
  * OpenTelemetry SDK relative to its own: chunks stay in `dist/`, at the depth of the compiled files.
@@ -51,6 +52,52 @@ const lazyTls: Plugin = {
 }
 
 /**
+ * Node's built-ins imported by an `import` statement of the bundle (`import { inspect } from
+ * 'node:util'`), rewritten into reads of the names it imports from `process.getBuiltinModule`
+ * (`const { inspect } = process.getBuiltinModule("node:util")`). The ES module face of a built-in
+ * reads every one of its exports when a graph links, lazy ones included: `node:fs`'s `promises`
+ * loads `fs/promises` and with it `readline` and the REPL's history, `node:util`'s loads
+ * `worker_threads`, `parseArgs` and `diff` (~2.7 MiB of a worker's RSS for the built-ins svc-sdk
+ * imports, issue 20 "a trivial worker's RSS ≤ 70 MB"). A `require` is no better: it syncs the face
+ * too. The statements rewritten are the ones esbuild writes at the top of a chunk for an external
+ * built-in; bindings of built-ins never change, so constants read once behave as the imports did.
+ *
+ * @param code one output file of the bundle
+ * @returns the file with its built-in imports rewritten
+ * @throws {Error} for an import of a built-in of a form it does not rewrite (the build fails)
+ */
+export function builtinImportsAsReads(code: string): string {
+  return code.replace(/^import\s+([^;'"]*?)\s+from\s+"(node:[a-z_/]+)";$/gm, (statement: string, clause: string, specifier: string) => {
+    // As many lines as the statement had: the source map's lines stay where they were.
+    const lines = '\n'.repeat(statement.split('\n').length - 1)
+    return `${rewrite(statement, clause, specifier)}${lines}`
+  })
+}
+
+/** One built-in import statement of {@link builtinImportsAsReads} as a `const` read. */
+function rewrite(statement: string, clause: string, specifier: string): string {
+  const take = `process.getBuiltinModule(${JSON.stringify(specifier)})`
+  const named = /^\{([^}]*)\}$/.exec(clause.trim())
+  if (named) {
+    const bindings = named[1]!
+      .split(',')
+      .map((part) => part.trim())
+      .filter(Boolean)
+      .map((part) => {
+        const [imported, local] = part.split(/\s+as\s+/)
+        if (!/^[A-Za-z_$][\w$]*$/.test(imported!) || (local !== undefined && !/^[A-Za-z_$][\w$]*$/.test(local))) throw new Error(`bundle-sdk: cannot rewrite ${statement}`)
+        return local === undefined || local === imported ? imported! : `${imported}: ${local}`
+      })
+    return `const { ${bindings.join(', ')} } = ${take};`
+  }
+  const namespace = /^\*\s+as\s+([A-Za-z_$][\w$]*)$/.exec(clause.trim())
+  if (namespace) return `const ${namespace[1]} = ${take};`
+  const defaultOnly = /^([A-Za-z_$][\w$]*)$/.exec(clause.trim())
+  if (defaultOnly) return `const ${defaultOnly[1]} = ${take};`
+  throw new Error(`bundle-sdk: cannot rewrite ${statement}`)
+}
+
+/**
  * Bundles the svc-sdk package at `dir` in place (see the file's comment).
  *
  * @param dir a staged svc-sdk package: `package.json`, `dist/` with the compiled files and
@@ -78,7 +125,7 @@ export async function bundleSdk(dir: string): Promise<string[]> {
     chunkNames: 'chunk-[hash]',
     external: ['@opentelemetry/*', 'bufferutil', 'utf-8-validate'],
     // `ws` is CommonJS: its `require` calls of built-ins need a `require` in an ES module.
-    banner: { js: "import { createRequire as __svcCreateRequire } from 'node:module';\nconst require = __svcCreateRequire(import.meta.url);" },
+    banner: { js: 'const require = process.getBuiltinModule("node:module").createRequire(import.meta.url);' },
     plugins: [lazyTls],
     sourcemap: true,
     sourcesContent: false,
@@ -90,7 +137,7 @@ export async function bundleSdk(dir: string): Promise<string[]> {
   for (const entry of readdirSync(dist)) if (/\.js(?:\.map)?$/.test(entry)) rmSync(join(dist, entry))
   const written: string[] = []
   for (const file of result.outputFiles) {
-    writeFileSync(file.path, file.contents)
+    writeFileSync(file.path, file.path.endsWith('.js') ? builtinImportsAsReads(file.text) : file.contents)
     written.push(relative(dir, file.path))
   }
   return written

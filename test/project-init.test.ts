@@ -7,13 +7,15 @@
  * comes from this checkout, packed into the project's vendor/ folder (a relative `file:` specifier).
  */
 import assert from 'node:assert/strict'
-import type { ChildProcess } from 'node:child_process'
+import { spawn, type ChildProcess } from 'node:child_process'
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { createServer } from 'node:http'
 import type { AddressInfo } from 'node:net'
-import { tmpdir } from 'node:os'
+import { homedir, tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { after, describe, it } from 'node:test'
+// @ts-expect-error plain JavaScript without declarations (bin/ runs before any build)
+import { compileCacheDirectory as cacheDirectory } from '../bin/compile-cache.js'
 import { launchChromium } from './support/chromium.ts'
 import { SVC_BIN, startEngineProcess, type RunningEngine } from './support/processes.ts'
 import { freePort } from './support/redis.ts'
@@ -332,6 +334,32 @@ async function stopEngine(engine: RunningEngine): Promise<void> {
   }
 }
 
+/**
+ * Starts a TypeScript worker's entry as `svc` does (`node src/index.ts`, svc's compile cache), with
+ * an `--import` that reports at exit whether Node loaded its type stripper; stops it with SIGTERM
+ * once its code ran (it reports its engine connection, to an address nothing listens on).
+ */
+const compileCacheDirectory = cacheDirectory as (env: NodeJS.ProcessEnv, platform: NodeJS.Platform, home: string) => string
+
+async function firstStartReport(worker: string): Promise<{ amaro: boolean }> {
+  const probe = "process.on('exit', () => console.log(JSON.stringify({ amaro: process.moduleLoadList.some((name) => name.includes('amaro')) })))"
+  const env = cleanEnv({ SVC_URL: `ws://127.0.0.1:${await freePort()}` })
+  env.NODE_COMPILE_CACHE ??= compileCacheDirectory(env, process.platform, homedir())
+  const child = spawn(process.execPath, ['--import', `data:text/javascript,${encodeURIComponent(probe)}`, 'src/index.ts'], { cwd: worker, env, stdio: ['ignore', 'pipe', 'pipe'] })
+  children.add(child)
+  let output = ''
+  child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()))
+  child.stderr.on('data', (chunk: Buffer) => (output += chunk.toString()))
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()))
+  await waitFor(() => output.includes('engine connection'), () => `the worker's connection report: ${output}`, 30_000)
+  child.kill('SIGTERM')
+  await exited
+  children.delete(child)
+  const report = output.split('\n').find((line) => line.startsWith('{"amaro"'))
+  assert.ok(report, output)
+  return JSON.parse(report) as { amaro: boolean }
+}
+
 const post = (url: string, body: unknown) =>
   fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body), redirect: 'manual' })
 
@@ -351,6 +379,9 @@ describe('a new user: init, start, use (issue 3)', () => {
       assert.match(state.install_command ?? '', /^npm install/, worker)
       assert.match(state.install_hash ?? '', /^sha256:/, worker)
     }
+    // …and primed Node's compile cache (src/supervisor/prime.ts, issue 20): the worker's first start
+    // strips no types itself, so amaro (~17 MiB of RSS) is not in it.
+    assert.deepEqual(await firstStartReport(join(demo, 'workers', 'math-worker')), { amaro: false })
 
     useFreePorts(demo)
     const engine = await startProject(demo)

@@ -1,8 +1,10 @@
 /**
  * svc-sdk as a project vendors it (issue 20 "Footprint"): the tarball `svc project init` copies is
  * esbuild's bundle of the package (scripts/bundle-sdk.ts). `import 'svc-sdk'` loads svc-sdk's own
- * files and the OpenTelemetry packages only — no file of svc-protocol, svc-helpers or `ws`, and not
- * Node's `tls`/`https` until a `wss://` address needs them — every export entry still loads with
+ * files and the OpenTelemetry packages only — no file of svc-protocol, svc-helpers or `ws`, not
+ * Node's `tls`/`https` until a `wss://` address needs them, and none of the modules the ES module
+ * face of a built-in loads (its built-in imports are reads of `process.getBuiltinModule`, ~1 MiB of
+ * a worker's RSS) — every export entry still loads with
  * the same classes, and a worker over it registers and answers calls.
  */
 import assert from 'node:assert/strict'
@@ -50,13 +52,13 @@ function runInApp(source: string, env: NodeJS.ProcessEnv = {}): Promise<any> {
 }
 
 describe('the vendored svc-sdk is one bundle (issue 20)', () => {
-  it("import 'svc-sdk' loads none of svc-protocol, svc-helpers or ws, nor tls and https; every export entry loads with the same classes", async () => {
+  it("import 'svc-sdk' loads none of svc-protocol, svc-helpers or ws, nor tls and https, nor what the ES module faces of Node's built-ins load (worker_threads, fs/promises); every export entry loads with the same classes", async () => {
     const result = await runInApp(`
       import { registerHooks } from 'node:module'
       const loaded = []
       registerHooks({ load(url, context, next) { loaded.push(url); return next(url, context) } })
       const sdk = await import('svc-sdk')
-      const builtins = process.moduleLoadList.filter((m) => /^NativeModule (tls|https|_tls_wrap)$/.test(m))
+      const builtins = process.moduleLoadList.filter((m) => /^NativeModule (tls|https|_tls_wrap|worker_threads|internal[/]fs[/]promises|internal[/]repl[/]history)$/.test(m))
       const pkg = JSON.parse((await import('node:fs')).readFileSync(new URL('./node_modules/svc-sdk/package.json', import.meta.url), 'utf8'))
       const entries = {}
       for (const key of Object.keys(pkg.exports)) if (key !== './package.json') entries[key] = Object.keys(await import(key === '.' ? 'svc-sdk' : 'svc-sdk/' + key.slice(2))).sort()

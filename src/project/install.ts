@@ -3,10 +3,12 @@
  * template put a package.json in.
  */
 import { existsSync } from 'node:fs'
-import { join, posix, relative, sep } from 'node:path'
+import { delimiter, dirname, join, posix, relative, sep } from 'node:path'
 import { loadConfig } from '../../runtime/index.ts'
 import { CliError, ExitCode } from '../lib/errors.ts'
 import { loadManifest } from '../supervisor/manifest.ts'
+import { primeCompileCache } from '../supervisor/prime.ts'
+import type { PrimeOutcome } from '../supervisor/prime.ts'
 import { dependencyHash, StateFile, stateFilePath } from '../supervisor/state-file.ts'
 import type { PackageManager } from './types.ts'
 
@@ -132,3 +134,42 @@ export async function recordInstall(project: string, directory: string, manager:
   }
 }
 
+
+/**
+ * Warms Node's compile cache for the TypeScript workers a new project's install in `directory`
+ * made runnable (issue 20: their first `svc` start then loads no type stripper; see
+ * `src/supervisor/prime.ts`), through the same function the supervisor calls before each start,
+ * with the environment a worker gets for it: svc's own (`NODE_COMPILE_CACHE` from bin/run.js),
+ * svc's Node first on PATH, the manifest's and the config.yaml entry's `env`. Anything unreadable
+ * primes nothing (the first start strips the types itself, as before).
+ * @param directory relative to `project`, as in {@link installDirectories} (`''` for the root)
+ * @returns each primed worker's outcome, by worker name
+ */
+export async function primeInstalled(project: string, directory: string): Promise<Record<string, PrimeOutcome>> {
+  const configFile = join(project, 'config.yaml')
+  const outcomes: Record<string, PrimeOutcome> = {}
+  if (!existsSync(configFile)) return outcomes
+  let workers
+  try {
+    workers = loadConfig(configFile, { cwd: project }).local_workers
+  } catch {
+    return outcomes
+  }
+  for (const worker of workers) {
+    if (relative(project, worker.worker_path).split(sep).join('/') !== directory) continue
+    let manifest
+    try {
+      manifest = loadManifest(worker.worker_path)
+    } catch {
+      continue
+    }
+    const start = manifest.scripts.start
+    if (start === undefined) continue
+    const env: Record<string, string> = {}
+    for (const [key, value] of Object.entries(process.env)) if (value !== undefined) env[key] = value
+    Object.assign(env, manifest.env, worker.env)
+    env.PATH = [dirname(process.execPath), ...(env.PATH ? [env.PATH] : [])].join(delimiter)
+    outcomes[worker.name] = await primeCompileCache(start, { cwd: worker.worker_path, env })
+  }
+  return outcomes
+}

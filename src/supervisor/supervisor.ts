@@ -34,6 +34,7 @@ import type {
   WorkerStateRecord,
 } from './types.ts'
 import { ignoreMatcher } from './watch.ts'
+import { primeCompileCache, type PrimeOutcome } from './prime.ts'
 
 /** Timings of cli.md §5.3–§5.5 (see {@link SupervisorTimings}). */
 export const SUPERVISOR_TIMINGS: Readonly<SupervisorTimings> = {
@@ -130,6 +131,8 @@ class WorkerSupervisor extends EventEmitter implements SupervisedWorker {
   /** Changed paths of the current burst, with when each event arrived. */
   #changes = new Map<string, number>()
   #debounce: NodeJS.Timeout | undefined
+  /** The compile-cache prime running (#prime), if any. */
+  #priming: Promise<PrimeOutcome> | undefined
   #backoff: NodeJS.Timeout | undefined
   #poll: NodeJS.Timeout | undefined
   /** The registration watch running (#watchRegistration), and how to end its engine subscription. */
@@ -619,7 +622,11 @@ class WorkerSupervisor extends EventEmitter implements SupervisedWorker {
         await stopGroup(proc, this.#stopTimeoutMs)
         return
       }
-    } else proc = runShell(command, { cwd: spec.directory, env: this.#env(), exec: true, onLine })
+    } else {
+      await this.#prime(command)
+      if (generation !== this.#generation) return
+      proc = runShell(command, { cwd: spec.directory, env: this.#env(), exec: true, onLine })
+    }
     this.#tails.set(proc, tail)
     if (replacing) this.#candidate = proc
     else {
@@ -1066,6 +1073,9 @@ class WorkerSupervisor extends EventEmitter implements SupervisedWorker {
   #onFileChange(path: string): void {
     if (!this.#active) return
     this.#changes.set(path, Date.now())
+    // The prime of the start this change leads to runs during the debounce, not after it (#prime).
+    const command = this.#spec.startCommand ?? this.#manifest?.scripts.start
+    if (command && !this.#priming && this.#microvm === undefined) void this.#prime(command)
     clearTimeout(this.#debounce)
     this.#debounce = setTimeout(() => {
       this.#debounce = undefined
@@ -1074,6 +1084,32 @@ class WorkerSupervisor extends EventEmitter implements SupervisedWorker {
       const generation = this.#generation
       void this.#enqueue(generation, () => this.#onChanges(generation, changes))
     }, this.#t.debounceMs)
+  }
+
+  /**
+   * Strips a TypeScript entry's types into the compile cache without running it (prime.ts), so the
+   * worker does not load amaro (~17 MiB of RSS for its whole life) at its first start after a
+   * change. One prime at a time: a call while one runs waits for it, then checks the record again
+   * (a start after a change finds the prime the change began already done, or a short one to finish).
+   */
+  #prime(command: string): Promise<PrimeOutcome> {
+    const run = async (): Promise<PrimeOutcome> => {
+      const startedAt = Date.now()
+      let outcome: PrimeOutcome
+      try {
+        outcome = await primeCompileCache(command, { cwd: this.#spec.directory, env: this.#env() })
+      } catch {
+        outcome = 'failed'
+      }
+      if (outcome === 'primed' || outcome === 'failed') this.#log.debug(`${this.name}: compile cache ${outcome} in ${Date.now() - startedAt} ms`)
+      return outcome
+    }
+    const next = (this.#priming ?? Promise.resolve()).then(run, run)
+    this.#priming = next
+    void next.finally(() => {
+      if (this.#priming === next) this.#priming = undefined
+    })
+    return next
   }
 
   /** One debounced burst of changes (§5.4). */
