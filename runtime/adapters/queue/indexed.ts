@@ -39,8 +39,11 @@ export interface QueueJournal {
 
 /** Rows changed during one turn. */
 export interface JournalChanges {
-  /** Message id → its current form, or null when deleted. */
-  messages: Map<string, IndexedMessage | null>
+  /**
+   * Message seq (its row's key: unique among stored messages, never changed; a message enqueued
+   * again under a deleted one's id has a new seq) → its current form, or null when deleted.
+   */
+  messages: Map<number, IndexedMessage | null>
   idempotency: Array<{ queue: string; key: string; id: string; expires_at: number }>
   subscribers: Map<string, SubscriberRecord | null>
   /**
@@ -190,7 +193,7 @@ export class IndexedQueueBackend implements QueueBackend {
   }
 
   private touch(message: IndexedMessage, deleted = false): void {
-    if (this.journal) this.changes().messages.set(message.id, deleted ? null : message)
+    if (this.journal) this.changes().messages.set(message.seq, deleted ? null : message)
   }
 
   /** Resolves once every change made so far is committed. */
