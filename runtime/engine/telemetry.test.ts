@@ -6,6 +6,7 @@
 import assert from 'node:assert/strict'
 import { after, before, describe, it } from 'node:test'
 import { startTestEngine, type TestEngine } from '../../test/support/engine.ts'
+import { waitFor } from '../../test/support/wait.ts'
 
 const SAMPLED = '00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01'
 const UNSAMPLED = '00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-00'
@@ -24,6 +25,32 @@ describe('TelemetryHub', () => {
     assert.equal(hub.recording(UNSAMPLED), false)
     assert.equal(hub.recording('not a traceparent'), true, 'an invalid parent means a new trace')
     assert.equal(hub.startSpan({ name: 'x', kind: 'internal', parent: UNSAMPLED }), undefined)
+  })
+
+  it('a span recorded at its end: stored once finished; one still running is visible unfinished, then finished in place', async () => {
+    const hub = t.engine.telemetry
+    type Stored = { span_id: string; name: string; end_time_unix_nano: number | null; status: string; attributes: Record<string, unknown> }
+    const stored = async (traceId: string): Promise<Stored[]> => {
+      const tree = (await t.engine.inject({ function_id: 'engine::traces::tree', data: { trace_id: traceId } })) as { roots: Array<Stored & { children: Stored[] }> }
+      const all: Stored[] = []
+      const walk = (nodes: Array<Stored & { children?: Stored[] }>) => nodes.forEach((n) => (all.push(n), walk(n.children ?? [])))
+      walk(tree.roots)
+      return all
+    }
+    const short = hub.startSpan({ name: 'short', kind: 'producer', attributes: { a: 1 }, atEnd: true })!
+    short.end('ok', undefined, { b: 2 })
+    const [done] = await stored(short.record.trace_id)
+    assert.deepEqual([done!.name, done!.status, done!.attributes], ['short', 'ok', { a: 1, b: 2 }])
+    assert.equal(typeof done!.end_time_unix_nano, 'number')
+
+    const long = hub.startSpan({ name: 'long', kind: 'consumer', attributes: { a: 1 }, atEnd: true })!
+    const running = await waitFor(async () => (await stored(long.record.trace_id))[0], 'the running span to be visible')
+    assert.deepEqual([running.span_id, running.end_time_unix_nano, running.status], [long.record.span_id, null, 'unset'])
+    long.end('error', 'boom', { b: 2 })
+    const finished = await stored(long.record.trace_id)
+    assert.equal(finished.length, 1, 'one span, finished in place')
+    assert.deepEqual([finished[0]!.status, finished[0]!.attributes], ['error', { a: 1, b: 2 }])
+    assert.equal(typeof finished[0]!.end_time_unix_nano, 'number')
   })
 
   it('deliveryAttributes: common attributes, internal targets marked (§12.4)', () => {
