@@ -7,6 +7,8 @@ import assert from 'node:assert/strict'
 import { after, before, describe, it } from 'node:test'
 import { startTestEngine, type TestEngine } from '../../test/support/engine.ts'
 import { waitFor } from '../../test/support/wait.ts'
+import fc from 'fast-check'
+import { parseTraceparent } from './telemetry.ts'
 
 const SAMPLED = '00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01'
 const UNSAMPLED = '00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-00'
@@ -84,5 +86,33 @@ describe('TelemetryHub', () => {
     }
     const gone = (await t.engine.inject({ function_id: 'engine::metrics::list', data: { metric_name: 'test.gauge' } })) as { metrics: unknown[] }
     assert.deepEqual(gone.metrics, [])
+  })
+})
+
+describe('parseTraceparent', () => {
+  /** The W3C grammar as a regular expression, any case (what the engine read before issue 20). */
+  const reference = (value: string) => {
+    if (value.length !== 55) return undefined
+    const m = /^00-([0-9a-f]{32})-([0-9a-f]{16})-([0-9a-f]{2})$/.exec(value.toLowerCase())
+    if (m === null || /^0+$/.test(m[1]!) || /^0+$/.test(m[2]!)) return undefined
+    return { traceId: m[1]!, spanId: m[2]!, sampled: (parseInt(m[3]!, 16) & 1) === 1 }
+  }
+  it('reads exactly what the W3C grammar allows, ids lower case, any case in (fast-check)', () => {
+    const hexChar = fc.constantFrom(...'0123456789abcdefABCDEF0000')
+    const anyChar = fc.oneof(hexChar, fc.constantFrom('-', 'g', 'G', ' ', '\u0130', '\u212a', '\uff21', '\u0000'))
+    const part = (n: number) => fc.array(fc.oneof({ weight: 20, arbitrary: hexChar }, { weight: 1, arbitrary: anyChar }), { minLength: n, maxLength: n }).map((a) => a.join(''))
+    const sep = fc.oneof({ weight: 20, arbitrary: fc.constant('-') }, { weight: 1, arbitrary: anyChar })
+    const value = fc.oneof(
+      fc.tuple(fc.oneof({ weight: 10, arbitrary: fc.constant('00') }, { weight: 1, arbitrary: part(2) }), sep, part(32), sep, part(16), sep, part(2)).map((p) => p.join('')),
+      fc.string({ minLength: 53, maxLength: 57 }),
+    )
+    fc.assert(
+      fc.property(value, (v) => {
+        assert.deepEqual(parseTraceparent(v), reference(v))
+        assert.deepEqual(parseTraceparent(v), reference(v), 'the same value again')
+      }),
+      { numRuns: 5000, examples: [['00-00000000000000000000000000000000-00f067aa0ba902b7-01'], ['00-4BF92F3577B34DA6A3CE929D0E0E4736-00F067AA0BA902B7-0F'], [SAMPLED], [UNSAMPLED]] },
+    )
+    assert.equal(parseTraceparent(undefined), undefined)
   })
 })

@@ -71,14 +71,43 @@ export interface ActiveSpan {
  */
 export const UNSAMPLED_TRACEPARENT = '00-00000000000000000000000000000001-0000000000000001-00'
 
-const TRACEPARENT = /^00-([0-9a-f]{32})-([0-9a-f]{16})-([0-9a-f]{2})$/
+/** By UTF-16 unit below 128: 1 for a hex digit of either case (the check runs after no `toLowerCase`). */
+const HEX_DIGIT = new Uint8Array(128)
+for (const c of '0123456789abcdefABCDEF') HEX_DIGIT[c.charCodeAt(0)] = 1
 
-/** The parts of a valid W3C `traceparent` (all-zero ids are invalid); undefined otherwise. */
+/** Whether `s` from `from` to `to` is hex digits of either case, not all `0`. */
+function hexNotZero(s: string, from: number, to: number): boolean {
+  let zero = true
+  for (let i = from; i < to; i++) {
+    const c = s.charCodeAt(i)
+    if (c >= 128 || HEX_DIGIT[c] !== 1) return false
+    if (c !== 0x30) zero = false
+  }
+  return !zero
+}
+
+/** The last value {@link parseTraceparent} read and its parts: a span's parent is read twice, by `recording` and `startSpan`. */
+let lastTraceparent: string | undefined
+let lastParts: { traceId: string; spanId: string; sampled: boolean } | undefined
+
+/**
+ * The parts of a valid W3C `traceparent` (`00-<32 hex>-<16 hex>-<2 hex>`, hex of either case, ids
+ * returned lower case; all-zero ids are invalid); undefined otherwise. The same object for the
+ * same value twice in a row (never change it). Checked by character rather than by a regular
+ * expression, whose match array, captures and lower-cased copy were most of its cost (issue 20).
+ */
 export function parseTraceparent(value: string | undefined): { traceId: string; spanId: string; sampled: boolean } | undefined {
   if (value === undefined || value.length !== 55) return undefined
-  const m = TRACEPARENT.exec(value.toLowerCase())
-  if (m === null || /^0+$/.test(m[1]!) || /^0+$/.test(m[2]!)) return undefined
-  return { traceId: m[1]!, spanId: m[2]!, sampled: (parseInt(m[3]!, 16) & 1) === 1 }
+  if (value === lastTraceparent) return lastParts
+  if (value.charCodeAt(0) !== 0x30 || value.charCodeAt(1) !== 0x30 || value.charCodeAt(2) !== 0x2d || value.charCodeAt(35) !== 0x2d || value.charCodeAt(52) !== 0x2d) return undefined
+  if (!hexNotZero(value, 3, 35) || !hexNotZero(value, 36, 52)) return undefined
+  const f1 = value.charCodeAt(53)
+  const f2 = value.charCodeAt(54)
+  if (f1 >= 128 || f2 >= 128 || HEX_DIGIT[f1] !== 1 || HEX_DIGIT[f2] !== 1) return undefined
+  const parts = { traceId: value.slice(3, 35).toLowerCase(), spanId: value.slice(36, 52).toLowerCase(), sampled: (parseInt(value.slice(53), 16) & 1) === 1 }
+  lastTraceparent = value
+  lastParts = parts
+  return parts
 }
 
 /** Random ids from a pooled buffer: one `randomFill` per 256 ids instead of one per id. */
