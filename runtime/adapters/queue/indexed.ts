@@ -24,8 +24,11 @@ import type {
 /** A message as the index holds it; `version` invalidates stale heap entries. */
 export interface IndexedMessage extends QueueMessage {
   version: number
-  /** JSON of the immutable part, kept so that rewrites do not encode `data` again. */
-  body?: string
+  /**
+   * Set by a journal once it wrote the message's row: later writes change only the columns that
+   * change after enqueue (the row's immutable part is not encoded, nor kept in memory, again).
+   */
+  stored?: boolean
 }
 
 /** Durable storage behind the index. */
@@ -287,7 +290,7 @@ export class IndexedQueueBackend implements QueueBackend {
   }
 
   private snapshot(message: IndexedMessage): QueueMessage {
-    const { version: _v, body: _b, ...copy } = message
+    const { version: _v, stored: _s, ...copy } = message
     return copy
   }
 

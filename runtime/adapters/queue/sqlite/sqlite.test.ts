@@ -252,6 +252,37 @@ describe('builtin (SQLite) queue backend: unawaited operations', () => {
   })
 })
 
+/** A journal whose next commits fail (as on a full disk) while `failing` is set: the transaction is rolled back. */
+class FailingJournal extends SqliteJournal {
+  failing = false
+  protected override beforeCommit(): void {
+    if (this.failing) throw new Error('disk full')
+  }
+}
+
+describe('builtin (SQLite) queue backend: a failed transaction', () => {
+  const T0 = 1_700_000_000_000
+  it('rejects its operations, and the next commit writes the whole row of a message whose first write was lost', async () => {
+    const dataDir = freshDir()
+    const journal = new FailingJournal(join(dataDir, 'queue.db'), 'FULL')
+    const backend = new IndexedQueueBackend('builtin', journal, T0)
+    const a = input({ data: { n: 1 } })
+    journal.failing = true
+    await assert.rejects(backend.enqueue([a]), /disk full/)
+    journal.failing = false
+    // The index kept it: its attempt start is the next write, and the row is written whole.
+    assert.deepEqual((await backend.reserve('q', { now: T0, limit: 1 })).map((m) => m.id), [a.id])
+    await backend.close()
+    const reopened = openSqliteQueue({}, { dataDir }, T0)
+    try {
+      const stored = await reopened.get(a.id)
+      assert.deepEqual([stored?.state, stored?.attempts, stored?.data], ['in_flight', 1, { n: 1 }])
+    } finally {
+      await reopened.close()
+    }
+  })
+})
+
 describe('builtin (SQLite) queue backend under hostile names and unawaited operations (fast-check)', () => {
   const T0 = 1_700_000_000_000
   // Names and data that reach SQLite's UTF-8 text columns through bound parameters: lone

@@ -126,6 +126,9 @@ const UPSERT_SQL =
   'INSERT INTO queue_messages (seq, id, queue, state, attempts, ready_at, failed_at, error, body) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ' +
   'ON CONFLICT (seq) DO UPDATE SET state = excluded.state, attempts = excluded.attempts, ready_at = excluded.ready_at, failed_at = excluded.failed_at, error = excluded.error'
 
+/** Rewrites the fields of a stored message's row that change after enqueue (nothing when the row is missing). */
+const UPDATE_SQL = 'UPDATE queue_messages SET state = ?, attempts = ?, ready_at = ?, failed_at = ?, error = ? WHERE seq = ?'
+
 /**
  * A name (message id, queue, idempotency key) as a TEXT value SQLite keeps exactly: SQLite stores
  * text as UTF-8, which turns a lone surrogate into U+FFFD, so that `a\ud800` came back from the
@@ -152,6 +155,7 @@ export function fromSqlText(value: string): string {
 /** The statements of one connection that writes queue.db. */
 interface Statements {
   upsert: StatementSync
+  update: StatementSync
   delete: StatementSync
   idem: StatementSync
   subPut: StatementSync
@@ -192,6 +196,7 @@ export class SqliteJournal implements QueueJournal {
       const prepare = (sql: string) => this.db.prepare(sql)
       this.s = {
         upsert: prepare(UPSERT_SQL),
+        update: prepare(UPDATE_SQL),
         delete: prepare('DELETE FROM queue_messages WHERE seq = ?'),
         idem: prepare('INSERT OR REPLACE INTO queue_idempotency (queue, key, id, expires_at) VALUES (?, ?, ?, ?)'),
         subPut: prepare('INSERT OR REPLACE INTO queue_subscribers (queue, record) VALUES (?, ?)'),
@@ -226,18 +231,11 @@ export class SqliteJournal implements QueueJournal {
           s.delete.run(seq)
           continue
         }
-        message.body ??= bodyOf(message)
-        s.upsert.run(
-          seq,
-          sqlText(message.id),
-          sqlText(message.queue),
-          message.state,
-          message.attempts,
-          message.ready_at,
-          message.failed_at ?? null,
-          message.error ? JSON.stringify(message.error) : null,
-          message.body,
-        )
+        const error = message.error ? JSON.stringify(message.error) : null
+        // A row written before (its transaction may have failed since: then the full row again).
+        if (message.stored === true && Number(s.update.run(message.state, message.attempts, message.ready_at, message.failed_at ?? null, error, seq).changes) > 0) continue
+        s.upsert.run(seq, sqlText(message.id), sqlText(message.queue), message.state, message.attempts, message.ready_at, message.failed_at ?? null, error, bodyOf(message))
+        message.stored = true
       }
       for (const entry of changes.idempotency) s.idem.run(sqlText(entry.queue), sqlText(entry.key), sqlText(entry.id), entry.expires_at)
       for (const [queue, record] of changes.subscribers) {
@@ -283,7 +281,7 @@ function loadRows(db: DatabaseSync, now: number): ReturnType<QueueJournal['load'
       enqueued_at: body.enqueued_at as number,
       size_bytes: body.size_bytes as number,
       version: 0,
-      body: row.body as string,
+      stored: true,
     }
     for (const field of ['metadata', 'traceparent', 'baggage', 'group', 'key'] as const) {
       if (body[field] !== undefined) (message as unknown as Record<string, unknown>)[field] = body[field]
