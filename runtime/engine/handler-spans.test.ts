@@ -112,6 +112,18 @@ describe('handlerSpanRecord', () => {
     assert.deepEqual(record.resource, { 'service.name': 'worker-a' })
   })
 
+  it('queue deliveries: each span has its own message id and attempt, the same header again included', () => {
+    const result = { traceparent: `00-${TRACE}-${OWN}-01`, span_start: '1000', span_end: '3000', result: new RawJson('null') }
+    const delivery = (id: string, attempt: number) => `tenant=acme,svc.queue.name=jobs,svc.queue.message_id=${id},svc.queue.attempt=${attempt}`
+    const seen = ['a', 'b', 'a', 'c', 'c'].map((id, n) => {
+      const parts = handlerSpan({ ...call, baggage: delivery(id, n) }, result, source, 'fallback')!
+      const text = JSON.parse(spanText(parts).body) as { attributes: Record<string, unknown> }
+      return [text.attributes['svc.queue.message_id'], text.attributes['svc.queue.attempt'], Object.keys(text.attributes).join()]
+    })
+    const keys = 'svc.function.id,tenant,svc.queue.name,svc.queue.message_id,svc.queue.attempt'
+    assert.deepEqual(seen, [['a', '0', keys], ['b', '1', keys], ['a', '2', keys], ['c', '3', keys], ['c', '4', keys]])
+  })
+
   it('baggage: entries in order, percent-decoded, properties dropped, malformed ones skipped, svc.function.id first when absent', () => {
     assert.deepEqual(baggageAttributes('a=1,b=%E2%9C%93;p=1,bad,c=%ZZ, d = 4 ', 'f::g'), { 'svc.function.id': 'f::g', a: '1', b: '✓', d: '4' })
     assert.deepEqual(Object.keys(baggageAttributes('__proto__=x', 'f')), ['svc.function.id', '__proto__'])

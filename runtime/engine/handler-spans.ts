@@ -416,10 +416,19 @@ interface BaggageAttributes {
 const baggageCache = new Map<string, BaggageAttributes>()
 let lastBaggage: { header: string; functionId: string; value: BaggageAttributes } | undefined
 
+/**
+ * The member that names one queue message (builtins.md §7.6: every delivery of a queue carries its
+ * message id): a header holding it is not seen again with another message, so neither it nor that
+ * member is cached (issue 20: caching them cost a cache entry per delivery, kept long enough to
+ * reach the old generation, and missed every time).
+ */
+const MESSAGE_MEMBER = 'svc.queue.message_id='
+
 function cachedBaggage(header: string, functionId: string): BaggageAttributes {
   if (lastBaggage !== undefined && lastBaggage.header === header && lastBaggage.functionId === functionId) return lastBaggage.value
-  const key = functionId + '\u0000' + header
-  let value = baggageCache.get(key)
+  const once = header.includes(MESSAGE_MEMBER)
+  const key = once ? '' : functionId + '\u0000' + header
+  let value = once ? undefined : baggageCache.get(key)
   if (value === undefined) {
     const attributes = baggageAttributes(header, functionId)
     let longest = 0
@@ -430,6 +439,7 @@ function cachedBaggage(header: string, functionId: string): BaggageAttributes {
     }
     const json = JSON.stringify(attributes)
     value = { attributes: Object.freeze(attributes), json, okText: ',"status":"ok","attributes":' + json + ',"events":[', count, longest }
+    if (once) return value
     if (baggageCache.size >= 256) baggageCache.clear()
     baggageCache.set(key, value)
   }
@@ -473,8 +483,10 @@ function parseBaggage(header: string): Array<readonly [string, string]> {
     let pair = memberCache.get(member)
     if (pair === undefined) {
       pair = parseMember(member)
-      if (memberCache.size >= 256) memberCache.clear()
-      memberCache.set(ownString(member), pair)
+      if (!member.includes(MESSAGE_MEMBER)) {
+        if (memberCache.size >= 256) memberCache.clear()
+        memberCache.set(ownString(member), pair)
+      }
     }
     if (pair === null) continue
     const key = pair[0]

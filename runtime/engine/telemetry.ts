@@ -71,14 +71,43 @@ export interface ActiveSpan {
  */
 export const UNSAMPLED_TRACEPARENT = '00-00000000000000000000000000000001-0000000000000001-00'
 
-const TRACEPARENT = /^00-([0-9a-f]{32})-([0-9a-f]{16})-([0-9a-f]{2})$/
+/** By UTF-16 unit below 128: 1 for a hex digit of either case (the check runs after no `toLowerCase`). */
+const HEX_DIGIT = new Uint8Array(128)
+for (const c of '0123456789abcdefABCDEF') HEX_DIGIT[c.charCodeAt(0)] = 1
 
-/** The parts of a valid W3C `traceparent` (all-zero ids are invalid); undefined otherwise. */
+/** Whether `s` from `from` to `to` is hex digits of either case, not all `0`. */
+function hexNotZero(s: string, from: number, to: number): boolean {
+  let zero = true
+  for (let i = from; i < to; i++) {
+    const c = s.charCodeAt(i)
+    if (c >= 128 || HEX_DIGIT[c] !== 1) return false
+    if (c !== 0x30) zero = false
+  }
+  return !zero
+}
+
+/** The last value {@link parseTraceparent} read and its parts: a span's parent is read twice, by `recording` and `startSpan`. */
+let lastTraceparent: string | undefined
+let lastParts: { traceId: string; spanId: string; sampled: boolean } | undefined
+
+/**
+ * The parts of a valid W3C `traceparent` (`00-<32 hex>-<16 hex>-<2 hex>`, hex of either case, ids
+ * returned lower case; all-zero ids are invalid); undefined otherwise. The same object for the
+ * same value twice in a row (never change it). Checked by character rather than by a regular
+ * expression, whose match array, captures and lower-cased copy were most of its cost (issue 20).
+ */
 export function parseTraceparent(value: string | undefined): { traceId: string; spanId: string; sampled: boolean } | undefined {
   if (value === undefined || value.length !== 55) return undefined
-  const m = TRACEPARENT.exec(value.toLowerCase())
-  if (m === null || /^0+$/.test(m[1]!) || /^0+$/.test(m[2]!)) return undefined
-  return { traceId: m[1]!, spanId: m[2]!, sampled: (parseInt(m[3]!, 16) & 1) === 1 }
+  if (value === lastTraceparent) return lastParts
+  if (value.charCodeAt(0) !== 0x30 || value.charCodeAt(1) !== 0x30 || value.charCodeAt(2) !== 0x2d || value.charCodeAt(35) !== 0x2d || value.charCodeAt(52) !== 0x2d) return undefined
+  if (!hexNotZero(value, 3, 35) || !hexNotZero(value, 36, 52)) return undefined
+  const f1 = value.charCodeAt(53)
+  const f2 = value.charCodeAt(54)
+  if (f1 >= 128 || f2 >= 128 || HEX_DIGIT[f1] !== 1 || HEX_DIGIT[f2] !== 1) return undefined
+  const parts = { traceId: value.slice(3, 35).toLowerCase(), spanId: value.slice(36, 52).toLowerCase(), sampled: (parseInt(value.slice(53), 16) & 1) === 1 }
+  lastTraceparent = value
+  lastParts = parts
+  return parts
 }
 
 /** Random ids from a pooled buffer: one `randomFill` per 256 ids instead of one per id. */
@@ -114,7 +143,22 @@ export interface SpanOptions {
   /** The inbound `traceparent`; absent or invalid: a new trace (head-sampled). */
   parent?: string | undefined
   attributes?: Record<string, unknown>
+  /**
+   * True: the span is written once, finished, when it ends (the store may keep it as text, as it
+   * keeps handler spans) instead of at its start and again at its end; one still running
+   * {@link UNFINISHED_VISIBLE_MS} after its start is written then, unfinished, and finished in place
+   * at its end as the others are. For spans that are mostly over before anyone could see them
+   * unfinished (a queue's `enqueue` and `deliver`, issue 20). Default false: visible at once.
+   */
+  atEnd?: boolean
 }
+
+/**
+ * How long a span started with {@link SpanOptions.atEnd} may run before it is written unfinished,
+ * ms: it becomes visible 250–500 ms after its start (one timer, armed while such spans run, looks
+ * every 250 ms), where a span of another kind is visible at once.
+ */
+export const UNFINISHED_VISIBLE_MS = 250
 
 /** What the hub needs from the function registry: whether a delivery target is internal (§12.4). */
 export interface FunctionLookup {
@@ -144,6 +188,13 @@ export class TelemetryHub {
 
   private readonly functions: FunctionLookup | undefined
   private readonly metricSources: MetricSource[] = []
+  /**
+   * Running spans of {@link SpanOptions.atEnd} not yet written, oldest first: a list through the
+   * spans themselves (no hash table that keeps ended spans reachable), looked at by {@link openTimer}.
+   */
+  private openHead: DeferredSpan | undefined
+  private openTail: DeferredSpan | undefined
+  private openTimer: NodeJS.Timeout | undefined
   private readonly healthSources = new Map<string, () => HealthComponent>()
 
   /**
@@ -364,8 +415,102 @@ export class TelemetryHub {
       events: NONE,
       links: NONE,
     }
+    if (options.atEnd === true) return this.open(new DeferredSpan(sink, record, this))
     sink.span(record)
     return new EngineSpan(sink, record)
+  }
+
+  /** Appends `span` to the running deferred spans, arming the timer that writes the long ones unfinished. */
+  private open(span: DeferredSpan): DeferredSpan {
+    const tail = this.openTail
+    span.prev = tail
+    if (tail === undefined) this.openHead = span
+    else tail.next = span
+    this.openTail = span
+    if (this.openTimer === undefined) {
+      this.openTimer = setTimeout(() => this.writeLongRunning(), UNFINISHED_VISIBLE_MS)
+      this.openTimer.unref()
+    }
+    return span
+  }
+
+  /** Takes `span` off the running deferred spans (it ended, or is written unfinished). */
+  closeDeferred(span: DeferredSpan): void {
+    const { prev, next } = span
+    if (prev === undefined) this.openHead = next
+    else prev.next = next
+    if (next === undefined) this.openTail = prev
+    else next.prev = prev
+    span.prev = span.next = undefined
+  }
+
+  /** Writes, unfinished, the deferred spans running for {@link UNFINISHED_VISIBLE_MS} or more; looks again later while any run. */
+  private writeLongRunning(): void {
+    this.openTimer = undefined
+    const cutoff = nowUnixNano() - UNFINISHED_VISIBLE_MS * 1e6
+    // Oldest first: the first younger one ends the walk.
+    for (let span = this.openHead; span !== undefined && span.record.start_time_unix_nano <= cutoff; span = this.openHead) {
+      this.closeDeferred(span)
+      span.writeUnfinished()
+    }
+    if (this.openHead !== undefined) {
+      this.openTimer = setTimeout(() => this.writeLongRunning(), UNFINISHED_VISIBLE_MS)
+      this.openTimer.unref()
+    }
+  }
+}
+
+/**
+ * A span of {@link SpanOptions.atEnd}: handed to the sink once, sealed, when it ends; or, still
+ * running after {@link UNFINISHED_VISIBLE_MS}, handed over unfinished then and finished in place
+ * ({@link EngineSpan}'s way).
+ */
+class DeferredSpan implements ActiveSpan {
+  readonly traceparent: string
+  readonly record: SpanRecord
+  private readonly sink: TelemetrySink
+  private readonly hub: TelemetryHub
+  /** Neighbours in the hub's list of running deferred spans. */
+  prev: DeferredSpan | undefined
+  next: DeferredSpan | undefined
+  private ended = false
+  private written = false
+
+  constructor(sink: TelemetrySink, record: SpanRecord, hub: TelemetryHub) {
+    this.sink = sink
+    this.record = record
+    this.hub = hub
+    this.traceparent = `00-${record.trace_id}-${record.span_id}-01`
+  }
+
+  /** Hands the span over unfinished (it has run long enough for someone to look at it). */
+  writeUnfinished(): void {
+    if (this.ended || this.written) return
+    this.written = true
+    try {
+      this.sink.span(this.record)
+    } catch {
+      // Recording never fails the work it describes.
+    }
+  }
+
+  end(status: SpanStatus, message?: string, attributes?: Record<string, unknown>): void {
+    if (this.ended) return
+    this.ended = true
+    const end = nowUnixNano()
+    const record = this.record
+    record.end_time_unix_nano = end
+    record.duration_ms = (end - record.start_time_unix_nano) / 1e6
+    record.status = status
+    if (message !== undefined) record.status_message = message
+    if (attributes !== undefined) Object.assign(record.attributes, attributes)
+    if (this.written) {
+      this.sink.span(record, true)
+      return
+    }
+    this.hub.closeDeferred(this)
+    // Never changed again: the store may keep it as its text.
+    this.sink.span(record, false, true)
   }
 }
 

@@ -24,8 +24,11 @@ import type {
 /** A message as the index holds it; `version` invalidates stale heap entries. */
 export interface IndexedMessage extends QueueMessage {
   version: number
-  /** JSON of the immutable part, kept so that rewrites do not encode `data` again. */
-  body?: string
+  /**
+   * Set by a journal once it wrote the message's row: later writes change only the columns that
+   * change after enqueue (the row's immutable part is not encoded, nor kept in memory, again).
+   */
+  stored?: boolean
 }
 
 /** Durable storage behind the index. */
@@ -39,8 +42,11 @@ export interface QueueJournal {
 
 /** Rows changed during one turn. */
 export interface JournalChanges {
-  /** Message id → its current form, or null when deleted. */
-  messages: Map<string, IndexedMessage | null>
+  /**
+   * Message seq (its row's key: unique among stored messages, never changed; a message enqueued
+   * again under a deleted one's id has a new seq) → its current form, or null when deleted.
+   */
+  messages: Map<number, IndexedMessage | null>
   idempotency: Array<{ queue: string; key: string; id: string; expires_at: number }>
   subscribers: Map<string, SubscriberRecord | null>
   /**
@@ -190,7 +196,7 @@ export class IndexedQueueBackend implements QueueBackend {
   }
 
   private touch(message: IndexedMessage, deleted = false): void {
-    if (this.journal) this.changes().messages.set(message.id, deleted ? null : message)
+    if (this.journal) this.changes().messages.set(message.seq, deleted ? null : message)
   }
 
   /** Resolves once every change made so far is committed. */
@@ -284,7 +290,7 @@ export class IndexedQueueBackend implements QueueBackend {
   }
 
   private snapshot(message: IndexedMessage): QueueMessage {
-    const { version: _v, body: _b, ...copy } = message
+    const { version: _v, stored: _s, ...copy } = message
     return copy
   }
 

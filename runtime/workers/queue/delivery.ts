@@ -433,6 +433,8 @@ export class QueueDelivery {
 /**
  * The `deliver <queue>` consumer span of one delivery attempt (builtins.md §12.7), child of the
  * context the message carries (its `enqueue` span), with the §12.7 common and queue attributes.
+ * Written once when the attempt ends, or unfinished once it has run 250 ms (`atEnd`,
+ * engine/telemetry.ts): a handler that runs long shows its delivery in progress.
  */
 function deliverySpan(hub: TelemetryHub, queue: string, message: QueueMessage, trigger: SubscriberTrigger | undefined): ActiveSpan | undefined {
   const origin = trigger === undefined ? { worker: WORKER_NAME } : { worker: WORKER_NAME, triggerType: trigger.type, triggerId: trigger.id }
@@ -440,7 +442,7 @@ function deliverySpan(hub: TelemetryHub, queue: string, message: QueueMessage, t
   attributes['svc.queue.name'] = queue
   attributes['svc.queue.message_id'] = message.id
   attributes['svc.queue.attempt'] = message.attempts
-  return hub.startSpan({ name: `deliver ${queue}`, kind: 'consumer', parent: message.traceparent, attributes })
+  return hub.startSpan({ name: `deliver ${queue}`, kind: 'consumer', parent: message.traceparent, attributes, atEnd: true })
 }
 
 /**

@@ -89,7 +89,7 @@ export class QueueFunctions {
     if (topic === undefined || topic === null || topic === '') throw Errors.topicNotSet()
     if (typeof topic !== 'string') throw Errors.invalidArguments('topic must be a non-empty string')
     const hub = this.host.telemetry
-    const span = hub?.recording(ctx?.traceparent) === true ? hub.startSpan({ name: `enqueue ${topic}`, kind: 'producer', parent: ctx?.traceparent, attributes: { 'svc.queue.name': topic, 'svc.worker.name': QUEUE_WORKER_NAME } }) : undefined
+    const span = hub?.recording(ctx?.traceparent) === true ? hub.startSpan({ name: `enqueue ${topic}`, kind: 'producer', parent: ctx?.traceparent, attributes: { 'svc.queue.name': topic, 'svc.worker.name': QUEUE_WORKER_NAME }, atEnd: true }) : undefined
     try {
       const subscribers = await this.publishCopies(topic, p.data, span?.traceparent ?? ctx?.traceparent, ctx?.baggage)
       span?.end('ok', undefined, { 'svc.queue.subscriber_count': subscribers })
@@ -141,7 +141,8 @@ export class QueueFunctions {
    * `engine::queue::enqueue` (§7.4): stores the message, then answers its receipt. Recorded as an
    * `enqueue <queue>` producer span (§12.7), child of the caller's span (`traceparent` of the
    * payload, which the Enqueue action fills, else the call's); the message carries the span's
-   * context so that its deliveries join the caller's trace.
+   * context so that its deliveries join the caller's trace. The span is written once, when the
+   * message is stored (`atEnd`, engine/telemetry.ts: a store takes milliseconds at most).
    */
   async enqueue(p: Payload, ctx: InvocationContext): Promise<QueueEnqueueResult> {
     const queue = p.queue
@@ -153,7 +154,7 @@ export class QueueFunctions {
     const functionId = typeof p.function_id === 'string' ? p.function_id : ''
     const attributes = hub.deliveryAttributes(functionId, typeof p.namespace === 'string' && p.namespace !== '' ? p.namespace : 'default', { worker: QUEUE_WORKER_NAME })
     attributes['svc.queue.name'] = queue
-    const span = hub.startSpan({ name: `enqueue ${queue}`, kind: 'producer', parent, attributes })
+    const span = hub.startSpan({ name: `enqueue ${queue}`, kind: 'producer', parent, attributes, atEnd: true })
     if (span === undefined) return this.store(queue, p, parent)
     try {
       const receipt = await this.store(queue, p, span.traceparent)

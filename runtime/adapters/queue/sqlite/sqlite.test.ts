@@ -67,6 +67,87 @@ describe('builtin (SQLite) queue backend', () => {
   })
 })
 
+/** The `queue_messages` table of queue.db before issue 20: keyed by `id`, `seq` a plain column. */
+const OLD_MESSAGES_TABLE = `CREATE TABLE queue_messages (
+    id        TEXT PRIMARY KEY,
+    seq       INTEGER NOT NULL,
+    queue     TEXT NOT NULL,
+    state     TEXT NOT NULL,
+    attempts  INTEGER NOT NULL,
+    ready_at  INTEGER NOT NULL,
+    failed_at INTEGER,
+    error     TEXT,
+    body      TEXT NOT NULL
+  )`
+
+/** Rewrites the messages of the queue.db in `dataDir` into the table as it was before issue 20, rows unchanged. */
+function toOldSchema(dataDir: string): void {
+  const db = new DatabaseSync(join(dataDir, 'queue.db'))
+  db.exec(`BEGIN; ALTER TABLE queue_messages RENAME TO current_messages; ${OLD_MESSAGES_TABLE};
+    INSERT INTO queue_messages (id, seq, queue, state, attempts, ready_at, failed_at, error, body) SELECT id, seq, queue, state, attempts, ready_at, failed_at, error, body FROM current_messages;
+    DROP TABLE current_messages; COMMIT`)
+  db.close()
+}
+
+describe('builtin (SQLite) queue backend: a queue.db of the schema before issue 20', () => {
+  const T0 = 1_700_000_000_000
+  it('opens it, keeps every message in its state and order, and delivers them', async () => {
+    const dataDir = freshDir()
+    const first = openSqliteQueue({}, { dataDir }, T0)
+    const ready = Array.from({ length: 5 }, (_, n) => input({ data: { n } }))
+    const inflight = input({ data: { n: 10 }, group: 'g' })
+    const behind = input({ data: { n: 11 }, group: 'g' })
+    const delayed = input({ data: { n: 12 }, ready_at: T0 + 60_000 })
+    const dead = input({ queue: 'other', data: { n: 13 } })
+    await first.enqueue([inflight, behind, dead])
+    await first.enqueue([...ready, delayed, input({ data: { n: 14 }, idempotency: { key: 'k', expires_at: T0 + 10_000 } })])
+    const keyed = (await first.reserve('q', { now: T0, limit: 1 }))[0]!
+    assert.equal(keyed.id, inflight.id)
+    await first.reserve('other', { now: T0, limit: 1 })
+    await first.deadLetter(dead.id, { code: 'boom', message: 'x' }, T0 + 1)
+    await first.close()
+    toOldSchema(dataDir)
+    const before = new DatabaseSync(join(dataDir, 'queue.db'), { readOnly: true })
+    const rowsBefore = before.prepare('SELECT id, seq, queue, state, attempts, ready_at, failed_at, error, body FROM queue_messages ORDER BY seq').all()
+    assert.equal((before.prepare("SELECT count(*) AS n FROM sqlite_master WHERE type = 'index' AND tbl_name = 'queue_messages'").get() as { n: number }).n, 1, 'the old table has its id index')
+    before.close()
+
+    const second = openSqliteQueue({}, { dataDir }, T0 + 100)
+    try {
+      const after = new DatabaseSync(join(dataDir, 'queue.db'), { readOnly: true })
+      assert.deepEqual(after.prepare('SELECT id, seq, queue, state, attempts, ready_at, failed_at, error, body FROM queue_messages ORDER BY seq').all(), rowsBefore, 'every row kept as it was')
+      assert.equal((after.prepare("SELECT count(*) AS n FROM sqlite_master WHERE type = 'index' AND tbl_name = 'queue_messages'").get() as { n: number }).n, 0, 'no index beside the table keyed by seq')
+      after.close()
+      assert.deepEqual(await second.recover(T0 + 100, () => 4), { requeued: 1, deadLettered: 0 })
+      assert.equal((await second.deadLetters('other', 0, 10))[0]!.id, dead.id)
+      assert.equal((await second.enqueue([input({ idempotency: { key: 'k', expires_at: T0 + 20_000 }, enqueued_at: T0 + 100 })]))[0]!.duplicate, true)
+      // Every live message delivered once, the fifo group's in its order and the others in enqueue order.
+      const delivered: number[] = []
+      for (let now = T0 + 100; delivered.length < 9 && now < T0 + 10 * 60_000; now += 30_000) {
+        for (let got = await second.reserve('q', { now, limit: 1 }); got.length > 0; got = await second.reserve('q', { now, limit: 1 })) {
+          delivered.push((got[0]!.data as { n: number }).n)
+          await second.ack(got[0]!.id)
+        }
+      }
+      assert.deepEqual([...delivered].sort((a, b) => a - b), [0, 1, 2, 3, 4, 10, 11, 12, 14])
+      assert.ok(delivered.indexOf(10) < delivered.indexOf(11), 'fifo order kept')
+      assert.deepEqual(delivered.filter((n) => n < 5 || n === 14), [0, 1, 2, 3, 4, 14], 'enqueue order kept')
+      await second.enqueue([input({ data: { n: 20 } })])
+    } finally {
+      await second.close()
+    }
+    // A new message and the acknowledgements written through the migrated table are read back.
+    const third = openSqliteQueue({}, { dataDir }, T0 + 20 * 60_000)
+    try {
+      const left = await third.reserve('q', { now: T0 + 20 * 60_000, limit: 10 })
+      assert.deepEqual(left.map((m) => (m.data as { n: number }).n), [20], 'acknowledged messages stay deleted')
+      assert.equal((await third.deadLetters('other', 0, 10))[0]!.id, dead.id)
+    } finally {
+      await third.close()
+    }
+  })
+})
+
 /**
  * A journal that reads, inside each transaction right before its COMMIT, the connection's
  * `PRAGMA synchronous` (1 NORMAL, 2 FULL): the level SQLite applies to that commit.
@@ -168,6 +249,37 @@ describe('builtin (SQLite) queue backend: unawaited operations', () => {
     assert.deepEqual((await second.get(a.id))?.attempts, 1)
     assert.deepEqual([(await second.get(b.id))?.id, (await second.get(c.id))?.id], [b.id, c.id])
     await second.close()
+  })
+})
+
+/** A journal whose next commits fail (as on a full disk) while `failing` is set: the transaction is rolled back. */
+class FailingJournal extends SqliteJournal {
+  failing = false
+  protected override beforeCommit(): void {
+    if (this.failing) throw new Error('disk full')
+  }
+}
+
+describe('builtin (SQLite) queue backend: a failed transaction', () => {
+  const T0 = 1_700_000_000_000
+  it('rejects its operations, and the next commit writes the whole row of a message whose first write was lost', async () => {
+    const dataDir = freshDir()
+    const journal = new FailingJournal(join(dataDir, 'queue.db'), 'FULL')
+    const backend = new IndexedQueueBackend('builtin', journal, T0)
+    const a = input({ data: { n: 1 } })
+    journal.failing = true
+    await assert.rejects(backend.enqueue([a]), /disk full/)
+    journal.failing = false
+    // The index kept it: its attempt start is the next write, and the row is written whole.
+    assert.deepEqual((await backend.reserve('q', { now: T0, limit: 1 })).map((m) => m.id), [a.id])
+    await backend.close()
+    const reopened = openSqliteQueue({}, { dataDir }, T0)
+    try {
+      const stored = await reopened.get(a.id)
+      assert.deepEqual([stored?.state, stored?.attempts, stored?.data], ['in_flight', 1, { n: 1 }])
+    } finally {
+      await reopened.close()
+    }
   })
 })
 

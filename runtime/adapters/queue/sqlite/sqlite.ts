@@ -53,11 +53,17 @@ export function sqliteQueuePath(config: SqliteQueueConfig, context: QueueAdapter
 /** The fields of a message that never change after enqueue, stored as one JSON column. */
 const BODY_FIELDS = ['function_id', 'namespace', 'data', 'metadata', 'traceparent', 'baggage', 'group', 'key', 'enqueued_at', 'size_bytes'] as const
 
-/** The schema of queue.db. */
-const SCHEMA = `
-  CREATE TABLE IF NOT EXISTS queue_messages (
-    id        TEXT PRIMARY KEY,
-    seq       INTEGER NOT NULL,
+/**
+ * The schema of queue.db. A message's row is keyed by its `seq` (the table's rowid: unique among
+ * stored messages, never changed), with no index on `id` (the in-process index finds messages by
+ * id; the file is read back only at open), so a commit writes one b-tree page per changed row
+ * rather than two (issue 20). Databases made before keep `id TEXT PRIMARY KEY`; {@link migrate}
+ * rewrites them at open.
+ */
+const MESSAGES_TABLE = (name: string) => `
+  CREATE TABLE IF NOT EXISTS ${name} (
+    seq       INTEGER PRIMARY KEY,
+    id        TEXT NOT NULL,
     queue     TEXT NOT NULL,
     state     TEXT NOT NULL,
     attempts  INTEGER NOT NULL,
@@ -65,7 +71,8 @@ const SCHEMA = `
     failed_at INTEGER,
     error     TEXT,
     body      TEXT NOT NULL
-  );
+  );`
+const SCHEMA = `${MESSAGES_TABLE('queue_messages')}
   CREATE TABLE IF NOT EXISTS queue_idempotency (
     queue      TEXT NOT NULL,
     key        TEXT NOT NULL,
@@ -79,10 +86,48 @@ const SCHEMA = `
   ) WITHOUT ROWID;
 `
 
+/**
+ * Rewrites a `queue_messages` table of the schema before issue 20 (`id TEXT PRIMARY KEY`, `seq` a
+ * plain column, so an index on `id` beside the rowid table) into the current one keyed by `seq`,
+ * in one transaction: every row kept, columns unchanged. Rows sharing a `seq` (never written by
+ * this backend, which numbers messages above every stored one) keep their order, the later ones
+ * renumbered after the highest. Nothing when the table is already current or absent.
+ * @throws the SQLite error when the file cannot be rewritten (the transaction is rolled back).
+ */
+function migrate(db: DatabaseSync): void {
+  const columns = db.prepare('PRAGMA table_info(queue_messages)').all() as Array<{ name: string; pk: number }>
+  if (columns.length === 0 || columns.some((c) => c.name === 'seq' && c.pk === 1)) return
+  db.exec('BEGIN IMMEDIATE')
+  try {
+    db.exec(`DROP TABLE IF EXISTS queue_messages_v2; ${MESSAGES_TABLE('queue_messages_v2')}`)
+    const insert = db.prepare('INSERT INTO queue_messages_v2 (seq, id, queue, state, attempts, ready_at, failed_at, error, body) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)')
+    const max = Number((db.prepare('SELECT max(seq) AS m FROM queue_messages').get() as { m: number | null }).m ?? 0)
+    let next = max
+    let last: number | undefined
+    const rows = db.prepare('SELECT seq, id, queue, state, attempts, ready_at, failed_at, error, body FROM queue_messages ORDER BY seq, rowid').iterate() as Iterable<Record<string, number | string | null>>
+    for (const row of rows) {
+      const seq = Number(row.seq)
+      insert.run(seq === last ? ++next : seq, row.id!, row.queue!, row.state!, row.attempts!, row.ready_at!, row.failed_at ?? null, row.error ?? null, row.body!)
+      last = seq
+    }
+    db.exec('DROP TABLE queue_messages; ALTER TABLE queue_messages_v2 RENAME TO queue_messages; COMMIT')
+  } catch (error) {
+    try {
+      db.exec('ROLLBACK')
+    } catch {
+      /* the transaction is already gone */
+    }
+    throw error
+  }
+}
+
 /** Inserts a message row, or updates the fields that change after enqueue. */
 const UPSERT_SQL =
-  'INSERT INTO queue_messages (id, seq, queue, state, attempts, ready_at, failed_at, error, body) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ' +
-  'ON CONFLICT (id) DO UPDATE SET state = excluded.state, attempts = excluded.attempts, ready_at = excluded.ready_at, failed_at = excluded.failed_at, error = excluded.error'
+  'INSERT INTO queue_messages (seq, id, queue, state, attempts, ready_at, failed_at, error, body) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ' +
+  'ON CONFLICT (seq) DO UPDATE SET state = excluded.state, attempts = excluded.attempts, ready_at = excluded.ready_at, failed_at = excluded.failed_at, error = excluded.error'
+
+/** Rewrites the fields of a stored message's row that change after enqueue (nothing when the row is missing). */
+const UPDATE_SQL = 'UPDATE queue_messages SET state = ?, attempts = ?, ready_at = ?, failed_at = ?, error = ? WHERE seq = ?'
 
 /**
  * A name (message id, queue, idempotency key) as a TEXT value SQLite keeps exactly: SQLite stores
@@ -110,6 +155,7 @@ export function fromSqlText(value: string): string {
 /** The statements of one connection that writes queue.db. */
 interface Statements {
   upsert: StatementSync
+  update: StatementSync
   delete: StatementSync
   idem: StatementSync
   subPut: StatementSync
@@ -144,11 +190,14 @@ export class SqliteJournal implements QueueJournal {
     mkdirSync(dirname(path), { recursive: true })
     this.db = new DatabaseSync(path)
     try {
-      this.db.exec(`PRAGMA journal_mode = WAL; PRAGMA synchronous = ${synchronous}; PRAGMA busy_timeout = 5000;\n${SCHEMA}`)
+      this.db.exec(`PRAGMA journal_mode = WAL; PRAGMA synchronous = ${synchronous}; PRAGMA busy_timeout = 5000;`)
+      migrate(this.db)
+      this.db.exec(SCHEMA)
       const prepare = (sql: string) => this.db.prepare(sql)
       this.s = {
         upsert: prepare(UPSERT_SQL),
-        delete: prepare('DELETE FROM queue_messages WHERE id = ?'),
+        update: prepare(UPDATE_SQL),
+        delete: prepare('DELETE FROM queue_messages WHERE seq = ?'),
         idem: prepare('INSERT OR REPLACE INTO queue_idempotency (queue, key, id, expires_at) VALUES (?, ?, ?, ?)'),
         subPut: prepare('INSERT OR REPLACE INTO queue_subscribers (queue, record) VALUES (?, ?)'),
         subDelete: prepare('DELETE FROM queue_subscribers WHERE queue = ?'),
@@ -177,23 +226,16 @@ export class SqliteJournal implements QueueJournal {
     }
     s.begin.run()
     try {
-      for (const [id, message] of changes.messages) {
+      for (const [seq, message] of changes.messages) {
         if (message === null) {
-          s.delete.run(sqlText(id))
+          s.delete.run(seq)
           continue
         }
-        message.body ??= bodyOf(message)
-        s.upsert.run(
-          sqlText(message.id),
-          message.seq,
-          sqlText(message.queue),
-          message.state,
-          message.attempts,
-          message.ready_at,
-          message.failed_at ?? null,
-          message.error ? JSON.stringify(message.error) : null,
-          message.body,
-        )
+        const error = message.error ? JSON.stringify(message.error) : null
+        // A row written before (its transaction may have failed since: then the full row again).
+        if (message.stored === true && Number(s.update.run(message.state, message.attempts, message.ready_at, message.failed_at ?? null, error, seq).changes) > 0) continue
+        s.upsert.run(seq, sqlText(message.id), sqlText(message.queue), message.state, message.attempts, message.ready_at, message.failed_at ?? null, error, bodyOf(message))
+        message.stored = true
       }
       for (const entry of changes.idempotency) s.idem.run(sqlText(entry.queue), sqlText(entry.key), sqlText(entry.id), entry.expires_at)
       for (const [queue, record] of changes.subscribers) {
@@ -239,7 +281,7 @@ function loadRows(db: DatabaseSync, now: number): ReturnType<QueueJournal['load'
       enqueued_at: body.enqueued_at as number,
       size_bytes: body.size_bytes as number,
       version: 0,
-      body: row.body as string,
+      stored: true,
     }
     for (const field of ['metadata', 'traceparent', 'baggage', 'group', 'key'] as const) {
       if (body[field] !== undefined) (message as unknown as Record<string, unknown>)[field] = body[field]
