@@ -225,10 +225,15 @@ function parseBaggage(header: string): ParsedBaggage {
     lastBaggage = { header, parsed }
     return parsed
   }
+  newMembers = false
   parsed = parsePlainBaggage(header) ?? parseBaggageWithPropagator(header)
+  lastBaggage = { header, parsed }
+  // A plain header with a member not seen before is most likely one of a kind (a queue delivery's
+  // svc.queue.message_id): not cached, so it neither churns the cache nor outlives its handler.
+  // A header that does recur is cached the next time, its members known by then.
+  if (newMembers) return parsed
   if (baggageCache.size >= 256) baggageCache.clear()
   baggageCache.set(header, parsed)
-  lastBaggage = { header, parsed }
   return parsed
 }
 
@@ -279,6 +284,8 @@ interface PlainMember {
  * first time costs a lookup per member and a parse of the new ones. Bounded against floods.
  */
 const plainMembers = new Map<string, PlainMember>()
+/** Set when {@link plainMember} parsed a member it had not cached. */
+let newMembers = false
 
 function plainMember(text: string): PlainMember | undefined {
   let member = plainMembers.get(text)
@@ -292,6 +299,7 @@ function plainMember(text: string): PlainMember | undefined {
   member = { key, value, pair: `${encodeURIComponent(key)}=${encodeURIComponent(value)}`, json: keyValueJson(key, value) }
   if (plainMembers.size >= 1024) plainMembers.clear()
   plainMembers.set(text, member)
+  newMembers = true
   return member
 }
 
