@@ -12,7 +12,9 @@
  *              durable setting) and one process with a BullMQ Queue and Worker
  *
  * `node bench/queue.ts` runs all four and prints a JSON line `{queue_table, rows}`; `npm run bench`
- * includes it. The load modes (`svc-load`, `bullmq-load`) are what it spawns.
+ * includes it. The load modes (`svc-load`, `bullmq-load`) are what it spawns. svc-sdk's telemetry is
+ * off (`OTEL_ENABLED=false`, as under `npm run bench`) unless the environment sets it: BullMQ
+ * traces nothing.
  */
 import { spawn, type ChildProcess } from 'node:child_process'
 import { readFileSync } from 'node:fs'
@@ -26,6 +28,8 @@ import { runMain } from './measure.ts'
 import { commandStats, startRedis } from './peers/redis-server.ts'
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url))
+// The same rows standalone as under `npm run bench` (bench/run.ts): no handler spans in the load process.
+process.env.OTEL_ENABLED ??= 'false'
 const MESSAGES = Number(process.env.BENCH_QUEUE_MESSAGES ?? 10_000)
 /** Enqueues awaiting their receipt at once (the producer's window). */
 const WINDOW = 256
@@ -42,10 +46,13 @@ export interface QueueRow {
   lost: number
   duplicated: number
   /**
-   * CPU time per message, µs (user + system, Linux /proc): the engine, the load process (svc-sdk
-   * worker or BullMQ process), redis-server. On a machine whose cores are busy the sum bounds the rate.
+   * CPU time per message, µs (user + system): the engine, the load process (svc-sdk worker or
+   * BullMQ process), redis-server, each over the row (Linux /proc; the load process's own
+   * `process.cpuUsage()` from its first enqueue to its row, so neither side's start-up counts —
+   * `client_process` is its whole life, start-up and module loading included). On a machine whose
+   * cores are busy the sum bounds the rate.
    */
-  cpu_us?: { engine?: number; client: number; redis?: number }
+  cpu_us?: { engine?: number; client: number; client_process?: number; redis?: number }
   /**
    * Redis calls per message (`INFO commandstats` before and after the row, the whole server):
    * script calls (`EVALSHA`/`EVAL`) and every command, those the scripts ran included.
@@ -53,6 +60,8 @@ export interface QueueRow {
   redis_calls?: { scripts: number; commands: number }
   /** The machine's 1-minute load average when the row ended (`os.loadavg()[0]`): other work beside the run. */
   load?: number
+  /** The load process's CPU from its first enqueue to its row, ms (moved into `cpu_us.client` by the orchestrator). */
+  client_cpu_ms?: number
 }
 
 /** User + system CPU time of a live process, ms; NaN where /proc is missing. */
@@ -79,7 +88,10 @@ async function measured(args: string[], engine: ChildProcess | undefined, redis:
   const load = start(process.execPath, [...profileArgs(), ...args])
   const row = (await lastJson(load.lines, 'per_second')) as QueueRow
   const perMessage = (ms: number) => (Number.isFinite(ms) ? Math.round((ms * 1000) / row.messages) : undefined)
-  const cpu: NonNullable<QueueRow['cpu_us']> = { client: perMessage(cpuMs(load.child.pid)) ?? Number.NaN }
+  const whole = perMessage(cpuMs(load.child.pid))
+  const cpu: NonNullable<QueueRow['cpu_us']> = { client: perMessage(row.client_cpu_ms ?? Number.NaN) ?? whole ?? Number.NaN }
+  delete row.client_cpu_ms
+  if (whole !== undefined) cpu.client_process = whole
   const e = perMessage(cpuMs(engine?.pid) - engine0)
   const r = perMessage(cpuMs(redis?.pid) - redis0)
   if (e !== undefined) cpu.engine = e
@@ -112,6 +124,8 @@ class Tally {
   unique = 0
   first = 0
   last = 0
+  /** `process.cpuUsage()` at the first enqueue. */
+  cpuAtFirst: NodeJS.CpuUsage | undefined
   private resolveAll: (() => void) | undefined
   readonly all = new Promise<void>((resolve) => (this.resolveAll = resolve))
 
@@ -127,6 +141,7 @@ class Tally {
   }
 
   async produce(enqueue: (i: number) => Promise<unknown>): Promise<void> {
+    this.cpuAtFirst = process.cpuUsage()
     this.first = performance.now()
     let next = 0
     const lane = async () => {
@@ -148,6 +163,7 @@ class Tally {
     const at = (q: number) => Number((sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] ?? 0).toFixed(2))
     let duplicated = 0
     for (const count of this.seen) if (count > 1) duplicated += count - 1
+    const cpu = process.cpuUsage(this.cpuAtFirst)
     return {
       concurrency,
       messages: MESSAGES,
@@ -156,6 +172,7 @@ class Tally {
       p99_ms: at(0.99),
       lost: MESSAGES - this.unique,
       duplicated,
+      client_cpu_ms: (cpu.user + cpu.system) / 1000,
     }
   }
 }

@@ -288,6 +288,45 @@ describe('property: inbound baggage headers (fast-check)', () => {
   })
 })
 
+describe('property: plain baggage headers (fast-check)', () => {
+  it('headers of printable ASCII members (spaces, duplicates, integer-like and Object-property keys, `%`, `;`, empty members, past the limits) percent-encoded or not (bad escapes, encoded surrogates) give the entries the W3C propagator extracts, and calls carry on the header it writes', async () => {
+    const propagator = new W3CBaggagePropagator()
+    const getter = { get: (c: any, k: string) => c[k], keys: (c: any) => Object.keys(c) }
+    const setter = { set: (c: any, k: string, v: string) => void (c[k] = v) }
+    const entries = (b: ReturnType<typeof propagation.getBaggage>) => (b === undefined ? [] : b.getAllEntries().map(([k, e]) => [k, e.value]))
+    const word = fc.oneof(fc.string({ unit: fc.constantFrom('a', 'b', '1', '.', ':', '-', '_', '/', '+', '~', '!', '<'), minLength: 1, maxLength: 6 }), fc.constantFrom('0', '7', '__proto__', 'constructor', 'svc.queue.message_id', 'a%3A%3Ab', '%C3%A9', '%E2%82%AC%20', '%', '%ZZ', '%ED%A0%80', '%5F%5Fproto%5F%5F', '%2C%3B', 'x'.repeat(4097)))
+    const pad = fc.constantFrom('', ' ', '\t', '  ')
+    const member = fc.oneof(
+      { weight: 8, arbitrary: fc.tuple(pad, word, pad, pad, word, pad).map(([a, k, b, c, v, d]) => `${a}${k}${b}=${c}${v}${d}`) },
+      { weight: 1, arbitrary: fc.constantFrom('', 'k=v;p', 'k=', '=v', 'k', 'k=a b', 'k=é') },
+    )
+    const header = fc.oneof(
+      { weight: 6, arbitrary: fc.array(member, { minLength: 1, maxLength: 8 }).map((m) => m.join(',')) },
+      { weight: 1, arbitrary: fc.constantFrom(179, 180, 181, 200).map((n) => Array.from({ length: n }, (_, i) => `k${i}=v`).join(',')) },
+      { weight: 1, arbitrary: fc.integer({ min: 1, max: 3 }).map((n) => Array.from({ length: n }, (_, i) => `k${i}=${'v'.repeat(4000)}`).join(',')) },
+    )
+    initOtel({ engineWsUrl: 'ws://127.0.0.1:1', connector: recorder().connector, metricsEnabled: false, fetchInstrumentationEnabled: false })
+    try {
+      fc.assert(
+        fc.property(fc.array(header, { minLength: 1, maxLength: 4 }), (headers) => {
+          for (const h of headers) {
+            const started = startHandlerSpan('execute a::b', ['svc.function.id', 'a::b'], undefined, h)!
+            const theirs = propagation.getBaggage(propagator.extract(ROOT_CONTEXT, { baggage: h }, getter))
+            assert.deepEqual(entries(propagation.getBaggage(started.ctx)), entries(theirs), JSON.stringify(h))
+            const written: Record<string, string> = {}
+            if (theirs !== undefined) propagator.inject(propagation.setBaggage(ROOT_CONTEXT, theirs), written, setter)
+            assert.equal(injectBaggage(started.ctx), written['baggage'], JSON.stringify(h))
+            started.span.end()
+          }
+        }),
+        { numRuns: 300 },
+      )
+    } finally {
+      await shutdownOtel()
+    }
+  })
+})
+
 describe('property: a handler span\'s attributes (fast-check)', () => {
   it('any mix of initial attribute, baggage entries and attributes the handler sets, span after span, is written in order: initial, baggage, own (each later key wins)', async () => {
     const rec = recorder()

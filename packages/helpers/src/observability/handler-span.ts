@@ -10,7 +10,7 @@
  * handler span there cost about 15 µs of CPU (sampler, processors, attribute copies, a `Baggage`
  * parse, an OTLP object tree and its JSON), about as much as routing the call itself. Here the parent `traceparent` is parsed with
  * one regular expression, ids come from a pooled random buffer, the inbound `baggage` header is
- * parsed once per distinct header (cached), payload events are kept as JSON text, and nothing but
+ * parsed once per distinct header (cached; a header of plain members without the propagator), payload events are kept as JSON text, and nothing but
  * one string survives the span's end. The handler's context is a small {@link ActiveSpanContext}
  * rather than the API's `BaseContext`; svc-sdk's payload events share the clock reads of the
  * span's start (input) and end (output), so a span costs two clock reads and two time strings.
@@ -225,6 +225,20 @@ function parseBaggage(header: string): ParsedBaggage {
     lastBaggage = { header, parsed }
     return parsed
   }
+  newMembers = false
+  parsed = parsePlainBaggage(header) ?? parseBaggageWithPropagator(header)
+  lastBaggage = { header, parsed }
+  // A plain header with a member not seen before is most likely one of a kind (a queue delivery's
+  // svc.queue.message_id): not cached, so it neither churns the cache nor outlives its handler.
+  // A header that does recur is cached the next time, its members known by then.
+  if (newMembers) return parsed
+  if (baggageCache.size >= 256) baggageCache.clear()
+  baggageCache.set(header, parsed)
+  return parsed
+}
+
+/** Any header: what the W3C propagator extracts (well-formed entries only) and writes back. */
+function parseBaggageWithPropagator(header: string): ParsedBaggage {
   const baggage = wellFormedEntries(propagation.getBaggage(baggagePropagator().extract(ROOT_CONTEXT, { baggage: header }, defaultTextMapGetter)))
   const attributes: Array<[string, string]> = []
   let normalized: string | undefined
@@ -235,11 +249,97 @@ function parseBaggage(header: string): ParsedBaggage {
     normalized = carrier['baggage']
     if (normalized !== undefined) baggageHeaders.set(baggage, normalized)
   }
-  parsed = { baggage, header: normalized, attributes, ctx: baggage === undefined ? ROOT_CONTEXT : propagation.setBaggage(ROOT_CONTEXT, baggage) }
-  if (baggageCache.size >= 256) baggageCache.clear()
-  baggageCache.set(header, parsed)
-  lastBaggage = { header, parsed }
-  return parsed
+  return { baggage, header: normalized, attributes, ctx: baggage === undefined ? ROOT_CONTEXT : propagation.setBaggage(ROOT_CONTEXT, baggage) }
+}
+
+/**
+ * One plain list member, `key=value` with optional spaces or tabs around either: printable ASCII
+ * without `,` or `;` (no properties), and no `=` in the key; percent-encoded (the engine's
+ * `svc.function.id=a%3A%3Ab`).
+ */
+const PLAIN_MEMBER = /^[ \t]*([!-+\--:<>-~]+)[ \t]*=[ \t]*([!-+\--:<-~]+)[ \t]*$/
+
+/** `decodeURIComponent` of a plain member's key or value, or undefined where the propagator would drop the member or the entry would not be well-formed text. */
+function percentDecoded(text: string): string | undefined {
+  if (!text.includes('%')) return text
+  try {
+    const decoded = decodeURIComponent(text)
+    return decoded.isWellFormed() ? decoded : undefined
+  } catch {
+    return undefined
+  }
+}
+
+/** A plain member as the propagator reads and writes it (key, value, `encodeURIComponent` pair) and its OTLP/JSON `KeyValue`. */
+interface PlainMember {
+  key: string
+  value: string
+  pair: string
+  json: string
+}
+
+/**
+ * Plain members seen lately: a worker's inbound headers share most of theirs (`svc.function.id`,
+ * `svc.queue.name`…) and differ in one or two (`svc.queue.message_id`), so a header seen for the
+ * first time costs a lookup per member and a parse of the new ones. Bounded against floods.
+ */
+const plainMembers = new Map<string, PlainMember>()
+/** Set when {@link plainMember} parsed a member it had not cached. */
+let newMembers = false
+
+function plainMember(text: string): PlainMember | undefined {
+  let member = plainMembers.get(text)
+  if (member !== undefined) return member
+  // The propagator skips a member over 4096 characters.
+  const m = text.length > 4096 ? null : PLAIN_MEMBER.exec(text)
+  if (m === null) return undefined
+  const key = percentDecoded(m[1]!)
+  const value = percentDecoded(m[2]!)
+  if (key === undefined || value === undefined) return undefined
+  member = { key, value, pair: `${encodeURIComponent(key)}=${encodeURIComponent(value)}`, json: keyValueJson(key, value) }
+  if (plainMembers.size >= 1024) plainMembers.clear()
+  plainMembers.set(text, member)
+  newMembers = true
+  return member
+}
+
+/**
+ * A header whose every member is plain ({@link PLAIN_MEMBER}), within the propagator's limits
+ * (180 members, 8192 characters): parsed here to what {@link parseBaggageWithPropagator} gives
+ * (the same entries in the same order, a later duplicate key winning, and the same header written
+ * back) without the propagator's extract, inject and their intermediate objects. Undefined for any
+ * other header. Each queue delivery carries a header of its own (`svc.queue.message_id`, issue 20).
+ */
+function parsePlainBaggage(header: string): ParsedBaggage | undefined {
+  if (header.length > 8192) return undefined
+  // Keyed as the propagator's record is, so the entries keep its order (integer-like keys first).
+  const byKey: Record<string, PlainMember> = Object.create(null)
+  let count = 0
+  for (let start = 0; ; ) {
+    const end = header.indexOf(',', start)
+    const member = plainMember(end === -1 ? header.substring(start) : header.substring(start, end))
+    if (member === undefined || ++count > 180) return undefined
+    byKey[member.key] = member
+    if (end === -1) break
+    start = end + 1
+  }
+  const record: Record<string, { value: string }> = {}
+  for (const key in byKey) record[key] = { value: byKey[key]!.value }
+  const baggage = propagation.createBaggage(record)
+  const attributes: Array<[string, string]> = []
+  let normalized = ''
+  let pairs = 0
+  // As the propagator writes it: pairs of at most 4096 characters, the first 180, the header at most 8192.
+  for (const [key] of baggage.getAllEntries()) {
+    const member = byKey[key]!
+    attributes.push([key, member.json])
+    if (member.pair.length > 4096 || pairs++ >= 180) continue
+    const next = normalized === '' ? member.pair : `${normalized},${member.pair}`
+    if (next.length <= 8192) normalized = next
+  }
+  const text = normalized === '' ? undefined : normalized
+  if (text !== undefined) baggageHeaders.set(baggage, text)
+  return { baggage, header: text, attributes, ctx: propagation.setBaggage(ROOT_CONTEXT, baggage) }
 }
 
 /**
