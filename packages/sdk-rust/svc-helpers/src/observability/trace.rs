@@ -8,7 +8,7 @@ use std::future::Future;
 use std::time::Duration;
 
 use opentelemetry::baggage::BaggageExt;
-use opentelemetry::propagation::TextMapPropagator;
+use opentelemetry::propagation::{Extractor, TextMapPropagator};
 use opentelemetry::trace::{FutureExt, Span as _, SpanKind, Status, TraceContextExt, Tracer as _};
 use opentelemetry::{Context, KeyValue, Value};
 use opentelemetry_sdk::error::OTelSdkResult;
@@ -116,8 +116,16 @@ pub fn inject_traceparent() -> Option<String> {
 
 /// The active context's baggage as a W3C `baggage` header, or `None` when empty.
 pub fn inject_baggage() -> Option<String> {
+    inject_baggage_of(&Context::current())
+}
+
+/// The baggage of `cx` as a W3C `baggage` header, or `None` when empty.
+pub fn inject_baggage_of(cx: &Context) -> Option<String> {
+    if cx.baggage().is_empty() {
+        return None;
+    }
     let mut carrier = HashMap::new();
-    BaggagePropagator::new().inject_context(&Context::current(), &mut carrier);
+    BaggagePropagator::new().inject_context(cx, &mut carrier);
     carrier.remove("baggage").filter(|b| !b.is_empty())
 }
 
@@ -133,18 +141,32 @@ pub fn extract_baggage(baggage: &str) -> Context {
     BaggagePropagator::new().extract(&carrier)
 }
 
-/// A context from both headers (either may be absent).
-pub fn extract_context(traceparent: Option<&str>, baggage: Option<&str>) -> Context {
-    let mut carrier = HashMap::new();
-    if let Some(tp) = traceparent {
-        carrier.insert("traceparent".to_string(), tp.to_string());
-    }
-    let cx = TraceContextPropagator::new().extract(&carrier);
-    match baggage {
-        Some(b) => {
-            let carrier = HashMap::from([("baggage".to_string(), b.to_string())]);
-            BaggagePropagator::new().extract_with_context(&cx, &carrier)
+/// The two headers of an invocation, read by the propagators without copying them into a map.
+struct Headers<'a> {
+    traceparent: Option<&'a str>,
+    baggage: Option<&'a str>,
+}
+
+impl Extractor for Headers<'_> {
+    fn get(&self, key: &str) -> Option<&str> {
+        match key {
+            "traceparent" => self.traceparent,
+            "baggage" => self.baggage,
+            _ => None,
         }
+    }
+
+    fn keys(&self) -> Vec<&str> {
+        [self.traceparent.map(|_| "traceparent"), self.baggage.map(|_| "baggage")].into_iter().flatten().collect()
+    }
+}
+
+/// A context from both headers (either may be absent), on top of the current context.
+pub fn extract_context(traceparent: Option<&str>, baggage: Option<&str>) -> Context {
+    let headers = Headers { traceparent, baggage };
+    let cx = TraceContextPropagator::new().extract(&headers);
+    match baggage {
+        Some(_) => BaggagePropagator::new().extract_with_context(&cx, &headers),
         None => cx,
     }
 }
