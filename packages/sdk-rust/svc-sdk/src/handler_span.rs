@@ -54,13 +54,14 @@ struct Pending {
     tracer: SdkTracer,
     start: SpanStart,
     parent: Context,
+    name: String,
     function_id: String,
     time: SystemTime,
 }
 
 impl Pending {
     fn build(self) -> internal::SdkSpan {
-        let builder = self.tracer.span_builder(format!("execute {}", self.function_id)).with_kind(SpanKind::Internal).with_start_time(self.time);
+        let builder = self.tracer.span_builder(self.name).with_kind(SpanKind::Internal).with_start_time(self.time);
         let mut span = internal::build_span(&self.tracer, &self.start, builder, &self.parent);
         if span.is_recording() {
             span.set_attribute(KeyValue::new("svc.function.id", self.function_id));
@@ -159,6 +160,8 @@ impl Span for HandlerSpan {
 /// One handler run's span: its context (to run the handler in) and what the session reads.
 pub(crate) struct HandlerScope {
     pub(crate) cx: Context,
+    /// The inbound baggage as a `baggage` header, for the result.
+    baggage: Option<Arc<str>>,
     state: Arc<SpanState>,
     start: SystemTime,
     handed_over: bool,
@@ -175,7 +178,7 @@ pub(crate) fn start(
     settings: SpanSettings,
     defer_input: bool,
 ) -> Option<HandlerScope> {
-    let parent = otel::extract_context(traceparent, baggage);
+    let (parent, baggage) = internal::handler_parent(traceparent, baggage);
     let name = format!("execute {function_id}");
     let (tracer, span_start) = internal::start_span(&parent, &name)?;
     let time = SystemTime::now();
@@ -189,7 +192,7 @@ pub(crate) fn start(
         }
     }
     let context = span_start.context.clone();
-    let pending = Pending { tracer, start: span_start, parent: parent.clone(), function_id: function_id.to_string(), time };
+    let pending = Pending { tracer, start: span_start, parent: parent.clone(), name, function_id: function_id.to_string(), time };
     let (inner, pending) = if defer_input && context.is_sampled() { (None, Some(pending)) } else { (Some(pending.build()), None) };
     let state = Arc::new(SpanState::default());
     let mut span = HandlerSpan { context, inner, pending, state: state.clone(), deferred, settings };
@@ -198,15 +201,15 @@ pub(crate) fn start(
             inner.add_event_with_timestamp("svc.invocation.input", time, payload_event(Some(data.get()), settings, true));
         }
     }
-    Some(HandlerScope { cx: parent.with_span(span), state, start: time, handed_over: false })
+    Some(HandlerScope { cx: parent.with_span(span), baggage, state, start: time, handed_over: false })
 }
 
 /// The span's context as the result's `traceparent` and `baggage`.
-pub(crate) fn result_context(scope: &HandlerScope) -> (Option<String>, Option<String>) {
+pub(crate) fn result_context(scope: &HandlerScope) -> (Option<String>, Option<Arc<str>>) {
     let span = scope.cx.span();
     let sc = span.span_context();
     let traceparent = sc.is_valid().then(|| format!("00-{}-{}-{:02x}", sc.trace_id(), sc.span_id(), sc.trace_flags() & TraceFlags::SAMPLED));
-    (traceparent, otel::inject_baggage_of(&scope.cx))
+    (traceparent, scope.baggage.clone())
 }
 
 fn unix_nanos(time: SystemTime) -> u128 {

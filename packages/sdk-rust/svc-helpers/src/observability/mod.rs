@@ -268,6 +268,13 @@ pub mod internal {
         Some((p.tracer.clone(), start))
     }
 
+    /// The parent context of an invocation from its `traceparent` and `baggage` headers (either may
+    /// be absent), and its baggage as a W3C `baggage` header written back (`None` without entries);
+    /// the contexts of recent `baggage` headers are kept, so a repeated one is not parsed again.
+    pub fn handler_parent(traceparent: Option<&str>, baggage: Option<&str>) -> (opentelemetry::Context, Option<Arc<str>>) {
+        super::trace::handler_parent(traceparent, baggage)
+    }
+
     /// Makes the SDK span of `builder` as a child of `parent` with the ids and sampling decision of
     /// `start` (its span processors run now, as for any span).
     pub fn build_span(tracer: &SdkTracer, start: &SpanStart, builder: opentelemetry::trace::SpanBuilder, parent: &opentelemetry::Context) -> SdkSpan {
