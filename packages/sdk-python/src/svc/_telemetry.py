@@ -251,6 +251,9 @@ def is_unsampled(traceparent: str | None) -> bool:
         return False
 
 
+#: Trace flags as a ``traceparent`` writes them, by value.
+_FLAGS_TEXT = tuple(f"{flags:02x}" for flags in range(256))
+
 #: The W3C flag bit of a random trace id (OpenTelemetry SDK 1.3x+; 0 where it has none).
 _RANDOM_TRACE_ID = int(getattr(TraceFlags, "RANDOM_TRACE_ID", 0))
 
@@ -290,14 +293,15 @@ def start_handler(function_id: str, data: Any, traceparent: str | None, baggage:
     flags = TraceFlags.SAMPLED if sampled else TraceFlags.DEFAULT
     if _RANDOM_TRACE_ID and (ids.is_trace_id_random() if root else int(parent_context.trace_flags) & _RANDOM_TRACE_ID):
         flags |= _RANDOM_TRACE_ID
-    context = SpanContext(trace_id, ids.generate_span_id(), is_remote=False, trace_flags=TraceFlags(flags), trace_state=trace_state)
+    span_id = ids.generate_span_id()
+    context = SpanContext(trace_id, span_id, is_remote=False, trace_flags=TraceFlags(flags), trace_state=trace_state)
     span = HandlerSpan(context, recording, parent, name, attributes, time.time_ns(), support)
     span.defer_input(data)
     if not defer_input:
         span.record_deferred_input()
     ctx = trace.set_span_in_context(span, parent)
     # The W3C traceparent of the span, as the SDK's propagator writes it.
-    tp = f"00-{trace_id:032x}-{context.span_id:016x}-{int(context.trace_flags):02x}"
+    tp = f"00-{trace_id:032x}-{span_id:016x}-{_FLAGS_TEXT[flags]}"
     return HandlerScope(span, ctx, tp, baggage or None)
 
 
