@@ -227,7 +227,8 @@ pub(crate) fn hand_over(scope: &mut HandlerScope) -> Option<(String, String)> {
     }
     scope.state.handing_over.store(true, Ordering::Relaxed);
     let end = SystemTime::now().max(scope.start);
-    // A span made before (a handler's write racing this check) is marked so that it is not exported.
+    // Set even on a span not made: a write racing this check holds the span's lock, so the SDK span
+    // it made is marked here (and not exported), and a write after it is dropped (handing over).
     span.set_attribute(internal::handed_over_marker());
     span.end_with_timestamp(end);
     scope.handed_over = true;
