@@ -12,6 +12,8 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from conftest import Engine, eventually
 from svc import InitOptions, register_worker
@@ -204,3 +206,57 @@ def test_a_span_the_handler_starts_is_a_child_of_the_handler_span_recorded_or_ex
     assert inner["parent_span_id"] == handler["span_id"]
     assert (handler["attributes"].get("order.size") == 1) is touch
     assert handler["start_time_unix_nano"] <= inner["start_time_unix_nano"]
+
+
+_hex = st.text("0123456789abcdefABCDEF", min_size=0, max_size=34)
+
+
+@settings(max_examples=400, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    st.one_of(
+        st.builds(lambda v, t, s, f, tail: f"{v}-{t}-{s}-{f}{tail}", st.sampled_from(["00", "01", "ff", "0g", "0"]), _hex, _hex, _hex, st.sampled_from(["", "-x", " ", "\t"])),
+        st.builds(lambda t, s, f: f"00-{t:032x}-{s:016x}-{f:02x}", st.integers(0, 2**128 - 1) | st.just(0), st.integers(0, 2**64 - 1) | st.just(0), st.integers(0, 255)),
+        st.text(max_size=60),
+    )
+)
+def test_a_traceparent_is_read_as_the_w3c_propagator_reads_it(traceparent: str) -> None:
+    from opentelemetry import trace
+    from opentelemetry.context import Context
+    from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
+
+    base = Context({"k": "v"})
+    ours = extract_traceparent(traceparent, base)
+    theirs = TraceContextTextMapPropagator().extract({"traceparent": traceparent}, base)
+    assert trace.get_current_span(ours).get_span_context() == trace.get_current_span(theirs).get_span_context()
+    assert dict(ours).keys() == dict(theirs).keys()
+    assert ours.get("k") == "v"
+
+
+@pytest.mark.parametrize(
+    "traceparent",
+    [
+        None,
+        "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",
+        "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-00",
+        "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-03",
+    ],
+)
+@pytest.mark.parametrize("tracestate", [None, "vendor=a,other=b"])
+def test_the_default_samplers_decision_is_the_one_it_gives(traceparent: str | None, tracestate: str | None) -> None:
+    from opentelemetry import trace
+    from opentelemetry.sdk.trace.sampling import ALWAYS_OFF, DEFAULT_ON, ParentBasedTraceIdRatio
+    from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
+
+    from svc._telemetry import _sample
+
+    carrier = {"traceparent": traceparent} if traceparent else {}
+    if tracestate:
+        carrier["tracestate"] = tracestate
+    parent = TraceContextTextMapPropagator().extract(carrier)
+    parent_context = trace.get_current_span(parent).get_span_context()
+    trace_id = parent_context.trace_id if parent_context.is_valid else 0x1234
+    attributes: dict[str, Any] = {"svc.function.id": "f"}
+    for sampler in (DEFAULT_ON, ALWAYS_OFF, ParentBasedTraceIdRatio(0.5)):
+        result = sampler.should_sample(parent, trace_id, "execute f", trace.SpanKind.INTERNAL, attributes)
+        expected = (result.decision.is_sampled(), result.decision.is_recording(), result.trace_state)
+        assert _sample(sampler, parent, parent_context, trace_id, "execute f", attributes) == expected

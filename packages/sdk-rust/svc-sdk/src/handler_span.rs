@@ -14,10 +14,11 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use opentelemetry::trace::{Span, SpanContext, SpanKind, Status, TraceContextExt, Tracer as _};
+use opentelemetry::trace::{Span, SpanContext, SpanKind, Status, TraceContextExt, TraceFlags, Tracer as _};
 use opentelemetry::{Context, KeyValue};
 use serde_json::value::RawValue;
-use svc_helpers::observability::{self as otel, internal};
+use svc_helpers::observability::internal::{self, SdkTracer, SpanStart};
+use svc_helpers::observability::{self as otel};
 
 use crate::error::ErrorBody;
 
@@ -48,11 +49,37 @@ struct SpanState {
     handing_over: AtomicBool,
 }
 
-/// The handler's current span: the SDK's span `execute <function_id>`, noting whether the
-/// handler changed it. Reads change nothing; the first write records the deferred input payload
-/// event first (at the span's start time), so an exported span has the shape it would have had.
+/// What makes the SDK span of a span not yet written to.
+struct Pending {
+    tracer: SdkTracer,
+    start: SpanStart,
+    parent: Context,
+    name: String,
+    function_id: String,
+    time: SystemTime,
+}
+
+impl Pending {
+    fn build(self) -> internal::SdkSpan {
+        let builder = self.tracer.span_builder(self.name).with_kind(SpanKind::Internal).with_start_time(self.time);
+        let mut span = internal::build_span(&self.tracer, &self.start, builder, &self.parent);
+        if span.is_recording() {
+            span.set_attribute(KeyValue::new("svc.function.id", self.function_id));
+        }
+        span
+    }
+}
+
+/// The handler's current span `execute <function_id>`, noting whether the handler changed it. Its
+/// context is fixed at the start; on a connection whose engine records handler spans, the
+/// OpenTelemetry SDK's span is only made when something writes to it (with that context, through
+/// [`internal::build_span`]), so a span handed over costs neither the SDK span nor its export.
+/// Reads change nothing; the first write records the deferred input payload event first (at the
+/// span's start time), so an exported span has the shape it would have had.
 pub(crate) struct HandlerSpan {
-    inner: internal::SdkSpan,
+    context: SpanContext,
+    inner: Option<internal::SdkSpan>,
+    pending: Option<Pending>,
     state: Arc<SpanState>,
     /// The input payload event, not yet recorded: `(data, start)`.
     deferred: Option<(Box<RawValue>, SystemTime)>,
@@ -60,14 +87,21 @@ pub(crate) struct HandlerSpan {
 }
 
 impl HandlerSpan {
-    fn touch(&mut self) {
+    /// The SDK span for a write: made now if it was not yet; `None` for a span handed over (its
+    /// writes come after its end).
+    fn write(&mut self) -> Option<&mut internal::SdkSpan> {
         if self.state.handing_over.load(Ordering::Relaxed) {
-            return;
+            return self.inner.as_mut();
         }
         self.state.touched.store(true, Ordering::Relaxed);
-        if let Some((data, start)) = self.deferred.take() {
-            self.inner.add_event_with_timestamp("svc.invocation.input", start, payload_event(Some(data.get()), self.settings, true));
+        if let Some(pending) = self.pending.take() {
+            self.inner = Some(pending.build());
         }
+        let inner = self.inner.as_mut()?;
+        if let Some((data, start)) = self.deferred.take() {
+            inner.add_event_with_timestamp("svc.invocation.input", start, payload_event(Some(data.get()), self.settings, true));
+        }
+        Some(inner)
     }
 }
 
@@ -76,50 +110,58 @@ impl Span for HandlerSpan {
     where
         T: Into<std::borrow::Cow<'static, str>>,
     {
-        self.touch();
-        self.inner.add_event_with_timestamp(name, timestamp, attributes);
+        if let Some(inner) = self.write() {
+            inner.add_event_with_timestamp(name, timestamp, attributes);
+        }
     }
 
     fn span_context(&self) -> &SpanContext {
-        self.inner.span_context()
+        &self.context
     }
 
     fn is_recording(&self) -> bool {
-        self.inner.is_recording()
+        self.inner.as_ref().map_or(self.pending.is_some() && !self.state.handing_over.load(Ordering::Relaxed), |inner| inner.is_recording())
     }
 
     fn set_attribute(&mut self, attribute: KeyValue) {
-        self.touch();
-        self.inner.set_attribute(attribute);
+        if let Some(inner) = self.write() {
+            inner.set_attribute(attribute);
+        }
     }
 
     fn set_status(&mut self, status: Status) {
-        self.touch();
-        self.inner.set_status(status);
+        if let Some(inner) = self.write() {
+            inner.set_status(status);
+        }
     }
 
     fn update_name<T>(&mut self, new_name: T)
     where
         T: Into<std::borrow::Cow<'static, str>>,
     {
-        self.touch();
-        self.inner.update_name(new_name);
+        if let Some(inner) = self.write() {
+            inner.update_name(new_name);
+        }
     }
 
     fn add_link(&mut self, span_context: SpanContext, attributes: Vec<KeyValue>) {
-        self.touch();
-        self.inner.add_link(span_context, attributes);
+        if let Some(inner) = self.write() {
+            inner.add_link(span_context, attributes);
+        }
     }
 
     fn end_with_timestamp(&mut self, timestamp: SystemTime) {
-        self.touch();
-        self.inner.end_with_timestamp(timestamp);
+        if let Some(inner) = self.write() {
+            inner.end_with_timestamp(timestamp);
+        }
     }
 }
 
 /// One handler run's span: its context (to run the handler in) and what the session reads.
 pub(crate) struct HandlerScope {
     pub(crate) cx: Context,
+    /// The inbound baggage as a `baggage` header, for the result.
+    baggage: Option<Arc<str>>,
     state: Arc<SpanState>,
     start: SystemTime,
     handed_over: bool,
@@ -127,7 +169,7 @@ pub(crate) struct HandlerScope {
 
 /// Starts the span of one invocation; `None` while telemetry is off. `defer_input`: the engine may
 /// record the span ([`hand_over`]), so the input payload event waits until the span is changed or
-/// ended here.
+/// ended here, and so does the SDK span of a sampled one.
 pub(crate) fn start(
     function_id: &str,
     data: &RawValue,
@@ -136,34 +178,38 @@ pub(crate) fn start(
     settings: SpanSettings,
     defer_input: bool,
 ) -> Option<HandlerScope> {
-    let tracer = internal::tracer()?;
-    let parent = otel::extract_context(traceparent, baggage);
-    let start = SystemTime::now();
-    let mut inner = tracer
-        .span_builder(format!("execute {function_id}"))
-        .with_kind(SpanKind::Internal)
-        .with_start_time(start)
-        .start_with_context(&tracer, &parent);
+    let (parent, baggage) = internal::handler_parent(traceparent, baggage);
+    let name = format!("execute {function_id}");
+    let (tracer, span_start) = internal::start_span(&parent, &name)?;
+    let time = SystemTime::now();
     let mut deferred = None;
-    if inner.is_recording() {
-        inner.set_attribute(KeyValue::new("svc.function.id", function_id.to_string()));
-        if settings.payloads {
-            if defer_input {
-                deferred = Some((data.to_owned(), start));
-            } else {
-                inner.add_event_with_timestamp("svc.invocation.input", start, payload_event(Some(data.get()), settings, true));
-            }
+    let mut input_now = false;
+    if span_start.is_recording() && settings.payloads {
+        if defer_input {
+            deferred = Some((data.to_owned(), time));
+        } else {
+            input_now = true;
         }
     }
+    let context = span_start.context.clone();
+    let pending = Pending { tracer, start: span_start, parent: parent.clone(), name, function_id: function_id.to_string(), time };
+    let (inner, pending) = if defer_input && context.is_sampled() { (None, Some(pending)) } else { (Some(pending.build()), None) };
     let state = Arc::new(SpanState::default());
-    let span = HandlerSpan { inner, state: state.clone(), deferred, settings };
-    Some(HandlerScope { cx: parent.with_span(span), state, start, handed_over: false })
+    let mut span = HandlerSpan { context, inner, pending, state: state.clone(), deferred, settings };
+    if input_now {
+        if let Some(inner) = span.inner.as_mut() {
+            inner.add_event_with_timestamp("svc.invocation.input", time, payload_event(Some(data.get()), settings, true));
+        }
+    }
+    Some(HandlerScope { cx: parent.with_span(span), baggage, state, start: time, handed_over: false })
 }
 
 /// The span's context as the result's `traceparent` and `baggage`.
-pub(crate) fn result_context(scope: &HandlerScope) -> (Option<String>, Option<String>) {
-    let _guard = scope.cx.clone().attach();
-    (otel::inject_traceparent(), otel::inject_baggage())
+pub(crate) fn result_context(scope: &HandlerScope) -> (Option<String>, Option<Arc<str>>) {
+    let span = scope.cx.span();
+    let sc = span.span_context();
+    let traceparent = sc.is_valid().then(|| format!("00-{}-{}-{:02x}", sc.trace_id(), sc.span_id(), sc.trace_flags() & TraceFlags::SAMPLED));
+    (traceparent, scope.baggage.clone())
 }
 
 fn unix_nanos(time: SystemTime) -> u128 {
@@ -181,6 +227,8 @@ pub(crate) fn hand_over(scope: &mut HandlerScope) -> Option<(String, String)> {
     }
     scope.state.handing_over.store(true, Ordering::Relaxed);
     let end = SystemTime::now().max(scope.start);
+    // Set even on a span not made: a write racing this check holds the span's lock, so the SDK span
+    // it made is marked here (and not exported), and a write after it is dropped (handing over).
     span.set_attribute(internal::handed_over_marker());
     span.end_with_timestamp(end);
     scope.handed_over = true;

@@ -17,6 +17,7 @@ from __future__ import annotations
 import contextlib
 import inspect
 import os
+import re
 import sys
 import threading
 import time
@@ -474,8 +475,20 @@ def inject_baggage(ctx: Context | None = None) -> str | None:
     return carrier.get("baggage") or None
 
 
+#: A ``traceparent`` as every W3C propagator writes it (version 00, lowercase hex, nothing after
+#: the flags): read here without the propagator's general expression, carrier and getter.
+_CANONICAL_TRACEPARENT = re.compile(r"00-([0-9a-f]{32})-([0-9a-f]{16})-([0-9a-f]{2})")
+
+
 def extract_traceparent(traceparent: str, ctx: Context | None = None) -> Context:
-    """A context whose parent span is ``traceparent`` (invalid text gives ``ctx`` unchanged)."""
+    """A context whose parent span is ``traceparent`` (invalid text gives ``ctx`` unchanged), as the
+    W3C trace-context propagator extracts it."""
+    match = _CANONICAL_TRACEPARENT.fullmatch(traceparent)
+    if match is not None:
+        trace_id, span_id = int(match[1], 16), int(match[2], 16)
+        if trace_id and span_id:
+            parent = trace.SpanContext(trace_id, span_id, is_remote=True, trace_flags=trace.TraceFlags(int(match[3], 16)), trace_state=None)
+            return trace.set_span_in_context(trace.NonRecordingSpan(parent), Context() if ctx is None else ctx)
     return _tracecontext.extract({"traceparent": traceparent}, ctx)
 
 

@@ -15,6 +15,7 @@
 //! svc_helpers::observability::shutdown_otel();
 //! ```
 
+mod handler_ids;
 mod logger;
 mod otlp;
 mod redact;
@@ -30,7 +31,7 @@ use opentelemetry::KeyValue;
 use opentelemetry_sdk::error::OTelSdkResult;
 use opentelemetry_sdk::logs::{LogBatch, LogExporter, SdkLoggerProvider};
 use opentelemetry_sdk::propagation::{BaggagePropagator, TraceContextPropagator};
-use opentelemetry_sdk::trace::{BatchConfigBuilder, BatchSpanProcessor, SdkTracer, SdkTracerProvider, SpanData, SpanExporter};
+use opentelemetry_sdk::trace::{BatchConfigBuilder, BatchSpanProcessor, Config, SdkTracer, SdkTracerProvider, SpanData, SpanExporter};
 use opentelemetry_sdk::Resource;
 
 pub use logger::{get_logger, Logger};
@@ -38,7 +39,7 @@ pub use otlp::{json_to_log_value, logs_request, trace_request};
 pub use redact::{is_sensitive_key, redact, redact_and_truncate, resolve_max_bytes_from_env, trace_payloads_enabled, REDACTED_PLACEHOLDER};
 pub use trace::{
     current_span_id, current_span_is_recording, current_trace_id, extract_baggage, extract_context, extract_traceparent,
-    get_all_baggage, get_baggage_entry, inject_baggage, inject_traceparent, record_span_event, set_current_span_attribute,
+    get_all_baggage, get_baggage_entry, inject_baggage, inject_baggage_of, inject_traceparent, record_span_event, set_current_span_attribute,
     set_current_span_error, with_span, with_span_async, BaggageSpanProcessor,
 };
 
@@ -90,6 +91,8 @@ impl OtelConfig {
 struct Pipeline {
     tracer_provider: SdkTracerProvider,
     tracer: SdkTracer,
+    /// The provider's sampler, which also answers for handler spans made late.
+    sampler: handler_ids::HandlerSampler,
     logger_provider: SdkLoggerProvider,
     socket: socket::TelemetrySocket,
     service_name: String,
@@ -196,7 +199,11 @@ pub fn init_otel(config: OtelConfig) -> bool {
     let processor = BatchSpanProcessor::builder(spans)
         .with_batch_config(BatchConfigBuilder::default().with_scheduled_delay(Duration::from_millis(interval.max(1))).build())
         .build();
+    // The SDK's default sampler (`OTEL_TRACES_SAMPLER`), shared with svc-sdk's handler spans.
+    let sampler = handler_ids::HandlerSampler { inner: Config::default().sampler.into() };
     let tracer_provider = SdkTracerProvider::builder()
+        .with_sampler(sampler.clone())
+        .with_id_generator(handler_ids::HandlerIds::default())
         .with_resource(resource.clone())
         .with_span_processor(BaggageSpanProcessor)
         .with_span_processor(processor)
@@ -210,7 +217,7 @@ pub fn init_otel(config: OtelConfig) -> bool {
     ]));
     use opentelemetry::trace::TracerProvider as _;
     let tracer = tracer_provider.tracer(TRACER_NAME);
-    *slot = Some(Arc::new(Pipeline { tracer_provider, tracer, logger_provider, socket, service_name, resource: resource_text, spans_exported }));
+    *slot = Some(Arc::new(Pipeline { tracer_provider, tracer, sampler, logger_provider, socket, service_name, resource: resource_text, spans_exported }));
     true
 }
 
@@ -244,9 +251,36 @@ pub mod internal {
     /// The span type of svc's tracer.
     pub type SdkSpan = opentelemetry_sdk::trace::Span;
 
+    pub use super::handler_ids::SpanStart;
+    pub use opentelemetry_sdk::trace::SdkTracer;
+
     /// svc's tracer while telemetry is on.
     pub fn tracer() -> Option<SdkTracer> {
         pipeline().map(|p| p.tracer.clone())
+    }
+
+    /// svc's tracer and the ids and sampling decision of an INTERNAL span `name` starting now as a
+    /// child of `parent`, taken as the tracer would take them, for a span whose SDK span is made
+    /// later ([`build_span`]) or never; `None` while telemetry is off.
+    pub fn start_span(parent: &opentelemetry::Context, name: &str) -> Option<(SdkTracer, SpanStart)> {
+        let p = pipeline()?;
+        let start = p.sampler.start(parent, name);
+        Some((p.tracer.clone(), start))
+    }
+
+    /// The parent context of an invocation from its `traceparent` and `baggage` headers (either may
+    /// be absent), and its baggage as a W3C `baggage` header written back (`None` without entries);
+    /// the contexts of recent `baggage` headers are kept, so a repeated one is not parsed again.
+    pub fn handler_parent(traceparent: Option<&str>, baggage: Option<&str>) -> (opentelemetry::Context, Option<Arc<str>>) {
+        super::trace::handler_parent(traceparent, baggage)
+    }
+
+    /// Makes the SDK span of `builder` as a child of `parent` with the ids and sampling decision of
+    /// `start` (its span processors run now, as for any span).
+    pub fn build_span(tracer: &SdkTracer, start: &SpanStart, builder: opentelemetry::trace::SpanBuilder, parent: &opentelemetry::Context) -> SdkSpan {
+        use opentelemetry::trace::Tracer as _;
+        let _forced = super::handler_ids::Forced::new(start);
+        tracer.build_with_context(builder, parent)
     }
 
     /// True while a pipeline runs.
