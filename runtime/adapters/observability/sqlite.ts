@@ -37,6 +37,10 @@
  * after the cap was lowered) and `clear` run on the writer too; the calling thread waits for them.
  * Metric points stay in memory (1 h).
  *
+ * Priority: on Linux the writer runs as `SCHED_IDLE` (set with util-linux's `chrt` when it
+ * starts; nothing changes where that fails): it uses CPU the invocation path leaves idle, and the
+ * bounds above decide what happens when there is none.
+ *
  * Durability: the writer runs with `synchronous = OFF` (WAL), never waiting for the disk. What it
  * committed survives a crash or kill of the engine process (the OS has it); a power loss or OS crash
  * may lose recent rows or damage the file. A damaged file found at open is moved aside
@@ -284,6 +288,18 @@ const pageCount = pragma('page_count'), freePages = pragma('freelist_count')
 const pageSize = pragma('page_size')()
 const used = () => (pageCount() - freePages()) * pageSize
 const done = new Int32Array(workerData.done)
+// Idle priority (Linux): the writer yields its core to the engine's main thread and the workers.
+// Run at normal priority, its bursts took a core the three busy processes of a routed call needed
+// on a two-core machine; nice does not help, as a niced thread still makes the core look busy to the
+// scheduler's wake-up placement, where SCHED_IDLE does not (docs/decisions.md). Its thread id in
+// done[2] says which thread it is.
+if (process.platform === 'linux') {
+  try {
+    const tid = Number(require('node:fs').readlinkSync('/proc/thread-self').split('/').pop())
+    Atomics.store(done, 2, tid)
+    require('node:child_process').execFile('chrt', ['--idle', '--pid', '0', String(tid)], { timeout: 10000 }, () => {})
+  } catch {}
+}
 /** Oldest and newest seq of each table (rows are appended, deleted oldest first). */
 const tables = {}
 for (const t of ['spans', 'logs']) tables[t] = { min: 0, max: 0, oldest: db.prepare('SELECT MIN(seq) AS a, MAX(seq) AS b FROM ' + t), drop: db.prepare('DELETE FROM ' + t + ' WHERE seq < ?') }
@@ -424,8 +440,8 @@ export class SqliteStore extends MemoryStore {
   /** The owner's connection: reads only (reload at open, {@link usedBytes}). */
   private readonly db: DatabaseSync
   private readonly writer: Worker
-  /** `done[0]`: sequence number of the last message the writer finished; `done[1]`: rows it failed to write. */
-  private readonly done = new Int32Array(new SharedArrayBuffer(8))
+  /** `done[0]`: sequence number of the last message the writer finished; `done[1]`: rows it failed to write; `done[2]`: the writer's thread id (Linux). */
+  private readonly done = new Int32Array(new SharedArrayBuffer(12))
   /** Sequence number of the last message posted to the writer. */
   private seq = 0
   /**
@@ -509,6 +525,14 @@ export class SqliteStore extends MemoryStore {
    * Rows never written to the file: their batch was the oldest waiting when {@link MAX_QUEUED_BYTES}
    * was exceeded, or its transaction failed (disk full). The window still had them.
    */
+  /**
+   * The writer thread's id (Linux `gettid`, as in `/proc/<pid>/task/`), once it has started;
+   * undefined before and on other systems. The writer asks for `SCHED_IDLE` for itself at start.
+   */
+  get writerThreadId(): number | undefined {
+    return Atomics.load(this.done, 2) || undefined
+  }
+
   get droppedRows(): number {
     return this.dropped + Atomics.load(this.done, 1)
   }

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict'
 import { randomBytes } from 'node:crypto'
-import { existsSync, mkdtempSync, rmSync, statSync, writeFileSync } from 'node:fs'
+import { existsSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs'
 import { DatabaseSync } from 'node:sqlite'
 import { tmpdir } from 'node:os'
 import v8 from 'node:v8'
@@ -47,6 +47,30 @@ describe('builtin observability store', () => {
     assert.deepEqual(b.logs().map((l) => l.body), ['kept'])
     assert.equal(b.trace('t').length, 1)
     b.close()
+  })
+
+  it('writes from a thread at idle priority on Linux, so the invocation path keeps its cores', { skip: process.platform !== 'linux' && 'SCHED_IDLE is Linux only' }, async () => {
+    const store = new SqliteStore(join(dir, 'idle.db'), LIMITS)
+    try {
+      // /proc/<pid>/task/<tid>/stat's 41st field is the scheduling policy; 5 is SCHED_IDLE.
+      const policy = (): number | undefined => {
+        const tid = store.writerThreadId
+        if (tid === undefined) return undefined
+        const stat = readFileSync(`/proc/self/task/${tid}/stat`, 'utf8')
+        return Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[38])
+      }
+      const deadline = Date.now() + 20_000
+      while (policy() !== 5 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20))
+      assert.equal(policy(), 5, 'the writer thread is not SCHED_IDLE (util-linux `chrt` missing? apt-get install -y util-linux)')
+      // And it still writes: a restart reloads what it wrote.
+      store.putLog(log('written at idle priority'))
+      store.flush()
+    } finally {
+      store.close()
+    }
+    const again = new SqliteStore(join(dir, 'idle.db'), LIMITS)
+    assert.deepEqual(again.logs().map((l) => l.body), ['written at idle priority'])
+    again.close()
   })
 
   it('keeps an attribute keyed __proto__ across a restart', () => {
