@@ -34,7 +34,8 @@
  * - a new file has {@link PAGE_SIZE} pages.
  *
  * The sweep (retention, then the size cap; `VACUUM` when the file is still larger than the cap,
- * after the cap was lowered) and `clear` run on the writer too; the calling thread waits for them.
+ * after the cap was lowered) and `clear` run on the writer too, in order with the batches; the
+ * calling thread waits for `clear` (and `close`), not for the sweep.
  * Metric points stay in memory (1 h).
  *
  * Priority: on Linux the writer runs as `SCHED_IDLE` (set with util-linux's `chrt` when it
@@ -648,10 +649,19 @@ export class SqliteStore extends MemoryStore {
     return super.clearSpans()
   }
 
+  /**
+   * Retention and the size cap: at once in the window; in the file after the batches cut before
+   * it, by the writer, without waiting for it. The writer runs at idle priority: on a machine with
+   * no idle CPU it may take long, and the engine's event loop must not stop meanwhile
+   * ({@link flush} after it waits, where a caller needs the file swept).
+   */
   override sweep(nowMs: number): void {
     super.sweep(nowMs)
-    this.flush()
-    this.call({ op: 'sweep', cutoffNs: (nowMs - this.limits.retentionSeconds * 1000) * 1e6, maxBytes: this.limits.maxDiskBytes })
+    if (this.closed) return
+    this.cut()
+    for (let batch = this.queue.shift(); batch !== undefined; batch = this.queue.shift()) this.post(batch)
+    this.queuedBytes = 0
+    this.writer.postMessage({ op: 'sweep', seq: ++this.seq, cutoffNs: (nowMs - this.limits.retentionSeconds * 1000) * 1e6, maxBytes: this.limits.maxDiskBytes })
   }
 
   /** Bytes of the pages in use (file size less the free pages SQLite will reuse). */
@@ -660,14 +670,14 @@ export class SqliteStore extends MemoryStore {
     return (one('PRAGMA page_count') - one('PRAGMA freelist_count')) * one('PRAGMA page_size')
   }
 
-  /** Writes everything pending (the batch being filled and those waiting) and waits until it is in the file. */
+  /** Writes everything pending (the batch being filled and those waiting) and waits until it, and every sweep posted before, is in the file. */
   override flush(): void {
     if (this.closed) return
     this.cut()
-    let last: number | undefined
-    for (let batch = this.queue.shift(); batch !== undefined; batch = this.queue.shift()) last = this.post(batch)
+    for (let batch = this.queue.shift(); batch !== undefined; batch = this.queue.shift()) this.post(batch)
     this.queuedBytes = 0
-    if (last !== undefined) this.wait(last)
+    // Everything posted so far, a sweep's work included.
+    this.wait(this.seq)
     this.reap()
   }
 
