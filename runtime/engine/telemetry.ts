@@ -497,13 +497,7 @@ class DeferredSpan implements ActiveSpan {
   end(status: SpanStatus, message?: string, attributes?: Record<string, unknown>): void {
     if (this.ended) return
     this.ended = true
-    const end = nowUnixNano()
-    const record = this.record
-    record.end_time_unix_nano = end
-    record.duration_ms = (end - record.start_time_unix_nano) / 1e6
-    record.status = status
-    if (message !== undefined) record.status_message = message
-    if (attributes !== undefined) Object.assign(record.attributes, attributes)
+    const record = finish(this.record, status, message, attributes)
     if (this.written) {
       this.sink.span(record, true)
       return
@@ -529,15 +523,19 @@ class EngineSpan implements ActiveSpan {
   end(status: SpanStatus, message?: string, attributes?: Record<string, unknown>): void {
     if (this.ended) return
     this.ended = true
-    const end = nowUnixNano()
     // Finished in place: the store holds this very object (stores write it out later, so the
     // finished version is the one written when both happen before a flush).
-    const record = this.record
-    record.end_time_unix_nano = end
-    record.duration_ms = (end - record.start_time_unix_nano) / 1e6
-    record.status = status
-    if (message !== undefined) record.status_message = message
-    if (attributes !== undefined) Object.assign(record.attributes, attributes)
-    this.sink.span(record, true)
+    this.sink.span(finish(this.record, status, message, attributes), true)
   }
+}
+
+/** Ends `record` now with `status` (and its message and attributes, when given); returns it. */
+function finish(record: SpanRecord, status: SpanStatus, message: string | undefined, attributes: Record<string, unknown> | undefined): SpanRecord {
+  const end = nowUnixNano()
+  record.end_time_unix_nano = end
+  record.duration_ms = (end - record.start_time_unix_nano) / 1e6
+  record.status = status
+  if (message !== undefined) record.status_message = message
+  if (attributes !== undefined) Object.assign(record.attributes, attributes)
+  return record
 }
