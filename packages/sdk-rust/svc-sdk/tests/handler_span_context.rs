@@ -10,41 +10,14 @@ use opentelemetry::baggage::BaggageExt;
 use opentelemetry::trace::{FutureExt, SpanContext, SpanId, TraceContextExt, TraceFlags, TraceId, TraceState};
 use opentelemetry::{Context, KeyValue};
 use serde_json::{json, Value};
-use support::{eventually, Engine};
+use support::{eventually, exported, request, span_of, Engine};
 use svc_sdk::telemetry::{
-    current_span_id, current_span_is_recording, current_trace_id, flush_otel, get_baggage_entry, internal, set_current_span_attribute, with_span_async,
+    current_span_id, current_span_is_recording, current_trace_id, get_baggage_entry, set_current_span_attribute, with_span_async,
 };
-use svc_sdk::{register_worker, Error, InitOptions, OtelConfig, RegisterFunction, Svc, TriggerRequest, WorkerMetadata};
+use svc_sdk::{register_worker, Error, InitOptions, OtelConfig, RegisterFunction, Svc, WorkerMetadata};
 
-fn request(function_id: &str, payload: Value) -> TriggerRequest {
-    TriggerRequest { function_id: function_id.into(), payload, action: None, timeout_ms: Some(20000) }
-}
 
-/// The span `name` of trace `trace_id` as `engine::traces::tree` gives it.
-async fn span_of(client: &Svc, trace_id: &str, name: &str) -> Value {
-    eventually(|| {
-        let client = client.clone();
-        let trace_id = trace_id.to_string();
-        let name = name.to_string();
-        async move {
-            let tree = client.trigger(request("engine::traces::tree", json!({"trace_id": trace_id}))).await.ok()?;
-            let mut stack: Vec<Value> = tree["roots"].as_array().cloned().unwrap_or_default();
-            while let Some(node) = stack.pop() {
-                if node["name"] == name.as_str() {
-                    return Some(node);
-                }
-                stack.extend(node["children"].as_array().cloned().unwrap_or_default());
-            }
-            None
-        }
-    })
-    .await
-}
 
-fn exported() -> u64 {
-    flush_otel();
-    internal::spans_exported().expect("telemetry is on")
-}
 
 /// What the handler saw: its span's ids and whether it records, the child span's ids, the baggage.
 async fn child_step(touch_after: bool) -> Result<Value, Error> {

@@ -7,13 +7,10 @@
 mod support;
 
 use serde_json::{json, Value};
-use support::{eventually, Engine};
-use svc_sdk::telemetry::{current_span_id, current_trace_id, flush_otel, internal, set_current_span_attribute, with_span_async};
-use svc_sdk::{register_worker, Error, InitOptions, OtelConfig, RegisterFunction, Svc, TriggerRequest, WorkerMetadata};
+use support::{eventually, exported, request, span_of, Engine};
+use svc_sdk::telemetry::{current_span_id, current_trace_id, internal, set_current_span_attribute, with_span_async};
+use svc_sdk::{register_worker, Error, InitOptions, OtelConfig, RegisterFunction, Svc, WorkerMetadata};
 
-fn request(function_id: &str, payload: Value) -> TriggerRequest {
-    TriggerRequest { function_id: function_id.into(), payload, action: None, timeout_ms: Some(20000) }
-}
 
 /// Calls `function_id` inside a caller span: `(trace id, caller span id, outcome)`.
 async fn call_traced(caller: &Svc, function_id: &str, payload: Value) -> (String, String, Result<Value, Error>) {
@@ -28,31 +25,7 @@ async fn call_traced(caller: &Svc, function_id: &str, payload: Value) -> (String
     out.unwrap()
 }
 
-/// The span `name` of trace `trace_id` as `engine::traces::tree` gives it.
-async fn span_of(client: &Svc, trace_id: &str, name: &str) -> Value {
-    eventually(|| {
-        let client = client.clone();
-        let trace_id = trace_id.to_string();
-        let name = name.to_string();
-        async move {
-            let tree = client.trigger(request("engine::traces::tree", json!({"trace_id": trace_id}))).await.ok()?;
-            let mut stack: Vec<Value> = tree["roots"].as_array().cloned().unwrap_or_default();
-            while let Some(node) = stack.pop() {
-                if node["name"] == name.as_str() {
-                    return Some(node);
-                }
-                stack.extend(node["children"].as_array().cloned().unwrap_or_default());
-            }
-            None
-        }
-    })
-    .await
-}
 
-fn exported() -> u64 {
-    flush_otel();
-    internal::spans_exported().expect("telemetry is on")
-}
 
 /// What a changed span and the engine's record of an untouched one share.
 fn shape(span: &Value) -> Value {

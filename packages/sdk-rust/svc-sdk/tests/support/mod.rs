@@ -8,7 +8,9 @@ use std::process::{Child, Command, Stdio};
 use std::sync::mpsc;
 use std::time::Duration;
 
-use svc_sdk::{ConnectionState, Svc};
+use serde_json::{json, Value};
+use svc_sdk::telemetry::{flush_otel, internal};
+use svc_sdk::{ConnectionState, Svc, TriggerRequest};
 
 pub fn repo_root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../..").canonicalize().expect("repo root")
@@ -144,4 +146,36 @@ where
         assert!(tokio::time::Instant::now() < deadline, "condition not met within 30 s");
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
+}
+
+/// A call of `function_id` with `payload` and a 20 s timeout.
+pub fn request(function_id: &str, payload: Value) -> TriggerRequest {
+    TriggerRequest { function_id: function_id.into(), payload, action: None, timeout_ms: Some(20000) }
+}
+
+/// The span `name` of trace `trace_id` as `engine::traces::tree` gives it, once it is there.
+pub async fn span_of(client: &Svc, trace_id: &str, name: &str) -> Value {
+    eventually(|| {
+        let client = client.clone();
+        let trace_id = trace_id.to_string();
+        let name = name.to_string();
+        async move {
+            let tree = client.trigger(request("engine::traces::tree", json!({"trace_id": trace_id}))).await.ok()?;
+            let mut stack: Vec<Value> = tree["roots"].as_array().cloned().unwrap_or_default();
+            while let Some(node) = stack.pop() {
+                if node["name"] == name.as_str() {
+                    return Some(node);
+                }
+                stack.extend(node["children"].as_array().cloned().unwrap_or_default());
+            }
+            None
+        }
+    })
+    .await
+}
+
+/// Spans the process's OpenTelemetry pipeline has exported so far, after a flush.
+pub fn exported() -> u64 {
+    flush_otel();
+    internal::spans_exported().expect("telemetry is on")
 }
