@@ -348,7 +348,8 @@ export class InvocationPipeline {
     const payload: Record<string, unknown> = {
       queue: action.queue,
       function_id: invocation.functionId,
-      data: decodeJson(invocation.data),
+      // As the caller sent it (a RawJson from a worker's frame): the queue stores and delivers the text.
+      data: invocation.data,
       messageReceiptId: receipt,
     }
     if (invocation.namespace !== 'default') payload.namespace = invocation.namespace

@@ -28,6 +28,7 @@ export class RawWorker {
   /** Handlers that answer inbound invocations automatically, keyed by function id. */
   private handlers = new Map<string, (data: any, frame: Frame) => unknown>()
   private listeners: Array<(frame: Frame) => void> = []
+  private textListeners: Array<(text: string) => void> = []
   private opened!: Promise<void>
   private isClosed = false
 
@@ -81,6 +82,7 @@ export class RawWorker {
   }
 
   private receive(text: string): void {
+    for (const listener of this.textListeners) listener(text)
     const frame = JSON.parse(text) as Frame
     if (frame.type === 'workerregistered') {
       this.workerId = frame.worker_id
@@ -103,6 +105,11 @@ export class RawWorker {
   /** Calls `listener` with every frame received from now on (before it is recorded). */
   onFrame(listener: (frame: Frame) => void): void {
     this.listeners.push(listener)
+  }
+
+  /** Calls `listener` with the text of every frame received from now on, as it arrived (before it is decoded). */
+  onText(listener: (text: string) => void): void {
+    this.textListeners.push(listener)
   }
 
   send(frame: Frame | string): void {

@@ -5,6 +5,7 @@
 import assert from 'node:assert/strict'
 import { randomUUID } from 'node:crypto'
 import { describe, it } from 'node:test'
+import { RawJson } from 'svc-protocol/codec'
 import { type QueueBackend, type QueueMessageInput } from './types.ts'
 
 export type QueueBackendFactory = () => QueueBackend | Promise<QueueBackend>
@@ -45,13 +46,31 @@ export function runQueueBackendConformance(name: string, factory: QueueBackendFa
       assert.deepEqual(ids(got), [a.id, c.id])
       assert.equal(got[0]!.attempts, 1)
       assert.equal(got[0]!.state, 'in_flight')
-      assert.deepEqual(got[0]!.data, { n: 1 })
+      assert.deepEqual(got[0]!.data.value, { n: 1 })
+      assert.equal(got[0]!.data.text, '{"n":1}')
       assert.equal(got[0]!.size_bytes, 7)
       assert.deepEqual(await b.counts('q', T0), { pending: 0, delayed: 0, in_flight: 2, dead: 0 })
       assert.equal(await b.ack(a.id), true)
       assert.equal(await b.ack(a.id), false)
       assert.equal(await b.get(a.id), undefined)
       assert.deepEqual(await b.reserve('q', { now: T0, limit: 10 }), [])
+    })
+
+    withBackend('a payload given as JSON text is stored and delivered as that text, digits and spaces kept', async (b) => {
+      // What a producer's frame carried: a 64-bit id that a decode and re-encode would round (…567891 → …567000).
+      const text = '{ "id": 12345678901234567891, "price": 1.10, "name": "caf\\u00e9", "nested": {"data": [1, 2]} }'
+      const exact = input({ data: new RawJson(text) })
+      // A text with a lone surrogate (no WebSocket frame has one; an in-process caller's may): encoded, so that UTF-8 storage keeps it.
+      const lone = input({ data: new RawJson('"a\ud800"') })
+      const value = input({ data: { s: 'b\udc00' } })
+      await b.enqueue([exact, lone, value])
+      const got = await b.reserve('q', { now: T0, limit: 10 })
+      assert.deepEqual(ids(got), [exact.id, lone.id, value.id])
+      assert.equal(got[0]!.data.text, text)
+      assert.equal(got[0]!.size_bytes, Buffer.byteLength(text))
+      assert.equal(got[1]!.data.value, 'a\ud800')
+      assert.deepEqual(got[2]!.data.value, { s: 'b\udc00' })
+      assert.equal((await b.get(exact.id))!.data.text, text)
     })
 
     withBackend('reserve honours limit and leaves the rest pending', async (b) => {

@@ -20,6 +20,7 @@ import type {
   ReserveRequest,
   SubscriberRecord,
 } from './types.ts'
+import { storedPayload } from './body.ts'
 
 /** A message as the index holds it; `version` invalidates stale heap entries. */
 export interface IndexedMessage extends QueueMessage {
@@ -317,12 +318,14 @@ export class IndexedQueueBackend implements QueueBackend {
           changes?.idempotency.push({ queue: input.queue, key: input.idempotency.key, ...entry })
         }
         const { idempotency: _i, dead, ...fields } = input
+        const data = storedPayload(input.data)
         const message: IndexedMessage = {
           ...fields,
+          data,
           state: dead ? 'dead' : 'pending',
           attempts: 0,
           seq: ++this.seq,
-          size_bytes: Buffer.byteLength(JSON.stringify(input.data ?? null) ?? 'null'),
+          size_bytes: Buffer.byteLength(data.text),
           version: 0,
         }
         if (dead) {

@@ -40,6 +40,7 @@
  * engines' clocks need not agree.
  */
 
+import type { RawJson } from 'svc-protocol/codec'
 import type { StateAdapterLogger } from '../state/types.ts'
 
 /** An error as stored with a dead-lettered message: `{code, message, stacktrace?}` (the handler's stack, kept for the DLQ view). */
@@ -57,6 +58,10 @@ export interface QueueMessageInput {
   queue: string
   function_id: string
   namespace: string
+  /**
+   * The payload: a value, or a {@link RawJson} holding its JSON text (an enqueue's `data` as the
+   * caller's frame carried it), which is stored and delivered as that text (./body.ts `storedPayload`).
+   */
   data: unknown
   metadata?: unknown
   traceparent?: string
@@ -79,13 +84,18 @@ export interface QueueMessageInput {
 export type QueueMessageState = 'pending' | 'in_flight' | 'dead'
 
 /** A stored message as a backend returns it (a snapshot; do not mutate). */
-export interface QueueMessage extends Omit<QueueMessageInput, 'idempotency' | 'dead'> {
+export interface QueueMessage extends Omit<QueueMessageInput, 'idempotency' | 'dead' | 'data'> {
+  /**
+   * The payload's JSON text as stored (`data.value` decodes it, once): the delivery's frame
+   * carries the text as it is, without a decode and a re-encode (issue 20).
+   */
+  data: RawJson
   state: QueueMessageState
   /** Attempts started so far (1-based while in flight). */
   attempts: number
   /** Order of enqueue, increasing within one store. */
   seq: number
-  /** UTF-8 bytes of the JSON of `data`. */
+  /** UTF-8 bytes of the JSON text of `data`. */
   size_bytes: number
   /** Dead-lettered messages: the last error and when (Unix ms). */
   error?: QueueError

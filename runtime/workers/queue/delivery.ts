@@ -6,7 +6,6 @@
  */
 import type { ErrorBody } from 'svc-protocol/errors'
 import { Codes, errorBodyOf } from 'svc-protocol/errors'
-import { RawJson } from 'svc-protocol'
 import { targetKey, type QueueBackend, type QueueMessage } from '../../adapters/queue/index.ts'
 import type { MetricSeries } from '../../adapters/observability/records.ts'
 import type { ActiveSpan, TelemetryHub } from '../../engine/telemetry.ts'
@@ -293,7 +292,7 @@ export class QueueDelivery {
       if (latest?.condition) {
         const call: { timeoutMs: number; traceparent?: string; baggage?: string } = { timeoutMs: settings.delivery_timeout_ms, baggage }
         if (traceparent !== undefined) call.traceparent = traceparent
-        const outcome = await latest.condition(message.data, call)
+        const outcome = await latest.condition(message.data.value, call)
         if (!outcome.run) {
           run = false
           if (outcome.failed) {
@@ -306,9 +305,9 @@ export class QueueDelivery {
         const request: LocalInvokeRequest = {
           function_id: message.function_id,
           namespace: message.namespace,
-          // Encoded once here: the invocation frame and the handler span's input event both read
-          // the text (with the value they would each have encoded it again).
-          data: RawJson.of(message.data),
+          // The payload's text as stored (as the enqueue's frame carried it): the invocation frame
+          // and the handler span's input event both read it, nothing decodes or encodes it again.
+          data: message.data,
           baggage,
           timeoutMs: settings.delivery_timeout_ms,
         }

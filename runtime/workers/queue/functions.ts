@@ -7,6 +7,7 @@
  */
 import { randomUUID } from 'node:crypto'
 import { Codes, errorBodyOf, Errors } from 'svc-protocol/errors'
+import { decodeJson } from 'svc-protocol/codec'
 import type { DlqMessage, DlqTopic, DurablePublishResult, QueueDefineResult, QueueDiscardMessageResult, QueueEnqueueResult, QueueRedriveMessageResult, QueueRedriveResult, QueueTopic, QueueTopicStats } from 'svc-protocol'
 import type { QueueBackend, QueueMessage, QueueMessageInput } from '../../adapters/queue/index.ts'
 import type { ActiveSpan, TelemetryHub } from '../../engine/telemetry.ts'
@@ -415,7 +416,7 @@ function dlqView(m: QueueMessage): DlqMessage {
     queue: m.queue,
     function_id: m.function_id,
     namespace: m.namespace,
-    payload: m.data,
+    payload: m.data.value,
     error: m.error ?? null,
     attempts: m.attempts,
     retries: Math.max(0, m.attempts - 1),
@@ -432,8 +433,9 @@ function dlqView(m: QueueMessage): DlqMessage {
  * empty, or not a string or number); a fifo queue without a group field is one serial group.
  */
 function placeMessage(input: QueueMessageInput, settings: QueueSettings, queue: string): { code: string; message: string } | undefined {
-  const data = input.data
   const field = (name: string): string | undefined => {
+    // Decoded only for a queue that reads a field of it (a RawJson decodes once, then caches).
+    const data = decodeJson(input.data)
     if (typeof data !== 'object' || data === null || Array.isArray(data)) return undefined
     const value = (data as Record<string, unknown>)[name]
     if (typeof value === 'string' && value !== '') return value

@@ -4,6 +4,8 @@
  */
 import assert from 'node:assert/strict'
 import { rm } from 'node:fs/promises'
+import { mkdtemp } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { DatabaseSync } from 'node:sqlite'
 import { after, describe, it } from 'node:test'
@@ -68,6 +70,57 @@ describe('queue worker: enqueue and delivery', () => {
     assert.equal(stats.depth, 0)
     assert.equal(stats.in_flight, 0)
     assert.equal(stats.config.max_retries, 1)
+  })
+
+  it("delivers the payload as the text the producer's frame carried, before and after a restart (builtin adapter)", async () => {
+    // A decode and re-encode would round the 64-bit id (…567891 → …567000) and drop the spaces and the 1.10's zero.
+    const text = '{"id": 12345678901234567891, "price": 1.10, "note": "caf\\u00e9 \u{1f600}"}'
+    const enqueueFrame = (invocationId: string, functionId: string) =>
+      `{"type":"invokefunction","invocation_id":"${invocationId}","function_id":"${functionId}","data":${text},"action":{"type":"enqueue","queue":"jobs"}}`
+    const deliveries = (w: RawWorker, functionId: string) => {
+      const texts: string[] = []
+      w.onText((t) => {
+        if (t.includes('"type":"invokefunction"') && t.includes(`"function_id":"${functionId}"`)) texts.push(t)
+      })
+      return texts
+    }
+    const dataDir = await mkdtemp(join(tmpdir(), 'svc-queue-text-'))
+    try {
+      const first = await startTestEngine({ dataDir, settings: { queue: { adapter: { name: 'builtin' }, queue_configs: { jobs: {} } } } })
+      try {
+        const w = await RawWorker.connect(first.url)
+        try {
+          const live = deliveries(w, 'live::run')
+          w.serve('live::run', () => null)
+          await call(w, 'engine::functions::list', {})
+          w.send(enqueueFrame('e1', 'live::run'))
+          w.send(enqueueFrame('e2', 'later::run')) // not registered: stored, waits for its target
+          for (const id of ['e1', 'e2']) assert.equal((await w.next((f) => f.type === 'invocationresult' && f.invocation_id === id)).error, undefined)
+          await waitFor(() => live.length === 1, 'live.length === 1')
+          assert.ok(live[0]!.includes(`"data":${text}`), live[0])
+        } finally {
+          await w.close()
+        }
+      } finally {
+        await first.stop()
+      }
+      const second = await startTestEngine({ dataDir, settings: { queue: { adapter: { name: 'builtin' }, queue_configs: { jobs: {} } } } })
+      try {
+        const w = await RawWorker.connect(second.url)
+        try {
+          const later = deliveries(w, 'later::run')
+          w.serve('later::run', () => null)
+          await waitFor(() => later.length === 1, 'later.length === 1', 8000)
+          assert.ok(later[0]!.includes(`"data":${text}`), later[0])
+        } finally {
+          await w.close()
+        }
+      } finally {
+        await second.stop()
+      }
+    } finally {
+      await rm(dataDir, { recursive: true, force: true })
+    }
   })
 
   it('answers queue_not_found, invalid_message_group and bad delay_ms with the spec codes', async () => {

@@ -33,7 +33,7 @@ describe('redis queue backend: calls of one turn', () => {
     const first = messages[99]!.id
     for (const [i, [outcome]] of outcomes.entries()) assert.deepEqual(outcome, i % 100 === 99 && i > 99 ? { id: first, duplicate: true } : { id: messages[i]!.id, duplicate: false })
     const got = await backend.reserve('q', { now: T0, limit: 1000 })
-    assert.deepEqual(got.map((m) => (m.data as { i: number }).i), messages.map((_, i) => i).filter((i) => !(i % 100 === 99 && i > 99)))
+    assert.deepEqual(got.map((m) => (m.data.value as { i: number }).i), messages.map((_, i) => i).filter((i) => !(i % 100 === 99 && i > 99)))
     assert.deepEqual(await Promise.all(got.map((m) => backend.ack(m.id))), got.map(() => true))
     assert.deepEqual(await backend.queues(), [])
   })
@@ -114,7 +114,7 @@ describe('redis queue backend: acks wait for the reserve on its way back', () =>
     assert.equal(await acked, true)
     const [third] = await next
     assert.equal(await calls(), before + 2, 'the reserve in flight, then the next reserve carrying the ack')
-    assert.deepEqual([got!.data, third!.data], [{ n: 4 }, { n: 5 }])
+    assert.deepEqual([got!.data.value, third!.data.value], [{ n: 4 }, { n: 5 }])
     // No reserve follows: the ack still goes, alone, once the reserve in flight has landed.
     await admin.client('PAUSE', 60_000, 'WRITE')
     const empty = backend.reserve('q', { now: T0, limit: 1 })
@@ -331,7 +331,7 @@ describe('redis queue backend: Redis down and back', () => {
       }
     }, 'the condition', 20_000)
     const [message] = await backend.reserve('q', { now: T0, limit: 1 })
-    assert.deepEqual(message!.data, { back: true })
+    assert.deepEqual(message!.data.value, { back: true })
     await waitFor(() => woken.includes(undefined), 'woken.includes(undefined)', 20_000)
   })
 

@@ -52,6 +52,7 @@ import { Errors } from 'svc-protocol/errors'
 import { jsonParse } from 'svc-protocol/json'
 import { CALL_TIMEOUT_MS, connectRedis, redisClientOptions, redactRedisUrl, redisCallError, waitReady, type RedisConfig } from '../../redis.ts'
 import type { StateAdapterLogger } from '../../state/types.ts'
+import { decodeBody, encodeBody, storedPayload } from '../body.ts'
 import {
   targetKey,
   type EnqueueOutcome,
@@ -78,8 +79,11 @@ const RESCAN_MS = 250
 const MAX_BATCH = 256
 /** Most distinct targets whose `startable` verdict is remembered per backend. */
 const MAX_TARGET_VERDICTS = 1024
-/** Fields a message body holds (the parts that never change), as the SQLite backend stores them. */
-const BODY_FIELDS = ['function_id', 'namespace', 'data', 'metadata', 'traceparent', 'baggage', 'group', 'key', 'enqueued_at', 'size_bytes'] as const
+/**
+ * Fields a message body holds (the parts that never change) besides its payload, whose text is
+ * spliced in as it arrived (../body.ts), as the SQLite backend stores them.
+ */
+const BODY_FIELDS = ['function_id', 'namespace', 'metadata', 'traceparent', 'baggage', 'group', 'key', 'enqueued_at', 'size_bytes'] as const
 const INTERRUPTED: QueueError = { code: 'delivery_interrupted', message: 'the engine stopped while the last attempt was in flight' }
 
 type Script = (...args: Array<string | number>) => Promise<unknown>
@@ -314,10 +318,11 @@ export class RedisQueueBackend implements QueueBackend {
     if (messages.length === 0) return []
     const args: Array<Array<string | number>> = []
     for (const input of messages) {
-      const size_bytes = Buffer.byteLength(JSON.stringify(input.data ?? null) ?? 'null')
+      const data = storedPayload(input.data)
       const body: Record<string, unknown> = {}
-      const source = { ...input, size_bytes } as Record<string, unknown>
+      const source = input as unknown as Record<string, unknown>
       for (const field of BODY_FIELDS) if (source[field] !== undefined) body[field] = source[field]
+      body.size_bytes = Buffer.byteLength(data.text)
       const idem = input.idempotency
       // Redis forgets the key a minute after its window (the window itself is checked in the script).
       const ttl = idem ? Math.min(Math.max(idem.expires_at - input.enqueued_at, 1), 1e12) + 60_000 : 0
@@ -335,7 +340,7 @@ export class RedisQueueBackend implements QueueBackend {
         idem ? idem.expires_at : 0,
         Math.floor(ttl),
         input.dead ? JSON.stringify({ code: input.dead.code, message: input.dead.message }) : '',
-        JSON.stringify(body),
+        encodeBody(body, data),
       ])
     }
     const outcomes = await this.enqueues.add(args)
@@ -619,13 +624,13 @@ export class RedisQueueBackend implements QueueBackend {
   // ---- internals ------------------------------------------------------------------------------
 
   private message(id: string, queue: string, state: QueueMessage['state'], attempts: number, seq: number, readyAt: number, bodyText: string): QueueMessage {
-    const body = jsonParse(bodyText) as Record<string, unknown>
+    const { fields: body, data } = decodeBody(bodyText)
     const message: QueueMessage = {
       id,
       queue,
       function_id: body.function_id as string,
       namespace: body.namespace as string,
-      data: body.data,
+      data,
       enqueued_at: body.enqueued_at as number,
       ready_at: readyAt,
       state,

@@ -6,6 +6,7 @@ import { DatabaseSync } from 'node:sqlite'
 import { after, describe, it } from 'node:test'
 import fc from 'fast-check'
 import { input, runQueueBackendConformance } from '../conformance.ts'
+import { RawJson } from 'svc-protocol/codec'
 import { IndexedQueueBackend } from '../indexed.ts'
 import type { QueueMessageInput } from '../types.ts'
 import { openSqliteQueue, SqliteJournal } from './sqlite.ts'
@@ -125,7 +126,7 @@ describe('builtin (SQLite) queue backend: a queue.db of the schema before issue 
       const delivered: number[] = []
       for (let now = T0 + 100; delivered.length < 9 && now < T0 + 10 * 60_000; now += 30_000) {
         for (let got = await second.reserve('q', { now, limit: 1 }); got.length > 0; got = await second.reserve('q', { now, limit: 1 })) {
-          delivered.push((got[0]!.data as { n: number }).n)
+          delivered.push((got[0]!.data.value as { n: number }).n)
           await second.ack(got[0]!.id)
         }
       }
@@ -140,7 +141,7 @@ describe('builtin (SQLite) queue backend: a queue.db of the schema before issue 
     const third = openSqliteQueue({}, { dataDir }, T0 + 20 * 60_000)
     try {
       const left = await third.reserve('q', { now: T0 + 20 * 60_000, limit: 10 })
-      assert.deepEqual(left.map((m) => (m.data as { n: number }).n), [20], 'acknowledged messages stay deleted')
+      assert.deepEqual(left.map((m) => (m.data.value as { n: number }).n), [20], 'acknowledged messages stay deleted')
       assert.equal((await third.deadLetters('other', 0, 10))[0]!.id, dead.id)
     } finally {
       await third.close()
@@ -260,6 +261,53 @@ class FailingJournal extends SqliteJournal {
   }
 }
 
+describe('builtin (SQLite) queue backend: payload text', () => {
+  const T0 = 1_700_000_000_000
+  it('keeps a payload given as JSON text byte for byte across a restart, and reads the bodies an earlier version wrote', async () => {
+    const dataDir = freshDir()
+    const text = '{"id": 12345678901234567891, "tags": ["a", "b\\"c"], "data": {"x": 1}}'
+    const first = openSqliteQueue({}, { dataDir }, T0)
+    const raw = input({ data: new RawJson(text), metadata: { m: 1 }, traceparent: '00-0123456789abcdef0123456789abcdef-0123456789abcdef-01' })
+    const lone = input({ data: new RawJson('["x\udfff"]') })
+    const plain = input({ data: { n: 1 } })
+    await first.enqueue([raw, lone, plain])
+    await first.close()
+    const second = openSqliteQueue({}, { dataDir }, T0)
+    try {
+      const got = await second.reserve('q', { now: T0, limit: 10 })
+      assert.deepEqual(
+        got.map((m) => [m.id, m.data.text, m.size_bytes]),
+        [
+          [raw.id, text, Buffer.byteLength(text)],
+          [lone.id, '["x\\udfff"]', 11],
+          [plain.id, '{"n":1}', 7],
+        ],
+      )
+      assert.deepEqual([got[0]!.metadata, got[0]!.traceparent, got[1]!.data.value], [{ m: 1 }, raw.traceparent, ['x\udfff']])
+    } finally {
+      await second.close()
+    }
+    // A body without the payload's length first (as written before issue 20): the payload is read from the JSON.
+    const db = new DatabaseSync(join(dataDir, 'queue.db'))
+    db.exec("UPDATE queue_messages SET body = json_remove(body, '$.data_chars')")
+    db.close()
+    const third = openSqliteQueue({}, { dataDir }, T0)
+    try {
+      const got = await Promise.all([raw.id, lone.id, plain.id].map((id) => third.get(id)))
+      assert.deepEqual(
+        got.map((m) => [m!.data.value, m!.metadata, m!.state, m!.attempts]),
+        [
+          [JSON.parse(text), { m: 1 }, 'in_flight', 1],
+          [['x\udfff'], undefined, 'in_flight', 1],
+          [{ n: 1 }, undefined, 'in_flight', 1],
+        ],
+      )
+    } finally {
+      await third.close()
+    }
+  })
+})
+
 describe('builtin (SQLite) queue backend: a failed transaction', () => {
   const T0 = 1_700_000_000_000
   it('rejects its operations, and the next commit writes the whole row of a message whose first write was lost', async () => {
@@ -276,7 +324,7 @@ describe('builtin (SQLite) queue backend: a failed transaction', () => {
     const reopened = openSqliteQueue({}, { dataDir }, T0)
     try {
       const stored = await reopened.get(a.id)
-      assert.deepEqual([stored?.state, stored?.attempts, stored?.data], ['in_flight', 1, { n: 1 }])
+      assert.deepEqual([stored?.state, stored?.attempts, stored?.data.value], ['in_flight', 1, { n: 1 }])
     } finally {
       await reopened.close()
     }

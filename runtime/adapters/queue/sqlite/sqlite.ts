@@ -25,6 +25,7 @@ import { DatabaseSync, type StatementSync } from 'node:sqlite'
 import { IndexedQueueBackend, type IndexedMessage, type JournalChanges, type QueueJournal } from '../indexed.ts'
 import type { QueueAdapterContext, SubscriberRecord } from '../types.ts'
 import { jsonParse } from 'svc-protocol/json'
+import { decodeBody, encodeBody } from '../body.ts'
 
 /** `adapter.config` of `builtin` for the queue worker. */
 export interface SqliteQueueConfig {
@@ -50,8 +51,11 @@ export function sqliteQueuePath(config: SqliteQueueConfig, context: QueueAdapter
   return resolve(context.dataDir, config.path ?? DEFAULT_QUEUE_DB)
 }
 
-/** The fields of a message that never change after enqueue, stored as one JSON column. */
-const BODY_FIELDS = ['function_id', 'namespace', 'data', 'metadata', 'traceparent', 'baggage', 'group', 'key', 'enqueued_at', 'size_bytes'] as const
+/**
+ * The fields of a message that never change after enqueue, stored with its payload as one JSON
+ * column (../body.ts: the payload's text spliced in as it arrived).
+ */
+const BODY_FIELDS = ['function_id', 'namespace', 'metadata', 'traceparent', 'baggage', 'group', 'key', 'enqueued_at', 'size_bytes'] as const
 
 /**
  * The schema of queue.db. A message's row is keyed by its `seq` (the table's rowid: unique among
@@ -267,7 +271,7 @@ function loadRows(db: DatabaseSync, now: number): ReturnType<QueueJournal['load'
   db.prepare('DELETE FROM queue_idempotency WHERE expires_at <= ?').run(now)
   const rows = db.prepare('SELECT id, seq, queue, state, attempts, ready_at, failed_at, error, body FROM queue_messages').all() as Array<Record<string, unknown>>
   const messages: IndexedMessage[] = rows.map((row) => {
-    const body = jsonParse(row.body as string) as Record<string, unknown>
+    const { fields: body, data } = decodeBody(row.body as string)
     const message: IndexedMessage = {
       id: fromSqlText(row.id as string),
       queue: fromSqlText(row.queue as string),
@@ -277,7 +281,7 @@ function loadRows(db: DatabaseSync, now: number): ReturnType<QueueJournal['load'
       ready_at: Number(row.ready_at),
       function_id: body.function_id as string,
       namespace: body.namespace as string,
-      data: body.data,
+      data,
       enqueued_at: body.enqueued_at as number,
       size_bytes: body.size_bytes as number,
       version: 0,
@@ -303,7 +307,7 @@ function loadRows(db: DatabaseSync, now: number): ReturnType<QueueJournal['load'
 function bodyOf(message: IndexedMessage): string {
   const body: Record<string, unknown> = {}
   for (const field of BODY_FIELDS) if (message[field] !== undefined) body[field] = message[field]
-  return JSON.stringify(body)
+  return encodeBody(body, message.data)
 }
 
 /**
