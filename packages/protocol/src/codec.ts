@@ -204,8 +204,10 @@ export function decodeText(text: string): Decoded {
 // backslashes or control characters (isPlainText), with no other fields than svc's encoders
 // write, each of the type they give it: read in one pass without the member map, the string
 // fields sliced between their quotes, `data`/`metadata`/`result` checked by scanPlainValue and
-// kept as RawJson. Anything else — another order, an `action`, a `namespace`, an `error`, a
-// `null`, a field of another type, a repeated field, a malformed frame — returns undefined and
+// kept as RawJson, an invocation's `action` (an enqueue or a void call: every queued message's
+// frame) checked the same way and decoded when actionProblem finds nothing wrong with it.
+// Anything else — another order, a `namespace`, an `error`, a `null`, a field of another type,
+// an action that is not well-formed, a repeated field, a malformed frame — returns undefined and
 // goes through the member map (decodeInvoke, decodeResult), which gives the same message for
 // every frame this path accepts and the verdict for every other.
 
@@ -221,6 +223,7 @@ const F_BAGGAGE = 32
 const F_RESULT = 64
 const F_SPAN_START = 128
 const F_SPAN_END = 256
+const F_ACTION = 512
 
 /** The field bit of the key `s[start, end)`, 0 for any other key. */
 function callField(s: string, start: number, end: number): number {
@@ -228,7 +231,7 @@ function callField(s: string, start: number, end: number): number {
     case 4:
       return s.startsWith('data', start) ? F_DATA : 0
     case 6:
-      return s.startsWith('result', start) ? F_RESULT : 0
+      return s.startsWith('result', start) ? F_RESULT : s.startsWith('action', start) ? F_ACTION : 0
     case 7:
       return s.startsWith('baggage', start) ? F_BAGGAGE : 0
     case 8:
@@ -248,7 +251,7 @@ function decodeCall(s: string): Decoded | undefined {
   let allowed: number
   let i: number
   if (s.startsWith(INVOKE_HEAD)) {
-    allowed = F_INVOCATION_ID | F_FUNCTION_ID | F_DATA | F_METADATA | F_TRACEPARENT | F_BAGGAGE
+    allowed = F_INVOCATION_ID | F_FUNCTION_ID | F_DATA | F_METADATA | F_ACTION | F_TRACEPARENT | F_BAGGAGE
     i = INVOKE_HEAD.length
   } else if (s.startsWith(RESULT_HEAD)) {
     allowed = F_INVOCATION_ID | F_FUNCTION_ID | F_RESULT | F_TRACEPARENT | F_BAGGAGE | F_SPAN_START | F_SPAN_END
@@ -264,6 +267,7 @@ function decodeCall(s: string): Decoded | undefined {
   let spanEnd: string | undefined
   let payload: RawJson | undefined
   let metadata: RawJson | undefined
+  let action: TriggerActionValue | undefined
   for (;;) {
     const c = s.charCodeAt(i)
     if (c === 125) break
@@ -282,6 +286,15 @@ function decodeCall(s: string): Decoded | undefined {
       const raw = new RawJson(s.slice(start, end))
       if (bit === F_METADATA) metadata = raw
       else payload = raw
+      i = end
+    } else if (bit === F_ACTION) {
+      // An object only (`null` and any other value: the member map's verdict); plain text, so no escaped key.
+      if (s.charCodeAt(start) !== 123) return undefined
+      const end = scanPlainValue(s, start, MAX_FRAME_DEPTH)
+      if (end === -1) return undefined
+      const value = JSON.parse(s.slice(start, end)) as unknown
+      if (actionProblem(value) !== undefined) return undefined
+      action = value as TriggerActionValue
       i = end
     } else {
       if (s.charCodeAt(start) !== 34) return undefined
@@ -305,6 +318,7 @@ function decodeCall(s: string): Decoded | undefined {
     message.function_id = functionId
     message.data = payload ?? RAW_NULL
     if (metadata !== undefined) message.metadata = metadata
+    if (action !== undefined) message.action = action
     if (traceparent !== undefined) message.traceparent = traceparent
     if (baggage !== undefined) message.baggage = baggage
     return { kind: 'message', message }

@@ -15,7 +15,7 @@ import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
 import fc from 'fast-check'
 import { decodeEngineFrame, decodeText, encodeCancel, encodeInvokeFunction, encodeResult, encodeResultJson, RawJson, type InboundInvoke, type InboundResult } from '../src/codec.ts'
-import { MAX_CANCEL_REASON, type CancelInvocationMessage } from '../src/messages.ts'
+import { MAX_CANCEL_REASON, type CancelInvocationMessage, type InvokeFunctionMessage } from '../src/messages.ts'
 import { isErrorBody } from '../src/errors.ts'
 import { idProblem } from '../src/ids.ts'
 import { MAX_FRAME_DEPTH } from '../src/json.ts'
@@ -324,6 +324,12 @@ describe("a call's frames read in one pass give what the member map gives (fast-
   )
   const colon = fc.oneof({ arbitrary: fc.constant(':'), weight: 6 }, { arbitrary: fc.constantFrom(' :', ': '), weight: 1 })
   const close = fc.oneof({ arbitrary: fc.constant('}'), weight: 6 }, { arbitrary: fc.constantFrom(' }', '} ', '', ',}', '}}'), weight: 1 })
+  /** Actions of an invocation (every enqueued message's frame carries one), well-formed or not. */
+  const action = fc.oneof(
+    { arbitrary: fc.record({ type: fc.constant('enqueue'), queue: fc.oneof(id, hostileText), delay_ms: fc.option(fc.oneof(fc.integer(), fc.double(), fc.constant('5')), { nil: undefined }), idempotency_key: fc.option(fc.oneof(id, fc.integer()), { nil: undefined }) }, { requiredKeys: ['type'] }), weight: 4 },
+    { arbitrary: fc.constant({ type: 'void' }), weight: 1 },
+    { arbitrary: jsonValue, weight: 1 },
+  )
   const member = fc.tuple(key, colon, fc.oneof({ arbitrary: fieldValue, weight: 1 }, { arbitrary: id.map((v) => JSON.stringify(v)), weight: 2 }))
   /** A frame built field by field: any order, repeats, wrong types, spaces, escapes, broken values. */
   const builtFrame = fc
@@ -334,8 +340,8 @@ describe("a call's frames read in one pass give what the member map gives (fast-
     .tuple(
       fc.oneof(
         fc
-          .record({ invocation_id: fc.option(id, { nil: undefined }), function_id: fc.oneof(id, hostileText), data: jsonValue, metadata: fc.option(jsonValue, { nil: undefined }), traceparent: fc.option(id, { nil: undefined }), baggage: fc.option(id, { nil: undefined }) })
-          .map((fields) => encodeInvokeFunction({ type: 'invokefunction', ...fields })),
+          .record({ invocation_id: fc.option(id, { nil: undefined }), function_id: fc.oneof(id, hostileText), data: jsonValue, metadata: fc.option(jsonValue, { nil: undefined }), action: fc.option(action, { nil: undefined }), traceparent: fc.option(id, { nil: undefined }), baggage: fc.option(id, { nil: undefined }) })
+          .map((fields) => encodeInvokeFunction({ type: 'invokefunction', ...fields } as InvokeFunctionMessage)),
         fc.tuple(id, id, fc.option(jsonValue, { nil: undefined }), fc.option(id, { nil: undefined }), fc.option(id, { nil: undefined })).map(([invocationId, functionId, result, traceparent, baggage]) =>
           encodeResult(invocationId, JSON.stringify(functionId), result, undefined, traceparent, baggage),
         ),
