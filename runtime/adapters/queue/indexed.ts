@@ -290,8 +290,28 @@ export class IndexedQueueBackend implements QueueBackend {
     }
   }
 
-  private snapshot(message: IndexedMessage): QueueMessage {
-    const { version: _v, stored: _s, ...copy } = message
+  /** A copy of `m` without the index's own fields, built field by field (one shape for every copy; a rest pattern copied by name lookups). */
+  private snapshot(m: IndexedMessage): QueueMessage {
+    const copy: QueueMessage = {
+      id: m.id,
+      queue: m.queue,
+      function_id: m.function_id,
+      namespace: m.namespace,
+      data: m.data,
+      enqueued_at: m.enqueued_at,
+      ready_at: m.ready_at,
+      state: m.state,
+      attempts: m.attempts,
+      seq: m.seq,
+      size_bytes: m.size_bytes,
+    }
+    if (m.metadata !== undefined) copy.metadata = m.metadata
+    if (m.traceparent !== undefined) copy.traceparent = m.traceparent
+    if (m.baggage !== undefined) copy.baggage = m.baggage
+    if (m.group !== undefined) copy.group = m.group
+    if (m.key !== undefined) copy.key = m.key
+    if (m.error !== undefined) copy.error = m.error
+    if (m.failed_at !== undefined) copy.failed_at = m.failed_at
     return copy
   }
 
@@ -317,17 +337,28 @@ export class IndexedQueueBackend implements QueueBackend {
           this.idempotency.set(k, entry)
           changes?.idempotency.push({ queue: input.queue, key: input.idempotency.key, ...entry })
         }
-        const { idempotency: _i, dead, ...fields } = input
+        const dead = input.dead
         const data = storedPayload(input.data)
+        // Field by field, as in snapshot(): every message of one shape.
         const message: IndexedMessage = {
-          ...fields,
+          id: input.id,
+          queue: input.queue,
+          function_id: input.function_id,
+          namespace: input.namespace,
           data,
+          enqueued_at: input.enqueued_at,
+          ready_at: input.ready_at,
           state: dead ? 'dead' : 'pending',
           attempts: 0,
           seq: ++this.seq,
           size_bytes: Buffer.byteLength(data.text),
           version: 0,
         }
+        if (input.metadata !== undefined) message.metadata = input.metadata
+        if (input.traceparent !== undefined) message.traceparent = input.traceparent
+        if (input.baggage !== undefined) message.baggage = input.baggage
+        if (input.group !== undefined) message.group = input.group
+        if (input.key !== undefined) message.key = input.key
         if (dead) {
           message.error = dead
           message.failed_at = input.enqueued_at

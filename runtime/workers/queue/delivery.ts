@@ -40,12 +40,15 @@ export type Verdict =
   | { kind: 'retry'; delayMs: number }
   | { kind: 'dead'; error: ErrorBody }
 
+/** The verdict of every successful attempt (one object, not one per message). */
+const ACK: Verdict = Object.freeze({ kind: 'ack' })
+
 /**
  * Decides the fate of a message from the error of its attempt (undefined: success), §7.7.
  * `handlerNotFound` is true when the handler call itself answered `function_not_found`.
  */
 export function verdictOf(message: QueueMessage, settings: QueueSettings, error: ErrorBody | undefined, handlerNotFound: boolean): Verdict {
-  if (error === undefined) return { kind: 'ack' }
+  if (error === undefined) return ACK
   if (handlerNotFound) return { kind: 'wait' }
   if (error.code === Codes.NonRetryable) return { kind: 'dead', error }
   if (message.attempts > settings.max_retries) return { kind: 'dead', error }
