@@ -143,6 +143,8 @@ class QueueSlot {
  */
 export class IndexedQueueBackend implements QueueBackend {
   readonly name: string
+  /** A reserve in the turn of an enqueue joins its transaction (one per turn): see {@link QueueBackend.reservesJoinEnqueue}. */
+  readonly reservesJoinEnqueue = true
   private readonly journal: QueueJournal | null
   private readonly messages = new Map<string, IndexedMessage>()
   private readonly slots = new Map<string, QueueSlot>()

@@ -159,6 +159,14 @@ export interface QueueBackend {
    * earlier reply before filling slots freed meanwhile costs a round trip. Absent: one at a time.
    */
   readonly reservesOverlap?: boolean
+  /**
+   * True when a reserve made in the same event-loop turn as an enqueue, before the enqueue's
+   * promise resolves, already sees the enqueued messages and is committed with them in one
+   * durable write (the in-process index: one transaction per turn). The worker then starts a
+   * message on a queue with a free slot at once: stored and started by one commit, one row
+   * written, and its delivery leaves in the turn that answers the enqueue. Absent: false.
+   */
+  readonly reservesJoinEnqueue?: boolean
   /** Deletes an in-flight message; false when it is not in flight (redriven, discarded). */
   ack(id: string): Promise<boolean>
   /** Returns an in-flight message to pending, ready at `ready_at`; `refund` gives its attempt back. */

@@ -192,6 +192,17 @@ export class QueueDelivery {
   }
 
   /**
+   * Pumps `queue` at once when it has a slot free that no reserve asked for: after an enqueue
+   * whose backend lets a reserve join the enqueue's commit ({@link QueueBackend.reservesJoinEnqueue}),
+   * so that a message arriving on an idle queue is stored and started by one commit. With every
+   * slot busy it does nothing (no pump loop per enqueue).
+   */
+  pumpIfFree(queue: string): void {
+    const runner = this.runner(queue)
+    if (this.host.settingsOf(queue).concurrency - runner.inFlight - runner.reserving > 0) this.pump(queue)
+  }
+
+  /**
    * Pumps `queue` once the microtasks queued so far have run: the results of one socket read
    * settle their deliveries in one microtask round, so every slot they free is free by then and one
    * reserve fills them all (one transaction with their acknowledgements, one write of the

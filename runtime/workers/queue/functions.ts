@@ -198,7 +198,15 @@ export class QueueFunctions {
     }
     const problem = placeMessage(input, settings, queue)
     if (problem) throw Errors.invalidMessageGroup(queue, settings.message_group_field!)
-    const [outcome] = await this.withBackend('engine::queue::enqueue', (b) => b.enqueue([input]))
+    let joins = false
+    const stored = this.withBackend('engine::queue::enqueue', (b) => {
+      joins = b.reservesJoinEnqueue === true
+      return b.enqueue([input])
+    })
+    // The index holds the message already: a reserve now shares its commit (durable before the
+    // receipt and the delivery both), instead of a second commit once the receipt is on its way.
+    if (joins) this.host.delivery.pumpIfFree(queue)
+    const [outcome] = await stored
     if (!outcome!.duplicate) {
       this.host.delivery.runner(queue).enqueued++
       this.host.delivery.pump(queue)

@@ -315,6 +315,35 @@ describe('queue worker: ordering and concurrency', () => {
     assert.equal(baggageOf(seen[0]!)['svc.queue.attempt'], '1')
   })
 
+  it('a message enqueued to an idle queue is stored already in flight: one row write, in the commit that answers the enqueue (builtin adapter)', async () => {
+    const engine = await engineWith({ adapter: { name: 'builtin' }, queue_configs: { idle: {} } })
+    const w = await worker(engine)
+    const handled: Frame[] = []
+    w.serve('idle::run', (data) => void handled.push(data))
+    await call(w, 'engine::functions::list', {})
+    // Every write to the queue's rows, in order, recorded inside the engine's own transactions.
+    const db = new DatabaseSync(join(engine.dataDir, 'queue.db'), { timeout: 10_000 })
+    db.exec(`CREATE TABLE test_log (op TEXT NOT NULL, state TEXT NOT NULL, attempts INTEGER NOT NULL);
+      CREATE TRIGGER test_ins AFTER INSERT ON queue_messages BEGIN INSERT INTO test_log VALUES ('insert', NEW.state, NEW.attempts); END;
+      CREATE TRIGGER test_upd AFTER UPDATE ON queue_messages BEGIN INSERT INTO test_log VALUES ('update', NEW.state, NEW.attempts); END;
+      CREATE TRIGGER test_del AFTER DELETE ON queue_messages BEGIN INSERT INTO test_log VALUES ('delete', OLD.state, OLD.attempts); END;`)
+    try {
+      for (let n = 1; n <= 3; n++) {
+        assert.equal((await enqueue(w, 'idle', 'idle::run', { n })).error, undefined)
+        await waitFor(async () => (await call(w, 'engine::queue::topic_stats', { topic: 'idle' })).delivered === n, 'the message acknowledged')
+      }
+      const log = db.prepare('SELECT op, state, attempts FROM test_log ORDER BY rowid').all().map((r) => [r.op, r.state, r.attempts])
+      const once = [
+        ['insert', 'in_flight', 1],
+        ['delete', 'in_flight', 1],
+      ]
+      assert.deepEqual(log, [...once, ...once, ...once])
+      assert.deepEqual(handled, [{ n: 1 }, { n: 2 }, { n: 3 }])
+    } finally {
+      db.close()
+    }
+  })
+
   it('a message waiting for its target costs no write to queue.db (builtin adapter, manual clock), then is delivered once', async () => {
     const clock = createManualClock(1_000)
     const engine = await engineWith({ adapter: { name: 'builtin' }, queue_configs: { jobs: {} } }, { clock })
