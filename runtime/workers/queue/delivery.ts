@@ -174,7 +174,7 @@ export class QueueDelivery {
    * backend lets reserves overlap and slots are free that no reserve has asked for: then those
    * slots reserve at once, instead of a round trip later.
    */
-  pump(queue: string): void {
+  pump(queue: string, afterAnswers = false): void {
     const runner = this.runner(queue)
     if (runner.pumping > 0) {
       runner.again = true
@@ -182,7 +182,7 @@ export class QueueDelivery {
       if (this.host.settingsOf(queue).concurrency - runner.inFlight - runner.reserving <= 0) return
     }
     runner.pumping++
-    void this.pumpLoop(queue, runner).finally(() => {
+    void this.pumpLoop(queue, runner, afterAnswers).finally(() => {
       runner.pumping--
       // A pump() that arrived after the loop's last check (a settled delivery's continuation can
       // run between the loop's return and this callback) would otherwise be lost, and with it the
@@ -199,7 +199,7 @@ export class QueueDelivery {
    */
   pumpIfFree(queue: string): void {
     const runner = this.runner(queue)
-    if (this.host.settingsOf(queue).concurrency - runner.inFlight - runner.reserving > 0) this.pump(queue)
+    if (this.host.settingsOf(queue).concurrency - runner.inFlight - runner.reserving > 0) this.pump(queue, true)
   }
 
   /**
@@ -225,7 +225,8 @@ export class QueueDelivery {
     void this.pumpAll()
   }
 
-  private async pumpLoop(queue: string, runner: Runner): Promise<void> {
+  /** `afterAnswers`: the first reserve joined an enqueue's commit ({@link pumpIfFree}); its deliveries start a turn later. */
+  private async pumpLoop(queue: string, runner: Runner, afterAnswers = false): Promise<void> {
     do {
       runner.again = false
       const slot = this.host.backends.current
@@ -249,7 +250,15 @@ export class QueueDelivery {
         runner.reserving -= free
       }
       runner.inFlight += messages.length
-      for (const message of messages) void this.deliver(slot, queue, runner, message)
+      if (afterAnswers && messages.length > 0) {
+        // Settled by the commit that answers the enqueue: the answer, further down this
+        // microtask round, leaves first and the deliveries in the next turn, so that a worker
+        // that enqueues and handles sends its next enqueue before it runs the handler.
+        setImmediate(() => {
+          for (const message of messages) void this.deliver(slot, queue, runner, message)
+        })
+      } else for (const message of messages) void this.deliver(slot, queue, runner, message)
+      afterAnswers = false
       if (messages.length === free) runner.again = true
       else {
         let next: number | undefined

@@ -321,6 +321,12 @@ describe('queue worker: ordering and concurrency', () => {
     const handled: Frame[] = []
     w.serve('idle::run', (data) => void handled.push(data))
     await call(w, 'engine::functions::list', {})
+    // What this worker receives, in order: each enqueue's answer comes before its message's delivery.
+    const order: string[] = []
+    w.onFrame((f) => {
+      if (f.type === 'invocationresult' && f.result?.messageReceiptId !== undefined) order.push('receipt')
+      else if (f.type === 'invokefunction' && f.function_id === 'idle::run') order.push('delivery')
+    })
     // Every write to the queue's rows, in order, recorded inside the engine's own transactions.
     const db = new DatabaseSync(join(engine.dataDir, 'queue.db'), { timeout: 10_000 })
     db.exec(`CREATE TABLE test_log (op TEXT NOT NULL, state TEXT NOT NULL, attempts INTEGER NOT NULL);
@@ -339,6 +345,7 @@ describe('queue worker: ordering and concurrency', () => {
       ]
       assert.deepEqual(log, [...once, ...once, ...once])
       assert.deepEqual(handled, [{ n: 1 }, { n: 2 }, { n: 3 }])
+      assert.deepEqual(order, ['receipt', 'delivery', 'receipt', 'delivery', 'receipt', 'delivery'])
     } finally {
       db.close()
     }
