@@ -143,8 +143,12 @@ class QueueSlot {
  */
 export class IndexedQueueBackend implements QueueBackend {
   readonly name: string
-  /** A reserve in the turn of an enqueue joins its transaction (one per turn): see {@link QueueBackend.reservesJoinEnqueue}. */
-  readonly reservesJoinEnqueue = true
+  /**
+   * With a journal, a reserve in the turn of an enqueue joins its transaction (one per turn): see
+   * {@link QueueBackend.reservesJoinEnqueue}. Without one (`memory`) nothing is written: an enqueue
+   * resolves at once and its pump comes right after, as it always did.
+   */
+  readonly reservesJoinEnqueue: boolean
   private readonly journal: QueueJournal | null
   private readonly messages = new Map<string, IndexedMessage>()
   private readonly slots = new Map<string, QueueSlot>()
@@ -161,6 +165,7 @@ export class IndexedQueueBackend implements QueueBackend {
   constructor(name: string, journal: QueueJournal | null = null, now = Date.now()) {
     this.name = name
     this.journal = journal
+    this.reservesJoinEnqueue = journal !== null
     if (!journal) return
     const loaded = journal.load(now)
     loaded.messages.sort((a, b) => a.seq - b.seq)
