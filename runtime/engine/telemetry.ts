@@ -60,8 +60,12 @@ export interface ActiveSpan {
   /** `traceparent` naming this span as parent (sampled). */
   readonly traceparent: string
   readonly record: SpanRecord
-  /** Finishes the span with a status (`error` with its message) and extra attributes. */
-  end(status: SpanStatus, message?: string, attributes?: Record<string, unknown>): void
+  /**
+   * Finishes the span with a status (`error` with its message) and extra attributes. `endTime`
+   * (ns since the Unix epoch, default now): when it ended, for a span handed over a little after
+   * (the queue's `deliver`, off the delivery chain's critical path).
+   */
+  end(status: SpanStatus, message?: string, attributes?: Record<string, unknown>, endTime?: number): void
 }
 
 /**
@@ -494,10 +498,10 @@ class DeferredSpan implements ActiveSpan {
     }
   }
 
-  end(status: SpanStatus, message?: string, attributes?: Record<string, unknown>): void {
+  end(status: SpanStatus, message?: string, attributes?: Record<string, unknown>, endTime?: number): void {
     if (this.ended) return
     this.ended = true
-    const record = finish(this.record, status, message, attributes)
+    const record = finish(this.record, status, message, attributes, endTime)
     if (this.written) {
       this.sink.span(record, true)
       return
@@ -520,18 +524,18 @@ class EngineSpan implements ActiveSpan {
     this.traceparent = `00-${record.trace_id}-${record.span_id}-01`
   }
 
-  end(status: SpanStatus, message?: string, attributes?: Record<string, unknown>): void {
+  end(status: SpanStatus, message?: string, attributes?: Record<string, unknown>, endTime?: number): void {
     if (this.ended) return
     this.ended = true
     // Finished in place: the store holds this very object (stores write it out later, so the
     // finished version is the one written when both happen before a flush).
-    this.sink.span(finish(this.record, status, message, attributes), true)
+    this.sink.span(finish(this.record, status, message, attributes, endTime), true)
   }
 }
 
-/** Ends `record` now with `status` (and its message and attributes, when given); returns it. */
-function finish(record: SpanRecord, status: SpanStatus, message: string | undefined, attributes: Record<string, unknown> | undefined): SpanRecord {
-  const end = nowUnixNano()
+/** Ends `record` at `endTime` (ns, default now) with `status` (and its message and attributes, when given); returns it. */
+function finish(record: SpanRecord, status: SpanStatus, message: string | undefined, attributes: Record<string, unknown> | undefined, endTime?: number): SpanRecord {
+  const end = endTime ?? nowUnixNano()
   record.end_time_unix_nano = end
   record.duration_ms = (end - record.start_time_unix_nano) / 1e6
   record.status = status

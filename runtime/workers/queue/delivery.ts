@@ -7,7 +7,7 @@
 import type { ErrorBody } from 'svc-protocol/errors'
 import { Codes, errorBodyOf } from 'svc-protocol/errors'
 import { targetKey, type QueueBackend, type QueueMessage } from '../../adapters/queue/index.ts'
-import type { MetricSeries } from '../../adapters/observability/records.ts'
+import { nowUnixNano, type MetricSeries } from '../../adapters/observability/records.ts'
 import type { ActiveSpan, TelemetryHub } from '../../engine/telemetry.ts'
 import type { LocalInvokeRequest, LocalWorker, Logger } from '../../engine/types.ts'
 import type { AdapterSlot, AdapterSlots } from '../shared/adapter-slots.ts'
@@ -302,6 +302,9 @@ export class QueueDelivery {
     let failedCall = message.function_id
     let handlerNotFound = false
     let freed = false
+    /** When the attempt's outcome was known (ns; 0 before), and whether its span went to endSpan. */
+    let spanEnd = 0
+    let spanHanded = false
     /** Gives the attempt's slot back (once) and looks for more work; slots of a replaced backend were reset already. */
     const free = () => {
       if (freed) return
@@ -345,10 +348,8 @@ export class QueueDelivery {
         }
       }
       const verdict = verdictOf(message, settings, error, handlerNotFound)
-      if (span !== undefined) {
-        if (error === undefined) span.end('ok')
-        else span.end('error', error.message, { 'svc.error.code': error.code })
-      }
+      // Ended now, handed to the store once this turn's commit and deliveries are out (endSpan).
+      if (span !== undefined) spanEnd = nowUnixNano()
       const backend = slot.adapter
       let settled: Promise<boolean>
       switch (verdict.kind) {
@@ -373,10 +374,19 @@ export class QueueDelivery {
       // The backend changed its index already: the next reserve may start now and share the
       // transaction of this acknowledgement (one commit for both).
       free()
+      if (span !== undefined) {
+        this.endSpan(span, error, spanEnd)
+        spanHanded = true
+      }
       await settled
     } catch (failure) {
       free()
-      span?.end('error', `settling failed: ${String(failure)}`)
+      // Once the attempt had its outcome, the span keeps it (as when it ended before settling).
+      if (span !== undefined && !spanHanded) {
+        if (spanEnd === 0) span.end('error', `settling failed: ${String(failure)}`)
+        else if (error === undefined) span.end('ok', undefined, undefined, spanEnd)
+        else span.end('error', error.message, { 'svc.error.code': error.code }, spanEnd)
+      }
       host.log.error(`queue: settling message ${message.id} of ${queue} failed; it is delivered again after a restart`, { error: String(failure) })
     } finally {
       backends.release(slot)
@@ -399,6 +409,27 @@ export class QueueDelivery {
       return
     }
     this.host.log.error(`${line}; moved to the dead letter queue. ${redriveHint(queue, message.id)}`)
+  }
+
+  /**
+   * Hands `deliver` spans that ended (at `end`, ns) to the span store in an immediate queued after
+   * the commit of their acknowledgements: the store's work runs once the next deliveries are
+   * written, off the chain from a handler's result to the next delivery (at concurrency 1 that
+   * chain is the rate). The span's content is the same; it shows as finished one turn later.
+   */
+  private endSpan(span: ActiveSpan, error: ErrorBody | undefined, end: number): void {
+    if (this.ending.length === 0) setImmediate(this.endSpans)
+    this.ending.push({ span, error, end })
+  }
+
+  private readonly ending: Array<{ span: ActiveSpan; error: ErrorBody | undefined; end: number }> = []
+
+  private readonly endSpans = (): void => {
+    const ending = this.ending.splice(0)
+    for (const { span, error, end } of ending) {
+      if (error === undefined) span.end('ok', undefined, undefined, end)
+      else span.end('error', error.message, { 'svc.error.code': error.code }, end)
+    }
   }
 
   private markMissing(target: string): void {
