@@ -50,6 +50,7 @@
  * engine from starting. The fsyncs of `NORMAL` (one per WAL checkpoint, every 1/8 of the cap) took
  * half of the writer's time in the 1,000,000-line flood test.
  */
+import { spawnSync } from 'node:child_process'
 import { existsSync, mkdirSync, renameSync, rmSync } from 'node:fs'
 import { dirname } from 'node:path'
 import { Worker } from 'node:worker_threads'
@@ -132,6 +133,11 @@ export const MAX_QUEUED_BATCHES = 256
 
 /** Records per `log_blocks` and `span_blocks` row at most (see {@link SCHEMA}). */
 const BLOCK_LINES = 512
+/**
+ * How long a caller waiting for the writer (`flush`, `clear`, `close`) lets it run at idle priority
+ * before giving it the normal policy for the rest of the wait, ms.
+ */
+const BOOST_AFTER_MS = 20
 /**
  * What a log record's two times add to its JSON, bytes (`"timestamp_unix_nano":` and
  * `"observed_timestamp_unix_nano":` with 19 digits each, and their commas): counted in its size
@@ -509,6 +515,7 @@ export class SqliteStore extends MemoryStore {
   private queuedBytes = 0
   private timer: NodeJS.Timeout | undefined
   private closed = false
+  private closing = false
   /** Rows dropped from the queue (see {@link droppedRows}). */
   private dropped = 0
 
@@ -713,6 +720,8 @@ export class SqliteStore extends MemoryStore {
   override close(): void {
     if (this.closed) return
     clearTimeout(this.timer)
+    // The writer ends with the store: no need to give it back its idle priority after the waits.
+    this.closing = true
     this.flush()
     this.call({ op: 'close' })
     this.closed = true
@@ -839,13 +848,31 @@ export class SqliteStore extends MemoryStore {
     this.wait(seq)
   }
 
-  /** Blocks until the writer finished message `seq` (at most 10 s). */
+  /**
+   * Blocks until the writer finished message `seq` (giving up after 10 s without progress). A
+   * writer not done within {@link BOOST_AFTER_MS} runs at the normal policy until then: at idle
+   * priority on a machine with no idle CPU it would get almost none, and the caller (`flush`,
+   * `clear`, `close`) is waiting for it, the event loop stopped.
+   */
   private wait(seq: number): void {
     let last = Atomics.load(this.done, 0)
+    if (last >= seq) return
+    let boosted = false
     while (last < seq) {
-      if (Atomics.wait(this.done, 0, last, 10_000) === 'timed-out') return
+      if (Atomics.wait(this.done, 0, last, boosted ? 10_000 : BOOST_AFTER_MS) === 'timed-out') {
+        if (boosted) break
+        boosted = this.writerPolicy('--other')
+      }
       last = Atomics.load(this.done, 0)
     }
+    if (boosted && !this.closing) this.writerPolicy('--idle')
+  }
+
+  /** Sets the writer thread's scheduling policy with util-linux's `chrt` (`--other`, `--idle`); whether it did. */
+  private writerPolicy(policy: '--other' | '--idle'): boolean {
+    const tid = this.writerThreadId
+    if (tid === undefined) return false
+    return spawnSync('chrt', [policy, '--pid', '0', String(tid)], { stdio: 'ignore', timeout: 2000 }).status === 0
   }
 
   /**

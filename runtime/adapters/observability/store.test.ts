@@ -7,6 +7,10 @@ import v8 from 'node:v8'
 import { runInNewContext } from 'node:vm'
 import { join } from 'node:path'
 import { after, describe, it } from 'node:test'
+import { spawn } from 'node:child_process'
+import { once } from 'node:events'
+import { availableParallelism } from 'node:os'
+import { Worker } from 'node:worker_threads'
 import { jsonParse } from 'svc-protocol/json'
 import { LIMITS, log, runStoreConformance, span } from './conformance.ts'
 import { BATCH_BYTES, MAX_IN_FLIGHT, MAX_QUEUED_BYTES, PAGE_SIZE, SqliteStore } from './sqlite.ts'
@@ -133,6 +137,48 @@ describe('builtin observability store', () => {
     const again = new SqliteStore(join(dir, 'idle.db'), LIMITS)
     assert.deepEqual(again.logs().map((l) => l.body), ['written at idle priority'])
     again.close()
+  })
+
+  it('clears while every core is busy: the waiting caller gives the idle writer the normal policy, then idle again', { skip: process.platform !== 'linux' && 'SCHED_IDLE is Linux only' }, async () => {
+    const path = join(dir, 'busy.db')
+    const store = new SqliteStore(path, { ...LIMITS, maxLogs: 100 })
+    const policyOf = (tid: number): number => {
+      const stat = readFileSync(`/proc/self/task/${tid}/stat`, 'utf8')
+      return Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[38])
+    }
+    const deadline = Date.now() + 20_000
+    while ((store.writerThreadId === undefined || policyOf(store.writerThreadId) !== 5) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20))
+    const tid = store.writerThreadId!
+    assert.equal(policyOf(tid), 5, 'the writer starts at idle priority')
+    // Busy loops at the normal policy on every core (and one more): an idle-priority thread gets almost no CPU.
+    const busy = Array.from({ length: availableParallelism() + 1 }, () => spawn(process.execPath, ['-e', 'for (;;);'], { stdio: 'ignore' }))
+    // A thread that watches the writer's policy while this one is blocked in clear: flag[0] stops it, flag[1] is set when it saw SCHED_OTHER (0).
+    const flag = new Int32Array(new SharedArrayBuffer(8))
+    const watcher = new Worker(
+      `const { workerData } = require('node:worker_threads'); const { readFileSync } = require('node:fs')
+      const flag = new Int32Array(workerData.flag)
+      while (Atomics.load(flag, 0) === 0) {
+        const stat = readFileSync('/proc/self/task/' + workerData.tid + '/stat', 'utf8')
+        if (stat.slice(stat.lastIndexOf(')') + 2).split(' ')[38] === '0') Atomics.store(flag, 1, 1)
+      }`,
+      { eval: true, workerData: { flag: flag.buffer, tid } },
+    )
+    try {
+      await Promise.all(busy.map((p) => once(p, 'spawn')))
+      for (let i = 0; i < 50_000; i++) store.putLog(log(`busy ${i} ${'b'.repeat(200)}`))
+      assert.equal(store.clearLogs(), 100)
+    } finally {
+      Atomics.store(flag, 0, 1)
+      for (const p of busy) p.kill()
+    }
+    await once(watcher, 'exit')
+    assert.equal(flag[1], 1, 'the writer ran at the normal policy while clear waited for it')
+    assert.equal(policyOf(tid), 5, 'and is at idle priority again')
+    const file = new DatabaseSync(path, { readOnly: true })
+    const left = fileLogs(file).length
+    file.close()
+    assert.equal(left, 0, 'the file is cleared when clear returns')
+    store.close()
   })
 
   it('sweeps without waiting for the writer: the event loop goes on while the file is locked', () => {
