@@ -6,8 +6,8 @@
  * path never waits for SQLite. Records are gathered into batches of at most {@link BATCH_ROWS}
  * rows or {@link BATCH_BYTES} bytes, cut as soon as one is full or {@link FLUSH_MS} after the
  * first record; each batch is one transaction. Spans and log records travel to the writer as rows
- * of their JSON (without the resource; a log record's as UTF-8 bytes, see {@link LOG_FIELDS}; both
- * written to the file in blocks of records, see {@link SCHEMA}): a span put sealed (from an `/otel` frame) is serialised
+ * of their JSON (without the resource; a log record's as UTF-8 bytes, see {@link LOG_FIELDS}, written
+ * to the file as it came, in blocks of records, see {@link SCHEMA}): a span put sealed (from an `/otel` frame) is serialised
  * once, at ingest, and the window keeps that same text ({@link PackedSpan}) as UTF-8 in shared
  * chunks ({@link SpanTexts}) that the writer reads in place (its row names the chunk and the
  * bytes, not a copy of the text; the batch holds the chunk until the writer is done with it, so
@@ -91,21 +91,12 @@ import { jsonParse } from 'svc-protocol/json'
  * record is past it). One SQLite row per record (an index entry, a record header, a bound value
  * each) was most of the writer's CPU per log line (docs/benchmarks.md, issue 20, session 34): a
  * block costs about what one row did. `resources.last_block` is the newest block naming it.
- *
- * Spans likewise are written as `span_blocks`, not as `spans` rows (earlier versions' rows are
- * read as before, and are all older than any block): a block holds up to {@link BLOCK_LINES} span
- * rows of one batch, in order. Its `body` is their JSON (a `spans` row's `body`), UTF-8, back to
- * back; its `lines` is, per span, three little-endian float64s: start ns, the end of its JSON in
- * `body` (bytes), the id of its resource; its `start_ns` is the newest start among them (retention
- * deletes a block once its newest span is past it). `resources.last_span_block` is the newest
- * block naming it.
  */
 const SCHEMA = `
 CREATE TABLE IF NOT EXISTS spans (seq INTEGER PRIMARY KEY AUTOINCREMENT, start_ns INTEGER NOT NULL, body TEXT NOT NULL, resource INTEGER);
 CREATE TABLE IF NOT EXISTS logs (seq INTEGER PRIMARY KEY AUTOINCREMENT, ts_ns INTEGER NOT NULL, body TEXT NOT NULL, resource INTEGER, time_ns INTEGER);
 CREATE TABLE IF NOT EXISTS log_blocks (seq INTEGER PRIMARY KEY AUTOINCREMENT, ts_ns INTEGER NOT NULL, lines BLOB NOT NULL, body BLOB NOT NULL);
-CREATE TABLE IF NOT EXISTS span_blocks (seq INTEGER PRIMARY KEY AUTOINCREMENT, start_ns INTEGER NOT NULL, lines BLOB NOT NULL, body BLOB NOT NULL);
-CREATE TABLE IF NOT EXISTS resources (id INTEGER PRIMARY KEY AUTOINCREMENT, body TEXT NOT NULL UNIQUE, last_span INTEGER NOT NULL DEFAULT 0, last_log INTEGER NOT NULL DEFAULT 0, last_block INTEGER NOT NULL DEFAULT 0, last_span_block INTEGER NOT NULL DEFAULT 0);
+CREATE TABLE IF NOT EXISTS resources (id INTEGER PRIMARY KEY AUTOINCREMENT, body TEXT NOT NULL UNIQUE, last_span INTEGER NOT NULL DEFAULT 0, last_log INTEGER NOT NULL DEFAULT 0, last_block INTEGER NOT NULL DEFAULT 0);
 `
 
 /**
@@ -131,8 +122,18 @@ export const MAX_QUEUED_BYTES = 16 << 20
 /** …or the number of waiting batches (small ones, cut by the timer while the writer is stuck). */
 export const MAX_QUEUED_BATCHES = 256
 
-/** Records per `log_blocks` and `span_blocks` row at most (see {@link SCHEMA}). */
+/** Log records per `log_blocks` row at most (see {@link SCHEMA}). */
 const BLOCK_LINES = 512
+/** Rows per multi-row `INSERT` statement of the writer. */
+const INSERT_ROWS = 50
+/**
+ * …and first, this many (then {@link INSERT_ROWS}, then one at a time), for span and log rows: a
+ * statement of 200 rows took about a sixth less of the writer's CPU per log row than four of 50,
+ * and `INSERT OR FAIL` (no statement journal) a fifth less again (docs/benchmarks.md, issue 20,
+ * session 32).
+ */
+const WIDE_INSERT_ROWS = 200
+
 /**
  * How long a caller waiting for the writer (`flush`, `clear`, `close`) lets it run at idle priority
  * before giving it the normal policy for the rest of the wait, ms.
@@ -258,12 +259,27 @@ const { DatabaseSync } = require('node:sqlite')
 const db = new DatabaseSync(workerData.path)
 // synchronous = OFF: no fsync (telemetry; a process crash loses nothing, power loss may: see the class docs).
 db.exec('PRAGMA busy_timeout = 5000; PRAGMA journal_mode = WAL; PRAGMA synchronous = OFF;')
+/** Inserts of span rows (${SPAN_FIELDS} values each, see SPAN_FIELDS), largest first: \`[statement, rows it inserts]\` of ${WIDE_INSERT_ROWS} rows, then ${INSERT_ROWS}, then one (fewer statements, less binding overhead). */
+// A packed span's JSON is bound as the bytes of its UTF-8 (a BLOB): CAST stores them as the same TEXT a string makes.
+// OR FAIL, so that a statement of many rows needs no statement journal (SQLite copies pages into one
+// for a statement that may have to undo its own rows; a failed batch is rolled back whole). The
+// table has no constraint a row could break but NOT NULL, so OR FAIL changes no outcome.
+const spanInserts = [${WIDE_INSERT_ROWS}, ${INSERT_ROWS}, 1].map((n) => [db.prepare('INSERT OR FAIL INTO spans (start_ns, body, resource) VALUES ' + Array(n).fill('(?, CAST(? AS TEXT), ?)').join(', ')), n])
+/** Appends flat span rows (\`[ns, json, resource id, …]\`); the last seq, 0 when none. */
+function insertSpans(rows) {
+  let i = 0, last = 0
+  for (const [statement, n] of spanInserts) {
+    const block = n * ${SPAN_FIELDS}
+    for (; i + block <= rows.length; i += block) last = statement.run(...rows.slice(i, i + block)).lastInsertRowid
+  }
+  return Number(last)
+}
 /** Ids of resources by their JSON, as the file has them (cleared whenever resources are deleted or a write rolled back). */
 let resourceIds = new Map()
 const findResource = db.prepare('SELECT id FROM resources WHERE body = ?')
 const addResource = db.prepare('INSERT INTO resources (body) VALUES (?)')
-const lastUse = { log_blocks: db.prepare('UPDATE resources SET last_block = ? WHERE id = ?'), span_blocks: db.prepare('UPDATE resources SET last_span_block = ? WHERE id = ?') }
-const pruneResources = db.prepare('DELETE FROM resources WHERE last_span < ? AND last_log < ? AND last_block < ? AND last_span_block < ?')
+const lastUse = { spans: db.prepare('UPDATE resources SET last_span = ? WHERE id = ?'), log_blocks: db.prepare('UPDATE resources SET last_block = ? WHERE id = ?') }
+const pruneResources = db.prepare('DELETE FROM resources WHERE last_span < ? AND last_log < ? AND last_block < ?')
 /** The ids of a batch's resources (by index), added to the file when new. */
 function resourceIdsOf(texts) {
   if (resourceIds.size > 4096) resourceIds = new Map()
@@ -280,7 +296,7 @@ function resourceIdsOf(texts) {
 /** Deletes the resources no row names any more (every row up to their last use is gone). */
 function prune() {
   const oldest = (t) => (t.max === 0 || t.max < t.min ? Number.MAX_SAFE_INTEGER : t.min)
-  if (pruneResources.run(oldest(tables.spans), oldest(tables.logs), oldest(tables.log_blocks), oldest(tables.span_blocks)).changes > 0) resourceIds = new Map()
+  if (pruneResources.run(oldest(tables.spans), oldest(tables.logs), oldest(tables.log_blocks)).changes > 0) resourceIds = new Map()
 }
 const pragma = (name) => { const s = db.prepare('PRAGMA ' + name); return () => Number(Object.values(s.get() ?? {})[0] ?? 0) }
 const pageCount = pragma('page_count'), freePages = pragma('freelist_count')
@@ -301,7 +317,7 @@ if (process.platform === 'linux') {
 }
 /** Oldest and newest seq of each table (rows are appended, deleted oldest first). */
 const tables = {}
-for (const t of ['spans', 'logs', 'log_blocks', 'span_blocks']) tables[t] = { min: 0, max: 0, oldest: db.prepare('SELECT MIN(seq) AS a, MAX(seq) AS b FROM ' + t), drop: db.prepare('DELETE FROM ' + t + ' WHERE seq < ?') }
+for (const t of ['spans', 'logs', 'log_blocks']) tables[t] = { min: 0, max: 0, oldest: db.prepare('SELECT MIN(seq) AS a, MAX(seq) AS b FROM ' + t), drop: db.prepare('DELETE FROM ' + t + ' WHERE seq < ?') }
 function recount() {
   for (const t of Object.values(tables)) { const r = t.oldest.get(); t.min = Number(r.a ?? 0); t.max = Number(r.b ?? 0) }
 }
@@ -342,41 +358,9 @@ function packedBodies(rows, packed) {
     if (typeof k === 'number') rows[i] = new Uint8Array(chunks.get(packed[k * 3]), packed[k * 3 + 1], packed[k * 3 + 2])
   }
 }
-const insertSpanBlock = db.prepare('INSERT OR FAIL INTO span_blocks (start_ns, lines, body) VALUES (?, ?, ?)')
-/**
- * Appends a batch's span rows (\`[start ns, JSON (a string, or its UTF-8 bytes), resource index, …]\`)
- * as blocks of at most ${BLOCK_LINES} (see SCHEMA): their JSON copied back to back, their numbers as float64s.
- */
-function writeSpanBlocks(rows, ids) {
-  const spans = rows.length / ${SPAN_FIELDS}
-  const lastBlock = new Map()
-  for (let first = 0; first < spans; first += ${BLOCK_LINES}) {
-    const end = Math.min(spans, first + ${BLOCK_LINES})
-    let bytes = 0
-    for (let i = first * ${SPAN_FIELDS} + 1; i < end * ${SPAN_FIELDS}; i += ${SPAN_FIELDS}) bytes += typeof rows[i] === 'string' ? Buffer.byteLength(rows[i]) : rows[i].byteLength
-    const body = Buffer.allocUnsafeSlow(bytes)
-    const numbers = new Float64Array((end - first) * ${SPAN_FIELDS})
-    let at = 0, newest = 0, j = 0
-    for (let i = first * ${SPAN_FIELDS}; i < end * ${SPAN_FIELDS}; i += ${SPAN_FIELDS}, j += ${SPAN_FIELDS}) {
-      const text = rows[i + 1]
-      if (typeof text === 'string') at += body.write(text, at)
-      else {
-        body.set(text, at)
-        at += text.byteLength
-      }
-      if (rows[i] > newest) newest = rows[i]
-      numbers[j] = rows[i]
-      numbers[j + 1] = at
-      numbers[j + 2] = ids[rows[i + 2]]
-    }
-    const lines = new Uint8Array(numbers.buffer)
-    if (bigEndian) Buffer.from(numbers.buffer).swap64()
-    const seq = Number(insertSpanBlock.run(newest, lines, body).lastInsertRowid)
-    for (let k = 2; k < numbers.length; k += ${SPAN_FIELDS}) lastBlock.set(numbers[k], seq)
-    if (tables.span_blocks.min === 0) tables.span_blocks.min = seq
-    tables.span_blocks.max = seq
-  }
-  for (const [id, seq] of lastBlock) lastUse.span_blocks.run(seq, id)
+/** Span rows as the insert takes them: the batch's resource indexes replaced by the file's ids. */
+function withIds(rows, ids) {
+  for (let i = 2; i < rows.length; i += ${SPAN_FIELDS}) rows[i] = ids[rows[i]]
 }
 const insertBlock = db.prepare('INSERT OR FAIL INTO log_blocks (ts_ns, lines, body) VALUES (?, ?, ?)')
 const bigEndian = require('node:os').endianness() === 'BE'
@@ -417,12 +401,11 @@ parentPort.on('message', (m) => {
     if (m.op === 'close') {
       db.close()
     } else if (m.op === 'clear') {
-      db.exec(m.table === 'logs' ? 'DELETE FROM logs; DELETE FROM log_blocks' : 'DELETE FROM spans; DELETE FROM span_blocks')
+      db.exec(m.table === 'logs' ? 'DELETE FROM logs; DELETE FROM log_blocks' : 'DELETE FROM spans')
       recount()
       prune()
     } else if (m.op === 'sweep') {
       db.prepare('DELETE FROM spans WHERE start_ns < ?').run(m.cutoffNs)
-      db.prepare('DELETE FROM span_blocks WHERE start_ns < ?').run(m.cutoffNs)
       db.prepare('DELETE FROM logs WHERE ts_ns < ?').run(m.cutoffNs)
       db.prepare('DELETE FROM log_blocks WHERE ts_ns < ?').run(m.cutoffNs)
       recount()
@@ -446,7 +429,18 @@ parentPort.on('message', (m) => {
         fit(Math.ceil((textBytes(m.spans) + m.logText.byteLength + resourceBytes) * 1.1) + rowCount * 8 + 2 * pageSize, m.maxBytes)
         // After fit: a resource it deleted is added again.
         const ids = resourceIdsOf(m.resources)
-        if (m.spans.length > 0) writeSpanBlocks(m.spans, ids)
+        withIds(m.spans, ids)
+        const rows = m.spans
+        if (rows.length > 0) {
+          const w = ${SPAN_FIELDS}
+          const last = insertSpans(rows)
+          tables.spans.max = last
+          if (tables.spans.min === 0) tables.spans.min = last - rows.length / w + 1
+          // The seq of each resource's last row (a transaction's rows have consecutive seqs).
+          const lastRow = new Map()
+          for (let i = 0; i < rows.length; i += w) lastRow.set(rows[i + 2], i / w)
+          for (const [id, n] of lastRow) lastUse.spans.run(last - (rows.length / w - 1 - n), id)
+        }
         if (m.logs.length > 0) writeBlocks(m, ids)
         db.exec('COMMIT')
       } catch (error) {
@@ -883,7 +877,7 @@ export class SqliteStore extends MemoryStore {
   private reload(db: DatabaseSync): void {
     const resources = new Resources(db)
     // Rows are appended (a span that was written unfinished has a later, finished row): later rows win.
-    const spans = newestRecordRows(db, 'spans', this.limits.maxSpans * 2, this.limits.maxSpanBytes, resources)
+    const spans = newestRows(db, 'spans', this.limits.maxSpans * 2, this.limits.maxSpanBytes, resources)
     for (let i = spans.length - 1; i >= 0; i--) {
       const row = spans[i]!
       const record = resources.record<SpanRecord>(row)
@@ -891,7 +885,7 @@ export class SqliteStore extends MemoryStore {
       if (row.resource === null) super.putSpan(record, row.bytes)
       else this.putPacked(record, row.body, row.bytes)
     }
-    const logs = newestRecordRows(db, 'logs', this.limits.maxLogs, this.limits.maxLogBytes, resources)
+    const logs = newestLogRows(db, this.limits.maxLogs, this.limits.maxLogBytes, resources)
     for (let i = logs.length - 1; i >= 0; i--) super.putLog(logRecord(logs[i]!, resources), logs[i]!.bytes)
   }
 }
@@ -975,35 +969,30 @@ function newestRows(db: DatabaseSync, table: 'spans' | 'logs', maxRows: number, 
 }
 
 /**
- * The newest rows of the file's records of one signal, newest first: those of its blocks
- * (`log_blocks`, `span_blocks`), then (files written by earlier versions) of its table of a row
- * per record (`logs`, `spans`), whose rows are all older than any block; at most `maxRows`, and no
- * more once their text reaches `maxBytes` (see {@link newestRows}).
+ * The newest log records of the file as rows, newest first: those of `log_blocks`, then (files
+ * written by earlier versions) of `logs`, whose rows are all older than any block; at most
+ * `maxRows`, and no more once their text reaches `maxBytes` (see {@link newestRows}).
  */
-function newestRecordRows(db: DatabaseSync, table: 'spans' | 'logs', maxRows: number, maxBytes: number, resources: Resources): Row[] {
+function newestLogRows(db: DatabaseSync, maxRows: number, maxBytes: number, resources: Resources): Row[] {
   const out: Row[] = []
   let bytes = 0
-  // Bytes of a record's numbers in a block's `lines` (see SCHEMA).
-  const width = (table === 'logs' ? LOG_FIELDS : SPAN_FIELDS) * 8
-  for (const block of db.prepare(`SELECT lines, body FROM ${table === 'logs' ? 'log_blocks' : 'span_blocks'} ORDER BY seq DESC`).iterate()) {
+  for (const block of db.prepare('SELECT lines, body FROM log_blocks ORDER BY seq DESC').iterate()) {
     const numbers = block.lines as Uint8Array
     const view = new DataView(numbers.buffer, numbers.byteOffset, numbers.byteLength)
     const text = block.body as Uint8Array
     const body = Buffer.from(text.buffer, text.byteOffset, text.byteLength)
-    for (let i = numbers.byteLength / width - 1; i >= 0; i--) {
+    for (let i = numbers.byteLength / (LOG_FIELDS * 8) - 1; i >= 0; i--) {
       if (out.length >= maxRows) return out
-      const at = i * width
-      // The end of the record's JSON is its second number; the start, the end of the one before.
-      const json = body.toString('utf8', i === 0 ? 0 : view.getFloat64(at - width + 8, true), view.getFloat64(at + 8, true))
-      const resource = view.getFloat64(at + 16, true)
-      const row = table === 'logs' ? logLine(json, view.getFloat64(at, true), view.getFloat64(at + 24, true), resource, resources) : { body: json, resource, bytes: json.length + resources.text(resource).length + 12 }
+      const at = i * LOG_FIELDS * 8
+      const start = i === 0 ? 0 : view.getFloat64(at - LOG_FIELDS * 8 + 8, true)
+      const row = logLine(body.toString('utf8', start, view.getFloat64(at + 8, true)), view.getFloat64(at, true), view.getFloat64(at + 24, true), view.getFloat64(at + 16, true), resources)
       bytes += row.bytes
       if (bytes > maxBytes && out.length > 0) return out
       out.push(row)
     }
   }
   if (out.length >= maxRows) return out
-  for (const row of newestRows(db, table, maxRows - out.length, maxBytes - bytes, resources)) {
+  for (const row of newestRows(db, 'logs', maxRows - out.length, maxBytes - bytes, resources)) {
     bytes += row.bytes
     if (bytes > maxBytes && out.length > 0) break
     out.push(row)
@@ -1023,10 +1012,10 @@ function logLine(body: string, observed: number, time: number, resource: number,
 /**
  * Adds the columns a file made before they existed lacks: `resource` (its rows keep NULL: their
  * body holds the resource), the logs' `time_ns` (NULL: the body holds the times) and
- * `resources.last_block` and `last_span_block` (0: no block names it yet).
+ * `resources.last_block` (0: no block names it yet).
  */
 function addColumns(db: DatabaseSync): void {
-  for (const [table, added] of [['spans', ['resource']], ['logs', ['resource', 'time_ns']], ['resources', ['last_block', 'last_span_block']]] as const) {
+  for (const [table, added] of [['spans', ['resource']], ['logs', ['resource', 'time_ns']], ['resources', ['last_block']]] as const) {
     const columns = db.prepare(`PRAGMA table_info(${table})`).all().map((c) => c.name)
     for (const column of added) if (!columns.includes(column)) db.exec(`ALTER TABLE ${table} ADD COLUMN ${column} INTEGER${table === 'resources' ? ' NOT NULL DEFAULT 0' : ''}`)
   }

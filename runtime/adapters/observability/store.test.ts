@@ -68,36 +68,6 @@ function fileLogs(file: DatabaseSync): FileLog[] {
   return out
 }
 
-/** A span row as observability.db holds it: its JSON, the id of its resource (null: the JSON holds it), its start. */
-interface FileSpan {
-  body: string
-  resource: number | null
-  start: number
-}
-
-/**
- * The span rows of observability.db, in the order written: the rows of `spans` (files of earlier
- * versions), then each span of each `span_blocks` row (sqlite.ts `SCHEMA`, read here again).
- * Throws when a block's JSON is not UTF-8.
- */
-function fileSpans(file: DatabaseSync): FileSpan[] {
-  const out = file.prepare('SELECT body, resource, CAST(start_ns AS REAL) AS start FROM spans ORDER BY seq').all() as unknown as FileSpan[]
-  const utf8 = new TextDecoder('utf-8', { fatal: true })
-  for (const block of file.prepare('SELECT lines, body FROM span_blocks ORDER BY seq').all()) {
-    const lines = block.lines as Uint8Array
-    const text = block.body as Uint8Array
-    const view = new DataView(lines.buffer, lines.byteOffset, lines.byteLength)
-    let start = 0
-    // Per span three little-endian float64s: start ns, end of its JSON, resource id.
-    for (let at = 0; at < lines.byteLength; at += 24) {
-      const end = view.getFloat64(at + 8, true)
-      out.push({ body: utf8.decode(text.subarray(start, end)), resource: view.getFloat64(at + 16, true), start: view.getFloat64(at, true) })
-      start = end
-    }
-  }
-  return out
-}
-
 runStoreConformance('memory', (limits) => new MemoryStore(limits))
 runStoreConformance('builtin', (limits) => new SqliteStore(join(dir, `o${n++}.db`), limits))
 
@@ -266,7 +236,7 @@ describe('builtin observability store', () => {
     b.close()
   })
 
-  it('opens a file of a row per log record and span (session 32), reloads its rows before the blocks written after them, and caps and clears both', () => {
+  it('opens a file of a row per log record (session 32), reloads its rows before the blocks written after them, and caps and clears both', () => {
     const path = join(dir, 'rows-then-blocks.db')
     const made = new DatabaseSync(path)
     made.exec(
@@ -279,22 +249,12 @@ describe('builtin observability store', () => {
     made.prepare('INSERT INTO resources (body, last_log) VALUES (?, ?)').run(JSON.stringify(resource), old.length)
     const row = made.prepare('INSERT INTO logs (ts_ns, body, resource, time_ns) VALUES (?, ?, 1, ?)')
     for (const l of old) row.run(l.observed_timestamp_unix_nano, JSON.stringify([l.severity_number, l.severity_text, l.body, l.attributes, l.service_name, l.trace_id, l.span_id]), l.timestamp_unix_nano)
-    const oldSpans = Array.from({ length: 3 }, (_, i) => span('t-old', `s${i}`, null, Date.now() - 1000 + i, { resource, end_time_unix_nano: (Date.now() - 999 + i) * 1e6, duration_ms: 1, status: 'ok' }))
-    // The second row of a span written unfinished, then finished: the later row wins.
-    oldSpans[1] = { ...oldSpans[1]!, attributes: { row: 'later' } }
-    const spanRow = made.prepare('INSERT INTO spans (start_ns, body, resource) VALUES (?, ?, 1)')
-    spanRow.run(oldSpans[1]!.start_time_unix_nano, JSON.stringify({ ...oldSpans[1], attributes: { row: 'earlier' }, resource: undefined }))
-    for (const s of oldSpans) spanRow.run(s.start_time_unix_nano, JSON.stringify({ ...s, resource: undefined }))
-    made.prepare('UPDATE resources SET last_span = 4').run()
     made.close()
 
     const limits = { ...LIMITS, maxLogs: 10_000, maxDiskBytes: 1 << 20 }
     const a = new SqliteStore(path, limits)
     assert.deepEqual(a.logs(), old, 'the rows reload as they were')
-    assert.deepEqual(a.trace('t-old').sort((x, y) => x.span_id.localeCompare(y.span_id)), oldSpans)
     a.putLog(log('new 0'))
-    a.putSpan(span('t-old', 's1', null, Date.now(), { name: 'newer' }), undefined, true)
-    a.putSpan(span('t-new', 's0', null), undefined, true)
     a.close()
     const b = new SqliteStore(path, limits)
     assert.deepEqual(
@@ -302,28 +262,16 @@ describe('builtin observability store', () => {
       [...old.map((l) => l.body), 'new 0'],
       'old rows, then the records of blocks',
     )
-    assert.deepEqual(
-      [...b.spans()].map((s) => [s.trace_id, s.span_id, s.name]).sort(),
-      [
-        ['t-new', 's0', 's s0'],
-        ['t-old', 's0', 's s0'],
-        ['t-old', 's1', 'newer'],
-        ['t-old', 's2', 's s2'],
-      ],
-      'old rows, then the spans of blocks: the later row of a span wins',
-    )
     // Past the cap (1 MiB, the old rows hold ~400 KiB): the oldest go first, old rows and their resource included.
     for (let i = 1; i <= 600; i++) b.putLog(log(`new ${i} ${'n'.repeat(2000)}`))
     b.flush()
     const file = new DatabaseSync(path, { readOnly: true })
     const written = fileLogs(file)
     const resources = file.prepare('SELECT body FROM resources').all().map((r) => String(r.body))
-    const oldSpanRows = Number(file.prepare('SELECT COUNT(*) AS n FROM spans').get()!.n)
     file.close()
     assert.ok(b.usedBytes() <= 1 << 20, `used ${b.usedBytes()}`)
     assert.equal(written.at(-1)!.body.includes('new 600 '), true, 'the newest is in the file')
     assert.equal(written.some((w) => w.body.includes('"old ')), false, 'the old rows went first')
-    assert.equal(oldSpanRows, 0, 'the old span rows too')
     assert.deepEqual(resources, ['{}'], 'with the resource only they named')
     b.clearLogs()
     b.close()
@@ -388,7 +336,7 @@ describe('builtin observability store', () => {
     a.close()
   })
 
-  // Span rows and log records go to the file in blocks of at most 512.
+  // Span rows go to the file 200 to a statement, then 50, then one at a time; log records in blocks of at most 512.
   const tables = {
     logs: {
       what: 'log record of a batch, in order, whatever its number (blocks of 512)',
@@ -397,11 +345,15 @@ describe('builtin observability store', () => {
       read: (file: DatabaseSync) => fileLogs(file).map((row) => logRowFields(row.body).body),
     },
     spans: {
-      what: 'span row of a batch, in order, whatever its number (blocks of 512)',
-      sizes: [1, 511, 512, 513, 1024, 1500, 2000],
+      what: 'span row of a batch, in order, whatever its number of rows (multi-row inserts of 200, 50 and one)',
+      sizes: [1, 49, 50, 51, 199, 200, 273, 2000],
       // Sealed spans (rows of text) and span objects (serialised at the cut) in one batch.
       put: (a: SqliteStore, text: string, i: number) => a.putSpan(span(`t${text}`, text.replace(' ', '-'), null, 1_000_000 + i, { name: text }), undefined, i % 2 === 0),
-      read: (file: DatabaseSync) => fileSpans(file).map((row) => (JSON.parse(row.body) as { name: string }).name),
+      read: (file: DatabaseSync) =>
+        file
+          .prepare('SELECT body FROM spans ORDER BY seq')
+          .all()
+          .map((row) => (JSON.parse(String(row.body)) as { name: string }).name),
     },
   }
   for (const [table, { what, sizes, put, read }] of Object.entries(tables)) {
@@ -787,7 +739,7 @@ describe('span rows of the builtin store', () => {
       { requiredKeys: ['trace_id', 'span_id', 'parent_span_id', 'name', 'kind', 'service_name', 'start_time_unix_nano', 'end_time_unix_nano', 'duration_ms', 'status', 'attributes', 'resource', 'events', 'links'] },
     )
     // A row holds the span without its resource; the resource is a row of `resources`, written once.
-    const resourceOf = file.prepare('SELECT body FROM resources WHERE id = ?')
+    const rows = file.prepare('SELECT s.seq AS seq, s.body AS body, r.body AS resource FROM spans s LEFT JOIN resources r ON r.id = s.resource WHERE s.seq > ? ORDER BY s.seq')
     let seen = 0
     // Ids ever put as an object (not sealed): the window keeps that object, which takes the content of later puts.
     const objectIds = new Set<string>()
@@ -809,10 +761,8 @@ describe('span rows of the builtin store', () => {
           assert.equal(kept[0]!.resource, span.resource, 'the resource object is shared')
         }
         store.flush()
-        const written = fileSpans(file)
-          .slice(seen)
-          .map((row) => ({ body: row.body, resource: String(resourceOf.get(row.resource)?.body) }))
-        seen += written.length
+        const written = rows.all(seen) as Array<{ seq: number; body: string; resource: string }>
+        seen = Number(written.at(-1)?.seq ?? seen)
         const joined = written.map((row) => {
           const body = jsonParse(row.body) as Record<string, unknown>
           assert.equal(Object.hasOwn(body, 'resource'), false, 'the resource is not repeated in the row')
@@ -877,7 +827,7 @@ describe('span rows of the builtin store', () => {
         try {
           const resourceOf = file.prepare('SELECT body FROM resources WHERE id = ?')
           const rows = fileLogs(file).map((row) => ({ ...row, id: row.resource, resource: (resourceOf.get(row.resource)?.body ?? null) as string | null }))
-          const named = new Set([...rows.map((row) => row.id), ...fileSpans(file).map((row) => row.resource)])
+          const named = new Set([...rows.map((row) => row.id), ...file.prepare('SELECT resource FROM spans WHERE resource IS NOT NULL').all().map((row) => Number(row.resource))])
           const orphans = file
             .prepare('SELECT id FROM resources')
             .all()
@@ -897,8 +847,7 @@ describe('span rows of the builtin store', () => {
                 body.timestamp_unix_nano = row.time
                 body.observed_timestamp_unix_nano = row.observed
               }
-              // As JSON writes it (a block keeps a time of -0, which JSON writes as 0).
-              return jsonParse(JSON.stringify(body))
+              return body
             }),
             newest,
           )
@@ -920,7 +869,7 @@ describe('span rows of the builtin store', () => {
     store.putSpan(span('t1', 's2', 's1'))
     store.flush()
     const file = new DatabaseSync(path, { readOnly: true })
-    const bodies = fileSpans(file).map((row) => jsonParse(row.body) as { span_id: string; attributes: object })
+    const bodies = file.prepare('SELECT body FROM spans ORDER BY seq').all().map((row) => jsonParse(String(row.body)) as { span_id: string; attributes: object })
     file.close()
     store.close()
     assert.deepEqual(bodies.map((b) => b.span_id), ['s1', 's2'])
@@ -1063,9 +1012,9 @@ describe('texts of sealed spans (UTF-8 chunks shared with the writer)', () => {
     assert.deepEqual(window(store), expected)
     store.flush()
     const file = new DatabaseSync(path, { readOnly: true })
-    // fileSpans decodes each span's bytes as UTF-8, refusing bytes that are not.
-    const rows = fileSpans(file)
+    const rows = file.prepare('SELECT body, typeof(body) AS type FROM spans ORDER BY seq').all() as Array<{ body: string; type: string }>
     file.close()
+    assert.deepEqual(rows.map((r) => r.type), expected.map(() => 'text'))
     assert.deepEqual(rows.map((r) => r.body), expected)
     store.close()
     store = new SqliteStore(path, limits)
@@ -1095,7 +1044,7 @@ describe('chunks of sealed spans are reused once nothing reads them', () => {
       }
       lock.exec('ROLLBACK')
       store.flush()
-      const rows = fileSpans(lock)
+      const rows = lock.prepare('SELECT body FROM spans ORDER BY seq').all() as Array<{ body: string }>
       assert.ok(rows.length + store.droppedRows === 6000 && rows.length > 1000, `${rows.length} rows, ${store.droppedRows} dropped`)
       for (const { body } of rows) assert.equal(body, expected.get((JSON.parse(body) as SpanRecord).span_id))
       // And the window holds the newest spans, read from reused chunks.
