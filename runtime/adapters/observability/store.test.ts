@@ -847,7 +847,8 @@ describe('span rows of the builtin store', () => {
                 body.timestamp_unix_nano = row.time
                 body.observed_timestamp_unix_nano = row.observed
               }
-              return body
+              // As JSON writes it (a block keeps a time of -0, which JSON writes as 0).
+              return jsonParse(JSON.stringify(body))
             }),
             newest,
           )
