@@ -216,7 +216,7 @@ const SPAN_FIELDS = 3
  * writer stores them, the index replaced by the resource's id and the end made relative to its
  * block, as a `log_blocks` row's `lines` ({@link SCHEMA}). The rows' JSON (the
  * record without its resource, and without its times when they are columns) travels as UTF-8
- * bytes, back to back, in one `ArrayBuffer` that is transferred, not copied: a row's string dies
+ * bytes, back to back, in one buffer that is shared or transferred, not copied: a row's string dies
  * young instead of waiting on the heap for its batch's cut (V8 promoted most of them to the old
  * generation, where its helper threads marked them), and the writer makes no strings of them.
  * About 0.35 µs of engine CPU per log line less, on the GC helper threads and the writer
@@ -225,6 +225,29 @@ const SPAN_FIELDS = 3
 const LOG_FIELDS = 4
 /** Bytes of the buffer the log rows' JSON is written into (grown for a batch that needs more, e.g. non-ASCII text). */
 const LOG_TEXT_BYTES = BATCH_BYTES + (BATCH_BYTES >> 2)
+/**
+ * A batch with at least this many bytes of log text hands the writer the buffer it was written
+ * into (a `SharedArrayBuffer`, back in {@link SqliteStore}'s pool once the writer is done with the
+ * batch); a smaller one, a copy as long as its text (a waiting batch holds no more than its rows).
+ * A new 1.25 MiB `ArrayBuffer` per batch, transferred, cost the engine's thread the copy and both
+ * threads collections of their external memory (docs/benchmarks.md, issue 20, session 34).
+ */
+const SHARED_TEXT_BYTES = LOG_TEXT_BYTES >> 3
+/** Free buffers of {@link LOG_TEXT_BYTES} the pool keeps at most. */
+const TEXT_POOL = MAX_IN_FLIGHT + 2
+
+/** A buffer of {@link LOG_TEXT_BYTES} for log text, shared with the writer thread. */
+function sharedText(): Buffer {
+  return Buffer.from(new SharedArrayBuffer(LOG_TEXT_BYTES))
+}
+/** The first `bytes` of `text` in an `ArrayBuffer` of their own (transferable, where a slice of a shared buffer is shared). */
+function copyOf(text: Buffer, bytes: number): ArrayBuffer {
+  const copy = new ArrayBuffer(bytes)
+  new Uint8Array(copy).set(text.subarray(0, bytes))
+  return copy
+}
+/** No buffer yet: the next log record takes one from the pool. */
+const EMPTY_TEXT = Buffer.alloc(0)
 
 /**
  * A batch for the writer: span rows as flat {@link SPAN_FIELDS} values each, log rows as
@@ -234,8 +257,10 @@ const LOG_TEXT_BYTES = BATCH_BYTES + (BATCH_BYTES >> 2)
 interface Batch {
   spans: Array<number | string>
   logs: Float64Array
-  /** The log rows' JSON, UTF-8, back to back (exactly as long as they are). */
-  logText: ArrayBuffer
+  /** The log rows' JSON, UTF-8, back to back from its start: a copy exactly as long as they are, or the pooled buffer they were written into ({@link pooled}). */
+  logText: ArrayBuffer | SharedArrayBuffer
+  /** The pooled buffer {@link logText} is, held until the writer is done with the batch. */
+  pooled: Buffer | undefined
   resources: string[]
   /** `[chunk id, offset, length]` per packed span, bytes. */
   packed: number[]
@@ -426,7 +451,8 @@ parentPort.on('message', (m) => {
         let resourceBytes = 0
         for (const text of m.resources) resourceBytes += text.length
         // A log row's timestamp column (8 bytes) is counted with the row's 8 of overhead.
-        fit(Math.ceil((textBytes(m.spans) + m.logText.byteLength + resourceBytes) * 1.1) + rowCount * 8 + 2 * pageSize, m.maxBytes)
+        const logBytes = m.logs.length === 0 ? 0 : m.logs[m.logs.length - ${LOG_FIELDS} + 1]
+        fit(Math.ceil((textBytes(m.spans) + logBytes + resourceBytes) * 1.1) + rowCount * 8 + 2 * pageSize, m.maxBytes)
         // After fit: a resource it deleted is added again.
         const ids = resourceIdsOf(m.resources)
         withIds(m.spans, ids)
@@ -488,7 +514,7 @@ export class SqliteStore extends MemoryStore {
   private readonly writerChunks = new Set<TextChunk>()
   private forget: number[] = []
   /** Posted batches' chunks, held until the writer finished the batch (`done[0]` reaches `seq`), oldest first. */
-  private posted: Array<{ seq: number; held: TextChunk[] }> = []
+  private posted: Array<{ seq: number; held: TextChunk[]; pooled: Buffer | undefined }> = []
   /** The span objects among {@link pendingSpans}: an engine span that started and finished before the cut is written once. */
   private pendingObjects = new Set<SpanRecord>()
   /**
@@ -498,8 +524,10 @@ export class SqliteStore extends MemoryStore {
    */
   private logMeta = new Float64Array(BATCH_ROWS * LOG_FIELDS)
   private logRows = 0
-  private logText = Buffer.allocUnsafeSlow(LOG_TEXT_BYTES)
+  private logText = sharedText()
   private logTextAt = 0
+  /** Buffers of {@link LOG_TEXT_BYTES} the writer is done with, for the next batches (at most {@link TEXT_POOL}). */
+  private readonly freeTexts: Buffer[] = []
   /** The resources of the batch being filled (their JSON, each once) and their indexes by object. */
   private pendingResources: string[] = []
   private resourceIndexes = new Map<object, number>()
@@ -630,6 +658,7 @@ export class SqliteStore extends MemoryStore {
     const index = this.resourceIndex(resource)
     super.putLog(log, bytes ?? size + this.pendingResources[index]!.length + 12)
     // At most 3 bytes of UTF-8 per UTF-16 unit (JSON.stringify leaves no lone surrogate).
+    if (this.logText.length === 0) this.logText = this.freeTexts.pop() ?? sharedText()
     if (this.logTextAt + json.length * 3 > this.logText.length) this.growText(this.logTextAt + json.length * 3)
     this.logTextAt += this.logText.write(json, this.logTextAt)
     let i = this.logRows * LOG_FIELDS
@@ -652,6 +681,8 @@ export class SqliteStore extends MemoryStore {
   private growText(bytes: number): void {
     const text = Buffer.allocUnsafeSlow(Math.max(bytes, this.logText.length * 2))
     this.logText.copy(text, 0, 0, this.logTextAt)
+    // A pooled buffer (no other is as long) goes back to the pool.
+    if (this.logText.length === LOG_TEXT_BYTES) this.freeText(this.logText)
     this.logText = text
   }
 
@@ -759,11 +790,13 @@ export class SqliteStore extends MemoryStore {
         bytes += body.length
       }
     }
+    const text = this.logText
+    const pooled = this.logTextAt >= SHARED_TEXT_BYTES && text.length === LOG_TEXT_BYTES ? text : undefined
     const batch: Batch = {
       spans: spans as Array<number | string>,
       logs: this.logMeta.slice(0, this.logRows * LOG_FIELDS),
-      // A copy as long as the text: a waiting batch holds no more than its rows.
-      logText: this.logText.buffer.slice(this.logText.byteOffset, this.logText.byteOffset + this.logTextAt),
+      logText: pooled !== undefined ? text.buffer : copyOf(text, this.logTextAt),
+      pooled,
       resources: this.pendingResources,
       packed: this.pendingPacked,
       held: this.pendingChunks,
@@ -776,8 +809,8 @@ export class SqliteStore extends MemoryStore {
     this.pendingObjects = new Set()
     this.logRows = 0
     this.logTextAt = 0
-    // A buffer grown for one batch is not kept.
-    if (this.logText.length > LOG_TEXT_BYTES) this.logText = Buffer.allocUnsafeSlow(LOG_TEXT_BYTES)
+    // A buffer handed over or grown for one batch is not kept: the next from the pool, taken when the next log record comes.
+    if (pooled !== undefined || text.length > LOG_TEXT_BYTES) this.logText = EMPTY_TEXT
     this.pendingResources = []
     this.resourceIndexes = new Map()
     this.pendingBytes = 0
@@ -789,14 +822,24 @@ export class SqliteStore extends MemoryStore {
       this.queuedBytes -= oldest.bytes
       this.dropped += oldest.rows
       for (const chunk of oldest.held) this.texts.release(chunk)
+      this.freeText(oldest.pooled)
     }
+  }
+
+  /** Puts a pooled log text buffer the writer no longer reads back in the pool. */
+  private freeText(text: Buffer | undefined): void {
+    if (text !== undefined && this.freeTexts.length < TEXT_POOL) this.freeTexts.push(text)
   }
 
   /** Lets go of the chunks of the batches the writer finished. */
   private reap(): void {
     const done = Atomics.load(this.done, 0)
     const posted = this.posted
-    while (posted.length > 0 && posted[0]!.seq <= done) for (const chunk of posted.shift()!.held) this.texts.release(chunk)
+    while (posted.length > 0 && posted[0]!.seq <= done) {
+      const batch = posted.shift()!
+      for (const chunk of batch.held) this.texts.release(chunk)
+      this.freeText(batch.pooled)
+    }
   }
 
   /**
@@ -828,9 +871,9 @@ export class SqliteStore extends MemoryStore {
     this.forget = []
     this.writer.postMessage(
       { seq, op: 'write', spans: batch.spans, logs: batch.logs, logText: batch.logText, resources: batch.resources, packed: batch.packed, chunks, forget, maxBytes: this.limits.maxDiskBytes },
-      [batch.logs.buffer as ArrayBuffer, batch.logText],
+      batch.pooled === undefined ? [batch.logs.buffer as ArrayBuffer, batch.logText as ArrayBuffer] : [batch.logs.buffer as ArrayBuffer],
     )
-    if (batch.held.length > 0) this.posted.push({ seq, held: batch.held })
+    if (batch.held.length > 0 || batch.pooled !== undefined) this.posted.push({ seq, held: batch.held, pooled: batch.pooled })
     return seq
   }
 

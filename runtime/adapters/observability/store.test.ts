@@ -548,6 +548,12 @@ describe('builtin observability store: bounded hand-over to the writer', () => {
       assert.equal(rows + store.droppedRows, total, 'every row is either in the file or counted')
       assert.match(newest.body, new RegExp(`^${total - 1} `), 'the newest row is in the file')
       assert.match(oldest.body, /^0 /, 'the batches already with the writer were written')
+      // The text buffers of batches are reused once the writer is done with them: never before.
+      const numbers = written.map((row) => Number((logRowFields(row.body) as { body: string }).body.split(' ')[0]))
+      assert.ok(
+        numbers.every((n, i) => i === 0 || n > numbers[i - 1]!),
+        'each row holds its own record, in order',
+      )
       assert.ok(rows * body.length <= MAX_QUEUED_BYTES + MAX_IN_FLIGHT * BATCH_BYTES * 2, `${rows} rows written`)
       assert.equal(store.counts().logs, LIMITS.maxLogs, 'the window is untouched')
     } finally {
