@@ -41,7 +41,9 @@
  *
  * Priority: on Linux the writer runs as `SCHED_IDLE` (set with util-linux's `chrt` when it
  * starts; nothing changes where that fails): it uses CPU the invocation path leaves idle, and the
- * bounds above decide what happens when there is none.
+ * bounds above decide what happens when there is none. A caller that waits for it (`flush`,
+ * `clear`, `close`) gives it the normal policy after {@link BOOST_AFTER_MS} and idle priority again
+ * once done: the engine's event loop is stopped meanwhile.
  *
  * Durability: the writer runs with `synchronous = OFF` (WAL), never waiting for the disk. What it
  * committed survives a crash or kill of the engine process (the OS has it); a power loss or OS crash
