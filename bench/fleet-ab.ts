@@ -24,6 +24,12 @@
  * BENCH_ENGINE_OUTPUT (a directory: each engine's standard output after it is ready, e.g. with
  * `--trace-gc-nvp`, goes to `<root index>-<a|b>.log` there); BENCH_NATS_VARZ=1 (nats-server's
  * messages and bytes in and out per call or request, from its `/varz`, heartbeats included).
+ *
+ * Phases besides those: `moleculer` (Moleculer's brokers over the same nats-server, each round:
+ * the peer cross-engine calls are measured against) and `nats` (the floor of any hop through
+ * NATS: a bare nats.js requester and responder, bench/peers/nats.ts, over the same nats-server,
+ * each round, at BENCH_NATS_IN_FLIGHT requests in flight, 16 by default like the HTTP phases; CPU
+ * per request of nats-server, the responder and the requester).
  */
 import type { ChildProcess } from 'node:child_process'
 import { createWriteStream, readFileSync } from 'node:fs'
@@ -158,6 +164,13 @@ async function main(): Promise<void> {
       await firstJson(callee.lines, 'ready')
       moleculerCallee = callee.child
     }
+    let natsResponder: ChildProcess | undefined
+    if (phases.has('nats')) {
+      const responder = start(['bench/peers/nats.ts', 'responder', nats.url])
+      started.push(responder.child)
+      await firstJson(responder.lines, 'ready')
+      natsResponder = responder.child
+    }
     if (process.env.BENCH_PIDS_FILE !== undefined) await writeFile(process.env.BENCH_PIDS_FILE, JSON.stringify(setups.map((s) => ({ root: s.root, ...s.pids }))))
     if (process.env.BENCH_START_DELAY_MS !== undefined) await sleep(Number(process.env.BENCH_START_DELAY_MS))
 
@@ -168,6 +181,7 @@ async function main(): Promise<void> {
       other: { cpu: [] as Array<Record<string, number>>, sys: [] as Array<Record<string, number>>, syscalls: [] as Array<Record<string, number>>, per_second: [] as number[], nats: [] as Array<Record<string, number>> },
     }))
     const moleculer = { rates: [] as Array<Record<string, number>>, cpu: [] as Array<Record<string, number>> }
+    const bare = { rates: [] as Array<Record<string, number>>, cpu: [] as Array<Record<string, number>> }
     const loads = [load()]
     for (let round = 0; round < ROUNDS; round++) {
       for (const [i, s] of setups.entries()) {
@@ -192,6 +206,16 @@ async function main(): Promise<void> {
         cpu.caller = (r.cpu_ms * 1000) / r.calls
         moleculer.cpu.push(cpu)
         moleculer.rates.push({ p50_us: r.p50_us, ...r.per_second })
+      }
+      if (natsResponder !== undefined) {
+        const pids = { nats: nats.child.pid!, responder: natsResponder.pid! }
+        const before = snapshot(pids)
+        // No sequential samples: the in-flight count alone, as the HTTP phases' steady load.
+        const r = await run(['bench/peers/nats.ts', 'requester', nats.url], { BENCH_DURATION_MS: DURATION_MS, BENCH_SAMPLES: '0', BENCH_IN_FLIGHT: process.env.BENCH_NATS_IN_FLIGHT ?? '16' })
+        const { cpu } = perOp(pids, before, r.calls)
+        cpu.requester = (r.cpu_ms * 1000) / r.calls
+        bare.cpu.push(cpu)
+        bare.rates.push(r.per_second)
       }
       for (const [i, s] of setups.entries()) {
         for (const via of ['own', 'other'] as const) {
@@ -225,6 +249,7 @@ async function main(): Promise<void> {
       console.log(JSON.stringify(line))
     }
     if (moleculer.rates.length > 0) console.log(JSON.stringify({ moleculer: { ...medians(moleculer.rates, false), cpu_us_per_call: medians(moleculer.cpu), cpu_total_each_round: moleculer.cpu.map((c) => Math.round(Object.values(c).reduce((a, b) => a + b, 0))) } }))
+    if (bare.rates.length > 0) console.log(JSON.stringify({ nats_request_reply: { per_second: medians(bare.rates, false), cpu_us_per_request: medians(bare.cpu), cpu_total_each_round: bare.cpu.map((c) => Math.round(Object.values(c).reduce((a, b) => a + b, 0))) } }))
     console.log(JSON.stringify({ load_average: loads }))
   } finally {
     for (const child of started) await stop(child)

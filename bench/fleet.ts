@@ -9,6 +9,11 @@
  *                  worker's): CPU time of every svc process (both engines and nats-server; the
  *                  load generator and the worker are the same in both) per request, from
  *                  /proc/<pid>/stat — two cores cannot show scaling in requests per second.
+ *   bare NATS      alternated with the HTTP runs: a nats.js requester and responder
+ *                  (bench/peers/nats.ts) over the same nats-server, 16 requests in flight like
+ *                  the 16 HTTP connections; CPU per request of nats-server, the responder and the
+ *                  requester — what one hop through NATS costs before any engine work, against the
+ *                  HTTP row's budget (1.3× allows 0.3 × the own listener's CPU for the whole hop).
  *
  * CPU time per call of every process (the callers' from their own `process.cpuUsage()`), svc's and
  * Moleculer's: at two cores, calls/s follow CPU per call summed over the processes.
@@ -41,6 +46,7 @@ function cpuMs(pid: number): number {
   return ((Number(fields[11]) + Number(fields[12])) * 1000) / 100
 }
 
+const total = (cpu: Record<string, number>) => Object.values(cpu).reduce((a, b) => a + b, 0)
 const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!
 const medianRun = (runs: Array<Record<string, any>>) => [...runs].sort((a, b) => a.per_second[64] - b.per_second[64])[Math.floor(runs.length / 2)]!
 
@@ -81,7 +87,16 @@ async function main(): Promise<void> {
     const svcPids = [a.child.pid!, b.child.pid!, nats.child.pid!]
     const http: Record<'own' | 'other', { cpu_us_per_request: number[]; per_second: number[] }> = { own: { cpu_us_per_request: [], per_second: [] }, other: { cpu_us_per_request: [], per_second: [] } }
     const durationMs = Number(process.env.BENCH_DURATION_MS ?? 3000)
+    const responder = start(['bench/peers/nats.ts', 'responder', nats.url])
+    await firstJson(responder.lines, 'ready')
+    const bare: Array<{ cpu_us_per_request: Record<string, number>; per_second: number }> = []
     for (let round = 0; round < ROUNDS; round++) {
+      const natsPids = [nats.child.pid!, responder.child.pid!]
+      const natsBefore = natsPids.map(cpuMs)
+      // No sequential samples: 16 in flight alone, the HTTP runs' steady load.
+      const result = await run(['bench/peers/nats.ts', 'requester', nats.url], { BENCH_DURATION_MS: String(durationMs), BENCH_SAMPLES: '0', BENCH_IN_FLIGHT: '16' })
+      const per = (ms: number) => Math.round((ms * 10_000) / result.calls) / 10
+      bare.push({ cpu_us_per_request: { nats: per(cpuMs(natsPids[0]!) - natsBefore[0]!), responder: per(cpuMs(natsPids[1]!) - natsBefore[1]!), requester: per(result.cpu_ms) }, per_second: result.per_second[16] })
       for (const [via, url] of [['own', b.ready.http_url], ['other', a.ready.http_url]] as const) {
         const before = svcPids.reduce((sum, pid) => sum + cpuMs(pid), 0)
         const result = await run(['bench/load-http.ts', `${url}/bench/echo`, '16'], { BENCH_DURATION_MS: String(durationMs) })
@@ -92,6 +107,7 @@ async function main(): Promise<void> {
         http[via].per_second.push(result.per_second)
       }
     }
+    await stop(responder.child)
     await stop(callee.child)
     await stop(a.child)
     await stop(b.child)
@@ -114,6 +130,8 @@ async function main(): Promise<void> {
           own: { cpu_us_per_request: median(http.own.cpu_us_per_request), per_second: median(http.own.per_second) },
           other: { cpu_us_per_request: median(http.other.cpu_us_per_request), per_second: median(http.other.per_second) },
         },
+        // The round whose three processes' CPU per request is the median.
+        nats_request_reply: [...bare].sort((x, y) => total(x.cpu_us_per_request) - total(y.cpu_us_per_request))[Math.floor(bare.length / 2)],
       }),
     )
   } finally {

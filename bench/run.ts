@@ -369,7 +369,16 @@ function fleetRows(r: Record<string, any>): string[] {
     '|---|---|---|',
     `| through B's own listener | ${r.http.own.cpu_us_per_request} µs | ${r.http.own.per_second}/s |`,
     `| through A's listener | ${r.http.other.cpu_us_per_request} µs (${(r.http.other.cpu_us_per_request / r.http.own.cpu_us_per_request).toFixed(2)}×, target ≤ 1.3×) | ${r.http.other.per_second}/s |`,
+    ...bareNatsRow(r.nats_request_reply, r.http.own.cpu_us_per_request),
   ]
+}
+
+/** The bare NATS hop beside the HTTP rows: what 1.3× leaves for it, and what it costs alone. */
+function bareNatsRow(bare: { cpu_us_per_request: Record<string, number>; per_second: number } | undefined, own: number): string[] {
+  if (bare === undefined) return []
+  const c = bare.cpu_us_per_request
+  const sum = Math.round((c.nats! + c.responder! + c.requester!) * 10) / 10
+  return [`| a bare nats.js request → the same nats-server → responder, 16 in flight (no engine) | ${sum} µs: nats-server ${c.nats}, responder ${c.responder}, requester ${c.requester} (1.3× leaves ${Math.round(own * 0.3)} µs for the whole hop) | ${bare.per_second}/s |`]
 }
 
 function cliStartRows(r: Record<string, any>): string[] {

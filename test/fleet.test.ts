@@ -10,6 +10,7 @@ import fc from 'fast-check'
 import { connect, type NatsConnection } from 'nats'
 import { after, before, describe, it } from 'node:test'
 import { registerWorker, type SvcClient } from 'svc-sdk'
+import { resolveAddress, resolveOptions, WorkerClient } from 'svc-sdk/internal'
 import { flushOtel } from 'svc-sdk/telemetry'
 import { FLEET_DEFAULTS, type FleetConfig } from '../runtime/engine/config.ts'
 import { startTestEngine, type TestEngine } from './support/engine.ts'
@@ -79,6 +80,24 @@ describe('a fleet of three engines on NATS', () => {
     const failure = await rejection(engines[2]!.engine.inject({ function_id: 'orders::reject', data: {} }))
     assert.equal(failure.code, 'OUT_OF_STOCK')
     assert.match(failure.message, /no stock/)
+  })
+
+  it('runs a call to another engine in the caller\'s namespace there, not in default\'s function of the same id', async () => {
+    const inShop = (i: number, name: string): SvcClient => {
+      const c = new WorkerClient(resolveAddress('ws://engine.local/'), resolveOptions({ workerName: name, namespace: 'shop' }), { connector: engines[i]!.engine.connector() })
+      clients.push(c)
+      return c
+    }
+    // `default` has its own orders::checkout on bravo: a call that lost its namespace on the way would run that one.
+    client(1, 'orders-default').registerFunction('orders::checkout', () => ({ namespace: 'default' }))
+    inShop(1, 'orders-shop').registerFunction('orders::checkout', (input: { cart: number }) => ({ namespace: 'shop', cart: input.cart }))
+    await waitFor(async () => {
+      const list = (await engines[0]!.engine.inject({ function_id: 'engine::functions::list', data: {} })) as { functions: Array<{ function_id: string; namespace: string }> }
+      return list.functions.filter((f) => f.function_id === 'orders::checkout').length === 2
+    }, 'alpha lists orders::checkout in both namespaces', 10_000)
+    assert.deepEqual(await inShop(0, 'web-shop').trigger({ function_id: 'orders::checkout', payload: { cart: 3 } }), { namespace: 'shop', cart: 3 })
+    assert.deepEqual(await engines[2]!.engine.inject({ function_id: 'orders::checkout', namespace: 'shop', data: { cart: 4 } }), { namespace: 'shop', cart: 4 })
+    assert.deepEqual(await engines[2]!.engine.inject({ function_id: 'orders::checkout', data: { cart: 5 } }), { namespace: 'default' })
   })
 
   it('enqueues for a function on another engine: the queue of the caller\'s engine delivers it there', async () => {

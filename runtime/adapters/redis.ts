@@ -1,8 +1,9 @@
 /**
  * The one way svc's adapters talk to Redis (builtins.md §13.4): the `adapter.config` block every
  * `redis` adapter takes and how logs name it, the ioredis options of every connection, waiting for a connection at
- * open, and how a failed call becomes an error code. The state, pub/sub and cron adapters use it;
- * a new Redis-backed adapter (stream, queue) starts here.
+ * open, and how a failed call becomes an error code. Every Redis adapter (state, stream, queue,
+ * pub/sub, cron) uses it; the state and stream adapters hear each other's engines' changes through
+ * ./redis-feed.ts.
  *
  * Availability, the same for every adapter: commands are never queued while disconnected
  * (`enableOfflineQueue: false`), an unanswered command fails after {@link CALL_TIMEOUT_MS}, the

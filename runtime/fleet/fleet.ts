@@ -140,6 +140,9 @@ export class Fleet {
       reconnectTimeWait: 250,
       pingInterval: Math.max(1000, this.config.heartbeat_interval_ms * 2),
       maxPingOut: 2,
+      // This engine reads nothing it publishes itself: its own heartbeats came back at every
+      // beat only to be dropped (an engine's call and reply subjects are never its own targets).
+      noEcho: true,
     })
     let timer: NodeJS.Timeout | undefined
     const ready = await Promise.race([

@@ -6,7 +6,8 @@
  * path never waits for SQLite. Records are gathered into batches of at most {@link BATCH_ROWS}
  * rows or {@link BATCH_BYTES} bytes, cut as soon as one is full or {@link FLUSH_MS} after the
  * first record; each batch is one transaction. Spans and log records travel to the writer as rows
- * of their JSON (without the resource; a log record's as UTF-8 bytes, see {@link LOG_FIELDS}): a span put sealed (from an `/otel` frame) is serialised
+ * of their JSON (without the resource; a log record's as UTF-8 bytes, see {@link LOG_FIELDS}, written
+ * to the file as it came, in blocks of records, see {@link SCHEMA}): a span put sealed (from an `/otel` frame) is serialised
  * once, at ingest, and the window keeps that same text ({@link PackedSpan}) as UTF-8 in shared
  * chunks ({@link SpanTexts}) that the writer reads in place (its row names the chunk and the
  * bytes, not a copy of the text; the batch holds the chunk until the writer is done with it, so
@@ -28,7 +29,7 @@
  *   waiting batch is dropped from the file and counted in {@link SqliteStore.droppedRows} (the
  *   window still has the newest records);
  * - the file stays within `max_disk_bytes`: before writing a batch the writer deletes the oldest
- *   rows of both tables (a range delete by `seq`) until the batch fits, freeing 1/16 of the cap
+ *   rows of each table (a range delete by `seq`) until the batch fits, freeing 1/16 of the cap
  *   more so that this happens about once per 1/16 of the cap written. The WAL is checkpointed
  *   every 1/8 of the cap (at most 4 MB, SQLite's default of 1000 pages of 4 KiB) and truncated to that size.
  * - a new file has {@link PAGE_SIZE} pages.
@@ -40,7 +41,9 @@
  *
  * Priority: on Linux the writer runs as `SCHED_IDLE` (set with util-linux's `chrt` when it
  * starts; nothing changes where that fails): it uses CPU the invocation path leaves idle, and the
- * bounds above decide what happens when there is none.
+ * bounds above decide what happens when there is none. A caller that waits for it (`flush`,
+ * `clear`, `close`) gives it the normal policy after {@link BOOST_AFTER_MS} and idle priority again
+ * once done: the engine's event loop is stopped meanwhile.
  *
  * Durability: the writer runs with `synchronous = OFF` (WAL), never waiting for the disk. What it
  * committed survives a crash or kill of the engine process (the OS has it); a power loss or OS crash
@@ -49,13 +52,14 @@
  * engine from starting. The fsyncs of `NORMAL` (one per WAL checkpoint, every 1/8 of the cap) took
  * half of the writer's time in the 1,000,000-line flood test.
  */
+import { spawnSync } from 'node:child_process'
 import { existsSync, mkdirSync, renameSync, rmSync } from 'node:fs'
 import { dirname } from 'node:path'
 import { Worker } from 'node:worker_threads'
 import { DatabaseSync } from 'node:sqlite'
 import { openSqlite } from '../sqlite.ts'
 import { jsonOf, spanSize, type LogRecord, type SpanRecord } from './records.ts'
-import { MemoryStore, spanBody, type SpanTexts, type StoreLimits, type TextChunk } from './store.ts'
+import { LOG_ROW_FIELDS, LOG_ROW_FIXED, logRow, MemoryStore, spanBody, type SpanTexts, type StoreLimits, type TextChunk } from './store.ts'
 import { Fifo } from '../../workers/shared/fifo.ts'
 import { jsonParse } from 'svc-protocol/json'
 
@@ -78,11 +82,23 @@ import { jsonParse } from 'svc-protocol/json'
  * JSON: writing them cost the engine's thread a third of the row's `JSON.stringify`, and the writer
  * (and the file) as many bytes again (docs/benchmarks.md, issue 20, session 32). Rows whose body is
  * an object (written before, or with a time that is not finite) are read as before.
+ *
+ * Log records are written as `log_blocks`, not as `logs` rows (which files of earlier versions
+ * hold, and which are read as before): a block holds up to {@link BLOCK_LINES} records of one
+ * batch, oldest first. Its `body` is their rows' JSON (as a `logs` row's `body` would hold each,
+ * see above), UTF-8, back to back; its `lines` is, per record, four little-endian float64s:
+ * observed ns, the end of its JSON in `body` (bytes), the id of its resource, and its timestamp
+ * ns, or NaN when its JSON holds both times (a `logs` row's `ts_ns`, `resource` and `time_ns`). Its
+ * `ts_ns` is the newest observed ns of its records (retention deletes a block once its newest
+ * record is past it). One SQLite row per record (an index entry, a record header, a bound value
+ * each) was most of the writer's CPU per log line (docs/benchmarks.md, issue 20, session 34): a
+ * block costs about what one row did. `resources.last_block` is the newest block naming it.
  */
 const SCHEMA = `
 CREATE TABLE IF NOT EXISTS spans (seq INTEGER PRIMARY KEY AUTOINCREMENT, start_ns INTEGER NOT NULL, body TEXT NOT NULL, resource INTEGER);
 CREATE TABLE IF NOT EXISTS logs (seq INTEGER PRIMARY KEY AUTOINCREMENT, ts_ns INTEGER NOT NULL, body TEXT NOT NULL, resource INTEGER, time_ns INTEGER);
-CREATE TABLE IF NOT EXISTS resources (id INTEGER PRIMARY KEY AUTOINCREMENT, body TEXT NOT NULL UNIQUE, last_span INTEGER NOT NULL DEFAULT 0, last_log INTEGER NOT NULL DEFAULT 0);
+CREATE TABLE IF NOT EXISTS log_blocks (seq INTEGER PRIMARY KEY AUTOINCREMENT, ts_ns INTEGER NOT NULL, lines BLOB NOT NULL, body BLOB NOT NULL);
+CREATE TABLE IF NOT EXISTS resources (id INTEGER PRIMARY KEY AUTOINCREMENT, body TEXT NOT NULL UNIQUE, last_span INTEGER NOT NULL DEFAULT 0, last_log INTEGER NOT NULL DEFAULT 0, last_block INTEGER NOT NULL DEFAULT 0);
 `
 
 /**
@@ -108,6 +124,8 @@ export const MAX_QUEUED_BYTES = 16 << 20
 /** …or the number of waiting batches (small ones, cut by the timer while the writer is stuck). */
 export const MAX_QUEUED_BATCHES = 256
 
+/** Log records per `log_blocks` row at most (see {@link SCHEMA}). */
+const BLOCK_LINES = 512
 /** Rows per multi-row `INSERT` statement of the writer. */
 const INSERT_ROWS = 50
 /**
@@ -119,66 +137,27 @@ const INSERT_ROWS = 50
 const WIDE_INSERT_ROWS = 200
 
 /**
+ * How long a caller waiting for the writer (`flush`, `clear`, `close`) lets it run at idle priority
+ * before giving it the normal policy for the rest of the wait, ms.
+ */
+const BOOST_AFTER_MS = 20
+/**
  * What a log record's two times add to its JSON, bytes (`"timestamp_unix_nano":` and
  * `"observed_timestamp_unix_nano":` with 19 digits each, and their commas): counted in its size
  * when the row holds them in columns and the size is estimated from the row.
  */
 const TIMES_BYTES = 96
 
-/**
- * The fields of a log record in the array a row's `body` holds (see {@link SCHEMA}), in this
- * order; the last three, optional in a record, only when one of them is there (null for one that is
- * not). The record's resource and times are columns.
- */
-const LOG_ROW_FIELDS = ['severity_number', 'severity_text', 'body', 'attributes', 'service_name', 'trace_id', 'span_id', 'instrumentation_scope_name', 'instrumentation_scope_version', 'dropped_attributes_count'] as const
-/** Fields always in a log row's array (the others are optional). */
-const LOG_ROW_FIXED = 7
 /** Bytes of `"<name>":` of each of {@link LOG_ROW_FIELDS}: what the record's JSON as an object adds to its row. */
 const LOG_KEY_BYTES = LOG_ROW_FIELDS.map((name) => name.length + 3)
 /** …of the fixed ones together. */
 const LOG_FIXED_KEY_BYTES = LOG_KEY_BYTES.slice(0, LOG_ROW_FIXED).reduce((a, b) => a + b, 0)
-
-/**
- * What the body of a log row whose times are columns holds: the record's fields by position
- * ({@link LOG_ROW_FIELDS}), without its resource and times; its JSON is the body. A value JSON
- * cannot hold becomes null, as in an object (an `undefined` one too, which an object leaves out).
- */
-function logRow(log: LogRecord): unknown[] {
-  const name = log.instrumentation_scope_name
-  const version = log.instrumentation_scope_version
-  const dropped = log.dropped_attributes_count
-  return name === undefined && version === undefined && dropped === undefined
-    ? [log.severity_number, log.severity_text, log.body, log.attributes, log.service_name, log.trace_id, log.span_id]
-    : [log.severity_number, log.severity_text, log.body, log.attributes, log.service_name, log.trace_id, log.span_id, name ?? null, version ?? null, dropped ?? null]
-}
 
 /** Bytes the record of a row's array ({@link logRow}) would take as a JSON object: the array's JSON `length`, the names of its fields added. */
 function logObjectBytes(fields: unknown[], length: number): number {
   let bytes = length + LOG_FIXED_KEY_BYTES
   for (let i = LOG_ROW_FIXED; i < fields.length; i++) bytes += fields[i] === null ? -5 : LOG_KEY_BYTES[i]!
   return bytes
-}
-
-/** The record of a row's array ({@link logRow}): its fields in the order of a record that was put, the times and resource joined. */
-function logOfRow(fields: unknown[], time: number, observed: number, resource: Record<string, string>): LogRecord {
-  const record = {
-    timestamp_unix_nano: time,
-    observed_timestamp_unix_nano: observed,
-    severity_number: fields[0],
-    severity_text: fields[1],
-    body: fields[2],
-    attributes: fields[3],
-    resource,
-    service_name: fields[4],
-    trace_id: fields[5],
-    span_id: fields[6],
-  } as LogRecord
-  if (fields.length > LOG_ROW_FIXED) {
-    if (fields[7] !== null) record.instrumentation_scope_name = fields[7] as string
-    if (fields[8] !== null) record.instrumentation_scope_version = fields[8] as string
-    if (fields[9] !== null) record.dropped_attributes_count = fields[9] as number
-  }
-  return record
 }
 
 /**
@@ -191,10 +170,11 @@ function logOfRow(fields: unknown[], time: number, observed: number, resource: R
 const SPAN_FIELDS = 3
 /**
  * Numbers per log row in a batch's `logs`: `[observed ns, end of the row's JSON in the batch's
- * `logText`, index of the resource, timestamp ns or NaN]` (the columns `ts_ns`, `body`,
- * `resource`, `time_ns` of {@link SCHEMA}; NaN: the times are in the JSON). The rows' JSON (the
+ * `logText`, index of the resource, timestamp ns or NaN]` (NaN: the times are in the JSON); the
+ * writer stores them, the index replaced by the resource's id and the end made relative to its
+ * block, as a `log_blocks` row's `lines` ({@link SCHEMA}). The rows' JSON (the
  * record without its resource, and without its times when they are columns) travels as UTF-8
- * bytes, back to back, in one `ArrayBuffer` that is transferred, not copied: a row's string dies
+ * bytes, back to back, in one buffer that is shared or transferred, not copied: a row's string dies
  * young instead of waiting on the heap for its batch's cut (V8 promoted most of them to the old
  * generation, where its helper threads marked them), and the writer makes no strings of them.
  * About 0.35 µs of engine CPU per log line less, on the GC helper threads and the writer
@@ -203,6 +183,29 @@ const SPAN_FIELDS = 3
 const LOG_FIELDS = 4
 /** Bytes of the buffer the log rows' JSON is written into (grown for a batch that needs more, e.g. non-ASCII text). */
 const LOG_TEXT_BYTES = BATCH_BYTES + (BATCH_BYTES >> 2)
+/**
+ * A batch with at least this many bytes of log text hands the writer the buffer it was written
+ * into (a `SharedArrayBuffer`, back in {@link SqliteStore}'s pool once the writer is done with the
+ * batch); a smaller one, a copy as long as its text (a waiting batch holds no more than its rows).
+ * A new 1.25 MiB `ArrayBuffer` per batch, transferred, cost the engine's thread the copy and both
+ * threads collections of their external memory (docs/benchmarks.md, issue 20, session 34).
+ */
+const SHARED_TEXT_BYTES = LOG_TEXT_BYTES >> 3
+/** Free buffers of {@link LOG_TEXT_BYTES} the pool keeps at most. */
+const TEXT_POOL = MAX_IN_FLIGHT + 2
+
+/** A buffer of {@link LOG_TEXT_BYTES} for log text, shared with the writer thread. */
+function sharedText(): Buffer {
+  return Buffer.from(new SharedArrayBuffer(LOG_TEXT_BYTES))
+}
+/** The first `bytes` of `text` in an `ArrayBuffer` of their own (transferable, where a slice of a shared buffer is shared). */
+function copyOf(text: Buffer, bytes: number): ArrayBuffer {
+  const copy = new ArrayBuffer(bytes)
+  new Uint8Array(copy).set(text.subarray(0, bytes))
+  return copy
+}
+/** No buffer yet: the next log record takes one from the pool. */
+const EMPTY_TEXT = Buffer.alloc(0)
 
 /**
  * A batch for the writer: span rows as flat {@link SPAN_FIELDS} values each, log rows as
@@ -212,8 +215,10 @@ const LOG_TEXT_BYTES = BATCH_BYTES + (BATCH_BYTES >> 2)
 interface Batch {
   spans: Array<number | string>
   logs: Float64Array
-  /** The log rows' JSON, UTF-8, back to back (exactly as long as they are). */
-  logText: ArrayBuffer
+  /** The log rows' JSON, UTF-8, back to back from its start: a copy exactly as long as they are, or the pooled buffer they were written into ({@link pooled}). */
+  logText: ArrayBuffer | SharedArrayBuffer
+  /** The pooled buffer {@link logText} is, held until the writer is done with the batch. */
+  pooled: Buffer | undefined
   resources: string[]
   /** `[chunk id, offset, length]` per packed span, bytes. */
   packed: number[]
@@ -237,25 +242,17 @@ const { DatabaseSync } = require('node:sqlite')
 const db = new DatabaseSync(workerData.path)
 // synchronous = OFF: no fsync (telemetry; a process crash loses nothing, power loss may: see the class docs).
 db.exec('PRAGMA busy_timeout = 5000; PRAGMA journal_mode = WAL; PRAGMA synchronous = OFF;')
-/** Values per row by table (${SPAN_FIELDS} and ${LOG_FIELDS}: see SPAN_FIELDS, LOG_FIELDS). */
-const width = { spans: ${SPAN_FIELDS}, logs: ${LOG_FIELDS} }
-/** Inserts by table, largest first: \`[statement, rows it inserts]\` of ${WIDE_INSERT_ROWS} rows, then ${INSERT_ROWS}, then one (fewer statements, less binding overhead). */
-const inserts = {}
-// A log row's JSON, and a packed span's, is bound as the bytes of its UTF-8 (a BLOB): CAST stores them as the same TEXT a string makes.
+/** Inserts of span rows (${SPAN_FIELDS} values each, see SPAN_FIELDS), largest first: \`[statement, rows it inserts]\` of ${WIDE_INSERT_ROWS} rows, then ${INSERT_ROWS}, then one (fewer statements, less binding overhead). */
+// A packed span's JSON is bound as the bytes of its UTF-8 (a BLOB): CAST stores them as the same TEXT a string makes.
 // OR FAIL, so that a statement of many rows needs no statement journal (SQLite copies pages into one
-// for a statement that may have to undo its own rows; a failed batch is rolled back whole). Neither
-// table has a constraint a row could break but NOT NULL, so OR FAIL changes no outcome.
-for (const [t, columns, row] of [['spans', 'start_ns, body, resource', '(?, CAST(? AS TEXT), ?)'], ['logs', 'ts_ns, body, resource, time_ns', '(?, CAST(? AS TEXT), ?, ?)']]) {
-  const sizes = [${WIDE_INSERT_ROWS}, ${INSERT_ROWS}, 1], verb = 'INSERT OR FAIL'
-  const sql = verb + ' INTO ' + t + ' (' + columns + ') VALUES '
-  inserts[t] = sizes.map((n) => [db.prepare(sql + Array(n).fill(row).join(', ')), n])
-}
-/** Appends flat rows (\`[ns, json, resource id, …]\`, width[t] values each) to table \`t\`; the last seq, 0 when none. */
-function insert(t, rows) {
-  const w = width[t]
+// for a statement that may have to undo its own rows; a failed batch is rolled back whole). The
+// table has no constraint a row could break but NOT NULL, so OR FAIL changes no outcome.
+const spanInserts = [${WIDE_INSERT_ROWS}, ${INSERT_ROWS}, 1].map((n) => [db.prepare('INSERT OR FAIL INTO spans (start_ns, body, resource) VALUES ' + Array(n).fill('(?, CAST(? AS TEXT), ?)').join(', ')), n])
+/** Appends flat span rows (\`[ns, json, resource id, …]\`); the last seq, 0 when none. */
+function insertSpans(rows) {
   let i = 0, last = 0
-  for (const [statement, n] of inserts[t]) {
-    const block = n * w
+  for (const [statement, n] of spanInserts) {
+    const block = n * ${SPAN_FIELDS}
     for (; i + block <= rows.length; i += block) last = statement.run(...rows.slice(i, i + block)).lastInsertRowid
   }
   return Number(last)
@@ -264,8 +261,8 @@ function insert(t, rows) {
 let resourceIds = new Map()
 const findResource = db.prepare('SELECT id FROM resources WHERE body = ?')
 const addResource = db.prepare('INSERT INTO resources (body) VALUES (?)')
-const lastUse = { spans: db.prepare('UPDATE resources SET last_span = ? WHERE id = ?'), logs: db.prepare('UPDATE resources SET last_log = ? WHERE id = ?') }
-const pruneResources = db.prepare('DELETE FROM resources WHERE last_span < ? AND last_log < ?')
+const lastUse = { spans: db.prepare('UPDATE resources SET last_span = ? WHERE id = ?'), log_blocks: db.prepare('UPDATE resources SET last_block = ? WHERE id = ?') }
+const pruneResources = db.prepare('DELETE FROM resources WHERE last_span < ? AND last_log < ? AND last_block < ?')
 /** The ids of a batch's resources (by index), added to the file when new. */
 function resourceIdsOf(texts) {
   if (resourceIds.size > 4096) resourceIds = new Map()
@@ -282,7 +279,7 @@ function resourceIdsOf(texts) {
 /** Deletes the resources no row names any more (every row up to their last use is gone). */
 function prune() {
   const oldest = (t) => (t.max === 0 || t.max < t.min ? Number.MAX_SAFE_INTEGER : t.min)
-  if (pruneResources.run(oldest(tables.spans), oldest(tables.logs)).changes > 0) resourceIds = new Map()
+  if (pruneResources.run(oldest(tables.spans), oldest(tables.logs), oldest(tables.log_blocks)).changes > 0) resourceIds = new Map()
 }
 const pragma = (name) => { const s = db.prepare('PRAGMA ' + name); return () => Number(Object.values(s.get() ?? {})[0] ?? 0) }
 const pageCount = pragma('page_count'), freePages = pragma('freelist_count')
@@ -303,7 +300,7 @@ if (process.platform === 'linux') {
 }
 /** Oldest and newest seq of each table (rows are appended, deleted oldest first). */
 const tables = {}
-for (const t of ['spans', 'logs']) tables[t] = { min: 0, max: 0, oldest: db.prepare('SELECT MIN(seq) AS a, MAX(seq) AS b FROM ' + t), drop: db.prepare('DELETE FROM ' + t + ' WHERE seq < ?') }
+for (const t of ['spans', 'logs', 'log_blocks']) tables[t] = { min: 0, max: 0, oldest: db.prepare('SELECT MIN(seq) AS a, MAX(seq) AS b FROM ' + t), drop: db.prepare('DELETE FROM ' + t + ' WHERE seq < ?') }
 function recount() {
   for (const t of Object.values(tables)) { const r = t.oldest.get(); t.min = Number(r.a ?? 0); t.max = Number(r.b ?? 0) }
 }
@@ -348,21 +345,36 @@ function packedBodies(rows, packed) {
 function withIds(rows, ids) {
   for (let i = 2; i < rows.length; i += ${SPAN_FIELDS}) rows[i] = ids[rows[i]]
 }
-/** Log rows as the insert takes them (\`[ts_ns, JSON bytes, resource id, time_ns or null]\`) from a batch's numbers and text. */
-function logRows(m, ids) {
+const insertBlock = db.prepare('INSERT OR FAIL INTO log_blocks (ts_ns, lines, body) VALUES (?, ?, ?)')
+const bigEndian = require('node:os').endianness() === 'BE'
+/**
+ * Appends a batch's log records (\`m.logs\`, ${LOG_FIELDS} numbers each, their JSON in \`m.logText\`) as
+ * blocks of at most ${BLOCK_LINES} (see SCHEMA): each record's numbers rewritten in place to its block's
+ * (the end of its JSON from the block's start, the file's id of its resource), written as they are.
+ */
+function writeBlocks(m, ids) {
   const meta = m.logs
-  const rows = new Array(meta.length)
+  const lines = meta.length / ${LOG_FIELDS}
+  const lastBlock = new Map()
   let start = 0
-  for (let i = 0; i < meta.length; i += ${LOG_FIELDS}) {
-    const end = meta[i + 1]
-    const time = meta[i + 3]
-    rows[i] = meta[i]
-    rows[i + 1] = new Uint8Array(m.logText, start, end - start)
-    rows[i + 2] = ids[meta[i + 2]]
-    rows[i + 3] = time === time ? time : null
-    start = end
+  for (let first = 0; first < lines; first += ${BLOCK_LINES}) {
+    const end = Math.min(lines, first + ${BLOCK_LINES})
+    const textEnd = meta[(end - 1) * ${LOG_FIELDS} + 1]
+    let newest = 0
+    for (let i = first * ${LOG_FIELDS}; i < end * ${LOG_FIELDS}; i += ${LOG_FIELDS}) {
+      if (meta[i] > newest) newest = meta[i]
+      meta[i + 1] -= start
+      meta[i + 2] = ids[meta[i + 2]]
+    }
+    const numbers = new Uint8Array(meta.buffer, first * ${LOG_FIELDS * 8}, (end - first) * ${LOG_FIELDS * 8})
+    if (bigEndian) Buffer.from(numbers.buffer, numbers.byteOffset, numbers.byteLength).swap64()
+    const seq = Number(insertBlock.run(newest, numbers, new Uint8Array(m.logText, start, textEnd - start)).lastInsertRowid)
+    for (let i = first * ${LOG_FIELDS} + 2; i < end * ${LOG_FIELDS}; i += ${LOG_FIELDS}) lastBlock.set(meta[i], seq)
+    if (tables.log_blocks.min === 0) tables.log_blocks.min = seq
+    tables.log_blocks.max = seq
+    start = textEnd
   }
-  return rows
+  for (const [id, seq] of lastBlock) lastUse.log_blocks.run(seq, id)
 }
 /** Rows of a write message. */
 const rowsOf = (m) => m.spans.length / ${SPAN_FIELDS} + m.logs.length / ${LOG_FIELDS}
@@ -372,12 +384,13 @@ parentPort.on('message', (m) => {
     if (m.op === 'close') {
       db.close()
     } else if (m.op === 'clear') {
-      db.exec(m.table === 'logs' ? 'DELETE FROM logs' : 'DELETE FROM spans')
+      db.exec(m.table === 'logs' ? 'DELETE FROM logs; DELETE FROM log_blocks' : 'DELETE FROM spans')
       recount()
       prune()
     } else if (m.op === 'sweep') {
       db.prepare('DELETE FROM spans WHERE start_ns < ?').run(m.cutoffNs)
       db.prepare('DELETE FROM logs WHERE ts_ns < ?').run(m.cutoffNs)
+      db.prepare('DELETE FROM log_blocks WHERE ts_ns < ?').run(m.cutoffNs)
       recount()
       prune()
       fit(0, m.maxBytes)
@@ -396,23 +409,23 @@ parentPort.on('message', (m) => {
         let resourceBytes = 0
         for (const text of m.resources) resourceBytes += text.length
         // A log row's timestamp column (8 bytes) is counted with the row's 8 of overhead.
-        fit(Math.ceil((textBytes(m.spans) + m.logText.byteLength + resourceBytes) * 1.1) + rowCount * 8 + 2 * pageSize, m.maxBytes)
+        const logBytes = m.logs.length === 0 ? 0 : m.logs[m.logs.length - ${LOG_FIELDS} + 1]
+        fit(Math.ceil((textBytes(m.spans) + logBytes + resourceBytes) * 1.1) + rowCount * 8 + 2 * pageSize, m.maxBytes)
         // After fit: a resource it deleted is added again.
         const ids = resourceIdsOf(m.resources)
         withIds(m.spans, ids)
-        const batch = { spans: m.spans, logs: logRows(m, ids) }
-        for (const t of ['spans', 'logs']) {
-          const rows = batch[t]
-          if (rows.length === 0) continue
-          const w = width[t]
-          const last = insert(t, rows)
-          tables[t].max = last
-          if (tables[t].min === 0) tables[t].min = last - rows.length / w + 1
+        const rows = m.spans
+        if (rows.length > 0) {
+          const w = ${SPAN_FIELDS}
+          const last = insertSpans(rows)
+          tables.spans.max = last
+          if (tables.spans.min === 0) tables.spans.min = last - rows.length / w + 1
           // The seq of each resource's last row (a transaction's rows have consecutive seqs).
           const lastRow = new Map()
           for (let i = 0; i < rows.length; i += w) lastRow.set(rows[i + 2], i / w)
-          for (const [id, n] of lastRow) lastUse[t].run(last - (rows.length / w - 1 - n), id)
+          for (const [id, n] of lastRow) lastUse.spans.run(last - (rows.length / w - 1 - n), id)
         }
+        if (m.logs.length > 0) writeBlocks(m, ids)
         db.exec('COMMIT')
       } catch (error) {
         // SQLite may have rolled the transaction back itself (an I/O error, a full disk, a statement without a statement journal).
@@ -459,7 +472,7 @@ export class SqliteStore extends MemoryStore {
   private readonly writerChunks = new Set<TextChunk>()
   private forget: number[] = []
   /** Posted batches' chunks, held until the writer finished the batch (`done[0]` reaches `seq`), oldest first. */
-  private posted: Array<{ seq: number; held: TextChunk[] }> = []
+  private posted: Array<{ seq: number; held: TextChunk[]; pooled: Buffer | undefined }> = []
   /** The span objects among {@link pendingSpans}: an engine span that started and finished before the cut is written once. */
   private pendingObjects = new Set<SpanRecord>()
   /**
@@ -469,8 +482,10 @@ export class SqliteStore extends MemoryStore {
    */
   private logMeta = new Float64Array(BATCH_ROWS * LOG_FIELDS)
   private logRows = 0
-  private logText = Buffer.allocUnsafeSlow(LOG_TEXT_BYTES)
+  private logText = sharedText()
   private logTextAt = 0
+  /** Buffers of {@link LOG_TEXT_BYTES} the writer is done with, for the next batches (at most {@link TEXT_POOL}). */
+  private readonly freeTexts: Buffer[] = []
   /** The resources of the batch being filled (their JSON, each once) and their indexes by object. */
   private pendingResources: string[] = []
   private resourceIndexes = new Map<object, number>()
@@ -480,6 +495,7 @@ export class SqliteStore extends MemoryStore {
   private queuedBytes = 0
   private timer: NodeJS.Timeout | undefined
   private closed = false
+  private closing = false
   /** Rows dropped from the queue (see {@link droppedRows}). */
   private dropped = 0
 
@@ -598,8 +614,12 @@ export class SqliteStore extends MemoryStore {
       size = json.length
     }
     const index = this.resourceIndex(resource)
-    super.putLog(log, bytes ?? size + this.pendingResources[index]!.length + 12)
+    const counted = bytes ?? size + this.pendingResources[index]!.length + 12
+    // The window keeps the row's text where there is one (see MemoryStore.putLogRow).
+    if (apart) this.putLogRow(json, time, observed, resource, counted)
+    else super.putLog(log, counted)
     // At most 3 bytes of UTF-8 per UTF-16 unit (JSON.stringify leaves no lone surrogate).
+    if (this.logText.length === 0) this.logText = this.freeTexts.pop() ?? sharedText()
     if (this.logTextAt + json.length * 3 > this.logText.length) this.growText(this.logTextAt + json.length * 3)
     this.logTextAt += this.logText.write(json, this.logTextAt)
     let i = this.logRows * LOG_FIELDS
@@ -622,6 +642,8 @@ export class SqliteStore extends MemoryStore {
   private growText(bytes: number): void {
     const text = Buffer.allocUnsafeSlow(Math.max(bytes, this.logText.length * 2))
     this.logText.copy(text, 0, 0, this.logTextAt)
+    // A pooled buffer (no other is as long) goes back to the pool.
+    if (this.logText.length === LOG_TEXT_BYTES) this.freeText(this.logText)
     this.logText = text
   }
 
@@ -684,6 +706,8 @@ export class SqliteStore extends MemoryStore {
   override close(): void {
     if (this.closed) return
     clearTimeout(this.timer)
+    // The writer ends with the store: no need to give it back its idle priority after the waits.
+    this.closing = true
     this.flush()
     this.call({ op: 'close' })
     this.closed = true
@@ -727,11 +751,13 @@ export class SqliteStore extends MemoryStore {
         bytes += body.length
       }
     }
+    const text = this.logText
+    const pooled = this.logTextAt >= SHARED_TEXT_BYTES && text.length === LOG_TEXT_BYTES ? text : undefined
     const batch: Batch = {
       spans: spans as Array<number | string>,
       logs: this.logMeta.slice(0, this.logRows * LOG_FIELDS),
-      // A copy as long as the text: a waiting batch holds no more than its rows.
-      logText: this.logText.buffer.slice(this.logText.byteOffset, this.logText.byteOffset + this.logTextAt),
+      logText: pooled !== undefined ? text.buffer : copyOf(text, this.logTextAt),
+      pooled,
       resources: this.pendingResources,
       packed: this.pendingPacked,
       held: this.pendingChunks,
@@ -744,8 +770,8 @@ export class SqliteStore extends MemoryStore {
     this.pendingObjects = new Set()
     this.logRows = 0
     this.logTextAt = 0
-    // A buffer grown for one batch is not kept.
-    if (this.logText.length > LOG_TEXT_BYTES) this.logText = Buffer.allocUnsafeSlow(LOG_TEXT_BYTES)
+    // A buffer handed over or grown for one batch is not kept: the next from the pool, taken when the next log record comes.
+    if (pooled !== undefined || text.length > LOG_TEXT_BYTES) this.logText = EMPTY_TEXT
     this.pendingResources = []
     this.resourceIndexes = new Map()
     this.pendingBytes = 0
@@ -757,14 +783,24 @@ export class SqliteStore extends MemoryStore {
       this.queuedBytes -= oldest.bytes
       this.dropped += oldest.rows
       for (const chunk of oldest.held) this.texts.release(chunk)
+      this.freeText(oldest.pooled)
     }
+  }
+
+  /** Puts a pooled log text buffer the writer no longer reads back in the pool. */
+  private freeText(text: Buffer | undefined): void {
+    if (text !== undefined && this.freeTexts.length < TEXT_POOL) this.freeTexts.push(text)
   }
 
   /** Lets go of the chunks of the batches the writer finished. */
   private reap(): void {
     const done = Atomics.load(this.done, 0)
     const posted = this.posted
-    while (posted.length > 0 && posted[0]!.seq <= done) for (const chunk of posted.shift()!.held) this.texts.release(chunk)
+    while (posted.length > 0 && posted[0]!.seq <= done) {
+      const batch = posted.shift()!
+      for (const chunk of batch.held) this.texts.release(chunk)
+      this.freeText(batch.pooled)
+    }
   }
 
   /**
@@ -796,9 +832,9 @@ export class SqliteStore extends MemoryStore {
     this.forget = []
     this.writer.postMessage(
       { seq, op: 'write', spans: batch.spans, logs: batch.logs, logText: batch.logText, resources: batch.resources, packed: batch.packed, chunks, forget, maxBytes: this.limits.maxDiskBytes },
-      [batch.logs.buffer as ArrayBuffer, batch.logText],
+      batch.pooled === undefined ? [batch.logs.buffer as ArrayBuffer, batch.logText as ArrayBuffer] : [batch.logs.buffer as ArrayBuffer],
     )
-    if (batch.held.length > 0) this.posted.push({ seq, held: batch.held })
+    if (batch.held.length > 0 || batch.pooled !== undefined) this.posted.push({ seq, held: batch.held, pooled: batch.pooled })
     return seq
   }
 
@@ -810,13 +846,31 @@ export class SqliteStore extends MemoryStore {
     this.wait(seq)
   }
 
-  /** Blocks until the writer finished message `seq` (at most 10 s). */
+  /**
+   * Blocks until the writer finished message `seq` (giving up after 10 s without progress). A
+   * writer not done within {@link BOOST_AFTER_MS} runs at the normal policy until then: at idle
+   * priority on a machine with no idle CPU it would get almost none, and the caller (`flush`,
+   * `clear`, `close`) is waiting for it, the event loop stopped.
+   */
   private wait(seq: number): void {
     let last = Atomics.load(this.done, 0)
+    if (last >= seq) return
+    let boosted = false
     while (last < seq) {
-      if (Atomics.wait(this.done, 0, last, 10_000) === 'timed-out') return
+      if (Atomics.wait(this.done, 0, last, boosted ? 10_000 : BOOST_AFTER_MS) === 'timed-out') {
+        if (boosted) break
+        boosted = this.writerPolicy('--other')
+      }
       last = Atomics.load(this.done, 0)
     }
+    if (boosted && !this.closing) this.writerPolicy('--idle')
+  }
+
+  /** Sets the writer thread's scheduling policy with util-linux's `chrt` (`--other`, `--idle`); whether it did. */
+  private writerPolicy(policy: '--other' | '--idle'): boolean {
+    const tid = this.writerThreadId
+    if (tid === undefined) return false
+    return spawnSync('chrt', [policy, '--pid', '0', String(tid)], { stdio: 'ignore', timeout: 2000 }).status === 0
   }
 
   /**
@@ -835,8 +889,13 @@ export class SqliteStore extends MemoryStore {
       if (row.resource === null) super.putSpan(record, row.bytes)
       else this.putPacked(record, row.body, row.bytes)
     }
-    const logs = newestRows(db, 'logs', this.limits.maxLogs, this.limits.maxLogBytes, resources)
-    for (let i = logs.length - 1; i >= 0; i--) super.putLog(logRecord(logs[i]!, resources), logs[i]!.bytes)
+    const logs = newestLogRows(db, this.limits.maxLogs, this.limits.maxLogBytes, resources)
+    for (let i = logs.length - 1; i >= 0; i--) {
+      const row = logs[i]!
+      // A row of its fields by position stays text in the window, as when it was put (MemoryStore.putLogRow).
+      if (row.fields !== undefined) this.putLogRow(row.body, row.time!, row.observed!, resources.value(row.resource), row.bytes)
+      else super.putLog(logRecord(row, resources), row.bytes)
+    }
   }
 }
 
@@ -855,9 +914,8 @@ interface Row {
   fields?: unknown[]
 }
 
-/** The record of a log row: its times, when the row has them in columns, first, as in the record that was put. */
+/** The record of a log row whose body is an object: its times, when the row has them in columns, first, as in the record that was put. */
 function logRecord(row: Row, resources: Resources): LogRecord {
-  if (row.fields !== undefined) return logOfRow(row.fields, row.time!, row.observed!, resources.value(row.resource))
   const record = resources.record<LogRecord>(row)
   if (row.time === undefined) return record
   return Object.assign({ timestamp_unix_nano: row.time, observed_timestamp_unix_nano: row.observed! }, record)
@@ -919,13 +977,55 @@ function newestRows(db: DatabaseSync, table: 'spans' | 'logs', maxRows: number, 
 }
 
 /**
+ * The newest log records of the file as rows, newest first: those of `log_blocks`, then (files
+ * written by earlier versions) of `logs`, whose rows are all older than any block; at most
+ * `maxRows`, and no more once their text reaches `maxBytes` (see {@link newestRows}).
+ */
+function newestLogRows(db: DatabaseSync, maxRows: number, maxBytes: number, resources: Resources): Row[] {
+  const out: Row[] = []
+  let bytes = 0
+  for (const block of db.prepare('SELECT lines, body FROM log_blocks ORDER BY seq DESC').iterate()) {
+    const numbers = block.lines as Uint8Array
+    const view = new DataView(numbers.buffer, numbers.byteOffset, numbers.byteLength)
+    const text = block.body as Uint8Array
+    const body = Buffer.from(text.buffer, text.byteOffset, text.byteLength)
+    for (let i = numbers.byteLength / (LOG_FIELDS * 8) - 1; i >= 0; i--) {
+      if (out.length >= maxRows) return out
+      const at = i * LOG_FIELDS * 8
+      const start = i === 0 ? 0 : view.getFloat64(at - LOG_FIELDS * 8 + 8, true)
+      const row = logLine(body.toString('utf8', start, view.getFloat64(at + 8, true)), view.getFloat64(at, true), view.getFloat64(at + 24, true), view.getFloat64(at + 16, true), resources)
+      bytes += row.bytes
+      if (bytes > maxBytes && out.length > 0) return out
+      out.push(row)
+    }
+  }
+  if (out.length >= maxRows) return out
+  for (const row of newestRows(db, 'logs', maxRows - out.length, maxBytes - bytes, resources)) {
+    bytes += row.bytes
+    if (bytes > maxBytes && out.length > 0) break
+    out.push(row)
+  }
+  return out
+}
+
+/** The row of a record of a block: its JSON, times (`time` NaN: they are in its JSON) and resource. */
+function logLine(body: string, observed: number, time: number, resource: number, resources: Resources): Row {
+  const apart = time === time
+  // An array body (logRow) counts as the object it stands for.
+  const fields = apart && body.charCodeAt(0) === 0x5b ? (jsonParse(body) as unknown[]) : undefined
+  const bytes = (fields === undefined ? body.length : logObjectBytes(fields, body.length)) + (apart ? TIMES_BYTES : 0) + resources.text(resource).length + 12
+  return apart ? { body, resource, bytes, time, observed, fields } : { body, resource, bytes }
+}
+
+/**
  * Adds the columns a file made before they existed lacks: `resource` (its rows keep NULL: their
- * body holds the resource) and the logs' `time_ns` (NULL: the body holds the times).
+ * body holds the resource), the logs' `time_ns` (NULL: the body holds the times) and
+ * `resources.last_block` (0: no block names it yet).
  */
 function addColumns(db: DatabaseSync): void {
-  for (const [table, added] of [['spans', ['resource']], ['logs', ['resource', 'time_ns']]] as const) {
+  for (const [table, added] of [['spans', ['resource']], ['logs', ['resource', 'time_ns']], ['resources', ['last_block']]] as const) {
     const columns = db.prepare(`PRAGMA table_info(${table})`).all().map((c) => c.name)
-    for (const column of added) if (!columns.includes(column)) db.exec(`ALTER TABLE ${table} ADD COLUMN ${column} INTEGER`)
+    for (const column of added) if (!columns.includes(column)) db.exec(`ALTER TABLE ${table} ADD COLUMN ${column} INTEGER${table === 'resources' ? ' NOT NULL DEFAULT 0' : ''}`)
   }
 }
 

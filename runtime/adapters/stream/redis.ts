@@ -16,8 +16,8 @@
  * and a write, its indexes and its event commit together. A send is one script that takes the next
  * sequence number and PUBLISHes, so sends and item changes share one order.
  *
- * Change feed: each adapter subscribes to the channel on its own connection and reports every
- * message, its own included, once and in order (the counter drops anything not newer than what it
+ * Change feed (../redis-feed.ts, shared with the state adapter): each adapter subscribes to the
+ * channel on its own connection and reports every message, its own included, once and in order (the counter drops anything not newer than what it
  * already reported). A write or send resolves only after its own event has been reported to this
  * adapter's listeners, as with the local adapters (types.ts); if the event does not come back
  * within {@link CALL_TIMEOUT_MS} (the subscription is down), the call resolves anyway — the write
@@ -36,6 +36,7 @@ import { encodeOps } from '../state/redis/redis.ts'
 import { PAGE_SCRIPT, SEQUENCED_WRITE_SCRIPT } from '../state/redis/scripts.ts'
 import { compareUtf8, type StateAdapterLogger } from '../state/types.ts'
 import { CALL_TIMEOUT_MS, connectRedis, redactRedisUrl, redisCallError, waitReady, type RedisConfig } from '../redis.ts'
+import { RedisChangeFeed } from '../redis-feed.ts'
 import { groupScope, parseGroupScope } from './state-backed.ts'
 import type {
   StreamAdapter,
@@ -98,19 +99,11 @@ const silent: StateAdapterLogger = { info() {}, warn() {}, error() {} }
 export class RedisStreamAdapter implements StreamAdapter {
   readonly config: RedisConfig
   private readonly client: ScriptedRedis
-  private readonly subscriber: Redis
+  private readonly feed: RedisChangeFeed<EventMessage>
   private readonly log: StateAdapterLogger
   private readonly listeners = new Set<StreamChangeListener>()
   private readonly keys: { groups: string; seq: string; channel: string }
   private readonly where: string
-  /** Sequence number of the last event reported; reset when the subscription is re-established. */
-  private lastSeq = 0
-  /** Calls waiting for their own event to be reported. */
-  private waiters: Array<{ seq: number; done: () => void }> = []
-  private subscribedOnce = false
-  /** True while the channel subscription is in place (so that a call's own event can come back). */
-  private listening = false
-  private opened = false
   private closed = false
 
   /**
@@ -119,12 +112,7 @@ export class RedisStreamAdapter implements StreamAdapter {
    */
   static async open(config: RedisConfig, context: RedisStreamAdapterContext = {}): Promise<RedisStreamAdapter> {
     const adapter = new RedisStreamAdapter(config, context.log ?? silent)
-    const [commands, events] = await Promise.all([
-      waitReady(adapter.client, CALL_TIMEOUT_MS),
-      waitReady(adapter.subscriber, CALL_TIMEOUT_MS),
-    ])
-    adapter.opened = true
-    const subscribed = events && adapter.subscriber.status === 'ready' && (await adapter.subscribeChannel())
+    const [commands, subscribed] = await Promise.all([waitReady(adapter.client, CALL_TIMEOUT_MS), adapter.feed.open()])
     if (!commands || !subscribed) {
       adapter.log.warn(
         `redis stream adapter: ${adapter.where} is unreachable; stream calls fail with ADAPTER_UNAVAILABLE until it is back`,
@@ -144,15 +132,17 @@ export class RedisStreamAdapter implements StreamAdapter {
     this.client.defineCommand('svcStreamWrite', { numberOfKeys: 4, lua: SEQUENCED_WRITE_SCRIPT })
     this.client.defineCommand('svcStreamPage', { numberOfKeys: 2, lua: PAGE_SCRIPT })
     this.client.defineCommand('svcStreamSend', { numberOfKeys: 1, lua: SEND_SCRIPT })
-    this.subscriber = connectRedis(config.url, 'subscriber')
-    this.subscriber.on('messageBuffer', (_channel: Buffer, message: Buffer) => this.receive(message))
-    this.subscriber.on('ready', () => {
-      if (this.opened && !this.closed) void this.subscribeChannel()
-    })
-    this.subscriber.on('close', () => {
-      // Events published from now on are lost to this engine; nobody waits for them.
-      this.listening = false
-      this.releaseWaiters()
+    this.feed = new RedisChangeFeed<EventMessage>({
+      url: config.url,
+      where: this.where,
+      channel: this.keys.channel,
+      kind: 'stream',
+      missed: "stream changes made while disconnected were not delivered to this engine's clients and triggers",
+      log,
+      onMessage: (event) => {
+        const change = toChange(event)
+        if (change) this.emit(change)
+      },
     })
   }
 
@@ -166,14 +156,14 @@ export class RedisStreamAdapter implements StreamAdapter {
     const text = encode(data as never)
     checkValueSize(text, options.maxItemBytes, LIMIT_SETTING)
     const [seq, old] = (await this.call('set', () => this.write('set', stream, group, item, options.origin, text))) as [number, string | null]
-    await this.reported(seq)
+    await this.feed.reported(seq)
     return old === null ? undefined : decode(old)
   }
 
   async delete(stream: string, group: string, item: string, options: Pick<StreamWriteOptions, 'origin'> = {}): Promise<unknown> {
     const reply = (await this.call('delete', () => this.write('delete', stream, group, item, options.origin))) as [number, string] | null
     if (reply === null) return undefined
-    await this.reported(reply[0])
+    await this.feed.reported(reply[0])
     return decode(reply[1])
   }
 
@@ -187,7 +177,7 @@ export class RedisStreamAdapter implements StreamAdapter {
     )) as ['too_large', number] | [number, [string, string | null, string, string]]
     if (reply[0] === 'too_large') throw Errors.valueTooLarge(reply[1] as number, limit!, LIMIT_SETTING)
     const [seq, [, old, next, errors]] = reply as [number, [string, string | null, string, string]]
-    await this.reported(seq)
+    await this.feed.reported(seq)
     return {
       old_value: old === null ? undefined : decode(old),
       new_value: decode(next),
@@ -240,7 +230,7 @@ export class RedisStreamAdapter implements StreamAdapter {
     if (event.origin) send.origin = event.origin
     const text = JSON.stringify(send)
     const seq = await this.call('send', () => this.client.svcStreamSend(this.keys.seq, this.keys.channel, text))
-    await this.reported(seq)
+    await this.feed.reported(seq)
   }
 
   subscribe(listener: StreamChangeListener): () => void {
@@ -255,9 +245,8 @@ export class RedisStreamAdapter implements StreamAdapter {
     if (this.closed) return
     this.closed = true
     this.listeners.clear()
-    this.releaseWaiters()
     this.client.disconnect()
-    this.subscriber.disconnect()
+    this.feed.close()
   }
 
   private hashKey(scope: string): string {
@@ -282,73 +271,6 @@ export class RedisStreamAdapter implements StreamAdapter {
     } catch (error) {
       throw redisCallError(error, this.where, `stream ${operation}`)
     }
-  }
-
-  /**
-   * Resolves once the event numbered `seq` has been reported to this adapter's listeners, at once
-   * when the subscription is down (or lost meanwhile), and after {@link CALL_TIMEOUT_MS} at the latest.
-   */
-  private reported(seq: number): Promise<void> {
-    if (this.closed || seq <= this.lastSeq || !this.listening) return Promise.resolve()
-    return new Promise((resolve) => {
-      const waiter = {
-        seq,
-        done: () => {
-          clearTimeout(timer)
-          resolve()
-        },
-      }
-      const timer = setTimeout(() => {
-        this.waiters = this.waiters.filter((w) => w !== waiter)
-        resolve()
-      }, CALL_TIMEOUT_MS)
-      this.waiters.push(waiter)
-    })
-  }
-
-  private releaseWaiters(upTo = Infinity): void {
-    if (this.waiters.length === 0) return
-    const ready = this.waiters.filter((w) => w.seq <= upTo)
-    this.waiters = this.waiters.filter((w) => w.seq > upTo)
-    for (const waiter of ready) waiter.done()
-  }
-
-  private async subscribeChannel(): Promise<boolean> {
-    // Sequence numbers restart with the subscription: a restarted Redis may have reset its counter,
-    // and a call waiting for an event from before the break will not see it.
-    this.lastSeq = 0
-    this.listening = false
-    this.releaseWaiters()
-    try {
-      await this.subscriber.subscribe(this.keys.channel)
-    } catch {
-      return false
-    }
-    this.listening = !this.closed
-    if (this.subscribedOnce) {
-      this.log.warn(
-        `redis stream adapter: reconnected to ${this.where}; stream changes made while disconnected were not delivered to this engine's clients and triggers`,
-        { url: this.where },
-      )
-    }
-    this.subscribedOnce = true
-    return true
-  }
-
-  private receive(message: Buffer): void {
-    if (this.closed) return
-    let event: EventMessage
-    try {
-      event = jsonParse(message.toString('utf8')) as EventMessage
-    } catch {
-      this.log.warn('redis stream adapter: ignored a malformed change message', { url: this.where })
-      return
-    }
-    if (typeof event?.seq !== 'number' || !(event.seq > this.lastSeq)) return
-    this.lastSeq = event.seq
-    const change = toChange(event)
-    if (change) this.emit(change)
-    this.releaseWaiters(event.seq)
   }
 
   private emit(change: StreamAdapterChange): void {

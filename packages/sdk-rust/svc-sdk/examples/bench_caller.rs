@@ -1,7 +1,7 @@
 //! The calling side of the SDK benchmark (bench/sdk-rust.ts), measured like bench/measure.ts
 //! measures the Node callers: sequential latency over BENCH_SAMPLES calls (default 5,000) after
 //! 1,000 warm-up calls, then 1, 8 and 64 calls in flight for BENCH_DURATION_MS each (default
-//! 3,000 ms). Prints one JSON line `{mode, p50_us, p99_us, samples, per_second, calls, cpu_ms}`.
+//! 3,000 ms; BENCH_IN_FLIGHT, e.g. `64`, measures only those counts). Prints one JSON line `{mode, p50_us, p99_us, samples, per_second, calls, cpu_ms}`.
 //!
 //! `cargo run --release --example bench_caller -- ws://127.0.0.1:49134`
 
@@ -58,7 +58,13 @@ async fn main() -> Result<(), Error> {
     let round = |v: f64| (v * 10.0).round() / 10.0;
     let mut rates = serde_json::Map::new();
     let mut calls = (1000 + samples) as u64;
-    for in_flight in [1usize, 8, 64] {
+    // BENCH_IN_FLIGHT: the in-flight counts to measure, comma-separated (bench/measure.ts's variable).
+    let in_flights: Vec<usize> = std::env::var("BENCH_IN_FLIGHT")
+        .ok()
+        .map(|v| v.split(',').filter_map(|n| n.trim().parse().ok()).filter(|&n| n > 0).collect())
+        .filter(|v: &Vec<usize>| !v.is_empty())
+        .unwrap_or_else(|| vec![1, 8, 64]);
+    for in_flight in in_flights {
         let running = Arc::new(AtomicBool::new(true));
         let done = Arc::new(AtomicU64::new(0));
         let start = Instant::now();

@@ -14,7 +14,7 @@
  * Every write is one Lua script (./scripts.ts) that updates the hash and both indexes, INCRs the
  * counter and PUBLISHes the change, so a write, its index entries and its event commit together
  * and events are published in commit order. Each adapter subscribes to the channel on its own
- * connection and reports every message, its own writes included, exactly once and in order (the
+ * connection (../../redis-feed.ts) and reports every message, its own writes included, exactly once and in order (the
  * counter lets it drop anything not newer than what it already reported).
  *
  * Availability: commands are never queued while disconnected (`enableOfflineQueue: false`), an
@@ -44,6 +44,7 @@ import type {
 } from '../types.ts'
 import { PAGE_SCRIPT, WRITE_SCRIPT } from './scripts.ts'
 import { CALL_TIMEOUT_MS, connectRedis, redactRedisUrl, redisCallError, waitReady, type RedisConfig } from '../../redis.ts'
+import { RedisChangeFeed } from '../../redis-feed.ts'
 
 /** The message published for each change (see WRITE_SCRIPT). */
 interface ChangeMessage {
@@ -74,16 +75,11 @@ const silent: StateAdapterLogger = { info() {}, warn() {}, error() {} }
 export class RedisStateAdapter implements StateAdapter {
   readonly config: RedisConfig
   private readonly client: ScriptedRedis
-  private readonly subscriber: Redis
+  private readonly feed: RedisChangeFeed<ChangeMessage>
   private readonly log: StateAdapterLogger
   private readonly changes = new ChangeListeners()
   private readonly keys: { groups: string; seq: string; channel: string }
   private readonly where: string
-  /** Sequence number of the last change reported; reset when the subscription is re-established. */
-  private lastSeq = 0
-  private subscribedOnce = false
-  /** Set once open() made its own attempt; from then on every 'ready' (re)subscribes. */
-  private opened = false
   private closed = false
 
   /**
@@ -92,12 +88,7 @@ export class RedisStateAdapter implements StateAdapter {
    */
   static async open(config: RedisConfig, context: StateAdapterContext): Promise<RedisStateAdapter> {
     const adapter = new RedisStateAdapter(config, context.log ?? silent)
-    const [commands, events] = await Promise.all([
-      waitReady(adapter.client, CALL_TIMEOUT_MS),
-      waitReady(adapter.subscriber, CALL_TIMEOUT_MS),
-    ])
-    adapter.opened = true
-    const subscribed = events && adapter.subscriber.status === 'ready' && (await adapter.subscribeChannel())
+    const [commands, subscribed] = await Promise.all([waitReady(adapter.client, CALL_TIMEOUT_MS), adapter.feed.open()])
     if (!commands || !subscribed) {
       adapter.log.warn(
         `redis state adapter: ${adapter.where} is unreachable; state calls fail with ADAPTER_UNAVAILABLE until it is back`,
@@ -116,11 +107,14 @@ export class RedisStateAdapter implements StateAdapter {
     this.client = connectRedis(config.url) as ScriptedRedis
     this.client.defineCommand('svcStateWrite', { numberOfKeys: 4, lua: WRITE_SCRIPT })
     this.client.defineCommand('svcStatePage', { numberOfKeys: 2, lua: PAGE_SCRIPT })
-    this.subscriber = connectRedis(config.url, 'subscriber')
-    this.subscriber.on('messageBuffer', (_channel: Buffer, message: Buffer) => this.receive(message))
-    this.subscriber.on('ready', () => {
-      // The first attempt is open()'s; after it, every (re)connection subscribes again.
-      if (this.opened && !this.closed) void this.subscribeChannel()
+    this.feed = new RedisChangeFeed<ChangeMessage>({
+      url: config.url,
+      where: this.where,
+      channel: this.keys.channel,
+      kind: 'state',
+      missed: 'state changes committed while disconnected were not reported to triggers',
+      log,
+      onMessage: (change) => this.receive(change),
     })
   }
 
@@ -196,7 +190,7 @@ export class RedisStateAdapter implements StateAdapter {
     this.closed = true
     this.changes.clear()
     this.client.disconnect()
-    this.subscriber.disconnect()
+    this.feed.close()
   }
 
   private hashKey(scope: string): string {
@@ -243,36 +237,8 @@ export class RedisStateAdapter implements StateAdapter {
     }
   }
 
-  /** Subscribes the event connection; false when Redis could not be reached. */
-  private async subscribeChannel(): Promise<boolean> {
-    // Sequence numbers restart with the subscription: a restarted Redis may have reset its counter.
-    this.lastSeq = 0
-    try {
-      await this.subscriber.subscribe(this.keys.channel)
-    } catch {
-      return false
-    }
-    if (this.subscribedOnce) {
-      this.log.warn(
-        `redis state adapter: reconnected to ${this.where}; state changes committed while disconnected were not reported to triggers`,
-        { url: this.where },
-      )
-    }
-    this.subscribedOnce = true
-    return true
-  }
-
-  private receive(message: Buffer): void {
-    if (this.closed) return
-    let change: ChangeMessage
-    try {
-      change = jsonParse(message.toString('utf8')) as ChangeMessage
-    } catch {
-      this.log.warn('redis state adapter: ignored a malformed change message', { url: this.where })
-      return
-    }
-    if (!(change.seq > this.lastSeq)) return
-    this.lastSeq = change.seq
+  /** Reports one change of the feed (every engine's, in commit order) to the listeners. */
+  private receive(change: ChangeMessage): void {
     const report: Parameters<StateChangeListener>[0] = {
       scope: change.scope,
       key: change.key,
