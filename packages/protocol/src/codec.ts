@@ -205,9 +205,11 @@ export function decodeText(text: string): Decoded {
 // write, each of the type they give it: read in one pass without the member map, the string
 // fields sliced between their quotes, `data`/`metadata`/`result` checked by scanPlainValue and
 // kept as RawJson, an invocation's `action` (an enqueue or a void call: every queued message's
-// frame) checked the same way and decoded when actionProblem finds nothing wrong with it.
-// Anything else — another order, a `namespace`, an `error`, a `null`, a field of another type,
-// an action that is not well-formed, a repeated field, a malformed frame — returns undefined and
+// frame) checked the same way and decoded when actionProblem finds nothing wrong with it, and an
+// invocation's `namespace` taken when idProblem finds nothing wrong with it (a worker of a named
+// namespace names it in every call). Anything else — another order, an `error`, a `null`, a field
+// of another type, an action that is not well-formed, a namespace that is not a valid id, a
+// repeated field, a malformed frame — returns undefined and
 // goes through the member map (decodeInvoke, decodeResult), which gives the same message for
 // every frame this path accepts and the verdict for every other.
 
@@ -224,6 +226,7 @@ const F_RESULT = 64
 const F_SPAN_START = 128
 const F_SPAN_END = 256
 const F_ACTION = 512
+const F_NAMESPACE = 1024
 
 /** The field bit of the key `s[start, end)`, 0 for any other key. */
 function callField(s: string, start: number, end: number): number {
@@ -234,6 +237,8 @@ function callField(s: string, start: number, end: number): number {
       return s.startsWith('result', start) ? F_RESULT : s.startsWith('action', start) ? F_ACTION : 0
     case 7:
       return s.startsWith('baggage', start) ? F_BAGGAGE : 0
+    case 9:
+      return s.startsWith('namespace', start) ? F_NAMESPACE : 0
     case 8:
       return s.startsWith('metadata', start) ? F_METADATA : s.startsWith('span_end', start) ? F_SPAN_END : 0
     case 10:
@@ -251,7 +256,7 @@ function decodeCall(s: string): Decoded | undefined {
   let allowed: number
   let i: number
   if (s.startsWith(INVOKE_HEAD)) {
-    allowed = F_INVOCATION_ID | F_FUNCTION_ID | F_DATA | F_METADATA | F_ACTION | F_TRACEPARENT | F_BAGGAGE
+    allowed = F_INVOCATION_ID | F_FUNCTION_ID | F_DATA | F_METADATA | F_ACTION | F_NAMESPACE | F_TRACEPARENT | F_BAGGAGE
     i = INVOKE_HEAD.length
   } else if (s.startsWith(RESULT_HEAD)) {
     allowed = F_INVOCATION_ID | F_FUNCTION_ID | F_RESULT | F_TRACEPARENT | F_BAGGAGE | F_SPAN_START | F_SPAN_END
@@ -268,6 +273,7 @@ function decodeCall(s: string): Decoded | undefined {
   let payload: RawJson | undefined
   let metadata: RawJson | undefined
   let action: TriggerActionValue | undefined
+  let namespace: string | undefined
   for (;;) {
     const c = s.charCodeAt(i)
     if (c === 125) break
@@ -306,6 +312,7 @@ function decodeCall(s: string): Decoded | undefined {
       else if (bit === F_TRACEPARENT) traceparent = value
       else if (bit === F_BAGGAGE) baggage = value
       else if (bit === F_SPAN_START) spanStart = value
+      else if (bit === F_NAMESPACE) namespace = value
       else spanEnd = value
       i = close + 1
     }
@@ -319,6 +326,10 @@ function decodeCall(s: string): Decoded | undefined {
     message.data = payload ?? RAW_NULL
     if (metadata !== undefined) message.metadata = metadata
     if (action !== undefined) message.action = action
+    if (namespace !== undefined) {
+      if (idProblem(namespace) !== undefined) return undefined
+      message.namespace = namespace
+    }
     if (traceparent !== undefined) message.traceparent = traceparent
     if (baggage !== undefined) message.baggage = baggage
     return { kind: 'message', message }

@@ -340,7 +340,7 @@ describe("a call's frames read in one pass give what the member map gives (fast-
     .tuple(
       fc.oneof(
         fc
-          .record({ invocation_id: fc.option(id, { nil: undefined }), function_id: fc.oneof(id, hostileText), data: jsonValue, metadata: fc.option(jsonValue, { nil: undefined }), action: fc.option(action, { nil: undefined }), traceparent: fc.option(id, { nil: undefined }), baggage: fc.option(id, { nil: undefined }) })
+          .record({ invocation_id: fc.option(id, { nil: undefined }), function_id: fc.oneof(id, hostileText), data: jsonValue, metadata: fc.option(jsonValue, { nil: undefined }), action: fc.option(action, { nil: undefined }), namespace: fc.option(fc.oneof(id, hostileText), { nil: undefined }), traceparent: fc.option(id, { nil: undefined }), baggage: fc.option(id, { nil: undefined }) })
           .map((fields) => encodeInvokeFunction({ type: 'invokefunction', ...fields } as InvokeFunctionMessage)),
         fc.tuple(id, id, fc.option(jsonValue, { nil: undefined }), fc.option(id, { nil: undefined }), fc.option(id, { nil: undefined })).map(([invocationId, functionId, result, traceparent, baggage]) =>
           encodeResult(invocationId, JSON.stringify(functionId), result, undefined, traceparent, baggage),
