@@ -59,7 +59,7 @@ import { Worker } from 'node:worker_threads'
 import { DatabaseSync } from 'node:sqlite'
 import { openSqlite } from '../sqlite.ts'
 import { jsonOf, spanSize, type LogRecord, type SpanRecord } from './records.ts'
-import { LOG_ROW_FIELDS, LOG_ROW_FIXED, logRow, MemoryStore, spanBody, type SpanTexts, type StoreLimits, type TextChunk } from './store.ts'
+import { MemoryStore, spanBody, type SpanTexts, type StoreLimits, type TextChunk } from './store.ts'
 import { Fifo } from '../../workers/shared/fifo.ts'
 import { jsonParse } from 'svc-protocol/json'
 
@@ -148,16 +148,60 @@ const BOOST_AFTER_MS = 20
  */
 const TIMES_BYTES = 96
 
+/**
+ * The fields of a log record in the array a row's `body` holds (see {@link SCHEMA}), in this
+ * order; the last three, optional in a record, only when one of them is there (null for one that is
+ * not). The record's resource and times are columns.
+ */
+const LOG_ROW_FIELDS = ['severity_number', 'severity_text', 'body', 'attributes', 'service_name', 'trace_id', 'span_id', 'instrumentation_scope_name', 'instrumentation_scope_version', 'dropped_attributes_count'] as const
+/** Fields always in a log row's array (the others are optional). */
+const LOG_ROW_FIXED = 7
 /** Bytes of `"<name>":` of each of {@link LOG_ROW_FIELDS}: what the record's JSON as an object adds to its row. */
 const LOG_KEY_BYTES = LOG_ROW_FIELDS.map((name) => name.length + 3)
 /** …of the fixed ones together. */
 const LOG_FIXED_KEY_BYTES = LOG_KEY_BYTES.slice(0, LOG_ROW_FIXED).reduce((a, b) => a + b, 0)
+
+/**
+ * What the body of a log row whose times are columns holds: the record's fields by position
+ * ({@link LOG_ROW_FIELDS}), without its resource and times; its JSON is the body. A value JSON
+ * cannot hold becomes null, as in an object (an `undefined` one too, which an object leaves out).
+ */
+function logRow(log: LogRecord): unknown[] {
+  const name = log.instrumentation_scope_name
+  const version = log.instrumentation_scope_version
+  const dropped = log.dropped_attributes_count
+  return name === undefined && version === undefined && dropped === undefined
+    ? [log.severity_number, log.severity_text, log.body, log.attributes, log.service_name, log.trace_id, log.span_id]
+    : [log.severity_number, log.severity_text, log.body, log.attributes, log.service_name, log.trace_id, log.span_id, name ?? null, version ?? null, dropped ?? null]
+}
 
 /** Bytes the record of a row's array ({@link logRow}) would take as a JSON object: the array's JSON `length`, the names of its fields added. */
 function logObjectBytes(fields: unknown[], length: number): number {
   let bytes = length + LOG_FIXED_KEY_BYTES
   for (let i = LOG_ROW_FIXED; i < fields.length; i++) bytes += fields[i] === null ? -5 : LOG_KEY_BYTES[i]!
   return bytes
+}
+
+/** The record of a row's array ({@link logRow}): its fields in the order of a record that was put, the times and resource joined. */
+function logOfRow(fields: unknown[], time: number, observed: number, resource: Record<string, string>): LogRecord {
+  const record = {
+    timestamp_unix_nano: time,
+    observed_timestamp_unix_nano: observed,
+    severity_number: fields[0],
+    severity_text: fields[1],
+    body: fields[2],
+    attributes: fields[3],
+    resource,
+    service_name: fields[4],
+    trace_id: fields[5],
+    span_id: fields[6],
+  } as LogRecord
+  if (fields.length > LOG_ROW_FIXED) {
+    if (fields[7] !== null) record.instrumentation_scope_name = fields[7] as string
+    if (fields[8] !== null) record.instrumentation_scope_version = fields[8] as string
+    if (fields[9] !== null) record.dropped_attributes_count = fields[9] as number
+  }
+  return record
 }
 
 /**
@@ -614,10 +658,7 @@ export class SqliteStore extends MemoryStore {
       size = json.length
     }
     const index = this.resourceIndex(resource)
-    const counted = bytes ?? size + this.pendingResources[index]!.length + 12
-    // The window keeps the row's text where there is one (see MemoryStore.putLogRow).
-    if (apart) this.putLogRow(json, time, observed, resource, counted)
-    else super.putLog(log, counted)
+    super.putLog(log, bytes ?? size + this.pendingResources[index]!.length + 12)
     // At most 3 bytes of UTF-8 per UTF-16 unit (JSON.stringify leaves no lone surrogate).
     if (this.logText.length === 0) this.logText = this.freeTexts.pop() ?? sharedText()
     if (this.logTextAt + json.length * 3 > this.logText.length) this.growText(this.logTextAt + json.length * 3)
@@ -890,12 +931,7 @@ export class SqliteStore extends MemoryStore {
       else this.putPacked(record, row.body, row.bytes)
     }
     const logs = newestLogRows(db, this.limits.maxLogs, this.limits.maxLogBytes, resources)
-    for (let i = logs.length - 1; i >= 0; i--) {
-      const row = logs[i]!
-      // A row of its fields by position stays text in the window, as when it was put (MemoryStore.putLogRow).
-      if (row.fields !== undefined) this.putLogRow(row.body, row.time!, row.observed!, resources.value(row.resource), row.bytes)
-      else super.putLog(logRecord(row, resources), row.bytes)
-    }
+    for (let i = logs.length - 1; i >= 0; i--) super.putLog(logRecord(logs[i]!, resources), logs[i]!.bytes)
   }
 }
 
@@ -914,8 +950,9 @@ interface Row {
   fields?: unknown[]
 }
 
-/** The record of a log row whose body is an object: its times, when the row has them in columns, first, as in the record that was put. */
+/** The record of a log row: its times, when the row has them in columns, first, as in the record that was put. */
 function logRecord(row: Row, resources: Resources): LogRecord {
+  if (row.fields !== undefined) return logOfRow(row.fields, row.time!, row.observed!, resources.value(row.resource))
   const record = resources.record<LogRecord>(row)
   if (row.time === undefined) return record
   return Object.assign({ timestamp_unix_nano: row.time, observed_timestamp_unix_nano: row.observed! }, record)

@@ -547,21 +547,11 @@ export class MemoryStore implements TelemetryStore {
   /** The position of the newest span of each trace (the older ones are chained by `spanOlder`). */
   private readonly traces = new TraceIndex((position, traceId) => this.isTrace(this.slot(position), traceId))
   /**
-   * Logs: `logBuf[logHead…]` are live, the other `log*` arrays describe them at the same indices;
-   * evicted slots are cleared at once, the arrays compacted when the dead prefix grows. An entry is
-   * the record, or the JSON of its row ({@link logRow}, a string: one heap object where a record
-   * is several, which the collector would otherwise promote and then trace until the record
-   * leaves the window) with its times in `logTimes`/`logObserved` and its resource in
-   * `logResources`, parsed again only when read ({@link logs}).
+   * Logs: `logBuf[logHead…]` are live, `logSizes` their counted bytes at the same indices; evicted
+   * slots are cleared at once, the arrays compacted when the dead prefix grows.
    */
-  private logBuf: Array<LogRecord | string | undefined> = []
+  private logBuf: Array<LogRecord | undefined> = []
   private logSizes: number[] = []
-  /** `observed_timestamp_unix_nano` of every entry (retention). */
-  private logObserved: number[] = []
-  /** `timestamp_unix_nano` of an entry kept as text (0 for a record). */
-  private logTimes: number[] = []
-  /** The resource of an entry kept as text (shared: one object per resource). */
-  private logResources: Array<Record<string, string> | undefined> = []
   private logHead = 0
   private logBytes = 0
   private readonly series = new Map<string, MetricSeries>()
@@ -770,27 +760,11 @@ export class MemoryStore implements TelemetryStore {
   }
 
   putLog(log: LogRecord, bytes = logSize(log)): void {
-    this.pushLog(log, 0, log.observed_timestamp_unix_nano, undefined, bytes)
-  }
-
-  /**
-   * Puts a log record kept as text: `row` is the JSON of its {@link logRow} (a record whose times are
-   * finite), `time` and `observed` its two times (ns), `resource` its resource, `bytes` its size as
-   * {@link putLog} counts it. {@link logs} returns the record this describes.
-   */
-  protected putLogRow(row: string, time: number, observed: number, resource: Record<string, string>, bytes: number): void {
-    this.pushLog(row, time, observed, resource, bytes)
-  }
-
-  private pushLog(entry: LogRecord | string, time: number, observed: number, resource: Record<string, string> | undefined, bytes: number): void {
     const counted = bytes + RECORD_OVERHEAD_BYTES
     // Larger than the whole budget: kept out, rather than evicting everything else for it.
     if (counted > this.limits.maxLogBytes) return
-    this.logBuf.push(entry)
+    this.logBuf.push(log)
     this.logSizes.push(counted)
-    this.logObserved.push(observed)
-    this.logTimes.push(time)
-    this.logResources.push(resource)
     this.logBytes += counted
     if (this.logBuf.length - this.logHead > this.limits.maxLogs || this.logBytes > this.limits.maxLogBytes) this.trimLogs()
   }
@@ -807,14 +781,7 @@ export class MemoryStore implements TelemetryStore {
   }
 
   logs(): LogRecord[] {
-    const buf = this.logBuf
-    const out = new Array<LogRecord>(buf.length - this.logHead)
-    for (let i = this.logHead; i < buf.length; i++) {
-      const entry = buf[i]!
-      out[i - this.logHead] =
-        typeof entry === 'string' ? logOfRow(jsonParse(entry) as unknown[], this.logTimes[i]!, this.logObserved[i]!, this.logResources[i]!) : entry
-    }
-    return out
+    return this.logBuf.slice(this.logHead) as LogRecord[]
   }
 
   *spans(): IterableIterator<SpanRecord> {
@@ -844,9 +811,6 @@ export class MemoryStore implements TelemetryStore {
     const n = this.logBuf.length - this.logHead
     this.logBuf = []
     this.logSizes = []
-    this.logObserved = []
-    this.logTimes = []
-    this.logResources = []
     this.logHead = 0
     this.logBytes = 0
     return n
@@ -884,7 +848,7 @@ export class MemoryStore implements TelemetryStore {
     const cutoffNs = (nowMs - this.limits.retentionSeconds * 1000) * 1e6
     while (this.spanCount > 0 && this.startOf(this.spanHead) < cutoffNs) this.dropOldest()
     const buf = this.logBuf
-    while (this.logHead < buf.length && this.logObserved[this.logHead]! < cutoffNs) this.dropOldestLog()
+    while (this.logHead < buf.length && buf[this.logHead]!.observed_timestamp_unix_nano < cutoffNs) this.dropOldestLog()
     this.compactLogs()
     const metricCutoff = (nowMs - METRIC_RETENTION_MS) * 1e6
     for (const s of this.series.values()) {
@@ -934,7 +898,6 @@ export class MemoryStore implements TelemetryStore {
   private dropOldestLog(): void {
     this.logBytes -= this.logSizes[this.logHead]!
     this.logBuf[this.logHead] = undefined
-    this.logResources[this.logHead] = undefined
     this.logHead++
   }
 
@@ -950,9 +913,6 @@ export class MemoryStore implements TelemetryStore {
     if (this.logHead > 0 && this.logHead >= this.logBuf.length - this.logHead) {
       this.logBuf = this.logBuf.slice(this.logHead)
       this.logSizes = this.logSizes.slice(this.logHead)
-      this.logObserved = this.logObserved.slice(this.logHead)
-      this.logTimes = this.logTimes.slice(this.logHead)
-      this.logResources = this.logResources.slice(this.logHead)
       this.logHead = 0
     }
   }
@@ -998,49 +958,4 @@ export class NoStore implements TelemetryStore {
   }
   flush(): void {}
   close(): void {}
-}
-
-/**
- * The fields of a log record in the array a `logs` row's `body` holds (sqlite.ts), and a log the
- * window keeps as text ({@link MemoryStore.putLogRow}), in this order; the last three, optional in a record, only when one of them is there (null for one that is
- * not). The record's resource and times are columns.
- */
-export const LOG_ROW_FIELDS = ['severity_number', 'severity_text', 'body', 'attributes', 'service_name', 'trace_id', 'span_id', 'instrumentation_scope_name', 'instrumentation_scope_version', 'dropped_attributes_count'] as const
-/** Fields always in a log row's array (the others are optional). */
-export const LOG_ROW_FIXED = 7
-
-/**
- * What the body of a log row whose times are columns holds: the record's fields by position
- * ({@link LOG_ROW_FIELDS}), without its resource and times; its JSON is the body. A value JSON
- * cannot hold becomes null, as in an object (an `undefined` one too, which an object leaves out).
- */
-export function logRow(log: LogRecord): unknown[] {
-  const name = log.instrumentation_scope_name
-  const version = log.instrumentation_scope_version
-  const dropped = log.dropped_attributes_count
-  return name === undefined && version === undefined && dropped === undefined
-    ? [log.severity_number, log.severity_text, log.body, log.attributes, log.service_name, log.trace_id, log.span_id]
-    : [log.severity_number, log.severity_text, log.body, log.attributes, log.service_name, log.trace_id, log.span_id, name ?? null, version ?? null, dropped ?? null]
-}
-
-/** The record of a row's array ({@link logRow}): its fields in the order of a record that was put, the times and resource joined. */
-export function logOfRow(fields: unknown[], time: number, observed: number, resource: Record<string, string>): LogRecord {
-  const record = {
-    timestamp_unix_nano: time,
-    observed_timestamp_unix_nano: observed,
-    severity_number: fields[0],
-    severity_text: fields[1],
-    body: fields[2],
-    attributes: fields[3],
-    resource,
-    service_name: fields[4],
-    trace_id: fields[5],
-    span_id: fields[6],
-  } as LogRecord
-  if (fields.length > LOG_ROW_FIXED) {
-    if (fields[7] !== null) record.instrumentation_scope_name = fields[7] as string
-    if (fields[8] !== null) record.instrumentation_scope_version = fields[8] as string
-    if (fields[9] !== null) record.dropped_attributes_count = fields[9] as number
-  }
-  return record
 }
