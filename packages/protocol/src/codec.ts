@@ -64,6 +64,16 @@ export class RawJson {
     return this.#value
   }
 
+  /**
+   * What `JSON.stringify` writes for it when it sits inside another value: its decoded value (the
+   * same JSON, though a number beyond 2^53 is rounded), not the object. Splice {@link text} where a
+   * frame is built by hand ({@link encodeJson}); this is for the rest, e.g. an enqueue's payload
+   * object with its `data` as received, handed to a worker that serves `engine::queue::enqueue`.
+   */
+  toJSON(): unknown {
+    return this.value
+  }
+
   /** True for the JSON text `null`. */
   get isNull(): boolean {
     return this.text === 'null'
