@@ -312,11 +312,7 @@ export class IndexedQueueBackend implements QueueBackend {
       seq: m.seq,
       size_bytes: m.size_bytes,
     }
-    if (m.metadata !== undefined) copy.metadata = m.metadata
-    if (m.traceparent !== undefined) copy.traceparent = m.traceparent
-    if (m.baggage !== undefined) copy.baggage = m.baggage
-    if (m.group !== undefined) copy.group = m.group
-    if (m.key !== undefined) copy.key = m.key
+    copyOptional(m, copy)
     if (m.error !== undefined) copy.error = m.error
     if (m.failed_at !== undefined) copy.failed_at = m.failed_at
     return copy
@@ -361,11 +357,7 @@ export class IndexedQueueBackend implements QueueBackend {
           size_bytes: Buffer.byteLength(data.text),
           version: 0,
         }
-        if (input.metadata !== undefined) message.metadata = input.metadata
-        if (input.traceparent !== undefined) message.traceparent = input.traceparent
-        if (input.baggage !== undefined) message.baggage = input.baggage
-        if (input.group !== undefined) message.group = input.group
-        if (input.key !== undefined) message.key = input.key
+        copyOptional(input, message)
         if (dead) {
           message.error = dead
           message.failed_at = input.enqueued_at
@@ -643,3 +635,11 @@ function idemKey(queue: string, key: string): string {
   return `${queue}\u0000${key}`
 }
 
+/** Copies a message's optional immutable fields that are set (`metadata`, `traceparent`, `baggage`, `group`, `key`) from `from` to `to`. */
+function copyOptional(from: QueueMessageInput | QueueMessage, to: QueueMessage): void {
+  if (from.metadata !== undefined) to.metadata = from.metadata
+  if (from.traceparent !== undefined) to.traceparent = from.traceparent
+  if (from.baggage !== undefined) to.baggage = from.baggage
+  if (from.group !== undefined) to.group = from.group
+  if (from.key !== undefined) to.key = from.key
+}

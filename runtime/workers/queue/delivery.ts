@@ -384,8 +384,7 @@ export class QueueDelivery {
       // Once the attempt had its outcome, the span keeps it (as when it ended before settling).
       if (span !== undefined && !spanHanded) {
         if (spanEnd === 0) span.end('error', `settling failed: ${String(failure)}`)
-        else if (error === undefined) span.end('ok', undefined, undefined, spanEnd)
-        else span.end('error', error.message, { 'svc.error.code': error.code }, spanEnd)
+        else endAttemptSpan(span, error, spanEnd)
       }
       host.log.error(`queue: settling message ${message.id} of ${queue} failed; it is delivered again after a restart`, { error: String(failure) })
     } finally {
@@ -426,10 +425,7 @@ export class QueueDelivery {
 
   private readonly endSpans = (): void => {
     const ending = this.ending.splice(0)
-    for (const { span, error, end } of ending) {
-      if (error === undefined) span.end('ok', undefined, undefined, end)
-      else span.end('error', error.message, { 'svc.error.code': error.code }, end)
-    }
+    for (const { span, error, end } of ending) endAttemptSpan(span, error, end)
   }
 
   private markMissing(target: string): void {
@@ -516,4 +512,10 @@ function deadError(error: ErrorBody): { code: string; message: string; stacktrac
   const out: { code: string; message: string; stacktrace?: string } = { code: error.code, message: error.message }
   if (typeof error.stacktrace === 'string' && error.stacktrace !== '') out.stacktrace = error.stacktrace.slice(0, MAX_DLQ_STACK_CHARS)
   return out
+}
+
+/** Ends an attempt's `deliver` span at `end` (ns) with the attempt's outcome: ok, or its error and code. */
+function endAttemptSpan(span: ActiveSpan, error: ErrorBody | undefined, end: number): void {
+  if (error === undefined) span.end('ok', undefined, undefined, end)
+  else span.end('error', error.message, { 'svc.error.code': error.code }, end)
 }
