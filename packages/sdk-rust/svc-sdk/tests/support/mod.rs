@@ -37,14 +37,13 @@ fn temp_dir() -> PathBuf {
 }
 
 impl Engine {
-    /// An engine on a free port with svc-http and svc-stream on free ports, `extra` YAML appended
-    /// to `workers:` and `top` YAML before it.
+    /// An engine whose listener, svc-http and svc-stream take ports the system picks (`port: 0`,
+    /// so no other test can take them between a pick and the bind), `extra` YAML appended to
+    /// `workers:`. A restart reuses the listener's port.
     pub fn start(extra: &str) -> Engine {
-        Self::start_in(temp_dir(), free_port(), extra)
-    }
-
-    fn start_in(dir: PathBuf, port: u16, extra: &str) -> Engine {
-        let (child, url, http_url) = spawn(&dir, port, extra);
+        let dir = temp_dir();
+        let (child, url, http_url) = spawn(&dir, 0, extra);
+        let port = url.rsplit(':').next().and_then(|p| p.trim_end_matches('/').parse().ok()).unwrap_or_else(|| panic!("no port in {url}"));
         Engine { child: Some(child), url, http_url, dir, port, extra: extra.to_string() }
     }
 
@@ -66,11 +65,25 @@ fn spawn(dir: &PathBuf, port: u16, extra: &str) -> (Child, String, String) {
             .env("OTEL_ENABLED", "false")
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
-            .stderr(Stdio::null())
+            .stderr(Stdio::piped())
             .spawn()
             .expect("start svc (npm exec -- tsc -b first?)");
+        // Everything the engine prints is kept, so a start that fails says why.
+        let printed = std::sync::Arc::new(std::sync::Mutex::new(String::new()));
+        let stderr = child.stderr.take().unwrap();
+        let err_log = printed.clone();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+                let mut log = err_log.lock().unwrap();
+                if log.len() < 64 * 1024 {
+                    log.push_str(&line);
+                    log.push('\n');
+                }
+            }
+        });
         let stdout = child.stdout.take().unwrap();
         let (tx, rx) = mpsc::channel();
+        let out_log = printed.clone();
         std::thread::spawn(move || {
             for line in BufReader::new(stdout).lines().map_while(Result::ok) {
                 if let Ok(event) = serde_json::from_str::<serde_json::Value>(&line) {
@@ -78,9 +91,21 @@ fn spawn(dir: &PathBuf, port: u16, extra: &str) -> (Child, String, String) {
                         let _ = tx.send((event["engine_url"].as_str().unwrap_or("").to_string(), event["http_url"].as_str().unwrap_or("").to_string()));
                     }
                 }
+                let mut log = out_log.lock().unwrap();
+                if log.len() < 64 * 1024 {
+                    log.push_str(&line);
+                    log.push('\n');
+                }
             }
         });
-        let (url, http_url) = rx.recv_timeout(Duration::from_secs(90)).expect("engine_ready");
+        let (url, http_url) = match rx.recv_timeout(Duration::from_secs(90)) {
+            Ok(ready) => ready,
+            Err(e) => {
+                let status = child.try_wait().ok().flatten();
+                std::thread::sleep(Duration::from_millis(100)); // lets the readers take the last lines
+                panic!("engine_ready: {e:?} (exit {status:?}); the engine printed:\n{}", printed.lock().unwrap());
+            }
+        };
         (child, url, http_url)
     }
 }
