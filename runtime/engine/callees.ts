@@ -4,7 +4,7 @@
  * an HTTP-invoked function the engine executes itself (§6.8). Each delivers exactly one outcome to
  * the invocation's reply, and engine-originated calls time out here (§6.5).
  */
-import { randomUUID } from 'node:crypto'
+import { uuid4 } from './uuid.ts'
 import { decodeJson, encodeCancel, encodeInvoke, encodeJson, errorBody, errorBodyOf, Errors, RawJson, type ErrorBody, type HttpInvocationConfig } from 'svc-protocol'
 import type { FunctionEntry, Replica } from './functions.ts'
 import { handlerSpan, spanRecord, spanText, type HandledOutcome, type HandlerSpanText } from './handler-spans.ts'
@@ -58,7 +58,7 @@ export class LegTable {
     if (this.size >= this.limits.total) return invocation.reply.error(this.tooManyForEngine)
     const flight = invocation.flight
     // A leg of a flight carries the flight's id: the id engine::invocations::list shows is the one the worker knows.
-    const leg = new RemoteLeg(this, flight?.id ?? randomUUID(), callee, caller, invocation.reply, invocation, target, replica)
+    const leg = new RemoteLeg(this, flight?.id ?? uuid4(), callee, caller, invocation.reply, invocation, target, replica)
     callee.executing.set(leg.id, leg)
     caller?.calling.set(leg.id, leg)
     this.size++

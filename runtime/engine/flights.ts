@@ -12,7 +12,7 @@
  * aborts, an HTTP-invoked function's request is aborted, a call to another engine sends the cancel
  * over NATS. A call not yet dispatched (waiting for the queue provider) is simply answered.
  */
-import { randomUUID } from 'node:crypto'
+import { uuid4 } from './uuid.ts'
 import { errorBody, Errors, MAX_CANCEL_REASON, type ErrorBody, type JsonInput } from 'svc-protocol'
 import type { Peer } from './peer.ts'
 import type { InvocationFlight, Reply, WorkStopper } from './invocation.ts'
@@ -64,7 +64,7 @@ export class Flight implements InvocationFlight {
 
   constructor(table: FlightTable, functionId: string, namespace: string, caller: Peer | null, reply: Reply, index?: CallIndex<Flight>, key?: string) {
     this.table = table
-    this.id = randomUUID()
+    this.id = uuid4()
     this.functionId = functionId
     this.namespace = namespace
     this.caller = caller

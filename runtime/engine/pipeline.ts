@@ -20,7 +20,8 @@
  * Each stage runs inside one error boundary: an unexpected failure answers `internal_error` and is
  * logged with an error id; it never escapes to the socket that carried the call.
  */
-import { randomBytes, randomUUID } from 'node:crypto'
+import { randomBytes } from 'node:crypto'
+import { uuid4 } from './uuid.ts'
 import {
   Codes,
   decodeJson,
@@ -344,7 +345,7 @@ export class InvocationPipeline {
       if (middleware !== undefined && !functionId.startsWith(ENGINE_PREFIX)) return this.divert(invocation, middleware, functionId, namespace)
     }
     if (functions.get('default', ENQUEUE_PROVIDER) === undefined) return invocation.reply.error(Errors.enqueueNoProvider().toErrorBody())
-    const receipt = randomUUID()
+    const receipt = uuid4()
     const payload: Record<string, unknown> = {
       queue: action.queue,
       function_id: invocation.functionId,

@@ -5,7 +5,7 @@
  * messages are stored through the worker's {@link AdapterSlots} (an operation finishes on the
  * backend it started on, §2.9) and handed to the pumps of ./delivery.ts.
  */
-import { randomUUID } from 'node:crypto'
+import { uuid4 } from '../../engine/uuid.ts'
 import { Codes, errorBodyOf, Errors } from 'svc-protocol/errors'
 import { decodeJson } from 'svc-protocol/codec'
 import type { DlqMessage, DlqTopic, DurablePublishResult, QueueDefineResult, QueueDiscardMessageResult, QueueEnqueueResult, QueueRedriveMessageResult, QueueRedriveResult, QueueTopic, QueueTopicStats } from 'svc-protocol'
@@ -112,13 +112,13 @@ export class QueueFunctions {
     if (baggage !== undefined) base.baggage = baggage
     const inputs: QueueMessageInput[] = subs.map((sub) => {
       const settings = this.host.subscribers.settingsOf(sub)
-      const input: QueueMessageInput = { ...base, id: randomUUID(), queue: sub.record.queue, function_id: sub.record.function_id, namespace: sub.record.namespace }
+      const input: QueueMessageInput = { ...base, id: uuid4(), queue: sub.record.queue, function_id: sub.record.function_id, namespace: sub.record.namespace }
       const placed = placeMessage(input, settings, sub.record.queue)
       if (placed) input.dead = placed
       return input
     })
     if (inputs.length === 0) {
-      inputs.push({ ...base, id: randomUUID(), queue: topic, function_id: PUBLISH_ID, namespace: 'default', dead: { code: Codes.NoSubscribers, message: `topic '${topic}' has no subscribers` } })
+      inputs.push({ ...base, id: uuid4(), queue: topic, function_id: PUBLISH_ID, namespace: 'default', dead: { code: Codes.NoSubscribers, message: `topic '${topic}' has no subscribers` } })
     }
     await this.withBackend(PUBLISH_ID, (b) => b.enqueue(inputs))
     for (const input of inputs) {
@@ -178,7 +178,7 @@ export class QueueFunctions {
     if (delay !== undefined && delay !== null && (typeof delay !== 'number' || !Number.isSafeInteger(delay) || delay < 0 || delay > MAX_DELAY_MS)) {
       throw Errors.invalidArguments(`delay_ms must be an integer from 0 to ${MAX_DELAY_MS} (7 days)`)
     }
-    const receipt = typeof p.messageReceiptId === 'string' && p.messageReceiptId !== '' ? p.messageReceiptId : randomUUID()
+    const receipt = typeof p.messageReceiptId === 'string' && p.messageReceiptId !== '' ? p.messageReceiptId : uuid4()
     const input: QueueMessageInput = {
       id: receipt,
       queue,
