@@ -250,4 +250,22 @@ describe('engine::invocations::list and ::cancel', () => {
     assert.equal(((await stopped) as { code: string }).code, 'cancelled')
     peer.unregisterFunction('local::wait')
   })
+
+  it("an engine-originated call's timeout answers TIMEOUT and aborts an in-process handler's signal (§6.5)", async () => {
+    const { BuiltinPeer } = await import('../runtime/engine/builtin-peer.ts')
+    const peer = new BuiltinPeer(e.engine, 'timeout-test', '0')
+    const stopped = new Promise<unknown>((resolve) => {
+      peer.registerFunction('local::late', (_data, context) => {
+        context.signal.addEventListener('abort', () => resolve(context.signal.reason))
+        return new Promise(() => {})
+      })
+    })
+    // A handler that answers in time leaves nothing behind that could time it out later.
+    peer.registerFunction('local::prompt', async () => ({ ok: true }))
+    assert.deepEqual(await e.engine.inject({ function_id: 'local::prompt', data: null, timeoutMs: 100 }), { ok: true })
+    await assert.rejects(e.engine.inject({ function_id: 'local::late', data: null, timeoutMs: 150 }), { code: 'TIMEOUT' })
+    assert.equal(((await stopped) as { code: string }).code, 'TIMEOUT')
+    peer.unregisterFunction('local::late')
+    peer.unregisterFunction('local::prompt')
+  })
 })

@@ -6,6 +6,7 @@
  */
 import { uuid4 } from './uuid.ts'
 import { decodeJson, encodeCancel, encodeInvoke, encodeJson, errorBody, errorBodyOf, Errors, RawJson, type ErrorBody, type HttpInvocationConfig } from 'svc-protocol'
+import { Deadlines, type DeadlineSlot, type Timers } from 'svc-protocol/deadlines'
 import type { FunctionEntry, Replica } from './functions.ts'
 import { handlerSpan, spanRecord, spanText, type HandledOutcome, type HandlerSpanText } from './handler-spans.ts'
 import { invokeOverHttp } from './http-invoke.ts'
@@ -29,6 +30,19 @@ export interface LegLimits {
 
 export const DEFAULT_LEG_LIMITS: LegLimits = { perConnection: 10_000, total: 100_000 }
 
+/**
+ * The timers under the engine's call deadlines (§6.5), unreferenced: a slot's timer outlives the
+ * calls it held (a call that ends only unlinks itself), and must not keep a stopped engine's
+ * process alive for a timeout's length. Calls still open have their connections keeping it alive.
+ */
+const DEADLINE_TIMERS: Timers = {
+  now: Date.now,
+  setTimeout: (callback, ms) => setTimeout(callback, ms).unref(),
+  clearTimeout: (handle) => clearTimeout(handle as NodeJS.Timeout),
+  setInterval: (callback, ms) => setInterval(callback, ms).unref(),
+  clearInterval: (handle) => clearInterval(handle as NodeJS.Timeout),
+}
+
 /** Every open leg, indexed from both of its sessions. */
 export class LegTable {
   private readonly limits: LegLimits
@@ -37,6 +51,12 @@ export class LegTable {
   private readonly tooManyForEngine: ErrorBody
   /** Open legs in the whole engine. */
   size = 0
+  /**
+   * The timeouts of engine-originated legs, one timer per 10 ms slot rather than a Node timer per
+   * leg (its object, its arguments and its cancelling were a share of every queued message's
+   * garbage); a leg times out at most one slot late, never early.
+   */
+  private readonly deadlines = new Deadlines<Leg>((leg) => this.expire(leg), DEADLINE_TIMERS)
   /**
    * Where the handler spans workers leave to the engine are recorded (`handler-spans.ts`); set by
    * the engine, absent in tables without telemetry.
@@ -64,7 +84,7 @@ export class LegTable {
     this.size++
     if (flight !== undefined) flight.stop = leg
     const timeoutMs = invocation.timeoutMs
-    if (timeoutMs !== undefined) leg.timer = setTimeout(LegTable.expire, timeoutMs, this, leg, timeoutMs)
+    if (timeoutMs !== undefined) leg.deadline = this.deadlines.add(leg, timeoutMs)
     try {
       callee.send(
         encodeInvoke(
@@ -159,13 +179,19 @@ export class LegTable {
   private close(leg: Leg): void {
     if (leg.callee.executing.delete(leg.id)) this.size--
     leg.caller?.calling.delete(leg.id)
-    if (leg.timer !== undefined) clearTimeout(leg.timer)
+    const deadline = leg.deadline
+    if (deadline !== undefined) {
+      leg.deadline = undefined
+      this.deadlines.cancel(leg, deadline)
+    }
   }
 
-  private static expire(table: LegTable, leg: Leg, timeoutMs: number): void {
+  private expire(leg: Leg): void {
     if (leg.callee.executing.get(leg.id) !== leg) return
-    leg.timer = undefined
-    table.close(leg)
+    leg.deadline = undefined
+    // Only legs with a timeout are in the deadlines.
+    const timeoutMs = (leg as RemoteLeg).invocation.timeoutMs!
+    this.close(leg)
     // The engine's timeout cancels the callee too (§6.5): its handler need not run on for nobody.
     LegTable.sendCancel(leg, `timed out after ${timeoutMs}ms`)
     leg.reply.error(errorBody(Errors.timeout, timeoutMs))
@@ -183,7 +209,7 @@ class RemoteLeg implements Leg, WorkStopper {
   readonly invocation: Invocation
   readonly target: FunctionEntry
   readonly replica: Replica
-  timer: NodeJS.Timeout | undefined = undefined
+  deadline: DeadlineSlot<Leg> | undefined = undefined
 
   constructor(table: LegTable, id: string, callee: Session, caller: Session | undefined, reply: Reply, invocation: Invocation, target: FunctionEntry, replica: Replica) {
     this.table = table
@@ -225,12 +251,20 @@ export class RemoteCallee implements Callee {
  * context offers, made on first use (most built-in calls never look at it).
  */
 class LocalRun implements WorkStopper {
+  /**
+   * The timeouts of in-process runs, as {@link LegTable}'s of legs: one timer per 10 ms slot, a
+   * run times out at most one slot late.
+   */
+  static readonly deadlines = new Deadlines<LocalRun>((run) => run.expire(), DEADLINE_TIMERS)
   done = false
   /** Set by {@link settle} while the handler's promise is pending. */
   peer: { activeInvocations: number } | undefined = undefined
-  timer: NodeJS.Timeout | undefined = undefined
-  private controller: AbortController | undefined
-  private reason: Error | undefined
+  /** Set by {@link settle} while a timeout is pending: who hears `TIMEOUT`, after how long (ms). */
+  reply: Reply | undefined = undefined
+  timeoutMs = 0
+  deadline: DeadlineSlot<LocalRun> | undefined = undefined
+  private controller: AbortController | undefined = undefined
+  private reason: Error | undefined = undefined
 
   get signal(): AbortSignal {
     if (this.reason !== undefined && this.controller === undefined) return AbortSignal.abort(this.reason)
@@ -240,10 +274,29 @@ class LocalRun implements WorkStopper {
   /** The flight was cancelled: the outcome is dropped and the handler's signal aborts. */
   stopWork(reason: string | undefined): void {
     if (this.done) return
-    this.done = true
-    clearTimeout(this.timer)
-    this.peer!.activeInvocations--
+    this.finish()
     this.abort(Errors.cancelled(reason))
+  }
+
+  /** The outcome is known: the run stops counting and its timeout is dropped. */
+  finish(): void {
+    this.done = true
+    const deadline = this.deadline
+    if (deadline !== undefined) {
+      this.deadline = undefined
+      LocalRun.deadlines.cancel(this, deadline)
+    }
+    this.peer!.activeInvocations--
+  }
+
+  /** The engine-originated call's timeout passed first: `TIMEOUT` to the caller, the signal aborts. */
+  private expire(): void {
+    if (this.done) return
+    this.deadline = undefined
+    this.finish()
+    const timedOut = Errors.timeout(this.timeoutMs)
+    this.abort(timedOut)
+    this.reply!.error(timedOut.toErrorBody())
   }
 
   /** The call was cancelled or timed out: the handler's signal aborts with `reason`. */
@@ -295,30 +348,21 @@ function settle(invocation: Invocation, peer: { activeInvocations: number }, run
   run.peer = peer
   const timeoutMs = invocation.timeoutMs
   if (timeoutMs !== undefined) {
-    run.timer = setTimeout(() => {
-      if (run.done) return
-      run.done = true
-      peer.activeInvocations--
-      const timedOut = Errors.timeout(timeoutMs)
-      run.abort(timedOut)
-      reply.error(timedOut.toErrorBody())
-    }, timeoutMs)
+    run.reply = reply
+    run.timeoutMs = timeoutMs
+    run.deadline = LocalRun.deadlines.add(run, timeoutMs)
   }
   const flight = invocation.flight
   if (flight !== undefined) flight.stop = run
   value.then(
     (result) => {
       if (run.done) return
-      run.done = true
-      clearTimeout(run.timer)
-      peer.activeInvocations--
+      run.finish()
       reply.result(result)
     },
     (err: unknown) => {
       if (run.done) return
-      run.done = true
-      clearTimeout(run.timer)
-      peer.activeInvocations--
+      run.finish()
       reply.error(errorBodyOf(err))
     },
   )

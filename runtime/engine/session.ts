@@ -6,6 +6,7 @@
  */
 import { randomUUID } from 'node:crypto'
 import type { InboundMessage, PeerInfo, Transport, WorkerAnnounce } from 'svc-protocol'
+import type { DeadlineSlot } from 'svc-protocol/deadlines'
 import { PERMISSIVE, type AccessPolicy } from './access/policy.ts'
 import type { Peer } from './peer.ts'
 import { FrameTooLarge, type Callee, type FrameSink, type Reply } from './pipeline.ts'
@@ -58,7 +59,8 @@ export interface Leg {
   /** The remote caller, counted against its limit; undefined for engine-originated calls. */
   readonly caller: Session | undefined
   readonly reply: Reply
-  timer: NodeJS.Timeout | undefined
+  /** Its place in the engine's deadlines while its timeout is pending (an engine-originated call, §6.5). */
+  deadline: DeadlineSlot<Leg> | undefined
 }
 
 /** Session life: authenticating (frames queue), open, closed. */

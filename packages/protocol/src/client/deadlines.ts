@@ -4,9 +4,13 @@
  * of creating and cancelling a Node timer (a measurable share of a caller's CPU under load). A
  * call times out at most one slot after its deadline, never before it.
  *
- * The call table of the client core ({@link CallTable}) keeps its calls' timeouts here.
+ * The call table of the client core ({@link CallTable}) keeps its calls' timeouts here, and the
+ * engine its legs' and in-process runs' (`svc-protocol/deadlines`, which loads nothing else of
+ * the client core).
  */
 import { systemTimers, type TimerHandle, type Timers } from './timers.ts'
+
+export type { TimerHandle, Timers }
 
 /** Width of a deadline slot, ms. */
 export const DEADLINE_SLOT_MS = 10
