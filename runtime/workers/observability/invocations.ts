@@ -14,6 +14,7 @@ import type { ErrorBody, JsonInput } from 'svc-protocol'
 import type { MetricSeries } from '../../adapters/observability/records.ts'
 import type { FunctionEntry, Replica } from '../../engine/functions.ts'
 import type { Interceptor, Invocation } from '../../engine/pipeline.ts'
+import type { Reply } from '../../engine/invocation.ts'
 import type { ActiveSpan, TelemetryHub } from '../../engine/telemetry.ts'
 
 /** Duration histogram bounds of `svc.function.duration`, ms. */
@@ -28,6 +29,50 @@ interface FunctionStats {
 
 /** Calls sent to other engines of the fleet: per function id, per serving engine. */
 type ForwardedStats = Map<string, Map<string, number>>
+
+/**
+ * The reply of a counted invocation: counts its outcome and duration in its function's stats and
+ * ends its `execute` span, then answers the invocation's own reply. One object per call (not a
+ * closure and a literal with two more), as the pipeline's replies are: this wraps every call the
+ * engine's replicas run.
+ */
+class MeteredReply implements Reply {
+  private readonly reply: Reply
+  private readonly stats: FunctionStats
+  private readonly span: ActiveSpan | undefined
+  /** `performance.now()` when the call was dispatched, ms. */
+  private readonly started = performance.now()
+
+  constructor(reply: Reply, stats: FunctionStats, span: ActiveSpan | undefined) {
+    this.reply = reply
+    this.stats = stats
+    this.span = span
+  }
+
+  result(value: JsonInput | undefined): void {
+    this.done(undefined)
+    this.reply.result(value)
+  }
+
+  error(error: ErrorBody): void {
+    this.done(error)
+    this.reply.error(error)
+  }
+
+  private done(error: ErrorBody | undefined): void {
+    const ms = performance.now() - this.started
+    const s = this.stats
+    s.count++
+    s.sum += ms
+    let b = 0
+    while (b < BOUNDS.length && ms > BOUNDS[b]!) b++
+    s.buckets[b]!++
+    if (error !== undefined) {
+      s.errors++
+      this.span?.end('error', error.message, { 'svc.error.code': error.code })
+    } else this.span?.end('ok')
+  }
+}
 
 /**
  * Per-function invocation metrics and engine spans.
@@ -73,31 +118,7 @@ export class InvocationMetrics {
       }
       let stats = this.stats.get(id)
       if (stats === undefined) this.stats.set(id, (stats = { count: 0, errors: 0, sum: 0, buckets: new Array<number>(BOUNDS.length + 1).fill(0) }))
-      const s = stats
-      const started = performance.now()
-      const reply = invocation.reply
-      const done = (error: ErrorBody | undefined): void => {
-        const ms = performance.now() - started
-        s.count++
-        s.sum += ms
-        let b = 0
-        while (b < BOUNDS.length && ms > BOUNDS[b]!) b++
-        s.buckets[b]!++
-        if (error !== undefined) {
-          s.errors++
-          span?.end('error', error.message, { 'svc.error.code': error.code })
-        } else span?.end('ok')
-      }
-      invocation.reply = {
-        result(value: JsonInput | undefined) {
-          done(undefined)
-          reply.result(value)
-        },
-        error(error: ErrorBody) {
-          done(error)
-          reply.error(error)
-        },
-      }
+      invocation.reply = new MeteredReply(invocation.reply, stats, span)
     },
   }
 
