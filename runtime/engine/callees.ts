@@ -14,6 +14,7 @@ import type { Peer } from './peer.ts'
 import { FrameTooLarge, isStringTooLong, mergeBaggage, type Callee, type Invocation } from './pipeline.ts'
 import { Session, type Leg } from './session.ts'
 import type { HttpFunctionsPolicy, InvocationContext, LocalHandler } from './types.ts'
+import type { AccessPolicy } from './access/policy.ts'
 import type { Reply, WorkStopper } from './invocation.ts'
 import type { SpanRecord } from '../adapters/observability/records.ts'
 
@@ -307,23 +308,36 @@ class LocalRun implements WorkStopper {
   }
 }
 
-/** What an in-process handler learns about its invocation. */
-function contextOf(invocation: Invocation, target: FunctionEntry, run: LocalRun): InvocationContext {
-  const context: InvocationContext = {
-    function_id: target.id,
-    baggage: mergeBaggage(invocation.baggage, target),
-    access: invocation.access,
-    get signal() {
-      return run.signal
-    },
+/**
+ * What an in-process handler learns about its invocation: a class, not an object literal, because
+ * a literal's `get signal()` made V8 define the accessor at run time on every call (~0.3 µs, and
+ * a closure, an accessor pair and a slow-mode object of garbage per in-process call).
+ */
+class LocalContext implements InvocationContext {
+  readonly function_id: string
+  readonly baggage: string
+  readonly access: AccessPolicy
+  readonly caller_worker_id: string | undefined
+  readonly caller: Peer | undefined
+  readonly metadata: unknown
+  readonly traceparent: string | undefined
+  readonly #run: LocalRun
+
+  constructor(invocation: Invocation, target: FunctionEntry, run: LocalRun) {
+    this.function_id = target.id
+    this.baggage = mergeBaggage(invocation.baggage, target)
+    this.access = invocation.access
+    const caller = invocation.caller ?? undefined
+    this.caller_worker_id = caller?.workerId
+    this.caller = caller
+    this.metadata = invocation.metadata === undefined ? undefined : decodeJson(invocation.metadata)
+    this.traceparent = invocation.traceparent
+    this.#run = run
   }
-  if (invocation.caller !== null) {
-    context.caller_worker_id = invocation.caller.workerId
-    context.caller = invocation.caller
+
+  get signal(): AbortSignal {
+    return this.#run.signal
   }
-  if (invocation.metadata !== undefined) context.metadata = decodeJson(invocation.metadata)
-  if (invocation.traceparent !== undefined) context.traceparent = invocation.traceparent
-  return context
 }
 
 /**
@@ -382,7 +396,7 @@ export class LocalCallee implements Callee {
   dispatch(invocation: Invocation, target: FunctionEntry): void {
     const handler = this.handler
     const run = new LocalRun()
-    settle(invocation, this.peer, run, () => handler(decodeJson(invocation.data), contextOf(invocation, target, run)))
+    settle(invocation, this.peer, run, () => handler(decodeJson(invocation.data), new LocalContext(invocation, target, run)))
   }
 }
 
@@ -404,6 +418,6 @@ export class HttpCallee implements Callee {
   dispatch(invocation: Invocation, target: FunctionEntry): void {
     // The call's own timeout_ms applies (§6.5); the engine's timeout of its own calls bounds it too.
     const run = new LocalRun()
-    settle(invocation, this.counter, run, () => invokeOverHttp(this.config, target.id, decodeJson(invocation.data), contextOf(invocation, target, run), this.policy()))
+    settle(invocation, this.counter, run, () => invokeOverHttp(this.config, target.id, decodeJson(invocation.data), new LocalContext(invocation, target, run), this.policy()))
   }
 }
