@@ -245,7 +245,7 @@ export class InvocationPipeline {
     try {
       const { namespace } = invocation
       if (namespace !== 'default' && namespace.trim() === '') return invocation.reply.error(errorBody(Errors.invalidNamespace))
-      if (invocation.action?.type === 'enqueue') return void this.enqueue(invocation)
+      if (invocation.action?.type === 'enqueue') return this.enqueue(invocation)
       // resolve
       const target = this.host.functions.resolve(namespace, invocation.functionId)
       if (target === undefined) return invocation.reply.error(this.notFound(invocation))
@@ -331,7 +331,7 @@ export class InvocationPipeline {
    * registered), diverts to the middleware where configured, then invokes the queue provider
    * `engine::queue::enqueue` and answers with the provider's receipt.
    */
-  private async enqueue(invocation: Invocation): Promise<void> {
+  private enqueue(invocation: Invocation): void {
     const action = invocation.action as Extract<TriggerActionValue, { type: 'enqueue' }>
     const functions = this.host.functions
     const resolved = functions.resolve(invocation.namespace, invocation.functionId)
@@ -359,7 +359,6 @@ export class InvocationPipeline {
     if (invocation.baggage !== undefined) payload.baggage = invocation.baggage
     if (action.delay_ms !== undefined) payload.delay_ms = action.delay_ms
     if (action.idempotency_key !== undefined) payload.idempotency_key = action.idempotency_key
-    const reply = new PromiseReply()
     this.run({
       requestedId: ENQUEUE_PROVIDER,
       functionId: ENQUEUE_PROVIDER,
@@ -368,19 +367,36 @@ export class InvocationPipeline {
       caller: null,
       access: PERMISSIVE,
       timeoutMs: this.host.internalTimeoutMs,
-      reply,
+      reply: new EnqueueReply(invocation.reply, receipt),
     })
-    let answer: unknown
-    try {
-      answer = await reply.promise
-    } catch (err) {
-      const body = errorBodyOf(err)
-      if (body.code === Codes.QueueNotFound || body.code === Codes.InvalidMessageGroup) return invocation.reply.error({ code: body.code, message: body.message })
-      return invocation.reply.error(Errors.enqueueFailed(body.code, body.message).toErrorBody())
-    }
-    // The provider's receipt wins: a repeated idempotency_key answers the first message's (§6.4 step 3).
+  }
+}
+
+/**
+ * The queue provider's answer to an Enqueue action, passed on to the action's caller (§6.4
+ * steps 3–4): the provider's receipt (a repeated idempotency_key answers the first message's),
+ * else the engine's; a failure as `enqueue_failed`, `QUEUE_NOT_FOUND` and `INVALID_MESSAGE_GROUP`
+ * as they are. A reply object rather than a promise awaited: one object per enqueue, and the
+ * answer leaves when the provider's does.
+ */
+class EnqueueReply implements Reply {
+  private readonly caller: Reply
+  private readonly receipt: string
+
+  constructor(caller: Reply, receipt: string) {
+    this.caller = caller
+    this.receipt = receipt
+  }
+
+  result(value: JsonInput | undefined): void {
+    const answer = value === undefined ? undefined : decodeJson(value)
     const providerReceipt = (answer as { messageReceiptId?: unknown } | undefined)?.messageReceiptId
-    invocation.reply.result({ messageReceiptId: typeof providerReceipt === 'string' ? providerReceipt : receipt })
+    this.caller.result({ messageReceiptId: typeof providerReceipt === 'string' ? providerReceipt : this.receipt })
+  }
+
+  error(body: ErrorBody): void {
+    if (body.code === Codes.QueueNotFound || body.code === Codes.InvalidMessageGroup) return this.caller.error({ code: body.code, message: body.message })
+    this.caller.error(Errors.enqueueFailed(body.code, body.message).toErrorBody())
   }
 }
 
