@@ -160,7 +160,12 @@ export class IndexedQueueBackend implements QueueBackend {
   private closed = false
   // The open batch of the current turn.
   private pending: JournalChanges | null = null
-  private waiters: Array<{ resolve: () => void; reject: (error: unknown) => void }> = []
+  /**
+   * Settles when the open batch is committed, or rejects with its failure: one promise that every
+   * operation of the batch waits on (a promise, its resolving functions and a waiter record per
+   * operation were a share of every queued message's garbage).
+   */
+  private batch: PromiseWithResolvers<void> | null = null
 
   constructor(name: string, journal: QueueJournal | null = null, now = Date.now()) {
     this.name = name
@@ -210,25 +215,27 @@ export class IndexedQueueBackend implements QueueBackend {
   /** Resolves once every change made so far is committed. */
   private committed(): Promise<void> {
     if (!this.journal || !this.pending) return Promise.resolve()
-    return new Promise((resolve, reject) => {
-      if (this.waiters.length === 0) setImmediate(() => this.flush())
-      this.waiters.push({ resolve, reject })
-    })
+    let batch = this.batch
+    if (batch === null) {
+      batch = this.batch = Promise.withResolvers<void>()
+      setImmediate(this.flush)
+    }
+    return batch.promise
   }
 
-  private flush(): void {
+  private readonly flush = (): void => {
     const changes = this.pending
-    const waiters = this.waiters
+    const batch = this.batch
     this.pending = null
-    this.waiters = []
-    if (!changes) return waiters.forEach((w) => w.resolve())
+    this.batch = null
+    if (!changes) return batch?.resolve()
     try {
       this.journal!.write(changes)
     } catch (error) {
-      for (const w of waiters) w.reject(error)
+      batch?.reject(error)
       return
     }
-    for (const w of waiters) w.resolve()
+    batch?.resolve()
   }
 
   // ---- index ----------------------------------------------------------------------------------
@@ -425,7 +432,7 @@ export class IndexedQueueBackend implements QueueBackend {
     this.messages.delete(id)
     this.touch(message, true)
     this.dropSlotIfEmpty(message.queue)
-    return this.committed().then(() => true)
+    return this.committed().then(yes)
   }
 
   release(id: string, options: { ready_at: number; refund?: boolean }): Promise<boolean> {
@@ -440,14 +447,14 @@ export class IndexedQueueBackend implements QueueBackend {
     if (message.group !== undefined) message.version++ // stays at its place in the group
     else this.place(slot, message, -Infinity) // via the heap, so ready order is kept
     this.touch(message)
-    return this.committed().then(() => true)
+    return this.committed().then(yes)
   }
 
   deadLetter(id: string, error: QueueError, failedAt: number): Promise<boolean> {
     const message = this.messages.get(id)
     if (!message || message.state === 'dead') return Promise.resolve(false)
     this.kill(message, error, failedAt)
-    return this.committed().then(() => true)
+    return this.committed().then(yes)
   }
 
   private kill(message: IndexedMessage, error: QueueError, failedAt: number): void {
@@ -501,7 +508,7 @@ export class IndexedQueueBackend implements QueueBackend {
     if (!slot || !message) return Promise.resolve(false)
     this.revive(slot, message, now)
     this.durably()
-    return this.committed().then(() => true)
+    return this.committed().then(yes)
   }
 
   discard(queue: string, id: string): Promise<boolean> {
@@ -513,7 +520,7 @@ export class IndexedQueueBackend implements QueueBackend {
     this.touch(message, true)
     this.dropSlotIfEmpty(queue)
     this.durably()
-    return this.committed().then(() => true)
+    return this.committed().then(yes)
   }
 
   get(id: string): Promise<QueueMessage | undefined> {
@@ -629,6 +636,11 @@ export class IndexedQueueBackend implements QueueBackend {
   pruneIdempotency(now: number): void {
     for (const [k, v] of this.idempotency) if (v.expires_at <= now) this.idempotency.delete(k)
   }
+}
+
+/** What an operation's promise answers once its change is committed, shared by every call. */
+function yes(): boolean {
+  return true
 }
 
 function idemKey(queue: string, key: string): string {
