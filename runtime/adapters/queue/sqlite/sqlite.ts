@@ -230,17 +230,18 @@ export class SqliteJournal implements QueueJournal {
     }
     s.begin.run()
     try {
-      for (const [seq, message] of changes.messages) {
+      // forEach, not for…of with destructuring: no [seq, message] pair per changed row.
+      changes.messages.forEach((message, seq) => {
         if (message === null) {
           s.delete.run(seq)
-          continue
+          return
         }
         const error = message.error ? JSON.stringify(message.error) : null
         // A row written before (its transaction may have failed since: then the full row again).
-        if (message.stored === true && Number(s.update.run(message.state, message.attempts, message.ready_at, message.failed_at ?? null, error, seq).changes) > 0) continue
+        if (message.stored === true && Number(s.update.run(message.state, message.attempts, message.ready_at, message.failed_at ?? null, error, seq).changes) > 0) return
         s.upsert.run(seq, sqlText(message.id), sqlText(message.queue), message.state, message.attempts, message.ready_at, message.failed_at ?? null, error, bodyOf(message))
         message.stored = true
-      }
+      })
       for (const entry of changes.idempotency) s.idem.run(sqlText(entry.queue), sqlText(entry.key), sqlText(entry.id), entry.expires_at)
       for (const [queue, record] of changes.subscribers) {
         if (record === null) s.subDelete.run(sqlText(queue))
@@ -306,7 +307,10 @@ function loadRows(db: DatabaseSync, now: number): ReturnType<QueueJournal['load'
 
 function bodyOf(message: IndexedMessage): string {
   const body: Record<string, unknown> = {}
-  for (const field of BODY_FIELDS) if (message[field] !== undefined) body[field] = message[field]
+  for (let i = 0; i < BODY_FIELDS.length; i++) {
+    const field = BODY_FIELDS[i]!
+    if (message[field] !== undefined) body[field] = message[field]
+  }
   return encodeBody(body, message.data)
 }
 
