@@ -18,12 +18,21 @@ import type { DurableSubscribers, SubscriberTrigger } from './triggers.ts'
 
 
 /**
- * The W3C baggage of a delivery: `svc.queue.name`, `svc.queue.message_id`, `svc.queue.attempt`
- * (1-based) added to the stored baggage, replacing earlier `svc.queue.*` entries.
- * @example queueBaggage(undefined, 'emails', 'id-1', 2) // 'svc.queue.name=emails,svc.queue.message_id=id-1,svc.queue.attempt=2'
+ * The start of every delivery's own baggage entries for `queue` (made once per queue, in its
+ * {@link Runner}): `svc.queue.name=<queue, percent-encoded>,svc.queue.message_id=`.
  */
-export function queueBaggage(stored: string | undefined, queue: string, messageId: string, attempt: number): string {
-  const own = `svc.queue.name=${encodeURIComponent(queue)},svc.queue.message_id=${messageId},svc.queue.attempt=${attempt}`
+export function queueBaggagePrefix(queue: string): string {
+  return `svc.queue.name=${encodeURIComponent(queue)},svc.queue.message_id=`
+}
+
+/**
+ * The W3C baggage of a delivery: `svc.queue.name`, `svc.queue.message_id`, `svc.queue.attempt`
+ * (1-based) added to the stored baggage, replacing earlier `svc.queue.*` entries. `prefix` is the
+ * queue's {@link queueBaggagePrefix}.
+ * @example queueBaggage(undefined, queueBaggagePrefix('emails'), 'id-1', 2) // 'svc.queue.name=emails,svc.queue.message_id=id-1,svc.queue.attempt=2'
+ */
+export function queueBaggage(stored: string | undefined, prefix: string, messageId: string, attempt: number): string {
+  const own = `${prefix}${messageId},svc.queue.attempt=${attempt}`
   if (stored === undefined || stored === '') return own
   const kept = stored
     .split(',')
@@ -80,6 +89,8 @@ export interface Runner {
   delivered: number
   /** Messages moved to the dead letter queue after a failed attempt. */
   failed: number
+  /** {@link queueBaggagePrefix} of the queue. */
+  readonly baggagePrefix: string
 }
 
 /** What delivery needs of the worker. */
@@ -132,7 +143,7 @@ export class QueueDelivery {
   /** The delivery state of `queue` (made on first use). */
   runner(queue: string): Runner {
     let runner = this.runners.get(queue)
-    if (!runner) this.runners.set(queue, (runner = { inFlight: 0, reserving: 0, pumping: 0, again: false, enqueued: 0, delivered: 0, failed: 0 }))
+    if (!runner) this.runners.set(queue, (runner = { inFlight: 0, reserving: 0, pumping: 0, again: false, enqueued: 0, delivered: 0, failed: 0, baggagePrefix: queueBaggagePrefix(queue) }))
     return runner
   }
 
@@ -292,7 +303,7 @@ export class QueueDelivery {
     const settings = host.settingsOf(queue)
     const sub = host.subscribers.get(queue)
     const latest = sub ? host.subscribers.latest(sub) : undefined
-    const baggage = queueBaggage(message.baggage, queue, message.id, message.attempts)
+    const baggage = queueBaggage(message.baggage, runner.baggagePrefix, message.id, message.attempts)
     const hub = host.telemetry
     // `deliver <queue>` (§12.7): parent of the condition and handler calls. Nothing at all when no span may be recorded.
     const span = hub?.recording(message.traceparent) === true ? deliverySpan(hub, queue, message, latest) : undefined
@@ -301,18 +312,11 @@ export class QueueDelivery {
     /** Which call failed: the handler, or the trigger's condition function. */
     let failedCall = message.function_id
     let handlerNotFound = false
+    /** Whether the attempt's slot was given back (once: {@link free}). */
     let freed = false
     /** When the attempt's outcome was known (ns; 0 before), and whether its span went to endSpan. */
     let spanEnd = 0
     let spanHanded = false
-    /** Gives the attempt's slot back (once) and looks for more work; slots of a replaced backend were reset already. */
-    const free = () => {
-      if (freed) return
-      freed = true
-      if (backends.current !== slot) return
-      runner.inFlight--
-      this.pumpSoon(queue, runner)
-    }
     try {
       let run = true
       if (latest?.condition) {
@@ -373,14 +377,15 @@ export class QueueDelivery {
       }
       // The backend changed its index already: the next reserve may start now and share the
       // transaction of this acknowledgement (one commit for both).
-      free()
+      freed = true
+      this.free(slot, queue, runner)
       if (span !== undefined) {
         this.endSpan(span, error, spanEnd)
         spanHanded = true
       }
       await settled
     } catch (failure) {
-      free()
+      if (!freed) this.free(slot, queue, runner)
       // Once the attempt had its outcome, the span keeps it (as when it ended before settling).
       if (span !== undefined && !spanHanded) {
         if (spanEnd === 0) span.end('error', `settling failed: ${String(failure)}`)
@@ -390,6 +395,16 @@ export class QueueDelivery {
     } finally {
       backends.release(slot)
     }
+  }
+
+  /**
+   * Gives an attempt's slot back and looks for more work (a method, not a closure per delivery);
+   * slots of a replaced backend were reset already.
+   */
+  private free(slot: AdapterSlot<QueueBackend>, queue: string, runner: Runner): void {
+    if (this.host.backends.current !== slot) return
+    runner.inFlight--
+    this.pumpSoon(queue, runner)
   }
 
   /**
@@ -479,6 +494,9 @@ export class QueueDelivery {
   }
 }
 
+/** The origin of a named queue's deliveries (no trigger), one object for all of them. */
+const QUEUE_ORIGIN = Object.freeze({ worker: WORKER_NAME })
+
 /**
  * The `deliver <queue>` consumer span of one delivery attempt (builtins.md §12.7), child of the
  * context the message carries (its `enqueue` span), with the §12.7 common and queue attributes.
@@ -486,7 +504,7 @@ export class QueueDelivery {
  * engine/telemetry.ts): a handler that runs long shows its delivery in progress.
  */
 function deliverySpan(hub: TelemetryHub, queue: string, message: QueueMessage, trigger: SubscriberTrigger | undefined): ActiveSpan | undefined {
-  const origin = trigger === undefined ? { worker: WORKER_NAME } : { worker: WORKER_NAME, triggerType: trigger.type, triggerId: trigger.id }
+  const origin = trigger === undefined ? QUEUE_ORIGIN : { worker: WORKER_NAME, triggerType: trigger.type, triggerId: trigger.id }
   const attributes = hub.deliveryAttributes(message.function_id, message.namespace, origin)
   attributes['svc.queue.name'] = queue
   attributes['svc.queue.message_id'] = message.id
