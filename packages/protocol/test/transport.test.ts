@@ -388,7 +388,7 @@ describe('ws transport', () => {
 
   it('frames of every length encoding arrive intact both ways, in order with binary frames', async (t) => {
     const { a, ra, accepted } = await openWs(t)
-    const { transport: b, ws } = accepted
+    const { transport: b } = accepted
     const rb = new Recorder(b)
     const texts = [0, 1, 125, 126, 127, 65535, 65536, 70000].map((n) => 'é'.repeat(n >> 1) + 'x'.repeat(n & 1))
     texts.push('😀 \ud800 end')
@@ -396,7 +396,8 @@ describe('ws transport', () => {
       a.send(text)
       b.send(text)
     }
-    ws.send(Buffer.from([1, 2, 3]), { binary: true })
+    // The text frames batched before it leave first.
+    b.sendBinary!(Uint8Array.from([1, 2, 3]))
     b.send('after binary')
     const expected = texts.map((text) => text.replace('\ud800', '\ufffd'))
     await waitFor(() => ra.messages.length === texts.length + 2 && rb.messages.length === texts.length, 'all frames', 5000, 2)
@@ -404,6 +405,27 @@ describe('ws transport', () => {
     assert.deepEqual(ra.texts().slice(0, texts.length), expected)
     assert.equal(ra.messages[texts.length]!.isBinary, true)
     assert.equal(ra.messages[texts.length + 1]!.data, 'after binary')
+  })
+
+  it('frames sent in the turn of a close() arrive before the close frame, both ways', async (t) => {
+    const { a, ra, accepted } = await openWs(t)
+    const { transport: b } = accepted
+    const rb = new Recorder(b)
+    a.send('client one')
+    a.send('client two')
+    a.send('client three')
+    a.close(1000, 'client done')
+    await waitFor(() => rb.closes.length === 1, 'the server end closed', 5000, 2)
+    assert.deepEqual(rb.events, ['text:client one', 'text:client two', 'text:client three', 'close:1000'])
+    const { a: c, ra: rc, accepted: other } = await openWs(t)
+    other.transport.send('server one')
+    other.transport.send('server two')
+    other.transport.send('server three')
+    other.transport.close(4000, 'server done')
+    await waitFor(() => rc.closes.length === 1, 'the client end closed', 5000, 2)
+    assert.deepEqual(rc.events.filter((e) => e !== 'open'), ['text:server one', 'text:server two', 'text:server three', 'close:4000'])
+    void ra
+    void c
   })
 
   it('coalesces the frames of one turn: the first 2 leave at once, then writes of at most 16 frames (server side)', async (t) => {

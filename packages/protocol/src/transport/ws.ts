@@ -3,9 +3,11 @@
  * accepted, {@link connectWebSocket} opens one as a client. Both coalesce writes: the frames sent
  * during one turn of the event loop leave in one TCP write (at most
  * {@link MAX_FRAMES_PER_WRITE} frames each) instead of one `writev` syscall per frame, which a
- * profile showed as the engine's largest cost under load. Each text frame goes into the corked
- * socket as one buffer built here ({@link textFrame}: the bytes `ws` would write) where `ws` would
- * write it synchronously and unmasked or with the zero key; `ws.send` otherwise.
+ * profile showed as the engine's largest cost under load. Where `ws` would write a text frame
+ * synchronously and unmasked or with the zero key, the frames of a batch are built here (the bytes
+ * `ws` would write, {@link textFrame}) into one buffer, one socket write per batch rather than a
+ * buffer and a stream write per frame; `ws.send` otherwise. A batch is written before a binary
+ * frame or a close frame sent through the transport; `ws`'s own pongs may pass it.
  *
  * @example
  * // engine side
@@ -80,6 +82,8 @@ interface Corkable {
   readonly bytesWritten?: number
   /** Bytes in the stream's buffer, the write in progress included. */
   readonly writableLength?: number
+  /** False once the stream ended or was destroyed (`net.Socket`). */
+  readonly writable?: boolean
 }
 
 function corkable(stream: unknown): Corkable | undefined {
@@ -109,23 +113,33 @@ type Framing = (typeof Framing)[keyof typeof Framing]
  */
 export function textFrame(text: string, zeroMask: boolean): Buffer {
   const length = Buffer.byteLength(text)
-  const lengthBytes = length < 126 ? 0 : length < 65536 ? 2 : 8
-  const header = 2 + lengthBytes + (zeroMask ? 4 : 0)
-  const frame = Buffer.allocUnsafe(header + length)
-  frame[0] = 0x81
-  const maskBit = zeroMask ? 0x80 : 0
-  if (lengthBytes === 0) frame[1] = maskBit | length
-  else if (lengthBytes === 2) {
-    frame[1] = maskBit | 126
-    frame.writeUInt16BE(length, 2)
-  } else {
-    frame[1] = maskBit | 127
-    frame.writeUInt32BE(Math.floor(length / 0x100000000), 2)
-    frame.writeUInt32BE(length >>> 0, 6)
-  }
-  if (zeroMask) frame.writeUInt32BE(0, header - 4)
-  frame.write(text, header)
+  const frame = Buffer.allocUnsafe(frameHeaderBytes(length, zeroMask) + length)
+  writeTextFrame(frame, 0, text, length, zeroMask)
   return frame
+}
+
+/** Bytes of a text frame's header (RFC 6455 §5.2) for a payload of `length` bytes. */
+function frameHeaderBytes(length: number, zeroMask: boolean): number {
+  return 2 + (length < 126 ? 0 : length < 65536 ? 2 : 8) + (zeroMask ? 4 : 0)
+}
+
+/** Writes {@link textFrame}'s bytes for `text` (`length`: its UTF-8 bytes) into `into` at `at`; returns the end. */
+function writeTextFrame(into: Buffer, at: number, text: string, length: number, zeroMask: boolean): number {
+  const header = frameHeaderBytes(length, zeroMask)
+  into[at] = 0x81
+  const maskBit = zeroMask ? 0x80 : 0
+  if (length < 126) into[at + 1] = maskBit | length
+  else if (length < 65536) {
+    into[at + 1] = maskBit | 126
+    into.writeUInt16BE(length, at + 2)
+  } else {
+    into[at + 1] = maskBit | 127
+    into.writeUInt32BE(Math.floor(length / 0x100000000), at + 2)
+    into.writeUInt32BE(length >>> 0, at + 6)
+  }
+  if (zeroMask) into.writeUInt32BE(0, at + header - 4)
+  into.write(text, at + header)
+  return at + header + length
 }
 
 /** An event that arrived before the first `setHandlers`. */
@@ -138,6 +152,14 @@ class WsTransport implements Transport {
   #corked = false
   /** Frames written into the current cork. */
   #batch = 0
+  /**
+   * The current batch's frames not yet written (texts and their UTF-8 bytes), and their frames'
+   * bytes: written to the socket as one buffer when the batch ends ({@link flush}), not one buffer
+   * and one stream write per frame.
+   */
+  readonly #texts: string[] = []
+  readonly #lengths: number[] = []
+  #textBytes = 0
   #limit = 0
   /** Frames sent in the current turn, and in the previous one. */
   #turnFrames = 0
@@ -220,7 +242,7 @@ class WsTransport implements Transport {
   }
 
   get bufferedAmount(): number {
-    return this.#ws.bufferedAmount
+    return this.#ws.bufferedAmount + this.#textBytes
   }
 
   get writtenBytes(): number {
@@ -238,6 +260,8 @@ class WsTransport implements Transport {
     if (!(data instanceof Uint8Array)) throw new TypeError('sendBinary expects a Uint8Array')
     if (this.#ws.readyState !== WebSocket.OPEN) return
     // Not coalesced: telemetry frames are batched already and leave at most a few per second.
+    // After the text frames sent before it.
+    this.#flush()
     this.#ws.send(data, { binary: true })
   }
 
@@ -256,6 +280,7 @@ class WsTransport implements Transport {
         tcp.cork()
         process.nextTick(WsTransport.#uncork, this)
       } else if (this.#batch >= this.#limit) {
+        this.#flush()
         tcp.uncork()
         tcp.cork()
         this.#batch = 1
@@ -265,9 +290,12 @@ class WsTransport implements Transport {
         this.#batch++
         this.#turnFrames++
       }
-      // Into the corked socket, in order with whatever `ws` itself writes (pongs, the close frame).
+      // Into the batch, written to the corked socket before `ws` writes a close frame or a binary one.
       if (this.#framing !== Framing.Ws) {
-        tcp.write(textFrame(text, this.#framing === Framing.ZeroMask))
+        const length = Buffer.byteLength(text)
+        this.#texts.push(text)
+        this.#lengths.push(length)
+        this.#textBytes += frameHeaderBytes(length, this.#framing === Framing.ZeroMask) + length
         return
       }
     }
@@ -278,7 +306,24 @@ class WsTransport implements Transport {
   static #uncork(transport: WsTransport): void {
     transport.#corked = false
     transport.#lastTurnFrames = transport.#turnFrames
+    transport.#flush()
     transport.#tcp!.uncork()
+  }
+
+  /** Writes the batch's frames into the socket as one buffer (dropped if the socket can take no more writes). */
+  #flush(): void {
+    const texts = this.#texts
+    if (texts.length === 0) return
+    const lengths = this.#lengths
+    const frames = Buffer.allocUnsafe(this.#textBytes)
+    const zeroMask = this.#framing === Framing.ZeroMask
+    let at = 0
+    for (let i = 0; i < texts.length; i++) at = writeTextFrame(frames, at, texts[i]!, lengths[i]!, zeroMask)
+    texts.length = 0
+    lengths.length = 0
+    this.#textBytes = 0
+    const tcp = this.#tcp!
+    if (tcp.writable !== false) tcp.write(frames)
   }
 
   close(code?: number, reason?: string): void {
@@ -286,12 +331,18 @@ class WsTransport implements Transport {
     assertCloseArgs(code, reason)
     this.#ended = true
     clearTimeout(this.#handshakeTimer)
+    // The frames sent before the close frame go before it.
+    if (this.#ws.readyState === WebSocket.OPEN) this.#flush()
     this.#ws.close(code, code === undefined ? undefined : reason)
   }
 
   terminate(): void {
     this.#ended = true
     clearTimeout(this.#handshakeTimer)
+    // The socket is destroyed: frames still in the batch are dropped with those in its buffer.
+    this.#texts.length = 0
+    this.#lengths.length = 0
+    this.#textBytes = 0
     this.#ws.terminate()
   }
 
