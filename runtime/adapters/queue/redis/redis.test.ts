@@ -39,6 +39,27 @@ describe('redis queue backend: calls of one turn', () => {
   })
 })
 
+describe('redis queue backend: script calls on the wire', () => {
+  it('keeps working when Redis loses its script cache (SCRIPT FLUSH), and stores multi-byte and large payloads byte for byte', async (t) => {
+    const backend = await open()
+    t.after(() => backend.close())
+    const { Redis } = await import('ioredis')
+    const admin = new Redis(redis.url)
+    t.after(() => admin.disconnect())
+    const payloads = [{ text: 'zß水🙂'.repeat(3) }, { text: 'é'.repeat(40_000) }, { n: 12_345.5, nested: [null, true, 'ü'] }]
+    await backend.enqueue([input({ data: payloads[0] })])
+    // Every script is cached now (EVAL on first use); Redis forgets them, and the next calls answer NOSCRIPT.
+    await admin.script('FLUSH')
+    await backend.enqueue([input({ data: payloads[1] }), input({ data: payloads[2] })])
+    await admin.script('FLUSH')
+    const got = await backend.reserve('q', { now: T0, limit: 10 })
+    assert.deepEqual(got.map((m) => m.data.value), payloads)
+    await admin.script('FLUSH')
+    assert.deepEqual(await Promise.all(got.map((m) => backend.ack(m.id))), [true, true, true])
+    assert.deepEqual(await backend.queues(), [])
+  })
+})
+
 describe('redis queue backend: finish and fetch', () => {
   /** Script calls (EVAL, EVALSHA) the server ran so far. */
   const scriptCalls = async () => {

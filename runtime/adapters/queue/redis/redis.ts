@@ -66,6 +66,7 @@ import {
   type SubscriberRecord,
   type WakeListener,
 } from '../types.ts'
+import { callScript, LuaScript, type ScriptArg } from './script-call.ts'
 import * as scripts from './scripts.ts'
 import type { RedisQueueConfig } from './config.ts'
 
@@ -86,7 +87,8 @@ const MAX_TARGET_VERDICTS = 1024
 const BODY_FIELDS = ['function_id', 'namespace', 'metadata', 'traceparent', 'baggage', 'group', 'key', 'enqueued_at', 'size_bytes'] as const
 const INTERRUPTED: QueueError = { code: 'delivery_interrupted', message: 'the engine stopped while the last attempt was in flight' }
 
-type Script = (...args: Array<string | number>) => Promise<unknown>
+/** A script call: ARGV after the prefix and owner (lists are sent flattened, see ./script-call.ts). */
+type Script = (...args: Array<ScriptArg | readonly ScriptArg[]>) => Promise<unknown>
 /** RESERVE's (and ACK_RESERVE's) reply: more, unknown targets, taken messages, next, resume offsets, acked flags. */
 type ReserveReply = [number, string[], Array<string | number>, string | null, number, number, number[]]
 type ScriptName =
@@ -297,11 +299,10 @@ export class RedisQueueBackend implements QueueBackend {
     client.on('error', () => {})
     this.client = client
     const run = {} as Record<ScriptName, Script>
+    const fixed = [this.prefix, this.owner]
     for (const [name, lua] of Object.entries(SCRIPTS) as Array<[ScriptName, string]>) {
-      const command = `svcQueue_${name}`
-      client.defineCommand(command, { numberOfKeys: 0, lua })
-      const fn = (client as unknown as Record<string, Script>)[command]!.bind(client)
-      run[name] = (...args) => fn(this.prefix, this.owner, ...args)
+      const script = new LuaScript(lua)
+      run[name] = (...args) => callScript(client, script, fixed, args)
     }
     this.run = run
     this.subscriber = connectRedis(config.url, 'subscriber')
@@ -350,7 +351,7 @@ export class RedisQueueBackend implements QueueBackend {
   }
 
   private async sendEnqueues(messages: Array<Array<string | number>>): Promise<Array<EnqueueOutcome & { clash: boolean }>> {
-    const reply = (await this.call('enqueue', () => this.run.enqueue(...messages.flat()))) as Array<string | number>
+    const reply = (await this.call('enqueue', () => this.run.enqueue(...messages))) as Array<string | number>
     const outcomes: Array<EnqueueOutcome & { clash: boolean }> = []
     for (let i = 0; i < reply.length; i += 2) outcomes.push({ id: dec(String(reply[i])), duplicate: reply[i + 1] === 1, clash: reply[i + 1] === 2 })
     return outcomes
@@ -389,8 +390,8 @@ export class RedisQueueBackend implements QueueBackend {
       this.turnReservesInFlight++
       const sent =
         carried.length === 0
-          ? this.call('reserve', () => this.run.reserve(...reserve.args))
-          : this.call('ack-reserve', () => this.run.ackReserve(carried.length, ...carried, ...reserve.args))
+          ? this.call('reserve', () => this.run.reserve(reserve.args))
+          : this.call('ack-reserve', () => this.run.ackReserve(carried.length, carried, reserve.args))
       ;(sent as Promise<ReserveReply>).then(
         (reply) => {
           this.reserveLanded()
@@ -407,7 +408,7 @@ export class RedisQueueBackend implements QueueBackend {
     for (let at = 0; at < ids.length; at += MAX_BATCH) {
       const batch = ids.slice(at, at + MAX_BATCH)
       const batchWaiters = waiters.slice(at, at + MAX_BATCH)
-      this.call('ack', () => this.run.ack(...batch)).then(
+      this.call('ack', () => this.run.ack(batch)).then(
         (flags) => settleAcks(batchWaiters, flags),
         (error) => {
           for (const waiter of batchWaiters) waiter.reject(error)
@@ -436,7 +437,7 @@ export class RedisQueueBackend implements QueueBackend {
 
   /** One reserve script call: alone, or with the acks of this turn when `joinTurn`. */
   private reserveCall(args: Array<string | number>, joinTurn: boolean): Promise<ReserveReply> {
-    if (!joinTurn) return this.call('reserve', () => this.run.reserve(...args)) as Promise<ReserveReply>
+    if (!joinTurn) return this.call('reserve', () => this.run.reserve(args)) as Promise<ReserveReply>
     if (this.closed) return Promise.reject(new Error(`redis queue adapter for ${this.where} is closed`))
     return new Promise((resolve, reject) => {
       this.turnReserves.push({ args, resolve, reject })
@@ -669,7 +670,7 @@ export class RedisQueueBackend implements QueueBackend {
     if (this.closed || this.renewing || this.held.size === 0 || this.client.status !== 'ready') return
     this.renewing = true
     try {
-      const lost = (await this.run.renew(this.config.lease_ms, ...this.held)) as string[]
+      const lost = (await this.run.renew(this.config.lease_ms, [...this.held])) as string[]
       for (const id of lost) this.held.delete(id)
     } catch {
       // Redis is unreachable: the next tick tries again; a lease that runs out meanwhile lets
