@@ -58,6 +58,26 @@ describe('redis queue backend: script calls on the wire', () => {
     assert.deepEqual(await Promise.all(got.map((m) => backend.ack(m.id))), [true, true, true])
     assert.deepEqual(await backend.queues(), [])
   })
+
+  it('answers a reserved message as stored (seq, attempts, a ready_at with a fraction), and refuses an id already stored', async (t) => {
+    const backend = await open()
+    t.after(() => backend.close())
+    const late = input({ ready_at: T0 + 0.5 })
+    const first = input()
+    const [stored, kept] = await Promise.all([backend.enqueue([late]), backend.enqueue([first])])
+    assert.deepEqual([stored, kept], [[{ id: late.id, duplicate: false }], [{ id: first.id, duplicate: false }]])
+    await assert.rejects(backend.enqueue([input({ id: first.id, data: { other: true } })]), (error: { code?: string; message: string }) => error.code === 'STORAGE_ERROR' && error.message.includes(first.id))
+    const got = await backend.reserve('q', { now: T0 + 1, limit: 10 })
+    assert.deepEqual(
+      got.map((m) => [m.id, m.ready_at, m.attempts, m.data.value]),
+      [
+        [first.id, T0, 1, { n: 0 }],
+        [late.id, T0 + 0.5, 1, { n: 0 }],
+      ],
+    )
+    assert.ok(got[0]!.seq > got[1]!.seq, 'seq in enqueue order')
+    assert.deepEqual(await backend.get(late.id).then((m) => m && [m.ready_at, m.seq, m.attempts]), [T0 + 0.5, got[1]!.seq, 1])
+  })
 })
 
 describe('redis queue backend: finish and fetch', () => {

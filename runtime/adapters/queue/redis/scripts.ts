@@ -104,8 +104,9 @@ end
 /**
  * ARGV 3…: 14 fields per message: id, queue, target, has group ('1'/'0'), group, has key, key,
  * ready_at, enqueued_at, idempotency key after a 'k' ('' none), its expires_at, its TTL in ms, dead error JSON
- * ('' none), body JSON. Returns `[id, 0 stored | 1 duplicate of that id | 2 id already taken]`
- * per message.
+ * ('' none), body JSON. Returns one element per message: `0` stored, `2` its id already taken,
+ * or the id (a string) of the message it duplicates (idempotency key). A reply of integers, where
+ * it can be, costs the caller no string per message.
  */
 export const ENQUEUE = `${PRELUDE}
 local out = {}
@@ -128,7 +129,6 @@ while i <= #ARGV do
       local sep = string.find(seen, '|', 1, true)
       if sep and tonumber(string.sub(seen, 1, sep - 1)) > tonumber(enq) then
         out[#out + 1] = string.sub(seen, sep + 1)
-        out[#out + 1] = 1
         dup = true
       end
     end
@@ -137,7 +137,6 @@ while i <= #ARGV do
   if not dup then
     local m = mkey(id)
     if redis.call('EXISTS', m) == 1 then
-      out[#out + 1] = id
       out[#out + 1] = 2
     else
     if not seqBase then seqBase = tonumber(redis.call('GET', P .. 'seq') or '0') end
@@ -178,7 +177,6 @@ while i <= #ARGV do
       list[#list + 1] = member(seq, id)
       woken[q] = true
     end
-    out[#out + 1] = id
     out[#out + 1] = 0
     end
   end
@@ -264,10 +262,13 @@ local function start(id, m, f)
   startedIds[#startedIds + 1] = id
   leaseList[#leaseList + 1] = deadline
   leaseList[#leaseList + 1] = id
+  -- seq and ready_at as integer replies (no string for the caller to make and parse), unless a
+  -- ready_at has a fraction (an integer reply would cut it).
+  local r = tonumber(f[2])
   out[#out + 1] = id
   out[#out + 1] = a
-  out[#out + 1] = f[1]
-  out[#out + 1] = f[2]
+  out[#out + 1] = tonumber(f[1])
+  out[#out + 1] = r == math.floor(r) and r or f[2]
   out[#out + 1] = f[3]
   taken = taken + 1
 end
@@ -404,7 +405,7 @@ end
  * count and the targets that may start, then the count and the targets that may not. A target in
  * neither list is not started and is reported, so that the caller can ask about it and call again.
  * Returns `[more (1 when the scan budget ran out), [unknown targets], [id, attempts, seq, ready_at,
- * body]…, next, group offset, standard offset, []]` where `next` is, when fewer than `limit` started, the earliest ready_at after `now`
+ * body]… (attempts and seq integers, ready_at too unless it has a fraction), next, group offset, standard offset, []]` where `next` is, when fewer than `limit` started, the earliest ready_at after `now`
  * of an ungrouped pending message or a pending group head (else false), then where the next
  * group and standard scans start (0 unless the budget ran out).
  */
