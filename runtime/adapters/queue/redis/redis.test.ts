@@ -59,7 +59,7 @@ describe('redis queue backend: script calls on the wire', () => {
     assert.deepEqual(await backend.queues(), [])
   })
 
-  it('answers a reserved message as stored (seq, attempts, a ready_at with a fraction), and refuses an id already stored', async (t) => {
+  it('answers a reserved message as stored (seq, attempts, a ready_at with a fraction), and refuses an id already stored or a payload JSON cannot hold', async (t) => {
     const backend = await open()
     t.after(() => backend.close())
     const late = input({ ready_at: T0 + 0.5 })
@@ -67,6 +67,10 @@ describe('redis queue backend: script calls on the wire', () => {
     const [stored, kept] = await Promise.all([backend.enqueue([late]), backend.enqueue([first])])
     assert.deepEqual([stored, kept], [[{ id: late.id, duplicate: false }], [{ id: first.id, duplicate: false }]])
     await assert.rejects(backend.enqueue([input({ id: first.id, data: { other: true } })]), (error: { code?: string; message: string }) => error.code === 'STORAGE_ERROR' && error.message.includes(first.id))
+    // A payload JSON refuses rejects the call (as before, when enqueue was an async function) and stores nothing.
+    const refused = input({ data: { n: 1n } })
+    await assert.rejects(backend.enqueue([refused]), TypeError)
+    assert.equal(await backend.get(refused.id), undefined)
     const got = await backend.reserve('q', { now: T0 + 1, limit: 10 })
     assert.deepEqual(
       got.map((m) => [m.id, m.ready_at, m.attempts, m.data.value]),
