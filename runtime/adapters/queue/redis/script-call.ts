@@ -51,7 +51,8 @@ export function callScript(client: Redis, script: LuaScript, fixed: readonly str
   })
 }
 
-const CRLF = 0x0a0d // '\r\n' as a little-endian uint16
+const CR = 0x0d
+const LF = 0x0a
 /** Byte lengths of the current command's arguments, between the two passes (toWritable is synchronous). */
 let lengths: number[] = []
 
@@ -118,16 +119,16 @@ class ScriptCommand extends Command {
       const bytes = lengths[n++]!
       out[at++] = 0x24 // '$'
       at = writeDigits(out, at, bytes)
-      out.writeUInt16LE(CRLF, at)
-      at += 2
-      at += out.write(typeof value === 'string' ? value : String(value), at, bytes, typeof value === 'string' ? 'utf8' : 'latin1')
-      out.writeUInt16LE(CRLF, at)
-      at += 2
+      out[at++] = CR
+      out[at++] = LF
+      at += out.write(typeof value === 'string' ? value : String(value), at, bytes, 'utf8')
+      out[at++] = CR
+      out[at++] = LF
     }
     out[at++] = 0x2a // '*'
     at = writeDigits(out, at, count)
-    out.writeUInt16LE(CRLF, at)
-    at += 2
+    out[at++] = CR
+    out[at++] = LF
     write(this.name)
     write(body)
     write('0')
