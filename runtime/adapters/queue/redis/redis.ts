@@ -346,7 +346,7 @@ export class RedisQueueBackend implements QueueBackend {
     })
   }
 
-  /** ENQUEUE's 14 arguments for one message (./scripts.ts). */
+  /** ENQUEUE's 9 arguments for one message (./scripts.ts). */
   private enqueueArgs(input: QueueMessageInput): Array<string | number> {
     const data = storedPayload(input.data)
     const body: Record<string, unknown> = {}
@@ -359,20 +359,16 @@ export class RedisQueueBackend implements QueueBackend {
     const idem = input.idempotency
     // Redis forgets the key a minute after its window (the window itself is checked in the script).
     const ttl = idem ? Math.min(Math.max(idem.expires_at - input.enqueued_at, 1), 1e12) + 60_000 : 0
+    // Group and key marked, so that an empty name is a name; the free-form part of a packed field last.
     return [
       enc(input.id),
       enc(input.queue),
       enc(targetKey(input.namespace, input.function_id)),
-      input.group !== undefined ? '1' : '0',
-      enc(input.group ?? ''),
-      input.key !== undefined ? '1' : '0',
-      enc(input.key ?? ''),
+      input.group !== undefined ? `g${enc(input.group)}` : '',
+      input.key !== undefined ? `k${enc(input.key)}` : '',
       input.ready_at,
-      input.enqueued_at,
-      idem ? `k${enc(idem.key)}` : '', // marked, so that an empty key is a key
-      idem ? idem.expires_at : 0,
-      Math.floor(ttl),
-      input.dead ? JSON.stringify({ code: input.dead.code, message: input.dead.message }) : '',
+      idem ? `${idem.expires_at}|${Math.floor(ttl)}|${input.enqueued_at}|${enc(idem.key)}` : '',
+      input.dead ? `${input.enqueued_at}|${JSON.stringify({ code: input.dead.code, message: input.dead.message })}` : '',
       encodeBody(body, data),
     ]
   }
