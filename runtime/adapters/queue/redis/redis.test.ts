@@ -39,6 +39,51 @@ describe('redis queue backend: calls of one turn', () => {
   })
 })
 
+describe('redis queue backend: script calls on the wire', () => {
+  it('keeps working when Redis loses its script cache (SCRIPT FLUSH), and stores multi-byte and large payloads byte for byte', async (t) => {
+    const backend = await open()
+    t.after(() => backend.close())
+    const { Redis } = await import('ioredis')
+    const admin = new Redis(redis.url)
+    t.after(() => admin.disconnect())
+    const payloads = [{ text: 'zß水🙂'.repeat(3) }, { text: 'é'.repeat(40_000) }, { n: 12_345.5, nested: [null, true, 'ü'] }]
+    await backend.enqueue([input({ data: payloads[0] })])
+    // Every script is cached now (EVAL on first use); Redis forgets them, and the next calls answer NOSCRIPT.
+    await admin.script('FLUSH')
+    await backend.enqueue([input({ data: payloads[1] }), input({ data: payloads[2] })])
+    await admin.script('FLUSH')
+    const got = await backend.reserve('q', { now: T0, limit: 10 })
+    assert.deepEqual(got.map((m) => m.data.value), payloads)
+    await admin.script('FLUSH')
+    assert.deepEqual(await Promise.all(got.map((m) => backend.ack(m.id))), [true, true, true])
+    assert.deepEqual(await backend.queues(), [])
+  })
+
+  it('answers a reserved message as stored (seq, attempts, a ready_at with a fraction), and refuses an id already stored or a payload JSON cannot hold', async (t) => {
+    const backend = await open()
+    t.after(() => backend.close())
+    const late = input({ ready_at: T0 + 0.5 })
+    const first = input()
+    const [stored, kept] = await Promise.all([backend.enqueue([late]), backend.enqueue([first])])
+    assert.deepEqual([stored, kept], [[{ id: late.id, duplicate: false }], [{ id: first.id, duplicate: false }]])
+    await assert.rejects(backend.enqueue([input({ id: first.id, data: { other: true } })]), (error: { code?: string; message: string }) => error.code === 'STORAGE_ERROR' && error.message.includes(first.id))
+    // A payload JSON refuses rejects the call (as before, when enqueue was an async function) and stores nothing.
+    const refused = input({ data: { n: 1n } })
+    await assert.rejects(backend.enqueue([refused]), TypeError)
+    assert.equal(await backend.get(refused.id), undefined)
+    const got = await backend.reserve('q', { now: T0 + 1, limit: 10 })
+    assert.deepEqual(
+      got.map((m) => [m.id, m.ready_at, m.attempts, m.data.value]),
+      [
+        [first.id, T0, 1, { n: 0 }],
+        [late.id, T0 + 0.5, 1, { n: 0 }],
+      ],
+    )
+    assert.ok(got[0]!.seq > got[1]!.seq, 'seq in enqueue order')
+    assert.deepEqual(await backend.get(late.id).then((m) => m && [m.ready_at, m.seq, m.attempts]), [T0 + 0.5, got[1]!.seq, 1])
+  })
+})
+
 describe('redis queue backend: finish and fetch', () => {
   /** Script calls (EVAL, EVALSHA) the server ran so far. */
   const scriptCalls = async () => {

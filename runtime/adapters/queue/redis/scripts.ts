@@ -102,10 +102,13 @@ end
 `
 
 /**
- * ARGV 3…: 14 fields per message: id, queue, target, has group ('1'/'0'), group, has key, key,
- * ready_at, enqueued_at, idempotency key after a 'k' ('' none), its expires_at, its TTL in ms, dead error JSON
- * ('' none), body JSON. Returns `[id, 0 stored | 1 duplicate of that id | 2 id already taken]`
- * per message.
+ * ARGV 3…: 9 fields per message: id, queue, target, fifo group after a 'g' ('' none), concurrency
+ * key after a 'k' ('' none), ready_at, idempotency `<expires_at>|<TTL ms>|<enqueued_at>|<key>` ('' none),
+ * dead `<enqueued_at>|<error JSON>` ('' none: stored pending), body JSON. (The fields a message
+ * rarely has are packed, so that a plain one costs the caller and Redis 9 arguments, not 14.)
+ * Returns one element per message: `0` stored, `2` its id already taken, or the id (a string) of
+ * the message it duplicates (idempotency key). A reply of integers, where it can be, costs the
+ * caller no string per message.
  */
 export const ENQUEUE = `${PRELUDE}
 local out = {}
@@ -117,18 +120,28 @@ local seqBase, seqUsed = nil, 0
 local pend = {}
 local i = 3
 while i <= #ARGV do
-  local id, q, t, hasG, g, hasK, k = ARGV[i], ARGV[i + 1], ARGV[i + 2], ARGV[i + 3], ARGV[i + 4], ARGV[i + 5], ARGV[i + 6]
-  local ready, enq, ik, iexp, ittl, dead, body = ARGV[i + 7], ARGV[i + 8], ARGV[i + 9], ARGV[i + 10], ARGV[i + 11], ARGV[i + 12], ARGV[i + 13]
-  i = i + 14
+  local id, q, t, g, k, ready, idem, dead, body = ARGV[i], ARGV[i + 1], ARGV[i + 2], ARGV[i + 3], ARGV[i + 4], ARGV[i + 5], ARGV[i + 6], ARGV[i + 7], ARGV[i + 8]
+  i = i + 9
+  if g == '' then g = nil else g = string.sub(g, 2) end
+  if k == '' then k = nil else k = string.sub(k, 2) end
+  local enq
+  if dead ~= '' then
+    local sep = string.find(dead, '|', 1, true)
+    enq, dead = string.sub(dead, 1, sep - 1), string.sub(dead, sep + 1)
+  end
   local dup = false
-  if ik ~= '' then
-    local ikey = P .. 'i:' .. #q .. ':' .. q .. string.sub(ik, 2)
+  if idem ~= '' then
+    local a = string.find(idem, '|', 1, true)
+    local b = string.find(idem, '|', a + 1, true)
+    local c = string.find(idem, '|', b + 1, true)
+    local iexp, ittl = string.sub(idem, 1, a - 1), string.sub(idem, a + 1, b - 1)
+    enq = string.sub(idem, b + 1, c - 1)
+    local ikey = P .. 'i:' .. #q .. ':' .. q .. string.sub(idem, c + 1)
     local seen = redis.call('GET', ikey)
     if seen then
       local sep = string.find(seen, '|', 1, true)
       if sep and tonumber(string.sub(seen, 1, sep - 1)) > tonumber(enq) then
         out[#out + 1] = string.sub(seen, sep + 1)
-        out[#out + 1] = 1
         dup = true
       end
     end
@@ -137,7 +150,6 @@ while i <= #ARGV do
   if not dup then
     local m = mkey(id)
     if redis.call('EXISTS', m) == 1 then
-      out[#out + 1] = id
       out[#out + 1] = 2
     else
     if not seqBase then seqBase = tonumber(redis.call('GET', P .. 'seq') or '0') end
@@ -145,13 +157,11 @@ while i <= #ARGV do
     local seq = seqBase + seqUsed
     -- One HSET with every field.
     local fields = {'q', q, 't', t, 'n', seq, 'r', ready, 'a', 0, 'b', body}
-    if hasG == '1' then
+    if g then
       fields[#fields + 1] = 'g'
       fields[#fields + 1] = g
-    else
-      g = nil
     end
-    if hasK == '1' then
+    if k then
       fields[#fields + 1] = 'k'
       fields[#fields + 1] = k
     end
@@ -178,7 +188,6 @@ while i <= #ARGV do
       list[#list + 1] = member(seq, id)
       woken[q] = true
     end
-    out[#out + 1] = id
     out[#out + 1] = 0
     end
   end
@@ -264,10 +273,13 @@ local function start(id, m, f)
   startedIds[#startedIds + 1] = id
   leaseList[#leaseList + 1] = deadline
   leaseList[#leaseList + 1] = id
+  -- seq and ready_at as integer replies (no string for the caller to make and parse), unless a
+  -- ready_at has a fraction (an integer reply would cut it).
+  local r = tonumber(f[2])
   out[#out + 1] = id
   out[#out + 1] = a
-  out[#out + 1] = f[1]
-  out[#out + 1] = f[2]
+  out[#out + 1] = tonumber(f[1])
+  out[#out + 1] = r == math.floor(r) and r or f[2]
   out[#out + 1] = f[3]
   taken = taken + 1
 end
@@ -404,7 +416,7 @@ end
  * count and the targets that may start, then the count and the targets that may not. A target in
  * neither list is not started and is reported, so that the caller can ask about it and call again.
  * Returns `[more (1 when the scan budget ran out), [unknown targets], [id, attempts, seq, ready_at,
- * body]…, next, group offset, standard offset, []]` where `next` is, when fewer than `limit` started, the earliest ready_at after `now`
+ * body]… (attempts and seq integers, ready_at too unless it has a fraction), next, group offset, standard offset, []]` where `next` is, when fewer than `limit` started, the earliest ready_at after `now`
  * of an ungrouped pending message or a pending group head (else false), then where the next
  * group and standard scans start (0 unless the budget ran out).
  */
