@@ -12,7 +12,7 @@ import type { LocalInvokeRequest } from '../../engine/types.ts'
 import { AdapterSlots } from '../shared/adapter-slots.ts'
 import { createManualClock } from '../shared/clock.ts'
 import { waitFor } from '../../../test/support/wait.ts'
-import { QueueDelivery, type DeliveryHost } from './delivery.ts'
+import { QueueDelivery, queueBaggage, queueBaggagePrefix, type DeliveryHost } from './delivery.ts'
 import { parseQueueSettings, parseQueueWorkerSettings } from './settings.ts'
 
 const T0 = 1_700_000_000_000
@@ -61,6 +61,13 @@ function setup(concurrency: number, remote = false) {
   } as unknown as DeliveryHost
   return { backend, reserves, held, calls, delivery: new QueueDelivery(host) }
 }
+
+describe('queue delivery baggage', () => {
+  it('percent-encodes the queue name, and a name with a lone surrogate as U+FFFD instead of throwing', () => {
+    assert.equal(queueBaggage('k=v,svc.queue.attempt=9', queueBaggagePrefix('e mails'), 'id-1', 2), 'k=v,svc.queue.name=e%20mails,svc.queue.message_id=id-1,svc.queue.attempt=2')
+    assert.equal(queueBaggagePrefix('a\ud800'), 'svc.queue.name=a%EF%BF%BD,svc.queue.message_id=')
+  })
+})
 
 describe('queue delivery: slots freed together', () => {
   it('refills every slot that results settling in one turn freed with one reserve (one transaction with their acks), not one for the first and one for the rest', async () => {

@@ -19,10 +19,11 @@ import type { DurableSubscribers, SubscriberTrigger } from './triggers.ts'
 
 /**
  * The start of every delivery's own baggage entries for `queue` (made once per queue, in its
- * {@link Runner}): `svc.queue.name=<queue, percent-encoded>,svc.queue.message_id=`.
+ * {@link Runner}): `svc.queue.name=<queue, percent-encoded>,svc.queue.message_id=`. Never throws:
+ * a lone surrogate in the name (which UTF-8 cannot carry) is encoded as U+FFFD.
  */
 export function queueBaggagePrefix(queue: string): string {
-  return `svc.queue.name=${encodeURIComponent(queue)},svc.queue.message_id=`
+  return `svc.queue.name=${encodeURIComponent(queue.toWellFormed())},svc.queue.message_id=`
 }
 
 /**
