@@ -205,11 +205,12 @@ function logOfRow(fields: unknown[], time: number, observed: number, resource: R
 }
 
 /**
- * Values per span row in a batch: `[start ns, the span's JSON without its resource, index of the
- * resource in the batch's resources]` (primitives only: structured clone copies strings far faster
- * than objects). A packed span's JSON is a number instead: the index of its `[chunk id, offset,
- * length]` in the batch's `packed` (its UTF-8 bytes in that {@link TextChunk}, shared with the
- * window: the writer is sent each chunk once).
+ * Numbers per span row in a batch (a `Float64Array`): `[start ns, where the span's JSON without its
+ * resource is, index of the resource in the batch's resources]`. Where the JSON is: for a packed
+ * span the index of its `[chunk id, offset, length]` in the batch's `packed` (its UTF-8 bytes in
+ * that {@link TextChunk}, shared with the window: the writer is sent each chunk once); for a span
+ * object `-1 - i`, its JSON being the batch's `bodies[i]` (strings: structured clone copies them
+ * far faster than objects).
  */
 const SPAN_FIELDS = 3
 /**
@@ -251,21 +252,31 @@ function copyOf(text: Buffer, bytes: number): ArrayBuffer {
 /** No buffer yet: the next log record takes one from the pool. */
 const EMPTY_TEXT = Buffer.alloc(0)
 
+/** `array` copied into one twice as long. */
+function grown(array: Float64Array<ArrayBuffer>): Float64Array<ArrayBuffer> {
+  const next = new Float64Array(array.length * 2)
+  next.set(array)
+  return next
+}
+
 /**
  * A batch for the writer: span rows as flat {@link SPAN_FIELDS} values each, log rows as
  * {@link LOG_FIELDS} numbers each and their JSON in `logText`, and the JSON of the resources they
  * name (by index), each once.
  */
 interface Batch {
-  spans: Array<number | string>
+  /** {@link SPAN_FIELDS} numbers per span row (transferred): a span object's JSON is `-1 - i`, its index in {@link bodies}. */
+  spans: Float64Array
+  /** The JSON of the batch's span objects, serialised at the cut. */
+  bodies: string[]
   logs: Float64Array
   /** The log rows' JSON, UTF-8, back to back from its start: a copy exactly as long as they are, or the pooled buffer they were written into ({@link pooled}). */
   logText: ArrayBuffer | SharedArrayBuffer
   /** The pooled buffer {@link logText} is, held until the writer is done with the batch. */
   pooled: Buffer | undefined
   resources: string[]
-  /** `[chunk id, offset, length]` per packed span, bytes. */
-  packed: number[]
+  /** `[chunk id, offset, length]` per packed span, bytes (transferred). */
+  packed: Float64Array
   /** The {@link SpanTexts} chunks the packed spans are in, held ({@link TextChunk}) until the writer is done with the batch. */
   held: TextChunk[]
   rows: number
@@ -274,7 +285,7 @@ interface Batch {
 }
 
 /**
- * The writer thread. Messages: `{seq, op: 'write', spans, logs, logText, resources, packed, chunks, forget, maxBytes}` (see {@link Batch}, its log buffers transferred; `chunks`:
+ * The writer thread. Messages: `{seq, op: 'write', spans, bodies, logs, logText, resources, packed, chunks, forget, maxBytes}` (see {@link Batch}, its typed arrays and log buffer transferred; `chunks`:
  * `[id, SharedArrayBuffer]` of the span text chunks it does not know yet, kept until `forget` names their id), `{seq, op: 'sweep', cutoffNs, maxBytes}`, `{seq, op: 'clear', table}`,
  * `{seq, op: 'close'}`. After each one it adds the rows it failed to write to `done[1]`, stores
  * `seq` in `done[0]` and notifies (the owner reads both without waiting for an event, and can wait
@@ -378,12 +389,16 @@ function fit(incoming, maxBytes) {
 const textBytes = (rows) => { let n = 0; for (let i = 1; i < rows.length; i += ${SPAN_FIELDS}) n += rows[i].length; return n }
 /** The text chunks shared with the owner, by id. */
 const chunks = new Map()
-/** Packed spans' bodies (numbers: see SPAN_FIELDS) as views of their bytes in the shared chunks. */
-function packedBodies(rows, packed) {
-  for (let i = 1; i < rows.length; i += ${SPAN_FIELDS}) {
-    const k = rows[i]
-    if (typeof k === 'number') rows[i] = new Uint8Array(chunks.get(packed[k * 3]), packed[k * 3 + 1], packed[k * 3 + 2])
+/** A write message's span rows as the insert takes them: each body a packed span's bytes in the shared chunks (a view) or a span object's JSON. */
+function spanRows(m) {
+  const spans = m.spans, packed = m.packed, rows = new Array(spans.length)
+  for (let i = 0; i < spans.length; i += ${SPAN_FIELDS}) {
+    const k = spans[i + 1]
+    rows[i] = spans[i]
+    rows[i + 1] = k >= 0 ? new Uint8Array(chunks.get(packed[k * 3]), packed[k * 3 + 1], packed[k * 3 + 2]) : m.bodies[-1 - k]
+    rows[i + 2] = spans[i + 2]
   }
+  return rows
 }
 /** Span rows as the insert takes them: the batch's resource indexes replaced by the file's ids. */
 function withIds(rows, ids) {
@@ -445,7 +460,7 @@ parentPort.on('message', (m) => {
       limitWal(m.maxBytes)
       for (const id of m.forget) chunks.delete(id)
       for (const [id, buffer] of m.chunks) chunks.set(id, buffer)
-      packedBodies(m.spans, m.packed)
+      const rows = spanRows(m)
       db.exec('BEGIN IMMEDIATE')
       try {
         // Rows need a little more room than their text: record headers, cell pointers, page slack.
@@ -454,11 +469,10 @@ parentPort.on('message', (m) => {
         for (const text of m.resources) resourceBytes += text.length
         // A log row's timestamp column (8 bytes) is counted with the row's 8 of overhead.
         const logBytes = m.logs.length === 0 ? 0 : m.logs[m.logs.length - ${LOG_FIELDS} + 1]
-        fit(Math.ceil((textBytes(m.spans) + logBytes + resourceBytes) * 1.1) + rowCount * 8 + 2 * pageSize, m.maxBytes)
+        fit(Math.ceil((textBytes(rows) + logBytes + resourceBytes) * 1.1) + rowCount * 8 + 2 * pageSize, m.maxBytes)
         // After fit: a resource it deleted is added again.
         const ids = resourceIdsOf(m.resources)
-        withIds(m.spans, ids)
-        const rows = m.spans
+        withIds(rows, ids)
         if (rows.length > 0) {
           const w = ${SPAN_FIELDS}
           const last = insertSpans(rows)
@@ -503,13 +517,20 @@ export class SqliteStore extends MemoryStore {
   /** Sequence number of the last message posted to the writer. */
   private seq = 0
   /**
-   * Span rows of the batch being filled ({@link SPAN_FIELDS} values each): for a sealed span, the
-   * index of its bytes in {@link pendingPacked} (the window's {@link PackedSpan} body), for a span
-   * object the object itself until the cut (an engine span may still finish in place).
+   * Span rows of the batch being filled ({@link SPAN_FIELDS} numbers each, {@link spanRows} of them
+   * used): for a sealed span, the index of its bytes in {@link pendingPacked} (the window's
+   * {@link PackedSpan} body), for a span object `-1 - i`, `i` its index in {@link pendingObjectSpans}
+   * (it may still finish in place: serialised at the cut). Typed arrays reused from batch to batch,
+   * not arrays pushed to: a batch lives for up to {@link BATCH_ROWS} spans, and the growing arrays'
+   * elements were most of what each scavenge had to copy with telemetry on (issue 20).
    */
-  private pendingSpans: Array<number | string | SpanRecord> = []
-  /** `[chunk id, offset, length]` of the batch's packed spans (see {@link Batch}). */
-  private pendingPacked: number[] = []
+  private pendingSpans = new Float64Array(BATCH_ROWS * SPAN_FIELDS)
+  private spanRows = 0
+  /** `[chunk id, offset, length]` of the batch's packed spans (see {@link Batch}), {@link packedCount} of them. */
+  private pendingPacked = new Float64Array(BATCH_ROWS * 3)
+  private packedCount = 0
+  /** The span objects of the batch being filled, in row order. */
+  private pendingObjectSpans: SpanRecord[] = []
   /** The chunks {@link pendingPacked} names, each held once by the batch. */
   private pendingChunks: TextChunk[] = []
   /** Chunks the writer was sent (it keeps them), and the ids of those since let go for good, for it to forget. */
@@ -610,8 +631,7 @@ export class SqliteStore extends MemoryStore {
         texts.retain(chunk)
         this.pendingChunks.push(chunk)
       }
-      const index = this.pendingPacked.push(chunk.id, texts.textAt, texts.written) / 3 - 1
-      this.pendingSpans.push(Number.isFinite(ns) ? ns : 0, index, this.resourceIndex(span.resource))
+      this.pushRow(Number.isFinite(ns) ? ns : 0, this.pushPacked(chunk.id, texts.textAt, texts.written), this.resourceIndex(span.resource))
       this.pendingBytes += texts.written
     } else {
       super.putSpan(span, bytes)
@@ -630,7 +650,29 @@ export class SqliteStore extends MemoryStore {
   private pendObject(span: SpanRecord): void {
     if (this.pendingObjects.has(span)) return
     this.pendingObjects.add(span)
-    this.pendingSpans.push(0, span, this.resourceIndex(span.resource))
+    this.pushRow(0, -this.pendingObjectSpans.push(span), this.resourceIndex(span.resource))
+  }
+
+  /** Appends a span row to {@link pendingSpans}. */
+  private pushRow(ns: number, body: number, resource: number): void {
+    let i = this.spanRows * SPAN_FIELDS
+    if (i === this.pendingSpans.length) this.pendingSpans = grown(this.pendingSpans)
+    const rows = this.pendingSpans
+    rows[i++] = ns
+    rows[i++] = body
+    rows[i] = resource
+    this.spanRows++
+  }
+
+  /** Appends a packed span's `[chunk id, offset, length]` to {@link pendingPacked}; its index. */
+  private pushPacked(chunk: number, offset: number, length: number): number {
+    let i = this.packedCount * 3
+    if (i === this.pendingPacked.length) this.pendingPacked = grown(this.pendingPacked)
+    const packed = this.pendingPacked
+    packed[i++] = chunk
+    packed[i++] = offset
+    packed[i] = length
+    return this.packedCount++
   }
 
   override putLog(log: LogRecord, bytes?: number): void {
@@ -758,7 +800,7 @@ export class SqliteStore extends MemoryStore {
 
   /** A record joined the batch being filled: cut it when full, else make sure a timer will. */
   private added(): void {
-    if (this.pendingSpans.length / SPAN_FIELDS + this.logRows >= BATCH_ROWS || this.pendingBytes >= BATCH_BYTES) {
+    if (this.spanRows + this.logRows >= BATCH_ROWS || this.pendingBytes >= BATCH_BYTES) {
       this.cut()
       this.pump()
       return
@@ -774,39 +816,41 @@ export class SqliteStore extends MemoryStore {
 
   /** Serialises the batch being filled into the queue; drops the oldest waiting batches beyond {@link MAX_QUEUED_BYTES}. */
   private cut(): void {
-    if (this.closed || (this.pendingSpans.length === 0 && this.logRows === 0)) return
+    if (this.closed || (this.spanRows === 0 && this.logRows === 0)) return
     clearTimeout(this.timer)
     this.timer = undefined
-    const spans = this.pendingSpans
+    const spans = this.pendingSpans.slice(0, this.spanRows * SPAN_FIELDS)
+    const objects = this.pendingObjectSpans
+    const bodies: string[] = []
     // The span and log bodies and every resource's JSON so far; the span objects' JSON now.
     let bytes = this.pendingBytes
-    if (this.pendingObjects.size > 0) {
-      for (let i = 1; i < spans.length; i += SPAN_FIELDS) {
-        const s = spans[i]!
-        if (typeof s !== 'object') continue
-        const span = s as SpanRecord
-        const body = spanBody(span)
-        // A non-finite start (a hostile OTLP frame) would fail the NOT NULL column and the whole batch.
-        spans[i - 1] = Number.isFinite(span.start_time_unix_nano) ? span.start_time_unix_nano : 0
-        spans[i] = body
-        bytes += body.length
-      }
+    for (let i = 1; objects.length > 0 && i < spans.length; i += SPAN_FIELDS) {
+      const k = spans[i]!
+      if (k >= 0) continue
+      const span = objects[-1 - k]!
+      const body = spanBody(span)
+      // A non-finite start (a hostile OTLP frame) would fail the NOT NULL column and the whole batch.
+      spans[i - 1] = Number.isFinite(span.start_time_unix_nano) ? span.start_time_unix_nano : 0
+      bodies[-1 - k] = body
+      bytes += body.length
     }
     const text = this.logText
     const pooled = this.logTextAt >= SHARED_TEXT_BYTES && text.length === LOG_TEXT_BYTES ? text : undefined
     const batch: Batch = {
-      spans: spans as Array<number | string>,
+      spans,
+      bodies,
       logs: this.logMeta.slice(0, this.logRows * LOG_FIELDS),
       logText: pooled !== undefined ? text.buffer : copyOf(text, this.logTextAt),
       pooled,
       resources: this.pendingResources,
-      packed: this.pendingPacked,
+      packed: this.pendingPacked.slice(0, this.packedCount * 3),
       held: this.pendingChunks,
-      rows: spans.length / SPAN_FIELDS + this.logRows,
+      rows: this.spanRows + this.logRows,
       bytes,
     }
-    this.pendingSpans = []
-    this.pendingPacked = []
+    this.spanRows = 0
+    this.packedCount = 0
+    this.pendingObjectSpans = []
     this.pendingChunks = []
     this.pendingObjects = new Set()
     this.logRows = 0
@@ -872,8 +916,8 @@ export class SqliteStore extends MemoryStore {
     const forget = this.forget
     this.forget = []
     this.writer.postMessage(
-      { seq, op: 'write', spans: batch.spans, logs: batch.logs, logText: batch.logText, resources: batch.resources, packed: batch.packed, chunks, forget, maxBytes: this.limits.maxDiskBytes },
-      batch.pooled === undefined ? [batch.logs.buffer as ArrayBuffer, batch.logText as ArrayBuffer] : [batch.logs.buffer as ArrayBuffer],
+      { seq, op: 'write', spans: batch.spans, bodies: batch.bodies, logs: batch.logs, logText: batch.logText, resources: batch.resources, packed: batch.packed, chunks, forget, maxBytes: this.limits.maxDiskBytes },
+      [batch.spans.buffer as ArrayBuffer, batch.packed.buffer as ArrayBuffer, batch.logs.buffer as ArrayBuffer, ...(batch.pooled === undefined ? [batch.logText as ArrayBuffer] : [])],
     )
     if (batch.held.length > 0 || batch.pooled !== undefined) this.posted.push({ seq, held: batch.held, pooled: batch.pooled })
     return seq
