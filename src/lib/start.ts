@@ -133,6 +133,7 @@ export async function startEngine(options: StartOptions): Promise<RunningEngine>
   // while stdout holds more than CONSOLE_BACKLOG_BYTES unwritten, lines are skipped and counted.
   const recordLoggers = new Map<string, Logger>()
   let skipped = 0
+  engine.telemetry.consoleLevel = options.logLevel ?? 'info'
   engine.telemetry.console = (service, level, message) => {
     if (process.stdout.writableLength > CONSOLE_BACKLOG_BYTES) {
       skipped++

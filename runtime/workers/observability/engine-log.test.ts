@@ -69,6 +69,16 @@ describe("the engine's own log", () => {
       return lines.length > 0
     }, 'the condition')
     assert.equal(lines[0], 'billing error card declined {"log.data.order":7}')
+    // Under `svc --log-level warn` an info record reaches neither the console nor its formatting.
+    t.engine.telemetry.consoleLevel = 'warn'
+    try {
+      await w.call('engine::log::info', { message: 'below the level' })
+      await w.call('engine::log::warn', { message: 'at the level' })
+      await waitFor(() => lines.some((l) => l.includes('at the level')), 'the warning printed')
+      assert.equal(lines.some((l) => l.includes('below the level')), false)
+    } finally {
+      t.engine.telemetry.consoleLevel = 'trace'
+    }
     await setObservability({ logs_console_output: false }, async () => {
       const before = lines.length
       await w.call('engine::log::error', { message: 'quiet now' })

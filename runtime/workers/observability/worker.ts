@@ -399,12 +399,13 @@ export class ObservabilityWorker implements BuiltinWorker, TelemetrySink {
 
   /** Prints a worker's record on the engine's console when `logs_console_output` is on (§12.1). */
   private print(record: LogRecord): void {
-    const console = this.hub?.console
-    if (console === undefined || !this.settings.logs_console_output) return
+    const hub = this.hub
+    if (hub === undefined || !this.settings.logs_console_output) return
     const n = record.severity_number
     const level = n >= 17 ? 'error' : n >= 13 ? 'warn' : n >= 9 || n === 0 ? 'info' : 'debug'
+    if (!hub.printsOnConsole(level)) return
     const data = Object.keys(record.attributes).length > 0 ? ` ${JSON.stringify(record.attributes)}` : ''
-    console(record.service_name, level, `${record.body}${data}`)
+    hub.console!(record.service_name, level, `${record.body}${data}`)
   }
 
   /**
