@@ -176,6 +176,8 @@ export function logsOf(request: unknown, fallbackService: string, observedNs: nu
     for (const sl of arr(rl.scopeLogs)) {
       if (!isObj(sl)) continue
       const scope = isObj(sl.scope) ? sl.scope : {}
+      const scopeName = typeof scope.name === 'string' ? scope.name : undefined
+      const scopeVersion = typeof scope.version === 'string' ? scope.version : undefined
       for (const r of arr(sl.logRecords)) {
         if (!isObj(r)) continue
         // One pass over the key-value list: `log.data` spread into `log.data.*` as it is read (§12.2).
@@ -194,20 +196,32 @@ export function logsOf(request: unknown, fallbackService: string, observedNs: nu
         // service name sends "") falls back to the resource's (docs/decisions.md).
         const own = attrs['service.name']
         const service = typeof own === 'string' && own !== '' ? own : resource['service.name'] || fallbackService
-        const record: LogRecord = {
-          timestamp_unix_nano: ts,
-          observed_timestamp_unix_nano: observedNs,
-          severity_number: severity,
-          severity_text: typeof r.severityText === 'string' && r.severityText !== '' ? r.severityText : severityText(severity),
-          body: stripAnsi(typeof body === 'string' ? body : body === null ? '' : JSON.stringify(body)),
-          attributes: attrs,
-          resource,
-          service_name: service,
-          trace_id: traceId,
-          span_id: spanId,
-        }
-        if (typeof scope.name === 'string') record.instrumentation_scope_name = scope.name
-        if (typeof scope.version === 'string') record.instrumentation_scope_version = scope.version
+        const text = typeof r.severityText === 'string' && r.severityText !== '' ? r.severityText : severityText(severity)
+        const line = stripAnsi(typeof body === 'string' ? body : body === null ? '' : JSON.stringify(body))
+        // The scope's fields in the object literal when the scope has them, not added after it: an
+        // added property goes to a property array of its own, one more object for every record the
+        // window keeps (docs/benchmarks.md, issue 20, session 36).
+        let record: LogRecord
+        if (scopeName === undefined)
+          record = { timestamp_unix_nano: ts, observed_timestamp_unix_nano: observedNs, severity_number: severity, severity_text: text, body: line, attributes: attrs, resource, service_name: service, trace_id: traceId, span_id: spanId }
+        else if (scopeVersion === undefined)
+          record = { timestamp_unix_nano: ts, observed_timestamp_unix_nano: observedNs, severity_number: severity, severity_text: text, body: line, attributes: attrs, resource, service_name: service, trace_id: traceId, span_id: spanId, instrumentation_scope_name: scopeName }
+        else
+          record = {
+            timestamp_unix_nano: ts,
+            observed_timestamp_unix_nano: observedNs,
+            severity_number: severity,
+            severity_text: text,
+            body: line,
+            attributes: attrs,
+            resource,
+            service_name: service,
+            trace_id: traceId,
+            span_id: spanId,
+            instrumentation_scope_name: scopeName,
+            instrumentation_scope_version: scopeVersion,
+          }
+        if (scopeName === undefined && scopeVersion !== undefined) record.instrumentation_scope_version = scopeVersion
         out.push(record)
       }
     }
