@@ -9,7 +9,7 @@ import { uuid4 } from '../../engine/uuid.ts'
 import { Codes, errorBodyOf, Errors } from 'svc-protocol/errors'
 import { decodeJson } from 'svc-protocol/codec'
 import type { DlqMessage, DlqTopic, DurablePublishResult, QueueDefineResult, QueueDiscardMessageResult, QueueEnqueueResult, QueueRedriveMessageResult, QueueRedriveResult, QueueTopic, QueueTopicStats } from 'svc-protocol'
-import type { QueueBackend, QueueMessage, QueueMessageInput } from '../../adapters/queue/index.ts'
+import type { EnqueueOutcome, QueueBackend, QueueMessage, QueueMessageInput } from '../../adapters/queue/index.ts'
 import type { ActiveSpan, TelemetryHub } from '../../engine/telemetry.ts'
 import type { InvocationContext, LocalFunctionOptions, LocalInvokeRequest, LocalWorker } from '../../engine/types.ts'
 import type { AdapterSlots } from '../shared/adapter-slots.ts'
@@ -216,6 +216,23 @@ export class QueueFunctions {
     }
     const problem = placeMessage(input, settings, queue)
     if (problem) throw Errors.invalidMessageGroup(queue, settings.message_group_field!)
+    // Not an async function (one promise per enqueue instead of a suspended frame and two). The
+    // callback holds only `queue`: until the backend answers, `input` (and the frame text its
+    // payload is a view of) is the backend's to keep or drop.
+    return this.storeOne(input).then(([outcome]) => {
+      if (!outcome!.duplicate) {
+        this.host.delivery.runner(queue).enqueued++
+        this.host.delivery.pump(queue)
+      }
+      return { messageReceiptId: outcome!.id }
+    })
+  }
+
+  /**
+   * Hands one message to the current backend. A closure of its own, so that the callback `store`
+   * waits with does not share its scope (V8 keeps one context per scope), and with it `input`.
+   */
+  private storeOne(input: QueueMessageInput): Promise<EnqueueOutcome[]> {
     let joins = false
     const stored = this.withBackend('engine::queue::enqueue', (b) => {
       joins = b.reservesJoinEnqueue === true
@@ -223,15 +240,8 @@ export class QueueFunctions {
     })
     // The index holds the message already: a reserve now shares its commit (durable before the
     // receipt and the delivery both), instead of a second commit once the receipt is on its way.
-    if (joins) this.host.delivery.pumpIfFree(queue)
-    // Not an async function (one promise per enqueue instead of a suspended frame and two).
-    return stored.then(([outcome]) => {
-      if (!outcome!.duplicate) {
-        this.host.delivery.runner(queue).enqueued++
-        this.host.delivery.pump(queue)
-      }
-      return { messageReceiptId: outcome!.id }
-    })
+    if (joins) this.host.delivery.pumpIfFree(input.queue)
+    return stored
   }
 
   /** `queue::define` (§7.3): validates, writes into queue_configs of the `queue` entry, applies. */
