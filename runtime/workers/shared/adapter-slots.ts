@@ -85,7 +85,8 @@ export class AdapterSlots<A extends Closable> {
     if (!slot) return Promise.reject(Errors.storageError(`${functionId} failed: the ${this.worker} worker is stopped`))
     slot.inFlight++
     // Not an async function: on the path of every queued message and state call, its suspended
-    // frame and the promises of its await were ~1 KB of garbage per operation.
+    // frame and the promises of its await were garbage per operation, and kept alive while an
+    // enqueue waits for its store (with QueueFunctions' layers, 1-2 KB per queued message).
     let pending: Promise<T>
     try {
       pending = operation(slot.adapter)
