@@ -799,7 +799,9 @@ export class Engine implements BuiltinHost, PipelineHost {
 
   /** A W→E `invokefunction` (§6.2–§6.4): the hot path. */
   private invokeFromSession(session: Session, message: InboundInvoke): void {
-    const invocationId = message.action?.type === 'void' ? undefined : message.invocation_id
+    // The id is kept (flight index, reply) until the call ends: as its own string, not a slice
+    // that keeps the frame's whole text alive that long (an enqueue waiting for its store).
+    const invocationId = message.action?.type === 'void' || message.invocation_id === undefined ? undefined : ownString(message.invocation_id)
     const namespace = message.namespace ?? 'default'
     const reply =
       invocationId === undefined
@@ -885,6 +887,16 @@ function malformedAnswer(code: MalformedCode, reason: string): ErrorBody {
 }
 
 /** The text of an abort signal's reason: a string as it is, an error's message, else none. */
+/**
+ * `text` as a string of its own: V8 makes a substring of 13 characters or more (a field the codec
+ * cut out of a frame) a view that keeps its whole parent alive. Joined to one character and cut
+ * again, it is copied from a flattened string of its own length plus one (as handler-spans.ts
+ * does for span ids).
+ */
+function ownString(text: string): string {
+  return (' ' + text).slice(1)
+}
+
 function abortReason(signal: AbortSignal): string | undefined {
   const reason: unknown = signal.reason
   if (typeof reason === 'string') return reason

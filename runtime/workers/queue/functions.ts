@@ -9,7 +9,7 @@ import { uuid4 } from '../../engine/uuid.ts'
 import { Codes, errorBodyOf, Errors } from 'svc-protocol/errors'
 import { decodeJson } from 'svc-protocol/codec'
 import type { DlqMessage, DlqTopic, DurablePublishResult, QueueDefineResult, QueueDiscardMessageResult, QueueEnqueueResult, QueueRedriveMessageResult, QueueRedriveResult, QueueTopic, QueueTopicStats } from 'svc-protocol'
-import type { QueueBackend, QueueMessage, QueueMessageInput } from '../../adapters/queue/index.ts'
+import type { EnqueueOutcome, QueueBackend, QueueMessage, QueueMessageInput } from '../../adapters/queue/index.ts'
 import type { ActiveSpan, TelemetryHub } from '../../engine/telemetry.ts'
 import type { InvocationContext, LocalFunctionOptions, LocalInvokeRequest, LocalWorker } from '../../engine/types.ts'
 import type { AdapterSlots } from '../shared/adapter-slots.ts'
@@ -145,30 +145,48 @@ export class QueueFunctions {
    * context so that its deliveries join the caller's trace. The span is written once, when the
    * message is stored (`atEnd`, engine/telemetry.ts: a store takes milliseconds at most).
    */
-  async enqueue(p: Payload, ctx: InvocationContext): Promise<QueueEnqueueResult> {
-    const queue = p.queue
-    if (queue === undefined || queue === null || queue === '') throw Errors.queueNotSet()
-    if (typeof queue !== 'string') throw Errors.invalidArguments('queue must be a non-empty string')
-    const parent = typeof p.traceparent === 'string' ? p.traceparent : ctx.traceparent
-    const hub = this.host.telemetry
-    if (hub?.recording(parent) !== true) return this.store(queue, p, parent)
-    const functionId = typeof p.function_id === 'string' ? p.function_id : ''
-    const attributes = hub.deliveryAttributes(functionId, typeof p.namespace === 'string' && p.namespace !== '' ? p.namespace : 'default', { worker: QUEUE_WORKER_NAME })
-    attributes['svc.queue.name'] = queue
-    const span = hub.startSpan({ name: `enqueue ${queue}`, kind: 'producer', parent, attributes, atEnd: true })
-    if (span === undefined) return this.store(queue, p, parent)
+  enqueue(p: Payload, ctx: InvocationContext): Promise<QueueEnqueueResult> {
+    // Not an async function: with store and AdapterSlots.run, the layered awaits of one enqueue
+    // were a suspended frame and two promises each. A refusal still rejects (never throws).
     try {
-      const receipt = await this.store(queue, p, span.traceparent)
-      span.end('ok', undefined, { 'svc.queue.message_id': receipt.messageReceiptId })
-      return receipt
+      const queue = p.queue
+      if (queue === undefined || queue === null || queue === '') throw Errors.queueNotSet()
+      if (typeof queue !== 'string') throw Errors.invalidArguments('queue must be a non-empty string')
+      const parent = typeof p.traceparent === 'string' ? p.traceparent : ctx.traceparent
+      const hub = this.host.telemetry
+      if (hub?.recording(parent) !== true) return this.store(queue, p, parent)
+      const functionId = typeof p.function_id === 'string' ? p.function_id : ''
+      const attributes = hub.deliveryAttributes(functionId, typeof p.namespace === 'string' && p.namespace !== '' ? p.namespace : 'default', { worker: QUEUE_WORKER_NAME })
+      attributes['svc.queue.name'] = queue
+      const span = hub.startSpan({ name: `enqueue ${queue}`, kind: 'producer', parent, attributes, atEnd: true })
+      if (span === undefined) return this.store(queue, p, parent)
+      let stored: Promise<QueueEnqueueResult>
+      try {
+        stored = this.store(queue, p, span.traceparent)
+      } catch (error) {
+        endFailed(span, error)
+        throw error
+      }
+      return stored.then(
+        (receipt) => {
+          span.end('ok', undefined, { 'svc.queue.message_id': receipt.messageReceiptId })
+          return receipt
+        },
+        (error: unknown) => {
+          endFailed(span, error)
+          throw error
+        },
+      )
     } catch (error) {
-      endFailed(span, error)
-      throw error
+      return Promise.reject(error)
     }
   }
 
-  /** The message of an enqueue, stored with `traceparent` as its trace context. */
-  async store(queue: string, p: Payload, traceparent: string | undefined): Promise<QueueEnqueueResult> {
+  /**
+   * The message of an enqueue, stored with `traceparent` as its trace context.
+   * @throws SvcError (synchronously) for a payload it refuses; rejects with the backend's failure.
+   */
+  store(queue: string, p: Payload, traceparent: string | undefined): Promise<QueueEnqueueResult> {
     const settings = this.host.settings().queue_configs.get(queue)
     if (!settings) throw undeclaredQueue(queue)
     const functionId = p.function_id
@@ -198,6 +216,23 @@ export class QueueFunctions {
     }
     const problem = placeMessage(input, settings, queue)
     if (problem) throw Errors.invalidMessageGroup(queue, settings.message_group_field!)
+    // Not an async function (one promise per enqueue instead of a suspended frame and two). The
+    // callback holds only `queue`: until the backend answers, `input` (and the frame text its
+    // payload is a view of) is the backend's to keep or drop.
+    return this.storeOne(input).then(([outcome]) => {
+      if (!outcome!.duplicate) {
+        this.host.delivery.runner(queue).enqueued++
+        this.host.delivery.pump(queue)
+      }
+      return { messageReceiptId: outcome!.id }
+    })
+  }
+
+  /**
+   * Hands one message to the current backend. A closure of its own, so that the callback `store`
+   * waits with does not share its scope (V8 keeps one context per scope), and with it `input`.
+   */
+  private storeOne(input: QueueMessageInput): Promise<EnqueueOutcome[]> {
     let joins = false
     const stored = this.withBackend('engine::queue::enqueue', (b) => {
       joins = b.reservesJoinEnqueue === true
@@ -205,13 +240,8 @@ export class QueueFunctions {
     })
     // The index holds the message already: a reserve now shares its commit (durable before the
     // receipt and the delivery both), instead of a second commit once the receipt is on its way.
-    if (joins) this.host.delivery.pumpIfFree(queue)
-    const [outcome] = await stored
-    if (!outcome!.duplicate) {
-      this.host.delivery.runner(queue).enqueued++
-      this.host.delivery.pump(queue)
-    }
-    return { messageReceiptId: outcome!.id }
+    if (joins) this.host.delivery.pumpIfFree(input.queue)
+    return stored
   }
 
   /** `queue::define` (§7.3): validates, writes into queue_configs of the `queue` entry, applies. */

@@ -79,20 +79,38 @@ export class AdapterSlots<A extends Closable> {
    * raised on purpose (`SvcError`) pass through; anything else is an adapter failure.
    * @throws SvcError `STORAGE_ERROR` `<functionId> failed: <reason>`, also when the worker is stopped.
    */
-  async run<T>(functionId: string, operation: (adapter: A) => Promise<T>, on?: AdapterSlot<A>): Promise<T> {
+  run<T>(functionId: string, operation: (adapter: A) => Promise<T>, on?: AdapterSlot<A>): Promise<T> {
     const chosen = on as Slot<A> | undefined
     const slot = chosen && !chosen.closed ? chosen : this.slot
-    if (!slot) throw Errors.storageError(`${functionId} failed: the ${this.worker} worker is stopped`)
+    if (!slot) return Promise.reject(Errors.storageError(`${functionId} failed: the ${this.worker} worker is stopped`))
     slot.inFlight++
+    // Not an async function: on the path of every queued message and state call, its suspended
+    // frame and the promises of its await were garbage per operation, and kept alive while an
+    // enqueue waits for its store (with QueueFunctions' layers, 1-2 KB per queued message).
+    let pending: Promise<T>
     try {
-      return await operation(slot.adapter)
+      pending = operation(slot.adapter)
     } catch (error) {
-      if (error instanceof SvcError) throw error
-      throw Errors.storageError(`${functionId} failed: ${(error as Error)?.message ?? String(error)}`, error)
-    } finally {
-      slot.inFlight--
-      if (slot.retired && slot.inFlight === 0) void this.retire(slot)
+      this.finished(slot)
+      return Promise.reject(adapterFailure(functionId, error))
     }
+    if (!(pending instanceof Promise)) pending = Promise.resolve(pending)
+    return pending.then(
+      (value) => {
+        this.finished(slot)
+        return value
+      },
+      (error: unknown) => {
+        this.finished(slot)
+        throw adapterFailure(functionId, error)
+      },
+    )
+  }
+
+  /** One operation of {@link run} ended: a retired adapter closes once the last one has. */
+  private finished(slot: Slot<A>): void {
+    slot.inFlight--
+    if (slot.retired && slot.inFlight === 0) void this.retire(slot)
   }
 
   /**
@@ -134,4 +152,10 @@ export class AdapterSlots<A extends Closable> {
       this.log.warn(`${this.worker}: closing the old adapter failed`, { error: String(error) })
     }
   }
+}
+
+/** What {@link AdapterSlots.run} rejects with: a worker's own `SvcError` as it is, anything else as `STORAGE_ERROR`. */
+function adapterFailure(functionId: string, error: unknown): unknown {
+  if (error instanceof SvcError) return error
+  return Errors.storageError(`${functionId} failed: ${(error as Error)?.message ?? String(error)}`, error)
 }

@@ -37,6 +37,29 @@ describe('redis queue backend: calls of one turn', () => {
     assert.deepEqual(await Promise.all(got.map((m) => backend.ack(m.id))), got.map(() => true))
     assert.deepEqual(await backend.queues(), [])
   })
+
+  it('refuses, in a turn of other enqueues, an id stored earlier and an id the same turn stores first', async (t) => {
+    const backend = await open()
+    t.after(() => backend.close())
+    const stored = input({ data: { n: 'stored' } })
+    await backend.enqueue([stored])
+    const twice = input({ data: { n: 'first' } })
+    // One script call: new, already stored, new, the same id again, new.
+    const settled = await Promise.allSettled([
+      backend.enqueue([input({ data: { n: 'a' } })]),
+      backend.enqueue([{ ...stored, data: { n: 'again' } }]),
+      backend.enqueue([twice]),
+      backend.enqueue([{ ...twice, data: { n: 'second' } }]),
+      backend.enqueue([input({ data: { n: 'b' } })]),
+    ])
+    assert.deepEqual(
+      settled.map((s) => s.status),
+      ['fulfilled', 'rejected', 'fulfilled', 'rejected', 'fulfilled'],
+    )
+    for (const s of [settled[1]!, settled[3]!]) assert.equal((s as PromiseRejectedResult).reason.code, 'STORAGE_ERROR')
+    const got = await backend.reserve('q', { now: T0, limit: 10 })
+    assert.deepEqual(got.map((m) => (m.data.value as { n: string }).n), ['stored', 'a', 'first', 'b'])
+  })
 })
 
 describe('redis queue backend: script calls on the wire', () => {

@@ -152,7 +152,7 @@ export function dec(stored: string): string {
  */
 class TurnBatch<I, R> {
   private items: I[] = []
-  private waiters: Array<{ count: number; resolve: (results: R[]) => void; reject: (error: unknown) => void }> = []
+  private waiters: Array<TurnWaiter<R>> = []
 
   private readonly send: (items: I[]) => Promise<R[]>
 
@@ -161,13 +161,17 @@ class TurnBatch<I, R> {
     this.send = send
   }
 
-  /** Adds one call's items (never split across script calls); a batch past {@link MAX_BATCH} items leaves at once. */
-  add(items: readonly I[]): Promise<R[]> {
-    return new Promise((resolve, reject) => {
+  /**
+   * Adds one call's items (never split across script calls); a batch past {@link MAX_BATCH} items
+   * leaves at once. Resolves with what `finish` makes of the call's results (`results[from]` to
+   * `results[from + count - 1]`), or rejects with what it throws: one promise per call.
+   */
+  add<T>(items: readonly I[], finish: (results: R[], from: number, count: number) => T): Promise<T> {
+    return new Promise<T>((resolve, reject) => {
       if (this.items.length > 0 && this.items.length + items.length > MAX_BATCH) this.flush()
       if (this.waiters.length === 0) process.nextTick(() => this.flush())
       for (const item of items) this.items.push(item)
-      this.waiters.push({ count: items.length, resolve, reject })
+      this.waiters.push({ count: items.length, finish, resolve: resolve as (value: unknown) => void, reject })
     })
   }
 
@@ -181,7 +185,11 @@ class TurnBatch<I, R> {
       (results) => {
         let at = 0
         for (const waiter of waiters) {
-          waiter.resolve(results.slice(at, at + waiter.count))
+          try {
+            waiter.resolve(waiter.finish(results, at, waiter.count))
+          } catch (error) {
+            waiter.reject(error)
+          }
           at += waiter.count
         }
       },
@@ -190,6 +198,14 @@ class TurnBatch<I, R> {
       },
     )
   }
+}
+
+/** One call of a {@link TurnBatch}: how many items it added, and what its caller gets. */
+interface TurnWaiter<R> {
+  count: number
+  finish: (results: R[], from: number, count: number) => unknown
+  resolve: (value: unknown) => void
+  reject: (error: unknown) => void
 }
 
 /** An ack waiting for its answer. */
@@ -337,12 +353,15 @@ export class RedisQueueBackend implements QueueBackend {
       return Promise.reject(error)
     }
     // Not an async function: its suspended frame and extra promises were a third of what an
-    // enqueued message allocated here.
-    return this.enqueues.add(args).then((outcomes) => {
-      for (let m = 0; m < outcomes.length; m++) {
-        if (outcomes[m] === null) throw Errors.storageError(`queue enqueue: message id ${messages[m]!.id} is already stored in redis at ${this.where}`)
+    // enqueued message allocated here. The callback holds `args` (the call holds them anyway
+    // until Redis answers), not `messages`: a message's payload and the frame text it is a view
+    // of are garbage once its arguments are made.
+    return this.enqueues.add(args, (outcomes, from, count) => {
+      const mine = count === outcomes.length ? outcomes : outcomes.slice(from, from + count)
+      for (let m = 0; m < count; m++) {
+        if (mine[m] === null) throw Errors.storageError(`queue enqueue: message id ${dec(args[m]![0] as string)} is already stored in redis at ${this.where}`)
       }
-      return outcomes as EnqueueOutcome[]
+      return mine as EnqueueOutcome[]
     })
   }
 

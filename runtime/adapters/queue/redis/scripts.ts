@@ -118,10 +118,27 @@ local added = {}
 local seqBase, seqUsed = nil, 0
 -- Ungrouped pending messages per queue: score, member pairs for one ZADD each.
 local pend = {}
+-- Whether an id is already taken: one EXISTS over every message of the call (see 'many': a call per
+-- message cost Redis as much as the HSET), and one per message only when that finds one, or when
+-- the call names an id twice (the first stores it, the second is refused).
+local keys, named = {}, {}
+local checkEach = false
+for x = 3, #ARGV, 9 do
+  local id = ARGV[x]
+  if named[id] then checkEach = true end
+  named[id] = true
+  keys[#keys + 1] = mkey(id)
+end
+for at = 1, #keys, 1000 do
+  if checkEach then break end
+  if redis.call('EXISTS', unpack(keys, at, math.min(at + 999, #keys))) > 0 then checkEach = true end
+end
 local i = 3
+local nth = 0
 while i <= #ARGV do
   local id, q, t, g, k, ready, idem, dead, body = ARGV[i], ARGV[i + 1], ARGV[i + 2], ARGV[i + 3], ARGV[i + 4], ARGV[i + 5], ARGV[i + 6], ARGV[i + 7], ARGV[i + 8]
   i = i + 9
+  nth = nth + 1
   if g == '' then g = nil else g = string.sub(g, 2) end
   if k == '' then k = nil else k = string.sub(k, 2) end
   local enq
@@ -148,30 +165,34 @@ while i <= #ARGV do
     if not dup then redis.call('SET', ikey, iexp .. '|' .. id, 'PX', ittl) end
   end
   if not dup then
-    local m = mkey(id)
-    if redis.call('EXISTS', m) == 1 then
+    local m = keys[nth]
+    if checkEach and redis.call('EXISTS', m) == 1 then
       out[#out + 1] = 2
     else
     if not seqBase then seqBase = tonumber(redis.call('GET', P .. 'seq') or '0') end
     seqUsed = seqUsed + 1
     local seq = seqBase + seqUsed
-    -- One HSET with every field.
-    local fields = {'q', q, 't', t, 'n', seq, 'r', ready, 'a', 0, 'b', body}
-    if g then
-      fields[#fields + 1] = 'g'
-      fields[#fields + 1] = g
-    end
-    if k then
-      fields[#fields + 1] = 'k'
-      fields[#fields + 1] = k
-    end
-    if dead ~= '' then
-      for _, v in ipairs({'s', 'd', 'e', dead, 'fa', enq}) do fields[#fields + 1] = v end
+    -- One HSET with every field (a plain message's without building a table first).
+    if not g and not k and dead == '' then
+      redis.call('HSET', m, 'q', q, 't', t, 'n', seq, 'r', ready, 'a', '0', 'b', body, 's', 'p')
     else
-      fields[#fields + 1] = 's'
-      fields[#fields + 1] = 'p'
+      local fields = {'q', q, 't', t, 'n', seq, 'r', ready, 'a', '0', 'b', body}
+      if g then
+        fields[#fields + 1] = 'g'
+        fields[#fields + 1] = g
+      end
+      if k then
+        fields[#fields + 1] = 'k'
+        fields[#fields + 1] = k
+      end
+      if dead ~= '' then
+        for _, v in ipairs({'s', 'd', 'e', dead, 'fa', enq}) do fields[#fields + 1] = v end
+      else
+        fields[#fields + 1] = 's'
+        fields[#fields + 1] = 'p'
+      end
+      redis.call('HSET', m, unpack(fields))
     end
-    redis.call('HSET', m, unpack(fields))
     added[q] = (added[q] or 0) + 1
     if dead ~= '' then
       redis.call('ZADD', qkey('x', q), enq, id)
@@ -267,20 +288,25 @@ local function skip()
 end
 -- 'f' as look read it: {t, k, n, r, b, a}, or nil to read n, r, b, a now.
 local function start(id, m, f)
-  if f then f = {f[3], f[4], f[5], f[6]} else f = redis.call('HMGET', m, 'n', 'r', 'b', 'a') end
-  local a = tonumber(f[4]) + 1
+  -- o: where n, r, b, a start in f (look's read holds t and k before them).
+  local o = 2
+  if not f then
+    f = redis.call('HMGET', m, 'n', 'r', 'b', 'a')
+    o = 0
+  end
+  local a = tonumber(f[o + 4]) + 1
   redis.call('HSET', m, 'a', a, 's', 'i', 'o', OWNER)
   startedIds[#startedIds + 1] = id
   leaseList[#leaseList + 1] = deadline
   leaseList[#leaseList + 1] = id
   -- seq and ready_at as integer replies (no string for the caller to make and parse), unless a
   -- ready_at has a fraction (an integer reply would cut it).
-  local r = tonumber(f[2])
+  local r = tonumber(f[o + 2])
   out[#out + 1] = id
   out[#out + 1] = a
-  out[#out + 1] = tonumber(f[1])
-  out[#out + 1] = r == math.floor(r) and r or f[2]
-  out[#out + 1] = f[3]
+  out[#out + 1] = tonumber(f[o + 1])
+  out[#out + 1] = r == math.floor(r) and r or f[o + 2]
+  out[#out + 1] = f[o + 3]
   taken = taken + 1
 end
 -- Visits the entries of zset 'key' ready at 'now' from position 'from' (where the last call of
