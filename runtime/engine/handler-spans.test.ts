@@ -12,7 +12,7 @@ import { runInNewContext } from 'node:vm'
 import { setFlagsFromString } from 'node:v8'
 import { decodeText, type InboundInvoke, type InboundResult } from 'svc-protocol'
 import { spanBody } from '../adapters/observability/store.ts'
-import { baggageAttributes, handlerSpan, handlerSpanRecord, handlerSpanSource, nanosJson, spanText, type HandledCall } from './handler-spans.ts'
+import { baggageAttributes, handlerSpan, handlerSpanRecord, handlerSpanSource, durationJson, nanosJson, spanText, type HandledCall } from './handler-spans.ts'
 
 const TRACE = '4bf92f3577b34da6a3ce929d0e0e4736'
 const CALLER = '00f067aa0ba902b7'
@@ -308,5 +308,21 @@ describe('nanosJson', () => {
       assert.equal(start, Number(text), text)
       assert.equal(json, JSON.stringify(Number(text)), text)
     }
+  })
+
+  it("writes a span's duration_ms as JSON.stringify writes the quotient, for any whole number of nanoseconds", () => {
+    fc.assert(
+      fc.property(
+        fc.oneof(
+          fc.integer({ min: 0, max: 2 ** 31 }).map((n) => n * 256),
+          fc.integer({ min: 0, max: 1e6 }).map((n) => n * 1000),
+          fc.double({ min: 0, max: 2 ** 54, noNaN: true }).map(Math.floor),
+          fc.integer({ min: -2, max: 2 }).map((d) => 1e15 + d),
+          fc.double(),
+        ),
+        (nanos) => assert.equal(durationJson(nanos), JSON.stringify(nanos / 1e6), String(nanos)),
+      ),
+      { numRuns: 20_000 },
+    )
   })
 })

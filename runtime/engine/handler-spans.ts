@@ -189,8 +189,29 @@ export function nanosJson(text: string): string {
   return JSON.stringify(nanosValue)
 }
 
+/**
+ * `JSON.stringify(nanos / 1e6)`, a span's `duration_ms`, for a whole number of nanoseconds (the
+ * difference of two times): below 10^15 the quotient's shortest digits are the exact decimal
+ * (at most 15 significant digits, which a double keeps apart from every other such decimal), so
+ * they are written from `nanos`' digits, ~4× faster than V8's search (issue 20). Exported for its test.
+ */
+export function durationJson(nanos: number): string {
+  if (!(nanos >= 0 && nanos < 1e15 && Number.isInteger(nanos))) return JSON.stringify(nanos / 1e6)
+  const whole = Math.floor(nanos / 1e6)
+  const fraction = nanos - whole * 1e6
+  const ms = whole < 1000 ? NUMBERS[whole]! : JSON.stringify(whole)
+  if (fraction === 0) return ms
+  const high = Math.floor(fraction / 1000)
+  const low = fraction - high * 1000
+  return ms + (low === 0 ? '.' + LEADING_DIGITS[high]! : '.' + THREE_DIGITS[high]! + LEADING_DIGITS[low]!)
+}
+
 /** `000` to `999`. */
 const THREE_DIGITS = Array.from({ length: 1000 }, (_, i) => String(i).padStart(3, '0'))
+/** `0` to `999`. */
+const NUMBERS = Array.from({ length: 1000 }, (_, i) => String(i))
+/** {@link THREE_DIGITS} without their trailing zeros (`100` → `1`, `120` → `12`; `000` is never asked for). */
+const LEADING_DIGITS = THREE_DIGITS.map((d) => d.replace(/0+$/, ''))
 
 /** What a handler span is made of, checked ({@link handlerSpan}): {@link spanRecord} and {@link spanText} write it. */
 export interface SpanParts {
@@ -347,7 +368,7 @@ export function spanText(p: SpanParts): HandlerSpanText {
   // Few pieces: the members no span differs in are joined once (per function and service, per baggage).
   let body =
     '{"trace_id":"' + p.traceId + '","span_id":"' + p.spanId + (p.parentSpanId === null ? '","parent_span_id":null' : '","parent_span_id":"' + p.parentSpanId + '"') +
-    namedText(name, p.serviceName) + startText + ',"end_time_unix_nano":' + endText + ',"duration_ms":' + JSON.stringify((p.end - p.start) / 1e6)
+    namedText(name, p.serviceName) + startText + ',"end_time_unix_nano":' + endText + ',"duration_ms":' + durationJson(p.end - p.start)
   const bag = p.baggage
   let longest = Math.max(name.name.length, p.serviceName.length, bag.longest)
   let events = 0
