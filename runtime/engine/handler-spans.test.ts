@@ -302,6 +302,14 @@ describe('nanosJson', () => {
     )
   })
 
+  it('refuses a time that is not 1 to 19 decimal digits, and the span with it', () => {
+    for (const text of ['', '-1', ' 1', '1e18', '17644752001234567x9', '176447520012345678\u0660', '12345678901234567890', '1764475200.23456789']) {
+      assert.equal(nanosJson(text), undefined, JSON.stringify(text))
+      assert.equal(handlerSpan(call, { traceparent: `00-${TRACE}-${OWN}-01`, span_start: text, span_end: '1764475200123456789' }, source, 'orders'), undefined)
+      assert.equal(handlerSpan(call, { traceparent: `00-${TRACE}-${OWN}-01`, span_start: '1', span_end: text }, source, 'orders'), undefined)
+    }
+  })
+
   it('gives the span the start Number reads and the text of it', () => {
     for (const text of ['1764475200123456789', '1764475200123456640', '1764475200123456896', '1764475200999999999', '1152921504606846976', '2305843009213693951', '1', '999999999999999999']) {
       const { start, json } = recorded(text)

@@ -142,9 +142,10 @@ function isNanos(s: string): boolean {
 let nanosValue = 0
 
 /**
- * The double `Number(text)` gives for `text`, decimal nanoseconds since the epoch ({@link isNanos}),
- * left in {@link nanosValue}, and that double's JSON, character for character what `JSON.stringify`
- * writes (the span's `*_time_unix_nano` members). Exported for its test.
+ * The double `Number(text)` gives for `text`, decimal nanoseconds since the epoch, left in
+ * {@link nanosValue}, and that double's JSON, character for character what `JSON.stringify` writes
+ * (the span's `*_time_unix_nano` members); undefined when `text` is not 1 to 19 digits
+ * ({@link isNanos}). Exported for its test.
  *
  * Why not `JSON.stringify(Number(text))`: for a time of these years (2^60 to 2^61 ns: 2006 to 2043)
  * the 19 digits round to a multiple of 256, whose shortest digits V8 finds with its general
@@ -159,14 +160,23 @@ let nanosValue = 0
  * power of ten is it), else the nearest multiple of 100 (always within 50). Other times, and the few
  * whose digits would carry into `hi`'s, take the general path.
  */
-export function nanosJson(text: string): string {
+export function nanosJson(text: string): string | undefined {
   if (text.length === 19) {
+    // The digits are checked as they are read (one pass instead of isNanos's and this one's).
     let hi = 0
-    for (let i = 0; i < 10; i++) hi = hi * 10 + (text.charCodeAt(i) - 0x30)
+    for (let i = 0; i < 10; i++) {
+      const digit = text.charCodeAt(i) - 0x30
+      if (digit >>> 0 > 9) return undefined
+      hi = hi * 10 + digit
+    }
+    let lo = 0
+    for (let i = 10; i < 19; i++) {
+      const digit = text.charCodeAt(i) - 0x30
+      if (digit >>> 0 > 9) return undefined
+      lo = lo * 10 + digit
+    }
     // 2^60 < hi × 10^9 and (hi + 1) × 10^9 < 2^61: every value between is 256 from its neighbours.
     if (hi >= 1152921505 && hi <= 2305843008) {
-      let lo = 0
-      for (let i = 10; i < 19; i++) lo = lo * 10 + (text.charCodeAt(i) - 0x30)
       const rest = lo & 255
       let rounded = lo - rest
       // Half a step rounds to the even multiple of 256 (bit 8 clear: hi × 10^9 adds an even multiple).
@@ -184,7 +194,7 @@ export function nanosJson(text: string): string {
         return text.slice(0, 10) + THREE_DIGITS[millions]! + THREE_DIGITS[thousands]! + THREE_DIGITS[near - millions * 1e6 - thousands * 1000]!
       }
     }
-  }
+  } else if (!isNanos(text)) return undefined
   nanosValue = Number(text)
   return JSON.stringify(nanosValue)
 }
@@ -244,7 +254,11 @@ export function handlerSpan(call: HandledCall, outcome: HandledOutcome, source: 
   const startText = outcome.span_start
   const endText = outcome.span_end
   if (startText === undefined || endText === undefined || outcome.traceparent === undefined) return undefined
-  if (!isNanos(startText) || !isNanos(endText)) return undefined
+  const startJson = nanosJson(startText)
+  const start = nanosValue
+  const endJson = nanosJson(endText)
+  const end = nanosValue
+  if (startJson === undefined || endJson === undefined) return undefined
   const own = outcome.traceparent
   // Sampled: bit 0 of the flags, that is of their last digit (`0`-`9` keep their parity, `a` is 0x61 and 10).
   const last = own.charCodeAt(54)
@@ -258,10 +272,6 @@ export function handlerSpan(call: HandledCall, outcome: HandledOutcome, source: 
     parentSpanId = ownString(parent.slice(36, 52).toLowerCase())
   }
   const traceId = ownString(own.slice(3, 35))
-  const startJson = nanosJson(startText)
-  const start = nanosValue
-  const endJson = nanosJson(endText)
-  const end = nanosValue
   if (end < start) return undefined
   const settings = source ?? DEFAULT_SOURCE
   const error = outcome.error
