@@ -12,7 +12,7 @@ import { runInNewContext } from 'node:vm'
 import { setFlagsFromString } from 'node:v8'
 import { decodeText, type InboundInvoke, type InboundResult } from 'svc-protocol'
 import { spanBody } from '../adapters/observability/store.ts'
-import { baggageAttributes, handlerSpan, handlerSpanRecord, handlerSpanSource, spanText, type HandledCall } from './handler-spans.ts'
+import { baggageAttributes, handlerSpan, handlerSpanRecord, handlerSpanSource, durationJson, nanosJson, spanText, type HandledCall } from './handler-spans.ts'
 
 const TRACE = '4bf92f3577b34da6a3ce929d0e0e4736'
 const CALLER = '00f067aa0ba902b7'
@@ -265,5 +265,72 @@ describe('handlerSpanRecord', () => {
     const grown = process.memoryUsage().heapUsed - before
     // 600 frames of 100 KB: 60 MB if the ids kept them.
     assert.ok(grown < 16 << 20, `heap grew ${grown} bytes for ${kept.length} ids`)
+  })
+})
+
+describe('nanosJson', () => {
+  /** The span's start time and its JSON as the engine records them from `text` (an SDK's `span_start`). */
+  const recorded = (text: string): { start: number; json: string } => {
+    const parts = handlerSpan({ ...call, traceparent: undefined }, { traceparent: `00-${TRACE}-${OWN}-01`, span_start: text, span_end: text }, source, 'orders')
+    assert.ok(parts !== undefined)
+    return { start: parts.start, json: JSON.parse(spanText(parts).body).start_time_unix_nano === parts.start ? parts.startJson : 'differs' }
+  }
+
+  it('writes the digits JSON.stringify writes for the double Number gives, for any time an SDK sends', () => {
+    const ns = 10n ** 9n
+    const lo = 2n ** 60n - 10n ** 12n
+    const hi = 2n ** 61n + 10n ** 12n
+    fc.assert(
+      fc.property(
+        fc.oneof(
+          // Any 1 to 19 digits; times of 2006–2043 (2^60 to 2^61 ns) and around those bounds.
+          fc.bigInt({ min: 0n, max: 10n ** 19n - 1n }),
+          fc.bigInt({ min: lo, max: hi }),
+          // Half a step (128) from a multiple of 256, either side, from either parity.
+          fc.tuple(fc.bigInt({ min: lo / 256n, max: hi / 256n }), fc.integer({ min: -130, max: 130 })).map(([k, d]) => k * 256n + BigInt(d)),
+          // Near a multiple of 1,000, of 100, of 10^9 (the digits carrying into the first ten).
+          fc.tuple(fc.bigInt({ min: lo / 1000n, max: hi / 1000n }), fc.integer({ min: -300, max: 300 })).map(([k, d]) => k * 1000n + BigInt(d)),
+          fc.tuple(fc.bigInt({ min: lo / ns, max: hi / ns }), fc.integer({ min: -300, max: 300 })).map(([k, d]) => k * ns + BigInt(d)),
+        ),
+        (value) => {
+          if (value < 0n || value >= 10n ** 19n) return
+          const text = String(value)
+          assert.equal(nanosJson(text), JSON.stringify(Number(text)), text)
+        },
+      ),
+      { numRuns: 20_000 },
+    )
+  })
+
+  it('refuses a time that is not 1 to 19 decimal digits, and the span with it', () => {
+    for (const text of ['', '-1', ' 1', '1e18', '17644752001234567x9', '176447520012345678\u0660', '12345678901234567890', '1764475200.23456789']) {
+      assert.equal(nanosJson(text), undefined, JSON.stringify(text))
+      assert.equal(handlerSpan(call, { traceparent: `00-${TRACE}-${OWN}-01`, span_start: text, span_end: '1764475200123456789' }, source, 'orders'), undefined)
+      assert.equal(handlerSpan(call, { traceparent: `00-${TRACE}-${OWN}-01`, span_start: '1', span_end: text }, source, 'orders'), undefined)
+    }
+  })
+
+  it('gives the span the start Number reads and the text of it', () => {
+    for (const text of ['1764475200123456789', '1764475200123456640', '1764475200123456896', '1764475200999999999', '1152921504606846976', '2305843009213693951', '1', '999999999999999999']) {
+      const { start, json } = recorded(text)
+      assert.equal(start, Number(text), text)
+      assert.equal(json, JSON.stringify(Number(text)), text)
+    }
+  })
+
+  it("writes a span's duration_ms as JSON.stringify writes the quotient, for any whole number of nanoseconds", () => {
+    fc.assert(
+      fc.property(
+        fc.oneof(
+          fc.integer({ min: 0, max: 2 ** 31 }).map((n) => n * 256),
+          fc.integer({ min: 0, max: 1e6 }).map((n) => n * 1000),
+          fc.double({ min: 0, max: 2 ** 54, noNaN: true }).map(Math.floor),
+          fc.integer({ min: -2, max: 2 }).map((d) => 1e15 + d),
+          fc.double(),
+        ),
+        (nanos) => assert.equal(durationJson(nanos), JSON.stringify(nanos / 1e6), String(nanos)),
+      ),
+      { numRuns: 20_000 },
+    )
   })
 })

@@ -138,6 +138,91 @@ function isNanos(s: string): boolean {
   return true
 }
 
+/** The value of the last {@link nanosJson}: `Number(text)`. */
+let nanosValue = 0
+
+/**
+ * The double `Number(text)` gives for `text`, decimal nanoseconds since the epoch, left in
+ * {@link nanosValue}, and that double's JSON, character for character what `JSON.stringify` writes
+ * (the span's `*_time_unix_nano` members); undefined when `text` is not 1 to 19 digits
+ * ({@link isNanos}). Exported for its test.
+ *
+ * Why not `JSON.stringify(Number(text))`: for a time of these years (2^60 to 2^61 ns: 2006 to 2043)
+ * the 19 digits round to a multiple of 256, whose shortest digits V8 finds with its general
+ * double-to-text search, ~0.18 µs per time and a third of the span's text (issue 20). Here both
+ * come from whole numbers: `text` as `hi` (its first 10 digits) × 10^9 + `lo` (its last 9), where
+ * 10^9 is a multiple of 2^9, so the rounding to a multiple of 256 (ties to an even multiple of 256, as
+ * `Number` rounds) depends on `lo` alone, and `hi` × 10^9 + the rounded `lo` is exact in a double.
+ * The text is then `hi`'s digits and, for the rounded `lo`, the number with the fewest significant
+ * digits that reads back as the same double (at most 128 away; exactly 128 only from an even multiple
+ * of 256), the nearest of them when several are (ECMAScript's Number::toString): the one multiple of
+ * 1,000 within reach when there is one (a step of 256 holds at most one, and any multiple of a higher
+ * power of ten is it), else the nearest multiple of 100 (always within 50). Other times, and the few
+ * whose digits would carry into `hi`'s, take the general path.
+ */
+export function nanosJson(text: string): string | undefined {
+  if (text.length === 19) {
+    // The digits are checked as they are read (one pass instead of isNanos's and this one's).
+    let hi = 0
+    for (let i = 0; i < 10; i++) {
+      const digit = text.charCodeAt(i) - 0x30
+      if (digit >>> 0 > 9) return undefined
+      hi = hi * 10 + digit
+    }
+    let lo = 0
+    for (let i = 10; i < 19; i++) {
+      const digit = text.charCodeAt(i) - 0x30
+      if (digit >>> 0 > 9) return undefined
+      lo = lo * 10 + digit
+    }
+    // 2^60 < hi × 10^9 and (hi + 1) × 10^9 < 2^61: every value between is 256 from its neighbours.
+    if (hi >= 1152921505 && hi <= 2305843008) {
+      const rest = lo & 255
+      let rounded = lo - rest
+      // Half a step rounds to the even multiple of 256 (bit 8 clear: hi × 10^9 adds an even multiple).
+      if (rest > 128 || (rest === 128 && (rounded & 256) !== 0)) rounded += 256
+      // The multiple of 1,000 that reads back as this double, if one does (a step of 256 holds at
+      // most one); else the nearest multiple of 100 (always within 50).
+      let near = Math.round(rounded / 1000) * 1000
+      const off = Math.abs(near - rounded)
+      if (off > 128 || (off === 128 && (rounded & 256) !== 0)) near = Math.round(rounded / 100) * 100
+      // 10^9: the digits carry into hi's.
+      if (near < 1e9) {
+        nanosValue = hi * 1e9 + rounded
+        const millions = Math.floor(near / 1e6)
+        const thousands = Math.floor(near / 1e3) - millions * 1000
+        return text.slice(0, 10) + THREE_DIGITS[millions]! + THREE_DIGITS[thousands]! + THREE_DIGITS[near - millions * 1e6 - thousands * 1000]!
+      }
+    }
+  } else if (!isNanos(text)) return undefined
+  nanosValue = Number(text)
+  return JSON.stringify(nanosValue)
+}
+
+/**
+ * `JSON.stringify(nanos / 1e6)`, a span's `duration_ms`, for a whole number of nanoseconds (the
+ * difference of two times): below 10^15 the quotient's shortest digits are the exact decimal
+ * (at most 15 significant digits, which a double keeps apart from every other such decimal), so
+ * they are written from `nanos`' digits, ~4× faster than V8's search (issue 20). Exported for its test.
+ */
+export function durationJson(nanos: number): string {
+  if (!(nanos >= 0 && nanos < 1e15 && Number.isInteger(nanos))) return JSON.stringify(nanos / 1e6)
+  const whole = Math.floor(nanos / 1e6)
+  const fraction = nanos - whole * 1e6
+  const ms = whole < 1000 ? NUMBERS[whole]! : JSON.stringify(whole)
+  if (fraction === 0) return ms
+  const high = Math.floor(fraction / 1000)
+  const low = fraction - high * 1000
+  return ms + (low === 0 ? '.' + LEADING_DIGITS[high]! : '.' + THREE_DIGITS[high]! + LEADING_DIGITS[low]!)
+}
+
+/** `000` to `999`. */
+const THREE_DIGITS = Array.from({ length: 1000 }, (_, i) => String(i).padStart(3, '0'))
+/** `0` to `999`. */
+const NUMBERS = Array.from({ length: 1000 }, (_, i) => String(i))
+/** {@link THREE_DIGITS} without their trailing zeros (`100` → `1`, `120` → `12`; `000` is never asked for). */
+const LEADING_DIGITS = THREE_DIGITS.map((d) => d.replace(/0+$/, ''))
+
 /** What a handler span is made of, checked ({@link handlerSpan}): {@link spanRecord} and {@link spanText} write it. */
 export interface SpanParts {
   traceId: string
@@ -148,6 +233,9 @@ export interface SpanParts {
   resource: Readonly<Record<string, string>>
   start: number
   end: number
+  /** {@link start} and {@link end} as their JSON ({@link nanosJson}). */
+  startJson: string
+  endJson: string
   baggage: BaggageAttributes
   error: ErrorBody | undefined
   /** The exception event's attributes (a failure). */
@@ -166,7 +254,11 @@ export function handlerSpan(call: HandledCall, outcome: HandledOutcome, source: 
   const startText = outcome.span_start
   const endText = outcome.span_end
   if (startText === undefined || endText === undefined || outcome.traceparent === undefined) return undefined
-  if (!isNanos(startText) || !isNanos(endText)) return undefined
+  const startJson = nanosJson(startText)
+  const start = nanosValue
+  const endJson = nanosJson(endText)
+  const end = nanosValue
+  if (startJson === undefined || endJson === undefined) return undefined
   const own = outcome.traceparent
   // Sampled: bit 0 of the flags, that is of their last digit (`0`-`9` keep their parity, `a` is 0x61 and 10).
   const last = own.charCodeAt(54)
@@ -180,8 +272,6 @@ export function handlerSpan(call: HandledCall, outcome: HandledOutcome, source: 
     parentSpanId = ownString(parent.slice(36, 52).toLowerCase())
   }
   const traceId = ownString(own.slice(3, 35))
-  const start = Number(startText)
-  const end = Number(endText)
   if (end < start) return undefined
   const settings = source ?? DEFAULT_SOURCE
   const error = outcome.error
@@ -201,6 +291,8 @@ export function handlerSpan(call: HandledCall, outcome: HandledOutcome, source: 
     resource: source?.resource ?? { 'service.name': fallbackService },
     start,
     end,
+    startJson,
+    endJson,
     baggage: cachedBaggage(call.baggage, call.functionId),
     error,
     exception,
@@ -281,15 +373,12 @@ export interface HandlerSpanText {
 export function spanText(p: SpanParts): HandlerSpanText {
   const error = p.error
   const name = nameOf(p.functionId)
-  // JSON.stringify, not String: V8 keeps String's result of a number in its number-to-string cache,
-  // which kept three strings per span alive past the next scavenge (each span's times differ, so
-  // the cache never hits); JSON.stringify writes the same digits for a finite number, uncached.
-  const startText = JSON.stringify(p.start)
-  const endText = JSON.stringify(p.end)
+  const startText = p.startJson
+  const endText = p.endJson
   // Few pieces: the members no span differs in are joined once (per function and service, per baggage).
   let body =
     '{"trace_id":"' + p.traceId + '","span_id":"' + p.spanId + (p.parentSpanId === null ? '","parent_span_id":null' : '","parent_span_id":"' + p.parentSpanId + '"') +
-    namedText(name, p.serviceName) + startText + ',"end_time_unix_nano":' + endText + ',"duration_ms":' + JSON.stringify((p.end - p.start) / 1e6)
+    namedText(name, p.serviceName) + startText + ',"end_time_unix_nano":' + endText + ',"duration_ms":' + durationJson(p.end - p.start)
   const bag = p.baggage
   let longest = Math.max(name.name.length, p.serviceName.length, bag.longest)
   let events = 0
