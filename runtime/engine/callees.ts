@@ -119,34 +119,14 @@ export class LegTable {
     this.close(leg)
     if (error !== undefined) leg.reply.error(error)
     else leg.reply.result(result)
-    if (trace?.span_start !== undefined && this.telemetry?.recording((leg as RemoteLeg).invocation.traceparent) === true) {
-      const outcome: HandledOutcome = { traceparent: trace.traceparent, span_start: trace.span_start, span_end: trace.span_end }
-      if (error !== undefined) outcome.error = error
-      else if (result !== undefined) outcome.result = result
-      if (this.spansOfTurn.length === 0) setImmediate(this.recordSpans)
-      this.spansOfTurn.push({ leg: leg as RemoteLeg, from, outcome })
-    }
-  }
-
-  /**
-   * Handler spans that results of this turn asked for, recorded in an immediate: once the answers
-   * they came with have left (the transport writes at the end of the turn, a queue's acknowledgement
-   * and next reserve too), so recording them (~4 µs each) is off the chain from a result to what it
-   * unblocks. The span's times are the worker's, so its content is the same.
-   */
-  private spansOfTurn: Array<{ leg: RemoteLeg; from: Session; outcome: HandledOutcome }> = []
-
-  private readonly recordSpans = (): void => {
-    const spans = this.spansOfTurn
-    this.spansOfTurn = []
-    for (const { leg, from, outcome } of spans) this.recordSpan(leg, from, outcome)
+    if (trace?.span_start !== undefined && this.telemetry !== undefined) this.recordSpan(leg as RemoteLeg, from, result, error, trace)
   }
 
   /** Records the handler span a worker's result asks for (nothing when no sink records or the data is malformed). */
-  private recordSpan(leg: RemoteLeg, from: Session, outcome: HandledOutcome): void {
-    const telemetry = this.telemetry
-    if (telemetry === undefined) return
+  private recordSpan(leg: RemoteLeg, from: Session, result: RawJson | undefined, error: ErrorBody | undefined, trace: HandledOutcome): void {
+    const telemetry = this.telemetry!
     const invocation = leg.invocation
+    if (!telemetry.recording(invocation.traceparent)) return
     const data = invocation.data
     const call = {
       functionId: leg.replica.wireId,
@@ -154,6 +134,9 @@ export class LegTable {
       traceparent: invocation.traceparent,
       baggage: invocation.baggage === undefined ? leg.target.baggage : mergeBaggage(invocation.baggage, leg.target),
     }
+    const outcome: HandledOutcome = { traceparent: trace.traceparent, span_start: trace.span_start, span_end: trace.span_end }
+    if (error !== undefined) outcome.error = error
+    else if (result !== undefined) outcome.result = result
     const span = handlerSpan(call, outcome, from.handlerSpans, from.name ?? 'unknown')
     if (span === undefined) return
     // As text first (no record objects, no JSON.stringify of them); as a record where the sink asks.
