@@ -47,6 +47,7 @@ function withHandlers(json = false) {
 
 describe('shutdown on signals (cli.md §3, Shutdown)', () => {
   it('stops the engine on SIGTERM and resolves exit code 0', async () => {
+    const before = { int: process.listenerCount('SIGINT'), term: process.listenerCount('SIGTERM') }
     const { signals, out } = withHandlers(true)
     const engine = fakeEngine()
     try {
@@ -54,8 +55,11 @@ describe('shutdown on signals (cli.md §3, Shutdown)', () => {
       process.emit('SIGTERM', 'SIGTERM')
       assert.equal(engine.stops(), 1)
       assert.deepEqual(out, ['{"event":"shutdown","signal":"SIGTERM"}\n'])
+      assert.equal(process.listenerCount('SIGINT'), before.int + 1, 'a second Ctrl-C is still handled while the engine stops')
       engine.finish()
       assert.equal(await done, 0)
+      // Stopped: a signal during Node's own exit (which can hang, nodejs/node#54918) has its default action.
+      assert.deepEqual({ int: process.listenerCount('SIGINT'), term: process.listenerCount('SIGTERM') }, before)
     } finally {
       signals.dispose()
     }

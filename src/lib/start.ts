@@ -614,7 +614,8 @@ export interface SignalHandling {
  * a process without a handler is killed by the signal's default action, with no clean stop.
  * The first SIGINT or SIGTERM stops the engine (at once, or as soon as it is attached when the
  * signal comes during start-up) and `attach` resolves 0; a second SIGINT exits 130 at once; a stop
- * that takes over 10 s exits 0 anyway with a warning.
+ * that takes over 10 s exits 0 anyway with a warning. Once the engine has stopped the handlers are
+ * removed, so a signal while the process exits has its default action.
  */
 export function handleSignals(options: {
   json: boolean
@@ -631,22 +632,32 @@ export function handleSignals(options: {
   let finish!: (code: number) => void
   const done = new Promise<number>((resolve) => (finish = resolve))
 
+  // Once the engine has stopped, a signal takes its default action again: Node's own exit can
+  // hang after the last line of JavaScript (its platform shutdown waiting on a V8 compile thread,
+  // nodejs/node#54918), and a process that still handled SIGINT and SIGTERM then outlived Ctrl-C.
+  const release = () => {
+    process.off('SIGINT', onSignal)
+    process.off('SIGTERM', onSignal)
+  }
   const stop = (engine: RunningEngine) => {
     if (stopping) return
     stopping = true
     const deadline = setTimeout(() => {
       stderr('svc did not stop within 10 s; exiting anyway\n')
+      release()
       exit(ExitCode.Success)
     }, 10_000)
     deadline.unref()
     engine.stop().then(
       () => {
         clearTimeout(deadline)
+        release()
         finish(ExitCode.Success)
       },
       (err: unknown) => {
         clearTimeout(deadline)
         stderr(`Error while stopping: ${(err as Error).message}\n`)
+        release()
         finish(ExitCode.Success)
       },
     )
@@ -669,10 +680,7 @@ export function handleSignals(options: {
       if (requested) stop(engine)
       return done
     },
-    dispose() {
-      process.off('SIGINT', onSignal)
-      process.off('SIGTERM', onSignal)
-    },
+    dispose: release,
   }
 }
 
