@@ -24,7 +24,7 @@ import {
   setOkUnlessError,
   tracePayloadsDisabled,
 } from 'svc-helpers/observability'
-import { HandlerSpan, knownBaggageHeader, otelResource, redactAndTruncateJson, startHandlerSpan } from 'svc-helpers/observability/internal'
+import { canRunInContext, HandlerSpan, knownBaggageHeader, otelResource, redactAndTruncateJson, runInHandler, startHandlerSpan } from 'svc-helpers/observability/internal'
 import type { HandlerSpanTimes, WorkerAnnounce } from 'svc-protocol'
 import type { ClientTelemetry, HandlerContext, TraceContext } from 'svc-protocol/client'
 
@@ -254,7 +254,12 @@ export function outgoingTraceContext(): TraceContext | undefined {
   return out
 }
 
-/** Runs a handler in its span, or under an unsampled inbound parent, or plainly (no closure: arguments are passed on). */
+/**
+ * Runs a handler with `handlerContext` as the current handler (svc-sdk's handler scope, so the calls
+ * it makes are cancelled with it) and in its span, or under an unsampled inbound parent, or plainly
+ * (no closure: arguments are passed on). With a span and svc-helpers' context manager registered,
+ * handler and span context are entered in one `AsyncLocalStorage.run` (docs/decisions.md, telemetry cost).
+ */
 function runHandler<T>(
   s: InvocationSpan | undefined,
   traceparent: string | undefined,
@@ -263,9 +268,21 @@ function runHandler<T>(
   metadata: unknown,
   handlerContext: HandlerContext,
 ): T {
-  if (s !== undefined) return context.with(s.ctx, handler, undefined, data, metadata, handlerContext)
-  if (isUnsampled(traceparent)) return unsampledParent.run({ traceparent }, handler, data, metadata, handlerContext)
-  return handler(data, metadata, handlerContext)
+  if (s !== undefined) {
+    if (canRunInContext()) return runInHandler(handlerContext, s.ctx, handler, data, metadata, handlerContext)
+    // Another context manager is the global one: it holds the span's context.
+    return runInHandler(handlerContext, undefined, withContext, s.ctx, handler, data, metadata, handlerContext)
+  }
+  if (isUnsampled(traceparent)) return runInHandler(handlerContext, undefined, runUnsampledHandler, traceparent, handler, data, metadata, handlerContext)
+  return runInHandler(handlerContext, undefined, handler, data, metadata, handlerContext)
+}
+
+function withContext<T>(ctx: Context, handler: (data: any, metadata: any, handlerContext: HandlerContext) => T, data: unknown, metadata: unknown, handlerContext: HandlerContext): T {
+  return context.with(ctx, handler, undefined, data, metadata, handlerContext)
+}
+
+function runUnsampledHandler<T>(traceparent: string, handler: (data: any, metadata: any, handlerContext: HandlerContext) => T, data: unknown, metadata: unknown, handlerContext: HandlerContext): T {
+  return unsampledParent.run({ traceparent }, handler, data, metadata, handlerContext)
 }
 
 /**
@@ -281,6 +298,7 @@ export const handlerTelemetry: ClientTelemetry<InvocationSpan> = Object.freeze({
     endInvocationSpan(s, result, error, resultJson)
   },
   handlerSpans: handlerSpansAnnounce,
+  runsHandlerScope: true,
 })
 
 /**
