@@ -170,15 +170,13 @@ export function invocationHeaders(s: InvocationSpan): { traceparent?: string; ba
  * A span the handler changed is sent in full as before.
  */
 export function resultHeaders(s: InvocationSpan, engineRecords: boolean): TraceContext & { span?: HandlerSpanTimes } {
-  const out: TraceContext & { span?: HandlerSpanTimes } = invocationHeaders(s)
+  let span: HandlerSpanTimes | undefined
   if (engineRecords && s.span instanceof HandlerSpan) {
-    const times = s.span.handOver()
-    if (times !== undefined) {
-      out.span = times
-      s.handedOver = true
-    }
+    span = s.span.handOver()
+    if (span !== undefined) s.handedOver = true
   }
-  return out
+  // One object of one shape (fields left undefined are not written): no property added later.
+  return { traceparent: s.traceparent, baggage: s.baggage, span }
 }
 
 /**
@@ -295,7 +293,8 @@ export const handlerTelemetry: ClientTelemetry<InvocationSpan> = Object.freeze({
   runHandler,
   resultContext: resultHeaders,
   endHandler: (s: InvocationSpan, result: unknown, error: { code: string; message: string; stacktrace?: string } | undefined, resultJson: string | undefined) => {
-    endInvocationSpan(s, result, error, resultJson)
+    // A span handed to the engine is over: no headers to make again.
+    if (!s.handedOver) endInvocationSpan(s, result, error, resultJson)
   },
   handlerSpans: handlerSpansAnnounce,
   runsHandlerScope: true,
