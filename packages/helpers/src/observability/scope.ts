@@ -13,13 +13,30 @@ import { AsyncLocalStorage } from 'node:async_hooks'
 import { type Context, ROOT_CONTEXT } from '@opentelemetry/api'
 import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks'
 
-/** What is current: the handler (opaque here; svc-sdk's `HandlerContext`) and the OpenTelemetry context. */
-interface Scope {
+/** What is current when an OpenTelemetry context is: the handler (opaque here; svc-sdk's `HandlerContext`) and that context. */
+class Scope {
   readonly handler: unknown
-  readonly context: Context | undefined
+  readonly context: Context
+
+  constructor(handler: unknown, context: Context) {
+    this.handler = handler
+    this.context = context
+  }
 }
 
-const scopes = new AsyncLocalStorage<Scope>()
+/**
+ * A {@link Scope}, or the handler alone while no OpenTelemetry context was set (telemetry off: the
+ * store then costs what a store of handlers alone did, no object per handler).
+ */
+const scopes = new AsyncLocalStorage<unknown>()
+
+function handlerOf(value: unknown): unknown {
+  return value instanceof Scope ? value.handler : value
+}
+
+function contextOf(value: unknown): Context | undefined {
+  return value instanceof Scope ? value.context : undefined
+}
 
 /** The registered global context manager reads {@link scopes}: set by `initOtel`, cleared at its shutdown. */
 let managerActive = false
@@ -31,7 +48,7 @@ export function setScopeManagerActive(active: boolean): void {
 
 /** The handler whose work is running now (the value given to {@link runInHandler}), if any. */
 export function currentHandler(): unknown {
-  return scopes.getStore()?.handler
+  return handlerOf(scopes.getStore())
 }
 
 /**
@@ -41,7 +58,8 @@ export function currentHandler(): unknown {
  * without it the active OpenTelemetry context stays as it is.
  */
 export function runInHandler<A extends unknown[], T>(handler: unknown, ctx: Context | undefined, fn: (...args: A) => T, ...args: A): T {
-  return scopes.run({ handler, context: ctx ?? scopes.getStore()?.context }, fn, ...args)
+  const context = ctx ?? contextOf(scopes.getStore())
+  return scopes.run(context === undefined ? handler : new Scope(handler, context), fn, ...args)
 }
 
 /** True when {@link runInHandler}'s `ctx` is what OpenTelemetry's `context.active()` returns inside it. */
@@ -56,23 +74,23 @@ export function canRunInContext(): boolean {
  */
 export class ScopeContextManager extends AsyncLocalStorageContextManager {
   override active(): Context {
-    return scopes.getStore()?.context ?? ROOT_CONTEXT
+    return contextOf(scopes.getStore()) ?? ROOT_CONTEXT
   }
 
   override with<A extends unknown[], F extends (...args: A) => ReturnType<F>>(ctx: Context, fn: F, thisArg?: ThisParameterType<F>, ...args: A): ReturnType<F> {
     const cb = thisArg == null ? fn : (fn.bind(thisArg) as F)
-    return scopes.run({ handler: scopes.getStore()?.handler, context: ctx }, cb, ...args)
+    return scopes.run(new Scope(handlerOf(scopes.getStore()), ctx), cb, ...args)
   }
 
   override attach(ctx: Context): { dispose(): void } {
     const previous = scopes.getStore()
-    scopes.enterWith({ handler: previous?.handler, context: ctx })
+    scopes.enterWith(new Scope(handlerOf(previous), ctx))
     let disposed = false
     return {
       dispose: () => {
         if (disposed) return
         disposed = true
-        scopes.enterWith(previous as Scope)
+        scopes.enterWith(previous)
       },
     }
   }
