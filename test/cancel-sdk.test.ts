@@ -1,12 +1,13 @@
 /**
  * Cancellation through svc-sdk (issue 21), workers on real WebSockets: a caller's `signal` cancels
  * a long handler, whose own `signal` aborts with the reason and whose child call is cancelled
- * with it; the SDK's own call timeout and the engine's timeout cancel the handler; a call made
+ * with it (also, with telemetry on, under an unrelated OpenTelemetry context); the SDK's own call timeout and the engine's timeout cancel the handler; a call made
  * while disconnected is dropped unsent; and a cancel crosses the fleet to the engine that serves
  * the call (two engines on a real nats-server).
  */
 import assert from 'node:assert/strict'
 import { after, before, describe, it } from 'node:test'
+import { context, ROOT_CONTEXT, trace } from '@opentelemetry/api'
 import { InvocationError, registerWorker, type HandlerContext, type SvcClient } from 'svc-sdk'
 import { FLEET_DEFAULTS } from '../runtime/engine/config.ts'
 import { startTestEngine, type TestEngine } from './support/engine.ts'
@@ -83,6 +84,46 @@ describe('svc-sdk cancellation, one engine', () => {
     assert.match((child.reason as InvocationError).message, /the user closed the page/)
     assert.equal((parent.childError as InvocationError).code, 'cancelled')
     await waitFor(() => e.engine.flights.size === 0, 'e.engine.flights.size === 0')
+  })
+
+  it('with telemetry on, a child call made under an unrelated OpenTelemetry context is still cancelled with its handler', async () => {
+    // The handler scope and OpenTelemetry's context share one store (svc-helpers' scope.ts); switching
+    // the OpenTelemetry context must not drop the handler the calls are cancelled with (sdk.md §6).
+    const child: { reason?: unknown; started?: true } = {}
+    const parent: { reason?: unknown; spanInHandler?: boolean; spanAfterSwitch?: boolean; childError?: unknown } = {}
+    client('leaf-otel').registerFunction('leaf::wait-otel', untilAborted(child))
+    const middle = registerWorker(e.url, { workerName: 'middle-otel', otel: { enabled: true } })
+    try {
+      middle.registerFunction('middle::switch', async (_data, _metadata, { signal }) => {
+        signal.addEventListener('abort', () => (parent.reason = signal.reason))
+        parent.spanInHandler = trace.getSpan(context.active()) !== undefined
+        try {
+          await context.with(ROOT_CONTEXT, () => {
+            parent.spanAfterSwitch = trace.getSpan(context.active()) !== undefined
+            return middle.trigger({ function_id: 'leaf::wait-otel', payload: null })
+          })
+        } catch (err) {
+          parent.childError = err
+          throw err
+        }
+      })
+      await registered('leaf::wait-otel')
+      await registered('middle::switch')
+      const controller = new AbortController()
+      const call = client('caller-otel').trigger({ function_id: 'middle::switch', payload: null, signal: controller.signal })
+      await waitFor(() => child.started === true, 'child.started === true')
+      assert.equal(parent.spanInHandler, true, 'the handler runs in its span')
+      assert.equal(parent.spanAfterSwitch, false, 'the switch left the span behind')
+      controller.abort('stop the switch')
+      assert.equal((await rejection(call)).code, 'cancelled')
+      await waitFor(() => child.reason !== undefined && parent.childError !== undefined, 'child.reason !== undefined && parent.childError !== undefined')
+      assert.equal((child.reason as InvocationError).code, 'cancelled')
+      assert.match((child.reason as InvocationError).message, /stop the switch/)
+      assert.equal((parent.childError as InvocationError).code, 'cancelled')
+      await waitFor(() => e.engine.flights.size === 0, 'e.engine.flights.size === 0')
+    } finally {
+      await middle.shutdown()
+    }
   })
 
   it('rejects at once, sending nothing, for a signal already aborted', async () => {

@@ -60,6 +60,23 @@ describe('handler spans', () => {
     rec.frames.length = 0
   })
 
+  it('gives every span fresh lower-case hex ids that its traceparent carries, a child keeping its parent trace id', () => {
+    const seen = new Set<string>()
+    for (let i = 0; i < 500; i++) {
+      // Root and child spans alternate, so both kinds of header come from the same pool and buffer.
+      const started = startHandlerSpan('execute a::b', undefined, i % 2 === 0 ? undefined : PARENT)!
+      const span = started.span as HandlerSpan
+      assert.match(span.traceId, /^(?!0{32})[0-9a-f]{32}$/)
+      assert.match(span.spanId, /^(?!0{16})[0-9a-f]{16}$/)
+      assert.equal(started.traceparent, `00-${span.traceId}-${span.spanId}-01`)
+      assert.equal(span.traceparent, started.traceparent)
+      if (i % 2 === 1) assert.equal(span.traceId, '0af7651916cd43dd8448eb211c80319c')
+      assert.equal(seen.has(span.spanId), false, 'a new span id every time')
+      seen.add(span.spanId)
+      span.handOver()
+    }
+  })
+
   it('writes the OTLP/JSON span: parent, ids, times, attributes from baggage, events, status, flags', async () => {
     const before = Date.now()
     const started = startHandlerSpan('execute orders::create', ['svc.function.id', 'orders::create'], PARENT, 'svc.function.id=orders%3A%3Acreate,tenant=acme')

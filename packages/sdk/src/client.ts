@@ -7,9 +7,8 @@
  * announce of `options.ts` (`node:os`, `process`), and the OpenTelemetry hooks of
  * `tracing.ts` and worker gauges from svc-helpers.
  */
-import { AsyncLocalStorage } from 'node:async_hooks'
 import { currentOtelConfig } from 'svc-helpers/observability'
-import { startWorkerGauges } from 'svc-helpers/observability/internal'
+import { currentHandler, runInHandler, startWorkerGauges } from 'svc-helpers/observability/internal'
 import {
   Channels,
   ClientSession,
@@ -85,10 +84,11 @@ function gaugeStarter(options: ResolvedOptions): ((workerId: string) => void) | 
  * The running handler's context, found again by the calls it makes (`trigger` inside a handler
  * follows the handler's cancellation, sdk.md §6): one store for every client of the process.
  */
-const handlerContexts = new AsyncLocalStorage<HandlerContext>()
 const HANDLER_SCOPE: HandlerScope = Object.freeze({
-  run: <A extends unknown[], T>(context: HandlerContext, fn: (...args: A) => T, ...args: A): T => handlerContexts.run(context, fn, ...args),
-  current: () => handlerContexts.getStore(),
+  // svc-helpers' store, shared with its OpenTelemetry context manager: the telemetry hooks
+  // (`runsHandlerScope`) enter handler and span in one step.
+  run: <A extends unknown[], T>(context: HandlerContext, fn: (...args: A) => T, ...args: A): T => runInHandler(context, undefined, fn, ...args),
+  current: () => currentHandler() as HandlerContext | undefined,
 })
 
 /**

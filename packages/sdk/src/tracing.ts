@@ -24,7 +24,7 @@ import {
   setOkUnlessError,
   tracePayloadsDisabled,
 } from 'svc-helpers/observability'
-import { HandlerSpan, knownBaggageHeader, otelResource, redactAndTruncateJson, startHandlerSpan } from 'svc-helpers/observability/internal'
+import { canRunInContext, HandlerSpan, knownBaggageHeader, otelResource, redactAndTruncateJson, runInHandler, startHandlerSpan } from 'svc-helpers/observability/internal'
 import type { HandlerSpanTimes, WorkerAnnounce } from 'svc-protocol'
 import type { ClientTelemetry, HandlerContext, TraceContext } from 'svc-protocol/client'
 
@@ -170,15 +170,13 @@ export function invocationHeaders(s: InvocationSpan): { traceparent?: string; ba
  * A span the handler changed is sent in full as before.
  */
 export function resultHeaders(s: InvocationSpan, engineRecords: boolean): TraceContext & { span?: HandlerSpanTimes } {
-  const out: TraceContext & { span?: HandlerSpanTimes } = invocationHeaders(s)
+  let span: HandlerSpanTimes | undefined
   if (engineRecords && s.span instanceof HandlerSpan) {
-    const times = s.span.handOver()
-    if (times !== undefined) {
-      out.span = times
-      s.handedOver = true
-    }
+    span = s.span.handOver()
+    if (span !== undefined) s.handedOver = true
   }
-  return out
+  // One object of one shape (fields left undefined are not written): no property added later.
+  return { traceparent: s.traceparent, baggage: s.baggage, span }
 }
 
 /**
@@ -254,7 +252,12 @@ export function outgoingTraceContext(): TraceContext | undefined {
   return out
 }
 
-/** Runs a handler in its span, or under an unsampled inbound parent, or plainly (no closure: arguments are passed on). */
+/**
+ * Runs a handler with `handlerContext` as the current handler (svc-sdk's handler scope, so the calls
+ * it makes are cancelled with it) and in its span, or under an unsampled inbound parent, or plainly
+ * (no closure: arguments are passed on). With a span and svc-helpers' context manager registered,
+ * handler and span context are entered in one `AsyncLocalStorage.run` (docs/decisions.md, telemetry cost).
+ */
 function runHandler<T>(
   s: InvocationSpan | undefined,
   traceparent: string | undefined,
@@ -263,9 +266,21 @@ function runHandler<T>(
   metadata: unknown,
   handlerContext: HandlerContext,
 ): T {
-  if (s !== undefined) return context.with(s.ctx, handler, undefined, data, metadata, handlerContext)
-  if (isUnsampled(traceparent)) return unsampledParent.run({ traceparent }, handler, data, metadata, handlerContext)
-  return handler(data, metadata, handlerContext)
+  if (s !== undefined) {
+    if (canRunInContext()) return runInHandler(handlerContext, s.ctx, handler, data, metadata, handlerContext)
+    // Another context manager is the global one: it holds the span's context.
+    return runInHandler(handlerContext, undefined, withContext, s.ctx, handler, data, metadata, handlerContext)
+  }
+  if (isUnsampled(traceparent)) return runInHandler(handlerContext, undefined, runUnsampledHandler, traceparent, handler, data, metadata, handlerContext)
+  return runInHandler(handlerContext, undefined, handler, data, metadata, handlerContext)
+}
+
+function withContext<T>(ctx: Context, handler: (data: any, metadata: any, handlerContext: HandlerContext) => T, data: unknown, metadata: unknown, handlerContext: HandlerContext): T {
+  return context.with(ctx, handler, undefined, data, metadata, handlerContext)
+}
+
+function runUnsampledHandler<T>(traceparent: string, handler: (data: any, metadata: any, handlerContext: HandlerContext) => T, data: unknown, metadata: unknown, handlerContext: HandlerContext): T {
+  return unsampledParent.run({ traceparent }, handler, data, metadata, handlerContext)
 }
 
 /**
@@ -278,9 +293,11 @@ export const handlerTelemetry: ClientTelemetry<InvocationSpan> = Object.freeze({
   runHandler,
   resultContext: resultHeaders,
   endHandler: (s: InvocationSpan, result: unknown, error: { code: string; message: string; stacktrace?: string } | undefined, resultJson: string | undefined) => {
-    endInvocationSpan(s, result, error, resultJson)
+    // A span handed to the engine is over: no headers to make again.
+    if (!s.handedOver) endInvocationSpan(s, result, error, resultJson)
   },
   handlerSpans: handlerSpansAnnounce,
+  runsHandlerScope: true,
 })
 
 /**

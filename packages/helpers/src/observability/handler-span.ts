@@ -85,14 +85,38 @@ export function newTraceId(): string {
   return randomHex(16)
 }
 
+/** Lower-case hex digits as Latin-1 codes. */
+const HEX_CODES = Buffer.from('0123456789abcdef', 'latin1')
+/** A `traceparent` being written: `00-<trace id>-<span id>-01` (55 Latin-1 bytes). */
+const traceparentBytes = Buffer.from('00-' + '0'.repeat(32) + '-' + '0'.repeat(16) + '-01', 'latin1')
+
+/** Writes `count` random bytes of the pool as hex digits at `at`; false when they were all zero. */
+function writeRandomHex(at: number, count: number): boolean {
+  let nonZero = 0
+  for (let i = 0; i < count; i++) {
+    const b = pool[poolOffset + i]!
+    nonZero |= b
+    traceparentBytes[at + 2 * i] = HEX_CODES[b >> 4]!
+    traceparentBytes[at + 2 * i + 1] = HEX_CODES[b & 15]!
+  }
+  poolOffset += count
+  return nonZero !== 0
+}
+
 /**
- * A new root span's trace id and span id from one draw of the pool (one hex encoding instead of
- * two): 48 hex digits, the first 32 the trace id, the last 16 the span id, neither all zero.
+ * The sampled `traceparent` of a new span (W3C trace-context §3.2): under `traceId` (32 lower-case
+ * hex digits, a parsed parent's), or of a new trace; a random span id; neither id all zero. One
+ * flat string: the span's ids are slices of it (`[3, 35)` and `[36, 52)`), which spares the hex
+ * string, the two slices and the four concatenations a span's ids and header otherwise cost.
  */
-function newRootIds(): string {
+function newTraceparent(traceId: string | undefined): string {
   for (;;) {
-    const hex = randomHex(24)
-    if (!hex.startsWith(ZERO_IDS[16]!) && !hex.endsWith(ZERO_IDS[8]!)) return hex
+    if (poolOffset + 24 > pool.length) {
+      randomFillSync(pool)
+      poolOffset = 0
+    }
+    const traceOk = traceId === undefined ? writeRandomHex(3, 16) : traceparentBytes.write(traceId, 3, 32, 'latin1') === 32
+    if (writeRandomHex(36, 8) && traceOk) return traceparentBytes.toString('latin1', 0, 55)
   }
 }
 
@@ -480,6 +504,9 @@ function cleanEventAttributes(attributes: Attributes | undefined): { json: strin
   return { json, dropped }
 }
 
+/** Every span's status until one is set: shared (never mutated; `setStatus` replaces it), one object less per span. */
+const UNSET_STATUS: SpanStatus = Object.freeze({ code: SpanStatusCode.UNSET })
+
 /**
  * A recording span of one handler invocation, exported as OTLP/JSON when it ends. Implements the
  * whole `Span` interface of `@opentelemetry/api`; `status` is readable like the SDK span's.
@@ -507,7 +534,7 @@ export class HandlerSpan implements Span {
   #droppedEvents = 0
   #links: string[] | undefined
   #droppedLinks = 0
-  #status: SpanStatus = { code: SpanStatusCode.UNSET }
+  #status: SpanStatus = UNSET_STATUS
   #ended = false
   #context: SpanContext | undefined
   /** True once anything but svc-sdk's own bookkeeping changed the span: it is then sent in full. */
@@ -521,17 +548,12 @@ export class HandlerSpan implements Span {
     this.#start = now()
     this.#name = name
     this.#kind = kind
-    if (parent === undefined) {
-      const ids = newRootIds()
-      this.traceId = ids.slice(0, 32)
-      this.spanId = ids.slice(32)
-    } else {
-      this.traceId = parent.traceId
-      this.spanId = newSpanId()
-    }
+    const traceparent = newTraceparent(parent?.traceId)
+    this.traceparent = traceparent
+    this.traceId = parent === undefined ? traceparent.slice(3, 35) : parent.traceId
+    this.spanId = traceparent.slice(36, 52)
     this.parentSpanId = parent?.spanId
     this.#parentIsRemote = parent?.isRemote === true
-    this.traceparent = '00-' + this.traceId + '-' + this.spanId + '-01'
     this.#baggage = baggage
     this.#startAttributes = startAttributes(baggage, initial?.[0], initial === undefined ? '' : initialJson(initial[0], initial[1]))
     const count = this.#startAttributes.count

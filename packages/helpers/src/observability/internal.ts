@@ -4,3 +4,4 @@ export { HandlerSpan, knownBaggageHeader, startHandlerSpan, type StartedHandlerS
 export { getMeter, otelEnabled, otelResource } from './otel.ts'
 export { noSensitiveKeys, redactAndTruncateJson } from './redact.ts'
 export { getTracer, TRACER_NAME } from './trace.ts'
+export { canRunInContext, currentHandler, runInHandler, ScopeContextManager } from './scope.ts'

@@ -1,7 +1,7 @@
 /**
  * Telemetry initialisation (sdk.md §12.1): a tracer, meter and logger provider whose exporters
  * send OTLP/JSON batches over the engine's `/otel` socket (protocol.md §10.2), W3C trace-context and
- * baggage propagators, an AsyncLocalStorage context manager, and a span processor that copies
+ * baggage propagators, a context manager whose store also carries svc-sdk's handler scope (`scope.ts`), and a span processor that copies
  * baggage onto span attributes. Environment variables override defaults; explicit fields override both.
  *
  * Spans are written as OTLP/JSON text when they end and sent in batches ({@link SpanBatch}); the
@@ -17,7 +17,6 @@
  */
 import { randomUUID } from 'node:crypto'
 import { type Context, context, logs, metrics, type Meter, propagation, type TextMapPropagator, trace } from '@opentelemetry/api'
-import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks'
 import type { ExportResultCode } from '@opentelemetry/core'
 import type { LoggerProvider, LogRecordExporter, ReadableLogRecord } from '@opentelemetry/sdk-logs'
 import type { MeterProvider, PushMetricExporter, ResourceMetrics } from '@opentelemetry/sdk-metrics'
@@ -30,6 +29,7 @@ import { workerGaugeMetricsJson } from './gauges.ts'
 import { pooledIdGenerator, setHandlerSpanSink } from './handler-span.ts'
 import { LazyLoggerProvider, LazyMeterProvider, LazyTracerProvider, otelCore, otlpTransformer, sdkLogs, sdkMetrics, sdkResources, sdkTrace } from './lazy-sdk.ts'
 import { resourceJson, scopeJson } from './otlp-json.ts'
+import { ScopeContextManager, setScopeManagerActive } from './scope.ts'
 import { type FramePrefix, otelUrlOf, type SocketBackoff, TelemetrySocket, type TelemetrySocketStats } from './socket.ts'
 import { BatchingSpanProcessor, SpanBatch, type SpanBatchStats } from './span-batch.ts'
 import { TRACER_NAME } from './trace.ts'
@@ -205,7 +205,7 @@ interface OtelState {
   tracerProvider: LazyTracerProvider<TracerProvider>
   meterProvider: LazyMeterProvider<MeterProvider> | undefined
   loggerProvider: LazyLoggerProvider<LoggerProvider>
-  contextManager: AsyncLocalStorageContextManager
+  contextManager: ScopeContextManager
   /** OTLP/JSON `Resource` of every frame. */
   resourceJson: string
   /** The same resource's attributes (frozen). */
@@ -275,8 +275,9 @@ export function initOtel(config: OtelConfig = {}): boolean {
   const sdkResource = (): Resource => (resource ??= sdkResources().resourceFromAttributes(resourceAttributes))
   const spanJsonResource = resourceJson(resourceAttributes)
   const spans = new SpanBatch({ resourceJson: spanJsonResource, flushIntervalMs: resolved.spansFlushIntervalMs, framePrefix: 'OTLP', send: (frame) => socket.sendFrame(frame) })
-  const contextManager = new AsyncLocalStorageContextManager().enable()
-  context.setGlobalContextManager(contextManager)
+  // The context manager shares svc-sdk's handler scope store (scope.ts): one `run` per handler.
+  const contextManager = new ScopeContextManager().enable()
+  setScopeManagerActive(context.setGlobalContextManager(contextManager))
   propagation.setGlobalPropagator(w3cPropagators())
   const tracerProvider = new LazyTracerProvider(
     () =>
@@ -374,6 +375,7 @@ export async function shutdownOtel(): Promise<void> {
     metrics.disable()
     propagation.disable()
     s.contextManager.disable()
+    setScopeManagerActive(false)
     context.disable()
   }
 }

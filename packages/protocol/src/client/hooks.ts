@@ -52,6 +52,12 @@ export interface ClientTelemetry<Scope = unknown> {
     context: HandlerContext,
   ): T
   /**
+   * True when {@link runHandler} also makes its `context` argument the current handler context of
+   * the client's {@link ClientHooks.handlerScope} (both in one step, e.g. one `AsyncLocalStorage`
+   * holding both): the session then calls it without wrapping it in `handlerScope.run`.
+   */
+  readonly runsHandlerScope?: boolean
+  /**
    * The trace context of the `invocationresult` answering a scope's invocation. With
    * `engineRecords` (the engine lists `handler_spans` in `workerregistered.features` and this
    * connection's announce carried {@link handlerSpans}) it may hand the span to the engine: it ends

@@ -544,8 +544,12 @@ export class ClientSession<Scope = unknown> implements SvcClient {
     try {
       const metadata = msg.metadata as JsonValue | undefined
       // The handler's context stays current for the calls it makes, so they are cancelled with it.
+      // (In one step when the telemetry hook enters the handler scope itself.)
       const handlerScope = this.#scope
-      value = handlerScope === undefined ? this.#call(handler, data, metadata, scope, msg, run) : handlerScope.run(run, this.#callBound, handler, data, metadata, scope, msg, run)
+      value =
+        handlerScope === undefined || (this.#telemetry?.runsHandlerScope === true && (scope !== undefined || msg.traceparent !== undefined))
+          ? this.#call(handler, data, metadata, scope, msg, run)
+          : handlerScope.run(run, this.#callBound, handler, data, metadata, scope, msg, run)
     } catch (err) {
       this.#answer(transport, msg, undefined, toErrorBody(err), scope)
       return
