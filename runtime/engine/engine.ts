@@ -886,7 +886,6 @@ function malformedAnswer(code: MalformedCode, reason: string): ErrorBody {
   return errorBody(Errors.invalidMessage, reason)
 }
 
-/** The text of an abort signal's reason: a string as it is, an error's message, else none. */
 /**
  * `text` as a string of its own: V8 makes a substring of 13 characters or more (a field the codec
  * cut out of a frame) a view that keeps its whole parent alive. Joined to one character and cut
@@ -897,6 +896,7 @@ function ownString(text: string): string {
   return (' ' + text).slice(1)
 }
 
+/** The text of an abort signal's reason: a string as it is, an error's message, else none. */
 function abortReason(signal: AbortSignal): string | undefined {
   const reason: unknown = signal.reason
   if (typeof reason === 'string') return reason
