@@ -196,7 +196,8 @@ describe('console app in Chromium', () => {
     await page.getByLabel('Body (JSON, empty for none)').fill('{"qty": 2}')
     await page.getByRole('button', { name: 'Send' }).click()
     const result = page.getByTestId('http-result')
-    await result.getByText('201').waitFor()
+    // The status badge: exactly "201" (the response's headers, shown beside it, can hold those digits in an id).
+    await result.getByText('201', { exact: true }).waitFor()
     await result.getByText('"A-17"').first().waitFor()
     await shot('triggers-http')
     await page.getByRole('tab', { name: /^cron/ }).click()
