@@ -544,10 +544,10 @@ export class ClientSession<Scope = unknown> implements SvcClient {
     try {
       const metadata = msg.metadata as JsonValue | undefined
       // The handler's context stays current for the calls it makes, so they are cancelled with it.
-      // (In one step when the telemetry hook enters the handler scope itself.)
+      // (In one step when the telemetry hook runs the handler and enters the handler scope itself.)
       const handlerScope = this.#scope
       value =
-        handlerScope === undefined || (this.#telemetry?.runsHandlerScope === true && (scope !== undefined || msg.traceparent !== undefined))
+        handlerScope === undefined || (this.#telemetry?.runsHandlerScope === true && this.#telemetryRuns(scope, msg))
           ? this.#call(handler, data, metadata, scope, msg, run)
           : handlerScope.run(run, this.#callBound, handler, data, metadata, scope, msg, run)
     } catch (err) {
@@ -565,11 +565,13 @@ export class ClientSession<Scope = unknown> implements SvcClient {
   }
 
   /** Calls the handler: inside the telemetry scope when there is one or an inbound context, else plainly. */
+  /** Whether the telemetry hook runs this handler: it has a span, or an inbound trace context to run under. */
+  #telemetryRuns(scope: Scope | undefined, msg: InvokeFunctionMessage): boolean {
+    return this.#telemetry !== undefined && (scope !== undefined || msg.traceparent !== undefined)
+  }
+
   #call(handler: FunctionHandler, data: unknown, metadata: JsonValue | undefined, scope: Scope | undefined, msg: InvokeFunctionMessage, run: HandlerRun): unknown {
-    const telemetry = this.#telemetry
-    return telemetry === undefined || (scope === undefined && msg.traceparent === undefined)
-      ? handler(data, metadata, run)
-      : telemetry.runHandler(scope, msg.traceparent, handler, data, metadata, run)
+    return this.#telemetryRuns(scope, msg) ? this.#telemetry!.runHandler(scope, msg.traceparent, handler, data, metadata, run) : handler(data, metadata, run)
   }
 
   readonly #callBound = (handler: FunctionHandler, data: unknown, metadata: JsonValue | undefined, scope: Scope | undefined, msg: InvokeFunctionMessage, run: HandlerRun): unknown =>
