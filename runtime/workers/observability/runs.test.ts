@@ -47,8 +47,9 @@ describe('engine::runs::list', () => {
 
   it('previews a payload in at most 4 KiB, cut between characters and marked; a value the SDK cut is marked too', () => {
     const store = new MemoryStore(LIMITS)
-    store.putSpan(span('t', 's', null, Date.now(), { name: 'execute app::big', events: [input(JSON.stringify({ text: '€'.repeat(3000) }))] }))
-    store.putSpan(span('t2', 's2', null, Date.now() - 1, { name: 'execute app::big', events: [input('{"a":', { 'svc.payload.truncated': true })] }))
+    const now = Date.now()
+    store.putSpan(span('t', 's', null, now, { name: 'execute app::big', events: [input(JSON.stringify({ text: '€'.repeat(3000) }))] }))
+    store.putSpan(span('t2', 's2', null, now - 1, { name: 'execute app::big', events: [input('{"a":', { 'svc.payload.truncated': true })] }))
     const [big, cut] = listRuns(store, { function_id: 'app::big' }).runs
     assert.equal(big!.input!.truncated, true)
     assert.ok(Buffer.byteLength(big!.input!.json) <= RUN_PAYLOAD_PREVIEW_BYTES)
