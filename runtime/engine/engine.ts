@@ -383,7 +383,7 @@ export class Engine implements BuiltinHost, PipelineHost {
     const keepalive = this.keepalives.get(listener)
     const touch = keepalive?.track(transport) ?? noop
     const listenerAccess = this.access.get(listener)
-    if (kind === 'telemetry') return this.acceptTelemetry(transport, listenerAccess, info, touch, keepalive, listener.max_message_bytes)
+    if (kind === 'telemetry') return this.acceptTelemetry(transport, listenerAccess, info, touch, keepalive, listener)
     const session = new Session(transport, listener, info)
     transport.setHandlers({
       message: (data, isBinary) => {
@@ -472,38 +472,69 @@ export class Engine implements BuiltinHost, PipelineHost {
     this.drain(session)
   }
 
-  /** `/otel` (§10.2): authenticated like `/`, never registered; a JSON ping is answered, `OTLP`/`MTRC`/`LOGS` frames go to {@link telemetry}. */
-  private acceptTelemetry(
-    transport: Transport,
-    listenerAccess: ListenerAccess | undefined,
-    info: PeerInfo,
-    touch: () => void,
-    keepalive: Keepalive | undefined,
-    limit: number,
-  ): void {
-    let accepted = listenerAccess?.rbac.auth_function_id === undefined
+  /**
+   * `/otel` (§10.2): authenticated like `/`, never registered; a JSON ping is answered, `OTLP`/`MTRC`/`LOGS`
+   * frames go to {@link telemetry}. Frames that arrive before the link may be read (the built-ins,
+   * the observability worker among them, still starting, or the listener's auth function not done)
+   * wait, in order, and are handed over once it may: an SDK sends what it queued while disconnected
+   * as soon as the socket opens. More than `max_inbound_bytes` waiting closes the link with 1008, as
+   * a session's queue does; a refused link drops them.
+   */
+  private acceptTelemetry(transport: Transport, listenerAccess: ListenerAccess | undefined, info: PeerInfo, touch: () => void, keepalive: Keepalive | undefined, listener: ListenerConfig): void {
+    const authenticated = listenerAccess?.rbac.auth_function_id === undefined
+    let waiting: Uint8Array[] | undefined = authenticated && this.builtinsStarting === undefined ? undefined : []
+    let waitingBytes = 0
+    /** Refused (too many bytes waiting, or by the auth function): what waits and later frames are dropped. */
+    let refused = false
+    let closed = false
+    const take = (data: Uint8Array) => {
+      const decoded = decodeFrame(data, true)
+      if (decoded.kind === 'telemetry') this.telemetry.frame(decoded.prefix, decoded.json, {})
+    }
     transport.setHandlers({
       message: (data, isBinary) => {
         touch()
-        if (!accepted) return
+        if (refused) return
         if (isBinary) {
-          const decoded = decodeFrame(data, true)
-          if (decoded.kind === 'telemetry') this.telemetry.frame(decoded.prefix, decoded.json, {})
+          const frame = typeof data === 'string' ? Buffer.from(data) : data
+          if (waiting === undefined) return take(frame)
+          waitingBytes += frame.byteLength
+          if (waitingBytes > listener.max_inbound_bytes) {
+            refused = true
+            waiting = []
+            this.log.warn('closing a telemetry link that sent too much before the engine could read it', { queued_bytes: waitingBytes })
+            transport.close(1008, `more than ${listener.max_inbound_bytes} bytes of frames queued (max_inbound_bytes)`)
+            return
+          }
+          waiting.push(frame)
           return
         }
         const text = typeof data === 'string' ? data : Buffer.from(data).toString()
         if (text.length < 64 && /"type"\s*:\s*"ping"/.test(text)) transport.send('{"type":"pong"}')
       },
       alive: touch,
-      close: () => keepalive?.untrack(transport),
-    })
-    if (accepted) return
-    this.authenticate(listenerAccess!, info).then(
-      () => {
-        accepted = true
+      close: () => {
+        closed = true
+        keepalive?.untrack(transport)
       },
-      (error: ErrorBody) => this.refuse(transport, error, noop, limit),
-    )
+    })
+    if (waiting === undefined) return
+    // What a link sent before it closed is still taken, once the engine may (without an auth function).
+    const open = () => {
+      const held = refused ? [] : (waiting ?? [])
+      waiting = undefined
+      for (const frame of held) take(frame)
+    }
+    void (this.builtinsStarting ?? Promise.resolve()).then(() => {
+      if (this.stopping || refused) return
+      if (authenticated) return open()
+      if (closed) return
+      this.authenticate(listenerAccess!, info).then(open, (error: ErrorBody) => {
+        refused = true
+        waiting = []
+        this.refuse(transport, error, noop, listener.max_message_bytes)
+      })
+    })
   }
 
   /**
