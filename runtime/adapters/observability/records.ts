@@ -121,7 +121,7 @@ export const PAYLOAD_EVENTS = 'payload_events'
  * name, time and the other keys): what a span's size counts for each event {@link PAYLOAD_EVENTS}
  * stands for, so that the window's byte budget and the size limits see the span as before.
  */
-export const PAYLOAD_EVENT_BYTES = 160
+export const PAYLOAD_EVENT_BYTES = 145
 
 /**
  * `span` (a span's stored text, parsed) with its {@link PAYLOAD_EVENTS} member, if any, turned
