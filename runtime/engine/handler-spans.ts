@@ -23,7 +23,7 @@
  * trace than the invocation's, records nothing.
  */
 import type { ErrorBody, RawJson } from 'svc-protocol'
-import { RECORD_FIXED_BYTES, valueSize, type SpanEvent, type SpanRecord } from '../adapters/observability/records.ts'
+import { PAYLOAD_EVENT_BYTES, PAYLOAD_EVENTS, RECORD_FIXED_BYTES, valueSize, type SpanEvent, type SpanRecord } from '../adapters/observability/records.ts'
 import { redactAndTruncateText, type RedactedPayload } from 'svc-protocol/redact'
 
 /** What a worker's announce says of the handler spans it leaves to the engine (`handler_spans`). */
@@ -353,7 +353,11 @@ export interface HandlerSpanText {
    * its attributes as far as `svc.function.id`; no events (they are in {@link body}).
    */
   head: SpanRecord
-  /** The span's JSON without its resource: what `JSON.stringify` of {@link handlerSpanRecord}'s record without it gives. */
+  /**
+   * The span's JSON without its resource: what `JSON.stringify` of {@link handlerSpanRecord}'s
+   * record without it gives, except that its two payload events are the last member,
+   * `payload_events` (`withPayloadEvents` of records.ts turns the parsed text back into the record).
+   */
   body: string
   /** Estimated JSON bytes of the span (the text, its fixed members and its resource). */
   bytes: number
@@ -368,7 +372,11 @@ export interface HandlerSpanText {
 /**
  * The span written straight as the JSON text the store keeps, without the record's objects or a
  * `JSON.stringify` of them (issue 20: the engine's main thread is what bounds traced calls): the
- * text of {@link spanRecord}'s record, character for character (a property test holds them together).
+ * text of {@link spanRecord}'s record, character for character (a property test holds them
+ * together), but for its payload events, which are the member `payload_events` at the end
+ * (`[input JSON, truncated, output JSON, truncated]`, records.ts `PAYLOAD_EVENTS`): their names,
+ * times and keys were about a third of the text the window keeps and the `builtin` file stores
+ * per span (issue 20, lead 3 of session 36).
  */
 export function spanText(p: SpanParts): HandlerSpanText {
   const error = p.error
@@ -388,30 +396,30 @@ export function spanText(p: SpanParts): HandlerSpanText {
     body += ',"status":"error","attributes":' + (bag.json === '{}' ? '{' : bag.json.slice(0, -1) + ',') + '"error.type":' + code + '},"events":['
     longest = Math.max(longest, error.code.length)
   }
+  // The payload events are the member `payload_events` at the end (records.ts: withPayloadEvents).
   if (p.input !== undefined) {
-    body += payloadEventText(INPUT_EVENT, startText, p.input, true)
     longest = Math.max(longest, p.input.json.length)
     events++
   }
   if (p.exception !== undefined) {
-    body += (events > 0 ? ',' : '') + '{"name":"exception","timestamp_unix_nano":' + endText + ',"attributes":' + JSON.stringify(p.exception) + '}'
+    body += '{"name":"exception","timestamp_unix_nano":' + endText + ',"attributes":' + JSON.stringify(p.exception) + '}'
     for (const key in p.exception) longest = Math.max(longest, p.exception[key]!.length)
     events++
   }
   if (p.output !== undefined) {
-    body += payloadEventText(events > 0 ? NEXT_OUTPUT_EVENT : OUTPUT_EVENT, endText, p.output, error === undefined)
     longest = Math.max(longest, p.output.json.length)
     events++
   }
   body += '],"links":[]'
   if (error !== undefined && error.message) body += ',"status_message":' + JSON.stringify(error.message)
-  body += '}'
+  if (p.input !== undefined || p.output !== undefined) body += PAYLOAD_EVENTS_HEAD + payloadText(p.input) + ',' + payloadText(p.output) + ']}'
+  else body += '}'
   const head = recordWith(p, bag.attributes as Record<string, unknown>, NO_EVENTS, NO_EVENTS as never[])
   const resource = resourceFacts(p.resource)
   return {
     head,
     body,
-    bytes: RECORD_FIXED_BYTES + body.length + resource.size,
+    bytes: RECORD_FIXED_BYTES + body.length + resource.size + (p.input === undefined ? 0 : PAYLOAD_EVENT_BYTES) + (p.output === undefined ? 0 : PAYLOAD_EVENT_BYTES),
     longest: Math.max(longest, resource.longest),
     attributeCount: Math.max(bag.count + (error === undefined ? 0 : 1), 3, resource.count),
     eventCount: events,
@@ -456,15 +464,12 @@ function resourceFacts(resource: Readonly<Record<string, string>>): { size: numb
   return facts
 }
 
-/** A payload event's JSON up to its time: the input event, the output event (after another event: with the comma). */
-const INPUT_EVENT = '{"name":"svc.invocation.input","timestamp_unix_nano":'
-const OUTPUT_EVENT = '{"name":"svc.invocation.output","timestamp_unix_nano":'
-const NEXT_OUTPUT_EVENT = ',' + OUTPUT_EVENT
-/** A payload event's JSON after the payload, by `truncated` (2) and `ok` (1). */
-const PAYLOAD_TAILS = [false, true].flatMap((truncated) => [false, true].map((ok) => ',"svc.payload.truncated":' + truncated + ',"svc.payload.ok":' + ok + '}}'))
+/** The text's last member, up to its first value (records.ts: PAYLOAD_EVENTS). */
+const PAYLOAD_EVENTS_HEAD = ',"' + PAYLOAD_EVENTS + '":['
 
-function payloadEventText(head: string, time: string, payload: RedactedPayload, ok: boolean): string {
-  return head + time + ',"attributes":{"svc.payload.json":' + JSON.stringify(payload.json) + PAYLOAD_TAILS[(payload.truncated ? 2 : 0) + (ok ? 1 : 0)]!
+/** A payload's two values in {@link PAYLOAD_EVENTS}: its JSON as a string and whether it was cut, or `null,false`. */
+function payloadText(payload: RedactedPayload | undefined): string {
+  return payload === undefined ? 'null,false' : JSON.stringify(payload.json) + (payload.truncated ? ',true' : ',false')
 }
 
 /**

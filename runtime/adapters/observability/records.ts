@@ -4,7 +4,7 @@
  * size estimates the store and the limiter use.
  */
 
-import type { LogRecord, MetricSeries, SpanRecord } from 'svc-protocol'
+import type { LogRecord, MetricSeries, SpanEvent, SpanRecord } from 'svc-protocol'
 
 // The records as callers receive them are svc-protocol's (payloads/observability.ts): one
 // definition for the engine, the console and any other caller.
@@ -104,4 +104,44 @@ export function jsonOf(value: object): string {
   let text = sharedJson.get(value)
   if (text === undefined) sharedJson.set(value, (text = JSON.stringify(value)))
   return text
+}
+
+/**
+ * The member a handler span's stored text ends with in place of its two payload events
+ * (`runtime/engine/handler-spans.ts`, `spanText`): `[input, input truncated, output, output
+ * truncated]`, each payload its event's `svc.payload.json` (a string) or null when the span has no
+ * such event. Why: the two events' names, times and attribute keys were about a third of each
+ * span's row in the `builtin` file and of its text in the window (issue 20); their times are the
+ * span's own start and end.
+ */
+export const PAYLOAD_EVENTS = 'payload_events'
+
+/**
+ * Estimated JSON bytes a payload event adds to a span beyond its `svc.payload.json` text (its
+ * name, time and the other keys): what a span's size counts for each event {@link PAYLOAD_EVENTS}
+ * stands for, so that the window's byte budget and the size limits see the span as before.
+ */
+export const PAYLOAD_EVENT_BYTES = 145
+
+/**
+ * `span` (a span's stored text, parsed) with its {@link PAYLOAD_EVENTS} member, if any, turned
+ * back into the events it stands for, in place: `svc.invocation.input` at the span's start, first,
+ * and `svc.invocation.output` at its end, last (`svc.payload.ok` false when the span's status is
+ * `error`), as the engine records a handler span (docs/reference/protocol.md, "Handler spans
+ * recorded by the engine"). A member that is not such an array is dropped. Returns `span`.
+ * @example withPayloadEvents(JSON.parse(text)) // → the record with its svc.invocation.input/output events
+ */
+export function withPayloadEvents(span: SpanRecord): SpanRecord {
+  const packed = (span as { [PAYLOAD_EVENTS]?: unknown })[PAYLOAD_EVENTS]
+  if (packed === undefined) return span
+  delete (span as { [PAYLOAD_EVENTS]?: unknown })[PAYLOAD_EVENTS]
+  if (!Array.isArray(packed) || packed.length !== 4 || !Array.isArray(span.events)) return span
+  const [input, inputTruncated, output, outputTruncated] = packed as unknown[]
+  if (typeof input === 'string') span.events.unshift(payloadEvent('svc.invocation.input', span.start_time_unix_nano, input, inputTruncated === true, true))
+  if (typeof output === 'string') span.events.push(payloadEvent('svc.invocation.output', span.end_time_unix_nano ?? span.start_time_unix_nano, output, outputTruncated === true, span.status !== 'error'))
+  return span
+}
+
+function payloadEvent(name: string, time: number, json: string, truncated: boolean, ok: boolean): SpanEvent {
+  return { name, timestamp_unix_nano: time, attributes: { 'svc.payload.json': json, 'svc.payload.truncated': truncated, 'svc.payload.ok': ok } }
 }

@@ -17,6 +17,8 @@ import { BATCH_BYTES, MAX_IN_FLIGHT, MAX_QUEUED_BYTES, PAGE_SIZE, SqliteStore } 
 import { fullSpan, headFunctionId, MemoryStore, NoStore, RECORD_OVERHEAD_BYTES, TEXT_CHUNK_BYTES, type StoreLimits } from './store.ts'
 import type { LogRecord, SpanRecord } from './records.ts'
 import { attributeMap } from '../../workers/observability/otlp.ts'
+import { RawJson } from 'svc-protocol'
+import { handlerSpan, handlerSpanRecord, handlerSpanSource, spanText, type HandledCall, type HandledOutcome } from '../../engine/handler-spans.ts'
 
 const dir = mkdtempSync(join(tmpdir(), 'svc-obs-store-'))
 after(() => rmSync(dir, { recursive: true, force: true }))
@@ -174,6 +176,38 @@ describe('builtin observability store', () => {
     const again = new SqliteStore(path, LIMITS)
     assert.deepEqual(again.logs().map((l) => l.body), ['before the lock', 'during the lock'])
     again.close()
+  })
+
+  it("keeps a handler span the engine recorded with its payload events, in the window and across a restart, its row without the events' names and times", () => {
+    const path = join(dir, 'handler-spans.db')
+    const source = handlerSpanSource({ resource: { 'service.name': 'orders' }, payload_max_bytes: 24 })
+    const trace = (n: number) => n.toString(16).padStart(32, 'a')
+    const call = (n: number): HandledCall => ({ functionId: 'orders::create', data: `{"order":${n},"note":"a \\"quoted\\" word"}`, traceparent: `00-${trace(n)}-00f067aa0ba902b7-01`, baggage: 'tenant=acme' })
+    const outcomes: HandledOutcome[] = [
+      { traceparent: `00-${trace(1)}-b7ad6b7169203331-01`, span_start: '1796023144663896550', span_end: '1796023144664412299', result: new RawJson('{"ok":true}') },
+      { traceparent: `00-${trace(2)}-b7ad6b7169203332-01`, span_start: '1796023144663896550', span_end: '1796023144664412299', error: { code: 'E_OUT', message: 'out of stock' } },
+    ]
+    const records = outcomes.map((o, i) => handlerSpanRecord(call(i + 1), o, source, 'orders')!)
+    const a = new SqliteStore(path, LIMITS)
+    for (const [i, o] of outcomes.entries()) {
+      const text = spanText(handlerSpan(call(i + 1), o, source, 'orders')!)
+      a.putSpan(text.head, text.bytes, true, text.body)
+    }
+    for (const [i, record] of records.entries()) assert.deepEqual(a.trace(trace(i + 1)), [record])
+    // The output event of the failure says not ok, after the exception; the input was cut at 24 bytes.
+    assert.deepEqual(records[1]!.events.map((e) => [e.name, e.attributes['svc.payload.ok']]), [['svc.invocation.input', true], ['exception', undefined], ['svc.invocation.output', false]])
+    assert.equal(records[0]!.events[0]!.attributes['svc.payload.truncated'], true)
+    a.close()
+    const db = new DatabaseSync(path)
+    const rows = db.prepare('SELECT body FROM spans ORDER BY seq').all().map((r) => String(r.body))
+    db.close()
+    for (const [i, row] of rows.entries()) {
+      assert.equal(row.includes('svc.invocation.'), false, row)
+      assert.ok(row.length < JSON.stringify({ ...records[i], resource: undefined }).length - 200, `${row.length} bytes`)
+    }
+    const b = new SqliteStore(path, LIMITS)
+    for (const [i, record] of records.entries()) assert.deepEqual(b.trace(trace(i + 1)), [record])
+    b.close()
   })
 
   it('keeps an attribute keyed __proto__ across a restart', () => {

@@ -14,7 +14,7 @@
  */
 import { jsonParse } from 'svc-protocol/json'
 import { TraceIndex } from './trace-index.ts'
-import { logSize, spanSize, type LogRecord, type MetricPoint, type MetricSeries, type SpanRecord, type SpanStatus } from './records.ts'
+import { logSize, spanSize, withPayloadEvents, type LogRecord, type MetricPoint, type MetricSeries, type SpanRecord, type SpanStatus } from './records.ts'
 
 /** Bounds of a store (the §12.1 settings that concern it). */
 export interface StoreLimits {
@@ -456,9 +456,9 @@ export class PackedSpan {
     return this.bytes().toString('utf8', this.textOffset, this.textOffset + this.length)
   }
 
-  /** The record, a new object: its JSON parsed (`jsonParse`: escaped keys kept), the resource joined. */
+  /** The record, a new object: its JSON parsed (`jsonParse`: escaped keys kept), its payload events restored (`withPayloadEvents`), the resource joined. */
   unpack(): SpanRecord {
-    const span = jsonParse(this.body) as SpanRecord
+    const span = withPayloadEvents(jsonParse(this.body) as SpanRecord)
     span.resource = this.resource as Record<string, string>
     return span
   }
