@@ -19,6 +19,8 @@ export interface RedisQueueConfig extends RedisConfig {
    * Messages per queue the queue worker reserves ahead of its free slots (0–{@link MAX_PREFETCH},
    * capped at the queue's `concurrency`; 0: none), as RabbitMQ's `prefetch_count`: a slot that
    * frees starts the next one without a Redis round trip. Absent: each queue's `concurrency`.
+   * A prefetched message waits for a slot of this engine (up to one handler's time) where an idle
+   * engine of the fleet might have started it: fleets with long handlers may want it small or 0.
    */
   prefetch?: number
 }
