@@ -292,8 +292,11 @@ export class QueueDelivery {
       const slot = this.host.backends.current
       if (!slot || this.stopped) return
       const sub = this.host.subscribers.get(queue)
-      // A subscriber's copies wait for a live trigger (§7.5).
-      if (sub && sub.triggers.size === 0) return
+      // A subscriber's copies wait for a live trigger (§7.5); prefetched ones wait in the store.
+      if (sub && sub.triggers.size === 0) {
+        if (runner.buffer.length > 0) this.giveBackAll(runner)
+        return
+      }
       const concurrency = this.host.settingsOf(queue).concurrency
       // A slot freed while the buffer held messages started one already (free); this covers a
       // concurrency raised by a settings change.

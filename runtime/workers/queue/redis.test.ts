@@ -249,6 +249,31 @@ describe('queue worker with adapter redis: prefetch (issue 19)', () => {
     assert.deepEqual(got.filter((d) => notStarted.includes(d.id)).map((d) => d.attempt), ['1', '1'])
   })
 
+  it("a durable subscriber's last trigger going away gives its prefetched messages back at once, attempt unchanged", async () => {
+    const engine = await engineWith(queueSettings({ subscriber_defaults: { concurrency: 1 } }))
+    const w = await worker(engine)
+    const got: Array<{ n: number; id: string; attempt: string }> = []
+    let finish: (() => void) | undefined
+    w.serve('audit::log', (_data, frame) => {
+      got.push(deliveryOf(frame))
+      if (got.length === 1) return new Promise<void>((resolve) => (finish = resolve))
+      return undefined
+    })
+    const subscribe = () => w.send({ type: 'registertrigger', id: 'sub', trigger_type: 'durable:subscriber', function_id: 'audit::log', config: { topic: 'orders' } })
+    subscribe()
+    await waitFor(async () => (await call(w, 'engine::queue::topic_stats', { topic: 'orders' }).catch(() => ({}))).consumer_count === 1, 'the subscriber')
+    for (let n = 0; n < 3; n++) await call(w, 'svc::durable::publish', { topic: 'orders', data: { n } })
+    // One running, one reserved ahead of the busy slot.
+    await waitFor(async () => got.length === 1 && (await call(w, 'engine::queue::topic_stats', { topic: 'orders' })).in_flight === 2, 'one running and one prefetched')
+    w.send({ type: 'unregistertrigger', id: 'sub' })
+    // The running delivery goes on; the prefetched message is back in the store before it ends.
+    await waitFor(async () => (await call(w, 'engine::queue::topic_stats', { topic: 'orders' })).in_flight === 1, 'the prefetched message given back')
+    finish!()
+    subscribe()
+    await waitFor(() => got.length === 3, 'the other two delivered once the trigger is back')
+    assert.deepEqual(got.map((d) => [d.n, d.attempt]).sort(), [[0, '1'], [1, '1'], [2, '1']])
+  })
+
   it('fifo order and one attempt per group hold with prefetch, across two engines', async () => {
     const settings = queueSettings({ queue_configs: { orders: { type: 'fifo', message_group_field: 'g', concurrency: 4 } } })
     const engines = [await engineWith(settings), await engineWith(settings)]
