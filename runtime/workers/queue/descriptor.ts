@@ -19,8 +19,8 @@ export const QUEUE_SETTINGS: JsonSchema = {
 
 /**
  * The queue worker's `adapter` entry: the common one (builtins.md §2.9) plus `lease_ms` and
- * `prefetch` of the redis backend (runtime/adapters/queue/redis/redis.ts) and `synchronous` of the builtin one
- * (runtime/adapters/queue/sqlite/sqlite.ts).
+ * `prefetch` of the redis backend (runtime/adapters/queue/redis/config.ts) and `synchronous` of
+ * the builtin one (runtime/adapters/queue/sqlite/sqlite.ts).
  */
 function queueAdapterSchema(): JsonSchema {
   const description = 'builtin: SQLite queue.db; memory: in-process; redis: one store for every engine on the same Redis and key_prefix (leases, wake-ups)'
