@@ -3,7 +3,9 @@
  * engine processes share one `redis-server` through the queue worker's `redis` adapter. Engine A
  * is killed with SIGKILL while a message is in flight; engine B delivers it again once A's lease
  * has run out, with its attempt count kept; no acknowledged message is delivered again and nothing
- * is lost. A live engine's messages are not taken while it runs.
+ * is lost. A live engine's messages are not taken while it runs. Messages A prefetched (reserved
+ * ahead of its free slots, never started) come back the same way, with the attempt their reserve
+ * counted: the documented cost of prefetch after a crash.
  */
 import assert from 'node:assert/strict'
 import { rm } from 'node:fs/promises'
@@ -20,9 +22,9 @@ after(async () => {
   await redis.close()
 })
 
-const queueYaml = () => `  - name: queue
+const queueYaml = (prefix = 'fleet:') => `  - name: queue
     config:
-      adapter: { name: redis, config: { url: "${redis.url}", key_prefix: "fleet:", lease_ms: 2000 } }
+      adapter: { name: redis, config: { url: "${redis.url}", key_prefix: "${prefix}", lease_ms: 2000 } }
       queue_configs:
         jobs:
           max_retries: 3
@@ -91,6 +93,47 @@ describe('queue on redis: a fleet survives the kill -9 of one engine', () => {
     assert.equal((await stats(wb)).dlq_depth, 0)
     assert.deepEqual([...new Set(before.map((d) => d.n))].sort((x, y) => x - y), [...receipts.keys()])
     assert.equal(before.length, 30)
+    await wb.close()
+    assert.equal(await b.stop(), 0)
+  })
+  it('messages the killed engine prefetched come back after the lease with the attempt their reserve counted', async () => {
+    const dirA = await tempProject(queueYaml('prefetch:'))
+    const dirB = await tempProject(queueYaml('prefetch:'))
+    projects.push(dirA, dirB)
+    const a = await startEngineProcess(dirA)
+    const b = await startEngineProcess(dirB)
+    const wa = await RawWorker.connect(a.engineUrl)
+    const onA: Delivery[] = []
+    wa.serve('job::run', (data, frame) => {
+      onA.push(delivery(data, frame))
+      return new Promise(() => {}) // all four slots stay busy until engine A dies
+    })
+    await wa.call('engine::functions::list', {})
+    for (let n = 0; n < 8; n++) assert.equal((await wa.call('job::run', { n }, { action: { type: 'enqueue', queue: 'jobs' } })).error, undefined)
+    const wb = await RawWorker.connect(b.engineUrl)
+    // Four running on A, four reserved ahead by A (concurrency 4, prefetch its default, 4).
+    await waitFor(async () => {
+      const s = await stats(wb)
+      return onA.length === 4 && s.in_flight === 8 && s.depth === 0
+    }, 'four running and four prefetched on A', 10_000)
+    await a.kill9()
+    await wa.close().catch(() => {})
+    const onB: Delivery[] = []
+    wb.serve('job::run', (data, frame) => {
+      onB.push(delivery(data, frame))
+      return { ok: true }
+    })
+    await waitFor(() => onB.length === 8, 'onB.length === 8', 15_000)
+    await waitFor(async () => {
+      const s = await stats(wb)
+      return s.depth === 0 && s.in_flight === 0
+    }, 'the queue drained', 10_000)
+    const ranOnA = new Set(onA.map((d) => d.n))
+    // Every message once more, at attempt 2: A's four ran once, the four it prefetched never did.
+    assert.deepEqual(onB.map((d) => d.n).sort((x, y) => x - y), [0, 1, 2, 3, 4, 5, 6, 7])
+    assert.ok(onB.every((d) => d.attempt === '2'), JSON.stringify(onB))
+    assert.equal(onB.filter((d) => !ranOnA.has(d.n)).length, 4)
+    assert.equal((await stats(wb)).dlq_depth, 0)
     await wb.close()
     assert.equal(await b.stop(), 0)
   })

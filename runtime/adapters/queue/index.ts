@@ -49,6 +49,19 @@ export function parseQueueAdapterEntry(entry: unknown): QueueAdapterSpec {
   })
 }
 
+/**
+ * How many messages of a queue whose `concurrency` is given the worker reserves ahead of its free
+ * slots with the adapter `spec` (prefetch, as RabbitMQ's `prefetch_count`): redis' `prefetch`
+ * (absent: `concurrency`), never more than `concurrency`; 0 for `builtin` and `memory`, whose
+ * reserve is in process and costs no round trip. Not part of the identity: a change applies to the
+ * next reserve without reopening the store.
+ * @example queuePrefetch({ name: 'redis', config: { url: 'redis://cache:6379', key_prefix: 'svc:', lease_ms: 30000 } }, 10) // 10
+ */
+export function queuePrefetch(spec: QueueAdapterSpec, concurrency: number): number {
+  if (spec.name !== 'redis') return 0
+  return Math.min(spec.config.prefetch ?? concurrency, concurrency)
+}
+
 /** Equal for two specs exactly when they open the same store. */
 export function queueAdapterIdentity(spec: QueueAdapterSpec, context: QueueAdapterContext): string {
   switch (spec.name) {

@@ -22,8 +22,10 @@ const silent = { debug() {}, info() {}, warn() {}, error() {} }
  * A queue `q` at `concurrency` on a memory backend; every reserve is recorded with its limit.
  * `remote`: the backend declares `reservesOverlap` (as the redis one does) and each reserve stays on
  * its way until the test lands it (`held`, oldest first), as a reply from a server would.
+ * `prefetch`: the worker's adapter entry is redis with that `prefetch` (the backend stays the
+ * memory one behind the spy), so the pump reserves ahead of its free slots.
  */
-function setup(concurrency: number, remote = false) {
+function setup(concurrency: number, remote = false, prefetch?: number) {
   const clock = createManualClock(T0)
   const backend = openMemoryQueue()
   const reserves: number[] = []
@@ -56,7 +58,11 @@ function setup(concurrency: number, remote = false) {
     backends,
     subscribers: { get: () => undefined, latest: () => undefined, byQueue: new Map() },
     now: () => clock.now(),
-    settings: () => parseQueueWorkerSettings({ queue_configs: { q: { concurrency, max_retries: 1 } } }),
+    settings: () => {
+      const settings = parseQueueWorkerSettings({ queue_configs: { q: { concurrency, max_retries: 1 } } })
+      if (prefetch === undefined) return settings
+      return { ...settings, adapter: { name: 'redis', config: { url: 'redis://127.0.0.1:6379', key_prefix: 'svc:', lease_ms: 30_000, prefetch } } }
+    },
     settingsOf: () => settings,
   } as unknown as DeliveryHost
   return { backend, reserves, held, calls, delivery: new QueueDelivery(host) }
@@ -121,6 +127,38 @@ describe('queue delivery: a store whose reserves overlap (redis)', () => {
   })
 })
 
+describe('queue delivery: prefetch (redis)', () => {
+  it('reserves up to prefetch messages ahead; a freed slot starts one of them without a reserve in between; a stop gives them back with their attempt', async () => {
+    const { backend, reserves, held, calls, delivery } = setup(2, true, 2)
+    await backend.enqueue(Array.from({ length: 6 }, (_, n) => ({ id: `m${n}`, queue: 'q', function_id: 'f', namespace: 'default', data: { n }, enqueued_at: T0, ready_at: T0 })))
+    delivery.pump('q')
+    await waitFor(() => held.length === 1, 'the first reserve on its way')
+    assert.deepEqual(reserves, [4])
+    held.shift()!()
+    await waitFor(() => calls.length === 2, 'two deliveries in flight')
+    assert.equal((await backend.counts('q', T0)).in_flight, 4)
+    // A result: the next message starts now, while the refill is still on its way.
+    calls.shift()!.answer()
+    await waitFor(() => calls.length === 2 && held.length === 1, 'a prefetched message started and a refill asked')
+    assert.deepEqual(reserves, [4, 1])
+    held.shift()!()
+    await waitFor(async () => (await backend.counts('q', T0)).in_flight === 4, 'two running, two prefetched')
+    const running = calls.map((call) => (decodeJson(call.request.data as JsonInput) as { n: number }).n)
+    await delivery.stop()
+    // The two running stay in flight; the two prefetched are pending again, attempt given back.
+    const counts = await backend.counts('q', T0)
+    assert.deepEqual([counts.in_flight, counts.pending], [2, 3])
+    const states: string[] = []
+    for (let n = 0; n < 6; n++) {
+      const message = await backend.get(`m${n}`)
+      states.push(message === undefined ? 'acked' : `${message.state}@${message.attempts}`)
+    }
+    // m0 acknowledged; m1 and one prefetched m2 running; m3, m4 prefetched then given back; m5 never reserved.
+    assert.deepEqual(running, [1, 2])
+    assert.deepEqual(states, ['acked', 'in_flight@1', 'in_flight@1', 'pending@0', 'pending@0', 'pending@0'])
+  })
+})
+
 describe('queue delivery under any grouping of settling results (fast-check)', () => {
   it('never runs more than concurrency attempts at once, delivers every message once and leaves nothing in flight', async () => {
     const fc = (await import('fast-check')).default
@@ -153,6 +191,47 @@ describe('queue delivery under any grouping of settling results (fast-check)', (
           assert.ok(reserves.every((limit) => limit >= 1 && limit <= concurrency), `reserve limits ${reserves}`)
         } finally {
           delivery.stop()
+        }
+      }),
+      { numRuns: 60 },
+    )
+  })
+
+  it('with prefetch and reserves landing in any order: never more than concurrency attempts, nor concurrency + prefetch reserved, every message once', async () => {
+    const fc = (await import('fast-check')).default
+    await fc.assert(
+      fc.asyncProperty(fc.integer({ min: 1, max: 6 }), fc.nat({ max: 6 }), fc.integer({ min: 0, max: 30 }), fc.array(fc.tuple(fc.boolean(), fc.nat(), fc.integer({ min: 1, max: 8 }))), async (concurrency, wanted, count, plan) => {
+        const prefetch = Math.min(wanted, concurrency)
+        const { backend, held, calls, delivery } = setup(concurrency, true, wanted)
+        try {
+          await backend.enqueue(Array.from({ length: count }, (_, n) => ({ id: `m${n}`, queue: 'q', function_id: 'f', namespace: 'default', data: { n }, enqueued_at: T0, ready_at: T0 })))
+          delivery.pump('q')
+          const seen = new Map<number, number>()
+          let step = 0
+          while (seen.size < count || calls.length > 0 || held.length > 0) {
+            await waitFor(() => calls.length > 0 || held.length > 0 || seen.size === count, 'a delivery or a reserve in flight', 10_000, 1)
+            assert.ok(calls.length <= concurrency, `${calls.length} attempts at once, concurrency ${concurrency}`)
+            const reserved = (await backend.counts('q', T0)).in_flight
+            assert.ok(reserved <= concurrency + prefetch, `${reserved} reserved, concurrency ${concurrency} prefetch ${prefetch}`)
+            const [land, at, size] = plan[step++ % Math.max(1, plan.length)] ?? [true, 0, 1]
+            if ((land || calls.length === 0) && held.length > 0) {
+              held.shift()!()
+              await new Promise<void>((resolve) => setImmediate(resolve))
+              continue
+            }
+            for (const call of calls.splice(at % Math.max(1, calls.length), size)) {
+              const n = (decodeJson(call.request.data as JsonInput) as { n: number }).n
+              seen.set(n, (seen.get(n) ?? 0) + 1)
+              call.answer()
+            }
+            await new Promise<void>((resolve) => setImmediate(resolve))
+          }
+          await waitFor(async () => (await backend.counts('q', T0)).in_flight === 0, 'every message acknowledged', 10_000, 1)
+          assert.deepEqual([...seen.values()].filter((v) => v !== 1), [])
+          assert.equal(seen.size, count)
+          assert.deepEqual(await backend.counts('q', T0), { pending: 0, delayed: 0, in_flight: 0, dead: 0 })
+        } finally {
+          await delivery.stop()
         }
       }),
       { numRuns: 60 },

@@ -3,10 +3,20 @@
  * messages as free slots allow (`concurrency`), delivers each one — the `svc.queue.*` baggage
  * entries, the optional condition, the handler call bounded by `delivery_timeout_ms` — and
  * acknowledges, delays or dead-letters it, as the decision from the outcome says.
+ *
+ * Prefetch (redis, `adapter.config.prefetch`, issue 19): on a store whose reserve crosses the
+ * network the pump also reserves up to `prefetch` messages (≤ `concurrency`) ahead of the free
+ * slots, as RabbitMQ's `prefetch_count`. They are reserved as any other (attempt stored, lease
+ * held and renewed by the backend) and wait in the queue's local buffer; a slot that frees starts
+ * the next one at once, and the refill rides with the acknowledgement (ACK_RESERVE). Deliveries in
+ * flight never exceed `concurrency`. A buffered message that will not start here (stop, a backend
+ * switch, its target gone, a subscriber without a live trigger) goes back to pending with its
+ * unused attempt given back; after a crash it returns when its lease runs out, with that attempt
+ * counted (the documented cost, as RabbitMQ's redelivered prefetch).
  */
 import type { ErrorBody } from 'svc-protocol/errors'
 import { Codes, errorBodyOf } from 'svc-protocol/errors'
-import { targetKey, type QueueBackend, type QueueMessage } from '../../adapters/queue/index.ts'
+import { queuePrefetch, targetKey, type QueueBackend, type QueueMessage } from '../../adapters/queue/index.ts'
 import { nowUnixNano, type MetricSeries } from '../../adapters/observability/records.ts'
 import type { ActiveSpan, TelemetryHub } from '../../engine/telemetry.ts'
 import type { LocalInvokeRequest, LocalWorker, Logger } from '../../engine/types.ts'
@@ -72,11 +82,20 @@ const WORKER_NAME = 'queue'
 /** How often a registered target whose call answered `function_not_found` is tried again without a functions change, ms. */
 const MISSING_RETRY_MS = 2000
 
+/** A prefetched message waiting in its queue's buffer for a slot, and the backend that reserved it (held until it starts or goes back). */
+interface Buffered {
+  message: QueueMessage
+  slot: AdapterSlot<QueueBackend>
+}
+
 /** Per-queue delivery state of this engine. */
 export interface Runner {
+  /** Deliveries running (≤ `concurrency`). */
   inFlight: number
-  /** Slots asked for by reserves still on their way ({@link QueueBackend.reservesOverlap}: several at once). */
+  /** Messages and buffer places asked for by reserves still on their way ({@link QueueBackend.reservesOverlap}: several at once). */
   reserving: number
+  /** Prefetched messages, reserved and waiting for a slot, oldest first (empty without prefetch). */
+  buffer: Buffered[]
   /** Pump loops running (one, or more while reserves overlap). */
   pumping: number
   again: boolean
@@ -144,7 +163,7 @@ export class QueueDelivery {
   /** The delivery state of `queue` (made on first use). */
   runner(queue: string): Runner {
     let runner = this.runners.get(queue)
-    if (!runner) this.runners.set(queue, (runner = { inFlight: 0, reserving: 0, pumping: 0, again: false, enqueued: 0, delivered: 0, failed: 0, baggagePrefix: queueBaggagePrefix(queue) }))
+    if (!runner) this.runners.set(queue, (runner = { inFlight: 0, reserving: 0, buffer: [], pumping: 0, again: false, enqueued: 0, delivered: 0, failed: 0, baggagePrefix: queueBaggagePrefix(queue) }))
     return runner
   }
 
@@ -153,16 +172,43 @@ export class QueueDelivery {
     return this.runners.get(queue)
   }
 
-  /** A new backend: the slots of the old one are free (its deliveries finish there). */
+  /**
+   * A new backend: the slots of the old one are free (its deliveries finish there), and its
+   * prefetched messages go back to it.
+   */
   resetInFlight(): void {
-    for (const runner of this.runners.values()) runner.inFlight = 0
+    for (const runner of this.runners.values()) {
+      runner.inFlight = 0
+      this.giveBackAll(runner)
+    }
   }
 
-  /** Cancels every timer; pumps stop. */
-  stop(): void {
+  /**
+   * Cancels every timer; pumps stop. Resolves once the reserves on their way have landed and every
+   * prefetched message is back to pending, attempt given back (each a call bounded by the store's
+   * own timeout), so that the caller may close the backend after it.
+   */
+  async stop(): Promise<void> {
     this.stopped = true
     for (const runner of this.runners.values()) runner.cancelTimer?.()
     this.missingTimer?.()
+    // A reserve that lands after the stop gives its messages back itself (pumpLoop).
+    while (this.reserves.size > 0) await Promise.allSettled([...this.reserves])
+    for (const runner of this.runners.values()) this.giveBackAll(runner)
+    while (this.givingBack.size > 0) await Promise.allSettled([...this.givingBack])
+  }
+
+  /** Reserves on their way (awaited by {@link stop}). */
+  private readonly reserves = new Set<Promise<unknown>>()
+  /** Releases of prefetched messages on their way (awaited by {@link stop}). */
+  private readonly givingBack = new Set<Promise<unknown>>()
+
+  /**
+   * Messages a queue may hold, started or buffered: `concurrency` plus its prefetch (0 on a store
+   * whose reserve is in process).
+   */
+  private capacity(concurrency: number): number {
+    return concurrency + queuePrefetch(this.host.settings().adapter, concurrency)
   }
 
   /** Pumps every queue the backend holds. */
@@ -191,7 +237,7 @@ export class QueueDelivery {
     if (runner.pumping > 0) {
       runner.again = true
       if (runner.reserving === 0 || this.host.backends.current?.adapter.reservesOverlap !== true) return
-      if (this.host.settingsOf(queue).concurrency - runner.inFlight - runner.reserving <= 0) return
+      if (this.capacity(this.host.settingsOf(queue).concurrency) - runner.inFlight - runner.buffer.length - runner.reserving <= 0) return
     }
     runner.pumping++
     void this.pumpLoop(queue, runner, afterAnswers).finally(() => {
@@ -234,6 +280,8 @@ export class QueueDelivery {
     this.missing.clear()
     this.missingTimer?.()
     this.missingTimer = undefined
+    // A target that went away: its prefetched messages go back, attempt given back (§7.7).
+    for (const runner of this.runners.values()) if (runner.buffer.length > 0) this.giveBackUnstartable(runner)
     void this.pumpAll()
   }
 
@@ -244,32 +292,50 @@ export class QueueDelivery {
       const slot = this.host.backends.current
       if (!slot || this.stopped) return
       const sub = this.host.subscribers.get(queue)
-      // A subscriber's copies wait for a live trigger (§7.5).
-      if (sub && sub.triggers.size === 0) return
-      const settings = this.host.settingsOf(queue)
-      const free = settings.concurrency - runner.inFlight - runner.reserving
+      // A subscriber's copies wait for a live trigger (§7.5); prefetched ones wait in the store.
+      if (sub && sub.triggers.size === 0) {
+        if (runner.buffer.length > 0) this.giveBackAll(runner)
+        return
+      }
+      const concurrency = this.host.settingsOf(queue).concurrency
+      // A slot freed while the buffer held messages started one already (free); this covers a
+      // concurrency raised by a settings change.
+      if (runner.buffer.length > 0) this.startBuffered(queue, runner)
+      const free = this.capacity(concurrency) - runner.inFlight - runner.buffer.length - runner.reserving
       if (free <= 0) return
       const now = this.host.now()
       let messages: QueueMessage[]
       runner.reserving += free
+      const reserving = slot.adapter.reserve(queue, { now, limit: free, startable: this.startable })
+      this.reserves.add(reserving)
       try {
-        messages = await slot.adapter.reserve(queue, { now, limit: free, startable: this.startable })
+        messages = await reserving
       } catch (error) {
         this.host.log.error(`queue: reserving messages of ${queue} failed`, { error: String(error) })
         this.setTimer(queue, runner, this.host.now() + 1000)
         return
       } finally {
+        this.reserves.delete(reserving)
         runner.reserving -= free
       }
-      runner.inFlight += messages.length
-      if (afterAnswers && messages.length > 0) {
+      if (this.stopped || this.host.backends.current !== slot) {
+        // Reserved for a worker that stopped or a backend that was replaced meanwhile: none started.
+        for (const message of messages) this.giveBack(slot, message, false)
+        return
+      }
+      // Slots free now (a lowered concurrency may leave none); the rest wait in the buffer, behind older ones.
+      const starting = runner.buffer.length > 0 ? 0 : Math.min(messages.length, Math.max(0, concurrency - runner.inFlight))
+      for (let m = starting; m < messages.length; m++) runner.buffer.push({ message: messages[m]!, slot: this.host.backends.hold(slot)! })
+      runner.inFlight += starting
+      if (afterAnswers && starting > 0) {
         // Settled by the commit that answers the enqueue: the answer, further down this
         // microtask round, leaves first and the deliveries in the next turn, so that a worker
         // that enqueues and handles sends its next enqueue before it runs the handler.
         setImmediate(() => {
-          for (const message of messages) void this.deliver(slot, queue, runner, message)
+          for (let m = 0; m < starting; m++) void this.deliver(slot, queue, runner, messages[m]!)
         })
-      } else for (const message of messages) void this.deliver(slot, queue, runner, message)
+      } else for (let m = 0; m < starting; m++) void this.deliver(slot, queue, runner, messages[m]!)
+      if (starting < messages.length) this.startBuffered(queue, runner)
       afterAnswers = false
       if (messages.length === free) runner.again = true
       else {
@@ -364,6 +430,7 @@ export class QueueDelivery {
           break
         case 'wait':
           this.markMissing(targetKey(message.namespace, message.function_id))
+          if (runner.buffer.length > 0) this.giveBackUnstartable(runner)
           settled = backend.release(message.id, { ready_at: message.ready_at, refund: true })
           break
         case 'retry':
@@ -405,7 +472,76 @@ export class QueueDelivery {
   private free(slot: AdapterSlot<QueueBackend>, queue: string, runner: Runner): void {
     if (this.host.backends.current !== slot) return
     runner.inFlight--
+    // The next prefetched message starts now, without a round trip; the refill of the buffer
+    // goes with this attempt's acknowledgement.
+    if (runner.buffer.length > 0) this.startBuffered(queue, runner)
     this.pumpSoon(queue, runner)
+  }
+
+  /**
+   * Starts prefetched messages of `queue`, oldest first, while slots are free; one that may not
+   * start here (its target is not startable, a subscriber without a live trigger, a replaced
+   * backend, a stopped worker) goes back instead.
+   */
+  private startBuffered(queue: string, runner: Runner): void {
+    const concurrency = this.host.settingsOf(queue).concurrency
+    const buffer = runner.buffer
+    while (buffer.length > 0 && runner.inFlight < concurrency) {
+      const { message, slot } = buffer.shift()!
+      if (!this.mayStart(queue, slot, message)) {
+        this.giveBack(slot, message)
+        continue
+      }
+      runner.inFlight++
+      void this.deliver(slot, queue, runner, message)
+      // deliver holds the slot itself (synchronously, before its first await).
+      this.host.backends.release(slot)
+    }
+  }
+
+  /** Whether a prefetched message may start here now. */
+  private mayStart(queue: string, slot: AdapterSlot<QueueBackend>, message: QueueMessage): boolean {
+    if (this.stopped || this.host.backends.current !== slot) return false
+    const sub = this.host.subscribers.get(queue)
+    if (sub && sub.triggers.size === 0) return false
+    return this.startable(message.namespace, message.function_id)
+  }
+
+  /** Gives back the prefetched messages of `runner` that may not start now (target gone). */
+  private giveBackUnstartable(runner: Runner): void {
+    const kept: Buffered[] = []
+    for (const entry of runner.buffer) {
+      if (this.startable(entry.message.namespace, entry.message.function_id)) kept.push(entry)
+      else this.giveBack(entry.slot, entry.message)
+    }
+    runner.buffer = kept
+  }
+
+  /** Gives back every prefetched message of `runner`. */
+  private giveBackAll(runner: Runner): void {
+    const buffer = runner.buffer
+    runner.buffer = []
+    for (const { slot, message } of buffer) this.giveBack(slot, message)
+  }
+
+  /**
+   * A reserved message that did not start: back to pending at its ready time with the attempt
+   * the reserve counted given back (§7.7: an attempt is counted when it starts). `held`: it was in
+   * the buffer, whose hold of `slot` ends once the store answered.
+   */
+  private giveBack(slot: AdapterSlot<QueueBackend>, message: QueueMessage, held = true): void {
+    // Through a promise: a closed store may throw at once.
+    const released = Promise.resolve(message.id).then((id) => slot.adapter.release(id, { ready_at: message.ready_at, refund: true })).then(
+      () => {},
+      (error: unknown) => {
+        this.host.log.warn(`queue: giving back prefetched message ${message.id} failed; it is delivered again once its lease runs out`, { error: String(error) })
+      },
+    )
+    this.givingBack.add(released)
+    void released.finally(() => {
+      this.givingBack.delete(released)
+      if (held) this.host.backends.release(slot)
+    })
   }
 
   /**

@@ -18,9 +18,9 @@ export const QUEUE_SETTINGS: JsonSchema = {
 }
 
 /**
- * The queue worker's `adapter` entry: the common one (builtins.md §2.9) plus `lease_ms` of the
- * redis backend (runtime/adapters/queue/redis/redis.ts) and `synchronous` of the builtin one
- * (runtime/adapters/queue/sqlite/sqlite.ts).
+ * The queue worker's `adapter` entry: the common one (builtins.md §2.9) plus `lease_ms` and
+ * `prefetch` of the redis backend (runtime/adapters/queue/redis/config.ts) and `synchronous` of
+ * the builtin one (runtime/adapters/queue/sqlite/sqlite.ts).
  */
 function queueAdapterSchema(): JsonSchema {
   const description = 'builtin: SQLite queue.db; memory: in-process; redis: one store for every engine on the same Redis and key_prefix (leases, wake-ups)'
@@ -31,6 +31,13 @@ function queueAdapterSchema(): JsonSchema {
     maximum: 3600000,
     default: 30000,
     description: 'redis: ms an engine holds a message it delivers before another engine may take it back (renewed every third of it while delivering)',
+  }
+  entry.properties.config.properties.prefetch = {
+    type: 'integer',
+    minimum: 0,
+    maximum: 1024,
+    description:
+      "redis: messages per queue reserved ahead of the free slots (each counts its attempt and holds its lease while it waits), so that a slot that frees starts the next one without a Redis round trip; capped at the queue's concurrency; 0 turns it off; default: the queue's concurrency",
   }
   entry.properties.config.properties.synchronous = {
     type: 'string',

@@ -157,6 +157,185 @@ describe('queue worker with adapter redis: a fleet on one Redis', () => {
   })
 })
 
+/** Data of a delivery frame, its message id and its attempt (the `svc.queue.*` baggage). */
+function deliveryOf(frame: Frame): { n: number; id: string; attempt: string } {
+  const id = /(?:^|,)svc\.queue\.message_id=([^,]+)/.exec(String(frame.baggage ?? ''))?.[1]
+  return { n: (frame.data as { n: number }).n, id: id!, attempt: attemptOf(frame)! }
+}
+
+describe('queue worker with adapter redis: prefetch (issue 19)', () => {
+  it('reserves up to concurrency messages ahead of its slots, yet never runs more than concurrency at once; each message once, attempt 1', async () => {
+    const engine = await engineWith(queueSettings({ queue_configs: { jobs: { concurrency: 3 } } }))
+    const w = await worker(engine)
+    let running = 0
+    let most = 0
+    const waiting: Array<() => void> = []
+    const seen: Array<{ n: number; id: string; attempt: string }> = []
+    w.serve('jobs::run', (_data, frame) => {
+      seen.push(deliveryOf(frame))
+      most = Math.max(most, ++running)
+      return new Promise<void>((resolve) =>
+        waiting.push(() => {
+          running--
+          resolve()
+        }),
+      )
+    })
+    await call(w, 'engine::functions::list', {})
+    for (let n = 0; n < 12; n++) assert.equal((await w.call('jobs::run', { n }, { action: { type: 'enqueue', queue: 'jobs' } })).error, undefined)
+    // Three running, three more reserved (their attempts stored, their leases held) and waiting here.
+    await waitFor(async () => running === 3 && (await call(w, 'engine::queue::topic_stats', { topic: 'jobs' })).in_flight === 6, 'three running and three prefetched')
+    assert.equal((await call(w, 'engine::queue::topic_stats', { topic: 'jobs' })).depth, 6)
+    // Finish them one at a time, then a few at once: a freed slot starts a prefetched message.
+    while (seen.length < 12 || running > 0) {
+      await waitFor(() => waiting.length > 0, 'a handler running')
+      const batch = waiting.splice(0, seen.length % 2 === 0 ? 1 : waiting.length)
+      for (const done of batch) done()
+      assert.ok(running <= 3, `${running} handlers running`)
+    }
+    assert.equal(most, 3)
+    assert.deepEqual(seen.map((d) => d.n).sort((x, y) => x - y), Array.from({ length: 12 }, (_, n) => n))
+    assert.ok(seen.every((d) => d.attempt === '1'))
+    await waitFor(async () => {
+      const stats = await call(w, 'engine::queue::topic_stats', { topic: 'jobs' })
+      return stats.depth === 0 && stats.in_flight === 0 && stats.dlq_depth === 0
+    }, 'the queue drained')
+  })
+
+  it('prefetch 0 reserves nothing ahead; an adapter without it (memory) neither', async () => {
+    for (const adapter of [queueSettings({}, { prefetch: 0 }).adapter, { name: 'memory' }]) {
+      const engine = await engineWith({ adapter, queue_configs: { jobs: { concurrency: 2 } } })
+      // Stored before their target registers: its registration makes one reserve of every free place.
+      for (let n = 0; n < 5; n++) await engine.engine.inject({ function_id: 'engine::queue::enqueue', data: { queue: 'jobs', function_id: 'jobs::run', data: { n } } })
+      const w = await worker(engine)
+      const started: number[] = []
+      w.serve('jobs::run', (data: { n: number }) => {
+        started.push(data.n)
+        return new Promise(() => {})
+      })
+      await waitFor(() => started.length === 2, 'two running')
+      const stats = await call(w, 'engine::queue::topic_stats', { topic: 'jobs' })
+      assert.deepEqual([stats.in_flight, stats.depth], [2, 3])
+    }
+  })
+
+  it('a graceful stop gives the prefetched messages back with their attempt unchanged: another engine starts them at attempt 1', async () => {
+    // A lease far longer than the test: what engine A ran stays A's; only what it gives back moves.
+    const settings = queueSettings({ queue_configs: { jobs: { concurrency: 2 } } }, { lease_ms: 120_000 })
+    const a = await engineWith(settings)
+    const onA = await worker(a)
+    const startedOnA: string[] = []
+    onA.serve('jobs::run', (_data, frame) => {
+      startedOnA.push(deliveryOf(frame).id)
+      return new Promise(() => {})
+    })
+    await call(onA, 'engine::functions::list', {})
+    const ids: string[] = []
+    for (let n = 0; n < 4; n++) {
+      const answer = await onA.call('jobs::run', { n }, { action: { type: 'enqueue', queue: 'jobs' } })
+      assert.equal(answer.error, undefined)
+      ids.push(answer.result.messageReceiptId)
+    }
+    await waitFor(async () => startedOnA.length === 2 && (await call(onA, 'engine::queue::topic_stats', { topic: 'jobs' })).in_flight === 4, 'two running on A and two prefetched')
+    await a.stop()
+    const b = await engineWith(settings)
+    const onB = await worker(b)
+    const got: Array<{ n: number; id: string; attempt: string }> = []
+    onB.serve('jobs::run', (_data, frame) => void got.push(deliveryOf(frame)))
+    const notStarted = ids.filter((id) => !startedOnA.includes(id))
+    assert.equal(notStarted.length, 2)
+    // (The two A was running end as the engine's stop closed their worker's connection first.)
+    await waitFor(() => notStarted.every((id) => got.some((d) => d.id === id)), 'the two prefetched messages on B', 10_000)
+    assert.deepEqual(got.filter((d) => notStarted.includes(d.id)).map((d) => d.attempt), ['1', '1'])
+  })
+
+  it("a durable subscriber's last trigger going away gives its prefetched messages back at once, attempt unchanged", async () => {
+    const engine = await engineWith(queueSettings({ subscriber_defaults: { concurrency: 1 } }))
+    const w = await worker(engine)
+    const got: Array<{ n: number; id: string; attempt: string }> = []
+    let finish: (() => void) | undefined
+    w.serve('audit::log', (_data, frame) => {
+      got.push(deliveryOf(frame))
+      if (got.length === 1) return new Promise<void>((resolve) => (finish = resolve))
+      return undefined
+    })
+    const subscribe = () => w.send({ type: 'registertrigger', id: 'sub', trigger_type: 'durable:subscriber', function_id: 'audit::log', config: { topic: 'orders' } })
+    subscribe()
+    await waitFor(async () => (await call(w, 'engine::queue::topic_stats', { topic: 'orders' }).catch(() => ({}))).consumer_count === 1, 'the subscriber')
+    for (let n = 0; n < 3; n++) await call(w, 'svc::durable::publish', { topic: 'orders', data: { n } })
+    // One running, one reserved ahead of the busy slot.
+    await waitFor(async () => got.length === 1 && (await call(w, 'engine::queue::topic_stats', { topic: 'orders' })).in_flight === 2, 'one running and one prefetched')
+    w.send({ type: 'unregistertrigger', id: 'sub' })
+    // The running delivery goes on; the prefetched message is back in the store before it ends.
+    await waitFor(async () => (await call(w, 'engine::queue::topic_stats', { topic: 'orders' })).in_flight === 1, 'the prefetched message given back')
+    finish!()
+    subscribe()
+    await waitFor(() => got.length === 3, 'the other two delivered once the trigger is back')
+    assert.deepEqual(got.map((d) => [d.n, d.attempt]).sort(), [[0, '1'], [1, '1'], [2, '1']])
+  })
+
+  it('fifo order and one attempt per group hold with prefetch, across two engines', async () => {
+    const settings = queueSettings({ queue_configs: { orders: { type: 'fifo', message_group_field: 'g', concurrency: 4 } } })
+    const engines = [await engineWith(settings), await engineWith(settings)]
+    const running = new Map<string, number>()
+    const order = new Map<string, number[]>()
+    let overlaps = 0
+    let done = 0
+    for (const engine of engines) {
+      const w = await worker(engine)
+      w.serve('orders::run', async (data: { g: string; i: number }) => {
+        if ((running.get(data.g) ?? 0) > 0) overlaps++
+        running.set(data.g, (running.get(data.g) ?? 0) + 1)
+        order.set(data.g, [...(order.get(data.g) ?? []), data.i])
+        await new Promise((resolve) => setImmediate(resolve))
+        running.set(data.g, running.get(data.g)! - 1)
+        done++
+      })
+      await call(w, 'engine::functions::list', {})
+    }
+    const producer = await worker(engines[0]!)
+    for (let i = 0; i < 8; i++) {
+      for (const g of ['a', 'b', 'c']) assert.equal((await producer.call('orders::run', { g, i }, { action: { type: 'enqueue', queue: 'orders' } })).error, undefined)
+    }
+    await waitFor(() => done === 24, 'every message handled', 15_000)
+    assert.equal(overlaps, 0)
+    for (const g of ['a', 'b', 'c']) assert.deepEqual(order.get(g), [0, 1, 2, 3, 4, 5, 6, 7])
+  })
+
+  it('one attempt per concurrency key at a time holds with prefetch, across two engines', async () => {
+    const settings = queueSettings({ queue_configs: { keyed: { concurrency_key_field: 'k', concurrency: 4 } } })
+    const engines = [await engineWith(settings), await engineWith(settings)]
+    const running = new Map<string, number>()
+    let overlaps = 0
+    let done = 0
+    for (const engine of engines) {
+      const w = await worker(engine)
+      w.serve('keyed::run', async (data: { k: string }) => {
+        if ((running.get(data.k) ?? 0) > 0) overlaps++
+        running.set(data.k, (running.get(data.k) ?? 0) + 1)
+        await new Promise((resolve) => setImmediate(resolve))
+        running.set(data.k, running.get(data.k)! - 1)
+        done++
+      })
+      await call(w, 'engine::functions::list', {})
+    }
+    const producer = await worker(engines[0]!)
+    for (let i = 0; i < 10; i++) {
+      for (const k of ['x', 'y']) assert.equal((await producer.call('keyed::run', { k, i }, { action: { type: 'enqueue', queue: 'keyed' } })).error, undefined)
+    }
+    await waitFor(() => done === 20, 'every message handled', 15_000)
+    assert.equal(overlaps, 0)
+  })
+
+  it('refuses a bad prefetch naming the field', async () => {
+    const engine = await engineWith({ adapter: { name: 'memory' } })
+    const w = await worker(engine)
+    const answer = await w.call('configuration::set', { id: 'queue', value: { adapter: { name: 'redis', config: { url: redis.url, prefetch: -1 } } } })
+    assert.equal(answer.error?.code, 'SCHEMA_INVALID')
+    assert.match(answer.error.message, /adapter\/config\/prefetch/)
+  })
+})
+
 describe('queue worker with adapter redis under random input (fast-check)', () => {
   // The catalogue codes the queue functions answer with (./fuzz.test.ts), plus STORAGE_ERROR: a
   // messageReceiptId already stored is refused by the redis store.

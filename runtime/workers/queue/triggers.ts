@@ -154,6 +154,8 @@ export class DurableSubscribers implements LocalTriggerProvider {
     for (const sub of this.byQueue.values()) {
       if (!sub.triggers.delete(binding.id) || sub.triggers.size > 0) continue
       sub.record = { ...sub.record, detached_at: this.host.now() }
+      // Its messages reserved ahead of the free slots (prefetch) go back to the store.
+      this.host.pump(sub.record.queue)
       await this.host.backend()?.saveSubscriber(sub.record)
       this.scheduleExpiry(sub)
     }

@@ -122,7 +122,8 @@ export class QueueWorker implements BuiltinWorker {
   async stop(): Promise<void> {
     this.stopped = true
     this.removeMetricSource?.()
-    this.delivery?.stop()
+    // Prefetched messages go back to pending before the backend closes.
+    await this.delivery?.stop()
     this.subscribers?.stop()
     this.leaseTimer?.()
     this.stopWake?.()
