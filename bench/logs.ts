@@ -17,8 +17,9 @@
  * `builtin`, in the window and handed to the writer; rows the writer could not take are counted).
  *
  * Every store is measured under the same conditions, so that the ratios compare stores, not
- * moments of a shared machine: all engines start (and take 40,000 lines as a warm-up: a full window
- * evicting, every path optimised) before the first round; then `BENCH_LOG_ROUNDS` rounds (default
+ * moments of a shared machine: all engines start (and take `BENCH_LOG_WARMUP` lines, by default
+ * 40,000, as a warm-up: a full window evicting, every path optimised, the heap grown) before the
+ * first round; then `BENCH_LOG_ROUNDS` rounds (default
  * 5) in which the stores take their turn one after another, the first store rotating from round to
  * round. Only the engine being measured runs: the others are stopped (`SIGSTOP`) meanwhile, so
  * their timers, collections and writer cannot take CPU from it. Each round starts from an empty
@@ -33,7 +34,7 @@
  * the engine processes (every thread) there.
  *
  * `node bench/logs.ts` prints one JSON line:
- * `{lines, rounds, load_average: [at start, at end], stores: {<store>: {lines_per_second, to_none, to_none_rounds, lines_per_second_rounds, ms, rss_peak_mib, not_written, engine_cpu_us_per_line, engine_main_cpu_us_per_line, engine_writer_cpu_us_per_line, engine_v8_cpu_us_per_line}}}`
+ * `{lines, rounds, load_average: [at start, at end], stores: {<store>: {lines_per_second, to_none, to_none_rounds, lines_per_second_rounds, ms, rss_peak_mib, not_written, engine_cpu_us_per_line, engine_main_cpu_us_per_line, engine_writer_cpu_us_per_line, engine_v8_cpu_us_per_line, engine_cpu_us_per_line_rounds, engine_main_cpu_us_per_line_rounds}}}`
  * (medians over the rounds; `engine_cpu_us_per_line`: the engine's CPU over every thread, from
  * /proc, from before the round until it is idle again, the writer's work included;
  * `engine_main_cpu_us_per_line`: the same of its main thread alone, which reads the frames;
@@ -41,7 +42,7 @@
  * `engine_v8_cpu_us_per_line`: of V8's helper threads, collection and compilation;
  * `not_written`: rows the builtin store dropped from the file in all rounds, its writer thread
  * behind, from `engine::health::check`; `rss_peak_mib`: the engine's peak over the warm-up and
- * every round).
+ * every round; `…_rounds`: each round's figure, in order).
  */
 import { spawn, type ChildProcess } from 'node:child_process'
 import { mkdir, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises'
@@ -59,8 +60,8 @@ const PER_FRAME = 1000
 const SOCKETS = 4
 /** `memory_max_logs` of every engine. */
 const WINDOW = 20_000
-/** Lines each engine takes before the rounds (a full window and as many again). */
-const WARMUP_LINES = 2 * WINDOW
+/** Lines each engine takes before the rounds (BENCH_LOG_WARMUP; by default a full window and as many again). */
+const WARMUP_LINES = Number(process.env.BENCH_LOG_WARMUP ?? 2 * WINDOW)
 const ALL_STORES = ['none', 'memory', 'builtin'] as const
 type Store = (typeof ALL_STORES)[number]
 /** What one round measured: its clock, and the engine's CPU per line (µs) over every thread and by kind of thread ({@link CpuMs}). */
@@ -310,6 +311,8 @@ for (const store of STORES) {
     engine_main_cpu_us_per_line: round2(median(rounds.map((run) => run.main_cpu_us_per_line))),
     engine_writer_cpu_us_per_line: round2(median(rounds.map((run) => run.writer_cpu_us_per_line))),
     engine_v8_cpu_us_per_line: round2(median(rounds.map((run) => run.v8_cpu_us_per_line))),
+    engine_cpu_us_per_line_rounds: rounds.map((run) => run.cpu_us_per_line),
+    engine_main_cpu_us_per_line_rounds: rounds.map((run) => run.main_cpu_us_per_line),
   }
 }
 console.log(JSON.stringify({ lines: LINES, rounds: ROUNDS, load_average: [round2(loadBefore), round2(loadavg()[0]!)], stores }))
