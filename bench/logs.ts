@@ -7,7 +7,7 @@
  *   none     nothing stored: the cost of reading the frames alone (the baseline)
  *
  * For each store an engine process (`svc --json`, default built-ins, `memory_max_logs: 20000`,
- * `max_disk_bytes: 64 MiB`) takes `BENCH_LOG_LINES` lines (default 200,000) per round as `LOGS`
+ * `max_disk_bytes: 64 MiB`) takes `BENCH_LOG_LINES` lines (default 100,000) per round as `LOGS`
  * frames of 1,000 OTLP/JSON records (a numbered body of about 80 bytes, a two-field `log.data`
  * object, the resource of an SDK worker) from 4 `/otel` WebSockets in this process, the way 4
  * worker processes batching their logs would. The frames are built before the clock starts; each
@@ -19,16 +19,20 @@
  * Every store is measured under the same conditions, so that the ratios compare stores, not
  * moments of a shared machine: all engines start (and take `BENCH_LOG_WARMUP` lines, by default
  * 40,000, as a warm-up: a full window evicting, every path optimised, the heap grown) before the
- * first round; then `BENCH_LOG_ROUNDS` rounds (default
- * 5) in which the stores take their turn one after another, the first store rotating from round to
- * round. Only the engine being measured runs: the others are stopped (`SIGSTOP`) meanwhile, so
- * their timers, collections and writer cannot take CPU from it. Each round starts from an empty
- * store with the engine idle (its CPU unchanged for 200 ms: the writer done with the round before).
- * A store's figures are the medians over its rounds; `to_none` is the median of the round-by-round
- * ratios to `none`'s round of the same turn (measured seconds apart). Before (session 36 and
- * earlier) each store ran 2 rounds of 100,000 lines (~0.35 s) in its own engine, one store after
- * the other (`builtin` last, about 10 s after `none`), and the faster round was reported: one
- * collection or one burst of another process landing in a store's rounds moved the ratio by 0.1–0.3.
+ * first round; then `BENCH_LOG_ROUNDS` rounds (default 7) in which the stores take their turn
+ * one after another, the first store rotating from round to round. Only the engine being measured
+ * runs: the others are stopped (`SIGSTOP`) meanwhile, so their timers, collections and writer cannot
+ * take CPU from it. Each round starts from an empty store with the engine idle (its CPU unchanged
+ * for 200 ms: the writer done with the round before). A round's lines (~15 MiB of rows) fit in
+ * what the builtin store queues for its writer (16 MiB), so a writer starved by a busy machine
+ * catches up after the clock instead of dropping rows, and every round of a store does the same
+ * work. A store's figures are the medians over its rounds; `to_none` is the median of the
+ * round-by-round ratios to `none`'s round of the same turn (measured seconds apart). Before
+ * (session 36 and earlier) each store ran 2 rounds of 100,000 lines in an engine of its own that
+ * had taken 2,000 lines, one store after the other (`builtin` last, about 10 s after `none`), and
+ * the faster round was reported: the stores were measured at different moments of a shared
+ * machine, and a fresh engine's first 100,000 lines cost `builtin` ~1.6 µs more per line
+ * (`none` ~0.9) than the later ones.
  *
  * BENCH_STORES (`builtin,none`) measures a subset; BENCH_CPU_PROF=<dir> writes `--cpu-prof` profiles of
  * the engine processes (every thread) there.
@@ -54,8 +58,8 @@ import WebSocket from 'ws'
 import { firstJson } from './lines.ts'
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url))
-const LINES = Number(process.env.BENCH_LOG_LINES ?? 200_000)
-const ROUNDS = Number(process.env.BENCH_LOG_ROUNDS ?? 5)
+const LINES = Number(process.env.BENCH_LOG_LINES ?? 100_000)
+const ROUNDS = Number(process.env.BENCH_LOG_ROUNDS ?? 7)
 const PER_FRAME = 1000
 const SOCKETS = 4
 /** `memory_max_logs` of every engine. */
