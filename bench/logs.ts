@@ -49,6 +49,7 @@
  * every round; `…_rounds`: each round's figure, in order).
  */
 import { spawn, type ChildProcess } from 'node:child_process'
+import { rmSync } from 'node:fs'
 import { mkdir, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises'
 import { loadavg, tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -282,7 +283,10 @@ const engines: Engine[] = []
 // An engine left stopped would stay so after this process: whatever ends it (an error, Ctrl-C, a
 // SIGTERM from `npm run bench`), the engines are resumed and ended.
 process.on('exit', () => {
-  for (const { child } of engines) if (child.exitCode === null && child.signalCode === null) child.kill('SIGCONT'), child.kill('SIGTERM')
+  for (const { child, project } of engines) {
+    if (child.exitCode === null && child.signalCode === null) child.kill('SIGCONT'), child.kill('SIGTERM')
+    rmSync(project, { recursive: true, force: true })
+  }
 })
 for (const signal of ['SIGINT', 'SIGTERM'] as const) process.once(signal, () => process.exit(130))
 const runs = new Map<Store, Round[]>(STORES.map((s) => [s, []]))
