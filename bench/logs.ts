@@ -38,12 +38,13 @@
  * the engine processes (every thread) there.
  *
  * `node bench/logs.ts` prints one JSON line:
- * `{lines, rounds, load_average: [at start, at end], stores: {<store>: {lines_per_second, to_none, to_none_rounds, lines_per_second_rounds, ms, rss_peak_mib, not_written, engine_cpu_us_per_line, engine_main_cpu_us_per_line, engine_writer_cpu_us_per_line, engine_v8_cpu_us_per_line, engine_cpu_us_per_line_rounds, engine_main_cpu_us_per_line_rounds}}}`
+ * `{lines, rounds, load_average: [at start, at end], stores: {<store>: {lines_per_second, to_none, to_none_rounds, lines_per_second_rounds, ms, rss_peak_mib, not_written, engine_cpu_us_per_line, engine_main_cpu_us_per_line, engine_writer_cpu_us_per_line, engine_v8_cpu_us_per_line, sender_cpu_us_per_line, engine_cpu_us_per_line_rounds, engine_main_cpu_us_per_line_rounds}}}`
  * (medians over the rounds; `engine_cpu_us_per_line`: the engine's CPU over every thread, from
  * /proc, from before the round until it is idle again, the writer's work included;
  * `engine_main_cpu_us_per_line`: the same of its main thread alone, which reads the frames;
  * `engine_writer_cpu_us_per_line`: of its worker threads, i.e. the builtin store's SQLite writer;
  * `engine_v8_cpu_us_per_line`: of V8's helper threads, collection and compilation;
+ * `sender_cpu_us_per_line`: this process's CPU while the clock ran (it sends the frames);
  * `not_written`: rows the builtin store dropped from the file in all rounds, its writer thread
  * behind, from `engine::health::check`; `rss_peak_mib`: the engine's peak over the warm-up and
  * every round; `…_rounds`: each round's figure, in order).
@@ -78,6 +79,7 @@ interface Round {
   main_cpu_us_per_line: number
   writer_cpu_us_per_line: number
   v8_cpu_us_per_line: number
+  sender_cpu_us_per_line: number
 }
 /** Peak RSS of each store's engine, MiB, read as it is stopped. */
 const rssPeak = new Map<Store, number>()
@@ -254,7 +256,9 @@ async function round(engine: Engine, frames: Buffer[][]): Promise<Round> {
     const sockets = await Promise.all(frames.map(() => openOtel(url)))
     const cpuBefore = await settledCpuMs(pid)
     const started = performance.now()
+    const senderBefore = process.cpuUsage()
     await Promise.all(sockets.map((ws, i) => sendAndClose(ws, frames[i]!)))
+    const sender = process.cpuUsage(senderBefore)
     const ms = performance.now() - started
     const cpuAfter = await settledCpuMs(pid)
     const perLine = (ms: number): number => Math.round((ms * 1000 * 100) / LINES) / 100
@@ -263,7 +267,7 @@ async function round(engine: Engine, frames: Buffer[][]): Promise<Round> {
       const listed = await call(url, 'engine::logs::list', { limit: 1 })
       if (!String(listed?.logs?.[0]?.body ?? '').startsWith('order ')) throw new Error(`${store}: unexpected newest line ${JSON.stringify(listed)}`)
     }
-    return { ms, lines_per_second: Math.round(LINES / (ms / 1000)), not_written: (await notWritten()) - before, cpu_us_per_line: perLine(cpuAfter.all - cpuBefore.all), main_cpu_us_per_line: perLine(cpuAfter.main - cpuBefore.main), writer_cpu_us_per_line: perLine(cpuAfter.writer - cpuBefore.writer), v8_cpu_us_per_line: perLine(cpuAfter.v8 - cpuBefore.v8) }
+    return { ms, lines_per_second: Math.round(LINES / (ms / 1000)), not_written: (await notWritten()) - before, cpu_us_per_line: perLine(cpuAfter.all - cpuBefore.all), main_cpu_us_per_line: perLine(cpuAfter.main - cpuBefore.main), writer_cpu_us_per_line: perLine(cpuAfter.writer - cpuBefore.writer), v8_cpu_us_per_line: perLine(cpuAfter.v8 - cpuBefore.v8), sender_cpu_us_per_line: perLine((sender.user + sender.system) / 1000) }
   } finally {
     child.kill('SIGSTOP')
   }
@@ -319,6 +323,7 @@ for (const store of STORES) {
     engine_main_cpu_us_per_line: round2(median(rounds.map((run) => run.main_cpu_us_per_line))),
     engine_writer_cpu_us_per_line: round2(median(rounds.map((run) => run.writer_cpu_us_per_line))),
     engine_v8_cpu_us_per_line: round2(median(rounds.map((run) => run.v8_cpu_us_per_line))),
+    sender_cpu_us_per_line: round2(median(rounds.map((run) => run.sender_cpu_us_per_line))),
     engine_cpu_us_per_line_rounds: rounds.map((run) => run.cpu_us_per_line),
     engine_main_cpu_us_per_line_rounds: rounds.map((run) => run.main_cpu_us_per_line),
   }
