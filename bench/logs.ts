@@ -38,13 +38,15 @@
  * the engine processes (every thread) there.
  *
  * `node bench/logs.ts` prints one JSON line:
- * `{lines, rounds, load_average: [at start, at end], stores: {<store>: {lines_per_second, to_none, to_none_rounds, lines_per_second_rounds, ms, rss_peak_mib, not_written, engine_cpu_us_per_line, engine_main_cpu_us_per_line, engine_writer_cpu_us_per_line, engine_v8_cpu_us_per_line, sender_cpu_us_per_line, engine_cpu_us_per_line_rounds, engine_main_cpu_us_per_line_rounds}}}`
+ * `{lines, rounds, load_average: [at start, at end], stores: {<store>: {lines_per_second, to_none, to_none_rounds, lines_per_second_rounds, ms, rss_peak_mib, not_written, engine_cpu_us_per_line, engine_main_cpu_us_per_line, engine_writer_cpu_us_per_line, engine_v8_cpu_us_per_line, sender_cpu_us_per_line, engine_main_wait_us_per_line, engine_cpu_us_per_line_rounds, engine_main_cpu_us_per_line_rounds}}}`
  * (medians over the rounds; `engine_cpu_us_per_line`: the engine's CPU over every thread, from
  * /proc, from before the round until it is idle again, the writer's work included;
  * `engine_main_cpu_us_per_line`: the same of its main thread alone, which reads the frames;
  * `engine_writer_cpu_us_per_line`: of its worker threads, i.e. the builtin store's SQLite writer;
  * `engine_v8_cpu_us_per_line`: of V8's helper threads, collection and compilation;
  * `sender_cpu_us_per_line`: this process's CPU while the clock ran (it sends the frames);
+ * `engine_main_wait_us_per_line`: how long the engine's main thread was ready to run but waited for
+ * a CPU (other processes, or the engine's own threads, had both cores), from its `schedstat`;
  * `not_written`: rows the builtin store dropped from the file in all rounds, its writer thread
  * behind, from `engine::health::check`; `rss_peak_mib`: the engine's peak over the warm-up and
  * every round; `…_rounds`: each round's figure, in order).
@@ -80,6 +82,7 @@ interface Round {
   writer_cpu_us_per_line: number
   v8_cpu_us_per_line: number
   sender_cpu_us_per_line: number
+  main_wait_us_per_line: number
 }
 /** Peak RSS of each store's engine, MiB, read as it is stopped. */
 const rssPeak = new Map<Store, number>()
@@ -212,17 +215,25 @@ async function statMs(path: string): Promise<number> {
   return (Number(fields[11]) + Number(fields[12])) * 10
 }
 
-/** CPU times, ms: of every thread, of the main thread, of the worker threads (the builtin store's writer) and of V8's helper threads (collection, compilation). */
+/**
+ * CPU times, ms: of every thread, of the main thread, of the worker threads (the builtin store's
+ * writer) and of V8's helper threads (collection, compilation); and how long the main thread was
+ * runnable but waited for a CPU (`/proc/…/schedstat`), ms.
+ */
 interface CpuMs {
   all: number
   main: number
   writer: number
   v8: number
+  mainWait: number
 }
 
 /** The CPU times of process `pid` by kind of thread (`comm`: `MainThread`, `WorkerThread`, `V8Worker`). */
 async function threadCpuMs(pid: number): Promise<CpuMs> {
-  const out: CpuMs = { all: await statMs(`/proc/${pid}/stat`), main: 0, writer: 0, v8: 0 }
+  const out: CpuMs = { all: await statMs(`/proc/${pid}/stat`), main: 0, writer: 0, v8: 0, mainWait: 0 }
+  // schedstat: time on a CPU, time waiting in a run queue, time slices (ns).
+  const schedstat = await readFile(`/proc/${pid}/task/${pid}/schedstat`, 'utf8').catch(() => '0 0')
+  out.mainWait = Number(schedstat.split(' ')[1]) / 1e6
   for (const tid of await readdir(`/proc/${pid}/task`).catch(() => [])) {
     const comm = (await readFile(`/proc/${pid}/task/${tid}/comm`, 'utf8').catch(() => '')).trim()
     const kind = comm === 'MainThread' ? 'main' : comm === 'WorkerThread' ? 'writer' : comm === 'V8Worker' ? 'v8' : undefined
@@ -267,7 +278,7 @@ async function round(engine: Engine, frames: Buffer[][]): Promise<Round> {
       const listed = await call(url, 'engine::logs::list', { limit: 1 })
       if (!String(listed?.logs?.[0]?.body ?? '').startsWith('order ')) throw new Error(`${store}: unexpected newest line ${JSON.stringify(listed)}`)
     }
-    return { ms, lines_per_second: Math.round(LINES / (ms / 1000)), not_written: (await notWritten()) - before, cpu_us_per_line: perLine(cpuAfter.all - cpuBefore.all), main_cpu_us_per_line: perLine(cpuAfter.main - cpuBefore.main), writer_cpu_us_per_line: perLine(cpuAfter.writer - cpuBefore.writer), v8_cpu_us_per_line: perLine(cpuAfter.v8 - cpuBefore.v8), sender_cpu_us_per_line: perLine((sender.user + sender.system) / 1000) }
+    return { ms, lines_per_second: Math.round(LINES / (ms / 1000)), not_written: (await notWritten()) - before, cpu_us_per_line: perLine(cpuAfter.all - cpuBefore.all), main_cpu_us_per_line: perLine(cpuAfter.main - cpuBefore.main), writer_cpu_us_per_line: perLine(cpuAfter.writer - cpuBefore.writer), v8_cpu_us_per_line: perLine(cpuAfter.v8 - cpuBefore.v8), sender_cpu_us_per_line: perLine((sender.user + sender.system) / 1000), main_wait_us_per_line: perLine(cpuAfter.mainWait - cpuBefore.mainWait) }
   } finally {
     child.kill('SIGSTOP')
   }
@@ -324,6 +335,7 @@ for (const store of STORES) {
     engine_writer_cpu_us_per_line: round2(median(rounds.map((run) => run.writer_cpu_us_per_line))),
     engine_v8_cpu_us_per_line: round2(median(rounds.map((run) => run.v8_cpu_us_per_line))),
     sender_cpu_us_per_line: round2(median(rounds.map((run) => run.sender_cpu_us_per_line))),
+    engine_main_wait_us_per_line: round2(median(rounds.map((run) => run.main_wait_us_per_line))),
     engine_cpu_us_per_line_rounds: rounds.map((run) => run.cpu_us_per_line),
     engine_main_cpu_us_per_line_rounds: rounds.map((run) => run.main_cpu_us_per_line),
   }
