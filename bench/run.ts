@@ -293,6 +293,7 @@ function logRows(r: Record<string, any>): string[] {
     `| lines/s (ratio: median of the rounds' ratios to none) | ${none.lines_per_second}/s | ${memory.lines_per_second}/s (${ratio(memory)}) | ${builtin.lines_per_second}/s | ${ratio(builtin)} (rounds: ${builtin.to_none_rounds.map((x: number) => x.toFixed(2)).join(', ')}) |`,
     `| engine CPU per line, every thread (the writer's work included) | ${cpu('engine_cpu_us_per_line')} | ${(none.engine_cpu_us_per_line / builtin.engine_cpu_us_per_line).toFixed(2)}× (none / builtin) |`,
     `| the same, main thread / writer thread / V8's helper threads | ${[none, memory, builtin].map((row) => `${row.engine_main_cpu_us_per_line} / ${row.engine_writer_cpu_us_per_line} / ${row.engine_v8_cpu_us_per_line} µs`).join(' | ')} | ${(none.engine_main_cpu_us_per_line / builtin.engine_main_cpu_us_per_line).toFixed(2)}× (main thread) |`,
+    `| engine main thread's wait for a CPU per line (ready, both cores busy) | ${cpu('engine_main_wait_us_per_line')} | |`,
     `| engine peak RSS | ${none.rss_peak_mib} MiB | ${memory.rss_peak_mib} MiB | ${builtin.rss_peak_mib} MiB | |`,
     `| rows not written to observability.db (writer behind), all rounds | | | ${builtin.not_written} | |`,
     `| load average at start / end | ${r.load_average[0]} / ${r.load_average[1]} | | | |`,
