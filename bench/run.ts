@@ -17,7 +17,7 @@
  *               builtin store) vs. off, alternated; and routed calls between two svc-sdk workers with
  *               SDK telemetry on vs. off (bench/tracing.ts)
  *   logs        log lines/s through /otel into the builtin store vs. the memory store and store
- *               none (bench/logs.ts, an engine process per store)
+ *               none (bench/logs.ts, an engine process per store, the stores' rounds alternated)
  *   channel     MB/s of one channel between two processes through the engine (raw `ws` ends and
  *               svc-sdk ends) vs. a direct WebSocket between the same two processes
  *               (bench/channel.ts, its own engine)
@@ -180,7 +180,7 @@ async function main(): Promise<void> {
 
   // Tracing on vs off: one engine process per mode, alternated (bench/tracing.ts).
   const tracing = await runDocument(['bench/tracing.ts'])
-  // Log ingest through /otel, one engine process per store (bench/logs.ts).
+  // Log ingest through /otel, one engine process per store, rounds alternated (bench/logs.ts).
   const logs = await run(['bench/logs.ts'])
   // One channel through the engine vs a direct WebSocket, same two processes (bench/channel.ts).
   const channel = await run(['bench/channel.ts'])
@@ -282,17 +282,21 @@ function tracingRows(tracing: Record<string, any>): string[] {
   ]
 }
 
-/** The log ingest table (bench/logs.ts result). */
+/** The log ingest table (bench/logs.ts result): medians over its alternated rounds. */
 function logRows(r: Record<string, any>): string[] {
   const { none, memory, builtin } = r.stores
-  const ratio = (row: Record<string, number>) => `${(row.lines_per_second / none.lines_per_second).toFixed(2)}×`
+  const ratio = (row: Record<string, any>) => `${Number(row.to_none).toFixed(2)}×`
+  const cpu = (key: string) => `${none[key]} µs | ${memory[key]} µs | ${builtin[key]} µs`
   return [
-    `| Log ingest: lines/s through /otel (${r.lines.toLocaleString('en')} lines, 1,000 per \`LOGS\` frame, 4 sockets) | store none (baseline) | memory | builtin | builtin / none |`,
+    `| Log ingest: lines/s through /otel (${r.lines.toLocaleString('en')} lines per round, 1,000 per \`LOGS\` frame, 4 sockets; median of ${r.rounds} rounds, the stores alternated) | store none (baseline) | memory | builtin | builtin / none |`,
     '|---|---|---|---|---|',
-    `| lines/s | ${none.lines_per_second}/s | ${memory.lines_per_second}/s (${ratio(memory)}) | ${builtin.lines_per_second}/s | ${ratio(builtin)} |`,
-    `| engine CPU per line, every thread (the writer's work included) | ${none.engine_cpu_us_per_line} µs | ${memory.engine_cpu_us_per_line} µs | ${builtin.engine_cpu_us_per_line} µs | ${(none.engine_cpu_us_per_line / builtin.engine_cpu_us_per_line).toFixed(2)}× (none / builtin) |`,
+    `| lines/s (ratio: median of the rounds' ratios to none) | ${none.lines_per_second}/s | ${memory.lines_per_second}/s (${ratio(memory)}) | ${builtin.lines_per_second}/s | ${ratio(builtin)} (rounds: ${builtin.to_none_rounds.map((x: number) => x.toFixed(2)).join(', ')}) |`,
+    `| engine CPU per line, every thread (the writer's work included) | ${cpu('engine_cpu_us_per_line')} | ${(none.engine_cpu_us_per_line / builtin.engine_cpu_us_per_line).toFixed(2)}× (none / builtin) |`,
+    `| the same, main thread / writer thread / V8's helper threads | ${[none, memory, builtin].map((row) => `${row.engine_main_cpu_us_per_line} / ${row.engine_writer_cpu_us_per_line} / ${row.engine_v8_cpu_us_per_line} µs`).join(' | ')} | ${(none.engine_main_cpu_us_per_line / builtin.engine_main_cpu_us_per_line).toFixed(2)}× (main thread) |`,
+    `| engine main thread's wait for a CPU per line (ready, both cores busy) | ${cpu('engine_main_wait_us_per_line')} | |`,
     `| engine peak RSS | ${none.rss_peak_mib} MiB | ${memory.rss_peak_mib} MiB | ${builtin.rss_peak_mib} MiB | |`,
-    `| rows not written to observability.db (writer behind) | | | ${builtin.not_written} | |`,
+    `| rows not written to observability.db (writer behind), all rounds | | | ${builtin.not_written} | |`,
+    `| load average at start / end | ${r.load_average[0]} / ${r.load_average[1]} | | | |`,
   ]
 }
 
