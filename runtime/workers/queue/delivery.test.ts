@@ -159,6 +159,40 @@ describe('queue delivery: prefetch (redis)', () => {
   })
 })
 
+/**
+ * Drives a pump whose reserves are held until landed (`setup(…, true)`) through `count` messages:
+ * each step of `plan` (`[land, at, size]`) lands the oldest held reserve, or answers `size` of the
+ * running attempts from position `at`; `check` runs before every step. Then asserts that every
+ * message was delivered once and that nothing is left in the store.
+ */
+async function landInAnyOrder(ctx: ReturnType<typeof setup>, count: number, plan: Array<[boolean, number, number]>, check: () => unknown): Promise<void> {
+  const { backend, held, calls, delivery } = ctx
+  await backend.enqueue(Array.from({ length: count }, (_, n) => ({ id: `m${n}`, queue: 'q', function_id: 'f', namespace: 'default', data: { n }, enqueued_at: T0, ready_at: T0 })))
+  delivery.pump('q')
+  const seen = new Map<number, number>()
+  let step = 0
+  while (seen.size < count || calls.length > 0 || held.length > 0) {
+    await waitFor(() => calls.length > 0 || held.length > 0 || seen.size === count, 'a delivery or a reserve in flight', 10_000, 1)
+    await check()
+    const [land, at, size] = plan[step++ % Math.max(1, plan.length)] ?? [true, 0, 1]
+    if ((land || calls.length === 0) && held.length > 0) {
+      held.shift()!()
+      await new Promise<void>((resolve) => setImmediate(resolve))
+      continue
+    }
+    for (const call of calls.splice(at % Math.max(1, calls.length), size)) {
+      const n = (decodeJson(call.request.data as JsonInput) as { n: number }).n
+      seen.set(n, (seen.get(n) ?? 0) + 1)
+      call.answer()
+    }
+    await new Promise<void>((resolve) => setImmediate(resolve))
+  }
+  await waitFor(async () => (await backend.counts('q', T0)).in_flight === 0, 'every message acknowledged', 10_000, 1)
+  assert.deepEqual([...seen.values()].filter((v) => v !== 1), [])
+  assert.equal(seen.size, count)
+  assert.deepEqual(await backend.counts('q', T0), { pending: 0, delayed: 0, in_flight: 0, dead: 0 })
+}
+
 describe('queue delivery under any grouping of settling results (fast-check)', () => {
   it('never runs more than concurrency attempts at once, delivers every message once and leaves nothing in flight', async () => {
     const fc = (await import('fast-check')).default
@@ -202,36 +236,15 @@ describe('queue delivery under any grouping of settling results (fast-check)', (
     await fc.assert(
       fc.asyncProperty(fc.integer({ min: 1, max: 6 }), fc.nat({ max: 6 }), fc.integer({ min: 0, max: 30 }), fc.array(fc.tuple(fc.boolean(), fc.nat(), fc.integer({ min: 1, max: 8 }))), async (concurrency, wanted, count, plan) => {
         const prefetch = Math.min(wanted, concurrency)
-        const { backend, held, calls, delivery } = setup(concurrency, true, wanted)
+        const ctx = setup(concurrency, true, wanted)
         try {
-          await backend.enqueue(Array.from({ length: count }, (_, n) => ({ id: `m${n}`, queue: 'q', function_id: 'f', namespace: 'default', data: { n }, enqueued_at: T0, ready_at: T0 })))
-          delivery.pump('q')
-          const seen = new Map<number, number>()
-          let step = 0
-          while (seen.size < count || calls.length > 0 || held.length > 0) {
-            await waitFor(() => calls.length > 0 || held.length > 0 || seen.size === count, 'a delivery or a reserve in flight', 10_000, 1)
-            assert.ok(calls.length <= concurrency, `${calls.length} attempts at once, concurrency ${concurrency}`)
-            const reserved = (await backend.counts('q', T0)).in_flight
+          await landInAnyOrder(ctx, count, plan, async () => {
+            assert.ok(ctx.calls.length <= concurrency, `${ctx.calls.length} attempts at once, concurrency ${concurrency}`)
+            const reserved = (await ctx.backend.counts('q', T0)).in_flight
             assert.ok(reserved <= concurrency + prefetch, `${reserved} reserved, concurrency ${concurrency} prefetch ${prefetch}`)
-            const [land, at, size] = plan[step++ % Math.max(1, plan.length)] ?? [true, 0, 1]
-            if ((land || calls.length === 0) && held.length > 0) {
-              held.shift()!()
-              await new Promise<void>((resolve) => setImmediate(resolve))
-              continue
-            }
-            for (const call of calls.splice(at % Math.max(1, calls.length), size)) {
-              const n = (decodeJson(call.request.data as JsonInput) as { n: number }).n
-              seen.set(n, (seen.get(n) ?? 0) + 1)
-              call.answer()
-            }
-            await new Promise<void>((resolve) => setImmediate(resolve))
-          }
-          await waitFor(async () => (await backend.counts('q', T0)).in_flight === 0, 'every message acknowledged', 10_000, 1)
-          assert.deepEqual([...seen.values()].filter((v) => v !== 1), [])
-          assert.equal(seen.size, count)
-          assert.deepEqual(await backend.counts('q', T0), { pending: 0, delayed: 0, in_flight: 0, dead: 0 })
+          })
         } finally {
-          await delivery.stop()
+          await ctx.delivery.stop()
         }
       }),
       { numRuns: 60 },
@@ -242,38 +255,16 @@ describe('queue delivery under any grouping of settling results (fast-check)', (
     const fc = (await import('fast-check')).default
     await fc.assert(
       fc.asyncProperty(fc.integer({ min: 1, max: 8 }), fc.integer({ min: 0, max: 30 }), fc.array(fc.tuple(fc.boolean(), fc.nat(), fc.integer({ min: 1, max: 8 }))), async (concurrency, count, plan) => {
-        const { backend, reserves, held, calls, delivery } = setup(concurrency, true)
+        const ctx = setup(concurrency, true)
         try {
-          await backend.enqueue(Array.from({ length: count }, (_, n) => ({ id: `m${n}`, queue: 'q', function_id: 'f', namespace: 'default', data: { n }, enqueued_at: T0, ready_at: T0 })))
-          delivery.pump('q')
-          const seen = new Map<number, number>()
-          let step = 0
-          let asked = 0
-          while (seen.size < count || calls.length > 0 || held.length > 0) {
-            await waitFor(() => calls.length > 0 || held.length > 0 || seen.size === count, 'a delivery or a reserve in flight', 10_000, 1)
-            assert.ok(calls.length <= concurrency, `${calls.length} attempts at once, concurrency ${concurrency}`)
+          await landInAnyOrder(ctx, count, plan, () => {
+            assert.ok(ctx.calls.length <= concurrency, `${ctx.calls.length} attempts at once, concurrency ${concurrency}`)
             // Slots asked for by the reserves on their way, plus the attempts running: never past concurrency.
-            asked = reserves.slice(reserves.length - held.length).reduce((a, b) => a + b, 0)
-            assert.ok(calls.length + asked <= concurrency, `${calls.length} running + ${asked} asked, concurrency ${concurrency}`)
-            const [land, at, size] = plan[step++ % Math.max(1, plan.length)] ?? [true, 0, 1]
-            if ((land || calls.length === 0) && held.length > 0) {
-              held.shift()!()
-              await new Promise<void>((resolve) => setImmediate(resolve))
-              continue
-            }
-            for (const call of calls.splice(at % Math.max(1, calls.length), size)) {
-              const n = (decodeJson(call.request.data as JsonInput) as { n: number }).n
-              seen.set(n, (seen.get(n) ?? 0) + 1)
-              call.answer()
-            }
-            await new Promise<void>((resolve) => setImmediate(resolve))
-          }
-          await waitFor(async () => (await backend.counts('q', T0)).in_flight === 0, 'every message acknowledged', 10_000, 1)
-          assert.deepEqual([...seen.values()].filter((v) => v !== 1), [])
-          assert.equal(seen.size, count)
-          assert.deepEqual(await backend.counts('q', T0), { pending: 0, delayed: 0, in_flight: 0, dead: 0 })
+            const asked = ctx.reserves.slice(ctx.reserves.length - ctx.held.length).reduce((a, b) => a + b, 0)
+            assert.ok(ctx.calls.length + asked <= concurrency, `${ctx.calls.length} running + ${asked} asked, concurrency ${concurrency}`)
+          })
         } finally {
-          delivery.stop()
+          await ctx.delivery.stop()
         }
       }),
       { numRuns: 60 },
