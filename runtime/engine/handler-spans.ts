@@ -23,7 +23,7 @@
  * trace than the invocation's, records nothing.
  */
 import type { ErrorBody, RawJson } from 'svc-protocol'
-import { PAYLOAD_EVENT_BYTES, PAYLOAD_EVENTS, RECORD_FIXED_BYTES, valueSize, type SpanEvent, type SpanRecord } from '../adapters/observability/records.ts'
+import { PAYLOAD_EVENT_BYTES, PAYLOAD_EVENTS_HEAD, RECORD_FIXED_BYTES, valueSize, type SpanEvent, type SpanRecord } from '../adapters/observability/records.ts'
 import { redactAndTruncateText, type RedactedPayload } from 'svc-protocol/redact'
 
 /** What a worker's announce says of the handler spans it leaves to the engine (`handler_spans`). */
@@ -464,10 +464,7 @@ function resourceFacts(resource: Readonly<Record<string, string>>): { size: numb
   return facts
 }
 
-/** The text's last member, up to its first value (records.ts: PAYLOAD_EVENTS). */
-const PAYLOAD_EVENTS_HEAD = ',"' + PAYLOAD_EVENTS + '":['
-
-/** A payload's two values in {@link PAYLOAD_EVENTS}: its JSON as a string and whether it was cut, or `null,false`. */
+/** A payload's two values in `payload_events` (records.ts PAYLOAD_EVENTS): its JSON as a string and whether it was cut, or `null,false`. */
 function payloadText(payload: RedactedPayload | undefined): string {
   return payload === undefined ? 'null,false' : JSON.stringify(payload.json) + (payload.truncated ? ',true' : ',false')
 }

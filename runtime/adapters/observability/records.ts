@@ -116,6 +116,9 @@ export function jsonOf(value: object): string {
  */
 export const PAYLOAD_EVENTS = 'payload_events'
 
+/** How a span's text starts its {@link PAYLOAD_EVENTS} member, up to its first value: the writer's (handler-spans.ts) and the reader's (sqlite.ts) one spelling. */
+export const PAYLOAD_EVENTS_HEAD = ',"' + PAYLOAD_EVENTS + '":['
+
 /**
  * Estimated JSON bytes a payload event adds to a span beyond its `svc.payload.json` text (its
  * name, time and the other keys): what a span's size counts for each event {@link PAYLOAD_EVENTS}

@@ -58,7 +58,7 @@ import { dirname } from 'node:path'
 import { Worker } from 'node:worker_threads'
 import { DatabaseSync } from 'node:sqlite'
 import { openSqlite } from '../sqlite.ts'
-import { jsonOf, PAYLOAD_EVENT_BYTES, PAYLOAD_EVENTS, spanSize, type LogRecord, type SpanRecord } from './records.ts'
+import { jsonOf, PAYLOAD_EVENT_BYTES, PAYLOAD_EVENTS_HEAD, spanSize, type LogRecord, type SpanRecord } from './records.ts'
 import { MemoryStore, spanBody, type SpanTexts, type StoreLimits, type TextChunk } from './store.ts'
 import { Fifo } from '../../workers/shared/fifo.ts'
 import { jsonParse } from 'svc-protocol/json'
@@ -1036,9 +1036,6 @@ class Resources {
   }
 }
 
-/** How a span's text with its payload events as one member (records.ts: PAYLOAD_EVENTS) names it: such a row counts as the span with its events. */
-const PAYLOAD_EVENTS_MEMBER = ',"' + PAYLOAD_EVENTS + '":['
-
 /** The newest rows of `table`, newest first: at most `maxRows`, and no more once their text reaches `maxBytes`. */
 function newestRows(db: DatabaseSync, table: 'spans' | 'logs', maxRows: number, maxBytes: number, resources: Resources): Row[] {
   const out: Row[] = []
@@ -1056,7 +1053,7 @@ function newestRows(db: DatabaseSync, table: 'spans' | 'logs', maxRows: number, 
       (fields === undefined ? body.length : logObjectBytes(fields, body.length)) +
       (apart ? TIMES_BYTES : 0) +
       (resource === null ? 0 : resources.text(resource).length + 12) +
-      (table === 'spans' && body.includes(PAYLOAD_EVENTS_MEMBER) ? 2 * PAYLOAD_EVENT_BYTES : 0)
+      (table === 'spans' && body.includes(PAYLOAD_EVENTS_HEAD) ? 2 * PAYLOAD_EVENT_BYTES : 0) // counted as the span with its two events
     bytes += size
     if (bytes > maxBytes && out.length > 0) break
     out.push(apart ? { body, resource, bytes: size, time: Number(row.time_ns), observed: Number(row.ts_ns), fields } : { body, resource, bytes: size })

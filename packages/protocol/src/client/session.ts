@@ -564,12 +564,12 @@ export class ClientSession<Scope = unknown> implements SvcClient {
     }
   }
 
-  /** Calls the handler: inside the telemetry scope when there is one or an inbound context, else plainly. */
   /** Whether the telemetry hook runs this handler: it has a span, or an inbound trace context to run under. */
   #telemetryRuns(scope: Scope | undefined, msg: InvokeFunctionMessage): boolean {
     return this.#telemetry !== undefined && (scope !== undefined || msg.traceparent !== undefined)
   }
 
+  /** Calls the handler: inside the telemetry scope when there is one or an inbound context, else plainly. */
   #call(handler: FunctionHandler, data: unknown, metadata: JsonValue | undefined, scope: Scope | undefined, msg: InvokeFunctionMessage, run: HandlerRun): unknown {
     return this.#telemetryRuns(scope, msg) ? this.#telemetry!.runHandler(scope, msg.traceparent, handler, data, metadata, run) : handler(data, metadata, run)
   }
