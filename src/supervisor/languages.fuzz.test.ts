@@ -155,6 +155,8 @@ describe('python and rust manifests (fast-check)', () => {
     fc.assert(
       fc.property(fc.array(word, { minLength: 1, maxLength: 4 }), fc.constantFrom(' ', '  ', '\t'), (words, gap) => {
         const command = words.join(gap)
+        // sh cannot be asked about a NUL: no process argument can hold one.
+        fc.pre(!command.includes('\u0000'))
         const split = commandWords(command, env)
         if (!isSimpleCommand(command)) return assert.equal(split, undefined)
         const sh = spawnSync('/bin/sh', ['-c', `printf '%s\\0' ${command}`], { env, encoding: 'utf8' })
