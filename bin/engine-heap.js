@@ -15,9 +15,13 @@ import { withDefaultCommand } from '../dist/src/lib/argv.js'
  * `--max-semi-space-size` (MiB) for an engine process. V8's heap growth stays its own: since the
  * observability window keeps no object per span (session 32), the engine's old generation holds
  * little besides live state, and a 50% growth limit only made full collections more frequent
- * (the queue's engine CPU per message ~10–15% higher) for ~5 MiB less RSS.
+ * (the queue's engine CPU per message ~10–15% higher) for ~5 MiB less RSS. 8 MiB since session 38,
+ * not 4: the redis queue adapter keeps a Redis round trip's batches and spans alive across a
+ * 4 MiB young generation (22% of its bytes promoted, ~10 µs of scavenges per message at
+ * concurrency 10); with 8 its engine CPU per message fell 60 → 55 µs for ~4 MiB more RSS after
+ * 100,000 traced calls (docs/benchmarks.md, session 38).
  */
-export const ENGINE_V8_FLAGS = ['--max-semi-space-size=4']
+export const ENGINE_V8_FLAGS = ['--max-semi-space-size=8']
 
 /**
  * Whether `svc <argv>` runs an engine in this process: the commands that run `svc start`, the
