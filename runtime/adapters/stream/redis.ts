@@ -37,6 +37,7 @@ import { PAGE_SCRIPT, SEQUENCED_WRITE_SCRIPT } from '../state/redis/scripts.ts'
 import { compareUtf8, type StateAdapterLogger } from '../state/types.ts'
 import { CALL_TIMEOUT_MS, connectRedis, redactRedisUrl, redisCallError, waitReady, type RedisConfig } from '../redis.ts'
 import { RedisChangeFeed } from '../redis-feed.ts'
+import { ChangeListeners } from '../changes.ts'
 import { groupScope, parseGroupScope } from './state-backed.ts'
 import type {
   StreamAdapter,
@@ -101,7 +102,7 @@ export class RedisStreamAdapter implements StreamAdapter {
   private readonly client: ScriptedRedis
   private readonly feed: RedisChangeFeed<EventMessage>
   private readonly log: StateAdapterLogger
-  private readonly listeners = new Set<StreamChangeListener>()
+  private readonly changes = new ChangeListeners<StreamAdapterChange>()
   private readonly keys: { groups: string; seq: string; channel: string }
   private readonly where: string
   private closed = false
@@ -141,7 +142,7 @@ export class RedisStreamAdapter implements StreamAdapter {
       log,
       onMessage: (event) => {
         const change = toChange(event)
-        if (change) this.emit(change)
+        if (change) this.changes.emit(change)
       },
     })
   }
@@ -234,17 +235,13 @@ export class RedisStreamAdapter implements StreamAdapter {
   }
 
   subscribe(listener: StreamChangeListener): () => void {
-    const entry: StreamChangeListener = (change) => listener(change)
-    this.listeners.add(entry)
-    return () => {
-      this.listeners.delete(entry)
-    }
+    return this.changes.subscribe(listener)
   }
 
   async close(): Promise<void> {
     if (this.closed) return
     this.closed = true
-    this.listeners.clear()
+    this.changes.clear()
     this.client.disconnect()
     this.feed.close()
   }
@@ -270,16 +267,6 @@ export class RedisStreamAdapter implements StreamAdapter {
       return await run()
     } catch (error) {
       throw redisCallError(error, this.where, `stream ${operation}`)
-    }
-  }
-
-  private emit(change: StreamAdapterChange): void {
-    for (const listener of this.listeners) {
-      try {
-        listener(change)
-      } catch {
-        // Contract violation by the listener; the others still hear of the change.
-      }
     }
   }
 

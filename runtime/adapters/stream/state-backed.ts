@@ -7,6 +7,7 @@
  */
 import type { StateAdapter, StateChange } from '../state/types.ts'
 import { compareUtf8 } from '../state/types.ts'
+import { ChangeListeners } from '../changes.ts'
 import type {
   StreamAdapter,
   StreamAdapterChange,
@@ -47,7 +48,7 @@ export function parseGroupScope(scope: string): [string, string] | undefined {
  */
 export class StateBackedStreamAdapter implements StreamAdapter {
   private readonly store: StateAdapter
-  private readonly listeners = new Set<StreamChangeListener>()
+  private readonly changes = new ChangeListeners<StreamAdapterChange>()
   private readonly unsubscribe: () => void
   private closed = false
 
@@ -100,29 +101,25 @@ export class StateBackedStreamAdapter implements StreamAdapter {
 
   async publish(event: Omit<StreamSendChange, 'kind'>): Promise<void> {
     if (this.closed) throw new Error('stream adapter is closed')
-    this.emit({ kind: 'send', ...event })
+    this.changes.emit({ kind: 'send', ...event })
   }
 
   subscribe(listener: StreamChangeListener): () => void {
-    const entry: StreamChangeListener = (change) => listener(change)
-    this.listeners.add(entry)
-    return () => {
-      this.listeners.delete(entry)
-    }
+    return this.changes.subscribe(listener)
   }
 
   async close(): Promise<void> {
     if (this.closed) return
     this.closed = true
     this.unsubscribe()
-    this.listeners.clear()
+    this.changes.clear()
     await this.store.close()
   }
 
   private onStateChange(change: StateChange): void {
     const pair = parseGroupScope(change.scope)
     if (!pair) return
-    this.emit({
+    this.changes.emit({
       kind: 'item',
       stream_name: pair[0],
       group_id: pair[1],
@@ -131,16 +128,6 @@ export class StateBackedStreamAdapter implements StreamAdapter {
       new_value: change.new_value,
       origin: change.origin,
     })
-  }
-
-  private emit(change: StreamAdapterChange): void {
-    for (const listener of this.listeners) {
-      try {
-        listener(change)
-      } catch {
-        // Contract violation by the listener; the others still hear of the change.
-      }
-    }
   }
 }
 

@@ -6,11 +6,12 @@
  */
 import { parseNoAdapterConfig } from '../../entry.ts'
 import { applyUpdateOps } from '../../../update-ops/index.ts'
-import { ChangeListeners } from '../changes.ts'
+import { ChangeListeners } from '../../changes.ts'
 import { checkValueSize, decodeStateValue as decode, encodeStateValue as encode } from '../codec.ts'
 import {
   compareUtf8,
   type StateAdapter,
+  type StateChange,
   type StateChangeListener,
   type StateEntry,
   type StatePage,
@@ -49,7 +50,7 @@ class Scope {
  */
 export class MemoryStateAdapter implements StateAdapter {
   private readonly scopes = new Map<string, Scope>()
-  private readonly changes = new ChangeListeners()
+  private readonly changes = new ChangeListeners<StateChange>()
   private closed = false
 
   async get(scope: string, key: string): Promise<StateValue | undefined> {

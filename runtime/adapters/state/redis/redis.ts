@@ -26,12 +26,13 @@ import type { Redis } from 'ioredis'
 import { Errors } from 'svc-protocol/errors'
 import { jsonParse } from 'svc-protocol/json'
 import { assertUpdateOps } from '../../../update-ops/index.ts'
-import { ChangeListeners } from '../changes.ts'
+import { ChangeListeners } from '../../changes.ts'
 import { checkValueSize, decodeStateValue as decode, encodeStateValue as encode } from '../codec.ts'
 import type {
   StateAdapter,
   StateAdapterContext,
   StateAdapterLogger,
+  StateChange,
   StateChangeListener,
   StateEntry,
   StatePage,
@@ -77,7 +78,7 @@ export class RedisStateAdapter implements StateAdapter {
   private readonly client: ScriptedRedis
   private readonly feed: RedisChangeFeed<ChangeMessage>
   private readonly log: StateAdapterLogger
-  private readonly changes = new ChangeListeners()
+  private readonly changes = new ChangeListeners<StateChange>()
   private readonly keys: { groups: string; seq: string; channel: string }
   private readonly where: string
   private closed = false

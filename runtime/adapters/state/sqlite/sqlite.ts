@@ -15,11 +15,12 @@ import { resolve } from 'node:path'
 import type { DatabaseSync, StatementSync } from 'node:sqlite'
 import { openSqlite } from '../../sqlite.ts'
 import { applyUpdateOps, assertUpdateOps } from '../../../update-ops/index.ts'
-import { ChangeListeners } from '../changes.ts'
+import { ChangeListeners } from '../../changes.ts'
 import { checkValueSize, decodeStateValue as decode, encodeStateValue as encode } from '../codec.ts'
 import type {
   StateAdapter,
   StateAdapterContext,
+  StateChange,
   StateChangeListener,
   StateEntry,
   StatePage,
@@ -76,7 +77,7 @@ export class SqliteStateAdapter implements StateAdapter {
   /** Absolute path of the database file. */
   readonly path: string
   private readonly db: DatabaseSync
-  private readonly changes = new ChangeListeners()
+  private readonly changes = new ChangeListeners<StateChange>()
   private closed = false
   private readonly statements: {
     get: StatementSync
