@@ -3,13 +3,10 @@
  * and key prefix share one stream store and one change feed, so a stream client connected to
  * engine A hears of writes and sends made through engine B.
  *
- * Key layout, for prefix `P` (default `svc:`), where `<group>` is the JSON text of
- * `[stream_name, group_id]` (./state-backed.ts {@link groupScope}; distinct pairs never collide):
- * - `P stream:h:<group>`: hash, item id → data as JSON text (one hash per group, §13.1);
- * - `P stream:k:<group>`: sorted set of the group's item ids, every score 0 (byte order);
- * - `P stream:groups`: sorted set (scores 0) of the groups holding at least one item;
- * - `P stream:seq`: counter of reported changes and sends;
- * - channel `P stream:events`: one message per committed change or send, in commit order.
+ * Keys (../redis-scopes.ts, kind `stream`): one hash of item id → data as JSON text per group with
+ * a sorted index of its ids, the set of groups holding an item, the counter of changes and sends,
+ * and the channel `P stream:events`. A group's scope is the JSON text of `[stream_name, group_id]`
+ * (./state-backed.ts {@link groupScope}; distinct pairs never collide).
  *
  * Writes run the state adapter's Lua scripts (../state/redis/scripts.ts) on these keys, so items
  * get the same atomic update operations (§5), JSON fidelity and size accounting as state values,
@@ -27,16 +24,15 @@
  * `ADAPTER_UNAVAILABLE` within 5 s when Redis is unreachable, the clients reconnect with backoff,
  * and opening never fails because Redis is down.
  */
-import type { Redis } from 'ioredis'
 import { Errors } from 'svc-protocol/errors'
 import { jsonParse } from 'svc-protocol/json'
 import { assertUpdateOps } from '../../update-ops/index.ts'
 import { checkValueSize, decodeStateValue as decode, encodeStateValue as encode } from '../state/codec.ts'
 import { encodeOps } from '../state/redis/redis.ts'
-import { PAGE_SCRIPT, SEQUENCED_WRITE_SCRIPT } from '../state/redis/scripts.ts'
+import { SEQUENCED_WRITE_SCRIPT } from '../state/redis/scripts.ts'
 import { compareUtf8, type StateAdapterLogger } from '../state/types.ts'
-import { CALL_TIMEOUT_MS, connectRedis, redactRedisUrl, redisCallError, waitReady, type RedisConfig } from '../redis.ts'
-import { RedisChangeFeed } from '../redis-feed.ts'
+import type { CALL_TIMEOUT_MS, RedisConfig } from '../redis.ts'
+import { RedisScopes } from '../redis-scopes.ts'
 import { ChangeListeners } from '../changes.ts'
 import { groupScope, parseGroupScope } from './state-backed.ts'
 import type {
@@ -75,13 +71,10 @@ interface EventMessage {
   send?: Omit<StreamSendChange, 'kind'>
 }
 
-interface StreamScripts {
-  svcStreamWrite(...args: Array<string | Buffer | number>): Promise<unknown>
-  svcStreamPage(...args: Array<string | Buffer | number>): Promise<[number, string[], Array<string | null>]>
+/** The send script, as ioredis exposes it after `defineCommand`. */
+interface SendScript {
   svcStreamSend(...args: Array<string | Buffer | number>): Promise<number>
 }
-
-type ScriptedRedis = Redis & StreamScripts
 
 /** Options of {@link RedisStreamAdapter.open} besides the config block. */
 export interface RedisStreamAdapterContext {
@@ -99,13 +92,9 @@ const silent: StateAdapterLogger = { info() {}, warn() {}, error() {} }
  */
 export class RedisStreamAdapter implements StreamAdapter {
   readonly config: RedisConfig
-  private readonly client: ScriptedRedis
-  private readonly feed: RedisChangeFeed<EventMessage>
-  private readonly log: StateAdapterLogger
+  private readonly store: RedisScopes<EventMessage>
+  private readonly sendScript: SendScript
   private readonly changes = new ChangeListeners<StreamAdapterChange>()
-  private readonly keys: { groups: string; seq: string; channel: string }
-  private readonly where: string
-  private closed = false
 
   /**
    * Connects (waiting at most {@link CALL_TIMEOUT_MS}) and subscribes to `<prefix>stream:events`.
@@ -113,72 +102,57 @@ export class RedisStreamAdapter implements StreamAdapter {
    */
   static async open(config: RedisConfig, context: RedisStreamAdapterContext = {}): Promise<RedisStreamAdapter> {
     const adapter = new RedisStreamAdapter(config, context.log ?? silent)
-    const [commands, subscribed] = await Promise.all([waitReady(adapter.client, CALL_TIMEOUT_MS), adapter.feed.open()])
-    if (!commands || !subscribed) {
-      adapter.log.warn(
-        `redis stream adapter: ${adapter.where} is unreachable; stream calls fail with ADAPTER_UNAVAILABLE until it is back`,
-        { url: adapter.where },
-      )
-    }
+    await adapter.store.open()
     return adapter
   }
 
   private constructor(config: RedisConfig, log: StateAdapterLogger) {
     this.config = config
-    this.log = log
-    this.where = redactRedisUrl(config.url)
-    const prefix = config.key_prefix
-    this.keys = { groups: `${prefix}stream:groups`, seq: `${prefix}stream:seq`, channel: `${prefix}stream:events` }
-    this.client = connectRedis(config.url) as ScriptedRedis
-    this.client.defineCommand('svcStreamWrite', { numberOfKeys: 4, lua: SEQUENCED_WRITE_SCRIPT })
-    this.client.defineCommand('svcStreamPage', { numberOfKeys: 2, lua: PAGE_SCRIPT })
-    this.client.defineCommand('svcStreamSend', { numberOfKeys: 1, lua: SEND_SCRIPT })
-    this.feed = new RedisChangeFeed<EventMessage>({
-      url: config.url,
-      where: this.where,
-      channel: this.keys.channel,
-      kind: 'stream',
-      missed: "stream changes made while disconnected were not delivered to this engine's clients and triggers",
+    this.store = new RedisScopes<EventMessage>('stream', config, {
+      writeScript: SEQUENCED_WRITE_SCRIPT,
       log,
+      missed: "stream changes made while disconnected were not delivered to this engine's clients and triggers",
       onMessage: (event) => {
         const change = toChange(event)
         if (change) this.changes.emit(change)
       },
     })
+    this.store.client.defineCommand('svcStreamSend', { numberOfKeys: 1, lua: SEND_SCRIPT })
+    this.sendScript = this.store.client as unknown as SendScript
   }
 
   async get(stream: string, group: string, item: string): Promise<unknown> {
-    const text = await this.call('get', () => this.client.hget(this.hashKey(groupScope(stream, group)), item))
+    const text = await this.store.call('get', () => this.store.client.hget(this.store.hashKey(groupScope(stream, group)), item))
     return text === null ? undefined : decode(text)
   }
 
   async set(stream: string, group: string, item: string, data: unknown, options: StreamWriteOptions = {}): Promise<unknown> {
-    this.assertOpen()
+    this.store.assertOpen()
     const text = encode(data as never)
     checkValueSize(text, options.maxItemBytes, LIMIT_SETTING)
-    const [seq, old] = (await this.call('set', () => this.write('set', stream, group, item, options.origin, text))) as [number, string | null]
-    await this.feed.reported(seq)
+    const [seq, old] = (await this.store.call('set', () => this.store.write('set', groupScope(stream, group), item, options.origin, text))) as [number, string | null]
+    await this.store.feed.reported(seq)
     return old === null ? undefined : decode(old)
   }
 
   async delete(stream: string, group: string, item: string, options: Pick<StreamWriteOptions, 'origin'> = {}): Promise<unknown> {
-    const reply = (await this.call('delete', () => this.write('delete', stream, group, item, options.origin))) as [number, string] | null
+    const reply = (await this.store.call('delete', () => this.store.write('delete', groupScope(stream, group), item, options.origin))) as [number, string] | null
     if (reply === null) return undefined
-    await this.feed.reported(reply[0])
+    await this.store.feed.reported(reply[0])
     return decode(reply[1])
   }
 
   async update(stream: string, group: string, item: string, ops: UpdateOp[], options: StreamWriteOptions = {}): Promise<StreamUpdateOutcome> {
-    this.assertOpen()
+    this.store.assertOpen()
     assertUpdateOps(ops)
     const { text, nonfinite } = encodeOps(ops)
     const limit = options.maxItemBytes ?? null
-    const reply = (await this.call('update', () =>
-      this.write('update', stream, group, item, options.origin, text, limit === null ? '' : String(limit), nonfinite),
+    const reply = (await this.store.call('update', () =>
+      this.store.write('update', groupScope(stream, group), item, options.origin, text, limit === null ? '' : String(limit), nonfinite),
     )) as ['too_large', number] | [number, [string, string | null, string, string]]
     if (reply[0] === 'too_large') throw Errors.valueTooLarge(reply[1] as number, limit!, LIMIT_SETTING)
     const [seq, [, old, next, errors]] = reply as [number, [string, string | null, string, string]]
-    await this.feed.reported(seq)
+    await this.store.feed.reported(seq)
     return {
       old_value: old === null ? undefined : decode(old),
       new_value: decode(next),
@@ -187,8 +161,7 @@ export class RedisStreamAdapter implements StreamAdapter {
   }
 
   async list(stream: string, group: string): Promise<unknown[]> {
-    const scope = groupScope(stream, group)
-    const [, , values] = await this.call('list', () => this.client.svcStreamPage(this.hashKey(scope), this.indexKey(scope), '-', '+', '0', '-1', '1'))
+    const [, , values] = await this.store.call('list', () => this.store.page(groupScope(stream, group), '', 0, -1, true))
     return values.filter((text): text is string => text !== null).map(decode)
   }
 
@@ -197,7 +170,7 @@ export class RedisStreamAdapter implements StreamAdapter {
     // never contains 0xFF, so `prefix + 0xFF` bounds it.
     const prefix = `[${JSON.stringify(stream)},`
     const max = Buffer.concat([Buffer.from(`(${prefix}`), Buffer.from([0xff])])
-    const scopes = await this.call('list_groups', () => this.client.zrangebylex(this.keys.groups, `[${prefix}`, max))
+    const scopes = await this.store.call('list_groups', () => this.store.client.zrangebylex(this.store.keys.groups, `[${prefix}`, max))
     const groups: string[] = []
     for (const scope of scopes) {
       const pair = parseGroupScope(scope)
@@ -207,7 +180,7 @@ export class RedisStreamAdapter implements StreamAdapter {
   }
 
   async listAll(): Promise<StreamGroups[]> {
-    const scopes = await this.call('list_all', () => this.client.zrange(this.keys.groups, '0', '-1'))
+    const scopes = await this.store.call('list_all', () => this.store.client.zrange(this.store.keys.groups, '0', '-1'))
     const streams = new Map<string, string[]>()
     for (const scope of scopes) {
       const pair = parseGroupScope(scope)
@@ -220,7 +193,7 @@ export class RedisStreamAdapter implements StreamAdapter {
   }
 
   async publish(event: Omit<StreamSendChange, 'kind'>): Promise<void> {
-    this.assertOpen()
+    this.store.assertOpen()
     const send: Omit<StreamSendChange, 'kind'> = {
       stream_name: event.stream_name,
       group_id: event.group_id,
@@ -230,8 +203,8 @@ export class RedisStreamAdapter implements StreamAdapter {
     }
     if (event.origin) send.origin = event.origin
     const text = JSON.stringify(send)
-    const seq = await this.call('send', () => this.client.svcStreamSend(this.keys.seq, this.keys.channel, text))
-    await this.feed.reported(seq)
+    const seq = await this.store.call('send', () => this.sendScript.svcStreamSend(this.store.keys.seq, this.store.keys.channel, text))
+    await this.store.feed.reported(seq)
   }
 
   subscribe(listener: StreamChangeListener): () => void {
@@ -239,39 +212,7 @@ export class RedisStreamAdapter implements StreamAdapter {
   }
 
   async close(): Promise<void> {
-    if (this.closed) return
-    this.closed = true
-    this.changes.clear()
-    this.client.disconnect()
-    this.feed.close()
-  }
-
-  private hashKey(scope: string): string {
-    return `${this.config.key_prefix}stream:h:${scope}`
-  }
-
-  private indexKey(scope: string): string {
-    return `${this.config.key_prefix}stream:k:${scope}`
-  }
-
-  private write(mode: 'set' | 'delete' | 'update', stream: string, group: string, item: string, origin: StreamWriteOrigin | undefined, ...rest: string[]) {
-    const scope = groupScope(stream, group)
-    const originText = origin && (origin.traceparent !== undefined || origin.baggage !== undefined) ? JSON.stringify(origin) : ''
-    return this.client.svcStreamWrite(this.hashKey(scope), this.indexKey(scope), this.keys.groups, this.keys.seq, mode, scope, item, this.keys.channel, originText, ...rest)
-  }
-
-  /** Runs one Redis call; a failure becomes `STORAGE_ERROR` or `ADAPTER_UNAVAILABLE` (../redis.ts). */
-  private async call<T>(operation: string, run: () => Promise<T>): Promise<T> {
-    this.assertOpen()
-    try {
-      return await run()
-    } catch (error) {
-      throw redisCallError(error, this.where, `stream ${operation}`)
-    }
-  }
-
-  private assertOpen(): void {
-    if (this.closed) throw new Error(`redis stream adapter for ${this.where} is closed`)
+    if (this.store.close()) this.changes.clear()
   }
 }
 
