@@ -16,7 +16,11 @@
  *                  HTTP row's budget (1.3× allows 0.3 × the own listener's CPU for the whole hop).
  *
  * CPU time per call of every process (the callers' from their own `process.cpuUsage()`), svc's and
- * Moleculer's: at two cores, calls/s follow CPU per call summed over the processes.
+ * Moleculer's: at two cores, calls/s follow CPU per call summed over the processes. The rows'
+ * figures are over every phase of a run (sequential, 1, 8 and 64 in flight); `at_64` measures 64
+ * in flight alone (after 1,000 warm-up calls), for svc once per round and for Moleculer once, with
+ * the cores the processes kept busy (CPU per call × calls/s): a rate bound by CPU shows as about
+ * two cores, one bound by the time a call takes as fewer.
  *
  * Prints one JSON line. svc-sdk processes run with their defaults except telemetry (off like the
  * peers', see run.ts).
@@ -47,6 +51,17 @@ function cpuMs(pid: number): number {
 }
 
 const total = (cpu: Record<string, number>) => Object.values(cpu).reduce((a, b) => a + b, 0)
+/** 64 in flight alone: no sequential samples (1,000 warm-up calls still run). */
+const AT_64 = { BENCH_SAMPLES: '0', BENCH_IN_FLIGHT: '64' }
+/**
+ * A 64-in-flight run as `at_64` reports it: calls/s, CPU µs per call of each process (`cpu`, or the
+ * run's own `cpu_us_per_call`) and their sum, and the cores they kept busy.
+ */
+function saturated(runResult: Record<string, any>, cpu: Record<string, number> = runResult.cpu_us_per_call): Record<string, unknown> {
+  const perCall = Object.fromEntries(Object.entries(cpu).map(([name, us]) => [name, Math.round(us * 10) / 10]))
+  const sum = total(cpu)
+  return { per_second: runResult.per_second[64], cpu_us_per_call: perCall, total_us: Math.round(sum * 10) / 10, cores: Math.round((sum * runResult.per_second[64]) / 1e4) / 100 }
+}
 const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!
 const medianRun = (runs: Array<Record<string, any>>) => [...runs].sort((a, b) => a.per_second[64] - b.per_second[64])[Math.floor(runs.length / 2)]!
 
@@ -71,16 +86,20 @@ async function main(): Promise<void> {
     const localRuns: Array<Record<string, any>> = []
     // CPU µs per call of engine A, engine B and nats-server (and the callee) during each run.
     const perCall = (runResult: Record<string, any>, before: number[], pids: number[]) => {
-      runResult.cpu_us_per_call = Object.fromEntries(['engine_a', 'engine_b', 'nats', 'callee'].map((name, i) => [name, Math.round(((cpuMs(pids[i]!) - before[i]!) * 1000) / runResult.calls)]))
-      runResult.cpu_us_per_call.caller = Math.round((runResult.cpu_ms * 1000) / runResult.calls)
+      const tenths = (ms: number) => Math.round((ms * 10_000) / runResult.calls) / 10
+      runResult.cpu_us_per_call = Object.fromEntries(['engine_a', 'engine_b', 'nats', 'callee'].map((name, i) => [name, tenths(cpuMs(pids[i]!) - before[i]!)]))
+      runResult.cpu_us_per_call.caller = tenths(runResult.cpu_ms)
       return runResult
     }
     const pids = () => [a.child.pid!, b.child.pid!, nats.child.pid!, callee.child.pid!]
+    const saturatedRuns: Array<Record<string, any>> = []
     for (let round = 0; round < ROUNDS; round++) {
       let before = pids().map(cpuMs)
       crossRuns.push(perCall(await run(['bench/load-ws.ts', 'svc', a.ready.engine_url]), before, pids()))
       before = pids().map(cpuMs)
       localRuns.push(perCall(await run(['bench/load-ws.ts', 'svc', b.ready.engine_url]), before, pids()))
+      before = pids().map(cpuMs)
+      saturatedRuns.push(perCall(await run(['bench/load-ws.ts', 'svc', a.ready.engine_url], AT_64), before, pids()))
     }
 
     // HTTP through B's own listener and through A's, alternated; CPU of both engines and nats-server.
@@ -117,8 +136,16 @@ async function main(): Promise<void> {
     const natsBefore = cpuMs(nats.child.pid!)
     const calleeBefore = cpuMs(moleculerCallee.child.pid!)
     const moleculer = await run(['bench/peers/moleculer-caller.ts', nats.url])
-    const perCallOf = (ms: number) => Math.round((ms * 1000) / moleculer.calls)
-    moleculer.cpu_us_per_call = { nats: perCallOf(cpuMs(nats.child.pid!) - natsBefore), callee: perCallOf(cpuMs(moleculerCallee.child.pid!) - calleeBefore), caller: perCallOf(moleculer.cpu_ms) }
+    const perCallOf = (ms: number, calls: number) => Math.round((ms * 1000) / calls)
+    moleculer.cpu_us_per_call = { nats: perCallOf(cpuMs(nats.child.pid!) - natsBefore, moleculer.calls), callee: perCallOf(cpuMs(moleculerCallee.child.pid!) - calleeBefore, moleculer.calls), caller: perCallOf(moleculer.cpu_ms, moleculer.calls) }
+    const natsBefore64 = cpuMs(nats.child.pid!)
+    const calleeBefore64 = cpuMs(moleculerCallee.child.pid!)
+    const moleculer64 = await run(['bench/peers/moleculer-caller.ts', nats.url], AT_64)
+    const moleculerAt64 = saturated(moleculer64, {
+      nats: (cpuMs(nats.child.pid!) - natsBefore64) * 1000 / moleculer64.calls,
+      callee: (cpuMs(moleculerCallee.child.pid!) - calleeBefore64) * 1000 / moleculer64.calls,
+      caller: (moleculer64.cpu_ms * 1000) / moleculer64.calls,
+    })
     await stop(moleculerCallee.child)
 
     console.log(
@@ -126,6 +153,12 @@ async function main(): Promise<void> {
         cross: medianRun(crossRuns),
         local: medianRun(localRuns),
         moleculer,
+        at_64: {
+          svc: saturated(
+            [...saturatedRuns].sort((x, y) => x.per_second[64] - y.per_second[64])[Math.floor(saturatedRuns.length / 2)]!,
+          ),
+          moleculer: moleculerAt64,
+        },
         http: {
           own: { cpu_us_per_request: median(http.own.cpu_us_per_request), per_second: median(http.own.per_second) },
           other: { cpu_us_per_request: median(http.other.cpu_us_per_request), per_second: median(http.other.per_second) },

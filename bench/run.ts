@@ -353,7 +353,7 @@ function fleetRows(r: Record<string, any>): string[] {
   const cpu = (row: Record<string, any>) => {
     const c = row.cpu_us_per_call as Record<string, number> | undefined
     if (c === undefined) return ''
-    const total = Object.values(c).reduce((a, b) => a + b, 0)
+    const total = Math.round(Object.values(c).reduce((a, b) => a + b, 0) * 10) / 10
     return ` (CPU µs per call: engine A ${c.engine_a}, engine B ${c.engine_b}, nats-server ${c.nats}, callee ${c.callee}${c.caller === undefined ? '' : `, caller ${c.caller}; ${total} in all`})`
   }
   const m = r.moleculer.cpu_us_per_call as Record<string, number> | undefined
@@ -367,13 +367,24 @@ function fleetRows(r: Record<string, any>): string[] {
         `| ${n} in flight | ${r.cross.per_second[n]}/s | ${r.local.per_second[n]}/s | ${r.moleculer.per_second[n]}/s | ${Math.round((r.cross.per_second[n] / r.local.per_second[n]) * 100)}% | ${Math.round((r.cross.per_second[n] / r.moleculer.per_second[n]) * 100)}%${n === 64 ? ' (target ≥ 100%)' : ''} |`,
     ),
     '',
-    `Cross-engine${cpu(r.cross)}; same engine${cpu(r.local)}${moleculerCpu}.`,
+    `Cross-engine${cpu(r.cross)}; same engine${cpu(r.local)}${moleculerCpu}. Over every phase of a run (sequential, 1, 8 and 64 in flight).`,
+    ...at64Line(r.at_64),
     '',
     '| HTTP GET through a route of a worker on engine B, 16 connections (median of 3, alternated) | CPU µs per request (both engines and nats-server) | requests/s |',
     '|---|---|---|',
     `| through B's own listener | ${r.http.own.cpu_us_per_request} µs | ${r.http.own.per_second}/s |`,
     `| through A's listener | ${r.http.other.cpu_us_per_request} µs (${(r.http.other.cpu_us_per_request / r.http.own.cpu_us_per_request).toFixed(2)}×, target ≤ 1.3×) | ${r.http.other.per_second}/s |`,
     ...bareNatsRow(r.nats_request_reply, r.http.own.cpu_us_per_request),
+  ]
+}
+
+/** 64 in flight alone (bench/fleet.ts `at_64`): CPU per call and the cores it kept busy, svc's against Moleculer's. */
+function at64Line(at: Record<string, any> | undefined): string[] {
+  if (at === undefined) return []
+  const parts = (c: Record<string, number>) => Object.entries(c).map(([name, us]) => `${name.replace('_', ' ').replace('engine a', 'engine A').replace('engine b', 'engine B').replace('nats', 'nats-server')} ${us}`).join(', ')
+  return [
+    '',
+    `At 64 in flight alone: svc ${at.svc.per_second} calls/s, ${at.svc.total_us} µs of CPU per call (${parts(at.svc.cpu_us_per_call)}), ${at.svc.cores} cores busy; Moleculer ${at.moleculer.per_second} calls/s, ${at.moleculer.total_us} µs (${parts(at.moleculer.cpu_us_per_call)}), ${at.moleculer.cores} cores busy. Two cores bound a rate that needs them all.`,
   ]
 }
 
