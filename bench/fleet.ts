@@ -53,14 +53,11 @@ function cpuMs(pid: number): number {
 const total = (cpu: Record<string, number>) => Object.values(cpu).reduce((a, b) => a + b, 0)
 /** 64 in flight alone: no sequential samples (1,000 warm-up calls still run). */
 const AT_64 = { BENCH_SAMPLES: '0', BENCH_IN_FLIGHT: '64' }
-/**
- * A 64-in-flight run as `at_64` reports it: calls/s, CPU µs per call of each process (`cpu`, or the
- * run's own `cpu_us_per_call`) and their sum, and the cores they kept busy.
- */
-function saturated(runResult: Record<string, any>, cpu: Record<string, number> = runResult.cpu_us_per_call): Record<string, unknown> {
-  const perCall = Object.fromEntries(Object.entries(cpu).map(([name, us]) => [name, Math.round(us * 10) / 10]))
+/** A 64-in-flight run as `at_64` reports it: calls/s, CPU µs per call of each process and their sum, and the cores they kept busy. */
+function saturated(runResult: Record<string, any>): Record<string, unknown> {
+  const cpu = runResult.cpu_us_per_call as Record<string, number>
   const sum = total(cpu)
-  return { per_second: runResult.per_second[64], cpu_us_per_call: perCall, total_us: Math.round(sum * 10) / 10, cores: Math.round((sum * runResult.per_second[64]) / 1e4) / 100 }
+  return { per_second: runResult.per_second[64], cpu_us_per_call: cpu, total_us: Math.round(sum * 10) / 10, cores: Math.round((sum * runResult.per_second[64]) / 1e4) / 100 }
 }
 const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!
 const medianRun = (runs: Array<Record<string, any>>) => [...runs].sort((a, b) => a.per_second[64] - b.per_second[64])[Math.floor(runs.length / 2)]!
@@ -135,17 +132,16 @@ async function main(): Promise<void> {
     await firstJson(moleculerCallee.lines, 'ready')
     const natsBefore = cpuMs(nats.child.pid!)
     const calleeBefore = cpuMs(moleculerCallee.child.pid!)
-    const moleculer = await run(['bench/peers/moleculer-caller.ts', nats.url])
-    const perCallOf = (ms: number, calls: number) => Math.round((ms * 1000) / calls)
-    moleculer.cpu_us_per_call = { nats: perCallOf(cpuMs(nats.child.pid!) - natsBefore, moleculer.calls), callee: perCallOf(cpuMs(moleculerCallee.child.pid!) - calleeBefore, moleculer.calls), caller: perCallOf(moleculer.cpu_ms, moleculer.calls) }
+    // CPU µs per call of nats-server, the callee and the caller during a Moleculer run.
+    const moleculerPerCall = (runResult: Record<string, any>, natsBefore: number, calleeBefore: number) => {
+      const tenths = (ms: number) => Math.round((ms * 10_000) / runResult.calls) / 10
+      runResult.cpu_us_per_call = { nats: tenths(cpuMs(nats.child.pid!) - natsBefore), callee: tenths(cpuMs(moleculerCallee.child.pid!) - calleeBefore), caller: tenths(runResult.cpu_ms) }
+      return runResult
+    }
+    const moleculer = moleculerPerCall(await run(['bench/peers/moleculer-caller.ts', nats.url]), natsBefore, calleeBefore)
     const natsBefore64 = cpuMs(nats.child.pid!)
     const calleeBefore64 = cpuMs(moleculerCallee.child.pid!)
-    const moleculer64 = await run(['bench/peers/moleculer-caller.ts', nats.url], AT_64)
-    const moleculerAt64 = saturated(moleculer64, {
-      nats: (cpuMs(nats.child.pid!) - natsBefore64) * 1000 / moleculer64.calls,
-      callee: (cpuMs(moleculerCallee.child.pid!) - calleeBefore64) * 1000 / moleculer64.calls,
-      caller: (moleculer64.cpu_ms * 1000) / moleculer64.calls,
-    })
+    const moleculerAt64 = saturated(moleculerPerCall(await run(['bench/peers/moleculer-caller.ts', nats.url], AT_64), natsBefore64, calleeBefore64))
     await stop(moleculerCallee.child)
 
     console.log(
@@ -154,9 +150,7 @@ async function main(): Promise<void> {
         local: medianRun(localRuns),
         moleculer,
         at_64: {
-          svc: saturated(
-            [...saturatedRuns].sort((x, y) => x.per_second[64] - y.per_second[64])[Math.floor(saturatedRuns.length / 2)]!,
-          ),
+          svc: saturated(medianRun(saturatedRuns)),
           moleculer: moleculerAt64,
         },
         http: {

@@ -357,7 +357,7 @@ function fleetRows(r: Record<string, any>): string[] {
     return ` (CPU µs per call: engine A ${c.engine_a}, engine B ${c.engine_b}, nats-server ${c.nats}, callee ${c.callee}${c.caller === undefined ? '' : `, caller ${c.caller}; ${total} in all`})`
   }
   const m = r.moleculer.cpu_us_per_call as Record<string, number> | undefined
-  const moleculerCpu = m?.callee === undefined ? '' : `; Moleculer (CPU µs per call: nats-server ${m.nats}, callee ${m.callee}, caller ${m.caller}; ${m.nats! + m.callee + m.caller!} in all)`
+  const moleculerCpu = m?.callee === undefined ? '' : `; Moleculer (CPU µs per call: nats-server ${m.nats}, callee ${m.callee}, caller ${m.caller}; ${Math.round((m.nats! + m.callee + m.caller!) * 10) / 10} in all)`
   return [
     '| Fleet: two engines on one nats-server (svc: median of 3, alternated) | worker on A → engine A → NATS → engine B → worker | same call within engine B | Moleculer over the same nats-server | cross / same engine | cross / Moleculer |',
     '|---|---|---|---|---|---|',
@@ -381,7 +381,8 @@ function fleetRows(r: Record<string, any>): string[] {
 /** 64 in flight alone (bench/fleet.ts `at_64`): CPU per call and the cores it kept busy, svc's against Moleculer's. */
 function at64Line(at: Record<string, any> | undefined): string[] {
   if (at === undefined) return []
-  const parts = (c: Record<string, number>) => Object.entries(c).map(([name, us]) => `${name.replace('_', ' ').replace('engine a', 'engine A').replace('engine b', 'engine B').replace('nats', 'nats-server')} ${us}`).join(', ')
+  const labels: Record<string, string> = { engine_a: 'engine A', engine_b: 'engine B', nats: 'nats-server', callee: 'callee', caller: 'caller' }
+  const parts = (c: Record<string, number>) => Object.entries(c).map(([name, us]) => `${labels[name] ?? name} ${us}`).join(', ')
   return [
     '',
     `At 64 in flight alone: svc ${at.svc.per_second} calls/s, ${at.svc.total_us} µs of CPU per call (${parts(at.svc.cpu_us_per_call)}), ${at.svc.cores} cores busy; Moleculer ${at.moleculer.per_second} calls/s, ${at.moleculer.total_us} µs (${parts(at.moleculer.cpu_us_per_call)}), ${at.moleculer.cores} cores busy. Two cores bound a rate that needs them all.`,

@@ -54,6 +54,8 @@ export class RedisScopes<Message extends { seq: number }> {
   readonly where: string
   readonly keys: { readonly groups: string; readonly seq: string; readonly channel: string }
   readonly #kind: 'state' | 'stream'
+  /** `<key_prefix><kind>:`, the start of every key. */
+  readonly #prefix: string
   readonly #log: RedisFeedLogger
   readonly #scripts: ScopeScripts
   #closed = false
@@ -63,7 +65,7 @@ export class RedisScopes<Message extends { seq: number }> {
     this.#kind = kind
     this.#log = options.log
     this.where = redactRedisUrl(config.url)
-    const prefix = `${config.key_prefix}${kind}:`
+    const prefix = (this.#prefix = `${config.key_prefix}${kind}:`)
     this.keys = { groups: `${prefix}groups`, seq: `${prefix}seq`, channel: `${prefix}events` }
     this.client = connectRedis(config.url)
     this.client.defineCommand('svcScopeWrite', { numberOfKeys: 4, lua: options.writeScript })
@@ -100,12 +102,12 @@ export class RedisScopes<Message extends { seq: number }> {
 
   /** The hash of a scope's values. */
   hashKey(scope: string): string {
-    return `${this.config.key_prefix}${this.#kind}:h:${scope}`
+    return `${this.#prefix}h:${scope}`
   }
 
   /** The sorted set of a scope's keys. */
   indexKey(scope: string): string {
-    return `${this.config.key_prefix}${this.#kind}:k:${scope}`
+    return `${this.#prefix}k:${scope}`
   }
 
   /**
